@@ -1,0 +1,45 @@
+// `moepack inspect PATH|FIRST-SHARD|OLLAMA-NAME [--json] [--tensors]`
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "app/commands.h"
+#include "core/gguf_model.h"
+#include "core/model_summary.h"
+
+namespace moepack::cli {
+
+std::function<int()> add_inspect(CLI::App& app) {
+  struct Options {
+    std::string model;
+    bool json = false;
+    bool tensors = false;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("inspect", "Show a GGUF model's architecture, tokenizer, tensors and MoE structure");
+  sub->add_option("model", opt->model, "GGUF file, any shard of a split set, or an Ollama model name")->required();
+  sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
+  sub->add_flag("--tensors", opt->tensors, "List every tensor (always included with --json)");
+  return [opt]() {
+    const GgufModel model = GgufModel::open(opt->model);
+    const ModelSummary s = summarize(model);
+    if (opt->json) {
+      std::printf("%s\n", summary_to_json(s, model, true).dump(2).c_str());
+    } else {
+      std::fputs(summary_to_text(s).c_str(), stderr);
+      if (opt->tensors) {
+        for (const GgufTensorRef& r : model.tensors()) {
+          const GgufTensorInfo& t = *r.info;
+          std::fprintf(stderr, "  %-40s %-6s [%llu, %llu, %llu, %llu] %llu bytes @ %llu (shard %u)\n", t.name.c_str(),
+                       std::string(ggml_type_name(t.type)).c_str(), (unsigned long long)t.ne[0],
+                       (unsigned long long)t.ne[1], (unsigned long long)t.ne[2], (unsigned long long)t.ne[3],
+                       (unsigned long long)t.nbytes, (unsigned long long)t.file_offset, r.shard + 1);
+        }
+      }
+    }
+    return 0;
+  };
+}
+
+}  // namespace moepack::cli

@@ -1,0 +1,14 @@
+// `moepack` subcommands. Each registers itself on the CLI11 app and runs when selected.
+// Conventions (docs/cli.md): --json prints one JSON object on stdout; human text, progress
+// and logs go to stderr; exit status 0 only on success.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace moepack::cli {
+
+// Registers `inspect`; the returned function runs it and returns the exit status.
+std::function<int()> add_inspect(CLI::App& app);
+
+}  // namespace moepack::cli

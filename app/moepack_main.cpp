@@ -1,0 +1,35 @@
+// moepack: the command-line interface over the MoePack engine.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <vector>
+
+#include "app/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"MoePack: run Mixture-of-Experts models with experts streamed from SSD", "moepack"};
+  app.set_version_flag("--version", std::string("moepack ") + MOEPACK_VERSION);
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
+  auto inspect = moepack::cli::add_inspect(app);
+  commands.emplace_back(app.get_subcommand("inspect"), inspect);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : commands) {
+      if (sub->parsed()) return run();
+    }
+  } catch (const moepack::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 1;
+}

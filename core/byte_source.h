@@ -1,0 +1,32 @@
+// Random-access byte sources for parsers: a file read with pread (never mapped) or a copy of
+// bytes in memory (tests, fuzzing). Reads past the end throw FormatError naming the field.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace moepack {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Name used in error messages (the file path).
+  virtual const std::string& name() const = 0;
+  // Size in bytes.
+  virtual uint64_t size() const = 0;
+  // Reads exactly n bytes at `offset` into dst. Throws FormatError (field, "truncated") when
+  // [offset, offset + n) is not inside the source, IoError on an OS error.
+  virtual void read(uint64_t offset, void* dst, size_t n, const char* field) const = 0;
+};
+
+// Opens `path` read-only (O_CLOEXEC). Throws IoError if it cannot be opened or is not a
+// regular file.
+std::shared_ptr<ByteSource> open_file_source(const std::string& path);
+
+// Owns a copy of `bytes`; `name` appears in error messages.
+std::shared_ptr<ByteSource> make_memory_source(std::string name, std::vector<uint8_t> bytes);
+
+}  // namespace moepack

@@ -1,0 +1,46 @@
+// Errors thrown by MoePack's loaders and parsers.
+//
+// Every rejection of an input file names the file, the field that was wrong and the absolute
+// byte offset where it was read, so a user can find the problem with a hex editor and a
+// developer can reproduce it. Messages read: "<file>: <field> at byte <offset>: <what>".
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace moepack {
+
+// Base class of every error MoePack throws on purpose.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// An input file (GGUF, manifest, pack) is malformed or violates a limit.
+class FormatError : public Error {
+ public:
+  // offset: absolute byte offset in `file` where `field` starts (or where the check failed).
+  FormatError(std::string file, std::string field, uint64_t offset, const std::string& what);
+
+  const std::string& file() const { return file_; }
+  const std::string& field() const { return field_; }
+  uint64_t offset() const { return offset_; }
+
+ private:
+  std::string file_;
+  std::string field_;
+  uint64_t offset_;
+};
+
+// An operating-system call failed (open, read, statx...). Carries errno.
+class IoError : public Error {
+ public:
+  IoError(const std::string& file, const std::string& operation, int errno_value);
+  int errno_value() const { return errno_; }
+
+ private:
+  int errno_;
+};
+
+}  // namespace moepack
