@@ -1,0 +1,66 @@
+#include <vector>
+
+#include "gpu/cuda_check.h"
+#include "gpu/device_info.h"
+
+namespace moepack::gpu {
+namespace {
+
+__global__ void affine_fill(float* out, int n, float a, float b) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a * static_cast<float>(i) + b;
+}
+
+}  // namespace
+
+DeviceQuery query_devices() {
+  DeviceQuery q;
+  cudaRuntimeGetVersion(&q.runtime_version);
+  cudaDriverGetVersion(&q.driver_version);
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    q.error = cudaGetErrorString(err);
+    cudaGetLastError();  // clear the non-sticky error
+    return q;
+  }
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) continue;
+    DeviceInfo info;
+    info.index = d;
+    info.name = p.name;
+    info.compute_major = p.major;
+    info.compute_minor = p.minor;
+    info.total_bytes = p.totalGlobalMem;
+    info.multiprocessors = p.multiProcessorCount;
+    size_t free_b = 0;
+    size_t total_b = 0;
+    if (cudaSetDevice(d) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+      info.free_bytes = free_b;
+    }
+    q.devices.push_back(info);
+  }
+  if (q.devices.empty()) q.error = "no CUDA device found";
+  return q;
+}
+
+bool self_test(int device) {
+  constexpr int n = 1 << 16;
+  MOEPACK_CUDA_CHECK(cudaSetDevice(device));
+  float* d_out = nullptr;
+  MOEPACK_CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float)));
+  affine_fill<<<(n + 255) / 256, 256>>>(d_out, n, 0.5f, 3.0f);
+  const cudaError_t launch = cudaGetLastError();
+  std::vector<float> host(n);
+  const cudaError_t copy = cudaMemcpy(host.data(), d_out, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(d_out);
+  MOEPACK_CUDA_CHECK(launch);
+  MOEPACK_CUDA_CHECK(copy);
+  for (int i = 0; i < n; ++i) {
+    if (host[i] != 0.5f * static_cast<float>(i) + 3.0f) return false;
+  }
+  return true;
+}
+
+}  // namespace moepack::gpu
