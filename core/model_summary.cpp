@@ -1,6 +1,7 @@
 #include "core/model_summary.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -19,11 +20,21 @@ int role_rank(const std::string& r) {
   return 4;
 }
 
+// A float32 as the shortest decimal that reads back to the same float (1e-06, not
+// 9.99999997e-07), so printed hyperparameters match what model cards state.
+double float32_to_json(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
+  double out = v;
+  std::from_chars(buf, r.ptr, out);
+  return out;
+}
+
 nlohmann::json value_to_json(const GgufValue& v) {
   switch (v.type) {
     case GgufValueType::STRING: return v.s;
     case GgufValueType::BOOL: return v.u != 0;
-    case GgufValueType::FLOAT32:
+    case GgufValueType::FLOAT32: return float32_to_json(v.f);
     case GgufValueType::FLOAT64: return v.f;
     case GgufValueType::ARRAY: {
       const GgufArray& a = *v.array;
@@ -41,7 +52,9 @@ nlohmann::json value_to_json(const GgufValue& v) {
           sub.type = GgufValueType::ARRAY;
           sub.array = std::make_shared<GgufArray>(a.arrays[k]);
           out.push_back(value_to_json(sub));
-        } else if (a.elem_type == GgufValueType::FLOAT32 || a.elem_type == GgufValueType::FLOAT64) {
+        } else if (a.elem_type == GgufValueType::FLOAT32) {
+          out.push_back(float32_to_json(a.float_at(k)));
+        } else if (a.elem_type == GgufValueType::FLOAT64) {
           out.push_back(a.float_at(k));
         } else if (a.elem_type == GgufValueType::BOOL) {
           out.push_back(a.raw[k * es] != 0);

@@ -1,0 +1,82 @@
+// ModelInspector opens models off the UI thread and exposes what the demo model's README and
+// the fixtures' READMEs state; its layer list model passes QAbstractItemModelTester.
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "ui/model_inspector.h"
+
+using moepack::ui::ModelInspector;
+using moepack::ui::MoeLayerListModel;
+
+class ModelInspectorTest : public QObject {
+  Q_OBJECT
+
+ private:
+  static bool loadAndWait(ModelInspector& m, const QString& path) {
+    QSignalSpy done(&m, &ModelInspector::summaryChanged);
+    m.load(path);
+    if (!m.loading()) return false;  // loading must be asynchronous
+    return done.wait(20000);
+  }
+
+ private slots:
+  void demoModelMatchesItsReadme() {
+    ModelInspector m;
+    QAbstractItemModelTester tester(m.layers(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(loadAndWait(m, QStringLiteral(MOEPACK_SOURCE_DIR "/resources/models/tiny-dsv3-wordnet/"
+                                                             "tiny-dsv3-wordnet-Q4_K_M.gguf")));
+    QCOMPARE(m.error(), QString());
+    QCOMPARE(m.architecture(), QStringLiteral("deepseek2"));
+    QCOMPARE(m.fileBytes(), 22402144.0);             // README: 22,402,144 bytes
+    QCOMPARE(m.tensorCount(), 105);                  // README: 41 + 24 + 5 + 35 tensors
+    QCOMPARE(m.expertCount(), 32);                   // 32 routed experts per MoE layer
+    QCOMPARE(m.topK(), 4);                           // top-4
+    QCOMPARE(m.sharedExperts(), 1);
+    QCOMPARE(m.layers()->rowCount(), 5);             // layers 1-5 are MoE
+    const QModelIndex first = m.layers()->index(0, 0);
+    QCOMPARE(m.layers()->data(first, MoeLayerListModel::BlockRole).toInt(), 1);
+    QCOMPARE(m.layers()->data(first, MoeLayerListModel::ExpertsRole).toInt(), 32);
+    // gate/up/down 256x256 each; q4_K rows of 256 = 144 B -> 36,864 B per role when all q4_K.
+    QVERIFY(m.layers()->data(first, MoeLayerListModel::RolesTextRole).toString().startsWith(
+        QStringLiteral("gate q4_K (36864 B)")));
+    bool hasBlockCount = false;
+    for (const QVariant& v : m.hyperparameters()) {
+      const QVariantMap kv = v.toMap();
+      if (kv.value(QStringLiteral("key")).toString() == QStringLiteral("block_count")) {
+        QCOMPARE(kv.value(QStringLiteral("value")).toString(), QStringLiteral("6"));  // 6 layers
+        hasBlockCount = true;
+      }
+    }
+    QVERIFY(hasBlockCount);
+  }
+
+  void splitSetLoadsFromAnyShard() {
+    ModelInspector m;
+    QVERIFY(loadAndWait(m, QStringLiteral(MOEPACK_SHARED_DIR "/fixtures/deepseek2-tiny/"
+                                                             "deepseek2-tiny-Q2_K-00003-of-00003.gguf")));
+    QCOMPARE(m.error(), QString());
+    QCOMPARE(m.tensorCount(), 69);  // 3 shards x 23 tensors (fixtures README)
+    QCOMPARE(m.expertCount(), 16);
+    QCOMPARE(m.layers()->rowCount(), 3);
+  }
+
+  void brokenFileShowsErrorNamingTheFile() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("broken.gguf"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("GGUF\x03\x00\x00\x00", 8);  // header cut after the version
+    f.close();
+    ModelInspector m;
+    QVERIFY(loadAndWait(m, path));
+    QVERIFY(m.error().contains(path));
+    QVERIFY(m.error().contains(QStringLiteral("n_tensors")) || m.error().contains(QStringLiteral("header")));
+    QCOMPARE(m.architecture(), QString());
+    QCOMPARE(m.layers()->rowCount(), 0);
+  }
+};
+
+QTEST_GUILESS_MAIN(ModelInspectorTest)
+#include "model_inspector_test.moc"

@@ -1,0 +1,84 @@
+#include "ui/model_inspector.h"
+
+#include <QLoggingCategory>
+#include <QVariantMap>
+#include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+
+#include "core/gguf_model.h"
+
+Q_LOGGING_CATEGORY(lcModel, "moepack.model")
+
+namespace moepack::ui {
+
+ModelInspector::ModelInspector(QObject* parent) : QObject(parent) {
+  connect(&watcher_, &QFutureWatcher<Result>::finished, this, &ModelInspector::finished);
+}
+
+ModelInspector::~ModelInspector() { watcher_.waitForFinished(); }
+
+void ModelInspector::load(const QString& path) {
+  if (loading_) watcher_.waitForFinished();
+  path_ = path;
+  loading_ = true;
+  emit loadingChanged();
+  const std::string p = path.toStdString();
+  watcher_.setFuture(QtConcurrent::run([p]() -> Result {
+    Result r;
+    try {
+      const GgufModel model = GgufModel::open(p);
+      r.summary = std::make_shared<ModelSummary>(summarize(model));
+    } catch (const std::exception& e) {
+      r.error = QString::fromUtf8(e.what());
+    }
+    return r;
+  }));
+}
+
+void ModelInspector::finished() {
+  Result r = watcher_.result();
+  summary_ = r.summary;
+  error_ = r.error;
+  if (!error_.isEmpty()) qCWarning(lcModel) << "cannot open model:" << error_;
+  layers_.setLayers(summary_ ? summary_->moe_layers : std::vector<MoeLayerInfo>{});
+  loading_ = false;
+  emit summaryChanged();
+  emit loadingChanged();
+}
+
+QString ModelInspector::architecture() const {
+  return summary_ ? QString::fromStdString(summary_->architecture) : QString();
+}
+QString ModelInspector::modelName() const {
+  return summary_ ? QString::fromStdString(summary_->name) : QString();
+}
+double ModelInspector::fileBytes() const { return summary_ ? static_cast<double>(summary_->file_bytes) : 0.0; }
+int ModelInspector::tensorCount() const { return summary_ ? static_cast<int>(summary_->tensor_count) : 0; }
+int ModelInspector::expertCount() const {
+  return summary_ && summary_->expert_count ? static_cast<int>(*summary_->expert_count) : 0;
+}
+int ModelInspector::topK() const {
+  return summary_ && summary_->expert_used_count ? static_cast<int>(*summary_->expert_used_count) : 0;
+}
+int ModelInspector::sharedExperts() const {
+  return summary_ && summary_->expert_shared_count ? static_cast<int>(*summary_->expert_shared_count) : 0;
+}
+double ModelInspector::routedExpertBytes() const {
+  return summary_ ? static_cast<double>(summary_->routed_expert_bytes) : 0.0;
+}
+QString ModelInspector::tokenizer() const {
+  if (!summary_) return {};
+  return tr("%1 (%2), %n tokens", nullptr, static_cast<int>(summary_->vocab_size))
+      .arg(QString::fromStdString(summary_->tokenizer_model), QString::fromStdString(summary_->tokenizer_pre));
+}
+QVariantList ModelInspector::hyperparameters() const {
+  QVariantList out;
+  if (!summary_) return out;
+  for (const auto& [k, v] : summary_->hparams_text) {
+    out.push_back(QVariantMap{{QStringLiteral("key"), QString::fromStdString(k)},
+                              {QStringLiteral("value"), QString::fromStdString(v)}});
+  }
+  return out;
+}
+
+}  // namespace moepack::ui
