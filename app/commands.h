@@ -10,5 +10,8 @@ namespace moepack::cli {
 
 // Registers `inspect`; the returned function runs it and returns the exit status.
 std::function<int()> add_inspect(CLI::App& app);
+// Registers `build` (packbuilder/pack_builder.h) and `verify` (core/pack_verify.h).
+std::function<int()> add_build(CLI::App& app);
+std::function<int()> add_verify(CLI::App& app);
 
 }  // namespace moepack::cli

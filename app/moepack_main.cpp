@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   auto inspect = moepack::cli::add_inspect(app);
   commands.emplace_back(app.get_subcommand("inspect"), inspect);
+  auto build = moepack::cli::add_build(app);
+  commands.emplace_back(app.get_subcommand("build"), build);
+  auto verify = moepack::cli::add_verify(app);
+  commands.emplace_back(app.get_subcommand("verify"), verify);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
