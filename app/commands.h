@@ -13,5 +13,6 @@ std::function<int()> add_inspect(CLI::App& app);
 // Registers `build` (packbuilder/pack_builder.h) and `verify` (core/pack_verify.h).
 std::function<int()> add_build(CLI::App& app);
 std::function<int()> add_verify(CLI::App& app);
+std::function<int()> add_devices(CLI::App& app);
 
 }  // namespace moepack::cli

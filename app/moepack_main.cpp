@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   commands.emplace_back(app.get_subcommand("build"), build);
   auto verify = moepack::cli::add_verify(app);
   commands.emplace_back(app.get_subcommand("verify"), verify);
+  auto devices = moepack::cli::add_devices(app);
+  commands.emplace_back(app.get_subcommand("devices"), devices);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
