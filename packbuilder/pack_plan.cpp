@@ -1,6 +1,8 @@
 #include "packbuilder/pack_plan.h"
 
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/checked.h"
@@ -33,6 +35,23 @@ PackPlan plan_pack(const GgufModel& model) {
   const ModelSummary& s = plan.summary;
   if (s.moe_layers.empty()) {
     refuse(model, 0, nullptr, "has no routed-expert tensors (blk.N.ffn_*_exps); there is nothing to pack");
+  }
+  const GgufFile& meta = model.primary();
+  const std::string arch = s.architecture;
+  const std::optional<uint64_t> n_embd = arch.empty() ? std::nullopt : meta.get_uint(arch + ".embedding_length");
+  const std::optional<uint64_t> n_ff_exp = arch.empty() ? std::nullopt : meta.get_uint(arch + ".expert_feed_forward_length");
+  // Every tensor must belong to this model: a shard of another model shows up as blocks past
+  // block_count or as experts whose width is not this model's embedding length (below).
+  if (const auto n_blocks = arch.empty() ? std::nullopt : meta.get_uint(arch + ".block_count")) {
+    for (const GgufTensorRef& r : model.tensors()) {
+      const std::string& n = r.info->name;
+      if (n.rfind("blk.", 0) != 0) continue;
+      const uint64_t blk = std::strtoull(n.c_str() + 4, nullptr, 10);
+      if (blk >= *n_blocks) {
+        refuse(model, r.shard, r.info, "belongs to block " + std::to_string(blk) + " but " + arch + ".block_count is " +
+                                           std::to_string(*n_blocks) + " (a shard of another model?)");
+      }
+    }
   }
   std::set<std::string> expert_tensors;
   // Roles every MoE layer must have: the union over layers.
@@ -125,6 +144,18 @@ PackPlan plan_pack(const GgufModel& model) {
       refuse(model, t->shard, t->info, "shape " + shape_str(up->ne, 2) + " differs from " + gate->tensor + " " +
                                            shape_str(gate->ne, 2) + " (experts of " + blk + " must agree)");
     }
+    auto check_dim = [&](const ExpertRole* r, int d, std::optional<uint64_t> want, const char* key) {
+      if (r == nullptr || !want || slice_ne(r, d) == *want) return;
+      const GgufTensorRef* t = model.find_tensor(r->tensor);
+      refuse(model, t->shard, t->info, "ne[" + std::to_string(d) + "] is " + std::to_string(slice_ne(r, d)) + " but " + arch +
+                                           "." + key + " is " + std::to_string(*want) + " (a tensor or shard of another model?)");
+    };
+    check_dim(gate, 0, n_embd, "embedding_length");
+    check_dim(up, 0, n_embd, "embedding_length");
+    check_dim(down, 1, n_embd, "embedding_length");
+    check_dim(gate, 1, n_ff_exp, "expert_feed_forward_length");
+    check_dim(up, 1, n_ff_exp, "expert_feed_forward_length");
+    check_dim(down, 0, n_ff_exp, "expert_feed_forward_length");
     if (gate && down && (slice_ne(down, 0) != slice_ne(gate, 1) || slice_ne(down, 1) != slice_ne(gate, 0))) {
       const GgufTensorRef* t = model.find_tensor(down->tensor);
       refuse(model, t->shard, t->info, "shape " + shape_str(down->ne, 2) + " is not the transpose of " + gate->tensor +
