@@ -273,6 +273,23 @@ int Tokenizer::bpe_rank(std::string_view left, std::string_view right) const {
 }
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  return encode_impl(text, add_special, parse_special, nullptr);
+}
+
+std::vector<TokenId> Tokenizer::encode_with_plain_spans(std::string_view text, bool add_special,
+                                                        const std::vector<std::pair<size_t, size_t>>& plain) const {
+  return encode_impl(text, add_special, true, &plain);
+}
+
+std::vector<TokenId> Tokenizer::encode_impl(std::string_view text, bool add_special, bool parse_special,
+                                            const std::vector<std::pair<size_t, size_t>>* plain) const {
+  auto in_plain = [&](size_t b, size_t e) {
+    if (!plain) return false;
+    for (const auto& [pb, pe] : *plain) {
+      if (b < pe && pb < e) return true;
+    }
+    return false;
+  };
   // 1. Split out special tokens (llama.cpp's tokenizer_st_partition): for each special token,
   //    longest first, cut every remaining text fragment at each of its occurrences.
   struct Fragment {
@@ -294,7 +311,8 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special, 
       size_t pos = f.off;
       const size_t end = f.off + f.len;
       while (true) {
-        const size_t m = text.substr(0, end).find(st, pos);
+        size_t m = text.substr(0, end).find(st, pos);
+        while (m != std::string_view::npos && in_plain(m, m + st.size())) m = text.substr(0, end).find(st, m + 1);
         if (m == std::string_view::npos) break;
         changed = true;
         if (m > pos) next.push_back({kNoToken, pos, m - pos});

@@ -65,6 +65,13 @@ class Tokenizer {
   // add_special adds BOS/EOS as the vocabulary's add_bos/add_eos say.
   std::vector<TokenId> encode(std::string_view text, bool add_special, bool parse_special) const;
 
+  // Like encode(text, add_special, parse_special = true), except that special-token text inside
+  // the byte ranges `plain` ([begin, end) offsets into `text`) stays plain text. Used for rendered
+  // chat prompts: the template's own markers become special tokens, user-supplied message text
+  // never does. Without special-token text inside `plain`, the result equals encode(text, ., true).
+  std::vector<TokenId> encode_with_plain_spans(std::string_view text, bool add_special,
+                                               const std::vector<std::pair<size_t, size_t>>& plain) const;
+
   // The bytes of one token, like llama_token_to_piece(lstrip = 0): control/unknown tokens give
   // their text only when `render_special`; byte tokens give their byte; may be invalid UTF-8.
   std::string token_to_piece(TokenId id, bool render_special) const;
@@ -104,6 +111,8 @@ class Tokenizer {
   Tokenizer();
   bool valid(TokenId id) const { return id >= 0 && static_cast<size_t>(id) < tokens_.size(); }
   void finish_load();
+  std::vector<TokenId> encode_impl(std::string_view text, bool add_special, bool parse_special,
+                                   const std::vector<std::pair<size_t, size_t>>* plain) const;
   void encode_bpe(std::string_view text, std::vector<TokenId>& out) const;
   void encode_spm(std::string_view text, std::vector<TokenId>& out) const;
   int bpe_rank(std::string_view left, std::string_view right) const;
