@@ -1,0 +1,118 @@
+// The expert cache's bookkeeping: which (layer, expert) sits in which slot, what to evict.
+//
+// Slots hold whole experts (all roles of one (layer, expert) block); a slot is the pack's
+// largest expert stride. Sizing (ARCHITECTURE.md, "Cache sizing"):
+//   slot_count = floor(min(requested, free - reserve) / slot_bytes)
+// and initialisation fails if slot_count cannot hold one layer's top-k working set.
+//
+// acquire(layer, experts) maps one layer's selected experts to slots: hits keep their slot,
+// misses get a free slot or evict a victim chosen by the ReplacementPolicy among slots NOT
+// holding this call's experts (they are protected: the layer needs all of them at once).
+// Nothing is ever written back (the pack is read-only).
+//
+// Counting (the published evaluation's "unique-key" hit rate): within one step (one decode
+// token, or one prefill batch), each (layer, expert) key is counted once: the first time it is
+// acquired in the step, as a hit if resident, else a miss. end_step() starts the next step.
+//
+// Policies (pluggable; tie-breaks are part of the contract and tested):
+//   lru     least recently used (last step/access); ties -> lowest slot
+//   lfu     fewest uses since the expert entered the cache; ties -> lowest slot
+//   hybrid  fewest uses, then least recently used, then lowest slot   (the default)
+//   belady  evicts the expert whose next use is farthest in the future (needs the whole
+//           access sequence; offline optimum, for evaluation only)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace moepack {
+
+struct ExpertKey {
+  uint32_t layer = 0;   // index of the MoE layer in pack order (0-based)
+  uint32_t expert = 0;  // expert id within the layer
+  bool operator==(const ExpertKey&) const = default;
+  uint64_t packed() const { return (static_cast<uint64_t>(layer) << 32) | expert; }
+};
+
+// Per-slot state a policy may look at.
+struct SlotState {
+  bool occupied = false;
+  ExpertKey key;
+  uint64_t uses = 0;         // accesses since the expert entered this slot (>= 1)
+  uint64_t last_access = 0;  // access clock of the most recent use
+};
+
+class ReplacementPolicy {
+ public:
+  virtual ~ReplacementPolicy() = default;
+  virtual std::string_view name() const = 0;
+  // Called before each access with the access's position in the whole sequence (0-based).
+  virtual void on_access(uint64_t /*position*/) {}
+  // Returns the victim among occupied, unprotected slots (at least one exists).
+  virtual uint32_t choose_victim(std::span<const SlotState> slots, std::span<const bool> is_protected) = 0;
+};
+
+std::unique_ptr<ReplacementPolicy> make_lru_policy();
+std::unique_ptr<ReplacementPolicy> make_lfu_policy();
+std::unique_ptr<ReplacementPolicy> make_hybrid_policy();
+// `accesses`: every key the cache will be asked for, in order (as acquire() sees them).
+std::unique_ptr<ReplacementPolicy> make_belady_policy(std::vector<ExpertKey> accesses);
+// "lru", "lfu", "hybrid"; throws Error for others (belady needs the future: make it directly).
+std::unique_ptr<ReplacementPolicy> make_policy(std::string_view name);
+
+struct CacheCounters {
+  uint64_t cache_hits = 0;       // unique keys per step found resident
+  uint64_t cache_misses = 0;     // unique keys per step that had to be read
+  uint64_t cache_evictions = 0;  // experts displaced
+  double hit_rate() const {
+    const uint64_t n = cache_hits + cache_misses;
+    return n == 0 ? 0.0 : static_cast<double>(cache_hits) / static_cast<double>(n);
+  }
+};
+
+struct SlotAssignment {
+  uint32_t expert = 0;
+  uint32_t slot = 0;
+  bool hit = false;                    // already resident: no read needed
+  std::optional<ExpertKey> evicted;    // what the slot held before (misses only)
+};
+
+// Number of slots for a byte budget; throws Error with the numbers when it is below
+// `min_slots` (one layer's top-k working set). All sizes in bytes.
+uint32_t cache_slots_for_budget(uint64_t requested_bytes, uint64_t free_bytes, uint64_t reserve_bytes,
+                                uint64_t slot_bytes, uint32_t min_slots);
+
+class ExpertCache {
+ public:
+  ExpertCache(uint32_t slot_count, std::unique_ptr<ReplacementPolicy> policy);
+
+  // Maps `experts` (distinct ids of one layer) to slots. Throws Error if there are more of
+  // them than slots or an id repeats.
+  std::vector<SlotAssignment> acquire(uint32_t layer, std::span<const uint32_t> experts);
+  void end_step();
+
+  std::optional<uint32_t> slot_of(ExpertKey key) const;
+  uint32_t slot_count() const { return static_cast<uint32_t>(slots_.size()); }
+  uint32_t resident() const { return static_cast<uint32_t>(where_.size()); }
+  const CacheCounters& counters() const { return counters_; }
+  std::string_view policy_name() const { return policy_->name(); }
+
+ private:
+  std::vector<SlotState> slots_;
+  std::unique_ptr<bool[]> protected_;  // slot_count flags: holds an expert of the current acquire()
+  std::unordered_map<uint64_t, uint32_t> where_;  // key -> slot
+  std::unordered_set<uint64_t> seen_this_step_;
+  std::unique_ptr<ReplacementPolicy> policy_;
+  CacheCounters counters_;
+  uint64_t clock_ = 0;  // accesses so far
+  uint32_t next_free_ = 0;
+};
+
+}  // namespace moepack
