@@ -202,7 +202,7 @@ TEST(RoutingTrace, RejectsCorruptFilesWithOffsets) {
   }
   // Header: 36 + 1 (name) = 37 bytes; record 1 at 37 (12 bytes), record 2 at 49 (10 bytes).
   EXPECT_EQ(std::filesystem::file_size(path), 59u);
-  std::filesystem::resize_file(path, 55);  // cut inside record 2's expert ids
+  std::filesystem::resize_file(path, 58);  // cut inside record 2's expert id (bytes 57-58)
   try {
     read_routing_trace(path);
     FAIL();
