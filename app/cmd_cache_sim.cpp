@@ -1,0 +1,73 @@
+// `moepack cache-sim TRACE (--slots N | --budget-mib M) [--policies hybrid,lru,lfu,belady] [--json]`
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "app/commands.h"
+#include "core/cache_sim.h"
+#include "core/error.h"
+
+namespace moepack::cli {
+
+std::function<int()> add_cache_sim(CLI::App& app) {
+  struct Options {
+    std::string trace;
+    uint32_t slots = 0;
+    double budget_mib = 0;
+    std::string policies = "hybrid,lru,lfu,belady";
+    bool json = false;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("cache-sim", "Replay a routing trace through each expert-cache policy");
+  sub->add_option("trace", opt->trace, "Routing trace file (see core/routing_trace.h)")->required();
+  auto* slots = sub->add_option("--slots", opt->slots, "Cache slots (experts)");
+  auto* budget = sub->add_option("--budget-mib", opt->budget_mib, "Cache budget in MiB (slots = floor(budget / expert_bytes))");
+  slots->excludes(budget);
+  sub->add_option("--policies", opt->policies, "Comma-separated: hybrid, lru, lfu, belady");
+  sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
+  return [opt, slots, budget]() {
+    const RoutingTrace t = read_routing_trace(opt->trace);
+    uint32_t n = opt->slots;
+    if (budget->count() != 0) {
+      const double bytes = std::floor(opt->budget_mib * 1048576.0);
+      n = static_cast<uint32_t>(bytes / static_cast<double>(t.header.expert_bytes));
+    } else if (slots->count() == 0) {
+      throw Error("cache-sim: give --slots or --budget-mib");
+    }
+    std::vector<std::string> names;
+    std::stringstream ss(opt->policies);
+    for (std::string p; std::getline(ss, p, ',');) names.push_back(p);
+    const auto results = simulate_cache(t, n, names);
+    nlohmann::json j;
+    j["trace"] = opt->trace;
+    j["model"] = t.header.model_name;
+    j["n_layers"] = t.header.n_layers;
+    j["n_experts"] = t.header.n_experts;
+    j["top_k"] = t.header.top_k;
+    j["expert_bytes"] = t.header.expert_bytes;
+    j["records"] = t.records.size();
+    j["slots"] = n;
+    j["budget_bytes"] = static_cast<uint64_t>(n) * t.header.expert_bytes;
+    j["policies"] = nlohmann::json::array();
+    std::fprintf(stderr, "%s: %zu records, %u slots of %llu bytes\n", opt->trace.c_str(), t.records.size(), n,
+                 static_cast<unsigned long long>(t.header.expert_bytes));
+    for (const CacheSimResult& r : results) {
+      j["policies"].push_back({{"policy", r.policy},
+                               {"cache_hits", r.counters.cache_hits},
+                               {"cache_misses", r.counters.cache_misses},
+                               {"cache_evictions", r.counters.cache_evictions},
+                               {"hit_rate", r.counters.hit_rate()},
+                               {"read_bytes", r.read_bytes}});
+      std::fprintf(stderr, "  %-7s hit rate %6.2f%%  hits %llu  misses %llu  evictions %llu\n", r.policy.c_str(),
+                   100.0 * r.counters.hit_rate(), static_cast<unsigned long long>(r.counters.cache_hits),
+                   static_cast<unsigned long long>(r.counters.cache_misses),
+                   static_cast<unsigned long long>(r.counters.cache_evictions));
+    }
+    if (opt->json) std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  };
+}
+
+}  // namespace moepack::cli
