@@ -36,9 +36,10 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
   return *this;
 }
 
-uint64_t free_bytes(const std::string& dir) {
+std::optional<uint64_t> free_bytes(const std::string& dir) {
   struct statvfs v {};
   if (::statvfs(dir.c_str(), &v) != 0) throw IoError(dir, "statvfs", errno);
+  if (v.f_blocks == 0) return std::nullopt;
   return static_cast<uint64_t>(v.f_bavail) * v.f_frsize;
 }
 

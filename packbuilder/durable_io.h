@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace moepack {
@@ -26,8 +27,9 @@ class AlignedBuffer {
   size_t n_ = 0;
 };
 
-// Bytes available to unprivileged users on the file system holding `dir` (statvfs f_bavail).
-uint64_t free_bytes(const std::string& dir);
+// Bytes available to unprivileged users on the file system holding `dir` (statvfs f_bavail);
+// nullopt when the file system reports no size at all (ramfs, some FUSE: f_blocks == 0).
+std::optional<uint64_t> free_bytes(const std::string& dir);
 // Bytes allocated to `path` on disk (st_blocks * 512); 0 if it does not exist.
 uint64_t allocated_bytes(const std::string& path);
 // Name of the file system type of `dir` ("ext4", "tmpfs", "ramfs", "0x..." otherwise).

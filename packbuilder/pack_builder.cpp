@@ -259,12 +259,7 @@ void Builder::preflight(uint64_t dense_bytes) {
   const uint64_t total = dense_bytes + experts + meta;
   const uint64_t have = allocated_bytes(dir_ + "/" + kPackExpertsName) + allocated_bytes(dir_ + "/" + kPackDenseName);
   const uint64_t needed = total > have ? total - have : 0;
-  const uint64_t avail = o_.hooks.free_bytes ? o_.hooks.free_bytes() : free_bytes(dir_);
-  if (avail < needed + o_.safety_margin_bytes) {
-    throw Error(dir_ + ": not enough free space: the pack needs " + gib(needed) + " more (of " + gib(total) +
-                ") plus the safety margin of " + gib(o_.safety_margin_bytes) + ", but only " + gib(avail) +
-                " are free on this file system");
-  }
+  // O_DIRECT first: a pack on a file system without it is useless whatever the space.
   if (o_.direct_io) {
     int e = inject("odirect", 0);
     if (e == 0) e = probe_direct_io(dir_);
@@ -273,6 +268,14 @@ void Builder::preflight(uint64_t dense_bytes) {
                   std::strerror(e) + "); MoePack reads experts with O_DIRECT, so the pack must live on a file system " +
                   "that supports it (ext4, xfs, btrfs; not ramfs). Choose another OUTDIR.");
     }
+  }
+  const std::optional<uint64_t> avail = o_.hooks.free_bytes ? o_.hooks.free_bytes() : free_bytes(dir_);
+  if (!avail) {
+    rep_.message(dir_ + ": the file system reports no size; free space cannot be checked");
+  } else if (*avail < needed + o_.safety_margin_bytes) {
+    throw Error(dir_ + ": not enough free space: the pack needs " + gib(needed) + " more (of " + gib(total) +
+                ") plus the safety margin of " + gib(o_.safety_margin_bytes) + ", but only " + gib(*avail) +
+                " are free on this file system");
   }
   rep_.update(0, true);
 }

@@ -139,11 +139,6 @@ PackPlan plan_pack(const GgufModel& model) {
     }
     // FFN shape consistency: gate and up are [n_embd, n_ff], down is [n_ff, n_embd].
     auto slice_ne = [](const ExpertRole* r, int d) { return r->ne[static_cast<size_t>(d)]; };
-    if (gate && up && (slice_ne(gate, 0) != slice_ne(up, 0) || slice_ne(gate, 1) != slice_ne(up, 1))) {
-      const GgufTensorRef* t = model.find_tensor(up->tensor);
-      refuse(model, t->shard, t->info, "shape " + shape_str(up->ne, 2) + " differs from " + gate->tensor + " " +
-                                           shape_str(gate->ne, 2) + " (experts of " + blk + " must agree)");
-    }
     auto check_dim = [&](const ExpertRole* r, int d, std::optional<uint64_t> want, const char* key) {
       if (r == nullptr || !want || slice_ne(r, d) == *want) return;
       const GgufTensorRef* t = model.find_tensor(r->tensor);
@@ -156,6 +151,11 @@ PackPlan plan_pack(const GgufModel& model) {
     check_dim(gate, 1, n_ff_exp, "expert_feed_forward_length");
     check_dim(up, 1, n_ff_exp, "expert_feed_forward_length");
     check_dim(down, 0, n_ff_exp, "expert_feed_forward_length");
+    if (gate && up && (slice_ne(gate, 0) != slice_ne(up, 0) || slice_ne(gate, 1) != slice_ne(up, 1))) {
+      const GgufTensorRef* t = model.find_tensor(up->tensor);
+      refuse(model, t->shard, t->info, "shape " + shape_str(up->ne, 2) + " differs from " + gate->tensor + " " +
+                                           shape_str(gate->ne, 2) + " (experts of " + blk + " must agree)");
+    }
     if (gate && down && (slice_ne(down, 0) != slice_ne(gate, 1) || slice_ne(down, 1) != slice_ne(gate, 0))) {
       const GgufTensorRef* t = model.find_tensor(down->tensor);
       refuse(model, t->shard, t->info, "shape " + shape_str(down->ne, 2) + " is not the transpose of " + gate->tensor +
