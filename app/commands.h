@@ -15,4 +15,8 @@ std::function<int()> add_build(CLI::App& app);
 std::function<int()> add_verify(CLI::App& app);
 std::function<int()> add_devices(CLI::App& app);
 
+// Registers `tokenize` and `template` (core/tokenizer.h, core/chat_template.h).
+std::function<int()> add_tokenize(CLI::App& app);
+std::function<int()> add_template(CLI::App& app);
+
 }  // namespace moepack::cli

@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
   commands.emplace_back(app.get_subcommand("verify"), verify);
   auto devices = moepack::cli::add_devices(app);
   commands.emplace_back(app.get_subcommand("devices"), devices);
+  auto tokenize = moepack::cli::add_tokenize(app);
+  commands.emplace_back(app.get_subcommand("tokenize"), tokenize);
+  auto chat_template = moepack::cli::add_template(app);
+  commands.emplace_back(app.get_subcommand("template"), chat_template);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
