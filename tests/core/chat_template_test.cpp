@@ -73,6 +73,19 @@ std::vector<Case> conversations() {
   cs.push_back({"thinking disabled", json::array({msg("user", "Quick answer please.")}), true,
                 json{{"enable_thinking", false}, {"thinking", false}}});
   cs.push_back({"thinking enabled", reasoning, true, json{{"enable_thinking", true}, {"thinking", true}}});
+  // Tools: definitions, an assistant tool call (arguments as object and as string), tool results.
+  const json tools = json::array({json::parse(R"({"type": "function", "function": {"name": "get_weather",
+      "description": "Get the weather for a city.", "parameters": {"type": "object", "properties":
+      {"city": {"type": "string", "description": "City name"}, "days": {"type": "integer"}}, "required": ["city"]}}})")});
+  json call = json::array({msg("user", "Weather in Paris?"),
+                           json::parse(R"({"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
+                               "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}]})"),
+                           json::parse(R"({"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "{\"temp\": 21.5}"})"),
+                           msg("assistant", "It is 21.5 \u00b0C."), msg("user", "Thanks")});
+  cs.push_back({"tool call and result", call, true, json{{"tools", tools}}});
+  json call_str = call;
+  call_str[1]["tool_calls"][0]["function"]["arguments"] = "{\"city\": \"Paris\", \"days\": 2}";
+  cs.push_back({"tool call with string arguments", call_str, false, json{{"tools", tools}}});
   return cs;
 }
 
@@ -141,7 +154,7 @@ class MatchesJinja2 : public ::testing::TestWithParam<bool> {};
 TEST_P(MatchesJinja2, EveryTemplateEveryConversation) {
   const bool hf = GetParam();
   const auto cases = conversations();
-  int compared = 0, both_failed = 0;
+  int compared = 0, both_failed = 0, sandbox_only = 0;
   for (const Source& s : all_templates()) {
     const json want = python_render(s.text, hf, hf, cases, s.bos, s.eos);
     ASSERT_EQ(want.size(), cases.size());
@@ -165,7 +178,15 @@ TEST_P(MatchesJinja2, EveryTemplateEveryConversation) {
       } catch (const std::exception& e) {
         error = e.what();
       }
+      if (!want[k]["ok"].get<bool>() && want[k]["error"].get<std::string>().rfind("SecurityError", 0) == 0) {
+        // transformers' immutable sandbox forbids list.append/pop, which Kimi's tool-call path
+        // uses; we allow them (as llama.cpp does), so there is nothing to compare with.
+        ++sandbox_only;
+        continue;
+      }
       if (!want[k]["ok"].get<bool>()) {
+        std::printf("  both engines fail: %s / %s: %s\n", s.name.c_str(), cases[k].name.c_str(),
+                    want[k]["error"].get<std::string>().c_str());
         EXPECT_FALSE(error.empty()) << s.name << " / " << cases[k].name << ": jinja2 fails ("
                                     << want[k]["error"].get<std::string>() << ") but we rendered:\n" << got;
         ++both_failed;
@@ -177,7 +198,8 @@ TEST_P(MatchesJinja2, EveryTemplateEveryConversation) {
     }
   }
   EXPECT_GT(compared, 150);
-  std::printf("compared %d renderings byte for byte; %d cases fail in both engines\n", compared, both_failed);
+  std::printf("compared %d renderings byte for byte; %d cases fail in both engines; %d need list mutation\n", compared,
+              both_failed, sandbox_only);
 }
 
 INSTANTIATE_TEST_SUITE_P(Options, MatchesJinja2, ::testing::Values(true, false),
