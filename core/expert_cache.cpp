@@ -157,7 +157,10 @@ std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const
     } else {
       if (first_in_step) counters_.cache_misses++;
       uint32_t slot;
-      if (next_free_ < slots_.size()) {
+      if (!free_list_.empty()) {
+        slot = free_list_.back();
+        free_list_.pop_back();
+      } else if (next_free_ < slots_.size()) {
         slot = next_free_++;
       } else {
         slot = policy_->choose_victim(slots_, std::span<const bool>(protected_.get(), slots_.size()));
@@ -176,5 +179,13 @@ std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const
 }
 
 void ExpertCache::end_step() { seen_this_step_.clear(); }
+
+void ExpertCache::invalidate(ExpertKey key) {
+  auto it = where_.find(key.packed());
+  if (it == where_.end()) return;
+  slots_[it->second] = SlotState{};
+  free_list_.push_back(it->second);
+  where_.erase(it);
+}
 
 }  // namespace moepack

@@ -97,6 +97,8 @@ class ExpertCache {
   // them than slots or an id repeats.
   std::vector<SlotAssignment> acquire(uint32_t layer, std::span<const uint32_t> experts);
   void end_step();
+  // Forgets `key` (e.g. its data failed verification): its slot becomes free. No-op if absent.
+  void invalidate(ExpertKey key);
 
   std::optional<uint32_t> slot_of(ExpertKey key) const;
   uint32_t slot_count() const { return static_cast<uint32_t>(slots_.size()); }
@@ -112,7 +114,8 @@ class ExpertCache {
   std::unique_ptr<ReplacementPolicy> policy_;
   CacheCounters counters_;
   uint64_t clock_ = 0;  // accesses so far
-  uint32_t next_free_ = 0;
+  uint32_t next_free_ = 0;          // slots [next_free_, slot_count) were never used
+  std::vector<uint32_t> free_list_;  // slots emptied by invalidate()
 };
 
 }  // namespace moepack
