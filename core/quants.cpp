@@ -26,21 +26,24 @@ void dequant_f32(const uint8_t* src, float* y, int64_t n) {
   std::memcpy(y, src, static_cast<size_t>(n) * sizeof(float));
 }
 
-void dequant_f16(const uint8_t* src, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
+// Plain types in fixed chunks of 8 (so the loops vectorize), then the tail.
+template <float (*Convert)(uint16_t)>
+void dequant_16bit(const uint8_t* src, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint16_t h[8];
+    std::memcpy(h, src + 2 * i, sizeof h);
+    for (int j = 0; j < 8; ++j) y[i + j] = Convert(h[j]);
+  }
+  for (; i < n; ++i) {
     uint16_t h;
     std::memcpy(&h, src + 2 * i, 2);
-    y[i] = fp16_to_fp32(h);
+    y[i] = Convert(h);
   }
 }
 
-void dequant_bf16(const uint8_t* src, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);
-    y[i] = bf16_to_fp32(h);
-  }
-}
+void dequant_f16(const uint8_t* src, float* y, int64_t n) { dequant_16bit<fp16_to_fp32>(src, y, n); }
+void dequant_bf16(const uint8_t* src, float* y, int64_t n) { dequant_16bit<bf16_to_fp32>(src, y, n); }
 
 void dequant_q4_0(const uint8_t* src, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, y += kQK) {
@@ -123,9 +126,11 @@ void dequant_mxfp4(const uint8_t* src, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, y += kQK) {
     const auto b = load_block<BlockMXFP4>(src, i);
     const float d = e8m0_to_fp32_half(b.e);
+    float lut[16];  // kvalues[c] * d, the same product ggml computes per element
+    for (int c = 0; c < 16; ++c) lut[c] = static_cast<float>(kMxfp4Values[static_cast<size_t>(c)]) * d;
     for (int j = 0; j < kQK / 2; ++j) {
-      y[j] = static_cast<float>(kMxfp4Values[b.qs[j] & 0x0F]) * d;
-      y[j + kQK / 2] = static_cast<float>(kMxfp4Values[b.qs[j] >> 4]) * d;
+      y[j] = lut[b.qs[j] & 0x0F];
+      y[j + kQK / 2] = lut[b.qs[j] >> 4];
     }
   }
 }
@@ -244,20 +249,24 @@ void dequant_q6_K(const uint8_t* src, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const auto b = load_block<BlockQ6_K>(src, i);
     const float d = fp16_to_fp32(b.d);
-    const uint8_t* ql = b.ql;
-    const uint8_t* qh = b.qh;
-    const int8_t* sc = b.scales;
-    for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        y[l + 0] = d * static_cast<float>(sc[is + 0]) * static_cast<float>(q1);
-        y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
-        y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
-        y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+    // ggml computes d * sc * q as (d * sc) * q; d * sc is formed once per sub-block here.
+    float ds[16];
+    for (int s = 0; s < 16; ++s) ds[s] = d * static_cast<float>(b.scales[s]);
+    for (int half = 0; half < 2; ++half, y += 128) {
+      const uint8_t* ql = b.ql + 64 * half;
+      const uint8_t* qh = b.qh + 32 * half;
+      for (int r = 0; r < 4; ++r) {
+        // Element 32r + l: low 4 bits from ql[l] (r even) or ql[l + 32] (r odd), low nibble
+        // for r < 2 and high nibble for r >= 2; high 2 bits from (qh[l] >> 2r) & 3.
+        const uint8_t* lo = ql + 32 * (r & 1);
+        const int nshift = 4 * (r >> 1);
+        for (int part = 0; part < 2; ++part) {  // sub-block 8 half + 2r + part, 16 elements
+          const float scale = ds[8 * half + 2 * r + part];
+          for (int l = 16 * part; l < 16 * part + 16; ++l) {
+            const int q = (((lo[l] >> nshift) & 0x0F) | (((qh[l] >> (2 * r)) & 3) << 4)) - 32;
+            y[32 * r + l] = scale * static_cast<float>(q);
+          }
+        }
       }
     }
   }

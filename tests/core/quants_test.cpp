@@ -89,6 +89,47 @@ TEST(Fp16, HalfToFloat) {
   EXPECT_TRUE(std::isnan(fp16_to_fp32(0x7C01)));  // signalling NaN stays NaN
 }
 
+// Every one of the 65536 bit patterns against the definition of binary16:
+// (-1)^s * mantissa * 2^-24 (exponent 0), (-1)^s * (1024 + mantissa) * 2^(exponent - 25)
+// (exponent 1..30), +-inf or NaN (exponent 31); and back again exactly.
+TEST(Fp16, EveryHalfConvertsExactlyAndBack) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint32_t exp = (h >> 10) & 31, mant = h & 1023;
+    const double sign = (h & 0x8000) ? -1.0 : 1.0;
+    const float got = fp16_to_fp32(static_cast<uint16_t>(h));
+    if (exp == 31) {
+      if (mant == 0) {
+        EXPECT_EQ(got, static_cast<float>(sign * INFINITY)) << std::hex << h;
+      } else {
+        EXPECT_TRUE(std::isnan(got)) << std::hex << h;
+      }
+      continue;
+    }
+    const double want = exp == 0 ? sign * std::ldexp(mant, -24)
+                                 : sign * std::ldexp(1024 + mant, static_cast<int>(exp) - 25);
+    ASSERT_EQ(static_cast<double>(got), want) << std::hex << h;
+    ASSERT_EQ(std::signbit(got), (h & 0x8000) != 0) << std::hex << h;
+    ASSERT_EQ(fp32_to_fp16(got), h) << std::hex << h;
+  }
+}
+
+// The midpoint between every pair of adjacent finite halves (exact in float: 12 significant
+// bits) rounds to the one with the even mantissa; one float ulp either side rounds to the
+// nearer one.
+TEST(Fp16, EveryMidpointRoundsToEven) {
+  for (uint32_t h = 0; h < 0x7BFF; ++h) {
+    for (uint32_t sign : {0u, 0x8000u}) {
+      const float lo = fp16_to_fp32(static_cast<uint16_t>(h | sign));
+      const float hi = fp16_to_fp32(static_cast<uint16_t>((h + 1) | sign));
+      const float mid = (lo + hi) / 2;  // exact
+      const uint32_t even = (h % 2 == 0) ? h : h + 1;
+      ASSERT_EQ(fp32_to_fp16(mid), even | sign) << std::hex << h;
+      ASSERT_EQ(fp32_to_fp16(std::nextafter(mid, lo)), h | sign) << std::hex << h;
+      ASSERT_EQ(fp32_to_fp16(std::nextafter(mid, hi)), (h + 1) | sign) << std::hex << h;
+    }
+  }
+}
+
 TEST(Fp16, FloatToHalfRoundsToNearestEven) {
   EXPECT_EQ(fp32_to_fp16(1.0f), 0x3C00);
   EXPECT_EQ(fp32_to_fp16(-2.0f), 0xC000);
