@@ -22,7 +22,7 @@ namespace moepack {
 // (selects by mask) so that loops over rows vectorize.
 inline float fp16_to_fp32(uint16_t h) {
   const int32_t sign = static_cast<int32_t>(h & 0x8000u) << 16;
-  const int32_t em = h & 0x7FFF;  // exponent and mantissa
+  const int32_t em = h & 0x7FFF;                                   // exponent and mantissa
   const int32_t is_sub = -static_cast<int32_t>(em < 0x0400);       // zero or subnormal: all ones
   const int32_t is_inf_nan = -static_cast<int32_t>(em >= 0x7C00);  // exponent 31: all ones
   // Normal: shift exponent and mantissa into place and rebias the exponent from 15 to 127
@@ -38,7 +38,7 @@ inline uint16_t fp32_to_fp16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7FFFFFFFu;
-  if (ax > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);  // NaN
+  if (ax > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
   if (ax >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520: inf
   if (ax < 0x38800000u) {
     // Below 2^-14, the smallest normal half: the result is a multiple of 2^-24. Scaling by
@@ -48,8 +48,8 @@ inline uint16_t fp32_to_fp16(float f) {
     return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(scaled)));
   }
   const uint32_t mant = ax & 0x7FFFFFu;
-  uint32_t h = (((ax >> 23) - 112u) << 10) | (mant >> 13);  // exponent 1..30, mantissa 10 bits
-  const uint32_t rest = mant & 0x1FFFu;                     // the 13 dropped bits
+  uint32_t h = (((ax >> 23) - 112u) << 10) | (mant >> 13);      // exponent 1..30, mantissa 10 bits
+  const uint32_t rest = mant & 0x1FFFu;                         // the 13 dropped bits
   if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h += 1;  // a carry bumps the exponent
   return static_cast<uint16_t>(sign | h);
 }

@@ -284,28 +284,44 @@ using DequantFn = void (*)(const uint8_t*, float*, int64_t);
 
 struct Kernel {
   DequantFn fn = nullptr;
-  int64_t block = 1;       // elements per block
+  int64_t block = 1;  // elements per block
   int64_t block_bytes = 0;
 };
 
 Kernel kernel_for(GgmlType type) {
   switch (type) {
-    case GgmlType::F32: return {dequant_f32, 1, 4};
-    case GgmlType::F16: return {dequant_f16, 1, 2};
-    case GgmlType::BF16: return {dequant_bf16, 1, 2};
-    case GgmlType::Q4_0: return {dequant_q4_0, kQK, sizeof(BlockQ4_0)};
-    case GgmlType::Q4_1: return {dequant_q4_1, kQK, sizeof(BlockQ4_1)};
-    case GgmlType::Q5_0: return {dequant_q5_0, kQK, sizeof(BlockQ5_0)};
-    case GgmlType::Q5_1: return {dequant_q5_1, kQK, sizeof(BlockQ5_1)};
-    case GgmlType::Q8_0: return {dequant_q8_0, kQK, sizeof(BlockQ8_0)};
-    case GgmlType::MXFP4: return {dequant_mxfp4, kQK, sizeof(BlockMXFP4)};
-    case GgmlType::Q2_K: return {dequant_q2_K, kQK_K, sizeof(BlockQ2_K)};
-    case GgmlType::Q3_K: return {dequant_q3_K, kQK_K, sizeof(BlockQ3_K)};
-    case GgmlType::Q4_K: return {dequant_q4_K, kQK_K, sizeof(BlockQ4_K)};
-    case GgmlType::Q5_K: return {dequant_q5_K, kQK_K, sizeof(BlockQ5_K)};
-    case GgmlType::Q6_K: return {dequant_q6_K, kQK_K, sizeof(BlockQ6_K)};
-    case GgmlType::Q8_K: return {dequant_q8_K, kQK_K, sizeof(BlockQ8_K)};
-    default: return {};
+    case GgmlType::F32:
+      return {dequant_f32, 1, 4};
+    case GgmlType::F16:
+      return {dequant_f16, 1, 2};
+    case GgmlType::BF16:
+      return {dequant_bf16, 1, 2};
+    case GgmlType::Q4_0:
+      return {dequant_q4_0, kQK, sizeof(BlockQ4_0)};
+    case GgmlType::Q4_1:
+      return {dequant_q4_1, kQK, sizeof(BlockQ4_1)};
+    case GgmlType::Q5_0:
+      return {dequant_q5_0, kQK, sizeof(BlockQ5_0)};
+    case GgmlType::Q5_1:
+      return {dequant_q5_1, kQK, sizeof(BlockQ5_1)};
+    case GgmlType::Q8_0:
+      return {dequant_q8_0, kQK, sizeof(BlockQ8_0)};
+    case GgmlType::MXFP4:
+      return {dequant_mxfp4, kQK, sizeof(BlockMXFP4)};
+    case GgmlType::Q2_K:
+      return {dequant_q2_K, kQK_K, sizeof(BlockQ2_K)};
+    case GgmlType::Q3_K:
+      return {dequant_q3_K, kQK_K, sizeof(BlockQ3_K)};
+    case GgmlType::Q4_K:
+      return {dequant_q4_K, kQK_K, sizeof(BlockQ4_K)};
+    case GgmlType::Q5_K:
+      return {dequant_q5_K, kQK_K, sizeof(BlockQ5_K)};
+    case GgmlType::Q6_K:
+      return {dequant_q6_K, kQK_K, sizeof(BlockQ6_K)};
+    case GgmlType::Q8_K:
+      return {dequant_q8_K, kQK_K, sizeof(BlockQ8_K)};
+    default:
+      return {};
   }
 }
 

@@ -75,18 +75,70 @@ inline constexpr int64_t kQK_K = 256;  // elements per k-quant super-block
 
 // Block structs, exactly ggml's (half fields hold binary16 bits). Data in a file may be
 // unaligned; quants.cpp copies blocks with memcpy rather than dereferencing casted pointers.
-struct BlockQ4_0 { uint16_t d; uint8_t qs[kQK / 2]; };
-struct BlockQ4_1 { uint16_t d; uint16_t m; uint8_t qs[kQK / 2]; };
-struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[kQK / 2]; };
-struct BlockQ5_1 { uint16_t d; uint16_t m; uint8_t qh[4]; uint8_t qs[kQK / 2]; };
-struct BlockQ8_0 { uint16_t d; int8_t qs[kQK]; };
-struct BlockMXFP4 { uint8_t e; uint8_t qs[kQK / 2]; };
-struct BlockQ2_K { uint8_t scales[kQK_K / 16]; uint8_t qs[kQK_K / 4]; uint16_t d; uint16_t dmin; };
-struct BlockQ3_K { uint8_t hmask[kQK_K / 8]; uint8_t qs[kQK_K / 4]; uint8_t scales[12]; uint16_t d; };
-struct BlockQ4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[kQK_K / 2]; };
-struct BlockQ5_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qh[kQK_K / 8]; uint8_t qs[kQK_K / 2]; };
-struct BlockQ6_K { uint8_t ql[kQK_K / 2]; uint8_t qh[kQK_K / 4]; int8_t scales[kQK_K / 16]; uint16_t d; };
-struct BlockQ8_K { float d; int8_t qs[kQK_K]; int16_t bsums[kQK_K / 16]; };
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kQK];
+};
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ2_K {
+  uint8_t scales[kQK_K / 16];
+  uint8_t qs[kQK_K / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+struct BlockQ4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qs[kQK_K / 2];
+};
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  uint16_t d;
+};
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQK_K];
+  int16_t bsums[kQK_K / 16];
+};
 
 // Bytes per block as listed in ggml_type.h's table (ggml-common.h's static_asserts). The
 // table there is not constexpr, so these are checked here at compile time and against

@@ -45,18 +45,56 @@ std::vector<uint8_t> make_rows(GgmlType type) {
   for (uint64_t i = 0; i < n_blocks; ++i) {
     uint8_t* b = data.data() + i * t.type_size;
     switch (type) {
-      case GgmlType::F32: { const float f = normal(rng); std::memcpy(b, &f, 4); break; }
-      case GgmlType::F16: { const uint16_t h = fp32_to_fp16(normal(rng)); std::memcpy(b, &h, 2); break; }
-      case GgmlType::BF16: { const uint16_t h = fp32_to_bf16(normal(rng)); std::memcpy(b, &h, 2); break; }
-      case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: put_scale(b, rng); break;
-      case GgmlType::Q4_1: case GgmlType::Q5_1: put_scale(b, rng); put_scale(b + 2, rng); break;
-      case GgmlType::Q4_K: case GgmlType::Q5_K: put_scale(b, rng); put_scale(b + 2, rng); break;
-      case GgmlType::Q2_K: put_scale(b + offsetof(BlockQ2_K, d), rng); put_scale(b + offsetof(BlockQ2_K, dmin), rng); break;
-      case GgmlType::Q3_K: put_scale(b + offsetof(BlockQ3_K, d), rng); break;
-      case GgmlType::Q6_K: put_scale(b + offsetof(BlockQ6_K, d), rng); break;
-      case GgmlType::Q8_K: { const float d = 0x1p-8f; std::memcpy(b, &d, 4); break; }
-      case GgmlType::MXFP4: b[0] = static_cast<uint8_t>(118 + rng() % 8); break;
-      default: break;
+      case GgmlType::F32: {
+        const float f = normal(rng);
+        std::memcpy(b, &f, 4);
+        break;
+      }
+      case GgmlType::F16: {
+        const uint16_t h = fp32_to_fp16(normal(rng));
+        std::memcpy(b, &h, 2);
+        break;
+      }
+      case GgmlType::BF16: {
+        const uint16_t h = fp32_to_bf16(normal(rng));
+        std::memcpy(b, &h, 2);
+        break;
+      }
+      case GgmlType::Q4_0:
+      case GgmlType::Q5_0:
+      case GgmlType::Q8_0:
+        put_scale(b, rng);
+        break;
+      case GgmlType::Q4_1:
+      case GgmlType::Q5_1:
+        put_scale(b, rng);
+        put_scale(b + 2, rng);
+        break;
+      case GgmlType::Q4_K:
+      case GgmlType::Q5_K:
+        put_scale(b, rng);
+        put_scale(b + 2, rng);
+        break;
+      case GgmlType::Q2_K:
+        put_scale(b + offsetof(BlockQ2_K, d), rng);
+        put_scale(b + offsetof(BlockQ2_K, dmin), rng);
+        break;
+      case GgmlType::Q3_K:
+        put_scale(b + offsetof(BlockQ3_K, d), rng);
+        break;
+      case GgmlType::Q6_K:
+        put_scale(b + offsetof(BlockQ6_K, d), rng);
+        break;
+      case GgmlType::Q8_K: {
+        const float d = 0x1p-8f;
+        std::memcpy(b, &d, 4);
+        break;
+      }
+      case GgmlType::MXFP4:
+        b[0] = static_cast<uint8_t>(118 + rng() % 8);
+        break;
+      default:
+        break;
     }
   }
   return data;
@@ -86,7 +124,8 @@ void bm_vec_dot(benchmark::State& state, GgmlType type) {
   for (float& v : x) v = normal(rng);
   for (auto _ : state) {
     float sum = 0;
-    for (int64_t r = 0; r < kRows; ++r) sum += vec_dot(type, data.data() + r * row_bytes, x.data(), kRowElems);
+    for (int64_t r = 0; r < kRows; ++r)
+      sum += vec_dot(type, data.data() + r * row_bytes, x.data(), kRowElems);
     benchmark::DoNotOptimize(sum);
   }
   state.SetItemsProcessed(state.iterations() * kRowElems * kRows);

@@ -60,8 +60,8 @@ double rel(double ours, double ref) {
 
 struct Case {
   const char* label;
-  const char* model;                  // path under fixtures/ given to GgufModel::open
-  std::vector<const char*> dequant;   // one dequant.json per shard
+  const char* model;                 // path under fixtures/ given to GgufModel::open
+  std::vector<const char*> dequant;  // one dequant.json per shard
 };
 
 class QuantsFixtures : public ::testing::TestWithParam<Case> {};
@@ -118,7 +118,8 @@ TEST_P(QuantsFixtures, EveryTensorMatchesGgml) {
           ++w.values;
           if (std::bit_cast<uint32_t>(row[k]) != std::bit_cast<uint32_t>(e)) ++w.mismatched_bits;
           // x in [-1, 1), fixed: a Weyl sequence.
-          x[k] = static_cast<float>(std::fmod(0.6180339887 * static_cast<double>(k + 7 * r + 1), 1.0) * 2 - 1);
+          x[k] =
+              static_cast<float>(std::fmod(0.6180339887 * static_cast<double>(k + 7 * r + 1), 1.0) * 2 - 1);
           ref_dot += static_cast<double>(e) * x[k];
           abs_dot += std::fabs(static_cast<double>(e) * x[k]);
         }
@@ -147,17 +148,20 @@ TEST_P(QuantsFixtures, EveryTensorMatchesGgml) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, QuantsFixtures,
-    ::testing::Values(
-        Case{"deepseek2_Q4_K_M", "deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf",
-             {"deepseek2-tiny/deepseek2-tiny-Q4_K_M.dequant.json"}},
-        Case{"deepseek2_Q2_K_split", "deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.gguf",
-             {"deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.dequant.json",
-              "deepseek2-tiny/deepseek2-tiny-Q2_K-00002-of-00003.dequant.json",
-              "deepseek2-tiny/deepseek2-tiny-Q2_K-00003-of-00003.dequant.json"}},
-        Case{"qwen3moe_MXFP4_MOE", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf",
-             {"qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.dequant.json"}},
-        Case{"llama_moe_Q4_K_M", "llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf",
-             {"llama-moe-tiny/llama-moe-tiny-Q4_K_M.dequant.json"}}),
+    ::testing::Values(Case{"deepseek2_Q4_K_M",
+                           "deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf",
+                           {"deepseek2-tiny/deepseek2-tiny-Q4_K_M.dequant.json"}},
+                      Case{"deepseek2_Q2_K_split",
+                           "deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.gguf",
+                           {"deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.dequant.json",
+                            "deepseek2-tiny/deepseek2-tiny-Q2_K-00002-of-00003.dequant.json",
+                            "deepseek2-tiny/deepseek2-tiny-Q2_K-00003-of-00003.dequant.json"}},
+                      Case{"qwen3moe_MXFP4_MOE",
+                           "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf",
+                           {"qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.dequant.json"}},
+                      Case{"llama_moe_Q4_K_M",
+                           "llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf",
+                           {"llama-moe-tiny/llama-moe-tiny-Q4_K_M.dequant.json"}}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.label); });
 
 // Prints the worst errors per type once every test has run.
@@ -169,8 +173,8 @@ class SummaryEnvironment : public ::testing::Environment {
     for (const auto& [type, w] : worst_by_type()) {
       std::printf("%-6s %7llu %9llu %9llu %10.3g %10.3g %10.3g %10.3g %10.3g\n", type.c_str(),
                   static_cast<unsigned long long>(w.tensors), static_cast<unsigned long long>(w.values),
-                  static_cast<unsigned long long>(w.mismatched_bits), w.first_rows, w.sum, w.sumsq,
-                  w.maxabs, w.dot);
+                  static_cast<unsigned long long>(w.mismatched_bits), w.first_rows, w.sum, w.sumsq, w.maxabs,
+                  w.dot);
     }
   }
 };

@@ -6,9 +6,12 @@
 // expected value is exact in float and compared with ==. Each checked element of a block is
 // also read back through vec_dot with a one-hot x, and a second block with every scale
 // doubled checks that blocks are addressed at the right stride.
+#include "core/quants.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -17,7 +20,6 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/ggml_type.h"
-#include "core/quants.h"
 
 namespace moepack {
 namespace {
@@ -105,8 +107,8 @@ TEST(Fp16, EveryHalfConvertsExactlyAndBack) {
       }
       continue;
     }
-    const double want = exp == 0 ? sign * std::ldexp(mant, -24)
-                                 : sign * std::ldexp(1024 + mant, static_cast<int>(exp) - 25);
+    const double want =
+        exp == 0 ? sign * std::ldexp(mant, -24) : sign * std::ldexp(1024 + mant, static_cast<int>(exp) - 25);
     ASSERT_EQ(static_cast<double>(got), want) << std::hex << h;
     ASSERT_EQ(std::signbit(got), (h & 0x8000) != 0) << std::hex << h;
     ASSERT_EQ(fp32_to_fp16(got), h) << std::hex << h;
@@ -148,8 +150,8 @@ TEST(Fp16, FloatToHalfRoundsToNearestEven) {
   EXPECT_EQ(fp32_to_fp16(2.0f - 0x1p-11f), 0x4000);
   // Subnormal results are multiples of 2^-24.
   EXPECT_EQ(fp32_to_fp16(0x1p-24f), 0x0001);
-  EXPECT_EQ(fp32_to_fp16(0x1p-25f), 0x0000);      // tie between 0 and 1 unit: 0 is even
-  EXPECT_EQ(fp32_to_fp16(3 * 0x1p-25f), 0x0002);  // tie between 1 and 2 units: 2
+  EXPECT_EQ(fp32_to_fp16(0x1p-25f), 0x0000);             // tie between 0 and 1 unit: 0 is even
+  EXPECT_EQ(fp32_to_fp16(3 * 0x1p-25f), 0x0002);         // tie between 1 and 2 units: 2
   EXPECT_EQ(fp32_to_fp16(0x1p-14f - 0x1p-26f), 0x0400);  // 1023.75 units rounds to 1024 = 2^-14
   EXPECT_EQ(fp32_to_fp16(-0.0f), 0x8000);
   EXPECT_EQ(fp32_to_fp16(1e-10f), 0x0000);
@@ -158,12 +160,12 @@ TEST(Fp16, FloatToHalfRoundsToNearestEven) {
 }
 
 TEST(Fp16, Bf16) {
-  EXPECT_EQ(bf16_to_fp32(0x3F80), 1.0f);    // 0x3F800000
-  EXPECT_EQ(bf16_to_fp32(0xC0A0), -5.0f);   // 0xC0A00000: -(1 + 0.25) * 2^2
+  EXPECT_EQ(bf16_to_fp32(0x3F80), 1.0f);          // 0x3F800000
+  EXPECT_EQ(bf16_to_fp32(0xC0A0), -5.0f);         // 0xC0A00000: -(1 + 0.25) * 2^2
   EXPECT_EQ(bf16_to_fp32(0x3EAB), 0.333984375f);  // (1 + 0x2B/128) * 2^-2 = 171/512
   EXPECT_EQ(bf16_to_fp32(0x0001), 0x1p-133f);     // mantissa bit 16 of a subnormal float
   EXPECT_EQ(fp32_to_bf16(1.0f), 0x3F80);
-  EXPECT_EQ(fp32_to_bf16(1.0f + 0x1p-8f), 0x3F80);   // tie, 0x3F80 is even
+  EXPECT_EQ(fp32_to_bf16(1.0f + 0x1p-8f), 0x3F80);      // tie, 0x3F80 is even
   EXPECT_EQ(fp32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3F82);  // tie between 0x3F81 and 0x3F82 (even)
   EXPECT_EQ(fp32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3F81);
   EXPECT_EQ(fp32_to_bf16(std::bit_cast<float>(0x7F800001u)), 0x7FC0);  // sNaN made quiet
@@ -174,15 +176,26 @@ TEST(Fp16, Bf16) {
 // Sizes and errors
 
 TEST(Quants, BlockSizesMatchGgmlTypeTable) {
-  struct Row { GgmlType type; size_t bytes; int64_t block; };
+  struct Row {
+    GgmlType type;
+    size_t bytes;
+    int64_t block;
+  };
   const Row rows[] = {
-      {GgmlType::Q4_0, sizeof(BlockQ4_0), kQK},    {GgmlType::Q4_1, sizeof(BlockQ4_1), kQK},
-      {GgmlType::Q5_0, sizeof(BlockQ5_0), kQK},    {GgmlType::Q5_1, sizeof(BlockQ5_1), kQK},
-      {GgmlType::Q8_0, sizeof(BlockQ8_0), kQK},    {GgmlType::MXFP4, sizeof(BlockMXFP4), kQK},
-      {GgmlType::Q2_K, sizeof(BlockQ2_K), kQK_K},  {GgmlType::Q3_K, sizeof(BlockQ3_K), kQK_K},
-      {GgmlType::Q4_K, sizeof(BlockQ4_K), kQK_K},  {GgmlType::Q5_K, sizeof(BlockQ5_K), kQK_K},
-      {GgmlType::Q6_K, sizeof(BlockQ6_K), kQK_K},  {GgmlType::Q8_K, sizeof(BlockQ8_K), kQK_K},
-      {GgmlType::F32, 4, 1},                       {GgmlType::F16, 2, 1},
+      {GgmlType::Q4_0, sizeof(BlockQ4_0), kQK},
+      {GgmlType::Q4_1, sizeof(BlockQ4_1), kQK},
+      {GgmlType::Q5_0, sizeof(BlockQ5_0), kQK},
+      {GgmlType::Q5_1, sizeof(BlockQ5_1), kQK},
+      {GgmlType::Q8_0, sizeof(BlockQ8_0), kQK},
+      {GgmlType::MXFP4, sizeof(BlockMXFP4), kQK},
+      {GgmlType::Q2_K, sizeof(BlockQ2_K), kQK_K},
+      {GgmlType::Q3_K, sizeof(BlockQ3_K), kQK_K},
+      {GgmlType::Q4_K, sizeof(BlockQ4_K), kQK_K},
+      {GgmlType::Q5_K, sizeof(BlockQ5_K), kQK_K},
+      {GgmlType::Q6_K, sizeof(BlockQ6_K), kQK_K},
+      {GgmlType::Q8_K, sizeof(BlockQ8_K), kQK_K},
+      {GgmlType::F32, 4, 1},
+      {GgmlType::F16, 2, 1},
       {GgmlType::BF16, 2, 1},
   };
   for (const Row& r : rows) {
@@ -470,18 +483,18 @@ TEST(Quants, Q3_K) {
   for (int l = 0; l < 32; ++l) b.hmask[l] = l < 16 ? 0xA5 : 0x3C;
   // y = 0.5 * eff(s) * v
   const std::map<int, float> expect = {
-      {0, -48.0f},   // h0 p0 l0:  q 3, bit0 of A5 set, v 3; s0 -32: 0.5 * -32 * 3
-      {19, -62.0f},  // h0 p0 l19: q 0, bit0 of 3C clear, v -4; s1 31: 0.5 * 31 * -4
-      {38, 0.0f},    // h0 p1 l6:  q 2, bit1 of A5 clear, v -2; s2 0: 0 (-0)
-      {60, -2.0f},   // h0 p1 l28: b 227 = 11100011b, q 0, bit1 of 3C clear, v -4; s3 1
-      {95, -31.0f},  // h0 p2 l31: q 2, bit2 of 3C set, v 2; s5 -31
-      {112, -24.0f}, // h0 p3 l16: q 3, bit3 of 3C set, v 3; s7 -16
-      {129, 27.0f},  // h1 p0 l1:  q 2, bit4 of A5 clear, v -2; s8 -27
-      {150, 4.0f},   // h1 p0 l22: b 201 = 11001001b, q 1, bit4 of 3C set, v 1; s9 8
-      {170, 15.0f},  // h1 p1 l10: q 1, bit5 of A5 set, v 1; s10 30
-      {200, -3.0f},  // h1 p2 l8:  b 215 = 11010111b, q 1, bit6 of A5 clear, v -3; s12 2
-      {244, 2.5f},   // h1 p3 l20: q 3, bit7 of 3C clear, v -1; s15 -5
-      {255, 2.5f},   // h1 p3 l31: q 3, v -1; s15 -5
+      {0, -48.0f},    // h0 p0 l0:  q 3, bit0 of A5 set, v 3; s0 -32: 0.5 * -32 * 3
+      {19, -62.0f},   // h0 p0 l19: q 0, bit0 of 3C clear, v -4; s1 31: 0.5 * 31 * -4
+      {38, 0.0f},     // h0 p1 l6:  q 2, bit1 of A5 clear, v -2; s2 0: 0 (-0)
+      {60, -2.0f},    // h0 p1 l28: b 227 = 11100011b, q 0, bit1 of 3C clear, v -4; s3 1
+      {95, -31.0f},   // h0 p2 l31: q 2, bit2 of 3C set, v 2; s5 -31
+      {112, -24.0f},  // h0 p3 l16: q 3, bit3 of 3C set, v 3; s7 -16
+      {129, 27.0f},   // h1 p0 l1:  q 2, bit4 of A5 clear, v -2; s8 -27
+      {150, 4.0f},    // h1 p0 l22: b 201 = 11001001b, q 1, bit4 of 3C set, v 1; s9 8
+      {170, 15.0f},   // h1 p1 l10: q 1, bit5 of A5 set, v 1; s10 30
+      {200, -3.0f},   // h1 p2 l8:  b 215 = 11010111b, q 1, bit6 of A5 clear, v -3; s12 2
+      {244, 2.5f},    // h1 p3 l20: q 3, bit7 of 3C clear, v -1; s15 -5
+      {255, 2.5f},    // h1 p3 l31: q 3, v -1; s15 -5
   };
   check(GgmlType::Q3_K, bytes_of(b), kQK_K, expect);
   BlockQ3_K b2 = b;
@@ -569,17 +582,17 @@ TEST(Quants, Q6_K) {
   // sub-block 8h + 2r + l/16; y = 0.5 * sc * (q - 32).
   for (int i = 0; i < 64; ++i) b.qh[i] = i < 32 ? 0xE4 : 0x1B;
   const std::map<int, float> expect = {
-      {0, -8.5f},      // h0 r0 l0:  ql[0] 255 low 15, hi 0: q 15; sc 1: 0.5 * -17
-      {17, 9.0f},      // h0 r0 l17: ql[17] 238 = 0xEE low 14, hi 0: 14; sc -1: 0.5 * -1 * -18
-      {40, -8.0f},     // h0 r1 l8:  ql[40] 40 = 0x28 low 8, hi 1: 24; sc 2: 1 * -8
-      {70, 22.5f},     // h0 r2 l6:  ql[6] 249 = 0xF9 high 15, hi 2: 47; sc 3: 1.5 * 15
-      {127, -38.0f},   // h0 r3 l31: ql[63] 63 = 0x3F high 3, hi 3: 51; sc -4: -2 * 19
-      {128, 1968.5f},  // h1 r0 l0:  ql[64] 191 = 0xBF low 15, hi 3: 63; sc 127: 63.5 * 31
-      {150, -1600.0f}, // h1 r0 l22: ql[86] 169 = 0xA9 low 9, hi 3: 57; sc -128: -64 * 25
-      {180, -10.0f},   // h1 r1 l20: ql[116] 116 = 0x74 low 4, hi 2: 36; sc -5: -2.5 * 4
-      {200, -25.0f},   // h1 r2 l8:  ql[72] 183 = 0xB7 high 11, hi 1: 27; sc 10: 5 * -5
-      {230, 0.0f},     // h1 r3 l6:  ql[102] 102 = 0x66 high 6, hi 0: 6; sc 0: -0
-      {255, -87.5f},   // h1 r3 l31: ql[127] 127 = 0x7F high 7, hi 0: 7; sc 7: 3.5 * -25
+      {0, -8.5f},       // h0 r0 l0:  ql[0] 255 low 15, hi 0: q 15; sc 1: 0.5 * -17
+      {17, 9.0f},       // h0 r0 l17: ql[17] 238 = 0xEE low 14, hi 0: 14; sc -1: 0.5 * -1 * -18
+      {40, -8.0f},      // h0 r1 l8:  ql[40] 40 = 0x28 low 8, hi 1: 24; sc 2: 1 * -8
+      {70, 22.5f},      // h0 r2 l6:  ql[6] 249 = 0xF9 high 15, hi 2: 47; sc 3: 1.5 * 15
+      {127, -38.0f},    // h0 r3 l31: ql[63] 63 = 0x3F high 3, hi 3: 51; sc -4: -2 * 19
+      {128, 1968.5f},   // h1 r0 l0:  ql[64] 191 = 0xBF low 15, hi 3: 63; sc 127: 63.5 * 31
+      {150, -1600.0f},  // h1 r0 l22: ql[86] 169 = 0xA9 low 9, hi 3: 57; sc -128: -64 * 25
+      {180, -10.0f},    // h1 r1 l20: ql[116] 116 = 0x74 low 4, hi 2: 36; sc -5: -2.5 * 4
+      {200, -25.0f},    // h1 r2 l8:  ql[72] 183 = 0xB7 high 11, hi 1: 27; sc 10: 5 * -5
+      {230, 0.0f},      // h1 r3 l6:  ql[102] 102 = 0x66 high 6, hi 0: 6; sc 0: -0
+      {255, -87.5f},    // h1 r3 l31: ql[127] 127 = 0x7F high 7, hi 0: 7; sc 7: 3.5 * -25
   };
   check(GgmlType::Q6_K, bytes_of(b), kQK_K, expect);
   BlockQ6_K b2 = b;
@@ -589,20 +602,107 @@ TEST(Quants, Q6_K) {
 
 TEST(Quants, Q8_K) {
   BlockQ8_K b{};
-  b.d = 0.125f;  // a float, not a half
+  b.d = 0.125f;                                                            // a float, not a half
   for (int j = 0; j < kQK_K; ++j) b.qs[j] = static_cast<int8_t>(j - 128);  // -128 .. 127
-  for (int i = 0; i < 16; ++i) b.bsums[i] = 12345;  // not used by dequantization
+  for (int i = 0; i < 16; ++i) b.bsums[i] = 12345;                         // not used by dequantization
   const std::map<int, float> expect = {
-      {0, -16.0f},     // 0.125 * -128
-      {127, -0.125f},  // 0.125 * -1
-      {128, 0.0f},
-      {129, 0.125f},
-      {255, 15.875f},  // 0.125 * 127
+      {0, -16.0f},                                    // 0.125 * -128
+      {127, -0.125f},                                 // 0.125 * -1
+      {128, 0.0f},    {129, 0.125f}, {255, 15.875f},  // 0.125 * 127
   };
   check(GgmlType::Q8_K, bytes_of(b), kQK_K, expect);
   BlockQ8_K b2 = b;
   b2.d = 0.25f;
   check_second_block_doubles(GgmlType::Q8_K, b, b2, kQK_K, expect);
+}
+
+// ---------------------------------------------------------------------------------------------
+// vec_dot over long rows of random blocks: equal to the double-precision dot product of the
+// dequantized row (dequantize_row itself is checked above and against ggml in
+// quants_fixtures_test) within the worst-case bound of F32 summation in 8 lanes,
+// (n / 8 + 4) * 2^-24 * sum |y[k] x[k]|. Lengths that are not multiples of 256 exercise the
+// last, partial chunk of the 32-element types.
+TEST(Quants, VecDotMatchesDoubleDotOnRandomRows) {
+  struct Case {
+    GgmlType type;
+    int64_t n;
+  };
+  const Case cases[] = {
+      {GgmlType::F32, 1000},  {GgmlType::F16, 1000},  {GgmlType::BF16, 1000}, {GgmlType::Q4_0, 416},
+      {GgmlType::Q4_1, 416},  {GgmlType::Q5_0, 416},  {GgmlType::Q5_1, 416},  {GgmlType::Q8_0, 416},
+      {GgmlType::MXFP4, 416}, {GgmlType::Q2_K, 1024}, {GgmlType::Q3_K, 1024}, {GgmlType::Q4_K, 1024},
+      {GgmlType::Q5_K, 1024}, {GgmlType::Q6_K, 1024}, {GgmlType::Q8_K, 1024},
+  };
+  uint32_t state = 12345;
+  auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return state >> 8;
+  };  // 24 bits
+  for (const Case& c : cases) {
+    const GgmlTypeTraits& t = ggml_traits(c.type);
+    const uint64_t nb = static_cast<uint64_t>(c.n) / t.block_size;
+    std::vector<uint8_t> row(nb * t.type_size);
+    for (auto& v : row) v = static_cast<uint8_t>(next());
+    // Give every scale field a finite value: halves 0x2000 .. 0x27FF are 2^-7 .. 2^-6.
+    auto random_half = [&] { return static_cast<uint16_t>(0x2000 | (next() & 0x7FF)); };
+    for (uint64_t b = 0; b < nb; ++b) {
+      uint8_t* p = row.data() + b * t.type_size;
+      auto put = [p](size_t offset, auto value) { std::memcpy(p + offset, &value, sizeof value); };
+      switch (c.type) {
+        case GgmlType::F32:
+          put(0, static_cast<float>(next()) * 0x1p-24f - 0.5f);
+          break;
+        case GgmlType::F16:
+          put(0, random_half());
+          break;
+        case GgmlType::BF16:
+          put(0, fp32_to_bf16(fp16_to_fp32(random_half())));
+          break;
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0:
+          put(0, random_half());
+          break;
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+          put(0, random_half());
+          put(2, random_half());
+          break;
+        case GgmlType::Q2_K:
+          put(offsetof(BlockQ2_K, d), random_half());
+          put(offsetof(BlockQ2_K, dmin), random_half());
+          break;
+        case GgmlType::Q3_K:
+          put(offsetof(BlockQ3_K, d), random_half());
+          break;
+        case GgmlType::Q6_K:
+          put(offsetof(BlockQ6_K, d), random_half());
+          break;
+        case GgmlType::Q8_K:
+          put(0, 0x1p-9f);
+          break;
+        case GgmlType::MXFP4:
+          p[0] = static_cast<uint8_t>(120 + next() % 8);
+          break;
+        default:
+          break;
+      }
+    }
+    std::vector<float> y(static_cast<size_t>(c.n)), x(static_cast<size_t>(c.n));
+    for (auto& v : x) v = static_cast<float>(next()) * 0x1p-23f - 1.0f;  // [-1, 1)
+    dequantize_row(c.type, row.data(), y.data(), c.n);
+    double ref = 0, abs_sum = 0;
+    for (size_t k = 0; k < y.size(); ++k) {
+      ASSERT_TRUE(std::isfinite(y[k])) << ggml_type_name(c.type);
+      ref += static_cast<double>(y[k]) * x[k];
+      abs_sum += std::fabs(static_cast<double>(y[k]) * x[k]);
+    }
+    const double bound = (static_cast<double>(c.n) / 8 + 4) * 0x1p-24 * abs_sum;
+    EXPECT_GT(abs_sum, 0) << ggml_type_name(c.type);
+    EXPECT_LE(std::fabs(vec_dot(c.type, row.data(), x.data(), c.n) - ref), bound) << ggml_type_name(c.type);
+  }
 }
 
 }  // namespace
