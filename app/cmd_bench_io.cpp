@@ -1,0 +1,43 @@
+// `moepack bench-io PACK [--reads N] [--batch B] [--read-splits S] [--queue-depth Q] [--json]`
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "core/io_bench.h"
+
+namespace moepack::cli {
+
+std::function<int()> add_bench_io(CLI::App& app) {
+  struct Options {
+    std::string pack;
+    IoBenchOptions bench;
+    bool json = false;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("bench-io", "Expert read throughput vs raw O_DIRECT and buffered reads of the same pack");
+  sub->add_option("pack", opt->pack, "Expert Pack directory or its manifest.json")->required();
+  sub->add_option("--reads", opt->bench.expert_reads, "Random expert blocks per measurement");
+  sub->add_option("--batch", opt->bench.batch, "Blocks submitted together (one layer's misses)");
+  sub->add_option("--read-splits", opt->bench.reader.read_splits, "Parts per expert read");
+  sub->add_option("--queue-depth", opt->bench.reader.queue_depth, "io_uring queue depth");
+  sub->add_option("--raw-max-mib", opt->bench.raw_max_bytes, "Raw bytes to read at most (MiB)")
+      ->transform([](std::string s) { return std::to_string(std::stoull(s) << 20); });
+  sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
+  return [opt]() {
+    const ExpertPack pack = ExpertPack::open(opt->pack);
+    const IoBenchResult r = run_io_bench(pack, opt->bench);
+    const double gb = 1e9;
+    std::fprintf(stderr, "raw O_DIRECT      %.3f GB/s (%llu bytes)\n", r.raw_direct.bytes_per_second() / gb,
+                 static_cast<unsigned long long>(r.raw_direct.bytes));
+    std::fprintf(stderr, "experts, direct   %.3f GB/s  ratio to raw %.3f\n", r.expert_direct.bytes_per_second() / gb,
+                 r.expert_vs_raw_ratio);
+    std::fprintf(stderr, "experts, buffered %.3f GB/s  direct/buffered %.3f (page cache %s)\n",
+                 r.expert_buffered.bytes_per_second() / gb, r.direct_vs_buffered_ratio,
+                 r.page_cache_dropped ? "dropped" : "NOT dropped");
+    if (opt->json) std::printf("%s\n", io_bench_to_json(pack, opt->bench, r).dump(2).c_str());
+    return 0;
+  };
+}
+
+}  // namespace moepack::cli

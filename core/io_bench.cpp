@@ -1,0 +1,116 @@
+#include "core/io_bench.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/aligned_buffer.h"
+#include "core/error.h"
+
+namespace moepack {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool drop_page_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+  ::close(fd);
+  return ok;
+}
+
+IoBenchPhase random_experts(const ExpertPack& pack, const IoBenchOptions& o, bool direct) {
+  ReaderSettings rs = o.reader;
+  rs.direct_io = direct;
+  DirectReader reader(pack.experts_path(), rs);
+  const PackLayout& L = pack.layout();
+  const uint32_t batch = std::max<uint32_t>(1, o.batch);
+  AlignedBuffer buf(static_cast<size_t>(L.max_stride) * batch, kPackAlignment);
+  std::mt19937_64 rng(o.seed);
+  IoBenchPhase p;
+  const double t0 = now_s();
+  std::vector<ReadRequest> reqs;
+  while (p.reads < o.expert_reads) {
+    reqs.clear();
+    const uint32_t l = static_cast<uint32_t>(rng() % L.layers.size());
+    for (uint32_t k = 0; k < batch && p.reads < o.expert_reads; ++k, ++p.reads) {
+      const uint32_t e = static_cast<uint32_t>(rng() % L.layers[l].n_experts);
+      reqs.push_back({L.offset(l, e), L.layers[l].stride, buf.data() + k * L.max_stride, k});
+      p.bytes += L.layers[l].stride;
+    }
+    reader.read_all(reqs);
+  }
+  p.seconds = now_s() - t0;
+  return p;
+}
+
+}  // namespace
+
+IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o) {
+  IoBenchResult r;
+  const PackLayout& L = pack.layout();
+  {  // raw: large sequential direct reads of the expert data
+    ReaderSettings rs = o.reader;
+    rs.direct_io = true;
+    rs.read_splits = 1;
+    DirectReader reader(pack.experts_path(), rs);
+    const uint64_t chunk = std::max<uint64_t>(kPackAlignment, o.raw_chunk_bytes / kPackAlignment * kPackAlignment);
+    const uint32_t depth = std::max<uint32_t>(1, std::min<uint32_t>(rs.queue_depth, 8));
+    std::vector<AlignedBuffer> bufs;
+    for (uint32_t k = 0; k < depth; ++k) bufs.emplace_back(chunk, kPackAlignment);
+    const uint64_t end = std::min(L.data_end, L.data_start + o.raw_max_bytes);
+    const double t0 = now_s();
+    uint64_t off = L.data_start;
+    std::vector<ReadRequest> reqs;
+    while (off < end) {
+      reqs.clear();
+      for (uint32_t k = 0; k < depth && off < end; ++k) {
+        const uint64_t len = std::min(chunk, end - off);  // data_end is 4096-aligned
+        reqs.push_back({off, len, bufs[k].data(), k});
+        r.raw_direct.bytes += len;
+        r.raw_direct.reads++;
+        off += len;
+      }
+      reader.read_all(reqs);
+    }
+    r.raw_direct.seconds = now_s() - t0;
+  }
+  r.expert_direct = random_experts(pack, o, true);
+  r.page_cache_dropped = drop_page_cache(pack.experts_path());
+  r.expert_buffered = random_experts(pack, o, false);
+  if (r.raw_direct.bytes_per_second() > 0) {
+    r.expert_vs_raw_ratio = r.expert_direct.bytes_per_second() / r.raw_direct.bytes_per_second();
+  }
+  if (r.expert_buffered.bytes_per_second() > 0) {
+    r.direct_vs_buffered_ratio = r.expert_direct.bytes_per_second() / r.expert_buffered.bytes_per_second();
+  }
+  return r;
+}
+
+nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o, const IoBenchResult& r) {
+  auto phase = [](const IoBenchPhase& p) {
+    return nlohmann::json{{"bytes", p.bytes}, {"reads", p.reads}, {"seconds", p.seconds},
+                          {"bytes_per_second", p.bytes_per_second()}};
+  };
+  return nlohmann::json{{"pack", pack.dir()},
+                        {"experts_file_bytes", pack.layout().data_end},
+                        {"max_stride", pack.layout().max_stride},
+                        {"settings", {{"expert_reads", o.expert_reads}, {"batch", o.batch},
+                                      {"read_splits", o.reader.read_splits}, {"queue_depth", o.reader.queue_depth},
+                                      {"raw_chunk_bytes", o.raw_chunk_bytes}}},
+                        {"raw_direct", phase(r.raw_direct)},
+                        {"expert_direct", phase(r.expert_direct)},
+                        {"expert_buffered", phase(r.expert_buffered)},
+                        {"page_cache_dropped", r.page_cache_dropped},
+                        {"expert_vs_raw_ratio", r.expert_vs_raw_ratio},
+                        {"direct_vs_buffered_ratio", r.direct_vs_buffered_ratio}};
+}
+
+}  // namespace moepack

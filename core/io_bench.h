@@ -1,0 +1,50 @@
+// The I/O benchmark behind `moepack bench-io`: how fast the expert path delivers experts,
+// as a ratio to what the same file system gives raw O_DIRECT reads in the same run.
+//
+// Three measurements over the pack's experts.bin, in one run:
+//   raw_direct      large sequential O_DIRECT reads (`raw_chunk_bytes`, `queue_depth` in flight)
+//                   of the expert data: the ceiling for this file on this disk
+//   expert_direct   random (layer, expert) blocks, `batch` at a time (one layer's misses), each
+//                   one O_DIRECT request split `read_splits` ways: what a cache miss costs
+//   expert_buffered the same random blocks with buffered reads after dropping the file's pages
+//                   from the page cache (posix_fadvise DONTNEED), as a baseline
+// Ratios: expert_vs_raw_ratio = expert_direct / raw_direct (target >= 0.9 on real NVMe with
+// large experts), direct_vs_buffered_ratio = expert_direct / expert_buffered.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+#include "core/direct_reader.h"
+#include "core/expert_pack.h"
+
+namespace moepack {
+
+struct IoBenchOptions {
+  uint64_t expert_reads = 512;            // random blocks per expert measurement
+  uint32_t batch = 8;                     // blocks submitted together
+  uint64_t raw_chunk_bytes = 16ull << 20;  // raw read size (rounded to 4096)
+  uint64_t raw_max_bytes = 2ull << 30;     // raw bytes read at most
+  ReaderSettings reader;                  // read_splits, queue_depth (direct_io is set per phase)
+  uint64_t seed = 1;
+};
+
+struct IoBenchPhase {
+  uint64_t bytes = 0;
+  uint64_t reads = 0;
+  double seconds = 0;
+  double bytes_per_second() const { return seconds > 0 ? static_cast<double>(bytes) / seconds : 0; }
+};
+
+struct IoBenchResult {
+  IoBenchPhase raw_direct, expert_direct, expert_buffered;
+  double expert_vs_raw_ratio = 0;
+  double direct_vs_buffered_ratio = 0;
+  bool page_cache_dropped = false;  // posix_fadvise(DONTNEED) succeeded before the buffered phase
+};
+
+IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& options);
+nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& options, const IoBenchResult& r);
+
+}  // namespace moepack
