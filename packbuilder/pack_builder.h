@@ -65,7 +65,7 @@ struct BuildOptions {
   bool delete_source_after_verify = false;  // after a full verify passes, unlink the source files
   uint64_t batch_bytes = 32ull << 20;       // target bytes per write (>= one stride)
   uint32_t buffers = 4;                     // batch buffers in flight
-  uint64_t checkpoint_bytes = 1ull << 30;   // durable progress record every this many bytes
+  uint64_t checkpoint_bytes = 256ull << 20;  // durable progress record every this many bytes
   std::string tool_version = "moepack";
   std::function<void(const BuildProgress&)> on_progress;  // called on the calling thread
   const std::atomic<bool>* cancel = nullptr;             // set to stop; the build resumes later
