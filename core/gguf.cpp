@@ -125,9 +125,12 @@ class Cursor {
   }
 
   void skip(uint64_t n, const char* field) {
+    // Never read into a scratch byte here: with more than 1 byte left, a "probe" read of
+    // min(n, 1 MiB) bytes would succeed and overrun it.
     if (n > remaining()) {
-      uint8_t dummy;
-      src_.read(pos_, &dummy, static_cast<size_t>(std::min<uint64_t>(n, 1u << 20)), field);
+      throw FormatError(src_.name(), field, pos_,
+                        "truncated: needs " + std::to_string(n) + " bytes but the file has " +
+                            std::to_string(remaining()) + " left");
     }
     pos_ += n;
   }

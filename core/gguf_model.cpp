@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstring>
 #include <regex>
 #include <unordered_map>
 
@@ -34,6 +35,17 @@ bool exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
+// True if the file starts with the GGUF magic (a GGUF that happens to live under a directory
+// named "manifests" is still opened as a GGUF, not as an Ollama manifest).
+bool has_gguf_magic(const std::string& p) {
+  char magic[4] = {};
+  FILE* f = std::fopen(p.c_str(), "rbe");
+  if (f == nullptr) return false;
+  const size_t n = std::fread(magic, 1, 4, f);
+  std::fclose(f);
+  return n == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
 uint64_t split_key(const GgufFile& f, const char* key, bool required) {
   const GgufKv* kv = f.find(key);
   if (kv == nullptr) {
@@ -47,8 +59,9 @@ uint64_t split_key(const GgufFile& f, const char* key, bool required) {
 }  // namespace
 
 GgufModel GgufModel::open(const std::string& path_or_name, const GgufLimits& limits) {
-  if (!exists(path_or_name) || ollama_is_manifest_path(path_or_name)) {
-    if (ollama_looks_like_name(path_or_name) || ollama_is_manifest_path(path_or_name)) {
+  const bool manifest = ollama_is_manifest_path(path_or_name) && !has_gguf_magic(path_or_name);
+  if (!exists(path_or_name) || manifest) {
+    if (manifest || ollama_looks_like_name(path_or_name)) {
       const OllamaModel om = ollama_resolve(path_or_name);
       GgufModel m = open_files({om.blob_path}, limits);
       m.origin_ = "ollama " + om.name + " -> " + om.blob_path;

@@ -291,6 +291,17 @@ TEST(SplitSet, SingleFileAndMissingFile) {
   EXPECT_THROW(GgufModel::open_files({}), Error);
 }
 
+TEST(SplitSet, GgufUnderADirectoryNamedManifests) {
+  // Not an Ollama manifest: the file starts with the GGUF magic.
+  TempDir dir;
+  fs::create_directories(dir.path() + "/manifests/x");
+  GgufWriter w;
+  w.kv("general.architecture", TV::str("llama"));
+  test::write_file(dir.path() + "/manifests/x/model", w.build());
+  const GgufModel m = GgufModel::open(dir.path() + "/manifests/x/model");
+  EXPECT_EQ(m.primary().get_string("general.architecture"), "llama");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ollama store
 
