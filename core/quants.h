@@ -160,6 +160,11 @@ static_assert(sizeof(BlockQ8_K) == 292);
 // MXFP4); dequantize_row and vec_dot throw Error for any other.
 bool quant_supported(GgmlType type);
 
+// Both functions are pure (no state, no allocation): safe from any number of threads.
+// A tensor of ne = {ne0, ne1, ne2, ne3} is ne1 * ne2 * ne3 rows of ne0 elements, row r at
+// byte offset r * ggml_row_bytes(type, ne0) of the tensor data (expert e of a 3-D expert
+// tensor is rows e * ne1 .. e * ne1 + ne1 - 1).
+
 // Dequantizes one row: `src` holds n / B blocks of `type` (ggml_row_bytes(type, n) bytes,
 // any alignment), `dst` receives n floats. Throws Error if the type is unsupported or n is
 // negative or not a multiple of the block size B. Bit-exact to ggml's to_float.
@@ -167,9 +172,9 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 
 // Dot product of one quantized row (as for dequantize_row) with n floats `x`: the row is
 // dequantized exactly (as above) and multiplied in F32, summed in F32 over 8 interleaved
-// partial sums (element k goes to lane k % 8; lanes are added pairwise at the end). This is
-// not ggml's vec_dot, which first quantizes x (Q8_K / Q8_0) and sums in integers. Throws as
-// dequantize_row.
+// partial sums (element k goes to lane k % 8; lanes are added pairwise at the end), so
+// |vec_dot - exact| <= (n / 8 + 4) * 2^-24 * sum |y[k] * x[k]|. This is not ggml's vec_dot,
+// which first quantizes x (Q8_K / Q8_0) and sums in integers. Throws as dequantize_row.
 float vec_dot(GgmlType type, const void* row, const float* x, int64_t n);
 
 }  // namespace moepack

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -247,6 +249,29 @@ TEST(Quants, F32F16Bf16Rows) {
   std::vector<uint8_t> bf16(sizeof b);
   std::memcpy(bf16.data(), b, sizeof b);
   check(GgmlType::BF16, bf16, 4, {{0, 1.0f}, {1, -5.0f}, {2, 0.333984375f}, {3, 0x1p-133f}});
+}
+
+// dequantize_row on F16 / BF16 rows of every bit pattern (65536 elements, then 65531 from an
+// odd address: chunks of 8 and a tail) agrees with the element conversions checked above.
+TEST(Quants, F16Bf16RowsOfEveryPattern) {
+  std::vector<uint8_t> bytes(2 * 65536 + 1);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const auto v = static_cast<uint16_t>(h);
+    std::memcpy(bytes.data() + 1 + 2 * h, &v, 2);
+  }
+  std::vector<float> y(65536);
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
+    for (int64_t n : {65536, 65531}) {
+      std::fill(y.begin(), y.end(), 0.0f);
+      dequantize_row(type, bytes.data() + 1, y.data(), n);
+      for (int64_t h = 0; h < n; ++h) {
+        const auto v = static_cast<uint16_t>(h);
+        const float want = type == GgmlType::F16 ? fp16_to_fp32(v) : bf16_to_fp32(v);
+        ASSERT_EQ(std::bit_cast<uint32_t>(y[static_cast<size_t>(h)]), std::bit_cast<uint32_t>(want))
+            << ggml_type_name(type) << " " << std::hex << h;
+      }
+    }
+  }
 }
 
 TEST(Quants, F32DotSumsEveryElement) {
