@@ -7,6 +7,7 @@
 #include "app/commands.h"
 #include "core/gguf_model.h"
 #include "core/model_summary.h"
+#include "packbuilder/pack_plan.h"
 
 namespace moepack::cli {
 
@@ -25,9 +26,12 @@ std::function<int()> add_inspect(CLI::App& app) {
     const GgufModel model = GgufModel::open(opt->model);
     const ModelSummary s = summarize(model);
     if (opt->json) {
-      std::printf("%s\n", summary_to_json(s, model, true).dump(2).c_str());
+      nlohmann::json j = summary_to_json(s, model, true);
+      j["expert_pack"] = pack_plan_summary(model);  // what `moepack build` would write
+      std::printf("%s\n", j.dump(2).c_str());
     } else {
       std::fputs(summary_to_text(s).c_str(), stderr);
+      std::fputs(pack_plan_summary_text(pack_plan_summary(model)).c_str(), stderr);
       if (opt->tensors) {
         for (const GgufTensorRef& r : model.tensors()) {
           const GgufTensorInfo& t = *r.info;

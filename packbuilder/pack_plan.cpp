@@ -1,5 +1,6 @@
 #include "packbuilder/pack_plan.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -7,6 +8,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "packbuilder/dense_gguf.h"
 
 namespace moepack {
 namespace {
@@ -174,6 +176,47 @@ PackPlan plan_pack(const GgufModel& model) {
     plan.dense_data_bytes += r.info->nbytes;
   }
   return plan;
+}
+
+nlohmann::json pack_plan_summary(const GgufModel& model) {
+  using nlohmann::json;
+  try {
+    const PackPlan plan = plan_pack(model);
+    const PackLayout& L = plan.layout;
+    const uint64_t dense = plan_dense_gguf(model, plan.dense_tensors, std::string(32, '0')).file_bytes;
+    json layers = json::array();
+    for (const PackLayer& ly : L.layers) {
+      layers.push_back({{"block", ly.block}, {"n_experts", ly.n_experts}, {"block_bytes", ly.block_bytes}, {"stride", ly.stride}});
+    }
+    return {{"data_start", L.data_start},
+            {"max_stride", L.max_stride},
+            {"experts_bytes", L.data_end},
+            {"padding_bytes", L.data_end - L.data_start - plan.expert_source_bytes},
+            {"dense_bytes", dense},
+            {"total_bytes", L.data_end + dense},
+            {"layers", layers}};
+  } catch (const Error& e) {
+    return {{"error", e.what()}};
+  }
+}
+
+std::string pack_plan_summary_text(const nlohmann::json& j) {
+  if (j.contains("error")) return "Expert Pack:  cannot be built: " + j["error"].get<std::string>() + "\n";
+  auto mib = [](uint64_t b) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.2f MiB", static_cast<double>(b) / (1 << 20));
+    return std::string(s);
+  };
+  std::string o = "Expert Pack:  " + mib(j["total_bytes"].get<uint64_t>()) + " on disk = experts.bin " +
+                  mib(j["experts_bytes"].get<uint64_t>()) + " (" + mib(j["padding_bytes"].get<uint64_t>()) +
+                  " alignment padding) + dense.gguf " + mib(j["dense_bytes"].get<uint64_t>()) + "; slot size " +
+                  std::to_string(j["max_stride"].get<uint64_t>()) + " B\n";
+  for (const auto& ly : j["layers"]) {
+    o += "  blk." + std::to_string(ly["block"].get<uint32_t>()) + ": " + std::to_string(ly["n_experts"].get<uint32_t>()) +
+         " x stride " + std::to_string(ly["stride"].get<uint64_t>()) + " B (block " +
+         std::to_string(ly["block_bytes"].get<uint64_t>()) + " B)\n";
+  }
+  return o;
 }
 
 }  // namespace moepack

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -39,5 +40,12 @@ struct PackPlan {
 
 // Throws Error naming the model file and tensor when the model cannot be packed.
 PackPlan plan_pack(const GgufModel& model);
+
+// What a pack of `model` takes on disk, for `moepack inspect`: {data_start, max_stride,
+// experts_bytes, padding_bytes, dense_bytes, total_bytes, layers: [{block, n_experts,
+// block_bytes, stride}]}; {error} when the model cannot be packed. Reads metadata only.
+nlohmann::json pack_plan_summary(const GgufModel& model);
+// Human-readable form of pack_plan_summary(), a few lines.
+std::string pack_plan_summary_text(const nlohmann::json& summary);
 
 }  // namespace moepack

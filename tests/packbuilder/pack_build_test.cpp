@@ -18,6 +18,7 @@
 #include "core/pack_verify.h"
 #include "core/sha256.h"
 #include "packbuilder/pack_builder.h"
+#include "packbuilder/pack_plan.h"
 #include "tests/packbuilder/pack_test_util.h"
 #include "tests/support/gguf_writer.h"
 
@@ -85,6 +86,11 @@ TEST(PackBuild, EveryFixtureRoundTripsByteIdentical) {
     const BuildResult built = build_pack(opts(shared(rel), out));
     EXPECT_FALSE(built.already_complete);
     EXPECT_FALSE(std::filesystem::exists(out + "/build-state.json"));
+
+    // `moepack inspect`'s prediction equals what was written.
+    const nlohmann::json planned = pack_plan_summary(src);
+    EXPECT_EQ(planned["experts_bytes"].get<uint64_t>(), std::filesystem::file_size(out + "/experts.bin"));
+    EXPECT_EQ(planned["dense_bytes"].get<uint64_t>(), std::filesystem::file_size(out + "/dense.gguf"));
 
     // verify --full passes; the data file's hash is the one sha256sum would print.
     VerifyOptions vo;
