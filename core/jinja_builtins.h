@@ -8,6 +8,9 @@
 
 namespace moepack::jinja {
 
+// The bound method `name` of a str / dict / list value, or Undefined.
+Value method(const Value& self, const std::string& name);
+
 // jinja2's environment.getattr / getitem: `obj.name` (methods first, then keys) and `obj[key]`
 // (keys first). A missing key gives Undefined; any lookup on Undefined throws.
 Value get_attr(const Value& obj, const std::string& name);

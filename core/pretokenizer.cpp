@@ -45,9 +45,11 @@ constexpr const char* kTekken =
     R"([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // Kimi-K2 (tiktoken pattern of moonshotai/Kimi-K2; llama.cpp implements it by hand). PCRE2 has no
-// class intersection, so `[X&&[^\p{Han}]]` is written `(?:(?!\p{Han})[X])`.
+// class intersection, so `[X&&[^\p{Han}]]` is written `(?:(?!\p{sc:Han})[X])`; `sc:` asks PCRE2 for
+// the Script property (as Rust's regex, tiktoken and llama.cpp use), not Script_Extensions, which
+// would also count common CJK punctuation such as U+3002 as Han.
 constexpr const char* kKimiK2 =
-    R"([\p{Han}]+|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])*(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])+(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"([\p{sc:Han}]+|[^\r\n\p{L}\p{N}]?(?:(?!\p{sc:Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])*(?:(?!\p{sc:Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?(?:(?!\p{sc:Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])+(?:(?!\p{sc:Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 struct PreType {
   std::vector<std::string> names;
@@ -153,6 +155,7 @@ PreTokenizer::PreTokenizer(const std::string& pre) : impl_(std::make_unique<Impl
   name_ = pre;
   ignore_merges_ = type->ignore_merges;
   add_bos_default_ = type->add_bos;
+  sources_ = type->regexes;
   for (const std::string& src : type->regexes) {
     const std::string pattern = widen_whitespace(src);
     int err = 0;

@@ -41,6 +41,9 @@ class PreTokenizer {
   // Non-empty if the type was not recognised.
   const std::string& warning() const { return warning_; }
 
+  // The regexes in use, in order, as written (before PCRE2-specific rewriting).
+  const std::vector<std::string>& regexes() const { return sources_; }
+
   // The names this class recognises (for docs and error messages).
   static std::vector<std::string> known_types();
 
@@ -51,6 +54,7 @@ class PreTokenizer {
   std::string warning_;
   bool ignore_merges_ = false;
   bool add_bos_default_ = false;
+  std::vector<std::string> sources_;
 };
 
 }  // namespace moepack

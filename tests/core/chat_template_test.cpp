@@ -106,7 +106,10 @@ json python_render(const std::string& source, bool trim, bool lstrip, const std:
   const fs::path in = dir / ("moepack-jinja-in-" + tag + ".json");
   const fs::path out = dir / ("moepack-jinja-out-" + tag + ".json");
   std::ofstream(in, std::ios::binary) << job.dump();
-  const std::string cmd = "python3 '" + kHelper.string() + "' < '" + in.string() + "' > '" + out.string() + "'";
+  // Debian's python3 with python3-jinja2 (3.1.2) is the documented oracle; prefer it over a
+  // python3 that PATH may find first.
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string cmd = python + " '" + kHelper.string() + "' < '" + in.string() + "' > '" + out.string() + "'";
   const int rc = std::system(cmd.c_str());
   std::string text = read_file(out);
   fs::remove(in);

@@ -2,9 +2,14 @@
 // UTF-8 hold-back and special-token handling.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -271,6 +276,51 @@ TEST(Utf8, SanitizeMatchesPythonReplace) {
   EXPECT_EQ(moepack::utf8::sanitize("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(moepack::utf8::sanitize("\xE0\x80\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(moepack::utf8::sanitize("\xF4\x90\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+// Every pre-tokenizer type: PCRE2 splits exactly like Python's `regex` module with llama.cpp's
+// splitting rules (tests/core/pretokenize_regex.py), on a corpus covering letters of many
+// scripts, case changes, contractions, digit runs, punctuation, CJK/kana/hangul, emoji and
+// whitespace runs.
+TEST(PreTokenizer, SplitsLikePythonRegexForEveryType) {
+  const json prompts = read_json(kFixtures / "prompts.json");
+  std::vector<std::string> texts;
+  for (const json& p : prompts) texts.push_back(p.get<std::string>());
+  for (const char* t : {"Hello world's 123 4567890 don't I'M WE'LL they've", "  two  spaces   three\n\n\nnewlines \r\n end  ",
+                        "CamelCaseWords and HTTPServer2 x86_64 __init__", "\xC3\x9C\x62\x65rgr\xC3\xB6\xC3\x9F\x65 \xC3\x85ngstr\xC3\xB6m na\xC3\xAFve",
+                        "\xCE\x95\xCE\xBB\xCE\xBB\xCE\xB7\xCE\xBD\xCE\xB9\xCE\xBA\xCE\xAC \xD0\xA0\xD1\x83\xD1\x81\xD1\x81\xD0\xBA\xD0\xB8\xD0\xB9 \xD7\xA2\xD7\x91\xD7\xA8\xD7\x99\xD7\xAA \xD8\xA7\xD9\x84\xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A\xD8\xA9",
+                        "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x81\xB2\xE3\x82\x89\xE3\x81\x8C\xE3\x81\xAA\xE3\x82\xAB\xE3\x82\xBF\xE3\x82\xAB\xE3\x83\x8A \xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4 \xE4\xB8\xAD\xE6\x96\x87\xEF\xBC\x8C\xE6\xA0\x87\xE7\x82\xB9\xE3\x80\x82",
+                        "emoji \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD family \xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7 flags \xF0\x9F\x87\xAB\xF0\x9F\x87\xB7",
+                        "code: for (int i = 0; i < n; ++i) { x += y[i] * 3.14; } // $100 @home #tag ~tilde `tick` |pipe|",
+                        "a\xC2\xA0nbsp\xE3\x80\x80ideographic\xE2\x80\x83" "em\tand\x0Bvt", "trailing space at end   ", "\n", "'s", "...!!!???"}) {
+    texts.push_back(t);
+  }
+  std::set<std::string> seen;
+  int checked = 0;
+  for (const std::string& name : moepack::PreTokenizer::known_types()) {
+    const moepack::PreTokenizer pre(name);
+    std::string key;
+    for (const std::string& r : pre.regexes()) key += r + '\x01';
+    if (!seen.insert(key).second) continue;
+    const json job = {{"regexes", pre.regexes()}, {"texts", texts}};
+    const fs::path in = fs::temp_directory_path() / ("moepack-pretok-" + std::to_string(::getpid()) + ".json");
+    const fs::path out = fs::temp_directory_path() / ("moepack-pretok-" + std::to_string(::getpid()) + ".out");
+    std::ofstream(in, std::ios::binary) << job.dump();
+    const std::string cmd = std::string("python3 '") + MOEPACK_SOURCE_DIR + "/tests/core/pretokenize_regex.py' < '" +
+                            in.string() + "' > '" + out.string() + "'";
+    const int rc = std::system(cmd.c_str());
+    const std::string result = read_file(out);
+    fs::remove(in);
+    fs::remove(out);
+    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 3) GTEST_SKIP() << "python3 module `regex` not installed";
+    ASSERT_EQ(rc, 0) << cmd;
+    const json want = json::parse(result);
+    for (size_t k = 0; k < texts.size(); ++k) {
+      EXPECT_EQ(json(pre.split(texts[k])), want[k]) << "pre-tokenizer " << name << ", text \"" << texts[k] << "\"";
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 15);
 }
 
 TEST(Tokenizer, MissingVocabularyIsAClearError) {
