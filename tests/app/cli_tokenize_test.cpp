@@ -1,0 +1,137 @@
+// `moepack tokenize` and `moepack template` through the real binary ($MOEPACK_CLI): ids against
+// llama.cpp's references, special-token parsing only on request, the demo model's ChatML prompt
+// (hand-checked), and errors that name the messages file.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kShared = MOEPACK_SHARED_DIR;
+const fs::path kDeepseek2 = kShared / "fixtures/deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf";
+const fs::path kDemo = kShared / "models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+CliRun run(const std::vector<std::string>& args) {
+  const char* cli = std::getenv("MOEPACK_CLI");
+  if (!cli) {
+    ADD_FAILURE() << "MOEPACK_CLI not set";
+    return {};
+  }
+  const fs::path dir = fs::temp_directory_path();
+  const std::string tag = std::to_string(::getpid());
+  const fs::path out = dir / ("moepack-cli-tok-" + tag + ".out"), err = dir / ("moepack-cli-tok-" + tag + ".err");
+  std::string cmd = quote(cli);
+  for (const std::string& a : args) cmd += " " + quote(a);
+  cmd += " > " + quote(out.string()) + " 2> " + quote(err.string());
+  const int rc = std::system(cmd.c_str());
+  CliRun r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+fs::path write_temp(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+TEST(CliTokenize, JsonIdsEqualLlamaCpp) {
+  const json ref = json::parse(slurp(kShared / "fixtures/deepseek2-tiny/deepseek2-tiny-Q4_K_M.ref.json"));
+  for (int idx : {0, 7, 9, 10}) {
+    const json& r = ref["results"][static_cast<size_t>(idx)];
+    const CliRun res = run({"tokenize", kDeepseek2.string(), "--text", r["prompt"].get<std::string>(), "--parse-special", "--json"});
+    ASSERT_EQ(res.status, 0) << res.err;
+    EXPECT_EQ(json::parse(res.out), r["tokens"]) << "prompt " << idx;
+  }
+}
+
+TEST(CliTokenize, SpecialTextIsPlainUnlessAsked) {
+  const std::string text = "Hi<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+  const CliRun plain = run({"tokenize", kDeepseek2.string(), "--text", text, "--json"});
+  const CliRun special = run({"tokenize", kDeepseek2.string(), "--text", text, "--parse-special", "--json"});
+  ASSERT_EQ(plain.status, 0);
+  ASSERT_EQ(special.status, 0);
+  const auto p = json::parse(plain.out).get<std::vector<int>>();
+  const auto s = json::parse(special.out).get<std::vector<int>>();
+  EXPECT_EQ(std::count(p.begin(), p.end(), 32014), 0);
+  EXPECT_EQ(s.back(), 32014);
+  // Human output: ids on stdout, the per-token table on stderr.
+  const CliRun human = run({"tokenize", kDeepseek2.string(), "--text", "Hello"});
+  EXPECT_EQ(human.out, "32013 17535\n");
+  EXPECT_NE(human.err.find("'Hello'"), std::string::npos);
+}
+
+TEST(CliTemplate, DemoModelChatML) {
+  const fs::path msgs = write_temp("moepack-msgs.json", R"([{"role": "system", "content": "Be brief."},
+      {"role": "user", "content": "Define \"happy\"."}, {"role": "assistant", "content": "Feeling joy."},
+      {"role": "user", "content": "Opposite?"}])");
+  const std::string turns =
+      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nDefine \"happy\".<|im_end|>\n"
+      "<|im_start|>assistant\nFeeling joy.<|im_end|>\n<|im_start|>user\nOpposite?<|im_end|>\n";
+  const CliRun with = run({"template", kDemo.string(), "--messages", msgs.string()});
+  ASSERT_EQ(with.status, 0) << with.err;
+  EXPECT_EQ(with.out, turns + "<|im_start|>assistant\n");
+  const CliRun without = run({"template", kDemo.string(), "--messages", msgs.string(), "--no-generation-prompt"});
+  EXPECT_EQ(without.out, turns);
+  const CliRun js = run({"template", kDemo.string(), "--messages", msgs.string(), "--json"});
+  ASSERT_EQ(js.status, 0) << js.err;
+  const json j = json::parse(js.out);
+  EXPECT_EQ(j["prompt"], turns + "<|im_start|>assistant\n");
+  EXPECT_FALSE(j["fallback"].get<bool>());
+  const auto ids = j["tokens"].get<std::vector<int>>();
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids[0], 0);  // BOS <|endoftext|>, once
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 0), 1);
+  EXPECT_EQ(ids[1], 1);  // <|im_start|> as a special token
+  fs::remove(msgs);
+}
+
+TEST(CliTemplate, BadMessagesFileIsAnErrorNamingIt) {
+  const fs::path msgs = write_temp("moepack-bad-msgs.json", R"({"role": "user"})");
+  const CliRun r = run({"template", kDemo.string(), "--messages", msgs.string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(msgs.string()), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  fs::remove(msgs);
+}
+
+}  // namespace
