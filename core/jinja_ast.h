@@ -18,7 +18,7 @@ struct Node {
     Literal, Name, ListLit, TupleLit, DictLit, GetAttr, GetItem, Slice, Call, Filter, Test, Neg, Pos, Not,
     Binary, Compare, And, Or, CondExpr, Concat,
     // statements
-    Text, Print, Body, If, For, Set, SetBlock, Macro, Break, Continue, CallBlock,
+    Text, Print, Body, If, For, Set, SetBlock, Macro, Break, Continue, CallBlock, With, FilterBlock,
   };
   Kind kind;
   int line = 0;

@@ -54,6 +54,21 @@ class Evaluator {
         return Flow::Normal;
       }
       case Node::Kind::Macro: f.vars[n.name] = make_macro(n); return Flow::Normal;
+      case Node::Kind::With: {
+        Frame wf;
+        wf.parent = &f;
+        for (size_t k = 0; k < n.targets.size(); ++k) wf.vars[n.targets[k]] = eval(*n.a[k], wf);
+        return exec(*n.x, wf, out);
+      }
+      case Node::Kind::FilterBlock: {
+        Frame ff;
+        ff.parent = &f;
+        std::string body;
+        const Flow fl = exec(*n.x, f, body);
+        ff.vars["\x01filter-body"] = Value::string(body);
+        out += eval(*n.y, ff).str();
+        return fl;
+      }
       case Node::Kind::Break: return Flow::Break;
       case Node::Kind::Continue: return Flow::Continue;
       case Node::Kind::CallBlock: {
@@ -276,6 +291,16 @@ class Evaluator {
   Value make_macro(const Node& n) {
     const Node* def = &n;
     return Value::function([this, def](CallArgs& args) {
+      struct CallDepth {
+        int& d;
+        explicit CallDepth(int& depth) : d(depth) {
+          if (++d > kMaxCallDepth) {
+            --d;
+            throw TemplateError("macro calls nested more than " + std::to_string(kMaxCallDepth) + " deep (runaway recursion?)");
+          }
+        }
+        ~CallDepth() { --d; }
+      } guard(call_depth_);
       Frame mf;
       mf.parent = &root_;
       size_t k = 0;
@@ -308,8 +333,10 @@ class Evaluator {
     });
   }
 
+  static constexpr int kMaxCallDepth = 64;
   Frame& root_;
   bool raised_ = false;
+  int call_depth_ = 0;
 };
 
 }  // namespace

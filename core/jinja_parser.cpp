@@ -27,7 +27,7 @@ class Parser {
   Tok next() { return t_[std::min(i_++, t_.size() - 1)]; }
   bool is_op(const char* op, size_t k = 0) const { return peek(k).t == Tok::Op && peek(k).s == op; }
   bool is_name(const char* n, size_t k = 0) const { return peek(k).t == Tok::Name && peek(k).s == n; }
-  [[noreturn]] void fail(const std::string& what) const {
+  [[noreturn]] void fail(const std::string& what) const {  // NOLINT
     throw TemplateError("template syntax error at line " + std::to_string(peek().line) + ": " + what +
                         (peek().s.empty() ? "" : " (near '" + peek().s + "')"));
   }
@@ -83,6 +83,7 @@ class Parser {
   }
 
   NodePtr parse_statement() {
+    DepthGuard guard(depth_, *this);
     const std::string kw = expect_name();
     if (kw == "if") return parse_if();
     if (kw == "for") return parse_for();
@@ -102,6 +103,8 @@ class Parser {
       return n;
     }
     if (kw == "call") return parse_call_block();
+    if (kw == "with") return parse_with();
+    if (kw == "filter") return parse_filter_block();
     fail("unknown tag '" + kw + "'");
   }
 
@@ -222,6 +225,45 @@ class Parser {
     if (peek().t == Tok::Name) ++i_;  // {% endmacro name %}
     expect_block_end();
     n->x = body;
+    return n;
+  }
+
+  // {% with a = x, b = y %}...{% endwith %}: a Body in its own scope, assignments first.
+  NodePtr parse_with() {
+    auto n = node(Node::Kind::With);
+    while (peek().t == Tok::Name) {
+      n->targets.push_back(expect_name());
+      expect_op("=");
+      n->a.push_back(parse_expr());
+      if (!is_op(",")) break;
+      ++i_;
+    }
+    expect_block_end();
+    auto body = node(Node::Kind::Body);
+    std::string stopped;
+    parse_body(*body, {"endwith"}, stopped);
+    expect_block_end();
+    n->x = body;
+    return n;
+  }
+
+  // {% filter name(args) | other %}...{% endfilter %}: the body's output goes through the filters.
+  NodePtr parse_filter_block() {
+    auto n = node(Node::Kind::FilterBlock);
+    auto placeholder = node(Node::Kind::Name);
+    placeholder->name = "\x01filter-body";
+    auto f = node(Node::Kind::Filter);
+    f->x = placeholder;
+    f->name = expect_name();
+    if (is_op("(")) parse_call_args(*f);
+    NodePtr chain = parse_filter_expr(f);
+    expect_block_end();
+    auto body = node(Node::Kind::Body);
+    std::string stopped;
+    parse_body(*body, {"endfilter"}, stopped);
+    expect_block_end();
+    n->x = body;
+    n->y = chain;
     return n;
   }
 
@@ -375,7 +417,19 @@ class Parser {
     return l;
   }
 
+  // Guards against input that nests without bound (stack exhaustion); real templates stay < 20.
+  struct DepthGuard {
+    int& d;
+    explicit DepthGuard(int& depth, const Parser& p) : d(depth) {
+      if (++d > kMaxDepth) p.fail("expressions or blocks nested more than " + std::to_string(kMaxDepth) + " deep");
+    }
+    ~DepthGuard() { --d; }
+  };
+  static constexpr int kMaxDepth = 200;
+  int depth_ = 0;
+
   NodePtr parse_unary(bool with_filter = true) {
+    DepthGuard guard(depth_, *this);
     NodePtr n;
     if (is_op("-") || is_op("+")) {
       const bool neg = next().s == "-";

@@ -208,6 +208,83 @@ TEST_P(MatchesJinja2, EveryTemplateEveryConversation) {
 INSTANTIATE_TEST_SUITE_P(Options, MatchesJinja2, ::testing::Values(true, false),
                          [](const auto& p) { return p.param ? "transformers" : "jinja2_defaults"; });
 
+// Language features one by one, each compared with jinja2 (both whitespace option sets).
+TEST(Jinja, FeatureCorpusMatchesJinja2) {
+  const std::vector<std::string> snippets = {
+      "{{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 7 / 2 }} {{ 1.0 }} {{ 1e20 }} {{ 0.1 + 0.2 }}",
+      "{{ 'a' ~ 1 ~ none ~ true }} {{ [1, 'b', none, 2.5] }} {{ {'k': [1, {'x': 'y'}]} }} {{ (1,) }} {{ ('a', 2) }}",
+      "{{ \"it's\" }} {{ 'say \"hi\"' }} {{ ['it\\'s', \"q\\\"\"] }} {{ 'tab\\tnew\\nline' | tojson }}",
+      "{% for x in items %}{{ loop.index }}/{{ loop.index0 }}/{{ loop.revindex }}/{{ loop.length }}{{ ',' if not loop.last }}{% endfor %}",
+      "{% for x in items if x is odd %}{{ x }}{{ loop.first }}{% else %}none{% endfor %}|{% for x in [] %}x{% else %}empty{% endfor %}",
+      "{% for k, v in obj.items() %}{{ k }}={{ v }};{% endfor %} {% for k in obj %}{{ k }}{% endfor %}",
+      "{% for x in items %}{% if x > 3 %}{% break %}{% endif %}{% if x == 2 %}{% continue %}{% endif %}{{ x }}{% endfor %}",
+      "{% for x in items %}{{ loop.cycle('a', 'b') }}{{ loop.previtem | default('-') }}{% endfor %}",
+      "{% set ns = namespace(n=0, l=[]) %}{% for x in items %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}",
+      "{% set x = 1 %}{% for i in items %}{% set x = i %}{% endfor %}{{ x }} {% if true %}{% set y = 5 %}{% endif %}{{ y }}",
+      "{% macro m(a, b='B', c=none) %}[{{ a }}|{{ b }}|{{ c }}]{% endmacro %}{{ m(1) }}{{ m(1, 2) }}{{ m(1, c=3) }}{{ m('x', b='y', c='z') }}",
+      "{% macro outer() %}<{{ caller() }}>{% endmacro %}{% call outer() %}inside {{ items[0] }}{% endcall %}",
+      "{{ text.strip() }}|{{ text.lstrip() }}|{{ text.rstrip() }}|{{ text.strip(' H!') }}|{{ text | trim }}",
+      "{{ text.split() }} {{ 'a,b,,c'.split(',') }} {{ 'a,b,c'.split(',', 1) }} {{ 'a b c'.rsplit(' ', 1) }}",
+      "{{ 'Hello'.upper() }} {{ 'Hello'.lower() }} {{ 'hello world'.title() }} {{ 'hELLO'.capitalize() }} {{ 'abc'.replace('b', 'X') }}",
+      "{{ 'hello'.startswith('he') }} {{ 'hello'.endswith(('x', 'lo')) }} {{ 'hello'.find('l') }} {{ 'hello'.count('l') }} {{ '-'.join(['a', 'b']) }}",
+      "{{ items | length }} {{ items | first }} {{ items | last }} {{ items | sum }} {{ items | max }} {{ items | min }} {{ items | reverse | list }}",
+      "{{ items | join(', ') }} {{ items | map('string') | join }} {{ users | map(attribute='name') | join('/') }}",
+      "{{ users | selectattr('admin') | map(attribute='name') | list }} {{ users | rejectattr('admin') | list | length }} {{ items | select('even') | list }} {{ items | reject('odd') | list }}",
+      "{{ users | selectattr('name', 'equalto', 'bob') | list | length }} {{ [3, 1, 2] | sort }} {{ ['b', 'A', 'c'] | sort }} {{ users | sort(attribute='name', reverse=true) | map(attribute='name') | list }}",
+      "{{ [1, 2, 2, 3, 1] | unique | list }} {{ 'x' | default('d') }} {{ missing | default('d') }} {{ '' | default('d', true) }} {{ 3.7 | int }} {{ '12' | int + 1 }} {{ 2 | float }}",
+      "{{ obj | tojson }} {{ obj | tojson(indent=2) }} {{ 'é\"<>&' | tojson }} {{ [1.5, none, true] | tojson }} {{ obj | dictsort }}",
+      "{{ items[1:] }} {{ items[:-1] }} {{ items[::-1] }} {{ items[::2] }} {{ text[1:4] }} {{ text[-3:] }} {{ items[-1] }} {{ 'héllo'[1] }}",
+      "{{ missing is defined }} {{ missing is undefined }} {{ none is none }} {{ items is iterable }} {{ obj is mapping }} {{ 'x' is string }} {{ 1 is number }} {{ 1 is integer }} {{ 1.0 is float }} {{ items is sequence }}",
+      "{{ 3 is divisibleby 3 }} {{ 4 is even }} {{ true is true }} {{ false is false }} {{ 1 is sameas 1 }} {{ 'a' is in ['a'] }} {{ 2 is gt 1 }} {{ 'ABC' is upper }}",
+      "{{ 1 < 2 < 3 }} {{ 1 < 2 > 3 }} {{ 'a' in 'abc' }} {{ 'z' not in ['a'] }} {{ 1 == 1.0 }} {{ [1] == [1] }} {{ not 0 }} {{ 0 or 'x' }} {{ 1 and 'y' }} {{ 'yes' if 0 else 'no' }}",
+      "{{ range(3) | list }} {{ range(1, 7, 2) | list }} {{ range(3, 0, -1) | list }} {{ dict(a=1, b=2) }} {{ obj.get('a') }} {{ obj.get('zz', 9) }} {{ obj['a'] }} {{ obj.keys() | list }} {{ obj.values() | list }}",
+      "{{ '%s-%d' % ('a', 3) }} {{ 'n=%s' % 5 }} {{ '{} and {}'.format(1, 2) }} {{ 'line1\\nline2' | indent(2) }} {{ 'a\\nb' | indent(2, true) }}",
+      "{% with a = 1, b = items | length %}{{ a + b }}{% endwith %}{{ a }} {% filter upper %}shout {{ items[0] }}{% endfilter %}",
+      "{% raw %}{{ not rendered }} {% if %}{% endraw %} after",
+      "  {% if true %}\n    indented\n  {% endif %}\n{%- if true -%}  tight  {%- endif -%}  \n {{- ' x ' -}} \n{# comment #}\nend\n",
+      "{%+ if true %} keep {% endif +%}\n{% for i in items -%}\n  {{ i }}\n{%- endfor %}\n\n",
+      "{{ text | wordcount }} {{ text | replace('l', 'L') }} {{ text | lower }} {{ items | string }} {{ 42 | string | length }} {{ 'a' * 3 }} {{ [0] * 2 }} {{ items + [9] }}",
+  };
+  const json ctx = json::parse(R"({"items": [1, 2, 3, 4, 5], "obj": {"a": 1, "b": [true, null]},
+      "text": " Hello world! ", "users": [{"name": "bob", "admin": true}, {"name": "amy", "admin": false}]})");
+  for (bool hf : {true, false}) {
+    for (const std::string& src : snippets) {
+      const json want = python_render(src, hf, hf, {Case{"feature", json::array(), false, ctx}}, "<s>", "</s>");
+      ASSERT_TRUE(want[0]["ok"].get<bool>()) << src << ": jinja2 error " << want[0]["error"];
+      std::string got;
+      try {
+        ChatTemplateOptions o;
+        o.add_generation_prompt = false;
+        o.bos_token = "<s>";
+        o.eos_token = "</s>";
+        o.extra = ctx;
+        o.now = kNow;
+        got = ChatTemplate::from_source(src, {hf, hf, false}).render(json::array(), o);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << src << ": " << e.what();
+        continue;
+      }
+      EXPECT_EQ(got, want[0]["output"].get<std::string>()) << src << (hf ? " (transformers options)" : " (jinja2 defaults)");
+    }
+  }
+}
+
+TEST(Jinja, HostileTemplatesFailCleanly) {
+  const std::string deep = std::string(5000, '(') + "1" + std::string(5000, ')');
+  EXPECT_THROW(ChatTemplate::from_source("{{ " + deep + " }}"), moepack::jinja::TemplateError);
+  std::string nested;
+  for (int i = 0; i < 1000; ++i) nested += "{% if true %}";
+  EXPECT_THROW(ChatTemplate::from_source(nested), moepack::jinja::TemplateError);
+  const auto rec = ChatTemplate::from_source("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  EXPECT_THROW(rec.render(json::array(), {}), moepack::jinja::TemplateError);
+  for (const char* bad : {"{{", "{% if %}", "{% for x in %}{% endfor %}", "{{ 'unterminated }}", "{% endif %}", "{{ a.}}",
+                          "{% macro m( %}", "{{ [1, 2 }}", "{# open comment", "{% set %}", "{{ x | }}"}) {
+    EXPECT_THROW(ChatTemplate::from_source(bad), moepack::jinja::TemplateError) << bad;
+  }
+  EXPECT_THROW(ChatTemplate::from_source("{{ undefined_thing.attr }}").render(json::array(), {}), moepack::jinja::TemplateError);
+  EXPECT_THROW(ChatTemplate::from_source("{{ 1 / 0 }}").render(json::array(), {}), moepack::jinja::TemplateError);
+}
+
 TEST(ChatTemplate, MissingTemplateFallsBackToChatMLWithWarning) {
   const auto t = ChatTemplate::chatml();
   EXPECT_TRUE(t.is_fallback());
