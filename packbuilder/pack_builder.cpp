@@ -264,7 +264,7 @@ void Builder::preflight(uint64_t dense_bytes) {
     int e = inject("odirect", 0);
     if (e == 0) e = probe_direct_io(dir_);
     if (e != 0) {
-      throw Error(dir_ + ": the file system (" + fs_type_name(dir_) + ") does not support O_DIRECT writes (" +
+      throw Error(dir_ + ": the file system (" + fs_type_name(dir_) + ") does not support O_DIRECT writes of 4096-byte aligned blocks (" +
                   std::strerror(e) + "); MoePack reads experts with O_DIRECT, so the pack must live on a file system " +
                   "that supports it (ext4, xfs, btrfs; not ramfs). Choose another OUTDIR.");
     }
