@@ -560,8 +560,10 @@ std::string Tokenizer::decode(const std::vector<TokenId>& ids, bool render_speci
       raw += p;
       continue;
     }
-    if (at_start && kind_ == VocabKind::Spm && add_space_prefix_ && !p.empty() && p[0] == ' ') p.erase(0, 1);
-    if (!p.empty()) at_start = false;
+    if (!p.empty()) {  // only the first piece loses the space the encoder added
+      if (at_start && kind_ == VocabKind::Spm && add_space_prefix_ && p[0] == ' ') p.erase(0, 1);
+      at_start = false;
+    }
     raw += p;
   }
   return raw;
@@ -572,8 +574,10 @@ std::string StreamDecoder::push(TokenId id) {
   if (tok_.attr(id) & (kAttrControl | kAttrUnknown)) {
     first_ = true;
   } else {
-    if (first_ && tok_.kind() == VocabKind::Spm && tok_.add_space_prefix() && !p.empty() && p[0] == ' ') p.erase(0, 1);
-    if (!p.empty()) first_ = false;
+    if (!p.empty()) {
+      if (first_ && tok_.kind() == VocabKind::Spm && tok_.add_space_prefix() && p[0] == ' ') p.erase(0, 1);
+      first_ = false;
+    }
   }
   return push_bytes(p);
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -283,6 +284,29 @@ TEST(Jinja, HostileTemplatesFailCleanly) {
   }
   EXPECT_THROW(ChatTemplate::from_source("{{ undefined_thing.attr }}").render(json::array(), {}), moepack::jinja::TemplateError);
   EXPECT_THROW(ChatTemplate::from_source("{{ 1 / 0 }}").render(json::array(), {}), moepack::jinja::TemplateError);
+}
+
+// Random token soup from template syntax: every result is a rendering or a TemplateError.
+TEST(Jinja, RandomTemplatesNeverCrash) {
+  std::mt19937 rng(99);
+  const char* parts[] = {"{{", "}}", "{%", "%}", "{#", "#}", "-", "+", " if ", " for ", " in ", " endif ", " endfor ",
+                         " set ", " x ", "=", "(", ")", "[", "]", "{", "}", "'s'", "1", "|", "length", ".", ",", ":",
+                         " macro ", " endmacro ", " else ", " not ", " and ", " is ", " defined ", "messages", "text\n", " "};
+  int rendered = 0, rejected = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string src;
+    const int n = 1 + static_cast<int>(rng() % 30);
+    for (int k = 0; k < n; ++k) src += parts[rng() % (sizeof parts / sizeof *parts)];
+    try {
+      const auto t = ChatTemplate::from_source(src, {iter % 2 == 0, iter % 3 == 0, false});
+      t.render(json::array({msg("user", "hi")}), {});
+      ++rendered;
+    } catch (const moepack::jinja::TemplateError&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rendered, 0);
+  EXPECT_GT(rejected, 0);
 }
 
 TEST(ChatTemplate, MissingTemplateFallsBackToChatMLWithWarning) {

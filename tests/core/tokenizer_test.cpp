@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -196,6 +197,36 @@ TEST(Tokenizer, RoundTripOnTrickyStrings) {
       EXPECT_EQ(tok.decode(ids, false), s) << m.filename() << ": \"" << hex(s) << "\" -> " << show(ids);
       // Without special tokens too.
       EXPECT_EQ(tok.decode(tok.encode(s, false, false), false), s) << m.filename();
+    }
+  }
+}
+
+// Random bytes (mostly invalid UTF-8) never crash the tokenizer; vocabularies with a token for
+// every byte round-trip them exactly, and streamed decoding always yields valid UTF-8.
+TEST(Tokenizer, RandomBytesRoundTrip) {
+  std::mt19937 rng(1234);
+  const char* pieces[] = {" ", "  ", "\n", "a", "Hello", "\xE4\xBD\xA0", "\xF0\x9F\x91\x8B", "'s", "123", "<|im_end|>", "\xE2\x96\x81"};
+  for (const char* m : {"qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf", "deepseek4-tiny/deepseek4-tiny-Q4_K_M.gguf",
+                        "llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf", "deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf"}) {
+    const Tokenizer tok = load(kFixtures / m);
+    for (int iter = 0; iter < 300; ++iter) {
+      std::string s;
+      const int n = static_cast<int>(rng() % 24);
+      for (int k = 0; k < n; ++k) {
+        if (rng() % 2) s += static_cast<char>(rng() % 256);
+        else s += pieces[rng() % (sizeof pieces / sizeof *pieces)];
+      }
+      const auto ids = tok.encode(s, false, false);
+      for (TokenId id : ids) ASSERT_TRUE(id >= 0 && static_cast<size_t>(id) < tok.n_tokens());
+      const bool spm_space = tok.kind() == moepack::VocabKind::Spm && s.find("\xE2\x96\x81") != std::string::npos;
+      if (tok.covers_all_bytes() && !spm_space) {
+        EXPECT_EQ(tok.decode(ids, false), s) << m << " " << hex(s);
+      }
+      moepack::StreamDecoder d(tok, false);
+      std::string out;
+      for (TokenId id : ids) out += d.push(id);
+      out += d.flush();
+      EXPECT_TRUE(moepack::utf8::is_valid(out)) << m << " " << hex(s);
     }
   }
 }
