@@ -14,6 +14,8 @@ std::function<int()> add_inspect(CLI::App& app);
 std::function<int()> add_build(CLI::App& app);
 std::function<int()> add_verify(CLI::App& app);
 std::function<int()> add_devices(CLI::App& app);
+std::function<int()> add_cache_sim(CLI::App& app);
+std::function<int()> add_bench_io(CLI::App& app);
 
 // Registers `tokenize` and `template` (core/tokenizer.h, core/chat_template.h).
 std::function<int()> add_tokenize(CLI::App& app);

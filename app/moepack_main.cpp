@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
   commands.emplace_back(app.get_subcommand("verify"), verify);
   auto devices = moepack::cli::add_devices(app);
   commands.emplace_back(app.get_subcommand("devices"), devices);
+  auto cache_sim = moepack::cli::add_cache_sim(app);
+  commands.emplace_back(app.get_subcommand("cache-sim"), cache_sim);
+  auto bench_io = moepack::cli::add_bench_io(app);
+  commands.emplace_back(app.get_subcommand("bench-io"), bench_io);
   auto tokenize = moepack::cli::add_tokenize(app);
   commands.emplace_back(app.get_subcommand("tokenize"), tokenize);
   auto chat_template = moepack::cli::add_template(app);
