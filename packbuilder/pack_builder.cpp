@@ -341,18 +341,26 @@ void Builder::write_dense(const DenseGgufPlan& dp) {
 
 void Builder::fill(const Batch& b, uint8_t* buf) {
   const PackLayer& L = plan_.layout.layers[b.layer];
+  // Role-major: the slices of one role for experts e0..e1 are adjacent in the source (stacked
+  // tensors), so each role is one sequential run of reads, straight into the blocks.
+  for (size_t r = 0; r < L.roles.size(); ++r) {
+    const PackRole& role = L.roles[r];
+    for (uint32_t e = b.e0; e < b.e1; ++e) {
+      const SourceSlice& s = plan_.slices[b.layer][r][e];
+      uint8_t* block = buf + static_cast<size_t>(e - b.e0) * L.stride;
+      pread_all(source_fds_[s.shard], block + role.offset, static_cast<size_t>(role.bytes), s.file_offset,
+                model_->shards()[s.shard].path());
+    }
+  }
+  // Zero every byte no role covers (gaps before 256-aligned roles, the tail up to the stride).
   for (uint32_t e = b.e0; e < b.e1; ++e) {
     uint8_t* block = buf + static_cast<size_t>(e - b.e0) * L.stride;
     uint64_t at = 0;
-    for (size_t r = 0; r < L.roles.size(); ++r) {
-      const PackRole& role = L.roles[r];
-      if (role.offset > at) std::memset(block + at, 0, static_cast<size_t>(role.offset - at));  // role padding
-      const SourceSlice& s = plan_.slices[b.layer][r][e];
-      pread_all(source_fds_[s.shard], block + role.offset, static_cast<size_t>(role.bytes), s.file_offset,
-                model_->shards()[s.shard].path());
+    for (const PackRole& role : L.roles) {
+      if (role.offset > at) std::memset(block + at, 0, static_cast<size_t>(role.offset - at));
       at = role.offset + role.bytes;
     }
-    if (L.stride > at) std::memset(block + at, 0, static_cast<size_t>(L.stride - at));  // tail padding
+    if (L.stride > at) std::memset(block + at, 0, static_cast<size_t>(L.stride - at));
   }
 }
 
@@ -557,13 +565,18 @@ void Builder::write_experts() {
   std::thread hasher([&] {
     while (auto i = hash_q.pop()) {
       const Batch& b = batches[*i];
-      const bool ok = !abort;
-      if (ok) {
-        const uint64_t stride = L.layers[b.layer].stride;
-        for (uint32_t e = b.e0; e < b.e1; ++e) {
-          const uint8_t* blk = bufs[b.buffer].data() + (e - b.e0) * stride;
-          state_.expert_sha256[b.global0 + (e - b.e0)] = to_hex(Sha256::of(blk, static_cast<size_t>(stride)));
+      bool ok = !abort;
+      try {
+        if (ok) {
+          const uint64_t stride = L.layers[b.layer].stride;
+          for (uint32_t e = b.e0; e < b.e1; ++e) {
+            const uint8_t* blk = bufs[b.buffer].data() + (e - b.e0) * stride;
+            state_.expert_sha256[b.global0 + (e - b.e0)] = to_hex(Sha256::of(blk, static_cast<size_t>(stride)));
+          }
         }
+      } catch (...) {
+        ok = false;
+        fail(std::current_exception());
       }
       finish_stage(*i, ok);
     }
@@ -571,31 +584,44 @@ void Builder::write_experts() {
   std::thread whole_hasher([&] {
     while (auto i = whole_q.pop()) {
       const Batch& b = batches[*i];
-      const bool ok = !abort;
-      if (ok) whole.update(bufs[b.buffer].data(), b.bytes);
+      bool ok = !abort;
+      try {
+        if (ok) whole.update(bufs[b.buffer].data(), b.bytes);
+      } catch (...) {
+        ok = false;
+        fail(std::current_exception());
+      }
       finish_stage(*i, ok);
     }
   });
 
   const auto t0 = Clock::now();
-  size_t completed = 0;  // batches [0, completed) are done
+  size_t completed = 0;  // batches [0, completed) are written and hashed
   uint64_t done_bytes = base_done;
-  uint64_t since_checkpoint = 0;
   uint64_t checkpoints = 0;
+  // Checkpoints are due after the batch that crosses each `checkpoint_bytes` of submitted
+  // data, and record exactly the batches up to it (so their number and content do not depend
+  // on thread timing); each is taken as soon as that batch is done.
+  std::deque<size_t> due;
+  uint64_t submitted_since = 0;
   auto advance = [&] {
     std::lock_guard<std::mutex> g(done_m);
     while (completed < batches.size() && done[completed] && good[completed] == 3) {
       done_bytes += batches[completed].bytes;
-      since_checkpoint += batches[completed].bytes;
       ++completed;
     }
   };
-  auto checkpoint = [&] {
+  auto checkpoint = [&](size_t upto) {  // batches [0, upto) are durable after this
     if (::fdatasync(fd) != 0) throw IoError(p, "fdatasync", errno);
-    state_.experts_done = completed == 0 ? start : batches[completed - 1].global0 + (batches[completed - 1].e1 - batches[completed - 1].e0);
+    state_.experts_done = upto == 0 ? start : batches[upto - 1].global0 + (batches[upto - 1].e1 - batches[upto - 1].e0);
     save_state();
     hook("checkpoint", checkpoints++);
-    since_checkpoint = 0;
+  };
+  auto take_due = [&] {
+    while (!due.empty() && completed > due.front()) {
+      checkpoint(due.front() + 1);
+      due.pop_front();
+    }
   };
   std::exception_ptr main_error;
   try {
@@ -608,9 +634,14 @@ void Builder::write_experts() {
       write_q.push(i);
       hash_q.push(i);
       whole_q.push(i);
+      submitted_since += batches[i].bytes;
+      if (submitted_since >= o_.checkpoint_bytes) {
+        due.push_back(i);
+        submitted_since = 0;
+      }
       advance();
       rep_.update(done_bytes);
-      if (since_checkpoint >= o_.checkpoint_bytes && !abort) checkpoint();
+      if (!abort) take_due();
     }
   } catch (...) {
     main_error = std::current_exception();
@@ -627,13 +658,14 @@ void Builder::write_experts() {
     // Cancelled or a read failed: keep what is durable so that the next run resumes.
     try {
       advance();
-      if (completed > 0) checkpoint();
+      if (completed > 0) checkpoint(completed);
     } catch (...) {
     }
     std::rethrow_exception(main_error);
   }
   advance();
-  checkpoint();
+  take_due();
+  checkpoint(completed);
   res_.bytes_written += done_bytes - base_done;
   res_.experts_seconds = seconds_since(t0);
   experts_sha256_ = to_hex(whole.finish());
