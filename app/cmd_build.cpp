@@ -38,18 +38,24 @@ std::function<int()> add_build(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("build", "Convert a GGUF model into an Expert Pack (resumable)");
-  sub->add_option("source", opt->source, "GGUF file, any shard of a split set, or an Ollama model name")->required();
+  sub->add_option("source", opt->source, "GGUF file, any shard of a split set, or an Ollama model name")
+      ->required();
   sub->add_option("-o,--output", opt->out, "Pack directory to create (or resume)")->required();
-  sub->add_option("--safety-margin-gib", opt->margin_gib, "Free space to leave on the target, GiB (default 1)")
+  sub->add_option("--safety-margin-gib", opt->margin_gib,
+                  "Free space to leave on the target, GiB (default 1)")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--progress", opt->progress, "auto (human on a terminal), json (one object per line on stdout), human, none")
+  sub->add_option("--progress", opt->progress,
+                  "auto (human on a terminal), json (one object per line on stdout), human, none")
       ->check(CLI::IsMember({"auto", "json", "human", "none"}));
   sub->add_flag("--overwrite", opt->overwrite, "Replace a finished pack of another source in OUTDIR");
   sub->add_flag("--delete-source-after-verify", opt->delete_source,
                 "After the pack passes a full verification, delete the source GGUF file(s)");
-  sub->add_flag("--no-direct-io", opt->no_direct, "Write without O_DIRECT (the runtime then needs direct_io=false)");
-  sub->add_flag("--no-source-hash", opt->no_source_hash, "Do not SHA-256 the source files (manifest records zeros)");
-  sub->add_option("--batch-mib", opt->batch_mib, "Bytes per write, MiB (default 32)")->check(CLI::PositiveNumber);
+  sub->add_flag("--no-direct-io", opt->no_direct,
+                "Write without O_DIRECT (the runtime then needs direct_io=false)");
+  sub->add_flag("--no-source-hash", opt->no_source_hash,
+                "Do not SHA-256 the source files (manifest records zeros)");
+  sub->add_option("--batch-mib", opt->batch_mib, "Bytes per write, MiB (default 32)")
+      ->check(CLI::PositiveNumber);
   return [opt]() {
     std::string mode = opt->progress;
     if (mode == "auto") mode = ::isatty(STDERR_FILENO) ? "human" : "none";
@@ -71,16 +77,21 @@ std::function<int()> add_build(CLI::App& app) {
     ::sigaction(SIGTERM, &sa, nullptr);
     bo.on_progress = [mode](const BuildProgress& p) {
       if (mode == "json") {
-        nlohmann::json j = {{"phase", p.phase},           {"bytes_done", p.bytes_done}, {"bytes_total", p.bytes_total},
-                            {"rate_bytes_per_s", p.rate_bytes_per_s}, {"eta_s", p.eta_s}, {"message", p.message}};
+        nlohmann::json j = {{"phase", p.phase},
+                            {"bytes_done", p.bytes_done},
+                            {"bytes_total", p.bytes_total},
+                            {"rate_bytes_per_s", p.rate_bytes_per_s},
+                            {"eta_s", p.eta_s},
+                            {"message", p.message}};
         std::printf("%s\n", j.dump().c_str());
         std::fflush(stdout);
       } else if (mode == "human") {
         if (p.bytes_total > 0) {
           std::fprintf(stderr, "\r%-9s %5.1f%%  %s / %s  %s/s  ETA %.0f s   ", p.phase.c_str(),
                        100.0 * static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total),
-                       mib(static_cast<double>(p.bytes_done)).c_str(), mib(static_cast<double>(p.bytes_total)).c_str(),
-                       mib(p.rate_bytes_per_s).c_str(), p.eta_s);
+                       mib(static_cast<double>(p.bytes_done)).c_str(),
+                       mib(static_cast<double>(p.bytes_total)).c_str(), mib(p.rate_bytes_per_s).c_str(),
+                       p.eta_s);
         } else {
           std::fprintf(stderr, "\n%-9s %s", p.phase.c_str(), p.message.c_str());
         }
@@ -90,21 +101,27 @@ std::function<int()> add_build(CLI::App& app) {
       const BuildResult r = build_pack(bo);
       if (mode == "human") std::fputc('\n', stderr);
       if (mode == "json") {
-        nlohmann::json j = {{"phase", "result"},         {"pack", r.pack_dir},
-                            {"already_complete", r.already_complete}, {"resumed_experts", r.resumed_experts},
-                            {"experts_bytes", r.experts_bytes},       {"dense_bytes", r.dense_bytes},
-                            {"bytes_written", r.bytes_written},       {"seconds", r.seconds},
+        nlohmann::json j = {{"phase", "result"},
+                            {"pack", r.pack_dir},
+                            {"already_complete", r.already_complete},
+                            {"resumed_experts", r.resumed_experts},
+                            {"experts_bytes", r.experts_bytes},
+                            {"dense_bytes", r.dense_bytes},
+                            {"bytes_written", r.bytes_written},
+                            {"seconds", r.seconds},
                             {"source_deleted", r.source_deleted}};
         std::printf("%s\n", j.dump().c_str());
       }
       if (r.already_complete) {
         std::fprintf(stderr, "%s: already complete (nothing to do)\n", r.pack_dir.c_str());
       } else {
-        std::fprintf(stderr, "%s: built (%s experts + %s dense, %s written in %.1f s%s)%s\n", r.pack_dir.c_str(),
-                     mib(static_cast<double>(r.experts_bytes)).c_str(), mib(static_cast<double>(r.dense_bytes)).c_str(),
-                     mib(static_cast<double>(r.bytes_written)).c_str(), r.seconds,
-                     r.resumed ? (", resumed after " + std::to_string(r.resumed_experts) + " experts").c_str() : "",
-                     r.source_deleted ? "; source deleted after verification" : "");
+        std::fprintf(
+            stderr, "%s: built (%s experts + %s dense, %s written in %.1f s%s)%s\n", r.pack_dir.c_str(),
+            mib(static_cast<double>(r.experts_bytes)).c_str(),
+            mib(static_cast<double>(r.dense_bytes)).c_str(),
+            mib(static_cast<double>(r.bytes_written)).c_str(), r.seconds,
+            r.resumed ? (", resumed after " + std::to_string(r.resumed_experts) + " experts").c_str() : "",
+            r.source_deleted ? "; source deleted after verification" : "");
       }
       return 0;
     } catch (const BuildCancelled& e) {

@@ -17,7 +17,8 @@ std::function<int()> add_verify(CLI::App& app) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("verify", "Check an Expert Pack: structure, and every SHA-256 with --full");
+  CLI::App* sub =
+      app.add_subcommand("verify", "Check an Expert Pack: structure, and every SHA-256 with --full");
   sub->add_option("pack", opt->pack, "Pack directory or its manifest.json")->required();
   sub->add_flag("--full", opt->full, "Hash every expert block, experts.bin and dense.gguf");
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
@@ -26,14 +27,15 @@ std::function<int()> add_verify(CLI::App& app) {
     vo.full = opt->full;
     const VerifyResult r = verify_pack(opt->pack, vo);
     if (opt->json) {
-      nlohmann::json j = {{"ok", r.ok},
-                          {"message", r.message},
-                          {"full", opt->full},
-                          {"bad_layer", r.bad_layer >= 0 ? nlohmann::json(r.bad_layer) : nlohmann::json(nullptr)},
-                          {"bad_expert", r.bad_expert >= 0 ? nlohmann::json(r.bad_expert) : nlohmann::json(nullptr)},
-                          {"experts_checked", r.experts_checked},
-                          {"bytes_hashed", r.bytes_hashed},
-                          {"seconds", r.seconds}};
+      nlohmann::json j = {
+          {"ok", r.ok},
+          {"message", r.message},
+          {"full", opt->full},
+          {"bad_layer", r.bad_layer >= 0 ? nlohmann::json(r.bad_layer) : nlohmann::json(nullptr)},
+          {"bad_expert", r.bad_expert >= 0 ? nlohmann::json(r.bad_expert) : nlohmann::json(nullptr)},
+          {"experts_checked", r.experts_checked},
+          {"bytes_hashed", r.bytes_hashed},
+          {"seconds", r.seconds}};
       std::printf("%s\n", j.dump(2).c_str());
     }
     std::fprintf(stderr, "%s%s\n", r.ok ? "" : "error: ", r.message.c_str());

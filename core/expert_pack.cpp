@@ -85,14 +85,17 @@ PackHeader decode_pack_header(const ByteSource& src) {
   const std::string& f = src.name();
   uint8_t fixed[kPackHeaderFixedBytes];
   src.read(0, fixed, sizeof fixed, "experts header");
-  if (std::memcmp(fixed, kPackMagic, 8) != 0) throw FormatError(f, "magic", 0, "not an Expert Pack data file (magic is not \"MOEXPACK\")");
+  if (std::memcmp(fixed, kPackMagic, 8) != 0)
+    throw FormatError(f, "magic", 0, "not an Expert Pack data file (magic is not \"MOEXPACK\")");
   PackHeader h;
   h.format_version = get_u32(fixed + 8);
   if (h.format_version != kPackFormatVersion) {
-    throw FormatError(f, "format_version", 8, "version " + std::to_string(h.format_version) + " is not supported");
+    throw FormatError(f, "format_version", 8,
+                      "version " + std::to_string(h.format_version) + " is not supported");
   }
   const uint32_t n = get_u32(fixed + 12);
-  if (n == 0 || n > 65536) throw FormatError(f, "n_layers", 12, std::to_string(n) + " layers is outside 1..65536");
+  if (n == 0 || n > 65536)
+    throw FormatError(f, "n_layers", 12, std::to_string(n) + " layers is outside 1..65536");
   std::memcpy(h.build_id.data(), fixed + 16, 16);
   h.data_start = get_u64(fixed + 32);
   h.data_end = get_u64(fixed + 40);
@@ -100,12 +103,14 @@ PackHeader decode_pack_header(const ByteSource& src) {
   h.max_stride = get_u64(fixed + 56);
   if (h.alignment != kPackAlignment) throw FormatError(f, "alignment", 48, "must be 4096");
   if (h.data_start != pack_header_bytes(n)) {
-    throw FormatError(f, "data_start", 32, std::to_string(h.data_start) + " != " + std::to_string(pack_header_bytes(n)));
+    throw FormatError(f, "data_start", 32,
+                      std::to_string(h.data_start) + " != " + std::to_string(pack_header_bytes(n)));
   }
   std::vector<uint8_t> table(static_cast<size_t>(n) * kPackLayerRecordBytes);
   src.read(kPackHeaderFixedBytes, table.data(), table.size(), "experts layer table");
   const Sha256Digest d = header_digest(fixed, table.data(), table.size());
-  if (std::memcmp(d.data(), fixed + 64, 32) != 0) throw FormatError(f, "header_sha256", 64, "header checksum mismatch");
+  if (std::memcmp(d.data(), fixed + 64, 32) != 0)
+    throw FormatError(f, "header_sha256", 64, "header checksum mismatch");
   uint64_t base = h.data_start;
   uint64_t max_stride = 0;
   for (uint32_t l = 0; l < n; ++l) {
@@ -115,10 +120,12 @@ PackHeader decode_pack_header(const ByteSource& src) {
     const std::string field = "layer table[" + std::to_string(l) + "]";
     if (L.n_experts == 0 || L.stride == 0 || L.stride % kPackAlignment != 0 || L.block_bytes > L.stride ||
         L.stride - L.block_bytes >= kPackAlignment) {
-      throw FormatError(f, field, at, "stride " + std::to_string(L.stride) + " is not align_up(block_bytes " +
-                                          std::to_string(L.block_bytes) + ", 4096)");
+      throw FormatError(f, field, at,
+                        "stride " + std::to_string(L.stride) + " is not align_up(block_bytes " +
+                            std::to_string(L.block_bytes) + ", 4096)");
     }
-    if (L.base != base) throw FormatError(f, field + ".base", at + 24, std::to_string(L.base) + " != " + std::to_string(base));
+    if (L.base != base)
+      throw FormatError(f, field + ".base", at + 24, std::to_string(L.base) + " != " + std::to_string(base));
     const auto size = checked_mul(L.n_experts, L.stride);
     const auto next = size ? checked_add(base, *size) : std::nullopt;
     if (!next) throw FormatError(f, field, at, "layer size overflows");
@@ -126,11 +133,13 @@ PackHeader decode_pack_header(const ByteSource& src) {
     if (L.stride > max_stride) max_stride = L.stride;
     h.layers.push_back(L);
   }
-  if (base != h.data_end) throw FormatError(f, "data_end", 40, std::to_string(h.data_end) + " != " + std::to_string(base));
+  if (base != h.data_end)
+    throw FormatError(f, "data_end", 40, std::to_string(h.data_end) + " != " + std::to_string(base));
   if (max_stride != h.max_stride) throw FormatError(f, "max_stride", 56, "does not match the layer table");
   if (src.size() != h.data_end) {
-    throw FormatError(f, "data_end", 40, "file is " + std::to_string(src.size()) + " bytes, the header says " +
-                                             std::to_string(h.data_end));
+    throw FormatError(
+        f, "data_end", 40,
+        "file is " + std::to_string(src.size()) + " bytes, the header says " + std::to_string(h.data_end));
   }
   return h;
 }
@@ -161,28 +170,33 @@ ExpertPack ExpertPack::open(const std::string& path) {
   const PackHeader h = decode_pack_header(*p.experts_);
   const PackLayout& L = p.manifest_.layout;
   if (hex16(h.build_id) != p.manifest_.build_id) {
-    throw FormatError(p.experts_path(), "build_id", 16, "belongs to build " + hex16(h.build_id) + ", the manifest is of build " +
-                                                           p.manifest_.build_id);
+    throw FormatError(
+        p.experts_path(), "build_id", 16,
+        "belongs to build " + hex16(h.build_id) + ", the manifest is of build " + p.manifest_.build_id);
   }
   if (h.layers.size() != L.layers.size()) {
-    throw FormatError(p.experts_path(), "n_layers", 12, "header has " + std::to_string(h.layers.size()) +
-                                                            " layers, the manifest " + std::to_string(L.layers.size()));
+    throw FormatError(p.experts_path(), "n_layers", 12,
+                      "header has " + std::to_string(h.layers.size()) + " layers, the manifest " +
+                          std::to_string(L.layers.size()));
   }
   for (size_t l = 0; l < L.layers.size(); ++l) {
     const PackHeaderLayer& a = h.layers[l];
     const PackLayer& b = L.layers[l];
-    if (a.block != b.block || a.n_experts != b.n_experts || a.block_bytes != b.block_bytes || a.stride != b.stride ||
-        a.base != b.base) {
+    if (a.block != b.block || a.n_experts != b.n_experts || a.block_bytes != b.block_bytes ||
+        a.stride != b.stride || a.base != b.base) {
       throw FormatError(p.experts_path(), "layer table[" + std::to_string(l) + "]",
-                        kPackHeaderFixedBytes + l * kPackLayerRecordBytes, "does not match the manifest's layer " + std::to_string(l));
+                        kPackHeaderFixedBytes + l * kPackLayerRecordBytes,
+                        "does not match the manifest's layer " + std::to_string(l));
     }
   }
-  if (h.data_end != L.data_end) throw FormatError(p.experts_path(), "data_end", 40, "does not match the manifest");
+  if (h.data_end != L.data_end)
+    throw FormatError(p.experts_path(), "data_end", 40, "does not match the manifest");
   const std::string dpath = p.dense_path();
   if (::stat(dpath.c_str(), &st) != 0) throw IoError(dpath, "stat", errno);
   if (static_cast<uint64_t>(st.st_size) != p.manifest_.dense.bytes) {
-    throw FormatError(dpath, "file size", 0, std::to_string(st.st_size) + " bytes, the manifest says " +
-                                                 std::to_string(p.manifest_.dense.bytes));
+    throw FormatError(
+        dpath, "file size", 0,
+        std::to_string(st.st_size) + " bytes, the manifest says " + std::to_string(p.manifest_.dense.bytes));
   }
   return p;
 }

@@ -21,8 +21,8 @@ uint64_t PackLayout::expert_count() const {
 
 uint64_t PackLayout::offset(uint32_t l, uint32_t e) const {
   if (l >= layers.size()) {
-    throw Error("Expert Pack: layer " + std::to_string(l) + " out of range (" + std::to_string(layers.size()) +
-                " layers)");
+    throw Error("Expert Pack: layer " + std::to_string(l) + " out of range (" +
+                std::to_string(layers.size()) + " layers)");
   }
   const PackLayer& L = layers[l];
   if (e >= L.n_experts) {

@@ -17,13 +17,13 @@ inline constexpr uint64_t kPackRoleAlignment = 256;  // role offsets inside a bl
 
 // One per-expert tensor of a layer (gate, up, down, ...), as one expert's slice.
 struct PackRole {
-  std::string role;     // "gate", "up", "down", "gate_up", "down.bias", ...
-  std::string tensor;   // source tensor name (stacked), or expert 0's tensor (legacy layout)
+  std::string role;    // "gate", "up", "down", "gate_up", "down.bias", ...
+  std::string tensor;  // source tensor name (stacked), or expert 0's tensor (legacy layout)
   GgmlType type = GgmlType::F32;
-  uint32_t n_dims = 0;                      // of one expert's slice
-  std::array<uint64_t, 4> ne{1, 1, 1, 1};   // one expert's slice, ne[0] fastest
-  uint64_t bytes = 0;                       // one expert's slice, bytes
-  uint64_t offset = 0;                      // inside the block, multiple of kPackRoleAlignment
+  uint32_t n_dims = 0;                     // of one expert's slice
+  std::array<uint64_t, 4> ne{1, 1, 1, 1};  // one expert's slice, ne[0] fastest
+  uint64_t bytes = 0;                      // one expert's slice, bytes
+  uint64_t offset = 0;                     // inside the block, multiple of kPackRoleAlignment
 };
 
 struct PackLayer {

@@ -22,11 +22,16 @@ json manifest_to_json(const PackManifest& m) {
   j["tool"] = m.tool;
   j["model"] = m.model;
   json src = json::array();
-  for (const PackSourceFile& s : m.sources) src.push_back({{"path", s.path}, {"bytes", s.bytes}, {"sha256", s.sha256}});
+  for (const PackSourceFile& s : m.sources)
+    src.push_back({{"path", s.path}, {"bytes", s.bytes}, {"sha256", s.sha256}});
   j["sources"] = src;
-  j["files"] = {{"dense", {{"file", m.dense.file}, {"bytes", m.dense.bytes}, {"sha256", m.dense.sha256},
-                           {"tensors", m.dense_tensors}}},
-                {"experts", {{"file", m.experts.file}, {"bytes", m.experts.bytes}, {"sha256", m.experts.sha256}}}};
+  j["files"] = {
+      {"dense",
+       {{"file", m.dense.file},
+        {"bytes", m.dense.bytes},
+        {"sha256", m.dense.sha256},
+        {"tensors", m.dense_tensors}}},
+      {"experts", {{"file", m.experts.file}, {"bytes", m.experts.bytes}, {"sha256", m.experts.sha256}}}};
   const PackLayout& L = m.layout;
   json layers = json::array();
   for (size_t l = 0; l < L.layers.size(); ++l) {
@@ -50,9 +55,12 @@ json manifest_to_json(const PackManifest& m) {
                       {"roles", roles},
                       {"expert_sha256", hashes}});
   }
-  j["layout"] = {{"alignment", kPackAlignment},  {"role_alignment", kPackRoleAlignment},
-                 {"data_start", L.data_start},   {"data_end", L.data_end},
-                 {"max_stride", L.max_stride},   {"expert_count", L.expert_count()},
+  j["layout"] = {{"alignment", kPackAlignment},
+                 {"role_alignment", kPackRoleAlignment},
+                 {"data_start", L.data_start},
+                 {"data_end", L.data_end},
+                 {"max_stride", L.max_stride},
+                 {"expert_count", L.expert_count()},
                  {"layers", layers}};
   j["build"] = m.build;
   return j;
@@ -113,7 +121,8 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
   if (r.str(j, "", "format") != "moepack-expert-pack") r.fail("/format", "is not \"moepack-expert-pack\"");
   m.format_version = r.u32(j, "", "format_version");
   if (m.format_version != kPackFormatVersion) {
-    r.fail("/format_version", "version " + std::to_string(m.format_version) + " is not supported (this build reads " +
+    r.fail("/format_version", "version " + std::to_string(m.format_version) +
+                                  " is not supported (this build reads " +
                                   std::to_string(kPackFormatVersion) + ")");
   }
   m.build_id = r.str(j, "", "build_id");
@@ -143,13 +152,15 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
   m.experts.file = r.file_name(ex, "/files/experts");
   m.experts.bytes = r.u64(ex, "/files/experts", "bytes");
   m.experts.sha256 = r.sha(r.at(ex, "/files/experts", "sha256"), "/files/experts/sha256");
-  if (m.experts.file == m.dense.file || m.experts.file == "manifest.json" || m.dense.file == "manifest.json") {
+  if (m.experts.file == m.dense.file || m.experts.file == "manifest.json" ||
+      m.dense.file == "manifest.json") {
     r.fail("/files", "file names must be distinct and not manifest.json");
   }
 
   const json& lay = r.at(j, "", "layout");
   if (r.u64(lay, "/layout", "alignment") != kPackAlignment) r.fail("/layout/alignment", "must be 4096");
-  if (r.u64(lay, "/layout", "role_alignment") != kPackRoleAlignment) r.fail("/layout/role_alignment", "must be 256");
+  if (r.u64(lay, "/layout", "role_alignment") != kPackRoleAlignment)
+    r.fail("/layout/role_alignment", "must be 256");
   const json& layers = r.at(lay, "/layout", "layers");
   if (!layers.is_array() || layers.empty()) r.fail("/layout/layers", "must be a non-empty array");
   if (layers.size() > 65536) r.fail("/layout/layers", "more than 65536 layers");
@@ -170,7 +181,8 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
     L.stride = r.u64(lj, p, "stride");
     L.base = r.u64(lj, p, "base");
     const json& roles = r.at(lj, p, "roles");
-    if (!roles.is_array() || roles.empty() || roles.size() > 64) r.fail(p + "/roles", "must be an array of 1..64 roles");
+    if (!roles.is_array() || roles.empty() || roles.size() > 64)
+      r.fail(p + "/roles", "must be an array of 1..64 roles");
     for (size_t k = 0; k < roles.size(); ++k) {
       const std::string rp = p + "/roles/" + std::to_string(k);
       PackRole ro;
@@ -184,7 +196,8 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
       ro.n_dims = static_cast<uint32_t>(ne.size());
       std::optional<uint64_t> elems = 1;
       for (size_t d = 0; d < ne.size(); ++d) {
-        if (!ne[d].is_number_unsigned() || ne[d].get<uint64_t>() == 0) r.fail(rp + "/ne", "dimensions must be positive integers");
+        if (!ne[d].is_number_unsigned() || ne[d].get<uint64_t>() == 0)
+          r.fail(rp + "/ne", "dimensions must be positive integers");
         ro.ne[d] = ne[d].get<uint64_t>();
         if (elems) elems = checked_mul(*elems, ro.ne[d]);
       }
@@ -194,8 +207,9 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
       const auto row = ggml_row_bytes(ro.type, ro.ne[0]);
       const auto want = row && elems ? checked_mul(*row, *elems / ro.ne[0]) : std::nullopt;
       if (!want || *want != ro.bytes) {
-        r.fail(rp + "/bytes", std::to_string(ro.bytes) + " bytes do not match type " + std::string(ggml_type_name(ro.type)) +
-                                  " and ne (" + (want ? std::to_string(*want) : std::string("invalid shape")) + ")");
+        r.fail(rp + "/bytes", std::to_string(ro.bytes) + " bytes do not match type " +
+                                  std::string(ggml_type_name(ro.type)) + " and ne (" +
+                                  (want ? std::to_string(*want) : std::string("invalid shape")) + ")");
       }
       L.roles.push_back(ro);
     }
@@ -205,7 +219,8 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
     }
     std::vector<std::string> hv;
     hv.reserve(hs.size());
-    for (size_t e = 0; e < hs.size(); ++e) hv.push_back(r.sha(hs[e], p + "/expert_sha256/" + std::to_string(e)));
+    for (size_t e = 0; e < hs.size(); ++e)
+      hv.push_back(r.sha(hs[e], p + "/expert_sha256/" + std::to_string(e)));
     m.expert_sha256.push_back(std::move(hv));
     recorded.layers.push_back(std::move(L));
   }
@@ -229,9 +244,11 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
     eq(a.block_bytes, b.block_bytes, p + "/block_bytes");
     eq(a.stride, b.stride, p + "/stride");
     eq(a.base, b.base, p + "/base");
-    for (size_t k = 0; k < a.roles.size(); ++k) eq(a.roles[k].offset, b.roles[k].offset, p + "/roles/" + std::to_string(k) + "/offset");
+    for (size_t k = 0; k < a.roles.size(); ++k)
+      eq(a.roles[k].offset, b.roles[k].offset, p + "/roles/" + std::to_string(k) + "/offset");
   }
-  if (r.u64(lay, "/layout", "expert_count") != derived.expert_count()) r.fail("/layout/expert_count", "does not match the layers");
+  if (r.u64(lay, "/layout", "expert_count") != derived.expert_count())
+    r.fail("/layout/expert_count", "does not match the layers");
   if (m.experts.bytes != derived.data_end) r.fail("/files/experts/bytes", "must equal /layout/data_end");
   m.layout = std::move(derived);
   if (auto it = j.find("build"); it != j.end()) m.build = *it;

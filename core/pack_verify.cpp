@@ -18,8 +18,9 @@ void check_dense(const ExpertPack& pack) {
   const PackManifest& m = pack.manifest();
   const GgufFile dense = GgufFile::open(pack.dense_path());
   if (dense.tensors().size() != m.dense_tensors) {
-    throw FormatError(pack.dense_path(), "n_tensors", 8, std::to_string(dense.tensors().size()) +
-                                                             " tensors, the manifest says " + std::to_string(m.dense_tensors));
+    throw FormatError(pack.dense_path(), "n_tensors", 8,
+                      std::to_string(dense.tensors().size()) + " tensors, the manifest says " +
+                          std::to_string(m.dense_tensors));
   }
   const auto id = dense.get_string(kPackDenseBuildIdKey);
   if (!id || *id != m.build_id) {
@@ -89,10 +90,11 @@ VerifyResult verify_pack(const std::string& path, const VerifyOptions& options) 
             whole_job.get();
             res.bad_layer = l;
             res.bad_expert = e;
-            return done(false, pack.experts_path() + ": expert " + std::to_string(e) + " of layer " + std::to_string(l) +
-                                   " (blk." + std::to_string(ly.block) + ") at byte " + std::to_string(L.offset(l, e)) +
-                                   " (" + std::to_string(ly.stride) + " bytes): SHA-256 " + to_hex(d) +
-                                   " does not match the manifest's " + m.expert_sha256[l][e]);
+            return done(false, pack.experts_path() + ": expert " + std::to_string(e) + " of layer " +
+                                   std::to_string(l) + " (blk." + std::to_string(ly.block) + ") at byte " +
+                                   std::to_string(L.offset(l, e)) + " (" + std::to_string(ly.stride) +
+                                   " bytes): SHA-256 " + to_hex(d) + " does not match the manifest's " +
+                                   m.expert_sha256[l][e]);
           }
           res.experts_checked++;
         }
@@ -104,18 +106,19 @@ VerifyResult verify_pack(const std::string& path, const VerifyOptions& options) 
     if (whole_job.valid()) whole_job.get();
     const std::string got = to_hex(whole.finish());
     if (got != m.experts.sha256) {
-      return done(false, pack.experts_path() + ": whole-file SHA-256 " + got + " does not match the manifest's " +
-                             m.experts.sha256);
+      return done(false, pack.experts_path() + ": whole-file SHA-256 " + got +
+                             " does not match the manifest's " + m.experts.sha256);
     }
     const std::string dgot = to_hex(sha256_file(pack.dense_path()));
     res.bytes_hashed += m.dense.bytes;
     if (options.progress) options.progress(res.bytes_hashed, total);
     if (dgot != m.dense.sha256) {
-      return done(false, pack.dense_path() + ": SHA-256 " + dgot + " does not match the manifest's " + m.dense.sha256);
+      return done(false, pack.dense_path() + ": SHA-256 " + dgot + " does not match the manifest's " +
+                             m.dense.sha256);
     }
     return done(true, pack.dir() + ": OK (" + std::to_string(L.layers.size()) + " layers, " +
-                          std::to_string(res.experts_checked) + " experts and " + std::to_string(res.bytes_hashed) +
-                          " bytes verified by SHA-256)");
+                          std::to_string(res.experts_checked) + " experts and " +
+                          std::to_string(res.bytes_hashed) + " bytes verified by SHA-256)");
   } catch (const Error& e) {
     return done(false, e.what());
   } catch (const std::exception& e) {

@@ -22,8 +22,8 @@ struct VerifyOptions {
 
 struct VerifyResult {
   bool ok = false;
-  std::string message;         // the first problem, or a one-line summary when ok
-  int64_t bad_layer = -1;      // first bad expert, when the problem is one
+  std::string message;     // the first problem, or a one-line summary when ok
+  int64_t bad_layer = -1;  // first bad expert, when the problem is one
   int64_t bad_expert = -1;
   uint64_t experts_checked = 0;  // blocks whose SHA-256 matched (full mode)
   uint64_t bytes_hashed = 0;

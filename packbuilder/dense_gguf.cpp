@@ -32,9 +32,12 @@ void put_str(std::vector<uint8_t>& b, const std::string& s) {
 uint64_t value_end(const GgufKv& kv) {
   const GgufValue& v = kv.value;
   switch (v.type) {
-    case GgufValueType::STRING: return kv.value_offset + 8 + v.s.size();
-    case GgufValueType::ARRAY: return v.array->file_offset + v.array->encoded_bytes;
-    default: return kv.value_offset + gguf_scalar_size(v.type);
+    case GgufValueType::STRING:
+      return kv.value_offset + 8 + v.s.size();
+    case GgufValueType::ARRAY:
+      return v.array->file_offset + v.array->encoded_bytes;
+    default:
+      return kv.value_offset + gguf_scalar_size(v.type);
   }
 }
 

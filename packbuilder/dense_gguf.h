@@ -19,10 +19,10 @@
 namespace moepack {
 
 struct DenseGgufPlan {
-  std::vector<uint8_t> head;            // every byte before data_start (header, kv, infos, pad)
-  std::vector<GgufTensorRef> tensors;   // in file order
-  std::vector<uint64_t> data_offsets;   // absolute offset of each tensor's data in dense.gguf
-  uint64_t file_bytes = 0;              // total size of dense.gguf
+  std::vector<uint8_t> head;           // every byte before data_start (header, kv, infos, pad)
+  std::vector<GgufTensorRef> tensors;  // in file order
+  std::vector<uint64_t> data_offsets;  // absolute offset of each tensor's data in dense.gguf
+  uint64_t file_bytes = 0;             // total size of dense.gguf
 };
 
 // Throws Error / FormatError (from reading the source's metadata bytes).

@@ -53,15 +53,24 @@ std::string fs_type_name(const std::string& dir) {
   struct statfs s {};
   if (::statfs(dir.c_str(), &s) != 0) return "unknown";
   switch (static_cast<unsigned long>(s.f_type)) {
-    case 0xEF53: return "ext4";
-    case 0x01021994: return "tmpfs";
-    case 0x858458f6: return "ramfs";
-    case 0x58465342: return "xfs";
-    case 0x9123683e: return "btrfs";
-    case 0x2fc12fc1: return "zfs";
-    case 0x65735546: return "fuse";
-    case 0x6969: return "nfs";
-    case 0x794c7630: return "overlayfs";
+    case 0xEF53:
+      return "ext4";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x858458f6:
+      return "ramfs";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683e:
+      return "btrfs";
+    case 0x2fc12fc1:
+      return "zfs";
+    case 0x65735546:
+      return "fuse";
+    case 0x6969:
+      return "nfs";
+    case 0x794c7630:
+      return "overlayfs";
     default: {
       char b[32];
       std::snprintf(b, sizeof b, "0x%lx", static_cast<unsigned long>(s.f_type));
@@ -137,7 +146,8 @@ void pread_all(int fd, void* buf, size_t n, uint64_t offset, const std::string& 
       if (errno == EINTR) continue;
       throw IoError(path, "pread at byte " + std::to_string(offset + done), errno);
     }
-    if (r == 0) throw Error(path + ": ends at byte " + std::to_string(offset + done) + ", expected more data");
+    if (r == 0)
+      throw Error(path + ": ends at byte " + std::to_string(offset + done) + ", expected more data");
     done += static_cast<size_t>(r);
   }
 }

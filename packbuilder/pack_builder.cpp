@@ -143,16 +143,21 @@ class Reporter {
 struct BuildState {
   std::string plan_id;
   std::string build_id;
-  std::string dense_sha256;  // "" until dense.gguf is durable
+  std::string dense_sha256;   // "" until dense.gguf is durable
   uint64_t experts_done = 0;  // in address order
   std::vector<std::string> expert_sha256;
 };
 
 std::string state_to_text(const BuildState& s) {
-  json j = {{"format", "moepack-build-state"}, {"version", 1},           {"plan_id", s.plan_id},
-            {"build_id", s.build_id},          {"dense_sha256", s.dense_sha256}, {"experts_done", s.experts_done},
-            {"expert_sha256", std::vector<std::string>(s.expert_sha256.begin(),
-                                                       s.expert_sha256.begin() + static_cast<long>(s.experts_done))}};
+  json j = {{"format", "moepack-build-state"},
+            {"version", 1},
+            {"plan_id", s.plan_id},
+            {"build_id", s.build_id},
+            {"dense_sha256", s.dense_sha256},
+            {"experts_done", s.experts_done},
+            {"expert_sha256",
+             std::vector<std::string>(s.expert_sha256.begin(),
+                                      s.expert_sha256.begin() + static_cast<long>(s.experts_done))}};
   return j.dump();
 }
 
@@ -169,7 +174,8 @@ std::optional<BuildState> load_state(const std::string& dir, const std::string& 
     pread_all(fd, text.data(), text.size(), 0, p);
     ::close(fd);
     const json j = json::parse(text);
-    if (j.at("format") != "moepack-build-state" || j.at("version") != 1 || j.at("plan_id") != plan_id) return std::nullopt;
+    if (j.at("format") != "moepack-build-state" || j.at("version") != 1 || j.at("plan_id") != plan_id)
+      return std::nullopt;
     BuildState s;
     s.plan_id = plan_id;
     s.build_id = j.at("build_id").get<std::string>();
@@ -219,7 +225,9 @@ class Builder {
   void hook(std::string_view point, uint64_t index = 0) {
     if (o_.hooks.at) o_.hooks.at(point, index);
   }
-  int inject(std::string_view op, uint64_t offset) { return o_.hooks.io_error ? o_.hooks.io_error(op, offset) : 0; }
+  int inject(std::string_view op, uint64_t offset) {
+    return o_.hooks.io_error ? o_.hooks.io_error(op, offset) : 0;
+  }
   void check_cancel() {
     if (o_.cancel && o_.cancel->load()) throw BuildCancelled();
   }
@@ -255,17 +263,20 @@ class Builder {
 void Builder::preflight(uint64_t dense_bytes) {
   const uint64_t experts = plan_.layout.data_end;
   const uint64_t n_exp = plan_.layout.expert_count();
-  const uint64_t meta = 2 * (100 * n_exp + 8192 * plan_.layout.layers.size() + (64u << 10));  // manifest + state
+  const uint64_t meta =
+      2 * (100 * n_exp + 8192 * plan_.layout.layers.size() + (64u << 10));  // manifest + state
   const uint64_t total = dense_bytes + experts + meta;
-  const uint64_t have = allocated_bytes(dir_ + "/" + kPackExpertsName) + allocated_bytes(dir_ + "/" + kPackDenseName);
+  const uint64_t have =
+      allocated_bytes(dir_ + "/" + kPackExpertsName) + allocated_bytes(dir_ + "/" + kPackDenseName);
   const uint64_t needed = total > have ? total - have : 0;
   // O_DIRECT first: a pack on a file system without it is useless whatever the space.
   if (o_.direct_io) {
     int e = inject("odirect", 0);
     if (e == 0) e = probe_direct_io(dir_);
     if (e != 0) {
-      throw Error(dir_ + ": the file system (" + fs_type_name(dir_) + ") does not support O_DIRECT writes of 4096-byte aligned blocks (" +
-                  std::strerror(e) + "); MoePack reads experts with O_DIRECT, so the pack must live on a file system " +
+      throw Error(dir_ + ": the file system (" + fs_type_name(dir_) +
+                  ") does not support O_DIRECT writes of 4096-byte aligned blocks (" + std::strerror(e) +
+                  "); MoePack reads experts with O_DIRECT, so the pack must live on a file system " +
                   "that supports it (ext4, xfs, btrfs; not ramfs). Choose another OUTDIR.");
     }
   }
@@ -375,7 +386,8 @@ uint64_t Builder::verify_prefix(int fd, Sha256& whole) {
   pread_all(fd, header.data(), header.size(), 0, p);
   if (header != encode_pack_header(L, build_id_)) return UINT64_MAX;  // rewrite everything
   whole.update(header.data(), header.size());
-  rep_.phase("experts", L.data_end, "checking " + std::to_string(state_.experts_done) + " experts already copied");
+  rep_.phase("experts", L.data_end,
+             "checking " + std::to_string(state_.experts_done) + " experts already copied");
   std::vector<uint8_t> block(static_cast<size_t>(L.max_stride));
   uint64_t g = 0;
   for (uint32_t l = 0; l < L.layers.size() && g < state_.experts_done; ++l) {
@@ -456,7 +468,8 @@ void Builder::write_experts() {
   if (start == 0) {
     // Fresh experts.bin: reserve the space (early ENOSPC, contiguous extents), write the header.
     if (::ftruncate(fd, 0) != 0) throw IoError(p, "ftruncate", errno);
-    if (::fallocate(fd, 0, 0, static_cast<off_t>(L.data_end)) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
+    if (::fallocate(fd, 0, 0, static_cast<off_t>(L.data_end)) != 0 && errno != EOPNOTSUPP &&
+        errno != ENOSYS) {
       throw IoError(p, "fallocate of " + gib(L.data_end), errno);
     }
     const std::vector<uint8_t> header = encode_pack_header(L, build_id_);
@@ -512,8 +525,9 @@ void Builder::write_experts() {
       }
     }
   }
-  rep_.phase("experts", L.data_end - L.data_start,
-             start ? "resuming after " + std::to_string(start) + " of " + std::to_string(n_exp) + " experts" : "");
+  rep_.phase(
+      "experts", L.data_end - L.data_start,
+      start ? "resuming after " + std::to_string(start) + " of " + std::to_string(n_exp) + " experts" : "");
   rep_.update(base_done, true);
 
   const size_t buf_bytes = static_cast<size_t>(std::max<uint64_t>(o_.batch_bytes, L.max_stride));
@@ -551,7 +565,8 @@ void Builder::write_experts() {
       bool ok = false;
       try {
         if (!abort) {
-          if (const int e = inject("pwrite", b.offset)) throw IoError(p, "pwrite at byte " + std::to_string(b.offset), e);
+          if (const int e = inject("pwrite", b.offset))
+            throw IoError(p, "pwrite at byte " + std::to_string(b.offset), e);
           pwrite_all(fd, bufs[b.buffer].data(), b.bytes, b.offset, p);
           ok = true;
           hook("data", b.seq);
@@ -571,7 +586,8 @@ void Builder::write_experts() {
           const uint64_t stride = L.layers[b.layer].stride;
           for (uint32_t e = b.e0; e < b.e1; ++e) {
             const uint8_t* blk = bufs[b.buffer].data() + (e - b.e0) * stride;
-            state_.expert_sha256[b.global0 + (e - b.e0)] = to_hex(Sha256::of(blk, static_cast<size_t>(stride)));
+            state_.expert_sha256[b.global0 + (e - b.e0)] =
+                to_hex(Sha256::of(blk, static_cast<size_t>(stride)));
           }
         }
       } catch (...) {
@@ -613,7 +629,8 @@ void Builder::write_experts() {
   };
   auto checkpoint = [&](size_t upto) {  // batches [0, upto) are durable after this
     if (::fdatasync(fd) != 0) throw IoError(p, "fdatasync", errno);
-    state_.experts_done = upto == 0 ? start : batches[upto - 1].global0 + (batches[upto - 1].e1 - batches[upto - 1].e0);
+    state_.experts_done =
+        upto == 0 ? start : batches[upto - 1].global0 + (batches[upto - 1].e1 - batches[upto - 1].e0);
     save_state();
     hook("checkpoint", checkpoints++);
   };
@@ -766,7 +783,9 @@ BuildResult Builder::run() {
   for (const SourceId& s : sources_) {
     const SourceId now = stat_source(s.path);
     if (now.bytes != s.bytes || now.mtime_ns != s.mtime_ns) {
-      throw Error(s.path + ": the source file changed during the build (size or modification time); run the build again");
+      throw Error(
+          s.path +
+          ": the source file changed during the build (size or modification time); run the build again");
     }
   }
 
@@ -775,9 +794,12 @@ BuildResult Builder::run() {
   m.tool = o_.tool_version;
   {
     const json sj = summary_to_json(plan_.summary, *model_, false);
-    m.model = {{"architecture", sj["architecture"]}, {"name", sj["name"]},
-               {"expert_count", sj["moe"]["expert_count"]}, {"expert_used_count", sj["moe"]["expert_used_count"]},
-               {"expert_shared_count", sj["moe"]["expert_shared_count"]}, {"hparams", sj["hparams"]},
+    m.model = {{"architecture", sj["architecture"]},
+               {"name", sj["name"]},
+               {"expert_count", sj["moe"]["expert_count"]},
+               {"expert_used_count", sj["moe"]["expert_used_count"]},
+               {"expert_shared_count", sj["moe"]["expert_shared_count"]},
+               {"hparams", sj["hparams"]},
                {"tokenizer", sj["tokenizer"]}};
   }
   for (size_t k = 0; k < sources_.size(); ++k) {
@@ -807,14 +829,17 @@ BuildResult Builder::run() {
              {"seconds_last_run", seconds_since(t0)}};
   const std::string text = manifest_to_json(m).dump(1) + "\n";
   manifest_from_json(json::parse(text), mpath);  // never write a manifest the reader rejects
-  write_file_atomic(dir_, kPackManifestName, text, [](void* self) { static_cast<Builder*>(self)->hook("manifest-temp"); }, this);
+  write_file_atomic(
+      dir_, kPackManifestName, text, [](void* self) { static_cast<Builder*>(self)->hook("manifest-temp"); },
+      this);
   hook("manifest");
   remove_durably(dir_, kStateName);
   res_.experts_bytes = plan_.layout.data_end;
   res_.dense_bytes = dense.file_bytes;
 
   if (o_.delete_source_after_verify) {
-    rep_.phase("verify", plan_.layout.data_end + dense.file_bytes, "full verification before deleting the source");
+    rep_.phase("verify", plan_.layout.data_end + dense.file_bytes,
+               "full verification before deleting the source");
     VerifyOptions vo;
     vo.full = true;
     vo.progress = [&](uint64_t d, uint64_t) { rep_.update(d); };

@@ -39,8 +39,8 @@ struct BuildProgress {
   uint64_t bytes_done = 0;   // of this phase
   uint64_t bytes_total = 0;  // of this phase
   double rate_bytes_per_s = 0;
-  double eta_s = 0;          // of this phase; 0 when unknown
-  std::string message;       // human detail (resume point, file names)
+  double eta_s = 0;     // of this phase; 0 when unknown
+  std::string message;  // human detail (resume point, file names)
 };
 
 // Test-only hooks. `at` runs at every named point ("plan", "preflight", "dense", "header",
@@ -59,16 +59,16 @@ struct BuildOptions {
   std::string source;   // GGUF path, any shard, or Ollama name
   std::string out_dir;  // the pack directory (created if missing)
   uint64_t safety_margin_bytes = 1ull << 30;
-  bool direct_io = true;         // write experts.bin with O_DIRECT; the probe must pass
-  bool hash_sources = true;      // SHA-256 of every source file into the manifest
-  bool overwrite = false;        // replace a finished pack of another source
-  bool delete_source_after_verify = false;  // after a full verify passes, unlink the source files
-  uint64_t batch_bytes = 32ull << 20;       // target bytes per write (>= one stride)
-  uint32_t buffers = 4;                     // batch buffers in flight
+  bool direct_io = true;                     // write experts.bin with O_DIRECT; the probe must pass
+  bool hash_sources = true;                  // SHA-256 of every source file into the manifest
+  bool overwrite = false;                    // replace a finished pack of another source
+  bool delete_source_after_verify = false;   // after a full verify passes, unlink the source files
+  uint64_t batch_bytes = 32ull << 20;        // target bytes per write (>= one stride)
+  uint32_t buffers = 4;                      // batch buffers in flight
   uint64_t checkpoint_bytes = 256ull << 20;  // durable progress record every this many bytes
   std::string tool_version = "moepack";
   std::function<void(const BuildProgress&)> on_progress;  // called on the calling thread
-  const std::atomic<bool>* cancel = nullptr;             // set to stop; the build resumes later
+  const std::atomic<bool>* cancel = nullptr;              // set to stop; the build resumes later
   BuildTestHooks hooks;
 };
 
@@ -76,12 +76,12 @@ struct BuildResult {
   std::string pack_dir;
   bool already_complete = false;
   bool resumed = false;
-  uint64_t resumed_experts = 0;   // experts found intact and not copied again
-  uint64_t experts_bytes = 0;     // size of experts.bin
-  uint64_t dense_bytes = 0;       // size of dense.gguf
-  uint64_t bytes_written = 0;     // by this run
+  uint64_t resumed_experts = 0;  // experts found intact and not copied again
+  uint64_t experts_bytes = 0;    // size of experts.bin
+  uint64_t dense_bytes = 0;      // size of dense.gguf
+  uint64_t bytes_written = 0;    // by this run
   double seconds = 0;
-  double experts_seconds = 0;     // of the experts phase alone
+  double experts_seconds = 0;  // of the experts phase alone
   bool source_deleted = false;
 };
 

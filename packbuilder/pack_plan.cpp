@@ -19,7 +19,8 @@ std::string shape_str(const std::array<uint64_t, 4>& ne, uint32_t n) {
   return s + "]";
 }
 
-[[noreturn]] void refuse(const GgufModel& model, uint32_t shard, const GgufTensorInfo* t, const std::string& what) {
+[[noreturn]] void refuse(const GgufModel& model, uint32_t shard, const GgufTensorInfo* t,
+                         const std::string& what) {
   const std::string& file = model.shards()[shard].path();
   if (t != nullptr) throw FormatError(file, "tensor \"" + t->name + "\"", t->info_offset, what);
   throw Error(file + ": " + what);
@@ -40,8 +41,10 @@ PackPlan plan_pack(const GgufModel& model) {
   }
   const GgufFile& meta = model.primary();
   const std::string arch = s.architecture;
-  const std::optional<uint64_t> n_embd = arch.empty() ? std::nullopt : meta.get_uint(arch + ".embedding_length");
-  const std::optional<uint64_t> n_ff_exp = arch.empty() ? std::nullopt : meta.get_uint(arch + ".expert_feed_forward_length");
+  const std::optional<uint64_t> n_embd =
+      arch.empty() ? std::nullopt : meta.get_uint(arch + ".embedding_length");
+  const std::optional<uint64_t> n_ff_exp =
+      arch.empty() ? std::nullopt : meta.get_uint(arch + ".expert_feed_forward_length");
   // Every tensor must belong to this model: a shard of another model shows up as blocks past
   // block_count or as experts whose width is not this model's embedding length (below).
   if (const auto n_blocks = arch.empty() ? std::nullopt : meta.get_uint(arch + ".block_count")) {
@@ -50,8 +53,9 @@ PackPlan plan_pack(const GgufModel& model) {
       if (n.rfind("blk.", 0) != 0) continue;
       const uint64_t blk = std::strtoull(n.c_str() + 4, nullptr, 10);
       if (blk >= *n_blocks) {
-        refuse(model, r.shard, r.info, "belongs to block " + std::to_string(blk) + " but " + arch + ".block_count is " +
-                                           std::to_string(*n_blocks) + " (a shard of another model?)");
+        refuse(model, r.shard, r.info,
+               "belongs to block " + std::to_string(blk) + " but " + arch + ".block_count is " +
+                   std::to_string(*n_blocks) + " (a shard of another model?)");
       }
     }
   }
@@ -69,14 +73,17 @@ PackPlan plan_pack(const GgufModel& model) {
       if (!have.count(want)) {
         const GgufTensorRef* any = model.find_tensor(L.roles.front().tensor);
         refuse(model, any->shard, nullptr,
-               blk + " is missing its routed-expert role \"" + want + "\" (blk." + std::to_string(L.block) + ".ffn_" + want +
-                   "_exps), which the other MoE layers have; the model is incomplete (missing tensor or shard?)");
+               blk + " is missing its routed-expert role \"" + want + "\" (blk." + std::to_string(L.block) +
+                   ".ffn_" + want +
+                   "_exps), which the other MoE layers have; the model is incomplete (missing tensor or "
+                   "shard?)");
       }
     }
     if (s.expert_count && *s.expert_count != L.n_experts) {
       const GgufTensorRef* t0 = model.find_tensor(L.roles.front().tensor);
-      refuse(model, t0->shard, t0->info, blk + " has " + std::to_string(L.n_experts) + " experts but " + s.architecture +
-                                             ".expert_count is " + std::to_string(*s.expert_count));
+      refuse(model, t0->shard, t0->info,
+             blk + " has " + std::to_string(L.n_experts) + " experts but " + s.architecture +
+                 ".expert_count is " + std::to_string(*s.expert_count));
     }
     PackLayer layer;
     layer.block = L.block;
@@ -97,10 +104,12 @@ PackPlan plan_pack(const GgufModel& model) {
         pr.n_dims = t.n_dims - 1;
         for (uint32_t d = 0; d < pr.n_dims; ++d) pr.ne[d] = t.ne[d];
         if (t.ne[t.n_dims - 1] != L.n_experts) {
-          refuse(model, ref->shard, &t, "has " + std::to_string(t.ne[t.n_dims - 1]) + " experts, other roles of " + blk +
-                                            " have " + std::to_string(L.n_experts));
+          refuse(model, ref->shard, &t,
+                 "has " + std::to_string(t.ne[t.n_dims - 1]) + " experts, other roles of " + blk + " have " +
+                     std::to_string(L.n_experts));
         }
-        if (t.nbytes % L.n_experts != 0) refuse(model, ref->shard, &t, "bytes do not divide into equal experts");
+        if (t.nbytes % L.n_experts != 0)
+          refuse(model, ref->shard, &t, "bytes do not divide into equal experts");
         pr.bytes = t.nbytes / L.n_experts;
         for (uint32_t e = 0; e < L.n_experts; ++e) sl[e] = {ref->shard, t.file_offset + e * pr.bytes};
         expert_tensors.insert(t.name);
@@ -111,11 +120,14 @@ PackPlan plan_pack(const GgufModel& model) {
         for (uint32_t e = 0; e < L.n_experts; ++e) {
           const std::string name = legacy_name(L.block, r.role, e);
           const GgufTensorRef* te = model.find_tensor(name);
-          if (te == nullptr) refuse(model, ref->shard, nullptr, "tensor \"" + name + "\" (expert " + std::to_string(e) + " of " + blk + ") is missing");
+          if (te == nullptr)
+            refuse(model, ref->shard, nullptr,
+                   "tensor \"" + name + "\" (expert " + std::to_string(e) + " of " + blk + ") is missing");
           if (te->info->type != t.type || te->info->ne != t.ne) {
             refuse(model, te->shard, te->info,
-                   "expert " + std::to_string(e) + " of " + blk + " has type " + std::string(ggml_type_name(te->info->type)) +
-                       " shape " + shape_str(te->info->ne, te->info->n_dims) + ", expert 0 has " +
+                   "expert " + std::to_string(e) + " of " + blk + " has type " +
+                       std::string(ggml_type_name(te->info->type)) + " shape " +
+                       shape_str(te->info->ne, te->info->n_dims) + ", expert 0 has " +
                        std::string(ggml_type_name(t.type)) + " " + shape_str(t.ne, t.n_dims) +
                        "; experts of one layer must have the same shape");
           }
@@ -129,9 +141,10 @@ PackPlan plan_pack(const GgufModel& model) {
       const auto row = ggml_row_bytes(pr.type, pr.ne[0]);
       const auto want = row ? checked_mul(*row, rows) : std::nullopt;
       if (!want || *want != pr.bytes) {
-        refuse(model, ref->shard, &t, "one expert's slice is " + std::to_string(pr.bytes) + " bytes, but type " +
-                                          std::string(ggml_type_name(pr.type)) + " with shape " + shape_str(pr.ne, pr.n_dims) +
-                                          " needs " + (want ? std::to_string(*want) : std::string("(invalid)")));
+        refuse(model, ref->shard, &t,
+               "one expert's slice is " + std::to_string(pr.bytes) + " bytes, but type " +
+                   std::string(ggml_type_name(pr.type)) + " with shape " + shape_str(pr.ne, pr.n_dims) +
+                   " needs " + (want ? std::to_string(*want) : std::string("(invalid)")));
       }
       if (r.role == "gate") gate = &r;
       if (r.role == "up") up = &r;
@@ -144,8 +157,9 @@ PackPlan plan_pack(const GgufModel& model) {
     auto check_dim = [&](const ExpertRole* r, int d, std::optional<uint64_t> want, const char* key) {
       if (r == nullptr || !want || slice_ne(r, d) == *want) return;
       const GgufTensorRef* t = model.find_tensor(r->tensor);
-      refuse(model, t->shard, t->info, "ne[" + std::to_string(d) + "] is " + std::to_string(slice_ne(r, d)) + " but " + arch +
-                                           "." + key + " is " + std::to_string(*want) + " (a tensor or shard of another model?)");
+      refuse(model, t->shard, t->info,
+             "ne[" + std::to_string(d) + "] is " + std::to_string(slice_ne(r, d)) + " but " + arch + "." +
+                 key + " is " + std::to_string(*want) + " (a tensor or shard of another model?)");
     };
     check_dim(gate, 0, n_embd, "embedding_length");
     check_dim(up, 0, n_embd, "embedding_length");
@@ -155,13 +169,15 @@ PackPlan plan_pack(const GgufModel& model) {
     check_dim(down, 0, n_ff_exp, "expert_feed_forward_length");
     if (gate && up && (slice_ne(gate, 0) != slice_ne(up, 0) || slice_ne(gate, 1) != slice_ne(up, 1))) {
       const GgufTensorRef* t = model.find_tensor(up->tensor);
-      refuse(model, t->shard, t->info, "shape " + shape_str(up->ne, 2) + " differs from " + gate->tensor + " " +
-                                           shape_str(gate->ne, 2) + " (experts of " + blk + " must agree)");
+      refuse(model, t->shard, t->info,
+             "shape " + shape_str(up->ne, 2) + " differs from " + gate->tensor + " " +
+                 shape_str(gate->ne, 2) + " (experts of " + blk + " must agree)");
     }
     if (gate && down && (slice_ne(down, 0) != slice_ne(gate, 1) || slice_ne(down, 1) != slice_ne(gate, 0))) {
       const GgufTensorRef* t = model.find_tensor(down->tensor);
-      refuse(model, t->shard, t->info, "shape " + shape_str(down->ne, 2) + " is not the transpose of " + gate->tensor +
-                                           " " + shape_str(gate->ne, 2) + " (experts of " + blk + " must agree)");
+      refuse(model, t->shard, t->info,
+             "shape " + shape_str(down->ne, 2) + " is not the transpose of " + gate->tensor + " " +
+                 shape_str(gate->ne, 2) + " (experts of " + blk + " must agree)");
     }
     plan.layout.layers.push_back(std::move(layer));
     plan.slices.push_back(std::move(lslices));
@@ -186,7 +202,10 @@ nlohmann::json pack_plan_summary(const GgufModel& model) {
     const uint64_t dense = plan_dense_gguf(model, plan.dense_tensors, std::string(32, '0')).file_bytes;
     json layers = json::array();
     for (const PackLayer& ly : L.layers) {
-      layers.push_back({{"block", ly.block}, {"n_experts", ly.n_experts}, {"block_bytes", ly.block_bytes}, {"stride", ly.stride}});
+      layers.push_back({{"block", ly.block},
+                        {"n_experts", ly.n_experts},
+                        {"block_bytes", ly.block_bytes},
+                        {"stride", ly.stride}});
     }
     return {{"data_start", L.data_start},
             {"max_stride", L.max_stride},
@@ -209,11 +228,12 @@ std::string pack_plan_summary_text(const nlohmann::json& j) {
   };
   std::string o = "Expert Pack:  " + mib(j["total_bytes"].get<uint64_t>()) + " on disk = experts.bin " +
                   mib(j["experts_bytes"].get<uint64_t>()) + " (" + mib(j["padding_bytes"].get<uint64_t>()) +
-                  " alignment padding) + dense.gguf " + mib(j["dense_bytes"].get<uint64_t>()) + "; slot size " +
-                  std::to_string(j["max_stride"].get<uint64_t>()) + " B\n";
+                  " alignment padding) + dense.gguf " + mib(j["dense_bytes"].get<uint64_t>()) +
+                  "; slot size " + std::to_string(j["max_stride"].get<uint64_t>()) + " B\n";
   for (const auto& ly : j["layers"]) {
-    o += "  blk." + std::to_string(ly["block"].get<uint32_t>()) + ": " + std::to_string(ly["n_experts"].get<uint32_t>()) +
-         " x stride " + std::to_string(ly["stride"].get<uint64_t>()) + " B (block " +
+    o += "  blk." + std::to_string(ly["block"].get<uint32_t>()) + ": " +
+         std::to_string(ly["n_experts"].get<uint32_t>()) + " x stride " +
+         std::to_string(ly["stride"].get<uint64_t>()) + " B (block " +
          std::to_string(ly["block_bytes"].get<uint64_t>()) + " B)\n";
   }
   return o;

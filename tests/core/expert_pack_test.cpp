@@ -1,13 +1,14 @@
 // Expert Pack format: address arithmetic against hand-computed numbers, header encoding and
 // its rejections, manifest round trip and validation. Fixture packs are tested in
 // tests/packbuilder (they need the builder).
+#include "core/expert_pack.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/expert_pack.h"
 #include "core/pack_manifest.h"
 #include "core/sha256.h"
 
@@ -34,7 +35,8 @@ PackLayout ds2_q4km_layout() {
     ly.block = b;
     ly.n_experts = 16;
     ly.roles = {role("gate", GgmlType::Q4_K, 256, 256, 36864), role("up", GgmlType::Q4_K, 256, 256, 36864),
-                b == 1 ? role("down", GgmlType::Q4_K, 256, 256, 36864) : role("down", GgmlType::Q6_K, 256, 256, 53760)};
+                b == 1 ? role("down", GgmlType::Q4_K, 256, 256, 36864)
+                       : role("down", GgmlType::Q6_K, 256, 256, 53760)};
     L.layers.push_back(ly);
   }
   compute_pack_layout(L);
@@ -53,9 +55,9 @@ TEST(PackLayout, HandComputedOffsetsStridesAndBases) {
   EXPECT_EQ(L.layers[1].block_bytes, 127488u);
   EXPECT_EQ(L.layers[1].stride, 131072u);
   EXPECT_EQ(L.layers[0].base, 4096u);
-  EXPECT_EQ(L.layers[1].base, 4096u + 16 * 110592u);                  // 1773568
-  EXPECT_EQ(L.layers[2].base, 4096u + 16 * 110592u + 16 * 131072u);   // 3870720
-  EXPECT_EQ(L.data_end, 4096u + 16 * 110592u + 32 * 131072u);         // 5967872
+  EXPECT_EQ(L.layers[1].base, 4096u + 16 * 110592u);                 // 1773568
+  EXPECT_EQ(L.layers[2].base, 4096u + 16 * 110592u + 16 * 131072u);  // 3870720
+  EXPECT_EQ(L.data_end, 4096u + 16 * 110592u + 32 * 131072u);        // 5967872
   EXPECT_EQ(L.max_stride, 131072u);
   EXPECT_EQ(L.expert_count(), 48u);
   EXPECT_EQ(L.offset(2, 5), 3870720u + 5 * 131072u);
@@ -117,12 +119,12 @@ TEST(PackHeader, EncodesTheDocumentedBytesAndRoundTrips) {
   std::vector<uint8_t> h = encode_pack_header(L, id);
   ASSERT_EQ(h.size(), 4096u);
   EXPECT_EQ(std::memcmp(h.data(), "MOEXPACK", 8), 0);
-  EXPECT_EQ(h[8], 1);                      // format_version
-  EXPECT_EQ(h[12], 3);                     // n_layers
-  EXPECT_EQ(h[16 + 1], 17);                // build id
-  EXPECT_EQ(h[32] | (h[33] << 8), 4096);   // data_start
-  EXPECT_EQ(h[96], 1);                     // layer 0 block
-  EXPECT_EQ(h[96 + 32], 2);                // layer 1 block
+  EXPECT_EQ(h[8], 1);                     // format_version
+  EXPECT_EQ(h[12], 3);                    // n_layers
+  EXPECT_EQ(h[16 + 1], 17);               // build id
+  EXPECT_EQ(h[32] | (h[33] << 8), 4096);  // data_start
+  EXPECT_EQ(h[96], 1);                    // layer 0 block
+  EXPECT_EQ(h[96 + 32], 2);               // layer 1 block
   // The data file = header + data_end - data_start bytes of blocks.
   std::vector<uint8_t> file = h;
   file.resize(static_cast<size_t>(L.data_end), 0);

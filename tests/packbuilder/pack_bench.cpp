@@ -37,7 +37,8 @@ double cpu_seconds() {
 double copy_file(const std::string& src, const std::string& dst, bool direct) {
   const auto t0 = std::chrono::steady_clock::now();
   const int in = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
-  const int out = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
+  const int out =
+      ::open(dst.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
   if (in < 0 || out < 0) throw std::runtime_error("copy: cannot open");
   moepack::AlignedBuffer buf(8u << 20);
   uint64_t off = 0;
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
   nlohmann::json j;
   try {
     const std::string src = work + "/synthetic-moe.gguf";
-    const uint64_t bytes = moepack::test::write_synthetic_moe(src, static_cast<uint64_t>(gib * (1ull << 30)), 3);
+    const uint64_t bytes =
+        moepack::test::write_synthetic_moe(src, static_cast<uint64_t>(gib * (1ull << 30)), 3);
     j["source_bytes"] = bytes;
     j["target_fs"] = moepack::fs_type_name(work);
     double c0 = cpu_seconds();
@@ -92,7 +94,8 @@ int main(int argc, char** argv) {
     c0 = cpu_seconds();
     auto t0 = std::chrono::steady_clock::now();
     moepack::build_pack(o);
-    j["build_no_source_hash_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    j["build_no_source_hash_s"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     j["build_no_source_hash_cpu_s"] = cpu_seconds() - c0;
     std::filesystem::remove_all(o.out_dir);
     o.hash_sources = true;

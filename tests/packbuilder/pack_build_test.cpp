@@ -68,7 +68,8 @@ void expect_error(const BuildOptions& o, const std::vector<std::string>& needles
     FAIL() << "build of " << o.source << " succeeded";
   } catch (const Error& e) {
     const std::string msg = e.what();
-    for (const std::string& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "missing \"" << n << "\" in: " << msg;
+    for (const std::string& n : needles)
+      EXPECT_NE(msg.find(n), std::string::npos) << "missing \"" << n << "\" in: " << msg;
   }
   EXPECT_FALSE(loadable(o.out_dir));
   EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/manifest.json"));
@@ -110,8 +111,10 @@ TEST(PackBuild, EveryFixtureRoundTripsByteIdentical) {
       const std::string& path = src.shards()[k].path();
       EXPECT_EQ(pack.manifest().sources[k].path, path);
       EXPECT_EQ(to_hex(sha256_file(path)), before[k]);
-      if (sums.count(path)) EXPECT_EQ(pack.manifest().sources[k].sha256, sums.at(path));
-      else EXPECT_EQ(pack.manifest().sources[k].sha256, before[k]);
+      if (sums.count(path))
+        EXPECT_EQ(pack.manifest().sources[k].sha256, sums.at(path));
+      else
+        EXPECT_EQ(pack.manifest().sources[k].sha256, before[k]);
     }
 
     // Load: dense.gguf is a GGUF with the source's metadata and every non-expert tensor,
@@ -194,14 +197,16 @@ TEST(PackBuild, RerunIsCompleteOtherSourceRefusedUnlessOverwrite) {
   const std::string out = tmp.file("p");
   build_pack(opts(shared(kSplit), out));
   // Same model named by another shard: same plan, already complete.
-  const BuildResult again = build_pack(opts(shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-00003-of-00003.gguf"), out));
+  const BuildResult again =
+      build_pack(opts(shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-00003-of-00003.gguf"), out));
   EXPECT_TRUE(again.already_complete);
   BuildOptions other = opts(shared("fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf"), out);
   try {
     build_pack(other);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("already holds a finished Expert Pack"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("already holds a finished Expert Pack"), std::string::npos)
+        << e.what();
   }
   EXPECT_TRUE(verify_pack(out).ok);  // untouched
   other.overwrite = true;
@@ -217,7 +222,7 @@ TEST(PackBuild, CancelThenResumeCopiesOnlyWhatIsMissing) {
   const std::string out = tmp.file("p");
   std::atomic<bool> cancel{false};
   BuildOptions o = opts(shared(kSplit), out);
-  o.batch_bytes = 4096;        // one expert per write
+  o.batch_bytes = 4096;  // one expert per write
   o.checkpoint_bytes = 4 * 73728;
   o.cancel = &cancel;
   o.hooks.at = [&](std::string_view point, uint64_t i) {
@@ -308,8 +313,8 @@ struct TinyMoe {
   uint64_t up_width_block1 = 32;
   uint64_t up_experts_block1 = 4;
   bool duplicate_tensor = false;
-  bool legacy = false;             // per-expert tensors blk.N.ffn_<role>.<E>.weight
-  uint64_t legacy_bad_width = 0;   // expert 2 of block 0's gate gets this width
+  bool legacy = false;            // per-expert tensors blk.N.ffn_<role>.<E>.weight
+  uint64_t legacy_bad_width = 0;  // expert 2 of block 0's gate gets this width
 
   std::vector<uint8_t> bytes() const {
     GgufWriter w;
@@ -327,9 +332,12 @@ struct TinyMoe {
         for (int e = 0; e < 4; ++e) {
           const uint64_t gw = (b == 0 && e == 2 && legacy_bad_width) ? legacy_bad_width : 32;
           const std::string s = "." + std::to_string(e) + ".weight";
-          w.tensor(test::TensorSpec(p + "ffn_gate" + s, test::kF32, {64, gw}).with_fill(static_cast<uint8_t>(e)));
-          w.tensor(test::TensorSpec(p + "ffn_up" + s, test::kF32, {64, 32}).with_fill(static_cast<uint8_t>(e + 16)));
-          w.tensor(test::TensorSpec(p + "ffn_down" + s, test::kF32, {32, 64}).with_fill(static_cast<uint8_t>(e + 32)));
+          w.tensor(
+              test::TensorSpec(p + "ffn_gate" + s, test::kF32, {64, gw}).with_fill(static_cast<uint8_t>(e)));
+          w.tensor(test::TensorSpec(p + "ffn_up" + s, test::kF32, {64, 32})
+                       .with_fill(static_cast<uint8_t>(e + 16)));
+          w.tensor(test::TensorSpec(p + "ffn_down" + s, test::kF32, {32, 64})
+                       .with_fill(static_cast<uint8_t>(e + 32)));
         }
         continue;
       }
@@ -376,7 +384,8 @@ TEST(PackBuildBadInput, MissingRole) {
   TinyMoe m;
   m.omit_up_in_block1 = true;
   test::write_file(tmp.file("m.gguf"), m.bytes());
-  expect_error(opts(tmp.file("m.gguf"), tmp.file("p")), {"m.gguf", "blk.1 is missing its routed-expert role \"up\""});
+  expect_error(opts(tmp.file("m.gguf"), tmp.file("p")),
+               {"m.gguf", "blk.1 is missing its routed-expert role \"up\""});
 }
 
 TEST(PackBuildBadInput, ExpertsOfOneLayerWithDifferentShapes) {
@@ -402,7 +411,8 @@ TEST(PackBuildBadInput, DuplicateTensors) {
   TinyMoe m;
   m.duplicate_tensor = true;
   test::write_file(tmp.file("m.gguf"), m.bytes());
-  expect_error(opts(tmp.file("m.gguf"), tmp.file("p")), {"m.gguf", "blk.0.ffn_gate_inp.weight", "duplicate tensor name"});
+  expect_error(opts(tmp.file("m.gguf"), tmp.file("p")),
+               {"m.gguf", "blk.0.ffn_gate_inp.weight", "duplicate tensor name"});
 }
 
 TEST(PackBuildBadInput, MissingShard) {
@@ -422,7 +432,8 @@ TEST(PackBuildBadInput, ShardOfAnotherModel) {
     std::filesystem::create_symlink(shared("fixtures/deepseek2-tiny/" + name), tmp.file(name));
   }
   const std::string third = tmp.file("deepseek2-tiny-Q2_K-00003-of-00003.gguf");
-  const GgufFile real3 = GgufFile::open(shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-00003-of-00003.gguf"));
+  const GgufFile real3 =
+      GgufFile::open(shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-00003-of-00003.gguf"));
   // (a) shard 3 of a wider model (n_embd 512) split the same way: same names, counts, keys.
   {
     GgufWriter w;
@@ -431,7 +442,8 @@ TEST(PackBuildBadInput, ShardOfAnotherModel) {
     w.kv("split.tensors.count", tv::i32(69));
     for (const GgufTensorInfo& t : real3.tensors()) {
       std::vector<uint64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
-      for (uint64_t& d : ne) if (d == 256) d = 512;
+      for (uint64_t& d : ne)
+        if (d == 256) d = 512;
       w.tensor(test::TensorSpec(t.name, test::kF32, ne));
     }
     test::write_file(third, w.build());
@@ -457,7 +469,8 @@ TEST(PackBuildBadInput, ShardOfAnotherModel) {
     w.kv("split.tensors.count", tv::i32(40));
     w.tensor("x.weight", test::kF32, {32});
     test::write_file(third, w.build());
-    expect_error(opts(tmp.file("deepseek2-tiny-Q2_K-00001-of-00003.gguf"), tmp.file("p")), {"split.tensors.count"});
+    expect_error(opts(tmp.file("deepseek2-tiny-Q2_K-00001-of-00003.gguf"), tmp.file("p")),
+                 {"split.tensors.count"});
   }
 }
 
@@ -500,7 +513,9 @@ TEST(PackBuildBadInput, NoSpaceOnTarget) {
   BuildOptions o = opts(src, tmp.file("p"));
   o.batch_bytes = 4096;
   o.checkpoint_bytes = 1 << 20;
-  o.hooks.io_error = [](std::string_view op, uint64_t offset) { return op == "pwrite" && offset > (3u << 20) ? ENOSPC : 0; };
+  o.hooks.io_error = [](std::string_view op, uint64_t offset) {
+    return op == "pwrite" && offset > (3u << 20) ? ENOSPC : 0;
+  };
   expect_error(o, {"experts.bin", "No space left on device"});
   o.hooks = {};
   const BuildResult r = build_pack(o);

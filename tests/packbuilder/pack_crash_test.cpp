@@ -1,10 +1,10 @@
 // Crash safety of `moepack build`: a forked child runs the build and _exit()s abruptly (no
 // destructors, no flushing: what kill -9 leaves) at every phase boundary and at points of the
 // data phase: 5 writes and 2 checkpoints in the unit build of this file, all 48 writes and 16
-// checkpoints when compiled with MOEPACK_CRASH_SWEEP (packbuilder_crash_sweep_test, label slow). After each crash: either nothing loads and nothing
-// verifies, or (crash after the manifest's rename) the pack is complete and verifies. Then
-// the same build is run again: it resumes, completes, verifies with --full, and every expert
-// block is byte-identical to the source.
+// checkpoints when compiled with MOEPACK_CRASH_SWEEP (packbuilder_crash_sweep_test, label slow). After each
+// crash: either nothing loads and nothing verifies, or (crash after the manifest's rename) the pack is
+// complete and verifies. Then the same build is run again: it resumes, completes, verifies with --full, and
+// every expert block is byte-identical to the source.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,8 +33,8 @@ BuildOptions options(const std::string& out) {
   o.source = test::shared(kSplit);
   o.out_dir = out;
   o.safety_margin_bytes = 0;
-  o.batch_bytes = 4096;              // one expert (73728 B) per write: 48 data points
-  o.checkpoint_bytes = 3 * 73728;    // 16 checkpoints
+  o.batch_bytes = 4096;            // one expert (73728 B) per write: 48 data points
+  o.checkpoint_bytes = 3 * 73728;  // 16 checkpoints
   return o;
 }
 
@@ -75,9 +75,9 @@ std::string scratch_root() {
 
 TEST(PackCrash, EveryPhaseBoundaryAndDataPointResumesOrLeavesNothingLoadable) {
   const GgufModel src = GgufModel::open(test::shared(kSplit));
-  std::vector<Point> points = {{"plan", 0},    {"preflight", 0},     {"dense", 0},    {"header", 0},
-                               {"experts", 0}, {"sources", 0},       {"manifest-temp", 0},
-                               {"manifest", 0}, {"done", 0}};
+  std::vector<Point> points = {{"plan", 0},          {"preflight", 0}, {"dense", 0},
+                               {"header", 0},        {"experts", 0},   {"sources", 0},
+                               {"manifest-temp", 0}, {"manifest", 0},  {"done", 0}};
 #ifdef MOEPACK_CRASH_SWEEP
   for (uint64_t k = 0; k < 48; ++k) points.push_back({"data", k});
   for (uint64_t k = 0; k < 15; ++k) points.push_back({"checkpoint", k});

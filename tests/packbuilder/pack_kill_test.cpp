@@ -26,8 +26,8 @@ namespace {
 pid_t spawn_build(const char* cli, const std::string& src, const std::string& out) {
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::execl(cli, cli, "build", src.c_str(), "-o", out.c_str(), "--safety-margin-gib", "0", "--progress", "none",
-            "--batch-mib", "16", static_cast<char*>(nullptr));
+    ::execl(cli, cli, "build", src.c_str(), "-o", out.c_str(), "--safety-margin-gib", "0", "--progress",
+            "none", "--batch-mib", "16", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   return pid;

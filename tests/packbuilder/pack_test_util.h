@@ -24,7 +24,8 @@ inline std::map<std::string, std::string> fixture_sums() {
   std::map<std::string, std::string> m;
   std::ifstream in(shared("fixtures/SHA256SUMS"));
   std::string hash, path;
-  while (in >> hash >> path) m[shared("fixtures/" + (path.rfind("./", 0) == 0 ? path.substr(2) : path))] = hash;
+  while (in >> hash >> path)
+    m[shared("fixtures/" + (path.rfind("./", 0) == 0 ? path.substr(2) : path))] = hash;
   return m;
 }
 
@@ -66,7 +67,8 @@ inline void expect_pack_matches_source(const std::string& pack_dir, const GgufMo
       roles.emplace_back(role, r);
     }
     std::sort(roles.begin(), roles.end(), [](auto& x, auto& y) {
-      return role_rank(x.first) != role_rank(y.first) ? role_rank(x.first) < role_rank(y.first) : x.first < y.first;
+      return role_rank(x.first) != role_rank(y.first) ? role_rank(x.first) < role_rank(y.first)
+                                                      : x.first < y.first;
     });
     ASSERT_EQ(ly.roles.size(), roles.size());
     const uint64_t n_exp = roles[0].second->info->ne[roles[0].second->info->n_dims - 1];
@@ -101,7 +103,8 @@ inline void expect_pack_matches_source(const std::string& pack_dir, const GgufMo
         const GgufTensorRef& r = *roles[k].second;
         src.shards()[r.shard].read_tensor_data(*r.info, e * sizes[k], want.data() + offs[k], sizes[k]);
       }
-      ASSERT_TRUE(block_bytes == want) << pack_dir << ": block (" << l << ", " << e << ") differs from the source";
+      ASSERT_TRUE(block_bytes == want)
+          << pack_dir << ": block (" << l << ", " << e << ") differs from the source";
       ++checked;
     }
     base += n_exp * stride;

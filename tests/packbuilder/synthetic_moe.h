@@ -40,7 +40,8 @@ inline uint64_t write_synthetic_moe(const std::string& path, uint64_t min_bytes,
   GgufLayout lay;
   const std::vector<uint8_t> head = w.build(&lay);
   uint64_t end = 0;
-  for (size_t k = 0; k < lay.tensor_offset.size(); ++k) end = std::max(end, lay.tensor_offset[k] + lay.tensor_bytes[k]);
+  for (size_t k = 0; k < lay.tensor_offset.size(); ++k)
+    end = std::max(end, lay.tensor_offset[k] + lay.tensor_bytes[k]);
   const uint64_t total = lay.data_start + end;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(path + ": cannot create");
