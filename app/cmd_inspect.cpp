@@ -28,7 +28,7 @@ std::function<int()> add_inspect(CLI::App& app) {
     if (opt->json) {
       nlohmann::json j = summary_to_json(s, model, true);
       j["expert_pack"] = pack_plan_summary(model);  // what `moepack build` would write
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
       std::fputs(summary_to_text(s).c_str(), stderr);
       std::fputs(pack_plan_summary_text(pack_plan_summary(model)).c_str(), stderr);

@@ -23,6 +23,13 @@ struct GgufTensorRef {
 
 class GgufModel {
  public:
+  GgufModel() = default;
+  // Move-only: tensors() points into the shards, which a move keeps in place.
+  GgufModel(GgufModel&&) = default;
+  GgufModel& operator=(GgufModel&&) = default;
+  GgufModel(const GgufModel&) = delete;
+  GgufModel& operator=(const GgufModel&) = delete;
+
   // Opens `path_or_name`: a GGUF file, any shard of a split set, an Ollama model name
   // (`[host/][namespace/]model[:tag]`) or an Ollama manifest path. Throws IoError,
   // FormatError or Error (with the offending path) on any problem.

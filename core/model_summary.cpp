@@ -30,15 +30,22 @@ double float32_to_json(double v) {
   return out;
 }
 
+// Values larger than this are summarised ({"string_bytes": n} / {"array_of", "count"}) so the
+// report stays small whatever the file declares.
+constexpr size_t kMaxShownString = 1024;
+constexpr uint64_t kMaxShownArray = 256;
+
 nlohmann::json value_to_json(const GgufValue& v) {
   switch (v.type) {
-    case GgufValueType::STRING: return v.s;
+    case GgufValueType::STRING:
+      if (v.s.size() > kMaxShownString) return nlohmann::json{{"string_bytes", v.s.size()}};
+      return v.s;
     case GgufValueType::BOOL: return v.u != 0;
     case GgufValueType::FLOAT32: return float32_to_json(v.f);
     case GgufValueType::FLOAT64: return v.f;
     case GgufValueType::ARRAY: {
       const GgufArray& a = *v.array;
-      if (!a.resident) {
+      if (!a.resident || a.count > kMaxShownArray) {
         return nlohmann::json{{"array_of", std::string(gguf_value_type_name(a.elem_type))},
                               {"count", a.count}};
       }
@@ -46,7 +53,11 @@ nlohmann::json value_to_json(const GgufValue& v) {
       const uint32_t es = gguf_scalar_size(a.elem_type);
       for (uint64_t k = 0; k < a.count; ++k) {
         if (a.elem_type == GgufValueType::STRING) {
-          out.push_back(a.strings[k]);
+          if (a.strings[k].size() > kMaxShownString) {
+            out.push_back(nlohmann::json{{"string_bytes", a.strings[k].size()}});
+          } else {
+            out.push_back(a.strings[k]);
+          }
         } else if (a.elem_type == GgufValueType::ARRAY) {
           GgufValue sub;
           sub.type = GgufValueType::ARRAY;
@@ -73,6 +84,15 @@ nlohmann::json value_to_json(const GgufValue& v) {
   }
 }
 
+// A block or expert number from a tensor name; FormatError naming the tensor if absurd.
+uint32_t block_number(const GgufFile& f, const GgufTensorInfo& t, const std::string& digits) {
+  if (digits.size() > 7) {
+    throw FormatError(f.path(), "tensor \"" + t.name + "\" name", t.info_offset,
+                      "block or expert number " + digits + " is out of range");
+  }
+  return static_cast<uint32_t>(std::stoul(digits));
+}
+
 }  // namespace
 
 ModelSummary summarize(const GgufModel& model) {
@@ -86,7 +106,8 @@ ModelSummary summarize(const GgufModel& model) {
   const std::string prefix = s.architecture + ".";
   for (const GgufKv& kv : f.metadata()) {
     if (s.architecture.empty() || kv.key.rfind(prefix, 0) != 0) continue;
-    s.hparams_text[kv.key.substr(prefix.size())] = value_to_json(kv.value).dump();
+    s.hparams_text[kv.key.substr(prefix.size())] =
+        value_to_json(kv.value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   s.tokenizer_model = f.get_string("tokenizer.ggml.model").value_or("");
   s.tokenizer_pre = f.get_string("tokenizer.ggml.pre").value_or("");
@@ -113,7 +134,7 @@ ModelSummary summarize(const GgufModel& model) {
     ts.bytes += t.nbytes;
     std::smatch m;
     if (std::regex_match(t.name, m, stacked)) {
-      const uint32_t block = static_cast<uint32_t>(std::stoul(m[1].str()));
+      const uint32_t block = block_number(f, t, m[1].str());
       ExpertRole role;
       role.role = m[2].str() + (m[3].str() == "bias" ? ".bias" : "");
       role.tensor = t.name;
@@ -135,8 +156,8 @@ ModelSummary summarize(const GgufModel& model) {
       L.n_experts = static_cast<uint32_t>(n_exp);
       L.roles.push_back(role);
     } else if (std::regex_match(t.name, m, legacy)) {
-      const uint32_t block = static_cast<uint32_t>(std::stoul(m[1].str()));
-      const uint32_t e = static_cast<uint32_t>(std::stoul(m[3].str()));
+      const uint32_t block = block_number(f, t, m[1].str());
+      const uint32_t e = block_number(f, t, m[3].str());
       auto& mx = legacy_max[{block, m[2].str()}];
       mx = std::max(mx, e + 1);
       if (e == 0) {

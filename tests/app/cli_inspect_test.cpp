@@ -339,3 +339,59 @@ TEST_F(CliInspect, PeakRssStaysBoundedOnHugeDeclaredMetadata) {
 }
 
 }  // namespace
+
+// Metadata values the report cannot show in full are summarised, so peak memory stays bounded
+// even for a 12 MiB string of zero bytes (each would be a 6-byte "\u0000" escape in JSON) and
+// two ~1 MiB resident arrays under the architecture's keys (together just inside the reader's
+// 24 MiB metadata budget).
+TEST_F(CliInspect, HugeArchitectureValuesAreSummarised) {
+  moepack::test::TempDir dir;
+  moepack::test::GgufWriter w;
+  w.kv("general.architecture", TV::str("llama"));
+  w.kv("llama.big_string", TV::str(std::string(12u << 20, '\0')));
+  for (int k = 0; k < 2; ++k) {
+    w.kv("llama.big_array_" + std::to_string(k), TV::arr_u8(std::vector<uint8_t>((1u << 20) - 64, 7)));
+  }
+  w.kv("llama.block_count", TV::u32(2));
+  moepack::test::write_file(dir.file("big.gguf"), w.build());
+  for (bool as_json : {false, true}) {
+    std::vector<std::string> args = {"inspect", dir.file("big.gguf")};
+    if (as_json) args.push_back("--json");
+    const RunResult r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_LT(r.max_rss_kib, 64 * 1024) << "peak RSS " << r.max_rss_kib << " KiB";
+    if (as_json) {
+      const json j = json::parse(r.out);
+      EXPECT_EQ(j["hparams"]["big_string"]["string_bytes"].get<uint64_t>(), 12u << 20);
+      EXPECT_EQ(j["hparams"]["big_array_0"]["count"].get<uint64_t>(), (1u << 20) - 64);
+      EXPECT_EQ(j["hparams"]["block_count"].get<int>(), 2);
+    }
+  }
+}
+
+// Invalid UTF-8 in a string is replaced (U+FFFD) in the JSON, not a crash or a bare exception.
+TEST_F(CliInspect, InvalidUtf8InMetadataIsReplaced) {
+  moepack::test::TempDir dir;
+  moepack::test::GgufWriter w;
+  w.kv("general.architecture", TV::str("llama"));
+  w.kv("general.name", TV::str(std::string("bad\xff\xfe name")));
+  moepack::test::write_file(dir.file("utf8.gguf"), w.build());
+  const RunResult r = run_cli({"inspect", dir.file("utf8.gguf"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["name"].get<std::string>(), "bad\xEF\xBF\xBD\xEF\xBF\xBD name");
+}
+
+// An absurd block number in an expert tensor's name is an error naming the tensor.
+TEST_F(CliInspect, AbsurdBlockNumberNamesTheTensor) {
+  moepack::test::TempDir dir;
+  moepack::test::GgufWriter w;
+  w.kv("general.architecture", TV::str("llama"));
+  w.tensor(moepack::test::TensorSpec("blk.99999999999999999999.ffn_up_exps.weight", 0, {32, 2, 2}).with_data_bytes(512));
+  moepack::test::write_file(dir.file("blk.gguf"), w.build());
+  const RunResult r = run_cli({"inspect", dir.file("blk.gguf")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_NE(r.err.find("blk.99999999999999999999.ffn_up_exps.weight"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(dir.file("blk.gguf")), std::string::npos) << r.err;
+}
