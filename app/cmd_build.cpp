@@ -83,7 +83,7 @@ std::function<int()> add_build(CLI::App& app) {
                             {"rate_bytes_per_s", p.rate_bytes_per_s},
                             {"eta_s", p.eta_s},
                             {"message", p.message}};
-        std::printf("%s\n", j.dump().c_str());
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         std::fflush(stdout);
       } else if (mode == "human") {
         if (p.bytes_total > 0) {
@@ -110,7 +110,7 @@ std::function<int()> add_build(CLI::App& app) {
                             {"bytes_written", r.bytes_written},
                             {"seconds", r.seconds},
                             {"source_deleted", r.source_deleted}};
-        std::printf("%s\n", j.dump().c_str());
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       }
       if (r.already_complete) {
         std::fprintf(stderr, "%s: already complete (nothing to do)\n", r.pack_dir.c_str());

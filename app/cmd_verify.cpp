@@ -36,7 +36,7 @@ std::function<int()> add_verify(CLI::App& app) {
           {"experts_checked", r.experts_checked},
           {"bytes_hashed", r.bytes_hashed},
           {"seconds", r.seconds}};
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }
     std::fprintf(stderr, "%s%s\n", r.ok ? "" : "error: ", r.message.c_str());
     return r.ok ? 0 : 1;

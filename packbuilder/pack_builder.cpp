@@ -719,7 +719,7 @@ BuildResult Builder::run() {
     probe.layout = plan_.layout;
     id["layout"] = manifest_to_json(probe)["layout"];
     id["dense"] = plan_.dense_tensors.size();
-    const std::string text = id.dump();
+    const std::string text = id.dump(-1, ' ', false, json::error_handler_t::replace);
     plan_id_ = to_hex(Sha256::of(text.data(), text.size()));
   }
   hook("plan");
@@ -827,7 +827,7 @@ BuildResult Builder::run() {
              {"sources_hashed", o_.hash_sources},
              {"resumed_experts", res_.resumed_experts},
              {"seconds_last_run", seconds_since(t0)}};
-  const std::string text = manifest_to_json(m).dump(1) + "\n";
+  const std::string text = manifest_to_json(m).dump(1, ' ', false, json::error_handler_t::replace) + "\n";
   manifest_from_json(json::parse(text), mpath);  // never write a manifest the reader rejects
   write_file_atomic(
       dir_, kPackManifestName, text, [](void* self) { static_cast<Builder*>(self)->hook("manifest-temp"); },

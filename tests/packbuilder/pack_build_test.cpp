@@ -319,6 +319,7 @@ struct TinyMoe {
   std::vector<uint8_t> bytes() const {
     GgufWriter w;
     w.kv("general.architecture", tv::str("qwen3moe"));
+    w.kv("general.name", tv::str("not UTF-8: \xff\xfe"));  // must not break the JSON manifest
     w.kv("qwen3moe.block_count", tv::u32(2));
     w.kv("qwen3moe.embedding_length", tv::u32(64));
     w.kv("qwen3moe.expert_feed_forward_length", tv::u32(32));
