@@ -10,6 +10,7 @@
 // hex digits, so no name or manifest can make us open a path outside the store.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace moepack {

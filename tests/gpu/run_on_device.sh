@@ -11,7 +11,7 @@ synth_gib="${MOEPACK_SYNTH_GIB:-4}"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
   -DMOEPACK_WERROR=ON "-DCMAKE_CUDA_ARCHITECTURES=90;120" -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
   > "$out/cmake.log" 2>&1 || { tail -40 "$out/cmake.log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+cmake --build build-gpu -j "$(nproc)" -- -k 0 > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "== build ok"
 ctest --test-dir build-gpu --output-on-failure -R "$tests" > "$out/ctest.log" 2>&1
 tail -25 "$out/ctest.log"
