@@ -33,15 +33,22 @@ IoBenchPhase random_experts(const ExpertPack& pack, const IoBenchOptions& o, boo
   const PackLayout& L = pack.layout();
   const uint32_t batch = std::max<uint32_t>(1, o.batch);
   AlignedBuffer buf(static_cast<size_t>(L.max_stride) * batch, kPackAlignment);
+  // Distinct blocks in random order (a shuffled permutation, repeated only when more reads are
+  // asked than the pack has blocks), so that no read is served by the page cache of an
+  // earlier one and the buffered baseline is as cold as the direct reads.
+  std::vector<std::pair<uint32_t, uint32_t>> blocks;
+  for (uint32_t l = 0; l < L.layers.size(); ++l) {
+    for (uint32_t e = 0; e < L.layers[l].n_experts; ++e) blocks.emplace_back(l, e);
+  }
   std::mt19937_64 rng(o.seed);
+  std::shuffle(blocks.begin(), blocks.end(), rng);
   IoBenchPhase p;
   const double t0 = now_s();
   std::vector<ReadRequest> reqs;
   while (p.reads < o.expert_reads) {
     reqs.clear();
-    const uint32_t l = static_cast<uint32_t>(rng() % L.layers.size());
     for (uint32_t k = 0; k < batch && p.reads < o.expert_reads; ++k, ++p.reads) {
-      const uint32_t e = static_cast<uint32_t>(rng() % L.layers[l].n_experts);
+      const auto [l, e] = blocks[p.reads % blocks.size()];
       reqs.push_back({L.offset(l, e), L.layers[l].stride, buf.data() + k * L.max_stride, k});
       p.bytes += L.layers[l].stride;
     }

@@ -4,9 +4,10 @@
 // Three measurements over the pack's experts.bin, in one run:
 //   raw_direct      large sequential O_DIRECT reads (`raw_chunk_bytes`, `queue_depth` in flight)
 //                   of the expert data: the ceiling for this file on this disk
-//   expert_direct   random (layer, expert) blocks, `batch` at a time (one layer's misses), each
+//   expert_direct   distinct (layer, expert) blocks in random order, `batch` at a time (one
+//                   layer's misses), each
 //                   one O_DIRECT request split `read_splits` ways: what a cache miss costs
-//   expert_buffered the same random blocks with buffered reads after dropping the file's pages
+//   expert_buffered the same blocks with buffered reads after dropping the file's pages
 //                   from the page cache (posix_fadvise DONTNEED), as a baseline
 // Ratios: expert_vs_raw_ratio = expert_direct / raw_direct (target >= 0.9 on real NVMe with
 // large experts), direct_vs_buffered_ratio = expert_direct / expert_buffered.
