@@ -13,7 +13,7 @@ class AlignedBuffer {
  public:
   AlignedBuffer() = default;
   // `bytes` rounded up to `alignment` (a power of two >= sizeof(void*)); zero-filled.
-  AlignedBuffer(size_t bytes, size_t alignment);
+  explicit AlignedBuffer(size_t bytes, size_t alignment = 4096);
   ~AlignedBuffer() { std::free(data_); }
   AlignedBuffer(AlignedBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {

@@ -22,7 +22,7 @@
 #include "core/pack_verify.h"
 #include "core/sha256.h"
 #include "packbuilder/dense_gguf.h"
-#include "packbuilder/durable_io.h"
+#include "core/durable_io.h"
 #include "packbuilder/pack_plan.h"
 
 namespace moepack {

@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "packbuilder/durable_io.h"
+#include "core/durable_io.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/packbuilder/synthetic_moe.h"
 

@@ -1,5 +1,6 @@
-// File-system primitives of the builder: aligned buffers, O_DIRECT probing, free-space
-// queries and durable (fsync-ordered) writes. Every failure throws IoError/Error naming the file.
+// File-system primitives: O_DIRECT probing, free-space queries and durable (fsync-ordered,
+// atomic) writes, used by the pack builder and the telemetry stats file. Aligned buffers are
+// core/aligned_buffer.h. Every failure throws IoError/Error naming the file.
 #pragma once
 
 #include <cstddef>
@@ -7,25 +8,9 @@
 #include <optional>
 #include <string>
 
+#include "core/aligned_buffer.h"
+
 namespace moepack {
-
-// A heap buffer aligned to 4096 bytes (O_DIRECT needs aligned addresses).
-class AlignedBuffer {
- public:
-  AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t bytes);
-  ~AlignedBuffer();
-  AlignedBuffer(AlignedBuffer&& o) noexcept;
-  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  uint8_t* data() const { return p_; }
-  size_t size() const { return n_; }
-
- private:
-  uint8_t* p_ = nullptr;
-  size_t n_ = 0;
-};
 
 // Bytes available to unprivileged users on the file system holding `dir` (statvfs f_bavail);
 // nullopt when the file system reports no size at all (ramfs, some FUSE: f_blocks == 0).

@@ -1,4 +1,4 @@
-#include "packbuilder/durable_io.h"
+#include "core/durable_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,26 +15,6 @@
 
 namespace moepack {
 
-AlignedBuffer::AlignedBuffer(size_t bytes) : n_(bytes) {
-  void* p = nullptr;
-  if (posix_memalign(&p, 4096, bytes == 0 ? 4096 : bytes) != 0) throw std::bad_alloc();
-  p_ = static_cast<uint8_t*>(p);
-}
-AlignedBuffer::~AlignedBuffer() { std::free(p_); }
-AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept : p_(o.p_), n_(o.n_) {
-  o.p_ = nullptr;
-  o.n_ = 0;
-}
-AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
-  if (this != &o) {
-    std::free(p_);
-    p_ = o.p_;
-    n_ = o.n_;
-    o.p_ = nullptr;
-    o.n_ = 0;
-  }
-  return *this;
-}
 
 std::optional<uint64_t> free_bytes(const std::string& dir) {
   struct statvfs v {};

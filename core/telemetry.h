@@ -1,0 +1,90 @@
+// Telemetry of the expert path: the counters the seed system named (ARCHITECTURE.md), plus
+// per-token samples, readable live by the UI while the engine runs.
+//
+// Hot path: the engine thread bumps relaxed atomics and writes one TokenSample per generated
+// token into a ring of seqlocked entries; no mutex is ever taken. Readers (the UI thread, the
+// stats writer) copy counters and recent samples at any time and get consistent entries.
+// Every `stats_flush_interval` tokens the engine thread writes a JSON snapshot to `stats_path`
+// atomically (temp file, fsync, rename, fsync of the directory).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace moepack {
+
+struct TelemetryCounters {
+  std::atomic<uint64_t> cache_hits{0};       // unique (layer, expert) keys per step found resident
+  std::atomic<uint64_t> cache_misses{0};     // unique keys per step read from the pack
+  std::atomic<uint64_t> cache_evictions{0};
+  std::atomic<uint64_t> pack_read_bytes{0};  // bytes read from experts.bin
+  std::atomic<uint64_t> h2d_bytes{0};        // bytes copied host -> device (GPU builds)
+  std::atomic<uint64_t> fallback_count{0};   // buffered reads (direct_io=false)
+  std::atomic<uint64_t> io_errors{0};
+  std::atomic<uint64_t> tokens{0};           // tokens recorded
+};
+
+// Plain copy of the counters at one moment.
+struct TelemetrySnapshot {
+  uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0, pack_read_bytes = 0, h2d_bytes = 0,
+           fallback_count = 0, io_errors = 0, tokens = 0;
+  double hit_rate() const {
+    const uint64_t n = cache_hits + cache_misses;
+    return n == 0 ? 0.0 : static_cast<double>(cache_hits) / static_cast<double>(n);
+  }
+  // SSD bytes per generated token (0 before the first token).
+  double read_bytes_per_token() const {
+    return tokens == 0 ? 0.0 : static_cast<double>(pack_read_bytes) / static_cast<double>(tokens);
+  }
+};
+
+struct TokenSample {
+  uint64_t index = 0;           // token number, 0-based (assigned by record_token)
+  uint64_t read_bytes = 0;      // bytes read from the pack for this token
+  uint32_t experts_missed = 0;  // unique (layer, expert) misses for this token
+  double io_wait_ms = 0;        // time the compute waited for expert reads
+  double compute_ms = 0;        // time computing
+};
+
+struct TelemetrySettings {
+  std::string stats_path;             // empty: no stats file
+  uint64_t stats_flush_interval = 0;  // tokens between stats writes; 0: never
+  uint32_t history = 4096;            // token samples kept for live readers
+};
+
+class Telemetry {
+ public:
+  explicit Telemetry(TelemetrySettings settings = {});
+  ~Telemetry();
+  Telemetry(const Telemetry&) = delete;
+  Telemetry& operator=(const Telemetry&) = delete;
+
+  TelemetryCounters& counters() { return counters_; }
+  TelemetrySnapshot snapshot() const;
+
+  // Engine thread only. Adds one token (also counters().tokens) and, at the flush interval,
+  // writes the stats file (throws IoError if it cannot).
+  void record_token(TokenSample sample);
+
+  // Any thread: up to `n` most recent samples, oldest first.
+  std::vector<TokenSample> recent(size_t n) const;
+
+  // The stats file's content: {"counters": {...}, "hit_rate", "read_bytes_per_token",
+  // "recent_tokens": [...]}.
+  nlohmann::json to_json(size_t recent_tokens = 64) const;
+  void write_stats() const;
+
+ private:
+  struct Entry;
+  TelemetrySettings settings_;
+  TelemetryCounters counters_;
+  std::unique_ptr<Entry[]> ring_;
+  std::atomic<uint64_t> written_{0};  // samples written so far
+};
+
+}  // namespace moepack

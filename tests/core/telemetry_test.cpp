@@ -1,0 +1,91 @@
+// Telemetry: counters and samples readable while the engine thread writes them; the stats
+// file is written atomically at the flush interval with the documented fields.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/telemetry.h"
+
+namespace fs = std::filesystem;
+using namespace moepack;
+
+TEST(Telemetry, CountersAndDerivedRates) {
+  Telemetry t;
+  t.counters().cache_hits += 30;
+  t.counters().cache_misses += 10;
+  t.counters().pack_read_bytes += 4096 * 10;
+  for (int k = 0; k < 4; ++k) t.record_token({0, 4096, 2, 1.5, 3.0});
+  const TelemetrySnapshot s = t.snapshot();
+  EXPECT_EQ(s.tokens, 4u);
+  EXPECT_DOUBLE_EQ(s.hit_rate(), 0.75);                    // 30 / (30 + 10)
+  EXPECT_DOUBLE_EQ(s.read_bytes_per_token(), 10240.0);      // 40960 bytes / 4 tokens
+}
+
+TEST(Telemetry, RecentKeepsTheNewestInOrder) {
+  TelemetrySettings set;
+  set.history = 4;
+  Telemetry t(set);
+  for (uint64_t k = 0; k < 10; ++k) t.record_token({0, k * 100, static_cast<uint32_t>(k), 0, 0});
+  const auto r = t.recent(100);
+  ASSERT_EQ(r.size(), 4u);  // only the ring's 4 entries
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r[i].index, 6 + i);
+    EXPECT_EQ(r[i].read_bytes, (6 + i) * 100);
+  }
+  EXPECT_EQ(t.recent(2).front().index, 8u);
+}
+
+TEST(Telemetry, ConcurrentReaderNeverSeesTornSamples) {
+  TelemetrySettings set;
+  set.history = 8;
+  Telemetry t(set);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> checked{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      for (const TokenSample& s : t.recent(8)) {
+        // Every field of sample i is derived from i: a torn read would break the relation.
+        ASSERT_EQ(s.read_bytes, s.index * 3);
+        ASSERT_EQ(s.experts_missed, static_cast<uint32_t>(s.index % 1000));
+        ASSERT_DOUBLE_EQ(s.compute_ms, static_cast<double>(s.index) * 0.5);
+        checked++;
+      }
+    }
+  });
+  for (uint64_t i = 0; i < 200000; ++i) {
+    t.record_token({0, i * 3, static_cast<uint32_t>(i % 1000), 0, static_cast<double>(i) * 0.5});
+  }
+  stop = true;
+  reader.join();
+  EXPECT_GT(checked.load(), 0u);
+  EXPECT_EQ(t.snapshot().tokens, 200000u);
+}
+
+TEST(Telemetry, StatsFileWrittenAtTheIntervalAtomically) {
+  const fs::path dir = fs::temp_directory_path() / ("moepack-telemetry-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  TelemetrySettings set;
+  set.stats_path = (dir / "stats.json").string();
+  set.stats_flush_interval = 3;
+  Telemetry t(set);
+  t.counters().cache_misses += 5;
+  t.record_token({0, 100, 1, 0, 0});
+  t.record_token({0, 100, 1, 0, 0});
+  EXPECT_FALSE(fs::exists(set.stats_path));  // not before the 3rd token
+  t.record_token({0, 100, 1, 0, 0});
+  ASSERT_TRUE(fs::exists(set.stats_path));
+  EXPECT_FALSE(fs::exists(set.stats_path + ".tmp"));
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(set.stats_path));
+  EXPECT_EQ(j["counters"]["tokens"].get<uint64_t>(), 3u);
+  EXPECT_EQ(j["counters"]["cache_misses"].get<uint64_t>(), 5u);
+  for (const char* k : {"cache_hits", "cache_evictions", "pack_read_bytes", "h2d_bytes", "fallback_count", "io_errors"}) {
+    EXPECT_TRUE(j["counters"].contains(k)) << k;
+  }
+  EXPECT_EQ(j["recent_tokens"].size(), 3u);
+  fs::remove_all(dir);
+}
