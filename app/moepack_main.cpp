@@ -12,23 +12,19 @@ int main(int argc, char** argv) {
   CLI::App app{"MoePack: run Mixture-of-Experts models with experts streamed from SSD", "moepack"};
   app.set_version_flag("--version", std::string("moepack ") + MOEPACK_VERSION);
   app.require_subcommand(1);
+  // Each add_* registers one subcommand (named as in docs/cli.md) and returns its runner.
+  using Register = std::function<int()> (*)(CLI::App&);
+  const std::pair<const char*, Register> table[] = {
+      {"inspect", moepack::cli::add_inspect},     {"build", moepack::cli::add_build},
+      {"verify", moepack::cli::add_verify},       {"devices", moepack::cli::add_devices},
+      {"cache-sim", moepack::cli::add_cache_sim}, {"bench-io", moepack::cli::add_bench_io},
+      {"tokenize", moepack::cli::add_tokenize},   {"template", moepack::cli::add_template},
+  };
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
-  auto inspect = moepack::cli::add_inspect(app);
-  commands.emplace_back(app.get_subcommand("inspect"), inspect);
-  auto build = moepack::cli::add_build(app);
-  commands.emplace_back(app.get_subcommand("build"), build);
-  auto verify = moepack::cli::add_verify(app);
-  commands.emplace_back(app.get_subcommand("verify"), verify);
-  auto devices = moepack::cli::add_devices(app);
-  commands.emplace_back(app.get_subcommand("devices"), devices);
-  auto cache_sim = moepack::cli::add_cache_sim(app);
-  commands.emplace_back(app.get_subcommand("cache-sim"), cache_sim);
-  auto bench_io = moepack::cli::add_bench_io(app);
-  commands.emplace_back(app.get_subcommand("bench-io"), bench_io);
-  auto tokenize = moepack::cli::add_tokenize(app);
-  commands.emplace_back(app.get_subcommand("tokenize"), tokenize);
-  auto chat_template = moepack::cli::add_template(app);
-  commands.emplace_back(app.get_subcommand("template"), chat_template);
+  for (const auto& [name, add] : table) {
+    auto run = add(app);
+    commands.emplace_back(app.get_subcommand(name), std::move(run));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
