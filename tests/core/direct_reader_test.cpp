@@ -1,6 +1,7 @@
 // DirectReader against real files on the test machine's file system (ext4 in CI): O_DIRECT
 // through io_uring, splits, fixed buffers, and each failure the contract names.
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -195,6 +196,39 @@ TEST_F(DirectReaderTest, BufferedModeCountsFallbacksAndAllowsAnyAlignment) {
   r.read_all(reqs);
   expect_pattern(buf.data(), 12345, 1000);
   EXPECT_EQ(r.counters().fallback_count.load(), 1u);
+}
+
+// ramfs has no O_DIRECT: opening a pack there must fail at initialisation, naming the file and
+// the way out (direct_io=false), which then works and counts every read as a fallback.
+TEST_F(DirectReaderTest, FileSystemWithoutODirectIsAnInitialisationError) {
+  const fs::path mnt = dir_ / "ram";
+  fs::create_directories(mnt);
+  const bool mounted = ::mount("moepack-test", mnt.c_str(), "ramfs", 0, "") == 0;
+  if (::geteuid() == 0) {
+    ASSERT_TRUE(mounted) << "root could not mount ramfs";
+  }
+  const std::string path = (mounted ? mnt : dir_) / "experts.bin";
+  if (mounted) fs::copy_file(path_, path);
+  if (mounted) {
+    try {
+      DirectReader r(path, ReaderSettings{});
+      FAIL() << "O_DIRECT accepted on ramfs";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(path), std::string::npos) << m;
+      EXPECT_NE(m.find("O_DIRECT"), std::string::npos) << m;
+      EXPECT_NE(m.find("direct_io=false"), std::string::npos) << m;
+    }
+  }
+  ReaderSettings buffered;
+  buffered.direct_io = false;
+  DirectReader r(path, buffered);
+  AlignedBuffer buf(4096, 4096);
+  std::vector<ReadRequest> reqs = {{4096 * 5, 4096, buf.data(), 1}};
+  r.read_all(reqs);
+  expect_pattern(buf.data(), 4096 * 5, 4096);
+  EXPECT_EQ(r.counters().fallback_count.load(), 1u);
+  if (mounted) ::umount2(mnt.c_str(), MNT_DETACH);
 }
 
 TEST_F(DirectReaderTest, MissingFileAndBadSettingsAreErrors) {
