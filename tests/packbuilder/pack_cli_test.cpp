@@ -35,7 +35,7 @@ CliRun run(const std::string& args) {
 }
 
 TEST(PackCli, BuildWithJsonProgressThenVerify) {
-  if (std::getenv("MOEPACK_CLI") == nullptr) GTEST_SKIP() << "MOEPACK_CLI is not set (run through ctest)";
+  ASSERT_NE(std::getenv("MOEPACK_CLI"), nullptr) << "MOEPACK_CLI is not set (run through ctest)";
   test::TempDir tmp("moepack-cli");
   const std::string src = test::shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-00002-of-00003.gguf");
   const std::string out = tmp.file("pack");
