@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -55,23 +56,45 @@ TEST(PackKill, KillNineAtRandomMomentsThenResume) {
   const unsigned seed = static_cast<unsigned>(std::chrono::system_clock::now().time_since_epoch().count());
   std::printf("seed %u\n", seed);
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> delay_ms(200, 4000);  // the whole build takes ~3-8 s here
-  int killed = 0;
-  for (int round = 0; round < 5; ++round) {
-    const int ms = delay_ms(rng);
-    const pid_t pid = spawn_build(cli, src, out);
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    ::kill(pid, SIGKILL);
+  // Kill moments are fractions of an uninterrupted build of the same source measured here, so
+  // the test does not depend on how fast this machine is (a fixed range of milliseconds made
+  // the first build finish before its kill on an idle machine, and then nothing was killed).
+  double full_ms = 0;
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    const pid_t pid = spawn_build(cli, src, tmp.file("reference"));
     int st = 0;
     ::waitpid(pid, &st, 0);
-    const bool was_killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
-    std::printf("round %d: %s after %d ms\n", round, was_killed ? "killed" : "finished", ms);
-    if (was_killed) {
-      ++killed;
-      EXPECT_FALSE(loadable(out)) << "a killed build left a loadable pack (round " << round << ")";
-    } else {
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the reference build failed";
+    full_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::filesystem::remove_all(tmp.file("reference"));
+    std::printf("uninterrupted build: %.0f ms\n", full_ms);
+  }
+  std::uniform_real_distribution<double> fraction(0.05, 0.9);
+  int killed = 0;
+  for (int round = 0; round < 5; ++round) {
+    double f = fraction(rng);
+    // The first kill must land on a build from scratch: if it finished anyway (timing noise),
+    // start over from nothing with an earlier kill moment.
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const int ms = static_cast<int>(f * full_ms);
+      const pid_t pid = spawn_build(cli, src, out);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      ::kill(pid, SIGKILL);
+      int st = 0;
+      ::waitpid(pid, &st, 0);
+      const bool was_killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+      std::printf("round %d: %s after %d ms\n", round, was_killed ? "killed" : "finished", ms);
+      if (was_killed) {
+        ++killed;
+        EXPECT_FALSE(loadable(out)) << "a killed build left a loadable pack (round " << round << ")";
+        break;
+      }
       ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
       EXPECT_TRUE(loadable(out));
+      if (killed > 0) break;  // a later round may well finish: the pack is then complete
+      std::filesystem::remove_all(out);
+      f /= 2;
     }
   }
   EXPECT_GE(killed, 1);
