@@ -185,10 +185,14 @@ void DirectReader::pump() {
   }
 }
 
-void DirectReader::fail_request(const Part& p, int err) {
+void DirectReader::abandon_all() {
   counters_.io_errors.fetch_add(1, std::memory_order_relaxed);
   queued_.clear();
   parts_left_.clear();
+}
+
+void DirectReader::fail_request(const Part& p, int err) {
+  abandon_all();
   throw IoError(path_, "read of " + std::to_string(p.length) + " bytes at offset " + std::to_string(p.offset), err);
 }
 
@@ -201,9 +205,7 @@ void DirectReader::complete(Part p, int result) {
   }
   if (result < 0) fail_request(p, -result);
   if (result == 0) {
-    counters_.io_errors.fetch_add(1, std::memory_order_relaxed);
-    queued_.clear();
-    parts_left_.clear();
+    abandon_all();
     throw FormatError(path_, "expert block", p.offset,
                       "the file ended while reading " + std::to_string(p.length) + " bytes: it is truncated");
   }
