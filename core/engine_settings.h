@@ -1,0 +1,50 @@
+// Engine settings: one vocabulary for the CLI (`--set key=value`, `--config FILE.json`), the
+// studio's settings page and the benchmark runner. Names follow the seed system's
+// `expert_pack` loader (ARCHITECTURE.md) where it has one.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace moepack {
+
+struct EngineSettings {
+  // Compute.
+  std::string backend = "auto";  // cpu | cuda | auto (cuda when a usable GPU is present)
+  uint32_t threads = 0;          // CPU threads; 0: hardware_concurrency() - 1 (at least 1)
+  uint32_t n_ctx = 4096;         // KV cache length in tokens; capped at the model's context_length
+  // Expert cache. On the CPU backend the slots are host RAM and the `cache_vram_*` names keep
+  // their meaning as "the cache's byte budget"; on CUDA they are VRAM.
+  uint64_t cache_vram_mib = 1024;        // MiB for expert slots
+  uint64_t cache_vram_reserve_mib = 512; // MiB kept free
+  std::string cache_policy = "hybrid";   // hybrid | lru | lfu
+  // Reader (core/direct_reader.h).
+  uint32_t stage_slots = 8;
+  uint32_t read_splits = 1;
+  uint32_t queue_depth = 32;
+  bool direct_io = true;
+  bool verify_pack_sha256 = false;
+  // Telemetry (core/telemetry.h).
+  std::string stats_path;            // empty: no stats file
+  uint64_t stats_flush_interval = 0; // tokens between stats writes; 0: never
+  // Pack path only: keep `pack_path` / `manifest_path` for users of the seed system; they
+  // select the model when the command's MODEL argument is absent.
+  std::string pack_path;
+  std::string manifest_path;
+};
+
+// Sets one key from its text form ("cache_vram_mib", "2048"). Throws Error naming the key for
+// an unknown key or a value that does not parse / is out of range (e.g. read_splits 0).
+void apply_setting(EngineSettings& s, const std::string& key, const std::string& value);
+// Applies every member of a JSON object (values may be strings, numbers or booleans); `origin`
+// (a file name) appears in errors.
+void apply_settings_json(EngineSettings& s, const nlohmann::json& j, const std::string& origin);
+// Reads a JSON settings file (as apply_settings_json). Throws IoError / FormatError.
+void apply_settings_file(EngineSettings& s, const std::string& path);
+nlohmann::json settings_to_json(const EngineSettings& s);
+// The keys apply_setting accepts, in declaration order.
+const std::vector<std::string>& setting_keys();
+
+}  // namespace moepack
