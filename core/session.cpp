@@ -254,7 +254,9 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
       res.stop_reason = StopReason::Eos;
       break;
     }
-    held += decoder.push(tok);
+    // Pieces as llama.cpp's token_to_piece gives them: no leading-space removal for the first
+    // completion token (it continues the prompt), control tokens render as nothing.
+    held += decoder.push_bytes(tokenizer_.text_piece(tok, /*render_special=*/false));
     if (!options.stop.empty()) {
       const size_t at = find_stop(held, options.stop);
       if (at != std::string::npos) {

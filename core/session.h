@@ -12,7 +12,9 @@
 // sampled token: end-of-generation token (tokenizer.is_eog, unless ignore_eos) -> stop string
 // -> the callback returned false -> max_tokens -> the cancel flag -> the KV cache is full
 // (n_ctx). The cancel flag is also checked before the prefill. Text is streamed through the
-// tokenizer's StreamDecoder (always whole UTF-8 characters; control tokens are not rendered);
+// tokenizer's StreamDecoder (always whole UTF-8 characters; control tokens are not rendered;
+// pieces as llama.cpp's token_to_piece gives them, so a SentencePiece completion may begin
+// with the space of its first word);
 // text that could be the beginning of a stop string is held back until it cannot be.
 //
 // Telemetry: after every forward() the BackendStats difference is added to telemetry()'s
