@@ -19,6 +19,7 @@ struct EngineSettings {
   // their meaning as "the cache's byte budget"; on CUDA they are VRAM.
   uint64_t cache_vram_mib = 1024;        // MiB for expert slots
   uint64_t cache_vram_reserve_mib = 512; // MiB kept free
+  uint64_t cache_bytes = 0;              // exact budget in bytes; overrides cache_vram_mib when > 0
   std::string cache_policy = "hybrid";   // hybrid | lru | lfu
   // Reader (core/direct_reader.h).
   uint32_t stage_slots = 8;

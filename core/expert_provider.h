@@ -1,0 +1,49 @@
+// Where a CPU forward pass gets routed experts from: the model's stacked expert tensors in RAM
+// (GGUF path) or an Expert Pack through ExpertStore's host-RAM slots (pack path). Both hand out
+// the same WeightViews over byte-identical data, so both give identical logits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/cpu_ops.h"
+#include "core/engine_settings.h"
+
+namespace moepack {
+
+class ModelSource;
+class TensorStore;
+
+struct ExpertFfn {
+  WeightView gate;  // [n_ff_exp][n_embd]
+  WeightView up;    // [n_ff_exp][n_embd]
+  WeightView down;  // [n_embd][n_ff_exp]
+};
+
+class ExpertProvider {
+ public:
+  virtual ~ExpertProvider() = default;
+  // Most experts one acquire() may ask for (the cache's slot count; unbounded when resident).
+  virtual uint32_t max_batch() const = 0;
+  // Makes `experts` (distinct ids) of blk.`block` available; the views stay valid until the
+  // next acquire() or end_step(). Adds the time spent waiting for delivery to *io_wait_ms.
+  virtual std::vector<ExpertFfn> acquire(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms) = 0;
+  // Ends a step (one forward() call) for the cache's unique-key hit counting.
+  virtual void end_step() = 0;
+  // Cache and reader counters into `s` (leaves the others alone).
+  virtual void fill_stats(BackendStats& s) const = 0;
+};
+
+// GGUF path: loads every MoE layer's `ffn_{gate,up,down}_exps` into RAM (through `tensors`).
+std::unique_ptr<ExpertProvider> make_resident_experts(const ModelConfig& cfg, TensorStore& tensors, int64_t n_ff_exp);
+
+// Pack path: an ExpertStore with `settings`' cache budget (cache_vram_mib, reserve against the
+// machine's available RAM), reader settings and policy. Throws Error if the budget cannot hold
+// top-k experts, FormatError if the pack's roles are not gate/up/down of the expected shapes.
+std::unique_ptr<ExpertProvider> make_pack_experts(const ModelSource& model, const EngineSettings& settings,
+                                                  int64_t n_ff_exp);
+
+}  // namespace moepack

@@ -1,0 +1,71 @@
+#include "core/moe_routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "core/cpu_ops.h"
+
+namespace moepack {
+
+void route_token(const ModelConfig& cfg, const float* logits, const float* bias, int32_t* ids, float* weights,
+                 float* scratch) {
+  const int64_t n = cfg.n_expert;
+  const int64_t k = cfg.n_expert_used;
+  float* probs = scratch;
+  float* sel = scratch + n;
+  std::copy(logits, logits + n, probs);
+  if (cfg.gating == ExpertGating::Softmax) {
+    softmax_inplace(probs, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) probs[i] = 1.0f / (1.0f + std::exp(-probs[i]));
+  }
+  for (int64_t i = 0; i < n; ++i) sel[i] = bias ? probs[i] + bias[i] : probs[i];
+
+  if (cfg.n_expert_groups > 1) {
+    const int64_t groups = cfg.n_expert_groups;
+    const int64_t per = n / groups;
+    std::vector<std::pair<float, int64_t>> gscore(static_cast<size_t>(groups));
+    for (int64_t g = 0; g < groups; ++g) {
+      float a = -INFINITY, b = -INFINITY;  // best two of the group
+      for (int64_t j = 0; j < per; ++j) {
+        const float v = sel[g * per + j];
+        if (v > a) {
+          b = a;
+          a = v;
+        } else if (v > b) {
+          b = v;
+        }
+      }
+      gscore[static_cast<size_t>(g)] = {per >= 2 ? a + b : a, g};
+    }
+    std::stable_sort(gscore.begin(), gscore.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    std::vector<bool> keep(static_cast<size_t>(groups), false);
+    for (uint32_t i = 0; i < cfg.n_group_used; ++i) keep[static_cast<size_t>(gscore[i].second)] = true;
+    for (int64_t g = 0; g < groups; ++g) {
+      if (!keep[static_cast<size_t>(g)]) std::fill(sel + g * per, sel + (g + 1) * per, -INFINITY);
+    }
+  }
+
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+    return sel[a] > sel[b] || (sel[a] == sel[b] && a < b);
+  });
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k; ++i) {
+    ids[i] = order[static_cast<size_t>(i)];
+    weights[i] = probs[ids[i]];
+    sum += weights[i];
+  }
+  if (cfg.expert_weights_norm) {
+    const float denom = std::max(sum, 6.103515625e-5f);
+    for (int64_t i = 0; i < k; ++i) weights[i] /= denom;
+  }
+  if (cfg.expert_weights_scale != 1.0f) {
+    for (int64_t i = 0; i < k; ++i) weights[i] *= cfg.expert_weights_scale;
+  }
+}
+
+}  // namespace moepack

@@ -1,0 +1,24 @@
+// Router of a MoE layer for one token: exact top-k selection as llama.cpp's build_moe_ffn.
+//
+//   probs      = softmax(logits) (Softmax gating) or sigmoid(logits) (Sigmoid gating)
+//   selection  = probs + bias (bias: `exp_probs_b`, DeepSeek-V3's e_score_correction_bias)
+//   groups     (n_expert_groups > 1): experts split into consecutive groups; a group's score is
+//              the sum of its two best selection values; all but the n_group_used best groups
+//              are masked out (DeepSeek-V3 "group-limited routing", arXiv:2412.19437 §2.1.2)
+//   ids        = the top-k selection values, descending (ties: lower id first)
+//   weights    = probs[ids] (without the bias); with norm: / max(sum, 6.103515625e-5);
+//              then * expert_weights_scale
+#pragma once
+
+#include <cstdint>
+
+#include "core/model_config.h"
+
+namespace moepack {
+
+// logits: n_expert router outputs; bias: n_expert values or null. ids/weights: top-k outputs.
+// scratch: at least 2 * n_expert floats.
+void route_token(const ModelConfig& cfg, const float* logits, const float* bias, int32_t* ids, float* weights,
+                 float* scratch);
+
+}  // namespace moepack
