@@ -98,6 +98,7 @@ const std::vector<Key>& keys() {
       MP_UINT(n_ctx, 1, kU32Max),
       MP_UINT(cache_vram_mib, 0, kU64Max >> 20),
       MP_UINT(cache_vram_reserve_mib, 0, kU64Max >> 20),
+      MP_UINT(cache_bytes, 0, kU64Max),
       Key{"cache_policy",
           [](EngineSettings& s, const std::string& k, const std::string& v) {
             s.cache_policy = parse_choice(k, v, {"hybrid", "lru", "lfu"});
@@ -110,6 +111,7 @@ const std::vector<Key>& keys() {
       MP_BOOL(verify_pack_sha256),
       MP_STRING(stats_path),
       MP_UINT(stats_flush_interval, 0, kU64Max),
+      MP_STRING(trace_path),
       MP_STRING(pack_path),
       MP_STRING(manifest_path),
   };

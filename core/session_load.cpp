@@ -5,6 +5,7 @@
 
 #include "core/backend_factory.h"
 #include "core/model_source.h"
+#include "core/routing_recorder.h"
 #include "core/session.h"
 
 namespace moepack {
@@ -14,6 +15,9 @@ std::unique_ptr<Session> Session::load(const std::string& path_or_name, const En
   Tokenizer tokenizer = Tokenizer::from_gguf(model->metadata());
   std::string tpl = model->metadata().get_string("tokenizer.chat_template").value_or(std::string());
   std::unique_ptr<Backend> backend = make_backend(model, settings);
+  // The backend's routing observer owns the recorder; the trace is complete when the backend
+  // (the session) is destroyed.
+  if (!settings.trace_path.empty()) RoutingRecorder::attach(*backend, settings.trace_path, *model);
   return std::make_unique<Session>(std::move(model), std::move(backend), std::move(tokenizer), std::move(tpl),
                                    settings);
 }
