@@ -21,4 +21,11 @@ std::function<int()> add_bench_io(CLI::App& app);
 std::function<int()> add_tokenize(CLI::App& app);
 std::function<int()> add_template(CLI::App& app);
 
+// Registers `run` and `chat` (core/session.h; shared options in app/engine_options.h).
+std::function<int()> add_run(CLI::App& app);
+std::function<int()> add_chat(CLI::App& app);
+
+// Registers `bench` (bench/bench_runner.h; docs/benchmarks.md).
+std::function<int()> add_bench(CLI::App& app);
+
 }  // namespace moepack::cli

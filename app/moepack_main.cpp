@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       {"verify", moepack::cli::add_verify},       {"devices", moepack::cli::add_devices},
       {"cache-sim", moepack::cli::add_cache_sim}, {"bench-io", moepack::cli::add_bench_io},
       {"tokenize", moepack::cli::add_tokenize},   {"template", moepack::cli::add_template},
+      {"run", moepack::cli::add_run},             {"chat", moepack::cli::add_chat},
+      {"bench", moepack::cli::add_bench},
   };
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   for (const auto& [name, add] : table) {

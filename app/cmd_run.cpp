@@ -1,0 +1,135 @@
+// `moepack run MODEL_OR_PACK --prompt TEXT [--chat] [-n N] [sampling] [--stop STR]...
+//  [--ignore-eos] [--backend B] [--json] [--logits-out FILE] [--set k=v]... [--config F] [--system T]`
+//
+// One generation through core/session.h: streams the completion to stdout, or with --json
+// prints one object at the end. Defaults follow llama.cpp's llama-cli (docs/cli.md).
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app/commands.h"
+#include "app/engine_options.h"
+#include "core/durable_io.h"
+#include "core/error.h"
+#include "core/session.h"
+
+namespace moepack::cli {
+
+namespace {
+
+// n floats as little-endian float32 bytes.
+std::string float32_le(const std::vector<float>& v) {
+  std::string out(v.size() * 4, '\0');
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t u = std::bit_cast<uint32_t>(v[i]);
+    if constexpr (std::endian::native == std::endian::big) u = __builtin_bswap32(u);
+    std::memcpy(out.data() + i * 4, &u, 4);
+  }
+  return out;
+}
+
+void write_logits(const std::string& path, const std::vector<float>& logits) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  if (p.filename().empty()) throw Error("--logits-out " + path + ": not a file name");
+  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+  write_file_atomic(dir, p.filename().string(), float32_le(logits));
+}
+
+}  // namespace
+
+std::function<int()> add_run(CLI::App& app) {
+  struct Options {
+    std::string model, prompt, system, logits_out;
+    bool chat = false, json = false;
+    EngineOptions engine;
+    GenerateOptions gen;
+  };
+  auto opt = std::make_shared<Options>();
+  opt->gen.max_tokens = -1;  // llama-cli's n_predict default: until end of generation or n_ctx
+  CLI::App* sub = app.add_subcommand("run", "Generate a completion for one prompt");
+  sub->add_option("model", opt->model,
+                  "GGUF file, any shard of a split set, an Ollama model name, or an Expert Pack "
+                  "(directory or manifest.json)");
+  sub->add_option("--prompt,-p", opt->prompt, "The prompt text")->required();
+  sub->add_flag("--chat", opt->chat, "Apply the model's chat template to the prompt (one user message)");
+  sub->add_option("--system", opt->system, "With --chat: a system message before the prompt");
+  sub->add_option("-n,--max-tokens", opt->gen.max_tokens, "Tokens to generate; -1: until EOS or the context is full")
+      ->capture_default_str();
+  add_sampling_options(sub, opt->gen.sampling);
+  sub->add_option("--stop", opt->gen.stop, "Stop when the completion contains this text (repeatable; not printed)");
+  sub->add_flag("--ignore-eos", opt->gen.ignore_eos, "Keep generating past end-of-generation tokens");
+  sub->add_flag("--json", opt->json, "Print one JSON object at the end instead of streaming text");
+  sub->add_option("--logits-out", opt->logits_out,
+                  "Write the logits after the last prompt token (n_vocab little-endian float32) to FILE");
+  add_engine_options(sub, opt->engine);
+
+  return [opt]() {
+    if (!opt->system.empty() && !opt->chat) throw Error("--system needs --chat");
+    const EngineSettings settings = resolve_engine_settings(opt->engine);
+    const std::string path = model_path(opt->model, settings);
+    std::unique_ptr<Session> session = Session::load(path, settings);
+    if (opt->chat && !session->template_warning().empty()) {
+      std::fprintf(stderr, "warning: %s\n", session->template_warning().c_str());
+    }
+
+    std::vector<float> prompt_logits;
+    GenerateOptions gen = opt->gen;
+    if (!opt->logits_out.empty()) gen.prompt_logits = &prompt_logits;
+    TextCallback stream;
+    if (!opt->json) {
+      stream = [](std::string_view text, int32_t) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        return true;
+      };
+    }
+    GenerateResult r;
+    if (opt->chat) {
+      std::vector<ChatMessage> messages;
+      if (!opt->system.empty()) messages.push_back({"system", opt->system});
+      messages.push_back({"user", opt->prompt});
+      r = session->chat(messages, gen, stream);
+    } else {
+      r = session->generate_text(opt->prompt, gen, stream);
+    }
+    if (!opt->logits_out.empty()) write_logits(opt->logits_out, prompt_logits);
+
+    if (opt->json) {
+      const nlohmann::json out = {
+          {"model", path},
+          {"backend", std::string(session->backend().name())},
+          {"prompt_tokens", r.prompt_tokens},
+          {"tokens", r.tokens},
+          {"text", r.text},
+          {"stop_reason", stop_reason_name(r.stop_reason)},
+          {"n_prompt_tokens", r.prompt_tokens.size()},
+          {"n_tokens", r.tokens.size()},
+          {"timings",
+           {{"prefill_ms", r.prefill_ms},
+            {"decode_ms", r.decode_ms},
+            {"time_to_first_token_ms", r.time_to_first_token_ms},
+            {"prefill_tokens_per_s", r.prefill_tokens_per_s},
+            {"decode_tokens_per_s", r.decode_tokens_per_s}}},
+          {"stats", backend_stats_json(r.stats)},
+          {"settings", settings_to_json(settings)}};
+      std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+      std::printf("\n");
+      std::fprintf(stderr,
+                   "[%zu prompt tokens, %zu generated, stop: %s | prefill %.1f ms (%.1f tok/s), decode %.1f ms "
+                   "(%.1f tok/s), backend %s]\n",
+                   r.prompt_tokens.size(), r.tokens.size(), stop_reason_name(r.stop_reason), r.prefill_ms,
+                   r.prefill_tokens_per_s, r.decode_ms, r.decode_tokens_per_s,
+                   std::string(session->backend().name()).c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace moepack::cli

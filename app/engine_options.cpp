@@ -1,0 +1,72 @@
+// Shared engine and sampling options of `moepack run` and `moepack chat` (engine_options.h).
+#include "app/engine_options.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace moepack::cli {
+
+void add_engine_options(CLI::App* sub, EngineOptions& o) {
+  sub->add_option("--config", o.config, "Engine settings from a JSON object file (keys as for --set)");
+  sub->add_option("--set", o.sets,
+                  "Engine setting key=value (repeatable; e.g. cache_vram_mib=2048, n_ctx=2048, threads=4)");
+  sub->add_option("--backend", o.backend, "Compute backend: cpu, cuda or auto (default: the settings', auto)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+}
+
+EngineSettings resolve_engine_settings(const EngineOptions& o) {
+  EngineSettings s;
+  if (!o.config.empty()) apply_settings_file(s, o.config);
+  for (const std::string& kv : o.sets) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--set " + kv + ": expected key=value");
+    apply_setting(s, kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (!o.backend.empty()) apply_setting(s, "backend", o.backend);
+  return s;
+}
+
+void add_sampling_options(CLI::App* sub, SamplingParams& p) {
+  sub->add_option("--temperature,--temp", p.temperature, "Sampling temperature; <= 0: greedy (argmax)")
+      ->capture_default_str();
+  sub->add_option("--top-k", p.top_k, "Keep the k most likely tokens; <= 0: off")->capture_default_str();
+  sub->add_option("--top-p", p.top_p, "Nucleus sampling mass; 1: off")->capture_default_str();
+  sub->add_option("--min-p", p.min_p, "Drop tokens below min_p x the best probability; 0: off")
+      ->capture_default_str();
+  sub->add_option("--repeat-penalty", p.repeat_penalty, "Repetition penalty; 1: off")->capture_default_str();
+  sub->add_option("--repeat-last-n", p.repeat_last_n, "Tokens the penalties look back at; -1: all; 0: off")
+      ->capture_default_str();
+  sub->add_option("--presence-penalty", p.presence_penalty, "Subtracted once from tokens seen; 0: off")
+      ->capture_default_str();
+  sub->add_option("--frequency-penalty", p.frequency_penalty, "Subtracted per occurrence; 0: off")
+      ->capture_default_str();
+  sub->add_option("--seed", p.seed, "Random seed; 4294967295: a random seed")->capture_default_str();
+}
+
+std::string model_path(const std::string& arg, const EngineSettings& s) {
+  if (!arg.empty()) return arg;
+  if (!s.pack_path.empty()) return s.pack_path;
+  if (!s.manifest_path.empty()) return s.manifest_path;
+  throw Error("no model given (pass MODEL_OR_PACK, or set pack_path / manifest_path)");
+}
+
+nlohmann::json backend_stats_json(const BackendStats& s) {
+  return {{"forward_calls", s.forward_calls},
+          {"tokens_evaluated", s.tokens_evaluated},
+          {"expert_selections", s.expert_selections},
+          {"experts_computed", s.experts_computed},
+          {"compute_ms", s.compute_ms},
+          {"io_wait_ms", s.io_wait_ms},
+          {"cache_hits", s.cache_hits},
+          {"cache_misses", s.cache_misses},
+          {"cache_evictions", s.cache_evictions},
+          {"pack_read_bytes", s.pack_read_bytes},
+          {"h2d_bytes", s.h2d_bytes},
+          {"fallback_count", s.fallback_count},
+          {"io_errors", s.io_errors},
+          {"cache_slots", s.cache_slots},
+          {"cache_slot_bytes", s.cache_slot_bytes}};
+}
+
+}  // namespace moepack::cli

@@ -1,0 +1,39 @@
+// Options shared by the commands that run a model (`run`, `chat`): engine settings
+// (`--config FILE.json`, `--set key=value`, `--backend`) and the sampler's parameters, with
+// llama.cpp's llama-cli defaults (core/sampler.h). Also the JSON form of BackendStats.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/engine_settings.h"
+#include "core/sampler.h"
+
+namespace moepack::cli {
+
+struct EngineOptions {
+  std::string config;             // --config FILE.json
+  std::vector<std::string> sets;  // --set key=value (repeatable)
+  std::string backend;            // --backend cpu|cuda|auto (empty: from the settings)
+};
+
+// Registers --config, --set and --backend on `sub`.
+void add_engine_options(CLI::App* sub, EngineOptions& o);
+// Settings in this order: defaults, --config file, each --set in order, --backend. Throws Error
+// naming the key (and the file) for anything invalid.
+EngineSettings resolve_engine_settings(const EngineOptions& o);
+
+// Registers --temperature, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
+// --presence-penalty, --frequency-penalty and --seed, bound to `p` (defaults as in `p`).
+void add_sampling_options(CLI::App* sub, SamplingParams& p);
+
+// The model argument, or the settings' pack_path / manifest_path when it is empty. Throws Error
+// when there is none.
+std::string model_path(const std::string& arg, const EngineSettings& s);
+
+nlohmann::json backend_stats_json(const BackendStats& s);
+
+}  // namespace moepack::cli
