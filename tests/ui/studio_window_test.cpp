@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QQmlApplicationEngine>
 #include <QQuickWindow>
+#include <QStandardPaths>
 #include <QtQml/qqmlextensionplugin.h>
 #include <QtTest>
 
@@ -13,6 +14,14 @@ Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
 class StudioWindowTest : public QObject {
   Q_OBJECT
  private slots:
+  void initTestCase() {
+    // Main.qml opens the chat database and converts the demo model: keep them out of the
+    // user's data folders.
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("MoePackTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("studio_window_test"));
+  }
+
   void mainWindowShowsTheDemoModel() {
     QQmlApplicationEngine engine;
     engine.addImportPath(QStringLiteral("qrc:/qt/qml"));

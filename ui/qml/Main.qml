@@ -3,45 +3,174 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import MoePack.Ui
 
+// The studio window: a navigation rail (Chat, Dashboard, Models, Settings) and one page per
+// screen. The view-models are created here and handed to the pages (no singletons).
 ApplicationWindow {
     id: window
-    width: 1100
-    height: 760
+    width: 1280
+    height: 820
+    minimumWidth: 900
+    minimumHeight: 560
     visible: true
-    title: inspector.modelName.length > 0 ? qsTr("MoePack Studio — %1").arg(inspector.modelName)
-                                          : qsTr("MoePack Studio")
+    title: engine.modelName.length > 0 ? qsTr("MoePack Studio — %1").arg(engine.modelName)
+                                       : qsTr("MoePack Studio")
 
     property alias inspector: inspector
+    property alias engine: engine
+    property alias chat: chat
+    property alias telemetry: telemetry
+    property alias settings: settings
+    property alias currentPage: rail.currentIndex
     required property string initialModel
 
-    ModelInspector {
-        id: inspector
-        Component.onCompleted: if (window.initialModel.length > 0) load(window.initialModel)
-    }
+    readonly property color railColor: "#1f2430"
+    readonly property color accent: "#4f6bed"
 
-    header: ToolBar {
-        RowLayout {
-            anchors.fill: parent
-            anchors.leftMargin: 12
-            anchors.rightMargin: 12
-            Label {
-                text: qsTr("MoePack Studio")
-                font.bold: true
-                font.pixelSize: 16
-            }
-            Label {
-                Layout.fillWidth: true
-                text: inspector.path
-                elide: Text.ElideMiddle
-                horizontalAlignment: Text.AlignRight
-                opacity: 0.7
-            }
+    EngineController {
+        id: engine
+        onModelLoaded: if (inspector.path.length === 0) inspector.load(window.initialModel)
+    }
+    SettingsViewModel {
+        id: settings
+        engine: engine
+        onApplied: function(engineChanged) { if (engineChanged) engine.reload() }
+    }
+    ChatViewModel {
+        id: chat
+        engine: engine
+        settings: settings
+    }
+    TelemetryViewModel {
+        id: telemetry
+        engine: engine
+        active: rail.currentIndex === 1 && window.visible
+    }
+    ModelInspector { id: inspector }
+
+    Component.onCompleted: {
+        if (window.initialModel.length > 0) {
+            inspector.load(window.initialModel)
+            engine.load(window.initialModel, settings.values.convert_gguf)
         }
     }
 
-    ModelPage {
+    RowLayout {
         anchors.fill: parent
-        anchors.margins: 12
-        inspector: inspector
+        spacing: 0
+
+        // Navigation rail.
+        Rectangle {
+            Layout.fillHeight: true
+            Layout.preferredWidth: 92
+            color: window.railColor
+
+            ColumnLayout {
+                id: rail
+                property int currentIndex: 0
+                anchors.fill: parent
+                anchors.topMargin: 14
+                spacing: 6
+
+                Label {
+                    Layout.alignment: Qt.AlignHCenter
+                    Layout.bottomMargin: 12
+                    text: "MoE\nPack"
+                    horizontalAlignment: Text.AlignHCenter
+                    color: "white"
+                    font.bold: true
+                    font.pixelSize: 15
+                }
+                Repeater {
+                    model: [
+                        { glyph: "\u25A4", label: qsTr("Chat") },
+                        { glyph: "\u2248", label: qsTr("Dashboard") },
+                        { glyph: "\u25A6", label: qsTr("Models") },
+                        { glyph: "\u2699", label: qsTr("Settings") }
+                    ]
+                    delegate: ItemDelegate {
+                        id: navItem
+                        required property int index
+                        required property var modelData
+                        Layout.fillWidth: true
+                        Layout.leftMargin: 8
+                        Layout.rightMargin: 8
+                        implicitHeight: 62
+                        objectName: "nav" + index
+                        highlighted: rail.currentIndex === index
+                        onClicked: rail.currentIndex = index
+                        background: Rectangle {
+                            radius: 10
+                            color: navItem.highlighted ? window.accent
+                                                       : (navItem.hovered ? "#2c3342" : "transparent")
+                        }
+                        contentItem: Column {
+                            spacing: 2
+                            Label {
+                                anchors.horizontalCenter: parent.horizontalCenter
+                                text: navItem.modelData.glyph
+                                color: "white"
+                                font.pixelSize: 20
+                            }
+                            Label {
+                                anchors.horizontalCenter: parent.horizontalCenter
+                                text: navItem.modelData.label
+                                color: navItem.highlighted ? "white" : "#c5cad6"
+                                font.pixelSize: 12
+                            }
+                        }
+                    }
+                }
+                Item { Layout.fillHeight: true }
+                // Engine status at the bottom of the rail.
+                Rectangle {
+                    Layout.alignment: Qt.AlignHCenter
+                    Layout.bottomMargin: 4
+                    width: 10; height: 10; radius: 5
+                    color: engine.state === EngineController.Ready ? "#3ecf8e"
+                         : engine.state === EngineController.Failed ? "#ef5350"
+                         : engine.state === EngineController.Loading ? "#ffb300" : "#7a8191"
+                }
+                Label {
+                    Layout.alignment: Qt.AlignHCenter
+                    Layout.bottomMargin: 14
+                    Layout.maximumWidth: 84
+                    horizontalAlignment: Text.AlignHCenter
+                    elide: Text.ElideRight
+                    color: "#c5cad6"
+                    font.pixelSize: 11
+                    text: engine.state === EngineController.Ready ? engine.backendName.toUpperCase()
+                        : engine.state === EngineController.Loading ? qsTr("Loading")
+                        : engine.state === EngineController.Failed ? qsTr("Error") : qsTr("No model")
+                }
+            }
+        }
+
+        StackLayout {
+            id: stack
+            Layout.fillWidth: true
+            Layout.fillHeight: true
+            currentIndex: rail.currentIndex
+
+            ChatPage {
+                chat: chat
+                engine: engine
+                onOpenSettings: rail.currentIndex = 3
+            }
+            DashboardPage {
+                telemetry: telemetry
+                engine: engine
+            }
+            Item {
+                ModelPage {
+                    anchors.fill: parent
+                    anchors.margins: 16
+                    inspector: inspector
+                }
+            }
+            SettingsPage {
+                settings: settings
+                engine: engine
+            }
+        }
     }
 }

@@ -1,0 +1,203 @@
+// EngineController / EngineWorker round trips (QSignalSpy) and ChatViewModel over a scripted
+// engine: send, stream, stop, regenerate, edit and re-run, persistence, list models checked by
+// QAbstractItemModelTester. The real engine is exercised in chat_engine_test.cpp.
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "fake_chat_engine.h"
+#include "ui/chat_view_model.h"
+#include "ui/conversation_store.h"
+#include "ui/engine_worker.h"
+
+using namespace moepack::ui;
+using moepack::ui::test::FakeScript;
+
+namespace {
+bool loadAndWait(EngineController& e, const QString& path) {
+  QSignalSpy st(&e, &EngineController::stateChanged);
+  e.load(path, false);
+  const bool ok = QTest::qWaitFor(
+      [&] { return e.state() == EngineController::Ready || e.state() == EngineController::Failed; }, 10000);
+  if (!ok) qWarning() << "engine state" << e.state() << e.error();
+  return ok;
+}
+}  // namespace
+
+class ChatViewModelTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void workerStreamsInBatchesAndFinishes() {
+    FakeScript script;
+    script.extra_tokens = 200;
+    script.token_delay_ms = 1;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    QCOMPARE(e.state(), EngineController::Ready);
+    QVERIFY(e.telemetry() != nullptr);
+    QSignalSpy text(&e, &EngineController::textReady);
+    QSignalSpy done(&e, &EngineController::generationFinished);
+    QElapsedTimer t;
+    t.start();
+    GenerationSettings g;
+    g.max_tokens = 1000;
+    const quint64 id = e.generate({{"user", "hi"}}, g);
+    QVERIFY(id != 0);
+    QVERIFY(e.generating());
+    QCOMPARE(e.generate({{"user", "again"}}, g), quint64(0));  // one at a time
+    QVERIFY(done.wait(20000));
+    const qint64 ms = t.elapsed();
+    QString streamed;
+    for (const auto& args : text) {
+      QCOMPARE(args.at(0).toULongLong(), id);
+      streamed += args.at(1).toString();
+    }
+    const auto reply = done.at(0).at(0).value<GenerationReply>();
+    QCOMPARE(reply.id, id);
+    QCOMPARE(streamed, reply.text);
+    QVERIFY(reply.text.startsWith("echo: hi w1.0 w1.1"));
+    QCOMPARE(reply.stats.generatedTokens, 202);
+    QCOMPARE(reply.stats.stopReason, QString("eos"));
+    // 202 tokens >= 1 ms apart: at most one signal per 16 ms (+ the final flush).
+    QVERIFY2(text.size() <= ms / 16 + 2, qPrintable(QString("%1 signals in %2 ms").arg(text.size()).arg(ms)));
+    QVERIFY(text.size() < 202);
+    QVERIFY(!e.generating());
+    QCOMPARE(e.telemetry()->snapshot().tokens, uint64_t(202));
+  }
+
+  void stopEndsTheGenerationEarly() {
+    FakeScript script;
+    script.extra_tokens = 1000;
+    script.token_delay_ms = 5;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    QSignalSpy text(&e, &EngineController::textReady);
+    QSignalSpy done(&e, &EngineController::generationFinished);
+    GenerationSettings g;
+    g.max_tokens = 2000;
+    e.generate({{"user", "hi"}}, g);
+    QVERIFY(text.wait(5000));
+    e.stop();
+    QVERIFY(done.wait(5000));
+    const auto reply = done.at(0).at(0).value<GenerationReply>();
+    QCOMPARE(reply.stats.stopReason, QString("cancelled"));
+    QVERIFY(reply.stats.generatedTokens < 1000);
+  }
+
+  void loadErrorsAreMessagesAndReloadRecovers() {
+    FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "/models/bad.gguf"));
+    QCOMPARE(e.state(), EngineController::Failed);
+    QVERIFY(e.error().contains("/models/bad.gguf: not a model"));
+    QCOMPARE(e.generate({{"user", "x"}}, {}), quint64(0));
+    QVERIFY(loadAndWait(e, "/models/good.gguf"));
+    QCOMPARE(e.state(), EngineController::Ready);
+    QSignalSpy failed(&e, &EngineController::generationFailed);
+    e.generate({{"user", "fail"}}, {});
+    QVERIFY(failed.wait(5000));
+    QCOMPARE(failed.at(0).at(1).toString(), QString("scripted failure"));
+    QSignalSpy st(&e, &EngineController::modelLoaded);
+    e.reload();
+    QVERIFY(st.wait(5000));
+  }
+
+  void chatSendRegenerateEditPersist() {
+    QTemporaryDir dir;
+    const QString dbPath = dir.filePath("chat.sqlite");
+    FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    qint64 conv = 0;
+    {
+      ChatViewModel vm;
+      QAbstractItemModelTester t1(vm.messages(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+      QAbstractItemModelTester t2(vm.conversations(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+      QVERIFY(vm.openDatabase(dbPath));
+      vm.setEngine(&e);
+      QVERIFY(vm.canSend());
+      vm.setSystemPrompt("Be brief.");
+      vm.setSamplingValue("temperature", 0.0);
+      vm.setSamplingValue("top_k", 1);
+      QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
+      QVERIFY(vm.send("What does \"salmon\" mean?"));
+      QVERIFY(vm.generating());
+      QVERIFY(!vm.canSend());
+      QVERIFY(!vm.send("second"));
+      QVERIFY(finished.wait(5000));
+      QCOMPARE(vm.lastError(), QString());
+      QCOMPARE(vm.messages()->count(), 2);
+      const auto& reply = vm.messages()->at(1);
+      QCOMPARE(reply.message.content, QString("echo: What does \"salmon\" mean? w1.0 w1.1 w1.2"));
+      QCOMPARE(reply.message.stats.generatedTokens, 5);
+      QVERIFY(!reply.streaming);
+      QCOMPARE(vm.conversations()->count(), 1);
+      QCOMPARE(vm.title(), QString("What does \"salmon\" mean?"));
+      conv = vm.currentConversationId();
+
+      QVERIFY(vm.regenerate());
+      QVERIFY(finished.wait(5000));
+      QCOMPARE(vm.messages()->count(), 2);
+      QVERIFY(vm.messages()->at(1).message.content.endsWith("w2.2"));
+
+      QVERIFY(vm.send("and trout?"));
+      QVERIFY(finished.wait(5000));
+      QCOMPARE(vm.messages()->count(), 4);
+      QVERIFY(vm.editMessage(0, "What does \"cod\" mean?"));
+      QVERIFY(finished.wait(5000));
+      QCOMPARE(vm.messages()->count(), 2);
+      QCOMPARE(vm.messages()->at(0).message.content, QString("What does \"cod\" mean?"));
+      QVERIFY(vm.messages()->at(1).message.content.startsWith("echo: What does \"cod\" mean?"));
+      QVERIFY(!vm.editMessage(1, "assistant rows are not editable"));
+
+      QVERIFY(vm.send("fail"));
+      QVERIFY(finished.wait(5000));
+      QCOMPARE(vm.lastError(), QString("scripted failure"));
+      QCOMPARE(vm.messages()->at(3).error, QString("scripted failure"));
+    }
+    // Reload from SQLite: the failed reply was not stored, everything else was.
+    ChatViewModel vm2;
+    QVERIFY(vm2.openDatabase(dbPath));
+    QCOMPARE(vm2.currentConversationId(), conv);
+    QCOMPARE(vm2.systemPrompt(), QString("Be brief."));
+    QCOMPARE(vm2.sampling().value("temperature").toDouble(), 0.0);
+    QCOMPARE(vm2.sampling().value("top_k").toInt(), 1);
+    QCOMPARE(vm2.messages()->count(), 3);
+    QCOMPARE(vm2.messages()->at(1).message.stats.stopReason, QString("eos"));
+    QCOMPARE(vm2.messages()->at(2).message.content, QString("fail"));
+
+    vm2.renameConversation(conv, "Fish");
+    QCOMPARE(vm2.title(), QString("Fish"));
+    vm2.newConversation();
+    QCOMPARE(vm2.currentConversationId(), qint64(0));
+    QCOMPARE(vm2.messages()->count(), 0);
+    vm2.deleteConversation(conv);
+    QCOMPARE(vm2.conversations()->count(), 0);
+  }
+
+  void stopKeepsThePartialReply() {
+    QTemporaryDir dir;
+    FakeScript script;
+    script.extra_tokens = 1000;
+    script.token_delay_ms = 5;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    ChatViewModel vm;
+    QVERIFY(vm.openDatabase(dir.filePath("c.sqlite")));
+    vm.setEngine(&e);
+    QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
+    QVERIFY(vm.send("long"));
+    QTRY_VERIFY_WITH_TIMEOUT(vm.messages()->at(1).message.content.size() > 12, 5000);
+    QVERIFY(vm.messages()->at(1).streaming);
+    vm.stop();
+    QVERIFY(finished.wait(5000));
+    QCOMPARE(vm.messages()->count(), 2);
+    QCOMPARE(vm.messages()->at(1).message.stats.stopReason, QString("cancelled"));
+    QCOMPARE(vm.store()->messages(vm.currentConversationId()).size(), size_t(2));
+    QVERIFY(vm.canSend());
+  }
+};
+
+QTEST_MAIN(ChatViewModelTest)
+#include "chat_view_model_test.moc"

@@ -1,0 +1,89 @@
+// A scripted ChatEngine for view-model tests: replies "echo: <last user message>" followed by
+// `extra_tokens` numbered words, one token per word, `token_delay_ms` apart; records one
+// telemetry sample per token (2 misses and 4096 bytes each). A user message "fail" throws.
+#pragma once
+
+#include <QThread>
+#include <atomic>
+#include <string>
+
+#include "core/error.h"
+#include "ui/chat_engine.h"
+
+namespace moepack::ui::test {
+
+struct FakeScript {
+  int extra_tokens = 3;
+  int token_delay_ms = 0;
+  std::atomic<int> replies{0};  // chat() calls so far
+};
+
+class FakeChatEngine final : public ChatEngine {
+ public:
+  FakeChatEngine(QString path, FakeScript& script) : path_(std::move(path)), script_(script) {}
+  EngineInfo info() const override {
+    EngineInfo i;
+    i.path = path_;
+    i.modelName = QStringLiteral("fake");
+    i.backend = QStringLiteral("cpu");
+    i.nCtx = 512;
+    i.moeLayers = 5;
+    i.topK = 4;
+    i.expertsPerLayer = 32;
+    i.cacheSlots = 64;
+    i.cacheSlotBytes = 1 << 20;
+    return i;
+  }
+  GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateOptions& options,
+                      const TextCallback& on_text) override {
+    const std::string last = messages.empty() ? std::string() : messages.back().content;
+    if (last == "fail") throw Error("scripted failure");
+    const int n = ++script_.replies;
+    std::vector<std::string> words{"echo:", " " + last};
+    for (int i = 0; i < script_.extra_tokens; ++i) words.push_back(" w" + std::to_string(n) + "." + std::to_string(i));
+    GenerateResult r;
+    r.prompt_tokens.assign(messages.size() * 3, 1);
+    r.stop_reason = StopReason::Eos;
+    for (const auto& w : words) {
+      if (static_cast<int32_t>(r.tokens.size()) >= options.max_tokens) {
+        r.stop_reason = StopReason::Length;
+        break;
+      }
+      if (options.cancel && options.cancel->load()) {
+        r.stop_reason = StopReason::Cancelled;
+        break;
+      }
+      if (script_.token_delay_ms > 0) QThread::msleep(static_cast<unsigned long>(script_.token_delay_ms));
+      r.tokens.push_back(static_cast<int32_t>(r.tokens.size()));
+      r.text += w;
+      telemetry_.counters().cache_misses += 2;
+      telemetry_.counters().cache_hits += 18;
+      telemetry_.counters().pack_read_bytes += 4096;
+      telemetry_.record_token(TokenSample{0, 4096, 2, 0.1, 1.0});
+      if (on_text && !on_text(w, r.tokens.back())) {
+        r.stop_reason = StopReason::Cancelled;
+        break;
+      }
+    }
+    r.time_to_first_token_ms = 5;
+    r.prefill_tokens_per_s = 1000;
+    r.decode_tokens_per_s = 100;
+    return r;
+  }
+  Telemetry& telemetry() override { return telemetry_; }
+
+ private:
+  QString path_;
+  FakeScript& script_;
+  Telemetry telemetry_;
+};
+
+// A factory over `script`; paths containing "bad" fail to open.
+inline ChatEngineFactory fake_factory(FakeScript& script) {
+  return [&script](const QString& path, const EngineSettings&) -> std::unique_ptr<ChatEngine> {
+    if (path.contains(QLatin1String("bad"))) throw Error(path.toStdString() + ": not a model");
+    return std::make_unique<FakeChatEngine>(path, script);
+  };
+}
+
+}  // namespace moepack::ui::test

@@ -1,0 +1,400 @@
+#include "ui/chat_view_model.h"
+
+#include <QClipboard>
+#include <QGuiApplication>
+#include <QLoggingCategory>
+
+#include "core/error.h"
+#include "ui/app_database.h"
+#include "ui/conversation_store.h"
+#include "ui/engine_worker.h"
+#include "ui/settings_view_model.h"
+
+Q_LOGGING_CATEGORY(lcUi, "moepack.ui")
+
+namespace moepack::ui {
+namespace {
+constexpr int kTitleChars = 48;
+
+QString title_from(const QString& text) {
+  QString t = text.simplified();
+  if (t.size() > kTitleChars) t = t.left(kTitleChars - 1) + QChar(0x2026);
+  return t;
+}
+}  // namespace
+
+ChatViewModel::ChatViewModel(QObject* parent) : QObject(parent) {}
+
+ChatViewModel::~ChatViewModel() {
+  if (pending_.id != 0 && engine_) engine_->stop();
+}
+
+void ChatViewModel::componentComplete() {
+  if (!store_) openDatabase(databasePath_);
+}
+
+bool ChatViewModel::openDatabase(const QString& path) {
+  try {
+    store_.reset();
+    db_ = std::make_unique<AppDatabase>(path.isEmpty() ? AppDatabase::default_path() : path);
+    store_ = std::make_unique<ConversationStore>(*db_);
+  } catch (const std::exception& e) {
+    qCWarning(lcUi) << "cannot open the conversation database:" << e.what();
+    setError(tr("Cannot open the conversation database: %1").arg(QString::fromUtf8(e.what())));
+    return false;
+  }
+  refreshList();
+  if (conversations_.count() > 0) selectConversation(conversations_.at(0).id);
+  return true;
+}
+
+void ChatViewModel::setDefaults(const GenerationSettings& sampling, const QString& systemPrompt) {
+  defaultGeneration_ = sampling;
+  defaultSystemPrompt_ = systemPrompt;
+  if (current_ == 0) {
+    generation_ = sampling;
+    systemPrompt_ = systemPrompt;
+    emit samplingChanged();
+    emit currentChanged();
+  }
+}
+
+void ChatViewModel::setEngine(EngineController* e) {
+  if (engine_ == e) return;
+  for (const auto& c : engineConnections_) disconnect(c);
+  engineConnections_.clear();
+  engine_ = e;
+  if (e) {
+    engineConnections_ << connect(e, &EngineController::textReady, this, &ChatViewModel::onText)
+                       << connect(e, &EngineController::generationFinished, this, &ChatViewModel::onFinished)
+                       << connect(e, &EngineController::generationFailed, this, &ChatViewModel::onFailed)
+                       << connect(e, &EngineController::stateChanged, this, &ChatViewModel::canSendChanged);
+  }
+  emit engineChanged();
+  emit canSendChanged();
+}
+
+void ChatViewModel::setSettings(SettingsViewModel* s) {
+  if (settings_ == s) return;
+  if (settings_) disconnect(settings_, nullptr, this, nullptr);
+  settings_ = s;
+  if (s) {
+    auto pull = [this] {
+      if (settings_) setDefaults(settings_->generationDefaults(), settings_->systemPromptDefault());
+    };
+    connect(s, &SettingsViewModel::applied, this, pull);
+    pull();
+  }
+  emit settingsChanged();
+}
+
+void ChatViewModel::setDatabasePath(const QString& p) {
+  if (databasePath_ == p) return;
+  databasePath_ = p;
+  emit databasePathChanged();
+}
+
+QString ChatViewModel::title() const {
+  const int row = conversations_.rowOf(current_);
+  return row >= 0 ? conversations_.at(row).title : QString();
+}
+
+QVariantMap ChatViewModel::sampling() const { return generation_to_json(generation_).toVariantMap(); }
+
+bool ChatViewModel::canSend() const {
+  return store_ && engine_ && engine_->state() == EngineController::Ready && pending_.id == 0;
+}
+
+void ChatViewModel::setError(const QString& e) {
+  if (lastError_ == e) return;
+  lastError_ = e;
+  emit lastErrorChanged();
+}
+
+void ChatViewModel::refreshList() {
+  if (!store_) return;
+  try {
+    conversations_.assign(store_->conversations());
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+  }
+}
+
+void ChatViewModel::newConversation() {
+  if (pending_.id != 0) stop();
+  current_ = 0;
+  systemPrompt_ = defaultSystemPrompt_;
+  generation_ = defaultGeneration_;
+  messages_.reset({});
+  emit currentChanged();
+  emit samplingChanged();
+}
+
+void ChatViewModel::selectConversation(qint64 id) {
+  if (!store_ || id == current_) return;
+  if (pending_.id != 0) stop();
+  try {
+    const auto c = store_->conversation(id);
+    if (!c) return;
+    current_ = id;
+    systemPrompt_ = c->systemPrompt;
+    generation_ = generation_from_json(c->sampling, defaultGeneration_);
+    messages_.reset(store_->messages(id));
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+  }
+  emit currentChanged();
+  emit samplingChanged();
+}
+
+void ChatViewModel::deleteConversation(qint64 id) {
+  if (!store_) return;
+  if (pending_.conversation == id) stop();
+  try {
+    store_->removeConversation(id);
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+  }
+  refreshList();
+  if (id == current_) {
+    current_ = 0;
+    if (conversations_.count() > 0) {
+      selectConversation(conversations_.at(0).id);
+    } else {
+      newConversation();
+    }
+  }
+}
+
+void ChatViewModel::renameConversation(qint64 id, const QString& title) {
+  const QString t = title.simplified();
+  if (!store_ || t.isEmpty()) return;
+  try {
+    store_->renameConversation(id, t);
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+  }
+  refreshList();
+  if (id == current_) emit currentChanged();
+}
+
+void ChatViewModel::setSystemPrompt(const QString& prompt) {
+  if (prompt == systemPrompt_) return;
+  systemPrompt_ = prompt;
+  if (store_ && current_ != 0) {
+    try {
+      store_->setSystemPrompt(current_, prompt);
+    } catch (const std::exception& e) {
+      setError(QString::fromUtf8(e.what()));
+    }
+  }
+  emit currentChanged();
+}
+
+void ChatViewModel::setSamplingValue(const QString& key, const QVariant& value) {
+  QJsonObject o = generation_to_json(generation_);
+  o.insert(key, value.toDouble());
+  generation_ = generation_from_json(o, generation_);
+  if (store_ && current_ != 0) {
+    try {
+      store_->setSampling(current_, generation_to_json(generation_));
+    } catch (const std::exception& e) {
+      setError(QString::fromUtf8(e.what()));
+    }
+  }
+  emit samplingChanged();
+}
+
+void ChatViewModel::resetSampling() {
+  generation_ = defaultGeneration_;
+  if (store_ && current_ != 0) {
+    try {
+      store_->setSampling(current_, generation_to_json(generation_));
+    } catch (const std::exception& e) {
+      setError(QString::fromUtf8(e.what()));
+    }
+  }
+  emit samplingChanged();
+}
+
+bool ChatViewModel::ensureConversation() {
+  if (current_ != 0) return true;
+  try {
+    current_ = store_->createConversation(tr("New chat"), systemPrompt_, generation_to_json(generation_),
+                                          engine_ ? engine_->modelPath() : QString());
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+    return false;
+  }
+  refreshList();
+  emit currentChanged();
+  return true;
+}
+
+bool ChatViewModel::send(const QString& text) {
+  const QString t = text.trimmed();
+  if (t.isEmpty() || !canSend()) return false;
+  if (!ensureConversation()) return false;
+  while (messages_.count() > 0 && !messages_.at(messages_.count() - 1).error.isEmpty()) {
+    messages_.truncate(messages_.count() - 1);  // a failed reply is replaced by the next one
+  }
+  try {
+    const bool first = messages_.count() == 0;
+    MessageListModel::Row row;
+    row.message.id = store_->appendMessage(current_, QStringLiteral("user"), t);
+    row.message.conversationId = current_;
+    row.message.position = messages_.count();
+    row.message.role = QStringLiteral("user");
+    row.message.content = t;
+    messages_.append(row);
+    if (first) store_->renameConversation(current_, title_from(t));
+    refreshList();
+    emit currentChanged();
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+    return false;
+  }
+  return startReply();
+}
+
+bool ChatViewModel::startReply() {
+  std::vector<ChatMessage> msgs;
+  if (!systemPrompt_.trimmed().isEmpty()) msgs.push_back({"system", systemPrompt_.toStdString()});
+  for (int i = 0; i < messages_.count(); ++i) {
+    const auto& r = messages_.at(i);
+    if (!r.error.isEmpty()) continue;
+    msgs.push_back({r.message.role.toStdString(), r.message.content.toStdString()});
+  }
+  const quint64 id = engine_->generate(std::move(msgs), generation_);
+  if (id == 0) {
+    setError(tr("The model is not ready."));
+    return false;
+  }
+  setError({});
+  pending_ = {id, current_};
+  MessageListModel::Row row;
+  row.message.conversationId = current_;
+  row.message.position = messages_.count();
+  row.message.role = QStringLiteral("assistant");
+  row.streaming = true;
+  messages_.append(row);
+  emit generatingChanged();
+  emit canSendChanged();
+  return true;
+}
+
+void ChatViewModel::stop() {
+  if (engine_ && pending_.id != 0) engine_->stop();
+}
+
+bool ChatViewModel::regenerate() {
+  if (!canSend() || current_ == 0 || messages_.count() == 0) return false;
+  const int last = messages_.count() - 1;
+  try {
+    if (messages_.at(last).message.role == QLatin1String("assistant")) {
+      store_->truncate(current_, messages_.at(last).message.position);
+      messages_.truncate(last);
+    }
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+    return false;
+  }
+  if (messages_.count() == 0 || messages_.at(messages_.count() - 1).message.role != QLatin1String("user")) return false;
+  return startReply();
+}
+
+bool ChatViewModel::editMessage(int row, const QString& text) {
+  const QString t = text.trimmed();
+  if (!canSend() || row < 0 || row >= messages_.count() || t.isEmpty()) return false;
+  if (messages_.at(row).message.role != QLatin1String("user")) return false;
+  try {
+    store_->truncate(current_, messages_.at(row).message.position);
+    messages_.truncate(row);
+    MessageListModel::Row r;
+    r.message.id = store_->appendMessage(current_, QStringLiteral("user"), t);
+    r.message.conversationId = current_;
+    r.message.position = messages_.count();
+    r.message.role = QStringLiteral("user");
+    r.message.content = t;
+    messages_.append(r);
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+    return false;
+  }
+  return startReply();
+}
+
+void ChatViewModel::copyMessage(int row) {
+  if (row < 0 || row >= messages_.count()) return;
+  if (auto* cb = QGuiApplication::clipboard()) cb->setText(messages_.at(row).message.content);
+}
+
+QString ChatViewModel::exportConversation(const QUrl& file, const QString& format) {
+  if (!store_ || current_ == 0) return tr("There is no conversation to export.");
+  const QString path = file.isLocalFile() ? file.toLocalFile() : file.toString();
+  try {
+    if (format == QLatin1String("json")) {
+      store_->exportJson(current_, path);
+    } else {
+      store_->exportMarkdown(current_, path);
+    }
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+  return {};
+}
+
+void ChatViewModel::onText(quint64 id, const QString& text) {
+  if (id != pending_.id || pending_.conversation != current_ || messages_.count() == 0) return;
+  messages_.appendText(messages_.count() - 1, text);
+}
+
+void ChatViewModel::clearPending() {
+  pending_ = {};
+  emit generatingChanged();
+  emit canSendChanged();
+}
+
+void ChatViewModel::onFinished(const GenerationReply& reply) {
+  if (reply.id != pending_.id) return;
+  const qint64 conv = pending_.conversation;
+  const bool visible = conv == current_ && messages_.count() > 0;
+  const int row = messages_.count() - 1;
+  const bool keep = !(reply.text.isEmpty() && reply.stats.stopReason == QLatin1String("cancelled"));
+  try {
+    if (keep) {
+      const qint64 mid = store_->appendMessage(conv, QStringLiteral("assistant"), reply.text, reply.stats);
+      if (visible) {
+        MessageListModel::Row r = messages_.at(row);
+        r.message.id = mid;
+        r.message.content = reply.text;
+        r.message.stats = reply.stats;
+        r.streaming = false;
+        messages_.update(row, r);
+      }
+    } else if (visible) {
+      messages_.truncate(row);
+    }
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+  }
+  clearPending();
+  refreshList();
+  emit replyFinished();
+}
+
+void ChatViewModel::onFailed(quint64 id, const QString& message) {
+  if (id != pending_.id) return;
+  if (pending_.conversation == current_ && messages_.count() > 0) {
+    const int row = messages_.count() - 1;
+    MessageListModel::Row r = messages_.at(row);
+    r.streaming = false;
+    r.error = message;
+    messages_.update(row, r);
+  }
+  setError(message);
+  clearPending();
+  emit replyFinished();
+}
+
+}  // namespace moepack::ui

@@ -1,0 +1,139 @@
+// View-model of the chat screen: the conversation list, the open conversation's messages,
+// its system prompt and sampling settings, and the commands QML calls (send, stop,
+// regenerate, edit and re-run, copy, new / rename / delete, export). Owns the
+// ConversationStore (SQLite, ui/conversation_store.h) on the UI thread; generation goes
+// through an EngineController (ui/engine_worker.h), so nothing here blocks.
+//
+// Reply life cycle: send() stores the user message and appends a streaming assistant row;
+// streamed text grows that row; when the engine finishes, the reply and its statistics are
+// stored (also when stopped: stop_reason "cancelled"). A failed reply keeps its error in
+// the row and is not stored. Switching conversations while a reply streams stops it; the
+// partial reply is stored in the conversation it belongs to.
+#pragma once
+
+#include <QObject>
+#include <QPointer>
+#include <QQmlParserStatus>
+#include <QUrl>
+#include <QVariantMap>
+#include <QtQml/qqmlregistration.h>
+#include <memory>
+
+#include "ui/conversation_list_model.h"
+#include "ui/engine_worker.h"
+#include "ui/message_list_model.h"
+#include "ui/sampling_json.h"
+#include "ui/settings_view_model.h"
+
+namespace moepack::ui {
+
+class AppDatabase;
+class ConversationStore;
+
+class ChatViewModel : public QObject, public QQmlParserStatus {
+  Q_OBJECT
+  QML_ELEMENT
+  Q_INTERFACES(QQmlParserStatus)
+  Q_PROPERTY(moepack::ui::EngineController* engine READ engine WRITE setEngine NOTIFY engineChanged)
+  Q_PROPERTY(moepack::ui::SettingsViewModel* settings READ settings WRITE setSettings NOTIFY settingsChanged)
+  Q_PROPERTY(QString databasePath READ databasePath WRITE setDatabasePath NOTIFY databasePathChanged)
+  Q_PROPERTY(moepack::ui::ConversationListModel* conversations READ conversations CONSTANT)
+  Q_PROPERTY(moepack::ui::MessageListModel* messages READ messages CONSTANT)
+  Q_PROPERTY(qint64 currentConversationId READ currentConversationId NOTIFY currentChanged)
+  Q_PROPERTY(QString title READ title NOTIFY currentChanged)
+  Q_PROPERTY(QString systemPrompt READ systemPrompt NOTIFY currentChanged)
+  Q_PROPERTY(QVariantMap sampling READ sampling NOTIFY samplingChanged)
+  Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
+  Q_PROPERTY(bool canSend READ canSend NOTIFY canSendChanged)
+  Q_PROPERTY(QString lastError READ lastError NOTIFY lastErrorChanged)
+
+ public:
+  explicit ChatViewModel(QObject* parent = nullptr);
+  ~ChatViewModel() override;
+
+  void classBegin() override {}
+  void componentComplete() override;
+  // Opens the database (AppDatabase::default_path() when empty). Called by
+  // componentComplete(); tests call it directly. Errors go to lastError.
+  bool openDatabase(const QString& path = {});
+
+  // Defaults for new conversations (from the settings page).
+  void setDefaults(const GenerationSettings& sampling, const QString& systemPrompt);
+
+  // Commands.
+  Q_INVOKABLE void newConversation();
+  Q_INVOKABLE void selectConversation(qint64 id);
+  Q_INVOKABLE void deleteConversation(qint64 id);
+  Q_INVOKABLE void renameConversation(qint64 id, const QString& title);
+  Q_INVOKABLE void setSystemPrompt(const QString& prompt);
+  // key: temperature, top_k, top_p, min_p, repeat_penalty, max_tokens, seed (sampling_json.h).
+  Q_INVOKABLE void setSamplingValue(const QString& key, const QVariant& value);
+  Q_INVOKABLE void resetSampling();
+  Q_INVOKABLE bool send(const QString& text);
+  Q_INVOKABLE void stop();
+  Q_INVOKABLE bool regenerate();
+  Q_INVOKABLE bool editMessage(int row, const QString& text);  // a user message; re-runs from it
+  Q_INVOKABLE void copyMessage(int row);
+  // format: "md" or "json". Returns "" or the error message.
+  Q_INVOKABLE QString exportConversation(const QUrl& file, const QString& format);
+
+  EngineController* engine() const { return engine_; }
+  void setEngine(EngineController* e);
+  SettingsViewModel* settings() const { return settings_; }
+  void setSettings(SettingsViewModel* s);  // defaults for new conversations come from it
+  QString databasePath() const { return databasePath_; }
+  void setDatabasePath(const QString& p);
+  ConversationListModel* conversations() { return &conversations_; }
+  MessageListModel* messages() { return &messages_; }
+  qint64 currentConversationId() const { return current_; }
+  QString title() const;
+  QString systemPrompt() const { return systemPrompt_; }
+  QVariantMap sampling() const;
+  const GenerationSettings& generation() const { return generation_; }
+  bool generating() const { return pending_.id != 0; }
+  bool canSend() const;
+  QString lastError() const { return lastError_; }
+  ConversationStore* store() { return store_.get(); }
+
+ signals:
+  void engineChanged();
+  void settingsChanged();
+  void databasePathChanged();
+  void currentChanged();
+  void samplingChanged();
+  void generatingChanged();
+  void canSendChanged();
+  void lastErrorChanged();
+  void replyFinished();  // after a reply was stored (or failed)
+
+ private:
+  bool ensureConversation();
+  bool startReply();
+  void refreshList();
+  void setError(const QString& e);
+  void onText(quint64 id, const QString& text);
+  void onFinished(const GenerationReply& reply);
+  void onFailed(quint64 id, const QString& message);
+  void clearPending();
+
+  QPointer<EngineController> engine_;
+  QPointer<SettingsViewModel> settings_;
+  QString databasePath_;
+  std::unique_ptr<AppDatabase> db_;
+  std::unique_ptr<ConversationStore> store_;
+  ConversationListModel conversations_;
+  MessageListModel messages_;
+  qint64 current_ = 0;
+  QString systemPrompt_;
+  GenerationSettings generation_;
+  GenerationSettings defaultGeneration_;
+  QString defaultSystemPrompt_;
+  QString lastError_;
+  struct Pending {
+    quint64 id = 0;
+    qint64 conversation = 0;
+  } pending_;
+  QList<QMetaObject::Connection> engineConnections_;
+};
+
+}  // namespace moepack::ui

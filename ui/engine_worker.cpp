@@ -1,0 +1,249 @@
+#include "ui/engine_worker.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QLoggingCategory>
+#include <QStandardPaths>
+#include <new>
+
+#include "core/error.h"
+#include "packbuilder/pack_builder.h"
+
+Q_LOGGING_CATEGORY(lcEngine, "moepack.engine")
+
+namespace moepack::ui {
+namespace {
+
+// Registers the types that cross the thread boundary in queued signals (once).
+void register_metatypes() {
+  static const bool done = [] {
+    qRegisterMetaType<moepack::EngineSettings>();
+    qRegisterMetaType<moepack::ui::GenerationRequest>();
+    qRegisterMetaType<moepack::ui::GenerationReply>();
+    qRegisterMetaType<moepack::ui::EngineInfo>();
+    qRegisterMetaType<moepack::ui::TelemetryHandle>();
+    return true;
+  }();
+  (void)done;
+}
+
+ReplyStats reply_stats(const GenerateResult& r) {
+  ReplyStats s;
+  s.promptTokens = static_cast<int>(r.prompt_tokens.size());
+  s.generatedTokens = static_cast<int>(r.tokens.size());
+  s.ttftMs = r.time_to_first_token_ms;
+  s.prefillTps = r.prefill_tokens_per_s;
+  s.decodeTps = r.decode_tokens_per_s;
+  s.stopReason = QString::fromLatin1(stop_reason_name(r.stop_reason));
+  return s;
+}
+
+bool is_gguf_file(const QString& path) {
+  const QFileInfo fi(path);
+  return fi.isFile() && fi.suffix().compare(QLatin1String("gguf"), Qt::CaseInsensitive) == 0;
+}
+
+}  // namespace
+
+EngineWorker::EngineWorker(ChatEngineFactory factory, QString packsFolder)
+    : factory_(std::move(factory)), packsFolder_(std::move(packsFolder)) {
+  register_metatypes();
+}
+
+EngineWorker::~EngineWorker() = default;
+
+QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& settings) {
+  const QString out = QDir(packsFolder_).filePath(QFileInfo(gguf).completeBaseName());
+  if (!QDir().mkpath(packsFolder_)) throw Error("cannot create the packs folder " + packsFolder_.toStdString());
+  BuildOptions o;
+  o.source = gguf.toStdString();
+  o.out_dir = out.toStdString();
+  o.direct_io = settings.direct_io;
+  o.cancel = &cancel_;
+  QElapsedTimer since;
+  since.start();
+  o.on_progress = [&](const BuildProgress& p) {
+    if (since.elapsed() < 50 && p.phase != "done") return;  // at most ~20 updates/s
+    since.restart();
+    const double f = p.bytes_total > 0 ? static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total) : -1.0;
+    emit loadProgress(QString::fromStdString(p.phase), f, QString::fromStdString(p.message));
+  };
+  qCInfo(lcEngine) << "converting" << gguf << "to an Expert Pack in" << out;
+  const BuildResult r = build_pack(o);
+  qCInfo(lcEngine) << "pack ready:" << QString::fromStdString(r.pack_dir)
+                   << (r.already_complete ? "(already complete)" : "") << r.seconds << "s";
+  return QString::fromStdString(r.pack_dir);
+}
+
+void EngineWorker::load(const QString& path, const EngineSettings& settings, bool convertGguf) {
+  cancel_.store(false);
+  engine_.reset();
+  try {
+    QString open = path;
+    if (convertGguf && is_gguf_file(path)) {
+      emit loadProgress(QStringLiteral("plan"), -1.0, {});
+      open = convertToPack(path, settings);
+    }
+    emit loadProgress(QStringLiteral("open"), -1.0, open);
+    std::shared_ptr<ChatEngine> engine = factory_(open, settings);
+    const EngineInfo info = engine->info();
+    engine_ = engine;
+    // Aliasing pointer: the UI keeps the engine alive while it reads its telemetry.
+    TelemetryHandle telemetry(engine, &engine->telemetry());
+    qCInfo(lcEngine) << "loaded" << info.path << "backend" << info.backend << "threads" << info.threads;
+    emit loaded(info, telemetry);
+  } catch (const std::bad_alloc&) {
+    emit loadFailed(tr("Out of memory while loading %1.").arg(path));
+  } catch (const std::exception& e) {
+    qCWarning(lcEngine) << "load failed:" << e.what();
+    emit loadFailed(QString::fromUtf8(e.what()));
+  }
+}
+
+void EngineWorker::unload() {
+  engine_.reset();
+  emit unloaded();
+}
+
+void EngineWorker::generate(const GenerationRequest& request) {
+  if (!engine_) {
+    emit generationFailed(request.id, tr("No model is loaded."));
+    return;
+  }
+  cancel_.store(false);
+  GenerateOptions options;
+  options.max_tokens = request.settings.max_tokens;
+  options.sampling = request.settings.sampling;
+  options.cancel = &cancel_;
+  std::string pending;
+  QElapsedTimer lastEmit;
+  lastEmit.start();
+  auto flush = [&] {
+    if (pending.empty()) return;
+    emit textReady(request.id, QString::fromStdString(pending));
+    pending.clear();
+    lastEmit.restart();
+  };
+  try {
+    const GenerateResult r = engine_->chat(request.messages, options, [&](std::string_view text, int32_t) {
+      pending.append(text);
+      if (lastEmit.elapsed() >= batchIntervalMs) flush();
+      return !cancel_.load(std::memory_order_relaxed);
+    });
+    flush();
+    GenerationReply reply;
+    reply.id = request.id;
+    reply.text = QString::fromStdString(r.text);
+    reply.stats = reply_stats(r);
+    if (cancel_.load()) reply.stats.stopReason = QStringLiteral("cancelled");
+    emit generationFinished(reply);
+  } catch (const std::bad_alloc&) {
+    flush();
+    emit generationFailed(request.id, tr("Out of memory during generation."));
+  } catch (const std::exception& e) {
+    flush();
+    qCWarning(lcEngine) << "generation failed:" << e.what();
+    emit generationFailed(request.id, QString::fromUtf8(e.what()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+EngineController::EngineController(ChatEngineFactory factory, QString packsFolder, QObject* parent)
+    : QObject(parent) {
+  register_metatypes();
+  if (packsFolder.isEmpty()) {
+    packsFolder = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/packs");
+  }
+  worker_ = new EngineWorker(std::move(factory), packsFolder);
+  worker_->moveToThread(&thread_);
+  thread_.setObjectName(QStringLiteral("moepack-engine"));
+  connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+
+  connect(worker_, &EngineWorker::loadProgress, this, [this](const QString& phase, double f, const QString& d) {
+    phase_ = phase;
+    progress_ = f;
+    detail_ = d;
+    emit progressChanged();
+  });
+  connect(worker_, &EngineWorker::loaded, this, [this](const EngineInfo& info, const TelemetryHandle& t) {
+    info_ = info;
+    telemetry_ = t;
+    setState(Ready);
+    emit modelLoaded();
+  });
+  connect(worker_, &EngineWorker::loadFailed, this, [this](const QString& m) {
+    info_ = {};
+    telemetry_.reset();
+    setState(Failed, m);
+  });
+  connect(worker_, &EngineWorker::textReady, this, &EngineController::textReady);
+  connect(worker_, &EngineWorker::generationFinished, this, [this](const GenerationReply& r) {
+    if (r.id == generatingId_) {
+      generatingId_ = 0;
+      emit generatingChanged();
+    }
+    emit generationFinished(r);
+  });
+  connect(worker_, &EngineWorker::generationFailed, this, [this](quint64 id, const QString& m) {
+    if (id == generatingId_) {
+      generatingId_ = 0;
+      emit generatingChanged();
+    }
+    emit generationFailed(id, m);
+  });
+  thread_.start();
+}
+
+EngineController::~EngineController() {
+  worker_->cancelFlag().store(true);
+  thread_.quit();
+  thread_.wait();
+}
+
+void EngineController::setState(State s, const QString& error) {
+  state_ = s;
+  error_ = error;
+  emit stateChanged();
+}
+
+void EngineController::load(const QString& path, bool convertGguf) {
+  lastPath_ = path;
+  lastConvert_ = convertGguf;
+  worker_->cancelFlag().store(true);  // a running generation ends first (queued after it)
+  telemetry_.reset();
+  info_ = {};
+  phase_.clear();
+  progress_ = -1;
+  detail_.clear();
+  emit progressChanged();
+  setState(Loading);
+  QMetaObject::invokeMethod(worker_, "load", Qt::QueuedConnection, Q_ARG(QString, path),
+                            Q_ARG(moepack::EngineSettings, settings_), Q_ARG(bool, convertGguf));
+}
+
+void EngineController::setPacksFolder(const QString& folder) {
+  QMetaObject::invokeMethod(worker_, "setPacksFolder", Qt::QueuedConnection, Q_ARG(QString, folder));
+}
+
+void EngineController::reload() {
+  if (!lastPath_.isEmpty()) load(lastPath_, lastConvert_);
+}
+
+void EngineController::stop() { worker_->cancelFlag().store(true); }
+
+quint64 EngineController::generate(std::vector<ChatMessage> messages, const GenerationSettings& settings) {
+  if (state_ != Ready || generatingId_ != 0) return 0;
+  GenerationRequest r;
+  r.id = nextId_++;
+  r.messages = std::move(messages);
+  r.settings = settings;
+  generatingId_ = r.id;
+  emit generatingChanged();
+  QMetaObject::invokeMethod(worker_, "generate", Qt::QueuedConnection,
+                            Q_ARG(moepack::ui::GenerationRequest, r));
+  return r.id;
+}
+
+}  // namespace moepack::ui

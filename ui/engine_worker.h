@@ -1,0 +1,171 @@
+// The studio's engine thread. EngineController (UI thread, QML_ELEMENT) owns a QThread and an
+// EngineWorker living on it; commands go to the worker and results come back as queued
+// signals, so the UI thread never waits for the engine.
+//
+//   load(path, settings)  optional GGUF -> Expert Pack conversion (packbuilder/pack_builder.h)
+//                         with progress, then the model is opened (ChatEngineFactory)
+//   generate(messages)    the model's chat template, streamed text batched to at most one
+//                         signal per `batchIntervalMs` (16 ms, ~60 Hz): the worker coalesces by
+//                         time inside the token callback (its event loop is busy while the
+//                         engine runs, so a worker-side QTimer would never fire)
+//   stop()                sets an std::atomic<bool> the engine checks before every forward();
+//                         callable from any thread, takes effect within one token
+//
+// Errors (a bad model, a failed conversion, out of memory, an engine exception) arrive as
+// loadFailed / generationFailed with a message; the previous model stays unloaded and
+// reload() tries again. Engine threads default to hardware_concurrency() - 1 so the UI keeps
+// a core (EngineSettings.threads = 0 means exactly that in the engine).
+#pragma once
+
+#include <QElapsedTimer>
+#include <QJsonObject>
+#include <QLoggingCategory>
+#include <QObject>
+#include <QString>
+#include <QThread>
+#include <QtQml/qqmlregistration.h>
+#include <atomic>
+#include <memory>
+
+#include "core/engine_settings.h"
+#include "ui/chat_engine.h"
+#include "ui/conversation_store.h"
+#include "ui/sampling_json.h"
+
+Q_DECLARE_LOGGING_CATEGORY(lcEngine)
+
+namespace moepack::ui {
+
+// One generation request. `id` ties streamed text and the result to the request.
+struct GenerationRequest {
+  quint64 id = 0;
+  std::vector<ChatMessage> messages;
+  GenerationSettings settings;
+};
+
+struct GenerationReply {
+  quint64 id = 0;
+  QString text;
+  ReplyStats stats;
+};
+
+// The telemetry of the loaded engine, shareable with the UI thread (keeps the engine alive).
+using TelemetryHandle = std::shared_ptr<const Telemetry>;
+
+// Lives on the engine thread; use through EngineController.
+class EngineWorker : public QObject {
+  Q_OBJECT
+ public:
+  EngineWorker(ChatEngineFactory factory, QString packsFolder);
+  ~EngineWorker() override;
+  std::atomic<bool>& cancelFlag() { return cancel_; }
+  int batchIntervalMs = 16;
+
+ public slots:
+  void load(const QString& path, const moepack::EngineSettings& settings, bool convertGguf);
+  void generate(const moepack::ui::GenerationRequest& request);
+  void unload();
+  void setPacksFolder(const QString& folder) { packsFolder_ = folder; }
+
+ signals:
+  void loadProgress(const QString& phase, double fraction, const QString& detail);
+  void loaded(const moepack::ui::EngineInfo& info, const moepack::ui::TelemetryHandle& telemetry);
+  void loadFailed(const QString& message);
+  void textReady(quint64 id, const QString& text);
+  void generationFinished(const moepack::ui::GenerationReply& reply);
+  void generationFailed(quint64 id, const QString& message);
+  void unloaded();
+
+ private:
+  QString convertToPack(const QString& gguf, const EngineSettings& settings);
+
+  ChatEngineFactory factory_;
+  QString packsFolder_;
+  std::shared_ptr<ChatEngine> engine_;
+  std::atomic<bool> cancel_{false};
+};
+
+// UI-thread façade: starts the engine thread and exposes the engine's state to QML.
+class EngineController : public QObject {
+  Q_OBJECT
+  QML_ELEMENT
+  Q_PROPERTY(State state READ state NOTIFY stateChanged)
+  Q_PROPERTY(QString error READ error NOTIFY stateChanged)
+  Q_PROPERTY(QString modelPath READ modelPath NOTIFY stateChanged)
+  Q_PROPERTY(QString modelName READ modelName NOTIFY stateChanged)
+  Q_PROPERTY(QString backendName READ backendName NOTIFY stateChanged)
+  Q_PROPERTY(QString progressPhase READ progressPhase NOTIFY progressChanged)
+  Q_PROPERTY(double progress READ progress NOTIFY progressChanged)  // 0..1, -1 unknown
+  Q_PROPERTY(QString progressDetail READ progressDetail NOTIFY progressChanged)
+  Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
+
+ public:
+  enum State { Empty, Loading, Ready, Failed };
+  Q_ENUM(State)
+
+  // The default factory opens models with moepack::Session::load. `packsFolder` receives
+  // converted packs (default: AppDataLocation/packs).
+  explicit EngineController(QObject* parent = nullptr);
+  EngineController(ChatEngineFactory factory, QString packsFolder, QObject* parent = nullptr);
+  ~EngineController() override;
+
+  // Loads `path` (a GGUF converted to a pack first when `convertGguf`). Settings come from
+  // setEngineSettings (defaults otherwise).
+  Q_INVOKABLE void load(const QString& path, bool convertGguf = true);
+  Q_INVOKABLE void reload();  // the last load() again (after an error or a settings change)
+  Q_INVOKABLE void stop();    // cancels the running generation (any thread)
+  void setEngineSettings(const EngineSettings& s) { settings_ = s; }
+  // Where load() puts converted packs (queued to the worker).
+  void setPacksFolder(const QString& folder);
+  const EngineSettings& engineSettings() const { return settings_; }
+
+  // Starts a generation; returns its id (0 when not Ready or already generating).
+  quint64 generate(std::vector<ChatMessage> messages, const GenerationSettings& settings);
+
+  State state() const { return state_; }
+  QString error() const { return error_; }
+  QString modelPath() const { return info_.path; }
+  QString modelName() const { return info_.modelName; }
+  QString backendName() const { return info_.backend; }
+  QString progressPhase() const { return phase_; }
+  double progress() const { return progress_; }
+  QString progressDetail() const { return detail_; }
+  bool generating() const { return generatingId_ != 0; }
+  const EngineInfo& info() const { return info_; }
+  TelemetryHandle telemetry() const { return telemetry_; }
+  EngineWorker* worker() { return worker_; }
+
+ signals:
+  void stateChanged();
+  void progressChanged();
+  void generatingChanged();
+  void textReady(quint64 id, const QString& text);
+  void generationFinished(const moepack::ui::GenerationReply& reply);
+  void generationFailed(quint64 id, const QString& message);
+  void modelLoaded();
+
+ private:
+  void setState(State s, const QString& error = {});
+
+  QThread thread_;
+  EngineWorker* worker_ = nullptr;  // lives on thread_, deleted on thread finish
+  EngineSettings settings_;
+  QString lastPath_;
+  bool lastConvert_ = true;
+  State state_ = Empty;
+  QString error_;
+  EngineInfo info_;
+  TelemetryHandle telemetry_;
+  QString phase_, detail_;
+  double progress_ = 0;
+  quint64 nextId_ = 1;
+  quint64 generatingId_ = 0;
+};
+
+}  // namespace moepack::ui
+
+Q_DECLARE_METATYPE(moepack::EngineSettings)
+Q_DECLARE_METATYPE(moepack::ui::GenerationRequest)
+Q_DECLARE_METATYPE(moepack::ui::GenerationReply)
+Q_DECLARE_METATYPE(moepack::ui::EngineInfo)
+Q_DECLARE_METATYPE(moepack::ui::TelemetryHandle)

@@ -1,0 +1,361 @@
+pragma ComponentBehavior: Bound
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import QtQuick.Dialogs
+import MoePack.Ui
+
+// The chat screen: conversations on the left, the open conversation in the middle, its system
+// prompt and sampling settings in a panel on the right. Every change goes through ChatViewModel
+// commands.
+Item {
+    id: page
+    required property ChatViewModel chat
+    required property EngineController engine
+    signal openSettings()
+
+    property bool showOptions: false
+
+    RowLayout {
+        anchors.fill: parent
+        spacing: 0
+
+        // --- Conversation list -------------------------------------------------------------
+        Rectangle {
+            Layout.fillHeight: true
+            Layout.preferredWidth: 264
+            color: "#f3f4f8"
+            border.color: "#e5e7eb"
+
+            ColumnLayout {
+                anchors.fill: parent
+                anchors.margins: 12
+                spacing: 8
+
+                Button {
+                    objectName: "newChat"
+                    Layout.fillWidth: true
+                    text: qsTr("+ New chat")
+                    highlighted: true
+                    onClicked: page.chat.newConversation()
+                }
+                Label {
+                    text: qsTr("Conversations")
+                    color: "#6b7280"
+                    font.pixelSize: 12
+                    Layout.topMargin: 6
+                }
+                ListView {
+                    id: conversationList
+                    Layout.fillWidth: true
+                    Layout.fillHeight: true
+                    clip: true
+                    spacing: 2
+                    model: page.chat.conversations
+                    ScrollBar.vertical: ScrollBar {}
+                    delegate: ItemDelegate {
+                        id: convItem
+                        required property var conversationId
+                        required property string title
+                        required property var updated
+                        width: ListView.view.width
+                        highlighted: conversationId === page.chat.currentConversationId
+                        onClicked: page.chat.selectConversation(conversationId)
+                        background: Rectangle {
+                            radius: 8
+                            color: convItem.highlighted ? "#dfe5ff" : (convItem.hovered ? "#e9ebf2" : "transparent")
+                        }
+                        contentItem: ColumnLayout {
+                            spacing: 1
+                            Label {
+                                Layout.fillWidth: true
+                                text: convItem.title
+                                elide: Text.ElideRight
+                                font.pixelSize: 13
+                                color: "#111827"
+                            }
+                            Label {
+                                Layout.fillWidth: true
+                                text: Qt.formatDateTime(convItem.updated, Qt.DefaultLocaleShortDate)
+                                font.pixelSize: 11
+                                color: "#6b7280"
+                            }
+                        }
+                        TapHandler {
+                            acceptedButtons: Qt.RightButton
+                            onTapped: conversationMenu.openFor(convItem.conversationId, convItem.title)
+                        }
+                    }
+                }
+                Label {
+                    Layout.fillWidth: true
+                    visible: conversationList.count === 0
+                    wrapMode: Text.Wrap
+                    color: "#9ca3af"
+                    font.pixelSize: 12
+                    text: qsTr("Your conversations appear here.")
+                }
+            }
+        }
+
+        // --- Chat pane ---------------------------------------------------------------------
+        Item {
+            Layout.fillWidth: true
+            Layout.fillHeight: true
+
+            ColumnLayout {
+                anchors.fill: parent
+                spacing: 0
+
+                // Title bar.
+                Rectangle {
+                    Layout.fillWidth: true
+                    Layout.preferredHeight: 56
+                    color: "white"
+                    border.color: "#e5e7eb"
+                    RowLayout {
+                        anchors.fill: parent
+                        anchors.leftMargin: 20
+                        anchors.rightMargin: 12
+                        ColumnLayout {
+                            spacing: 0
+                            Layout.fillWidth: true
+                            Label {
+                                Layout.fillWidth: true
+                                text: page.chat.title.length > 0 ? page.chat.title : qsTr("New chat")
+                                font.pixelSize: 16
+                                font.bold: true
+                                elide: Text.ElideRight
+                            }
+                            Label {
+                                Layout.fillWidth: true
+                                text: page.engine.modelName.length > 0
+                                      ? qsTr("%1 · %2 backend").arg(page.engine.modelName).arg(page.engine.backendName)
+                                      : ""
+                                font.pixelSize: 12
+                                color: "#6b7280"
+                                elide: Text.ElideRight
+                            }
+                        }
+                        ToolButton {
+                            text: qsTr("Rename")
+                            enabled: page.chat.currentConversationId !== 0
+                            onClicked: conversationMenu.openRename(page.chat.currentConversationId, page.chat.title)
+                        }
+                        ToolButton {
+                            text: qsTr("Export")
+                            enabled: page.chat.currentConversationId !== 0
+                            onClicked: exportDialog.open()
+                        }
+                        ToolButton {
+                            objectName: "optionsButton"
+                            text: qsTr("Options")
+                            checkable: true
+                            checked: page.showOptions
+                            onClicked: page.showOptions = !page.showOptions
+                        }
+                    }
+                }
+
+                ListView {
+                    id: messageList
+                    objectName: "messageList"
+                    Layout.fillWidth: true
+                    Layout.fillHeight: true
+                    clip: true
+                    model: page.chat.messages
+                    topMargin: 12
+                    bottomMargin: 12
+                    ScrollBar.vertical: ScrollBar {}
+                    // Keep the newest text in view while a reply streams.
+                    onCountChanged: Qt.callLater(positionViewAtEnd)
+                    onContentHeightChanged: if (page.chat.generating) Qt.callLater(positionViewAtEnd)
+                    delegate: MessageBubble {
+                        isLast: index === messageList.count - 1
+                        busy: page.chat.generating
+                        onCopyRequested: page.chat.copyMessage(index)
+                        onRegenerateRequested: page.chat.regenerate()
+                        onEditRequested: function(text) { page.chat.editMessage(index, text) }
+                    }
+
+                    Label {
+                        anchors.centerIn: parent
+                        visible: messageList.count === 0 && page.engine.state === EngineController.Ready
+                        horizontalAlignment: Text.AlignHCenter
+                        color: "#9ca3af"
+                        font.pixelSize: 15
+                        text: qsTr("Ask something, for example:\nWhat does \"salmon\" mean?")
+                    }
+                }
+
+                Label {
+                    Layout.fillWidth: true
+                    Layout.leftMargin: 20
+                    visible: page.chat.lastError.length > 0
+                    text: page.chat.lastError
+                    color: "#b91c1c"
+                    wrapMode: Text.Wrap
+                }
+
+                // Input box: Enter sends, Shift+Enter inserts a newline.
+                Rectangle {
+                    Layout.fillWidth: true
+                    Layout.preferredHeight: Math.min(220, input.implicitHeight + 28)
+                    Layout.margins: 16
+                    radius: 14
+                    color: "white"
+                    border.color: input.activeFocus ? "#4f6bed" : "#d1d5db"
+
+                    RowLayout {
+                        anchors.fill: parent
+                        anchors.margins: 8
+                        ScrollView {
+                            Layout.fillWidth: true
+                            Layout.fillHeight: true
+                            TextArea {
+                                id: input
+                                objectName: "input"
+                                placeholderText: qsTr("Message the model (Enter to send, Shift+Enter for a new line)")
+                                wrapMode: TextEdit.Wrap
+                                font.pixelSize: 14
+                                background: null
+                                Keys.onPressed: function(event) {
+                                    if ((event.key === Qt.Key_Return || event.key === Qt.Key_Enter)
+                                            && !(event.modifiers & Qt.ShiftModifier)) {
+                                        event.accepted = true
+                                        if (page.chat.send(input.text)) input.clear()
+                                    }
+                                }
+                            }
+                        }
+                        Button {
+                            objectName: "sendButton"
+                            Layout.alignment: Qt.AlignBottom
+                            visible: !page.chat.generating
+                            text: qsTr("Send")
+                            highlighted: true
+                            enabled: page.chat.canSend && input.text.trim().length > 0
+                            onClicked: if (page.chat.send(input.text)) input.clear()
+                        }
+                        Button {
+                            objectName: "stopButton"
+                            Layout.alignment: Qt.AlignBottom
+                            visible: page.chat.generating
+                            text: qsTr("Stop")
+                            onClicked: page.chat.stop()
+                        }
+                    }
+                }
+            }
+
+            FirstRunPanel {
+                anchors.fill: parent
+                visible: page.engine.state !== EngineController.Ready
+                engine: page.engine
+                onOpenSettings: page.openSettings()
+            }
+        }
+
+        // --- Conversation options -------------------------------------------------------------
+        Rectangle {
+            Layout.fillHeight: true
+            Layout.preferredWidth: 300
+            visible: page.showOptions
+            color: "#fafbfc"
+            border.color: "#e5e7eb"
+
+            ScrollView {
+                anchors.fill: parent
+                anchors.margins: 14
+                contentWidth: availableWidth
+                ColumnLayout {
+                    width: parent.width
+                    spacing: 8
+                    Label { text: qsTr("System prompt"); font.bold: true }
+                    TextArea {
+                        Layout.fillWidth: true
+                        Layout.preferredHeight: 96
+                        wrapMode: TextEdit.Wrap
+                        placeholderText: qsTr("Optional instructions for the model")
+                        text: page.chat.systemPrompt
+                        onEditingFinished: page.chat.setSystemPrompt(text)
+                        background: Rectangle { border.color: "#d1d5db"; radius: 6 }
+                    }
+                    Label { text: qsTr("Sampling"); font.bold: true; Layout.topMargin: 8 }
+                    Repeater {
+                        model: [
+                            { key: "temperature", label: qsTr("Temperature (0 = greedy)") },
+                            { key: "top_p", label: qsTr("Top-p") },
+                            { key: "top_k", label: qsTr("Top-k (0 = off)") },
+                            { key: "min_p", label: qsTr("Min-p") },
+                            { key: "repeat_penalty", label: qsTr("Repetition penalty") },
+                            { key: "max_tokens", label: qsTr("Max tokens") },
+                            { key: "seed", label: qsTr("Seed (-1 = random)") }
+                        ]
+                        delegate: RowLayout {
+                            id: field
+                            required property var modelData
+                            Layout.fillWidth: true
+                            Label {
+                                Layout.fillWidth: true
+                                text: field.modelData.label
+                                font.pixelSize: 13
+                            }
+                            TextField {
+                                Layout.preferredWidth: 90
+                                horizontalAlignment: Text.AlignRight
+                                text: String(page.chat.sampling[field.modelData.key])
+                                validator: DoubleValidator {}
+                                onEditingFinished: page.chat.setSamplingValue(field.modelData.key, Number(text))
+                            }
+                        }
+                    }
+                    Button {
+                        text: qsTr("Reset to defaults")
+                        flat: true
+                        onClicked: page.chat.resetSampling()
+                    }
+                }
+            }
+        }
+    }
+
+    // Rename / delete menu of a conversation.
+    Menu {
+        id: conversationMenu
+        property var targetId: 0
+        property string targetTitle: ""
+        function openFor(id, title) { targetId = id; targetTitle = title; popup() }
+        function openRename(id, title) { targetId = id; targetTitle = title; renameDialog.open() }
+        MenuItem { text: qsTr("Rename…"); onTriggered: renameDialog.open() }
+        MenuItem { text: qsTr("Delete"); onTriggered: page.chat.deleteConversation(conversationMenu.targetId) }
+    }
+
+    Dialog {
+        id: renameDialog
+        title: qsTr("Rename conversation")
+        anchors.centerIn: parent
+        modal: true
+        standardButtons: Dialog.Ok | Dialog.Cancel
+        onAboutToShow: renameField.text = conversationMenu.targetTitle
+        onAccepted: page.chat.renameConversation(conversationMenu.targetId, renameField.text)
+        TextField {
+            id: renameField
+            implicitWidth: 320
+            onAccepted: renameDialog.accept()
+        }
+    }
+
+    FileDialog {
+        id: exportDialog
+        title: qsTr("Export conversation")
+        fileMode: FileDialog.SaveFile
+        nameFilters: [qsTr("Markdown (*.md)"), qsTr("JSON (*.json)")]
+        onAccepted: {
+            const json = selectedNameFilter.index === 1
+            const err = page.chat.exportConversation(selectedFile, json ? "json" : "md")
+            if (err.length > 0) exportError.text = err
+        }
+    }
+    Label { id: exportError; visible: false }
+}

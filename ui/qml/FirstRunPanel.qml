@@ -1,0 +1,89 @@
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import MoePack.Ui
+
+// Shown over the chat while the engine is not ready: the model being prepared (the demo GGUF
+// is converted to an Expert Pack on first use, with progress), or the error and a way out.
+Rectangle {
+    id: panel
+    required property EngineController engine
+    signal openSettings()
+
+    color: "#f6f7fb"
+
+    function phaseText(p) {
+        switch (p) {
+        case "plan": return qsTr("Planning the Expert Pack")
+        case "preflight": return qsTr("Checking free space and direct I/O")
+        case "dense": return qsTr("Writing the dense weights")
+        case "experts": return qsTr("Writing the experts")
+        case "finalize": return qsTr("Finalising the pack")
+        case "verify": return qsTr("Verifying the pack")
+        case "done": return qsTr("Pack ready")
+        case "open": return qsTr("Opening the model")
+        default: return qsTr("Preparing")
+        }
+    }
+
+    ColumnLayout {
+        anchors.centerIn: parent
+        width: Math.min(parent.width - 64, 520)
+        spacing: 14
+
+        Label {
+            Layout.fillWidth: true
+            horizontalAlignment: Text.AlignHCenter
+            font.pixelSize: 22
+            font.bold: true
+            text: panel.engine.state === EngineController.Failed ? qsTr("The model could not be loaded")
+                : panel.engine.state === EngineController.Empty ? qsTr("No model loaded")
+                : qsTr("Getting the model ready")
+        }
+        Label {
+            Layout.fillWidth: true
+            visible: panel.engine.state === EngineController.Loading
+            horizontalAlignment: Text.AlignHCenter
+            color: "#4b5563"
+            text: panel.phaseText(panel.engine.progressPhase)
+        }
+        ProgressBar {
+            objectName: "loadProgress"
+            Layout.fillWidth: true
+            visible: panel.engine.state === EngineController.Loading
+            from: 0; to: 1
+            indeterminate: panel.engine.progress < 0
+            value: Math.max(0, panel.engine.progress)
+        }
+        Label {
+            Layout.fillWidth: true
+            visible: panel.engine.state === EngineController.Loading && panel.engine.progressDetail.length > 0
+            horizontalAlignment: Text.AlignHCenter
+            elide: Text.ElideMiddle
+            color: "#6b7280"
+            font.pixelSize: 12
+            text: panel.engine.progressDetail
+        }
+        Label {
+            Layout.fillWidth: true
+            visible: panel.engine.state === EngineController.Failed
+            wrapMode: Text.Wrap
+            horizontalAlignment: Text.AlignHCenter
+            color: "#b91c1c"
+            text: panel.engine.error
+        }
+        RowLayout {
+            Layout.alignment: Qt.AlignHCenter
+            visible: panel.engine.state === EngineController.Failed
+            Button {
+                text: qsTr("Reload")
+                highlighted: true
+                onClicked: panel.engine.reload()
+            }
+            Button {
+                text: qsTr("Settings")
+                onClicked: panel.openSettings()
+            }
+        }
+    }
+}

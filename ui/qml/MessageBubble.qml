@@ -1,0 +1,161 @@
+pragma ComponentBehavior: Bound
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+
+// One message of the chat pane. User messages: a tinted bubble on the right, editable.
+// Replies: Markdown (TextEdit.MarkdownText, code blocks included) on the left, with the
+// per-reply statistics line and Copy / Regenerate actions.
+Item {
+    id: bubble
+    required property int index
+    required property string role
+    required property string content
+    required property bool streaming
+    required property string error
+    required property int promptTokens
+    required property int generatedTokens
+    required property double ttftMs
+    required property double prefillTps
+    required property double decodeTps
+    required property string stopReason
+    property bool isLast: false
+    property bool busy: false
+    property int contentWidth: 760
+
+    signal copyRequested()
+    signal regenerateRequested()
+    signal editRequested(string text)
+
+    readonly property bool isUser: role === "user"
+    property bool editing: false
+
+    implicitHeight: column.implicitHeight + 18
+    width: ListView.view ? ListView.view.width : 800
+
+    HoverHandler { id: hover }
+
+    ColumnLayout {
+        id: column
+        spacing: 4
+        width: Math.min(bubble.contentWidth, bubble.width - 48)
+        anchors.horizontalCenter: parent.horizontalCenter
+        anchors.top: parent.top
+        anchors.topMargin: 9
+
+        Label {
+            Layout.alignment: bubble.isUser ? Qt.AlignRight : Qt.AlignLeft
+            text: bubble.isUser ? qsTr("You") : qsTr("Assistant")
+            font.pixelSize: 12
+            font.bold: true
+            color: "#6b7280"
+        }
+
+        Rectangle {
+            id: box
+            Layout.alignment: bubble.isUser ? Qt.AlignRight : Qt.AlignLeft
+            Layout.preferredWidth: bubble.editing ? column.width
+                                 : Math.min(column.width, body.implicitWidth + 28)
+            Layout.preferredHeight: (bubble.editing ? editor.implicitHeight + 52 : body.implicitHeight) + 20
+            radius: 12
+            color: bubble.isUser ? "#e8edff" : (bubble.error.length > 0 ? "#fdecea" : "#ffffff")
+            border.color: bubble.isUser ? "#d3dcff" : "#e5e7eb"
+
+            TextEdit {
+                id: body
+                visible: !bubble.editing
+                x: 14; y: 10
+                width: Math.min(implicitWidth, column.width - 28)
+                readOnly: true
+                selectByMouse: true
+                wrapMode: TextEdit.Wrap
+                textFormat: bubble.isUser ? TextEdit.PlainText : TextEdit.MarkdownText
+                font.pixelSize: 14
+                color: "#111827"
+                selectionColor: "#bfd0ff"
+                text: bubble.error.length > 0
+                      ? qsTr("The reply failed: %1").arg(bubble.error)
+                      : (bubble.content.length > 0 ? bubble.content : (bubble.streaming ? "\u2026" : ""))
+                // Links in replies open in the browser.
+                onLinkActivated: function(link) { Qt.openUrlExternally(link) }
+            }
+
+            ColumnLayout {
+                visible: bubble.editing
+                anchors.fill: parent
+                anchors.margins: 10
+                TextArea {
+                    id: editor
+                    Layout.fillWidth: true
+                    wrapMode: TextEdit.Wrap
+                    font.pixelSize: 14
+                }
+                RowLayout {
+                    Layout.alignment: Qt.AlignRight
+                    Button {
+                        text: qsTr("Cancel")
+                        flat: true
+                        onClicked: bubble.editing = false
+                    }
+                    Button {
+                        text: qsTr("Save and re-run")
+                        highlighted: true
+                        enabled: !bubble.busy && editor.text.trim().length > 0
+                        onClicked: {
+                            bubble.editing = false
+                            bubble.editRequested(editor.text)
+                        }
+                    }
+                }
+            }
+        }
+
+        // Statistics of a reply, then the actions.
+        RowLayout {
+            Layout.alignment: bubble.isUser ? Qt.AlignRight : Qt.AlignLeft
+            spacing: 2
+            Label {
+                visible: !bubble.isUser && !bubble.streaming && bubble.generatedTokens > 0
+                text: qsTr("%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s · decode %5 tok/s")
+                        .arg(bubble.promptTokens).arg(bubble.generatedTokens)
+                        .arg(bubble.ttftMs.toFixed(0)).arg(bubble.prefillTps.toFixed(1))
+                        .arg(bubble.decodeTps.toFixed(1))
+                      + (bubble.stopReason === "cancelled" ? qsTr(" · stopped")
+                         : bubble.stopReason === "length" ? qsTr(" · length limit") : "")
+                font.pixelSize: 11
+                color: "#6b7280"
+            }
+            Label {
+                visible: bubble.streaming
+                text: qsTr("generating…")
+                font.pixelSize: 11
+                color: "#4f6bed"
+            }
+            ToolButton {
+                visible: !bubble.streaming && !bubble.editing
+                opacity: hover.hovered ? 1 : 0.35
+                text: qsTr("Copy")
+                font.pixelSize: 11
+                onClicked: bubble.copyRequested()
+            }
+            ToolButton {
+                visible: bubble.isUser && !bubble.editing && !bubble.busy
+                opacity: hover.hovered ? 1 : 0.35
+                text: qsTr("Edit")
+                font.pixelSize: 11
+                onClicked: {
+                    editor.text = bubble.content
+                    bubble.editing = true
+                    editor.forceActiveFocus()
+                }
+            }
+            ToolButton {
+                visible: !bubble.isUser && bubble.isLast && !bubble.busy
+                opacity: hover.hovered ? 1 : 0.35
+                text: qsTr("Regenerate")
+                font.pixelSize: 11
+                onClicked: bubble.regenerateRequested()
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+pragma ComponentBehavior: Bound
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import MoePack.Ui
+
+// Settings: engine, expert cache (with the slot count the values give, before applying),
+// sampling defaults, paths and language. Edits go to SettingsViewModel's draft; Apply stores
+// them (and reloads the model when an engine setting changed).
+Item {
+    id: page
+    required property SettingsViewModel settings
+    required property EngineController engine
+
+    Rectangle { anchors.fill: parent; color: "#f6f7fb" }
+
+    // One labelled field bound to a settings key.
+    component Field: RowLayout {
+        id: field
+        required property string key
+        required property string label
+        property string hint: ""
+        Layout.fillWidth: true
+        spacing: 12
+        ColumnLayout {
+            Layout.preferredWidth: 300
+            spacing: 0
+            Label { text: field.label; font.pixelSize: 13; color: "#111827" }
+            Label {
+                visible: field.hint.length > 0
+                text: field.hint
+                font.pixelSize: 11
+                color: "#6b7280"
+            }
+        }
+        TextField {
+            Layout.preferredWidth: 160
+            objectName: "field_" + field.key
+            horizontalAlignment: Text.AlignRight
+            text: String(page.settings.values[field.key])
+            onEditingFinished: page.settings.setValue(field.key, text)
+        }
+        Label {
+            Layout.fillWidth: true
+            text: page.settings.errors[field.key] !== undefined ? page.settings.errors[field.key] : ""
+            color: "#b91c1c"
+            font.pixelSize: 12
+        }
+    }
+
+    component Section: Rectangle {
+        id: section
+        default property alias content: inner.data
+        property string title
+        Layout.fillWidth: true
+        implicitHeight: inner.implicitHeight + 52
+        radius: 12
+        color: "white"
+        border.color: "#e5e7eb"
+        Label {
+            x: 16; y: 12
+            text: section.title
+            font.pixelSize: 15
+            font.bold: true
+        }
+        ColumnLayout {
+            id: inner
+            x: 16; y: 40
+            width: section.width - 32
+            spacing: 6
+        }
+    }
+
+    ScrollView {
+        id: scroll
+        anchors.fill: parent
+        anchors.bottomMargin: buttons.height
+        contentWidth: availableWidth
+
+        ColumnLayout {
+            width: Math.min(scroll.availableWidth - 36, 900)
+            x: 18
+            spacing: 14
+
+            Label {
+                Layout.topMargin: 18
+                text: qsTr("Settings")
+                font.pixelSize: 20
+                font.bold: true
+            }
+
+            Section {
+                title: qsTr("Engine")
+                RowLayout {
+                    spacing: 12
+                    Label { Layout.preferredWidth: 300; text: qsTr("Backend"); font.pixelSize: 13 }
+                    ComboBox {
+                        Layout.preferredWidth: 160
+                        model: ["auto", "cpu", "cuda"]
+                        currentIndex: Math.max(0, model.indexOf(page.settings.values.backend))
+                        onActivated: function(i) { page.settings.setValue("backend", model[i]) }
+                    }
+                }
+                Field {
+                    key: "threads"
+                    label: qsTr("CPU threads")
+                    hint: qsTr("0 = automatic (%1: all cores but one, for the UI)").arg(page.settings.defaultThreads)
+                }
+                Field { key: "n_ctx"; label: qsTr("Context length (tokens)") }
+            }
+
+            Section {
+                title: qsTr("Expert cache and SSD reads")
+                Field {
+                    key: "cache_vram_mib"
+                    label: qsTr("Cache budget (MiB)")
+                    hint: qsTr("cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend")
+                }
+                Field { key: "cache_vram_reserve_mib"; label: qsTr("Keep free (MiB)"); hint: "cache_vram_reserve_mib" }
+                Field { key: "stage_slots"; label: qsTr("Staging buffers"); hint: "stage_slots" }
+                Field { key: "read_splits"; label: qsTr("Reads per expert"); hint: "read_splits" }
+                RowLayout {
+                    spacing: 12
+                    ColumnLayout {
+                        Layout.preferredWidth: 300
+                        spacing: 0
+                        Label { text: qsTr("Direct I/O (O_DIRECT)"); font.pixelSize: 13 }
+                        Label { text: "direct_io"; font.pixelSize: 11; color: "#6b7280" }
+                    }
+                    Switch {
+                        checked: page.settings.values.direct_io
+                        onToggled: page.settings.setValue("direct_io", checked)
+                    }
+                }
+                Rectangle {
+                    Layout.fillWidth: true
+                    Layout.topMargin: 4
+                    implicitHeight: preview.implicitHeight + 16
+                    radius: 8
+                    color: page.settings.previewProblem.length > 0 ? "#fdecea" : "#eef2ff"
+                    Label {
+                        id: preview
+                        objectName: "slotPreview"
+                        x: 10; y: 8
+                        width: parent.width - 20
+                        wrapMode: Text.Wrap
+                        font.pixelSize: 13
+                        text: page.settings.previewSlotCount < 0
+                              ? qsTr("Load a model to see how many experts these values hold. Free memory: %1 MiB.")
+                                    .arg(page.settings.freeMemoryMib.toFixed(0))
+                              : qsTr("%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.")
+                                    .arg(page.settings.previewUsableMib.toFixed(0))
+                                    .arg(page.settings.freeMemoryMib.toFixed(0))
+                                    .arg(page.settings.previewSlotCount)
+                                    .arg(page.settings.expertMib.toFixed(3))
+                                + (page.settings.previewProblem.length > 0 ? "\n" + page.settings.previewProblem : "")
+                    }
+                }
+            }
+
+            Section {
+                title: qsTr("Defaults for new conversations")
+                Field { key: "temperature"; label: qsTr("Temperature"); hint: qsTr("0 = greedy (reproducible)") }
+                Field { key: "top_p"; label: qsTr("Top-p") }
+                Field { key: "top_k"; label: qsTr("Top-k"); hint: qsTr("0 = off") }
+                Field { key: "min_p"; label: qsTr("Min-p") }
+                Field { key: "repeat_penalty"; label: qsTr("Repetition penalty") }
+                Field { key: "max_tokens"; label: qsTr("Max tokens per reply") }
+                Field { key: "seed"; label: qsTr("Seed"); hint: qsTr("-1 = random") }
+                Field { key: "system_prompt"; label: qsTr("System prompt") }
+            }
+
+            Section {
+                title: qsTr("Models and language")
+                Field { key: "models_folder"; label: qsTr("Expert Pack folder") }
+                RowLayout {
+                    spacing: 12
+                    Label {
+                        Layout.preferredWidth: 300
+                        text: qsTr("Convert GGUF models to Expert Packs when opened")
+                        font.pixelSize: 13
+                        wrapMode: Text.Wrap
+                    }
+                    Switch {
+                        checked: page.settings.values.convert_gguf
+                        onToggled: page.settings.setValue("convert_gguf", checked)
+                    }
+                }
+                RowLayout {
+                    spacing: 12
+                    Label { Layout.preferredWidth: 300; text: qsTr("Language"); font.pixelSize: 13 }
+                    ComboBox {
+                        id: language
+                        objectName: "language"
+                        Layout.preferredWidth: 200
+                        readonly property var codes: ["system", "en", "zh_CN"]
+                        model: [qsTr("System"), "English", "简体中文"]
+                        currentIndex: Math.max(0, codes.indexOf(page.settings.values.language))
+                        onActivated: function(i) { page.settings.setValue("language", codes[i]) }
+                    }
+                }
+            }
+            Item { Layout.preferredHeight: 12 }
+        }
+    }
+
+    Rectangle {
+        id: buttons
+        anchors.left: parent.left
+        anchors.right: parent.right
+        anchors.bottom: parent.bottom
+        height: 60
+        color: "white"
+        border.color: "#e5e7eb"
+        RowLayout {
+            anchors.fill: parent
+            anchors.leftMargin: 18
+            anchors.rightMargin: 18
+            Label {
+                Layout.fillWidth: true
+                color: page.settings.valid ? "#6b7280" : "#b91c1c"
+                text: !page.settings.valid ? qsTr("Fix the highlighted values first.")
+                    : page.settings.dirty ? qsTr("Changes are not applied yet.") : ""
+            }
+            Button {
+                text: qsTr("Reset to defaults")
+                flat: true
+                onClicked: page.settings.resetToDefaults()
+            }
+            Button {
+                text: qsTr("Revert")
+                enabled: page.settings.dirty
+                onClicked: page.settings.revert()
+            }
+            Button {
+                objectName: "applyButton"
+                text: qsTr("Apply")
+                highlighted: true
+                enabled: page.settings.dirty && page.settings.valid
+                onClicked: page.settings.apply()
+            }
+        }
+    }
+}

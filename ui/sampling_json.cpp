@@ -1,0 +1,39 @@
+#include "ui/sampling_json.h"
+
+#include <algorithm>
+
+namespace moepack::ui {
+namespace {
+constexpr uint64_t kRandomSeed = 0xFFFFFFFFull;  // LLAMA_DEFAULT_SEED
+
+float clampf(double v, double lo, double hi) { return static_cast<float>(std::clamp(v, lo, hi)); }
+}  // namespace
+
+GenerationSettings generation_from_json(const QJsonObject& o, const GenerationSettings& d) {
+  GenerationSettings g = d;
+  auto num = [&](const char* key, double def) { return o.value(QLatin1String(key)).toDouble(def); };
+  g.sampling.temperature = clampf(num("temperature", d.sampling.temperature), 0.0, 5.0);
+  g.sampling.top_k = static_cast<int32_t>(std::clamp(num("top_k", d.sampling.top_k), 0.0, 1000.0));
+  g.sampling.top_p = clampf(num("top_p", d.sampling.top_p), 0.01, 1.0);
+  g.sampling.min_p = clampf(num("min_p", d.sampling.min_p), 0.0, 1.0);
+  g.sampling.repeat_penalty = clampf(num("repeat_penalty", d.sampling.repeat_penalty), 0.5, 3.0);
+  g.max_tokens = static_cast<int32_t>(std::clamp(num("max_tokens", d.max_tokens), 1.0, 32768.0));
+  const double defSeed = d.sampling.seed == kRandomSeed ? -1.0 : static_cast<double>(d.sampling.seed);
+  const double seed = num("seed", defSeed);
+  g.sampling.seed = seed < 0 ? kRandomSeed : static_cast<uint64_t>(std::min(seed, 4294967294.0));
+  return g;
+}
+
+QJsonObject generation_to_json(const GenerationSettings& g) {
+  return QJsonObject{
+      {"temperature", static_cast<double>(g.sampling.temperature)},
+      {"top_k", g.sampling.top_k},
+      {"top_p", static_cast<double>(g.sampling.top_p)},
+      {"min_p", static_cast<double>(g.sampling.min_p)},
+      {"repeat_penalty", static_cast<double>(g.sampling.repeat_penalty)},
+      {"max_tokens", g.max_tokens},
+      {"seed", g.sampling.seed == kRandomSeed ? -1.0 : static_cast<double>(g.sampling.seed)},
+  };
+}
+
+}  // namespace moepack::ui

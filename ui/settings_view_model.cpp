@@ -1,0 +1,268 @@
+#include "ui/settings_view_model.h"
+
+#include <QCoreApplication>
+#include <QFile>
+#include <QLocale>
+#include <QLoggingCategory>
+#include <QQmlEngine>
+#include <QSettings>
+#include <QStandardPaths>
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "ui/engine_worker.h"
+
+Q_DECLARE_LOGGING_CATEGORY(lcUi)
+
+namespace moepack::ui {
+namespace {
+
+struct Range {
+  const char* key;
+  double lo, hi;
+};
+// Numeric limits (inclusive). The engine rejects read_splits 0 and stage_slots 0.
+constexpr Range kRanges[] = {
+    {"threads", 0, 1024},          {"n_ctx", 64, 1048576},        {"cache_vram_mib", 1, 16777216},
+    {"cache_vram_reserve_mib", 0, 16777216}, {"stage_slots", 1, 1024}, {"read_splits", 1, 64},
+    {"temperature", 0, 5},         {"top_k", 0, 1000},            {"top_p", 0.01, 1},
+    {"min_p", 0, 1},               {"repeat_penalty", 0.5, 3},    {"max_tokens", 1, 32768},
+    {"seed", -1, 4294967294.0},
+};
+
+double mem_available_mib() {
+  QFile f(QStringLiteral("/proc/meminfo"));
+  if (!f.open(QIODevice::ReadOnly)) return 0;
+  while (!f.atEnd()) {
+    const QByteArray line = f.readLine();
+    if (line.startsWith("MemAvailable:")) {
+      return line.mid(13).trimmed().split(' ').value(0).toDouble() / 1024.0;  // kB
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+SettingsViewModel::SettingsViewModel(QObject* parent) : QObject(parent) { load(); }
+
+int SettingsViewModel::defaultThreads() {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+}
+
+QVariantMap SettingsViewModel::defaults() {
+  const GenerationSettings g;
+  return {
+      {"backend", "auto"},
+      {"threads", 0},  // 0: cores - 1
+      {"n_ctx", 4096},
+      {"cache_vram_mib", 1024},
+      {"cache_vram_reserve_mib", 512},
+      {"stage_slots", 8},
+      {"read_splits", 1},
+      {"direct_io", true},
+      // Greedy by default: answers are reproducible (the demo model's README lists greedy
+      // outputs); raise the temperature per conversation.
+      {"temperature", 0.0},
+      {"top_k", g.sampling.top_k},
+      {"top_p", static_cast<double>(g.sampling.top_p)},
+      {"min_p", static_cast<double>(g.sampling.min_p)},
+      {"repeat_penalty", static_cast<double>(g.sampling.repeat_penalty)},
+      {"max_tokens", g.max_tokens},
+      {"seed", -1},
+      {"system_prompt", QString()},
+      {"convert_gguf", true},
+      {"models_folder", QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/packs"},
+      {"language", "system"},
+  };
+}
+
+QStringList SettingsViewModel::keys() {
+  return {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "stage_slots", "read_splits",
+          "direct_io", "temperature", "top_k", "top_p", "min_p", "repeat_penalty", "max_tokens", "seed",
+          "system_prompt", "convert_gguf", "models_folder", "language"};
+}
+
+void SettingsViewModel::load() {
+  QSettings s;
+  s.beginGroup(QStringLiteral("settings"));
+  const QVariantMap defs = defaults();
+  saved_.clear();
+  for (const QString& k : keys()) {
+    QVariant v = s.value(k, defs.value(k));
+    if (!validate(k, v).isEmpty()) v = defs.value(k);  // a hand-edited bad value falls back
+    v.convert(defs.value(k).metaType());
+    saved_.insert(k, v);
+  }
+  draft_ = saved_;
+  errors_.clear();
+}
+
+void SettingsViewModel::componentComplete() { applyLanguage(); }
+
+QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
+  if (key == QLatin1String("backend")) {
+    const QString b = value.toString();
+    return b == QLatin1String("auto") || b == QLatin1String("cpu") || b == QLatin1String("cuda")
+               ? QString()
+               : tr("Choose auto, cpu or cuda.");
+  }
+  if (key == QLatin1String("language")) {
+    const QString l = value.toString();
+    return l == QLatin1String("system") || l == QLatin1String("en") || l == QLatin1String("zh_CN")
+               ? QString()
+               : tr("Unknown language.");
+  }
+  if (key == QLatin1String("models_folder")) {
+    return value.toString().trimmed().isEmpty() ? tr("Choose a folder.") : QString();
+  }
+  if (key == QLatin1String("direct_io") || key == QLatin1String("convert_gguf") ||
+      key == QLatin1String("system_prompt")) {
+    return {};
+  }
+  for (const Range& r : kRanges) {
+    if (key != QLatin1String(r.key)) continue;
+    bool ok = false;
+    const double v = value.toDouble(&ok);
+    if (!ok || !std::isfinite(v)) return tr("Enter a number.");
+    if (v < r.lo || v > r.hi) return tr("Between %1 and %2.").arg(r.lo).arg(r.hi);
+    return {};
+  }
+  return tr("Unknown setting %1.").arg(key);
+}
+
+QString SettingsViewModel::setValue(const QString& key, const QVariant& value) {
+  if (!defaults().contains(key)) return tr("Unknown setting %1.").arg(key);
+  const QString err = validate(key, value);
+  if (err.isEmpty()) {
+    QVariant v = value;
+    v.convert(defaults().value(key).metaType());
+    draft_.insert(key, v);
+    errors_.remove(key);
+  } else {
+    errors_.insert(key, err);
+  }
+  emit valuesChanged();
+  return err;
+}
+
+void SettingsViewModel::apply() {
+  if (!valid()) return;
+  const bool languageChanged = draft_.value("language") != saved_.value("language");
+  bool engineChanged = false;
+  for (const char* k : {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "stage_slots",
+                        "read_splits", "direct_io", "models_folder"}) {
+    engineChanged = engineChanged || draft_.value(k) != saved_.value(k);
+  }
+  QSettings s;
+  s.beginGroup(QStringLiteral("settings"));
+  for (auto it = draft_.cbegin(); it != draft_.cend(); ++it) s.setValue(it.key(), it.value());
+  s.endGroup();
+  s.sync();
+  saved_ = draft_;
+  emit valuesChanged();
+  if (languageChanged) applyLanguage();
+  if (engine_) {
+    engine_->setEngineSettings(engineSettings());
+    engine_->setPacksFolder(packsFolder());
+  }
+  emit applied(engineChanged);
+}
+
+void SettingsViewModel::revert() {
+  draft_ = saved_;
+  errors_.clear();
+  emit valuesChanged();
+}
+
+void SettingsViewModel::resetToDefaults() {
+  draft_ = defaults();
+  errors_.clear();
+  emit valuesChanged();
+}
+
+void SettingsViewModel::setEngine(EngineController* e) {
+  if (engine_ == e) return;
+  if (engine_) disconnect(engine_, nullptr, this, nullptr);
+  engine_ = e;
+  if (e) {
+    connect(e, &EngineController::stateChanged, this, &SettingsViewModel::valuesChanged);
+    e->setEngineSettings(engineSettings());
+    e->setPacksFolder(packsFolder());
+  }
+  emit engineChanged();
+  emit valuesChanged();
+}
+
+double SettingsViewModel::freeMemoryMib() const { return mem_available_mib(); }
+
+double SettingsViewModel::expertMib() const {
+  if (!engine_ || engine_->info().cacheSlotBytes == 0) return 0;
+  return static_cast<double>(engine_->info().cacheSlotBytes) / (1024.0 * 1024.0);
+}
+
+double SettingsViewModel::previewUsableMib() const {
+  const double want = draft_.value("cache_vram_mib").toDouble();
+  const double avail = freeMemoryMib() - draft_.value("cache_vram_reserve_mib").toDouble();
+  return std::max(0.0, std::min(want, avail));
+}
+
+int SettingsViewModel::previewSlotCount() const {
+  const double e = expertMib();
+  if (e <= 0) return -1;
+  return static_cast<int>(std::floor(previewUsableMib() / e));
+}
+
+QString SettingsViewModel::previewProblem() const {
+  const int nslots = previewSlotCount();
+  if (nslots < 0 || !engine_) return {};
+  const uint32_t need = engine_->info().topK;
+  if (static_cast<uint32_t>(nslots) < need) {
+    return tr("%n slot(s) cannot hold one layer's %1 selected experts; the engine would refuse to start.", "",
+              nslots)
+        .arg(need);
+  }
+  return {};
+}
+
+EngineSettings SettingsViewModel::engineSettings() const {
+  EngineSettings s;
+  s.backend = saved_.value("backend").toString().toStdString();
+  s.threads = saved_.value("threads").toUInt();
+  s.n_ctx = saved_.value("n_ctx").toUInt();
+  s.cache_vram_mib = saved_.value("cache_vram_mib").toULongLong();
+  s.cache_vram_reserve_mib = saved_.value("cache_vram_reserve_mib").toULongLong();
+  s.stage_slots = saved_.value("stage_slots").toUInt();
+  s.read_splits = saved_.value("read_splits").toUInt();
+  s.direct_io = saved_.value("direct_io").toBool();
+  return s;
+}
+
+GenerationSettings SettingsViewModel::generationDefaults() const {
+  return generation_from_json(QJsonObject::fromVariantMap(saved_));
+}
+
+QString SettingsViewModel::systemPromptDefault() const { return saved_.value("system_prompt").toString(); }
+bool SettingsViewModel::convertGguf() const { return saved_.value("convert_gguf").toBool(); }
+QString SettingsViewModel::packsFolder() const { return saved_.value("models_folder").toString(); }
+QString SettingsViewModel::language() const { return saved_.value("language").toString(); }
+
+void SettingsViewModel::applyLanguage() {
+  if (translatorInstalled_) {
+    QCoreApplication::removeTranslator(&translator_);
+    translatorInstalled_ = false;
+  }
+  const QString lang = language();
+  const QLocale locale = lang == QLatin1String("system") ? QLocale() : QLocale(lang);
+  // "en" is the source language: no catalogue needed (an empty one would fall through).
+  if (locale.language() != QLocale::English &&
+      translator_.load(locale, QStringLiteral("moepack"), QStringLiteral("_"), QStringLiteral(":/i18n"))) {
+    translatorInstalled_ = QCoreApplication::installTranslator(&translator_);
+  }
+  qCInfo(lcUi) << "language" << lang << "->" << locale.name() << (translatorInstalled_ ? "(translated)" : "");
+  if (QQmlEngine* e = qmlEngine(this)) e->retranslate();
+  emit languageApplied();
+}
+
+}  // namespace moepack::ui

@@ -1,0 +1,120 @@
+#include "ui/telemetry_view_model.h"
+
+#include <QtCharts/QXYSeries>
+#include <algorithm>
+
+#include "ui/engine_worker.h"
+
+namespace moepack::ui {
+namespace {
+constexpr size_t kPollHistory = 2048;  // cumulative / eviction points kept
+
+void trim(std::vector<QPointF>& v, double xMin) {
+  const auto it = std::find_if(v.begin(), v.end(), [&](const QPointF& p) { return p.x() >= xMin; });
+  v.erase(v.begin(), it);
+  if (v.size() > kPollHistory) v.erase(v.begin(), v.end() - static_cast<ptrdiff_t>(kPollHistory));
+}
+
+void replace(QAbstractSeries* s, const std::vector<QPointF>& pts) {
+  if (auto* xy = qobject_cast<QXYSeries*>(s)) xy->replace(QList<QPointF>(pts.begin(), pts.end()));
+}
+}  // namespace
+
+TelemetryViewModel::TelemetryViewModel(QObject* parent) : QObject(parent) {
+  timer_.setInterval(intervalMs);
+  connect(&timer_, &QTimer::timeout, this, &TelemetryViewModel::poll);
+}
+
+void TelemetryViewModel::setEngine(EngineController* e) {
+  if (engine_ == e) return;
+  if (engine_) disconnect(engine_, nullptr, this, nullptr);
+  engine_ = e;
+  if (e) {
+    connect(e, &EngineController::modelLoaded, this, [this] {
+      clear();
+      poll();
+    });
+  }
+  clear();
+  emit engineChanged();
+}
+
+void TelemetryViewModel::setActive(bool a) {
+  if (a == active()) return;
+  if (a) {
+    timer_.start(intervalMs);
+    poll();
+  } else {
+    timer_.stop();
+  }
+  emit activeChanged();
+}
+
+void TelemetryViewModel::clear() {
+  snap_ = prev_ = {};
+  hitRate_.clear();
+  cumulative_.clear();
+  readKiB_.clear();
+  evictions_.clear();
+  xMin_ = 0;
+  xMax_ = 1;
+  readMax_ = evictMax_ = 1;
+  emit updated();
+}
+
+int TelemetryViewModel::slotCount() const { return engine_ ? static_cast<int>(engine_->info().cacheSlots) : 0; }
+
+int TelemetryViewModel::slotsUsed() const {
+  const uint64_t filled = snap_.cache_misses > snap_.cache_evictions ? snap_.cache_misses - snap_.cache_evictions : 0;
+  return static_cast<int>(std::min<uint64_t>(filled, static_cast<uint64_t>(slotCount())));
+}
+
+double TelemetryViewModel::slotMib() const {
+  return engine_ ? static_cast<double>(engine_->info().cacheSlotBytes) / (1024.0 * 1024.0) : 0.0;
+}
+
+void TelemetryViewModel::poll() {
+  const TelemetryHandle t = engine_ ? engine_->telemetry() : nullptr;
+  if (!t) return;
+  const TelemetrySnapshot s = t->snapshot();
+  if (s.tokens == snap_.tokens && s.cache_misses == snap_.cache_misses && s.tokens != 0) return;  // idle
+  prev_ = snap_;
+  snap_ = s;
+  const EngineInfo& info = engine_->info();
+  const double keys = static_cast<double>(info.moeLayers) * static_cast<double>(info.topK);
+  const std::vector<TokenSample> samples = t->recent(window);
+  hitRate_.clear();
+  readKiB_.clear();
+  readMax_ = 1;
+  for (const TokenSample& ts : samples) {
+    const double x = static_cast<double>(ts.index);
+    if (keys > 0) hitRate_.emplace_back(x, std::clamp(1.0 - ts.experts_missed / keys, 0.0, 1.0));
+    const double kib = static_cast<double>(ts.read_bytes) / 1024.0;
+    readKiB_.emplace_back(x, kib);
+    readMax_ = std::max(readMax_, kib);
+  }
+  if (s.tokens > prev_.tokens) {
+    const double x = static_cast<double>(s.tokens) - 1;
+    cumulative_.emplace_back(x, s.hit_rate());
+    const double ev = static_cast<double>(s.cache_evictions - std::min(s.cache_evictions, prev_.cache_evictions)) /
+                      static_cast<double>(s.tokens - prev_.tokens);
+    evictions_.emplace_back(x, ev);
+  }
+  xMax_ = std::max(1.0, static_cast<double>(s.tokens));
+  xMin_ = samples.empty() ? 0.0 : static_cast<double>(samples.front().index);
+  trim(cumulative_, xMin_);
+  trim(evictions_, xMin_);
+  evictMax_ = 1;
+  for (const QPointF& p : evictions_) evictMax_ = std::max(evictMax_, p.y());
+  emit updated();
+}
+
+void TelemetryViewModel::updateSeries(QAbstractSeries* hitRate, QAbstractSeries* cumulativeHitRate,
+                                      QAbstractSeries* readKiB, QAbstractSeries* evictions) const {
+  replace(hitRate, hitRate_);
+  replace(cumulativeHitRate, cumulative_);
+  replace(readKiB, readKiB_);
+  replace(evictions, evictions_);
+}
+
+}  // namespace moepack::ui

@@ -1,0 +1,108 @@
+// View-model of the dashboard: live expert-cache and SSD telemetry of the loaded engine.
+//
+// Polled on the UI thread every `intervalMs` (250 ms: 4 Hz) from the engine's Telemetry
+// (core/telemetry.h: relaxed atomics and seqlocked per-token samples), so reading never
+// blocks the engine thread. Series (x = token number):
+//   hit rate per token   1 - experts_missed / (moe_layers * top_k), from each TokenSample
+//                        (a prefill step covers many tokens: clamped to [0, 1])
+//   cumulative hit rate  cache_hits / (cache_hits + cache_misses) at each poll
+//   SSD KiB per token    TokenSample.read_bytes / 1024
+//   evictions per token  delta cache_evictions / delta tokens between polls
+// Cache occupancy: slots used = min(slot count, cache_misses - cache_evictions) (every miss
+// fills a slot; an eviction frees one), in MiB with the slot size.
+//
+// QML hands its LineSeries to updateSeries() on every `updated` signal (QXYSeries::replace,
+// one repaint per series), the QtCharts way of feeding live data from C++.
+#pragma once
+
+#include <QObject>
+#include <QPointF>
+#include <QPointer>
+#include <QTimer>
+#include <QtCharts/QAbstractSeries>
+#include <QtQml/qqmlregistration.h>
+#include <vector>
+
+#include "core/telemetry.h"
+#include "ui/engine_worker.h"
+
+namespace moepack::ui {
+
+class TelemetryViewModel : public QObject {
+  Q_OBJECT
+  QML_ELEMENT
+  Q_PROPERTY(moepack::ui::EngineController* engine READ engine WRITE setEngine NOTIFY engineChanged)
+  Q_PROPERTY(bool active READ active WRITE setActive NOTIFY activeChanged)  // poll only while shown
+  Q_PROPERTY(double cacheHits READ cacheHits NOTIFY updated)
+  Q_PROPERTY(double cacheMisses READ cacheMisses NOTIFY updated)
+  Q_PROPERTY(double cacheEvictions READ cacheEvictions NOTIFY updated)
+  Q_PROPERTY(double packReadBytes READ packReadBytes NOTIFY updated)
+  Q_PROPERTY(double h2dBytes READ h2dBytes NOTIFY updated)
+  Q_PROPERTY(double fallbackCount READ fallbackCount NOTIFY updated)
+  Q_PROPERTY(double ioErrors READ ioErrors NOTIFY updated)
+  Q_PROPERTY(double tokens READ tokens NOTIFY updated)
+  Q_PROPERTY(double hitRate READ hitRate NOTIFY updated)  // cumulative, 0..1
+  Q_PROPERTY(int slotsUsed READ slotsUsed NOTIFY updated)
+  Q_PROPERTY(int slotCount READ slotCount NOTIFY updated)
+  Q_PROPERTY(double slotMib READ slotMib NOTIFY updated)
+  Q_PROPERTY(double xMin READ xMin NOTIFY updated)  // token range of the per-token series
+  Q_PROPERTY(double xMax READ xMax NOTIFY updated)
+  Q_PROPERTY(double readKiBMax READ readKiBMax NOTIFY updated)
+  Q_PROPERTY(double evictionsMax READ evictionsMax NOTIFY updated)
+
+ public:
+  explicit TelemetryViewModel(QObject* parent = nullptr);
+
+  int intervalMs = 250;
+  size_t window = 512;  // tokens shown
+
+  EngineController* engine() const { return engine_; }
+  void setEngine(EngineController* e);
+  bool active() const { return timer_.isActive(); }
+  void setActive(bool a);
+
+  // Reads the telemetry now (the timer calls this).
+  Q_INVOKABLE void poll();
+  // Replaces the points of the given series (any may be null).
+  Q_INVOKABLE void updateSeries(QAbstractSeries* hitRate, QAbstractSeries* cumulativeHitRate,
+                                QAbstractSeries* readKiB, QAbstractSeries* evictions) const;
+
+  double cacheHits() const { return static_cast<double>(snap_.cache_hits); }
+  double cacheMisses() const { return static_cast<double>(snap_.cache_misses); }
+  double cacheEvictions() const { return static_cast<double>(snap_.cache_evictions); }
+  double packReadBytes() const { return static_cast<double>(snap_.pack_read_bytes); }
+  double h2dBytes() const { return static_cast<double>(snap_.h2d_bytes); }
+  double fallbackCount() const { return static_cast<double>(snap_.fallback_count); }
+  double ioErrors() const { return static_cast<double>(snap_.io_errors); }
+  double tokens() const { return static_cast<double>(snap_.tokens); }
+  double hitRate() const { return snap_.hit_rate(); }
+  int slotsUsed() const;
+  int slotCount() const;
+  double slotMib() const;
+  double xMin() const { return xMin_; }
+  double xMax() const { return xMax_; }
+  double readKiBMax() const { return readMax_; }
+  double evictionsMax() const { return evictMax_; }
+
+  const std::vector<QPointF>& hitRateSeries() const { return hitRate_; }
+  const std::vector<QPointF>& cumulativeSeries() const { return cumulative_; }
+  const std::vector<QPointF>& readKiBSeries() const { return readKiB_; }
+  const std::vector<QPointF>& evictionSeries() const { return evictions_; }
+
+ signals:
+  void engineChanged();
+  void activeChanged();
+  void updated();
+
+ private:
+  void clear();
+
+  QPointer<EngineController> engine_;
+  QTimer timer_;
+  TelemetrySnapshot snap_;
+  TelemetrySnapshot prev_;
+  std::vector<QPointF> hitRate_, cumulative_, readKiB_, evictions_;
+  double xMin_ = 0, xMax_ = 1, readMax_ = 1, evictMax_ = 1;
+};
+
+}  // namespace moepack::ui
