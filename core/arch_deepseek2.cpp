@@ -37,13 +37,8 @@ class MlaAttention final : public CpuAttention {
     const int64_t E = cfg.n_embd, H = cfg.n_head, R = cfg.kv_lora_rank, D = cfg.n_embd_head_k_mla;
     const int64_t P = cfg.n_rot, N = D - P, V = cfg.n_embd_head_v_mla, Q = cfg.q_lora_rank;
     if (P <= 0 || N <= 0) throw Error("deepseek2: rope.dimension_count must be below key_length_mla");
-    rope_ = rope_params(cfg);
-    if (cfg.rope_yarn && cfg.rope_freq_scale != 1.0f) {
-      rope_.attn_factor = cfg.yarn_attn_factor / (1.0f + 0.1f * std::log(1.0f / cfg.rope_freq_scale));
-    }
-    float mscale = cfg.yarn_attn_factor;
-    if (cfg.rope_freq_scale != 1.0f) mscale *= 1.0f + cfg.yarn_log_mul * std::log(1.0f / cfg.rope_freq_scale);
-    kq_scale_ = mscale * mscale / std::sqrt(static_cast<float>(D));
+    rope_ = mla_rope_params(cfg);
+    kq_scale_ = mla_kq_scale(cfg);
     for (uint32_t il = 0; il < cfg.n_layer; ++il) {
       const std::string p = "blk." + std::to_string(il) + ".";
       Layer L;
@@ -149,6 +144,20 @@ class MlaAttention final : public CpuAttention {
 };
 
 }  // namespace
+
+RopeParams mla_rope_params(const ModelConfig& cfg) {
+  RopeParams rope = rope_params(cfg);
+  if (cfg.rope_yarn && cfg.rope_freq_scale != 1.0f) {
+    rope.attn_factor = cfg.yarn_attn_factor / (1.0f + 0.1f * std::log(1.0f / cfg.rope_freq_scale));
+  }
+  return rope;
+}
+
+float mla_kq_scale(const ModelConfig& cfg) {
+  float mscale = cfg.yarn_attn_factor;
+  if (cfg.rope_freq_scale != 1.0f) mscale *= 1.0f + cfg.yarn_log_mul * std::log(1.0f / cfg.rope_freq_scale);
+  return mscale * mscale / std::sqrt(static_cast<float>(cfg.n_embd_head_k_mla));
+}
 
 std::unique_ptr<CpuAttention> make_attention_deepseek2(const ModelConfig& cfg, TensorStore& t, ThreadPool& pool) {
   return std::make_unique<MlaAttention>(cfg, t, pool);

@@ -1,23 +1,70 @@
 // make_backend: the one place that maps settings.backend (cpu | cuda | auto) to a backend.
-// The CUDA backend (gpu/, MOEPACK_CUDA=ON) registers itself here when it lands: see the
-// marked lines below; nothing else in the engine knows which backends exist.
+// Backends other than the CPU reference are registered at startup (register_backend); nothing
+// else in the engine knows which backends exist.
 #include "core/backend_factory.h"
 
+#include <utility>
+#include <vector>
+
 #include "core/error.h"
+#include "core/model_source.h"
 
 namespace moepack {
+
+namespace {
+
+struct Registered {
+  std::string name;
+  BackendMaker make;
+  BackendUsable usable;
+};
+
+std::vector<Registered>& registry() {
+  static std::vector<Registered> r;  // filled explicitly by register_backend()
+  return r;
+}
+
+const Registered* find(const std::string& name) {
+  for (const Registered& r : registry()) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void register_backend(std::string name, BackendMaker make, BackendUsable usable) {
+  if (name == "cpu" || name == "auto") throw Error("register_backend: \"" + name + "\" is reserved");
+  for (Registered& r : registry()) {
+    if (r.name == name) {
+      r.make = std::move(make);
+      r.usable = std::move(usable);
+      return;
+    }
+  }
+  registry().push_back({std::move(name), std::move(make), std::move(usable)});
+}
+
+bool backend_registered(const std::string& name) { return name == "cpu" || find(name) != nullptr; }
 
 std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model, const EngineSettings& settings) {
   const std::string& which = settings.backend;
   if (which == "cpu") return make_cpu_backend(std::move(model), settings);
-  if (which == "cuda") {
-    // CUDA backend: not yet part of the engine. When gpu/ provides it, create it here (and
-    // in `auto` below when a usable device is present).
-    throw Error("backend \"cuda\": this build has no CUDA backend yet (use --backend cpu or auto)");
-  }
   if (which == "auto") {
-    // CUDA backend: pick it here first when built and a device is usable; today: the CPU.
+    for (const Registered& r : registry()) {
+      if (model && r.usable && r.usable(*model)) return r.make(std::move(model), settings);
+    }
     return make_cpu_backend(std::move(model), settings);
+  }
+  if (const Registered* r = find(which)) {
+    if (model && r->usable && !r->usable(*model)) {
+      throw Error("backend \"" + which + "\" cannot run " + model->path() + " here (no usable device, or architecture " +
+                  model->config().arch + " not implemented); use --backend cpu or auto");
+    }
+    return r->make(std::move(model), settings);
+  }
+  if (which == "cuda") {
+    throw Error("backend \"cuda\": this build has no CUDA backend (use --backend cpu or auto)");
   }
   throw Error("unknown backend \"" + which + "\" (expected cpu, cuda or auto)");
 }

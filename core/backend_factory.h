@@ -1,8 +1,15 @@
 // Picks and creates a backend for an opened model: settings.backend = cpu | cuda | auto.
 // `auto` takes CUDA when the build has it and a usable device is present, else the CPU.
+//
+// Other backends plug in through register_backend(): core never depends on gpu/. The CUDA
+// backend provides moepack::gpu::register_cuda_backend() (gpu/cuda_backend.h); every executable
+// built with CUDA calls it once at startup, before the first make_backend(). Explicit, no
+// static-initialisation tricks.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "core/backend.h"
 #include "core/engine_settings.h"
@@ -10,6 +17,20 @@
 namespace moepack {
 
 class ModelSource;
+
+using BackendMaker =
+    std::function<std::unique_ptr<Backend>(std::shared_ptr<const ModelSource>, const EngineSettings&)>;
+
+// Whether a backend can run `model` on this machine (a device is present, the architecture is
+// one it implements).
+using BackendUsable = std::function<bool(const ModelSource& model)>;
+
+// Registers (or replaces) the backend `name` ("cuda"). `auto` picks the first registered
+// backend usable for the model, else the CPU. Not thread-safe: call at startup.
+void register_backend(std::string name, BackendMaker make, BackendUsable usable);
+
+// True when a backend of this name was registered (the CPU backend always exists).
+bool backend_registered(const std::string& name);
 
 // Throws Error when `cuda` is asked for and not available (saying why).
 std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model, const EngineSettings& settings);

@@ -38,4 +38,9 @@ void gqa_attend(ThreadPool& pool, const float* q, int64_t n_tok, int64_t pos0, c
 // RopeParams of a model (llama.cpp's ggml_rope_ext arguments derived from hparams).
 RopeParams rope_params(const ModelConfig& cfg);
 
+// deepseek2 MLA (arch_deepseek2.cpp, shared with the CUDA backend): RoPE parameters with YaRN's
+// magnitude correction cancelled, and the softmax scale mscale^2 / sqrt(key_length_mla).
+RopeParams mla_rope_params(const ModelConfig& cfg);
+float mla_kq_scale(const ModelConfig& cfg);
+
 }  // namespace moepack

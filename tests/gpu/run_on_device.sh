@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (see ../shared/device/README.md), from the repository root, with
 # .device-deps and .device-carry carried: builds MoePack without Qt and with CUDA (sm_90 and
-# sm_120), runs the tests whose fixtures were carried (gpu label included) and the I/O
-# benchmarks on a large synthetic pack. Everything lands under $OUT. Warnings are not errors
+# sm_120), runs the tests whose fixtures were carried (gpu label included: per-kernel parity,
+# the CUDA backend vs the CPU backend, the pack path at three VRAM budgets, the demo model),
+# the CUDA benchmark (bench-cuda.json: quantized GEMV bandwidth, prefill/decode tokens/s of the
+# demo model from GGUF and from its pack at 100% and 25% cache) and the I/O benchmarks on a
+# large synthetic pack. Everything lands under $OUT.
+#
+# Carry: .device-deps and .device-carry. Fill .device-carry first with
+# tests/gpu/prepare_carry.sh a|b (two fixture subsets that each fit the 64 MiB limit); fixtures
+# not carried are skipped by the tests and named in ctest.log. MOEPACK_DEVICE_TESTS (a ctest
+# -R regex) and MOEPACK_SKIP_IO_BENCH=1 narrow a call. Warnings are not errors
 # here: the machine's g++ 13 reports a known -Warray-bounds false positive inside
 # std::vector; CI (Debian g++ 12) keeps -Werror.
 set -u
@@ -15,8 +23,13 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUD
   > "$out/cmake.log" 2>&1 || { tail -40 "$out/cmake.log"; exit 1; }
 cmake --build build-gpu -j "$(nproc)" -- -k 0 > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "== build ok"
-ctest --test-dir build-gpu --output-on-failure -R "$tests" > "$out/ctest.log" 2>&1
+ctest --test-dir build-gpu --output-on-failure -R "$tests" --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1
 tail -25 "$out/ctest.log"
+grep -E "SKIPPED|not carried" "$out/ctest.log" | sort | uniq -c | head -20
+./build-gpu/tests/gpu/bench_cuda_backend > "$out/bench-cuda.json" 2> "$out/bench-cuda.txt"
+echo "== bench_cuda_backend rc=$?"; tail -5 "$out/bench-cuda.txt"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(g["type"], g["cols"], "ratio_to_d2d %.2f" % g["ratio_to_d2d"]) for g in d["gemv"]]; [print(k, "prefill %.1f tok/s decode %.1f tok/s hit %.2f" % (v["prefill_tokens_per_s"], v["decode_tokens_per_s"], v["cache_hit_rate"])) for k, v in d["engine"].items()]' "$out/bench-cuda.json" 2>&1 | head -20
+[ "${MOEPACK_SKIP_IO_BENCH:-0}" = 1 ] && exit 0
 ./build-gpu/app/moepack devices --self-test --json > "$out/devices.json" 2> "$out/devices.txt"; cat "$out/devices.txt"
 work=/tmp/moepack-device-bench
 rm -rf "$work" && mkdir -p "$work"

@@ -1,0 +1,39 @@
+// The attention half of a transformer block on the GPU, one implementation per architecture
+// family, mirroring core/cpu_attention.h: GQA (llama; qwen3moe with per-head q/k RMSNorm) and
+// MLA in its absorbed form (deepseek2). Weights are registered with DeviceWeights before its
+// upload(); bind() resolves them afterwards. All pointers are device pointers.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "core/model_config.h"
+#include "gpu/device_weights.h"
+
+namespace moepack::gpu {
+
+class CudaAttention {
+ public:
+  virtual ~CudaAttention() = default;
+  // Floats one token occupies in layer il's KV cache.
+  virtual int64_t kv_width(uint32_t il) const = 0;
+  // Resolves the weight handles after DeviceWeights::upload() and builds the RoPE table for
+  // positions 0 .. n_ctx - 1.
+  virtual void bind(const DeviceWeights& w, uint32_t n_ctx) = 0;
+  // VRAM the RoPE table will need for n_ctx positions, bytes (counted before the upload).
+  virtual uint64_t table_bytes(uint32_t n_ctx) const = 0;
+  // xn: [n_tok][n_embd] normed input of positions pos0 .. pos0 + n_tok - 1; kv: layer il's
+  // cache [n_ctx][kv_width] (these positions are written, earlier ones read); out: [n_tok][n_embd].
+  virtual void forward(uint32_t il, const float* xn, int64_t n_tok, int64_t pos0, float* kv, float* out,
+                       cudaStream_t s) = 0;
+};
+
+std::unique_ptr<CudaAttention> make_cuda_attention(const ModelConfig& cfg, DeviceWeights& w);
+
+// Product of a resident matrix with n_tok activation rows: y[t][r] = sum_k W[r][k] x[t][k].
+void dev_matmul(const DevMatrix& w, const float* x, int64_t x_stride, int64_t n_tok, float* y, int64_t y_stride,
+                cudaStream_t s);
+
+}  // namespace moepack::gpu

@@ -1,0 +1,96 @@
+// Host-side launchers of the CUDA backend's kernels, one concept per .cu file:
+//   kernels_gemv.cu        dequantizing matrix-vector / matrix-matrix products, row dequant
+//   kernels_elementwise.cu RMSNorm, SwiGLU, residual add, weighted expert combine
+//   kernels_rope.cu        RoPE from a cos/sin table computed by core's rope_table()
+//   kernels_attention.cu   GQA and MLA (absorbed) attention over the F32 KV cache
+// Each has a CPU twin in core (cpu_ops.h, quants.h, cpu_attention.h) and a parity test in
+// tests/gpu/gpu_ops_test.cpp. All pointers are device pointers unless said otherwise; every
+// launch is checked (cudaGetLastError) and throws Error with file and line. Shapes are
+// [rows][cols], row-major, cols fastest, as in cpu_ops.h. Plain C++ header.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/ggml_type.h"
+
+namespace moepack::gpu {
+
+// True for the types the kernels dequantize (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
+bool gpu_type_supported(GgmlType type);
+
+// A batch of matrix-vector products over `n_groups` weight matrices of one shape and type
+// (ne1 rows of ne0 inputs, row_bytes per row, the GGUF bytes as they are).
+//
+// Group g uses weight matrix `w_table[g]` (device array of pointers) if w_table is set, else
+// `w + g * w_gstride` bytes. Its "pairs" are j in [grp_off[g], grp_off[g + 1]) when grp_off is
+// set (device array of n_groups + 1), else j in [0, n_tok). For pair j:
+//   x row = x + g * x_gstride + (x_row ? x_row[j] : j) * x_stride      (floats)
+//   y row = y + g * y_gstride + j * y_stride                           (floats)
+//   y row[r] = sum_k W_g[r][k] * x row[k]
+// Uses: a dense matmul (one group, n_tok tokens), per-head MLA products (groups = heads),
+// and all selected experts of a layer in one launch (groups = experts, pairs = (token, expert)
+// selections sorted by expert, x_row = the token of each pair).
+struct GemvBatch {
+  GgmlType type = GgmlType::F32;
+  int64_t ne0 = 0, ne1 = 0;
+  uint64_t row_bytes = 0;
+  const uint8_t* w = nullptr;
+  uint64_t w_gstride = 0;
+  const uint8_t* const* w_table = nullptr;
+  const int32_t* grp_off = nullptr;
+  const int32_t* x_row = nullptr;
+  const float* x = nullptr;
+  int64_t x_stride = 0, x_gstride = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0, y_gstride = 0;
+  int32_t n_groups = 1;
+  int32_t n_tok = 0;        // pairs per group when grp_off is null
+  int32_t max_pairs = 0;    // with grp_off: an upper bound of any group's pair count (grid size)
+};
+// F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
+void gemv(const GemvBatch& b, cudaStream_t s);
+
+// out[i][0 .. ne0) = dequantized row rows[i] of W (rows: device array of n ids).
+void dequant_rows(GgmlType type, const uint8_t* w, uint64_t row_bytes, int64_t ne0, const int32_t* rows, int32_t n,
+                  float* out, cudaStream_t s);
+
+// RMSNorm of n_rows vectors of n floats (sum of squares in double, as cpu_ops rms_norm):
+// out + r * out_stride = rmsnorm(x + r * x_stride) * w (w may be null). out may alias x.
+void rms_norm(const float* x, int64_t x_stride, const float* w, int64_t n, float eps, float* out, int64_t out_stride,
+              int64_t n_rows, cudaStream_t s);
+// out[i] = silu(gate[i]) * up[i], i < n. out may alias gate.
+void swiglu(const float* gate, const float* up, int64_t n, float* out, cudaStream_t s);
+// x[i] += y[i], i < n.
+void add_inplace(float* x, const float* y, int64_t n, cudaStream_t s);
+// out[t][e] = sum_{k < K} weight[t * K + k] * y[pair_of[t * K + k]][e] for t < n_tok, e < E
+// (y rows of E floats). The sum runs in k order.
+void combine_experts(const float* y, const int32_t* pair_of, const float* weight, int32_t n_tok, int32_t K, int64_t E,
+                     float* out, cudaStream_t s);
+
+// RoPE in place on n_tok tokens of n_heads heads: head h of token t starts at
+// x + t * tok_stride + h * head_stride; its first n_dims values are rotated with the cos/sin
+// pairs cs_table + (pos0 + t) * n_dims (rope_table()'s layout: cs[2i] = cos, cs[2i+1] = sin).
+// neox: rotate halves (x[i], x[i + n_dims/2]), else adjacent pairs.
+void rope(float* x, int64_t n_tok, int64_t tok_stride, int64_t n_heads, int64_t head_stride, const float* cs_table,
+          int64_t pos0, int n_dims, bool neox, cudaStream_t s);
+
+// Grouped-query attention (cpu_attention.h gqa_attend): q [n_tok][n_head * hk], kv rows of
+// kv_width floats (n_head_kv keys of hk, then n_head_kv values of hv), causal over positions
+// 0 .. pos0 + t. out [n_tok][n_head * hv]. Scores live in shared memory: pos0 + n_tok must not
+// exceed max_attention_positions().
+void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t kv_width, int64_t n_head,
+                int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out, cudaStream_t s);
+
+// MLA absorbed attention (arch_deepseek2.cpp): q_abs [n_tok][H][R], q [n_tok][H][D] whose
+// q_pe is at offset D - P of each head, kv rows [R latent | P k_pe] (width R + P).
+// score = (q_abs . kv[:R] + q_pe . kv[R:]) * kq_scale; o_lat [n_tok][H][R] = sum p * kv[:R].
+void mla_attend(const float* q_abs, const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t H, int64_t R,
+                int64_t D, int64_t P, float kq_scale, float* o_lat, cudaStream_t s);
+
+// Most KV positions the attention kernels handle on the current device (shared memory).
+int64_t max_attention_positions();
+
+}  // namespace moepack::gpu

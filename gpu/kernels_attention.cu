@@ -1,0 +1,154 @@
+// Attention over the F32 KV cache in VRAM: grouped-query attention (llama, qwen3moe) and
+// DeepSeek's MLA in its absorbed form (deepseek2). One block per (head, token); the scores of
+// all visible positions sit in shared memory. CPU twins: gqa_attend (cpu_attention.cpp) and
+// MlaAttention::forward (arch_deepseek2.cpp). The dot products use the CPU's 8-lane order
+// (dot_f32) and the weighted sums the CPU's position order, so with FMA contraction off
+// (gpu/CMakeLists.txt) they give the CPU's values; the softmax sum differs only in its order
+// (double, both sides).
+#include <string>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+#include "gpu/kernels.h"
+
+namespace moepack::gpu {
+namespace {
+
+constexpr int kThreads = 128;
+
+// cpu_ops dot_f32: element k into lane k % 8, lanes added pairwise at the end.
+__device__ float dot8(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[j] += a[k + j] * b[k + j];
+  }
+  for (; k < n; ++k) acc[k % 8] += a[k] * b[k];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// Softmax in place over sc[0 .. n) by the whole block (cpu_ops softmax_inplace).
+__device__ void block_softmax(float* sc, int64_t n) {
+  __shared__ float red_f[kThreads / 32];
+  __shared__ double red_d[kThreads / 32];
+  __shared__ float mx_s;
+  __shared__ float inv_s;
+  float mx = -INFINITY;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, sc[i]);
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (threadIdx.x % 32 == 0) red_f[threadIdx.x / 32] = mx;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float m = red_f[0];
+    for (int i = 1; i < kThreads / 32; ++i) m = fmaxf(m, red_f[i]);
+    mx_s = m;
+  }
+  __syncthreads();
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float e = sc[i] == -INFINITY ? 0.0f : expf(sc[i] - mx_s);
+    sc[i] = e;
+    sum += e;
+  }
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (threadIdx.x % 32 == 0) red_d[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int i = 0; i < kThreads / 32; ++i) total += red_d[i];
+    inv_s = static_cast<float>(1.0 / total);
+  }
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sc[i] *= inv_s;
+  __syncthreads();
+}
+
+__global__ void gqa_kernel(const float* q, int64_t pos0, const float* kv, int64_t kv_width, int64_t n_head,
+                           int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out) {
+  extern __shared__ float sc[];
+  const int64_t h = blockIdx.x, t = blockIdx.y;
+  const int64_t hkv = h / (n_head / n_head_kv);
+  const int64_t n_kv = pos0 + t + 1;
+  const float* qh = q + (t * n_head + h) * hk;
+  for (int64_t s = threadIdx.x; s < n_kv; s += blockDim.x) {
+    sc[s] = dot8(qh, kv + s * kv_width + hkv * hk, hk) * kq_scale;
+  }
+  __syncthreads();
+  block_softmax(sc, n_kv);
+  const float* v0 = kv + n_head_kv * hk + hkv * hv;
+  float* o = out + (t * n_head + h) * hv;
+  for (int64_t d = threadIdx.x; d < hv; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t s = 0; s < n_kv; ++s) acc += sc[s] * v0[s * kv_width + d];
+    o[d] = acc;
+  }
+}
+
+__global__ void mla_kernel(const float* q_abs, const float* q, int64_t pos0, const float* kv, int64_t H, int64_t R,
+                           int64_t D, int64_t P, float kq_scale, float* o_lat) {
+  extern __shared__ float sc[];
+  const int64_t h = blockIdx.x, t = blockIdx.y, W = R + P;
+  const int64_t n_kv = pos0 + t + 1;
+  const float* qa = q_abs + (t * H + h) * R;
+  const float* qp = q + (t * H + h) * D + (D - P);
+  for (int64_t s = threadIdx.x; s < n_kv; s += blockDim.x) {
+    const float* row = kv + s * W;
+    sc[s] = (dot8(qa, row, R) + dot8(qp, row + R, P)) * kq_scale;
+  }
+  __syncthreads();
+  block_softmax(sc, n_kv);
+  float* o = o_lat + (t * H + h) * R;
+  for (int64_t d = threadIdx.x; d < R; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t s = 0; s < n_kv; ++s) acc += sc[s] * kv[s * W + d];
+    o[d] = acc;
+  }
+}
+
+size_t optin_shared_bytes() {
+  int dev = 0;
+  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  int optin = 0;
+  MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return static_cast<size_t>(optin) - 1024;  // room for the kernels' static reduction scratch
+}
+
+template <typename Kernel>
+size_t prepare_shared(Kernel k, int64_t n_kv) {
+  const size_t bytes = static_cast<size_t>(n_kv) * sizeof(float);
+  const size_t limit = optin_shared_bytes();
+  if (bytes > limit) {
+    throw Error("attention over " + std::to_string(n_kv) + " positions needs " + std::to_string(bytes) +
+                " bytes of shared memory; this device allows " + std::to_string(limit) +
+                " (lower n_ctx to at most " + std::to_string(max_attention_positions()) + ")");
+  }
+  if (bytes > 48 * 1024) {
+    MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+int64_t max_attention_positions() { return static_cast<int64_t>(optin_shared_bytes() / sizeof(float)); }
+
+void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t kv_width, int64_t n_head,
+                int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out, cudaStream_t s) {
+  if (n_tok <= 0) return;
+  const size_t shmem = prepare_shared(gqa_kernel, pos0 + n_tok);
+  gqa_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
+      q, pos0, kv, kv_width, n_head, n_head_kv, hk, hv, kq_scale, out);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+void mla_attend(const float* q_abs, const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t H, int64_t R,
+                int64_t D, int64_t P, float kq_scale, float* o_lat, cudaStream_t s) {
+  if (n_tok <= 0) return;
+  const size_t shmem = prepare_shared(mla_kernel, pos0 + n_tok);
+  mla_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
+      q_abs, q, pos0, kv, H, R, D, P, kq_scale, o_lat);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace moepack::gpu

@@ -1,0 +1,94 @@
+// Elementwise and row-wise kernels of the common transformer block: RMSNorm, SwiGLU, the
+// residual add and the weighted combine of expert outputs. CPU twins: core/cpu_ops.h.
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+#include "gpu/kernels.h"
+
+namespace moepack::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+// One block per row: sum of squares in double (as ggml and cpu_ops rms_norm), then
+// scale = 1 / sqrtf(mean + eps) in float (IEEE sqrt and division: nvcc's defaults).
+__global__ void rms_norm_kernel(const float* x, int64_t x_stride, const float* w, int64_t n, float eps, float* out,
+                                int64_t out_stride) {
+  const float* xr = x + static_cast<int64_t>(blockIdx.x) * x_stride;
+  float* orow = out + static_cast<int64_t>(blockIdx.x) * out_stride;
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(xr[i]) * static_cast<double>(xr[i]);
+  __shared__ double part[kThreads / 32];
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = sum;
+  __syncthreads();
+  __shared__ float scale;
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int i = 0; i < kThreads / 32; ++i) total += part[i];
+    const float mean = static_cast<float>(total / static_cast<double>(n));
+    scale = 1.0f / sqrtf(mean + eps);
+  }
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = xr[i] * scale;
+    orow[i] = w ? v * w[i] : v;
+  }
+}
+
+__global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, float* out) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const float g = gate[i];
+    out[i] = (g / (1.0f + expf(-g))) * up[i];
+  }
+}
+
+__global__ void add_kernel(float* x, const float* y, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += y[i];
+}
+
+__global__ void combine_kernel(const float* y, const int32_t* pair_of, const float* weight, int32_t K, int64_t E,
+                               float* out) {
+  const int t = static_cast<int>(blockIdx.y);
+  const int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= E) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    acc += weight[t * K + k] * y[static_cast<int64_t>(pair_of[t * K + k]) * E + e];
+  }
+  out[static_cast<int64_t>(t) * E + e] = acc;
+}
+
+}  // namespace
+
+void rms_norm(const float* x, int64_t x_stride, const float* w, int64_t n, float eps, float* out, int64_t out_stride,
+              int64_t n_rows, cudaStream_t s) {
+  if (n_rows <= 0) return;
+  rms_norm_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, x_stride, w, n, eps, out, out_stride);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+void swiglu(const float* gate, const float* up, int64_t n, float* out, cudaStream_t s) {
+  if (n <= 0) return;
+  swiglu_kernel<<<blocks_for(n), kThreads, 0, s>>>(gate, up, n, out);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+void add_inplace(float* x, const float* y, int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  add_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+void combine_experts(const float* y, const int32_t* pair_of, const float* weight, int32_t n_tok, int32_t K, int64_t E,
+                     float* out, cudaStream_t s) {
+  if (n_tok <= 0) return;
+  if (n_tok > 65535) throw Error("combine_experts: more than 65535 tokens in one launch");
+  combine_kernel<<<dim3(blocks_for(E), static_cast<unsigned>(n_tok)), kThreads, 0, s>>>(y, pair_of, weight, K, E, out);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace moepack::gpu

@@ -1,0 +1,139 @@
+#include "gpu/vram_expert_pool.h"
+
+#include <chrono>
+#include <deque>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/pack_layout.h"
+#include "core/sha256.h"
+#include "gpu/cuda_check.h"
+
+namespace moepack::gpu {
+
+namespace {
+
+uint64_t free_vram_bytes() {
+  size_t free_b = 0, total_b = 0;
+  MOEPACK_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  return free_b;
+}
+
+}  // namespace
+
+VramExpertPool::VramExpertPool(const ExpertPack& pack, const VramPoolSettings& settings, uint32_t top_k)
+    : pack_(pack),
+      settings_(settings),
+      slot_bytes_(pack.layout().max_stride),
+      cache_(cache_slots_for_budget(settings.cache_bytes, free_vram_bytes(), settings.reserve_bytes,
+                                    pack.layout().max_stride, top_k),
+             make_policy(settings.policy)),
+      reader_(pack.experts_path(), settings.reader) {
+  if (reader_.alignment() > kPackAlignment) {
+    throw Error(pack.experts_path() + ": the file system needs O_DIRECT alignment " +
+                std::to_string(reader_.alignment()) + " but the pack is aligned to " + std::to_string(kPackAlignment));
+  }
+  if (settings_.stage_slots == 0) throw Error("stage_slots must be at least 1");
+  slots_.allocate(static_cast<size_t>(slot_bytes_) * cache_.slot_count(),
+                  "the expert cache (" + std::to_string(cache_.slot_count()) + " slots of " +
+                      std::to_string(slot_bytes_) + " bytes)");
+  stage_.allocate(static_cast<size_t>(slot_bytes_) * settings_.stage_slots, "the expert staging ring");
+  slot_ready_.resize(cache_.slot_count());
+  stage_free_.resize(settings_.stage_slots);
+  stage_used_.assign(settings_.stage_slots, false);
+}
+
+std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<const uint32_t> experts,
+                                                    cudaStream_t compute, double* io_wait_ms) {
+  if (layer >= pack_.layout().layers.size()) {
+    throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
+  }
+  const uint64_t stride = pack_.stride(layer);
+  const std::vector<SlotAssignment> assignments = cache_.acquire(layer, experts);
+  std::vector<const SlotAssignment*> misses;
+  for (const SlotAssignment& a : assignments) {
+    if (!a.hit) misses.push_back(&a);
+  }
+  if (!misses.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      // Slots about to be overwritten may still be read by kernels queued before release().
+      if (released_recorded_) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
+      std::deque<uint32_t> free_stages;
+      for (uint32_t i = 0; i < settings_.stage_slots; ++i) free_stages.push_back(i);
+      std::unordered_map<uint64_t, uint32_t> stage_of;  // tag (miss index) -> staging buffer
+      size_t next = 0, done = 0;
+      while (done < misses.size()) {
+        while (next < misses.size() && !free_stages.empty()) {
+          const uint32_t st = free_stages.front();
+          free_stages.pop_front();
+          if (stage_used_[st]) MOEPACK_CUDA_CHECK(cudaEventSynchronize(stage_free_[st].get()));
+          reader_.submit({pack_.expert_offset(layer, misses[next]->expert), stride,
+                          stage_.bytes_ptr() + static_cast<size_t>(st) * slot_bytes_, next});
+          stage_of[next] = st;
+          ++next;
+        }
+        for (const uint64_t tag : reader_.wait_some()) {
+          const SlotAssignment& a = *misses[tag];
+          const uint32_t st = stage_of.at(tag);
+          const uint8_t* src = stage_.bytes_ptr() + static_cast<size_t>(st) * slot_bytes_;
+          if (settings_.verify_pack_sha256) {
+            const uint64_t key = ExpertKey{layer, a.expert}.packed();
+            if (!verified_.count(key)) {
+              const std::string got = to_hex(Sha256::of(src, stride));
+              const std::string& want = pack_.manifest().expert_sha256.at(layer).at(a.expert);
+              if (got != want) {
+                throw Error(pack_.experts_path() + ": expert " + std::to_string(a.expert) + " of layer " +
+                            std::to_string(layer) + " (block at byte " +
+                            std::to_string(pack_.expert_offset(layer, a.expert)) + ") fails its SHA-256 check: manifest " +
+                            want + ", read " + got);
+              }
+              verified_.insert(key);
+              ++verified_count_;
+            }
+          }
+          uint8_t* dst = slots_.bytes_ptr() + static_cast<size_t>(a.slot) * slot_bytes_;
+          MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, src, stride, cudaMemcpyHostToDevice, copy_.get()));
+          MOEPACK_CUDA_CHECK(cudaEventRecord(stage_free_[st].get(), copy_.get()));
+          MOEPACK_CUDA_CHECK(cudaEventRecord(slot_ready_[a.slot].get(), copy_.get()));
+          stage_used_[st] = true;
+          h2d_bytes_ += stride;
+          free_stages.push_back(st);
+          ++done;
+        }
+      }
+    } catch (...) {
+      // The cache already counts these experts as resident: forget them, so a retry reads again.
+      for (const SlotAssignment* a : misses) cache_.invalidate(ExpertKey{layer, a->expert});
+      throw;
+    }
+    if (io_wait_ms) {
+      *io_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    for (const SlotAssignment* a : misses) {
+      MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(compute, slot_ready_[a->slot].get(), 0));
+    }
+  }
+  std::vector<const uint8_t*> out;
+  out.reserve(assignments.size());
+  for (const SlotAssignment& a : assignments) out.push_back(slots_.bytes_ptr() + static_cast<size_t>(a.slot) * slot_bytes_);
+  return out;
+}
+
+void VramExpertPool::release(cudaStream_t compute) {
+  MOEPACK_CUDA_CHECK(cudaEventRecord(released_.get(), compute));
+  released_recorded_ = true;
+}
+
+VramPoolCounters VramExpertPool::counters() const {
+  VramPoolCounters c;
+  c.cache = cache_.counters();
+  c.pack_read_bytes = reader_.counters().pack_read_bytes.load(std::memory_order_relaxed);
+  c.fallback_count = reader_.counters().fallback_count.load(std::memory_order_relaxed);
+  c.io_errors = reader_.counters().io_errors.load(std::memory_order_relaxed);
+  c.h2d_bytes = h2d_bytes_;
+  c.verified_experts = verified_count_;
+  return c;
+}
+
+}  // namespace moepack::gpu

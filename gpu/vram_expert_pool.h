@@ -1,0 +1,90 @@
+// VramExpertPool: the GPU tier of the Expert Pack path. Routed experts live in a pool of VRAM
+// slots; the ExpertCache (core/expert_cache.h) decides which (layer, expert) sits in which
+// slot; a miss is read by the DirectReader (O_DIRECT, io_uring) into one of `stage_slots`
+// pinned, 4096-aligned staging buffers (cudaHostAlloc), then copied to its slot with
+// cudaMemcpyAsync on the pool's copy stream.
+//
+// Synchronisation (no device-wide sync anywhere):
+//   - slot_ready[s]: recorded on the copy stream after slot s's copy; the compute stream waits
+//     on it (cudaStreamWaitEvent) before the kernels that read the slot.
+//   - stage_free[i]: recorded after the copy out of staging buffer i; the host waits on it
+//     (cudaEventSynchronize, that one copy only) before the reader overwrites the buffer.
+//   - released: recorded on the compute stream by release() after the kernels that read the
+//     slots handed out so far; the copy stream waits on it before it overwrites any slot, so an
+//     evicted expert is never overwritten while a queued kernel may still read it.
+//
+// Sizing (ARCHITECTURE.md "Cache sizing"): slot_bytes = the pack's largest expert stride;
+// slot_count = floor(min(cache_bytes, free VRAM - reserve) / slot_bytes); fewer slots than
+// one layer's top-k is an initialisation error with the numbers.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/direct_reader.h"
+#include "core/expert_cache.h"
+#include "core/expert_pack.h"
+#include "gpu/cuda_resources.h"
+
+namespace moepack::gpu {
+
+struct VramPoolSettings {
+  uint64_t cache_bytes = 1ull << 30;   // requested slot budget, bytes
+  uint64_t reserve_bytes = 512ull << 20;  // VRAM kept free, bytes
+  uint32_t stage_slots = 8;            // pinned staging buffers (reads in flight)
+  ReaderSettings reader;
+  std::string policy = "hybrid";
+  bool verify_pack_sha256 = false;     // checked in the staging buffer before the upload
+};
+
+struct VramPoolCounters {
+  CacheCounters cache;
+  uint64_t pack_read_bytes = 0, h2d_bytes = 0, fallback_count = 0, io_errors = 0, verified_experts = 0;
+};
+
+class VramExpertPool {
+ public:
+  // Throws Error (budget below top-k slots, with the numbers; O_DIRECT alignment), IoError.
+  VramExpertPool(const ExpertPack& pack, const VramPoolSettings& settings, uint32_t top_k);
+
+  // Makes `experts` (distinct ids) of pack layer `layer` resident and returns each one's
+  // block in VRAM (all roles, at the manifest's offsets). Misses are read and copied
+  // asynchronously; `compute` is made to wait for them (no host wait for the copies). Adds
+  // the host time spent waiting for reads to *io_wait_ms. Throws IoError / FormatError /
+  // Error (hash mismatch); the failed experts are forgotten by the cache.
+  std::vector<const uint8_t*> acquire(uint32_t layer, std::span<const uint32_t> experts, cudaStream_t compute,
+                                      double* io_wait_ms);
+  // Call after enqueuing on `compute` the kernels that read the slots acquire() returned.
+  void release(cudaStream_t compute);
+  void end_step() { cache_.end_step(); }
+
+  uint32_t slot_count() const { return cache_.slot_count(); }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  VramPoolCounters counters() const;
+
+ private:
+  const ExpertPack& pack_;
+  VramPoolSettings settings_;
+  uint64_t slot_bytes_;
+  ExpertCache cache_;
+  DirectReader reader_;
+  DeviceBuffer slots_;
+  PinnedBuffer stage_;
+  Stream copy_;
+  std::vector<Event> slot_ready_;
+  std::vector<Event> stage_free_;
+  std::vector<bool> stage_used_;
+  Event released_;
+  bool released_recorded_ = false;
+  std::unordered_set<uint64_t> verified_;
+  uint64_t verified_count_ = 0;
+  uint64_t h2d_bytes_ = 0;
+};
+
+}  // namespace moepack::gpu

@@ -1,0 +1,194 @@
+// GPU benchmarks, one JSON object on stdout (tests/gpu/run_on_device.sh stores it in $OUT):
+//   "gemv":   quantized expert GEMV at decode shapes (8 experts of [rows][cols] per launch, one
+//             token each), achieved bytes/s and its ratio to the device-to-device copy
+//             bandwidth measured in the same run (issue 7 target >= 0.7 for Q4_K, Q2_K, MXFP4);
+//   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
+//             model) from its GGUF (all experts resident) and from its Expert Pack with all
+//             experts cached and with 25% of them, with hit rate, bytes read and I/O wait.
+// Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N]
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend_factory.h"
+#include "core/model_source.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_resources.h"
+#include "gpu/device_info.h"
+#include "gpu/kernels.h"
+#include "packbuilder/pack_builder.h"
+
+namespace {
+
+using namespace moepack;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double d2d_bandwidth() {
+  const size_t bytes = 1ull << 30;
+  gpu::DeviceBuffer a(bytes, "bench"), b(bytes, "bench");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(b.as<void>(), a.as<void>(), bytes, cudaMemcpyDeviceToDevice));  // warm-up
+  float ms = 0;
+  cudaEvent_t t0, t1;
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
+  for (int i = 0; i < 10; ++i) MOEPACK_CUDA_CHECK(cudaMemcpy(b.as<void>(), a.as<void>(), bytes, cudaMemcpyDeviceToDevice));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
+  MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
+  MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  return 2.0 * 10.0 * static_cast<double>(bytes) / (ms / 1e3);  // read + write
+}
+
+nlohmann::json bench_gemv(GgmlType type, int64_t rows, int64_t cols, double d2d) {
+  const int experts = 8;
+  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
+  const uint64_t mat = rb * static_cast<uint64_t>(rows);
+  // 32 copies of the 8 experts so that the weights are not served from L2.
+  const int copies = 32;
+  gpu::DeviceBuffer w(mat * experts * copies, "bench weights");
+  std::vector<uint8_t> host(mat * experts * copies);
+  std::mt19937 rng(1);
+  for (auto& b : host) b = static_cast<uint8_t>(rng() & 0x3F);  // small scales, no inf/NaN
+  MOEPACK_CUDA_CHECK(cudaMemcpy(w.as<void>(), host.data(), host.size(), cudaMemcpyHostToDevice));
+  gpu::DeviceBuffer x(static_cast<size_t>(cols) * sizeof(float), "x"), y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
+  MOEPACK_CUDA_CHECK(cudaMemset(x.as<void>(), 0, x.size()));
+  gpu::GemvBatch b;
+  b.type = type;
+  b.ne0 = cols;
+  b.ne1 = rows;
+  b.row_bytes = rb;
+  b.w_gstride = mat;
+  b.x = x.as<float>();
+  b.x_stride = cols;
+  b.x_gstride = 0;
+  b.y = y.as<float>();
+  b.y_stride = rows;
+  b.y_gstride = rows;
+  b.n_groups = experts;
+  b.n_tok = 1;
+  cudaEvent_t t0, t1;
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
+  b.w = w.bytes_ptr();
+  gpu::gemv(b, nullptr);
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
+  const int iters = 64;
+  for (int i = 0; i < iters; ++i) {
+    b.w = w.bytes_ptr() + (i % copies) * mat * experts;
+    gpu::gemv(b, nullptr);
+  }
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
+  MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
+  float ms = 0;
+  MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  const double bps = static_cast<double>(mat * experts) * iters / (ms / 1e3);
+  return {{"type", std::string(ggml_type_name(type))}, {"rows", rows}, {"cols", cols}, {"experts_per_launch", experts},
+          {"us_per_launch", ms * 1e3 / iters}, {"bytes_per_s", bps}, {"ratio_to_d2d", bps / d2d}};
+}
+
+nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s, int prefill, int decode) {
+  auto be = make_backend(src, s);
+  const int32_t nv = static_cast<int32_t>(be->config().n_vocab);
+  std::vector<int32_t> prompt(static_cast<size_t>(prefill));
+  for (int i = 0; i < prefill; ++i) prompt[static_cast<size_t>(i)] = (i * 7919 + 13) % nv;
+  std::vector<float> logits(static_cast<size_t>(nv));
+  be->forward(std::span<const int32_t>(prompt.data(), 8), logits);  // warm-up
+  be->truncate(0);
+  const BackendStats s0 = be->stats();
+  auto t0 = Clock::now();
+  be->forward(prompt, logits);
+  const double t_prefill = seconds_since(t0);
+  t0 = Clock::now();
+  for (int i = 0; i < decode; ++i) {
+    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    be->forward(std::span<const int32_t>(&next, 1), logits);
+  }
+  const double t_decode = seconds_since(t0);
+  const BackendStats st = be->stats();
+  const uint64_t hits = st.cache_hits - s0.cache_hits, misses = st.cache_misses - s0.cache_misses;
+  return {{"prefill_tokens", prefill},
+          {"prefill_tokens_per_s", prefill / t_prefill},
+          {"decode_tokens", decode},
+          {"decode_tokens_per_s", decode / t_decode},
+          {"cache_slots", st.cache_slots},
+          {"cache_hit_rate", hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 1.0},
+          {"cache_evictions", st.cache_evictions},
+          {"pack_read_bytes", st.pack_read_bytes},
+          {"h2d_bytes", st.h2d_bytes},
+          {"io_wait_ms", st.io_wait_ms - s0.io_wait_ms},
+          {"compute_ms", st.compute_ms - s0.compute_ms}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model = std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
+  int prefill = 128, decode = 64;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--prefill" && i + 1 < argc) {
+      prefill = std::stoi(argv[++i]);
+    } else if (a == "--decode" && i + 1 < argc) {
+      decode = std::stoi(argv[++i]);
+    } else {
+      model = a;
+    }
+  }
+  const auto q = gpu::query_devices();
+  if (q.devices.empty()) {
+    std::fprintf(stderr, "no CUDA device (%s)\n", q.error.c_str());
+    return 77;
+  }
+  try {
+    gpu::register_cuda_backend();
+    nlohmann::json out;
+    out["device"] = q.devices[0].name;
+    const double d2d = d2d_bandwidth();
+    out["d2d_copy_bytes_per_s"] = d2d;
+    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q6_K}) {
+      out["gemv"].push_back(bench_gemv(t, 2048, 4096, d2d));
+      out["gemv"].push_back(bench_gemv(t, 2048, 7168, d2d));
+    }
+    EngineSettings s;
+    s.backend = "cuda";
+    s.n_ctx = 1024;
+    s.cache_vram_reserve_mib = 0;
+    const auto gguf = ModelSource::open(model);
+    out["model"] = model;
+    out["engine"]["gguf"] = bench_engine(gguf, s, prefill, decode);
+    const std::string dir = (std::filesystem::temp_directory_path() / "moepack-bench-pack").string();
+    std::filesystem::remove_all(dir);
+    BuildOptions bo;
+    bo.source = model;
+    bo.out_dir = dir;
+    bo.safety_margin_bytes = 0;
+    bo.hash_sources = false;
+    build_pack(bo);
+    const auto pack = ModelSource::open(dir);
+    uint64_t experts = 0;
+    for (const auto& l : pack->pack()->layout().layers) experts += l.n_experts;
+    const uint64_t slot = pack->pack()->layout().max_stride;
+    s.cache_bytes = experts * slot;
+    out["engine"]["pack_all_cached"] = bench_engine(pack, s, prefill, decode);
+    s.cache_bytes = std::max<uint64_t>(experts / 4, pack->config().n_expert_used) * slot;
+    out["engine"]["pack_25pct"] = bench_engine(pack, s, prefill, decode);
+    std::filesystem::remove_all(dir);
+    std::printf("%s\n", out.dump(2).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cuda_backend: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,297 @@
+// The CUDA backend end to end against the CPU reference backend (and through it llama.cpp's
+// f32-dequant references) on every fixture model carried to the machine, on the Expert Pack
+// path at three VRAM budgets, and on the demo model through the whole engine.
+//
+// Tolerances: prompt logits within 1e-3 absolute of the CPU backend (both F32 on the same
+// exactly dequantized weights; they differ only in summation order, ~1e-6 relative); greedy
+// continuations (24 tokens) identical to the CPU backend's and to llama.cpp's. The pack path
+// on the GPU gives the GGUF path's logits on the GPU bit for bit (the same kernels on the same
+// bytes; batching experts differently never changes a pair's sum).
+//
+// Fixtures that were not carried (tests/gpu/run_on_device.sh carries a subset per call) are
+// skipped, and say so.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/backend_factory.h"
+#include "core/model_source.h"
+#include "core/session.h"
+#include "gpu/cuda_backend.h"
+#include "packbuilder/pack_builder.h"
+#include "tests/gpu/gpu_test_main.h"
+#include "tests/support/gguf_writer.h"
+
+namespace moepack {
+namespace {
+
+const std::string kFixtures = std::string(MOEPACK_SHARED_DIR) + "/fixtures/";
+const std::string kDemo =
+    std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
+
+struct Case {
+  const char* name;
+  const char* model;  // path under fixtures/
+  const char* ref;    // reference prefix under fixtures/
+};
+
+const Case kCases[] = {
+    {"deepseek2_Q4_K_M", "deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf", "deepseek2-tiny/deepseek2-tiny-Q4_K_M"},
+    {"deepseek2_Q2_K_split", "deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.gguf", "deepseek2-tiny/deepseek2-tiny-Q2_K"},
+    {"qwen3moe_MXFP4", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE"},
+    {"llama_moe_Q4_K_M", "llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf", "llama-moe-tiny/llama-moe-tiny-Q4_K_M"},
+};
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  EXPECT_TRUE(f.good()) << path;
+  return nlohmann::json::parse(f);
+}
+
+int32_t argmax(const std::vector<float>& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+EngineSettings test_settings(const char* backend) {
+  EngineSettings s;
+  s.backend = backend;
+  s.threads = 4;
+  s.n_ctx = 512;
+  s.cache_vram_reserve_mib = 0;
+  return s;
+}
+
+std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t next = argmax(logits);
+    out.push_back(next);
+    if (i + 1 < n) be.forward(std::span<const int32_t>(&next, 1), logits);
+  }
+  return out;
+}
+
+class CudaFixture : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kFixtures + GetParam().model)) {
+      GTEST_SKIP() << kFixtures + GetParam().model << " not carried to this machine";
+    }
+  }
+};
+
+TEST_P(CudaFixture, MatchesCpuBackendAndReference) {
+  const Case c = GetParam();
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto src = ModelSource::open(kFixtures + c.model);
+  auto cpu = make_backend(src, test_settings("cpu"));
+  auto gpu = make_backend(src, test_settings("cuda"));
+  ASSERT_EQ(gpu->name(), "cuda");
+  const size_t nv = gpu->config().n_vocab;
+  std::vector<float> lc(nv), lg(nv);
+  int checked = 0;
+  float worst = 0;
+  for (const auto& r : ref["results"]) {
+    const auto tokens = r["tokens"].get<std::vector<int32_t>>();
+    if (tokens.empty()) continue;
+    SCOPED_TRACE("prompt " + std::to_string(r["index"].get<int>()));
+    cpu->truncate(0);
+    gpu->truncate(0);
+    cpu->forward(tokens, lc);
+    gpu->forward(tokens, lg);
+    float d = 0;
+    for (size_t i = 0; i < nv; ++i) d = std::max(d, std::fabs(lc[i] - lg[i]));
+    worst = std::max(worst, d);
+    EXPECT_LT(d, 1e-3f) << "prompt logits, largest |cuda - cpu|";
+    const auto want = r["greedy_tokens"].get<std::vector<int32_t>>();
+    const auto ours_cpu = greedy(*cpu, lc, want.size());
+    const auto ours_gpu = greedy(*gpu, lg, want.size());
+    EXPECT_EQ(ours_gpu, ours_cpu);
+    EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
+    ++checked;
+  }
+  RecordProperty("worst_prompt_logit_diff", std::to_string(worst));
+  EXPECT_GE(checked, 10);
+  const BackendStats s = gpu->stats();
+  EXPECT_EQ(s.expert_selections, s.experts_computed);
+  EXPECT_GT(s.expert_selections, 0u);
+}
+
+// All logits of a prefill (all_logits) and the routing the observer sees, vs the CPU backend.
+TEST_P(CudaFixture, AllLogitsAndRoutingMatchCpu) {
+  const Case c = GetParam();
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  const auto src = ModelSource::open(kFixtures + c.model);
+  auto cpu = make_backend(src, test_settings("cpu"));
+  auto gpu = make_backend(src, test_settings("cuda"));
+  std::vector<std::vector<int32_t>> rc, rg;
+  cpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
+    rc.emplace_back(e.begin(), e.end());
+  });
+  gpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
+    rg.emplace_back(e.begin(), e.end());
+  });
+  const size_t nv = gpu->config().n_vocab;
+  std::vector<float> lc(nv), lg(nv), ac(nv * tokens.size()), ag(nv * tokens.size());
+  cpu->forward(tokens, lc, ac);
+  gpu->forward(tokens, lg, ag);
+  float d = 0;
+  for (size_t i = 0; i < ac.size(); ++i) d = std::max(d, std::fabs(ac[i] - ag[i]));
+  EXPECT_LT(d, 1e-3f);
+  EXPECT_EQ(0, std::memcmp(lg.data(), ag.data() + (tokens.size() - 1) * nv, nv * sizeof(float)));
+  EXPECT_EQ(rc, rg);
+  EXPECT_EQ(gpu->n_past(), tokens.size());
+}
+
+TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) {
+  const Case c = GetParam();
+  test::TempDir dir("moepack-cuda");
+  BuildOptions bo;
+  bo.source = kFixtures + c.model;
+  bo.out_dir = dir.file("pack");
+  bo.safety_margin_bytes = 0;
+  bo.hash_sources = false;
+  build_pack(bo);
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  auto gguf = make_backend(ModelSource::open(kFixtures + c.model), test_settings("cuda"));
+  const size_t nv = gguf->config().n_vocab;
+  auto run = [&](Backend& be) {
+    std::vector<float> all, logits(nv);
+    be.forward(tokens, logits);
+    all.insert(all.end(), logits.begin(), logits.end());
+    for (int i = 0; i < 8; ++i) {
+      const int32_t next = argmax(logits);
+      be.forward(std::span<const int32_t>(&next, 1), logits);
+      all.insert(all.end(), logits.begin(), logits.end());
+    }
+    return all;
+  };
+  const std::vector<float> want = run(*gguf);
+  auto src = ModelSource::open(bo.out_dir);
+  const uint64_t slot = src->pack()->layout().max_stride;
+  uint64_t experts = 0;
+  for (const auto& l : src->pack()->layout().layers) experts += l.n_experts;
+  const uint32_t k = src->config().n_expert_used;
+  for (const uint64_t slots : {experts, experts / 2, static_cast<uint64_t>(k)}) {
+    SCOPED_TRACE("cache slots " + std::to_string(slots));
+    EngineSettings s = test_settings("cuda");
+    s.cache_bytes = slots * slot;
+    s.stage_slots = 3;
+    auto be = make_backend(src, s);
+    EXPECT_EQ(be->stats().cache_slots, slots);
+    const std::vector<float> got = run(*be);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
+    const BackendStats st = be->stats();
+    EXPECT_GT(st.cache_misses, 0u);
+    EXPECT_GT(st.pack_read_bytes, 0u);
+    EXPECT_EQ(st.h2d_bytes, st.pack_read_bytes);
+    EXPECT_EQ(st.expert_selections, st.experts_computed);
+    if (slots == k) {
+      EXPECT_GT(st.cache_evictions, 0u);
+    }
+    if (slots == experts) {
+      EXPECT_EQ(st.cache_evictions, 0u);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
+
+TEST(CudaBackend, AutoPicksCudaAndBadTokensThrow) {
+  const std::string path = std::filesystem::exists(kDemo) ? kDemo : kFixtures + kCases[0].model;
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no model carried";
+  auto be = make_backend(ModelSource::open(path), test_settings("auto"));
+  EXPECT_EQ(be->name(), "cuda");
+  std::vector<float> logits(be->config().n_vocab);
+  const int32_t bad = static_cast<int32_t>(be->config().n_vocab);
+  EXPECT_THROW(be->forward(std::span<const int32_t>(&bad, 1), logits), Error);
+  EXPECT_EQ(be->n_past(), 0u);
+  const int32_t ok = 1;
+  be->forward(std::span<const int32_t>(&ok, 1), logits);
+  EXPECT_EQ(be->n_past(), 1u);
+  EXPECT_THROW(be->truncate(2), Error);
+}
+
+TEST(CudaBackend, BudgetBelowTopKFailsWithNumbers) {
+  if (!std::filesystem::exists(kDemo)) GTEST_SKIP() << kDemo << " not present";
+  test::TempDir dir("moepack-cuda-small");
+  BuildOptions bo;
+  bo.source = kDemo;
+  bo.out_dir = dir.file("pack");
+  bo.safety_margin_bytes = 0;
+  bo.hash_sources = false;
+  build_pack(bo);
+  auto src = ModelSource::open(bo.out_dir);
+  EngineSettings s = test_settings("cuda");
+  s.cache_bytes = src->pack()->layout().max_stride;  // one slot < top-k
+  try {
+    make_backend(src, s);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("slot"), std::string::npos) << e.what();
+  }
+}
+
+// The demo model through the whole engine on the GPU answers as core/engine_demo_test.cpp
+// expects of the CPU (README, Q4_K_M), from the GGUF and from its pack with 40 of 160 experts.
+void expect_salmon(Session& s) {
+  GenerateOptions o;
+  o.max_tokens = 100;
+  o.sampling.temperature = 0.0f;
+  const GenerateResult r = s.chat({{"user", "What does \"salmon\" mean?"}}, o, [](std::string_view, int32_t) { return true; });
+  EXPECT_EQ(r.text,
+            "salmon (noun): any of various large food and game fishes of northern waters; usually migrate from salt to "
+            "fresh water to spawn.");
+  EXPECT_EQ(r.stop_reason, StopReason::Eos);
+  EXPECT_EQ(r.stats.expert_selections, r.stats.experts_computed);
+}
+
+TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
+  if (!std::filesystem::exists(kDemo)) GTEST_SKIP() << kDemo << " not present";
+  EngineSettings st = test_settings("cuda");
+  auto s = Session::load(kDemo, st);
+  EXPECT_EQ(s->backend().name(), "cuda");
+  expect_salmon(*s);
+
+  test::TempDir dir("moepack-cuda-demo");
+  BuildOptions bo;
+  bo.source = kDemo;
+  bo.out_dir = dir.file("pack");
+  bo.safety_margin_bytes = 0;
+  build_pack(bo);
+  auto src = ModelSource::open(bo.out_dir);
+  st.cache_bytes = 40 * src->pack()->layout().max_stride;
+  auto sp = Session::load(bo.out_dir, st);
+  expect_salmon(*sp);
+  const BackendStats b = sp->backend().stats();
+  EXPECT_EQ(b.cache_slots, 40u);
+  EXPECT_GT(b.cache_evictions, 0u);
+  EXPECT_GT(b.cache_hits, 0u);
+  EXPECT_GT(b.h2d_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace moepack
+
+int main(int argc, char** argv) {
+  const auto q = moepack::gpu::query_devices();
+  if (q.devices.empty()) {
+    std::fprintf(stderr, "no CUDA device (%s): skipping GPU tests\n", q.error.c_str());
+    return 77;
+  }
+  moepack::gpu::register_cuda_backend();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,340 @@
+// Every CUDA kernel against its CPU twin on random inputs (STYLE.md: a CPU reference beside
+// every kernel, a parity test with a stated tolerance):
+//   - dequantization: bit for bit equal to core's dequantize_row, every type;
+//   - GEMV (decode, n_tok = 1), prefill tiles (n_tok = 11 crosses the 8-token tile) and the
+//     grouped expert launch (pointer table, pairs, gathered x rows): |gpu - cpu| <=
+//     1e-5 * sum_k |w_k x_k| + 1e-6, where cpu = vec_dot (F32 sums in another order);
+//   - RMSNorm, RoPE (NORM, NEOX, YaRN), SwiGLU, combine: within 1e-6 relative (expf vs
+//     std::exp; double sums in another order);
+//   - GQA and MLA attention vs gqa_attend / the arch_deepseek2 loop: within 1e-5 relative.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/cpu_attention.h"
+#include "core/cpu_ops.h"
+#include "core/fp16.h"
+#include "core/quants.h"
+#include "core/thread_pool.h"
+#include "gpu/cuda_resources.h"
+#include "gpu/kernels.h"
+#include "tests/gpu/gpu_test_main.h"
+
+namespace moepack::gpu {
+namespace {
+
+template <typename T>
+DeviceBuffer to_device(const std::vector<T>& v) {
+  DeviceBuffer b(v.size() * sizeof(T), "test input");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(b.as<void>(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return b;
+}
+
+std::vector<float> to_host(const DeviceBuffer& b, size_t n) {
+  MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> v(n);
+  MOEPACK_CUDA_CHECK(cudaMemcpy(v.data(), b.as<void>(), n * sizeof(float), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<float> v(n);
+  for (float& f : v) f = d(rng);
+  return v;
+}
+
+// Random rows of `type` whose scale fields hold sane values (no inf/NaN).
+std::vector<uint8_t> random_rows(GgmlType type, int64_t ne0, int64_t rows, std::mt19937& rng) {
+  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(ne0));
+  std::vector<uint8_t> data(rb * static_cast<uint64_t>(rows));
+  for (uint8_t& b : data) b = static_cast<uint8_t>(rng() & 0xFF);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  const auto half = [&](uint8_t* p) {
+    const uint16_t h = fp32_to_fp16(scale(rng));
+    std::memcpy(p, &h, 2);
+  };
+  const auto& tr = ggml_traits(type);
+  const size_t bs = tr.type_size;
+  for (size_t off = 0; off < data.size(); off += bs) {
+    uint8_t* b = data.data() + off;
+    switch (type) {
+      case GgmlType::F32: {
+        const float f = scale(rng) * ((rng() & 1) ? 1.0f : -1.0f) * 20.0f;
+        std::memcpy(b, &f, 4);
+        break;
+      }
+      case GgmlType::F16: {
+        const uint16_t h = fp32_to_fp16(scale(rng) * ((rng() & 1) ? 20.0f : -20.0f));
+        std::memcpy(b, &h, 2);
+        break;
+      }
+      case GgmlType::BF16: {
+        const float f = scale(rng) * ((rng() & 1) ? 20.0f : -20.0f);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        const uint16_t h = static_cast<uint16_t>(bits >> 16);
+        std::memcpy(b, &h, 2);
+        break;
+      }
+      case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: half(b); break;
+      case GgmlType::Q4_1: case GgmlType::Q5_1: half(b); half(b + 2); break;
+      case GgmlType::MXFP4: b[0] = static_cast<uint8_t>(118 + rng() % 12); break;
+      case GgmlType::Q2_K: half(b + 80); half(b + 82); break;
+      case GgmlType::Q3_K: half(b + 108); break;
+      case GgmlType::Q4_K: case GgmlType::Q5_K: half(b); half(b + 2); break;
+      case GgmlType::Q6_K: half(b + 208); break;
+      default: break;
+    }
+  }
+  return data;
+}
+
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                           GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::MXFP4, GgmlType::Q2_K,
+                           GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+class TypeParity : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(TypeParity, DequantRowsBitExact) {
+  const GgmlType type = GetParam();
+  std::mt19937 rng(1234);
+  const int64_t ne0 = 512, rows = 5;
+  const auto data = random_rows(type, ne0, rows, rng);
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  auto d_w = to_device(data);
+  const std::vector<int32_t> ids = {4, 0, 2, 2};
+  auto d_ids = to_device(ids);
+  DeviceBuffer d_out(ids.size() * ne0 * sizeof(float), "out");
+  dequant_rows(type, d_w.bytes_ptr(), rb, ne0, d_ids.as<int32_t>(), static_cast<int32_t>(ids.size()), d_out.as<float>(), nullptr);
+  const auto got = to_host(d_out, ids.size() * ne0);
+  std::vector<float> want(static_cast<size_t>(ne0));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    dequantize_row(type, data.data() + rb * static_cast<uint64_t>(ids[i]), want.data(), ne0);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data() + i * ne0, ne0 * sizeof(float))) << "row " << ids[i];
+  }
+}
+
+void expect_close_dot(float got, const uint8_t* row, GgmlType type, const float* x, int64_t n, const char* what) {
+  std::vector<float> w(static_cast<size_t>(n));
+  dequantize_row(type, row, w.data(), n);
+  double mag = 0;
+  for (int64_t k = 0; k < n; ++k) mag += std::fabs(static_cast<double>(w[k]) * x[k]);
+  const float want = vec_dot(type, row, x, n);
+  EXPECT_NEAR(got, want, 1e-5 * mag + 1e-6) << what;
+}
+
+TEST_P(TypeParity, GemvDecodeAndPrefill) {
+  const GgmlType type = GetParam();
+  std::mt19937 rng(99);
+  const int64_t ne0 = 768, ne1 = 67;
+  const auto data = random_rows(type, ne0, ne1, rng);
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  auto d_w = to_device(data);
+  for (const int32_t n_tok : {1, 11}) {
+    const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng);
+    auto d_x = to_device(x);
+    DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+    GemvBatch b;
+    b.type = type;
+    b.ne0 = ne0;
+    b.ne1 = ne1;
+    b.row_bytes = rb;
+    b.w = d_w.bytes_ptr();
+    b.x = d_x.as<float>();
+    b.x_stride = ne0;
+    b.y = d_y.as<float>();
+    b.y_stride = ne1;
+    b.n_tok = n_tok;
+    gemv(b, nullptr);
+    const auto y = to_host(d_y, static_cast<size_t>(n_tok * ne1));
+    for (int32_t t = 0; t < n_tok; ++t) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        expect_close_dot(y[t * ne1 + r], data.data() + rb * r, type, x.data() + t * ne0, ne0, "dense");
+      }
+    }
+  }
+}
+
+// Three "experts" (matrices at arbitrary device addresses), 13 pairs gathered from 6 tokens.
+TEST_P(TypeParity, GemvGroupedExperts) {
+  const GgmlType type = GetParam();
+  std::mt19937 rng(7);
+  const int64_t ne0 = 256, ne1 = 40, n_tok = 6;
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  std::vector<std::vector<uint8_t>> mats;
+  std::vector<DeviceBuffer> d_mats;
+  std::vector<const uint8_t*> table;
+  for (int e = 0; e < 3; ++e) {
+    mats.push_back(random_rows(type, ne0, ne1, rng));
+    d_mats.push_back(to_device(mats.back()));
+    table.push_back(d_mats.back().bytes_ptr());
+  }
+  const std::vector<int32_t> grp_off = {0, 2, 11, 13};
+  const std::vector<int32_t> x_row = {5, 0, 0, 1, 2, 3, 4, 5, 1, 3, 2, 4, 4};
+  const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng);
+  auto d_x = to_device(x);
+  auto d_table = to_device(table);
+  auto d_off = to_device(grp_off);
+  auto d_rows = to_device(x_row);
+  DeviceBuffer d_y(13 * ne1 * sizeof(float), "y");
+  GemvBatch b;
+  b.type = type;
+  b.ne0 = ne0;
+  b.ne1 = ne1;
+  b.row_bytes = rb;
+  b.w_table = d_table.as<const uint8_t* const>();
+  b.grp_off = d_off.as<int32_t>();
+  b.x_row = d_rows.as<int32_t>();
+  b.x = d_x.as<float>();
+  b.x_stride = ne0;
+  b.y = d_y.as<float>();
+  b.y_stride = ne1;
+  b.n_groups = 3;
+  b.max_pairs = 9;
+  gemv(b, nullptr);
+  const auto y = to_host(d_y, 13 * ne1);
+  for (int g = 0; g < 3; ++g) {
+    for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        expect_close_dot(y[j * ne1 + r], mats[g].data() + rb * r, type, x.data() + x_row[j] * ne0, ne0, "expert");
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<GgmlType>& p) { return std::string(ggml_type_name(p.param)); });
+
+void expect_rel(const std::vector<float>& got, const std::vector<float>& want, float rel, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], rel * std::max(1.0f, std::fabs(want[i]))) << what << " [" << i << "]";
+  }
+}
+
+TEST(GpuOps, RmsNormRows) {
+  std::mt19937 rng(1);
+  const int64_t n = 300, rows = 4;
+  const auto x = random_floats(static_cast<size_t>(n * rows), rng, 3.0f);
+  const auto w = random_floats(static_cast<size_t>(n), rng);
+  auto dx = to_device(x);
+  auto dw = to_device(w);
+  DeviceBuffer dy(x.size() * sizeof(float), "y");
+  rms_norm(dx.as<float>(), n, dw.as<float>(), n, 1e-6f, dy.as<float>(), n, rows, nullptr);
+  std::vector<float> want(x.size());
+  for (int64_t r = 0; r < rows; ++r) moepack::rms_norm(x.data() + r * n, w.data(), n, 1e-6f, want.data() + r * n);
+  expect_rel(to_host(dy, x.size()), want, 1e-6f, "rms_norm");
+}
+
+TEST(GpuOps, SwigluAndAdd) {
+  std::mt19937 rng(2);
+  const auto g = random_floats(1000, rng, 8.0f), u = random_floats(1000, rng, 2.0f);
+  auto dg = to_device(g);
+  auto du = to_device(u);
+  DeviceBuffer dy(g.size() * sizeof(float), "y");
+  swiglu(dg.as<float>(), du.as<float>(), 1000, dy.as<float>(), nullptr);
+  std::vector<float> want(1000);
+  moepack::swiglu(g.data(), u.data(), 1000, want.data());
+  expect_rel(to_host(dy, 1000), want, 1e-6f, "swiglu");
+  add_inplace(dy.as<float>(), du.as<float>(), 1000, nullptr);
+  for (size_t i = 0; i < 1000; ++i) want[i] += u[i];
+  expect_rel(to_host(dy, 1000), want, 1e-6f, "add");
+}
+
+TEST(GpuOps, CombineExperts) {
+  std::mt19937 rng(3);
+  const int32_t n_tok = 3, K = 2;
+  const int64_t E = 70;
+  const auto y = random_floats(static_cast<size_t>(n_tok * K * E), rng);
+  const std::vector<int32_t> pair_of = {4, 0, 1, 5, 3, 2};
+  const auto w = random_floats(6, rng);
+  auto dy = to_device(y);
+  auto dp = to_device(pair_of);
+  auto dw = to_device(w);
+  DeviceBuffer dout(static_cast<size_t>(n_tok * E) * sizeof(float), "out");
+  combine_experts(dy.as<float>(), dp.as<int32_t>(), dw.as<float>(), n_tok, K, E, dout.as<float>(), nullptr);
+  std::vector<float> want(static_cast<size_t>(n_tok * E), 0.0f);
+  for (int t = 0; t < n_tok; ++t)
+    for (int k = 0; k < K; ++k)
+      for (int64_t e = 0; e < E; ++e) want[t * E + e] += w[t * K + k] * y[pair_of[t * K + k] * E + e];
+  expect_rel(to_host(dout, want.size()), want, 1e-6f, "combine");
+}
+
+TEST(GpuOps, RopeNormNeoxYarn) {
+  std::mt19937 rng(4);
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    RopeParams p;
+    p.n_dims = 32;
+    p.neox = variant == 1;
+    if (variant == 2) {
+      p.freq_scale = 0.25f;
+      p.ext_factor = 1.0f;
+      p.n_ctx_orig = 64;
+      p.attn_factor = 0.9f;
+    }
+    const int64_t n_ctx = 40, n_tok = 5, pos0 = 30, heads = 3, head_dim = 48;
+    std::vector<float> table(static_cast<size_t>(n_ctx * p.n_dims));
+    for (int64_t pos = 0; pos < n_ctx; ++pos) rope_table(p, pos, table.data() + pos * p.n_dims);
+    auto x = random_floats(static_cast<size_t>(n_tok * heads * head_dim), rng);
+    auto dx = to_device(x);
+    auto dt = to_device(table);
+    rope(dx.as<float>(), n_tok, heads * head_dim, heads, head_dim, dt.as<float>(), pos0, p.n_dims, p.neox, nullptr);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rope_apply(p, table.data() + (pos0 + t) * p.n_dims, x.data() + t * heads * head_dim, heads, head_dim);
+    }
+    expect_rel(to_host(dx, x.size()), x, 1e-6f, "rope");
+  }
+}
+
+TEST(GpuOps, GqaAttention) {
+  std::mt19937 rng(5);
+  const int64_t n_head = 8, n_kv = 2, hk = 40, hv = 24, W = n_kv * (hk + hv), pos0 = 17, n_tok = 6;
+  const auto q = random_floats(static_cast<size_t>(n_tok * n_head * hk), rng);
+  const auto kv = random_floats(static_cast<size_t>((pos0 + n_tok) * W), rng);
+  auto dq = to_device(q);
+  auto dkv = to_device(kv);
+  DeviceBuffer dout(static_cast<size_t>(n_tok * n_head * hv) * sizeof(float), "out");
+  gqa_attend(dq.as<float>(), n_tok, pos0, dkv.as<float>(), W, n_head, n_kv, hk, hv, 0.3f, dout.as<float>(), nullptr);
+  std::vector<float> want(static_cast<size_t>(n_tok * n_head * hv));
+  ThreadPool pool(1);
+  moepack::gqa_attend(pool, q.data(), n_tok, pos0, kv.data(), W, n_head, n_kv, hk, hv, 0.3f, want.data());
+  expect_rel(to_host(dout, want.size()), want, 1e-5f, "gqa");
+}
+
+TEST(GpuOps, MlaAttention) {
+  std::mt19937 rng(6);
+  const int64_t H = 4, R = 64, P = 16, D = 48, pos0 = 9, n_tok = 4, W = R + P;
+  const auto q_abs = random_floats(static_cast<size_t>(n_tok * H * R), rng);
+  const auto q = random_floats(static_cast<size_t>(n_tok * H * D), rng);
+  const auto kv = random_floats(static_cast<size_t>((pos0 + n_tok) * W), rng);
+  auto da = to_device(q_abs);
+  auto dq = to_device(q);
+  auto dkv = to_device(kv);
+  DeviceBuffer dout(static_cast<size_t>(n_tok * H * R) * sizeof(float), "out");
+  mla_attend(da.as<float>(), dq.as<float>(), n_tok, pos0, dkv.as<float>(), H, R, D, P, 0.2f, dout.as<float>(), nullptr);
+  std::vector<float> want(static_cast<size_t>(n_tok * H * R), 0.0f);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t nk = pos0 + t + 1;
+      std::vector<float> sc(static_cast<size_t>(nk));
+      for (int64_t s = 0; s < nk; ++s) {
+        sc[s] = (dot_f32(q_abs.data() + (t * H + h) * R, kv.data() + s * W, R) +
+                 dot_f32(q.data() + (t * H + h) * D + (D - P), kv.data() + s * W + R, P)) * 0.2f;
+      }
+      softmax_inplace(sc.data(), nk);
+      for (int64_t s = 0; s < nk; ++s)
+        for (int64_t d = 0; d < R; ++d) want[(t * H + h) * R + d] += sc[s] * kv[s * W + d];
+    }
+  }
+  expect_rel(to_host(dout, want.size()), want, 1e-5f, "mla");
+}
+
+}  // namespace
+}  // namespace moepack::gpu
+
+MOEPACK_GPU_TEST_MAIN()

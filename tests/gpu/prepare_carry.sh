@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Fills .device-carry/shared/fixtures with one subset of the oracle fixtures for a GPU-machine
+# call (at most 64 MiB travel per call: working tree + .device-deps + .device-carry).
+#   tests/gpu/prepare_carry.sh a   deepseek2 Q4_K_M + llama-moe Q4_K_M       (~31 MiB)
+#   tests/gpu/prepare_carry.sh b   deepseek2 Q2_K (3 shards) + qwen3moe MXFP4 (~32 MiB)
+#   tests/gpu/prepare_carry.sh none                                            (0 MiB)
+# Only the GGUF files and their f32-dequant/native references travel. Run from the repository
+# root; ../shared is read in place. Prints the size of what will travel.
+set -eu
+set_name="${1:?usage: prepare_carry.sh a|b|none}"
+src="${MOEPACK_SHARED_DIR:-../shared}/fixtures"
+dst=.device-carry/shared/fixtures
+rm -rf .device-carry/shared
+mkdir -p "$dst"
+copy() {  # copy FILE_UNDER_FIXTURES...
+  for f in "$@"; do
+    mkdir -p "$dst/$(dirname "$f")"
+    cp "$src/$f" "$dst/$f"
+  done
+}
+refs() {  # refs PREFIX: the reference JSON of a model
+  copy "$1.f32-dequant.ref.json"
+}
+case "$set_name" in
+  a)
+    copy deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf
+    refs deepseek2-tiny/deepseek2-tiny-Q4_K_M
+    refs llama-moe-tiny/llama-moe-tiny-Q4_K_M
+    ;;
+  b)
+    copy deepseek2-tiny/deepseek2-tiny-Q2_K-0000{1,2,3}-of-00003.gguf qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf
+    refs deepseek2-tiny/deepseek2-tiny-Q2_K
+    refs qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE
+    ;;
+  none) ;;
+  *) echo "unknown set $set_name (a, b or none)" >&2; exit 2 ;;
+esac
+carry=$(du -sm .device-carry | cut -f1)
+deps=$(du -sm .device-deps 2>/dev/null | cut -f1 || echo 0)
+tree=$(git ls-files -co --exclude-standard -z | du -cm --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+echo "carry set $set_name: .device-carry ${carry} MiB + .device-deps ${deps:-0} MiB + working tree ${tree} MiB" \
+  "= $((carry + ${deps:-0} + tree)) MiB (limit 64)"
