@@ -40,19 +40,28 @@ size_t fbytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
 // Small host -> device tables (token ids, expert pointer tables, pair lists) for one forward():
 // bump-allocated in a pinned host buffer, copied on the compute stream to the same offset of a
 // device buffer. reset() at the start of each forward() (the previous one ended with a stream
-// sync); growing syncs the stream first, so no queued copy or kernel still uses the old memory.
+// sync). Growing moves on to a larger pair of buffers; the old ones stay alive until the next
+// reset(), because tables handed out earlier in this forward() are still read by queued kernels.
 class UploadArena {
  public:
-  void reset() { used_ = 0; }
+  void reset() {
+    used_ = 0;
+    retired_host_.clear();
+    retired_dev_.clear();
+  }
   template <typename T>
   const T* put(const T* data, size_t count, cudaStream_t s) {
     const size_t bytes = count * sizeof(T);
     const size_t at = (used_ + 255) / 256 * 256;
     if (at + bytes > host_.size()) {
-      MOEPACK_CUDA_CHECK(cudaStreamSynchronize(s));
       const size_t cap = std::max<size_t>(2 * host_.size(), std::max<size_t>(bytes + 256, 1 << 20));
-      host_.allocate(cap, "the upload arena");
-      dev_.allocate(cap, "the upload arena");
+      if (host_.size()) {
+        retired_host_.push_back(std::move(host_));
+        retired_dev_.push_back(std::move(dev_));
+      }
+      host_ = PinnedBuffer(cap, "the upload arena");
+      dev_ = DeviceBuffer(cap, "the upload arena");
+      used_ = 0;
       return put(data, count, s);
     }
     std::memcpy(host_.bytes_ptr() + at, data, bytes);
@@ -64,6 +73,8 @@ class UploadArena {
  private:
   PinnedBuffer host_;
   DeviceBuffer dev_;
+  std::vector<PinnedBuffer> retired_host_;
+  std::vector<DeviceBuffer> retired_dev_;
   size_t used_ = 0;
 };
 
@@ -198,6 +209,7 @@ class CudaBackend final : public Backend {
         L.down = {L.exps_down.type, n_ff_exp_, E, L.exps_down.row_bytes, 0};
       }
     }
+    for (const Layer& L : layers_) max_ff_ = std::max({max_ff_, L.dense.n_ff, L.shared.n_ff});
     if (model_->is_pack()) init_pack(s);
     for (const Layer& L : layers_) {
       for (const Ffn* f : {&L.dense, &L.shared}) {
@@ -271,6 +283,17 @@ class CudaBackend final : public Backend {
     xn_.ensure(fbytes(n * E), "activations");
     tmp_.ensure(fbytes(n * E), "activations");
     tmp2_.ensure(fbytes(n * E), "activations");
+    // Every activation buffer is sized here, before the first kernel: growing one later would
+    // free memory that queued kernels of this call still use.
+    g_.ensure(fbytes(n * max_ff_), "FFN activations");
+    u_.ensure(fbytes(n * max_ff_), "FFN activations");
+    if (cfg_.n_expert > 0) {
+      const int64_t pairs = n * cfg_.n_expert_used;
+      rl_.ensure(fbytes(n * cfg_.n_expert), "router scores");
+      eg_.ensure(fbytes(pairs * n_ff_exp_), "expert activations");
+      eu_.ensure(fbytes(pairs * n_ff_exp_), "expert activations");
+      ey_.ensure(fbytes(pairs * E), "expert outputs");
+    }
     float* x = x_.as<float>();
     float* xn = xn_.as<float>();
     float* tmp = tmp_.as<float>();
@@ -399,8 +422,6 @@ class CudaBackend final : public Backend {
   // out[t] = down(swiglu(gate x[t], up x[t])) for all n tokens.
   void ffn(const Ffn& w, const float* x, int64_t n, float* out) {
     cudaStream_t st = stream_.get();
-    g_.ensure(fbytes(n * w.n_ff), "FFN activations");
-    u_.ensure(fbytes(n * w.n_ff), "FFN activations");
     dev_matmul(w.gate, x, cfg_.n_embd, n, g_.as<float>(), w.n_ff, st);
     dev_matmul(w.up, x, cfg_.n_embd, n, u_.as<float>(), w.n_ff, st);
     swiglu(g_.as<float>(), u_.as<float>(), n * w.n_ff, g_.as<float>(), st);
@@ -450,7 +471,6 @@ class CudaBackend final : public Backend {
     cudaStream_t st = stream_.get();
     const int64_t E = cfg_.n_embd, NE = cfg_.n_expert, K = cfg_.n_expert_used, FF = n_ff_exp_;
     // Router scores on the GPU, top-k on the host with core's route_token (exact).
-    rl_.ensure(fbytes(n * NE), "router scores");
     dev_matmul(L.router, xn, E, n, rl_.as<float>(), NE, st);
     if (h_rl_.size() < fbytes(n * NE)) h_rl_.allocate(fbytes(n * NE), "router scores");
     MOEPACK_CUDA_CHECK(cudaMemcpyAsync(h_rl_.as<float>(), rl_.as<float>(), fbytes(n * NE), cudaMemcpyDeviceToHost, st));
@@ -483,11 +503,7 @@ class CudaBackend final : public Backend {
       }
     }
     first_pair.push_back(static_cast<int32_t>(tok_of.size()));
-    const int64_t n_pairs = static_cast<int64_t>(tok_of.size());
     const int32_t* d_tok_of = arena_.put(tok_of.data(), tok_of.size(), st);
-    eg_.ensure(fbytes(n_pairs * FF), "expert activations");
-    eu_.ensure(fbytes(n_pairs * FF), "expert activations");
-    ey_.ensure(fbytes(n_pairs * E), "expert outputs");
 
     const size_t batch = pool_ ? std::max<size_t>(1, std::min<size_t>(pool_->slot_count(), unique.size())) : unique.size();
     uint64_t computed = 0;
@@ -537,6 +553,7 @@ class CudaBackend final : public Backend {
   const float* output_norm_ = nullptr;
   std::vector<Layer> layers_;
   int64_t n_ff_exp_ = 0;
+  int64_t max_ff_ = 0;  // widest dense / shared FFN
   std::unique_ptr<VramExpertPool> pool_;
   uint32_t n_ctx_ = 0;
   uint32_t n_past_ = 0;
