@@ -1,0 +1,255 @@
+// ModelLibrary and LibraryViewModel on the real fixtures: what each kind of model is recorded
+// as (sizes and structure from the fixtures' README and `ls -l`), folder scans, pack status
+// through a real build, and removal that frees exactly the files' bytes and only inside the
+// models folder. Everything a test modifies is a copy in a QTemporaryDir.
+#include <QAbstractItemModelTester>
+#include <QCryptographicHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "packbuilder/pack_builder.h"
+#include "ui/app_database.h"
+#include "ui/library_view_model.h"
+#include "ui/model_library.h"
+
+using namespace moepack::ui;
+
+namespace {
+const QString kFixtures = QStringLiteral(MOEPACK_SHARED_DIR "/fixtures");
+const QString kQwen = kFixtures + QStringLiteral("/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf");
+const QString kQwenSha = QStringLiteral("99683a6d73f41cbce6e1c7cad755017f774b5492c9e4ad61ba3d635873089c73");
+const QString kDs2Dir = QDir::cleanPath(kFixtures + QStringLiteral("/deepseek2-tiny"));
+constexpr qint64 kQwenBytes = 20223488;                    // ls -l
+constexpr qint64 kDs2SplitBytes = 8393856 + 2240832 + 1800960;  // the three Q2_K shards
+
+bool copyFile(const QString& from, const QString& to) {
+  QDir().mkpath(QFileInfo(to).absolutePath());
+  if (!QFile::copy(from, to)) return false;
+  return QFile::setPermissions(to, QFile::ReadOwner | QFile::WriteOwner);
+}
+}  // namespace
+
+class ModelLibraryTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void singleFileIsDescribed() {
+    QTemporaryDir tmp;
+    AppDatabase db(tmp.filePath(QStringLiteral("db.sqlite")));
+    ModelLibrary lib(db, tmp.filePath(QStringLiteral("models")));
+    const LibraryEntry e = lib.addPath(kQwen);
+    QCOMPARE(e.kind, QStringLiteral("gguf"));
+    QCOMPARE(e.architecture, QStringLiteral("qwen3moe"));
+    QCOMPARE(e.sizeBytes, kQwenBytes);
+    QCOMPARE(e.experts, 8);  // README: 8 experts, top-2
+    QCOMPARE(e.topK, 2);
+    QVERIFY(e.quantTypes.contains(QStringLiteral("mxfp4")));
+    QCOMPARE(e.packStatus, QStringLiteral("none"));
+    QVERIFY(e.sourcePresent);
+    QVERIFY(e.addedAt.isValid());
+    // Adding it again updates the row; no duplicate.
+    lib.addPath(kQwen);
+    QCOMPARE(lib.entries().size(), size_t{1});
+  }
+
+  void anyShardAddsTheWholeSplitSet() {
+    QTemporaryDir tmp;
+    AppDatabase db(tmp.filePath(QStringLiteral("db.sqlite")));
+    ModelLibrary lib(db, tmp.filePath(QStringLiteral("models")));
+    const LibraryEntry e = lib.addPath(kDs2Dir + QStringLiteral("/deepseek2-tiny-Q2_K-00002-of-00003.gguf"));
+    QCOMPARE(e.kind, QStringLiteral("split"));
+    QCOMPARE(e.files.size(), 3);
+    QCOMPARE(e.path, kDs2Dir + QStringLiteral("/deepseek2-tiny-Q2_K-00001-of-00003.gguf"));
+    QCOMPARE(e.sizeBytes, kDs2SplitBytes);
+    QCOMPARE(e.architecture, QStringLiteral("deepseek2"));
+    QCOMPARE(e.experts, 16);  // README: 16 routed experts, top-4
+    QCOMPARE(e.topK, 4);
+    QCOMPARE(e.quantTypes.front(), QStringLiteral("q2_K"));
+    lib.addPath(kDs2Dir + QStringLiteral("/deepseek2-tiny-Q2_K-00003-of-00003.gguf"));
+    QCOMPARE(lib.entries().size(), size_t{1});
+  }
+
+  void scanFindsEveryModelOnceAndNamesBrokenFiles() {
+    QTemporaryDir tmp;
+    const QString models = tmp.filePath(QStringLiteral("models"));
+    for (int i = 1; i <= 3; ++i) {
+      const QString n = QStringLiteral("deepseek2-tiny-Q2_K-0000%1-of-00003.gguf").arg(i);
+      QVERIFY(copyFile(kDs2Dir + "/" + n, models + QStringLiteral("/ds2/") + n));
+    }
+    QVERIFY(copyFile(kQwen, models + QStringLiteral("/qwen.gguf")));
+    QFile broken(models + QStringLiteral("/sub/broken.gguf"));
+    QDir().mkpath(models + QStringLiteral("/sub"));
+    QVERIFY(broken.open(QIODevice::WriteOnly));
+    broken.write("GGUF\x03\x00\x00\x00", 8);
+    broken.close();
+    AppDatabase db(tmp.filePath(QStringLiteral("db.sqlite")));
+    ModelLibrary lib(db, models);
+    const ScanResult r = lib.scanFolder(models);
+    QCOMPARE(r.added.size(), size_t{2});  // the split set once, qwen once
+    QCOMPARE(r.errors.size(), 1);
+    QVERIFY2(r.errors.front().contains(broken.fileName()), qPrintable(r.errors.front()));
+    QCOMPARE(lib.entries().size(), size_t{2});
+  }
+
+  void ollamaModelByName() {
+    QTemporaryDir tmp;
+    const QString store = tmp.filePath(QStringLiteral("ollama"));
+    QVERIFY(copyFile(kQwen, store + QStringLiteral("/blobs/sha256-") + kQwenSha));
+    const QJsonObject manifest{
+        {QStringLiteral("schemaVersion"), 2},
+        {QStringLiteral("layers"),
+         QJsonArray{QJsonObject{{QStringLiteral("mediaType"), QStringLiteral("application/vnd.ollama.image.model")},
+                                {QStringLiteral("digest"), QStringLiteral("sha256:") + kQwenSha},
+                                {QStringLiteral("size"), kQwenBytes}}}}};
+    const QString mpath = store + QStringLiteral("/manifests/registry.ollama.ai/library/tiny/latest");
+    QDir().mkpath(QFileInfo(mpath).absolutePath());
+    QFile mf(mpath);
+    QVERIFY(mf.open(QIODevice::WriteOnly));
+    mf.write(QJsonDocument(manifest).toJson());
+    mf.close();
+    AppDatabase db(tmp.filePath(QStringLiteral("db.sqlite")));
+    ModelLibrary lib(db, tmp.filePath(QStringLiteral("models")));
+    const LibraryEntry e = lib.addOllama(QStringLiteral("tiny"), store);
+    QCOMPARE(e.kind, QStringLiteral("ollama"));
+    QCOMPARE(e.name, QStringLiteral("registry.ollama.ai/library/tiny:latest"));
+    QCOMPARE(e.architecture, QStringLiteral("qwen3moe"));
+    QCOMPARE(e.sizeBytes, kQwenBytes);
+    // Ollama's blobs are shared: the library never deletes them.
+    QVERIFY_THROWS_EXCEPTION(moepack::Error, lib.bytesFreedByRemoving(e.id, true));
+    QVERIFY_THROWS_EXCEPTION(moepack::Error, lib.addOllama(QStringLiteral("missing"), store));
+  }
+
+  void packStatusFollowsTheBuildAndVerify() {
+    QTemporaryDir tmp;
+    const QString models = tmp.filePath(QStringLiteral("models"));
+    const QString src = models + QStringLiteral("/qwen.gguf");
+    QVERIFY(copyFile(kQwen, src));
+    AppDatabase db(tmp.filePath(QStringLiteral("db.sqlite")));
+    ModelLibrary lib(db, models);
+    const LibraryEntry source = lib.addPath(src);
+    moepack::BuildOptions opt;
+    opt.source = src.toStdString();
+    opt.out_dir = (models + QStringLiteral("/qwen.pack")).toStdString();
+    opt.direct_io = false;
+    opt.safety_margin_bytes = 0;
+    moepack::build_pack(opt);
+    const LibraryEntry pack = lib.addPath(models + QStringLiteral("/qwen.pack"));
+    QCOMPARE(pack.kind, QStringLiteral("pack"));
+    QCOMPARE(pack.packStatus, QStringLiteral("ready"));
+    QCOMPARE(pack.architecture, QStringLiteral("qwen3moe"));
+    QCOMPARE(pack.experts, 8);
+    QCOMPARE(pack.files.size(), 3);  // manifest.json, experts.bin, dense.gguf
+    QCOMPARE(lib.entry(source.id).packStatus, QStringLiteral("ready"));  // linked through sources
+    QCOMPARE(lib.entry(source.id).packPath, pack.path);
+
+    // A truncated experts.bin fails the fast verify; refresh reports it on both rows.
+    QFile experts(models + QStringLiteral("/qwen.pack/experts.bin"));
+    QVERIFY(experts.resize(experts.size() - 4096));
+    lib.refresh();
+    QCOMPARE(lib.entry(pack.id).packStatus, QStringLiteral("failed-verify"));
+    QVERIFY(lib.entry(pack.id).statusDetail.contains(QStringLiteral("experts.bin")));
+    QCOMPARE(lib.entry(source.id).packStatus, QStringLiteral("failed-verify"));
+
+    // The source deleted (as the wizard may do): source_present turns false.
+    QVERIFY(QFile::remove(src));
+    lib.refresh();
+    QVERIFY(!lib.entry(source.id).sourcePresent);
+    QVERIFY(lib.entry(pack.id).sourcePresent);
+
+    // Removing the pack with its files frees exactly their bytes and unlinks the source row.
+    const qint64 expected = QFileInfo(models + QStringLiteral("/qwen.pack/manifest.json")).size() +
+                            QFileInfo(models + QStringLiteral("/qwen.pack/experts.bin")).size() +
+                            QFileInfo(models + QStringLiteral("/qwen.pack/dense.gguf")).size();
+    QCOMPARE(lib.bytesFreedByRemoving(pack.id, true), expected);
+    QCOMPARE(lib.remove(pack.id, true), expected);
+    QVERIFY(!QFileInfo::exists(models + QStringLiteral("/qwen.pack")));
+    QCOMPARE(lib.entry(source.id).packStatus, QStringLiteral("none"));
+  }
+
+  void removeDeletesOnlyInsideTheModelsFolder() {
+    QTemporaryDir tmp;
+    const QString models = tmp.filePath(QStringLiteral("models"));
+    const QString inside = models + QStringLiteral("/a.gguf");
+    const QString outside = tmp.filePath(QStringLiteral("elsewhere/b.gguf"));
+    QVERIFY(copyFile(kQwen, inside));
+    QVERIFY(copyFile(kQwen, outside));
+    // A symlink inside the folder pointing outside does not make the target deletable.
+    QVERIFY(QFile::link(outside, models + QStringLiteral("/link.gguf")));
+    AppDatabase db(tmp.filePath(QStringLiteral("db.sqlite")));
+    ModelLibrary lib(db, models);
+    const qint64 in = lib.addPath(inside).id;
+    const qint64 out = lib.addPath(outside).id;
+    QVERIFY_THROWS_EXCEPTION(moepack::Error, lib.remove(out, true));
+    QVERIFY(QFileInfo::exists(outside));
+    QCOMPARE(lib.entries().size(), size_t{2});  // nothing changed
+    QCOMPARE(lib.remove(out, false), qint64{0});  // forgetting it frees nothing
+    QVERIFY(QFileInfo::exists(outside));
+    QCOMPARE(lib.remove(in, true), kQwenBytes);
+    QVERIFY(!QFileInfo::exists(inside));
+    QVERIFY(lib.entries().empty());
+  }
+
+  void viewModelRunsCommandsOffTheGuiThread() {
+    QTemporaryDir tmp;
+    const QString models = tmp.filePath(QStringLiteral("models"));
+    QVERIFY(copyFile(kQwen, models + QStringLiteral("/qwen.gguf")));
+    LibraryViewModel vm;
+    vm.setDatabasePath(tmp.filePath(QStringLiteral("db.sqlite")));
+    vm.setModelsFolder(models);
+    QAbstractItemModelTester tester(vm.models(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QSignalSpy done(&vm, &LibraryViewModel::finishedCommand);
+    QSignalSpy errors(&vm, &LibraryViewModel::errorOccurred);
+    QSignalSpy removed(&vm, &LibraryViewModel::removed);
+
+    // A drop of two URLs (one a split shard) and a missing file.
+    const QString missing = tmp.filePath(QStringLiteral("nope.gguf"));
+    vm.addPaths({QUrl::fromLocalFile(models + QStringLiteral("/qwen.gguf")).toString(),
+                 QUrl::fromLocalFile(kDs2Dir + QStringLiteral("/deepseek2-tiny-Q2_K-00001-of-00003.gguf")).toString(),
+                 missing});
+    QVERIFY(vm.busy());  // asynchronous
+    QVERIFY(done.wait(30000));
+    QVERIFY(!vm.busy());
+    QCOMPARE(vm.models()->rowCount(), 2);
+    QCOMPARE(errors.size(), 1);
+    QVERIFY(errors.front().front().toString().contains(missing));
+
+    const int row = vm.models()->rowOf(vm.models()->entries()[0].id) >= 0 ? 0 : -1;
+    QCOMPARE(row, 0);
+    // Find qwen's row by name role.
+    qint64 qwenId = -1, ds2Id = -1;
+    for (int r = 0; r < vm.models()->rowCount(); ++r) {
+      const QModelIndex i = vm.models()->index(r);
+      const QString kind = vm.models()->data(i, LibraryListModel::KindRole).toString();
+      const qint64 id = vm.models()->data(i, LibraryListModel::IdRole).toLongLong();
+      (kind == QLatin1String("split") ? ds2Id : qwenId) = id;
+    }
+    QVERIFY(qwenId > 0 && ds2Id > 0);
+    QCOMPARE(vm.bytesFreed(qwenId, true), static_cast<double>(kQwenBytes));
+    QCOMPARE(vm.bytesFreed(ds2Id, true), -1.0);  // the fixtures are outside the models folder
+    QVERIFY(vm.deleteRefusal(ds2Id).contains(QStringLiteral("outside the models folder")));
+    QCOMPARE(vm.bytesFreed(ds2Id, false), 0.0);
+
+    vm.remove(qwenId, true);
+    QVERIFY(done.wait(30000));
+    QCOMPARE(removed.size(), 1);
+    QCOMPARE(removed.front().at(1).toDouble(), static_cast<double>(kQwenBytes));
+    QCOMPARE(vm.models()->rowCount(), 1);
+    QVERIFY(!QFileInfo::exists(models + QStringLiteral("/qwen.gguf")));
+
+    // State survives: a second view-model on the same database sees the row.
+    LibraryViewModel again;
+    again.setDatabasePath(tmp.filePath(QStringLiteral("db.sqlite")));
+    again.setModelsFolder(models);
+    QSignalSpy done2(&again, &LibraryViewModel::finishedCommand);
+    again.refresh();
+    QVERIFY(done2.wait(30000));
+    QCOMPARE(again.models()->rowCount(), 1);
+  }
+};
+
+QTEST_GUILESS_MAIN(ModelLibraryTest)
+#include "model_library_test.moc"

@@ -1,0 +1,88 @@
+// View-model of the library page. QML calls the commands; each runs on a worker thread (one
+// at a time, in call order) against its own connection to the database file, then the list
+// model is replaced on the GUI thread. Failures arrive as errorOccurred(message naming the
+// file); nothing throws into QML.
+#pragma once
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <QStringList>
+#include <QThreadPool>
+#include <QUrl>
+#include <QtQml/qqmlregistration.h>
+#include <deque>
+#include <functional>
+
+#include "ui/library_list_model.h"
+
+namespace moepack::ui {
+
+class LibraryViewModel : public QObject {
+  Q_OBJECT
+  QML_ELEMENT
+  Q_PROPERTY(LibraryListModel* models READ models CONSTANT)
+  Q_PROPERTY(bool busy READ busy NOTIFY busyChanged)
+  // Database file (default AppDatabase::default_path()) and models folder (default
+  // AppDataLocation/models). Set both before the first command.
+  Q_PROPERTY(QString databasePath READ databasePath WRITE setDatabasePath NOTIFY settingsChanged)
+  Q_PROPERTY(QString modelsFolder READ modelsFolder WRITE setModelsFolder NOTIFY settingsChanged)
+  Q_PROPERTY(QString lastError READ lastError NOTIFY errorOccurred)
+
+ public:
+  explicit LibraryViewModel(QObject* parent = nullptr);
+  ~LibraryViewModel() override;
+
+  // Each accepts a local path or a file:// URL (as DropArea and FileDialog give them).
+  Q_INVOKABLE void addPath(const QString& pathOrUrl);
+  Q_INVOKABLE void addPaths(const QStringList& pathsOrUrls);  // a drop of several files
+  Q_INVOKABLE void scanFolder(const QString& pathOrUrl);
+  Q_INVOKABLE void addOllama(const QString& name, const QString& ollamaDir = QString());
+  Q_INVOKABLE void refresh();
+  // Removes the model; emits removed(bytesFreed). deleteFiles only inside the models folder.
+  Q_INVOKABLE void remove(qint64 id, bool deleteFiles);
+  // For the confirmation dialog (GUI thread, from the stored row): bytes that remove(id,
+  // deleteFiles) frees, or -1 when the files may not be deleted (reason in deleteRefusal()).
+  Q_INVOKABLE double bytesFreed(qint64 id, bool deleteFiles) const;
+  Q_INVOKABLE QString deleteRefusal(qint64 id) const;
+  Q_INVOKABLE static QString formatBytes(double bytes);
+
+  LibraryListModel* models() { return &models_; }
+  bool busy() const { return busy_; }
+  QString databasePath() const { return databasePath_; }
+  void setDatabasePath(const QString& p);
+  QString modelsFolder() const { return modelsFolder_; }
+  void setModelsFolder(const QString& p);
+  QString lastError() const { return lastError_; }
+
+ signals:
+  void busyChanged();
+  void settingsChanged();
+  void errorOccurred(const QString& message);
+  void message(const QString& text);  // a one-line report of a finished command
+  void removed(qint64 id, double bytesFreed);
+  void finishedCommand();  // after every command, errors or not (tests wait on it)
+
+ private:
+  struct Result {
+    std::vector<LibraryEntry> entries;
+    QStringList errors;
+    QString message;
+    qint64 removedId = -1;
+    qint64 bytesFreed = 0;
+  };
+  using Job = std::function<void(ModelLibrary&, Result&)>;
+  void enqueue(Job job);
+  void startNext();
+  void jobFinished();
+
+  LibraryListModel models_;
+  QString databasePath_;
+  QString modelsFolder_;
+  QString lastError_;
+  bool busy_ = false;
+  std::deque<Job> queue_;
+  QThreadPool pool_;  // one thread: commands run in order
+  QFutureWatcher<Result> watcher_;
+};
+
+}  // namespace moepack::ui

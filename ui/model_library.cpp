@@ -1,0 +1,415 @@
+#include "ui/model_library.h"
+
+#include <QDir>
+#include <QDirIterator>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLoggingCategory>
+#include <QSet>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <algorithm>
+#include <exception>
+
+#include "core/error.h"
+#include "core/expert_pack.h"
+#include "core/gguf_model.h"
+#include "core/model_summary.h"
+#include "core/ollama_store.h"
+#include "core/pack_manifest.h"
+#include "core/pack_verify.h"
+#include "ui/app_database.h"
+
+namespace moepack::ui {
+
+Q_LOGGING_CATEGORY(lcLibrary, "moepack.library")
+
+namespace {
+
+constexpr const char* kBuildStateName = "build-state.json";
+
+QString absClean(const QString& p) { return QDir::cleanPath(QFileInfo(p).absoluteFilePath()); }
+
+// SQLite binds a null QString as NULL; the text columns are NOT NULL.
+QString text(const QString& s) { return s.isNull() ? QStringLiteral("") : s; }
+
+[[noreturn]] void sqlFail(const QSqlQuery& q) {
+  throw Error("SQLite (library): " + q.lastError().text().toStdString());
+}
+
+void fillFromSummary(LibraryEntry& e, const ModelSummary& s) {
+  e.architecture = QString::fromStdString(s.architecture);
+  if (!s.name.empty()) e.name = QString::fromStdString(s.name);
+  e.files.clear();
+  for (const auto& f : s.files) e.files << absClean(QString::fromStdString(f));
+  e.sizeBytes = static_cast<qint64>(s.file_bytes);
+  std::vector<std::pair<std::string, TypeStats>> types(s.by_type.begin(), s.by_type.end());
+  std::stable_sort(types.begin(), types.end(),
+                   [](const auto& a, const auto& b) { return a.second.bytes > b.second.bytes; });
+  e.quantTypes.clear();
+  for (const auto& t : types) e.quantTypes << QString::fromStdString(t.first);
+  e.experts = s.expert_count ? static_cast<int>(*s.expert_count) : 0;
+  e.topK = s.expert_used_count ? static_cast<int>(*s.expert_used_count) : 0;
+}
+
+LibraryEntry describePack(const QString& dir) {
+  LibraryEntry e;
+  e.kind = QStringLiteral("pack");
+  e.path = absClean(dir);
+  e.name = QFileInfo(e.path).fileName();
+  e.packPath = e.path;
+  const auto [status, detail] = pack_status_of(e.path);
+  e.packStatus = status;
+  e.statusDetail = detail;
+  const QDir d(e.path);
+  for (const char* n : {kPackManifestName, kPackExpertsName, kPackDenseName, kBuildStateName}) {
+    const QFileInfo fi(d.filePath(QString::fromUtf8(n)));
+    if (fi.exists()) {
+      e.files << fi.absoluteFilePath();
+      e.sizeBytes += fi.size();
+    }
+  }
+  if (status == QLatin1String("ready") || status == QLatin1String("failed-verify")) {
+    try {
+      const PackManifest m = read_manifest(d.filePath(QString::fromUtf8(kPackManifestName)).toStdString());
+      const auto& model = m.model;
+      if (model.contains("architecture") && model["architecture"].is_string())
+        e.architecture = QString::fromStdString(model["architecture"].get<std::string>());
+      if (model.contains("name") && model["name"].is_string() && !model["name"].get<std::string>().empty())
+        e.name = QString::fromStdString(model["name"].get<std::string>());
+      if (model.contains("expert_count") && model["expert_count"].is_number_unsigned())
+        e.experts = static_cast<int>(model["expert_count"].get<uint64_t>());
+      if (model.contains("expert_used_count") && model["expert_used_count"].is_number_unsigned())
+        e.topK = static_cast<int>(model["expert_used_count"].get<uint64_t>());
+    } catch (const std::exception& ex) {
+      e.statusDetail = QString::fromUtf8(ex.what());
+    }
+    // Quant types: the dense part's tensor types (the experts are copied byte for byte).
+    try {
+      const GgufModel dense = GgufModel::open(d.filePath(QString::fromUtf8(kPackDenseName)).toStdString());
+      const ModelSummary s = summarize(dense);
+      const QString arch = e.architecture, name = e.name;
+      const QStringList files = e.files;
+      const qint64 bytes = e.sizeBytes;
+      const int experts = e.experts, topK = e.topK;
+      fillFromSummary(e, s);
+      e.architecture = arch.isEmpty() ? e.architecture : arch;
+      e.name = name;
+      e.files = files;
+      e.sizeBytes = bytes;
+      e.experts = experts ? experts : e.experts;
+      e.topK = topK ? topK : e.topK;
+    } catch (const std::exception&) {
+      // A pack whose dense.gguf does not parse is already failed-verify.
+    }
+  }
+  return e;
+}
+
+LibraryEntry fromRow(const QSqlQuery& q) {
+  LibraryEntry e;
+  e.id = q.value(0).toLongLong();
+  e.kind = q.value(1).toString();
+  e.path = q.value(2).toString();
+  e.name = q.value(3).toString();
+  for (const auto& v : QJsonDocument::fromJson(q.value(4).toByteArray()).array()) e.files << v.toString();
+  e.architecture = q.value(5).toString();
+  e.sizeBytes = q.value(6).toLongLong();
+  e.quantTypes = q.value(7).toString().split(',', Qt::SkipEmptyParts);
+  e.experts = q.value(8).toInt();
+  e.topK = q.value(9).toInt();
+  e.packStatus = q.value(10).toString();
+  e.packPath = q.value(11).toString();
+  e.statusDetail = q.value(12).toString();
+  e.sourcePresent = q.value(13).toBool();
+  e.addedAt = QDateTime::fromMSecsSinceEpoch(q.value(14).toLongLong(), Qt::UTC);
+  return e;
+}
+
+const char* kColumns =
+    "id, kind, path, name, files, architecture, size_bytes, quant_types, experts, top_k, pack_status, "
+    "pack_path, status_detail, source_present, added_at";
+
+}  // namespace
+
+std::pair<QString, QString> pack_status_of(const QString& dir) {
+  const QDir d(dir);
+  if (!d.exists(QString::fromUtf8(kPackManifestName))) {
+    if (d.exists(QString::fromUtf8(kBuildStateName)) || d.exists(QString::fromUtf8(kPackExpertsName)))
+      return {QStringLiteral("building"), QString()};
+    return {QStringLiteral("none"), QString()};
+  }
+  const VerifyResult r = verify_pack(dir.toStdString());
+  if (r.ok) return {QStringLiteral("ready"), QString()};
+  return {QStringLiteral("failed-verify"), QString::fromStdString(r.message)};
+}
+
+LibraryEntry describe_model(const QString& path) {
+  const QFileInfo fi(path);
+  if (!fi.exists()) throw Error(path.toStdString() + ": no such file or directory");
+  if (fi.isDir()) {
+    const QDir d(fi.absoluteFilePath());
+    if (!d.exists(QString::fromUtf8(kPackManifestName)) && !d.exists(QString::fromUtf8(kBuildStateName)))
+      throw Error(path.toStdString() + ": a folder that is not an Expert Pack (no manifest.json); scan it instead");
+    return describePack(fi.absoluteFilePath());
+  }
+  if (fi.fileName() == QLatin1String(kPackManifestName)) return describePack(fi.absolutePath());
+  LibraryEntry e;
+  const std::string p = fi.absoluteFilePath().toStdString();
+  if (ollama_is_manifest_path(p)) {
+    const OllamaModel om = ollama_resolve(p);
+    e.kind = QStringLiteral("ollama");
+    e.path = absClean(QString::fromStdString(om.manifest_path));
+    e.name = QString::fromStdString(om.name);
+    const GgufModel model = GgufModel::open(om.blob_path);
+    const QString name = e.name;
+    fillFromSummary(e, summarize(model));
+    e.name = name;
+    return e;
+  }
+  std::string prefix;
+  int no = 0, count = 0;
+  const bool split = parse_split_path(p, prefix, no, count);
+  const GgufModel model = GgufModel::open(p);
+  e.kind = split && count > 1 ? QStringLiteral("split") : QStringLiteral("gguf");
+  e.name = fi.completeBaseName();
+  fillFromSummary(e, summarize(model));
+  e.path = e.files.isEmpty() ? absClean(path) : e.files.front();
+  if (split) {
+    QString base = QFileInfo(QString::fromStdString(prefix)).fileName();
+    if (e.name == fi.completeBaseName()) e.name = base;
+  }
+  return e;
+}
+
+ModelLibrary::ModelLibrary(AppDatabase& db, QString modelsFolder)
+    : db_(db), modelsFolder_(absClean(modelsFolder)) {
+  db_.migrate(QStringLiteral("library"),
+              {QStringLiteral("CREATE TABLE library_models ("
+                              " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                              " kind TEXT NOT NULL CHECK (kind IN ('gguf','split','ollama','pack')),"
+                              " path TEXT NOT NULL UNIQUE,"
+                              " name TEXT NOT NULL,"
+                              " files TEXT NOT NULL,"  // JSON array of absolute paths
+                              " architecture TEXT NOT NULL DEFAULT '',"
+                              " size_bytes INTEGER NOT NULL DEFAULT 0,"
+                              " quant_types TEXT NOT NULL DEFAULT '',"  // comma-separated
+                              " experts INTEGER NOT NULL DEFAULT 0,"
+                              " top_k INTEGER NOT NULL DEFAULT 0,"
+                              " pack_status TEXT NOT NULL DEFAULT 'none'"
+                              "  CHECK (pack_status IN ('none','building','ready','failed-verify')),"
+                              " pack_path TEXT NOT NULL DEFAULT '',"
+                              " status_detail TEXT NOT NULL DEFAULT '',"
+                              " source_present INTEGER NOT NULL DEFAULT 1,"
+                              " added_at INTEGER NOT NULL)")});  // ms since the epoch, UTC
+}
+
+std::vector<LibraryEntry> ModelLibrary::entries() const {
+  QSqlQuery q(db_.db());
+  if (!q.exec(QStringLiteral("SELECT %1 FROM library_models ORDER BY name COLLATE NOCASE, id")
+                  .arg(QLatin1String(kColumns))))
+    sqlFail(q);
+  std::vector<LibraryEntry> out;
+  while (q.next()) out.push_back(fromRow(q));
+  return out;
+}
+
+LibraryEntry ModelLibrary::entry(qint64 id) const {
+  QSqlQuery q(db_.db());
+  q.prepare(QStringLiteral("SELECT %1 FROM library_models WHERE id = ?").arg(QLatin1String(kColumns)));
+  q.addBindValue(id);
+  if (!q.exec()) sqlFail(q);
+  if (!q.next()) throw Error("the library has no model with id " + std::to_string(id));
+  return fromRow(q);
+}
+
+LibraryEntry ModelLibrary::upsert(LibraryEntry e) {
+  QSqlQuery q(db_.db());
+  q.prepare(QStringLiteral(
+      "INSERT INTO library_models (kind, path, name, files, architecture, size_bytes, quant_types, experts, "
+      "top_k, pack_status, pack_path, status_detail, source_present, added_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT(path) DO UPDATE SET kind = excluded.kind, name = excluded.name, files = excluded.files, "
+      "architecture = excluded.architecture, size_bytes = excluded.size_bytes, quant_types = excluded.quant_types, "
+      "experts = excluded.experts, top_k = excluded.top_k, source_present = excluded.source_present, "
+      "pack_status = CASE WHEN excluded.kind = 'pack' THEN excluded.pack_status ELSE pack_status END, "
+      "pack_path = CASE WHEN excluded.kind = 'pack' THEN excluded.pack_path ELSE pack_path END, "
+      "status_detail = CASE WHEN excluded.kind = 'pack' THEN excluded.status_detail ELSE status_detail END"));
+  q.addBindValue(e.kind);
+  q.addBindValue(e.path);
+  q.addBindValue(text(e.name));
+  q.addBindValue(QString::fromUtf8(QJsonDocument(QJsonArray::fromStringList(e.files)).toJson(QJsonDocument::Compact)));
+  q.addBindValue(text(e.architecture));
+  q.addBindValue(e.sizeBytes);
+  q.addBindValue(text(e.quantTypes.join(',')));
+  q.addBindValue(e.experts);
+  q.addBindValue(e.topK);
+  q.addBindValue(e.packStatus.isEmpty() ? QStringLiteral("none") : e.packStatus);
+  q.addBindValue(text(e.packPath));
+  q.addBindValue(text(e.statusDetail));
+  q.addBindValue(e.sourcePresent ? 1 : 0);
+  q.addBindValue(QDateTime::currentMSecsSinceEpoch());
+  if (!q.exec()) sqlFail(q);
+  QSqlQuery id(db_.db());
+  id.prepare(QStringLiteral("SELECT id FROM library_models WHERE path = ?"));
+  id.addBindValue(e.path);
+  if (!id.exec() || !id.next()) sqlFail(id);
+  LibraryEntry stored = entry(id.value(0).toLongLong());
+  if (stored.kind == QLatin1String("pack")) linkPackToSources(stored);
+  qCInfo(lcLibrary) << "library:" << stored.kind << stored.path << stored.sizeBytes << "bytes";
+  return stored;
+}
+
+void ModelLibrary::linkPackToSources(const LibraryEntry& pack) {
+  if (pack.packStatus != QLatin1String("ready") && pack.packStatus != QLatin1String("failed-verify")) return;
+  std::vector<PackSourceFile> sources;
+  try {
+    sources = read_manifest(QDir(pack.path).filePath(QString::fromUtf8(kPackManifestName)).toStdString()).sources;
+  } catch (const std::exception&) {
+    return;
+  }
+  for (const auto& s : sources) {
+    const QString src = absClean(QString::fromStdString(s.path));
+    // The source row is the one whose files contain this path (shard 1 of a set, or a blob).
+    for (const LibraryEntry& e : entries()) {
+      if (e.kind == QLatin1String("pack") || !e.files.contains(src)) continue;
+      QSqlQuery q(db_.db());
+      q.prepare(QStringLiteral("UPDATE library_models SET pack_status = ?, pack_path = ?, status_detail = ? "
+                               "WHERE id = ?"));
+      q.addBindValue(pack.packStatus);
+      q.addBindValue(pack.path);
+      q.addBindValue(text(pack.statusDetail));
+      q.addBindValue(e.id);
+      if (!q.exec()) sqlFail(q);
+    }
+  }
+}
+
+LibraryEntry ModelLibrary::addPath(const QString& path) { return upsert(describe_model(path)); }
+
+LibraryEntry ModelLibrary::addOllama(const QString& name, const QString& ollamaDir) {
+  const std::string n = name.trimmed().toStdString();
+  if (!ollama_looks_like_name(n)) throw Error("'" + n + "' is not an Ollama model name ([host/][namespace/]model[:tag])");
+  const OllamaModel om = ollama_resolve(n, ollamaDir.toStdString());
+  LibraryEntry e = describe_model(QString::fromStdString(om.manifest_path));
+  e.name = QString::fromStdString(om.name);  // "host/namespace/model:tag"
+  return upsert(e);
+}
+
+ScanResult ModelLibrary::scanFolder(const QString& folder) {
+  ScanResult r;
+  const QFileInfo root(folder);
+  if (!root.isDir()) throw Error(folder.toStdString() + ": not a folder");
+  QSet<QString> seen;  // files already covered by an added model (shards of a set)
+  QStringList candidates;
+  QDirIterator it(root.absoluteFilePath(), QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::NoSymLinks,
+                  QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    const QString p = it.next();
+    const QFileInfo fi = it.fileInfo();
+    if (fi.isDir()) {
+      const QDir d(p);
+      if (d.exists(QString::fromUtf8(kPackManifestName)) || d.exists(QString::fromUtf8(kBuildStateName)))
+        candidates << p;
+    } else if (fi.suffix().compare(QLatin1String("gguf"), Qt::CaseInsensitive) == 0) {
+      // A pack's dense.gguf is part of the pack, not a model of its own.
+      const QDir parent = fi.absoluteDir();
+      if (fi.fileName() == QLatin1String(kPackDenseName) && parent.exists(QString::fromUtf8(kPackManifestName)))
+        continue;
+      candidates << p;
+    }
+  }
+  candidates.sort();
+  for (const QString& p : candidates) {
+    if (seen.contains(absClean(p))) continue;
+    try {
+      LibraryEntry e = addPath(p);
+      for (const QString& f : e.files) seen.insert(f);
+      r.added.push_back(std::move(e));
+    } catch (const std::exception& ex) {
+      QString msg = QString::fromUtf8(ex.what());
+      if (!msg.contains(p)) msg = p + QStringLiteral(": ") + msg;
+      r.errors << msg;
+      qCWarning(lcLibrary) << "scan:" << msg;
+    }
+  }
+  return r;
+}
+
+std::vector<LibraryEntry> ModelLibrary::refresh() {
+  for (LibraryEntry e : entries()) {
+    bool present = !e.files.isEmpty();
+    for (const QString& f : e.files) present = present && QFileInfo::exists(f);
+    QString status = e.packStatus, detail = e.statusDetail;
+    if (!e.packPath.isEmpty()) {
+      std::tie(status, detail) = pack_status_of(e.packPath);
+      if (e.kind != QLatin1String("pack") && status == QLatin1String("none")) detail.clear();
+    }
+    if (e.kind == QLatin1String("pack")) present = QFileInfo(e.path).isDir() && status != QLatin1String("none");
+    QSqlQuery q(db_.db());
+    q.prepare(QStringLiteral("UPDATE library_models SET source_present = ?, pack_status = ?, status_detail = ? "
+                             "WHERE id = ?"));
+    q.addBindValue(present ? 1 : 0);
+    q.addBindValue(text(status));
+    q.addBindValue(text(detail));
+    q.addBindValue(e.id);
+    if (!q.exec()) sqlFail(q);
+  }
+  return entries();
+}
+
+bool ModelLibrary::insideModelsFolder(const QString& file) const {
+  const QString root = QFileInfo(modelsFolder_).canonicalFilePath();
+  const QString canon = QFileInfo(file).canonicalFilePath();  // resolves symlinks and ".."
+  return !root.isEmpty() && !canon.isEmpty() && canon.startsWith(root + QLatin1Char('/'));
+}
+
+qint64 ModelLibrary::bytesFreedByRemoving(qint64 id, bool deleteFiles) const {
+  const LibraryEntry e = entry(id);
+  if (!deleteFiles) return 0;
+  if (e.kind == QLatin1String("ollama"))
+    throw Error("the files of Ollama model " + e.name.toStdString() +
+                " are shared blobs of Ollama's store; remove it with `ollama rm`");
+  qint64 bytes = 0;
+  for (const QString& f : e.files) {
+    const QFileInfo fi(f);
+    if (!fi.exists()) continue;
+    if (!insideModelsFolder(f))
+      throw Error(f.toStdString() + " is outside the models folder " + modelsFolder_.toStdString() +
+                  "; MoePack only deletes files there");
+    bytes += fi.size();
+  }
+  return bytes;
+}
+
+qint64 ModelLibrary::remove(qint64 id, bool deleteFiles) {
+  const LibraryEntry e = entry(id);
+  const qint64 bytes = bytesFreedByRemoving(id, deleteFiles);  // throws before anything changes
+  if (deleteFiles) {
+    QStringList order = e.files;
+    // manifest.json first: from then on the directory is no longer a pack.
+    std::stable_partition(order.begin(), order.end(),
+                          [](const QString& f) { return f.endsWith(QLatin1String("/manifest.json")); });
+    for (const QString& f : order) {
+      if (QFileInfo::exists(f) && !QFile::remove(f)) throw Error("cannot delete " + f.toStdString());
+    }
+    if (e.kind == QLatin1String("pack")) QDir().rmdir(e.path);  // only if now empty
+  }
+  QSqlQuery q(db_.db());
+  q.prepare(QStringLiteral("DELETE FROM library_models WHERE id = ?"));
+  q.addBindValue(id);
+  if (!q.exec()) sqlFail(q);
+  if (e.kind == QLatin1String("pack")) {
+    QSqlQuery u(db_.db());
+    u.prepare(QStringLiteral("UPDATE library_models SET pack_status = 'none', pack_path = '', status_detail = '' "
+                             "WHERE pack_path = ?"));
+    u.addBindValue(e.path);
+    if (!u.exec()) sqlFail(u);
+  }
+  qCInfo(lcLibrary) << "removed" << e.path << (deleteFiles ? "and its files," : "(files kept),") << bytes
+                    << "bytes freed";
+  return bytes;
+}
+
+}  // namespace moepack::ui

@@ -1,0 +1,104 @@
+// The model library: every model MoePack knows (GGUF files, split sets, Ollama store models,
+// Expert Packs), stored in the studio's SQLite database (ui/app_database.h), component
+// "library", table `library_models`.
+//
+// A row is keyed by its primary path: the GGUF file, shard 1 of a split set, the Ollama
+// manifest path, or the pack directory. `files` lists every file the model occupies on disk;
+// `size_bytes` is their total (apparent size, bytes). `pack_status` of a pack row is its own
+// state; of a GGUF/split/Ollama row it is the state of the pack built from it (linked through
+// the pack manifest's `sources`, or "none"):
+//   none           no pack known
+//   building       the pack directory has build-state.json and no manifest.json
+//   ready          manifest.json exists and the fast verify (structure, sizes) passes
+//   failed-verify  manifest.json exists but the fast verify fails (message in `status_detail`)
+// `source_present` is false once any of `files` is gone (deleted by the wizard or the user).
+//
+// Threads: ModelLibrary is a plain class over one AppDatabase connection; use it on the thread
+// that opened that connection (LibraryViewModel opens one per worker job). Every method that
+// reads a model file can take seconds on a huge model: never call it on the GUI thread.
+// Errors throw moepack::Error with the offending file in the message.
+#pragma once
+
+#include <QDateTime>
+#include <QLoggingCategory>
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+namespace moepack::ui {
+
+Q_DECLARE_LOGGING_CATEGORY(lcLibrary)  // "moepack.library"
+
+class AppDatabase;
+
+struct LibraryEntry {
+  qint64 id = 0;
+  QString kind;  // "gguf", "split", "ollama", "pack"
+  QString path;  // primary path (see above); for "ollama" the manifest path
+  QString name;  // display name: general.name, the Ollama name, or the file/directory name
+  QStringList files;
+  QString architecture;     // general.architecture ("" if unknown)
+  qint64 sizeBytes = 0;     // sum over `files`, bytes
+  QStringList quantTypes;   // ggml type names by descending bytes, e.g. {"q4_K", "q6_K", "f32"}
+  int experts = 0;          // routed experts per MoE layer (0: not a MoE model)
+  int topK = 0;             // experts used per token
+  QString packStatus;       // none, building, ready, failed-verify
+  QString packPath;         // the pack directory ("" if none)
+  QString statusDetail;     // verify message when failed-verify
+  bool sourcePresent = true;
+  QDateTime addedAt;        // UTC
+};
+
+struct ScanResult {
+  std::vector<LibraryEntry> added;  // added or updated
+  QStringList errors;               // one per file that could not be read, naming it
+};
+
+class ModelLibrary {
+ public:
+  // Migrates the "library" component of `db`. `modelsFolder` is the only folder from which
+  // remove(..., deleteFiles = true) may delete files.
+  ModelLibrary(AppDatabase& db, QString modelsFolder);
+
+  std::vector<LibraryEntry> entries() const;  // ordered by name, then id
+  LibraryEntry entry(qint64 id) const;        // throws Error if unknown
+
+  // Adds (or updates) the model at `path`: a .gguf file, any shard of a split set (the whole
+  // set becomes one row), an Ollama manifest file, or an Expert Pack directory (finished or
+  // being built). Throws Error naming the path.
+  LibraryEntry addPath(const QString& path);
+  // Adds an Ollama model by name (`[host/][namespace/]model[:tag]`); `ollamaDir` empty means
+  // $OLLAMA_MODELS or ~/.ollama/models.
+  LibraryEntry addOllama(const QString& name, const QString& ollamaDir = {});
+  // Adds every *.gguf file (one row per split set) and every pack directory below `folder`
+  // (recursively, symlinks not followed). Unreadable files are reported, not fatal.
+  ScanResult scanFolder(const QString& folder);
+
+  // Re-checks every row: files present, pack status. Returns the updated rows.
+  std::vector<LibraryEntry> refresh();
+
+  // Bytes remove(id, deleteFiles) would free: 0 without deleteFiles. Throws Error (with the
+  // reason) when the files may not be deleted: an Ollama model (blobs are shared; use
+  // `ollama rm`) or any file outside the models folder.
+  qint64 bytesFreedByRemoving(qint64 id, bool deleteFiles) const;
+  // Removes the row; with deleteFiles also its files (a pack: manifest.json first, so a
+  // half-deleted pack never loads). Returns the bytes freed.
+  qint64 remove(qint64 id, bool deleteFiles);
+
+  const QString& modelsFolder() const { return modelsFolder_; }
+
+ private:
+  LibraryEntry upsert(LibraryEntry e);
+  void linkPackToSources(const LibraryEntry& pack);
+  bool insideModelsFolder(const QString& file) const;
+
+  AppDatabase& db_;
+  QString modelsFolder_;
+};
+
+// Reads what the library stores about the model at `path` (no database). Throws Error.
+LibraryEntry describe_model(const QString& path);
+// Pack state of `dir`: {status, detail} with status none/building/ready/failed-verify.
+std::pair<QString, QString> pack_status_of(const QString& dir);
+
+}  // namespace moepack::ui

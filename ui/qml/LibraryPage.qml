@@ -1,0 +1,244 @@
+// The model library: every known model with its pack status, add by file / drop / folder
+// scan / Ollama name, remove with a confirmation stating the bytes freed, and downloads.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Dialogs
+import QtQuick.Layouts
+import MoePack.Ui
+
+Page {
+    id: page
+    property LibraryViewModel library: LibraryViewModel {}
+    property DownloadsViewModel downloads: DownloadsViewModel {
+        modelsFolder: page.library.modelsFolder
+        onDownloadFinished: path => page.library.addPath(path)
+        onErrorOccurred: message => status.show(message, true)
+    }
+    Component.onCompleted: library.refresh()
+
+    Connections {
+        target: page.library
+        function onErrorOccurred(message) { status.show(message, true) }
+        function onMessage(text) { status.show(text, false) }
+    }
+
+    FileDialog {
+        id: fileDialog
+        title: qsTr("Add a model")
+        nameFilters: [qsTr("GGUF models (*.gguf)"), qsTr("Expert Pack manifests (manifest.json)")]
+        onAccepted: page.library.addPath(selectedFile)
+    }
+    FolderDialog {
+        id: folderDialog
+        title: qsTr("Scan a folder for models")
+        onAccepted: page.library.scanFolder(selectedFolder)
+    }
+
+    Dialog {
+        id: removeDialog
+        property var modelId: -1
+        property string modelName: ""
+        title: qsTr("Remove %1?").arg(modelName)
+        modal: true
+        anchors.centerIn: parent
+        standardButtons: Dialog.Ok | Dialog.Cancel
+        readonly property double freed: page.library.bytesFreed(modelId, deleteBox.checked)
+        ColumnLayout {
+            CheckBox {
+                id: deleteBox
+                text: qsTr("Also delete its files from disk")
+                enabled: page.library.deleteRefusal(removeDialog.modelId).length === 0
+            }
+            Label {
+                Layout.maximumWidth: 420
+                wrapMode: Text.Wrap
+                text: !deleteBox.enabled ? page.library.deleteRefusal(removeDialog.modelId)
+                      : deleteBox.checked ? qsTr("%1 will be freed.").arg(page.library.formatBytes(removeDialog.freed))
+                                          : qsTr("The files stay on disk; no space is freed.")
+            }
+        }
+        onAccepted: page.library.remove(modelId, deleteBox.checked)
+    }
+
+    header: ToolBar {
+        RowLayout {
+            anchors.fill: parent
+            Button { text: qsTr("Add file…"); onClicked: fileDialog.open() }
+            Button { text: qsTr("Scan folder…"); onClicked: folderDialog.open() }
+            TextField {
+                id: ollamaName
+                placeholderText: qsTr("Ollama model, e.g. qwen3:30b")
+                onAccepted: if (text.length > 0) page.library.addOllama(text)
+            }
+            Button {
+                text: qsTr("Add Ollama model")
+                enabled: ollamaName.text.length > 0
+                onClicked: page.library.addOllama(ollamaName.text)
+            }
+            Button { text: qsTr("Refresh"); onClicked: page.library.refresh() }
+            BusyIndicator { running: page.library.busy; implicitHeight: 28; implicitWidth: 28 }
+            Item { Layout.fillWidth: true }
+        }
+    }
+
+    ColumnLayout {
+        anchors.fill: parent
+        anchors.margins: 8
+
+        Label {
+            id: status
+            Layout.fillWidth: true
+            visible: text.length > 0
+            wrapMode: Text.Wrap
+            property bool isError: false
+            color: isError ? "firebrick" : palette.text
+            function show(message, error) { text = message; isError = error }
+        }
+
+        DropArea {
+            id: drop
+            Layout.fillWidth: true
+            Layout.fillHeight: true
+            onDropped: event => {
+                const paths = []
+                for (let i = 0; i < event.urls.length; ++i) paths.push(event.urls[i].toString())
+                page.library.addPaths(paths)
+                event.acceptProposedAction()
+            }
+            Rectangle {
+                anchors.fill: parent
+                color: drop.containsDrag ? Qt.rgba(0.2, 0.5, 1.0, 0.08) : "transparent"
+                border.color: drop.containsDrag ? "steelblue" : "transparent"
+            }
+            ListView {
+                id: list
+                anchors.fill: parent
+                clip: true
+                model: page.library.models
+                spacing: 4
+                Label {
+                    anchors.centerIn: parent
+                    visible: list.count === 0
+                    text: qsTr("No models yet. Drop GGUF files or pack folders here, or scan a folder.")
+                    opacity: 0.6
+                }
+                delegate: ItemDelegate {
+                    id: row
+                    required property var modelId
+                    required property string name
+                    required property string kind
+                    required property string path
+                    required property string architecture
+                    required property double sizeBytes
+                    required property string quantTypes
+                    required property int experts
+                    required property int topK
+                    required property string packStatus
+                    required property string statusDetail
+                    required property bool sourcePresent
+                    width: ListView.view.width
+                    contentItem: RowLayout {
+                        ColumnLayout {
+                            Layout.fillWidth: true
+                            Label { text: row.name; font.bold: true; elide: Text.ElideRight; Layout.fillWidth: true }
+                            Label {
+                                Layout.fillWidth: true
+                                elide: Text.ElideMiddle
+                                opacity: 0.7
+                                text: row.sourcePresent ? row.path : qsTr("%1 (deleted)").arg(row.path)
+                            }
+                            Label {
+                                opacity: 0.8
+                                text: qsTr("%1 · %2 · %3 · %4 experts, top-%5 · %6")
+                                      .arg(row.kind).arg(row.architecture)
+                                      .arg(page.library.formatBytes(row.sizeBytes)).arg(row.experts)
+                                      .arg(row.topK).arg(row.quantTypes)
+                            }
+                        }
+                        Label {
+                            text: row.packStatus === "ready" ? qsTr("pack ready")
+                                : row.packStatus === "building" ? qsTr("pack building")
+                                : row.packStatus === "failed-verify" ? qsTr("pack failed verify")
+                                : qsTr("no pack")
+                            color: row.packStatus === "failed-verify" ? "firebrick" : palette.text
+                            ToolTip.visible: statusHover.hovered && row.statusDetail.length > 0
+                            ToolTip.text: row.statusDetail
+                            HoverHandler { id: statusHover }
+                        }
+                        Button {
+                            text: qsTr("Remove…")
+                            onClicked: {
+                                removeDialog.modelId = row.modelId
+                                removeDialog.modelName = row.name
+                                removeDialog.open()
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        GroupBox {
+            title: qsTr("Downloads")
+            Layout.fillWidth: true
+            ColumnLayout {
+                anchors.fill: parent
+                RowLayout {
+                    TextField {
+                        id: source
+                        Layout.fillWidth: true
+                        placeholderText: qsTr("https:// URL or owner/repo")
+                    }
+                    TextField { id: file; placeholderText: qsTr("file in the repository") }
+                    TextField { id: sha; placeholderText: qsTr("SHA-256 (optional)") }
+                    Button {
+                        text: qsTr("Download")
+                        enabled: source.text.length > 0
+                        onClicked: page.downloads.add(source.text, file.text, sha.text, 0)
+                    }
+                }
+                Repeater {
+                    model: page.downloads.downloads
+                    delegate: RowLayout {
+                        id: dl
+                        required property int index
+                        required property string name
+                        required property string state
+                        required property double bytesDone
+                        required property double bytesTotal
+                        required property double rate
+                        required property double eta
+                        required property string error
+                        Layout.fillWidth: true
+                        Label { text: dl.name; Layout.preferredWidth: 200; elide: Text.ElideMiddle }
+                        ProgressBar {
+                            Layout.fillWidth: true
+                            from: 0
+                            to: dl.bytesTotal > 0 ? dl.bytesTotal : 1
+                            value: dl.bytesDone
+                            indeterminate: dl.bytesTotal < 0 && dl.state === "downloading"
+                        }
+                        Label {
+                            text: dl.state === "failed" ? dl.error
+                                : qsTr("%1 of %2 · %3/s · %4").arg(page.library.formatBytes(dl.bytesDone))
+                                  .arg(page.library.formatBytes(Math.max(dl.bytesTotal, 0)))
+                                  .arg(page.library.formatBytes(dl.rate))
+                                  .arg(dl.eta >= 0 ? qsTr("%1 s left").arg(Math.round(dl.eta)) : dl.state)
+                        }
+                        Button {
+                            text: dl.state === "paused" || dl.state === "failed" ? qsTr("Resume") : qsTr("Pause")
+                            enabled: dl.state !== "finished" && dl.state !== "cancelled"
+                            onClicked: dl.state === "paused" || dl.state === "failed" ? page.downloads.resume(dl.index)
+                                                                                      : page.downloads.pause(dl.index)
+                        }
+                        Button {
+                            text: qsTr("Cancel")
+                            enabled: dl.state !== "finished" && dl.state !== "cancelled"
+                            onClicked: page.downloads.cancel(dl.index)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
