@@ -1,10 +1,8 @@
 // moepack-studio: the Qt Quick desktop app. Wiring only; views and view-models live in ui/.
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QLocale>
 #include <QQmlApplicationEngine>
 #include <QQmlContext>
-#include <QTranslator>
 #include <QtQml/qqmlextensionplugin.h>
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
@@ -15,11 +13,7 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName(QStringLiteral("MoePack"));
   QApplication::setApplicationVersion(QStringLiteral(MOEPACK_VERSION));
 
-  QTranslator translator;
-  if (translator.load(QLocale(), QStringLiteral("moepack"), QStringLiteral("_"), QStringLiteral(":/i18n"))) {
-    QApplication::installTranslator(&translator);
-  }
-
+  // The UI language (system locale or the user's choice) is applied by SettingsViewModel.
   QCommandLineParser parser;
   parser.addHelpOption();
   parser.addVersionOption();

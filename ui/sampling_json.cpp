@@ -1,12 +1,15 @@
 #include "ui/sampling_json.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace moepack::ui {
 namespace {
 constexpr uint64_t kRandomSeed = 0xFFFFFFFFull;  // LLAMA_DEFAULT_SEED
 
 float clampf(double v, double lo, double hi) { return static_cast<float>(std::clamp(v, lo, hi)); }
+// float -> double for display and JSON: 0.95f is 0.949999988..., show it as 0.95.
+double dec(float v) { return std::round(static_cast<double>(v) * 1e6) / 1e6; }
 }  // namespace
 
 GenerationSettings generation_from_json(const QJsonObject& o, const GenerationSettings& d) {
@@ -26,11 +29,11 @@ GenerationSettings generation_from_json(const QJsonObject& o, const GenerationSe
 
 QJsonObject generation_to_json(const GenerationSettings& g) {
   return QJsonObject{
-      {"temperature", static_cast<double>(g.sampling.temperature)},
+      {"temperature", dec(g.sampling.temperature)},
       {"top_k", g.sampling.top_k},
-      {"top_p", static_cast<double>(g.sampling.top_p)},
-      {"min_p", static_cast<double>(g.sampling.min_p)},
-      {"repeat_penalty", static_cast<double>(g.sampling.repeat_penalty)},
+      {"top_p", dec(g.sampling.top_p)},
+      {"min_p", dec(g.sampling.min_p)},
+      {"repeat_penalty", dec(g.sampling.repeat_penalty)},
       {"max_tokens", g.max_tokens},
       {"seed", g.sampling.seed == kRandomSeed ? -1.0 : static_cast<double>(g.sampling.seed)},
   };

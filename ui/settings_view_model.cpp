@@ -34,8 +34,8 @@ constexpr Range kRanges[] = {
 double mem_available_mib() {
   QFile f(QStringLiteral("/proc/meminfo"));
   if (!f.open(QIODevice::ReadOnly)) return 0;
-  while (!f.atEnd()) {
-    const QByteArray line = f.readLine();
+  // /proc files report size 0: read everything, do not loop on atEnd().
+  for (const QByteArray& line : f.readAll().split('\n')) {
     if (line.startsWith("MemAvailable:")) {
       return line.mid(13).trimmed().split(' ').value(0).toDouble() / 1024.0;  // kB
     }
@@ -66,9 +66,9 @@ QVariantMap SettingsViewModel::defaults() {
       // outputs); raise the temperature per conversation.
       {"temperature", 0.0},
       {"top_k", g.sampling.top_k},
-      {"top_p", static_cast<double>(g.sampling.top_p)},
-      {"min_p", static_cast<double>(g.sampling.min_p)},
-      {"repeat_penalty", static_cast<double>(g.sampling.repeat_penalty)},
+      {"top_p", 0.95},  // SamplingParams' defaults, as decimal text (not float -> double)
+      {"min_p", 0.05},
+      {"repeat_penalty", 1.0},
       {"max_tokens", g.max_tokens},
       {"seed", -1},
       {"system_prompt", QString()},

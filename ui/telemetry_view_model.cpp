@@ -34,20 +34,16 @@ void TelemetryViewModel::setEngine(EngineController* e) {
       clear();
       poll();
     });
+    connect(e, &EngineController::stateChanged, this, [this] {
+      if (engine_ && engine_->state() == EngineController::Ready) {
+        timer_.start(intervalMs);
+      } else {
+        timer_.stop();
+      }
+    });
   }
   clear();
   emit engineChanged();
-}
-
-void TelemetryViewModel::setActive(bool a) {
-  if (a == active()) return;
-  if (a) {
-    timer_.start(intervalMs);
-    poll();
-  } else {
-    timer_.stop();
-  }
-  emit activeChanged();
 }
 
 void TelemetryViewModel::clear() {

@@ -1,6 +1,7 @@
 // View-model of the dashboard: live expert-cache and SSD telemetry of the loaded engine.
 //
-// Polled on the UI thread every `intervalMs` (250 ms: 4 Hz) from the engine's Telemetry
+// Polled on the UI thread every `intervalMs` (250 ms: 4 Hz) while a model is loaded (also
+// when the dashboard is hidden, so the cumulative series has no gaps) from the engine's Telemetry
 // (core/telemetry.h: relaxed atomics and seqlocked per-token samples), so reading never
 // blocks the engine thread. Series (x = token number):
 //   hit rate per token   1 - experts_missed / (moe_layers * top_k), from each TokenSample
@@ -32,7 +33,6 @@ class TelemetryViewModel : public QObject {
   Q_OBJECT
   QML_ELEMENT
   Q_PROPERTY(moepack::ui::EngineController* engine READ engine WRITE setEngine NOTIFY engineChanged)
-  Q_PROPERTY(bool active READ active WRITE setActive NOTIFY activeChanged)  // poll only while shown
   Q_PROPERTY(double cacheHits READ cacheHits NOTIFY updated)
   Q_PROPERTY(double cacheMisses READ cacheMisses NOTIFY updated)
   Q_PROPERTY(double cacheEvictions READ cacheEvictions NOTIFY updated)
@@ -58,8 +58,6 @@ class TelemetryViewModel : public QObject {
 
   EngineController* engine() const { return engine_; }
   void setEngine(EngineController* e);
-  bool active() const { return timer_.isActive(); }
-  void setActive(bool a);
 
   // Reads the telemetry now (the timer calls this).
   Q_INVOKABLE void poll();
@@ -91,7 +89,6 @@ class TelemetryViewModel : public QObject {
 
  signals:
   void engineChanged();
-  void activeChanged();
   void updated();
 
  private:

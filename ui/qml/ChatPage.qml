@@ -16,6 +16,29 @@ Item {
 
     property bool showOptions: false
 
+    // A filled accent button drawn without the style's elevation shader (so it also renders
+    // with the software scene graph).
+    component AccentButton: Button {
+        id: accentButton
+        font.capitalization: Font.MixedCase
+        implicitHeight: 38
+        contentItem: Label {
+            text: accentButton.text
+            color: "white"
+            font.bold: true
+            horizontalAlignment: Text.AlignHCenter
+            verticalAlignment: Text.AlignVCenter
+        }
+        background: Rectangle {
+            radius: 9
+            color: !accentButton.enabled ? "#c7cbe0" : (accentButton.down ? "#3b55d1" : (accentButton.hovered ? "#5f79f0" : "#4f6bed"))
+        }
+    }
+    component PlainToolButton: ToolButton {
+        font.capitalization: Font.MixedCase
+        font.pixelSize: 13
+    }
+
     RowLayout {
         anchors.fill: parent
         spacing: 0
@@ -32,11 +55,10 @@ Item {
                 anchors.margins: 12
                 spacing: 8
 
-                Button {
+                AccentButton {
                     objectName: "newChat"
                     Layout.fillWidth: true
                     text: qsTr("+ New chat")
-                    highlighted: true
                     onClicked: page.chat.newConversation()
                 }
                 Label {
@@ -137,17 +159,17 @@ Item {
                                 elide: Text.ElideRight
                             }
                         }
-                        ToolButton {
+                        PlainToolButton {
                             text: qsTr("Rename")
                             enabled: page.chat.currentConversationId !== 0
                             onClicked: conversationMenu.openRename(page.chat.currentConversationId, page.chat.title)
                         }
-                        ToolButton {
+                        PlainToolButton {
                             text: qsTr("Export")
                             enabled: page.chat.currentConversationId !== 0
                             onClicked: exportDialog.open()
                         }
-                        ToolButton {
+                        PlainToolButton {
                             objectName: "optionsButton"
                             text: qsTr("Options")
                             checkable: true
@@ -228,16 +250,15 @@ Item {
                                 }
                             }
                         }
-                        Button {
+                        AccentButton {
                             objectName: "sendButton"
                             Layout.alignment: Qt.AlignBottom
                             visible: !page.chat.generating
                             text: qsTr("Send")
-                            highlighted: true
                             enabled: page.chat.canSend && input.text.trim().length > 0
                             onClicked: if (page.chat.send(input.text)) input.clear()
                         }
-                        Button {
+                        AccentButton {
                             objectName: "stopButton"
                             Layout.alignment: Qt.AlignBottom
                             visible: page.chat.generating

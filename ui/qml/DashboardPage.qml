@@ -19,6 +19,34 @@ Item {
         return b.toFixed(0) + " B"
     }
 
+    function count(n) { return Number(n).toLocaleString(Qt.locale(), "f", 0) }
+
+    component Card: Rectangle {
+        id: card
+        required property string name
+        required property string value
+        property bool alarm: false
+        property bool strong: false
+        Layout.fillWidth: true
+        Layout.preferredWidth: 100
+        Layout.preferredHeight: 66
+        radius: 10
+        color: card.strong ? "#4f6bed" : "white"
+        border.color: card.alarm ? "#ef4444" : (card.strong ? "#4f6bed" : "#e5e7eb")
+        Column {
+            anchors.fill: parent
+            anchors.margins: 11
+            spacing: 4
+            Label { text: card.name; color: card.strong ? "#dfe5ff" : "#6b7280"; font.pixelSize: 12 }
+            Label {
+                text: card.value
+                font.pixelSize: 19
+                font.bold: true
+                color: card.alarm ? "#b91c1c" : (card.strong ? "white" : "#111827")
+            }
+        }
+    }
+
     Connections {
         target: page.telemetry
         function onUpdated() {
@@ -50,44 +78,26 @@ Item {
             }
         }
 
-        // Counters.
+        // Counters (the names are the engine's counter names, ARCHITECTURE.md).
         GridLayout {
             Layout.fillWidth: true
             columns: 5
             rowSpacing: 10
             columnSpacing: 10
-            Repeater {
-                model: [
-                    { name: qsTr("Hit rate"), value: (page.telemetry.hitRate * 100).toFixed(1) + " %", key: "" },
-                    { name: "cache_hits", value: page.telemetry.cacheHits.toLocaleString(Qt.locale(), "f", 0), key: "" },
-                    { name: "cache_misses", value: page.telemetry.cacheMisses.toLocaleString(Qt.locale(), "f", 0), key: "" },
-                    { name: "cache_evictions", value: page.telemetry.cacheEvictions.toLocaleString(Qt.locale(), "f", 0), key: "" },
-                    { name: "pack_read_bytes", value: page.bytes(page.telemetry.packReadBytes), key: "" },
-                    { name: "h2d_bytes", value: page.bytes(page.telemetry.h2dBytes), key: "" },
-                    { name: "fallback_count", value: page.telemetry.fallbackCount.toFixed(0), key: "" },
-                    { name: "io_errors", value: page.telemetry.ioErrors.toFixed(0), key: "err" },
-                    { name: qsTr("Tokens"), value: page.telemetry.tokens.toFixed(0), key: "" },
-                    { name: qsTr("Cache slots used"),
-                      value: page.telemetry.slotCount > 0
-                             ? qsTr("%1 / %2").arg(page.telemetry.slotsUsed).arg(page.telemetry.slotCount)
-                             : qsTr("resident"), key: "" }
-                ]
-                delegate: Rectangle {
-                    id: card
-                    required property var modelData
-                    Layout.fillWidth: true
-                    Layout.preferredHeight: 64
-                    radius: 10
-                    color: "white"
-                    border.color: card.modelData.key === "err" && page.telemetry.ioErrors > 0 ? "#ef4444" : "#e5e7eb"
-                    Column {
-                        anchors.fill: parent
-                        anchors.margins: 10
-                        spacing: 4
-                        Label { text: card.modelData.name; color: "#6b7280"; font.pixelSize: 12 }
-                        Label { text: card.modelData.value; font.pixelSize: 18; font.bold: true; color: "#111827" }
-                    }
-                }
+            Card { name: qsTr("Hit rate"); value: (page.telemetry.hitRate * 100).toFixed(1) + " %"; strong: true }
+            Card { name: "cache_hits"; value: page.count(page.telemetry.cacheHits) }
+            Card { name: "cache_misses"; value: page.count(page.telemetry.cacheMisses) }
+            Card { name: "cache_evictions"; value: page.count(page.telemetry.cacheEvictions) }
+            Card { name: qsTr("Tokens"); value: page.count(page.telemetry.tokens) }
+            Card { name: "pack_read_bytes"; value: page.bytes(page.telemetry.packReadBytes) }
+            Card { name: "h2d_bytes"; value: page.bytes(page.telemetry.h2dBytes) }
+            Card { name: "fallback_count"; value: page.count(page.telemetry.fallbackCount) }
+            Card { name: "io_errors"; value: page.count(page.telemetry.ioErrors); alarm: page.telemetry.ioErrors > 0 }
+            Card {
+                name: qsTr("Cache slots used")
+                value: page.telemetry.slotCount > 0
+                       ? qsTr("%1 / %2").arg(page.telemetry.slotsUsed).arg(page.telemetry.slotCount)
+                       : qsTr("resident")
             }
         }
 

@@ -1,6 +1,7 @@
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
+import QtQuick.Controls.Material
 import MoePack.Ui
 
 // Shown over the chat while the engine is not ready: the model being prepared (the demo GGUF
@@ -78,6 +79,7 @@ Rectangle {
             Button {
                 text: qsTr("Reload")
                 highlighted: true
+                Material.elevation: 0
                 onClicked: panel.engine.reload()
             }
             Button {

@@ -43,7 +43,6 @@ ApplicationWindow {
     TelemetryViewModel {
         id: telemetry
         engine: engine
-        active: rail.currentIndex === 1 && window.visible
     }
     ModelInspector { id: inspector }
 
@@ -85,7 +84,8 @@ ApplicationWindow {
                         { glyph: "\u25A4", label: qsTr("Chat") },
                         { glyph: "\u2248", label: qsTr("Dashboard") },
                         { glyph: "\u25A6", label: qsTr("Models") },
-                        { glyph: "\u2699", label: qsTr("Settings") }
+                        { glyph: "\u2699", label: qsTr("Settings") },
+                        { glyph: "\u25A3", label: qsTr("Library") }
                     ]
                     delegate: ItemDelegate {
                         id: navItem
@@ -171,6 +171,7 @@ ApplicationWindow {
                 settings: settings
                 engine: engine
             }
+            LibraryPage {}
         }
     }
 }

@@ -2,6 +2,7 @@ pragma ComponentBehavior: Bound
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
+import QtQuick.Controls.Material
 
 // One message of the chat pane. User messages: a tinted bubble on the right, editable.
 // Replies: Markdown (TextEdit.MarkdownText, code blocks included) on the left, with the
@@ -100,6 +101,7 @@ Item {
                     Button {
                         text: qsTr("Save and re-run")
                         highlighted: true
+                        Material.elevation: 0
                         enabled: !bubble.busy && editor.text.trim().length > 0
                         onClicked: {
                             bubble.editing = false
@@ -132,6 +134,8 @@ Item {
                 color: "#4f6bed"
             }
             ToolButton {
+                implicitHeight: 28
+                font.capitalization: Font.MixedCase
                 visible: !bubble.streaming && !bubble.editing
                 opacity: hover.hovered ? 1 : 0.35
                 text: qsTr("Copy")
@@ -139,6 +143,8 @@ Item {
                 onClicked: bubble.copyRequested()
             }
             ToolButton {
+                implicitHeight: 28
+                font.capitalization: Font.MixedCase
                 visible: bubble.isUser && !bubble.editing && !bubble.busy
                 opacity: hover.hovered ? 1 : 0.35
                 text: qsTr("Edit")
@@ -150,6 +156,8 @@ Item {
                 }
             }
             ToolButton {
+                implicitHeight: 28
+                font.capitalization: Font.MixedCase
                 visible: !bubble.isUser && bubble.isLast && !bubble.busy
                 opacity: hover.hovered ? 1 : 0.35
                 text: qsTr("Regenerate")

@@ -2,6 +2,7 @@ pragma ComponentBehavior: Bound
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
+import QtQuick.Controls.Material
 import MoePack.Ui
 
 // Settings: engine, expert cache (with the slot count the values give, before applying),
@@ -24,9 +25,12 @@ Item {
         spacing: 12
         ColumnLayout {
             Layout.preferredWidth: 300
+            Layout.maximumWidth: 300
             spacing: 0
             Label { text: field.label; font.pixelSize: 13; color: "#111827" }
             Label {
+                Layout.maximumWidth: 300
+                wrapMode: Text.Wrap
                 visible: field.hint.length > 0
                 text: field.hint
                 font.pixelSize: 11
@@ -127,7 +131,7 @@ Item {
                         Label { text: qsTr("Direct I/O (O_DIRECT)"); font.pixelSize: 13 }
                         Label { text: "direct_io"; font.pixelSize: 11; color: "#6b7280" }
                     }
-                    Switch {
+                    CheckBox {
                         checked: page.settings.values.direct_io
                         onToggled: page.settings.setValue("direct_io", checked)
                     }
@@ -181,7 +185,7 @@ Item {
                         font.pixelSize: 13
                         wrapMode: Text.Wrap
                     }
-                    Switch {
+                    CheckBox {
                         checked: page.settings.values.convert_gguf
                         onToggled: page.settings.setValue("convert_gguf", checked)
                     }
@@ -224,18 +228,22 @@ Item {
             }
             Button {
                 text: qsTr("Reset to defaults")
+                font.capitalization: Font.MixedCase
                 flat: true
                 onClicked: page.settings.resetToDefaults()
             }
             Button {
                 text: qsTr("Revert")
+                font.capitalization: Font.MixedCase
                 enabled: page.settings.dirty
                 onClicked: page.settings.revert()
             }
             Button {
                 objectName: "applyButton"
                 text: qsTr("Apply")
+                font.capitalization: Font.MixedCase
                 highlighted: true
+                Material.elevation: 0
                 enabled: page.settings.dirty && page.settings.valid
                 onClicked: page.settings.apply()
             }

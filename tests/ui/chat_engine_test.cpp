@@ -1,0 +1,141 @@
+// The chat stack over the real engine (moepack::Session, CPU backend) on the bundled demo
+// model: the GGUF is converted to an Expert Pack by the worker (progress signals), the reply
+// streamed into ChatViewModel equals the engine's greedy output and the model's README
+// (llama.cpp greedy, Q4_K_M), stop mid-stream keeps a prefix, regenerate is deterministic under
+// greedy sampling, and the conversation reloads from SQLite.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "core/session.h"
+#include "ui/chat_view_model.h"
+#include "ui/conversation_store.h"
+#include "ui/engine_worker.h"
+#include "ui/session_engine.h"
+
+using namespace moepack::ui;
+
+namespace {
+const QString kDemo = QStringLiteral(MOEPACK_SOURCE_DIR "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf");
+const QString kQuestion = QStringLiteral("What does \"salmon\" mean?");
+// resources/models/tiny-dsv3-wordnet/README.md, "Reference outputs (llama.cpp, greedy)", Q4_K_M.
+const QString kSalmon = QStringLiteral(
+    "salmon (noun): any of various large food and game fishes of northern waters; usually migrate from salt to "
+    "fresh water to spawn.");
+
+moepack::EngineSettings smallCache() {
+  moepack::EngineSettings s;
+  s.backend = "cpu";
+  s.cache_vram_mib = 4;  // 4 MiB of 128 KiB experts: the cache evicts while the model talks
+  s.cache_vram_reserve_mib = 0;
+  s.n_ctx = 512;
+  return s;
+}
+}  // namespace
+
+class ChatEngineTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  std::unique_ptr<EngineController> engine_;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    engine_ = std::make_unique<EngineController>(&open_session_engine, dir_.filePath("packs"));
+    engine_->setEngineSettings(smallCache());
+    QSignalSpy progress(engine_.get(), &EngineController::progressChanged);
+    engine_->load(kDemo, true);
+    QTRY_VERIFY_WITH_TIMEOUT(engine_->state() != EngineController::Loading, 180000);
+    QVERIFY2(engine_->state() == EngineController::Ready, qPrintable(engine_->error()));
+    QVERIFY(engine_->info().isPack);
+    QVERIFY(engine_->modelPath().startsWith(dir_.filePath("packs")));
+    QVERIFY(progress.size() >= 2);  // conversion phases, then "open"
+    QVERIFY(engine_->info().cacheSlots > 0);
+    QCOMPARE(engine_->info().topK, 4u);
+    QCOMPARE(engine_->info().moeLayers, 5u);
+  }
+
+  void streamedReplyEqualsTheEngineGreedyOutput() {
+    // The oracle: the same pack through Session directly.
+    auto session = moepack::Session::load(engine_->modelPath().toStdString(), smallCache());
+    moepack::GenerateOptions o;
+    o.max_tokens = 100;
+    o.sampling.temperature = 0;
+    const auto direct = session->chat({{"user", kQuestion.toStdString()}}, o);
+    QCOMPARE(QString::fromStdString(direct.text), kSalmon);
+
+    ChatViewModel vm;
+    QVERIFY(vm.openDatabase(dir_.filePath("chat.sqlite")));
+    vm.setEngine(engine_.get());
+    vm.setSamplingValue("temperature", 0);
+    vm.setSamplingValue("max_tokens", 100);
+    QString streamed;
+    connect(engine_.get(), &EngineController::textReady, this, [&](quint64, const QString& t) { streamed += t; });
+    QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
+    QVERIFY(vm.send(kQuestion));
+    QVERIFY(finished.wait(60000));
+    disconnect(engine_.get(), &EngineController::textReady, this, nullptr);
+    QCOMPARE(vm.lastError(), QString());
+    QCOMPARE(streamed, kSalmon);
+    const auto& reply = vm.messages()->at(1).message;
+    QCOMPARE(reply.content, kSalmon);
+    QCOMPARE(reply.stats.generatedTokens, static_cast<int>(direct.tokens.size()));
+    QCOMPARE(reply.stats.promptTokens, static_cast<int>(direct.prompt_tokens.size()));
+    QCOMPARE(reply.stats.stopReason, QString("eos"));
+    QVERIFY(reply.stats.ttftMs > 0);
+    QVERIFY(reply.stats.decodeTps > 0);
+    // The cache worked and evicted (4 MiB < the pack's experts).
+    const auto snap = engine_->telemetry()->snapshot();
+    QVERIFY(snap.cache_misses > 0);
+    QVERIFY(snap.cache_evictions > 0);
+    QVERIFY(snap.tokens >= static_cast<uint64_t>(direct.tokens.size()));
+
+    // Regenerate: greedy, so the same reply again.
+    QVERIFY(vm.regenerate());
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(vm.messages()->count(), 2);
+    QCOMPARE(vm.messages()->at(1).message.content, kSalmon);
+
+    // Reload from SQLite.
+    const qint64 conv = vm.currentConversationId();
+    ChatViewModel vm2;
+    QVERIFY(vm2.openDatabase(dir_.filePath("chat.sqlite")));
+    QCOMPARE(vm2.currentConversationId(), conv);
+    QCOMPARE(vm2.messages()->count(), 2);
+    QCOMPARE(vm2.messages()->at(0).message.content, kQuestion);
+    QCOMPARE(vm2.messages()->at(1).message.content, kSalmon);
+    QCOMPARE(vm2.messages()->at(1).message.stats, reply.stats);
+  }
+
+  void stopMidStreamKeepsAPrefix() {
+    ChatViewModel vm;
+    QVERIFY(vm.openDatabase(dir_.filePath("stop.sqlite")));
+    vm.setEngine(engine_.get());
+    vm.setSamplingValue("temperature", 0);
+    engine_->worker()->batchIntervalMs = 0;  // every piece is a signal: stop after the first
+    QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
+    auto c = connect(engine_.get(), &EngineController::textReady, &vm, [&] { vm.stop(); });
+    QVERIFY(vm.send(kQuestion));
+    QVERIFY(finished.wait(60000));
+    disconnect(c);
+    engine_->worker()->batchIntervalMs = 16;
+    const auto& reply = vm.messages()->at(1).message;
+    QCOMPARE(reply.stats.stopReason, QString("cancelled"));
+    QVERIFY(!reply.content.isEmpty());
+    QVERIFY2(kSalmon.startsWith(reply.content), qPrintable(reply.content));
+    QVERIFY(reply.content.size() < kSalmon.size());
+    // Stored as it was shown.
+    QCOMPARE(vm.store()->messages(vm.currentConversationId()).back().content, reply.content);
+  }
+
+  void aBadModelIsAMessageNotACrash() {
+    EngineController e(&open_session_engine, dir_.filePath("packs2"));
+    e.load(dir_.filePath("missing.gguf"), true);
+    QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 10000);
+    QCOMPARE(e.state(), EngineController::Failed);
+    QVERIFY2(e.error().contains("missing.gguf"), qPrintable(e.error()));
+  }
+};
+
+QTEST_GUILESS_MAIN(ChatEngineTest)
+#include "chat_engine_test.moc"
