@@ -1,0 +1,242 @@
+// `moepack run` and `moepack chat` through the real binary ($MOEPACK_CLI), against llama.cpp's
+// references: greedy continuations and last-prompt-position logits of the fixtures
+// (f32-dequant references, ../shared/fixtures/README.md), the demo model's answers as its
+// README shows them (Q4_K_M column), stop strings, piped chat sessions and error exits.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kShared = MOEPACK_SHARED_DIR;
+const fs::path kFixtures = kShared / "fixtures";
+const fs::path kDemo = fs::path(MOEPACK_SOURCE_DIR) / "resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+fs::path temp_path(const std::string& name) {
+  return fs::temp_directory_path() / ("moepack-cli-run-" + std::to_string(::getpid()) + "-" + name);
+}
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs $MOEPACK_CLI with `args`; `input` (if any) is piped to its stdin.
+CliRun run(const std::vector<std::string>& args, const std::string* input = nullptr) {
+  const char* cli = std::getenv("MOEPACK_CLI");
+  if (!cli) {
+    ADD_FAILURE() << "MOEPACK_CLI not set";
+    return {};
+  }
+  const fs::path out = temp_path("out"), err = temp_path("err"), in = temp_path("in");
+  std::string cmd = quote(cli);
+  for (const std::string& a : args) cmd += " " + quote(a);
+  if (input) {
+    std::ofstream(in, std::ios::binary) << *input;
+    cmd += " < " + quote(in.string());
+  } else {
+    cmd += " < /dev/null";
+  }
+  cmd += " > " + quote(out.string()) + " 2> " + quote(err.string());
+  const int rc = std::system(cmd.c_str());
+  CliRun r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fs::remove(out);
+  fs::remove(err);
+  fs::remove(in);
+  return r;
+}
+
+std::vector<float> read_f32(const fs::path& p) {
+  const std::string bytes = slurp(p);
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);  // little-endian hosts (x86-64, aarch64)
+  return v;
+}
+
+struct FixtureCase {
+  const char* dir;
+  const char* model;  // file stem
+};
+
+// Greedy 24 tokens of prompt 0 equal llama.cpp's on the f32-dequantized weights; the prompt
+// logits written by --logits-out are within the README's 1e-2 of the reference's full vector.
+TEST(CliRun, GreedyContinuationAndLogitsMatchTheFixtures) {
+  for (const FixtureCase c : {FixtureCase{"llama-moe-tiny", "llama-moe-tiny-Q4_K_M"},
+                              FixtureCase{"deepseek2-tiny", "deepseek2-tiny-Q4_K_M"},
+                              FixtureCase{"qwen3moe-tiny", "qwen3moe-tiny-MXFP4_MOE"}}) {
+    SCOPED_TRACE(c.model);
+    const fs::path dir = kFixtures / c.dir;
+    const json ref = json::parse(slurp(dir / (std::string(c.model) + ".f32-dequant.ref.json")));
+    const json& r0 = ref["results"][0];
+    const fs::path logits_out = temp_path("logits.bin");
+    const CliRun res = run({"run", (dir / (std::string(c.model) + ".gguf")).string(), "--prompt",
+                            r0["prompt"].get<std::string>(), "--temperature", "0", "-n", "24", "--ignore-eos", "--json",
+                            "--logits-out", logits_out.string(), "--backend", "cpu"});
+    ASSERT_EQ(res.status, 0) << res.err;
+    const json j = json::parse(res.out);
+    EXPECT_EQ(j["prompt_tokens"], r0["tokens"]);
+    EXPECT_EQ(j["tokens"], r0["greedy_tokens"]);
+    EXPECT_EQ(j["stop_reason"], "length");
+    EXPECT_EQ(j["backend"], "cpu");
+    EXPECT_EQ(j["stats"]["forward_calls"], 24);  // one prefill, 23 decode steps
+    EXPECT_EQ(j["stats"]["tokens_evaluated"], r0["tokens"].size() + 23);
+    EXPECT_EQ(j["stats"]["expert_selections"], j["stats"]["experts_computed"]);
+    EXPECT_GT(j["timings"]["decode_tokens_per_s"].get<double>(), 0.0);
+
+    const std::vector<float> got = read_f32(logits_out);
+    const std::vector<float> want = read_f32(dir / r0["full_logits_file"].get<std::string>());
+    ASSERT_EQ(got.size(), ref["n_vocab"].get<size_t>());
+    ASSERT_EQ(got.size(), want.size());
+    float max_diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) max_diff = std::max(max_diff, std::fabs(got[i] - want[i]));
+    EXPECT_LT(max_diff, 1e-2f);
+    fs::remove(logits_out);
+  }
+}
+
+// The demo model answers as its README shows (llama-simple, greedy, Q4_K_M, no system message).
+TEST(CliRun, DemoModelAnswersAsItsReadme) {
+  const std::pair<const char*, const char*> qa[] = {
+      {"What does \"salmon\" mean?",
+       "salmon (noun): any of various large food and game fishes of northern waters; usually migrate from salt to "
+       "fresh water to spawn."},
+      {"What is the opposite of \"hot\"?", "The opposite of \"hot\" is \"cold\"."},
+      {"Hello! Who are you?",
+       "Hello! I am a tiny language model. I was trained on the WordNet dictionary and a collection of fortune "
+       "quotes, so I can explain words and share quotations."},
+  };
+  for (const auto& [q, a] : qa) {
+    const CliRun res = run({"run", kDemo.string(), "--chat", "--prompt", q, "--temperature", "0", "-n", "100"});
+    ASSERT_EQ(res.status, 0) << res.err;
+    EXPECT_EQ(res.out, std::string(a) + "\n") << q;
+    EXPECT_NE(res.err.find("stop: eos"), std::string::npos) << res.err;
+  }
+}
+
+TEST(CliRun, JsonTextEqualsStreamedTextAndStopStringsCut) {
+  const std::vector<std::string> base = {"run", kDemo.string(), "--chat", "--prompt", "What does \"salmon\" mean?",
+                                         "--temperature", "0", "-n", "100"};
+  const CliRun streamed = run(base);
+  std::vector<std::string> args = base;
+  args.push_back("--json");
+  const CliRun js = run(args);
+  ASSERT_EQ(streamed.status, 0) << streamed.err;
+  ASSERT_EQ(js.status, 0) << js.err;
+  const json j = json::parse(js.out);
+  EXPECT_EQ(streamed.out, j["text"].get<std::string>() + "\n");
+  EXPECT_EQ(j["stop_reason"], "eos");
+  EXPECT_EQ(j["tokens"].back(), 2);  // <|im_end|>, included in the ids, not in the text
+
+  args.insert(args.end(), {"--stop", "game fish"});
+  const json s = json::parse(run(args).out);
+  EXPECT_EQ(s["text"], "salmon (noun): any of various large food and ");
+  EXPECT_EQ(s["stop_reason"], "stop");
+}
+
+TEST(CliChat, PipedConversationWithCommands) {
+  const std::string input =
+      "What does \"salmon\" mean?\n"
+      "/stats\n"
+      "/reset\n"
+      "What is the opposite of \"hot\"?\n"
+      "/exit\n"
+      "never read\n";
+  const CliRun res = run({"chat", kDemo.string(), "--temperature", "0", "-n", "100"}, &input);
+  ASSERT_EQ(res.status, 0) << res.err;
+  const std::string a1 =
+      "salmon (noun): any of various large food and game fishes of northern waters; usually migrate from salt to "
+      "fresh water to spawn.\n";
+  const std::string a2 = "The opposite of \"hot\" is \"cold\".\n";
+  ASSERT_EQ(res.out.rfind(a1, 0), 0u) << res.out;
+  ASSERT_GE(res.out.size(), a1.size() + a2.size());
+  EXPECT_EQ(res.out.substr(res.out.size() - a2.size()), a2);
+  // Between them: the /stats JSON object.
+  const json stats = json::parse(res.out.substr(a1.size(), res.out.size() - a1.size() - a2.size()));
+  EXPECT_EQ(stats["backend"], "cpu");
+  EXPECT_GT(stats["stats"]["forward_calls"].get<int>(), 0);
+  EXPECT_EQ(stats["telemetry"]["counters"]["tokens"], stats["n_past"].get<int>() - 17 + 1);
+  EXPECT_NE(res.err.find("reset"), std::string::npos);
+}
+
+TEST(CliChat, SecondTurnKeepsTheConversation) {
+  // Without /reset the second question is asked after the first answer; it must still run
+  // (KV reuse of the first turn) and end at end-of-turn.
+  const std::string input = "What does \"salmon\" mean?\nWhat is the opposite of \"hot\"?\n";
+  const CliRun res = run({"chat", kDemo.string(), "--temperature", "0", "-n", "60"}, &input);
+  ASSERT_EQ(res.status, 0) << res.err;
+  EXPECT_EQ(std::count(res.out.begin(), res.out.end(), '\n'), 2) << res.out;
+}
+
+TEST(CliRun, ErrorsExitNonZeroWithAMessage) {
+  const fs::path missing = temp_path("no-such-model.gguf");
+  CliRun r = run({"run", missing.string(), "--prompt", "x"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("no-such-model.gguf"), std::string::npos) << r.err;
+
+  r = run({"run", kDemo.string(), "--prompt", "x", "--set", "cache_vram_mb=1"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("cache_vram_mb"), std::string::npos) << r.err;
+
+  r = run({"run", kDemo.string(), "--prompt", "x", "--set", "read_splits=0"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("read_splits"), std::string::npos) << r.err;
+
+  const fs::path cfg = temp_path("settings.json");
+  std::ofstream(cfg) << R"({"stage_slots": "many"})";
+  r = run({"run", kDemo.string(), "--prompt", "x", "--config", cfg.string()});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find(cfg.filename().string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stage_slots"), std::string::npos) << r.err;
+  fs::remove(cfg);
+
+  // Builds without the CUDA backend say so (a CUDA build may succeed here).
+  r = run({"run", kDemo.string(), "--prompt", "x", "-n", "1", "--backend", "cuda"});
+  if (r.status != 0) {
+    EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+  }
+
+  r = run({"run", kDemo.string(), "--prompt", "x", "--system", "s"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("--chat"), std::string::npos) << r.err;
+
+  r = run({"chat", missing.string()});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("no-such-model.gguf"), std::string::npos) << r.err;
+}
+
+}  // namespace
