@@ -68,7 +68,7 @@ class ModelLibraryTest : public QObject {
     QCOMPARE(e.architecture, QStringLiteral("deepseek2"));
     QCOMPARE(e.experts, 16);  // README: 16 routed experts, top-4
     QCOMPARE(e.topK, 4);
-    QCOMPARE(e.quantTypes.front(), QStringLiteral("q2_K"));
+    QVERIFY(e.quantTypes.contains(QStringLiteral("q2_K")));  // the experts; q6_K may weigh more
     lib.addPath(kDs2Dir + QStringLiteral("/deepseek2-tiny-Q2_K-00003-of-00003.gguf"));
     QCOMPARE(lib.entries().size(), size_t{1});
   }
