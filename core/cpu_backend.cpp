@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/backend_factory.h"
+#include "core/cpu_arch_backends.h"
 #include "core/cpu_attention.h"
 #include "core/error.h"
 #include "core/expert_provider.h"
@@ -293,6 +294,9 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const ModelSource> model, const EngineSettings& settings) {
   if (!model) throw Error("make_cpu_backend: no model");
+  // Architectures whose block is not the common one here have their own forward.
+  if (model->config().arch == "deepseek4") return make_cpu_backend_deepseek4(std::move(model), settings);
+  if (model->config().arch == "kimi-linear") return make_cpu_backend_kimi_linear(std::move(model), settings);
   return std::make_unique<CpuBackend>(std::move(model), settings);
 }
 

@@ -3,6 +3,7 @@
 // row-major, cols fastest; "token" rows are one activation vector each.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -45,6 +46,9 @@ void rms_norm(const float* x, const float* w, int64_t n, float eps, float* out);
 
 // Softmax in place over n values (max subtracted first).
 void softmax_inplace(float* x, int64_t n);
+
+// softplus(x) = ln(1 + e^x), x itself above 20 (ggml_softplus's cut-off).
+inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 // SwiGLU: out[i] = silu(gate[i]) * up[i], silu(v) = v / (1 + exp(-v)).
 void swiglu(const float* gate, const float* up, int64_t n, float* out);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/gguf.h"
@@ -43,10 +44,71 @@ struct Reader {
   }
 };
 
+// Per-block array `key` (integers or floats), or a scalar repeated for every block.
+std::vector<double> per_block(const Reader& r, const std::string& suffix, uint32_t n_layer, bool required) {
+  const std::string key = r.arch + "." + suffix;
+  std::vector<double> out;
+  if (const GgufArray* a = r.g.get_array(key)) {
+    const GgufArray arr = a->resident ? *a : r.g.load_array(*a, 1u << 20);
+    if (arr.count < n_layer) r.fail(key, "has " + std::to_string(arr.count) + " entries for " + std::to_string(n_layer) + " blocks");
+    for (uint32_t i = 0; i < n_layer; ++i) out.push_back(arr.float_at(i));
+  } else if (const auto v = r.g.get_float(key)) {
+    out.assign(n_layer, *v);
+  } else if (required) {
+    r.fail(key, "required key is missing");
+  }
+  return out;
+}
+
+void read_deepseek4(const Reader& r, ModelConfig& c) {
+  const std::string a = c.arch + ".";
+  c.q_lora_rank = r.u32("attention.q_lora_rank");
+  c.n_layer_nextn = r.u32("nextn_predict_layers", 0);
+  if (c.n_layer_nextn >= c.n_layer) r.fail(a + "nextn_predict_layers", "leaves no block to run");
+  c.n_swa = r.u32("attention.sliding_window");
+  if (c.n_swa == 0) r.fail(a + "attention.sliding_window", "must be positive");
+  for (double v : per_block(r, "attention.compress_ratios", c.n_layer, true)) {
+    if (v != 0 && v != 4 && v != 128) r.fail(a + "attention.compress_ratios", "ratios must be 0, 4 or 128");
+    c.compress_ratios.push_back(static_cast<uint32_t>(v));
+  }
+  c.compress_rope_freq_base = r.f32("attention.compress_rope_freq_base", 0.0f);
+  if (!(c.compress_rope_freq_base > 0)) r.fail(a + "attention.compress_rope_freq_base", "required and positive");
+  c.indexer_n_head = r.u32("attention.indexer.head_count");
+  c.indexer_head_dim = r.u32("attention.indexer.key_length");
+  c.indexer_top_k = r.u32("attention.indexer.top_k");
+  c.out_groups = r.u32("attention.output_group_count");
+  c.out_lora_rank = r.u32("attention.output_lora_rank");
+  if (c.out_groups == 0 || c.n_head % c.out_groups != 0) r.fail(a + "attention.output_group_count", "must divide head_count");
+  c.hc_count = r.u32("hyper_connection.count");
+  if (c.hc_count != 4) r.fail(a + "hyper_connection.count", "must be 4 (as llama.cpp's graph asserts)");
+  c.hc_sinkhorn_iters = r.u32("hyper_connection.sinkhorn_iterations");
+  if (c.hc_sinkhorn_iters == 0) r.fail(a + "hyper_connection.sinkhorn_iterations", "must be positive");
+  c.hc_eps = r.f32("hyper_connection.epsilon", -1.0f);
+  if (c.hc_eps < 0) r.fail(a + "hyper_connection.epsilon", "required and >= 0");
+  c.n_hash_layers = r.u32("hash_layer_count");
+  if (c.n_hash_layers > c.n_layer) r.fail(a + "hash_layer_count", "exceeds block_count");
+  for (double v : per_block(r, "swiglu_clamp_exp", c.n_layer, true)) c.swiglu_clamp_exp.push_back(static_cast<float>(v));
+  for (double v : per_block(r, "swiglu_clamp_shexp", c.n_layer, false)) c.swiglu_clamp_shexp.push_back(static_cast<float>(v));
+  if (c.swiglu_clamp_shexp.empty()) c.swiglu_clamp_shexp = c.swiglu_clamp_exp;
+  if (c.n_embd_head_k != c.n_embd_head_v) r.fail(a + "attention.value_length", "must equal key_length (K = V)");
+}
+
+void read_kimi_linear(const Reader& r, ModelConfig& c) {
+  const std::string a = c.arch + ".";
+  for (double v : per_block(r, "attention.head_count_kv", c.n_layer, false)) {
+    c.head_count_kv_per_layer.push_back(static_cast<uint32_t>(v));
+  }
+  if (c.head_count_kv_per_layer.empty()) c.head_count_kv_per_layer.assign(c.n_layer, 1);
+  c.kda_head_dim = r.u32("kda.head_dim");
+  c.ssm_conv_kernel = r.u32("ssm.conv_kernel");
+  if (c.kda_head_dim == 0) r.fail(a + "kda.head_dim", "must be positive");
+  if (c.ssm_conv_kernel == 0 || c.ssm_conv_kernel > 64) r.fail(a + "ssm.conv_kernel", "must be in 1..64");
+}
+
 }  // namespace
 
 bool engine_supports_arch(const std::string& arch) {
-  return arch == "deepseek2" || arch == "qwen3moe" || arch == "llama";
+  return arch == "deepseek2" || arch == "qwen3moe" || arch == "llama" || arch == "deepseek4" || arch == "kimi-linear";
 }
 
 ModelConfig read_model_config(const GgufFile& g) {
@@ -56,7 +118,7 @@ ModelConfig read_model_config(const GgufFile& g) {
   c.arch = *arch;
   if (!engine_supports_arch(c.arch)) {
     throw Error(g.path() + ": architecture '" + c.arch +
-                "' is not supported by the engine (supported: deepseek2, qwen3moe, llama)");
+                "' is not supported by the engine (supported: deepseek2, qwen3moe, llama, deepseek4, kimi-linear)");
   }
   c.name = g.get_string("general.name").value_or("");
   Reader r{g, c.arch};
@@ -65,7 +127,8 @@ ModelConfig read_model_config(const GgufFile& g) {
   c.n_layer = r.u32("block_count");
   c.n_ctx_train = r.u32("context_length", 4096);
   c.n_head = r.u32("attention.head_count");
-  c.n_head_kv = r.u32("attention.head_count_kv", c.n_head);
+  // kimi-linear writes head_count_kv per layer (0 = KDA); its MLA layers share one latent row.
+  c.n_head_kv = c.arch == "kimi-linear" ? 1 : r.u32("attention.head_count_kv", c.n_head);
   if (c.n_embd == 0) r.fail(c.arch + ".embedding_length", "must be positive");
   if (c.n_layer == 0 || c.n_layer > 4096) r.fail(c.arch + ".block_count", "must be in 1..4096");
   if (c.n_head == 0 || c.n_head > 4096) r.fail(c.arch + ".attention.head_count", "must be in 1..4096");
@@ -98,6 +161,8 @@ ModelConfig read_model_config(const GgufFile& g) {
     c.gating = ExpertGating::Softmax;
   } else if (gating == 2) {
     c.gating = ExpertGating::Sigmoid;
+  } else if (gating == 4 && c.arch == "deepseek4") {
+    c.gating = ExpertGating::SqrtSoftplus;
   } else {
     r.fail(c.arch + ".expert_gating_func", "unknown gating function " + std::to_string(gating));
   }
@@ -116,9 +181,16 @@ ModelConfig read_model_config(const GgufFile& g) {
   }
   // qwen3moe and Mixtral-style llama renormalise the top-k weights in llama.cpp regardless of
   // metadata (llm_build_qwen3moe / llm_build_llama pass norm_w = true); deepseek2 reads the key.
-  c.expert_weights_norm = (c.arch == "deepseek2") ? r.flag("expert_weights_norm", false) : true;
+  // deepseek4 reads it too; kimi-linear always renormalises (ARCH_KIMI_LINEAR.md §2).
+  c.expert_weights_norm =
+      (c.arch == "deepseek2" || c.arch == "deepseek4") ? r.flag("expert_weights_norm", false) : true;
+  if (c.arch == "deepseek4" && c.gating != ExpertGating::SqrtSoftplus) {
+    r.fail(c.arch + ".expert_gating_func", "deepseek4 needs gating function 4 (sqrt-softplus)");
+  }
+  if (c.arch == "deepseek4") read_deepseek4(r, c);
+  if (c.arch == "kimi-linear") read_kimi_linear(r, c);
 
-  if (c.arch == "deepseek2") {
+  if (c.arch == "deepseek2" || c.arch == "kimi-linear") {
     c.q_lora_rank = r.u32("attention.q_lora_rank", 0);
     c.kv_lora_rank = r.u32("attention.kv_lora_rank");
     c.n_embd_head_k_mla = r.u32("attention.key_length_mla", 0);
@@ -131,7 +203,7 @@ ModelConfig read_model_config(const GgufFile& g) {
   }
 
   c.rope_style = (c.arch == "qwen3moe") ? RopeStyle::Neox : RopeStyle::Norm;
-  const uint32_t head_k = c.arch == "deepseek2" ? c.n_embd_head_k_mla : c.n_embd_head_k;
+  const uint32_t head_k = (c.arch == "deepseek2" || c.arch == "kimi-linear") ? c.n_embd_head_k_mla : c.n_embd_head_k;
   c.n_rot = r.u32("rope.dimension_count", head_k);
   if (c.n_rot % 2 != 0 || c.n_rot > head_k) r.fail(c.arch + ".rope.dimension_count", "must be even and <= head size");
   c.rope_freq_base = r.f32("rope.freq_base", 10000.0f);

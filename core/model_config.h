@@ -19,10 +19,11 @@ enum class RopeStyle : uint8_t {
 enum class ExpertGating : uint8_t {
   Softmax = 1,  // LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX
   Sigmoid = 2,  // LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
+  SqrtSoftplus = 4,  // sqrt(softplus(logit)); DeepSeek-V4 (ARCH_DEEPSEEK4.md §4.8)
 };
 
 struct ModelConfig {
-  std::string arch;  // general.architecture: deepseek2 | qwen3moe | llama
+  std::string arch;  // general.architecture: deepseek2 | qwen3moe | llama | deepseek4 | kimi-linear
   std::string name;  // general.name (may be empty)
   uint32_t n_vocab = 0;
   uint32_t n_embd = 0;
@@ -64,8 +65,34 @@ struct ModelConfig {
   float yarn_beta_slow = 1.0f;
   float yarn_log_mul = 0.0f;       // rope.scaling.yarn_log_multiplier
   bool tied_embeddings = false;    // no output.weight: the head is token_embd
+  // deepseek4 (DeepSeek-V4; ../shared/docs/ARCH_DEEPSEEK4.md §2, corrections in docs/arch-deepseek4.md).
+  uint32_t n_layer_nextn = 0;               // trailing MTP blocks (nextn_predict_layers), not run
+  uint32_t n_swa = 0;                       // attention.sliding_window: raw keys a query sees, itself included
+  std::vector<uint32_t> compress_ratios;    // per block: 0 (window only), 4 (CSA) or 128 (HCA)
+  float compress_rope_freq_base = 0.0f;     // rope base of compressed blocks (YaRN applies there only)
+  uint32_t indexer_n_head = 0;              // attention.indexer.head_count
+  uint32_t indexer_head_dim = 0;            // attention.indexer.key_length
+  uint32_t indexer_top_k = 0;               // compressed rows a CSA query attends to
+  uint32_t out_groups = 0;                  // attention.output_group_count (G)
+  uint32_t out_lora_rank = 0;               // attention.output_lora_rank (O)
+  uint32_t hc_count = 0;                    // hyper_connection.count (4)
+  uint32_t hc_sinkhorn_iters = 0;           // hyper_connection.sinkhorn_iterations
+  float hc_eps = 0.0f;                      // hyper_connection.epsilon
+  uint32_t n_hash_layers = 0;               // hash_layer_count: leading blocks routed by token id
+  std::vector<float> swiglu_clamp_exp;      // per block, routed experts (<= 1e-6: no clamp)
+  std::vector<float> swiglu_clamp_shexp;    // per block, shared expert
+  // kimi-linear (../shared/docs/ARCH_KIMI_LINEAR.md §2).
+  std::vector<uint32_t> head_count_kv_per_layer;  // attention.head_count_kv: 0 => KDA block, else MLA
+  uint32_t kda_head_dim = 0;                // kda.head_dim (d)
+  uint32_t ssm_conv_kernel = 0;             // ssm.conv_kernel (w)
 
-  bool is_moe_layer(uint32_t il) const { return n_expert > 0 && il >= n_layer_dense_lead; }
+  bool is_moe_layer(uint32_t il) const { return n_expert > 0 && il >= n_layer_dense_lead && il < n_layer - n_layer_nextn; }
+  // Blocks a forward pass runs (block_count without the trailing MTP blocks).
+  uint32_t n_layer_run() const { return n_layer - n_layer_nextn; }
+  // kimi-linear: block il is a KDA (linear attention) block.
+  bool is_kda_layer(uint32_t il) const {
+    return il < head_count_kv_per_layer.size() && head_count_kv_per_layer[il] == 0;
+  }
 };
 
 // Reads the config from `gguf`'s metadata. Throws FormatError naming the file and key for a

@@ -18,6 +18,8 @@ void route_token(const ModelConfig& cfg, const float* logits, const float* bias,
   std::copy(logits, logits + n, probs);
   if (cfg.gating == ExpertGating::Softmax) {
     softmax_inplace(probs, n);
+  } else if (cfg.gating == ExpertGating::SqrtSoftplus) {
+    for (int64_t i = 0; i < n; ++i) probs[i] = std::sqrt(softplus(probs[i]));
   } else {
     for (int64_t i = 0; i < n; ++i) probs[i] = 1.0f / (1.0f + std::exp(-probs[i]));
   }

@@ -1,6 +1,7 @@
 // Router of a MoE layer for one token: exact top-k selection as llama.cpp's build_moe_ffn.
 //
-//   probs      = softmax(logits) (Softmax gating) or sigmoid(logits) (Sigmoid gating)
+//   probs      = softmax(logits) (Softmax gating), sigmoid(logits) (Sigmoid gating) or
+//              sqrt(softplus(logits)) (SqrtSoftplus, DeepSeek-V4: ARCH_DEEPSEEK4.md §4.8)
 //   selection  = probs + bias (bias: `exp_probs_b`, DeepSeek-V3's e_score_correction_bias)
 //   groups     (n_expert_groups > 1): experts split into consecutive groups; a group's score is
 //              the sum of its two best selection values; all but the n_group_used best groups
