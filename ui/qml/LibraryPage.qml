@@ -60,6 +60,22 @@ Page {
         onAccepted: page.library.remove(modelId, deleteBox.checked)
     }
 
+    Dialog {
+        id: convertDialog
+        property string source: ""
+        title: qsTr("Convert to an Expert Pack")
+        modal: true
+        anchors.centerIn: parent
+        width: Math.min(page.width - 40, 640)
+        height: Math.min(page.height - 40, 520)
+        standardButtons: Dialog.Close
+        onClosed: page.library.refresh()
+        contentItem: Loader {
+            active: convertDialog.visible
+            sourceComponent: ConvertWizardPage { initialSource: convertDialog.source }
+        }
+    }
+
     header: ToolBar {
         RowLayout {
             anchors.fill: parent
@@ -164,6 +180,14 @@ Page {
                             ToolTip.visible: statusHover.hovered && row.statusDetail.length > 0
                             ToolTip.text: row.statusDetail
                             HoverHandler { id: statusHover }
+                        }
+                        Button {
+                            text: qsTr("Convert…")
+                            visible: row.kind !== "pack" && row.sourcePresent
+                            onClicked: {
+                                convertDialog.source = row.path
+                                convertDialog.open()
+                            }
                         }
                         Button {
                             text: qsTr("Remove…")

@@ -1,0 +1,235 @@
+#include "ui/convert_wizard.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QLoggingCategory>
+#include <QPointer>
+#include <QUrl>
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+#include <exception>
+#include <nlohmann/json.hpp>
+
+#include "core/durable_io.h"
+#include "core/gguf_model.h"
+#include "core/pack_verify.h"
+#include "packbuilder/pack_plan.h"
+
+namespace moepack::ui {
+
+Q_LOGGING_CATEGORY(lcConvert, "moepack.convert")
+
+namespace {
+QString localPath(const QString& p) {
+  const QUrl u(p);
+  return u.isLocalFile() ? u.toLocalFile() : p;
+}
+}  // namespace
+
+ConvertWizard::ConvertWizard(QObject* parent) : QObject(parent) {
+  freeBytes_ = [](const QString& dir) -> std::optional<qint64> {
+    QString d = dir;
+    while (!d.isEmpty() && !QFileInfo(d).isDir()) d = QFileInfo(d).absolutePath();  // nearest existing parent
+    const std::optional<uint64_t> f = moepack::free_bytes(d.toStdString());
+    if (!f) return std::nullopt;
+    return static_cast<qint64>(*f);
+  };
+  connect(&watcher_, &QFutureWatcher<Outcome>::finished, this, [this] {
+    busy_ = false;
+    if (onDone_) onDone_(watcher_.result());
+    emit changed();
+  });
+}
+
+ConvertWizard::~ConvertWizard() {
+  cancel_ = true;
+  watcher_.waitForFinished();
+}
+
+void ConvertWizard::setStep(Step s) {
+  step_ = s;
+  emit changed();
+}
+
+void ConvertWizard::setVerifyFull(bool v) {
+  if (v == verifyFull_) return;
+  verifyFull_ = v;
+  emit changed();
+}
+
+void ConvertWizard::chooseSource(const QString& pathOrUrl) {
+  if (busy_) return;
+  source_ = localPath(pathOrUrl);
+  error_.clear();
+  busy_ = true;
+  emit changed();
+  const std::string src = source_.toStdString();
+  const qint64 margin = margin_;
+  onDone_ = [this](const Outcome& o) {
+    if (!o.error.isEmpty()) {
+      error_ = o.error;
+      setStep(Failed);
+      return;
+    }
+    sourceBytes_ = o.sourceBytes;
+    sourceFiles_ = o.files;
+    needed_ = o.needed;
+    denseBytes_ = o.denseBytes;
+    expertsBytes_ = o.expertsBytes;
+    message_ = o.message;
+    setStep(Space);
+  };
+  watcher_.setFuture(QtConcurrent::run([src, margin]() -> Outcome {
+    Outcome o;
+    try {
+      const GgufModel model = GgufModel::open(src);
+      const nlohmann::json s = pack_plan_summary(model);
+      if (s.contains("error")) throw Error(s["error"].get<std::string>());
+      o.sourceBytes = static_cast<qint64>(model.total_file_bytes());
+      for (const GgufFile& f : model.shards()) o.files << QString::fromStdString(f.path());
+      o.denseBytes = s.value("dense_bytes", qint64{0});
+      o.expertsBytes = s.value("experts_bytes", qint64{0});
+      o.needed = s.value("total_bytes", qint64{0}) + margin;
+      o.message = QString::fromStdString(pack_plan_summary_text(s));
+    } catch (const std::exception& e) {
+      o.error = QString::fromUtf8(e.what());
+    }
+    return o;
+  }));
+}
+
+void ConvertWizard::chooseOutput(const QString& dirOrUrl) {
+  if (busy_ || (step_ != Space && step_ != Options)) return;
+  outputDir_ = QDir::cleanPath(QFileInfo(localPath(dirOrUrl)).absoluteFilePath());
+  const std::optional<qint64> f = freeBytes_(outputDir_);
+  free_ = f ? *f : -1;
+  if (!fits()) {
+    error_ = tr("Not enough space in %1: the pack needs %2 bytes, %3 bytes are free")
+                 .arg(outputDir_)
+                 .arg(needed_)
+                 .arg(free_);
+    qCWarning(lcConvert) << error_;
+    setStep(Space);
+    return;
+  }
+  error_.clear();
+  setStep(Options);
+}
+
+void ConvertWizard::cancel() { cancel_ = true; }
+
+void ConvertWizard::onProgress(const QString& phase, qint64 done, qint64 total, double rate, double eta) {
+  phase_ = phase;
+  overallTotal_ = static_cast<double>(denseBytes_ + expertsBytes_);
+  double overall = overallDone_;
+  if (phase == QLatin1String("dense")) overall = static_cast<double>(std::min(done, denseBytes_));
+  else if (phase == QLatin1String("experts")) overall = static_cast<double>(denseBytes_ + std::min(done, expertsBytes_));
+  else if (phase == QLatin1String("finalize") || phase == QLatin1String("done") || phase == QLatin1String("verify"))
+    overall = overallTotal_;
+  overallDone_ = std::min(overall, overallTotal_);
+  rate_ = rate;
+  eta_ = eta;
+  (void)total;
+  emit progressChanged();
+}
+
+void ConvertWizard::start() {
+  if (busy_ || step_ != Options) return;
+  cancel_ = false;
+  busy_ = true;
+  verified_ = false;
+  error_.clear();
+  overallDone_ = 0;
+  setStep(Converting);
+  BuildOptions opt;
+  opt.source = source_.toStdString();
+  opt.out_dir = outputDir_.toStdString();
+  opt.safety_margin_bytes = static_cast<uint64_t>(margin_);
+  opt.direct_io = directIo_;
+  opt.cancel = &cancel_;
+  opt.hooks = hooks_;
+  if (!opt.hooks.free_bytes) {
+    FreeBytesProbe probe = freeBytes_;
+    const QString dir = outputDir_;
+    opt.hooks.free_bytes = [probe, dir]() -> uint64_t {
+      const std::optional<qint64> f = probe(dir);
+      return f ? static_cast<uint64_t>(*f) : UINT64_MAX;
+    };
+  }
+  QPointer<ConvertWizard> self(this);
+  auto post = [self](const QString& phase, qint64 done, qint64 total, double rate, double eta) {
+    QMetaObject::invokeMethod(
+        self, [self, phase, done, total, rate, eta] {
+          if (self) self->onProgress(phase, done, total, rate, eta);
+        },
+        Qt::QueuedConnection);
+  };
+  opt.on_progress = [post](const BuildProgress& p) {
+    post(QString::fromStdString(p.phase), static_cast<qint64>(p.bytes_done), static_cast<qint64>(p.bytes_total),
+         p.rate_bytes_per_s, p.eta_s);
+  };
+  const bool full = verifyFull_;
+  onDone_ = [this](const Outcome& o) {
+    resumed_ = o.resumed;
+    message_ = o.message;
+    if (o.cancelled) {
+      message_ = tr("Cancelled. Nothing was finalised; start again to resume.");
+      setStep(Options);
+      emit finished(false);
+    } else if (!o.ok) {
+      error_ = o.error;
+      qCWarning(lcConvert) << error_;
+      setStep(Failed);
+      emit finished(false);
+    } else {
+      verified_ = true;
+      setStep(Done);
+      emit finished(true);
+    }
+  };
+  watcher_.setFuture(QtConcurrent::run([opt, full, post]() -> Outcome {
+    Outcome o;
+    try {
+      const BuildResult r = build_pack(opt);
+      o.resumed = r.resumed;
+      post(QStringLiteral("verify"), 0, 0, 0, 0);
+      VerifyOptions vo;
+      vo.full = full;
+      vo.progress = [post](uint64_t done, uint64_t total) {
+        post(QStringLiteral("verify"), static_cast<qint64>(done), static_cast<qint64>(total), 0, 0);
+      };
+      const VerifyResult v = verify_pack(r.pack_dir, vo);
+      if (!v.ok) throw Error("verify failed: " + v.message);
+      o.ok = true;
+      o.message = QString::fromStdString(v.message);
+    } catch (const BuildCancelled&) {
+      o.cancelled = true;
+    } catch (const std::exception& e) {
+      o.error = QString::fromUtf8(e.what());
+    }
+    return o;
+  }));
+}
+
+double ConvertWizard::bytesFreedBySource() const {
+  qint64 b = 0;
+  for (const QString& f : sourceFiles_) b += QFileInfo(f).size();
+  return static_cast<double>(b);
+}
+
+bool ConvertWizard::deleteSourceFiles(bool confirmed) {
+  if (!confirmed || step_ != Done || !verified_ || !verifyFull_) return false;
+  for (const QString& f : sourceFiles_) {
+    if (QFileInfo::exists(f) && !QFile::remove(f)) {
+      error_ = tr("cannot delete %1").arg(f);
+      emit changed();
+      return false;
+    }
+  }
+  message_ = tr("Source deleted.");
+  emit changed();
+  return true;
+}
+
+}  // namespace moepack::ui

@@ -1,0 +1,126 @@
+// View-model of the convert wizard: GGUF (file, split set, Ollama name) -> Expert Pack with the
+// same builder as `moepack build` (packbuilder/pack_builder.h), on a worker thread.
+//
+// Steps: Source (chooseSource: the plan is read, neededBytes = the pack's size from
+// pack_plan_summary + safetyMarginBytes) -> Space (chooseOutput: freeBytes of the target
+// folder; `fits` false refuses with both numbers) -> Options (verifyFull, deleteSource) ->
+// Converting (start: phase, bytes/s, ETA; cancel() stops at the next batch, nothing loads, and
+// start() again resumes from the last checkpoint) -> Verifying (full SHA-256 verify) -> Done
+// (packDir; deleteSourceFiles(true) unlinks the source only after an explicit confirmation,
+// bytesFreedBySource() says how much) or Failed (error).
+// Progress: `overallDone`/`overallTotal` bytes over the dense and experts phases, monotonic
+// within one run.
+#pragma once
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <QStringList>
+#include <QtQml/qqmlregistration.h>
+#include <atomic>
+#include <functional>
+#include <optional>
+
+#include "packbuilder/pack_builder.h"
+
+namespace moepack::ui {
+
+class ConvertWizard : public QObject {
+  Q_OBJECT
+  QML_ELEMENT
+  Q_PROPERTY(Step step READ step NOTIFY changed)
+  Q_PROPERTY(QString source READ source NOTIFY changed)
+  Q_PROPERTY(QString outputDir READ outputDir NOTIFY changed)
+  Q_PROPERTY(double sourceBytes READ sourceBytes NOTIFY changed)
+  Q_PROPERTY(double neededBytes READ neededBytes NOTIFY changed)
+  Q_PROPERTY(double freeBytes READ freeBytes NOTIFY changed)
+  Q_PROPERTY(bool fits READ fits NOTIFY changed)
+  Q_PROPERTY(bool busy READ busy NOTIFY changed)
+  Q_PROPERTY(QString phase READ phase NOTIFY progressChanged)
+  Q_PROPERTY(double overallDone READ overallDone NOTIFY progressChanged)
+  Q_PROPERTY(double overallTotal READ overallTotal NOTIFY progressChanged)
+  Q_PROPERTY(double rate READ rate NOTIFY progressChanged)  // bytes/s
+  Q_PROPERTY(double eta READ eta NOTIFY progressChanged)    // seconds, 0 unknown
+  Q_PROPERTY(bool verifyFull READ verifyFull WRITE setVerifyFull NOTIFY changed)
+  Q_PROPERTY(QString packDir READ packDir NOTIFY changed)
+  Q_PROPERTY(bool resumed READ resumed NOTIFY changed)
+  Q_PROPERTY(QString message READ message NOTIFY changed)
+  Q_PROPERTY(QString error READ error NOTIFY changed)
+
+ public:
+  enum Step { Source, Space, Options, Converting, Verifying, Done, Failed };
+  Q_ENUM(Step)
+  using FreeBytesProbe = std::function<std::optional<qint64>(const QString& dir)>;
+
+  explicit ConvertWizard(QObject* parent = nullptr);
+  ~ConvertWizard() override;
+
+  Q_INVOKABLE void chooseSource(const QString& pathOrUrl);   // async; -> Space or Failed
+  Q_INVOKABLE void chooseOutput(const QString& dirOrUrl);    // sync (statvfs); -> Options if fits
+  Q_INVOKABLE void start();                                  // async; -> Done / Options (cancelled) / Failed
+  Q_INVOKABLE void cancel();                                 // thread-safe
+  Q_INVOKABLE double bytesFreedBySource() const;             // size of the source files, bytes
+  Q_INVOKABLE bool deleteSourceFiles(bool confirmed);        // only in Done, after a passing verify
+
+  // Tests: free-space probe (also handed to the builder) and the builder's fault hooks.
+  void setFreeBytesProbe(FreeBytesProbe p) { freeBytes_ = std::move(p); }
+  void setBuildHooks(BuildTestHooks h) { hooks_ = std::move(h); }
+  void setSafetyMarginBytes(qint64 b) { margin_ = b; }
+  void setDirectIo(bool on) { directIo_ = on; }
+
+  Step step() const { return step_; }
+  QString source() const { return source_; }
+  QString outputDir() const { return outputDir_; }
+  double sourceBytes() const { return static_cast<double>(sourceBytes_); }
+  double neededBytes() const { return static_cast<double>(needed_); }
+  double freeBytes() const { return static_cast<double>(free_); }
+  bool fits() const { return free_ < 0 || free_ >= needed_; }
+  bool busy() const { return busy_; }
+  QString phase() const { return phase_; }
+  double overallDone() const { return overallDone_; }
+  double overallTotal() const { return overallTotal_; }
+  double rate() const { return rate_; }
+  double eta() const { return eta_; }
+  bool verifyFull() const { return verifyFull_; }
+  void setVerifyFull(bool v);
+  QString packDir() const { return outputDir_; }
+  bool resumed() const { return resumed_; }
+  QString message() const { return message_; }
+  QString error() const { return error_; }
+
+ signals:
+  void changed();
+  void progressChanged();
+  void finished(bool ok);  // after start(): Done (true), cancelled or Failed (false)
+
+ private:
+  struct Outcome {
+    bool ok = false;
+    bool cancelled = false;
+    bool resumed = false;
+    QString message;
+    QString error;
+    qint64 sourceBytes = 0, needed = 0, denseBytes = 0, expertsBytes = 0;
+    QStringList files;
+  };
+  void onProgress(const QString& phase, qint64 done, qint64 total, double rate, double eta);
+  void setStep(Step s);
+
+  Step step_ = Source;
+  QString source_, outputDir_, phase_, message_, error_;
+  QStringList sourceFiles_;
+  qint64 sourceBytes_ = 0, needed_ = 0, free_ = -1, denseBytes_ = 0, expertsBytes_ = 0;
+  qint64 margin_ = qint64{1} << 30;
+  bool directIo_ = true;
+  bool verifyFull_ = true;
+  bool busy_ = false;
+  bool resumed_ = false;
+  bool verified_ = false;
+  double overallDone_ = 0, overallTotal_ = 0, rate_ = 0, eta_ = 0;
+  std::atomic<bool> cancel_{false};
+  FreeBytesProbe freeBytes_;
+  BuildTestHooks hooks_;
+  QFutureWatcher<Outcome> watcher_;
+  std::function<void(const Outcome&)> onDone_;
+};
+
+}  // namespace moepack::ui

@@ -1,0 +1,99 @@
+// Convert wizard: source -> space -> options -> progress -> verify -> done (ConvertWizard).
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Dialogs
+import QtQuick.Layouts
+import MoePack.Ui
+
+Pane {
+    id: page
+    property string initialSource: ""
+    property ConvertWizard wizard: ConvertWizard {}
+    signal chatNow(string packDir)
+    function bytes(b) {
+        const units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        let i = 0
+        while (b >= 1024 && i < units.length - 1) { b /= 1024; ++i }
+        return b.toFixed(i > 0 ? 1 : 0) + " " + units[i]
+    }
+    onInitialSourceChanged: if (initialSource.length > 0) wizard.chooseSource(initialSource)
+
+    FolderDialog {
+        id: outDialog
+        title: qsTr("Folder for the Expert Pack")
+        onAccepted: page.wizard.chooseOutput(selectedFolder)
+    }
+
+    ColumnLayout {
+        anchors.fill: parent
+        spacing: 10
+        Label {
+            font.bold: true
+            text: [qsTr("1. Source"), qsTr("2. Space"), qsTr("3. Options"), qsTr("4. Converting"),
+                   qsTr("5. Verifying"), qsTr("Done"), qsTr("Failed")][page.wizard.step]
+        }
+        Label { text: page.wizard.source; elide: Text.ElideMiddle; Layout.fillWidth: true }
+        Label {
+            visible: page.wizard.step >= ConvertWizard.Space
+            text: qsTr("The pack needs %1; %2 free in %3")
+                  .arg(page.bytes(page.wizard.neededBytes))
+                  .arg(page.wizard.freeBytes >= 0 ? page.bytes(page.wizard.freeBytes) : qsTr("(folder not chosen)"))
+                  .arg(page.wizard.outputDir)
+        }
+        Button {
+            visible: page.wizard.step === ConvertWizard.Space || page.wizard.step === ConvertWizard.Options
+            text: qsTr("Choose the output folder…")
+            onClicked: outDialog.open()
+        }
+        CheckBox {
+            visible: page.wizard.step === ConvertWizard.Options
+            text: qsTr("Verify every expert's SHA-256 after building")
+            checked: page.wizard.verifyFull
+            onToggled: page.wizard.verifyFull = checked
+        }
+        Button {
+            visible: page.wizard.step === ConvertWizard.Options
+            text: qsTr("Convert")
+            onClicked: page.wizard.start()
+        }
+        ProgressBar {
+            visible: page.wizard.step === ConvertWizard.Converting
+            Layout.fillWidth: true
+            from: 0
+            to: Math.max(page.wizard.overallTotal, 1)
+            value: page.wizard.overallDone
+        }
+        Label {
+            visible: page.wizard.step === ConvertWizard.Converting
+            text: qsTr("%1 · %2/s · %3 s left").arg(page.wizard.phase).arg(page.bytes(page.wizard.rate))
+                  .arg(Math.round(page.wizard.eta))
+        }
+        Button {
+            visible: page.wizard.step === ConvertWizard.Converting
+            text: qsTr("Cancel")
+            onClicked: page.wizard.cancel()
+        }
+        CheckBox {
+            id: confirmDelete
+            visible: page.wizard.step === ConvertWizard.Done && page.wizard.verifyFull
+            text: qsTr("Delete the source (%1 freed); the pack passed its full verify")
+                  .arg(page.bytes(page.wizard.bytesFreedBySource()))
+        }
+        RowLayout {
+            visible: page.wizard.step === ConvertWizard.Done
+            Button {
+                text: qsTr("Delete source")
+                enabled: confirmDelete.checked
+                onClicked: page.wizard.deleteSourceFiles(confirmDelete.checked)
+            }
+            Button { text: qsTr("Chat now"); onClicked: page.chatNow(page.wizard.packDir) }
+        }
+        Label {
+            Layout.fillWidth: true
+            wrapMode: Text.Wrap
+            text: page.wizard.error.length > 0 ? page.wizard.error : page.wizard.message
+            color: page.wizard.error.length > 0 ? "firebrick" : palette.text
+        }
+        Item { Layout.fillHeight: true }
+    }
+}
