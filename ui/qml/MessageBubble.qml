@@ -127,6 +127,19 @@ Item {
                 font.pixelSize: 11
                 color: "#6b7280"
             }
+            // A pulsing dot while the reply streams (it also keeps frames coming, so the
+            // frame-pacing measurement sees stalls rather than idle time).
+            Rectangle {
+                visible: bubble.streaming
+                width: 8; height: 8; radius: 4
+                color: "#4f6bed"
+                SequentialAnimation on opacity {
+                    running: bubble.streaming
+                    loops: Animation.Infinite
+                    NumberAnimation { from: 1; to: 0.2; duration: 450; easing.type: Easing.InOutQuad }
+                    NumberAnimation { from: 0.2; to: 1; duration: 450; easing.type: Easing.InOutQuad }
+                }
+            }
             Label {
                 visible: bubble.streaming
                 text: qsTr("generating…")
