@@ -1,0 +1,116 @@
+// SettingsViewModel (validation, draft/apply/revert/reset, QSettings persistence, the engine
+// settings it produces, the slot-count preview) and TelemetryViewModel (series and counters
+// from a scripted engine's telemetry; hand-computed values).
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QtTest>
+
+#include "fake_chat_engine.h"
+#include "ui/settings_view_model.h"
+#include "ui/telemetry_view_model.h"
+
+using namespace moepack::ui;
+
+class SettingsTelemetryTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("MoePackTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("settings_telemetry_test"));
+    QSettings().clear();
+  }
+
+  void validatesEditsAndPersists() {
+    {
+      SettingsViewModel s;
+      QCOMPARE(s.values().value("cache_vram_mib").toInt(), 1024);
+      QCOMPARE(s.values().value("temperature").toDouble(), 0.0);
+      QVERIFY(!s.dirty());
+      QVERIFY(!s.setValue("read_splits", 0).isEmpty());  // the engine rejects 0
+      QVERIFY(!s.valid());
+      QVERIFY(!s.setValue("backend", "opencl").isEmpty());
+      QVERIFY(!s.setValue("n_ctx", "lots").isEmpty());
+      QVERIFY(!s.setValue("no_such_key", 1).isEmpty());
+      QCOMPARE(s.setValue("read_splits", 4), QString());
+      QCOMPARE(s.setValue("backend", "cpu"), QString());
+      QCOMPARE(s.setValue("n_ctx", "2048"), QString());
+      QCOMPARE(s.setValue("cache_vram_mib", 64), QString());
+      QCOMPARE(s.setValue("direct_io", false), QString());
+      QCOMPARE(s.setValue("language", "zh_CN"), QString());
+      QCOMPARE(s.setValue("temperature", 0.7), QString());
+      QVERIFY(s.valid());
+      QVERIFY(s.dirty());
+      QSignalSpy applied(&s, &SettingsViewModel::applied);
+      s.apply();
+      QCOMPARE(applied.size(), 1);
+      QCOMPARE(applied.at(0).at(0).toBool(), true);  // engine settings changed
+      QVERIFY(!s.dirty());
+    }
+    SettingsViewModel s;  // reloaded from QSettings
+    const moepack::EngineSettings e = s.engineSettings();
+    QCOMPARE(e.backend, std::string("cpu"));
+    QCOMPARE(e.read_splits, 4u);
+    QCOMPARE(e.n_ctx, 2048u);
+    QCOMPARE(e.cache_vram_mib, uint64_t(64));
+    QCOMPARE(e.direct_io, false);
+    QCOMPARE(e.threads, 0u);  // cores - 1 in the engine
+    QCOMPARE(s.language(), QString("zh_CN"));
+    QCOMPARE(s.generationDefaults().sampling.temperature, 0.7f);
+    s.setValue("read_splits", 2);
+    s.revert();
+    QCOMPARE(s.values().value("read_splits").toInt(), 4);
+    s.resetToDefaults();
+    QVERIFY(s.dirty());
+    QCOMPARE(s.values(), SettingsViewModel::defaults());
+  }
+
+  void previewsTheSlotCount() {
+    test::FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    SettingsViewModel s;
+    s.setEngine(&e);
+    QCOMPARE(s.previewSlotCount(), -1);  // no model: expert size unknown
+    e.load("model.gguf", false);
+    QTRY_COMPARE(e.state(), EngineController::Ready);
+    QCOMPARE(s.expertMib(), 1.0);  // the fake's slot is 1 MiB
+    QVERIFY(s.freeMemoryMib() > 64);
+    s.setValue("cache_vram_reserve_mib", 0);
+    s.setValue("cache_vram_mib", 10);
+    QCOMPARE(s.previewSlotCount(), 10);
+    QCOMPARE(s.previewProblem(), QString());
+    s.setValue("cache_vram_mib", 3);  // 3 slots < top-4
+    QCOMPARE(s.previewSlotCount(), 3);
+    QVERIFY(!s.previewProblem().isEmpty());
+  }
+
+  void telemetrySeriesFollowTheEngine() {
+    test::FakeScript script;
+    script.extra_tokens = 8;  // 10 tokens, 2 misses of 5 * 4 keys each
+    EngineController e(test::fake_factory(script), QString());
+    TelemetryViewModel t;
+    t.setEngine(&e);
+    e.load("model.gguf", false);
+    QTRY_COMPARE(e.state(), EngineController::Ready);
+    QSignalSpy done(&e, &EngineController::generationFinished);
+    e.generate({{"user", "hi"}}, {});
+    QVERIFY(done.wait(5000));
+    t.poll();
+    QCOMPARE(t.tokens(), 10.0);
+    QCOMPARE(t.cacheMisses(), 20.0);
+    QCOMPARE(t.cacheHits(), 180.0);
+    QCOMPARE(t.hitRate(), 0.9);
+    QCOMPARE(t.packReadBytes(), 40960.0);
+    QCOMPARE(t.slotCount(), 64);
+    QCOMPARE(t.slotsUsed(), 20);  // misses - evictions
+    QCOMPARE(t.hitRateSeries().size(), size_t(10));
+    QCOMPARE(t.hitRateSeries()[3].y(), 0.9);  // 1 - 2 / (5 * 4)
+    QCOMPARE(t.readKiBSeries()[3].y(), 4.0);
+    QCOMPARE(t.cumulativeSeries().size(), size_t(1));
+    QCOMPARE(t.cumulativeSeries()[0], QPointF(9, 0.9));
+    QCOMPARE(t.evictionSeries()[0].y(), 0.0);
+  }
+};
+
+QTEST_MAIN(SettingsTelemetryTest)
+#include "settings_telemetry_test.moc"
