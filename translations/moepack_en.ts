@@ -149,6 +149,16 @@ What does &quot;salmon&quot; mean?</source>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="378"/>
+        <source>Export failed: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <source>Exported to %1</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>ConvertWizardPage</name>
@@ -671,22 +681,22 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="132"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
         <source>generating…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="141"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="154"/>
         <source>Copy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="150"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="163"/>
         <source>Edit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="163"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
         <source>Regenerate</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1028,22 +1038,22 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="107"/>
+        <location filename="../ui/convert_wizard.cpp" line="108"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="176"/>
+        <location filename="../ui/convert_wizard.cpp" line="177"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="224"/>
+        <location filename="../ui/convert_wizard.cpp" line="225"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="229"/>
+        <location filename="../ui/convert_wizard.cpp" line="230"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -150,6 +150,16 @@ What does &quot;salmon&quot; mean?</translation>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="378"/>
+        <source>Export failed: %1</source>
+        <translation>导出失败：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <source>Exported to %1</source>
+        <translation>已导出到 %1</translation>
+    </message>
 </context>
 <context>
     <name>ConvertWizardPage</name>
@@ -671,22 +681,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation> · 达到长度上限</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="132"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
         <source>generating…</source>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="141"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="154"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="150"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="163"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="163"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -1038,22 +1048,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="107"/>
+        <location filename="../ui/convert_wizard.cpp" line="108"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="176"/>
+        <location filename="../ui/convert_wizard.cpp" line="177"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="224"/>
+        <location filename="../ui/convert_wizard.cpp" line="225"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="229"/>
+        <location filename="../ui/convert_wizard.cpp" line="230"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -375,8 +375,15 @@ Item {
         onAccepted: {
             const json = selectedNameFilter.index === 1
             const err = page.chat.exportConversation(selectedFile, json ? "json" : "md")
-            if (err.length > 0) exportError.text = err
+            exportNote.text = err.length > 0 ? qsTr("Export failed: %1").arg(err)
+                                             : qsTr("Exported to %1").arg(selectedFile.toString())
+            exportNote.open()
         }
     }
-    Label { id: exportError; visible: false }
+    ToolTip {
+        id: exportNote
+        x: (page.width - width) / 2
+        y: page.height - height - 96
+        timeout: 4000
+    }
 }
