@@ -30,6 +30,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
   python3 python3-jinja2 python3-regex
+  openssl
 )
 if [ "$gui" = ON ]; then
   packages+=(

@@ -3,6 +3,7 @@
 // Downloader only as its extra CA; without it the download must fail verification. Each case
 // drives one fault of the server (see the script's modes) and checks the file on disk against
 // the content the test wrote and its SHA-256 computed here.
+#include <QAbstractItemModelTester>
 #include <QCryptographicHash>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -14,6 +15,7 @@
 #include <QtTest>
 
 #include "ui/downloader.h"
+#include "ui/downloads_view_model.h"
 
 using moepack::ui::DownloadRequest;
 using moepack::ui::Downloader;
@@ -335,6 +337,27 @@ class DownloaderTest : public QObject {
     QVERIFY2(pdone.front().front().toBool(), qPrintable(p->error()));
     QCOMPARE(readAll(dest() + QStringLiteral("/big.bin")), big_);
     QVERIFY(logLines(QStringLiteral("/slow-20/big.bin")).last().startsWith(QStringLiteral("GET bytes=%1-").arg(kept)));
+  }
+
+  void downloadsViewModelListsProgressAndInstalls() {
+    moepack::ui::DownloadsViewModel vm;
+    QAbstractItemModelTester tester(vm.downloads(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    vm.setModelsFolder(dest());
+    vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+    vm.setHubBaseUrl(url(QStringLiteral("/hub")).toString());
+    QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
+    QSignalSpy errors(&vm, &moepack::ui::DownloadsViewModel::errorOccurred);
+    vm.add(QStringLiteral("owner/repo"), QStringLiteral("a.bin"), QString(), 0);
+    QCOMPARE(vm.downloads()->rowCount(), 1);
+    QVERIFY(installed.wait(30000));
+    QCOMPARE(installed.front().front().toString(), dest() + QStringLiteral("/a.bin"));
+    const QModelIndex i = vm.downloads()->index(0);
+    QCOMPARE(vm.downloads()->data(i, moepack::ui::DownloadListModel::StateRole).toString(), QStringLiteral("finished"));
+    QCOMPARE(vm.downloads()->data(i, moepack::ui::DownloadListModel::BytesDoneRole).toDouble(), double(a_.size()));
+    QCOMPARE(vm.downloads()->data(i, moepack::ui::DownloadListModel::HashSourceRole).toString(), QStringLiteral("server"));
+    vm.add(QStringLiteral("owner/.."), QStringLiteral("a.bin"), QString(), 0);  // refused, no row
+    QCOMPARE(errors.size(), 1);
+    QCOMPARE(vm.downloads()->rowCount(), 1);
   }
 
   void namesCannotEscapeTheModelsFolder() {
