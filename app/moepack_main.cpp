@@ -7,8 +7,14 @@
 
 #include "app/commands.h"
 #include "core/error.h"
+#if MOEPACK_HAVE_CUDA
+#include "gpu/cuda_backend.h"
+#endif
 
 int main(int argc, char** argv) {
+#if MOEPACK_HAVE_CUDA
+  moepack::gpu::register_cuda_backend();  // `--backend cuda` / `auto` (core/backend_factory.h)
+#endif
   CLI::App app{"MoePack: run Mixture-of-Experts models with experts streamed from SSD", "moepack"};
   app.set_version_flag("--version", std::string("moepack ") + MOEPACK_VERSION);
   app.require_subcommand(1);

@@ -70,16 +70,20 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// Page-locked host memory (cudaHostAlloc: page-aligned, so 4096-aligned for O_DIRECT).
+// Page-locked host memory, 4096-aligned for O_DIRECT. cudaHostAlloc itself does not promise page
+// alignment (on the H200 machine small allocations came back 512-aligned and O_DIRECT refused
+// them), so 4096 extra bytes are allocated and the start is rounded up.
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
   PinnedBuffer(size_t bytes, const std::string& what) { allocate(bytes, what); }
   ~PinnedBuffer() { reset(); }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  PinnedBuffer(PinnedBuffer&& o) noexcept
+      : raw_(std::exchange(o.raw_, nullptr)), ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
     if (this != &o) {
       reset();
+      raw_ = std::exchange(o.raw_, nullptr);
       ptr_ = std::exchange(o.ptr_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
     }
@@ -91,17 +95,21 @@ class PinnedBuffer {
   void allocate(size_t bytes, const std::string& what) {
     reset();
     if (bytes == 0) return;
-    const cudaError_t err = cudaHostAlloc(&ptr_, bytes, cudaHostAllocDefault);
+    constexpr size_t kAlign = 4096;
+    const cudaError_t err = cudaHostAlloc(&raw_, bytes + kAlign, cudaHostAllocDefault);
     if (err != cudaSuccess) {
-      ptr_ = nullptr;
+      raw_ = nullptr;
       cudaGetLastError();
       throw Error("cannot pin " + std::to_string(bytes) + " bytes of host memory for " + what + ": " +
                   cudaGetErrorString(err));
     }
+    const auto addr = reinterpret_cast<uintptr_t>(raw_);
+    ptr_ = reinterpret_cast<void*>((addr + kAlign - 1) / kAlign * kAlign);
     bytes_ = bytes;
   }
   void reset() noexcept {
-    if (ptr_) cudaFreeHost(ptr_);
+    if (raw_) cudaFreeHost(raw_);
+    raw_ = nullptr;
     ptr_ = nullptr;
     bytes_ = 0;
   }
@@ -113,7 +121,8 @@ class PinnedBuffer {
   size_t size() const { return bytes_; }
 
  private:
-  void* ptr_ = nullptr;
+  void* raw_ = nullptr;  // what cudaHostAlloc returned
+  void* ptr_ = nullptr;  // raw_ rounded up to 4096
   size_t bytes_ = 0;
 };
 
