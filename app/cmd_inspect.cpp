@@ -5,7 +5,10 @@
 #include <string>
 
 #include "app/commands.h"
+#include "core/context_memory.h"
+#include "core/error.h"
 #include "core/gguf_model.h"
+#include "core/model_config.h"
 #include "core/model_summary.h"
 #include "packbuilder/pack_plan.h"
 
@@ -25,12 +28,26 @@ std::function<int()> add_inspect(CLI::App& app) {
   return [opt]() {
     const GgufModel model = GgufModel::open(opt->model);
     const ModelSummary s = summarize(model);
+    // KV / state memory per token and per sequence, for architectures the engine runs.
+    nlohmann::json ctx_json = nullptr;
+    std::string ctx_text;
+    try {
+      const ModelConfig cfg = read_model_config(model.primary());
+      const ContextMemory cm = context_memory(cfg);
+      ctx_json = context_memory_json(cfg, cm);
+      ctx_text = context_memory_text(cfg, cm);
+    } catch (const Error& e) {
+      ctx_json = {{"error", e.what()}};
+      ctx_text = std::string("context:      unknown (") + e.what() + ")\n";
+    }
     if (opt->json) {
       nlohmann::json j = summary_to_json(s, model, true);
       j["expert_pack"] = pack_plan_summary(model);  // what `moepack build` would write
+      j["context_memory"] = ctx_json;
       std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
       std::fputs(summary_to_text(s).c_str(), stderr);
+      std::fputs(ctx_text.c_str(), stderr);
       std::fputs(pack_plan_summary_text(pack_plan_summary(model)).c_str(), stderr);
       if (opt->tensors) {
         for (const GgufTensorRef& r : model.tensors()) {

@@ -64,6 +64,7 @@ std::string context_memory_text(const ModelConfig& cfg, const ContextMemory& m) 
                 m.bytes_per_token, static_cast<double>(m.fixed_bytes) / (1 << 20));
   o << buf << "  " << m.formula << "\n";
   for (uint64_t n : {4096ull, 32768ull, static_cast<unsigned long long>(cfg.n_ctx_train)}) {
+    if (n == cfg.n_ctx_train && (n == 4096 || n == 32768)) continue;  // already shown
     std::snprintf(buf, sizeof buf, "  at %llu tokens: %.2f MiB\n", static_cast<unsigned long long>(n),
                   static_cast<double>(m.bytes_for(n)) / (1 << 20));
     o << buf;
