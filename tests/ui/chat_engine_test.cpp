@@ -114,7 +114,11 @@ class ChatEngineTest : public QObject {
     vm.setSamplingValue("temperature", 0);
     engine_->worker()->batchIntervalMs = 0;  // every piece is a signal: stop after the first
     QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
-    auto c = connect(engine_.get(), &EngineController::textReady, &vm, [&] { vm.stop(); });
+    // Stop from the engine thread itself when the first piece is emitted (a direct connection),
+    // so the stop lands mid-stream however loaded the machine is.
+    auto c = connect(
+        engine_->worker(), &EngineWorker::textReady, engine_->worker(), [&] { engine_->stop(); },
+        Qt::DirectConnection);
     QVERIFY(vm.send(kQuestion));
     QVERIFY(finished.wait(60000));
     disconnect(c);
