@@ -87,20 +87,33 @@ Item {
                             radius: 8
                             color: convItem.highlighted ? "#dfe5ff" : (convItem.hovered ? "#e9ebf2" : "transparent")
                         }
-                        contentItem: ColumnLayout {
-                            spacing: 1
-                            Label {
+                        contentItem: RowLayout {
+                            spacing: 4
+                            ColumnLayout {
                                 Layout.fillWidth: true
-                                text: convItem.title
-                                elide: Text.ElideRight
-                                font.pixelSize: 13
-                                color: "#111827"
+                                spacing: 1
+                                Label {
+                                    Layout.fillWidth: true
+                                    text: convItem.title
+                                    elide: Text.ElideRight
+                                    font.pixelSize: 13
+                                    color: "#111827"
+                                }
+                                Label {
+                                    Layout.fillWidth: true
+                                    text: Qt.formatDateTime(convItem.updated, Qt.DefaultLocaleShortDate)
+                                    font.pixelSize: 11
+                                    color: "#6b7280"
+                                }
                             }
-                            Label {
-                                Layout.fillWidth: true
-                                text: Qt.formatDateTime(convItem.updated, Qt.DefaultLocaleShortDate)
-                                font.pixelSize: 11
-                                color: "#6b7280"
+                            // Rename / delete, also on right click.
+                            ToolButton {
+                                implicitWidth: 28
+                                implicitHeight: 28
+                                visible: convItem.hovered || convItem.highlighted
+                                text: "\u22EF"
+                                font.pixelSize: 16
+                                onClicked: conversationMenu.openFor(convItem.conversationId, convItem.title)
                             }
                         }
                         TapHandler {
