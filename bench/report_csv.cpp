@@ -34,7 +34,7 @@ std::string cell(const json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_float()) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
+    std::snprintf(buf, sizeof buf, "%.10g", v.get<double>());
     return buf;
   }
   return v.dump();
