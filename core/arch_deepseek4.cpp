@@ -9,13 +9,17 @@
 // R rotated (the last R of a head), N = D - R, Q q-LoRA rank, G output groups of O,
 // HC = 4 streams, X experts (top k), H_I indexer heads of D_I, K_I indexer top-k.
 //
-// Per-sequence state (CPU reference: whole history, so truncate(n) is exact for every n):
-//   kraw  [n_ctx][D]          roped K=V row of every position (only the last n_swa are read)
-//   ca/cg [n_ctx][c*D]        compressor projections a_p and gate scores g_p (+ape) per position
-//   crow  [n_ctx/m][D]        compressed rows, row b valid once position (b+1)m - 1 was run
-//   ia/ig, irow               the same for the lightning indexer's compressor (width D_I, m = 4)
-// The compact form llama.cpp keeps (a window ring and the last 8 / 128 positions of a/g) is what
-// core/model_summary reports per token; this reference keeps the history for exact truncation.
+// A forward() runs in ubatches of at most kUbatch (U) positions. Per-sequence state:
+//   kraw  ring [n_swa + U][D]     roped K=V rows (position j in slot j mod (n_swa + U))
+//   ca/cg ring [2m + U][c*D]      compressor projections a_p and gate scores g_p (+ape)
+//   crow  [n_ctx/m][D]            compressed rows, row b valid once position (b+1)m - 1 was run
+//   ia/ig ring, irow              the same for the lightning indexer's compressor (D_I, m = 4)
+//   tokens_                       the ids of the sequence (for recomputation)
+// Only the compressed rows grow with the context (as in llama.cpp; core/context_memory.h).
+// Truncation: compressed row b depends only on positions < (b+1)·m, so rows completed before n
+// stay valid. The rings still hold everything positions >= n need iff n >= hw - U (hw = highest
+// position ever written): then truncate(n) is O(1); otherwise the state is rebuilt by running
+// tokens_[0, n) again (exact, at the cost of a prefill; routing observers are not called).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -40,6 +44,7 @@ namespace moepack {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int64_t kUbatch = 256;  // positions per pass through the blocks (U)
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
@@ -68,6 +73,7 @@ struct Compressor {  // §4.6: ratio m, row width d, c = 2 (m = 4, overlapping) 
   WeightView kv, gate;            // [c*d][E]
   std::vector<float> ape, norm;   // ape [m][c*d], norm [d]
   int64_t m = 0, d = 0, c = 0;
+  int64_t ring = 0;               // slots of the a/g rings: 2m + U
 };
 
 struct Layer {
@@ -164,19 +170,21 @@ class Deepseek4Backend final : public Backend {
     experts_ = model_->is_pack() ? make_pack_experts(*model_, s, n_ff_exp) : make_resident_experts(cfg_, tensors_, n_ff_exp);
 
     n_ctx_ = std::min<uint32_t>(s.n_ctx ? s.n_ctx : 4096, cfg_.n_ctx_train ? cfg_.n_ctx_train : 4096);
+    ring_raw_ = cfg_.n_swa + kUbatch;
+    tokens_.reserve(n_ctx_);
     state_.resize(layers_.size());
     for (size_t il = 0; il < layers_.size(); ++il) {
       const Layer& L = layers_[il];
       LayerState& S = state_[il];
-      S.kraw.assign(static_cast<size_t>(n_ctx_ * D), 0.0f);
+      S.kraw.assign(static_cast<size_t>(ring_raw_ * D), 0.0f);
       if (L.ratio != 0) {
         const size_t cd = static_cast<size_t>(L.comp.c * D);
-        S.ca.assign(n_ctx_ * cd, 0.0f);
-        S.cg.assign(n_ctx_ * cd, 0.0f);
+        S.ca.assign(static_cast<size_t>(L.comp.ring) * cd, 0.0f);
+        S.cg.assign(S.ca.size(), 0.0f);
         S.crow.assign(static_cast<size_t>(n_ctx_ / L.ratio + 1) * static_cast<size_t>(D), 0.0f);
       }
       if (L.ratio == 4) {
-        S.ia.assign(n_ctx_ * static_cast<size_t>(2 * DI), 0.0f);
+        S.ia.assign(static_cast<size_t>(L.icomp.ring * 2 * DI), 0.0f);
         S.ig.assign(S.ia.size(), 0.0f);
         S.irow.assign(static_cast<size_t>(n_ctx_ / 4 + 1) * static_cast<size_t>(DI), 0.0f);
       }
@@ -187,12 +195,11 @@ class Deepseek4Backend final : public Backend {
   const ModelConfig& config() const override { return cfg_; }
   uint32_t n_ctx() const override { return n_ctx_; }
   uint32_t n_past() const override { return n_past_; }
-  // Exact at every n: the state holds every position's rows, and a compressed row b depends
-  // only on positions < (b+1)·m, so rows of blocks completed before n stay valid and the
-  // others are rebuilt when their block completes again.
+  // Exact at every n (see the file comment): O(1) within U positions of the highest position
+  // written, else a recomputation of the first n tokens.
   void truncate(uint32_t n) override {
     if (n > n_past_) throw Error("truncate(" + std::to_string(n) + ") beyond the " + std::to_string(n_past_) + " cached tokens");
-    n_past_ = n;
+    if (n != n_past_) rewind(n);
   }
   void set_routing_observer(RoutingObserver observer) override { observer_ = std::move(observer); }
   BackendStats stats() const override {
@@ -203,7 +210,7 @@ class Deepseek4Backend final : public Backend {
 
   void forward(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) override {
     const int64_t n = static_cast<int64_t>(tokens.size());
-    const int64_t E = cfg_.n_embd, NV = cfg_.n_vocab, HC = cfg_.hc_count;
+    const int64_t NV = cfg_.n_vocab;
     if (n == 0) throw Error("forward() needs at least one token");
     if (static_cast<uint64_t>(n_past_) + static_cast<uint64_t>(n) > n_ctx_) {
       throw Error("the context is full: " + std::to_string(n_past_) + " + " + std::to_string(n) + " tokens > n_ctx " +
@@ -219,9 +226,65 @@ class Deepseek4Backend final : public Backend {
                     std::to_string(NV) + ")");
       }
     }
+    const uint32_t start = n_past_;
+    ++stats_.forward_calls;
+    try {
+      for (int64_t c0 = 0; c0 < n; c0 += kUbatch) {
+        const int64_t m = std::min<int64_t>(kUbatch, n - c0);
+        run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)), c0 + m == n ? logits : std::span<float>{},
+            all_logits.empty() ? std::span<float>{}
+                               : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
+      }
+    } catch (...) {
+      try {
+        rewind(start);  // the cache as it was before the call
+      } catch (...) {
+        reset();
+      }
+      throw;
+    }
+  }
+
+ private:
+  void reset() {
+    n_past_ = 0;
+    hw_ = -1;
+    tokens_.clear();
+  }
+
+  // Back to n < n_past_ positions: O(1) when the rings still hold what positions >= n need,
+  // else recompute tokens_[0, n) from an empty state.
+  void rewind(uint32_t n) {
+    if (static_cast<int64_t>(n) >= hw_ - kUbatch) {
+      n_past_ = n;
+      tokens_.resize(n);
+      return;
+    }
+    const std::vector<int32_t> kept(tokens_.begin(), tokens_.begin() + n);
+    reset();
+    RoutingObserver keep = std::move(observer_);
+    observer_ = nullptr;
+    try {
+      for (size_t c0 = 0; c0 < kept.size(); c0 += kUbatch) {
+        run(std::span<const int32_t>(kept).subspan(c0, std::min<size_t>(kUbatch, kept.size() - c0)), {}, {});
+      }
+    } catch (...) {
+      observer_ = std::move(keep);
+      reset();
+      throw;
+    }
+    observer_ = std::move(keep);
+  }
+
+  // One ubatch (n <= U positions) through every block; logits of the last position into `logits`
+  // unless it is empty, of every position into `all_logits` unless it is empty.
+  void run(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t E = cfg_.n_embd, HC = cfg_.hc_count;
     const auto t0 = Clock::now();
     double io_wait = 0.0;
     const int64_t pos0 = n_past_;
+    hw_ = std::max(hw_, pos0 + n - 1);  // ring slots are overwritten from here on
 
     // §4.1: HC streams, every one initialised with the embedding.
     std::vector<float> S(static_cast<size_t>(n * HC * E));
@@ -254,13 +317,24 @@ class Deepseek4Backend final : public Backend {
     }
 
     // §4.9: head collapse of the streams (pre only), output norm, logits.
+    if (!logits.empty() || !all_logits.empty()) head(S.data(), n, logits, all_logits);
+    tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+    n_past_ += static_cast<uint32_t>(n);
+    stats_.tokens_evaluated += static_cast<uint64_t>(n);
+    stats_.io_wait_ms += io_wait;
+    stats_.compute_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count() - io_wait;
+  }
+
+  void head(const float* S, int64_t n, std::span<float> logits, std::span<float> all_logits) {
+    const int64_t E = cfg_.n_embd, NV = cfg_.n_vocab, HC = cfg_.hc_count;
+    std::vector<float> h(static_cast<size_t>(n * E)), x(h.size());
     const int64_t first = all_logits.empty() ? n - 1 : 0;
     const int64_t m = n - first;
     std::vector<float> f(static_cast<size_t>(m * HC * E)), mix(static_cast<size_t>(m * HC));
-    for (int64_t t = 0; t < m; ++t) rms_norm(S.data() + (first + t) * HC * E, nullptr, HC * E, cfg_.rms_eps, f.data() + t * HC * E);
+    for (int64_t t = 0; t < m; ++t) rms_norm(S + (first + t) * HC * E, nullptr, HC * E, cfg_.rms_eps, f.data() + t * HC * E);
     matmul(pool_, out_hc_.fn, f.data(), HC * E, m, mix.data(), HC);
     for (int64_t t = 0; t < m; ++t) {
-      const float* st = S.data() + (first + t) * HC * E;
+      const float* st = S + (first + t) * HC * E;
       float* ht = h.data() + t * E;
       std::fill(ht, ht + E, 0.0f);
       for (int64_t s = 0; s < HC; ++s) {
@@ -273,21 +347,16 @@ class Deepseek4Backend final : public Backend {
       matmul(pool_, output_, x.data(), E, 1, logits.data(), NV);
     } else {
       matmul(pool_, output_, x.data(), E, n, all_logits.data(), NV);
-      std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
+      if (!logits.empty()) std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
     }
-    n_past_ += static_cast<uint32_t>(n);
-    ++stats_.forward_calls;
-    stats_.tokens_evaluated += static_cast<uint64_t>(n);
-    stats_.io_wait_ms += io_wait;
-    stats_.compute_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count() - io_wait;
   }
 
- private:
   Compressor compressor(const std::string& prefix, uint32_t ratio, int64_t d) {
     Compressor C;
     C.m = ratio;
     C.d = d;
     C.c = ratio == 4 ? 2 : 1;
+    C.ring = 2 * static_cast<int64_t>(ratio) + kUbatch;
     const int64_t E = cfg_.n_embd, cd = C.c * d;
     C.kv = tensors_.matrix(prefix + "kv.weight", E, cd);
     C.gate = tensors_.matrix(prefix + "gate.weight", E, cd);
@@ -390,14 +459,19 @@ class Deepseek4Backend final : public Backend {
   // §4.6: a_p, g_p (+ape) of the n positions into the history, then every row these positions
   // complete: softmax over the block's entries per channel, RMSNorm, RoPE at the block start.
   void compress(const Compressor& C, const float* x, int64_t n, int64_t pos0, float* a, float* g, float* rows) {
-    const int64_t E = cfg_.n_embd, d = C.d, cd = C.c * d, m = C.m, R = cfg_.n_rot;
-    matmul(pool_, C.kv, x, E, n, a + pos0 * cd, cd);
-    matmul(pool_, C.gate, x, E, n, g + pos0 * cd, cd);
+    const int64_t E = cfg_.n_embd, d = C.d, cd = C.c * d, m = C.m, R = cfg_.n_rot, ring = C.ring;
+    std::vector<float> ta(static_cast<size_t>(n * cd)), tg(ta.size());
+    matmul(pool_, C.kv, x, E, n, ta.data(), cd);
+    matmul(pool_, C.gate, x, E, n, tg.data(), cd);
     for (int64_t t = 0; t < n; ++t) {
       const int64_t p = pos0 + t;
       const float* ape = C.ape.data() + (p % m) * cd;
-      float* gp = g + p * cd;
-      for (int64_t i = 0; i < cd; ++i) gp[i] += ape[i];
+      float* ap = a + (p % ring) * cd;
+      float* gp = g + (p % ring) * cd;
+      for (int64_t i = 0; i < cd; ++i) {
+        ap[i] = ta[t * cd + i];
+        gp[i] = tg[t * cd + i] + ape[i];
+      }
     }
     std::vector<float> cs(static_cast<size_t>(R)), kappa(static_cast<size_t>(d));
     std::vector<std::pair<const float*, const float*>> entries;  // (a, g) pointers at channel 0
@@ -406,10 +480,10 @@ class Deepseek4Backend final : public Backend {
       const int64_t b = (p + 1) / m - 1, s = b * m;
       entries.clear();
       if (C.c == 2 && s >= m) {
-        for (int64_t j = s - m; j < s; ++j) entries.push_back({a + j * cd, g + j * cd});  // first halves
+        for (int64_t j = s - m; j < s; ++j) entries.push_back({a + (j % ring) * cd, g + (j % ring) * cd});  // first halves
       }
       const int64_t off = C.c == 2 ? d : 0;  // current block: second halves when overlapping
-      for (int64_t j = s; j < s + m; ++j) entries.push_back({a + j * cd + off, g + j * cd + off});
+      for (int64_t j = s; j < s + m; ++j) entries.push_back({a + (j % ring) * cd + off, g + (j % ring) * cd + off});
       for (int64_t ch = 0; ch < d; ++ch) {
         float mx = -INFINITY;
         for (const auto& e : entries) mx = std::max(mx, e.second[ch]);
@@ -443,15 +517,17 @@ class Deepseek4Backend final : public Backend {
     for (int64_t t = 0; t < n; ++t) rms_norm(cq.data() + t * Q, L.q_a_norm.data(), Q, cfg_.rms_eps, cq.data() + t * Q);
     matmul(pool_, L.wq_b, cq.data(), Q, n, q.data(), H * D);
     float* kraw = st.kraw.data();
-    matmul(pool_, L.wkv, x, E, n, kraw + pos0 * D, D);
+    const int64_t RW = ring_raw_;
+    std::vector<float> kn(static_cast<size_t>(n * D));
+    matmul(pool_, L.wkv, x, E, n, kn.data(), D);
     std::vector<float> cs(static_cast<size_t>(R));
     for (int64_t t = 0; t < n; ++t) {
       float* qt = q.data() + t * H * D;
       for (int64_t hh = 0; hh < H; ++hh) rms_norm(qt + hh * D, nullptr, D, cfg_.rms_eps, qt + hh * D);
       rope_table(rope, pos0 + t, cs.data());
       rope_apply(rope, cs.data(), qt + N, H, D);
-      float* k = kraw + (pos0 + t) * D;
-      rms_norm(k, L.kv_norm.data(), D, cfg_.rms_eps, k);
+      float* k = kraw + ((pos0 + t) % RW) * D;
+      rms_norm(kn.data() + t * D, L.kv_norm.data(), D, cfg_.rms_eps, k);
       rope_apply(rope, cs.data(), k + N, 1, D);
     }
     if (ratio != 0) compress(L.comp, x, n, pos0, st.ca.data(), st.cg.data(), st.crow.data());
@@ -501,7 +577,7 @@ class Deepseek4Backend final : public Backend {
       for (int64_t i = b; i < e; ++i) {
         const int64_t t = i / H, hh = i % H, p = pos0 + t;
         keys.clear();
-        for (int64_t j = std::max<int64_t>(0, p - nswa + 1); j <= p; ++j) keys.push_back(kraw + j * D);
+        for (int64_t j = std::max<int64_t>(0, p - nswa + 1); j <= p; ++j) keys.push_back(kraw + (j % RW) * D);
         for (int32_t r : sel[t]) keys.push_back(st.crow.data() + r * D);
         const float* qh = q.data() + (t * H + hh) * D;
         sc.resize(keys.size());
@@ -577,6 +653,9 @@ class Deepseek4Backend final : public Backend {
   std::vector<LayerState> state_;
   std::unique_ptr<ExpertProvider> experts_;
   uint32_t n_ctx_ = 0, n_past_ = 0;
+  int64_t ring_raw_ = 0;         // slots of the raw K ring: n_swa + U
+  int64_t hw_ = -1;              // highest position written into the rings since the last reset
+  std::vector<int32_t> tokens_;  // ids at positions 0 .. n_past_ - 1
   RoutingObserver observer_;
   BackendStats stats_;
 };

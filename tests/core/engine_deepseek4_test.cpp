@@ -257,17 +257,22 @@ TEST_P(Deepseek4Fixture, CloseToNativeReference) {
 }
 
 // truncate(n) then forward of the rest equals one pass over everything, at positions inside a
-// ratio-4 block, on a block boundary and inside a ratio-128 block; and prefill in pieces equals
-// prefill in one batch (the compressed rows are rebuilt as their blocks complete).
+// ratio-4 block, on a block boundary, inside a ratio-128 block, within the rings' reach (O(1))
+// and behind it (recomputation from the stored tokens); prefill in pieces equals prefill in one
+// batch (the compressed rows are rebuilt as their blocks complete); a failed call changes nothing.
+// The 386-token prompt wraps the rings (n_swa + 256 raw slots, 8 + 256 ratio-4 slots).
 TEST_P(Deepseek4Fixture, TruncateAndChunkedPrefillAreExact) {
   const nlohmann::json ref = read_json(ref_path(".f32-dequant.json"));
-  auto toks = ref["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
-  toks.resize(200);
+  const auto toks = ref["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(toks.size(), 386u);
   auto be = open();
   const size_t nv = be->config().n_vocab;
   std::vector<float> want(nv), got(nv);
   be->forward(toks, want);
-  for (const uint32_t cut : {199u, 130u, 128u, 65u, 3u, 0u}) {
+  const auto ids = ref["prompts"][3]["top_logits_last_prompt_pos"]["ids"].get<std::vector<int32_t>>();
+  const auto vals = ref["prompts"][3]["top_logits_last_prompt_pos"]["values"].get<std::vector<float>>();
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_NEAR(want[static_cast<size_t>(ids[i])], vals[i], 1e-3f);
+  for (const uint32_t cut : {385u, 300u, 199u, 130u, 128u, 65u, 3u, 0u}) {
     SCOPED_TRACE("truncate to " + std::to_string(cut));
     be->truncate(cut);
     be->forward(std::span<const int32_t>(toks.data() + cut, toks.size() - cut), got);
@@ -282,7 +287,16 @@ TEST_P(Deepseek4Fixture, TruncateAndChunkedPrefillAreExact) {
   float w = 0;
   for (size_t i = 0; i < nv; ++i) w = std::max(w, std::fabs(got[i] - want[i]));
   EXPECT_LT(w, 1e-4f);
-  EXPECT_THROW(be->truncate(201), Error);
+  EXPECT_THROW(be->truncate(387), Error);
+  // A failing call (token outside the vocabulary) leaves the cache as it was.
+  const int32_t bad[2] = {toks[385], static_cast<int32_t>(nv)};
+  be->truncate(385);
+  EXPECT_THROW(be->forward(bad, got), Error);
+  EXPECT_EQ(be->n_past(), 385u);
+  be->forward(std::span<const int32_t>(toks.data() + 385, 1), got);
+  w = 0;
+  for (size_t i = 0; i < nv; ++i) w = std::max(w, std::fabs(got[i] - want[i]));
+  EXPECT_LT(w, 1e-4f);
 }
 
 // The pack builder keeps hash-routing tables (ffn_gate_tid2eid) and routers dense and packs the
