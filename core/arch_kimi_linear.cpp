@@ -178,6 +178,7 @@ class KimiLinearBackend final : public Backend {
     experts_->fill_stats(s);
     return s;
   }
+  ResidencyMap residency() const override { return experts_->residency(); }
 
   void truncate(uint32_t n) override {
     if (n > n_past_) throw Error("truncate(" + std::to_string(n) + ") beyond the " + std::to_string(n_past_) + " cached tokens");

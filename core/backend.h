@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/model_config.h"
+#include "core/telemetry.h"
 
 namespace moepack {
 
@@ -55,6 +56,9 @@ class Backend {
   virtual void truncate(uint32_t n) = 0;
   virtual void set_routing_observer(RoutingObserver observer) = 0;
   virtual BackendStats stats() const = 0;
+  // Which experts the expert cache holds now (the studio's heat map); empty where experts are
+  // not cached (all resident). Cost: one lookup per (MoE layer, expert).
+  virtual ResidencyMap residency() const { return {}; }
 };
 
 }  // namespace moepack

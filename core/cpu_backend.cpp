@@ -122,6 +122,7 @@ class CpuBackend final : public Backend {
     experts_->fill_stats(s);
     return s;
   }
+  ResidencyMap residency() const override { return experts_->residency(); }
 
   void forward(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) override {
     const int64_t n = static_cast<int64_t>(tokens.size());

@@ -162,6 +162,19 @@ class PackExperts final : public ExpertProvider {
     s.cache_slots = store_->slot_count();
     s.cache_slot_bytes = store_->slot_bytes();
   }
+  ResidencyMap residency() const override {
+    ResidencyMap m;
+    const auto& layers = pack_.layout().layers;
+    m.n_layers = static_cast<uint32_t>(layers.size());
+    for (const PackLayer& l : layers) m.n_experts = std::max(m.n_experts, l.n_experts);
+    m.resident.assign(static_cast<size_t>(m.n_layers) * m.n_experts, 0);
+    for (uint32_t l = 0; l < m.n_layers; ++l) {
+      for (uint32_t e = 0; e < layers[l].n_experts; ++e) {
+        if (store_->cache().slot_of(ExpertKey{l, e})) m.resident[static_cast<size_t>(l) * m.n_experts + e] = 1;
+      }
+    }
+    return m;
+  }
 
  private:
   struct Role {

@@ -35,6 +35,8 @@ class ExpertProvider {
   virtual void end_step() = 0;
   // Cache and reader counters into `s` (leaves the others alone).
   virtual void fill_stats(BackendStats& s) const = 0;
+  // Cached experts per MoE layer (pack order); empty when everything is resident.
+  virtual ResidencyMap residency() const { return {}; }
 };
 
 // GGUF path: loads every MoE layer's `ffn_{gate,up,down}_exps` into RAM (through `tensors`).

@@ -114,6 +114,10 @@ Session::Session(std::shared_ptr<const ModelSource> model, std::unique_ptr<Backe
   ts.stats_path = settings.stats_path;
   ts.stats_flush_interval = settings.stats_flush_interval;
   telemetry_ = std::make_unique<Telemetry>(ts);
+  {
+    const ResidencyMap m = backend_->residency();
+    if (m.n_layers > 0) telemetry_->init_residency(m.n_layers, m.n_experts);
+  }
   kv_tokens_.reserve(backend_->n_ctx());
 }
 
@@ -211,6 +215,8 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
     step = stats_delta(stats_prev, now);
     stats_prev = now;
     add_to_counters(telemetry_->counters(), step);
+    const ResidencyMap m = be.residency();
+    if (m.n_layers > 0) telemetry_->publish_residency(m);
   };
 
   if (cancelled()) {

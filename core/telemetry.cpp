@@ -25,6 +25,43 @@ Telemetry::Telemetry(TelemetrySettings settings) : settings_(std::move(settings)
 
 Telemetry::~Telemetry() = default;
 
+void Telemetry::init_residency(uint32_t n_layers, uint32_t n_experts) {
+  res_layers_ = n_layers;
+  res_experts_ = n_experts;
+  const size_t words = (static_cast<size_t>(n_layers) * n_experts + 63) / 64;
+  res_words_ = std::make_unique<std::atomic<uint64_t>[]>(words);
+  for (size_t i = 0; i < words; ++i) res_words_[i].store(0, std::memory_order_relaxed);
+}
+
+void Telemetry::publish_residency(const ResidencyMap& map) {
+  if (map.n_layers != res_layers_ || map.n_experts != res_experts_ ||
+      map.resident.size() != static_cast<size_t>(map.n_layers) * map.n_experts) {
+    throw Error("telemetry: residency map shape " + std::to_string(map.n_layers) + "x" + std::to_string(map.n_experts) +
+                " differs from " + std::to_string(res_layers_) + "x" + std::to_string(res_experts_));
+  }
+  const size_t n = map.resident.size();
+  for (size_t w = 0; w * 64 < n; ++w) {
+    uint64_t bits = 0;
+    for (size_t b = 0; b < 64 && w * 64 + b < n; ++b) {
+      if (map.resident[w * 64 + b]) bits |= uint64_t{1} << b;
+    }
+    res_words_[w].store(bits, std::memory_order_relaxed);
+  }
+}
+
+ResidencyMap Telemetry::residency() const {
+  ResidencyMap m;
+  m.n_layers = res_layers_;
+  m.n_experts = res_experts_;
+  const size_t n = static_cast<size_t>(res_layers_) * res_experts_;
+  m.resident.resize(n);
+  for (size_t w = 0; w * 64 < n; ++w) {
+    const uint64_t bits = res_words_[w].load(std::memory_order_relaxed);
+    for (size_t b = 0; b < 64 && w * 64 + b < n; ++b) m.resident[w * 64 + b] = (bits >> b) & 1u;
+  }
+  return m;
+}
+
 TelemetrySnapshot Telemetry::snapshot() const {
   TelemetrySnapshot s;
   const auto r = std::memory_order_relaxed;

@@ -51,6 +51,15 @@ struct TokenSample {
   double compute_ms = 0;        // time computing
 };
 
+// Which routed experts sit in the expert cache right now, per MoE layer (the dashboard's heat
+// map). `resident[l * n_experts + e]` is 1 when expert e of MoE layer l (pack order) is cached.
+// Empty (n_layers = 0) when the backend has no expert cache (all experts resident).
+struct ResidencyMap {
+  uint32_t n_layers = 0;
+  uint32_t n_experts = 0;
+  std::vector<uint8_t> resident;
+};
+
 struct TelemetrySettings {
   std::string stats_path;             // empty: no stats file
   uint64_t stats_flush_interval = 0;  // tokens between stats writes; 0: never
@@ -71,6 +80,15 @@ class Telemetry {
   // writes the stats file (throws IoError if it cannot).
   void record_token(TokenSample sample);
 
+  // Residency of the expert cache. init_residency() fixes the shape before the telemetry is
+  // shared with other threads; publish_residency() (engine thread) stores the bitmap in relaxed
+  // atomic words, so readers never block the engine; a reader may see a mix of two steps, which
+  // is harmless for a heat map. Throws Error if the map's shape differs from init's.
+  void init_residency(uint32_t n_layers, uint32_t n_experts);
+  void publish_residency(const ResidencyMap& map);
+  // Any thread: the last published map (zeros before the first publish; empty without init).
+  ResidencyMap residency() const;
+
   // Any thread: up to `n` most recent samples, oldest first.
   std::vector<TokenSample> recent(size_t n) const;
 
@@ -85,6 +103,8 @@ class Telemetry {
   TelemetryCounters counters_;
   std::unique_ptr<Entry[]> ring_;
   std::atomic<uint64_t> written_{0};  // samples written so far
+  uint32_t res_layers_ = 0, res_experts_ = 0;
+  std::unique_ptr<std::atomic<uint64_t>[]> res_words_;  // bit (l * n_experts + e)
 };
 
 }  // namespace moepack

@@ -255,6 +255,13 @@ TEST_P(EngineFixture, PackMatchesGgufAtEveryBudget) {
     if (slots == k) {
       EXPECT_GT(st.cache_evictions, 0u);
     }
+    // The residency map counts exactly the experts in the cache: every slot is full after the
+    // evicting runs; at the largest budget, one per distinct expert read.
+    const ResidencyMap rm = be->residency();
+    ASSERT_EQ(rm.n_layers, src->pack()->layout().layers.size());
+    uint64_t resident = 0;
+    for (uint8_t r : rm.resident) resident += r;
+    EXPECT_EQ(resident, std::min<uint64_t>(slots, st.cache_misses - st.cache_evictions));
     if (slots == experts) {
       EXPECT_EQ(st.cache_evictions, 0u);
     }

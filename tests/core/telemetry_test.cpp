@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/error.h"
 #include "core/telemetry.h"
 
 namespace fs = std::filesystem;
@@ -93,3 +94,25 @@ TEST(Telemetry, StatsFileWrittenAtTheIntervalAtomically) {
   EXPECT_EQ(j["recent_tokens"].size(), 3u);
   fs::remove_all(dir);
 }
+
+namespace moepack {
+namespace {
+
+// Residency bitmap across 64-bit word boundaries (3 layers x 70 experts = 210 bits).
+TEST(Telemetry, ResidencyMapRoundTripsAndChecksItsShape) {
+  Telemetry t;
+  EXPECT_EQ(t.residency().n_layers, 0u);  // no cache: empty
+  t.init_residency(3, 70);
+  ResidencyMap m = t.residency();
+  ASSERT_EQ(m.resident.size(), 210u);
+  for (uint8_t r : m.resident) EXPECT_EQ(r, 0);
+  ResidencyMap in{3, 70, std::vector<uint8_t>(210, 0)};
+  for (size_t i : {0u, 63u, 64u, 69u, 70u, 127u, 128u, 209u}) in.resident[i] = 1;
+  t.publish_residency(in);
+  EXPECT_EQ(t.residency().resident, in.resident);
+  ResidencyMap wrong{2, 70, std::vector<uint8_t>(140, 1)};
+  EXPECT_THROW(t.publish_residency(wrong), Error);
+}
+
+}  // namespace
+}  // namespace moepack
