@@ -1,12 +1,30 @@
 // Dequantizing matrix-vector products for every GGUF type the models use, decode and prefill.
 //
-// One warp per output row; each lane dequantizes 32-element chunks of the row (dequant.cuh,
-// bit-exact to core/quants.h) into registers and dots them with up to kTile activation rows
-// (pairs) at once, so a prefill batch reads each weight chunk once per kTile tokens. Lanes
-// accumulate in F32, then a warp tree reduction. The grid is (row tiles, groups, pair tiles):
-// groups are the matrices of one launch (all selected experts of a layer, or MLA's heads).
-// Correctness first: x is read straight from global memory (L1/L2 cached); a shared-memory /
-// vectorised variant is the next step for bandwidth (issue 7 benchmark).
+// A warp owns R rows (R = 2 at decode, 1 at prefill) and streams them (contiguous GGUF bytes)
+// in tiles of 32 * L chunks of 32 elements (whole blocks; L chosen so a tile is >= ~1 KiB:
+// Q4_K 2 = 8 super-blocks, Q2_K 4, Q8_0 1): every lane loads 16-byte granules of the tile
+// (coalesced; the address is aligned down to 16 bytes, so rows at any byte alignment work) into
+// registers, the warp parks them in its shared-memory slot and issues the next tile's loads
+// before computing on this one. Lane l then dequantizes chunks l, l + 32, ... of the tile in
+// registers and dots each with the activations of up to P pairs (x through the read-only path,
+// float4 when aligned; every row's warp reads the same x, so it is served by L1/L2),
+// accumulating in F32; a warp shuffle reduction gives each row's sum.
+//
+// Dequantized values are those of dequant.cuh, bit for bit: Q4_K, Q8_0, Q2_K, Q6_K and MXFP4
+// have register-level versions below (word loads from shared memory, byte -> float through
+// the 2^23 magic-number trick instead of I2F, d1 * q - m1 as one FMA, which rounds once like
+// the CPU's two operations because d1 * q is exact); every other type calls dequant_chunk on
+// the shared-memory tile. Each chunk is summed with FMA in element order and added to the
+// lane's accumulator; this differs from vec_dot's order only by rounding (gpu_ops_test:
+// |gpu - cpu| <= 1e-5 * sum |w x| + 1e-6).
+//
+// Variants (grid (row tiles, groups, pair tiles)): P = 1 for decode (one pair per group: one
+// token, or the grouped-experts launch at one token) with R = 2 rows per warp, so each x chunk
+// is loaded into registers once for two rows (x is 4 bytes per element against 0.56 for Q4_K:
+// its L1 traffic, not the weights', would otherwise bound the kernel), weights loaded with
+// evict-first hints as they are read once; P = 8, R = 1 for prefill, so each weight tile is
+// read once per 8 pairs. v1 (one lane per chunk, byte loads straight from global memory,
+// 0.02-0.05 of D2D bandwidth on the H200) is gone: this kernel serves prefill as well.
 #include <algorithm>
 #include <string>
 
@@ -19,7 +37,24 @@ namespace moepack::gpu {
 namespace {
 
 constexpr int kWarps = 4;  // rows per block
-constexpr int kTile = 8;   // pairs per block
+constexpr int kPrefillPairs = 8;
+constexpr int kDecodeRows = 2;  // rows per warp at one pair per group
+
+// A tile is 32 * kLaneChunks chunks of a row, at least ~1 KiB of weights so that a warp keeps
+// enough bytes in flight (Q2_K: 4 chunks per lane, Q4_K: 2, Q8_0: 1); the per-warp staging
+// is in 16-byte granules: the tile, one granule of misalignment and one of slack for word loads.
+template <GgmlType T>
+struct Tile {
+  static constexpr int kBytes32 = 32 * kChunk / BlockOf<T>::kElems * BlockOf<T>::kBytes;  // 32 chunks
+  static constexpr int kLaneChunks = (1024 + kBytes32 - 1) / kBytes32;
+  static constexpr int kChunks = 32 * kLaneChunks;
+  static constexpr int kBytes = kBytes32 * kLaneChunks;
+  static constexpr int kGranules = (kBytes + 15) / 16 + 2;
+  static constexpr int kPerLane = (kGranules + 31) / 32;
+  // Decode (2 rows per warp) blocks per SM asked of ptxas: 5 (96 registers, 20 warps, 40 rows
+  // in flight per SM) where that compiles without spills (-Xptxas -v, sm_90), else 4 (128).
+  static constexpr int kDecodeBlocks = T == GgmlType::Q4_K || T == GgmlType::Q8_0 ? 5 : 4;
+};
 
 // Elements of chunk c of a row of ne0 (32 except possibly the last).
 __device__ __forceinline__ int chunk_len(int64_t ne0, int64_t c) {
@@ -27,58 +62,287 @@ __device__ __forceinline__ int chunk_len(int64_t ne0, int64_t c) {
   return left < kChunk ? static_cast<int>(left) : kChunk;
 }
 
+// N little-endian words at byte `off` (any alignment) of a 16-byte aligned shared-memory
+// buffer; reads one word past the end. (Integer offsets keep the loads in the shared space.)
+template <int N>
+__device__ __forceinline__ void load_words(const uint8_t* base, int off, uint32_t (&w)[N]) {
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(base) + (off >> 2);
+  const unsigned sh = 8u * static_cast<unsigned>(off & 3);
+  uint32_t lo = q[0];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const uint32_t hi = q[i + 1];
+    w[i] = __funnelshift_r(lo, hi, sh);
+    lo = hi;
+  }
+}
+
+// Byte k of w (unsigned) as a float, exactly: 2^23 + b has b in its low mantissa bits.
+// Bias (an integer, exact in the subtraction) is subtracted in the same FADD.
+template <int K>
+__device__ __forceinline__ float byte_as_float(uint32_t w, float bias = 0.0f) {
+  return __int_as_float(static_cast<int>(__byte_perm(w, 0x4B000000u, 0x7440u | K))) - (8388608.0f + bias);
+}
+
+// Chunk c of the tile at byte `tile` of the staging buffer `s` (the tile starts at a block
+// boundary of the row) into v, exactly as dequant_chunk<T>.
 template <GgmlType T>
-__global__ void gemv_kernel(GemvBatch b) {
+__device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, int n, float (&v)[kChunk]) {
+  if constexpr (T == GgmlType::Q4_K) {
+    const int o = tile + (c >> 3) * 144;
+    const uint8_t* b = s + o;
+    const int j = c & 7;
+    const float d = half_at(b), dmin = half_at(b + 2);
+    int sc = 0, m = 0;
+    scale_min_k4(j, b + 4, sc, m);
+    const float d1 = d * static_cast<float>(sc);
+    const float m1 = dmin * static_cast<float>(m);
+    uint32_t w[8];
+    load_words(s, o + 16 + 32 * (j >> 1), w);
+    const unsigned shift = 4u * static_cast<unsigned>(j & 1);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t q = (w[i] >> shift) & 0x0F0F0F0Fu;
+      v[4 * i + 0] = __fmaf_rn(d1, byte_as_float<0>(q), -m1);
+      v[4 * i + 1] = __fmaf_rn(d1, byte_as_float<1>(q), -m1);
+      v[4 * i + 2] = __fmaf_rn(d1, byte_as_float<2>(q), -m1);
+      v[4 * i + 3] = __fmaf_rn(d1, byte_as_float<3>(q), -m1);
+    }
+  } else if constexpr (T == GgmlType::Q8_0) {
+    const int o = tile + c * 34;
+    const float d = half_at(s + o);
+    uint32_t w[8];
+    load_words(s, o + 2, w);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t q = w[i] ^ 0x80808080u;  // int8 + 128
+      v[4 * i + 0] = byte_as_float<0>(q, 128.0f) * d;
+      v[4 * i + 1] = byte_as_float<1>(q, 128.0f) * d;
+      v[4 * i + 2] = byte_as_float<2>(q, 128.0f) * d;
+      v[4 * i + 3] = byte_as_float<3>(q, 128.0f) * d;
+    }
+  } else if constexpr (T == GgmlType::Q2_K) {
+    const int o = tile + (c >> 3) * 84;
+    const uint8_t* b = s + o;
+    const int j = c & 7, h = j >> 2, p = j & 3;
+    const float d = half_at(b + 80), dmin = half_at(b + 82);
+    uint32_t w[8];
+    load_words(s, o + 16 + 32 * h, w);
+#pragma unroll
+    for (int part = 0; part < 2; ++part) {
+      const uint8_t s = b[8 * h + 2 * p + part];
+      const float dl = d * static_cast<float>(s & 0x0F);
+      const float ml = dmin * static_cast<float>(s >> 4);
+#pragma unroll
+      for (int i = 4 * part; i < 4 * part + 4; ++i) {
+        const uint32_t q = (w[i] >> (2 * p)) & 0x03030303u;
+        v[4 * i + 0] = __fmaf_rn(dl, byte_as_float<0>(q), -ml);
+        v[4 * i + 1] = __fmaf_rn(dl, byte_as_float<1>(q), -ml);
+        v[4 * i + 2] = __fmaf_rn(dl, byte_as_float<2>(q), -ml);
+        v[4 * i + 3] = __fmaf_rn(dl, byte_as_float<3>(q), -ml);
+      }
+    }
+  } else if constexpr (T == GgmlType::Q6_K) {
+    const int o = tile + (c >> 3) * 210;
+    const uint8_t* b = s + o;
+    const int j = c & 7, h = j >> 2, r = j & 3;
+    const float d = half_at(b + 208);
+    uint32_t lo[8], hi[8];
+    load_words(s, o + 64 * h + 32 * (r & 1), lo);
+    load_words(s, o + 128 + 32 * h, hi);
+    const unsigned nshift = 4u * static_cast<unsigned>(r >> 1);
+#pragma unroll
+    for (int part = 0; part < 2; ++part) {
+      const float scale = d * static_cast<float>(static_cast<int8_t>(b[192 + 8 * h + 2 * r + part]));
+#pragma unroll
+      for (int i = 4 * part; i < 4 * part + 4; ++i) {
+        const uint32_t q = ((lo[i] >> nshift) & 0x0F0F0F0Fu) | (((hi[i] >> (2 * r)) & 0x03030303u) << 4);
+        v[4 * i + 0] = scale * byte_as_float<0>(q, 32.0f);
+        v[4 * i + 1] = scale * byte_as_float<1>(q, 32.0f);
+        v[4 * i + 2] = scale * byte_as_float<2>(q, 32.0f);
+        v[4 * i + 3] = scale * byte_as_float<3>(q, 32.0f);
+      }
+    }
+  } else if constexpr (T == GgmlType::MXFP4) {
+    const int o = tile + c * 17;
+    const float d = e8m0_half(s[o]);
+    uint32_t w[4];
+    load_words(s, o + 1, w);
+    // e2m1 magnitudes times two, {0, 1, 2, 3, 4, 6, 8, 12}, picked by byte_perm; bit 3 = sign.
+    const auto val = [d](uint32_t nib) {
+      const uint32_t mag = __byte_perm(0x03020100u, 0x0C080604u, nib & 7u);
+      const float f = (__int_as_float(static_cast<int>(mag | 0x4B000000u)) - 8388608.0f) * d;
+      return (nib & 8u) ? 0.0f - f : f;  // kv[8] = 0 gives +0, as the table
+    };
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const uint32_t byte = (w[i] >> (8 * k)) & 0xFFu;
+        v[4 * i + k] = val(byte & 0x0Fu);
+        v[4 * i + k + 16] = val(byte >> 4);
+      }
+    }
+  } else {
+    dequant_chunk<T>(s + tile, c, n, v);
+  }
+}
+
+// sum_i v[i] * x[i] over the chunk's n elements, FMA in element order.
+__device__ __forceinline__ float chunk_dot(const float (&v)[kChunk], const float* x, int n) {
+  float s = 0.0f;
+  if (n == kChunk && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+#pragma unroll
+    for (int i = 0; i < kChunk / 4; ++i) {
+      const float4 xv = __ldg(x4 + i);
+      s = __fmaf_rn(v[4 * i + 0], xv.x, s);
+      s = __fmaf_rn(v[4 * i + 1], xv.y, s);
+      s = __fmaf_rn(v[4 * i + 2], xv.z, s);
+      s = __fmaf_rn(v[4 * i + 3], xv.w, s);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      if (i < n) s = __fmaf_rn(v[i], __ldg(x + i), s);
+    }
+  }
+  return s;
+}
+
+// x[0 .. n) of a chunk into registers (zeros past n), float4 when aligned.
+__device__ __forceinline__ void load_x(const float* x, int n, float (&xv)[kChunk]) {
+  if (n == kChunk && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+#pragma unroll
+    for (int i = 0; i < kChunk / 4; ++i) {
+      const float4 f = __ldg(x4 + i);
+      xv[4 * i + 0] = f.x;
+      xv[4 * i + 1] = f.y;
+      xv[4 * i + 2] = f.z;
+      xv[4 * i + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) xv[i] = i < n ? __ldg(x + i) : 0.0f;
+  }
+}
+
+// R rows per warp (R > 1 only with P = 1: the x chunk is loaded once into registers and used
+// for every row, halving the activation traffic through L1 at R = 2).
+template <GgmlType T, int P, int R>
+__global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks : 1) gemv_kernel(GemvBatch b) {
+  static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
+  using Tl = Tile<T>;
+  __shared__ __align__(16) uint4 stage[kWarps][R][Tl::kGranules];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
-  if (r >= b.ne1) return;
+  const int64_t r0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * R;
+  if (r0 >= b.ne1) return;  // whole warps only: the kernel has no block-wide barrier
+  const int nr = static_cast<int>(min(static_cast<int64_t>(R), b.ne1 - r0));
   const int g = static_cast<int>(blockIdx.y);
   int j0 = 0, j1 = b.n_tok;
   if (b.grp_off) {
     j0 = b.grp_off[g];
     j1 = b.grp_off[g + 1];
   }
-  j0 += static_cast<int>(blockIdx.z) * kTile;
+  j0 += static_cast<int>(blockIdx.z) * P;
   if (j0 >= j1) return;
-  const int nt = min(kTile, j1 - j0);
+  const int nt = min(P, j1 - j0);
   const uint8_t* wg = b.w_table ? b.w_table[g] : b.w + static_cast<uint64_t>(g) * b.w_gstride;
-  const uint8_t* row = wg + static_cast<uint64_t>(r) * b.row_bytes;
-  const float* xr[kTile];
+  const uint8_t* row[R];
 #pragma unroll
-  for (int t = 0; t < kTile; ++t) {
+  for (int rr = 0; rr < R; ++rr) row[rr] = wg + static_cast<uint64_t>(r0 + min(rr, nr - 1)) * b.row_bytes;
+  const float* xr[P];
+#pragma unroll
+  for (int t = 0; t < P; ++t) {
     const int j = j0 + min(t, nt - 1);
     const int64_t xi = b.x_row ? b.x_row[j] : j;
     xr[t] = b.x + g * b.x_gstride + xi * b.x_stride;
   }
-  float acc[kTile];
+  float acc[R][P];
 #pragma unroll
-  for (int t = 0; t < kTile; ++t) acc[t] = 0.0f;
+  for (int rr = 0; rr < R; ++rr) {
+#pragma unroll
+    for (int t = 0; t < P; ++t) acc[rr][t] = 0.0f;
+  }
+
   const int64_t n_chunks = (b.ne0 + kChunk - 1) / kChunk;
-  for (int64_t c = lane; c < n_chunks; c += 32) {
-    const int n = chunk_len(b.ne0, c);
-    float v[kChunk];
-    dequant_chunk<T>(row, c, n, v);
+  const int64_t n_tiles = (n_chunks + Tl::kChunks - 1) / Tl::kChunks;
+  // Granules of tile t of every row (its address aligned down to 16 bytes) -> pre[].
+  uint4 pre[R][Tl::kPerLane] = {};
+  const auto fetch = [&](int64_t t) {
+    const uint64_t start = static_cast<uint64_t>(t) * Tl::kBytes;
+    const uint64_t left = b.row_bytes - start;
+    const uint64_t len = left < static_cast<uint64_t>(Tl::kBytes) ? left : static_cast<uint64_t>(Tl::kBytes);
 #pragma unroll
-    for (int t = 0; t < kTile; ++t) {
-      if (t < nt) {
-        const float* xc = xr[t] + c * kChunk;
-        float s = 0.0f;
-        if (n == kChunk) {
+    for (int rr = 0; rr < R; ++rr) {
+      const uintptr_t p = reinterpret_cast<uintptr_t>(row[rr] + start);
+      const uint4* a = reinterpret_cast<const uint4*>(p & ~uintptr_t{15});
+      const int n_gran = static_cast<int>(((p & 15) + len + 15) / 16);
 #pragma unroll
-          for (int i = 0; i < kChunk; ++i) s += v[i] * xc[i];
+      for (int k = 0; k < Tl::kPerLane; ++k) {
+        const int gi = lane + 32 * k;
+        if (gi < n_gran) pre[rr][k] = P == 1 ? __ldcs(a + gi) : __ldg(a + gi);  // decode: read once, stream
+      }
+    }
+  };
+  fetch(0);
+  for (int64_t t = 0; t < n_tiles; ++t) {
+    __syncwarp();  // every lane is done with the previous tile
+#pragma unroll
+    for (int rr = 0; rr < R; ++rr) {
+#pragma unroll
+      for (int k = 0; k < Tl::kPerLane; ++k) {
+        const int gi = lane + 32 * k;
+        if (gi < Tl::kGranules) stage[warp][rr][gi] = pre[rr][k];
+      }
+    }
+    __syncwarp();
+    int tile[R];
+#pragma unroll
+    for (int rr = 0; rr < R; ++rr) {
+      tile[rr] = static_cast<int>(reinterpret_cast<uintptr_t>(row[rr] + static_cast<uint64_t>(t) * Tl::kBytes) & 15);
+    }
+    if (t + 1 < n_tiles) fetch(t + 1);  // in flight while this tile is computed
+#pragma unroll
+    for (int i = 0; i < Tl::kLaneChunks; ++i) {
+      const int cl = lane + 32 * i;
+      const int64_t c = t * Tl::kChunks + cl;
+      if (c < n_chunks) {
+        const int n = chunk_len(b.ne0, c);
+        float v[kChunk];
+        if constexpr (R == 1) {
+          tile_chunk<T>(reinterpret_cast<const uint8_t*>(stage[warp][0]), tile[0], cl, n, v);
+#pragma unroll
+          for (int k = 0; k < P; ++k) {
+            if (k < nt) acc[0][k] += chunk_dot(v, xr[k] + c * kChunk, n);
+          }
         } else {
-          for (int i = 0; i < n; ++i) s += v[i] * xc[i];
+          float xv[kChunk];
+          load_x(xr[0] + c * kChunk, n, xv);
+#pragma unroll
+          for (int rr = 0; rr < R; ++rr) {
+            tile_chunk<T>(reinterpret_cast<const uint8_t*>(stage[warp][rr]), tile[rr], cl, n, v);
+            float s = 0.0f;
+#pragma unroll
+            for (int e = 0; e < kChunk; ++e) s = __fmaf_rn(v[e], xv[e], s);  // xv = 0 past n
+            acc[rr][0] += s;
+          }
         }
-        acc[t] += s;
       }
     }
   }
 #pragma unroll
-  for (int t = 0; t < kTile; ++t) {
-    float s = acc[t];
+  for (int rr = 0; rr < R; ++rr) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (lane == 0 && t < nt) b.y[g * b.y_gstride + static_cast<int64_t>(j0 + t) * b.y_stride + r] = s;
+    for (int t = 0; t < P; ++t) {
+      float s = acc[rr][t];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (lane == 0 && t < nt && rr < nr) {
+        b.y[g * b.y_gstride + static_cast<int64_t>(j0 + t) * b.y_stride + r0 + rr] = s;
+      }
+    }
   }
 }
 
@@ -102,9 +366,14 @@ struct GemvLaunch {
   template <GgmlType T>
   void operator()() const {
     const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
-    const dim3 grid(static_cast<unsigned>((b.ne1 + kWarps - 1) / kWarps), static_cast<unsigned>(b.n_groups),
-                    static_cast<unsigned>((pairs + kTile - 1) / kTile));
-    gemv_kernel<T><<<grid, kWarps * 32, 0, s>>>(b);
+    if (pairs == 1) {
+      const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * kDecodeRows - 1) / (kWarps * kDecodeRows));
+      gemv_kernel<T, 1, kDecodeRows><<<dim3(rows, static_cast<unsigned>(b.n_groups), 1), kWarps * 32, 0, s>>>(b);
+    } else {
+      const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps - 1) / kWarps);
+      const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
+      gemv_kernel<T, kPrefillPairs, 1><<<dim3(rows, static_cast<unsigned>(b.n_groups), tiles), kWarps * 32, 0, s>>>(b);
+    }
   }
 };
 
@@ -143,7 +412,7 @@ void gemv(const GemvBatch& b, cudaStream_t s) {
   check_type(b.type, "gemv");
   const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
   if (b.ne1 <= 0 || b.n_groups <= 0 || pairs <= 0) return;
-  if (b.n_groups > 65535 || (pairs + kTile - 1) / kTile > 65535) {
+  if (b.n_groups > 65535 || (pairs + kPrefillPairs - 1) / kPrefillPairs > 65535) {
     throw Error("gemv: " + std::to_string(b.n_groups) + " groups x " + std::to_string(pairs) +
                 " pairs exceeds the launch grid");
   }

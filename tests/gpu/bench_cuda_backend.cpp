@@ -2,6 +2,7 @@
 //   "gemv":   quantized expert GEMV at decode shapes (8 experts of [rows][cols] per launch, one
 //             token each), achieved bytes/s and its ratio to the device-to-device copy
 //             bandwidth measured in the same run (issue 7 target >= 0.7 for Q4_K, Q2_K, MXFP4);
+//             plus one dense 4096x4096 matrix per launch for Q4_K and Q8_0 (experts_per_launch 1);
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait.
@@ -49,11 +50,10 @@ double d2d_bandwidth() {
   return 2.0 * 10.0 * static_cast<double>(bytes) / (ms / 1e3);  // read + write
 }
 
-nlohmann::json bench_gemv(GgmlType type, int64_t rows, int64_t cols, double d2d) {
-  const int experts = 8;
+nlohmann::json bench_gemv(GgmlType type, int64_t rows, int64_t cols, double d2d, int experts = 8) {
   const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
   const uint64_t mat = rb * static_cast<uint64_t>(rows);
-  // 32 copies of the 8 experts so that the weights are not served from L2.
+  // 32 copies of the experts so that the weights are not served from L2.
   const int copies = 32;
   gpu::DeviceBuffer w(mat * experts * copies, "bench weights");
   std::vector<uint8_t> host(mat * experts * copies);
@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
       out["gemv"].push_back(bench_gemv(t, 2048, 4096, d2d));
       out["gemv"].push_back(bench_gemv(t, 2048, 7168, d2d));
     }
+    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) out["gemv"].push_back(bench_gemv(t, 4096, 4096, d2d, 1));
     EngineSettings s;
     s.backend = "cuda";
     s.n_ctx = 1024;
