@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -116,7 +117,10 @@ json machine_info(const std::string& model_path) {
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   m["logical_cores"] = cores > 0 ? json(cores) : json(nullptr);
   const std::string mem = field(read_text("/proc/meminfo"), "MemTotal", ':');  // "131072 kB"
-  m["ram_bytes"] = mem.empty() ? json(nullptr) : json(std::stoull(mem) * 1024ull);
+  m["ram_bytes"] = nullptr;
+  if (const size_t digits = mem.find_first_not_of("0123456789"); digits != 0 && !mem.empty()) {
+    m["ram_bytes"] = std::strtoull(mem.c_str(), nullptr, 10) * 1024ull;
+  }
   m["os"] = or_null(field(read_text("/etc/os-release"), "PRETTY_NAME", '='));
   struct utsname u {};
   if (::uname(&u) == 0) {

@@ -318,9 +318,56 @@ std::string report_html(const json& report) {
   for (Series& s : published("decode_tok_s")) decode.push_back(std::move(s));
   std::vector<Series> hit = {per_request(kOursId, "hit_rate")};
   for (Series& s : published("hit_rate")) hit.push_back(std::move(s));
+  // SSD bytes per generated token, in MB (1e6 bytes; published figures are GB/token).
+  std::vector<Series> ssd = {per_request(kOursId, "read_bytes_per_token")};
+  for (auto& v : ssd[0].values) {
+    if (v) *v /= 1e6;
+  }
+  for (Series& s : published("ssd_gb_per_token")) {
+    for (auto& v : s.values) {
+      if (v) *v *= 1e3;
+    }
+    ssd.push_back(std::move(s));
+  }
+  // Rates per data set: every system's aggregate, then the published figures of that data set.
+  std::vector<std::string> groups;
+  for (const json& a : report["aggregates"]) groups.push_back(str(a["group"]));
+  auto per_group = [&](const char* ours_key, const char* published_key) {
+    std::vector<Series> out;
+    for (const std::string& id : systems) {
+      Series s{system_label(report, id), {}};
+      for (const json& a : report["aggregates"]) {
+        const json v = get(get(a["results"], id), ours_key);
+        s.values.push_back(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
+      }
+      out.push_back(s);
+    }
+    std::vector<std::string> configs;
+    for (const json& a : report["aggregates"]) {
+      for (const auto& [config, p] : a["published"].items()) {
+        if (get(p, published_key).is_number() && std::find(configs.begin(), configs.end(), config) == configs.end()) {
+          configs.push_back(config);
+        }
+      }
+    }
+    for (const std::string& config : configs) {
+      Series s{"published: " + config, {}};
+      for (const json& a : report["aggregates"]) {
+        const json v = get(get(a["published"], config), published_key);
+        s.values.push_back(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
+      }
+      out.push_back(s);
+    }
+    return out;
+  };
   h += "<section id=\"charts\"><h2>Charts</h2>\n";
+  h += bar_chart("chart-dataset-decode-tps", "Decode tokens/s per data set", "tokens/s", groups,
+                 per_group("decode_tps", "decode_tok_s"));
+  h += bar_chart("chart-dataset-prefill-tps", "Prefill tokens/s per data set", "tokens/s", groups,
+                 per_group("prefill_tps", "prefill_tok_s"));
   h += bar_chart("chart-decode-tps", "Decode tokens/s per request", "tokens/s", cats, decode);
   h += bar_chart("chart-hit-rate", "Expert cache hit rate per request", "unique (layer, expert) keys per step", cats, hit);
+  h += bar_chart("chart-ssd-bytes-per-token", "SSD bytes per generated token per request", "MB/token", cats, ssd);
   h += "</section>\n";
 
   // Errors.

@@ -3,8 +3,9 @@
 // Sections (ids usable by tests and links): #summary (model, machine, build, run),
 // #aggregates (per dataset and overall, every system, ratios ours/baseline), #published (the
 // prompt set's published figures beside ours), #requests (every request and system),
-// #charts (SVG bar charts #chart-decode-tps and #chart-hit-rate per request: ours, baselines,
-// published per dataset), #errors, #settings (engine settings).
+// #charts (SVG bar charts: #chart-dataset-decode-tps and #chart-dataset-prefill-tps per data
+// set; #chart-decode-tps, #chart-hit-rate and #chart-ssd-bytes-per-token per request; ours,
+// baselines, and the published figures of each request's data set), #errors, #settings (engine settings).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -122,7 +122,8 @@ TEST(Report, CsvRowsAndQuoting) {
 TEST(Report, HtmlIsSelfContainedAndEscaped) {
   const std::string html = report_html(small_report());
   for (const char* id : {"id=\"summary\"", "id=\"aggregates\"", "id=\"published\"", "id=\"requests\"",
-                         "id=\"chart-decode-tps\"", "id=\"chart-hit-rate\"", "id=\"errors\""}) {
+                         "id=\"chart-decode-tps\"", "id=\"chart-hit-rate\"", "id=\"chart-ssd-bytes-per-token\"",
+                         "id=\"chart-dataset-decode-tps\"", "id=\"chart-dataset-prefill-tps\"", "id=\"errors\""}) {
     EXPECT_NE(html.find(id), std::string::npos) << id;
   }
   EXPECT_NE(html.find("HTTP 500: &lt;oops&gt;"), std::string::npos);
