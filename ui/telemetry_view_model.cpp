@@ -55,12 +55,25 @@ void TelemetryViewModel::clear() {
   xMin_ = 0;
   xMax_ = 1;
   readMax_ = evictMax_ = 1;
+  residency_ = {};
   emit updated();
+}
+
+QVariantList TelemetryViewModel::residency() const {
+  QVariantList out;
+  out.reserve(static_cast<qsizetype>(residency_.resident.size()));
+  for (uint8_t r : residency_.resident) out.append(static_cast<int>(r));
+  return out;
 }
 
 int TelemetryViewModel::slotCount() const { return engine_ ? static_cast<int>(engine_->info().cacheSlots) : 0; }
 
 int TelemetryViewModel::slotsUsed() const {
+  if (residency_.n_layers > 0) {  // exact: count the cached experts
+    int n = 0;
+    for (uint8_t r : residency_.resident) n += r;
+    return n;
+  }
   const uint64_t filled = snap_.cache_misses > snap_.cache_evictions ? snap_.cache_misses - snap_.cache_evictions : 0;
   return static_cast<int>(std::min<uint64_t>(filled, static_cast<uint64_t>(slotCount())));
 }
@@ -76,6 +89,7 @@ void TelemetryViewModel::poll() {
   if (s.tokens == snap_.tokens && s.cache_misses == snap_.cache_misses && s.tokens != 0) return;  // idle
   prev_ = snap_;
   snap_ = s;
+  residency_ = t->residency();
   const EngineInfo& info = engine_->info();
   const double keys = static_cast<double>(info.moeLayers) * static_cast<double>(info.topK);
   const std::vector<TokenSample> samples = t->recent(window);

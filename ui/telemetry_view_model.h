@@ -9,8 +9,8 @@
 //   cumulative hit rate  cache_hits / (cache_hits + cache_misses) at each poll
 //   SSD KiB per token    TokenSample.read_bytes / 1024
 //   evictions per token  delta cache_evictions / delta tokens between polls
-// Cache occupancy: slots used = min(slot count, cache_misses - cache_evictions) (every miss
-// fills a slot; an eviction frees one), in MiB with the slot size.
+// Cache occupancy: slots used = the experts the residency map shows cached (else, without a
+// map, min(slot count, cache_misses - cache_evictions)), in MiB with the slot size.
 //
 // QML hands its LineSeries to updateSeries() on every `updated` signal (QXYSeries::replace,
 // one repaint per series), the QtCharts way of feeding live data from C++.
@@ -20,6 +20,7 @@
 #include <QPointF>
 #include <QPointer>
 #include <QTimer>
+#include <QVariantList>
 #include <QtCharts/QAbstractSeries>
 #include <QtQml/qqmlregistration.h>
 #include <vector>
@@ -49,6 +50,12 @@ class TelemetryViewModel : public QObject {
   Q_PROPERTY(double xMax READ xMax NOTIFY updated)
   Q_PROPERTY(double readKiBMax READ readKiBMax NOTIFY updated)
   Q_PROPERTY(double evictionsMax READ evictionsMax NOTIFY updated)
+  // Heat map of the expert cache: residency[l * residencyExperts + e] is 1 when expert e of MoE
+  // layer l is cached (Telemetry::residency, published by the engine after every step).
+  // residencyLayers is 0 when the backend has no expert cache.
+  Q_PROPERTY(int residencyLayers READ residencyLayers NOTIFY updated)
+  Q_PROPERTY(int residencyExperts READ residencyExperts NOTIFY updated)
+  Q_PROPERTY(QVariantList residency READ residency NOTIFY updated)
 
  public:
   explicit TelemetryViewModel(QObject* parent = nullptr);
@@ -81,6 +88,9 @@ class TelemetryViewModel : public QObject {
   double xMax() const { return xMax_; }
   double readKiBMax() const { return readMax_; }
   double evictionsMax() const { return evictMax_; }
+  int residencyLayers() const { return static_cast<int>(residency_.n_layers); }
+  int residencyExperts() const { return static_cast<int>(residency_.n_experts); }
+  QVariantList residency() const;
 
   const std::vector<QPointF>& hitRateSeries() const { return hitRate_; }
   const std::vector<QPointF>& cumulativeSeries() const { return cumulative_; }
@@ -100,6 +110,7 @@ class TelemetryViewModel : public QObject {
   TelemetrySnapshot prev_;
   std::vector<QPointF> hitRate_, cumulative_, readKiB_, evictions_;
   double xMin_ = 0, xMax_ = 1, readMax_ = 1, evictMax_ = 1;
+  ResidencyMap residency_;
 };
 
 }  // namespace moepack::ui

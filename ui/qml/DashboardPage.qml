@@ -193,6 +193,60 @@ Item {
                 ValueAxis { id: evY; min: 0; max: page.telemetry.evictionsMax * 1.1; labelFormat: "%.1f" }
                 LineSeries { id: evictionSeries; axisX: evX; axisY: evY; color: "#d97706"; width: 1.5 }
             }
+            // Heat map: one row per MoE layer, one cell per expert; filled = in the cache now.
+            Rectangle {
+                objectName: "residencyMap"
+                Layout.fillWidth: true
+                Layout.fillHeight: true
+                Layout.minimumHeight: 160
+                radius: 10
+                color: "white"
+                ColumnLayout {
+                    anchors.fill: parent
+                    anchors.margins: 12
+                    spacing: 6
+                    Label {
+                        Layout.alignment: Qt.AlignHCenter
+                        text: qsTr("Experts in the cache (rows: MoE layers, columns: experts)")
+                        font.bold: true
+                        color: "#374151"
+                    }
+                    Canvas {
+                        id: heat
+                        Layout.fillWidth: true
+                        Layout.fillHeight: true
+                        visible: page.telemetry.residencyLayers > 0
+                        onPaint: {
+                            const ctx = getContext("2d");
+                            ctx.reset();
+                            const rows = page.telemetry.residencyLayers;
+                            const cols = page.telemetry.residencyExperts;
+                            if (rows === 0 || cols === 0)
+                                return;
+                            const map = page.telemetry.residency;
+                            const cw = width / cols, ch = height / rows;
+                            for (let l = 0; l < rows; ++l) {
+                                for (let e = 0; e < cols; ++e) {
+                                    ctx.fillStyle = map[l * cols + e] ? "#4f6bed" : "#e5e7eb";
+                                    ctx.fillRect(e * cw + 0.5, l * ch + 0.5, Math.max(1, cw - 1), Math.max(1, ch - 1));
+                                }
+                            }
+                        }
+                        Connections {
+                            target: page.telemetry
+                            function onUpdated() { heat.requestPaint(); }
+                        }
+                    }
+                    Label {
+                        visible: page.telemetry.residencyLayers === 0
+                        Layout.fillHeight: true
+                        Layout.alignment: Qt.AlignHCenter
+                        verticalAlignment: Text.AlignVCenter
+                        color: "#6b7280"
+                        text: qsTr("All experts are resident (no expert cache on this path)")
+                    }
+                }
+            }
         }
     }
 }
