@@ -19,12 +19,13 @@
 // |gpu - cpu| <= 1e-5 * sum |w x| + 1e-6).
 //
 // Variants (grid (row tiles, groups, pair tiles)): P = 1 for decode (one pair per group: one
-// token, or the grouped-experts launch at one token) with R = 2 rows per warp, so each x chunk
-// is loaded into registers once for two rows (x is 4 bytes per element against 0.56 for Q4_K:
-// its L1 traffic, not the weights', would otherwise bound the kernel), weights loaded with
-// evict-first hints as they are read once; P = 8, R = 1 for prefill, so each weight tile is
-// read once per 8 pairs. v1 (one lane per chunk, byte loads straight from global memory,
-// 0.02-0.05 of D2D bandwidth on the H200) is gone: this kernel serves prefill as well.
+// token, or the grouped-experts launch at one token) with R = 2 rows per warp (block types), so
+// each x chunk is loaded into registers once for two rows (x is 4 bytes per element against
+// 0.56 for Q4_K: its L1 traffic, not the weights', would otherwise bound the kernel), weights
+// loaded with evict-first hints as they are read once; P = 8, R = 1 for prefill, so each
+// weight tile is read once per 8 pairs. v1 (one lane per chunk, byte loads straight from
+// global memory, 0.02-0.05 of D2D bandwidth on the H200) is gone: this kernel serves prefill
+// as well.
 #include <algorithm>
 #include <string>
 
@@ -38,7 +39,6 @@ namespace {
 
 constexpr int kWarps = 4;  // rows per block
 constexpr int kPrefillPairs = 8;
-constexpr int kDecodeRows = 2;  // rows per warp at one pair per group
 
 // A tile is 32 * kLaneChunks chunks of a row, at least ~1 KiB of weights so that a warp keeps
 // enough bytes in flight (Q2_K: 4 chunks per lane, Q4_K: 2, Q8_0: 1); the per-warp staging
@@ -54,6 +54,9 @@ struct Tile {
   // Decode (2 rows per warp) blocks per SM asked of ptxas: 5 (96 registers, 20 warps, 40 rows
   // in flight per SM) where that compiles without spills (-Xptxas -v, sm_90), else 4 (128).
   static constexpr int kDecodeBlocks = T == GgmlType::Q4_K || T == GgmlType::Q8_0 ? 5 : 4;
+  // Rows per warp at one pair per group: 2 for block types; 1 for F32/F16/BF16, whose weights
+  // are 2-4 bytes per element (x reuse matters less) and whose tiles need twice the registers.
+  static constexpr int kDecodeRows = BlockOf<T>::kElems == 1 ? 1 : 2;
 };
 
 // Elements of chunk c of a row of ne0 (32 except possibly the last).
@@ -367,8 +370,9 @@ struct GemvLaunch {
   void operator()() const {
     const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
     if (pairs == 1) {
-      const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * kDecodeRows - 1) / (kWarps * kDecodeRows));
-      gemv_kernel<T, 1, kDecodeRows><<<dim3(rows, static_cast<unsigned>(b.n_groups), 1), kWarps * 32, 0, s>>>(b);
+      constexpr int R = Tile<T>::kDecodeRows;
+      const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * R - 1) / (kWarps * R));
+      gemv_kernel<T, 1, R><<<dim3(rows, static_cast<unsigned>(b.n_groups), 1), kWarps * 32, 0, s>>>(b);
     } else {
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps - 1) / kWarps);
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
