@@ -58,8 +58,10 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model, 
   }
   if (const Registered* r = find(which)) {
     if (model && r->usable && !r->usable(*model)) {
-      throw Error("backend \"" + which + "\" cannot run " + model->path() + " here (no usable device, or architecture " +
-                  model->config().arch + " not implemented); use --backend cpu or auto");
+      const std::string device = which == "cuda" ? "CUDA GPU" : which + " device";
+      throw Error("backend \"" + which + "\" cannot run " + model->path() + " here: no usable " + device +
+                  " was found, or the backend does not implement architecture " + model->config().arch +
+                  "; use --backend cpu or auto");
     }
     return r->make(std::move(model), settings);
   }
