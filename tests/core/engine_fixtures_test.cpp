@@ -19,10 +19,15 @@
 #include "core/backend_factory.h"
 #include "core/model_source.h"
 #include "packbuilder/pack_builder.h"
+#include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
 
 namespace moepack {
 namespace {
+
+using test::argmax;
+using test::read_f32;
+using test::read_json;
 
 const std::string kFixtures = std::string(MOEPACK_SHARED_DIR) + "/fixtures/";
 
@@ -38,26 +43,6 @@ const Case kCases[] = {
     {"qwen3moe_MXFP4", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE"},
     {"llama_moe_Q4_K_M", "llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf", "llama-moe-tiny/llama-moe-tiny-Q4_K_M"},
 };
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << path;
-  return nlohmann::json::parse(f);
-}
-
-std::vector<float> read_f32(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  EXPECT_TRUE(f.good()) << path;
-  const auto n = static_cast<size_t>(f.tellg());
-  std::vector<float> v(n / 4);
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
-  return v;
-}
-
-int32_t argmax(const std::vector<float>& v) {  // ties to the lowest id (the fixtures' rule)
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
 
 EngineSettings test_settings() {
   EngineSettings s;

@@ -23,10 +23,16 @@
 #include "core/tokenizer.h"
 #include "packbuilder/pack_builder.h"
 #include "packbuilder/pack_plan.h"
+#include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
 
 namespace moepack {
 namespace {
+
+using test::argmax;
+using test::read_f32;
+using test::read_json;
+using test::read_text;
 
 const std::string kDir = std::string(MOEPACK_SHARED_DIR) + "/fixtures/kimi-linear-tiny/";
 
@@ -39,33 +45,6 @@ const Case kCases[] = {
     {"Q4_K_M", "kimi-linear-tiny-Q4_K_M"},
     {"Q2_K", "kimi-linear-tiny-Q2_K"},
 };
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << path;
-  return nlohmann::json::parse(f);
-}
-
-std::vector<float> read_f32(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  EXPECT_TRUE(f.good()) << path;
-  const auto n = static_cast<size_t>(f.tellg());
-  std::vector<float> v(n / 4);
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
-  return v;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-int32_t argmax(std::span<const float> v) {  // ties to the lowest id (the fixtures' rule)
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
 
 EngineSettings test_settings() {
   EngineSettings s;

@@ -28,10 +28,14 @@
 #include "gpu/cuda_backend.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
+#include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
 
 namespace moepack {
 namespace {
+
+using test::argmax;
+using test::read_json;
 
 const std::string kFixtures = std::string(MOEPACK_SHARED_DIR) + "/fixtures/";
 const std::string kDemo =
@@ -49,16 +53,6 @@ const Case kCases[] = {
     {"qwen3moe_MXFP4", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE"},
     {"llama_moe_Q4_K_M", "llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf", "llama-moe-tiny/llama-moe-tiny-Q4_K_M"},
 };
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << path;
-  return nlohmann::json::parse(f);
-}
-
-int32_t argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
 
 EngineSettings test_settings(const char* backend) {
   EngineSettings s;
