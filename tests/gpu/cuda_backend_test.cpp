@@ -204,8 +204,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
 TEST(CudaBackend, AutoPicksCudaAndBadTokensThrow) {
-  const std::string path = std::filesystem::exists(kDemo) ? kDemo : kFixtures + kCases[0].model;
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no model carried";
+  const std::string path = kDemo;  // part of the repository, so it always travels
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
   auto be = make_backend(ModelSource::open(path), test_settings("auto"));
   EXPECT_EQ(be->name(), "cuda");
   std::vector<float> logits(be->config().n_vocab);
@@ -219,7 +219,7 @@ TEST(CudaBackend, AutoPicksCudaAndBadTokensThrow) {
 }
 
 TEST(CudaBackend, BudgetBelowTopKFailsWithNumbers) {
-  if (!std::filesystem::exists(kDemo)) GTEST_SKIP() << kDemo << " not present";
+  ASSERT_TRUE(std::filesystem::exists(kDemo)) << kDemo << " is part of the repository";
   test::TempDir dir("moepack-cuda-small");
   BuildOptions bo;
   bo.source = kDemo;
@@ -253,7 +253,7 @@ void expect_salmon(Session& s) {
 }
 
 TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
-  if (!std::filesystem::exists(kDemo)) GTEST_SKIP() << kDemo << " not present";
+  ASSERT_TRUE(std::filesystem::exists(kDemo)) << kDemo << " is part of the repository";
   EngineSettings st = test_settings("cuda");
   auto s = Session::load(kDemo, st);
   EXPECT_EQ(s->backend().name(), "cuda");
