@@ -204,22 +204,7 @@ class KimiLinearBackend final : public Backend {
   }
 
   void forward(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) override {
-    const int64_t n = static_cast<int64_t>(tokens.size()), NV = cfg_.n_vocab;
-    if (n == 0) throw Error("forward() needs at least one token");
-    if (static_cast<uint64_t>(n_past_) + static_cast<uint64_t>(n) > n_ctx_) {
-      throw Error("the context is full: " + std::to_string(n_past_) + " + " + std::to_string(n) + " tokens > n_ctx " +
-                  std::to_string(n_ctx_));
-    }
-    if (logits.size() < static_cast<size_t>(NV)) throw Error("logits buffer smaller than the vocabulary");
-    if (!all_logits.empty() && all_logits.size() < static_cast<size_t>(n * NV)) {
-      throw Error("all_logits buffer must hold tokens * n_vocab floats");
-    }
-    for (int64_t t = 0; t < n; ++t) {
-      if (tokens[t] < 0 || tokens[t] >= static_cast<int32_t>(NV)) {
-        throw Error("token id " + std::to_string(tokens[t]) + " at " + std::to_string(t) + " is outside the vocabulary (" +
-                    std::to_string(NV) + ")");
-      }
-    }
+    check_forward_args(tokens, logits, all_logits, n_past_, n_ctx_, cfg_.n_vocab);
     try {
       run(tokens, logits, all_logits);
     } catch (...) {

@@ -36,6 +36,12 @@ struct BackendStats {
 using RoutingObserver = std::function<void(uint32_t block, uint32_t pos, std::span<const int32_t> experts,
                                            std::span<const float> weights)>;
 
+// The argument checks every Backend::forward() starts with (its contract above): at least one
+// token, room in the KV cache (n_past + tokens <= n_ctx), logits buffers large enough, every
+// id inside the vocabulary. Throws Error naming the offending value.
+void check_forward_args(std::span<const int32_t> tokens, std::span<const float> logits,
+                        std::span<const float> all_logits, uint32_t n_past, uint32_t n_ctx, uint32_t n_vocab);
+
 class Backend {
  public:
   virtual ~Backend() = default;
