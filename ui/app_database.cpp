@@ -61,15 +61,24 @@ int AppDatabase::version(const QString& component) const {
 
 void AppDatabase::migrate(const QString& component, const QStringList& steps) {
   QSqlDatabase d = db();
-  const int have = version(component);
-  if (have > steps.size()) {
-    throw Error("database " + path_.toStdString() + ": " + component.toStdString() + " schema version " +
-                std::to_string(have) + " is newer than this MoePack (" + std::to_string(steps.size()) +
-                "); upgrade MoePack");
-  }
-  for (int i = have; i < steps.size(); ++i) {
-    if (!d.transaction()) throw Error("SQLite: cannot begin a transaction: " + d.lastError().text().toStdString());
+  const auto tooNew = [&](int have) {
+    return Error("database " + path_.toStdString() + ": " + component.toStdString() + " schema version " +
+                 std::to_string(have) + " is newer than this MoePack (" + std::to_string(steps.size()) +
+                 "); upgrade MoePack");
+  };
+  if (const int have = version(component); have > steps.size()) throw tooNew(have);
+  for (int i = 0; i < steps.size(); ++i) {
+    // BEGIN IMMEDIATE takes the write lock before the version is read again, so two connections
+    // migrating the same component at once (the library worker and the downloads list) run each
+    // step once: the second waits (busy_timeout), then sees the new version and skips it.
+    exec_sql(d, QStringLiteral("BEGIN IMMEDIATE"));
     try {
+      const int have = version(component);
+      if (have > steps.size()) throw tooNew(have);
+      if (have > i) {
+        exec_sql(d, QStringLiteral("COMMIT"));
+        continue;
+      }
       for (const QString& stmt : steps[i].split(';', Qt::SkipEmptyParts)) {
         if (stmt.trimmed().isEmpty()) continue;
         exec_sql(d, stmt);
@@ -80,12 +89,12 @@ void AppDatabase::migrate(const QString& component, const QStringList& steps) {
       q.addBindValue(component);
       q.addBindValue(i + 1);
       if (!q.exec()) throw Error("SQLite: " + q.lastError().text().toStdString());
+      exec_sql(d, QStringLiteral("COMMIT"));
     } catch (const Error& e) {
-      d.rollback();
+      QSqlQuery(d).exec(QStringLiteral("ROLLBACK"));
       throw Error("database " + path_.toStdString() + ": " + component.toStdString() + " schema step " +
                   std::to_string(i + 1) + " failed: " + e.what());
     }
-    if (!d.commit()) throw Error("SQLite: commit failed: " + d.lastError().text().toStdString());
   }
 }
 

@@ -88,16 +88,36 @@ QUrl hub_file_url(const QString& base, const QString& repo, const QString& file,
   return b;
 }
 
+std::optional<qint64> free_bytes_in(const QString& dir) {
+  QString d = dir;
+  while (!d.isEmpty() && !QFileInfo(d).isDir() && d != QFileInfo(d).absolutePath()) d = QFileInfo(d).absolutePath();
+  const QStorageInfo si(d);
+  if (!si.isValid() || !si.isReady()) return std::nullopt;
+  return si.bytesAvailable();
+}
+
+QNetworkRequest https_request(const QUrl& url, const QList<QSslCertificate>& extraCas) {
+  QNetworkRequest r(url);
+  QSslConfiguration tls = QSslConfiguration::defaultConfiguration();
+  if (!extraCas.isEmpty()) tls.addCaCertificates(extraCas);
+  tls.setPeerVerifyMode(QSslSocket::VerifyPeer);  // never anything else
+  r.setSslConfiguration(tls);
+  r.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::NoLessSafeRedirectPolicy);
+  r.setAttribute(QNetworkRequest::CacheLoadControlAttribute, QNetworkRequest::AlwaysNetwork);
+  r.setRawHeader("Accept-Encoding", "identity");  // byte offsets must be the file's
+  return r;
+}
+
 Downloader::Downloader(QNetworkAccessManager* nam, QObject* parent) : QObject(parent), nam_(nam) {
-  freeBytes_ = [](const QString& dir) -> std::optional<qint64> {
-    const QStorageInfo si(dir);
-    if (!si.isValid() || !si.isReady()) return std::nullopt;
-    return si.bytesAvailable();
-  };
+  freeBytes_ = free_bytes_in;
   retryTimer_.setSingleShot(true);
   connect(&retryTimer_, &QTimer::timeout, this, &Downloader::probe);
+  hashTimer_.setInterval(100);
+  connect(&hashTimer_, &QTimer::timeout, this, [this] { emit hashProgress(hashedBytes(), done_); });
   connect(&prefixWatcher_, &QFutureWatcher<std::shared_ptr<Sha256>>::finished, this, [this] {
+    hashTimer_.stop();
     if (state_ != State::Hashing) return;  // paused or cancelled meanwhile
+    emit hashProgress(done_, done_);
     std::shared_ptr<Sha256> h = prefixWatcher_.result();
     if (!h) {
       restartFromZero(tr("the partial file %1 could not be read back").arg(partPath()));
@@ -114,7 +134,38 @@ Downloader::~Downloader() {
     reply_->abort();
     reply_->deleteLater();
   }
+  if (hashJob_) hashJob_->cancel = true;  // the worker stops within one 1 MiB read
   prefixWatcher_.waitForFinished();
+}
+
+void Downloader::stopHashing() {
+  hashTimer_.stop();
+  if (hashJob_) hashJob_->cancel = true;
+}
+
+qint64 Downloader::hashedBytes() const { return hashJob_ ? hashJob_->done.load() : 0; }
+
+QString Downloader::expectedSha256() const {
+  if (hashSource_ == QLatin1String("server")) return serverSha_;
+  if (hashSource_ == QLatin1String("none")) return {};
+  return req_.expectedSha256.toLower();
+}
+
+bool Downloader::prepare(const DownloadRequest& request, State shown, const QString& error) {
+  req_ = request;
+  QString why;
+  name_ = sanitized_file_name(req_.fileName, &why);
+  if (name_.isEmpty()) {
+    fail(tr("refused file name %1: %2").arg(req_.fileName, why));
+    return false;
+  }
+  prepared_ = true;
+  error_ = error;
+  done_ = QFileInfo(shown == State::Finished ? finalPath() : partPath()).size();
+  total_ = shown == State::Finished ? done_ : req_.expectedSize;
+  hashSource_ = req_.expectedSha256.isEmpty() ? QString() : req_.sha256Source;
+  setState(shown);
+  return true;
 }
 
 bool Downloader::addCaBundle(const QString& pemPath) {
@@ -151,6 +202,7 @@ void Downloader::setState(State s) {
 void Downloader::fail(const QString& message) {
   ++generation_;
   retryTimer_.stop();
+  stopHashing();
   if (reply_) {
     reply_->disconnect(this);
     reply_->abort();
@@ -216,7 +268,7 @@ void Downloader::start(const DownloadRequest& request) {
 }
 
 void Downloader::resume() {
-  if (state_ == State::Paused || state_ == State::Failed) start(req_);
+  if (state_ == State::Paused || state_ == State::Failed || (state_ == State::Idle && prepared_)) start(req_);
 }
 
 void Downloader::pause() {
@@ -225,6 +277,7 @@ void Downloader::pause() {
     return;
   ++generation_;
   retryTimer_.stop();
+  stopHashing();
   if (reply_) {
     reply_->disconnect(this);
     reply_->abort();
@@ -238,7 +291,7 @@ void Downloader::pause() {
 }
 
 void Downloader::cancel() {
-  if (state_ == State::Finished || state_ == State::Cancelled || state_ == State::Idle) return;
+  if (state_ == State::Finished || state_ == State::Cancelled || (state_ == State::Idle && !prepared_)) return;
   ++generation_;
   retryTimer_.stop();
   if (reply_) {
@@ -246,7 +299,9 @@ void Downloader::cancel() {
     reply_->abort();
     reply_->deleteLater();
   }
-  prefixWatcher_.waitForFinished();
+  // Never wait for the hash worker here (GUI thread): it reads on from its own open handle
+  // until it sees the flag; unlinking the file under it is harmless.
+  stopHashing();
   if (part_.isOpen()) part_.close();
   removePartial();
   done_ = 0;
@@ -255,14 +310,7 @@ void Downloader::cancel() {
 }
 
 QNetworkReply* Downloader::send(const QByteArray& verb, bool withRange) {
-  QNetworkRequest r(req_.url);
-  QSslConfiguration tls = QSslConfiguration::defaultConfiguration();
-  if (!extraCas_.isEmpty()) tls.addCaCertificates(extraCas_);
-  tls.setPeerVerifyMode(QSslSocket::VerifyPeer);  // never anything else
-  r.setSslConfiguration(tls);
-  r.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::NoLessSafeRedirectPolicy);
-  r.setAttribute(QNetworkRequest::CacheLoadControlAttribute, QNetworkRequest::AlwaysNetwork);
-  r.setRawHeader("Accept-Encoding", "identity");  // byte offsets must be the file's
+  QNetworkRequest r = https_request(req_.url, extraCas_);
   if (withRange) {
     r.setRawHeader("Range", "bytes=" + QByteArray::number(done_) + "-");
     if (!etag_.isEmpty()) r.setRawHeader("If-Range", '"' + etag_.toUtf8() + '"');
@@ -312,15 +360,19 @@ void Downloader::probe() {
       done_ = 0;
       ++restarts_;
     }
+    if (req_.expectedSize >= 0 && size >= 0 && size != req_.expectedSize) {
+      fail(tr("%1: the server announces %2 bytes, the hub listing %3 bytes").arg(name_).arg(size).arg(req_.expectedSize));
+      return;
+    }
     etag_ = etag;
     total_ = size;
-    hashSource_ = !req_.expectedSha256.isEmpty() ? QStringLiteral("user")
+    hashSource_ = !req_.expectedSha256.isEmpty() ? req_.sha256Source
                   : !serverSha_.isEmpty()        ? QStringLiteral("server")
                                                  : QStringLiteral("none");
     if (hashSource_ == QLatin1String("none"))
       qCInfo(lcDownload) << "no SHA-256 known for" << req_.url.toDisplayString() << "- the size alone is checked";
     if (total_ >= 0) {
-      const qint64 needed = (total_ - done_) + req_.extraBytesNeeded;
+      const qint64 needed = (total_ - done_) + (req_.countPack ? total_ : 0) + req_.extraBytesNeeded;
       const std::optional<qint64> free = freeBytes_(req_.destDir);
       if (free && *free < needed) {
         fail(tr("not enough space in %1: %2 bytes needed, %3 bytes free")
@@ -346,17 +398,22 @@ void Downloader::hashPrefixThenGet() {
   setState(State::Hashing);
   const QString path = partPath();
   const qint64 n = done_;
-  prefixWatcher_.setFuture(QtConcurrent::run([path, n]() -> std::shared_ptr<Sha256> {
+  auto job = std::make_shared<HashJob>();
+  hashJob_ = job;
+  hashTimer_.start();
+  prefixWatcher_.setFuture(QtConcurrent::run([path, n, job]() -> std::shared_ptr<Sha256> {
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) return nullptr;
     auto h = std::make_shared<Sha256>();
     QByteArray buf(1 << 20, Qt::Uninitialized);
     qint64 left = n;
     while (left > 0) {
+      if (job->cancel.load(std::memory_order_relaxed)) return nullptr;
       const qint64 got = f.read(buf.data(), std::min<qint64>(left, buf.size()));
       if (got <= 0) return nullptr;
       h->update(buf.constData(), static_cast<size_t>(got));
       left -= got;
+      job->done.fetch_add(got, std::memory_order_relaxed);
     }
     return h;
   }));
@@ -563,13 +620,16 @@ void Downloader::verifyAndInstall() {
   }
   if (!hasher_) hasher_ = std::make_unique<Sha256>();
   actualSha_ = QString::fromStdString(to_hex(hasher_->finish()));
-  const QString expected = hashSource_ == QLatin1String("user") ? req_.expectedSha256.toLower() : serverSha_;
+  const QString expected = expectedSha256();
   if (!expected.isEmpty() && expected != actualSha_) {
     QFile::remove(corruptPath());
     const bool kept = QFile::rename(partPath(), corruptPath());
     QFile::remove(partPath() + QStringLiteral(".json"));
+    const QString from = hashSource_ == QLatin1String("user")          ? tr("user")
+                         : hashSource_ == QLatin1String("hub listing") ? tr("hub listing")
+                                                                       : tr("server");
     fail(tr("%1: SHA-256 mismatch (expected %2 from the %3, got %4); %5")
-             .arg(name_, expected, hashSource_ == QLatin1String("user") ? tr("user") : tr("server"), actualSha_,
+             .arg(name_, expected, from, actualSha_,
                   kept ? tr("the file was kept aside as %1 and not installed").arg(corruptPath())
                        : tr("the file was not installed")));
     return;

@@ -19,9 +19,12 @@
 //   ETag differs from the recorded one     the file changed: restart from 0
 //   body shorter than announced, network   retry with exponential backoff (base * 2^n, capped,
 //   errors, 5xx                            at most maxRetries attempts without progress), resume
-// SHA-256 is computed while writing (after a resume the existing prefix is hashed first, on a
-// worker thread). The hub publishes the LFS file's SHA-256 as `X-Linked-ETag` (else `ETag`);
-// it is used when it is 64 hex digits. With no hash known the download is checked for size
+// SHA-256 is computed while writing. After a resume the existing prefix is hashed first on a
+// worker thread (state Hashing, hashProgress() about every 100 ms); pause() and cancel() do not
+// wait for it: they raise its cancel flag, which the worker checks between 1 MiB reads, and
+// return at once (the worker's result is discarded). The hub publishes the LFS file's SHA-256 as `X-Linked-ETag` (else `ETag`);
+// it is used when it is 64 hex digits. An expected hash from the caller (the user, or the hub's
+// listing: DownloadRequest::sha256Source) takes precedence. With no hash known the download is checked for size
 // only and hashSource() says "none".
 //
 // TLS: verification is always on (QSslSocket::VerifyPeer); setExtraCaCertificates() adds
@@ -31,6 +34,7 @@
 #pragma once
 
 #include <QElapsedTimer>
+#include <QNetworkRequest>
 #include <QFile>
 #include <QFutureWatcher>
 #include <QLoggingCategory>
@@ -39,6 +43,7 @@
 #include <QSslCertificate>
 #include <QTimer>
 #include <QUrl>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -56,9 +61,21 @@ struct DownloadRequest {
   QUrl url;                // https only
   QString destDir;         // the models folder
   QString fileName;        // local name; empty = the URL's last path segment (sanitised)
-  QString expectedSha256;  // 64 hex digits from the user, or empty
-  qint64 extraBytesNeeded = 0;  // added to the space check (estimated pack size), bytes
+  QString expectedSha256;  // 64 hex digits from the user or the hub listing, or empty
+  QString sha256Source = QStringLiteral("user");  // where expectedSha256 came from: "user", "hub listing"
+  qint64 extraBytesNeeded = 0;  // added to the space check (later shards, a pack estimate), bytes
+  // "Convert when done": the later Expert Pack is counted in the space check as the file's size
+  // again (the pack holds the same tensors: experts byte for byte, the dense part re-laid out).
+  bool countPack = false;
+  qint64 expectedSize = -1;  // bytes, from the hub listing; the server's size must agree (-1: any)
 };
+
+// Bytes available to an unprivileged user in `dir` (QStorageInfo); nullopt when unknown.
+std::optional<qint64> free_bytes_in(const QString& dir);
+
+// A GET/HEAD request for `url` with TLS peer verification on and `extraCas` added to the
+// system's roots; no cache, no content coding, redirects only to equally safe URLs.
+QNetworkRequest https_request(const QUrl& url, const QList<QSslCertificate>& extraCas);
 
 // "{base}/{owner}/{repo}/resolve/main/{file}" for a Hugging Face-style hub. `repo` must be
 // "owner/name" ([A-Za-z0-9._-], no "." or ".." part); `file` may contain folders but no "..".
@@ -90,9 +107,13 @@ class Downloader : public QObject {
 
   // Starts (or resumes, if a matching .part exists). Errors end in state Failed with error().
   void start(const DownloadRequest& request);
+  // Records the request without touching the network, as restored from the download list:
+  // `shown` is Idle (queued), Paused or Failed (with `error`); bytesDone() is the .part's size.
+  // resume() then starts it. Returns false (state Failed) on a bad file name.
+  bool prepare(const DownloadRequest& request, State shown, const QString& error = {});
   void pause();   // keeps the .part; start() or resume() continues
-  void resume();  // start() with the same request
-  void cancel();  // stops and deletes the .part and its sidecar
+  void resume();  // start() with the same request (from Paused, Failed, or a prepared Idle)
+  void cancel();  // stops and deletes the .part and its sidecar; never waits for the hash worker
 
   State state() const { return state_; }
   QString error() const { return error_; }
@@ -103,7 +124,11 @@ class Downloader : public QObject {
   QString finalPath() const;
   QString partPath() const;
   QString corruptPath() const;
-  QString hashSource() const { return hashSource_; }  // "user", "server" or "none"
+  QString hashSource() const { return hashSource_; }  // "user", "hub listing", "server" or "none"
+  QString expectedSha256() const;                     // the hash it is checked against, or ""
+  QString etag() const { return etag_; }
+  const DownloadRequest& request() const { return req_; }
+  qint64 hashedBytes() const;                         // of the prefix being hashed (Hashing)
   QString sha256() const { return actualSha_; }       // of the finished file
   int restarts() const { return restarts_; }          // times the .part was discarded
   int retries() const { return retriesTotal_; }
@@ -112,6 +137,7 @@ class Downloader : public QObject {
   void stateChanged(moepack::ui::Downloader::State state);
   void progress(qint64 done, qint64 total);
   void finished(bool ok);  // Finished (ok), Failed or Cancelled
+  void hashProgress(qint64 hashed, qint64 total);  // while Hashing the .part's prefix, bytes
 
  private:
   void setState(State s);
@@ -129,6 +155,7 @@ class Downloader : public QObject {
   void writeSidecar();
   bool loadSidecar();
   void removePartial();
+  void stopHashing();
   QNetworkReply* send(const QByteArray& verb, bool withRange);
   static QString publishedSha(QNetworkReply* reply);
 
@@ -144,6 +171,12 @@ class Downloader : public QObject {
   QPointer<QNetworkReply> reply_;
   QFile part_;
   std::unique_ptr<Sha256> hasher_;
+  struct HashJob {
+    std::atomic<bool> cancel{false};
+    std::atomic<qint64> done{0};
+  };
+  std::shared_ptr<HashJob> hashJob_;
+  QTimer hashTimer_;
   QFutureWatcher<std::shared_ptr<Sha256>> prefixWatcher_;
   QTimer retryTimer_;
   QString etag_;
@@ -157,6 +190,7 @@ class Downloader : public QObject {
   int failuresWithoutProgress_ = 0;
   int restarts_ = 0, retriesTotal_ = 0;
   int generation_ = 0;  // invalidates callbacks of a superseded attempt
+  bool prepared_ = false;  // prepare() recorded a request
   QElapsedTimer rateClock_;
   qint64 rateBytes_ = 0;
   double rate_ = 0;

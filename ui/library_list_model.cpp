@@ -28,6 +28,11 @@ QVariant LibraryListModel::data(const QModelIndex& index, int role) const {
     case SourcePresentRole: return e.sourcePresent;
     case AddedAtRole: return e.addedAt;
     case FileCountRole: return static_cast<int>(e.files.size());
+    case CtxBytesPerTokenRole: return e.ctxBytesPerToken;
+    case CtxFixedBytesRole: return static_cast<double>(e.ctxFixedBytes);
+    case CtxTrainRole: return static_cast<double>(e.ctxTrain);
+    case DenseBytesRole: return static_cast<double>(e.denseBytes);
+    case CtxFormulaRole: return e.ctxFormula;
     default: return {};
   }
 }
@@ -40,7 +45,9 @@ QHash<int, QByteArray> LibraryListModel::roleNames() const {
           {TopKRole, "topK"},            {PackStatusRole, "packStatus"},
           {PackPathRole, "packPath"},    {StatusDetailRole, "statusDetail"},
           {SourcePresentRole, "sourcePresent"}, {AddedAtRole, "addedAt"},
-          {FileCountRole, "fileCount"}};
+          {FileCountRole, "fileCount"},  {CtxBytesPerTokenRole, "ctxBytesPerToken"},
+          {CtxFixedBytesRole, "ctxFixedBytes"}, {CtxTrainRole, "ctxTrain"},
+          {DenseBytesRole, "denseBytes"}, {CtxFormulaRole, "ctxFormula"}};
 }
 
 void LibraryListModel::setEntries(std::vector<LibraryEntry> entries) {

@@ -33,6 +33,11 @@ class LibraryListModel : public QAbstractListModel {
     SourcePresentRole,
     AddedAtRole,       // QDateTime
     FileCountRole,
+    CtxBytesPerTokenRole,  // double, bytes of attention state per token of context; 0 unknown
+    CtxFixedBytesRole,     // double, bytes per sequence independent of its length
+    CtxTrainRole,          // double, the model's training context length, tokens
+    DenseBytesRole,        // double, non-expert tensor bytes
+    CtxFormulaRole,        // one line: which layers contribute what
   };
   Q_ENUM(Role)
 

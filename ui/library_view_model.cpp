@@ -7,6 +7,7 @@
 #include <QStandardPaths>
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
+#include <unistd.h>
 
 #include "ui/app_database.h"
 
@@ -25,6 +26,8 @@ LibraryViewModel::LibraryViewModel(QObject* parent)
       databasePath_(AppDatabase::default_path()),
       modelsFolder_(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/models")) {
   pool_.setMaxThreadCount(1);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) memoryBudget_ = static_cast<double>(pages) * static_cast<double>(page);
   connect(&watcher_, &QFutureWatcher<Result>::finished, this, &LibraryViewModel::jobFinished);
 }
 
@@ -183,6 +186,30 @@ QString LibraryViewModel::deleteRefusal(qint64 id) const {
 
 QString LibraryViewModel::formatBytes(double bytes) {
   return QLocale().formattedDataSize(static_cast<qint64>(bytes), 1, QLocale::DataSizeTraditionalFormat);
+}
+
+}  // namespace moepack::ui
+
+namespace moepack::ui {
+
+double LibraryViewModel::affordableContext(qint64 id, double memoryBytes, double expertCacheBytes) const {
+  const int row = models_.rowOf(id);
+  if (row < 0) return -1;
+  return static_cast<double>(affordable_context_tokens(models_.entries()[static_cast<size_t>(row)],
+                                                       static_cast<qint64>(memoryBytes),
+                                                       static_cast<qint64>(expertCacheBytes)));
+}
+
+void LibraryViewModel::setMemoryBudgetBytes(double b) {
+  if (b == memoryBudget_) return;
+  memoryBudget_ = b;
+  emit budgetChanged();
+}
+
+void LibraryViewModel::setExpertCacheBytes(double b) {
+  if (b == expertCache_) return;
+  expertCache_ = b;
+  emit budgetChanged();
 }
 
 }  // namespace moepack::ui

@@ -27,6 +27,10 @@ class LibraryViewModel : public QObject {
   Q_PROPERTY(QString databasePath READ databasePath WRITE setDatabasePath NOTIFY settingsChanged)
   Q_PROPERTY(QString modelsFolder READ modelsFolder WRITE setModelsFolder NOTIFY settingsChanged)
   Q_PROPERTY(QString lastError READ lastError NOTIFY errorOccurred)
+  // For the context column: memory the model may use (bytes; default the physical RAM) and the
+  // expert cache the user plans in it (bytes; default 8 GiB).
+  Q_PROPERTY(double memoryBudgetBytes READ memoryBudgetBytes WRITE setMemoryBudgetBytes NOTIFY budgetChanged)
+  Q_PROPERTY(double expertCacheBytes READ expertCacheBytes WRITE setExpertCacheBytes NOTIFY budgetChanged)
 
  public:
   explicit LibraryViewModel(QObject* parent = nullptr);
@@ -45,6 +49,16 @@ class LibraryViewModel : public QObject {
   Q_INVOKABLE double bytesFreed(qint64 id, bool deleteFiles) const;
   Q_INVOKABLE QString deleteRefusal(qint64 id) const;
   Q_INVOKABLE static QString formatBytes(double bytes);
+  // Tokens of context one sequence of model `id` can have next to an expert cache of
+  // `expertCacheBytes` within `memoryBytes` (affordable_context_tokens() in
+  // ui/model_library.h: (memory - cache - dense - fixed) / per-token, clamped to
+  // [0, context_length]); -1 when the model's per-token size is unknown or the id is unknown.
+  Q_INVOKABLE double affordableContext(qint64 id, double memoryBytes, double expertCacheBytes) const;
+
+  double memoryBudgetBytes() const { return memoryBudget_; }
+  void setMemoryBudgetBytes(double b);
+  double expertCacheBytes() const { return expertCache_; }
+  void setExpertCacheBytes(double b);
 
   LibraryListModel* models() { return &models_; }
   bool busy() const { return busy_; }
@@ -61,6 +75,7 @@ class LibraryViewModel : public QObject {
   void message(const QString& text);  // a one-line report of a finished command
   void removed(qint64 id, double bytesFreed);
   void finishedCommand();  // after every command, errors or not (tests wait on it)
+  void budgetChanged();
 
  private:
   struct Result {
@@ -80,6 +95,8 @@ class LibraryViewModel : public QObject {
   QString modelsFolder_;
   QString lastError_;
   bool busy_ = false;
+  double memoryBudget_ = 0;
+  double expertCache_ = double(qint64{8} << 30);
   std::deque<Job> queue_;
   QThreadPool pool_;  // one thread: commands run in order
   QFutureWatcher<Result> watcher_;

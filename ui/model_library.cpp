@@ -10,11 +10,14 @@
 #include <QSqlError>
 #include <QSqlQuery>
 #include <algorithm>
+#include <cmath>
 #include <exception>
 
+#include "core/context_memory.h"
 #include "core/error.h"
 #include "core/expert_pack.h"
 #include "core/gguf_model.h"
+#include "core/model_config.h"
 #include "core/model_summary.h"
 #include "core/ollama_store.h"
 #include "core/pack_manifest.h"
@@ -51,6 +54,22 @@ void fillFromSummary(LibraryEntry& e, const ModelSummary& s) {
   for (const auto& t : types) e.quantTypes << QString::fromStdString(t.first);
   e.experts = s.expert_count ? static_cast<int>(*s.expert_count) : 0;
   e.topK = s.expert_used_count ? static_cast<int>(*s.expert_used_count) : 0;
+}
+
+// Context memory and dense bytes; an architecture without a context_memory() formula (or
+// missing hyperparameters) leaves them 0 = unknown, it is not an error for the library.
+void fillContext(LibraryEntry& e, const GgufModel& model, const ModelSummary& s) {
+  e.denseBytes = static_cast<qint64>(s.tensor_bytes - std::min(s.tensor_bytes, s.routed_expert_bytes));
+  try {
+    const ModelConfig cfg = read_model_config(model.primary());
+    const ContextMemory m = context_memory(cfg);
+    e.ctxBytesPerToken = m.bytes_per_token;
+    e.ctxFixedBytes = static_cast<qint64>(m.fixed_bytes);
+    e.ctxTrain = cfg.n_ctx_train;
+    e.ctxFormula = QString::fromStdString(m.formula);
+  } catch (const std::exception& ex) {
+    qCInfo(lcLibrary) << "no context memory for" << e.path << ":" << ex.what();
+  }
 }
 
 LibraryEntry describePack(const QString& dir) {
@@ -94,6 +113,7 @@ LibraryEntry describePack(const QString& dir) {
       const qint64 bytes = e.sizeBytes;
       const int experts = e.experts, topK = e.topK;
       fillFromSummary(e, s);
+      fillContext(e, dense, s);
       e.architecture = arch.isEmpty() ? e.architecture : arch;
       e.name = name;
       e.files = files;
@@ -124,12 +144,18 @@ LibraryEntry fromRow(const QSqlQuery& q) {
   e.statusDetail = q.value(12).toString();
   e.sourcePresent = q.value(13).toBool();
   e.addedAt = QDateTime::fromMSecsSinceEpoch(q.value(14).toLongLong(), Qt::UTC);
+  e.ctxBytesPerToken = q.value(15).toDouble();
+  e.ctxFixedBytes = q.value(16).toLongLong();
+  e.ctxTrain = q.value(17).toLongLong();
+  e.denseBytes = q.value(18).toLongLong();
+  e.ctxFormula = q.value(19).toString();
   return e;
 }
 
 const char* kColumns =
     "id, kind, path, name, files, architecture, size_bytes, quant_types, experts, top_k, pack_status, "
-    "pack_path, status_detail, source_present, added_at";
+    "pack_path, status_detail, source_present, added_at, ctx_bytes_per_token, ctx_fixed_bytes, ctx_train, "
+    "dense_bytes, ctx_formula";
 
 }  // namespace
 
@@ -164,7 +190,9 @@ LibraryEntry describe_model(const QString& path) {
     e.name = QString::fromStdString(om.name);
     const GgufModel model = GgufModel::open(om.blob_path);
     const QString name = e.name;
-    fillFromSummary(e, summarize(model));
+    const ModelSummary s = summarize(model);
+    fillFromSummary(e, s);
+    fillContext(e, model, s);
     e.name = name;
     return e;
   }
@@ -174,7 +202,9 @@ LibraryEntry describe_model(const QString& path) {
   const GgufModel model = GgufModel::open(p);
   e.kind = split && count > 1 ? QStringLiteral("split") : QStringLiteral("gguf");
   e.name = fi.completeBaseName();
-  fillFromSummary(e, summarize(model));
+  const ModelSummary summary = summarize(model);
+  fillFromSummary(e, summary);
+  fillContext(e, model, summary);
   e.path = e.files.isEmpty() ? absClean(path) : e.files.front();
   if (split) {
     QString base = QFileInfo(QString::fromStdString(prefix)).fileName();
@@ -183,26 +213,69 @@ LibraryEntry describe_model(const QString& path) {
   return e;
 }
 
+QStringList library_schema_steps() {
+  return {
+      // 1: the models.
+      QStringLiteral("CREATE TABLE library_models ("
+                     " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                     " kind TEXT NOT NULL CHECK (kind IN ('gguf','split','ollama','pack')),"
+                     " path TEXT NOT NULL UNIQUE,"
+                     " name TEXT NOT NULL,"
+                     " files TEXT NOT NULL,"  // JSON array of absolute paths
+                     " architecture TEXT NOT NULL DEFAULT '',"
+                     " size_bytes INTEGER NOT NULL DEFAULT 0,"
+                     " quant_types TEXT NOT NULL DEFAULT '',"  // comma-separated
+                     " experts INTEGER NOT NULL DEFAULT 0,"
+                     " top_k INTEGER NOT NULL DEFAULT 0,"
+                     " pack_status TEXT NOT NULL DEFAULT 'none'"
+                     "  CHECK (pack_status IN ('none','building','ready','failed-verify')),"
+                     " pack_path TEXT NOT NULL DEFAULT '',"
+                     " status_detail TEXT NOT NULL DEFAULT '',"
+                     " source_present INTEGER NOT NULL DEFAULT 1,"
+                     " added_at INTEGER NOT NULL)"),  // ms since the epoch, UTC
+      // 2: the download list (ui/library_download_store.h), so that it survives a restart.
+      QStringLiteral("CREATE TABLE downloads ("
+                     " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                     " group_id INTEGER NOT NULL DEFAULT 0,"  // id of the group's first file; 0 = alone
+                     " position INTEGER NOT NULL DEFAULT 0,"  // order in the group (shard order)
+                     " url TEXT NOT NULL,"
+                     " hub_repo TEXT NOT NULL DEFAULT '',"    // owner/repo, '' for a plain URL
+                     " hub_file TEXT NOT NULL DEFAULT '',"    // the file's path in the repository
+                     " dest_dir TEXT NOT NULL,"
+                     " file_name TEXT NOT NULL,"
+                     " expected_size INTEGER NOT NULL DEFAULT -1,"  // bytes, -1 unknown
+                     " sha256 TEXT NOT NULL DEFAULT '',"
+                     " sha256_source TEXT NOT NULL DEFAULT '',"   // user, hub listing, server, none
+                     " bytes_verified INTEGER NOT NULL DEFAULT 0,"  // bytes in the .part, hashed
+                     " etag TEXT NOT NULL DEFAULT '',"
+                     " state TEXT NOT NULL,"
+                     " error TEXT NOT NULL DEFAULT '',"
+                     " convert_when_done INTEGER NOT NULL DEFAULT 0,"
+                     " extra_bytes INTEGER NOT NULL DEFAULT 0,"  // counted in the space check, bytes
+                     " added_at INTEGER NOT NULL,"
+                     " UNIQUE (dest_dir, file_name))"),
+      // 3: attention state memory from the hyperparameters (core/context_memory.h).
+      QStringLiteral("ALTER TABLE library_models ADD COLUMN ctx_bytes_per_token REAL NOT NULL DEFAULT 0;"
+                     "ALTER TABLE library_models ADD COLUMN ctx_fixed_bytes INTEGER NOT NULL DEFAULT 0;"
+                     "ALTER TABLE library_models ADD COLUMN ctx_train INTEGER NOT NULL DEFAULT 0;"
+                     "ALTER TABLE library_models ADD COLUMN dense_bytes INTEGER NOT NULL DEFAULT 0;"
+                     "ALTER TABLE library_models ADD COLUMN ctx_formula TEXT NOT NULL DEFAULT ''"),
+  };
+}
+
+qint64 affordable_context_tokens(const LibraryEntry& e, qint64 memoryBytes, qint64 expertCacheBytes) {
+  if (e.ctxBytesPerToken <= 0) return -1;
+  const double left = static_cast<double>(memoryBytes) - static_cast<double>(expertCacheBytes) -
+                      static_cast<double>(e.denseBytes) - static_cast<double>(e.ctxFixedBytes);
+  if (left <= 0) return 0;
+  qint64 n = static_cast<qint64>(std::floor(left / e.ctxBytesPerToken));
+  if (e.ctxTrain > 0) n = std::min(n, e.ctxTrain);
+  return n;
+}
+
 ModelLibrary::ModelLibrary(AppDatabase& db, QString modelsFolder)
     : db_(db), modelsFolder_(absClean(modelsFolder)) {
-  db_.migrate(QStringLiteral("library"),
-              {QStringLiteral("CREATE TABLE library_models ("
-                              " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-                              " kind TEXT NOT NULL CHECK (kind IN ('gguf','split','ollama','pack')),"
-                              " path TEXT NOT NULL UNIQUE,"
-                              " name TEXT NOT NULL,"
-                              " files TEXT NOT NULL,"  // JSON array of absolute paths
-                              " architecture TEXT NOT NULL DEFAULT '',"
-                              " size_bytes INTEGER NOT NULL DEFAULT 0,"
-                              " quant_types TEXT NOT NULL DEFAULT '',"  // comma-separated
-                              " experts INTEGER NOT NULL DEFAULT 0,"
-                              " top_k INTEGER NOT NULL DEFAULT 0,"
-                              " pack_status TEXT NOT NULL DEFAULT 'none'"
-                              "  CHECK (pack_status IN ('none','building','ready','failed-verify')),"
-                              " pack_path TEXT NOT NULL DEFAULT '',"
-                              " status_detail TEXT NOT NULL DEFAULT '',"
-                              " source_present INTEGER NOT NULL DEFAULT 1,"
-                              " added_at INTEGER NOT NULL)")});  // ms since the epoch, UTC
+  db_.migrate(QStringLiteral("library"), library_schema_steps());
 }
 
 std::vector<LibraryEntry> ModelLibrary::entries() const {
@@ -228,11 +301,14 @@ LibraryEntry ModelLibrary::upsert(LibraryEntry e) {
   QSqlQuery q(db_.db());
   q.prepare(QStringLiteral(
       "INSERT INTO library_models (kind, path, name, files, architecture, size_bytes, quant_types, experts, "
-      "top_k, pack_status, pack_path, status_detail, source_present, added_at) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+      "top_k, pack_status, pack_path, status_detail, source_present, added_at, ctx_bytes_per_token, ctx_fixed_bytes, "
+      "ctx_train, dense_bytes, ctx_formula) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
       "ON CONFLICT(path) DO UPDATE SET kind = excluded.kind, name = excluded.name, files = excluded.files, "
       "architecture = excluded.architecture, size_bytes = excluded.size_bytes, quant_types = excluded.quant_types, "
       "experts = excluded.experts, top_k = excluded.top_k, source_present = excluded.source_present, "
+      "ctx_bytes_per_token = excluded.ctx_bytes_per_token, ctx_fixed_bytes = excluded.ctx_fixed_bytes, "
+      "ctx_train = excluded.ctx_train, dense_bytes = excluded.dense_bytes, ctx_formula = excluded.ctx_formula, "
       "pack_status = CASE WHEN excluded.kind = 'pack' THEN excluded.pack_status ELSE pack_status END, "
       "pack_path = CASE WHEN excluded.kind = 'pack' THEN excluded.pack_path ELSE pack_path END, "
       "status_detail = CASE WHEN excluded.kind = 'pack' THEN excluded.status_detail ELSE status_detail END"));
@@ -250,6 +326,11 @@ LibraryEntry ModelLibrary::upsert(LibraryEntry e) {
   q.addBindValue(text(e.statusDetail));
   q.addBindValue(e.sourcePresent ? 1 : 0);
   q.addBindValue(QDateTime::currentMSecsSinceEpoch());
+  q.addBindValue(e.ctxBytesPerToken);
+  q.addBindValue(e.ctxFixedBytes);
+  q.addBindValue(e.ctxTrain);
+  q.addBindValue(e.denseBytes);
+  q.addBindValue(text(e.ctxFormula));
   if (!q.exec()) sqlFail(q);
   QSqlQuery id(db_.db());
   id.prepare(QStringLiteral("SELECT id FROM library_models WHERE path = ?"));

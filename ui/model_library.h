@@ -47,7 +47,26 @@ struct LibraryEntry {
   QString statusDetail;     // verify message when failed-verify
   bool sourcePresent = true;
   QDateTime addedAt;        // UTC
+  // Attention state from the hyperparameters (core/context_memory.h, as `moepack inspect`
+  // prints it; llama.cpp's default cache types: F16 rows, F32 states). 0 when unknown (an
+  // architecture the engine does not run, or a row added before schema step 3 until re-added).
+  double ctxBytesPerToken = 0;  // bytes per token of context (KV cache rows)
+  qint64 ctxFixedBytes = 0;     // bytes per sequence whatever its length (windows, recurrent states)
+  qint64 ctxTrain = 0;          // context_length the model was trained for, tokens
+  qint64 denseBytes = 0;        // tensor bytes that are not routed experts (always resident)
+  QString ctxFormula;           // one line, context_memory().formula
 };
+
+// Context (tokens) affordable for one sequence when `memoryBytes` hold the dense weights, an
+// expert cache of `expertCacheBytes` and the attention state:
+//   tokens = floor((memoryBytes - expertCacheBytes - denseBytes - ctxFixedBytes) / ctxBytesPerToken)
+// clamped to [0, ctxTrain] (ctxTrain 0: no upper clamp). -1 when ctxBytesPerToken is unknown (0).
+qint64 affordable_context_tokens(const LibraryEntry& e, qint64 memoryBytes, qint64 expertCacheBytes);
+
+// Schema steps of the "library" component, shared by every store on its tables (ModelLibrary,
+// DownloadStore): 1 library_models; 2 downloads (ui/library_download_store.h); 3 the context
+// memory columns of library_models. Steps are never edited; a change is a new step.
+QStringList library_schema_steps();
 
 struct ScanResult {
   std::vector<LibraryEntry> added;  // added or updated
