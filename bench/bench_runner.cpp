@@ -1,7 +1,9 @@
 // The benchmark runner and report writing (bench_runner.h).
 #include "bench/bench_runner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -44,6 +46,20 @@ void say(const BenchOptions& o, const std::string& line) {
   if (o.progress) o.progress(line);
 }
 
+void emit_event(const BenchOptions& o, const BenchEvent& e) {
+  if (o.on_event) o.on_event(e);
+}
+
+bool cancelled(const BenchOptions& o) { return o.cancel && o.cancel->load(std::memory_order_relaxed); }
+
+void throw_if_cancelled(const BenchOptions& o) {
+  if (cancelled(o)) throw BenchCancelled();
+}
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
 std::string request_label(const PromptSet& ps, size_t i) {
   return "[" + std::to_string(i + 1) + "/" + std::to_string(ps.requests.size()) + "] " + ps.requests[i].id;
 }
@@ -55,8 +71,15 @@ json run_bench(const BenchOptions& o) {
   const auto t_start = std::chrono::steady_clock::now();
   const PromptSet& ps = o.prompts;
 
+  throw_if_cancelled(o);
   say(o, "loading " + o.model_path);
   std::unique_ptr<Session> session = Session::load(o.model_path, o.settings);
+  throw_if_cancelled(o);
+  BenchEvent ev;
+  ev.systems = 1 + o.baselines.size();
+  ev.requests = ps.requests.size();
+  ev.system = kOursId;
+  emit_event(o, ev);
   if (o.chat && !session->template_warning().empty()) say(o, "warning: " + session->template_warning());
 
   json report;
@@ -95,24 +118,79 @@ json run_bench(const BenchOptions& o) {
   gen.max_tokens = o.max_tokens;
   gen.ignore_eos = o.ignore_eos;
   gen.sampling.temperature = 0.0f;  // greedy
+  gen.cancel = o.cancel;
+  Telemetry& tele = session->telemetry();
   for (size_t i = 0; i < ps.requests.size(); ++i) {
+    throw_if_cancelled(o);
     const BenchRequest& rq = ps.requests[i];
     json entry = {{"index", i}, {"id", rq.id}, {"dataset", rq.dataset}, {"prompt_chars", rq.prompt.size()}};
+    ev.kind = BenchEvent::Kind::RequestStarted;
+    ev.request = i;
+    ev.tokens = 0;
+    emit_event(o, ev);
     json res;
     try {
       session->reset();  // fresh KV per request; the expert cache stays warm
-      const GenerateResult r = o.chat ? session->chat({{"user", rq.prompt}}, gen) : session->generate_text(rq.prompt, gen);
+      // Wall time per token, observed when the token's text arrives (the callback runs right
+      // after the token was sampled and its TokenSample recorded, so the telemetry's token
+      // counter numbers it).
+      const uint64_t tokens_before = tele.counters().tokens.load(std::memory_order_relaxed);
+      std::vector<double> stamps;
+      const auto t_req = std::chrono::steady_clock::now();
+      const TextCallback on_text = [&](std::string_view, int32_t) {
+        const uint64_t n = tele.counters().tokens.load(std::memory_order_relaxed) - tokens_before;
+        if (n == 0) return !cancelled(o);
+        if (stamps.size() < n) stamps.resize(n, std::nan(""));
+        if (std::isnan(stamps[n - 1])) {
+          stamps[n - 1] = ms_between(t_req, std::chrono::steady_clock::now());
+          if (o.on_event) {
+            BenchEvent t = ev;
+            t.kind = BenchEvent::Kind::Token;
+            t.tokens = n;
+            t.token_index = n - 1;
+            t.token_t_ms = stamps[n - 1];
+            const std::vector<TokenSample> last = tele.recent(1);
+            if (!last.empty()) {
+              t.token_forward_ms = last[0].io_wait_ms + last[0].compute_ms;
+              t.token_read_bytes = last[0].read_bytes;
+              t.token_misses = last[0].experts_missed;
+            }
+            o.on_event(t);
+          }
+        }
+        return !cancelled(o);
+      };
+      const GenerateResult r = o.chat ? session->chat({{"user", rq.prompt}}, gen, on_text)
+                                      : session->generate_text(rq.prompt, gen, on_text);
+      throw_if_cancelled(o);
       res = engine_result_json(r);
+      // The samples of this request's tokens (the ring may have kept fewer than generated).
+      const uint64_t recorded = tele.counters().tokens.load(std::memory_order_relaxed) - tokens_before;
+      std::vector<TokenSample> samples = tele.recent(static_cast<size_t>(std::min<uint64_t>(recorded, r.tokens.size())));
+      const uint64_t first = r.tokens.size() - samples.size();
+      std::vector<double> t_ms(samples.size(), std::nan(""));
+      for (size_t k = 0; k < samples.size(); ++k) {
+        if (first + k < stamps.size()) t_ms[k] = stamps[first + k];
+      }
+      res["timeline"] = timeline_json(samples, t_ms, first);
       own_prompt_tokens[i] = r.prompt_tokens.size();
       say(o, request_label(ps, i) + " moepack: " + std::to_string(r.prompt_tokens.size()) + " prompt + " +
                  std::to_string(r.tokens.size()) + " completion tokens, ttft " +
                  fmt("%.0f", r.time_to_first_token_ms) + " ms, prefill " + num_or_dash(res["prefill_tps"], "%.1f") +
                  " tok/s, decode " + num_or_dash(res["decode_tps"], "%.2f") + " tok/s, hit rate " +
                  num_or_dash(res["hit_rate"], "%.3f"));
+    } catch (const BenchCancelled&) {
+      throw;
     } catch (const std::exception& e) {
+      throw_if_cancelled(o);
       res = failed_result_json(e.what());
       say(o, request_label(ps, i) + " moepack FAILED: " + e.what());
     }
+    ev.kind = BenchEvent::Kind::RequestFinished;
+    ev.tokens = res.value("completion_tokens", uint64_t{0});
+    ev.result = &res;
+    emit_event(o, ev);
+    ev.result = nullptr;
     entry["results"] = {{kOursId, res}};
     requests.push_back(entry);
   }
@@ -141,7 +219,14 @@ json run_bench(const BenchOptions& o) {
       sys["label"] = spec.url;
     }
     systems.push_back(sys);
+    ev.system = id;
+    ev.system_index = b + 1;
     for (size_t i = 0; i < ps.requests.size(); ++i) {
+      throw_if_cancelled(o);
+      ev.kind = BenchEvent::Kind::RequestStarted;
+      ev.request = i;
+      ev.tokens = 0;
+      emit_event(o, ev);
       json res;
       if (!client) {
         res = failed_result_json(setup_error);
@@ -162,6 +247,12 @@ json run_bench(const BenchOptions& o) {
       } else {
         say(o, request_label(ps, i) + " " + id + " FAILED: " + res["error"].get<std::string>());
       }
+      throw_if_cancelled(o);
+      ev.kind = BenchEvent::Kind::RequestFinished;
+      ev.tokens = res.value("completion_tokens", uint64_t{0});
+      ev.result = &res;
+      emit_event(o, ev);
+      ev.result = nullptr;
       requests[i]["results"][id] = res;
     }
   }

@@ -16,6 +16,7 @@
 //     with its error message and the run continues; aggregates skip it and count it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -25,12 +26,47 @@
 #include "bench/openai_client.h"
 #include "bench/prompt_set.h"
 #include "core/engine_settings.h"
+#include "core/error.h"
 
 namespace moepack::bench {
 
 struct BaselineSpec {
   std::string url;
   std::string model;  // "" : the first id of GET {url}/v1/models, else "default"
+};
+
+// Structured progress for a GUI (the studio's Benchmarks page), called on the thread running
+// run_bench(). Order for each system: RequestStarted, Token... (MoePack only), RequestFinished,
+// for requests 0..n-1 in file order; MoePack first, then each baseline. `tokens` never
+// decreases within a request.
+struct BenchEvent {
+  enum class Kind {
+    Loaded,           // the model is open (before the first request)
+    RequestStarted,   // `request` of `requests` begins for `system`
+    Token,            // MoePack generated a token that produced text (see token_* fields)
+    RequestFinished,  // `result` is the request's result object (report_json.h)
+  };
+  Kind kind = Kind::Loaded;
+  std::string system;        // "moepack", "baseline1", ...
+  size_t system_index = 0;   // 0 = MoePack
+  size_t systems = 1;        // 1 + number of baselines
+  size_t request = 0;        // 0-based index into the prompt set
+  size_t requests = 0;       // prompt set size
+  uint64_t tokens = 0;       // completion tokens so far in this request (Token, RequestFinished)
+  // Token: the sample of the token just generated (0-based index in the request, wall time
+  // since the request was started in ms, the forward pass that produced its logits: io wait +
+  // compute ms, SSD bytes read and unique (layer, expert) misses).
+  uint64_t token_index = 0;
+  double token_t_ms = 0, token_forward_ms = 0;
+  uint64_t token_read_bytes = 0;
+  uint32_t token_misses = 0;
+  const nlohmann::json* result = nullptr;  // RequestFinished only; valid during the call
+};
+
+// Thrown by run_bench() when BenchOptions::cancel was set; no report exists then.
+class BenchCancelled : public Error {
+ public:
+  BenchCancelled() : Error("bench: cancelled") {}
 };
 
 struct BenchOptions {
@@ -44,10 +80,17 @@ struct BenchOptions {
   ClientOptions client;
   // Human-readable progress lines (no newline), e.g. to stderr.
   std::function<void(const std::string&)> progress;
+  // Structured progress (optional), see BenchEvent.
+  std::function<void(const BenchEvent&)> on_event;
+  // When set (any thread) the run stops within one forward pass (MoePack) or after the current
+  // baseline request and run_bench() throws BenchCancelled.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Runs the benchmark. Throws Error (IoError / FormatError) when the model cannot be loaded or
-// max_tokens < 1; request-level failures are recorded in the report instead.
+// max_tokens < 1, BenchCancelled when cancelled; request-level failures are recorded in the
+// report instead. MoePack's results carry a per-token `timeline` (report_json.h:
+// timeline_json).
 nlohmann::json run_bench(const BenchOptions& options);
 
 // Formats a report can be written in.

@@ -122,6 +122,97 @@ std::string bar_chart(const std::string& id, const std::string& title, const std
   return s + "</svg>\n";
 }
 
+double nice_top(double max_v) {
+  if (max_v <= 0) return 1;
+  const double mag = std::pow(10.0, std::floor(std::log10(max_v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * mag >= max_v) return m * mag;
+  }
+  return 10 * mag;
+}
+
+// The per-token timeline of MoePack's requests (each request's result "timeline", report_json.h),
+// the requests one after another along x (token number in the run, request boundaries dashed):
+// forward-pass ms per token as a line (left axis) and SSD KB read per token as bars (right axis).
+std::string timeline_chart(const json& report) {
+  struct Token {
+    double forward_ms;
+    double read_kb;
+  };
+  std::vector<Token> tokens;
+  std::vector<std::pair<size_t, std::string>> starts;  // first token of each request, request id
+  for (const json& r : report["requests"]) {
+    const json res = get(r["results"], kOursId);
+    const json tl = get(res, "timeline");
+    if (!tl.is_object()) continue;
+    starts.emplace_back(tokens.size(), str(r["id"]));
+    const json& f = tl["forward_ms"];
+    const json& b = tl["read_bytes"];
+    for (size_t i = 0; i < f.size(); ++i) {
+      tokens.push_back({f[i].get<double>(), i < b.size() ? b[i].get<double>() / 1e3 : 0.0});
+    }
+  }
+  const std::string title = "Per-token timeline (MoePack)";
+  const int width = 960, left = 60, right = 70, top_pad = 30, plot_h = 220, bottom = 60;
+  const int height = top_pad + plot_h + bottom;
+  std::string s = "<svg class=\"chart\" id=\"chart-token-timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                  std::to_string(width) + "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
+                  std::to_string(width) + " " + std::to_string(height) + "\" role=\"img\" aria-label=\"" + title +
+                  "\">\n<title>" + title + "</title>\n";
+  s += "<text x=\"" + std::to_string(left) + "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" + title +
+       ": forward ms per token (line, left) and SSD KB read per token (bars, right)</text>\n";
+  if (tokens.empty()) {
+    s += "<text x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(top_pad + plot_h / 2) +
+         "\" font-size=\"12\">no per-token data</text>\n";
+    return s + "</svg>\n";
+  }
+  double max_ms = 0, max_kb = 0;
+  for (const Token& t : tokens) {
+    max_ms = std::max(max_ms, t.forward_ms);
+    max_kb = std::max(max_kb, t.read_kb);
+  }
+  const double top_ms = nice_top(max_ms), top_kb = nice_top(max_kb);
+  const double plot_w = width - left - right;
+  const double step = plot_w / static_cast<double>(tokens.size());
+  auto x_of = [&](size_t i) { return left + step * (static_cast<double>(i) + 0.5); };
+  auto y_of = [&](double v, double top) { return top_pad + plot_h - plot_h * std::min(1.0, v / top); };
+  for (int t = 0; t <= 5; ++t) {
+    const double y = top_pad + plot_h - plot_h * t / 5.0;
+    s += "<line x1=\"" + std::to_string(left) + "\" x2=\"" + std::to_string(width - right) + "\" y1=\"" + fmt(y, 1) +
+         "\" y2=\"" + fmt(y, 1) + "\" stroke=\"#ddd\"/>";
+    s += "<text x=\"" + std::to_string(left - 6) + "\" y=\"" + fmt(y + 4, 1) + "\" font-size=\"11\" text-anchor=\"end\">" +
+         fmt(top_ms * t / 5, top_ms >= 10 ? 0 : 2) + "</text>";
+    s += "<text x=\"" + std::to_string(width - right + 6) + "\" y=\"" + fmt(y + 4, 1) + "\" font-size=\"11\">" +
+         fmt(top_kb * t / 5, top_kb >= 10 ? 0 : 2) + "</text>\n";
+  }
+  s += "<g class=\"read-bytes\" fill=\"#e0703a\" fill-opacity=\"0.45\">";
+  const double bar_w = std::max(0.5, step * 0.8);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].read_kb <= 0) continue;
+    const double y = y_of(tokens[i].read_kb, top_kb);
+    s += "<rect x=\"" + fmt(x_of(i) - bar_w / 2, 2) + "\" y=\"" + fmt(y, 2) + "\" width=\"" + fmt(bar_w, 2) +
+         "\" height=\"" + fmt(top_pad + plot_h - y, 2) + "\"/>";
+  }
+  s += "</g>\n<polyline class=\"forward-ms\" fill=\"none\" stroke=\"#2f6fdf\" stroke-width=\"1.2\" points=\"";
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    s += (i ? " " : "") + fmt(x_of(i), 2) + "," + fmt(y_of(tokens[i].forward_ms, top_ms), 2);
+  }
+  s += "\"/>\n";
+  for (const auto& [first, id] : starts) {
+    const double x = left + step * static_cast<double>(first);
+    s += "<line class=\"request-start\" x1=\"" + fmt(x, 2) + "\" x2=\"" + fmt(x, 2) + "\" y1=\"" +
+         std::to_string(top_pad) + "\" y2=\"" + std::to_string(top_pad + plot_h) +
+         "\" stroke=\"#555\" stroke-dasharray=\"3,3\"/><text x=\"" + fmt(x + 2, 2) + "\" y=\"" +
+         std::to_string(top_pad + plot_h + 14) + "\" font-size=\"10\">" + html_escape(id) + "</text>\n";
+  }
+  s += "<line x1=\"" + std::to_string(left) + "\" x2=\"" + std::to_string(width - right) + "\" y1=\"" +
+       std::to_string(top_pad + plot_h) + "\" y2=\"" + std::to_string(top_pad + plot_h) + "\" stroke=\"#333\"/>\n";
+  s += "<text x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(height - 12) +
+       "\" font-size=\"11\">token in the run (" + std::to_string(tokens.size()) +
+       " tokens); line: forward ms (io wait + compute); bars: SSD KB (1 KB = 1000 bytes)</text>\n";
+  return s + "</svg>\n";
+}
+
 std::string th(const std::vector<std::string>& cells) {
   std::string s = "<tr>";
   for (const auto& c : cells) s += "<th>" + c + "</th>";
@@ -368,6 +459,7 @@ std::string report_html(const json& report) {
   h += bar_chart("chart-decode-tps", "Decode tokens/s per request", "tokens/s", cats, decode);
   h += bar_chart("chart-hit-rate", "Expert cache hit rate per request", "unique (layer, expert) keys per step", cats, hit);
   h += bar_chart("chart-ssd-bytes-per-token", "SSD bytes per generated token per request", "MB/token", cats, ssd);
+  h += timeline_chart(report);
   h += "</section>\n";
 
   // Errors.

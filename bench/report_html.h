@@ -5,7 +5,8 @@
 // prompt set's published figures beside ours), #requests (every request and system),
 // #charts (SVG bar charts: #chart-dataset-decode-tps and #chart-dataset-prefill-tps per data
 // set; #chart-decode-tps, #chart-hit-rate and #chart-ssd-bytes-per-token per request; ours,
-// baselines, and the published figures of each request's data set), #errors, #settings (engine settings).
+// baselines, and the published figures of each request's data set; #chart-token-timeline: MoePack's
+// per-token forward ms and SSD KB across the run), #errors, #settings (engine settings).
 #pragma once
 
 #include <nlohmann/json.hpp>

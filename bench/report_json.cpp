@@ -1,7 +1,10 @@
 // Result objects, aggregates and ratios of the benchmark report (report_json.h).
 #include "bench/report_json.h"
 
+#include <cmath>
 #include <limits>
+
+#include "core/error.h"
 
 namespace moepack::bench {
 
@@ -58,6 +61,23 @@ json engine_result_json(const GenerateResult& r) {
             {"fallback_count", s.fallback_count},
             {"text", r.text}});
   return j;
+}
+
+json timeline_json(const std::vector<TokenSample>& samples, const std::vector<double>& t_ms, uint64_t first_token) {
+  if (t_ms.size() != samples.size()) {
+    throw Error("timeline_json: " + std::to_string(t_ms.size()) + " times for " + std::to_string(samples.size()) +
+                " token samples");
+  }
+  json t = json::array(), fwd = json::array(), io = json::array(), rd = json::array(), miss = json::array();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    t.push_back(std::isnan(t_ms[i]) ? json(nullptr) : json(t_ms[i]));
+    fwd.push_back(samples[i].io_wait_ms + samples[i].compute_ms);
+    io.push_back(samples[i].io_wait_ms);
+    rd.push_back(samples[i].read_bytes);
+    miss.push_back(samples[i].experts_missed);
+  }
+  return {{"first_token", first_token}, {"tokens", samples.size()}, {"t_ms", t},         {"forward_ms", fwd},
+          {"io_wait_ms", io},           {"read_bytes", rd},         {"experts_missed", miss}};
 }
 
 json failed_result_json(const std::string& error) { return {{"ok", false}, {"error", error}}; }

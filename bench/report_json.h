@@ -30,6 +30,19 @@ inline constexpr const char* kOursId = "moepack";
 
 // One MoePack request's result object.
 nlohmann::json engine_result_json(const GenerateResult& r);
+// The per-token timeline of one MoePack request (columnar arrays, one entry per generated
+// token, in generation order), from the engine's Telemetry samples (core/telemetry.h) and the
+// wall-clock times the runner observed:
+//   {first_token, tokens, t_ms[], forward_ms[], io_wait_ms[], read_bytes[], experts_missed[]}
+// `t_ms[i]`: wall time from the request's start to when token i's text reached the runner
+// (null for a token that produced no text: a control token or part of a UTF-8 character);
+// `forward_ms[i]` = io_wait_ms[i] + compute ms of the forward pass that produced token i's
+// logits (token 0: the prefill); `read_bytes[i]` SSD bytes read by that pass; `experts_missed[i]`
+// its unique (layer, expert) misses. When the telemetry ring kept fewer samples than tokens
+// (TelemetrySettings::history), the arrays hold the last ones and `first_token` > 0.
+// `t_ms` must have one entry per sample (NaN = null); throws Error otherwise.
+nlohmann::json timeline_json(const std::vector<TokenSample>& samples, const std::vector<double>& t_ms,
+                             uint64_t first_token);
 // A request that threw (the run continues with the next one).
 nlohmann::json failed_result_json(const std::string& error);
 // One baseline request's result object. `own_prompt_tokens` is MoePack's count of the same

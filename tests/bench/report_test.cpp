@@ -2,6 +2,7 @@
 // CSV and HTML views' escaping and shape, --formats parsing and prompt-set validation.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -134,6 +135,47 @@ TEST(Report, HtmlIsSelfContainedAndEscaped) {
   EXPECT_EQ(html.find("href="), std::string::npos);
   EXPECT_NE(html.find("published: cfg"), std::string::npos);
   EXPECT_NE(html.find("<rect class=\"bar\""), std::string::npos);
+}
+
+TEST(Report, TimelineJsonIsColumnar) {
+  std::vector<TokenSample> samples(3);
+  samples[0] = {0, 2000, 2, 1.5, 8.5};  // index, read_bytes, experts_missed, io_wait_ms, compute_ms
+  samples[1] = {1, 0, 0, 0.0, 5.0};
+  samples[2] = {2, 4000, 3, 12.0, 8.0};
+  const json t = timeline_json(samples, {11.0, std::nan(""), 40.0}, 0);
+  EXPECT_EQ(t["first_token"], 0);
+  EXPECT_EQ(t["tokens"], 3);
+  EXPECT_EQ(t["forward_ms"], json({10.0, 5.0, 20.0}));  // io wait + compute
+  EXPECT_EQ(t["io_wait_ms"], json({1.5, 0.0, 12.0}));
+  EXPECT_EQ(t["read_bytes"], json({2000, 0, 4000}));
+  EXPECT_EQ(t["experts_missed"], json({2, 0, 3}));
+  EXPECT_EQ(t["t_ms"], json({11.0, nullptr, 40.0}));  // no text for token 1: no time
+  EXPECT_THROW(timeline_json(samples, {1.0}, 0), Error);
+}
+
+TEST(Report, HtmlTokenTimeline) {
+  json rep = small_report();
+  std::vector<TokenSample> samples(3);
+  samples[0] = {0, 2000, 2, 1.5, 8.5};
+  samples[1] = {1, 0, 0, 0.0, 5.0};
+  samples[2] = {2, 4000, 3, 12.0, 8.0};
+  rep["requests"][0]["results"]["moepack"]["timeline"] = timeline_json(samples, {11.0, 20.0, 40.0}, 0);
+  const std::string html = report_html(rep);
+  const size_t at = html.find("<svg class=\"chart\" id=\"chart-token-timeline\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string svg = html.substr(at, html.find("</svg>", at) - at);
+  // Plot 830 px wide (960 - 60 - 70) from x = 60, 220 px high from y = 30; 3 tokens: x = 60 +
+  // 830 / 3 * (i + 0.5). Axis top 20 ms (the max): 10 ms -> y = 140, 5 ms -> 195, 20 ms -> 30.
+  EXPECT_NE(svg.find("points=\"198.33,140.00 475.00,195.00 751.67,30.00\""), std::string::npos) << svg;
+  // Bars for the two tokens that read (axis top: 4 KB rounds up to 5 KB): 2 KB -> height 88,
+  // 4 KB -> 176; none for the token that read nothing.
+  EXPECT_NE(svg.find("height=\"88.00\""), std::string::npos);
+  EXPECT_NE(svg.find("height=\"176.00\""), std::string::npos);
+  EXPECT_EQ(svg.find("height=\"0.00\""), std::string::npos);
+  EXPECT_NE(svg.find("class=\"request-start\""), std::string::npos);
+  EXPECT_NE(svg.find(">a-1</text>"), std::string::npos);
+  // Without timelines (baselines only, old reports) the chart says so instead of drawing.
+  EXPECT_NE(report_html(small_report()).find("no per-token data"), std::string::npos);
 }
 
 TEST(Report, Formats) {
