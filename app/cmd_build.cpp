@@ -1,5 +1,6 @@
 // `moepack build SOURCE -o OUTDIR [--safety-margin-gib N] [--progress auto|json|human|none]
-//  [--overwrite] [--delete-source-after-verify] [--no-direct-io] [--no-source-hash]`
+//  [--overwrite] [--delete-source-after-verify] [--delete-source-shards] [--no-direct-io]
+//  [--no-source-hash]`
 // Exit status: 0 built (or already complete), 1 error, 130 cancelled (SIGINT/SIGTERM; resumable).
 #include <signal.h>
 #include <unistd.h>
@@ -33,7 +34,7 @@ std::function<int()> add_build(CLI::App& app) {
   struct Options {
     std::string source, out, progress = "auto";
     double margin_gib = 1.0;
-    bool overwrite = false, delete_source = false, no_direct = false, no_source_hash = false;
+    bool overwrite = false, delete_source = false, delete_shards = false, no_direct = false, no_source_hash = false;
     double batch_mib = 32;
   };
   auto opt = std::make_shared<Options>();
@@ -50,6 +51,9 @@ std::function<int()> add_build(CLI::App& app) {
   sub->add_flag("--overwrite", opt->overwrite, "Replace a finished pack of another source in OUTDIR");
   sub->add_flag("--delete-source-after-verify", opt->delete_source,
                 "After the pack passes a full verification, delete the source GGUF file(s)");
+  sub->add_flag("--delete-source-shards", opt->delete_shards,
+                "Shard-by-shard mode: delete each source shard as soon as its bytes are in the pack, durable "
+                "and verified (for a disk with room for about the model plus its largest shard)");
   sub->add_flag("--no-direct-io", opt->no_direct,
                 "Write without O_DIRECT (the runtime then needs direct_io=false)");
   sub->add_flag("--no-source-hash", opt->no_source_hash,
@@ -65,6 +69,7 @@ std::function<int()> add_build(CLI::App& app) {
     bo.safety_margin_bytes = static_cast<uint64_t>(std::llround(opt->margin_gib * (1ull << 30)));
     bo.overwrite = opt->overwrite;
     bo.delete_source_after_verify = opt->delete_source;
+    bo.delete_source_shards = opt->delete_shards;
     bo.direct_io = !opt->no_direct;
     bo.hash_sources = !opt->no_source_hash;
     bo.batch_bytes = static_cast<uint64_t>(std::llround(opt->batch_mib * (1 << 20)));
@@ -109,7 +114,9 @@ std::function<int()> add_build(CLI::App& app) {
                             {"dense_bytes", r.dense_bytes},
                             {"bytes_written", r.bytes_written},
                             {"seconds", r.seconds},
-                            {"source_deleted", r.source_deleted}};
+                            {"source_deleted", r.source_deleted},
+                            {"shards_deleted", r.shards_deleted},
+                            {"from_persisted_plan", r.from_persisted_plan}};
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       }
       if (r.already_complete) {
@@ -121,7 +128,9 @@ std::function<int()> add_build(CLI::App& app) {
             mib(static_cast<double>(r.dense_bytes)).c_str(),
             mib(static_cast<double>(r.bytes_written)).c_str(), r.seconds,
             r.resumed ? (", resumed after " + std::to_string(r.resumed_experts) + " experts").c_str() : "",
-            r.source_deleted ? "; source deleted after verification" : "");
+            r.source_deleted ? (opt->delete_shards ? "; source shards deleted as they were verified"
+                                                   : "; source deleted after verification")
+                             : "");
       }
       return 0;
     } catch (const BuildCancelled& e) {

@@ -4,25 +4,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "core/expert_pack.h"
 #include "core/gguf_model.h"
 #include "core/pack_manifest.h"
 #include "core/pack_verify.h"
+#include "core/durable_io.h"
 #include "core/sha256.h"
 #include "packbuilder/dense_gguf.h"
-#include "core/durable_io.h"
 #include "packbuilder/pack_plan.h"
 
 namespace moepack {
@@ -146,6 +149,8 @@ struct BuildState {
   std::string dense_sha256;   // "" until dense.gguf is durable
   uint64_t experts_done = 0;  // in address order
   std::vector<std::string> expert_sha256;
+  std::vector<std::string> source_sha256;  // per shard, "" until known (shard mode)
+  json plan;                               // the persisted build plan (shard mode), else null
 };
 
 std::string state_to_text(const BuildState& s) {
@@ -158,11 +163,13 @@ std::string state_to_text(const BuildState& s) {
             {"expert_sha256",
              std::vector<std::string>(s.expert_sha256.begin(),
                                       s.expert_sha256.begin() + static_cast<long>(s.experts_done))}};
+  if (!s.source_sha256.empty()) j["source_sha256"] = s.source_sha256;
+  if (!s.plan.is_null()) j["plan"] = s.plan;
   return j.dump();
 }
 
-// A missing, unreadable or foreign state file means "start from scratch", never an error.
-std::optional<BuildState> load_state(const std::string& dir, const std::string& plan_id) {
+// The raw state file, or nullopt when it is missing or not JSON.
+std::optional<json> read_state_json(const std::string& dir) {
   const std::string p = dir + "/" + kStateName;
   if (!file_exists(p)) return std::nullopt;
   try {
@@ -171,22 +178,127 @@ std::optional<BuildState> load_state(const std::string& dir, const std::string& 
     struct stat st {};
     ::fstat(fd, &st);
     std::string text(static_cast<size_t>(st.st_size), '\0');
-    pread_all(fd, text.data(), text.size(), 0, p);
+    try {
+      pread_all(fd, text.data(), text.size(), 0, p);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
     ::close(fd);
-    const json j = json::parse(text);
-    if (j.at("format") != "moepack-build-state" || j.at("version") != 1 || j.at("plan_id") != plan_id)
-      return std::nullopt;
+    json j = json::parse(text);
+    if (!j.is_object() || j.value("format", "") != "moepack-build-state") return std::nullopt;
+    return j;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// A missing, unreadable or foreign state file means "start from scratch", never an error.
+std::optional<BuildState> load_state(const std::string& dir, const std::string& plan_id) {
+  const std::optional<json> raw = read_state_json(dir);
+  if (!raw) return std::nullopt;
+  try {
+    const json& j = *raw;
+    if (j.at("version") != 1 || j.at("plan_id") != plan_id) return std::nullopt;
     BuildState s;
     s.plan_id = plan_id;
     s.build_id = j.at("build_id").get<std::string>();
     s.dense_sha256 = j.at("dense_sha256").get<std::string>();
     s.experts_done = j.at("experts_done").get<uint64_t>();
     s.expert_sha256 = j.at("expert_sha256").get<std::vector<std::string>>();
+    if (j.contains("source_sha256")) s.source_sha256 = j.at("source_sha256").get<std::vector<std::string>>();
+    if (j.contains("plan")) s.plan = j.at("plan");
     if (s.build_id.size() != 32 || s.expert_sha256.size() != s.experts_done) return std::nullopt;
     return s;
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+// Identity of a plan: the source files (path, size, mtime), the layout and the dense tensor
+// count. A build resumes only into the plan it started.
+std::string compute_plan_id(const std::vector<SourceId>& sources, const PackLayout& layout, uint64_t dense_count) {
+  json id;
+  id["format_version"] = kPackFormatVersion;
+  for (const SourceId& s : sources) id["sources"].push_back({s.path, s.bytes, s.mtime_ns});
+  PackManifest probe;
+  probe.layout = layout;
+  id["layout"] = manifest_to_json(probe)["layout"];
+  id["dense"] = dense_count;
+  const std::string text = id.dump(-1, ' ', false, json::error_handler_t::replace);
+  return to_hex(Sha256::of(text.data(), text.size()));
+}
+
+// Global (address-order) expert index -> end offset of that expert's block in experts.bin.
+uint64_t expert_end_offset(const PackLayout& L, uint64_t g) {
+  for (uint32_t l = 0; l < L.layers.size(); ++l) {
+    if (g < L.layers[l].n_experts) return L.offset(l, static_cast<uint32_t>(g)) + L.layers[l].stride;
+    g -= L.layers[l].n_experts;
+  }
+  return L.data_end;
+}
+
+// need_upto[k]: experts [0, need_upto[k]) (address order) include every slice read from shard k.
+std::vector<uint64_t> shard_need_upto(const PackPlan& plan, size_t n_shards) {
+  std::vector<uint64_t> need(n_shards, 0);
+  uint64_t g0 = 0;
+  for (size_t l = 0; l < plan.slices.size(); ++l) {
+    const uint32_t n = plan.layout.layers[l].n_experts;
+    for (const auto& role : plan.slices[l]) {
+      for (uint32_t e = 0; e < n; ++e) need[role[e].shard] = std::max(need[role[e].shard], g0 + e + 1);
+    }
+    g0 += n;
+  }
+  return need;
+}
+
+uint64_t device_of(std::string path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  while (!p.empty()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) return static_cast<uint64_t>(st.st_dev);
+    if (p == p.parent_path()) break;
+    p = p.parent_path();
+  }
+  return UINT64_MAX;
+}
+
+// The space formulas of pack_builder.h. `present[k]` false: shard k is already deleted.
+BuildSpace space_needs(const PackLayout& L, uint64_t dense_bytes, const std::vector<SourceId>& sources,
+                       const std::vector<bool>& present, const std::vector<uint64_t>& need_upto,
+                       const std::string& out_dir, uint64_t already_allocated) {
+  BuildSpace b;
+  const uint64_t n_exp = L.expert_count();
+  const uint64_t meta = 2 * (100 * n_exp + 8192 * L.layers.size() + (64u << 10)) +  // manifest + state
+                        (need_upto.size() > 1 ? 2 * 64 * n_exp + (64u << 10) : 0);  // persisted plan
+  const uint64_t pack = dense_bytes + L.data_end;
+  const uint64_t A = already_allocated;
+  b.pack_bytes = pack + meta;
+  b.normal_needed = pack + meta > A ? pack + meta - A : 0;
+  const uint64_t target_dev = device_of(out_dir);
+  std::vector<uint64_t> S(sources.size(), 0);
+  for (size_t k = 0; k < sources.size(); ++k) {
+    if (present[k] && device_of(sources[k].path) == target_dev) S[k] = sources[k].bytes;
+    b.source_bytes_on_target_fs += S[k];
+  }
+  std::vector<uint64_t> ready(sources.size());
+  for (size_t k = 0; k < sources.size(); ++k)
+    ready[k] = dense_bytes + (need_upto[k] == 0 ? L.data_start : expert_end_offset(L, need_upto[k] - 1));
+  const uint64_t now = A + b.source_bytes_on_target_fs;
+  uint64_t peak = std::max(now, pack);
+  for (size_t k = 0; k < sources.size(); ++k) {
+    if (!present[k]) continue;
+    uint64_t u = std::max(A, ready[k]);
+    for (size_t j = 0; j < sources.size(); ++j)
+      if (present[j] && ready[j] >= ready[k]) u += S[j];
+    peak = std::max(peak, u);
+  }
+  b.shard_mode_peak = peak;
+  b.shard_mode_needed = peak + meta > now ? peak + meta - now : 0;
+  b.shard_mode_helps = b.shard_mode_needed < b.normal_needed;
+  return b;
 }
 
 PackBuildId parse_build_id(const std::string& hex) {
@@ -214,11 +326,41 @@ struct Batch {
   uint64_t offset = 0;
   size_t bytes = 0;
   uint32_t buffer = 0;
+  bool ready_point = false;  // ends where a source shard becomes deletable (shard mode)
 };
+
+// The persisted plan's slice table: per layer, per role, either {"shard", "offset", "step"}
+// (expert e at offset + e * step, the stacked-tensor case) or {"list": [[shard, offset], ...]}.
+json slices_to_json(const PackPlan& plan) {
+  json layers = json::array();
+  for (size_t l = 0; l < plan.slices.size(); ++l) {
+    json roles = json::array();
+    for (size_t r = 0; r < plan.slices[l].size(); ++r) {
+      const auto& v = plan.slices[l][r];
+      const uint64_t step = plan.layout.layers[l].roles[r].bytes;
+      bool arith = true;
+      for (size_t e = 0; e < v.size() && arith; ++e)
+        arith = v[e].shard == v[0].shard && v[e].file_offset == v[0].file_offset + e * step;
+      if (arith) {
+        roles.push_back({{"shard", v[0].shard}, {"offset", v[0].file_offset}, {"step", step}});
+      } else {
+        json list = json::array();
+        for (const SourceSlice& x : v) list.push_back({x.shard, x.file_offset});
+        roles.push_back({{"list", list}});
+      }
+    }
+    layers.push_back(roles);
+  }
+  return layers;
+}
 
 class Builder {
  public:
   explicit Builder(const BuildOptions& o) : o_(o), rep_(o.on_progress) {}
+  ~Builder() {
+    for (int fd : source_fds_)
+      if (fd >= 0) ::close(fd);
+  }
   BuildResult run();
 
  private:
@@ -231,44 +373,191 @@ class Builder {
   void check_cancel() {
     if (o_.cancel && o_.cancel->load()) throw BuildCancelled();
   }
-  void save_state() { write_file_atomic(dir_, kStateName, state_to_text(state_)); }
-  void preflight(uint64_t dense_bytes);
-  void write_dense(const DenseGgufPlan& dp);
-  bool dense_intact(const DenseGgufPlan& dp);
+  void save_state() {
+    std::lock_guard<std::mutex> g(src_m_);
+    state_.source_sha256 = source_sha256_;
+    write_file_atomic(dir_, kStateName, state_to_text(state_));
+  }
+  void plan_from_model();
+  bool plan_from_state(const json& raw);
+  json persisted_plan() const;
+  void preflight();
+  void write_dense();
+  bool dense_intact();
   void write_experts();
   uint64_t verify_prefix(int fd, Sha256& whole);
   void fill(const Batch& b, uint8_t* buf);
   void start_source_hashing();
   void finish_source_hashing();
+  std::string wait_source_hash(size_t k);
+  void delete_ready_shards(int rfd);
+  void verify_on_disk(int rfd, uint64_t upto);
+  std::string deleted_list() const;
 
   const BuildOptions& o_;
   Reporter rep_;
   std::string dir_;
-  std::optional<GgufModel> model_;
-  PackPlan plan_;
+  bool shard_mode_ = false;
+  std::optional<GgufModel> model_;  // absent when resumed from the persisted plan
+  PackPlan plan_;                   // layout + slices (summary, dense_tensors only with model_)
+  std::optional<DenseGgufPlan> dense_plan_;
+  uint64_t dense_bytes_ = 0;  // size of dense.gguf
+  uint64_t dense_count_ = 0;  // dense tensors
+  json model_json_;           // the manifest's "model"
   std::vector<SourceId> sources_;
+  std::vector<bool> present_;        // shard file exists (not deleted)
+  std::vector<uint64_t> need_upto_;  // see shard_need_upto()
   std::string plan_id_;
   BuildState state_;
   PackBuildId build_id_{};
   BuildResult res_;
-  std::vector<int> source_fds_;
+  std::vector<int> source_fds_;  // -1 for deleted shards
   std::string experts_sha256_;
-  // source hashing thread
-  std::thread src_thread_;
-  std::vector<std::string> source_sha256_;
-  std::exception_ptr src_error_;
+  uint64_t verified_upto_ = 0;  // experts [0, this) re-read from disk and checked (shard mode)
+  bool dense_verified_ = false;
+  // source hashing threads
+  std::vector<std::thread> src_threads_;
+  std::mutex src_m_;
+  std::condition_variable src_cv_;
+  std::vector<std::string> source_sha256_;  // guarded by src_m_
+  std::exception_ptr src_error_;            // guarded by src_m_
+  std::atomic<size_t> src_next_{0};
   std::atomic<bool> src_stop_{false};
 };
 
-void Builder::preflight(uint64_t dense_bytes) {
-  const uint64_t experts = plan_.layout.data_end;
-  const uint64_t n_exp = plan_.layout.expert_count();
-  const uint64_t meta =
-      2 * (100 * n_exp + 8192 * plan_.layout.layers.size() + (64u << 10));  // manifest + state
-  const uint64_t total = dense_bytes + experts + meta;
+void Builder::plan_from_model() {
+  model_ = GgufModel::open(o_.source);
+  plan_ = plan_pack(*model_);
+  for (const GgufFile& f : model_->shards()) {
+    sources_.push_back(stat_source(f.path()));
+    present_.push_back(true);
+    const int fd = ::open(f.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw IoError(f.path(), "open", errno);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    source_fds_.push_back(fd);
+  }
+  dense_count_ = plan_.dense_tensors.size();
+  plan_id_ = compute_plan_id(sources_, plan_.layout, dense_count_);
+  const json sj = summary_to_json(plan_.summary, *model_, false);
+  model_json_ = {{"architecture", sj["architecture"]},
+                 {"name", sj["name"]},
+                 {"expert_count", sj["moe"]["expert_count"]},
+                 {"expert_used_count", sj["moe"]["expert_used_count"]},
+                 {"expert_shared_count", sj["moe"]["expert_shared_count"]},
+                 {"hparams", sj["hparams"]},
+                 {"tokenizer", sj["tokenizer"]}};
+}
+
+// Everything the build needs once source shards are gone (see pack_builder.h).
+json Builder::persisted_plan() const {
+  PackManifest m;
+  m.build_id = state_.build_id;
+  m.tool = o_.tool_version;
+  m.model = model_json_;
+  const std::string zeros(64, '0');
+  for (const SourceId& s : sources_) m.sources.push_back({s.path, s.bytes, zeros});
+  m.dense = {kPackDenseName, dense_bytes_, zeros};
+  m.dense_tensors = dense_count_;
+  m.experts = {kPackExpertsName, plan_.layout.data_end, zeros};
+  m.layout = plan_.layout;
+  for (const PackLayer& L : plan_.layout.layers) m.expert_sha256.emplace_back(L.n_experts, zeros);
+  json sources = json::array();
+  for (const SourceId& s : sources_) sources.push_back({{"path", s.path}, {"bytes", s.bytes}, {"mtime_ns", s.mtime_ns}});
+  return {{"sources", sources},
+          {"manifest", manifest_to_json(m)},
+          {"slices", slices_to_json(plan_)},
+          {"dense_bytes", dense_bytes_},
+          {"dense_tensors", dense_count_}};
+}
+
+// Resumes from the plan in build-state.json when some of its source shards are gone. Returns
+// false when every shard is present (the normal path re-plans from the files). Throws Error
+// when the plan is damaged or belongs to another source.
+bool Builder::plan_from_state(const json& raw) {
+  const std::string sp = dir_ + "/" + kStateName;
+  const json& pj = raw.at("plan");
+  std::vector<SourceId> sources;
+  for (const json& s : pj.at("sources"))
+    sources.push_back({s.at("path").get<std::string>(), s.at("bytes").get<uint64_t>(), s.at("mtime_ns").get<int64_t>()});
+  bool any_missing = false;
+  for (const SourceId& s : sources) any_missing = any_missing || !file_exists(s.path);
+  if (!any_missing) return false;
+  // The source named on the command line must be one of the plan's shards (it may be gone).
+  namespace fs = std::filesystem;
+  const auto norm = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
+  bool same = false;
+  for (const SourceId& s : sources) same = same || norm(s.path) == norm(o_.source);
+  if (!same) {
+    throw Error(sp + ": holds the interrupted shard-by-shard build of " + sources.front().path +
+                " (some of its shards are already deleted), not of " + o_.source +
+                "; run the build with that source, or choose another output directory");
+  }
+  const PackManifest m = manifest_from_json(pj.at("manifest"), sp + " (plan/manifest)");
+  plan_ = {};
+  plan_.layout = m.layout;
+  const json& sl = pj.at("slices");
+  if (sl.size() != m.layout.layers.size()) throw FormatError(sp, "plan/slices", 0, "one entry per layer expected");
+  plan_.slices.resize(sl.size());
+  for (size_t l = 0; l < sl.size(); ++l) {
+    const PackLayer& L = m.layout.layers[l];
+    if (sl[l].size() != L.roles.size()) throw FormatError(sp, "plan/slices/" + std::to_string(l), 0, "one entry per role expected");
+    for (size_t r = 0; r < L.roles.size(); ++r) {
+      const json& x = sl[l][r];
+      std::vector<SourceSlice> v(L.n_experts);
+      for (uint32_t e = 0; e < L.n_experts; ++e) {
+        if (x.contains("list")) {
+          v[e] = {x.at("list").at(e).at(0).get<uint32_t>(), x.at("list").at(e).at(1).get<uint64_t>()};
+        } else {
+          v[e] = {x.at("shard").get<uint32_t>(), x.at("offset").get<uint64_t>() + e * x.at("step").get<uint64_t>()};
+        }
+        if (v[e].shard >= sources.size() || v[e].file_offset + L.roles[r].bytes > sources[v[e].shard].bytes) {
+          throw FormatError(sp, "plan/slices/" + std::to_string(l) + "/" + std::to_string(r), 0,
+                            "slice of expert " + std::to_string(e) + " lies outside its shard");
+        }
+      }
+      plan_.slices[l].push_back(std::move(v));
+    }
+  }
+  sources_ = sources;
+  dense_bytes_ = pj.at("dense_bytes").get<uint64_t>();
+  dense_count_ = pj.at("dense_tensors").get<uint64_t>();
+  model_json_ = m.model;
+  plan_id_ = compute_plan_id(sources_, plan_.layout, dense_count_);
+  if (raw.at("plan_id").get<std::string>() != plan_id_) {
+    throw FormatError(sp, "plan_id", 0, "does not match the persisted plan (the state file is damaged)");
+  }
+  for (const SourceId& s : sources_) {
+    const bool here = file_exists(s.path);
+    present_.push_back(here);
+    int fd = -1;
+    if (here) {
+      const SourceId now = stat_source(s.path);
+      if (now.bytes != s.bytes || now.mtime_ns != s.mtime_ns) {
+        throw Error(s.path + ": changed since the shard-by-shard build started (size or modification time); "
+                    "the build cannot continue (its other shards are already deleted)");
+      }
+      fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) throw IoError(s.path, "open", errno);
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    }
+    source_fds_.push_back(fd);
+  }
+  return true;
+}
+
+std::string Builder::deleted_list() const {
+  std::string out;
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    if (present_[k]) continue;
+    out += (out.empty() ? "" : ", ") + sources_[k].path;
+  }
+  return out;
+}
+
+void Builder::preflight() {
   const uint64_t have =
       allocated_bytes(dir_ + "/" + kPackExpertsName) + allocated_bytes(dir_ + "/" + kPackDenseName);
-  const uint64_t needed = total > have ? total - have : 0;
+  const BuildSpace sp = space_needs(plan_.layout, dense_bytes_, sources_, present_, need_upto_, dir_, have);
   // O_DIRECT first: a pack on a file system without it is useless whatever the space.
   if (o_.direct_io) {
     int e = inject("odirect", 0);
@@ -279,33 +568,73 @@ void Builder::preflight(uint64_t dense_bytes) {
                   "); MoePack reads experts with O_DIRECT, so the pack must live on a file system " +
                   "that supports it (ext4, xfs, btrfs; not ramfs). Choose another OUTDIR.");
     }
+    const DioAlignment a = o_.hooks.dio_align ? o_.hooks.dio_align() : query_dio_alignment(dir_);
+    if (a.reported && a.offset_align == 0) {
+      throw Error(dir_ + ": statx(STATX_DIOALIGN) reports that the file system (" + fs_type_name(dir_) +
+                  ") does not support O_DIRECT on regular files (offset alignment 0); choose another OUTDIR");
+    }
+    if (a.reported && (a.offset_align > kPackAlignment || a.mem_align > kPackAlignment)) {
+      throw Error(dir_ + ": the file system (" + fs_type_name(dir_) + ") requires O_DIRECT file offsets aligned to " +
+                  std::to_string(a.offset_align) + " bytes and buffers aligned to " + std::to_string(a.mem_align) +
+                  " bytes (statx STATX_DIOALIGN), but Expert Pack blocks are aligned to " +
+                  std::to_string(kPackAlignment) + " bytes; choose an OUTDIR on a file system with " +
+                  std::to_string(kPackAlignment) + "-byte (or smaller) direct I/O alignment");
+    }
   }
   const std::optional<uint64_t> avail = o_.hooks.free_bytes ? o_.hooks.free_bytes() : free_bytes(dir_);
   if (!avail) {
     rep_.message(dir_ + ": the file system reports no size; free space cannot be checked");
-  } else if (*avail < needed + o_.safety_margin_bytes) {
-    throw Error(dir_ + ": not enough free space: the pack needs " + gib(needed) + " more (of " + gib(total) +
-                ") plus the safety margin of " + gib(o_.safety_margin_bytes) + ", but only " + gib(*avail) +
-                " are free on this file system");
+  } else if (shard_mode_) {
+    if (*avail < sp.shard_mode_needed + o_.safety_margin_bytes) {
+      throw Error(dir_ + ": not enough free space even for the shard-by-shard mode: it needs " +
+                  gib(sp.shard_mode_needed) + " more (peak of pack + source shards still present: " +
+                  gib(sp.shard_mode_peak) + ", of which the shards on this file system already take " +
+                  gib(sp.source_bytes_on_target_fs) + ") plus the safety margin of " +
+                  gib(o_.safety_margin_bytes) + ", but only " + gib(*avail) + " are free on this file system");
+    }
+  } else if (*avail < sp.normal_needed + o_.safety_margin_bytes) {
+    std::string alt;
+    if (sp.shard_mode_helps) {
+      alt = "; the shard-by-shard mode (--delete-source-shards, deletes each source shard once its bytes are in "
+            "the pack and verified) would need " +
+            gib(sp.shard_mode_needed) + " plus the margin";
+    }
+    throw Error(dir_ + ": not enough free space: the pack needs " + gib(sp.normal_needed) + " more (of " +
+                gib(sp.pack_bytes) + ") plus the safety margin of " + gib(o_.safety_margin_bytes) + ", but only " +
+                gib(*avail) + " are free on this file system" + alt);
   }
   rep_.update(0, true);
 }
 
-bool Builder::dense_intact(const DenseGgufPlan& dp) {
+bool Builder::dense_intact() {
   const std::string p = dir_ + "/" + kPackDenseName;
   if (state_.dense_sha256.empty() || !file_exists(p)) return false;
   struct stat st {};
-  if (::stat(p.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != dp.file_bytes) return false;
+  if (::stat(p.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != dense_bytes_) return false;
+  {
+    // Drop the page cache so that the check reads what is on the disk.
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      ::close(fd);
+    }
+  }
   return to_hex(sha256_file(p)) == state_.dense_sha256;
 }
 
-void Builder::write_dense(const DenseGgufPlan& dp) {
+void Builder::write_dense() {
   const std::string p = dir_ + "/" + kPackDenseName;
-  rep_.phase("dense", dp.file_bytes, p);
-  if (dense_intact(dp)) {
-    rep_.update(dp.file_bytes, true);
+  rep_.phase("dense", dense_bytes_, p);
+  if (dense_intact()) {
+    dense_verified_ = true;
+    rep_.update(dense_bytes_, true);
     return;
   }
+  if (!model_) {
+    throw Error(p + ": missing or damaged, and the source shards it comes from were deleted by this build (" +
+                deleted_list() + "); the pack cannot be completed: restore the shards or start over");
+  }
+  const DenseGgufPlan& dp = *dense_plan_;
   state_.dense_sha256.clear();
   const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw IoError(p, "open", errno);
@@ -360,7 +689,7 @@ void Builder::fill(const Batch& b, uint8_t* buf) {
       const SourceSlice& s = plan_.slices[b.layer][r][e];
       uint8_t* block = buf + static_cast<size_t>(e - b.e0) * L.stride;
       pread_all(source_fds_[s.shard], block + role.offset, static_cast<size_t>(role.bytes), s.file_offset,
-                model_->shards()[s.shard].path());
+                sources_[s.shard].path);
     }
   }
   // Zero every byte no role covers (gaps before 256-aligned roles, the tail up to the stride).
@@ -383,6 +712,7 @@ uint64_t Builder::verify_prefix(int fd, Sha256& whole) {
   std::vector<uint8_t> header(static_cast<size_t>(L.data_start));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < L.data_start) return UINT64_MAX;
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // check what is on the disk
   pread_all(fd, header.data(), header.size(), 0, p);
   if (header != encode_pack_header(L, build_id_)) return UINT64_MAX;  // rewrite everything
   whole.update(header.data(), header.size());
@@ -405,33 +735,135 @@ uint64_t Builder::verify_prefix(int fd, Sha256& whole) {
   return g;
 }
 
+// Source files are hashed by up to two threads, one shard at a time each, in shard order;
+// shards whose digest is already known (recorded before their deletion) are skipped.
 void Builder::start_source_hashing() {
-  source_sha256_.assign(sources_.size(), "");
   if (!o_.hash_sources) return;
-  src_thread_ = std::thread([this] {
-    try {
-      std::vector<uint8_t> buf(8u << 20);
-      for (size_t k = 0; k < sources_.size(); ++k) {
-        Sha256 h;
-        const int fd = source_fds_[k];
-        for (uint64_t off = 0; off < sources_[k].bytes;) {
-          if (src_stop_.load()) return;
-          const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), sources_[k].bytes - off));
-          pread_all(fd, buf.data(), n, off, sources_[k].path);
-          h.update(buf.data(), n);
-          off += n;
+  const size_t n_threads = std::min<size_t>(2, sources_.size());
+  for (size_t t = 0; t < n_threads; ++t) {
+    src_threads_.emplace_back([this] {
+      try {
+        std::vector<uint8_t> buf(8u << 20);
+        for (size_t k = src_next_++; k < sources_.size(); k = src_next_++) {
+          {
+            std::lock_guard<std::mutex> g(src_m_);
+            if (!source_sha256_[k].empty()) continue;
+          }
+          if (source_fds_[k] < 0) {
+            throw Error(sources_[k].path + ": deleted by this build before its SHA-256 was recorded");
+          }
+          Sha256 h;
+          const int fd = source_fds_[k];
+          for (uint64_t off = 0; off < sources_[k].bytes;) {
+            if (src_stop_.load()) return;
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), sources_[k].bytes - off));
+            pread_all(fd, buf.data(), n, off, sources_[k].path);
+            h.update(buf.data(), n);
+            off += n;
+          }
+          {
+            std::lock_guard<std::mutex> g(src_m_);
+            source_sha256_[k] = to_hex(h.finish());
+          }
+          src_cv_.notify_all();
         }
-        source_sha256_[k] = to_hex(h.finish());
+      } catch (...) {
+        {
+          std::lock_guard<std::mutex> g(src_m_);
+          if (!src_error_) src_error_ = std::current_exception();
+        }
+        src_cv_.notify_all();
       }
-    } catch (...) {
-      src_error_ = std::current_exception();
-    }
-  });
+    });
+  }
 }
 
 void Builder::finish_source_hashing() {
-  if (src_thread_.joinable()) src_thread_.join();
+  for (std::thread& t : src_threads_)
+    if (t.joinable()) t.join();
+  std::lock_guard<std::mutex> g(src_m_);
   if (src_error_) std::rethrow_exception(src_error_);
+}
+
+// Blocks until shard k's SHA-256 is known ("" when sources are not hashed).
+std::string Builder::wait_source_hash(size_t k) {
+  if (!o_.hash_sources) return "";
+  std::unique_lock<std::mutex> g(src_m_);
+  while (source_sha256_[k].empty()) {
+    if (src_error_) std::rethrow_exception(src_error_);
+    src_cv_.wait_for(g, std::chrono::milliseconds(200));
+    g.unlock();
+    check_cancel();
+    g.lock();
+  }
+  return source_sha256_[k];
+}
+
+// Re-reads experts [verified_upto_, upto) from the disk (page cache dropped first) and checks
+// each against the digest computed from the bytes read from the source.
+void Builder::verify_on_disk(int rfd, uint64_t upto) {
+  const std::string p = dir_ + "/" + kPackExpertsName;
+  const PackLayout& L = plan_.layout;
+  if (upto <= verified_upto_) return;
+  ::posix_fadvise(rfd, 0, 0, POSIX_FADV_DONTNEED);
+  std::vector<uint8_t> block(static_cast<size_t>(L.max_stride));
+  uint64_t g = 0;
+  for (uint32_t l = 0; l < L.layers.size() && g < upto; ++l) {
+    const PackLayer& ly = L.layers[l];
+    if (g + ly.n_experts <= verified_upto_) {
+      g += ly.n_experts;
+      continue;
+    }
+    for (uint32_t e = 0; e < ly.n_experts && g < upto; ++e, ++g) {
+      if (g < verified_upto_) continue;
+      pread_all(rfd, block.data(), static_cast<size_t>(ly.stride), L.offset(l, e), p);
+      if (to_hex(Sha256::of(block.data(), static_cast<size_t>(ly.stride))) != state_.expert_sha256[g]) {
+        throw Error(p + ": expert " + std::to_string(e) + " of layer " + std::to_string(l) + " (offset " +
+                    std::to_string(L.offset(l, e)) +
+                    ") read back from the disk differs from the bytes written; no source shard was deleted");
+      }
+    }
+  }
+  verified_upto_ = upto;
+}
+
+// Shard mode: deletes every present shard whose experts are all durable (experts_done), after
+// the checks of pack_builder.h. Runs on the calling thread between batches.
+void Builder::delete_ready_shards(int rfd) {
+  if (!shard_mode_) return;
+  std::vector<size_t> order;
+  for (size_t k = 0; k < sources_.size(); ++k)
+    if (present_[k] && need_upto_[k] <= state_.experts_done) order.push_back(k);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return need_upto_[a] < need_upto_[b]; });
+  for (size_t k : order) {
+    const SourceId& s = sources_[k];
+    if (!dense_verified_) {
+      if (!dense_intact()) {
+        throw Error(dir_ + "/" + kPackDenseName + ": read back from the disk differs from the bytes written; " +
+                    "no source shard was deleted");
+      }
+      dense_verified_ = true;
+    }
+    verify_on_disk(rfd, need_upto_[k]);
+    const std::string sha = wait_source_hash(k);
+    const SourceId now = stat_source(s.path);
+    if (now.bytes != s.bytes || now.mtime_ns != s.mtime_ns) {
+      throw Error(s.path + ": the source file changed during the build (size or modification time); it was NOT deleted");
+    }
+    save_state();  // records the shard's SHA-256 before the shard goes
+    hook("shard-verified", k);
+    if (::unlink(s.path.c_str()) != 0) throw IoError(s.path, "unlink", errno);
+    present_[k] = false;
+    ::close(source_fds_[k]);  // frees the space
+    source_fds_[k] = -1;
+    fsync_dir(std::filesystem::path(s.path).parent_path().empty()
+                  ? std::string(".")
+                  : std::filesystem::path(s.path).parent_path().string());
+    res_.shards_deleted.push_back(s.path);
+    rep_.message("deleted source shard " + s.path + " (its bytes are in the pack and verified)" +
+                 (sha.empty() ? "" : ", SHA-256 " + sha));
+    hook("shard-deleted", k);
+  }
 }
 
 void Builder::write_experts() {
@@ -463,12 +895,33 @@ void Builder::write_experts() {
       res_.resumed_experts = ok;
     }
   }
+  // Every expert still to copy must come from a shard that is still there.
+  if (!model_ || shard_mode_) {
+    uint64_t g = 0;
+    for (uint32_t l = 0; l < L.layers.size(); ++l) {
+      for (uint32_t e = 0; e < L.layers[l].n_experts; ++e, ++g) {
+        if (g < start) continue;
+        for (const auto& role : plan_.slices[l]) {
+          if (!present_[role[e].shard]) {
+            throw Error(p + ": expert " + std::to_string(e) + " of layer " + std::to_string(l) +
+                        (start == 0 && state_.experts_done == 0
+                             ? std::string(" must be copied again (the file's header does not match the plan)")
+                             : " does not match its recorded SHA-256 or was never copied") +
+                        ", and its source shard " + sources_[role[e].shard].path +
+                        " was deleted by this build; the pack cannot be completed: restore the shard or start over");
+          }
+        }
+      }
+    }
+  }
   state_.expert_sha256.resize(n_exp);
   state_.experts_done = start;
+  verified_upto_ = start;  // verify_prefix re-read them from the disk
   if (start == 0) {
-    // Fresh experts.bin: reserve the space (early ENOSPC, contiguous extents), write the header.
+    // Fresh experts.bin: reserve the space (early ENOSPC, contiguous extents; not in shard mode,
+    // where the space comes free shard by shard), write the header.
     if (::ftruncate(fd, 0) != 0) throw IoError(p, "ftruncate", errno);
-    if (::fallocate(fd, 0, 0, static_cast<off_t>(L.data_end)) != 0 && errno != EOPNOTSUPP &&
+    if (!shard_mode_ && ::fallocate(fd, 0, 0, static_cast<off_t>(L.data_end)) != 0 && errno != EOPNOTSUPP &&
         errno != ENOSYS) {
       throw IoError(p, "fallocate of " + gib(L.data_end), errno);
     }
@@ -483,8 +936,17 @@ void Builder::write_experts() {
     save_state();
   }
   hook("header");
+  if (shard_mode_) {
+    if (::fdatasync(fd) != 0) throw IoError(p, "fdatasync", errno);
+    delete_ready_shards(rfd);  // shards without experts, or left over by an interrupted run
+  }
 
-  // Batches from `start` on, in address order.
+  // Batches from `start` on, in address order, cut where a shard becomes deletable.
+  std::set<uint64_t> cuts;
+  if (shard_mode_) {
+    for (size_t k = 0; k < sources_.size(); ++k)
+      if (present_[k] && need_upto_[k] > start) cuts.insert(need_upto_[k]);
+  }
   std::vector<Batch> batches;
   {
     uint64_t g = 0;
@@ -502,6 +964,8 @@ void Builder::write_experts() {
           e0 += static_cast<uint32_t>(start - g);
           g = start;
         }
+        const auto cut = cuts.upper_bound(g);
+        if (cut != cuts.end() && *cut < g + (e1 - e0)) e1 = e0 + static_cast<uint32_t>(*cut - g);
         Batch b;
         b.seq = batches.size();
         b.layer = l;
@@ -510,6 +974,7 @@ void Builder::write_experts() {
         b.global0 = g;
         b.offset = L.offset(l, e0);
         b.bytes = static_cast<size_t>((e1 - e0) * ly.stride);
+        b.ready_point = cuts.count(g + (e1 - e0)) > 0;
         batches.push_back(b);
         g += e1 - e0;
         e0 = e1;
@@ -530,14 +995,20 @@ void Builder::write_experts() {
       start ? "resuming after " + std::to_string(start) + " of " + std::to_string(n_exp) + " experts" : "");
   rep_.update(base_done, true);
 
+  // Pipeline: the calling thread hands batches to `read_threads` readers (several large reads
+  // in flight); each filled batch goes to the writer (O_DIRECT), to one of `hash_threads`
+  // per-expert hashers, and to the whole-file hasher, which takes batches in address order.
+  // A buffer is reused once all three stages are done with it.
   const size_t buf_bytes = static_cast<size_t>(std::max<uint64_t>(o_.batch_bytes, L.max_stride));
-  const uint32_t nbuf = std::max<uint32_t>(2, o_.buffers);
+  const uint32_t n_read = std::max<uint32_t>(1, o_.read_threads);
+  const uint32_t n_hash = std::max<uint32_t>(1, o_.hash_threads);
+  const uint32_t nbuf = std::max<uint32_t>(std::max<uint32_t>(2, o_.buffers), n_read + 1);
   std::vector<AlignedBuffer> bufs;
   for (uint32_t k = 0; k < nbuf; ++k) bufs.emplace_back(buf_bytes);
 
   Queue<uint32_t> free_q;
   for (uint32_t k = 0; k < nbuf; ++k) free_q.push(k);
-  Queue<size_t> write_q, hash_q, whole_q;
+  Queue<size_t> fill_q, write_q, hash_q, whole_q;
   std::mutex done_m;
   std::vector<int> pending(batches.size(), 3);
   std::vector<bool> done(batches.size(), false);
@@ -559,6 +1030,28 @@ void Builder::write_experts() {
     }
     if (last) free_q.push(batches[i].buffer);
   };
+  std::vector<std::thread> readers;
+  for (uint32_t t = 0; t < n_read; ++t) {
+    readers.emplace_back([&] {
+      while (auto i = fill_q.pop()) {
+        bool ok = !abort;
+        try {
+          if (ok) fill(batches[*i], bufs[batches[*i].buffer].data());
+        } catch (...) {
+          ok = false;
+          fail(std::current_exception());
+        }
+        if (ok) {
+          write_q.push(*i);
+          hash_q.push(*i);
+        } else {
+          finish_stage(*i, false);
+          finish_stage(*i, false);
+        }
+        whole_q.push(*i);  // in any case: the whole-file hasher waits for every index in order
+      }
+    });
+  }
   std::thread writer([&] {
     while (auto i = write_q.pop()) {
       const Batch& b = batches[*i];
@@ -577,38 +1070,50 @@ void Builder::write_experts() {
       finish_stage(*i, ok);
     }
   });
-  std::thread hasher([&] {
-    while (auto i = hash_q.pop()) {
-      const Batch& b = batches[*i];
-      bool ok = !abort;
-      try {
-        if (ok) {
-          const uint64_t stride = L.layers[b.layer].stride;
-          for (uint32_t e = b.e0; e < b.e1; ++e) {
-            const uint8_t* blk = bufs[b.buffer].data() + (e - b.e0) * stride;
-            state_.expert_sha256[b.global0 + (e - b.e0)] =
-                to_hex(Sha256::of(blk, static_cast<size_t>(stride)));
+  std::vector<std::thread> hashers;
+  for (uint32_t t = 0; t < n_hash; ++t) {
+    hashers.emplace_back([&] {
+      while (auto i = hash_q.pop()) {
+        const Batch& b = batches[*i];
+        bool ok = !abort;
+        try {
+          if (ok) {
+            const uint64_t stride = L.layers[b.layer].stride;
+            for (uint32_t e = b.e0; e < b.e1; ++e) {
+              const uint8_t* blk = bufs[b.buffer].data() + (e - b.e0) * stride;
+              state_.expert_sha256[b.global0 + (e - b.e0)] = to_hex(Sha256::of(blk, static_cast<size_t>(stride)));
+            }
           }
+        } catch (...) {
+          ok = false;
+          fail(std::current_exception());
         }
-      } catch (...) {
-        ok = false;
-        fail(std::current_exception());
+        finish_stage(*i, ok);
       }
-      finish_stage(*i, ok);
-    }
-  });
+    });
+  }
   std::thread whole_hasher([&] {
+    std::set<size_t> ready;
+    size_t next = 0;
+    bool broken = false;  // a batch was skipped: the rest cannot extend the hash
     while (auto i = whole_q.pop()) {
-      const Batch& b = batches[*i];
-      bool ok = !abort;
-      try {
-        if (ok) whole.update(bufs[b.buffer].data(), b.bytes);
-      } catch (...) {
-        ok = false;
-        fail(std::current_exception());
+      ready.insert(*i);
+      while (!ready.empty() && *ready.begin() == next) {
+        ready.erase(ready.begin());
+        const Batch& b = batches[next];
+        bool ok = !abort && !broken;
+        try {
+          if (ok) whole.update(bufs[b.buffer].data(), b.bytes);
+        } catch (...) {
+          ok = false;
+          fail(std::current_exception());
+        }
+        if (!ok) broken = true;
+        finish_stage(next, ok);
+        ++next;
       }
-      finish_stage(*i, ok);
     }
+    for (size_t i : ready) finish_stage(i, false);
   });
 
   const auto t0 = Clock::now();
@@ -616,8 +1121,9 @@ void Builder::write_experts() {
   uint64_t done_bytes = base_done;
   uint64_t checkpoints = 0;
   // Checkpoints are due after the batch that crosses each `checkpoint_bytes` of submitted
-  // data, and record exactly the batches up to it (so their number and content do not depend
-  // on thread timing); each is taken as soon as that batch is done.
+  // data (and, in shard mode, after each batch that completes a shard), and record exactly the
+  // batches up to it (so their number and content do not depend on thread timing); each is
+  // taken as soon as that batch is done.
   std::deque<size_t> due;
   uint64_t submitted_since = 0;
   auto advance = [&] {
@@ -638,6 +1144,14 @@ void Builder::write_experts() {
     while (!due.empty() && completed > due.front()) {
       checkpoint(due.front() + 1);
       due.pop_front();
+      delete_ready_shards(rfd);
+    }
+  };
+  auto wait_done = [&](size_t upto) {  // shard mode: a deletion point holds the pipeline
+    for (;;) {
+      advance();
+      if (completed >= upto || abort) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   };
   std::exception_ptr main_error;
@@ -647,14 +1161,16 @@ void Builder::write_experts() {
       const std::optional<uint32_t> buf = free_q.pop();  // never closed while this loop runs
       if (abort || !buf) break;
       batches[i].buffer = *buf;
-      fill(batches[i], bufs[*buf].data());
-      write_q.push(i);
-      hash_q.push(i);
-      whole_q.push(i);
+      fill_q.push(i);
       submitted_since += batches[i].bytes;
-      if (submitted_since >= o_.checkpoint_bytes) {
+      if (submitted_since >= o_.checkpoint_bytes || batches[i].ready_point) {
         due.push_back(i);
         submitted_since = 0;
+      }
+      if (batches[i].ready_point) {
+        // Delete the shard now, before reading on: its space is what the next shards need.
+        wait_done(i + 1);
+        if (abort) break;
       }
       advance();
       rep_.update(done_bytes);
@@ -664,11 +1180,13 @@ void Builder::write_experts() {
     main_error = std::current_exception();
     abort = true;
   }
+  fill_q.close();
+  for (std::thread& t : readers) t.join();
   write_q.close();
   hash_q.close();
   whole_q.close();
   writer.join();
-  hasher.join();
+  for (std::thread& t : hashers) t.join();
   whole_hasher.join();
   if (error) std::rethrow_exception(error);
   if (main_error) {
@@ -683,6 +1201,7 @@ void Builder::write_experts() {
   advance();
   take_due();
   checkpoint(completed);
+  delete_ready_shards(rfd);
   res_.bytes_written += done_bytes - base_done;
   res_.experts_seconds = seconds_since(t0);
   experts_sha256_ = to_hex(whole.finish());
@@ -694,34 +1213,60 @@ BuildResult Builder::run() {
   dir_ = o_.out_dir;
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
   res_.pack_dir = dir_;
+  shard_mode_ = o_.delete_source_shards;
 
   rep_.phase("plan", 0, o_.source);
-  model_ = GgufModel::open(o_.source);
-  plan_ = plan_pack(*model_);
-  for (const GgufFile& f : model_->shards()) {
-    sources_.push_back(stat_source(f.path()));
-    const int fd = ::open(f.path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw IoError(f.path(), "open", errno);
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    source_fds_.push_back(fd);
-  }
-  struct FdsCloser {
-    std::vector<int>& fds;
-    ~FdsCloser() {
-      for (int fd : fds) ::close(fd);
+  // An interrupted shard-by-shard build whose shards are partly gone continues from its plan.
+  const std::optional<json> raw_state = read_state_json(dir_);
+  bool persisted = false;
+  if (raw_state && raw_state->contains("plan") && (*raw_state)["plan"].is_object()) {
+    try {
+      persisted = plan_from_state(*raw_state);
+    } catch (const json::exception& e) {
+      throw FormatError(dir_ + "/" + kStateName, "plan", 0, e.what());
     }
-  } fds_closer{source_fds_};
-  {
-    json id;
-    id["format_version"] = kPackFormatVersion;
-    for (const SourceId& s : sources_) id["sources"].push_back({s.path, s.bytes, s.mtime_ns});
-    PackManifest probe;
-    probe.layout = plan_.layout;
-    id["layout"] = manifest_to_json(probe)["layout"];
-    id["dense"] = plan_.dense_tensors.size();
-    const std::string text = id.dump(-1, ' ', false, json::error_handler_t::replace);
-    plan_id_ = to_hex(Sha256::of(text.data(), text.size()));
   }
+  if (persisted) {
+    shard_mode_ = true;  // the rest of this build can only go on deleting
+    res_.from_persisted_plan = true;
+    rep_.message("continuing the shard-by-shard build from its persisted plan; already deleted: " + deleted_list());
+  } else {
+    try {
+      plan_from_model();
+    } catch (const Error& e) {
+      // A finished pack whose source was deleted by this build (shard mode or after verify).
+      if (file_exists(dir_ + "/" + kPackManifestName) && !file_exists(dir_ + "/" + kStateName)) {
+        std::optional<PackManifest> old;
+        try {
+          old = read_manifest(dir_ + "/" + kPackManifestName);
+        } catch (const Error&) {
+        }
+        namespace fs = std::filesystem;
+        const auto norm = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
+        bool mine = false;
+        if (old) {
+          for (const PackSourceFile& s : old->sources) mine = mine || norm(s.path) == norm(o_.source);
+        }
+        if (mine) {
+          res_.already_complete = true;
+          res_.experts_bytes = old->experts.bytes;
+          res_.dense_bytes = old->dense.bytes;
+          res_.source_deleted = true;
+          res_.seconds = seconds_since(t0);
+          rep_.phase("done", 0, dir_ + " already holds the finished pack of this source (the source is deleted)");
+          return res_;
+        }
+      }
+      if (file_exists(dir_ + "/" + kStateName) || file_exists(dir_ + "/" + kPackExpertsName)) {
+        throw Error(std::string(e.what()) + "; " + dir_ +
+                    " holds an interrupted build but no persisted build plan (build-state.json has no \"plan\": "
+                    "only --delete-source-shards writes one, before it deletes any shard), so the build cannot "
+                    "go on without that file: restore it from the original download");
+      }
+      throw;
+    }
+  }
+  need_upto_ = shard_need_upto(plan_, sources_.size());
   hook("plan");
 
   make_dirs(dir_);
@@ -752,27 +1297,43 @@ BuildResult Builder::run() {
     state_ = *s;
     build_id_ = parse_build_id(state_.build_id);
   } else {
+    if (persisted) throw FormatError(dir_ + "/" + kStateName, "", 0, "unreadable build state");
     remove_durably(dir_, kStateName);
     build_id_ = random_build_id();
     state_ = {};
     state_.plan_id = plan_id_;
     state_.build_id = build_id_hex(build_id_);
   }
-  const DenseGgufPlan dense = plan_dense_gguf(*model_, plan_.dense_tensors, state_.build_id);
+  // Digests of shards recorded before their deletion (shard mode) stay known.
+  source_sha256_ = state_.source_sha256;
+  source_sha256_.resize(sources_.size());
+  if (model_) {
+    dense_plan_ = plan_dense_gguf(*model_, plan_.dense_tensors, state_.build_id);
+    dense_bytes_ = dense_plan_->file_bytes;
+  }
 
   rep_.phase("preflight", 0, dir_);
-  preflight(dense.file_bytes);
+  preflight();
   hook("preflight");
 
+  if (shard_mode_) {
+    // The plan is durable before anything can be deleted (shard 1 carries the metadata).
+    state_.plan = persisted_plan();
+    save_state();
+    hook("plan-saved");
+  } else {
+    state_.plan = nullptr;
+  }
   start_source_hashing();
   struct SrcStopper {
     Builder* b;
     ~SrcStopper() {
       b->src_stop_ = true;
-      if (b->src_thread_.joinable()) b->src_thread_.join();
+      for (std::thread& t : b->src_threads_)
+        if (t.joinable()) t.join();
     }
   } src_stopper{this};
-  write_dense(dense);
+  write_dense();
   hook("dense");
   write_experts();
   hook("experts");
@@ -780,7 +1341,9 @@ BuildResult Builder::run() {
   rep_.phase("finalize", 0, "hashing sources, writing the manifest");
   finish_source_hashing();
   hook("sources");
-  for (const SourceId& s : sources_) {
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    if (!present_[k]) continue;  // checked right before its deletion
+    const SourceId& s = sources_[k];
     const SourceId now = stat_source(s.path);
     if (now.bytes != s.bytes || now.mtime_ns != s.mtime_ns) {
       throw Error(
@@ -792,22 +1355,13 @@ BuildResult Builder::run() {
   PackManifest m;
   m.build_id = state_.build_id;
   m.tool = o_.tool_version;
-  {
-    const json sj = summary_to_json(plan_.summary, *model_, false);
-    m.model = {{"architecture", sj["architecture"]},
-               {"name", sj["name"]},
-               {"expert_count", sj["moe"]["expert_count"]},
-               {"expert_used_count", sj["moe"]["expert_used_count"]},
-               {"expert_shared_count", sj["moe"]["expert_shared_count"]},
-               {"hparams", sj["hparams"]},
-               {"tokenizer", sj["tokenizer"]}};
-  }
+  m.model = model_json_;
   for (size_t k = 0; k < sources_.size(); ++k) {
     m.sources.push_back({sources_[k].path, sources_[k].bytes,
                          source_sha256_[k].empty() ? std::string(64, '0') : source_sha256_[k]});
   }
-  m.dense = {kPackDenseName, dense.file_bytes, state_.dense_sha256};
-  m.dense_tensors = plan_.dense_tensors.size();
+  m.dense = {kPackDenseName, dense_bytes_, state_.dense_sha256};
+  m.dense_tensors = dense_count_;
   m.experts = {kPackExpertsName, plan_.layout.data_end, experts_sha256_};
   m.layout = plan_.layout;
   {
@@ -825,6 +1379,7 @@ BuildResult Builder::run() {
              {"safety_margin_bytes", o_.safety_margin_bytes},
              {"batch_bytes", o_.batch_bytes},
              {"sources_hashed", o_.hash_sources},
+             {"delete_source_shards", shard_mode_},
              {"resumed_experts", res_.resumed_experts},
              {"seconds_last_run", seconds_since(t0)}};
   const std::string text = manifest_to_json(m).dump(1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -835,21 +1390,22 @@ BuildResult Builder::run() {
   hook("manifest");
   remove_durably(dir_, kStateName);
   res_.experts_bytes = plan_.layout.data_end;
-  res_.dense_bytes = dense.file_bytes;
+  res_.dense_bytes = dense_bytes_;
 
   if (o_.delete_source_after_verify) {
-    rep_.phase("verify", plan_.layout.data_end + dense.file_bytes,
-               "full verification before deleting the source");
+    rep_.phase("verify", plan_.layout.data_end + dense_bytes_, "full verification before deleting the source");
     VerifyOptions vo;
     vo.full = true;
     vo.progress = [&](uint64_t d, uint64_t) { rep_.update(d); };
     const VerifyResult v = verify_pack(dir_, vo);
     if (!v.ok) throw Error("the new pack failed verification, the source was NOT deleted: " + v.message);
-    for (const SourceId& s : sources_) {
-      if (::unlink(s.path.c_str()) != 0) throw IoError(s.path, "unlink", errno);
+    for (size_t k = 0; k < sources_.size(); ++k) {
+      if (!present_[k]) continue;
+      if (::unlink(sources_[k].path.c_str()) != 0) throw IoError(sources_[k].path, "unlink", errno);
     }
     res_.source_deleted = true;
   }
+  if (shard_mode_) res_.source_deleted = std::none_of(present_.begin(), present_.end(), [](bool b) { return b; });
   res_.seconds = seconds_since(t0);
   rep_.phase("done", 0, dir_);
   hook("done");
@@ -857,6 +1413,39 @@ BuildResult Builder::run() {
 }
 
 }  // namespace
+
+DioAlignment query_dio_alignment(const std::string& dir) {
+  DioAlignment a;
+  const std::string probe = dir + "/.moepack-dioalign-probe";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw IoError(probe, "create (STATX_DIOALIGN probe)", errno);
+  struct statx sx {};
+  const int rc = ::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx);
+  const int err = errno;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (rc != 0) {
+    if (err == ENOSYS || err == EINVAL) return a;  // kernel without statx or without the flag
+    throw IoError(probe, "statx", err);
+  }
+  if ((sx.stx_mask & STATX_DIOALIGN) == 0) return a;  // kernel < 6.1 or file system does not say
+  a.reported = true;
+  a.mem_align = sx.stx_dio_mem_align;
+  a.offset_align = sx.stx_dio_offset_align;
+  return a;
+}
+
+BuildSpace estimate_build_space(const GgufModel& model, const std::string& out_dir) {
+  const PackPlan plan = plan_pack(model);
+  const DenseGgufPlan dense = plan_dense_gguf(model, plan.dense_tensors, std::string(32, '0'));
+  std::vector<SourceId> sources;
+  for (const GgufFile& f : model.shards()) sources.push_back(stat_source(f.path()));
+  const std::vector<bool> present(sources.size(), true);
+  const uint64_t have =
+      allocated_bytes(out_dir + "/" + kPackExpertsName) + allocated_bytes(out_dir + "/" + kPackDenseName);
+  return space_needs(plan.layout, dense.file_bytes, sources, present, shard_need_upto(plan, sources.size()), out_dir,
+                     have);
+}
 
 BuildResult build_pack(const BuildOptions& options) {
   Builder b(options);

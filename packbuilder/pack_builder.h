@@ -16,23 +16,65 @@
 //   finalize   sources re-checked unchanged (size, mtime), manifest.json written last
 //              (temp, fsync, rename, fsync of the directory), build-state.json removed.
 //
+// Pre-flight also queries statx(STATX_DIOALIGN) (Linux >= 6.1) on a probe file in the target:
+// a file system whose O_DIRECT offset or memory alignment exceeds the pack's 4096-byte block
+// alignment is refused with both numbers (the builder does not handle it: every block offset
+// and stride is a multiple of 4096 only). Where the kernel or file system does not report it,
+// 4096 is assumed (the O_DIRECT probe still writes a real 4096-byte aligned block).
+//
+// Shard-by-shard mode (delete_source_shards, `--delete-source-shards`), for a split set whose
+// shards live on the target's file system: each source shard is deleted as soon as everything
+// the pack needs from it is durable and verified, so a model converts on a disk with room for
+// about its size plus its largest shard. Order of work: dense.gguf first (all shards' dense
+// tensors, so no shard waits for them), then experts in address order; shard k becomes
+// deletable after the last expert (address order) that has a slice in it, `ready_k` = bytes of
+// the pack written at that point (dense.gguf + experts.bin up to the end of that expert; a
+// shard without experts is ready after dense.gguf). Batches are cut at every ready point and a
+// checkpoint is taken there. Before shard k is unlinked: (1) build-state.json already holds the
+// whole build plan (sources with size/mtime, the layout, every slice's (shard, offset), the
+// model description, dense.gguf's size and SHA-256), written durably before the dense phase;
+// (2) dense.gguf and every expert up to the ready point are fdatasync'ed, their page cache
+// dropped, re-read and SHA-256 checked against the digests computed from the bytes as they
+// were read from the source; (3) the shard's own SHA-256 (when sources are hashed) and its
+// size and mtime are checked and recorded in the state file; then unlink + fsync of its
+// directory. A resumed build whose shards are partly gone continues from the persisted plan
+// and never needs a deleted shard again (the experts already copied are re-checked against
+// their digests; if one of them is damaged and its shard is gone, the build stops with an
+// error naming both). No persisted plan and a shard missing is an error naming the shard.
+//
+// Space (pre-flight, both modes; S_j = size of source shard j when it is on the target's file
+// system, else 0; A = bytes the pack's files already occupy; M = manifest + state estimate):
+//   normal mode:       needed = dense + experts.bin + M - A
+//   shard mode:        peak   = max( A + sum_j S_j,  max_k ( max(A, ready_k) + sum_{j: ready_j >= ready_k} S_j ),
+//                                   dense + experts.bin )
+//                      needed = peak + M - (A + sum_j S_j)          (shards already deleted count 0)
+// i.e. roughly the pack size plus the largest shard still present at its deletion point,
+// minus the space the shards already take. Each is refused (with needed, margin and free
+// bytes) when free < needed + safety margin; a refused normal build names the shard mode's
+// number when that mode would need less.
+//
 // Crash safety: until manifest.json exists the directory never opens as a pack. Running the
 // same build again resumes: the experts recorded in build-state.json are re-read and
 // re-hashed, and copying continues after the last one whose SHA-256 still matches. A
 // finished pack of the same source is reported as already complete. A directory holding
 // another finished pack is refused unless `overwrite` (then its manifest is removed first).
-// The source is only ever opened read-only (delete_source_after_verify aside).
+// The source is only ever opened read-only (delete_source_after_verify and
+// delete_source_shards aside).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 
 namespace moepack {
+
+class GgufModel;
 
 struct BuildProgress {
   std::string phase;         // plan, preflight, dense, experts, finalize, verify, done
@@ -48,12 +90,25 @@ struct BuildProgress {
 // "experts", "sources", "manifest-temp" (temp manifest durable, not renamed), "manifest",
 // "done"); it may throw or _exit() to simulate a crash. `io_error` may return an errno to
 // fail an operation: "odirect" (the probe), "pwrite" (an experts.bin write at `offset`),
-// "dense-write". `free_bytes` overrides statvfs when set.
+// "dense-write". `free_bytes` overrides statvfs when set. Shard mode adds the points
+// "plan-saved" (the plan is durable in build-state.json), "shard-verified" (shard `index`'s
+// bytes in the pack are re-read and checked, shard not yet unlinked) and "shard-deleted"
+// (unlinked, directory fsync'ed). `dio_align` replaces the statx(STATX_DIOALIGN) answer.
+struct DioAlignment {
+  bool reported = false;        // false: kernel/file system did not report; 4096 assumed
+  uint32_t mem_align = 4096;    // stx_dio_mem_align, bytes
+  uint32_t offset_align = 4096; // stx_dio_offset_align, bytes (0: no O_DIRECT on this file)
+};
 struct BuildTestHooks {
   std::function<void(std::string_view point, uint64_t index)> at;
   std::function<int(std::string_view op, uint64_t offset)> io_error;
   std::function<uint64_t()> free_bytes;
+  std::function<DioAlignment()> dio_align;
 };
+
+// statx(STATX_DIOALIGN) of a probe file created (and removed) in `dir`; {reported = false}
+// where the kernel (< 6.1) or the file system does not say. Throws IoError naming the probe.
+DioAlignment query_dio_alignment(const std::string& dir);
 
 struct BuildOptions {
   std::string source;   // GGUF path, any shard, or Ollama name
@@ -63,8 +118,11 @@ struct BuildOptions {
   bool hash_sources = true;                  // SHA-256 of every source file into the manifest
   bool overwrite = false;                    // replace a finished pack of another source
   bool delete_source_after_verify = false;   // after a full verify passes, unlink the source files
+  bool delete_source_shards = false;         // shard-by-shard mode (see above)
+  uint32_t hash_threads = 2;                 // per-expert SHA-256 workers
+  uint32_t read_threads = 2;                 // source readers (batches in flight)
   uint64_t batch_bytes = 32ull << 20;        // target bytes per write (>= one stride)
-  uint32_t buffers = 4;                      // batch buffers in flight
+  uint32_t buffers = 6;                      // batch buffers in flight
   uint64_t checkpoint_bytes = 256ull << 20;  // durable progress record every this many bytes
   std::string tool_version = "moepack";
   std::function<void(const BuildProgress&)> on_progress;  // called on the calling thread
@@ -83,7 +141,21 @@ struct BuildResult {
   double seconds = 0;
   double experts_seconds = 0;  // of the experts phase alone
   bool source_deleted = false;
+  std::vector<std::string> shards_deleted;  // by this run, in deletion order (shard mode)
+  bool from_persisted_plan = false;         // resumed with source shards already deleted
 };
+
+// Free space a build of `model` into `out_dir` needs, by the formulas above (A = what the
+// pack's files in out_dir already occupy). Reads metadata only.
+struct BuildSpace {
+  uint64_t pack_bytes = 0;         // dense.gguf + experts.bin + M
+  uint64_t normal_needed = 0;      // bytes that must be free for a normal build (margin excluded)
+  uint64_t shard_mode_needed = 0;  // the same for the shard-by-shard mode
+  uint64_t shard_mode_peak = 0;    // peak of pack + remaining shards on the target's file system
+  uint64_t source_bytes_on_target_fs = 0;  // sum of S_j
+  bool shard_mode_helps = false;   // a split set with shards on the target's file system
+};
+BuildSpace estimate_build_space(const GgufModel& model, const std::string& out_dir);
 
 class BuildCancelled : public Error {
  public:

@@ -1,0 +1,348 @@
+// Shard-by-shard mode of `moepack build` (--delete-source-shards), on COPIES of the 3-shard
+// deepseek2-tiny Q2_K split set in a temp dir: the shards disappear one by one while the build
+// runs, the finished pack verifies --full, every expert block is byte-identical to the
+// original GGUF slices and to a normal build of the original, and the manifest's source
+// digests equal fixtures/SHA256SUMS. A forked child dies (_exit) at every phase boundary and
+// inside the delete phase; the same command then completes from the persisted plan (the
+// deleted shards are never needed again) or nothing loadable is there. A missing plan with a
+// missing shard is a precise error. Space: the pre-flight numbers of both modes against a
+// re-derivation from the file sizes and the independently checked layout; the
+// STATX_DIOALIGN refusal through the test-only injection.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include "core/expert_pack.h"
+#include "core/gguf_model.h"
+#include "core/pack_verify.h"
+#include "packbuilder/pack_builder.h"
+#include "tests/packbuilder/pack_test_util.h"
+#include "tests/support/gguf_writer.h"
+
+namespace moepack {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kCrashStatus = 86;
+const char* kShardNames[3] = {"deepseek2-tiny-Q2_K-00001-of-00003.gguf", "deepseek2-tiny-Q2_K-00002-of-00003.gguf",
+                              "deepseek2-tiny-Q2_K-00003-of-00003.gguf"};
+std::string original(int k) { return test::shared(std::string("fixtures/deepseek2-tiny/") + kShardNames[k]); }
+
+// Copies the three shards into dir/src and returns shard 1's path.
+std::string copy_shards(const test::TempDir& tmp) {
+  fs::create_directories(tmp.file("src"));
+  for (int k = 0; k < 3; ++k) {
+    const std::string to = tmp.file(std::string("src/") + kShardNames[k]);
+    fs::copy_file(original(k), to, fs::copy_options::overwrite_existing);
+    fs::permissions(to, fs::perms::owner_read | fs::perms::owner_write);
+  }
+  return tmp.file(std::string("src/") + kShardNames[0]);
+}
+
+std::vector<bool> shards_present(const test::TempDir& tmp) {
+  std::vector<bool> v;
+  for (int k = 0; k < 3; ++k) v.push_back(fs::exists(tmp.file(std::string("src/") + kShardNames[k])));
+  return v;
+}
+
+BuildOptions options(const std::string& src, const std::string& out) {
+  BuildOptions o;
+  o.source = src;
+  o.out_dir = out;
+  o.safety_margin_bytes = 0;
+  o.delete_source_shards = true;
+  o.batch_bytes = 4096;            // one expert (73728 B) per batch: 48 data points
+  o.checkpoint_bytes = 8 * 73728;  // 6 checkpoints plus the shards' ready points
+  o.tool_version = "moepack test";
+  return o;
+}
+
+bool loadable(const std::string& dir) {
+  try {
+    ExpertPack::open(dir);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::string scratch_root() { return fs::is_directory("/dev/shm") ? "/dev/shm" : "/tmp"; }
+
+// The pack of a normal build of the original (read-only) shards.
+struct Reference {
+  test::TempDir dir{"moepack-shard-ref"};
+  std::string pack;
+  Reference() {
+    BuildOptions o;
+    o.source = original(0);
+    o.out_dir = pack = dir.file("p");
+    o.safety_margin_bytes = 0;
+    build_pack(o);
+  }
+};
+
+void expect_same_blocks(const std::string& a_dir, const std::string& b_dir) {
+  const ExpertPack a = ExpertPack::open(a_dir), b = ExpertPack::open(b_dir);
+  ASSERT_EQ(a.layout().data_end, b.layout().data_end);
+  for (uint32_t l = 0; l < a.layout().layers.size(); ++l) {
+    const uint64_t stride = a.layout().layers[l].stride;
+    std::vector<uint8_t> x(stride), y(stride);
+    for (uint32_t e = 0; e < a.layout().layers[l].n_experts; ++e) {
+      a.read_expert(l, e, x.data());
+      b.read_expert(l, e, y.data());
+      ASSERT_TRUE(x == y) << "expert block (" << l << ", " << e << ") differs";
+    }
+  }
+}
+
+void expect_finished(const std::string& out, const Reference& ref) {
+  VerifyOptions full;
+  full.full = true;
+  const VerifyResult v = verify_pack(out, full);
+  ASSERT_TRUE(v.ok) << v.message;
+  expect_same_blocks(out, ref.pack);
+  // The original shards (not the deleted copies) are the oracle for every block.
+  test::expect_pack_matches_source(out, GgufModel::open(original(0)));
+  const PackManifest m = ExpertPack::open(out).manifest();
+  const auto sums = test::fixture_sums();
+  ASSERT_EQ(m.sources.size(), 3u);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(m.sources[k].sha256, sums.at(original(k))) << kShardNames[k];
+  EXPECT_EQ(m.build.value("delete_source_shards", false), true);
+  EXPECT_FALSE(fs::exists(out + "/build-state.json"));
+}
+
+TEST(PackShard, ShardsDisappearOneByOneAndThePackEqualsANormalBuild) {
+  setenv("TMPDIR", scratch_root().c_str(), 1);
+  const Reference ref;
+  test::TempDir tmp("moepack-shard");
+  const std::string src = copy_shards(tmp);
+  const std::string out = tmp.file("p");
+  BuildOptions o = options(src, out);
+  std::vector<std::vector<bool>> after_each;  // shards present after each deletion
+  std::vector<uint64_t> data_before;          // data batches written before each deletion
+  uint64_t data_written = 0;
+  o.hooks.at = [&](std::string_view p, uint64_t) {
+    if (p == "data") ++data_written;
+    if (p == "shard-deleted") {
+      after_each.push_back(shards_present(tmp));
+      data_before.push_back(data_written);
+    }
+  };
+  const BuildResult r = build_pack(o);
+  EXPECT_TRUE(r.source_deleted);
+  ASSERT_EQ(r.shards_deleted.size(), 3u);
+  ASSERT_EQ(after_each.size(), 3u);
+  // One at a time: 2, then 1, then 0 shards left.
+  for (size_t k = 0; k < 3; ++k) {
+    int left = 0;
+    for (bool b : after_each[k]) left += b ? 1 : 0;
+    EXPECT_EQ(left, static_cast<int>(2 - k)) << "after deletion " << k;
+  }
+  // The first shard went while experts were still being copied (not all at the end).
+  EXPECT_LT(data_before.front(), 48u);
+  EXPECT_EQ(data_written, 48u);
+  expect_finished(out, ref);
+}
+
+// Runs the build in a child that dies at (point, index); returns the child's exit status.
+int crash_at(const std::string& src, const std::string& out, const std::string& point, uint64_t index) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    BuildOptions o = options(src, out);
+    o.hooks.at = [&](std::string_view name, uint64_t i) {
+      if (name == point && i == index) ::_exit(kCrashStatus);
+    };
+    try {
+      build_pack(o);
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(0);
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(PackShard, CrashAtEveryPhaseAndInsideTheDeletePhaseThenResume) {
+  setenv("TMPDIR", scratch_root().c_str(), 1);
+  const Reference ref;
+  // Which shard indexes get deleted (a shard without experts is deleted too).
+  std::vector<std::pair<std::string, uint64_t>> points = {
+      {"plan", 0},   {"preflight", 0}, {"plan-saved", 0}, {"dense", 0},    {"header", 0},
+      {"data", 0},   {"data", 20},     {"data", 47},      {"checkpoint", 0}, {"checkpoint", 3},
+      {"experts", 0}, {"sources", 0},  {"manifest-temp", 0}, {"manifest", 0}, {"done", 0}};
+  for (uint64_t k = 0; k < 3; ++k) {
+    points.push_back({"shard-verified", k});
+    points.push_back({"shard-deleted", k});
+  }
+  for (const auto& [point, index] : points) {
+    SCOPED_TRACE(point + " " + std::to_string(index));
+    test::TempDir tmp("moepack-shard");
+    const std::string src = copy_shards(tmp);
+    const std::string out = tmp.file("p");
+    ASSERT_EQ(crash_at(src, out, point, index), kCrashStatus) << "the build never reached this point";
+    const bool after_rename = point == "manifest" || point == "done";
+    if (after_rename) {
+      EXPECT_TRUE(verify_pack(out).ok);
+    } else {
+      EXPECT_FALSE(loadable(out));
+      EXPECT_FALSE(verify_pack(out).ok);
+    }
+    const std::vector<bool> before = shards_present(tmp);
+    // The same command again (shard 1's path, even when that shard is gone).
+    const BuildResult r = build_pack(options(src, out));
+    EXPECT_EQ(r.already_complete, after_rename);
+    const bool some_gone = std::find(before.begin(), before.end(), false) != before.end();
+    if (!after_rename) {
+      EXPECT_EQ(r.from_persisted_plan, some_gone);
+    }
+    expect_finished(out, ref);
+    EXPECT_EQ(shards_present(tmp), std::vector<bool>(3, false));
+  }
+}
+
+TEST(PackShard, MissingPlanAndMissingShardIsAPreciseError) {
+  setenv("TMPDIR", scratch_root().c_str(), 1);
+  test::TempDir tmp("moepack-shard");
+  const std::string src = copy_shards(tmp);
+  const std::string out = tmp.file("p");
+  // A normal build (no plan persisted) is interrupted, then shard 2 goes missing.
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    BuildOptions o = options(src, out);
+    o.delete_source_shards = false;
+    o.hooks.at = [](std::string_view name, uint64_t i) {
+      if (name == "data" && i == 10) ::_exit(kCrashStatus);
+    };
+    try {
+      build_pack(o);
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(0);
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == kCrashStatus);
+  const std::string gone = tmp.file(std::string("src/") + kShardNames[1]);
+  fs::remove(gone);
+  try {
+    build_pack(options(src, out));
+    FAIL() << "the build went on without shard 2";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(kShardNames[1]), std::string::npos) << msg;
+    EXPECT_NE(msg.find("no persisted build plan"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(out), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(loadable(out));
+  EXPECT_TRUE(fs::exists(src)) << "nothing else may be deleted";
+}
+
+// The pre-flight numbers, re-derived here from the file sizes, the tensor directory and the
+// layout of the normal build (itself checked block by block against the GGUF).
+TEST(PackShard, PreflightSpaceOfBothModes) {
+  setenv("TMPDIR", scratch_root().c_str(), 1);
+  const Reference ref;
+  test::TempDir tmp("moepack-shard");
+  const std::string src = copy_shards(tmp);
+  const GgufModel model = GgufModel::open(src);
+  const ExpertPack pack = ExpertPack::open(ref.pack);
+  const PackLayout& L = pack.layout();
+  const uint64_t dense = fs::file_size(ref.pack + "/dense.gguf");
+  // Per shard: the end offset in experts.bin of the last layer with an expert tensor in it.
+  std::vector<uint64_t> ready(3, dense + L.data_start), size(3);
+  for (int k = 0; k < 3; ++k) size[k] = fs::file_size(tmp.file(std::string("src/") + kShardNames[k]));
+  for (const GgufTensorRef& t : model.tensors()) {
+    const std::string& n = t.info->name;
+    if (n.find("_exps.") == std::string::npos) continue;
+    const uint32_t block = static_cast<uint32_t>(std::stoul(n.substr(4)));
+    for (const PackLayer& ly : L.layers)
+      if (ly.block == block) ready[t.shard] = std::max(ready[t.shard], dense + ly.base + ly.n_experts * ly.stride);
+  }
+  uint64_t peak = std::max<uint64_t>(size[0] + size[1] + size[2], dense + L.data_end);
+  for (int k = 0; k < 3; ++k) {
+    uint64_t u = ready[k];
+    for (int j = 0; j < 3; ++j)
+      if (ready[j] >= ready[k]) u += size[j];
+    peak = std::max(peak, u);
+  }
+  const BuildSpace sp = estimate_build_space(model, tmp.file("p"));
+  EXPECT_EQ(sp.source_bytes_on_target_fs, size[0] + size[1] + size[2]);
+  EXPECT_EQ(sp.shard_mode_peak, peak);
+  const uint64_t meta = sp.pack_bytes - (dense + L.data_end);
+  EXPECT_EQ(sp.normal_needed, dense + L.data_end + meta);
+  EXPECT_EQ(sp.shard_mode_needed, peak + meta - (size[0] + size[1] + size[2]));
+  ASSERT_TRUE(sp.shard_mode_helps);
+  ASSERT_LT(sp.shard_mode_needed, sp.normal_needed);
+
+  // Free space between the two: the normal build is refused and names the shard mode's need;
+  // the shard mode passes. Below the shard mode's need: refused with both numbers.
+  const uint64_t between = (sp.shard_mode_needed + sp.normal_needed) / 2;
+  BuildOptions normal = options(src, tmp.file("p"));
+  normal.delete_source_shards = false;
+  normal.hooks.free_bytes = [&] { return between; };
+  try {
+    build_pack(normal);
+    FAIL() << "a normal build fit into " << between;
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(std::to_string(sp.normal_needed) + " bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(between) + " bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--delete-source-shards"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(sp.shard_mode_needed) + " bytes"), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(loadable(tmp.file("p")));
+  BuildOptions small = options(src, tmp.file("p"));
+  small.hooks.free_bytes = [&] { return sp.shard_mode_needed - 1; };
+  try {
+    build_pack(small);
+    FAIL() << "the shard mode fit into " << sp.shard_mode_needed - 1;
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(std::to_string(sp.shard_mode_needed) + " bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(sp.shard_mode_needed - 1) + " bytes"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(shards_present(tmp), std::vector<bool>(3, true)) << "a refused build deleted a shard";
+  BuildOptions fits = options(src, tmp.file("p"));
+  fits.hooks.free_bytes = [&] { return between; };
+  build_pack(fits);
+  EXPECT_EQ(shards_present(tmp), std::vector<bool>(3, false));
+  EXPECT_TRUE(verify_pack(tmp.file("p")).ok);
+}
+
+TEST(PackShard, DirectIoAlignmentAboveTheBlockAlignmentIsRefused) {
+  setenv("TMPDIR", scratch_root().c_str(), 1);
+  test::TempDir tmp("moepack-shard");
+  // The real query on this machine: where reported, a power of two no larger than a page.
+  const DioAlignment here = query_dio_alignment(tmp.path());
+  if (here.reported) {
+    EXPECT_GT(here.offset_align, 0u);
+    EXPECT_EQ(here.offset_align & (here.offset_align - 1), 0u);
+  }
+  BuildOptions o = options(test::shared("fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf"), tmp.file("p"));
+  o.delete_source_shards = false;
+  o.hooks.dio_align = [] { return DioAlignment{true, 512, 8192}; };
+  try {
+    build_pack(o);
+    FAIL() << "an 8192-byte direct I/O alignment was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("8192"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("4096"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("STATX_DIOALIGN"), std::string::npos) << msg;
+  }
+  o.hooks.dio_align = [] { return DioAlignment{true, 0, 0}; };
+  EXPECT_THROW(build_pack(o), Error);
+  EXPECT_FALSE(loadable(o.out_dir));
+  o.hooks.dio_align = [] { return DioAlignment{true, 512, 4096}; };
+  EXPECT_NO_THROW(build_pack(o));
+  EXPECT_TRUE(verify_pack(o.out_dir).ok);
+}
+
+}  // namespace
+}  // namespace moepack
