@@ -6,11 +6,13 @@
 //   preflight  free space (statvfs) >= what is still to be written + safety margin;
 //              O_DIRECT works on the target (unless direct_io = false)
 //   dense      dense.gguf (metadata + non-expert tensors), buffered writes, fsync
-//   experts    experts.bin: header, then blocks in address order. The calling thread reads
-//              source slices (pread, large sequential runs) into 4096-aligned batch buffers;
-//              a writer thread writes them with O_DIRECT; two hasher threads compute the
-//              per-expert SHA-256 and the whole-file SHA-256 while I/O proceeds; a fourth
-//              thread hashes the source files. Every `checkpoint_bytes` the data is fdatasync'ed
+//   experts    experts.bin: header, then blocks in address order. The calling thread hands
+//              batches to `read_threads` readers (pread, large sequential runs, several
+//              batches in flight) filling 4096-aligned batch buffers; a writer thread writes
+//              them with O_DIRECT; `hash_threads` workers compute the per-expert SHA-256 (each
+//              batch hashed once, by one worker) and one thread the whole-file SHA-256 (in
+//              address order) while I/O proceeds; up to two more threads hash the source files
+//              (one shard each at a time). Every `checkpoint_bytes` the data is fdatasync'ed
 //              and build-state.json (temp + fsync + rename) records the experts done and
 //              their digests.
 //   finalize   sources re-checked unchanged (size, mtime), manifest.json written last

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
-#include <map>
 
 #include "core/expert_pack.h"
 #include "core/gguf_model.h"
@@ -277,6 +277,10 @@ TEST(PackShard, PreflightSpaceOfBothModes) {
   const uint64_t meta = sp.pack_bytes - (dense + L.data_end);
   EXPECT_EQ(sp.normal_needed, dense + L.data_end + meta);
   EXPECT_EQ(sp.shard_mode_needed, peak + meta - (size[0] + size[1] + size[2]));
+  std::printf("space: normal build needs %llu bytes, shard-by-shard mode %llu (peak %llu, shards %llu)\n",
+              static_cast<unsigned long long>(sp.normal_needed), static_cast<unsigned long long>(sp.shard_mode_needed),
+              static_cast<unsigned long long>(sp.shard_mode_peak),
+              static_cast<unsigned long long>(sp.source_bytes_on_target_fs));
   ASSERT_TRUE(sp.shard_mode_helps);
   ASSERT_LT(sp.shard_mode_needed, sp.normal_needed);
 
