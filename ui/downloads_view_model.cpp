@@ -3,6 +3,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QStandardPaths>
 #include <algorithm>
 #include <exception>
@@ -103,6 +104,10 @@ DownloadRecord* DownloadListModel::record(int row) {
   return row >= 0 && row < static_cast<int>(items_.size()) ? &items_[static_cast<size_t>(row)].rec : nullptr;
 }
 
+const DownloadRecord* DownloadListModel::record(int row) const {
+  return row >= 0 && row < static_cast<int>(items_.size()) ? &items_[static_cast<size_t>(row)].rec : nullptr;
+}
+
 int DownloadListModel::rowOf(const Downloader* d) const {
   for (size_t i = 0; i < items_.size(); ++i)
     if (items_[i].d.get() == d) return static_cast<int>(i);
@@ -130,7 +135,10 @@ void DownloadListModel::changed(const Downloader* d) {
 
 DownloadsViewModel::DownloadsViewModel(QObject* parent)
     : QObject(parent),
-      modelsFolder_(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/models")) {}
+      modelsFolder_(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/models")) {
+  const QSettings s;
+  hubBaseUrl_ = s.value(QStringLiteral("downloads/hub_base_url"), hubBaseUrl_).toString();
+}
 
 // Rows that are transferring keep their state in the database ("downloading"), so that the next
 // start resumes them; the Downloaders abort their replies and close their .part files.
@@ -141,7 +149,9 @@ void DownloadsViewModel::setModelsFolder(const QString& f) {
   emit settingsChanged();
 }
 void DownloadsViewModel::setHubBaseUrl(const QString& u) {
+  if (u == hubBaseUrl_) return;
   hubBaseUrl_ = u;
+  QSettings().setValue(QStringLiteral("downloads/hub_base_url"), u);  // a setting: kept across starts
   emit settingsChanged();
 }
 void DownloadsViewModel::setCaBundlePath(const QString& p) {
@@ -194,7 +204,7 @@ DownloadRequest DownloadsViewModel::requestOf(const DownloadRecord& r, int row) 
   qint64 later = 0, group = 0;
   bool after = false;
   for (int g : list_.groupRows(r.groupId)) {
-    const DownloadRecord* o = const_cast<DownloadListModel&>(list_).record(g);
+    const DownloadRecord* o = list_.record(g);
     group += std::max<qint64>(0, o->expectedSize);
     if (after) later += std::max<qint64>(0, o->expectedSize);
     if (g == row) after = true;

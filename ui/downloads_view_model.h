@@ -1,6 +1,7 @@
 // View-model of the downloads section of the library page: a list of Downloader jobs
 // (ui/downloader.h) with their progress, and the commands QML calls. Settings: the models
-// folder (destination), the hub's base URL (default https://huggingface.co), an optional extra
+// folder (destination), the hub's base URL (default https://huggingface.co; kept in QSettings
+// key downloads/hub_base_url), an optional extra
 // CA bundle (PEM) added to the trusted roots (TLS verification itself is always on) and the
 // database file that keeps the list across restarts (ui/library_download_store.h; "" = not
 // kept).
@@ -73,6 +74,7 @@ class DownloadListModel : public QAbstractListModel {
   void append(std::unique_ptr<Downloader> d, const DownloadRecord& rec);
   Downloader* at(int row) const;
   DownloadRecord* record(int row);
+  const DownloadRecord* record(int row) const;
   int rowOf(const Downloader* d) const;
   std::vector<int> groupRows(qint64 groupId) const;  // in position order
 
@@ -88,6 +90,7 @@ class DownloadListModel : public QAbstractListModel {
 class DownloadsViewModel : public QObject {
   Q_OBJECT
   QML_ELEMENT
+  Q_MOC_INCLUDE("ui/convert_wizard.h")
   Q_PROPERTY(DownloadListModel* downloads READ downloads CONSTANT)
   Q_PROPERTY(QString modelsFolder READ modelsFolder WRITE setModelsFolder NOTIFY settingsChanged)
   Q_PROPERTY(QString hubBaseUrl READ hubBaseUrl WRITE setHubBaseUrl NOTIFY settingsChanged)

@@ -6,6 +6,7 @@
 #include <QAbstractItemModelTester>
 #include <QCryptographicHash>
 #include <QJsonDocument>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QNetworkAccessManager>
 #include <QProcess>
@@ -14,8 +15,13 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "ui/app_database.h"
+#include "ui/convert_wizard.h"
 #include "ui/downloader.h"
 #include "ui/downloads_view_model.h"
+#include "ui/library_download_store.h"
+#include "ui/library_hub.h"
+#include "ui/model_library.h"
 
 using moepack::ui::DownloadRequest;
 using moepack::ui::Downloader;
@@ -35,9 +41,14 @@ QByteArray readAll(const QString& path) {
   return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 bool writeAll(const QString& path, const QByteArray& data) {
+  QDir().mkpath(QFileInfo(path).absolutePath());
   QFile f(path);
   return f.open(QIODevice::WriteOnly) && f.write(data) == data.size();
 }
+const QString kDs2Dir = QStringLiteral(MOEPACK_SHARED_DIR "/fixtures/deepseek2-tiny");
+QString ds2Shard(int i) { return QStringLiteral("deepseek2-tiny-Q2_K-0000%1-of-00003.gguf").arg(i); }
+constexpr qint64 kDs2SplitBytes = 8393856 + 2240832 + 1800960;  // ls -l of the three Q2_K shards
+constexpr qint64 kHuge = qint64{1} << 30;                         // sparse .part for the hash cancel
 }  // namespace
 
 class DownloaderTest : public QObject {
@@ -131,6 +142,28 @@ class DownloaderTest : public QObject {
     QVERIFY(writeAll(root_ + QStringLiteral("/a.bin"), a_));
     QVERIFY(writeAll(root_ + QStringLiteral("/a.bin.v2"), a2_));
     QVERIFY(writeAll(root_ + QStringLiteral("/big.bin"), big_));
+    // Hub repository test/ds2: the three Q2_K shards of the fixture, a README (not in LFS) and
+    // another quantisation the pattern must not pick.
+    QVERIFY(QDir().mkpath(root_ + QStringLiteral("/hub/test/ds2")));
+    for (int i = 1; i <= 3; ++i)
+      QVERIFY(QFile::copy(kDs2Dir + '/' + ds2Shard(i), root_ + QStringLiteral("/hub/test/ds2/") + ds2Shard(i)));
+    QVERIFY(writeAll(root_ + QStringLiteral("/hub/owner/repo/a.bin"), a_));
+    QVERIFY(writeAll(root_ + QStringLiteral("/hub/test/ds2/README.md"), "# ds2\n"));
+    QVERIFY(writeAll(root_ + QStringLiteral("/hub/test/ds2/deepseek2-tiny-Q4_K_M.gguf"), a_));
+    // Listings a real hub would not send: a wrong LFS hash, a name that climbs out.
+    const auto listing = [](const QString& path, qint64 size, const QString& hash) {
+      return QJsonObject{{QStringLiteral("path"), path}, {QStringLiteral("size"), size}, {QStringLiteral("sha256"), hash}};
+    };
+    QVERIFY(writeAll(root_ + QStringLiteral("/hub/test/badhash.listing.json"),
+                     QJsonDocument(QJsonArray{listing(QStringLiteral("a.bin"), a_.size(), sha(a2_))}).toJson()));
+    QVERIFY(writeAll(root_ + QStringLiteral("/hub/test/evil.listing.json"),
+                     QJsonDocument(QJsonArray{listing(QStringLiteral("../x.gguf"), a_.size(), sha(a_)),
+                                              listing(QStringLiteral("ok.gguf"), a_.size(), sha(a_))})
+                         .toJson()));
+    // Sparse: the server hashes it once (cached), the Downloader's prefix hash is cancelled.
+    QFile huge(root_ + QStringLiteral("/huge.bin"));
+    QVERIFY(huge.open(QIODevice::WriteOnly) && huge.resize(kHuge));
+    huge.close();
     const QString portFile = work_.filePath(QStringLiteral("port"));
     const QString python = QFileInfo::exists(QStringLiteral("/usr/bin/python3")) ? QStringLiteral("/usr/bin/python3")
                                                                                  : QStringLiteral("python3");
@@ -348,13 +381,15 @@ class DownloaderTest : public QObject {
     QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
     QSignalSpy errors(&vm, &moepack::ui::DownloadsViewModel::errorOccurred);
     vm.add(QStringLiteral("owner/repo"), QStringLiteral("a.bin"), QString(), 0);
-    QCOMPARE(vm.downloads()->rowCount(), 1);
+    QTRY_COMPARE_WITH_TIMEOUT(vm.downloads()->rowCount(), 1, 10000);  // after the hub listing
     QVERIFY(installed.wait(30000));
     QCOMPARE(installed.front().front().toString(), dest() + QStringLiteral("/a.bin"));
     const QModelIndex i = vm.downloads()->index(0);
     QCOMPARE(vm.downloads()->data(i, moepack::ui::DownloadListModel::StateRole).toString(), QStringLiteral("finished"));
     QCOMPARE(vm.downloads()->data(i, moepack::ui::DownloadListModel::BytesDoneRole).toDouble(), double(a_.size()));
-    QCOMPARE(vm.downloads()->data(i, moepack::ui::DownloadListModel::HashSourceRole).toString(), QStringLiteral("server"));
+    // The hash came from the repository listing (lfs.oid), not from the response header.
+    QCOMPARE(vm.downloads()->data(i, moepack::ui::DownloadListModel::HashSourceRole).toString(),
+             QStringLiteral("hub listing"));
     vm.add(QStringLiteral("owner/.."), QStringLiteral("a.bin"), QString(), 0);  // refused, no row
     QCOMPARE(errors.size(), 1);
     QCOMPARE(vm.downloads()->rowCount(), 1);
@@ -386,6 +421,276 @@ class DownloaderTest : public QObject {
     h.url.setScheme(QStringLiteral("http"));
     QVERIFY(!run(*d, h));
     QVERIFY(d->error().contains(QStringLiteral("https")));
+  }
+
+  void shardPatternsAndListing() {
+    using moepack::ui::hub_pattern_matches;
+    QVERIFY(hub_pattern_matches(QStringLiteral("*Q2_K*.gguf"), QStringLiteral("m-Q2_K-00001-of-00003.gguf")));
+    QVERIFY(!hub_pattern_matches(QStringLiteral("*Q2_K*.gguf"), QStringLiteral("m-Q4_K_M.gguf")));
+    QVERIFY(hub_pattern_matches(QStringLiteral("model-Q2_K-0000?-of-00003.gguf"),
+                                QStringLiteral("model-Q2_K-00003-of-00003.gguf")));
+    QVERIFY(!hub_pattern_matches(QStringLiteral("model-Q2_K-0000?-of-00003.gguf"),
+                                 QStringLiteral("model-Q2_K-00010-of-00003.gguf")));
+    QVERIFY(hub_pattern_matches(QStringLiteral("*.gguf"), QStringLiteral("sub/x.gguf")));  // fnmatch: * crosses '/'
+    QVERIFY(hub_pattern_matches(QStringLiteral("m-[0-9].gguf"), QStringLiteral("m-7.gguf")));
+    QVERIFY(!hub_pattern_matches(QStringLiteral("m-[!0-9].gguf"), QStringLiteral("m-7.gguf")));
+    QVERIFY(!hub_pattern_matches(QStringLiteral("a.gguf"), QStringLiteral("aXgguf")));  // '.' is literal
+    QVERIFY(!hub_pattern_matches(QStringLiteral("a.gguf"), QStringLiteral("a.gguf.part")));  // whole path
+
+    std::vector<moepack::ui::HubFile> files;
+    QString why;
+    const QByteArray info = R"({"siblings":[{"rfilename":"b-00002-of-00002.gguf"},{"rfilename":"b-00001-of-00002.gguf"},
+                                {"rfilename":"README.md"},{"rfilename":"q/b-00001-of-00002.gguf"}]})";
+    const QByteArray tree = R"([{"type":"file","path":"b-00001-of-00002.gguf","size":10,
+                                 "lfs":{"oid":")" + sha(a_).toUpper().toLatin1() + R"(","size":10}},
+                                {"type":"file","path":"b-00002-of-00002.gguf","size":20},
+                                {"type":"directory","path":"q"}])";
+    QVERIFY2(moepack::ui::parse_hub_listing(info, tree, &files, &why), qPrintable(why));
+    QCOMPARE(files.size(), size_t{4});
+    auto chosen = moepack::ui::select_hub_files(files, QStringLiteral("b-0000?-of-00002.gguf"), &why);
+    QCOMPARE(chosen.size(), size_t{2});
+    QCOMPARE(chosen[0].path, QStringLiteral("b-00001-of-00002.gguf"));  // shard order
+    QCOMPARE(chosen[0].size, qint64{10});
+    QCOMPARE(chosen[0].sha256, sha(a_));  // lower-cased
+    QCOMPARE(chosen[1].sha256, QString());  // not in LFS: no published SHA-256
+    // "*b-00001*" also matches q/b-00001...: two files with one local name are refused.
+    QVERIFY(moepack::ui::select_hub_files(files, QStringLiteral("*b-00001*"), &why).empty());
+    QVERIFY2(why.contains(QStringLiteral("narrower")), qPrintable(why));
+    QVERIFY(moepack::ui::select_hub_files(files, QStringLiteral("*.bin"), &why).empty());
+    QVERIFY(why.contains(QStringLiteral("no file")));
+    // Malformed answers name the field and the entry.
+    QVERIFY(!moepack::ui::parse_hub_listing(info, R"([{"type":"file","path":"x","size":"big"}])", &files, &why));
+    QVERIFY2(why.contains(QStringLiteral("tree entry 0")) && why.contains(QStringLiteral("size")), qPrintable(why));
+    QVERIFY(!moepack::ui::parse_hub_listing(
+        info, R"([{"type":"file","path":"x","size":1,"lfs":{"oid":"abc"}}])", &files, &why));
+    QVERIFY2(why.contains(QStringLiteral("lfs.oid")), qPrintable(why));
+    QVERIFY(!moepack::ui::parse_hub_listing("{", tree, &files, &why));
+    QVERIFY2(why.contains(QStringLiteral("offset")), qPrintable(why));
+  }
+
+  // owner/repo + pattern: three shards listed by the hub, downloaded as one group, verified
+  // against the listing's SHA-256, reported once (one library entry for the split set), then
+  // handed to the convert wizard, which builds the pack.
+  void hubShardPatternIsOneGroupDownloadedThenConverted() {
+    moepack::ui::DownloadsViewModel vm;
+    QAbstractItemModelTester tester(vm.downloads(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    vm.setModelsFolder(dest());
+    vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+    vm.setHubBaseUrl(url(QStringLiteral("/hub")).toString());
+    vm.setDatabasePath(work_.filePath(QStringLiteral("group.sqlite")));
+    moepack::ui::ConvertWizard wizard;
+    wizard.setDirectIo(false);
+    wizard.setSafetyMarginBytes(0);
+    vm.setConvertWizard(&wizard);
+    QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
+    QSignalSpy started(&vm, &moepack::ui::DownloadsViewModel::conversionStarted);
+    QSignalSpy converted(&wizard, &moepack::ui::ConvertWizard::finished);
+    QSignalSpy errors(&vm, &moepack::ui::DownloadsViewModel::errorOccurred);
+    vm.addDownload(QStringLiteral("test/ds2"), QStringLiteral("*Q2_K-0000?-of-00003.gguf"), QString(), true);
+    QTRY_COMPARE_WITH_TIMEOUT(vm.downloads()->rowCount(), 3, 10000);
+    const auto role = [&](int row, int r) { return vm.downloads()->data(vm.downloads()->index(row), r); };
+    using L = moepack::ui::DownloadListModel;
+    for (int row = 0; row < 3; ++row) {
+      QCOMPARE(role(row, L::NameRole).toString(), ds2Shard(row + 1));
+      QCOMPARE(role(row, L::GroupSizeRole).toInt(), 3);
+      QCOMPARE(role(row, L::PositionRole).toInt(), row + 1);
+    }
+    QVERIFY2(installed.wait(60000), qPrintable(errors.isEmpty() ? QString() : errors.front().front().toString()));
+    QCOMPARE(installed.size(), 1);  // one report for the set
+    QCOMPARE(installed.front().front().toString(), dest() + '/' + ds2Shard(1));
+    qint64 total = 0;
+    for (int i = 1; i <= 3; ++i) {
+      QCOMPARE(readAll(dest() + '/' + ds2Shard(i)), readAll(kDs2Dir + '/' + ds2Shard(i)));
+      QCOMPARE(role(i - 1, L::HashSourceRole).toString(), QStringLiteral("hub listing"));
+      total += QFileInfo(dest() + '/' + ds2Shard(i)).size();
+    }
+    QCOMPARE(total, kDs2SplitBytes);
+    QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/deepseek2-tiny-Q4_K_M.gguf")));
+    QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/README.md")));
+    {  // the finished group left the download list
+      moepack::ui::AppDatabase db(work_.filePath(QStringLiteral("group.sqlite")));
+      QCOMPARE(moepack::ui::DownloadStore(db).all().size(), size_t{0});
+      moepack::ui::ModelLibrary lib(db, dest());
+      const auto e = lib.addPath(installed.front().front().toString());
+      QCOMPARE(e.kind, QStringLiteral("split"));
+      QCOMPARE(e.files.size(), 3);
+      QCOMPARE(lib.entries().size(), size_t{1});
+    }
+    // The hand-off: source = shard 1, output <models>/deepseek2-tiny-Q2_K-pack, started, built.
+    QTRY_COMPARE_WITH_TIMEOUT(started.size(), 1, 30000);
+    QCOMPARE(started.front().at(0).toString(), dest() + '/' + ds2Shard(1));
+    QCOMPARE(started.front().at(1).toString(), dest() + QStringLiteral("/deepseek2-tiny-Q2_K-pack"));
+    QVERIFY(converted.wait(120000));
+    QVERIFY2(converted.front().front().toBool(), qPrintable(wizard.error()));
+    QCOMPARE(wizard.step(), moepack::ui::ConvertWizard::Done);
+    QVERIFY(QFileInfo::exists(dest() + QStringLiteral("/deepseek2-tiny-Q2_K-pack/manifest.json")));
+    QVERIFY2(errors.isEmpty(), qPrintable(errors.isEmpty() ? QString() : errors.front().front().toString()));
+  }
+
+  void convertWhenDoneCountsThePackInTheSpaceCheck() {
+    moepack::ui::DownloadsViewModel vm;
+    vm.setModelsFolder(dest());
+    vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+    vm.setHubBaseUrl(url(QStringLiteral("/hub")).toString());
+    vm.setFreeBytesProbe([](const QString&) -> std::optional<qint64> { return 20000000; });
+    QSignalSpy errors(&vm, &moepack::ui::DownloadsViewModel::errorOccurred);
+    // 12435648 bytes of shards fit in 20000000; with the pack (as large again) they do not.
+    vm.addDownload(QStringLiteral("test/ds2"), QStringLiteral("*Q2_K*.gguf"), QString(), true);
+    QVERIFY(errors.wait(10000));
+    const QString msg = errors.front().front().toString();
+    QVERIFY2(msg.contains(QStringLiteral("%1 bytes needed, 20000000 bytes free").arg(2 * kDs2SplitBytes)),
+             qPrintable(msg));
+    QVERIFY(msg.contains(QStringLiteral("Expert Pack")));
+    QCOMPARE(vm.downloads()->rowCount(), 0);
+    QVERIFY(QDir(dest()).isEmpty());
+    // Without "convert when done" the same files fit; each file's own check at its HEAD (the
+    // later shards counted) passes too.
+    QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
+    vm.addDownload(QStringLiteral("test/ds2"), QStringLiteral("*Q2_K*.gguf"), QString(), false);
+    QVERIFY(installed.wait(60000));
+    QCOMPARE(vm.downloads()->rowCount(), 3);
+    QCOMPARE(errors.size(), 1);
+    // A URL of unknown size: the Downloader counts the pack as the file again at its HEAD.
+    auto d = make();
+    d->setFreeBytesProbe([this](const QString&) -> std::optional<qint64> { return a_.size() + 10; });
+    DownloadRequest r = req(QStringLiteral("/plain/a.bin"));
+    r.countPack = true;
+    QVERIFY(!run(*d, r));
+    QVERIFY2(d->error().contains(QStringLiteral("%1 bytes needed, %2 bytes free").arg(2 * a_.size()).arg(a_.size() + 10)),
+             qPrintable(d->error()));
+  }
+
+  void hubListingHashIsVerifiedAndTraversalRefused() {
+    moepack::ui::DownloadsViewModel vm;
+    vm.setModelsFolder(dest());
+    vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+    vm.setHubBaseUrl(url(QStringLiteral("/hub")).toString());
+    QSignalSpy errors(&vm, &moepack::ui::DownloadsViewModel::errorOccurred);
+    // The listing's lfs.oid is another file's hash; the server's own ETag is right. The listing
+    // wins: the file is kept aside, not installed.
+    vm.addDownload(QStringLiteral("test/badhash"), QStringLiteral("a.bin"), QString(), false);
+    QVERIFY(errors.wait(30000));
+    QVERIFY2(errors.front().front().toString().contains(QStringLiteral("SHA-256 mismatch (expected %1 from the hub listing")
+                                                            .arg(sha(a2_))),
+             qPrintable(errors.front().front().toString()));
+    QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/a.bin")));
+    QCOMPARE(readAll(dest() + QStringLiteral("/a.bin.corrupt")), a_);
+    // A listed name with "..": nothing is queued, nothing is written outside the models folder.
+    for (const QString& pattern : {QStringLiteral("*.gguf"), QStringLiteral("../x.gguf")}) {
+      errors.clear();
+      const int rows = vm.downloads()->rowCount();
+      vm.addDownload(QStringLiteral("test/evil"), pattern, QString(), false);
+      QVERIFY(errors.wait(10000));
+      QVERIFY2(errors.front().front().toString().contains(QStringLiteral("refused '../x.gguf'")),
+               qPrintable(errors.front().front().toString()));
+      QCOMPARE(vm.downloads()->rowCount(), rows);
+    }
+    QVERIFY(!QFileInfo::exists(work_.filePath(QStringLiteral("x.gguf"))));
+    QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/ok.gguf")));
+    // An unknown repository is a clear error.
+    errors.clear();
+    vm.addDownload(QStringLiteral("test/nope"), QStringLiteral("*.gguf"), QString(), false);
+    QVERIFY(errors.wait(10000));
+    QVERIFY2(errors.front().front().toString().contains(QStringLiteral("HTTP 404")),
+             qPrintable(errors.front().front().toString()));
+  }
+
+  // The app dies mid-transfer (view-model destroyed); a new one on the same database finds the
+  // row, resumes with Range from the .part and verifies the whole file.
+  void downloadListSurvivesARestart() {
+    const QString dbPath = work_.filePath(QStringLiteral("restart.sqlite"));
+    const QString path = QStringLiteral("/slow-40/big.bin");
+    {
+      moepack::ui::DownloadsViewModel vm;
+      vm.setModelsFolder(dest());
+      vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+      vm.setDatabasePath(dbPath);
+      vm.addDownload(url(path).toString(), QString(), QString(), false);
+      QCOMPARE(vm.downloads()->rowCount(), 1);
+      QTRY_VERIFY_WITH_TIMEOUT(vm.downloads()->at(0)->bytesDone() > 100 * 1024, 20000);
+      QVERIFY(vm.downloads()->at(0)->bytesDone() < big_.size());
+    }  // "crash": nothing but the destructors run
+    {
+      moepack::ui::AppDatabase db(dbPath);
+      const auto rows = moepack::ui::DownloadStore(db).all();
+      QCOMPARE(rows.size(), size_t{1});
+      QCOMPARE(rows[0].state, QStringLiteral("downloading"));
+      QCOMPARE(rows[0].url, url(path).toString());
+      QCOMPARE(rows[0].fileName, QStringLiteral("big.bin"));
+      QCOMPARE(rows[0].expectedSize, qint64{big_.size()});
+      QCOMPARE(rows[0].etag, sha(big_));
+    }
+    const qint64 partBytes = QFileInfo(dest() + QStringLiteral("/big.bin.part")).size();
+    QVERIFY(partBytes > 0 && partBytes < big_.size());
+    moepack::ui::DownloadsViewModel vm;
+    vm.setModelsFolder(dest());
+    vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+    QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
+    vm.setDatabasePath(dbPath);  // restores the row and resumes it
+    QCOMPARE(vm.downloads()->rowCount(), 1);
+    QVERIFY(installed.wait(60000));
+    QCOMPARE(readAll(dest() + QStringLiteral("/big.bin")), big_);
+    QCOMPARE(vm.downloads()->at(0)->sha256(), sha(big_));
+    // The GET after the restart asked for the rest only: fewer bytes than the file.
+    const QString last = logLines(path).last();
+    QVERIFY2(last.startsWith(QStringLiteral("GET bytes=%1- \"%2\"").arg(partBytes).arg(sha(big_))), qPrintable(last));
+    QVERIFY(big_.size() - partBytes < big_.size());
+    moepack::ui::AppDatabase db(dbPath);
+    QCOMPARE(moepack::ui::DownloadStore(db).all().size(), size_t{0});
+
+    // A paused download reappears paused and does not start by itself.
+    {
+      moepack::ui::DownloadsViewModel p;
+      p.setModelsFolder(dest());
+      p.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+      p.setDatabasePath(dbPath);
+      p.addDownload(url(QStringLiteral("/slow-40/a.bin")).toString(), QString(), QString(), false);
+      QTRY_VERIFY_WITH_TIMEOUT(p.downloads()->at(0)->bytesDone() > 0, 20000);
+      p.pause(0);
+    }
+    moepack::ui::DownloadsViewModel again;
+    again.setModelsFolder(dest());
+    again.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+    again.setDatabasePath(dbPath);
+    QCOMPARE(again.downloads()->rowCount(), 1);
+    QCOMPARE(again.downloads()->at(0)->state(), Downloader::State::Paused);
+    QCOMPARE(again.downloads()->at(0)->bytesDone(), QFileInfo(dest() + QStringLiteral("/a.bin.part")).size());
+    QSignalSpy done(&again, &moepack::ui::DownloadsViewModel::downloadFinished);
+    again.resume(0);
+    QVERIFY(done.wait(60000));
+    QCOMPARE(readAll(dest() + QStringLiteral("/a.bin")), a_);
+  }
+
+  // Cancel while the prefix of a 1 GiB .part is being hashed (a resume): returns at once, the
+  // GUI thread never waits for the worker.
+  void cancelWhileHashingALargePartReturnsPromptly() {
+    const QUrl u = url(QStringLiteral("/plain/huge.bin"));
+    QFile part(dest() + QStringLiteral("/huge.bin.part"));
+    QVERIFY(part.open(QIODevice::WriteOnly) && part.resize(kHuge));
+    part.close();
+    const QJsonObject o{{QStringLiteral("url"), u.toString()},
+                        {QStringLiteral("etag"), QString()},
+                        {QStringLiteral("expected_size"), kHuge}};
+    QVERIFY(writeAll(dest() + QStringLiteral("/huge.bin.part.json"), QJsonDocument(o).toJson()));
+    auto d = make();
+    QSignalSpy hashing(d.get(), &Downloader::hashProgress);
+    d->start(req(QStringLiteral("/plain/huge.bin"), QStringLiteral("huge.bin")));
+    QTRY_VERIFY_WITH_TIMEOUT(d->state() == Downloader::State::Hashing, 60000);  // the server hashes 1 GiB first
+    QTRY_VERIFY_WITH_TIMEOUT(!hashing.isEmpty(), 10000);
+    QCOMPARE(d->state(), Downloader::State::Hashing);
+    QCOMPARE(hashing.back().at(1).toLongLong(), kHuge);
+    const qint64 hashed = d->hashedBytes();
+    QVERIFY(hashed > 0);
+    QElapsedTimer t;
+    t.start();
+    d->cancel();
+    const qint64 ms = t.elapsed();
+    qInfo("cancel during the prefix hash returned after %lld ms (%lld of %lld bytes hashed)", ms, hashed, kHuge);
+    QVERIFY2(ms < 250, qPrintable(QString::number(ms)));
+    QVERIFY(hashed < kHuge);
+    QCOMPARE(d->state(), Downloader::State::Cancelled);
+    QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/huge.bin.part")));
+    QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/huge.bin")));
   }
 };
 

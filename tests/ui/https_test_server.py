@@ -3,7 +3,14 @@
 
   https_test_server.py --root DIR --cert server.pem --key server.key --port-file F --log F
 
-Serves DIR/<name> at /<mode>/<name> (and /hub/<owner>/<repo>/resolve/main/<name> as "plain").
+Serves DIR/<name> at /<mode>/<name>, and a Hugging Face-style hub under /hub:
+  /hub/<owner>/<repo>/resolve/main/<path>   DIR/hub/<owner>/<repo>/<path> (else DIR/<last segment>), "plain"
+  /hub/api/models/<owner>/<repo>            {"id", "siblings": [{"rfilename"}]}
+  /hub/api/models/<owner>/<repo>/tree/main  [{"type": "file", "path", "size", "oid", "lfs": {"oid", "size",
+                                             "pointerSize"}}] (every file but *.md is "in LFS": oid = SHA-256)
+  If DIR/hub/<owner>/<repo>.listing.json exists ([{"path", "size", "sha256"}]) both API answers list
+  exactly that instead (names a real hub would never send, wrong hashes). Files are streamed from
+  disk; digests are cached per (path, size, mtime), so large sparse files are cheap.
 Every response carries ETag: "<sha256 hex of the content>" (the hub's convention for LFS files)
 and honours Range: bytes=N- and If-Range. Modes (the first path segment):
   plain           a well-behaved server
@@ -29,6 +36,34 @@ import time
 LOCK = threading.Lock()
 GETS = {}  # path -> GET requests seen
 ALL = {}  # path -> requests seen (any method)
+DIGESTS = {}  # (path, size, mtime_ns, suffix) -> sha256 hex
+CHUNK = 1 << 20
+
+
+def digest(path, suffix=b""):
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns, suffix)
+    with LOCK:
+        if key in DIGESTS:
+            return DIGESTS[key]
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(CHUNK)
+            if not b:
+                break
+            h.update(b)
+    h.update(suffix)
+    with LOCK:
+        DIGESTS[key] = h.hexdigest()
+    return DIGESTS[key]
+
+
+def safe_join(root, rel):
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    return os.path.join(root, *parts)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -45,11 +80,64 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _resolve(self):
         parts = self.path.split("?")[0].strip("/").split("/")
-        if len(parts) == 6 and parts[0] == "hub" and parts[3:5] == ["resolve", "main"]:
-            return "plain", parts[5]
+        if len(parts) >= 6 and parts[0] == "hub" and parts[3:5] == ["resolve", "main"]:
+            rel = "/".join(parts[5:])
+            repo_dir = os.path.join(self.server.root, "hub", parts[1], parts[2])
+            full = safe_join(repo_dir, rel)
+            if full is None:
+                return None, None
+            if os.path.isfile(full):
+                return "plain", os.path.relpath(full, self.server.root)
+            return "plain", parts[-1]
         if len(parts) != 2 or parts[1] in ("", ".", ".."):
             return None, None
         return parts[0], parts[1]
+
+    def _hub_listing(self, owner, repo):
+        base = os.path.join(self.server.root, "hub", owner, repo)
+        override = base + ".listing.json"
+        if os.path.isfile(override):
+            with open(override) as f:
+                return json.load(f)
+        out = []
+        for d, _, files in os.walk(base):
+            for n in sorted(files):
+                full = os.path.join(d, n)
+                rel = os.path.relpath(full, base).replace(os.sep, "/")
+                out.append({"path": rel, "size": os.path.getsize(full),
+                            "sha256": None if n.endswith(".md") else digest(full)})
+        out.sort(key=lambda e: e["path"])
+        return out
+
+    def _api(self, head):
+        parts = self.path.split("?")[0].strip("/").split("/")
+        # hub api models <owner> <repo> [tree main]
+        if len(parts) not in (5, 7) or parts[1:3] != ["api", "models"] or (len(parts) == 7 and parts[5:] != ["tree", "main"]):
+            self.send_error(404)
+            return
+        owner, repo = parts[3], parts[4]
+        if not os.path.isdir(os.path.join(self.server.root, "hub", owner, repo)) and not os.path.isfile(
+                os.path.join(self.server.root, "hub", owner, repo + ".listing.json")):
+            self.send_error(404)
+            return
+        listing = self._hub_listing(owner, repo)
+        if len(parts) == 5:
+            doc = {"id": owner + "/" + repo, "siblings": [{"rfilename": e["path"]} for e in listing]}
+        else:
+            doc = []
+            for e in listing:
+                entry = {"type": "file", "path": e["path"], "size": e["size"],
+                         "oid": hashlib.sha1(e["path"].encode()).hexdigest()}
+                if e.get("sha256"):
+                    entry["lfs"] = {"oid": e["sha256"], "size": e["size"], "pointerSize": 134}
+                doc.append(entry)
+        body = json.dumps(doc).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
 
     def do_HEAD(self):
         self._serve(head=True)
@@ -59,6 +147,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _serve(self, head):
         self._log()
+        if self.path.startswith("/hub/api/"):
+            self._api(head)
+            return
         mode, name = self._resolve()
         if mode is None:
             self.send_error(404)
@@ -77,10 +168,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not os.path.isfile(path):
             self.send_error(404)
             return
-        with open(path, "rb") as f:
-            data = f.read()
-        digest = hashlib.sha256(data).hexdigest()
-        etag = '"%s"' % (hashlib.sha256(data + b"x").hexdigest() if mode == "wrong-hash" else digest)
+        size = os.path.getsize(path)
+        etag = '"%s"' % digest(path, b"x" if mode == "wrong-hash" else b"")
         start = 0
         status = 200
         rng = self.headers.get("Range")
@@ -89,41 +178,47 @@ class Handler(http.server.BaseHTTPRequestHandler):
             m = re.fullmatch(r"bytes=(\d+)-", rng.strip())
             if m:
                 start = int(m.group(1))
-                if start >= len(data):
+                if start >= size:
                     self.send_response(416)
-                    self.send_header("Content-Range", "bytes */%d" % len(data))
+                    self.send_header("Content-Range", "bytes */%d" % size)
                     self.send_header("Content-Length", "0")
                     self.send_header("ETag", etag)
                     self.end_headers()
                     return
                 status = 206
-        body = data[start:]
         self.send_response(status)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(size - start))
         self.send_header("ETag", etag)
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, size - 1, size))
         self.end_headers()
         if head:
             return
+        limit = size - start
+        chunk = CHUNK
+        delay = 0.0
         if mode.startswith("truncate-") and seen == 0:
-            n = int(mode.split("-", 1)[1])
-            self.wfile.write(body[:n])
-            self.wfile.flush()
+            limit = min(limit, int(mode.split("-", 1)[1]))
             self.close_connection = True  # TCP close without the rest of the body
-            return
         if mode.startswith("slow-"):
             delay = int(mode.split("-", 1)[1]) / 1000.0
-            try:
-                for i in range(0, len(body), 16384):
-                    self.wfile.write(body[i:i + 16384])
-                    self.wfile.flush()
-                    time.sleep(delay)
-            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
-                pass
-            return
-        self.wfile.write(body)
+            chunk = 16384
+        try:
+            with open(path, "rb") as f:
+                f.seek(start)
+                while limit > 0:
+                    b = f.read(min(chunk, limit))
+                    if not b:
+                        break
+                    self.wfile.write(b)
+                    limit -= len(b)
+                    if delay:
+                        self.wfile.flush()
+                        time.sleep(delay)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            pass
 
 
 def main():

@@ -8,11 +8,14 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSignalSpy>
+#include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "core/error.h"
 #include "packbuilder/pack_builder.h"
 #include "ui/app_database.h"
+#include "ui/library_download_store.h"
 #include "ui/library_view_model.h"
 #include "ui/model_library.h"
 
@@ -248,6 +251,107 @@ class ModelLibraryTest : public QObject {
     again.refresh();
     QVERIFY(done2.wait(30000));
     QCOMPARE(again.models()->rowCount(), 1);
+  }
+
+  // A database at library schema version 1 (what the previous MoePack wrote) is migrated: the
+  // model row survives, the downloads table and the context columns appear.
+  void migrationFromLibraryVersion1() {
+    QTemporaryDir tmp;
+    const QString path = tmp.filePath(QStringLiteral("db.sqlite"));
+    {
+      AppDatabase db(path);
+      db.migrate(QStringLiteral("library"), {library_schema_steps().front()});  // version 1 only
+      QCOMPARE(db.version(QStringLiteral("library")), 1);
+      QSqlDatabase d = db.db();
+      exec_sql(d, QStringLiteral("INSERT INTO library_models (kind, path, name, files, size_bytes, added_at) "
+                                 "VALUES ('gguf', '/m/old.gguf', 'old', '[\"/m/old.gguf\"]', 1234, 0)"));
+      QVERIFY(!d.tables().contains(QStringLiteral("downloads")));
+    }
+    AppDatabase db(path);
+    ModelLibrary lib(db, tmp.filePath(QStringLiteral("models")));
+    QCOMPARE(db.version(QStringLiteral("library")), 3);
+    const auto rows = lib.entries();
+    QCOMPARE(rows.size(), size_t{1});
+    QCOMPARE(rows[0].name, QStringLiteral("old"));
+    QCOMPARE(rows[0].sizeBytes, qint64{1234});
+    QCOMPARE(rows[0].ctxBytesPerToken, 0.0);  // unknown until re-added
+    QCOMPARE(affordable_context_tokens(rows[0], qint64{1} << 40, 0), qint64{-1});
+    // The downloads table works and keeps its rows across connections.
+    DownloadStore store(db);
+    DownloadRecord r;
+    r.url = QStringLiteral("https://h/o/r/resolve/main/m-00001-of-00002.gguf");
+    r.hubRepo = QStringLiteral("o/r");
+    r.hubFile = QStringLiteral("m-00001-of-00002.gguf");
+    r.destDir = tmp.filePath(QStringLiteral("models"));
+    r.fileName = QStringLiteral("m-00001-of-00002.gguf");
+    r.expectedSize = 5000000000;
+    r.sha256 = QString(64, 'a');
+    r.sha256Source = QStringLiteral("hub listing");
+    r.state = QStringLiteral("downloading");
+    r.convertWhenDone = true;
+    r.id = store.insert(r);
+    QVERIFY(r.id > 0);
+    r.groupId = r.id;
+    r.bytesVerified = 123456;
+    r.etag = QStringLiteral("abc");
+    store.update(r);
+    QVERIFY_THROWS_EXCEPTION(moepack::Error, store.insert(r));  // the same file twice
+    AppDatabase other(path);
+    const auto got = DownloadStore(other).all();
+    QCOMPARE(got.size(), size_t{1});
+    QCOMPARE(got[0].groupId, r.id);
+    QCOMPARE(got[0].expectedSize, qint64{5000000000});
+    QCOMPARE(got[0].bytesVerified, qint64{123456});
+    QCOMPARE(got[0].etag, QStringLiteral("abc"));
+    QCOMPARE(got[0].sha256Source, QStringLiteral("hub listing"));
+    QVERIFY(got[0].convertWhenDone);
+    // A newer schema than this build knows is refused, naming the component.
+    QSqlDatabase od = other.db();
+    exec_sql(od, QStringLiteral("UPDATE schema_versions SET version = 9 WHERE component = 'library'"));
+    try {
+      ModelLibrary newer(other, tmp.filePath(QStringLiteral("models")));
+      QFAIL("a newer schema was accepted");
+    } catch (const moepack::Error& e) {
+      QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("library schema version 9 is newer")), e.what());
+    }
+  }
+
+  // KV cache per token from the hyperparameters, checked by hand against the fixture README:
+  // qwen3moe-tiny has 4 blocks, n_head_kv = 2, key_length = value_length = 64, context 40960:
+  //   4 x 2 x (64 + 64) x 2 B = 2048 B per token, nothing fixed.
+  // Dense bytes (not routed experts), from the README's types and shapes (n_embd 256, vocab
+  // 50257, q 512 wide, k/v 128 wide; q8_0 = 34 B per 32 values, f32 = 4 B):
+  //   token_embd 50257 x 256/32 x 34 = 13669904; per block attn_q 512x272 + attn_k 128x272 +
+  //   attn_v 128x272 + attn_output 256x544 + q/k norms 2x256 + attn/ffn norms 2x1024 + router
+  //   8x256x4 = 358912, x4 = 1435648; output_norm 1024; total 15106576.
+  void contextMemoryPerTokenAndAffordableContext() {
+    QTemporaryDir tmp;
+    AppDatabase db(tmp.filePath(QStringLiteral("db.sqlite")));
+    ModelLibrary lib(db, tmp.filePath(QStringLiteral("models")));
+    const LibraryEntry e = lib.addPath(kQwen);
+    QCOMPARE(e.ctxBytesPerToken, 2048.0);
+    QCOMPARE(e.ctxFixedBytes, qint64{0});
+    QCOMPARE(e.ctxTrain, qint64{40960});
+    QCOMPARE(e.denseBytes, qint64{15106576});
+    const qint64 cache = qint64{8} << 20;
+    // (memory - cache - dense - fixed) / 2048 = (1000 x 2048 + 100) / 2048 -> 1000 tokens.
+    QCOMPARE(affordable_context_tokens(e, 15106576 + cache + 2048 * 1000 + 100, cache), qint64{1000});
+    QCOMPARE(affordable_context_tokens(e, qint64{1} << 40, cache), qint64{40960});  // capped at context_length
+    QCOMPARE(affordable_context_tokens(e, cache, cache), qint64{0});               // no room at all
+    // Stored and read back, and through the view-model as the page shows it.
+    QCOMPARE(lib.entries().front().ctxBytesPerToken, 2048.0);
+    LibraryViewModel vm;
+    vm.setDatabasePath(tmp.filePath(QStringLiteral("db.sqlite")));
+    vm.setModelsFolder(tmp.filePath(QStringLiteral("models")));
+    QSignalSpy done(&vm, &LibraryViewModel::finishedCommand);
+    vm.refresh();
+    QVERIFY(done.wait(30000));
+    QCOMPARE(vm.models()->rowCount(), 1);
+    const QModelIndex i = vm.models()->index(0);
+    QCOMPARE(vm.models()->data(i, LibraryListModel::CtxBytesPerTokenRole).toDouble(), 2048.0);
+    QCOMPARE(vm.affordableContext(e.id, double(15106576 + cache + 2048 * 1000 + 100), double(cache)), 1000.0);
+    QCOMPARE(vm.affordableContext(e.id + 99, 1e12, 0), -1.0);
+    QVERIFY(vm.memoryBudgetBytes() > 0);  // the physical RAM by default
   }
 };
 

@@ -1,5 +1,6 @@
-// The model library: every known model with its pack status, add by file / drop / folder
-// scan / Ollama name, remove with a confirmation stating the bytes freed, and downloads.
+// The model library: every known model with its pack status and the context it can afford,
+// add by file / drop / folder scan / Ollama name, remove with a confirmation stating the bytes
+// freed, and downloads (URL or hub repository + file or shard pattern, convert when done).
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Dialogs
@@ -9,12 +10,26 @@ import MoePack.Ui
 Page {
     id: page
     property LibraryViewModel library: LibraryViewModel {}
+    // Converts finished downloads marked "convert when done" (one at a time, queued).
+    property ConvertWizard downloadConverter: ConvertWizard {
+        onFinished: ok => { if (ok) page.library.addPath(packDir); page.library.refresh() }
+    }
     property DownloadsViewModel downloads: DownloadsViewModel {
         modelsFolder: page.library.modelsFolder
+        convertWizard: page.downloadConverter
         onDownloadFinished: path => page.library.addPath(path)
         onErrorOccurred: message => status.show(message, true)
+        onConversionStarted: (source, packDir) => {
+            status.show(qsTr("Converting %1 to an Expert Pack in %2").arg(source).arg(packDir), false)
+            conversionDialog.open()
+        }
     }
-    Component.onCompleted: library.refresh()
+    // Restores the download list (and resumes interrupted downloads) once the settings are in.
+    Component.onCompleted: {
+        downloads.databasePath = library.databasePath
+        library.refresh()
+    }
+    function gib(bytes) { return Math.round(bytes / 1073741824 * 10) / 10 }
 
     Connections {
         target: page.library
@@ -76,6 +91,20 @@ Page {
         }
     }
 
+    Dialog {
+        id: conversionDialog
+        title: qsTr("Converting a finished download")
+        modal: false
+        anchors.centerIn: parent
+        width: Math.min(page.width - 40, 640)
+        height: Math.min(page.height - 40, 520)
+        standardButtons: Dialog.Close
+        contentItem: Loader {
+            active: conversionDialog.visible
+            sourceComponent: ConvertWizardPage { wizard: page.downloadConverter }
+        }
+    }
+
     header: ToolBar {
         RowLayout {
             anchors.fill: parent
@@ -94,6 +123,20 @@ Page {
             Button { text: qsTr("Refresh"); onClicked: page.library.refresh() }
             BusyIndicator { running: page.library.busy; implicitHeight: 28; implicitWidth: 28 }
             Item { Layout.fillWidth: true }
+            Label { text: qsTr("Memory (GiB)") }
+            SpinBox {
+                from: 1; to: 4096; editable: true
+                value: Math.max(1, Math.round(page.gib(page.library.memoryBudgetBytes)))
+                onValueModified: page.library.memoryBudgetBytes = value * 1073741824
+                ToolTip.visible: hovered
+                ToolTip.text: qsTr("Memory for the model: dense weights, the expert cache and the context")
+            }
+            Label { text: qsTr("Expert cache (GiB)") }
+            SpinBox {
+                from: 0; to: 4096; editable: true
+                value: Math.round(page.gib(page.library.expertCacheBytes))
+                onValueModified: page.library.expertCacheBytes = value * 1073741824
+            }
         }
     }
 
@@ -152,6 +195,11 @@ Page {
                     required property string packStatus
                     required property string statusDetail
                     required property bool sourcePresent
+                    required property double ctxBytesPerToken
+                    required property double ctxFixedBytes
+                    required property string ctxFormula
+                    readonly property double affordable: page.library.affordableContext(
+                        modelId, page.library.memoryBudgetBytes, page.library.expertCacheBytes)
                     width: ListView.view.width
                     contentItem: RowLayout {
                         ColumnLayout {
@@ -169,6 +217,20 @@ Page {
                                       .arg(row.kind).arg(row.architecture)
                                       .arg(page.library.formatBytes(row.sizeBytes)).arg(row.experts)
                                       .arg(row.topK).arg(row.quantTypes)
+                            }
+                            Label {
+                                opacity: 0.8
+                                visible: row.ctxBytesPerToken > 0
+                                text: qsTr("KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5")
+                                      .arg(page.library.formatBytes(row.ctxBytesPerToken))
+                                      .arg(page.library.formatBytes(row.ctxFixedBytes))
+                                      .arg(row.affordable.toLocaleString(Qt.locale(), "f", 0))
+                                      .arg(page.library.formatBytes(page.library.expertCacheBytes))
+                                      .arg(page.library.formatBytes(page.library.memoryBudgetBytes))
+                                ToolTip.visible: ctxHover.hovered
+                                ToolTip.text: qsTr("(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1")
+                                              .arg(row.ctxFormula)
+                                HoverHandler { id: ctxHover }
                             }
                         }
                         Label {
@@ -213,12 +275,30 @@ Page {
                         Layout.fillWidth: true
                         placeholderText: qsTr("https:// URL or owner/repo")
                     }
-                    TextField { id: file; placeholderText: qsTr("file in the repository") }
+                    TextField {
+                        id: file
+                        placeholderText: qsTr("file or shard pattern, e.g. *Q2_K*.gguf")
+                        Layout.preferredWidth: 240
+                    }
                     TextField { id: sha; placeholderText: qsTr("SHA-256 (optional)") }
+                    CheckBox {
+                        id: convertBox
+                        text: qsTr("Convert when done")
+                        ToolTip.visible: hovered
+                        ToolTip.text: qsTr("Build an Expert Pack once verified; the space check counts the pack too")
+                    }
                     Button {
                         text: qsTr("Download")
                         enabled: source.text.length > 0
-                        onClicked: page.downloads.add(source.text, file.text, sha.text, 0)
+                        onClicked: page.downloads.addDownload(source.text, file.text, sha.text, convertBox.checked)
+                    }
+                }
+                RowLayout {
+                    Label { text: qsTr("Hub") }
+                    TextField {
+                        Layout.fillWidth: true
+                        text: page.downloads.hubBaseUrl
+                        onEditingFinished: page.downloads.hubBaseUrl = text
                     }
                 }
                 Repeater {
@@ -233,17 +313,28 @@ Page {
                         required property double rate
                         required property double eta
                         required property string error
+                        required property double hashedBytes
+                        required property int groupSize
+                        required property int position
                         Layout.fillWidth: true
-                        Label { text: dl.name; Layout.preferredWidth: 200; elide: Text.ElideMiddle }
+                        Label {
+                            text: dl.groupSize > 1 ? qsTr("%1 (file %2 of %3)").arg(dl.name).arg(dl.position).arg(dl.groupSize)
+                                                   : dl.name
+                            Layout.preferredWidth: 260
+                            elide: Text.ElideMiddle
+                        }
                         ProgressBar {
                             Layout.fillWidth: true
                             from: 0
                             to: dl.bytesTotal > 0 ? dl.bytesTotal : 1
-                            value: dl.bytesDone
+                            value: dl.state === "hashing" ? dl.hashedBytes : dl.bytesDone
                             indeterminate: dl.bytesTotal < 0 && dl.state === "downloading"
                         }
                         Label {
                             text: dl.state === "failed" ? dl.error
+                                : dl.state === "hashing" ? qsTr("checking %1 of %2 already downloaded")
+                                  .arg(page.library.formatBytes(dl.hashedBytes)).arg(page.library.formatBytes(dl.bytesDone))
+                                : dl.state === "queued" ? qsTr("queued")
                                 : qsTr("%1 of %2 · %3/s · %4").arg(page.library.formatBytes(dl.bytesDone))
                                   .arg(page.library.formatBytes(Math.max(dl.bytesTotal, 0)))
                                   .arg(page.library.formatBytes(dl.rate))
@@ -251,7 +342,7 @@ Page {
                         }
                         Button {
                             text: dl.state === "paused" || dl.state === "failed" ? qsTr("Resume") : qsTr("Pause")
-                            enabled: dl.state !== "finished" && dl.state !== "cancelled"
+                            enabled: dl.state !== "finished" && dl.state !== "cancelled" && dl.state !== "queued"
                             onClicked: dl.state === "paused" || dl.state === "failed" ? page.downloads.resume(dl.index)
                                                                                       : page.downloads.pause(dl.index)
                         }
