@@ -17,6 +17,16 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// The compute device can no longer be used by this process: a CUDA "sticky" error (an illegal
+// memory access or a failed launch inside a kernel, an assert, an uncorrectable ECC error)
+// poisons the CUDA context until the process exits (CUDA Runtime API, "Error Handling").
+// Nothing in the process can recover it; the studio offers to restart the application, which
+// reopens the conversation from its database.
+class DeviceLostError : public Error {
+ public:
+  explicit DeviceLostError(const std::string& message) : Error(message) {}
+};
+
 // An input file (GGUF, manifest, pack) is malformed or violates a limit.
 class FormatError : public Error {
  public:

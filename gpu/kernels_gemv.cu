@@ -6,9 +6,11 @@
 // (coalesced; the address is aligned down to 16 bytes, so rows at any byte alignment work) into
 // registers, the warp parks them in its shared-memory slot and issues the next tile's loads
 // before computing on this one. Lane l then dequantizes chunks l, l + 32, ... of the tile in
-// registers and dots each with the activations of up to P pairs (x through the read-only path,
-// float4 when aligned; every row's warp reads the same x, so it is served by L1/L2),
-// accumulating in F32; a warp shuffle reduction gives each row's sum.
+// registers and dots each with the activations of up to P pairs, accumulating in F32; a warp
+// shuffle reduction gives each row's sum. At decode (P = 1) the block stages each tile's
+// activations once in shared memory with coalesced loads (swizzled so that every lane reads its
+// own chunk without bank conflicts); at prefill each lane reads its chunk of x for every pair
+// through the read-only path.
 //
 // Dequantized values are those of dequant.cuh, bit for bit: Q4_K, Q8_0, Q2_K, Q6_K and MXFP4
 // have register-level versions below (word loads from shared memory, byte -> float through
@@ -53,7 +55,7 @@ struct Tile {
   static constexpr int kPerLane = (kGranules + 31) / 32;
   // Decode (2 rows per warp) blocks per SM asked of ptxas: 5 (96 registers, 20 warps, 40 rows
   // in flight per SM) where that compiles without spills (-Xptxas -v, sm_90), else 4 (128).
-  static constexpr int kDecodeBlocks = T == GgmlType::Q4_K || T == GgmlType::Q8_0 ? 5 : 4;
+  static constexpr int kDecodeBlocks = T == GgmlType::Q4_K || T == GgmlType::Q8_0 || T == GgmlType::Q2_K ? 5 : 4;
   // Rows per warp at one pair per group: 2 for block types; 1 for F32/F16/BF16, whose weights
   // are 2-4 bytes per element (x reuse matters less) and whose tiles need twice the registers.
   static constexpr int kDecodeRows = BlockOf<T>::kElems == 1 ? 1 : 2;
@@ -213,34 +215,53 @@ __device__ __forceinline__ float chunk_dot(const float (&v)[kChunk], const float
   return s;
 }
 
-// x[0 .. n) of a chunk into registers (zeros past n), float4 when aligned.
-__device__ __forceinline__ void load_x(const float* x, int n, float (&xv)[kChunk]) {
-  if (n == kChunk && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
-    const float4* x4 = reinterpret_cast<const float4*>(x);
+// Decode: the contribution of chunk c of a staged row tile to the dot product with the chunk's
+// activations xv (in registers): the chunk dequantized exactly (tile_chunk) and dotted in
+// element order, as the prefill variant does, so that decode and prefill launches give
+// identical sums (the pack path and the GGUF path may group experts differently).
+template <GgmlType T>
+__device__ __forceinline__ float decode_chunk_dot(const uint8_t* s, int tile, int c, int n, const float (&xv)[kChunk]) {
+  float v[kChunk];
+  tile_chunk<T>(s, tile, c, n, v);
+  float dot = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kChunk / 4; ++i) {
-      const float4 f = __ldg(x4 + i);
-      xv[4 * i + 0] = f.x;
-      xv[4 * i + 1] = f.y;
-      xv[4 * i + 2] = f.z;
-      xv[4 * i + 3] = f.w;
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) xv[i] = i < n ? __ldg(x + i) : 0.0f;
+  for (int e = 0; e < kChunk; ++e) {
+    // Block types fill all 32 values; a plain type's last chunk fills n (v is not written past
+    // it).
+    if (BlockOf<T>::kElems > 1 || e < n) dot = __fmaf_rn(v[e], xv[e], dot);
   }
+  return dot;
 }
 
+// x chunk cl (32 floats) of a tile staged in shared memory as 8 float4 per chunk, the float4
+// index swizzled by the chunk (slot i ^ (cl & 7)): the block's coalesced stores and every
+// quarter-warp's per-lane chunk reads (lanes cl .. cl + 7) then hit distinct banks.
+__device__ __forceinline__ int x_slot(int cl, int i) { return cl * 8 + (i ^ (cl & 7)); }
+
 // R rows per warp (R > 1 only with P = 1: the x chunk is loaded once into registers and used
-// for every row, halving the activation traffic through L1 at R = 2).
+// for every row).
+//
+// P = 1 (decode): every warp of a block has the same group and pair, hence the same x row. The
+// block stages the x segment of each tile in shared memory with coalesced loads (one pass per
+// block instead of each lane reading its own 128-byte chunk, 32 different cache lines per warp
+// load: on the H200 that per-element x traffic, not the weights, bounded v2 at 0.10-0.33 of
+// D2D bandwidth, the same time per launch for every type), so the warps of a block advance tile
+// by tile together (__syncthreads). The arithmetic and its order are unchanged.
 template <GgmlType T, int P, int R>
 __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks : 1) gemv_kernel(GemvBatch b) {
   static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
   using Tl = Tile<T>;
+  constexpr int kXSlots = P == 1 ? Tl::kChunks * 8 : 1;
   __shared__ __align__(16) uint4 stage[kWarps][R][Tl::kGranules];
+  __shared__ __align__(16) float4 xs[kXSlots];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t r0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * R;
-  if (r0 >= b.ne1) return;  // whole warps only: the kernel has no block-wide barrier
+  int64_t r0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * R;
+  bool active = r0 < b.ne1;
+  if constexpr (P != 1) {
+    if (!active) return;  // whole warps only: this variant has no block-wide barrier
+  } else if (!active) {
+    r0 = b.ne1 - 1;  // a warp past the last row still stages x with the block; it writes nothing
+  }
   const int nr = static_cast<int>(min(static_cast<int64_t>(R), b.ne1 - r0));
   const int g = static_cast<int>(blockIdx.y);
   int j0 = 0, j1 = b.n_tok;
@@ -249,7 +270,7 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
     j1 = b.grp_off[g + 1];
   }
   j0 += static_cast<int>(blockIdx.z) * P;
-  if (j0 >= j1) return;
+  if (j0 >= j1) return;  // the same for the whole block
   const int nt = min(P, j1 - j0);
   const uint8_t* wg = b.w_table ? b.w_table[g] : b.w + static_cast<uint64_t>(g) * b.w_gstride;
   const uint8_t* row[R];
@@ -271,6 +292,7 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
 
   const int64_t n_chunks = (b.ne0 + kChunk - 1) / kChunk;
   const int64_t n_tiles = (n_chunks + Tl::kChunks - 1) / Tl::kChunks;
+  const bool x_aligned = (reinterpret_cast<uintptr_t>(xr[0]) & 15) == 0;
   // Granules of tile t of every row (its address aligned down to 16 bytes) -> pre[].
   uint4 pre[R][Tl::kPerLane] = {};
   const auto fetch = [&](int64_t t) {
@@ -291,6 +313,23 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
   };
   fetch(0);
   for (int64_t t = 0; t < n_tiles; ++t) {
+    if constexpr (P == 1) {
+      __syncthreads();  // every warp is done with the previous tile's x
+      const int64_t e0 = t * Tl::kChunks * kChunk;  // first element of the tile
+      for (int k = static_cast<int>(threadIdx.x); k < kXSlots; k += kWarps * 32) {
+        const int64_t e = e0 + 4 * k;  // float4 k of the tile, in element order
+        float4 f;
+        if (x_aligned && e + 4 <= b.ne0) {
+          f = __ldg(reinterpret_cast<const float4*>(xr[0] + e));
+        } else {
+          f.x = e + 0 < b.ne0 ? __ldg(xr[0] + e + 0) : 0.0f;
+          f.y = e + 1 < b.ne0 ? __ldg(xr[0] + e + 1) : 0.0f;
+          f.z = e + 2 < b.ne0 ? __ldg(xr[0] + e + 2) : 0.0f;
+          f.w = e + 3 < b.ne0 ? __ldg(xr[0] + e + 3) : 0.0f;
+        }
+        xs[x_slot(k >> 3, k & 7)] = f;
+      }
+    }
     __syncwarp();  // every lane is done with the previous tile
 #pragma unroll
     for (int rr = 0; rr < R; ++rr) {
@@ -300,7 +339,11 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
         if (gi < Tl::kGranules) stage[warp][rr][gi] = pre[rr][k];
       }
     }
-    __syncwarp();
+    if constexpr (P == 1) {
+      __syncthreads();  // the tile's x is staged
+    } else {
+      __syncwarp();
+    }
     int tile[R];
 #pragma unroll
     for (int rr = 0; rr < R; ++rr) {
@@ -314,27 +357,31 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
       if (c < n_chunks) {
         const int n = chunk_len(b.ne0, c);
         float v[kChunk];
-        if constexpr (R == 1) {
+        if constexpr (P != 1) {
           tile_chunk<T>(reinterpret_cast<const uint8_t*>(stage[warp][0]), tile[0], cl, n, v);
 #pragma unroll
           for (int k = 0; k < P; ++k) {
             if (k < nt) acc[0][k] += chunk_dot(v, xr[k] + c * kChunk, n);
           }
         } else {
-          float xv[kChunk];
-          load_x(xr[0] + c * kChunk, n, xv);
+          float xv[kChunk];  // zeros past n (staged that way)
+#pragma unroll
+          for (int q = 0; q < kChunk / 4; ++q) {
+            const float4 f = xs[x_slot(cl, q)];
+            xv[4 * q + 0] = f.x;
+            xv[4 * q + 1] = f.y;
+            xv[4 * q + 2] = f.z;
+            xv[4 * q + 3] = f.w;
+          }
 #pragma unroll
           for (int rr = 0; rr < R; ++rr) {
-            tile_chunk<T>(reinterpret_cast<const uint8_t*>(stage[warp][rr]), tile[rr], cl, n, v);
-            float s = 0.0f;
-#pragma unroll
-            for (int e = 0; e < kChunk; ++e) s = __fmaf_rn(v[e], xv[e], s);  // xv = 0 past n
-            acc[rr][0] += s;
+            acc[rr][0] += decode_chunk_dot<T>(reinterpret_cast<const uint8_t*>(stage[warp][rr]), tile[rr], cl, n, xv);
           }
         }
       }
     }
   }
+  if (!active) return;
 #pragma unroll
   for (int rr = 0; rr < R; ++rr) {
 #pragma unroll

@@ -21,8 +21,12 @@ synth_gib="${MOEPACK_SYNTH_GIB:-4}"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
   -DMOEPACK_WERROR=OFF "-DCMAKE_CUDA_ARCHITECTURES=90;120" -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
   > "$out/cmake.log" 2>&1 || { tail -40 "$out/cmake.log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" -- -k 0 > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
-echo "== build ok"
+if cmake --build build-gpu -j "$(nproc)" -- -k 0 > "$out/build.log" 2>&1; then
+  echo "== build ok"
+else
+  # Keep going: the tests and benchmarks whose targets built still run (ctest reports the rest).
+  echo "== build FAILED (continuing with what built)"; grep -E "error|Error" "$out/build.log" | head -40
+fi
 ctest --test-dir build-gpu --output-on-failure -R "$tests" --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1
 tail -25 "$out/ctest.log"
 grep -E "SKIPPED|not carried" "$out/ctest.log" | sort | uniq -c | head -20
