@@ -21,11 +21,16 @@ int main(int argc, char** argv) {
                            QStringLiteral("GGUF file, shard or Ollama name to open"), QStringLiteral("path"),
                            QStringLiteral(MOEPACK_DEMO_MODEL));
   parser.addOption(model);
+  QCommandLineOption conversation(QStringLiteral("open-conversation"),
+                                  QStringLiteral("conversation to show first (its id in the database)"),
+                                  QStringLiteral("id"), QStringLiteral("0"));
+  parser.addOption(conversation);
   parser.process(app);
 
   QQmlApplicationEngine engine;
   engine.addImportPath(QStringLiteral("qrc:/qt/qml"));
-  engine.setInitialProperties({{QStringLiteral("initialModel"), parser.value(model)}});
+  engine.setInitialProperties({{QStringLiteral("initialModel"), parser.value(model)},
+                               {QStringLiteral("initialConversation"), parser.value(conversation).toLongLong()}});
   engine.load(QUrl(QStringLiteral("qrc:/qt/qml/MoePack/Ui/qml/Main.qml")));
   if (engine.rootObjects().isEmpty()) return 1;
   return QApplication::exec();

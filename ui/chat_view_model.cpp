@@ -44,7 +44,11 @@ bool ChatViewModel::openDatabase(const QString& path) {
     return false;
   }
   refreshList();
-  if (conversations_.count() > 0) selectConversation(conversations_.at(0).id);
+  if (conversations_.count() > 0) {
+    bool initialExists = false;
+    for (int i = 0; i < conversations_.count(); ++i) initialExists |= conversations_.at(i).id == initialConversation_;
+    selectConversation(initialExists ? initialConversation_ : conversations_.at(0).id);
+  }
   return true;
 }
 

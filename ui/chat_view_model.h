@@ -46,6 +46,9 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
   Q_PROPERTY(bool canSend READ canSend NOTIFY canSendChanged)
   Q_PROPERTY(QString lastError READ lastError NOTIFY lastErrorChanged)
+  // The conversation to show when the database opens (the studio's --open-conversation, used
+  // by the restart after a lost GPU); 0 or an unknown id: the most recent one.
+  Q_PROPERTY(qint64 initialConversation READ initialConversation WRITE setInitialConversation)
 
  public:
   explicit ChatViewModel(QObject* parent = nullptr);
@@ -82,6 +85,8 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   SettingsViewModel* settings() const { return settings_; }
   void setSettings(SettingsViewModel* s);  // defaults for new conversations come from it
   QString databasePath() const { return databasePath_; }
+  qint64 initialConversation() const { return initialConversation_; }
+  void setInitialConversation(qint64 id) { initialConversation_ = id; }
   void setDatabasePath(const QString& p);
   ConversationListModel* conversations() { return &conversations_; }
   MessageListModel* messages() { return &messages_; }
@@ -124,6 +129,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   ConversationListModel conversations_;
   MessageListModel messages_;
   qint64 current_ = 0;
+  qint64 initialConversation_ = 0;
   QString systemPrompt_;
   GenerationSettings generation_;
   GenerationSettings defaultGeneration_;

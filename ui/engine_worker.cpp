@@ -1,11 +1,22 @@
 #include "ui/engine_worker.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QLoggingCategory>
+#include <QProcess>
 #include <QStandardPaths>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <new>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "core/error.h"
 #include "packbuilder/pack_builder.h"
@@ -13,7 +24,30 @@
 Q_LOGGING_CATEGORY(lcEngine, "moepack.engine")
 
 namespace moepack::ui {
+
+int engineThreadNiceness() {
+#ifdef __linux__
+  errno = 0;
+  const int n = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  return errno == 0 ? n : 0;
+#else
+  return 0;
+#endif
+}
+
 namespace {
+
+// The engine thread runs at nice +10 (Linux niceness is per thread and inherited by the
+// threads it creates: the engine's thread pool and I/O threads), so that when the machine is
+// busy the UI thread is scheduled first and frames keep their pace while tokens stream.
+void lowerThisThreadPriority() {
+#ifdef __linux__
+  const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
+  if (setpriority(PRIO_PROCESS, tid, std::min(19, engineThreadNiceness() + kEngineNiceIncrement)) != 0) {
+    qCWarning(lcEngine) << "could not lower the engine thread's priority:" << strerror(errno);
+  }
+#endif
+}
 
 // Registers the types that cross the thread boundary in queued signals (once).
 void register_metatypes() {
@@ -93,6 +127,10 @@ void EngineWorker::load(const QString& path, const EngineSettings& settings, boo
     TelemetryHandle telemetry(engine, &engine->telemetry());
     qCInfo(lcEngine) << "loaded" << info.path << "backend" << info.backend << "threads" << info.threads;
     emit loaded(info, telemetry);
+  } catch (const DeviceLostError& e) {
+    qCCritical(lcEngine) << "GPU lost while loading:" << e.what();
+    emit loadFailed(QString::fromUtf8(e.what()));
+    emit deviceLost(QString::fromUtf8(e.what()));
   } catch (const std::bad_alloc&) {
     emit loadFailed(tr("Out of memory while loading %1.").arg(path));
   } catch (const std::exception& e) {
@@ -138,6 +176,12 @@ void EngineWorker::generate(const GenerationRequest& request) {
     reply.stats = reply_stats(r);
     if (cancel_.load()) reply.stats.stopReason = QStringLiteral("cancelled");
     emit generationFinished(reply);
+  } catch (const DeviceLostError& e) {
+    flush();
+    engine_.reset();  // nothing can run on this context any more
+    qCCritical(lcEngine) << "GPU lost during generation:" << e.what();
+    emit generationFailed(request.id, QString::fromUtf8(e.what()));
+    emit deviceLost(QString::fromUtf8(e.what()));
   } catch (const std::bad_alloc&) {
     flush();
     emit generationFailed(request.id, tr("Out of memory during generation."));
@@ -160,6 +204,7 @@ EngineController::EngineController(ChatEngineFactory factory, QString packsFolde
   worker_->moveToThread(&thread_);
   thread_.setObjectName(QStringLiteral("moepack-engine"));
   connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+  connect(&thread_, &QThread::started, worker_, [] { lowerThisThreadPriority(); });
 
   connect(worker_, &EngineWorker::loadProgress, this, [this](const QString& phase, double f, const QString& d) {
     phase_ = phase;
@@ -193,6 +238,12 @@ EngineController::EngineController(ChatEngineFactory factory, QString packsFolde
     }
     emit generationFailed(id, m);
   });
+  connect(worker_, &EngineWorker::deviceLost, this, [this](const QString& m) {
+    info_ = {};
+    telemetry_.reset();
+    setState(DeviceLost, m);
+    emit deviceLost(m);
+  });
   thread_.start();
 }
 
@@ -209,6 +260,7 @@ void EngineController::setState(State s, const QString& error) {
 }
 
 void EngineController::load(const QString& path, bool convertGguf) {
+  if (state_ == DeviceLost) return;  // only a new process can use the GPU again
   lastPath_ = path;
   lastConvert_ = convertGguf;
   worker_->cancelFlag().store(true);  // a running generation ends first (queued after it)
@@ -232,6 +284,36 @@ void EngineController::reload() {
 }
 
 void EngineController::stop() { worker_->cancelFlag().store(true); }
+
+bool EngineController::restartApplication(qint64 conversationId) {
+  QStringList args = QCoreApplication::arguments();
+  const QString program = args.isEmpty() ? QCoreApplication::applicationFilePath() : args.takeFirst();
+  // Drop an earlier --open-conversation (both spellings) so the new one is the only one.
+  for (int i = 0; i < args.size();) {
+    if (args[i] == QLatin1String("--open-conversation") && i + 1 < args.size()) {
+      args.remove(i, 2);
+    } else if (args[i].startsWith(QLatin1String("--open-conversation="))) {
+      args.remove(i);
+    } else {
+      ++i;
+    }
+  }
+  if (conversationId >= 0) args << QStringLiteral("--open-conversation") << QString::number(conversationId);
+  const QString exe = QCoreApplication::applicationFilePath().isEmpty() ? program : QCoreApplication::applicationFilePath();
+  const bool started = restarter_ ? restarter_(exe, args) : QProcess::startDetached(exe, args);
+  qCInfo(lcEngine) << "restart" << exe << args << (started ? "started" : "failed");
+  if (!started) {
+    error_ = tr("MoePack could not be restarted (%1). Close it and start it again.").arg(exe);
+    emit stateChanged();
+    return false;
+  }
+  if (quit_) {
+    quit_();
+  } else {
+    QMetaObject::invokeMethod(QCoreApplication::instance(), &QCoreApplication::quit, Qt::QueuedConnection);
+  }
+  return true;
+}
 
 quint64 EngineController::generate(std::vector<ChatMessage> messages, const GenerationSettings& settings) {
   if (state_ != Ready || generatingId_ != 0) return 0;

@@ -13,7 +13,10 @@
 //
 // Errors (a bad model, a failed conversion, out of memory, an engine exception) arrive as
 // loadFailed / generationFailed with a message; the previous model stays unloaded and
-// reload() tries again. Engine threads default to hardware_concurrency() - 1 so the UI keeps
+// reload() tries again. A DeviceLostError (a CUDA sticky error: the process can no longer use
+// the GPU) puts the controller in DeviceLost instead: load and generate are refused, and
+// restartApplication() starts a new studio process on the same conversation and quits this
+// one. Engine threads default to hardware_concurrency() - 1 so the UI keeps
 // a core (EngineSettings.threads = 0 means exactly that in the engine).
 #pragma once
 
@@ -24,7 +27,9 @@
 #include <QString>
 #include <QThread>
 #include <QtQml/qqmlregistration.h>
+#include <QStringList>
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "core/engine_settings.h"
@@ -48,6 +53,12 @@ struct GenerationReply {
   QString text;
   ReplyStats stats;
 };
+
+// The engine thread's niceness is raised by this much over the process's (capped at 19), so a
+// busy machine schedules the UI thread first; the engine's own threads inherit it.
+inline constexpr int kEngineNiceIncrement = 10;
+// The calling thread's niceness (Linux; 0 elsewhere). Tests call it on the engine thread.
+int engineThreadNiceness();
 
 // The telemetry of the loaded engine, shareable with the UI thread (keeps the engine alive).
 using TelemetryHandle = std::shared_ptr<const Telemetry>;
@@ -74,6 +85,7 @@ class EngineWorker : public QObject {
   void textReady(quint64 id, const QString& text);
   void generationFinished(const moepack::ui::GenerationReply& reply);
   void generationFailed(quint64 id, const QString& message);
+  void deviceLost(const QString& message);  // after loadFailed / generationFailed
   void unloaded();
 
  private:
@@ -98,9 +110,11 @@ class EngineController : public QObject {
   Q_PROPERTY(double progress READ progress NOTIFY progressChanged)  // 0..1, -1 unknown
   Q_PROPERTY(QString progressDetail READ progressDetail NOTIFY progressChanged)
   Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
+  Q_PROPERTY(bool restartRequired READ restartRequired NOTIFY stateChanged)
 
  public:
-  enum State { Empty, Loading, Ready, Failed };
+  // DeviceLost: the GPU context is unusable until the process exits (DeviceLostError).
+  enum State { Empty, Loading, Ready, Failed, DeviceLost };
   Q_ENUM(State)
 
   // The default factory opens models with moepack::Session::load. `packsFolder` receives
@@ -114,6 +128,17 @@ class EngineController : public QObject {
   Q_INVOKABLE void load(const QString& path, bool convertGguf = true);
   Q_INVOKABLE void reload();  // the last load() again (after an error or a settings change)
   Q_INVOKABLE void stop();    // cancels the running generation (any thread)
+  // After DeviceLost: starts this program again with its arguments and
+  // `--open-conversation <conversationId>` (when >= 0) through the restarter, then quits the
+  // application. Returns false (and stays) when the new process could not be started.
+  Q_INVOKABLE bool restartApplication(qint64 conversationId);
+  // Starts `program` with `arguments` detached; the default is QProcess::startDetached.
+  using Restarter = std::function<bool(const QString& program, const QStringList& arguments)>;
+  // `quit` replaces the queued QCoreApplication::quit (tests).
+  void setRestarter(Restarter r, std::function<void()> quit = {}) {
+    restarter_ = std::move(r);
+    quit_ = std::move(quit);
+  }
   void setEngineSettings(const EngineSettings& s) { settings_ = s; }
   // Where load() puts converted packs (queued to the worker).
   void setPacksFolder(const QString& folder);
@@ -131,6 +156,7 @@ class EngineController : public QObject {
   double progress() const { return progress_; }
   QString progressDetail() const { return detail_; }
   bool generating() const { return generatingId_ != 0; }
+  bool restartRequired() const { return state_ == DeviceLost; }
   const EngineInfo& info() const { return info_; }
   TelemetryHandle telemetry() const { return telemetry_; }
   EngineWorker* worker() { return worker_; }
@@ -143,6 +169,7 @@ class EngineController : public QObject {
   void generationFinished(const moepack::ui::GenerationReply& reply);
   void generationFailed(quint64 id, const QString& message);
   void modelLoaded();
+  void deviceLost(const QString& message);
 
  private:
   void setState(State s, const QString& error = {});
@@ -150,6 +177,8 @@ class EngineController : public QObject {
   QThread thread_;
   EngineWorker* worker_ = nullptr;  // lives on thread_, deleted on thread finish
   EngineSettings settings_;
+  Restarter restarter_;
+  std::function<void()> quit_;
   QString lastPath_;
   bool lastConvert_ = true;
   State state_ = Empty;

@@ -197,6 +197,90 @@ class ChatViewModelTest : public QObject {
     QCOMPARE(vm.store()->messages(vm.currentConversationId()).size(), size_t(2));
     QVERIFY(vm.canSend());
   }
+  void theEngineThreadYieldsToTheUiThread() {
+    FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    const int ui = engineThreadNiceness();
+    int engine = -100;
+    QVERIFY(QMetaObject::invokeMethod(
+        e.worker(), [&] { engine = engineThreadNiceness(); }, Qt::BlockingQueuedConnection));
+#ifdef __linux__
+    QCOMPARE(engine, std::min(19, ui + kEngineNiceIncrement));
+    QCOMPARE(engineThreadNiceness(), ui);  // the UI thread is left alone
+#endif
+  }
+
+  void aLostGpuOffersARestartThatReopensTheConversation() {
+    QTemporaryDir dir;
+    const QString dbPath = dir.filePath("chat.sqlite");
+    FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    qint64 older = 0, lost = 0;
+    {
+      ChatViewModel vm;
+      QVERIFY(vm.openDatabase(dbPath));
+      vm.setEngine(&e);
+      QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
+      QVERIFY(vm.send("hello"));
+      QVERIFY(finished.wait(5000));
+      older = vm.currentConversationId();
+      vm.newConversation();
+      QSignalSpy lostSpy(&e, &EngineController::deviceLost);
+      QVERIFY(vm.send("gpu-lost"));
+      QVERIFY(lostSpy.wait(5000));
+      lost = vm.currentConversationId();
+      QVERIFY(lost != older && lost > 0);
+      QCOMPARE(e.state(), EngineController::DeviceLost);
+      QVERIFY(e.restartRequired());
+      QVERIFY2(e.error().contains("illegal memory access"), qPrintable(e.error()));
+      QVERIFY(e.telemetry() == nullptr);
+      QTRY_VERIFY(!vm.generating());
+      QVERIFY(!vm.canSend());
+      // Nothing can bring the GPU back inside this process: load and generate are refused.
+      e.load("model.gguf", false);
+      QCOMPARE(e.state(), EngineController::DeviceLost);
+      QCOMPARE(e.generate({{"user", "hi"}}, GenerationSettings{}), quint64(0));
+      // The restart: this program again, with the conversation to reopen; then quit.
+      QString program;
+      QStringList args;
+      int quits = 0;
+      e.setRestarter(
+          [&](const QString& p, const QStringList& a) {
+            program = p;
+            args = a;
+            return true;
+          },
+          [&] { ++quits; });
+      QVERIFY(e.restartApplication(lost));
+      QCOMPARE(program, QCoreApplication::applicationFilePath());
+      const qsizetype at = args.indexOf("--open-conversation");
+      QVERIFY(at >= 0 && at + 1 < args.size());
+      QCOMPARE(args.at(at + 1).toLongLong(), lost);
+      QCOMPARE(args.count("--open-conversation"), 1);
+      QCOMPARE(quits, 1);
+      // A restarter that cannot start the process: no quit, a message.
+      e.setRestarter([](const QString&, const QStringList&) { return false; }, [&] { ++quits; });
+      QVERIFY(!e.restartApplication(lost));
+      QCOMPARE(quits, 1);
+      QVERIFY(e.error().contains("could not be restarted"));
+    }
+    // The restarted studio opens the database on the conversation it was given, not the most
+    // recent one; an unknown id falls back to the most recent.
+    for (const qint64 want : {older, lost}) {
+      ChatViewModel vm;
+      vm.setInitialConversation(want);
+      QVERIFY(vm.openDatabase(dbPath));
+      QCOMPARE(vm.currentConversationId(), want);
+      QVERIFY(vm.messages()->count() >= 1);
+    }
+    ChatViewModel fallback;
+    fallback.setInitialConversation(987654);
+    QVERIFY(fallback.openDatabase(dbPath));
+    QVERIFY(fallback.currentConversationId() == older || fallback.currentConversationId() == lost);
+    QCOMPARE(fallback.currentConversationId(), fallback.conversations()->at(0).id);
+  }
 };
 
 QTEST_MAIN(ChatViewModelTest)

@@ -1,6 +1,7 @@
 // A scripted ChatEngine for view-model tests: replies "echo: <last user message>" followed by
 // `extra_tokens` numbered words, one token per word, `token_delay_ms` apart; records one
-// telemetry sample per token (2 misses and 4096 bytes each). A user message "fail" throws.
+// telemetry sample per token (2 misses and 4096 bytes each). A user message "fail" throws;
+// "gpu-lost" throws DeviceLostError (a CUDA sticky error).
 #pragma once
 
 #include <QThread>
@@ -38,6 +39,7 @@ class FakeChatEngine final : public ChatEngine {
                       const TextCallback& on_text) override {
     const std::string last = messages.empty() ? std::string() : messages.back().content;
     if (last == "fail") throw Error("scripted failure");
+    if (last == "gpu-lost") throw DeviceLostError("cudaStreamSynchronize failed: an illegal memory access was encountered");
     const int n = ++script_.replies;
     std::vector<std::string> words{"echo:", " " + last};
     for (int i = 0; i < script_.extra_tokens; ++i) words.push_back(" w" + std::to_string(n) + "." + std::to_string(i));

@@ -286,6 +286,7 @@ Item {
                 anchors.fill: parent
                 visible: page.engine.state !== EngineController.Ready
                 engine: page.engine
+                conversationId: page.chat.currentConversationId
                 onOpenSettings: page.openSettings()
             }
         }

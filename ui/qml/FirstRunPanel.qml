@@ -9,6 +9,7 @@ import MoePack.Ui
 Rectangle {
     id: panel
     required property EngineController engine
+    property double conversationId: -1  // reopened by the restart after a lost GPU
     signal openSettings()
 
     color: "#f6f7fb"
@@ -37,7 +38,8 @@ Rectangle {
             horizontalAlignment: Text.AlignHCenter
             font.pixelSize: 22
             font.bold: true
-            text: panel.engine.state === EngineController.Failed ? qsTr("The model could not be loaded")
+            text: panel.engine.state === EngineController.DeviceLost ? qsTr("The GPU stopped working")
+                : panel.engine.state === EngineController.Failed ? qsTr("The model could not be loaded")
                 : panel.engine.state === EngineController.Empty ? qsTr("No model loaded")
                 : qsTr("Getting the model ready")
         }
@@ -67,7 +69,7 @@ Rectangle {
         }
         Label {
             Layout.fillWidth: true
-            visible: panel.engine.state === EngineController.Failed
+            visible: panel.engine.state === EngineController.Failed || panel.engine.state === EngineController.DeviceLost
             wrapMode: Text.Wrap
             horizontalAlignment: Text.AlignHCenter
             color: "#b91c1c"
@@ -86,6 +88,24 @@ Rectangle {
                 text: qsTr("Settings")
                 onClicked: panel.openSettings()
             }
+        }
+        Label {
+            Layout.fillWidth: true
+            visible: panel.engine.state === EngineController.DeviceLost
+            wrapMode: Text.Wrap
+            horizontalAlignment: Text.AlignHCenter
+            color: "#4b5563"
+            text: qsTr("The GPU cannot be used again until MoePack restarts. Your conversations are saved; "
+                       + "the restarted app opens this one.")
+        }
+        Button {
+            objectName: "restartButton"
+            Layout.alignment: Qt.AlignHCenter
+            visible: panel.engine.state === EngineController.DeviceLost
+            text: qsTr("Restart MoePack")
+            highlighted: true
+            Material.elevation: 0
+            onClicked: panel.engine.restartApplication(panel.conversationId)
         }
     }
 }

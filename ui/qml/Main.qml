@@ -22,6 +22,7 @@ ApplicationWindow {
     property alias settings: settings
     property alias currentPage: rail.currentIndex
     required property string initialModel
+    property double initialConversation: 0  // --open-conversation (after a restart)
 
     readonly property color railColor: "#1f2430"
     readonly property color accent: "#4f6bed"
@@ -37,6 +38,7 @@ ApplicationWindow {
     }
     ChatViewModel {
         id: chat
+        initialConversation: window.initialConversation
         engine: engine
         settings: settings
     }
