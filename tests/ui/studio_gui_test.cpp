@@ -8,13 +8,18 @@
 #include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QQmlApplicationEngine>
 #include <QQuickWindow>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QThread>
 #include <QtQml/qqmlextensionplugin.h>
 #include <QtTest>
 #include <algorithm>
+#include <cstdio>
 
 #include "ui/chat_view_model.h"
 #include "ui/engine_worker.h"
@@ -111,12 +116,30 @@ class StudioGuiTest : public QObject {
     QCOMPARE(chat->messages()->count(), 4);
     QTest::qWait(200);
     save(window, QStringLiteral("studio-chat.png"));
-    if (!intervals.empty()) {
-      std::sort(intervals.begin(), intervals.end());
-      const auto pct = [&](double p) { return intervals[static_cast<size_t>(p * static_cast<double>(intervals.size() - 1))]; };
-      qInfo("frame pacing while streaming: %zu frames, p50 %.1f ms, p99 %.1f ms, max %.1f ms", intervals.size(),
-            pct(0.5), pct(0.99), intervals.back());
-    }
+    // The frame-pacing benchmark (issue 8: p99 < 33 ms on the CPU machine): JSON on stdout and
+    // as an artefact, with the machine's load so a loaded run reads as one.
+    QVERIFY2(intervals.size() >= 10, "too few frames while streaming to measure pacing");
+    std::sort(intervals.begin(), intervals.end());
+    const auto pct = [&](double p) { return intervals[static_cast<size_t>(p * static_cast<double>(intervals.size() - 1))]; };
+    double load1 = -1;
+    if (QFile la(QStringLiteral("/proc/loadavg")); la.open(QIODevice::ReadOnly)) load1 = la.readAll().split(' ').value(0).toDouble();
+    const QJsonObject pacing{{"benchmark", "studio_frame_pacing"},
+                             {"frames", static_cast<qint64>(intervals.size())},
+                             {"p50_ms", pct(0.5)},
+                             {"p99_ms", pct(0.99)},
+                             {"max_ms", intervals.back()},
+                             {"target_p99_ms", 33.0},
+                             {"meets_target", pct(0.99) < 33.0},
+                             {"engine_threads", static_cast<qint64>(engine->info().threads)},
+                             {"engine_nice_increment", moepack::ui::kEngineNiceIncrement},
+                             {"cpu_cores", QThread::idealThreadCount()},
+                             {"load_average_1min", load1},
+                             {"platform", QGuiApplication::platformName()}};
+    const QByteArray json = QJsonDocument(pacing).toJson(QJsonDocument::Compact);
+    std::printf("%s\n", json.constData());
+    QFile out(artifactDir() + QStringLiteral("/frame-pacing.json"));
+    QVERIFY(out.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    out.write(json + '\n');
 
     // Dashboard: the charts have points.
     window->setProperty("currentPage", 1);
