@@ -28,4 +28,8 @@ std::function<int()> add_chat(CLI::App& app);
 // Registers `bench` (bench/bench_runner.h; docs/benchmarks.md).
 std::function<int()> add_bench(CLI::App& app);
 
+// Registers `twin` and `bench-twin` (bench/twin_pack.h, bench/twin_bench.h; docs/twins.md).
+std::function<int()> add_twin(CLI::App& app);
+std::function<int()> add_bench_twin(CLI::App& app);
+
 }  // namespace moepack::cli

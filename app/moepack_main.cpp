@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       {"tokenize", moepack::cli::add_tokenize},   {"template", moepack::cli::add_template},
       {"run", moepack::cli::add_run},             {"chat", moepack::cli::add_chat},
       {"bench", moepack::cli::add_bench},
+      {"twin", moepack::cli::add_twin},           {"bench-twin", moepack::cli::add_bench_twin},
   };
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   for (const auto& [name, add] : table) {

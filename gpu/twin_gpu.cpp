@@ -1,0 +1,163 @@
+// bench-twin on the GPU (twin_gpu.h).
+#include "gpu/twin_gpu.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_resources.h"
+#include "gpu/kernels.h"
+#include "gpu/vram_expert_pool.h"
+
+namespace moepack::gpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void expert_gemv(const PackRole& r, const uint8_t* block, const float* x, float* y, cudaStream_t s) {
+  GemvBatch b;
+  b.type = r.type;
+  b.ne0 = static_cast<int64_t>(r.ne[0]);
+  b.ne1 = static_cast<int64_t>(r.ne[1]);
+  b.row_bytes = r.bytes / r.ne[1];
+  b.w = block + r.offset;
+  b.x = x;
+  b.x_stride = b.ne0;
+  b.y = y;
+  b.y_stride = b.ne1;
+  b.n_groups = 1;
+  b.n_tok = 1;
+  gemv(b, s);
+}
+
+class TimingEvent {
+ public:
+  TimingEvent() { MOEPACK_CUDA_CHECK(cudaEventCreate(&e_)); }
+  ~TimingEvent() { cudaEventDestroy(e_); }
+  TimingEvent(const TimingEvent&) = delete;
+  TimingEvent& operator=(const TimingEvent&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+}  // namespace
+
+bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench::TwinBenchSetup& s) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    throw Error("bench-twin --backend cuda: no CUDA GPU was found");
+  }
+  const PackLayout& L = s.pack.layout();
+  const int64_t E = static_cast<int64_t>(s.twin.shape->n_embd), FF = static_cast<int64_t>(s.twin.shape->n_ff);
+  const uint32_t K = s.twin.top_k;
+  for (const PackRole& r : L.layers[0].roles) {
+    if (!gpu_type_supported(r.type))
+      throw Error("bench-twin --backend cuda: no GPU kernel for " + std::string(ggml_type_name(r.type)));
+  }
+  VramPoolSettings ps;
+  ps.cache_bytes = o.budget_bytes;
+  ps.reader = o.reader;
+  ps.policy = o.policy;
+  ps.stage_slots = std::max<uint32_t>(8, K);
+  VramExpertPool pool(s.pack, ps, K);
+  Stream stream;
+  cudaStream_t st = stream.get();
+
+  const auto fb = [](int64_t n) { return static_cast<size_t>(n) * sizeof(float); };
+  DeviceBuffer d_x(fb(E), "twin hidden"), d_g(fb(K * FF), "twin gate"), d_u(fb(K * FF), "twin up"),
+      d_y(fb(K * E), "twin expert outputs"), d_out(fb(E), "twin layer output"), d_pair(K * sizeof(int32_t), "pairs"),
+      d_w(fb(K), "weights");
+  std::vector<float> x0(static_cast<size_t>(E));
+  {
+    std::mt19937_64 rng(o.seed ^ 0x68696464656eull);  // the CPU path's hidden vector
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    for (float& v : x0) v = n(rng);
+  }
+  std::vector<int32_t> pairs(K);
+  std::vector<float> w(K, 1.0f / static_cast<float>(K));
+  for (uint32_t k = 0; k < K; ++k) pairs[k] = static_cast<int32_t>(k);
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_pair.as<int32_t>(), pairs.data(), K * sizeof(int32_t), cudaMemcpyHostToDevice));
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_w.as<float>(), w.data(), fb(K), cudaMemcpyHostToDevice));
+  std::vector<float> hx(static_cast<size_t>(E));
+
+  bench::TwinRunResult res;
+  res.slots = pool.slot_count();
+  res.slot_bytes = pool.slot_bytes();
+  std::vector<bench::StepRouting> steps(s.steps);
+  for (bench::StepRouting& r : steps) {
+    if (!s.router->next(r)) throw Error("bench-twin: the routing source ended early");
+  }
+  std::vector<TimingEvent> ev_a(s.twin.layers), ev_b(s.twin.layers);
+  VramPoolCounters prev{};
+  for (uint32_t t = 0; t < s.steps; ++t) {
+    const auto t0 = Clock::now();
+    double io_ms = 0;
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(d_x.as<float>(), x0.data(), fb(E), cudaMemcpyHostToDevice, st));
+    for (uint32_t l = 0; l < s.twin.layers; ++l) {
+      const PackLayer& ly = L.layers[l];
+      const std::vector<const uint8_t*> blocks = pool.acquire(l, steps[t][l], st, &io_ms);
+      MOEPACK_CUDA_CHECK(cudaEventRecord(ev_a[l].get(), st));
+      for (size_t k = 0; k < blocks.size(); ++k) {
+        float* g = d_g.as<float>() + k * FF;
+        float* u = d_u.as<float>() + k * FF;
+        expert_gemv(ly.roles[0], blocks[k], d_x.as<float>(), g, st);
+        expert_gemv(ly.roles[1], blocks[k], d_x.as<float>(), u, st);
+        swiglu(g, u, FF, g, st);
+        expert_gemv(ly.roles[2], blocks[k], g, d_y.as<float>() + k * E, st);
+      }
+      combine_experts(d_y.as<float>(), d_pair.as<int32_t>(), d_w.as<float>(), 1, static_cast<int32_t>(blocks.size()), E,
+                      d_out.as<float>(), st);
+      add_inplace(d_x.as<float>(), d_out.as<float>(), E, st);
+      rms_norm(d_x.as<float>(), E, nullptr, E, 1e-6f, d_x.as<float>(), E, 1, st);
+      MOEPACK_CUDA_CHECK(cudaEventRecord(ev_b[l].get(), st));
+      pool.release(st);
+      if (o.serial) MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+    }
+    pool.end_step();
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(hx.data(), d_x.as<float>(), fb(E), cudaMemcpyDeviceToHost, st));
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+    double compute_s = 0;
+    for (uint32_t l = 0; l < s.twin.layers; ++l) {
+      float ms = 0;
+      MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, ev_a[l].get(), ev_b[l].get()));
+      compute_s += ms / 1000.0;
+    }
+    double sum = 0;
+    for (float v : hx) {
+      if (!std::isfinite(v)) throw Error("bench-twin --backend cuda: step " + std::to_string(t) + " produced a non-finite output");
+      sum += std::fabs(v);
+    }
+    res.checksum += sum;
+    const VramPoolCounters c = pool.counters();
+    bench::TwinTotals one;
+    one.steps = 1;
+    for (const auto& ids : steps[t]) one.selections += ids.size();
+    one.hits = c.cache.cache_hits - prev.cache.cache_hits;
+    one.misses = c.cache.cache_misses - prev.cache.cache_misses;
+    one.evictions = c.cache.cache_evictions - prev.cache.cache_evictions;
+    one.ssd_bytes = c.pack_read_bytes - prev.pack_read_bytes;
+    one.wall_s = since(t0);
+    one.io_wait_s = io_ms / 1000.0;
+    one.compute_s = compute_s;
+    prev = c;
+    bench::add_step(res.all, one);
+    if (t >= o.warmup) bench::add_step(res.after_warmup, one);
+  }
+  const VramPoolCounters c = pool.counters();
+  cudaDeviceProp prop{};
+  int dev = 0;
+  cudaGetDevice(&dev);
+  cudaGetDeviceProperties(&prop, dev);
+  res.extra = {{"device", prop.name}, {"h2d_bytes", c.h2d_bytes}, {"stage_slots", ps.stage_slots},
+               {"checksum_note", "sum of |x| after the last layer, per step (not comparable with the CPU checksum)"}};
+  return res;
+}
+
+}  // namespace moepack::gpu
