@@ -126,6 +126,8 @@ json run_bench(const BenchOptions& o) {
     json entry = {{"index", i}, {"id", rq.id}, {"dataset", rq.dataset}, {"prompt_chars", rq.prompt.size()}};
     ev.kind = BenchEvent::Kind::RequestStarted;
     ev.request = i;
+    ev.request_id = rq.id;
+    ev.dataset = rq.dataset;
     ev.tokens = 0;
     emit_event(o, ev);
     json res;
@@ -225,6 +227,8 @@ json run_bench(const BenchOptions& o) {
       throw_if_cancelled(o);
       ev.kind = BenchEvent::Kind::RequestStarted;
       ev.request = i;
+      ev.request_id = ps.requests[i].id;
+      ev.dataset = ps.requests[i].dataset;
       ev.tokens = 0;
       emit_event(o, ev);
       json res;

@@ -52,6 +52,7 @@ struct BenchEvent {
   size_t systems = 1;        // 1 + number of baselines
   size_t request = 0;        // 0-based index into the prompt set
   size_t requests = 0;       // prompt set size
+  std::string request_id, dataset;  // of `request` (RequestStarted, Token, RequestFinished)
   uint64_t tokens = 0;       // completion tokens so far in this request (Token, RequestFinished)
   // Token: the sample of the token just generated (0-based index in the request, wall time
   // since the request was started in ms, the forward pass that produced its logits: io wait +

@@ -40,6 +40,7 @@ if [ "$gui" = ON ]; then
     qml6-module-qtquick-dialogs qml6-module-qtqml-workerscript qml6-module-qtcore
     qml6-module-qtqml-models qml6-module-qtquick-shapes
     xvfb xauth imagemagick
+    poppler-utils chromium
   )
 fi
 

@@ -20,6 +20,7 @@ ApplicationWindow {
     property alias chat: chat
     property alias telemetry: telemetry
     property alias settings: settings
+    property alias bench: bench
     property alias currentPage: rail.currentIndex
     required property string initialModel
     property double initialConversation: 0  // --open-conversation (after a restart)
@@ -47,6 +48,10 @@ ApplicationWindow {
         engine: engine
     }
     ModelInspector { id: inspector }
+    BenchViewModel {
+        id: bench
+        engine: engine
+    }
 
     Component.onCompleted: {
         if (window.initialModel.length > 0) {
@@ -87,7 +92,8 @@ ApplicationWindow {
                         { glyph: "\u2248", label: qsTr("Dashboard") },
                         { glyph: "\u25A6", label: qsTr("Models") },
                         { glyph: "\u2699", label: qsTr("Settings") },
-                        { glyph: "\u25A3", label: qsTr("Library") }
+                        { glyph: "\u25A3", label: qsTr("Library") },
+                        { glyph: "\u25D4", label: qsTr("Benchmarks") }
                     ]
                     delegate: ItemDelegate {
                         id: navItem
@@ -174,6 +180,7 @@ ApplicationWindow {
                 engine: engine
             }
             LibraryPage {}
+            BenchmarksPage { bench: bench }
         }
     }
 }
