@@ -22,6 +22,8 @@
 #include "core/pack_verify.h"
 #include "core/quants.h"
 #include "core/sha256.h"
+#include "core/gguf_model.h"
+#include "packbuilder/pack_plan.h"
 
 namespace moepack::bench {
 namespace {
@@ -280,6 +282,45 @@ TEST_F(TwinWrite, Refusals) {
   o.shape = "kimi-k3";
   o.experts = 8;  // < top-16
   EXPECT_THROW(write_twin_pack(o), Error);
+}
+
+
+// Issue 11: twins of deepseek-v4-flash and kimi-k3 have the expert layout the pack builder
+// gives those architectures' real GGUFs (the tiny fixtures llama.cpp runs): the same roles in
+// the same order, the same tensor names per block, the same orientation of one expert's slice, the same types.
+TEST(TwinLayout, MatchesThePackBuilderOnTheArchitecturesFixtures) {
+  const struct {
+    const char* shape;
+    const char* fixture;
+  } cases[] = {{"deepseek-v4-flash", "deepseek4-tiny/deepseek4-tiny-MXFP4_MOE.gguf"},
+               {"kimi-k3", "kimi-linear-tiny/kimi-linear-tiny-Q2_K.gguf"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.shape);
+    const GgufModel model = GgufModel::open(std::string(MOEPACK_SHARED_DIR) + "/fixtures/" + c.fixture);
+    const PackPlan plan = plan_pack(model);
+    const TwinShape& sh = *find_twin_shape(c.shape);
+    const PackLayout twin = twin_layout(sh, 2, sh.top_k);
+    ASSERT_FALSE(plan.layout.layers.empty());
+    // The first MoE block of the fixture is the twin's first block.
+    EXPECT_EQ(plan.layout.layers[0].block, twin.layers[0].block);
+    for (const PackLayer& real : plan.layout.layers) {
+      const PackLayer& tw = twin.layers[0];
+      ASSERT_EQ(real.roles.size(), tw.roles.size());
+      const std::string rb = "blk." + std::to_string(real.block) + ".", tb = "blk." + std::to_string(tw.block) + ".";
+      for (size_t r = 0; r < real.roles.size(); ++r) {
+        EXPECT_EQ(real.roles[r].role, tw.roles[r].role);
+        EXPECT_EQ(real.roles[r].tensor.substr(rb.size()), tw.roles[r].tensor.substr(tb.size()));
+        EXPECT_EQ(real.roles[r].n_dims, tw.roles[r].n_dims);
+      }
+      // gate/up [n_embd, n_ff], down [n_ff, n_embd] in both.
+      EXPECT_EQ(real.roles[0].ne[1], real.roles[2].ne[0]);
+      EXPECT_EQ(real.roles[0].ne[0], real.roles[2].ne[1]);
+      EXPECT_EQ(tw.roles[0].ne[0], sh.n_embd);
+      EXPECT_EQ(tw.roles[2].ne[0], sh.n_ff);
+      // Same quant types: the fixtures are quantized as the real models (MXFP4; Q2_K/Q2_K/Q3_K).
+      for (size_t r = 0; r < real.roles.size(); ++r) EXPECT_EQ(real.roles[r].type, tw.roles[r].type) << r;
+    }
+  }
 }
 
 }  // namespace
