@@ -168,6 +168,12 @@ TEST_F(TwinCli, EachShapeWritesVerifiesAndHasTheHandComputedLayout) {
     r = run({"run", p.string(), "-p", "hello", "-n", "1"});
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("architecture 'moepack-twin' is not supported"), std::string::npos) << r.err;
+    // inspect (GGUF files only) describes its dense.gguf: the twin, no tensors.
+    r = run({"inspect", (p / "dense.gguf").string(), "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json ins = json::parse(r.out);
+    EXPECT_EQ(ins["architecture"], "moepack-twin");
+    EXPECT_EQ(ins["tensors"].size(), 0u);
     // bench-io reads it like any pack.
     r = run({"bench-io", p.string(), "--reads", "4", "--batch", "2", "--raw-max-mib", "16", "--json"});
     EXPECT_EQ(r.status, 0) << r.err;
