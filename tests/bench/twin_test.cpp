@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -277,6 +278,16 @@ TEST_F(TwinWrite, Refusals) {
   o.overwrite = true;
   write_twin_pack(o);
   EXPECT_TRUE(verify_pack(o.out_dir, {true, {}}).ok);
+  // Interrupted (cancelled before its first expert batch): no manifest, so not a pack, and the
+  // old pack (its manifest removed first, as with --overwrite) no longer opens.
+  std::atomic<bool> cancel{true};
+  o.cancel = &cancel;
+  EXPECT_THROW(write_twin_pack(o), Error);
+  EXPECT_FALSE(fs::exists(dir_ / "p" / "manifest.json"));
+  EXPECT_THROW(ExpertPack::open(o.out_dir), Error);
+  o.cancel = nullptr;
+  write_twin_pack(o);  // the re-run completes
+  EXPECT_TRUE(verify_pack(o.out_dir, {false, {}}).ok);
   o.shape = "gpt-oss";
   EXPECT_THROW(write_twin_pack(o), Error);
   o.shape = "kimi-k3";
