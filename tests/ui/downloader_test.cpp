@@ -382,7 +382,7 @@ class DownloaderTest : public QObject {
     QSignalSpy errors(&vm, &moepack::ui::DownloadsViewModel::errorOccurred);
     vm.add(QStringLiteral("owner/repo"), QStringLiteral("a.bin"), QString(), 0);
     QTRY_COMPARE_WITH_TIMEOUT(vm.downloads()->rowCount(), 1, 10000);  // after the hub listing
-    QVERIFY(installed.wait(30000));
+    QTRY_COMPARE_WITH_TIMEOUT(installed.size(), 1, 30000);
     QCOMPARE(installed.front().front().toString(), dest() + QStringLiteral("/a.bin"));
     const QModelIndex i = vm.downloads()->index(0);
     QCOMPARE(vm.downloads()->data(i, moepack::ui::DownloadListModel::StateRole).toString(), QStringLiteral("finished"));
@@ -439,12 +439,29 @@ class DownloaderTest : public QObject {
 
     std::vector<moepack::ui::HubFile> files;
     QString why;
-    const QByteArray info = R"({"siblings":[{"rfilename":"b-00002-of-00002.gguf"},{"rfilename":"b-00001-of-00002.gguf"},
-                                {"rfilename":"README.md"},{"rfilename":"q/b-00001-of-00002.gguf"}]})";
-    const QByteArray tree = R"([{"type":"file","path":"b-00001-of-00002.gguf","size":10,
-                                 "lfs":{"oid":")" + sha(a_).toUpper().toLatin1() + R"(","size":10}},
-                                {"type":"file","path":"b-00002-of-00002.gguf","size":20},
-                                {"type":"directory","path":"q"}])";
+    const auto obj = [](std::initializer_list<std::pair<QString, QJsonValue>> kv) {
+      QJsonObject o;
+      for (const auto& [k, v] : kv) o.insert(k, v);
+      return o;
+    };
+    const auto json = [](const QJsonValue& v) {
+      return v.isArray() ? QJsonDocument(v.toArray()).toJson() : QJsonDocument(v.toObject()).toJson();
+    };
+    const QByteArray info = json(obj({{QStringLiteral("siblings"),
+                                       QJsonArray{obj({{QStringLiteral("rfilename"), QStringLiteral("b-00002-of-00002.gguf")}}),
+                                                  obj({{QStringLiteral("rfilename"), QStringLiteral("b-00001-of-00002.gguf")}}),
+                                                  obj({{QStringLiteral("rfilename"), QStringLiteral("README.md")}}),
+                                                  obj({{QStringLiteral("rfilename"), QStringLiteral("q/b-00001-of-00002.gguf")}})}}}));
+    const auto file = [&](const QString& path, const QJsonValue& size, const QJsonValue& oid) {
+      QJsonObject o = obj({{QStringLiteral("type"), QStringLiteral("file")}, {QStringLiteral("path"), path},
+                           {QStringLiteral("size"), size}});
+      if (!oid.isUndefined()) o.insert(QStringLiteral("lfs"), obj({{QStringLiteral("oid"), oid}, {QStringLiteral("size"), size}}));
+      return o;
+    };
+    const QByteArray tree = json(QJsonArray{file(QStringLiteral("b-00001-of-00002.gguf"), 10, sha(a_).toUpper()),
+                                            file(QStringLiteral("b-00002-of-00002.gguf"), 20, QJsonValue::Undefined),
+                                            obj({{QStringLiteral("type"), QStringLiteral("directory")},
+                                                 {QStringLiteral("path"), QStringLiteral("q")}})});
     QVERIFY2(moepack::ui::parse_hub_listing(info, tree, &files, &why), qPrintable(why));
     QCOMPARE(files.size(), size_t{4});
     auto chosen = moepack::ui::select_hub_files(files, QStringLiteral("b-0000?-of-00002.gguf"), &why);
@@ -459,10 +476,11 @@ class DownloaderTest : public QObject {
     QVERIFY(moepack::ui::select_hub_files(files, QStringLiteral("*.bin"), &why).empty());
     QVERIFY(why.contains(QStringLiteral("no file")));
     // Malformed answers name the field and the entry.
-    QVERIFY(!moepack::ui::parse_hub_listing(info, R"([{"type":"file","path":"x","size":"big"}])", &files, &why));
+    QVERIFY(!moepack::ui::parse_hub_listing(info, json(QJsonArray{file(QStringLiteral("x"), QStringLiteral("big"), QJsonValue::Undefined)}),
+                                            &files, &why));
     QVERIFY2(why.contains(QStringLiteral("tree entry 0")) && why.contains(QStringLiteral("size")), qPrintable(why));
-    QVERIFY(!moepack::ui::parse_hub_listing(
-        info, R"([{"type":"file","path":"x","size":1,"lfs":{"oid":"abc"}}])", &files, &why));
+    QVERIFY(!moepack::ui::parse_hub_listing(info, json(QJsonArray{file(QStringLiteral("x"), 1, QStringLiteral("abc"))}),
+                                            &files, &why));
     QVERIFY2(why.contains(QStringLiteral("lfs.oid")), qPrintable(why));
     QVERIFY(!moepack::ui::parse_hub_listing("{", tree, &files, &why));
     QVERIFY2(why.contains(QStringLiteral("offset")), qPrintable(why));
@@ -495,7 +513,8 @@ class DownloaderTest : public QObject {
       QCOMPARE(role(row, L::GroupSizeRole).toInt(), 3);
       QCOMPARE(role(row, L::PositionRole).toInt(), row + 1);
     }
-    QVERIFY2(installed.wait(60000), qPrintable(errors.isEmpty() ? QString() : errors.front().front().toString()));
+    QTRY_VERIFY2_WITH_TIMEOUT(!installed.isEmpty(), qPrintable(errors.isEmpty() ? QString() : errors.front().front().toString()),
+                              60000);
     QCOMPARE(installed.size(), 1);  // one report for the set
     QCOMPARE(installed.front().front().toString(), dest() + '/' + ds2Shard(1));
     qint64 total = 0;
