@@ -14,6 +14,7 @@
 #include "core/durable_io.h"
 #include "core/gguf_model.h"
 #include "core/pack_verify.h"
+#include "packbuilder/pack_builder.h"
 #include "packbuilder/pack_plan.h"
 
 namespace moepack::ui {
@@ -58,9 +59,17 @@ void ConvertWizard::setVerifyFull(bool v) {
   emit changed();
 }
 
+void ConvertWizard::setDeleteSourceAfterVerify(bool v) {
+  if (v == deleteSource_) return;
+  deleteSource_ = v;
+  emit changed();
+}
+
 void ConvertWizard::chooseSource(const QString& pathOrUrl) {
   if (busy_) return;
   source_ = localPath(pathOrUrl);
+  shardMode_ = false;
+  shardNeeded_ = -1;
   error_.clear();
   busy_ = true;
   emit changed();
@@ -104,17 +113,49 @@ void ConvertWizard::chooseOutput(const QString& dirOrUrl) {
   outputDir_ = QDir::cleanPath(QFileInfo(localPath(dirOrUrl)).absoluteFilePath());
   const std::optional<qint64> f = freeBytes_(outputDir_);
   free_ = f ? *f : -1;
+  shardMode_ = false;
+  shardNeeded_ = -1;
+  try {
+    // Both modes' needs for this folder (the same formulas as the builder's pre-flight).
+    QString d = outputDir_;
+    while (!d.isEmpty() && !QFileInfo(d).isDir()) d = QFileInfo(d).absolutePath();
+    const GgufModel model = GgufModel::open(source_.toStdString());
+    const BuildSpace sp = estimate_build_space(model, QFileInfo::exists(outputDir_) ? outputDir_.toStdString() : d.toStdString());
+    needed_ = static_cast<qint64>(sp.normal_needed) + margin_;
+    if (sp.shard_mode_helps) shardNeeded_ = static_cast<qint64>(sp.shard_mode_needed) + margin_;
+  } catch (const std::exception& e) {
+    qCWarning(lcConvert) << "space estimate:" << e.what();  // keep the plan's size from chooseSource
+  }
   if (!fits()) {
     error_ = tr("Not enough space in %1: the pack needs %2 bytes, %3 bytes are free")
                  .arg(outputDir_)
                  .arg(needed_)
                  .arg(free_);
+    if (shardModeOffered()) {
+      error_ += tr(". The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as "
+                   "soon as its bytes are in the pack and verified (the source is gone afterwards).")
+                    .arg(shardNeeded_);
+    } else if (shardNeeded_ >= 0) {
+      error_ += tr("; even the shard-by-shard mode needs %1 bytes").arg(shardNeeded_);
+    }
     qCWarning(lcConvert) << error_;
     setStep(Space);
     return;
   }
   error_.clear();
   setStep(Options);
+}
+
+bool ConvertWizard::chooseShardMode() {
+  if (busy_ || step_ != Space || !shardModeOffered()) return false;
+  shardMode_ = true;
+  error_.clear();
+  message_ = tr("Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its "
+                "bytes are in the pack and verified.")
+                 .arg(shardNeeded_)
+                 .arg(free_);
+  setStep(Options);
+  return true;
 }
 
 void ConvertWizard::cancel() { cancel_ = true; }
@@ -147,6 +188,8 @@ void ConvertWizard::start() {
   opt.out_dir = outputDir_.toStdString();
   opt.safety_margin_bytes = static_cast<uint64_t>(margin_);
   opt.direct_io = directIo_;
+  opt.delete_source_shards = shardMode_;
+  opt.delete_source_after_verify = deleteSource_ && !shardMode_;
   opt.cancel = &cancel_;
   opt.hooks = hooks_;
   if (!opt.hooks.free_bytes) {

@@ -3,7 +3,12 @@
 //
 // Steps: Source (chooseSource: the plan is read, neededBytes = the pack's size from
 // pack_plan_summary + safetyMarginBytes) -> Space (chooseOutput: freeBytes of the target
-// folder; `fits` false refuses with both numbers) -> Options (verifyFull, deleteSource) ->
+// folder; neededBytes and shardModeNeededBytes from estimate_build_space (formulas in
+// packbuilder/pack_builder.h) + safetyMarginBytes; `fits` false refuses with both numbers and,
+// when the shard-by-shard delete-as-you-go mode would fit (a split set on the target's file
+// system), sets `shardModeOffered`; chooseShardMode() accepts it) -> Options (outputDir,
+// verifyFull, deleteSourceAfterVerify; in shard mode the source shards are deleted as they
+// are verified, so deleteSourceAfterVerify reads true) ->
 // Converting (start: phase, bytes/s, ETA; cancel() stops at the next batch, nothing loads, and
 // start() again resumes from the last checkpoint) -> Verifying (full SHA-256 verify) -> Done
 // (packDir; deleteSourceFiles(true) unlinks the source only after an explicit confirmation,
@@ -34,6 +39,10 @@ class ConvertWizard : public QObject {
   Q_PROPERTY(double neededBytes READ neededBytes NOTIFY changed)
   Q_PROPERTY(double freeBytes READ freeBytes NOTIFY changed)
   Q_PROPERTY(bool fits READ fits NOTIFY changed)
+  Q_PROPERTY(double shardModeNeededBytes READ shardModeNeededBytes NOTIFY changed)  // -1: not applicable
+  Q_PROPERTY(bool shardModeOffered READ shardModeOffered NOTIFY changed)
+  Q_PROPERTY(bool shardMode READ shardMode NOTIFY changed)
+  Q_PROPERTY(bool deleteSourceAfterVerify READ deleteSourceAfterVerify WRITE setDeleteSourceAfterVerify NOTIFY changed)
   Q_PROPERTY(bool busy READ busy NOTIFY changed)
   Q_PROPERTY(QString phase READ phase NOTIFY progressChanged)
   Q_PROPERTY(double overallDone READ overallDone NOTIFY progressChanged)
@@ -56,6 +65,7 @@ class ConvertWizard : public QObject {
 
   Q_INVOKABLE void chooseSource(const QString& pathOrUrl);   // async; -> Space or Failed
   Q_INVOKABLE void chooseOutput(const QString& dirOrUrl);    // sync (statvfs); -> Options if fits
+  Q_INVOKABLE bool chooseShardMode();                        // when offered: -> Options in shard mode
   Q_INVOKABLE void start();                                  // async; -> Done / Options (cancelled) / Failed
   Q_INVOKABLE void cancel();                                 // thread-safe
   Q_INVOKABLE double bytesFreedBySource() const;             // size of the source files, bytes
@@ -74,6 +84,11 @@ class ConvertWizard : public QObject {
   double neededBytes() const { return static_cast<double>(needed_); }
   double freeBytes() const { return static_cast<double>(free_); }
   bool fits() const { return free_ < 0 || free_ >= needed_; }
+  double shardModeNeededBytes() const { return static_cast<double>(shardNeeded_); }
+  bool shardModeOffered() const { return !fits() && shardNeeded_ >= 0 && shardNeeded_ < needed_ && free_ >= shardNeeded_; }
+  bool shardMode() const { return shardMode_; }
+  bool deleteSourceAfterVerify() const { return shardMode_ || deleteSource_; }
+  void setDeleteSourceAfterVerify(bool v);
   bool busy() const { return busy_; }
   QString phase() const { return phase_; }
   double overallDone() const { return overallDone_; }
@@ -109,6 +124,9 @@ class ConvertWizard : public QObject {
   QString source_, outputDir_, phase_, message_, error_;
   QStringList sourceFiles_;
   qint64 sourceBytes_ = 0, needed_ = 0, free_ = -1, denseBytes_ = 0, expertsBytes_ = 0;
+  qint64 shardNeeded_ = -1;
+  bool shardMode_ = false;
+  bool deleteSource_ = false;
   qint64 margin_ = qint64{1} << 30;
   bool directIo_ = true;
   bool verifyFull_ = true;

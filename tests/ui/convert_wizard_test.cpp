@@ -1,6 +1,8 @@
 // ConvertWizard drives the real pack builder on a fixture copy: monotonic progress ending in a
-// pack that passes a full verify, a refusal for lack of space that states both numbers, and a
-// cancel that leaves nothing loadable followed by a run that completes the pack.
+// pack that passes a full verify, a refusal for lack of space that states both numbers, a
+// cancel that leaves nothing loadable followed by a run that completes the pack, and (on a
+// copy of the 3-shard split set) a refusal that offers the shard-by-shard mode, whose
+// conversion ends in a pack that verifies with every source shard gone.
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -13,6 +15,10 @@ using moepack::ui::ConvertWizard;
 
 namespace {
 const QString kQwen = QStringLiteral(MOEPACK_SHARED_DIR "/fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf");
+const QString kSplitDir = QStringLiteral(MOEPACK_SHARED_DIR "/fixtures/deepseek2-tiny/");
+const QStringList kShards = {QStringLiteral("deepseek2-tiny-Q2_K-00001-of-00003.gguf"),
+                             QStringLiteral("deepseek2-tiny-Q2_K-00002-of-00003.gguf"),
+                             QStringLiteral("deepseek2-tiny-Q2_K-00003-of-00003.gguf")};
 constexpr double kQwenBytes = 20223488;  // ls -l
 
 bool waitFor(ConvertWizard& w, ConvertWizard::Step s) {
@@ -119,6 +125,70 @@ class ConvertWizardTest : public QObject {
     QVERIFY2(finished.back().front().toBool(), qPrintable(w.error()));
     QCOMPARE(w.step(), ConvertWizard::Done);
     QVERIFY(moepack::verify_pack(out.toStdString(), {.full = true, .progress = {}}).ok);
+  }
+
+  void refusedThenShardByShardModeDeletesTheShards() {
+    QStringList copies;
+    for (const QString& n : kShards) {
+      const QString to = tmp_.filePath(QStringLiteral("split/") + n);
+      QDir().mkpath(QFileInfo(to).absolutePath());
+      QFile::remove(to);
+      QVERIFY(QFile::copy(kSplitDir + n, to));
+      QFile::setPermissions(to, QFile::ReadOwner | QFile::WriteOwner);
+      copies << to;
+    }
+    ConvertWizard w;
+    prepare(w);
+    qint64 freeValue = qint64{1} << 50;
+    w.setFreeBytesProbe([&](const QString&) -> std::optional<qint64> { return freeValue; });
+    w.chooseSource(copies.front());
+    QVERIFY(waitFor(w, ConvertWizard::Space));
+    const QString out = tmp_.filePath(QStringLiteral("packs/split"));
+    w.chooseOutput(out);  // plenty of space: both needs are known
+    QCOMPARE(w.step(), ConvertWizard::Options);
+    const double needed = w.neededBytes(), shardNeeded = w.shardModeNeededBytes();
+    QVERIFY(shardNeeded > 0);
+    QVERIFY(shardNeeded < needed);
+    // Shards total 12435648 bytes (ls -l), all on the target's file system: the shard mode
+    // needs less than the pack by at least the largest shard's share freed on the way.
+    QVERIFY(needed - shardNeeded > 1800960);
+    QVERIFY(!w.shardModeOffered());  // it fits anyway
+
+    freeValue = static_cast<qint64>((needed + shardNeeded) / 2);  // between the two
+    w.chooseOutput(out);
+    QCOMPARE(w.step(), ConvertWizard::Space);
+    QVERIFY(!w.fits());
+    QVERIFY(w.shardModeOffered());
+    QVERIFY2(w.error().contains(QString::number(static_cast<qint64>(needed))) &&
+                 w.error().contains(QString::number(freeValue)) &&
+                 w.error().contains(QString::number(static_cast<qint64>(shardNeeded))),
+             qPrintable(w.error()));
+    w.start();  // refused: not in the Options step
+    QCOMPARE(w.step(), ConvertWizard::Space);
+    QVERIFY(w.chooseShardMode());
+    QCOMPARE(w.step(), ConvertWizard::Options);
+    QVERIFY(w.shardMode());
+    QVERIFY(w.deleteSourceAfterVerify());
+    QSignalSpy finished(&w, &ConvertWizard::finished);
+    w.start();
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.error()));
+    QCOMPARE(w.step(), ConvertWizard::Done);
+    for (const QString& c : copies) QVERIFY2(!QFileInfo::exists(c), qPrintable(c));
+    const moepack::VerifyResult v = moepack::verify_pack(out.toStdString(), {.full = true, .progress = {}});
+    QVERIFY2(v.ok, v.message.c_str());
+
+    // Below even the shard mode's need: refused, nothing offered.
+    ConvertWizard w2;
+    prepare(w2);
+    QVERIFY(QFile::copy(kQwen, tmp_.filePath(QStringLiteral("split/one.gguf"))));
+    w2.setFreeBytesProbe([](const QString&) -> std::optional<qint64> { return 1000; });
+    w2.chooseSource(tmp_.filePath(QStringLiteral("split/one.gguf")));
+    QVERIFY(waitFor(w2, ConvertWizard::Space));
+    w2.chooseOutput(tmp_.filePath(QStringLiteral("packs/none")));
+    QVERIFY(!w2.shardModeOffered());
+    QVERIFY(!w2.chooseShardMode());
+    QCOMPARE(w2.step(), ConvertWizard::Space);
   }
 };
 

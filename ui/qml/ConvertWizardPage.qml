@@ -40,6 +40,16 @@ Pane {
                   .arg(page.wizard.freeBytes >= 0 ? page.bytes(page.wizard.freeBytes) : qsTr("(folder not chosen)"))
                   .arg(page.wizard.outputDir)
         }
+        Label {
+            visible: page.wizard.step >= ConvertWizard.Space && page.wizard.shardModeNeededBytes >= 0
+            text: qsTr("Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1")
+                  .arg(page.bytes(page.wizard.shardModeNeededBytes))
+        }
+        Button {
+            visible: page.wizard.step === ConvertWizard.Space && page.wizard.shardModeOffered
+            text: qsTr("Convert shard by shard, deleting the source as it goes")
+            onClicked: page.wizard.chooseShardMode()
+        }
         Button {
             visible: page.wizard.step === ConvertWizard.Space || page.wizard.step === ConvertWizard.Options
             text: qsTr("Choose the output folder…")
@@ -50,6 +60,15 @@ Pane {
             text: qsTr("Verify every expert's SHA-256 after building")
             checked: page.wizard.verifyFull
             onToggled: page.wizard.verifyFull = checked
+        }
+        CheckBox {
+            visible: page.wizard.step === ConvertWizard.Options
+            enabled: !page.wizard.shardMode
+            text: page.wizard.shardMode
+                  ? qsTr("Delete the source: each shard as soon as its bytes are in the pack and verified")
+                  : qsTr("Delete the source after the pack passes a full verify")
+            checked: page.wizard.deleteSourceAfterVerify
+            onToggled: page.wizard.deleteSourceAfterVerify = checked
         }
         Button {
             visible: page.wizard.step === ConvertWizard.Options
@@ -75,13 +94,14 @@ Pane {
         }
         CheckBox {
             id: confirmDelete
-            visible: page.wizard.step === ConvertWizard.Done && page.wizard.verifyFull
+            visible: page.wizard.step === ConvertWizard.Done && page.wizard.verifyFull && !page.wizard.deleteSourceAfterVerify
             text: qsTr("Delete the source (%1 freed); the pack passed its full verify")
                   .arg(page.bytes(page.wizard.bytesFreedBySource()))
         }
         RowLayout {
             visible: page.wizard.step === ConvertWizard.Done
             Button {
+                visible: !page.wizard.deleteSourceAfterVerify
                 text: qsTr("Delete source")
                 enabled: confirmDelete.checked
                 onClicked: page.wizard.deleteSourceFiles(confirmDelete.checked)
