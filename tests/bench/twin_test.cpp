@@ -107,6 +107,32 @@ TEST(TwinMapping, TraceRouterKeepsDecodeSteps) {
   EXPECT_FALSE(r->next(s));
 }
 
+TEST(TwinMapping, DemoTraceOntoTheFullShapes) {
+  // tests/bench/twin_demo.trace (docs/expert-delivery.md): 520 steps of the demo model, 5 x 32,
+  // top-4; 25 prompts' prefill steps are skipped, the other 495 replayed.
+  const RoutingTrace t = read_routing_trace(std::string(MOEPACK_SOURCE_DIR) + "/tests/bench/twin_demo.trace");
+  ASSERT_EQ(t.header.n_layers, 5u);
+  for (const TwinShape& sh : twin_shapes()) {
+    SCOPED_TRACE(std::string(sh.name));
+    TraceRouterInfo info;
+    auto r = make_trace_router(t, sh.moe_layers, sh.n_expert, sh.top_k, &info);
+    EXPECT_EQ(info.decode_steps, 495u);
+    EXPECT_EQ(info.skipped_steps, 25u);
+    EXPECT_EQ(info.replicas, (sh.top_k + 3) / 4);
+    std::vector<std::set<uint32_t>> used(sh.moe_layers);
+    StepRouting s;
+    while (r->next(s)) {
+      for (uint32_t l = 0; l < sh.moe_layers; ++l) {
+        ASSERT_EQ(s[l].size(), sh.top_k);
+        EXPECT_EQ(std::set<uint32_t>(s[l].begin(), s[l].end()).size(), sh.top_k);
+        used[l].insert(s[l].begin(), s[l].end());
+      }
+    }
+    // At most g * 32 distinct experts per layer (the replicas of the trace's 32).
+    for (uint32_t l = 0; l < sh.moe_layers; ++l) EXPECT_LE(used[l].size(), info.replicas * 32u);
+  }
+}
+
 TEST(TwinZipf, DistinctTopKAndSkew) {
   auto r = make_zipf_router(1.2, 3, 64, 6, 42);
   auto r2 = make_zipf_router(1.2, 3, 64, 6, 42);
