@@ -62,10 +62,10 @@ void fillContext(LibraryEntry& e, const GgufModel& model, const ModelSummary& s)
   e.denseBytes = static_cast<qint64>(s.tensor_bytes - std::min(s.tensor_bytes, s.routed_expert_bytes));
   try {
     const ModelConfig cfg = read_model_config(model.primary());
+    e.ctxTrain = cfg.n_ctx_train;
     const ContextMemory m = context_memory(cfg);
     e.ctxBytesPerToken = m.bytes_per_token;
     e.ctxFixedBytes = static_cast<qint64>(m.fixed_bytes);
-    e.ctxTrain = cfg.n_ctx_train;
     e.ctxFormula = QString::fromStdString(m.formula);
   } catch (const std::exception& ex) {
     qCInfo(lcLibrary) << "no context memory for" << e.path << ":" << ex.what();
@@ -422,6 +422,24 @@ std::vector<LibraryEntry> ModelLibrary::refresh() {
   for (LibraryEntry e : entries()) {
     bool present = !e.files.isEmpty();
     for (const QString& f : e.files) present = present && QFileInfo::exists(f);
+    // Rows from before schema step 3 (no hyperparameters read yet): read them now.
+    if (present && e.ctxTrain == 0 && e.ctxBytesPerToken == 0) {
+      try {
+        const LibraryEntry d = describe_model(e.path);
+        QSqlQuery c(db_.db());
+        c.prepare(QStringLiteral("UPDATE library_models SET ctx_bytes_per_token = ?, ctx_fixed_bytes = ?, "
+                                 "ctx_train = ?, dense_bytes = ?, ctx_formula = ? WHERE id = ?"));
+        c.addBindValue(d.ctxBytesPerToken);
+        c.addBindValue(d.ctxFixedBytes);
+        c.addBindValue(d.ctxTrain);
+        c.addBindValue(d.denseBytes);
+        c.addBindValue(text(d.ctxFormula));
+        c.addBindValue(e.id);
+        if (!c.exec()) sqlFail(c);
+      } catch (const std::exception& ex) {
+        qCInfo(lcLibrary) << "refresh: no hyperparameters for" << e.path << ":" << ex.what();
+      }
+    }
     QString status = e.packStatus, detail = e.statusDetail;
     if (!e.packPath.isEmpty()) {
       std::tie(status, detail) = pack_status_of(e.packPath);

@@ -265,17 +265,33 @@ class ModelLibraryTest : public QObject {
       QSqlDatabase d = db.db();
       exec_sql(d, QStringLiteral("INSERT INTO library_models (kind, path, name, files, size_bytes, added_at) "
                                  "VALUES ('gguf', '/m/old.gguf', 'old', '[\"/m/old.gguf\"]', 1234, 0)"));
+      const QString qwen = QDir::cleanPath(QFileInfo(kQwen).absoluteFilePath());
+      QSqlQuery q(d);
+      q.prepare(QStringLiteral("INSERT INTO library_models (kind, path, name, files, size_bytes, added_at) "
+                               "VALUES ('gguf', ?, 'qwen', ?, ?, 0)"));
+      q.addBindValue(qwen);
+      q.addBindValue(QStringLiteral("[\"%1\"]").arg(qwen));
+      q.addBindValue(kQwenBytes);
+      QVERIFY(q.exec());
       QVERIFY(!d.tables().contains(QStringLiteral("downloads")));
     }
     AppDatabase db(path);
     ModelLibrary lib(db, tmp.filePath(QStringLiteral("models")));
     QCOMPARE(db.version(QStringLiteral("library")), 3);
     const auto rows = lib.entries();
-    QCOMPARE(rows.size(), size_t{1});
+    QCOMPARE(rows.size(), size_t{2});
     QCOMPARE(rows[0].name, QStringLiteral("old"));
     QCOMPARE(rows[0].sizeBytes, qint64{1234});
-    QCOMPARE(rows[0].ctxBytesPerToken, 0.0);  // unknown until re-added
+    QCOMPARE(rows[0].ctxBytesPerToken, 0.0);  // unknown
     QCOMPARE(affordable_context_tokens(rows[0], qint64{1} << 40, 0), qint64{-1});
+    QCOMPARE(rows[1].ctxBytesPerToken, 0.0);
+    // refresh() reads the hyperparameters of rows that still have their files (qwen: 2048 B,
+    // see contextMemoryPerTokenAndAffordableContext); the missing one stays unknown.
+    const auto fresh = lib.refresh();
+    QCOMPARE(fresh[0].ctxBytesPerToken, 0.0);
+    QVERIFY(!fresh[0].sourcePresent);
+    QCOMPARE(fresh[1].ctxBytesPerToken, 2048.0);
+    QCOMPARE(fresh[1].ctxTrain, qint64{40960});
     // The downloads table works and keeps its rows across connections.
     DownloadStore store(db);
     DownloadRecord r;
