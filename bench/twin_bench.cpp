@@ -8,6 +8,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "bench/machine_info.h"
 #include "bench/twin_pack.h"
 #include "core/aligned_buffer.h"
 #include "core/cpu_moe.h"
@@ -429,6 +430,9 @@ json twin_report_json(const TwinBenchOptions& o, const TwinBenchSetup& s, const 
   j["all"] = totals_json(r.all);
   j["after_warmup"] = totals_json(r.after_warmup);
   if (!r.extra.empty()) j["backend"] = r.extra;
+  j["machine"] = machine_info(s.pack.experts_path());
+  j["build"] = build_info();
+  j["pack_build_id"] = s.pack.manifest().build_id;
   return j;
 }
 

@@ -100,7 +100,8 @@ TwinRunResult run_twin_bench_cpu(const TwinBenchOptions& o, TwinBenchSetup& setu
 // The report: {"kind": "synthetic expert-path benchmark, not a model", "schema_version": 1,
 // twin, routing, settings, slots, all: {...}, after_warmup: {...}}; each section has steps,
 // selections, hits, misses, evictions, hit_rate, ssd_bytes, ssd_bytes_per_token, wall_s,
-// io_wait_s, compute_s, tokens_per_s.
+// io_wait_s, compute_s, tokens_per_s; plus machine (bench/machine_info.h, storage of
+// experts.bin), build and pack_build_id.
 nlohmann::json twin_report_json(const TwinBenchOptions& o, const TwinBenchSetup& setup, const TwinRunResult& r);
 std::string twin_report_text(const nlohmann::json& report);
 
