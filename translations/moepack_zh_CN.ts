@@ -2,6 +2,211 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>BenchmarksPage</name>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="60"/>
+        <source>Load a prompt set</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="61"/>
+        <source>Prompt sets (*.json)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="67"/>
+        <source>Export the report</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="88"/>
+        <source>Benchmarks</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="96"/>
+        <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="107"/>
+        <source>Model</source>
+        <translation type="unfinished">模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="112"/>
+        <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="117"/>
+        <source>Prompt set</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../ui/qml/BenchmarksPage.qml" line="121"/>
+        <source>%1 (%n request(s)) — %2</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
+        <source>Load…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="126"/>
+        <source>Max tokens</source>
+        <translation type="unfinished">最大词元数</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="137"/>
+        <source>Baseline URL</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
+        <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="153"/>
+        <source>Run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="159"/>
+        <source>Cancel</source>
+        <translation type="unfinished">取消</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="173"/>
+        <source>request %1 of %2 · %3 of %4 tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="197"/>
+        <source>Decode tokens/s per request</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="201"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="213"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <source>request</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="209"/>
+        <source>Expert cache hit rate per request</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="222"/>
+        <source>Running request, per token: forward ms and SSD KB</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="226"/>
+        <source>token</source>
+        <translation type="unfinished">词元</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
+        <source>forward ms</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
+        <source>SSD KB</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="235"/>
+        <source>Requests</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <source>system</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <source>prompt</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <source>completion</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <source>TTFT ms</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <source>prefill tok/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <source>decode tok/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <source>hit rate</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
+        <source>SSD KB/token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="252"/>
+        <source>error: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="256"/>
+        <source>Per data set, published figures beside ours</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <source>data set</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <source>source</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
+        <source>SSD GB/token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="276"/>
+        <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="283"/>
+        <source>Export</source>
+        <translation type="unfinished">导出</translation>
+    </message>
+</context>
+<context>
     <name>ChatPage</name>
     <message>
         <location filename="../ui/qml/ChatPage.qml" line="61"/>
@@ -14,149 +219,149 @@
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="118"/>
+        <location filename="../ui/qml/ChatPage.qml" line="131"/>
         <source>Your conversations appear here.</source>
         <translation>你的对话会显示在这里。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="147"/>
+        <location filename="../ui/qml/ChatPage.qml" line="160"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="155"/>
+        <location filename="../ui/qml/ChatPage.qml" line="168"/>
         <source>%1 · %2 backend</source>
         <translation>%1 · %2 后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="163"/>
+        <location filename="../ui/qml/ChatPage.qml" line="176"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="168"/>
+        <location filename="../ui/qml/ChatPage.qml" line="181"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="174"/>
+        <location filename="../ui/qml/ChatPage.qml" line="187"/>
         <source>Options</source>
         <translation>选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="209"/>
+        <location filename="../ui/qml/ChatPage.qml" line="222"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation>问点什么，例如：
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="240"/>
+        <location filename="../ui/qml/ChatPage.qml" line="253"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="257"/>
+        <location filename="../ui/qml/ChatPage.qml" line="270"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="265"/>
+        <location filename="../ui/qml/ChatPage.qml" line="278"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="295"/>
+        <location filename="../ui/qml/ChatPage.qml" line="309"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="300"/>
+        <location filename="../ui/qml/ChatPage.qml" line="314"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="305"/>
+        <location filename="../ui/qml/ChatPage.qml" line="319"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="308"/>
+        <location filename="../ui/qml/ChatPage.qml" line="322"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="309"/>
+        <location filename="../ui/qml/ChatPage.qml" line="323"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="310"/>
+        <location filename="../ui/qml/ChatPage.qml" line="324"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="311"/>
+        <location filename="../ui/qml/ChatPage.qml" line="325"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="312"/>
+        <location filename="../ui/qml/ChatPage.qml" line="326"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="313"/>
+        <location filename="../ui/qml/ChatPage.qml" line="327"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="314"/>
+        <location filename="../ui/qml/ChatPage.qml" line="328"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="335"/>
+        <location filename="../ui/qml/ChatPage.qml" line="349"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="351"/>
+        <location filename="../ui/qml/ChatPage.qml" line="365"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="352"/>
+        <location filename="../ui/qml/ChatPage.qml" line="366"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="357"/>
+        <location filename="../ui/qml/ChatPage.qml" line="371"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="372"/>
+        <location filename="../ui/qml/ChatPage.qml" line="386"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <location filename="../ui/qml/ChatPage.qml" line="388"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <location filename="../ui/qml/ChatPage.qml" line="388"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="378"/>
+        <location filename="../ui/qml/ChatPage.qml" line="392"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <location filename="../ui/qml/ChatPage.qml" line="393"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -215,41 +420,61 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
-        <source>Choose the output folder…</source>
+        <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="50"/>
+        <source>Convert shard by shard, deleting the source as it goes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="55"/>
+        <source>Choose the output folder…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="60"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="68"/>
+        <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="69"/>
+        <source>Delete the source after the pack passes a full verify</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
         <source>Convert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="68"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="87"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="73"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="92"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="79"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="98"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="85"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="105"/>
         <source>Delete source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="89"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="109"/>
         <source>Chat now</source>
         <translation type="unfinished"></translation>
     </message>
@@ -343,244 +568,334 @@ What does &quot;salmon&quot; mean?</translation>
         <source>Evictions per token</source>
         <translation>每词元淘汰数</translation>
     </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="210"/>
+        <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="246"/>
+        <source>All experts are resident (no expert cache on this path)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>FirstRunPanel</name>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="18"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="19"/>
         <source>Planning the Expert Pack</source>
         <translation>正在规划专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="19"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="20"/>
         <source>Checking free space and direct I/O</source>
         <translation>正在检查可用空间和直接 I/O</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="20"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="21"/>
         <source>Writing the dense weights</source>
         <translation>正在写入稠密权重</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="21"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="22"/>
         <source>Writing the experts</source>
         <translation>正在写入专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="22"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="23"/>
         <source>Finalising the pack</source>
         <translation>正在完成专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="23"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="24"/>
         <source>Verifying the pack</source>
         <translation>正在校验专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="24"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="25"/>
         <source>Pack ready</source>
         <translation>专家包已就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="25"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="26"/>
         <source>Opening the model</source>
         <translation>正在打开模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="26"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="27"/>
         <source>Preparing</source>
         <translation>正在准备</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="40"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="41"/>
+        <source>The GPU stopped working</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="42"/>
         <source>The model could not be loaded</source>
         <translation>无法加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="41"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="43"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="42"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="44"/>
         <source>Getting the model ready</source>
         <translation>正在准备模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="80"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
         <source>Reload</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="86"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="88"/>
         <source>Settings</source>
         <translation>设置</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="98"/>
+        <source>The GPU cannot be used again until MoePack restarts. Your conversations are saved; the restarted app opens this one.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="105"/>
+        <source>Restart MoePack</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
     <name>LibraryPage</name>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="27"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="23"/>
+        <source>Converting %1 to an Expert Pack in %2</source>
+        <translation>正在将 %1 转换为专家包，保存到 %2</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="42"/>
         <source>Add a model</source>
-        <translation type="unfinished"></translation>
+        <translation>添加模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="28"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="43"/>
         <source>GGUF models (*.gguf)</source>
-        <translation type="unfinished"></translation>
+        <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="28"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="43"/>
         <source>Expert Pack manifests (manifest.json)</source>
-        <translation type="unfinished"></translation>
+        <translation>专家包清单 (manifest.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="33"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="48"/>
         <source>Scan a folder for models</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="41"/>
-        <source>Remove %1?</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="49"/>
-        <source>Also delete its files from disk</source>
-        <translation type="unfinished"></translation>
+        <translation>扫描文件夹中的模型</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="56"/>
+        <source>Remove %1?</source>
+        <translation>移除 %1？</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
+        <source>Also delete its files from disk</source>
+        <translation>同时从磁盘删除其文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="71"/>
         <source>%1 will be freed.</source>
-        <translation type="unfinished"></translation>
+        <translation>将释放 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="57"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="72"/>
         <source>The files stay on disk; no space is freed.</source>
-        <translation type="unfinished"></translation>
+        <translation>文件保留在磁盘上，不释放空间。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="81"/>
         <source>Convert to an Expert Pack</source>
-        <translation type="unfinished"></translation>
+        <translation>转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="82"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="96"/>
+        <source>Converting a finished download</source>
+        <translation>正在转换已完成的下载</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="111"/>
         <source>Add file…</source>
-        <translation type="unfinished"></translation>
+        <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="83"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="112"/>
         <source>Scan folder…</source>
-        <translation type="unfinished"></translation>
+        <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="86"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="115"/>
         <source>Ollama model, e.g. qwen3:30b</source>
-        <translation type="unfinished"></translation>
+        <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="119"/>
         <source>Add Ollama model</source>
-        <translation type="unfinished"></translation>
+        <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="94"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="123"/>
         <source>Refresh</source>
-        <translation type="unfinished"></translation>
+        <translation>刷新</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="138"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="126"/>
+        <source>Memory (GiB)</source>
+        <translation>内存 (GiB)</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="132"/>
+        <source>Memory for the model: dense weights, the expert cache and the context</source>
+        <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="134"/>
+        <source>Expert cache (GiB)</source>
+        <translation>专家缓存 (GiB)</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="181"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
-        <translation type="unfinished"></translation>
+        <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="212"/>
         <source>%1 (deleted)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="168"/>
-        <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="175"/>
-        <source>pack ready</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="176"/>
-        <source>pack building</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="177"/>
-        <source>pack failed verify</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="178"/>
-        <source>no pack</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="185"/>
-        <source>Convert…</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="193"/>
-        <source>Remove…</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="206"/>
-        <source>Downloads</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="214"/>
-        <source>https:// URL or owner/repo</source>
-        <translation type="unfinished"></translation>
+        <translation>%1（已删除）</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="216"/>
-        <source>file in the repository</source>
-        <translation type="unfinished"></translation>
+        <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
+        <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="217"/>
-        <source>SHA-256 (optional)</source>
-        <translation type="unfinished"></translation>
+        <location filename="../ui/qml/LibraryPage.qml" line="224"/>
+        <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
+        <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="219"/>
-        <source>Download</source>
-        <translation type="unfinished"></translation>
+        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
+        <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
+        <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="237"/>
+        <source>pack ready</source>
+        <translation>专家包就绪</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="238"/>
+        <source>pack building</source>
+        <translation>专家包构建中</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="239"/>
+        <source>pack failed verify</source>
+        <translation>专家包校验失败</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
+        <source>no pack</source>
+        <translation>无专家包</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="247"/>
+        <source>Convert…</source>
+        <translation>转换…</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="255"/>
+        <source>Remove…</source>
+        <translation>移除…</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="268"/>
+        <source>Downloads</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="276"/>
+        <source>https:// URL or owner/repo</source>
+        <translation>https:// 网址或 owner/repo</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
+        <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
+        <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="283"/>
+        <source>SHA-256 (optional)</source>
+        <translation>SHA-256（可选）</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
+        <source>Convert when done</source>
+        <translation>完成后转换</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
+        <source>Build an Expert Pack once verified; the space check counts the pack too</source>
+        <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="291"/>
+        <source>Download</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
+        <source>Hub</source>
+        <translation>模型仓库站点</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="321"/>
+        <source>%1 (file %2 of %3)</source>
+        <translation>%1（第 %2 个文件，共 %3 个）</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="335"/>
+        <source>checking %1 of %2 already downloaded</source>
+        <translation>正在校验已下载的 %2 中的 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
         <source>%1 of %2 · %3/s · %4</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="250"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="341"/>
         <source>%1 s left</source>
-        <translation type="unfinished"></translation>
+        <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="253"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="344"/>
         <source>Resume</source>
-        <translation type="unfinished"></translation>
+        <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="253"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="344"/>
         <source>Pause</source>
-        <translation type="unfinished"></translation>
+        <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="259"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="350"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -598,42 +913,47 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>MoePack Studio</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="84"/>
+        <location filename="../ui/qml/Main.qml" line="91"/>
         <source>Chat</source>
         <translation>聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="85"/>
+        <location filename="../ui/qml/Main.qml" line="92"/>
         <source>Dashboard</source>
         <translation>仪表盘</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="86"/>
+        <location filename="../ui/qml/Main.qml" line="93"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="87"/>
+        <location filename="../ui/qml/Main.qml" line="94"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="88"/>
+        <location filename="../ui/qml/Main.qml" line="95"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="142"/>
+        <location filename="../ui/qml/Main.qml" line="96"/>
+        <source>Benchmarks</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/Main.qml" line="150"/>
         <source>Loading</source>
         <translation>加载中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="143"/>
+        <location filename="../ui/qml/Main.qml" line="151"/>
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="143"/>
+        <location filename="../ui/qml/Main.qml" line="151"/>
         <source>No model</source>
         <translation>无模型</translation>
     </message>
@@ -790,47 +1110,382 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/downloader.cpp" line="49"/>
         <source>empty file name</source>
-        <translation type="unfinished"></translation>
+        <translation>文件名为空</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="51"/>
         <source>&apos;%1&apos; is not a file name</source>
-        <translation type="unfinished"></translation>
+        <translation>“%1”不是文件名</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="52"/>
         <source>&apos;%1&apos; starts with a dot</source>
-        <translation type="unfinished"></translation>
+        <translation>“%1”以点开头</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="53"/>
         <source>file name longer than 255 characters</source>
-        <translation type="unfinished"></translation>
+        <translation>文件名超过 255 个字符</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="56"/>
         <source>&apos;%1&apos; contains a path separator or control character</source>
-        <translation type="unfinished"></translation>
+        <translation>“%1”包含路径分隔符或控制字符</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="60"/>
         <source>&apos;%1&apos; ends in %2, which MoePack uses for its own files</source>
-        <translation type="unfinished"></translation>
+        <translation>“%1”以 %2 结尾，MoePack 自己的文件使用该后缀</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="72"/>
         <location filename="../ui/downloader.cpp" line="75"/>
         <source>&apos;%1&apos; is not owner/repository</source>
-        <translation type="unfinished"></translation>
+        <translation>“%1”不是 owner/repository 格式</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="80"/>
         <source>&apos;%1&apos; is not a file path inside the repository</source>
-        <translation type="unfinished"></translation>
+        <translation>“%1”不是仓库内的文件路径</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="84"/>
         <source>the hub address %1 is not an https:// URL</source>
+        <translation>仓库站点地址 %1 不是 https:// 网址</translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="249"/>
+        <source>Out of memory while benchmarking.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="74"/>
+        <source>the hub&apos;s model info is not a JSON object (offset %1: %2)</source>
+        <translation>仓库站点返回的模型信息不是 JSON 对象（偏移 %1：%2）</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="78"/>
+        <source>the hub&apos;s model info has no &quot;siblings&quot; array</source>
+        <translation>仓库站点返回的模型信息没有 &quot;siblings&quot; 数组</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="81"/>
+        <source>the hub&apos;s tree listing is not a JSON array (offset %1: %2)</source>
+        <translation>仓库站点返回的文件树不是 JSON 数组（偏移 %1：%2）</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="91"/>
+        <source>tree entry %1 has no &quot;path&quot;</source>
+        <translation>文件树条目 %1 没有 &quot;path&quot;</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="94"/>
+        <source>tree entry %1 (%2): &quot;size&quot; is not a non-negative number</source>
+        <translation>文件树条目 %1（%2）：&quot;size&quot; 不是非负数</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="100"/>
+        <source>tree entry %1 (%2): &quot;lfs.oid&quot; is not 64 hex digits</source>
+        <translation>文件树条目 %1（%2）：&quot;lfs.oid&quot; 不是 64 位十六进制数</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="109"/>
+        <source>siblings[%1] has no &quot;rfilename&quot;</source>
+        <translation>siblings[%1] 没有 &quot;rfilename&quot;</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="123"/>
+        <source>no file name or pattern given</source>
+        <translation>未提供文件名或模式</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="131"/>
+        <source>refused &apos;%1&apos; from the hub listing: it would leave the models folder</source>
+        <translation>拒绝仓库列表中的“%1”：它会离开模型文件夹</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="136"/>
+        <source>refused &apos;%1&apos; from the hub listing: %2</source>
+        <translation>拒绝仓库列表中的“%1”：%2</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="138"/>
+        <source>&apos;%1&apos; matches two files named %2; use a narrower pattern</source>
+        <translation>“%1”匹配到两个名为 %2 的文件；请使用更精确的模式</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="142"/>
+        <source>no file in the repository matches &apos;%1&apos;</source>
+        <translation>仓库中没有文件匹配“%1”</translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="192"/>
+        <source>Per-token timeline: forward ms per token (line, left axis), SSD KB read per token (bars, right axis)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="196"/>
+        <source>No per-token data in this report.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="235"/>
+        <source>%1 tokens; x: token in the run, requests one after another (dashed: request start).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="298"/>
+        <location filename="../ui/pdf_report.cpp" line="306"/>
+        <source>MoePack benchmark report</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="311"/>
+        <source>Machine</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="314"/>
+        <source>driver</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="316"/>
+        <source>CPU</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="317"/>
+        <source>logical cores</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="318"/>
+        <source>RAM</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="319"/>
+        <source>GPU</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="319"/>
+        <source>none</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="320"/>
+        <source>OS</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="320"/>
+        <source>kernel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="322"/>
+        <source>Storage</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="325"/>
+        <source>Model and pack identity</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="326"/>
+        <source>Path</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="327"/>
+        <source>Format</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="328"/>
+        <source>layers</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="329"/>
+        <source>experts, top-</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="331"/>
+        <source>Identity</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="332"/>
+        <source>MoePack</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="336"/>
+        <source>Settings</source>
+        <translation type="unfinished">设置</translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="337"/>
+        <source>Run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="337"/>
+        <source>mode %1, temperature 0, %2 completion tokens per request, ignore_eos %3, fresh KV cache per request, expert cache kept between requests</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="340"/>
+        <source>Backend</source>
+        <translation type="unfinished">后端</translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="341"/>
+        <source>expert cache slots of</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="347"/>
+        <source>Engine settings</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="348"/>
+        <source>Prompt set</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="350"/>
+        <source>requests</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="353"/>
+        <source>Requests</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="363"/>
+        <source>error: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <source>request</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <source>data set</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <source>system</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <source>prompt</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <source>completion</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <source>TTFT ms</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <source>prefill tok/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <source>decode tok/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="373"/>
+        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <source>hit rate</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="373"/>
+        <source>SSD/token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="377"/>
+        <source>Aggregates per data set, published figures beside ours</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="390"/>
+        <location filename="../ui/pdf_report.cpp" line="429"/>
+        <source>published: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <source>group</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <source>source</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <source>SSD GB/token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <source>TTFT mean ms</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="399"/>
+        <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <source>Charts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="447"/>
+        <source>Decode tokens/s per request</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="447"/>
+        <source>tokens/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="450"/>
+        <source>Expert cache hit rate per request</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="450"/>
+        <source>unique (layer, expert) keys per step</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1023,6 +1678,85 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
 </context>
 <context>
+    <name>moepack::ui::BenchViewModel</name>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="128"/>
+        <source>Choose a model to benchmark.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="132"/>
+        <source>Choose a prompt set.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="136"/>
+        <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="163"/>
+        <source>Unloading the chat model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="178"/>
+        <location filename="../ui/bench_view_model.cpp" line="348"/>
+        <source>Cancelled.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="181"/>
+        <source>Loading %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="277"/>
+        <source>Model loaded</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="289"/>
+        <source>%1: request %2 of %3</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="310"/>
+        <source>%1: request %2 of %3 done</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="346"/>
+        <source>Finished in %1 s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="349"/>
+        <source>Cancelled</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="349"/>
+        <source>Failed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="362"/>
+        <source>Cancelling</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="386"/>
+        <source>published: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/bench_view_model.cpp" line="398"/>
+        <source>Run a benchmark first.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
         <location filename="../ui/chat_view_model.cpp" line="43"/>
@@ -1030,17 +1764,17 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="223"/>
+        <location filename="../ui/chat_view_model.cpp" line="227"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="270"/>
+        <location filename="../ui/chat_view_model.cpp" line="274"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="333"/>
+        <location filename="../ui/chat_view_model.cpp" line="337"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
@@ -1048,22 +1782,37 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="108"/>
+        <location filename="../ui/convert_wizard.cpp" line="130"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="177"/>
+        <location filename="../ui/convert_wizard.cpp" line="135"/>
+        <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="139"/>
+        <source>; even the shard-by-shard mode needs %1 bytes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="153"/>
+        <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="220"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="225"/>
+        <location filename="../ui/convert_wizard.cpp" line="268"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="230"/>
+        <location filename="../ui/convert_wizard.cpp" line="273"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1071,216 +1820,322 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::Downloader</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="103"/>
+        <location filename="../ui/downloader.cpp" line="123"/>
         <source>the partial file %1 could not be read back</source>
-        <translation type="unfinished"></translation>
+        <translation>无法读回部分下载的文件 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="182"/>
+        <location filename="../ui/downloader.cpp" line="159"/>
+        <source>refused file name %1: %2</source>
+        <translation>拒绝文件名 %1：%2</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="234"/>
         <source>only https:// downloads are allowed: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>只允许 https:// 下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="194"/>
+        <location filename="../ui/downloader.cpp" line="246"/>
         <source>refused file name from %1: %2</source>
-        <translation type="unfinished"></translation>
+        <translation>拒绝来自 %1 的文件名：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="198"/>
+        <location filename="../ui/downloader.cpp" line="250"/>
         <source>cannot create the models folder %1</source>
-        <translation type="unfinished"></translation>
+        <translation>无法创建模型文件夹 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="203"/>
+        <location filename="../ui/downloader.cpp" line="255"/>
         <source>refused file name %1: it leaves the models folder</source>
-        <translation type="unfinished"></translation>
+        <translation>拒绝文件名 %1：它会离开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="207"/>
+        <location filename="../ui/downloader.cpp" line="259"/>
         <source>%1 already exists; remove it first</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="211"/>
+        <location filename="../ui/downloader.cpp" line="263"/>
         <source>the expected SHA-256 &apos;%1&apos; is not 64 hex digits</source>
-        <translation type="unfinished"></translation>
+        <translation>预期的 SHA-256“%1”不是 64 位十六进制数</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="294"/>
-        <location filename="../ui/downloader.cpp" line="509"/>
+        <location filename="../ui/downloader.cpp" line="342"/>
+        <location filename="../ui/downloader.cpp" line="566"/>
         <source>TLS verification failed for %1: %2</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 的 TLS 验证失败：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="298"/>
-        <location filename="../ui/downloader.cpp" line="513"/>
+        <location filename="../ui/downloader.cpp" line="346"/>
+        <location filename="../ui/downloader.cpp" line="570"/>
         <source>HTTP %1 for %2</source>
-        <translation type="unfinished"></translation>
+        <translation>%2 返回 HTTP %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="326"/>
+        <location filename="../ui/downloader.cpp" line="364"/>
+        <source>%1: the server announces %2 bytes, the hub listing %3 bytes</source>
+        <translation>%1：服务器声明 %2 字节，仓库列表为 %3 字节</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="378"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 空间不足：需要 %2 字节，可用 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="368"/>
+        <location filename="../ui/downloader.cpp" line="425"/>
         <source>cannot open %1: %2</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/downloader.cpp" line="372"/>
-        <source>cannot truncate %1: %2</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/downloader.cpp" line="406"/>
-        <source>gave up on %1 after %2 restarts; last: %3</source>
-        <translation type="unfinished"></translation>
+        <translation>无法打开 %1：%2</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="429"/>
+        <source>cannot truncate %1: %2</source>
+        <translation>无法截断 %1：%2</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="463"/>
+        <source>gave up on %1 after %2 restarts; last: %3</source>
+        <translation>重新开始 %2 次后放弃 %1；最后一次原因：%3</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="486"/>
         <source>the server answered a different range or file (Content-Range &apos;%1&apos;, ETag &apos;%2&apos;)</source>
-        <translation type="unfinished"></translation>
+        <translation>服务器返回了不同的范围或文件（Content-Range“%1”，ETag“%2”）</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="456"/>
+        <location filename="../ui/downloader.cpp" line="513"/>
         <source>the file changed on the server between HEAD and GET</source>
-        <translation type="unfinished"></translation>
+        <translation>服务器上的文件在 HEAD 和 GET 之间发生了变化</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="471"/>
+        <location filename="../ui/downloader.cpp" line="528"/>
         <source>the server sent more than the announced %1 bytes</source>
-        <translation type="unfinished"></translation>
+        <translation>服务器发送的数据超过了声明的 %1 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="475"/>
+        <location filename="../ui/downloader.cpp" line="532"/>
         <source>cannot write %1: %2</source>
-        <translation type="unfinished"></translation>
+        <translation>无法写入 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="501"/>
+        <location filename="../ui/downloader.cpp" line="558"/>
         <source>the server refused the range from byte %1 (416)</source>
-        <translation type="unfinished"></translation>
+        <translation>服务器拒绝了从第 %1 字节开始的范围（416）</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="521"/>
+        <location filename="../ui/downloader.cpp" line="578"/>
         <source>the body ended at byte %1 of %2</source>
-        <translation type="unfinished"></translation>
+        <translation>响应内容在第 %1 字节（共 %2 字节）处结束</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/downloader.cpp" line="540"/>
+        <location filename="../ui/downloader.cpp" line="597"/>
         <source>download of %1 failed after %n attempt(s): %2</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%1 的下载在尝试 %n 次后失败：%2</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="561"/>
+        <location filename="../ui/downloader.cpp" line="618"/>
         <source>%1 has %2 bytes, expected %3</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 有 %2 字节，预期 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="571"/>
+        <location filename="../ui/downloader.cpp" line="629"/>
+        <source>hub listing</source>
+        <translation>仓库列表</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="631"/>
         <source>%1: SHA-256 mismatch (expected %2 from the %3, got %4); %5</source>
-        <translation type="unfinished"></translation>
+        <translation>%1：SHA-256 不匹配（来自%3的预期值为 %2，实际为 %4）；%5</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="572"/>
+        <location filename="../ui/downloader.cpp" line="628"/>
         <source>user</source>
-        <translation type="unfinished"></translation>
+        <translation>用户</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="572"/>
+        <location filename="../ui/downloader.cpp" line="630"/>
         <source>server</source>
-        <translation type="unfinished"></translation>
+        <translation>服务器</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="573"/>
+        <location filename="../ui/downloader.cpp" line="633"/>
         <source>the file was kept aside as %1 and not installed</source>
-        <translation type="unfinished"></translation>
+        <translation>文件已另存为 %1，未安装</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="574"/>
+        <location filename="../ui/downloader.cpp" line="634"/>
         <source>the file was not installed</source>
-        <translation type="unfinished"></translation>
+        <translation>文件未安装</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="579"/>
+        <location filename="../ui/downloader.cpp" line="639"/>
         <source>cannot rename %1 to %2</source>
-        <translation type="unfinished"></translation>
+        <translation>无法将 %1 重命名为 %2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="606"/>
+        <location filename="../ui/downloader.cpp" line="666"/>
         <source>cannot write the download state: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>无法写入下载状态：%1</translation>
     </message>
 </context>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="115"/>
+        <location filename="../ui/downloads_view_model.cpp" line="234"/>
         <source>no certificate in the CA bundle %1</source>
+        <translation>CA 证书包 %1 中没有证书</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="248"/>
+        <source>refused download %1: %2</source>
+        <translation>拒绝下载 %1：%2</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="248"/>
+        <source>not a valid URL</source>
+        <translation>不是有效的网址</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="288"/>
+        <source>%1: %2</source>
+        <translation>%1：%2</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="292"/>
+        <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
+        <translation>只能为单个文件指定 SHA-256；“%1”匹配到 %2 个文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="336"/>
+        <source>not enough space in %1: %2 bytes needed, %3 bytes free%4</source>
+        <translation>%1 空间不足：需要 %2 字节，可用 %3 字节%4</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="340"/>
+        <source> (the download and the Expert Pack built from it)</source>
+        <translation>（下载的文件及由其构建的专家包）</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="351"/>
+        <source>%1 already exists; remove it first</source>
+        <translation>%1 已存在；请先将其移除</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="359"/>
+        <source>%1 is already in the download list</source>
+        <translation>%1 已在下载列表中</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="383"/>
+        <source>cannot record the download: %1</source>
+        <translation>无法记录该下载：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="517"/>
+        <source>the download list is already kept in %1</source>
+        <translation>下载列表已保存在 %1 中</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="528"/>
+        <source>the download list cannot be kept: %1</source>
+        <translation>无法保存下载列表：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="570"/>
+        <source>convert %1: %2</source>
+        <translation>转换 %1：%2</translation>
+    </message>
+</context>
+<context>
+    <name>moepack::ui::EngineController</name>
+    <message>
+        <location filename="../ui/engine_worker.cpp" line="306"/>
+        <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="97"/>
+        <location filename="../ui/engine_worker.cpp" line="135"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="111"/>
+        <location filename="../ui/engine_worker.cpp" line="149"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="143"/>
+        <location filename="../ui/engine_worker.cpp" line="187"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>
 </context>
 <context>
+    <name>moepack::ui::HubLister</name>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="153"/>
+        <source>TLS verification failed for %1: %2</source>
+        <translation>%1 的 TLS 验证失败：%2</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="157"/>
+        <source>the hub has no public repository %1 (HTTP %2 for %3)</source>
+        <translation>仓库站点上没有公开仓库 %1（%3 返回 HTTP %2）</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="164"/>
+        <source>listing %1 failed: HTTP %2 %3</source>
+        <translation>列出 %1 失败：HTTP %2 %3</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_hub.cpp" line="193"/>
+        <source>hub listing of %1: %2</source>
+        <translation>%1 的仓库列表：%2</translation>
+    </message>
+</context>
+<context>
     <name>moepack::ui::LibraryViewModel</name>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="126"/>
+        <location filename="../ui/library_view_model.cpp" line="129"/>
         <source>%n model(s) added</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>已添加 %n 个模型</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="135"/>
+        <location filename="../ui/library_view_model.cpp" line="138"/>
         <source>%n model(s) found in %1</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>在 %1 中找到 %n 个模型</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="142"/>
+        <location filename="../ui/library_view_model.cpp" line="145"/>
         <source>Ollama model %1 added</source>
-        <translation type="unfinished"></translation>
+        <translation>已添加 Ollama 模型 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="154"/>
+        <location filename="../ui/library_view_model.cpp" line="157"/>
         <source>Removed; %1 freed</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/library_view_model.cpp" line="170"/>
-        <source>unknown model</source>
-        <translation type="unfinished"></translation>
+        <translation>已移除；释放了 %1</translation>
     </message>
     <message>
         <location filename="../ui/library_view_model.cpp" line="173"/>
-        <source>Ollama&apos;s blobs are shared between its models; remove it with `ollama rm %1`</source>
-        <translation type="unfinished"></translation>
+        <source>unknown model</source>
+        <translation>未知模型</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="179"/>
+        <location filename="../ui/library_view_model.cpp" line="176"/>
+        <source>Ollama&apos;s blobs are shared between its models; remove it with `ollama rm %1`</source>
+        <translation>Ollama 的数据块在其模型之间共享；请用 `ollama rm %1` 移除</translation>
+    </message>
+    <message>
+        <location filename="../ui/library_view_model.cpp" line="182"/>
         <source>%1 is outside the models folder %2; MoePack only deletes files there</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 不在模型文件夹 %2 中；MoePack 只删除该文件夹中的文件</translation>
     </message>
 </context>
 <context>
