@@ -12,7 +12,7 @@ Page {
     property LibraryViewModel library: LibraryViewModel {}
     // Converts finished downloads marked "convert when done" (one at a time, queued).
     property ConvertWizard downloadConverter: ConvertWizard {
-        onFinished: ok => { if (ok) page.library.addPath(packDir); page.library.refresh() }
+        onFinished: ok => { if (ok) page.library.addPath(page.downloadConverter.packDir); page.library.refresh() }
     }
     property DownloadsViewModel downloads: DownloadsViewModel {
         modelsFolder: page.library.modelsFolder
