@@ -148,6 +148,8 @@ class DownloaderTest : public QObject {
     for (int i = 1; i <= 3; ++i)
       QVERIFY(QFile::copy(kDs2Dir + '/' + ds2Shard(i), root_ + QStringLiteral("/hub/test/ds2/") + ds2Shard(i)));
     QVERIFY(writeAll(root_ + QStringLiteral("/hub/owner/repo/a.bin"), a_));
+    QVERIFY(writeAll(root_ + QStringLiteral("/hub/slowhub/pair/p-00001-of-00002.gguf"), a_));
+    QVERIFY(writeAll(root_ + QStringLiteral("/hub/slowhub/pair/p-00002-of-00002.gguf"), a2_));
     QVERIFY(writeAll(root_ + QStringLiteral("/hub/test/ds2/README.md"), "# ds2\n"));
     QVERIFY(writeAll(root_ + QStringLiteral("/hub/test/ds2/deepseek2-tiny-Q4_K_M.gguf"), a_));
     // Listings a real hub would not send: a wrong LFS hash, a name that climbs out.
@@ -710,6 +712,40 @@ class DownloaderTest : public QObject {
     QCOMPARE(d->state(), Downloader::State::Cancelled);
     QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/huge.bin.part")));
     QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/huge.bin")));
+  }
+
+  // A group interrupted in its first file: after the restart the first file resumes, the second
+  // follows, and the group is reported once.
+  void groupContinuesAfterARestart() {
+    const QString dbPath = work_.filePath(QStringLiteral("group-restart.sqlite"));
+    const auto setUp = [&](moepack::ui::DownloadsViewModel& vm) {
+      vm.setModelsFolder(dest());
+      vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+      vm.setHubBaseUrl(url(QStringLiteral("/hub")).toString());
+      vm.setDatabasePath(dbPath);
+    };
+    {
+      moepack::ui::DownloadsViewModel vm;
+      setUp(vm);
+      vm.addDownload(QStringLiteral("slowhub/pair"), QStringLiteral("p-0000?-of-00002.gguf"), QString(), false);
+      QTRY_COMPARE_WITH_TIMEOUT(vm.downloads()->rowCount(), 2, 10000);
+      QTRY_VERIFY_WITH_TIMEOUT(vm.downloads()->at(0)->bytesDone() > 0, 20000);
+      QVERIFY(vm.downloads()->at(0)->bytesDone() < a_.size());
+      QCOMPARE(vm.downloads()->at(1)->state(), Downloader::State::Idle);  // queued behind shard 1
+    }
+    moepack::ui::DownloadsViewModel vm;
+    QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
+    setUp(vm);
+    QCOMPARE(vm.downloads()->rowCount(), 2);
+    QTRY_COMPARE_WITH_TIMEOUT(installed.size(), 1, 60000);
+    QCOMPARE(installed.front().front().toString(), dest() + QStringLiteral("/p-00001-of-00002.gguf"));
+    QCOMPARE(readAll(dest() + QStringLiteral("/p-00001-of-00002.gguf")), a_);
+    QCOMPARE(readAll(dest() + QStringLiteral("/p-00002-of-00002.gguf")), a2_);
+    const QStringList log = logLines(QStringLiteral("/hub/slowhub/pair/resolve/main/p-00001-of-00002.gguf"));
+    QVERIFY2(log.last().startsWith(QStringLiteral("GET bytes=")) && !log.last().startsWith(QStringLiteral("GET bytes=0-")),
+             qPrintable(log.join('|')));
+    moepack::ui::AppDatabase db(dbPath);
+    QCOMPARE(moepack::ui::DownloadStore(db).all().size(), size_t{0});
   }
 };
 

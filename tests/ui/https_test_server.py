@@ -5,6 +5,7 @@
 
 Serves DIR/<name> at /<mode>/<name>, and a Hugging Face-style hub under /hub:
   /hub/<owner>/<repo>/resolve/main/<path>   DIR/hub/<owner>/<repo>/<path> (else DIR/<last segment>), "plain"
+                                            ("slow-30" for the owner "slowhub")
   /hub/api/models/<owner>/<repo>            {"id", "siblings": [{"rfilename"}]}
   /hub/api/models/<owner>/<repo>/tree/main  [{"type": "file", "path", "size", "oid", "lfs": {"oid", "size",
                                              "pointerSize"}}] (every file but *.md is "in LFS": oid = SHA-256)
@@ -86,9 +87,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             full = safe_join(repo_dir, rel)
             if full is None:
                 return None, None
+            mode = "slow-30" if parts[1] == "slowhub" else "plain"  # owner "slowhub": a slow hub
             if os.path.isfile(full):
-                return "plain", os.path.relpath(full, self.server.root)
-            return "plain", parts[-1]
+                return mode, os.path.relpath(full, self.server.root)
+            return mode, parts[-1]
         if len(parts) != 2 or parts[1] in ("", ".", ".."):
             return None, None
         return parts[0], parts[1]
