@@ -63,19 +63,17 @@ class CpuExpertCompute {
     swiglu_clamped(g_.data(), u_.data(), ff_, 0.0f);
     matmul_add_scaled(pool_, down, g_.data(), ff_, 1, &scale_, y_.data(), E_);
   }
-  // Ends a layer: returns sum |y|, throws on a non-finite output; x = rms_norm(x + y).
-  double end_layer(uint32_t l) {
-    double s = 0;
+  // Ends a layer: throws on a non-finite output; x = rms_norm(x + y).
+  void end_layer(uint32_t l) {
     for (int64_t i = 0; i < E_; ++i) {
       if (!std::isfinite(y_[static_cast<size_t>(i)]))
         throw Error("bench-twin: layer " + std::to_string(l) + " produced a non-finite output (element " +
                     std::to_string(i) + "): the twin's expert blocks are not valid quantized data");
-      s += std::fabs(y_[static_cast<size_t>(i)]);
       x_[static_cast<size_t>(i)] += y_[static_cast<size_t>(i)];
     }
     rms_norm(x_.data(), nullptr, E_, 1e-6f, x_.data());
-    return s;
   }
+  double x_checksum() const { return twin_checksum(x_.data(), E_); }
 
  private:
   ThreadPool pool_;
@@ -179,6 +177,12 @@ json totals_json(const TwinTotals& t) {
 }
 
 }  // namespace
+
+double twin_checksum(const float* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>((i % 7) - 3) * static_cast<double>(x[i]);
+  return s;
+}
 
 TwinInfo twin_info_of(const ExpertPack& pack) {
   const json& m = pack.manifest().model;
@@ -303,9 +307,10 @@ TwinRunResult run_twin_bench_cpu(const TwinBenchOptions& o, TwinBenchSetup& s) {
         const auto b = Clock::now();
         compute.begin_layer();
         for (const uint8_t* blk : blocks) compute.expert(L.layers[l], blk);
-        res.checksum += compute.end_layer(l);
+        compute.end_layer(l);
         comp += since(b);
       }
+      res.checksum += compute.x_checksum();
       store.end_step();
       const ExpertStoreCounters c = store.counters();
       close_step(t, c.cache, c.pack_read_bytes, since(t0), io, comp);
@@ -370,7 +375,8 @@ TwinRunResult run_twin_bench_cpu(const TwinBenchOptions& o, TwinBenchSetup& s) {
     }
     {
       const auto b = Clock::now();
-      res.checksum += compute.end_layer(cur.layer);
+      compute.end_layer(cur.layer);
+      if (last_layer) res.checksum += compute.x_checksum();
       comp += since(b);
     }
     if (has_next && o.lookahead) {

@@ -77,7 +77,9 @@ struct TwinRunResult {
   TwinTotals all, after_warmup;
   uint32_t slots = 0;
   uint64_t slot_bytes = 0;
-  double checksum = 0;  // sum of |y| over all steps and layers (finite)
+  // Sum over steps of twin_checksum(x after the last layer): the same quantity on every
+  // backend (CPU vs CUDA agree to float rounding; gpu_twin_bench_test).
+  double checksum = 0;
   nlohmann::json extra = nlohmann::json::object();  // backend details (device, h2d_bytes)
 };
 
@@ -90,6 +92,10 @@ struct TwinBenchSetup {
   nlohmann::json routing;  // description for the report
 };
 TwinBenchSetup prepare_twin_bench(const TwinBenchOptions& o);
+
+// sum_i ((i mod 7) - 3) * x[i]: a signed, position-weighted sum of the final hidden vector
+// (x is RMS-normalised, so a plain sum of |x| would hardly depend on the weights).
+double twin_checksum(const float* x, int64_t n);
 
 // Adds one step's counters and times to `t`.
 void add_step(TwinTotals& t, const TwinTotals& step);
