@@ -204,7 +204,7 @@ class Doc {
     p_.setFont(f);
     for (int t = 0; t <= 4; ++t) {
       const double y = top_y + plot_h - plot_h * t / 4.0;
-      p_.drawText(QPointF(width_ - right + 6, y + 4), QString::number(top_kb * t / 4, 'g', 3));
+      p_.drawText(QPointF(width_ - right + 6, y + 4), QString::number(top_kb * t / 4, 'f', top_kb >= 10 ? 0 : 2));
     }
     const double plot_w = width_ - left - right;
     const double step = plot_w / static_cast<double>(ms.size());

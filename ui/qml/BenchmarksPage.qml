@@ -14,6 +14,14 @@ Item {
     id: page
     required property BenchViewModel bench
 
+    // Axes with whole-number ticks: requests 1..n (0 and n + 1 as margins), tokens 0..n - 1.
+    readonly property int requestAxisMax: page.bench.requestCount <= 20 ? Math.max(1, page.bench.requestCount) + 1
+                                                                       : Math.ceil((page.bench.requestCount + 1) / 10) * 10
+    readonly property int requestTicks: page.bench.requestCount <= 20 ? page.requestAxisMax + 1 : 11
+    readonly property int tokenAxisMax: page.bench.timelineTokens <= 11 ? Math.max(1, page.bench.timelineTokens - 1)
+                                                                       : Math.ceil((page.bench.timelineTokens - 1) / 10) * 10
+    readonly property int tokenTicks: page.bench.timelineTokens <= 11 ? page.tokenAxisMax + 1 : 11
+
     function fmt(v, digits) { return v < 0 ? "–" : Number(v).toFixed(digits) }
 
     // A table row: the first two columns wide, the rest numbers.
@@ -143,7 +151,6 @@ Item {
                 Button {
                     objectName: "benchRun"
                     text: qsTr("Run")
-                    highlighted: true
                     enabled: !page.bench.running
                     onClicked: page.bench.run()
                 }
@@ -191,7 +198,7 @@ Item {
                     antialiasing: true
                     legend.visible: false
                     backgroundRoundness: 10
-                    ValueAxis { id: decX; min: 0.5; max: Math.max(1, page.bench.requestCount) + 0.5; labelFormat: "%d"; titleText: qsTr("request") }
+                    ValueAxis { id: decX; min: 0; max: page.requestAxisMax; tickCount: page.requestTicks; labelFormat: "%.0f"; titleText: qsTr("request") }
                     ValueAxis { id: decY; min: 0; max: Math.max(1, page.bench.decodeMax * 1.15); labelFormat: "%.0f" }
                     LineSeries { id: decodeSeries; axisX: decX; axisY: decY; color: "#2f6fdf"; width: 2; pointsVisible: true }
                 }
@@ -203,7 +210,7 @@ Item {
                     antialiasing: true
                     legend.visible: false
                     backgroundRoundness: 10
-                    ValueAxis { id: hitX; min: 0.5; max: Math.max(1, page.bench.requestCount) + 0.5; labelFormat: "%d"; titleText: qsTr("request") }
+                    ValueAxis { id: hitX; min: 0; max: page.requestAxisMax; tickCount: page.requestTicks; labelFormat: "%.0f"; titleText: qsTr("request") }
                     ValueAxis { id: hitY; min: 0; max: 1; labelFormat: "%.1f" }
                     LineSeries { id: hitSeries; axisX: hitX; axisY: hitY; color: "#3aa35c"; width: 2; pointsVisible: true }
                 }
@@ -216,7 +223,7 @@ Item {
                     antialiasing: true
                     legend.alignment: Qt.AlignBottom
                     backgroundRoundness: 10
-                    ValueAxis { id: tlX; min: 0; max: Math.max(1, page.bench.timelineTokens - 1); labelFormat: "%d"; titleText: qsTr("token") }
+                    ValueAxis { id: tlX; min: 0; max: page.tokenAxisMax; tickCount: page.tokenTicks; labelFormat: "%.0f"; titleText: qsTr("token") }
                     ValueAxis { id: tlMs; min: 0; max: Math.max(1, page.bench.timelineMaxMs * 1.15); labelFormat: "%.0f" }
                     ValueAxis { id: tlKb; min: 0; max: Math.max(1, page.bench.timelineMaxKb * 1.15); labelFormat: "%.0f" }
                     LineSeries { id: timelineMsSeries; name: qsTr("forward ms"); axisX: tlX; axisY: tlMs; color: "#2f6fdf"; width: 1.5 }
