@@ -567,8 +567,11 @@ void DownloadsViewModel::onWizardChanged() {
   if (!wizard_ || handoffSource_.isEmpty() || handoffStarted_ || wizard_->busy()) return;
   if (wizard_->source() != handoffSource_) return;
   auto giveUp = [this](const QString& why) {
-    emit errorOccurred(tr("convert %1: %2").arg(QFileInfo(handoffSource_).fileName(), why));
+    const QString source = handoffSource_;
+    const QString message = tr("convert %1: %2").arg(QFileInfo(source).fileName(), why);
     handoffSource_.clear();
+    emit errorOccurred(message);
+    emit conversionRefused(source, message);
     pumpConversions();
   };
   switch (wizard_->step()) {

@@ -19,8 +19,9 @@
 //
 // Convert when done: once a group is verified, its first file is handed to `convertWizard`
 // (ui/convert_wizard.h, public API only: chooseSource, then chooseOutput(<models folder>/<model
-// name>-pack), then start); conversions queue while the wizard is busy. Without a wizard the
-// path is only announced by conversionQueued().
+// name>-pack), then start); conversions queue while the wizard is busy. A refusal (space: the
+// message has both numbers) or failure is errorOccurred + conversionRefused. Without a wizard
+// the path is only announced by conversionQueued().
 //
 // Restart: setDatabasePath() restores the list. Rows that were transferring resume by
 // themselves (HTTP Range from the .part, If-Range with the recorded ETag); paused and failed
@@ -136,6 +137,9 @@ class DownloadsViewModel : public QObject {
   void downloadFinished(const QString& path);  // a group verified and installed: add it to the library
   void conversionQueued(const QString& path);  // "convert when done" of a finished download
   void conversionStarted(const QString& source, const QString& packDir);
+  // The wizard refused or failed the hand-off (message as in errorOccurred); it stays on its
+  // step (e.g. Space with shardModeOffered) so that the page can show it to the user.
+  void conversionRefused(const QString& source, const QString& message);
 
  private:
   void addInternal(const QString& source, const QString& file, const QString& sha256, bool convert, qint64 extra);

@@ -747,6 +747,32 @@ class DownloaderTest : public QObject {
     moepack::ui::AppDatabase db(dbPath);
     QCOMPARE(moepack::ui::DownloadStore(db).all().size(), size_t{0});
   }
+
+  // Convert when done with a wizard that finds no room for the pack: the refusal names both
+  // numbers and nothing is converted; the download itself stays installed.
+  void handOffRefusedForSpaceIsReported() {
+    moepack::ui::DownloadsViewModel vm;
+    vm.setModelsFolder(dest());
+    vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+    vm.setHubBaseUrl(url(QStringLiteral("/hub")).toString());
+    moepack::ui::ConvertWizard wizard;
+    wizard.setSafetyMarginBytes(0);
+    wizard.setFreeBytesProbe([](const QString&) -> std::optional<qint64> { return 1000; });
+    vm.setConvertWizard(&wizard);
+    QSignalSpy refused(&vm, &moepack::ui::DownloadsViewModel::conversionRefused);
+    QSignalSpy started(&vm, &moepack::ui::DownloadsViewModel::conversionStarted);
+    vm.addDownload(QStringLiteral("test/ds2"), QStringLiteral("*Q2_K*.gguf"), QString(), true);
+    QTRY_COMPARE_WITH_TIMEOUT(refused.size(), 1, 60000);
+    QCOMPARE(refused.front().at(0).toString(), dest() + '/' + ds2Shard(1));
+    const QString msg = refused.front().at(1).toString();
+    QVERIFY2(msg.contains(QStringLiteral("%1 bytes").arg(qint64(wizard.neededBytes()))) &&
+                 msg.contains(QStringLiteral("1000 bytes")),
+             qPrintable(msg));
+    QCOMPARE(wizard.step(), moepack::ui::ConvertWizard::Space);
+    QCOMPARE(started.size(), 0);
+    QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/deepseek2-tiny-Q2_K-pack/manifest.json")));
+    QVERIFY(QFileInfo::exists(dest() + '/' + ds2Shard(3)));
+  }
 };
 
 QTEST_GUILESS_MAIN(DownloaderTest)

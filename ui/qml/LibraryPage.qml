@@ -23,6 +23,8 @@ Page {
             status.show(qsTr("Converting %1 to an Expert Pack in %2").arg(source).arg(packDir), false)
             conversionDialog.open()
         }
+        // The wizard stays on its step (e.g. not enough space, with the shard-by-shard offer).
+        onConversionRefused: (source, message) => conversionDialog.open()
     }
     // Restores the download list (and resumes interrupted downloads) once the settings are in.
     Component.onCompleted: {
