@@ -141,8 +141,11 @@ TEST(PackShard, ShardsDisappearOneByOneAndThePackEqualsANormalBuild) {
     for (bool b : after_each[k]) left += b ? 1 : 0;
     EXPECT_EQ(left, static_cast<int>(2 - k)) << "after deletion " << k;
   }
-  // The first shard went while experts were still being copied (not all at the end).
-  EXPECT_LT(data_before.front(), 48u);
+  // Not all at the end: shard 1 (metadata, embeddings, no routed experts) goes right after
+  // dense.gguf, the next one while experts are still being copied.
+  EXPECT_EQ(data_before[0], 0u);
+  EXPECT_GT(data_before[1], 0u);
+  EXPECT_LT(data_before[1], 48u);
   EXPECT_EQ(data_written, 48u);
   expect_finished(out, ref);
 }
@@ -241,6 +244,48 @@ TEST(PackShard, MissingPlanAndMissingShardIsAPreciseError) {
   }
   EXPECT_FALSE(loadable(out));
   EXPECT_TRUE(fs::exists(src)) << "nothing else may be deleted";
+}
+
+// After the shard holding expert (0, 0)'s gate slice (the first MoE layer's stacked
+// ffn_gate_exps) is gone, damage that expert in experts.bin: the resumed build must stop,
+// naming the expert and the deleted shard, and leave nothing loadable.
+TEST(PackShard, DamagedCopyOfADeletedShardStopsTheResume) {
+  setenv("TMPDIR", scratch_root().c_str(), 1);
+  test::TempDir tmp("moepack-shard");
+  const std::string src = copy_shards(tmp);
+  const std::string out = tmp.file("p");
+  uint32_t first_block = UINT32_MAX, shard = 0;
+  const GgufModel model = GgufModel::open(original(0));
+  for (const GgufTensorRef& t : model.tensors()) {
+    const std::string& n = t.info->name;
+    if (n.find(".ffn_gate_exps.") == std::string::npos) continue;
+    const uint32_t block = static_cast<uint32_t>(std::stoul(n.substr(4)));
+    if (block < first_block) {
+      first_block = block;
+      shard = t.shard;
+    }
+  }
+  ASSERT_NE(first_block, UINT32_MAX);
+  const std::string gone = tmp.file(std::string("src/") + kShardNames[shard]);
+  ASSERT_EQ(crash_at(src, out, "shard-deleted", shard), kCrashStatus);
+  ASSERT_FALSE(fs::exists(gone));
+  {
+    FILE* f = std::fopen((out + "/experts.bin").c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, 4096 + 100, SEEK_SET);  // data_start = 4096, expert (0, 0)
+    std::fputc(0x5A ^ std::fgetc(f), f);
+    std::fclose(f);
+  }
+  try {
+    build_pack(options(src, out));
+    FAIL() << "the build went on with a damaged expert whose shard is gone";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("expert 0 of layer 0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(gone), std::string::npos) << msg;
+    EXPECT_NE(msg.find("deleted by this build"), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(loadable(out));
 }
 
 // The pre-flight numbers, re-derived here from the file sizes, the tensor directory and the
