@@ -159,14 +159,14 @@ void BenchViewModel::run() {
   emit timelineChanged();
 
   // One model in memory: the chat engine's copy goes first (reloaded when the run ends).
-  if (engine_ && engine_->state() == EngineController::Ready && engine_->worker()) {
+  if (engine_ && engine_->state() == EngineController::Ready) {
     setStatus(tr("Unloading the chat model"));
     unloadedEngine_ = true;
-    unloadWait_ = connect(engine_->worker(), &EngineWorker::unloaded, this, [this] {
+    unloadWait_ = connect(engine_, &EngineController::unloaded, this, [this] {
       disconnect(unloadWait_);
       startThread();
     }, Qt::QueuedConnection);
-    QMetaObject::invokeMethod(engine_->worker(), "unload", Qt::QueuedConnection);
+    engine_->unload();  // drops the controller's telemetry handle too: the engine is freed
     return;
   }
   unloadedEngine_ = false;

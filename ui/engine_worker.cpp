@@ -238,6 +238,7 @@ EngineController::EngineController(ChatEngineFactory factory, QString packsFolde
     }
     emit generationFailed(id, m);
   });
+  connect(worker_, &EngineWorker::unloaded, this, &EngineController::unloaded);
   connect(worker_, &EngineWorker::deviceLost, this, [this](const QString& m) {
     info_ = {};
     telemetry_.reset();
@@ -284,6 +285,15 @@ void EngineController::reload() {
 }
 
 void EngineController::stop() { worker_->cancelFlag().store(true); }
+
+void EngineController::unload() {
+  if (state_ == DeviceLost) return;
+  worker_->cancelFlag().store(true);  // a running generation ends first (queued after it)
+  telemetry_.reset();
+  info_ = {};
+  setState(Empty);
+  QMetaObject::invokeMethod(worker_, "unload", Qt::QueuedConnection);
+}
 
 bool EngineController::restartApplication(qint64 conversationId) {
   QStringList args = QCoreApplication::arguments();

@@ -128,6 +128,10 @@ class EngineController : public QObject {
   Q_INVOKABLE void load(const QString& path, bool convertGguf = true);
   Q_INVOKABLE void reload();  // the last load() again (after an error or a settings change)
   Q_INVOKABLE void stop();    // cancels the running generation (any thread)
+  // Frees the model: drops this controller's telemetry handle (which keeps the engine alive)
+  // and has the worker release the engine; state Empty, then unloaded() once the memory is
+  // released. reload() loads it again. Ignored while DeviceLost.
+  Q_INVOKABLE void unload();
   // After DeviceLost: starts this program again with its arguments and
   // `--open-conversation <conversationId>` (when >= 0) through the restarter, then quits the
   // application. Returns false (and stays) when the new process could not be started.
@@ -169,6 +173,7 @@ class EngineController : public QObject {
   void generationFinished(const moepack::ui::GenerationReply& reply);
   void generationFailed(quint64 id, const QString& message);
   void modelLoaded();
+  void unloaded();  // the worker released the engine (after unload())
   void deviceLost(const QString& message);
 
  private:

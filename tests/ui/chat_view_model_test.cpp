@@ -197,6 +197,26 @@ class ChatViewModelTest : public QObject {
     QCOMPARE(vm.store()->messages(vm.currentConversationId()).size(), size_t(2));
     QVERIFY(vm.canSend());
   }
+  void unloadFreesTheEngine() {
+    FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    QCOMPARE(script.alive.load(), 1);
+    QVERIFY(e.telemetry() != nullptr);
+    QSignalSpy unloaded(&e, &EngineController::unloaded);
+    e.unload();
+    QCOMPARE(e.state(), EngineController::Empty);
+    QVERIFY(e.telemetry() == nullptr);
+    QVERIFY(unloaded.wait(5000));
+    QCOMPARE(script.alive.load(), 0);  // nothing holds the engine any more
+    QVERIFY(loadAndWait(e, "model.gguf"));  // reload() brings it back
+    e.unload();
+    QVERIFY(unloaded.wait(5000));
+    e.reload();
+    QTRY_COMPARE(e.state(), EngineController::Ready);
+    QCOMPARE(script.alive.load(), 1);
+  }
+
   void theEngineThreadYieldsToTheUiThread() {
     FakeScript script;
     EngineController e(test::fake_factory(script), QString());

@@ -17,11 +17,13 @@ struct FakeScript {
   int extra_tokens = 3;
   int token_delay_ms = 0;
   std::atomic<int> replies{0};  // chat() calls so far
+  std::atomic<int> alive{0};    // engines constructed and not yet destroyed
 };
 
 class FakeChatEngine final : public ChatEngine {
  public:
-  FakeChatEngine(QString path, FakeScript& script) : path_(std::move(path)), script_(script) {}
+  FakeChatEngine(QString path, FakeScript& script) : path_(std::move(path)), script_(script) { ++script_.alive; }
+  ~FakeChatEngine() override { --script_.alive; }
   EngineInfo info() const override {
     EngineInfo i;
     i.path = path_;
