@@ -252,7 +252,15 @@ std::vector<uint64_t> shard_need_upto(const PackPlan& plan, size_t n_shards) {
   return need;
 }
 
-uint64_t device_of(std::string path) {
+// Two spellings of one path (relative/absolute, "." and ".."); the files may not exist.
+bool same_path(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ea, eb;
+  const fs::path x = fs::absolute(a, ea).lexically_normal(), y = fs::absolute(b, eb).lexically_normal();
+  return !ea && !eb && x == y;
+}
+
+uint64_t device_of(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path p = fs::absolute(path, ec);
@@ -483,10 +491,8 @@ bool Builder::plan_from_state(const json& raw) {
   for (const SourceId& s : sources) any_missing = any_missing || !file_exists(s.path);
   if (!any_missing) return false;
   // The source named on the command line must be one of the plan's shards (it may be gone).
-  namespace fs = std::filesystem;
-  const auto norm = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
   bool same = false;
-  for (const SourceId& s : sources) same = same || norm(s.path) == norm(o_.source);
+  for (const SourceId& s : sources) same = same || same_path(s.path, o_.source);
   if (!same) {
     throw Error(sp + ": holds the interrupted shard-by-shard build of " + sources.front().path +
                 " (some of its shards are already deleted), not of " + o_.source +
@@ -1241,11 +1247,9 @@ BuildResult Builder::run() {
           old = read_manifest(dir_ + "/" + kPackManifestName);
         } catch (const Error&) {
         }
-        namespace fs = std::filesystem;
-        const auto norm = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
         bool mine = false;
         if (old) {
-          for (const PackSourceFile& s : old->sources) mine = mine || norm(s.path) == norm(o_.source);
+          for (const PackSourceFile& s : old->sources) mine = mine || same_path(s.path, o_.source);
         }
         if (mine) {
           res_.already_complete = true;
