@@ -116,6 +116,10 @@ ModelConfig read_model_config(const GgufFile& g) {
   const auto arch = g.get_string("general.architecture");
   if (!arch) throw FormatError(g.path(), "general.architecture", 0, "required key is missing");
   c.arch = *arch;
+  if (c.arch == "moepack-twin") {  // bench/twin_pack.h
+    throw Error(g.path() + ": a shape-faithful twin (architecture 'moepack-twin'), not a model: it holds synthetic "
+                "experts and no dense weights; benchmark it with `moepack bench-twin` (docs/twins.md)");
+  }
   if (!engine_supports_arch(c.arch)) {
     throw Error(g.path() + ": architecture '" + c.arch +
                 "' is not supported by the engine (supported: deepseek2, qwen3moe, llama, deepseek4, kimi-linear)");
