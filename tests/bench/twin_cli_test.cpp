@@ -126,7 +126,8 @@ TEST_F(TwinCli, EachShapeWritesVerifiesAndHasTheHandComputedLayout) {
     std::stringstream ss(r.out);
     for (std::string line; std::getline(ss, line);) {
       last = json::parse(line);
-      if (phases.empty() || phases.back() != last["phase"]) phases.push_back(last["phase"]);
+      const std::string phase = last["phase"].get<std::string>();
+      if (phases.empty() || phases.back() != phase) phases.push_back(phase);
     }
     EXPECT_EQ(phases, (std::vector<std::string>{"preflight", "dense", "experts", "finalize", "done", "result"}));
     EXPECT_EQ(last["experts"], w.layers * w.experts);
