@@ -676,227 +676,227 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="42"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="44"/>
         <source>Add a model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="43"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="45"/>
         <source>GGUF models (*.gguf)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="43"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="45"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="48"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="50"/>
         <source>Scan a folder for models</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="56"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="58"/>
         <source>Remove %1?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
         <source>Also delete its files from disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="71"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="73"/>
         <source>%1 will be freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="72"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="74"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="81"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="83"/>
         <source>Convert to an Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="96"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="98"/>
         <source>Converting a finished download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="111"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="113"/>
         <source>Add file…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="112"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="114"/>
         <source>Scan folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="115"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="117"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="119"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="121"/>
         <source>Add Ollama model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="123"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="125"/>
         <source>Refresh</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="126"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="128"/>
         <source>Memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="132"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="134"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="134"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="136"/>
         <source>Expert cache (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="181"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="183"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="212"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="214"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="216"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="218"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="224"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="226"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="233"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="237"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="239"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="238"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="239"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="241"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="242"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="247"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="249"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="255"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="257"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="268"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="270"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="276"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="282"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="283"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="285"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="290"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="291"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="293"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="321"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="323"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="335"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="340"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="341"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="343"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="344"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="346"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="344"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="346"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="350"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2034,7 +2034,7 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="570"/>
+        <location filename="../ui/downloads_view_model.cpp" line="571"/>
         <source>convert %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2042,7 +2042,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="306"/>
+        <location filename="../ui/engine_worker.cpp" line="316"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -675,227 +675,227 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>正在将 %1 转换为专家包，保存到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="42"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="44"/>
         <source>Add a model</source>
         <translation>添加模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="43"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="45"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="43"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="45"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation>专家包清单 (manifest.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="48"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="50"/>
         <source>Scan a folder for models</source>
         <translation>扫描文件夹中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="56"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="58"/>
         <source>Remove %1?</source>
         <translation>移除 %1？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
         <source>Also delete its files from disk</source>
         <translation>同时从磁盘删除其文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="71"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="73"/>
         <source>%1 will be freed.</source>
         <translation>将释放 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="72"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="74"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation>文件保留在磁盘上，不释放空间。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="81"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="83"/>
         <source>Convert to an Expert Pack</source>
         <translation>转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="96"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="98"/>
         <source>Converting a finished download</source>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="111"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="113"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="112"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="114"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="115"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="117"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="119"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="121"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="123"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="125"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="126"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="128"/>
         <source>Memory (GiB)</source>
         <translation>内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="132"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="134"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="134"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="136"/>
         <source>Expert cache (GiB)</source>
         <translation>专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="181"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="183"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="212"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="214"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="216"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="218"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="224"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="226"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="233"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="237"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="239"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="238"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="239"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="241"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="242"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="247"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="249"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="255"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="257"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="268"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="270"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="276"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="282"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="283"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="285"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="290"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="291"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="293"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="321"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="323"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="335"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="340"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="341"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="343"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="344"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="346"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="344"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="346"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="350"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -2042,7 +2042,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>无法保存下载列表：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="570"/>
+        <location filename="../ui/downloads_view_model.cpp" line="571"/>
         <source>convert %1: %2</source>
         <translation>转换 %1：%2</translation>
     </message>
@@ -2050,7 +2050,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="306"/>
+        <location filename="../ui/engine_worker.cpp" line="316"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
