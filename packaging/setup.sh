@@ -29,7 +29,7 @@ packages=(
   liburing-dev libssl-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
-  python3 python3-jinja2 python3-regex
+  python3 python3-jinja2 python3-regex python3-jsonschema
   openssl
 )
 if [ "$gui" = ON ]; then
