@@ -3,6 +3,9 @@
 // (tests/bench/prompts-3.json), with a loopback baseline (tests/bench/openai_stub_server.py).
 // Checks the report's invariants against their definitions (docs/benchmarks.md), the CSV row
 // count, the HTML sections, and that a dead baseline is an error in the report, not a failure.
+// Every report.json is validated against resources/benchmarks/report.schema.json by
+// tests/bench/validate_report.py (python3 + python3-jsonschema, installed by packaging/setup.sh;
+// missing is a failure), and altered copies prove the validation rejects what it should.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -30,6 +33,8 @@ using nlohmann::json;
 
 const fs::path kDemo = fs::path(MOEPACK_SOURCE_DIR) / "resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
 const fs::path kPrompts = fs::path(MOEPACK_SOURCE_DIR) / "tests/bench/prompts-3.json";
+const fs::path kSchema = fs::path(MOEPACK_SOURCE_DIR) / "resources/benchmarks/report.schema.json";
+const fs::path kValidator = fs::path(MOEPACK_SOURCE_DIR) / "tests/bench/validate_report.py";
 constexpr int kN = 8;
 
 std::string slurp(const fs::path& p) {
@@ -50,17 +55,49 @@ struct CliRun {
   std::string out, err;
 };
 
+// Runs PROGRAM ARGS... through the shell, stdout and stderr to DIR/NAME.out and DIR/NAME.err.
+CliRun run_program(const std::string& program, const std::vector<std::string>& args, const fs::path& dir,
+                   const std::string& name) {
+  std::string cmd = quote(program);
+  for (const std::string& a : args) cmd += " " + quote(a);
+  const fs::path out = dir / (name + ".out"), err = dir / (name + ".err");
+  cmd += " > " + quote(out.string()) + " 2> " + quote(err.string());
+  const int rc = std::system(cmd.c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
+}
+
 CliRun run(const std::vector<std::string>& args, const fs::path& dir) {
   const char* cli = std::getenv("MOEPACK_CLI");
   if (!cli) {
     ADD_FAILURE() << "MOEPACK_CLI not set";
     return {};
   }
-  std::string cmd = quote(cli);
-  for (const std::string& a : args) cmd += " " + quote(a);
-  cmd += " > " + quote((dir / "stdout").string()) + " 2> " + quote((dir / "stderr").string());
-  const int rc = std::system(cmd.c_str());
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(dir / "stdout"), slurp(dir / "stderr")};
+  return run_program(cli, args, dir, "moepack");
+}
+
+// validate_report.py SCHEMA REPORT: 0 valid, 1 invalid (errors on stdout, one per line with
+// its JSON path), 2 python3-jsonschema missing.
+CliRun validate(const fs::path& report, const fs::path& dir) {
+  return run_program("python3", {kValidator.string(), kSchema.string(), report.string()}, dir, "validate");
+}
+
+void expect_valid(const fs::path& report, const fs::path& dir) {
+  const CliRun v = validate(report, dir);
+  ASSERT_NE(v.status, 2) << "python3-jsonschema is missing (packaging/setup.sh installs it): " << v.err;
+  EXPECT_EQ(v.status, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("valid against"), std::string::npos) << v.out;
+}
+
+// A copy of `rep` altered by the caller must be rejected with an error line
+// "FILE: PATH: MESSAGE..." (PATH a JSON path; MESSAGE's start when given).
+void expect_invalid(const json& rep, const fs::path& dir, const std::string& name, const std::string& path,
+                    const std::string& message = "") {
+  const fs::path file = dir / (name + ".json");
+  std::ofstream(file) << rep.dump();
+  const CliRun v = validate(file, dir);
+  ASSERT_NE(v.status, 2) << "python3-jsonschema is missing (packaging/setup.sh installs it): " << v.err;
+  EXPECT_EQ(v.status, 1) << name << ": " << v.out << v.err;
+  EXPECT_NE(v.out.find(file.string() + ": " + path + ": " + message), std::string::npos) << name << ": " << v.out;
 }
 
 size_t count(const std::string& s, const std::string& needle) {
@@ -135,6 +172,21 @@ TEST(CliBench, GgufWithLoopbackBaseline) {
   EXPECT_NE(r.out.find("report.json"), std::string::npos);
   const json rep = json::parse(slurp(out / "report.json"));
   check_common(rep, kDemo, false);
+  expect_valid(out / "report.json", dir.path());
+  {  // The validation can fail: a string version, no requests, a string rate (ours and a baseline's).
+    json bad = rep;
+    bad["schema_version"] = "1";
+    expect_invalid(bad, dir.path(), "version-string", "$.schema_version", "'1' is not of type 'integer'");
+    bad = rep;
+    bad.erase("requests");
+    expect_invalid(bad, dir.path(), "no-requests", "$", "'requests' is a required property");
+    bad = rep;
+    bad["requests"][1]["results"]["moepack"]["decode_tps"] = "12.5";
+    expect_invalid(bad, dir.path(), "decode-tps-string", "$.requests[1].results.moepack.decode_tps");
+    bad = rep;
+    bad["requests"][2]["results"]["baseline1"]["decode_tps"] = "12.5";
+    expect_invalid(bad, dir.path(), "baseline-decode-tps-string", "$.requests[2].results.baseline1.decode_tps");
+  }
 
   ASSERT_EQ(rep["systems"].size(), 2u);
   EXPECT_EQ(rep["systems"][1]["model"], "stub-model");  // from GET /v1/models
@@ -193,6 +245,7 @@ TEST(CliBench, PackWithSmallCacheJsonOnlyAndDeadBaseline) {
   EXPECT_FALSE(fs::exists(out / "report.html"));
   const json rep = json::parse(slurp(out / "report.json"));
   check_common(rep, bo.out_dir, true);
+  expect_valid(out / "report.json", dir.path());
   EXPECT_EQ(rep["engine"]["cache_slots"], 40);
   uint64_t evictions = 0;
   for (const json& q : rep["requests"]) evictions += q["results"]["moepack"]["cache_evictions"].get<uint64_t>();
