@@ -406,8 +406,12 @@ class Builder {
   Reporter rep_;
   std::string dir_;
   bool shard_mode_ = false;
-  std::optional<GgufModel> model_;  // absent when resumed from the persisted plan
-  PackPlan plan_;                   // layout + slices (summary, dense_tensors only with model_)
+  // The opened source. Absent when resumed from the persisted plan (from_plan_), and released
+  // in shard mode as soon as dense.gguf is written: its GgufFiles hold an fd on every shard,
+  // which would keep a deleted shard's blocks allocated until the build ends.
+  std::optional<GgufModel> model_;
+  bool from_plan_ = false;  // resumed from the plan persisted in build-state.json
+  PackPlan plan_;           // layout + slices (summary, dense_tensors only while model_ is open)
   std::optional<DenseGgufPlan> dense_plan_;
   uint64_t dense_bytes_ = 0;  // size of dense.gguf
   uint64_t dense_count_ = 0;  // dense tensors
@@ -636,7 +640,7 @@ void Builder::write_dense() {
     rep_.update(dense_bytes_, true);
     return;
   }
-  if (!model_) {
+  if (from_plan_ || !model_ || !dense_plan_) {
     throw Error(p + ": missing or damaged, and the source shards it comes from were deleted by this build (" +
                 deleted_list() + "); the pack cannot be completed: restore the shards or start over");
   }
@@ -902,7 +906,7 @@ void Builder::write_experts() {
     }
   }
   // Every expert still to copy must come from a shard that is still there.
-  if (!model_ || shard_mode_) {
+  if (from_plan_ || shard_mode_) {
     uint64_t g = 0;
     for (uint32_t l = 0; l < L.layers.size(); ++l) {
       for (uint32_t e = 0; e < L.layers[l].n_experts; ++e, ++g) {
@@ -1233,6 +1237,7 @@ BuildResult Builder::run() {
     }
   }
   if (persisted) {
+    from_plan_ = true;
     shard_mode_ = true;  // the rest of this build can only go on deleting
     res_.from_persisted_plan = true;
     rep_.message("continuing the shard-by-shard build from its persisted plan; already deleted: " + deleted_list());
@@ -1311,7 +1316,7 @@ BuildResult Builder::run() {
   // Digests of shards recorded before their deletion (shard mode) stay known.
   source_sha256_ = state_.source_sha256;
   source_sha256_.resize(sources_.size());
-  if (model_) {
+  if (!from_plan_) {
     dense_plan_ = plan_dense_gguf(*model_, plan_.dense_tensors, state_.build_id);
     dense_bytes_ = dense_plan_->file_bytes;
   }
@@ -1338,6 +1343,14 @@ BuildResult Builder::run() {
     }
   } src_stopper{this};
   write_dense();
+  if (shard_mode_) {
+    // Nothing reads the source through the GgufModel any more (experts come through
+    // source_fds_, which delete_ready_shards closes): close its fds now, so that unlinking a
+    // shard frees its blocks at once. dense_tensors points into the model: dropped with it.
+    dense_plan_.reset();
+    plan_.dense_tensors.clear();
+    model_.reset();
+  }
   hook("dense");
   write_experts();
   hook("experts");

@@ -14,6 +14,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "core/expert_pack.h"
 #include "core/gguf_model.h"
@@ -67,6 +69,19 @@ bool loadable(const std::string& dir) {
   } catch (const Error&) {
     return false;
   }
+}
+
+// Entries of /proc/self/fd that still link to `path` (the kernel shows an unlinked file as
+// "PATH (deleted)"): an fd left open keeps a deleted shard's blocks allocated.
+std::vector<std::string> open_fds_on(const std::string& path) {
+  std::vector<std::string> out;
+  const std::string abs = fs::weakly_canonical(path).string();
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string t = fs::read_symlink(e.path(), ec).string();
+    if (!ec && (t == abs || t == abs + " (deleted)")) out.push_back(e.path().filename().string() + " -> " + t);
+  }
+  return out;
 }
 
 std::string scratch_root() { return fs::is_directory("/dev/shm") ? "/dev/shm" : "/tmp"; }
@@ -124,17 +139,23 @@ TEST(PackShard, ShardsDisappearOneByOneAndThePackEqualsANormalBuild) {
   std::vector<std::vector<bool>> after_each;  // shards present after each deletion
   std::vector<uint64_t> data_before;          // data batches written before each deletion
   uint64_t data_written = 0;
-  o.hooks.at = [&](std::string_view p, uint64_t) {
+  std::vector<std::string> still_open;  // fds on a shard after its deletion
+  o.hooks.at = [&](std::string_view p, uint64_t k) {
     if (p == "data") ++data_written;
     if (p == "shard-deleted") {
       after_each.push_back(shards_present(tmp));
       data_before.push_back(data_written);
+      // Its space must be free now, not when the build ends: no fd of this process on it.
+      for (const std::string& f : open_fds_on(tmp.file(std::string("src/") + kShardNames[k])))
+        still_open.push_back("after deleting shard " + std::to_string(k) + ": fd " + f);
     }
   };
   const BuildResult r = build_pack(o);
   EXPECT_TRUE(r.source_deleted);
   ASSERT_EQ(r.shards_deleted.size(), 3u);
   ASSERT_EQ(after_each.size(), 3u);
+  for (const std::string& f : still_open) ADD_FAILURE() << f;
+  EXPECT_TRUE(still_open.empty());
   // One at a time: 2, then 1, then 0 shards left.
   for (size_t k = 0; k < 3; ++k) {
     int left = 0;
