@@ -273,10 +273,44 @@ uint64_t device_of(const std::string& path) {
   return UINT64_MAX;
 }
 
-// The space formulas of pack_builder.h. `present[k]` false: shard k is already deleted.
+// True for a file in Ollama's content-addressed store: ".../blobs/sha256-<hex>".
+bool is_ollama_blob(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.parent_path().filename() == "blobs" && p.filename().string().rfind("sha256-", 0) == 0;
+}
+
+// Why the shard-by-shard mode must not delete source shard `path` ("" when it may; the rules
+// of pack_builder.h). `target_dev`: st_dev of the output directory; `dev_hook` (tests)
+// replaces the shard's st_dev.
+std::string shard_delete_refusal(const std::string& path, bool from_ollama, uint64_t target_dev,
+                                 const std::function<uint64_t(const std::string&)>& dev_hook) {
+  if (from_ollama || is_ollama_blob(path)) {
+    return "it is a blob of the Ollama store (content-addressed, may be shared by several models; "
+           "remove the model with `ollama rm` instead)";
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::string("lstat failed: ") + std::strerror(errno);
+  if (S_ISLNK(st.st_mode)) {
+    return "it is a symbolic link (deleting the link frees nothing; the data stays where it points)";
+  }
+  if (!S_ISREG(st.st_mode)) return "it is not a regular file";
+  if (st.st_nlink > 1) {
+    return "it has " + std::to_string(st.st_nlink) +
+           " hard links (deleting this name frees nothing, and the data may be another model's)";
+  }
+  const uint64_t dev = dev_hook ? dev_hook(path) : static_cast<uint64_t>(st.st_dev);
+  if (dev != target_dev) {
+    return "it is on another file system than the output directory (deleting it frees no space there)";
+  }
+  return "";
+}
+
+// The space formulas of pack_builder.h. `freeable[k]`: shard k is present and the shard mode
+// may delete it (shard_delete_refusal() empty); false for deleted shards and for shards that
+// stay (those take the same space before and after, so they count 0).
 BuildSpace space_needs(const PackLayout& L, uint64_t dense_bytes, const std::vector<SourceId>& sources,
-                       const std::vector<bool>& present, const std::vector<uint64_t>& need_upto,
-                       const std::string& out_dir, uint64_t already_allocated) {
+                       const std::vector<bool>& freeable, const std::vector<uint64_t>& need_upto,
+                       const std::string& shard_mode_refused, uint64_t already_allocated) {
   BuildSpace b;
   const uint64_t n_exp = L.expert_count();
   const uint64_t meta = 2 * (100 * n_exp + 8192 * L.layers.size() + (64u << 10)) +  // manifest + state
@@ -285,10 +319,9 @@ BuildSpace space_needs(const PackLayout& L, uint64_t dense_bytes, const std::vec
   const uint64_t A = already_allocated;
   b.pack_bytes = pack + meta;
   b.normal_needed = pack + meta > A ? pack + meta - A : 0;
-  const uint64_t target_dev = device_of(out_dir);
   std::vector<uint64_t> S(sources.size(), 0);
   for (size_t k = 0; k < sources.size(); ++k) {
-    if (present[k] && device_of(sources[k].path) == target_dev) S[k] = sources[k].bytes;
+    if (freeable[k]) S[k] = sources[k].bytes;
     b.source_bytes_on_target_fs += S[k];
   }
   std::vector<uint64_t> ready(sources.size());
@@ -297,15 +330,16 @@ BuildSpace space_needs(const PackLayout& L, uint64_t dense_bytes, const std::vec
   const uint64_t now = A + b.source_bytes_on_target_fs;
   uint64_t peak = std::max(now, pack);
   for (size_t k = 0; k < sources.size(); ++k) {
-    if (!present[k]) continue;
+    if (!freeable[k]) continue;
     uint64_t u = std::max(A, ready[k]);
     for (size_t j = 0; j < sources.size(); ++j)
-      if (present[j] && ready[j] >= ready[k]) u += S[j];
+      if (freeable[j] && ready[j] >= ready[k]) u += S[j];
     peak = std::max(peak, u);
   }
   b.shard_mode_peak = peak;
   b.shard_mode_needed = peak + meta > now ? peak + meta - now : 0;
-  b.shard_mode_helps = b.shard_mode_needed < b.normal_needed;
+  b.shard_mode_refused = shard_mode_refused;
+  b.shard_mode_helps = shard_mode_refused.empty() && b.shard_mode_needed < b.normal_needed;
   return b;
 }
 
@@ -401,6 +435,7 @@ class Builder {
   void delete_ready_shards(int rfd);
   void verify_on_disk(int rfd, uint64_t upto);
   std::string deleted_list() const;
+  void check_deletable();
 
   const BuildOptions& o_;
   Reporter rep_;
@@ -418,6 +453,8 @@ class Builder {
   json model_json_;           // the manifest's "model"
   std::vector<SourceId> sources_;
   std::vector<bool> present_;        // shard file exists (not deleted)
+  std::vector<std::string> undeletable_;  // per shard: shard_delete_refusal(), "" = may be deleted
+  std::string shard_mode_refused_;        // the refusal message naming every undeletable shard
   std::vector<uint64_t> need_upto_;  // see shard_need_upto()
   std::string plan_id_;
   BuildState state_;
@@ -555,6 +592,26 @@ bool Builder::plan_from_state(const json& raw) {
   return true;
 }
 
+// Fills undeletable_ for every present shard; in shard mode, refuses (before anything is
+// written or deleted) when one of them must not be deleted.
+void Builder::check_deletable() {
+  const bool from_ollama = model_ && model_->origin().rfind("ollama ", 0) == 0;
+  const uint64_t target_dev = device_of(dir_);
+  undeletable_.assign(sources_.size(), "");
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    if (!present_[k]) continue;
+    undeletable_[k] = shard_delete_refusal(sources_[k].path, from_ollama, target_dev, o_.hooks.source_dev);
+    if (!undeletable_[k].empty()) {
+      shard_mode_refused_ += (shard_mode_refused_.empty() ? "" : "; ") + sources_[k].path + ": " + undeletable_[k];
+    }
+  }
+  if (shard_mode_ && !shard_mode_refused_.empty()) {
+    throw Error("--delete-source-shards refuses to delete a source shard: " + shard_mode_refused_ +
+                ". Nothing was written or deleted; build without --delete-source-shards, or give a split set of "
+                "regular files (one link each) on the output directory's file system (" + dir_ + ")");
+  }
+}
+
 std::string Builder::deleted_list() const {
   std::string out;
   for (size_t k = 0; k < sources_.size(); ++k) {
@@ -567,7 +624,10 @@ std::string Builder::deleted_list() const {
 void Builder::preflight() {
   const uint64_t have =
       allocated_bytes(dir_ + "/" + kPackExpertsName) + allocated_bytes(dir_ + "/" + kPackDenseName);
-  const BuildSpace sp = space_needs(plan_.layout, dense_bytes_, sources_, present_, need_upto_, dir_, have);
+  std::vector<bool> freeable(sources_.size());
+  for (size_t k = 0; k < sources_.size(); ++k) freeable[k] = present_[k] && undeletable_[k].empty();
+  const BuildSpace sp =
+      space_needs(plan_.layout, dense_bytes_, sources_, freeable, need_upto_, shard_mode_refused_, have);
   // O_DIRECT first: a pack on a file system without it is useless whatever the space.
   if (o_.direct_io) {
     int e = inject("odirect", 0);
@@ -1276,6 +1336,7 @@ BuildResult Builder::run() {
     }
   }
   need_upto_ = shard_need_upto(plan_, sources_.size());
+  check_deletable();
   hook("plan");
 
   make_dirs(dir_);
@@ -1457,11 +1518,19 @@ BuildSpace estimate_build_space(const GgufModel& model, const std::string& out_d
   const DenseGgufPlan dense = plan_dense_gguf(model, plan.dense_tensors, std::string(32, '0'));
   std::vector<SourceId> sources;
   for (const GgufFile& f : model.shards()) sources.push_back(stat_source(f.path()));
-  const std::vector<bool> present(sources.size(), true);
+  const bool from_ollama = model.origin().rfind("ollama ", 0) == 0;
+  const uint64_t target_dev = device_of(out_dir);
+  std::vector<bool> freeable(sources.size());
+  std::string refused;
+  for (size_t k = 0; k < sources.size(); ++k) {
+    const std::string why = shard_delete_refusal(sources[k].path, from_ollama, target_dev, {});
+    freeable[k] = why.empty();
+    if (!why.empty()) refused += (refused.empty() ? "" : "; ") + sources[k].path + ": " + why;
+  }
   const uint64_t have =
       allocated_bytes(out_dir + "/" + kPackExpertsName) + allocated_bytes(out_dir + "/" + kPackDenseName);
-  return space_needs(plan.layout, dense.file_bytes, sources, present, shard_need_upto(plan, sources.size()), out_dir,
-                     have);
+  return space_needs(plan.layout, dense.file_bytes, sources, freeable, shard_need_upto(plan, sources.size()),
+                     refused, have);
 }
 
 BuildResult build_pack(const BuildOptions& options) {

@@ -43,12 +43,25 @@
 // and never needs a deleted shard again (the experts already copied are re-checked against
 // their digests; if one of them is damaged and its shard is gone, the build stops with an
 // error naming both). No persisted plan and a shard missing is an error naming the shard.
+// The opened source model (whose GGUF readers hold an fd on every shard) is closed right after
+// dense.gguf is written; from then on each shard is read through one fd, closed right after
+// its unlink, so the space of a deleted shard is free at once.
 //
-// Space (pre-flight, both modes; S_j = size of source shard j when it is on the target's file
-// system, else 0; A = bytes the pack's files already occupy; M = manifest + state estimate):
+// Refusals (shard mode, before anything is written or deleted; Error naming every such shard
+// and its reason): a source shard that is a symbolic link (lstat), has more than one hard
+// link (st_nlink > 1: deleting a name frees nothing, and the data may be another model's), is
+// on another file system than the output directory (st_dev), or comes from the Ollama store
+// (an Ollama name or manifest, or a ".../blobs/sha256-..." path: content-addressed blobs may
+// be shared by several models). A resumed build checks the shards still present again.
+//
+// Space (pre-flight, both modes; S_j = size of source shard j when the shard mode may delete
+// it (present and not refused above), else 0 (a shard that stays takes the same space before
+// and after); A = bytes the pack's files already occupy; M = manifest + state estimate,
+// M = 2 * (100 E + 8192 L + 65536) + (n_shards > 1 ? 128 E + 65536 : 0) bytes for E experts in
+// L MoE layers (the last term: the persisted plan)):
 //   normal mode:       needed = dense + experts.bin + M - A
 //   shard mode:        peak   = max( A + sum_j S_j,  max_k ( max(A, ready_k) + sum_{j: ready_j >= ready_k} S_j ),
-//                                   dense + experts.bin )
+//                                   dense + experts.bin )      (max_k over deletable shards)
 //                      needed = peak + M - (A + sum_j S_j)          (shards already deleted count 0)
 // i.e. roughly the pack size plus the largest shard still present at its deletion point,
 // minus the space the shards already take. Each is refused (with needed, margin and free
@@ -106,6 +119,7 @@ struct BuildTestHooks {
   std::function<int(std::string_view op, uint64_t offset)> io_error;
   std::function<uint64_t()> free_bytes;
   std::function<DioAlignment()> dio_align;
+  std::function<uint64_t(const std::string& shard_path)> source_dev;  // replaces a shard's st_dev
 };
 
 // statx(STATX_DIOALIGN) of a probe file created (and removed) in `dir`; {reported = false}
@@ -157,8 +171,9 @@ struct BuildSpace {
   uint64_t normal_needed = 0;      // bytes that must be free for a normal build (margin excluded)
   uint64_t shard_mode_needed = 0;  // the same for the shard-by-shard mode
   uint64_t shard_mode_peak = 0;    // peak of pack + remaining shards on the target's file system
-  uint64_t source_bytes_on_target_fs = 0;  // sum of S_j
-  bool shard_mode_helps = false;   // a split set with shards on the target's file system
+  uint64_t source_bytes_on_target_fs = 0;  // sum of S_j (deletable shards only)
+  bool shard_mode_helps = false;   // shard mode allowed (no refusal) and needs less than normal
+  std::string shard_mode_refused;  // why the shard mode would be refused, naming each shard; "" = allowed
 };
 BuildSpace estimate_build_space(const GgufModel& model, const std::string& out_dir);
 

@@ -9,10 +9,12 @@
 // re-derivation from the file sizes and the independently checked layout; the
 // STATX_DIOALIGN refusal through the test-only injection.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -383,6 +385,104 @@ TEST(PackShard, PreflightSpaceOfBothModes) {
   build_pack(fits);
   EXPECT_EQ(shards_present(tmp), std::vector<bool>(3, false));
   EXPECT_TRUE(verify_pack(tmp.file("p")).ok);
+}
+
+// A shard the shard mode must not delete: the build is refused before anything is written or
+// deleted, naming the shard and the reason; estimate_build_space() agrees (the shard does not
+// count as freed, the mode is not offered).
+void expect_refused(const BuildOptions& o, const std::string& shard, const std::string& reason,
+                    const std::vector<std::string>& must_exist) {
+  try {
+    build_pack(o);
+    FAIL() << "shard mode accepted " << shard << " (" << reason << ")";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(shard + ": "), std::string::npos) << msg;
+    EXPECT_NE(msg.find(reason), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--delete-source-shards"), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(fs::exists(o.out_dir)) << "a refused build wrote " << o.out_dir;
+  for (const std::string& f : must_exist) EXPECT_TRUE(fs::exists(fs::symlink_status(f))) << f << " was deleted";
+}
+
+uint64_t size_of(const std::string& p) { return fs::file_size(p); }
+
+TEST(PackShard, SymlinkHardLinkOtherFileSystemAndOllamaShardsAreRefused) {
+  setenv("TMPDIR", scratch_root().c_str(), 1);
+  {
+    SCOPED_TRACE("symbolic link");
+    test::TempDir tmp("moepack-shard");
+    const std::string src = copy_shards(tmp);
+    const std::string s2 = tmp.file(std::string("src/") + kShardNames[1]), data = tmp.file("elsewhere.gguf");
+    fs::rename(s2, data);
+    fs::create_symlink(data, s2);
+    expect_refused(options(src, tmp.file("p")), s2, "symbolic link", {src, s2, data, tmp.file(std::string("src/") + kShardNames[2])});
+    const BuildSpace sp = estimate_build_space(GgufModel::open(src), tmp.file("p"));
+    EXPECT_FALSE(sp.shard_mode_helps);
+    EXPECT_NE(sp.shard_mode_refused.find(s2), std::string::npos) << sp.shard_mode_refused;
+    EXPECT_EQ(sp.source_bytes_on_target_fs, size_of(src) + size_of(tmp.file(std::string("src/") + kShardNames[2])));
+  }
+  {
+    SCOPED_TRACE("hard link");
+    test::TempDir tmp("moepack-shard");
+    const std::string src = copy_shards(tmp);
+    const std::string s3 = tmp.file(std::string("src/") + kShardNames[2]), other = tmp.file("other-model.gguf");
+    fs::create_hard_link(s3, other);
+    expect_refused(options(src, tmp.file("p")), s3, "2 hard links", {src, s3, other});
+    const BuildSpace sp = estimate_build_space(GgufModel::open(src), tmp.file("p"));
+    EXPECT_FALSE(sp.shard_mode_helps);
+    EXPECT_NE(sp.shard_mode_refused.find(s3), std::string::npos) << sp.shard_mode_refused;
+    EXPECT_EQ(sp.source_bytes_on_target_fs,
+              size_of(src) + size_of(tmp.file(std::string("src/") + kShardNames[1])));
+    // The normal build of the same source still works and deletes nothing.
+    BuildOptions normal = options(src, tmp.file("p"));
+    normal.delete_source_shards = false;
+    build_pack(normal);
+    EXPECT_EQ(shards_present(tmp), std::vector<bool>(3, true));
+    EXPECT_EQ(fs::hard_link_count(other), 2u);
+  }
+  {
+    SCOPED_TRACE("other file system (st_dev injected)");
+    test::TempDir tmp("moepack-shard");
+    const std::string src = copy_shards(tmp);
+    const std::string s3 = tmp.file(std::string("src/") + kShardNames[2]);
+    BuildOptions o = options(src, tmp.file("p"));
+    o.hooks.source_dev = [&](const std::string& path) {
+      struct stat st {};
+      EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+      return static_cast<uint64_t>(st.st_dev) + (fs::path(path).filename() == kShardNames[2] ? 1 : 0);
+    };
+    expect_refused(o, s3, "another file system", {src, s3});
+  }
+  {
+    SCOPED_TRACE("Ollama store");
+    test::TempDir tmp("moepack-shard");
+    const std::string model = test::shared("fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf");
+    const std::string sha = test::fixture_sums().at(model);
+    const std::string root = tmp.file("models"), blob = root + "/blobs/sha256-" + sha;
+    fs::create_directories(root + "/blobs");
+    fs::create_directories(root + "/manifests/registry.ollama.ai/library/tiny");
+    fs::copy_file(model, blob);  // a plain file with one link: only the store rule applies
+    const std::string manifest =
+        R"({"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json",)"
+        R"("config":{"mediaType":"application/vnd.docker.container.image.v1+json","digest":"sha256:)" +
+        std::string(64, 'c') + R"(","size":10},"layers":[{"mediaType":"application/vnd.ollama.image.model",)" +
+        R"("digest":"sha256:)" + sha + R"(","size":)" + std::to_string(size_of(blob)) + "}]}";
+    const std::string mp = root + "/manifests/registry.ollama.ai/library/tiny/latest";
+    test::write_file(mp, std::vector<uint8_t>(manifest.begin(), manifest.end()));
+    const char* old = std::getenv("OLLAMA_MODELS");
+    const std::string old_env = old ? old : "";
+    ::setenv("OLLAMA_MODELS", root.c_str(), 1);
+    expect_refused(options("tiny", tmp.file("p")), blob, "Ollama store", {blob});
+    expect_refused(options(mp, tmp.file("p")), blob, "Ollama store", {blob});
+    expect_refused(options(blob, tmp.file("p")), blob, "Ollama store", {blob});  // the blob's own path
+    EXPECT_FALSE(estimate_build_space(GgufModel::open("tiny"), tmp.file("p")).shard_mode_refused.empty());
+    if (old) {
+      ::setenv("OLLAMA_MODELS", old_env.c_str(), 1);
+    } else {
+      ::unsetenv("OLLAMA_MODELS");
+    }
+  }
 }
 
 TEST(PackShard, DirectIoAlignmentAboveTheBlockAlignmentIsRefused) {
