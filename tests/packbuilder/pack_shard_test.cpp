@@ -342,7 +342,14 @@ TEST(PackShard, PreflightSpaceOfBothModes) {
   const BuildSpace sp = estimate_build_space(model, tmp.file("p"));
   EXPECT_EQ(sp.source_bytes_on_target_fs, size[0] + size[1] + size[2]);
   EXPECT_EQ(sp.shard_mode_peak, peak);
-  const uint64_t meta = sp.pack_bytes - (dense + L.data_end);
+  // M, the manifest + state estimate of pack_builder.h: 2 (100 E + 8192 L + 65536) + 128 E + 65536
+  // for a split set. This fixture: E = 48 experts in L = 3 MoE layers (16 each; the 48 data
+  // batches of ShardsDisappearOneByOne...), so by hand M = 2 (4800 + 24576 + 65536) + 6144 +
+  // 65536 = 261 504 bytes.
+  ASSERT_EQ(L.expert_count(), 48u);
+  ASSERT_EQ(L.layers.size(), 3u);
+  const uint64_t meta = 261504;
+  EXPECT_EQ(sp.pack_bytes, dense + L.data_end + meta);
   EXPECT_EQ(sp.normal_needed, dense + L.data_end + meta);
   EXPECT_EQ(sp.shard_mode_needed, peak + meta - (size[0] + size[1] + size[2]));
   std::printf("space: normal build needs %llu bytes, shard-by-shard mode %llu (peak %llu, shards %llu)\n",
