@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/expert_pack.h"
 #include "core/fp16.h"
+#include "core/gguf.h"
 #include "core/pack_manifest.h"
 #include "core/quants.h"
 #include "core/sha256.h"
@@ -291,10 +292,40 @@ TwinResult write_twin_pack(const TwinOptions& o) {
 
   make_dirs(dir);
   const std::string mpath = dir + "/" + kPackManifestName;
-  if (file_exists(mpath)) {
-    if (!o.overwrite)
+  if (!o.overwrite) {
+    if (file_exists(mpath))
       throw Error(dir + " already holds a finished Expert Pack; choose another output directory or pass --overwrite");
-    remove_durably(dir, kPackManifestName);  // from here on the old pack no longer opens
+    // No manifest: an interrupted `moepack build` (possibly the only copy of deleted shards) must
+    // not be truncated. Only the leftovers of an interrupted twin run (dense.gguf whose
+    // architecture is moepack-twin, no build-state.json) are rewritten without --overwrite.
+    const std::string state = dir + "/" + kTwinBuildStateName;
+    if (file_exists(state))
+      throw Error(state + " exists: " + dir +
+                  " holds an interrupted `moepack build` (resume it with the same build command); choose another "
+                  "output directory or pass --overwrite to discard it");
+    const std::string dpath = dir + "/" + kPackDenseName;
+    const std::string epath = dir + "/" + kPackExpertsName;
+    const bool has_dense = file_exists(dpath);
+    if (has_dense || file_exists(epath)) {
+      bool twin_leftover = false;
+      if (has_dense) {
+        try {
+          twin_leftover = GgufFile::open(dpath).get_string("general.architecture") == std::string(kTwinArchitecture);
+        } catch (const std::exception&) {
+          twin_leftover = false;
+        }
+      }
+      if (!twin_leftover) {
+        const std::string& named = has_dense ? dpath : epath;
+        throw Error(named + " exists and is not part of a twin: " + dir +
+                    " holds an unfinished Expert Pack without a manifest; choose another output directory or pass "
+                    "--overwrite to discard it");
+      }
+    }
+  } else {
+    // From here on the old pack no longer opens, and a build can no longer resume from it.
+    if (file_exists(mpath)) remove_durably(dir, kPackManifestName);
+    if (file_exists(dir + "/" + kTwinBuildStateName)) remove_durably(dir, kTwinBuildStateName);
   }
 
   // The twin's canonical description: the identity recorded as its "source".

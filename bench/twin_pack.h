@@ -27,7 +27,12 @@
 //
 // Crash safety: until manifest.json exists the directory is not a pack (ExpertPack::open
 // refuses it). A re-run after a crash rewrites everything (no resume: the bytes are a pure
-// function of the seed). A directory holding a finished pack is refused unless `overwrite`.
+// function of the seed). Without `overwrite` the directory is refused (Error naming the file)
+// when it holds manifest.json (a finished pack), build-state.json (an interrupted
+// `moepack build`, which in shard mode may hold the only copy of deleted shards), or
+// experts.bin / dense.gguf that are not an interrupted twin's (a twin's dense.gguf says
+// general.architecture = moepack-twin). With `overwrite`, manifest.json and build-state.json
+// are removed (durably) before anything is written.
 // Pre-flight as `moepack build`: O_DIRECT probe, then statvfs free space >= bytes to write +
 // safety margin, else an Error with both numbers.
 #pragma once
@@ -43,6 +48,8 @@
 namespace moepack::bench {
 
 inline constexpr const char* kTwinArchitecture = "moepack-twin";
+// The resume state `moepack build` keeps in an unfinished pack directory (packbuilder/pack_builder.h).
+inline constexpr const char* kTwinBuildStateName = "build-state.json";
 
 // One expert's block of `shape`: roles gate/up/down with the tensor names a GGUF of the real
 // architecture has (blk.N.ffn_{gate,up,down}_exps.weight) and ne as the pack builder records
@@ -73,7 +80,7 @@ struct TwinOptions {
   uint32_t experts = 0;        // 0 = the shape's
   uint64_t seed = 1;
   std::string out_dir;
-  bool overwrite = false;      // replace a finished pack in out_dir
+  bool overwrite = false;      // replace a finished or unfinished pack in out_dir
   bool direct_io = true;       // write experts.bin with O_DIRECT (the probe must pass)
   uint64_t safety_margin_bytes = 1ull << 30;
   uint64_t batch_bytes = 64ull << 20;  // bytes generated and written per batch (>= one stride)

@@ -2,7 +2,8 @@
 // by hand, the Zipf router's invariants, and a written twin's bytes: every block equal to an
 // independent regeneration, its SHA-256 as the manifest says, every quant block's scales in the
 // documented range and every weight finite and bounded (bounds derived by hand from the
-// formats in core/quants.h), dense.gguf metadata-only, and the refusals (space, existing pack).
+// formats in core/quants.h), dense.gguf metadata-only, and the refusals (space, existing pack, an interrupted
+// `moepack build`).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -321,6 +322,96 @@ TEST_F(TwinWrite, Refusals) {
   EXPECT_THROW(write_twin_pack(o), Error);
 }
 
+
+std::string slurp(const fs::path& p) {
+  std::string s;
+  FILE* f = std::fopen(p.c_str(), "rb");
+  if (!f) return "<missing>";
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+void spit(const fs::path& p, const std::string& bytes) {
+  FILE* f = std::fopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << p;
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  ASSERT_EQ(std::fclose(f), 0);
+}
+
+// An interrupted real build (build-state.json + experts.bin, no manifest; in shard mode the
+// only copy of the deleted shards' experts) is refused, naming the file, and left byte-identical;
+// --overwrite discards it, build-state.json included.
+TEST_F(TwinWrite, RefusesAnInterruptedBuild) {
+  const fs::path out = dir_ / "build";
+  fs::create_directories(out);
+  const std::string state = R"({"format":"moepack-build-state","experts_done":[0,1,2]})";
+  std::string experts(3 * 4096, '\0');
+  for (size_t i = 0; i < experts.size(); ++i) experts[i] = static_cast<char>(i * 131 + 7);
+  spit(out / "build-state.json", state);
+  spit(out / "experts.bin", experts);
+  TwinOptions o;
+  o.shape = "deepseek-v4-flash";
+  o.layers = 1;
+  o.experts = 6;
+  o.out_dir = out.string();
+  o.safety_margin_bytes = 0;
+  try {
+    write_twin_pack(o);
+    FAIL() << "an interrupted build was overwritten";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find((out / "build-state.json").string()), std::string::npos) << m;
+    EXPECT_NE(m.find("--overwrite"), std::string::npos) << m;
+  }
+  EXPECT_EQ(slurp(out / "build-state.json"), state);
+  EXPECT_EQ(slurp(out / "experts.bin"), experts);
+  EXPECT_FALSE(fs::exists(out / "dense.gguf"));
+  EXPECT_FALSE(fs::exists(out / "manifest.json"));
+
+  // Without build-state.json: an experts.bin alone, or a dense.gguf that is not a twin's, is
+  // still refused and kept.
+  fs::remove(out / "build-state.json");
+  try {
+    write_twin_pack(o);
+    FAIL() << "a foreign experts.bin was overwritten";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find((out / "experts.bin").string()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(out / "experts.bin"), experts);
+  const std::string not_twin = "GGUF not really a twin's dense.gguf";
+  spit(out / "dense.gguf", not_twin);
+  try {
+    write_twin_pack(o);
+    FAIL() << "a foreign dense.gguf was overwritten";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find((out / "dense.gguf").string()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(out / "dense.gguf"), not_twin);
+  EXPECT_EQ(slurp(out / "experts.bin"), experts);
+
+  // With --overwrite it works, and build-state.json is gone (a later `moepack build` must not
+  // resume from the twin's bytes).
+  spit(out / "build-state.json", state);
+  o.overwrite = true;
+  write_twin_pack(o);
+  EXPECT_FALSE(fs::exists(out / "build-state.json"));
+  EXPECT_TRUE(verify_pack(o.out_dir, {true, {}}).ok);
+
+  // An interrupted twin (cancelled: its dense.gguf says moepack-twin, no manifest) is rewritten
+  // without --overwrite.
+  std::atomic<bool> cancel{true};
+  o.cancel = &cancel;
+  EXPECT_THROW(write_twin_pack(o), Error);
+  ASSERT_FALSE(fs::exists(out / "manifest.json"));
+  ASSERT_TRUE(fs::exists(out / "dense.gguf"));
+  o.cancel = nullptr;
+  o.overwrite = false;
+  write_twin_pack(o);
+  EXPECT_TRUE(verify_pack(o.out_dir, {true, {}}).ok);
+}
 
 // Issue 11: twins of deepseek-v4-flash and kimi-k3 have the expert layout the pack builder
 // gives those architectures' real GGUFs (the tiny fixtures llama.cpp runs): the same roles in
