@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -193,10 +194,28 @@ std::optional<json> read_state_json(const std::string& dir) {
   }
 }
 
-// A missing, unreadable or foreign state file means "start from scratch", never an error.
+bool is_hex(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+// A missing, unreadable or foreign state file means "start from scratch". A state file of
+// this very plan whose build_id is not 32 hex digits is damaged: FormatError naming the file
+// and the field (its dense.gguf and experts.bin carry the old id, so it must not be ignored).
 std::optional<BuildState> load_state(const std::string& dir, const std::string& plan_id) {
   const std::optional<json> raw = read_state_json(dir);
   if (!raw) return std::nullopt;
+  try {
+    const json& j = *raw;
+    if (j.at("version") == 1 && j.at("plan_id") == plan_id) {
+      const json& id = j.at("build_id");
+      if (!id.is_string() || id.get<std::string>().size() != 32 || !is_hex(id.get<std::string>())) {
+        throw FormatError(dir + "/" + kStateName, "build_id", 0,
+                          "expected 32 hex digits, found " + id.dump(-1, ' ', false, json::error_handler_t::replace));
+      }
+    }
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
   try {
     const json& j = *raw;
     if (j.at("version") != 1 || j.at("plan_id") != plan_id) return std::nullopt;
@@ -343,9 +362,13 @@ BuildSpace space_needs(const PackLayout& L, uint64_t dense_bytes, const std::vec
   return b;
 }
 
+// `hex`: 32 hex digits (checked by load_state).
 PackBuildId parse_build_id(const std::string& hex) {
+  auto nibble = [](char c) -> uint8_t {
+    return static_cast<uint8_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  };
   PackBuildId id{};
-  for (size_t k = 0; k < 16; ++k) id[k] = static_cast<uint8_t>(std::stoul(hex.substr(2 * k, 2), nullptr, 16));
+  for (size_t k = 0; k < 16; ++k) id[k] = static_cast<uint8_t>(nibble(hex[2 * k]) << 4 | nibble(hex[2 * k + 1]));
   return id;
 }
 
@@ -478,10 +501,14 @@ void Builder::plan_from_model() {
   model_ = GgufModel::open(o_.source);
   plan_ = plan_pack(*model_);
   for (const GgufFile& f : model_->shards()) {
-    sources_.push_back(stat_source(f.path()));
+    // Absolute paths: the persisted plan and the manifest stay valid from another directory.
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(f.path(), ec).lexically_normal();
+    sources_.push_back(stat_source(ec ? f.path() : abs.string()));
     present_.push_back(true);
-    const int fd = ::open(f.path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw IoError(f.path(), "open", errno);
+    const std::string& path = sources_.back().path;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw IoError(path, "open", errno);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     source_fds_.push_back(fd);
   }

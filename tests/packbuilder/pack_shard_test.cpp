@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -490,6 +492,66 @@ TEST(PackShard, SymlinkHardLinkOtherFileSystemAndOllamaShardsAreRefused) {
       ::unsetenv("OLLAMA_MODELS");
     }
   }
+}
+
+// A state file of this plan whose build_id is not 32 hex digits ("0g..." once parsed as 0 by
+// std::stoul, silently giving the pack a new id while dense.gguf keeps the old one) is a
+// FormatError naming build-state.json and the field.
+TEST(PackShard, NonHexBuildIdInTheStateFileIsAFormatError) {
+  setenv("TMPDIR", scratch_root().c_str(), 1);
+  test::TempDir tmp("moepack-shard");
+  const std::string src = copy_shards(tmp);
+  const std::string out = tmp.file("p");
+  ASSERT_EQ(crash_at(src, out, "data", 10), kCrashStatus);
+  const std::string state = out + "/build-state.json";
+  std::string text;
+  {
+    std::ifstream in(state);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = text.find("\"build_id\":\"");
+  ASSERT_NE(at, std::string::npos) << text.substr(0, 200);
+  text.replace(at + 12, 2, "0g");
+  test::write_file(state, std::vector<uint8_t>(text.begin(), text.end()));
+  try {
+    build_pack(options(src, out));
+    FAIL() << "a build_id with a non-hex digit was accepted";
+  } catch (const FormatError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(e.file(), state);
+    EXPECT_EQ(e.field(), "build_id");
+    EXPECT_NE(msg.find("32 hex digits"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("0g"), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(loadable(out));
+}
+
+// Started with a relative source path, interrupted after shard 1 is gone, resumed from another
+// working directory with the absolute path: the persisted plan holds absolute paths.
+TEST(PackShard, ResumeFromAnotherWorkingDirectory) {
+  setenv("TMPDIR", scratch_root().c_str(), 1);
+  const Reference ref;
+  test::TempDir tmp("moepack-shard");
+  const std::string src = copy_shards(tmp);
+  const std::string out = tmp.file("p");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(tmp.path());
+  const int st = crash_at(std::string("src/") + kShardNames[0], out, "shard-deleted", 0);
+  fs::current_path("/");
+  ASSERT_EQ(st, kCrashStatus);
+  ASSERT_FALSE(fs::exists(src));
+  BuildResult r;
+  try {
+    r = build_pack(options(src, out));
+  } catch (const Error& e) {
+    fs::current_path(cwd);
+    FAIL() << e.what();
+  }
+  fs::current_path(cwd);
+  EXPECT_TRUE(r.from_persisted_plan);
+  expect_finished(out, ref);
+  const PackManifest m = ExpertPack::open(out).manifest();
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(m.sources[k].path, tmp.file(std::string("src/") + kShardNames[k]));
 }
 
 TEST(PackShard, DirectIoAlignmentAboveTheBlockAlignmentIsRefused) {
