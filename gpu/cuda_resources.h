@@ -40,6 +40,8 @@ class DeviceBuffer {
     const cudaError_t err = cudaMalloc(&ptr_, bytes);
     if (err != cudaSuccess) {
       ptr_ = nullptr;
+      // A lost context reports its sticky error here too: that is not "out of VRAM".
+      if (is_sticky_cuda_error(err)) throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
       cudaGetLastError();
       size_t free_b = 0, total_b = 0;
       cudaMemGetInfo(&free_b, &total_b);
@@ -99,6 +101,7 @@ class PinnedBuffer {
     const cudaError_t err = cudaHostAlloc(&raw_, bytes + kAlign, cudaHostAllocDefault);
     if (err != cudaSuccess) {
       raw_ = nullptr;
+      if (is_sticky_cuda_error(err)) throw_cuda_error(err, "cudaHostAlloc", __FILE__, __LINE__);
       cudaGetLastError();
       throw Error("cannot pin " + std::to_string(bytes) + " bytes of host memory for " + what + ": " +
                   cudaGetErrorString(err));

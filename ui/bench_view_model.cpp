@@ -128,6 +128,7 @@ void BenchViewModel::run() {
     setError(tr("Choose a model to benchmark."));
     return;
   }
+  runModel_ = modelPath();
   if (promptSetPath_.isEmpty()) {
     setError(tr("Choose a prompt set."));
     return;
@@ -178,9 +179,9 @@ void BenchViewModel::startThread() {
     onDone(tr("Cancelled."), true, nullptr);
     return;
   }
-  setStatus(tr("Loading %1").arg(modelPath()));
+  setStatus(tr("Loading %1").arg(runModel_));
   bench::BenchOptions o;
-  o.model_path = modelPath().toStdString();
+  o.model_path = runModel_.toStdString();
   if (settings_) o.settings = *settings_;
   else if (engine_) o.settings = engine_->engineSettings();
   o.max_tokens = maxTokens_;

@@ -153,6 +153,7 @@ class BenchViewModel : public QObject {
   QPointer<EngineController> engine_;
   std::optional<EngineSettings> settings_;
   QString modelPath_, promptSetPath_, promptSetName_, baselineUrl_;
+  QString runModel_;  // the model of the running benchmark (fixed at run(): unloading clears the chat's)
   int promptCount_ = 0;
   int maxTokens_ = 200;
   bool running_ = false;

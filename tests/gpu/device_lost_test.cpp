@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpu/cuda_check.h"
+#include "gpu/cuda_resources.h"
 #include "gpu_test_main.h"
 
 void moepack_test_launch_illegal_write();
@@ -52,8 +53,10 @@ TEST(DeviceLost, AnIllegalAddressInAKernelThrowsDeviceLostError) {
     EXPECT_NE(m.find("device_lost_test.cpp"), std::string::npos) << m;
     EXPECT_NE(m.find("restarted"), std::string::npos) << m;
   }
-  // Sticky: every later call fails the same way.
+  // Sticky: every later call fails the same way, including the VRAM allocations the backend
+  // makes through DeviceBuffer (which must not call a lost context "out of VRAM").
   EXPECT_THROW(MOEPACK_CUDA_CHECK(cudaMalloc(&p, 256)), DeviceLostError);
+  EXPECT_THROW(moepack::gpu::DeviceBuffer(4096, "after the fault"), DeviceLostError);
 }
 
 }  // namespace

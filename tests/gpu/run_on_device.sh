@@ -21,19 +21,21 @@ synth_gib="${MOEPACK_SYNTH_GIB:-4}"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
   -DMOEPACK_WERROR=OFF "-DCMAKE_CUDA_ARCHITECTURES=90;120" -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
   > "$out/cmake.log" 2>&1 || { tail -40 "$out/cmake.log"; exit 1; }
+status=0  # the script's exit status: non-zero when the build or a test failed
 if cmake --build build-gpu -j "$(nproc)" -- -k 0 > "$out/build.log" 2>&1; then
   echo "== build ok"
 else
   # Keep going: the tests and benchmarks whose targets built still run (ctest reports the rest).
   echo "== build FAILED (continuing with what built)"; grep -E "error|Error" "$out/build.log" | head -40
+  status=1
 fi
-ctest --test-dir build-gpu --output-on-failure -R "$tests" --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1
+ctest --test-dir build-gpu --output-on-failure -R "$tests" --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1 || status=1
 tail -25 "$out/ctest.log"
 grep -E "SKIPPED|not carried" "$out/ctest.log" | sort | uniq -c | head -20
 ./build-gpu/tests/gpu/bench_cuda_backend > "$out/bench-cuda.json" 2> "$out/bench-cuda.txt"
 echo "== bench_cuda_backend rc=$?"; tail -5 "$out/bench-cuda.txt"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(g["type"], "%dx%d x%d" % (g["rows"], g["cols"], g["experts_per_launch"]), "%.1f us" % g["us_per_launch"], "ratio_to_d2d %.2f" % g["ratio_to_d2d"]) for g in d["gemv"]]; [print(k, "prefill %.1f tok/s decode %.1f tok/s hit %.2f" % (v["prefill_tokens_per_s"], v["decode_tokens_per_s"], v["cache_hit_rate"])) for k, v in d["engine"].items()]' "$out/bench-cuda.json" 2>&1 | head -20
-[ "${MOEPACK_SKIP_IO_BENCH:-0}" = 1 ] && exit 0
+[ "${MOEPACK_SKIP_IO_BENCH:-0}" = 1 ] && exit "$status"
 ./build-gpu/app/moepack devices --self-test --json > "$out/devices.json" 2> "$out/devices.txt"; cat "$out/devices.txt"
 work=/tmp/moepack-device-bench
 rm -rf "$work" && mkdir -p "$work"
@@ -52,3 +54,4 @@ if [ -x build-gpu/tests/packbuilder/packbuilder_bench ]; then
   grep -E "ratio|MBps|error" "$out/pack-bench.json"
 fi
 rm -rf "$work"
+exit "$status"
