@@ -10,8 +10,13 @@
 #include <QSslConfiguration>
 #include <QStorageInfo>
 #include <QtConcurrent/QtConcurrentRun>
+#include <fcntl.h>
+#include <stdio.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <unistd.h>
 
@@ -634,9 +639,29 @@ void Downloader::verifyAndInstall() {
                        : tr("the file was not installed")));
     return;
   }
-  // Atomic install: rename(2) of the verified file, then the directory entry made durable.
-  if (std::rename(QFile::encodeName(partPath()).constData(), QFile::encodeName(finalPath()).constData()) != 0) {
-    fail(tr("cannot rename %1 to %2").arg(partPath(), finalPath()));
+  // Atomic install that never replaces a file: renameat2(RENAME_NOREPLACE) of the verified file
+  // (link(2) + unlink(2) where the file system or kernel lacks it; link also fails with EEXIST),
+  // then the directory entry made durable. The final path was free when the download was queued,
+  // but downloads survive restarts, so something may have appeared there since: that file is
+  // kept, and so is the verified .part.
+  const QByteArray from = QFile::encodeName(partPath());
+  const QByteArray to = QFile::encodeName(finalPath());
+  int rc = ::renameat2(AT_FDCWD, from.constData(), AT_FDCWD, to.constData(), RENAME_NOREPLACE);
+  int err = rc == 0 ? 0 : errno;
+  if (rc != 0 && (err == EINVAL || err == ENOSYS)) {
+    rc = ::link(from.constData(), to.constData());
+    err = rc == 0 ? 0 : errno;
+    if (rc == 0 && ::unlink(from.constData()) != 0)
+      qCWarning(lcDownload) << "installed" << finalPath() << "but cannot remove" << partPath() << ":"
+                            << std::strerror(errno);
+  }
+  if (rc != 0) {
+    if (err == EEXIST) {
+      fail(tr("cannot install %1 as %2: %2 already exists and was not replaced; the verified download is kept as %1")
+               .arg(partPath(), finalPath()));
+    } else {
+      fail(tr("cannot rename %1 to %2: %3").arg(partPath(), finalPath(), QString::fromLocal8Bit(std::strerror(err))));
+    }
     return;
   }
   try {

@@ -5,7 +5,10 @@
 //   <name>.part.json   sidecar state {url, etag, expected_size, sha256, sha256_source},
 //                      written atomically (temp, fsync, rename) whenever it changes
 //   <name>             only after verification passed: size == expected and SHA-256 ==
-//                      the user's hash or the server's published hash; atomic rename + fsync
+//                      the user's hash or the server's published hash; installed with
+//                      renameat2(RENAME_NOREPLACE) (link + unlink where unsupported) + fsync of
+//                      the folder: a file that appeared at <name> meanwhile is never replaced,
+//                      the download fails naming both paths and the verified .part is kept
 //   <name>.corrupt     a complete file whose hash did not match: kept aside, never installed
 //
 // Protocol (RFC 9110): a HEAD first gives the size, the ETag and any published hash; then the

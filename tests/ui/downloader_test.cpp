@@ -374,6 +374,29 @@ class DownloaderTest : public QObject {
     QVERIFY(logLines(QStringLiteral("/slow-20/big.bin")).last().startsWith(QStringLiteral("GET bytes=%1-").arg(kept)));
   }
 
+  // A file that appears at the final path while the download runs (the path was free when it
+  // was queued) is never replaced: the install fails naming both paths, the other file keeps its
+  // bytes and the verified .part is kept.
+  void fileAppearingAtTheFinalPathIsNotOverwritten() {
+    auto d = make();
+    QSignalSpy done(d.get(), &Downloader::finished);
+    d->start(req(QStringLiteral("/slow-20/big.bin"), QStringLiteral("big.bin")));
+    QTRY_VERIFY_WITH_TIMEOUT(d->bytesDone() > 0, 10000);
+    QVERIFY(d->bytesDone() < big_.size());
+    const QString finalPath = dest() + QStringLiteral("/big.bin");
+    const QString partPath = finalPath + QStringLiteral(".part");
+    const QByteArray theirs = "the user's own big.bin, not to be replaced\n";
+    QVERIFY(writeAll(finalPath, theirs));
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.front().front().toBool(), false);
+    QCOMPARE(d->state(), Downloader::State::Failed);
+    QVERIFY2(d->error().contains(finalPath), qPrintable(d->error()));
+    QVERIFY2(d->error().contains(partPath), qPrintable(d->error()));
+    QVERIFY2(d->error().contains(QStringLiteral("already exists")), qPrintable(d->error()));
+    QCOMPARE(readAll(finalPath), theirs);
+    QCOMPARE(readAll(partPath), big_);  // verified, complete and kept
+  }
+
   void downloadsViewModelListsProgressAndInstalls() {
     moepack::ui::DownloadsViewModel vm;
     QAbstractItemModelTester tester(vm.downloads(), QAbstractItemModelTester::FailureReportingMode::QtTest);
