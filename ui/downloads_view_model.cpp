@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/gguf_model.h"
 #include "ui/app_database.h"
 #include "ui/convert_wizard.h"
 
@@ -446,9 +447,15 @@ void DownloadsViewModel::onFinished(Downloader* d, bool ok) {
     return;
   }
   if (d->state() == Downloader::State::Cancelled) {
+    // The whole group leaves the list, its finished files included: otherwise, after a restart,
+    // the finished rows alone would look like a complete group (downloadFinished and a
+    // conversion of an incomplete split set).
     if (store_) {
       try {
-        store_->remove(r->id);
+        if (groupId != 0)
+          store_->removeGroup(groupId);
+        else
+          store_->remove(r->id);
       } catch (const std::exception& e) {
         qCWarning(lcDownload) << "download list:" << e.what();
       }
@@ -478,10 +485,30 @@ void DownloadsViewModel::groupDone(qint64 groupId) {
   const bool convert = list_.record(rows.front())->convertWhenDone;
   if (store_) {
     try {
-      for (int g : rows) store_->remove(list_.record(g)->id);
+      store_->removeGroup(groupId);
     } catch (const std::exception& e) {
       qCWarning(lcDownload) << "download list:" << e.what();
     }
+  }
+  // The group must be whole: positions 0..n-1, and a llama-gguf-split set
+  // (PREFIX-0000K-of-0000N.gguf) needs all N shards, in the group or already in the folder.
+  // A list left by an older version (a cancelled group's finished rows) is not reported.
+  QStringList missing;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (list_.record(rows[i])->position != static_cast<int>(i))
+      missing << tr("position %1 of the group").arg(i + 1);
+  std::string prefix;
+  int shardNo = 0, shardCount = 0;
+  if (missing.isEmpty() && parse_split_path(QFile::encodeName(first).toStdString(), prefix, shardNo, shardCount)) {
+    for (int k = 1; k <= shardCount; ++k) {
+      const QString shard = QFile::decodeName(QByteArray::fromStdString(split_path(prefix, k, shardCount)));
+      if (!QFileInfo::exists(shard)) missing << shard;
+    }
+  }
+  if (!missing.isEmpty()) {
+    emit errorOccurred(tr("the download of %1 is incomplete (missing: %2); it was not added to the library")
+                           .arg(first, missing.join(QStringLiteral(", "))));
+    return;
   }
   emit downloadFinished(first);
   if (convert) {

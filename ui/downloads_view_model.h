@@ -10,6 +10,10 @@
 // repository is listed first; every matching file becomes one row, the rows of one request
 // form a group downloaded one file after the other (shard order) and reported once, as the
 // path of its first file, when all are verified (so the library gets one entry for the set).
+// A group is reported only when whole: positions 0..n-1 and, for a llama-gguf-split set
+// (PREFIX-0000K-of-0000N.gguf), all N shards present (in the group or already in the folder);
+// otherwise errorOccurred names what is missing. cancel() removes the whole group from the
+// kept list, its finished files included (they stay installed on disk).
 // Sizes and SHA-256 come from the listing (hash source "hub listing").
 //
 // Space: before anything is queued, needed = the bytes still to download, plus, with "convert

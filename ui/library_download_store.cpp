@@ -103,4 +103,12 @@ void DownloadStore::remove(qint64 id) {
   if (!q.exec()) sqlFail(q);
 }
 
+void DownloadStore::removeGroup(qint64 groupId) {
+  QSqlQuery q(db_.db());
+  q.prepare(QStringLiteral("DELETE FROM downloads WHERE group_id = ? OR id = ?"));
+  q.addBindValue(groupId);
+  q.addBindValue(groupId);
+  if (!q.exec()) sqlFail(q);
+}
+
 }  // namespace moepack::ui

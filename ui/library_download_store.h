@@ -53,6 +53,9 @@ class DownloadStore {
   // Updates everything but id and added_at. Throws Error if the row does not exist.
   void update(const DownloadRecord& r);
   void remove(qint64 id);
+  // Removes every row of group `groupId` (the group's first row's id: rows whose group_id or id
+  // is it), finished ones included.
+  void removeGroup(qint64 groupId);
 
  private:
   AppDatabase& db_;

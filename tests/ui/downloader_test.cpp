@@ -150,6 +150,8 @@ class DownloaderTest : public QObject {
     QVERIFY(writeAll(root_ + QStringLiteral("/hub/owner/repo/a.bin"), a_));
     QVERIFY(writeAll(root_ + QStringLiteral("/hub/slowhub/pair/p-00001-of-00002.gguf"), a_));
     QVERIFY(writeAll(root_ + QStringLiteral("/hub/slowhub/pair/p-00002-of-00002.gguf"), a2_));
+    for (int i = 1; i <= 3; ++i)
+      QVERIFY(writeAll(root_ + QStringLiteral("/hub/slowhub/trio/t-0000%1-of-00003.gguf").arg(i), i == 2 ? a2_ : a_));
     QVERIFY(writeAll(root_ + QStringLiteral("/hub/test/ds2/README.md"), "# ds2\n"));
     QVERIFY(writeAll(root_ + QStringLiteral("/hub/test/ds2/deepseek2-tiny-Q4_K_M.gguf"), a_));
     // Listings a real hub would not send: a wrong LFS hash, a name that climbs out.
@@ -767,6 +769,82 @@ class DownloaderTest : public QObject {
     const QStringList log = logLines(QStringLiteral("/hub/slowhub/pair/resolve/main/p-00001-of-00002.gguf"));
     QVERIFY2(log.last().startsWith(QStringLiteral("GET bytes=")) && !log.last().startsWith(QStringLiteral("GET bytes=0-")),
              qPrintable(log.join('|')));
+    moepack::ui::AppDatabase db(dbPath);
+    QCOMPARE(moepack::ui::DownloadStore(db).all().size(), size_t{0});
+  }
+
+  // Cancelling a group whose first file is finished removes the whole group from the list: after
+  // a restart nothing is listed, reported or handed to the converter. A list an older version
+  // left (only the finished first shard of a 3-shard set) is not reported either.
+  void cancelledGroupIsNotReportedAfterARestart() {
+    const QString dbPath = work_.filePath(QStringLiteral("group-cancel.sqlite"));
+    const auto setUp = [&](moepack::ui::DownloadsViewModel& vm) {
+      vm.setModelsFolder(dest());
+      vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+      vm.setHubBaseUrl(url(QStringLiteral("/hub")).toString());
+      vm.setDatabasePath(dbPath);
+    };
+    const QString first = dest() + QStringLiteral("/t-00001-of-00003.gguf");
+    {
+      moepack::ui::DownloadsViewModel vm;
+      QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
+      QSignalSpy queued(&vm, &moepack::ui::DownloadsViewModel::conversionQueued);
+      setUp(vm);
+      vm.addDownload(QStringLiteral("slowhub/trio"), QStringLiteral("t-0000?-of-00003.gguf"), QString(), true);
+      QTRY_COMPARE_WITH_TIMEOUT(vm.downloads()->rowCount(), 3, 10000);
+      QTRY_COMPARE_WITH_TIMEOUT(vm.downloads()->at(0)->state(), Downloader::State::Finished, 30000);
+      QVERIFY(vm.downloads()->at(1)->state() != Downloader::State::Finished);
+      QCOMPARE(readAll(first), a_);
+      vm.cancel(1);
+      QTRY_COMPARE_WITH_TIMEOUT(vm.downloads()->at(1)->state(), Downloader::State::Cancelled, 5000);
+      QTRY_COMPARE_WITH_TIMEOUT(vm.downloads()->at(2)->state(), Downloader::State::Cancelled, 5000);
+      QVERIFY(installed.isEmpty());
+      QVERIFY(queued.isEmpty());
+    }
+    {
+      moepack::ui::AppDatabase db(dbPath);
+      QCOMPARE(moepack::ui::DownloadStore(db).all().size(), size_t{0});
+    }
+    {
+      moepack::ui::DownloadsViewModel vm;
+      QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
+      QSignalSpy queued(&vm, &moepack::ui::DownloadsViewModel::conversionQueued);
+      setUp(vm);
+      QCOMPARE(vm.downloads()->rowCount(), 0);
+      QTest::qWait(300);
+      QVERIFY(installed.isEmpty());
+      QVERIFY(queued.isEmpty());
+    }
+    // The list an older version left behind: the group's finished first row only.
+    {
+      moepack::ui::AppDatabase db(dbPath);
+      moepack::ui::DownloadStore store(db);
+      moepack::ui::DownloadRecord r;
+      r.url = url(QStringLiteral("/hub/slowhub/trio/resolve/main/t-00001-of-00003.gguf")).toString();
+      r.hubRepo = QStringLiteral("slowhub/trio");
+      r.hubFile = QStringLiteral("t-00001-of-00003.gguf");
+      r.destDir = dest();
+      r.fileName = QStringLiteral("t-00001-of-00003.gguf");
+      r.expectedSize = a_.size();
+      r.state = QStringLiteral("finished");
+      r.convertWhenDone = true;
+      r.id = store.insert(r);
+      r.groupId = r.id;
+      store.update(r);
+    }
+    moepack::ui::DownloadsViewModel vm;
+    QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
+    QSignalSpy queued(&vm, &moepack::ui::DownloadsViewModel::conversionQueued);
+    QSignalSpy errors(&vm, &moepack::ui::DownloadsViewModel::errorOccurred);
+    setUp(vm);
+    QTest::qWait(300);
+    QVERIFY(installed.isEmpty());
+    QVERIFY(queued.isEmpty());
+    QString why;
+    for (const auto& e : errors)
+      if (e.front().toString().contains(QStringLiteral("incomplete"))) why = e.front().toString();
+    QVERIFY2(why.contains(dest() + QStringLiteral("/t-00002-of-00003.gguf")), qPrintable(why));
+    QVERIFY2(why.contains(dest() + QStringLiteral("/t-00003-of-00003.gguf")), qPrintable(why));
     moepack::ui::AppDatabase db(dbPath);
     QCOMPARE(moepack::ui::DownloadStore(db).all().size(), size_t{0});
   }
