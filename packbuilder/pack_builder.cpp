@@ -501,9 +501,10 @@ void Builder::plan_from_model() {
   model_ = GgufModel::open(o_.source);
   plan_ = plan_pack(*model_);
   for (const GgufFile& f : model_->shards()) {
-    // Absolute paths: the persisted plan and the manifest stay valid from another directory.
+    // Absolute paths (a relative one prefixed with the working directory, an absolute one kept
+    // as given): the persisted plan and the manifest stay valid from another directory.
     std::error_code ec;
-    const std::filesystem::path abs = std::filesystem::absolute(f.path(), ec).lexically_normal();
+    const std::filesystem::path abs = std::filesystem::absolute(f.path(), ec);
     sources_.push_back(stat_source(ec ? f.path() : abs.string()));
     present_.push_back(true);
     const std::string& path = sources_.back().path;
