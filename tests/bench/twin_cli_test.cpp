@@ -279,6 +279,20 @@ TEST_F(TwinCli, BadInputs) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("--experts 8 is outside 16..896"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(g_dir / "bad" / "manifest.json"));
+  // An interrupted `moepack build` in -o DIR: refused naming build-state.json, nothing touched.
+  const fs::path build = g_dir / "interrupted-build";
+  fs::create_directories(build);
+  const std::string state = R"({"format":"moepack-build-state"})", experts(8192, 'x');
+  {
+    std::ofstream(build / "build-state.json", std::ios::binary) << state;
+    std::ofstream(build / "experts.bin", std::ios::binary) << experts;
+  }
+  r = run({"twin", "--shape", "deepseek-v4-flash", "--experts", "6", "--layers", "1", "-o", build.string()});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find((build / "build-state.json").string()), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(build / "build-state.json"), state);
+  EXPECT_EQ(slurp(build / "experts.bin"), experts);
+  EXPECT_FALSE(fs::exists(build / "dense.gguf"));
 }
 
 }  // namespace
