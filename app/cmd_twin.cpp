@@ -48,7 +48,7 @@ std::function<int()> add_twin(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--seed", opt->seed, "Seed of the random contents (default 1)");
   sub->add_option("-o,--output", opt->out, "Pack directory to create")->required();
-  sub->add_flag("--overwrite", opt->overwrite, "Replace a finished pack in DIR");
+  sub->add_flag("--overwrite", opt->overwrite, "Replace a finished pack, or discard an unfinished build, in DIR");
   sub->add_option("--safety-margin-gib", opt->margin_gib, "Free space to leave on the target, GiB (default 1)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--progress", opt->progress,
