@@ -120,7 +120,9 @@ TEST(PackCrash, EveryPhaseBoundaryAndDataPointResumesOrLeavesNothingLoadable) {
     // Same command again: resumes (or sees the finished pack) and completes.
     const BuildResult r = build_pack(options(out));
     EXPECT_EQ(r.already_complete, after_rename);
-    if (!after_rename) EXPECT_EQ(r.resumed_experts, durable) << "the resume did not reuse the durable prefix";
+    if (!after_rename) {
+      EXPECT_EQ(r.resumed_experts, durable) << "the resume did not reuse the durable prefix";
+    }
     const VerifyResult v = verify_pack(out, full);
     ASSERT_TRUE(v.ok) << v.message;
     EXPECT_EQ(ExpertPack::open(out).manifest().expert_sha256, ref);
