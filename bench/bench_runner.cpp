@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "bench/machine_info.h"
+#include "core/build_stamp.h"
 #include "bench/report_csv.h"
 #include "bench/report_html.h"
 #include "bench/report_json.h"
@@ -24,15 +25,6 @@ namespace moepack::bench {
 namespace {
 
 using nlohmann::json;
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string fmt(const char* f, double v) {
   char buf[64];

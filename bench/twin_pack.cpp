@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/aligned_buffer.h"
+#include "core/build_stamp.h"
 #include "core/durable_io.h"
 #include "core/error.h"
 #include "core/expert_pack.h"
@@ -104,22 +105,6 @@ void fix_scales(GgmlType type, uint8_t* p, uint64_t bytes, Xoshiro& rng) {
   }
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
-
-std::string gib(uint64_t b) {
-  char s[64];
-  std::snprintf(s, sizeof s, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(b),
-                static_cast<double>(b) / (1ull << 30));
-  return s;
-}
-
 // GGUF v3 (core/gguf.h) with metadata only: magic, version, n_tensors = 0, n_kv, then the
 // key/value records; padded with zeros to the default alignment of 32.
 class GgufMetaWriter {
@@ -170,16 +155,6 @@ class GgufMetaWriter {
   std::vector<uint8_t> bytes_;
   uint64_t n_ = 0;
 };
-
-PackBuildId random_build_id() {
-  std::random_device rd;
-  PackBuildId id{};
-  for (size_t k = 0; k < 16; k += 4) {
-    const uint32_t v = rd();
-    for (size_t b = 0; b < 4; ++b) id[k + b] = static_cast<uint8_t>(v >> (8 * b));
-  }
-  return id;
-}
 
 class Reporter {
  public:
@@ -377,8 +352,8 @@ TwinResult write_twin_pack(const TwinOptions& o) {
   const uint64_t needed = total > have ? total - have : 0;
   const std::optional<uint64_t> avail = o.free_bytes_hook ? o.free_bytes_hook() : free_bytes(dir);
   if (avail && *avail < needed + o.safety_margin_bytes) {
-    throw Error(dir + ": not enough free space: the twin needs " + gib(needed) + " more (of " + gib(total) +
-                ") plus the safety margin of " + gib(o.safety_margin_bytes) + ", but only " + gib(*avail) +
+    throw Error(dir + ": not enough free space: the twin needs " + bytes_gib(needed) + " more (of " + bytes_gib(total) +
+                ") plus the safety margin of " + bytes_gib(o.safety_margin_bytes) + ", but only " + bytes_gib(*avail) +
                 " are free on this file system; use --layers / --experts to shrink it");
   }
 
@@ -400,7 +375,7 @@ TwinResult write_twin_pack(const TwinOptions& o) {
     ~Closer() { ::close(fd); }
   } closer{fd};
   if (::fallocate(fd, 0, 0, static_cast<off_t>(L.data_end)) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
-    throw IoError(epath, "fallocate of " + gib(L.data_end), errno);
+    throw IoError(epath, "fallocate of " + bytes_gib(L.data_end), errno);
   Sha256 whole;
   {
     const std::vector<uint8_t> header = encode_pack_header(L, build_id);

@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "core/build_stamp.h"
 #include "core/expert_pack.h"
 #include "core/gguf_model.h"
 #include "core/pack_manifest.h"
@@ -38,22 +39,6 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kStateName = "build-state.json";
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
-
-std::string gib(uint64_t b) {
-  char s[64];
-  std::snprintf(s, sizeof s, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(b),
-                static_cast<double>(b) / (1ull << 30));
-  return s;
-}
 
 struct SourceId {
   std::string path;
@@ -372,16 +357,6 @@ PackBuildId parse_build_id(const std::string& hex) {
   return id;
 }
 
-PackBuildId random_build_id() {
-  std::random_device rd;
-  PackBuildId id{};
-  for (size_t k = 0; k < 16; k += 4) {
-    const uint32_t v = rd();
-    for (size_t b = 0; b < 4; ++b) id[k + b] = static_cast<uint8_t>(v >> (8 * b));
-  }
-  return id;
-}
-
 // A batch: consecutive experts [e0, e1) of one layer, contiguous in experts.bin.
 struct Batch {
   uint64_t seq = 0;
@@ -685,21 +660,21 @@ void Builder::preflight() {
   } else if (shard_mode_) {
     if (*avail < sp.shard_mode_needed + o_.safety_margin_bytes) {
       throw Error(dir_ + ": not enough free space even for the shard-by-shard mode: it needs " +
-                  gib(sp.shard_mode_needed) + " more (peak of pack + source shards still present: " +
-                  gib(sp.shard_mode_peak) + ", of which the shards on this file system already take " +
-                  gib(sp.source_bytes_on_target_fs) + ") plus the safety margin of " +
-                  gib(o_.safety_margin_bytes) + ", but only " + gib(*avail) + " are free on this file system");
+                  bytes_gib(sp.shard_mode_needed) + " more (peak of pack + source shards still present: " +
+                  bytes_gib(sp.shard_mode_peak) + ", of which the shards on this file system already take " +
+                  bytes_gib(sp.source_bytes_on_target_fs) + ") plus the safety margin of " +
+                  bytes_gib(o_.safety_margin_bytes) + ", but only " + bytes_gib(*avail) + " are free on this file system");
     }
   } else if (*avail < sp.normal_needed + o_.safety_margin_bytes) {
     std::string alt;
     if (sp.shard_mode_helps) {
       alt = "; the shard-by-shard mode (--delete-source-shards, deletes each source shard once its bytes are in "
             "the pack and verified) would need " +
-            gib(sp.shard_mode_needed) + " plus the margin";
+            bytes_gib(sp.shard_mode_needed) + " plus the margin";
     }
-    throw Error(dir_ + ": not enough free space: the pack needs " + gib(sp.normal_needed) + " more (of " +
-                gib(sp.pack_bytes) + ") plus the safety margin of " + gib(o_.safety_margin_bytes) + ", but only " +
-                gib(*avail) + " are free on this file system" + alt);
+    throw Error(dir_ + ": not enough free space: the pack needs " + bytes_gib(sp.normal_needed) + " more (of " +
+                bytes_gib(sp.pack_bytes) + ") plus the safety margin of " + bytes_gib(o_.safety_margin_bytes) + ", but only " +
+                bytes_gib(*avail) + " are free on this file system" + alt);
   }
   rep_.update(0, true);
 }
@@ -1021,7 +996,7 @@ void Builder::write_experts() {
     if (::ftruncate(fd, 0) != 0) throw IoError(p, "ftruncate", errno);
     if (!shard_mode_ && ::fallocate(fd, 0, 0, static_cast<off_t>(L.data_end)) != 0 && errno != EOPNOTSUPP &&
         errno != ENOSYS) {
-      throw IoError(p, "fallocate of " + gib(L.data_end), errno);
+      throw IoError(p, "fallocate of " + bytes_gib(L.data_end), errno);
     }
     const std::vector<uint8_t> header = encode_pack_header(L, build_id_);
     AlignedBuffer hb(header.size());
