@@ -32,6 +32,8 @@ class DeviceWeights {
  public:
   using Handle = size_t;
   explicit DeviceWeights(TensorStore& tensors) : tensors_(tensors) {}
+  // The store the weights are read from (shapes of tensors not registered here).
+  TensorStore& tensors() const { return tensors_; }
 
   // As TensorStore::matrix / stacked (stacked: ne2 matrices of ne1 rows as one view).
   Handle add_matrix(const std::string& name, int64_t ne0, int64_t ne1);

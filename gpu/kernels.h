@@ -63,6 +63,9 @@ void rms_norm(const float* x, int64_t x_stride, const float* w, int64_t n, float
               int64_t n_rows, cudaStream_t s);
 // out[i] = silu(gate[i]) * up[i], i < n. out may alias gate.
 void swiglu(const float* gate, const float* up, int64_t n, float* out, cudaStream_t s);
+// out[i] = silu(min(gate[i], L)) * clamp(up[i], -L, L), i < n (DeepSeek-V4's SwiGLU clamps;
+// core/cpu_moe.h swiglu_clamped); plain swiglu() when limit <= 1e-6. out may alias gate.
+void swiglu_clamped(const float* gate, const float* up, int64_t n, float limit, float* out, cudaStream_t s);
 // x[i] += y[i], i < n.
 void add_inplace(float* x, const float* y, int64_t n, cudaStream_t s);
 // out[t][e] = sum_{k < K} weight[t * K + k] * y[pair_of[t * K + k]][e] for t < n_tok, e < E

@@ -45,6 +45,15 @@ __global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, flo
   }
 }
 
+__global__ void swiglu_clamped_kernel(const float* gate, const float* up, int64_t n, float limit, float* out) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const float g = fminf(gate[i], limit);
+    const float u = fminf(fmaxf(up[i], -limit), limit);
+    out[i] = (g / (1.0f + expf(-g))) * u;
+  }
+}
+
 __global__ void add_kernel(float* x, const float* y, int64_t n) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) x[i] += y[i];
@@ -74,6 +83,13 @@ void rms_norm(const float* x, int64_t x_stride, const float* w, int64_t n, float
 void swiglu(const float* gate, const float* up, int64_t n, float* out, cudaStream_t s) {
   if (n <= 0) return;
   swiglu_kernel<<<blocks_for(n), kThreads, 0, s>>>(gate, up, n, out);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+void swiglu_clamped(const float* gate, const float* up, int64_t n, float limit, float* out, cudaStream_t s) {
+  if (!(limit > 1e-6f)) return swiglu(gate, up, n, out, s);
+  if (n <= 0) return;
+  swiglu_clamped_kernel<<<blocks_for(n), kThreads, 0, s>>>(gate, up, n, limit, out);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 

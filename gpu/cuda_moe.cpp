@@ -1,0 +1,272 @@
+// See cuda_moe.h. Mirrors core/cpu_moe.cpp's run_routed_experts step by step: group the
+// (token, selection) pairs by expert, fetch each distinct expert once, evaluate gate / up /
+// SwiGLU / down for all its tokens, then add the K weighted outputs per token in k order.
+#include "gpu/cuda_moe.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "core/expert_pack.h"
+#include "core/model_source.h"
+#include "core/tensor_store.h"
+#include "gpu/cuda_check.h"
+#include "gpu/kernels.h"
+#include "gpu/vram_expert_pool.h"
+
+namespace moepack::gpu {
+
+namespace {
+size_t fbytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
+}  // namespace
+
+CudaRoutedExperts::CudaRoutedExperts(const ModelSource& model, DeviceWeights& weights,
+                                     std::function<bool(uint32_t)> is_moe, int64_t n_ff_exp)
+    : model_(model), cfg_(model.config()), weights_(weights), n_ff_(n_ff_exp) {
+  blocks_.resize(cfg_.n_layer);
+  uint32_t first_moe = cfg_.n_layer;
+  for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+    blocks_[il].moe = cfg_.n_expert > 0 && is_moe(il);
+    if (blocks_[il].moe) first_moe = std::min(first_moe, il);
+  }
+  if (first_moe == cfg_.n_layer) return;
+  const std::string gate_name = "blk." + std::to_string(first_moe) + ".ffn_gate_exps.weight";
+  if (n_ff_ <= 0) {
+    if (model_.is_pack()) {
+      for (const auto& r : model_.pack()->layout().layers.at(0).roles) {
+        if (r.role == "gate") n_ff_ = static_cast<int64_t>(r.ne[1]);
+      }
+    } else {
+      n_ff_ = static_cast<int64_t>(weights_.tensors().shape(gate_name)[1]);
+    }
+  }
+  if (n_ff_ <= 0) throw FormatError(model_.path(), gate_name, 0, "cannot determine the expert width");
+  if (model_.is_pack()) return;
+  const int64_t E = cfg_.n_embd, NE = cfg_.n_expert;
+  for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+    if (!blocks_[il].moe) continue;
+    const std::string p = "blk." + std::to_string(il) + ".";
+    Block& b = blocks_[il];
+    b.hg = weights_.add_stacked(p + "ffn_gate_exps.weight", E, n_ff_, NE);
+    b.hu = weights_.add_stacked(p + "ffn_up_exps.weight", E, n_ff_, NE);
+    b.hd = weights_.add_stacked(p + "ffn_down_exps.weight", n_ff_, E, NE);
+  }
+}
+
+CudaRoutedExperts::~CudaRoutedExperts() = default;
+
+void CudaRoutedExperts::bind(const EngineSettings& s) {
+  const int64_t E = cfg_.n_embd;
+  if (!model_.is_pack()) {
+    for (Block& b : blocks_) {
+      if (!b.moe) continue;
+      b.gate = weights_.matrix(b.hg);
+      b.up = weights_.matrix(b.hu);
+      b.down = weights_.matrix(b.hd);
+      b.rg = {b.gate.type, E, n_ff_, b.gate.row_bytes, 0};
+      b.ru = {b.up.type, E, n_ff_, b.up.row_bytes, 0};
+      b.rd = {b.down.type, n_ff_, E, b.down.row_bytes, 0};
+    }
+  } else {
+    const ExpertPack& pack = *model_.pack();
+    const auto& layout = pack.layout();
+    const std::string file = pack.manifest_path();
+    for (uint32_t l = 0; l < layout.layers.size(); ++l) {
+      const PackLayer& pl = layout.layers[l];
+      const std::string field = "layers[" + std::to_string(l) + "]";
+      if (pl.block >= cfg_.n_layer || !blocks_[pl.block].moe || pl.n_experts != cfg_.n_expert) {
+        throw FormatError(file, field, 0,
+                          "blk." + std::to_string(pl.block) + " with " + std::to_string(pl.n_experts) +
+                              " experts does not match the model");
+      }
+      Block& b = blocks_[pl.block];
+      b.pack_layer = l;
+      int found = 0;
+      for (const PackRole& r : pl.roles) {
+        const auto want = [&](int64_t ne0, int64_t ne1, Role& dst) {
+          if (r.ne[0] != static_cast<uint64_t>(ne0) || r.ne[1] != static_cast<uint64_t>(ne1) || r.ne[2] != 1) {
+            throw FormatError(file, field + ".roles." + r.role, 0, "unexpected shape");
+          }
+          const auto rb = ggml_row_bytes(r.type, static_cast<uint64_t>(ne0));
+          if (!rb) throw FormatError(file, field + ".roles." + r.role, 0, "bad row size");
+          dst = {r.type, ne0, ne1, *rb, r.offset};
+          ++found;
+        };
+        if (r.role == "gate") {
+          want(E, n_ff_, b.rg);
+        } else if (r.role == "up") {
+          want(E, n_ff_, b.ru);
+        } else if (r.role == "down") {
+          want(n_ff_, E, b.rd);
+        } else {
+          throw FormatError(file, field + ".roles", 0, "role '" + r.role + "' is not supported by the engine (gate, up, down)");
+        }
+      }
+      if (found != 3) throw FormatError(file, field + ".roles", 0, "needs gate, up and down");
+    }
+    for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+      if (blocks_[il].moe && blocks_[il].rg.ne0 == 0) {
+        throw FormatError(file, "layers", 0, "blk." + std::to_string(il) + " has no experts in the pack");
+      }
+    }
+    VramPoolSettings ps;
+    ps.cache_bytes = s.cache_bytes ? s.cache_bytes : s.cache_vram_mib << 20;
+    ps.reserve_bytes = s.cache_vram_reserve_mib << 20;
+    ps.stage_slots = s.stage_slots;
+    ps.reader.direct_io = s.direct_io;
+    ps.reader.read_splits = s.read_splits;
+    ps.reader.queue_depth = s.queue_depth;
+    ps.policy = s.cache_policy;
+    ps.verify_pack_sha256 = s.verify_pack_sha256;
+    pool_ = std::make_unique<VramExpertPool>(pack, ps, cfg_.n_expert_used);
+  }
+  for (const Block& b : blocks_) {
+    if (!b.moe) continue;
+    for (const Role* r : {&b.rg, &b.ru, &b.rd}) {
+      if (!gpu_type_supported(r->type)) {
+        throw Error("the CUDA backend has no kernel for routed expert type " + std::string(ggml_type_name(r->type)));
+      }
+    }
+  }
+}
+
+void CudaRoutedExperts::reserve(int64_t n_tokens) {
+  if (n_ff_ <= 0) return;
+  const int64_t pairs = n_tokens * cfg_.n_expert_used;
+  eg_.ensure(fbytes(pairs * n_ff_), "expert activations");
+  eu_.ensure(fbytes(pairs * n_ff_), "expert activations");
+  ey_.ensure(fbytes(pairs * cfg_.n_embd), "expert outputs");
+}
+
+void CudaRoutedExperts::end_step() {
+  if (pool_) pool_->end_step();
+}
+
+void CudaRoutedExperts::add_stats(BackendStats& s) const {
+  if (!pool_) return;
+  const VramPoolCounters c = pool_->counters();
+  s.cache_hits = c.cache.cache_hits;
+  s.cache_misses = c.cache.cache_misses;
+  s.cache_evictions = c.cache.cache_evictions;
+  s.pack_read_bytes = c.pack_read_bytes;
+  s.h2d_bytes = c.h2d_bytes;
+  s.fallback_count = c.fallback_count;
+  s.io_errors = c.io_errors;
+  s.cache_slots = pool_->slot_count();
+  s.cache_slot_bytes = pool_->slot_bytes();
+}
+
+std::vector<CudaRoutedExperts::Ptrs> CudaRoutedExperts::experts_of(uint32_t il, const std::vector<uint32_t>& ids,
+                                                                   size_t first, size_t m, cudaStream_t st,
+                                                                   double* io_wait) {
+  const Block& b = blocks_[il];
+  std::vector<Ptrs> out;
+  out.reserve(m);
+  if (pool_) {
+    const auto blocks = pool_->acquire(b.pack_layer, std::span<const uint32_t>(ids.data() + first, m), st, io_wait);
+    for (const uint8_t* p : blocks) out.push_back({p + b.rg.offset, p + b.ru.offset, p + b.rd.offset});
+    return out;
+  }
+  const uint64_t ff = static_cast<uint64_t>(n_ff_), E = static_cast<uint64_t>(cfg_.n_embd);
+  for (size_t i = first; i < first + m; ++i) {
+    const uint64_t e = ids[i];
+    out.push_back({b.gate.data + e * ff * b.rg.row_bytes, b.up.data + e * ff * b.ru.row_bytes,
+                   b.down.data + e * E * b.rd.row_bytes});
+  }
+  return out;
+}
+
+void CudaRoutedExperts::gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off,
+                                  int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
+                                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t st) {
+  GemvBatch g;
+  g.type = r.type;
+  g.ne0 = r.ne0;
+  g.ne1 = r.ne1;
+  g.row_bytes = r.row_bytes;
+  g.w_table = table;
+  g.grp_off = grp_off;
+  g.x_row = x_row;
+  g.x = x;
+  g.x_stride = x_stride;
+  g.y = y;
+  g.y_stride = y_stride;
+  g.n_groups = n_groups;
+  g.max_pairs = max_pairs;
+  gemv(g, st);
+}
+
+uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const int32_t* ids, const float* w,
+                                float limit, float* out, UploadArena& arena, cudaStream_t st, double* io_wait) {
+  if (il >= blocks_.size() || !blocks_[il].moe) {
+    throw Error("internal: blk." + std::to_string(il) + " has no routed experts");
+  }
+  const Block& b = blocks_[il];
+  const int64_t E = cfg_.n_embd, K = cfg_.n_expert_used, FF = n_ff_;
+  if (eg_.size() < fbytes(n * K * FF) || ey_.size() < fbytes(n * K * E)) {
+    throw Error("internal: CudaRoutedExperts::reserve(" + std::to_string(n) + ") was not called");
+  }
+  std::map<uint32_t, std::vector<int64_t>> by_expert;  // expert -> selections t * K + k
+  for (int64_t sel = 0; sel < n * K; ++sel) {
+    if (ids[sel] < 0 || static_cast<uint32_t>(ids[sel]) >= cfg_.n_expert) {
+      throw Error("blk." + std::to_string(il) + ": routed expert id " + std::to_string(ids[sel]) + " out of range");
+    }
+    by_expert[static_cast<uint32_t>(ids[sel])].push_back(sel);
+  }
+  // Pairs sorted by expert: pair j = (token tok_of[j], selection sel).
+  std::vector<uint32_t> unique;
+  std::vector<int32_t> tok_of, pair_of(static_cast<size_t>(n * K)), first_pair;
+  for (const auto& [e, sels] : by_expert) {
+    unique.push_back(e);
+    first_pair.push_back(static_cast<int32_t>(tok_of.size()));
+    for (const int64_t sel : sels) {
+      pair_of[static_cast<size_t>(sel)] = static_cast<int32_t>(tok_of.size());
+      tok_of.push_back(static_cast<int32_t>(sel / K));
+    }
+  }
+  first_pair.push_back(static_cast<int32_t>(tok_of.size()));
+  const int32_t* d_tok_of = arena.put(tok_of.data(), tok_of.size(), st);
+
+  const size_t batch =
+      pool_ ? std::max<size_t>(1, std::min<size_t>(pool_->slot_count(), unique.size())) : unique.size();
+  uint64_t computed = 0;
+  for (size_t first = 0; first < unique.size(); first += batch) {
+    const size_t m = std::min(batch, unique.size() - first);
+    const std::vector<Ptrs> ptrs = experts_of(il, unique, first, m, st, io_wait);
+    std::vector<const uint8_t*> table(3 * m);
+    std::vector<int32_t> grp_off(m + 1);
+    int32_t max_pairs = 0;
+    for (size_t i = 0; i < m; ++i) {
+      table[i] = ptrs[i].gate;
+      table[m + i] = ptrs[i].up;
+      table[2 * m + i] = ptrs[i].down;
+      grp_off[i] = first_pair[first + i];
+      max_pairs = std::max(max_pairs, first_pair[first + i + 1] - first_pair[first + i]);
+    }
+    grp_off[m] = first_pair[first + m];
+    const uint8_t* const* d_table = arena.put(table.data(), table.size(), st);
+    const int32_t* d_off = arena.put(grp_off.data(), grp_off.size(), st);
+    const int32_t gm = static_cast<int32_t>(m);
+    float* eg = eg_.as<float>();
+    float* eu = eu_.as<float>();
+    gemv_role(b.rg, d_table, d_off, gm, max_pairs, d_tok_of, x, E, eg, FF, st);
+    gemv_role(b.ru, d_table + m, d_off, gm, max_pairs, d_tok_of, x, E, eu, FF, st);
+    const int64_t p0 = grp_off[0], p1 = grp_off[m];
+    swiglu_clamped(eg + p0 * FF, eu + p0 * FF, (p1 - p0) * FF, limit, eg + p0 * FF, st);
+    gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st);
+    if (pool_) pool_->release(st);
+    computed += static_cast<uint64_t>(p1 - p0);
+  }
+  const int32_t* d_pair_of = arena.put(pair_of.data(), pair_of.size(), st);
+  const float* d_wts = arena.put(w, static_cast<size_t>(n * K), st);
+  combine_experts(ey_.as<float>(), d_pair_of, d_wts, static_cast<int32_t>(n), static_cast<int32_t>(K), E, out, st);
+  // Exact routing: every (token, expert) the router picked was computed, top-k unchanged.
+  if (computed != static_cast<uint64_t>(n * K)) {
+    throw Error("internal: blk." + std::to_string(il) + " computed " + std::to_string(computed) + " expert FFNs for " +
+                std::to_string(n * K) + " selections");
+  }
+  return computed;
+}
+
+}  // namespace moepack::gpu

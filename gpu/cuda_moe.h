@@ -1,0 +1,110 @@
+// CudaRoutedExperts: the routed experts of a MoE model on the GPU, shared by the CUDA backends
+// (cuda_backend.cpp for deepseek2 / qwen3moe / llama, and the backends of the architectures
+// with their own block forward). The router has already chosen (on the host, with core's exact
+// route_token or a hash table); this class only executes, as core/cpu_moe.h does on the CPU:
+//
+//   out[t] = Σ_{k<K} w[t*K + k] · down_e( swiglu_clamped(gate_e x[t], up_e x[t], limit) ),
+//            e = ids[t*K + k], summed in k order (combine_experts).
+//
+// The selected experts of a block run in one launch per projection (gate, up, down) over a
+// device table of expert pointers, (token, expert) pairs sorted by expert.
+//
+// Where the experts live:
+//   - GGUF path: every MoE block's stacked ffn_{gate,up,down}_exps tensors in VRAM, registered
+//     with the backend's DeviceWeights before its upload (load fails with the numbers if they
+//     do not fit: build an Expert Pack);
+//   - pack path: the VRAM slot pool of gpu/vram_expert_pool.h (cache_bytes / cache_vram_mib,
+//     cache_vram_reserve_mib, stage_slots), batches of at most slot_count() experts.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/engine_settings.h"
+#include "gpu/cuda_resources.h"
+#include "gpu/device_weights.h"
+#include "gpu/upload_arena.h"
+
+namespace moepack {
+class ModelSource;
+}
+
+namespace moepack::gpu {
+
+class VramExpertPool;
+
+class CudaRoutedExperts {
+ public:
+  // Before weights.upload(). `is_moe(il)` says which blocks have routed experts. n_ff_exp: the
+  // expert width (0: read from the first MoE block's ffn_gate_exps, or the pack's layout).
+  // GGUF path: registers the stacked expert tensors of every MoE block with `weights`.
+  // Throws FormatError (missing / mis-shaped tensor, width unknown).
+  CudaRoutedExperts(const ModelSource& model, DeviceWeights& weights, std::function<bool(uint32_t)> is_moe,
+                    int64_t n_ff_exp = 0);
+  ~CudaRoutedExperts();
+  CudaRoutedExperts(const CudaRoutedExperts&) = delete;
+  CudaRoutedExperts& operator=(const CudaRoutedExperts&) = delete;
+
+  // After weights.upload(): device pointers (GGUF) or the VRAM slot pool (pack path: checks
+  // the pack's layers against the model; throws FormatError naming manifest field, Error for a
+  // budget below top-k slots or an expert type without a kernel).
+  void bind(const EngineSettings& s);
+
+  int64_t n_ff() const { return n_ff_; }
+
+  // Sizes the activation buffers for n tokens. Call before the first kernel of a forward():
+  // growing a buffer later would free memory queued kernels still use.
+  void reserve(int64_t n_tokens);
+
+  // out [n][E] (overwritten) = the formula above for blk.`block`. x [n][E] device; ids, w:
+  // host arrays [n][K] (K = n_expert_used). limit: SwiGLU clamp (<= 1e-6: none). Returns the
+  // expert FFNs evaluated (== n*K; Error otherwise). Adds host time spent waiting for expert
+  // reads to *io_wait_ms. Throws IoError / FormatError / Error from the pool.
+  uint64_t run(uint32_t block, const float* x, int64_t n, const int32_t* ids, const float* w, float limit, float* out,
+               UploadArena& arena, cudaStream_t st, double* io_wait_ms);
+
+  // Ends a step (one forward()) for the cache's hit counting; call also when a forward() fails.
+  void end_step();
+  // Cache / reader counters into s (pack path; leaves the others alone).
+  void add_stats(BackendStats& s) const;
+
+ private:
+  struct Role {
+    GgmlType type = GgmlType::F32;
+    int64_t ne0 = 0, ne1 = 0;
+    uint64_t row_bytes = 0;
+    uint64_t offset = 0;  // pack path: offset inside the expert's block
+  };
+  struct Block {
+    DeviceWeights::Handle hg = 0, hu = 0, hd = 0;
+    DevMatrix gate, up, down;  // GGUF path: stacked experts
+    Role rg, ru, rd;
+    uint32_t pack_layer = 0;
+    bool moe = false;
+  };
+  struct Ptrs {
+    const uint8_t* gate;
+    const uint8_t* up;
+    const uint8_t* down;
+  };
+  std::vector<Ptrs> experts_of(uint32_t il, const std::vector<uint32_t>& ids, size_t first, size_t m,
+                               cudaStream_t st, double* io_wait);
+  void gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
+                 int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride, float* y,
+                 int64_t y_stride, cudaStream_t st);
+
+  const ModelSource& model_;
+  const ModelConfig& cfg_;
+  DeviceWeights& weights_;
+  std::vector<Block> blocks_;
+  int64_t n_ff_ = 0;
+  std::unique_ptr<VramExpertPool> pool_;
+  DeviceBuffer eg_, eu_, ey_;
+};
+
+}  // namespace moepack::gpu

@@ -1,0 +1,58 @@
+// UploadArena: small host -> device tables of one forward() (token ids, expert pointer
+// tables, pair lists), bump-allocated in a pinned host buffer and copied on the given stream to
+// the same offset of a device buffer. Call reset() at the start of each forward(), after the
+// previous one ended with a stream sync. Growing moves on to a larger pair of buffers; the old
+// ones stay alive until the next reset(), because tables handed out earlier in this forward()
+// are still read by queued kernels. Throws Error (out of pinned memory / VRAM, with the numbers).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_resources.h"
+
+namespace moepack::gpu {
+
+class UploadArena {
+ public:
+  void reset() {
+    used_ = 0;
+    retired_host_.clear();
+    retired_dev_.clear();
+  }
+  // Copies count values to the device (asynchronously, on s) and returns their device address,
+  // 256-byte aligned. `data` may be reused by the caller as soon as put() returns.
+  template <typename T>
+  const T* put(const T* data, size_t count, cudaStream_t s) {
+    const size_t bytes = count * sizeof(T);
+    const size_t at = (used_ + 255) / 256 * 256;
+    if (at + bytes > host_.size()) {
+      const size_t cap = std::max<size_t>(2 * host_.size(), std::max<size_t>(bytes + 256, 1 << 20));
+      if (host_.size()) {
+        retired_host_.push_back(std::move(host_));
+        retired_dev_.push_back(std::move(dev_));
+      }
+      host_ = PinnedBuffer(cap, "the upload arena");
+      dev_ = DeviceBuffer(cap, "the upload arena");
+      used_ = 0;
+      return put(data, count, s);
+    }
+    if (bytes) std::memcpy(host_.bytes_ptr() + at, data, bytes);
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dev_.bytes_ptr() + at, host_.bytes_ptr() + at, bytes, cudaMemcpyHostToDevice, s));
+    used_ = at + bytes;
+    return reinterpret_cast<const T*>(dev_.bytes_ptr() + at);
+  }
+
+ private:
+  PinnedBuffer host_;
+  DeviceBuffer dev_;
+  std::vector<PinnedBuffer> retired_host_;
+  std::vector<DeviceBuffer> retired_dev_;
+  size_t used_ = 0;
+};
+
+}  // namespace moepack::gpu
