@@ -34,6 +34,7 @@
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/dequant.cuh"
+#include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
 
 namespace moepack::gpu {
@@ -248,7 +249,7 @@ __device__ __forceinline__ int x_slot(int cl, int i) { return cl * 8 + (i ^ (cl 
 // D2D bandwidth, the same time per launch for every type), so the warps of a block advance tile
 // by tile together (__syncthreads). The arithmetic and its order are unchanged.
 template <GgmlType T, int P, int R>
-__global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks : 1) gemv_kernel(GemvBatch b) {
+__global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks : 1) gemv_kernel(GemvBatch b, bool skip_single) {
   static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
   using Tl = Tile<T>;
   constexpr int kXSlots = P == 1 ? Tl::kChunks * 8 : 1;
@@ -268,6 +269,7 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
   if (b.grp_off) {
     j0 = b.grp_off[g];
     j1 = b.grp_off[g + 1];
+    if (skip_single && j1 - j0 == 1) return;  // computed by the tensor-core path (gemv_mma.h)
   }
   j0 += static_cast<int>(blockIdx.z) * P;
   if (j0 >= j1) return;  // the same for the whole block
@@ -416,14 +418,27 @@ struct GemvLaunch {
   template <GgmlType T>
   void operator()() const {
     const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
+    // Groups of exactly one pair take the tensor-core path where it covers the type; the rule
+    // depends on the group alone, so any batching of groups gives the same sums (gemv_mma.h).
+    const bool mma = detail::gemv_mma_supported(T, b.ne0);
     if (pairs == 1) {
+      if (mma) {
+        detail::gemv_mma(b, s);
+        return;
+      }
       constexpr int R = Tile<T>::kDecodeRows;
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * R - 1) / (kWarps * R));
-      gemv_kernel<T, 1, R><<<dim3(rows, static_cast<unsigned>(b.n_groups), 1), kWarps * 32, 0, s>>>(b);
+      gemv_kernel<T, 1, R><<<dim3(rows, static_cast<unsigned>(b.n_groups), 1), kWarps * 32, 0, s>>>(b, false);
     } else {
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps - 1) / kWarps);
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
-      gemv_kernel<T, kPrefillPairs, 1><<<dim3(rows, static_cast<unsigned>(b.n_groups), tiles), kWarps * 32, 0, s>>>(b);
+      const bool split = mma && b.grp_off != nullptr;
+      gemv_kernel<T, kPrefillPairs, 1>
+          <<<dim3(rows, static_cast<unsigned>(b.n_groups), tiles), kWarps * 32, 0, s>>>(b, split);
+      if (split) {
+        MOEPACK_CUDA_CHECK(cudaGetLastError());
+        detail::gemv_mma(b, s);
+      }
     }
   }
 };

@@ -206,8 +206,103 @@ TEST_P(TypeParity, GemvGroupedExperts) {
   }
 }
 
+// How groups are batched into launches never changes a pair's sum (the pack path and the GGUF
+// path batch experts differently and must agree bit for bit): groups of 1, 3, 1 and 2 pairs in
+// one launch (max_pairs 3: single-pair groups go to the tensor-core path where it covers the
+// type, the others to the prefill kernel) against each group in a launch of its own (a
+// single-pair group alone is a decode launch). Bitwise, and each against the CPU's vec_dot.
+TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
+  const GgmlType type = GetParam();
+  std::mt19937 rng(11);
+  const int64_t ne0 = 512, ne1 = 35, n_tok = 5;
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  std::vector<std::vector<uint8_t>> mats;
+  std::vector<DeviceBuffer> d_mats;
+  std::vector<const uint8_t*> table;
+  for (int e = 0; e < 4; ++e) {
+    mats.push_back(random_rows(type, ne0, ne1, rng));
+    d_mats.push_back(to_device(mats.back()));
+    table.push_back(d_mats.back().bytes_ptr());
+  }
+  const std::vector<int32_t> grp_off = {0, 1, 4, 5, 7};
+  const std::vector<int32_t> x_row = {3, 0, 2, 4, 1, 1, 3};
+  const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng);
+  auto d_x = to_device(x);
+  auto d_table = to_device(table);
+  auto d_rows = to_device(x_row);
+  const auto run = [&](int first, int n_groups, int max_pairs) {
+    std::vector<int32_t> off;
+    for (int g = first; g <= first + n_groups; ++g) off.push_back(grp_off[g] - grp_off[first]);
+    auto d_off = to_device(off);
+    const int pairs = off.back();
+    DeviceBuffer d_y(static_cast<size_t>(pairs * ne1) * sizeof(float), "y");
+    GemvBatch b;
+    b.type = type;
+    b.ne0 = ne0;
+    b.ne1 = ne1;
+    b.row_bytes = rb;
+    b.w_table = d_table.as<const uint8_t* const>() + first;
+    b.grp_off = d_off.as<int32_t>();
+    b.x_row = d_rows.as<int32_t>() + grp_off[first];
+    b.x = d_x.as<float>();
+    b.x_stride = ne0;
+    b.y = d_y.as<float>();
+    b.y_stride = ne1;
+    b.n_groups = n_groups;
+    b.max_pairs = max_pairs;
+    gemv(b, nullptr);
+    return to_host(d_y, static_cast<size_t>(pairs * ne1));
+  };
+  const auto all = run(0, 4, 3);
+  for (int g = 0; g < 4; ++g) {
+    const auto alone = run(g, 1, grp_off[g + 1] - grp_off[g]);
+    for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        const float a = all[j * ne1 + r], o = alone[(j - grp_off[g]) * ne1 + r];
+        EXPECT_EQ(0, std::memcmp(&a, &o, sizeof a)) << "group " << g << " pair " << j << " row " << r << ": " << a
+                                                     << " in one launch, " << o << " alone";
+        expect_close_dot(a, mats[g].data() + rb * r, type, x.data() + x_row[j] * ne0, ne0, "batched");
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<GgmlType>& p) { return std::string(ggml_type_name(p.param)); });
+
+// The tensor-core decode path (gpu/gemv_mma.h) at a row length whose activation fragments
+// need more than 48 KiB of shared memory, with activations far outside f16's range in both
+// directions (it scales x by a power of two before splitting it into two f16 halves) and an
+// odd number of rows (partial 16-row warp tiles).
+TEST(GpuOps, GemvQ4KDecodeLongRowsAndExtremeActivations) {
+  std::mt19937 rng(5);
+  const GgmlType type = GgmlType::Q4_K;
+  const int64_t ne0 = 14336, ne1 = 37;
+  const auto data = random_rows(type, ne0, ne1, rng);
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  auto d_w = to_device(data);
+  for (const float scale : {1.0f, 3.0e5f, 2.0e-7f}) {
+    SCOPED_TRACE("activations scaled by " + std::to_string(scale));
+    auto x = random_floats(static_cast<size_t>(ne0), rng, scale);
+    x[17] = 40.0f * scale;  // an outlier channel
+    auto d_x = to_device(x);
+    DeviceBuffer d_y(static_cast<size_t>(ne1) * sizeof(float), "y");
+    GemvBatch b;
+    b.type = type;
+    b.ne0 = ne0;
+    b.ne1 = ne1;
+    b.row_bytes = rb;
+    b.w = d_w.bytes_ptr();
+    b.x = d_x.as<float>();
+    b.x_stride = ne0;
+    b.y = d_y.as<float>();
+    b.y_stride = ne1;
+    b.n_tok = 1;
+    gemv(b, nullptr);
+    const auto y = to_host(d_y, static_cast<size_t>(ne1));
+    for (int64_t r = 0; r < ne1; ++r) expect_close_dot(y[r], data.data() + rb * r, type, x.data(), ne0, "long row");
+  }
+}
 
 void expect_rel(const std::vector<float>& got, const std::vector<float>& want, float rel, const char* what) {
   ASSERT_EQ(got.size(), want.size());

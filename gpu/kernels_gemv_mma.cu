@@ -1,0 +1,263 @@
+// The tensor-core decode GEMV of gpu/gemv_mma.h (formula, precision and the rule that keeps
+// the pack path bit-identical to the GGUF path are there).
+//
+// Layout. A block of kMmaWarps warps stages its pair's x once in shared memory as ready-made
+// mma B fragments (per 4 elements e0..e3: f16x2 {hi(e0), hi(e2)}, {hi(e1), hi(e3)}, then the
+// same for lo) plus F32 sums X of every 16 elements. A warp owns 16 rows; lane L = 4 g + t
+// (g = L / 4, t = L % 4) owns rows g and g + 8 of the warp and, in each Q4_K super-block,
+// qs granules (16 bytes) t and 4 + t: 16 elements of two sub-blocks per granule (low nibbles:
+// sub-block 2 s, high nibbles: 2 s + 1, s = granule / 2).
+//
+// One mma (m16n8k16, A row-major 16 x 16, B col-major 16 x 8, PTX ISA "Matrix fragments for
+// mma.m16n8k16"): lane L supplies A rows g, g + 8 at k = 2t, 2t+1, 2t+8, 2t+9 and receives
+// D rows g, g + 8 at columns 2t, 2t+1. Column 2t of B holds x_hi and column 2t + 1 x_lo at
+// lane t's own k rows and zeros elsewhere (supplied by lanes 9t and 9t + 4, the only lanes
+// whose B column c satisfies c / 2 == t; every other lane passes zeros). Hence
+// D[g][2t] + D[g][2t+1] = lane L's own sum_k q_k x_k for row g over its 4 k values: every
+// lane gets back exactly its own partial dot products, and the per-sub-block scales are
+// applied lane-locally. Four mmas cover a granule's 16 elements of one sub-block for 16 rows.
+//
+// Nibbles become f16 exactly: (w & 0x000F000F) | 0x6400_6400 is f16x2 {1024 + q0, 1024 + q2},
+// minus 1024 in one HSUB2.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+#include "gpu/dequant.cuh"
+#include "gpu/gemv_mma.h"
+
+namespace moepack::gpu::detail {
+namespace {
+
+constexpr int kMmaWarps = 4;            // 16 rows each
+constexpr int64_t kMaxNe0 = 40960;      // 174 KiB of shared memory
+constexpr int kXScaleExp = 14;          // max |x| * 2^s in [2^14, 2^15)
+
+__device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
+__device__ __forceinline__ __half2 bits_h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
+
+// Nibbles in bits 0-3 and 16-19 of v (other bits zero) -> f16x2 {q0, q1} exactly.
+__device__ __forceinline__ uint32_t nibbles_f16x2(uint32_t v) {
+  return h2_bits(__hsub2(bits_h2(v | 0x64006400u), bits_h2(0x64006400u)));
+}
+
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 16 bytes at p: one 16-byte load when aligned, else four 4-byte loads (rows are 4-aligned).
+__device__ __forceinline__ uint4 load16(const uint8_t* p, bool aligned) {
+  if (aligned) return __ldcs(reinterpret_cast<const uint4*>(p));
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(p);
+  return make_uint4(__ldcs(q), __ldcs(q + 1), __ldcs(q + 2), __ldcs(q + 3));
+}
+
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// Q4_K sub-block scale and min (ggml get_scale_min_k4) of sub-block j = 4 * HI + jj from the
+// super-block's header words h (h.y = scales[0..3], h.z = scales[4..7], h.w = scales[8..11]).
+template <bool HI>
+__device__ __forceinline__ void q4k_scale_min(const uint4& h, int jj, float d, float dmin, float& d1, float& m1) {
+  const unsigned sh = 8u * static_cast<unsigned>(jj);
+  const uint32_t a = (h.y >> sh) & 0xFFu, b = (h.z >> sh) & 0xFFu;
+  int sc, m;
+  if constexpr (!HI) {
+    sc = static_cast<int>(a & 63u);
+    m = static_cast<int>(b & 63u);
+  } else {
+    const uint32_t c = (h.w >> sh) & 0xFFu;
+    sc = static_cast<int>((c & 0x0Fu) | ((a >> 6) << 4));
+    m = static_cast<int>((c >> 4) | ((b >> 6) << 4));
+  }
+  d1 = d * static_cast<float>(sc);
+  m1 = dmin * static_cast<float>(m);
+}
+
+__global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch b) {
+  extern __shared__ uint4 smem[];
+  const int64_t ne0 = b.ne0;
+  uint4* xf = smem;                                          // ne0 / 4 fragments
+  float* xsum = reinterpret_cast<float*>(smem + ne0 / 4);    // ne0 / 16 sums
+  __shared__ float red[kMmaWarps * 32];
+  __shared__ float x_scale, x_unscale;
+
+  const int grp = static_cast<int>(blockIdx.y);
+  int j = 0;
+  if (b.grp_off) {
+    j = b.grp_off[grp];
+    if (b.grp_off[grp + 1] - j != 1) return;  // the same for the whole block
+  }
+  const int64_t xi = b.x_row ? b.x_row[j] : j;
+  const float* x = b.x + grp * b.x_gstride + xi * b.x_stride;
+  const int tid = static_cast<int>(threadIdx.x);
+
+  // max |x| -> the power-of-two scale.
+  float mx = 0.0f;
+  for (int64_t k = tid; k < ne0; k += kMmaWarps * 32) mx = fmaxf(mx, fabsf(__ldg(x + k)));
+  red[tid] = mx;
+  __syncthreads();
+  if (tid == 0) {
+    float m = 0.0f;
+    for (int i = 0; i < kMmaWarps * 32; ++i) m = fmaxf(m, red[i]);
+    int e = 0;
+    if (m > 0.0f && isfinite(m)) {
+      frexpf(m, &e);  // m in [2^(e-1), 2^e)
+      e = min(max(kXScaleExp + 1 - e, -100), 100);
+    }
+    x_scale = ldexpf(1.0f, e);
+    x_unscale = ldexpf(1.0f, -e);
+  }
+  __syncthreads();
+  const float sc = x_scale;
+  for (int64_t k = tid; k < ne0 / 4; k += kMmaWarps * 32) {
+    float v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = __ldg(x + 4 * k + i) * sc;  // exact: a power of two
+    __half hi[4], lo[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      hi[i] = __float2half_rn(v[i]);
+      lo[i] = __float2half_rn(v[i] - __half2float(hi[i]));
+    }
+    xf[k] = make_uint4(h2_bits(__halves2half2(hi[0], hi[2])), h2_bits(__halves2half2(hi[1], hi[3])),
+                       h2_bits(__halves2half2(lo[0], lo[2])), h2_bits(__halves2half2(lo[1], lo[3])));
+  }
+  for (int64_t k = tid; k < ne0 / 16; k += kMmaWarps * 32) {
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) s += __ldg(x + 16 * k + i);
+    xsum[k] = s;
+  }
+  __syncthreads();
+
+  const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
+  const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * kMmaWarps + warp) * 16;
+  if (rbase >= b.ne1) return;
+  const int64_t ra = rbase + g, rb = rbase + g + 8;
+  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
+  const uint8_t* rowa = wg + static_cast<uint64_t>(min(ra, b.ne1 - 1)) * b.row_bytes;
+  const uint8_t* rowb = wg + static_cast<uint64_t>(min(rb, b.ne1 - 1)) * b.row_bytes;
+  const bool aligned = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & 15) == 0;
+  // B lanes: lane 9t supplies x_hi, lane 9t + 4 x_lo, at lane t's k rows.
+  const int bc = lane >> 2;
+  const bool b_lane = (bc >> 1) == t;
+  const int b_half = bc & 1;  // 0: hi words (.x, .y), 1: lo words (.z, .w)
+  const float unscale = x_unscale;
+
+  const int64_t nsb = ne0 / 256;
+  float acca = 0.0f, accb = 0.0f;
+  // Super-block sb's header and this lane's two granules, for both rows.
+  uint4 ha, hb, ga[2], gb[2];
+  const auto fetch = [&](int64_t sb) {
+    const uint8_t* pa = rowa + sb * 144;
+    const uint8_t* pb = rowb + sb * 144;
+    ha = load16(pa, aligned);
+    hb = load16(pb, aligned);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      ga[r] = load16(pa + 16 + 16 * (4 * r + t), aligned);
+      gb[r] = load16(pb + 16 + 16 * (4 * r + t), aligned);
+    }
+  };
+  fetch(0);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint4 cha = ha, chb = hb;
+    const uint4 cga[2] = {ga[0], ga[1]}, cgb[2] = {gb[0], gb[1]};
+    if (sb + 1 < nsb) fetch(sb + 1);  // in flight while this super-block is computed
+    const float da = __half2float(__ushort_as_half(static_cast<unsigned short>(cha.x & 0xFFFFu)));
+    const float dmina = __half2float(__ushort_as_half(static_cast<unsigned short>(cha.x >> 16)));
+    const float db = __half2float(__ushort_as_half(static_cast<unsigned short>(chb.x & 0xFFFFu)));
+    const float dminb = __half2float(__ushort_as_half(static_cast<unsigned short>(chb.x >> 16)));
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int s = 2 * r + (t >> 1), h = t & 1;
+      const int jj = 2 * (t >> 1);  // sub-blocks 2s, 2s + 1 are 4r + jj, 4r + jj + 1
+      float d1a[2], m1a[2], d1b[2], m1b[2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        if (r == 0) {
+          q4k_scale_min<false>(cha, jj + u, da, dmina, d1a[u], m1a[u]);
+          q4k_scale_min<false>(chb, jj + u, db, dminb, d1b[u], m1b[u]);
+        } else {
+          q4k_scale_min<true>(cha, jj + u, da, dmina, d1a[u], m1a[u]);
+          q4k_scale_min<true>(chb, jj + u, db, dminb, d1b[u], m1b[u]);
+        }
+      }
+      // First element of this lane's 16 in sub-block 2s (low nibbles); 2s + 1 is 32 further.
+      const int64_t e0 = sb * 256 + (2 * s) * 32 + h * 16;
+      float dl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t wa = word_of(cga[r], i), wb = word_of(cgb[r], i);
+        uint32_t bl0 = 0, bl1 = 0, bh0 = 0, bh1 = 0;
+        if (b_lane) {
+          const uint2* fl = reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4) + b_half;
+          const uint2* fh = reinterpret_cast<const uint2*>(xf + (e0 + 32 + 4 * i) / 4) + b_half;
+          const uint2 vl = *fl, vh = *fh;
+          bl0 = vl.x;
+          bl1 = vl.y;
+          bh0 = vh.x;
+          bh1 = vh.y;
+        }
+        // k rows 2t, 2t+1 <- bytes 0, 2; k rows 2t+8, 2t+9 <- bytes 1, 3 (as the B fragments).
+        const uint32_t al[4] = {nibbles_f16x2(wa & 0x000F000Fu), nibbles_f16x2(wb & 0x000F000Fu),
+                                nibbles_f16x2((wa >> 8) & 0x000F000Fu), nibbles_f16x2((wb >> 8) & 0x000F000Fu)};
+        mma_16816(dl, al, bl0, bl1);
+        const uint32_t ah[4] = {nibbles_f16x2((wa >> 4) & 0x000F000Fu), nibbles_f16x2((wb >> 4) & 0x000F000Fu),
+                                nibbles_f16x2((wa >> 12) & 0x000F000Fu), nibbles_f16x2((wb >> 12) & 0x000F000Fu)};
+        mma_16816(dh, ah, bh0, bh1);
+      }
+      const float xs_l = xsum[e0 / 16], xs_h = xsum[(e0 + 32) / 16];
+      acca += d1a[0] * ((dl[0] + dl[1]) * unscale) - m1a[0] * xs_l;
+      acca += d1a[1] * ((dh[0] + dh[1]) * unscale) - m1a[1] * xs_h;
+      accb += d1b[0] * ((dl[2] + dl[3]) * unscale) - m1b[0] * xs_l;
+      accb += d1b[1] * ((dh[2] + dh[3]) * unscale) - m1b[1] * xs_h;
+    }
+  }
+  acca += __shfl_xor_sync(0xffffffffu, acca, 1);
+  acca += __shfl_xor_sync(0xffffffffu, acca, 2);
+  accb += __shfl_xor_sync(0xffffffffu, accb, 1);
+  accb += __shfl_xor_sync(0xffffffffu, accb, 2);
+  if (t == 0) {
+    float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
+    if (ra < b.ne1) y[ra] = acca;
+    if (rb < b.ne1) y[rb] = accb;
+  }
+}
+
+size_t smem_bytes(int64_t ne0) { return static_cast<size_t>(ne0 / 4) * 16 + static_cast<size_t>(ne0 / 16) * 4; }
+
+}  // namespace
+
+bool gemv_mma_supported(GgmlType type, int64_t ne0) {
+  return type == GgmlType::Q4_K && ne0 > 0 && ne0 % 256 == 0 && ne0 <= kMaxNe0;
+}
+
+void gemv_mma(const GemvBatch& b, cudaStream_t s) {
+  if (!gemv_mma_supported(b.type, b.ne0)) throw Error("gemv_mma: unsupported type or row length");
+  if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
+  const size_t smem = smem_bytes(b.ne0);
+  if (smem > 48 * 1024) {
+    // Once per process (the attribute belongs to the kernel); a failure throws on every call.
+    static const bool raised = [] {
+      MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemv_mma_q4k_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(smem_bytes(kMaxNe0))));
+      return true;
+    }();
+    (void)raised;
+  }
+  const unsigned row_blocks = static_cast<unsigned>((b.ne1 + 16 * kMmaWarps - 1) / (16 * kMmaWarps));
+  gemv_mma_q4k_kernel<<<dim3(row_blocks, static_cast<unsigned>(b.n_groups), 1), kMmaWarps * 32, smem, s>>>(b);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace moepack::gpu::detail
