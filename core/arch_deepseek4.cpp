@@ -31,6 +31,7 @@
 
 #include "core/cpu_arch_backends.h"
 #include "core/cpu_moe.h"
+#include "core/deepseek4_ops.h"
 #include "core/error.h"
 #include "core/expert_provider.h"
 #include "core/model_source.h"
@@ -353,23 +354,7 @@ class Deepseek4Backend final : public Backend {
   }
 
   std::vector<int32_t> read_tid2eid(const std::string& name) {
-    const GgufModel& g = tensors_.model();
-    const GgufTensorRef* r = g.find_tensor(name);
-    const std::string& file = model_->metadata().path();
-    if (!r) throw FormatError(file, name, 0, "tensor is missing (hash-routed blocks need it)");
-    const auto& ne = r->info->ne;
-    if (r->info->type != GgmlType::I32 || ne[0] != cfg_.n_expert_used || ne[1] != cfg_.n_vocab || ne[2] != 1) {
-      throw FormatError(g.shards()[r->shard].path(), name, r->info->info_offset,
-                        "expected I32 [" + std::to_string(cfg_.n_expert_used) + ", " + std::to_string(cfg_.n_vocab) + "]");
-    }
-    std::vector<int32_t> out(static_cast<size_t>(ne[0] * ne[1]));
-    g.shards()[r->shard].read_tensor_data(*r->info, 0, out.data(), out.size() * sizeof(int32_t));
-    for (int32_t e : out) {
-      if (e < 0 || e >= static_cast<int32_t>(cfg_.n_expert)) {
-        throw FormatError(g.shards()[r->shard].path(), name, r->info->info_offset, "expert id " + std::to_string(e) + " out of range");
-      }
-    }
-    return out;
+    return ds4::read_tid2eid(tensors_.model(), cfg_, name, model_->metadata().path());
   }
 
   // §4.2: h = Σ_s pre[s]·S[s]; post [n][HC]; M [n][dst][src] (Sinkhorn-normalised).
@@ -380,46 +365,10 @@ class Deepseek4Backend final : public Backend {
     for (int64_t t = 0; t < n; ++t) rms_norm(S + t * HC * E, nullptr, HC * E, cfg_.rms_eps, f.data() + t * HC * E);
     matmul(pool_, w.fn, f.data(), HC * E, n, mix.data(), NHC);
     for (int64_t t = 0; t < n; ++t) {
-      const float* m = mix.data() + t * NHC;
       float pre[8];
-      for (int64_t s = 0; s < HC; ++s) {
-        pre[s] = sigmoid(m[s] * w.scale[0] + w.base[s]) + eps;
-        post[t * HC + s] = 2.0f * sigmoid(m[HC + s] * w.scale[1] + w.base[HC + s]);
-      }
-      float* Mt = M + t * HC * HC;  // Mt[dst * HC + src]
-      for (int64_t src = 0; src < HC; ++src) {
-        float l[8], mx = -INFINITY;
-        for (int64_t dst = 0; dst < HC; ++dst) {
-          const int64_t i = 2 * HC + HC * src + dst;
-          l[dst] = m[i] * w.scale[2] + w.base[i];
-          mx = std::max(mx, l[dst]);
-        }
-        float sum = 0.0f;
-        for (int64_t dst = 0; dst < HC; ++dst) sum += (l[dst] = std::exp(l[dst] - mx));
-        for (int64_t dst = 0; dst < HC; ++dst) Mt[dst * HC + src] = l[dst] / sum + eps;
-      }
-      const auto norm_rows = [&] {
-        for (int64_t dst = 0; dst < HC; ++dst) {
-          float sum = 0.0f;
-          for (int64_t src = 0; src < HC; ++src) sum += Mt[dst * HC + src];
-          for (int64_t src = 0; src < HC; ++src) Mt[dst * HC + src] /= sum + eps;
-        }
-      };
-      norm_rows();
-      for (uint32_t it = 1; it < cfg_.hc_sinkhorn_iters; ++it) {
-        for (int64_t src = 0; src < HC; ++src) {
-          float sum = 0.0f;
-          for (int64_t dst = 0; dst < HC; ++dst) sum += Mt[dst * HC + src];
-          for (int64_t dst = 0; dst < HC; ++dst) Mt[dst * HC + src] /= sum + eps;
-        }
-        norm_rows();
-      }
-      const float* st = S + t * HC * E;
-      float* ht = h + t * E;
-      std::fill(ht, ht + E, 0.0f);
-      for (int64_t s = 0; s < HC; ++s) {
-        for (int64_t c = 0; c < E; ++c) ht[c] += pre[s] * st[s * E + c];
-      }
+      ds4::hc_weights(mix.data() + t * NHC, w.base.data(), w.scale.data(), HC, cfg_.hc_sinkhorn_iters, eps, pre,
+                      post + t * HC, M + t * HC * HC);
+      ds4::hc_collapse(S + t * HC * E, pre, HC, E, h + t * E);
     }
   }
 
@@ -427,20 +376,7 @@ class Deepseek4Backend final : public Backend {
   void hc_post(float* S, const float* y, int64_t n, const float* post, const float* M) {
     const int64_t E = cfg_.n_embd, HC = cfg_.hc_count;
     std::vector<float> nxt(static_cast<size_t>(HC * E));
-    for (int64_t t = 0; t < n; ++t) {
-      float* st = S + t * HC * E;
-      const float* Mt = M + t * HC * HC;
-      for (int64_t dst = 0; dst < HC; ++dst) {
-        float* o = nxt.data() + dst * E;
-        const float pd = post[t * HC + dst];
-        for (int64_t c = 0; c < E; ++c) o[c] = pd * y[t * E + c];
-        for (int64_t src = 0; src < HC; ++src) {
-          const float w = Mt[dst * HC + src];
-          for (int64_t c = 0; c < E; ++c) o[c] += w * st[src * E + c];
-        }
-      }
-      std::copy(nxt.begin(), nxt.end(), st);
-    }
+    for (int64_t t = 0; t < n; ++t) ds4::hc_expand(S + t * HC * E, y + t * E, post + t * HC, M + t * HC * HC, HC, E, nxt.data());
   }
 
   // §4.6: a_p, g_p (+ape) of the n positions into the history, then every row these positions
@@ -461,27 +397,10 @@ class Deepseek4Backend final : public Backend {
       }
     }
     std::vector<float> cs(static_cast<size_t>(R)), kappa(static_cast<size_t>(d));
-    std::vector<std::pair<const float*, const float*>> entries;  // (a, g) pointers at channel 0
     for (int64_t p = pos0; p < pos0 + n; ++p) {
       if ((p + 1) % m != 0) continue;
       const int64_t b = (p + 1) / m - 1, s = b * m;
-      entries.clear();
-      if (C.c == 2 && s >= m) {
-        for (int64_t j = s - m; j < s; ++j) entries.push_back({a + (j % ring) * cd, g + (j % ring) * cd});  // first halves
-      }
-      const int64_t off = C.c == 2 ? d : 0;  // current block: second halves when overlapping
-      for (int64_t j = s; j < s + m; ++j) entries.push_back({a + (j % ring) * cd + off, g + (j % ring) * cd + off});
-      for (int64_t ch = 0; ch < d; ++ch) {
-        float mx = -INFINITY;
-        for (const auto& e : entries) mx = std::max(mx, e.second[ch]);
-        float sum = 0.0f, acc = 0.0f;
-        for (const auto& e : entries) {
-          const float w = std::exp(e.second[ch] - mx);
-          sum += w;
-          acc += w * e.first[ch];
-        }
-        kappa[ch] = acc / sum;
-      }
+      ds4::compress_pool(a, g, ring, d, C.c, m, s, kappa.data());
       float* row = rows + b * d;
       rms_norm(kappa.data(), C.norm.data(), d, cfg_.rms_eps, row);
       rope_table(rope_comp_, s, cs.data());
@@ -544,9 +463,7 @@ class Deepseek4Backend final : public Backend {
           score.assign(static_cast<size_t>(nvis), 0.0f);
           for (int64_t r = 0; r < nvis; ++r) {
             const float* row = st.irow.data() + r * DI;
-            float acc = 0.0f;
-            for (int64_t hh = 0; hh < HI; ++hh) acc += w[t * HI + hh] * wscale * std::max(0.0f, dot_f32(qt + hh * DI, row, DI));
-            score[r] = acc;
+            score[r] = ds4::indexer_score(qt, w.data() + t * HI, row, HI, DI, wscale);
           }
           std::partial_sort(sel[t].begin(), sel[t].begin() + KI, sel[t].end(),
                             [&](int32_t p1, int32_t p2) { return score[p1] > score[p2] || (score[p1] == score[p2] && p1 < p2); });
@@ -568,16 +485,8 @@ class Deepseek4Backend final : public Backend {
         for (int32_t r : sel[t]) keys.push_back(st.crow.data() + r * D);
         const float* qh = q.data() + (t * H + hh) * D;
         sc.resize(keys.size());
-        float mx = L.sinks[hh];
-        for (size_t j = 0; j < keys.size(); ++j) mx = std::max(mx, sc[j] = dot_f32(qh, keys[j], D) * kq_scale);
-        float sum = std::exp(L.sinks[hh] - mx);
-        for (float& v : sc) sum += (v = std::exp(v - mx));
         float* oh = o.data() + (t * H + hh) * D;
-        std::fill(oh, oh + D, 0.0f);
-        for (size_t j = 0; j < keys.size(); ++j) {
-          const float pj = sc[j] / sum;
-          for (int64_t c = 0; c < D; ++c) oh[c] += pj * keys[j][c];
-        }
+        ds4::attend_sink(qh, keys.data(), static_cast<int64_t>(keys.size()), L.sinks[hh], D, kq_scale, sc.data(), oh);
         rope_table(rope, p, csd.data());
         for (int64_t c = 1; c < R; c += 2) csd[c] = -csd[c];  // rotation by -θ
         rope_apply(rope, csd.data(), oh + N, 1, D);
@@ -604,18 +513,7 @@ class Deepseek4Backend final : public Backend {
       int32_t* id = ids.data() + t * K;
       float* w = wts.data() + t * K;
       if (!L.tid2eid.empty()) {
-        const int32_t* row = L.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K);
-        float sum = 0.0f;
-        for (int64_t j = 0; j < K; ++j) {
-          id[j] = row[j];
-          sum += (w[j] = std::sqrt(softplus(rl[t * X + row[j]])));
-        }
-        if (cfg_.expert_weights_norm) {
-          for (int64_t j = 0; j < K; ++j) w[j] /= std::max(sum, 6.103515625e-5f);
-        }
-        if (cfg_.expert_weights_scale != 1.0f) {
-          for (int64_t j = 0; j < K; ++j) w[j] *= cfg_.expert_weights_scale;
-        }
+        ds4::hash_route(cfg_, rl.data() + t * X, L.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K), id, w);
       } else {
         route_token(cfg_, rl.data() + t * X, L.bias.data(), id, w, scratch.data());
       }
