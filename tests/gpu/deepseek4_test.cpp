@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -387,17 +388,23 @@ TEST_P(Ds4Fixture, MatchesCpuBackendAndReference) {
     cpu->truncate(0);
     gpu->truncate(0);
     cpu->forward(tokens, lc);
+    const auto t0 = std::chrono::steady_clock::now();
     gpu->forward(tokens, lg);
+    const double prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     size_t at = 0;
     const float d = max_diff(lc, lg, &at);
     worst = std::max(worst, d);
     EXPECT_LT(d, 1e-3f) << "prompt logits: max |cuda - cpu| " << d << " at id " << at << "\n  cpu top-5 " << top5(lc)
                         << "\n  gpu top-5 " << top5(lg);
-    std::printf("  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g\n", checked, tokens.size(), static_cast<double>(d));
     const auto want = p["greedy"]["ids"].get<std::vector<int32_t>>();
     std::vector<std::vector<float>> sc, sg;
     const auto ours_cpu = greedy(*cpu, lc, want.size(), &sc);
+    const auto t1 = std::chrono::steady_clock::now();
     const auto ours_gpu = greedy(*gpu, lg, want.size(), &sg);
+    const double decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+    std::printf("  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g; GPU prefill %.1f ms (%.0f tokens/s), %zu decodes %.1f ms (%.0f tokens/s)\n",
+                checked, tokens.size(), static_cast<double>(d), prefill_ms, 1e3 * static_cast<double>(tokens.size()) / prefill_ms,
+                want.size() - 1, decode_ms, 1e3 * static_cast<double>(want.size() - 1) / decode_ms);
     EXPECT_EQ(ours_gpu, ours_cpu);
     EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
     for (size_t i = 0; i < ours_gpu.size(); ++i) {
