@@ -135,8 +135,8 @@ class CudaDeepseek4 final : public Backend {
       const std::string p = "blk." + std::to_string(il) + ".";
       Layer& L = layers_[il];
       L.ratio = cfg_.compress_ratios.at(il);
-      if (L.ratio != 0 && L.ratio != 4 && L.ratio != 128) {
-        throw FormatError(file, "deepseek4.attention.compress_ratios", 0, "block " + std::to_string(il) + ": ratio " + std::to_string(L.ratio) + " (expected 0, 4 or 128)");
+      if (L.ratio != 0 && L.ratio < 4) {
+        throw FormatError(file, "deepseek4.attention.compress_ratios", 0, "block " + std::to_string(il) + ": ratio " + std::to_string(L.ratio) + " (expected 0 or at least 4)");
       }
       L.attn_norm = weights_.add_vector(p + "attn_norm.weight", E);
       L.ffn_norm = weights_.add_vector(p + "ffn_norm.weight", E);
@@ -179,11 +179,11 @@ class CudaDeepseek4 final : public Backend {
     experts_ = std::make_unique<CudaRoutedExperts>(*model_, weights_, [n_run](uint32_t il) { return il < n_run; },
                                                    static_cast<int64_t>(cfg_.n_ff_exp));
 
-    // Selected compressed rows per query: all completed (ratio 128), the indexer's top-k or
-    // fewer (ratio 4). Indexer scores: one per visible ratio-4 row.
+    // Selected compressed rows per query: all completed (ratio > 4, e.g. 128), the indexer's
+    // top-k or fewer (ratio 4). Indexer scores: one per visible ratio-4 row.
     for (const Layer& L : layers_) {
       if (L.ratio == 4) sel_stride_ = std::max<int64_t>(sel_stride_, std::min<int64_t>(cfg_.indexer_top_k, n_ctx_ / 4 + 1));
-      if (L.ratio == 128) sel_stride_ = std::max<int64_t>(sel_stride_, n_ctx_ / 128 + 1);
+      if (L.ratio > 4) sel_stride_ = std::max<int64_t>(sel_stride_, n_ctx_ / L.ratio + 1);
     }
     score_stride_ = n_ctx_ / 4 + 1;
     max_keys_ = cfg_.n_swa + sel_stride_;
