@@ -25,7 +25,8 @@
 namespace moepack::gpu::detail {
 
 // True when the tensor-core path covers `type` at rows of ne0 elements (Q4_K: ne0 a multiple
-// of 256 up to 40960; the activations' fragments live in shared memory, 4.25 bytes per element).
+// of 256). The activations' fragments take 4.25 bytes per element and group of scratch
+// (cudaMallocAsync on the launch's stream, freed after the launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
 
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair

@@ -1,12 +1,14 @@
 // The tensor-core decode GEMV of gpu/gemv_mma.h (formula, precision and the rule that keeps
 // the pack path bit-identical to the GGUF path are there).
 //
-// Layout. A block of kMmaWarps warps stages its pair's x once in shared memory as ready-made
-// mma B fragments (per 4 elements e0..e3: f16x2 {hi(e0), hi(e2)}, {hi(e1), hi(e3)}, then the
-// same for lo) plus F32 sums X of every 16 elements. A warp owns 16 rows; lane L = 4 g + t
-// (g = L / 4, t = L % 4) owns rows g and g + 8 of the warp and, in each Q4_K super-block,
-// qs granules (16 bytes) t and 4 + t: 16 elements of two sub-blocks per granule (low nibbles:
-// sub-block 2 s, high nibbles: 2 s + 1, s = granule / 2).
+// Layout. A first kernel turns each group's x into ready-made mma B fragments in
+// stream-ordered scratch (per 4 elements e0..e3: f16x2 {hi(e0), hi(e2)}, {hi(e1), hi(e3)}, then
+// the same for lo) plus F32 sums X of every 16 elements. A block of the GEMV kernel owns 16
+// rows; its kMmaWarps warps split the row's super-blocks into contiguous ranges (summed in warp
+// order at the end: the split depends on ne0 alone). Lane L = 4 g + t (g = L / 4, t = L % 4)
+// owns rows g and g + 8 and, in each Q4_K super-block, qs granules (16 bytes) t and 4 + t:
+// 16 elements of two sub-blocks per granule (low nibbles: sub-block 2 s, high nibbles: 2 s + 1,
+// s = granule / 2). The next super-block's bytes are loaded while this one is computed.
 //
 // One mma (m16n8k16, A row-major 16 x 16, B col-major 16 x 8, PTX ISA "Matrix fragments for
 // mma.m16n8k16"): lane L supplies A rows g, g + 8 at k = 2t, 2t+1, 2t+8, 2t+9 and receives
@@ -33,7 +35,7 @@ namespace moepack::gpu::detail {
 namespace {
 
 constexpr int kMmaWarps = 4;            // 16 rows each
-constexpr int64_t kMaxNe0 = 40960;      // 174 KiB of shared memory
+constexpr int64_t kMaxNe0 = int64_t{1} << 24;  // far above any model's row
 constexpr int kXScaleExp = 14;          // max |x| * 2^s in [2^14, 2^15)
 
 __device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
@@ -82,66 +84,92 @@ __device__ __forceinline__ void q4k_scale_min(const uint4& h, int jj, float d, f
   m1 = dmin * static_cast<float>(m);
 }
 
-__global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch b) {
-  extern __shared__ uint4 smem[];
-  const int64_t ne0 = b.ne0;
-  uint4* xf = smem;                                          // ne0 / 4 fragments
-  float* xsum = reinterpret_cast<float*>(smem + ne0 / 4);    // ne0 / 16 sums
-  __shared__ float red[kMmaWarps * 32];
-  __shared__ float x_scale, x_unscale;
+// Per x vector (one per group with a single pair): the B fragments, the F32 sums of every 16
+// elements and 2^-s, in a scratch buffer of frag_stride bytes per group:
+//   [0, ne0 * 4)          ne0 / 4 uint4 {hi(e0) hi(e2)}, {hi(e1) hi(e3)}, {lo(e0) lo(e2)}, {lo(e1) lo(e3)}
+//   [ne0 * 4, + ne0 / 4)  ne0 / 16 floats X
+//   then one float: 2^-s
+constexpr int kPrepThreads = 256;
 
-  const int grp = static_cast<int>(blockIdx.y);
+__host__ __device__ constexpr int64_t frag_stride(int64_t ne0) { return ne0 * 4 + ne0 / 4 + 16; }
+
+__global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch) {
+  const int grp = static_cast<int>(blockIdx.x);
   int j = 0;
   if (b.grp_off) {
     j = b.grp_off[grp];
-    if (b.grp_off[grp + 1] - j != 1) return;  // the same for the whole block
+    if (b.grp_off[grp + 1] - j != 1) return;
   }
+  const int64_t ne0 = b.ne0;
   const int64_t xi = b.x_row ? b.x_row[j] : j;
   const float* x = b.x + grp * b.x_gstride + xi * b.x_stride;
+  uint8_t* base = scratch + grp * frag_stride(ne0);
+  uint4* xf = reinterpret_cast<uint4*>(base);
+  float* xsum = reinterpret_cast<float*>(base + ne0 * 4);
+  float* unscale_out = xsum + ne0 / 16;
+  __shared__ float red[kPrepThreads / 32];
+  __shared__ float x_scale;
   const int tid = static_cast<int>(threadIdx.x);
-
-  // max |x| -> the power-of-two scale.
   float mx = 0.0f;
-  for (int64_t k = tid; k < ne0; k += kMmaWarps * 32) mx = fmaxf(mx, fabsf(__ldg(x + k)));
-  red[tid] = mx;
+  for (int64_t k = tid; k < ne0; k += kPrepThreads) mx = fmaxf(mx, fabsf(__ldg(x + k)));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (tid % 32 == 0) red[tid / 32] = mx;
   __syncthreads();
   if (tid == 0) {
     float m = 0.0f;
-    for (int i = 0; i < kMmaWarps * 32; ++i) m = fmaxf(m, red[i]);
+    for (int i = 0; i < kPrepThreads / 32; ++i) m = fmaxf(m, red[i]);
     int e = 0;
     if (m > 0.0f && isfinite(m)) {
       frexpf(m, &e);  // m in [2^(e-1), 2^e)
       e = min(max(kXScaleExp + 1 - e, -100), 100);
     }
     x_scale = ldexpf(1.0f, e);
-    x_unscale = ldexpf(1.0f, -e);
+    *unscale_out = ldexpf(1.0f, -e);
   }
   __syncthreads();
   const float sc = x_scale;
-  for (int64_t k = tid; k < ne0 / 4; k += kMmaWarps * 32) {
-    float v[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = __ldg(x + 4 * k + i) * sc;  // exact: a power of two
+  for (int64_t k = tid; k < ne0 / 4; k += kPrepThreads) {
     __half hi[4], lo[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      hi[i] = __float2half_rn(v[i]);
-      lo[i] = __float2half_rn(v[i] - __half2float(hi[i]));
+      const float v = __ldg(x + 4 * k + i) * sc;  // exact: a power of two
+      hi[i] = __float2half_rn(v);
+      lo[i] = __float2half_rn(v - __half2float(hi[i]));
     }
     xf[k] = make_uint4(h2_bits(__halves2half2(hi[0], hi[2])), h2_bits(__halves2half2(hi[1], hi[3])),
                        h2_bits(__halves2half2(lo[0], lo[2])), h2_bits(__halves2half2(lo[1], lo[3])));
   }
-  for (int64_t k = tid; k < ne0 / 16; k += kMmaWarps * 32) {
+  for (int64_t k = tid; k < ne0 / 16; k += kPrepThreads) {
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < 16; ++i) s += __ldg(x + 16 * k + i);
     xsum[k] = s;
   }
-  __syncthreads();
+}
 
+// Splits of the row (one warp each, contiguous ranges of super-blocks) summed in warp order:
+// a function of the row length only, so every launch of a shape adds the same partials.
+__host__ __device__ constexpr int k_splits(int64_t n_superblocks) { return n_superblocks < kMmaWarps ? 1 : kMmaWarps; }
+
+// A block: 16 rows, kMmaWarps warps, warp w sums super-blocks [w * nsb / KS, (w + 1) * nsb / KS).
+__global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch b, const uint8_t* scratch) {
+  __shared__ float part[kMmaWarps][16];
+  const int grp = static_cast<int>(blockIdx.y);
+  int j = 0;
+  if (b.grp_off) {
+    j = b.grp_off[grp];
+    if (b.grp_off[grp + 1] - j != 1) return;  // the same for the whole block
+  }
+  const int64_t ne0 = b.ne0;
+  const uint8_t* base = scratch + grp * frag_stride(ne0);
+  const uint4* xf = reinterpret_cast<const uint4*>(base);
+  const float* xsum = reinterpret_cast<const float*>(base + ne0 * 4);
+  const float unscale = __ldg(xsum + ne0 / 16);
+
+  const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
-  const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * kMmaWarps + warp) * 16;
-  if (rbase >= b.ne1) return;
+  const int64_t rbase = static_cast<int64_t>(blockIdx.x) * 16;
   const int64_t ra = rbase + g, rb = rbase + g + 8;
   const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
   const uint8_t* rowa = wg + static_cast<uint64_t>(min(ra, b.ne1 - 1)) * b.row_bytes;
@@ -151,9 +179,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch 
   const int bc = lane >> 2;
   const bool b_lane = (bc >> 1) == t;
   const int b_half = bc & 1;  // 0: hi words (.x, .y), 1: lo words (.z, .w)
-  const float unscale = x_unscale;
 
   const int64_t nsb = ne0 / 256;
+  const int ks = k_splits(nsb);
+  const int64_t sb0 = warp < ks ? nsb * warp / ks : nsb, sb1 = warp < ks ? nsb * (warp + 1) / ks : nsb;
   float acca = 0.0f, accb = 0.0f;
   // Super-block sb's header and this lane's two granules, for both rows.
   uint4 ha, hb, ga[2], gb[2];
@@ -168,11 +197,11 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch 
       gb[r] = load16(pb + 16 + 16 * (4 * r + t), aligned);
     }
   };
-  fetch(0);
-  for (int64_t sb = 0; sb < nsb; ++sb) {
+  if (sb0 < sb1) fetch(sb0);
+  for (int64_t sb = sb0; sb < sb1; ++sb) {
     const uint4 cha = ha, chb = hb;
     const uint4 cga[2] = {ga[0], ga[1]}, cgb[2] = {gb[0], gb[1]};
-    if (sb + 1 < nsb) fetch(sb + 1);  // in flight while this super-block is computed
+    if (sb + 1 < sb1) fetch(sb + 1);  // in flight while this super-block is computed
     const float da = __half2float(__ushort_as_half(static_cast<unsigned short>(cha.x & 0xFFFFu)));
     const float dmina = __half2float(__ushort_as_half(static_cast<unsigned short>(cha.x >> 16)));
     const float db = __half2float(__ushort_as_half(static_cast<unsigned short>(chb.x & 0xFFFFu)));
@@ -198,25 +227,20 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch 
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const uint32_t wa = word_of(cga[r], i), wb = word_of(cgb[r], i);
-        uint32_t bl0 = 0, bl1 = 0, bh0 = 0, bh1 = 0;
+        uint2 vl = make_uint2(0u, 0u), vh = make_uint2(0u, 0u);
         if (b_lane) {
-          const uint2* fl = reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4) + b_half;
-          const uint2* fh = reinterpret_cast<const uint2*>(xf + (e0 + 32 + 4 * i) / 4) + b_half;
-          const uint2 vl = *fl, vh = *fh;
-          bl0 = vl.x;
-          bl1 = vl.y;
-          bh0 = vh.x;
-          bh1 = vh.y;
+          vl = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4) + b_half);
+          vh = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 32 + 4 * i) / 4) + b_half);
         }
         // k rows 2t, 2t+1 <- bytes 0, 2; k rows 2t+8, 2t+9 <- bytes 1, 3 (as the B fragments).
         const uint32_t al[4] = {nibbles_f16x2(wa & 0x000F000Fu), nibbles_f16x2(wb & 0x000F000Fu),
                                 nibbles_f16x2((wa >> 8) & 0x000F000Fu), nibbles_f16x2((wb >> 8) & 0x000F000Fu)};
-        mma_16816(dl, al, bl0, bl1);
+        mma_16816(dl, al, vl.x, vl.y);
         const uint32_t ah[4] = {nibbles_f16x2((wa >> 4) & 0x000F000Fu), nibbles_f16x2((wb >> 4) & 0x000F000Fu),
                                 nibbles_f16x2((wa >> 12) & 0x000F000Fu), nibbles_f16x2((wb >> 12) & 0x000F000Fu)};
-        mma_16816(dh, ah, bh0, bh1);
+        mma_16816(dh, ah, vh.x, vh.y);
       }
-      const float xs_l = xsum[e0 / 16], xs_h = xsum[(e0 + 32) / 16];
+      const float xs_l = __ldg(xsum + e0 / 16), xs_h = __ldg(xsum + (e0 + 32) / 16);
       acca += d1a[0] * ((dl[0] + dl[1]) * unscale) - m1a[0] * xs_l;
       acca += d1a[1] * ((dh[0] + dh[1]) * unscale) - m1a[1] * xs_h;
       accb += d1b[0] * ((dl[2] + dl[3]) * unscale) - m1b[0] * xs_l;
@@ -228,13 +252,16 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch 
   accb += __shfl_xor_sync(0xffffffffu, accb, 1);
   accb += __shfl_xor_sync(0xffffffffu, accb, 2);
   if (t == 0) {
-    float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
-    if (ra < b.ne1) y[ra] = acca;
-    if (rb < b.ne1) y[rb] = accb;
+    part[warp][g] = acca;
+    part[warp][g + 8] = accb;
+  }
+  __syncthreads();
+  if (tid < 16 && rbase + tid < b.ne1) {
+    float sum = part[0][tid];
+    for (int w = 1; w < ks; ++w) sum += part[w][tid];
+    b.y[grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride + rbase + tid] = sum;
   }
 }
-
-size_t smem_bytes(int64_t ne0) { return static_cast<size_t>(ne0 / 4) * 16 + static_cast<size_t>(ne0 / 16) * 4; }
 
 }  // namespace
 
@@ -245,19 +272,29 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) throw Error("gemv_mma: unsupported type or row length");
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
-  const size_t smem = smem_bytes(b.ne0);
-  if (smem > 48 * 1024) {
-    // Once per process (the attribute belongs to the kernel); a failure throws on every call.
-    static const bool raised = [] {
-      MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemv_mma_q4k_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(smem_bytes(kMaxNe0))));
-      return true;
-    }();
-    (void)raised;
-  }
-  const unsigned row_blocks = static_cast<unsigned>((b.ne1 + 16 * kMmaWarps - 1) / (16 * kMmaWarps));
-  gemv_mma_q4k_kernel<<<dim3(row_blocks, static_cast<unsigned>(b.n_groups), 1), kMmaWarps * 32, smem, s>>>(b);
+  // The fragments live in stream-ordered scratch (cudaMallocAsync from the device's default
+  // pool, which keeps up to 64 MiB of freed memory for reuse: no device-wide sync, no
+  // allocation from the driver per launch).
+  static const bool pool_ready = [] {
+    int dev = 0;
+    MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+    cudaMemPool_t pool;
+    MOEPACK_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+    uint64_t keep = 64ull << 20;
+    MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    return true;
+  }();
+  (void)pool_ready;
+  const size_t bytes = static_cast<size_t>(b.n_groups) * static_cast<size_t>(frag_stride(b.ne0));
+  void* scratch = nullptr;
+  MOEPACK_CUDA_CHECK(cudaMallocAsync(&scratch, bytes, s));
+  x_fragments_kernel<<<static_cast<unsigned>(b.n_groups), kPrepThreads, 0, s>>>(b, static_cast<uint8_t*>(scratch));
   MOEPACK_CUDA_CHECK(cudaGetLastError());
+  const unsigned row_blocks = static_cast<unsigned>((b.ne1 + 15) / 16);
+  gemv_mma_q4k_kernel<<<dim3(row_blocks, static_cast<unsigned>(b.n_groups), 1), kMmaWarps * 32, 0, s>>>(
+      b, static_cast<const uint8_t*>(scratch));
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+  MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
 }
 
 }  // namespace moepack::gpu::detail

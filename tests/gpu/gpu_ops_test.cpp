@@ -270,10 +270,10 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
 INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<GgmlType>& p) { return std::string(ggml_type_name(p.param)); });
 
-// The tensor-core decode path (gpu/gemv_mma.h) at a row length whose activation fragments
-// need more than 48 KiB of shared memory, with activations far outside f16's range in both
-// directions (it scales x by a power of two before splitting it into two f16 halves) and an
-// odd number of rows (partial 16-row warp tiles).
+// The tensor-core decode path (gpu/gemv_mma.h) on a long row (56 super-blocks, split over
+// the block's warps), with activations far outside f16's range in both directions (it scales
+// x by a power of two before splitting it into two f16 halves) and a number of rows that
+// leaves a partial 16-row tile.
 TEST(GpuOps, GemvQ4KDecodeLongRowsAndExtremeActivations) {
   std::mt19937 rng(5);
   const GgmlType type = GgmlType::Q4_K;
