@@ -24,8 +24,8 @@
 
 namespace moepack::gpu::detail {
 
-// True when the tensor-core path covers `type` at rows of ne0 elements (Q4_K: ne0 a multiple
-// of 256). The activations' fragments take 4.25 bytes per element and group of scratch
+// True when the tensor-core path covers `type` at rows of ne0 elements (Q4_K and Q2_K: ne0 a
+// multiple of 256; weight matrices 4-byte aligned, as GGUF data (32) and pack roles (256) are). The activations' fragments take 4.25 bytes per element and group of scratch
 // (cudaMallocAsync on the launch's stream, freed after the launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
 

@@ -6,9 +6,8 @@
 // the same for lo) plus F32 sums X of every 16 elements. A block of the GEMV kernel owns 16
 // rows; its kMmaWarps warps split the row's super-blocks into contiguous ranges (summed in warp
 // order at the end: the split depends on ne0 alone). Lane L = 4 g + t (g = L / 4, t = L % 4)
-// owns rows g and g + 8 and, in each Q4_K super-block, qs granules (16 bytes) t and 4 + t:
-// 16 elements of two sub-blocks per granule (low nibbles: sub-block 2 s, high nibbles: 2 s + 1,
-// s = granule / 2). The next super-block's bytes are loaded while this one is computed.
+// owns rows g and g + 8 and a quarter of each super-block's quants (Q4kPath, Q2kPath say
+// which). The next super-block's bytes are loaded while this one is computed.
 //
 // One mma (m16n8k16, A row-major 16 x 16, B col-major 16 x 8, PTX ISA "Matrix fragments for
 // mma.m16n8k16"): lane L supplies A rows g, g + 8 at k = 2t, 2t+1, 2t+8, 2t+9 and receives
@@ -19,8 +18,9 @@
 // lane gets back exactly its own partial dot products, and the per-sub-block scales are
 // applied lane-locally. Four mmas cover a granule's 16 elements of one sub-block for 16 rows.
 //
-// Nibbles become f16 exactly: (w & 0x000F000F) | 0x6400_6400 is f16x2 {1024 + q0, 1024 + q2},
-// minus 1024 in one HSUB2.
+// Quants become f16 exactly: (w & 0x000F000F) | 0x6400_6400 is f16x2 {1024 + q0, 1024 + q2},
+// minus 1024 in one HSUB2; fields higher in the byte are masked in place (16 q, 4^j q: still
+// exact) and the power of two goes into the sub-block's scale.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -41,8 +41,9 @@ constexpr int kXScaleExp = 14;          // max |x| * 2^s in [2^14, 2^15)
 __device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
 __device__ __forceinline__ __half2 bits_h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
 
-// Nibbles in bits 0-3 and 16-19 of v (other bits zero) -> f16x2 {q0, q1} exactly.
-__device__ __forceinline__ uint32_t nibbles_f16x2(uint32_t v) {
+// v holds two integers below 1024 in bits 0-9 and 16-25 (other bits zero) -> f16x2 {v0, v1}
+// exactly: v | 0x6400_6400 is {1024 + v0, 1024 + v1} (f16's ulp is 1 in [1024, 2048)).
+__device__ __forceinline__ uint32_t small_f16x2(uint32_t v) {
   return h2_bits(__hsub2(bits_h2(v | 0x64006400u), bits_h2(0x64006400u)));
 }
 
@@ -152,8 +153,154 @@ __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, 
 // a function of the row length only, so every launch of a shape adds the same partials.
 __host__ __device__ constexpr int k_splits(int64_t n_superblocks) { return n_superblocks < kMmaWarps ? 1 : kMmaWarps; }
 
+// Q4_K: per super-block (144 bytes: d, dmin, 12 bytes of 6-bit scales/mins, 128 bytes qs) the
+// lane holds both rows' headers and its two qs granules (t and 4 + t).
+struct Q4kPath {
+  static constexpr int kBytes = 144;
+  uint4 ha, hb, ga[2], gb[2];
+
+  __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool aligned) {
+    ha = load16(pa, aligned);
+    hb = load16(pb, aligned);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      ga[r] = load16(pa + 16 + 16 * (4 * r + t), aligned);
+      gb[r] = load16(pb + 16 + 16 * (4 * r + t), aligned);
+    }
+  }
+
+  __device__ __forceinline__ void compute(int64_t sb, int t, bool b_lane, int b_half, const uint4* xf,
+                                          const float* xsum, float unscale, float& acca, float& accb) const {
+    const float da = __half2float(__ushort_as_half(static_cast<unsigned short>(ha.x & 0xFFFFu)));
+    const float dmina = __half2float(__ushort_as_half(static_cast<unsigned short>(ha.x >> 16)));
+    const float db = __half2float(__ushort_as_half(static_cast<unsigned short>(hb.x & 0xFFFFu)));
+    const float dminb = __half2float(__ushort_as_half(static_cast<unsigned short>(hb.x >> 16)));
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int s = 2 * r + (t >> 1), h = t & 1;
+      const int jj = 2 * (t >> 1);  // sub-blocks 2s, 2s + 1 are 4r + jj, 4r + jj + 1
+      float d1a[2], m1a[2], d1b[2], m1b[2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        if (r == 0) {
+          q4k_scale_min<false>(ha, jj + u, da, dmina, d1a[u], m1a[u]);
+          q4k_scale_min<false>(hb, jj + u, db, dminb, d1b[u], m1b[u]);
+        } else {
+          q4k_scale_min<true>(ha, jj + u, da, dmina, d1a[u], m1a[u]);
+          q4k_scale_min<true>(hb, jj + u, db, dminb, d1b[u], m1b[u]);
+        }
+      }
+      // First element of this lane's 16 in sub-block 2s (low nibbles); 2s + 1 is 32 further.
+      const int64_t e0 = sb * 256 + (2 * s) * 32 + h * 16;
+      float dl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t wa = word_of(ga[r], i), wb = word_of(gb[r], i);
+        const uint32_t wa8 = wa >> 8, wb8 = wb >> 8;
+        uint2 vl = make_uint2(0u, 0u), vh = make_uint2(0u, 0u);
+        if (b_lane) {
+          vl = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4) + b_half);
+          vh = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 32 + 4 * i) / 4) + b_half);
+        }
+        // k rows 2t, 2t+1 <- bytes 0, 2; k rows 2t+8, 2t+9 <- bytes 1, 3 (as the B fragments).
+        const uint32_t al[4] = {small_f16x2(wa & 0x000F000Fu), small_f16x2(wb & 0x000F000Fu),
+                                small_f16x2(wa8 & 0x000F000Fu), small_f16x2(wb8 & 0x000F000Fu)};
+        mma_16816(dl, al, vl.x, vl.y);
+        // High nibbles in place: 16 q, exact in f16; the 1/16 goes into the scale (exact).
+        const uint32_t ah[4] = {small_f16x2(wa & 0x00F000F0u), small_f16x2(wb & 0x00F000F0u),
+                                small_f16x2(wa8 & 0x00F000F0u), small_f16x2(wb8 & 0x00F000F0u)};
+        mma_16816(dh, ah, vh.x, vh.y);
+      }
+      const float xs_l = __ldg(xsum + e0 / 16), xs_h = __ldg(xsum + (e0 + 32) / 16);
+      acca += d1a[0] * ((dl[0] + dl[1]) * unscale) - m1a[0] * xs_l;
+      acca += (d1a[1] * 0.0625f) * ((dh[0] + dh[1]) * unscale) - m1a[1] * xs_h;
+      accb += d1b[0] * ((dl[2] + dl[3]) * unscale) - m1b[0] * xs_l;
+      accb += (d1b[1] * 0.0625f) * ((dh[2] + dh[3]) * unscale) - m1b[1] * xs_h;
+    }
+  }
+};
+
+// Q2_K: per super-block (84 bytes: 16 scale bytes (low nibble scale, high nibble min), 64 bytes
+// qs, d, dmin) lane t holds qs bytes [16 t, 16 t + 16) of both rows: half n = t / 2, positions
+// l = 16 (t % 2) + 0..15, i.e. all 16 elements of sub-blocks 8 n + 2 j + t % 2 for j = 0..3
+// (2-bit field j of each byte). Blocks are 4-byte aligned only: 4-byte loads.
+struct Q2kPath {
+  static constexpr int kBytes = 84;
+  uint32_t qa[4], qb[4], sa[2], sb2[2], da, db;
+
+  __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool) {
+    const uint32_t* wa = reinterpret_cast<const uint32_t*>(pa);
+    const uint32_t* wb = reinterpret_cast<const uint32_t*>(pb);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      qa[i] = __ldcs(wa + 4 + 4 * t + i);
+      qb[i] = __ldcs(wb + 4 + 4 * t + i);
+    }
+    const int n = t >> 1;
+    sa[0] = __ldcs(wa + 2 * n);
+    sa[1] = __ldcs(wa + 2 * n + 1);
+    sb2[0] = __ldcs(wb + 2 * n);
+    sb2[1] = __ldcs(wb + 2 * n + 1);
+    da = __ldcs(wa + 20);
+    db = __ldcs(wb + 20);
+  }
+
+  __device__ __forceinline__ void compute(int64_t sb, int t, bool b_lane, int b_half, const uint4* xf,
+                                          const float* xsum, float unscale, float& acca, float& accb) const {
+    const float d_a = __half2float(__ushort_as_half(static_cast<unsigned short>(da & 0xFFFFu)));
+    const float dmin_a = __half2float(__ushort_as_half(static_cast<unsigned short>(da >> 16)));
+    const float d_b = __half2float(__ushort_as_half(static_cast<unsigned short>(db & 0xFFFFu)));
+    const float dmin_b = __half2float(__ushort_as_half(static_cast<unsigned short>(db >> 16)));
+    const int n = t >> 1, odd = t & 1;
+    uint32_t wa8[4], wb8[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      wa8[i] = qa[i] >> 8;
+      wb8[i] = qb[i] >> 8;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      // Scale byte 8n + 2j + odd: word j / 2 of this half's 8 bytes, byte 2 (j % 2) + odd.
+      const unsigned sh = 8u * static_cast<unsigned>(2 * (j & 1) + odd);
+      const uint32_t sca = (sa[j >> 1] >> sh) & 0xFFu, scb = (sb2[j >> 1] >> sh) & 0xFFu;
+      const int64_t e0 = sb * 256 + n * 128 + j * 32 + odd * 16;
+      // Field j in place: q * 4^j, exact in f16 (bytes 1, 3 shifted down by 8 first); 4^-j
+      // goes into the scale (exact).
+      const uint32_t m02 = 0x00030003u << (2 * j);
+      float dd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        uint2 v = make_uint2(0u, 0u);
+        if (b_lane) v = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4) + b_half);
+        const uint32_t a[4] = {small_f16x2(qa[i] & m02), small_f16x2(qb[i] & m02), small_f16x2(wa8[i] & m02),
+                               small_f16x2(wb8[i] & m02)};
+        mma_16816(dd, a, v.x, v.y);
+      }
+      const float inv = 1.0f / static_cast<float>(1 << (2 * j));  // exact
+      const float xs = __ldg(xsum + e0 / 16);
+      acca += (d_a * static_cast<float>(sca & 0x0Fu) * inv) * ((dd[0] + dd[1]) * unscale) -
+              dmin_a * static_cast<float>(sca >> 4) * xs;
+      accb += (d_b * static_cast<float>(scb & 0x0Fu) * inv) * ((dd[2] + dd[3]) * unscale) -
+              dmin_b * static_cast<float>(scb >> 4) * xs;
+    }
+  }
+};
+
+template <GgmlType T>
+struct MmaPath;
+template <>
+struct MmaPath<GgmlType::Q4_K> {
+  using type = Q4kPath;
+};
+template <>
+struct MmaPath<GgmlType::Q2_K> {
+  using type = Q2kPath;
+};
+
 // A block: 16 rows, kMmaWarps warps, warp w sums super-blocks [w * nsb / KS, (w + 1) * nsb / KS).
-__global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch b, const uint8_t* scratch) {
+template <GgmlType T>
+__global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
+  using Path = typename MmaPath<T>::type;
   __shared__ float part[kMmaWarps][16];
   const int grp = static_cast<int>(blockIdx.y);
   int j = 0;
@@ -184,68 +331,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch 
   const int ks = k_splits(nsb);
   const int64_t sb0 = warp < ks ? nsb * warp / ks : nsb, sb1 = warp < ks ? nsb * (warp + 1) / ks : nsb;
   float acca = 0.0f, accb = 0.0f;
-  // Super-block sb's header and this lane's two granules, for both rows.
-  uint4 ha, hb, ga[2], gb[2];
-  const auto fetch = [&](int64_t sb) {
-    const uint8_t* pa = rowa + sb * 144;
-    const uint8_t* pb = rowb + sb * 144;
-    ha = load16(pa, aligned);
-    hb = load16(pb, aligned);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      ga[r] = load16(pa + 16 + 16 * (4 * r + t), aligned);
-      gb[r] = load16(pb + 16 + 16 * (4 * r + t), aligned);
-    }
-  };
-  if (sb0 < sb1) fetch(sb0);
+  Path cur, next;
+  if (sb0 < sb1) next.fetch(rowa + sb0 * Path::kBytes, rowb + sb0 * Path::kBytes, t, aligned);
   for (int64_t sb = sb0; sb < sb1; ++sb) {
-    const uint4 cha = ha, chb = hb;
-    const uint4 cga[2] = {ga[0], ga[1]}, cgb[2] = {gb[0], gb[1]};
-    if (sb + 1 < sb1) fetch(sb + 1);  // in flight while this super-block is computed
-    const float da = __half2float(__ushort_as_half(static_cast<unsigned short>(cha.x & 0xFFFFu)));
-    const float dmina = __half2float(__ushort_as_half(static_cast<unsigned short>(cha.x >> 16)));
-    const float db = __half2float(__ushort_as_half(static_cast<unsigned short>(chb.x & 0xFFFFu)));
-    const float dminb = __half2float(__ushort_as_half(static_cast<unsigned short>(chb.x >> 16)));
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int s = 2 * r + (t >> 1), h = t & 1;
-      const int jj = 2 * (t >> 1);  // sub-blocks 2s, 2s + 1 are 4r + jj, 4r + jj + 1
-      float d1a[2], m1a[2], d1b[2], m1b[2];
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        if (r == 0) {
-          q4k_scale_min<false>(cha, jj + u, da, dmina, d1a[u], m1a[u]);
-          q4k_scale_min<false>(chb, jj + u, db, dminb, d1b[u], m1b[u]);
-        } else {
-          q4k_scale_min<true>(cha, jj + u, da, dmina, d1a[u], m1a[u]);
-          q4k_scale_min<true>(chb, jj + u, db, dminb, d1b[u], m1b[u]);
-        }
-      }
-      // First element of this lane's 16 in sub-block 2s (low nibbles); 2s + 1 is 32 further.
-      const int64_t e0 = sb * 256 + (2 * s) * 32 + h * 16;
-      float dl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint32_t wa = word_of(cga[r], i), wb = word_of(cgb[r], i);
-        uint2 vl = make_uint2(0u, 0u), vh = make_uint2(0u, 0u);
-        if (b_lane) {
-          vl = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4) + b_half);
-          vh = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 32 + 4 * i) / 4) + b_half);
-        }
-        // k rows 2t, 2t+1 <- bytes 0, 2; k rows 2t+8, 2t+9 <- bytes 1, 3 (as the B fragments).
-        const uint32_t al[4] = {nibbles_f16x2(wa & 0x000F000Fu), nibbles_f16x2(wb & 0x000F000Fu),
-                                nibbles_f16x2((wa >> 8) & 0x000F000Fu), nibbles_f16x2((wb >> 8) & 0x000F000Fu)};
-        mma_16816(dl, al, vl.x, vl.y);
-        const uint32_t ah[4] = {nibbles_f16x2((wa >> 4) & 0x000F000Fu), nibbles_f16x2((wb >> 4) & 0x000F000Fu),
-                                nibbles_f16x2((wa >> 12) & 0x000F000Fu), nibbles_f16x2((wb >> 12) & 0x000F000Fu)};
-        mma_16816(dh, ah, vh.x, vh.y);
-      }
-      const float xs_l = __ldg(xsum + e0 / 16), xs_h = __ldg(xsum + (e0 + 32) / 16);
-      acca += d1a[0] * ((dl[0] + dl[1]) * unscale) - m1a[0] * xs_l;
-      acca += d1a[1] * ((dh[0] + dh[1]) * unscale) - m1a[1] * xs_h;
-      accb += d1b[0] * ((dl[2] + dl[3]) * unscale) - m1b[0] * xs_l;
-      accb += d1b[1] * ((dh[2] + dh[3]) * unscale) - m1b[1] * xs_h;
-    }
+    cur = next;
+    // The next super-block's bytes are in flight while this one is computed.
+    if (sb + 1 < sb1) next.fetch(rowa + (sb + 1) * Path::kBytes, rowb + (sb + 1) * Path::kBytes, t, aligned);
+    cur.compute(sb, t, b_lane, b_half, xf, xsum, unscale, acca, accb);
   }
   acca += __shfl_xor_sync(0xffffffffu, acca, 1);
   acca += __shfl_xor_sync(0xffffffffu, acca, 2);
@@ -266,7 +358,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_q4k_kernel(GemvBatch 
 }  // namespace
 
 bool gemv_mma_supported(GgmlType type, int64_t ne0) {
-  return type == GgmlType::Q4_K && ne0 > 0 && ne0 % 256 == 0 && ne0 <= kMaxNe0;
+  return (type == GgmlType::Q4_K || type == GgmlType::Q2_K) && ne0 > 0 && ne0 % 256 == 0 && ne0 <= kMaxNe0;
 }
 
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
@@ -291,8 +383,12 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   x_fragments_kernel<<<static_cast<unsigned>(b.n_groups), kPrepThreads, 0, s>>>(b, static_cast<uint8_t*>(scratch));
   MOEPACK_CUDA_CHECK(cudaGetLastError());
   const unsigned row_blocks = static_cast<unsigned>((b.ne1 + 15) / 16);
-  gemv_mma_q4k_kernel<<<dim3(row_blocks, static_cast<unsigned>(b.n_groups), 1), kMmaWarps * 32, 0, s>>>(
-      b, static_cast<const uint8_t*>(scratch));
+  const dim3 grid(row_blocks, static_cast<unsigned>(b.n_groups), 1);
+  if (b.type == GgmlType::Q4_K) {
+    gemv_mma_kernel<GgmlType::Q4_K><<<grid, kMmaWarps * 32, 0, s>>>(b, static_cast<const uint8_t*>(scratch));
+  } else {
+    gemv_mma_kernel<GgmlType::Q2_K><<<grid, kMmaWarps * 32, 0, s>>>(b, static_cast<const uint8_t*>(scratch));
+  }
   MOEPACK_CUDA_CHECK(cudaGetLastError());
   MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
 }
