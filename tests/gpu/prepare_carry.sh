@@ -3,6 +3,9 @@
 # call (at most 64 MiB travel per call: working tree + .device-deps + .device-carry).
 #   tests/gpu/prepare_carry.sh a   deepseek2 Q4_K_M + llama-moe Q4_K_M       (~31 MiB)
 #   tests/gpu/prepare_carry.sh b   deepseek2 Q2_K (3 shards) + qwen3moe MXFP4 (~32 MiB)
+#   tests/gpu/prepare_carry.sh c   deepseek4 Q2_K + MXFP4_MOE                 (~24 MiB)
+#   tests/gpu/prepare_carry.sh d   kimi-linear Q2_K + Q4_K_M                  (~28 MiB)
+#   tests/gpu/prepare_carry.sh e   deepseek4 Q2_K + kimi-linear Q2_K          (~20 MiB)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
@@ -32,8 +35,20 @@ case "$set_name" in
     refs deepseek2-tiny/deepseek2-tiny-Q2_K
     refs qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE
     ;;
+  c)
+    copy deepseek4-tiny/deepseek4-tiny-Q2_K.gguf deepseek4-tiny/deepseek4-tiny-MXFP4_MOE.gguf
+    copy deepseek4-tiny/ref/deepseek4-tiny-Q2_K.f32-dequant.json deepseek4-tiny/ref/deepseek4-tiny-MXFP4_MOE.f32-dequant.json
+    ;;
+  d)
+    copy kimi-linear-tiny/kimi-linear-tiny-Q2_K.gguf kimi-linear-tiny/kimi-linear-tiny-Q4_K_M.gguf
+    copy kimi-linear-tiny/ref/kimi-linear-tiny-Q2_K.f32-dequant.json kimi-linear-tiny/ref/kimi-linear-tiny-Q4_K_M.f32-dequant.json
+    ;;
+  e)
+    copy deepseek4-tiny/deepseek4-tiny-Q2_K.gguf kimi-linear-tiny/kimi-linear-tiny-Q2_K.gguf
+    copy deepseek4-tiny/ref/deepseek4-tiny-Q2_K.f32-dequant.json kimi-linear-tiny/ref/kimi-linear-tiny-Q2_K.f32-dequant.json
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a, b or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a, b, c, d, e or none)" >&2; exit 2 ;;
 esac
 carry=$(du -sm .device-carry | cut -f1)
 deps=$(du -sm .device-deps 2>/dev/null | cut -f1 || echo 0)
