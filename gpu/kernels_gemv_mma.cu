@@ -24,6 +24,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "core/error.h"
@@ -36,6 +37,7 @@ namespace {
 
 constexpr int kMmaWarps = 4;            // 16 rows each
 constexpr int64_t kMaxNe0 = int64_t{1} << 24;  // far above any model's row
+constexpr int64_t kMaxStagedNe0 = 49152;       // 204 KiB of x fragments in shared memory
 constexpr int kXScaleExp = 14;          // max |x| * 2^s in [2^14, 2^15)
 
 __device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
@@ -86,7 +88,8 @@ __device__ __forceinline__ void q4k_scale_min(const uint4& h, int jj, float d, f
 }
 
 // Per x vector (one per group with a single pair): the B fragments, the F32 sums of every 16
-// elements and 2^-s, in a scratch buffer of frag_stride bytes per group:
+// elements and 2^-s, laid out as frag_stride bytes per group (in shared memory when the block
+// stages its own x, else in scratch written by x_fragments_kernel):
 //   [0, ne0 * 4)          ne0 / 4 uint4 {hi(e0) hi(e2)}, {hi(e1) hi(e3)}, {lo(e0) lo(e2)}, {lo(e1) lo(e3)}
 //   [ne0 * 4, + ne0 / 4)  ne0 / 16 floats X
 //   then one float: 2^-s
@@ -94,43 +97,32 @@ constexpr int kPrepThreads = 256;
 
 __host__ __device__ constexpr int64_t frag_stride(int64_t ne0) { return ne0 * 4 + ne0 / 4 + 16; }
 
-__global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch) {
-  const int grp = static_cast<int>(blockIdx.x);
-  int j = 0;
-  if (b.grp_off) {
-    j = b.grp_off[grp];
-    if (b.grp_off[grp + 1] - j != 1) return;
-  }
-  const int64_t ne0 = b.ne0;
-  const int64_t xi = b.x_row ? b.x_row[j] : j;
-  const float* x = b.x + grp * b.x_gstride + xi * b.x_stride;
-  uint8_t* base = scratch + grp * frag_stride(ne0);
+// The fragments of x (ne0 floats) into `base` by the nthreads threads of a block (every thread
+// of the block calls it; it synchronises the block). red: nthreads / 32 floats of shared memory.
+__device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthreads, float* red, float* scale_sh) {
   uint4* xf = reinterpret_cast<uint4*>(base);
   float* xsum = reinterpret_cast<float*>(base + ne0 * 4);
-  float* unscale_out = xsum + ne0 / 16;
-  __shared__ float red[kPrepThreads / 32];
-  __shared__ float x_scale;
   const int tid = static_cast<int>(threadIdx.x);
   float mx = 0.0f;
-  for (int64_t k = tid; k < ne0; k += kPrepThreads) mx = fmaxf(mx, fabsf(__ldg(x + k)));
+  for (int64_t k = tid; k < ne0; k += nthreads) mx = fmaxf(mx, fabsf(__ldg(x + k)));
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   if (tid % 32 == 0) red[tid / 32] = mx;
   __syncthreads();
   if (tid == 0) {
     float m = 0.0f;
-    for (int i = 0; i < kPrepThreads / 32; ++i) m = fmaxf(m, red[i]);
+    for (int i = 0; i < nthreads / 32; ++i) m = fmaxf(m, red[i]);
     int e = 0;
     if (m > 0.0f && isfinite(m)) {
       frexpf(m, &e);  // m in [2^(e-1), 2^e)
       e = min(max(kXScaleExp + 1 - e, -100), 100);
     }
-    x_scale = ldexpf(1.0f, e);
-    *unscale_out = ldexpf(1.0f, -e);
+    *scale_sh = ldexpf(1.0f, e);
+    xsum[ne0 / 16] = ldexpf(1.0f, -e);
   }
   __syncthreads();
-  const float sc = x_scale;
-  for (int64_t k = tid; k < ne0 / 4; k += kPrepThreads) {
+  const float sc = *scale_sh;
+  for (int64_t k = tid; k < ne0 / 4; k += nthreads) {
     __half hi[4], lo[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -141,17 +133,43 @@ __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, 
     xf[k] = make_uint4(h2_bits(__halves2half2(hi[0], hi[2])), h2_bits(__halves2half2(hi[1], hi[3])),
                        h2_bits(__halves2half2(lo[0], lo[2])), h2_bits(__halves2half2(lo[1], lo[3])));
   }
-  for (int64_t k = tid; k < ne0 / 16; k += kPrepThreads) {
+  for (int64_t k = tid; k < ne0 / 16; k += nthreads) {
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < 16; ++i) s += __ldg(x + 16 * k + i);
     xsum[k] = s;
   }
+  __syncthreads();
 }
 
-// Splits of the row (one warp each, contiguous ranges of super-blocks) summed in warp order:
-// a function of the row length only, so every launch of a shape adds the same partials.
-__host__ __device__ constexpr int k_splits(int64_t n_superblocks) { return n_superblocks < kMmaWarps ? 1 : kMmaWarps; }
+// The x row of group grp's single pair (and the pair's index in *j); null when the group has
+// another pair count (the same for the whole block).
+__device__ __forceinline__ const float* single_pair_x(const GemvBatch& b, int grp, int* j) {
+  *j = 0;
+  if (b.grp_off) {
+    *j = b.grp_off[grp];
+    if (b.grp_off[grp + 1] - *j != 1) return nullptr;
+  }
+  const int64_t xi = b.x_row ? b.x_row[*j] : *j;
+  return b.x + grp * b.x_gstride + xi * b.x_stride;
+}
+
+__global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch) {
+  __shared__ float red[kPrepThreads / 32];
+  __shared__ float scale_sh;
+  const int grp = static_cast<int>(blockIdx.x);
+  int j = 0;
+  const float* x = single_pair_x(b, grp, &j);
+  if (!x) return;
+  x_fragments(x, b.ne0, scratch + grp * frag_stride(b.ne0), kPrepThreads, red, &scale_sh);
+}
+
+// Row splits (one warp each, contiguous ranges of super-blocks, summed in warp order): a
+// function of the row length and the variant only, so every launch of a shape adds the same
+// partials.
+__host__ __device__ constexpr int k_splits(int64_t n_superblocks, int splits) {
+  return n_superblocks < splits ? 1 : splits;
+}
 
 // Q4_K: per super-block (144 bytes: d, dmin, 12 bytes of 6-bit scales/mins, 128 bytes qs) the
 // lane holds both rows' headers and its two qs granules (t and 4 + t).
@@ -297,26 +315,37 @@ struct MmaPath<GgmlType::Q2_K> {
   using type = Q2kPath;
 };
 
-// A block: 16 rows, kMmaWarps warps, warp w sums super-blocks [w * nsb / KS, (w + 1) * nsb / KS).
-template <GgmlType T>
-__global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
+// A block of kMmaWarps warps: RW row tiles of 16 rows, each summed by kMmaWarps / RW warps
+// (contiguous ranges of super-blocks). STAGED: the block writes its x fragments into dynamic
+// shared memory first; else they come from x_fragments_kernel's scratch.
+template <GgmlType T, int RW, bool STAGED>
+__global__ void __launch_bounds__(kMmaWarps * 32, 4) gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
   using Path = typename MmaPath<T>::type;
+  constexpr int kSplit = kMmaWarps / RW;
+  extern __shared__ uint4 dyn[];
   __shared__ float part[kMmaWarps][16];
+  __shared__ float red[kMmaWarps];
+  __shared__ float scale_sh;
   const int grp = static_cast<int>(blockIdx.y);
   int j = 0;
-  if (b.grp_off) {
-    j = b.grp_off[grp];
-    if (b.grp_off[grp + 1] - j != 1) return;  // the same for the whole block
-  }
+  const float* x = single_pair_x(b, grp, &j);
+  if (!x) return;  // the same for the whole block
   const int64_t ne0 = b.ne0;
-  const uint8_t* base = scratch + grp * frag_stride(ne0);
+  const uint8_t* base;
+  if constexpr (STAGED) {
+    x_fragments(x, ne0, reinterpret_cast<uint8_t*>(dyn), kMmaWarps * 32, red, &scale_sh);
+    base = reinterpret_cast<const uint8_t*>(dyn);
+  } else {
+    base = scratch + grp * frag_stride(ne0);
+  }
   const uint4* xf = reinterpret_cast<const uint4*>(base);
   const float* xsum = reinterpret_cast<const float*>(base + ne0 * 4);
-  const float unscale = __ldg(xsum + ne0 / 16);
+  const float unscale = xsum[ne0 / 16];
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
-  const int64_t rbase = static_cast<int64_t>(blockIdx.x) * 16;
+  const int tile = warp / kSplit, split = warp % kSplit;
+  const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
   const int64_t ra = rbase + g, rb = rbase + g + 8;
   const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
   const uint8_t* rowa = wg + static_cast<uint64_t>(min(ra, b.ne1 - 1)) * b.row_bytes;
@@ -328,11 +357,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_kernel(GemvBatch b, c
   const int b_half = bc & 1;  // 0: hi words (.x, .y), 1: lo words (.z, .w)
 
   const int64_t nsb = ne0 / 256;
-  const int ks = k_splits(nsb);
-  const int64_t sb0 = warp < ks ? nsb * warp / ks : nsb, sb1 = warp < ks ? nsb * (warp + 1) / ks : nsb;
+  const int ks = k_splits(nsb, kSplit);
+  const bool live = rbase < b.ne1 && split < ks;
+  const int64_t sb0 = live ? nsb * split / ks : 0, sb1 = live ? nsb * (split + 1) / ks : 0;
   float acca = 0.0f, accb = 0.0f;
   Path cur, next;
   if (sb0 < sb1) next.fetch(rowa + sb0 * Path::kBytes, rowb + sb0 * Path::kBytes, t, aligned);
+#pragma unroll 1
   for (int64_t sb = sb0; sb < sb1; ++sb) {
     cur = next;
     // The next super-block's bytes are in flight while this one is computed.
@@ -343,16 +374,83 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_mma_kernel(GemvBatch b, c
   acca += __shfl_xor_sync(0xffffffffu, acca, 2);
   accb += __shfl_xor_sync(0xffffffffu, accb, 1);
   accb += __shfl_xor_sync(0xffffffffu, accb, 2);
-  if (t == 0) {
-    part[warp][g] = acca;
-    part[warp][g + 8] = accb;
+  if constexpr (kSplit == 1) {
+    if (t == 0) {
+      float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
+      if (ra < b.ne1) y[ra] = acca;
+      if (rb < b.ne1) y[rb] = accb;
+    }
+  } else {
+    if (t == 0) {
+      part[warp][g] = acca;
+      part[warp][g + 8] = accb;
+    }
+    __syncthreads();
+    if (tid < 16 * RW) {
+      const int tl = tid / 16, r = tid % 16;
+      const int64_t row = (static_cast<int64_t>(blockIdx.x) * RW + tl) * 16 + r;
+      if (row < b.ne1) {
+        float sum = part[tl * kSplit][r];
+        for (int w = 1; w < ks; ++w) sum += part[tl * kSplit + w][r];
+        b.y[grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride + row] = sum;
+      }
+    }
   }
-  __syncthreads();
-  if (tid < 16 && rbase + tid < b.ne1) {
-    float sum = part[0][tid];
-    for (int w = 1; w < ks; ++w) sum += part[w][tid];
-    b.y[grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride + rbase + tid] = sum;
+}
+
+std::atomic<int> g_variant{0};
+
+template <GgmlType T, int RW, bool STAGED>
+void launch_variant(const GemvBatch& b, cudaStream_t s) {
+  const size_t frag = static_cast<size_t>(frag_stride(b.ne0));
+  void* scratch = nullptr;
+  size_t smem = 0;
+  if constexpr (STAGED) {
+    smem = frag;
+    if (smem > 48 * 1024) {
+      // Once per kernel instance and process (the attribute belongs to the kernel).
+      static const bool raised = [] {
+        MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemv_mma_kernel<T, RW, STAGED>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                static_cast<int>(frag_stride(kMaxStagedNe0))));
+        return true;
+      }();
+      (void)raised;
+    }
+  } else {
+    // Stream-ordered scratch from the device's default pool, which keeps up to 64 MiB of
+    // freed memory for reuse: no device-wide sync, no driver allocation per launch.
+    static const bool pool_ready = [] {
+      int dev = 0;
+      MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+      cudaMemPool_t pool;
+      MOEPACK_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+      uint64_t keep = 64ull << 20;
+      MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+      return true;
+    }();
+    (void)pool_ready;
+    MOEPACK_CUDA_CHECK(cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * frag, s));
+    x_fragments_kernel<<<static_cast<unsigned>(b.n_groups), kPrepThreads, 0, s>>>(b, static_cast<uint8_t*>(scratch));
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
   }
+  const unsigned row_blocks = static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW));
+  gemv_mma_kernel<T, RW, STAGED><<<dim3(row_blocks, static_cast<unsigned>(b.n_groups), 1), kMmaWarps * 32, smem, s>>>(
+      b, static_cast<const uint8_t*>(scratch));
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+  if (scratch) MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
+}
+
+template <GgmlType T>
+void launch_type(const GemvBatch& b, cudaStream_t s) {
+  const int v = g_variant.load(std::memory_order_relaxed);
+  // The default (0): x staged per block, 64 rows per block, no row split (the fastest on the
+  // H200 in bench_cuda_backend's side-by-side); rows too long for shared memory use scratch.
+  // The variant depends on the shape alone, never on the batching (gemv_mma.h).
+  if (v == 2) return launch_variant<T, 1, true>(b, s);
+  if (v == 3) return launch_variant<T, 1, false>(b, s);
+  if (b.ne0 > kMaxStagedNe0) return launch_variant<T, 4, false>(b, s);
+  return launch_variant<T, 4, true>(b, s);
 }
 
 }  // namespace
@@ -361,36 +459,19 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
   return (type == GgmlType::Q4_K || type == GgmlType::Q2_K) && ne0 > 0 && ne0 % 256 == 0 && ne0 <= kMaxNe0;
 }
 
+void set_gemv_mma_variant(int variant) {
+  if (variant < 0 || variant > 3) throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not 0..3");
+  g_variant.store(variant, std::memory_order_relaxed);
+}
+
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) throw Error("gemv_mma: unsupported type or row length");
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
-  // The fragments live in stream-ordered scratch (cudaMallocAsync from the device's default
-  // pool, which keeps up to 64 MiB of freed memory for reuse: no device-wide sync, no
-  // allocation from the driver per launch).
-  static const bool pool_ready = [] {
-    int dev = 0;
-    MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
-    cudaMemPool_t pool;
-    MOEPACK_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
-    uint64_t keep = 64ull << 20;
-    MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-    return true;
-  }();
-  (void)pool_ready;
-  const size_t bytes = static_cast<size_t>(b.n_groups) * static_cast<size_t>(frag_stride(b.ne0));
-  void* scratch = nullptr;
-  MOEPACK_CUDA_CHECK(cudaMallocAsync(&scratch, bytes, s));
-  x_fragments_kernel<<<static_cast<unsigned>(b.n_groups), kPrepThreads, 0, s>>>(b, static_cast<uint8_t*>(scratch));
-  MOEPACK_CUDA_CHECK(cudaGetLastError());
-  const unsigned row_blocks = static_cast<unsigned>((b.ne1 + 15) / 16);
-  const dim3 grid(row_blocks, static_cast<unsigned>(b.n_groups), 1);
   if (b.type == GgmlType::Q4_K) {
-    gemv_mma_kernel<GgmlType::Q4_K><<<grid, kMmaWarps * 32, 0, s>>>(b, static_cast<const uint8_t*>(scratch));
+    launch_type<GgmlType::Q4_K>(b, s);
   } else {
-    gemv_mma_kernel<GgmlType::Q2_K><<<grid, kMmaWarps * 32, 0, s>>>(b, static_cast<const uint8_t*>(scratch));
+    launch_type<GgmlType::Q2_K>(b, s);
   }
-  MOEPACK_CUDA_CHECK(cudaGetLastError());
-  MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
 }
 
 }  // namespace moepack::gpu::detail

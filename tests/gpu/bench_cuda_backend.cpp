@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/backend_factory.h"
@@ -22,6 +23,7 @@
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_info.h"
+#include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
 #include "packbuilder/pack_builder.h"
 
@@ -162,6 +164,17 @@ int main(int argc, char** argv) {
       out["gemv"].push_back(bench_gemv(t, 2048, 7168, d2d));
     }
     for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) out["gemv"].push_back(bench_gemv(t, 4096, 4096, d2d, 1));
+    // The tensor-core decode path's layouts side by side (gpu/gemv_mma.h; 0 is the default).
+    for (const int v : {2, 3, 0}) {
+      gpu::detail::set_gemv_mma_variant(v);
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K}) {
+        for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8}, {2048, 7168, 8}, {4096, 4096, 1}}) {
+          auto g = bench_gemv(t, rows, cols, d2d, experts);
+          g["mma_variant"] = v;
+          out["gemv_mma_variants"].push_back(g);
+        }
+      }
+    }
     EngineSettings s;
     s.backend = "cuda";
     s.n_ctx = 1024;

@@ -20,6 +20,7 @@
 #include "core/quants.h"
 #include "core/thread_pool.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
 #include "tests/gpu/gpu_test_main.h"
 
@@ -274,33 +275,39 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // the block's warps), with activations far outside f16's range in both directions (it scales
 // x by a power of two before splitting it into two f16 halves) and a number of rows that
 // leaves a partial 16-row tile.
-TEST(GpuOps, GemvQ4KDecodeLongRowsAndExtremeActivations) {
-  std::mt19937 rng(5);
-  const GgmlType type = GgmlType::Q4_K;
-  const int64_t ne0 = 14336, ne1 = 37;
-  const auto data = random_rows(type, ne0, ne1, rng);
-  const uint64_t rb = *ggml_row_bytes(type, ne0);
-  auto d_w = to_device(data);
-  for (const float scale : {1.0f, 3.0e5f, 2.0e-7f}) {
-    SCOPED_TRACE("activations scaled by " + std::to_string(scale));
-    auto x = random_floats(static_cast<size_t>(ne0), rng, scale);
-    x[17] = 40.0f * scale;  // an outlier channel
-    auto d_x = to_device(x);
-    DeviceBuffer d_y(static_cast<size_t>(ne1) * sizeof(float), "y");
-    GemvBatch b;
-    b.type = type;
-    b.ne0 = ne0;
-    b.ne1 = ne1;
-    b.row_bytes = rb;
-    b.w = d_w.bytes_ptr();
-    b.x = d_x.as<float>();
-    b.x_stride = ne0;
-    b.y = d_y.as<float>();
-    b.y_stride = ne1;
-    b.n_tok = 1;
-    gemv(b, nullptr);
-    const auto y = to_host(d_y, static_cast<size_t>(ne1));
-    for (int64_t r = 0; r < ne1; ++r) expect_close_dot(y[r], data.data() + rb * r, type, x.data(), ne0, "long row");
+TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K}) {
+    std::mt19937 rng(5);
+    const int64_t ne0 = 14336, ne1 = 37;
+    const auto data = random_rows(type, ne0, ne1, rng);
+    const uint64_t rb = *ggml_row_bytes(type, ne0);
+    auto d_w = to_device(data);
+    // Every layout of gpu/gemv_mma.h (the benchmark compares them), the default last.
+    for (const int variant : {2, 3, 0}) {
+      detail::set_gemv_mma_variant(variant);
+      for (const float scale : {1.0f, 3.0e5f, 2.0e-7f}) {
+        SCOPED_TRACE(std::string(ggml_type_name(type)) + " variant " + std::to_string(variant) +
+                     ", activations scaled by " + std::to_string(scale));
+        auto x = random_floats(static_cast<size_t>(ne0), rng, scale);
+        x[17] = 40.0f * scale;  // an outlier channel
+        auto d_x = to_device(x);
+        DeviceBuffer d_y(static_cast<size_t>(ne1) * sizeof(float), "y");
+        GemvBatch b;
+        b.type = type;
+        b.ne0 = ne0;
+        b.ne1 = ne1;
+        b.row_bytes = rb;
+        b.w = d_w.bytes_ptr();
+        b.x = d_x.as<float>();
+        b.x_stride = ne0;
+        b.y = d_y.as<float>();
+        b.y_stride = ne1;
+        b.n_tok = 1;
+        gemv(b, nullptr);
+        const auto y = to_host(d_y, static_cast<size_t>(ne1));
+        for (int64_t r = 0; r < ne1; ++r) expect_close_dot(y[r], data.data() + rb * r, type, x.data(), ne0, "long row");
+      }
+    }
   }
 }
 
