@@ -173,6 +173,8 @@ __host__ __device__ constexpr int k_splits(int64_t n_superblocks, int splits) {
 
 // Q4_K: per super-block (144 bytes: d, dmin, 12 bytes of 6-bit scales/mins, 128 bytes qs) the
 // lane holds both rows' headers and its two qs granules (t and 4 + t).
+// xf and xsum may be shared or global memory (staged or scratch): generic loads only (an
+// __ldg on a shared address is an illegal-address-space error that kills the context).
 struct Q4kPath {
   static constexpr int kBytes = 144;
   uint4 ha, hb, ga[2], gb[2];
@@ -217,8 +219,8 @@ struct Q4kPath {
         const uint32_t wa8 = wa >> 8, wb8 = wb >> 8;
         uint2 vl = make_uint2(0u, 0u), vh = make_uint2(0u, 0u);
         if (b_lane) {
-          vl = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4) + b_half);
-          vh = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 32 + 4 * i) / 4) + b_half);
+          vl = reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4)[b_half];
+          vh = reinterpret_cast<const uint2*>(xf + (e0 + 32 + 4 * i) / 4)[b_half];
         }
         // k rows 2t, 2t+1 <- bytes 0, 2; k rows 2t+8, 2t+9 <- bytes 1, 3 (as the B fragments).
         const uint32_t al[4] = {small_f16x2(wa & 0x000F000Fu), small_f16x2(wb & 0x000F000Fu),
@@ -229,7 +231,7 @@ struct Q4kPath {
                                 small_f16x2(wa8 & 0x00F000F0u), small_f16x2(wb8 & 0x00F000F0u)};
         mma_16816(dh, ah, vh.x, vh.y);
       }
-      const float xs_l = __ldg(xsum + e0 / 16), xs_h = __ldg(xsum + (e0 + 32) / 16);
+      const float xs_l = xsum[e0 / 16], xs_h = xsum[(e0 + 32) / 16];
       acca += d1a[0] * ((dl[0] + dl[1]) * unscale) - m1a[0] * xs_l;
       acca += (d1a[1] * 0.0625f) * ((dh[0] + dh[1]) * unscale) - m1a[1] * xs_h;
       accb += d1b[0] * ((dl[2] + dl[3]) * unscale) - m1b[0] * xs_l;
@@ -289,13 +291,13 @@ struct Q2kPath {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         uint2 v = make_uint2(0u, 0u);
-        if (b_lane) v = __ldg(reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4) + b_half);
+        if (b_lane) v = reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4)[b_half];
         const uint32_t a[4] = {small_f16x2(qa[i] & m02), small_f16x2(qb[i] & m02), small_f16x2(wa8[i] & m02),
                                small_f16x2(wb8[i] & m02)};
         mma_16816(dd, a, v.x, v.y);
       }
       const float inv = 1.0f / static_cast<float>(1 << (2 * j));  // exact
-      const float xs = __ldg(xsum + e0 / 16);
+      const float xs = xsum[e0 / 16];
       acca += (d_a * static_cast<float>(sca & 0x0Fu) * inv) * ((dd[0] + dd[1]) * unscale) -
               dmin_a * static_cast<float>(sca >> 4) * xs;
       accb += (d_b * static_cast<float>(scb & 0x0Fu) * inv) * ((dd[2] + dd[3]) * unscale) -
