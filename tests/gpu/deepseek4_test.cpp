@@ -614,6 +614,21 @@ TEST_P(Ds4Fixture, MissingOrMisShapedTensorIsNamed) {
   }
 }
 
+// A VRAM reserve larger than any device: the load fails before allocating, with the numbers.
+TEST_P(Ds4Fixture, OutOfVramFailsWithNumbers) {
+  EngineSettings s = test_settings("cuda");
+  s.cache_vram_reserve_mib = uint64_t{1} << 30;  // 1 PiB
+  try {
+    make_cuda_backend_deepseek4(ModelSource::open(model_path()), s);
+    ADD_FAILURE() << "expected an out-of-VRAM Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("not enough VRAM"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("MiB"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::string(GetParam().model) + ".gguf"), std::string::npos) << msg;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Ds4Fixture, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
