@@ -33,7 +33,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0);
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.
 void gemv_mma(const GemvBatch& b, cudaStream_t s);
 
-// Benchmarks only (bench_cuda_backend's side-by-side): 0 = the default layout; 2 = 16 rows per
+// Benchmarks only (bench_cuda_backend's side-by-side): 0 = the default (grouped launches: 64
+// rows per block, x staged per block; a single matrix: as 2); 2 = 16 rows per
 // block, each row split over the block's 4 warps, x staged per block; 3 = the same with x
 // fragments written once per group by a separate kernel into scratch. Process-wide; a run
 // must not mix variants (their sums differ in rounding). Throws Error outside 0..3.

@@ -321,7 +321,7 @@ struct MmaPath<GgmlType::Q2_K> {
 // (contiguous ranges of super-blocks). STAGED: the block writes its x fragments into dynamic
 // shared memory first; else they come from x_fragments_kernel's scratch.
 template <GgmlType T, int RW, bool STAGED>
-__global__ void __launch_bounds__(kMmaWarps * 32, 4) gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
+__global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4) gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
   using Path = typename MmaPath<T>::type;
   constexpr int kSplit = kMmaWarps / RW;
   extern __shared__ uint4 dyn[];
@@ -446,12 +446,15 @@ void launch_variant(const GemvBatch& b, cudaStream_t s) {
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
-  // The default (0): x staged per block, 64 rows per block, no row split (the fastest on the
-  // H200 in bench_cuda_backend's side-by-side); rows too long for shared memory use scratch.
-  // The variant depends on the shape alone, never on the batching (gemv_mma.h).
+  // The default (0), the fastest of the three in bench_cuda_backend's side-by-side on the
+  // H200: grouped launches (experts) stage x per block, 64 rows per block, no row split; a
+  // single matrix (no groups: too few rows to fill the device) splits each row over the
+  // block's 4 warps. Rows too long for shared memory use scratch. The choice depends on the
+  // launch's shape and kind alone, never on how groups are batched (gemv_mma.h).
   if (v == 2) return launch_variant<T, 1, true>(b, s);
   if (v == 3) return launch_variant<T, 1, false>(b, s);
   if (b.ne0 > kMaxStagedNe0) return launch_variant<T, 4, false>(b, s);
+  if (!b.grp_off) return launch_variant<T, 1, true>(b, s);
   return launch_variant<T, 4, true>(b, s);
 }
 
