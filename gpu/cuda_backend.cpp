@@ -18,6 +18,7 @@
 #include "core/model_source.h"
 #include "core/moe_routing.h"
 #include "core/tensor_store.h"
+#include "gpu/cuda_arch_backends.h"
 #include "gpu/cuda_attention.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_resources.h"
@@ -304,7 +305,7 @@ class CudaBackend final : public Backend {
 }  // namespace
 
 bool cuda_backend_supports(const ModelConfig& cfg) {
-  return cfg.arch == "deepseek2" || cfg.arch == "qwen3moe" || cfg.arch == "llama";
+  return cfg.arch == "deepseek2" || cfg.arch == "qwen3moe" || cfg.arch == "llama" || cfg.arch == "deepseek4";
 }
 
 bool cuda_backend_usable(const ModelSource& model) {
@@ -313,6 +314,8 @@ bool cuda_backend_usable(const ModelSource& model) {
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const ModelSource> model, const EngineSettings& settings) {
   if (!model) throw Error("make_cuda_backend: no model");
+  // Architectures with their own block forward (gpu/cuda_arch_backends.h).
+  if (model->config().arch == "deepseek4") return make_cuda_backend_deepseek4(std::move(model), settings);
   return std::make_unique<CudaBackend>(std::move(model), settings);
 }
 
