@@ -94,11 +94,6 @@ class CudaBackend final : public Backend {
 
     n_ctx_ = std::min<uint32_t>(s.n_ctx ? s.n_ctx : 4096, cfg_.n_ctx_train ? cfg_.n_ctx_train : s.n_ctx);
     if (n_ctx_ == 0) n_ctx_ = 4096;
-    const int64_t max_pos = max_attention_positions();
-    if (n_ctx_ > max_pos) {
-      throw Error("n_ctx " + std::to_string(n_ctx_) + " exceeds the " + std::to_string(max_pos) +
-                  " positions the CUDA attention kernels hold in shared memory on this device; lower n_ctx");
-    }
     uint64_t kv_floats = 0;
     for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
       kv_floats += static_cast<uint64_t>(n_ctx_) * static_cast<uint64_t>(attention_->kv_width(il));

@@ -82,8 +82,8 @@ void rope(float* x, int64_t n_tok, int64_t tok_stride, int64_t n_heads, int64_t 
 
 // Grouped-query attention (cpu_attention.h gqa_attend): q [n_tok][n_head * hk], kv rows of
 // kv_width floats (n_head_kv keys of hk, then n_head_kv values of hv), causal over positions
-// 0 .. pos0 + t. out [n_tok][n_head * hv]. Scores live in shared memory: pos0 + n_tok must not
-// exceed max_attention_positions().
+// 0 .. pos0 + t. out [n_tok][n_head * hv]. Scores live in shared memory, in ranges of 4096
+// positions beyond that (flash-decoding split, stream-ordered scratch of at most 64 MiB).
 void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t kv_width, int64_t n_head,
                 int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out, cudaStream_t s);
 
@@ -93,7 +93,8 @@ void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, in
 void mla_attend(const float* q_abs, const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t H, int64_t R,
                 int64_t D, int64_t P, float kq_scale, float* o_lat, cudaStream_t s);
 
-// Most KV positions the attention kernels handle on the current device (shared memory).
+// Most KV positions the attention kernels handle: no limit of their own since contexts beyond
+// 4096 positions are split into ranges (kernels_attention.cu); the KV cache's VRAM is the limit.
 int64_t max_attention_positions();
 
 }  // namespace moepack::gpu

@@ -1,10 +1,14 @@
 // Attention over the F32 KV cache in VRAM: grouped-query attention (llama, qwen3moe) and
-// DeepSeek's MLA in its absorbed form (deepseek2). One block per (head, token); the scores of
-// all visible positions sit in shared memory. CPU twins: gqa_attend (cpu_attention.cpp) and
+// DeepSeek's MLA in its absorbed form (deepseek2). Up to kSplitLen (4096) visible positions:
+// one block per (head, token), the scores of all of them in shared memory. Beyond: the
+// positions are split into ranges of kSplitLen (one block each) whose softmax partials are
+// combined (flash-decoding), so the context is limited by the KV cache's VRAM alone. CPU twins: gqa_attend (cpu_attention.cpp) and
 // MlaAttention::forward (arch_deepseek2.cpp). The dot products use the CPU's 8-lane order
 // (dot_f32) and the weighted sums the CPU's position order, so with FMA contraction off
 // (gpu/CMakeLists.txt) they give the CPU's values; the softmax sum differs only in its order
 // (double, both sides).
+#include <algorithm>
+#include <limits>
 #include <string>
 
 #include "core/error.h"
@@ -106,6 +110,163 @@ __global__ void mla_kernel(const float* q_abs, const float* q, int64_t pos0, con
   }
 }
 
+// Long contexts (more than kSplitLen visible positions): flash-decoding style. Block
+// (head, token, split) scores its split's positions into shared memory (kSplitLen floats),
+// exponentiates against the split's own maximum m_s and writes l_s = sum exp (double) and
+// o_s[d] = sum exp * v[d]; attend_combine then rescales by exp(m_s - M) with M the maximum over
+// splits: out = sum_s exp(m_s - M) o_s / sum_s exp(m_s - M) l_s. The same softmax as the
+// CPU's up to rounding (exp(a - m_s) exp(m_s - M) for exp(a - M), sums in another order).
+constexpr int64_t kSplitLen = 4096;
+
+// Scores sc[0 .. n) -> exp(sc - max) in place; returns (max, sum) to every thread.
+__device__ void block_partial_softmax(float* sc, int64_t n, float* mx_out, double* sum_out) {
+  __shared__ float red_f[kThreads / 32];
+  __shared__ double red_d[kThreads / 32];
+  __shared__ float mx_s;
+  __shared__ double sum_s;
+  float mx = -INFINITY;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, sc[i]);
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (threadIdx.x % 32 == 0) red_f[threadIdx.x / 32] = mx;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float m = red_f[0];
+    for (int i = 1; i < kThreads / 32; ++i) m = fmaxf(m, red_f[i]);
+    mx_s = m;
+  }
+  __syncthreads();
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float e = (sc[i] == -INFINITY || mx_s == -INFINITY) ? 0.0f : expf(sc[i] - mx_s);
+    sc[i] = e;
+    sum += e;
+  }
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (threadIdx.x % 32 == 0) red_d[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int i = 0; i < kThreads / 32; ++i) total += red_d[i];
+    sum_s = total;
+  }
+  __syncthreads();
+  *mx_out = mx_s;
+  *sum_out = sum_s;
+}
+
+// Partials of one (token, head, split): m at part_m, l at part_l, o (width floats) at part_o.
+struct SplitOut {
+  float* o;   // [n_tok][heads][n_split][width]
+  float* m;   // [n_tok][heads][n_split]
+  double* l;  // [n_tok][heads][n_split]
+  int64_t n_split;
+};
+
+__global__ void gqa_split_kernel(const float* q, int64_t pos0, const float* kv, int64_t kv_width, int64_t n_head,
+                                 int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, SplitOut so) {
+  __shared__ float sc[kSplitLen];
+  const int64_t h = blockIdx.x, t = blockIdx.y, sp = blockIdx.z;
+  const int64_t hkv = h / (n_head / n_head_kv);
+  const int64_t n_kv = pos0 + t + 1, s0 = sp * kSplitLen;
+  const int64_t n = max(int64_t{0}, min(kSplitLen, n_kv - s0));
+  const float* qh = q + (t * n_head + h) * hk;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    sc[i] = dot8(qh, kv + (s0 + i) * kv_width + hkv * hk, hk) * kq_scale;
+  }
+  __syncthreads();
+  float m;
+  double l;
+  block_partial_softmax(sc, n, &m, &l);
+  const int64_t at = (t * n_head + h) * so.n_split + sp;
+  const float* v0 = kv + n_head_kv * hk + hkv * hv + s0 * kv_width;
+  for (int64_t d = threadIdx.x; d < hv; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t s = 0; s < n; ++s) acc += sc[s] * v0[s * kv_width + d];
+    so.o[at * hv + d] = acc;
+  }
+  if (threadIdx.x == 0) {
+    so.m[at] = m;
+    so.l[at] = l;
+  }
+}
+
+__global__ void mla_split_kernel(const float* q_abs, const float* q, int64_t pos0, const float* kv, int64_t H,
+                                 int64_t R, int64_t D, int64_t P, float kq_scale, SplitOut so) {
+  __shared__ float sc[kSplitLen];
+  const int64_t h = blockIdx.x, t = blockIdx.y, sp = blockIdx.z, W = R + P;
+  const int64_t n_kv = pos0 + t + 1, s0 = sp * kSplitLen;
+  const int64_t n = max(int64_t{0}, min(kSplitLen, n_kv - s0));
+  const float* qa = q_abs + (t * H + h) * R;
+  const float* qp = q + (t * H + h) * D + (D - P);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float* row = kv + (s0 + i) * W;
+    sc[i] = (dot8(qa, row, R) + dot8(qp, row + R, P)) * kq_scale;
+  }
+  __syncthreads();
+  float m;
+  double l;
+  block_partial_softmax(sc, n, &m, &l);
+  const int64_t at = (t * H + h) * so.n_split + sp;
+  const float* v0 = kv + s0 * W;
+  for (int64_t d = threadIdx.x; d < R; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t s = 0; s < n; ++s) acc += sc[s] * v0[s * W + d];
+    so.o[at * R + d] = acc;
+  }
+  if (threadIdx.x == 0) {
+    so.m[at] = m;
+    so.l[at] = l;
+  }
+}
+
+// out[(t * heads + h) * width + d] from the splits of (t, h), in split order.
+__global__ void attend_combine_kernel(SplitOut so, int64_t heads, int64_t width, float* out) {
+  const int64_t h = blockIdx.x, t = blockIdx.y;
+  const int64_t base = (t * heads + h) * so.n_split;
+  float M = -INFINITY;
+  for (int64_t s = 0; s < so.n_split; ++s) M = fmaxf(M, so.m[base + s]);
+  double total = 0.0;
+  for (int64_t s = 0; s < so.n_split; ++s) {
+    if (so.m[base + s] != -INFINITY) total += so.l[base + s] * static_cast<double>(expf(so.m[base + s] - M));
+  }
+  const float inv = static_cast<float>(1.0 / total);
+  for (int64_t d = threadIdx.x; d < width; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t s = 0; s < so.n_split; ++s) {
+      if (so.m[base + s] != -INFINITY) acc += expf(so.m[base + s] - M) * so.o[(base + s) * width + d];
+    }
+    out[(t * heads + h) * width + d] = acc * inv;
+  }
+}
+
+// Runs `split(t0, n, so)` over chunks of tokens whose partials fit kSplitScratch bytes, then
+// the combine; scratch is stream-ordered (cudaMallocAsync) and freed after the call.
+constexpr size_t kSplitScratch = size_t{64} << 20;
+
+template <typename Split>
+void attend_split(int64_t n_tok, int64_t pos0, int64_t heads, int64_t width, float* out, cudaStream_t s, Split split) {
+  const int64_t n_split = (pos0 + n_tok + kSplitLen - 1) / kSplitLen;
+  const size_t per_tok = static_cast<size_t>(heads * n_split) * (static_cast<size_t>(width) * sizeof(float) + sizeof(float) + sizeof(double));
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(n_tok, static_cast<int64_t>(kSplitScratch / per_tok)));
+  const size_t rows = static_cast<size_t>(chunk * heads * n_split);
+  void* mem = nullptr;
+  MOEPACK_CUDA_CHECK(cudaMallocAsync(&mem, rows * (static_cast<size_t>(width) * sizeof(float) + sizeof(float) + sizeof(double)) + 256, s));
+  SplitOut so;
+  so.l = static_cast<double*>(mem);
+  so.m = reinterpret_cast<float*>(so.l + rows);
+  so.o = so.m + rows;
+  so.n_split = n_split;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += chunk) {
+    const int64_t n = std::min(chunk, n_tok - t0);
+    split(t0, n, so);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    attend_combine_kernel<<<dim3(static_cast<unsigned>(heads), static_cast<unsigned>(n)), kThreads, 0, s>>>(
+        so, heads, width, out + t0 * heads * width);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+  }
+  MOEPACK_CUDA_CHECK(cudaFreeAsync(mem, s));
+}
+
 size_t optin_shared_bytes() {
   int dev = 0;
   MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
@@ -131,11 +292,18 @@ size_t prepare_shared(Kernel k, int64_t n_kv) {
 
 }  // namespace
 
-int64_t max_attention_positions() { return static_cast<int64_t>(optin_shared_bytes() / sizeof(float)); }
+int64_t max_attention_positions() { return std::numeric_limits<int64_t>::max(); }
 
 void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t kv_width, int64_t n_head,
                 int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out, cudaStream_t s) {
   if (n_tok <= 0) return;
+  if (pos0 + n_tok > kSplitLen) {
+    return attend_split(n_tok, pos0, n_head, hv, out, s, [&](int64_t t0, int64_t n, const SplitOut& so) {
+      gqa_split_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n), static_cast<unsigned>(so.n_split)),
+                         kThreads, 0, s>>>(q + t0 * n_head * hk, pos0 + t0, kv, kv_width, n_head, n_head_kv, hk, hv,
+                                           kq_scale, so);
+    });
+  }
   const size_t shmem = prepare_shared(gqa_kernel, pos0 + n_tok);
   gqa_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
       q, pos0, kv, kv_width, n_head, n_head_kv, hk, hv, kq_scale, out);
@@ -145,6 +313,12 @@ void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, in
 void mla_attend(const float* q_abs, const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t H, int64_t R,
                 int64_t D, int64_t P, float kq_scale, float* o_lat, cudaStream_t s) {
   if (n_tok <= 0) return;
+  if (pos0 + n_tok > kSplitLen) {
+    return attend_split(n_tok, pos0, H, R, o_lat, s, [&](int64_t t0, int64_t n, const SplitOut& so) {
+      mla_split_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n), static_cast<unsigned>(so.n_split)),
+                         kThreads, 0, s>>>(q_abs + t0 * H * R, q + t0 * H * D, pos0 + t0, kv, H, R, D, P, kq_scale, so);
+    });
+  }
   const size_t shmem = prepare_shared(mla_kernel, pos0 + n_tok);
   mla_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
       q_abs, q, pos0, kv, H, R, D, P, kq_scale, o_lat);

@@ -408,6 +408,56 @@ TEST(GpuOps, GqaAttention) {
   expect_rel(to_host(dout, want.size()), want, 1e-5f, "gqa");
 }
 
+// Contexts beyond one shared-memory range of 4096 positions are split and the softmax partials
+// combined (kernels_attention.cu): a context across the first boundary (tokens seeing 4095 to
+// 4099 positions: one split empty for the first token) and one of 70,000 positions, beyond
+// the 57k the unsplit kernel could hold on an H200.
+TEST(GpuOps, GqaAttentionLongContextSplits) {
+  for (const int64_t pos0 : {int64_t{4094}, int64_t{70000}}) {
+    SCOPED_TRACE("pos0 " + std::to_string(pos0));
+    std::mt19937 rng(15);
+    const int64_t n_head = 4, n_kv = 2, hk = 32, hv = 16, W = n_kv * (hk + hv), n_tok = 5;
+    const auto q = random_floats(static_cast<size_t>(n_tok * n_head * hk), rng);
+    const auto kv = random_floats(static_cast<size_t>((pos0 + n_tok) * W), rng);
+    auto dq = to_device(q);
+    auto dkv = to_device(kv);
+    DeviceBuffer dout(static_cast<size_t>(n_tok * n_head * hv) * sizeof(float), "out");
+    gqa_attend(dq.as<float>(), n_tok, pos0, dkv.as<float>(), W, n_head, n_kv, hk, hv, 0.3f, dout.as<float>(), nullptr);
+    std::vector<float> want(static_cast<size_t>(n_tok * n_head * hv));
+    ThreadPool pool(1);
+    moepack::gqa_attend(pool, q.data(), n_tok, pos0, kv.data(), W, n_head, n_kv, hk, hv, 0.3f, want.data());
+    expect_rel(to_host(dout, want.size()), want, 1e-5f, "gqa long");
+  }
+}
+
+TEST(GpuOps, MlaAttentionLongContextSplits) {
+  std::mt19937 rng(16);
+  const int64_t H = 2, R = 64, P = 16, D = 48, pos0 = 70000, n_tok = 3, W = R + P;
+  const auto q_abs = random_floats(static_cast<size_t>(n_tok * H * R), rng);
+  const auto q = random_floats(static_cast<size_t>(n_tok * H * D), rng);
+  const auto kv = random_floats(static_cast<size_t>((pos0 + n_tok) * W), rng);
+  auto da = to_device(q_abs);
+  auto dq = to_device(q);
+  auto dkv = to_device(kv);
+  DeviceBuffer dout(static_cast<size_t>(n_tok * H * R) * sizeof(float), "out");
+  mla_attend(da.as<float>(), dq.as<float>(), n_tok, pos0, dkv.as<float>(), H, R, D, P, 0.2f, dout.as<float>(), nullptr);
+  std::vector<float> want(static_cast<size_t>(n_tok * H * R), 0.0f);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t nk = pos0 + t + 1;
+      std::vector<float> sc(static_cast<size_t>(nk));
+      for (int64_t s = 0; s < nk; ++s) {
+        sc[s] = (dot_f32(q_abs.data() + (t * H + h) * R, kv.data() + s * W, R) +
+                 dot_f32(q.data() + (t * H + h) * D + (D - P), kv.data() + s * W + R, P)) * 0.2f;
+      }
+      softmax_inplace(sc.data(), nk);
+      for (int64_t s = 0; s < nk; ++s)
+        for (int64_t d = 0; d < R; ++d) want[(t * H + h) * R + d] += sc[s] * kv[s * W + d];
+    }
+  }
+  expect_rel(to_host(dout, want.size()), want, 1e-5f, "mla long");
+}
+
 TEST(GpuOps, MlaAttention) {
   std::mt19937 rng(6);
   const int64_t H = 4, R = 64, P = 16, D = 48, pos0 = 9, n_tok = 4, W = R + P;
