@@ -320,8 +320,9 @@ struct MmaPath<GgmlType::Q2_K> {
 // A block of kMmaWarps warps: RW row tiles of 16 rows, each summed by kMmaWarps / RW warps
 // (contiguous ranges of super-blocks). STAGED: the block writes its x fragments into dynamic
 // shared memory first; else they come from x_fragments_kernel's scratch.
-template <GgmlType T, int RW, bool STAGED>
-__global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4) gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
+template <GgmlType T, int RW, bool STAGED, int DEPTH>
+__global__ void __launch_bounds__(kMmaWarps * 32, DEPTH > 1 ? 3 : RW == 4 ? 5 : 4)
+    gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
   using Path = typename MmaPath<T>::type;
   constexpr int kSplit = kMmaWarps / RW;
   extern __shared__ uint4 dyn[];
@@ -363,13 +364,21 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4) gemv_mma_kern
   const bool live = rbase < b.ne1 && split < ks;
   const int64_t sb0 = live ? nsb * split / ks : 0, sb1 = live ? nsb * (split + 1) / ks : 0;
   float acca = 0.0f, accb = 0.0f;
-  Path cur, next;
-  if (sb0 < sb1) next.fetch(rowa + sb0 * Path::kBytes, rowb + sb0 * Path::kBytes, t, aligned);
+  // ahead[i] holds super-block sb + i: DEPTH super-blocks' bytes are in flight while one is
+  // computed (registers: an expert launch has too few warps per SM to hide the latency).
+  Path ahead[DEPTH];
+#pragma unroll
+  for (int i = 0; i < DEPTH; ++i) {
+    if (sb0 + i < sb1) ahead[i].fetch(rowa + (sb0 + i) * Path::kBytes, rowb + (sb0 + i) * Path::kBytes, t, aligned);
+  }
 #pragma unroll 1
   for (int64_t sb = sb0; sb < sb1; ++sb) {
-    cur = next;
-    // The next super-block's bytes are in flight while this one is computed.
-    if (sb + 1 < sb1) next.fetch(rowa + (sb + 1) * Path::kBytes, rowb + (sb + 1) * Path::kBytes, t, aligned);
+    const Path cur = ahead[0];
+#pragma unroll
+    for (int i = 0; i + 1 < DEPTH; ++i) ahead[i] = ahead[i + 1];
+    if (sb + DEPTH < sb1) {
+      ahead[DEPTH - 1].fetch(rowa + (sb + DEPTH) * Path::kBytes, rowb + (sb + DEPTH) * Path::kBytes, t, aligned);
+    }
     cur.compute(sb, t, b_lane, b_half, xf, xsum, unscale, acca, accb);
   }
   acca += __shfl_xor_sync(0xffffffffu, acca, 1);
@@ -402,7 +411,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4) gemv_mma_kern
 
 std::atomic<int> g_variant{0};
 
-template <GgmlType T, int RW, bool STAGED>
+template <GgmlType T, int RW, bool STAGED, int DEPTH>
 void launch_variant(const GemvBatch& b, cudaStream_t s) {
   const size_t frag = static_cast<size_t>(frag_stride(b.ne0));
   void* scratch = nullptr;
@@ -412,7 +421,7 @@ void launch_variant(const GemvBatch& b, cudaStream_t s) {
     if (smem > 48 * 1024) {
       // Once per kernel instance and process (the attribute belongs to the kernel).
       static const bool raised = [] {
-        MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemv_mma_kernel<T, RW, STAGED>,
+        MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemv_mma_kernel<T, RW, STAGED, DEPTH>,
                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                 static_cast<int>(frag_stride(kMaxStagedNe0))));
         return true;
@@ -437,7 +446,7 @@ void launch_variant(const GemvBatch& b, cudaStream_t s) {
     MOEPACK_CUDA_CHECK(cudaGetLastError());
   }
   const unsigned row_blocks = static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW));
-  gemv_mma_kernel<T, RW, STAGED><<<dim3(row_blocks, static_cast<unsigned>(b.n_groups), 1), kMmaWarps * 32, smem, s>>>(
+  gemv_mma_kernel<T, RW, STAGED, DEPTH><<<dim3(row_blocks, static_cast<unsigned>(b.n_groups), 1), kMmaWarps * 32, smem, s>>>(
       b, static_cast<const uint8_t*>(scratch));
   MOEPACK_CUDA_CHECK(cudaGetLastError());
   if (scratch) MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
@@ -446,16 +455,17 @@ void launch_variant(const GemvBatch& b, cudaStream_t s) {
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
-  // The default (0), the fastest of the three in bench_cuda_backend's side-by-side on the
-  // H200: grouped launches (experts) stage x per block, 64 rows per block, no row split; a
+  // The default (0): grouped launches (experts) stage x per block, 64 rows per block, no row
+  // split, three super-blocks loaded ahead (1: the same with one ahead); a
   // single matrix (no groups: too few rows to fill the device) splits each row over the
   // block's 4 warps. Rows too long for shared memory use scratch. The choice depends on the
   // launch's shape and kind alone, never on how groups are batched (gemv_mma.h).
-  if (v == 2) return launch_variant<T, 1, true>(b, s);
-  if (v == 3) return launch_variant<T, 1, false>(b, s);
-  if (b.ne0 > kMaxStagedNe0) return launch_variant<T, 4, false>(b, s);
-  if (!b.grp_off) return launch_variant<T, 1, true>(b, s);
-  return launch_variant<T, 4, true>(b, s);
+  if (v == 1) return launch_variant<T, 4, true, 1>(b, s);
+  if (v == 2) return launch_variant<T, 1, true, 1>(b, s);
+  if (v == 3) return launch_variant<T, 1, false, 1>(b, s);
+  if (b.ne0 > kMaxStagedNe0) return launch_variant<T, 4, false, 3>(b, s);
+  if (!b.grp_off) return launch_variant<T, 1, true, 1>(b, s);
+  return launch_variant<T, 4, true, 3>(b, s);
 }
 
 }  // namespace

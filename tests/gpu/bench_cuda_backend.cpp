@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     }
     for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) out["gemv"].push_back(bench_gemv(t, 4096, 4096, d2d, 1));
     // The tensor-core decode path's layouts side by side (gpu/gemv_mma.h; 0 is the default).
-    for (const int v : {2, 3, 0}) {
+    for (const int v : {1, 2, 3, 0}) {
       gpu::detail::set_gemv_mma_variant(v);
       for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K}) {
         for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8}, {2048, 7168, 8}, {4096, 4096, 1}}) {

@@ -283,7 +283,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
     const uint64_t rb = *ggml_row_bytes(type, ne0);
     auto d_w = to_device(data);
     // Every layout of gpu/gemv_mma.h (the benchmark compares them), the default last.
-    for (const int variant : {2, 3, 0}) {
+    for (const int variant : {1, 2, 3, 0}) {
       detail::set_gemv_mma_variant(variant);
       for (const float scale : {1.0f, 3.0e5f, 2.0e-7f}) {
         SCOPED_TRACE(std::string(ggml_type_name(type)) + " variant " + std::to_string(variant) +
