@@ -6,6 +6,7 @@
 #   tests/gpu/prepare_carry.sh c   deepseek4 Q2_K + MXFP4_MOE                 (~24 MiB)
 #   tests/gpu/prepare_carry.sh d   kimi-linear Q2_K + Q4_K_M                  (~28 MiB)
 #   tests/gpu/prepare_carry.sh e   deepseek4 Q2_K + kimi-linear Q2_K          (~20 MiB)
+#   tests/gpu/prepare_carry.sh f   deepseek4 Q4_K_M + Q2_K                    (~22 MiB)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
@@ -47,8 +48,12 @@ case "$set_name" in
     copy deepseek4-tiny/deepseek4-tiny-Q2_K.gguf kimi-linear-tiny/kimi-linear-tiny-Q2_K.gguf
     copy deepseek4-tiny/ref/deepseek4-tiny-Q2_K.f32-dequant.json kimi-linear-tiny/ref/kimi-linear-tiny-Q2_K.f32-dequant.json
     ;;
+  f)
+    copy deepseek4-tiny/deepseek4-tiny-Q4_K_M.gguf deepseek4-tiny/deepseek4-tiny-Q2_K.gguf
+    copy deepseek4-tiny/ref/deepseek4-tiny-Q4_K_M.f32-dequant.json deepseek4-tiny/ref/deepseek4-tiny-Q2_K.f32-dequant.json
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a, b, c, d, e or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a, b, c, d, e, f or none)" >&2; exit 2 ;;
 esac
 carry=$(du -sm .device-carry | cut -f1)
 deps=$(du -sm .device-deps 2>/dev/null | cut -f1 || echo 0)
