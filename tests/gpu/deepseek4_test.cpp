@@ -36,7 +36,9 @@
 #include "core/deepseek4_ops.h"
 #include "core/error.h"
 #include "core/model_source.h"
+#include "core/session.h"
 #include "gpu/cuda_arch_backends.h"
+#include "gpu/cuda_backend.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/kernels_deepseek4.h"
@@ -629,10 +631,55 @@ TEST_P(Ds4Fixture, OutOfVramFailsWithNumbers) {
   }
 }
 
+// Through the factory and the Session: backend "cuda" and "auto" pick this backend for a
+// deepseek4 model; greedy generation on the GPU gives the CPU session's tokens and llama.cpp's,
+// also for a second prompt that reuses the first one's KV prefix (Session -> truncate()).
+TEST_P(Ds4Fixture, FactoryAndSessionUseTheCudaBackend) {
+  const auto src = ModelSource::open(model_path());
+  EXPECT_EQ(make_backend(src, test_settings("cuda"))->name(), "cuda");
+  EXPECT_EQ(make_backend(src, test_settings("auto"))->name(), "cuda");
+  const nlohmann::json ref = read_json(ref_path());
+  GenerateOptions o;
+  o.max_tokens = 24;
+  o.sampling.temperature = 0.0f;
+  o.ignore_eos = true;
+  auto gs = Session::load(model_path(), test_settings("cuda"));
+  auto cs = Session::load(model_path(), test_settings("cpu"));
+  ASSERT_EQ(gs->backend().name(), "cuda");
+  ASSERT_EQ(cs->backend().name(), "cpu");
+  int call = 0;
+  for (const int pi : {0, 1, 1}) {  // the third call reuses 13 of prompt 1's 14 tokens
+    SCOPED_TRACE("call " + std::to_string(call) + ", prompt " + std::to_string(pi));
+    const std::string text = test::read_text(kDir + "prompts/prompt" + std::to_string(pi) + ".txt");
+    const GenerateResult g = gs->generate_text(text, o);
+    const GenerateResult c = cs->generate_text(text, o);
+    EXPECT_EQ(g.prompt_tokens, ref["prompts"][static_cast<size_t>(pi)]["token_ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(g.tokens, c.tokens);
+    EXPECT_EQ(g.tokens, ref["prompts"][static_cast<size_t>(pi)]["greedy"]["ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(g.reused_tokens, c.reused_tokens);
+    if (call > 0) {
+      EXPECT_EQ(g.reused_tokens, call == 1 ? 1u : g.prompt_tokens.size() - 1) << "KV prefix kept by the Session";
+    }
+    std::printf("  session call %d (prompt %d): reused %u, prefill %.0f tokens/s, decode %.0f tokens/s\n", call, pi,
+                g.reused_tokens, g.prefill_tokens_per_s, g.decode_tokens_per_s);
+    ++call;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Ds4Fixture, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
 }  // namespace
 }  // namespace moepack
 
-MOEPACK_GPU_TEST_MAIN()
+// As MOEPACK_GPU_TEST_MAIN, plus the "cuda" backend registered for make_backend / Session.
+int main(int argc, char** argv) {
+  const auto q = moepack::gpu::query_devices();
+  if (q.devices.empty()) {
+    std::fprintf(stderr, "no CUDA device (%s): skipping GPU tests\n", q.error.c_str());
+    return 77;
+  }
+  moepack::gpu::register_cuda_backend();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
