@@ -513,6 +513,13 @@ TEST_P(Ds4Fixture, TruncateThenDecodeEqualsFreshRun) {
   gpu->forward(std::span<const int32_t>(&tokens[385], 1), dec);
   EXPECT_LT(max_diff(dec, fresh), 1e-4f) << "decode after truncate(385)";
   EXPECT_THROW(gpu->truncate(387), Error);
+  // A failing call (a token outside the vocabulary) leaves the cache as it was.
+  gpu->truncate(385);
+  const int32_t bad[2] = {tokens[385], static_cast<int32_t>(nv)};
+  EXPECT_THROW(gpu->forward(bad, dec), Error);
+  EXPECT_EQ(gpu->n_past(), 385u);
+  gpu->forward(std::span<const int32_t>(&tokens[385], 1), dec);
+  EXPECT_LT(max_diff(dec, fresh), 1e-4f) << "decode after a failed forward()";
 }
 
 TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
