@@ -34,6 +34,7 @@
 #include "core/cpu_moe.h"
 #include "core/error.h"
 #include "core/expert_provider.h"
+#include "core/kimi_linear_ops.h"
 #include "core/model_source.h"
 #include "core/moe_routing.h"
 #include "core/quants.h"
@@ -46,8 +47,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxCheckpoints = 8;
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // Matrix h of a stack of matrices of `rows` rows each.
 WeightView rows_of(const WeightView& w, int64_t h, int64_t rows) {
@@ -216,18 +215,7 @@ class KimiLinearBackend final : public Backend {
  private:
   // F32 values of a tensor of exactly n elements whose ne[0] is ne0 (0: any), dequantized.
   std::vector<float> flat(const std::string& name, int64_t n, int64_t ne0) {
-    const GgufModel& g = tensors_.model();
-    const GgufTensorRef* r = g.find_tensor(name);
-    if (!r) throw FormatError(model_->metadata().path(), name, 0, "tensor is missing (the architecture needs it)");
-    if (r->info->n_elements() != static_cast<uint64_t>(n) || (ne0 && r->info->ne[0] != static_cast<uint64_t>(ne0))) {
-      throw FormatError(g.shards()[r->shard].path(), name, r->info->info_offset,
-                        "expected " + std::to_string(n) + " elements" + (ne0 ? " with ne0 = " + std::to_string(ne0) : ""));
-    }
-    std::vector<uint8_t> raw(static_cast<size_t>(r->info->nbytes));
-    g.shards()[r->shard].read_tensor_data(*r->info, 0, raw.data(), raw.size());
-    std::vector<float> out(static_cast<size_t>(n));
-    dequantize_row(r->info->type, raw.data(), out.data(), n);
-    return out;
+    return kimi::read_flat(tensors_.model(), name, n, ne0, model_->metadata().path());
   }
 
   void restore_latest() {
@@ -317,33 +305,19 @@ class KimiLinearBackend final : public Backend {
       std::copy(conv_hist + i * (w - 1) * DIN, conv_hist + (i + 1) * (w - 1) * DIN, e);
       matmul(pool_, *proj[i], u, E, n, e + (w - 1) * DIN, DIN);
     }
-    // Causal depthwise conv + SiLU: qkv[i][t][c] = silu(Σ_j W[c][j] · ext[i][t + j][c]).
+    // Causal depthwise conv + SiLU (kimi::conv_silu), then the last w-1 rows become the history.
     std::vector<float> qkv(static_cast<size_t>(3 * n * DIN));
     for (int i = 0; i < 3; ++i) {
       const float* e = ext.data() + i * rows * DIN;
-      const float* W = K.conv[i].data();
-      float* o = qkv.data() + i * n * DIN;
-      for (int64_t t = 0; t < n; ++t) {
-        for (int64_t c = 0; c < DIN; ++c) {
-          float acc = 0.0f;
-          for (int64_t j = 0; j < w; ++j) acc += W[c * w + j] * e[(t + j) * DIN + c];
-          o[t * DIN + c] = acc / (1.0f + std::exp(-acc));
-        }
-      }
+      kimi::conv_silu(e, K.conv[i].data(), n, DIN, w, qkv.data() + i * n * DIN);
       std::copy(e + n * DIN, e + rows * DIN, conv_hist + i * (w - 1) * DIN);  // last w-1 rows
     }
     float* q = qkv.data();
     float* k = q + n * DIN;
     const float* v = k + n * DIN;
     // L2-normalise q and k per head: x / max(||x||, eps).
-    for (float* a : {q, k}) {
-      for (int64_t th = 0; th < n * H; ++th) {
-        float* p = a + th * d;
-        const float nrm = std::sqrt(dot_f32(p, p, d));
-        const float inv = 1.0f / std::max(nrm, eps);
-        for (int64_t i = 0; i < d; ++i) p[i] *= inv;
-      }
-    }
+    kimi::l2_norm_rows(q, n * H, d, eps);
+    kimi::l2_norm_rows(k, n * H, d, eps);
     // Decay, strength and output gate.
     std::vector<float> lo(static_cast<size_t>(n * d)), gdecay(static_cast<size_t>(n * DIN)), gate(gdecay.size());
     std::vector<float> beta(static_cast<size_t>(n * H));
@@ -352,50 +326,16 @@ class KimiLinearBackend final : public Backend {
     matmul(pool_, K.g_a, u, E, n, lo.data(), d);
     matmul(pool_, K.g_b, lo.data(), d, n, gate.data(), DIN);
     matmul(pool_, K.beta, u, E, n, beta.data(), H);
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t c = 0; c < DIN; ++c) {
-        const size_t i = static_cast<size_t>(t * DIN + c);
-        gdecay[i] = std::exp(K.a[c / d] * softplus(gdecay[i] + K.dt_bias[c]));  // α = exp(A·softplus(.))
-        gate[i] = sigmoid(gate[i]);
-      }
-      for (int64_t h = 0; h < H; ++h) beta[t * H + h] = sigmoid(beta[t * H + h]);
-    }
-    // Recurrence, token by token, heads in parallel.
+    kimi::gates(gdecay.data(), gate.data(), beta.data(), n, H, d, K.a.data(), K.dt_bias.data());
+    // Recurrence, token by token, heads in parallel; then the per-head output norm and gate.
     std::vector<float> o(static_cast<size_t>(n * DIN));
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     pool_.parallel_for(H, 1, [&](int64_t hb, int64_t he) {
       std::vector<float> delta(static_cast<size_t>(d));
       for (int64_t h = hb; h < he; ++h) {
-        float* Sh = S + h * d * d;  // Sh[i * d + j]
-        for (int64_t t = 0; t < n; ++t) {
-          const float* al = gdecay.data() + t * DIN + h * d;
-          const float* kt = k + t * DIN + h * d;
-          const float* qt = q + t * DIN + h * d;
-          const float* vt = v + t * DIN + h * d;
-          const float b = beta[t * H + h];
-          for (int64_t i = 0; i < d; ++i) {
-            for (int64_t j = 0; j < d; ++j) Sh[i * d + j] *= al[i];
-          }
-          for (int64_t j = 0; j < d; ++j) delta[j] = vt[j];
-          for (int64_t i = 0; i < d; ++i) {
-            for (int64_t j = 0; j < d; ++j) delta[j] -= Sh[i * d + j] * kt[i];
-          }
-          for (int64_t j = 0; j < d; ++j) delta[j] *= b;
-          float* ot = o.data() + t * DIN + h * d;
-          std::fill(ot, ot + d, 0.0f);
-          for (int64_t i = 0; i < d; ++i) {
-            for (int64_t j = 0; j < d; ++j) {
-              Sh[i * d + j] += kt[i] * delta[j];
-              ot[j] += Sh[i * d + j] * qt[i];
-            }
-          }
-          for (int64_t j = 0; j < d; ++j) ot[j] *= scale;
-          rms_norm(ot, K.norm.data(), d, eps, ot);
-          const float* gt = gate.data() + t * DIN + h * d;
-          for (int64_t j = 0; j < d; ++j) ot[j] *= gt[j];
-        }
+        kimi::recurrence_head(S + h * d * d, q, k, v, gdecay.data(), beta.data(), n, H, d, h, delta.data(), o.data());
       }
     });
+    kimi::output_norm_gate(o.data(), K.norm.data(), gate.data(), n * H, d, eps);
     matmul(pool_, K.wo, o.data(), DIN, n, out, E);
   }
 

@@ -1,2 +1,630 @@
-// The CUDA backend of `kimi-linear` (in progress; see gpu/cuda_arch_backends.h).
+// The CUDA backend of `kimi-linear` (Kimi-Linear / Kimi-K3-style hybrid): the GPU twin of
+// core/arch_kimi_linear.cpp, step by step (read that file for the mathematics and the state; the
+// formulas cite ../shared/docs/ARCH_KIMI_LINEAR.md). What runs where:
+//   GPU  embedding, every RMSNorm, all projections (dequantizing GEMV over the GGUF bytes), the
+//        KDA blocks (q/k/v short convolutions over their conv history, per-head L2 norm, decay /
+//        output gate / beta, the delta-rule recurrence per token, output norm and gate:
+//        gpu/kernels_kimi_linear.h), the MLA blocks (absorbed, no RoPE: kv_a norm into the
+//        latent cache, per-head k_b / v_b products, mla_attend of gpu/kernels.h), the router's
+//        logits, routed experts (cuda_moe.h), the shared expert, the dense leading blocks, the
+//        output norm and the logits.
+//   host the router's selection and weights (core's route_token, exact by construction) after
+//        copying the logits back.
+// State (device) and its semantics are the CPU reference's: per MLA block the latent rows of
+// every position [n_ctx][r + n_p], per KDA block the conv history [3][w−1][d_in] then S
+// [H][d][d]; checkpoints of all KDA states at the end of each of the last 8 forward() calls
+// (VRAM, one copy each); truncate(n) restores the latest checkpoint at or before n and
+// recomputes the tokens up to n; a forward() that throws restores the latest checkpoint.
+// Within a forward() the tokens go through the blocks in ubatches of U = 256 positions (the
+// activations' size); the KDA state carries over between them exactly as between calls.
+// Streams: one compute stream; the host waits for it once per MoE block (router logits) and at
+// the end of each ubatch.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "core/cpu_ops.h"
+#include "core/error.h"
+#include "core/kimi_linear_ops.h"
+#include "core/model_source.h"
+#include "core/moe_routing.h"
+#include "core/tensor_store.h"
 #include "gpu/cuda_arch_backends.h"
+#include "gpu/cuda_attention.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_moe.h"
+#include "gpu/cuda_resources.h"
+#include "gpu/device_info.h"
+#include "gpu/device_weights.h"
+#include "gpu/kernels.h"
+#include "gpu/kernels_kimi_linear.h"
+#include "gpu/upload_arena.h"
+
+namespace moepack::gpu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kUbatch = 256;         // positions per pass through the blocks
+constexpr size_t kMaxCheckpoints = 8;    // as the CPU reference
+
+size_t fbytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+using Hd = DeviceWeights::Handle;
+
+struct Layer {
+  bool kda = false, moe = false;
+  Hd attn_norm = 0, ffn_norm = 0;
+  // KDA
+  Hd wq = 0, wk = 0, wv = 0, conv = 0, f_a = 0, f_b = 0, g_a = 0, g_b = 0, beta = 0, a = 0, dt_bias = 0, norm = 0, wo = 0;
+  // MLA (wq, wo shared with KDA's handles)
+  Hd wkv_a = 0, kv_a_norm = 0, wk_b = 0, wv_b = 0;
+  // FFN
+  Hd gate = 0, up = 0, down = 0, router = 0, sh_gate = 0, sh_up = 0, sh_down = 0;
+  int64_t ff = 0;  // dense or shared width
+  std::vector<float> bias;  // [X] host, may be empty
+
+  const float *d_attn_norm = nullptr, *d_ffn_norm = nullptr, *d_conv = nullptr, *d_a = nullptr, *d_dt_bias = nullptr,
+              *d_norm = nullptr, *d_kv_a_norm = nullptr;
+  DevMatrix m_wq, m_wk, m_wv, m_f_a, m_f_b, m_g_a, m_g_b, m_beta, m_wo, m_wkv_a, m_wk_b, m_wv_b;
+  DevMatrix m_gate, m_up, m_down, m_router, m_sh_gate, m_sh_up, m_sh_down;
+  float* state = nullptr;  // KDA: conv history [3][w-1][d_in] then S [H][d][d]; MLA: [n_ctx][r + n_p]
+};
+
+// y + h·y_gstride = W_h (x + h·x_gstride) for `groups` stacked matrices of `rows` rows each, n tokens.
+void grouped_matmul(const DevMatrix& stacked, int64_t rows, int64_t groups, const float* x, int64_t x_stride,
+                    int64_t x_gstride, int64_t n, float* y, int64_t y_stride, int64_t y_gstride, cudaStream_t s) {
+  GemvBatch b;
+  b.type = stacked.type;
+  b.ne0 = stacked.ne0;
+  b.ne1 = rows;
+  b.row_bytes = stacked.row_bytes;
+  b.w = stacked.data;
+  b.w_gstride = static_cast<uint64_t>(rows) * stacked.row_bytes;
+  b.x = x;
+  b.x_stride = x_stride;
+  b.x_gstride = x_gstride;
+  b.y = y;
+  b.y_stride = y_stride;
+  b.y_gstride = y_gstride;
+  b.n_groups = static_cast<int32_t>(groups);
+  b.n_tok = static_cast<int32_t>(n);
+  gemv(b, s);
+}
+
+class CudaKimiLinear final : public Backend {
+ public:
+  CudaKimiLinear(std::shared_ptr<const ModelSource> model, const EngineSettings& s)
+      : model_(std::move(model)), cfg_(model_->config()), tensors_(model_->gguf()), weights_(tensors_) {
+    const auto qd = query_devices();
+    if (qd.devices.empty()) throw Error("backend \"cuda\": no usable CUDA device (" + qd.error + ")");
+    MOEPACK_CUDA_CHECK(cudaSetDevice(0));
+    const int64_t E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d, w = cfg_.ssm_conv_kernel;
+    const int64_t r = cfg_.kv_lora_rank, np = cfg_.n_rot, dk = cfg_.n_embd_head_k_mla, nn = dk - np;
+    const int64_t dv = cfg_.n_embd_head_v_mla, X = cfg_.n_expert;
+    const std::string& file = model_->metadata().path();
+    if (cfg_.n_vocab == 0) throw FormatError(file, "kimi-linear.vocab_size", 0, "vocabulary size unknown");
+    if (np <= 0 || nn <= 0 || r <= 0) throw FormatError(file, "kimi-linear.attention.key_length_mla", 0, "bad MLA sizes");
+    if (d < 1 || d > 1024) throw FormatError(file, "kimi-linear.kda.head_dim", 0, "must be in 1..1024 (CUDA backend)");
+    if (w < 1 || w > 16) throw FormatError(file, "kimi-linear.ssm.conv_kernel", 0, "must be in 1..16 (CUDA backend)");
+    if (cfg_.n_ff_exp <= 0) throw FormatError(file, "kimi-linear.expert_feed_forward_length", 0, "required and positive");
+
+    h_tok_ = weights_.add_matrix("token_embd.weight", E, cfg_.n_vocab);
+    h_out_norm_ = weights_.add_vector("output_norm.weight", E);
+    h_out_ = cfg_.tied_embeddings ? h_tok_ : weights_.add_matrix("output.weight", E, cfg_.n_vocab);
+
+    layers_.resize(cfg_.n_layer);
+    for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      Layer& L = layers_[il];
+      L.kda = cfg_.is_kda_layer(il);
+      L.moe = cfg_.is_moe_layer(il);
+      L.attn_norm = weights_.add_vector(p + "attn_norm.weight", E);
+      L.ffn_norm = weights_.add_vector(p + "ffn_norm.weight", E);
+      if (L.kda) {
+        L.wq = weights_.add_matrix(p + "attn_q.weight", E, DIN);
+        L.wk = weights_.add_matrix(p + "attn_k.weight", E, DIN);
+        L.wv = weights_.add_matrix(p + "attn_v.weight", E, DIN);
+        // The three conv tap sets [d_in][w] one after the other (one launch convolves q, k, v).
+        std::vector<float> taps;
+        for (const char* c : {"ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight"}) {
+          const std::vector<float> t = kimi::read_flat(tensors_.model(), p + c, w * DIN, w, file);
+          taps.insert(taps.end(), t.begin(), t.end());
+        }
+        L.conv = weights_.add_floats(std::move(taps));
+        L.f_a = weights_.add_matrix(p + "ssm_f_a.weight", E, d);
+        L.f_b = weights_.add_matrix(p + "ssm_f_b.weight", d, DIN);
+        L.g_a = weights_.add_matrix(p + "ssm_g_a.weight", E, d);
+        L.g_b = weights_.add_matrix(p + "ssm_g_b.weight", d, DIN);
+        L.beta = weights_.add_matrix(p + "ssm_beta.weight", E, H);
+        L.a = weights_.add_floats(kimi::read_flat(tensors_.model(), p + "ssm_a", H, 0, file));
+        L.dt_bias = weights_.add_vector(p + "ssm_dt.bias", DIN);
+        L.norm = weights_.add_vector(p + "ssm_norm.weight", d);
+        L.wo = weights_.add_matrix(p + "attn_output.weight", DIN, E);
+        kda_floats_ += 3 * (w - 1) * DIN + H * d * d;
+      } else {
+        L.wq = weights_.add_matrix(p + "attn_q.weight", E, H * dk);
+        L.wkv_a = weights_.add_matrix(p + "attn_kv_a_mqa.weight", E, r + np);
+        L.kv_a_norm = weights_.add_vector(p + "attn_kv_a_norm.weight", r);
+        L.wk_b = weights_.add_stacked(p + "attn_k_b.weight", nn, r, H);
+        L.wv_b = weights_.add_stacked(p + "attn_v_b.weight", r, dv, H);
+        L.wo = weights_.add_matrix(p + "attn_output.weight", H * dv, E);
+        n_mla_++;
+      }
+      if (!L.moe) {
+        L.ff = static_cast<int64_t>(tensors_.shape(p + "ffn_gate.weight")[1]);
+        L.gate = weights_.add_matrix(p + "ffn_gate.weight", E, L.ff);
+        L.up = weights_.add_matrix(p + "ffn_up.weight", E, L.ff);
+        L.down = weights_.add_matrix(p + "ffn_down.weight", L.ff, E);
+      } else {
+        L.router = weights_.add_matrix(p + "ffn_gate_inp.weight", E, X);
+        L.bias = tensors_.vector(p + "exp_probs_b.bias", X, false);
+        if (cfg_.n_expert_shared > 0) {
+          L.ff = static_cast<int64_t>(tensors_.shape(p + "ffn_gate_shexp.weight")[1]);
+          L.sh_gate = weights_.add_matrix(p + "ffn_gate_shexp.weight", E, L.ff);
+          L.sh_up = weights_.add_matrix(p + "ffn_up_shexp.weight", E, L.ff);
+          L.sh_down = weights_.add_matrix(p + "ffn_down_shexp.weight", L.ff, E);
+        }
+      }
+      max_ff_ = std::max(max_ff_, L.ff);
+    }
+    experts_ = std::make_unique<CudaRoutedExperts>(*model_, weights_, [this](uint32_t il) { return cfg_.is_moe_layer(il); },
+                                                   static_cast<int64_t>(cfg_.n_ff_exp));
+
+    n_ctx_ = std::min<uint32_t>(s.n_ctx ? s.n_ctx : 4096, cfg_.n_ctx_train ? cfg_.n_ctx_train : 4096);
+    if (n_mla_ > 0 && static_cast<int64_t>(n_ctx_) > max_attention_positions()) {
+      throw Error("kimi-linear CUDA backend: n_ctx " + std::to_string(n_ctx_) + " exceeds the " +
+                  std::to_string(max_attention_positions()) + " positions the MLA attention kernel handles");
+    }
+    const uint64_t mla_floats = static_cast<uint64_t>(n_mla_) * n_ctx_ * static_cast<uint64_t>(r + np);
+    const uint64_t state_bytes = (kda_floats_ * (1 + kMaxCheckpoints) + mla_floats) * sizeof(float);
+    weights_.upload(s.cache_vram_reserve_mib << 20, state_bytes + activation_floats() * sizeof(float), model_->path());
+
+    kda_state_.allocate(fbytes(std::max<int64_t>(static_cast<int64_t>(kda_floats_), 1)), "the KDA recurrent state");
+    mla_cache_.allocate(std::max<uint64_t>(mla_floats, 1) * sizeof(float),
+                        "the MLA latent cache (" + std::to_string(n_ctx_) + " tokens)");
+    MOEPACK_CUDA_CHECK(cudaMemset(kda_state_.bytes_ptr(), 0, fbytes(static_cast<int64_t>(kda_floats_))));
+    MOEPACK_CUDA_CHECK(cudaMemset(mla_cache_.bytes_ptr(), 0, mla_floats * sizeof(float)));
+    cp_slots_.resize(kMaxCheckpoints);
+    for (DeviceBuffer& b : cp_slots_) b.allocate(fbytes(std::max<int64_t>(static_cast<int64_t>(kda_floats_), 1)), "a KDA state checkpoint");
+    for (size_t i = 0; i < kMaxCheckpoints; ++i) free_slots_.push_back(i);
+    allocate_activations();
+
+    tok_embd_ = weights_.matrix(h_tok_);
+    output_ = weights_.matrix(h_out_);
+    output_norm_ = weights_.vector(h_out_norm_);
+    check_type(tok_embd_, "token_embd.weight");
+    check_type(output_, "output.weight");
+    float* kda_at = kda_state_.as<float>();
+    float* mla_at = mla_cache_.as<float>();
+    for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+      Layer& L = layers_[il];
+      const std::string p = "blk." + std::to_string(il) + ".";
+      L.d_attn_norm = weights_.vector(L.attn_norm);
+      L.d_ffn_norm = weights_.vector(L.ffn_norm);
+      const auto bind = [&](DevMatrix& m, Hd h, const char* name) {
+        m = weights_.matrix(h);
+        check_type(m, p + name);
+      };
+      bind(L.m_wq, L.wq, "attn_q.weight");
+      bind(L.m_wo, L.wo, "attn_output.weight");
+      if (L.kda) {
+        bind(L.m_wk, L.wk, "attn_k.weight");
+        bind(L.m_wv, L.wv, "attn_v.weight");
+        bind(L.m_f_a, L.f_a, "ssm_f_a.weight");
+        bind(L.m_f_b, L.f_b, "ssm_f_b.weight");
+        bind(L.m_g_a, L.g_a, "ssm_g_a.weight");
+        bind(L.m_g_b, L.g_b, "ssm_g_b.weight");
+        bind(L.m_beta, L.beta, "ssm_beta.weight");
+        L.d_conv = weights_.vector(L.conv);
+        L.d_a = weights_.vector(L.a);
+        L.d_dt_bias = weights_.vector(L.dt_bias);
+        L.d_norm = weights_.vector(L.norm);
+        L.state = kda_at;
+        kda_at += 3 * (w - 1) * DIN + H * d * d;
+      } else {
+        bind(L.m_wkv_a, L.wkv_a, "attn_kv_a_mqa.weight");
+        bind(L.m_wk_b, L.wk_b, "attn_k_b.weight");
+        bind(L.m_wv_b, L.wv_b, "attn_v_b.weight");
+        L.d_kv_a_norm = weights_.vector(L.kv_a_norm);
+        L.state = mla_at;
+        mla_at += static_cast<int64_t>(n_ctx_) * (r + np);
+      }
+      if (!L.moe) {
+        bind(L.m_gate, L.gate, "ffn_gate.weight");
+        bind(L.m_up, L.up, "ffn_up.weight");
+        bind(L.m_down, L.down, "ffn_down.weight");
+      } else {
+        bind(L.m_router, L.router, "ffn_gate_inp.weight");
+        if (L.ff > 0) {
+          bind(L.m_sh_gate, L.sh_gate, "ffn_gate_shexp.weight");
+          bind(L.m_sh_up, L.sh_up, "ffn_up_shexp.weight");
+          bind(L.m_sh_down, L.sh_down, "ffn_down_shexp.weight");
+        }
+      }
+    }
+    experts_->bind(s);
+    experts_->reserve(kUbatch);
+    tokens_.reserve(n_ctx_);
+    MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());  // the memsets before stream_'s first kernel
+  }
+
+  std::string_view name() const override { return "cuda"; }
+  const ModelConfig& config() const override { return cfg_; }
+  uint32_t n_ctx() const override { return n_ctx_; }
+  uint32_t n_past() const override { return n_past_; }
+  void set_routing_observer(RoutingObserver observer) override { observer_ = std::move(observer); }
+  BackendStats stats() const override {
+    BackendStats s = stats_;
+    experts_->add_stats(s);
+    return s;
+  }
+
+  // As the CPU reference: restore the latest checkpoint at or before n, recompute up to n.
+  void truncate(uint32_t n) override {
+    if (n > n_past_) throw Error("truncate(" + std::to_string(n) + ") beyond the " + std::to_string(n_past_) + " cached tokens");
+    if (n == n_past_) return;
+    const std::vector<int32_t> kept(tokens_.begin(), tokens_.begin() + n);
+    while (!checkpoints_.empty() && checkpoints_.back().pos > n) {
+      free_slots_.push_back(checkpoints_.back().slot);
+      checkpoints_.pop_back();
+    }
+    restore_latest();
+    const uint32_t from = n_past_;
+    if (from < n) {
+      // Recompute [from, n) from the stored ids; no logits, no routing observer.
+      const std::vector<int32_t> redo(kept.begin() + from, kept.end());
+      RoutingObserver keep = std::move(observer_);
+      observer_ = nullptr;
+      try {
+        run_all(redo, {}, {});
+      } catch (...) {
+        observer_ = std::move(keep);
+        restore_latest();
+        throw;
+      }
+      observer_ = std::move(keep);
+    }
+  }
+
+  void forward(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) override {
+    check_forward_args(tokens, logits, all_logits, n_past_, n_ctx_, cfg_.n_vocab);
+    ++stats_.forward_calls;
+    try {
+      run_all(tokens, logits, all_logits);
+    } catch (...) {
+      restore_latest();  // the state this call started from
+      throw;
+    }
+  }
+
+ private:
+  struct Checkpoint {
+    uint32_t pos = 0;
+    size_t slot = 0;  // index into cp_slots_
+  };
+
+  static void check_type(const DevMatrix& m, const std::string& what) {
+    if (!gpu_type_supported(m.type)) {
+      throw Error("the CUDA backend has no kernel for " + what + " type " + std::string(ggml_type_name(m.type)));
+    }
+  }
+
+  void restore_latest() {
+    cudaStream_t st = stream_.get();
+    const size_t bytes = fbytes(static_cast<int64_t>(kda_floats_));
+    if (checkpoints_.empty()) {
+      if (bytes) MOEPACK_CUDA_CHECK(cudaMemsetAsync(kda_state_.bytes_ptr(), 0, bytes, st));
+      n_past_ = 0;
+    } else {
+      const Checkpoint& c = checkpoints_.back();
+      if (bytes) {
+        MOEPACK_CUDA_CHECK(cudaMemcpyAsync(kda_state_.bytes_ptr(), cp_slots_[c.slot].bytes_ptr(), bytes,
+                                           cudaMemcpyDeviceToDevice, st));
+      }
+      n_past_ = c.pos;
+    }
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+    tokens_.resize(std::min<size_t>(tokens_.size(), n_past_));
+  }
+
+  void save_checkpoint() {
+    if (!checkpoints_.empty() && checkpoints_.back().pos == n_past_) {
+      free_slots_.push_back(checkpoints_.back().slot);
+      checkpoints_.pop_back();
+    }
+    if (checkpoints_.size() == kMaxCheckpoints) {
+      free_slots_.push_back(checkpoints_.front().slot);
+      checkpoints_.pop_front();
+    }
+    const size_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    const size_t bytes = fbytes(static_cast<int64_t>(kda_floats_));
+    if (bytes) {
+      MOEPACK_CUDA_CHECK(cudaMemcpyAsync(cp_slots_[slot].bytes_ptr(), kda_state_.bytes_ptr(), bytes,
+                                         cudaMemcpyDeviceToDevice, stream_.get()));
+    }
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    checkpoints_.push_back({n_past_, slot});
+  }
+
+  // All tokens in ubatches, then a checkpoint (the CPU reference's run()).
+  void run_all(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) {
+    const int64_t n = static_cast<int64_t>(tokens.size()), NV = cfg_.n_vocab;
+    for (int64_t c0 = 0; c0 < n; c0 += kUbatch) {
+      const int64_t m = std::min<int64_t>(kUbatch, n - c0);
+      run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)), c0 + m == n ? logits : std::span<float>{},
+          all_logits.empty() ? std::span<float>{}
+                             : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
+    }
+    save_checkpoint();
+  }
+
+  // Activation buffers for one ubatch of U positions (floats), allocated once.
+  struct Sizes {
+    int64_t e, ext, qkv, lo, din, beta, o, q, c, lat, rl, ff, lg;
+  };
+  Sizes sizes() const {
+    const int64_t U = kUbatch, E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d;
+    const int64_t w = cfg_.ssm_conv_kernel, r = cfg_.kv_lora_rank, np = cfg_.n_rot, dk = cfg_.n_embd_head_k_mla;
+    const int64_t dv = cfg_.n_embd_head_v_mla;
+    Sizes z{};
+    z.e = U * E;
+    z.ext = 3 * (w - 1 + U) * DIN;
+    z.qkv = 3 * U * DIN;
+    z.lo = U * d;
+    z.din = U * DIN;
+    z.beta = U * H;
+    z.o = U * std::max(DIN, H * dv);
+    z.q = U * H * dk;
+    z.c = U * (r + np);
+    z.lat = U * H * r;
+    z.rl = U * static_cast<int64_t>(cfg_.n_expert);
+    z.ff = U * std::max<int64_t>(max_ff_, 1);
+    z.lg = U * static_cast<int64_t>(cfg_.n_vocab);
+    return z;
+  }
+  uint64_t activation_floats() const {
+    const Sizes z = sizes();
+    return static_cast<uint64_t>(4 * z.e + z.ext + z.qkv + z.lo + 2 * z.din + z.beta + z.o + z.q + z.c + 2 * z.lat +
+                                 z.rl + 2 * z.ff + z.lg);
+  }
+  void allocate_activations() {
+    const Sizes z = sizes();
+    const auto a = [](DeviceBuffer& b, int64_t n, const char* what) { b.allocate(fbytes(std::max<int64_t>(n, 1)), what); };
+    a(x_, z.e, "activations");
+    a(xn_, z.e, "activations");
+    a(y_, z.e, "activations");
+    a(tmp_, z.e, "activations");
+    a(ext_, z.ext, "KDA projections");
+    a(qkv_, z.qkv, "KDA q, k, v");
+    a(lo_, z.lo, "KDA low-rank");
+    a(decay_, z.din, "KDA decay");
+    a(gate_, z.din, "KDA output gate");
+    a(beta_, z.beta, "KDA beta");
+    a(o_, z.o, "attention output");
+    a(q_, z.q, "MLA q");
+    a(c_, z.c, "MLA latent");
+    a(qa_, z.lat, "MLA absorbed q");
+    a(lat_, z.lat, "MLA latent output");
+    a(rl_, z.rl, "router logits");
+    a(fg_, z.ff, "FFN");
+    a(fu_, z.ff, "FFN");
+    a(logits_, z.lg, "logits");
+    h_rl_.allocate(fbytes(std::max<int64_t>(z.rl, 1)), "router logits");
+  }
+
+  // One ubatch (n <= U positions) through every block, as the CPU reference's run().
+  void run(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) {
+    const int64_t n = static_cast<int64_t>(tokens.size()), E = cfg_.n_embd;
+    const auto t0 = Clock::now();
+    double io_wait = 0.0;
+    const int64_t pos0 = n_past_;
+    cudaStream_t st = stream_.get();
+    arena_.reset();
+    float* x = x_.as<float>();
+    float* xn = xn_.as<float>();
+    float* y = y_.as<float>();
+    try {
+      const int32_t* d_tok = arena_.put(tokens.data(), tokens.size(), st);
+      dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), x, st);
+      for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+        const Layer& L = layers_[il];
+        rms_norm(x, E, L.d_attn_norm, E, cfg_.rms_eps, xn, E, n, st);
+        if (L.kda) {
+          kda(L, n);
+        } else {
+          mla(L, n, pos0);
+        }
+        add_inplace(x, y, n * E, st);
+        rms_norm(x, E, L.d_ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
+        if (L.moe) {
+          moe(il, n, pos0, &io_wait);
+        } else {
+          swiglu_ffn(L.m_gate, L.m_up, L.m_down, L.ff, n, y);
+        }
+        add_inplace(x, y, n * E, st);
+      }
+      experts_->end_step();
+      if (!logits.empty() || !all_logits.empty()) head(n, logits, all_logits);
+      MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+    } catch (...) {
+      experts_->end_step();
+      cudaStreamSynchronize(st);  // nothing queued may outlive this call's tables
+      throw;
+    }
+    tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+    n_past_ += static_cast<uint32_t>(n);
+    stats_.tokens_evaluated += static_cast<uint64_t>(n);
+    stats_.io_wait_ms += io_wait;
+    stats_.compute_ms += ms_since(t0) - io_wait;
+  }
+
+  // Output norm and logits of the last position (or of all).
+  void head(int64_t n, std::span<float> logits, std::span<float> all_logits) {
+    const int64_t E = cfg_.n_embd, NV = cfg_.n_vocab;
+    cudaStream_t st = stream_.get();
+    const int64_t first = all_logits.empty() ? n - 1 : 0;
+    const int64_t m = n - first;
+    rms_norm(x_.as<float>() + first * E, E, output_norm_, E, cfg_.rms_eps, xn_.as<float>(), E, m, st);
+    dev_matmul(output_, xn_.as<float>(), E, m, logits_.as<float>(), NV, st);
+    float* dst = all_logits.empty() ? logits.data() : all_logits.data();
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(m * NV), cudaMemcpyDeviceToHost, st));
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+    if (!all_logits.empty() && !logits.empty()) {
+      std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
+    }
+  }
+
+  // out = down · (silu(gate · xn) ⊙ up · xn) for the n positions of xn_.
+  void swiglu_ffn(const DevMatrix& gate, const DevMatrix& up, const DevMatrix& down, int64_t ff, int64_t n, float* out) {
+    const int64_t E = cfg_.n_embd;
+    cudaStream_t st = stream_.get();
+    float* g = fg_.as<float>();
+    float* u = fu_.as<float>();
+    dev_matmul(gate, xn_.as<float>(), E, n, g, ff, st);
+    dev_matmul(up, xn_.as<float>(), E, n, u, ff, st);
+    swiglu(g, u, n * ff, g, st);
+    dev_matmul(down, g, ff, n, out, E, st);
+  }
+
+  // §4.1–4.2: KDA block over xn_ [n][E] -> y_ [n][E], continuing its conv history and state.
+  void kda(const Layer& L, int64_t n) {
+    const int64_t E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d, w = cfg_.ssm_conv_kernel;
+    const float eps = cfg_.rms_eps;
+    cudaStream_t st = stream_.get();
+    const float* xn = xn_.as<float>();
+    float* hist = L.state;                    // [3][w-1][d_in]
+    float* S = hist + 3 * (w - 1) * DIN;      // [H][d][d]
+    const int64_t rows = w - 1 + n;
+    float* ext = ext_.as<float>();            // [3][rows][d_in]
+    const DevMatrix* proj[3] = {&L.m_wq, &L.m_wk, &L.m_wv};
+    for (int i = 0; i < 3; ++i) {
+      float* e = ext + i * rows * DIN;
+      if (w > 1) {
+        MOEPACK_CUDA_CHECK(cudaMemcpyAsync(e, hist + i * (w - 1) * DIN, fbytes((w - 1) * DIN), cudaMemcpyDeviceToDevice, st));
+      }
+      dev_matmul(*proj[i], xn, E, n, e + (w - 1) * DIN, DIN, st);
+    }
+    float* qkv = qkv_.as<float>();  // [3][n][d_in]
+    kda_conv_silu(ext, rows * DIN, L.d_conv, DIN * w, n, DIN, w, 3, qkv, n * DIN, st);
+    for (int i = 0; i < 3 && w > 1; ++i) {  // the last w-1 pre-convolution rows become the history
+      MOEPACK_CUDA_CHECK(cudaMemcpyAsync(hist + i * (w - 1) * DIN, ext + i * rows * DIN + n * DIN, fbytes((w - 1) * DIN),
+                                         cudaMemcpyDeviceToDevice, st));
+    }
+    float* q = qkv;
+    float* k = q + n * DIN;
+    const float* v = k + n * DIN;
+    kda_l2_norm(q, 2 * n * H, d, eps, st);  // q and k are adjacent: 2·n·H rows of d
+    float* lo = lo_.as<float>();
+    float* decay = decay_.as<float>();
+    float* gate = gate_.as<float>();
+    float* beta = beta_.as<float>();
+    dev_matmul(L.m_f_a, xn, E, n, lo, d, st);
+    dev_matmul(L.m_f_b, lo, d, n, decay, DIN, st);
+    dev_matmul(L.m_g_a, xn, E, n, lo, d, st);
+    dev_matmul(L.m_g_b, lo, d, n, gate, DIN, st);
+    dev_matmul(L.m_beta, xn, E, n, beta, H, st);
+    kda_gates(decay, gate, beta, n, H, d, L.d_a, L.d_dt_bias, st);
+    float* o = o_.as<float>();
+    kda_recurrence(S, q, k, v, decay, beta, n, H, d, o, st);
+    kda_output_norm_gate(o, L.d_norm, gate, n * H, d, eps, st);
+    dev_matmul(L.m_wo, o, DIN, n, y_.as<float>(), E, st);
+  }
+
+  // §4.4: absorbed MLA without RoPE over the cached latent rows, xn_ -> y_.
+  void mla(const Layer& L, int64_t n, int64_t pos0) {
+    const int64_t E = cfg_.n_embd, H = cfg_.n_head, r = cfg_.kv_lora_rank, np = cfg_.n_rot;
+    const int64_t dk = cfg_.n_embd_head_k_mla, dv = cfg_.n_embd_head_v_mla, W = r + np;
+    cudaStream_t st = stream_.get();
+    const float* xn = xn_.as<float>();
+    float* q = q_.as<float>();
+    float* c = c_.as<float>();
+    dev_matmul(L.m_wq, xn, E, n, q, H * dk, st);
+    dev_matmul(L.m_wkv_a, xn, E, n, c, W, st);
+    float* rows = L.state + pos0 * W;
+    rms_norm(c, W, L.d_kv_a_norm, r, cfg_.rms_eps, rows, W, n, st);  // c_kv normed
+    MOEPACK_CUDA_CHECK(cudaMemcpy2DAsync(rows + r, fbytes(W), c + r, fbytes(W), fbytes(np), static_cast<size_t>(n),
+                                         cudaMemcpyDeviceToDevice, st));  // k_p as is
+    float* qa = qa_.as<float>();
+    float* lat = lat_.as<float>();
+    grouped_matmul(L.m_wk_b, r, H, q, H * dk, dk, n, qa, H * r, r, st);
+    const float kq_scale = 1.0f / std::sqrt(static_cast<float>(dk));
+    mla_attend(qa, q, n, pos0, L.state, H, r, dk, np, kq_scale, lat, st);
+    float* o = o_.as<float>();
+    grouped_matmul(L.m_wv_b, dv, H, lat, H * r, r, n, o, H * dv, dv, st);
+    dev_matmul(L.m_wo, o, H * dv, n, y_.as<float>(), E, st);
+  }
+
+  // §4.5: router logits on the GPU, selection on the host (route_token), routed experts and the
+  // shared expert into y_.
+  void moe(uint32_t il, int64_t n, int64_t pos0, double* io_wait) {
+    const Layer& L = layers_[il];
+    cudaStream_t st = stream_.get();
+    const int64_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used;
+    const float* xn = xn_.as<float>();
+    dev_matmul(L.m_router, xn, E, n, rl_.as<float>(), X, st);
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(h_rl_.as<float>(), rl_.as<float>(), fbytes(n * X), cudaMemcpyDeviceToHost, st));
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+    const float* rl = h_rl_.as<float>();
+    ids_.resize(static_cast<size_t>(n * K));
+    wts_.resize(static_cast<size_t>(n * K));
+    scratch_.resize(static_cast<size_t>(2 * X));
+    for (int64_t t = 0; t < n; ++t) {
+      int32_t* id = ids_.data() + t * K;
+      float* wt = wts_.data() + t * K;
+      route_token(cfg_, rl + t * X, L.bias.empty() ? nullptr : L.bias.data(), id, wt, scratch_.data());
+      if (observer_) {
+        observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K), std::span<const float>(wt, K));
+      }
+    }
+    stats_.expert_selections += static_cast<uint64_t>(n * K);
+    float* y = y_.as<float>();
+    stats_.experts_computed += experts_->run(il, xn, n, ids_.data(), wts_.data(), 0.0f, y, arena_, st, io_wait);
+    if (L.ff > 0) {
+      swiglu_ffn(L.m_sh_gate, L.m_sh_up, L.m_sh_down, L.ff, n, tmp_.as<float>());
+      add_inplace(y, tmp_.as<float>(), n * E, st);
+    }
+  }
+
+  std::shared_ptr<const ModelSource> model_;
+  const ModelConfig& cfg_;
+  TensorStore tensors_;
+  DeviceWeights weights_;
+  Stream stream_;
+  UploadArena arena_;
+  Hd h_tok_ = 0, h_out_norm_ = 0, h_out_ = 0;
+  DevMatrix tok_embd_, output_;
+  const float* output_norm_ = nullptr;
+  std::vector<Layer> layers_;
+  std::unique_ptr<CudaRoutedExperts> experts_;
+  int64_t max_ff_ = 0;
+  uint64_t kda_floats_ = 0;  // all KDA blocks' state, floats
+  uint32_t n_mla_ = 0;
+  uint32_t n_ctx_ = 0, n_past_ = 0;
+  std::vector<int32_t> tokens_;  // ids at positions 0 .. n_past_-1 (for recomputation)
+  DeviceBuffer kda_state_, mla_cache_;
+  std::vector<DeviceBuffer> cp_slots_;
+  std::vector<size_t> free_slots_;
+  std::deque<Checkpoint> checkpoints_;  // ascending pos; the last one is the current state
+  DeviceBuffer x_, xn_, y_, tmp_, ext_, qkv_, lo_, decay_, gate_, beta_, o_, q_, c_, qa_, lat_, rl_, fg_, fu_, logits_;
+  PinnedBuffer h_rl_;
+  std::vector<int32_t> ids_;
+  std::vector<float> wts_, scratch_;
+  RoutingObserver observer_;
+  BackendStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend_kimi_linear(std::shared_ptr<const ModelSource> model,
+                                                       const EngineSettings& settings) {
+  if (!model) throw Error("make_cuda_backend_kimi_linear: no model");
+  return std::make_unique<CudaKimiLinear>(std::move(model), settings);
+}
+
+}  // namespace moepack::gpu

@@ -1,4 +1,587 @@
-// GPU parity tests of the `kimi-linear` CUDA backend (in progress).
+// The `kimi-linear` CUDA backend (gpu/cuda_kimi_linear.cpp) and its kernels (gpu/kernels_kimi_linear.h).
+//
+// 1. Every new kernel against its CPU twin (core/kimi_linear_ops.h, which the CPU reference
+//    itself calls) on random inputs at the kimi-linear-tiny fixture's shapes (H 4, d 128, w 4)
+//    and at a Kimi-Linear-48B-like larger one (H 32, d 128), over two calls so the conv history
+//    and the recurrent state carry. Tolerance |gpu - cpu| <= 1e-5 · max(1, |cpu|): every output
+//    is computed by one GPU thread in the CPU twin's order of operations (--fmad=false; dot
+//    products in dot_f32's eight lanes; the recurrence's sums over i ascending per column j),
+//    so the only differences are expf / log1pf (CUDA <= 2 ulp, glibc < 1 ulp) and the output
+//    norm's double sum of squares in tree order (a 1-ulp change of the float mean at most):
+//    a few ulp (~1e-7 relative); 1e-5 leaves two orders of margin and still catches any
+//    indexing or formula error (which moves values by O(0.1..1)).
+// 2. End to end on each kimi-linear-tiny file carried to the machine (skipped, naming the file,
+//    when absent): prompt logits of the 5 reference prompts within 1e-3 of the CPU backend (both
+//    F32 on the same exactly dequantized weights, differing only in the GEMVs' summation order;
+//    the CPU backend agrees with llama.cpp's f32-dequant references to 5e-6), 24-token greedy
+//    continuations identical to the CPU backend's and to llama.cpp's f32-dequant references,
+//    all-position logits and routing of prompts 0 and 3 (386 tokens: two ubatches), chunked
+//    calls and truncate() (to a checkpoint, between checkpoints, to 0) then the rest equal to
+//    one pass, a decode after truncate() equal to a fresh run.
+// 3. The Expert Pack of the fixture on the GPU at three VRAM budgets: logits bit-identical to the
+//    GGUF path on the GPU; evictions at the smallest budget.
+// Failures print the largest difference and the first mismatching index, per check.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/backend_factory.h"
+#include "core/error.h"
+#include "core/kimi_linear_ops.h"
+#include "core/model_source.h"
+#include "gpu/cuda_arch_backends.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_resources.h"
+#include "gpu/kernels_kimi_linear.h"
+#include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
+#include "tests/support/fixture_refs.h"
+#include "tests/support/gguf_writer.h"
+
+namespace moepack {
+namespace {
+
+using namespace moepack::gpu;
+using test::argmax;
+using test::read_json;
+
+// ---------------------------------------------------------------------------------------------
+// Kernel parity helpers.
+
+std::vector<float> randn(size_t n, float sd, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, sd);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+struct Dev {
+  DeviceBuffer buf;
+  size_t n = 0;
+  float* p() const { return buf.as<float>(); }
+};
+
+Dev up(const std::vector<float>& v) {
+  Dev d;
+  d.n = v.size();
+  d.buf.allocate(std::max<size_t>(v.size(), 1) * sizeof(float), "test buffer");
+  if (!v.empty()) MOEPACK_CUDA_CHECK(cudaMemcpy(d.p(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+Dev zeros(size_t n) { return up(std::vector<float>(n, 0.0f)); }
+
+std::vector<float> down(const Dev& d) {
+  MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> v(d.n);
+  if (d.n) MOEPACK_CUDA_CHECK(cudaMemcpy(v.data(), d.p(), d.n * sizeof(float), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+constexpr float kRel = 1e-5f;
+
+// EXPECTs |got - want| <= rel · max(1, |want|) everywhere; reports max diff and first mismatch.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what,
+                  float rel = kRel) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  float worst = 0.0f;
+  int64_t first = -1, bad = 0, exact = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float d = std::fabs(got[i] - want[i]);
+    const bool ok = d <= rel * std::max(1.0f, std::fabs(want[i]));  // NaN fails
+    if (!ok) {
+      if (first < 0) first = static_cast<int64_t>(i);
+      ++bad;
+    }
+    if (got[i] == want[i]) ++exact;
+    if (!(d <= worst)) worst = d;
+  }
+  std::ostringstream m;
+  m << what << ": " << want.size() << " values (" << exact << " bit-equal), max |gpu - cpu| " << worst;
+  if (first >= 0) {
+    m << ", " << bad << " beyond tolerance, first at index " << first << " (gpu " << got[static_cast<size_t>(first)]
+      << ", cpu " << want[static_cast<size_t>(first)] << ")";
+  }
+  EXPECT_LT(first, 0) << m.str();
+  std::printf("  %s\n", m.str().c_str());
+}
+
+// Inputs vary: the check must not pass on an all-zero output.
+void expect_nontrivial(const std::vector<float>& v, const std::string& what) {
+  float mx = 0.0f;
+  for (float x : v) mx = std::max(mx, std::fabs(x));
+  EXPECT_GT(mx, 1e-3f) << what << " is (nearly) all zero";
+}
+
+struct Shape {
+  const char* name;
+  int64_t H, d, w;
+};
+// kimi-linear-tiny (fixture README) and a Kimi-Linear-48B-like one (H 32, d 128, w 4).
+const Shape kShapes[] = {{"tiny", 4, 128, 4}, {"large", 32, 128, 4}};
+const int64_t kCalls[] = {37, 5};  // tokens of two consecutive calls (state carries)
+
+class KimiKernels : public ::testing::TestWithParam<Shape> {};
+
+// Short conv + SiLU of q, k, v in one launch, the history carried over two calls as the backend
+// does (last w-1 rows of ext).
+TEST_P(KimiKernels, ConvSilu) {
+  const Shape sh = GetParam();
+  const int64_t DIN = sh.H * sh.d, w = sh.w;
+  const auto W = randn(static_cast<size_t>(3 * DIN * w), 0.3f, 1);
+  Dev dW = up(W);
+  std::vector<float> hist(static_cast<size_t>(3 * (w - 1) * DIN), 0.0f);
+  for (int call = 0; call < 2; ++call) {
+    const int64_t n = kCalls[call], rows = w - 1 + n;
+    SCOPED_TRACE("call " + std::to_string(call) + " (" + std::to_string(n) + " tokens)");
+    std::vector<float> ext(static_cast<size_t>(3 * rows * DIN));
+    const auto fresh = randn(static_cast<size_t>(3 * n * DIN), 1.0f, 10 + static_cast<uint32_t>(call));
+    for (int i = 0; i < 3; ++i) {
+      std::copy(hist.begin() + i * (w - 1) * DIN, hist.begin() + (i + 1) * (w - 1) * DIN, ext.begin() + i * rows * DIN);
+      std::copy(fresh.begin() + i * n * DIN, fresh.begin() + (i + 1) * n * DIN, ext.begin() + i * rows * DIN + (w - 1) * DIN);
+    }
+    Dev dext = up(ext), out = zeros(static_cast<size_t>(3 * n * DIN));
+    kda_conv_silu(dext.p(), rows * DIN, dW.p(), DIN * w, n, DIN, w, 3, out.p(), n * DIN, nullptr);
+    std::vector<float> want(out.n);
+    for (int i = 0; i < 3; ++i) {
+      kimi::conv_silu(ext.data() + i * rows * DIN, W.data() + i * DIN * w, n, DIN, w, want.data() + i * n * DIN);
+      std::copy(ext.begin() + i * rows * DIN + n * DIN, ext.begin() + (i + 1) * rows * DIN, hist.begin() + i * (w - 1) * DIN);
+    }
+    const auto got = down(out);
+    expect_close(got, want, "kda_conv_silu");
+    expect_nontrivial(want, "conv_silu output");
+  }
+  // Sizes are checked before the launch.
+  Dev dext = zeros(16), out = zeros(16);
+  EXPECT_THROW(kda_conv_silu(dext.p(), 1, dW.p(), DIN * w, 4, DIN, w, 3, out.p(), 4 * DIN, nullptr), Error);
+  EXPECT_THROW(kda_conv_silu(dext.p(), 1, dW.p(), DIN * w, 4, DIN, 17, 3, out.p(), 4 * DIN, nullptr), Error);
+}
+
+TEST_P(KimiKernels, L2NormAndGates) {
+  const Shape sh = GetParam();
+  const int64_t H = sh.H, d = sh.d, DIN = H * d, n = kCalls[0];
+  const float eps = 1e-5f;
+  auto x = randn(static_cast<size_t>(2 * n * DIN), 1.0f, 2);
+  for (int64_t i = 0; i < d; ++i) x[static_cast<size_t>(i)] = 0.0f;         // row 0: norm 0 < eps
+  for (int64_t i = 0; i < d; ++i) x[static_cast<size_t>(d + i)] = 1e-8f;   // row 1: norm below eps
+  Dev dx = up(x);
+  kda_l2_norm(dx.p(), 2 * n * H, d, eps, nullptr);
+  std::vector<float> want = x;
+  kimi::l2_norm_rows(want.data(), 2 * n * H, d, eps);
+  expect_close(down(dx), want, "kda_l2_norm");
+  expect_nontrivial(want, "l2_norm output");
+
+  // Decay inputs spread over softplus's branches (|x| up to ~25, some above the cut-off 20).
+  auto decay = randn(static_cast<size_t>(n * DIN), 8.0f, 3);
+  auto gate = randn(static_cast<size_t>(n * DIN), 2.0f, 4);
+  auto beta = randn(static_cast<size_t>(n * H), 2.0f, 5);
+  std::vector<float> A(static_cast<size_t>(H)), dt = randn(static_cast<size_t>(DIN), 2.0f, 6);
+  for (int64_t h = 0; h < H; ++h) A[static_cast<size_t>(h)] = -std::exp(std::log(16.0f) * static_cast<float>(h) / static_cast<float>(H));
+  Dev ddecay = up(decay), dgate = up(gate), dbeta = up(beta), dA = up(A), ddt = up(dt);
+  kda_gates(ddecay.p(), dgate.p(), dbeta.p(), n, H, d, dA.p(), ddt.p(), nullptr);
+  kimi::gates(decay.data(), gate.data(), beta.data(), n, H, d, A.data(), dt.data());
+  expect_close(down(ddecay), decay, "kda_gates decay");
+  expect_close(down(dgate), gate, "kda_gates gate");
+  expect_close(down(dbeta), beta, "kda_gates beta");
+  expect_nontrivial(decay, "decay");
+}
+
+// The delta-rule recurrence over two calls (state carried), then the output norm and gate.
+TEST_P(KimiKernels, RecurrenceAndOutputNorm) {
+  const Shape sh = GetParam();
+  const int64_t H = sh.H, d = sh.d, DIN = H * d;
+  const float eps = 1e-5f;
+  std::vector<float> S(static_cast<size_t>(H * d * d), 0.0f);
+  Dev dS = up(S);
+  const auto norm = randn(static_cast<size_t>(d), 0.05f, 7);
+  std::vector<float> normw(norm.size());
+  for (size_t i = 0; i < norm.size(); ++i) normw[i] = 1.0f + norm[i];
+  Dev dnorm = up(normw);
+  for (int call = 0; call < 2; ++call) {
+    const int64_t n = kCalls[call];
+    SCOPED_TRACE("call " + std::to_string(call) + " (" + std::to_string(n) + " tokens)");
+    const uint32_t seed = 100 + 10 * static_cast<uint32_t>(call);
+    // Realistic inputs: q, k L2-normed per head, α in (0, 1], β in (0, 1).
+    auto q = randn(static_cast<size_t>(n * DIN), 1.0f, seed);
+    auto k = randn(static_cast<size_t>(n * DIN), 1.0f, seed + 1);
+    const auto v = randn(static_cast<size_t>(n * DIN), 1.0f, seed + 2);
+    kimi::l2_norm_rows(q.data(), n * H, d, eps);
+    kimi::l2_norm_rows(k.data(), n * H, d, eps);
+    auto alpha = randn(static_cast<size_t>(n * DIN), 1.0f, seed + 3);
+    for (float& a : alpha) a = std::exp(-0.2f * std::fabs(a));
+    auto beta = randn(static_cast<size_t>(n * H), 1.0f, seed + 4);
+    for (float& b : beta) b = 1.0f / (1.0f + std::exp(-b));
+    auto gate = randn(static_cast<size_t>(n * DIN), 1.0f, seed + 5);
+    for (float& g : gate) g = 1.0f / (1.0f + std::exp(-g));
+    Dev dq = up(q), dk = up(k), dv = up(v), dal = up(alpha), dbe = up(beta), dg = up(gate);
+    Dev o = zeros(static_cast<size_t>(n * DIN));
+    kda_recurrence(dS.p(), dq.p(), dk.p(), dv.p(), dal.p(), dbe.p(), n, H, d, o.p(), nullptr);
+    std::vector<float> want(o.n), delta(static_cast<size_t>(d));
+    for (int64_t h = 0; h < H; ++h) {
+      kimi::recurrence_head(S.data() + h * d * d, q.data(), k.data(), v.data(), alpha.data(), beta.data(), n, H, d, h,
+                            delta.data(), want.data());
+    }
+    const auto got = down(o);
+    expect_close(got, want, "kda_recurrence output");
+    expect_close(down(dS), S, "kda_recurrence state");
+    expect_nontrivial(want, "recurrence output");
+    expect_nontrivial(S, "recurrence state");
+    // Output norm + gate on the CPU's own recurrence output (checks this kernel alone).
+    Dev dwant = up(want);
+    kda_output_norm_gate(dwant.p(), dnorm.p(), dg.p(), n * H, d, eps, nullptr);
+    kimi::output_norm_gate(want.data(), normw.data(), gate.data(), n * H, d, eps);
+    expect_close(down(dwant), want, "kda_output_norm_gate");
+  }
+  Dev dummy = zeros(4);
+  EXPECT_THROW(kda_recurrence(dS.p(), dummy.p(), dummy.p(), dummy.p(), dummy.p(), dummy.p(), 1, H, 1025, dummy.p(), nullptr),
+               Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, KimiKernels, ::testing::ValuesIn(kShapes),
+                         [](const ::testing::TestParamInfo<Shape>& p) { return std::string(p.param.name); });
+
+// ---------------------------------------------------------------------------------------------
+// End to end.
+
+const std::string kDir = std::string(MOEPACK_SHARED_DIR) + "/fixtures/kimi-linear-tiny/";
+
+struct Case {
+  const char* name;
+  const char* model;  // file name under kDir and reference prefix under kDir/ref
+};
+const Case kCases[] = {
+    {"Q4_K_M", "kimi-linear-tiny-Q4_K_M"},
+    {"Q2_K", "kimi-linear-tiny-Q2_K"},
+};
+
+EngineSettings test_settings(const char* backend) {
+  EngineSettings s;
+  s.backend = backend;
+  s.threads = 4;
+  s.n_ctx = 512;  // the references' n_ctx
+  s.cache_vram_reserve_mib = 0;
+  return s;
+}
+
+std::string top5(const std::vector<float>& l) {
+  std::vector<int32_t> o(l.size());
+  std::iota(o.begin(), o.end(), 0);
+  std::partial_sort(o.begin(), o.begin() + 5, o.end(), [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+  std::ostringstream s;
+  for (int i = 0; i < 5; ++i) s << o[static_cast<size_t>(i)] << ":" << l[static_cast<size_t>(o[static_cast<size_t>(i)])] << " ";
+  return s.str();
+}
+
+float max_diff(const std::vector<float>& a, const std::vector<float>& b, size_t* at = nullptr) {
+  float d = a.size() == b.size() ? 0.0f : INFINITY;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const float x = std::fabs(a[i] - b[i]);
+    if (!(x <= d)) {
+      d = x;
+      if (at) *at = i;
+    }
+  }
+  return d;
+}
+
+// Greedy continuation of n tokens from `logits` (which it updates), one decode per token.
+std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n, std::vector<std::vector<float>>* steps) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (steps) steps->push_back(logits);
+    const int32_t next = argmax(logits);
+    out.push_back(next);
+    if (i + 1 < n) be.forward(std::span<const int32_t>(&next, 1), logits);
+  }
+  return out;
+}
+
+class KimiFixture : public ::testing::TestWithParam<Case> {
+ protected:
+  std::string model_path() const { return kDir + GetParam().model + ".gguf"; }
+  std::string ref_path() const { return kDir + "ref/" + GetParam().model + ".f32-dequant.json"; }
+  void SetUp() override {
+    if (!std::filesystem::exists(model_path())) GTEST_SKIP() << model_path() << " not carried to this machine";
+  }
+};
+
+TEST_P(KimiFixture, MatchesCpuBackendAndReference) {
+  const nlohmann::json ref = read_json(ref_path());
+  const auto src = ModelSource::open(model_path());
+  auto cpu = make_backend(src, test_settings("cpu"));
+  auto gpu = make_cuda_backend_kimi_linear(src, test_settings("cuda"));
+  ASSERT_EQ(gpu->name(), "cuda");
+  const size_t nv = gpu->config().n_vocab;
+  std::vector<float> lc(nv), lg(nv);
+  int checked = 0;
+  float worst = 0.0f;
+  for (const auto& p : ref["prompts"]) {
+    const auto tokens = p["token_ids"].get<std::vector<int32_t>>();
+    SCOPED_TRACE("prompt " + std::to_string(checked) + " (" + std::to_string(tokens.size()) + " tokens)");
+    cpu->truncate(0);
+    gpu->truncate(0);
+    cpu->forward(tokens, lc);
+    const auto t0 = std::chrono::steady_clock::now();
+    gpu->forward(tokens, lg);
+    const double prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    size_t at = 0;
+    const float d = max_diff(lc, lg, &at);
+    worst = std::max(worst, d);
+    EXPECT_LT(d, 1e-3f) << "prompt logits: max |cuda - cpu| " << d << " at id " << at << "\n  cpu top-5 " << top5(lc)
+                        << "\n  gpu top-5 " << top5(lg);
+    const auto want = p["greedy"]["ids"].get<std::vector<int32_t>>();
+    std::vector<std::vector<float>> sc, sg;
+    const auto ours_cpu = greedy(*cpu, lc, want.size(), &sc);
+    const auto t1 = std::chrono::steady_clock::now();
+    const auto ours_gpu = greedy(*gpu, lg, want.size(), &sg);
+    const double decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+    std::printf("  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g; GPU prefill %.1f ms (%.0f tokens/s), %zu decodes %.1f ms (%.0f tokens/s)\n",
+                checked, tokens.size(), static_cast<double>(d), prefill_ms, 1e3 * static_cast<double>(tokens.size()) / prefill_ms,
+                want.size() - 1, decode_ms, 1e3 * static_cast<double>(want.size() - 1) / decode_ms);
+    EXPECT_EQ(ours_gpu, ours_cpu);
+    EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
+    for (size_t i = 0; i < ours_gpu.size(); ++i) {
+      const float ds = max_diff(sc[i], sg[i]);
+      worst = std::max(worst, ds);
+      if (ours_gpu[i] != ours_cpu[i] || ds >= 1e-3f) {
+        ADD_FAILURE() << "greedy step " << i << ": gpu token " << ours_gpu[i] << " cpu token " << ours_cpu[i]
+                      << ", max logit diff " << ds << "\n  cpu top-5 " << top5(sc[i]) << "\n  gpu top-5 " << top5(sg[i]);
+        break;
+      }
+    }
+    ++checked;
+  }
+  std::printf("  %s: worst |cuda - cpu| logit over prompts and greedy steps %.3g\n", GetParam().name,
+              static_cast<double>(worst));
+  RecordProperty("worst_logit_diff", std::to_string(worst));
+  EXPECT_EQ(checked, 5);
+  const BackendStats s = gpu->stats();
+  EXPECT_EQ(s.expert_selections, s.experts_computed);
+  EXPECT_GT(s.expert_selections, 0u);
+}
+
+// All logits of prompt 0 and of the 386-token prompt (two ubatches), and the routing the
+// observer sees, vs the CPU backend.
+TEST_P(KimiFixture, AllLogitsAndRoutingMatchCpu) {
+  const nlohmann::json ref = read_json(ref_path());
+  const auto src = ModelSource::open(model_path());
+  auto cpu = make_backend(src, test_settings("cpu"));
+  auto gpu = make_cuda_backend_kimi_linear(src, test_settings("cuda"));
+  for (const int pi : {0, 3}) {
+    const auto tokens = ref["prompts"][static_cast<size_t>(pi)]["token_ids"].get<std::vector<int32_t>>();
+    SCOPED_TRACE("prompt " + std::to_string(pi));
+    cpu->truncate(0);
+    gpu->truncate(0);
+    std::vector<std::vector<int32_t>> rc, rg;
+    cpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
+      rc.emplace_back(e.begin(), e.end());
+    });
+    gpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
+      rg.emplace_back(e.begin(), e.end());
+    });
+    const size_t nv = gpu->config().n_vocab;
+    std::vector<float> lc(nv), lg(nv), ac(nv * tokens.size()), ag(nv * tokens.size());
+    cpu->forward(tokens, lc, ac);
+    gpu->forward(tokens, lg, ag);
+    size_t at = 0;
+    const float d = max_diff(ac, ag, &at);
+    EXPECT_LT(d, 1e-3f) << "all positions: max |cuda - cpu| " << d << " at position " << at / nv << " id " << at % nv;
+    for (size_t t = 0; t < tokens.size(); ++t) {  // the first position beyond tolerance
+      const std::vector<float> a(ac.begin() + static_cast<std::ptrdiff_t>(t * nv), ac.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
+      const std::vector<float> b(ag.begin() + static_cast<std::ptrdiff_t>(t * nv), ag.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
+      const float dt = max_diff(a, b);
+      if (dt >= 1e-3f) {
+        ADD_FAILURE() << "first position beyond 1e-3: " << t << " (diff " << dt << ")\n  cpu top-5 " << top5(a)
+                      << "\n  gpu top-5 " << top5(b);
+        break;
+      }
+    }
+    std::printf("  prompt %d: all %zu positions, max |cuda - cpu| logit %.3g\n", pi, tokens.size(), static_cast<double>(d));
+    EXPECT_EQ(0, std::memcmp(lg.data(), ag.data() + (tokens.size() - 1) * nv, nv * sizeof(float)));
+    ASSERT_EQ(rc.size(), rg.size());
+    size_t first_diff = rc.size();
+    for (size_t i = 0; i < rc.size(); ++i) {
+      if (rc[i] != rg[i]) {
+        first_diff = i;
+        break;
+      }
+    }
+    EXPECT_EQ(first_diff, rc.size()) << "routing differs first at observer call " << first_diff;
+    EXPECT_EQ(gpu->n_past(), tokens.size());
+  }
+}
+
+// Chunked calls equal one pass; truncate(n) to a checkpoint, between checkpoints, to 0, then the
+// rest equals one pass; a single decode after truncate() equals the fresh run's last logits.
+TEST_P(KimiFixture, ChunksAndTruncateEqualFreshRun) {
+  const nlohmann::json ref = read_json(ref_path());
+  const auto tokens = ref["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(tokens.size(), 386u);
+  const std::span<const int32_t> all(tokens);
+  const auto src = ModelSource::open(model_path());
+  auto gpu = make_cuda_backend_kimi_linear(src, test_settings("cuda"));
+  auto cpu = make_backend(src, test_settings("cpu"));
+  const size_t nv = gpu->config().n_vocab;
+  std::vector<float> fresh(nv), lc(nv), got(nv);
+  gpu->forward(tokens, fresh);
+  cpu->forward(tokens, lc);
+  EXPECT_LT(max_diff(fresh, lc), 1e-3f) << "fresh GPU vs CPU";
+  const auto check = [&](const std::string& what) {
+    size_t at = 0;
+    const float d = max_diff(got, fresh, &at);
+    EXPECT_LT(d, 1e-4f) << what << ": max diff " << d << " at id " << at << "\n  fresh top-5 " << top5(fresh)
+                        << "\n  got   top-5 " << top5(got);
+    std::printf("  %s vs one pass: max diff %.3g\n", what.c_str(), static_cast<double>(d));
+  };
+  // Chunks 100 + 150 + 136: checkpoints at 100, 250, 386.
+  gpu->truncate(0);
+  EXPECT_EQ(gpu->n_past(), 0u);
+  gpu->forward(all.subspan(0, 100), got);
+  gpu->forward(all.subspan(100, 150), got);
+  gpu->forward(all.subspan(250), got);
+  check("chunks 100 + 150 + 136");
+  for (const uint32_t cut : {250u, 175u, 100u, 385u, 300u, 14u, 0u}) {
+    gpu->truncate(cut);
+    EXPECT_EQ(gpu->n_past(), cut);
+    gpu->forward(all.subspan(cut), got);
+    check("truncate(" + std::to_string(cut) + ") + rest");
+  }
+  gpu->truncate(385);
+  gpu->forward(all.subspan(385, 1), got);
+  check("decode after truncate(385)");
+  EXPECT_THROW(gpu->truncate(387), Error);
+}
+
+TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
+  test::TempDir dir("moepack-kimi-cuda");
+  BuildOptions bo;
+  bo.source = model_path();
+  bo.out_dir = dir.file("pack");
+  bo.safety_margin_bytes = 0;
+  bo.hash_sources = false;
+  build_pack(bo);
+  const nlohmann::json ref = read_json(ref_path());
+  const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  auto gguf = make_cuda_backend_kimi_linear(ModelSource::open(model_path()), test_settings("cuda"));
+  const size_t nv = gguf->config().n_vocab;
+  auto run = [&](Backend& be) {
+    std::vector<float> all, logits(nv);
+    be.forward(tokens, logits);
+    all.insert(all.end(), logits.begin(), logits.end());
+    for (int i = 0; i < 8; ++i) {
+      const int32_t next = argmax(logits);
+      be.forward(std::span<const int32_t>(&next, 1), logits);
+      all.insert(all.end(), logits.begin(), logits.end());
+    }
+    return all;
+  };
+  const std::vector<float> want = run(*gguf);
+  auto src = ModelSource::open(bo.out_dir);
+  ASSERT_TRUE(src->is_pack());
+  const uint64_t slot = src->pack()->layout().max_stride;
+  uint64_t experts = 0;
+  for (const auto& l : src->pack()->layout().layers) experts += l.n_experts;
+  const uint32_t k = src->config().n_expert_used;
+  for (const uint64_t slots : {experts, experts / 2, static_cast<uint64_t>(k)}) {
+    SCOPED_TRACE("cache slots " + std::to_string(slots));
+    EngineSettings s = test_settings("cuda");
+    s.cache_bytes = slots * slot;
+    s.stage_slots = 3;
+    auto be = make_cuda_backend_kimi_linear(src, s);
+    EXPECT_EQ(be->stats().cache_slots, slots);
+    const std::vector<float> got = run(*be);
+    ASSERT_EQ(got.size(), want.size());
+    size_t at = 0;
+    const float d = max_diff(got, want, &at);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+        << "pack vs GGUF on the GPU: max diff " << d << " at step " << at / nv << " id " << at % nv;
+    const BackendStats st = be->stats();
+    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n", static_cast<unsigned long long>(slots),
+                static_cast<unsigned long long>(st.cache_misses), static_cast<unsigned long long>(st.cache_evictions),
+                static_cast<unsigned long long>(st.pack_read_bytes));
+    EXPECT_GT(st.cache_misses, 0u);
+    EXPECT_GT(st.pack_read_bytes, 0u);
+    EXPECT_EQ(st.expert_selections, st.experts_computed);
+    if (slots == k) {
+      EXPECT_GT(st.cache_evictions, 0u);
+    }
+    if (slots == experts) {
+      EXPECT_EQ(st.cache_evictions, 0u);
+    }
+  }
+}
+
+// A missing or mis-shaped tensor fails the load with a FormatError naming the file and the
+// tensor (copies of the fixture with one tensor renamed, or one dimension changed, in place).
+TEST_P(KimiFixture, MissingOrMisShapedTensorIsNamed) {
+  const std::vector<uint8_t> bytes = test::read_file(model_path());
+  const auto find = [&](const std::string& name) {
+    const auto it = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
+    return it == bytes.end() ? size_t{0} : static_cast<size_t>(it - bytes.begin());
+  };
+  test::TempDir dir("moepack-kimi-bad");
+  struct Bad {
+    std::string tensor;
+    bool rename;
+  };
+  for (const Bad& b : {Bad{"blk.1.ssm_conv1d_k.weight", true}, Bad{"blk.3.attn_kv_a_norm.weight", true},
+                       Bad{"blk.2.ssm_norm.weight", false}}) {
+    SCOPED_TRACE(b.tensor);
+    const size_t at = find(b.tensor);
+    ASSERT_GT(at, 0u) << b.tensor << " not found in " << model_path();
+    std::vector<uint8_t> bad = bytes;
+    if (b.rename) {
+      bad[at + b.tensor.size() - 7] = 'X';  // ".weight" -> "Xweight": the tensor is gone
+    } else {
+      uint64_t ne0 = 0;  // after the name: u32 n_dims, then u64 ne[0]: halve it (d 128 -> 64)
+      std::memcpy(&ne0, bad.data() + at + b.tensor.size() + 4, 8);
+      ASSERT_EQ(ne0, 128u);
+      ne0 = 64;
+      std::memcpy(bad.data() + at + b.tensor.size() + 4, &ne0, 8);
+    }
+    const std::string path = dir.file("bad.gguf");
+    test::write_file(path, bad);
+    try {
+      make_cuda_backend_kimi_linear(ModelSource::open(path), test_settings("cuda"));
+      ADD_FAILURE() << "expected a FormatError";
+    } catch (const FormatError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(b.tensor), std::string::npos) << msg;
+      EXPECT_NE(msg.find("bad.gguf"), std::string::npos) << msg;
+    }
+  }
+}
+
+// A VRAM reserve larger than any device: the load fails before allocating, with the numbers.
+TEST_P(KimiFixture, OutOfVramFailsWithNumbers) {
+  EngineSettings s = test_settings("cuda");
+  s.cache_vram_reserve_mib = uint64_t{1} << 30;  // 1 PiB
+  try {
+    make_cuda_backend_kimi_linear(ModelSource::open(model_path()), s);
+    ADD_FAILURE() << "expected an out-of-VRAM Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("not enough VRAM"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("MiB"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(model_path()), std::string::npos) << msg;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, KimiFixture, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
+
+}  // namespace
+}  // namespace moepack
 
 MOEPACK_GPU_TEST_MAIN()
