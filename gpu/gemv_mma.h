@@ -34,8 +34,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0);
 void gemv_mma(const GemvBatch& b, cudaStream_t s);
 
 // Benchmarks only (bench_cuda_backend's side-by-side): 0 = the default (grouped launches: 64
-// rows per block, x staged per block, 3 super-blocks loaded ahead; a single matrix: as 2);
-// 1 = grouped layout with 1 super-block ahead; 2 = 16 rows per
+// rows per block, x staged per block, 1 super-block loaded ahead; a single matrix: as 2);
+// 1 = grouped layout with 3 super-blocks ahead; 2 = 16 rows per
 // block, each row split over the block's 4 warps, x staged per block; 3 = the same with x
 // fragments written once per group by a separate kernel into scratch. Process-wide; a run
 // must not mix variants (their sums differ in rounding). Throws Error outside 0..3.

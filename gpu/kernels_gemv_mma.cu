@@ -455,17 +455,18 @@ void launch_variant(const GemvBatch& b, cudaStream_t s) {
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
-  // The default (0): grouped launches (experts) stage x per block, 64 rows per block, no row
-  // split, three super-blocks loaded ahead (1: the same with one ahead); a
+  // The default (0), the fastest in bench_cuda_backend's side-by-side on the H200: grouped
+  // launches (experts) stage x per block, 64 rows per block, no row split, one super-block
+  // loaded ahead (1: three ahead in registers, measured slower: 0.26 vs 0.35 for Q4_K); a
   // single matrix (no groups: too few rows to fill the device) splits each row over the
   // block's 4 warps. Rows too long for shared memory use scratch. The choice depends on the
   // launch's shape and kind alone, never on how groups are batched (gemv_mma.h).
-  if (v == 1) return launch_variant<T, 4, true, 1>(b, s);
+  if (v == 1) return launch_variant<T, 4, true, 3>(b, s);
   if (v == 2) return launch_variant<T, 1, true, 1>(b, s);
   if (v == 3) return launch_variant<T, 1, false, 1>(b, s);
-  if (b.ne0 > kMaxStagedNe0) return launch_variant<T, 4, false, 3>(b, s);
+  if (b.ne0 > kMaxStagedNe0) return launch_variant<T, 4, false, 1>(b, s);
   if (!b.grp_off) return launch_variant<T, 1, true, 1>(b, s);
-  return launch_variant<T, 4, true, 3>(b, s);
+  return launch_variant<T, 4, true, 1>(b, s);
 }
 
 }  // namespace
