@@ -21,14 +21,16 @@ std::vector<int32_t> read_tid2eid(const GgufModel& g, const ModelConfig& cfg, co
   if (!r) throw FormatError(file, name, 0, "tensor is missing (hash-routed blocks need it)");
   const auto& ne = r->info->ne;
   if (r->info->type != GgmlType::I32 || ne[0] != cfg.n_expert_used || ne[1] != cfg.n_vocab || ne[2] != 1) {
-    throw FormatError(g.shards()[r->shard].path(), name, r->info->info_offset,
-                      "expected I32 [" + std::to_string(cfg.n_expert_used) + ", " + std::to_string(cfg.n_vocab) + "]");
+    throw FormatError(
+        g.shards()[r->shard].path(), name, r->info->info_offset,
+        "expected I32 [" + std::to_string(cfg.n_expert_used) + ", " + std::to_string(cfg.n_vocab) + "]");
   }
   std::vector<int32_t> out(static_cast<size_t>(ne[0] * ne[1]));
   g.shards()[r->shard].read_tensor_data(*r->info, 0, out.data(), out.size() * sizeof(int32_t));
   for (int32_t e : out) {
     if (e < 0 || e >= static_cast<int32_t>(cfg.n_expert)) {
-      throw FormatError(g.shards()[r->shard].path(), name, r->info->info_offset, "expert id " + std::to_string(e) + " out of range");
+      throw FormatError(g.shards()[r->shard].path(), name, r->info->info_offset,
+                        "expert id " + std::to_string(e) + " out of range");
     }
   }
   return out;
@@ -49,8 +51,8 @@ void hash_route(const ModelConfig& cfg, const float* logits, const int32_t* row,
   }
 }
 
-void hc_weights(const float* mix, const float* base, const float* scale, int64_t HC, uint32_t iters, float eps,
-                float* pre, float* post, float* Mt) {
+void hc_weights(const float* mix, const float* base, const float* scale, int64_t HC, uint32_t iters,
+                float eps, float* pre, float* post, float* Mt) {
   for (int64_t s = 0; s < HC; ++s) {
     pre[s] = sigmoid(mix[s] * scale[0] + base[s]) + eps;
     post[s] = 2.0f * sigmoid(mix[HC + s] * scale[1] + base[HC + s]);
@@ -91,7 +93,8 @@ void hc_collapse(const float* S, const float* pre, int64_t HC, int64_t E, float*
   }
 }
 
-void hc_expand(float* S, const float* y, const float* post, const float* M, int64_t HC, int64_t E, float* nxt) {
+void hc_expand(float* S, const float* y, const float* post, const float* M, int64_t HC, int64_t E,
+               float* nxt) {
   for (int64_t dst = 0; dst < HC; ++dst) {
     float* o = nxt + dst * E;
     const float pd = post[dst];

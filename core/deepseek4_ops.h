@@ -33,15 +33,16 @@ void hash_route(const ModelConfig& cfg, const float* logits, const int32_t* row,
 //   M[dst*HC + src] = Sinkhorn(softmax_dst(mix[2HC + HC·src + dst]·scale2 + base) + eps),
 //                     `iters` alternations (rows first), each normalisation dividing by sum + eps.
 // HC <= 8.
-void hc_weights(const float* mix, const float* base, const float* scale, int64_t HC, uint32_t iters, float eps,
-                float* pre, float* post, float* M);
+void hc_weights(const float* mix, const float* base, const float* scale, int64_t HC, uint32_t iters,
+                float eps, float* pre, float* post, float* M);
 
 // §4.2: h[c] = Σ_s pre[s]·S[s*E + c], c < E, summed in s order. S [HC][E].
 void hc_collapse(const float* S, const float* pre, int64_t HC, int64_t E, float* h);
 
 // §4.3: S'[dst] = post[dst]·y + Σ_src M[dst*HC + src]·S[src] (src order), S [HC][E] in place.
 // scratch: HC*E floats.
-void hc_expand(float* S, const float* y, const float* post, const float* M, int64_t HC, int64_t E, float* scratch);
+void hc_expand(float* S, const float* y, const float* post, const float* M, int64_t HC, int64_t E,
+               float* scratch);
 
 // §4.6 pooling of compressed row b (block start s = b·m) before its RMSNorm and RoPE:
 // kappa[ch] = Σ_e softmax_e(g_e[ch])·a_e[ch], ch < d, over the entries e in this order:

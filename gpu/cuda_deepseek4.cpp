@@ -50,7 +50,9 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kUbatch = 256;  // positions per pass through the blocks (U), as the CPU reference
 
 size_t fbytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 using H = DeviceWeights::Handle;
 
@@ -64,7 +66,7 @@ struct HcW {  // one hyper-connection: fn [(2+HC)*HC][HC*E] (head: [HC][HC*E]), 
 struct CompW {  // a KV compressor (§4.6): ratio m, row width d, c = 2 (m = 4, overlapping) or 1
   H kv = 0, gate = 0, ape = 0, norm = 0;
   DevMatrix wkv, wgate;
-  const float* dape = nullptr;  // [m][c*d] F32
+  const float* dape = nullptr;   // [m][c*d] F32
   const float* dnorm = nullptr;  // [d]
   int64_t m = 0, d = 0, c = 0, ring = 0;
 };
@@ -78,7 +80,8 @@ struct Layer {
   CompW comp, icomp;
   const float *d_attn_norm = nullptr, *d_ffn_norm = nullptr, *d_sinks = nullptr, *d_q_a_norm = nullptr,
               *d_kv_norm = nullptr;
-  DevMatrix m_wq_a, m_wq_b, m_wkv, m_wo_a, m_wo_b, m_idx_proj, m_idx_q_b, m_router, m_sh_gate, m_sh_up, m_sh_down;
+  DevMatrix m_wq_a, m_wq_b, m_wkv, m_wo_a, m_wo_b, m_idx_proj, m_idx_q_b, m_router, m_sh_gate, m_sh_up,
+      m_sh_down;
   int64_t sh_ff = 0;
   std::vector<float> bias;       // [X] host (learned-routing blocks)
   std::vector<int32_t> tid2eid;  // [n_vocab][k] host (hash-routed blocks)
@@ -95,16 +98,23 @@ class CudaDeepseek4 final : public Backend {
     const auto q = query_devices();
     if (q.devices.empty()) throw Error("backend \"cuda\": no usable CUDA device (" + q.error + ")");
     MOEPACK_CUDA_CHECK(cudaSetDevice(0));
-    const int64_t E = cfg_.n_embd, Hh = cfg_.n_head, D = cfg_.n_embd_head_k, R = cfg_.n_rot, Q = cfg_.q_lora_rank;
+    const int64_t E = cfg_.n_embd, Hh = cfg_.n_head, D = cfg_.n_embd_head_k, R = cfg_.n_rot,
+                  Q = cfg_.q_lora_rank;
     const int64_t HC = cfg_.hc_count, NHC = (2 + HC) * HC, X = cfg_.n_expert, G = cfg_.out_groups;
     const int64_t O = cfg_.out_lora_rank, HI = cfg_.indexer_n_head, DI = cfg_.indexer_head_dim;
     const std::string& file = model_->metadata().path();
     if (cfg_.n_vocab == 0) throw FormatError(file, "deepseek4.vocab_size", 0, "vocabulary size unknown");
-    if (R <= 0 || R > D || R > DI) throw FormatError(file, "deepseek4.rope.dimension_count", 0, "must be in 1..min(key_length, indexer key_length)");
-    if (HC < 1 || HC > 8) throw FormatError(file, "deepseek4.hyper_connection.count", 0, "must be in 1..8 (CUDA backend)");
-    if (G == 0 || (Hh * D) % G != 0) throw FormatError(file, "deepseek4.attention.output_group_count", 0, "must divide head_count * key_length");
+    if (R <= 0 || R > D || R > DI)
+      throw FormatError(file, "deepseek4.rope.dimension_count", 0,
+                        "must be in 1..min(key_length, indexer key_length)");
+    if (HC < 1 || HC > 8)
+      throw FormatError(file, "deepseek4.hyper_connection.count", 0, "must be in 1..8 (CUDA backend)");
+    if (G == 0 || (Hh * D) % G != 0)
+      throw FormatError(file, "deepseek4.attention.output_group_count", 0,
+                        "must divide head_count * key_length");
     if (cfg_.n_swa == 0) throw FormatError(file, "deepseek4.attention.sliding_window", 0, "must be positive");
-    if (D > 1024) throw FormatError(file, "deepseek4.attention.key_length", 0, "above 1024 (CUDA attention kernel)");
+    if (D > 1024)
+      throw FormatError(file, "deepseek4.attention.key_length", 0, "above 1024 (CUDA attention kernel)");
 
     h_tok_ = weights_.add_matrix("token_embd.weight", E, cfg_.n_vocab);
     h_out_norm_ = weights_.add_vector("output_norm.weight", E);
@@ -136,7 +146,9 @@ class CudaDeepseek4 final : public Backend {
       Layer& L = layers_[il];
       L.ratio = cfg_.compress_ratios.at(il);
       if (L.ratio != 0 && L.ratio < 4) {
-        throw FormatError(file, "deepseek4.attention.compress_ratios", 0, "block " + std::to_string(il) + ": ratio " + std::to_string(L.ratio) + " (expected 0 or at least 4)");
+        throw FormatError(file, "deepseek4.attention.compress_ratios", 0,
+                          "block " + std::to_string(il) + ": ratio " + std::to_string(L.ratio) +
+                              " (expected 0 or at least 4)");
       }
       L.attn_norm = weights_.add_vector(p + "attn_norm.weight", E);
       L.ffn_norm = weights_.add_vector(p + "ffn_norm.weight", E);
@@ -174,15 +186,17 @@ class CudaDeepseek4 final : public Backend {
         throw FormatError(file, "deepseek4.swiglu_clamp_exp", 0, "no value for block " + std::to_string(il));
       }
     }
-    if (cfg_.n_ff_exp <= 0) throw FormatError(file, "deepseek4.expert_feed_forward_length", 0, "required and positive");
+    if (cfg_.n_ff_exp <= 0)
+      throw FormatError(file, "deepseek4.expert_feed_forward_length", 0, "required and positive");
     const uint32_t n_run = cfg_.n_layer_run();
-    experts_ = std::make_unique<CudaRoutedExperts>(*model_, weights_, [n_run](uint32_t il) { return il < n_run; },
-                                                   static_cast<int64_t>(cfg_.n_ff_exp));
+    experts_ = std::make_unique<CudaRoutedExperts>(
+        *model_, weights_, [n_run](uint32_t il) { return il < n_run; }, static_cast<int64_t>(cfg_.n_ff_exp));
 
     // Selected compressed rows per query: all completed (ratio > 4, e.g. 128), the indexer's
     // top-k or fewer (ratio 4). Indexer scores: one per visible ratio-4 row.
     for (const Layer& L : layers_) {
-      if (L.ratio == 4) sel_stride_ = std::max<int64_t>(sel_stride_, std::min<int64_t>(cfg_.indexer_top_k, n_ctx_ / 4 + 1));
+      if (L.ratio == 4)
+        sel_stride_ = std::max<int64_t>(sel_stride_, std::min<int64_t>(cfg_.indexer_top_k, n_ctx_ / 4 + 1));
       if (L.ratio > 4) sel_stride_ = std::max<int64_t>(sel_stride_, n_ctx_ / L.ratio + 1);
     }
     score_stride_ = n_ctx_ / 4 + 1;
@@ -193,8 +207,10 @@ class CudaDeepseek4 final : public Backend {
     for (const Layer& L : layers_) state_floats += state_size(L);
     const uint64_t act = activation_floats();
     const uint64_t tables = 4ull * n_ctx_ * static_cast<uint64_t>(R);
-    weights_.upload(s.cache_vram_reserve_mib << 20, (state_floats + act + tables) * sizeof(float), model_->path());
-    state_.allocate(state_floats * sizeof(float), "the deepseek4 attention state (" + std::to_string(n_ctx_) + " tokens)");
+    weights_.upload(s.cache_vram_reserve_mib << 20, (state_floats + act + tables) * sizeof(float),
+                    model_->path());
+    state_.allocate(state_floats * sizeof(float),
+                    "the deepseek4 attention state (" + std::to_string(n_ctx_) + " tokens)");
     MOEPACK_CUDA_CHECK(cudaMemset(state_.bytes_ptr(), 0, state_floats * sizeof(float)));
     float* at = state_.as<float>();
     for (Layer& L : layers_) bind_state(L, at);
@@ -215,10 +231,10 @@ class CudaDeepseek4 final : public Backend {
       L.d_sinks = weights_.vector(L.sinks);
       L.d_q_a_norm = weights_.vector(L.q_a_norm);
       L.d_kv_norm = weights_.vector(L.kv_norm);
-      const std::pair<DevMatrix*, H> mats[] = {{&L.m_wq_a, L.wq_a}, {&L.m_wq_b, L.wq_b}, {&L.m_wkv, L.wkv},
-                                               {&L.m_wo_a, L.wo_a}, {&L.m_wo_b, L.wo_b}, {&L.m_router, L.router},
-                                               {&L.m_sh_gate, L.sh_gate}, {&L.m_sh_up, L.sh_up},
-                                               {&L.m_sh_down, L.sh_down}};
+      const std::pair<DevMatrix*, H> mats[] = {
+          {&L.m_wq_a, L.wq_a},       {&L.m_wq_b, L.wq_b},   {&L.m_wkv, L.wkv},
+          {&L.m_wo_a, L.wo_a},       {&L.m_wo_b, L.wo_b},   {&L.m_router, L.router},
+          {&L.m_sh_gate, L.sh_gate}, {&L.m_sh_up, L.sh_up}, {&L.m_sh_down, L.sh_down}};
       for (const auto& [m, h] : mats) {
         *m = weights_.matrix(h);
         check_type(*m, p + "attention / router / shared expert");
@@ -237,7 +253,8 @@ class CudaDeepseek4 final : public Backend {
     experts_->bind(s);
     experts_->reserve(kUbatch);
     tokens_.reserve(n_ctx_);
-    MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());  // the state's memset and the tables before stream_'s first kernel
+    MOEPACK_CUDA_CHECK(
+        cudaDeviceSynchronize());  // the state's memset and the tables before stream_'s first kernel
   }
 
   std::string_view name() const override { return "cuda"; }
@@ -245,7 +262,9 @@ class CudaDeepseek4 final : public Backend {
   uint32_t n_ctx() const override { return n_ctx_; }
   uint32_t n_past() const override { return n_past_; }
   void truncate(uint32_t n) override {
-    if (n > n_past_) throw Error("truncate(" + std::to_string(n) + ") beyond the " + std::to_string(n_past_) + " cached tokens");
+    if (n > n_past_)
+      throw Error("truncate(" + std::to_string(n) + ") beyond the " + std::to_string(n_past_) +
+                  " cached tokens");
     if (n != n_past_) rewind(n);
   }
   void set_routing_observer(RoutingObserver observer) override { observer_ = std::move(observer); }
@@ -255,7 +274,8 @@ class CudaDeepseek4 final : public Backend {
     return s;
   }
 
-  void forward(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) override {
+  void forward(std::span<const int32_t> tokens, std::span<float> logits,
+               std::span<float> all_logits) override {
     const int64_t n = static_cast<int64_t>(tokens.size());
     const int64_t NV = cfg_.n_vocab;
     check_forward_args(tokens, logits, all_logits, n_past_, n_ctx_, cfg_.n_vocab);
@@ -264,9 +284,11 @@ class CudaDeepseek4 final : public Backend {
     try {
       for (int64_t c0 = 0; c0 < n; c0 += kUbatch) {
         const int64_t m = std::min<int64_t>(kUbatch, n - c0);
-        run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)), c0 + m == n ? logits : std::span<float>{},
-            all_logits.empty() ? std::span<float>{}
-                               : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
+        run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)),
+            c0 + m == n ? logits : std::span<float>{},
+            all_logits.empty()
+                ? std::span<float>{}
+                : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
       }
     } catch (...) {
       try {
@@ -281,7 +303,8 @@ class CudaDeepseek4 final : public Backend {
  private:
   static void check_type(const DevMatrix& m, const std::string& what) {
     if (!gpu_type_supported(m.type)) {
-      throw Error("the CUDA backend has no kernel for " + what + " type " + std::string(ggml_type_name(m.type)));
+      throw Error("the CUDA backend has no kernel for " + what + " type " +
+                  std::string(ggml_type_name(m.type)));
     }
   }
 
@@ -297,7 +320,8 @@ class CudaDeepseek4 final : public Backend {
     // ape [m][cd], dequantized to F32 on the host as the CPU reference does.
     const WeightView w = tensors_.matrix(prefix + "ape.weight", cd, ratio);
     std::vector<float> ape(static_cast<size_t>(cd * ratio));
-    for (int64_t r = 0; r < static_cast<int64_t>(ratio); ++r) dequantize_row(w.type, w.row(r), ape.data() + r * cd, cd);
+    for (int64_t r = 0; r < static_cast<int64_t>(ratio); ++r)
+      dequantize_row(w.type, w.row(r), ape.data() + r * cd, cd);
     C.ape = weights_.add_floats(std::move(ape));
     C.norm = weights_.add_vector(prefix + "norm.weight", d);
     return C;
@@ -351,7 +375,8 @@ class CudaDeepseek4 final : public Backend {
   };
   Sizes sizes() const {
     const int64_t U = kUbatch, E = cfg_.n_embd, HC = cfg_.hc_count, NHC = (2 + HC) * HC;
-    const int64_t Hh = cfg_.n_head, D = cfg_.n_embd_head_k, HI = cfg_.indexer_n_head, DI = cfg_.indexer_head_dim;
+    const int64_t Hh = cfg_.n_head, D = cfg_.n_embd_head_k, HI = cfg_.indexer_n_head,
+                  DI = cfg_.indexer_head_dim;
     Sizes z{};
     z.S = U * HC * E;
     z.f = U * HC * E;
@@ -376,12 +401,15 @@ class CudaDeepseek4 final : public Backend {
   }
   uint64_t activation_floats() const {
     const Sizes z = sizes();
-    return static_cast<uint64_t>(z.S + z.f + z.mix + 2 * z.hc + z.hc + z.M + 4 * z.e + z.cq + 2 * z.q + z.kn + 2 * z.t +
-                                 z.kappa + z.qi + z.iw + z.sc + z.att + z.z + z.rl + 2 * z.sh + z.lg);
+    return static_cast<uint64_t>(z.S + z.f + z.mix + 2 * z.hc + z.hc + z.M + 4 * z.e + z.cq + 2 * z.q + z.kn +
+                                 2 * z.t + z.kappa + z.qi + z.iw + z.sc + z.att + z.z + z.rl + 2 * z.sh +
+                                 z.lg);
   }
   void allocate_activations() {
     const Sizes z = sizes();
-    const auto a = [](DeviceBuffer& b, int64_t n, const char* what) { b.allocate(fbytes(std::max<int64_t>(n, 1)), what); };
+    const auto a = [](DeviceBuffer& b, int64_t n, const char* what) {
+      b.allocate(fbytes(std::max<int64_t>(n, 1)), what);
+    };
     a(S_, z.S, "HC streams");
     a(f_, z.f, "HC normed streams");
     a(mix_, z.mix, "HC mixing logits");
@@ -426,7 +454,8 @@ class CudaDeepseek4 final : public Backend {
         }
       }
       dst.allocate(t.size() * sizeof(float), "the RoPE tables");
-      MOEPACK_CUDA_CHECK(cudaMemcpy(dst.as<float>(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpy(dst.as<float>(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
     };
     upload(rope_plain_, false, cs_plain_);
     upload(rope_plain_, true, cs_plain_neg_);
@@ -479,10 +508,11 @@ class CudaDeepseek4 final : public Backend {
     try {
       // §4.1: every stream starts as the embedding.
       const int32_t* d_tok = arena_.put(tokens.data(), tokens.size(), st);
-      dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), h, st);
+      dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), h,
+                   st);
       for (int64_t s = 0; s < HC; ++s) {
-        MOEPACK_CUDA_CHECK(cudaMemcpy2DAsync(S + s * E, fbytes(HC * E), h, fbytes(E), fbytes(E), static_cast<size_t>(n),
-                                             cudaMemcpyDeviceToDevice, st));
+        MOEPACK_CUDA_CHECK(cudaMemcpy2DAsync(S + s * E, fbytes(HC * E), h, fbytes(E), fbytes(E),
+                                             static_cast<size_t>(n), cudaMemcpyDeviceToDevice, st));
       }
       for (uint32_t il = 0; il < layers_.size(); ++il) {
         const Layer& L = layers_[il];
@@ -555,8 +585,8 @@ class CudaDeepseek4 final : public Backend {
     if (nb <= 0) return;
     ds4_compress_pool(a, g, C.ring, d, C.c, m, b_lo, nb, kappa_.as<float>(), st);
     rms_norm(kappa_.as<float>(), d, C.dnorm, d, cfg_.rms_eps, rows + b_lo * d, d, nb, st);
-    ds4_rope_rows(rows + b_lo * d + d - R, nb, d, 1, d, cs_comp_.as<float>(), n_ctx_, b_lo * m, m, static_cast<int>(R),
-                  rope_comp_.neox, st);
+    ds4_rope_rows(rows + b_lo * d + d - R, nb, d, 1, d, cs_comp_.as<float>(), n_ctx_, b_lo * m, m,
+                  static_cast<int>(R), rope_comp_.neox, st);
   }
 
   // Rows t0 .. t0+cnt-1 of a [n][width] source into ring slots (pos0 + t) mod ring: calls
@@ -613,8 +643,11 @@ class CudaDeepseek4 final : public Backend {
           need_scores = true;
           continue;
         }
-        if (nvis > sel_stride_) throw Error("deepseek4 CUDA: " + std::to_string(nvis) + " compressed rows exceed the selection table");
-        for (int64_t r = 0; r < nvis; ++r) sel_[static_cast<size_t>(t * sel_stride_ + r)] = static_cast<int32_t>(r);
+        if (nvis > sel_stride_)
+          throw Error("deepseek4 CUDA: " + std::to_string(nvis) +
+                      " compressed rows exceed the selection table");
+        for (int64_t r = 0; r < nvis; ++r)
+          sel_[static_cast<size_t>(t * sel_stride_ + r)] = static_cast<int32_t>(r);
         cnt_[static_cast<size_t>(t)] = static_cast<int32_t>(nvis);
       }
       if (ratio == 4) {
@@ -653,15 +686,18 @@ class CudaDeepseek4 final : public Backend {
 
   // §4.7: indexer q (roped) and weights, scores on the GPU, top-K_I on the host (the CPU's
   // comparator: higher score first, ties to the lower row) for the queries that see > K_I rows.
-  void indexer_select(const Layer& L, int64_t n, int64_t pos0, int64_t HI, int64_t DI, int64_t KI, int64_t R) {
+  void indexer_select(const Layer& L, int64_t n, int64_t pos0, int64_t HI, int64_t DI, int64_t KI,
+                      int64_t R) {
     cudaStream_t st = stream_.get();
     const int64_t E = cfg_.n_embd, Q = cfg_.q_lora_rank;
     float* qi = qi_.as<float>();
     dev_matmul(L.m_idx_q_b, cq_.as<float>(), Q, n, qi, HI * DI, st);
     dev_matmul(L.m_idx_proj, x_.as<float>(), E, n, iw_.as<float>(), HI, st);
-    rope(qi + DI - R, n, HI * DI, HI, DI, cs_comp_.as<float>(), pos0, static_cast<int>(R), rope_comp_.neox, st);
+    rope(qi + DI - R, n, HI * DI, HI, DI, cs_comp_.as<float>(), pos0, static_cast<int>(R), rope_comp_.neox,
+         st);
     const float wscale = 1.0f / std::sqrt(static_cast<float>(DI * HI));
-    ds4_indexer_scores(qi, iw_.as<float>(), n, HI, DI, L.irow, pos0, wscale, sc_.as<float>(), score_stride_, st);
+    ds4_indexer_scores(qi, iw_.as<float>(), n, HI, DI, L.irow, pos0, wscale, sc_.as<float>(), score_stride_,
+                       st);
     MOEPACK_CUDA_CHECK(cudaMemcpyAsync(h_sc_.as<float>(), sc_.as<float>(), fbytes(n * score_stride_),
                                        cudaMemcpyDeviceToHost, st));
     MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
@@ -688,7 +724,8 @@ class CudaDeepseek4 final : public Backend {
     const int64_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used;
     const float* x = x_.as<float>();
     dev_matmul(L.m_router, x, E, n, rl_.as<float>(), X, st);
-    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(h_rl_.as<float>(), rl_.as<float>(), fbytes(n * X), cudaMemcpyDeviceToHost, st));
+    MOEPACK_CUDA_CHECK(
+        cudaMemcpyAsync(h_rl_.as<float>(), rl_.as<float>(), fbytes(n * X), cudaMemcpyDeviceToHost, st));
     MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
     const float* rl = h_rl_.as<float>();
     ids_.resize(static_cast<size_t>(n * K));
@@ -698,18 +735,20 @@ class CudaDeepseek4 final : public Backend {
       int32_t* id = ids_.data() + t * K;
       float* w = wts_.data() + t * K;
       if (!L.tid2eid.empty()) {
-        ds4::hash_route(cfg_, rl + t * X, L.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K), id, w);
+        ds4::hash_route(cfg_, rl + t * X,
+                        L.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K), id, w);
       } else {
         route_token(cfg_, rl + t * X, L.bias.data(), id, w, scratch.data());
       }
       if (observer_) {
-        observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K), std::span<const float>(w, K));
+        observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K),
+                  std::span<const float>(w, K));
       }
     }
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
-    stats_.experts_computed += experts_->run(il, x, n, ids_.data(), wts_.data(), cfg_.swiglu_clamp_exp.at(il), y,
-                                             arena_, st, io_wait);
+    stats_.experts_computed += experts_->run(il, x, n, ids_.data(), wts_.data(), cfg_.swiglu_clamp_exp.at(il),
+                                             y, arena_, st, io_wait);
     // Shared expert: y += down · swiglu_clamped(gate · x, up · x).
     float* g = sg_.as<float>();
     float* u = su_.as<float>();
@@ -743,8 +782,8 @@ class CudaDeepseek4 final : public Backend {
   std::vector<int32_t> tokens_;
   DeviceBuffer state_;
   DeviceBuffer cs_plain_, cs_plain_neg_, cs_comp_, cs_comp_neg_;  // [n_ctx][R]
-  DeviceBuffer S_, f_, mix_, pre_, post_, M_, h_, x_, y_, tmp_, cq_, q_, o_, kn_, ta_, tg_, kappa_, qi_, iw_, sc_, att_,
-      z_, rl_, sg_, su_, logits_;
+  DeviceBuffer S_, f_, mix_, pre_, post_, M_, h_, x_, y_, tmp_, cq_, q_, o_, kn_, ta_, tg_, kappa_, qi_, iw_,
+      sc_, att_, z_, rl_, sg_, su_, logits_;
   PinnedBuffer h_rl_, h_sc_;
   std::vector<int32_t> sel_, cnt_, ids_;
   std::vector<float> wts_;

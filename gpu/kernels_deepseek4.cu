@@ -75,8 +75,8 @@ __global__ void hc_weights_kernel(const float* mix, int64_t n, const float* base
   for (int i = 0; i < HC * HC; ++i) Mt[i] = W[i];
 }
 
-__global__ void head_weights_kernel(const float* mix, int64_t total, const float* base, const float* scale, int HC,
-                                    float eps, float* pre) {
+__global__ void head_weights_kernel(const float* mix, int64_t total, const float* base, const float* scale,
+                                    int HC, float eps, float* pre) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < total) pre[i] = sigmoidf_(mix[i] * scale[0] + base[i % HC]) + eps;
 }
@@ -90,8 +90,8 @@ __global__ void hc_collapse_kernel(const float* S, const float* pre, int64_t n, 
   h[i] = acc;
 }
 
-__global__ void hc_expand_kernel(float* S, const float* y, const float* post, const float* M, int64_t n, int HC,
-                                 int64_t E) {
+__global__ void hc_expand_kernel(float* S, const float* y, const float* post, const float* M, int64_t n,
+                                 int HC, int64_t E) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * E) return;
   const int64_t t = i / E, c = i % E;
@@ -116,8 +116,8 @@ __global__ void comp_store_kernel(const float* ta, const float* tg, const float*
   g[slot] = tg[i] + ape[(p % m) * cd + k];
 }
 
-__global__ void compress_pool_kernel(const float* a, const float* g, int64_t ring, int64_t d, int64_t c, int64_t m,
-                                     int64_t b0, int64_t nb, float* kappa) {
+__global__ void compress_pool_kernel(const float* a, const float* g, int64_t ring, int64_t d, int64_t c,
+                                     int64_t m, int64_t b0, int64_t nb, float* kappa) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= nb * d) return;
   const int64_t r = i / d, ch = i % d, s = (b0 + r) * m, cd = c * d;
@@ -136,8 +136,9 @@ __global__ void compress_pool_kernel(const float* a, const float* g, int64_t rin
   kappa[i] = acc / sum;
 }
 
-__global__ void rope_rows_kernel(float* x, int64_t n_rows, int64_t row_stride, int64_t n_heads, int64_t head_stride,
-                                 const float* cs_table, int64_t pos_first, int64_t pos_step, int n_dims, bool neox) {
+__global__ void rope_rows_kernel(float* x, int64_t n_rows, int64_t row_stride, int64_t n_heads,
+                                 int64_t head_stride, const float* cs_table, int64_t pos_first,
+                                 int64_t pos_step, int n_dims, bool neox) {
   const int half = n_dims / 2;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_rows * n_heads * half) return;
@@ -155,8 +156,9 @@ __global__ void rope_rows_kernel(float* x, int64_t n_rows, int64_t row_stride, i
 
 // One block of 32 threads per (row r, token t): per-head terms into shared memory, then one
 // thread sums them in head order (as ds4::indexer_score).
-__global__ void indexer_scores_kernel(const float* q, const float* w, int64_t HI, int64_t DI, const float* rows,
-                                      int64_t pos0, float wscale, float* scores, int64_t stride) {
+__global__ void indexer_scores_kernel(const float* q, const float* w, int64_t HI, int64_t DI,
+                                      const float* rows, int64_t pos0, float wscale, float* scores,
+                                      int64_t stride) {
   extern __shared__ float term[];
   const int64_t r = blockIdx.x, t = blockIdx.y;
   const int64_t nvis = (pos0 + t + 1) / 4;
@@ -180,10 +182,10 @@ __device__ const float* attend_key(int64_t j, int64_t nraw, int64_t j0, const fl
 
 // One block per (head h, token t): scores by key (strided over threads), the softmax with the
 // sink by one thread in key order, then each output channel by one thread in key order.
-__global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0, const float* kraw, int64_t ring_raw,
-                              int64_t n_swa, const float* comp, const int32_t* sel, int64_t sel_stride,
-                              const int32_t* sel_count, const float* sinks, float kq_scale, float* scratch,
-                              int64_t max_keys, float* out) {
+__global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0, const float* kraw,
+                              int64_t ring_raw, int64_t n_swa, const float* comp, const int32_t* sel,
+                              int64_t sel_stride, const int32_t* sel_count, const float* sinks,
+                              float kq_scale, float* scratch, int64_t max_keys, float* out) {
   const int64_t h = blockIdx.x, t = blockIdx.y, p = pos0 + t;
   const int64_t j0 = p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
   const int64_t nraw = p - j0 + 1;
@@ -219,32 +221,34 @@ __global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0
 
 }  // namespace
 
-void ds4_hc_weights(const float* mix, int64_t n, const float* base, const float* scale, int64_t HC, uint32_t iters,
-                    float eps, float* pre, float* post, float* M, cudaStream_t s) {
+void ds4_hc_weights(const float* mix, int64_t n, const float* base, const float* scale, int64_t HC,
+                    uint32_t iters, float eps, float* pre, float* post, float* M, cudaStream_t s) {
   require(HC >= 1 && HC <= 8, "ds4_hc_weights", "HC " + std::to_string(HC) + " outside 1..8");
   if (n <= 0) return;
-  hc_weights_kernel<<<blocks_for(n), kThreads, 0, s>>>(mix, n, base, scale, static_cast<int>(HC), iters, eps, pre,
-                                                        post, M);
+  hc_weights_kernel<<<blocks_for(n), kThreads, 0, s>>>(mix, n, base, scale, static_cast<int>(HC), iters, eps,
+                                                       pre, post, M);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
-void ds4_head_weights(const float* mix, int64_t n, const float* base, const float* scale, int64_t HC, float eps,
-                      float* pre, cudaStream_t s) {
+void ds4_head_weights(const float* mix, int64_t n, const float* base, const float* scale, int64_t HC,
+                      float eps, float* pre, cudaStream_t s) {
   require(HC >= 1 && HC <= 8, "ds4_head_weights", "HC " + std::to_string(HC) + " outside 1..8");
   if (n <= 0) return;
-  head_weights_kernel<<<blocks_for(n * HC), kThreads, 0, s>>>(mix, n * HC, base, scale, static_cast<int>(HC), eps, pre);
+  head_weights_kernel<<<blocks_for(n * HC), kThreads, 0, s>>>(mix, n * HC, base, scale, static_cast<int>(HC),
+                                                              eps, pre);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
-void ds4_hc_collapse(const float* S, const float* pre, int64_t n, int64_t HC, int64_t E, float* h, cudaStream_t s) {
+void ds4_hc_collapse(const float* S, const float* pre, int64_t n, int64_t HC, int64_t E, float* h,
+                     cudaStream_t s) {
   require(HC >= 1 && HC <= 8, "ds4_hc_collapse", "HC " + std::to_string(HC) + " outside 1..8");
   if (n <= 0 || E <= 0) return;
   hc_collapse_kernel<<<blocks_for(n * E), kThreads, 0, s>>>(S, pre, n, static_cast<int>(HC), E, h);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
-void ds4_hc_expand(float* S, const float* y, const float* post, const float* M, int64_t n, int64_t HC, int64_t E,
-                   cudaStream_t s) {
+void ds4_hc_expand(float* S, const float* y, const float* post, const float* M, int64_t n, int64_t HC,
+                   int64_t E, cudaStream_t s) {
   require(HC >= 1 && HC <= 8, "ds4_hc_expand", "HC " + std::to_string(HC) + " outside 1..8");
   if (n <= 0 || E <= 0) return;
   hc_expand_kernel<<<blocks_for(n * E), kThreads, 0, s>>>(S, y, post, M, n, static_cast<int>(HC), E);
@@ -261,8 +265,8 @@ void ds4_comp_store(const float* ta, const float* tg, const float* ape, int64_t 
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
-void ds4_compress_pool(const float* a, const float* g, int64_t ring, int64_t d, int64_t c, int64_t m, int64_t b0,
-                       int64_t nb, float* kappa, cudaStream_t s) {
+void ds4_compress_pool(const float* a, const float* g, int64_t ring, int64_t d, int64_t c, int64_t m,
+                       int64_t b0, int64_t nb, float* kappa, cudaStream_t s) {
   require((c == 1 || c == 2) && m > 0 && b0 >= 0 && c * m <= ring, "ds4_compress_pool",
           "c " + std::to_string(c) + " m " + std::to_string(m) + " ring " + std::to_string(ring) + " b0 " +
               std::to_string(b0));
@@ -272,8 +276,8 @@ void ds4_compress_pool(const float* a, const float* g, int64_t ring, int64_t d, 
 }
 
 void ds4_rope_rows(float* x, int64_t n_rows, int64_t row_stride, int64_t n_heads, int64_t head_stride,
-                   const float* cs_table, int64_t table_rows, int64_t pos_first, int64_t pos_step, int n_dims, bool neox,
-                   cudaStream_t s) {
+                   const float* cs_table, int64_t table_rows, int64_t pos_first, int64_t pos_step, int n_dims,
+                   bool neox, cudaStream_t s) {
   if (n_rows <= 0 || n_dims <= 0 || n_heads <= 0) return;
   const int64_t last = pos_first + (n_rows - 1) * pos_step;
   require(n_dims % 2 == 0 && pos_first >= 0 && pos_step >= 0 && last < table_rows, "ds4_rope_rows",
@@ -293,23 +297,25 @@ void ds4_indexer_scores(const float* q, const float* w, int64_t n, int64_t HI, i
               std::to_string(max_rows) + " stride " + std::to_string(stride));
   if (max_rows <= 0) return;
   indexer_scores_kernel<<<dim3(static_cast<unsigned>(max_rows), static_cast<unsigned>(n)), 32,
-                          static_cast<size_t>(HI) * sizeof(float), s>>>(q, w, HI, DI, rows, pos0, wscale, scores,
-                                                                        stride);
+                          static_cast<size_t>(HI) * sizeof(float), s>>>(q, w, HI, DI, rows, pos0, wscale,
+                                                                        scores, stride);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
-void ds4_attend(const float* q, int64_t n, int64_t H, int64_t D, int64_t pos0, const float* kraw, int64_t ring_raw,
-                int64_t n_swa, const float* comp, const int32_t* sel, int64_t sel_stride, const int32_t* sel_count,
-                const float* sinks, float kq_scale, float* scratch, int64_t max_keys, float* out, cudaStream_t s) {
+void ds4_attend(const float* q, int64_t n, int64_t H, int64_t D, int64_t pos0, const float* kraw,
+                int64_t ring_raw, int64_t n_swa, const float* comp, const int32_t* sel, int64_t sel_stride,
+                const int32_t* sel_count, const float* sinks, float kq_scale, float* scratch,
+                int64_t max_keys, float* out, cudaStream_t s) {
   if (n <= 0 || H <= 0) return;
   require(D > 0 && D <= 1024 && n_swa > 0 && ring_raw >= n_swa + n - 1 && max_keys >= n_swa + sel_stride &&
               sel_stride >= 0 && n <= 65535 && pos0 >= 0,
           "ds4_attend",
-          "D " + std::to_string(D) + " n " + std::to_string(n) + " n_swa " + std::to_string(n_swa) + " ring " +
-              std::to_string(ring_raw) + " sel_stride " + std::to_string(sel_stride) + " max_keys " +
-              std::to_string(max_keys));
+          "D " + std::to_string(D) + " n " + std::to_string(n) + " n_swa " + std::to_string(n_swa) +
+              " ring " + std::to_string(ring_raw) + " sel_stride " + std::to_string(sel_stride) +
+              " max_keys " + std::to_string(max_keys));
   attend_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n)), 128, 0, s>>>(
-      q, H, D, pos0, kraw, ring_raw, n_swa, comp, sel, sel_stride, sel_count, sinks, kq_scale, scratch, max_keys, out);
+      q, H, D, pos0, kraw, ring_raw, n_swa, comp, sel, sel_stride, sel_count, sinks, kq_scale, scratch,
+      max_keys, out);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -16,20 +16,21 @@ namespace moepack::gpu {
 
 // §4.2, n tokens: mix [n][(2+HC)*HC], base [(2+HC)*HC], scale [3] -> pre [n][HC],
 // post [n][HC], M [n][HC][HC] (M[dst][src]); ds4::hc_weights per token. HC in 1..8.
-void ds4_hc_weights(const float* mix, int64_t n, const float* base, const float* scale, int64_t HC, uint32_t iters,
-                    float eps, float* pre, float* post, float* M, cudaStream_t s);
+void ds4_hc_weights(const float* mix, int64_t n, const float* base, const float* scale, int64_t HC,
+                    uint32_t iters, float eps, float* pre, float* post, float* M, cudaStream_t s);
 
 // §4.9 head weights: pre[t][s] = sigmoid(mix[t][s]·scale[0] + base[s]) + eps; mix [n][HC].
-void ds4_head_weights(const float* mix, int64_t n, const float* base, const float* scale, int64_t HC, float eps,
-                      float* pre, cudaStream_t s);
+void ds4_head_weights(const float* mix, int64_t n, const float* base, const float* scale, int64_t HC,
+                      float eps, float* pre, cudaStream_t s);
 
 // §4.2: h[t][c] = Σ_s pre[t][s]·S[t][s][c]; S [n][HC][E], pre [n][HC], h [n][E].
-void ds4_hc_collapse(const float* S, const float* pre, int64_t n, int64_t HC, int64_t E, float* h, cudaStream_t s);
+void ds4_hc_collapse(const float* S, const float* pre, int64_t n, int64_t HC, int64_t E, float* h,
+                     cudaStream_t s);
 
 // §4.3, in place: S[t][dst] = post[t][dst]·y[t] + Σ_src M[t][dst][src]·S[t][src].
 // S [n][HC][E], y [n][E], post [n][HC], M [n][HC][HC]. HC in 1..8.
-void ds4_hc_expand(float* S, const float* y, const float* post, const float* M, int64_t n, int64_t HC, int64_t E,
-                   cudaStream_t s);
+void ds4_hc_expand(float* S, const float* y, const float* post, const float* M, int64_t n, int64_t HC,
+                   int64_t E, cudaStream_t s);
 
 // §4.6 history: for t < n, position p = pos0 + t goes to ring slot p mod ring:
 // a[slot] = ta[t], g[slot] = tg[t] + ape[p mod m]. ta, tg [n][cd]; ape [m][cd]; a, g [ring][cd].
@@ -40,15 +41,15 @@ void ds4_comp_store(const float* ta, const float* tg, const float* ape, int64_t 
 // §4.6 pooling of the nb consecutive compressed rows b0 .. b0+nb-1 (block starts s = b·m):
 // kappa [nb][d] = ds4::compress_pool(a, g, ring, d, c, m, s) for each. c in {1, 2}. The
 // positions read must still be in the rings (caller's invariant: s - m >= highest - ring).
-void ds4_compress_pool(const float* a, const float* g, int64_t ring, int64_t d, int64_t c, int64_t m, int64_t b0,
-                       int64_t nb, float* kappa, cudaStream_t s);
+void ds4_compress_pool(const float* a, const float* g, int64_t ring, int64_t d, int64_t c, int64_t m,
+                       int64_t b0, int64_t nb, float* kappa, cudaStream_t s);
 
 // RoPE of n_rows rows whose positions are pos_first + r·pos_step (compressed rows: step m):
 // as rope() of kernels.h (rope_table layout, n_dims rotated values of each head at x + row ·
 // row_stride + h · head_stride), positions < table_rows (checked).
 void ds4_rope_rows(float* x, int64_t n_rows, int64_t row_stride, int64_t n_heads, int64_t head_stride,
-                   const float* cs_table, int64_t table_rows, int64_t pos_first, int64_t pos_step, int n_dims, bool neox,
-                   cudaStream_t s);
+                   const float* cs_table, int64_t table_rows, int64_t pos_first, int64_t pos_step, int n_dims,
+                   bool neox, cudaStream_t s);
 
 // §4.7 indexer scores: for t < n, rows r < nvis(t) = (pos0 + t + 1) / 4:
 // scores[t * stride + r] = ds4::indexer_score(q[t], w[t], rows[r], HI, DI, wscale).
@@ -60,10 +61,12 @@ void ds4_indexer_scores(const float* q, const float* w, int64_t n, int64_t HI, i
 // keys = raw rows j in [max(0, p - n_swa + 1), p] (kraw ring of ring_raw rows of D, row j in
 // slot j mod ring_raw), then comp[sel[t * sel_stride + i]] for i < sel_count[t] (comp rows of D);
 // out[t][h] = ds4::attend_sink(q[t][h], keys, sinks[h], kq_scale) (not de-roped).
-// q, out [n][H][D]; scratch: n·H·max_keys floats, max_keys >= n_swa + max sel_count (checked
-// by the caller: pass max_keys). D <= 1024.
-void ds4_attend(const float* q, int64_t n, int64_t H, int64_t D, int64_t pos0, const float* kraw, int64_t ring_raw,
-                int64_t n_swa, const float* comp, const int32_t* sel, int64_t sel_stride, const int32_t* sel_count,
-                const float* sinks, float kq_scale, float* scratch, int64_t max_keys, float* out, cudaStream_t s);
+// q, out [n][H][D]; sel [n][sel_stride] (sel_count[t] <= sel_stride, caller's invariant);
+// scratch: n·H·max_keys floats. Checked on the host: max_keys >= n_swa + sel_stride,
+// ring_raw >= n_swa + n - 1, D <= 1024.
+void ds4_attend(const float* q, int64_t n, int64_t H, int64_t D, int64_t pos0, const float* kraw,
+                int64_t ring_raw, int64_t n_swa, const float* comp, const int32_t* sel, int64_t sel_stride,
+                const int32_t* sel_count, const float* sinks, float kq_scale, float* scratch,
+                int64_t max_keys, float* out, cudaStream_t s);
 
 }  // namespace moepack::gpu

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -75,7 +76,8 @@ Dev up(const std::vector<float>& v) {
   Dev d;
   d.n = v.size();
   d.buf.allocate(std::max<size_t>(v.size(), 1) * sizeof(float), "test buffer");
-  if (!v.empty()) MOEPACK_CUDA_CHECK(cudaMemcpy(d.p(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+  if (!v.empty())
+    MOEPACK_CUDA_CHECK(cudaMemcpy(d.p(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
   return d;
 }
 Dev zeros(size_t n) { return up(std::vector<float>(n, 0.0f)); }
@@ -83,7 +85,9 @@ Dev zeros(size_t n) { return up(std::vector<float>(n, 0.0f)); }
 DeviceBuffer up_i32(const std::vector<int32_t>& v) {
   DeviceBuffer b;
   b.allocate(std::max<size_t>(v.size(), 1) * sizeof(int32_t), "test buffer");
-  if (!v.empty()) MOEPACK_CUDA_CHECK(cudaMemcpy(b.as<int32_t>(), v.data(), v.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+  if (!v.empty())
+    MOEPACK_CUDA_CHECK(
+        cudaMemcpy(b.as<int32_t>(), v.data(), v.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
   return b;
 }
 
@@ -114,8 +118,8 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   std::ostringstream m;
   m << what << ": " << want.size() << " values, max |gpu - cpu| " << worst;
   if (first >= 0) {
-    m << ", " << bad << " beyond tolerance, first at index " << first << " (gpu " << got[static_cast<size_t>(first)]
-      << ", cpu " << want[static_cast<size_t>(first)] << ")";
+    m << ", " << bad << " beyond tolerance, first at index " << first << " (gpu "
+      << got[static_cast<size_t>(first)] << ", cpu " << want[static_cast<size_t>(first)] << ")";
   }
   EXPECT_LT(first, 0) << m.str();
   std::printf("  %s\n", m.str().c_str());
@@ -126,7 +130,8 @@ struct Shape {
   int64_t E, HC, H, D, R, HI, DI, n_swa, KI;
 };
 // deepseek4-tiny (fixture README) and a V4-Flash-like larger one.
-const Shape kShapes[] = {{"tiny", 256, 4, 8, 128, 64, 32, 64, 64, 16}, {"large", 1024, 4, 16, 512, 64, 64, 128, 128, 64}};
+const Shape kShapes[] = {{"tiny", 256, 4, 8, 128, 64, 32, 64, 64, 16},
+                         {"large", 1024, 4, 16, 512, 64, 64, 128, 128, 64}};
 
 class Ds4Kernels : public ::testing::TestWithParam<Shape> {};
 
@@ -139,7 +144,8 @@ TEST_P(Ds4Kernels, HyperConnections) {
   const auto base = randn(static_cast<size_t>(NHC), 0.5f, 2);
   const std::vector<float> scale = {0.7f, 1.2f, 0.9f};
   Dev dmix = up(mix), dbase = up(base), dscale = up(scale);
-  Dev pre = zeros(static_cast<size_t>(n * HC)), post = zeros(static_cast<size_t>(n * HC)), M = zeros(static_cast<size_t>(n * HC * HC));
+  Dev pre = zeros(static_cast<size_t>(n * HC)), post = zeros(static_cast<size_t>(n * HC)),
+      M = zeros(static_cast<size_t>(n * HC * HC));
   ds4_hc_weights(dmix.p(), n, dbase.p(), dscale.p(), HC, iters, eps, pre.p(), post.p(), M.p(), nullptr);
   std::vector<float> wpre(pre.n), wpost(post.n), wM(M.n);
   for (int64_t t = 0; t < n; ++t) {
@@ -152,7 +158,8 @@ TEST_P(Ds4Kernels, HyperConnections) {
 
   // Head weights: the same formula as hc_weights' pre on the first HC logits.
   std::vector<float> hmix(static_cast<size_t>(n * HC));
-  for (int64_t t = 0; t < n; ++t) std::copy(mix.begin() + t * NHC, mix.begin() + t * NHC + HC, hmix.begin() + t * HC);
+  for (int64_t t = 0; t < n; ++t)
+    std::copy(mix.begin() + t * NHC, mix.begin() + t * NHC + HC, hmix.begin() + t * HC);
   Dev dhmix = up(hmix), hpre = zeros(static_cast<size_t>(n * HC));
   ds4_head_weights(dhmix.p(), n, dbase.p(), dscale.p(), HC, eps, hpre.p(), nullptr);
   expect_close(down(hpre), wpre, "head weights");
@@ -162,7 +169,8 @@ TEST_P(Ds4Kernels, HyperConnections) {
   Dev dS = up(S), dy = up(y), h = zeros(static_cast<size_t>(n * E));
   ds4_hc_collapse(dS.p(), pre.p(), n, HC, E, h.p(), nullptr);
   std::vector<float> wh(h.n);
-  for (int64_t t = 0; t < n; ++t) ds4::hc_collapse(S.data() + t * HC * E, wpre.data() + t * HC, HC, E, wh.data() + t * E);
+  for (int64_t t = 0; t < n; ++t)
+    ds4::hc_collapse(S.data() + t * HC * E, wpre.data() + t * HC, HC, E, wh.data() + t * E);
   expect_close(down(h), wh, "hc_collapse");
 
   // Expansion with the CPU's own M and post (so this checks hc_expand alone).
@@ -170,8 +178,8 @@ TEST_P(Ds4Kernels, HyperConnections) {
   ds4_hc_expand(dS.p(), dy.p(), dpost.p(), dM.p(), n, HC, E, nullptr);
   std::vector<float> wS = S, scratch(static_cast<size_t>(HC * E));
   for (int64_t t = 0; t < n; ++t) {
-    ds4::hc_expand(wS.data() + t * HC * E, y.data() + t * E, wpost.data() + t * HC, wM.data() + t * HC * HC, HC, E,
-                   scratch.data());
+    ds4::hc_expand(wS.data() + t * HC * E, y.data() + t * E, wpost.data() + t * HC, wM.data() + t * HC * HC,
+                   HC, E, scratch.data());
   }
   expect_close(down(dS), wS, "hc_expand");
 }
@@ -197,7 +205,8 @@ TEST_P(Ds4Kernels, CompressorAndRope) {
         const int64_t p = pos0 + t;
         for (int64_t i = 0; i < cd; ++i) {
           wa[static_cast<size_t>((p % ring) * cd + i)] = ta[static_cast<size_t>(t * cd + i)];
-          wg[static_cast<size_t>((p % ring) * cd + i)] = tg[static_cast<size_t>(t * cd + i)] + ape[static_cast<size_t>((p % m) * cd + i)];
+          wg[static_cast<size_t>((p % ring) * cd + i)] =
+              tg[static_cast<size_t>(t * cd + i)] + ape[static_cast<size_t>((p % m) * cd + i)];
         }
       }
       expect_close(down(a), wa, "comp_store a, ubatch " + std::to_string(step), 0.0f);
@@ -207,8 +216,10 @@ TEST_P(Ds4Kernels, CompressorAndRope) {
         Dev kappa = zeros(static_cast<size_t>(nb * d));
         ds4_compress_pool(a.p(), g.p(), ring, d, c, m, b_lo, nb, kappa.p(), nullptr);
         std::vector<float> wk(kappa.n);
-        for (int64_t b = b_lo; b <= b_hi; ++b) ds4::compress_pool(wa.data(), wg.data(), ring, d, c, m, b * m, wk.data() + (b - b_lo) * d);
-        expect_close(down(kappa), wk, "compress_pool rows " + std::to_string(b_lo) + ".." + std::to_string(b_hi));
+        for (int64_t b = b_lo; b <= b_hi; ++b)
+          ds4::compress_pool(wa.data(), wg.data(), ring, d, c, m, b * m, wk.data() + (b - b_lo) * d);
+        expect_close(down(kappa), wk,
+                     "compress_pool rows " + std::to_string(b_lo) + ".." + std::to_string(b_hi));
       }
       pos0 += n;
     }
@@ -229,11 +240,15 @@ TEST_P(Ds4Kernels, CompressorAndRope) {
     const auto x = randn(static_cast<size_t>(rows * d), 1.0f, 40);
     Dev dx = up(x);
     const int64_t nr = rows - b0;
-    ds4_rope_rows(dx.p() + b0 * d + d - R, nr, d, 1, d, dtab.p(), n_ctx, b0 * m, m, static_cast<int>(R), false, nullptr);
+    ds4_rope_rows(dx.p() + b0 * d + d - R, nr, d, 1, d, dtab.p(), n_ctx, b0 * m, m, static_cast<int>(R),
+                  false, nullptr);
     std::vector<float> wx = x;
-    for (int64_t b = b0; b < rows; ++b) rope_apply(rp, table.data() + b * m * R, wx.data() + b * d + d - R, 1, d);
+    for (int64_t b = b0; b < rows; ++b)
+      rope_apply(rp, table.data() + b * m * R, wx.data() + b * d + d - R, 1, d);
     expect_close(down(dx), wx, "rope_rows");
-    EXPECT_THROW(ds4_rope_rows(dx.p(), 2, d, 1, d, dtab.p(), n_ctx, n_ctx - 1, m, static_cast<int>(R), false, nullptr), Error)
+    EXPECT_THROW(
+        ds4_rope_rows(dx.p(), 2, d, 1, d, dtab.p(), n_ctx, n_ctx - 1, m, static_cast<int>(R), false, nullptr),
+        Error)
         << "a position beyond the table must be refused on the host";
   }
 }
@@ -257,7 +272,8 @@ TEST_P(Ds4Kernels, IndexerScores) {
     }
   }
   expect_close(down(sc), want, "indexer scores");
-  EXPECT_THROW(ds4_indexer_scores(dq.p(), dw.p(), n, HI, DI, dr.p(), pos0, wscale, sc.p(), rows - 1, nullptr), Error);
+  EXPECT_THROW(ds4_indexer_scores(dq.p(), dw.p(), n, HI, DI, dr.p(), pos0, wscale, sc.p(), rows - 1, nullptr),
+               Error);
 }
 
 TEST_P(Ds4Kernels, SlidingWindowAttentionWithSinks) {
@@ -277,31 +293,36 @@ TEST_P(Ds4Kernels, SlidingWindowAttentionWithSinks) {
     std::vector<int32_t> sel(static_cast<size_t>(n * sel_stride)), cnt(static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) {
       cnt[static_cast<size_t>(t)] = static_cast<int32_t>(rng() % static_cast<uint32_t>(sel_stride + 1));
-      for (int64_t i = 0; i < sel_stride; ++i) sel[static_cast<size_t>(t * sel_stride + i)] = static_cast<int32_t>(rng() % n_comp);
+      for (int64_t i = 0; i < sel_stride; ++i)
+        sel[static_cast<size_t>(t * sel_stride + i)] = static_cast<int32_t>(rng() % n_comp);
     }
     Dev dq = up(q), dk = up(kraw), dc = up(comp), ds = up(sinks);
     DeviceBuffer dsel = up_i32(sel), dcnt = up_i32(cnt);
     const int64_t max_keys = n_swa + sel_stride;
     Dev scratch = zeros(static_cast<size_t>(n * H * max_keys)), out = zeros(static_cast<size_t>(n * H * D));
-    ds4_attend(dq.p(), n, H, D, pos0, dk.p(), RW, n_swa, dc.p(), dsel.as<int32_t>(), sel_stride, dcnt.as<int32_t>(), ds.p(),
-               kq_scale, scratch.p(), max_keys, out.p(), nullptr);
+    ds4_attend(dq.p(), n, H, D, pos0, dk.p(), RW, n_swa, dc.p(), dsel.as<int32_t>(), sel_stride,
+               dcnt.as<int32_t>(), ds.p(), kq_scale, scratch.p(), max_keys, out.p(), nullptr);
     std::vector<float> want(out.n), sc;
     std::vector<const float*> keys;
     for (int64_t t = 0; t < n; ++t) {
       const int64_t p = pos0 + t;
       keys.clear();
-      for (int64_t j = std::max<int64_t>(0, p - n_swa + 1); j <= p; ++j) keys.push_back(kraw.data() + (j % RW) * D);
-      for (int32_t i = 0; i < cnt[static_cast<size_t>(t)]; ++i) keys.push_back(comp.data() + sel[static_cast<size_t>(t * sel_stride + i)] * D);
+      for (int64_t j = std::max<int64_t>(0, p - n_swa + 1); j <= p; ++j)
+        keys.push_back(kraw.data() + (j % RW) * D);
+      for (int32_t i = 0; i < cnt[static_cast<size_t>(t)]; ++i)
+        keys.push_back(comp.data() + sel[static_cast<size_t>(t * sel_stride + i)] * D);
       sc.resize(keys.size());
       for (int64_t h = 0; h < H; ++h) {
-        ds4::attend_sink(q.data() + (t * H + h) * D, keys.data(), static_cast<int64_t>(keys.size()), sinks[static_cast<size_t>(h)], D,
-                         kq_scale, sc.data(), want.data() + (t * H + h) * D);
+        ds4::attend_sink(q.data() + (t * H + h) * D, keys.data(), static_cast<int64_t>(keys.size()),
+                         sinks[static_cast<size_t>(h)], D, kq_scale, sc.data(),
+                         want.data() + (t * H + h) * D);
       }
     }
     expect_close(down(out), want, "attention with sinks");
-    EXPECT_THROW(ds4_attend(dq.p(), n, H, D, pos0, dk.p(), RW, n_swa, dc.p(), dsel.as<int32_t>(), sel_stride, dcnt.as<int32_t>(),
-                            ds.p(), kq_scale, scratch.p(), max_keys - 1, out.p(), nullptr),
-                 Error);
+    EXPECT_THROW(
+        ds4_attend(dq.p(), n, H, D, pos0, dk.p(), RW, n_swa, dc.p(), dsel.as<int32_t>(), sel_stride,
+                   dcnt.as<int32_t>(), ds.p(), kq_scale, scratch.p(), max_keys - 1, out.p(), nullptr),
+        Error);
   }
 }
 
@@ -335,9 +356,11 @@ EngineSettings test_settings(const char* backend) {
 std::string top5(const std::vector<float>& l) {
   std::vector<int32_t> o(l.size());
   std::iota(o.begin(), o.end(), 0);
-  std::partial_sort(o.begin(), o.begin() + 5, o.end(), [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+  std::partial_sort(o.begin(), o.begin() + 5, o.end(),
+                    [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
   std::ostringstream s;
-  for (int i = 0; i < 5; ++i) s << o[static_cast<size_t>(i)] << ":" << l[static_cast<size_t>(o[static_cast<size_t>(i)])] << " ";
+  for (int i = 0; i < 5; ++i)
+    s << o[static_cast<size_t>(i)] << ":" << l[static_cast<size_t>(o[static_cast<size_t>(i)])] << " ";
   return s.str();
 }
 
@@ -354,7 +377,8 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b, size_t*
 }
 
 // Greedy continuation of n tokens from `logits` (which it updates), one decode per token.
-std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n, std::vector<std::vector<float>>* steps) {
+std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n,
+                            std::vector<std::vector<float>>* steps) {
   std::vector<int32_t> out;
   for (size_t i = 0; i < n; ++i) {
     if (steps) steps->push_back(logits);
@@ -370,7 +394,8 @@ class Ds4Fixture : public ::testing::TestWithParam<Case> {
   std::string model_path() const { return kDir + GetParam().model + ".gguf"; }
   std::string ref_path() const { return kDir + "ref/" + GetParam().model + ".f32-dequant.json"; }
   void SetUp() override {
-    if (!std::filesystem::exists(model_path())) GTEST_SKIP() << model_path() << " not carried to this machine";
+    if (!std::filesystem::exists(model_path()))
+      GTEST_SKIP() << model_path() << " not carried to this machine";
   }
 };
 
@@ -392,21 +417,26 @@ TEST_P(Ds4Fixture, MatchesCpuBackendAndReference) {
     cpu->forward(tokens, lc);
     const auto t0 = std::chrono::steady_clock::now();
     gpu->forward(tokens, lg);
-    const double prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double prefill_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     size_t at = 0;
     const float d = max_diff(lc, lg, &at);
     worst = std::max(worst, d);
-    EXPECT_LT(d, 1e-3f) << "prompt logits: max |cuda - cpu| " << d << " at id " << at << "\n  cpu top-5 " << top5(lc)
-                        << "\n  gpu top-5 " << top5(lg);
+    EXPECT_LT(d, 1e-3f) << "prompt logits: max |cuda - cpu| " << d << " at id " << at << "\n  cpu top-5 "
+                        << top5(lc) << "\n  gpu top-5 " << top5(lg);
     const auto want = p["greedy"]["ids"].get<std::vector<int32_t>>();
     std::vector<std::vector<float>> sc, sg;
     const auto ours_cpu = greedy(*cpu, lc, want.size(), &sc);
     const auto t1 = std::chrono::steady_clock::now();
     const auto ours_gpu = greedy(*gpu, lg, want.size(), &sg);
-    const double decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
-    std::printf("  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g; GPU prefill %.1f ms (%.0f tokens/s), %zu decodes %.1f ms (%.0f tokens/s)\n",
-                checked, tokens.size(), static_cast<double>(d), prefill_ms, 1e3 * static_cast<double>(tokens.size()) / prefill_ms,
-                want.size() - 1, decode_ms, 1e3 * static_cast<double>(want.size() - 1) / decode_ms);
+    const double decode_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+    std::printf(
+        "  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g; GPU prefill %.1f ms (%.0f tokens/s), %zu "
+        "decodes %.1f ms (%.0f tokens/s)\n",
+        checked, tokens.size(), static_cast<double>(d), prefill_ms,
+        1e3 * static_cast<double>(tokens.size()) / prefill_ms, want.size() - 1, decode_ms,
+        1e3 * static_cast<double>(want.size() - 1) / decode_ms);
     EXPECT_EQ(ours_gpu, ours_cpu);
     EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
     for (size_t i = 0; i < ours_gpu.size(); ++i) {
@@ -414,7 +444,8 @@ TEST_P(Ds4Fixture, MatchesCpuBackendAndReference) {
       worst = std::max(worst, ds);
       if (ours_gpu[i] != ours_cpu[i] || ds >= 1e-3f) {
         ADD_FAILURE() << "greedy step " << i << ": gpu token " << ours_gpu[i] << " cpu token " << ours_cpu[i]
-                      << ", max logit diff " << ds << "\n  cpu top-5 " << top5(sc[i]) << "\n  gpu top-5 " << top5(sg[i]);
+                      << ", max logit diff " << ds << "\n  cpu top-5 " << top5(sc[i]) << "\n  gpu top-5 "
+                      << top5(sg[i]);
         break;
       }
     }
@@ -454,19 +485,23 @@ TEST_P(Ds4Fixture, AllLogitsAndRoutingMatchCpu) {
     gpu->forward(tokens, lg, ag);
     size_t at = 0;
     const float d = max_diff(ac, ag, &at);
-    EXPECT_LT(d, 1e-3f) << "all positions: max |cuda - cpu| " << d << " at position " << at / nv << " id " << at % nv;
+    EXPECT_LT(d, 1e-3f) << "all positions: max |cuda - cpu| " << d << " at position " << at / nv << " id "
+                        << at % nv;
     // Per position: the first one beyond tolerance (which block of the sequence breaks).
     for (size_t t = 0; t < tokens.size(); ++t) {
-      const std::vector<float> a(ac.begin() + static_cast<std::ptrdiff_t>(t * nv), ac.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
-      const std::vector<float> b(ag.begin() + static_cast<std::ptrdiff_t>(t * nv), ag.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
+      const std::vector<float> a(ac.begin() + static_cast<std::ptrdiff_t>(t * nv),
+                                 ac.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
+      const std::vector<float> b(ag.begin() + static_cast<std::ptrdiff_t>(t * nv),
+                                 ag.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
       const float dt = max_diff(a, b);
       if (dt >= 1e-3f) {
-        ADD_FAILURE() << "first position beyond 1e-3: " << t << " (diff " << dt << ")\n  cpu top-5 " << top5(a)
-                      << "\n  gpu top-5 " << top5(b);
+        ADD_FAILURE() << "first position beyond 1e-3: " << t << " (diff " << dt << ")\n  cpu top-5 "
+                      << top5(a) << "\n  gpu top-5 " << top5(b);
         break;
       }
     }
-    std::printf("  prompt %d: all %zu positions, max |cuda - cpu| logit %.3g\n", pi, tokens.size(), static_cast<double>(d));
+    std::printf("  prompt %d: all %zu positions, max |cuda - cpu| logit %.3g\n", pi, tokens.size(),
+                static_cast<double>(d));
     EXPECT_EQ(0, std::memcmp(lg.data(), ag.data() + (tokens.size() - 1) * nv, nv * sizeof(float)));
     ASSERT_EQ(rc.size(), rg.size());
     size_t first_diff = rc.size();
@@ -503,8 +538,8 @@ TEST_P(Ds4Fixture, TruncateThenDecodeEqualsFreshRun) {
     gpu->forward(std::span<const int32_t>(tokens).subspan(cut), got);
     size_t at = 0;
     const float d = max_diff(got, fresh, &at);
-    EXPECT_LT(d, 1e-4f) << "after truncate: max diff " << d << " at id " << at << "\n  fresh top-5 " << top5(fresh)
-                        << "\n  trunc top-5 " << top5(got);
+    EXPECT_LT(d, 1e-4f) << "after truncate: max diff " << d << " at id " << at << "\n  fresh top-5 "
+                        << top5(fresh) << "\n  trunc top-5 " << top5(got);
     std::printf("  truncate(%u) + rest vs one pass: max diff %.3g\n", cut, static_cast<double>(d));
   }
   // Decode after truncate: drop the last token and decode it again.
@@ -566,8 +601,9 @@ TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
         << "pack vs GGUF on the GPU: max diff " << d << " at step " << at / nv << " id " << at % nv;
     const BackendStats st = be->stats();
-    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n", static_cast<unsigned long long>(slots),
-                static_cast<unsigned long long>(st.cache_misses), static_cast<unsigned long long>(st.cache_evictions),
+    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n",
+                static_cast<unsigned long long>(slots), static_cast<unsigned long long>(st.cache_misses),
+                static_cast<unsigned long long>(st.cache_evictions),
                 static_cast<unsigned long long>(st.pack_read_bytes));
     EXPECT_GT(st.cache_misses, 0u);
     EXPECT_GT(st.pack_read_bytes, 0u);
@@ -660,15 +696,17 @@ TEST_P(Ds4Fixture, FactoryAndSessionUseTheCudaBackend) {
     const std::string text = test::read_text(kDir + "prompts/prompt" + std::to_string(pi) + ".txt");
     const GenerateResult g = gs->generate_text(text, o);
     const GenerateResult c = cs->generate_text(text, o);
-    EXPECT_EQ(g.prompt_tokens, ref["prompts"][static_cast<size_t>(pi)]["token_ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(g.prompt_tokens,
+              ref["prompts"][static_cast<size_t>(pi)]["token_ids"].get<std::vector<int32_t>>());
     EXPECT_EQ(g.tokens, c.tokens);
     EXPECT_EQ(g.tokens, ref["prompts"][static_cast<size_t>(pi)]["greedy"]["ids"].get<std::vector<int32_t>>());
     EXPECT_EQ(g.reused_tokens, c.reused_tokens);
     if (call > 0) {
-      EXPECT_EQ(g.reused_tokens, call == 1 ? 1u : g.prompt_tokens.size() - 1) << "KV prefix kept by the Session";
+      EXPECT_EQ(g.reused_tokens, call == 1 ? 1u : g.prompt_tokens.size() - 1)
+          << "KV prefix kept by the Session";
     }
-    std::printf("  session call %d (prompt %d): reused %u, prefill %.0f tokens/s, decode %.0f tokens/s\n", call, pi,
-                g.reused_tokens, g.prefill_tokens_per_s, g.decode_tokens_per_s);
+    std::printf("  session call %d (prompt %d): reused %u, prefill %.0f tokens/s, decode %.0f tokens/s\n",
+                call, pi, g.reused_tokens, g.prefill_tokens_per_s, g.decode_tokens_per_s);
     ++call;
   }
 }
