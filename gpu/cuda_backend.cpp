@@ -300,7 +300,8 @@ class CudaBackend final : public Backend {
 }  // namespace
 
 bool cuda_backend_supports(const ModelConfig& cfg) {
-  return cfg.arch == "deepseek2" || cfg.arch == "qwen3moe" || cfg.arch == "llama" || cfg.arch == "deepseek4";
+  return cfg.arch == "deepseek2" || cfg.arch == "qwen3moe" || cfg.arch == "llama" || cfg.arch == "deepseek4" ||
+         cfg.arch == "kimi-linear";
 }
 
 bool cuda_backend_usable(const ModelSource& model) {
@@ -311,6 +312,7 @@ std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const ModelSource> mo
   if (!model) throw Error("make_cuda_backend: no model");
   // Architectures with their own block forward (gpu/cuda_arch_backends.h).
   if (model->config().arch == "deepseek4") return make_cuda_backend_deepseek4(std::move(model), settings);
+  if (model->config().arch == "kimi-linear") return make_cuda_backend_kimi_linear(std::move(model), settings);
   return std::make_unique<CudaBackend>(std::move(model), settings);
 }
 

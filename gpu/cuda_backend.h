@@ -1,6 +1,6 @@
 // The CUDA backend: implements core's Backend (core/backend.h) for deepseek2, qwen3moe and
-// llama (deepseek4 dispatches to gpu/cuda_arch_backends.h), exact against the CPU reference
-// (core/cpu_backend.cpp) up to F32 summation order.
+// llama (deepseek4 and kimi-linear dispatch to gpu/cuda_arch_backends.h), exact against the CPU
+// reference (core/cpu_backend.cpp) up to F32 summation order.
 //
 // Where things live:
 //   - dense weights: VRAM, in their GGUF quantized form (gpu/device_weights.h);
@@ -35,7 +35,7 @@ namespace moepack::gpu {
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const ModelSource> model, const EngineSettings& settings);
 
 // True when the backend implements the model's architecture (deepseek2, qwen3moe, llama;
-// deepseek4 through gpu/cuda_arch_backends.h).
+// deepseek4 and kimi-linear through gpu/cuda_arch_backends.h).
 bool cuda_backend_supports(const ModelConfig& cfg);
 // True when a CUDA device is present (query_devices()) and cuda_backend_supports(model).
 bool cuda_backend_usable(const ModelSource& model);
