@@ -17,6 +17,8 @@
 // recomputes the tokens up to n; a forward() that throws restores the latest checkpoint.
 // Within a forward() the tokens go through the blocks in ubatches of U = 256 positions (the
 // activations' size); the KDA state carries over between them exactly as between calls.
+// The routing observer sees the CPU reference's order (block-major over the whole call; calls
+// of a multi-ubatch forward() are replayed in that order at its end).
 // Streams: one compute stream; the host waits for it once per MoE block (router logits) and at
 // the end of each ubatch.
 #include <algorithm>
@@ -307,6 +309,11 @@ class CudaKimiLinear final : public Backend {
     uint32_t pos = 0;
     size_t slot = 0;  // index into cp_slots_
   };
+  struct Routed {  // one deferred routing-observer call
+    uint32_t block = 0, pos = 0;
+    std::vector<int32_t> ids;
+    std::vector<float> wts;
+  };
 
   static void check_type(const DevMatrix& m, const std::string& what) {
     if (!gpu_type_supported(m.type)) {
@@ -355,13 +362,35 @@ class CudaKimiLinear final : public Backend {
   // All tokens in ubatches, then a checkpoint (the CPU reference's run()).
   void run_all(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) {
     const int64_t n = static_cast<int64_t>(tokens.size()), NV = cfg_.n_vocab;
-    for (int64_t c0 = 0; c0 < n; c0 += kUbatch) {
-      const int64_t m = std::min<int64_t>(kUbatch, n - c0);
-      run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)), c0 + m == n ? logits : std::span<float>{},
-          all_logits.empty() ? std::span<float>{}
-                             : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
+    // The CPU reference runs all n tokens through each block before the next, so its routing
+    // observer sees (block, position) in block-major order over the whole call (what
+    // RoutingRecorder's steps rely on). With more than one ubatch the calls are collected and
+    // replayed in that order once the call has succeeded.
+    deferred_.clear();
+    defer_routing_ = observer_ && n > kUbatch;
+    try {
+      for (int64_t c0 = 0; c0 < n; c0 += kUbatch) {
+        const int64_t m = std::min<int64_t>(kUbatch, n - c0);
+        run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)), c0 + m == n ? logits : std::span<float>{},
+            all_logits.empty() ? std::span<float>{}
+                               : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
+      }
+    } catch (...) {
+      defer_routing_ = false;
+      deferred_.clear();
+      throw;
     }
     save_checkpoint();
+    if (defer_routing_) {
+      defer_routing_ = false;
+      std::stable_sort(deferred_.begin(), deferred_.end(),
+                       [](const Routed& a, const Routed& b) { return a.block < b.block; });
+      const size_t K = cfg_.n_expert_used;
+      for (const Routed& r : deferred_) {
+        observer_(r.block, r.pos, std::span<const int32_t>(r.ids.data(), K), std::span<const float>(r.wts.data(), K));
+      }
+      deferred_.clear();
+    }
   }
 
   // Activation buffers for one ubatch of U positions (floats), allocated once.
@@ -578,7 +607,9 @@ class CudaKimiLinear final : public Backend {
       int32_t* id = ids_.data() + t * K;
       float* wt = wts_.data() + t * K;
       route_token(cfg_, rl + t * X, L.bias.empty() ? nullptr : L.bias.data(), id, wt, scratch_.data());
-      if (observer_) {
+      if (defer_routing_) {
+        deferred_.push_back({il, static_cast<uint32_t>(pos0 + t), std::vector<int32_t>(id, id + K), std::vector<float>(wt, wt + K)});
+      } else if (observer_) {
         observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K), std::span<const float>(wt, K));
       }
     }
@@ -616,6 +647,8 @@ class CudaKimiLinear final : public Backend {
   std::vector<int32_t> ids_;
   std::vector<float> wts_, scratch_;
   RoutingObserver observer_;
+  bool defer_routing_ = false;
+  std::vector<Routed> deferred_;
   BackendStats stats_;
 };
 

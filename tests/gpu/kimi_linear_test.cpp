@@ -384,11 +384,13 @@ TEST_P(KimiFixture, AllLogitsAndRoutingMatchCpu) {
     cpu->truncate(0);
     gpu->truncate(0);
     std::vector<std::vector<int32_t>> rc, rg;
-    cpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
-      rc.emplace_back(e.begin(), e.end());
+    cpu->set_routing_observer([&](uint32_t b, uint32_t pos, std::span<const int32_t> e, std::span<const float>) {
+      rc.push_back({static_cast<int32_t>(b), static_cast<int32_t>(pos)});  // (block, position), then the experts
+      rc.back().insert(rc.back().end(), e.begin(), e.end());
     });
-    gpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
-      rg.emplace_back(e.begin(), e.end());
+    gpu->set_routing_observer([&](uint32_t b, uint32_t pos, std::span<const int32_t> e, std::span<const float>) {
+      rg.push_back({static_cast<int32_t>(b), static_cast<int32_t>(pos)});  // (block, position), then the experts
+      rg.back().insert(rg.back().end(), e.begin(), e.end());
     });
     const size_t nv = gpu->config().n_vocab;
     std::vector<float> lc(nv), lg(nv), ac(nv * tokens.size()), ag(nv * tokens.size());
@@ -417,7 +419,10 @@ TEST_P(KimiFixture, AllLogitsAndRoutingMatchCpu) {
         break;
       }
     }
-    EXPECT_EQ(first_diff, rc.size()) << "routing differs first at observer call " << first_diff;
+    EXPECT_EQ(first_diff, rc.size()) << "routing (block, position, experts, in the CPU's call order) differs first at observer call "
+                                     << first_diff << ": cpu block " << rc[std::min(first_diff, rc.size() - 1)][0] << " pos "
+                                     << rc[std::min(first_diff, rc.size() - 1)][1] << ", gpu block "
+                                     << rg[std::min(first_diff, rg.size() - 1)][0] << " pos " << rg[std::min(first_diff, rg.size() - 1)][1];
     EXPECT_EQ(gpu->n_past(), tokens.size());
   }
 }
