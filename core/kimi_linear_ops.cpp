@@ -14,9 +14,11 @@ std::vector<float> read_flat(const GgufModel& g, const std::string& name, int64_
                              const std::string& file) {
   const GgufTensorRef* r = g.find_tensor(name);
   if (!r) throw FormatError(file, name, 0, "tensor is missing (the architecture needs it)");
-  if (r->info->n_elements() != static_cast<uint64_t>(n) || (ne0 && r->info->ne[0] != static_cast<uint64_t>(ne0))) {
-    throw FormatError(g.shards()[r->shard].path(), name, r->info->info_offset,
-                      "expected " + std::to_string(n) + " elements" + (ne0 ? " with ne0 = " + std::to_string(ne0) : ""));
+  if (r->info->n_elements() != static_cast<uint64_t>(n) ||
+      (ne0 && r->info->ne[0] != static_cast<uint64_t>(ne0))) {
+    throw FormatError(
+        g.shards()[r->shard].path(), name, r->info->info_offset,
+        "expected " + std::to_string(n) + " elements" + (ne0 ? " with ne0 = " + std::to_string(ne0) : ""));
   }
   std::vector<uint8_t> raw(static_cast<size_t>(r->info->nbytes));
   g.shards()[r->shard].read_tensor_data(*r->info, 0, raw.data(), raw.size());

@@ -50,11 +50,13 @@ namespace moepack::gpu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int64_t kUbatch = 256;         // positions per pass through the blocks
-constexpr size_t kMaxCheckpoints = 8;    // as the CPU reference
+constexpr int64_t kUbatch = 256;       // positions per pass through the blocks
+constexpr size_t kMaxCheckpoints = 8;  // as the CPU reference
 
 size_t fbytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 using Hd = DeviceWeights::Handle;
 
@@ -62,16 +64,17 @@ struct Layer {
   bool kda = false, moe = false;
   Hd attn_norm = 0, ffn_norm = 0;
   // KDA
-  Hd wq = 0, wk = 0, wv = 0, conv = 0, f_a = 0, f_b = 0, g_a = 0, g_b = 0, beta = 0, a = 0, dt_bias = 0, norm = 0, wo = 0;
+  Hd wq = 0, wk = 0, wv = 0, conv = 0, f_a = 0, f_b = 0, g_a = 0, g_b = 0, beta = 0, a = 0, dt_bias = 0,
+     norm = 0, wo = 0;
   // MLA (wq, wo shared with KDA's handles)
   Hd wkv_a = 0, kv_a_norm = 0, wk_b = 0, wv_b = 0;
   // FFN
   Hd gate = 0, up = 0, down = 0, router = 0, sh_gate = 0, sh_up = 0, sh_down = 0;
-  int64_t ff = 0;  // dense or shared width
+  int64_t ff = 0;           // dense or shared width
   std::vector<float> bias;  // [X] host, may be empty
 
-  const float *d_attn_norm = nullptr, *d_ffn_norm = nullptr, *d_conv = nullptr, *d_a = nullptr, *d_dt_bias = nullptr,
-              *d_norm = nullptr, *d_kv_a_norm = nullptr;
+  const float *d_attn_norm = nullptr, *d_ffn_norm = nullptr, *d_conv = nullptr, *d_a = nullptr,
+              *d_dt_bias = nullptr, *d_norm = nullptr, *d_kv_a_norm = nullptr;
   DevMatrix m_wq, m_wk, m_wv, m_f_a, m_f_b, m_g_a, m_g_b, m_beta, m_wo, m_wkv_a, m_wk_b, m_wv_b;
   DevMatrix m_gate, m_up, m_down, m_router, m_sh_gate, m_sh_up, m_sh_down;
   float* state = nullptr;  // KDA: conv history [3][w-1][d_in] then S [H][d][d]; MLA: [n_ctx][r + n_p]
@@ -79,7 +82,8 @@ struct Layer {
 
 // y + h·y_gstride = W_h (x + h·x_gstride) for `groups` stacked matrices of `rows` rows each, n tokens.
 void grouped_matmul(const DevMatrix& stacked, int64_t rows, int64_t groups, const float* x, int64_t x_stride,
-                    int64_t x_gstride, int64_t n, float* y, int64_t y_stride, int64_t y_gstride, cudaStream_t s) {
+                    int64_t x_gstride, int64_t n, float* y, int64_t y_stride, int64_t y_gstride,
+                    cudaStream_t s) {
   GemvBatch b;
   b.type = stacked.type;
   b.ne0 = stacked.ne0;
@@ -105,15 +109,20 @@ class CudaKimiLinear final : public Backend {
     const auto qd = query_devices();
     if (qd.devices.empty()) throw Error("backend \"cuda\": no usable CUDA device (" + qd.error + ")");
     MOEPACK_CUDA_CHECK(cudaSetDevice(0));
-    const int64_t E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d, w = cfg_.ssm_conv_kernel;
+    const int64_t E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d,
+                  w = cfg_.ssm_conv_kernel;
     const int64_t r = cfg_.kv_lora_rank, np = cfg_.n_rot, dk = cfg_.n_embd_head_k_mla, nn = dk - np;
     const int64_t dv = cfg_.n_embd_head_v_mla, X = cfg_.n_expert;
     const std::string& file = model_->metadata().path();
     if (cfg_.n_vocab == 0) throw FormatError(file, "kimi-linear.vocab_size", 0, "vocabulary size unknown");
-    if (np <= 0 || nn <= 0 || r <= 0) throw FormatError(file, "kimi-linear.attention.key_length_mla", 0, "bad MLA sizes");
-    if (d < 1 || d > 1024) throw FormatError(file, "kimi-linear.kda.head_dim", 0, "must be in 1..1024 (CUDA backend)");
-    if (w < 1 || w > 16) throw FormatError(file, "kimi-linear.ssm.conv_kernel", 0, "must be in 1..16 (CUDA backend)");
-    if (cfg_.n_ff_exp <= 0) throw FormatError(file, "kimi-linear.expert_feed_forward_length", 0, "required and positive");
+    if (np <= 0 || nn <= 0 || r <= 0)
+      throw FormatError(file, "kimi-linear.attention.key_length_mla", 0, "bad MLA sizes");
+    if (d < 1 || d > 1024)
+      throw FormatError(file, "kimi-linear.kda.head_dim", 0, "must be in 1..1024 (CUDA backend)");
+    if (w < 1 || w > 16)
+      throw FormatError(file, "kimi-linear.ssm.conv_kernel", 0, "must be in 1..16 (CUDA backend)");
+    if (cfg_.n_ff_exp <= 0)
+      throw FormatError(file, "kimi-linear.expert_feed_forward_length", 0, "required and positive");
 
     h_tok_ = weights_.add_matrix("token_embd.weight", E, cfg_.n_vocab);
     h_out_norm_ = weights_.add_vector("output_norm.weight", E);
@@ -174,8 +183,9 @@ class CudaKimiLinear final : public Backend {
       }
       max_ff_ = std::max(max_ff_, L.ff);
     }
-    experts_ = std::make_unique<CudaRoutedExperts>(*model_, weights_, [this](uint32_t il) { return cfg_.is_moe_layer(il); },
-                                                   static_cast<int64_t>(cfg_.n_ff_exp));
+    experts_ = std::make_unique<CudaRoutedExperts>(
+        *model_, weights_, [this](uint32_t il) { return cfg_.is_moe_layer(il); },
+        static_cast<int64_t>(cfg_.n_ff_exp));
 
     n_ctx_ = std::min<uint32_t>(s.n_ctx ? s.n_ctx : 4096, cfg_.n_ctx_train ? cfg_.n_ctx_train : 4096);
     if (n_mla_ > 0 && static_cast<int64_t>(n_ctx_) > max_attention_positions()) {
@@ -184,15 +194,18 @@ class CudaKimiLinear final : public Backend {
     }
     const uint64_t mla_floats = static_cast<uint64_t>(n_mla_) * n_ctx_ * static_cast<uint64_t>(r + np);
     const uint64_t state_bytes = (kda_floats_ * (1 + kMaxCheckpoints) + mla_floats) * sizeof(float);
-    weights_.upload(s.cache_vram_reserve_mib << 20, state_bytes + activation_floats() * sizeof(float), model_->path());
+    weights_.upload(s.cache_vram_reserve_mib << 20, state_bytes + activation_floats() * sizeof(float),
+                    model_->path());
 
-    kda_state_.allocate(fbytes(std::max<int64_t>(static_cast<int64_t>(kda_floats_), 1)), "the KDA recurrent state");
+    kda_state_.allocate(fbytes(std::max<int64_t>(static_cast<int64_t>(kda_floats_), 1)),
+                        "the KDA recurrent state");
     mla_cache_.allocate(std::max<uint64_t>(mla_floats, 1) * sizeof(float),
                         "the MLA latent cache (" + std::to_string(n_ctx_) + " tokens)");
     MOEPACK_CUDA_CHECK(cudaMemset(kda_state_.bytes_ptr(), 0, fbytes(static_cast<int64_t>(kda_floats_))));
     MOEPACK_CUDA_CHECK(cudaMemset(mla_cache_.bytes_ptr(), 0, mla_floats * sizeof(float)));
     cp_slots_.resize(kMaxCheckpoints);
-    for (DeviceBuffer& b : cp_slots_) b.allocate(fbytes(std::max<int64_t>(static_cast<int64_t>(kda_floats_), 1)), "a KDA state checkpoint");
+    for (DeviceBuffer& b : cp_slots_)
+      b.allocate(fbytes(std::max<int64_t>(static_cast<int64_t>(kda_floats_), 1)), "a KDA state checkpoint");
     for (size_t i = 0; i < kMaxCheckpoints; ++i) free_slots_.push_back(i);
     allocate_activations();
 
@@ -268,7 +281,9 @@ class CudaKimiLinear final : public Backend {
 
   // As the CPU reference: restore the latest checkpoint at or before n, recompute up to n.
   void truncate(uint32_t n) override {
-    if (n > n_past_) throw Error("truncate(" + std::to_string(n) + ") beyond the " + std::to_string(n_past_) + " cached tokens");
+    if (n > n_past_)
+      throw Error("truncate(" + std::to_string(n) + ") beyond the " + std::to_string(n_past_) +
+                  " cached tokens");
     if (n == n_past_) return;
     const std::vector<int32_t> kept(tokens_.begin(), tokens_.begin() + n);
     while (!checkpoints_.empty() && checkpoints_.back().pos > n) {
@@ -293,7 +308,8 @@ class CudaKimiLinear final : public Backend {
     }
   }
 
-  void forward(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) override {
+  void forward(std::span<const int32_t> tokens, std::span<float> logits,
+               std::span<float> all_logits) override {
     check_forward_args(tokens, logits, all_logits, n_past_, n_ctx_, cfg_.n_vocab);
     ++stats_.forward_calls;
     try {
@@ -317,7 +333,8 @@ class CudaKimiLinear final : public Backend {
 
   static void check_type(const DevMatrix& m, const std::string& what) {
     if (!gpu_type_supported(m.type)) {
-      throw Error("the CUDA backend has no kernel for " + what + " type " + std::string(ggml_type_name(m.type)));
+      throw Error("the CUDA backend has no kernel for " + what + " type " +
+                  std::string(ggml_type_name(m.type)));
     }
   }
 
@@ -371,9 +388,11 @@ class CudaKimiLinear final : public Backend {
     try {
       for (int64_t c0 = 0; c0 < n; c0 += kUbatch) {
         const int64_t m = std::min<int64_t>(kUbatch, n - c0);
-        run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)), c0 + m == n ? logits : std::span<float>{},
-            all_logits.empty() ? std::span<float>{}
-                               : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
+        run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)),
+            c0 + m == n ? logits : std::span<float>{},
+            all_logits.empty()
+                ? std::span<float>{}
+                : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
       }
     } catch (...) {
       defer_routing_ = false;
@@ -387,7 +406,8 @@ class CudaKimiLinear final : public Backend {
                        [](const Routed& a, const Routed& b) { return a.block < b.block; });
       const size_t K = cfg_.n_expert_used;
       for (const Routed& r : deferred_) {
-        observer_(r.block, r.pos, std::span<const int32_t>(r.ids.data(), K), std::span<const float>(r.wts.data(), K));
+        observer_(r.block, r.pos, std::span<const int32_t>(r.ids.data(), K),
+                  std::span<const float>(r.wts.data(), K));
       }
       deferred_.clear();
     }
@@ -399,7 +419,8 @@ class CudaKimiLinear final : public Backend {
   };
   Sizes sizes() const {
     const int64_t U = kUbatch, E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d;
-    const int64_t w = cfg_.ssm_conv_kernel, r = cfg_.kv_lora_rank, np = cfg_.n_rot, dk = cfg_.n_embd_head_k_mla;
+    const int64_t w = cfg_.ssm_conv_kernel, r = cfg_.kv_lora_rank, np = cfg_.n_rot,
+                  dk = cfg_.n_embd_head_k_mla;
     const int64_t dv = cfg_.n_embd_head_v_mla;
     Sizes z{};
     z.e = U * E;
@@ -419,12 +440,14 @@ class CudaKimiLinear final : public Backend {
   }
   uint64_t activation_floats() const {
     const Sizes z = sizes();
-    return static_cast<uint64_t>(4 * z.e + z.ext + z.qkv + z.lo + 2 * z.din + z.beta + z.o + z.q + z.c + 2 * z.lat +
-                                 z.rl + 2 * z.ff + z.lg);
+    return static_cast<uint64_t>(4 * z.e + z.ext + z.qkv + z.lo + 2 * z.din + z.beta + z.o + z.q + z.c +
+                                 2 * z.lat + z.rl + 2 * z.ff + z.lg);
   }
   void allocate_activations() {
     const Sizes z = sizes();
-    const auto a = [](DeviceBuffer& b, int64_t n, const char* what) { b.allocate(fbytes(std::max<int64_t>(n, 1)), what); };
+    const auto a = [](DeviceBuffer& b, int64_t n, const char* what) {
+      b.allocate(fbytes(std::max<int64_t>(n, 1)), what);
+    };
     a(x_, z.e, "activations");
     a(xn_, z.e, "activations");
     a(y_, z.e, "activations");
@@ -460,7 +483,8 @@ class CudaKimiLinear final : public Backend {
     float* y = y_.as<float>();
     try {
       const int32_t* d_tok = arena_.put(tokens.data(), tokens.size(), st);
-      dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), x, st);
+      dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), x,
+                   st);
       for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
         const Layer& L = layers_[il];
         rms_norm(x, E, L.d_attn_norm, E, cfg_.rms_eps, xn, E, n, st);
@@ -510,7 +534,8 @@ class CudaKimiLinear final : public Backend {
   }
 
   // out = down · (silu(gate · xn) ⊙ up · xn) for the n positions of xn_.
-  void swiglu_ffn(const DevMatrix& gate, const DevMatrix& up, const DevMatrix& down, int64_t ff, int64_t n, float* out) {
+  void swiglu_ffn(const DevMatrix& gate, const DevMatrix& up, const DevMatrix& down, int64_t ff, int64_t n,
+                  float* out) {
     const int64_t E = cfg_.n_embd;
     cudaStream_t st = stream_.get();
     float* g = fg_.as<float>();
@@ -523,27 +548,29 @@ class CudaKimiLinear final : public Backend {
 
   // §4.1–4.2: KDA block over xn_ [n][E] -> y_ [n][E], continuing its conv history and state.
   void kda(const Layer& L, int64_t n) {
-    const int64_t E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d, w = cfg_.ssm_conv_kernel;
+    const int64_t E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d,
+                  w = cfg_.ssm_conv_kernel;
     const float eps = cfg_.rms_eps;
     cudaStream_t st = stream_.get();
     const float* xn = xn_.as<float>();
-    float* hist = L.state;                    // [3][w-1][d_in]
-    float* S = hist + 3 * (w - 1) * DIN;      // [H][d][d]
+    float* hist = L.state;                // [3][w-1][d_in]
+    float* S = hist + 3 * (w - 1) * DIN;  // [H][d][d]
     const int64_t rows = w - 1 + n;
-    float* ext = ext_.as<float>();            // [3][rows][d_in]
+    float* ext = ext_.as<float>();  // [3][rows][d_in]
     const DevMatrix* proj[3] = {&L.m_wq, &L.m_wk, &L.m_wv};
     for (int i = 0; i < 3; ++i) {
       float* e = ext + i * rows * DIN;
       if (w > 1) {
-        MOEPACK_CUDA_CHECK(cudaMemcpyAsync(e, hist + i * (w - 1) * DIN, fbytes((w - 1) * DIN), cudaMemcpyDeviceToDevice, st));
+        MOEPACK_CUDA_CHECK(cudaMemcpyAsync(e, hist + i * (w - 1) * DIN, fbytes((w - 1) * DIN),
+                                           cudaMemcpyDeviceToDevice, st));
       }
       dev_matmul(*proj[i], xn, E, n, e + (w - 1) * DIN, DIN, st);
     }
     float* qkv = qkv_.as<float>();  // [3][n][d_in]
     kda_conv_silu(ext, rows * DIN, L.d_conv, DIN * w, n, DIN, w, 3, qkv, n * DIN, st);
     for (int i = 0; i < 3 && w > 1; ++i) {  // the last w-1 pre-convolution rows become the history
-      MOEPACK_CUDA_CHECK(cudaMemcpyAsync(hist + i * (w - 1) * DIN, ext + i * rows * DIN + n * DIN, fbytes((w - 1) * DIN),
-                                         cudaMemcpyDeviceToDevice, st));
+      MOEPACK_CUDA_CHECK(cudaMemcpyAsync(hist + i * (w - 1) * DIN, ext + i * rows * DIN + n * DIN,
+                                         fbytes((w - 1) * DIN), cudaMemcpyDeviceToDevice, st));
     }
     float* q = qkv;
     float* k = q + n * DIN;
@@ -577,8 +604,8 @@ class CudaKimiLinear final : public Backend {
     dev_matmul(L.m_wkv_a, xn, E, n, c, W, st);
     float* rows = L.state + pos0 * W;
     rms_norm(c, W, L.d_kv_a_norm, r, cfg_.rms_eps, rows, W, n, st);  // c_kv normed
-    MOEPACK_CUDA_CHECK(cudaMemcpy2DAsync(rows + r, fbytes(W), c + r, fbytes(W), fbytes(np), static_cast<size_t>(n),
-                                         cudaMemcpyDeviceToDevice, st));  // k_p as is
+    MOEPACK_CUDA_CHECK(cudaMemcpy2DAsync(rows + r, fbytes(W), c + r, fbytes(W), fbytes(np),
+                                         static_cast<size_t>(n), cudaMemcpyDeviceToDevice, st));  // k_p as is
     float* qa = qa_.as<float>();
     float* lat = lat_.as<float>();
     grouped_matmul(L.m_wk_b, r, H, q, H * dk, dk, n, qa, H * r, r, st);
@@ -597,7 +624,8 @@ class CudaKimiLinear final : public Backend {
     const int64_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used;
     const float* xn = xn_.as<float>();
     dev_matmul(L.m_router, xn, E, n, rl_.as<float>(), X, st);
-    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(h_rl_.as<float>(), rl_.as<float>(), fbytes(n * X), cudaMemcpyDeviceToHost, st));
+    MOEPACK_CUDA_CHECK(
+        cudaMemcpyAsync(h_rl_.as<float>(), rl_.as<float>(), fbytes(n * X), cudaMemcpyDeviceToHost, st));
     MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
     const float* rl = h_rl_.as<float>();
     ids_.resize(static_cast<size_t>(n * K));
@@ -608,14 +636,17 @@ class CudaKimiLinear final : public Backend {
       float* wt = wts_.data() + t * K;
       route_token(cfg_, rl + t * X, L.bias.empty() ? nullptr : L.bias.data(), id, wt, scratch_.data());
       if (defer_routing_) {
-        deferred_.push_back({il, static_cast<uint32_t>(pos0 + t), std::vector<int32_t>(id, id + K), std::vector<float>(wt, wt + K)});
+        deferred_.push_back({il, static_cast<uint32_t>(pos0 + t), std::vector<int32_t>(id, id + K),
+                             std::vector<float>(wt, wt + K)});
       } else if (observer_) {
-        observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K), std::span<const float>(wt, K));
+        observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K),
+                  std::span<const float>(wt, K));
       }
     }
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
-    stats_.experts_computed += experts_->run(il, xn, n, ids_.data(), wts_.data(), 0.0f, y, arena_, st, io_wait);
+    stats_.experts_computed +=
+        experts_->run(il, xn, n, ids_.data(), wts_.data(), 0.0f, y, arena_, st, io_wait);
     if (L.ff > 0) {
       swiglu_ffn(L.m_sh_gate, L.m_sh_up, L.m_sh_down, L.ff, n, tmp_.as<float>());
       add_inplace(y, tmp_.as<float>(), n * E, st);
@@ -642,7 +673,8 @@ class CudaKimiLinear final : public Backend {
   std::vector<DeviceBuffer> cp_slots_;
   std::vector<size_t> free_slots_;
   std::deque<Checkpoint> checkpoints_;  // ascending pos; the last one is the current state
-  DeviceBuffer x_, xn_, y_, tmp_, ext_, qkv_, lo_, decay_, gate_, beta_, o_, q_, c_, qa_, lat_, rl_, fg_, fu_, logits_;
+  DeviceBuffer x_, xn_, y_, tmp_, ext_, qkv_, lo_, decay_, gate_, beta_, o_, q_, c_, qa_, lat_, rl_, fg_, fu_,
+      logits_;
   PinnedBuffer h_rl_;
   std::vector<int32_t> ids_;
   std::vector<float> wts_, scratch_;

@@ -35,8 +35,9 @@ __device__ float dot_f32_dev(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-__global__ void conv_silu_kernel(const float* ext, int64_t ext_gstride, const float* W, int64_t w_gstride, int64_t n,
-                                 int64_t d_in, int64_t w, int32_t n_groups, float* out, int64_t out_gstride) {
+__global__ void conv_silu_kernel(const float* ext, int64_t ext_gstride, const float* W, int64_t w_gstride,
+                                 int64_t n, int64_t d_in, int64_t w, int32_t n_groups, float* out,
+                                 int64_t out_gstride) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<int64_t>(n_groups) * n * d_in) return;
   const int64_t g = i / (n * d_in), r = i % (n * d_in), t = r / d_in, c = r % d_in;
@@ -56,8 +57,8 @@ __global__ void l2_norm_kernel(float* x, int64_t n_rows, int64_t d, float eps) {
   for (int64_t i = 0; i < d; ++i) p[i] *= inv;
 }
 
-__global__ void gates_kernel(float* decay, float* gate, float* beta, int64_t n, int64_t H, int64_t d, const float* A,
-                             const float* dt_bias) {
+__global__ void gates_kernel(float* decay, float* gate, float* beta, int64_t n, int64_t H, int64_t d,
+                             const float* A, const float* dt_bias) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t d_in = H * d;
   if (i < n * d_in) {
@@ -69,8 +70,9 @@ __global__ void gates_kernel(float* decay, float* gate, float* beta, int64_t n, 
 }
 
 // Block h, thread j: column j of S_h. Per token: k, q, α of the head in shared memory.
-__global__ void recurrence_kernel(float* S, const float* q, const float* k, const float* v, const float* alpha,
-                                  const float* beta, int64_t n, int64_t H, int64_t d, float scale, float* o) {
+__global__ void recurrence_kernel(float* S, const float* q, const float* k, const float* v,
+                                  const float* alpha, const float* beta, int64_t n, int64_t H, int64_t d,
+                                  float scale, float* o) {
   extern __shared__ float sh[];  // ks [d], qs [d], as [d]
   float* ks = sh;
   float* qs = sh + d;
@@ -104,11 +106,13 @@ __global__ void recurrence_kernel(float* S, const float* q, const float* k, cons
 
 constexpr int kNormThreads = 128;
 
-__global__ void output_norm_gate_kernel(float* o, const float* norm, const float* gate, int64_t d, float eps) {
+__global__ void output_norm_gate_kernel(float* o, const float* norm, const float* gate, int64_t d,
+                                        float eps) {
   float* p = o + static_cast<int64_t>(blockIdx.x) * d;
   const float* g = gate + static_cast<int64_t>(blockIdx.x) * d;
   double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) sum += static_cast<double>(p[i]) * static_cast<double>(p[i]);
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+    sum += static_cast<double>(p[i]) * static_cast<double>(p[i]);
   for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
   __shared__ double part[kNormThreads / 32];
   __shared__ float scale;
@@ -126,15 +130,18 @@ __global__ void output_norm_gate_kernel(float* o, const float* norm, const float
 
 }  // namespace
 
-void kda_conv_silu(const float* ext, int64_t ext_gstride, const float* W, int64_t w_gstride, int64_t n, int64_t d_in,
-                   int64_t w, int32_t n_groups, float* out, int64_t out_gstride, cudaStream_t s) {
+void kda_conv_silu(const float* ext, int64_t ext_gstride, const float* W, int64_t w_gstride, int64_t n,
+                   int64_t d_in, int64_t w, int32_t n_groups, float* out, int64_t out_gstride,
+                   cudaStream_t s) {
   require(w >= 1 && w <= 16, "kda_conv_silu", "conv kernel " + std::to_string(w) + " outside 1..16");
-  require(n_groups >= 1 && ext_gstride >= (w - 1 + n) * d_in && out_gstride >= n * d_in && w_gstride >= d_in * w,
-          "kda_conv_silu",
-          "strides too small for n " + std::to_string(n) + ", d_in " + std::to_string(d_in) + ", w " + std::to_string(w));
+  require(
+      n_groups >= 1 && ext_gstride >= (w - 1 + n) * d_in && out_gstride >= n * d_in && w_gstride >= d_in * w,
+      "kda_conv_silu",
+      "strides too small for n " + std::to_string(n) + ", d_in " + std::to_string(d_in) + ", w " +
+          std::to_string(w));
   if (n <= 0 || d_in <= 0) return;
-  conv_silu_kernel<<<blocks_for(n_groups * n * d_in), kThreads, 0, s>>>(ext, ext_gstride, W, w_gstride, n, d_in, w,
-                                                                          n_groups, out, out_gstride);
+  conv_silu_kernel<<<blocks_for(n_groups * n * d_in), kThreads, 0, s>>>(ext, ext_gstride, W, w_gstride, n,
+                                                                        d_in, w, n_groups, out, out_gstride);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -153,19 +160,20 @@ void kda_gates(float* decay, float* gate, float* beta, int64_t n, int64_t H, int
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
-void kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* alpha, const float* beta,
-                    int64_t n, int64_t H, int64_t d, float* o, cudaStream_t s) {
+void kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* alpha,
+                    const float* beta, int64_t n, int64_t H, int64_t d, float* o, cudaStream_t s) {
   require(d >= 1 && d <= 1024, "kda_recurrence", "head size " + std::to_string(d) + " outside 1..1024");
   require(H >= 1 && H <= 65535, "kda_recurrence", "heads " + std::to_string(H) + " outside 1..65535");
   if (n <= 0) return;
   const float scale = 1.0f / sqrtf(static_cast<float>(d));  // the CPU's 1.0f / std::sqrt(float(d))
-  recurrence_kernel<<<static_cast<unsigned>(H), static_cast<unsigned>(d), static_cast<size_t>(3 * d) * sizeof(float), s>>>(
-      S, q, k, v, alpha, beta, n, H, d, scale, o);
+  recurrence_kernel<<<static_cast<unsigned>(H), static_cast<unsigned>(d),
+                      static_cast<size_t>(3 * d) * sizeof(float), s>>>(S, q, k, v, alpha, beta, n, H, d,
+                                                                       scale, o);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
-void kda_output_norm_gate(float* o, const float* norm, const float* gate, int64_t n_rows, int64_t d, float eps,
-                          cudaStream_t s) {
+void kda_output_norm_gate(float* o, const float* norm, const float* gate, int64_t n_rows, int64_t d,
+                          float eps, cudaStream_t s) {
   require(d >= 1, "kda_output_norm_gate", "row width " + std::to_string(d));
   require(n_rows <= 0x7fffffff, "kda_output_norm_gate", std::to_string(n_rows) + " rows");
   if (n_rows <= 0) return;

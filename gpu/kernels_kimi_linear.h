@@ -20,8 +20,9 @@ namespace moepack::gpu {
 //   out[g·out_gstride + t·d_in + c] = kimi::conv_silu(ext + g·ext_gstride, W + g·w_gstride, ...)
 // i.e. silu(Σ_{j<w} W_g[c·w + j] · ext_g[(t + j)·d_in + c]) in j order. ext_g [(w−1)+n][d_in]
 // (history rows, then the new projections), W_g [d_in][w]. Requires w in 1..16.
-void kda_conv_silu(const float* ext, int64_t ext_gstride, const float* W, int64_t w_gstride, int64_t n, int64_t d_in,
-                   int64_t w, int32_t n_groups, float* out, int64_t out_gstride, cudaStream_t s);
+void kda_conv_silu(const float* ext, int64_t ext_gstride, const float* W, int64_t w_gstride, int64_t n,
+                   int64_t d_in, int64_t w, int32_t n_groups, float* out, int64_t out_gstride,
+                   cudaStream_t s);
 
 // §4.1 step 3, in place: rows r < n_rows of d values: x / max(sqrt(dot_f32(x, x)), eps)
 // (kimi::l2_norm_rows; dot_f32's eight-lane order).
@@ -36,13 +37,13 @@ void kda_gates(float* decay, float* gate, float* beta, int64_t n, int64_t H, int
 // block per head, one thread per value channel j (state column S[h][·][j]). S [H][d][d] is
 // updated in place; q, k, v, alpha, o [n][d_in]; beta [n][H]; o is scaled by 1/sqrt(d), not
 // normed. Requires d in 1..1024.
-void kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* alpha, const float* beta,
-                    int64_t n, int64_t H, int64_t d, float* o, cudaStream_t s);
+void kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* alpha,
+                    const float* beta, int64_t n, int64_t H, int64_t d, float* o, cudaStream_t s);
 
 // §4.2 read-out, in place (kimi::output_norm_gate): each of n_rows rows of d values becomes
 // RMSNorm(o; norm) ⊙ gate (sum of squares in double, as cpu_ops rms_norm). norm [d]; gate rows
 // aligned with o's.
-void kda_output_norm_gate(float* o, const float* norm, const float* gate, int64_t n_rows, int64_t d, float eps,
-                          cudaStream_t s);
+void kda_output_norm_gate(float* o, const float* norm, const float* gate, int64_t n_rows, int64_t d,
+                          float eps, cudaStream_t s);
 
 }  // namespace moepack::gpu

@@ -77,7 +77,8 @@ Dev up(const std::vector<float>& v) {
   Dev d;
   d.n = v.size();
   d.buf.allocate(std::max<size_t>(v.size(), 1) * sizeof(float), "test buffer");
-  if (!v.empty()) MOEPACK_CUDA_CHECK(cudaMemcpy(d.p(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+  if (!v.empty())
+    MOEPACK_CUDA_CHECK(cudaMemcpy(d.p(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
   return d;
 }
 Dev zeros(size_t n) { return up(std::vector<float>(n, 0.0f)); }
@@ -110,8 +111,8 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   std::ostringstream m;
   m << what << ": " << want.size() << " values (" << exact << " bit-equal), max |gpu - cpu| " << worst;
   if (first >= 0) {
-    m << ", " << bad << " beyond tolerance, first at index " << first << " (gpu " << got[static_cast<size_t>(first)]
-      << ", cpu " << want[static_cast<size_t>(first)] << ")";
+    m << ", " << bad << " beyond tolerance, first at index " << first << " (gpu "
+      << got[static_cast<size_t>(first)] << ", cpu " << want[static_cast<size_t>(first)] << ")";
   }
   EXPECT_LT(first, 0) << m.str();
   std::printf("  %s\n", m.str().c_str());
@@ -148,15 +149,19 @@ TEST_P(KimiKernels, ConvSilu) {
     std::vector<float> ext(static_cast<size_t>(3 * rows * DIN));
     const auto fresh = randn(static_cast<size_t>(3 * n * DIN), 1.0f, 10 + static_cast<uint32_t>(call));
     for (int i = 0; i < 3; ++i) {
-      std::copy(hist.begin() + i * (w - 1) * DIN, hist.begin() + (i + 1) * (w - 1) * DIN, ext.begin() + i * rows * DIN);
-      std::copy(fresh.begin() + i * n * DIN, fresh.begin() + (i + 1) * n * DIN, ext.begin() + i * rows * DIN + (w - 1) * DIN);
+      std::copy(hist.begin() + i * (w - 1) * DIN, hist.begin() + (i + 1) * (w - 1) * DIN,
+                ext.begin() + i * rows * DIN);
+      std::copy(fresh.begin() + i * n * DIN, fresh.begin() + (i + 1) * n * DIN,
+                ext.begin() + i * rows * DIN + (w - 1) * DIN);
     }
     Dev dext = up(ext), out = zeros(static_cast<size_t>(3 * n * DIN));
     kda_conv_silu(dext.p(), rows * DIN, dW.p(), DIN * w, n, DIN, w, 3, out.p(), n * DIN, nullptr);
     std::vector<float> want(out.n);
     for (int i = 0; i < 3; ++i) {
-      kimi::conv_silu(ext.data() + i * rows * DIN, W.data() + i * DIN * w, n, DIN, w, want.data() + i * n * DIN);
-      std::copy(ext.begin() + i * rows * DIN + n * DIN, ext.begin() + (i + 1) * rows * DIN, hist.begin() + i * (w - 1) * DIN);
+      kimi::conv_silu(ext.data() + i * rows * DIN, W.data() + i * DIN * w, n, DIN, w,
+                      want.data() + i * n * DIN);
+      std::copy(ext.begin() + i * rows * DIN + n * DIN, ext.begin() + (i + 1) * rows * DIN,
+                hist.begin() + i * (w - 1) * DIN);
     }
     const auto got = down(out);
     expect_close(got, want, "kda_conv_silu");
@@ -173,8 +178,8 @@ TEST_P(KimiKernels, L2NormAndGates) {
   const int64_t H = sh.H, d = sh.d, DIN = H * d, n = kCalls[0];
   const float eps = 1e-5f;
   auto x = randn(static_cast<size_t>(2 * n * DIN), 1.0f, 2);
-  for (int64_t i = 0; i < d; ++i) x[static_cast<size_t>(i)] = 0.0f;         // row 0: norm 0 < eps
-  for (int64_t i = 0; i < d; ++i) x[static_cast<size_t>(d + i)] = 1e-8f;   // row 1: norm below eps
+  for (int64_t i = 0; i < d; ++i) x[static_cast<size_t>(i)] = 0.0f;       // row 0: norm 0 < eps
+  for (int64_t i = 0; i < d; ++i) x[static_cast<size_t>(d + i)] = 1e-8f;  // row 1: norm below eps
   Dev dx = up(x);
   kda_l2_norm(dx.p(), 2 * n * H, d, eps, nullptr);
   std::vector<float> want = x;
@@ -187,7 +192,8 @@ TEST_P(KimiKernels, L2NormAndGates) {
   auto gate = randn(static_cast<size_t>(n * DIN), 2.0f, 4);
   auto beta = randn(static_cast<size_t>(n * H), 2.0f, 5);
   std::vector<float> A(static_cast<size_t>(H)), dt = randn(static_cast<size_t>(DIN), 2.0f, 6);
-  for (int64_t h = 0; h < H; ++h) A[static_cast<size_t>(h)] = -std::exp(std::log(16.0f) * static_cast<float>(h) / static_cast<float>(H));
+  for (int64_t h = 0; h < H; ++h)
+    A[static_cast<size_t>(h)] = -std::exp(std::log(16.0f) * static_cast<float>(h) / static_cast<float>(H));
   Dev ddecay = up(decay), dgate = up(gate), dbeta = up(beta), dA = up(A), ddt = up(dt);
   kda_gates(ddecay.p(), dgate.p(), dbeta.p(), n, H, d, dA.p(), ddt.p(), nullptr);
   kimi::gates(decay.data(), gate.data(), beta.data(), n, H, d, A.data(), dt.data());
@@ -229,8 +235,8 @@ TEST_P(KimiKernels, RecurrenceAndOutputNorm) {
     kda_recurrence(dS.p(), dq.p(), dk.p(), dv.p(), dal.p(), dbe.p(), n, H, d, o.p(), nullptr);
     std::vector<float> want(o.n), delta(static_cast<size_t>(d));
     for (int64_t h = 0; h < H; ++h) {
-      kimi::recurrence_head(S.data() + h * d * d, q.data(), k.data(), v.data(), alpha.data(), beta.data(), n, H, d, h,
-                            delta.data(), want.data());
+      kimi::recurrence_head(S.data() + h * d * d, q.data(), k.data(), v.data(), alpha.data(), beta.data(), n,
+                            H, d, h, delta.data(), want.data());
     }
     const auto got = down(o);
     expect_close(got, want, "kda_recurrence output");
@@ -244,7 +250,8 @@ TEST_P(KimiKernels, RecurrenceAndOutputNorm) {
     expect_close(down(dwant), want, "kda_output_norm_gate");
   }
   Dev dummy = zeros(4);
-  EXPECT_THROW(kda_recurrence(dS.p(), dummy.p(), dummy.p(), dummy.p(), dummy.p(), dummy.p(), 1, H, 1025, dummy.p(), nullptr),
+  EXPECT_THROW(kda_recurrence(dS.p(), dummy.p(), dummy.p(), dummy.p(), dummy.p(), dummy.p(), 1, H, 1025,
+                              dummy.p(), nullptr),
                Error);
 }
 
@@ -277,9 +284,11 @@ EngineSettings test_settings(const char* backend) {
 std::string top5(const std::vector<float>& l) {
   std::vector<int32_t> o(l.size());
   std::iota(o.begin(), o.end(), 0);
-  std::partial_sort(o.begin(), o.begin() + 5, o.end(), [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+  std::partial_sort(o.begin(), o.begin() + 5, o.end(),
+                    [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
   std::ostringstream s;
-  for (int i = 0; i < 5; ++i) s << o[static_cast<size_t>(i)] << ":" << l[static_cast<size_t>(o[static_cast<size_t>(i)])] << " ";
+  for (int i = 0; i < 5; ++i)
+    s << o[static_cast<size_t>(i)] << ":" << l[static_cast<size_t>(o[static_cast<size_t>(i)])] << " ";
   return s.str();
 }
 
@@ -296,7 +305,8 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b, size_t*
 }
 
 // Greedy continuation of n tokens from `logits` (which it updates), one decode per token.
-std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n, std::vector<std::vector<float>>* steps) {
+std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n,
+                            std::vector<std::vector<float>>* steps) {
   std::vector<int32_t> out;
   for (size_t i = 0; i < n; ++i) {
     if (steps) steps->push_back(logits);
@@ -312,7 +322,8 @@ class KimiFixture : public ::testing::TestWithParam<Case> {
   std::string model_path() const { return kDir + GetParam().model + ".gguf"; }
   std::string ref_path() const { return kDir + "ref/" + GetParam().model + ".f32-dequant.json"; }
   void SetUp() override {
-    if (!std::filesystem::exists(model_path())) GTEST_SKIP() << model_path() << " not carried to this machine";
+    if (!std::filesystem::exists(model_path()))
+      GTEST_SKIP() << model_path() << " not carried to this machine";
   }
 };
 
@@ -334,21 +345,26 @@ TEST_P(KimiFixture, MatchesCpuBackendAndReference) {
     cpu->forward(tokens, lc);
     const auto t0 = std::chrono::steady_clock::now();
     gpu->forward(tokens, lg);
-    const double prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double prefill_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     size_t at = 0;
     const float d = max_diff(lc, lg, &at);
     worst = std::max(worst, d);
-    EXPECT_LT(d, 1e-3f) << "prompt logits: max |cuda - cpu| " << d << " at id " << at << "\n  cpu top-5 " << top5(lc)
-                        << "\n  gpu top-5 " << top5(lg);
+    EXPECT_LT(d, 1e-3f) << "prompt logits: max |cuda - cpu| " << d << " at id " << at << "\n  cpu top-5 "
+                        << top5(lc) << "\n  gpu top-5 " << top5(lg);
     const auto want = p["greedy"]["ids"].get<std::vector<int32_t>>();
     std::vector<std::vector<float>> sc, sg;
     const auto ours_cpu = greedy(*cpu, lc, want.size(), &sc);
     const auto t1 = std::chrono::steady_clock::now();
     const auto ours_gpu = greedy(*gpu, lg, want.size(), &sg);
-    const double decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
-    std::printf("  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g; GPU prefill %.1f ms (%.0f tokens/s), %zu decodes %.1f ms (%.0f tokens/s)\n",
-                checked, tokens.size(), static_cast<double>(d), prefill_ms, 1e3 * static_cast<double>(tokens.size()) / prefill_ms,
-                want.size() - 1, decode_ms, 1e3 * static_cast<double>(want.size() - 1) / decode_ms);
+    const double decode_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+    std::printf(
+        "  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g; GPU prefill %.1f ms (%.0f tokens/s), %zu "
+        "decodes %.1f ms (%.0f tokens/s)\n",
+        checked, tokens.size(), static_cast<double>(d), prefill_ms,
+        1e3 * static_cast<double>(tokens.size()) / prefill_ms, want.size() - 1, decode_ms,
+        1e3 * static_cast<double>(want.size() - 1) / decode_ms);
     EXPECT_EQ(ours_gpu, ours_cpu);
     EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
     for (size_t i = 0; i < ours_gpu.size(); ++i) {
@@ -356,7 +372,8 @@ TEST_P(KimiFixture, MatchesCpuBackendAndReference) {
       worst = std::max(worst, ds);
       if (ours_gpu[i] != ours_cpu[i] || ds >= 1e-3f) {
         ADD_FAILURE() << "greedy step " << i << ": gpu token " << ours_gpu[i] << " cpu token " << ours_cpu[i]
-                      << ", max logit diff " << ds << "\n  cpu top-5 " << top5(sc[i]) << "\n  gpu top-5 " << top5(sg[i]);
+                      << ", max logit diff " << ds << "\n  cpu top-5 " << top5(sc[i]) << "\n  gpu top-5 "
+                      << top5(sg[i]);
         break;
       }
     }
@@ -384,32 +401,40 @@ TEST_P(KimiFixture, AllLogitsAndRoutingMatchCpu) {
     cpu->truncate(0);
     gpu->truncate(0);
     std::vector<std::vector<int32_t>> rc, rg;
-    cpu->set_routing_observer([&](uint32_t b, uint32_t pos, std::span<const int32_t> e, std::span<const float>) {
-      rc.push_back({static_cast<int32_t>(b), static_cast<int32_t>(pos)});  // (block, position), then the experts
-      rc.back().insert(rc.back().end(), e.begin(), e.end());
-    });
-    gpu->set_routing_observer([&](uint32_t b, uint32_t pos, std::span<const int32_t> e, std::span<const float>) {
-      rg.push_back({static_cast<int32_t>(b), static_cast<int32_t>(pos)});  // (block, position), then the experts
-      rg.back().insert(rg.back().end(), e.begin(), e.end());
-    });
+    cpu->set_routing_observer(
+        [&](uint32_t b, uint32_t pos, std::span<const int32_t> e, std::span<const float>) {
+          rc.push_back(
+              {static_cast<int32_t>(b), static_cast<int32_t>(pos)});  // (block, position), then the experts
+          rc.back().insert(rc.back().end(), e.begin(), e.end());
+        });
+    gpu->set_routing_observer(
+        [&](uint32_t b, uint32_t pos, std::span<const int32_t> e, std::span<const float>) {
+          rg.push_back(
+              {static_cast<int32_t>(b), static_cast<int32_t>(pos)});  // (block, position), then the experts
+          rg.back().insert(rg.back().end(), e.begin(), e.end());
+        });
     const size_t nv = gpu->config().n_vocab;
     std::vector<float> lc(nv), lg(nv), ac(nv * tokens.size()), ag(nv * tokens.size());
     cpu->forward(tokens, lc, ac);
     gpu->forward(tokens, lg, ag);
     size_t at = 0;
     const float d = max_diff(ac, ag, &at);
-    EXPECT_LT(d, 1e-3f) << "all positions: max |cuda - cpu| " << d << " at position " << at / nv << " id " << at % nv;
+    EXPECT_LT(d, 1e-3f) << "all positions: max |cuda - cpu| " << d << " at position " << at / nv << " id "
+                        << at % nv;
     for (size_t t = 0; t < tokens.size(); ++t) {  // the first position beyond tolerance
-      const std::vector<float> a(ac.begin() + static_cast<std::ptrdiff_t>(t * nv), ac.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
-      const std::vector<float> b(ag.begin() + static_cast<std::ptrdiff_t>(t * nv), ag.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
+      const std::vector<float> a(ac.begin() + static_cast<std::ptrdiff_t>(t * nv),
+                                 ac.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
+      const std::vector<float> b(ag.begin() + static_cast<std::ptrdiff_t>(t * nv),
+                                 ag.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
       const float dt = max_diff(a, b);
       if (dt >= 1e-3f) {
-        ADD_FAILURE() << "first position beyond 1e-3: " << t << " (diff " << dt << ")\n  cpu top-5 " << top5(a)
-                      << "\n  gpu top-5 " << top5(b);
+        ADD_FAILURE() << "first position beyond 1e-3: " << t << " (diff " << dt << ")\n  cpu top-5 "
+                      << top5(a) << "\n  gpu top-5 " << top5(b);
         break;
       }
     }
-    std::printf("  prompt %d: all %zu positions, max |cuda - cpu| logit %.3g\n", pi, tokens.size(), static_cast<double>(d));
+    std::printf("  prompt %d: all %zu positions, max |cuda - cpu| logit %.3g\n", pi, tokens.size(),
+                static_cast<double>(d));
     EXPECT_EQ(0, std::memcmp(lg.data(), ag.data() + (tokens.size() - 1) * nv, nv * sizeof(float)));
     ASSERT_EQ(rc.size(), rg.size());
     size_t first_diff = rc.size();
@@ -419,10 +444,12 @@ TEST_P(KimiFixture, AllLogitsAndRoutingMatchCpu) {
         break;
       }
     }
-    EXPECT_EQ(first_diff, rc.size()) << "routing (block, position, experts, in the CPU's call order) differs first at observer call "
-                                     << first_diff << ": cpu block " << rc[std::min(first_diff, rc.size() - 1)][0] << " pos "
-                                     << rc[std::min(first_diff, rc.size() - 1)][1] << ", gpu block "
-                                     << rg[std::min(first_diff, rg.size() - 1)][0] << " pos " << rg[std::min(first_diff, rg.size() - 1)][1];
+    EXPECT_EQ(first_diff, rc.size())
+        << "routing (block, position, experts, in the CPU's call order) differs first at observer call "
+        << first_diff << ": cpu block " << rc[std::min(first_diff, rc.size() - 1)][0] << " pos "
+        << rc[std::min(first_diff, rc.size() - 1)][1] << ", gpu block "
+        << rg[std::min(first_diff, rg.size() - 1)][0] << " pos "
+        << rg[std::min(first_diff, rg.size() - 1)][1];
     EXPECT_EQ(gpu->n_past(), tokens.size());
   }
 }
@@ -512,8 +539,9 @@ TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
         << "pack vs GGUF on the GPU: max diff " << d << " at step " << at / nv << " id " << at % nv;
     const BackendStats st = be->stats();
-    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n", static_cast<unsigned long long>(slots),
-                static_cast<unsigned long long>(st.cache_misses), static_cast<unsigned long long>(st.cache_evictions),
+    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n",
+                static_cast<unsigned long long>(slots), static_cast<unsigned long long>(st.cache_misses),
+                static_cast<unsigned long long>(st.cache_evictions),
                 static_cast<unsigned long long>(st.pack_read_bytes));
     EXPECT_GT(st.cache_misses, 0u);
     EXPECT_GT(st.pack_read_bytes, 0u);
