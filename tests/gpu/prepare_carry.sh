@@ -55,6 +55,10 @@ case "$set_name" in
   none) ;;
   *) echo "unknown set $set_name (a, b, c, d, e, f or none)" >&2; exit 2 ;;
 esac
+# The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
+for fam in deepseek4-tiny kimi-linear-tiny; do
+  [ -d "$dst/$fam" ] && cp -r "$src/$fam/prompts" "$dst/$fam/prompts"
+done
 carry=$(du -sm .device-carry | cut -f1)
 deps=$(du -sm .device-deps 2>/dev/null | cut -f1 || echo 0)
 tree=$(git ls-files -co --exclude-standard -z | du -cm --files0-from=- 2>/dev/null | tail -1 | cut -f1)
