@@ -32,12 +32,12 @@ __device__ float dot8(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-// Softmax in place over sc[0 .. n) by the whole block (cpu_ops softmax_inplace).
-__device__ void block_softmax(float* sc, int64_t n) {
+// Scores sc[0 .. n) -> exp(sc - max) in place; returns (max, sum) to every thread.
+__device__ void block_partial_softmax(float* sc, int64_t n, float* mx_out, double* sum_out) {
   __shared__ float red_f[kThreads / 32];
   __shared__ double red_d[kThreads / 32];
   __shared__ float mx_s;
-  __shared__ float inv_s;
+  __shared__ double sum_s;
   float mx = -INFINITY;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, sc[i]);
   for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
@@ -51,7 +51,7 @@ __device__ void block_softmax(float* sc, int64_t n) {
   __syncthreads();
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const float e = sc[i] == -INFINITY ? 0.0f : expf(sc[i] - mx_s);
+    const float e = (sc[i] == -INFINITY || mx_s == -INFINITY) ? 0.0f : expf(sc[i] - mx_s);
     sc[i] = e;
     sum += e;
   }
@@ -61,10 +61,20 @@ __device__ void block_softmax(float* sc, int64_t n) {
   if (threadIdx.x == 0) {
     double total = 0.0;
     for (int i = 0; i < kThreads / 32; ++i) total += red_d[i];
-    inv_s = static_cast<float>(1.0 / total);
+    sum_s = total;
   }
   __syncthreads();
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sc[i] *= inv_s;
+  *mx_out = mx_s;
+  *sum_out = sum_s;
+}
+
+// Softmax in place over sc[0 .. n) by the whole block (cpu_ops softmax_inplace).
+__device__ void block_softmax(float* sc, int64_t n) {
+  float mx;
+  double sum;
+  block_partial_softmax(sc, n, &mx, &sum);
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sc[i] *= inv;
   __syncthreads();
 }
 
@@ -117,42 +127,6 @@ __global__ void mla_kernel(const float* q_abs, const float* q, int64_t pos0, con
 // splits: out = sum_s exp(m_s - M) o_s / sum_s exp(m_s - M) l_s. The same softmax as the
 // CPU's up to rounding (exp(a - m_s) exp(m_s - M) for exp(a - M), sums in another order).
 constexpr int64_t kSplitLen = 4096;
-
-// Scores sc[0 .. n) -> exp(sc - max) in place; returns (max, sum) to every thread.
-__device__ void block_partial_softmax(float* sc, int64_t n, float* mx_out, double* sum_out) {
-  __shared__ float red_f[kThreads / 32];
-  __shared__ double red_d[kThreads / 32];
-  __shared__ float mx_s;
-  __shared__ double sum_s;
-  float mx = -INFINITY;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, sc[i]);
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  if (threadIdx.x % 32 == 0) red_f[threadIdx.x / 32] = mx;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float m = red_f[0];
-    for (int i = 1; i < kThreads / 32; ++i) m = fmaxf(m, red_f[i]);
-    mx_s = m;
-  }
-  __syncthreads();
-  double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const float e = (sc[i] == -INFINITY || mx_s == -INFINITY) ? 0.0f : expf(sc[i] - mx_s);
-    sc[i] = e;
-    sum += e;
-  }
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  if (threadIdx.x % 32 == 0) red_d[threadIdx.x / 32] = sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double total = 0.0;
-    for (int i = 0; i < kThreads / 32; ++i) total += red_d[i];
-    sum_s = total;
-  }
-  __syncthreads();
-  *mx_out = mx_s;
-  *sum_out = sum_s;
-}
 
 // Partials of one (token, head, split): m at part_m, l at part_l, o (width floats) at part_o.
 struct SplitOut {
