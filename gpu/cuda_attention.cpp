@@ -29,8 +29,6 @@ void dev_matmul(const DevMatrix& w, const float* x, int64_t x_stride, int64_t n_
   gemv(b, s);
 }
 
-namespace {
-
 // Matrix h of a stacked view of `groups` matrices [rows][ne0], one launch for all of them:
 // y + h * y_gstride = W_h (x + h * x_gstride), for n_tok tokens.
 void grouped_matmul(const DevMatrix& stacked, int64_t rows, int64_t groups, const float* x, int64_t x_stride,
@@ -52,6 +50,8 @@ void grouped_matmul(const DevMatrix& stacked, int64_t rows, int64_t groups, cons
   b.n_tok = static_cast<int32_t>(n_tok);
   gemv(b, s);
 }
+
+namespace {
 
 void copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t width, int64_t rows,
                cudaStream_t s) {

@@ -36,4 +36,9 @@ std::unique_ptr<CudaAttention> make_cuda_attention(const ModelConfig& cfg, Devic
 void dev_matmul(const DevMatrix& w, const float* x, int64_t x_stride, int64_t n_tok, float* y, int64_t y_stride,
                 cudaStream_t s);
 
+// Matrix h of a stacked view of `groups` matrices [rows][ne0], one launch for all of them:
+// y + h * y_gstride = W_h (x + h * x_gstride), for n_tok tokens (MLA's per-head wk_b / wv_b).
+void grouped_matmul(const DevMatrix& stacked, int64_t rows, int64_t groups, const float* x, int64_t x_stride,
+                    int64_t x_gstride, int64_t n_tok, float* y, int64_t y_stride, int64_t y_gstride, cudaStream_t s);
+
 }  // namespace moepack::gpu

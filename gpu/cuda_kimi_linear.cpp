@@ -80,28 +80,6 @@ struct Layer {
   float* state = nullptr;  // KDA: conv history [3][w-1][d_in] then S [H][d][d]; MLA: [n_ctx][r + n_p]
 };
 
-// y + h·y_gstride = W_h (x + h·x_gstride) for `groups` stacked matrices of `rows` rows each, n tokens.
-void grouped_matmul(const DevMatrix& stacked, int64_t rows, int64_t groups, const float* x, int64_t x_stride,
-                    int64_t x_gstride, int64_t n, float* y, int64_t y_stride, int64_t y_gstride,
-                    cudaStream_t s) {
-  GemvBatch b;
-  b.type = stacked.type;
-  b.ne0 = stacked.ne0;
-  b.ne1 = rows;
-  b.row_bytes = stacked.row_bytes;
-  b.w = stacked.data;
-  b.w_gstride = static_cast<uint64_t>(rows) * stacked.row_bytes;
-  b.x = x;
-  b.x_stride = x_stride;
-  b.x_gstride = x_gstride;
-  b.y = y;
-  b.y_stride = y_stride;
-  b.y_gstride = y_gstride;
-  b.n_groups = static_cast<int32_t>(groups);
-  b.n_tok = static_cast<int32_t>(n);
-  gemv(b, s);
-}
-
 class CudaKimiLinear final : public Backend {
  public:
   CudaKimiLinear(std::shared_ptr<const ModelSource> model, const EngineSettings& s)
