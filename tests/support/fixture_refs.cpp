@@ -1,7 +1,10 @@
 #include "tests/support/fixture_refs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -36,6 +39,32 @@ std::string read_text(const std::string& path) {
 
 int32_t argmax(std::span<const float> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+float max_abs_diff(std::span<const float> a, std::span<const float> b, size_t* at) {
+  float d = a.size() == b.size() ? 0.0f : std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const float x = std::fabs(a[i] - b[i]);
+    if (!(x <= d)) {
+      d = x;
+      if (at) *at = i;
+    }
+  }
+  return d;
+}
+
+std::string top_text(std::span<const float> v, size_t n) {
+  n = std::min(n, v.size());
+  std::vector<int32_t> o(v.size());
+  std::iota(o.begin(), o.end(), 0);
+  std::partial_sort(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(n), o.end(),
+                    [&](int32_t a, int32_t b) {
+                      return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)] ||
+                             (v[static_cast<size_t>(a)] == v[static_cast<size_t>(b)] && a < b);
+                    });
+  std::ostringstream s;
+  for (size_t i = 0; i < n; ++i) s << o[i] << ":" << v[static_cast<size_t>(o[i])] << " ";
+  return s.str();
 }
 
 }  // namespace moepack::test

@@ -1,0 +1,208 @@
+#include "tests/support/arch_fixture.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/backend_factory.h"
+#include "core/model_source.h"
+#include "core/tokenizer.h"
+#include "tests/support/fixture_refs.h"
+
+namespace moepack::test {
+
+namespace {
+
+// Token ids ordered by logit, highest first, ties to the lower id: the first n of them.
+std::vector<int32_t> top_ids(const std::vector<float>& logits, size_t n) {
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(
+      order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  order.resize(n);
+  return order;
+}
+
+}  // namespace
+
+std::string arch_case_name(const ::testing::TestParamInfo<ArchCase>& p) { return std::string(p.param.name); }
+
+EngineSettings reference_settings() {
+  EngineSettings s;
+  s.threads = 2;
+  s.n_ctx = 512;  // the references' n_ctx
+  return s;
+}
+
+void ArchFixture::SetUp() {
+  if (skip_missing_ && !std::filesystem::exists(model_path())) {
+    GTEST_SKIP() << model_path() << " not carried to this machine";
+  }
+}
+
+std::unique_ptr<Backend> ArchFixture::open_cpu(const EngineSettings& s) const {
+  return make_cpu_backend(ModelSource::open(model_path()), s);
+}
+
+int ArchFixture::expect_tokens_match_reference() const {
+  const nlohmann::json ref = read_json(ref_path(".f32-dequant.json"));
+  const auto src = ModelSource::open(model_path());
+  const Tokenizer tok = Tokenizer::from_gguf(src->metadata());
+  int i = 0;
+  for (const auto& p : ref["prompts"]) {
+    const std::string text = read_text(prompt_path(i++));
+    EXPECT_EQ(text, p["prompt"].get<std::string>());
+    const auto want = p["token_ids"].get<std::vector<int32_t>>();
+    const auto got = tok.encode(text, true, false);
+    EXPECT_EQ(std::vector<int32_t>(got.begin(), got.end()), want) << "prompt " << i - 1;
+  }
+  return i;
+}
+
+int ArchFixture::expect_matches_f32_dequant(Backend& be) const {
+  const nlohmann::json ref = read_json(ref_path(".f32-dequant.json"));
+  const size_t nv = be.config().n_vocab;
+  EXPECT_EQ(nv, ref["n_vocab"].get<size_t>());
+  if (nv != ref["n_vocab"].get<size_t>()) return 0;
+  std::vector<float> logits(nv);
+  float worst = 0;
+  int prompts = 0;
+  for (const auto& p : ref["prompts"]) {
+    SCOPED_TRACE("prompt " + std::to_string(prompts));
+    const auto tokens = p["token_ids"].get<std::vector<int32_t>>();
+    be.truncate(0);
+    if (p.contains("full_logits_bin")) {
+      std::vector<float> all(tokens.size() * nv);
+      be.forward(tokens, logits, all);
+      const auto want = read_f32(ref_path(".f32-dequant.logits.bin"));
+      EXPECT_EQ(want.size(), all.size());
+      if (want.size() != all.size()) return prompts;
+      float w = 0;
+      for (size_t i = 0; i < all.size(); ++i) w = std::max(w, std::fabs(all[i] - want[i]));
+      EXPECT_LT(w, 1e-3f) << "logits at every position of the prompt";
+      worst = std::max(worst, w);
+    } else {
+      be.forward(tokens, logits);
+    }
+    const auto ids = p["top_logits_last_prompt_pos"]["ids"].get<std::vector<int32_t>>();
+    const auto vals = p["top_logits_last_prompt_pos"]["values"].get<std::vector<float>>();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const float d = std::fabs(logits[static_cast<size_t>(ids[i])] - vals[i]);
+      EXPECT_LT(d, 1e-3f) << "id " << ids[i];
+      worst = std::max(worst, d);
+    }
+    // Same top-32 set, except where the 32nd / 33rd logits are within 1e-3.
+    const std::vector<int32_t> order = top_ids(logits, 33);
+    if (logits[order[31]] - logits[order[32]] > 1e-3f) {
+      EXPECT_EQ(std::set<int32_t>(order.begin(), order.begin() + 32),
+                std::set<int32_t>(ids.begin(), ids.end()));
+    }
+    const auto& g = p["greedy"];
+    const auto greedy = g["ids"].get<std::vector<int32_t>>();
+    std::vector<int32_t> ours;
+    for (size_t i = 0; i < greedy.size(); ++i) {
+      const auto& top8 = g["step_top8"][i];
+      const auto tids = top8["ids"].get<std::vector<int32_t>>();
+      const auto tvals = top8["values"].get<std::vector<float>>();
+      for (size_t j = 0; j < tids.size(); ++j) {
+        const float d = std::fabs(logits[static_cast<size_t>(tids[j])] - tvals[j]);
+        EXPECT_LT(d, 1e-3f) << "greedy step " << i << " id " << tids[j];
+        worst = std::max(worst, d);
+      }
+      const int32_t next = argmax(logits);
+      ours.push_back(next);
+      if (i + 1 < greedy.size()) be.forward(std::span<const int32_t>(&next, 1), logits);
+    }
+    EXPECT_EQ(ours, greedy);
+    ++prompts;
+  }
+  ::testing::Test::RecordProperty("worst_abs_diff", std::to_string(worst));
+  return prompts;
+}
+
+ArchFixture::RoutingCompared ArchFixture::expect_routing_matches_reference(Backend& be) const {
+  const nlohmann::json rt = read_json(ref_path(".f32-dequant.routing.json"));
+  std::map<std::pair<uint32_t, uint32_t>, std::map<int32_t, float>> seen;
+  be.set_routing_observer(
+      [&](uint32_t block, uint32_t pos, std::span<const int32_t> ex, std::span<const float> w) {
+        auto& m = seen[{block, pos}];
+        m.clear();
+        for (size_t i = 0; i < ex.size(); ++i) m[ex[i]] = w[i];
+      });
+  RoutingCompared r;
+  std::vector<float> logits(be.config().n_vocab);
+  for (const auto& call : rt["calls"]) {
+    const auto tokens = call["token_ids"].get<std::vector<int32_t>>();
+    const uint32_t first = call["first_pos"].get<uint32_t>();
+    EXPECT_EQ(first, be.n_past());
+    if (first != be.n_past()) break;
+    be.forward(tokens, logits);
+    for (const auto& [layer, d] : call["layers"].items()) {
+      const uint32_t block = static_cast<uint32_t>(std::stoul(layer));
+      const bool hash = block < be.config().n_hash_layers;
+      for (size_t t = 0; t < tokens.size(); ++t) {
+        if (!hash && d["selection_margin"][t].get<float>() < 1e-4f) continue;
+        const auto ids = d["ids"][t].get<std::vector<int32_t>>();
+        const auto w = d["weights"][t].get<std::vector<float>>();
+        const auto& got = seen[{block, first + static_cast<uint32_t>(t)}];
+        std::set<int32_t> got_ids;
+        for (const auto& [e, _] : got) got_ids.insert(e);
+        EXPECT_EQ(got_ids, std::set<int32_t>(ids.begin(), ids.end()))
+            << "blk." << block << " pos " << first + t;
+        for (size_t j = 0; j < ids.size(); ++j) {
+          if (got.count(ids[j])) {
+            EXPECT_NEAR(got.at(ids[j]), w[j], 1e-4f) << "blk." << block << " expert " << ids[j];
+          }
+        }
+        ++r.tokens;
+        r.hash_tokens += hash;
+      }
+    }
+  }
+  be.set_routing_observer(nullptr);  // `seen` goes out of scope
+  const BackendStats s = be.stats();
+  EXPECT_EQ(s.expert_selections, s.experts_computed);
+  return r;
+}
+
+ArchFixture::NativeCloseness ArchFixture::close_to_native_reference(Backend& be, int min_overlap) const {
+  const nlohmann::json ref = read_json(ref_path(".json"));
+  const size_t nv = be.config().n_vocab;
+  std::vector<float> logits(nv);
+  NativeCloseness c;
+  for (const auto& p : ref["prompts"]) {
+    const auto tokens = p["token_ids"].get<std::vector<int32_t>>();
+    be.truncate(0);
+    be.forward(tokens, logits);
+    ++c.prompts;
+    const auto ids = p["top_logits_last_prompt_pos"]["ids"].get<std::vector<int32_t>>();
+    const auto vals = p["top_logits_last_prompt_pos"]["values"].get<std::vector<float>>();
+    c.top1 += argmax(logits) == ids[0];
+    const std::vector<int32_t> order = top_ids(logits, 32);
+    const std::set<int32_t> mine(order.begin(), order.end());
+    int overlap = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      overlap += mine.count(ids[i]) ? 1 : 0;
+      c.worst_top32 = std::max(c.worst_top32, std::fabs(logits[static_cast<size_t>(ids[i])] - vals[i]));
+    }
+    EXPECT_GE(overlap, min_overlap) << "prompt " << c.prompts - 1;
+    const auto greedy = p["greedy"]["ids"].get<std::vector<int32_t>>();
+    for (size_t i = 0; i < greedy.size(); ++i) {
+      const float gap = logits[static_cast<size_t>(argmax(logits))] - logits[static_cast<size_t>(greedy[i])];
+      c.worst_teacher_forced_gap = std::max(c.worst_teacher_forced_gap, gap);
+      if (i + 1 < greedy.size()) be.forward(std::span<const int32_t>(&greedy[i], 1), logits);
+    }
+  }
+  ::testing::Test::RecordProperty("worst_top32", std::to_string(c.worst_top32));
+  ::testing::Test::RecordProperty("worst_teacher_forced_gap", std::to_string(c.worst_teacher_forced_gap));
+  return c;
+}
+
+}  // namespace moepack::test

@@ -1,0 +1,200 @@
+#include "tests/support/backend_parity.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "core/model_source.h"
+#include "packbuilder/pack_builder.h"
+#include "tests/support/fixture_refs.h"
+#include "tests/support/gguf_writer.h"
+
+namespace moepack::test {
+
+EngineSettings parity_settings(const char* backend) {
+  EngineSettings s;
+  s.backend = backend;
+  s.threads = 4;
+  s.n_ctx = 512;  // the references' n_ctx
+  s.cache_vram_reserve_mib = 0;
+  return s;
+}
+
+std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n,
+                            std::vector<std::vector<float>>* steps) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (steps) steps->push_back(logits);
+    const int32_t next = argmax(logits);
+    out.push_back(next);
+    if (i + 1 < n) be.forward(std::span<const int32_t>(&next, 1), logits);
+  }
+  return out;
+}
+
+std::vector<float> prompt_then_greedy_logits(Backend& be, std::span<const int32_t> tokens, int decodes) {
+  std::vector<float> all, logits(be.config().n_vocab);
+  be.forward(tokens, logits);
+  all.insert(all.end(), logits.begin(), logits.end());
+  for (int i = 0; i < decodes; ++i) {
+    const int32_t next = argmax(logits);
+    be.forward(std::span<const int32_t>(&next, 1), logits);
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+std::string build_test_pack(const std::string& source, const TempDir& dir) {
+  BuildOptions bo;
+  bo.source = source;
+  bo.out_dir = dir.file("pack");
+  bo.safety_margin_bytes = 0;
+  bo.hash_sources = false;
+  build_pack(bo);
+  return bo.out_dir;
+}
+
+PackBudgets pack_budgets(const ModelSource& pack) {
+  PackBudgets b;
+  b.slot_bytes = pack.pack()->layout().max_stride;
+  for (const auto& l : pack.pack()->layout().layers) b.experts += l.n_experts;
+  b.top_k = pack.config().n_expert_used;
+  return b;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+int expect_backends_agree_on_prompts(Backend& cpu, Backend& gpu, const nlohmann::json& ref,
+                                     const std::string& label) {
+  const size_t nv = gpu.config().n_vocab;
+  std::vector<float> lc(nv), lg(nv);
+  int checked = 0;
+  float worst = 0.0f;
+  for (const auto& p : ref["prompts"]) {
+    const auto tokens = p["token_ids"].get<std::vector<int32_t>>();
+    SCOPED_TRACE("prompt " + std::to_string(checked) + " (" + std::to_string(tokens.size()) + " tokens)");
+    cpu.truncate(0);
+    gpu.truncate(0);
+    cpu.forward(tokens, lc);
+    const auto t0 = Clock::now();
+    gpu.forward(tokens, lg);
+    const double prefill_ms = ms_since(t0);
+    size_t at = 0;
+    const float d = max_abs_diff(lc, lg, &at);
+    worst = std::max(worst, d);
+    EXPECT_LT(d, 1e-3f) << "prompt logits: max |cuda - cpu| " << d << " at id " << at << "\n  cpu top-5 "
+                        << top_text(lc) << "\n  gpu top-5 " << top_text(lg);
+    const auto want = p["greedy"]["ids"].get<std::vector<int32_t>>();
+    std::vector<std::vector<float>> sc, sg;
+    const auto ours_cpu = greedy(cpu, lc, want.size(), &sc);
+    const auto t1 = Clock::now();
+    const auto ours_gpu = greedy(gpu, lg, want.size(), &sg);
+    const double decode_ms = ms_since(t1);
+    std::printf(
+        "  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g; GPU prefill %.1f ms (%.0f tokens/s), %zu "
+        "decodes %.1f ms (%.0f tokens/s)\n",
+        checked, tokens.size(), static_cast<double>(d), prefill_ms,
+        1e3 * static_cast<double>(tokens.size()) / prefill_ms, want.size() - 1, decode_ms,
+        1e3 * static_cast<double>(want.size() - 1) / decode_ms);
+    EXPECT_EQ(ours_gpu, ours_cpu);
+    EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
+    for (size_t i = 0; i < ours_gpu.size(); ++i) {
+      const float ds = max_abs_diff(sc[i], sg[i]);
+      worst = std::max(worst, ds);
+      if (ours_gpu[i] != ours_cpu[i] || ds >= 1e-3f) {
+        ADD_FAILURE() << "greedy step " << i << ": gpu token " << ours_gpu[i] << " cpu token " << ours_cpu[i]
+                      << ", max logit diff " << ds << "\n  cpu top-5 " << top_text(sc[i]) << "\n  gpu top-5 "
+                      << top_text(sg[i]);
+        break;
+      }
+    }
+    ++checked;
+  }
+  std::printf("  %s: worst |cuda - cpu| logit over prompts and greedy steps %.3g\n", label.c_str(),
+              static_cast<double>(worst));
+  ::testing::Test::RecordProperty("worst_logit_diff", std::to_string(worst));
+  const BackendStats s = gpu.stats();
+  EXPECT_EQ(s.expert_selections, s.experts_computed);
+  EXPECT_GT(s.expert_selections, 0u);
+  return checked;
+}
+
+namespace {
+
+// Records every routing observer call of a backend as (block, position, experts...); removes the
+// observer when it goes out of scope (the vector it writes to goes with it).
+class RoutingLog {
+ public:
+  explicit RoutingLog(Backend& be) : be_(be) {
+    be_.set_routing_observer(
+        [this](uint32_t b, uint32_t pos, std::span<const int32_t> e, std::span<const float>) {
+          calls.push_back({static_cast<int32_t>(b), static_cast<int32_t>(pos)});
+          calls.back().insert(calls.back().end(), e.begin(), e.end());
+        });
+  }
+  ~RoutingLog() { be_.set_routing_observer(nullptr); }
+  RoutingLog(const RoutingLog&) = delete;
+  RoutingLog& operator=(const RoutingLog&) = delete;
+  std::vector<std::vector<int32_t>> calls;
+
+ private:
+  Backend& be_;
+};
+
+}  // namespace
+
+void expect_all_logits_and_routing_agree(Backend& cpu, Backend& gpu, std::span<const int32_t> tokens,
+                                         const std::string& label) {
+  cpu.truncate(0);
+  gpu.truncate(0);
+  RoutingLog rc(cpu), rg(gpu);
+  const size_t nv = gpu.config().n_vocab;
+  std::vector<float> lc(nv), lg(nv), ac(nv * tokens.size()), ag(nv * tokens.size());
+  cpu.forward(tokens, lc, ac);
+  gpu.forward(tokens, lg, ag);
+  size_t at = 0;
+  const float d = max_abs_diff(ac, ag, &at);
+  EXPECT_LT(d, 1e-3f) << "all positions: max |cuda - cpu| " << d << " at position " << at / nv << " id "
+                      << at % nv;
+  for (size_t t = 0; t < tokens.size(); ++t) {  // the first position beyond tolerance
+    const std::span<const float> a = std::span<const float>(ac).subspan(t * nv, nv);
+    const std::span<const float> b = std::span<const float>(ag).subspan(t * nv, nv);
+    const float dt = max_abs_diff(a, b);
+    if (dt >= 1e-3f) {
+      ADD_FAILURE() << "first position beyond 1e-3: " << t << " (diff " << dt << ")\n  cpu top-5 "
+                    << top_text(a) << "\n  gpu top-5 " << top_text(b);
+      break;
+    }
+  }
+  std::printf("  prompt %s: all %zu positions, max |cuda - cpu| logit %.3g\n", label.c_str(), tokens.size(),
+              static_cast<double>(d));
+  EXPECT_EQ(0, std::memcmp(lg.data(), ag.data() + (tokens.size() - 1) * nv, nv * sizeof(float)));
+  const auto& c = rc.calls;
+  const auto& g = rg.calls;
+  ASSERT_EQ(c.size(), g.size());
+  size_t first_diff = c.size();
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c[i] != g[i]) {
+      first_diff = i;
+      break;
+    }
+  }
+  EXPECT_EQ(first_diff, c.size())
+      << "routing (block, position, experts, in the CPU's call order) differs first at observer call "
+      << first_diff << ": cpu block " << c[std::min(first_diff, c.size() - 1)][0] << " pos "
+      << c[std::min(first_diff, c.size() - 1)][1] << ", gpu block "
+      << g[std::min(first_diff, g.size() - 1)][0] << " pos " << g[std::min(first_diff, g.size() - 1)][1];
+  EXPECT_EQ(gpu.n_past(), tokens.size());
+}
+
+}  // namespace moepack::test

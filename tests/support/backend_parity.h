@@ -1,0 +1,72 @@
+// Two backends against each other on the same tokens: the CUDA backend against the CPU
+// reference (tests/gpu/*_test.cpp), and an Expert Pack against its GGUF on the same backend at
+// several cache budgets (tests/core and tests/gpu). Greedy runs use the fixtures' argmax
+// (fixture_refs.h). The expect_* functions report through gtest, naming the prompt, the step,
+// the position and the token id of the largest difference with both sides' top-5 logits.
+// Tolerances (1e-3 absolute on logits) are those of tests/gpu/cuda_backend_test.cpp's header:
+// both backends compute in F32 on the same exactly dequantized weights and differ only in
+// summation order.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/engine_settings.h"
+
+namespace moepack {
+class ModelSource;
+}
+
+namespace moepack::test {
+
+class TempDir;
+
+// The GPU tests' settings for backend "cpu" | "cuda" | "auto": 4 threads, n_ctx 512 (the
+// references'), no VRAM reserve.
+EngineSettings parity_settings(const char* backend);
+
+// Greedy continuation of n tokens from `logits` (the last forward()'s, updated in place): token i
+// is the argmax of the logits at step i; a decode follows every token but the last. steps, if
+// given, gets each step's logits (before its argmax).
+std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n,
+                            std::vector<std::vector<float>>* steps = nullptr);
+
+// forward(tokens), then `decodes` greedy single-token decodes: the logits of every call,
+// concatenated, [1 + decodes][n_vocab].
+std::vector<float> prompt_then_greedy_logits(Backend& be, std::span<const int32_t> tokens, int decodes = 8);
+
+// The Expert Pack of `source` built into dir/pack (no free-space margin, sources not hashed);
+// returns the pack directory. Throws what build_pack() throws.
+std::string build_test_pack(const std::string& source, const TempDir& dir);
+
+// Cache budgets of a pack for the pack-vs-GGUF tests, in slots of slot_bytes (the pack's
+// largest expert stride): every expert fits, half fit, one layer's top-k (constant eviction).
+struct PackBudgets {
+  uint64_t slot_bytes = 0;
+  uint64_t experts = 0;  // routed experts over all MoE blocks
+  uint64_t top_k = 0;    // n_expert_used
+  std::vector<uint64_t> slots() const { return {experts, experts / 2, top_k}; }
+};
+PackBudgets pack_budgets(const ModelSource& pack);
+
+// For every prompt of an f32-dequant reference (prompts[] {token_ids, greedy {ids}}), from an
+// empty cache on both: prompt logits of `gpu` within 1e-3 of `cpu`, greedy continuations equal
+// to each other and to the reference's, every greedy step's logits within 1e-3; every selection
+// of `gpu` computed. Prints each prompt's difference and `gpu`'s prefill and decode tokens/s.
+// Records worst_logit_diff. `label` names the case in the printout. Returns the prompts compared.
+int expect_backends_agree_on_prompts(Backend& cpu, Backend& gpu, const nlohmann::json& ref,
+                                     const std::string& label);
+
+// One prefill of `tokens` from an empty cache on both, asking for every position's logits:
+// those within 1e-3 (and the first position beyond, if any), the last position's equal bit for
+// bit to forward()'s `logits`, and the routing observer's calls (block, position, experts)
+// identical and in the same order. `label` names the prompt in the printout. Leaves no routing
+// observer set.
+void expect_all_logits_and_routing_agree(Backend& cpu, Backend& gpu, std::span<const int32_t> tokens,
+                                         const std::string& label);
+
+}  // namespace moepack::test
