@@ -5,11 +5,14 @@
 //   sum over sub-blocks b of  d1_b * S_b - m1_b * X_b,
 //   S_b = sum_{k in b} q_k * x_k   on the tensor cores (mma.sync m16n8k16, f16 in, f32 out),
 //   X_b = sum_{k in b} x_k         (F32, element order),
-// where q_k are the integer quants (exact in f16) and x_k enters as two f16 halves
-// x_hi = f16(x * 2^s), x_lo = f16(x * 2^s - x_hi) with one power-of-two scale 2^s per x vector
-// (max |x| * 2^s in [2^14, 2^15)), so x keeps 22 significant bits and cannot overflow f16.
-// Products are exact; the only rounding beyond the CPU's is the F32 accumulation order and the
-// 2^-22 relative truncation of x: |gpu - cpu| stays within gpu_ops_test's 1e-5 * sum |w x| + 1e-6.
+// where q_k are the integer quants (exact in f16; MXFP4's e2m1 codes as ggml's doubled values
+// {0, 1, 2, 3, 4, 6, 8, 12}, with d1 the E8M0 scale halved and m1 = 0) and x_k enters as two f16
+// halves x_hi = f16(x * 2^s), x_lo = f16(x * 2^s - x_hi) with one power-of-two scale 2^s per
+// 16-element granule of x (max |x| * 2^s in [2^14, 2^15) over the granule; no sub-block sum
+// spans two granules, so S_b is unscaled per granule), so x keeps 22 significant bits and
+// cannot overflow f16. Products are exact; the only rounding beyond the CPU's is the F32
+// accumulation order and the 2^-22 relative truncation of x: |gpu - cpu| stays within
+// gpu_ops_test's 1e-5 * sum |w x| + 1e-6.
 //
 // Which pair takes this path depends only on the group's own pair count, never on how groups
 // are batched into launches, so the pack path and the GGUF path (which batch experts
@@ -24,8 +27,11 @@
 
 namespace moepack::gpu::detail {
 
-// True when the tensor-core path covers `type` at rows of ne0 elements (Q4_K and Q2_K: ne0 a
-// multiple of 256; weight matrices 4-byte aligned, as GGUF data (32) and pack roles (256) are). The activations' fragments take 4.25 bytes per element and group of scratch
+// True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K and MXFP4
+// with ne0 a multiple of 256 (false for every type after set_gemv_mma_variant(-1)). Weight
+// matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256); 16 (Q4_K) or 8
+// (Q2_K, MXFP4) is the fast case. The activations' fragments take 4.5 bytes per element and
+// group, in the block's shared memory or, for rows too long for it, in scratch
 // (cudaMallocAsync on the launch's stream, freed after the launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
 
@@ -33,12 +39,13 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0);
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.
 void gemv_mma(const GemvBatch& b, cudaStream_t s);
 
-// Benchmarks only (bench_cuda_backend's side-by-side): 0 = the default (grouped launches: 64
-// rows per block, x staged per block, 1 super-block loaded ahead; a single matrix: as 2);
-// 1 = grouped layout with 3 super-blocks ahead; 2 = 16 rows per
-// block, each row split over the block's 4 warps, x staged per block; 3 = the same with x
-// fragments written once per group by a separate kernel into scratch. Process-wide; a run
-// must not mix variants (their sums differ in rounding). Throws Error outside 0..3.
+// Benchmarks and tests only (bench_cuda_backend's side-by-side). 0 = the default: each warp
+// streams its 16-row tile through a 4-stage cp.async ring in shared memory (grouped launches:
+// 64 rows per block, a warp a tile; a single matrix: 16 rows per block, each row split over
+// the block's 4 warps); 1 = the previous default (one super-block loaded ahead in registers;
+// Q4_K and Q2_K only, MXFP4 takes 0); 2 = 8 stages; 3 = 4 stages, 32 rows per block (two warps
+// a tile); -1 = no tensor cores (kernels_gemv.cu's F32 kernels for every type). Process-wide;
+// a run must not mix variants (their sums differ in rounding). Throws Error outside -1..3.
 void set_gemv_mma_variant(int variant);
 
 }  // namespace moepack::gpu::detail

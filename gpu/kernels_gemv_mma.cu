@@ -1,31 +1,45 @@
 // The tensor-core decode GEMV of gpu/gemv_mma.h (formula, precision and the rule that keeps
 // the pack path bit-identical to the GGUF path are there).
 //
-// Layout. A first kernel turns each group's x into ready-made mma B fragments in
-// stream-ordered scratch (per 4 elements e0..e3: f16x2 {hi(e0), hi(e2)}, {hi(e1), hi(e3)}, then
-// the same for lo) plus F32 sums X of every 16 elements. A block of the GEMV kernel owns 16
-// rows; its kMmaWarps warps split the row's super-blocks into contiguous ranges (summed in warp
-// order at the end: the split depends on ne0 alone). Lane L = 4 g + t (g = L / 4, t = L % 4)
-// owns rows g and g + 8 and a quarter of each super-block's quants (Q4kPath, Q2kPath say
-// which). The next super-block's bytes are loaded while this one is computed.
+// Default layout (gemv_pipe_kernel). A block of kMmaWarps warps owns RW tiles of 16 rows; the
+// kMmaWarps / RW warps of a tile split its row into contiguous ranges of units (256 elements:
+// a Q4_K or Q2_K super-block, eight MXFP4 blocks), summed in warp order at the end (the split
+// depends on ne0 and the layout alone). Each warp streams its 16 rows through a private ring
+// of STAGES shared-memory stages with cp.async (Ampere+ LDGSTS; no registers held, no block
+// barrier): STAGES - 1 stages are in flight while one is computed, and the first ones are
+// issued before the block writes its x fragments, so the weights' latency overlaps that work.
+// The previous layout (gemv_mma_kernel: one unit loaded ahead in registers) is kept as the
+// benchmark's variant 1.
+//
+// x fragments. Per 16-element granule of x, one power-of-two scale 2^s (max |x| * 2^s in
+// [2^14, 2^15)), the mma B fragments of x * 2^s as two f16 halves (per 4 elements e0..e3: f16x2
+// {hi(e0), hi(e2)}, {hi(e1), hi(e3)}, then the same for lo), and the F32 sum of the granule with
+// 2^-s. A lane's per-sub-block partial sums never mix granules, so the scale is undone per
+// granule: no reduction over the vector, and each granule keeps 22 bits of its own elements.
 //
 // One mma (m16n8k16, A row-major 16 x 16, B col-major 16 x 8, PTX ISA "Matrix fragments for
-// mma.m16n8k16"): lane L supplies A rows g, g + 8 at k = 2t, 2t+1, 2t+8, 2t+9 and receives
-// D rows g, g + 8 at columns 2t, 2t+1. Column 2t of B holds x_hi and column 2t + 1 x_lo at
-// lane t's own k rows and zeros elsewhere (supplied by lanes 9t and 9t + 4, the only lanes
-// whose B column c satisfies c / 2 == t; every other lane passes zeros). Hence
-// D[g][2t] + D[g][2t+1] = lane L's own sum_k q_k x_k for row g over its 4 k values: every
-// lane gets back exactly its own partial dot products, and the per-sub-block scales are
-// applied lane-locally. Four mmas cover a granule's 16 elements of one sub-block for 16 rows.
+// mma.m16n8k16"): lane L = 4 g + t supplies A rows g, g + 8 at k = 2t, 2t+1, 2t+8, 2t+9 and
+// receives D rows g, g + 8 at columns 2t, 2t+1. Column 2t of B holds x_hi and column 2t + 1
+// x_lo at lane t's own k rows and zeros elsewhere (supplied by lanes 9t and 9t + 4, the only
+// lanes whose B column c satisfies c / 2 == t; every other lane passes zeros). Hence
+// D[g][2t] + D[g][2t+1] = lane L's own sum_k q_k x_k for row g over its 4 k values: every lane
+// gets back exactly its own partial dot products, and the per-sub-block scales are applied
+// lane-locally. Four mmas cover a granule of one sub-block for 16 rows.
 //
 // Quants become f16 exactly: (w & 0x000F000F) | 0x6400_6400 is f16x2 {1024 + q0, 1024 + q2},
 // minus 1024 in one HSUB2; fields higher in the byte are masked in place (16 q, 4^j q: still
-// exact) and the power of two goes into the sub-block's scale.
+// exact) and the power of two goes into the sub-block's scale. MXFP4's e2m1 codes s|e e|m are
+// placed as f16 bits s << 15 | eem << 9, which is the e2m1 value times 2^-14 (subnormal for
+// e = 0, as e2m1's own), times 2^15 in one HMUL2: ggml's doubled values {0, 1, 2, 3, 4, 6, 8, 12}
+// exactly.
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -35,10 +49,13 @@
 namespace moepack::gpu::detail {
 namespace {
 
-constexpr int kMmaWarps = 4;            // 16 rows each
+constexpr int kMmaWarps = 4;                   // 16 rows each
 constexpr int64_t kMaxNe0 = int64_t{1} << 24;  // far above any model's row
-constexpr int64_t kMaxStagedNe0 = 49152;       // 204 KiB of x fragments in shared memory
-constexpr int kXScaleExp = 14;          // max |x| * 2^s in [2^14, 2^15)
+constexpr int kXScaleExp = 14;                 // max |x| * 2^s in [2^14, 2^15)
+// Shared memory a block may take (x fragments + its warps' rings) and still leave room for a
+// second block on an SM (227 KiB on sm_90, 99 KiB on sm_120: the staged limit is lowered to
+// what the device grants, see launch_pipe).
+constexpr int64_t kMaxBlockSmem = 100 * 1024;
 
 __device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
 __device__ __forceinline__ __half2 bits_h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
@@ -49,6 +66,12 @@ __device__ __forceinline__ uint32_t small_f16x2(uint32_t v) {
   return h2_bits(__hsub2(bits_h2(v | 0x64006400u), bits_h2(0x64006400u)));
 }
 
+// The MXFP4 codes in bits 0-3 and 16-19 of v -> f16x2 of ggml's kvalues_mxfp4 (doubled e2m1).
+__device__ __forceinline__ uint32_t e2m1_f16x2(uint32_t v) {
+  const uint32_t bits = ((v & 0x00070007u) << 9) | ((v & 0x00080008u) << 12);  // e2m1 * 2^-14
+  return h2_bits(__hmul2(bits_h2(bits), bits_h2(0x78007800u)));                // * 2^15
+}
+
 __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -57,21 +80,57 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// 16 bytes at p: one 16-byte load when aligned, else four 4-byte loads (rows are 4-aligned).
+// cp.async of G bytes (16: L2-bypassing .cg with a 256-byte L2 prefetch; 8 or 4: .ca) and the
+// group bookkeeping (PTX ISA "cp.async").
+template <int G>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (G == 16) {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(G) : "memory");
+  }
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// 16 bytes at p. GLOBAL: one 16-byte streaming load when aligned, else four 4-byte loads (rows
+// are 4-aligned). Shared memory (the pipelined kernel's rings, 16-aligned): a plain load.
+template <bool GLOBAL>
 __device__ __forceinline__ uint4 load16(const uint8_t* p, bool aligned) {
-  if (aligned) return __ldcs(reinterpret_cast<const uint4*>(p));
-  const uint32_t* q = reinterpret_cast<const uint32_t*>(p);
-  return make_uint4(__ldcs(q), __ldcs(q + 1), __ldcs(q + 2), __ldcs(q + 3));
+  if constexpr (!GLOBAL) {
+    return *reinterpret_cast<const uint4*>(p);
+  } else {
+    if (aligned) return __ldcs(reinterpret_cast<const uint4*>(p));
+    const uint32_t* q = reinterpret_cast<const uint32_t*>(p);
+    return make_uint4(__ldcs(q), __ldcs(q + 1), __ldcs(q + 2), __ldcs(q + 3));
+  }
+}
+template <bool GLOBAL>
+__device__ __forceinline__ uint32_t load4(const uint8_t* p) {
+  if constexpr (GLOBAL) return __ldcs(reinterpret_cast<const uint32_t*>(p));
+  return *reinterpret_cast<const uint32_t*>(p);
 }
 
 __device__ __forceinline__ uint32_t word_of(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
+__device__ __forceinline__ float half_lo(uint32_t w) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(w & 0xFFFFu)));
+}
+__device__ __forceinline__ float half_hi(uint32_t w) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16)));
+}
+
 // Q4_K sub-block scale and min (ggml get_scale_min_k4) of sub-block j = 4 * HI + jj from the
 // super-block's header words h (h.y = scales[0..3], h.z = scales[4..7], h.w = scales[8..11]).
 template <bool HI>
-__device__ __forceinline__ void q4k_scale_min(const uint4& h, int jj, float d, float dmin, float& d1, float& m1) {
+__device__ __forceinline__ void q4k_scale_min(const uint4& h, int jj, float d, float dmin, float& d1,
+                                              float& m1) {
   const unsigned sh = 8u * static_cast<unsigned>(jj);
   const uint32_t a = (h.y >> sh) & 0xFFu, b = (h.z >> sh) & 0xFFu;
   int sc, m;
@@ -87,59 +146,62 @@ __device__ __forceinline__ void q4k_scale_min(const uint4& h, int jj, float d, f
   m1 = dmin * static_cast<float>(m);
 }
 
-// Per x vector (one per group with a single pair): the B fragments, the F32 sums of every 16
-// elements and 2^-s, laid out as frag_stride bytes per group (in shared memory when the block
-// stages its own x, else in scratch written by x_fragments_kernel):
+// Per x vector (one per group with a single pair), frag_stride bytes (in shared memory when
+// the block stages its own x, else in scratch written by x_fragments_kernel):
 //   [0, ne0 * 4)          ne0 / 4 uint4 {hi(e0) hi(e2)}, {hi(e1) hi(e3)}, {lo(e0) lo(e2)}, {lo(e1) lo(e3)}
-//   [ne0 * 4, + ne0 / 4)  ne0 / 16 floats X
-//   then one float: 2^-s
+//   [ne0 * 4, + ne0 / 2)  ne0 / 16 float2 {sum of the granule's x, 2^-s}
 constexpr int kPrepThreads = 256;
 
-__host__ __device__ constexpr int64_t frag_stride(int64_t ne0) { return ne0 * 4 + ne0 / 4 + 16; }
+__host__ __device__ constexpr int64_t frag_stride(int64_t ne0) { return ne0 * 4 + ne0 / 2; }
 
-// The fragments of x (ne0 floats) into `base` by the nthreads threads of a block (every thread
-// of the block calls it; it synchronises the block). red: nthreads / 32 floats of shared memory.
-__device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthreads, float* red, float* scale_sh) {
+// The fragments of x (ne0 floats) into `base`, granule k by thread k mod nthreads of the block.
+// No barrier: the caller synchronises before reading them.
+__device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
   uint4* xf = reinterpret_cast<uint4*>(base);
-  float* xsum = reinterpret_cast<float*>(base + ne0 * 4);
-  const int tid = static_cast<int>(threadIdx.x);
-  float mx = 0.0f;
-  for (int64_t k = tid; k < ne0; k += nthreads) mx = fmaxf(mx, fabsf(__ldg(x + k)));
+  float2* xs = reinterpret_cast<float2*>(base + ne0 * 4);
+  const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
+  for (int64_t k = threadIdx.x; k < ne0 / 16; k += nthreads) {
+    float v[16];
+    if (vec) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  if (tid % 32 == 0) red[tid / 32] = mx;
-  __syncthreads();
-  if (tid == 0) {
-    float m = 0.0f;
-    for (int i = 0; i < nthreads / 32; ++i) m = fmaxf(m, red[i]);
+      for (int i = 0; i < 4; ++i) {
+        const float4 q = __ldg(reinterpret_cast<const float4*>(x + 16 * k) + i);
+        v[4 * i] = q.x;
+        v[4 * i + 1] = q.y;
+        v[4 * i + 2] = q.z;
+        v[4 * i + 3] = q.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) v[i] = __ldg(x + 16 * k + i);
+    }
+    float mx = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      mx = fmaxf(mx, fabsf(v[i]));
+      sum += v[i];  // element order
+    }
     int e = 0;
-    if (m > 0.0f && isfinite(m)) {
-      frexpf(m, &e);  // m in [2^(e-1), 2^e)
+    if (mx > 0.0f && isfinite(mx)) {
+      frexpf(mx, &e);  // mx in [2^(e-1), 2^e)
       e = min(max(kXScaleExp + 1 - e, -100), 100);
     }
-    *scale_sh = ldexpf(1.0f, e);
-    xsum[ne0 / 16] = ldexpf(1.0f, -e);
-  }
-  __syncthreads();
-  const float sc = *scale_sh;
-  for (int64_t k = tid; k < ne0 / 4; k += nthreads) {
-    __half hi[4], lo[4];
+    const float sc = ldexpf(1.0f, e);
+    xs[k] = make_float2(sum, ldexpf(1.0f, -e));
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float v = __ldg(x + 4 * k + i) * sc;  // exact: a power of two
-      hi[i] = __float2half_rn(v);
-      lo[i] = __float2half_rn(v - __half2float(hi[i]));
+    for (int q = 0; q < 4; ++q) {
+      __half hi[4], lo[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float s = v[4 * q + i] * sc;  // exact: a power of two
+        hi[i] = __float2half_rn(s);
+        lo[i] = __float2half_rn(s - __half2float(hi[i]));
+      }
+      xf[4 * k + q] =
+          make_uint4(h2_bits(__halves2half2(hi[0], hi[2])), h2_bits(__halves2half2(hi[1], hi[3])),
+                     h2_bits(__halves2half2(lo[0], lo[2])), h2_bits(__halves2half2(lo[1], lo[3])));
     }
-    xf[k] = make_uint4(h2_bits(__halves2half2(hi[0], hi[2])), h2_bits(__halves2half2(hi[1], hi[3])),
-                       h2_bits(__halves2half2(lo[0], lo[2])), h2_bits(__halves2half2(lo[1], lo[3])));
   }
-  for (int64_t k = tid; k < ne0 / 16; k += nthreads) {
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) s += __ldg(x + 16 * k + i);
-    xsum[k] = s;
-  }
-  __syncthreads();
 }
 
 // The x row of group grp's single pair (and the pair's index in *j); null when the group has
@@ -155,46 +217,52 @@ __device__ __forceinline__ const float* single_pair_x(const GemvBatch& b, int gr
 }
 
 __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch) {
-  __shared__ float red[kPrepThreads / 32];
-  __shared__ float scale_sh;
   const int grp = static_cast<int>(blockIdx.x);
   int j = 0;
   const float* x = single_pair_x(b, grp, &j);
   if (!x) return;
-  x_fragments(x, b.ne0, scratch + grp * frag_stride(b.ne0), kPrepThreads, red, &scale_sh);
+  x_fragments(x, b.ne0, scratch + grp * frag_stride(b.ne0), kPrepThreads);
 }
 
-// Row splits (one warp each, contiguous ranges of super-blocks, summed in warp order): a
-// function of the row length and the variant only, so every launch of a shape adds the same
-// partials.
-__host__ __device__ constexpr int k_splits(int64_t n_superblocks, int splits) {
-  return n_superblocks < splits ? 1 : splits;
+// Row splits (one warp each, contiguous ranges of units, summed in warp order): a function of
+// the row length and the layout only, so every launch of a shape adds the same partials.
+__host__ __device__ constexpr int k_splits(int64_t n_units, int splits) {
+  return n_units < splits ? 1 : splits;
 }
+
+// What a lane needs of the B side: its fragments (xf: shared or global memory, generic loads
+// only: an __ldg on a shared address is an illegal-address-space error that kills the
+// context) and per-granule {sum, 2^-s}.
+struct XView {
+  const uint4* xf;
+  const float2* xs;
+  bool b_lane;  // lane 9t (x_hi) or 9t + 4 (x_lo)
+  int b_half;   // 0: hi words (.x, .y), 1: lo words (.z, .w)
+  __device__ __forceinline__ uint2 frag(int64_t e) const {
+    return b_lane ? reinterpret_cast<const uint2*>(xf + e / 4)[b_half] : make_uint2(0u, 0u);
+  }
+};
 
 // Q4_K: per super-block (144 bytes: d, dmin, 12 bytes of 6-bit scales/mins, 128 bytes qs) the
 // lane holds both rows' headers and its two qs granules (t and 4 + t).
-// xf and xsum may be shared or global memory (staged or scratch): generic loads only (an
-// __ldg on a shared address is an illegal-address-space error that kills the context).
 struct Q4kPath {
   static constexpr int kBytes = 144;
   uint4 ha, hb, ga[2], gb[2];
 
+  template <bool GLOBAL>
   __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool aligned) {
-    ha = load16(pa, aligned);
-    hb = load16(pb, aligned);
+    ha = load16<GLOBAL>(pa, aligned);
+    hb = load16<GLOBAL>(pb, aligned);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      ga[r] = load16(pa + 16 + 16 * (4 * r + t), aligned);
-      gb[r] = load16(pb + 16 + 16 * (4 * r + t), aligned);
+      ga[r] = load16<GLOBAL>(pa + 16 + 16 * (4 * r + t), aligned);
+      gb[r] = load16<GLOBAL>(pb + 16 + 16 * (4 * r + t), aligned);
     }
   }
 
-  __device__ __forceinline__ void compute(int64_t sb, int t, bool b_lane, int b_half, const uint4* xf,
-                                          const float* xsum, float unscale, float& acca, float& accb) const {
-    const float da = __half2float(__ushort_as_half(static_cast<unsigned short>(ha.x & 0xFFFFu)));
-    const float dmina = __half2float(__ushort_as_half(static_cast<unsigned short>(ha.x >> 16)));
-    const float db = __half2float(__ushort_as_half(static_cast<unsigned short>(hb.x & 0xFFFFu)));
-    const float dminb = __half2float(__ushort_as_half(static_cast<unsigned short>(hb.x >> 16)));
+  __device__ __forceinline__ void compute(int64_t sb, int t, const XView& xv, float& acca,
+                                          float& accb) const {
+    const float da = half_lo(ha.x), dmina = half_hi(ha.x), db = half_lo(hb.x), dminb = half_hi(hb.x);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int s = 2 * r + (t >> 1), h = t & 1;
@@ -217,11 +285,7 @@ struct Q4kPath {
       for (int i = 0; i < 4; ++i) {
         const uint32_t wa = word_of(ga[r], i), wb = word_of(gb[r], i);
         const uint32_t wa8 = wa >> 8, wb8 = wb >> 8;
-        uint2 vl = make_uint2(0u, 0u), vh = make_uint2(0u, 0u);
-        if (b_lane) {
-          vl = reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4)[b_half];
-          vh = reinterpret_cast<const uint2*>(xf + (e0 + 32 + 4 * i) / 4)[b_half];
-        }
+        const uint2 vl = xv.frag(e0 + 4 * i), vh = xv.frag(e0 + 32 + 4 * i);
         // k rows 2t, 2t+1 <- bytes 0, 2; k rows 2t+8, 2t+9 <- bytes 1, 3 (as the B fragments).
         const uint32_t al[4] = {small_f16x2(wa & 0x000F000Fu), small_f16x2(wb & 0x000F000Fu),
                                 small_f16x2(wa8 & 0x000F000Fu), small_f16x2(wb8 & 0x000F000Fu)};
@@ -231,11 +295,11 @@ struct Q4kPath {
                                 small_f16x2(wa8 & 0x00F000F0u), small_f16x2(wb8 & 0x00F000F0u)};
         mma_16816(dh, ah, vh.x, vh.y);
       }
-      const float xs_l = xsum[e0 / 16], xs_h = xsum[(e0 + 32) / 16];
-      acca += d1a[0] * ((dl[0] + dl[1]) * unscale) - m1a[0] * xs_l;
-      acca += (d1a[1] * 0.0625f) * ((dh[0] + dh[1]) * unscale) - m1a[1] * xs_h;
-      accb += d1b[0] * ((dl[2] + dl[3]) * unscale) - m1b[0] * xs_l;
-      accb += (d1b[1] * 0.0625f) * ((dh[2] + dh[3]) * unscale) - m1b[1] * xs_h;
+      const float2 xl = xv.xs[e0 / 16], xh = xv.xs[(e0 + 32) / 16];
+      acca += d1a[0] * ((dl[0] + dl[1]) * xl.y) - m1a[0] * xl.x;
+      acca += (d1a[1] * 0.0625f) * ((dh[0] + dh[1]) * xh.y) - m1a[1] * xh.x;
+      accb += d1b[0] * ((dl[2] + dl[3]) * xl.y) - m1b[0] * xl.x;
+      accb += (d1b[1] * 0.0625f) * ((dh[2] + dh[3]) * xh.y) - m1b[1] * xh.x;
     }
   }
 };
@@ -248,29 +312,26 @@ struct Q2kPath {
   static constexpr int kBytes = 84;
   uint32_t qa[4], qb[4], sa[2], sb2[2], da, db;
 
+  template <bool GLOBAL>
   __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool) {
-    const uint32_t* wa = reinterpret_cast<const uint32_t*>(pa);
-    const uint32_t* wb = reinterpret_cast<const uint32_t*>(pb);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      qa[i] = __ldcs(wa + 4 + 4 * t + i);
-      qb[i] = __ldcs(wb + 4 + 4 * t + i);
+      qa[i] = load4<GLOBAL>(pa + 16 + 16 * t + 4 * i);
+      qb[i] = load4<GLOBAL>(pb + 16 + 16 * t + 4 * i);
     }
     const int n = t >> 1;
-    sa[0] = __ldcs(wa + 2 * n);
-    sa[1] = __ldcs(wa + 2 * n + 1);
-    sb2[0] = __ldcs(wb + 2 * n);
-    sb2[1] = __ldcs(wb + 2 * n + 1);
-    da = __ldcs(wa + 20);
-    db = __ldcs(wb + 20);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      sa[i] = load4<GLOBAL>(pa + 8 * n + 4 * i);
+      sb2[i] = load4<GLOBAL>(pb + 8 * n + 4 * i);
+    }
+    da = load4<GLOBAL>(pa + 80);
+    db = load4<GLOBAL>(pb + 80);
   }
 
-  __device__ __forceinline__ void compute(int64_t sb, int t, bool b_lane, int b_half, const uint4* xf,
-                                          const float* xsum, float unscale, float& acca, float& accb) const {
-    const float d_a = __half2float(__ushort_as_half(static_cast<unsigned short>(da & 0xFFFFu)));
-    const float dmin_a = __half2float(__ushort_as_half(static_cast<unsigned short>(da >> 16)));
-    const float d_b = __half2float(__ushort_as_half(static_cast<unsigned short>(db & 0xFFFFu)));
-    const float dmin_b = __half2float(__ushort_as_half(static_cast<unsigned short>(db >> 16)));
+  __device__ __forceinline__ void compute(int64_t sb, int t, const XView& xv, float& acca,
+                                          float& accb) const {
+    const float d_a = half_lo(da), dmin_a = half_hi(da), d_b = half_lo(db), dmin_b = half_hi(db);
     const int n = t >> 1, odd = t & 1;
     uint32_t wa8[4], wb8[4];
 #pragma unroll
@@ -290,18 +351,63 @@ struct Q2kPath {
       float dd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        uint2 v = make_uint2(0u, 0u);
-        if (b_lane) v = reinterpret_cast<const uint2*>(xf + (e0 + 4 * i) / 4)[b_half];
+        const uint2 v = xv.frag(e0 + 4 * i);
         const uint32_t a[4] = {small_f16x2(qa[i] & m02), small_f16x2(qb[i] & m02), small_f16x2(wa8[i] & m02),
                                small_f16x2(wb8[i] & m02)};
         mma_16816(dd, a, v.x, v.y);
       }
       const float inv = 1.0f / static_cast<float>(1 << (2 * j));  // exact
-      const float xs = xsum[e0 / 16];
-      acca += (d_a * static_cast<float>(sca & 0x0Fu) * inv) * ((dd[0] + dd[1]) * unscale) -
-              dmin_a * static_cast<float>(sca >> 4) * xs;
-      accb += (d_b * static_cast<float>(scb & 0x0Fu) * inv) * ((dd[2] + dd[3]) * unscale) -
-              dmin_b * static_cast<float>(scb >> 4) * xs;
+      const float2 xs = xv.xs[e0 / 16];
+      acca += (d_a * static_cast<float>(sca & 0x0Fu) * inv) * ((dd[0] + dd[1]) * xs.y) -
+              dmin_a * static_cast<float>(sca >> 4) * xs.x;
+      accb += (d_b * static_cast<float>(scb & 0x0Fu) * inv) * ((dd[2] + dd[3]) * xs.y) -
+              dmin_b * static_cast<float>(scb >> 4) * xs.x;
+    }
+  }
+};
+
+// MXFP4: a unit is 8 blocks of 17 bytes (E8M0 scale e, 16 bytes qs: element i the low nibble
+// of qs[i], element 16 + i its high nibble); lane t takes qs word t of every block (elements
+// 4t..4t+3 and 16+4t..16+4t+3). Its words are at odd byte offsets: assembled from aligned
+// words (funnel shift) in shared memory. Only the pipelined kernel serves MXFP4.
+struct Mxfp4Path {
+  static constexpr int kBytes = 136;
+  uint32_t wa[8], wb[8];
+  float dea[8], deb[8];
+
+  __device__ __forceinline__ static uint32_t word_at(const uint8_t* p) {  // p: 4-aligned base + any offset
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    const uint32_t* q = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
+    return __funnelshift_r(q[0], q[1], 8u * static_cast<unsigned>(a & 3));
+  }
+
+  template <bool GLOBAL>
+  __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool) {
+    static_assert(!GLOBAL, "MXFP4 is served from shared memory only");
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      wa[k] = word_at(pa + 17 * k + 1 + 4 * t);
+      wb[k] = word_at(pb + 17 * k + 1 + 4 * t);
+      dea[k] = e8m0_half(pa[17 * k]);
+      deb[k] = e8m0_half(pb[17 * k]);
+    }
+  }
+
+  __device__ __forceinline__ void compute(int64_t u, int t, const XView& xv, float& acca, float& accb) const {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int64_t e0 = u * 256 + k * 32 + 4 * t;  // low nibbles; high nibbles at e0 + 16
+      const uint32_t a8 = wa[k] >> 8, b8 = wb[k] >> 8;
+      float dl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      const uint2 vl = xv.frag(e0), vh = xv.frag(e0 + 16);
+      const uint32_t al[4] = {e2m1_f16x2(wa[k]), e2m1_f16x2(wb[k]), e2m1_f16x2(a8), e2m1_f16x2(b8)};
+      mma_16816(dl, al, vl.x, vl.y);
+      const uint32_t ah[4] = {e2m1_f16x2(wa[k] >> 4), e2m1_f16x2(wb[k] >> 4), e2m1_f16x2(a8 >> 4),
+                              e2m1_f16x2(b8 >> 4)};
+      mma_16816(dh, ah, vh.x, vh.y);
+      const float2 xl = xv.xs[(u * 256 + k * 32) / 16], xh = xv.xs[(u * 256 + k * 32 + 16) / 16];
+      acca += dea[k] * ((dl[0] + dl[1]) * xl.y + (dh[0] + dh[1]) * xh.y);
+      accb += deb[k] * ((dl[2] + dl[3]) * xl.y + (dh[2] + dh[3]) * xh.y);
     }
   }
 };
@@ -316,80 +422,29 @@ template <>
 struct MmaPath<GgmlType::Q2_K> {
   using type = Q2kPath;
 };
+template <>
+struct MmaPath<GgmlType::MXFP4> {
+  using type = Mxfp4Path;
+};
 
-// A block of kMmaWarps warps: RW row tiles of 16 rows, each summed by kMmaWarps / RW warps
-// (contiguous ranges of super-blocks). STAGED: the block writes its x fragments into dynamic
-// shared memory first; else they come from x_fragments_kernel's scratch.
-template <GgmlType T, int RW, bool STAGED, int DEPTH>
-__global__ void __launch_bounds__(kMmaWarps * 32, DEPTH > 1 ? 3 : RW == 4 ? 5 : 4)
-    gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
-  using Path = typename MmaPath<T>::type;
+// The end of both kernels: lane sums (t = 0 holds rows g, g + 8 after the quad reduction),
+// written directly (one warp a tile) or through `part` summed in warp order.
+template <int RW>
+__device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int ks, float acca, float accb,
+                                       float (*part)[16]) {
   constexpr int kSplit = kMmaWarps / RW;
-  extern __shared__ uint4 dyn[];
-  __shared__ float part[kMmaWarps][16];
-  __shared__ float red[kMmaWarps];
-  __shared__ float scale_sh;
-  const int grp = static_cast<int>(blockIdx.y);
-  int j = 0;
-  const float* x = single_pair_x(b, grp, &j);
-  if (!x) return;  // the same for the whole block
-  const int64_t ne0 = b.ne0;
-  const uint8_t* base;
-  if constexpr (STAGED) {
-    x_fragments(x, ne0, reinterpret_cast<uint8_t*>(dyn), kMmaWarps * 32, red, &scale_sh);
-    base = reinterpret_cast<const uint8_t*>(dyn);
-  } else {
-    base = scratch + grp * frag_stride(ne0);
-  }
-  const uint4* xf = reinterpret_cast<const uint4*>(base);
-  const float* xsum = reinterpret_cast<const float*>(base + ne0 * 4);
-  const float unscale = xsum[ne0 / 16];
-
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
-  const int tile = warp / kSplit, split = warp % kSplit;
-  const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
-  const int64_t ra = rbase + g, rb = rbase + g + 8;
-  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
-  const uint8_t* rowa = wg + static_cast<uint64_t>(min(ra, b.ne1 - 1)) * b.row_bytes;
-  const uint8_t* rowb = wg + static_cast<uint64_t>(min(rb, b.ne1 - 1)) * b.row_bytes;
-  const bool aligned = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & 15) == 0;
-  // B lanes: lane 9t supplies x_hi, lane 9t + 4 x_lo, at lane t's k rows.
-  const int bc = lane >> 2;
-  const bool b_lane = (bc >> 1) == t;
-  const int b_half = bc & 1;  // 0: hi words (.x, .y), 1: lo words (.z, .w)
-
-  const int64_t nsb = ne0 / 256;
-  const int ks = k_splits(nsb, kSplit);
-  const bool live = rbase < b.ne1 && split < ks;
-  const int64_t sb0 = live ? nsb * split / ks : 0, sb1 = live ? nsb * (split + 1) / ks : 0;
-  float acca = 0.0f, accb = 0.0f;
-  // ahead[i] holds super-block sb + i: DEPTH super-blocks' bytes are in flight while one is
-  // computed (registers: an expert launch has too few warps per SM to hide the latency).
-  Path ahead[DEPTH];
-#pragma unroll
-  for (int i = 0; i < DEPTH; ++i) {
-    if (sb0 + i < sb1) ahead[i].fetch(rowa + (sb0 + i) * Path::kBytes, rowb + (sb0 + i) * Path::kBytes, t, aligned);
-  }
-#pragma unroll 1
-  for (int64_t sb = sb0; sb < sb1; ++sb) {
-    const Path cur = ahead[0];
-#pragma unroll
-    for (int i = 0; i + 1 < DEPTH; ++i) ahead[i] = ahead[i + 1];
-    if (sb + DEPTH < sb1) {
-      ahead[DEPTH - 1].fetch(rowa + (sb + DEPTH) * Path::kBytes, rowb + (sb + DEPTH) * Path::kBytes, t, aligned);
-    }
-    cur.compute(sb, t, b_lane, b_half, xf, xsum, unscale, acca, accb);
-  }
   acca += __shfl_xor_sync(0xffffffffu, acca, 1);
   acca += __shfl_xor_sync(0xffffffffu, acca, 2);
   accb += __shfl_xor_sync(0xffffffffu, accb, 1);
   accb += __shfl_xor_sync(0xffffffffu, accb, 2);
+  float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
   if constexpr (kSplit == 1) {
+    const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + warp) * 16;
     if (t == 0) {
-      float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
-      if (ra < b.ne1) y[ra] = acca;
-      if (rb < b.ne1) y[rb] = accb;
+      if (rbase + g < b.ne1) y[rbase + g] = acca;
+      if (rbase + g + 8 < b.ne1) y[rbase + g + 8] = accb;
     }
   } else {
     if (t == 0) {
@@ -403,90 +458,298 @@ __global__ void __launch_bounds__(kMmaWarps * 32, DEPTH > 1 ? 3 : RW == 4 ? 5 : 
       if (row < b.ne1) {
         float sum = part[tl * kSplit][r];
         for (int w = 1; w < ks; ++w) sum += part[tl * kSplit + w][r];
-        b.y[grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride + row] = sum;
+        y[row] = sum;
       }
     }
   }
 }
 
+// The pipelined kernel (the default; layout at the top of this file). U units a stage, so a
+// stage row (U * kBytes) is whole G-byte copies: Q4_K 1 x 144 (G 16), Q2_K 2 x 84 (G 8) or
+// 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8). A group whose weights
+// are not G-aligned (never seen: GGUF data, upload arena and pack slots are 32-aligned) copies
+// in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
+// bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack: MXFP4's funnel-shifted
+// word loads read one word past a row].
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED>
+__global__ void __launch_bounds__(kMmaWarps * 32) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
+  using Path = typename MmaPath<T>::type;
+  constexpr int kSplit = kMmaWarps / RW;
+  constexpr int kUB = U * Path::kBytes;
+  static_assert(kUB % G == 0 && kUB % 4 == 0, "a stage row is whole copies");
+  extern __shared__ __align__(16) uint8_t dyn[];
+  __shared__ float part[kMmaWarps][16];
+  const int grp = static_cast<int>(blockIdx.y);
+  int j = 0;
+  const float* x = single_pair_x(b, grp, &j);
+  if (!x) return;  // the same for the whole block
+  const int64_t ne0 = b.ne0;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
+  const int tile = warp / kSplit, split = warp % kSplit;
+  const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
+  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
+  const int64_t n_stages = ne0 / 256 / U;
+  const int ks = k_splits(n_stages, kSplit);
+  const bool live = rbase < b.ne1 && split < ks;
+  const int64_t st0 = live ? n_stages * split / ks : 0, st1 = live ? n_stages * (split + 1) / ks : 0;
+
+  const int64_t frag_bytes = STAGED ? frag_stride(ne0) : 0;
+  uint8_t* ring = dyn + frag_bytes + static_cast<int64_t>(warp) * STAGES * 16 * kUB;
+  // A stage is 16 rows x kUB bytes, copied as chunks c = lane + 32 i of C bytes: row c / (kUB /
+  // C) (clamped to the last row: a partial tile reads it again), same offsets every stage.
+  const uint8_t* tile_w = wg + static_cast<uint64_t>(min(rbase, b.ne1 - 1)) * b.row_bytes;
+  const int64_t last = b.ne1 - 1 - min(rbase, b.ne1 - 1);
+  const bool wide = (reinterpret_cast<uintptr_t>(wg) & (G - 1)) == 0;  // uniform per block
+  const auto issue_with = [&](auto copy_size, int64_t st) {
+    constexpr int C = decltype(copy_size)::value;
+    constexpr int kPerRow = kUB / C;
+    uint8_t* dst = ring + (st % STAGES) * 16 * kUB;
+#pragma unroll
+    for (int c = lane; c < 16 * kPerRow; c += 32) {
+      const int r = c / kPerRow, o = (c % kPerRow) * C;
+      cp_async<C>(
+          dst + c * C,
+          tile_w + static_cast<uint64_t>(min(static_cast<int64_t>(r), last)) * b.row_bytes + st * kUB + o);
+    }
+  };
+  const auto issue = [&](int64_t st) {
+    if (wide) {
+      issue_with(std::integral_constant<int, G>{}, st);
+    } else {
+      issue_with(std::integral_constant<int, 4>{}, st);
+    }
+  };
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) {
+    if (st0 + i < st1) issue(st0 + i);
+    cp_async_commit();  // empty groups keep the count uniform
+  }
+
+  const uint8_t* base;
+  if constexpr (STAGED) {
+    x_fragments(x, ne0, dyn, kMmaWarps * 32);
+    __syncthreads();
+    base = dyn;
+  } else {
+    base = scratch + grp * frag_stride(ne0);
+  }
+  const int bc = lane >> 2;
+  const XView xv{reinterpret_cast<const uint4*>(base), reinterpret_cast<const float2*>(base + ne0 * 4),
+                 (bc >> 1) == t, bc & 1};
+
+  float acca = 0.0f, accb = 0.0f;
+#pragma unroll 1
+  for (int64_t st = st0; st < st1; ++st) {
+    cp_async_wait<STAGES - 2>();  // stage st has landed (this lane's copies)
+    __syncwarp();                 // ... and every lane's; slot (st - 1) % STAGES is free
+    const uint8_t* cur = ring + (st % STAGES) * 16 * kUB;
+    Path p[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      p[u].template fetch<false>(cur + g * kUB + u * Path::kBytes, cur + (g + 8) * kUB + u * Path::kBytes, t,
+                                 true);
+    }
+    if (st + STAGES - 1 < st1) issue(st + STAGES - 1);
+    cp_async_commit();
+#pragma unroll
+    for (int u = 0; u < U; ++u) p[u].compute(st * U + u, t, xv, acca, accb);
+  }
+  cp_async_wait<0>();
+  finish<RW>(b, grp, j, ks, acca, accb, part);
+}
+
+// The previous default, kept as the benchmark's variant 1: RW row tiles of 16 rows per block,
+// one unit loaded ahead in registers from global memory, x staged per block (or scratch).
+template <GgmlType T, int RW, bool STAGED>
+__global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
+    gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
+  using Path = typename MmaPath<T>::type;
+  constexpr int kSplit = kMmaWarps / RW;
+  extern __shared__ __align__(16) uint8_t dyn[];
+  __shared__ float part[kMmaWarps][16];
+  const int grp = static_cast<int>(blockIdx.y);
+  int j = 0;
+  const float* x = single_pair_x(b, grp, &j);
+  if (!x) return;  // the same for the whole block
+  const int64_t ne0 = b.ne0;
+  const uint8_t* base;
+  if constexpr (STAGED) {
+    x_fragments(x, ne0, dyn, kMmaWarps * 32);
+    __syncthreads();
+    base = dyn;
+  } else {
+    base = scratch + grp * frag_stride(ne0);
+  }
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
+  const int tile = warp / kSplit, split = warp % kSplit;
+  const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
+  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
+  const uint8_t* rowa = wg + static_cast<uint64_t>(min(rbase + g, b.ne1 - 1)) * b.row_bytes;
+  const uint8_t* rowb = wg + static_cast<uint64_t>(min(rbase + g + 8, b.ne1 - 1)) * b.row_bytes;
+  const bool aligned = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & 15) == 0;
+  const int bc = lane >> 2;
+  const XView xv{reinterpret_cast<const uint4*>(base), reinterpret_cast<const float2*>(base + ne0 * 4),
+                 (bc >> 1) == t, bc & 1};
+  const int64_t nsb = ne0 / 256;
+  const int ks = k_splits(nsb, kSplit);
+  const bool live = rbase < b.ne1 && split < ks;
+  const int64_t sb0 = live ? nsb * split / ks : 0, sb1 = live ? nsb * (split + 1) / ks : 0;
+  float acca = 0.0f, accb = 0.0f;
+  Path ahead;
+  if (sb0 < sb1) ahead.template fetch<true>(rowa + sb0 * Path::kBytes, rowb + sb0 * Path::kBytes, t, aligned);
+#pragma unroll 1
+  for (int64_t sb = sb0; sb < sb1; ++sb) {
+    const Path cur = ahead;
+    if (sb + 1 < sb1)
+      ahead.template fetch<true>(rowa + (sb + 1) * Path::kBytes, rowb + (sb + 1) * Path::kBytes, t, aligned);
+    cur.compute(sb, t, xv, acca, accb);
+  }
+  finish<RW>(b, grp, j, ks, acca, accb, part);
+}
+
+// -1: tensor cores off (every type takes kernels_gemv.cu's F32 kernels); 0: the default.
 std::atomic<int> g_variant{0};
 
-template <GgmlType T, int RW, bool STAGED, int DEPTH>
-void launch_variant(const GemvBatch& b, cudaStream_t s) {
-  const size_t frag = static_cast<size_t>(frag_stride(b.ne0));
+// Stream-ordered scratch from the device's default pool, which keeps up to 64 MiB of freed
+// memory for reuse: no device-wide sync, no driver allocation per launch.
+uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
+  static const bool pool_ready = [] {
+    int dev = 0;
+    MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+    cudaMemPool_t pool;
+    MOEPACK_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+    uint64_t keep = 64ull << 20;
+    MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    return true;
+  }();
+  (void)pool_ready;
   void* scratch = nullptr;
-  size_t smem = 0;
-  if constexpr (STAGED) {
-    smem = frag;
-    if (smem > 48 * 1024) {
-      // Once per kernel instance and process (the attribute belongs to the kernel).
-      static const bool raised = [] {
-        MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemv_mma_kernel<T, RW, STAGED, DEPTH>,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                static_cast<int>(frag_stride(kMaxStagedNe0))));
-        return true;
-      }();
-      (void)raised;
-    }
-  } else {
-    // Stream-ordered scratch from the device's default pool, which keeps up to 64 MiB of
-    // freed memory for reuse: no device-wide sync, no driver allocation per launch.
-    static const bool pool_ready = [] {
-      int dev = 0;
-      MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
-      cudaMemPool_t pool;
-      MOEPACK_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
-      uint64_t keep = 64ull << 20;
-      MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-      return true;
-    }();
-    (void)pool_ready;
-    MOEPACK_CUDA_CHECK(cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * frag, s));
-    x_fragments_kernel<<<static_cast<unsigned>(b.n_groups), kPrepThreads, 0, s>>>(b, static_cast<uint8_t*>(scratch));
-    MOEPACK_CUDA_CHECK(cudaGetLastError());
-  }
-  const unsigned row_blocks = static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW));
-  gemv_mma_kernel<T, RW, STAGED, DEPTH><<<dim3(row_blocks, static_cast<unsigned>(b.n_groups), 1), kMmaWarps * 32, smem, s>>>(
-      b, static_cast<const uint8_t*>(scratch));
+  MOEPACK_CUDA_CHECK(cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * frag_stride(b.ne0), s));
+  x_fragments_kernel<<<static_cast<unsigned>(b.n_groups), kPrepThreads, 0, s>>>(
+      b, static_cast<uint8_t*>(scratch));
   MOEPACK_CUDA_CHECK(cudaGetLastError());
-  if (scratch) MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
+  return static_cast<uint8_t*>(scratch);
+}
+
+// The opt-in above 48 KiB of dynamic shared memory, per kernel (an attribute of the kernel),
+// raised when a launch needs more than before.
+void allow_smem(const void* kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  static std::mutex mu;
+  static std::unordered_map<const void*, size_t> raised;
+  std::lock_guard<std::mutex> lock(mu);
+  size_t& r = raised[kernel];
+  if (r >= bytes) return;
+  MOEPACK_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  r = bytes;
+}
+
+size_t device_smem_optin() {
+  static const size_t v = [] {
+    int dev = 0, n = 0;
+    MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+    MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return static_cast<size_t>(n);
+  }();
+  return v;
+}
+
+template <GgmlType T, int RW, int STAGES, int U, int G>
+void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
+  const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * MmaPath<T>::type::kBytes + 16;
+  const size_t frag = static_cast<size_t>(frag_stride(b.ne0));
+  const size_t limit = std::min<size_t>(kMaxBlockSmem, device_smem_optin() - 1024);
+  const bool staged = frag + ring <= limit;
+  const size_t smem = staged ? frag + ring : ring;
+  const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
+                  1);
+  if (staged) {
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true>;
+    allow_smem(reinterpret_cast<const void*>(k), smem);
+    k<<<grid, kMmaWarps * 32, smem, s>>>(b, nullptr);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+  } else {
+    uint8_t* scratch = fragments_in_scratch(b, s);
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false>;
+    allow_smem(reinterpret_cast<const void*>(k), smem);
+    k<<<grid, kMmaWarps * 32, smem, s>>>(b, scratch);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
+  }
+}
+
+template <GgmlType T, int RW, int STAGES>
+void launch_pipe(const GemvBatch& b, cudaStream_t s) {
+  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, STAGES, 1, 16>(b, s);
+  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, STAGES, 1, 8>(b, s);
+  if constexpr (T == GgmlType::Q2_K) {
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, STAGES, 2, 8>(b, s);
+    return launch_pipe_ug<T, RW, STAGES, 1, 4>(b, s);
+  }
+}
+
+template <GgmlType T, int RW>
+void launch_old(const GemvBatch& b, cudaStream_t s) {
+  const size_t frag = static_cast<size_t>(frag_stride(b.ne0));
+  const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
+                  1);
+  if (frag <= std::min<size_t>(kMaxBlockSmem, device_smem_optin() - 1024)) {
+    const auto k = gemv_mma_kernel<T, RW, true>;
+    allow_smem(reinterpret_cast<const void*>(k), frag);
+    k<<<grid, kMmaWarps * 32, frag, s>>>(b, nullptr);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+  } else {
+    uint8_t* scratch = fragments_in_scratch(b, s);
+    gemv_mma_kernel<T, RW, false><<<grid, kMmaWarps * 32, 0, s>>>(b, scratch);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
+  }
 }
 
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
-  // The default (0), the fastest in bench_cuda_backend's side-by-side on the H200: grouped
-  // launches (experts) stage x per block, 64 rows per block, no row split, one super-block
-  // loaded ahead (1: three ahead in registers, measured slower: 0.26 vs 0.35 for Q4_K); a
-  // single matrix (no groups: too few rows to fill the device) splits each row over the
-  // block's 4 warps. Rows too long for shared memory use scratch. The choice depends on the
-  // launch's shape and kind alone, never on how groups are batched (gemv_mma.h).
-  if (v == 1) return launch_variant<T, 4, true, 3>(b, s);
-  if (v == 2) return launch_variant<T, 1, true, 1>(b, s);
-  if (v == 3) return launch_variant<T, 1, false, 1>(b, s);
-  if (b.ne0 > kMaxStagedNe0) return launch_variant<T, 4, false, 1>(b, s);
-  if (!b.grp_off) return launch_variant<T, 1, true, 1>(b, s);
-  return launch_variant<T, 4, true, 1>(b, s);
+  // Grouped launches (experts: many rows) give each warp a 16-row tile of its own (RW 4); a
+  // single matrix (too few rows to fill the device) splits each row over the block's 4 warps
+  // (RW 1). The choice depends on the launch's kind alone, never on how groups are batched
+  // (gemv_mma.h). Variants 1-3 exist for bench_cuda_backend's side-by-side only.
+  const bool grouped = b.grp_off != nullptr;
+  if constexpr (T != GgmlType::MXFP4) {
+    if (v == 1) return grouped ? launch_old<T, 4>(b, s) : launch_old<T, 1>(b, s);
+  }
+  if (v == 2) return grouped ? launch_pipe<T, 4, 8>(b, s) : launch_pipe<T, 1, 8>(b, s);
+  if (v == 3) return grouped ? launch_pipe<T, 2, 4>(b, s) : launch_pipe<T, 1, 4>(b, s);
+  return grouped ? launch_pipe<T, 4, 4>(b, s) : launch_pipe<T, 1, 4>(b, s);
 }
 
 }  // namespace
 
 bool gemv_mma_supported(GgmlType type, int64_t ne0) {
-  return (type == GgmlType::Q4_K || type == GgmlType::Q2_K) && ne0 > 0 && ne0 % 256 == 0 && ne0 <= kMaxNe0;
+  if (g_variant.load(std::memory_order_relaxed) < 0) return false;
+  return (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4) && ne0 > 0 &&
+         ne0 % 256 == 0 && ne0 <= kMaxNe0;
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < 0 || variant > 3) throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not 0..3");
+  if (variant < -1 || variant > 3) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..3");
+  }
   g_variant.store(variant, std::memory_order_relaxed);
 }
 
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) throw Error("gemv_mma: unsupported type or row length");
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
-  if (b.type == GgmlType::Q4_K) {
-    launch_type<GgmlType::Q4_K>(b, s);
-  } else {
-    launch_type<GgmlType::Q2_K>(b, s);
+  switch (b.type) {
+    case GgmlType::Q4_K:
+      return launch_type<GgmlType::Q4_K>(b, s);
+    case GgmlType::Q2_K:
+      return launch_type<GgmlType::Q2_K>(b, s);
+    default:
+      return launch_type<GgmlType::MXFP4>(b, s);
   }
 }
 

@@ -3,12 +3,14 @@
 //             token each), achieved bytes/s and its ratio to the device-to-device copy
 //             bandwidth measured in the same run (issue 7 target >= 0.7 for Q4_K, Q2_K, MXFP4);
 //             plus one dense 4096x4096 matrix per launch for Q4_K and Q8_0 (experts_per_launch 1);
+//   "gemv_mma_variants": the decode layouts of gpu/gemv_mma.h side by side (-1: F32 kernels);
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N]
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "core/backend_factory.h"
+#include "core/error.h"
 #include "core/model_source.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_resources.h"
@@ -32,7 +35,9 @@ namespace {
 using namespace moepack;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 double d2d_bandwidth() {
   const size_t bytes = 1ull << 30;
@@ -43,7 +48,8 @@ double d2d_bandwidth() {
   MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
   MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
   MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
-  for (int i = 0; i < 10; ++i) MOEPACK_CUDA_CHECK(cudaMemcpy(b.as<void>(), a.as<void>(), bytes, cudaMemcpyDeviceToDevice));
+  for (int i = 0; i < 10; ++i)
+    MOEPACK_CUDA_CHECK(cudaMemcpy(b.as<void>(), a.as<void>(), bytes, cudaMemcpyDeviceToDevice));
   MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
   MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
   MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
@@ -52,18 +58,42 @@ double d2d_bandwidth() {
   return 2.0 * 10.0 * static_cast<double>(bytes) / (ms / 1e3);  // read + write
 }
 
-nlohmann::json bench_gemv(GgmlType type, int64_t rows, int64_t cols, double d2d, int experts = 8) {
+// Random bytes for every GEMV launch of the run (each byte below 64: small f16 scales, no
+// inf/NaN), filled once: a 64 MiB random block uploaded over and over.
+struct WeightPool {
+  gpu::DeviceBuffer buf;
+  explicit WeightPool(size_t bytes) : buf(bytes, "bench weights") {
+    std::vector<uint8_t> host(64ull << 20);
+    std::mt19937 rng(1);
+    for (auto& b : host) b = static_cast<uint8_t>(rng() & 0x3F);
+    for (size_t off = 0; off < bytes; off += host.size()) {
+      MOEPACK_CUDA_CHECK(cudaMemcpy(buf.bytes_ptr() + off, host.data(), std::min(host.size(), bytes - off),
+                                    cudaMemcpyHostToDevice));
+    }
+  }
+};
+
+// One token through `experts` matrices of [rows][cols] per launch. With experts > 1 the launch
+// is what the engine issues for a layer's selected experts: one group a matrix with one pair
+// each (grp_off), every group its own x row. Up to 32 copies of the matrices rotate so that the
+// weights are not served from the 50 MB L2.
+nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d,
+                          int experts = 8) {
   const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
   const uint64_t mat = rb * static_cast<uint64_t>(rows);
-  // 32 copies of the experts so that the weights are not served from L2.
-  const int copies = 32;
-  gpu::DeviceBuffer w(mat * experts * copies, "bench weights");
-  std::vector<uint8_t> host(mat * experts * copies);
-  std::mt19937 rng(1);
-  for (auto& b : host) b = static_cast<uint8_t>(rng() & 0x3F);  // small scales, no inf/NaN
-  MOEPACK_CUDA_CHECK(cudaMemcpy(w.as<void>(), host.data(), host.size(), cudaMemcpyHostToDevice));
-  gpu::DeviceBuffer x(static_cast<size_t>(cols) * sizeof(float), "x"), y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
-  MOEPACK_CUDA_CHECK(cudaMemset(x.as<void>(), 0, x.size()));
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
+  if (copies < 4) throw Error("bench_gemv: weight pool too small");
+  gpu::DeviceBuffer x(static_cast<size_t>(cols * experts) * sizeof(float), "x"),
+      y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
+  std::vector<float> xh(static_cast<size_t>(cols * experts));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : xh) v = nd(rng);
+  MOEPACK_CUDA_CHECK(cudaMemcpy(x.as<void>(), xh.data(), x.size(), cudaMemcpyHostToDevice));
+  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
+  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
+  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
   gpu::GemvBatch b;
   b.type = type;
   b.ne0 = cols;
@@ -71,22 +101,27 @@ nlohmann::json bench_gemv(GgmlType type, int64_t rows, int64_t cols, double d2d,
   b.row_bytes = rb;
   b.w_gstride = mat;
   b.x = x.as<float>();
-  b.x_stride = cols;
+  b.x_stride = cols;  // pair j reads x row j
   b.x_gstride = 0;
   b.y = y.as<float>();
-  b.y_stride = rows;
-  b.y_gstride = rows;
+  b.y_stride = rows;  // pair j writes y row j
+  b.y_gstride = 0;
   b.n_groups = experts;
-  b.n_tok = 1;
+  if (experts > 1) {
+    b.grp_off = d_off.as<int32_t>();
+    b.max_pairs = 1;
+  } else {
+    b.n_tok = 1;
+  }
   cudaEvent_t t0, t1;
   MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
   MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
-  b.w = w.bytes_ptr();
+  b.w = pool.buf.bytes_ptr();
   gpu::gemv(b, nullptr);
   MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
   const int iters = 64;
   for (int i = 0; i < iters; ++i) {
-    b.w = w.bytes_ptr() + (i % copies) * mat * experts;
+    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
     gpu::gemv(b, nullptr);
   }
   MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
@@ -96,11 +131,17 @@ nlohmann::json bench_gemv(GgmlType type, int64_t rows, int64_t cols, double d2d,
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);
   const double bps = static_cast<double>(mat * experts) * iters / (ms / 1e3);
-  return {{"type", std::string(ggml_type_name(type))}, {"rows", rows}, {"cols", cols}, {"experts_per_launch", experts},
-          {"us_per_launch", ms * 1e3 / iters}, {"bytes_per_s", bps}, {"ratio_to_d2d", bps / d2d}};
+  return {{"type", std::string(ggml_type_name(type))},
+          {"rows", rows},
+          {"cols", cols},
+          {"experts_per_launch", experts},
+          {"us_per_launch", ms * 1e3 / iters},
+          {"bytes_per_s", bps},
+          {"ratio_to_d2d", bps / d2d}};
 }
 
-nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s, int prefill, int decode) {
+nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s,
+                            int prefill, int decode) {
   auto be = make_backend(src, s);
   const int32_t nv = static_cast<int32_t>(be->config().n_vocab);
   std::vector<int32_t> prompt(static_cast<size_t>(prefill));
@@ -114,7 +155,8 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
   const double t_prefill = seconds_since(t0);
   t0 = Clock::now();
   for (int i = 0; i < decode; ++i) {
-    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     be->forward(std::span<const int32_t>(&next, 1), logits);
   }
   const double t_decode = seconds_since(t0);
@@ -125,7 +167,8 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
           {"decode_tokens", decode},
           {"decode_tokens_per_s", decode / t_decode},
           {"cache_slots", st.cache_slots},
-          {"cache_hit_rate", hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 1.0},
+          {"cache_hit_rate",
+           hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 1.0},
           {"cache_evictions", st.cache_evictions},
           {"pack_read_bytes", st.pack_read_bytes},
           {"h2d_bytes", st.h2d_bytes},
@@ -136,7 +179,8 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model = std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
+  std::string model =
+      std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
   int prefill = 128, decode = 64;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -159,17 +203,26 @@ int main(int argc, char** argv) {
     out["device"] = q.devices[0].name;
     const double d2d = d2d_bandwidth();
     out["d2d_copy_bytes_per_s"] = d2d;
-    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q6_K}) {
-      out["gemv"].push_back(bench_gemv(t, 2048, 4096, d2d));
-      out["gemv"].push_back(bench_gemv(t, 2048, 7168, d2d));
+    const WeightPool pool(size_t{4} << 30);  // 2048 x 7168 Q8_0 x 8 experts x 32 copies
+    // Expert shapes of the targets: DeepSeek-V4-Flash gate/up (2048 x 4096) and down
+    // (4096 x 2048), DeepSeek-V3 / Kimi gate/up (2048 x 7168) and down (7168 x 2048).
+    const std::tuple<int, int, int> shapes[] = {
+        {2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {7168, 2048, 8}};
+    for (const GgmlType t :
+         {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q6_K}) {
+      for (const auto& [rows, cols, experts] : shapes)
+        out["gemv"].push_back(bench_gemv(pool, t, rows, cols, d2d, experts));
     }
-    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) out["gemv"].push_back(bench_gemv(t, 4096, 4096, d2d, 1));
-    // The tensor-core decode path's layouts side by side (gpu/gemv_mma.h; 0 is the default).
-    for (const int v : {1, 2, 3, 0}) {
+    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+      out["gemv"].push_back(bench_gemv(pool, t, 4096, 4096, d2d, 1));
+    }
+    // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
+    for (const int v : {-1, 1, 2, 3, 0}) {
       gpu::detail::set_gemv_mma_variant(v);
-      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K}) {
-        for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8}, {2048, 7168, 8}, {4096, 4096, 1}}) {
-          auto g = bench_gemv(t, rows, cols, d2d, experts);
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+        for (const auto& [rows, cols, experts] :
+             {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {4096, 4096, 1}}) {
+          auto g = bench_gemv(pool, t, rows, cols, d2d, experts);
           g["mma_variant"] = v;
           out["gemv_mma_variants"].push_back(g);
         }

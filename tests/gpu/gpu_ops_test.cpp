@@ -81,20 +81,42 @@ std::vector<uint8_t> random_rows(GgmlType type, int64_t ne0, int64_t rows, std::
         std::memcpy(b, &h, 2);
         break;
       }
-      case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: half(b); break;
-      case GgmlType::Q4_1: case GgmlType::Q5_1: half(b); half(b + 2); break;
-      case GgmlType::MXFP4: b[0] = static_cast<uint8_t>(118 + rng() % 12); break;
-      case GgmlType::Q2_K: half(b + 80); half(b + 82); break;
-      case GgmlType::Q3_K: half(b + 108); break;
-      case GgmlType::Q4_K: case GgmlType::Q5_K: half(b); half(b + 2); break;
-      case GgmlType::Q6_K: half(b + 208); break;
-      default: break;
+      case GgmlType::Q4_0:
+      case GgmlType::Q5_0:
+      case GgmlType::Q8_0:
+        half(b);
+        break;
+      case GgmlType::Q4_1:
+      case GgmlType::Q5_1:
+        half(b);
+        half(b + 2);
+        break;
+      case GgmlType::MXFP4:
+        b[0] = static_cast<uint8_t>(118 + rng() % 12);
+        break;
+      case GgmlType::Q2_K:
+        half(b + 80);
+        half(b + 82);
+        break;
+      case GgmlType::Q3_K:
+        half(b + 108);
+        break;
+      case GgmlType::Q4_K:
+      case GgmlType::Q5_K:
+        half(b);
+        half(b + 2);
+        break;
+      case GgmlType::Q6_K:
+        half(b + 208);
+        break;
+      default:
+        break;
     }
   }
   return data;
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,  GgmlType::Q4_1,
                            GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::MXFP4, GgmlType::Q2_K,
                            GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
@@ -110,7 +132,8 @@ TEST_P(TypeParity, DequantRowsBitExact) {
   const std::vector<int32_t> ids = {4, 0, 2, 2};
   auto d_ids = to_device(ids);
   DeviceBuffer d_out(ids.size() * ne0 * sizeof(float), "out");
-  dequant_rows(type, d_w.bytes_ptr(), rb, ne0, d_ids.as<int32_t>(), static_cast<int32_t>(ids.size()), d_out.as<float>(), nullptr);
+  dequant_rows(type, d_w.bytes_ptr(), rb, ne0, d_ids.as<int32_t>(), static_cast<int32_t>(ids.size()),
+               d_out.as<float>(), nullptr);
   const auto got = to_host(d_out, ids.size() * ne0);
   std::vector<float> want(static_cast<size_t>(ne0));
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -119,7 +142,8 @@ TEST_P(TypeParity, DequantRowsBitExact) {
   }
 }
 
-void expect_close_dot(float got, const uint8_t* row, GgmlType type, const float* x, int64_t n, const char* what) {
+void expect_close_dot(float got, const uint8_t* row, GgmlType type, const float* x, int64_t n,
+                      const char* what) {
   std::vector<float> w(static_cast<size_t>(n));
   dequantize_row(type, row, w.data(), n);
   double mag = 0;
@@ -201,7 +225,8 @@ TEST_P(TypeParity, GemvGroupedExperts) {
   for (int g = 0; g < 3; ++g) {
     for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
       for (int64_t r = 0; r < ne1; ++r) {
-        expect_close_dot(y[j * ne1 + r], mats[g].data() + rb * r, type, x.data() + x_row[j] * ne0, ne0, "expert");
+        expect_close_dot(y[j * ne1 + r], mats[g].data() + rb * r, type, x.data() + x_row[j] * ne0, ne0,
+                         "expert");
       }
     }
   }
@@ -260,8 +285,8 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
     for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
       for (int64_t r = 0; r < ne1; ++r) {
         const float a = all[j * ne1 + r], o = alone[(j - grp_off[g]) * ne1 + r];
-        EXPECT_EQ(0, std::memcmp(&a, &o, sizeof a)) << "group " << g << " pair " << j << " row " << r << ": " << a
-                                                     << " in one launch, " << o << " alone";
+        EXPECT_EQ(0, std::memcmp(&a, &o, sizeof a)) << "group " << g << " pair " << j << " row " << r << ": "
+                                                    << a << " in one launch, " << o << " alone";
         expect_close_dot(a, mats[g].data() + rb * r, type, x.data() + x_row[j] * ne0, ne0, "batched");
       }
     }
@@ -269,46 +294,66 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
-                         [](const ::testing::TestParamInfo<GgmlType>& p) { return std::string(ggml_type_name(p.param)); });
+                         [](const ::testing::TestParamInfo<GgmlType>& p) {
+                           return std::string(ggml_type_name(p.param));
+                         });
 
-// The tensor-core decode path (gpu/gemv_mma.h) on a long row (56 super-blocks, split over
-// the block's warps), with activations far outside f16's range in both directions (it scales
-// x by a power of two before splitting it into two f16 halves) and a number of rows that
-// leaves a partial 16-row tile.
+// The tensor-core decode path (gpu/gemv_mma.h) on a long row (56 units of 256 elements:
+// x fragments in scratch instead of shared memory, rows split over the block's warps), with
+// activations far outside f16's range in both directions (x is scaled per 16 elements by a
+// power of two before it is split into two f16 halves), a granule of zeros beside large
+// values, and a number of rows that leaves a partial 16-row tile; once from 32-byte aligned
+// weights and once from weights 4 bytes off (the pipelined layout then copies in 4-byte pieces
+// instead of 16 or 8). Every layout of gemv_mma.h (the benchmark compares them), the default
+// last.
 TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     std::mt19937 rng(5);
     const int64_t ne0 = 14336, ne1 = 37;
     const auto data = random_rows(type, ne0, ne1, rng);
     const uint64_t rb = *ggml_row_bytes(type, ne0);
-    auto d_w = to_device(data);
-    // Every layout of gpu/gemv_mma.h (the benchmark compares them), the default last.
+    std::vector<uint8_t> shifted(data.size() + 32);
+    std::memcpy(shifted.data() + 4, data.data(), data.size());
+    auto d_w = to_device(shifted);
     for (const int variant : {1, 2, 3, 0}) {
       detail::set_gemv_mma_variant(variant);
-      for (const float scale : {1.0f, 3.0e5f, 2.0e-7f}) {
-        SCOPED_TRACE(std::string(ggml_type_name(type)) + " variant " + std::to_string(variant) +
-                     ", activations scaled by " + std::to_string(scale));
-        auto x = random_floats(static_cast<size_t>(ne0), rng, scale);
-        x[17] = 40.0f * scale;  // an outlier channel
-        auto d_x = to_device(x);
-        DeviceBuffer d_y(static_cast<size_t>(ne1) * sizeof(float), "y");
-        GemvBatch b;
-        b.type = type;
-        b.ne0 = ne0;
-        b.ne1 = ne1;
-        b.row_bytes = rb;
-        b.w = d_w.bytes_ptr();
-        b.x = d_x.as<float>();
-        b.x_stride = ne0;
-        b.y = d_y.as<float>();
-        b.y_stride = ne1;
-        b.n_tok = 1;
-        gemv(b, nullptr);
-        const auto y = to_host(d_y, static_cast<size_t>(ne1));
-        for (int64_t r = 0; r < ne1; ++r) expect_close_dot(y[r], data.data() + rb * r, type, x.data(), ne0, "long row");
+      for (const int off : {0, 4}) {
+        if (off == 0) {
+          MOEPACK_CUDA_CHECK(cudaMemcpy(d_w.bytes_ptr(), data.data(), data.size(), cudaMemcpyHostToDevice));
+        } else {
+          MOEPACK_CUDA_CHECK(
+              cudaMemcpy(d_w.bytes_ptr(), shifted.data(), shifted.size(), cudaMemcpyHostToDevice));
+        }
+        for (const float scale : {1.0f, 3.0e5f, 2.0e-7f}) {
+          SCOPED_TRACE(std::string(ggml_type_name(type)) + " variant " + std::to_string(variant) +
+                       ", weights at +" + std::to_string(off) + ", activations scaled by " +
+                       std::to_string(scale));
+          auto x = random_floats(static_cast<size_t>(ne0), rng, scale);
+          x[17] = 40.0f * scale;                                           // an outlier channel
+          for (int i = 32; i < 48; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero granule
+          auto d_x = to_device(x);
+          DeviceBuffer d_y(static_cast<size_t>(ne1) * sizeof(float), "y");
+          GemvBatch b;
+          b.type = type;
+          b.ne0 = ne0;
+          b.ne1 = ne1;
+          b.row_bytes = rb;
+          b.w = d_w.bytes_ptr() + off;
+          b.x = d_x.as<float>();
+          b.x_stride = ne0;
+          b.y = d_y.as<float>();
+          b.y_stride = ne1;
+          b.n_tok = 1;
+          gemv(b, nullptr);
+          const auto y = to_host(d_y, static_cast<size_t>(ne1));
+          for (int64_t r = 0; r < ne1; ++r) {
+            expect_close_dot(y[r], data.data() + rb * r, type, x.data(), ne0, "long row");
+          }
+        }
       }
     }
   }
+  detail::set_gemv_mma_variant(0);
 }
 
 void expect_rel(const std::vector<float>& got, const std::vector<float>& want, float rel, const char* what) {
@@ -328,7 +373,8 @@ TEST(GpuOps, RmsNormRows) {
   DeviceBuffer dy(x.size() * sizeof(float), "y");
   rms_norm(dx.as<float>(), n, dw.as<float>(), n, 1e-6f, dy.as<float>(), n, rows, nullptr);
   std::vector<float> want(x.size());
-  for (int64_t r = 0; r < rows; ++r) moepack::rms_norm(x.data() + r * n, w.data(), n, 1e-6f, want.data() + r * n);
+  for (int64_t r = 0; r < rows; ++r)
+    moepack::rms_norm(x.data() + r * n, w.data(), n, 1e-6f, want.data() + r * n);
   expect_rel(to_host(dy, x.size()), want, 1e-6f, "rms_norm");
 }
 
@@ -385,7 +431,8 @@ TEST(GpuOps, RopeNormNeoxYarn) {
     auto x = random_floats(static_cast<size_t>(n_tok * heads * head_dim), rng);
     auto dx = to_device(x);
     auto dt = to_device(table);
-    rope(dx.as<float>(), n_tok, heads * head_dim, heads, head_dim, dt.as<float>(), pos0, p.n_dims, p.neox, nullptr);
+    rope(dx.as<float>(), n_tok, heads * head_dim, heads, head_dim, dt.as<float>(), pos0, p.n_dims, p.neox,
+         nullptr);
     for (int64_t t = 0; t < n_tok; ++t) {
       rope_apply(p, table.data() + (pos0 + t) * p.n_dims, x.data() + t * heads * head_dim, heads, head_dim);
     }
@@ -401,7 +448,8 @@ TEST(GpuOps, GqaAttention) {
   auto dq = to_device(q);
   auto dkv = to_device(kv);
   DeviceBuffer dout(static_cast<size_t>(n_tok * n_head * hv) * sizeof(float), "out");
-  gqa_attend(dq.as<float>(), n_tok, pos0, dkv.as<float>(), W, n_head, n_kv, hk, hv, 0.3f, dout.as<float>(), nullptr);
+  gqa_attend(dq.as<float>(), n_tok, pos0, dkv.as<float>(), W, n_head, n_kv, hk, hv, 0.3f, dout.as<float>(),
+             nullptr);
   std::vector<float> want(static_cast<size_t>(n_tok * n_head * hv));
   ThreadPool pool(1);
   moepack::gqa_attend(pool, q.data(), n_tok, pos0, kv.data(), W, n_head, n_kv, hk, hv, 0.3f, want.data());
@@ -422,7 +470,8 @@ TEST(GpuOps, GqaAttentionLongContextSplits) {
     auto dq = to_device(q);
     auto dkv = to_device(kv);
     DeviceBuffer dout(static_cast<size_t>(n_tok * n_head * hv) * sizeof(float), "out");
-    gqa_attend(dq.as<float>(), n_tok, pos0, dkv.as<float>(), W, n_head, n_kv, hk, hv, 0.3f, dout.as<float>(), nullptr);
+    gqa_attend(dq.as<float>(), n_tok, pos0, dkv.as<float>(), W, n_head, n_kv, hk, hv, 0.3f, dout.as<float>(),
+               nullptr);
     std::vector<float> want(static_cast<size_t>(n_tok * n_head * hv));
     ThreadPool pool(1);
     moepack::gqa_attend(pool, q.data(), n_tok, pos0, kv.data(), W, n_head, n_kv, hk, hv, 0.3f, want.data());
@@ -440,7 +489,8 @@ TEST(GpuOps, MlaAttentionLongContextSplits) {
   auto dq = to_device(q);
   auto dkv = to_device(kv);
   DeviceBuffer dout(static_cast<size_t>(n_tok * H * R) * sizeof(float), "out");
-  mla_attend(da.as<float>(), dq.as<float>(), n_tok, pos0, dkv.as<float>(), H, R, D, P, 0.2f, dout.as<float>(), nullptr);
+  mla_attend(da.as<float>(), dq.as<float>(), n_tok, pos0, dkv.as<float>(), H, R, D, P, 0.2f, dout.as<float>(),
+             nullptr);
   std::vector<float> want(static_cast<size_t>(n_tok * H * R), 0.0f);
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t h = 0; h < H; ++h) {
@@ -448,7 +498,8 @@ TEST(GpuOps, MlaAttentionLongContextSplits) {
       std::vector<float> sc(static_cast<size_t>(nk));
       for (int64_t s = 0; s < nk; ++s) {
         sc[s] = (dot_f32(q_abs.data() + (t * H + h) * R, kv.data() + s * W, R) +
-                 dot_f32(q.data() + (t * H + h) * D + (D - P), kv.data() + s * W + R, P)) * 0.2f;
+                 dot_f32(q.data() + (t * H + h) * D + (D - P), kv.data() + s * W + R, P)) *
+                0.2f;
       }
       softmax_inplace(sc.data(), nk);
       for (int64_t s = 0; s < nk; ++s)
@@ -468,7 +519,8 @@ TEST(GpuOps, MlaAttention) {
   auto dq = to_device(q);
   auto dkv = to_device(kv);
   DeviceBuffer dout(static_cast<size_t>(n_tok * H * R) * sizeof(float), "out");
-  mla_attend(da.as<float>(), dq.as<float>(), n_tok, pos0, dkv.as<float>(), H, R, D, P, 0.2f, dout.as<float>(), nullptr);
+  mla_attend(da.as<float>(), dq.as<float>(), n_tok, pos0, dkv.as<float>(), H, R, D, P, 0.2f, dout.as<float>(),
+             nullptr);
   std::vector<float> want(static_cast<size_t>(n_tok * H * R), 0.0f);
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t h = 0; h < H; ++h) {
@@ -476,7 +528,8 @@ TEST(GpuOps, MlaAttention) {
       std::vector<float> sc(static_cast<size_t>(nk));
       for (int64_t s = 0; s < nk; ++s) {
         sc[s] = (dot_f32(q_abs.data() + (t * H + h) * R, kv.data() + s * W, R) +
-                 dot_f32(q.data() + (t * H + h) * D + (D - P), kv.data() + s * W + R, P)) * 0.2f;
+                 dot_f32(q.data() + (t * H + h) * D + (D - P), kv.data() + s * W + R, P)) *
+                0.2f;
       }
       softmax_inplace(sc.data(), nk);
       for (int64_t s = 0; s < nk; ++s)
