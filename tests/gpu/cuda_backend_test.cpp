@@ -10,6 +10,8 @@
 //
 // Fixtures that were not carried (tests/gpu/run_on_device.sh carries a subset per call) are
 // skipped, and say so.
+#include "gpu/cuda_backend.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,16 +27,16 @@
 #include "core/backend_factory.h"
 #include "core/model_source.h"
 #include "core/session.h"
-#include "gpu/cuda_backend.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
+#include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
 
 namespace moepack {
 namespace {
 
-using test::argmax;
+using test::parity_settings;
 using test::read_json;
 
 const std::string kFixtures = std::string(MOEPACK_SHARED_DIR) + "/fixtures/";
@@ -49,29 +51,11 @@ struct Case {
 
 const Case kCases[] = {
     {"deepseek2_Q4_K_M", "deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf", "deepseek2-tiny/deepseek2-tiny-Q4_K_M"},
-    {"deepseek2_Q2_K_split", "deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.gguf", "deepseek2-tiny/deepseek2-tiny-Q2_K"},
+    {"deepseek2_Q2_K_split", "deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.gguf",
+     "deepseek2-tiny/deepseek2-tiny-Q2_K"},
     {"qwen3moe_MXFP4", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE"},
     {"llama_moe_Q4_K_M", "llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf", "llama-moe-tiny/llama-moe-tiny-Q4_K_M"},
 };
-
-EngineSettings test_settings(const char* backend) {
-  EngineSettings s;
-  s.backend = backend;
-  s.threads = 4;
-  s.n_ctx = 512;
-  s.cache_vram_reserve_mib = 0;
-  return s;
-}
-
-std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n) {
-  std::vector<int32_t> out;
-  for (size_t i = 0; i < n; ++i) {
-    const int32_t next = argmax(logits);
-    out.push_back(next);
-    if (i + 1 < n) be.forward(std::span<const int32_t>(&next, 1), logits);
-  }
-  return out;
-}
 
 class CudaFixture : public ::testing::TestWithParam<Case> {
  protected:
@@ -86,8 +70,8 @@ TEST_P(CudaFixture, MatchesCpuBackendAndReference) {
   const Case c = GetParam();
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto src = ModelSource::open(kFixtures + c.model);
-  auto cpu = make_backend(src, test_settings("cpu"));
-  auto gpu = make_backend(src, test_settings("cuda"));
+  auto cpu = make_backend(src, parity_settings("cpu"));
+  auto gpu = make_backend(src, parity_settings("cuda"));
   ASSERT_EQ(gpu->name(), "cuda");
   const size_t nv = gpu->config().n_vocab;
   std::vector<float> lc(nv), lg(nv);
@@ -106,8 +90,8 @@ TEST_P(CudaFixture, MatchesCpuBackendAndReference) {
     worst = std::max(worst, d);
     EXPECT_LT(d, 1e-3f) << "prompt logits, largest |cuda - cpu|";
     const auto want = r["greedy_tokens"].get<std::vector<int32_t>>();
-    const auto ours_cpu = greedy(*cpu, lc, want.size());
-    const auto ours_gpu = greedy(*gpu, lg, want.size());
+    const auto ours_cpu = test::greedy(*cpu, lc, want.size());
+    const auto ours_gpu = test::greedy(*gpu, lg, want.size());
     EXPECT_EQ(ours_gpu, ours_cpu);
     EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
     ++checked;
@@ -125,65 +109,29 @@ TEST_P(CudaFixture, AllLogitsAndRoutingMatchCpu) {
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
   const auto src = ModelSource::open(kFixtures + c.model);
-  auto cpu = make_backend(src, test_settings("cpu"));
-  auto gpu = make_backend(src, test_settings("cuda"));
-  std::vector<std::vector<int32_t>> rc, rg;
-  cpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
-    rc.emplace_back(e.begin(), e.end());
-  });
-  gpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
-    rg.emplace_back(e.begin(), e.end());
-  });
-  const size_t nv = gpu->config().n_vocab;
-  std::vector<float> lc(nv), lg(nv), ac(nv * tokens.size()), ag(nv * tokens.size());
-  cpu->forward(tokens, lc, ac);
-  gpu->forward(tokens, lg, ag);
-  float d = 0;
-  for (size_t i = 0; i < ac.size(); ++i) d = std::max(d, std::fabs(ac[i] - ag[i]));
-  EXPECT_LT(d, 1e-3f);
-  EXPECT_EQ(0, std::memcmp(lg.data(), ag.data() + (tokens.size() - 1) * nv, nv * sizeof(float)));
-  EXPECT_EQ(rc, rg);
-  EXPECT_EQ(gpu->n_past(), tokens.size());
+  auto cpu = make_backend(src, parity_settings("cpu"));
+  auto gpu = make_backend(src, parity_settings("cuda"));
+  test::expect_all_logits_and_routing_agree(*cpu, *gpu, tokens, "0");
 }
 
 TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) {
   const Case c = GetParam();
   test::TempDir dir("moepack-cuda");
-  BuildOptions bo;
-  bo.source = kFixtures + c.model;
-  bo.out_dir = dir.file("pack");
-  bo.safety_margin_bytes = 0;
-  bo.hash_sources = false;
-  build_pack(bo);
+  const std::string pack_dir = test::build_test_pack(kFixtures + c.model, dir);
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
-  auto gguf = make_backend(ModelSource::open(kFixtures + c.model), test_settings("cuda"));
-  const size_t nv = gguf->config().n_vocab;
-  auto run = [&](Backend& be) {
-    std::vector<float> all, logits(nv);
-    be.forward(tokens, logits);
-    all.insert(all.end(), logits.begin(), logits.end());
-    for (int i = 0; i < 8; ++i) {
-      const int32_t next = argmax(logits);
-      be.forward(std::span<const int32_t>(&next, 1), logits);
-      all.insert(all.end(), logits.begin(), logits.end());
-    }
-    return all;
-  };
-  const std::vector<float> want = run(*gguf);
-  auto src = ModelSource::open(bo.out_dir);
-  const uint64_t slot = src->pack()->layout().max_stride;
-  uint64_t experts = 0;
-  for (const auto& l : src->pack()->layout().layers) experts += l.n_experts;
-  const uint32_t k = src->config().n_expert_used;
-  for (const uint64_t slots : {experts, experts / 2, static_cast<uint64_t>(k)}) {
+  auto gguf = make_backend(ModelSource::open(kFixtures + c.model), parity_settings("cuda"));
+  const std::vector<float> want = test::prompt_then_greedy_logits(*gguf, tokens);
+  auto src = ModelSource::open(pack_dir);
+  const test::PackBudgets budgets = test::pack_budgets(*src);
+  for (const uint64_t slots : budgets.slots()) {
     SCOPED_TRACE("cache slots " + std::to_string(slots));
-    EngineSettings s = test_settings("cuda");
-    s.cache_bytes = slots * slot;
+    EngineSettings s = parity_settings("cuda");
+    s.cache_bytes = slots * budgets.slot_bytes;
     s.stage_slots = 3;
     auto be = make_backend(src, s);
     EXPECT_EQ(be->stats().cache_slots, slots);
-    const std::vector<float> got = run(*be);
+    const std::vector<float> got = test::prompt_then_greedy_logits(*be, tokens);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
     const BackendStats st = be->stats();
@@ -191,10 +139,10 @@ TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) {
     EXPECT_GT(st.pack_read_bytes, 0u);
     EXPECT_EQ(st.h2d_bytes, st.pack_read_bytes);
     EXPECT_EQ(st.expert_selections, st.experts_computed);
-    if (slots == k) {
+    if (slots == budgets.top_k) {
       EXPECT_GT(st.cache_evictions, 0u);
     }
-    if (slots == experts) {
+    if (slots == budgets.experts) {
       EXPECT_EQ(st.cache_evictions, 0u);
     }
   }
@@ -206,7 +154,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
 TEST(CudaBackend, AutoPicksCudaAndBadTokensThrow) {
   const std::string path = kDemo;  // part of the repository, so it always travels
   ASSERT_TRUE(std::filesystem::exists(path)) << path;
-  auto be = make_backend(ModelSource::open(path), test_settings("auto"));
+  auto be = make_backend(ModelSource::open(path), parity_settings("auto"));
   EXPECT_EQ(be->name(), "cuda");
   std::vector<float> logits(be->config().n_vocab);
   const int32_t bad = static_cast<int32_t>(be->config().n_vocab);
@@ -221,14 +169,8 @@ TEST(CudaBackend, AutoPicksCudaAndBadTokensThrow) {
 TEST(CudaBackend, BudgetBelowTopKFailsWithNumbers) {
   ASSERT_TRUE(std::filesystem::exists(kDemo)) << kDemo << " is part of the repository";
   test::TempDir dir("moepack-cuda-small");
-  BuildOptions bo;
-  bo.source = kDemo;
-  bo.out_dir = dir.file("pack");
-  bo.safety_margin_bytes = 0;
-  bo.hash_sources = false;
-  build_pack(bo);
-  auto src = ModelSource::open(bo.out_dir);
-  EngineSettings s = test_settings("cuda");
+  auto src = ModelSource::open(test::build_test_pack(kDemo, dir));
+  EngineSettings s = parity_settings("cuda");
   s.cache_bytes = src->pack()->layout().max_stride;  // one slot < top-k
   try {
     make_backend(src, s);
@@ -244,9 +186,11 @@ void expect_salmon(Session& s) {
   GenerateOptions o;
   o.max_tokens = 100;
   o.sampling.temperature = 0.0f;
-  const GenerateResult r = s.chat({{"user", "What does \"salmon\" mean?"}}, o, [](std::string_view, int32_t) { return true; });
+  const GenerateResult r =
+      s.chat({{"user", "What does \"salmon\" mean?"}}, o, [](std::string_view, int32_t) { return true; });
   EXPECT_EQ(r.text,
-            "salmon (noun): any of various large food and game fishes of northern waters; usually migrate from salt to "
+            "salmon (noun): any of various large food and game fishes of northern waters; usually migrate "
+            "from salt to "
             "fresh water to spawn.");
   EXPECT_EQ(r.stop_reason, StopReason::Eos);
   EXPECT_EQ(r.stats.expert_selections, r.stats.experts_computed);
@@ -254,7 +198,7 @@ void expect_salmon(Session& s) {
 
 TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
   ASSERT_TRUE(std::filesystem::exists(kDemo)) << kDemo << " is part of the repository";
-  EngineSettings st = test_settings("cuda");
+  EngineSettings st = parity_settings("cuda");
   auto s = Session::load(kDemo, st);
   EXPECT_EQ(s->backend().name(), "cuda");
   expect_salmon(*s);
@@ -279,13 +223,4 @@ TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
 }  // namespace
 }  // namespace moepack
 
-int main(int argc, char** argv) {
-  const auto q = moepack::gpu::query_devices();
-  if (q.devices.empty()) {
-    std::fprintf(stderr, "no CUDA device (%s): skipping GPU tests\n", q.error.c_str());
-    return 77;
-  }
-  moepack::gpu::register_cuda_backend();
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+MOEPACK_GPU_TEST_MAIN_WITH_CUDA_BACKEND()

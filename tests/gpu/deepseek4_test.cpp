@@ -45,6 +45,9 @@
 #include "gpu/kernels_deepseek4.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
+#include "tests/gpu/kernel_parity.h"
+#include "tests/support/arch_fixture.h"
+#include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
 
@@ -52,78 +55,20 @@ namespace moepack {
 namespace {
 
 using namespace moepack::gpu;
-using test::argmax;
+using test::Dev;
+using test::down;
+using test::expect_close;
+using test::max_abs_diff;
+using test::parity_settings;
+using test::randn;
 using test::read_json;
+using test::top_text;
+using test::up;
+using test::up_i32;
+using test::zeros;
 
 // ---------------------------------------------------------------------------------------------
-// Kernel parity helpers.
-
-std::vector<float> randn(size_t n, float sd, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-struct Dev {
-  DeviceBuffer buf;
-  size_t n = 0;
-  float* p() const { return buf.as<float>(); }
-};
-
-Dev up(const std::vector<float>& v) {
-  Dev d;
-  d.n = v.size();
-  d.buf.allocate(std::max<size_t>(v.size(), 1) * sizeof(float), "test buffer");
-  if (!v.empty())
-    MOEPACK_CUDA_CHECK(cudaMemcpy(d.p(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
-Dev zeros(size_t n) { return up(std::vector<float>(n, 0.0f)); }
-
-DeviceBuffer up_i32(const std::vector<int32_t>& v) {
-  DeviceBuffer b;
-  b.allocate(std::max<size_t>(v.size(), 1) * sizeof(int32_t), "test buffer");
-  if (!v.empty())
-    MOEPACK_CUDA_CHECK(
-        cudaMemcpy(b.as<int32_t>(), v.data(), v.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-  return b;
-}
-
-std::vector<float> down(const Dev& d) {
-  MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> v(d.n);
-  if (d.n) MOEPACK_CUDA_CHECK(cudaMemcpy(v.data(), d.p(), d.n * sizeof(float), cudaMemcpyDeviceToHost));
-  return v;
-}
-
-constexpr float kRel = 1e-5f;
-
-// EXPECTs |got - want| <= kRel · max(1, |want|) everywhere; reports max diff and first mismatch.
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what,
-                  float rel = kRel) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  float worst = 0.0f;
-  int64_t first = -1, bad = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const float d = std::fabs(got[i] - want[i]);
-    const bool ok = d <= rel * std::max(1.0f, std::fabs(want[i]));  // NaN fails
-    if (!ok) {
-      if (first < 0) first = static_cast<int64_t>(i);
-      ++bad;
-    }
-    if (!(d <= worst)) worst = d;
-  }
-  std::ostringstream m;
-  m << what << ": " << want.size() << " values, max |gpu - cpu| " << worst;
-  if (first >= 0) {
-    m << ", " << bad << " beyond tolerance, first at index " << first << " (gpu "
-      << got[static_cast<size_t>(first)] << ", cpu " << want[static_cast<size_t>(first)] << ")";
-  }
-  EXPECT_LT(first, 0) << m.str();
-  std::printf("  %s\n", m.str().c_str());
-}
+// Kernel parity (helpers: tests/gpu/kernel_parity.h).
 
 struct Shape {
   const char* name;
@@ -332,189 +277,24 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Ds4Kernels, ::testing::ValuesIn(kShapes),
 // ---------------------------------------------------------------------------------------------
 // End to end.
 
-const std::string kDir = std::string(MOEPACK_SHARED_DIR) + "/fixtures/deepseek4-tiny/";
-
-struct Case {
-  const char* name;
-  const char* model;  // file name under kDir and reference prefix under kDir/ref
-};
-const Case kCases[] = {
+const test::ArchCase kCases[] = {
     {"Q4_K_M", "deepseek4-tiny-Q4_K_M"},
     {"Q2_K", "deepseek4-tiny-Q2_K"},
     {"MXFP4_MOE", "deepseek4-tiny-MXFP4_MOE"},
 };
 
-EngineSettings test_settings(const char* backend) {
-  EngineSettings s;
-  s.backend = backend;
-  s.threads = 4;
-  s.n_ctx = 512;  // the references' n_ctx
-  s.cache_vram_reserve_mib = 0;
-  return s;
-}
-
-std::string top5(const std::vector<float>& l) {
-  std::vector<int32_t> o(l.size());
-  std::iota(o.begin(), o.end(), 0);
-  std::partial_sort(o.begin(), o.begin() + 5, o.end(),
-                    [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
-  std::ostringstream s;
-  for (int i = 0; i < 5; ++i)
-    s << o[static_cast<size_t>(i)] << ":" << l[static_cast<size_t>(o[static_cast<size_t>(i)])] << " ";
-  return s.str();
-}
-
-float max_diff(const std::vector<float>& a, const std::vector<float>& b, size_t* at = nullptr) {
-  float d = 0.0f;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    const float x = std::fabs(a[i] - b[i]);
-    if (!(x <= d)) {
-      d = x;
-      if (at) *at = i;
-    }
-  }
-  return d;
-}
-
-// Greedy continuation of n tokens from `logits` (which it updates), one decode per token.
-std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n,
-                            std::vector<std::vector<float>>* steps) {
-  std::vector<int32_t> out;
-  for (size_t i = 0; i < n; ++i) {
-    if (steps) steps->push_back(logits);
-    const int32_t next = argmax(logits);
-    out.push_back(next);
-    if (i + 1 < n) be.forward(std::span<const int32_t>(&next, 1), logits);
-  }
-  return out;
-}
-
-class Ds4Fixture : public ::testing::TestWithParam<Case> {
+class Ds4Fixture : public test::GpuArchFixture {
  protected:
-  std::string model_path() const { return kDir + GetParam().model + ".gguf"; }
-  std::string ref_path() const { return kDir + "ref/" + GetParam().model + ".f32-dequant.json"; }
-  void SetUp() override {
-    if (!std::filesystem::exists(model_path()))
-      GTEST_SKIP() << model_path() << " not carried to this machine";
-  }
+  Ds4Fixture()
+      : GpuArchFixture(std::string(MOEPACK_SHARED_DIR) + "/fixtures/deepseek4-tiny/",
+                       make_cuda_backend_deepseek4) {}
 };
 
-TEST_P(Ds4Fixture, MatchesCpuBackendAndReference) {
-  const nlohmann::json ref = read_json(ref_path());
-  const auto src = ModelSource::open(model_path());
-  auto cpu = make_backend(src, test_settings("cpu"));
-  auto gpu = make_cuda_backend_deepseek4(src, test_settings("cuda"));
-  ASSERT_EQ(gpu->name(), "cuda");
-  const size_t nv = gpu->config().n_vocab;
-  std::vector<float> lc(nv), lg(nv);
-  int checked = 0;
-  float worst = 0.0f;
-  for (const auto& p : ref["prompts"]) {
-    const auto tokens = p["token_ids"].get<std::vector<int32_t>>();
-    SCOPED_TRACE("prompt " + std::to_string(checked) + " (" + std::to_string(tokens.size()) + " tokens)");
-    cpu->truncate(0);
-    gpu->truncate(0);
-    cpu->forward(tokens, lc);
-    const auto t0 = std::chrono::steady_clock::now();
-    gpu->forward(tokens, lg);
-    const double prefill_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    size_t at = 0;
-    const float d = max_diff(lc, lg, &at);
-    worst = std::max(worst, d);
-    EXPECT_LT(d, 1e-3f) << "prompt logits: max |cuda - cpu| " << d << " at id " << at << "\n  cpu top-5 "
-                        << top5(lc) << "\n  gpu top-5 " << top5(lg);
-    const auto want = p["greedy"]["ids"].get<std::vector<int32_t>>();
-    std::vector<std::vector<float>> sc, sg;
-    const auto ours_cpu = greedy(*cpu, lc, want.size(), &sc);
-    const auto t1 = std::chrono::steady_clock::now();
-    const auto ours_gpu = greedy(*gpu, lg, want.size(), &sg);
-    const double decode_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
-    std::printf(
-        "  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g; GPU prefill %.1f ms (%.0f tokens/s), %zu "
-        "decodes %.1f ms (%.0f tokens/s)\n",
-        checked, tokens.size(), static_cast<double>(d), prefill_ms,
-        1e3 * static_cast<double>(tokens.size()) / prefill_ms, want.size() - 1, decode_ms,
-        1e3 * static_cast<double>(want.size() - 1) / decode_ms);
-    EXPECT_EQ(ours_gpu, ours_cpu);
-    EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
-    for (size_t i = 0; i < ours_gpu.size(); ++i) {
-      const float ds = max_diff(sc[i], sg[i]);
-      worst = std::max(worst, ds);
-      if (ours_gpu[i] != ours_cpu[i] || ds >= 1e-3f) {
-        ADD_FAILURE() << "greedy step " << i << ": gpu token " << ours_gpu[i] << " cpu token " << ours_cpu[i]
-                      << ", max logit diff " << ds << "\n  cpu top-5 " << top5(sc[i]) << "\n  gpu top-5 "
-                      << top5(sg[i]);
-        break;
-      }
-    }
-    ++checked;
-  }
-  std::printf("  %s: worst |cuda - cpu| logit over prompts and greedy steps %.3g\n", GetParam().name,
-              static_cast<double>(worst));
-  RecordProperty("worst_logit_diff", std::to_string(worst));
-  EXPECT_EQ(checked, 5);
-  const BackendStats s = gpu->stats();
-  EXPECT_EQ(s.expert_selections, s.experts_computed);
-  EXPECT_GT(s.expert_selections, 0u);
-}
+TEST_P(Ds4Fixture, MatchesCpuBackendAndReference) { expect_matches_cpu_and_reference(); }
 
 // All logits of the 386-token prompt (two ubatches, rings wrapped, indexer top-k active) and
 // of prompt 0, and the routing the observer sees, vs the CPU backend.
-TEST_P(Ds4Fixture, AllLogitsAndRoutingMatchCpu) {
-  const nlohmann::json ref = read_json(ref_path());
-  const auto src = ModelSource::open(model_path());
-  auto cpu = make_backend(src, test_settings("cpu"));
-  auto gpu = make_cuda_backend_deepseek4(src, test_settings("cuda"));
-  for (const int pi : {0, 3}) {
-    const auto tokens = ref["prompts"][static_cast<size_t>(pi)]["token_ids"].get<std::vector<int32_t>>();
-    SCOPED_TRACE("prompt " + std::to_string(pi));
-    cpu->truncate(0);
-    gpu->truncate(0);
-    std::vector<std::vector<int32_t>> rc, rg;
-    cpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
-      rc.emplace_back(e.begin(), e.end());
-    });
-    gpu->set_routing_observer([&](uint32_t, uint32_t, std::span<const int32_t> e, std::span<const float>) {
-      rg.emplace_back(e.begin(), e.end());
-    });
-    const size_t nv = gpu->config().n_vocab;
-    std::vector<float> lc(nv), lg(nv), ac(nv * tokens.size()), ag(nv * tokens.size());
-    cpu->forward(tokens, lc, ac);
-    gpu->forward(tokens, lg, ag);
-    size_t at = 0;
-    const float d = max_diff(ac, ag, &at);
-    EXPECT_LT(d, 1e-3f) << "all positions: max |cuda - cpu| " << d << " at position " << at / nv << " id "
-                        << at % nv;
-    // Per position: the first one beyond tolerance (which block of the sequence breaks).
-    for (size_t t = 0; t < tokens.size(); ++t) {
-      const std::vector<float> a(ac.begin() + static_cast<std::ptrdiff_t>(t * nv),
-                                 ac.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
-      const std::vector<float> b(ag.begin() + static_cast<std::ptrdiff_t>(t * nv),
-                                 ag.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
-      const float dt = max_diff(a, b);
-      if (dt >= 1e-3f) {
-        ADD_FAILURE() << "first position beyond 1e-3: " << t << " (diff " << dt << ")\n  cpu top-5 "
-                      << top5(a) << "\n  gpu top-5 " << top5(b);
-        break;
-      }
-    }
-    std::printf("  prompt %d: all %zu positions, max |cuda - cpu| logit %.3g\n", pi, tokens.size(),
-                static_cast<double>(d));
-    EXPECT_EQ(0, std::memcmp(lg.data(), ag.data() + (tokens.size() - 1) * nv, nv * sizeof(float)));
-    ASSERT_EQ(rc.size(), rg.size());
-    size_t first_diff = rc.size();
-    for (size_t i = 0; i < rc.size(); ++i) {
-      if (rc[i] != rg[i]) {
-        first_diff = i;
-        break;
-      }
-    }
-    EXPECT_EQ(first_diff, rc.size()) << "routing differs first at observer call " << first_diff;
-    EXPECT_EQ(gpu->n_past(), tokens.size());
-  }
-}
+TEST_P(Ds4Fixture, AllLogitsAndRoutingMatchCpu) { expect_all_logits_and_routing_match_cpu({0, 3}); }
 
 // truncate(n) then the rest equals one pass, both where the rings still hold what is needed
 // (O(1)) and where the state is recomputed; also a single decode after truncate().
@@ -523,13 +303,13 @@ TEST_P(Ds4Fixture, TruncateThenDecodeEqualsFreshRun) {
   const auto tokens = ref["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
   ASSERT_EQ(tokens.size(), 386u);
   const auto src = ModelSource::open(model_path());
-  auto gpu = make_cuda_backend_deepseek4(src, test_settings("cuda"));
-  auto cpu = make_backend(src, test_settings("cpu"));
+  auto gpu = make_cuda_backend_deepseek4(src, parity_settings("cuda"));
+  auto cpu = make_backend(src, parity_settings("cpu"));
   const size_t nv = gpu->config().n_vocab;
   std::vector<float> fresh(nv), lc(nv);
   gpu->forward(tokens, fresh);
   cpu->forward(tokens, lc);
-  EXPECT_LT(max_diff(fresh, lc), 1e-3f);
+  EXPECT_LT(max_abs_diff(fresh, lc), 1e-3f);
   for (const uint32_t cut : {385u, 300u, 130u, 128u, 65u, 3u, 0u}) {
     SCOPED_TRACE("truncate to " + std::to_string(cut));
     gpu->truncate(cut);
@@ -537,16 +317,16 @@ TEST_P(Ds4Fixture, TruncateThenDecodeEqualsFreshRun) {
     std::vector<float> got(nv);
     gpu->forward(std::span<const int32_t>(tokens).subspan(cut), got);
     size_t at = 0;
-    const float d = max_diff(got, fresh, &at);
+    const float d = max_abs_diff(got, fresh, &at);
     EXPECT_LT(d, 1e-4f) << "after truncate: max diff " << d << " at id " << at << "\n  fresh top-5 "
-                        << top5(fresh) << "\n  trunc top-5 " << top5(got);
+                        << top_text(fresh) << "\n  trunc top-5 " << top_text(got);
     std::printf("  truncate(%u) + rest vs one pass: max diff %.3g\n", cut, static_cast<double>(d));
   }
   // Decode after truncate: drop the last token and decode it again.
   gpu->truncate(385);
   std::vector<float> dec(nv);
   gpu->forward(std::span<const int32_t>(&tokens[385], 1), dec);
-  EXPECT_LT(max_diff(dec, fresh), 1e-4f) << "decode after truncate(385)";
+  EXPECT_LT(max_abs_diff(dec, fresh), 1e-4f) << "decode after truncate(385)";
   EXPECT_THROW(gpu->truncate(387), Error);
   // A failing call (a token outside the vocabulary) leaves the cache as it was.
   gpu->truncate(385);
@@ -554,67 +334,11 @@ TEST_P(Ds4Fixture, TruncateThenDecodeEqualsFreshRun) {
   EXPECT_THROW(gpu->forward(bad, dec), Error);
   EXPECT_EQ(gpu->n_past(), 385u);
   gpu->forward(std::span<const int32_t>(&tokens[385], 1), dec);
-  EXPECT_LT(max_diff(dec, fresh), 1e-4f) << "decode after a failed forward()";
+  EXPECT_LT(max_abs_diff(dec, fresh), 1e-4f) << "decode after a failed forward()";
 }
 
 TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
-  test::TempDir dir("moepack-ds4-cuda");
-  BuildOptions bo;
-  bo.source = model_path();
-  bo.out_dir = dir.file("pack");
-  bo.safety_margin_bytes = 0;
-  bo.hash_sources = false;
-  build_pack(bo);
-  const nlohmann::json ref = read_json(ref_path());
-  const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
-  auto gguf = make_cuda_backend_deepseek4(ModelSource::open(model_path()), test_settings("cuda"));
-  const size_t nv = gguf->config().n_vocab;
-  auto run = [&](Backend& be) {
-    std::vector<float> all, logits(nv);
-    be.forward(tokens, logits);
-    all.insert(all.end(), logits.begin(), logits.end());
-    for (int i = 0; i < 8; ++i) {
-      const int32_t next = argmax(logits);
-      be.forward(std::span<const int32_t>(&next, 1), logits);
-      all.insert(all.end(), logits.begin(), logits.end());
-    }
-    return all;
-  };
-  const std::vector<float> want = run(*gguf);
-  auto src = ModelSource::open(bo.out_dir);
-  ASSERT_TRUE(src->is_pack());
-  const uint64_t slot = src->pack()->layout().max_stride;
-  uint64_t experts = 0;
-  for (const auto& l : src->pack()->layout().layers) experts += l.n_experts;
-  const uint32_t k = src->config().n_expert_used;
-  for (const uint64_t slots : {experts, experts / 2, static_cast<uint64_t>(k)}) {
-    SCOPED_TRACE("cache slots " + std::to_string(slots));
-    EngineSettings s = test_settings("cuda");
-    s.cache_bytes = slots * slot;
-    s.stage_slots = 3;
-    auto be = make_cuda_backend_deepseek4(src, s);
-    EXPECT_EQ(be->stats().cache_slots, slots);
-    const std::vector<float> got = run(*be);
-    ASSERT_EQ(got.size(), want.size());
-    size_t at = 0;
-    const float d = max_diff(got, want, &at);
-    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
-        << "pack vs GGUF on the GPU: max diff " << d << " at step " << at / nv << " id " << at % nv;
-    const BackendStats st = be->stats();
-    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n",
-                static_cast<unsigned long long>(slots), static_cast<unsigned long long>(st.cache_misses),
-                static_cast<unsigned long long>(st.cache_evictions),
-                static_cast<unsigned long long>(st.pack_read_bytes));
-    EXPECT_GT(st.cache_misses, 0u);
-    EXPECT_GT(st.pack_read_bytes, 0u);
-    EXPECT_EQ(st.expert_selections, st.experts_computed);
-    if (slots == k) {
-      EXPECT_GT(st.cache_evictions, 0u);
-    }
-    if (slots == experts) {
-      EXPECT_EQ(st.cache_evictions, 0u);
-    }
-  }
+  expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda");
 }
 
 // A missing or mis-shaped tensor fails the load with a FormatError naming the file and the
@@ -649,7 +373,7 @@ TEST_P(Ds4Fixture, MissingOrMisShapedTensorIsNamed) {
     const std::string path = dir.file("bad.gguf");
     test::write_file(path, bad);
     try {
-      make_cuda_backend_deepseek4(ModelSource::open(path), test_settings("cuda"));
+      make_cuda_backend_deepseek4(ModelSource::open(path), parity_settings("cuda"));
       ADD_FAILURE() << "expected a FormatError";
     } catch (const FormatError& e) {
       const std::string msg = e.what();
@@ -661,7 +385,7 @@ TEST_P(Ds4Fixture, MissingOrMisShapedTensorIsNamed) {
 
 // A VRAM reserve larger than any device: the load fails before allocating, with the numbers.
 TEST_P(Ds4Fixture, OutOfVramFailsWithNumbers) {
-  EngineSettings s = test_settings("cuda");
+  EngineSettings s = parity_settings("cuda");
   s.cache_vram_reserve_mib = uint64_t{1} << 30;  // 1 PiB
   try {
     make_cuda_backend_deepseek4(ModelSource::open(model_path()), s);
@@ -679,21 +403,21 @@ TEST_P(Ds4Fixture, OutOfVramFailsWithNumbers) {
 // also for a second prompt that reuses the first one's KV prefix (Session -> truncate()).
 TEST_P(Ds4Fixture, FactoryAndSessionUseTheCudaBackend) {
   const auto src = ModelSource::open(model_path());
-  EXPECT_EQ(make_backend(src, test_settings("cuda"))->name(), "cuda");
-  EXPECT_EQ(make_backend(src, test_settings("auto"))->name(), "cuda");
+  EXPECT_EQ(make_backend(src, parity_settings("cuda"))->name(), "cuda");
+  EXPECT_EQ(make_backend(src, parity_settings("auto"))->name(), "cuda");
   const nlohmann::json ref = read_json(ref_path());
   GenerateOptions o;
   o.max_tokens = 24;
   o.sampling.temperature = 0.0f;
   o.ignore_eos = true;
-  auto gs = Session::load(model_path(), test_settings("cuda"));
-  auto cs = Session::load(model_path(), test_settings("cpu"));
+  auto gs = Session::load(model_path(), parity_settings("cuda"));
+  auto cs = Session::load(model_path(), parity_settings("cpu"));
   ASSERT_EQ(gs->backend().name(), "cuda");
   ASSERT_EQ(cs->backend().name(), "cpu");
   int call = 0;
   for (const int pi : {0, 1, 1}) {  // the third call reuses 13 of prompt 1's 14 tokens
     SCOPED_TRACE("call " + std::to_string(call) + ", prompt " + std::to_string(pi));
-    const std::string text = test::read_text(kDir + "prompts/prompt" + std::to_string(pi) + ".txt");
+    const std::string text = test::read_text(prompt_path(pi));
     const GenerateResult g = gs->generate_text(text, o);
     const GenerateResult c = cs->generate_text(text, o);
     EXPECT_EQ(g.prompt_tokens,
@@ -711,20 +435,9 @@ TEST_P(Ds4Fixture, FactoryAndSessionUseTheCudaBackend) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Ds4Fixture, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(Fixtures, Ds4Fixture, ::testing::ValuesIn(kCases), test::arch_case_name);
 
 }  // namespace
 }  // namespace moepack
 
-// As MOEPACK_GPU_TEST_MAIN, plus the "cuda" backend registered for make_backend / Session.
-int main(int argc, char** argv) {
-  const auto q = moepack::gpu::query_devices();
-  if (q.devices.empty()) {
-    std::fprintf(stderr, "no CUDA device (%s): skipping GPU tests\n", q.error.c_str());
-    return 77;
-  }
-  moepack::gpu::register_cuda_backend();
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+MOEPACK_GPU_TEST_MAIN_WITH_CUDA_BACKEND()

@@ -46,6 +46,9 @@
 #include "gpu/kernels_kimi_linear.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
+#include "tests/gpu/kernel_parity.h"
+#include "tests/support/arch_fixture.h"
+#include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
 
@@ -53,77 +56,20 @@ namespace moepack {
 namespace {
 
 using namespace moepack::gpu;
-using test::argmax;
+using test::Dev;
+using test::down;
+using test::expect_close;
+using test::expect_nontrivial;
+using test::max_abs_diff;
+using test::parity_settings;
+using test::randn;
 using test::read_json;
+using test::top_text;
+using test::up;
+using test::zeros;
 
 // ---------------------------------------------------------------------------------------------
-// Kernel parity helpers.
-
-std::vector<float> randn(size_t n, float sd, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-struct Dev {
-  DeviceBuffer buf;
-  size_t n = 0;
-  float* p() const { return buf.as<float>(); }
-};
-
-Dev up(const std::vector<float>& v) {
-  Dev d;
-  d.n = v.size();
-  d.buf.allocate(std::max<size_t>(v.size(), 1) * sizeof(float), "test buffer");
-  if (!v.empty())
-    MOEPACK_CUDA_CHECK(cudaMemcpy(d.p(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
-Dev zeros(size_t n) { return up(std::vector<float>(n, 0.0f)); }
-
-std::vector<float> down(const Dev& d) {
-  MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> v(d.n);
-  if (d.n) MOEPACK_CUDA_CHECK(cudaMemcpy(v.data(), d.p(), d.n * sizeof(float), cudaMemcpyDeviceToHost));
-  return v;
-}
-
-constexpr float kRel = 1e-5f;
-
-// EXPECTs |got - want| <= rel · max(1, |want|) everywhere; reports max diff and first mismatch.
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what,
-                  float rel = kRel) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  float worst = 0.0f;
-  int64_t first = -1, bad = 0, exact = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const float d = std::fabs(got[i] - want[i]);
-    const bool ok = d <= rel * std::max(1.0f, std::fabs(want[i]));  // NaN fails
-    if (!ok) {
-      if (first < 0) first = static_cast<int64_t>(i);
-      ++bad;
-    }
-    if (got[i] == want[i]) ++exact;
-    if (!(d <= worst)) worst = d;
-  }
-  std::ostringstream m;
-  m << what << ": " << want.size() << " values (" << exact << " bit-equal), max |gpu - cpu| " << worst;
-  if (first >= 0) {
-    m << ", " << bad << " beyond tolerance, first at index " << first << " (gpu "
-      << got[static_cast<size_t>(first)] << ", cpu " << want[static_cast<size_t>(first)] << ")";
-  }
-  EXPECT_LT(first, 0) << m.str();
-  std::printf("  %s\n", m.str().c_str());
-}
-
-// Inputs vary: the check must not pass on an all-zero output.
-void expect_nontrivial(const std::vector<float>& v, const std::string& what) {
-  float mx = 0.0f;
-  for (float x : v) mx = std::max(mx, std::fabs(x));
-  EXPECT_GT(mx, 1e-3f) << what << " is (nearly) all zero";
-}
+// Kernel parity (helpers: tests/gpu/kernel_parity.h).
 
 struct Shape {
   const char* name;
@@ -261,198 +207,23 @@ INSTANTIATE_TEST_SUITE_P(Shapes, KimiKernels, ::testing::ValuesIn(kShapes),
 // ---------------------------------------------------------------------------------------------
 // End to end.
 
-const std::string kDir = std::string(MOEPACK_SHARED_DIR) + "/fixtures/kimi-linear-tiny/";
-
-struct Case {
-  const char* name;
-  const char* model;  // file name under kDir and reference prefix under kDir/ref
-};
-const Case kCases[] = {
+const test::ArchCase kCases[] = {
     {"Q4_K_M", "kimi-linear-tiny-Q4_K_M"},
     {"Q2_K", "kimi-linear-tiny-Q2_K"},
 };
 
-EngineSettings test_settings(const char* backend) {
-  EngineSettings s;
-  s.backend = backend;
-  s.threads = 4;
-  s.n_ctx = 512;  // the references' n_ctx
-  s.cache_vram_reserve_mib = 0;
-  return s;
-}
-
-std::string top5(const std::vector<float>& l) {
-  std::vector<int32_t> o(l.size());
-  std::iota(o.begin(), o.end(), 0);
-  std::partial_sort(o.begin(), o.begin() + 5, o.end(),
-                    [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
-  std::ostringstream s;
-  for (int i = 0; i < 5; ++i)
-    s << o[static_cast<size_t>(i)] << ":" << l[static_cast<size_t>(o[static_cast<size_t>(i)])] << " ";
-  return s.str();
-}
-
-float max_diff(const std::vector<float>& a, const std::vector<float>& b, size_t* at = nullptr) {
-  float d = a.size() == b.size() ? 0.0f : INFINITY;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    const float x = std::fabs(a[i] - b[i]);
-    if (!(x <= d)) {
-      d = x;
-      if (at) *at = i;
-    }
-  }
-  return d;
-}
-
-// Greedy continuation of n tokens from `logits` (which it updates), one decode per token.
-std::vector<int32_t> greedy(Backend& be, std::vector<float>& logits, size_t n,
-                            std::vector<std::vector<float>>* steps) {
-  std::vector<int32_t> out;
-  for (size_t i = 0; i < n; ++i) {
-    if (steps) steps->push_back(logits);
-    const int32_t next = argmax(logits);
-    out.push_back(next);
-    if (i + 1 < n) be.forward(std::span<const int32_t>(&next, 1), logits);
-  }
-  return out;
-}
-
-class KimiFixture : public ::testing::TestWithParam<Case> {
+class KimiFixture : public test::GpuArchFixture {
  protected:
-  std::string model_path() const { return kDir + GetParam().model + ".gguf"; }
-  std::string ref_path() const { return kDir + "ref/" + GetParam().model + ".f32-dequant.json"; }
-  void SetUp() override {
-    if (!std::filesystem::exists(model_path()))
-      GTEST_SKIP() << model_path() << " not carried to this machine";
-  }
+  KimiFixture()
+      : GpuArchFixture(std::string(MOEPACK_SHARED_DIR) + "/fixtures/kimi-linear-tiny/",
+                       make_cuda_backend_kimi_linear) {}
 };
 
-TEST_P(KimiFixture, MatchesCpuBackendAndReference) {
-  const nlohmann::json ref = read_json(ref_path());
-  const auto src = ModelSource::open(model_path());
-  auto cpu = make_backend(src, test_settings("cpu"));
-  auto gpu = make_cuda_backend_kimi_linear(src, test_settings("cuda"));
-  ASSERT_EQ(gpu->name(), "cuda");
-  const size_t nv = gpu->config().n_vocab;
-  std::vector<float> lc(nv), lg(nv);
-  int checked = 0;
-  float worst = 0.0f;
-  for (const auto& p : ref["prompts"]) {
-    const auto tokens = p["token_ids"].get<std::vector<int32_t>>();
-    SCOPED_TRACE("prompt " + std::to_string(checked) + " (" + std::to_string(tokens.size()) + " tokens)");
-    cpu->truncate(0);
-    gpu->truncate(0);
-    cpu->forward(tokens, lc);
-    const auto t0 = std::chrono::steady_clock::now();
-    gpu->forward(tokens, lg);
-    const double prefill_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    size_t at = 0;
-    const float d = max_diff(lc, lg, &at);
-    worst = std::max(worst, d);
-    EXPECT_LT(d, 1e-3f) << "prompt logits: max |cuda - cpu| " << d << " at id " << at << "\n  cpu top-5 "
-                        << top5(lc) << "\n  gpu top-5 " << top5(lg);
-    const auto want = p["greedy"]["ids"].get<std::vector<int32_t>>();
-    std::vector<std::vector<float>> sc, sg;
-    const auto ours_cpu = greedy(*cpu, lc, want.size(), &sc);
-    const auto t1 = std::chrono::steady_clock::now();
-    const auto ours_gpu = greedy(*gpu, lg, want.size(), &sg);
-    const double decode_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
-    std::printf(
-        "  prompt %d: %zu tokens, max |cuda - cpu| logit %.3g; GPU prefill %.1f ms (%.0f tokens/s), %zu "
-        "decodes %.1f ms (%.0f tokens/s)\n",
-        checked, tokens.size(), static_cast<double>(d), prefill_ms,
-        1e3 * static_cast<double>(tokens.size()) / prefill_ms, want.size() - 1, decode_ms,
-        1e3 * static_cast<double>(want.size() - 1) / decode_ms);
-    EXPECT_EQ(ours_gpu, ours_cpu);
-    EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
-    for (size_t i = 0; i < ours_gpu.size(); ++i) {
-      const float ds = max_diff(sc[i], sg[i]);
-      worst = std::max(worst, ds);
-      if (ours_gpu[i] != ours_cpu[i] || ds >= 1e-3f) {
-        ADD_FAILURE() << "greedy step " << i << ": gpu token " << ours_gpu[i] << " cpu token " << ours_cpu[i]
-                      << ", max logit diff " << ds << "\n  cpu top-5 " << top5(sc[i]) << "\n  gpu top-5 "
-                      << top5(sg[i]);
-        break;
-      }
-    }
-    ++checked;
-  }
-  std::printf("  %s: worst |cuda - cpu| logit over prompts and greedy steps %.3g\n", GetParam().name,
-              static_cast<double>(worst));
-  RecordProperty("worst_logit_diff", std::to_string(worst));
-  EXPECT_EQ(checked, 5);
-  const BackendStats s = gpu->stats();
-  EXPECT_EQ(s.expert_selections, s.experts_computed);
-  EXPECT_GT(s.expert_selections, 0u);
-}
+TEST_P(KimiFixture, MatchesCpuBackendAndReference) { expect_matches_cpu_and_reference(); }
 
 // All logits of prompt 0 and of the 386-token prompt (two ubatches), and the routing the
 // observer sees, vs the CPU backend.
-TEST_P(KimiFixture, AllLogitsAndRoutingMatchCpu) {
-  const nlohmann::json ref = read_json(ref_path());
-  const auto src = ModelSource::open(model_path());
-  auto cpu = make_backend(src, test_settings("cpu"));
-  auto gpu = make_cuda_backend_kimi_linear(src, test_settings("cuda"));
-  for (const int pi : {0, 3}) {
-    const auto tokens = ref["prompts"][static_cast<size_t>(pi)]["token_ids"].get<std::vector<int32_t>>();
-    SCOPED_TRACE("prompt " + std::to_string(pi));
-    cpu->truncate(0);
-    gpu->truncate(0);
-    std::vector<std::vector<int32_t>> rc, rg;
-    cpu->set_routing_observer(
-        [&](uint32_t b, uint32_t pos, std::span<const int32_t> e, std::span<const float>) {
-          rc.push_back(
-              {static_cast<int32_t>(b), static_cast<int32_t>(pos)});  // (block, position), then the experts
-          rc.back().insert(rc.back().end(), e.begin(), e.end());
-        });
-    gpu->set_routing_observer(
-        [&](uint32_t b, uint32_t pos, std::span<const int32_t> e, std::span<const float>) {
-          rg.push_back(
-              {static_cast<int32_t>(b), static_cast<int32_t>(pos)});  // (block, position), then the experts
-          rg.back().insert(rg.back().end(), e.begin(), e.end());
-        });
-    const size_t nv = gpu->config().n_vocab;
-    std::vector<float> lc(nv), lg(nv), ac(nv * tokens.size()), ag(nv * tokens.size());
-    cpu->forward(tokens, lc, ac);
-    gpu->forward(tokens, lg, ag);
-    size_t at = 0;
-    const float d = max_diff(ac, ag, &at);
-    EXPECT_LT(d, 1e-3f) << "all positions: max |cuda - cpu| " << d << " at position " << at / nv << " id "
-                        << at % nv;
-    for (size_t t = 0; t < tokens.size(); ++t) {  // the first position beyond tolerance
-      const std::vector<float> a(ac.begin() + static_cast<std::ptrdiff_t>(t * nv),
-                                 ac.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
-      const std::vector<float> b(ag.begin() + static_cast<std::ptrdiff_t>(t * nv),
-                                 ag.begin() + static_cast<std::ptrdiff_t>((t + 1) * nv));
-      const float dt = max_diff(a, b);
-      if (dt >= 1e-3f) {
-        ADD_FAILURE() << "first position beyond 1e-3: " << t << " (diff " << dt << ")\n  cpu top-5 "
-                      << top5(a) << "\n  gpu top-5 " << top5(b);
-        break;
-      }
-    }
-    std::printf("  prompt %d: all %zu positions, max |cuda - cpu| logit %.3g\n", pi, tokens.size(),
-                static_cast<double>(d));
-    EXPECT_EQ(0, std::memcmp(lg.data(), ag.data() + (tokens.size() - 1) * nv, nv * sizeof(float)));
-    ASSERT_EQ(rc.size(), rg.size());
-    size_t first_diff = rc.size();
-    for (size_t i = 0; i < rc.size(); ++i) {
-      if (rc[i] != rg[i]) {
-        first_diff = i;
-        break;
-      }
-    }
-    EXPECT_EQ(first_diff, rc.size())
-        << "routing (block, position, experts, in the CPU's call order) differs first at observer call "
-        << first_diff << ": cpu block " << rc[std::min(first_diff, rc.size() - 1)][0] << " pos "
-        << rc[std::min(first_diff, rc.size() - 1)][1] << ", gpu block "
-        << rg[std::min(first_diff, rg.size() - 1)][0] << " pos "
-        << rg[std::min(first_diff, rg.size() - 1)][1];
-    EXPECT_EQ(gpu->n_past(), tokens.size());
-  }
-}
+TEST_P(KimiFixture, AllLogitsAndRoutingMatchCpu) { expect_all_logits_and_routing_match_cpu({0, 3}); }
 
 // Chunked calls equal one pass; truncate(n) to a checkpoint, between checkpoints, to 0, then the
 // rest equals one pass; a single decode after truncate() equals the fresh run's last logits.
@@ -462,18 +233,18 @@ TEST_P(KimiFixture, ChunksAndTruncateEqualFreshRun) {
   ASSERT_EQ(tokens.size(), 386u);
   const std::span<const int32_t> all(tokens);
   const auto src = ModelSource::open(model_path());
-  auto gpu = make_cuda_backend_kimi_linear(src, test_settings("cuda"));
-  auto cpu = make_backend(src, test_settings("cpu"));
+  auto gpu = make_cuda_backend_kimi_linear(src, parity_settings("cuda"));
+  auto cpu = make_backend(src, parity_settings("cpu"));
   const size_t nv = gpu->config().n_vocab;
   std::vector<float> fresh(nv), lc(nv), got(nv);
   gpu->forward(tokens, fresh);
   cpu->forward(tokens, lc);
-  EXPECT_LT(max_diff(fresh, lc), 1e-3f) << "fresh GPU vs CPU";
+  EXPECT_LT(max_abs_diff(fresh, lc), 1e-3f) << "fresh GPU vs CPU";
   const auto check = [&](const std::string& what) {
     size_t at = 0;
-    const float d = max_diff(got, fresh, &at);
-    EXPECT_LT(d, 1e-4f) << what << ": max diff " << d << " at id " << at << "\n  fresh top-5 " << top5(fresh)
-                        << "\n  got   top-5 " << top5(got);
+    const float d = max_abs_diff(got, fresh, &at);
+    EXPECT_LT(d, 1e-4f) << what << ": max diff " << d << " at id " << at << "\n  fresh top-5 "
+                        << top_text(fresh) << "\n  got   top-5 " << top_text(got);
     std::printf("  %s vs one pass: max diff %.3g\n", what.c_str(), static_cast<double>(d));
   };
   // Chunks 100 + 150 + 136: checkpoints at 100, 250, 386.
@@ -496,63 +267,7 @@ TEST_P(KimiFixture, ChunksAndTruncateEqualFreshRun) {
 }
 
 TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
-  test::TempDir dir("moepack-kimi-cuda");
-  BuildOptions bo;
-  bo.source = model_path();
-  bo.out_dir = dir.file("pack");
-  bo.safety_margin_bytes = 0;
-  bo.hash_sources = false;
-  build_pack(bo);
-  const nlohmann::json ref = read_json(ref_path());
-  const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
-  auto gguf = make_cuda_backend_kimi_linear(ModelSource::open(model_path()), test_settings("cuda"));
-  const size_t nv = gguf->config().n_vocab;
-  auto run = [&](Backend& be) {
-    std::vector<float> all, logits(nv);
-    be.forward(tokens, logits);
-    all.insert(all.end(), logits.begin(), logits.end());
-    for (int i = 0; i < 8; ++i) {
-      const int32_t next = argmax(logits);
-      be.forward(std::span<const int32_t>(&next, 1), logits);
-      all.insert(all.end(), logits.begin(), logits.end());
-    }
-    return all;
-  };
-  const std::vector<float> want = run(*gguf);
-  auto src = ModelSource::open(bo.out_dir);
-  ASSERT_TRUE(src->is_pack());
-  const uint64_t slot = src->pack()->layout().max_stride;
-  uint64_t experts = 0;
-  for (const auto& l : src->pack()->layout().layers) experts += l.n_experts;
-  const uint32_t k = src->config().n_expert_used;
-  for (const uint64_t slots : {experts, experts / 2, static_cast<uint64_t>(k)}) {
-    SCOPED_TRACE("cache slots " + std::to_string(slots));
-    EngineSettings s = test_settings("cuda");
-    s.cache_bytes = slots * slot;
-    s.stage_slots = 3;
-    auto be = make_cuda_backend_kimi_linear(src, s);
-    EXPECT_EQ(be->stats().cache_slots, slots);
-    const std::vector<float> got = run(*be);
-    ASSERT_EQ(got.size(), want.size());
-    size_t at = 0;
-    const float d = max_diff(got, want, &at);
-    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
-        << "pack vs GGUF on the GPU: max diff " << d << " at step " << at / nv << " id " << at % nv;
-    const BackendStats st = be->stats();
-    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n",
-                static_cast<unsigned long long>(slots), static_cast<unsigned long long>(st.cache_misses),
-                static_cast<unsigned long long>(st.cache_evictions),
-                static_cast<unsigned long long>(st.pack_read_bytes));
-    EXPECT_GT(st.cache_misses, 0u);
-    EXPECT_GT(st.pack_read_bytes, 0u);
-    EXPECT_EQ(st.expert_selections, st.experts_computed);
-    if (slots == k) {
-      EXPECT_GT(st.cache_evictions, 0u);
-    }
-    if (slots == experts) {
-      EXPECT_EQ(st.cache_evictions, 0u);
-    }
-  }
+  expect_pack_matches_gguf_at_every_budget("moepack-kimi-cuda");
 }
 
 // A missing or mis-shaped tensor fails the load with a FormatError naming the file and the
@@ -586,7 +301,7 @@ TEST_P(KimiFixture, MissingOrMisShapedTensorIsNamed) {
     const std::string path = dir.file("bad.gguf");
     test::write_file(path, bad);
     try {
-      make_cuda_backend_kimi_linear(ModelSource::open(path), test_settings("cuda"));
+      make_cuda_backend_kimi_linear(ModelSource::open(path), parity_settings("cuda"));
       ADD_FAILURE() << "expected a FormatError";
     } catch (const FormatError& e) {
       const std::string msg = e.what();
@@ -598,7 +313,7 @@ TEST_P(KimiFixture, MissingOrMisShapedTensorIsNamed) {
 
 // A VRAM reserve larger than any device: the load fails before allocating, with the numbers.
 TEST_P(KimiFixture, OutOfVramFailsWithNumbers) {
-  EngineSettings s = test_settings("cuda");
+  EngineSettings s = parity_settings("cuda");
   s.cache_vram_reserve_mib = uint64_t{1} << 30;  // 1 PiB
   try {
     make_cuda_backend_kimi_linear(ModelSource::open(model_path()), s);
@@ -611,8 +326,7 @@ TEST_P(KimiFixture, OutOfVramFailsWithNumbers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, KimiFixture, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(Fixtures, KimiFixture, ::testing::ValuesIn(kCases), test::arch_case_name);
 
 }  // namespace
 }  // namespace moepack

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,7 +15,9 @@
 #include "core/backend_factory.h"
 #include "core/model_source.h"
 #include "core/tokenizer.h"
+#include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
+#include "tests/support/gguf_writer.h"
 
 namespace moepack::test {
 
@@ -203,6 +207,68 @@ ArchFixture::NativeCloseness ArchFixture::close_to_native_reference(Backend& be,
   ::testing::Test::RecordProperty("worst_top32", std::to_string(c.worst_top32));
   ::testing::Test::RecordProperty("worst_teacher_forced_gap", std::to_string(c.worst_teacher_forced_gap));
   return c;
+}
+
+void GpuArchFixture::expect_matches_cpu_and_reference() const {
+  const nlohmann::json ref = read_json(ref_path());
+  const auto src = ModelSource::open(model_path());
+  auto cpu = make_backend(src, parity_settings("cpu"));
+  auto gpu = make_gpu(src, parity_settings("cuda"));
+  ASSERT_EQ(gpu->name(), "cuda");
+  EXPECT_EQ(expect_backends_agree_on_prompts(*cpu, *gpu, ref, GetParam().name), 5);
+}
+
+void GpuArchFixture::expect_all_logits_and_routing_match_cpu(std::initializer_list<int> prompts) const {
+  const nlohmann::json ref = read_json(ref_path());
+  const auto src = ModelSource::open(model_path());
+  auto cpu = make_backend(src, parity_settings("cpu"));
+  auto gpu = make_gpu(src, parity_settings("cuda"));
+  for (const int pi : prompts) {
+    const auto tokens = ref["prompts"][static_cast<size_t>(pi)]["token_ids"].get<std::vector<int32_t>>();
+    SCOPED_TRACE("prompt " + std::to_string(pi));
+    expect_all_logits_and_routing_agree(*cpu, *gpu, tokens, std::to_string(pi));
+  }
+}
+
+void GpuArchFixture::expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix) const {
+  TempDir dir(tmp_prefix);
+  const std::string pack_dir = build_test_pack(model_path(), dir);
+  const nlohmann::json ref = read_json(ref_path());
+  const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  auto gguf = make_gpu(ModelSource::open(model_path()), parity_settings("cuda"));
+  const size_t nv = gguf->config().n_vocab;
+  const std::vector<float> want = prompt_then_greedy_logits(*gguf, tokens);
+  auto src = ModelSource::open(pack_dir);
+  ASSERT_TRUE(src->is_pack());
+  const PackBudgets budgets = pack_budgets(*src);
+  for (const uint64_t slots : budgets.slots()) {
+    SCOPED_TRACE("cache slots " + std::to_string(slots));
+    EngineSettings s = parity_settings("cuda");
+    s.cache_bytes = slots * budgets.slot_bytes;
+    s.stage_slots = 3;
+    auto be = make_gpu(src, s);
+    EXPECT_EQ(be->stats().cache_slots, slots);
+    const std::vector<float> got = prompt_then_greedy_logits(*be, tokens);
+    ASSERT_EQ(got.size(), want.size());
+    size_t at = 0;
+    const float d = max_abs_diff(got, want, &at);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+        << "pack vs GGUF on the GPU: max diff " << d << " at step " << at / nv << " id " << at % nv;
+    const BackendStats st = be->stats();
+    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n",
+                static_cast<unsigned long long>(slots), static_cast<unsigned long long>(st.cache_misses),
+                static_cast<unsigned long long>(st.cache_evictions),
+                static_cast<unsigned long long>(st.pack_read_bytes));
+    EXPECT_GT(st.cache_misses, 0u);
+    EXPECT_GT(st.pack_read_bytes, 0u);
+    EXPECT_EQ(st.expert_selections, st.experts_computed);
+    if (slots == budgets.top_k) {
+      EXPECT_GT(st.cache_evictions, 0u);
+    }
+    if (slots == budgets.experts) {
+      EXPECT_EQ(st.cache_evictions, 0u);
+    }
+  }
 }
 
 }  // namespace moepack::test

@@ -23,11 +23,16 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 
 #include "core/backend.h"
 #include "core/engine_settings.h"
+
+namespace moepack {
+class ModelSource;
+}
 
 namespace moepack::test {
 
@@ -90,6 +95,35 @@ class ArchFixture : public ::testing::TestWithParam<ArchCase> {
  private:
   std::string dir_;
   bool skip_missing_ = false;
+};
+
+// The tests of an architecture's own CUDA backend (tests/gpu/<arch>_test.cpp) on its fixture
+// files, skipped when the model file was not carried: `factory` (e.g.
+// make_cuda_backend_deepseek4) builds the backend under test, the CPU backend is the reference.
+// Tolerances and printouts: backend_parity.h.
+class GpuArchFixture : public ArchFixture {
+ protected:
+  using Factory = std::unique_ptr<Backend> (*)(std::shared_ptr<const ModelSource>, const EngineSettings&);
+  GpuArchFixture(std::string dir, Factory factory) : ArchFixture(std::move(dir), true), make_gpu_(factory) {}
+
+  using ArchFixture::ref_path;
+  std::string ref_path() const { return ref_path(".f32-dequant.json"); }
+  std::unique_ptr<Backend> make_gpu(std::shared_ptr<const ModelSource> src, const EngineSettings& s) const {
+    return make_gpu_(std::move(src), s);
+  }
+
+  // Every f32-dequant prompt on the GPU backend and the CPU backend (expect_backends_agree_on_prompts).
+  void expect_matches_cpu_and_reference() const;
+  // All logits and the routing of the given f32-dequant prompts (expect_all_logits_and_routing_agree).
+  void expect_all_logits_and_routing_match_cpu(std::initializer_list<int> prompts) const;
+  // The Expert Pack of the model (built under a TempDir named `tmp_prefix`) on the GPU backend
+  // with 3 stage slots at every budget of pack_budgets(): prompt 0 then 8 greedy decodes give the
+  // GGUF path's logits on the GPU bit for bit; misses and pack reads at every budget, evictions
+  // at top-k slots and none when every expert fits, every selection computed.
+  void expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix) const;
+
+ private:
+  Factory make_gpu_;
 };
 
 }  // namespace moepack::test
