@@ -19,6 +19,7 @@
 #include "core/backend_factory.h"
 #include "core/model_source.h"
 #include "packbuilder/pack_builder.h"
+#include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
 
@@ -39,7 +40,8 @@ struct Case {
 
 const Case kCases[] = {
     {"deepseek2_Q4_K_M", "deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf", "deepseek2-tiny/deepseek2-tiny-Q4_K_M"},
-    {"deepseek2_Q2_K_split", "deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.gguf", "deepseek2-tiny/deepseek2-tiny-Q2_K"},
+    {"deepseek2_Q2_K_split", "deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.gguf",
+     "deepseek2-tiny/deepseek2-tiny-Q2_K"},
     {"qwen3moe_MXFP4", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf", "qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE"},
     {"llama_moe_Q4_K_M", "llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf", "llama-moe-tiny/llama-moe-tiny-Q4_K_M"},
 };
@@ -109,10 +111,11 @@ TEST_P(EngineFixture, RoutingMatchesReference) {
   const nlohmann::json rt = read_json(kFixtures + c.ref + ".f32-dequant.routing.json");
   auto be = open(kFixtures + c.model);
   std::map<std::pair<uint32_t, uint32_t>, std::set<int32_t>> seen;
-  be->set_routing_observer([&](uint32_t block, uint32_t pos, std::span<const int32_t> ex, std::span<const float> w) {
-    seen[{block, pos}] = std::set<int32_t>(ex.begin(), ex.end());
-    EXPECT_EQ(ex.size(), w.size());
-  });
+  be->set_routing_observer(
+      [&](uint32_t block, uint32_t pos, std::span<const int32_t> ex, std::span<const float> w) {
+        seen[{block, pos}] = std::set<int32_t>(ex.begin(), ex.end());
+        EXPECT_EQ(ex.size(), w.size());
+      });
   const auto tokens = rt["tokens"].get<std::vector<int32_t>>();
   std::vector<float> logits(be->config().n_vocab);
   be->forward(tokens, logits);
@@ -128,8 +131,7 @@ TEST_P(EngineFixture, RoutingMatchesReference) {
       if (m.contains("group_margin")) margin = std::min(margin, m["group_margin"].get<float>());
       if (margin < 1e-4f) continue;
       const std::pair<uint32_t, uint32_t> key{block, static_cast<uint32_t>(t)};
-      EXPECT_EQ(seen[key], std::set<int32_t>(want.begin(), want.end()))
-          << "blk." << block << " token " << t;
+      EXPECT_EQ(seen[key], std::set<int32_t>(want.begin(), want.end())) << "blk." << block << " token " << t;
       ++compared;
     }
   }
@@ -165,7 +167,8 @@ TEST_P(EngineFixture, CloseToNativeReferenceTeacherForced) {
     const auto& top = r["last_logits_top32"];
     if (argmax(logits) == top[0]["id"].get<int32_t>()) ++top1_agree;
     for (const auto& e : top) {
-      worst_prompt = std::max(worst_prompt, std::fabs(logits[e["id"].get<size_t>()] - e["logit"].get<float>()));
+      worst_prompt =
+          std::max(worst_prompt, std::fabs(logits[e["id"].get<size_t>()] - e["logit"].get<float>()));
     }
     const auto greedy = r["greedy_tokens"].get<std::vector<int32_t>>();
     const auto top1_after = r["greedy_top1_logits_after_each_step"].get<std::vector<float>>();
@@ -183,7 +186,8 @@ TEST_P(EngineFixture, CloseToNativeReferenceTeacherForced) {
   RecordProperty("mean_step", std::to_string(mean_step));
   EXPECT_GE(prompts, 9);
   EXPECT_GE(top1_agree, prompts - 1);
-  EXPECT_LT(worst_prompt, 0.65f) << "largest |ours - llama.cpp native| over the prompts' top-32 (README: ~0.6)";
+  EXPECT_LT(worst_prompt, 0.65f)
+      << "largest |ours - llama.cpp native| over the prompts' top-32 (README: ~0.6)";
   EXPECT_LT(worst_step, 1.0f) << "largest teacher-forced step difference";
   EXPECT_LT(mean_step, 0.15) << "mean teacher-forced step difference";
 }
@@ -193,51 +197,31 @@ TEST_P(EngineFixture, CloseToNativeReferenceTeacherForced) {
 TEST_P(EngineFixture, PackMatchesGgufAtEveryBudget) {
   const Case c = GetParam();
   test::TempDir dir("moepack-engine");
-  BuildOptions bo;
-  bo.source = kFixtures + c.model;
-  bo.out_dir = dir.file("pack");
-  bo.safety_margin_bytes = 0;
-  bo.hash_sources = false;
-  build_pack(bo);
+  const std::string pack_dir = test::build_test_pack(kFixtures + c.model, dir);
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
 
-  auto gguf = open(kFixtures + c.model);
-  const size_t nv = gguf->config().n_vocab;
   // Prompt, then 8 greedy decode steps: all logits of every step.
-  auto run = [&](Backend& be) {
-    std::vector<float> all, logits(nv);
-    be.forward(tokens, logits);
-    all.insert(all.end(), logits.begin(), logits.end());
-    for (int i = 0; i < 8; ++i) {
-      const int32_t next = argmax(logits);
-      be.forward(std::span<const int32_t>(&next, 1), logits);
-      all.insert(all.end(), logits.begin(), logits.end());
-    }
-    return all;
-  };
-  const std::vector<float> want = run(*gguf);
+  auto gguf = open(kFixtures + c.model);
+  const std::vector<float> want = test::prompt_then_greedy_logits(*gguf, tokens);
 
-  auto src = ModelSource::open(bo.out_dir);
-  const uint64_t slot = src->pack()->layout().max_stride;
-  uint64_t experts = 0;
-  for (const auto& l : src->pack()->layout().layers) experts += l.n_experts;
-  const uint32_t k = src->config().n_expert_used;
-  for (const uint64_t slots : {experts, experts / 2, static_cast<uint64_t>(k)}) {
+  auto src = ModelSource::open(pack_dir);
+  const test::PackBudgets budgets = test::pack_budgets(*src);
+  for (const uint64_t slots : budgets.slots()) {
     SCOPED_TRACE("cache slots " + std::to_string(slots));
     EngineSettings s = test_settings();
-    s.cache_bytes = slots * slot;
+    s.cache_bytes = slots * budgets.slot_bytes;
     s.cache_vram_reserve_mib = 0;
     auto be = make_cpu_backend(src, s);
     EXPECT_EQ(be->stats().cache_slots, slots);
-    const std::vector<float> got = run(*be);
+    const std::vector<float> got = test::prompt_then_greedy_logits(*be, tokens);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
     const BackendStats st = be->stats();
     EXPECT_GT(st.cache_misses, 0u);
     EXPECT_GT(st.pack_read_bytes, 0u);
     EXPECT_EQ(st.expert_selections, st.experts_computed);
-    if (slots == k) {
+    if (slots == budgets.top_k) {
       EXPECT_GT(st.cache_evictions, 0u);
     }
     // The residency map counts exactly the experts in the cache: every slot is full after the
@@ -247,7 +231,7 @@ TEST_P(EngineFixture, PackMatchesGgufAtEveryBudget) {
     uint64_t resident = 0;
     for (uint8_t r : rm.resident) resident += r;
     EXPECT_EQ(resident, std::min<uint64_t>(slots, st.cache_misses - st.cache_evictions));
-    if (slots == experts) {
+    if (slots == budgets.experts) {
       EXPECT_EQ(st.cache_evictions, 0u);
     }
   }
