@@ -471,8 +471,9 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
 // bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack: MXFP4's funnel-shifted
 // word loads read one word past a row].
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED>
-__global__ void __launch_bounds__(kMmaWarps * 32) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int MINB>
+__global__ void __launch_bounds__(kMmaWarps * 32, MINB)
+    gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using Path = typename MmaPath<T>::type;
   constexpr int kSplit = kMmaWarps / RW;
   constexpr int kUB = U * Path::kBytes;
@@ -657,7 +658,7 @@ size_t device_smem_optin() {
   return v;
 }
 
-template <GgmlType T, int RW, int STAGES, int U, int G>
+template <GgmlType T, int RW, int STAGES, int U, int G, int MINB>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * MmaPath<T>::type::kBytes + 16;
   const size_t frag = static_cast<size_t>(frag_stride(b.ne0));
@@ -667,13 +668,13 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, MINB>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     k<<<grid, kMmaWarps * 32, smem, s>>>(b, nullptr);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
   } else {
     uint8_t* scratch = fragments_in_scratch(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, MINB>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     k<<<grid, kMmaWarps * 32, smem, s>>>(b, scratch);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
@@ -681,13 +682,13 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
   }
 }
 
-template <GgmlType T, int RW, int STAGES>
+template <GgmlType T, int RW, int STAGES, int MINB>
 void launch_pipe(const GemvBatch& b, cudaStream_t s) {
-  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, STAGES, 1, 16>(b, s);
-  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, STAGES, 1, 8>(b, s);
+  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, STAGES, 1, 16, MINB>(b, s);
+  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, STAGES, 1, 8, MINB>(b, s);
   if constexpr (T == GgmlType::Q2_K) {
-    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, STAGES, 2, 8>(b, s);
-    return launch_pipe_ug<T, RW, STAGES, 1, 4>(b, s);
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, STAGES, 2, 8, MINB>(b, s);
+    return launch_pipe_ug<T, RW, STAGES, 1, 4, MINB>(b, s);
   }
 }
 
@@ -712,17 +713,26 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
-  // Grouped launches (experts: many rows) give each warp a 16-row tile of its own (RW 4); a
-  // single matrix (too few rows to fill the device) splits each row over the block's 4 warps
-  // (RW 1). The choice depends on the launch's kind alone, never on how groups are batched
-  // (gemv_mma.h). Variants 1-3 exist for bench_cuda_backend's side-by-side only.
+  // Grouped launches (experts: many rows) give each tile of 16 rows 4 / RW warps; a single
+  // matrix (too few rows to fill the device) splits each row over the block's 4 warps (RW 1).
+  // The choice depends on the launch's kind alone, never on how groups are batched
+  // (gemv_mma.h). Variants 1-5 exist for bench_cuda_backend's side-by-side only.
   const bool grouped = b.grp_off != nullptr;
   if constexpr (T != GgmlType::MXFP4) {
     if (v == 1) return grouped ? launch_old<T, 4>(b, s) : launch_old<T, 1>(b, s);
   }
-  if (v == 2) return grouped ? launch_pipe<T, 4, 8>(b, s) : launch_pipe<T, 1, 8>(b, s);
-  if (v == 3) return grouped ? launch_pipe<T, 2, 4>(b, s) : launch_pipe<T, 1, 4>(b, s);
-  return grouped ? launch_pipe<T, 4, 4>(b, s) : launch_pipe<T, 1, 4>(b, s);
+  switch (v) {
+    case 2:
+      return grouped ? launch_pipe<T, 4, 4, 1>(b, s) : launch_pipe<T, 1, 4, 1>(b, s);
+    case 3:
+      return grouped ? launch_pipe<T, 2, 4, 4>(b, s) : launch_pipe<T, 1, 4, 4>(b, s);
+    case 4:
+      return launch_pipe<T, 1, 4, 4>(b, s);
+    case 5:
+      return grouped ? launch_pipe<T, 2, 6, 3>(b, s) : launch_pipe<T, 1, 6, 3>(b, s);
+    default:
+      return grouped ? launch_pipe<T, 4, 4, 1>(b, s) : launch_pipe<T, 1, 4, 1>(b, s);
+  }
 }
 
 }  // namespace
@@ -734,8 +744,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 3) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..3");
+  if (variant < -1 || variant > 5) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..5");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

@@ -216,8 +216,14 @@ int main(int argc, char** argv) {
     for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
       out["gemv"].push_back(bench_gemv(pool, t, 4096, 4096, d2d, 1));
     }
+    // The fixed cost of a launch: 8 experts of 16 rows (one tile each), then growing row counts
+    // (time = fixed + bytes / marginal bandwidth).
+    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+      for (const int rows : {16, 256, 1024, 4096, 8192})
+        out["gemv_scaling"].push_back(bench_gemv(pool, t, rows, 4096, d2d));
+    }
     // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
-    for (const int v : {-1, 1, 2, 3, 0}) {
+    for (const int v : {-1, 1, 2, 3, 4, 5, 0}) {
       gpu::detail::set_gemv_mma_variant(v);
       for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
         for (const auto& [rows, cols, experts] :
