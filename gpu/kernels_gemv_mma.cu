@@ -51,7 +51,6 @@ namespace {
 
 constexpr int kMmaWarps = 4;                   // 16 rows each
 constexpr int64_t kMaxNe0 = int64_t{1} << 24;  // far above any model's row
-constexpr int kXScaleExp = 14;                 // max |x| * 2^s in [2^14, 2^15)
 // Shared memory a block may take (x fragments + its warps' rings) and still leave room for a
 // second block on an SM (227 KiB on sm_90, 99 KiB on sm_120: the staged limit is lowered to
 // what the device grants, see launch_pipe).
@@ -181,25 +180,21 @@ __device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthr
       mx = fmaxf(mx, fabsf(v[i]));
       sum += v[i];  // element order
     }
-    int e = 0;
-    if (mx > 0.0f && isfinite(mx)) {
-      frexpf(mx, &e);  // mx in [2^(e-1), 2^e)
-      e = min(max(kXScaleExp + 1 - e, -100), 100);
-    }
-    const float sc = ldexpf(1.0f, e);
-    xs[k] = make_float2(sum, ldexpf(1.0f, -e));
+    // 2^s with max |x| * 2^s in [2^14, 2^15): mx in [2^(E-127), 2^(E-126)) for its biased
+    // exponent E, so s = 141 - E, clamped to +-100 (zero, subnormal, inf and NaN included:
+    // any power of two keeps zeros zero and inf/NaN what they are).
+    const int s = min(max(141 - static_cast<int>((__float_as_uint(mx) >> 23) & 0xFFu), -100), 100);
+    const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
+    xs[k] = make_float2(sum, __uint_as_float(static_cast<uint32_t>(127 - s) << 23));
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      __half hi[4], lo[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float s = v[4 * q + i] * sc;  // exact: a power of two
-        hi[i] = __float2half_rn(s);
-        lo[i] = __float2half_rn(s - __half2float(hi[i]));
-      }
-      xf[4 * k + q] =
-          make_uint4(h2_bits(__halves2half2(hi[0], hi[2])), h2_bits(__halves2half2(hi[1], hi[3])),
-                     h2_bits(__halves2half2(lo[0], lo[2])), h2_bits(__halves2half2(lo[1], lo[3])));
+      // e0..e3 = v[4q..4q+3] * 2^s (exact); pairs {e0, e2}, {e1, e3} as the B fragments.
+      const float e0 = v[4 * q] * sc, e1 = v[4 * q + 1] * sc, e2 = v[4 * q + 2] * sc, e3 = v[4 * q + 3] * sc;
+      const __half2 h02 = __floats2half2_rn(e0, e2), h13 = __floats2half2_rn(e1, e3);
+      const float2 f02 = __half22float2(h02), f13 = __half22float2(h13);
+      const __half2 l02 = __floats2half2_rn(e0 - f02.x, e2 - f02.y),
+                    l13 = __floats2half2_rn(e1 - f13.x, e3 - f13.y);
+      xf[4 * k + q] = make_uint4(h2_bits(h02), h2_bits(h13), h2_bits(l02), h2_bits(l13));
     }
   }
 }
