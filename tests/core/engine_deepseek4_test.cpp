@@ -137,31 +137,13 @@ TEST_P(Deepseek4Fixture, PackMatchesGgufAtEveryBudget) {
   EXPECT_TRUE(dense.count("blk.3.ffn_gate_inp.weight"));
   for (const auto& n : dense) EXPECT_EQ(n.find("_exps"), std::string::npos) << n;
 
-  test::TempDir dir("moepack-dsv4");
-  const std::string pack_dir = test::build_test_pack(model_path(), dir);
   const nlohmann::json ref = read_json(ref_path(".f32-dequant.json"));
   const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
-  auto gguf = open();
-  const std::vector<float> want = test::prompt_then_greedy_logits(*gguf, tokens);
-  auto src = ModelSource::open(pack_dir);
-  const test::PackBudgets budgets = test::pack_budgets(*src);
-  for (const uint64_t slots : budgets.slots()) {
-    SCOPED_TRACE("cache slots " + std::to_string(slots));
-    EngineSettings s = test::reference_settings();
-    s.cache_bytes = slots * budgets.slot_bytes;
-    s.cache_vram_reserve_mib = 0;
-    auto be = make_cpu_backend(src, s);
-    EXPECT_EQ(be->stats().cache_slots, slots);
-    const std::vector<float> got = test::prompt_then_greedy_logits(*be, tokens);
-    ASSERT_EQ(got.size(), want.size());
-    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
-    const BackendStats st = be->stats();
-    EXPECT_GT(st.cache_misses, 0u);
-    EXPECT_EQ(st.expert_selections, st.experts_computed);
-    if (slots == budgets.top_k) {
-      EXPECT_GT(st.cache_evictions, 0u);
-    }
-  }
+  test::TempDir dir("moepack-dsv4");
+  EngineSettings pack = test::reference_settings();
+  pack.cache_vram_reserve_mib = 0;
+  test::expect_pack_matches_gguf(model_path(), dir, tokens, make_cpu_backend, test::reference_settings(),
+                                 pack);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Deepseek4Fixture, ::testing::ValuesIn(kCases), test::arch_case_name);

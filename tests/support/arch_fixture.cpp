@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/backend_factory.h"
+#include "core/error.h"
 #include "core/model_source.h"
 #include "core/tokenizer.h"
 #include "tests/support/backend_parity.h"
@@ -231,43 +232,64 @@ void GpuArchFixture::expect_all_logits_and_routing_match_cpu(std::initializer_li
 }
 
 void GpuArchFixture::expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix) const {
-  TempDir dir(tmp_prefix);
-  const std::string pack_dir = build_test_pack(model_path(), dir);
   const nlohmann::json ref = read_json(ref_path());
   const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
-  auto gguf = make_gpu(ModelSource::open(model_path()), parity_settings("cuda"));
-  const size_t nv = gguf->config().n_vocab;
-  const std::vector<float> want = prompt_then_greedy_logits(*gguf, tokens);
-  auto src = ModelSource::open(pack_dir);
-  ASSERT_TRUE(src->is_pack());
-  const PackBudgets budgets = pack_budgets(*src);
-  for (const uint64_t slots : budgets.slots()) {
-    SCOPED_TRACE("cache slots " + std::to_string(slots));
-    EngineSettings s = parity_settings("cuda");
-    s.cache_bytes = slots * budgets.slot_bytes;
-    s.stage_slots = 3;
-    auto be = make_gpu(src, s);
-    EXPECT_EQ(be->stats().cache_slots, slots);
-    const std::vector<float> got = prompt_then_greedy_logits(*be, tokens);
-    ASSERT_EQ(got.size(), want.size());
-    size_t at = 0;
-    const float d = max_abs_diff(got, want, &at);
-    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
-        << "pack vs GGUF on the GPU: max diff " << d << " at step " << at / nv << " id " << at % nv;
-    const BackendStats st = be->stats();
-    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n",
-                static_cast<unsigned long long>(slots), static_cast<unsigned long long>(st.cache_misses),
-                static_cast<unsigned long long>(st.cache_evictions),
-                static_cast<unsigned long long>(st.pack_read_bytes));
-    EXPECT_GT(st.cache_misses, 0u);
-    EXPECT_GT(st.pack_read_bytes, 0u);
-    EXPECT_EQ(st.expert_selections, st.experts_computed);
-    if (slots == budgets.top_k) {
-      EXPECT_GT(st.cache_evictions, 0u);
+  TempDir dir(tmp_prefix);
+  EngineSettings pack = parity_settings("cuda");
+  pack.stage_slots = 3;
+  expect_pack_matches_gguf(model_path(), dir, tokens, make_gpu_, parity_settings("cuda"), pack);
+}
+
+void GpuArchFixture::expect_broken_tensors_named(const char* tmp_prefix,
+                                                 std::initializer_list<const char*> renamed,
+                                                 const std::string& halved, uint64_t ne0) const {
+  const std::vector<uint8_t> bytes = read_file(model_path());
+  const auto find = [&](const std::string& name) {
+    const auto it = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
+    return it == bytes.end() ? size_t{0} : static_cast<size_t>(it - bytes.begin());
+  };
+  TempDir dir(tmp_prefix);
+  std::vector<std::pair<std::string, bool>> cases;  // (tensor, rename)
+  for (const char* r : renamed) cases.emplace_back(r, true);
+  cases.emplace_back(halved, false);
+  for (const auto& [tensor, rename] : cases) {
+    SCOPED_TRACE(tensor);
+    const size_t at = find(tensor);
+    ASSERT_GT(at, 0u) << tensor << " not found in " << model_path();
+    std::vector<uint8_t> bad = bytes;
+    if (rename) {
+      bad[at + tensor.size() - 7] = 'X';  // ".weight" -> "Xweight": the tensor is gone
+    } else {
+      uint64_t v = 0;  // after the name: u32 n_dims, then u64 ne[0]: halve it
+      std::memcpy(&v, bad.data() + at + tensor.size() + 4, 8);
+      ASSERT_EQ(v, ne0);
+      v = ne0 / 2;
+      std::memcpy(bad.data() + at + tensor.size() + 4, &v, 8);
     }
-    if (slots == budgets.experts) {
-      EXPECT_EQ(st.cache_evictions, 0u);
+    const std::string path = dir.file("bad.gguf");
+    write_file(path, bad);
+    try {
+      make_gpu(ModelSource::open(path), parity_settings("cuda"));
+      ADD_FAILURE() << "expected a FormatError";
+    } catch (const FormatError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(tensor), std::string::npos) << msg;
+      EXPECT_NE(msg.find("bad.gguf"), std::string::npos) << msg;
     }
+  }
+}
+
+void GpuArchFixture::expect_out_of_vram_fails_with_numbers() const {
+  EngineSettings s = parity_settings("cuda");
+  s.cache_vram_reserve_mib = uint64_t{1} << 30;  // 1 PiB
+  try {
+    make_gpu(ModelSource::open(model_path()), s);
+    ADD_FAILURE() << "expected an out-of-VRAM Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("not enough VRAM"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("MiB"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(model_path()), std::string::npos) << msg;
   }
 }
 

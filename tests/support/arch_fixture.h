@@ -29,6 +29,7 @@
 
 #include "core/backend.h"
 #include "core/engine_settings.h"
+#include "tests/support/backend_parity.h"
 
 namespace moepack {
 class ModelSource;
@@ -103,7 +104,7 @@ class ArchFixture : public ::testing::TestWithParam<ArchCase> {
 // Tolerances and printouts: backend_parity.h.
 class GpuArchFixture : public ArchFixture {
  protected:
-  using Factory = std::unique_ptr<Backend> (*)(std::shared_ptr<const ModelSource>, const EngineSettings&);
+  using Factory = BackendFactory;
   GpuArchFixture(std::string dir, Factory factory) : ArchFixture(std::move(dir), true), make_gpu_(factory) {}
 
   using ArchFixture::ref_path;
@@ -116,11 +117,18 @@ class GpuArchFixture : public ArchFixture {
   void expect_matches_cpu_and_reference() const;
   // All logits and the routing of the given f32-dequant prompts (expect_all_logits_and_routing_agree).
   void expect_all_logits_and_routing_match_cpu(std::initializer_list<int> prompts) const;
-  // The Expert Pack of the model (built under a TempDir named `tmp_prefix`) on the GPU backend
-  // with 3 stage slots at every budget of pack_budgets(): prompt 0 then 8 greedy decodes give the
-  // GGUF path's logits on the GPU bit for bit; misses and pack reads at every budget, evictions
-  // at top-k slots and none when every expert fits, every selection computed.
+  // expect_pack_matches_gguf on the GPU backend (the pack with 3 stage slots), prompt 0, the
+  // pack built under a TempDir named `tmp_prefix`.
   void expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix) const;
+  // Copies of the model file (under a TempDir named `tmp_prefix`) with one tensor broken in
+  // place: each of `renamed` loses its tensor (".weight" -> "Xweight" in its name), then
+  // `halved` gets its ne[0] (which must be `ne0`) halved. Loading each on the GPU throws a
+  // FormatError naming the tensor and the file.
+  void expect_broken_tensors_named(const char* tmp_prefix, std::initializer_list<const char*> renamed,
+                                   const std::string& halved, uint64_t ne0) const;
+  // A VRAM reserve larger than any device (1 PiB): the load fails before allocating, with an
+  // Error naming "not enough VRAM", the MiB and the model file.
+  void expect_out_of_vram_fails_with_numbers() const;
 
  private:
   Factory make_gpu_;

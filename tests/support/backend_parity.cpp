@@ -65,6 +65,47 @@ PackBudgets pack_budgets(const ModelSource& pack) {
   return b;
 }
 
+void expect_pack_matches_gguf(const std::string& model_path, const TempDir& dir,
+                              std::span<const int32_t> tokens, BackendFactory make,
+                              const EngineSettings& gguf_settings, const EngineSettings& pack_settings,
+                              std::vector<BudgetRun>* runs) {
+  const std::string pack_dir = build_test_pack(model_path, dir);
+  auto gguf = make(ModelSource::open(model_path), gguf_settings);
+  const size_t nv = gguf->config().n_vocab;
+  const std::vector<float> want = prompt_then_greedy_logits(*gguf, tokens);
+  auto src = ModelSource::open(pack_dir);
+  ASSERT_TRUE(src->is_pack());
+  const PackBudgets budgets = pack_budgets(*src);
+  for (const uint64_t slots : budgets.slots()) {
+    SCOPED_TRACE("cache slots " + std::to_string(slots));
+    EngineSettings s = pack_settings;
+    s.cache_bytes = slots * budgets.slot_bytes;
+    auto be = make(src, s);
+    EXPECT_EQ(be->stats().cache_slots, slots);
+    const std::vector<float> got = prompt_then_greedy_logits(*be, tokens);
+    ASSERT_EQ(got.size(), want.size());
+    size_t at = 0;
+    const float d = max_abs_diff(got, want, &at);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+        << "pack vs GGUF: max diff " << d << " at step " << at / nv << " id " << at % nv;
+    const BackendStats st = be->stats();
+    std::printf("  %llu slots: misses %llu evictions %llu read %llu B\n",
+                static_cast<unsigned long long>(slots), static_cast<unsigned long long>(st.cache_misses),
+                static_cast<unsigned long long>(st.cache_evictions),
+                static_cast<unsigned long long>(st.pack_read_bytes));
+    EXPECT_GT(st.cache_misses, 0u);
+    EXPECT_GT(st.pack_read_bytes, 0u);
+    EXPECT_EQ(st.expert_selections, st.experts_computed);
+    if (slots == budgets.top_k) {
+      EXPECT_GT(st.cache_evictions, 0u);
+    }
+    if (slots == budgets.experts) {
+      EXPECT_EQ(st.cache_evictions, 0u);
+    }
+    if (runs) runs->push_back({slots, std::move(be), st});
+  }
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -52,6 +53,29 @@ struct PackBudgets {
   std::vector<uint64_t> slots() const { return {experts, experts / 2, top_k}; }
 };
 PackBudgets pack_budgets(const ModelSource& pack);
+
+// A backend factory: make_cpu_backend, make_backend, make_cuda_backend_deepseek4, ...
+using BackendFactory = std::unique_ptr<Backend> (*)(std::shared_ptr<const ModelSource>,
+                                                    const EngineSettings&);
+
+// One cache budget of expect_pack_matches_gguf: its slots, the pack backend and its stats after
+// the run (for the caller's own checks).
+struct BudgetRun {
+  uint64_t slots = 0;
+  std::unique_ptr<Backend> backend;
+  BackendStats stats;
+};
+
+// The Expert Pack of `model_path` (built into dir/pack) against the GGUF, both on backends from
+// `make`: the GGUF with gguf_settings, the pack with pack_settings at every budget of
+// pack_budgets() (cache_bytes = slots × slot_bytes). Prompt `tokens` then 8 greedy decodes give
+// the GGUF path's logits bit for bit; at every budget cache_slots == slots, misses and pack
+// reads > 0, every selection computed, evictions at top-k slots and none when every expert fits.
+// Prints each budget's misses, evictions and bytes read. `runs`, if given, gets the budgets run.
+void expect_pack_matches_gguf(const std::string& model_path, const TempDir& dir,
+                              std::span<const int32_t> tokens, BackendFactory make,
+                              const EngineSettings& gguf_settings, const EngineSettings& pack_settings,
+                              std::vector<BudgetRun>* runs = nullptr);
 
 // For every prompt of an f32-dequant reference (prompts[] {token_ids, greedy {ids}}), from an
 // empty cache on both: prompt logits of `gpu` within 1e-3 of `cpu`, greedy continuations equal
