@@ -51,4 +51,11 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // rounding). Throws Error outside -1..5.
 void set_gemv_mma_variant(int variant);
 
+// Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares
+// both): the launch may begin while the kernel before it on the stream still runs, loading
+// its first weights, and waits for that kernel before it reads x. So the weights, w_table,
+// grp_off and x_row of a launch must not be written by the kernel launched just before it
+// (every caller uploads them from the host or never changes them); x may be. Process-wide.
+void set_gemv_pdl(bool on);
+
 }  // namespace moepack::gpu::detail

@@ -79,6 +79,19 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Programmatic dependent launch (PTX ISA "griddepcontrol", sm_90+): a GEMV launched with
+// cudaLaunchAttributeProgrammaticStreamSerialization may start while the kernel before it on
+// the stream is still running. Before this call it reads only what no kernel writes (the
+// weights, w_table, grp_off, x_row: host uploads in every caller); the wait returns once the
+// previous kernel has finished and its writes are visible (at once when launched without the
+// attribute). Then this grid lets the next PDL launch start its own weight loads.
+__device__ __forceinline__ void pdl_wait_then_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 // cp.async of G bytes (16: L2-bypassing .cg with a 256-byte L2 prefetch; 8 or 4: .ca) and the
 // group bookkeeping (PTX ISA "cp.async").
 template <int G>
@@ -522,6 +535,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB)
     cp_async_commit();  // empty groups keep the count uniform
   }
 
+  pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
   const uint8_t* base;
   if constexpr (STAGED) {
     x_fragments(x, ne0, dyn, kMmaWarps * 32);
@@ -569,14 +583,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
   const float* x = single_pair_x(b, grp, &j);
   if (!x) return;  // the same for the whole block
   const int64_t ne0 = b.ne0;
-  const uint8_t* base;
-  if constexpr (STAGED) {
-    x_fragments(x, ne0, dyn, kMmaWarps * 32);
-    __syncthreads();
-    base = dyn;
-  } else {
-    base = scratch + grp * frag_stride(ne0);
-  }
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
   const int tile = warp / kSplit, split = warp % kSplit;
@@ -585,16 +591,25 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
   const uint8_t* rowa = wg + static_cast<uint64_t>(min(rbase + g, b.ne1 - 1)) * b.row_bytes;
   const uint8_t* rowb = wg + static_cast<uint64_t>(min(rbase + g + 8, b.ne1 - 1)) * b.row_bytes;
   const bool aligned = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & 15) == 0;
-  const int bc = lane >> 2;
-  const XView xv{reinterpret_cast<const uint4*>(base), reinterpret_cast<const float2*>(base + ne0 * 4),
-                 (bc >> 1) == t, bc & 1};
   const int64_t nsb = ne0 / 256;
   const int ks = k_splits(nsb, kSplit);
   const bool live = rbase < b.ne1 && split < ks;
   const int64_t sb0 = live ? nsb * split / ks : 0, sb1 = live ? nsb * (split + 1) / ks : 0;
-  float acca = 0.0f, accb = 0.0f;
   Path ahead;
   if (sb0 < sb1) ahead.template fetch<true>(rowa + sb0 * Path::kBytes, rowb + sb0 * Path::kBytes, t, aligned);
+  pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
+  const uint8_t* base;
+  if constexpr (STAGED) {
+    x_fragments(x, ne0, dyn, kMmaWarps * 32);
+    __syncthreads();
+    base = dyn;
+  } else {
+    base = scratch + grp * frag_stride(ne0);
+  }
+  const int bc = lane >> 2;
+  const XView xv{reinterpret_cast<const uint4*>(base), reinterpret_cast<const float2*>(base + ne0 * 4),
+                 (bc >> 1) == t, bc & 1};
+  float acca = 0.0f, accb = 0.0f;
 #pragma unroll 1
   for (int64_t sb = sb0; sb < sb1; ++sb) {
     const Path cur = ahead;
@@ -627,6 +642,27 @@ uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
       b, static_cast<uint8_t*>(scratch));
   MOEPACK_CUDA_CHECK(cudaGetLastError());
   return static_cast<uint8_t*>(scratch);
+}
+
+std::atomic<bool> g_pdl{true};
+
+// kernel<<<grid, kMmaWarps * 32, smem, s>>>(b, scratch), as a programmatic dependent launch
+// unless set_gemv_pdl(false).
+void launch_kernel(void (*kernel)(GemvBatch, const uint8_t*), dim3 grid, size_t smem, cudaStream_t s,
+                   const GemvBatch& b, const uint8_t* scratch) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kMmaWarps * 32, 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  if (g_pdl.load(std::memory_order_relaxed)) {
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, b, scratch));
 }
 
 // The opt-in above 48 KiB of dynamic shared memory, per kernel (an attribute of the kernel),
@@ -665,14 +701,12 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
   if (staged) {
     const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, MINB>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
-    k<<<grid, kMmaWarps * 32, smem, s>>>(b, nullptr);
-    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch(b, s);
     const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, MINB>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
-    k<<<grid, kMmaWarps * 32, smem, s>>>(b, scratch);
-    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    launch_kernel(k, grid, smem, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
   }
 }
@@ -695,12 +729,10 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
   if (frag <= std::min<size_t>(kMaxBlockSmem, device_smem_optin() - 1024)) {
     const auto k = gemv_mma_kernel<T, RW, true>;
     allow_smem(reinterpret_cast<const void*>(k), frag);
-    k<<<grid, kMmaWarps * 32, frag, s>>>(b, nullptr);
-    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    launch_kernel(k, grid, frag, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch(b, s);
-    gemv_mma_kernel<T, RW, false><<<grid, kMmaWarps * 32, 0, s>>>(b, scratch);
-    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    launch_kernel(gemv_mma_kernel<T, RW, false>, grid, 0, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
   }
 }
@@ -726,8 +758,17 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 5:
       return grouped ? launch_pipe<T, 2, 6, 3>(b, s) : launch_pipe<T, 1, 6, 3>(b, s);
     default:
-      return grouped ? launch_pipe<T, 4, 4, 1>(b, s) : launch_pipe<T, 1, 4, 1>(b, s);
+      break;
   }
+  // The default, per type, from bench_cuda_backend's side-by-side on the H200
+  // (docs/cuda-backend.md): Q4_K and MXFP4 expert launches stream through the rings; Q2_K
+  // (more work per byte, and twice the registers in the ring layout) and single Q4_K matrices
+  // are faster with the register layout.
+  if constexpr (T == GgmlType::Q2_K) return grouped ? launch_old<T, 4>(b, s) : launch_old<T, 1>(b, s);
+  if constexpr (T == GgmlType::Q4_K) {
+    if (!grouped) return launch_old<T, 1>(b, s);
+  }
+  return grouped ? launch_pipe<T, 4, 4, 1>(b, s) : launch_pipe<T, 1, 4, 1>(b, s);
 }
 
 }  // namespace
@@ -744,6 +785,8 @@ void set_gemv_mma_variant(int variant) {
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
+
+void set_gemv_pdl(bool on) { g_pdl.store(on, std::memory_order_relaxed); }
 
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) throw Error("gemv_mma: unsupported type or row length");

@@ -4,6 +4,8 @@
 //             bandwidth measured in the same run (issue 7 target >= 0.7 for Q4_K, Q2_K, MXFP4);
 //             plus one dense 4096x4096 matrix per launch for Q4_K and Q8_0 (experts_per_launch 1);
 //   "gemv_mma_variants": the decode layouts of gpu/gemv_mma.h side by side (-1: F32 kernels);
+//   "gemv_without_pdl": the tensor-core launches of "gemv" without programmatic dependent launch;
+//   "gemv_scaling": 8 experts of 16 .. 8192 rows (fixed cost per launch vs bytes);
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait.
@@ -222,6 +224,15 @@ int main(int argc, char** argv) {
       for (const int rows : {16, 256, 1024, 4096, 8192})
         out["gemv_scaling"].push_back(bench_gemv(pool, t, rows, 4096, d2d));
     }
+    // The same tensor-core launches without programmatic dependent launch (each launch waits
+    // for the one before it to finish before it starts: the launch's fixed cost is not hidden).
+    gpu::detail::set_gemv_pdl(false);
+    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+      for (const auto& [rows, cols, experts] : shapes) {
+        out["gemv_without_pdl"].push_back(bench_gemv(pool, t, rows, cols, d2d, experts));
+      }
+    }
+    gpu::detail::set_gemv_pdl(true);
     // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
     for (const int v : {-1, 1, 2, 3, 4, 5, 0}) {
       gpu::detail::set_gemv_mma_variant(v);
