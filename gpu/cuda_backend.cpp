@@ -16,16 +16,16 @@
 #include "core/backend_factory.h"
 #include "core/error.h"
 #include "core/model_source.h"
-#include "core/moe_routing.h"
 #include "core/tensor_store.h"
 #include "gpu/cuda_arch_backends.h"
 #include "gpu/cuda_attention.h"
 #include "gpu/cuda_check.h"
+#include "gpu/cuda_host_router.h"
+#include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_info.h"
 #include "gpu/device_weights.h"
 #include "gpu/kernels.h"
-#include "gpu/cuda_moe.h"
 #include "gpu/upload_arena.h"
 
 namespace moepack::gpu {
@@ -34,7 +34,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 size_t fbytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
 
@@ -51,7 +53,8 @@ class CudaBackend final : public Backend {
     if (q.devices.empty()) throw Error("backend \"cuda\": no usable CUDA device (" + q.error + ")");
     MOEPACK_CUDA_CHECK(cudaSetDevice(0));
     const int64_t E = cfg_.n_embd;
-    if (cfg_.n_vocab == 0) throw FormatError(model_->metadata().path(), cfg_.arch + ".vocab_size", 0, "vocabulary size unknown");
+    if (cfg_.n_vocab == 0)
+      throw FormatError(model_->metadata().path(), cfg_.arch + ".vocab_size", 0, "vocabulary size unknown");
 
     // Register every resident tensor, then upload once (clear out-of-VRAM error first).
     const WeightView tok = tensors_.matrix("token_embd.weight", E, cfg_.n_vocab);
@@ -60,7 +63,8 @@ class CudaBackend final : public Backend {
     const auto h_out = cfg_.tied_embeddings ? h_tok : weights_.add_matrix("output.weight", E, cfg_.n_vocab);
     attention_ = make_cuda_attention(cfg_, weights_);
 
-    experts_ = std::make_unique<CudaRoutedExperts>(*model_, weights_, [this](uint32_t il) { return cfg_.is_moe_layer(il); });
+    experts_ = std::make_unique<CudaRoutedExperts>(*model_, weights_,
+                                                   [this](uint32_t il) { return cfg_.is_moe_layer(il); });
 
     struct LayerHandles {
       DeviceWeights::Handle attn_norm = 0, ffn_norm = 0, router = 0, bias = 0;
@@ -111,7 +115,7 @@ class CudaBackend final : public Backend {
     tok_embd_ = weights_.matrix(h_tok);
     output_norm_ = weights_.vector(h_out_norm);
     output_ = weights_.matrix(h_out);
-    for (const DevMatrix* m : {&tok_embd_, &output_}) check_type(*m, "token_embd / output");
+    for (const DevMatrix* m : {&tok_embd_, &output_}) require_gpu_type(*m, "token_embd / output");
     for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
       Layer& L = layers_[il];
       const LayerHandles& h = lh[il];
@@ -129,12 +133,12 @@ class CudaBackend final : public Backend {
     for (const Layer& L : layers_) {
       for (const Ffn* f : {&L.dense, &L.shared}) {
         if (f->n_ff) {
-          check_type(f->gate, "FFN");
-          check_type(f->up, "FFN");
-          check_type(f->down, "FFN");
+          require_gpu_type(f->gate, "FFN");
+          require_gpu_type(f->up, "FFN");
+          require_gpu_type(f->down, "FFN");
         }
       }
-      if (!L.router.empty()) check_type(L.router, "router");
+      if (!L.router.empty()) require_gpu_type(L.router, "router");
     }
   }
 
@@ -143,7 +147,9 @@ class CudaBackend final : public Backend {
   uint32_t n_ctx() const override { return n_ctx_; }
   uint32_t n_past() const override { return n_past_; }
   void truncate(uint32_t n) override {
-    if (n > n_past_) throw Error("truncate(" + std::to_string(n) + ") beyond the " + std::to_string(n_past_) + " cached tokens");
+    if (n > n_past_)
+      throw Error("truncate(" + std::to_string(n) + ") beyond the " + std::to_string(n_past_) +
+                  " cached tokens");
     n_past_ = n;
   }
   void set_routing_observer(RoutingObserver observer) override { observer_ = std::move(observer); }
@@ -153,7 +159,8 @@ class CudaBackend final : public Backend {
     return s;
   }
 
-  void forward(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) override {
+  void forward(std::span<const int32_t> tokens, std::span<float> logits,
+               std::span<float> all_logits) override {
     const int64_t n = static_cast<int64_t>(tokens.size());
     const int64_t E = cfg_.n_embd, NV = cfg_.n_vocab;
     check_forward_args(tokens, logits, all_logits, n_past_, n_ctx_, cfg_.n_vocab);
@@ -180,7 +187,8 @@ class CudaBackend final : public Backend {
     float* tmp2 = tmp2_.as<float>();
 
     const int32_t* d_tokens = arena_.put(tokens.data(), tokens.size(), st);
-    dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tokens, static_cast<int32_t>(n), x, st);
+    dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tokens, static_cast<int32_t>(n), x,
+                 st);
     try {
       for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
         const Layer& L = layers_[il];
@@ -207,7 +215,8 @@ class CudaBackend final : public Backend {
       logits_.ensure(fbytes(rows * NV), "logits");
       dev_matmul(output_, xn, E, rows, logits_.as<float>(), NV, st);
       float* dst = all_logits.empty() ? logits.data() : all_logits.data();
-      MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(rows * NV), cudaMemcpyDeviceToHost, st));
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(rows * NV), cudaMemcpyDeviceToHost, st));
       MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
       if (!all_logits.empty()) {
         std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
@@ -230,17 +239,10 @@ class CudaBackend final : public Backend {
     const float* ffn_norm = nullptr;
     float* kv = nullptr;  // [n_ctx][kv_width]
     Ffn dense;
-    DevMatrix router;  // [n_expert][E]
+    DevMatrix router;                // [n_expert][E]
     std::vector<float> expert_bias;  // host: routing runs on the host
     Ffn shared;
   };
-
-  static void check_type(const DevMatrix& m, const char* what) {
-    if (!gpu_type_supported(m.type)) {
-      throw Error(std::string("the CUDA backend has no kernel for ") + what + " type " +
-                  std::string(ggml_type_name(m.type)));
-    }
-  }
 
   // out[t] = down(swiglu(gate x[t], up x[t])) for all n tokens.
   void ffn(const Ffn& w, const float* x, int64_t n, float* out) {
@@ -254,26 +256,13 @@ class CudaBackend final : public Backend {
   void moe(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* out, double* io_wait) {
     const Layer& L = layers_[il];
     cudaStream_t st = stream_.get();
-    const int64_t E = cfg_.n_embd, NE = cfg_.n_expert, K = cfg_.n_expert_used;
+    const int64_t K = cfg_.n_expert_used;
     // Router scores on the GPU, top-k on the host with core's route_token (exact).
-    dev_matmul(L.router, xn, E, n, rl_.as<float>(), NE, st);
-    if (h_rl_.size() < fbytes(n * NE)) h_rl_.allocate(fbytes(n * NE), "router scores");
-    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(h_rl_.as<float>(), rl_.as<float>(), fbytes(n * NE), cudaMemcpyDeviceToHost, st));
-    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
-    const float* rl = h_rl_.as<float>();
-    std::vector<int32_t> ids(static_cast<size_t>(n * K));
-    std::vector<float> wts(static_cast<size_t>(n * K));
-    std::vector<float> scratch(static_cast<size_t>(2 * NE));
-    for (int64_t t = 0; t < n; ++t) {
-      route_token(cfg_, rl + t * NE, L.expert_bias.empty() ? nullptr : L.expert_bias.data(), ids.data() + t * K,
-                  wts.data() + t * K, scratch.data());
-      if (observer_) {
-        observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(ids.data() + t * K, K),
-                  std::span<const float>(wts.data() + t * K, K));
-      }
-    }
+    router_.route(il, L.router, xn, n, pos0, L.expert_bias.empty() ? nullptr : L.expert_bias.data(),
+                  rl_.as<float>(), st, observer_);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
-    stats_.experts_computed += experts_->run(il, xn, n, ids.data(), wts.data(), 0.0f, out, arena_, st, io_wait);
+    stats_.experts_computed +=
+        experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, out, arena_, st, io_wait);
   }
 
   std::shared_ptr<const ModelSource> model_;
@@ -291,7 +280,7 @@ class CudaBackend final : public Backend {
   uint32_t n_past_ = 0;
   DeviceBuffer kv_;
   DeviceBuffer x_, xn_, tmp_, tmp2_, g_, u_, rl_, logits_;
-  PinnedBuffer h_rl_;
+  HostRouter router_{cfg_};
   UploadArena arena_;
   RoutingObserver observer_;
   BackendStats stats_;
@@ -300,15 +289,16 @@ class CudaBackend final : public Backend {
 }  // namespace
 
 bool cuda_backend_supports(const ModelConfig& cfg) {
-  return cfg.arch == "deepseek2" || cfg.arch == "qwen3moe" || cfg.arch == "llama" || cfg.arch == "deepseek4" ||
-         cfg.arch == "kimi-linear";
+  return cfg.arch == "deepseek2" || cfg.arch == "qwen3moe" || cfg.arch == "llama" ||
+         cfg.arch == "deepseek4" || cfg.arch == "kimi-linear";
 }
 
 bool cuda_backend_usable(const ModelSource& model) {
   return cuda_backend_supports(model.config()) && !query_devices().devices.empty();
 }
 
-std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const ModelSource> model, const EngineSettings& settings) {
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const ModelSource> model,
+                                           const EngineSettings& settings) {
   if (!model) throw Error("make_cuda_backend: no model");
   // Architectures with their own block forward (gpu/cuda_arch_backends.h).
   if (model->config().arch == "deepseek4") return make_cuda_backend_deepseek4(std::move(model), settings);

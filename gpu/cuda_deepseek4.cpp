@@ -9,7 +9,8 @@
 //        SwiGLU clamp per block) and the shared expert (clamped), the output HC head, logits.
 //   host the router's selection and weights (core's route_token, or ds4::hash_route on the
 //        tid2eid table for hash-routed blocks) and the indexer's top-k (the CPU's own
-//        comparator), after copying the scores back; both are exact by construction.
+//        comparator), after copying the scores back; both are exact by construction
+//        (gpu/cuda_host_router.h).
 // State (device, per block) and its semantics are the CPU reference's: a raw K ring of
 // n_swa + U rows, compressor rings of 2m + U slots, every compressed row; ubatches of U = 256
 // positions; truncate(n) is O(1) when n >= hw - U and otherwise recomputes tokens [0, n).
@@ -28,18 +29,19 @@
 #include "core/deepseek4_ops.h"
 #include "core/error.h"
 #include "core/model_source.h"
-#include "core/moe_routing.h"
 #include "core/quants.h"
 #include "core/tensor_store.h"
 #include "gpu/cuda_arch_backends.h"
 #include "gpu/cuda_attention.h"
 #include "gpu/cuda_check.h"
+#include "gpu/cuda_host_router.h"
 #include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_info.h"
 #include "gpu/device_weights.h"
 #include "gpu/kernels.h"
 #include "gpu/kernels_deepseek4.h"
+#include "gpu/ubatch.h"
 #include "gpu/upload_arena.h"
 
 namespace moepack::gpu {
@@ -221,8 +223,8 @@ class CudaDeepseek4 final : public Backend {
     output_ = weights_.matrix(h_out_);
     output_norm_ = weights_.vector(h_out_norm_);
     bind_hc(out_hc_);
-    check_type(tok_embd_, "token_embd.weight");
-    check_type(output_, "output.weight");
+    require_gpu_type(tok_embd_, "token_embd.weight");
+    require_gpu_type(output_, "output.weight");
     for (uint32_t il = 0; il < layers_.size(); ++il) {
       Layer& L = layers_[il];
       const std::string p = "blk." + std::to_string(il) + ".";
@@ -237,7 +239,7 @@ class CudaDeepseek4 final : public Backend {
           {&L.m_sh_gate, L.sh_gate}, {&L.m_sh_up, L.sh_up}, {&L.m_sh_down, L.sh_down}};
       for (const auto& [m, h] : mats) {
         *m = weights_.matrix(h);
-        check_type(*m, p + "attention / router / shared expert");
+        require_gpu_type(*m, p + "attention / router / shared expert");
       }
       bind_hc(L.hc_attn);
       bind_hc(L.hc_ffn);
@@ -246,8 +248,8 @@ class CudaDeepseek4 final : public Backend {
         bind_comp(L.icomp);
         L.m_idx_proj = weights_.matrix(L.idx_proj);
         L.m_idx_q_b = weights_.matrix(L.idx_q_b);
-        check_type(L.m_idx_proj, p + "indexer.proj.weight");
-        check_type(L.m_idx_q_b, p + "indexer.attn_q_b.weight");
+        require_gpu_type(L.m_idx_proj, p + "indexer.proj.weight");
+        require_gpu_type(L.m_idx_q_b, p + "indexer.attn_q_b.weight");
       }
     }
     experts_->bind(s);
@@ -276,20 +278,13 @@ class CudaDeepseek4 final : public Backend {
 
   void forward(std::span<const int32_t> tokens, std::span<float> logits,
                std::span<float> all_logits) override {
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    const int64_t NV = cfg_.n_vocab;
     check_forward_args(tokens, logits, all_logits, n_past_, n_ctx_, cfg_.n_vocab);
     const uint32_t start = n_past_;
     ++stats_.forward_calls;
     try {
-      for (int64_t c0 = 0; c0 < n; c0 += kUbatch) {
-        const int64_t m = std::min<int64_t>(kUbatch, n - c0);
-        run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)),
-            c0 + m == n ? logits : std::span<float>{},
-            all_logits.empty()
-                ? std::span<float>{}
-                : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
-      }
+      for_each_ubatch(
+          tokens, logits, all_logits, cfg_.n_vocab, kUbatch,
+          [this](std::span<const int32_t> t, std::span<float> l, std::span<float> a) { run(t, l, a); });
     } catch (...) {
       try {
         rewind(start);
@@ -301,13 +296,6 @@ class CudaDeepseek4 final : public Backend {
   }
 
  private:
-  static void check_type(const DevMatrix& m, const std::string& what) {
-    if (!gpu_type_supported(m.type)) {
-      throw Error("the CUDA backend has no kernel for " + what + " type " +
-                  std::string(ggml_type_name(m.type)));
-    }
-  }
-
   CompW compressor(const std::string& prefix, uint32_t ratio, int64_t d) {
     CompW C;
     C.m = ratio;
@@ -331,15 +319,15 @@ class CudaDeepseek4 final : public Backend {
     h.m = weights_.matrix(h.fn);
     h.b = weights_.vector(h.base);
     h.s = weights_.vector(h.scale);
-    check_type(h.m, "hyper-connection fn");
+    require_gpu_type(h.m, "hyper-connection fn");
   }
   void bind_comp(CompW& C) {
     C.wkv = weights_.matrix(C.kv);
     C.wgate = weights_.matrix(C.gate);
     C.dape = weights_.vector(C.ape);
     C.dnorm = weights_.vector(C.norm);
-    check_type(C.wkv, "compressor kv");
-    check_type(C.wgate, "compressor gate");
+    require_gpu_type(C.wkv, "compressor kv");
+    require_gpu_type(C.wgate, "compressor gate");
   }
 
   uint64_t state_size(const Layer& L) const {
@@ -436,7 +424,7 @@ class CudaDeepseek4 final : public Backend {
     a(sg_, z.sh, "shared expert");
     a(su_, z.sh, "shared expert");
     a(logits_, z.lg, "logits");
-    h_rl_.allocate(fbytes(std::max<int64_t>(z.rl, 1)), "router scores");
+    router_.reserve(kUbatch);
     h_sc_.allocate(fbytes(std::max<int64_t>(z.sc, 1)), "indexer scores");
   }
 
@@ -721,34 +709,20 @@ class CudaDeepseek4 final : public Backend {
   void moe(uint32_t il, std::span<const int32_t> tokens, int64_t n, int64_t pos0, double* io_wait) {
     const Layer& L = layers_[il];
     cudaStream_t st = stream_.get();
-    const int64_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used;
+    const int64_t E = cfg_.n_embd, K = cfg_.n_expert_used;
     const float* x = x_.as<float>();
-    dev_matmul(L.m_router, x, E, n, rl_.as<float>(), X, st);
-    MOEPACK_CUDA_CHECK(
-        cudaMemcpyAsync(h_rl_.as<float>(), rl_.as<float>(), fbytes(n * X), cudaMemcpyDeviceToHost, st));
-    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
-    const float* rl = h_rl_.as<float>();
-    ids_.resize(static_cast<size_t>(n * K));
-    wts_.resize(static_cast<size_t>(n * K));
-    std::vector<float> scratch(static_cast<size_t>(2 * X));
-    for (int64_t t = 0; t < n; ++t) {
-      int32_t* id = ids_.data() + t * K;
-      float* w = wts_.data() + t * K;
-      if (!L.tid2eid.empty()) {
-        ds4::hash_route(cfg_, rl + t * X,
+    HostRouter::Choose hash;  // hash-routed blocks: the tid2eid row of each token
+    if (!L.tid2eid.empty()) {
+      hash = [&](int64_t t, const float* scores, int32_t* id, float* w) {
+        ds4::hash_route(cfg_, scores,
                         L.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K), id, w);
-      } else {
-        route_token(cfg_, rl + t * X, L.bias.data(), id, w, scratch.data());
-      }
-      if (observer_) {
-        observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K),
-                  std::span<const float>(w, K));
-      }
+      };
     }
+    router_.route(il, L.m_router, x, n, pos0, L.bias.data(), rl_.as<float>(), st, observer_, hash);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
-    stats_.experts_computed += experts_->run(il, x, n, ids_.data(), wts_.data(), cfg_.swiglu_clamp_exp.at(il),
-                                             y, arena_, st, io_wait);
+    stats_.experts_computed += experts_->run(il, x, n, router_.ids(), router_.weights(),
+                                             cfg_.swiglu_clamp_exp.at(il), y, arena_, st, io_wait);
     // Shared expert: y += down · swiglu_clamped(gate · x, up · x).
     float* g = sg_.as<float>();
     float* u = su_.as<float>();
@@ -784,9 +758,9 @@ class CudaDeepseek4 final : public Backend {
   DeviceBuffer cs_plain_, cs_plain_neg_, cs_comp_, cs_comp_neg_;  // [n_ctx][R]
   DeviceBuffer S_, f_, mix_, pre_, post_, M_, h_, x_, y_, tmp_, cq_, q_, o_, kn_, ta_, tg_, kappa_, qi_, iw_,
       sc_, att_, z_, rl_, sg_, su_, logits_;
-  PinnedBuffer h_rl_, h_sc_;
-  std::vector<int32_t> sel_, cnt_, ids_;
-  std::vector<float> wts_;
+  PinnedBuffer h_sc_;
+  HostRouter router_{cfg_};
+  std::vector<int32_t> sel_, cnt_;
   RoutingObserver observer_;
   BackendStats stats_;
 };

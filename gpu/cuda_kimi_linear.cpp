@@ -9,7 +9,7 @@
 //        logits, routed experts (cuda_moe.h), the shared expert, the dense leading blocks, the
 //        output norm and the logits.
 //   host the router's selection and weights (core's route_token, exact by construction) after
-//        copying the logits back.
+//        copying the logits back (gpu/cuda_host_router.h).
 // State (device) and its semantics are the CPU reference's: per MLA block the latent rows of
 // every position [n_ctx][r + n_p], per KDA block the conv history [3][w−1][d_in] then S
 // [H][d][d]; checkpoints of all KDA states at the end of each of the last 8 forward() calls
@@ -32,17 +32,18 @@
 #include "core/error.h"
 #include "core/kimi_linear_ops.h"
 #include "core/model_source.h"
-#include "core/moe_routing.h"
 #include "core/tensor_store.h"
 #include "gpu/cuda_arch_backends.h"
 #include "gpu/cuda_attention.h"
 #include "gpu/cuda_check.h"
+#include "gpu/cuda_host_router.h"
 #include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_info.h"
 #include "gpu/device_weights.h"
 #include "gpu/kernels.h"
 #include "gpu/kernels_kimi_linear.h"
+#include "gpu/ubatch.h"
 #include "gpu/upload_arena.h"
 
 namespace moepack::gpu {
@@ -190,8 +191,8 @@ class CudaKimiLinear final : public Backend {
     tok_embd_ = weights_.matrix(h_tok_);
     output_ = weights_.matrix(h_out_);
     output_norm_ = weights_.vector(h_out_norm_);
-    check_type(tok_embd_, "token_embd.weight");
-    check_type(output_, "output.weight");
+    require_gpu_type(tok_embd_, "token_embd.weight");
+    require_gpu_type(output_, "output.weight");
     float* kda_at = kda_state_.as<float>();
     float* mla_at = mla_cache_.as<float>();
     for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
@@ -201,7 +202,7 @@ class CudaKimiLinear final : public Backend {
       L.d_ffn_norm = weights_.vector(L.ffn_norm);
       const auto bind = [&](DevMatrix& m, Hd h, const char* name) {
         m = weights_.matrix(h);
-        check_type(m, p + name);
+        require_gpu_type(m, p + name);
       };
       bind(L.m_wq, L.wq, "attn_q.weight");
       bind(L.m_wo, L.wo, "attn_output.weight");
@@ -309,13 +310,6 @@ class CudaKimiLinear final : public Backend {
     std::vector<float> wts;
   };
 
-  static void check_type(const DevMatrix& m, const std::string& what) {
-    if (!gpu_type_supported(m.type)) {
-      throw Error("the CUDA backend has no kernel for " + what + " type " +
-                  std::string(ggml_type_name(m.type)));
-    }
-  }
-
   void restore_latest() {
     cudaStream_t st = stream_.get();
     const size_t bytes = fbytes(static_cast<int64_t>(kda_floats_));
@@ -356,7 +350,7 @@ class CudaKimiLinear final : public Backend {
 
   // All tokens in ubatches, then a checkpoint (the CPU reference's run()).
   void run_all(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) {
-    const int64_t n = static_cast<int64_t>(tokens.size()), NV = cfg_.n_vocab;
+    const int64_t n = static_cast<int64_t>(tokens.size());
     // The CPU reference runs all n tokens through each block before the next, so its routing
     // observer sees (block, position) in block-major order over the whole call (what
     // RoutingRecorder's steps rely on). With more than one ubatch the calls are collected and
@@ -364,14 +358,9 @@ class CudaKimiLinear final : public Backend {
     deferred_.clear();
     defer_routing_ = observer_ && n > kUbatch;
     try {
-      for (int64_t c0 = 0; c0 < n; c0 += kUbatch) {
-        const int64_t m = std::min<int64_t>(kUbatch, n - c0);
-        run(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(m)),
-            c0 + m == n ? logits : std::span<float>{},
-            all_logits.empty()
-                ? std::span<float>{}
-                : all_logits.subspan(static_cast<size_t>(c0 * NV), static_cast<size_t>(m * NV)));
-      }
+      for_each_ubatch(
+          tokens, logits, all_logits, cfg_.n_vocab, kUbatch,
+          [this](std::span<const int32_t> t, std::span<float> l, std::span<float> a) { run(t, l, a); });
     } catch (...) {
       defer_routing_ = false;
       deferred_.clear();
@@ -445,7 +434,7 @@ class CudaKimiLinear final : public Backend {
     a(fg_, z.ff, "FFN");
     a(fu_, z.ff, "FFN");
     a(logits_, z.lg, "logits");
-    h_rl_.allocate(fbytes(std::max<int64_t>(z.rl, 1)), "router logits");
+    router_.reserve(kUbatch);
   }
 
   // One ubatch (n <= U positions) through every block, as the CPU reference's run().
@@ -599,32 +588,20 @@ class CudaKimiLinear final : public Backend {
   void moe(uint32_t il, int64_t n, int64_t pos0, double* io_wait) {
     const Layer& L = layers_[il];
     cudaStream_t st = stream_.get();
-    const int64_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used;
+    const int64_t E = cfg_.n_embd, K = cfg_.n_expert_used;
     const float* xn = xn_.as<float>();
-    dev_matmul(L.m_router, xn, E, n, rl_.as<float>(), X, st);
-    MOEPACK_CUDA_CHECK(
-        cudaMemcpyAsync(h_rl_.as<float>(), rl_.as<float>(), fbytes(n * X), cudaMemcpyDeviceToHost, st));
-    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
-    const float* rl = h_rl_.as<float>();
-    ids_.resize(static_cast<size_t>(n * K));
-    wts_.resize(static_cast<size_t>(n * K));
-    scratch_.resize(static_cast<size_t>(2 * X));
-    for (int64_t t = 0; t < n; ++t) {
-      int32_t* id = ids_.data() + t * K;
-      float* wt = wts_.data() + t * K;
-      route_token(cfg_, rl + t * X, L.bias.empty() ? nullptr : L.bias.data(), id, wt, scratch_.data());
-      if (defer_routing_) {
-        deferred_.push_back({il, static_cast<uint32_t>(pos0 + t), std::vector<int32_t>(id, id + K),
-                             std::vector<float>(wt, wt + K)});
-      } else if (observer_) {
-        observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K),
-                  std::span<const float>(wt, K));
-      }
-    }
+    // Collected for replay in block-major order when the call spans several ubatches (run_all).
+    const RoutingObserver defer = [this](uint32_t block, uint32_t pos, std::span<const int32_t> ids,
+                                         std::span<const float> wts) {
+      deferred_.push_back({block, pos, std::vector<int32_t>(ids.begin(), ids.end()),
+                           std::vector<float>(wts.begin(), wts.end())});
+    };
+    router_.route(il, L.m_router, xn, n, pos0, L.bias.empty() ? nullptr : L.bias.data(), rl_.as<float>(), st,
+                  defer_routing_ ? defer : observer_);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
     stats_.experts_computed +=
-        experts_->run(il, xn, n, ids_.data(), wts_.data(), 0.0f, y, arena_, st, io_wait);
+        experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, y, arena_, st, io_wait);
     if (L.ff > 0) {
       swiglu_ffn(L.m_sh_gate, L.m_sh_up, L.m_sh_down, L.ff, n, tmp_.as<float>());
       add_inplace(y, tmp_.as<float>(), n * E, st);
@@ -653,9 +630,7 @@ class CudaKimiLinear final : public Backend {
   std::deque<Checkpoint> checkpoints_;  // ascending pos; the last one is the current state
   DeviceBuffer x_, xn_, y_, tmp_, ext_, qkv_, lo_, decay_, gate_, beta_, o_, q_, c_, qa_, lat_, rl_, fg_, fu_,
       logits_;
-  PinnedBuffer h_rl_;
-  std::vector<int32_t> ids_;
-  std::vector<float> wts_, scratch_;
+  HostRouter router_{cfg_};
   RoutingObserver observer_;
   bool defer_routing_ = false;
   std::vector<Routed> deferred_;

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/kernels.h"
 
 namespace moepack::gpu {
 
@@ -9,6 +10,13 @@ namespace {
 constexpr uint64_t kAlign = 256;
 uint64_t align_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 }  // namespace
+
+void require_gpu_type(const DevMatrix& m, const std::string& what) {
+  if (!gpu_type_supported(m.type)) {
+    throw Error("the CUDA backend has no kernel for " + what + " type " +
+                std::string(ggml_type_name(m.type)));
+  }
+}
 
 DeviceWeights::Handle DeviceWeights::add_view(const WeightView& v) {
   Item it;
@@ -22,7 +30,8 @@ DeviceWeights::Handle DeviceWeights::add_matrix(const std::string& name, int64_t
   return add_view(tensors_.matrix(name, ne0, ne1));
 }
 
-DeviceWeights::Handle DeviceWeights::add_stacked(const std::string& name, int64_t ne0, int64_t ne1, int64_t ne2) {
+DeviceWeights::Handle DeviceWeights::add_stacked(const std::string& name, int64_t ne0, int64_t ne1,
+                                                 int64_t ne2) {
   return add_view(tensors_.stacked(name, ne0, ne1, ne2));
 }
 
@@ -57,17 +66,19 @@ void DeviceWeights::upload(uint64_t reserve_bytes, uint64_t extra_bytes, const s
   MOEPACK_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const uint64_t needed = total_ + extra_bytes;
   if (needed + reserve_bytes > free_b) {
-    throw Error("not enough VRAM for " + model_path + ": needed " + std::to_string(needed >> 20) + " MiB (weights " +
-                std::to_string(total_ >> 20) + " MiB + KV cache and activations " + std::to_string(extra_bytes >> 20) +
-                " MiB), free " + std::to_string(free_b >> 20) + " MiB, reserve (cache_vram_reserve_mib) " +
-                std::to_string(reserve_bytes >> 20) +
-                " MiB. Use an Expert Pack (moepack build) to keep routed experts on the SSD, lower n_ctx, or lower the "
+    throw Error("not enough VRAM for " + model_path + ": needed " + std::to_string(needed >> 20) +
+                " MiB (weights " + std::to_string(total_ >> 20) + " MiB + KV cache and activations " +
+                std::to_string(extra_bytes >> 20) + " MiB), free " + std::to_string(free_b >> 20) +
+                " MiB, reserve (cache_vram_reserve_mib) " + std::to_string(reserve_bytes >> 20) +
+                " MiB. Use an Expert Pack (moepack build) to keep routed experts on the SSD, lower n_ctx, or "
+                "lower the "
                 "reserve.");
   }
   buffer_.allocate(total_, "the model's resident weights");
   for (const Item& it : items_) {
     if (!it.present || it.bytes == 0) continue;
-    const void* src = it.is_vector ? static_cast<const void*>(it.floats.data()) : static_cast<const void*>(it.view.data);
+    const void* src =
+        it.is_vector ? static_cast<const void*>(it.floats.data()) : static_cast<const void*>(it.view.data);
     MOEPACK_CUDA_CHECK(cudaMemcpy(buffer_.bytes_ptr() + it.offset, src, it.bytes, cudaMemcpyHostToDevice));
   }
 }
@@ -75,7 +86,8 @@ void DeviceWeights::upload(uint64_t reserve_bytes, uint64_t extra_bytes, const s
 DevMatrix DeviceWeights::matrix(Handle h) const {
   const Item& it = items_.at(h);
   if (it.is_vector) throw Error("internal: weight handle is a vector");
-  return DevMatrix{it.view.type, it.view.ne0, it.view.ne1, it.view.row_bytes, buffer_.bytes_ptr() + it.offset};
+  return DevMatrix{it.view.type, it.view.ne0, it.view.ne1, it.view.row_bytes,
+                   buffer_.bytes_ptr() + it.offset};
 }
 
 const float* DeviceWeights::vector(Handle h) const {

@@ -28,6 +28,10 @@ struct DevMatrix {
   bool empty() const { return data == nullptr; }
 };
 
+// Throws Error("the CUDA backend has no kernel for <what> type <type>") unless the kernels
+// dequantize m's type (kernels.h gpu_type_supported). Called on every matrix a backend binds.
+void require_gpu_type(const DevMatrix& m, const std::string& what);
+
 class DeviceWeights {
  public:
   using Handle = size_t;
@@ -54,8 +58,8 @@ class DeviceWeights {
 
  private:
   struct Item {
-    WeightView view;              // matrices: host bytes
-    std::vector<float> floats;    // vectors
+    WeightView view;            // matrices: host bytes
+    std::vector<float> floats;  // vectors
     bool is_vector = false;
     bool present = true;
     uint64_t bytes = 0;

@@ -1,0 +1,47 @@
+#include "gpu/cuda_host_router.h"
+
+#include <span>
+
+#include "core/moe_routing.h"
+#include "gpu/cuda_attention.h"
+#include "gpu/cuda_check.h"
+
+namespace moepack::gpu {
+
+namespace {
+size_t fbytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
+}  // namespace
+
+void HostRouter::reserve(int64_t n_tokens) {
+  const size_t bytes = fbytes(n_tokens * static_cast<int64_t>(cfg_.n_expert));
+  if (scores_.size() < bytes) scores_.allocate(bytes, "router scores");
+}
+
+void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, int64_t n, int64_t pos0,
+                       const float* bias, float* d_scores, cudaStream_t st, const RoutingObserver& report,
+                       const Choose& choose) {
+  const int64_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used;
+  dev_matmul(router, x, E, n, d_scores, X, st);
+  reserve(n);
+  MOEPACK_CUDA_CHECK(
+      cudaMemcpyAsync(scores_.as<float>(), d_scores, fbytes(n * X), cudaMemcpyDeviceToHost, st));
+  MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+  const float* scores = scores_.as<float>();
+  ids_.resize(static_cast<size_t>(n * K));
+  weights_.resize(static_cast<size_t>(n * K));
+  scratch_.resize(static_cast<size_t>(2 * X));
+  for (int64_t t = 0; t < n; ++t) {
+    int32_t* id = ids_.data() + t * K;
+    float* w = weights_.data() + t * K;
+    if (choose) {
+      choose(t, scores + t * X, id, w);
+    } else {
+      route_token(cfg_, scores + t * X, bias, id, w, scratch_.data());
+    }
+    if (report)
+      report(block, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K),
+             std::span<const float>(w, K));
+  }
+}
+
+}  // namespace moepack::gpu

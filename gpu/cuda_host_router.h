@@ -1,0 +1,66 @@
+// HostRouter: the expert selection of a MoE block on the CUDA backends (cuda_backend.cpp for
+// deepseek2 / qwen3moe / llama, cuda_deepseek4.cpp, cuda_kimi_linear.cpp). The router's scores
+// are one GEMV on the GPU; the top-k choice runs on the host with core's own code
+// (core/moe_routing.h route_token, or an architecture's hash table), the CPU reference's code, so
+// equal scores give the CPU backend's expert ids and weights bit for bit:
+//
+//   scores [n][X] = W_router · x             device (dev_matmul), then copied to pinned host
+//                                            memory; the host waits for the stream
+//   for t = 0 .. n-1, in position order:
+//     ids[t][0..K), weights[t][0..K)       = choose(t, scores[t]), by default
+//                                            route_token(cfg, scores[t], bias, ...)
+//     report(block, pos0 + t, ids[t], weights[t])
+//
+// X = n_expert, K = n_expert_used of the model's config. `report` has the routing observer's
+// signature: pass the observer itself, or a function that collects the calls and replays them
+// later (a backend whose ubatches must reach the observer in the CPU reference's block-major
+// order). The caller then runs the experts on ids() / weights() (CudaRoutedExperts::run), which
+// stay valid until the next route().
+//
+// Errors: CUDA failures throw from MOEPACK_CUDA_CHECK (DeviceLostError when sticky, Error
+// otherwise), a pinned allocation that fails throws Error; route_token / choose may throw.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/model_config.h"
+#include "gpu/cuda_resources.h"
+#include "gpu/device_weights.h"
+
+namespace moepack::gpu {
+
+class HostRouter {
+ public:
+  // Fills ids [K] and weights [K] of token t (position pos0 + t) from its scores [X] (host).
+  using Choose = std::function<void(int64_t t, const float* scores, int32_t* ids, float* weights)>;
+
+  explicit HostRouter(const ModelConfig& cfg) : cfg_(cfg) {}
+
+  // Pinned host memory for the scores of up to n_tokens positions (allocate before the first
+  // forward() to keep allocations out of it; route() grows it otherwise).
+  void reserve(int64_t n_tokens);
+
+  // The selection above for blk.`block`: x [n][n_embd] and d_scores [n][X] device (d_scores is
+  // overwritten); bias [X] host or null (route_token's selection bias). Without `choose`, every
+  // token goes through route_token. `report` may be empty.
+  void route(uint32_t block, const DevMatrix& router, const float* x, int64_t n, int64_t pos0,
+             const float* bias, float* d_scores, cudaStream_t st, const RoutingObserver& report,
+             const Choose& choose = {});
+
+  const int32_t* ids() const { return ids_.data(); }        // [n][K] of the last route()
+  const float* weights() const { return weights_.data(); }  // [n][K] of the last route()
+
+ private:
+  const ModelConfig& cfg_;
+  PinnedBuffer scores_;  // [n][X]
+  std::vector<int32_t> ids_;
+  std::vector<float> weights_;
+  std::vector<float> scratch_;  // route_token's, [2 X]
+};
+
+}  // namespace moepack::gpu
