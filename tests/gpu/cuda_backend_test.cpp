@@ -116,35 +116,17 @@ TEST_P(CudaFixture, AllLogitsAndRoutingMatchCpu) {
 
 TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) {
   const Case c = GetParam();
-  test::TempDir dir("moepack-cuda");
-  const std::string pack_dir = test::build_test_pack(kFixtures + c.model, dir);
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
-  auto gguf = make_backend(ModelSource::open(kFixtures + c.model), parity_settings("cuda"));
-  const std::vector<float> want = test::prompt_then_greedy_logits(*gguf, tokens);
-  auto src = ModelSource::open(pack_dir);
-  const test::PackBudgets budgets = test::pack_budgets(*src);
-  for (const uint64_t slots : budgets.slots()) {
-    SCOPED_TRACE("cache slots " + std::to_string(slots));
-    EngineSettings s = parity_settings("cuda");
-    s.cache_bytes = slots * budgets.slot_bytes;
-    s.stage_slots = 3;
-    auto be = make_backend(src, s);
-    EXPECT_EQ(be->stats().cache_slots, slots);
-    const std::vector<float> got = test::prompt_then_greedy_logits(*be, tokens);
-    ASSERT_EQ(got.size(), want.size());
-    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
-    const BackendStats st = be->stats();
-    EXPECT_GT(st.cache_misses, 0u);
-    EXPECT_GT(st.pack_read_bytes, 0u);
-    EXPECT_EQ(st.h2d_bytes, st.pack_read_bytes);
-    EXPECT_EQ(st.expert_selections, st.experts_computed);
-    if (slots == budgets.top_k) {
-      EXPECT_GT(st.cache_evictions, 0u);
-    }
-    if (slots == budgets.experts) {
-      EXPECT_EQ(st.cache_evictions, 0u);
-    }
+  test::TempDir dir("moepack-cuda");
+  EngineSettings pack = parity_settings("cuda");
+  pack.stage_slots = 3;
+  std::vector<test::BudgetRun> runs;
+  test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_backend, parity_settings("cuda"),
+                                 pack, &runs);
+  ASSERT_EQ(runs.size(), 3u);
+  for (const test::BudgetRun& r : runs) {
+    EXPECT_EQ(r.stats.h2d_bytes, r.stats.pack_read_bytes) << "cache slots " << r.slots;
   }
 }
 

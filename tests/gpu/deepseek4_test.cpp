@@ -344,59 +344,14 @@ TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
 // A missing or mis-shaped tensor fails the load with a FormatError naming the file and the
 // tensor (copies of the fixture with one tensor renamed, or one dimension changed, in place).
 TEST_P(Ds4Fixture, MissingOrMisShapedTensorIsNamed) {
-  const std::vector<uint8_t> bytes = test::read_file(model_path());
-  const auto find = [&](const std::string& name) {
-    const auto it = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
-    return it == bytes.end() ? size_t{0} : static_cast<size_t>(it - bytes.begin());
-  };
-  test::TempDir dir("moepack-ds4-bad");
-  struct Bad {
-    std::string tensor, expect;
-    bool rename;
-  };
-  for (const Bad& b : {Bad{"blk.2.attn_compressor_ape.weight", "blk.2.attn_compressor_ape.weight", true},
-                       Bad{"blk.0.ffn_gate_tid2eid.weight", "blk.0.ffn_gate_tid2eid.weight", true},
-                       Bad{"blk.1.attn_sinks.weight", "blk.1.attn_sinks.weight", false}}) {
-    SCOPED_TRACE(b.tensor);
-    const size_t at = find(b.tensor);
-    ASSERT_GT(at, 0u) << b.tensor << " not found in " << model_path();
-    std::vector<uint8_t> bad = bytes;
-    if (b.rename) {
-      bad[at + b.tensor.size() - 7] = 'X';  // ".weight" -> "Xweight": the tensor is gone
-    } else {
-      uint64_t ne0 = 0;  // after the name: u32 n_dims, then u64 ne[0]: halve it (8 heads -> 4)
-      std::memcpy(&ne0, bad.data() + at + b.tensor.size() + 4, 8);
-      ASSERT_EQ(ne0, 8u);
-      ne0 = 4;
-      std::memcpy(bad.data() + at + b.tensor.size() + 4, &ne0, 8);
-    }
-    const std::string path = dir.file("bad.gguf");
-    test::write_file(path, bad);
-    try {
-      make_cuda_backend_deepseek4(ModelSource::open(path), parity_settings("cuda"));
-      ADD_FAILURE() << "expected a FormatError";
-    } catch (const FormatError& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find(b.expect), std::string::npos) << msg;
-      EXPECT_NE(msg.find("bad.gguf"), std::string::npos) << msg;
-    }
-  }
+  // attn_sinks: ne[0] = 8 heads, halved to 4
+  expect_broken_tensors_named("moepack-ds4-bad",
+                              {"blk.2.attn_compressor_ape.weight", "blk.0.ffn_gate_tid2eid.weight"},
+                              "blk.1.attn_sinks.weight", 8);
 }
 
 // A VRAM reserve larger than any device: the load fails before allocating, with the numbers.
-TEST_P(Ds4Fixture, OutOfVramFailsWithNumbers) {
-  EngineSettings s = parity_settings("cuda");
-  s.cache_vram_reserve_mib = uint64_t{1} << 30;  // 1 PiB
-  try {
-    make_cuda_backend_deepseek4(ModelSource::open(model_path()), s);
-    ADD_FAILURE() << "expected an out-of-VRAM Error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("not enough VRAM"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("MiB"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(std::string(GetParam().model) + ".gguf"), std::string::npos) << msg;
-  }
-}
+TEST_P(Ds4Fixture, OutOfVramFailsWithNumbers) { expect_out_of_vram_fails_with_numbers(); }
 
 // Through the factory and the Session: backend "cuda" and "auto" pick this backend for a
 // deepseek4 model; greedy generation on the GPU gives the CPU session's tokens and llama.cpp's,

@@ -273,58 +273,14 @@ TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
 // A missing or mis-shaped tensor fails the load with a FormatError naming the file and the
 // tensor (copies of the fixture with one tensor renamed, or one dimension changed, in place).
 TEST_P(KimiFixture, MissingOrMisShapedTensorIsNamed) {
-  const std::vector<uint8_t> bytes = test::read_file(model_path());
-  const auto find = [&](const std::string& name) {
-    const auto it = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
-    return it == bytes.end() ? size_t{0} : static_cast<size_t>(it - bytes.begin());
-  };
-  test::TempDir dir("moepack-kimi-bad");
-  struct Bad {
-    std::string tensor;
-    bool rename;
-  };
-  for (const Bad& b : {Bad{"blk.1.ssm_conv1d_k.weight", true}, Bad{"blk.3.attn_kv_a_norm.weight", true},
-                       Bad{"blk.2.ssm_norm.weight", false}}) {
-    SCOPED_TRACE(b.tensor);
-    const size_t at = find(b.tensor);
-    ASSERT_GT(at, 0u) << b.tensor << " not found in " << model_path();
-    std::vector<uint8_t> bad = bytes;
-    if (b.rename) {
-      bad[at + b.tensor.size() - 7] = 'X';  // ".weight" -> "Xweight": the tensor is gone
-    } else {
-      uint64_t ne0 = 0;  // after the name: u32 n_dims, then u64 ne[0]: halve it (d 128 -> 64)
-      std::memcpy(&ne0, bad.data() + at + b.tensor.size() + 4, 8);
-      ASSERT_EQ(ne0, 128u);
-      ne0 = 64;
-      std::memcpy(bad.data() + at + b.tensor.size() + 4, &ne0, 8);
-    }
-    const std::string path = dir.file("bad.gguf");
-    test::write_file(path, bad);
-    try {
-      make_cuda_backend_kimi_linear(ModelSource::open(path), parity_settings("cuda"));
-      ADD_FAILURE() << "expected a FormatError";
-    } catch (const FormatError& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find(b.tensor), std::string::npos) << msg;
-      EXPECT_NE(msg.find("bad.gguf"), std::string::npos) << msg;
-    }
-  }
+  // ssm_norm: ne[0] = d 128, halved to 64
+  expect_broken_tensors_named("moepack-kimi-bad",
+                              {"blk.1.ssm_conv1d_k.weight", "blk.3.attn_kv_a_norm.weight"},
+                              "blk.2.ssm_norm.weight", 128);
 }
 
 // A VRAM reserve larger than any device: the load fails before allocating, with the numbers.
-TEST_P(KimiFixture, OutOfVramFailsWithNumbers) {
-  EngineSettings s = parity_settings("cuda");
-  s.cache_vram_reserve_mib = uint64_t{1} << 30;  // 1 PiB
-  try {
-    make_cuda_backend_kimi_linear(ModelSource::open(model_path()), s);
-    ADD_FAILURE() << "expected an out-of-VRAM Error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("not enough VRAM"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("MiB"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(model_path()), std::string::npos) << msg;
-  }
-}
+TEST_P(KimiFixture, OutOfVramFailsWithNumbers) { expect_out_of_vram_fails_with_numbers(); }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, KimiFixture, ::testing::ValuesIn(kCases), test::arch_case_name);
 
