@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -19,9 +18,7 @@
 #include "core/model_source.h"
 #include "packbuilder/pack_plan.h"
 #include "tests/support/arch_fixture.h"
-#include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
-#include "tests/support/gguf_writer.h"
 
 namespace moepack {
 namespace {
@@ -137,13 +134,7 @@ TEST_P(Deepseek4Fixture, PackMatchesGgufAtEveryBudget) {
   EXPECT_TRUE(dense.count("blk.3.ffn_gate_inp.weight"));
   for (const auto& n : dense) EXPECT_EQ(n.find("_exps"), std::string::npos) << n;
 
-  const nlohmann::json ref = read_json(ref_path(".f32-dequant.json"));
-  const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
-  test::TempDir dir("moepack-dsv4");
-  EngineSettings pack = test::reference_settings();
-  pack.cache_vram_reserve_mib = 0;
-  test::expect_pack_matches_gguf(model_path(), dir, tokens, make_cpu_backend, test::reference_settings(),
-                                 pack);
+  expect_cpu_pack_matches_gguf("moepack-dsv4");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Deepseek4Fixture, ::testing::ValuesIn(kCases), test::arch_case_name);

@@ -210,6 +210,15 @@ ArchFixture::NativeCloseness ArchFixture::close_to_native_reference(Backend& be,
   return c;
 }
 
+void ArchFixture::expect_cpu_pack_matches_gguf(const char* tmp_prefix) const {
+  const nlohmann::json ref = read_json(ref_path(".f32-dequant.json"));
+  const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  TempDir dir(tmp_prefix);
+  EngineSettings pack = reference_settings();
+  pack.cache_vram_reserve_mib = 0;
+  expect_pack_matches_gguf(model_path(), dir, tokens, make_cpu_backend, reference_settings(), pack);
+}
+
 void GpuArchFixture::expect_matches_cpu_and_reference() const {
   const nlohmann::json ref = read_json(ref_path());
   const auto src = ModelSource::open(model_path());
