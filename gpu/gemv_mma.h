@@ -39,16 +39,16 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0);
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.
 void gemv_mma(const GemvBatch& b, cudaStream_t s);
 
-// Benchmarks and tests only (bench_cuda_backend's side-by-side). 0 = the default, per type:
-// Q4_K and MXFP4 expert launches stream each warp's 16-row tile through a 4-stage cp.async
-// ring in shared memory (64 rows per block); Q2_K and single Q4_K matrices use the register
-// layout (one super-block loaded ahead in registers; a single matrix splits each row over the
-// block's 4 warps). 1 = the register layout for every launch of Q4_K / Q2_K (MXFP4 takes 0);
-// 2 = the ring layout for every launch; 3 = rings, 32 rows per block (two warps a tile), at
-// most 128 registers; 4 = rings, 16 rows per block (four warps a tile), at most 128
-// registers; 5 = six stages, two warps a tile; -1 = no tensor cores (kernels_gemv.cu's F32
-// kernels for every type). Process-wide; a run must not mix variants (their sums differ in
-// rounding). Throws Error outside -1..5.
+// Benchmarks and tests only (bench_cuda_backend's side-by-side). 0 = the default, per type
+// (kernels_gemv_mma.cu says which). 1 = the register layout: one super-block loaded ahead in
+// registers, x as f16 halves (Q4_K, Q2_K; MXFP4 takes 0); 2 = the ring layout (each warp's
+// 16-row tile streamed through a 4-stage cp.async ring in shared memory), x as f16 halves;
+// 3 = rings with the integer path (Q4_K, Q2_K: m16n8k32 u8 x s8, x in four 7-bit slices per
+// 256 elements; MXFP4 as 2); 4 = 3 with two warps a tile; 5 = 3 with four warps a tile. Expert
+// launches (grp_off) use 64 rows per block; a single matrix 16 rows per block, each row split
+// over the block's 4 warps. -1 = no tensor cores (kernels_gemv.cu's F32 kernels for every
+// type). Process-wide; a run must not mix variants (their sums differ in rounding). Throws
+// Error outside -1..5.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

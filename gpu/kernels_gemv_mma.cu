@@ -224,13 +224,8 @@ __device__ __forceinline__ const float* single_pair_x(const GemvBatch& b, int gr
   return b.x + grp * b.x_gstride + xi * b.x_stride;
 }
 
-__global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch) {
-  const int grp = static_cast<int>(blockIdx.x);
-  int j = 0;
-  const float* x = single_pair_x(b, grp, &j);
-  if (!x) return;
-  x_fragments(x, b.ne0, scratch + grp * frag_stride(b.ne0), kPrepThreads);
-}
+template <bool I8>
+__global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch);
 
 // Row splits (one warp each, contiguous ranges of units, summed in warp order): a function of
 // the row length and the layout only, so every launch of a shape adds the same partials.
@@ -435,6 +430,291 @@ struct MmaPath<GgmlType::MXFP4> {
   using type = Mxfp4Path;
 };
 
+// ---- The integer path (Q4_K, Q2_K): mma.sync m16n8k32, u8 quants x s8 slices of x ----------
+//
+// x is cut per super-block (256 elements, one power-of-two scale 2^s with max |x| 2^s in
+// [32, 64)) into four signed 7-bit slices: y = x 2^s = X0 + X1 2^-7 + X2 2^-14 + X3 2^-21 +
+// r, |Xk| <= 64, |r| <= 2^-22 (each slice the rounded residual of the one before, every step
+// exact in F32). A k32 mma multiplies 16 rows of quants (u8: nibbles, or 2-bit fields, in place
+// in their byte) by two slices at once, exactly in s32. The diagonal trick of the f16 path
+// holds for m16n8k32 as well: lane 4g + t supplies A rows g, g + 8 at k = 4t..4t+3 and
+// 4t+16..4t+19 and receives D rows g, g + 8 at columns 2t, 2t+1, which are the lane's own sums
+// with the slices in B columns 2t and 2t + 1 (supplied by lanes 9t and 9t + 4). Lane t's eight
+// k of a 32-element group are its elements 8t..8t+7 (the A words are bytes 8t..8t+7 of the
+// group's 32 quant bytes; the B fragments are laid out to match). The sub-block scales are
+// small integers, applied in s32 (IMAD) per slice; one F32 conversion per slice, row and
+// super-block: sum = d 2^-s (T0 + T1 2^-7 + T2 2^-14 + T3 2^-21) / F - dmin sum_j m_j X_j.
+// Error: |r| 2^-s <= 2^-27 max |x| of the super-block per element, far inside gpu_ops_test's
+// 1e-5 sum |w x| + 1e-6 (the f16 path keeps 22 bits per element, this one 27 bits of the
+// block maximum).
+//
+// Fragments per x vector (frag_stride_i8 bytes):
+//   [0, ne0 * 4)   per 32-element group G, lane t, half h: uint4 {slice h of elements 8t..8t+3,
+//                  of 8t+4..8t+7, slice h + 2 of the same} (h = 0 for B column 2t, 1 for 2t+1)
+//   then ne0 / 16 floats: the sum of every 16 elements; then ne0 / 256 floats: 2^-s.
+__host__ __device__ constexpr int64_t frag_stride_i8(int64_t ne0) { return ne0 * 4 + ne0 / 4 + ne0 / 64; }
+
+__device__ __forceinline__ uint32_t pack_s8(float a, float b, float c, float d) {
+  return (static_cast<uint32_t>(__float2int_rn(a)) & 0xFFu) |
+         ((static_cast<uint32_t>(__float2int_rn(b)) & 0xFFu) << 8) |
+         ((static_cast<uint32_t>(__float2int_rn(c)) & 0xFFu) << 16) |
+         (static_cast<uint32_t>(__float2int_rn(d)) << 24);
+}
+
+// The fragments of x (ne0 floats, a multiple of 256) into `base`: super-block k by warp k mod
+// nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4).
+// No barrier: the caller synchronises before reading them.
+__device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps) {
+  uint4* xf = reinterpret_cast<uint4*>(base);
+  float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
+  float* unscale = x16 + ne0 / 16;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
+  for (int64_t k = threadIdx.x / 32; k < ne0 / 256; k += nwarps) {
+    const float* p = x + k * 256 + 8 * lane;
+    float v[8];
+    if (vec) {
+      const float4 q0 = __ldg(reinterpret_cast<const float4*>(p)),
+                   q1 = __ldg(reinterpret_cast<const float4*>(p) + 1);
+      v[0] = q0.x, v[1] = q0.y, v[2] = q0.z, v[3] = q0.w, v[4] = q1.x, v[5] = q1.y, v[6] = q1.z, v[7] = q1.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = __ldg(p + i);
+    }
+    float mx = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      mx = fmaxf(mx, fabsf(v[i]));
+      sum += v[i];  // element order
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
+    if ((lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
+    // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
+    // - E, clamped to +-100; a non-finite block gets 2^-s = NaN, so its sums are NaN as on the CPU.
+    const uint32_t e = (__float_as_uint(mx) >> 23) & 0xFFu;
+    const int s = min(max(132 - static_cast<int>(e), -100), 100);
+    const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
+    if (lane == 0)
+      unscale[k] =
+          e == 0xFFu ? __uint_as_float(0x7FC00000u) : __uint_as_float(static_cast<uint32_t>(127 - s) << 23);
+    float y[8], sl[4][8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      y[i] = e == 0xFFu ? 0.0f : v[i] * sc;  // exact: a power of two
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        sl[q][i] = rintf(y[i]);
+        y[i] = (y[i] - sl[q][i]) * 128.0f;  // exact: |y| < 64 and a rounded residual
+      }
+    }
+    uint32_t w[4][2];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      w[q][0] = pack_s8(sl[q][0], sl[q][1], sl[q][2], sl[q][3]);
+      w[q][1] = pack_s8(sl[q][4], sl[q][5], sl[q][6], sl[q][7]);
+    }
+    const int64_t slot = ((k * 8 + lane / 4) * 4 + lane % 4) * 2;
+    xf[slot] = make_uint4(w[0][0], w[0][1], w[2][0], w[2][1]);
+    xf[slot + 1] = make_uint4(w[1][0], w[1][1], w[3][0], w[3][1]);
+  }
+}
+
+struct I8View {
+  const uint4* xf;
+  const float* x16;
+  const float* unscale;
+  bool b_lane;  // lane 9t (slices 0, 2) or 9t + 4 (slices 1, 3)
+  int b_half;
+  // The B words of 32-element group G for this lane's quad position t (a B lane's own t).
+  __device__ __forceinline__ uint4 frag(int64_t G, int t) const {
+    return b_lane ? xf[(G * 4 + t) * 2 + b_half] : make_uint4(0u, 0u, 0u, 0u);
+  }
+};
+
+__device__ __forceinline__ void mma_i8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%10,%10,%10};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+}
+
+// T[slice][row] += sc_row * D: one group's two mmas (slices 0, 1 and 2, 3) of 16 rows.
+__device__ __forceinline__ void group_i8(int (&T)[4][2], const uint32_t (&a)[4], const uint4& bf, int sca,
+                                         int scb) {
+  int d01[4], d23[4];
+  mma_i8(d01, a, bf.x, bf.y);
+  mma_i8(d23, a, bf.z, bf.w);
+  T[0][0] += sca * d01[0], T[1][0] += sca * d01[1], T[0][1] += scb * d01[2], T[1][1] += scb * d01[3];
+  T[2][0] += sca * d23[0], T[3][0] += sca * d23[1], T[2][1] += scb * d23[2], T[3][1] += scb * d23[3];
+}
+
+// The slices' sum of one row: T0 + T1 2^-7 + T2 2^-14 + T3 2^-21 (F32).
+__device__ __forceinline__ float slices_sum(const int (&T)[4][2], int r) {
+  return static_cast<float>(T[0][r]) + static_cast<float>(T[1][r]) * 0x1p-7f +
+         static_cast<float>(T[2][r]) * 0x1p-14f + static_cast<float>(T[3][r]) * 0x1p-21f;
+}
+
+// Q4_K (144 bytes: d, dmin, 12 scale bytes, qs in four 32-byte groups holding sub-blocks 2p
+// (low nibbles) and 2p + 1 (high nibbles, kept in place: 16 q, so the low sub-blocks' scales
+// are multiplied by 16 and F = 16)). The lane reads its 8 bytes of each group of both rows.
+struct Q4kI8Path {
+  static constexpr int kBytes = 144;
+  uint4 ha, hb;
+  uint2 qa[4], qb[4];
+
+  template <bool GLOBAL>
+  __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool) {
+    static_assert(!GLOBAL, "served from shared memory only");
+    ha = *reinterpret_cast<const uint4*>(pa);
+    hb = *reinterpret_cast<const uint4*>(pb);
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      qa[p] = *reinterpret_cast<const uint2*>(pa + 16 + 32 * p + 8 * t);
+      qb[p] = *reinterpret_cast<const uint2*>(pb + 16 + 32 * p + 8 * t);
+    }
+  }
+
+  __device__ __forceinline__ void compute(int64_t sb, int t, const I8View& xv, float& acca,
+                                          float& accb) const {
+    // ggml get_scale_min_k4, four bytes at a time: sc and m of sub-blocks 0-3 and 4-7.
+    const uint32_t sc_lo[2] = {ha.y & 0x3F3F3F3Fu, hb.y & 0x3F3F3F3Fu};
+    const uint32_t sc_hi[2] = {(ha.w & 0x0F0F0F0Fu) | ((ha.y >> 2) & 0x30303030u),
+                               (hb.w & 0x0F0F0F0Fu) | ((hb.y >> 2) & 0x30303030u)};
+    int T[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const int j0 = 2 * p, j1 = 2 * p + 1;
+      const auto sc = [&](int r, int j) {
+        return static_cast<int>(((j < 4 ? sc_lo[r] : sc_hi[r]) >> (8 * (j & 3))) & 0xFFu);
+      };
+      const uint32_t alo[4] = {qa[p].x & 0x0F0F0F0Fu, qb[p].x & 0x0F0F0F0Fu, qa[p].y & 0x0F0F0F0Fu,
+                               qb[p].y & 0x0F0F0F0Fu};
+      group_i8(T, alo, xv.frag(sb * 8 + j0, t), 16 * sc(0, j0), 16 * sc(1, j0));
+      const uint32_t ahi[4] = {qa[p].x & 0xF0F0F0F0u, qb[p].x & 0xF0F0F0F0u, qa[p].y & 0xF0F0F0F0u,
+                               qb[p].y & 0xF0F0F0F0u};
+      group_i8(T, ahi, xv.frag(sb * 8 + j1, t), sc(0, j1), sc(1, j1));
+    }
+    // Minimums: this lane adds sub-blocks t and t + 4 of each row (the quad covers all 8).
+    const uint32_t m_lo[2] = {ha.z & 0x3F3F3F3Fu, hb.z & 0x3F3F3F3Fu};
+    const uint32_t m_hi[2] = {((ha.w >> 4) & 0x0F0F0F0Fu) | ((ha.z >> 2) & 0x30303030u),
+                              ((hb.w >> 4) & 0x0F0F0F0Fu) | ((hb.z >> 2) & 0x30303030u)};
+    const unsigned sh = 8u * static_cast<unsigned>(t);
+    const float xa = xv.x16[sb * 16 + 2 * t] + xv.x16[sb * 16 + 2 * t + 1];
+    const float xb = xv.x16[sb * 16 + 8 + 2 * t] + xv.x16[sb * 16 + 8 + 2 * t + 1];
+    const float us = xv.unscale[sb] * 0.0625f;
+    const float ma =
+        static_cast<float>((m_lo[0] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[0] >> sh) & 0xFFu) * xb;
+    const float mb =
+        static_cast<float>((m_lo[1] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[1] >> sh) & 0xFFu) * xb;
+    acca += half_lo(ha.x) * (slices_sum(T, 0) * us) - half_hi(ha.x) * ma;
+    accb += half_lo(hb.x) * (slices_sum(T, 1) * us) - half_hi(hb.x) * mb;
+  }
+};
+
+// Q2_K (84 bytes: 16 scale bytes (low nibble sc, high nibble m), qs in two 32-byte halves n
+// whose byte l holds 2-bit field j of element 128 n + 32 j + l, then d, dmin). Group (n, j):
+// the lane's elements 8t..8t+7 lie in sub-block 8n + 2j + t / 2; fields are kept in place (4^j
+// q), so scales are multiplied by 4^(3 - j) and F = 64. Minimums: the even lane of each pair.
+struct Q2kI8Path {
+  static constexpr int kBytes = 84;
+  uint32_t sa[4], sb4[4], da, db;
+  uint2 qa[2], qb[2];
+
+  template <bool GLOBAL>
+  __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool) {
+    static_assert(!GLOBAL, "served from shared memory only");
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      sa[i] = reinterpret_cast<const uint32_t*>(pa)[i];
+      sb4[i] = reinterpret_cast<const uint32_t*>(pb)[i];
+    }
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      qa[n] = *reinterpret_cast<const uint2*>(pa + 16 + 32 * n + 8 * t);
+      qb[n] = *reinterpret_cast<const uint2*>(pb + 16 + 32 * n + 8 * t);
+    }
+    da = reinterpret_cast<const uint32_t*>(pa)[20];
+    db = reinterpret_cast<const uint32_t*>(pb)[20];
+  }
+
+  __device__ __forceinline__ void compute(int64_t sb, int t, const I8View& xv, float& acca,
+                                          float& accb) const {
+    int T[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
+    float ma = 0.0f, mb = 0.0f;
+    const int half = t >> 1;
+    const float own = (t & 1) ? 0.0f : 1.0f;  // the even lane of a pair adds the minimum
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t m = 0x03030303u << (2 * j);
+        const uint32_t a[4] = {qa[n].x & m, qb[n].x & m, qa[n].y & m, qb[n].y & m};
+        // Scale byte 8n + 2j + half: word 2n + j / 2, byte 2 (j % 2) + half.
+        const unsigned sh = 8u * static_cast<unsigned>(2 * (j & 1) + half);
+        const uint32_t ba = (sa[2 * n + (j >> 1)] >> sh) & 0xFFu, bb = (sb4[2 * n + (j >> 1)] >> sh) & 0xFFu;
+        group_i8(T, a, xv.frag(sb * 8 + 4 * n + j, t), static_cast<int>(ba & 0x0Fu) << (2 * (3 - j)),
+                 static_cast<int>(bb & 0x0Fu) << (2 * (3 - j)));
+        const float xs = own * xv.x16[sb * 16 + 8 * n + 2 * j + half];
+        ma += static_cast<float>(ba >> 4) * xs;
+        mb += static_cast<float>(bb >> 4) * xs;
+      }
+    }
+    const float us = xv.unscale[sb] * 0.015625f;
+    acca += half_lo(da) * (slices_sum(T, 0) * us) - half_hi(da) * ma;
+    accb += half_lo(db) * (slices_sum(T, 1) * us) - half_hi(db) * mb;
+  }
+};
+
+// What the pipelined kernel runs: the path's fetch/compute, the x fragments it reads.
+template <GgmlType T, bool I8>
+struct Sel {
+  using Path = typename MmaPath<T>::type;
+  using View = XView;
+  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride(ne0); }
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
+    x_fragments(x, ne0, base, nthreads);
+  }
+  __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
+    const int t = lane & 3, bc = lane >> 2;
+    return View{reinterpret_cast<const uint4*>(base), reinterpret_cast<const float2*>(base + ne0 * 4),
+                (bc >> 1) == t, bc & 1};
+  }
+};
+template <GgmlType T>
+struct I8Sel {
+  using View = I8View;
+  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_i8(ne0); }
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
+    x_fragments_i8(x, ne0, base, nthreads / 32);
+  }
+  __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
+    const int t = lane & 3, bc = lane >> 2;
+    const float* x16 = reinterpret_cast<const float*>(base + ne0 * 4);
+    return View{reinterpret_cast<const uint4*>(base), x16, x16 + ne0 / 16, (bc >> 1) == t, bc & 1};
+  }
+};
+template <>
+struct Sel<GgmlType::Q4_K, true> : I8Sel<GgmlType::Q4_K> {
+  using Path = Q4kI8Path;
+};
+template <>
+struct Sel<GgmlType::Q2_K, true> : I8Sel<GgmlType::Q2_K> {
+  using Path = Q2kI8Path;
+};
+
+template <bool I8>
+__global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch) {
+  using S = Sel<GgmlType::Q4_K, I8>;  // the fragment layout depends on I8 only
+  const int grp = static_cast<int>(blockIdx.x);
+  int j = 0;
+  const float* x = single_pair_x(b, grp, &j);
+  if (!x) return;
+  S::prepare(x, b.ne0, scratch + grp * S::stride(b.ne0), kPrepThreads);
+}
+
 // The end of both kernels: lane sums (t = 0 holds rows g, g + 8 after the quad reduction),
 // written directly (one warp a tile) or through `part` summed in warp order.
 template <int RW>
@@ -479,10 +759,11 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
 // bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack: MXFP4's funnel-shifted
 // word loads read one word past a row].
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int MINB>
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int MINB, bool I8>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB)
     gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
-  using Path = typename MmaPath<T>::type;
+  using S = Sel<T, I8>;
+  using Path = typename S::Path;
   constexpr int kSplit = kMmaWarps / RW;
   constexpr int kUB = U * Path::kBytes;
   static_assert(kUB % G == 0 && kUB % 4 == 0, "a stage row is whole copies");
@@ -503,7 +784,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB)
   const bool live = rbase < b.ne1 && split < ks;
   const int64_t st0 = live ? n_stages * split / ks : 0, st1 = live ? n_stages * (split + 1) / ks : 0;
 
-  const int64_t frag_bytes = STAGED ? frag_stride(ne0) : 0;
+  const int64_t frag_bytes = STAGED ? S::stride(ne0) : 0;
   uint8_t* ring = dyn + frag_bytes + static_cast<int64_t>(warp) * STAGES * 16 * kUB;
   // A stage is 16 rows x kUB bytes, copied as chunks c = lane + 32 i of C bytes: row c / (kUB /
   // C) (clamped to the last row: a partial tile reads it again), same offsets every stage.
@@ -538,15 +819,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB)
   pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
   const uint8_t* base;
   if constexpr (STAGED) {
-    x_fragments(x, ne0, dyn, kMmaWarps * 32);
+    S::prepare(x, ne0, dyn, kMmaWarps * 32);
     __syncthreads();
     base = dyn;
   } else {
-    base = scratch + grp * frag_stride(ne0);
+    base = scratch + grp * S::stride(ne0);
   }
-  const int bc = lane >> 2;
-  const XView xv{reinterpret_cast<const uint4*>(base), reinterpret_cast<const float2*>(base + ne0 * 4),
-                 (bc >> 1) == t, bc & 1};
+  const typename S::View xv = S::view(base, ne0, lane);
 
   float acca = 0.0f, accb = 0.0f;
 #pragma unroll 1
@@ -625,6 +904,7 @@ std::atomic<int> g_variant{0};
 
 // Stream-ordered scratch from the device's default pool, which keeps up to 64 MiB of freed
 // memory for reuse: no device-wide sync, no driver allocation per launch.
+template <bool I8>
 uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
   static const bool pool_ready = [] {
     int dev = 0;
@@ -637,9 +917,10 @@ uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
   }();
   (void)pool_ready;
   void* scratch = nullptr;
-  MOEPACK_CUDA_CHECK(cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * frag_stride(b.ne0), s));
-  x_fragments_kernel<<<static_cast<unsigned>(b.n_groups), kPrepThreads, 0, s>>>(
-      b, static_cast<uint8_t*>(scratch));
+  MOEPACK_CUDA_CHECK(
+      cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * Sel<GgmlType::Q4_K, I8>::stride(b.ne0), s));
+  x_fragments_kernel<I8>
+      <<<static_cast<unsigned>(b.n_groups), kPrepThreads, 0, s>>>(b, static_cast<uint8_t*>(scratch));
   MOEPACK_CUDA_CHECK(cudaGetLastError());
   return static_cast<uint8_t*>(scratch);
 }
@@ -689,35 +970,36 @@ size_t device_smem_optin() {
   return v;
 }
 
-template <GgmlType T, int RW, int STAGES, int U, int G, int MINB>
+template <GgmlType T, int RW, int STAGES, int U, int G, bool I8>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
-  const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * MmaPath<T>::type::kBytes + 16;
-  const size_t frag = static_cast<size_t>(frag_stride(b.ne0));
+  using S = Sel<T, I8>;
+  const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
+  const size_t frag = static_cast<size_t>(S::stride(b.ne0));
   const size_t limit = std::min<size_t>(kMaxBlockSmem, device_smem_optin() - 1024);
   const bool staged = frag + ring <= limit;
   const size_t smem = staged ? frag + ring : ring;
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, MINB>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, 1, I8>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
-    uint8_t* scratch = fragments_in_scratch(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, MINB>;
+    uint8_t* scratch = fragments_in_scratch<I8>(b, s);
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, 1, I8>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
   }
 }
 
-template <GgmlType T, int RW, int STAGES, int MINB>
+template <GgmlType T, int RW, bool I8>
 void launch_pipe(const GemvBatch& b, cudaStream_t s) {
-  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, STAGES, 1, 16, MINB>(b, s);
-  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, STAGES, 1, 8, MINB>(b, s);
+  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, 4, 1, 16, I8>(b, s);
+  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, 4, 1, 8, false>(b, s);
   if constexpr (T == GgmlType::Q2_K) {
-    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, STAGES, 2, 8, MINB>(b, s);
-    return launch_pipe_ug<T, RW, STAGES, 1, 4, MINB>(b, s);
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, I8>(b, s);
+    return launch_pipe_ug<T, RW, 4, 1, 4, I8>(b, s);
   }
 }
 
@@ -731,7 +1013,7 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
     allow_smem(reinterpret_cast<const void*>(k), frag);
     launch_kernel(k, grid, frag, s, b, nullptr);
   } else {
-    uint8_t* scratch = fragments_in_scratch(b, s);
+    uint8_t* scratch = fragments_in_scratch<false>(b, s);
     launch_kernel(gemv_mma_kernel<T, RW, false>, grid, 0, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
   }
@@ -745,18 +1027,19 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // The choice depends on the launch's kind alone, never on how groups are batched
   // (gemv_mma.h). Variants 1-5 exist for bench_cuda_backend's side-by-side only.
   const bool grouped = b.grp_off != nullptr;
-  if constexpr (T != GgmlType::MXFP4) {
-    if (v == 1) return grouped ? launch_old<T, 4>(b, s) : launch_old<T, 1>(b, s);
-  }
+  constexpr bool kInt = T != GgmlType::MXFP4;  // the integer path covers Q4_K and Q2_K
   switch (v) {
+    case 1:
+      if constexpr (kInt) return grouped ? launch_old<T, 4>(b, s) : launch_old<T, 1>(b, s);
+      break;
     case 2:
-      return grouped ? launch_pipe<T, 4, 4, 1>(b, s) : launch_pipe<T, 1, 4, 1>(b, s);
+      return grouped ? launch_pipe<T, 4, false>(b, s) : launch_pipe<T, 1, false>(b, s);
     case 3:
-      return grouped ? launch_pipe<T, 2, 4, 4>(b, s) : launch_pipe<T, 1, 4, 4>(b, s);
+      return grouped ? launch_pipe<T, 4, kInt>(b, s) : launch_pipe<T, 1, kInt>(b, s);
     case 4:
-      return launch_pipe<T, 1, 4, 4>(b, s);
+      return grouped ? launch_pipe<T, 2, kInt>(b, s) : launch_pipe<T, 1, kInt>(b, s);
     case 5:
-      return grouped ? launch_pipe<T, 2, 6, 3>(b, s) : launch_pipe<T, 1, 6, 3>(b, s);
+      return launch_pipe<T, 1, kInt>(b, s);
     default:
       break;
   }
@@ -768,7 +1051,7 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   if constexpr (T == GgmlType::Q4_K) {
     if (!grouped) return launch_old<T, 1>(b, s);
   }
-  return grouped ? launch_pipe<T, 4, 4, 1>(b, s) : launch_pipe<T, 1, 4, 1>(b, s);
+  return grouped ? launch_pipe<T, 4, false>(b, s) : launch_pipe<T, 1, false>(b, s);
 }
 
 }  // namespace

@@ -298,56 +298,75 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
                            return std::string(ggml_type_name(p.param));
                          });
 
-// The tensor-core decode path (gpu/gemv_mma.h) on a long row (56 units of 256 elements:
-// x fragments in scratch instead of shared memory, rows split over the block's warps), with
-// activations far outside f16's range in both directions (x is scaled per 16 elements by a
-// power of two before it is split into two f16 halves), a granule of zeros beside large
-// values, and a number of rows that leaves a partial 16-row tile; once from 32-byte aligned
-// weights and once from weights 4 bytes off (the pipelined layout then copies in 4-byte pieces
-// instead of 16 or 8). Every layout of gemv_mma.h (the benchmark compares them), the default
-// last.
+// The tensor-core decode paths (gpu/gemv_mma.h), every layout (the benchmark compares them;
+// the default last): a single matrix with long rows (56 super-blocks: x fragments in scratch
+// instead of shared memory, rows split over the block's warps) and a grouped launch of three
+// experts with one pair each (fragments in shared memory, 16-row tiles per warp, a partial
+// last tile), with activations far outside f16's range in both directions, an outlier channel
+// 40 times the rest and an all-zero granule; once from aligned weights and once from weights
+// 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8).
 TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
+  struct Shape {
+    int64_t ne0, ne1;
+    int experts;  // 0: a single matrix (no groups)
+  };
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    std::mt19937 rng(5);
-    const int64_t ne0 = 14336, ne1 = 37;
-    const auto data = random_rows(type, ne0, ne1, rng);
-    const uint64_t rb = *ggml_row_bytes(type, ne0);
-    std::vector<uint8_t> shifted(data.size() + 32);
-    std::memcpy(shifted.data() + 4, data.data(), data.size());
-    auto d_w = to_device(shifted);
-    for (const int variant : {1, 2, 3, 0}) {
-      detail::set_gemv_mma_variant(variant);
-      for (const int off : {0, 4}) {
-        if (off == 0) {
-          MOEPACK_CUDA_CHECK(cudaMemcpy(d_w.bytes_ptr(), data.data(), data.size(), cudaMemcpyHostToDevice));
-        } else {
-          MOEPACK_CUDA_CHECK(
-              cudaMemcpy(d_w.bytes_ptr(), shifted.data(), shifted.size(), cudaMemcpyHostToDevice));
-        }
-        for (const float scale : {1.0f, 3.0e5f, 2.0e-7f}) {
-          SCOPED_TRACE(std::string(ggml_type_name(type)) + " variant " + std::to_string(variant) +
-                       ", weights at +" + std::to_string(off) + ", activations scaled by " +
-                       std::to_string(scale));
-          auto x = random_floats(static_cast<size_t>(ne0), rng, scale);
-          x[17] = 40.0f * scale;                                           // an outlier channel
-          for (int i = 32; i < 48; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero granule
-          auto d_x = to_device(x);
-          DeviceBuffer d_y(static_cast<size_t>(ne1) * sizeof(float), "y");
-          GemvBatch b;
-          b.type = type;
-          b.ne0 = ne0;
-          b.ne1 = ne1;
-          b.row_bytes = rb;
-          b.w = d_w.bytes_ptr() + off;
-          b.x = d_x.as<float>();
-          b.x_stride = ne0;
-          b.y = d_y.as<float>();
-          b.y_stride = ne1;
-          b.n_tok = 1;
-          gemv(b, nullptr);
-          const auto y = to_host(d_y, static_cast<size_t>(ne1));
-          for (int64_t r = 0; r < ne1; ++r) {
-            expect_close_dot(y[r], data.data() + rb * r, type, x.data(), ne0, "long row");
+    for (const Shape shape : {Shape{14336, 37, 0}, Shape{4096, 70, 3}}) {
+      std::mt19937 rng(5);
+      const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
+      const int n_mat = std::max(shape.experts, 1);
+      const uint64_t rb = *ggml_row_bytes(type, ne0);
+      const auto data = random_rows(type, ne0, ne1 * n_mat, rng);  // the matrices back to back
+      std::vector<uint8_t> shifted(data.size() + 32);
+      std::memcpy(shifted.data() + 4, data.data(), data.size());
+      auto d_w = to_device(shifted);
+      for (const int variant : {1, 2, 3, 4, 5, 0}) {
+        detail::set_gemv_mma_variant(variant);
+        for (const int off : {0, 4}) {
+          const auto& src = off == 0 ? data : shifted;
+          MOEPACK_CUDA_CHECK(cudaMemcpy(d_w.bytes_ptr(), src.data(), src.size(), cudaMemcpyHostToDevice));
+          for (const float scale : {1.0f, 3.0e5f, 2.0e-7f}) {
+            SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" +
+                         std::to_string(ne0) + " x" + std::to_string(n_mat) + ", variant " +
+                         std::to_string(variant) + ", weights at +" + std::to_string(off) +
+                         ", activations scaled by " + std::to_string(scale));
+            auto x = random_floats(static_cast<size_t>(ne0 * n_mat), rng, scale);
+            for (int m = 0; m < n_mat; ++m) {
+              x[static_cast<size_t>(m * ne0 + 17)] = 40.0f * scale;  // an outlier channel
+              for (int i = 32; i < 48; ++i)
+                x[static_cast<size_t>(m * ne0 + i)] = 0.0f;  // an all-zero granule
+            }
+            auto d_x = to_device(x);
+            DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
+            std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
+            for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
+            auto d_off = to_device(off_tab);
+            GemvBatch b;
+            b.type = type;
+            b.ne0 = ne0;
+            b.ne1 = ne1;
+            b.row_bytes = rb;
+            b.w = d_w.bytes_ptr() + off;
+            b.w_gstride = rb * static_cast<uint64_t>(ne1);
+            b.x = d_x.as<float>();
+            b.x_stride = ne0;  // pair j reads x row j, writes y row j
+            b.y = d_y.as<float>();
+            b.y_stride = ne1;
+            b.n_groups = n_mat;
+            if (shape.experts > 0) {
+              b.grp_off = d_off.as<int32_t>();
+              b.max_pairs = 1;
+            } else {
+              b.n_tok = 1;
+            }
+            gemv(b, nullptr);
+            const auto y = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+            for (int m = 0; m < n_mat; ++m) {
+              for (int64_t r = 0; r < ne1; ++r) {
+                expect_close_dot(y[static_cast<size_t>(m * ne1 + r)], data.data() + rb * (m * ne1 + r), type,
+                                 x.data() + m * ne0, ne0, "decode");
+              }
+            }
           }
         }
       }
