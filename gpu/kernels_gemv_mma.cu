@@ -452,7 +452,9 @@ struct MmaPath<GgmlType::MXFP4> {
 //   [0, ne0 * 4)   per 32-element group G, lane t, half h: uint4 {slice h of elements 8t..8t+3,
 //                  of 8t+4..8t+7, slice h + 2 of the same} (h = 0 for B column 2t, 1 for 2t+1)
 //   then ne0 / 16 floats: the sum of every 16 elements; then ne0 / 256 floats: 2^-s.
-__host__ __device__ constexpr int64_t frag_stride_i8(int64_t ne0) { return ne0 * 4 + ne0 / 4 + ne0 / 64; }
+__host__ __device__ constexpr int64_t frag_stride_i8(int64_t ne0) {
+  return (ne0 * 4 + ne0 / 4 + ne0 / 64 + 15) / 16 * 16;  // 16-aligned: uint4 loads, and the rings after it
+}
 
 __device__ __forceinline__ uint32_t pack_s8(float a, float b, float c, float d) {
   return (static_cast<uint32_t>(__float2int_rn(a)) & 0xFFu) |
@@ -632,9 +634,11 @@ struct Q2kI8Path {
       sb4[i] = reinterpret_cast<const uint32_t*>(pb)[i];
     }
 #pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      qa[n] = *reinterpret_cast<const uint2*>(pa + 16 + 32 * n + 8 * t);
-      qb[n] = *reinterpret_cast<const uint2*>(pb + 16 + 32 * n + 8 * t);
+    for (int n = 0; n < 2; ++n) {  // blocks are 4-aligned only (84 bytes): word loads
+      const uint32_t* wa = reinterpret_cast<const uint32_t*>(pa + 16 + 32 * n + 8 * t);
+      const uint32_t* wb = reinterpret_cast<const uint32_t*>(pb + 16 + 32 * n + 8 * t);
+      qa[n] = make_uint2(wa[0], wa[1]);
+      qb[n] = make_uint2(wb[0], wb[1]);
     }
     da = reinterpret_cast<const uint32_t*>(pa)[20];
     db = reinterpret_cast<const uint32_t*>(pb)[20];
