@@ -763,9 +763,10 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
 // bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack: MXFP4's funnel-shifted
 // word loads read one word past a row].
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int MINB, bool I8>
-__global__ void __launch_bounds__(kMmaWarps * 32, MINB)
-    gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
+// DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
+// arithmetic on whatever the rings hold, without copies.
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, bool I8>
+__global__ void __launch_bounds__(kMmaWarps * 32) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, I8>;
   using Path = typename S::Path;
   constexpr int kSplit = kMmaWarps / RW;
@@ -816,7 +817,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB)
   };
 #pragma unroll
   for (int i = 0; i < STAGES - 1; ++i) {
-    if (st0 + i < st1) issue(st0 + i);
+    if (DIAG != 2 && st0 + i < st1) issue(st0 + i);
     cp_async_commit();  // empty groups keep the count uniform
   }
 
@@ -843,10 +844,14 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB)
       p[u].template fetch<false>(cur + g * kUB + u * Path::kBytes, cur + (g + 8) * kUB + u * Path::kBytes, t,
                                  true);
     }
-    if (st + STAGES - 1 < st1) issue(st + STAGES - 1);
+    if (DIAG != 2 && st + STAGES - 1 < st1) issue(st + STAGES - 1);
     cp_async_commit();
+    if constexpr (DIAG == 1) {
+      acca += __uint_as_float(reinterpret_cast<const uint32_t*>(&p[0])[0] & 0x3F800000u);
+    } else {
 #pragma unroll
-    for (int u = 0; u < U; ++u) p[u].compute(st * U + u, t, xv, acca, accb);
+      for (int u = 0; u < U; ++u) p[u].compute(st * U + u, t, xv, acca, accb);
+    }
   }
   cp_async_wait<0>();
   finish<RW>(b, grp, j, ks, acca, accb, part);
@@ -974,7 +979,7 @@ size_t device_smem_optin() {
   return v;
 }
 
-template <GgmlType T, int RW, int STAGES, int U, int G, bool I8>
+template <GgmlType T, int RW, int STAGES, int U, int G, bool I8, int DIAG = 0>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
   using S = Sel<T, I8>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
@@ -985,12 +990,12 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, 1, I8>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, I8>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<I8>(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, 1, I8>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, I8>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
@@ -1044,6 +1049,12 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return grouped ? launch_pipe<T, 2, kInt>(b, s) : launch_pipe<T, 1, kInt>(b, s);
     case 5:
       return launch_pipe<T, 1, kInt>(b, s);
+    case 6:  // diagnosis: Q4_K's integer rings, copies only / arithmetic only (wrong sums)
+      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 1>(b, s);
+      break;
+    case 7:
+      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 2>(b, s);
+      break;
     default:
       break;
   }
@@ -1067,8 +1078,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 5) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..5");
+  if (variant < -1 || variant > 7) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..7");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

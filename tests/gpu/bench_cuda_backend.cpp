@@ -218,6 +218,17 @@ int main(int argc, char** argv) {
     for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
       out["gemv"].push_back(bench_gemv(pool, t, 4096, 4096, d2d, 1));
     }
+    // Diagnosis of Q4_K's integer ring layout (gemv_mma.h variants 6, 7: copies only, arithmetic
+    // only; their sums are wrong), beside the full kernel (variant 3).
+    for (const int v : {3, 6, 7}) {
+      gpu::detail::set_gemv_mma_variant(v);
+      for (const int rows : {16, 2048}) {
+        auto g = bench_gemv(pool, GgmlType::Q4_K, rows, 4096, d2d);
+        g["mma_variant"] = v;
+        out["gemv_diagnosis"].push_back(g);
+      }
+    }
+    gpu::detail::set_gemv_mma_variant(0);
     // The fixed cost of a launch: 8 experts of 16 rows (one tile each), then growing row counts
     // (time = fixed + bytes / marginal bandwidth).
     for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
