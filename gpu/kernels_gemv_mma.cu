@@ -103,39 +103,6 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(G) : "memory");
   }
 }
-// Bulk copies (sm_90 TMA, PTX ISA "cp.async.bulk"): one instruction moves a contiguous run of
-// bytes (16-aligned, a multiple of 16) into shared memory and signals an mbarrier with the bytes.
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_u32(bar)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbar_expect(uint64_t* bar, unsigned bytes) {
-  asm volatile(
-      "{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }\n" ::"r"(smem_u32(bar)),
-      "r"(bytes)
-      : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\n"
-        : "=r"(done)
-        : "r"(smem_u32(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-__device__ __forceinline__ void bulk_copy(void* smem, const void* gmem, unsigned bytes, uint64_t* bar) {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-          smem_u32(smem)),
-      "l"(gmem), "r"(bytes), "r"(smem_u32(bar))
-      : "memory");
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -798,8 +765,8 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // word loads read one word past a row].
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, bool I8, bool BULK = false>
-__global__ void __launch_bounds__(kMmaWarps * 32) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, bool I8>
+__global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, I8>;
   using Path = typename S::Path;
   constexpr int kSplit = kMmaWarps / RW;
@@ -807,7 +774,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_pipe_kernel(GemvBatch b, 
   static_assert(kUB % G == 0 && kUB % 4 == 0, "a stage row is whole copies");
   extern __shared__ __align__(16) uint8_t dyn[];
   __shared__ float part[kMmaWarps][16];
-  __shared__ uint64_t bars[BULK ? kMmaWarps : 1][BULK ? STAGES : 1];
   const int grp = static_cast<int>(blockIdx.y);
   int j = 0;
   const float* x = single_pair_x(b, grp, &j);
@@ -816,12 +782,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_pipe_kernel(GemvBatch b, 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
   const int tile = warp / kSplit, split = warp % kSplit;
-  if constexpr (BULK) {
-    if (lane == 0) {
-      for (int i = 0; i < STAGES; ++i) mbar_init(&bars[warp][i]);
-    }
-    __syncwarp();
-  }
+
   const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
   const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
   const int64_t n_stages = ne0 / 256 / U;
@@ -849,18 +810,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_pipe_kernel(GemvBatch b, 
     }
   };
   const auto issue = [&](int64_t st) {
-    if constexpr (BULK) {  // the launch checked the alignment
-      uint64_t* bar = &bars[warp][st % STAGES];
-      if (lane == 0) mbar_expect(bar, 16 * kUB);
-      __syncwarp();
-      if (lane < 16) {
-        bulk_copy(
-            ring + (st % STAGES) * 16 * kUB + lane * kUB,
-            tile_w + static_cast<uint64_t>(min(static_cast<int64_t>(lane), last)) * b.row_bytes + st * kUB,
-            kUB, bar);
-      }
-      return;
-    }
     if (wide) {
       issue_with(std::integral_constant<int, G>{}, st);
     } else {
@@ -887,12 +836,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32) gemv_pipe_kernel(GemvBatch b, 
   float acca = 0.0f, accb = 0.0f;
 #pragma unroll 1
   for (int64_t st = st0; st < st1; ++st) {
-    if constexpr (BULK) {
-      if (DIAG != 2) mbar_wait(&bars[warp][st % STAGES], static_cast<unsigned>(((st - st0) / STAGES) & 1));
-    } else {
-      cp_async_wait<STAGES - 2>();  // stage st has landed (this lane's copies)
-    }
-    __syncwarp();  // ... and every lane's; slot (st - 1) % STAGES is free
+    cp_async_wait<STAGES - 2>();  // stage st has landed (this lane's copies)
+    __syncwarp();                 // ... and every lane's; slot (st - 1) % STAGES is free
     const uint8_t* cur = ring + (st % STAGES) * 16 * kUB;
     Path p[U];
 #pragma unroll
@@ -1035,7 +980,7 @@ size_t device_smem_optin() {
   return v;
 }
 
-template <GgmlType T, int RW, int STAGES, int U, int G, bool I8, int DIAG = 0, bool BULK = false>
+template <GgmlType T, int RW, int STAGES, int U, int G, bool I8, int DIAG = 0>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
   using S = Sel<T, I8>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
@@ -1046,12 +991,12 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, I8, BULK>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, I8>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<I8>(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, I8, BULK>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, I8>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
@@ -1111,34 +1056,17 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 7:
       if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 2>(b, s);
       break;
-    case 8:  // Q4_K's integer rings with two super-blocks a stage (288 bytes a row)
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 2, 16, true>(b, s);
-      break;
-    case 9:   // ... moved by bulk copies (TMA), one a row; benchmark only (needs 16-aligned w)
-    case 10:  // ... copies only
-    case 11:  // ... four super-blocks a stage, three stages
-      if constexpr (T == GgmlType::Q4_K) {
-        const bool aligned =
-            !b.w_table && ((reinterpret_cast<uintptr_t>(b.w) | b.row_bytes | b.w_gstride) & 15) == 0;
-        if (!aligned || !grouped)
-          throw Error("gemv_mma variant 9-11: 16-aligned expert launches without w_table only");
-        if (v == 9) return launch_pipe_ug<T, 4, 4, 2, 16, true, 0, true>(b, s);
-        if (v == 10) return launch_pipe_ug<T, 4, 4, 2, 16, true, 1, true>(b, s);
-        return launch_pipe_ug<T, 4, 3, 4, 16, true, 0, true>(b, s);
-      }
-      break;
     default:
       break;
   }
   // The default, per type, from bench_cuda_backend's side-by-side on the H200
-  // (docs/cuda-backend.md): Q4_K and MXFP4 expert launches stream through the rings; Q2_K
-  // (more work per byte, and twice the registers in the ring layout) and single Q4_K matrices
-  // are faster with the register layout.
-  if constexpr (T == GgmlType::Q2_K) return grouped ? launch_old<T, 4>(b, s) : launch_old<T, 1>(b, s);
-  if constexpr (T == GgmlType::Q4_K) {
-    if (!grouped) return launch_old<T, 1>(b, s);
+  // (docs/cuda-backend.md): expert launches of Q4_K and Q2_K take the integer rings, MXFP4 the
+  // f16 rings; single Q4_K / Q2_K matrices the register layout (each row split over 4 warps).
+  if constexpr (T == GgmlType::MXFP4) {
+    return grouped ? launch_pipe<T, 4, false>(b, s) : launch_pipe<T, 1, false>(b, s);
+  } else {
+    return grouped ? launch_pipe<T, 4, true>(b, s) : launch_old<T, 1>(b, s);
   }
-  return grouped ? launch_pipe<T, 4, false>(b, s) : launch_pipe<T, 1, false>(b, s);
 }
 
 }  // namespace
@@ -1150,8 +1078,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 11) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..11");
+  if (variant < -1 || variant > 7) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..7");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
