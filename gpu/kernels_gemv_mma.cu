@@ -719,6 +719,30 @@ __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, 
   S::prepare(x, b.ne0, scratch + grp * S::stride(b.ne0), kPrepThreads);
 }
 
+// A warp's share of a launch in both kernels: tile `tile` (16 rows from rbase) of the block's
+// RW, and of its row the contiguous range [u0, u1) of n units (split over kMmaWarps / RW warps,
+// summed in warp order: a function of the row length and the layout only); wg the group's
+// weights. Not live: past the last row, or a split beyond ks (its range is empty).
+struct WarpShare {
+  int64_t rbase;
+  const uint8_t* wg;
+  int ks;
+  int64_t u0, u1;
+};
+template <int RW>
+__device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int warp, int64_t n) {
+  constexpr int kSplit = kMmaWarps / RW;
+  const int tile = warp / kSplit, split = warp % kSplit;
+  WarpShare w;
+  w.rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
+  w.wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
+  w.ks = k_splits(n, kSplit);
+  const bool live = w.rbase < b.ne1 && split < w.ks;
+  w.u0 = live ? n * split / w.ks : 0;
+  w.u1 = live ? n * (split + 1) / w.ks : 0;
+  return w;
+}
+
 // The end of both kernels: lane sums (t = 0 holds rows g, g + 8 after the quad reduction),
 // written directly (one warp a tile) or through `part` summed in warp order.
 template <int RW>
@@ -763,13 +787,13 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
 // bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack: MXFP4's funnel-shifted
 // word loads read one word past a row].
-// DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
-// arithmetic on whatever the rings hold, without copies.
+// DIAG (benchmark diagnosis only): 1 = copies without the arithmetic, 2 = the arithmetic on
+// whatever the rings hold, without copies (both: wrong sums); 3 = bulk L2 prefetch ahead of the
+// copies (right sums; needs kUB a multiple of 16).
 template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, bool I8>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, I8>;
   using Path = typename S::Path;
-  constexpr int kSplit = kMmaWarps / RW;
   constexpr int kUB = U * Path::kBytes;
   static_assert(kUB % G == 0 && kUB % 4 == 0, "a stage row is whole copies");
   extern __shared__ __align__(16) uint8_t dyn[];
@@ -781,14 +805,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
-  const int tile = warp / kSplit, split = warp % kSplit;
-
-  const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
-  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
-  const int64_t n_stages = ne0 / 256 / U;
-  const int ks = k_splits(n_stages, kSplit);
-  const bool live = rbase < b.ne1 && split < ks;
-  const int64_t st0 = live ? n_stages * split / ks : 0, st1 = live ? n_stages * (split + 1) / ks : 0;
+  const WarpShare ws = warp_share<RW>(b, grp, warp, ne0 / 256 / U);  // in stages
+  const int64_t rbase = ws.rbase, st0 = ws.u0, st1 = ws.u1;
+  const uint8_t* wg = ws.wg;
+  const int ks = ws.ks;
 
   const int64_t frag_bytes = STAGED ? S::stride(ne0) : 0;
   uint8_t* ring = dyn + frag_bytes + static_cast<int64_t>(warp) * STAGES * 16 * kUB;
@@ -810,6 +830,22 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
     }
   };
   const auto issue = [&](int64_t st) {
+    if constexpr (DIAG == 3) {
+      // Every 4th stage, lanes 0-15 ask L2 for their row's bytes 4 to 8 stages ahead in one
+      // bulk prefetch (sm_90 "cp.async.bulk.prefetch.L2"): DRAM then serves 4 * kUB contiguous
+      // bytes a row at once instead of kUB.
+      if ((st - st0) % 4 == 0 && lane < 16 && wide) {
+        const int64_t ahead = st + 4, n = min(static_cast<int64_t>(4), st1 - ahead);
+        if (n > 0) {
+          const uint8_t* src = tile_w +
+                               static_cast<uint64_t>(min(static_cast<int64_t>(lane), last)) * b.row_bytes +
+                               ahead * kUB;
+          asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src),
+                       "r"(static_cast<unsigned>(n * kUB))
+                       : "memory");
+        }
+      }
+    }
     if (wide) {
       issue_with(std::integral_constant<int, G>{}, st);
     } else {
@@ -858,13 +894,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
   finish<RW>(b, grp, j, ks, acca, accb, part);
 }
 
-// The previous default, kept as the benchmark's variant 1: RW row tiles of 16 rows per block,
-// one unit loaded ahead in registers from global memory, x staged per block (or scratch).
+// The register layout (the default for single Q4_K / Q2_K matrices, variant 1 for every
+// launch): RW row tiles of 16 rows per block, one super-block loaded ahead in registers from
+// global memory, x as f16 halves staged per block (or in scratch).
 template <GgmlType T, int RW, bool STAGED>
 __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
     gemv_mma_kernel(GemvBatch b, const uint8_t* scratch) {
   using Path = typename MmaPath<T>::type;
-  constexpr int kSplit = kMmaWarps / RW;
   extern __shared__ __align__(16) uint8_t dyn[];
   __shared__ float part[kMmaWarps][16];
   const int grp = static_cast<int>(blockIdx.y);
@@ -874,16 +910,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
-  const int tile = warp / kSplit, split = warp % kSplit;
-  const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
-  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
-  const uint8_t* rowa = wg + static_cast<uint64_t>(min(rbase + g, b.ne1 - 1)) * b.row_bytes;
-  const uint8_t* rowb = wg + static_cast<uint64_t>(min(rbase + g + 8, b.ne1 - 1)) * b.row_bytes;
-  const bool aligned = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & 15) == 0;
-  const int64_t nsb = ne0 / 256;
-  const int ks = k_splits(nsb, kSplit);
-  const bool live = rbase < b.ne1 && split < ks;
-  const int64_t sb0 = live ? nsb * split / ks : 0, sb1 = live ? nsb * (split + 1) / ks : 0;
+  const WarpShare ws = warp_share<RW>(b, grp, warp, ne0 / 256);  // in super-blocks
+  const uint8_t* rowa = ws.wg + static_cast<uint64_t>(min(ws.rbase + g, b.ne1 - 1)) * b.row_bytes;
+  const uint8_t* rowb = ws.wg + static_cast<uint64_t>(min(ws.rbase + g + 8, b.ne1 - 1)) * b.row_bytes;
+  const bool aligned = ((reinterpret_cast<uintptr_t>(ws.wg) | b.row_bytes) & 15) == 0;
+  const int ks = ws.ks;
+  const int64_t sb0 = ws.u0, sb1 = ws.u1;
   Path ahead;
   if (sb0 < sb1) ahead.template fetch<true>(rowa + sb0 * Path::kBytes, rowb + sb0 * Path::kBytes, t, aligned);
   pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
@@ -1056,6 +1088,9 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 7:
       if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 2>(b, s);
       break;
+    case 8:  // Q4_K's integer rings with a bulk L2 prefetch 4 stages ahead
+      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 3>(b, s);
+      break;
     default:
       break;
   }
@@ -1078,8 +1113,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 7) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..7");
+  if (variant < -1 || variant > 8) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..8");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
