@@ -12,7 +12,12 @@
 // spans two granules, so S_b is unscaled per granule), so x keeps 22 significant bits and
 // cannot overflow f16. Products are exact; the only rounding beyond the CPU's is the F32
 // accumulation order and the 2^-22 relative truncation of x: |gpu - cpu| stays within
-// gpu_ops_test's 1e-5 * sum |w x| + 1e-6.
+// gpu_ops_test's 1e-5 * sum |w x| + 1e-6. That is the f16 path (MXFP4; single Q4_K / Q2_K
+// matrices). Expert launches of Q4_K and Q2_K take the integer path: x * 2^s (one scale per
+// 256 elements, max |x| 2^s in [32, 64)) cut into four signed 7-bit slices, S_b exact in s32
+// per slice (mma.sync m16n8k32, u8 quants x s8 slices), the small integer sub-block scales
+// applied in s32, one F32 conversion per slice and super-block; x is kept to 2^-27 of the
+// super-block's largest |x| (kernels_gemv_mma.cu, "The integer path").
 //
 // Which pair takes this path depends only on the group's own pair count, never on how groups
 // are batched into launches, so the pack path and the GGUF path (which batch experts
@@ -47,10 +52,9 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // 256 elements; MXFP4 as 2); 4 = 3 with two warps a tile; 5 = 3 with four warps a tile. Expert
 // launches (grp_off) use 64 rows per block; a single matrix 16 rows per block, each row split
 // over the block's 4 warps. -1 = no tensor cores (kernels_gemv.cu's F32 kernels for every
-// type); 6, 7 = diagnosis of Q4_K's integer rings (copies only, arithmetic only: wrong sums);
-// 8 = Q4_K's integer rings with a bulk L2 prefetch of 4 stages, 4 stages ahead.
+// type); 6, 7 = diagnosis of Q4_K's integer rings (copies only, arithmetic only: wrong sums).
 // Process-wide; a run must not mix variants (their sums differ in rounding). Throws Error
-// outside -1..8.
+// outside -1..7.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

@@ -787,9 +787,8 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
 // bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack: MXFP4's funnel-shifted
 // word loads read one word past a row].
-// DIAG (benchmark diagnosis only): 1 = copies without the arithmetic, 2 = the arithmetic on
-// whatever the rings hold, without copies (both: wrong sums); 3 = bulk L2 prefetch ahead of the
-// copies (right sums; needs kUB a multiple of 16).
+// DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
+// arithmetic on whatever the rings hold, without copies.
 template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, bool I8>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, I8>;
@@ -830,22 +829,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
     }
   };
   const auto issue = [&](int64_t st) {
-    if constexpr (DIAG == 3) {
-      // Every 4th stage, lanes 0-15 ask L2 for their row's bytes 4 to 8 stages ahead in one
-      // bulk prefetch (sm_90 "cp.async.bulk.prefetch.L2"): DRAM then serves 4 * kUB contiguous
-      // bytes a row at once instead of kUB.
-      if ((st - st0) % 4 == 0 && lane < 16 && wide) {
-        const int64_t ahead = st + 4, n = min(static_cast<int64_t>(4), st1 - ahead);
-        if (n > 0) {
-          const uint8_t* src = tile_w +
-                               static_cast<uint64_t>(min(static_cast<int64_t>(lane), last)) * b.row_bytes +
-                               ahead * kUB;
-          asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src),
-                       "r"(static_cast<unsigned>(n * kUB))
-                       : "memory");
-        }
-      }
-    }
     if (wide) {
       issue_with(std::integral_constant<int, G>{}, st);
     } else {
@@ -1088,9 +1071,6 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 7:
       if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 2>(b, s);
       break;
-    case 8:  // Q4_K's integer rings with a bulk L2 prefetch 4 stages ahead
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 3>(b, s);
-      break;
     default:
       break;
   }
@@ -1113,8 +1093,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 8) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..8");
+  if (variant < -1 || variant > 7) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..7");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
