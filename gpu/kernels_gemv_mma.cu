@@ -94,11 +94,13 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 
 // cp.async of G bytes (16: L2-bypassing .cg with a 256-byte L2 prefetch; 8 or 4: .ca) and the
 // group bookkeeping (PTX ISA "cp.async").
-template <int G>
+template <int G, bool PREFETCH = true>
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (G == 16) {
+  if constexpr (G == 16 && PREFETCH) {
     asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  } else if constexpr (G == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
   } else {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(G) : "memory");
   }
@@ -787,8 +789,9 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
 // bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack: MXFP4's funnel-shifted
 // word loads read one word past a row].
-// DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
-// arithmetic on whatever the rings hold, without copies.
+// DIAG (benchmark diagnosis only): 1 = copies without the arithmetic, 2 = the arithmetic on
+// whatever the rings hold, without copies (both: wrong sums); 3 = 16-byte copies without the
+// 256-byte L2 prefetch hint; 4 = 3's copies alone (wrong sums).
 template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, bool I8>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, I8>;
@@ -823,7 +826,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
 #pragma unroll
     for (int c = lane; c < 16 * kPerRow; c += 32) {
       const int r = c / kPerRow, o = (c % kPerRow) * C;
-      cp_async<C>(
+      cp_async<C, (DIAG < 3)>(
           dst + c * C,
           tile_w + static_cast<uint64_t>(min(static_cast<int64_t>(r), last)) * b.row_bytes + st * kUB + o);
     }
@@ -866,7 +869,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
     }
     if (DIAG != 2 && st + STAGES - 1 < st1) issue(st + STAGES - 1);
     cp_async_commit();
-    if constexpr (DIAG == 1) {
+    if constexpr (DIAG == 1 || DIAG == 4) {
       acca += __uint_as_float(reinterpret_cast<const uint32_t*>(&p[0])[0] & 0x3F800000u);
     } else {
 #pragma unroll
@@ -1071,6 +1074,12 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 7:
       if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 2>(b, s);
       break;
+    case 8:  // ... with 16-byte copies without the L2 prefetch hint; 9: their copies alone
+      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 3>(b, s);
+      break;
+    case 9:
+      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 4>(b, s);
+      break;
     default:
       break;
   }
@@ -1093,8 +1102,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 7) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..7");
+  if (variant < -1 || variant > 9) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..9");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
