@@ -52,10 +52,9 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // 256 elements; MXFP4 as 2); 4 = 3 with two warps a tile; 5 = 3 with four warps a tile. Expert
 // launches (grp_off) use 64 rows per block; a single matrix 16 rows per block, each row split
 // over the block's 4 warps. -1 = no tensor cores (kernels_gemv.cu's F32 kernels for every
-// type); 6, 7 = diagnosis of Q4_K's integer rings (copies only, arithmetic only: wrong sums);
-// 8 = those rings without the 256-byte L2 prefetch hint on the copies, 9 = 8's copies only.
+// type); 6, 7 = diagnosis of Q4_K's integer rings (copies only, arithmetic only: wrong sums).
 // Process-wide; a run must not mix variants (their sums differ in rounding). Throws Error
-// outside -1..9.
+// outside -1..7.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

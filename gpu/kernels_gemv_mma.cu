@@ -94,12 +94,12 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 
 // cp.async of G bytes (16: L2-bypassing .cg with a 256-byte L2 prefetch; 8 or 4: .ca) and the
 // group bookkeeping (PTX ISA "cp.async").
-template <int G, bool PREFETCH = true>
+template <int G>
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (G == 16 && PREFETCH) {
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-  } else if constexpr (G == 16) {
+  if constexpr (G == 16) {
+    // No L2 prefetch hint: .L2::256B measured slower (Q4_K 0.51 / 0.55 of D2D with it, 0.53 /
+    // 0.57 without, docs/cuda-backend.md).
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
   } else {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(G) : "memory");
@@ -789,9 +789,8 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
 // bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack: MXFP4's funnel-shifted
 // word loads read one word past a row].
-// DIAG (benchmark diagnosis only): 1 = copies without the arithmetic, 2 = the arithmetic on
-// whatever the rings hold, without copies (both: wrong sums); 3 = 16-byte copies without the
-// 256-byte L2 prefetch hint; 4 = 3's copies alone (wrong sums).
+// DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
+// arithmetic on whatever the rings hold, without copies.
 template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, bool I8>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, I8>;
@@ -826,7 +825,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
 #pragma unroll
     for (int c = lane; c < 16 * kPerRow; c += 32) {
       const int r = c / kPerRow, o = (c % kPerRow) * C;
-      cp_async<C, (DIAG < 3)>(
+      cp_async<C>(
           dst + c * C,
           tile_w + static_cast<uint64_t>(min(static_cast<int64_t>(r), last)) * b.row_bytes + st * kUB + o);
     }
@@ -869,7 +868,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
     }
     if (DIAG != 2 && st + STAGES - 1 < st1) issue(st + STAGES - 1);
     cp_async_commit();
-    if constexpr (DIAG == 1 || DIAG == 4) {
+    if constexpr (DIAG == 1) {
       acca += __uint_as_float(reinterpret_cast<const uint32_t*>(&p[0])[0] & 0x3F800000u);
     } else {
 #pragma unroll
@@ -1074,12 +1073,6 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 7:
       if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 2>(b, s);
       break;
-    case 8:  // ... with 16-byte copies without the L2 prefetch hint; 9: their copies alone
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 3>(b, s);
-      break;
-    case 9:
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 4>(b, s);
-      break;
     default:
       break;
   }
@@ -1102,8 +1095,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 9) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..9");
+  if (variant < -1 || variant > 7) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..7");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
