@@ -56,7 +56,8 @@ struct Tile {
   static constexpr int kPerLane = (kGranules + 31) / 32;
   // Decode (2 rows per warp) blocks per SM asked of ptxas: 5 (96 registers, 20 warps, 40 rows
   // in flight per SM) where that compiles without spills (-Xptxas -v, sm_90), else 4 (128).
-  static constexpr int kDecodeBlocks = T == GgmlType::Q4_K || T == GgmlType::Q8_0 || T == GgmlType::Q2_K ? 5 : 4;
+  static constexpr int kDecodeBlocks =
+      T == GgmlType::Q4_K || T == GgmlType::Q8_0 || T == GgmlType::Q2_K ? 5 : 4;
   // Rows per warp at one pair per group: 2 for block types; 1 for F32/F16/BF16, whose weights
   // are 2-4 bytes per element (x reuse matters less) and whose tiles need twice the registers.
   static constexpr int kDecodeRows = BlockOf<T>::kElems == 1 ? 1 : 2;
@@ -218,10 +219,13 @@ __device__ __forceinline__ float chunk_dot(const float (&v)[kChunk], const float
 
 // Decode: the contribution of chunk c of a staged row tile to the dot product with the chunk's
 // activations xv (in registers): the chunk dequantized exactly (tile_chunk) and dotted in
-// element order, as the prefill variant does, so that decode and prefill launches give
-// identical sums (the pack path and the GGUF path may group experts differently).
+// element order, as the prefill variant does, so that a pair gets the same sum from either
+// variant (the pack path and the GGUF path may group experts differently). Types the tensor-
+// core path covers (gemv_mma.h) take that path for every group of exactly one pair instead,
+// whichever launch the group is in.
 template <GgmlType T>
-__device__ __forceinline__ float decode_chunk_dot(const uint8_t* s, int tile, int c, int n, const float (&xv)[kChunk]) {
+__device__ __forceinline__ float decode_chunk_dot(const uint8_t* s, int tile, int c, int n,
+                                                  const float (&xv)[kChunk]) {
   float v[kChunk];
   tile_chunk<T>(s, tile, c, n, v);
   float dot = 0.0f;
@@ -249,7 +253,8 @@ __device__ __forceinline__ int x_slot(int cl, int i) { return cl * 8 + (i ^ (cl 
 // D2D bandwidth, the same time per launch for every type), so the warps of a block advance tile
 // by tile together (__syncthreads). The arithmetic and its order are unchanged.
 template <GgmlType T, int P, int R>
-__global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks : 1) gemv_kernel(GemvBatch b, bool skip_single) {
+__global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks : 1)
+    gemv_kernel(GemvBatch b, bool skip_single) {
   static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
   using Tl = Tile<T>;
   constexpr int kXSlots = P == 1 ? Tl::kChunks * 8 : 1;
@@ -316,7 +321,7 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
   fetch(0);
   for (int64_t t = 0; t < n_tiles; ++t) {
     if constexpr (P == 1) {
-      __syncthreads();  // every warp is done with the previous tile's x
+      __syncthreads();                              // every warp is done with the previous tile's x
       const int64_t e0 = t * Tl::kChunks * kChunk;  // first element of the tile
       for (int k = static_cast<int>(threadIdx.x); k < kXSlots; k += kWarps * 32) {
         const int64_t e = e0 + 4 * k;  // float4 k of the tile, in element order
@@ -349,7 +354,8 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
     int tile[R];
 #pragma unroll
     for (int rr = 0; rr < R; ++rr) {
-      tile[rr] = static_cast<int>(reinterpret_cast<uintptr_t>(row[rr] + static_cast<uint64_t>(t) * Tl::kBytes) & 15);
+      tile[rr] =
+          static_cast<int>(reinterpret_cast<uintptr_t>(row[rr] + static_cast<uint64_t>(t) * Tl::kBytes) & 15);
     }
     if (t + 1 < n_tiles) fetch(t + 1);  // in flight while this tile is computed
 #pragma unroll
@@ -377,7 +383,8 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
           }
 #pragma unroll
           for (int rr = 0; rr < R; ++rr) {
-            acc[rr][0] += decode_chunk_dot<T>(reinterpret_cast<const uint8_t*>(stage[warp][rr]), tile[rr], cl, n, xv);
+            acc[rr][0] +=
+                decode_chunk_dot<T>(reinterpret_cast<const uint8_t*>(stage[warp][rr]), tile[rr], cl, n, xv);
           }
         }
       }
@@ -470,9 +477,7 @@ void check_type(GgmlType t, const char* what) {
 
 }  // namespace
 
-bool gpu_type_supported(GgmlType type) {
-  return dispatch_type(type, NoLaunch{});
-}
+bool gpu_type_supported(GgmlType type) { return dispatch_type(type, NoLaunch{}); }
 
 void gemv(const GemvBatch& b, cudaStream_t s) {
   check_type(b.type, "gemv");
@@ -486,8 +491,8 @@ void gemv(const GemvBatch& b, cudaStream_t s) {
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
-void dequant_rows(GgmlType type, const uint8_t* w, uint64_t row_bytes, int64_t ne0, const int32_t* rows, int32_t n,
-                  float* out, cudaStream_t s) {
+void dequant_rows(GgmlType type, const uint8_t* w, uint64_t row_bytes, int64_t ne0, const int32_t* rows,
+                  int32_t n, float* out, cudaStream_t s) {
   check_type(type, "dequant_rows");
   if (n <= 0) return;
   dispatch_type(type, DequantLaunch{w, row_bytes, ne0, rows, n, out, s});

@@ -36,10 +36,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <type_traits>
-#include <unordered_map>
+#include <utility>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -196,9 +198,11 @@ __device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthr
       sum += v[i];  // element order
     }
     // 2^s with max |x| * 2^s in [2^14, 2^15): mx in [2^(E-127), 2^(E-126)) for its biased
-    // exponent E, so s = 141 - E, clamped to +-100 (zero, subnormal, inf and NaN included:
-    // any power of two keeps zeros zero and inf/NaN what they are).
-    const int s = min(max(141 - static_cast<int>((__float_as_uint(mx) >> 23) & 0xFFu), -100), 100);
+    // exponent E, so s = 141 - E, clamped to +-126 so that 2^s and 2^-s are normal floats. Every
+    // finite x is in range (E = 254 gives s = -113); zero and subnormal granules get 2^126 (their
+    // products stay far below f16's range); inf and NaN stay what they are (inf - inf in x_lo
+    // makes an inf granule's sums NaN where the CPU's are +-inf).
+    const int s = min(max(141 - static_cast<int>((__float_as_uint(mx) >> 23) & 0xFFu), -126), 126);
     const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
     xs[k] = make_float2(sum, __uint_as_float(static_cast<uint32_t>(127 - s) << 23));
 #pragma unroll
@@ -496,9 +500,12 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
     const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
     if ((lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
     // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
-    // - E, clamped to +-100; a non-finite block gets 2^-s = NaN, so its sums are NaN as on the CPU.
+    // - E, clamped to +-126 (2^s and 2^-s normal; every finite x in range: E = 254 gives s =
+    // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
+    // or NaN). A NaN element is lost to fmaxf and rounds to slice 0, but still reaches the
+    // result through the block's 16-element sums (the min term).
     const uint32_t e = (__float_as_uint(mx) >> 23) & 0xFFu;
-    const int s = min(max(132 - static_cast<int>(e), -100), 100);
+    const int s = min(max(132 - static_cast<int>(e), -126), 126);
     const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
     if (lane == 0)
       unscale[k] =
@@ -802,7 +809,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
   const int grp = static_cast<int>(blockIdx.y);
   int j = 0;
   const float* x = single_pair_x(b, grp, &j);
-  if (!x) return;  // the same for the whole block
+  if (!x) {                   // the same for the whole block
+    pdl_wait_then_release();  // the grid still ends after the kernel before it
+    return;
+  }
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
@@ -817,7 +827,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
   // C) (clamped to the last row: a partial tile reads it again), same offsets every stage.
   const uint8_t* tile_w = wg + static_cast<uint64_t>(min(rbase, b.ne1 - 1)) * b.row_bytes;
   const int64_t last = b.ne1 - 1 - min(rbase, b.ne1 - 1);
-  const bool wide = (reinterpret_cast<uintptr_t>(wg) & (G - 1)) == 0;  // uniform per block
+  const bool wide = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & (G - 1)) == 0;  // uniform per block
   const auto issue_with = [&](auto copy_size, int64_t st) {
     constexpr int C = decltype(copy_size)::value;
     constexpr int kPerRow = kUB / C;
@@ -891,7 +901,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
   const int grp = static_cast<int>(blockIdx.y);
   int j = 0;
   const float* x = single_pair_x(b, grp, &j);
-  if (!x) return;  // the same for the whole block
+  if (!x) {                   // the same for the whole block
+    pdl_wait_then_release();  // the grid still ends after the kernel before it
+    return;
+  }
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
@@ -933,16 +946,19 @@ std::atomic<int> g_variant{0};
 // memory for reuse: no device-wide sync, no driver allocation per launch.
 template <bool I8>
 uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
-  static const bool pool_ready = [] {
+  {
+    static std::mutex mu;
+    static std::set<int> ready;  // devices whose default pool keeps 64 MiB
     int dev = 0;
     MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
-    cudaMemPool_t pool;
-    MOEPACK_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
-    uint64_t keep = 64ull << 20;
-    MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-    return true;
-  }();
-  (void)pool_ready;
+    std::lock_guard<std::mutex> lock(mu);
+    if (ready.insert(dev).second) {
+      cudaMemPool_t pool;
+      MOEPACK_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+      uint64_t keep = 64ull << 20;
+      MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    }
+  }
   void* scratch = nullptr;
   MOEPACK_CUDA_CHECK(
       cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * Sel<GgmlType::Q4_K, I8>::stride(b.ne0), s));
@@ -954,8 +970,38 @@ uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
 
 std::atomic<bool> g_pdl{true};
 
+int current_device() {
+  int dev = 0;
+  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
+}
+
+// Per (device, kernel): whether the kernel's code has griddepcontrol (built from sm_90+ PTX
+// for an sm_90+ device; code JIT-compiled from older PTX lacks the wait, so it must not be
+// launched as a dependent), and the dynamic shared memory opted in so far.
+struct KernelState {
+  bool pdl = false;
+  size_t smem = 48 * 1024;
+};
+KernelState& kernel_state(const void* kernel) {
+  static std::mutex mu;
+  static std::map<std::pair<int, const void*>, KernelState> states;
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(dev, kernel);
+  auto it = states.find(key);
+  if (it == states.end()) {
+    cudaFuncAttributes fa{};
+    MOEPACK_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+    KernelState st;
+    st.pdl = fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
+    it = states.emplace(key, st).first;
+  }
+  return it->second;
+}
+
 // kernel<<<grid, kMmaWarps * 32, smem, s>>>(b, scratch), as a programmatic dependent launch
-// unless set_gemv_pdl(false).
+// unless set_gemv_pdl(false) or the kernel's code predates sm_90.
 void launch_kernel(void (*kernel)(GemvBatch, const uint8_t*), dim3 grid, size_t smem, cudaStream_t s,
                    const GemvBatch& b, const uint8_t* scratch) {
   cudaLaunchConfig_t cfg{};
@@ -966,35 +1012,40 @@ void launch_kernel(void (*kernel)(GemvBatch, const uint8_t*), dim3 grid, size_t 
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (g_pdl.load(std::memory_order_relaxed)) {
+  if (g_pdl.load(std::memory_order_relaxed) && kernel_state(reinterpret_cast<const void*>(kernel)).pdl) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
   MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, b, scratch));
 }
 
-// The opt-in above 48 KiB of dynamic shared memory, per kernel (an attribute of the kernel),
-// raised when a launch needs more than before.
+// The opt-in above 48 KiB of dynamic shared memory, per device and kernel (an attribute of the
+// kernel), raised when a launch needs more than before.
 void allow_smem(const void* kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return;
+  KernelState& st = kernel_state(kernel);
   static std::mutex mu;
-  static std::unordered_map<const void*, size_t> raised;
   std::lock_guard<std::mutex> lock(mu);
-  size_t& r = raised[kernel];
-  if (r >= bytes) return;
+  if (st.smem >= bytes) return;
   MOEPACK_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  r = bytes;
+  st.smem = bytes;
 }
 
+// The current device's per-block shared memory limit with opt-in (227 KiB on sm_90, 99 KiB on
+// sm_120).
 size_t device_smem_optin() {
-  static const size_t v = [] {
-    int dev = 0, n = 0;
-    MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  static std::mutex mu;
+  static std::map<int, size_t> limits;
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = limits.find(dev);
+  if (it == limits.end()) {
+    int n = 0;
     MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    return static_cast<size_t>(n);
-  }();
-  return v;
+    it = limits.emplace(dev, static_cast<size_t>(n)).first;
+  }
+  return it->second;
 }
 
 template <GgmlType T, int RW, int STAGES, int U, int G, bool I8, int DIAG = 0>
@@ -1104,7 +1155,10 @@ void set_gemv_mma_variant(int variant) {
 void set_gemv_pdl(bool on) { g_pdl.store(on, std::memory_order_relaxed); }
 
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
-  if (!gemv_mma_supported(b.type, b.ne0)) throw Error("gemv_mma: unsupported type or row length");
+  if (!gemv_mma_supported(b.type, b.ne0)) {
+    throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
+                " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256)");
+  }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
   switch (b.type) {
     case GgmlType::Q4_K:

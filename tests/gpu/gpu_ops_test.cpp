@@ -299,13 +299,17 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
                          });
 
 // The tensor-core decode paths (gpu/gemv_mma.h), every layout (the benchmark compares them;
-// the default last): a single matrix with long rows (56 super-blocks: x fragments in scratch
-// instead of shared memory, rows split over the block's warps) and a grouped launch of three
+// the default last): a single matrix with long rows (56 super-blocks, rows split over the
+// block's warps; on the H200 the f16 ring layout's fragments no longer fit beside its rings
+// and go to scratch, the others stay in shared memory) and a grouped launch of three
 // experts with one pair each (fragments in shared memory, 16-row tiles per warp, a partial
 // last tile), with activations far outside f16's range in both directions, an outlier channel
 // 40 times the rest and an all-zero granule; once from aligned weights and once from weights
 // 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8).
 TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
+  struct DefaultVariantAfterwards {  // also when an assertion throws
+    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
+  } restore;
   struct Shape {
     int64_t ne0, ne1;
     int experts;  // 0: a single matrix (no groups)
@@ -372,7 +376,6 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       }
     }
   }
-  detail::set_gemv_mma_variant(0);
 }
 
 void expect_rel(const std::vector<float>& got, const std::vector<float>& want, float rel, const char* what) {
