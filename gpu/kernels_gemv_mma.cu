@@ -230,6 +230,15 @@ __device__ __forceinline__ const float* single_pair_x(const GemvBatch& b, int gr
   return b.x + grp * b.x_gstride + xi * b.x_stride;
 }
 
+// The GEMV kernels' block start: the x row of the block's group (blockIdx.y) and its pair j, or
+// null (the whole block returns) after waiting for the kernel before it, so that the grid
+// never ends before that kernel even when no group of the launch has a single pair.
+__device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j) {
+  const float* x = single_pair_x(b, static_cast<int>(blockIdx.y), j);
+  if (!x) pdl_wait_then_release();
+  return x;
+}
+
 template <bool I8>
 __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch);
 
@@ -808,11 +817,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
   __shared__ float part[kMmaWarps][16];
   const int grp = static_cast<int>(blockIdx.y);
   int j = 0;
-  const float* x = single_pair_x(b, grp, &j);
-  if (!x) {                   // the same for the whole block
-    pdl_wait_then_release();  // the grid still ends after the kernel before it
-    return;
-  }
+  const float* x = block_pair_x(b, &j);
+  if (!x) return;  // the same for the whole block
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
@@ -900,11 +906,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
   __shared__ float part[kMmaWarps][16];
   const int grp = static_cast<int>(blockIdx.y);
   int j = 0;
-  const float* x = single_pair_x(b, grp, &j);
-  if (!x) {                   // the same for the whole block
-    pdl_wait_then_release();  // the grid still ends after the kernel before it
-    return;
-  }
+  const float* x = block_pair_x(b, &j);
+  if (!x) return;  // the same for the whole block
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
