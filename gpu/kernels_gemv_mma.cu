@@ -1,20 +1,25 @@
 // The tensor-core decode GEMV of gpu/gemv_mma.h (formula, precision and the rule that keeps
 // the pack path bit-identical to the GGUF path are there).
 //
-// Default layout (gemv_pipe_kernel). A block of kMmaWarps warps owns RW tiles of 16 rows; the
+// Two layouts; launch_type says which launch takes which (expert launches: the rings).
+//
+// Ring layout (gemv_pipe_kernel). A block of kMmaWarps warps owns RW tiles of 16 rows; the
 // kMmaWarps / RW warps of a tile split its row into contiguous ranges of units (256 elements:
 // a Q4_K or Q2_K super-block, eight MXFP4 blocks), summed in warp order at the end (the split
 // depends on ne0 and the layout alone). Each warp streams its 16 rows through a private ring
 // of STAGES shared-memory stages with cp.async (Ampere+ LDGSTS; no registers held, no block
 // barrier): STAGES - 1 stages are in flight while one is computed, and the first ones are
 // issued before the block writes its x fragments, so the weights' latency overlaps that work.
-// The previous layout (gemv_mma_kernel: one unit loaded ahead in registers) is kept as the
-// benchmark's variant 1.
+// Register layout (gemv_mma_kernel): one super-block loaded ahead in registers from global
+// memory; single Q4_K / Q2_K matrices, each row split over the block's 4 warps.
 //
-// x fragments. Per 16-element granule of x, one power-of-two scale 2^s (max |x| * 2^s in
-// [2^14, 2^15)), the mma B fragments of x * 2^s as two f16 halves (per 4 elements e0..e3: f16x2
-// {hi(e0), hi(e2)}, {hi(e1), hi(e3)}, then the same for lo), and the F32 sum of the granule with
-// 2^-s. A lane's per-sub-block partial sums never mix granules, so the scale is undone per
+// Arithmetic: the f16 path (below; MXFP4, and the register layout) or the integer path
+// (Q4_K / Q2_K expert launches; "The integer path" further down).
+//
+// x fragments of the f16 path. Per 16-element granule of x, one power-of-two scale 2^s
+// (max |x| * 2^s in [2^14, 2^15)), the mma B fragments of x * 2^s as two f16 halves (per 4
+// elements e0..e3: f16x2 {hi(e0), hi(e2)}, {hi(e1), hi(e3)}, then the same for lo), and the F32
+// sum of the granule with 2^-s. A lane's per-sub-block partial sums never mix granules, so the scale is undone per
 // granule: no reduction over the vector, and each granule keeps 22 bits of its own elements.
 //
 // One mma (m16n8k16, A row-major 16 x 16, B col-major 16 x 8, PTX ISA "Matrix fragments for
@@ -55,7 +60,7 @@ constexpr int kMmaWarps = 4;                   // 16 rows each
 constexpr int64_t kMaxNe0 = int64_t{1} << 24;  // far above any model's row
 // Shared memory a block may take (x fragments + its warps' rings) and still leave room for a
 // second block on an SM (227 KiB on sm_90, 99 KiB on sm_120: the staged limit is lowered to
-// what the device grants, see launch_pipe).
+// what the device grants, see launch_pipe_ug).
 constexpr int64_t kMaxBlockSmem = 100 * 1024;
 
 __device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
