@@ -88,6 +88,8 @@ std::vector<uint8_t> random_rows(GgmlType type, int64_t ne0, int64_t rows, std::
         break;
       case GgmlType::Q4_1:
       case GgmlType::Q5_1:
+      case GgmlType::Q4_K:  // d, dmin (m, d for Q4_1 / Q5_1) in the first four bytes
+      case GgmlType::Q5_K:
         half(b);
         half(b + 2);
         break;
@@ -100,11 +102,6 @@ std::vector<uint8_t> random_rows(GgmlType type, int64_t ne0, int64_t rows, std::
         break;
       case GgmlType::Q3_K:
         half(b + 108);
-        break;
-      case GgmlType::Q4_K:
-      case GgmlType::Q5_K:
-        half(b);
-        half(b + 2);
         break;
       case GgmlType::Q6_K:
         half(b + 208);
