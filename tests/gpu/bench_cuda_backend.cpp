@@ -6,6 +6,10 @@
 //   "gemv_mma_variants": the decode layouts of gpu/gemv_mma.h side by side (-1: F32 kernels);
 //   "gemv_without_pdl": the tensor-core launches of "gemv" without programmatic dependent launch;
 //   "gemv_scaling": 8 experts of 16 .. 8192 rows (fixed cost per launch vs bytes);
+//   "gemv_gate_up": gate and up of 8 experts in one launch (16 matrices);
+//   "read_ceiling": a plain streaming read kernel and a D2D copy of the same byte counts as the
+//             launches above (what any kernel reading those bytes in one launch can reach);
+//   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait.
@@ -15,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -31,6 +36,7 @@
 #include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
 #include "packbuilder/pack_builder.h"
+#include "tests/gpu/read_probe.h"
 
 namespace {
 
@@ -142,6 +148,49 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
           {"ratio_to_d2d", bps / d2d}};
 }
 
+// The ceilings beside a GEMV launch of `bytes`: a plain streaming read of the same bytes
+// (tests/gpu/read_probe.h) and a cudaMemcpy device-to-device of them (read + write counted),
+// back to back over the same rotating copies as bench_gemv.
+nlohmann::json bench_read_ceiling(const WeightPool& pool, uint64_t bytes, double d2d) {
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / 2 / bytes));
+  if (copies < 4) throw Error("bench_read_ceiling: weight pool too small");
+  int sm = 0, dev = 0;
+  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev));
+  gpu::DeviceBuffer sink(sizeof(uint32_t), "sink");
+  const uint64_t n = bytes / 64 * 64;
+  cudaEvent_t t0, t1;
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
+  const int iters = 64;
+  float ms_read = 0, ms_copy = 0;
+  uint8_t* base = pool.buf.bytes_ptr();
+  uint8_t* dst = base + pool.buf.size() / 2;
+  gpu::bench::read_probe(base, n, sink.as<uint32_t>(), sm, nullptr);
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
+  for (int i = 0; i < iters; ++i) gpu::bench::read_probe(base + (i % copies) * n, n, sink.as<uint32_t>(), sm, nullptr);
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
+  MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+  MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms_read, t0, t1));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
+  for (int i = 0; i < iters; ++i) {
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst + (i % copies) * n, base + (i % copies) * n, n, cudaMemcpyDeviceToDevice));
+  }
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
+  MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
+  MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms_copy, t0, t1));
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  const double read_bps = static_cast<double>(n) * iters / (ms_read / 1e3);
+  const double copy_bps = 2.0 * static_cast<double>(n) * iters / (ms_copy / 1e3);
+  return {{"bytes", n},
+          {"read_us", ms_read * 1e3 / iters},
+          {"read_ratio_to_d2d", read_bps / d2d},
+          {"copy_us", ms_copy * 1e3 / iters},
+          {"copy_ratio_to_d2d", copy_bps / d2d}};
+}
+
 nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s,
                             int prefill, int decode) {
   auto be = make_backend(src, s);
@@ -218,6 +267,16 @@ int main(int argc, char** argv) {
     for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
       out["gemv"].push_back(bench_gemv(pool, t, 4096, 4096, d2d, 1));
     }
+    // Gate and up of 8 experts in one launch (16 matrices sharing 8 x rows in pairs): what
+    // CudaRoutedExperts issues when both projections have one type.
+    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+      for (const int cols : {4096, 7168}) out["gemv_gate_up"].push_back(bench_gemv(pool, t, 2048, cols, d2d, 16));
+    }
+    // What a launch of each size can reach at best: a plain streaming read and a D2D copy of the
+    // same bytes (the Q2_K, MXFP4 and Q4_K expert launches above, then 2x and 4x Q4_K's).
+    for (const uint64_t bytes : {22020096ull, 35651584ull, 37748736ull, 66060288ull, 75497472ull, 150994944ull}) {
+      out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
+    }
     // Diagnosis of Q4_K's integer ring layout (gemv_mma.h variants 6, 7: copies only, arithmetic
     // only; their sums are wrong), beside the full kernel (variant 3).
     for (const int v : {3, 6, 7}) {
@@ -245,7 +304,19 @@ int main(int argc, char** argv) {
     }
     gpu::detail::set_gemv_pdl(true);
     // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
-    for (const int v : {-1, 1, 2, 3, 4, 5, 0}) {
+    std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 0};
+    if (const char* e = std::getenv("MOEPACK_BENCH_VARIANTS")) {  // e.g. "0,12,13"
+      variants.clear();
+      for (std::string v; const char c : std::string(e) + ",") {
+        if (c == ',') {
+          if (!v.empty()) variants.push_back(std::stoi(v));
+          v.clear();
+        } else {
+          v += c;
+        }
+      }
+    }
+    for (const int v : variants) {
       gpu::detail::set_gemv_mma_variant(v);
       for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
         for (const auto& [rows, cols, experts] :
