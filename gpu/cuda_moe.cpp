@@ -134,8 +134,7 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
 void CudaRoutedExperts::reserve(int64_t n_tokens) {
   if (n_ff_ <= 0) return;
   const int64_t pairs = n_tokens * cfg_.n_expert_used;
-  eg_.ensure(fbytes(pairs * n_ff_), "expert activations");
-  eu_.ensure(fbytes(pairs * n_ff_), "expert activations");
+  eg_.ensure(fbytes(2 * pairs * n_ff_), "expert activations");
   ey_.ensure(fbytes(pairs * cfg_.n_embd), "expert outputs");
 }
 
@@ -204,7 +203,7 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
   }
   const Block& b = blocks_[il];
   const int64_t E = cfg_.n_embd, K = cfg_.n_expert_used, FF = n_ff_;
-  if (eg_.size() < fbytes(n * K * FF) || ey_.size() < fbytes(n * K * E)) {
+  if (eg_.size() < fbytes(2 * n * K * FF) || ey_.size() < fbytes(n * K * E)) {
     throw Error("internal: CudaRoutedExperts::reserve(" + std::to_string(n) + ") was not called");
   }
   std::map<uint32_t, std::vector<int64_t>> by_expert;  // expert -> selections t * K + k
@@ -226,7 +225,10 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
     }
   }
   first_pair.push_back(static_cast<int32_t>(tok_of.size()));
-  const int32_t* d_tok_of = arena.put(tok_of.data(), tok_of.size(), st);
+  // Gate and up in one launch when they share a type and shape (always, in the models seen).
+  const bool fused =
+      b.rg.type == b.ru.type && b.rg.row_bytes == b.ru.row_bytes && b.rg.ne0 == b.ru.ne0 && b.rg.ne1 == b.ru.ne1;
+  const int32_t* d_tok_of = fused ? nullptr : arena.put(tok_of.data(), tok_of.size(), st);
 
   const size_t batch =
       pool_ ? std::max<size_t>(1, std::min<size_t>(pool_->slot_count(), unique.size())) : unique.size();
@@ -235,7 +237,9 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
     const size_t m = std::min(batch, unique.size() - first);
     const std::vector<Ptrs> ptrs = experts_of(il, unique, first, m, st, io_wait);
     std::vector<const uint8_t*> table(3 * m);
-    std::vector<int32_t> grp_off(m + 1);
+    // grp_off (m + 1); fused: then the gate+up launch's group offsets (2m + 1) and x rows.
+    std::vector<int32_t> ints(m + 1);
+    int32_t* grp_off = ints.data();
     int32_t max_pairs = 0;
     for (size_t i = 0; i < m; ++i) {
       table[i] = ptrs[i].gate;
@@ -245,18 +249,35 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
       max_pairs = std::max(max_pairs, first_pair[first + i + 1] - first_pair[first + i]);
     }
     grp_off[m] = first_pair[first + m];
-    const uint8_t* const* d_table = arena.put(table.data(), table.size(), st);
-    const int32_t* d_off = arena.put(grp_off.data(), grp_off.size(), st);
     const int32_t gm = static_cast<int32_t>(m);
+    const int64_t p0 = grp_off[0], p1 = grp_off[m], np = p1 - p0;
+    if (fused) {
+      // One launch of 2m groups: gate of the batch's experts, then up of the same experts; pairs
+      // numbered from p0 (gate: j - p0, up: np + j - p0), so x rows and outputs follow suit.
+      ints.resize(m + 1 + 2 * m + 1 + static_cast<size_t>(2 * np));
+      grp_off = ints.data();
+      int32_t* off2 = grp_off + m + 1;
+      int32_t* tok2 = off2 + 2 * m + 1;
+      for (size_t i = 0; i <= m; ++i) off2[i] = grp_off[i] - static_cast<int32_t>(p0);
+      for (size_t i = 1; i <= m; ++i) off2[m + i] = static_cast<int32_t>(np) + off2[i];
+      for (int64_t q = 0; q < np; ++q) tok2[q] = tok2[np + q] = tok_of[static_cast<size_t>(p0 + q)];
+    }
+    const uint8_t* const* d_table = arena.put(table.data(), table.size(), st);
+    const int32_t* d_off = arena.put(ints.data(), ints.size(), st);
+    // Gate results in eg_ rows [p0, p1), up results in rows [p1, p1 + np) (below 2 n K rows).
     float* eg = eg_.as<float>();
-    float* eu = eu_.as<float>();
-    gemv_role(b.rg, d_table, d_off, gm, max_pairs, d_tok_of, x, E, eg, FF, st);
-    gemv_role(b.ru, d_table + m, d_off, gm, max_pairs, d_tok_of, x, E, eu, FF, st);
-    const int64_t p0 = grp_off[0], p1 = grp_off[m];
-    swiglu_clamped(eg + p0 * FF, eu + p0 * FF, (p1 - p0) * FF, limit, eg + p0 * FF, st);
+    float* eu = eg + np * FF;  // row p of up at eu + p * FF
+    if (fused) {
+      const int32_t* d_off2 = d_off + m + 1;
+      gemv_role(b.rg, d_table, d_off2, 2 * gm, max_pairs, d_off2 + 2 * m + 1, x, E, eg + p0 * FF, FF, st);
+    } else {
+      gemv_role(b.rg, d_table, d_off, gm, max_pairs, d_tok_of, x, E, eg, FF, st);
+      gemv_role(b.ru, d_table + m, d_off, gm, max_pairs, d_tok_of, x, E, eu, FF, st);
+    }
+    swiglu_clamped(eg + p0 * FF, eu + p0 * FF, np * FF, limit, eg + p0 * FF, st);
     gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st);
     if (pool_) pool_->release(st);
-    computed += static_cast<uint64_t>(p1 - p0);
+    computed += static_cast<uint64_t>(np);
   }
   const int32_t* d_pair_of = arena.put(pair_of.data(), pair_of.size(), st);
   const float* d_wts = arena.put(w, static_cast<size_t>(n * K), st);

@@ -6,8 +6,10 @@
 //   out[t] = Σ_{k<K} w[t*K + k] · down_e( swiglu_clamped(gate_e x[t], up_e x[t], limit) ),
 //            e = ids[t*K + k], summed in k order (combine_experts).
 //
-// The selected experts of a block run in one launch per projection (gate, up, down) over a
-// device table of expert pointers, (token, expert) pairs sorted by expert.
+// The selected experts of a block run in two launches, gate and up together then down (gate
+// and up apart when their types differ), over a device table of expert pointers, (token,
+// expert) pairs sorted by expert. Every (token, expert) pair is computed by the same arithmetic
+// however the launches group them (gpu/gemv_mma.h), so fusing changes no result.
 //
 // Where the experts live:
 //   - GGUF path: every MoE block's stacked ffn_{gate,up,down}_exps tensors in VRAM, registered
@@ -104,7 +106,7 @@ class CudaRoutedExperts {
   std::vector<Block> blocks_;
   int64_t n_ff_ = 0;
   std::unique_ptr<VramExpertPool> pool_;
-  DeviceBuffer eg_, eu_, ey_;
+  DeviceBuffer eg_, ey_;  // eg_: 2 rows of n_ff per pair (gate / up results, then SwiGLU)
 };
 
 }  // namespace moepack::gpu
