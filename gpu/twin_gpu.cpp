@@ -10,6 +10,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/kernels.h"
+#include "gpu/upload_arena.h"
 #include "gpu/vram_expert_pool.h"
 
 namespace moepack::gpu {
@@ -18,19 +19,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-void expert_gemv(const PackRole& r, const uint8_t* block, const float* x, float* y, cudaStream_t s) {
+// One grouped launch over n_groups expert matrices of role r (gpu/cuda_moe.cpp's launches):
+// group i is the matrix at table[i] with the single pair i, which reads x row x_row[i] (x_row
+// null: row i) and writes y row i.
+void grouped_gemv(const PackRole& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
+                  const int32_t* x_row, const float* x, float* y, cudaStream_t s) {
   GemvBatch b;
   b.type = r.type;
   b.ne0 = static_cast<int64_t>(r.ne[0]);
   b.ne1 = static_cast<int64_t>(r.ne[1]);
   b.row_bytes = r.bytes / r.ne[1];
-  b.w = block + r.offset;
+  b.w_table = table;
+  b.grp_off = grp_off;
+  b.x_row = x_row;
   b.x = x;
   b.x_stride = b.ne0;
   b.y = y;
   b.y_stride = b.ne1;
-  b.n_groups = 1;
-  b.n_tok = 1;
+  b.n_groups = n_groups;
+  b.max_pairs = 1;
   gemv(b, s);
 }
 
@@ -71,7 +78,7 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
   cudaStream_t st = stream.get();
 
   const auto fb = [](int64_t n) { return static_cast<size_t>(n) * sizeof(float); };
-  DeviceBuffer d_x(fb(E), "twin hidden"), d_g(fb(K * FF), "twin gate"), d_u(fb(K * FF), "twin up"),
+  DeviceBuffer d_x(fb(E), "twin hidden"), d_g(fb(2 * K * FF), "twin gate and up"),
       d_y(fb(K * E), "twin expert outputs"), d_out(fb(E), "twin layer output"), d_pair(K * sizeof(int32_t), "pairs"),
       d_w(fb(K), "weights");
   std::vector<float> x0(static_cast<size_t>(E));
@@ -86,6 +93,13 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
   MOEPACK_CUDA_CHECK(cudaMemcpy(d_pair.as<int32_t>(), pairs.data(), K * sizeof(int32_t), cudaMemcpyHostToDevice));
   MOEPACK_CUDA_CHECK(cudaMemcpy(d_w.as<float>(), w.data(), fb(K), cudaMemcpyHostToDevice));
   std::vector<float> hx(static_cast<size_t>(E));
+  // Group offsets 0..2K (one pair a group) and x rows (all 0: one token) for every launch.
+  std::vector<int32_t> seq(2 * K + 1), zeros(2 * K, 0);
+  for (uint32_t i = 0; i <= 2 * K; ++i) seq[i] = static_cast<int32_t>(i);
+  DeviceBuffer d_seq(seq.size() * sizeof(int32_t), "group offsets"), d_zeros(zeros.size() * sizeof(int32_t), "x rows");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_seq.as<int32_t>(), seq.data(), d_seq.size(), cudaMemcpyHostToDevice));
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_zeros.as<int32_t>(), zeros.data(), d_zeros.size(), cudaMemcpyHostToDevice));
+  UploadArena arena;
 
   bench::TwinRunResult res;
   res.slots = pool.slot_count();
@@ -99,19 +113,32 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
   for (uint32_t t = 0; t < s.steps; ++t) {
     const auto t0 = Clock::now();
     double io_ms = 0;
+    arena.reset();  // the previous step ended with a stream sync
     MOEPACK_CUDA_CHECK(cudaMemcpyAsync(d_x.as<float>(), x0.data(), fb(E), cudaMemcpyHostToDevice, st));
     for (uint32_t l = 0; l < s.twin.layers; ++l) {
       const PackLayer& ly = L.layers[l];
       const std::vector<const uint8_t*> blocks = pool.acquire(l, steps[t][l], st, &io_ms);
       MOEPACK_CUDA_CHECK(cudaEventRecord(ev_a[l].get(), st));
-      for (size_t k = 0; k < blocks.size(); ++k) {
-        float* g = d_g.as<float>() + k * FF;
-        float* u = d_u.as<float>() + k * FF;
-        expert_gemv(ly.roles[0], blocks[k], d_x.as<float>(), g, st);
-        expert_gemv(ly.roles[1], blocks[k], d_x.as<float>(), u, st);
-        swiglu(g, u, FF, g, st);
-        expert_gemv(ly.roles[2], blocks[k], g, d_y.as<float>() + k * E, st);
+      // As the engine launches a layer's experts (gpu/cuda_moe.cpp): gate and up of all m in
+      // one launch when they share a type and shape, SwiGLU, then down of all m.
+      const size_t m = blocks.size();
+      const int32_t gm = static_cast<int32_t>(m);
+      std::vector<const uint8_t*> table(3 * m);
+      for (size_t k = 0; k < m; ++k) {
+        for (size_t r = 0; r < 3; ++r) table[r * m + k] = blocks[k] + ly.roles[r].offset;
       }
+      const uint8_t* const* d_table = arena.put(table.data(), table.size(), st);
+      float* g = d_g.as<float>();
+      float* u = g + m * FF;
+      const PackRole &rg = ly.roles[0], &ru = ly.roles[1];
+      if (rg.type == ru.type && rg.ne[0] == ru.ne[0] && rg.ne[1] == ru.ne[1] && rg.bytes == ru.bytes) {
+        grouped_gemv(rg, d_table, d_seq.as<int32_t>(), 2 * gm, d_zeros.as<int32_t>(), d_x.as<float>(), g, st);
+      } else {
+        grouped_gemv(rg, d_table, d_seq.as<int32_t>(), gm, d_zeros.as<int32_t>(), d_x.as<float>(), g, st);
+        grouped_gemv(ru, d_table + m, d_seq.as<int32_t>(), gm, d_zeros.as<int32_t>(), d_x.as<float>(), u, st);
+      }
+      swiglu(g, u, static_cast<int64_t>(m) * FF, g, st);
+      grouped_gemv(ly.roles[2], d_table + 2 * m, d_seq.as<int32_t>(), gm, nullptr, g, d_y.as<float>(), st);
       combine_experts(d_y.as<float>(), d_pair.as<int32_t>(), d_w.as<float>(), 1, static_cast<int32_t>(blocks.size()), E,
                       d_out.as<float>(), st);
       add_inplace(d_x.as<float>(), d_out.as<float>(), E, st);

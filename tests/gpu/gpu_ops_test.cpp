@@ -2,14 +2,17 @@
 // every kernel, a parity test with a stated tolerance):
 //   - dequantization: bit for bit equal to core's dequantize_row, every type;
 //   - GEMV (decode, n_tok = 1), prefill tiles (n_tok = 11 crosses the 8-token tile) and the
-//     grouped expert launch (pointer table, pairs, gathered x rows): |gpu - cpu| <=
-//     1e-5 * sum_k |w_k x_k| + 1e-6, where cpu = vec_dot (F32 sums in another order);
+//     grouped expert launch (pointer table, pairs, gathered x rows): |gpu - exact| <=
+//     1e-6 * sum_k |w_k x_k|, where exact = the double dot product of core's dequantize_row and x
+//     (kDotRel below says what the kernels may lose);
 //   - RMSNorm, RoPE (NORM, NEOX, YaRN), SwiGLU, combine: within 1e-6 relative (expf vs
 //     std::exp; double sums in another order);
 //   - GQA and MLA attention vs gqa_attend / the arch_deepseek2 loop: within 1e-5 relative.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -139,14 +142,31 @@ TEST_P(TypeParity, DequantRowsBitExact) {
   }
 }
 
+// GEMV tolerance: |gpu - exact| <= kDotRel * sum_k |w_k x_k|, exact = the dot product of the
+// dequantized row (core's dequantize_row, bit-exact on the GPU too) and x in double. What the
+// kernels may lose: F32 sums of at most a few hundred terms each (2^-24 relative per add, a
+// random walk in practice) and, on the tensor-core paths, x to 22 bits (f16 halves) or to
+// 2^-27 of its super-block's maximum (integer slices). The largest ratio seen is printed at
+// exit (H200, docs/cuda-backend.md).
+constexpr double kDotRel = 1e-6;  // 1.8e-7 seen on the H200
+struct WorstDot {
+  double ratio = 0;
+  ~WorstDot() { std::fprintf(stderr, "gpu_ops_test: largest |gpu - exact| / sum |w x| = %.3g\n", ratio); }
+} g_worst_dot;
+
 void expect_close_dot(float got, const uint8_t* row, GgmlType type, const float* x, int64_t n,
                       const char* what) {
   std::vector<float> w(static_cast<size_t>(n));
   dequantize_row(type, row, w.data(), n);
-  double mag = 0;
-  for (int64_t k = 0; k < n; ++k) mag += std::fabs(static_cast<double>(w[k]) * x[k]);
-  const float want = vec_dot(type, row, x, n);
-  EXPECT_NEAR(got, want, 1e-5 * mag + 1e-6) << what;
+  double mag = 0, exact = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const double p = static_cast<double>(w[k]) * static_cast<double>(x[k]);
+    exact += p;
+    mag += std::fabs(p);
+  }
+  const double err = std::fabs(static_cast<double>(got) - exact);
+  if (mag > 0) g_worst_dot.ratio = std::max(g_worst_dot.ratio, err / mag);
+  EXPECT_LE(err, kDotRel * mag) << what << ": gpu " << got << ", exact " << exact << ", sum |w x| " << mag;
 }
 
 TEST_P(TypeParity, GemvDecodeAndPrefill) {
@@ -233,7 +253,7 @@ TEST_P(TypeParity, GemvGroupedExperts) {
 // path batch experts differently and must agree bit for bit): groups of 1, 3, 1 and 2 pairs in
 // one launch (max_pairs 3: single-pair groups go to the tensor-core path where it covers the
 // type, the others to the prefill kernel) against each group in a launch of its own (a
-// single-pair group alone is a decode launch). Bitwise, and each against the CPU's vec_dot.
+// single-pair group alone is a decode launch). Bitwise, and each against the exact dot product.
 TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
   const GgmlType type = GetParam();
   std::mt19937 rng(11);
