@@ -99,8 +99,8 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 #endif
 }
 
-// cp.async of G bytes (16: L2-bypassing .cg with a 256-byte L2 prefetch; 8 or 4: .ca) and the
-// group bookkeeping (PTX ISA "cp.async").
+// cp.async of G bytes (16: L2-bypassing .cg, which no launch uses now: Q4_K measured faster in
+// 8-byte copies; 8 or 4: .ca) and the group bookkeeping (PTX ISA "cp.async").
 template <int G>
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -804,7 +804,7 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 }
 
 // The pipelined kernel (the default; layout at the top of this file). U units a stage, so a
-// stage row (U * kBytes) is whole G-byte copies: Q4_K 1 x 144 (G 16), Q2_K 2 x 84 (G 8) or
+// stage row (U * kBytes) is whole G-byte copies: Q4_K 1 x 144 (G 8), Q2_K 2 x 84 (G 8) or
 // 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8). A group whose weights
 // are not G-aligned (never seen: GGUF data, upload arena and pack slots are 32-aligned) copies
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
@@ -1081,7 +1081,9 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
 
 template <GgmlType T, int RW, bool I8>
 void launch_pipe(const GemvBatch& b, cudaStream_t s) {
-  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, 4, 1, 16, I8>(b, s);
+  // Q4_K in 8-byte copies: 0.56 / 0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
+  // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
+  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, 4, 1, 8, I8>(b, s);
   if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, 4, 1, 8, false>(b, s);
   if constexpr (T == GgmlType::Q2_K) {
     if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, I8>(b, s);
@@ -1127,10 +1129,10 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 5:
       return launch_pipe<T, 1, kInt>(b, s);
     case 6:  // diagnosis: Q4_K's integer rings, copies only / arithmetic only (wrong sums)
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 1>(b, s);
+      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 8, true, 1>(b, s);
       break;
     case 7:
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 16, true, 2>(b, s);
+      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 8, true, 2>(b, s);
       break;
     default:
       break;

@@ -327,6 +327,7 @@ int main(int argc, char** argv) {
         }
       }
     }
+    gpu::detail::set_gemv_mma_variant(0);  // the engine runs below take the defaults
     EngineSettings s;
     s.backend = "cuda";
     s.n_ctx = 1024;
