@@ -1,10 +1,14 @@
-// `moepack bench-io PACK [--reads N] [--batch B] [--read-splits S] [--queue-depth Q] [--json]`
+// `moepack bench-io PACK [--reads N] [--batch B] [--read-splits S] [--queue-depth Q] [--vram [--device N]] [--json]`
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "core/error.h"
 #include "core/io_bench.h"
+#if MOEPACK_HAVE_CUDA
+#include "gpu/vram_delivery_bench.h"
+#endif
 
 namespace moepack::cli {
 
@@ -13,6 +17,8 @@ std::function<int()> add_bench_io(CLI::App& app) {
     std::string pack;
     IoBenchOptions bench;
     bool json = false;
+    bool vram = false;
+    int device = 0;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("bench-io", "Expert read throughput vs raw O_DIRECT and buffered reads of the same pack");
@@ -23,15 +29,31 @@ std::function<int()> add_bench_io(CLI::App& app) {
   sub->add_option("--queue-depth", opt->bench.reader.queue_depth, "io_uring queue depth");
   sub->add_option("--raw-max-mib", opt->bench.raw_max_bytes, "Raw bytes to read at most (MiB)")
       ->transform([](std::string s) { return std::to_string(std::stoull(s) << 20); });
+  sub->add_flag("--vram", opt->vram,
+                "Also deliver the random experts into VRAM slots (SSD -> pinned -> GPU, CUDA builds)");
+  sub->add_option("--device", opt->device, "CUDA device for --vram");
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
   return [opt]() {
+    VramDeliveryPhase vram;
+    if (opt->vram) {
+#if MOEPACK_HAVE_CUDA
+      const int device = opt->device;
+      vram = [device](const ExpertPack& p, const IoBenchOptions& o) { return gpu::vram_delivery_phase(p, o, device); };
+#else
+      throw Error("bench-io: --vram needs a build with MOEPACK_CUDA=ON (this one has no CUDA GPU support)");
+#endif
+    }
     const ExpertPack pack = ExpertPack::open(opt->pack);
-    const IoBenchResult r = run_io_bench(pack, opt->bench);
+    const IoBenchResult r = run_io_bench(pack, opt->bench, vram);
     const double gb = 1e9;
     std::fprintf(stderr, "raw O_DIRECT      %.3f GB/s (%llu bytes)\n", r.raw_direct.bytes_per_second() / gb,
                  static_cast<unsigned long long>(r.raw_direct.bytes));
     std::fprintf(stderr, "experts, direct   %.3f GB/s  ratio to raw %.3f\n", r.expert_direct.bytes_per_second() / gb,
                  r.expert_vs_raw_ratio);
+    if (r.vram_delivery) {
+      std::fprintf(stderr, "experts into VRAM %.3f GB/s  ratio to raw %.3f\n",
+                   r.vram_delivery->bytes_per_second() / gb, r.vram_vs_raw_ratio);
+    }
     std::fprintf(stderr, "experts, buffered %.3f GB/s  direct/buffered %.3f (page cache %s)\n",
                  r.expert_buffered.bytes_per_second() / gb, r.direct_vs_buffered_ratio,
                  r.page_cache_dropped ? "dropped" : "NOT dropped");

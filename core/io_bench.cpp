@@ -36,12 +36,7 @@ IoBenchPhase random_experts(const ExpertPack& pack, const IoBenchOptions& o, boo
   // Distinct blocks in random order (a shuffled permutation, repeated only when more reads are
   // asked than the pack has blocks), so that no read is served by the page cache of an
   // earlier one and the buffered baseline is as cold as the direct reads.
-  std::vector<std::pair<uint32_t, uint32_t>> blocks;
-  for (uint32_t l = 0; l < L.layers.size(); ++l) {
-    for (uint32_t e = 0; e < L.layers[l].n_experts; ++e) blocks.emplace_back(l, e);
-  }
-  std::mt19937_64 rng(o.seed);
-  std::shuffle(blocks.begin(), blocks.end(), rng);
+  const std::vector<std::pair<uint32_t, uint32_t>> blocks = io_bench_blocks(L, o.seed);
   IoBenchPhase p;
   const double t0 = now_s();
   std::vector<ReadRequest> reqs;
@@ -60,7 +55,17 @@ IoBenchPhase random_experts(const ExpertPack& pack, const IoBenchOptions& o, boo
 
 }  // namespace
 
-IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o) {
+std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& L, uint64_t seed) {
+  std::vector<std::pair<uint32_t, uint32_t>> blocks;
+  for (uint32_t l = 0; l < L.layers.size(); ++l) {
+    for (uint32_t e = 0; e < L.layers[l].n_experts; ++e) blocks.emplace_back(l, e);
+  }
+  std::mt19937_64 rng(seed);
+  std::shuffle(blocks.begin(), blocks.end(), rng);
+  return blocks;
+}
+
+IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, const VramDeliveryPhase& vram) {
   IoBenchResult r;
   const PackLayout& L = pack.layout();
   {  // raw: large sequential direct reads of the expert data
@@ -90,6 +95,12 @@ IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o) {
     r.raw_direct.seconds = now_s() - t0;
   }
   r.expert_direct = random_experts(pack, o, true);
+  if (vram) {
+    r.vram_delivery = vram(pack, o);
+    if (r.raw_direct.bytes_per_second() > 0) {
+      r.vram_vs_raw_ratio = r.vram_delivery->bytes_per_second() / r.raw_direct.bytes_per_second();
+    }
+  }
   r.page_cache_dropped = drop_page_cache(pack.experts_path());
   r.expert_buffered = random_experts(pack, o, false);
   if (r.raw_direct.bytes_per_second() > 0) {
@@ -106,18 +117,23 @@ nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o,
     return nlohmann::json{{"bytes", p.bytes}, {"reads", p.reads}, {"seconds", p.seconds},
                           {"bytes_per_second", p.bytes_per_second()}};
   };
-  return nlohmann::json{{"pack", pack.dir()},
-                        {"experts_file_bytes", pack.layout().data_end},
-                        {"max_stride", pack.layout().max_stride},
-                        {"settings", {{"expert_reads", o.expert_reads}, {"batch", o.batch},
-                                      {"read_splits", o.reader.read_splits}, {"queue_depth", o.reader.queue_depth},
-                                      {"raw_chunk_bytes", o.raw_chunk_bytes}}},
-                        {"raw_direct", phase(r.raw_direct)},
-                        {"expert_direct", phase(r.expert_direct)},
-                        {"expert_buffered", phase(r.expert_buffered)},
-                        {"page_cache_dropped", r.page_cache_dropped},
-                        {"expert_vs_raw_ratio", r.expert_vs_raw_ratio},
-                        {"direct_vs_buffered_ratio", r.direct_vs_buffered_ratio}};
+  nlohmann::json j{{"pack", pack.dir()},
+                 {"experts_file_bytes", pack.layout().data_end},
+                 {"max_stride", pack.layout().max_stride},
+                 {"settings", {{"expert_reads", o.expert_reads}, {"batch", o.batch},
+                               {"read_splits", o.reader.read_splits}, {"queue_depth", o.reader.queue_depth},
+                               {"raw_chunk_bytes", o.raw_chunk_bytes}}},
+                 {"raw_direct", phase(r.raw_direct)},
+                 {"expert_direct", phase(r.expert_direct)},
+                 {"expert_buffered", phase(r.expert_buffered)},
+                 {"page_cache_dropped", r.page_cache_dropped},
+                 {"expert_vs_raw_ratio", r.expert_vs_raw_ratio},
+                 {"direct_vs_buffered_ratio", r.direct_vs_buffered_ratio}};
+  if (r.vram_delivery) {
+    j["vram_delivery"] = phase(*r.vram_delivery);
+    j["vram_vs_raw_ratio"] = r.vram_vs_raw_ratio;
+  }
+  return j;
 }
 
 }  // namespace moepack

@@ -11,11 +11,21 @@
 //                   from the page cache (posix_fadvise DONTNEED), as a baseline
 // Ratios: expert_vs_raw_ratio = expert_direct / raw_direct (target >= 0.9 on real NVMe with
 // large experts), direct_vs_buffered_ratio = expert_direct / expert_buffered.
+// Optionally (CUDA builds, `moepack bench-io --vram`), between expert_direct and
+// expert_buffered:
+//   vram_delivery   random distinct blocks made resident in VRAM slots by the expert path of
+//                   the CUDA backend (gpu/vram_expert_pool.h: O_DIRECT into pinned staging,
+//                   async copy to the slot; every acquire a miss), timed until the last copy
+//                   has landed: vram_vs_raw_ratio = vram_delivery / raw_direct (issue 7: >= 0.9)
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/direct_reader.h"
 #include "core/expert_pack.h"
@@ -43,9 +53,20 @@ struct IoBenchResult {
   double expert_vs_raw_ratio = 0;
   double direct_vs_buffered_ratio = 0;
   bool page_cache_dropped = false;  // posix_fadvise(DONTNEED) succeeded before the buffered phase
+  std::optional<IoBenchPhase> vram_delivery;  // when run_io_bench was given a VRAM phase
+  double vram_vs_raw_ratio = 0;
 };
 
-IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& options);
+// Every (layer, expert) block of the pack once, in a random order fixed by `seed` (what the
+// expert phases read, in turn, repeating the order when asked for more reads).
+std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& layout, uint64_t seed);
+
+// The VRAM phase (gpu/vram_delivery_bench.h); bytes = bytes copied into VRAM slots.
+using VramDeliveryPhase = std::function<IoBenchPhase(const ExpertPack&, const IoBenchOptions&)>;
+
+// Throws IoError / Error from the reads (and whatever `vram` throws).
+IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& options,
+                           const VramDeliveryPhase& vram = {});
 nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& options, const IoBenchResult& r);
 
 }  // namespace moepack

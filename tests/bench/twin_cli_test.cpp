@@ -178,6 +178,18 @@ TEST_F(TwinCli, EachShapeWritesVerifiesAndHasTheHandComputedLayout) {
     // bench-io reads it like any pack.
     r = run({"bench-io", p.string(), "--reads", "4", "--batch", "2", "--raw-max-mib", "16", "--json"});
     EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_FALSE(json::parse(r.out).contains("vram_delivery"));
+    // --vram: delivered into VRAM slots on a CUDA machine; elsewhere a clear refusal (a build
+    // without CUDA, or no device).
+    r = run({"bench-io", p.string(), "--reads", "4", "--batch", "2", "--raw-max-mib", "16", "--vram", "--json"});
+    if (r.status == 0) {
+      const json v = json::parse(r.out);
+      EXPECT_EQ(v["vram_delivery"]["reads"], 4);
+      EXPECT_GT(v["vram_vs_raw_ratio"].get<double>(), 0.0);
+    } else {
+      EXPECT_NE(r.err.find("--vram"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -39,4 +40,64 @@ TEST(IoBench, CountsAndRatiosAreConsistent) {
   EXPECT_EQ(j["expert_direct"]["bytes"].get<uint64_t>(), 40u * 106496);
   EXPECT_TRUE(j.contains("expert_vs_raw_ratio"));
   fs::remove_all(dir);
+}
+
+// The VRAM phase (gpu/vram_delivery_bench.h in CUDA builds) is called once, between the direct
+// and the buffered phases, with the pack and the options; its result is reported beside the
+// others and divided by the raw bandwidth of the same run.
+TEST(IoBench, VramPhaseIsReportedAgainstTheSameRunsRawBandwidth) {
+  const fs::path dir = fs::temp_directory_path() / ("moepack-iobench-vram-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  BuildOptions b;
+  b.source = std::string(MOEPACK_SHARED_DIR) + "/fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf";
+  b.out_dir = (dir / "pack").string();
+  build_pack(b);
+  const ExpertPack pack = ExpertPack::open(b.out_dir);
+  IoBenchOptions o;
+  o.expert_reads = 12;
+  o.batch = 4;
+  int calls = 0;
+  const IoBenchResult r = run_io_bench(pack, o, [&](const ExpertPack& p, const IoBenchOptions& po) {
+    ++calls;
+    EXPECT_EQ(p.dir(), pack.dir());
+    EXPECT_EQ(po.expert_reads, 12u);
+    IoBenchPhase v;
+    v.reads = po.expert_reads;
+    v.bytes = po.expert_reads * p.layout().max_stride;
+    v.seconds = 0.5;
+    return v;
+  });
+  EXPECT_EQ(calls, 1);
+  ASSERT_TRUE(r.vram_delivery.has_value());
+  EXPECT_EQ(r.vram_delivery->bytes, 12u * 106496);
+  const double want = (12.0 * 106496 / 0.5) / r.raw_direct.bytes_per_second();
+  EXPECT_NEAR(r.vram_vs_raw_ratio, want, 1e-12 * want);
+  const auto j = io_bench_to_json(pack, o, r);
+  EXPECT_EQ(j["vram_delivery"]["bytes"].get<uint64_t>(), 12u * 106496);
+  EXPECT_EQ(j["vram_delivery"]["reads"].get<uint64_t>(), 12u);
+  EXPECT_DOUBLE_EQ(j["vram_vs_raw_ratio"].get<double>(), r.vram_vs_raw_ratio);
+  // Without a VRAM phase the JSON has no such keys.
+  const auto plain = io_bench_to_json(pack, o, run_io_bench(pack, o));
+  EXPECT_FALSE(plain.contains("vram_delivery"));
+  EXPECT_FALSE(plain.contains("vram_vs_raw_ratio"));
+  fs::remove_all(dir);
+}
+
+TEST(IoBench, BlocksAreEveryExpertOnceInASeededOrder) {
+  PackLayout L;
+  L.layers.resize(3);
+  L.layers[0].n_experts = 4;
+  L.layers[1].n_experts = 2;
+  L.layers[2].n_experts = 5;
+  const auto a = io_bench_blocks(L, 7), b = io_bench_blocks(L, 7), c = io_bench_blocks(L, 8);
+  ASSERT_EQ(a.size(), 11u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<uint32_t, uint32_t>> all;
+  for (uint32_t l = 0; l < 3; ++l) {
+    for (uint32_t e = 0; e < L.layers[l].n_experts; ++e) all.emplace_back(l, e);
+  }
+  EXPECT_EQ(sorted, all);
 }

@@ -25,8 +25,12 @@
 #include <vector>
 
 #include "core/backend_factory.h"
+#include "core/error.h"
+#include "core/expert_pack.h"
+#include "core/io_bench.h"
 #include "core/model_source.h"
 #include "core/session.h"
+#include "gpu/vram_delivery_bench.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
 #include "tests/support/backend_parity.h"
@@ -200,6 +204,41 @@ TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
   EXPECT_GT(b.cache_evictions, 0u);
   EXPECT_GT(b.cache_hits, 0u);
   EXPECT_GT(b.h2d_bytes, 0u);
+}
+
+// bench-io --vram's phase on the demo model's pack: every asked block is delivered once (the
+// layers take turns, so no acquire hits), as whole strides; a device that does not exist is
+// an Error.
+TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
+  test::TempDir dir("moepack-cuda-vram-bench");
+  BuildOptions bo;
+  bo.source = kDemo;
+  bo.out_dir = dir.file("pack");
+  bo.safety_margin_bytes = 0;
+  build_pack(bo);
+  const ExpertPack pack = ExpertPack::open(bo.out_dir);
+  const PackLayout& L = pack.layout();
+  ASSERT_GE(L.layers.size(), 2u);
+  IoBenchOptions o;
+  o.expert_reads = 37;  // 9 acquires of 4, then 1
+  o.batch = 4;
+  const IoBenchPhase p = gpu::vram_delivery_phase(pack, o, 0);
+  EXPECT_EQ(p.reads, 37u);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (uint32_t l = 0; l < L.layers.size(); ++l) {
+    lo = std::min(lo, pack.stride(l));
+    hi = std::max(hi, pack.stride(l));
+  }
+  EXPECT_GE(p.bytes, 37 * lo);
+  EXPECT_LE(p.bytes, 37 * hi);
+  EXPECT_GT(p.seconds, 0.0);
+  const IoBenchResult r = run_io_bench(pack, o, [](const ExpertPack& pk, const IoBenchOptions& po) {
+    return gpu::vram_delivery_phase(pk, po, 0);
+  });
+  ASSERT_TRUE(r.vram_delivery.has_value());
+  EXPECT_EQ(r.vram_delivery->reads, 37u);
+  EXPECT_GT(r.vram_vs_raw_ratio, 0.0);
+  EXPECT_THROW(gpu::vram_delivery_phase(pack, o, 99), Error);
 }
 
 }  // namespace
