@@ -51,8 +51,9 @@ std::function<int()> add_bench_io(CLI::App& app) {
     std::fprintf(stderr, "experts, direct   %.3f GB/s  ratio to raw %.3f\n", r.expert_direct.bytes_per_second() / gb,
                  r.expert_vs_raw_ratio);
     if (r.vram_delivery) {
-      std::fprintf(stderr, "experts into VRAM %.3f GB/s  ratio to raw %.3f\n",
-                   r.vram_delivery->bytes_per_second() / gb, r.vram_vs_raw_ratio);
+      std::fprintf(stderr, "raw O_DIRECT into pinned memory %.3f GB/s\n", r.raw_direct_pinned->bytes_per_second() / gb);
+      std::fprintf(stderr, "experts into VRAM %.3f GB/s  ratio to raw (pinned) %.3f, to raw %.3f\n",
+                   r.vram_delivery->bytes_per_second() / gb, r.vram_vs_raw_ratio, r.vram_vs_raw_pageable_ratio);
     }
     std::fprintf(stderr, "experts, buffered %.3f GB/s  direct/buffered %.3f (page cache %s)\n",
                  r.expert_buffered.bytes_per_second() / gb, r.direct_vs_buffered_ratio,

@@ -65,40 +65,56 @@ std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& L, 
   return blocks;
 }
 
+uint64_t raw_read_chunk(const IoBenchOptions& o) {
+  return std::max<uint64_t>(kPackAlignment, o.raw_chunk_bytes / kPackAlignment * kPackAlignment);
+}
+
+uint32_t raw_read_depth(const IoBenchOptions& o) { return std::max<uint32_t>(1, std::min<uint32_t>(o.reader.queue_depth, 8)); }
+
+IoBenchPhase raw_direct_reads(const ExpertPack& pack, const IoBenchOptions& o, uint8_t* buffers) {
+  const PackLayout& L = pack.layout();
+  ReaderSettings rs = o.reader;
+  rs.direct_io = true;
+  rs.read_splits = 1;
+  DirectReader reader(pack.experts_path(), rs);
+  const uint64_t chunk = raw_read_chunk(o);
+  const uint32_t depth = raw_read_depth(o);
+  const uint64_t end = std::min(L.data_end, L.data_start + o.raw_max_bytes);
+  IoBenchPhase p;
+  const double t0 = now_s();
+  uint64_t off = L.data_start;
+  std::vector<ReadRequest> reqs;
+  while (off < end) {
+    reqs.clear();
+    for (uint32_t k = 0; k < depth && off < end; ++k) {
+      const uint64_t len = std::min(chunk, end - off);  // data_end is 4096-aligned
+      reqs.push_back({off, len, buffers + k * chunk, k});
+      p.bytes += len;
+      p.reads++;
+      off += len;
+    }
+    reader.read_all(reqs);
+  }
+  p.seconds = now_s() - t0;
+  return p;
+}
+
 IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, const VramDeliveryPhase& vram) {
   IoBenchResult r;
-  const PackLayout& L = pack.layout();
   {  // raw: large sequential direct reads of the expert data
-    ReaderSettings rs = o.reader;
-    rs.direct_io = true;
-    rs.read_splits = 1;
-    DirectReader reader(pack.experts_path(), rs);
-    const uint64_t chunk = std::max<uint64_t>(kPackAlignment, o.raw_chunk_bytes / kPackAlignment * kPackAlignment);
-    const uint32_t depth = std::max<uint32_t>(1, std::min<uint32_t>(rs.queue_depth, 8));
-    std::vector<AlignedBuffer> bufs;
-    for (uint32_t k = 0; k < depth; ++k) bufs.emplace_back(chunk, kPackAlignment);
-    const uint64_t end = std::min(L.data_end, L.data_start + o.raw_max_bytes);
-    const double t0 = now_s();
-    uint64_t off = L.data_start;
-    std::vector<ReadRequest> reqs;
-    while (off < end) {
-      reqs.clear();
-      for (uint32_t k = 0; k < depth && off < end; ++k) {
-        const uint64_t len = std::min(chunk, end - off);  // data_end is 4096-aligned
-        reqs.push_back({off, len, bufs[k].data(), k});
-        r.raw_direct.bytes += len;
-        r.raw_direct.reads++;
-        off += len;
-      }
-      reader.read_all(reqs);
-    }
-    r.raw_direct.seconds = now_s() - t0;
+    AlignedBuffer buf(static_cast<size_t>(raw_read_chunk(o)) * raw_read_depth(o), kPackAlignment);
+    r.raw_direct = raw_direct_reads(pack, o, buf.data());
   }
   r.expert_direct = random_experts(pack, o, true);
   if (vram) {
-    r.vram_delivery = vram(pack, o);
+    const VramDeliveryResult v = vram(pack, o);
+    r.raw_direct_pinned = v.raw_pinned;
+    r.vram_delivery = v.delivery;
+    if (v.raw_pinned.bytes_per_second() > 0) {
+      r.vram_vs_raw_ratio = v.delivery.bytes_per_second() / v.raw_pinned.bytes_per_second();
+    }
     if (r.raw_direct.bytes_per_second() > 0) {
-      r.vram_vs_raw_ratio = r.vram_delivery->bytes_per_second() / r.raw_direct.bytes_per_second();
+      r.vram_vs_raw_pageable_ratio = v.delivery.bytes_per_second() / r.raw_direct.bytes_per_second();
     }
   }
   r.page_cache_dropped = drop_page_cache(pack.experts_path());
@@ -130,8 +146,10 @@ nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o,
                  {"expert_vs_raw_ratio", r.expert_vs_raw_ratio},
                  {"direct_vs_buffered_ratio", r.direct_vs_buffered_ratio}};
   if (r.vram_delivery) {
+    j["raw_direct_pinned"] = phase(*r.raw_direct_pinned);
     j["vram_delivery"] = phase(*r.vram_delivery);
     j["vram_vs_raw_ratio"] = r.vram_vs_raw_ratio;
+    j["vram_vs_raw_pageable_ratio"] = r.vram_vs_raw_pageable_ratio;
   }
   return j;
 }

@@ -13,10 +13,14 @@
 // large experts), direct_vs_buffered_ratio = expert_direct / expert_buffered.
 // Optionally (CUDA builds, `moepack bench-io --vram`), between expert_direct and
 // expert_buffered:
+//   raw_direct_pinned  raw_direct again, into page-locked (cudaHostAlloc) buffers: the memory
+//                   the expert path reads into (on a virtual disk it reads faster than ordinary
+//                   4 KiB-page buffers: fewer segments per request)
 //   vram_delivery   random distinct blocks made resident in VRAM slots by the expert path of
 //                   the CUDA backend (gpu/vram_expert_pool.h: O_DIRECT into pinned staging,
 //                   async copy to the slot; every acquire a miss), timed until the last copy
-//                   has landed: vram_vs_raw_ratio = vram_delivery / raw_direct (issue 7: >= 0.9)
+//                   has landed: vram_vs_raw_ratio = vram_delivery / raw_direct_pinned (issue 7:
+//                   >= 0.9), vram_vs_raw_pageable_ratio = vram_delivery / raw_direct
 #pragma once
 
 #include <cstdint>
@@ -53,16 +57,30 @@ struct IoBenchResult {
   double expert_vs_raw_ratio = 0;
   double direct_vs_buffered_ratio = 0;
   bool page_cache_dropped = false;  // posix_fadvise(DONTNEED) succeeded before the buffered phase
-  std::optional<IoBenchPhase> vram_delivery;  // when run_io_bench was given a VRAM phase
-  double vram_vs_raw_ratio = 0;
+  // When run_io_bench was given a VRAM phase:
+  std::optional<IoBenchPhase> raw_direct_pinned, vram_delivery;
+  double vram_vs_raw_ratio = 0, vram_vs_raw_pageable_ratio = 0;
+};
+
+// raw_direct's reads: the expert data from its start, sequentially, in chunks of
+// raw_chunk_bytes (rounded to 4096) with up to min(queue_depth, 8) in flight, at most
+// raw_max_bytes. `buffers` holds raw_read_depth(o) chunks of raw_read_chunk(o) bytes,
+// 4096-aligned (the caller's memory: ordinary or page-locked).
+uint64_t raw_read_chunk(const IoBenchOptions& o);
+uint32_t raw_read_depth(const IoBenchOptions& o);
+IoBenchPhase raw_direct_reads(const ExpertPack& pack, const IoBenchOptions& o, uint8_t* buffers);
+
+struct VramDeliveryResult {
+  IoBenchPhase raw_pinned, delivery;
 };
 
 // Every (layer, expert) block of the pack once, in a random order fixed by `seed` (what the
 // expert phases read, in turn, repeating the order when asked for more reads).
 std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& layout, uint64_t seed);
 
-// The VRAM phase (gpu/vram_delivery_bench.h); bytes = bytes copied into VRAM slots.
-using VramDeliveryPhase = std::function<IoBenchPhase(const ExpertPack&, const IoBenchOptions&)>;
+// The VRAM phases (gpu/vram_delivery_bench.h): raw_direct_reads into pinned memory, then the
+// delivery (bytes = bytes copied into VRAM slots).
+using VramDeliveryPhase = std::function<VramDeliveryResult(const ExpertPack&, const IoBenchOptions&)>;
 
 // Throws IoError / Error from the reads (and whatever `vram` throws).
 IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& options,

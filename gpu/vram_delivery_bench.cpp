@@ -13,7 +13,7 @@
 
 namespace moepack::gpu {
 
-IoBenchPhase vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& o, int device) {
+VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& o, int device) {
   int n_devices = 0;
   if (cudaGetDeviceCount(&n_devices) != cudaSuccess || device < 0 || device >= n_devices) {
     cudaGetLastError();
@@ -21,15 +21,26 @@ IoBenchPhase vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& o
                 " found)");
   }
   MOEPACK_CUDA_CHECK(cudaSetDevice(device));
+  VramDeliveryResult r;
+  {
+    const PinnedBuffer raw(static_cast<size_t>(raw_read_chunk(o)) * raw_read_depth(o), "bench-io raw reads");
+    r.raw_pinned = raw_direct_reads(pack, o, raw.bytes_ptr());
+  }
   const PackLayout& L = pack.layout();
   uint32_t batch = std::max<uint32_t>(1, o.batch);
   for (const auto& layer : L.layers) batch = std::min(batch, layer.n_experts);
   if (L.layers.empty() || batch == 0) throw Error(pack.dir() + ": the pack has a layer without experts");
-  // The blocks of io_bench_blocks' order, queued per layer; each acquire takes the next
-  // `batch` of one layer, layers in turn (with two layers or more, two acquires in a row never
-  // share a block).
+  // The blocks of io_bench_blocks' order from position expert_reads on (after those the
+  // expert_direct phase read: with at least 2 x expert_reads blocks in the pack no block is read
+  // twice in one run, which a virtual disk's host cache would serve), queued per layer; each
+  // acquire takes the next `batch` of one layer, layers in turn (with two layers or more, two
+  // acquires in a row never share a block).
+  const std::vector<std::pair<uint32_t, uint32_t>> blocks = io_bench_blocks(L, o.seed);
   std::map<uint32_t, std::vector<uint32_t>> queued;
-  for (const auto& [l, e] : io_bench_blocks(L, o.seed)) queued[l].push_back(e);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const auto& [l, e] = blocks[(o.expert_reads + i) % blocks.size()];
+    queued[l].push_back(e);
+  }
   VramPoolSettings ps;
   ps.cache_bytes = static_cast<uint64_t>(batch) * L.max_stride;
   ps.reserve_bytes = 0;
@@ -41,7 +52,7 @@ IoBenchPhase vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& o
   Stream compute;
   std::vector<size_t> next(L.layers.size(), 0);
   std::vector<uint32_t> ids;
-  IoBenchPhase p;
+  IoBenchPhase& p = r.delivery;
   uint64_t asked = 0;
   double io_wait_ms = 0;
   const auto t0 = std::chrono::steady_clock::now();
@@ -64,7 +75,7 @@ IoBenchPhase vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& o
   const VramPoolCounters c = pool.counters();
   p.bytes = c.h2d_bytes;
   p.reads = c.cache.cache_misses;
-  return p;
+  return r;
 }
 
 }  // namespace moepack::gpu

@@ -61,25 +61,32 @@ TEST(IoBench, VramPhaseIsReportedAgainstTheSameRunsRawBandwidth) {
     ++calls;
     EXPECT_EQ(p.dir(), pack.dir());
     EXPECT_EQ(po.expert_reads, 12u);
-    IoBenchPhase v;
-    v.reads = po.expert_reads;
-    v.bytes = po.expert_reads * p.layout().max_stride;
-    v.seconds = 0.5;
+    VramDeliveryResult v;
+    v.raw_pinned.bytes = 3u << 20;
+    v.raw_pinned.seconds = 0.25;
+    v.delivery.reads = po.expert_reads;
+    v.delivery.bytes = po.expert_reads * p.layout().max_stride;
+    v.delivery.seconds = 0.5;
     return v;
   });
   EXPECT_EQ(calls, 1);
   ASSERT_TRUE(r.vram_delivery.has_value());
+  ASSERT_TRUE(r.raw_direct_pinned.has_value());
   EXPECT_EQ(r.vram_delivery->bytes, 12u * 106496);
+  EXPECT_DOUBLE_EQ(r.vram_vs_raw_ratio, (12.0 * 106496 / 0.5) / (3.0 * 1048576 / 0.25));
   const double want = (12.0 * 106496 / 0.5) / r.raw_direct.bytes_per_second();
-  EXPECT_NEAR(r.vram_vs_raw_ratio, want, 1e-12 * want);
+  EXPECT_NEAR(r.vram_vs_raw_pageable_ratio, want, 1e-12 * want);
   const auto j = io_bench_to_json(pack, o, r);
   EXPECT_EQ(j["vram_delivery"]["bytes"].get<uint64_t>(), 12u * 106496);
   EXPECT_EQ(j["vram_delivery"]["reads"].get<uint64_t>(), 12u);
   EXPECT_DOUBLE_EQ(j["vram_vs_raw_ratio"].get<double>(), r.vram_vs_raw_ratio);
+  EXPECT_EQ(j["raw_direct_pinned"]["bytes"].get<uint64_t>(), 3u << 20);
+  EXPECT_DOUBLE_EQ(j["vram_vs_raw_pageable_ratio"].get<double>(), r.vram_vs_raw_pageable_ratio);
   // Without a VRAM phase the JSON has no such keys.
   const auto plain = io_bench_to_json(pack, o, run_io_bench(pack, o));
   EXPECT_FALSE(plain.contains("vram_delivery"));
   EXPECT_FALSE(plain.contains("vram_vs_raw_ratio"));
+  EXPECT_FALSE(plain.contains("raw_direct_pinned"));
   fs::remove_all(dir);
 }
 

@@ -222,7 +222,10 @@ TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
   IoBenchOptions o;
   o.expert_reads = 37;  // 9 acquires of 4, then 1
   o.batch = 4;
-  const IoBenchPhase p = gpu::vram_delivery_phase(pack, o, 0);
+  o.raw_max_bytes = 8u << 20;
+  const VramDeliveryResult v = gpu::vram_delivery_phase(pack, o, 0);
+  EXPECT_EQ(v.raw_pinned.bytes, std::min<uint64_t>(8u << 20, L.data_end - L.data_start));
+  const IoBenchPhase& p = v.delivery;
   EXPECT_EQ(p.reads, 37u);
   uint64_t lo = UINT64_MAX, hi = 0;
   for (uint32_t l = 0; l < L.layers.size(); ++l) {
