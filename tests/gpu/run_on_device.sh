@@ -44,7 +44,7 @@ rm -rf "$work" && mkdir -p "$work"
 tail -3 "$out/build-pack.log"
 for splits in 1 4; do
   sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
-  ./build-gpu/app/moepack bench-io "$work/pack" --json --reads 400 --batch 6 --read-splits "$splits" \
+  ./build-gpu/app/moepack bench-io "$work/pack" --vram --json --reads 400 --batch 6 --read-splits "$splits" \
     --raw-max-mib 4096 > "$out/bench-io-splits$splits.json" 2> "$out/bench-io-splits$splits.txt"
   cat "$out/bench-io-splits$splits.txt"
 done
