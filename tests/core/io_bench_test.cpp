@@ -13,14 +13,19 @@
 namespace fs = std::filesystem;
 using namespace moepack;
 
-TEST(IoBench, CountsAndRatiosAreConsistent) {
-  const fs::path dir = fs::temp_directory_path() / ("moepack-iobench-" + std::to_string(::getpid()));
+// The Expert Pack of the qwen3moe fixture, built into dir/pack (dir emptied first).
+ExpertPack fixture_pack(const fs::path& dir) {
   fs::remove_all(dir);
   BuildOptions b;
   b.source = std::string(MOEPACK_SHARED_DIR) + "/fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf";
   b.out_dir = (dir / "pack").string();
   build_pack(b);
-  const ExpertPack pack = ExpertPack::open(b.out_dir);
+  return ExpertPack::open(b.out_dir);
+}
+
+TEST(IoBench, CountsAndRatiosAreConsistent) {
+  const fs::path dir = fs::temp_directory_path() / ("moepack-iobench-" + std::to_string(::getpid()));
+  const ExpertPack pack = fixture_pack(dir);
   IoBenchOptions o;
   o.expert_reads = 40;
   o.batch = 6;  // 6 + 6 + ... + 4: the last batch is partial
@@ -47,12 +52,7 @@ TEST(IoBench, CountsAndRatiosAreConsistent) {
 // others and divided by the raw bandwidth of the same run.
 TEST(IoBench, VramPhaseIsReportedAgainstTheSameRunsRawBandwidth) {
   const fs::path dir = fs::temp_directory_path() / ("moepack-iobench-vram-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  BuildOptions b;
-  b.source = std::string(MOEPACK_SHARED_DIR) + "/fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf";
-  b.out_dir = (dir / "pack").string();
-  build_pack(b);
-  const ExpertPack pack = ExpertPack::open(b.out_dir);
+  const ExpertPack pack = fixture_pack(dir);
   IoBenchOptions o;
   o.expert_reads = 12;
   o.batch = 4;

@@ -211,12 +211,7 @@ TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
 // an Error.
 TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
   test::TempDir dir("moepack-cuda-vram-bench");
-  BuildOptions bo;
-  bo.source = kDemo;
-  bo.out_dir = dir.file("pack");
-  bo.safety_margin_bytes = 0;
-  build_pack(bo);
-  const ExpertPack pack = ExpertPack::open(bo.out_dir);
+  const ExpertPack pack = ExpertPack::open(test::build_test_pack(kDemo, dir));
   const PackLayout& L = pack.layout();
   ASSERT_GE(L.layers.size(), 2u);
   IoBenchOptions o;
