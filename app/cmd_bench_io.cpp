@@ -38,7 +38,9 @@ std::function<int()> add_bench_io(CLI::App& app) {
     if (opt->vram) {
 #if MOEPACK_HAVE_CUDA
       const int device = opt->device;
-      vram = [device](const ExpertPack& p, const IoBenchOptions& o) { return gpu::vram_delivery_phase(p, o, device); };
+      vram = [device](const ExpertPack& p, const IoBenchOptions& o, const IoBenchPlan& plan) {
+        return gpu::vram_delivery_phase(p, o, plan, device);
+      };
 #else
       throw Error("bench-io: --vram needs a build with MOEPACK_CUDA=ON (this one has no CUDA GPU support)");
 #endif
@@ -54,6 +56,10 @@ std::function<int()> add_bench_io(CLI::App& app) {
       std::fprintf(stderr, "raw O_DIRECT into pinned memory %.3f GB/s\n", r.raw_direct_pinned->bytes_per_second() / gb);
       std::fprintf(stderr, "experts into VRAM %.3f GB/s  ratio to raw (pinned) %.3f, to raw %.3f\n",
                    r.vram_delivery->bytes_per_second() / gb, r.vram_vs_raw_ratio, r.vram_vs_raw_pageable_ratio);
+    }
+    if (!r.disjoint) {
+      std::fprintf(stderr, "note: the pack is too small for every phase to read different bytes (a cache below the page "
+                           "cache may serve repeated reads): lower --raw-max-mib or --reads\n");
     }
     std::fprintf(stderr, "experts, buffered %.3f GB/s  direct/buffered %.3f (page cache %s)\n",
                  r.expert_buffered.bytes_per_second() / gb, r.direct_vs_buffered_ratio,

@@ -26,24 +26,22 @@ bool drop_page_cache(const std::string& path) {
   return ok;
 }
 
-IoBenchPhase random_experts(const ExpertPack& pack, const IoBenchOptions& o, bool direct) {
+// Reads `blocks` (the plan's list for this phase), `batch` at a time.
+IoBenchPhase random_experts(const ExpertPack& pack, const IoBenchOptions& o, bool direct,
+                            const std::vector<std::pair<uint32_t, uint32_t>>& blocks) {
   ReaderSettings rs = o.reader;
   rs.direct_io = direct;
   DirectReader reader(pack.experts_path(), rs);
   const PackLayout& L = pack.layout();
   const uint32_t batch = std::max<uint32_t>(1, o.batch);
   AlignedBuffer buf(static_cast<size_t>(L.max_stride) * batch, kPackAlignment);
-  // Distinct blocks in random order (a shuffled permutation, repeated only when more reads are
-  // asked than the pack has blocks), so that no read is served by the page cache of an
-  // earlier one and the buffered baseline is as cold as the direct reads.
-  const std::vector<std::pair<uint32_t, uint32_t>> blocks = io_bench_blocks(L, o.seed);
   IoBenchPhase p;
   const double t0 = now_s();
   std::vector<ReadRequest> reqs;
-  while (p.reads < o.expert_reads) {
+  while (p.reads < blocks.size()) {
     reqs.clear();
-    for (uint32_t k = 0; k < batch && p.reads < o.expert_reads; ++k, ++p.reads) {
-      const auto [l, e] = blocks[p.reads % blocks.size()];
+    for (uint32_t k = 0; k < batch && p.reads < blocks.size(); ++k, ++p.reads) {
+      const auto [l, e] = blocks[p.reads];
       reqs.push_back({L.offset(l, e), L.layers[l].stride, buf.data() + k * L.max_stride, k});
       p.bytes += L.layers[l].stride;
     }
@@ -65,29 +63,66 @@ std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& L, 
   return blocks;
 }
 
+IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool with_vram) {
+  IoBenchPlan plan;
+  const uint64_t data = L.data_end > L.data_start ? L.data_end - L.data_start : 0;
+  plan.raw_begin = plan.raw_pinned_begin = L.data_start;
+  plan.raw_bytes = std::min(std::max<uint64_t>(kPackAlignment, o.raw_max_bytes / kPackAlignment * kPackAlignment),
+                            data);  // data is a multiple of 4096
+  const uint64_t n_random = with_vram ? 3 : 2;
+  uint64_t raw_end = L.data_start + plan.raw_bytes;
+  if (with_vram) {
+    if (2 * plan.raw_bytes <= data) {
+      plan.raw_pinned_begin = raw_end;
+      raw_end += plan.raw_bytes;
+    } else {
+      plan.disjoint = false;
+    }
+  }
+  // Blocks wholly after the raw regions, shuffled; each random phase its own slice.
+  std::vector<std::pair<uint32_t, uint32_t>> pool;
+  for (const auto& b : io_bench_blocks(L, o.seed)) {
+    if (L.offset(b.first, b.second) >= raw_end) pool.push_back(b);
+  }
+  if (!plan.disjoint || pool.size() < n_random * o.expert_reads) {
+    plan.disjoint = false;
+    pool = io_bench_blocks(L, o.seed);
+  }
+  std::vector<std::pair<uint32_t, uint32_t>>* lists[3] = {&plan.direct, with_vram ? &plan.vram : &plan.buffered,
+                                                          &plan.buffered};
+  if (pool.empty()) return plan;
+  uint64_t at = 0;
+  for (uint64_t ph = 0; ph < n_random; ++ph) {
+    for (uint64_t i = 0; i < o.expert_reads; ++i) lists[ph]->push_back(pool[at++ % pool.size()]);
+  }
+  return plan;
+}
+
 uint64_t raw_read_chunk(const IoBenchOptions& o) {
   return std::max<uint64_t>(kPackAlignment, o.raw_chunk_bytes / kPackAlignment * kPackAlignment);
 }
 
-uint32_t raw_read_depth(const IoBenchOptions& o) { return std::max<uint32_t>(1, std::min<uint32_t>(o.reader.queue_depth, 8)); }
+uint32_t raw_read_depth(const IoBenchOptions& o) {
+  return std::max<uint32_t>(1, std::min<uint32_t>(o.reader.queue_depth, 8));
+}
 
-IoBenchPhase raw_direct_reads(const ExpertPack& pack, const IoBenchOptions& o, uint8_t* buffers) {
-  const PackLayout& L = pack.layout();
+IoBenchPhase raw_direct_reads(const ExpertPack& pack, const IoBenchOptions& o, uint64_t begin, uint64_t bytes,
+                              uint8_t* buffers) {
   ReaderSettings rs = o.reader;
   rs.direct_io = true;
   rs.read_splits = 1;
   DirectReader reader(pack.experts_path(), rs);
   const uint64_t chunk = raw_read_chunk(o);
   const uint32_t depth = raw_read_depth(o);
-  const uint64_t end = std::min(L.data_end, L.data_start + o.raw_max_bytes);
+  const uint64_t end = begin + bytes;
   IoBenchPhase p;
   const double t0 = now_s();
-  uint64_t off = L.data_start;
+  uint64_t off = begin;
   std::vector<ReadRequest> reqs;
   while (off < end) {
     reqs.clear();
     for (uint32_t k = 0; k < depth && off < end; ++k) {
-      const uint64_t len = std::min(chunk, end - off);  // data_end is 4096-aligned
+      const uint64_t len = std::min(chunk, end - off);  // multiples of 4096
       reqs.push_back({off, len, buffers + k * chunk, k});
       p.bytes += len;
       p.reads++;
@@ -101,13 +136,15 @@ IoBenchPhase raw_direct_reads(const ExpertPack& pack, const IoBenchOptions& o, u
 
 IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, const VramDeliveryPhase& vram) {
   IoBenchResult r;
+  const IoBenchPlan plan = io_bench_plan(pack.layout(), o, static_cast<bool>(vram));
+  r.disjoint = plan.disjoint;
   {  // raw: large sequential direct reads of the expert data
     AlignedBuffer buf(static_cast<size_t>(raw_read_chunk(o)) * raw_read_depth(o), kPackAlignment);
-    r.raw_direct = raw_direct_reads(pack, o, buf.data());
+    r.raw_direct = raw_direct_reads(pack, o, plan.raw_begin, plan.raw_bytes, buf.data());
   }
-  r.expert_direct = random_experts(pack, o, true);
+  r.expert_direct = random_experts(pack, o, true, plan.direct);
   if (vram) {
-    const VramDeliveryResult v = vram(pack, o);
+    const VramDeliveryResult v = vram(pack, o, plan);
     r.raw_direct_pinned = v.raw_pinned;
     r.vram_delivery = v.delivery;
     if (v.raw_pinned.bytes_per_second() > 0) {
@@ -118,7 +155,7 @@ IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, cons
     }
   }
   r.page_cache_dropped = drop_page_cache(pack.experts_path());
-  r.expert_buffered = random_experts(pack, o, false);
+  r.expert_buffered = random_experts(pack, o, false, plan.buffered);
   if (r.raw_direct.bytes_per_second() > 0) {
     r.expert_vs_raw_ratio = r.expert_direct.bytes_per_second() / r.raw_direct.bytes_per_second();
   }
@@ -143,6 +180,7 @@ nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o,
                  {"expert_direct", phase(r.expert_direct)},
                  {"expert_buffered", phase(r.expert_buffered)},
                  {"page_cache_dropped", r.page_cache_dropped},
+                 {"phases_read_different_bytes", r.disjoint},
                  {"expert_vs_raw_ratio", r.expert_vs_raw_ratio},
                  {"direct_vs_buffered_ratio", r.direct_vs_buffered_ratio}};
   if (r.vram_delivery) {

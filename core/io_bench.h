@@ -1,21 +1,21 @@
 // The I/O benchmark behind `moepack bench-io`: how fast the expert path delivers experts,
 // as a ratio to what the same file system gives raw O_DIRECT reads in the same run.
 //
-// Three measurements over the pack's experts.bin, in one run:
+// Three measurements over the pack's experts.bin, in one run (io_bench_plan says which bytes
+// each reads: different bytes when the pack is large enough):
 //   raw_direct      large sequential O_DIRECT reads (`raw_chunk_bytes`, `queue_depth` in flight)
 //                   of the expert data: the ceiling for this file on this disk
 //   expert_direct   distinct (layer, expert) blocks in random order, `batch` at a time (one
-//                   layer's misses), each
-//                   one O_DIRECT request split `read_splits` ways: what a cache miss costs
-//   expert_buffered the same blocks with buffered reads after dropping the file's pages
-//                   from the page cache (posix_fadvise DONTNEED), as a baseline
+//                   layer's misses), each one O_DIRECT request split `read_splits` ways: what a
+//                   cache miss costs
+//   expert_buffered as many other random blocks with buffered reads after dropping the file's
+//                   pages from the page cache (posix_fadvise DONTNEED), as a baseline
 // Ratios: expert_vs_raw_ratio = expert_direct / raw_direct (target >= 0.9 on real NVMe with
 // large experts), direct_vs_buffered_ratio = expert_direct / expert_buffered.
 // Optionally (CUDA builds, `moepack bench-io --vram`), between expert_direct and
 // expert_buffered:
-//   raw_direct_pinned  raw_direct again, into page-locked (cudaHostAlloc) buffers: the memory
-//                   the expert path reads into (on a virtual disk it reads faster than ordinary
-//                   4 KiB-page buffers: fewer segments per request)
+//   raw_direct_pinned  as many raw bytes (the next region of the file) into page-locked
+//                   (cudaHostAlloc) buffers: the memory the expert path reads into
 //   vram_delivery   random distinct blocks made resident in VRAM slots by the expert path of
 //                   the CUDA backend (gpu/vram_expert_pool.h: O_DIRECT into pinned staging,
 //                   async copy to the slot; every acquire a miss), timed until the last copy
@@ -57,30 +57,48 @@ struct IoBenchResult {
   double expert_vs_raw_ratio = 0;
   double direct_vs_buffered_ratio = 0;
   bool page_cache_dropped = false;  // posix_fadvise(DONTNEED) succeeded before the buffered phase
+  bool disjoint = true;             // IoBenchPlan::disjoint
   // When run_io_bench was given a VRAM phase:
   std::optional<IoBenchPhase> raw_direct_pinned, vram_delivery;
   double vram_vs_raw_ratio = 0, vram_vs_raw_pageable_ratio = 0;
 };
 
-// raw_direct's reads: the expert data from its start, sequentially, in chunks of
-// raw_chunk_bytes (rounded to 4096) with up to min(queue_depth, 8) in flight, at most
-// raw_max_bytes. `buffers` holds raw_read_depth(o) chunks of raw_read_chunk(o) bytes,
-// 4096-aligned (the caller's memory: ordinary or page-locked).
+// Every (layer, expert) block of the pack once, in a random order fixed by `seed`.
+std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& layout, uint64_t seed);
+
+// Which bytes each phase reads. The raw phases read consecutive regions from the start of the
+// expert data; the random phases draw distinct blocks from the rest of the file (seeded shuffle),
+// each phase its own expert_reads of them. So when the pack is large enough no two phases read
+// the same bytes, and no cache below the page cache (a virtual disk's host, a drive's own)
+// serves one phase from another's reads (measured on the GPU machine: a repeated read ran up
+// to 1.8x faster, docs/cuda-backend.md). When it is not, `disjoint` is false and the phases
+// share bytes: raw_direct_pinned re-reads raw_direct's region and the random phases take their
+// blocks cyclically from a shuffle of the whole pack.
+struct IoBenchPlan {
+  uint64_t raw_begin = 0, raw_bytes = 0;  // raw_direct: [raw_begin, raw_begin + raw_bytes)
+  uint64_t raw_pinned_begin = 0;          // raw_direct_pinned (with a VRAM phase): raw_bytes from here
+  std::vector<std::pair<uint32_t, uint32_t>> direct, vram, buffered;  // (layer, expert), read order
+  bool disjoint = true;
+};
+// raw_bytes = min(raw_max_bytes rounded down to 4096 (at least 4096), the expert data).
+IoBenchPlan io_bench_plan(const PackLayout& layout, const IoBenchOptions& options, bool with_vram);
+
+// raw_direct's reads: `bytes` from `begin` of experts.bin, sequentially, in chunks of
+// raw_read_chunk(o) bytes with up to raw_read_depth(o) (min(queue_depth, 8)) in flight.
+// `buffers` holds raw_read_depth(o) chunks, 4096-aligned (ordinary or page-locked memory).
 uint64_t raw_read_chunk(const IoBenchOptions& o);
 uint32_t raw_read_depth(const IoBenchOptions& o);
-IoBenchPhase raw_direct_reads(const ExpertPack& pack, const IoBenchOptions& o, uint8_t* buffers);
+IoBenchPhase raw_direct_reads(const ExpertPack& pack, const IoBenchOptions& o, uint64_t begin, uint64_t bytes,
+                              uint8_t* buffers);
 
 struct VramDeliveryResult {
   IoBenchPhase raw_pinned, delivery;
 };
 
-// Every (layer, expert) block of the pack once, in a random order fixed by `seed` (what the
-// expert phases read, in turn, repeating the order when asked for more reads).
-std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& layout, uint64_t seed);
-
-// The VRAM phases (gpu/vram_delivery_bench.h): raw_direct_reads into pinned memory, then the
-// delivery (bytes = bytes copied into VRAM slots).
-using VramDeliveryPhase = std::function<VramDeliveryResult(const ExpertPack&, const IoBenchOptions&)>;
+// The VRAM phases (gpu/vram_delivery_bench.h): the plan's raw_direct_pinned region into pinned
+// memory, then the plan's vram blocks delivered into VRAM (bytes = bytes copied into slots).
+using VramDeliveryPhase =
+    std::function<VramDeliveryResult(const ExpertPack&, const IoBenchOptions&, const IoBenchPlan&)>;
 
 // Throws IoError / Error from the reads (and whatever `vram` throws).
 IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& options,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -13,7 +12,8 @@
 
 namespace moepack::gpu {
 
-VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& o, int device) {
+VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& o, const IoBenchPlan& plan,
+                                       int device) {
   int n_devices = 0;
   if (cudaGetDeviceCount(&n_devices) != cudaSuccess || device < 0 || device >= n_devices) {
     cudaGetLastError();
@@ -24,23 +24,15 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
   VramDeliveryResult r;
   {
     const PinnedBuffer raw(static_cast<size_t>(raw_read_chunk(o)) * raw_read_depth(o), "bench-io raw reads");
-    r.raw_pinned = raw_direct_reads(pack, o, raw.bytes_ptr());
+    r.raw_pinned = raw_direct_reads(pack, o, plan.raw_pinned_begin, plan.raw_bytes, raw.bytes_ptr());
   }
   const PackLayout& L = pack.layout();
+  if (L.layers.empty()) throw Error(pack.dir() + ": the pack has no layer with routed experts");
   uint32_t batch = std::max<uint32_t>(1, o.batch);
-  for (const auto& layer : L.layers) batch = std::min(batch, layer.n_experts);
-  if (L.layers.empty() || batch == 0) throw Error(pack.dir() + ": the pack has a layer without experts");
-  // The blocks of io_bench_blocks' order from position expert_reads on (after those the
-  // expert_direct phase read: with at least 2 x expert_reads blocks in the pack no block is read
-  // twice in one run, which a virtual disk's host cache would serve), queued per layer; each
-  // acquire takes the next `batch` of one layer, layers in turn (with two layers or more, two
-  // acquires in a row never share a block).
-  const std::vector<std::pair<uint32_t, uint32_t>> blocks = io_bench_blocks(L, o.seed);
-  std::map<uint32_t, std::vector<uint32_t>> queued;
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    const auto& [l, e] = blocks[(o.expert_reads + i) % blocks.size()];
-    queued[l].push_back(e);
-  }
+  for (const auto& layer : L.layers) batch = std::min(batch, std::max<uint32_t>(1, layer.n_experts));
+  // The plan's blocks queued per layer in plan order; layers take turns.
+  std::vector<std::vector<uint32_t>> queued(L.layers.size());
+  for (const auto& [l, e] : plan.vram) queued[l].push_back(e);
   VramPoolSettings ps;
   ps.cache_bytes = static_cast<uint64_t>(batch) * L.max_stride;
   ps.reserve_bytes = 0;
@@ -52,29 +44,28 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
   Stream compute;
   std::vector<size_t> next(L.layers.size(), 0);
   std::vector<uint32_t> ids;
-  IoBenchPhase& p = r.delivery;
-  uint64_t asked = 0;
+  size_t left = plan.vram.size();
   double io_wait_ms = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (uint32_t turn = 0; asked < o.expert_reads; ++turn) {
-    const uint32_t l = turn % static_cast<uint32_t>(L.layers.size());
-    const std::vector<uint32_t>& q = queued[l];
+  for (size_t turn = 0; left > 0; ++turn) {
+    const size_t l = turn % L.layers.size();
     ids.clear();
-    for (uint32_t k = 0; k < batch && asked < o.expert_reads; ++k, ++asked) {
-      ids.push_back(q[next[l] % q.size()]);
-      ++next[l];
+    while (ids.size() < batch && next[l] < queued[l].size() &&
+           std::find(ids.begin(), ids.end(), queued[l][next[l]]) == ids.end()) {  // distinct in one acquire
+      ids.push_back(queued[l][next[l]++]);
     }
-    pool.acquire(l, ids, compute.get(), &io_wait_ms);
+    if (ids.empty()) continue;
+    left -= ids.size();
+    pool.acquire(static_cast<uint32_t>(l), ids, compute.get(), &io_wait_ms);
     pool.release(compute.get());
     pool.end_step();
   }
   MOEPACK_CUDA_CHECK(cudaStreamSynchronize(compute.get()));
-  p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // Only misses travel (a pack of one layer with fewer than 2 x batch experts repeats a block
-  // in two acquires in a row, which then hits).
+  r.delivery.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Only misses travel (a plan that is not disjoint may repeat a block, which may then hit).
   const VramPoolCounters c = pool.counters();
-  p.bytes = c.h2d_bytes;
-  p.reads = c.cache.cache_misses;
+  r.delivery.bytes = c.h2d_bytes;
+  r.delivery.reads = c.cache.cache_misses;
   return r;
 }
 

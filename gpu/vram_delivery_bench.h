@@ -7,17 +7,17 @@
 
 namespace moepack::gpu {
 
-// First raw_direct_reads (core/io_bench.h) into page-locked memory (cudaHostAlloc, as the
-// pool's staging): the like-for-like ceiling. Then the delivery: makes options.expert_reads distinct (layer, expert) blocks resident, options.batch of one
-// layer per VramExpertPool::acquire (the misses of one layer of one token), in
-// io_bench_blocks' random order from position options.expert_reads on (not the blocks the
-// expert_direct phase read), through a pool of exactly `batch` slots with the LRU policy,
-// so every acquire misses: O_DIRECT reads (options.reader, direct) into pinned staging, async
-// copies into the slots. Timed from the first acquire until the last copy has landed (the
-// compute stream waits on every slot's event). Returns bytes = bytes copied into VRAM, reads =
-// blocks delivered (cache misses: all of them unless a one-layer pack has fewer than 2 x batch
-// experts), seconds. Runs on CUDA device `device`. Throws Error (no device, VRAM,
-// the pack's alignment), IoError.
-VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& options, int device);
+// First the plan's raw_direct_pinned region (core/io_bench.h raw_direct_reads) into page-locked
+// memory (cudaHostAlloc, as the pool's staging): the like-for-like ceiling. Then the delivery:
+// the plan's vram blocks made resident, up to options.batch of one layer per
+// VramExpertPool::acquire (the misses of one layer of one token), layers in turn, through a
+// pool of exactly `batch` slots with the LRU policy, so every acquire misses: O_DIRECT reads
+// (options.reader, direct) into pinned staging, async copies into the slots. Timed from the
+// first acquire until the last copy has landed (the compute stream waits on every slot's
+// event). delivery: bytes = bytes copied into VRAM, reads = blocks delivered (cache misses: all
+// of them unless the plan is not disjoint and repeats a block), seconds. Runs on CUDA device
+// `device`. Throws Error (no device, VRAM, the pack's alignment), IoError.
+VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& options, const IoBenchPlan& plan,
+                                       int device);
 
 }  // namespace moepack::gpu

@@ -41,8 +41,10 @@ TEST(IoBench, CountsAndRatiosAreConsistent) {
   EXPECT_EQ(r.raw_direct.bytes, 32u * 106496);
   EXPECT_GT(r.expert_vs_raw_ratio, 0.0);
   EXPECT_GT(r.direct_vs_buffered_ratio, 0.0);
+  EXPECT_FALSE(r.disjoint);  // the raw reads cover the whole file
   const auto j = io_bench_to_json(pack, o, r);
   EXPECT_EQ(j["expert_direct"]["bytes"].get<uint64_t>(), 40u * 106496);
+  EXPECT_EQ(j["phases_read_different_bytes"], false);
   EXPECT_TRUE(j.contains("expert_vs_raw_ratio"));
   fs::remove_all(dir);
 }
@@ -57,10 +59,12 @@ TEST(IoBench, VramPhaseIsReportedAgainstTheSameRunsRawBandwidth) {
   o.expert_reads = 12;
   o.batch = 4;
   int calls = 0;
-  const IoBenchResult r = run_io_bench(pack, o, [&](const ExpertPack& p, const IoBenchOptions& po) {
+  const IoBenchResult r = run_io_bench(pack, o, [&](const ExpertPack& p, const IoBenchOptions& po,
+                                                    const IoBenchPlan& plan) {
     ++calls;
     EXPECT_EQ(p.dir(), pack.dir());
     EXPECT_EQ(po.expert_reads, 12u);
+    EXPECT_EQ(plan.vram.size(), 12u);
     VramDeliveryResult v;
     v.raw_pinned.bytes = 3u << 20;
     v.raw_pinned.seconds = 0.25;
@@ -107,4 +111,60 @@ TEST(IoBench, BlocksAreEveryExpertOnceInASeededOrder) {
     for (uint32_t e = 0; e < L.layers[l].n_experts; ++e) all.emplace_back(l, e);
   }
   EXPECT_EQ(sorted, all);
+}
+
+// qwen3moe-tiny's pack: 32 blocks of 106,496 B from data_start. Raw reads of 8 blocks' bytes
+// leave 24 blocks (with a VRAM phase: 16) for the random phases.
+TEST(IoBench, PhasesReadDifferentBytesWhenThePackIsLargeEnough) {
+  const fs::path dir = fs::temp_directory_path() / ("moepack-iobench-plan-" + std::to_string(::getpid()));
+  const ExpertPack pack = fixture_pack(dir);
+  const PackLayout& L = pack.layout();
+  const uint64_t stride = 106496;
+  ASSERT_EQ(L.data_end - L.data_start, 32 * stride);
+  IoBenchOptions o;
+  o.raw_max_bytes = 8 * stride + 100;  // rounded down to 4096: 8 blocks exactly (106,496 = 26 pages)
+  o.expert_reads = 5;
+  for (const bool vram : {false, true}) {
+    SCOPED_TRACE(vram ? "with a VRAM phase" : "without");
+    const IoBenchPlan p = io_bench_plan(L, o, vram);
+    EXPECT_TRUE(p.disjoint);
+    EXPECT_EQ(p.raw_begin, L.data_start);
+    EXPECT_EQ(p.raw_bytes, 8 * stride);
+    EXPECT_EQ(p.raw_pinned_begin, vram ? L.data_start + 8 * stride : L.data_start);
+    const uint64_t raw_end = L.data_start + (vram ? 16 : 8) * stride;
+    std::vector<std::pair<uint32_t, uint32_t>> all;
+    for (const auto* list : {&p.direct, &p.vram, &p.buffered}) {
+      for (const auto& [l, e] : *list) {
+        EXPECT_GE(L.offset(l, e), raw_end) << "block " << l << "," << e << " lies in a raw region";
+        all.emplace_back(l, e);
+      }
+    }
+    EXPECT_EQ(p.direct.size(), 5u);
+    EXPECT_EQ(p.buffered.size(), 5u);
+    EXPECT_EQ(p.vram.size(), vram ? 5u : 0u);
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a block is read by two phases";
+  }
+  // 3 x 6 = 18 blocks do not fit in the 16 left with a VRAM phase: shared, flagged.
+  o.expert_reads = 6;
+  const IoBenchPlan shared = io_bench_plan(L, o, true);
+  EXPECT_FALSE(shared.disjoint);
+  EXPECT_EQ(shared.vram.size(), 6u);
+  EXPECT_TRUE(io_bench_plan(L, o, false).disjoint);  // 2 x 6 fit in 24
+  // Raw regions that do not fit twice: the pinned one re-reads the first.
+  o.expert_reads = 1;
+  o.raw_max_bytes = 17 * stride;
+  const IoBenchPlan big = io_bench_plan(L, o, true);
+  EXPECT_FALSE(big.disjoint);
+  EXPECT_EQ(big.raw_pinned_begin, L.data_start);
+  // And run_io_bench reads what the plan says.
+  o.expert_reads = 5;
+  o.raw_max_bytes = 8 * stride;
+  const IoBenchResult r = run_io_bench(pack, o);
+  EXPECT_TRUE(r.disjoint);
+  EXPECT_EQ(r.raw_direct.bytes, 8 * stride);
+  EXPECT_EQ(r.expert_direct.bytes, 5 * stride);
+  EXPECT_EQ(r.expert_buffered.bytes, 5 * stride);
+  EXPECT_EQ(io_bench_to_json(pack, o, r)["phases_read_different_bytes"], true);
+  fs::remove_all(dir);
 }

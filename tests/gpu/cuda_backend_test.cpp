@@ -218,8 +218,9 @@ TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
   o.expert_reads = 37;  // 9 acquires of 4, then 1
   o.batch = 4;
   o.raw_max_bytes = 8u << 20;
-  const VramDeliveryResult v = gpu::vram_delivery_phase(pack, o, 0);
-  EXPECT_EQ(v.raw_pinned.bytes, std::min<uint64_t>(8u << 20, L.data_end - L.data_start));
+  const IoBenchPlan plan = io_bench_plan(L, o, true);
+  const VramDeliveryResult v = gpu::vram_delivery_phase(pack, o, plan, 0);
+  EXPECT_EQ(v.raw_pinned.bytes, plan.raw_bytes);
   const IoBenchPhase& p = v.delivery;
   EXPECT_EQ(p.reads, 37u);
   uint64_t lo = UINT64_MAX, hi = 0;
@@ -230,13 +231,12 @@ TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
   EXPECT_GE(p.bytes, 37 * lo);
   EXPECT_LE(p.bytes, 37 * hi);
   EXPECT_GT(p.seconds, 0.0);
-  const IoBenchResult r = run_io_bench(pack, o, [](const ExpertPack& pk, const IoBenchOptions& po) {
-    return gpu::vram_delivery_phase(pk, po, 0);
-  });
+  const IoBenchResult r = run_io_bench(pack, o, [](const ExpertPack& pk, const IoBenchOptions& po,
+                                                   const IoBenchPlan& pl) { return gpu::vram_delivery_phase(pk, po, pl, 0); });
   ASSERT_TRUE(r.vram_delivery.has_value());
   EXPECT_EQ(r.vram_delivery->reads, 37u);
   EXPECT_GT(r.vram_vs_raw_ratio, 0.0);
-  EXPECT_THROW(gpu::vram_delivery_phase(pack, o, 99), Error);
+  EXPECT_THROW(gpu::vram_delivery_phase(pack, o, plan, 99), Error);
 }
 
 }  // namespace
