@@ -17,7 +17,7 @@ set -u
 out="${OUT:?OUT must be set}"
 source .device-deps/use-deps.sh
 tests="${MOEPACK_DEVICE_TESTS:-gpu_|core_gguf_test|core_gguf_model_test|core_quants_test|core_direct_reader|core_expert|core_io_bench|core_telemetry}"
-synth_gib="${MOEPACK_SYNTH_GIB:-4}"
+synth_gib="${MOEPACK_SYNTH_GIB:-8}"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
   -DMOEPACK_WERROR=OFF "-DCMAKE_CUDA_ARCHITECTURES=90;120" -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
   > "$out/cmake.log" 2>&1 || { tail -40 "$out/cmake.log"; exit 1; }
@@ -45,7 +45,7 @@ tail -3 "$out/build-pack.log"
 for splits in 1 4; do
   sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
   ./build-gpu/app/moepack bench-io "$work/pack" --vram --json --reads 400 --batch 6 --read-splits "$splits" \
-    --raw-max-mib 4096 > "$out/bench-io-splits$splits.json" 2> "$out/bench-io-splits$splits.txt"
+    --raw-max-mib 1024 > "$out/bench-io-splits$splits.json" 2> "$out/bench-io-splits$splits.txt"
   cat "$out/bench-io-splits$splits.txt"
 done
 if [ -x build-gpu/tests/packbuilder/packbuilder_bench ]; then
