@@ -31,7 +31,8 @@ std::function<int()> add_bench_io(CLI::App& app) {
       ->transform([](std::string s) { return std::to_string(std::stoull(s) << 20); });
   sub->add_flag("--vram", opt->vram,
                 "Also deliver the random experts into VRAM slots (SSD -> pinned -> GPU, CUDA builds)");
-  sub->add_option("--device", opt->device, "CUDA device for --vram");
+  CLI::Option* vram_flag = sub->get_option("--vram");
+  sub->add_option("--device", opt->device, "CUDA device for --vram")->needs(vram_flag);
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
   return [opt]() {
     VramDeliveryPhase vram;
@@ -54,8 +55,8 @@ std::function<int()> add_bench_io(CLI::App& app) {
                  r.expert_vs_raw_ratio);
     if (r.vram_delivery) {
       std::fprintf(stderr, "raw O_DIRECT into pinned memory %.3f GB/s\n", r.raw_direct_pinned->bytes_per_second() / gb);
-      std::fprintf(stderr, "experts into VRAM %.3f GB/s  ratio to raw (pinned) %.3f, to raw %.3f\n",
-                   r.vram_delivery->bytes_per_second() / gb, r.vram_vs_raw_ratio, r.vram_vs_raw_pageable_ratio);
+      std::fprintf(stderr, "experts into VRAM %.3f GB/s  ratio to raw %.3f, to raw into pinned memory %.3f\n",
+                   r.vram_delivery->bytes_per_second() / gb, r.vram_vs_raw_ratio, r.vram_vs_raw_pinned_ratio);
     }
     if (!r.disjoint) {
       std::fprintf(stderr, "note: the pack is too small for every phase to read different bytes (a cache below the page "

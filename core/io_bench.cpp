@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -98,6 +99,29 @@ IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool wit
   return plan;
 }
 
+std::vector<std::pair<uint32_t, std::vector<uint32_t>>> io_bench_acquires(
+    const std::vector<std::pair<uint32_t, uint32_t>>& blocks, uint32_t batch) {
+  batch = std::max<uint32_t>(1, batch);
+  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> out;
+  std::map<uint32_t, std::vector<uint32_t>> bucket;
+  for (const auto& [l, e] : blocks) {
+    std::vector<uint32_t>& b = bucket[l];
+    if (std::find(b.begin(), b.end(), e) != b.end()) {  // one acquire takes distinct experts
+      out.emplace_back(l, std::move(b));
+      b.clear();
+    }
+    b.push_back(e);
+    if (b.size() == batch) {
+      out.emplace_back(l, std::move(b));
+      b.clear();
+    }
+  }
+  for (auto& [l, b] : bucket) {
+    if (!b.empty()) out.emplace_back(l, std::move(b));
+  }
+  return out;
+}
+
 uint64_t raw_read_chunk(const IoBenchOptions& o) {
   return std::max<uint64_t>(kPackAlignment, o.raw_chunk_bytes / kPackAlignment * kPackAlignment);
 }
@@ -147,11 +171,11 @@ IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, cons
     const VramDeliveryResult v = vram(pack, o, plan);
     r.raw_direct_pinned = v.raw_pinned;
     r.vram_delivery = v.delivery;
-    if (v.raw_pinned.bytes_per_second() > 0) {
-      r.vram_vs_raw_ratio = v.delivery.bytes_per_second() / v.raw_pinned.bytes_per_second();
-    }
     if (r.raw_direct.bytes_per_second() > 0) {
-      r.vram_vs_raw_pageable_ratio = v.delivery.bytes_per_second() / r.raw_direct.bytes_per_second();
+      r.vram_vs_raw_ratio = v.delivery.bytes_per_second() / r.raw_direct.bytes_per_second();
+    }
+    if (v.raw_pinned.bytes_per_second() > 0) {
+      r.vram_vs_raw_pinned_ratio = v.delivery.bytes_per_second() / v.raw_pinned.bytes_per_second();
     }
   }
   r.page_cache_dropped = drop_page_cache(pack.experts_path());
@@ -187,7 +211,7 @@ nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o,
     j["raw_direct_pinned"] = phase(*r.raw_direct_pinned);
     j["vram_delivery"] = phase(*r.vram_delivery);
     j["vram_vs_raw_ratio"] = r.vram_vs_raw_ratio;
-    j["vram_vs_raw_pageable_ratio"] = r.vram_vs_raw_pageable_ratio;
+    j["vram_vs_raw_pinned_ratio"] = r.vram_vs_raw_pinned_ratio;
   }
   return j;
 }

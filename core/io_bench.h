@@ -19,8 +19,8 @@
 //   vram_delivery   random distinct blocks made resident in VRAM slots by the expert path of
 //                   the CUDA backend (gpu/vram_expert_pool.h: O_DIRECT into pinned staging,
 //                   async copy to the slot; every acquire a miss), timed until the last copy
-//                   has landed: vram_vs_raw_ratio = vram_delivery / raw_direct_pinned (issue 7:
-//                   >= 0.9), vram_vs_raw_pageable_ratio = vram_delivery / raw_direct
+//                   has landed: vram_vs_raw_ratio = vram_delivery / raw_direct (issue 7:
+//                   >= 0.9), vram_vs_raw_pinned_ratio = vram_delivery / raw_direct_pinned
 #pragma once
 
 #include <cstdint>
@@ -60,7 +60,7 @@ struct IoBenchResult {
   bool disjoint = true;             // IoBenchPlan::disjoint
   // When run_io_bench was given a VRAM phase:
   std::optional<IoBenchPhase> raw_direct_pinned, vram_delivery;
-  double vram_vs_raw_ratio = 0, vram_vs_raw_pageable_ratio = 0;
+  double vram_vs_raw_ratio = 0, vram_vs_raw_pinned_ratio = 0;
 };
 
 // Every (layer, expert) block of the pack once, in a random order fixed by `seed`.
@@ -90,6 +90,12 @@ uint64_t raw_read_chunk(const IoBenchOptions& o);
 uint32_t raw_read_depth(const IoBenchOptions& o);
 IoBenchPhase raw_direct_reads(const ExpertPack& pack, const IoBenchOptions& o, uint64_t begin, uint64_t bytes,
                               uint8_t* buffers);
+
+// The VRAM phase's acquires: `blocks` walked in order into one bucket per layer; a bucket is
+// issued when it holds `batch` experts (or before it would hold one twice), the partial ones at
+// the end in layer order. So every acquire but the last of each layer has `batch` experts.
+std::vector<std::pair<uint32_t, std::vector<uint32_t>>> io_bench_acquires(
+    const std::vector<std::pair<uint32_t, uint32_t>>& blocks, uint32_t batch);
 
 struct VramDeliveryResult {
   IoBenchPhase raw_pinned, delivery;

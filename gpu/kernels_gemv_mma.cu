@@ -1081,7 +1081,7 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
 
 template <GgmlType T, int RW, bool I8>
 void launch_pipe(const GemvBatch& b, cudaStream_t s) {
-  // Q4_K in 8-byte copies: 0.56 / 0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
+  // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
   if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, 4, 1, 8, I8>(b, s);
   if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, 4, 1, 8, false>(b, s);

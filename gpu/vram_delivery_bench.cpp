@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
-#include <vector>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -27,12 +26,9 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
     r.raw_pinned = raw_direct_reads(pack, o, plan.raw_pinned_begin, plan.raw_bytes, raw.bytes_ptr());
   }
   const PackLayout& L = pack.layout();
-  if (L.layers.empty()) throw Error(pack.dir() + ": the pack has no layer with routed experts");
   uint32_t batch = std::max<uint32_t>(1, o.batch);
   for (const auto& layer : L.layers) batch = std::min(batch, std::max<uint32_t>(1, layer.n_experts));
-  // The plan's blocks queued per layer in plan order; layers take turns.
-  std::vector<std::vector<uint32_t>> queued(L.layers.size());
-  for (const auto& [l, e] : plan.vram) queued[l].push_back(e);
+  const auto acquires = io_bench_acquires(plan.vram, batch);
   VramPoolSettings ps;
   ps.cache_bytes = static_cast<uint64_t>(batch) * L.max_stride;
   ps.reserve_bytes = 0;
@@ -42,21 +38,10 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
   ps.policy = "lru";
   VramExpertPool pool(pack, ps, batch);
   Stream compute;
-  std::vector<size_t> next(L.layers.size(), 0);
-  std::vector<uint32_t> ids;
-  size_t left = plan.vram.size();
   double io_wait_ms = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (size_t turn = 0; left > 0; ++turn) {
-    const size_t l = turn % L.layers.size();
-    ids.clear();
-    while (ids.size() < batch && next[l] < queued[l].size() &&
-           std::find(ids.begin(), ids.end(), queued[l][next[l]]) == ids.end()) {  // distinct in one acquire
-      ids.push_back(queued[l][next[l]++]);
-    }
-    if (ids.empty()) continue;
-    left -= ids.size();
-    pool.acquire(static_cast<uint32_t>(l), ids, compute.get(), &io_wait_ms);
+  for (const auto& [layer, ids] : acquires) {
+    pool.acquire(layer, ids, compute.get(), &io_wait_ms);
     pool.release(compute.get());
     pool.end_step();
   }

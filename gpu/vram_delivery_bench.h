@@ -9,8 +9,8 @@ namespace moepack::gpu {
 
 // First the plan's raw_direct_pinned region (core/io_bench.h raw_direct_reads) into page-locked
 // memory (cudaHostAlloc, as the pool's staging): the like-for-like ceiling. Then the delivery:
-// the plan's vram blocks made resident, up to options.batch of one layer per
-// VramExpertPool::acquire (the misses of one layer of one token), layers in turn, through a
+// the plan's vram blocks made resident in io_bench_acquires' batches (options.batch experts
+// of one layer per VramExpertPool::acquire: the misses of one layer of one token), through a
 // pool of exactly `batch` slots with the LRU policy, so every acquire misses: O_DIRECT reads
 // (options.reader, direct) into pinned staging, async copies into the slots. Timed from the
 // first acquire until the last copy has landed (the compute stream waits on every slot's

@@ -184,8 +184,8 @@ TEST_F(TwinCli, EachShapeWritesVerifiesAndHasTheHandComputedLayout) {
     r = run({"bench-io", p.string(), "--reads", "4", "--batch", "2", "--raw-max-mib", "16", "--vram", "--json"});
     if (r.status == 0) {
       const json v = json::parse(r.out);
-      EXPECT_EQ(v["vram_delivery"]["reads"], 4);
-      EXPECT_GT(v["vram_vs_raw_ratio"].get<double>(), 0.0);
+      EXPECT_EQ(v.at("vram_delivery").at("reads"), 4);
+      EXPECT_GT(v.at("vram_vs_raw_ratio").get<double>(), 0.0);
     } else {
       EXPECT_NE(r.err.find("--vram"), std::string::npos) << r.err;
       EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;

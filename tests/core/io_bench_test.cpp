@@ -77,15 +77,15 @@ TEST(IoBench, VramPhaseIsReportedAgainstTheSameRunsRawBandwidth) {
   ASSERT_TRUE(r.vram_delivery.has_value());
   ASSERT_TRUE(r.raw_direct_pinned.has_value());
   EXPECT_EQ(r.vram_delivery->bytes, 12u * 106496);
-  EXPECT_DOUBLE_EQ(r.vram_vs_raw_ratio, (12.0 * 106496 / 0.5) / (3.0 * 1048576 / 0.25));
+  EXPECT_DOUBLE_EQ(r.vram_vs_raw_pinned_ratio, (12.0 * 106496 / 0.5) / (3.0 * 1048576 / 0.25));
   const double want = (12.0 * 106496 / 0.5) / r.raw_direct.bytes_per_second();
-  EXPECT_NEAR(r.vram_vs_raw_pageable_ratio, want, 1e-12 * want);
+  EXPECT_NEAR(r.vram_vs_raw_ratio, want, 1e-12 * want);
   const auto j = io_bench_to_json(pack, o, r);
   EXPECT_EQ(j["vram_delivery"]["bytes"].get<uint64_t>(), 12u * 106496);
   EXPECT_EQ(j["vram_delivery"]["reads"].get<uint64_t>(), 12u);
   EXPECT_DOUBLE_EQ(j["vram_vs_raw_ratio"].get<double>(), r.vram_vs_raw_ratio);
   EXPECT_EQ(j["raw_direct_pinned"]["bytes"].get<uint64_t>(), 3u << 20);
-  EXPECT_DOUBLE_EQ(j["vram_vs_raw_pageable_ratio"].get<double>(), r.vram_vs_raw_pageable_ratio);
+  EXPECT_DOUBLE_EQ(j["vram_vs_raw_pinned_ratio"].get<double>(), r.vram_vs_raw_pinned_ratio);
   // Without a VRAM phase the JSON has no such keys.
   const auto plain = io_bench_to_json(pack, o, run_io_bench(pack, o));
   EXPECT_FALSE(plain.contains("vram_delivery"));
@@ -167,4 +167,18 @@ TEST(IoBench, PhasesReadDifferentBytesWhenThePackIsLargeEnough) {
   EXPECT_EQ(r.expert_buffered.bytes, 5 * stride);
   EXPECT_EQ(io_bench_to_json(pack, o, r)["phases_read_different_bytes"], true);
   fs::remove_all(dir);
+}
+
+// io_bench_acquires: full batches of one layer in plan order, each layer's partial batch at
+// the end in layer order, never one expert twice in an acquire.
+TEST(IoBench, AcquiresAreFullBatchesOfOneLayer) {
+  using Acquires = std::vector<std::pair<uint32_t, std::vector<uint32_t>>>;
+  const std::vector<std::pair<uint32_t, uint32_t>> blocks = {{0, 1}, {1, 5}, {0, 2}, {0, 3}, {1, 6}, {2, 0},
+                                                             {0, 4}, {1, 7}, {1, 5}, {0, 9}, {2, 1}};
+  EXPECT_EQ(io_bench_acquires(blocks, 3),
+            (Acquires{{0, {1, 2, 3}}, {1, {5, 6, 7}}, {0, {4, 9}}, {1, {5}}, {2, {0, 1}}}));
+  // A repeated expert (a plan that is not disjoint) starts a new acquire.
+  EXPECT_EQ(io_bench_acquires({{3, 1}, {3, 2}, {3, 1}, {3, 4}}, 3), (Acquires{{3, {1, 2}}, {3, {1, 4}}}));
+  EXPECT_EQ(io_bench_acquires(blocks, 1).size(), blocks.size());
+  EXPECT_TRUE(io_bench_acquires({}, 6).empty());
 }

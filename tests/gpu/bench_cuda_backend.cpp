@@ -267,8 +267,9 @@ int main(int argc, char** argv) {
     for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
       out["gemv"].push_back(bench_gemv(pool, t, 4096, 4096, d2d, 1));
     }
-    // Gate and up of 8 experts in one launch (16 matrices sharing 8 x rows in pairs): what
-    // CudaRoutedExperts issues when both projections have one type.
+    // Gate and up of 8 experts in one launch, 16 matrices: what CudaRoutedExperts issues when
+    // both projections have one type (there gate and up of an expert read the same x row, here
+    // every matrix its own).
     for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
       for (const int cols : {4096, 7168}) out["gemv_gate_up"].push_back(bench_gemv(pool, t, 2048, cols, d2d, 16));
     }
