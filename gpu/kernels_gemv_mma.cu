@@ -99,18 +99,13 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 #endif
 }
 
-// cp.async of G bytes (16: L2-bypassing .cg, which no launch uses now: Q4_K measured faster in
-// 8-byte copies; 8 or 4: .ca) and the group bookkeeping (PTX ISA "cp.async").
+// cp.async of G bytes (8 or 4: .ca; Q4_K measured slower in 16-byte .cg copies, 0.52 against
+// 0.56 of D2D, docs/cuda-backend.md) and the group bookkeeping (PTX ISA "cp.async").
 template <int G>
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
+  static_assert(G == 8 || G == 4, "ring copies are 8- or 4-byte pieces");
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (G == 16) {
-    // No L2 prefetch hint: .L2::256B measured slower (Q4_K 0.51 / 0.55 of D2D with it, 0.53 /
-    // 0.57 without, docs/cuda-backend.md).
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(G) : "memory");
-  }
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(G) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
