@@ -179,21 +179,8 @@ std::vector<CudaRoutedExperts::Ptrs> CudaRoutedExperts::experts_of(uint32_t il, 
 void CudaRoutedExperts::gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off,
                                   int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
                                   int64_t x_stride, float* y, int64_t y_stride, cudaStream_t st) {
-  GemvBatch g;
-  g.type = r.type;
-  g.ne0 = r.ne0;
-  g.ne1 = r.ne1;
-  g.row_bytes = r.row_bytes;
-  g.w_table = table;
-  g.grp_off = grp_off;
-  g.x_row = x_row;
-  g.x = x;
-  g.x_stride = x_stride;
-  g.y = y;
-  g.y_stride = y_stride;
-  g.n_groups = n_groups;
-  g.max_pairs = max_pairs;
-  gemv(g, st);
+  gemv_experts(r.type, r.ne0, r.ne1, r.row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride,
+               st);
 }
 
 uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const int32_t* ids, const float* w,

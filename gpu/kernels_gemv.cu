@@ -479,6 +479,26 @@ void check_type(GgmlType t, const char* what) {
 
 bool gpu_type_supported(GgmlType type) { return dispatch_type(type, NoLaunch{}); }
 
+void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
+                  const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
+                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s) {
+  GemvBatch b;
+  b.type = type;
+  b.ne0 = ne0;
+  b.ne1 = ne1;
+  b.row_bytes = row_bytes;
+  b.w_table = table;
+  b.grp_off = grp_off;
+  b.x_row = x_row;
+  b.x = x;
+  b.x_stride = x_stride;
+  b.y = y;
+  b.y_stride = y_stride;
+  b.n_groups = n_groups;
+  b.max_pairs = max_pairs;
+  gemv(b, s);
+}
+
 void gemv(const GemvBatch& b, cudaStream_t s) {
   check_type(b.type, "gemv");
   const int pairs = b.grp_off ? b.max_pairs : b.n_tok;

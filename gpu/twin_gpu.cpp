@@ -19,26 +19,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// One grouped launch over n_groups expert matrices of role r (gpu/cuda_moe.cpp's launches):
-// group i is the matrix at table[i] with the single pair i, which reads x row x_row[i] (x_row
-// null: row i) and writes y row i.
+// One grouped launch over n_groups expert matrices of role r (gpu/kernels.h gemv_experts, as
+// gpu/cuda_moe.cpp launches them): group i is the matrix at table[i] with the single pair i,
+// which reads x row x_row[i] (x_row null: row i) and writes y row i.
 void grouped_gemv(const PackRole& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
                   const int32_t* x_row, const float* x, float* y, cudaStream_t s) {
-  GemvBatch b;
-  b.type = r.type;
-  b.ne0 = static_cast<int64_t>(r.ne[0]);
-  b.ne1 = static_cast<int64_t>(r.ne[1]);
-  b.row_bytes = r.bytes / r.ne[1];
-  b.w_table = table;
-  b.grp_off = grp_off;
-  b.x_row = x_row;
-  b.x = x;
-  b.x_stride = b.ne0;
-  b.y = y;
-  b.y_stride = b.ne1;
-  b.n_groups = n_groups;
-  b.max_pairs = 1;
-  gemv(b, s);
+  const auto ne0 = static_cast<int64_t>(r.ne[0]), ne1 = static_cast<int64_t>(r.ne[1]);
+  gemv_experts(r.type, ne0, ne1, r.bytes / r.ne[1], table, grp_off, n_groups, 1, x_row, x, ne0, y, ne1, s);
 }
 
 class TimingEvent {
