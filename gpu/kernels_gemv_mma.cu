@@ -1,7 +1,7 @@
 // The tensor-core decode GEMV of gpu/gemv_mma.h (formula, precision and the rule that keeps
 // the pack path bit-identical to the GGUF path are there).
 //
-// Two layouts; launch_type says which launch takes which (expert launches: the rings).
+// Two layouts; launch_type says which launch takes which (by default: the rings).
 //
 // Ring layout (gemv_pipe_kernel). A block of kMmaWarps warps owns RW tiles of 16 rows; the
 // kMmaWarps / RW warps of a tile split its row into contiguous ranges of units (256 elements:
@@ -10,11 +10,11 @@
 // of STAGES shared-memory stages with cp.async (Ampere+ LDGSTS; no registers held, no block
 // barrier): STAGES - 1 stages are in flight while one is computed, and the first ones are
 // issued before the block writes its x fragments, so the weights' latency overlaps that work.
-// Register layout (gemv_mma_kernel): one super-block loaded ahead in registers from global
-// memory; single Q4_K / Q2_K matrices, each row split over the block's 4 warps.
+// Register layout (gemv_mma_kernel, variant 1 only): one super-block loaded ahead in
+// registers from global memory.
 //
 // Arithmetic: the f16 path (below; MXFP4, and the register layout) or the integer path
-// (Q4_K / Q2_K expert launches; "The integer path" further down).
+// (Q4_K / Q2_K; "The integer path" and "The column layout" further down).
 //
 // x fragments of the f16 path. Per 16-element granule of x, one power-of-two scale 2^s
 // (max |x| * 2^s in [2^14, 2^15)), the mma B fragments of x * 2^s as two f16 halves (per 4
@@ -239,7 +239,12 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
   return x;
 }
 
-template <bool I8>
+// The arithmetic a launch takes (gemv_mma.h): f16 halves of x (MXFP4, the register layout),
+// the integer path with the diagonal B fragments (variant 3), the integer path with x's slices
+// in B's columns (the default for Q4_K / Q2_K expert launches; "The column layout" below).
+enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2 };
+
+template <GgmlType T, int P>
 __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch);
 
 // Row splits (one warp each, contiguous ranges of units, summed in warp order): a function of
@@ -478,9 +483,14 @@ __device__ __forceinline__ uint32_t pack_s8(float a, float b, float c, float d) 
          (static_cast<uint32_t>(__float2int_rn(d)) << 24);
 }
 
+// Where x_fragments_i8 puts the slices' words (the sums after them are the same for all):
+// the diagonal layout above, or the column layout of Q4_K or Q2_K ("The column layout" below).
+enum SliceLayout : int { kDiagWords = 0, kQ4kColumns = 1, kQ2kColumns = 2 };
+
 // The fragments of x (ne0 floats, a multiple of 256) into `base`: super-block k by warp k mod
 // nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4).
 // No barrier: the caller synchronises before reading them.
+template <int L>
 __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps) {
   uint4* xf = reinterpret_cast<uint4*>(base);
   float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
@@ -535,9 +545,25 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       w[q][0] = pack_s8(sl[q][0], sl[q][1], sl[q][2], sl[q][3]);
       w[q][1] = pack_s8(sl[q][4], sl[q][5], sl[q][6], sl[q][7]);
     }
-    const int64_t slot = ((k * 8 + lane / 4) * 4 + lane % 4) * 2;
-    xf[slot] = make_uint4(w[0][0], w[0][1], w[2][0], w[2][1]);
-    xf[slot + 1] = make_uint4(w[1][0], w[1][1], w[3][0], w[3][1]);
+    if constexpr (L == kDiagWords) {
+      const int64_t slot = ((k * 8 + lane / 4) * 4 + lane % 4) * 2;
+      xf[slot] = make_uint4(w[0][0], w[0][1], w[2][0], w[2][1]);
+      xf[slot + 1] = make_uint4(w[1][0], w[1][1], w[3][0], w[3][1]);
+    } else if constexpr (L == kQ4kColumns) {
+      // Elements 8L + 4m + i: group p = L / 8, half h = L % 8 / 4, t = L % 4; word 16 h + 4 s +
+      // t of unit 2p + m.
+      uint32_t* xw = reinterpret_cast<uint32_t*>(base) + k * 256 + (lane / 8) * 64 + (lane % 8 / 4) * 16 + lane % 4;
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) xw[m * 32 + 4 * q] = w[q][m];
+      }
+    } else {
+      // Elements 8L..8L+7: unit c = L / 4, t = L % 4; pair 4 s + t of the unit.
+      uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) xp[4 * q] = make_uint2(w[q][0], w[q][1]);
+    }
   }
 }
 
@@ -690,8 +716,127 @@ struct Q2kI8Path {
   }
 };
 
+// ---- The column layout of the integer path (Q4_K, Q2_K expert launches: the default) ------
+//
+// The same slices, sub-block sums and error bound as above; only the mma's operands differ. In
+// the diagonal layout each lane gets back its own k values' sums, so a k32 mma yields 4 useful
+// sums of 8 elements and a group of 32 quants takes two mmas (slices 0, 1 and 2, 3). Here B's
+// 8 columns are x's four slices over one half of the mma's k and the same slices over the other
+// half (zeros elsewhere in the column), so D[r][c] is sub-block sum c / 4 of row r for slice
+// c % 4: one mma gives every slice of two k-halves' sums for 16 rows, and each lane (columns
+// 2t, 2t + 1) receives slices 2 (t & 1) and 2 (t & 1) + 1 of k-half t / 2. The k-halves are
+// chosen so that each lies in one sub-block:
+//   Q4_K, group p (64 elements, 32 bytes), mma m = 0, 1: lane t's A words are its qs word m
+//   (bytes 8t + 4m .. +3) as low nibbles (k 4t.., elements 64p + 8t + 4m + i, sub-block 2p) and
+//   as high nibbles in place (k 16 + 4t.., elements 64p + 32 + 8t + 4m + i, sub-block 2p + 1):
+//   two mmas a group (four in the diagonal layout). Lane t applies sub-block 2p + t / 2's scale.
+//   B word of lane 4g + t: g < 4 ? (slice g of the low elements, 0) : (0, slice g - 4 of the
+//   high ones), stored per mma as 32 words in lane order (word 16h + 4s + t).
+//   Q2_K, half n, field j (32 elements 128n + 32j + l, l = byte): lane t's A words are bytes
+//   8t..8t+3 (k 4t..) and 8t+4..8t+7 (k 16 + 4t..), as in the diagonal layout, so k-half 0 (l <
+//   16, sub-block 8n + 2j) is lanes t < 2 and k-half 1 lanes t >= 2: column c < 4 is non-zero
+//   only for t < 2, c >= 4 only for t >= 2. One mma a field (two in the diagonal layout). The
+//   B pair of lane 4g + t is slice g % 4 of elements 8t..8t+7 when (g < 4) == (t < 2), else
+//   zero; stored per mma as 16 pairs (4s + t).
+// A lane's T sums stay below 2^31 as above (one slice pair instead of four slices, the same
+// per-mma bound: 16 elements a column). The quad's lanes are summed at the end as before.
+struct I8ColView {
+  const uint32_t* xw;
+  const float* x16;
+  const float* unscale;
+  int lane;
+  bool low;       // Q4_K: B column g < 4 (b0 carries the word) or g >= 4 (b1)
+  bool active;    // Q2_K: (g < 4) == (t < 2)
+  int pair;       // Q2_K: 4 (g % 4) + t
+  float slice2;   // 2^-14 for lanes holding slices 2, 3 (t odd), else 1
+  __device__ __forceinline__ uint32_t word(int64_t unit) const { return xw[unit * 32 + lane]; }
+  __device__ __forceinline__ uint2 pair_of(int64_t unit) const {
+    return active ? reinterpret_cast<const uint2*>(xw)[unit * 16 + pair] : make_uint2(0u, 0u);
+  }
+};
+
+// T[slice pair][row] += sc_row * D.
+__device__ __forceinline__ void col_i8(int (&T)[2][2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, int sca,
+                                       int scb) {
+  int d[4];
+  mma_i8(d, a, b0, b1);
+  T[0][0] += sca * d[0], T[1][0] += sca * d[1], T[0][1] += scb * d[2], T[1][1] += scb * d[3];
+}
+
+__device__ __forceinline__ float col_sum(const int (&T)[2][2], int r) {
+  return static_cast<float>(T[0][r]) + static_cast<float>(T[1][r]) * 0x1p-7f;
+}
+
+struct Q4kColPath : Q4kI8Path {
+  __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
+                                          float& accb) const {
+    const uint32_t sc_lo[2] = {ha.y & 0x3F3F3F3Fu, hb.y & 0x3F3F3F3Fu};
+    const uint32_t sc_hi[2] = {(ha.w & 0x0F0F0F0Fu) | ((ha.y >> 2) & 0x30303030u),
+                               (hb.w & 0x0F0F0F0Fu) | ((hb.y >> 2) & 0x30303030u)};
+    const int hs = t >> 1;                                   // this lane's sub-block: 2p + hs
+    const unsigned f = hs ? 0u : 4u;                         // low nibbles: scale x 16 (F = 16)
+    int T[2][2] = {{0, 0}, {0, 0}};
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const unsigned sh = 8u * static_cast<unsigned>((2 * p & 3) + hs);
+      const int sca = static_cast<int>((((p < 2 ? sc_lo[0] : sc_hi[0]) >> sh) & 0xFFu) << f);
+      const int scb = static_cast<int>((((p < 2 ? sc_lo[1] : sc_hi[1]) >> sh) & 0xFFu) << f);
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const uint32_t wa = m ? qa[p].y : qa[p].x, wb = m ? qb[p].y : qb[p].x;
+        const uint32_t a[4] = {wa & 0x0F0F0F0Fu, wb & 0x0F0F0F0Fu, wa & 0xF0F0F0F0u, wb & 0xF0F0F0F0u};
+        const uint32_t w = xv.word(sb * 8 + 2 * p + m);
+        col_i8(T, a, xv.low ? w : 0u, xv.low ? 0u : w, sca, scb);
+      }
+    }
+    // Minimums: as in the diagonal layout (sub-blocks t and t + 4 of each row).
+    const uint32_t m_lo[2] = {ha.z & 0x3F3F3F3Fu, hb.z & 0x3F3F3F3Fu};
+    const uint32_t m_hi[2] = {((ha.w >> 4) & 0x0F0F0F0Fu) | ((ha.z >> 2) & 0x30303030u),
+                              ((hb.w >> 4) & 0x0F0F0F0Fu) | ((hb.z >> 2) & 0x30303030u)};
+    const unsigned sh = 8u * static_cast<unsigned>(t);
+    const float xa = xv.x16[sb * 16 + 2 * t] + xv.x16[sb * 16 + 2 * t + 1];
+    const float xb = xv.x16[sb * 16 + 8 + 2 * t] + xv.x16[sb * 16 + 8 + 2 * t + 1];
+    const float us = xv.unscale[sb] * 0.0625f * xv.slice2;
+    const float ma =
+        static_cast<float>((m_lo[0] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[0] >> sh) & 0xFFu) * xb;
+    const float mb =
+        static_cast<float>((m_lo[1] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[1] >> sh) & 0xFFu) * xb;
+    acca += half_lo(ha.x) * (col_sum(T, 0) * us) - half_hi(ha.x) * ma;
+    accb += half_lo(hb.x) * (col_sum(T, 1) * us) - half_hi(hb.x) * mb;
+  }
+};
+
+struct Q2kColPath : Q2kI8Path {
+  __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
+                                          float& accb) const {
+    int T[2][2] = {{0, 0}, {0, 0}};
+    float ma = 0.0f, mb = 0.0f;
+    const int half = t >> 1;
+    const float own = (t & 1) ? 0.0f : 1.0f;  // the even lane of a pair adds the minimum
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t m = 0x03030303u << (2 * j);
+        const uint32_t a[4] = {qa[n].x & m, qb[n].x & m, qa[n].y & m, qb[n].y & m};
+        const unsigned sh = 8u * static_cast<unsigned>(2 * (j & 1) + half);
+        const uint32_t ba = (sa[2 * n + (j >> 1)] >> sh) & 0xFFu, bb = (sb4[2 * n + (j >> 1)] >> sh) & 0xFFu;
+        const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
+        col_i8(T, a, bw.x, bw.y, static_cast<int>(ba & 0x0Fu) << (2 * (3 - j)),
+               static_cast<int>(bb & 0x0Fu) << (2 * (3 - j)));
+        const float xs = own * xv.x16[sb * 16 + 8 * n + 2 * j + half];
+        ma += static_cast<float>(ba >> 4) * xs;
+        mb += static_cast<float>(bb >> 4) * xs;
+      }
+    }
+    const float us = xv.unscale[sb] * 0.015625f * xv.slice2;
+    acca += half_lo(da) * (col_sum(T, 0) * us) - half_hi(da) * ma;
+    accb += half_lo(db) * (col_sum(T, 1) * us) - half_hi(db) * mb;
+  }
+};
+
 // What the pipelined kernel runs: the path's fetch/compute, the x fragments it reads.
-template <GgmlType T, bool I8>
+template <GgmlType T, int P>
 struct Sel {
   using Path = typename MmaPath<T>::type;
   using View = XView;
@@ -710,7 +855,7 @@ struct I8Sel {
   using View = I8View;
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_i8(ne0); }
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
-    x_fragments_i8(x, ne0, base, nthreads / 32);
+    x_fragments_i8<kDiagWords>(x, ne0, base, nthreads / 32);
   }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, bc = lane >> 2;
@@ -719,17 +864,40 @@ struct I8Sel {
   }
 };
 template <>
-struct Sel<GgmlType::Q4_K, true> : I8Sel<GgmlType::Q4_K> {
+struct Sel<GgmlType::Q4_K, kI8Diag> : I8Sel<GgmlType::Q4_K> {
   using Path = Q4kI8Path;
 };
 template <>
-struct Sel<GgmlType::Q2_K, true> : I8Sel<GgmlType::Q2_K> {
+struct Sel<GgmlType::Q2_K, kI8Diag> : I8Sel<GgmlType::Q2_K> {
   using Path = Q2kI8Path;
 };
 
-template <bool I8>
+template <GgmlType T>
+struct ColSel {
+  using View = I8ColView;
+  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_i8(ne0); }
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
+    x_fragments_i8<T == GgmlType::Q4_K ? kQ4kColumns : kQ2kColumns>(x, ne0, base, nthreads / 32);
+  }
+  __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
+    const int t = lane & 3, g = lane >> 2;
+    const float* x16 = reinterpret_cast<const float*>(base + ne0 * 4);
+    return View{reinterpret_cast<const uint32_t*>(base), x16, x16 + ne0 / 16, lane, g < 4, (g < 4) == (t < 2),
+                4 * (g & 3) + t, (t & 1) ? 0x1p-14f : 1.0f};
+  }
+};
+template <>
+struct Sel<GgmlType::Q4_K, kI8Col> : ColSel<GgmlType::Q4_K> {
+  using Path = Q4kColPath;
+};
+template <>
+struct Sel<GgmlType::Q2_K, kI8Col> : ColSel<GgmlType::Q2_K> {
+  using Path = Q2kColPath;
+};
+
+template <GgmlType T, int P>
 __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch) {
-  using S = Sel<GgmlType::Q4_K, I8>;  // the fragment layout depends on I8 only
+  using S = Sel<T, P>;
   const int grp = static_cast<int>(blockIdx.x);
   int j = 0;
   const float* x = single_pair_x(b, grp, &j);
@@ -807,9 +975,9 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // word loads read one word past a row].
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, bool I8>
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
-  using S = Sel<T, I8>;
+  using S = Sel<T, P>;
   using Path = typename S::Path;
   constexpr int kUB = U * Path::kBytes;
   static_assert(kUB % G == 0 && kUB % 4 == 0, "a stage row is whole copies");
@@ -895,8 +1063,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
   finish<RW>(b, grp, j, ks, acca, accb, part);
 }
 
-// The register layout (the default for single Q4_K / Q2_K matrices, variant 1 for every
-// launch): RW row tiles of 16 rows per block, one super-block loaded ahead in registers from
+// The register layout (variant 1; the default for single Q4_K / Q2_K matrices before the
+// column layout): RW row tiles of 16 rows per block, one super-block loaded ahead in registers from
 // global memory, x as f16 halves staged per block (or in scratch).
 template <GgmlType T, int RW, bool STAGED>
 __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
@@ -947,7 +1115,7 @@ std::atomic<int> g_variant{0};
 
 // Stream-ordered scratch from the device's default pool, which keeps up to 64 MiB of freed
 // memory for reuse: no device-wide sync, no driver allocation per launch.
-template <bool I8>
+template <GgmlType T, int P>
 uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
   {
     static std::mutex mu;
@@ -964,8 +1132,8 @@ uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
   }
   void* scratch = nullptr;
   MOEPACK_CUDA_CHECK(
-      cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * Sel<GgmlType::Q4_K, I8>::stride(b.ne0), s));
-  x_fragments_kernel<I8>
+      cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * Sel<T, P>::stride(b.ne0), s));
+  x_fragments_kernel<T, P>
       <<<static_cast<unsigned>(b.n_groups), kPrepThreads, 0, s>>>(b, static_cast<uint8_t*>(scratch));
   MOEPACK_CUDA_CHECK(cudaGetLastError());
   return static_cast<uint8_t*>(scratch);
@@ -1051,38 +1219,68 @@ size_t device_smem_optin() {
   return it->second;
 }
 
-template <GgmlType T, int RW, int STAGES, int U, int G, bool I8, int DIAG = 0>
-void launch_pipe_ug(const GemvBatch& b, cudaStream_t s) {
-  using S = Sel<T, I8>;
+// The current device's shared memory per SM and SM count.
+std::pair<size_t, int> device_sm_shape() {
+  static std::mutex mu;
+  static std::map<int, std::pair<size_t, int>> shapes;
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = shapes.find(dev);
+  if (it == shapes.end()) {
+    int smem = 0, sms = 0;
+    MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    it = shapes.emplace(dev, std::make_pair(static_cast<size_t>(smem), sms)).first;
+  }
+  return it->second;
+}
+
+// Blocks per SM a launch may hold at most: 0 = as many as fit; > 0 that many; -1 = 2 when the
+// grid has at most 4 blocks per SM, else as many as fit. Measured on the H200 (132 SMs, room
+// for 3 blocks of the column layout; docs/cuda-backend.md, sixth pass): 256 and 512 blocks of
+// long rows ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third block, or
+// a last round, that the launch waited for), while 896 blocks ran 1.15x faster at 3.
+template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0>
+void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
+  using S = Sel<T, P>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
   const size_t limit = std::min<size_t>(kMaxBlockSmem, device_smem_optin() - 1024);
   const bool staged = frag + ring <= limit;
-  const size_t smem = staged ? frag + ring : ring;
+  size_t smem = staged ? frag + ring : ring;
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
+  if (cap != 0) {
+    const auto [sm_smem, sms] = device_sm_shape();
+    const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
+    const int64_t n = cap > 0 ? cap : (blocks <= 4 * static_cast<int64_t>(sms) ? 2 : 0);
+    // More than sm_smem / (n + 1) bytes a block (1 KiB of each is the system's) leaves room
+    // for n blocks only; never above what a block may take.
+    const size_t floor_bytes = n > 0 ? sm_smem / static_cast<size_t>(n + 1) + 16 : 0;
+    if (floor_bytes > 1024 && floor_bytes - 1024 <= limit) smem = std::max(smem, floor_bytes - 1024);
+  }
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, I8>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
-    uint8_t* scratch = fragments_in_scratch<I8>(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, I8>;
+    uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P>;
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
   }
 }
 
-template <GgmlType T, int RW, bool I8>
-void launch_pipe(const GemvBatch& b, cudaStream_t s) {
+template <GgmlType T, int RW, int P>
+void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
-  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, 4, 1, 8, I8>(b, s);
-  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, 4, 1, 8, false>(b, s);
+  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, 4, 1, 8, P>(b, s, cap);
+  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, 4, 1, 8, kF16>(b, s, cap);
   if constexpr (T == GgmlType::Q2_K) {
-    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, I8>(b, s);
-    return launch_pipe_ug<T, RW, 4, 1, 4, I8>(b, s);
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P>(b, s, cap);
+    return launch_pipe_ug<T, RW, 4, 1, 4, P>(b, s, cap);
   }
 }
 
@@ -1096,7 +1294,7 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
     allow_smem(reinterpret_cast<const void*>(k), frag);
     launch_kernel(k, grid, frag, s, b, nullptr);
   } else {
-    uint8_t* scratch = fragments_in_scratch<false>(b, s);
+    uint8_t* scratch = fragments_in_scratch<T, kF16>(b, s);
     launch_kernel(gemv_mma_kernel<T, RW, false>, grid, 0, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
   }
@@ -1110,13 +1308,14 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // The choice depends on the launch's kind alone, never on how groups are batched
   // (gemv_mma.h). Variants 1-5 exist for bench_cuda_backend's side-by-side only.
   const bool grouped = b.grp_off != nullptr;
-  constexpr bool kInt = T != GgmlType::MXFP4;  // the integer path covers Q4_K and Q2_K
+  constexpr bool kQ = T != GgmlType::MXFP4;  // the integer paths cover Q4_K and Q2_K
+  constexpr int kInt = kQ ? kI8Diag : kF16, kCol = kQ ? kI8Col : kF16;
   switch (v) {
     case 1:
-      if constexpr (kInt) return grouped ? launch_old<T, 4>(b, s) : launch_old<T, 1>(b, s);
+      if constexpr (kQ) return grouped ? launch_old<T, 4>(b, s) : launch_old<T, 1>(b, s);
       break;
     case 2:
-      return grouped ? launch_pipe<T, 4, false>(b, s) : launch_pipe<T, 1, false>(b, s);
+      return grouped ? launch_pipe<T, 4, kF16>(b, s) : launch_pipe<T, 1, kF16>(b, s);
     case 3:
       return grouped ? launch_pipe<T, 4, kInt>(b, s) : launch_pipe<T, 1, kInt>(b, s);
     case 4:
@@ -1124,21 +1323,28 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 5:
       return launch_pipe<T, 1, kInt>(b, s);
     case 6:  // diagnosis: Q4_K's integer rings, copies only / arithmetic only (wrong sums)
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 8, true, 1>(b, s);
+      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 8, kI8Diag, 1>(b, s);
       break;
     case 7:
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 8, true, 2>(b, s);
+      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 8, kI8Diag, 2>(b, s);
       break;
+    case 8:  // the default's column layout without the cap on blocks per SM
+      return grouped ? launch_pipe<T, 4, kCol>(b, s) : launch_pipe<T, 1, kCol>(b, s);
+    case 9:  // the column layout, at most 2 blocks an SM
+      return grouped ? launch_pipe<T, 4, kCol>(b, s, 2) : launch_pipe<T, 1, kCol>(b, s, 2);
+    case 10:  // 3 (the diagonal layout) with the default's cap
+      return grouped ? launch_pipe<T, 4, kInt>(b, s, -1) : launch_pipe<T, 1, kInt>(b, s, -1);
     default:
       break;
   }
   // The default, per type, from bench_cuda_backend's side-by-side on the H200
-  // (docs/cuda-backend.md): expert launches of Q4_K and Q2_K take the integer rings, MXFP4 the
-  // f16 rings; single Q4_K / Q2_K matrices the register layout (each row split over 4 warps).
+  // (docs/cuda-backend.md, sixth pass): Q4_K and Q2_K take the integer rings in the column
+  // layout, at most 2 blocks an SM for grids of at most 4 blocks per SM (launch_pipe_ug);
+  // MXFP4 the f16 rings.
   if constexpr (T == GgmlType::MXFP4) {
-    return grouped ? launch_pipe<T, 4, false>(b, s) : launch_pipe<T, 1, false>(b, s);
+    return grouped ? launch_pipe<T, 4, kF16>(b, s) : launch_pipe<T, 1, kF16>(b, s);
   } else {
-    return grouped ? launch_pipe<T, 4, true>(b, s) : launch_old<T, 1>(b, s);
+    return grouped ? launch_pipe<T, 4, kI8Col>(b, s, -1) : launch_pipe<T, 1, kI8Col>(b, s, -1);
   }
 }
 
@@ -1151,8 +1357,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 7) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..7");
+  if (variant < -1 || variant > 10) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..10");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

@@ -305,7 +305,7 @@ int main(int argc, char** argv) {
     }
     gpu::detail::set_gemv_pdl(true);
     // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
-    std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 0};
+    std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 8, 9, 10, 0};
     if (const char* e = std::getenv("MOEPACK_BENCH_VARIANTS")) {  // e.g. "0,12,13"
       variants.clear();
       for (std::string v; const char c : std::string(e) + ",") {
@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
       gpu::detail::set_gemv_mma_variant(v);
       for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
         for (const auto& [rows, cols, experts] :
-             {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {4096, 4096, 1}}) {
+             {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {7168, 2048, 8}, {4096, 4096, 1}}) {
           auto g = bench_gemv(pool, t, rows, cols, d2d, experts);
           g["mma_variant"] = v;
           out["gemv_mma_variants"].push_back(g);

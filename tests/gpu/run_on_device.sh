@@ -10,13 +10,15 @@
 # Carry: .device-deps and .device-carry. Fill .device-carry first with
 # tests/gpu/prepare_carry.sh a|b (two fixture subsets that each fit the 64 MiB limit); fixtures
 # not carried are skipped by the tests and named in ctest.log. MOEPACK_DEVICE_TESTS (a ctest
-# -R regex) and MOEPACK_SKIP_IO_BENCH=1 narrow a call. Warnings are not errors
+# -R regex), MOEPACK_SKIP_CUDA_BENCH=1 and MOEPACK_SKIP_IO_BENCH=1 narrow a call. The default
+# regex leaves out core_gguf_model_test and core_io_bench_test: their fixture (qwen3moe) travels
+# in set b only, and they are not GPU tests (CI runs them). Warnings are not errors
 # here: the machine's g++ 13 reports a known -Warray-bounds false positive inside
 # std::vector; CI (Debian g++ 12) keeps -Werror.
 set -u
 out="${OUT:?OUT must be set}"
 source .device-deps/use-deps.sh
-tests="${MOEPACK_DEVICE_TESTS:-gpu_|core_gguf_test|core_gguf_model_test|core_quants_test|core_direct_reader|core_expert|core_io_bench|core_telemetry}"
+tests="${MOEPACK_DEVICE_TESTS:-gpu_|core_gguf_test|core_quants_test|core_direct_reader|core_expert|core_telemetry}"
 synth_gib="${MOEPACK_SYNTH_GIB:-8}"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
   -DMOEPACK_WERROR=OFF "-DCMAKE_CUDA_ARCHITECTURES=90;120" -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
@@ -32,6 +34,7 @@ fi
 ctest --test-dir build-gpu --output-on-failure -R "$tests" --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1 || status=1
 tail -25 "$out/ctest.log"
 grep -E "SKIPPED|not carried" "$out/ctest.log" | sort | uniq -c | head -20
+[ "${MOEPACK_SKIP_CUDA_BENCH:-0}" = 1 ] && exit "$status"
 ./build-gpu/tests/gpu/bench_cuda_backend > "$out/bench-cuda.json" 2> "$out/bench-cuda.txt"
 echo "== bench_cuda_backend rc=$?"; tail -5 "$out/bench-cuda.txt"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(g["type"], "%dx%d x%d" % (g["rows"], g["cols"], g["experts_per_launch"]), "%.1f us" % g["us_per_launch"], "ratio_to_d2d %.2f" % g["ratio_to_d2d"]) for g in d["gemv"]]; [print(k, "prefill %.1f tok/s decode %.1f tok/s hit %.2f" % (v["prefill_tokens_per_s"], v["decode_tokens_per_s"], v["cache_hit_rate"])) for k, v in d["engine"].items()]' "$out/bench-cuda.json" 2>&1 | head -20
