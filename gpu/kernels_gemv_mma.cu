@@ -483,30 +483,40 @@ __device__ __forceinline__ uint32_t pack_s8(float a, float b, float c, float d) 
          (static_cast<uint32_t>(__float2int_rn(d)) << 24);
 }
 
-// Where x_fragments_i8 puts the slices' words (the sums after them are the same for all):
-// the diagonal layout above, or the column layout of Q4_K or Q2_K ("The column layout" below).
-enum SliceLayout : int { kDiagWords = 0, kQ4kColumns = 1, kQ2kColumns = 2 };
+// Where x_fragments_i8 puts the slices' words (the sums after them are the same for all but
+// MXFP4's): the diagonal layout above, or the column layout of Q4_K, Q2_K or MXFP4 ("The
+// column layout" below).
+enum SliceLayout : int { kDiagWords = 0, kQ4kColumns = 1, kQ2kColumns = 2, kMxColumns = 3 };
+
+// The fragments of MXFP4's column layout: ne0 * 4 bytes of pairs, per 32-element block four
+// s32 sums of its slices' values (ne0 / 2 bytes), ne0 / 256 floats 2^-s.
+__host__ __device__ constexpr int64_t frag_stride_mx(int64_t ne0) {
+  return (ne0 * 4 + ne0 / 2 + ne0 / 64 + 15) / 16 * 16;
+}
 
 // The fragments of x (ne0 floats, a multiple of 256) into `base`: super-block k by warp k mod
-// nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4).
+// nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4; for
+// kMxColumns elements 32 (L / 4) + 4 (L % 4) + {0..3, 16..19}).
 // No barrier: the caller synchronises before reading them.
 template <int L>
 __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps) {
+  constexpr bool kMx = L == kMxColumns;
   uint4* xf = reinterpret_cast<uint4*>(base);
   float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
-  float* unscale = x16 + ne0 / 16;
+  float* unscale = kMx ? reinterpret_cast<float*>(base + ne0 * 4 + ne0 / 2) : x16 + ne0 / 16;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   for (int64_t k = threadIdx.x / 32; k < ne0 / 256; k += nwarps) {
-    const float* p = x + k * 256 + 8 * lane;
+    const float* p = kMx ? x + k * 256 + 32 * (lane / 4) + 4 * (lane % 4) : x + k * 256 + 8 * lane;
+    const int second = kMx ? 16 : 4;  // where elements 4..7 of the lane start
     float v[8];
     if (vec) {
       const float4 q0 = __ldg(reinterpret_cast<const float4*>(p)),
-                   q1 = __ldg(reinterpret_cast<const float4*>(p) + 1);
+                   q1 = __ldg(reinterpret_cast<const float4*>(p + second));
       v[0] = q0.x, v[1] = q0.y, v[2] = q0.z, v[3] = q0.w, v[4] = q1.x, v[5] = q1.y, v[6] = q1.z, v[7] = q1.w;
     } else {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = __ldg(p + i);
+      for (int i = 0; i < 8; ++i) v[i] = __ldg(p + (i < 4 ? i : second + i - 4));
     }
     float mx = 0.0f, sum = 0.0f;
 #pragma unroll
@@ -517,13 +527,15 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
-    if ((lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
+    if (!kMx && (lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
     // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
     // - E, clamped to +-126 (2^s and 2^-s normal; every finite x in range: E = 254 gives s =
     // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
     // or NaN). A NaN element is lost to fmaxf and rounds to slice 0, but still reaches the
     // result through the block's 16-element sums (the min term).
-    const uint32_t e = (__float_as_uint(mx) >> 23) & 0xFFu;
+    // MXFP4 has no min term: a NaN element makes the super-block's 2^-s NaN instead.
+    const bool nan = kMx && __any_sync(0xffffffffu, sum != sum);
+    const uint32_t e = nan ? 0xFFu : (__float_as_uint(mx) >> 23) & 0xFFu;
     const int s = min(max(132 - static_cast<int>(e), -126), 126);
     const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
     if (lane == 0)
@@ -558,11 +570,27 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
 #pragma unroll
         for (int q = 0; q < 4; ++q) xw[m * 32 + 4 * q] = w[q][m];
       }
-    } else {
+    } else if constexpr (L == kQ2kColumns) {
       // Elements 8L..8L+7: unit c = L / 4, t = L % 4; pair 4 s + t of the unit.
       uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
 #pragma unroll
       for (int q = 0; q < 4; ++q) xp[4 * q] = make_uint2(w[q][0], w[q][1]);
+    } else {
+      // Block c = L / 4, t = L % 4: pair 4 s + t = slice s of elements {4t, 4t+16, 4t+1, 4t+17},
+      // {4t+2, 4t+18, 4t+3, 4t+19} (v[0..3] are 4t.., v[4..7] 16+4t..), and the block's sums.
+      uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
+      int32_t* xs = reinterpret_cast<int32_t*>(base + ne0 * 4) + (k * 8 + lane / 4) * 4;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        xp[4 * q] = make_uint2(pack_s8(sl[q][0], sl[q][4], sl[q][1], sl[q][5]),
+                               pack_s8(sl[q][2], sl[q][6], sl[q][3], sl[q][7]));
+        int sum_q = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum_q += __float2int_rn(sl[q][i]);
+        sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 1);
+        sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 2);
+        if (lane % 4 == 0) xs[q] = sum_q;
+      }
     }
   }
 }
@@ -835,6 +863,61 @@ struct Q2kColPath : Q2kI8Path {
   }
 };
 
+// MXFP4 in the column layout. A 32-element block has one scale, so an mma covers one block:
+// lane t's A words are its qs word (bytes 4t..4t+3: low nibbles elements 4t.., high 16 + 4t..)
+// as u8 values v + 12 of ggml's doubled e2m1 values v in [-12, 12] (two prmt table lookups, one
+// for codes 0-7 and one for 8-15, each giving 0 where the other applies: prmt's sign-replicate
+// mode on bytes below 128), bytes 0-1 of the word in A's k 4t.. and bytes 2-3 in 16 + 4t.., in
+// prmt's order (low, high nibble of each byte). B's columns 0-3 hold the four slices of x in
+// that order, columns 4-7 are zero (lanes t >= 2 get nothing back). The offset comes off in
+// s32: sum (v + 12) X - 12 sum X, with sum X per block and slice stored beside the pairs. Then
+// one F32 conversion per block and slice pair, times the block's scale.
+struct MxColView {
+  const uint2* xp;      // 16 pairs a block: lane 4g + t < 16 reads pair `lane`
+  const int2* xs;       // per block: slice sums {0, 1}, {2, 3}
+  const float* unscale;
+  int lane;
+  int off;              // 12 for lanes t < 2 (columns 0-3), 0 for t >= 2 (their D is zero)
+  float slice2;         // 2^-14 for lanes holding slices 2, 3 (t odd), else 1
+  __device__ __forceinline__ uint2 pair_of(int64_t blk) const {
+    return lane < 16 ? xp[blk * 16 + lane] : make_uint2(0u, 0u);
+  }
+  __device__ __forceinline__ int2 sums(int64_t blk) const { return xs[blk * 2 + (lane & 1)]; }
+};
+
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// The four e2m1 codes in bits 0-15 of c -> four u8 of ggml's doubled value + 12 (in [0, 24]).
+__device__ __forceinline__ uint32_t e2m1_u8(uint32_t c) {
+  // Codes 0-7: {0, 1, 2, 3, 4, 6, 8, 12} + 12; codes 8-15: {0, -1, -2, -3, -4, -6, -8, -12} + 12.
+  return prmt(0x0F0E0D0Cu, 0x18141210u, c) | prmt(0x090A0B0Cu, 0x00040608u, c ^ 0x8888u);
+}
+
+struct Mxfp4ColPath : Mxfp4Path {
+  __device__ __forceinline__ void compute(int64_t u, int, const MxColView& xv, float& acca, float& accb) const {
+    float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int64_t blk = u * 8 + k;
+      const uint32_t a[4] = {e2m1_u8(wa[k]), e2m1_u8(wb[k]), e2m1_u8(wa[k] >> 16), e2m1_u8(wb[k] >> 16)};
+      const uint2 bw = xv.pair_of(blk);
+      int d[4];
+      mma_i8(d, a, bw.x, bw.y);
+      const int2 x = xv.sums(blk);
+      const int o0 = xv.off * x.x, o1 = xv.off * x.y;
+      sa += dea[k] * (static_cast<float>(d[0] - o0) + static_cast<float>(d[1] - o1) * 0x1p-7f);
+      sb += deb[k] * (static_cast<float>(d[2] - o0) + static_cast<float>(d[3] - o1) * 0x1p-7f);
+    }
+    const float us = xv.unscale[u] * xv.slice2;
+    acca += sa * us;
+    accb += sb * us;
+  }
+};
+
 // What the pipelined kernel runs: the path's fetch/compute, the x fragments it reads.
 template <GgmlType T, int P>
 struct Sel {
@@ -893,6 +976,22 @@ struct Sel<GgmlType::Q4_K, kI8Col> : ColSel<GgmlType::Q4_K> {
 template <>
 struct Sel<GgmlType::Q2_K, kI8Col> : ColSel<GgmlType::Q2_K> {
   using Path = Q2kColPath;
+};
+
+template <>
+struct Sel<GgmlType::MXFP4, kI8Col> {
+  using Path = Mxfp4ColPath;
+  using View = MxColView;
+  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx(ne0); }
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
+    x_fragments_i8<kMxColumns>(x, ne0, base, nthreads / 32);
+  }
+  __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
+    const int t = lane & 3;
+    return View{reinterpret_cast<const uint2*>(base), reinterpret_cast<const int2*>(base + ne0 * 4),
+                reinterpret_cast<const float*>(base + ne0 * 4 + ne0 / 2), lane, t < 2 ? 12 : 0,
+                (t & 1) ? 0x1p-14f : 1.0f};
+  }
 };
 
 template <GgmlType T, int P>
@@ -1277,7 +1376,7 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
   if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, 4, 1, 8, P>(b, s, cap);
-  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, 4, 1, 8, kF16>(b, s, cap);
+  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, 4, 1, 8, P>(b, s, cap);
   if constexpr (T == GgmlType::Q2_K) {
     if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P>(b, s, cap);
     return launch_pipe_ug<T, RW, 4, 1, 4, P>(b, s, cap);
@@ -1309,7 +1408,7 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // (gemv_mma.h). Variants 1-5 exist for bench_cuda_backend's side-by-side only.
   const bool grouped = b.grp_off != nullptr;
   constexpr bool kQ = T != GgmlType::MXFP4;  // the integer paths cover Q4_K and Q2_K
-  constexpr int kInt = kQ ? kI8Diag : kF16, kCol = kQ ? kI8Col : kF16;
+  constexpr int kInt = kQ ? kI8Diag : kF16;
   switch (v) {
     case 1:
       if constexpr (kQ) return grouped ? launch_old<T, 4>(b, s) : launch_old<T, 1>(b, s);
@@ -1329,20 +1428,23 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 8, kI8Diag, 2>(b, s);
       break;
     case 8:  // the default's column layout without the cap on blocks per SM
-      return grouped ? launch_pipe<T, 4, kCol>(b, s) : launch_pipe<T, 1, kCol>(b, s);
+      return grouped ? launch_pipe<T, 4, kI8Col>(b, s) : launch_pipe<T, 1, kI8Col>(b, s);
     case 9:  // the column layout, at most 2 blocks an SM
-      return grouped ? launch_pipe<T, 4, kCol>(b, s, 2) : launch_pipe<T, 1, kCol>(b, s, 2);
+      return grouped ? launch_pipe<T, 4, kI8Col>(b, s, 2) : launch_pipe<T, 1, kI8Col>(b, s, 2);
     case 10:  // 3 (the diagonal layout) with the default's cap
       return grouped ? launch_pipe<T, 4, kInt>(b, s, -1) : launch_pipe<T, 1, kInt>(b, s, -1);
+    case 11:  // the column layout with the default's cap (MXFP4 too)
+      return grouped ? launch_pipe<T, 4, kI8Col>(b, s, -1) : launch_pipe<T, 1, kI8Col>(b, s, -1);
     default:
       break;
   }
   // The default, per type, from bench_cuda_backend's side-by-side on the H200
   // (docs/cuda-backend.md, sixth pass): Q4_K and Q2_K take the integer rings in the column
-  // layout, at most 2 blocks an SM for grids of at most 4 blocks per SM (launch_pipe_ug);
-  // MXFP4 the f16 rings.
+  // layout, at most 2 blocks an SM for grids of at most 4 blocks per SM (launch_pipe_ug).
+  // MXFP4: expert launches the f16 rings (0.33-0.35 of D2D in the column layout against
+  // 0.32-0.36), single matrices the column layout (0.19 against 0.16 at 4096 x 4096).
   if constexpr (T == GgmlType::MXFP4) {
-    return grouped ? launch_pipe<T, 4, kF16>(b, s) : launch_pipe<T, 1, kF16>(b, s);
+    return grouped ? launch_pipe<T, 4, kF16>(b, s) : launch_pipe<T, 1, kI8Col>(b, s, -1);
   } else {
     return grouped ? launch_pipe<T, 4, kI8Col>(b, s, -1) : launch_pipe<T, 1, kI8Col>(b, s, -1);
   }
@@ -1357,8 +1459,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 10) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..10");
+  if (variant < -1 || variant > 11) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..11");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

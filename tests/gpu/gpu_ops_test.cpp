@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -343,7 +344,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       std::vector<uint8_t> shifted(data.size() + 32);
       std::memcpy(shifted.data() + 4, data.data(), data.size());
       auto d_w = to_device(shifted);
-      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 0}) {
+      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 0}) {
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -390,6 +391,60 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
                                  x.data() + m * ne0, ne0, "decode");
               }
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A NaN activation makes every row of its pair NaN, as on the CPU (NaN times any weight is
+// NaN), in every tensor-core layout: the integer paths cut x into integer slices, where a NaN
+// would round to 0, so they carry it through the min term (Q4_K, Q2_K) or the super-block's
+// 2^-s (MXFP4's column layout). The other pairs of the launch stay exact.
+TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
+  struct DefaultVariantAfterwards {
+    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
+  } restore;
+  const int64_t ne0 = 4096, ne1 = 70;
+  const int n_mat = 3;
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    std::mt19937 rng(9);
+    const uint64_t rb = *ggml_row_bytes(type, ne0);
+    const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
+    auto d_w = to_device(data);
+    auto x = random_floats(static_cast<size_t>(ne0 * n_mat), rng, 1.0f);
+    x[static_cast<size_t>(ne0 + 300)] = std::numeric_limits<float>::quiet_NaN();  // pair 1 only
+    auto d_x = to_device(x);
+    std::vector<int32_t> off_tab = {0, 1, 2, 3};
+    auto d_off = to_device(off_tab);
+    for (const int variant : {1, 2, 3, 8, 11, 0}) {
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
+      detail::set_gemv_mma_variant(variant);
+      DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
+      GemvBatch b;
+      b.type = type;
+      b.ne0 = ne0;
+      b.ne1 = ne1;
+      b.row_bytes = rb;
+      b.w = d_w.bytes_ptr();
+      b.w_gstride = rb * static_cast<uint64_t>(ne1);
+      b.x = d_x.as<float>();
+      b.x_stride = ne0;
+      b.y = d_y.as<float>();
+      b.y_stride = ne1;
+      b.n_groups = n_mat;
+      b.grp_off = d_off.as<int32_t>();
+      b.max_pairs = 1;
+      gemv(b, nullptr);
+      const auto y = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+      for (int m = 0; m < n_mat; ++m) {
+        for (int64_t r = 0; r < ne1; ++r) {
+          const float got = y[static_cast<size_t>(m * ne1 + r)];
+          if (m == 1) {
+            EXPECT_TRUE(std::isnan(got)) << "row " << r << " of the pair with the NaN: " << got;
+          } else {
+            expect_close_dot(got, data.data() + rb * (m * ne1 + r), type, x.data() + m * ne0, ne0, "decode");
           }
         }
       }
