@@ -172,6 +172,21 @@ void expect_close_dot(float got, const uint8_t* row, GgmlType type, const float*
   EXPECT_LE(err, kDotRel * mag) << what << ": gpu " << got << ", exact " << exact << ", sum |w x| " << mag;
 }
 
+// The fields every GEMV launch below shares: rows of ne0 elements (rb bytes each), x rows of
+// ne0 floats, y rows of ne1 floats.
+GemvBatch rows_batch(GgmlType type, int64_t ne0, int64_t ne1, uint64_t rb, const float* x, float* y) {
+  GemvBatch b;
+  b.type = type;
+  b.ne0 = ne0;
+  b.ne1 = ne1;
+  b.row_bytes = rb;
+  b.x = x;
+  b.x_stride = ne0;
+  b.y = y;
+  b.y_stride = ne1;
+  return b;
+}
+
 TEST_P(TypeParity, GemvDecodeAndPrefill) {
   const GgmlType type = GetParam();
   std::mt19937 rng(99);
@@ -183,16 +198,8 @@ TEST_P(TypeParity, GemvDecodeAndPrefill) {
     const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng);
     auto d_x = to_device(x);
     DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
-    GemvBatch b;
-    b.type = type;
-    b.ne0 = ne0;
-    b.ne1 = ne1;
-    b.row_bytes = rb;
+    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
     b.w = d_w.bytes_ptr();
-    b.x = d_x.as<float>();
-    b.x_stride = ne0;
-    b.y = d_y.as<float>();
-    b.y_stride = ne1;
     b.n_tok = n_tok;
     gemv(b, nullptr);
     const auto y = to_host(d_y, static_cast<size_t>(n_tok * ne1));
@@ -226,18 +233,10 @@ TEST_P(TypeParity, GemvGroupedExperts) {
   auto d_off = to_device(grp_off);
   auto d_rows = to_device(x_row);
   DeviceBuffer d_y(13 * ne1 * sizeof(float), "y");
-  GemvBatch b;
-  b.type = type;
-  b.ne0 = ne0;
-  b.ne1 = ne1;
-  b.row_bytes = rb;
+  GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
   b.w_table = d_table.as<const uint8_t* const>();
   b.grp_off = d_off.as<int32_t>();
   b.x_row = d_rows.as<int32_t>();
-  b.x = d_x.as<float>();
-  b.x_stride = ne0;
-  b.y = d_y.as<float>();
-  b.y_stride = ne1;
   b.n_groups = 3;
   b.max_pairs = 9;
   gemv(b, nullptr);
@@ -282,18 +281,10 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
     auto d_off = to_device(off);
     const int pairs = off.back();
     DeviceBuffer d_y(static_cast<size_t>(pairs * ne1) * sizeof(float), "y");
-    GemvBatch b;
-    b.type = type;
-    b.ne0 = ne0;
-    b.ne1 = ne1;
-    b.row_bytes = rb;
+    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
     b.w_table = d_table.as<const uint8_t* const>() + first;
     b.grp_off = d_off.as<int32_t>();
     b.x_row = d_rows.as<int32_t>() + grp_off[first];
-    b.x = d_x.as<float>();
-    b.x_stride = ne0;
-    b.y = d_y.as<float>();
-    b.y_stride = ne1;
     b.n_groups = n_groups;
     b.max_pairs = max_pairs;
     gemv(b, nullptr);
@@ -365,17 +356,9 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
             std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
             for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
             auto d_off = to_device(off_tab);
-            GemvBatch b;
-            b.type = type;
-            b.ne0 = ne0;
-            b.ne1 = ne1;
-            b.row_bytes = rb;
+            GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
             b.w = d_w.bytes_ptr() + off;
             b.w_gstride = rb * static_cast<uint64_t>(ne1);
-            b.x = d_x.as<float>();
-            b.x_stride = ne0;  // pair j reads x row j, writes y row j
-            b.y = d_y.as<float>();
-            b.y_stride = ne1;
             b.n_groups = n_mat;
             if (shape.experts > 0) {
               b.grp_off = d_off.as<int32_t>();
@@ -422,17 +405,9 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
-      GemvBatch b;
-      b.type = type;
-      b.ne0 = ne0;
-      b.ne1 = ne1;
-      b.row_bytes = rb;
+      GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
       b.w = d_w.bytes_ptr();
       b.w_gstride = rb * static_cast<uint64_t>(ne1);
-      b.x = d_x.as<float>();
-      b.x_stride = ne0;
-      b.y = d_y.as<float>();
-      b.y_stride = ne1;
       b.n_groups = n_mat;
       b.grp_off = d_off.as<int32_t>();
       b.max_pairs = 1;
