@@ -55,7 +55,7 @@ void gemv(const GemvBatch& b, cudaStream_t s);
 // The grouped expert launch of gemv(): n_groups matrices [ne1][ne0] of `type` (row_bytes a
 // row), group i the matrix at table[i] with pairs [grp_off[i], grp_off[i + 1]) (at most
 // max_pairs); pair j reads x row x_row[j] (x_row null: row j) of x_stride floats and writes y
-// row j of y_stride floats. Used by the engine (gpu/cuda_moe.h) and bench-twin.
+// row j of y_stride floats. Used by the engine (gpu/cuda_moe.h), bench-twin and gpu_ops_test.
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                   const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
                   int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s);

@@ -233,13 +233,8 @@ TEST_P(TypeParity, GemvGroupedExperts) {
   auto d_off = to_device(grp_off);
   auto d_rows = to_device(x_row);
   DeviceBuffer d_y(13 * ne1 * sizeof(float), "y");
-  GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-  b.w_table = d_table.as<const uint8_t* const>();
-  b.grp_off = d_off.as<int32_t>();
-  b.x_row = d_rows.as<int32_t>();
-  b.n_groups = 3;
-  b.max_pairs = 9;
-  gemv(b, nullptr);
+  gemv_experts(type, ne0, ne1, rb, d_table.as<const uint8_t* const>(), d_off.as<int32_t>(), 3, 9,
+               d_rows.as<int32_t>(), d_x.as<float>(), ne0, d_y.as<float>(), ne1, nullptr);
   const auto y = to_host(d_y, 13 * ne1);
   for (int g = 0; g < 3; ++g) {
     for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
@@ -281,13 +276,9 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
     auto d_off = to_device(off);
     const int pairs = off.back();
     DeviceBuffer d_y(static_cast<size_t>(pairs * ne1) * sizeof(float), "y");
-    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-    b.w_table = d_table.as<const uint8_t* const>() + first;
-    b.grp_off = d_off.as<int32_t>();
-    b.x_row = d_rows.as<int32_t>() + grp_off[first];
-    b.n_groups = n_groups;
-    b.max_pairs = max_pairs;
-    gemv(b, nullptr);
+    gemv_experts(type, ne0, ne1, rb, d_table.as<const uint8_t* const>() + first, d_off.as<int32_t>(), n_groups,
+                 max_pairs, d_rows.as<int32_t>() + grp_off[first], d_x.as<float>(), ne0, d_y.as<float>(), ne1,
+                 nullptr);
     return to_host(d_y, static_cast<size_t>(pairs * ne1));
   };
   const auto all = run(0, 4, 3);
