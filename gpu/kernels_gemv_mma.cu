@@ -651,12 +651,38 @@ struct Q4kI8Path {
     }
   }
 
+  // ggml get_scale_min_k4, four bytes at a time: the scales of sub-blocks 0-3 (lo) and 4-7 (hi)
+  // of both rows.
+  __device__ __forceinline__ void scale_words(uint32_t (&sc_lo)[2], uint32_t (&sc_hi)[2]) const {
+    sc_lo[0] = ha.y & 0x3F3F3F3Fu, sc_lo[1] = hb.y & 0x3F3F3F3Fu;
+    sc_hi[0] = (ha.w & 0x0F0F0F0Fu) | ((ha.y >> 2) & 0x30303030u);
+    sc_hi[1] = (hb.w & 0x0F0F0F0Fu) | ((hb.y >> 2) & 0x30303030u);
+  }
+
+  // The end of a super-block: acc += d (S_r us) - dmin m_r for rows a and b, S_r = sum(r) the
+  // row's slice sum; the minimums: this lane adds sub-blocks t and t + 4 of each row (the quad
+  // covers all 8).
+  template <class Sum>
+  __device__ __forceinline__ void finish_sb(int64_t sb, int t, const float* x16, float us, Sum sum,
+                                            float& acca, float& accb) const {
+    const uint32_t m_lo[2] = {ha.z & 0x3F3F3F3Fu, hb.z & 0x3F3F3F3Fu};
+    const uint32_t m_hi[2] = {((ha.w >> 4) & 0x0F0F0F0Fu) | ((ha.z >> 2) & 0x30303030u),
+                              ((hb.w >> 4) & 0x0F0F0F0Fu) | ((hb.z >> 2) & 0x30303030u)};
+    const unsigned sh = 8u * static_cast<unsigned>(t);
+    const float xa = x16[sb * 16 + 2 * t] + x16[sb * 16 + 2 * t + 1];
+    const float xb = x16[sb * 16 + 8 + 2 * t] + x16[sb * 16 + 8 + 2 * t + 1];
+    const float ma =
+        static_cast<float>((m_lo[0] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[0] >> sh) & 0xFFu) * xb;
+    const float mb =
+        static_cast<float>((m_lo[1] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[1] >> sh) & 0xFFu) * xb;
+    acca += half_lo(ha.x) * (sum(0) * us) - half_hi(ha.x) * ma;
+    accb += half_lo(hb.x) * (sum(1) * us) - half_hi(hb.x) * mb;
+  }
+
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8View& xv, float& acca,
                                           float& accb) const {
-    // ggml get_scale_min_k4, four bytes at a time: sc and m of sub-blocks 0-3 and 4-7.
-    const uint32_t sc_lo[2] = {ha.y & 0x3F3F3F3Fu, hb.y & 0x3F3F3F3Fu};
-    const uint32_t sc_hi[2] = {(ha.w & 0x0F0F0F0Fu) | ((ha.y >> 2) & 0x30303030u),
-                               (hb.w & 0x0F0F0F0Fu) | ((hb.y >> 2) & 0x30303030u)};
+    uint32_t sc_lo[2], sc_hi[2];
+    scale_words(sc_lo, sc_hi);
     int T[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
@@ -671,20 +697,7 @@ struct Q4kI8Path {
                                qb[p].y & 0xF0F0F0F0u};
       group_i8(T, ahi, xv.frag(sb * 8 + j1, t), sc(0, j1), sc(1, j1));
     }
-    // Minimums: this lane adds sub-blocks t and t + 4 of each row (the quad covers all 8).
-    const uint32_t m_lo[2] = {ha.z & 0x3F3F3F3Fu, hb.z & 0x3F3F3F3Fu};
-    const uint32_t m_hi[2] = {((ha.w >> 4) & 0x0F0F0F0Fu) | ((ha.z >> 2) & 0x30303030u),
-                              ((hb.w >> 4) & 0x0F0F0F0Fu) | ((hb.z >> 2) & 0x30303030u)};
-    const unsigned sh = 8u * static_cast<unsigned>(t);
-    const float xa = xv.x16[sb * 16 + 2 * t] + xv.x16[sb * 16 + 2 * t + 1];
-    const float xb = xv.x16[sb * 16 + 8 + 2 * t] + xv.x16[sb * 16 + 8 + 2 * t + 1];
-    const float us = xv.unscale[sb] * 0.0625f;
-    const float ma =
-        static_cast<float>((m_lo[0] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[0] >> sh) & 0xFFu) * xb;
-    const float mb =
-        static_cast<float>((m_lo[1] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[1] >> sh) & 0xFFu) * xb;
-    acca += half_lo(ha.x) * (slices_sum(T, 0) * us) - half_hi(ha.x) * ma;
-    accb += half_lo(hb.x) * (slices_sum(T, 1) * us) - half_hi(hb.x) * mb;
+    finish_sb(sb, t, xv.x16, xv.unscale[sb] * 0.0625f, [&](int r) { return slices_sum(T, r); }, acca, accb);
   }
 };
 
@@ -716,9 +729,14 @@ struct Q2kI8Path {
     db = reinterpret_cast<const uint32_t*>(pb)[20];
   }
 
-  __device__ __forceinline__ void compute(int64_t sb, int t, const I8View& xv, float& acca,
-                                          float& accb) const {
-    int T[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
+  // The super-block's eight fields (half n, field j): mma(a, 4n + j, sca, scb) runs the
+  // field's mmas on its A words (rows a, b) with the sub-block scales of this lane's columns
+  // (integers, fields in place: times 4^(3 - j)); then acc += d (S_r us) - dmin m_r, S_r =
+  // sum(r) the row's slice sum, us = unscale() (read after the loop, as before this was shared).
+  // Minimums: the even lane of each pair adds its sub-block's.
+  template <class Mma, class Unscale, class Sum>
+  __device__ __forceinline__ void fields(int64_t sb, int t, const float* x16, Mma mma, Unscale unscale, Sum sum,
+                                         float& acca, float& accb) const {
     float ma = 0.0f, mb = 0.0f;
     const int half = t >> 1;
     const float own = (t & 1) ? 0.0f : 1.0f;  // the even lane of a pair adds the minimum
@@ -731,16 +749,24 @@ struct Q2kI8Path {
         // Scale byte 8n + 2j + half: word 2n + j / 2, byte 2 (j % 2) + half.
         const unsigned sh = 8u * static_cast<unsigned>(2 * (j & 1) + half);
         const uint32_t ba = (sa[2 * n + (j >> 1)] >> sh) & 0xFFu, bb = (sb4[2 * n + (j >> 1)] >> sh) & 0xFFu;
-        group_i8(T, a, xv.frag(sb * 8 + 4 * n + j, t), static_cast<int>(ba & 0x0Fu) << (2 * (3 - j)),
-                 static_cast<int>(bb & 0x0Fu) << (2 * (3 - j)));
-        const float xs = own * xv.x16[sb * 16 + 8 * n + 2 * j + half];
+        mma(a, 4 * n + j, static_cast<int>(ba & 0x0Fu) << (2 * (3 - j)), static_cast<int>(bb & 0x0Fu) << (2 * (3 - j)));
+        const float xs = own * x16[sb * 16 + 8 * n + 2 * j + half];
         ma += static_cast<float>(ba >> 4) * xs;
         mb += static_cast<float>(bb >> 4) * xs;
       }
     }
-    const float us = xv.unscale[sb] * 0.015625f;
-    acca += half_lo(da) * (slices_sum(T, 0) * us) - half_hi(da) * ma;
-    accb += half_lo(db) * (slices_sum(T, 1) * us) - half_hi(db) * mb;
+    const float us = unscale();
+    acca += half_lo(da) * (sum(0) * us) - half_hi(da) * ma;
+    accb += half_lo(db) * (sum(1) * us) - half_hi(db) * mb;
+  }
+
+  __device__ __forceinline__ void compute(int64_t sb, int t, const I8View& xv, float& acca,
+                                          float& accb) const {
+    int T[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
+    fields(
+        sb, t, xv.x16,
+        [&](const uint32_t(&a)[4], int f, int sca, int scb) { group_i8(T, a, xv.frag(sb * 8 + f, t), sca, scb); },
+        [&] { return xv.unscale[sb] * 0.015625f; }, [&](int r) { return slices_sum(T, r); }, acca, accb);
   }
 };
 
@@ -798,9 +824,8 @@ __device__ __forceinline__ float col_sum(const int (&T)[2][2], int r) {
 struct Q4kColPath : Q4kI8Path {
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
                                           float& accb) const {
-    const uint32_t sc_lo[2] = {ha.y & 0x3F3F3F3Fu, hb.y & 0x3F3F3F3Fu};
-    const uint32_t sc_hi[2] = {(ha.w & 0x0F0F0F0Fu) | ((ha.y >> 2) & 0x30303030u),
-                               (hb.w & 0x0F0F0F0Fu) | ((hb.y >> 2) & 0x30303030u)};
+    uint32_t sc_lo[2], sc_hi[2];
+    scale_words(sc_lo, sc_hi);
     const int hs = t >> 1;                                   // this lane's sub-block: 2p + hs
     const unsigned f = hs ? 0u : 4u;                         // low nibbles: scale x 16 (F = 16)
     int T[2][2] = {{0, 0}, {0, 0}};
@@ -817,20 +842,8 @@ struct Q4kColPath : Q4kI8Path {
         col_i8(T, a, xv.low ? w : 0u, xv.low ? 0u : w, sca, scb);
       }
     }
-    // Minimums: as in the diagonal layout (sub-blocks t and t + 4 of each row).
-    const uint32_t m_lo[2] = {ha.z & 0x3F3F3F3Fu, hb.z & 0x3F3F3F3Fu};
-    const uint32_t m_hi[2] = {((ha.w >> 4) & 0x0F0F0F0Fu) | ((ha.z >> 2) & 0x30303030u),
-                              ((hb.w >> 4) & 0x0F0F0F0Fu) | ((hb.z >> 2) & 0x30303030u)};
-    const unsigned sh = 8u * static_cast<unsigned>(t);
-    const float xa = xv.x16[sb * 16 + 2 * t] + xv.x16[sb * 16 + 2 * t + 1];
-    const float xb = xv.x16[sb * 16 + 8 + 2 * t] + xv.x16[sb * 16 + 8 + 2 * t + 1];
-    const float us = xv.unscale[sb] * 0.0625f * xv.slice2;
-    const float ma =
-        static_cast<float>((m_lo[0] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[0] >> sh) & 0xFFu) * xb;
-    const float mb =
-        static_cast<float>((m_lo[1] >> sh) & 0xFFu) * xa + static_cast<float>((m_hi[1] >> sh) & 0xFFu) * xb;
-    acca += half_lo(ha.x) * (col_sum(T, 0) * us) - half_hi(ha.x) * ma;
-    accb += half_lo(hb.x) * (col_sum(T, 1) * us) - half_hi(hb.x) * mb;
+    finish_sb(sb, t, xv.x16, xv.unscale[sb] * 0.0625f * xv.slice2, [&](int r) { return col_sum(T, r); }, acca,
+              accb);
   }
 };
 
@@ -838,28 +851,13 @@ struct Q2kColPath : Q2kI8Path {
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
                                           float& accb) const {
     int T[2][2] = {{0, 0}, {0, 0}};
-    float ma = 0.0f, mb = 0.0f;
-    const int half = t >> 1;
-    const float own = (t & 1) ? 0.0f : 1.0f;  // the even lane of a pair adds the minimum
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t m = 0x03030303u << (2 * j);
-        const uint32_t a[4] = {qa[n].x & m, qb[n].x & m, qa[n].y & m, qb[n].y & m};
-        const unsigned sh = 8u * static_cast<unsigned>(2 * (j & 1) + half);
-        const uint32_t ba = (sa[2 * n + (j >> 1)] >> sh) & 0xFFu, bb = (sb4[2 * n + (j >> 1)] >> sh) & 0xFFu;
-        const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
-        col_i8(T, a, bw.x, bw.y, static_cast<int>(ba & 0x0Fu) << (2 * (3 - j)),
-               static_cast<int>(bb & 0x0Fu) << (2 * (3 - j)));
-        const float xs = own * xv.x16[sb * 16 + 8 * n + 2 * j + half];
-        ma += static_cast<float>(ba >> 4) * xs;
-        mb += static_cast<float>(bb >> 4) * xs;
-      }
-    }
-    const float us = xv.unscale[sb] * 0.015625f * xv.slice2;
-    acca += half_lo(da) * (col_sum(T, 0) * us) - half_hi(da) * ma;
-    accb += half_lo(db) * (col_sum(T, 1) * us) - half_hi(db) * mb;
+    fields(
+        sb, t, xv.x16,
+        [&](const uint32_t(&a)[4], int f, int sca, int scb) {
+          const uint2 bw = xv.pair_of(sb * 8 + f);
+          col_i8(T, a, bw.x, bw.y, sca, scb);
+        },
+        [&] { return xv.unscale[sb] * 0.015625f * xv.slice2; }, [&](int r) { return col_sum(T, r); }, acca, accb);
   }
 };
 
