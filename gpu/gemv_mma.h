@@ -12,13 +12,15 @@
 // spans two granules, so S_b is unscaled per granule), so x keeps 22 significant bits and
 // cannot overflow f16. Products are exact; the only rounding beyond the CPU's is the F32
 // accumulation order and the 2^-22 relative truncation of x: |gpu - exact| stays within
-// gpu_ops_test's 1e-6 * sum |w x| (1.8e-7 seen on the H200). That is the f16 path (MXFP4).
-// Q4_K and Q2_K take the integer path: x * 2^s (one scale per 256 elements, max |x| 2^s in
+// gpu_ops_test's 1e-6 * sum |w x| (1.8e-7 seen on the H200). That is the f16 path (MXFP4
+// expert launches). Q4_K, Q2_K and single MXFP4 matrices take the integer path: x * 2^s (one scale per 256 elements, max |x| 2^s in
 // [32, 64)) cut into four signed 7-bit slices, S_b exact in s32 per slice (mma.sync m16n8k32,
 // u8 quants x s8 slices, the slices in B's columns: one mma gives 16 rows' sums of two
 // k-halves for all four slices), the small integer sub-block scales applied in s32, one F32
 // conversion per slice pair and super-block; x is kept to 2^-27 of the super-block's largest
-// |x| (kernels_gemv_mma.cu, "The integer path" and "The column layout").
+// |x| (kernels_gemv_mma.cu, "The integer path" and "The column layout"; MXFP4's values enter
+// as u8 value + 12, the offset taken off in s32 with per-block sums of the slices, and the
+// E8M0 scale applied in F32 per block).
 //
 // Which pair takes this path depends only on the group's own pair count, never on how groups
 // are batched into launches, so the pack path and the GGUF path (which batch experts
@@ -46,19 +48,21 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0);
 void gemv_mma(const GemvBatch& b, cudaStream_t s);
 
 // Benchmarks and tests only (bench_cuda_backend's side-by-side). 0 = the default, per type
-// (kernels_gemv_mma.cu says which: Q4_K / Q2_K the integer rings in the column layout with at
-// most each SM's share of the grid's blocks on an SM; MXFP4 the f16 rings). 1 = the register
-// layout: one super-block loaded ahead in registers, x as f16 halves (Q4_K, Q2_K; MXFP4 takes
-// 0); 2 = the ring layout (each warp's 16-row tile streamed through a 4-stage cp.async ring in
-// shared memory), x as f16 halves; 3 = rings with the integer path in the diagonal layout
-// (Q4_K, Q2_K: each lane's own k values' sums, two mmas per 32 quants; MXFP4 as 2); 4 = 3 with
-// two warps a tile; 5 = 3 with four warps a tile; 8 = the default's column layout without the
-// cap on blocks per SM; 9 = the column layout with at most 2 blocks an SM; 10 = 3 with the
-// default's cap. Expert launches (grp_off) use 64 rows per block; a single matrix 16 rows per
-// block, each row split over the block's 4 warps. -1 = no tensor cores (kernels_gemv.cu's F32
-// kernels for every type); 6, 7 = diagnosis of Q4_K's diagonal integer rings (copies only,
-// arithmetic only: wrong sums). Process-wide; a run must not mix variants (their sums differ in
-// rounding). Throws Error outside -1..10.
+// (kernels_gemv_mma.cu says which: Q4_K / Q2_K the integer rings in the column layout, at most
+// 2 blocks an SM when the grid has at most 4 blocks per SM; MXFP4 the f16 rings for expert
+// launches and the integer column layout for single matrices). 1 = the register layout: one
+// super-block loaded ahead in registers, x as f16 halves (Q4_K, Q2_K; MXFP4 takes 0); 2 = the
+// ring layout (each warp's 16-row tile streamed through a 4-stage cp.async ring in shared
+// memory), x as f16 halves; 3 = rings with the integer path in the diagonal layout (Q4_K,
+// Q2_K: each lane's own k values' sums, two mmas per 32 quants; MXFP4 as 2); 4 = 3 with two
+// warps a tile; 5 = 3 with four warps a tile; 8 = the integer column layout (all three types)
+// without the cap on blocks per SM; 9 = the same with at most 2 blocks an SM; 10 = 3 with the
+// default's cap; 11 = the integer column layout with the default's cap (MXFP4's expert launches
+// too). Expert launches (grp_off) use 64 rows per block; a single matrix 16 rows per block,
+// each row split over the block's 4 warps. -1 = no tensor cores (kernels_gemv.cu's F32 kernels
+// for every type); 6, 7 = diagnosis of Q4_K's diagonal integer rings (copies only, arithmetic
+// only: wrong sums). Process-wide; a run must not mix variants (their sums differ in
+// rounding). Throws Error outside -1..11.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares
