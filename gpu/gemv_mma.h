@@ -13,11 +13,11 @@
 // cannot overflow f16. Products are exact; the only rounding beyond the CPU's is the F32
 // accumulation order and the 2^-22 relative truncation of x: |gpu - exact| stays within
 // gpu_ops_test's 1e-6 * sum |w x| (1.8e-7 seen on the H200). That is the f16 path (MXFP4
-// expert launches). Q4_K, Q2_K and single MXFP4 matrices take the integer path: x * 2^s (one scale per 256 elements, max |x| 2^s in
-// [32, 64)) cut into four signed 7-bit slices, S_b exact in s32 per slice (mma.sync m16n8k32,
-// u8 quants x s8 slices, the slices in B's columns: one mma gives 16 rows' sums of two
-// k-halves for all four slices), the small integer sub-block scales applied in s32, one F32
-// conversion per slice pair and super-block; x is kept to 2^-27 of the super-block's largest
+// expert launches). Q4_K, Q2_K and single MXFP4 matrices take the integer path: x * 2^s (one
+// scale per 256 elements, max |x| 2^s in [32, 64)) cut into four signed 7-bit slices, S_b
+// exact in s32 per slice (mma.sync m16n8k32, u8 quants x s8 slices, the slices in B's
+// columns: one mma gives 16 rows' sums of two k-halves for all four slices), the small
+// integer sub-block scales applied in s32, one F32 conversion per slice pair and super-block; x is kept to 2^-27 of the super-block's largest
 // |x| (kernels_gemv_mma.cu, "The integer path" and "The column layout"; MXFP4's values enter
 // as u8 value + 12, the offset taken off in s32 with per-block sums of the slices, and the
 // E8M0 scale applied in F32 per block).
@@ -38,9 +38,9 @@ namespace moepack::gpu::detail {
 // True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K and MXFP4
 // with ne0 a multiple of 256 (false for every type after set_gemv_mma_variant(-1)). Weight
 // matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256); 8-aligned is the
-// fast case. The activations' fragments take 4.5 bytes per element and
-// group, in the block's shared memory or, for rows too long for it, in scratch
-// (cudaMallocAsync on the launch's stream, freed after the launch).
+// fast case. The activations' fragments take 4.27 (Q4_K, Q2_K) or 4.52 (f16 halves, MXFP4's
+// integer layout) bytes per element and group, in the block's shared memory or, for rows too
+// long for it, in scratch (cudaMallocAsync on the launch's stream, freed after the launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
 
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair

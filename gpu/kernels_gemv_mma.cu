@@ -13,8 +13,9 @@
 // Register layout (gemv_mma_kernel, variant 1 only): one super-block loaded ahead in
 // registers from global memory.
 //
-// Arithmetic: the f16 path (below; MXFP4, and the register layout) or the integer path
-// (Q4_K / Q2_K; "The integer path" and "The column layout" further down).
+// Arithmetic: the f16 path (below; MXFP4 expert launches, and the register layout) or the
+// integer path (Q4_K / Q2_K, single MXFP4 matrices; "The integer path" and "The column layout"
+// further down).
 //
 // x fragments of the f16 path. Per 16-element granule of x, one power-of-two scale 2^s
 // (max |x| * 2^s in [2^14, 2^15)), the mma B fragments of x * 2^s as two f16 halves (per 4
@@ -241,7 +242,8 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
 
 // The arithmetic a launch takes (gemv_mma.h): f16 halves of x (MXFP4, the register layout),
 // the integer path with the diagonal B fragments (variant 3), the integer path with x's slices
-// in B's columns (the default for Q4_K / Q2_K expert launches; "The column layout" below).
+// in B's columns (the default for Q4_K / Q2_K, and single MXFP4 matrices; "The column layout"
+// below).
 enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2 };
 
 template <GgmlType T, int P>
@@ -498,9 +500,9 @@ __host__ __device__ constexpr int64_t frag_stride_mx(int64_t ne0) {
 // nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4; for
 // kMxColumns elements 32 (L / 4) + 4 (L % 4) + {0..3, 16..19}).
 // No barrier: the caller synchronises before reading them.
-template <int L>
+template <int LAYOUT>
 __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps) {
-  constexpr bool kMx = L == kMxColumns;
+  constexpr bool kMx = LAYOUT == kMxColumns;
   uint4* xf = reinterpret_cast<uint4*>(base);
   float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
   float* unscale = kMx ? reinterpret_cast<float*>(base + ne0 * 4 + ne0 / 2) : x16 + ne0 / 16;
@@ -557,20 +559,21 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       w[q][0] = pack_s8(sl[q][0], sl[q][1], sl[q][2], sl[q][3]);
       w[q][1] = pack_s8(sl[q][4], sl[q][5], sl[q][6], sl[q][7]);
     }
-    if constexpr (L == kDiagWords) {
+    if constexpr (LAYOUT == kDiagWords) {
       const int64_t slot = ((k * 8 + lane / 4) * 4 + lane % 4) * 2;
       xf[slot] = make_uint4(w[0][0], w[0][1], w[2][0], w[2][1]);
       xf[slot + 1] = make_uint4(w[1][0], w[1][1], w[3][0], w[3][1]);
-    } else if constexpr (L == kQ4kColumns) {
+    } else if constexpr (LAYOUT == kQ4kColumns) {
       // Elements 8L + 4m + i: group p = L / 8, half h = L % 8 / 4, t = L % 4; word 16 h + 4 s +
       // t of unit 2p + m.
-      uint32_t* xw = reinterpret_cast<uint32_t*>(base) + k * 256 + (lane / 8) * 64 + (lane % 8 / 4) * 16 + lane % 4;
+      uint32_t* xw =
+          reinterpret_cast<uint32_t*>(base) + k * 256 + (lane / 8) * 64 + (lane % 8 / 4) * 16 + lane % 4;
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
 #pragma unroll
         for (int q = 0; q < 4; ++q) xw[m * 32 + 4 * q] = w[q][m];
       }
-    } else if constexpr (L == kQ2kColumns) {
+    } else if constexpr (LAYOUT == kQ2kColumns) {
       // Elements 8L..8L+7: unit c = L / 4, t = L % 4; pair 4 s + t of the unit.
       uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
 #pragma unroll
@@ -735,8 +738,8 @@ struct Q2kI8Path {
   // sum(r) the row's slice sum, us = unscale() (read after the loop, as before this was shared).
   // Minimums: the even lane of each pair adds its sub-block's.
   template <class Mma, class Unscale, class Sum>
-  __device__ __forceinline__ void fields(int64_t sb, int t, const float* x16, Mma mma, Unscale unscale, Sum sum,
-                                         float& acca, float& accb) const {
+  __device__ __forceinline__ void fields(int64_t sb, int t, const float* x16, Mma mma, Unscale unscale,
+                                         Sum sum, float& acca, float& accb) const {
     float ma = 0.0f, mb = 0.0f;
     const int half = t >> 1;
     const float own = (t & 1) ? 0.0f : 1.0f;  // the even lane of a pair adds the minimum
@@ -749,7 +752,8 @@ struct Q2kI8Path {
         // Scale byte 8n + 2j + half: word 2n + j / 2, byte 2 (j % 2) + half.
         const unsigned sh = 8u * static_cast<unsigned>(2 * (j & 1) + half);
         const uint32_t ba = (sa[2 * n + (j >> 1)] >> sh) & 0xFFu, bb = (sb4[2 * n + (j >> 1)] >> sh) & 0xFFu;
-        mma(a, 4 * n + j, static_cast<int>(ba & 0x0Fu) << (2 * (3 - j)), static_cast<int>(bb & 0x0Fu) << (2 * (3 - j)));
+        mma(a, 4 * n + j, static_cast<int>(ba & 0x0Fu) << (2 * (3 - j)),
+            static_cast<int>(bb & 0x0Fu) << (2 * (3 - j)));
         const float xs = own * x16[sb * 16 + 8 * n + 2 * j + half];
         ma += static_cast<float>(ba >> 4) * xs;
         mb += static_cast<float>(bb >> 4) * xs;
@@ -765,12 +769,14 @@ struct Q2kI8Path {
     int T[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
     fields(
         sb, t, xv.x16,
-        [&](const uint32_t(&a)[4], int f, int sca, int scb) { group_i8(T, a, xv.frag(sb * 8 + f, t), sca, scb); },
+        [&](const uint32_t(&a)[4], int f, int sca, int scb) {
+          group_i8(T, a, xv.frag(sb * 8 + f, t), sca, scb);
+        },
         [&] { return xv.unscale[sb] * 0.015625f; }, [&](int r) { return slices_sum(T, r); }, acca, accb);
   }
 };
 
-// ---- The column layout of the integer path (Q4_K, Q2_K expert launches: the default) ------
+// ---- The column layout of the integer path (the default for Q4_K, Q2_K) --------------------
 //
 // The same slices, sub-block sums and error bound as above; only the mma's operands differ. In
 // the diagonal layout each lane gets back its own k values' sums, so a k32 mma yields 4 useful
@@ -792,8 +798,9 @@ struct Q2kI8Path {
 //   only for t < 2, c >= 4 only for t >= 2. One mma a field (two in the diagonal layout). The
 //   B pair of lane 4g + t is slice g % 4 of elements 8t..8t+7 when (g < 4) == (t < 2), else
 //   zero; stored per mma as 16 pairs (4s + t).
-// A lane's T sums stay below 2^31 as above (one slice pair instead of four slices, the same
-// per-mma bound: 16 elements a column). The quad's lanes are summed at the end as before.
+// A lane's T sums stay below 2^31: a column now sums 16 elements (8 in the diagonal layout),
+// so Q4_K's bound per accumulator doubles to 128 x 15 x 1008 x 64 < 1.3e8 (Q2_K 2.4e7), still
+// far below. The quad's lanes are summed at the end as before.
 struct I8ColView {
   const uint32_t* xw;
   const float* x16;
@@ -810,8 +817,8 @@ struct I8ColView {
 };
 
 // T[slice pair][row] += sc_row * D.
-__device__ __forceinline__ void col_i8(int (&T)[2][2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, int sca,
-                                       int scb) {
+__device__ __forceinline__ void col_i8(int (&T)[2][2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
+                                       int sca, int scb) {
   int d[4];
   mma_i8(d, a, b0, b1);
   T[0][0] += sca * d[0], T[1][0] += sca * d[1], T[0][1] += scb * d[2], T[1][1] += scb * d[3];
@@ -857,7 +864,8 @@ struct Q2kColPath : Q2kI8Path {
           const uint2 bw = xv.pair_of(sb * 8 + f);
           col_i8(T, a, bw.x, bw.y, sca, scb);
         },
-        [&] { return xv.unscale[sb] * 0.015625f * xv.slice2; }, [&](int r) { return col_sum(T, r); }, acca, accb);
+        [&] { return xv.unscale[sb] * 0.015625f * xv.slice2; }, [&](int r) { return col_sum(T, r); }, acca,
+        accb);
   }
 };
 
@@ -896,7 +904,12 @@ __device__ __forceinline__ uint32_t e2m1_u8(uint32_t c) {
 }
 
 struct Mxfp4ColPath : Mxfp4Path {
-  __device__ __forceinline__ void compute(int64_t u, int, const MxColView& xv, float& acca, float& accb) const {
+  __device__ __forceinline__ void compute(int64_t u, int, const MxColView& xv, float& acca,
+                                          float& accb) const {
+    // 2^-s (a power of two, like the E8M0 scale) applied per block before the scale: the
+    // same sums as applying it once at the end, but no inf for scales near E8M0's top (a block
+    // sum of up to 2^15.6 times 2^(e - 128) can overflow F32 from e = 241 on).
+    const float us = xv.unscale[u] * xv.slice2;
     float sa = 0.0f, sb = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -907,12 +920,11 @@ struct Mxfp4ColPath : Mxfp4Path {
       mma_i8(d, a, bw.x, bw.y);
       const int2 x = xv.sums(blk);
       const int o0 = xv.off * x.x, o1 = xv.off * x.y;
-      sa += dea[k] * (static_cast<float>(d[0] - o0) + static_cast<float>(d[1] - o1) * 0x1p-7f);
-      sb += deb[k] * (static_cast<float>(d[2] - o0) + static_cast<float>(d[3] - o1) * 0x1p-7f);
+      sa += dea[k] * ((static_cast<float>(d[0] - o0) + static_cast<float>(d[1] - o1) * 0x1p-7f) * us);
+      sb += deb[k] * ((static_cast<float>(d[2] - o0) + static_cast<float>(d[3] - o1) * 0x1p-7f) * us);
     }
-    const float us = xv.unscale[u] * xv.slice2;
-    acca += sa * us;
-    accb += sb * us;
+    acca += sa;
+    accb += sb;
   }
 };
 
@@ -1250,6 +1262,7 @@ int current_device() {
 struct KernelState {
   bool pdl = false;
   size_t smem = 48 * 1024;
+  size_t static_smem = 0;  // the kernel's own __shared__ bytes
 };
 KernelState& kernel_state(const void* kernel) {
   static std::mutex mu;
@@ -1263,6 +1276,7 @@ KernelState& kernel_state(const void* kernel) {
     MOEPACK_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
     KernelState st;
     st.pdl = fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
+    st.static_smem = fa.sharedSizeBytes;
     it = states.emplace(key, st).first;
   }
   return it->second;
@@ -1316,24 +1330,47 @@ size_t device_smem_optin() {
   return it->second;
 }
 
-// The current device's shared memory per SM and SM count.
-std::pair<size_t, int> device_sm_shape() {
+// The current device's shared memory per SM, the part of it the system keeps per block, and
+// its SM count.
+struct SmShape {
+  size_t smem = 0, reserved = 0;
+  int sms = 0;
+};
+SmShape device_sm_shape() {
   static std::mutex mu;
-  static std::map<int, std::pair<size_t, int>> shapes;
+  static std::map<int, SmShape> shapes;
   const int dev = current_device();
   std::lock_guard<std::mutex> lock(mu);
   auto it = shapes.find(dev);
   if (it == shapes.end()) {
-    int smem = 0, sms = 0;
+    int smem = 0, reserved = 0, sms = 0;
     MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
     MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    it = shapes.emplace(dev, std::make_pair(static_cast<size_t>(smem), sms)).first;
+    it = shapes.emplace(dev, SmShape{static_cast<size_t>(smem), static_cast<size_t>(reserved), sms}).first;
   }
   return it->second;
 }
 
-// Blocks per SM a launch may hold at most: 0 = as many as fit; > 0 that many; -1 = 2 when the
-// grid has at most 4 blocks per SM, else as many as fit. Measured on the H200 (132 SMs, room
+// The dynamic shared memory a launch of `kernel` (`blocks` blocks, `smem` bytes needed) asks for
+// under `cap` (launch_pipe_ug): enough that a (n + 1)-th block does not fit on an SM, counting
+// the system's and the kernel's own shared memory per block; `smem` itself when no cap
+// applies, or when the padding would pass `limit` (a positive cap is then not honoured).
+size_t smem_for_cap(const void* kernel, size_t smem, size_t limit, int64_t blocks, int cap) {
+  if (cap == 0) return smem;
+  const SmShape sh = device_sm_shape();
+  const int64_t n = cap > 0 ? cap : (blocks <= 4 * static_cast<int64_t>(sh.sms) ? 2 : 0);
+  if (n <= 0) return smem;
+  const size_t fixed = sh.reserved + kernel_state(kernel).static_smem;
+  const size_t per_block = sh.smem / static_cast<size_t>(n + 1) + 16;  // (n + 1) of them > smem
+  if (per_block <= fixed || per_block - fixed > limit) return smem;
+  return std::max(smem, per_block - fixed);
+}
+
+// Blocks per SM a launch may hold at most (cap): 0 = as many as fit; > 0 that many where the
+// padding fits a block's limit; -1 = 2 when the grid has at most 4 blocks per SM, else as many
+// as fit. The cap pads the launch's dynamic shared memory (smem_for_cap); where registers
+// already allow no more, the padding only takes L1 from the blocks. Measured on the H200 (132 SMs, room
 // for 3 blocks of the column layout; docs/cuda-backend.md, sixth pass): 256 and 512 blocks of
 // long rows ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third block, or
 // a last round, that the launch waited for), while 896 blocks ran 1.15x faster at 3.
@@ -1347,22 +1384,16 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   size_t smem = staged ? frag + ring : ring;
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
-  if (cap != 0) {
-    const auto [sm_smem, sms] = device_sm_shape();
-    const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
-    const int64_t n = cap > 0 ? cap : (blocks <= 4 * static_cast<int64_t>(sms) ? 2 : 0);
-    // More than sm_smem / (n + 1) bytes a block (1 KiB of each is the system's) leaves room
-    // for n blocks only; never above what a block may take.
-    const size_t floor_bytes = n > 0 ? sm_smem / static_cast<size_t>(n + 1) + 16 : 0;
-    if (floor_bytes > 1024 && floor_bytes - 1024 <= limit) smem = std::max(smem, floor_bytes - 1024);
-  }
+  const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
   if (staged) {
     const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P>;
+    smem = smem_for_cap(reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
     const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P>;
+    smem = smem_for_cap(reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
@@ -1403,7 +1434,7 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // Grouped launches (experts: many rows) give each tile of 16 rows 4 / RW warps; a single
   // matrix (too few rows to fill the device) splits each row over the block's 4 warps (RW 1).
   // The choice depends on the launch's kind alone, never on how groups are batched
-  // (gemv_mma.h). Variants 1-5 exist for bench_cuda_backend's side-by-side only.
+  // (gemv_mma.h). Variants 1-11 exist for bench_cuda_backend's side-by-side only.
   const bool grouped = b.grp_off != nullptr;
   constexpr bool kQ = T != GgmlType::MXFP4;  // the integer paths cover Q4_K and Q2_K
   constexpr int kInt = kQ ? kI8Diag : kF16;

@@ -301,9 +301,10 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
                          });
 
 // The tensor-core decode paths (gpu/gemv_mma.h), every layout (the benchmark compares them;
-// the default last): a single matrix with long rows (56 super-blocks, rows split over the
+// the default last): single matrices with long rows (56 super-blocks, rows split over the
 // block's warps; on the H200 the f16 ring layout's fragments no longer fit beside its rings
-// and go to scratch, the others stay in shared memory) and a grouped launch of three
+// and go to scratch, the others stay in shared memory; and 72 super-blocks, where every
+// layout's fragments go to scratch) and a grouped launch of three
 // experts with one pair each (fragments in shared memory, 16-row tiles per warp, a partial
 // last tile), with activations far outside f16's range in both directions, an outlier channel
 // 40 times the rest and an all-zero granule; once from aligned weights and once from weights
@@ -317,7 +318,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
     int experts;  // 0: a single matrix (no groups)
   };
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    for (const Shape shape : {Shape{14336, 37, 0}, Shape{4096, 70, 3}}) {
+    for (const Shape shape : {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}}) {
       std::mt19937 rng(5);
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       const int n_mat = std::max(shape.experts, 1);
@@ -395,6 +396,18 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
     for (const int variant : {1, 2, 3, 8, 11, 0}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
+      {  // a single matrix (the launch without groups) with the NaN pair's x
+        DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
+        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
+        b.w = d_w.bytes_ptr() + rb * static_cast<uint64_t>(ne1);
+        b.n_tok = 1;
+        gemv(b, nullptr);
+        const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
+        for (int64_t r = 0; r < ne1; ++r) {
+          EXPECT_TRUE(std::isnan(y1[static_cast<size_t>(r)]))
+              << "single matrix, row " << r << ": " << y1[static_cast<size_t>(r)];
+        }
+      }
       DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
       GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
       b.w = d_w.bytes_ptr();
