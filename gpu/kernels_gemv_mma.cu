@@ -1314,26 +1314,10 @@ void allow_smem(const void* kernel, size_t bytes) {
   st.smem = bytes;
 }
 
-// The current device's per-block shared memory limit with opt-in (227 KiB on sm_90, 99 KiB on
-// sm_120).
-size_t device_smem_optin() {
-  static std::mutex mu;
-  static std::map<int, size_t> limits;
-  const int dev = current_device();
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = limits.find(dev);
-  if (it == limits.end()) {
-    int n = 0;
-    MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    it = limits.emplace(dev, static_cast<size_t>(n)).first;
-  }
-  return it->second;
-}
-
-// The current device's shared memory per SM, the part of it the system keeps per block, and
-// its SM count.
+// The current device's shared memory per SM, the part of it the system keeps per block, a
+// block's limit with opt-in (227 KiB on sm_90, 99 KiB on sm_120), and its SM count.
 struct SmShape {
-  size_t smem = 0, reserved = 0;
+  size_t smem = 0, reserved = 0, optin = 0;
   int sms = 0;
 };
 SmShape device_sm_shape() {
@@ -1343,11 +1327,15 @@ SmShape device_sm_shape() {
   std::lock_guard<std::mutex> lock(mu);
   auto it = shapes.find(dev);
   if (it == shapes.end()) {
-    int smem = 0, reserved = 0, sms = 0;
+    int smem = 0, reserved = 0, optin = 0, sms = 0;
     MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
     MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+    MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    it = shapes.emplace(dev, SmShape{static_cast<size_t>(smem), static_cast<size_t>(reserved), sms}).first;
+    it = shapes
+             .emplace(dev, SmShape{static_cast<size_t>(smem), static_cast<size_t>(reserved),
+                                   static_cast<size_t>(optin), sms})
+             .first;
   }
   return it->second;
 }
@@ -1379,7 +1367,7 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   using S = Sel<T, P>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
-  const size_t limit = std::min<size_t>(kMaxBlockSmem, device_smem_optin() - 1024);
+  const size_t limit = std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024);
   const bool staged = frag + ring <= limit;
   size_t smem = staged ? frag + ring : ring;
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
@@ -1417,7 +1405,7 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
   const size_t frag = static_cast<size_t>(frag_stride(b.ne0));
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
-  if (frag <= std::min<size_t>(kMaxBlockSmem, device_smem_optin() - 1024)) {
+  if (frag <= std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024)) {
     const auto k = gemv_mma_kernel<T, RW, true>;
     allow_smem(reinterpret_cast<const void*>(k), frag);
     launch_kernel(k, grid, frag, s, b, nullptr);
