@@ -1358,8 +1358,8 @@ size_t smem_for_cap(const void* kernel, size_t smem, size_t limit, int64_t block
 // Blocks per SM a launch may hold at most (cap): 0 = as many as fit; > 0 that many where the
 // padding fits a block's limit; -1 = 2 when the grid has at most 4 blocks per SM, else as many
 // as fit. The cap pads the launch's dynamic shared memory (smem_for_cap); where registers
-// already allow no more, the padding only takes L1 from the blocks. Measured on the H200 (132 SMs, room
-// for 3 blocks of the column layout; docs/cuda-backend.md, sixth pass): 256 and 512 blocks of
+// already allow no more, the padding only takes L1 from the blocks. Measured on the H200 (132
+// SMs, room for 3 blocks of the column layout; docs/cuda-backend.md, sixth pass): 256 and 512 blocks of
 // long rows ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third block, or
 // a last round, that the launch waited for), while 896 blocks ran 1.15x faster at 3.
 template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0>
@@ -1392,9 +1392,9 @@ template <GgmlType T, int RW, int P>
 void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
-  if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, RW, 4, 1, 8, P>(b, s, cap);
-  if constexpr (T == GgmlType::MXFP4) return launch_pipe_ug<T, RW, 4, 1, 8, P>(b, s, cap);
-  if constexpr (T == GgmlType::Q2_K) {
+  if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
+    return launch_pipe_ug<T, RW, 4, 1, 8, P>(b, s, cap);
+  } else {
     if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P>(b, s, cap);
     return launch_pipe_ug<T, RW, 4, 1, 4, P>(b, s, cap);
   }
@@ -1424,7 +1424,7 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // The choice depends on the launch's kind alone, never on how groups are batched
   // (gemv_mma.h). Variants 1-11 exist for bench_cuda_backend's side-by-side only.
   const bool grouped = b.grp_off != nullptr;
-  constexpr bool kQ = T != GgmlType::MXFP4;  // the integer paths cover Q4_K and Q2_K
+  constexpr bool kQ = T != GgmlType::MXFP4;  // the diagonal integer path covers Q4_K and Q2_K
   constexpr int kInt = kQ ? kI8Diag : kF16;
   switch (v) {
     case 1:
@@ -1460,11 +1460,9 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // layout, at most 2 blocks an SM for grids of at most 4 blocks per SM (launch_pipe_ug).
   // MXFP4: expert launches the f16 rings (0.33-0.35 of D2D in the column layout against
   // 0.32-0.36), single matrices the column layout (0.19 against 0.16 at 4096 x 4096).
-  if constexpr (T == GgmlType::MXFP4) {
-    return grouped ? launch_pipe<T, 4, kF16>(b, s) : launch_pipe<T, 1, kI8Col>(b, s, -1);
-  } else {
-    return grouped ? launch_pipe<T, 4, kI8Col>(b, s, -1) : launch_pipe<T, 1, kI8Col>(b, s, -1);
-  }
+  if (!grouped) return launch_pipe<T, 1, kI8Col>(b, s, -1);
+  if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16>(b, s);
+  return launch_pipe<T, 4, kI8Col>(b, s, -1);
 }
 
 }  // namespace
