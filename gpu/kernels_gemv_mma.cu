@@ -1344,9 +1344,9 @@ SmShape device_sm_shape() {
 // under `cap` (launch_pipe_ug): enough that a (n + 1)-th block does not fit on an SM, counting
 // the system's and the kernel's own shared memory per block; `smem` itself when no cap
 // applies, or when the padding would pass `limit` (a positive cap is then not honoured).
-size_t smem_for_cap(const void* kernel, size_t smem, size_t limit, int64_t blocks, int cap) {
+size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t limit, int64_t blocks,
+                    int cap) {
   if (cap == 0) return smem;
-  const SmShape sh = device_sm_shape();
   const int64_t n = cap > 0 ? cap : (blocks <= 4 * static_cast<int64_t>(sh.sms) ? 2 : 0);
   if (n <= 0) return smem;
   const size_t fixed = sh.reserved + kernel_state(kernel).static_smem;
@@ -1367,7 +1367,8 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   using S = Sel<T, P>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
-  const size_t limit = std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024);
+  const SmShape sh = device_sm_shape();
+  const size_t limit = std::min<size_t>(kMaxBlockSmem, sh.optin - 1024);
   const bool staged = frag + ring <= limit;
   size_t smem = staged ? frag + ring : ring;
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
@@ -1375,13 +1376,13 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
   if (staged) {
     const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P>;
-    smem = smem_for_cap(reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
+    smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
     const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P>;
-    smem = smem_for_cap(reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
+    smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
