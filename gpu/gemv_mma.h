@@ -60,8 +60,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // default's cap; 11 = the integer column layout with the default's cap (MXFP4's expert launches
 // too). Expert launches (grp_off) use 64 rows per block; a single matrix 16 rows per block,
 // each row split over the block's 4 warps. -1 = no tensor cores (kernels_gemv.cu's F32 kernels
-// for every type); 6, 7 = diagnosis of Q4_K's diagonal integer rings (copies only, arithmetic
-// only: wrong sums). Process-wide; a run must not mix variants (their sums differ in
+// for every type); 6, 7 = diagnosis of the default's expert launch of every type (copies
+// only, arithmetic only: wrong sums). Process-wide; a run must not mix variants (their sums differ in
 // rounding). Throws Error outside -1..11.
 void set_gemv_mma_variant(int variant);
 

@@ -1401,6 +1401,20 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   }
 }
 
+// The default's expert launch (launch_type) with DIAG 1 (copies only) or 2 (arithmetic only):
+// the same stages, copy sizes, layout and cap; only for bench_cuda_backend's diagnosis.
+template <GgmlType T, int DIAG>
+void launch_diag(const GemvBatch& b, cudaStream_t s) {
+  if constexpr (T == GgmlType::MXFP4) {
+    return launch_pipe_ug<T, 4, 4, 1, 8, kF16, DIAG>(b, s);
+  } else if constexpr (T == GgmlType::Q4_K) {
+    return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
+  } else {
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 4, 2, 8, kI8Col, DIAG>(b, s, -1);
+    return launch_pipe_ug<T, 4, 4, 1, 4, kI8Col, DIAG>(b, s, -1);
+  }
+}
+
 template <GgmlType T, int RW>
 void launch_old(const GemvBatch& b, cudaStream_t s) {
   const size_t frag = static_cast<size_t>(frag_stride(b.ne0));
@@ -1439,12 +1453,10 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return grouped ? launch_pipe<T, 2, kInt>(b, s) : launch_pipe<T, 1, kInt>(b, s);
     case 5:
       return launch_pipe<T, 1, kInt>(b, s);
-    case 6:  // diagnosis: Q4_K's integer rings, copies only / arithmetic only (wrong sums)
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 8, kI8Diag, 1>(b, s);
-      break;
-    case 7:
-      if constexpr (T == GgmlType::Q4_K) return launch_pipe_ug<T, 4, 4, 1, 8, kI8Diag, 2>(b, s);
-      break;
+    case 6:  // diagnosis of the default's expert launch: copies only (wrong sums)
+      return launch_diag<T, 1>(b, s);
+    case 7:  // ... the arithmetic only, on whatever the rings hold (wrong sums)
+      return launch_diag<T, 2>(b, s);
     case 8:  // the default's column layout without the cap on blocks per SM
       return grouped ? launch_pipe<T, 4, kI8Col>(b, s) : launch_pipe<T, 1, kI8Col>(b, s);
     case 9:  // the column layout, at most 2 blocks an SM

@@ -14,6 +14,8 @@
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N]
+//        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
+//        ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -233,9 +235,17 @@ int main(int argc, char** argv) {
   std::string model =
       std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
   int prefill = 128, decode = 64;
+  struct OneGemv {
+    std::string type;
+    int rows = 0, cols = 0, experts = 0, variant = 0;
+  } one;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--prefill" && i + 1 < argc) {
+    if (a == "--gemv" && i + 5 < argc) {
+      one = {argv[i + 1], std::stoi(argv[i + 2]), std::stoi(argv[i + 3]), std::stoi(argv[i + 4]),
+             std::stoi(argv[i + 5])};
+      i += 5;
+    } else if (a == "--prefill" && i + 1 < argc) {
       prefill = std::stoi(argv[++i]);
     } else if (a == "--decode" && i + 1 < argc) {
       decode = std::stoi(argv[++i]);
@@ -255,6 +265,19 @@ int main(int argc, char** argv) {
     const double d2d = d2d_bandwidth();
     out["d2d_copy_bytes_per_s"] = d2d;
     const WeightPool pool(size_t{4} << 30);  // 2048 x 7168 Q8_0 x 8 experts x 32 copies
+    if (one.rows > 0) {  // --gemv: one launch shape and its read ceiling only (for a profiler)
+      const auto t = ggml_type_from_name(one.type);
+      if (!t) throw Error("--gemv: unknown type '" + one.type + "'");
+      gpu::detail::set_gemv_mma_variant(one.variant);
+      auto g = bench_gemv(pool, *t, one.rows, one.cols, d2d, one.experts);
+      g["mma_variant"] = one.variant;
+      out["gemv"].push_back(g);
+      const uint64_t bytes = *ggml_row_bytes(*t, static_cast<uint64_t>(one.cols)) *
+                             static_cast<uint64_t>(one.rows) * static_cast<uint64_t>(one.experts);
+      out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
     // Expert shapes of the targets: DeepSeek-V4-Flash gate/up (2048 x 4096) and down
     // (4096 x 2048), DeepSeek-V3 / Kimi gate/up (2048 x 7168) and down (7168 x 2048).
     const std::tuple<int, int, int> shapes[] = {
@@ -278,14 +301,16 @@ int main(int argc, char** argv) {
     for (const uint64_t bytes : {22020096ull, 35651584ull, 37748736ull, 66060288ull, 75497472ull, 150994944ull}) {
       out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
     }
-    // Diagnosis of Q4_K's integer ring layout (gemv_mma.h variants 6, 7: copies only, arithmetic
-    // only; their sums are wrong), beside the full kernel (variant 3).
-    for (const int v : {3, 6, 7}) {
+    // Diagnosis of the default expert launches (gemv_mma.h variants 6, 7: copies only,
+    // arithmetic only; their sums are wrong), beside the full kernel (variant 0).
+    for (const int v : {0, 6, 7}) {
       gpu::detail::set_gemv_mma_variant(v);
-      for (const auto& [rows, cols] : {std::pair{16, 4096}, {2048, 4096}, {2048, 7168}}) {
-        auto g = bench_gemv(pool, GgmlType::Q4_K, rows, cols, d2d);
-        g["mma_variant"] = v;
-        out["gemv_diagnosis"].push_back(g);
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+        for (const auto& [rows, cols] : {std::pair{16, 4096}, {2048, 4096}, {2048, 7168}}) {
+          auto g = bench_gemv(pool, t, rows, cols, d2d);
+          g["mma_variant"] = v;
+          out["gemv_diagnosis"].push_back(g);
+        }
       }
     }
     gpu::detail::set_gemv_mma_variant(0);
