@@ -6,6 +6,7 @@
 # MOEPACK_PROFILE_CONFIGS: ";"-separated "TYPE ROWS COLS EXPERTS VARIANT" (default below).
 set -u
 out="${OUT:?OUT must be set}"
+source .device-deps/use-deps.sh
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$ncu" ] || { echo "no ncu on this machine"; exit 0; }
 bench=./build-gpu/tests/gpu/bench_cuda_backend
