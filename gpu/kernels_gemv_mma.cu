@@ -171,50 +171,65 @@ constexpr int kPrepThreads = 256;
 
 __host__ __device__ constexpr int64_t frag_stride(int64_t ne0) { return ne0 * 4 + ne0 / 2; }
 
-// The fragments of x (ne0 floats) into `base`, granule k by thread k mod nthreads of the block.
-// No barrier: the caller synchronises before reading them.
+// The fragments of x (ne0 floats) into `base`, granule k by thread k mod nthreads of the block;
+// a thread loads the x of up to kBatch of its granules before it converts any (their latencies
+// overlap). No barrier: the caller synchronises before reading them.
 __device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
+  constexpr int kBatch = 2;
   uint4* xf = reinterpret_cast<uint4*>(base);
   float2* xs = reinterpret_cast<float2*>(base + ne0 * 4);
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
-  for (int64_t k = threadIdx.x; k < ne0 / 16; k += nthreads) {
-    float v[16];
-    if (vec) {
+  for (int64_t k0 = threadIdx.x; k0 < ne0 / 16; k0 += kBatch * nthreads) {
+    float vb[kBatch][16];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float4 q = __ldg(reinterpret_cast<const float4*>(x + 16 * k) + i);
-        v[4 * i] = q.x;
-        v[4 * i + 1] = q.y;
-        v[4 * i + 2] = q.z;
-        v[4 * i + 3] = q.w;
+    for (int bi = 0; bi < kBatch; ++bi) {
+      const int64_t k = k0 + bi * nthreads;
+      if (k >= ne0 / 16) {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) vb[bi][i] = 0.0f;
+      } else if (vec) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float4 q = __ldg(reinterpret_cast<const float4*>(x + 16 * k) + i);
+          vb[bi][4 * i] = q.x;
+          vb[bi][4 * i + 1] = q.y;
+          vb[bi][4 * i + 2] = q.z;
+          vb[bi][4 * i + 3] = q.w;
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) vb[bi][i] = __ldg(x + 16 * k + i);
       }
-    } else {
-#pragma unroll
-      for (int i = 0; i < 16; ++i) v[i] = __ldg(x + 16 * k + i);
     }
-    float mx = 0.0f, sum = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      mx = fmaxf(mx, fabsf(v[i]));
-      sum += v[i];  // element order
-    }
-    // 2^s with max |x| * 2^s in [2^14, 2^15): mx in [2^(E-127), 2^(E-126)) for its biased
-    // exponent E, so s = 141 - E, clamped to +-126 so that 2^s and 2^-s are normal floats. Every
-    // finite x is in range (E = 254 gives s = -113); zero and subnormal granules get 2^126 (their
-    // products stay far below f16's range); inf and NaN stay what they are (inf - inf in x_lo
-    // makes an inf granule's sums NaN where the CPU's are +-inf).
-    const int s = min(max(141 - static_cast<int>((__float_as_uint(mx) >> 23) & 0xFFu), -126), 126);
-    const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
-    xs[k] = make_float2(sum, __uint_as_float(static_cast<uint32_t>(127 - s) << 23));
+    for (int bi = 0; bi < kBatch; ++bi) {
+      const int64_t k = k0 + bi * nthreads;
+      if (k >= ne0 / 16) break;
+      const float(&v)[16] = vb[bi];
+      float mx = 0.0f, sum = 0.0f;
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      // e0..e3 = v[4q..4q+3] * 2^s (exact); pairs {e0, e2}, {e1, e3} as the B fragments.
-      const float e0 = v[4 * q] * sc, e1 = v[4 * q + 1] * sc, e2 = v[4 * q + 2] * sc, e3 = v[4 * q + 3] * sc;
-      const __half2 h02 = __floats2half2_rn(e0, e2), h13 = __floats2half2_rn(e1, e3);
-      const float2 f02 = __half22float2(h02), f13 = __half22float2(h13);
-      const __half2 l02 = __floats2half2_rn(e0 - f02.x, e2 - f02.y),
-                    l13 = __floats2half2_rn(e1 - f13.x, e3 - f13.y);
-      xf[4 * k + q] = make_uint4(h2_bits(h02), h2_bits(h13), h2_bits(l02), h2_bits(l13));
+      for (int i = 0; i < 16; ++i) {
+        mx = fmaxf(mx, fabsf(v[i]));
+        sum += v[i];  // element order
+      }
+      // 2^s with max |x| * 2^s in [2^14, 2^15): mx in [2^(E-127), 2^(E-126)) for its biased
+      // exponent E, so s = 141 - E, clamped to +-126 so that 2^s and 2^-s are normal floats. Every
+      // finite x is in range (E = 254 gives s = -113); zero and subnormal granules get 2^126 (their
+      // products stay far below f16's range); inf and NaN stay what they are (inf - inf in x_lo
+      // makes an inf granule's sums NaN where the CPU's are +-inf).
+      const int s = min(max(141 - static_cast<int>((__float_as_uint(mx) >> 23) & 0xFFu), -126), 126);
+      const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
+      xs[k] = make_float2(sum, __uint_as_float(static_cast<uint32_t>(127 - s) << 23));
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        // e0..e3 = v[4q..4q+3] * 2^s (exact); pairs {e0, e2}, {e1, e3} as the B fragments.
+        const float e0 = v[4 * q] * sc, e1 = v[4 * q + 1] * sc, e2 = v[4 * q + 2] * sc, e3 = v[4 * q + 3] * sc;
+        const __half2 h02 = __floats2half2_rn(e0, e2), h13 = __floats2half2_rn(e1, e3);
+        const float2 f02 = __half22float2(h02), f13 = __half22float2(h13);
+        const __half2 l02 = __floats2half2_rn(e0 - f02.x, e2 - f02.y),
+                      l13 = __floats2half2_rn(e1 - f13.x, e3 - f13.y);
+        xf[4 * k + q] = make_uint4(h2_bits(h02), h2_bits(h13), h2_bits(l02), h2_bits(l13));
+      }
     }
   }
 }
@@ -478,13 +493,6 @@ __host__ __device__ constexpr int64_t frag_stride_i8(int64_t ne0) {
   return (ne0 * 4 + ne0 / 4 + ne0 / 64 + 15) / 16 * 16;  // 16-aligned: uint4 loads, and the rings after it
 }
 
-__device__ __forceinline__ uint32_t pack_s8(float a, float b, float c, float d) {
-  return (static_cast<uint32_t>(__float2int_rn(a)) & 0xFFu) |
-         ((static_cast<uint32_t>(__float2int_rn(b)) & 0xFFu) << 8) |
-         ((static_cast<uint32_t>(__float2int_rn(c)) & 0xFFu) << 16) |
-         (static_cast<uint32_t>(__float2int_rn(d)) << 24);
-}
-
 // Where x_fragments_i8 puts the slices' words (the sums after them are the same for all but
 // MXFP4's): the diagonal layout above, or the column layout of Q4_K, Q2_K or MXFP4 ("The
 // column layout" below).
@@ -496,103 +504,137 @@ __host__ __device__ constexpr int64_t frag_stride_mx(int64_t ne0) {
   return (ne0 * 4 + ne0 / 2 + ne0 / 64 + 15) / 16 * 16;
 }
 
+// Rounding to an integer without FRND / F2I (quarter-rate on the SMs, and 16 of them per
+// element made the preparation below a third of the GEMV's time on the H200): for |y| <= 2^22,
+// y + 1.5 2^23 rounds y to the nearest integer n (ties to even, as rintf: F32's ulp there is
+// 1), the sum's bits are 0x4B400000 + n, so its low byte is n's two's complement low byte, and
+// the sum minus 1.5 2^23 is n exactly. (No fast-math here: the compiler keeps both additions.)
+constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23
+constexpr uint32_t kRoundMagicBits = 0x4B400000u;
+
+// The low bytes of four such sums as one s8x4 word (byte i from r_i).
+__device__ __forceinline__ uint32_t low_bytes(uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  return __byte_perm(__byte_perm(r0, r1, 0x0040), __byte_perm(r2, r3, 0x0040), 0x5410);
+}
+
 // The fragments of x (ne0 floats, a multiple of 256) into `base`: super-block k by warp k mod
 // nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4; for
-// kMxColumns elements 32 (L / 4) + 4 (L % 4) + {0..3, 16..19}).
+// kMxColumns elements 32 (L / 4) + 4 (L % 4) + {0..3, 16..19}). A warp loads the x of up to
+// kBatch of its super-blocks before it slices any, so their latencies overlap (the loads queue
+// behind the rings' first copies, which the GEMV issues before this).
 // No barrier: the caller synchronises before reading them.
 template <int LAYOUT>
 __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps) {
   constexpr bool kMx = LAYOUT == kMxColumns;
+  constexpr int kBatch = 4;
   uint4* xf = reinterpret_cast<uint4*>(base);
   float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
   float* unscale = kMx ? reinterpret_cast<float*>(base + ne0 * 4 + ne0 / 2) : x16 + ne0 / 16;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
-  for (int64_t k = threadIdx.x / 32; k < ne0 / 256; k += nwarps) {
-    const float* p = kMx ? x + k * 256 + 32 * (lane / 4) + 4 * (lane % 4) : x + k * 256 + 8 * lane;
-    const int second = kMx ? 16 : 4;  // where elements 4..7 of the lane start
-    float v[8];
-    if (vec) {
-      const float4 q0 = __ldg(reinterpret_cast<const float4*>(p)),
-                   q1 = __ldg(reinterpret_cast<const float4*>(p + second));
-      v[0] = q0.x, v[1] = q0.y, v[2] = q0.z, v[3] = q0.w, v[4] = q1.x, v[5] = q1.y, v[6] = q1.z, v[7] = q1.w;
-    } else {
+  const int64_t nsb = ne0 / 256;
+  const int second = kMx ? 16 : 4;  // where elements 4..7 of the lane start
+  const int64_t lane_off = kMx ? 32 * (lane / 4) + 4 * (lane % 4) : 8 * lane;
+  for (int64_t k0 = threadIdx.x / 32; k0 < nsb; k0 += kBatch * nwarps) {
+    float vb[kBatch][8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = __ldg(p + (i < 4 ? i : second + i - 4));
-    }
-    float mx = 0.0f, sum = 0.0f;
+    for (int bi = 0; bi < kBatch; ++bi) {
+      const int64_t k = k0 + bi * nwarps;
+      const float* p = x + k * 256 + lane_off;
+      if (k >= nsb) {
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      mx = fmaxf(mx, fabsf(v[i]));
-      sum += v[i];  // element order
-    }
+        for (int i = 0; i < 8; ++i) vb[bi][i] = 0.0f;
+      } else if (vec) {
+        const float4 q0 = __ldg(reinterpret_cast<const float4*>(p)),
+                     q1 = __ldg(reinterpret_cast<const float4*>(p + second));
+        vb[bi][0] = q0.x, vb[bi][1] = q0.y, vb[bi][2] = q0.z, vb[bi][3] = q0.w;
+        vb[bi][4] = q1.x, vb[bi][5] = q1.y, vb[bi][6] = q1.z, vb[bi][7] = q1.w;
+      } else {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
-    if (!kMx && (lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
-    // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
-    // - E, clamped to +-126 (2^s and 2^-s normal; every finite x in range: E = 254 gives s =
-    // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
-    // or NaN). A NaN element is lost to fmaxf and rounds to slice 0, but still reaches the
-    // result through the block's 16-element sums (the min term).
-    // MXFP4 has no min term: a NaN element makes the super-block's 2^-s NaN instead.
-    const bool nan = kMx && __any_sync(0xffffffffu, sum != sum);
-    const uint32_t e = nan ? 0xFFu : (__float_as_uint(mx) >> 23) & 0xFFu;
-    const int s = min(max(132 - static_cast<int>(e), -126), 126);
-    const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
-    if (lane == 0)
-      unscale[k] =
-          e == 0xFFu ? __uint_as_float(0x7FC00000u) : __uint_as_float(static_cast<uint32_t>(127 - s) << 23);
-    float y[8], sl[4][8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      y[i] = e == 0xFFu ? 0.0f : v[i] * sc;  // exact: a power of two
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        sl[q][i] = rintf(y[i]);
-        y[i] = (y[i] - sl[q][i]) * 128.0f;  // exact: |y| < 64 and a rounded residual
+        for (int i = 0; i < 8; ++i) vb[bi][i] = __ldg(p + (i < 4 ? i : second + i - 4));
       }
     }
-    uint32_t w[4][2];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      w[q][0] = pack_s8(sl[q][0], sl[q][1], sl[q][2], sl[q][3]);
-      w[q][1] = pack_s8(sl[q][4], sl[q][5], sl[q][6], sl[q][7]);
-    }
-    if constexpr (LAYOUT == kDiagWords) {
-      const int64_t slot = ((k * 8 + lane / 4) * 4 + lane % 4) * 2;
-      xf[slot] = make_uint4(w[0][0], w[0][1], w[2][0], w[2][1]);
-      xf[slot + 1] = make_uint4(w[1][0], w[1][1], w[3][0], w[3][1]);
-    } else if constexpr (LAYOUT == kQ4kColumns) {
-      // Elements 8L + 4m + i: group p = L / 8, half h = L % 8 / 4, t = L % 4; word 16 h + 4 s +
-      // t of unit 2p + m.
-      uint32_t* xw =
-          reinterpret_cast<uint32_t*>(base) + k * 256 + (lane / 8) * 64 + (lane % 8 / 4) * 16 + lane % 4;
+    for (int bi = 0; bi < kBatch; ++bi) {
+      const int64_t k = k0 + bi * nwarps;
+      if (k >= nsb) break;  // the same for the whole warp
+      const float(&v)[8] = vb[bi];
+      float mx = 0.0f, sum = 0.0f;
 #pragma unroll
-      for (int m = 0; m < 2; ++m) {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) xw[m * 32 + 4 * q] = w[q][m];
+      for (int i = 0; i < 8; ++i) {
+        mx = fmaxf(mx, fabsf(v[i]));
+        sum += v[i];  // element order
       }
-    } else if constexpr (LAYOUT == kQ2kColumns) {
-      // Elements 8L..8L+7: unit c = L / 4, t = L % 4; pair 4 s + t of the unit.
-      uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) xp[4 * q] = make_uint2(w[q][0], w[q][1]);
-    } else {
-      // Block c = L / 4, t = L % 4: pair 4 s + t = slice s of elements {4t, 4t+16, 4t+1, 4t+17},
-      // {4t+2, 4t+18, 4t+3, 4t+19} (v[0..3] are 4t.., v[4..7] 16+4t..), and the block's sums.
-      uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
-      int32_t* xs = reinterpret_cast<int32_t*>(base + ne0 * 4) + (k * 8 + lane / 4) * 4;
+      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
+      if (!kMx && (lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
+      // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
+      // - E, clamped to +-126 (2^s and 2^-s normal; every finite x in range: E = 254 gives s =
+      // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
+      // or NaN). A NaN element is lost to fmaxf and rounds to slice 0, but still reaches the
+      // result through the block's 16-element sums (the min term).
+      // MXFP4 has no min term: a NaN element makes the super-block's 2^-s NaN instead.
+      const bool nan = kMx && __any_sync(0xffffffffu, sum != sum);
+      const uint32_t e = nan ? 0xFFu : (__float_as_uint(mx) >> 23) & 0xFFu;
+      const int s = min(max(132 - static_cast<int>(e), -126), 126);
+      const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
+      if (lane == 0)
+        unscale[k] =
+            e == 0xFFu ? __uint_as_float(0x7FC00000u) : __uint_as_float(static_cast<uint32_t>(127 - s) << 23);
+      // r[q][i]: slice q of element i as 1.5 2^23 + slice (kRoundMagic); |y| <= 64 throughout.
+      uint32_t r[4][8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        float y = e == 0xFFu ? 0.0f : v[i] * sc;  // exact: a power of two
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const float rq = y + kRoundMagic;      // rounded to an integer, ties to even
+          r[q][i] = __float_as_uint(rq);
+          y = (y - (rq - kRoundMagic)) * 128.0f;  // exact: |y| < 64 and a rounded residual
+        }
+      }
+      uint32_t w[4][2];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        xp[4 * q] = make_uint2(pack_s8(sl[q][0], sl[q][4], sl[q][1], sl[q][5]),
-                               pack_s8(sl[q][2], sl[q][6], sl[q][3], sl[q][7]));
-        int sum_q = 0;
+        w[q][0] = low_bytes(r[q][0], r[q][1], r[q][2], r[q][3]);
+        w[q][1] = low_bytes(r[q][4], r[q][5], r[q][6], r[q][7]);
+      }
+      if constexpr (LAYOUT == kDiagWords) {
+        const int64_t slot = ((k * 8 + lane / 4) * 4 + lane % 4) * 2;
+        xf[slot] = make_uint4(w[0][0], w[0][1], w[2][0], w[2][1]);
+        xf[slot + 1] = make_uint4(w[1][0], w[1][1], w[3][0], w[3][1]);
+      } else if constexpr (LAYOUT == kQ4kColumns) {
+        // Elements 8L + 4m + i: group p = L / 8, half h = L % 8 / 4, t = L % 4; word 16 h + 4 s +
+        // t of unit 2p + m.
+        uint32_t* xw =
+            reinterpret_cast<uint32_t*>(base) + k * 256 + (lane / 8) * 64 + (lane % 8 / 4) * 16 + lane % 4;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) sum_q += __float2int_rn(sl[q][i]);
-        sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 1);
-        sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 2);
-        if (lane % 4 == 0) xs[q] = sum_q;
+        for (int m = 0; m < 2; ++m) {
+#pragma unroll
+          for (int q = 0; q < 4; ++q) xw[m * 32 + 4 * q] = w[q][m];
+        }
+      } else if constexpr (LAYOUT == kQ2kColumns) {
+        // Elements 8L..8L+7: unit c = L / 4, t = L % 4; pair 4 s + t of the unit.
+        uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) xp[4 * q] = make_uint2(w[q][0], w[q][1]);
+      } else {
+        // Block c = L / 4, t = L % 4: pair 4 s + t = slice s of elements {4t, 4t+16, 4t+1, 4t+17},
+        // {4t+2, 4t+18, 4t+3, 4t+19} (v[0..3] are 4t.., v[4..7] 16+4t..), and the block's sums.
+        uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
+        int32_t* xs = reinterpret_cast<int32_t*>(base + ne0 * 4) + (k * 8 + lane / 4) * 4;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          xp[4 * q] = make_uint2(low_bytes(r[q][0], r[q][4], r[q][1], r[q][5]),
+                                 low_bytes(r[q][2], r[q][6], r[q][3], r[q][7]));
+          int sum_q = 0;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) sum_q += static_cast<int>(r[q][i] - kRoundMagicBits);
+          sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 1);
+          sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 2);
+          if (lane % 4 == 0) xs[q] = sum_q;
+        }
       }
     }
   }
