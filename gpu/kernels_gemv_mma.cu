@@ -173,13 +173,20 @@ __host__ __device__ constexpr int64_t frag_stride(int64_t ne0) { return ne0 * 4 
 
 // The fragments of x (ne0 floats) into `base`, granule k by thread k mod nthreads of the block;
 // a thread loads the x of up to kBatch of its granules before it converts any (their latencies
-// overlap). No barrier: the caller synchronises before reading them.
-__device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
+// overlap), and calls after() once, right after its first loads are issued (the GEMV issues
+// weight copies there: the x loads then do not queue behind them). No barrier: the caller
+// synchronises before reading the fragments.
+template <class After>
+__device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
   constexpr int kBatch = 2;
   uint4* xf = reinterpret_cast<uint4*>(base);
   float2* xs = reinterpret_cast<float2*>(base + ne0 * 4);
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
-  for (int64_t k0 = threadIdx.x; k0 < ne0 / 16; k0 += kBatch * nthreads) {
+  for (int64_t k0 = threadIdx.x, first = 1;; k0 += kBatch * nthreads, first = 0) {
+    if (k0 >= ne0 / 16) {
+      if (first) after();
+      break;
+    }
     float vb[kBatch][16];
 #pragma unroll
     for (int bi = 0; bi < kBatch; ++bi) {
@@ -201,6 +208,7 @@ __device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthr
         for (int i = 0; i < 16; ++i) vb[bi][i] = __ldg(x + 16 * k + i);
       }
     }
+    if (first) after();
 #pragma unroll
     for (int bi = 0; bi < kBatch; ++bi) {
       const int64_t k = k0 + bi * nthreads;
@@ -520,11 +528,11 @@ __device__ __forceinline__ uint32_t low_bytes(uint32_t r0, uint32_t r1, uint32_t
 // The fragments of x (ne0 floats, a multiple of 256) into `base`: super-block k by warp k mod
 // nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4; for
 // kMxColumns elements 32 (L / 4) + 4 (L % 4) + {0..3, 16..19}). A warp loads the x of up to
-// kBatch of its super-blocks before it slices any, so their latencies overlap (the loads queue
-// behind the rings' first copies, which the GEMV issues before this).
+// kBatch of its super-blocks before it slices any, so their latencies overlap, and calls
+// after() once, right after its first loads are issued (as x_fragments).
 // No barrier: the caller synchronises before reading them.
-template <int LAYOUT>
-__device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps) {
+template <int LAYOUT, class After>
+__device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, After after) {
   constexpr bool kMx = LAYOUT == kMxColumns;
   constexpr int kBatch = 4;
   uint4* xf = reinterpret_cast<uint4*>(base);
@@ -535,7 +543,11 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
   const int64_t nsb = ne0 / 256;
   const int second = kMx ? 16 : 4;  // where elements 4..7 of the lane start
   const int64_t lane_off = kMx ? 32 * (lane / 4) + 4 * (lane % 4) : 8 * lane;
-  for (int64_t k0 = threadIdx.x / 32; k0 < nsb; k0 += kBatch * nwarps) {
+  for (int64_t k0 = threadIdx.x / 32, first = 1;; k0 += kBatch * nwarps, first = 0) {
+    if (k0 >= nsb) {
+      if (first) after();
+      break;
+    }
     float vb[kBatch][8];
 #pragma unroll
     for (int bi = 0; bi < kBatch; ++bi) {
@@ -554,6 +566,7 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
         for (int i = 0; i < 8; ++i) vb[bi][i] = __ldg(p + (i < 4 ? i : second + i - 4));
       }
     }
+    if (first) after();
 #pragma unroll
     for (int bi = 0; bi < kBatch; ++bi) {
       const int64_t k = k0 + bi * nwarps;
@@ -976,8 +989,9 @@ struct Sel {
   using Path = typename MmaPath<T>::type;
   using View = XView;
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride(ne0); }
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
-    x_fragments(x, ne0, base, nthreads);
+  template <class After>
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
+    x_fragments(x, ne0, base, nthreads, after);
   }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, bc = lane >> 2;
@@ -989,8 +1003,9 @@ template <GgmlType T>
 struct I8Sel {
   using View = I8View;
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_i8(ne0); }
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
-    x_fragments_i8<kDiagWords>(x, ne0, base, nthreads / 32);
+  template <class After>
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
+    x_fragments_i8<kDiagWords>(x, ne0, base, nthreads / 32, after);
   }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, bc = lane >> 2;
@@ -1011,8 +1026,9 @@ template <GgmlType T>
 struct ColSel {
   using View = I8ColView;
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_i8(ne0); }
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
-    x_fragments_i8<T == GgmlType::Q4_K ? kQ4kColumns : kQ2kColumns>(x, ne0, base, nthreads / 32);
+  template <class After>
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
+    x_fragments_i8<T == GgmlType::Q4_K ? kQ4kColumns : kQ2kColumns>(x, ne0, base, nthreads / 32, after);
   }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, g = lane >> 2;
@@ -1035,8 +1051,9 @@ struct Sel<GgmlType::MXFP4, kI8Col> {
   using Path = Mxfp4ColPath;
   using View = MxColView;
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx(ne0); }
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
-    x_fragments_i8<kMxColumns>(x, ne0, base, nthreads / 32);
+  template <class After>
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
+    x_fragments_i8<kMxColumns>(x, ne0, base, nthreads / 32, after);
   }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3;
@@ -1053,7 +1070,7 @@ __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, 
   int j = 0;
   const float* x = single_pair_x(b, grp, &j);
   if (!x) return;
-  S::prepare(x, b.ne0, scratch + grp * S::stride(b.ne0), kPrepThreads);
+  S::prepare(x, b.ne0, scratch + grp * S::stride(b.ne0), kPrepThreads, [] {});
 }
 
 // A warp's share of a launch in both kernels: tile `tile` (16 rows from rbase) of the block's
@@ -1126,7 +1143,10 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // word loads read one word past a row].
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P>
+// Order of the start: EARLY stages are issued before the wait for the kernel before (PDL), the
+// other STAGES - 1 - EARLY right after the x loads of the fragments (STAGED: so the x loads
+// queue behind EARLY stages' copies only, not behind all of them).
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, P>;
   using Path = typename S::Path;
@@ -1149,42 +1169,55 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch 
   const int64_t frag_bytes = STAGED ? S::stride(ne0) : 0;
   uint8_t* ring = dyn + frag_bytes + static_cast<int64_t>(warp) * STAGES * 16 * kUB;
   // A stage is 16 rows x kUB bytes, copied as chunks c = lane + 32 i of C bytes: row c / (kUB /
-  // C) (clamped to the last row: a partial tile reads it again), same offsets every stage.
+  // C) (clamped to the last row: a partial tile reads it again), same offsets every stage. The
+  // lane's offsets from the tile's stage 0 are computed once (G-byte copies; 32 bits: 16 rows
+  // of at most kMaxNe0 elements).
+  static_assert(EARLY >= 1 && EARLY <= STAGES - 1, "at least one stage before the wait");
   const uint8_t* tile_w = wg + static_cast<uint64_t>(min(rbase, b.ne1 - 1)) * b.row_bytes;
   const int64_t last = b.ne1 - 1 - min(rbase, b.ne1 - 1);
   const bool wide = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & (G - 1)) == 0;  // uniform per block
-  const auto issue_with = [&](auto copy_size, int64_t st) {
-    constexpr int C = decltype(copy_size)::value;
-    constexpr int kPerRow = kUB / C;
-    uint8_t* dst = ring + (st % STAGES) * 16 * kUB;
+  constexpr int kPerRowG = kUB / G, kCopiesG = (16 * kPerRowG + 31) / 32;
+  uint32_t src_off[kCopiesG];
 #pragma unroll
-    for (int c = lane; c < 16 * kPerRow; c += 32) {
-      const int r = c / kPerRow, o = (c % kPerRow) * C;
-      cp_async<C>(
-          dst + c * C,
-          tile_w + static_cast<uint64_t>(min(static_cast<int64_t>(r), last)) * b.row_bytes + st * kUB + o);
-    }
-  };
-  const auto issue = [&](int64_t st) {
-    if (wide) {
-      issue_with(std::integral_constant<int, G>{}, st);
-    } else {
-      issue_with(std::integral_constant<int, 4>{}, st);
-    }
-  };
-#pragma unroll
-  for (int i = 0; i < STAGES - 1; ++i) {
-    if (DIAG != 2 && st0 + i < st1) issue(st0 + i);
-    cp_async_commit();  // empty groups keep the count uniform
+  for (int i = 0; i < kCopiesG; ++i) {
+    const int c = lane + 32 * i;  // past the stage (16 kPerRowG not a multiple of 32): unused
+    src_off[i] = static_cast<uint32_t>(min(static_cast<int64_t>(min(c / kPerRowG, 15)), last) * b.row_bytes) +
+                 static_cast<uint32_t>((c % kPerRowG) * G);
   }
+  const auto issue = [&](int64_t st) {
+    const uint8_t* src = tile_w + st * kUB;
+    if (wide) {
+      uint8_t* dst = ring + (st % STAGES) * 16 * kUB + lane * G;
+#pragma unroll
+      for (int i = 0; i < kCopiesG; ++i) {
+        if ((16 * kPerRowG) % 32 == 0 || lane + 32 * i < 16 * kPerRowG) cp_async<G>(dst + 32 * i * G, src + src_off[i]);
+      }
+    } else {
+      constexpr int kPerRow = kUB / 4;
+      uint8_t* dst = ring + (st % STAGES) * 16 * kUB;
+      for (int c = lane; c < 16 * kPerRow; c += 32) {
+        const int r = c / kPerRow, o = (c % kPerRow) * 4;
+        cp_async<4>(dst + c * 4, src + static_cast<uint64_t>(min(static_cast<int64_t>(r), last)) * b.row_bytes + o);
+      }
+    }
+  };
+  const auto issue_stages = [&](int from, int to) {
+#pragma unroll
+    for (int i = from; i < to; ++i) {
+      if (DIAG != 2 && st0 + i < st1) issue(st0 + i);
+      cp_async_commit();  // empty groups keep the count uniform
+    }
+  };
+  issue_stages(0, EARLY);
 
   pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
   const uint8_t* base;
   if constexpr (STAGED) {
-    S::prepare(x, ne0, dyn, kMmaWarps * 32);
+    S::prepare(x, ne0, dyn, kMmaWarps * 32, [&] { issue_stages(EARLY, STAGES - 1); });
     __syncthreads();
     base = dyn;
   } else {
+    issue_stages(EARLY, STAGES - 1);
     base = scratch + grp * S::stride(ne0);
   }
   const typename S::View xv = S::view(base, ne0, lane);
@@ -1241,7 +1274,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
   pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
   const uint8_t* base;
   if constexpr (STAGED) {
-    x_fragments(x, ne0, dyn, kMmaWarps * 32);
+    x_fragments(x, ne0, dyn, kMmaWarps * 32, [] {});
     __syncthreads();
     base = dyn;
   } else {
@@ -1404,7 +1437,7 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
 // SMs, room for 3 blocks of the column layout; docs/cuda-backend.md, sixth pass): 256 and 512 blocks of
 // long rows ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third block, or
 // a last round, that the launch waited for), while 896 blocks ran 1.15x faster at 3.
-template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0>
+template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 1>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   using S = Sel<T, P>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
@@ -1417,13 +1450,13 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
                   1);
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P, EARLY>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
@@ -1431,15 +1464,17 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   }
 }
 
-template <GgmlType T, int RW, int P>
+// EARLY: stages issued before the wait for the kernel before (gemv_pipe_kernel); 1 measured
+// best on the H200 (docs/cuda-backend.md, seventh pass).
+template <GgmlType T, int RW, int P, int EARLY = 1>
 void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
   if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
-    return launch_pipe_ug<T, RW, 4, 1, 8, P>(b, s, cap);
+    return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY>(b, s, cap);
   } else {
-    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P>(b, s, cap);
-    return launch_pipe_ug<T, RW, 4, 1, 4, P>(b, s, cap);
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P, 0, EARLY>(b, s, cap);
+    return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY>(b, s, cap);
   }
 }
 
@@ -1507,6 +1542,16 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return grouped ? launch_pipe<T, 4, kInt>(b, s, -1) : launch_pipe<T, 1, kInt>(b, s, -1);
     case 11:  // the column layout with the default's cap (MXFP4 too)
       return grouped ? launch_pipe<T, 4, kI8Col>(b, s, -1) : launch_pipe<T, 1, kI8Col>(b, s, -1);
+    case 12:  // the default with every first stage issued before the wait (the order until now)
+    case 13:  // ... with two of the three
+      if (v == 12) {
+        if (!grouped) return launch_pipe<T, 1, kI8Col, 3>(b, s, -1);
+        if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16, 3>(b, s);
+        return launch_pipe<T, 4, kI8Col, 3>(b, s, -1);
+      }
+      if (!grouped) return launch_pipe<T, 1, kI8Col, 2>(b, s, -1);
+      if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16, 2>(b, s);
+      return launch_pipe<T, 4, kI8Col, 2>(b, s, -1);
     default:
       break;
   }
@@ -1529,8 +1574,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 11) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..11");
+  if (variant < -1 || variant > 13) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..13");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
