@@ -61,9 +61,12 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // too). Expert launches (grp_off) use 64 rows per block; a single matrix 16 rows per block,
 // each row split over the block's 4 warps. -1 = no tensor cores (kernels_gemv.cu's F32 kernels
 // for every type); 6, 7 = diagnosis of the default's expert launch of every type (copies
-// only, arithmetic only: wrong sums); 12, 13 = the default with all three (two) of the first
-// ring stages issued before the wait for the kernel before, instead of one. Process-wide; a run
-// must not mix variants (their sums differ in rounding). Throws Error outside -1..13.
+// only, arithmetic only: wrong sums); 12, 13 = the default with all three (one) of the first
+// ring stages issued before the wait for the kernel before, instead of two; 14 = the default
+// with the x fragments written once per group into scratch by a separate kernel; 15, 16 = the
+// default with registers capped for 4 blocks an SM, without and with the default's cap on
+// blocks per SM. Process-wide; a run must not mix variants (their sums differ in rounding).
+// Throws Error outside -1..16.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

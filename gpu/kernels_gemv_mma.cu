@@ -1146,8 +1146,9 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // Order of the start: EARLY stages are issued before the wait for the kernel before (PDL), the
 // other STAGES - 1 - EARLY right after the x loads of the fragments (STAGED: so the x loads
 // queue behind EARLY stages' copies only, not behind all of them).
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY>
-__global__ void __launch_bounds__(kMmaWarps * 32, 1) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
+// MINB: the blocks per SM the registers must allow (__launch_bounds__).
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY, int MINB>
+__global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, P>;
   using Path = typename S::Path;
   constexpr int kUB = U * Path::kBytes;
@@ -1437,26 +1438,29 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
 // SMs, room for 3 blocks of the column layout; docs/cuda-backend.md, sixth pass): 256 and 512 blocks of
 // long rows ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third block, or
 // a last round, that the launch waited for), while 896 blocks ran 1.15x faster at 3.
-template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 1>
+// EARLY, MINB: gemv_pipe_kernel's; SCRATCH: the x fragments from x_fragments_kernel in scratch
+// even where they fit the block's shared memory (benchmark variant only).
+template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 2, int MINB = 1,
+          bool SCRATCH = false>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   using S = Sel<T, P>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
   const SmShape sh = device_sm_shape();
   const size_t limit = std::min<size_t>(kMaxBlockSmem, sh.optin - 1024);
-  const bool staged = frag + ring <= limit;
+  const bool staged = !SCRATCH && frag + ring <= limit;
   size_t smem = staged ? frag + ring : ring;
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P, EARLY>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P, EARLY, MINB>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
@@ -1464,17 +1468,17 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   }
 }
 
-// EARLY: stages issued before the wait for the kernel before (gemv_pipe_kernel); 1 measured
-// best on the H200 (docs/cuda-backend.md, seventh pass).
-template <GgmlType T, int RW, int P, int EARLY = 1>
+// EARLY: stages issued before the wait for the kernel before (gemv_pipe_kernel); 2 measured
+// best on the H200 (docs/cuda-backend.md, seventh pass). MINB, SCRATCH: launch_pipe_ug's.
+template <GgmlType T, int RW, int P, int EARLY = 2, int MINB = 1, bool SCRATCH = false>
 void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
   if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
-    return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY>(b, s, cap);
+    return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
   } else {
-    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P, 0, EARLY>(b, s, cap);
-    return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY>(b, s, cap);
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
+    return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
   }
 }
 
@@ -1506,6 +1510,15 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
     launch_kernel(gemv_mma_kernel<T, RW, false>, grid, 0, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
   }
+}
+
+// The default's choice of path per launch kind (launch_type), with the given EARLY, MINB and
+// SCRATCH (launch_pipe_ug) and cap (MXFP4's expert launches take cap 0 unless MINB > 1).
+template <GgmlType T, int EARLY, int MINB, bool SCRATCH>
+void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
+  if (!b.grp_off) return launch_pipe<T, 1, kI8Col, EARLY, MINB, SCRATCH>(b, s, cap);
+  if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16, EARLY, MINB, SCRATCH>(b, s, MINB > 1 ? cap : 0);
+  return launch_pipe<T, 4, kI8Col, EARLY, MINB, SCRATCH>(b, s, cap);
 }
 
 template <GgmlType T>
@@ -1543,15 +1556,15 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 11:  // the column layout with the default's cap (MXFP4 too)
       return grouped ? launch_pipe<T, 4, kI8Col>(b, s, -1) : launch_pipe<T, 1, kI8Col>(b, s, -1);
     case 12:  // the default with every first stage issued before the wait (the order until now)
-    case 13:  // ... with two of the three
-      if (v == 12) {
-        if (!grouped) return launch_pipe<T, 1, kI8Col, 3>(b, s, -1);
-        if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16, 3>(b, s);
-        return launch_pipe<T, 4, kI8Col, 3>(b, s, -1);
-      }
-      if (!grouped) return launch_pipe<T, 1, kI8Col, 2>(b, s, -1);
-      if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16, 2>(b, s);
-      return launch_pipe<T, 4, kI8Col, 2>(b, s, -1);
+      return launch_default<T, 3, 1, false>(b, s, -1);
+    case 13:  // ... with one of the three
+      return launch_default<T, 1, 1, false>(b, s, -1);
+    case 14:  // ... with the x fragments in scratch, written once per group by x_fragments_kernel
+      return launch_default<T, 2, 1, true>(b, s, -1);
+    case 15:  // ... with registers for 4 blocks an SM, and no cap
+      return launch_default<T, 2, 4, false>(b, s, 0);
+    case 16:  // ... with registers for 4 blocks an SM, and the default's cap
+      return launch_default<T, 2, 4, false>(b, s, -1);
     default:
       break;
   }
@@ -1560,9 +1573,7 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // layout, at most 2 blocks an SM for grids of at most 4 blocks per SM (launch_pipe_ug).
   // MXFP4: expert launches the f16 rings (0.33-0.35 of D2D in the column layout against
   // 0.32-0.36), single matrices the column layout (0.19 against 0.16 at 4096 x 4096).
-  if (!grouped) return launch_pipe<T, 1, kI8Col>(b, s, -1);
-  if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16>(b, s);
-  return launch_pipe<T, 4, kI8Col>(b, s, -1);
+  return launch_default<T, 2, 1, false>(b, s, -1);
 }
 
 }  // namespace
@@ -1574,8 +1585,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 13) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..13");
+  if (variant < -1 || variant > 16) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..16");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
