@@ -1423,7 +1423,8 @@ SmShape device_sm_shape() {
 size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t limit, int64_t blocks,
                     int cap) {
   if (cap == 0) return smem;
-  const int64_t n = cap > 0 ? cap : (blocks <= 4 * static_cast<int64_t>(sh.sms) ? 2 : 0);
+  const int64_t sms = sh.sms, waves_of_one = (blocks + sms - 1) / sms;  // blocks per SM in one wave
+  const int64_t n = cap > 0 ? cap : cap == -1 ? (waves_of_one <= 4 ? waves_of_one : 0) : (blocks <= 4 * sms ? 2 : 0);
   if (n <= 0) return smem;
   const size_t fixed = sh.reserved + kernel_state(kernel).static_smem;
   const size_t per_block = sh.smem / static_cast<size_t>(n + 1) + 16;  // (n + 1) of them > smem
@@ -1432,12 +1433,14 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
 }
 
 // Blocks per SM a launch may hold at most (cap): 0 = as many as fit; > 0 that many where the
-// padding fits a block's limit; -1 = 2 when the grid has at most 4 blocks per SM, else as many
-// as fit. The cap pads the launch's dynamic shared memory (smem_for_cap); where registers
-// already allow no more, the padding only takes L1 from the blocks. Measured on the H200 (132
-// SMs, room for 3 blocks of the column layout; docs/cuda-backend.md, sixth pass): 256 and 512 blocks of
-// long rows ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third block, or
-// a last round, that the launch waited for), while 896 blocks ran 1.15x faster at 3.
+// padding fits a block's limit; -1 = ceil(blocks / SMs) when that is at most 4 (the grid in one
+// wave, spread evenly), else as many as fit; -2 = 2 when the grid has at most 4 blocks per SM
+// (the sixth pass's rule). The cap pads the launch's dynamic shared memory (smem_for_cap);
+// where registers already allow no more, the padding only takes L1 from the blocks. Measured
+// on the H200 (132 SMs; docs/cuda-backend.md, sixth and seventh passes): 256 blocks of long rows
+// ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third block, or a last
+// round, that the launch waited for); 512 blocks (8 x 4096 rows) ran 1.13x faster at 4 than at
+// 2; 896 blocks ran 1.15x faster at 3 than at 2.
 // EARLY, MINB: gemv_pipe_kernel's; SCRATCH: the x fragments from x_fragments_kernel in scratch
 // even where they fit the block's shared memory (benchmark variant only).
 template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 2, int MINB = 1,
@@ -1487,7 +1490,7 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 template <GgmlType T, int DIAG>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
   if constexpr (T == GgmlType::MXFP4) {
-    return launch_pipe_ug<T, 4, 4, 1, 8, kF16, DIAG>(b, s);
+    return launch_pipe_ug<T, 4, 4, 1, 8, kF16, DIAG, 2, 4>(b, s, -1);
   } else if constexpr (T == GgmlType::Q4_K) {
     return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
   } else {
@@ -1512,13 +1515,14 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
   }
 }
 
-// The default's choice of path per launch kind (launch_type), with the given EARLY, MINB and
-// SCRATCH (launch_pipe_ug) and cap (MXFP4's expert launches take cap 0 unless MINB > 1).
-template <GgmlType T, int EARLY, int MINB, bool SCRATCH>
+// The default's choice of path per launch kind (launch_type), with the given EARLY and
+// SCRATCH (launch_pipe_ug), cap, and MX_MINB for MXFP4's expert launches (the f16 rings: 169
+// registers, 2 blocks an SM, at MINB 1; 128 without spills, 4 blocks, at MINB 4).
+template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 4>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
-  if (!b.grp_off) return launch_pipe<T, 1, kI8Col, EARLY, MINB, SCRATCH>(b, s, cap);
-  if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16, EARLY, MINB, SCRATCH>(b, s, MINB > 1 ? cap : 0);
-  return launch_pipe<T, 4, kI8Col, EARLY, MINB, SCRATCH>(b, s, cap);
+  if (!b.grp_off) return launch_pipe<T, 1, kI8Col, EARLY, 1, SCRATCH>(b, s, cap);
+  if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16, EARLY, MX_MINB, SCRATCH>(b, s, cap);
+  return launch_pipe<T, 4, kI8Col, EARLY, 1, SCRATCH>(b, s, cap);
 }
 
 template <GgmlType T>
@@ -1556,24 +1560,24 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
     case 11:  // the column layout with the default's cap (MXFP4 too)
       return grouped ? launch_pipe<T, 4, kI8Col>(b, s, -1) : launch_pipe<T, 1, kI8Col>(b, s, -1);
     case 12:  // the default with every first stage issued before the wait (the order until now)
-      return launch_default<T, 3, 1, false>(b, s, -1);
+      return launch_default<T, 3, false>(b, s, -1);
     case 13:  // ... with one of the three
-      return launch_default<T, 1, 1, false>(b, s, -1);
+      return launch_default<T, 1, false>(b, s, -1);
     case 14:  // ... with the x fragments in scratch, written once per group by x_fragments_kernel
-      return launch_default<T, 2, 1, true>(b, s, -1);
-    case 15:  // ... with registers for 4 blocks an SM, and no cap
-      return launch_default<T, 2, 4, false>(b, s, 0);
-    case 16:  // ... with registers for 4 blocks an SM, and the default's cap
-      return launch_default<T, 2, 4, false>(b, s, -1);
+      return launch_default<T, 2, true>(b, s, -1);
+    case 15:  // ... with no cap on blocks per SM
+      return launch_default<T, 2, false>(b, s, 0);
+    case 16:  // ... with the sixth pass's cap and MXFP4's expert launches at 2 blocks an SM
+      return launch_default<T, 2, false, 1>(b, s, b.grp_off && T == GgmlType::MXFP4 ? 0 : -2);
     default:
       break;
   }
   // The default, per type, from bench_cuda_backend's side-by-side on the H200
-  // (docs/cuda-backend.md, sixth pass): Q4_K and Q2_K take the integer rings in the column
-  // layout, at most 2 blocks an SM for grids of at most 4 blocks per SM (launch_pipe_ug).
-  // MXFP4: expert launches the f16 rings (0.33-0.35 of D2D in the column layout against
-  // 0.32-0.36), single matrices the column layout (0.19 against 0.16 at 4096 x 4096).
-  return launch_default<T, 2, 1, false>(b, s, -1);
+  // (docs/cuda-backend.md, sixth and seventh passes): Q4_K and Q2_K take the integer rings in
+  // the column layout; MXFP4's expert launches the f16 rings (0.33-0.35 of D2D in the column
+  // layout against 0.32-0.36), its single matrices the column layout (0.19 against 0.16 at
+  // 4096 x 4096); all with the grid in one wave where it fits 4 blocks an SM (launch_pipe_ug).
+  return launch_default<T, 2, false>(b, s, -1);
 }
 
 }  // namespace
