@@ -1420,11 +1420,14 @@ SmShape device_sm_shape() {
 // under `cap` (launch_pipe_ug): enough that a (n + 1)-th block does not fit on an SM, counting
 // the system's and the kernel's own shared memory per block; `smem` itself when no cap
 // applies, or when the padding would pass `limit` (a positive cap is then not honoured).
+// `stages`: ring stages a warp streams (its share of a row), for cap -1.
 size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t limit, int64_t blocks,
-                    int cap) {
+                    int64_t stages, int cap) {
   if (cap == 0) return smem;
-  const int64_t sms = sh.sms, waves_of_one = (blocks + sms - 1) / sms;  // blocks per SM in one wave
-  const int64_t n = cap > 0 ? cap : cap == -1 ? (waves_of_one <= 4 ? waves_of_one : 0) : (blocks <= 4 * sms ? 2 : 0);
+  const int64_t sms = sh.sms;
+  const int64_t even = (blocks + sms - 1) / sms;  // blocks an SM with the grid in one even wave
+  int64_t n = cap;
+  if (cap < 0) n = blocks > 4 * sms ? 0 : cap == -1 && stages <= 8 ? even : 2;
   if (n <= 0) return smem;
   const size_t fixed = sh.reserved + kernel_state(kernel).static_smem;
   const size_t per_block = sh.smem / static_cast<size_t>(n + 1) + 16;  // (n + 1) of them > smem
@@ -1433,14 +1436,15 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
 }
 
 // Blocks per SM a launch may hold at most (cap): 0 = as many as fit; > 0 that many where the
-// padding fits a block's limit; -1 = ceil(blocks / SMs) when that is at most 4 (the grid in one
-// wave, spread evenly), else as many as fit; -2 = 2 when the grid has at most 4 blocks per SM
-// (the sixth pass's rule). The cap pads the launch's dynamic shared memory (smem_for_cap);
-// where registers already allow no more, the padding only takes L1 from the blocks. Measured
-// on the H200 (132 SMs; docs/cuda-backend.md, sixth and seventh passes): 256 blocks of long rows
-// ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third block, or a last
-// round, that the launch waited for); 512 blocks (8 x 4096 rows) ran 1.13x faster at 4 than at
-// 2; 896 blocks ran 1.15x faster at 3 than at 2.
+// padding fits a block's limit; for grids of at most 4 blocks per SM, -1 = ceil(blocks / SMs)
+// (the grid in one even wave) when a warp streams at most 8 stages, else 2; -2 = 2 (the sixth
+// pass's rule); larger grids as many as fit. The cap pads the launch's dynamic shared memory
+// (smem_for_cap); where registers already allow no more, the padding only takes L1 from the
+// blocks. Measured on the H200 (132 SMs; docs/cuda-backend.md, sixth and seventh passes): 256
+// blocks of long rows ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third
+// block, or a last round, that the launch waited for); 512 blocks of 8-stage rows (8 x 4096 x
+// 2048) ran 1.13x faster at 4 than at 2, but 512 of 16-stage rows (gate + up, 16 x 2048 x
+// 4096) 1.3x slower; 896 blocks ran 1.15x faster at 3 than at 2.
 // EARLY, MINB: gemv_pipe_kernel's; SCRATCH: the x fragments from x_fragments_kernel in scratch
 // even where they fit the block's shared memory (benchmark variant only).
 template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 2, int MINB = 1,
@@ -1456,15 +1460,16 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
+  const int64_t stages = (b.ne0 / 256 / U + kMmaWarps / RW - 1) / (kMmaWarps / RW);  // a warp's share
   if (staged) {
     const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB>;
-    smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
+    smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
     const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P, EARLY, MINB>;
-    smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, cap);
+    smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
     MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
