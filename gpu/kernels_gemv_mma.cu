@@ -171,6 +171,18 @@ constexpr int kPrepThreads = 256;
 
 __host__ __device__ constexpr int64_t frag_stride(int64_t ne0) { return ne0 * 4 + ne0 / 2; }
 
+// max |v| and the sum of v in element order (a granule's or a lane's share of x).
+template <int N>
+__device__ __forceinline__ void max_abs_and_sum(const float (&v)[N], float& mx, float& sum) {
+  mx = 0.0f;
+  sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    mx = fmaxf(mx, fabsf(v[i]));
+    sum += v[i];
+  }
+}
+
 // The fragments of x (ne0 floats) into `base`, granule k by thread k mod nthreads of the block;
 // a thread loads the x of up to kBatch of its granules before it converts any (their latencies
 // overlap), and calls after() once, right after its first loads are issued (the GEMV issues
@@ -214,12 +226,8 @@ __device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthr
       const int64_t k = k0 + bi * nthreads;
       if (k >= ne0 / 16) break;
       const float(&v)[16] = vb[bi];
-      float mx = 0.0f, sum = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        mx = fmaxf(mx, fabsf(v[i]));
-        sum += v[i];  // element order
-      }
+      float mx, sum;
+      max_abs_and_sum(v, mx, sum);
       // 2^s with max |x| * 2^s in [2^14, 2^15): mx in [2^(E-127), 2^(E-126)) for its biased
       // exponent E, so s = 141 - E, clamped to +-126 so that 2^s and 2^-s are normal floats. Every
       // finite x is in range (E = 254 gives s = -113); zero and subnormal granules get 2^126 (their
@@ -572,12 +580,8 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       const int64_t k = k0 + bi * nwarps;
       if (k >= nsb) break;  // the same for the whole warp
       const float(&v)[8] = vb[bi];
-      float mx = 0.0f, sum = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        mx = fmaxf(mx, fabsf(v[i]));
-        sum += v[i];  // element order
-      }
+      float mx, sum;
+      max_abs_and_sum(v, mx, sum);
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
       const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
