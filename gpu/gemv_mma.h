@@ -49,8 +49,9 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 
 // Benchmarks and tests only (bench_cuda_backend's side-by-side). 0 = the default, per type
 // (kernels_gemv_mma.cu says which: Q4_K / Q2_K the integer rings in the column layout; MXFP4
-// the f16 rings for expert launches and the integer column layout for single matrices; every
-// grid in one wave, ceil(blocks / SMs) blocks an SM, where that is at most 4). 1 = the register layout: one
+// the f16 rings for expert launches and the integer column layout for single matrices; a grid
+// of at most 4 blocks per SM in one even wave, ceil(blocks / SMs) blocks an SM, when a warp
+// streams at most 8 ring stages, else at most 2 blocks an SM). 1 = the register layout: one
 // super-block loaded ahead in registers, x as f16 halves (Q4_K, Q2_K; MXFP4 takes 0); 2 = the
 // ring layout (each warp's 16-row tile streamed through a 4-stage cp.async ring in shared
 // memory), x as f16 halves; 3 = rings with the integer path in the diagonal layout (Q4_K,
@@ -64,8 +65,9 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // only, arithmetic only: wrong sums); 12, 13 = the default with all three (one) of the first
 // ring stages issued before the wait for the kernel before, instead of two; 14 = the default
 // with the x fragments written once per group into scratch by a separate kernel; 15 = the
-// default without a cap on blocks per SM; 16 = the sixth pass's default (at most 2 blocks an SM
-// for grids of at most 4 blocks per SM; MXFP4's expert launches at 169 registers, uncapped). Process-wide; a run must not mix variants (their sums differ in rounding).
+// default without a cap on blocks per SM; 16 = the default with the sixth pass's cap (at most 2
+// blocks an SM for grids of at most 4 blocks per SM; MXFP4's expert launches at 169 registers,
+// uncapped). Process-wide; a run must not mix variants (their sums differ in rounding).
 // Throws Error outside -1..16.
 void set_gemv_mma_variant(int variant);
 

@@ -589,7 +589,7 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
       // - E, clamped to +-126 (2^s and 2^-s normal; every finite x in range: E = 254 gives s =
       // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
-      // or NaN). A NaN element is lost to fmaxf and rounds to slice 0, but still reaches the
+      // or NaN). A NaN element is lost to fmaxf and is sliced as 0, but still reaches the
       // result through the block's 16-element sums (the min term).
       // MXFP4 has no min term: a NaN element makes the super-block's 2^-s NaN instead.
       const bool nan = kMx && __any_sync(0xffffffffu, sum != sum);
@@ -603,7 +603,9 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       uint32_t r[4][8];
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        float y = e == 0xFFu ? 0.0f : v[i] * sc;  // exact: a power of two
+        // exact: a power of two. A NaN element is sliced as 0 (the GPU's y + kRoundMagic would
+        // be the canonical NaN 0x7FFFFFFF, whose low byte is -1); see the comment above.
+        float y = e == 0xFFu || v[i] != v[i] ? 0.0f : v[i] * sc;
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           const float rq = y + kRoundMagic;      // rounded to an integer, ties to even
@@ -1148,8 +1150,9 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
 // Order of the start: EARLY stages are issued before the wait for the kernel before (PDL), the
-// other STAGES - 1 - EARLY right after the x loads of the fragments (STAGED: so the x loads
-// queue behind EARLY stages' copies only, not behind all of them).
+// other STAGES - 1 - EARLY right after the x loads of the fragments when the block stages them
+// (so the x loads queue behind EARLY stages' copies only, not behind all of them), right after
+// the wait when the fragments come from scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
 template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY, int MINB>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
@@ -1429,7 +1432,9 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
                     int64_t stages, int cap) {
   if (cap == 0) return smem;
   const int64_t sms = sh.sms;
-  const int64_t even = (blocks + sms - 1) / sms;  // blocks an SM with the grid in one even wave
+  // Blocks an SM with the grid in one even wave. A grid of at most one block per SM (even 1)
+  // would need padding beyond a block's limit, so it runs uncapped (one block an SM anyway).
+  const int64_t even = (blocks + sms - 1) / sms;
   int64_t n = cap;
   if (cap < 0) n = blocks > 4 * sms ? 0 : cap == -1 && stages <= 8 ? even : 2;
   if (n <= 0) return smem;
@@ -1526,7 +1531,8 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 
 // The default's choice of path per launch kind (launch_type), with the given EARLY and
 // SCRATCH (launch_pipe_ug), cap, and MX_MINB for MXFP4's expert launches (the f16 rings: 169
-// registers, 2 blocks an SM, at MINB 1; 128 without spills, 4 blocks, at MINB 4).
+// registers, 2 blocks an SM, at MINB 1; 128, 4 blocks, at MINB 4: no spills on sm_90, 20 bytes
+// spilled on sm_120, where it has never run).
 template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 4>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   if (!b.grp_off) return launch_pipe<T, 1, kI8Col, EARLY, 1, SCRATCH>(b, s, cap);
@@ -1576,7 +1582,7 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, true>(b, s, -1);
     case 15:  // ... with no cap on blocks per SM
       return launch_default<T, 2, false>(b, s, 0);
-    case 16:  // ... with the sixth pass's cap and MXFP4's expert launches at 2 blocks an SM
+    case 16:  // ... with the sixth pass's cap, and MXFP4's expert launches at 169 registers
       return launch_default<T, 2, false, 1>(b, s, b.grp_off && T == GgmlType::MXFP4 ? 0 : -2);
     default:
       break;
@@ -1585,7 +1591,8 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // (docs/cuda-backend.md, sixth and seventh passes): Q4_K and Q2_K take the integer rings in
   // the column layout; MXFP4's expert launches the f16 rings (0.33-0.35 of D2D in the column
   // layout against 0.32-0.36), its single matrices the column layout (0.19 against 0.16 at
-  // 4096 x 4096); all with the grid in one wave where it fits 4 blocks an SM (launch_pipe_ug).
+  // 4096 x 4096); grids of at most 4 blocks per SM in one even wave when a warp streams at
+  // most 8 ring stages, else at most 2 blocks an SM (launch_pipe_ug).
   return launch_default<T, 2, false>(b, s, -1);
 }
 

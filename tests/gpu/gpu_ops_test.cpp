@@ -375,8 +375,8 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
 
 // A NaN activation makes every row of its pair NaN, as on the CPU (NaN times any weight is
 // NaN), in every tensor-core layout: the integer paths cut x into integer slices, where a NaN
-// would round to 0, so they carry it through the min term (Q4_K, Q2_K) or the super-block's
-// 2^-s (MXFP4's column layout). The other pairs of the launch stay exact.
+// is sliced as 0, so they carry it through the min term (Q4_K, Q2_K) or the super-block's 2^-s
+// (MXFP4's column layout). The other pairs of the launch stay exact.
 TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
   struct DefaultVariantAfterwards {
     ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
