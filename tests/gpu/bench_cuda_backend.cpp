@@ -145,6 +145,7 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
           {"rows", rows},
           {"cols", cols},
           {"experts_per_launch", experts},
+          {"bytes_per_launch", mat * experts},
           {"us_per_launch", ms * 1e3 / iters},
           {"bytes_per_s", bps},
           {"ratio_to_d2d", bps / d2d}};
@@ -272,9 +273,7 @@ int main(int argc, char** argv) {
       auto g = bench_gemv(pool, *t, one.rows, one.cols, d2d, one.experts);
       g["mma_variant"] = one.variant;
       out["gemv"].push_back(g);
-      const uint64_t bytes = *ggml_row_bytes(*t, static_cast<uint64_t>(one.cols)) *
-                             static_cast<uint64_t>(one.rows) * static_cast<uint64_t>(one.experts);
-      out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
+      out["read_ceiling"].push_back(bench_read_ceiling(pool, g["bytes_per_launch"].get<uint64_t>(), d2d));
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
