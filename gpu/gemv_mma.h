@@ -12,15 +12,17 @@
 // spans two granules, so S_b is unscaled per granule), so x keeps 22 significant bits and
 // cannot overflow f16. Products are exact; the only rounding beyond the CPU's is the F32
 // accumulation order and the 2^-22 relative truncation of x: |gpu - exact| stays within
-// gpu_ops_test's 1e-6 * sum |w x| (1.8e-7 seen on the H200). That is the f16 path (MXFP4
-// expert launches). Q4_K, Q2_K and single MXFP4 matrices take the integer path: x * 2^s (one
+// gpu_ops_test's 1e-6 * sum |w x| (1.8e-7 seen on the H200). That is the f16 path (variants
+// only since the eighth pass). By default every type takes the integer path: x * 2^s (one
 // scale per 256 elements, max |x| 2^s in [32, 64)) cut into four signed 7-bit slices, S_b
 // exact in s32 per slice (mma.sync m16n8k32, u8 quants x s8 slices, the slices in B's
 // columns: one mma gives 16 rows' sums of two k-halves for all four slices), the small
-// integer sub-block scales applied in s32, one F32 conversion per slice pair and super-block; x is kept to 2^-27 of the super-block's largest
+// integer sub-block scales applied in s32 (Q2_K: folded into the quants, and its minimums'
+// sum m1_b X_b taken on the tensor cores from the same slices, exact in s32), one F32
+// conversion per slice pair and super-block; x is kept to 2^-27 of the super-block's largest
 // |x| (kernels_gemv_mma.cu, "The integer path" and "The column layout"; MXFP4's values enter
-// as u8 value + 12, the offset taken off in s32 with per-block sums of the slices, and the
-// E8M0 scale applied in F32 per block).
+// as u8 value + 12, the offset taken off in the mma's accumulator with per-block sums of the
+// slices, and the E8M0 scale applied in F32 per block).
 //
 // Which pair takes this path depends only on the group's own pair count, never on how groups
 // are batched into launches, so the pack path and the GGUF path (which batch experts
@@ -48,27 +50,30 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0);
 void gemv_mma(const GemvBatch& b, cudaStream_t s);
 
 // Benchmarks and tests only (bench_cuda_backend's side-by-side). 0 = the default, per type
-// (kernels_gemv_mma.cu says which: Q4_K / Q2_K the integer rings in the column layout; MXFP4
-// the f16 rings for expert launches and the integer column layout for single matrices; a grid
-// of at most 4 blocks per SM in one even wave, ceil(blocks / SMs) blocks an SM, when a warp
-// streams at most 8 ring stages, else at most 2 blocks an SM). 1 = the register layout: one
-// super-block loaded ahead in registers, x as f16 halves (Q4_K, Q2_K; MXFP4 takes 0); 2 = the
-// ring layout (each warp's 16-row tile streamed through a 4-stage cp.async ring in shared
-// memory), x as f16 halves; 3 = rings with the integer path in the diagonal layout (Q4_K,
-// Q2_K: each lane's own k values' sums, two mmas per 32 quants; MXFP4 as 2); 4 = 3 with two
-// warps a tile; 5 = 3 with four warps a tile; 8 = the integer column layout (all three types)
-// without the cap on blocks per SM; 9 = the same with at most 2 blocks an SM; 10 = 3 with the
-// default's cap; 11 = the integer column layout with the default's cap (MXFP4's expert launches
-// too). Expert launches (grp_off) use 64 rows per block; a single matrix 16 rows per block,
-// each row split over the block's 4 warps. -1 = no tensor cores (kernels_gemv.cu's F32 kernels
-// for every type); 6, 7 = diagnosis of the default's expert launch of every type (copies
-// only, arithmetic only: wrong sums); 12, 13 = the default with all three (one) of the first
-// ring stages issued before the wait for the kernel before, instead of two; 14 = the default
-// with the x fragments written once per group into scratch by a separate kernel; 15 = the
-// default without a cap on blocks per SM; 16 = the default with the sixth pass's cap (at most 2
-// blocks an SM for grids of at most 4 blocks per SM; MXFP4's expert launches at 169 registers,
-// uncapped). Process-wide; a run must not mix variants (their sums differ in rounding).
-// Throws Error outside -1..16.
+// (kernels_gemv_mma.cu says which: every type the integer rings in the column layout, Q2_K with
+// its sub-block scales folded into the quants and its minimums on the tensor cores
+// (Q2kColPath2); a grid of at most 4 blocks per SM in one even wave, ceil(blocks / SMs) blocks
+// an SM, when a warp streams at most 8 ring stages, else at most 2 blocks an SM). 1 = the
+// register layout: one super-block loaded ahead in registers, x as f16 halves (Q4_K, Q2_K;
+// MXFP4 takes 0); 2 = the ring layout (each warp's 16-row tile streamed through a 4-stage
+// cp.async ring in shared memory), x as f16 halves; 3 = rings with the integer path in the
+// diagonal layout (Q4_K, Q2_K: each lane's own k values' sums, two mmas per 32 quants; MXFP4
+// as 2); 4 = 3 with two warps a tile; 5 = 3 with four warps a tile; 8 = the integer column
+// layout (Q2_K in Q2kColPath, its scales applied in s32 and minimums in F32) without the cap on
+// blocks per SM; 9 = the same with at most 2 blocks an SM; 10 = 3 with the default's cap; 11 =
+// 8 with the default's cap. Expert launches (grp_off) use 64 rows per block; a single matrix 16
+// rows per block, each row split over the block's 4 warps. -1 = no tensor cores
+// (kernels_gemv.cu's F32 kernels for every type); 6, 7 = diagnosis of the default's expert
+// launch of every type (copies only, arithmetic only: wrong sums); 12, 13 = the default with
+// all three (one) of the first ring stages issued before the wait for the kernel before,
+// instead of two; 14 = the default with the x fragments written once per group into scratch by
+// a separate kernel; 15 = the default without a cap on blocks per SM; 16 = the default with
+// the sixth pass's cap (at most 2 blocks an SM for grids of at most 4 blocks per SM; MXFP4's
+// expert launches uncapped); 17 = the eighth session's default (Q2_K in Q2kColPath, MXFP4's
+// expert launches in the f16 rings at 4 blocks an SM); 18 = the default with no ring stage
+// before the wait (the x loads first); 19 = the default with MXFP4's expert launches at 4
+// blocks an SM (128 registers). Process-wide; a run must not mix variants (their sums differ in
+// rounding). Throws Error outside -1..19.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

@@ -13,9 +13,9 @@
 // Register layout (gemv_mma_kernel, variant 1 only): one super-block loaded ahead in
 // registers from global memory.
 //
-// Arithmetic: the f16 path (below; MXFP4 expert launches, and the register layout) or the
-// integer path (Q4_K / Q2_K, single MXFP4 matrices; "The integer path" and "The column layout"
-// further down).
+// Arithmetic: the integer path (the default for every type; "The integer path" and "The column
+// layout" further down) or the f16 path (below; variants only: the register layout, variant 2,
+// and MXFP4's expert launches before the eighth pass, variant 17).
 //
 // x fragments of the f16 path. Per 16-element granule of x, one power-of-two scale 2^s
 // (max |x| * 2^s in [2^14, 2^15)), the mma B fragments of x * 2^s as two f16 halves (per 4
@@ -66,6 +66,13 @@ constexpr int64_t kMaxBlockSmem = 100 * 1024;
 
 __device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
 __device__ __forceinline__ __half2 bits_h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
+
+// PTX prmt.b32 (default mode): bytes of {b, a} picked by the nibbles of sel.
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
 
 // v holds two integers below 1024 in bits 0-9 and 16-25 (other bits zero) -> f16x2 {v0, v1}
 // exactly: v | 0x6400_6400 is {1024 + v0, 1024 + v1} (f16's ulp is 1 in [1024, 2048)).
@@ -275,7 +282,9 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
 // the integer path with the diagonal B fragments (variant 3), the integer path with x's slices
 // in B's columns (the default for Q4_K / Q2_K, and single MXFP4 matrices; "The column layout"
 // below).
-enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2 };
+// kI8Col2: Q2_K's column layout with its scales and minimums on the tensor cores
+// (Q2kColPath2); Q4_K and MXFP4 as kI8Col.
+enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2, kI8Col2 = 3 };
 
 template <GgmlType T, int P>
 __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch);
@@ -431,22 +440,34 @@ struct Mxfp4Path {
   uint32_t wa[8], wb[8];
   float dea[8], deb[8];
 
-  __device__ __forceinline__ static uint32_t word_at(const uint8_t* p) {  // p: 4-aligned base + any offset
-    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    const uint32_t* q = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
-    return __funnelshift_r(q[0], q[1], 8u * static_cast<unsigned>(a & 3));
+  // Row r's qs word t of block k: bytes 17 k + 1 + 4 t .. + 3 from a 4-aligned row start p (the
+  // rings' rows start 8-aligned: 136-byte rows in 16-aligned stages), i.e. aligned words
+  // t + o_k and t + o_k + 1 (o_k = (17 k + 1) / 4) funnel-shifted by 8 ((17 k + 1) mod 4) bits,
+  // a constant: 32-bit shared loads (an address rounded down by pointer arithmetic on an
+  // integer made these generic 64-bit loads: ~8 instructions a word on the H200).
+  template <int K>
+  __device__ __forceinline__ static uint32_t qs_word(const uint32_t* p) {
+    constexpr int kOff = (17 * K + 1) / 4, kShift = 8 * ((17 * K + 1) % 4);
+    if constexpr (kShift == 0) {
+      return p[kOff];
+    } else {
+      return __funnelshift_r(p[kOff], p[kOff + 1], kShift);
+    }
+  }
+  template <int K>
+  __device__ __forceinline__ void fetch_block(const uint32_t* qa, const uint32_t* qb, const uint8_t* pa,
+                                              const uint8_t* pb) {
+    wa[K] = qs_word<K>(qa);
+    wb[K] = qs_word<K>(qb);
+    dea[K] = e8m0_half(pa[17 * K]);
+    deb[K] = e8m0_half(pb[17 * K]);
+    if constexpr (K < 7) fetch_block<K + 1>(qa, qb, pa, pb);
   }
 
   template <bool GLOBAL>
   __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool) {
     static_assert(!GLOBAL, "MXFP4 is served from shared memory only");
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      wa[k] = word_at(pa + 17 * k + 1 + 4 * t);
-      wb[k] = word_at(pb + 17 * k + 1 + 4 * t);
-      dea[k] = e8m0_half(pa[17 * k]);
-      deb[k] = e8m0_half(pb[17 * k]);
-    }
+    fetch_block<0>(reinterpret_cast<const uint32_t*>(pa) + t, reinterpret_cast<const uint32_t*>(pb) + t, pa, pb);
   }
 
   __device__ __forceinline__ void compute(int64_t u, int t, const XView& xv, float& acca, float& accb) const {
@@ -589,10 +610,10 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
       // - E, clamped to +-126 (2^s and 2^-s normal; every finite x in range: E = 254 gives s =
       // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
-      // or NaN). A NaN element is lost to fmaxf and is sliced as 0, but still reaches the
-      // result through the block's 16-element sums (the min term).
-      // MXFP4 has no min term: a NaN element makes the super-block's 2^-s NaN instead.
-      const bool nan = kMx && __any_sync(0xffffffffu, sum != sum);
+      // or NaN). A NaN element is lost to fmaxf and is sliced as 0; it makes the super-block's
+      // 2^-s NaN instead (and reaches Q4_K's and Q2kColPath's min terms through the 16-element
+      // sums too; MXFP4 and Q2kColPath2 have no F32 min term).
+      const bool nan = __any_sync(0xffffffffu, sum != sum);
       const uint32_t e = nan ? 0xFFu : (__float_as_uint(mx) >> 23) & 0xFFu;
       const int s = min(max(132 - static_cast<int>(e), -126), 126);
       const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
@@ -652,7 +673,7 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
           for (int i = 0; i < 8; ++i) sum_q += static_cast<int>(r[q][i] - kRoundMagicBits);
           sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 1);
           sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 2);
-          if (lane % 4 == 0) xs[q] = sum_q;
+          if (lane % 4 == 0) xs[q] = -12 * sum_q;  // the offset of the values (Mxfp4ColPath)
         }
       }
     }
@@ -677,6 +698,15 @@ __device__ __forceinline__ void mma_i8(int (&d)[4], const uint32_t (&a)[4], uint
       "{%10,%10,%10,%10};\n"
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+}
+
+// d += A B (the mma's own accumulator).
+__device__ __forceinline__ void mma_i8_acc(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // T[slice][row] += sc_row * D: one group's two mmas (slices 0, 1 and 2, 3) of 16 rows.
@@ -930,6 +960,60 @@ struct Q2kColPath : Q2kI8Path {
   }
 };
 
+// Q2_K in the column layout with the scales in A (variant 17; eighth pass). The same B
+// fragments, slices and error bound as Q2kColPath; what changes is where the sub-block scales
+// and minimums are applied:
+//   - the scale goes into the quants: A = q sc (field j kept in place for odd j: 4 q sc <= 180,
+//     u8 still), so every field's mma accumulates in the mma's own C (even and odd fields in
+//     two accumulators, 4 apart), with no s32 multiply-add per sum;
+//   - the minimums run on the tensor cores against the same B: A = 16 m (the scale byte's high
+//     nibble in place) at every k of the lane's sub-block, so D = sum_k 16 m X_k per slice,
+//     exact in s32 like the quants' sums (Q2kColPath adds them in F32 from the x16 sums).
+// The lane's scale byte (8n + 2j + t / 2) is replicated into all four bytes by one prmt; its
+// low nibble is the scale, the word masked by 0xF0 the minimum's A word.
+// Bounds per accumulator: 8 fields x 16 k x 45 x 64 < 2^19 (quants), 8 x 16 x 240 x 64 < 2^21
+// (minimums), so the slice pair 4 S_even + S_odd converts to F32 exactly.
+struct Q2kColPath2 : Q2kI8Path {
+  __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
+                                          float& accb) const {
+    const uint32_t half = static_cast<uint32_t>(t) >> 1;
+    const uint32_t sel[2] = {half * 0x1111u, (2u + half) * 0x1111u};  // byte 2 (j % 2) + half, replicated
+    int te[4] = {0, 0, 0, 0}, to[4] = {0, 0, 0, 0}, tm[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const uint32_t q[4] = {qa[n].x, qb[n].x, qa[n].y, qb[n].y};
+      const uint32_t q4[4] = {q[0] >> 4, q[1] >> 4, q[2] >> 4, q[3] >> 4};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t ra = prmt(sa[2 * n + (j >> 1)], 0u, sel[j & 1]);
+        const uint32_t rb = prmt(sb4[2 * n + (j >> 1)], 0u, sel[j & 1]);
+        const uint32_t sca = ra & 0x0Fu, scb = rb & 0x0Fu;
+        const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
+        const uint32_t(&src)[4] = j < 2 ? q : q4;
+        const uint32_t a[4] = {(src[0] & mask) * sca, (src[1] & mask) * scb, (src[2] & mask) * sca,
+                               (src[3] & mask) * scb};
+        const uint32_t ma = ra & 0xF0F0F0F0u, mb = rb & 0xF0F0F0F0u;
+        const uint32_t am[4] = {ma, mb, ma, mb};
+        const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
+        if (j & 1) {
+          mma_i8_acc(to, a, bw.x, bw.y);
+        } else {
+          mma_i8_acc(te, a, bw.x, bw.y);
+        }
+        mma_i8_acc(tm, am, bw.x, bw.y);
+      }
+    }
+    // Rows g (D 0, 1: slices 2 (t & 1), + 1) and g + 8 (D 2, 3); 4 S = 4 te + to.
+    const float us = xv.unscale[sb] * xv.slice2;
+    const float sa4 = static_cast<float>(4 * te[0] + to[0]) + static_cast<float>(4 * te[1] + to[1]) * 0x1p-7f;
+    const float sb4f = static_cast<float>(4 * te[2] + to[2]) + static_cast<float>(4 * te[3] + to[3]) * 0x1p-7f;
+    const float m16a = static_cast<float>(tm[0]) + static_cast<float>(tm[1]) * 0x1p-7f;
+    const float m16b = static_cast<float>(tm[2]) + static_cast<float>(tm[3]) * 0x1p-7f;
+    acca += (half_lo(da) * 0.25f * sa4 - half_hi(da) * 0.0625f * m16a) * us;
+    accb += (half_lo(db) * 0.25f * sb4f - half_hi(db) * 0.0625f * m16b) * us;
+  }
+};
+
 // MXFP4 in the column layout. A 32-element block has one scale, so an mma covers one block:
 // lane t's A words are its qs word (bytes 4t..4t+3: low nibbles elements 4t.., high 16 + 4t..)
 // as u8 values v + 12 of ggml's doubled e2m1 values v in [-12, 12] (two prmt table lookups, one
@@ -937,30 +1021,30 @@ struct Q2kColPath : Q2kI8Path {
 // mode on bytes below 128), bytes 0-1 of the word in A's k 4t.. and bytes 2-3 in 16 + 4t.., in
 // prmt's order (low, high nibble of each byte). B's columns 0-3 hold the four slices of x in
 // that order, columns 4-7 are zero (lanes t >= 2 get nothing back). The offset comes off in
-// s32: sum (v + 12) X - 12 sum X, with sum X per block and slice stored beside the pairs. Then
-// one F32 conversion per block and slice pair, times the block's scale.
+// the mma's own C: sum (v + 12) X - 12 sum X, with -12 sum X per block and slice stored beside
+// the pairs. Then the slice pair as one integer (128 D0 + D1), one F32 conversion per block and
+// row, times the block's scale.
 struct MxColView {
   const uint2* xp;      // 16 pairs a block: lane 4g + t < 16 reads pair `lane`
-  const int2* xs;       // per block: slice sums {0, 1}, {2, 3}
+  const int2* xs;       // per block: -12 times the slice sums {0, 1}, {2, 3}
   const float* unscale;
   int lane;
-  int off;              // 12 for lanes t < 2 (columns 0-3), 0 for t >= 2 (their D is zero)
-  float slice2;         // 2^-14 for lanes holding slices 2, 3 (t odd), else 1
+  bool offs;            // lanes t < 2 (columns 0-3); t >= 2 get zero D and zero offsets
+  float slice2;         // 2^-7 (the slice pair's integer combination), times 2^-14 for t odd
   __device__ __forceinline__ uint2 pair_of(int64_t blk) const {
     return lane < 16 ? xp[blk * 16 + lane] : make_uint2(0u, 0u);
   }
-  __device__ __forceinline__ int2 sums(int64_t blk) const { return xs[blk * 2 + (lane & 1)]; }
+  __device__ __forceinline__ int2 offsets(int64_t blk) const {
+    return offs ? xs[blk * 2 + (lane & 1)] : make_int2(0, 0);
+  }
 };
 
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-  uint32_t d;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
-  return d;
-}
-
 // The four e2m1 codes in bits 0-15 of c -> four u8 of ggml's doubled value + 12 (in [0, 24]).
+// Codes 0-7: {0, 1, 2, 3, 4, 6, 8, 12} + 12; codes 8-15: {0, -1, -2, -3, -4, -6, -8, -12} + 12.
+// (SASS prmt takes its first table word from a register only, and ptxas moves that literal
+// into a register before every prmt here: 2 of the ~5 instructions a call. Holding both in
+// registers made through an asm mov did not change that on sm_90.)
 __device__ __forceinline__ uint32_t e2m1_u8(uint32_t c) {
-  // Codes 0-7: {0, 1, 2, 3, 4, 6, 8, 12} + 12; codes 8-15: {0, -1, -2, -3, -4, -6, -8, -12} + 12.
   return prmt(0x0F0E0D0Cu, 0x18141210u, c) | prmt(0x090A0B0Cu, 0x00040608u, c ^ 0x8888u);
 }
 
@@ -977,12 +1061,13 @@ struct Mxfp4ColPath : Mxfp4Path {
       const int64_t blk = u * 8 + k;
       const uint32_t a[4] = {e2m1_u8(wa[k]), e2m1_u8(wb[k]), e2m1_u8(wa[k] >> 16), e2m1_u8(wb[k] >> 16)};
       const uint2 bw = xv.pair_of(blk);
-      int d[4];
-      mma_i8(d, a, bw.x, bw.y);
-      const int2 x = xv.sums(blk);
-      const int o0 = xv.off * x.x, o1 = xv.off * x.y;
-      sa += dea[k] * ((static_cast<float>(d[0] - o0) + static_cast<float>(d[1] - o1) * 0x1p-7f) * us);
-      sb += deb[k] * ((static_cast<float>(d[2] - o0) + static_cast<float>(d[3] - o1) * 0x1p-7f) * us);
+      // The offset comes off in the mma's C: D = sum (v + 12) X - 12 sum X = sum v X.
+      const int2 o = xv.offsets(blk);
+      int d[4] = {o.x, o.y, o.x, o.y};
+      mma_i8_acc(d, a, bw.x, bw.y);
+      // Exact in s32 and F32: |sum v X| <= 12 x 64 x 32 per slice, so 128 D0 + D1 < 2^22.
+      sa += static_cast<float>(d[0] * 128 + d[1]) * (dea[k] * us);
+      sb += static_cast<float>(d[2] * 128 + d[3]) * (deb[k] * us);
     }
     acca += sa;
     accb += sb;
@@ -1064,10 +1149,19 @@ struct Sel<GgmlType::MXFP4, kI8Col> {
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3;
     return View{reinterpret_cast<const uint2*>(base), reinterpret_cast<const int2*>(base + ne0 * 4),
-                reinterpret_cast<const float*>(base + ne0 * 4 + ne0 / 2), lane, t < 2 ? 12 : 0,
-                (t & 1) ? 0x1p-14f : 1.0f};
+                reinterpret_cast<const float*>(base + ne0 * 4 + ne0 / 2), lane, t < 2,
+                (t & 1) ? 0x1p-21f : 0x1p-7f};
   }
 };
+
+template <>
+struct Sel<GgmlType::Q4_K, kI8Col2> : Sel<GgmlType::Q4_K, kI8Col> {};
+template <>
+struct Sel<GgmlType::Q2_K, kI8Col2> : ColSel<GgmlType::Q2_K> {
+  using Path = Q2kColPath2;
+};
+template <>
+struct Sel<GgmlType::MXFP4, kI8Col2> : Sel<GgmlType::MXFP4, kI8Col> {};
 
 template <GgmlType T, int P>
 __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch) {
@@ -1149,10 +1243,11 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // word loads read one word past a row].
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
-// Order of the start: EARLY stages are issued before the wait for the kernel before (PDL), the
-// other STAGES - 1 - EARLY right after the x loads of the fragments when the block stages them
-// (so the x loads queue behind EARLY stages' copies only, not behind all of them), right after
-// the wait when the fragments come from scratch.
+// Order of the start: EARLY stages are issued first, before the block reads its pair (grp_off)
+// and before the wait for the kernel before (PDL); the other STAGES - 1 - EARLY right after the
+// x loads of the fragments when the block stages them (so the x loads queue behind EARLY
+// stages' copies only, not behind all of them), right after the wait when the fragments come
+// from scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
 template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY, int MINB>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
@@ -1163,9 +1258,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   extern __shared__ __align__(16) uint8_t dyn[];
   __shared__ float part[kMmaWarps][16];
   const int grp = static_cast<int>(blockIdx.y);
-  int j = 0;
-  const float* x = block_pair_x(b, &j);
-  if (!x) return;  // the same for the whole block
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
@@ -1180,7 +1272,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   // C) (clamped to the last row: a partial tile reads it again), same offsets every stage. The
   // lane's offsets from the tile's stage 0 are computed once (G-byte copies; 32 bits: 16 rows
   // of at most kMaxNe0 elements).
-  static_assert(EARLY >= 1 && EARLY <= STAGES - 1, "at least one stage before the wait");
+  static_assert(EARLY >= 0 && EARLY <= STAGES - 1, "at most every first stage before the wait");
   const uint8_t* tile_w = wg + static_cast<uint64_t>(min(rbase, b.ne1 - 1)) * b.row_bytes;
   const int64_t last = b.ne1 - 1 - min(rbase, b.ne1 - 1);
   const bool wide = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & (G - 1)) == 0;  // uniform per block
@@ -1217,6 +1309,15 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
     }
   };
   issue_stages(0, EARLY);
+  // The block's x and pair: grp_off, x_row are host uploads (safe before the wait), read once
+  // the first copies are in flight, so their load latency overlaps them.
+  int j = 0;
+  const float* x = single_pair_x(b, grp, &j);
+  if (!x) {  // the same for the whole block: a group with another pair count
+    cp_async_wait<0>();  // no copy into this block's shared memory outlives it
+    pdl_wait_then_release();
+    return;
+  }
 
   pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
   const uint8_t* base;
@@ -1503,13 +1604,11 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 // the same stages, copy sizes, layout and cap; only for bench_cuda_backend's diagnosis.
 template <GgmlType T, int DIAG>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
-  if constexpr (T == GgmlType::MXFP4) {
-    return launch_pipe_ug<T, 4, 4, 1, 8, kF16, DIAG, 2, 4>(b, s, -1);
-  } else if constexpr (T == GgmlType::Q4_K) {
-    return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
+  if constexpr (T != GgmlType::Q2_K) {
+    return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col2, DIAG>(b, s, -1);
   } else {
-    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 4, 2, 8, kI8Col, DIAG>(b, s, -1);
-    return launch_pipe_ug<T, 4, 4, 1, 4, kI8Col, DIAG>(b, s, -1);
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 4, 2, 8, kI8Col2, DIAG>(b, s, -1);
+    return launch_pipe_ug<T, 4, 4, 1, 4, kI8Col2, DIAG>(b, s, -1);
   }
 }
 
@@ -1530,14 +1629,21 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 }
 
 // The default's choice of path per launch kind (launch_type), with the given EARLY and
-// SCRATCH (launch_pipe_ug), cap, and MX_MINB for MXFP4's expert launches (the f16 rings: 169
-// registers, 2 blocks an SM, at MINB 1; 128, 4 blocks, at MINB 4: no spills on sm_90, 20 bytes
-// spilled on sm_120, where it has never run).
-template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 4>
+// SCRATCH (launch_pipe_ug), cap, and MX_MINB for MXFP4's expert launches: the integer column
+// layout for every type (Q2_K in Q2kColPath2), MXFP4's expert launches at MX_MINB blocks an SM
+// (MINB 1: 157 registers on sm_90; 4: 128, no spills).
+// OLD (variant 17): the eighth session's default, Q2_K in Q2kColPath and MXFP4's expert
+// launches in the f16 rings at 4 blocks an SM (128 registers; since MXFP4's aligned word loads,
+// 12 bytes spilled on sm_90).
+template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
-  if (!b.grp_off) return launch_pipe<T, 1, kI8Col, EARLY, 1, SCRATCH>(b, s, cap);
-  if constexpr (T == GgmlType::MXFP4) return launch_pipe<T, 4, kF16, EARLY, MX_MINB, SCRATCH>(b, s, cap);
-  return launch_pipe<T, 4, kI8Col, EARLY, 1, SCRATCH>(b, s, cap);
+  constexpr int kCol = OLD ? kI8Col : kI8Col2;
+  if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH>(b, s, cap);
+  if constexpr (T == GgmlType::MXFP4) {
+    if constexpr (OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
+    return launch_pipe<T, 4, kCol, EARLY, MX_MINB, SCRATCH>(b, s, cap);
+  }
+  return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH>(b, s, cap);
 }
 
 template <GgmlType T>
@@ -1582,17 +1688,24 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, true>(b, s, -1);
     case 15:  // ... with no cap on blocks per SM
       return launch_default<T, 2, false>(b, s, 0);
-    case 16:  // ... with the sixth pass's cap, and MXFP4's expert launches at 169 registers
-      return launch_default<T, 2, false, 1>(b, s, b.grp_off && T == GgmlType::MXFP4 ? 0 : -2);
+    case 16:  // ... with the sixth pass's cap (MXFP4's expert launches uncapped)
+      return launch_default<T, 2, false>(b, s, b.grp_off && T == GgmlType::MXFP4 ? 0 : -2);
+    case 17:  // the eighth session's default (Q2kColPath; MXFP4's expert launches in the f16 rings)
+      return launch_default<T, 2, false, 1, true>(b, s, -1);
+    case 18:  // the default with no stage before the wait (the x loads first)
+      return launch_default<T, 0, false>(b, s, -1);
+    case 19:  // the default with MXFP4's expert launches at 4 blocks an SM (128 registers)
+      return launch_default<T, 2, false, 4>(b, s, -1);
     default:
       break;
   }
   // The default, per type, from bench_cuda_backend's side-by-side on the H200
-  // (docs/cuda-backend.md, sixth and seventh passes): Q4_K and Q2_K take the integer rings in
-  // the column layout; MXFP4's expert launches the f16 rings (0.33-0.35 of D2D in the column
-  // layout against 0.32-0.36), its single matrices the column layout (0.19 against 0.16 at
-  // 4096 x 4096); grids of at most 4 blocks per SM in one even wave when a warp streams at
-  // most 8 ring stages, else at most 2 blocks an SM (launch_pipe_ug).
+  // (docs/cuda-backend.md, sixth to eighth passes): every type takes the integer rings in the
+  // column layout (Q2_K with its scales and minimums on the tensor cores: 0.45 / 0.42 / 0.50 /
+  // 0.45 of D2D against 0.44 / 0.41 / 0.48 / 0.43; MXFP4's expert launches 0.41-0.45 against
+  // 0.39-0.44 in the f16 rings, both with the aligned word loads); grids of at most 4 blocks
+  // per SM in one even wave when a warp streams at most 8 ring stages, else at most 2 blocks
+  // an SM (launch_pipe_ug).
   return launch_default<T, 2, false>(b, s, -1);
 }
 
@@ -1605,8 +1718,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 16) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..16");
+  if (variant < -1 || variant > 19) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..19");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

@@ -327,7 +327,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       std::vector<uint8_t> shifted(data.size() + 32);
       std::memcpy(shifted.data() + 4, data.data(), data.size());
       auto d_w = to_device(shifted);
-      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 0}) {
+      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0}) {
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -375,8 +375,8 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
 
 // A NaN activation makes every row of its pair NaN, as on the CPU (NaN times any weight is
 // NaN), in every tensor-core layout: the integer paths cut x into integer slices, where a NaN
-// is sliced as 0, so they carry it through the min term (Q4_K, Q2_K) or the super-block's 2^-s
-// (MXFP4's column layout). The other pairs of the launch stay exact.
+// is sliced as 0, so they carry it through the super-block's 2^-s (and the F32 min terms of
+// Q4_K and Q2_K, where those exist). The other pairs of the launch stay exact.
 TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
   struct DefaultVariantAfterwards {
     ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
@@ -393,7 +393,7 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
     auto d_x = to_device(x);
     std::vector<int32_t> off_tab = {0, 1, 2, 3};
     auto d_off = to_device(off_tab);
-    for (const int variant : {1, 2, 3, 8, 11, 0}) {
+    for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 0}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       {  // a single matrix (the launch without groups) with the NaN pair's x
