@@ -1243,11 +1243,11 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // word loads read one word past a row].
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
-// Order of the start: EARLY stages are issued first, before the block reads its pair (grp_off)
-// and before the wait for the kernel before (PDL); the other STAGES - 1 - EARLY right after the
-// x loads of the fragments when the block stages them (so the x loads queue behind EARLY
-// stages' copies only, not behind all of them), right after the wait when the fragments come
-// from scratch.
+// Order of the start: the block's pair first (a block of a group with another pair count, most
+// of a prefill's launch, returns before it copies anything); EARLY stages are issued before the
+// wait for the kernel before (PDL), the other STAGES - 1 - EARLY right after the x loads of the
+// fragments when the block stages them (so the x loads queue behind EARLY stages' copies only,
+// not behind all of them), right after the wait when the fragments come from scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
 template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY, int MINB>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
@@ -1258,6 +1258,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   extern __shared__ __align__(16) uint8_t dyn[];
   __shared__ float part[kMmaWarps][16];
   const int grp = static_cast<int>(blockIdx.y);
+  int j = 0;
+  const float* x = block_pair_x(b, &j);
+  if (!x) return;  // the same for the whole block
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
@@ -1309,15 +1312,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
     }
   };
   issue_stages(0, EARLY);
-  // The block's x and pair: grp_off, x_row are host uploads (safe before the wait), read once
-  // the first copies are in flight, so their load latency overlaps them.
-  int j = 0;
-  const float* x = single_pair_x(b, grp, &j);
-  if (!x) {  // the same for the whole block: a group with another pair count
-    cp_async_wait<0>();  // no copy into this block's shared memory outlives it
-    pdl_wait_then_release();
-    return;
-  }
 
   pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
   const uint8_t* base;
