@@ -536,7 +536,7 @@ __host__ __device__ constexpr int64_t frag_stride_i8(int64_t ne0) {
 enum SliceLayout : int { kDiagWords = 0, kQ4kColumns = 1, kQ2kColumns = 2, kMxColumns = 3 };
 
 // The fragments of MXFP4's column layout: ne0 * 4 bytes of pairs, per 32-element block four
-// s32 sums of its slices' values (ne0 / 2 bytes), ne0 / 256 floats 2^-s.
+// s32 values -12 times the sums of its slices' values (ne0 / 2 bytes), ne0 / 256 floats 2^-s.
 __host__ __device__ constexpr int64_t frag_stride_mx(int64_t ne0) {
   return (ne0 * 4 + ne0 / 2 + ne0 / 64 + 15) / 16 * 16;
 }
@@ -661,7 +661,8 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
         for (int q = 0; q < 4; ++q) xp[4 * q] = make_uint2(w[q][0], w[q][1]);
       } else {
         // Block c = L / 4, t = L % 4: pair 4 s + t = slice s of elements {4t, 4t+16, 4t+1, 4t+17},
-        // {4t+2, 4t+18, 4t+3, 4t+19} (v[0..3] are 4t.., v[4..7] 16+4t..), and the block's sums.
+        // {4t+2, 4t+18, 4t+3, 4t+19} (v[0..3] are 4t.., v[4..7] 16+4t..), and -12 times the
+        // block's sums.
         uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
         int32_t* xs = reinterpret_cast<int32_t*>(base + ne0 * 4) + (k * 8 + lane / 4) * 4;
 #pragma unroll
@@ -960,19 +961,22 @@ struct Q2kColPath : Q2kI8Path {
   }
 };
 
-// Q2_K in the column layout with the scales in A (variant 17; eighth pass). The same B
+// Q2_K in the column layout with the scales in A (the default since the eighth pass; variant 17
+// keeps Q2kColPath). The same B
 // fragments, slices and error bound as Q2kColPath; what changes is where the sub-block scales
 // and minimums are applied:
-//   - the scale goes into the quants: A = q sc (field j kept in place for odd j: 4 q sc <= 180,
-//     u8 still), so every field's mma accumulates in the mma's own C (even and odd fields in
-//     two accumulators, 4 apart), with no s32 multiply-add per sum;
+//   - the scale goes into the quants: A = q sc (even fields j masked to their low 2 bits, after
+//     a nibble shift for j = 2; odd fields masked in place, 0x0C, after the same shift for j =
+//     3: 4 q sc <= 180, u8 still), so every field's mma accumulates in the mma's own C (even
+//     and odd fields in two accumulators, 4 apart), with no s32 multiply-add per sum;
 //   - the minimums run on the tensor cores against the same B: A = 16 m (the scale byte's high
 //     nibble in place) at every k of the lane's sub-block, so D = sum_k 16 m X_k per slice,
 //     exact in s32 like the quants' sums (Q2kColPath adds them in F32 from the x16 sums).
 // The lane's scale byte (8n + 2j + t / 2) is replicated into all four bytes by one prmt; its
 // low nibble is the scale, the word masked by 0xF0 the minimum's A word.
-// Bounds per accumulator: 8 fields x 16 k x 45 x 64 < 2^19 (quants), 8 x 16 x 240 x 64 < 2^21
-// (minimums), so the slice pair 4 S_even + S_odd converts to F32 exactly.
+// Bounds per accumulator: 4 fields x 16 k x 45 x 64 < 2^18 (even), 4 x 16 x 180 x 64 < 2^20
+// (odd), 8 x 16 x 240 x 64 < 2^21 (minimums), so each slice's 4 S_even + S_odd (< 2^21) and
+// minimum sum convert to F32 exactly; the slice pair is then added in F32.
 struct Q2kColPath2 : Q2kI8Path {
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
                                           float& accb) const {
@@ -1051,9 +1055,11 @@ __device__ __forceinline__ uint32_t e2m1_u8(uint32_t c) {
 struct Mxfp4ColPath : Mxfp4Path {
   __device__ __forceinline__ void compute(int64_t u, int, const MxColView& xv, float& acca,
                                           float& accb) const {
-    // 2^-s (a power of two, like the E8M0 scale) applied per block before the scale: the
-    // same sums as applying it once at the end, but no inf for scales near E8M0's top (a block
-    // sum of up to 2^15.6 times 2^(e - 128) can overflow F32 from e = 241 on).
+    // 2^-s (a power of two, like the E8M0 scale) applied to each block's sum before the scale:
+    // the same sums as applying it once at the end, but no inf for scales near E8M0's top (a
+    // block sum of up to 2^15.6 times 2^(e - 128) can overflow F32 from e = 241 on). Not to the
+    // scale first: 2^(e - 128) 2^-s can itself be inf for a large scale and a tiny x, and a
+    // lane whose sum is 0 (t >= 2 always) would then add 0 x inf = NaN to a finite row.
     const float us = xv.unscale[u] * xv.slice2;
     float sa = 0.0f, sb = 0.0f;
 #pragma unroll
@@ -1066,8 +1072,8 @@ struct Mxfp4ColPath : Mxfp4Path {
       int d[4] = {o.x, o.y, o.x, o.y};
       mma_i8_acc(d, a, bw.x, bw.y);
       // Exact in s32 and F32: |sum v X| <= 12 x 64 x 32 per slice, so 128 D0 + D1 < 2^22.
-      sa += static_cast<float>(d[0] * 128 + d[1]) * (dea[k] * us);
-      sb += static_cast<float>(d[2] * 128 + d[3]) * (deb[k] * us);
+      sa += dea[k] * (static_cast<float>(d[0] * 128 + d[1]) * us);
+      sb += deb[k] * (static_cast<float>(d[2] * 128 + d[3]) * us);
     }
     acca += sa;
     accb += sb;
@@ -1239,8 +1245,8 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8). A group whose weights
 // are not G-aligned (never seen: GGUF data, upload arena and pack slots are 32-aligned) copies
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
-// bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack: MXFP4's funnel-shifted
-// word loads read one word past a row].
+// bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack; MXFP4's word loads
+// stay within a row (word 33 of 34 at most)].
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
 // Order of the start: the block's pair first (a block of a group with another pair count, most

@@ -431,6 +431,77 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
   }
 }
 
+// MXFP4 with a block scale near E8M0's top (2^120) in a super-block of x whose largest element is
+// 2^20: there x's power-of-two scale 2^-s is 2^15, so the block scale times 2^-s alone is 2^128
+// (inf), and lanes whose own sums are 0 (every lane t >= 2 of the column layout) made the whole
+// row NaN when the two were multiplied first. Every row is finite and within the tolerance of
+// the exact sum (~2^124), in every layout, as a single matrix and in a grouped launch.
+TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
+  struct DefaultVariantAfterwards {
+    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
+  } restore;
+  const GgmlType type = GgmlType::MXFP4;
+  const int64_t ne0 = 512, ne1 = 37;
+  const int n_mat = 3;
+  const uint64_t rb = *ggml_row_bytes(type, ne0);  // 16 blocks of 17 bytes
+  std::mt19937 rng(11);
+  std::vector<uint8_t> data(rb * static_cast<uint64_t>(ne1 * n_mat));
+  for (int64_t r = 0; r < ne1 * n_mat; ++r) {
+    for (int blk = 0; blk < 16; ++blk) {
+      uint8_t* p = data.data() + rb * static_cast<uint64_t>(r) + 17 * blk;
+      p[0] = blk == 9 ? 248 : 127;  // block 9: 2^(248 - 128) with ggml's halved scale
+      for (int i = 1; i < 17; ++i) {
+        // block 9: codes 0 and 1 only (values 0 and 1), so its row sum stays below F32's range
+        p[i] = static_cast<uint8_t>(blk == 9 ? (rng() & 0x11u) : (rng() & 0xFFu));
+      }
+    }
+  }
+  std::vector<float> x(static_cast<size_t>(ne0 * n_mat), 0.0f);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int m = 0; m < n_mat; ++m) {
+    float* xm = x.data() + m * ne0;
+    for (int i = 0; i < 256; ++i) xm[i] = u(rng);  // super-block 0: ordinary x
+    xm[256 + 3] = 1048576.0f;                        // super-block 1: block 8's 2^20 ...
+    for (int i = 288; i < 320; ++i) xm[i] = 1.0f;    // ... beside block 9's ones
+  }
+  auto d_w = to_device(data);
+  auto d_x = to_device(x);
+  std::vector<int32_t> off_tab = {0, 1, 2, 3};
+  auto d_off = to_device(off_tab);
+  for (const int variant : {2, 11, 17, 0}) {
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    detail::set_gemv_mma_variant(variant);
+    {  // a single matrix (the launch without groups)
+      DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
+      GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y1.as<float>());
+      b.w = d_w.bytes_ptr();
+      b.n_tok = 1;
+      gemv(b, nullptr);
+      const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
+      for (int64_t r = 0; r < ne1; ++r) {
+        ASSERT_TRUE(std::isfinite(y1[static_cast<size_t>(r)])) << "single matrix, row " << r;
+        expect_close_dot(y1[static_cast<size_t>(r)], data.data() + rb * r, type, x.data(), ne0, "single");
+      }
+    }
+    DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
+    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+    b.w = d_w.bytes_ptr();
+    b.w_gstride = rb * static_cast<uint64_t>(ne1);
+    b.n_groups = n_mat;
+    b.grp_off = d_off.as<int32_t>();
+    b.max_pairs = 1;
+    gemv(b, nullptr);
+    const auto y = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+    for (int m = 0; m < n_mat; ++m) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        const float got = y[static_cast<size_t>(m * ne1 + r)];
+        ASSERT_TRUE(std::isfinite(got)) << "expert " << m << ", row " << r;
+        expect_close_dot(got, data.data() + rb * (m * ne1 + r), type, x.data() + m * ne0, ne0, "grouped");
+      }
+    }
+  }
+}
+
 void expect_rel(const std::vector<float>& got, const std::vector<float>& want, float rel, const char* what) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
