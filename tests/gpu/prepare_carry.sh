@@ -7,6 +7,7 @@
 #   tests/gpu/prepare_carry.sh d   kimi-linear Q2_K + Q4_K_M                  (~28 MiB)
 #   tests/gpu/prepare_carry.sh e   deepseek4 Q2_K + kimi-linear Q2_K          (~20 MiB)
 #   tests/gpu/prepare_carry.sh f   deepseek4 Q4_K_M + Q2_K                    (~22 MiB)
+#   tests/gpu/prepare_carry.sh g   qwen3moe MXFP4                             (~20 MiB)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
@@ -52,8 +53,12 @@ case "$set_name" in
     copy deepseek4-tiny/deepseek4-tiny-Q4_K_M.gguf deepseek4-tiny/deepseek4-tiny-Q2_K.gguf
     copy deepseek4-tiny/ref/deepseek4-tiny-Q4_K_M.f32-dequant.json deepseek4-tiny/ref/deepseek4-tiny-Q2_K.f32-dequant.json
     ;;
+  g)
+    copy qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf
+    refs qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a, b, c, d, e, f or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a, b, c, d, e, f, g or none)" >&2; exit 2 ;;
 esac
 # The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
 for fam in deepseek4-tiny kimi-linear-tiny; do
