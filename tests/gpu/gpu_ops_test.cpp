@@ -373,6 +373,24 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
   }
 }
 
+// One grouped launch under the current variant: n_mat matrices of ne1 rows back to back in d_w,
+// one pair each with the x of matrix m at d_x + m ne0; the rows of every matrix in order.
+std::vector<float> gemv_one_pair_per_group(GgmlType type, int64_t ne0, int64_t ne1, uint64_t rb,
+                                           const DeviceBuffer& d_w, const DeviceBuffer& d_x, int n_mat) {
+  std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
+  for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
+  auto d_off = to_device(off_tab);
+  DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
+  GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+  b.w = d_w.bytes_ptr();
+  b.w_gstride = rb * static_cast<uint64_t>(ne1);
+  b.n_groups = n_mat;
+  b.grp_off = d_off.as<int32_t>();
+  b.max_pairs = 1;
+  gemv(b, nullptr);
+  return to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+}
+
 // A NaN activation makes every row of its pair NaN, as on the CPU (NaN times any weight is
 // NaN), in every tensor-core layout: the integer paths cut x into integer slices, where a NaN
 // is sliced as 0, so they carry it through the super-block's 2^-s (and the F32 min terms of
@@ -391,8 +409,6 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
     auto x = random_floats(static_cast<size_t>(ne0 * n_mat), rng, 1.0f);
     x[static_cast<size_t>(ne0 + 300)] = std::numeric_limits<float>::quiet_NaN();  // pair 1 only
     auto d_x = to_device(x);
-    std::vector<int32_t> off_tab = {0, 1, 2, 3};
-    auto d_off = to_device(off_tab);
     for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 0}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
@@ -408,15 +424,7 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
               << "single matrix, row " << r << ": " << y1[static_cast<size_t>(r)];
         }
       }
-      DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
-      GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-      b.w = d_w.bytes_ptr();
-      b.w_gstride = rb * static_cast<uint64_t>(ne1);
-      b.n_groups = n_mat;
-      b.grp_off = d_off.as<int32_t>();
-      b.max_pairs = 1;
-      gemv(b, nullptr);
-      const auto y = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+      const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat);
       for (int m = 0; m < n_mat; ++m) {
         for (int64_t r = 0; r < ne1; ++r) {
           const float got = y[static_cast<size_t>(m * ne1 + r)];
@@ -466,8 +474,6 @@ TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
   }
   auto d_w = to_device(data);
   auto d_x = to_device(x);
-  std::vector<int32_t> off_tab = {0, 1, 2, 3};
-  auto d_off = to_device(off_tab);
   for (const int variant : {2, 11, 17, 0}) {
     SCOPED_TRACE("variant " + std::to_string(variant));
     detail::set_gemv_mma_variant(variant);
@@ -483,15 +489,7 @@ TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
         expect_close_dot(y1[static_cast<size_t>(r)], data.data() + rb * r, type, x.data(), ne0, "single");
       }
     }
-    DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
-    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-    b.w = d_w.bytes_ptr();
-    b.w_gstride = rb * static_cast<uint64_t>(ne1);
-    b.n_groups = n_mat;
-    b.grp_off = d_off.as<int32_t>();
-    b.max_pairs = 1;
-    gemv(b, nullptr);
-    const auto y = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+    const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat);
     for (int m = 0; m < n_mat; ++m) {
       for (int64_t r = 0; r < ne1; ++r) {
         const float got = y[static_cast<size_t>(m * ne1 + r)];
