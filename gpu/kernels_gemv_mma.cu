@@ -52,6 +52,7 @@
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/dequant.cuh"
+#include "gpu/gemv_launch_cap.h"
 #include "gpu/gemv_mma.h"
 
 namespace moepack::gpu::detail {
@@ -1525,24 +1526,15 @@ SmShape device_sm_shape() {
 }
 
 // The dynamic shared memory a launch of `kernel` (`blocks` blocks, `smem` bytes needed) asks for
-// under `cap` (launch_pipe_ug): enough that a (n + 1)-th block does not fit on an SM, counting
-// the system's and the kernel's own shared memory per block; `smem` itself when no cap
-// applies, or when the padding would pass `limit` (a positive cap is then not honoured).
+// under `cap` (gpu/gemv_launch_cap.h): enough that an (n + 1)-th block does not fit on an SM,
+// counting the system's and the kernel's own shared memory per block; `smem` itself when no
+// cap applies, or when the padding would pass `limit` (a positive cap is then not honoured).
 // `stages`: ring stages a warp streams (its share of a row), for cap -1.
 size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t limit, int64_t blocks,
                     int64_t stages, int cap) {
-  if (cap == 0) return smem;
-  const int64_t sms = sh.sms;
-  // Blocks an SM with the grid in one even wave. A grid of at most one block per SM (even 1)
-  // would need padding beyond a block's limit, so it runs uncapped (one block an SM anyway).
-  const int64_t even = (blocks + sms - 1) / sms;
-  int64_t n = cap;
-  if (cap < 0) n = blocks > 4 * sms ? 0 : cap == -1 && stages <= 8 ? even : 2;
+  const int64_t n = gemv_blocks_per_sm_cap(blocks, sh.sms, stages, cap);
   if (n <= 0) return smem;
-  const size_t fixed = sh.reserved + kernel_state(kernel).static_smem;
-  const size_t per_block = sh.smem / static_cast<size_t>(n + 1) + 16;  // (n + 1) of them > smem
-  if (per_block <= fixed || per_block - fixed > limit) return smem;
-  return std::max(smem, per_block - fixed);
+  return gemv_capped_smem(sh.smem, sh.reserved + kernel_state(kernel).static_smem, smem, limit, n);
 }
 
 // Blocks per SM a launch may hold at most (cap): 0 = as many as fit; > 0 that many where the
@@ -1550,11 +1542,7 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
 // (the grid in one even wave) when a warp streams at most 8 stages, else 2; -2 = 2 (the sixth
 // pass's rule); larger grids as many as fit. The cap pads the launch's dynamic shared memory
 // (smem_for_cap); where registers already allow no more, the padding only takes L1 from the
-// blocks. Measured on the H200 (132 SMs; docs/cuda-backend.md, sixth and seventh passes): 256
-// blocks of long rows ran up to 1.6x slower at 3 an SM than at 2 (some SMs ended with a third
-// block, or a last round, that the launch waited for); 512 blocks of 8-stage rows (8 x 4096 x
-// 2048) ran 1.13x faster at 4 than at 2, but 512 of 16-stage rows (gate + up, 16 x 2048 x
-// 4096) 1.3x slower; 896 blocks ran 1.15x faster at 3 than at 2.
+// blocks. gpu/gemv_launch_cap.h has the arithmetic and what it was measured on.
 // EARLY, MINB: gemv_pipe_kernel's; SCRATCH: the x fragments from x_fragments_kernel in scratch
 // even where they fit the block's shared memory (benchmark variant only).
 template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 2, int MINB = 1,

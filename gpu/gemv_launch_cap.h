@@ -1,0 +1,42 @@
+// The blocks-per-SM cap of the tensor-core decode GEMV (kernels_gemv_mma.cu, launch_pipe_ug):
+// host arithmetic only, no CUDA, so the CPU tests cover it (tests/gpu/gemv_launch_cap_test.cpp).
+//
+// A launch's grid is capped to n blocks per SM by asking for more dynamic shared memory than it
+// needs: enough that an (n + 1)-th block no longer fits on an SM. Measured on the H200 (132 SMs;
+// docs/cuda-backend.md, sixth and seventh passes): 256 blocks of long rows ran up to 1.6x slower
+// at 3 an SM than at 2 (some SMs ended with a third block the launch waited for); 512 blocks of
+// 8-stage rows (8 x 4096 x 2048) ran 1.13x faster at 4 than at 2, but 512 of 16-stage rows
+// (gate + up, 16 x 2048 x 4096) 1.3x slower; 896 blocks ran 1.15x faster at 3 than at 2.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace moepack::gpu::detail {
+
+// Blocks an SM a launch of `blocks` blocks on `sms` SMs may hold under `cap`: 0 = no cap (as
+// many as fit); cap > 0: cap; cap -1: for grids of at most 4 blocks per SM, ceil(blocks / sms)
+// (the grid in one even wave) when a warp streams at most 8 ring stages (`stages`, its share
+// of a row), else 2; cap -2: 2 for grids of at most 4 blocks per SM (the sixth pass's rule);
+// larger grids are never capped (0).
+constexpr int64_t gemv_blocks_per_sm_cap(int64_t blocks, int64_t sms, int64_t stages, int cap) {
+  if (cap >= 0) return cap;
+  if (blocks > 4 * sms) return 0;
+  return cap == -1 && stages <= 8 ? (blocks + sms - 1) / sms : 2;
+}
+
+// The dynamic shared memory (bytes) a block asks for to hold a launch to n blocks an SM: per
+// block, smem_per_sm / (n + 1) + 16 (so n + 1 of them exceed the SM's shared memory) less
+// `fixed` (the system's reserved bytes per block plus the kernel's static shared memory), and
+// never less than `smem` (what the block needs). `smem` itself for n <= 0, and where the padding
+// would pass `limit` (a block's allowed maximum): a grid of at most one block per SM (n = 1)
+// would need more than half an SM, so it runs uncapped (one block an SM anyway).
+constexpr size_t gemv_capped_smem(size_t smem_per_sm, size_t fixed, size_t smem, size_t limit, int64_t n) {
+  if (n <= 0) return smem;
+  const size_t per_block = smem_per_sm / static_cast<size_t>(n + 1) + 16;
+  if (per_block <= fixed || per_block - fixed > limit) return smem;
+  return std::max(smem, per_block - fixed);
+}
+
+}  // namespace moepack::gpu::detail

@@ -1,0 +1,45 @@
+// The GEMV's blocks-per-SM cap (gpu/gemv_launch_cap.h): host arithmetic, run on every machine.
+// Expected values are worked out by hand from the H200's numbers: 132 SMs, 233,472 bytes of
+// shared memory an SM, 1,024 reserved per block, 256 bytes of the kernel's own (part[4][16]).
+#include "gpu/gemv_launch_cap.h"
+
+#include <gtest/gtest.h>
+
+namespace moepack::gpu::detail {
+namespace {
+
+constexpr int64_t kSms = 132;
+constexpr size_t kSmem = 233472, kFixed = 1024 + 256, kLimit = 100 * 1024;
+
+TEST(GemvLaunchCap, BlocksPerSmFollowTheRule) {
+  EXPECT_EQ(gemv_blocks_per_sm_cap(256, kSms, 8, 0), 0);    // no cap asked
+  EXPECT_EQ(gemv_blocks_per_sm_cap(256, kSms, 8, 3), 3);    // a fixed cap
+  EXPECT_EQ(gemv_blocks_per_sm_cap(256, kSms, 8, -1), 2);   // 8 x 2048 x 4096: ceil(256 / 132)
+  EXPECT_EQ(gemv_blocks_per_sm_cap(512, kSms, 8, -1), 4);   // 8 x 4096 x 2048: one even wave of 4
+  EXPECT_EQ(gemv_blocks_per_sm_cap(512, kSms, 16, -1), 2);  // gate + up: 16 stages a warp
+  EXPECT_EQ(gemv_blocks_per_sm_cap(512, kSms, 8, -2), 2);   // the sixth pass's rule
+  EXPECT_EQ(gemv_blocks_per_sm_cap(528, kSms, 8, -1), 4);   // exactly 4 an SM: still capped
+  EXPECT_EQ(gemv_blocks_per_sm_cap(529, kSms, 8, -1), 0);   // beyond 4 an SM: never capped
+  EXPECT_EQ(gemv_blocks_per_sm_cap(100, kSms, 4, -1), 1);   // fewer blocks than SMs
+}
+
+TEST(GemvLaunchCap, PaddingHoldsTheGridToItsCap) {
+  // n = 2: 233472 / 3 + 16 = 77840 a block, less the 1280 fixed = 76560.
+  EXPECT_EQ(gemv_capped_smem(kSmem, kFixed, 60000, kLimit, 2), 76560u);
+  EXPECT_EQ(gemv_capped_smem(kSmem, kFixed, 90000, kLimit, 2), 90000u);  // already larger
+  // n = 4: 233472 / 5 + 16 = 46710, less 1280 = 45430.
+  EXPECT_EQ(gemv_capped_smem(kSmem, kFixed, 30000, kLimit, 4), 45430u);
+  // n = 3: 233472 / 4 + 16 = 58384, less 1280 = 57104.
+  EXPECT_EQ(gemv_capped_smem(kSmem, kFixed, 30000, kLimit, 3), 57104u);
+  // Three blocks of 57104 + 1280 fit in the SM, a fourth does not.
+  EXPECT_LE(3 * (57104 + kFixed), kSmem);
+  EXPECT_GT(4 * (57104 + kFixed), kSmem);
+  // n = 1 would need 233472 / 2 + 16 - 1280 = 115472 > the 102400 limit: uncapped.
+  EXPECT_EQ(gemv_capped_smem(kSmem, kFixed, 30000, kLimit, 1), 30000u);
+  EXPECT_EQ(gemv_capped_smem(kSmem, kFixed, 30000, kLimit, 0), 30000u);  // no cap
+  // A per-block share no larger than the fixed bytes cannot be padded.
+  EXPECT_EQ(gemv_capped_smem(1000, kFixed, 300, kLimit, 2), 300u);
+}
+
+}  // namespace
+}  // namespace moepack::gpu::detail
