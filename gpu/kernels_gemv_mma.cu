@@ -284,8 +284,12 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
 // in B's columns (the default for Q4_K / Q2_K, and single MXFP4 matrices; "The column layout"
 // below).
 // kI8Col2: Q2_K's column layout with its scales and minimums on the tensor cores
-// (Q2kColPath2); Q4_K and MXFP4 as kI8Col.
+// (Q2kColPath2). The default's column arithmetic per type: col_arith.
 enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2, kI8Col2 = 3 };
+template <GgmlType T>
+constexpr int col_arith() {
+  return T == GgmlType::Q2_K ? kI8Col2 : kI8Col;
+}
 
 template <GgmlType T, int P>
 __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch);
@@ -1162,13 +1166,9 @@ struct Sel<GgmlType::MXFP4, kI8Col> {
 };
 
 template <>
-struct Sel<GgmlType::Q4_K, kI8Col2> : Sel<GgmlType::Q4_K, kI8Col> {};
-template <>
 struct Sel<GgmlType::Q2_K, kI8Col2> : ColSel<GgmlType::Q2_K> {
   using Path = Q2kColPath2;
 };
-template <>
-struct Sel<GgmlType::MXFP4, kI8Col2> : Sel<GgmlType::MXFP4, kI8Col> {};
 
 template <GgmlType T, int P>
 __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, uint8_t* scratch) {
@@ -1593,7 +1593,7 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 template <GgmlType T, int DIAG>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
   if constexpr (T != GgmlType::Q2_K) {
-    return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col2, DIAG>(b, s, -1);
+    return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
   } else {
     if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 4, 2, 8, kI8Col2, DIAG>(b, s, -1);
     return launch_pipe_ug<T, 4, 4, 1, 4, kI8Col2, DIAG>(b, s, -1);
@@ -1625,7 +1625,7 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // 12 bytes spilled on sm_90).
 template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
-  constexpr int kCol = OLD ? kI8Col : kI8Col2;
+  constexpr int kCol = OLD ? kI8Col : col_arith<T>();
   if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH>(b, s, cap);
   if constexpr (T == GgmlType::MXFP4) {
     if constexpr (OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
