@@ -304,9 +304,10 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // the default last): single matrices with long rows (56 super-blocks, rows split over the
 // block's warps; on the H200 the f16 ring layout's fragments no longer fit beside its rings
 // and go to scratch, the others stay in shared memory; and 72 super-blocks, where every
-// layout's fragments go to scratch) and a grouped launch of three
-// experts with one pair each (fragments in shared memory, 16-row tiles per warp, a partial
-// last tile), with activations far outside f16's range in both directions, an outlier channel
+// layout's fragments go to scratch) and grouped launches of experts with one pair each
+// (fragments in shared memory, 16-row tiles per warp, a partial last tile; in variants 20 and
+// 21 clusters of 2 and 4 blocks, some past the last row, sharing 16, 5 and 1 super-blocks of
+// x unevenly), with activations far outside f16's range in both directions, an outlier channel
 // 40 times the rest and an all-zero granule; once from aligned weights and once from weights
 // 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8).
 TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
@@ -318,7 +319,8 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
     int experts;  // 0: a single matrix (no groups)
   };
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    for (const Shape shape : {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}}) {
+    for (const Shape shape : {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}, Shape{1280, 200, 2},
+                              Shape{256, 130, 2}}) {
       std::mt19937 rng(5);
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       const int n_mat = std::max(shape.experts, 1);
@@ -327,7 +329,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       std::vector<uint8_t> shifted(data.size() + 32);
       std::memcpy(shifted.data() + 4, data.data(), data.size());
       auto d_w = to_device(shifted);
-      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0}) {
+      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 0}) {
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -409,7 +411,7 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
     auto x = random_floats(static_cast<size_t>(ne0 * n_mat), rng, 1.0f);
     x[static_cast<size_t>(ne0 + 300)] = std::numeric_limits<float>::quiet_NaN();  // pair 1 only
     auto d_x = to_device(x);
-    for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 0}) {
+    for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 20, 21, 0}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       {  // a single matrix (the launch without groups) with the NaN pair's x
