@@ -72,11 +72,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // expert launches uncapped); 17 = the eighth session's default (Q2_K in Q2kColPath, MXFP4's
 // expert launches in the f16 rings at 4 blocks an SM); 18 = the default with no ring stage
 // before the wait (the x loads first); 19 = the default with MXFP4's expert launches at 4
-// blocks an SM (128 registers); 20, 21 = the default with expert launches in thread-block
-// clusters of 2 (4) blocks that share the x preparation: each block prepares its share of the
-// super-blocks and copies the rest from its peers' shared memory (sm_90+ code; else as the
-// default). Process-wide; a run must not mix variants (their sums differ in rounding). Throws
-// Error outside -1..21.
+// blocks an SM (128 registers). Process-wide; a run must not mix variants (their sums differ in
+// rounding). Throws Error outside -1..19.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

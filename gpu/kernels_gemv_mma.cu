@@ -108,60 +108,6 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 #endif
 }
 
-// Thread-block clusters (PTX ISA "barrier.cluster", "mapa", "ld.shared::cluster"; sm_90+):
-// the block's rank in its cluster, a cluster-wide barrier in its two halves (arrive: release
-// of this thread's writes to shared memory; wait: acquire of every arrived thread's), and 16-
-// or 4-byte loads from a peer block's shared memory at the same offset as `local` in ours.
-// Kernels that use them are launched with a cluster dimension on sm_90+ devices only
-// (launch_kernel); older code traps.
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-#endif
-  return r;
-}
-__device__ __forceinline__ void cluster_arrive() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ void cluster_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ uint32_t peer_address(const void* local, uint32_t rank) {
-  uint32_t r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
-               : "=r"(r)
-               : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(local))), "r"(rank));
-#endif
-  return r;
-}
-__device__ __forceinline__ uint4 peer_load16(uint32_t a) {
-  uint4 v = make_uint4(0u, 0u, 0u, 0u);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(a)
-               : "memory");
-#endif
-  return v;
-}
-__device__ __forceinline__ uint32_t peer_load4(uint32_t a) {
-  uint32_t v = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("ld.shared::cluster.u32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
-#endif
-  return v;
-}
-
 // cp.async of G bytes (8 or 4: .ca; Q4_K measured slower in 16-byte .cg copies, 0.52 against
 // 0.56 of D2D, docs/cuda-backend.md) and the group bookkeeping (PTX ISA "cp.async").
 template <int G>
@@ -613,15 +559,14 @@ __device__ __forceinline__ uint32_t low_bytes(uint32_t r0, uint32_t r1, uint32_t
   return __byte_perm(__byte_perm(r0, r1, 0x0040), __byte_perm(r2, r3, 0x0040), 0x5410);
 }
 
-// The fragments of x (ne0 floats, a multiple of 256) into `base`, super-blocks [kb, ke) of
-// them (all: 0, ne0 / 256): super-block kb + i by warp i mod nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4; for
+// The fragments of x (ne0 floats, a multiple of 256) into `base`: super-block k by warp k mod
+// nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4; for
 // kMxColumns elements 32 (L / 4) + 4 (L % 4) + {0..3, 16..19}). A warp loads the x of up to
 // kBatch of its super-blocks before it slices any, so their latencies overlap, and calls
 // after() once, right after its first loads are issued (as x_fragments).
 // No barrier: the caller synchronises before reading them.
 template <int LAYOUT, class After>
-__device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, int64_t kb, int64_t ke,
-                               After after) {
+__device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, After after) {
   constexpr bool kMx = LAYOUT == kMxColumns;
   constexpr int kBatch = 4;
   uint4* xf = reinterpret_cast<uint4*>(base);
@@ -629,10 +574,10 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
   float* unscale = kMx ? reinterpret_cast<float*>(base + ne0 * 4 + ne0 / 2) : x16 + ne0 / 16;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
-  const int64_t nsb = ke;
+  const int64_t nsb = ne0 / 256;
   const int second = kMx ? 16 : 4;  // where elements 4..7 of the lane start
   const int64_t lane_off = kMx ? 32 * (lane / 4) + 4 * (lane % 4) : 8 * lane;
-  for (int64_t k0 = kb + threadIdx.x / 32, first = 1;; k0 += kBatch * nwarps, first = 0) {
+  for (int64_t k0 = threadIdx.x / 32, first = 1;; k0 += kBatch * nwarps, first = 0) {
     if (k0 >= nsb) {
       if (first) after();
       break;
@@ -1140,13 +1085,6 @@ struct Mxfp4ColPath : Mxfp4Path {
   }
 };
 
-// Where the integer layouts keep super-block k's fragments: main bytes at k * main, sums at
-// sums_at + k * sums, 2^-s at unscale_at + k * unscale (bytes). The cluster-shared preparation
-// (gemv_pipe_kernel, CL > 1) copies a peer's range of super-blocks by them.
-struct FragSegments {
-  int64_t main, sums_at, sums, unscale_at, unscale;
-};
-
 // What the pipelined kernel runs: the path's fetch/compute, the x fragments it reads.
 template <GgmlType T, int P>
 struct Sel {
@@ -1169,7 +1107,7 @@ struct I8Sel {
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_i8(ne0); }
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
-    x_fragments_i8<kDiagWords>(x, ne0, base, nthreads / 32, 0, ne0 / 256, after);
+    x_fragments_i8<kDiagWords>(x, ne0, base, nthreads / 32, after);
   }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, bc = lane >> 2;
@@ -1192,16 +1130,7 @@ struct ColSel {
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_i8(ne0); }
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
-    prepare(x, ne0, base, nthreads, 0, ne0 / 256, after);
-  }
-  template <class After>
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, int64_t kb,
-                                 int64_t ke, After after) {
-    x_fragments_i8<T == GgmlType::Q4_K ? kQ4kColumns : kQ2kColumns>(x, ne0, base, nthreads / 32, kb, ke, after);
-  }
-  // Where super-block k's fragments are (frag_stride_i8): 1 KiB of words, 16 sums, one 2^-s.
-  __host__ __device__ static constexpr FragSegments segments(int64_t ne0) {
-    return FragSegments{1024, ne0 * 4, 64, ne0 * 4 + ne0 / 4, 4};
+    x_fragments_i8<T == GgmlType::Q4_K ? kQ4kColumns : kQ2kColumns>(x, ne0, base, nthreads / 32, after);
   }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, g = lane >> 2;
@@ -1226,17 +1155,7 @@ struct Sel<GgmlType::MXFP4, kI8Col> {
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx(ne0); }
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
-    prepare(x, ne0, base, nthreads, 0, ne0 / 256, after);
-  }
-  template <class After>
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, int64_t kb,
-                                 int64_t ke, After after) {
-    x_fragments_i8<kMxColumns>(x, ne0, base, nthreads / 32, kb, ke, after);
-  }
-  // Where super-block k's fragments are (frag_stride_mx): 1 KiB of pairs, eight blocks' four
-  // offsets, one 2^-s.
-  __host__ __device__ static constexpr FragSegments segments(int64_t ne0) {
-    return FragSegments{1024, ne0 * 4, 128, ne0 * 4 + ne0 / 2, 4};
+    x_fragments_i8<kMxColumns>(x, ne0, base, nthreads / 32, after);
   }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3;
@@ -1337,7 +1256,7 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // fragments when the block stages them (so the x loads queue behind EARLY stages' copies only,
 // not behind all of them), right after the wait when the fragments come from scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY, int MINB, int CL>
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY, int MINB>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, P>;
   using Path = typename S::Path;
@@ -1403,54 +1322,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
 
   pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
   const uint8_t* base;
-  if constexpr (STAGED && CL > 1) {
-    // Cluster-shared preparation: block r of the cluster (the same group, so the same x)
-    // prepares super-blocks [r n / CL, (r + 1) n / CL) into its own shared memory; after a
-    // cluster barrier every block copies the other ranges from its peers' shared memory into
-    // its own, at the same offsets. Its arrival on the second barrier says it has read its
-    // peers; it waits on that barrier before it exits (a block's shared memory must outlive
-    // its peers' reads).
-    static_assert(P == kI8Col || P == kI8Col2, "cluster sharing covers the integer column layouts");
-    const int64_t nsb = ne0 / 256;
-    const uint32_t rank = cluster_rank();
-    S::prepare(x, ne0, dyn, kMmaWarps * 32, nsb * rank / CL, nsb * (rank + 1) / CL,
-               [&] { issue_stages(EARLY, STAGES - 1); });
-    cluster_arrive();
-    cluster_wait();
-    constexpr FragSegments fs = S::segments(0);
-    const FragSegments at = S::segments(ne0);
-#pragma unroll 1
-    for (uint32_t p = 1; p < CL; ++p) {
-      const uint32_t peer = (rank + p) % CL;
-      const int64_t kb = nsb * peer / CL, n = nsb * (peer + 1) / CL - kb;
-      const uint32_t src = peer_address(dyn, peer);
-      // Four loads in flight before their stores (a store waits for its load's latency).
-      const auto copy16 = [&](int64_t off, int64_t bytes) {
-        constexpr int64_t kStep = kMmaWarps * 32 * 16;
-        for (int64_t i0 = tid * 16; i0 < bytes; i0 += 4 * kStep) {
-          uint4 v[4];
-#pragma unroll
-          for (int u = 0; u < 4; ++u) {
-            if (i0 + u * kStep < bytes) v[u] = peer_load16(src + static_cast<uint32_t>(off + i0 + u * kStep));
-          }
-#pragma unroll
-          for (int u = 0; u < 4; ++u) {
-            if (i0 + u * kStep < bytes) *reinterpret_cast<uint4*>(dyn + off + i0 + u * kStep) = v[u];
-          }
-        }
-      };
-      static_assert(fs.main % 16 == 0 && fs.sums % 16 == 0, "16-byte copies of the words and sums");
-      copy16(kb * fs.main, n * fs.main);
-      copy16(at.sums_at + kb * fs.sums, n * fs.sums);
-      for (int64_t i = tid; i < n; i += kMmaWarps * 32) {
-        const int64_t off = at.unscale_at + (kb + i) * fs.unscale;
-        *reinterpret_cast<uint32_t*>(dyn + off) = peer_load4(src + static_cast<uint32_t>(off));
-      }
-    }
-    cluster_arrive();
-    __syncthreads();
-    base = dyn;
-  } else if constexpr (STAGED) {
+  if constexpr (STAGED) {
     S::prepare(x, ne0, dyn, kMmaWarps * 32, [&] { issue_stages(EARLY, STAGES - 1); });
     __syncthreads();
     base = dyn;
@@ -1483,7 +1355,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   }
   cp_async_wait<0>();
   finish<RW>(b, grp, j, ks, acca, accb, part);
-  if constexpr (STAGED && CL > 1) cluster_wait();  // no peer still reads this block's fragments
 }
 
 // The register layout (variant 1; the default for single Q4_K / Q2_K matrices before the
@@ -1597,38 +1468,23 @@ KernelState& kernel_state(const void* kernel) {
 }
 
 // kernel<<<grid, kMmaWarps * 32, smem, s>>>(b, scratch), as a programmatic dependent launch
-// unless set_gemv_pdl(false) or the kernel's code predates sm_90; in clusters of `cluster`
-// blocks along x when cluster > 1 (grid.x a multiple of it; the caller checks the code is
-// sm_90+, cluster_capable).
+// unless set_gemv_pdl(false) or the kernel's code predates sm_90.
 void launch_kernel(void (*kernel)(GemvBatch, const uint8_t*), dim3 grid, size_t smem, cudaStream_t s,
-                   const GemvBatch& b, const uint8_t* scratch, int cluster = 1) {
+                   const GemvBatch& b, const uint8_t* scratch) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kMmaWarps * 32, 1, 1);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute attr[2];
-  unsigned n = 0;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
   if (g_pdl.load(std::memory_order_relaxed) && kernel_state(reinterpret_cast<const void*>(kernel)).pdl) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n].val.programmaticStreamSerializationAllowed = 1;
-    ++n;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
   }
-  if (cluster > 1) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attr[n].val.clusterDim.y = 1;
-    attr[n].val.clusterDim.z = 1;
-    ++n;
-  }
-  cfg.attrs = n ? attr : nullptr;
-  cfg.numAttrs = n;
   MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, b, scratch));
 }
-
-// Whether the kernel's code was built for sm_90+ (clusters, distributed shared memory): the
-// same test as for griddepcontrol.
-bool cluster_capable(const void* kernel) { return kernel_state(kernel).pdl; }
 
 // The opt-in above 48 KiB of dynamic shared memory, per device and kernel (an attribute of the
 // kernel), raised when a launch needs more than before.
@@ -1689,10 +1545,8 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
 // blocks. gpu/gemv_launch_cap.h has the arithmetic and what it was measured on.
 // EARLY, MINB: gemv_pipe_kernel's; SCRATCH: the x fragments from x_fragments_kernel in scratch
 // even where they fit the block's shared memory (benchmark variant only).
-// CL: clusters of CL blocks share the x preparation (gemv_pipe_kernel) where the fragments are
-// staged and the kernel's code is sm_90+; else the launch takes CL 1.
 template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 2, int MINB = 1,
-          bool SCRATCH = false, int CL = 1>
+          bool SCRATCH = false>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   using S = Sel<T, P>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
@@ -1701,31 +1555,18 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   const size_t limit = std::min<size_t>(kMaxBlockSmem, sh.optin - 1024);
   const bool staged = !SCRATCH && frag + ring <= limit;
   size_t smem = staged ? frag + ring : ring;
-  if constexpr (CL > 1) {
-    const auto kc = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB, CL>;
-    if (!staged || !cluster_capable(reinterpret_cast<const void*>(kc))) {
-      return launch_pipe_ug<T, RW, STAGES, U, G, P, DIAG, EARLY, MINB, SCRATCH, 1>(b, s, cap);
-    }
-    const int64_t tiles = (b.ne1 + 16 * RW - 1) / (16 * RW);
-    const dim3 grid(static_cast<unsigned>((tiles + CL - 1) / CL * CL), static_cast<unsigned>(b.n_groups), 1);
-    const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
-    const int64_t stages = (b.ne0 / 256 / U + kMmaWarps / RW - 1) / (kMmaWarps / RW);
-    smem = smem_for_cap(sh, reinterpret_cast<const void*>(kc), smem, limit, blocks, stages, cap);
-    allow_smem(reinterpret_cast<const void*>(kc), smem);
-    return launch_kernel(kc, grid, smem, s, b, nullptr, CL);
-  }
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
   const int64_t stages = (b.ne0 / 256 / U + kMmaWarps / RW - 1) / (kMmaWarps / RW);  // a warp's share
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB, 1>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P, EARLY, MINB, 1>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P, EARLY, MINB>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
@@ -1735,17 +1576,15 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 
 // EARLY: stages issued before the wait for the kernel before (gemv_pipe_kernel); 2 measured
 // best on the H200 (docs/cuda-backend.md, seventh pass). MINB, SCRATCH: launch_pipe_ug's.
-template <GgmlType T, int RW, int P, int EARLY = 2, int MINB = 1, bool SCRATCH = false, int CL = 1>
+template <GgmlType T, int RW, int P, int EARLY = 2, int MINB = 1, bool SCRATCH = false>
 void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
   if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
-    return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH, CL>(b, s, cap);
+    return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
   } else {
-    if ((b.ne0 / 256) % 2 == 0) {
-      return launch_pipe_ug<T, RW, 4, 2, 8, P, 0, EARLY, MINB, SCRATCH, CL>(b, s, cap);
-    }
-    return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY, MINB, SCRATCH, CL>(b, s, cap);
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
+    return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
   }
 }
 
@@ -1784,16 +1623,15 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // OLD (variant 17): the eighth session's default, Q2_K in Q2kColPath and MXFP4's expert
 // launches in the f16 rings at 4 blocks an SM (128 registers; since MXFP4's aligned word loads,
 // 12 bytes spilled on sm_90).
-// CL: clusters of CL blocks sharing the x preparation in expert launches (launch_pipe_ug).
-template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, int CL = 1>
+template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   constexpr int kCol = OLD ? kI8Col : col_arith<T>();
   if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH>(b, s, cap);
   if constexpr (T == GgmlType::MXFP4) {
     if constexpr (OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
-    return launch_pipe<T, 4, kCol, EARLY, MX_MINB, SCRATCH, CL>(b, s, cap);
+    return launch_pipe<T, 4, kCol, EARLY, MX_MINB, SCRATCH>(b, s, cap);
   }
-  return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH, CL>(b, s, cap);
+  return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH>(b, s, cap);
 }
 
 template <GgmlType T>
@@ -1846,10 +1684,6 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 0, false>(b, s, -1);
     case 19:  // the default with MXFP4's expert launches at 4 blocks an SM (128 registers)
       return launch_default<T, 2, false, 4>(b, s, -1);
-    case 20:  // the default with expert launches in clusters of 2 sharing the x preparation
-      return launch_default<T, 2, false, 1, false, 2>(b, s, -1);
-    case 21:  // ... clusters of 4
-      return launch_default<T, 2, false, 1, false, 4>(b, s, -1);
     default:
       break;
   }
@@ -1872,8 +1706,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 21) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..21");
+  if (variant < -1 || variant > 19) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..19");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

@@ -305,9 +305,8 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // block's warps; on the H200 the f16 ring layout's fragments no longer fit beside its rings
 // and go to scratch, the others stay in shared memory; and 72 super-blocks, where every
 // layout's fragments go to scratch) and grouped launches of experts with one pair each
-// (fragments in shared memory, 16-row tiles per warp, a partial last tile; in variants 20 and
-// 21 clusters of 2 and 4 blocks, some past the last row, sharing 16, 5 and 1 super-blocks of
-// x unevenly), with activations far outside f16's range in both directions, an outlier channel
+// (fragments in shared memory, 16-row tiles per warp, a partial last tile; 16, 5 and 1
+// super-blocks a row, 2 to 4 blocks an expert), with activations far outside f16's range in both directions, an outlier channel
 // 40 times the rest and an all-zero granule; once from aligned weights and once from weights
 // 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8).
 TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
@@ -329,7 +328,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       std::vector<uint8_t> shifted(data.size() + 32);
       std::memcpy(shifted.data() + 4, data.data(), data.size());
       auto d_w = to_device(shifted);
-      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 0}) {
+      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0}) {
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -411,7 +410,7 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
     auto x = random_floats(static_cast<size_t>(ne0 * n_mat), rng, 1.0f);
     x[static_cast<size_t>(ne0 + 300)] = std::numeric_limits<float>::quiet_NaN();  // pair 1 only
     auto d_x = to_device(x);
-    for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 20, 21, 0}) {
+    for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 0}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       {  // a single matrix (the launch without groups) with the NaN pair's x
