@@ -1400,9 +1400,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
 #pragma unroll 1
   for (int64_t st = st0; st < st1; ++st) {
     const uint8_t* cur;
-    if (bulk) {  // the stage's phase of its slot's barrier: every row landed
+    if (bulk) {  // the stage's phase of its slot's barrier: every row landed (DIAG 2: none copied)
       const int64_t i = st - st0;
-      mbar_wait(&bars[warp][i % STAGES], static_cast<uint32_t>(i / STAGES) & 1u);
+      if (DIAG != 2) mbar_wait(&bars[warp][i % STAGES], static_cast<uint32_t>(i / STAGES) & 1u);
       __syncwarp();  // every lane is past the previous slot's reads
       cur = ring + (i % STAGES) * 16 * kUB;
     } else {
