@@ -72,11 +72,10 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // expert launches uncapped); 17 = the eighth session's default (Q2_K in Q2kColPath, MXFP4's
 // expert launches in the f16 rings at 4 blocks an SM); 18 = the default with no ring stage
 // before the wait (the x loads first); 19 = the default with MXFP4's expert launches at 4
-// blocks an SM (128 registers); 20 = the default with each ring stage row copied by one bulk
-// copy (cp.async.bulk, sm_90+ code, 16-aligned weights; Q4_K one super-block a stage, MXFP4
-// two units, Q2_K four super-blocks in 3 stages); 21, 22 = diagnosis of 20's expert launch
-// (copies only, arithmetic only: wrong sums). Process-wide; a run must not mix variants (their
-// sums differ in rounding). Throws Error outside -1..22.
+// blocks an SM (128 registers); 20 = the default with MXFP4's expert launches streaming two
+// units (272 bytes) a ring stage in 3 stages; 21 = diagnosis of 20's expert launch (the
+// arithmetic only: wrong sums). Process-wide; a run must not mix variants (their sums differ
+// in rounding). Throws Error outside -1..21.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

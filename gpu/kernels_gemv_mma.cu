@@ -108,51 +108,6 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 #endif
 }
 
-// Bulk copies (PTX ISA "cp.async.bulk", "mbarrier"; sm_90+): one thread copies `bytes` (a
-// multiple of 16; both addresses 16-aligned) from global into this block's shared memory, and
-// the copy's completion counts its bytes on an mbarrier in shared memory. A ring stage's
-// barrier expects the stage's bytes (arrive.expect_tx by one lane) and completes its phase
-// when they have all landed; the lanes wait on the phase's parity. Older code traps.
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ void mbar_expect(uint64_t* bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_copy(void* smem, const void* gmem, uint32_t bytes, uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-          smem_addr(smem)),
-      "l"(gmem), "r"(bytes), "r"(smem_addr(bar))
-      : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
-#endif
-}
-
 // cp.async of G bytes (8 or 4: .ca; Q4_K measured slower in 16-byte .cg copies, 0.52 against
 // 0.56 of D2D, docs/cuda-backend.md) and the group bookkeeping (PTX ISA "cp.async").
 template <int G>
@@ -1301,11 +1256,7 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // fragments when the block stages them (so the x loads queue behind EARLY stages' copies only,
 // not behind all of them), right after the wait when the fragments come from scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
-// BULK: a block whose weights and rows are 16-aligned copies each stage row with one bulk copy
-// (kUB a multiple of 16; the stage's completion on the slot's mbarrier) instead of G-byte
-// cp.async pieces; other blocks take the pieces.
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY, int MINB,
-          bool BULK = false>
+template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY, int MINB>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, P>;
   using Path = typename S::Path;
@@ -1343,24 +1294,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
     src_off[i] = static_cast<uint32_t>(min(static_cast<int64_t>(min(c / kPerRowG, 15)), last) * b.row_bytes) +
                  static_cast<uint32_t>((c % kPerRowG) * G);
   }
-  static_assert(!BULK || kUB % 16 == 0, "bulk copies of whole 16-byte pieces");
-  __shared__ __align__(8) uint64_t bars[BULK ? kMmaWarps : 1][BULK ? STAGES : 1];
-  const bool bulk = BULK && ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & 15) == 0;  // uniform per block
-  if (bulk) {
-    if (lane < STAGES) mbar_init(&bars[warp][lane]);
-    __syncwarp();
-  }
   const auto issue = [&](int64_t st) {
     const uint8_t* src = tile_w + st * kUB;
-    if (bulk) {  // slot (st - st0) % STAGES, lane r < 16 copies row r (clamped, as below)
-      const int slot = static_cast<int>((st - st0) % STAGES);
-      uint64_t* bar = &bars[warp][slot];
-      if (lane == 0) mbar_expect(bar, 16 * kUB);
-      if (lane < 16) {
-        bulk_copy(ring + slot * 16 * kUB + lane * kUB,
-                  src + static_cast<uint64_t>(min(static_cast<int64_t>(lane), last)) * b.row_bytes, kUB, bar);
-      }
-    } else if (wide) {
+    if (wide) {
       uint8_t* dst = ring + (st % STAGES) * 16 * kUB + lane * G;
 #pragma unroll
       for (int i = 0; i < kCopiesG; ++i) {
@@ -1399,17 +1335,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   float acca = 0.0f, accb = 0.0f;
 #pragma unroll 1
   for (int64_t st = st0; st < st1; ++st) {
-    const uint8_t* cur;
-    if (bulk) {  // the stage's phase of its slot's barrier: every row landed (DIAG 2: none copied)
-      const int64_t i = st - st0;
-      if (DIAG != 2) mbar_wait(&bars[warp][i % STAGES], static_cast<uint32_t>(i / STAGES) & 1u);
-      __syncwarp();  // every lane is past the previous slot's reads
-      cur = ring + (i % STAGES) * 16 * kUB;
-    } else {
-      cp_async_wait<STAGES - 2>();  // stage st has landed (this lane's copies)
-      __syncwarp();                 // ... and every lane's; slot (st - 1) % STAGES is free
-      cur = ring + (st % STAGES) * 16 * kUB;
-    }
+    cp_async_wait<STAGES - 2>();  // stage st has landed (this lane's copies)
+    __syncwarp();                 // ... and every lane's; slot (st - 1) % STAGES is free
+    const uint8_t* cur = ring + (st % STAGES) * 16 * kUB;
     Path p[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -1617,18 +1545,9 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
 // blocks. gpu/gemv_launch_cap.h has the arithmetic and what it was measured on.
 // EARLY, MINB: gemv_pipe_kernel's; SCRATCH: the x fragments from x_fragments_kernel in scratch
 // even where they fit the block's shared memory (benchmark variant only).
-// BULK: gemv_pipe_kernel's (bulk copies where the block's weights are 16-aligned), when the
-// kernel's code is sm_90+ (else the G-byte pieces).
 template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 2, int MINB = 1,
-          bool SCRATCH = false, bool BULK = false>
+          bool SCRATCH = false>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
-  if constexpr (BULK) {
-    if (!kernel_state(reinterpret_cast<const void*>(
-                          gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB, true>))
-             .pdl) {
-      return launch_pipe_ug<T, RW, STAGES, U, G, P, DIAG, EARLY, MINB, SCRATCH, false>(b, s, cap);
-    }
-  }
   using S = Sel<T, P>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
@@ -1641,13 +1560,13 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
   const int64_t stages = (b.ne0 / 256 / U + kMmaWarps / RW - 1) / (kMmaWarps / RW);  // a warp's share
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB, BULK>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P, EARLY, MINB, BULK>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P, EARLY, MINB>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
@@ -1666,25 +1585,6 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   } else {
     if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
     return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
-  }
-}
-
-// The default's paths with bulk copies (BULK): a stage row must be a multiple of 16 bytes, so
-// Q4_K streams one super-block a stage (144 bytes) in 4 stages, MXFP4 two units (272 bytes)
-// and Q2_K four super-blocks (336 bytes) in 3 stages (the rings then hold about as much as
-// before); rows with another unit count take the default's pieces. DIAG as launch_diag.
-template <GgmlType T, int RW, int P, int MINB = 1, int DIAG = 0>
-void launch_bulk(const GemvBatch& b, cudaStream_t s, int cap) {
-  const int64_t nsb = b.ne0 / 256;
-  if constexpr (T == GgmlType::Q4_K) {
-    return launch_pipe_ug<T, RW, 4, 1, 8, P, DIAG, 2, MINB, false, true>(b, s, cap);
-  } else if constexpr (T == GgmlType::MXFP4) {
-    if (nsb % 2 == 0) return launch_pipe_ug<T, RW, 3, 2, 8, P, DIAG, 2, MINB, false, true>(b, s, cap);
-    return launch_pipe_ug<T, RW, 4, 1, 8, P, DIAG, 2, MINB>(b, s, cap);
-  } else {
-    if (nsb % 4 == 0) return launch_pipe_ug<T, RW, 3, 4, 8, P, DIAG, 2, MINB, false, true>(b, s, cap);
-    if (nsb % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P, DIAG>(b, s, cap);
-    return launch_pipe_ug<T, RW, 4, 1, 4, P, DIAG>(b, s, cap);
   }
 }
 
@@ -1784,12 +1684,16 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 0, false>(b, s, -1);
     case 19:  // the default with MXFP4's expert launches at 4 blocks an SM (128 registers)
       return launch_default<T, 2, false, 4>(b, s, -1);
-    case 20:  // the default with bulk copies (launch_bulk)
-      return grouped ? launch_bulk<T, 4, col_arith<T>()>(b, s, -1) : launch_bulk<T, 1, col_arith<T>()>(b, s, -1);
-    case 21:  // diagnosis of 20's expert launch: copies only (wrong sums)
-      return launch_bulk<T, 4, col_arith<T>(), 1, 1>(b, s, -1);
-    case 22:  // ... the arithmetic only (wrong sums)
-      return launch_bulk<T, 4, col_arith<T>(), 1, 2>(b, s, -1);
+    case 20:  // the default with MXFP4's expert launches two units a stage in 3 stages
+      if constexpr (T == GgmlType::MXFP4) {
+        if (grouped && (b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col>(b, s, -1);
+      }
+      return launch_default<T, 2, false>(b, s, -1);
+    case 21:  // diagnosis of 20's expert launch: the arithmetic only (wrong sums)
+      if constexpr (T == GgmlType::MXFP4) {
+        if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, 2>(b, s, -1);
+      }
+      return launch_diag<T, 2>(b, s);
     default:
       break;
   }
@@ -1812,8 +1716,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 22) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..22");
+  if (variant < -1 || variant > 21) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..21");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
