@@ -74,8 +74,9 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // before the wait (the x loads first); 19 = the default with MXFP4's expert launches at 4
 // blocks an SM (128 registers); 20 = the default with MXFP4's expert launches streaming two
 // units (272 bytes) a ring stage in 3 stages; 21 = diagnosis of 20's expert launch (the
-// arithmetic only: wrong sums). Process-wide; a run must not mix variants (their sums differ
-// in rounding). Throws Error outside -1..21.
+// arithmetic only: wrong sums); 22 = the default with Q2_K's expert launches four super-blocks
+// (336 bytes) a stage in 3 stages. Process-wide; a run must not mix variants (their sums differ
+// in rounding). Throws Error outside -1..22.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

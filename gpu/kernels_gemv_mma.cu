@@ -1694,6 +1694,11 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
         if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, 2>(b, s, -1);
       }
       return launch_diag<T, 2>(b, s);
+    case 22:  // the default with Q2_K's expert launches four super-blocks a stage in 3 stages
+      if constexpr (T == GgmlType::Q2_K) {
+        if (grouped && (b.ne0 / 256) % 4 == 0) return launch_pipe_ug<T, 4, 3, 4, 8, kI8Col2>(b, s, -1);
+      }
+      return launch_default<T, 2, false>(b, s, -1);
     default:
       break;
   }
@@ -1716,8 +1721,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 21) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..21");
+  if (variant < -1 || variant > 22) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..22");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
