@@ -1592,6 +1592,9 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 // the same stages, copy sizes, layout and cap; only for bench_cuda_backend's diagnosis.
 template <GgmlType T, int DIAG>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
+  if constexpr (T == GgmlType::MXFP4) {
+    if (b.ne0 / 256 >= 16 && (b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, DIAG>(b, s, -1);
+  }
   if constexpr (T != GgmlType::Q2_K) {
     return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
   } else {
@@ -1623,12 +1626,23 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // OLD (variant 17): the eighth session's default, Q2_K in Q2kColPath and MXFP4's expert
 // launches in the f16 rings at 4 blocks an SM (128 registers; since MXFP4's aligned word loads,
 // 12 bytes spilled on sm_90).
-template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false>
+// MXFP4's expert launches with rows of at least 16 units (an even number) stream two units
+// (272 bytes) a stage in 3 stages (0.45 / 0.47 of D2D against 0.42 / 0.44 at 8 × 2048 × 4096
+// and × 7168; rows of 8 units measured 0.01-0.02 slower so, docs/cuda-backend.md, ninth pass),
+// unless MX_ONE (variant 20: one unit a stage in 4 stages, the ninth session's default).
+template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, bool MX_ONE = false>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   constexpr int kCol = OLD ? kI8Col : col_arith<T>();
   if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH>(b, s, cap);
   if constexpr (T == GgmlType::MXFP4) {
     if constexpr (OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
+    if constexpr (!MX_ONE) {
+      const int64_t units = b.ne0 / 256;
+      if (units >= 16 && units % 2 == 0) {
+        // (EARLY 3, variant 12: both first stages of the 3 before the wait)
+        return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), MX_MINB, SCRATCH>(b, s, cap);
+      }
+    }
     return launch_pipe<T, 4, kCol, EARLY, MX_MINB, SCRATCH>(b, s, cap);
   }
   return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH>(b, s, cap);
@@ -1684,29 +1698,17 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 0, false>(b, s, -1);
     case 19:  // the default with MXFP4's expert launches at 4 blocks an SM (128 registers)
       return launch_default<T, 2, false, 4>(b, s, -1);
-    case 20:  // the default with MXFP4's expert launches two units a stage in 3 stages
-      if constexpr (T == GgmlType::MXFP4) {
-        if (grouped && (b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col>(b, s, -1);
-      }
-      return launch_default<T, 2, false>(b, s, -1);
-    case 21:  // diagnosis of 20's expert launch: the arithmetic only (wrong sums)
-      if constexpr (T == GgmlType::MXFP4) {
-        if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, 2>(b, s, -1);
-      }
-      return launch_diag<T, 2>(b, s);
-    case 22:  // the default with Q2_K's expert launches four super-blocks a stage in 3 stages
-      if constexpr (T == GgmlType::Q2_K) {
-        if (grouped && (b.ne0 / 256) % 4 == 0) return launch_pipe_ug<T, 4, 3, 4, 8, kI8Col2>(b, s, -1);
-      }
-      return launch_default<T, 2, false>(b, s, -1);
+    case 20:  // the ninth session's default: MXFP4's expert launches one unit a stage, 4 stages
+      return launch_default<T, 2, false, 1, false, true>(b, s, -1);
     default:
       break;
   }
   // The default, per type, from bench_cuda_backend's side-by-side on the H200
-  // (docs/cuda-backend.md, sixth to eighth passes): every type takes the integer rings in the
+  // (docs/cuda-backend.md, sixth to ninth passes): every type takes the integer rings in the
   // column layout (Q2_K with its scales and minimums on the tensor cores: 0.45 / 0.42 / 0.50 /
   // 0.45 of D2D against 0.44 / 0.41 / 0.48 / 0.43; MXFP4's expert launches 0.41-0.45 against
-  // 0.39-0.44 in the f16 rings, both with the aligned word loads); grids of at most 4 blocks
+  // 0.39-0.44 in the f16 rings, both with the aligned word loads; rows of 16 units or more two
+  // units a stage, ninth pass); grids of at most 4 blocks
   // per SM in one even wave when a warp streams at most 8 ring stages, else at most 2 blocks
   // an SM (launch_pipe_ug).
   return launch_default<T, 2, false>(b, s, -1);
@@ -1721,8 +1723,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 22) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..22");
+  if (variant < -1 || variant > 20) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..20");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
