@@ -75,8 +75,10 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // before the wait (the x loads first); 19 = the default with MXFP4's expert launches at 4
 // blocks an SM (128 registers); 20 = the ninth session's default (MXFP4's expert launches one
 // unit a ring stage in 4 stages, where the default streams rows of 16 units or more two units a
-// stage in 3 stages). Process-wide; a run must not mix variants (their sums differ in
-// rounding). Throws Error outside -1..20.
+// stage in 3 stages); 21 = the default with Q4_K's expert launches two super-blocks a stage
+// in 3 stages; 22 = the default with MXFP4's expert launches of 8-15 units (an even number)
+// two units a stage in 4 stages. Process-wide; a run must not mix variants (their sums differ
+// in rounding). Throws Error outside -1..22.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

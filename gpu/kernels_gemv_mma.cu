@@ -1700,6 +1700,17 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 4>(b, s, -1);
     case 20:  // the ninth session's default: MXFP4's expert launches one unit a stage, 4 stages
       return launch_default<T, 2, false, 1, false, true>(b, s, -1);
+    case 21:  // the default with Q4_K's expert launches two super-blocks a stage in 3 stages
+      if constexpr (T == GgmlType::Q4_K) {
+        if (grouped && (b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col>(b, s, -1);
+      }
+      return launch_default<T, 2, false>(b, s, -1);
+    case 22:  // the default with MXFP4's expert launches of 8-15 units two units a stage in 4 stages
+      if constexpr (T == GgmlType::MXFP4) {
+        const int64_t n = b.ne0 / 256;
+        if (grouped && n >= 8 && n < 16 && n % 2 == 0) return launch_pipe_ug<T, 4, 4, 2, 8, kI8Col>(b, s, -1);
+      }
+      return launch_default<T, 2, false>(b, s, -1);
     default:
       break;
   }
@@ -1723,8 +1734,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 20) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..20");
+  if (variant < -1 || variant > 22) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..22");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
