@@ -1592,7 +1592,7 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 // the same stages, copy sizes, layout and cap; only for bench_cuda_backend's diagnosis.
 template <GgmlType T, int DIAG>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
-  if constexpr (T == GgmlType::MXFP4) {
+  if constexpr (T != GgmlType::Q2_K) {
     if (b.ne0 / 256 >= 16 && (b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, DIAG>(b, s, -1);
   }
   if constexpr (T != GgmlType::Q2_K) {
@@ -1626,23 +1626,26 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // OLD (variant 17): the eighth session's default, Q2_K in Q2kColPath and MXFP4's expert
 // launches in the f16 rings at 4 blocks an SM (128 registers; since MXFP4's aligned word loads,
 // 12 bytes spilled on sm_90).
-// MXFP4's expert launches with rows of at least 16 units (an even number) stream two units
-// (272 bytes) a stage in 3 stages (0.45 / 0.47 of D2D against 0.42 / 0.44 at 8 × 2048 × 4096
-// and × 7168; rows of 8 units measured 0.01-0.02 slower so, docs/cuda-backend.md, ninth pass),
-// unless MX_ONE (variant 20: one unit a stage in 4 stages, the ninth session's default).
-template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, bool MX_ONE = false>
+// Q4_K's and MXFP4's expert launches with rows of at least 16 units (an even number) stream
+// two units (288 / 272 bytes) a stage in 3 stages (8 × 2048 × 4096 and × 7168: Q4_K 0.72 /
+// 0.76 of D2D against 0.69 / 0.74, MXFP4 0.45 / 0.47 against 0.42 / 0.44; rows of 8 units
+// measured slower so: Q4_K 0.58 / 0.67 against 0.72 / 0.75; docs/cuda-backend.md, ninth
+// pass), unless ONE_UNIT (variant 20: one unit a stage in 4 stages, the ninth session's
+// default).
+template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, bool ONE_UNIT = false>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   constexpr int kCol = OLD ? kI8Col : col_arith<T>();
   if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH>(b, s, cap);
-  if constexpr (T == GgmlType::MXFP4) {
-    if constexpr (OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
-    if constexpr (!MX_ONE) {
-      const int64_t units = b.ne0 / 256;
-      if (units >= 16 && units % 2 == 0) {
-        // (EARLY 3, variant 12: both first stages of the 3 before the wait)
-        return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), MX_MINB, SCRATCH>(b, s, cap);
-      }
+  constexpr int kMinB = T == GgmlType::MXFP4 ? MX_MINB : 1;
+  if constexpr (T == GgmlType::MXFP4 && OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
+  if constexpr (T != GgmlType::Q2_K && !OLD && !ONE_UNIT) {
+    const int64_t units = b.ne0 / 256;
+    if (units >= 16 && units % 2 == 0) {
+      // (EARLY 3, variant 12: both first stages of the 3 before the wait)
+      return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), kMinB, SCRATCH>(b, s, cap);
     }
+  }
+  if constexpr (T == GgmlType::MXFP4) {
     return launch_pipe<T, 4, kCol, EARLY, MX_MINB, SCRATCH>(b, s, cap);
   }
   return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH>(b, s, cap);
@@ -1698,17 +1701,16 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 0, false>(b, s, -1);
     case 19:  // the default with MXFP4's expert launches at 4 blocks an SM (128 registers)
       return launch_default<T, 2, false, 4>(b, s, -1);
-    case 20:  // the ninth session's default: MXFP4's expert launches one unit a stage, 4 stages
+    case 20:  // the ninth session's default: Q4_K's and MXFP4's expert launches one unit a stage
       return launch_default<T, 2, false, 1, false, true>(b, s, -1);
-    case 21:  // the default with Q4_K's expert launches two super-blocks a stage in 3 stages
-      if constexpr (T == GgmlType::Q4_K) {
-        if (grouped && (b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col>(b, s, -1);
-      }
-      return launch_default<T, 2, false>(b, s, -1);
-    case 22:  // the default with MXFP4's expert launches of 8-15 units two units a stage in 4 stages
-      if constexpr (T == GgmlType::MXFP4) {
-        const int64_t n = b.ne0 / 256;
-        if (grouped && n >= 8 && n < 16 && n % 2 == 0) return launch_pipe_ug<T, 4, 4, 2, 8, kI8Col>(b, s, -1);
+    case 21:  // the default with the blocks-per-SM cap of one-unit stages (ring stages counted in units)
+      if constexpr (T != GgmlType::Q2_K) {
+        const int64_t units = b.ne0 / 256;
+        if (grouped && units >= 16 && units % 2 == 0) {
+          const int64_t blocks = (b.ne1 + 63) / 64 * b.n_groups;
+          const int64_t n = gemv_blocks_per_sm_cap(blocks, device_sm_shape().sms, units, -1);
+          return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col>(b, s, static_cast<int>(n));
+        }
       }
       return launch_default<T, 2, false>(b, s, -1);
     default:
@@ -1718,8 +1720,8 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // (docs/cuda-backend.md, sixth to ninth passes): every type takes the integer rings in the
   // column layout (Q2_K with its scales and minimums on the tensor cores: 0.45 / 0.42 / 0.50 /
   // 0.45 of D2D against 0.44 / 0.41 / 0.48 / 0.43; MXFP4's expert launches 0.41-0.45 against
-  // 0.39-0.44 in the f16 rings, both with the aligned word loads; rows of 16 units or more two
-  // units a stage, ninth pass); grids of at most 4 blocks
+  // 0.39-0.44 in the f16 rings, both with the aligned word loads; Q4_K's and MXFP4's rows of 16
+  // units or more two units a stage, ninth pass); grids of at most 4 blocks
   // per SM in one even wave when a warp streams at most 8 ring stages, else at most 2 blocks
   // an SM (launch_pipe_ug).
   return launch_default<T, 2, false>(b, s, -1);
@@ -1734,8 +1736,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 22) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..22");
+  if (variant < -1 || variant > 21) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..21");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

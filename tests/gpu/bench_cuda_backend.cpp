@@ -3,7 +3,8 @@
 //             token each), achieved bytes/s and its ratio to the device-to-device copy
 //             bandwidth measured in the same run (issue 7 target >= 0.7 for Q4_K, Q2_K, MXFP4);
 //             plus one dense 4096x4096 matrix per launch for Q4_K and Q8_0 (experts_per_launch 1);
-//   "gemv_mma_variants": the decode layouts of gpu/gemv_mma.h side by side (-1: F32 kernels);
+//   "gemv_mma_variants": the decode layouts of gpu/gemv_mma.h side by side (-1: F32 kernels) on
+//             the four 8-expert shapes, one 4096x4096 matrix and gate + up (16 matrices);
 //   "gemv_without_pdl": the tensor-core launches of "gemv" without programmatic dependent launch;
 //   "gemv_scaling": 8 experts of 16 .. 8192 rows (fixed cost per launch vs bytes);
 //   "gemv_gate_up": gate and up of 8 experts in one launch (16 matrices);
@@ -329,7 +330,7 @@ int main(int argc, char** argv) {
     }
     gpu::detail::set_gemv_pdl(true);
     // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
-    std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 0};
+    std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 0};
     if (const char* e = std::getenv("MOEPACK_BENCH_VARIANTS")) {  // e.g. "0,8,11"
       variants.clear();
       for (std::string v; const char c : std::string(e) + ",") {
@@ -345,7 +346,8 @@ int main(int argc, char** argv) {
       gpu::detail::set_gemv_mma_variant(v);
       for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
         for (const auto& [rows, cols, experts] :
-             {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {7168, 2048, 8}, {4096, 4096, 1}}) {
+             {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {7168, 2048, 8}, {4096, 4096, 1},
+              {2048, 4096, 16}, {2048, 7168, 16}}) {
           auto g = bench_gemv(pool, t, rows, cols, d2d, experts);
           g["mma_variant"] = v;
           out["gemv_mma_variants"].push_back(g);
