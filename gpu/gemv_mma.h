@@ -53,7 +53,7 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // (kernels_gemv_mma.cu says which: every type the integer rings in the column layout, Q2_K with
 // its sub-block scales folded into the quants and its minimums on the tensor cores
 // (Q2kColPath2); Q4_K's and MXFP4's expert launches with rows of 16 units or more two units a
-// ring stage in 3 stages; a grid of at most 4 blocks per SM in one even wave, ceil(blocks / SMs) blocks
+// ring stage in 3 stages, their cap counting units; a grid of at most 4 blocks per SM in one even wave, ceil(blocks / SMs) blocks
 // an SM, when a warp streams at most 8 ring stages, else at most 2 blocks an SM). 1 = the
 // register layout: one super-block loaded ahead in registers, x as f16 halves (Q4_K, Q2_K;
 // MXFP4 takes 0); 2 = the ring layout (each warp's 16-row tile streamed through a 4-stage
@@ -75,7 +75,7 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // before the wait (the x loads first); 19 = the default with MXFP4's expert launches at 4
 // blocks an SM (128 registers); 20 = the ninth session's default (Q4_K's and MXFP4's expert
 // launches one unit a ring stage in 4 stages); 21 = the default with the blocks-per-SM cap
-// that one-unit stages would get (the ring's stages counted in units). Process-wide; a run
+// counting those launches' two-unit stages (the default counts units). Process-wide; a run
 // must not mix variants (their sums differ in rounding). Throws Error outside -1..21.
 void set_gemv_mma_variant(int variant);
 

@@ -1545,8 +1545,10 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
 // blocks. gpu/gemv_launch_cap.h has the arithmetic and what it was measured on.
 // EARLY, MINB: gemv_pipe_kernel's; SCRATCH: the x fragments from x_fragments_kernel in scratch
 // even where they fit the block's shared memory (benchmark variant only).
+// CAP_UNITS: the cap counts a warp's share of the row in units instead of ring stages (two-unit
+// stages then get the decisions measured for one-unit stages).
 template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 2, int MINB = 1,
-          bool SCRATCH = false>
+          bool SCRATCH = false, bool CAP_UNITS = false>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   using S = Sel<T, P>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
@@ -1558,7 +1560,8 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * RW - 1) / (16 * RW)), static_cast<unsigned>(b.n_groups),
                   1);
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
-  const int64_t stages = (b.ne0 / 256 / U + kMmaWarps / RW - 1) / (kMmaWarps / RW);  // a warp's share
+  constexpr int kPer = CAP_UNITS ? 1 : U;
+  const int64_t stages = (b.ne0 / 256 / kPer + kMmaWarps / RW - 1) / (kMmaWarps / RW);  // a warp's share
   if (staged) {
     const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
@@ -1593,7 +1596,9 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 template <GgmlType T, int DIAG>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
   if constexpr (T != GgmlType::Q2_K) {
-    if (b.ne0 / 256 >= 16 && (b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, DIAG>(b, s, -1);
+    if (b.ne0 / 256 >= 16 && (b.ne0 / 256) % 2 == 0) {
+      return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, DIAG, 2, 1, false, true>(b, s, -1);
+    }
   }
   if constexpr (T != GgmlType::Q2_K) {
     return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
@@ -1631,8 +1636,11 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // 0.76 of D2D against 0.69 / 0.74, MXFP4 0.45 / 0.47 against 0.42 / 0.44; rows of 8 units
 // measured slower so: Q4_K 0.58 / 0.67 against 0.72 / 0.75; docs/cuda-backend.md, ninth
 // pass), unless ONE_UNIT (variant 20: one unit a stage in 4 stages, the ninth session's
-// default).
-template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, bool ONE_UNIT = false>
+// default). Their blocks-per-SM cap counts units (CAP_UNITS), unless STAGE_CAP (variant 21):
+// Q4_K's gate + up (16 × 2048 × 4096) ran 0.73 so against 0.58 when its 8 two-unit stages took
+// the one-wave cap (4 blocks an SM instead of 2).
+template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, bool ONE_UNIT = false,
+          bool STAGE_CAP = false>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   constexpr int kCol = OLD ? kI8Col : col_arith<T>();
   if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH>(b, s, cap);
@@ -1642,7 +1650,8 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
     const int64_t units = b.ne0 / 256;
     if (units >= 16 && units % 2 == 0) {
       // (EARLY 3, variant 12: both first stages of the 3 before the wait)
-      return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), kMinB, SCRATCH>(b, s, cap);
+      return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), kMinB, SCRATCH, !STAGE_CAP>(b, s,
+                                                                                                       cap);
     }
   }
   if constexpr (T == GgmlType::MXFP4) {
@@ -1703,16 +1712,8 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 4>(b, s, -1);
     case 20:  // the ninth session's default: Q4_K's and MXFP4's expert launches one unit a stage
       return launch_default<T, 2, false, 1, false, true>(b, s, -1);
-    case 21:  // the default with the blocks-per-SM cap of one-unit stages (ring stages counted in units)
-      if constexpr (T != GgmlType::Q2_K) {
-        const int64_t units = b.ne0 / 256;
-        if (grouped && units >= 16 && units % 2 == 0) {
-          const int64_t blocks = (b.ne1 + 63) / 64 * b.n_groups;
-          const int64_t n = gemv_blocks_per_sm_cap(blocks, device_sm_shape().sms, units, -1);
-          return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col>(b, s, static_cast<int>(n));
-        }
-      }
-      return launch_default<T, 2, false>(b, s, -1);
+    case 21:  // the default with the cap counting Q4_K's and MXFP4's two-unit stages
+      return launch_default<T, 2, false, 1, false, false, true>(b, s, -1);
     default:
       break;
   }
