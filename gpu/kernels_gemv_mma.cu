@@ -1596,11 +1596,9 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 template <GgmlType T, int DIAG>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
   if constexpr (T != GgmlType::Q2_K) {
-    if (b.ne0 / 256 >= 16 && (b.ne0 / 256) % 2 == 0) {
+    if (b.ne0 / 256 >= 16 && (b.ne0 / 256) % 2 == 0) {  // two units a stage, as launch_default
       return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, DIAG, 2, 1, false, true>(b, s, -1);
     }
-  }
-  if constexpr (T != GgmlType::Q2_K) {
     return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
   } else {
     if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 4, 2, 8, kI8Col2, DIAG>(b, s, -1);

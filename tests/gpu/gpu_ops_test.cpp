@@ -306,8 +306,9 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // and go to scratch, the others stay in shared memory; and 72 super-blocks, where every
 // layout's fragments go to scratch) and grouped launches of experts with one pair each
 // (fragments in shared memory, 16-row tiles per warp, a partial last tile; 16, 5 and 1
-// super-blocks a row, 2 to 4 blocks an expert), with activations far outside f16's range in both directions, an outlier channel
-// 40 times the rest and an all-zero granule; once from aligned weights and once from weights
+// super-blocks a row, 2 to 4 blocks an expert; the 16-unit rows take the default's two-unit
+// stages for Q4_K and MXFP4), with activations far outside f16's range in both directions, an
+// outlier channel 40 times the rest and an all-zero granule; once from aligned weights and once from weights
 // 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8).
 TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
   struct DefaultVariantAfterwards {  // also when an assertion throws
