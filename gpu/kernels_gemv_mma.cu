@@ -1591,12 +1591,25 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   }
 }
 
+// Whether the x fragments of rows of ne0 elements fit a block's shared memory beside the
+// two-unit rings (4 warps x 3 stages x 16 rows x 2 units), so the fragments stay staged (in
+// scratch every warp reads them from L2: variant 14, measured slower); else one unit a stage
+// (4 stages) keeps them staged for longer rows (Q4_K on the H200's 100 KiB a block: two-unit
+// rings to 11,008 elements, one-unit rings to 15,360).
+template <GgmlType T>
+bool two_unit_rings_fit(int64_t ne0) {
+  using S = Sel<T, kI8Col>;
+  const size_t need = static_cast<size_t>(S::stride(ne0)) +
+                      static_cast<size_t>(kMmaWarps) * 3 * 16 * 2 * S::Path::kBytes + 16;
+  return need <= std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024);
+}
+
 // The default's expert launch (launch_type) with DIAG 1 (copies only) or 2 (arithmetic only):
 // the same stages, copy sizes, layout and cap; only for bench_cuda_backend's diagnosis.
 template <GgmlType T, int DIAG>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
   if constexpr (T != GgmlType::Q2_K) {
-    if (b.ne0 / 256 >= 16 && (b.ne0 / 256) % 2 == 0) {  // two units a stage, as launch_default
+    if (b.ne0 / 256 >= 16 && (b.ne0 / 256) % 2 == 0 && two_unit_rings_fit<T>(b.ne0)) {  // as launch_default
       return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, DIAG, 2, 1, false, true>(b, s, -1);
     }
     return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
@@ -1646,7 +1659,7 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   if constexpr (T == GgmlType::MXFP4 && OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
   if constexpr (T != GgmlType::Q2_K && !OLD && !ONE_UNIT) {
     const int64_t units = b.ne0 / 256;
-    if (units >= 16 && units % 2 == 0) {
+    if (units >= 16 && units % 2 == 0 && two_unit_rings_fit<T>(b.ne0)) {
       // (EARLY 3, variant 12: both first stages of the 3 before the wait)
       return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), kMinB, SCRATCH, !STAGE_CAP>(b, s,
                                                                                                        cap);
