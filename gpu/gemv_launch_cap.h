@@ -39,4 +39,12 @@ constexpr size_t gemv_capped_smem(size_t smem_per_sm, size_t fixed, size_t smem,
   return std::max(smem, per_block - fixed);
 }
 
+// Whether a block's dynamic shared memory holds x's fragments (`frag` bytes) staged beside the
+// rings of `warps` warps, each `stages` stages of 16 rows of `row` bytes, plus the 16 bytes of
+// slack after them, within `limit` (a block's allowed maximum). The two-unit rings
+// (kernels_gemv_mma.cu, launch_default) take longer rows only while this holds for them.
+constexpr bool gemv_rings_fit(size_t frag, int warps, int stages, size_t row, size_t limit) {
+  return frag + static_cast<size_t>(warps) * static_cast<size_t>(stages) * 16 * row + 16 <= limit;
+}
+
 }  // namespace moepack::gpu::detail

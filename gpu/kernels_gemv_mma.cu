@@ -1599,9 +1599,8 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 template <GgmlType T>
 bool two_unit_rings_fit(int64_t ne0) {
   using S = Sel<T, kI8Col>;
-  const size_t need = static_cast<size_t>(S::stride(ne0)) +
-                      static_cast<size_t>(kMmaWarps) * 3 * 16 * 2 * S::Path::kBytes + 16;
-  return need <= std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024);
+  return gemv_rings_fit(static_cast<size_t>(S::stride(ne0)), kMmaWarps, 3, 2 * S::Path::kBytes,
+                        std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024));
 }
 
 // The default's expert launch (launch_type) with DIAG 1 (copies only) or 2 (arithmetic only):

@@ -41,5 +41,20 @@ TEST(GemvLaunchCap, PaddingHoldsTheGridToItsCap) {
   EXPECT_EQ(gemv_capped_smem(1000, kFixed, 300, kLimit, 2), 300u);
 }
 
+// Q4_K's x fragments (frag_stride_i8: ne0 * 4 + ne0 / 4 + ne0 / 64, rounded up to 16) beside
+// the two-unit rings (4 warps x 3 stages x 16 rows x 288 bytes + 16 = 55,312) and the one-unit
+// rings (4 x 4 x 16 x 144 + 16 = 36,880), within the H200's 100 KiB a block.
+TEST(GemvLaunchCap, RingsFitBesideTheFragments) {
+  // ne0 11008: 44032 + 2752 + 172 = 46956 -> 46960; + 55312 = 102272 <= 102400.
+  EXPECT_TRUE(gemv_rings_fit(46960, 4, 3, 288, kLimit));
+  // ne0 11264: 45056 + 2816 + 176 = 48048; + 55312 = 103360 > 102400.
+  EXPECT_FALSE(gemv_rings_fit(48048, 4, 3, 288, kLimit));
+  // ... where the one-unit rings still fit: 48048 + 36880 = 84928.
+  EXPECT_TRUE(gemv_rings_fit(48048, 4, 4, 144, kLimit));
+  // ne0 15360: 61440 + 3840 + 240 = 65520; + 36880 = 102400, exactly the limit.
+  EXPECT_TRUE(gemv_rings_fit(65520, 4, 4, 144, kLimit));
+  EXPECT_FALSE(gemv_rings_fit(65520 + 16, 4, 4, 144, kLimit));
+}
+
 }  // namespace
 }  // namespace moepack::gpu::detail
