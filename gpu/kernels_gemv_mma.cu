@@ -1243,7 +1243,8 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 
 // The pipelined kernel (the default; layout at the top of this file). U units a stage, so a
 // stage row (U * kBytes) is whole G-byte copies: Q4_K 1 x 144 (G 8), Q2_K 2 x 84 (G 8) or
-// 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8). A group whose weights
+// 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8); Q4_K's and MXFP4's
+// expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (launch_default). A group whose weights
 // are not G-aligned (never seen: GGUF data, upload arena and pack slots are 32-aligned) copies
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
 // bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack; MXFP4's word loads
