@@ -18,8 +18,8 @@ namespace moepack::gpu::detail {
 // Blocks an SM a launch of `blocks` blocks on `sms` SMs may hold under `cap`: 0 = no cap (as
 // many as fit); cap > 0: cap; cap -1: for grids of at most 4 blocks per SM, ceil(blocks / sms)
 // (the grid in one even wave) when a warp streams at most 8 ring stages (`stages`, its share
-// of a row), else 2; cap -2: 2 for grids of at most 4 blocks per SM (the sixth pass's rule);
-// larger grids are never capped (0).
+// of a row; the two-unit rings pass units), else 2; cap -2: 2 for grids of at most 4 blocks
+// per SM (the sixth pass's rule); larger grids are never capped (0).
 constexpr int64_t gemv_blocks_per_sm_cap(int64_t blocks, int64_t sms, int64_t stages, int cap) {
   if (cap >= 0) return cap;
   if (blocks > 4 * sms) return 0;

@@ -52,10 +52,12 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // Benchmarks and tests only (bench_cuda_backend's side-by-side). 0 = the default, per type
 // (kernels_gemv_mma.cu says which: every type the integer rings in the column layout, Q2_K with
 // its sub-block scales folded into the quants and its minimums on the tensor cores
-// (Q2kColPath2); Q4_K's and MXFP4's expert launches with rows of 16 units or more two units a
-// ring stage in 3 stages, their cap counting units; a grid of at most 4 blocks per SM in one
-// even wave, ceil(blocks / SMs) blocks an SM, when a warp streams at most 8 ring stages, else
-// at most 2 blocks an SM). 1 = the
+// (Q2kColPath2); Q4_K's and MXFP4's expert launches with an even number of at least 16 units
+// a row two units a ring stage in 3 stages where x's fragments still fit beside them, their
+// cap counting units; a grid of at most 4 blocks per SM in one even wave, ceil(blocks / SMs)
+// blocks an SM, when a warp streams at most 8 ring stages (units for the two-unit rings), else
+// at most 2 blocks an SM). Variants 12-16, 18 and 19 change that default, two-unit rings
+// included (numbers measured before the ninth pass were against the one-unit rings). 1 = the
 // register layout: one super-block loaded ahead in registers, x as f16 halves (Q4_K, Q2_K;
 // MXFP4 takes 0); 2 = the ring layout (each warp's 16-row tile streamed through a 4-stage
 // cp.async ring in shared memory), x as f16 halves; 3 = rings with the integer path in the
@@ -68,8 +70,9 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // (kernels_gemv.cu's F32 kernels for every type); 6, 7 = diagnosis of the default's expert
 // launch of every type (copies only, arithmetic only: wrong sums); 12, 13 = the default with
 // all three (one) of the first ring stages issued before the wait for the kernel before,
-// instead of two (the two-unit rings have two first stages: 12 issues both); 14 = the default with the x fragments written once per group into scratch by
-// a separate kernel; 15 = the default without a cap on blocks per SM; 16 = the default with
+// instead of two (on the two-unit rings, which have two first stages, 12 is the default and
+// 13 issues one of two); 14 = the default with the x fragments written once per group into
+// scratch by a separate kernel; 15 = the default without a cap on blocks per SM; 16 = the default with
 // the sixth pass's cap (at most 2 blocks an SM for grids of at most 4 blocks per SM; MXFP4's
 // expert launches uncapped); 17 = the eighth session's default (Q2_K in Q2kColPath, MXFP4's
 // expert launches in the f16 rings at 4 blocks an SM); 18 = the default with no ring stage

@@ -1244,8 +1244,8 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // The pipelined kernel (the default; layout at the top of this file). U units a stage, so a
 // stage row (U * kBytes) is whole G-byte copies: Q4_K 1 x 144 (G 8), Q2_K 2 x 84 (G 8) or
 // 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8); Q4_K's and MXFP4's
-// expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (launch_default). A group whose weights
-// are not G-aligned (never seen: GGUF data, upload arena and pack slots are 32-aligned) copies
+// expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (launch_default's rule). A
+// group whose weights are not G-aligned (never seen: GGUF data, upload arena and pack slots are 32-aligned) copies
 // in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
 // bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack; MXFP4's word loads
 // stay within a row (word 33 of 34 at most)].
@@ -1530,7 +1530,8 @@ SmShape device_sm_shape() {
 // under `cap` (gpu/gemv_launch_cap.h): enough that an (n + 1)-th block does not fit on an SM,
 // counting the system's and the kernel's own shared memory per block; `smem` itself when no
 // cap applies, or when the padding would pass `limit` (a positive cap is then not honoured).
-// `stages`: ring stages a warp streams (its share of a row), for cap -1.
+// `stages`: ring stages a warp streams (its share of a row; units for launch_pipe_ug's
+// CAP_UNITS), for cap -1.
 size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t limit, int64_t blocks,
                     int64_t stages, int cap) {
   const int64_t n = gemv_blocks_per_sm_cap(blocks, sh.sms, stages, cap);
@@ -1596,10 +1597,12 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 // two-unit rings (4 warps x 3 stages x 16 rows x 2 units), so the fragments stay staged (in
 // scratch every warp reads them from L2: variant 14, measured slower); else one unit a stage
 // (4 stages) keeps them staged for longer rows (Q4_K on the H200's 100 KiB a block: two-unit
-// rings to 11,008 elements, one-unit rings to 15,360).
+// rings fit to 11,008 elements, one-unit rings to 15,360; since two units need an even count,
+// the longest two-unit rows are 10,752 elements, 42 units; MXFP4 the same, its one-unit rings
+// to 14,848).
 template <GgmlType T>
 bool two_unit_rings_fit(int64_t ne0) {
-  using S = Sel<T, kI8Col>;
+  using S = Sel<T, col_arith<T>()>;  // the default's arithmetic (launch_default)
   return gemv_rings_fit(static_cast<size_t>(S::stride(ne0)), kMmaWarps, 3, 2 * S::Path::kBytes,
                         std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024));
 }
@@ -1638,7 +1641,8 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // The default's choice of path per launch kind (launch_type), with the given EARLY and
 // SCRATCH (launch_pipe_ug), cap, and MX_MINB for MXFP4's expert launches: the integer column
 // layout for every type (Q2_K in Q2kColPath2), MXFP4's expert launches at MX_MINB blocks an SM
-// (MINB 1: 157 registers on sm_90; 4: 128, no spills).
+// (one-unit rings, MINB 1: 157 registers on sm_90; 4: 128, no spills; two-unit rings: 255
+// registers at MINB 1, 92-96 bytes spilled at 4, on sm_90 and sm_120).
 // OLD (variant 17): the eighth session's default, Q2_K in Q2kColPath and MXFP4's expert
 // launches in the f16 rings at 4 blocks an SM (128 registers; since MXFP4's aligned word loads,
 // 12 bytes spilled on sm_90).
@@ -1734,7 +1738,8 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // 0.45 of D2D against 0.44 / 0.41 / 0.48 / 0.43; MXFP4's expert launches 0.41-0.45 against
   // 0.39-0.44 in the f16 rings, both with the aligned word loads; Q4_K's and MXFP4's rows of 16
   // units or more two units a stage, ninth pass); grids of at most 4 blocks
-  // per SM in one even wave when a warp streams at most 8 ring stages, else at most 2 blocks
+  // per SM in one even wave when a warp streams at most 8 ring stages (units for the two-unit
+  // rings), else at most 2 blocks
   // an SM (launch_pipe_ug).
   return launch_default<T, 2, false>(b, s, -1);
 }

@@ -307,7 +307,8 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // layout's fragments go to scratch) and grouped launches of experts with one pair each
 // (fragments in shared memory, 16-row tiles per warp, a partial last tile; 16, 5 and 1
 // super-blocks a row, 2 to 4 blocks an expert; the 16-unit rows take the default's two-unit
-// stages for Q4_K and MXFP4), with activations far outside f16's range in both directions, an
+// stages for Q4_K and MXFP4, the 44-unit rows its one-unit stages, as their fragments do not
+// fit beside the two-unit rings), with activations far outside f16's range in both directions, an
 // outlier channel 40 times the rest and an all-zero granule; once from aligned weights and once from weights
 // 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8).
 TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
@@ -319,8 +320,8 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
     int experts;  // 0: a single matrix (no groups)
   };
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    for (const Shape shape : {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}, Shape{1280, 200, 2},
-                              Shape{256, 130, 2}}) {
+    for (const Shape shape : {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}, Shape{11264, 40, 2},
+                              Shape{1280, 200, 2}, Shape{256, 130, 2}}) {
       std::mt19937 rng(5);
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       const int n_mat = std::max(shape.experts, 1);
