@@ -1244,11 +1244,11 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // The pipelined kernel (the default; layout at the top of this file). U units a stage, so a
 // stage row (U * kBytes) is whole G-byte copies: Q4_K 1 x 144 (G 8), Q2_K 2 x 84 (G 8) or
 // 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8); Q4_K's and MXFP4's
-// expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (launch_default's rule). A
-// group whose weights are not G-aligned (never seen: GGUF data, upload arena and pack slots are 32-aligned) copies
-// in 4-byte pieces instead. Dynamic shared memory: [x fragments if STAGED, frag_stride(ne0)
-// bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of slack; MXFP4's word loads
-// stay within a row (word 33 of 34 at most)].
+// expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (takes_two_unit_rings). A
+// group whose weights are not G-aligned (never seen: GGUF data, upload arena and pack slots
+// are 32-aligned) copies in 4-byte pieces instead. Dynamic shared memory: [x fragments if
+// STAGED, frag_stride(ne0) bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of
+// slack; MXFP4's word loads stay within a row (word 33 of 34 at most)].
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
 // Order of the start: the block's pair first (a block of a group with another pair count, most
@@ -1593,17 +1593,21 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   }
 }
 
-// Whether the x fragments of rows of ne0 elements fit a block's shared memory beside the
-// two-unit rings (4 warps x 3 stages x 16 rows x 2 units), so the fragments stay staged (in
-// scratch every warp reads them from L2: variant 14, measured slower); else one unit a stage
-// (4 stages) keeps them staged for longer rows (Q4_K on the H200's 100 KiB a block: two-unit
+// Whether the default streams an expert launch of Q4_K / MXFP4 rows of ne0 elements two units a
+// ring stage (3 stages; launch_default, launch_diag): an even number of at least 16 units, and
+// x's fragments still fit a block's shared memory beside the two-unit rings (4 warps x 3
+// stages x 16 rows x 2 units), so they stay staged (in scratch every warp reads them from L2:
+// variant 14, measured slower); else one unit a stage (4 stages) keeps them staged for longer
+// rows (Q4_K on the H200's 100 KiB a block: two-unit
 // rings fit to 11,008 elements, one-unit rings to 15,360; since two units need an even count,
 // the longest two-unit rows are 10,752 elements, 42 units; MXFP4 the same, its one-unit rings
 // to 14,848).
 template <GgmlType T>
-bool two_unit_rings_fit(int64_t ne0) {
+bool takes_two_unit_rings(int64_t ne0) {
   using S = Sel<T, col_arith<T>()>;  // the default's arithmetic (launch_default)
-  return gemv_rings_fit(static_cast<size_t>(S::stride(ne0)), kMmaWarps, 3, 2 * S::Path::kBytes,
+  const int64_t units = ne0 / 256;
+  return T != GgmlType::Q2_K && units >= 16 && units % 2 == 0 &&
+         gemv_rings_fit(static_cast<size_t>(S::stride(ne0)), kMmaWarps, 3, 2 * S::Path::kBytes,
                         std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024));
 }
 
@@ -1612,7 +1616,7 @@ bool two_unit_rings_fit(int64_t ne0) {
 template <GgmlType T, int DIAG>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
   if constexpr (T != GgmlType::Q2_K) {
-    if (b.ne0 / 256 >= 16 && (b.ne0 / 256) % 2 == 0 && two_unit_rings_fit<T>(b.ne0)) {  // as launch_default
+    if (takes_two_unit_rings<T>(b.ne0)) {
       return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, DIAG, 2, 1, false, true>(b, s, -1);
     }
     return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
@@ -1646,9 +1650,9 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // OLD (variant 17): the eighth session's default, Q2_K in Q2kColPath and MXFP4's expert
 // launches in the f16 rings at 4 blocks an SM (128 registers; since MXFP4's aligned word loads,
 // 12 bytes spilled on sm_90).
-// Q4_K's and MXFP4's expert launches with rows of at least 16 units (an even number) stream
-// two units (288 / 272 bytes) a stage in 3 stages (8 × 2048 × 4096 and × 7168: Q4_K 0.72 /
-// 0.76 of D2D against 0.69 / 0.74, MXFP4 0.45 / 0.47 against 0.42 / 0.44; rows of 8 units
+// Q4_K's and MXFP4's expert launches with rows of at least 16 units (an even number; where
+// takes_two_unit_rings says so) stream two units (288 / 272 bytes) a stage in 3 stages (8 ×
+// 2048 × 4096 and × 7168: Q4_K 0.72 / 0.76 of D2D against 0.69 / 0.74, MXFP4 0.45 / 0.47 against 0.42 / 0.44; rows of 8 units
 // measured slower so: Q4_K 0.58 / 0.67 against 0.72 / 0.75; docs/cuda-backend.md, ninth
 // pass), unless ONE_UNIT (variant 20: one unit a stage in 4 stages, the ninth session's
 // default). Their blocks-per-SM cap counts units (CAP_UNITS), unless STAGE_CAP (variant 21):
@@ -1662,8 +1666,7 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   constexpr int kMinB = T == GgmlType::MXFP4 ? MX_MINB : 1;
   if constexpr (T == GgmlType::MXFP4 && OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
   if constexpr (T != GgmlType::Q2_K && !OLD && !ONE_UNIT) {
-    const int64_t units = b.ne0 / 256;
-    if (units >= 16 && units % 2 == 0 && two_unit_rings_fit<T>(b.ne0)) {
+    if (takes_two_unit_rings<T>(b.ne0)) {
       // (EARLY 3, variant 12: both first stages of the 3 before the wait)
       return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), kMinB, SCRATCH, !STAGE_CAP>(b, s,
                                                                                                        cap);
@@ -1737,10 +1740,9 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // column layout (Q2_K with its scales and minimums on the tensor cores: 0.45 / 0.42 / 0.50 /
   // 0.45 of D2D against 0.44 / 0.41 / 0.48 / 0.43; MXFP4's expert launches 0.41-0.45 against
   // 0.39-0.44 in the f16 rings, both with the aligned word loads; Q4_K's and MXFP4's rows of 16
-  // units or more two units a stage, ninth pass); grids of at most 4 blocks
-  // per SM in one even wave when a warp streams at most 8 ring stages (units for the two-unit
-  // rings), else at most 2 blocks
-  // an SM (launch_pipe_ug).
+  // units or more two units a stage, ninth pass); grids of at most 4 blocks per SM in one even
+  // wave when a warp streams at most 8 ring stages (units for the two-unit rings), else at most
+  // 2 blocks an SM (launch_pipe_ug).
   return launch_default<T, 2, false>(b, s, -1);
 }
 
