@@ -1654,10 +1654,10 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // takes_two_unit_rings says so) stream two units (288 / 272 bytes) a stage in 3 stages (8 ×
 // 2048 × 4096 and × 7168: Q4_K 0.72 / 0.76 of D2D against 0.69 / 0.74, MXFP4 0.45 / 0.47
 // against 0.42 / 0.44; rows of 8 units measured slower so: Q4_K 0.58 / 0.67 against 0.72 /
-// 0.75; docs/cuda-backend.md, ninth pass), unless ONE_UNIT (variant 20: one unit a stage in 4 stages, the ninth session's
-// default). Their blocks-per-SM cap counts units (CAP_UNITS), unless STAGE_CAP (variant 21):
-// Q4_K's gate + up (16 × 2048 × 4096) ran 0.73 so against 0.58 when its 8 two-unit stages took
-// the one-wave cap (4 blocks an SM instead of 2).
+// 0.75; docs/cuda-backend.md, ninth pass), unless ONE_UNIT (variant 20: one unit a stage in 4
+// stages, the ninth session's default). Their blocks-per-SM cap counts units (CAP_UNITS),
+// unless STAGE_CAP (variant 21): Q4_K's gate + up (16 × 2048 × 4096) ran 0.73 so against 0.58
+// when its 8 two-unit stages took the one-wave cap (4 blocks an SM instead of 2).
 template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, bool ONE_UNIT = false,
           bool STAGE_CAP = false>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
