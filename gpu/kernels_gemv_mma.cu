@@ -472,7 +472,8 @@ struct Mxfp4Path {
   template <bool GLOBAL>
   __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool) {
     static_assert(!GLOBAL, "MXFP4 is served from shared memory only");
-    fetch_block<0>(reinterpret_cast<const uint32_t*>(pa) + t, reinterpret_cast<const uint32_t*>(pb) + t, pa, pb);
+    fetch_block<0>(reinterpret_cast<const uint32_t*>(pa) + t, reinterpret_cast<const uint32_t*>(pb) + t, pa,
+                   pb);
   }
 
   __device__ __forceinline__ void compute(int64_t u, int t, const XView& xv, float& acca, float& accb) const {
@@ -1015,7 +1016,8 @@ struct Q2kColPath2 : Q2kI8Path {
     // Rows g (D 0, 1: slices 2 (t & 1), + 1) and g + 8 (D 2, 3); 4 S = 4 te + to.
     const float us = xv.unscale[sb] * xv.slice2;
     const float sa4 = static_cast<float>(4 * te[0] + to[0]) + static_cast<float>(4 * te[1] + to[1]) * 0x1p-7f;
-    const float sb4f = static_cast<float>(4 * te[2] + to[2]) + static_cast<float>(4 * te[3] + to[3]) * 0x1p-7f;
+    const float sb4f =
+        static_cast<float>(4 * te[2] + to[2]) + static_cast<float>(4 * te[3] + to[3]) * 0x1p-7f;
     const float m16a = static_cast<float>(tm[0]) + static_cast<float>(tm[1]) * 0x1p-7f;
     const float m16b = static_cast<float>(tm[2]) + static_cast<float>(tm[3]) * 0x1p-7f;
     acca += (half_lo(da) * 0.25f * sa4 - half_hi(da) * 0.0625f * m16a) * us;
