@@ -122,14 +122,12 @@ std::optional<uint32_t> ExpertCache::slot_of(ExpertKey key) const {
   return it->second;
 }
 
-std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const uint32_t> experts) {
+void ExpertCache::check_request(const char* what, uint32_t layer, std::span<const uint32_t> experts) const {
   if (experts.size() > slots_.size()) {
-    throw Error("expert cache: layer " + std::to_string(layer) + " needs " + std::to_string(experts.size()) +
-                " experts at once but the cache has " + std::to_string(slots_.size()) + " slots");
+    throw Error(std::string("expert cache: ") + what + "layer " + std::to_string(layer) + " needs " +
+                std::to_string(experts.size()) + " experts at once but the cache has " +
+                std::to_string(slots_.size()) + " slots");
   }
-  std::fill(protected_.get(), protected_.get() + slots_.size(), false);
-  std::vector<SlotAssignment> out(experts.size());
-  // First pass: hits, and protect them so a miss of this call cannot evict them.
   for (size_t i = 0; i < experts.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (experts[j] == experts[i]) {
@@ -137,6 +135,15 @@ std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const
                     std::to_string(layer));
       }
     }
+  }
+}
+
+// Marks the resident ones of `experts` protected (and fills their hit / slot); the rest keep
+// hit = false.
+void ExpertCache::protect_resident(uint32_t layer, std::span<const uint32_t> experts, std::vector<SlotAssignment>& out) {
+  std::fill(protected_.get(), protected_.get() + slots_.size(), false);
+  out.assign(experts.size(), SlotAssignment{});
+  for (size_t i = 0; i < experts.size(); ++i) {
     out[i].expert = experts[i];
     auto it = where_.find(ExpertKey{layer, experts[i]}.packed());
     if (it != where_.end()) {
@@ -145,35 +152,72 @@ std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const
       protected_[it->second] = true;
     }
   }
+}
+
+// A slot for `key`: a free one, a never-used one, or the policy's victim among unprotected
+// slots (recorded in *evicted). The slot is protected from the rest of the call.
+uint32_t ExpertCache::place(ExpertKey key, uint64_t uses, bool prefetched, std::optional<ExpertKey>* evicted) {
+  uint32_t slot;
+  if (!free_list_.empty()) {
+    slot = free_list_.back();
+    free_list_.pop_back();
+  } else if (next_free_ < slots_.size()) {
+    slot = next_free_++;
+  } else {
+    slot = policy_->choose_victim(slots_, std::span<const bool>(protected_.get(), slots_.size()));
+    *evicted = slots_[slot].key;
+    where_.erase(slots_[slot].key.packed());
+    counters_.cache_evictions++;
+  }
+  slots_[slot] = SlotState{true, key, uses, clock_, prefetched};
+  where_[key.packed()] = slot;
+  protected_[slot] = true;
+  return slot;
+}
+
+std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const uint32_t> experts) {
+  check_request("", layer, experts);
+  std::vector<SlotAssignment> out;
+  // First: hits, protected so a miss of this call cannot evict them.
+  protect_resident(layer, experts, out);
   for (size_t i = 0; i < experts.size(); ++i) {
     const ExpertKey key{layer, experts[i]};
     policy_->on_access(clock_);
     const bool first_in_step = seen_this_step_.insert(key.packed()).second;
     if (out[i].hit) {
       SlotState& s = slots_[out[i].slot];
+      if (s.prefetched) {
+        // Read ahead by prefetch(): no read now, but the cache itself did not hold it.
+        s.prefetched = false;
+        out[i].prefetched = true;
+        if (first_in_step) {
+          counters_.cache_misses++;
+          counters_.prefetch_hits++;
+        }
+      } else if (first_in_step) {
+        counters_.cache_hits++;
+      }
       s.uses++;
       s.last_access = clock_;
-      if (first_in_step) counters_.cache_hits++;
     } else {
       if (first_in_step) counters_.cache_misses++;
-      uint32_t slot;
-      if (!free_list_.empty()) {
-        slot = free_list_.back();
-        free_list_.pop_back();
-      } else if (next_free_ < slots_.size()) {
-        slot = next_free_++;
-      } else {
-        slot = policy_->choose_victim(slots_, std::span<const bool>(protected_.get(), slots_.size()));
-        out[i].evicted = slots_[slot].key;
-        where_.erase(slots_[slot].key.packed());
-        counters_.cache_evictions++;
-      }
-      slots_[slot] = SlotState{true, key, 1, clock_};
-      where_[key.packed()] = slot;
-      protected_[slot] = true;
-      out[i].slot = slot;
+      out[i].slot = place(key, 1, false, &out[i].evicted);
     }
     ++clock_;
+  }
+  return out;
+}
+
+std::vector<SlotAssignment> ExpertCache::prefetch(uint32_t layer, std::span<const uint32_t> experts) {
+  check_request("prefetch of ", layer, experts);
+  std::vector<SlotAssignment> all;
+  protect_resident(layer, experts, all);
+  std::vector<SlotAssignment> out;
+  for (SlotAssignment& a : all) {
+    if (a.hit) continue;
+    a.slot = place(ExpertKey{layer, a.expert}, 0, true, &a.evicted);
+    counters_.prefetches++;
+    out.push_back(a);
   }
   return out;
 }

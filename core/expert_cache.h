@@ -10,6 +10,13 @@
 // holding this call's experts (they are protected: the layer needs all of them at once).
 // Nothing is ever written back (the pack is read-only).
 //
+// prefetch(layer, experts) places experts read ahead of their use (a predicted next layer)
+// the same way, protecting the predicted set, but counts no hit or miss and does not advance
+// the access clock: the slot enters with uses = 0 (so lfu / hybrid evict an unused prefetch
+// first) and last_access = the clock. A later acquire() of a prefetched expert needs no read
+// (SlotAssignment::prefetched, hit); it counts as a miss of the cache (the policy did not keep
+// it) and as a prefetch hit, so the hit rate means the same with and without prefetching.
+//
 // Counting (the published evaluation's "unique-key" hit rate): within one step (one decode
 // token, or one prefill batch), each (layer, expert) key is counted once: the first time it is
 // acquired in the step, as a hit if resident, else a miss. end_step() starts the next step.
@@ -45,8 +52,9 @@ struct ExpertKey {
 struct SlotState {
   bool occupied = false;
   ExpertKey key;
-  uint64_t uses = 0;         // accesses since the expert entered this slot (>= 1)
+  uint64_t uses = 0;         // accesses since the expert entered this slot (0 while only prefetched)
   uint64_t last_access = 0;  // access clock of the most recent use
+  bool prefetched = false;   // placed by prefetch() and not acquired since
 };
 
 class ReplacementPolicy {
@@ -70,7 +78,9 @@ std::unique_ptr<ReplacementPolicy> make_policy(std::string_view name);
 struct CacheCounters {
   uint64_t cache_hits = 0;       // unique keys per step found resident
   uint64_t cache_misses = 0;     // unique keys per step that had to be read
-  uint64_t cache_evictions = 0;  // experts displaced
+  uint64_t cache_evictions = 0;  // experts displaced (by acquire() or prefetch())
+  uint64_t prefetches = 0;       // experts placed by prefetch() (each needed a read)
+  uint64_t prefetch_hits = 0;    // of those, acquired before being evicted (counted as misses)
   double hit_rate() const {
     const uint64_t n = cache_hits + cache_misses;
     return n == 0 ? 0.0 : static_cast<double>(cache_hits) / static_cast<double>(n);
@@ -81,6 +91,7 @@ struct SlotAssignment {
   uint32_t expert = 0;
   uint32_t slot = 0;
   bool hit = false;                    // already resident: no read needed
+  bool prefetched = false;             // acquire(): resident because prefetch() placed it
   std::optional<ExpertKey> evicted;    // what the slot held before (misses only)
 };
 
@@ -96,6 +107,10 @@ class ExpertCache {
   // Maps `experts` (distinct ids of one layer) to slots. Throws Error if there are more of
   // them than slots or an id repeats.
   std::vector<SlotAssignment> acquire(uint32_t layer, std::span<const uint32_t> experts);
+  // Places the experts of `experts` (distinct ids of one layer) that are not resident; returns
+  // an assignment (hit = false) for each one placed, in the order given. Counts prefetches
+  // and evictions only. Throws Error as acquire() does.
+  std::vector<SlotAssignment> prefetch(uint32_t layer, std::span<const uint32_t> experts);
   void end_step();
   // Forgets `key` (e.g. its data failed verification): its slot becomes free. No-op if absent.
   void invalidate(ExpertKey key);
@@ -107,8 +122,12 @@ class ExpertCache {
   std::string_view policy_name() const { return policy_->name(); }
 
  private:
+  void check_request(const char* what, uint32_t layer, std::span<const uint32_t> experts) const;
+  void protect_resident(uint32_t layer, std::span<const uint32_t> experts, std::vector<SlotAssignment>& out);
+  uint32_t place(ExpertKey key, uint64_t uses, bool prefetched, std::optional<ExpertKey>* evicted);
+
   std::vector<SlotState> slots_;
-  std::unique_ptr<bool[]> protected_;  // slot_count flags: holds an expert of the current acquire()
+  std::unique_ptr<bool[]> protected_;  // slot_count flags: holds an expert of the current acquire() / prefetch()
   std::unordered_map<uint64_t, uint32_t> where_;  // key -> slot
   std::unordered_set<uint64_t> seen_this_step_;
   std::unique_ptr<ReplacementPolicy> policy_;

@@ -153,6 +153,83 @@ TEST(ExpertCache, UniqueKeysPerStepAreCountedOnce) {
   EXPECT_DOUBLE_EQ(c.counters().hit_rate(), 1.0 / 5.0);
 }
 
+std::vector<SlotAssignment> pre(ExpertCache& c, uint32_t layer, std::vector<uint32_t> ids) {
+  return c.prefetch(layer, ids);
+}
+
+TEST(ExpertCachePrefetch, PlacesOnlyWhatIsNotResidentAndCountsNoHitOrMiss) {
+  // 4 slots, hybrid. step0: L0 {1, 2} -> 2 misses (slots 0, 1).
+  // prefetch L1 {5, 6}: both absent -> slots 2, 3; prefetch L0 {1, 7}: 1 is resident (not
+  // placed), 7 needs a victim among unprotected {2 (uses 1), 5 (0), 6 (0)}: fewest uses, then
+  // least recent, then lowest slot: 5 and 6 both have 0 uses and last_access 2 (the clock does
+  // not move for a prefetch) -> lowest slot, 5 (slot 2).
+  ExpertCache c(4, make_hybrid_policy());
+  acq(c, 0, {1, 2});
+  const auto a = pre(c, 1, {5, 6});
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].expert, 5u);
+  EXPECT_EQ(a[0].slot, 2u);
+  EXPECT_EQ(a[1].slot, 3u);
+  EXPECT_FALSE(a[0].hit);
+  EXPECT_FALSE(a[0].evicted.has_value());
+  const auto b = pre(c, 0, {1, 7});
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].expert, 7u);
+  ASSERT_TRUE(b[0].evicted.has_value());
+  EXPECT_EQ(*b[0].evicted, (ExpertKey{1, 5}));
+  EXPECT_EQ(b[0].slot, 2u);
+  EXPECT_EQ(c.counters().cache_hits, 0u);
+  EXPECT_EQ(c.counters().cache_misses, 2u);
+  EXPECT_EQ(c.counters().prefetches, 3u);
+  EXPECT_EQ(c.counters().cache_evictions, 1u);
+  EXPECT_EQ(c.resident(), 4u);
+  EXPECT_THROW(pre(c, 0, {3, 3}), Error);
+  EXPECT_THROW(pre(c, 0, {1, 2, 3, 4, 5}), Error);
+}
+
+TEST(ExpertCachePrefetch, AUsedPrefetchIsAMissAndAPrefetchHitOnce) {
+  // 3 slots. step0: L0 {1} miss. prefetch L1 {2, 3}. step0 (same step): L1 {2, 4}:
+  // 2 prefetched -> no read, counted miss + prefetch hit; 4 absent -> miss, victim among
+  // unprotected {1 (uses 1, @0), 3 (uses 0, @1)} -> 3 (fewest uses). Totals: misses 3,
+  // hits 0, prefetch hits 1. step1: L1 {2} -> an ordinary hit now (the flag is cleared).
+  ExpertCache c(3, make_hybrid_policy());
+  acq(c, 0, {1});
+  pre(c, 1, {2, 3});
+  const auto a = acq(c, 1, {2, 4});
+  EXPECT_TRUE(a[0].hit);
+  EXPECT_TRUE(a[0].prefetched);
+  EXPECT_FALSE(a[1].hit);
+  EXPECT_FALSE(a[1].prefetched);
+  ASSERT_TRUE(a[1].evicted.has_value());
+  EXPECT_EQ(*a[1].evicted, (ExpertKey{1, 3}));
+  EXPECT_EQ(c.counters().cache_misses, 3u);
+  EXPECT_EQ(c.counters().cache_hits, 0u);
+  EXPECT_EQ(c.counters().prefetch_hits, 1u);
+  c.end_step();
+  const auto b = acq(c, 1, {2});
+  EXPECT_TRUE(b[0].hit);
+  EXPECT_FALSE(b[0].prefetched);
+  EXPECT_EQ(c.counters().cache_hits, 1u);
+  EXPECT_EQ(c.counters().prefetch_hits, 1u);
+  EXPECT_DOUBLE_EQ(c.counters().hit_rate(), 1.0 / 4.0);
+}
+
+TEST(ExpertCachePrefetch, LruTreatsAPrefetchAsRecentAndInvalidateFreesIt) {
+  // 2 slots, LRU. step0: L0 {1} @0, {2} @1. prefetch L1 {9}: victim = LRU {1@0, 2@1} -> 1;
+  // 9 gets last_access 2 (the clock). Then L0 {3} @2: victim LRU among {2@1, 9@2} -> 2.
+  // invalidate(L1 9): its slot is free; L0 {4} takes it with no eviction.
+  ExpertCache c(2, make_lru_policy());
+  acq(c, 0, {1});
+  acq(c, 0, {2});
+  EXPECT_EQ(pre(c, 1, {9})[0].evicted->expert, 1u);
+  EXPECT_EQ(acq(c, 0, {3})[0].evicted->expert, 2u);
+  c.invalidate(ExpertKey{1, 9});
+  const auto d = acq(c, 0, {4});
+  EXPECT_FALSE(d[0].evicted.has_value());
+  EXPECT_EQ(c.counters().cache_evictions, 2u);
+  EXPECT_EQ(c.counters().prefetch_hits, 0u);
+}
+
 TEST(CacheSim, BeladyIsOptimalOnAClassicTrace) {
   // One layer, 3 slots, one expert per step, the textbook sequence
   // 1 2 3 4 1 2 5 1 2 3 4 5: Belady (OPT) has 7 misses; LRU has 10 misses; LFU (ties -> lowest
