@@ -25,6 +25,9 @@ struct BackendStats {
   // Expert cache and reader (0 where experts are resident, i.e. the GGUF path). Hits and misses
   // count unique (layer, expert) keys per step; a step is one forward() call.
   uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
+  // Prefetch (EngineSettings::prefetch_experts): experts read ahead, and those a later step of
+  // the router then used (each counted as a cache miss that needed no read when it was used).
+  uint64_t prefetch_reads = 0, prefetch_hits = 0;
   uint64_t pack_read_bytes = 0, h2d_bytes = 0, fallback_count = 0, io_errors = 0;
   uint32_t cache_slots = 0;           // expert slots (0 without a cache)
   uint64_t cache_slot_bytes = 0;      // bytes per slot

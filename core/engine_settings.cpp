@@ -109,6 +109,7 @@ const std::vector<Key>& keys() {
       MP_UINT(queue_depth, 1, 65536),
       MP_BOOL(direct_io),
       MP_BOOL(verify_pack_sha256),
+      MP_BOOL(prefetch_experts),
       MP_STRING(stats_path),
       MP_UINT(stats_flush_interval, 0, kU64Max),
       MP_STRING(trace_path),

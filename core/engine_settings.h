@@ -27,6 +27,10 @@ struct EngineSettings {
   uint32_t queue_depth = 32;
   bool direct_io = true;
   bool verify_pack_sha256 = false;
+  // Read the next MoE layer's likely experts (its router applied to this layer's input) while
+  // this layer computes (CUDA backend, Expert Pack path). Exact either way: only when reads
+  // happen changes, never which experts run.
+  bool prefetch_experts = false;
   // Telemetry (core/telemetry.h).
   std::string stats_path;            // empty: no stats file
   uint64_t stats_flush_interval = 0; // tokens between stats writes; 0: never

@@ -178,7 +178,7 @@ class CudaBackend final : public Backend {
     g_.ensure(fbytes(n * max_ff_), "FFN activations");
     u_.ensure(fbytes(n * max_ff_), "FFN activations");
     if (cfg_.n_expert > 0) {
-      rl_.ensure(fbytes(n * cfg_.n_expert), "router scores");
+      rl_.ensure(fbytes(2 * n * cfg_.n_expert), "router scores");  // 2: the lookahead's
       experts_->reserve(n);
     }
     float* x = x_.as<float>();
@@ -257,12 +257,29 @@ class CudaBackend final : public Backend {
     const Layer& L = layers_[il];
     cudaStream_t st = stream_.get();
     const int64_t K = cfg_.n_expert_used;
-    // Router scores on the GPU, top-k on the host with core's route_token (exact).
+    // Router scores on the GPU, top-k on the host with core's route_token (exact). With
+    // prefetch, the next MoE block's router on the same input predicts its experts, whose
+    // reads start once this block's experts are queued.
+    HostRouter::Lookahead next;
+    const uint32_t il_next = next_moe_layer(il);
+    if (experts_->prefetching() && il_next < cfg_.n_layer) {
+      const Layer& N = layers_[il_next];
+      next = {&N.router, N.expert_bias.empty() ? nullptr : N.expert_bias.data()};
+    }
     router_.route(il, L.router, xn, n, pos0, L.expert_bias.empty() ? nullptr : L.expert_bias.data(),
-                  rl_.as<float>(), st, observer_);
+                  rl_.as<float>(), st, observer_, {}, next);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, out, arena_, st, io_wait);
+    if (next.router) experts_->prefetch(il_next, router_.predicted());
+  }
+
+  // The first MoE layer after il (n_layer: none).
+  uint32_t next_moe_layer(uint32_t il) const {
+    for (uint32_t j = il + 1; j < cfg_.n_layer; ++j) {
+      if (cfg_.is_moe_layer(j)) return j;
+    }
+    return cfg_.n_layer;
   }
 
   std::shared_ptr<const ModelSource> model_;

@@ -1,5 +1,6 @@
 #include "gpu/cuda_host_router.h"
 
+#include <algorithm>
 #include <span>
 
 #include "core/moe_routing.h"
@@ -13,18 +14,21 @@ size_t fbytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
 }  // namespace
 
 void HostRouter::reserve(int64_t n_tokens) {
-  const size_t bytes = fbytes(n_tokens * static_cast<int64_t>(cfg_.n_expert));
+  // Room for the lookahead's scores too.
+  const size_t bytes = fbytes(2 * n_tokens * static_cast<int64_t>(cfg_.n_expert));
   if (scores_.size() < bytes) scores_.allocate(bytes, "router scores");
 }
 
 void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, int64_t n, int64_t pos0,
                        const float* bias, float* d_scores, cudaStream_t st, const RoutingObserver& report,
-                       const Choose& choose) {
+                       const Choose& choose, const Lookahead& next) {
   const int64_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used;
+  const int64_t rows = next.router ? 2 * n : n;
   dev_matmul(router, x, E, n, d_scores, X, st);
+  if (next.router) dev_matmul(*next.router, x, E, n, d_scores + n * X, X, st);
   reserve(n);
   MOEPACK_CUDA_CHECK(
-      cudaMemcpyAsync(scores_.as<float>(), d_scores, fbytes(n * X), cudaMemcpyDeviceToHost, st));
+      cudaMemcpyAsync(scores_.as<float>(), d_scores, fbytes(rows * X), cudaMemcpyDeviceToHost, st));
   MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
   const float* scores = scores_.as<float>();
   ids_.resize(static_cast<size_t>(n * K));
@@ -42,6 +46,25 @@ void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, 
       report(block, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(id, K),
              std::span<const float>(w, K));
   }
+  predicted_.clear();
+  if (!next.router) return;
+  std::vector<int32_t> pid(static_cast<size_t>(K));
+  std::vector<float> pw(static_cast<size_t>(K));
+  std::vector<uint32_t> count(static_cast<size_t>(X), 0), first(static_cast<size_t>(X), 0);
+  uint32_t order = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    route_token(cfg_, scores + (n + t) * X, next.bias, pid.data(), pw.data(), scratch_.data());
+    for (const int32_t e : pid) {
+      if (e < 0 || e >= X) continue;
+      if (count[static_cast<size_t>(e)]++ == 0) {
+        first[static_cast<size_t>(e)] = order++;
+        predicted_.push_back(static_cast<uint32_t>(e));
+      }
+    }
+  }
+  std::stable_sort(predicted_.begin(), predicted_.end(), [&](uint32_t a, uint32_t b) {
+    return count[a] != count[b] ? count[a] > count[b] : first[a] < first[b];
+  });
 }
 
 }  // namespace moepack::gpu

@@ -11,6 +11,11 @@
 //                                            route_token(cfg, scores[t], bias, ...)
 //     report(block, pos0 + t, ids[t], weights[t])
 //
+// With a Lookahead (prefetch), the next MoE block's router is applied to the same x in the same
+// launch sequence, copied with the scores, and route_token on those scores gives predicted()
+// (never reported, never used to compute): the experts that block will likely select, most
+// wanted first.
+//
 // X = n_expert, K = n_expert_used of the model's config. `report` has the routing observer's
 // signature: pass the observer itself, or a function that collects the calls and replays them
 // later (a backend whose ubatches must reach the observer in the CPU reference's block-major
@@ -34,12 +39,19 @@
 
 namespace moepack::gpu {
 
+// The next MoE block's router and its route_token bias ([X] host or null), for HostRouter::route.
+struct RouterLookahead {
+  const DevMatrix* router = nullptr;
+  const float* bias = nullptr;
+};
+
 class HostRouter {
  public:
   // Fills ids [K] and weights [K] of token t (position pos0 + t) from its scores [X] (host).
   using Choose = std::function<void(int64_t t, const float* scores, int32_t* ids, float* weights)>;
 
   explicit HostRouter(const ModelConfig& cfg) : cfg_(cfg) {}
+  using Lookahead = RouterLookahead;
 
   // Pinned host memory for the scores of up to n_tokens positions (allocate before the first
   // forward() to keep allocations out of it; route() grows it otherwise).
@@ -47,13 +59,17 @@ class HostRouter {
 
   // The selection above for blk.`block`: x [n][n_embd] and d_scores [n][X] device (d_scores is
   // overwritten); bias [X] host or null (route_token's selection bias). Without `choose`, every
-  // token goes through route_token. `report` may be empty.
+  // token goes through route_token. `report` may be empty. With `next` (router non-null),
+  // d_scores holds [2n][X] and predicted() is filled; otherwise predicted() is empty.
   void route(uint32_t block, const DevMatrix& router, const float* x, int64_t n, int64_t pos0,
              const float* bias, float* d_scores, cudaStream_t st, const RoutingObserver& report,
-             const Choose& choose = {});
+             const Choose& choose = {}, const Lookahead& next = {});
 
   const int32_t* ids() const { return ids_.data(); }        // [n][K] of the last route()
   const float* weights() const { return weights_.data(); }  // [n][K] of the last route()
+  // The next block's likely experts (distinct): for one token its K picks in route_token's
+  // order; for n tokens the ids picked most often, ties by first pick (token order, then k).
+  const std::vector<uint32_t>& predicted() const { return predicted_; }
 
  private:
   const ModelConfig& cfg_;
@@ -61,6 +77,7 @@ class HostRouter {
   std::vector<int32_t> ids_;
   std::vector<float> weights_;
   std::vector<float> scratch_;  // route_token's, [2 X]
+  std::vector<uint32_t> predicted_;
 };
 
 }  // namespace moepack::gpu

@@ -119,6 +119,7 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     ps.reader.queue_depth = s.queue_depth;
     ps.policy = s.cache_policy;
     ps.verify_pack_sha256 = s.verify_pack_sha256;
+    ps.prefetch_slots = s.prefetch_experts ? cfg_.n_expert_used : 0;
     pool_ = std::make_unique<VramExpertPool>(pack, ps, cfg_.n_expert_used);
   }
   for (const Block& b : blocks_) {
@@ -138,6 +139,13 @@ void CudaRoutedExperts::reserve(int64_t n_tokens) {
   ey_.ensure(fbytes(pairs * cfg_.n_embd), "expert outputs");
 }
 
+void CudaRoutedExperts::prefetch(uint32_t block, std::span<const uint32_t> experts) {
+  if (!prefetching() || block >= blocks_.size() || !blocks_[block].moe) return;
+  pool_->prefetch(blocks_[block].pack_layer, experts);
+}
+
+bool CudaRoutedExperts::prefetching() const { return pool_ && pool_->prefetch_slots() > 0; }
+
 void CudaRoutedExperts::end_step() {
   if (pool_) pool_->end_step();
 }
@@ -148,6 +156,8 @@ void CudaRoutedExperts::add_stats(BackendStats& s) const {
   s.cache_hits = c.cache.cache_hits;
   s.cache_misses = c.cache.cache_misses;
   s.cache_evictions = c.cache.cache_evictions;
+  s.prefetch_reads = c.cache.prefetches;
+  s.prefetch_hits = c.cache.prefetch_hits;
   s.pack_read_bytes = c.pack_read_bytes;
   s.h2d_bytes = c.h2d_bytes;
   s.fallback_count = c.fallback_count;

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/backend.h"
@@ -69,6 +70,12 @@ class CudaRoutedExperts {
   // reads to *io_wait_ms. Throws IoError / FormatError / Error from the pool.
   uint64_t run(uint32_t block, const float* x, int64_t n, const int32_t* ids, const float* w, float limit, float* out,
                UploadArena& arena, cudaStream_t st, double* io_wait_ms);
+
+  // Pack path with prefetch_experts: starts reading the experts of blk.`block` in `experts`
+  // (most wanted first) that are not in VRAM, without waiting (VramExpertPool::prefetch). Call
+  // after run() of the block before. A no-op otherwise.
+  void prefetch(uint32_t block, std::span<const uint32_t> experts);
+  bool prefetching() const;
 
   // Ends a step (one forward()) for the cache's hit counting; call also when a forward() fails.
   void end_step();

@@ -1,5 +1,6 @@
 #include "gpu/vram_expert_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <unordered_map>
@@ -41,6 +42,109 @@ VramExpertPool::VramExpertPool(const ExpertPack& pack, const VramPoolSettings& s
   slot_ready_.resize(cache_.slot_count());
   stage_free_.resize(settings_.stage_slots);
   stage_used_.assign(settings_.stage_slots, false);
+  settings_.prefetch_slots = std::min(settings_.prefetch_slots, cache_.slot_count());
+  if (settings_.prefetch_slots > 0) {
+    prefetch_stage_.allocate(static_cast<size_t>(slot_bytes_) * settings_.prefetch_slots,
+                             "the expert prefetch buffers");
+    prefetch_stage_free_.resize(settings_.prefetch_slots);
+    prefetch_stage_used_.assign(settings_.prefetch_slots, false);
+  }
+}
+
+VramExpertPool::~VramExpertPool() {
+  // Reads still in flight (a prefetch never finished, or an acquire that threw) write into
+  // the pinned buffers below; let them land before the buffers go.
+  try {
+    while (reader_.pending() > 0) reader_.wait_some();
+  } catch (...) {
+  }
+}
+
+std::string VramExpertPool::check_sha256(uint32_t layer, uint32_t expert, const uint8_t* src, uint64_t bytes) {
+  if (!settings_.verify_pack_sha256) return {};
+  const uint64_t key = ExpertKey{layer, expert}.packed();
+  if (verified_.count(key)) return {};
+  const std::string got = to_hex(Sha256::of(src, bytes));
+  const std::string& want = pack_.manifest().expert_sha256.at(layer).at(expert);
+  if (got != want) {
+    return pack_.experts_path() + ": expert " + std::to_string(expert) + " of layer " + std::to_string(layer) +
+           " (block at byte " + std::to_string(pack_.expert_offset(layer, expert)) +
+           ") fails its SHA-256 check: manifest " + want + ", read " + got;
+  }
+  verified_.insert(key);
+  ++verified_count_;
+  return {};
+}
+
+uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> experts) {
+  if (settings_.prefetch_slots == 0) return 0;
+  if (layer >= pack_.layout().layers.size()) {
+    throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
+  }
+  finish_prefetch(nullptr);
+  const std::vector<SlotAssignment> placed =
+      cache_.prefetch(layer, experts.first(std::min<size_t>(experts.size(), settings_.prefetch_slots)));
+  const uint64_t stride = pack_.stride(layer);
+  try {
+    for (uint32_t i = 0; i < placed.size(); ++i) {
+      // The buffer's previous copy (issued by the last finish) is normally long done.
+      if (prefetch_stage_used_[i]) MOEPACK_CUDA_CHECK(cudaEventSynchronize(prefetch_stage_free_[i].get()));
+      pending_.push_back({ExpertKey{layer, placed[i].expert}, placed[i].slot, i});
+      reader_.submit({pack_.expert_offset(layer, placed[i].expert), stride,
+                      prefetch_stage_.bytes_ptr() + static_cast<size_t>(i) * slot_bytes_, i});
+    }
+  } catch (...) {
+    for (const SlotAssignment& a : placed) cache_.invalidate(ExpertKey{layer, a.expert});
+    pending_.clear();
+    try {
+      while (reader_.pending() > 0) reader_.wait_some();  // what was submitted lands unused
+    } catch (...) {
+    }
+    throw;
+  }
+  return static_cast<uint32_t>(placed.size());
+}
+
+void VramExpertPool::finish_prefetch(double* io_wait_ms) {
+  if (pending_.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<bool> arrived(pending_.size(), false);
+  size_t left = pending_.size();
+  try {
+    // The slots may hold experts that kernels queued before release() still read.
+    if (released_recorded_) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
+    while (left > 0) {
+      for (const uint64_t tag : reader_.wait_some()) {
+        const PendingRead& p = pending_.at(tag);
+        arrived[tag] = true;
+        --left;
+        const uint8_t* src = prefetch_stage_.bytes_ptr() + static_cast<size_t>(p.stage) * slot_bytes_;
+        const uint64_t stride = pack_.stride(p.key.layer);
+        if (!check_sha256(p.key.layer, p.key.expert, src, stride).empty()) {
+          // Forgotten: an acquire() that needs it reads it again and reports the mismatch.
+          cache_.invalidate(p.key);
+          continue;
+        }
+        uint8_t* dst = slots_.bytes_ptr() + static_cast<size_t>(p.slot) * slot_bytes_;
+        MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, src, stride, cudaMemcpyHostToDevice, copy_.get()));
+        MOEPACK_CUDA_CHECK(cudaEventRecord(prefetch_stage_free_[p.stage].get(), copy_.get()));
+        MOEPACK_CUDA_CHECK(cudaEventRecord(slot_ready_[p.slot].get(), copy_.get()));
+        prefetch_stage_used_[p.stage] = true;
+        h2d_bytes_ += stride;
+      }
+    }
+  } catch (...) {
+    // Not delivered: forget them (the cache counts them resident), so a later acquire reads again.
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      if (!arrived[i]) cache_.invalidate(pending_[i].key);
+    }
+    pending_.clear();
+    throw;
+  }
+  pending_.clear();
+  if (io_wait_ms) {
+    *io_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
 }
 
 std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<const uint32_t> experts,
@@ -49,10 +153,13 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
     throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
   }
   const uint64_t stride = pack_.stride(layer);
+  finish_prefetch(io_wait_ms);
   const std::vector<SlotAssignment> assignments = cache_.acquire(layer, experts);
   std::vector<const SlotAssignment*> misses;
   for (const SlotAssignment& a : assignments) {
     if (!a.hit) misses.push_back(&a);
+    // Copied by finish_prefetch(): the kernels must wait for that copy.
+    if (a.prefetched) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(compute, slot_ready_[a.slot].get(), 0));
   }
   if (!misses.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -77,21 +184,7 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
           const SlotAssignment& a = *misses[tag];
           const uint32_t st = stage_of.at(tag);
           const uint8_t* src = stage_.bytes_ptr() + static_cast<size_t>(st) * slot_bytes_;
-          if (settings_.verify_pack_sha256) {
-            const uint64_t key = ExpertKey{layer, a.expert}.packed();
-            if (!verified_.count(key)) {
-              const std::string got = to_hex(Sha256::of(src, stride));
-              const std::string& want = pack_.manifest().expert_sha256.at(layer).at(a.expert);
-              if (got != want) {
-                throw Error(pack_.experts_path() + ": expert " + std::to_string(a.expert) + " of layer " +
-                            std::to_string(layer) + " (block at byte " +
-                            std::to_string(pack_.expert_offset(layer, a.expert)) + ") fails its SHA-256 check: manifest " +
-                            want + ", read " + got);
-              }
-              verified_.insert(key);
-              ++verified_count_;
-            }
-          }
+          if (std::string err = check_sha256(layer, a.expert, src, stride); !err.empty()) throw Error(err);
           uint8_t* dst = slots_.bytes_ptr() + static_cast<size_t>(a.slot) * slot_bytes_;
           MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, src, stride, cudaMemcpyHostToDevice, copy_.get()));
           MOEPACK_CUDA_CHECK(cudaEventRecord(stage_free_[st].get(), copy_.get()));

@@ -13,6 +13,15 @@
 //     slots handed out so far; the copy stream waits on it before it overwrites any slot, so an
 //     evicted expert is never overwritten while a queued kernel may still read it.
 //
+// Prefetch (settings.prefetch_slots > 0): prefetch(layer, experts) places the predicted experts
+// of the next layer in the cache (ExpertCache::prefetch) and submits their reads into
+// prefetch_slots pinned buffers of their own, then returns; the host goes on queueing work and
+// waiting for the GPU while the reads run. The next acquire() (or prefetch()) first finishes
+// them: waits for the reads, checks SHA-256 when asked (a block that fails is forgotten, so a
+// later acquire() reads it again and reports it), and copies each into its slot on the copy
+// stream, after `released` (the slot may have held an expert a queued kernel still reads). An
+// acquire() that uses a prefetched expert makes `compute` wait on its slot_ready event.
+//
 // Sizing (ARCHITECTURE.md "Cache sizing"): slot_bytes = the pack's largest expert stride;
 // slot_count = floor(min(cache_bytes, free VRAM - reserve) / slot_bytes); fewer slots than
 // one layer's top-k is an initialisation error with the numbers.
@@ -41,6 +50,7 @@ struct VramPoolSettings {
   ReaderSettings reader;
   std::string policy = "hybrid";
   bool verify_pack_sha256 = false;     // checked in the staging buffer before the upload
+  uint32_t prefetch_slots = 0;         // experts read ahead at most per prefetch(); 0: off
 };
 
 struct VramPoolCounters {
@@ -52,6 +62,10 @@ class VramExpertPool {
  public:
   // Throws Error (budget below top-k slots, with the numbers; O_DIRECT alignment), IoError.
   VramExpertPool(const ExpertPack& pack, const VramPoolSettings& settings, uint32_t top_k);
+  // Waits for reads still in flight (they write into this pool's pinned buffers).
+  ~VramExpertPool();
+  VramExpertPool(const VramExpertPool&) = delete;
+  VramExpertPool& operator=(const VramExpertPool&) = delete;
 
   // Makes `experts` (distinct ids) of pack layer `layer` resident and returns each one's
   // block in VRAM (all roles, at the manifest's offsets). Misses are read and copied
@@ -62,13 +76,30 @@ class VramExpertPool {
                                       double* io_wait_ms);
   // Call after enqueuing on `compute` the kernels that read the slots acquire() returned.
   void release(cudaStream_t compute);
+  // Starts reading the first min(prefetch_slots, slot_count) of `experts` (distinct ids of pack
+  // layer `layer`, most wanted first) that are not resident; returns the number of reads
+  // started without waiting for them (0 when prefetch is off). Call after release() of the
+  // kernels queued so far. Throws Error (bad layer / ids), IoError from the submission.
+  uint32_t prefetch(uint32_t layer, std::span<const uint32_t> experts);
   void end_step() { cache_.end_step(); }
 
   uint32_t slot_count() const { return cache_.slot_count(); }
   uint64_t slot_bytes() const { return slot_bytes_; }
+  uint32_t prefetch_slots() const { return settings_.prefetch_slots; }
   VramPoolCounters counters() const;
 
  private:
+  struct PendingRead {
+    ExpertKey key;
+    uint32_t slot = 0;
+    uint32_t stage = 0;  // prefetch staging buffer
+  };
+  // Finishes the prefetch reads in flight (see the header comment); adds the wait to *io_wait_ms.
+  void finish_prefetch(double* io_wait_ms);
+  // "" when SHA-256 checks are off, the block was checked before, or it matches the manifest
+  // (then it is remembered); otherwise the error message naming the block.
+  std::string check_sha256(uint32_t layer, uint32_t expert, const uint8_t* src, uint64_t bytes);
+
   const ExpertPack& pack_;
   VramPoolSettings settings_;
   uint64_t slot_bytes_;
@@ -82,6 +113,10 @@ class VramExpertPool {
   std::vector<bool> stage_used_;
   Event released_;
   bool released_recorded_ = false;
+  PinnedBuffer prefetch_stage_;        // prefetch_slots buffers of slot_bytes
+  std::vector<Event> prefetch_stage_free_;
+  std::vector<bool> prefetch_stage_used_;
+  std::vector<PendingRead> pending_;
   std::unordered_set<uint64_t> verified_;
   uint64_t verified_count_ = 0;
   uint64_t h2d_bytes_ = 0;

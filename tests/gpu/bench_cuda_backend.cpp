@@ -13,7 +13,8 @@
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
-//             experts cached and with 25% of them, with hit rate, bytes read and I/O wait.
+//             experts cached and with 25% of them, with hit rate, bytes read and I/O wait;
+//             at 25% also with next-layer prefetch off and on, alternating, three runs each.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N]
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
 //        ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0)
@@ -228,7 +229,14 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
           {"pack_read_bytes", st.pack_read_bytes},
           {"h2d_bytes", st.h2d_bytes},
           {"io_wait_ms", st.io_wait_ms - s0.io_wait_ms},
-          {"compute_ms", st.compute_ms - s0.compute_ms}};
+          {"compute_ms", st.compute_ms - s0.compute_ms},
+          {"prefetch_reads", st.prefetch_reads - s0.prefetch_reads},
+          {"prefetch_hits", st.prefetch_hits - s0.prefetch_hits}};
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 }  // namespace
@@ -378,6 +386,27 @@ int main(int argc, char** argv) {
     out["engine"]["pack_all_cached"] = bench_engine(pack, s, prefill, decode);
     s.cache_bytes = std::max<uint64_t>(experts / 4, pack->config().n_expert_used) * slot;
     out["engine"]["pack_25pct"] = bench_engine(pack, s, prefill, decode);
+    // Next-layer prefetch side by side at 25%: runs alternate off / on, three of each, medians.
+    std::vector<double> off_d, on_d, off_p, on_p;
+    nlohmann::json rounds = nlohmann::json::array();
+    for (int r = 0; r < 3; ++r) {
+      for (const bool pf : {false, true}) {
+        s.prefetch_experts = pf;
+        nlohmann::json run = bench_engine(pack, s, prefill, decode);
+        (pf ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
+        (pf ? on_p : off_p).push_back(run["prefill_tokens_per_s"].get<double>());
+        run["prefetch_experts"] = pf;
+        rounds.push_back(std::move(run));
+      }
+    }
+    s.prefetch_experts = false;
+    out["engine"]["pack_25pct_prefetch"] = {
+        {"rounds", rounds},
+        {"decode_tokens_per_s_off", median_of(off_d)},
+        {"decode_tokens_per_s_on", median_of(on_d)},
+        {"decode_speedup", median_of(on_d) / median_of(off_d)},
+        {"prefill_tokens_per_s_off", median_of(off_p)},
+        {"prefill_tokens_per_s_on", median_of(on_p)}};
     std::filesystem::remove_all(dir);
     std::printf("%s\n", out.dump(2).c_str());
   } catch (const std::exception& e) {

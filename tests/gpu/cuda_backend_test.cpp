@@ -30,7 +30,9 @@
 #include "core/io_bench.h"
 #include "core/model_source.h"
 #include "core/session.h"
+#include "gpu/cuda_resources.h"
 #include "gpu/vram_delivery_bench.h"
+#include "gpu/vram_expert_pool.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
 #include "tests/support/backend_parity.h"
@@ -134,6 +136,33 @@ TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) {
   }
 }
 
+// Next-layer prefetch changes when experts are read, never what is computed: the pack path
+// with prefetch_experts gives the GGUF path's logits bit for bit at every budget, every byte
+// read is delivered, and some prefetched experts were used.
+TEST_P(CudaFixture, PackWithPrefetchMatchesGgufAtEveryBudget) {
+  const Case c = GetParam();
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  test::TempDir dir("moepack-cuda-prefetch");
+  EngineSettings pack = parity_settings("cuda");
+  pack.stage_slots = 3;
+  pack.prefetch_experts = true;
+  std::vector<test::BudgetRun> runs;
+  test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_backend, parity_settings("cuda"),
+                                 pack, &runs);
+  ASSERT_EQ(runs.size(), 3u);
+  uint64_t reads = 0, used = 0;
+  for (const test::BudgetRun& r : runs) {
+    EXPECT_EQ(r.stats.h2d_bytes, r.stats.pack_read_bytes) << "cache slots " << r.slots;
+    EXPECT_LE(r.stats.prefetch_hits, r.stats.prefetch_reads) << "cache slots " << r.slots;
+    EXPECT_LE(r.stats.prefetch_hits, r.stats.cache_misses) << "cache slots " << r.slots;
+    reads += r.stats.prefetch_reads;
+    used += r.stats.prefetch_hits;
+  }
+  EXPECT_GT(reads, 0u);
+  EXPECT_GT(used, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
@@ -204,6 +233,81 @@ TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
   EXPECT_GT(b.cache_evictions, 0u);
   EXPECT_GT(b.cache_hits, 0u);
   EXPECT_GT(b.h2d_bytes, 0u);
+}
+
+// The pool's prefetch on the demo pack, SHA-256 checks on: prefetched experts arrive byte for
+// byte as the file holds them and count as misses plus prefetch hits when used; a corrupted
+// block that was prefetched is not delivered, and the acquire() that needs it reports it.
+TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
+  test::TempDir dir("moepack-cuda-prefetch-pool");
+  const std::string pack_dir = test::build_test_pack(kDemo, dir);
+  const ExpertPack probe = ExpertPack::open(pack_dir);
+  ASSERT_GE(probe.layout().layers.size(), 2u);
+  ASSERT_GE(probe.layout().layers[1].n_experts, 10u);
+  const uint64_t bad_at = probe.expert_offset(1, 5) + 100;
+  {
+    std::fstream f(probe.experts_path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(bad_at));
+    const char b = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(bad_at));
+    f.put(static_cast<char>(b ^ 0x5a));
+  }
+  const ExpertPack pack = ExpertPack::open(pack_dir);
+  const uint64_t stride = pack.stride(1);
+  const auto file_bytes = [&](uint32_t e) {
+    std::vector<char> v(stride);
+    std::ifstream f(pack.experts_path(), std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(pack.expert_offset(1, e)));
+    f.read(v.data(), static_cast<std::streamsize>(stride));
+    return v;
+  };
+  const auto vram_bytes = [&](const uint8_t* p, cudaStream_t st) {
+    std::vector<char> v(stride);
+    EXPECT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(v.data(), p, stride, cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  };
+  gpu::VramPoolSettings ps;
+  ps.cache_bytes = 6 * pack.layout().max_stride;
+  ps.reserve_bytes = 0;
+  ps.verify_pack_sha256 = true;
+  ps.prefetch_slots = 4;
+  gpu::VramExpertPool pool(pack, ps, 2);
+  gpu::Stream st;
+  const std::vector<uint32_t> predicted = {3, 5, 7};
+  EXPECT_EQ(pool.prefetch(1, predicted), 3u);
+  double io_wait = 0;
+  const std::vector<uint32_t> first = {3, 9};
+  const auto a = pool.acquire(1, first, st.get(), &io_wait);
+  EXPECT_EQ(vram_bytes(a[0], st.get()), file_bytes(3));
+  EXPECT_EQ(vram_bytes(a[1], st.get()), file_bytes(9));
+  pool.release(st.get());
+  const std::vector<uint32_t> second = {7};
+  const auto b = pool.acquire(1, second, st.get(), &io_wait);
+  EXPECT_EQ(vram_bytes(b[0], st.get()), file_bytes(7));
+  pool.release(st.get());
+  gpu::VramPoolCounters c = pool.counters();
+  EXPECT_EQ(c.cache.prefetches, 3u);
+  EXPECT_EQ(c.cache.prefetch_hits, 2u);
+  EXPECT_EQ(c.cache.cache_misses, 3u);  // 3 and 7 (prefetched), 9
+  EXPECT_EQ(c.cache.cache_hits, 0u);
+  EXPECT_EQ(c.pack_read_bytes, 4 * stride);  // 3, 5, 7 ahead; 9
+  EXPECT_EQ(c.h2d_bytes, 3 * stride);        // 5 failed its check: not delivered
+  // Expert 5 was forgotten: using it reads it again, and the check names it.
+  const std::vector<uint32_t> third = {5};
+  try {
+    pool.acquire(1, third, st.get(), &io_wait);
+    ADD_FAILURE() << "expected the SHA-256 error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("expert 5 of layer 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("SHA-256"), std::string::npos) << m;
+  }
+  // Prefetch off: nothing is read ahead.
+  ps.prefetch_slots = 0;
+  gpu::VramExpertPool off(pack, ps, 2);
+  EXPECT_EQ(off.prefetch(1, predicted), 0u);
+  EXPECT_EQ(off.counters().pack_read_bytes, 0u);
 }
 
 // bench-io --vram's phase on the demo model's pack: every asked block is delivered once (the
