@@ -15,7 +15,7 @@
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait;
 //             at 25% also with next-layer prefetch off and on, alternating, three runs each.
-// Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N]
+// Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only]
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
 //        ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0)
 #include <cuda_runtime.h>
@@ -245,6 +245,7 @@ int main(int argc, char** argv) {
   std::string model =
       std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
   int prefill = 128, decode = 64;
+  bool engine_only = false;  // --engine-only: the "engine" section alone
   struct OneGemv {
     std::string type;
     int rows = 0, cols = 0, experts = 0, variant = 0;
@@ -259,6 +260,8 @@ int main(int argc, char** argv) {
       prefill = std::stoi(argv[++i]);
     } else if (a == "--decode" && i + 1 < argc) {
       decode = std::stoi(argv[++i]);
+    } else if (a == "--engine-only") {
+      engine_only = true;
     } else {
       model = a;
     }
@@ -286,79 +289,81 @@ int main(int argc, char** argv) {
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
-    // Expert shapes of the targets: DeepSeek-V4-Flash gate/up (2048 x 4096) and down
-    // (4096 x 2048), DeepSeek-V3 / Kimi gate/up (2048 x 7168) and down (7168 x 2048).
-    const std::tuple<int, int, int> shapes[] = {
-        {2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {7168, 2048, 8}};
-    for (const GgmlType t :
-         {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q6_K}) {
-      for (const auto& [rows, cols, experts] : shapes)
-        out["gemv"].push_back(bench_gemv(pool, t, rows, cols, d2d, experts));
-    }
-    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
-      out["gemv"].push_back(bench_gemv(pool, t, 4096, 4096, d2d, 1));
-    }
-    // Gate and up of 8 experts in one launch, 16 matrices: what CudaRoutedExperts issues when
-    // both projections have one type (there gate and up of an expert read the same x row, here
-    // every matrix its own).
-    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-      for (const int cols : {4096, 7168}) out["gemv_gate_up"].push_back(bench_gemv(pool, t, 2048, cols, d2d, 16));
-    }
-    // What a launch of each size can reach at best: a plain streaming read and a D2D copy of the
-    // same bytes (the Q2_K, MXFP4 and Q4_K expert launches above, then 2x and 4x Q4_K's).
-    for (const uint64_t bytes : {22020096ull, 35651584ull, 37748736ull, 66060288ull, 75497472ull, 150994944ull}) {
-      out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
-    }
-    // Diagnosis of the default expert launches (gemv_mma.h variants 6, 7: copies only,
-    // arithmetic only; their sums are wrong), beside the full kernel (variant 0).
-    for (const int v : {0, 6, 7}) {
-      gpu::detail::set_gemv_mma_variant(v);
+    if (!engine_only) {
+      // Expert shapes of the targets: DeepSeek-V4-Flash gate/up (2048 x 4096) and down
+      // (4096 x 2048), DeepSeek-V3 / Kimi gate/up (2048 x 7168) and down (7168 x 2048).
+      const std::tuple<int, int, int> shapes[] = {
+          {2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {7168, 2048, 8}};
+      for (const GgmlType t :
+           {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q6_K}) {
+        for (const auto& [rows, cols, experts] : shapes)
+          out["gemv"].push_back(bench_gemv(pool, t, rows, cols, d2d, experts));
+      }
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+        out["gemv"].push_back(bench_gemv(pool, t, 4096, 4096, d2d, 1));
+      }
+      // Gate and up of 8 experts in one launch, 16 matrices: what CudaRoutedExperts issues when
+      // both projections have one type (there gate and up of an expert read the same x row, here
+      // every matrix its own).
       for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-        for (const auto& [rows, cols] : {std::pair{16, 4096}, {2048, 4096}, {2048, 7168}}) {
-          auto g = bench_gemv(pool, t, rows, cols, d2d);
-          g["mma_variant"] = v;
-          out["gemv_diagnosis"].push_back(g);
+        for (const int cols : {4096, 7168}) out["gemv_gate_up"].push_back(bench_gemv(pool, t, 2048, cols, d2d, 16));
+      }
+      // What a launch of each size can reach at best: a plain streaming read and a D2D copy of the
+      // same bytes (the Q2_K, MXFP4 and Q4_K expert launches above, then 2x and 4x Q4_K's).
+      for (const uint64_t bytes : {22020096ull, 35651584ull, 37748736ull, 66060288ull, 75497472ull, 150994944ull}) {
+        out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
+      }
+      // Diagnosis of the default expert launches (gemv_mma.h variants 6, 7: copies only,
+      // arithmetic only; their sums are wrong), beside the full kernel (variant 0).
+      for (const int v : {0, 6, 7}) {
+        gpu::detail::set_gemv_mma_variant(v);
+        for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+          for (const auto& [rows, cols] : {std::pair{16, 4096}, {2048, 4096}, {2048, 7168}}) {
+            auto g = bench_gemv(pool, t, rows, cols, d2d);
+            g["mma_variant"] = v;
+            out["gemv_diagnosis"].push_back(g);
+          }
         }
       }
-    }
-    gpu::detail::set_gemv_mma_variant(0);
-    // The fixed cost of a launch: 8 experts of 16 rows (one tile each), then growing row counts
-    // (time = fixed + bytes / marginal bandwidth).
-    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
-      for (const int rows : {16, 256, 1024, 4096, 8192})
-        out["gemv_scaling"].push_back(bench_gemv(pool, t, rows, 4096, d2d));
-    }
-    // The same tensor-core launches without programmatic dependent launch (each launch waits
-    // for the one before it to finish before it starts: the launch's fixed cost is not hidden).
-    gpu::detail::set_gemv_pdl(false);
-    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-      for (const auto& [rows, cols, experts] : shapes) {
-        out["gemv_without_pdl"].push_back(bench_gemv(pool, t, rows, cols, d2d, experts));
+      gpu::detail::set_gemv_mma_variant(0);
+      // The fixed cost of a launch: 8 experts of 16 rows (one tile each), then growing row counts
+      // (time = fixed + bytes / marginal bandwidth).
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+        for (const int rows : {16, 256, 1024, 4096, 8192})
+          out["gemv_scaling"].push_back(bench_gemv(pool, t, rows, 4096, d2d));
       }
-    }
-    gpu::detail::set_gemv_pdl(true);
-    // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
-    std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 0};
-    if (const char* e = std::getenv("MOEPACK_BENCH_VARIANTS")) {  // e.g. "0,8,11"
-      variants.clear();
-      for (std::string v; const char c : std::string(e) + ",") {
-        if (c == ',') {
-          if (!v.empty()) variants.push_back(std::stoi(v));
-          v.clear();
-        } else {
-          v += c;
+      // The same tensor-core launches without programmatic dependent launch (each launch waits
+      // for the one before it to finish before it starts: the launch's fixed cost is not hidden).
+      gpu::detail::set_gemv_pdl(false);
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+        for (const auto& [rows, cols, experts] : shapes) {
+          out["gemv_without_pdl"].push_back(bench_gemv(pool, t, rows, cols, d2d, experts));
         }
       }
-    }
-    for (const int v : variants) {
-      gpu::detail::set_gemv_mma_variant(v);
-      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-        for (const auto& [rows, cols, experts] :
-             {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {7168, 2048, 8}, {4096, 4096, 1},
-              {2048, 4096, 16}, {2048, 7168, 16}}) {
-          auto g = bench_gemv(pool, t, rows, cols, d2d, experts);
-          g["mma_variant"] = v;
-          out["gemv_mma_variants"].push_back(g);
+      gpu::detail::set_gemv_pdl(true);
+      // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
+      std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 0};
+      if (const char* e = std::getenv("MOEPACK_BENCH_VARIANTS")) {  // e.g. "0,8,11"
+        variants.clear();
+        for (std::string v; const char c : std::string(e) + ",") {
+          if (c == ',') {
+            if (!v.empty()) variants.push_back(std::stoi(v));
+            v.clear();
+          } else {
+            v += c;
+          }
+        }
+      }
+      for (const int v : variants) {
+        gpu::detail::set_gemv_mma_variant(v);
+        for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+          for (const auto& [rows, cols, experts] :
+               {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {7168, 2048, 8}, {4096, 4096, 1},
+                {2048, 4096, 16}, {2048, 7168, 16}}) {
+            auto g = bench_gemv(pool, t, rows, cols, d2d, experts);
+            g["mma_variant"] = v;
+            out["gemv_mma_variants"].push_back(g);
+          }
         }
       }
     }

@@ -37,7 +37,7 @@ grep -E "SKIPPED|not carried" "$out/ctest.log" | sort | uniq -c | head -20
 [ "${MOEPACK_SKIP_CUDA_BENCH:-0}" = 1 ] && exit "$status"
 ./build-gpu/tests/gpu/bench_cuda_backend > "$out/bench-cuda.json" 2> "$out/bench-cuda.txt"
 echo "== bench_cuda_backend rc=$?"; tail -5 "$out/bench-cuda.txt"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(g["type"], "%dx%d x%d" % (g["rows"], g["cols"], g["experts_per_launch"]), "%.1f us" % g["us_per_launch"], "ratio_to_d2d %.2f" % g["ratio_to_d2d"]) for g in d["gemv"]]; [print(k, "prefill %.1f tok/s decode %.1f tok/s hit %.2f" % (v["prefill_tokens_per_s"], v["decode_tokens_per_s"], v["cache_hit_rate"])) for k, v in d["engine"].items()]' "$out/bench-cuda.json" 2>&1 | head -20
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(g["type"], "%dx%d x%d" % (g["rows"], g["cols"], g["experts_per_launch"]), "%.1f us" % g["us_per_launch"], "ratio_to_d2d %.2f" % g["ratio_to_d2d"]) for g in d["gemv"]]; [print(k, "prefill %.1f tok/s decode %.1f tok/s hit %.2f" % (v["prefill_tokens_per_s"], v["decode_tokens_per_s"], v["cache_hit_rate"])) for k, v in d["engine"].items() if "prefill_tokens_per_s" in v]; p=d["engine"].get("pack_25pct_prefetch"); p and print("prefetch at 25%%: decode %.1f off, %.1f on (x%.2f)" % (p["decode_tokens_per_s_off"], p["decode_tokens_per_s_on"], p["decode_speedup"]))' "$out/bench-cuda.json" 2>&1 | head -20
 [ "${MOEPACK_SKIP_IO_BENCH:-0}" = 1 ] && exit "$status"
 ./build-gpu/app/moepack devices --self-test --json > "$out/devices.json" 2> "$out/devices.txt"; cat "$out/devices.txt"
 work=/tmp/moepack-device-bench
