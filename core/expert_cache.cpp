@@ -122,10 +122,12 @@ std::optional<uint32_t> ExpertCache::slot_of(ExpertKey key) const {
   return it->second;
 }
 
-void ExpertCache::check_request(const char* what, uint32_t layer, std::span<const uint32_t> experts) const {
-  if (experts.size() > slots_.size()) {
+void ExpertCache::check_request(const char* what, uint32_t layer, std::span<const uint32_t> experts,
+                                size_t kept) const {
+  if (experts.size() + kept > slots_.size()) {
     throw Error(std::string("expert cache: ") + what + "layer " + std::to_string(layer) + " needs " +
-                std::to_string(experts.size()) + " experts at once but the cache has " +
+                std::to_string(experts.size()) + " experts at once" +
+                (kept ? " beside " + std::to_string(kept) + " kept slots" : std::string()) + " but the cache has " +
                 std::to_string(slots_.size()) + " slots");
   }
   for (size_t i = 0; i < experts.size(); ++i) {
@@ -138,10 +140,15 @@ void ExpertCache::check_request(const char* what, uint32_t layer, std::span<cons
   }
 }
 
-// Marks the resident ones of `experts` protected (and fills their hit / slot); the rest keep
-// hit = false.
-void ExpertCache::protect_resident(uint32_t layer, std::span<const uint32_t> experts, std::vector<SlotAssignment>& out) {
+// Marks the slots in `keep` and the resident ones of `experts` protected (and fills the latter's
+// hit / slot); the rest keep hit = false.
+void ExpertCache::protect_resident(uint32_t layer, std::span<const uint32_t> experts, std::span<const uint32_t> keep,
+                                   std::vector<SlotAssignment>& out) {
   std::fill(protected_.get(), protected_.get() + slots_.size(), false);
+  for (const uint32_t s : keep) {
+    if (s >= slots_.size()) throw Error("expert cache: kept slot " + std::to_string(s) + " does not exist");
+    protected_[s] = true;
+  }
   out.assign(experts.size(), SlotAssignment{});
   for (size_t i = 0; i < experts.size(); ++i) {
     out[i].expert = experts[i];
@@ -175,11 +182,12 @@ uint32_t ExpertCache::place(ExpertKey key, uint64_t uses, bool prefetched, std::
   return slot;
 }
 
-std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const uint32_t> experts) {
-  check_request("", layer, experts);
+std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const uint32_t> experts,
+                                                 std::span<const uint32_t> keep) {
+  check_request("", layer, experts, keep.size());
   std::vector<SlotAssignment> out;
   // First: hits, protected so a miss of this call cannot evict them.
-  protect_resident(layer, experts, out);
+  protect_resident(layer, experts, keep, out);
   for (size_t i = 0; i < experts.size(); ++i) {
     const ExpertKey key{layer, experts[i]};
     policy_->on_access(clock_);
@@ -209,9 +217,9 @@ std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const
 }
 
 std::vector<SlotAssignment> ExpertCache::prefetch(uint32_t layer, std::span<const uint32_t> experts) {
-  check_request("prefetch of ", layer, experts);
+  check_request("prefetch of ", layer, experts, 0);
   std::vector<SlotAssignment> all;
-  protect_resident(layer, experts, all);
+  protect_resident(layer, experts, {}, all);
   std::vector<SlotAssignment> out;
   for (SlotAssignment& a : all) {
     if (a.hit) continue;

@@ -104,9 +104,11 @@ class ExpertCache {
  public:
   ExpertCache(uint32_t slot_count, std::unique_ptr<ReplacementPolicy> policy);
 
-  // Maps `experts` (distinct ids of one layer) to slots. Throws Error if there are more of
-  // them than slots or an id repeats.
-  std::vector<SlotAssignment> acquire(uint32_t layer, std::span<const uint32_t> experts);
+  // Maps `experts` (distinct ids of one layer) to slots; the slots in `keep` (e.g. prefetch
+  // reads still in flight) are not evicted either. Throws Error if experts and keep together
+  // need more than the slots, or an id repeats.
+  std::vector<SlotAssignment> acquire(uint32_t layer, std::span<const uint32_t> experts,
+                                      std::span<const uint32_t> keep = {});
   // Places the experts of `experts` (distinct ids of one layer) that are not resident; returns
   // an assignment (hit = false) for each one placed, in the order given. Counts prefetches
   // and evictions only. Throws Error as acquire() does.
@@ -122,8 +124,9 @@ class ExpertCache {
   std::string_view policy_name() const { return policy_->name(); }
 
  private:
-  void check_request(const char* what, uint32_t layer, std::span<const uint32_t> experts) const;
-  void protect_resident(uint32_t layer, std::span<const uint32_t> experts, std::vector<SlotAssignment>& out);
+  void check_request(const char* what, uint32_t layer, std::span<const uint32_t> experts, size_t kept) const;
+  void protect_resident(uint32_t layer, std::span<const uint32_t> experts, std::span<const uint32_t> keep,
+                        std::vector<SlotAssignment>& out);
   uint32_t place(ExpertKey key, uint64_t uses, bool prefetched, std::optional<ExpertKey>* evicted);
 
   std::vector<SlotState> slots_;

@@ -14,6 +14,9 @@ namespace moepack::gpu {
 
 namespace {
 
+// Reader tags of prefetch reads (acquire's own reads use their miss index).
+constexpr uint64_t kPrefetchTag = uint64_t{1} << 62;
+
 uint64_t free_vram_bytes() {
   size_t free_b = 0, total_b = 0;
   MOEPACK_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -91,7 +94,7 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
       if (prefetch_stage_used_[i]) MOEPACK_CUDA_CHECK(cudaEventSynchronize(prefetch_stage_free_[i].get()));
       pending_.push_back({ExpertKey{layer, placed[i].expert}, placed[i].slot, i});
       reader_.submit({pack_.expert_offset(layer, placed[i].expert), stride,
-                      prefetch_stage_.bytes_ptr() + static_cast<size_t>(i) * slot_bytes_, i});
+                      prefetch_stage_.bytes_ptr() + static_cast<size_t>(i) * slot_bytes_, kPrefetchTag + i});
     }
   } catch (...) {
     for (const SlotAssignment& a : placed) cache_.invalidate(ExpertKey{layer, a.expert});
@@ -105,6 +108,27 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   return static_cast<uint32_t>(placed.size());
 }
 
+const uint8_t* VramExpertPool::prefetch_src(const PendingRead& p) const {
+  return prefetch_stage_.bytes_ptr() + static_cast<size_t>(p.stage) * slot_bytes_;
+}
+
+bool VramExpertPool::deliver_prefetched(const PendingRead& p) {
+  const uint8_t* src = prefetch_src(p);
+  const uint64_t stride = pack_.stride(p.key.layer);
+  if (!check_sha256(p.key.layer, p.key.expert, src, stride).empty()) {
+    // Forgotten: an acquire() that needs it later reads it again and reports the mismatch.
+    cache_.invalidate(p.key);
+    return false;
+  }
+  uint8_t* dst = slots_.bytes_ptr() + static_cast<size_t>(p.slot) * slot_bytes_;
+  MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, src, stride, cudaMemcpyHostToDevice, copy_.get()));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(prefetch_stage_free_[p.stage].get(), copy_.get()));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(slot_ready_[p.slot].get(), copy_.get()));
+  prefetch_stage_used_[p.stage] = true;
+  h2d_bytes_ += stride;
+  return true;
+}
+
 void VramExpertPool::finish_prefetch(double* io_wait_ms) {
   if (pending_.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
@@ -115,22 +139,10 @@ void VramExpertPool::finish_prefetch(double* io_wait_ms) {
     if (released_recorded_) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
     while (left > 0) {
       for (const uint64_t tag : reader_.wait_some()) {
-        const PendingRead& p = pending_.at(tag);
-        arrived[tag] = true;
+        const size_t i = static_cast<size_t>(tag - kPrefetchTag);
+        arrived.at(i) = true;
         --left;
-        const uint8_t* src = prefetch_stage_.bytes_ptr() + static_cast<size_t>(p.stage) * slot_bytes_;
-        const uint64_t stride = pack_.stride(p.key.layer);
-        if (!check_sha256(p.key.layer, p.key.expert, src, stride).empty()) {
-          // Forgotten: an acquire() that needs it reads it again and reports the mismatch.
-          cache_.invalidate(p.key);
-          continue;
-        }
-        uint8_t* dst = slots_.bytes_ptr() + static_cast<size_t>(p.slot) * slot_bytes_;
-        MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, src, stride, cudaMemcpyHostToDevice, copy_.get()));
-        MOEPACK_CUDA_CHECK(cudaEventRecord(prefetch_stage_free_[p.stage].get(), copy_.get()));
-        MOEPACK_CUDA_CHECK(cudaEventRecord(slot_ready_[p.slot].get(), copy_.get()));
-        prefetch_stage_used_[p.stage] = true;
-        h2d_bytes_ += stride;
+        deliver_prefetched(pending_[i]);
       }
     }
   } catch (...) {
@@ -153,24 +165,27 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
     throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
   }
   const uint64_t stride = pack_.stride(layer);
-  finish_prefetch(io_wait_ms);
-  const std::vector<SlotAssignment> assignments = cache_.acquire(layer, experts);
+  // Prefetch reads still in flight keep their slots through this acquire and land while its
+  // own misses are read; only when the cache cannot hold both are they finished first.
+  if (!pending_.empty() && experts.size() + pending_.size() > cache_.slot_count()) finish_prefetch(io_wait_ms);
+  std::vector<uint32_t> keep;
+  for (const PendingRead& p : pending_) keep.push_back(p.slot);
+  const std::vector<SlotAssignment> assignments = cache_.acquire(layer, experts, keep);
   std::vector<const SlotAssignment*> misses;
   for (const SlotAssignment& a : assignments) {
     if (!a.hit) misses.push_back(&a);
-    // Copied by finish_prefetch(): the kernels must wait for that copy.
-    if (a.prefetched) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(compute, slot_ready_[a.slot].get(), 0));
   }
-  if (!misses.empty()) {
+  if (!misses.empty() || !pending_.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
+    std::vector<bool> arrived(pending_.size(), false);
     try {
       // Slots about to be overwritten may still be read by kernels queued before release().
       if (released_recorded_) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
       std::deque<uint32_t> free_stages;
       for (uint32_t i = 0; i < settings_.stage_slots; ++i) free_stages.push_back(i);
       std::unordered_map<uint64_t, uint32_t> stage_of;  // tag (miss index) -> staging buffer
-      size_t next = 0, done = 0;
-      while (done < misses.size()) {
+      size_t next = 0, done = 0, prefetched_left = pending_.size();
+      while (done < misses.size() || prefetched_left > 0) {
         while (next < misses.size() && !free_stages.empty()) {
           const uint32_t st = free_stages.front();
           free_stages.pop_front();
@@ -181,6 +196,18 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
           ++next;
         }
         for (const uint64_t tag : reader_.wait_some()) {
+          if (tag >= kPrefetchTag) {
+            const size_t i = static_cast<size_t>(tag - kPrefetchTag);
+            arrived.at(i) = true;
+            --prefetched_left;
+            const PendingRead& p = pending_[i];
+            const bool used_now = p.key.layer == layer && std::find(experts.begin(), experts.end(), p.key.expert) != experts.end();
+            if (!deliver_prefetched(p) && used_now) {
+              // This acquire needs it: report as an ordinary read would.
+              throw Error(check_sha256(p.key.layer, p.key.expert, prefetch_src(p), pack_.stride(p.key.layer)));
+            }
+            continue;
+          }
           const SlotAssignment& a = *misses[tag];
           const uint32_t st = stage_of.at(tag);
           const uint8_t* src = stage_.bytes_ptr() + static_cast<size_t>(st) * slot_bytes_;
@@ -198,14 +225,23 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
     } catch (...) {
       // The cache already counts these experts as resident: forget them, so a retry reads again.
       for (const SlotAssignment* a : misses) cache_.invalidate(ExpertKey{layer, a->expert});
+      for (const SlotAssignment& a : assignments) {
+        if (a.prefetched) cache_.invalidate(ExpertKey{layer, a.expert});
+      }
+      for (size_t i = 0; i < pending_.size(); ++i) {
+        if (!arrived[i]) cache_.invalidate(pending_[i].key);
+      }
+      pending_.clear();
       throw;
     }
+    pending_.clear();
     if (io_wait_ms) {
       *io_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
-    for (const SlotAssignment* a : misses) {
-      MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(compute, slot_ready_[a->slot].get(), 0));
-    }
+  }
+  for (const SlotAssignment& a : assignments) {
+    // Misses, and prefetched experts (copied here or by an earlier finish): wait for the copy.
+    if (!a.hit || a.prefetched) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(compute, slot_ready_[a.slot].get(), 0));
   }
   std::vector<const uint8_t*> out;
   out.reserve(assignments.size());

@@ -16,11 +16,14 @@
 // Prefetch (settings.prefetch_slots > 0): prefetch(layer, experts) places the predicted experts
 // of the next layer in the cache (ExpertCache::prefetch) and submits their reads into
 // prefetch_slots pinned buffers of their own, then returns; the host goes on queueing work and
-// waiting for the GPU while the reads run. The next acquire() (or prefetch()) first finishes
-// them: waits for the reads, checks SHA-256 when asked (a block that fails is forgotten, so a
-// later acquire() reads it again and reports it), and copies each into its slot on the copy
-// stream, after `released` (the slot may have held an expert a queued kernel still reads). An
-// acquire() that uses a prefetched expert makes `compute` wait on its slot_ready event.
+// waiting for the GPU while the reads run. The next acquire() keeps their slots from eviction,
+// reads its own misses beside them and delivers each read as it lands: SHA-256 checked when
+// asked (a block that fails is forgotten, so a later acquire() reads it again and reports it;
+// an acquire() that needs it now reports it at once), then copied into its slot on the copy
+// stream after `released` (the slot may have held an expert a queued kernel still reads). It
+// returns when all have landed. An acquire() that uses a prefetched expert makes `compute`
+// wait on its slot_ready event. A second prefetch(), or an acquire() whose experts and the
+// reads in flight together exceed the slots, finishes them first (finish_prefetch).
 //
 // Sizing (ARCHITECTURE.md "Cache sizing"): slot_bytes = the pack's largest expert stride;
 // slot_count = floor(min(cache_bytes, free VRAM - reserve) / slot_bytes); fewer slots than
@@ -96,6 +99,10 @@ class VramExpertPool {
   };
   // Finishes the prefetch reads in flight (see the header comment); adds the wait to *io_wait_ms.
   void finish_prefetch(double* io_wait_ms);
+  // A prefetch read has arrived: checks it and copies it into its slot (true), or forgets it
+  // (false: its SHA-256 does not match).
+  bool deliver_prefetched(const PendingRead& p);
+  const uint8_t* prefetch_src(const PendingRead& p) const;
   // "" when SHA-256 checks are off, the block was checked before, or it matches the manifest
   // (then it is remembered); otherwise the error message naming the block.
   std::string check_sha256(uint32_t layer, uint32_t expert, const uint8_t* src, uint64_t bytes);

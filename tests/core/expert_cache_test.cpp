@@ -230,6 +230,28 @@ TEST(ExpertCachePrefetch, LruTreatsAPrefetchAsRecentAndInvalidateFreesIt) {
   EXPECT_EQ(c.counters().prefetch_hits, 0u);
 }
 
+TEST(ExpertCachePrefetch, KeptSlotsAreNotEvicted) {
+  // 2 slots, hybrid. L0 {1} -> slot 0 (uses 1); prefetch L1 {2} -> slot 1 (uses 0).
+  // L0 {3} with slot 1 kept: hybrid alone would evict 2 (0 uses); kept, the victim is 1.
+  // {3, 4} beside one kept slot needs 3 slots of 2: an Error naming the numbers.
+  ExpertCache c(2, make_hybrid_policy());
+  acq(c, 0, {1});
+  ASSERT_EQ(pre(c, 1, {2})[0].slot, 1u);
+  const std::vector<uint32_t> three = {3}, keep = {1};
+  const auto a = c.acquire(0, three, keep);
+  ASSERT_TRUE(a[0].evicted.has_value());
+  EXPECT_EQ(*a[0].evicted, (ExpertKey{0, 1}));
+  EXPECT_EQ(c.slot_of(ExpertKey{1, 2}), std::optional<uint32_t>(1u));
+  const std::vector<uint32_t> two = {3, 4};
+  try {
+    c.acquire(0, two, keep);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("beside 1 kept slots but the cache has 2 slots"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CacheSim, BeladyIsOptimalOnAClassicTrace) {
   // One layer, 3 slots, one expert per step, the textbook sequence
   // 1 2 3 4 1 2 5 1 2 3 4 5: Belady (OPT) has 7 misses; LRU has 10 misses; LFU (ties -> lowest

@@ -303,6 +303,23 @@ TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
     EXPECT_NE(m.find("expert 5 of layer 1"), std::string::npos) << m;
     EXPECT_NE(m.find("SHA-256"), std::string::npos) << m;
   }
+  // Prefetched and needed by the very next acquire: reported there.
+  const std::vector<uint32_t> five = {5};
+  EXPECT_EQ(pool.prefetch(1, five), 1u);
+  EXPECT_THROW(pool.acquire(1, third, st.get(), &io_wait), Error);
+  // A cache too small for the reads in flight beside an acquire's experts (2 + 3 > 3 slots):
+  // the reads are finished first; both experts arrive intact.
+  ps.cache_bytes = 3 * pack.layout().max_stride;
+  ps.verify_pack_sha256 = false;
+  gpu::VramExpertPool small(pack, ps, 2);
+  const std::vector<uint32_t> ahead = {3, 7, 9}, now = {7, 11};
+  EXPECT_EQ(small.prefetch(1, ahead), 3u);
+  const auto d = small.acquire(1, now, st.get(), &io_wait);
+  EXPECT_EQ(vram_bytes(d[0], st.get()), file_bytes(7));
+  EXPECT_EQ(vram_bytes(d[1], st.get()), file_bytes(11));
+  small.release(st.get());
+  EXPECT_EQ(small.counters().cache.prefetch_hits, 1u);
+  EXPECT_EQ(small.counters().cache.cache_evictions, 1u);
   // Prefetch off: nothing is read ahead.
   ps.prefetch_slots = 0;
   gpu::VramExpertPool off(pack, ps, 2);
