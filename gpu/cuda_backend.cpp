@@ -264,7 +264,7 @@ class CudaBackend final : public Backend {
     const uint32_t il_next = next_moe_layer(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
-      next = {&N.router, N.expert_bias.empty() ? nullptr : N.expert_bias.data()};
+      next = {&N.router, N.expert_bias.empty() ? nullptr : N.expert_bias.data(), {}};
     }
     router_.route(il, L.router, xn, n, pos0, L.expert_bias.empty() ? nullptr : L.expert_bias.data(),
                   rl_.as<float>(), st, observer_, {}, next);

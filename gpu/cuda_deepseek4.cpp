@@ -382,7 +382,7 @@ class CudaDeepseek4 final : public Backend {
     z.sc = U * score_stride_;
     z.att = U * Hh * max_keys_;
     z.z = U * static_cast<int64_t>(cfg_.out_groups) * cfg_.out_lora_rank;
-    z.rl = U * static_cast<int64_t>(cfg_.n_expert);
+    z.rl = 2 * U * static_cast<int64_t>(cfg_.n_expert);  // 2: the prefetch lookahead's scores
     z.sh = U * std::max<int64_t>(max_sh_ff_, 1);
     z.lg = U * static_cast<int64_t>(cfg_.n_vocab);
     return z;
@@ -711,18 +711,28 @@ class CudaDeepseek4 final : public Backend {
     cudaStream_t st = stream_.get();
     const int64_t E = cfg_.n_embd, K = cfg_.n_expert_used;
     const float* x = x_.as<float>();
-    HostRouter::Choose hash;  // hash-routed blocks: the tid2eid row of each token
-    if (!L.tid2eid.empty()) {
-      hash = [&](int64_t t, const float* scores, int32_t* id, float* w) {
+    // Hash-routed blocks: the tid2eid row of each token.
+    const auto hash_of = [&](const Layer& B) -> HostRouter::Choose {
+      if (B.tid2eid.empty()) return {};
+      return [&B, &tokens, K, this](int64_t t, const float* scores, int32_t* id, float* w) {
         ds4::hash_route(cfg_, scores,
-                        L.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K), id, w);
+                        B.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K), id, w);
       };
+    };
+    // With prefetch, the next block's router on this block's input predicts its experts (a
+    // hash-routed next block: exactly), read while this block computes.
+    RouterLookahead next;
+    const uint32_t il_next = il + 1;
+    if (experts_->prefetching() && il_next < cfg_.n_layer && cfg_.is_moe_layer(il_next)) {
+      const Layer& N = layers_[il_next];
+      next = {&N.m_router, N.bias.data(), hash_of(N)};
     }
-    router_.route(il, L.m_router, x, n, pos0, L.bias.data(), rl_.as<float>(), st, observer_, hash);
+    router_.route(il, L.m_router, x, n, pos0, L.bias.data(), rl_.as<float>(), st, observer_, hash_of(L), next);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
     stats_.experts_computed += experts_->run(il, x, n, router_.ids(), router_.weights(),
                                              cfg_.swiglu_clamp_exp.at(il), y, arena_, st, io_wait);
+    if (next.router) experts_->prefetch(il_next, router_.predicted());
     // Shared expert: y += down · swiglu_clamped(gate · x, up · x).
     float* g = sg_.as<float>();
     float* u = su_.as<float>();

@@ -53,7 +53,11 @@ void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, 
   std::vector<uint32_t> count(static_cast<size_t>(X), 0), first(static_cast<size_t>(X), 0);
   uint32_t order = 0;
   for (int64_t t = 0; t < n; ++t) {
-    route_token(cfg_, scores + (n + t) * X, next.bias, pid.data(), pw.data(), scratch_.data());
+    if (next.choose) {
+      next.choose(t, scores + (n + t) * X, pid.data(), pw.data());
+    } else {
+      route_token(cfg_, scores + (n + t) * X, next.bias, pid.data(), pw.data(), scratch_.data());
+    }
     for (const int32_t e : pid) {
       if (e < 0 || e >= X) continue;
       if (count[static_cast<size_t>(e)]++ == 0) {

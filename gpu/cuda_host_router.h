@@ -39,16 +39,20 @@
 
 namespace moepack::gpu {
 
-// The next MoE block's router and its route_token bias ([X] host or null), for HostRouter::route.
+// Fills ids [K] and weights [K] of token t (position pos0 + t) from its scores [X] (host).
+using RouterChoose = std::function<void(int64_t t, const float* scores, int32_t* ids, float* weights)>;
+
+// The next MoE block's router, its route_token bias ([X] host or null) and, for a block that
+// does not route with route_token (a hash table), its choice, for HostRouter::route.
 struct RouterLookahead {
   const DevMatrix* router = nullptr;
   const float* bias = nullptr;
+  RouterChoose choose;
 };
 
 class HostRouter {
  public:
-  // Fills ids [K] and weights [K] of token t (position pos0 + t) from its scores [X] (host).
-  using Choose = std::function<void(int64_t t, const float* scores, int32_t* ids, float* weights)>;
+  using Choose = RouterChoose;
 
   explicit HostRouter(const ModelConfig& cfg) : cfg_(cfg) {}
   using Lookahead = RouterLookahead;

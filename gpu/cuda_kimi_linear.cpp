@@ -400,7 +400,7 @@ class CudaKimiLinear final : public Backend {
     z.q = U * H * dk;
     z.c = U * (r + np);
     z.lat = U * H * r;
-    z.rl = U * static_cast<int64_t>(cfg_.n_expert);
+    z.rl = 2 * U * static_cast<int64_t>(cfg_.n_expert);  // 2: the prefetch lookahead's scores
     z.ff = U * std::max<int64_t>(max_ff_, 1);
     z.lg = U * static_cast<int64_t>(cfg_.n_vocab);
     return z;
@@ -596,12 +596,22 @@ class CudaKimiLinear final : public Backend {
       deferred_.push_back({block, pos, std::vector<int32_t>(ids.begin(), ids.end()),
                            std::vector<float>(wts.begin(), wts.end())});
     };
+    // With prefetch, the next MoE block's router on this block's input predicts its experts,
+    // read while this block computes.
+    RouterLookahead next;
+    uint32_t il_next = il + 1;
+    while (il_next < cfg_.n_layer && !layers_[il_next].moe) ++il_next;
+    if (experts_->prefetching() && il_next < cfg_.n_layer) {
+      const Layer& N = layers_[il_next];
+      next = {&N.m_router, N.bias.empty() ? nullptr : N.bias.data(), {}};
+    }
     router_.route(il, L.m_router, xn, n, pos0, L.bias.empty() ? nullptr : L.bias.data(), rl_.as<float>(), st,
-                  defer_routing_ ? defer : observer_);
+                  defer_routing_ ? defer : observer_, {}, next);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, y, arena_, st, io_wait);
+    if (next.router) experts_->prefetch(il_next, router_.predicted());
     if (L.ff > 0) {
       swiglu_ffn(L.m_sh_gate, L.m_sh_up, L.m_sh_down, L.ff, n, tmp_.as<float>());
       add_inplace(y, tmp_.as<float>(), n * E, st);

@@ -341,6 +341,11 @@ TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda");
 }
 
+// Next-layer prefetch (hash-routed next blocks predicted from their table) changes no logit.
+TEST_P(Ds4Fixture, PackWithPrefetchMatchesGgufOnGpuAtEveryBudget) {
+  expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda-prefetch", true);
+}
+
 // A missing or mis-shaped tensor fails the load with a FormatError naming the file and the
 // tensor (copies of the fixture with one tensor renamed, or one dimension changed, in place).
 TEST_P(Ds4Fixture, MissingOrMisShapedTensorIsNamed) {

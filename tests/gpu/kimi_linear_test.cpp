@@ -270,6 +270,11 @@ TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-kimi-cuda");
 }
 
+// Next-layer prefetch changes no logit.
+TEST_P(KimiFixture, PackWithPrefetchMatchesGgufOnGpuAtEveryBudget) {
+  expect_pack_matches_gguf_at_every_budget("moepack-kimi-cuda-prefetch", true);
+}
+
 // A missing or mis-shaped tensor fails the load with a FormatError naming the file and the
 // tensor (copies of the fixture with one tensor renamed, or one dimension changed, in place).
 TEST_P(KimiFixture, MissingOrMisShapedTensorIsNamed) {

@@ -240,13 +240,25 @@ void GpuArchFixture::expect_all_logits_and_routing_match_cpu(std::initializer_li
   }
 }
 
-void GpuArchFixture::expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix) const {
+void GpuArchFixture::expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix, bool prefetch) const {
   const nlohmann::json ref = read_json(ref_path());
   const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
   TempDir dir(tmp_prefix);
   EngineSettings pack = parity_settings("cuda");
   pack.stage_slots = 3;
-  expect_pack_matches_gguf(model_path(), dir, tokens, make_gpu_, parity_settings("cuda"), pack);
+  pack.prefetch_experts = prefetch;
+  std::vector<BudgetRun> runs;
+  expect_pack_matches_gguf(model_path(), dir, tokens, make_gpu_, parity_settings("cuda"), pack, &runs);
+  if (!prefetch) return;
+  uint64_t reads = 0, used = 0;
+  for (const BudgetRun& r : runs) {
+    EXPECT_EQ(r.stats.h2d_bytes, r.stats.pack_read_bytes) << "cache slots " << r.slots;
+    EXPECT_LE(r.stats.prefetch_hits, r.stats.prefetch_reads) << "cache slots " << r.slots;
+    reads += r.stats.prefetch_reads;
+    used += r.stats.prefetch_hits;
+  }
+  EXPECT_GT(reads, 0u);
+  EXPECT_GT(used, 0u);
 }
 
 void GpuArchFixture::expect_broken_tensors_named(const char* tmp_prefix,

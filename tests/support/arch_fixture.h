@@ -122,8 +122,9 @@ class GpuArchFixture : public ArchFixture {
   // All logits and the routing of the given f32-dequant prompts (expect_all_logits_and_routing_agree).
   void expect_all_logits_and_routing_match_cpu(std::initializer_list<int> prompts) const;
   // expect_pack_matches_gguf on the GPU backend (the pack with 3 stage slots), prompt 0, the
-  // pack built under a TempDir named `tmp_prefix`.
-  void expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix) const;
+  // pack built under a TempDir named `tmp_prefix`. With `prefetch` (prefetch_experts), also:
+  // every byte read is delivered, and some prefetched experts were used.
+  void expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix, bool prefetch = false) const;
   // Copies of the model file (under a TempDir named `tmp_prefix`) with one tensor broken in
   // place: each of `renamed` loses its tensor (".weight" -> "Xweight" in its name), then
   // `halved` gets its ne[0] (which must be `ne0`) halved. Loading each on the GPU throws a
