@@ -1548,6 +1548,11 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
+        <source>Read the next layer&apos;s experts ahead</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../ui/qml/SettingsPage.qml" line="153"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation type="unfinished"></translation>

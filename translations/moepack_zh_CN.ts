@@ -1557,6 +1557,11 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>直接 I/O (O_DIRECT)</translation>
     </message>
     <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
+        <source>Read the next layer&apos;s experts ahead</source>
+        <translation>提前读取下一层的专家</translation>
+    </message>
+    <message>
         <location filename="../ui/qml/SettingsPage.qml" line="153"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation>加载模型后可查看这些设置能容纳多少专家。可用内存：%1 MiB。</translation>

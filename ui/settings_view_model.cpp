@@ -62,6 +62,7 @@ QVariantMap SettingsViewModel::defaults() {
       {"stage_slots", 8},
       {"read_splits", 1},
       {"direct_io", true},
+      {"prefetch_experts", false},
       // Greedy by default: answers are reproducible (the demo model's README lists greedy
       // outputs); raise the temperature per conversation.
       {"temperature", 0.0},
@@ -80,7 +81,7 @@ QVariantMap SettingsViewModel::defaults() {
 
 QStringList SettingsViewModel::keys() {
   return {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "stage_slots", "read_splits",
-          "direct_io", "temperature", "top_k", "top_p", "min_p", "repeat_penalty", "max_tokens", "seed",
+          "direct_io", "prefetch_experts", "temperature", "top_k", "top_p", "min_p", "repeat_penalty", "max_tokens", "seed",
           "system_prompt", "convert_gguf", "models_folder", "language"};
 }
 
@@ -117,7 +118,8 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
   if (key == QLatin1String("models_folder")) {
     return value.toString().trimmed().isEmpty() ? tr("Choose a folder.") : QString();
   }
-  if (key == QLatin1String("direct_io") || key == QLatin1String("convert_gguf") ||
+  if (key == QLatin1String("direct_io") || key == QLatin1String("prefetch_experts") ||
+      key == QLatin1String("convert_gguf") ||
       key == QLatin1String("system_prompt")) {
     return {};
   }
@@ -152,7 +154,7 @@ void SettingsViewModel::apply() {
   const bool languageChanged = draft_.value("language") != saved_.value("language");
   bool engineChanged = false;
   for (const char* k : {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "stage_slots",
-                        "read_splits", "direct_io", "models_folder"}) {
+                        "read_splits", "direct_io", "prefetch_experts", "models_folder"}) {
     engineChanged = engineChanged || draft_.value(k) != saved_.value(k);
   }
   QSettings s;
@@ -236,6 +238,7 @@ EngineSettings SettingsViewModel::engineSettings() const {
   s.stage_slots = saved_.value("stage_slots").toUInt();
   s.read_splits = saved_.value("read_splits").toUInt();
   s.direct_io = saved_.value("direct_io").toBool();
+  s.prefetch_experts = saved_.value("prefetch_experts").toBool();
   return s;
 }
 

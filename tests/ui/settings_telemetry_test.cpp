@@ -37,6 +37,8 @@ class SettingsTelemetryTest : public QObject {
       QCOMPARE(s.setValue("n_ctx", "2048"), QString());
       QCOMPARE(s.setValue("cache_vram_mib", 64), QString());
       QCOMPARE(s.setValue("direct_io", false), QString());
+      QCOMPARE(s.values().value("prefetch_experts").toBool(), false);  // off by default
+      QCOMPARE(s.setValue("prefetch_experts", true), QString());
       QCOMPARE(s.setValue("language", "zh_CN"), QString());
       QCOMPARE(s.setValue("temperature", 0.7), QString());
       QVERIFY(s.valid());
@@ -54,6 +56,7 @@ class SettingsTelemetryTest : public QObject {
     QCOMPARE(e.n_ctx, 2048u);
     QCOMPARE(e.cache_vram_mib, uint64_t(64));
     QCOMPARE(e.direct_io, false);
+    QCOMPARE(e.prefetch_experts, true);
     QCOMPARE(e.threads, 0u);  // cores - 1 in the engine
     QCOMPARE(s.language(), QString("zh_CN"));
     QCOMPARE(s.generationDefaults().sampling.temperature, 0.7f);

@@ -136,6 +136,19 @@ Item {
                         onToggled: page.settings.setValue("direct_io", checked)
                     }
                 }
+                RowLayout {
+                    spacing: 12
+                    ColumnLayout {
+                        Layout.preferredWidth: 300
+                        spacing: 0
+                        Label { text: qsTr("Read the next layer's experts ahead"); font.pixelSize: 13 }
+                        Label { text: "prefetch_experts (CUDA)"; font.pixelSize: 11; color: "#6b7280" }
+                    }
+                    CheckBox {
+                        checked: page.settings.values.prefetch_experts
+                        onToggled: page.settings.setValue("prefetch_experts", checked)
+                    }
+                }
                 Rectangle {
                     Layout.fillWidth: true
                     Layout.topMargin: 4
