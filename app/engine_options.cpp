@@ -61,6 +61,8 @@ nlohmann::json backend_stats_json(const BackendStats& s) {
           {"cache_hits", s.cache_hits},
           {"cache_misses", s.cache_misses},
           {"cache_evictions", s.cache_evictions},
+          {"prefetch_reads", s.prefetch_reads},
+          {"prefetch_hits", s.prefetch_hits},
           {"pack_read_bytes", s.pack_read_bytes},
           {"h2d_bytes", s.h2d_bytes},
           {"fallback_count", s.fallback_count},
