@@ -129,6 +129,14 @@ bool VramExpertPool::deliver_prefetched(const PendingRead& p) {
   return true;
 }
 
+void VramExpertPool::forget_undelivered(const std::vector<bool>& arrived) {
+  // The cache counts them resident: forget them, so a later acquire reads them again.
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (!arrived[i]) cache_.invalidate(pending_[i].key);
+  }
+  pending_.clear();
+}
+
 void VramExpertPool::finish_prefetch(double* io_wait_ms) {
   if (pending_.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
@@ -146,11 +154,7 @@ void VramExpertPool::finish_prefetch(double* io_wait_ms) {
       }
     }
   } catch (...) {
-    // Not delivered: forget them (the cache counts them resident), so a later acquire reads again.
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      if (!arrived[i]) cache_.invalidate(pending_[i].key);
-    }
-    pending_.clear();
+    forget_undelivered(arrived);
     throw;
   }
   pending_.clear();
@@ -228,10 +232,7 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
       for (const SlotAssignment& a : assignments) {
         if (a.prefetched) cache_.invalidate(ExpertKey{layer, a.expert});
       }
-      for (size_t i = 0; i < pending_.size(); ++i) {
-        if (!arrived[i]) cache_.invalidate(pending_[i].key);
-      }
-      pending_.clear();
+      forget_undelivered(arrived);
       throw;
     }
     pending_.clear();

@@ -103,6 +103,8 @@ class VramExpertPool {
   // (false: its SHA-256 does not match).
   bool deliver_prefetched(const PendingRead& p);
   const uint8_t* prefetch_src(const PendingRead& p) const;
+  // After a failure: forgets the pending reads whose `arrived` flag is false, clears pending_.
+  void forget_undelivered(const std::vector<bool>& arrived);
   // "" when SHA-256 checks are off, the block was checked before, or it matches the manifest
   // (then it is remembered); otherwise the error message naming the block.
   std::string check_sha256(uint32_t layer, uint32_t expert, const uint8_t* src, uint64_t bytes);

@@ -120,13 +120,15 @@ TEST_P(CudaFixture, AllLogitsAndRoutingMatchCpu) {
   test::expect_all_logits_and_routing_agree(*cpu, *gpu, tokens, "0");
 }
 
-TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) {
-  const Case c = GetParam();
+// The pack path at three budgets against the GGUF path (test::expect_pack_matches_gguf); every
+// byte read is copied to VRAM. With prefetch, also test::expect_prefetch_delivered_and_used.
+void expect_pack_matches_gguf_on_gpu(const Case& c, bool prefetch) {
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
-  test::TempDir dir("moepack-cuda");
+  test::TempDir dir(prefetch ? "moepack-cuda-prefetch" : "moepack-cuda");
   EngineSettings pack = parity_settings("cuda");
   pack.stage_slots = 3;
+  pack.prefetch_experts = prefetch;
   std::vector<test::BudgetRun> runs;
   test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_backend, parity_settings("cuda"),
                                  pack, &runs);
@@ -134,34 +136,15 @@ TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) {
   for (const test::BudgetRun& r : runs) {
     EXPECT_EQ(r.stats.h2d_bytes, r.stats.pack_read_bytes) << "cache slots " << r.slots;
   }
+  if (prefetch) test::expect_prefetch_delivered_and_used(runs);
 }
+
+TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) { expect_pack_matches_gguf_on_gpu(GetParam(), false); }
 
 // Next-layer prefetch changes when experts are read, never what is computed: the pack path
 // with prefetch_experts gives the GGUF path's logits bit for bit at every budget, every byte
 // read is delivered, and some prefetched experts were used.
-TEST_P(CudaFixture, PackWithPrefetchMatchesGgufAtEveryBudget) {
-  const Case c = GetParam();
-  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
-  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
-  test::TempDir dir("moepack-cuda-prefetch");
-  EngineSettings pack = parity_settings("cuda");
-  pack.stage_slots = 3;
-  pack.prefetch_experts = true;
-  std::vector<test::BudgetRun> runs;
-  test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_backend, parity_settings("cuda"),
-                                 pack, &runs);
-  ASSERT_EQ(runs.size(), 3u);
-  uint64_t reads = 0, used = 0;
-  for (const test::BudgetRun& r : runs) {
-    EXPECT_EQ(r.stats.h2d_bytes, r.stats.pack_read_bytes) << "cache slots " << r.slots;
-    EXPECT_LE(r.stats.prefetch_hits, r.stats.prefetch_reads) << "cache slots " << r.slots;
-    EXPECT_LE(r.stats.prefetch_hits, r.stats.cache_misses) << "cache slots " << r.slots;
-    reads += r.stats.prefetch_reads;
-    used += r.stats.prefetch_hits;
-  }
-  EXPECT_GT(reads, 0u);
-  EXPECT_GT(used, 0u);
-}
+TEST_P(CudaFixture, PackWithPrefetchMatchesGgufAtEveryBudget) { expect_pack_matches_gguf_on_gpu(GetParam(), true); }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });

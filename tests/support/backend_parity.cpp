@@ -106,6 +106,18 @@ void expect_pack_matches_gguf(const std::string& model_path, const TempDir& dir,
   }
 }
 
+void expect_prefetch_delivered_and_used(const std::vector<BudgetRun>& runs) {
+  uint64_t reads = 0, used = 0;
+  for (const BudgetRun& r : runs) {
+    EXPECT_EQ(r.stats.h2d_bytes, r.stats.pack_read_bytes) << "cache slots " << r.slots;
+    EXPECT_LE(r.stats.prefetch_hits, r.stats.prefetch_reads) << "cache slots " << r.slots;
+    reads += r.stats.prefetch_reads;
+    used += r.stats.prefetch_hits;
+  }
+  EXPECT_GT(reads, 0u);
+  EXPECT_GT(used, 0u);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

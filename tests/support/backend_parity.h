@@ -76,6 +76,10 @@ void expect_pack_matches_gguf(const std::string& model_path, const TempDir& dir,
                               std::span<const int32_t> tokens, BackendFactory make,
                               const EngineSettings& gguf_settings, const EngineSettings& pack_settings,
                               std::vector<BudgetRun>* runs = nullptr);
+// The budgets of an expect_pack_matches_gguf run with prefetch_experts: at each, every byte
+// read was delivered (h2d == pack reads) and prefetch hits <= prefetch reads; over all of them
+// some experts were read ahead and some of those were used.
+void expect_prefetch_delivered_and_used(const std::vector<BudgetRun>& runs);
 
 // For every prompt of an f32-dequant reference (prompts[] {token_ids, greedy {ids}}), from an
 // empty cache on both: prompt logits of `gpu` within 1e-3 of `cpu`, greedy continuations equal
