@@ -189,6 +189,7 @@ void DirectReader::abandon_all() {
   counters_.io_errors.fetch_add(1, std::memory_order_relaxed);
   queued_.clear();
   parts_left_.clear();
+  done_.clear();
 }
 
 void DirectReader::fail_request(const Part& p, int err) {
@@ -198,6 +199,9 @@ void DirectReader::fail_request(const Part& p, int err) {
 
 void DirectReader::complete(Part p, int result) {
   if (fault_) result = fault_(p.offset, p.length, result);
+  // A part of a request dropped by abandon_all(): it has landed, nothing more to do with it (no
+  // retry, no second error), and its tag may already belong to a new request.
+  if (!parts_left_.count(p.tag)) return;
   if (result == -EINTR || result == -EAGAIN) {
     counters_.retries.fetch_add(1, std::memory_order_relaxed);
     queued_.push_front(p);
@@ -220,7 +224,6 @@ void DirectReader::complete(Part p, int result) {
     return;
   }
   auto it = parts_left_.find(p.tag);
-  if (it == parts_left_.end()) return;
   if (--it->second == 0) {
     parts_left_.erase(it);
     done_.push_back(p.tag);

@@ -99,7 +99,8 @@ class DirectReader {
   void pump();                // moves queued parts into free SQEs and submits
   void complete(Part part, int result);
   // Counts one I/O error and drops every queued part and request (the reader has failed;
-  // parts still in flight are drained by the destructor).
+  // parts still in flight are ignored when they complete: wait_some() returns nothing for
+  // them, and the destructor drains them).
   void abandon_all();
   [[noreturn]] void fail_request(const Part& p, int err);
 

@@ -198,10 +198,8 @@ std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const
         // Read ahead by prefetch(): no read now, but the cache itself did not hold it.
         s.prefetched = false;
         out[i].prefetched = true;
-        if (first_in_step) {
-          counters_.cache_misses++;
-          counters_.prefetch_hits++;
-        }
+        counters_.prefetch_hits++;  // every prefetch used, even of a key seen earlier this step
+        if (first_in_step) counters_.cache_misses++;
       } else if (first_in_step) {
         counters_.cache_hits++;
       }

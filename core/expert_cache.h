@@ -14,8 +14,9 @@
 // the same way, protecting the predicted set, but counts no hit or miss and does not advance
 // the access clock: the slot enters with uses = 0 (so lfu / hybrid evict an unused prefetch
 // first) and last_access = the clock. A later acquire() of a prefetched expert needs no read
-// (SlotAssignment::prefetched, hit); it counts as a miss of the cache (the policy did not keep
-// it) and as a prefetch hit, so the hit rate means the same with and without prefetching.
+// (SlotAssignment::prefetched, hit); it counts as a prefetch hit and, as the step's first
+// acquire of the key, as a miss of the cache (the policy did not keep it), so the hit rate is
+// defined the same way with and without prefetching.
 //
 // Counting (the published evaluation's "unique-key" hit rate): within one step (one decode
 // token, or one prefill batch), each (layer, expert) key is counted once: the first time it is
@@ -80,7 +81,7 @@ struct CacheCounters {
   uint64_t cache_misses = 0;     // unique keys per step that had to be read
   uint64_t cache_evictions = 0;  // experts displaced (by acquire() or prefetch())
   uint64_t prefetches = 0;       // experts placed by prefetch() (each needed a read)
-  uint64_t prefetch_hits = 0;    // of those, acquired before being evicted (counted as misses)
+  uint64_t prefetch_hits = 0;    // of those, acquired before being evicted (a miss if the step's first)
   double hit_rate() const {
     const uint64_t n = cache_hits + cache_misses;
     return n == 0 ? 0.0 : static_cast<double>(cache_hits) / static_cast<double>(n);
@@ -92,7 +93,7 @@ struct SlotAssignment {
   uint32_t slot = 0;
   bool hit = false;                    // already resident: no read needed
   bool prefetched = false;             // acquire(): resident because prefetch() placed it
-  std::optional<ExpertKey> evicted;    // what the slot held before (misses only)
+  std::optional<ExpertKey> evicted;    // what the slot held before (misses and prefetches only)
 };
 
 // Number of slots for a byte budget; throws Error with the numbers when it is below

@@ -33,6 +33,8 @@ BackendStats stats_delta(const BackendStats& a, const BackendStats& b) {
   d.cache_hits -= a.cache_hits;
   d.cache_misses -= a.cache_misses;
   d.cache_evictions -= a.cache_evictions;
+  d.prefetch_reads -= a.prefetch_reads;
+  d.prefetch_hits -= a.prefetch_hits;
   d.pack_read_bytes -= a.pack_read_bytes;
   d.h2d_bytes -= a.h2d_bytes;
   d.fallback_count -= a.fallback_count;

@@ -77,7 +77,7 @@ class HostRouter {
 
  private:
   const ModelConfig& cfg_;
-  PinnedBuffer scores_;  // [n][X]
+  PinnedBuffer scores_;  // [2n][X]: this block's scores, then the lookahead's
   std::vector<int32_t> ids_;
   std::vector<float> weights_;
   std::vector<float> scratch_;  // route_token's, [2 X]

@@ -54,12 +54,17 @@ VramExpertPool::VramExpertPool(const ExpertPack& pack, const VramPoolSettings& s
   }
 }
 
-VramExpertPool::~VramExpertPool() {
-  // Reads still in flight (a prefetch never finished, or an acquire that threw) write into
-  // the pinned buffers below; let them land before the buffers go.
-  try {
-    while (reader_.pending() > 0) reader_.wait_some();
-  } catch (...) {
+VramExpertPool::~VramExpertPool() { drain_reader(); }
+
+void VramExpertPool::drain_reader() noexcept {
+  // Reads still in flight (a prefetch never finished, or reads abandoned by a failure) write
+  // into the pinned buffers; let them land, so the buffers can be freed or reused and their
+  // tags submitted again. Bounded: a reader that cannot make progress is given up on.
+  for (int i = 0; i < 1 << 20 && reader_.pending() > 0; ++i) {
+    try {
+      reader_.wait_some();
+    } catch (...) {
+    }
   }
 }
 
@@ -99,10 +104,7 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   } catch (...) {
     for (const SlotAssignment& a : placed) cache_.invalidate(ExpertKey{layer, a.expert});
     pending_.clear();
-    try {
-      while (reader_.pending() > 0) reader_.wait_some();  // what was submitted lands unused
-    } catch (...) {
-    }
+    drain_reader();  // what was submitted lands unused
     throw;
   }
   return static_cast<uint32_t>(placed.size());
@@ -135,6 +137,7 @@ void VramExpertPool::forget_undelivered(const std::vector<bool>& arrived) {
     if (!arrived[i]) cache_.invalidate(pending_[i].key);
   }
   pending_.clear();
+  drain_reader();
 }
 
 void VramExpertPool::finish_prefetch(double* io_wait_ms) {
@@ -148,9 +151,9 @@ void VramExpertPool::finish_prefetch(double* io_wait_ms) {
     while (left > 0) {
       for (const uint64_t tag : reader_.wait_some()) {
         const size_t i = static_cast<size_t>(tag - kPrefetchTag);
-        arrived.at(i) = true;
         --left;
-        deliver_prefetched(pending_[i]);
+        deliver_prefetched(pending_.at(i));
+        arrived[i] = true;
       }
     }
   } catch (...) {
@@ -202,11 +205,12 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
         for (const uint64_t tag : reader_.wait_some()) {
           if (tag >= kPrefetchTag) {
             const size_t i = static_cast<size_t>(tag - kPrefetchTag);
-            arrived.at(i) = true;
             --prefetched_left;
-            const PendingRead& p = pending_[i];
+            const PendingRead& p = pending_.at(i);
             const bool used_now = p.key.layer == layer && std::find(experts.begin(), experts.end(), p.key.expert) != experts.end();
-            if (!deliver_prefetched(p) && used_now) {
+            const bool delivered = deliver_prefetched(p);
+            arrived[i] = true;
+            if (!delivered && used_now) {
               // This acquire needs it: report as an ordinary read would.
               throw Error(check_sha256(p.key.layer, p.key.expert, prefetch_src(p), pack_.stride(p.key.layer)));
             }

@@ -82,7 +82,8 @@ class VramExpertPool {
   // Starts reading the first min(prefetch_slots, slot_count) of `experts` (distinct ids of pack
   // layer `layer`, most wanted first) that are not resident; returns the number of reads
   // started without waiting for them (0 when prefetch is off). Call after release() of the
-  // kernels queued so far. Throws Error (bad layer / ids), IoError from the submission.
+  // kernels queued so far. Throws Error (bad layer / ids), IoError from the submission, and
+  // what finishing reads still in flight from an earlier prefetch() throws.
   uint32_t prefetch(uint32_t layer, std::span<const uint32_t> experts);
   void end_step() { cache_.end_step(); }
 
@@ -103,8 +104,10 @@ class VramExpertPool {
   // (false: its SHA-256 does not match).
   bool deliver_prefetched(const PendingRead& p);
   const uint8_t* prefetch_src(const PendingRead& p) const;
-  // After a failure: forgets the pending reads whose `arrived` flag is false, clears pending_.
+  // After a failure: forgets the pending reads whose `arrived` flag is false, clears pending_,
+  // drains the reader.
   void forget_undelivered(const std::vector<bool>& arrived);
+  void drain_reader() noexcept;
   // "" when SHA-256 checks are off, the block was checked before, or it matches the manifest
   // (then it is remembered); otherwise the error message naming the block.
   std::string check_sha256(uint32_t layer, uint32_t expert, const uint8_t* src, uint64_t bytes);

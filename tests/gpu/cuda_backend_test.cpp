@@ -289,7 +289,9 @@ TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
   // Prefetched and needed by the very next acquire: reported there.
   const std::vector<uint32_t> five = {5};
   EXPECT_EQ(pool.prefetch(1, five), 1u);
+  const uint64_t read_before = pool.counters().pack_read_bytes;
   EXPECT_THROW(pool.acquire(1, third, st.get(), &io_wait), Error);
+  EXPECT_EQ(pool.counters().pack_read_bytes, read_before + stride);  // from the prefetch read, not read again
   // A cache too small for the reads in flight beside an acquire's experts (2 + 3 > 3 slots):
   // the reads are finished first; both experts arrive intact.
   ps.cache_bytes = 3 * pack.layout().max_stride;

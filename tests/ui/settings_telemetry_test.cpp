@@ -37,6 +37,7 @@ class SettingsTelemetryTest : public QObject {
       QCOMPARE(s.setValue("n_ctx", "2048"), QString());
       QCOMPARE(s.setValue("cache_vram_mib", 64), QString());
       QCOMPARE(s.setValue("direct_io", false), QString());
+      QVERIFY(s.values().contains("prefetch_experts"));
       QCOMPARE(s.values().value("prefetch_experts").toBool(), false);  // off by default
       QCOMPARE(s.setValue("prefetch_experts", true), QString());
       QCOMPARE(s.setValue("language", "zh_CN"), QString());
