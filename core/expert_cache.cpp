@@ -214,13 +214,18 @@ std::vector<SlotAssignment> ExpertCache::acquire(uint32_t layer, std::span<const
   return out;
 }
 
-std::vector<SlotAssignment> ExpertCache::prefetch(uint32_t layer, std::span<const uint32_t> experts) {
+std::vector<SlotAssignment> ExpertCache::prefetch(uint32_t layer, std::span<const uint32_t> experts,
+                                                  std::span<const uint32_t> keep) {
   check_request("prefetch of ", layer, experts, 0);
   std::vector<SlotAssignment> all;
-  protect_resident(layer, experts, {}, all);
+  protect_resident(layer, experts, keep, all);
+  // Slots a placement may take: free, never used, or occupied and not protected.
+  size_t room = free_list_.size() + (slots_.size() - next_free_);
+  for (uint32_t s = 0; s < next_free_; ++s) room += slots_[s].occupied && !protected_[s];
   std::vector<SlotAssignment> out;
   for (SlotAssignment& a : all) {
     if (a.hit) continue;
+    if (room-- == 0) break;
     a.slot = place(ExpertKey{layer, a.expert}, 0, true, &a.evicted);
     counters_.prefetches++;
     out.push_back(a);

@@ -110,10 +110,12 @@ class ExpertCache {
   // need more than the slots, or an id repeats.
   std::vector<SlotAssignment> acquire(uint32_t layer, std::span<const uint32_t> experts,
                                       std::span<const uint32_t> keep = {});
-  // Places the experts of `experts` (distinct ids of one layer) that are not resident; returns
-  // an assignment (hit = false) for each one placed, in the order given. Counts prefetches
-  // and evictions only. Throws Error as acquire() does.
-  std::vector<SlotAssignment> prefetch(uint32_t layer, std::span<const uint32_t> experts);
+  // Places the experts of `experts` (distinct ids of one layer) that are not resident, in the
+  // order given, while a slot outside `keep` and the resident ones of `experts` is free or
+  // evictable; returns an assignment (hit = false) for each one placed. Counts prefetches and
+  // evictions only. Throws Error as acquire() does.
+  std::vector<SlotAssignment> prefetch(uint32_t layer, std::span<const uint32_t> experts,
+                                       std::span<const uint32_t> keep = {});
   void end_step();
   // Forgets `key` (e.g. its data failed verification): its slot becomes free. No-op if absent.
   void invalidate(ExpertKey key);

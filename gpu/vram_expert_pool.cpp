@@ -47,10 +47,11 @@ VramExpertPool::VramExpertPool(const ExpertPack& pack, const VramPoolSettings& s
   stage_used_.assign(settings_.stage_slots, false);
   settings_.prefetch_slots = std::min(settings_.prefetch_slots, cache_.slot_count());
   if (settings_.prefetch_slots > 0) {
-    prefetch_stage_.allocate(static_cast<size_t>(slot_bytes_) * settings_.prefetch_slots,
+    // Two sets: rounds alternate (prefetch()).
+    prefetch_stage_.allocate(static_cast<size_t>(slot_bytes_) * 2 * settings_.prefetch_slots,
                              "the expert prefetch buffers");
-    prefetch_stage_free_.resize(settings_.prefetch_slots);
-    prefetch_stage_used_.assign(settings_.prefetch_slots, false);
+    prefetch_stage_free_.resize(2 * settings_.prefetch_slots);
+    prefetch_stage_used_.assign(2 * settings_.prefetch_slots, false);
   }
 }
 
@@ -84,27 +85,35 @@ std::string VramExpertPool::check_sha256(uint32_t layer, uint32_t expert, const 
   return {};
 }
 
-uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> experts) {
+uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> experts, std::span<const ExpertKey> protect,
+                                  double* io_wait_ms) {
   if (settings_.prefetch_slots == 0) return 0;
   if (layer >= pack_.layout().layers.size()) {
     throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
   }
-  finish_prefetch(nullptr);
+  finish_prefetch(io_wait_ms);  // the previous round's leftovers (normally landed long ago)
+  std::vector<uint32_t> keep;
+  for (const ExpertKey& k : protect) {
+    if (const auto slot = cache_.slot_of(k)) keep.push_back(*slot);
+  }
   const std::vector<SlotAssignment> placed =
-      cache_.prefetch(layer, experts.first(std::min<size_t>(experts.size(), settings_.prefetch_slots)));
+      cache_.prefetch(layer, experts.first(std::min<size_t>(experts.size(), settings_.prefetch_slots)), keep);
   const uint64_t stride = pack_.stride(layer);
+  // Rounds alternate between two sets of buffers: the last round's copies out of its set may
+  // still be queued behind kernels.
+  const uint32_t base = (prefetch_round_++ % 2) * settings_.prefetch_slots;
   try {
     for (uint32_t i = 0; i < placed.size(); ++i) {
-      // The buffer's previous copy (issued by the last finish) is normally long done.
-      if (prefetch_stage_used_[i]) MOEPACK_CUDA_CHECK(cudaEventSynchronize(prefetch_stage_free_[i].get()));
-      pending_.push_back({ExpertKey{layer, placed[i].expert}, placed[i].slot, i});
+      const uint32_t stage = base + i;
+      if (prefetch_stage_used_[stage]) MOEPACK_CUDA_CHECK(cudaEventSynchronize(prefetch_stage_free_[stage].get()));
+      const uint64_t tag = kPrefetchTag + stage;
+      pending_[tag] = {ExpertKey{layer, placed[i].expert}, placed[i].slot, stage};
       reader_.submit({pack_.expert_offset(layer, placed[i].expert), stride,
-                      prefetch_stage_.bytes_ptr() + static_cast<size_t>(i) * slot_bytes_, kPrefetchTag + i});
+                      prefetch_stage_.bytes_ptr() + static_cast<size_t>(stage) * slot_bytes_, tag});
     }
   } catch (...) {
-    for (const SlotAssignment& a : placed) cache_.invalidate(ExpertKey{layer, a.expert});
-    pending_.clear();
-    drain_reader();  // what was submitted lands unused
+    for (const SlotAssignment& p : placed) cache_.invalidate(ExpertKey{layer, p.expert});
+    forget_undelivered();  // what was submitted lands unused
     throw;
   }
   return static_cast<uint32_t>(placed.size());
@@ -131,36 +140,37 @@ bool VramExpertPool::deliver_prefetched(const PendingRead& p) {
   return true;
 }
 
-void VramExpertPool::forget_undelivered(const std::vector<bool>& arrived) {
+void VramExpertPool::forget_undelivered() {
   // The cache counts them resident: forget them, so a later acquire reads them again.
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    if (!arrived[i]) cache_.invalidate(pending_[i].key);
-  }
+  for (const auto& [tag, p] : pending_) cache_.invalidate(p.key);
   pending_.clear();
   drain_reader();
+}
+
+std::vector<uint64_t> VramExpertPool::wait_reads() {
+  std::vector<uint64_t> tags = reader_.wait_some();
+  if (tags.empty()) throw Error("internal: " + pack_.experts_path() + ": waiting for reads that were never submitted");
+  return tags;
 }
 
 void VramExpertPool::finish_prefetch(double* io_wait_ms) {
   if (pending_.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<bool> arrived(pending_.size(), false);
-  size_t left = pending_.size();
   try {
     // The slots may hold experts that kernels queued before release() still read.
     if (released_recorded_) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
-    while (left > 0) {
-      for (const uint64_t tag : reader_.wait_some()) {
-        const size_t i = static_cast<size_t>(tag - kPrefetchTag);
-        --left;
-        deliver_prefetched(pending_.at(i));
-        arrived[i] = true;
+    while (!pending_.empty()) {
+      for (const uint64_t tag : wait_reads()) {
+        const auto it = pending_.find(tag);
+        if (it == pending_.end()) throw Error("internal: read " + std::to_string(tag) + " is not a prefetch read");
+        deliver_prefetched(it->second);
+        pending_.erase(it);
       }
     }
   } catch (...) {
-    forget_undelivered(arrived);
+    forget_undelivered();
     throw;
   }
-  pending_.clear();
   if (io_wait_ms) {
     *io_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -172,27 +182,33 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
     throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
   }
   const uint64_t stride = pack_.stride(layer);
-  // Prefetch reads still in flight keep their slots through this acquire and land while its
-  // own misses are read; only when the cache cannot hold both are they finished first.
+  // Prefetch reads still in flight keep their slots through this acquire; only when the cache
+  // cannot hold both are they finished first.
   if (!pending_.empty() && experts.size() + pending_.size() > cache_.slot_count()) finish_prefetch(io_wait_ms);
   std::vector<uint32_t> keep;
-  for (const PendingRead& p : pending_) keep.push_back(p.slot);
+  size_t needed_prefetch = 0;  // reads in flight of experts this acquire uses: waited for
+  const auto used_now = [&](const ExpertKey& k) {
+    return k.layer == layer && std::find(experts.begin(), experts.end(), k.expert) != experts.end();
+  };
+  for (const auto& [tag, p] : pending_) {
+    keep.push_back(p.slot);
+    needed_prefetch += used_now(p.key);
+  }
   const std::vector<SlotAssignment> assignments = cache_.acquire(layer, experts, keep);
   std::vector<const SlotAssignment*> misses;
   for (const SlotAssignment& a : assignments) {
     if (!a.hit) misses.push_back(&a);
   }
-  if (!misses.empty() || !pending_.empty()) {
+  if (!misses.empty() || needed_prefetch > 0) {
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<bool> arrived(pending_.size(), false);
     try {
       // Slots about to be overwritten may still be read by kernels queued before release().
       if (released_recorded_) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
       std::deque<uint32_t> free_stages;
       for (uint32_t i = 0; i < settings_.stage_slots; ++i) free_stages.push_back(i);
       std::unordered_map<uint64_t, uint32_t> stage_of;  // tag (miss index) -> staging buffer
-      size_t next = 0, done = 0, prefetched_left = pending_.size();
-      while (done < misses.size() || prefetched_left > 0) {
+      size_t next = 0, done = 0;
+      while (done < misses.size() || needed_prefetch > 0) {
         while (next < misses.size() && !free_stages.empty()) {
           const uint32_t st = free_stages.front();
           free_stages.pop_front();
@@ -202,21 +218,22 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
           stage_of[next] = st;
           ++next;
         }
-        for (const uint64_t tag : reader_.wait_some()) {
+        for (const uint64_t tag : wait_reads()) {
           if (tag >= kPrefetchTag) {
-            const size_t i = static_cast<size_t>(tag - kPrefetchTag);
-            --prefetched_left;
-            const PendingRead& p = pending_.at(i);
-            const bool used_now = p.key.layer == layer && std::find(experts.begin(), experts.end(), p.key.expert) != experts.end();
-            const bool delivered = deliver_prefetched(p);
-            arrived[i] = true;
-            if (!delivered && used_now) {
+            // A prefetch read: delivered as it lands, whoever needs it.
+            const auto it = pending_.find(tag);
+            if (it == pending_.end()) throw Error("internal: read " + std::to_string(tag) + " is not a prefetch read");
+            const PendingRead p = it->second;
+            const bool delivered = deliver_prefetched(p);  // a throw leaves it pending: forgotten below
+            pending_.erase(it);
+            if (used_now(p.key)) {
+              --needed_prefetch;
               // This acquire needs it: report as an ordinary read would.
-              throw Error(check_sha256(p.key.layer, p.key.expert, prefetch_src(p), pack_.stride(p.key.layer)));
+              if (!delivered) throw Error(check_sha256(p.key.layer, p.key.expert, prefetch_src(p), pack_.stride(p.key.layer)));
             }
             continue;
           }
-          const SlotAssignment& a = *misses[tag];
+          const SlotAssignment& a = *misses.at(tag);
           const uint32_t st = stage_of.at(tag);
           const uint8_t* src = stage_.bytes_ptr() + static_cast<size_t>(st) * slot_bytes_;
           if (std::string err = check_sha256(layer, a.expert, src, stride); !err.empty()) throw Error(err);
@@ -236,16 +253,15 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
       for (const SlotAssignment& a : assignments) {
         if (a.prefetched) cache_.invalidate(ExpertKey{layer, a.expert});
       }
-      forget_undelivered(arrived);
+      forget_undelivered();
       throw;
     }
-    pending_.clear();
     if (io_wait_ms) {
       *io_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
   }
   for (const SlotAssignment& a : assignments) {
-    // Misses, and prefetched experts (copied here or by an earlier finish): wait for the copy.
+    // Misses, and prefetched experts (copied here or earlier): wait for the copy.
     if (!a.hit || a.prefetched) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(compute, slot_ready_[a.slot].get(), 0));
   }
   std::vector<const uint8_t*> out;

@@ -13,17 +13,20 @@
 //     slots handed out so far; the copy stream waits on it before it overwrites any slot, so an
 //     evicted expert is never overwritten while a queued kernel may still read it.
 //
-// Prefetch (settings.prefetch_slots > 0): prefetch(layer, experts) places the predicted experts
-// of the next layer in the cache (ExpertCache::prefetch) and submits their reads into
-// prefetch_slots pinned buffers of their own, then returns; the host goes on queueing work and
-// waiting for the GPU while the reads run. The next acquire() keeps their slots from eviction,
-// reads its own misses beside them and delivers each read as it lands: SHA-256 checked when
-// asked (a block that fails is forgotten, so a later acquire() reads it again and reports it;
-// an acquire() that needs it now reports it at once), then copied into its slot on the copy
-// stream after `released` (the slot may have held an expert a queued kernel still reads). It
-// returns when all have landed. An acquire() that uses a prefetched expert makes `compute`
-// wait on its slot_ready event. A second prefetch(), or an acquire() whose experts and the
-// reads in flight together exceed the slots, finishes them first (finish_prefetch).
+// Prefetch (settings.prefetch_slots > 0): prefetch(layer, experts, protect) places the
+// predicted experts of a layer about to run in the cache (ExpertCache::prefetch; the experts in
+// `protect`, e.g. those of the layer being acquired next, are not evicted for them) and submits
+// their reads into pinned buffers of their own (two sets of prefetch_slots, alternating
+// rounds), then returns. While they are in flight, acquire() keeps their slots from eviction,
+// reads its own misses beside them, waits only for those and for the prefetch reads of experts
+// it uses, and delivers every prefetch read that lands meanwhile; the others stay in flight.
+// Delivery: SHA-256 checked when asked (a block that fails is forgotten, so a later acquire()
+// reads it again and reports it; an acquire() that needs that very read reports it at once),
+// then copied into its slot on the copy stream after `released` (the slot may have held an
+// expert a queued kernel still reads). An acquire() that uses a prefetched expert makes
+// `compute` wait on its slot_ready event. The next prefetch(), or an acquire() whose experts
+// and the reads in flight together exceed the slots, first finishes them all
+// (finish_prefetch). After any failure the reads in flight are drained and forgotten.
 //
 // Sizing (ARCHITECTURE.md "Cache sizing"): slot_bytes = the pack's largest expert stride;
 // slot_count = floor(min(cache_bytes, free VRAM - reserve) / slot_bytes); fewer slots than
@@ -33,6 +36,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -80,11 +84,13 @@ class VramExpertPool {
   // Call after enqueuing on `compute` the kernels that read the slots acquire() returned.
   void release(cudaStream_t compute);
   // Starts reading the first min(prefetch_slots, slot_count) of `experts` (distinct ids of pack
-  // layer `layer`, most wanted first) that are not resident; returns the number of reads
-  // started without waiting for them (0 when prefetch is off). Call after release() of the
-  // kernels queued so far. Throws Error (bad layer / ids), IoError from the submission, and
-  // what finishing reads still in flight from an earlier prefetch() throws.
-  uint32_t prefetch(uint32_t layer, std::span<const uint32_t> experts);
+  // layer `layer`, most wanted first) that are not resident, as far as slots outside `protect`
+  // allow; returns the number of reads started without waiting for them (0 when prefetch is
+  // off). Call when the kernels queued so far are release()d. Adds the wait for the previous
+  // round's reads to *io_wait_ms. Throws Error (bad layer / ids), IoError from the submission,
+  // and what finishing reads still in flight from an earlier prefetch() throws.
+  uint32_t prefetch(uint32_t layer, std::span<const uint32_t> experts, std::span<const ExpertKey> protect = {},
+                    double* io_wait_ms = nullptr);
   void end_step() { cache_.end_step(); }
 
   uint32_t slot_count() const { return cache_.slot_count(); }
@@ -96,7 +102,7 @@ class VramExpertPool {
   struct PendingRead {
     ExpertKey key;
     uint32_t slot = 0;
-    uint32_t stage = 0;  // prefetch staging buffer
+    uint32_t stage = 0;  // prefetch buffer
   };
   // Finishes the prefetch reads in flight (see the header comment); adds the wait to *io_wait_ms.
   void finish_prefetch(double* io_wait_ms);
@@ -104,9 +110,10 @@ class VramExpertPool {
   // (false: its SHA-256 does not match).
   bool deliver_prefetched(const PendingRead& p);
   const uint8_t* prefetch_src(const PendingRead& p) const;
-  // After a failure: forgets the pending reads whose `arrived` flag is false, clears pending_,
-  // drains the reader.
-  void forget_undelivered(const std::vector<bool>& arrived);
+  // After a failure: forgets the reads in flight (pending_), drains the reader.
+  void forget_undelivered();
+  // reader_.wait_some(), an internal Error when nothing was in flight.
+  std::vector<uint64_t> wait_reads();
   void drain_reader() noexcept;
   // "" when SHA-256 checks are off, the block was checked before, or it matches the manifest
   // (then it is remembered); otherwise the error message naming the block.
@@ -125,10 +132,11 @@ class VramExpertPool {
   std::vector<bool> stage_used_;
   Event released_;
   bool released_recorded_ = false;
-  PinnedBuffer prefetch_stage_;        // prefetch_slots buffers of slot_bytes
+  PinnedBuffer prefetch_stage_;        // 2 x prefetch_slots buffers of slot_bytes
   std::vector<Event> prefetch_stage_free_;
   std::vector<bool> prefetch_stage_used_;
-  std::vector<PendingRead> pending_;
+  std::map<uint64_t, PendingRead> pending_;  // reader tag -> prefetch read in flight
+  uint64_t prefetch_round_ = 0;
   std::unordered_set<uint64_t> verified_;
   uint64_t verified_count_ = 0;
   uint64_t h2d_bytes_ = 0;

@@ -312,6 +312,74 @@ TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
   EXPECT_EQ(off.counters().pack_read_bytes, 0u);
 }
 
+// Prefetch reads an acquire does not use stay in flight past it; `protect` keeps the next
+// layer's experts from being evicted (and limits what is placed); the leftovers are finished
+// by the next prefetch. Every expert arrives as the file holds it.
+TEST(CudaBackend, PrefetchReadsStayInFlightPastAnAcquireThatDoesNotUseThem) {
+  test::TempDir dir("moepack-cuda-prefetch-flight");
+  const ExpertPack pack = ExpertPack::open(test::build_test_pack(kDemo, dir));
+  ASSERT_GE(pack.layout().layers.size(), 2u);
+  ASSERT_GE(pack.layout().layers[1].n_experts, 8u);
+  const uint64_t stride = pack.stride(1);
+  const auto file_bytes = [&](uint32_t e) {
+    std::vector<char> v(stride);
+    std::ifstream f(pack.experts_path(), std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(pack.expert_offset(1, e)));
+    f.read(v.data(), static_cast<std::streamsize>(stride));
+    return v;
+  };
+  gpu::Stream st;
+  const auto vram_bytes = [&](const uint8_t* p) {
+    std::vector<char> v(stride);
+    EXPECT_EQ(cudaStreamSynchronize(st.get()), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(v.data(), p, stride, cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  };
+  gpu::VramPoolSettings ps;
+  ps.cache_bytes = 6 * pack.layout().max_stride;
+  ps.reserve_bytes = 0;
+  ps.prefetch_slots = 6;
+  gpu::VramExpertPool pool(pack, ps, 2);
+  double io_wait = 0;
+  const std::vector<uint32_t> now = {1, 2};
+  pool.acquire(1, now, st.get(), &io_wait);
+  pool.release(st.get());
+  // 6 slots, 1 and 2 protected: 4 of the 5 predicted are placed.
+  const std::vector<uint32_t> predicted = {3, 4, 5, 6, 7};
+  const std::vector<ExpertKey> protect = {{1, 1}, {1, 2}};
+  EXPECT_EQ(pool.prefetch(1, predicted, protect, &io_wait), 4u);
+  const auto a = pool.acquire(1, now, st.get(), &io_wait);  // both resident: no read waited for
+  EXPECT_EQ(vram_bytes(a[0]), file_bytes(1));
+  EXPECT_EQ(vram_bytes(a[1]), file_bytes(2));
+  pool.release(st.get());
+  const std::vector<uint32_t> four = {4};
+  const auto b = pool.acquire(1, four, st.get(), &io_wait);
+  EXPECT_EQ(vram_bytes(b[0]), file_bytes(4));
+  pool.release(st.get());
+  // The next round finishes 3, 5, 6 first; then 7 may evict none of 1, 2, 4 (protected) but
+  // one of 3, 5, 6 (used 0 times).
+  const std::vector<uint32_t> seven = {7};
+  const std::vector<ExpertKey> keep3 = {{1, 1}, {1, 2}, {1, 4}};
+  EXPECT_EQ(pool.prefetch(1, seven, keep3, &io_wait), 1u);
+  const std::vector<uint32_t> later_ok = {7};
+  const auto c = pool.acquire(1, later_ok, st.get(), &io_wait);
+  EXPECT_EQ(vram_bytes(c[0]), file_bytes(7));
+  pool.release(st.get());
+  const gpu::VramPoolCounters n = pool.counters();
+  EXPECT_EQ(n.cache.prefetches, 5u);
+  EXPECT_EQ(n.cache.prefetch_hits, 2u);  // 4 and 7
+  EXPECT_EQ(n.cache.cache_evictions, 1u);
+  EXPECT_EQ(n.pack_read_bytes, 7 * stride);  // 1, 2, then 3-7 ahead
+  EXPECT_EQ(n.h2d_bytes, 7 * stride);
+  // No room outside the protected experts: nothing placed.
+  ps.cache_bytes = 2 * pack.layout().max_stride;
+  gpu::VramExpertPool two(pack, ps, 2);
+  two.acquire(1, now, st.get(), &io_wait);
+  two.release(st.get());
+  EXPECT_EQ(two.prefetch(1, predicted, protect, &io_wait), 0u);
+  EXPECT_EQ(two.counters().pack_read_bytes, 2 * stride);
+}
+
 // bench-io --vram's phase on the demo model's pack: every asked block is delivered once (the
 // layers take turns, so no acquire hits), as whole strides; a device that does not exist is
 // an Error.
