@@ -91,17 +91,19 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   if (layer >= pack_.layout().layers.size()) {
     throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
   }
-  finish_prefetch(io_wait_ms);  // the previous round's leftovers (normally landed long ago)
+  // Rounds alternate between two sets of buffers, so the last round's reads may still be in
+  // flight; the round before it, which used this set, is finished (normally landed long ago).
+  const uint32_t P = settings_.prefetch_slots;
+  const uint32_t base = (prefetch_round_++ % 2) * P;
+  finish_prefetch_stages(io_wait_ms, base, base + P);
   std::vector<uint32_t> keep;
+  for (const auto& [tag, p] : pending_) keep.push_back(p.slot);  // a read in flight owns its slot
   for (const ExpertKey& k : protect) {
     if (const auto slot = cache_.slot_of(k)) keep.push_back(*slot);
   }
   const std::vector<SlotAssignment> placed =
-      cache_.prefetch(layer, experts.first(std::min<size_t>(experts.size(), settings_.prefetch_slots)), keep);
+      cache_.prefetch(layer, experts.first(std::min<size_t>(experts.size(), P)), keep);
   const uint64_t stride = pack_.stride(layer);
-  // Rounds alternate between two sets of buffers: the last round's copies out of its set may
-  // still be queued behind kernels.
-  const uint32_t base = (prefetch_round_++ % 2) * settings_.prefetch_slots;
   try {
     for (uint32_t i = 0; i < placed.size(); ++i) {
       const uint32_t stage = base + i;
@@ -153,13 +155,19 @@ std::vector<uint64_t> VramExpertPool::wait_reads() {
   return tags;
 }
 
-void VramExpertPool::finish_prefetch(double* io_wait_ms) {
-  if (pending_.empty()) return;
+void VramExpertPool::finish_prefetch_stages(double* io_wait_ms, uint32_t first_stage, uint32_t end_stage) {
+  const auto waited_for = [&] {
+    size_t n = 0;
+    for (const auto& [tag, p] : pending_) n += p.stage >= first_stage && p.stage < end_stage;
+    return n;
+  };
+  if (waited_for() == 0) return;
   const auto t0 = std::chrono::steady_clock::now();
   try {
     // The slots may hold experts that kernels queued before release() still read.
     if (released_recorded_) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
-    while (!pending_.empty()) {
+    while (waited_for() > 0) {
+      // Every read that lands is delivered, whichever set it belongs to.
       for (const uint64_t tag : wait_reads()) {
         const auto it = pending_.find(tag);
         if (it == pending_.end()) throw Error("internal: read " + std::to_string(tag) + " is not a prefetch read");
@@ -184,7 +192,9 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
   const uint64_t stride = pack_.stride(layer);
   // Prefetch reads still in flight keep their slots through this acquire; only when the cache
   // cannot hold both are they finished first.
-  if (!pending_.empty() && experts.size() + pending_.size() > cache_.slot_count()) finish_prefetch(io_wait_ms);
+  if (!pending_.empty() && experts.size() + pending_.size() > cache_.slot_count()) {
+    finish_prefetch_stages(io_wait_ms, 0, UINT32_MAX);
+  }
   std::vector<uint32_t> keep;
   size_t needed_prefetch = 0;  // reads in flight of experts this acquire uses: waited for
   const auto used_now = [&](const ExpertKey& k) {

@@ -15,18 +15,20 @@
 //
 // Prefetch (settings.prefetch_slots > 0): prefetch(layer, experts, protect) places the
 // predicted experts of a layer about to run in the cache (ExpertCache::prefetch; the experts in
-// `protect`, e.g. those of the layer being acquired next, are not evicted for them) and submits
-// their reads into pinned buffers of their own (two sets of prefetch_slots, alternating
-// rounds), then returns. While they are in flight, acquire() keeps their slots from eviction,
+// `protect`, e.g. those of the layer being acquired next, and the slots of reads still in
+// flight are not evicted for them) and submits their reads into pinned buffers of their own
+// (two sets of prefetch_slots: rounds alternate, so two rounds may be in flight; the round
+// before last is finished first), then returns. While they are in flight, acquire() keeps
+// their slots from eviction,
 // reads its own misses beside them, waits only for those and for the prefetch reads of experts
 // it uses, and delivers every prefetch read that lands meanwhile; the others stay in flight.
 // Delivery: SHA-256 checked when asked (a block that fails is forgotten, so a later acquire()
 // reads it again and reports it; an acquire() that needs that very read reports it at once),
 // then copied into its slot on the copy stream after `released` (the slot may have held an
 // expert a queued kernel still reads). An acquire() that uses a prefetched expert makes
-// `compute` wait on its slot_ready event. The next prefetch(), or an acquire() whose experts
-// and the reads in flight together exceed the slots, first finishes them all
-// (finish_prefetch). After any failure the reads in flight are drained and forgotten.
+// `compute` wait on its slot_ready event. An acquire() whose experts and the reads in flight
+// together exceed the slots first finishes them all (finish_prefetch). After any failure the
+// reads in flight are drained and forgotten.
 //
 // Sizing (ARCHITECTURE.md "Cache sizing"): slot_bytes = the pack's largest expert stride;
 // slot_count = floor(min(cache_bytes, free VRAM - reserve) / slot_bytes); fewer slots than
@@ -36,6 +38,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <climits>
 #include <map>
 #include <memory>
 #include <span>
@@ -91,6 +94,9 @@ class VramExpertPool {
   // and what finishing reads still in flight from an earlier prefetch() throws.
   uint32_t prefetch(uint32_t layer, std::span<const uint32_t> experts, std::span<const ExpertKey> protect = {},
                     double* io_wait_ms = nullptr);
+  // Waits for every prefetch read in flight and delivers it (what the next acquire() or
+  // prefetch() would otherwise do when it needs them). Adds the wait to *io_wait_ms.
+  void finish_prefetch(double* io_wait_ms = nullptr) { finish_prefetch_stages(io_wait_ms, 0, UINT32_MAX); }
   void end_step() { cache_.end_step(); }
 
   uint32_t slot_count() const { return cache_.slot_count(); }
@@ -104,8 +110,9 @@ class VramExpertPool {
     uint32_t slot = 0;
     uint32_t stage = 0;  // prefetch buffer
   };
-  // Finishes the prefetch reads in flight (see the header comment); adds the wait to *io_wait_ms.
-  void finish_prefetch(double* io_wait_ms);
+  // Waits for the prefetch reads in flight into buffers [first_stage, end_stage) and delivers
+  // them (and any other read that lands meanwhile); adds the wait to *io_wait_ms.
+  void finish_prefetch_stages(double* io_wait_ms, uint32_t first_stage, uint32_t end_stage);
   // A prefetch read has arrived: checks it and copies it into its slot (true), or forgets it
   // (false: its SHA-256 does not match).
   bool deliver_prefetched(const PendingRead& p);

@@ -269,6 +269,7 @@ TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
   const auto b = pool.acquire(1, second, st.get(), &io_wait);
   EXPECT_EQ(vram_bytes(b[0], st.get()), file_bytes(7));
   pool.release(st.get());
+  pool.finish_prefetch(&io_wait);  // 5 may still be in flight: no acquire waited for it
   gpu::VramPoolCounters c = pool.counters();
   EXPECT_EQ(c.cache.prefetches, 3u);
   EXPECT_EQ(c.cache.prefetch_hits, 2u);
@@ -312,9 +313,9 @@ TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
   EXPECT_EQ(off.counters().pack_read_bytes, 0u);
 }
 
-// Prefetch reads an acquire does not use stay in flight past it; `protect` keeps the next
-// layer's experts from being evicted (and limits what is placed); the leftovers are finished
-// by the next prefetch. Every expert arrives as the file holds it.
+// Prefetch reads an acquire does not use stay in flight past it, and own their slots until
+// they land; `protect` keeps the next layer's experts from being evicted (and limits what is
+// placed). Every expert arrives as the file holds it.
 TEST(CudaBackend, PrefetchReadsStayInFlightPastAnAcquireThatDoesNotUseThem) {
   test::TempDir dir("moepack-cuda-prefetch-flight");
   const ExpertPack pack = ExpertPack::open(test::build_test_pack(kDemo, dir));
@@ -348,6 +349,10 @@ TEST(CudaBackend, PrefetchReadsStayInFlightPastAnAcquireThatDoesNotUseThem) {
   const std::vector<uint32_t> predicted = {3, 4, 5, 6, 7};
   const std::vector<ExpertKey> protect = {{1, 1}, {1, 2}};
   EXPECT_EQ(pool.prefetch(1, predicted, protect, &io_wait), 4u);
+  // A second round while those 4 are in flight (nothing has waited for them): their slots are
+  // theirs, 1 and 2 are protected, so 7 finds no room.
+  const std::vector<uint32_t> seven = {7};
+  EXPECT_EQ(pool.prefetch(1, seven, protect, &io_wait), 0u);
   const auto a = pool.acquire(1, now, st.get(), &io_wait);  // both resident: no read waited for
   EXPECT_EQ(vram_bytes(a[0]), file_bytes(1));
   EXPECT_EQ(vram_bytes(a[1]), file_bytes(2));
@@ -356,13 +361,12 @@ TEST(CudaBackend, PrefetchReadsStayInFlightPastAnAcquireThatDoesNotUseThem) {
   const auto b = pool.acquire(1, four, st.get(), &io_wait);
   EXPECT_EQ(vram_bytes(b[0]), file_bytes(4));
   pool.release(st.get());
-  // The next round finishes 3, 5, 6 first; then 7 may evict none of 1, 2, 4 (protected) but
-  // one of 3, 5, 6 (used 0 times).
-  const std::vector<uint32_t> seven = {7};
+  // Once 3, 5, 6 have landed, 7 may evict none of 1, 2, 4 (protected) but one of 3, 5, 6 (used
+  // 0 times; the lowest slot: 3).
+  pool.finish_prefetch(&io_wait);
   const std::vector<ExpertKey> keep3 = {{1, 1}, {1, 2}, {1, 4}};
   EXPECT_EQ(pool.prefetch(1, seven, keep3, &io_wait), 1u);
-  const std::vector<uint32_t> later_ok = {7};
-  const auto c = pool.acquire(1, later_ok, st.get(), &io_wait);
+  const auto c = pool.acquire(1, seven, st.get(), &io_wait);
   EXPECT_EQ(vram_bytes(c[0]), file_bytes(7));
   pool.release(st.get());
   const gpu::VramPoolCounters n = pool.counters();
