@@ -46,6 +46,8 @@ void add_to_counters(TelemetryCounters& c, const BackendStats& d) {
   c.cache_hits.fetch_add(d.cache_hits, std::memory_order_relaxed);
   c.cache_misses.fetch_add(d.cache_misses, std::memory_order_relaxed);
   c.cache_evictions.fetch_add(d.cache_evictions, std::memory_order_relaxed);
+  c.prefetch_reads.fetch_add(d.prefetch_reads, std::memory_order_relaxed);
+  c.prefetch_hits.fetch_add(d.prefetch_hits, std::memory_order_relaxed);
   c.pack_read_bytes.fetch_add(d.pack_read_bytes, std::memory_order_relaxed);
   c.h2d_bytes.fetch_add(d.h2d_bytes, std::memory_order_relaxed);
   c.fallback_count.fetch_add(d.fallback_count, std::memory_order_relaxed);

@@ -68,6 +68,8 @@ TelemetrySnapshot Telemetry::snapshot() const {
   s.cache_hits = counters_.cache_hits.load(r);
   s.cache_misses = counters_.cache_misses.load(r);
   s.cache_evictions = counters_.cache_evictions.load(r);
+  s.prefetch_reads = counters_.prefetch_reads.load(r);
+  s.prefetch_hits = counters_.prefetch_hits.load(r);
   s.pack_read_bytes = counters_.pack_read_bytes.load(r);
   s.h2d_bytes = counters_.h2d_bytes.load(r);
   s.fallback_count = counters_.fallback_count.load(r);
@@ -128,6 +130,7 @@ nlohmann::json Telemetry::to_json(size_t recent_tokens) const {
   }
   return {{"counters",
            {{"cache_hits", s.cache_hits}, {"cache_misses", s.cache_misses}, {"cache_evictions", s.cache_evictions},
+            {"prefetch_reads", s.prefetch_reads}, {"prefetch_hits", s.prefetch_hits},
             {"pack_read_bytes", s.pack_read_bytes}, {"h2d_bytes", s.h2d_bytes}, {"fallback_count", s.fallback_count},
             {"io_errors", s.io_errors}, {"tokens", s.tokens}}},
           {"hit_rate", s.hit_rate()},

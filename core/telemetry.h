@@ -22,6 +22,8 @@ struct TelemetryCounters {
   std::atomic<uint64_t> cache_hits{0};       // unique (layer, expert) keys per step found resident
   std::atomic<uint64_t> cache_misses{0};     // unique keys per step read from the pack
   std::atomic<uint64_t> cache_evictions{0};
+  std::atomic<uint64_t> prefetch_reads{0};   // experts read ahead (prefetch_experts)
+  std::atomic<uint64_t> prefetch_hits{0};    // of those, picked by the router (also counted as misses)
   std::atomic<uint64_t> pack_read_bytes{0};  // bytes read from experts.bin
   std::atomic<uint64_t> h2d_bytes{0};        // bytes copied host -> device (GPU builds)
   std::atomic<uint64_t> fallback_count{0};   // buffered reads (direct_io=false)
@@ -31,8 +33,8 @@ struct TelemetryCounters {
 
 // Plain copy of the counters at one moment.
 struct TelemetrySnapshot {
-  uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0, pack_read_bytes = 0, h2d_bytes = 0,
-           fallback_count = 0, io_errors = 0, tokens = 0;
+  uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0, prefetch_reads = 0, prefetch_hits = 0,
+           pack_read_bytes = 0, h2d_bytes = 0, fallback_count = 0, io_errors = 0, tokens = 0;
   double hit_rate() const {
     const uint64_t n = cache_hits + cache_misses;
     return n == 0 ? 0.0 : static_cast<double>(cache_hits) / static_cast<double>(n);

@@ -74,7 +74,10 @@ int TelemetryViewModel::slotsUsed() const {
     for (uint8_t r : residency_.resident) n += r;
     return n;
   }
-  const uint64_t filled = snap_.cache_misses > snap_.cache_evictions ? snap_.cache_misses - snap_.cache_evictions : 0;
+  // Experts placed: misses that were read (a prefetch hit was read ahead, counted once in
+  // prefetch_reads), plus every prefetch, minus evictions.
+  const uint64_t placed = snap_.cache_misses - std::min(snap_.cache_misses, snap_.prefetch_hits) + snap_.prefetch_reads;
+  const uint64_t filled = placed > snap_.cache_evictions ? placed - snap_.cache_evictions : 0;
   return static_cast<int>(std::min<uint64_t>(filled, static_cast<uint64_t>(slotCount())));
 }
 

@@ -10,7 +10,8 @@
 //   SSD KiB per token    TokenSample.read_bytes / 1024
 //   evictions per token  delta cache_evictions / delta tokens between polls
 // Cache occupancy: slots used = the experts the residency map shows cached (else, without a
-// map, min(slot count, cache_misses - cache_evictions)), in MiB with the slot size.
+// map, min(slot count, cache_misses - prefetch_hits + prefetch_reads - cache_evictions)), in
+// MiB with the slot size.
 //
 // QML hands its LineSeries to updateSeries() on every `updated` signal (QXYSeries::replace,
 // one repaint per series), the QtCharts way of feeding live data from C++.
@@ -37,6 +38,8 @@ class TelemetryViewModel : public QObject {
   Q_PROPERTY(double cacheHits READ cacheHits NOTIFY updated)
   Q_PROPERTY(double cacheMisses READ cacheMisses NOTIFY updated)
   Q_PROPERTY(double cacheEvictions READ cacheEvictions NOTIFY updated)
+  Q_PROPERTY(double prefetchReads READ prefetchReads NOTIFY updated)
+  Q_PROPERTY(double prefetchHits READ prefetchHits NOTIFY updated)
   Q_PROPERTY(double packReadBytes READ packReadBytes NOTIFY updated)
   Q_PROPERTY(double h2dBytes READ h2dBytes NOTIFY updated)
   Q_PROPERTY(double fallbackCount READ fallbackCount NOTIFY updated)
@@ -75,6 +78,8 @@ class TelemetryViewModel : public QObject {
   double cacheHits() const { return static_cast<double>(snap_.cache_hits); }
   double cacheMisses() const { return static_cast<double>(snap_.cache_misses); }
   double cacheEvictions() const { return static_cast<double>(snap_.cache_evictions); }
+  double prefetchReads() const { return static_cast<double>(snap_.prefetch_reads); }
+  double prefetchHits() const { return static_cast<double>(snap_.prefetch_hits); }
   double packReadBytes() const { return static_cast<double>(snap_.pack_read_bytes); }
   double h2dBytes() const { return static_cast<double>(snap_.h2d_bytes); }
   double fallbackCount() const { return static_cast<double>(snap_.fallback_count); }

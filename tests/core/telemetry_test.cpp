@@ -88,7 +88,8 @@ TEST(Telemetry, StatsFileWrittenAtTheIntervalAtomically) {
   nlohmann::json j = nlohmann::json::parse(std::ifstream(set.stats_path));
   EXPECT_EQ(j["counters"]["tokens"].get<uint64_t>(), 3u);
   EXPECT_EQ(j["counters"]["cache_misses"].get<uint64_t>(), 5u);
-  for (const char* k : {"cache_hits", "cache_evictions", "pack_read_bytes", "h2d_bytes", "fallback_count", "io_errors"}) {
+  for (const char* k : {"cache_hits", "cache_evictions", "prefetch_reads", "prefetch_hits", "pack_read_bytes",
+                        "h2d_bytes", "fallback_count", "io_errors"}) {
     EXPECT_TRUE(j["counters"].contains(k)) << k;
   }
   EXPECT_EQ(j["recent_tokens"].size(), 3u);

@@ -62,6 +62,8 @@ class FakeChatEngine final : public ChatEngine {
       r.text += w;
       telemetry_.counters().cache_misses += 2;
       telemetry_.counters().cache_hits += 18;
+      telemetry_.counters().prefetch_reads += 2;  // one of the 2 misses was read ahead
+      telemetry_.counters().prefetch_hits += 1;
       telemetry_.counters().pack_read_bytes += 4096;
       telemetry_.record_token(TokenSample{0, 4096, 2, 0.1, 1.0});
       if (on_text && !on_text(w, r.tokens.back())) {

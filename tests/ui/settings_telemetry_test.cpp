@@ -106,7 +106,9 @@ class SettingsTelemetryTest : public QObject {
     QCOMPARE(t.hitRate(), 0.9);
     QCOMPARE(t.packReadBytes(), 40960.0);
     QCOMPARE(t.slotCount(), 64);
-    QCOMPARE(t.slotsUsed(), 20);  // misses - evictions
+    QCOMPARE(t.prefetchReads(), 20.0);
+    QCOMPARE(t.prefetchHits(), 10.0);
+    QCOMPARE(t.slotsUsed(), 30);  // misses 20 - prefetch hits 10 + prefetch reads 20 - evictions 0
     QCOMPARE(t.hitRateSeries().size(), size_t(10));
     QCOMPARE(t.hitRateSeries()[3].y(), 0.9);  // 1 - 2 / (5 * 4)
     QCOMPARE(t.readKiBSeries()[3].y(), 4.0);

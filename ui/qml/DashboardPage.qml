@@ -88,6 +88,7 @@ Item {
             Card { name: "cache_hits"; value: page.count(page.telemetry.cacheHits) }
             Card { name: "cache_misses"; value: page.count(page.telemetry.cacheMisses) }
             Card { name: "cache_evictions"; value: page.count(page.telemetry.cacheEvictions) }
+            Card { name: "prefetch_hits / reads"; value: page.count(page.telemetry.prefetchHits) + " / " + page.count(page.telemetry.prefetchReads) }
             Card { name: qsTr("Tokens"); value: page.count(page.telemetry.tokens) }
             Card { name: "pack_read_bytes"; value: page.bytes(page.telemetry.packReadBytes) }
             Card { name: "h2d_bytes"; value: page.bytes(page.telemetry.h2dBytes) }
