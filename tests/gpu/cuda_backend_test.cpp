@@ -218,6 +218,23 @@ TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
   EXPECT_GT(b.h2d_bytes, 0u);
 }
 
+// Expert e of pack layer 1 as experts.bin holds it.
+std::vector<char> expert_file_bytes(const ExpertPack& pack, uint32_t e) {
+  std::vector<char> v(pack.stride(1));
+  std::ifstream f(pack.experts_path(), std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(pack.expert_offset(1, e)));
+  f.read(v.data(), static_cast<std::streamsize>(v.size()));
+  return v;
+}
+
+// `bytes` bytes of VRAM at p once the work queued on st is done.
+std::vector<char> vram_bytes(const uint8_t* p, uint64_t bytes, cudaStream_t st) {
+  std::vector<char> v(bytes);
+  EXPECT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(v.data(), p, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  return v;
+}
+
 // The pool's prefetch on the demo pack, SHA-256 checks on: prefetched experts arrive byte for
 // byte as the file holds them and count as misses plus prefetch hits when used; a corrupted
 // block that was prefetched is not delivered, and the acquire() that needs it reports it.
@@ -237,19 +254,8 @@ TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
   }
   const ExpertPack pack = ExpertPack::open(pack_dir);
   const uint64_t stride = pack.stride(1);
-  const auto file_bytes = [&](uint32_t e) {
-    std::vector<char> v(stride);
-    std::ifstream f(pack.experts_path(), std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(pack.expert_offset(1, e)));
-    f.read(v.data(), static_cast<std::streamsize>(stride));
-    return v;
-  };
-  const auto vram_bytes = [&](const uint8_t* p, cudaStream_t st) {
-    std::vector<char> v(stride);
-    EXPECT_EQ(cudaStreamSynchronize(st), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(v.data(), p, stride, cudaMemcpyDeviceToHost), cudaSuccess);
-    return v;
-  };
+  const auto file_bytes = [&](uint32_t e) { return expert_file_bytes(pack, e); };
+  const auto vram = [&](const uint8_t* p, cudaStream_t st) { return vram_bytes(p, stride, st); };
   gpu::VramPoolSettings ps;
   ps.cache_bytes = 6 * pack.layout().max_stride;
   ps.reserve_bytes = 0;
@@ -262,12 +268,12 @@ TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
   double io_wait = 0;
   const std::vector<uint32_t> first = {3, 9};
   const auto a = pool.acquire(1, first, st.get(), &io_wait);
-  EXPECT_EQ(vram_bytes(a[0], st.get()), file_bytes(3));
-  EXPECT_EQ(vram_bytes(a[1], st.get()), file_bytes(9));
+  EXPECT_EQ(vram(a[0], st.get()), file_bytes(3));
+  EXPECT_EQ(vram(a[1], st.get()), file_bytes(9));
   pool.release(st.get());
   const std::vector<uint32_t> second = {7};
   const auto b = pool.acquire(1, second, st.get(), &io_wait);
-  EXPECT_EQ(vram_bytes(b[0], st.get()), file_bytes(7));
+  EXPECT_EQ(vram(b[0], st.get()), file_bytes(7));
   pool.release(st.get());
   pool.finish_prefetch(&io_wait);  // 5 may still be in flight: no acquire waited for it
   gpu::VramPoolCounters c = pool.counters();
@@ -301,8 +307,8 @@ TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
   const std::vector<uint32_t> ahead = {3, 7, 9}, now = {7, 11};
   EXPECT_EQ(small.prefetch(1, ahead), 3u);
   const auto d = small.acquire(1, now, st.get(), &io_wait);
-  EXPECT_EQ(vram_bytes(d[0], st.get()), file_bytes(7));
-  EXPECT_EQ(vram_bytes(d[1], st.get()), file_bytes(11));
+  EXPECT_EQ(vram(d[0], st.get()), file_bytes(7));
+  EXPECT_EQ(vram(d[1], st.get()), file_bytes(11));
   small.release(st.get());
   EXPECT_EQ(small.counters().cache.prefetch_hits, 1u);
   EXPECT_EQ(small.counters().cache.cache_evictions, 1u);
@@ -322,20 +328,9 @@ TEST(CudaBackend, PrefetchReadsStayInFlightPastAnAcquireThatDoesNotUseThem) {
   ASSERT_GE(pack.layout().layers.size(), 2u);
   ASSERT_GE(pack.layout().layers[1].n_experts, 8u);
   const uint64_t stride = pack.stride(1);
-  const auto file_bytes = [&](uint32_t e) {
-    std::vector<char> v(stride);
-    std::ifstream f(pack.experts_path(), std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(pack.expert_offset(1, e)));
-    f.read(v.data(), static_cast<std::streamsize>(stride));
-    return v;
-  };
+  const auto file_bytes = [&](uint32_t e) { return expert_file_bytes(pack, e); };
   gpu::Stream st;
-  const auto vram_bytes = [&](const uint8_t* p) {
-    std::vector<char> v(stride);
-    EXPECT_EQ(cudaStreamSynchronize(st.get()), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(v.data(), p, stride, cudaMemcpyDeviceToHost), cudaSuccess);
-    return v;
-  };
+  const auto vram = [&](const uint8_t* p) { return vram_bytes(p, stride, st.get()); };
   gpu::VramPoolSettings ps;
   ps.cache_bytes = 6 * pack.layout().max_stride;
   ps.reserve_bytes = 0;
@@ -354,12 +349,12 @@ TEST(CudaBackend, PrefetchReadsStayInFlightPastAnAcquireThatDoesNotUseThem) {
   const std::vector<uint32_t> seven = {7};
   EXPECT_EQ(pool.prefetch(1, seven, protect, &io_wait), 0u);
   const auto a = pool.acquire(1, now, st.get(), &io_wait);  // both resident: no read waited for
-  EXPECT_EQ(vram_bytes(a[0]), file_bytes(1));
-  EXPECT_EQ(vram_bytes(a[1]), file_bytes(2));
+  EXPECT_EQ(vram(a[0]), file_bytes(1));
+  EXPECT_EQ(vram(a[1]), file_bytes(2));
   pool.release(st.get());
   const std::vector<uint32_t> four = {4};
   const auto b = pool.acquire(1, four, st.get(), &io_wait);
-  EXPECT_EQ(vram_bytes(b[0]), file_bytes(4));
+  EXPECT_EQ(vram(b[0]), file_bytes(4));
   pool.release(st.get());
   // Once 3, 5, 6 have landed, 7 may evict none of 1, 2, 4 (protected) but one of 3, 5, 6 (used
   // 0 times; the lowest slot: 3).
@@ -367,7 +362,7 @@ TEST(CudaBackend, PrefetchReadsStayInFlightPastAnAcquireThatDoesNotUseThem) {
   const std::vector<ExpertKey> keep3 = {{1, 1}, {1, 2}, {1, 4}};
   EXPECT_EQ(pool.prefetch(1, seven, keep3, &io_wait), 1u);
   const auto c = pool.acquire(1, seven, st.get(), &io_wait);
-  EXPECT_EQ(vram_bytes(c[0]), file_bytes(7));
+  EXPECT_EQ(vram(c[0]), file_bytes(7));
   pool.release(st.get());
   const gpu::VramPoolCounters n = pool.counters();
   EXPECT_EQ(n.cache.prefetches, 5u);
