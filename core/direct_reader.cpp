@@ -200,7 +200,8 @@ void DirectReader::fail_request(const Part& p, int err) {
 void DirectReader::complete(Part p, int result) {
   if (fault_) result = fault_(p.offset, p.length, result);
   // A part of a request dropped by abandon_all(): it has landed, nothing more to do with it (no
-  // retry, no second error), and its tag may already belong to a new request.
+  // retry, no second error). Callers must let such parts land (pending() == 0) before they
+  // submit a new request with the same tag: this check cannot tell the two apart.
   if (!parts_left_.count(p.tag)) return;
   if (result == -EINTR || result == -EAGAIN) {
     counters_.retries.fetch_add(1, std::memory_order_relaxed);

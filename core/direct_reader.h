@@ -100,7 +100,7 @@ class DirectReader {
   void complete(Part part, int result);
   // Counts one I/O error and drops every queued part and request (the reader has failed;
   // parts still in flight are ignored when they complete: wait_some() returns nothing for
-  // them, and the destructor drains them).
+  // them, and the destructor drains them; reuse a tag of theirs only once pending() is 0).
   void abandon_all();
   [[noreturn]] void fail_request(const Part& p, int err);
 

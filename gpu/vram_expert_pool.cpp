@@ -96,18 +96,28 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   const uint32_t P = settings_.prefetch_slots;
   const uint32_t base = (prefetch_round_++ % 2) * P;
   finish_prefetch_stages(io_wait_ms, base, base + P);
+  // Room: the next acquire needs slots for every protected expert (resident or not) beside the
+  // reads in flight, or it finishes them first and its misses evict the unused prefetches.
+  const size_t busy = protect.size() + pending_.size();
+  if (busy >= cache_.slot_count()) return 0;
+  const size_t n = std::min({experts.size(), static_cast<size_t>(P), cache_.slot_count() - busy});
   std::vector<uint32_t> keep;
   for (const auto& [tag, p] : pending_) keep.push_back(p.slot);  // a read in flight owns its slot
   for (const ExpertKey& k : protect) {
     if (const auto slot = cache_.slot_of(k)) keep.push_back(*slot);
   }
-  const std::vector<SlotAssignment> placed =
-      cache_.prefetch(layer, experts.first(std::min<size_t>(experts.size(), P)), keep);
+  const std::vector<SlotAssignment> placed = cache_.prefetch(layer, experts.first(n), keep);
   const uint64_t stride = pack_.stride(layer);
   try {
     for (uint32_t i = 0; i < placed.size(); ++i) {
       const uint32_t stage = base + i;
-      if (prefetch_stage_used_[stage]) MOEPACK_CUDA_CHECK(cudaEventSynchronize(prefetch_stage_free_[stage].get()));
+      if (prefetch_stage_used_[stage]) {
+        const auto t0 = std::chrono::steady_clock::now();
+        MOEPACK_CUDA_CHECK(cudaEventSynchronize(prefetch_stage_free_[stage].get()));
+        if (io_wait_ms) {
+          *io_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        }
+      }
       const uint64_t tag = kPrefetchTag + stage;
       pending_[tag] = {ExpertKey{layer, placed[i].expert}, placed[i].slot, stage};
       reader_.submit({pack_.expert_offset(layer, placed[i].expert), stride,

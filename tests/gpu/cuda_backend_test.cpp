@@ -370,6 +370,25 @@ TEST(CudaBackend, PrefetchReadsStayInFlightPastAnAcquireThatDoesNotUseThem) {
   EXPECT_EQ(n.cache.cache_evictions, 1u);
   EXPECT_EQ(n.pack_read_bytes, 7 * stride);  // 1, 2, then 3-7 ahead
   EXPECT_EQ(n.h2d_bytes, 7 * stride);
+  // Room is kept for the protected experts that are not resident yet: 6 slots, {1, 2} resident,
+  // {3, 4} to be read by the next acquire, so only 2 of {5, 6, 7} are read ahead; that acquire
+  // then fits beside them (4 + 2 <= 6) and the prefetches survive it to be used.
+  gpu::VramExpertPool room(pack, ps, 2);
+  room.acquire(1, now, st.get(), &io_wait);
+  room.release(st.get());
+  const std::vector<uint32_t> ahead = {5, 6, 7};
+  const std::vector<ExpertKey> next4 = {{1, 1}, {1, 2}, {1, 3}, {1, 4}};
+  EXPECT_EQ(room.prefetch(1, ahead, next4, &io_wait), 2u);
+  const std::vector<uint32_t> four_now = {1, 2, 3, 4};
+  room.acquire(1, four_now, st.get(), &io_wait);
+  room.release(st.get());
+  const std::vector<uint32_t> both = {5, 6};
+  const auto r = room.acquire(1, both, st.get(), &io_wait);
+  EXPECT_EQ(vram(r[0]), file_bytes(5));
+  EXPECT_EQ(vram(r[1]), file_bytes(6));
+  room.release(st.get());
+  EXPECT_EQ(room.counters().cache.prefetch_hits, 2u);
+  EXPECT_EQ(room.counters().cache.cache_evictions, 0u);
   // No room outside the protected experts: nothing placed.
   ps.cache_bytes = 2 * pack.layout().max_stride;
   gpu::VramExpertPool two(pack, ps, 2);
