@@ -259,7 +259,7 @@ class CudaBackend final : public Backend {
     const int64_t K = cfg_.n_expert_used;
     // Router scores on the GPU, top-k on the host with core's route_token (exact). With
     // prefetch, the next MoE block's router on the same input predicts its experts, whose
-    // reads start before this block's own misses are read (beside them) and its experts run.
+    // reads start once this block's experts are queued.
     HostRouter::Lookahead next;
     const uint32_t il_next = next_moe_layer(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
@@ -269,9 +269,9 @@ class CudaBackend final : public Backend {
     router_.route(il, L.router, xn, n, pos0, L.expert_bias.empty() ? nullptr : L.expert_bias.data(),
                   rl_.as<float>(), st, observer_, {}, next);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
-    if (next.router) experts_->prefetch(il_next, router_.predicted(), il, router_.ids(), n * K, io_wait);
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, out, arena_, st, io_wait);
+    if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
   }
 
   // The first MoE layer after il (n_layer: none).

@@ -720,7 +720,7 @@ class CudaDeepseek4 final : public Backend {
       };
     };
     // With prefetch, the next block's router on this block's input predicts its experts (a
-    // hash-routed next block: exactly), read beside this block's misses and compute.
+    // hash-routed next block: exactly), read once this block's experts are queued.
     RouterLookahead next;
     const uint32_t il_next = il + 1;
     if (experts_->prefetching() && il_next < cfg_.n_layer && cfg_.is_moe_layer(il_next)) {
@@ -729,10 +729,10 @@ class CudaDeepseek4 final : public Backend {
     }
     router_.route(il, L.m_router, x, n, pos0, L.bias.data(), rl_.as<float>(), st, observer_, hash_of(L), next);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
-    if (next.router) experts_->prefetch(il_next, router_.predicted(), il, router_.ids(), n * K, io_wait);
     float* y = y_.as<float>();
     stats_.experts_computed += experts_->run(il, x, n, router_.ids(), router_.weights(),
                                              cfg_.swiglu_clamp_exp.at(il), y, arena_, st, io_wait);
+    if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
     // Shared expert: y += down · swiglu_clamped(gate · x, up · x).
     float* g = sg_.as<float>();
     float* u = su_.as<float>();

@@ -597,7 +597,7 @@ class CudaKimiLinear final : public Backend {
                            std::vector<float>(wts.begin(), wts.end())});
     };
     // With prefetch, the next MoE block's router on this block's input predicts its experts,
-    // read beside this block's misses and compute.
+    // read once this block's experts are queued.
     RouterLookahead next;
     uint32_t il_next = il + 1;
     while (il_next < cfg_.n_layer && !layers_[il_next].moe) ++il_next;
@@ -608,10 +608,10 @@ class CudaKimiLinear final : public Backend {
     router_.route(il, L.m_router, xn, n, pos0, L.bias.empty() ? nullptr : L.bias.data(), rl_.as<float>(), st,
                   defer_routing_ ? defer : observer_, {}, next);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
-    if (next.router) experts_->prefetch(il_next, router_.predicted(), il, router_.ids(), n * K, io_wait);
     float* y = y_.as<float>();
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, y, arena_, st, io_wait);
+    if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
     if (L.ff > 0) {
       swiglu_ffn(L.m_sh_gate, L.m_sh_up, L.m_sh_down, L.ff, n, tmp_.as<float>());
       add_inplace(y, tmp_.as<float>(), n * E, st);

@@ -139,17 +139,9 @@ void CudaRoutedExperts::reserve(int64_t n_tokens) {
   ey_.ensure(fbytes(pairs * cfg_.n_embd), "expert outputs");
 }
 
-void CudaRoutedExperts::prefetch(uint32_t block, std::span<const uint32_t> experts, uint32_t now,
-                                 const int32_t* ids, int64_t n_ids, double* io_wait_ms) {
+void CudaRoutedExperts::prefetch(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms) {
   if (!prefetching() || block >= blocks_.size() || !blocks_[block].moe) return;
-  std::vector<ExpertKey> protect;
-  if (now < blocks_.size() && blocks_[now].moe) {
-    for (int64_t i = 0; i < n_ids; ++i) {
-      const ExpertKey k{blocks_[now].pack_layer, static_cast<uint32_t>(ids[i])};
-      if (std::find(protect.begin(), protect.end(), k) == protect.end()) protect.push_back(k);
-    }
-  }
-  pool_->prefetch(blocks_[block].pack_layer, experts, protect, io_wait_ms);
+  pool_->prefetch(blocks_[block].pack_layer, experts, {}, io_wait_ms);
 }
 
 bool CudaRoutedExperts::prefetching() const { return pool_ && pool_->prefetch_slots() > 0; }

@@ -72,12 +72,10 @@ class CudaRoutedExperts {
                UploadArena& arena, cudaStream_t st, double* io_wait_ms);
 
   // Pack path with prefetch_experts: starts reading the experts of blk.`block` in `experts`
-  // (most wanted first) that are not in VRAM, without waiting (VramExpertPool::prefetch), and
-  // without evicting the experts `ids` (n_ids entries, repeats allowed) of blk.`now`, the block
-  // whose run() comes next. Call after run() of the block before. Adds the wait for the last
-  // round's reads to *io_wait_ms. A no-op otherwise.
-  void prefetch(uint32_t block, std::span<const uint32_t> experts, uint32_t now, const int32_t* ids, int64_t n_ids,
-                double* io_wait_ms);
+  // (most wanted first) that are not in VRAM, without waiting (VramExpertPool::prefetch). Call
+  // after run() of the block before. Adds the waits for earlier rounds to *io_wait_ms. A no-op
+  // otherwise.
+  void prefetch(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms);
   bool prefetching() const;
 
   // Ends a step (one forward()) for the cache's hit counting; call also when a forward() fails.
