@@ -28,6 +28,7 @@ uint64_t free_vram_bytes() {
 VramExpertPool::VramExpertPool(const ExpertPack& pack, const VramPoolSettings& settings, uint32_t top_k)
     : pack_(pack),
       settings_(settings),
+      top_k_(top_k),
       slot_bytes_(pack.layout().max_stride),
       cache_(cache_slots_for_budget(settings.cache_bytes, free_vram_bytes(), settings.reserve_bytes,
                                     pack.layout().max_stride, top_k),
@@ -96,9 +97,10 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   const uint32_t P = settings_.prefetch_slots;
   const uint32_t base = (prefetch_round_++ % 2) * P;
   finish_prefetch_stages(io_wait_ms, base, base + P);
-  // Room: the next acquire needs slots for every protected expert (resident or not) beside the
-  // reads in flight, or it finishes them first and its misses evict the unused prefetches.
-  const size_t busy = protect.size() + pending_.size();
+  // Room: the next acquire needs slots for its experts (the protected ones, at least top-k)
+  // beside the reads in flight, or it finishes them first and its misses evict the unused
+  // prefetches.
+  const size_t busy = std::max<size_t>(protect.size(), top_k_) + pending_.size();
   if (busy >= cache_.slot_count()) return 0;
   const size_t n = std::min({experts.size(), static_cast<size_t>(P), cache_.slot_count() - busy});
   std::vector<uint32_t> keep;

@@ -87,8 +87,8 @@ class VramExpertPool {
   // Call after enqueuing on `compute` the kernels that read the slots acquire() returned.
   void release(cudaStream_t compute);
   // Starts reading the first n of `experts` (distinct ids of pack layer `layer`, most wanted
-  // first) that are not resident, n = min(prefetch_slots, slot_count - |protect| - reads in
-  // flight), as far as slots outside `protect` (distinct keys) allow; returns the number of
+  // first) that are not resident, n = min(prefetch_slots, slot_count - max(|protect|, top_k) -
+  // reads in flight), as far as slots outside `protect` (distinct keys) allow; returns the number of
   // reads started without waiting for them (0 when prefetch is off or there is no room). Call
   // when the kernels queued so far are release()d. Adds the waits for the previous round's
   // reads and buffers to *io_wait_ms. Throws Error (bad layer / ids), IoError from the submission,
@@ -129,6 +129,7 @@ class VramExpertPool {
 
   const ExpertPack& pack_;
   VramPoolSettings settings_;
+  uint32_t top_k_;
   uint64_t slot_bytes_;
   ExpertCache cache_;
   DirectReader reader_;

@@ -299,19 +299,22 @@ TEST(CudaBackend, PrefetchedExpertsArriveIntactAndABadOneIsReportedOnUse) {
   const uint64_t read_before = pool.counters().pack_read_bytes;
   EXPECT_THROW(pool.acquire(1, third, st.get(), &io_wait), Error);
   EXPECT_EQ(pool.counters().pack_read_bytes, read_before + stride);  // from the prefetch read, not read again
-  // A cache too small for the reads in flight beside an acquire's experts (2 + 3 > 3 slots):
-  // the reads are finished first; both experts arrive intact.
+  // 3 slots, top-k 2: a round leaves room for the next acquire's top-k, so 1 of 3 is read
+  // ahead. An acquire of 3 experts does not fit beside that read in flight (3 + 1 > 3): the read
+  // is finished first, and its expert is evicted for the misses; all arrive intact.
   ps.cache_bytes = 3 * pack.layout().max_stride;
   ps.verify_pack_sha256 = false;
   gpu::VramExpertPool small(pack, ps, 2);
-  const std::vector<uint32_t> ahead = {3, 7, 9}, now = {7, 11};
-  EXPECT_EQ(small.prefetch(1, ahead), 3u);
+  const std::vector<uint32_t> ahead = {3, 7, 9}, now = {7, 11, 12};
+  EXPECT_EQ(small.prefetch(1, ahead), 1u);
   const auto d = small.acquire(1, now, st.get(), &io_wait);
   EXPECT_EQ(vram(d[0], st.get()), file_bytes(7));
   EXPECT_EQ(vram(d[1], st.get()), file_bytes(11));
+  EXPECT_EQ(vram(d[2], st.get()), file_bytes(12));
   small.release(st.get());
-  EXPECT_EQ(small.counters().cache.prefetch_hits, 1u);
+  EXPECT_EQ(small.counters().cache.prefetch_hits, 0u);
   EXPECT_EQ(small.counters().cache.cache_evictions, 1u);
+  EXPECT_EQ(small.counters().pack_read_bytes, 4 * stride);
   // Prefetch off: nothing is read ahead.
   ps.prefetch_slots = 0;
   gpu::VramExpertPool off(pack, ps, 2);
