@@ -48,27 +48,23 @@ void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, 
   }
   predicted_.clear();
   if (!next.router) return;
-  std::vector<int32_t> pid(static_cast<size_t>(K));
-  std::vector<float> pw(static_cast<size_t>(K));
-  std::vector<uint32_t> count(static_cast<size_t>(X), 0), first(static_cast<size_t>(X), 0);
-  uint32_t order = 0;
+  pid_.resize(static_cast<size_t>(K));
+  pw_.resize(static_cast<size_t>(K));
+  pick_count_.assign(static_cast<size_t>(X), 0);
   for (int64_t t = 0; t < n; ++t) {
     if (next.choose) {
-      next.choose(t, scores + (n + t) * X, pid.data(), pw.data());
+      next.choose(t, scores + (n + t) * X, pid_.data(), pw_.data());
     } else {
-      route_token(cfg_, scores + (n + t) * X, next.bias, pid.data(), pw.data(), scratch_.data());
+      route_token(cfg_, scores + (n + t) * X, next.bias, pid_.data(), pw_.data(), scratch_.data());
     }
-    for (const int32_t e : pid) {
+    for (const int32_t e : pid_) {
       if (e < 0 || e >= X) continue;
-      if (count[static_cast<size_t>(e)]++ == 0) {
-        first[static_cast<size_t>(e)] = order++;
-        predicted_.push_back(static_cast<uint32_t>(e));
-      }
+      if (pick_count_[static_cast<size_t>(e)]++ == 0) predicted_.push_back(static_cast<uint32_t>(e));
     }
   }
-  std::stable_sort(predicted_.begin(), predicted_.end(), [&](uint32_t a, uint32_t b) {
-    return count[a] != count[b] ? count[a] > count[b] : first[a] < first[b];
-  });
+  // Most picked first; ties keep the order of first pick (predicted_ is in that order).
+  std::stable_sort(predicted_.begin(), predicted_.end(),
+                   [&](uint32_t a, uint32_t b) { return pick_count_[a] > pick_count_[b]; });
 }
 
 }  // namespace moepack::gpu

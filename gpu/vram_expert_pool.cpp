@@ -17,6 +17,11 @@ namespace {
 // Reader tags of prefetch reads (acquire's own reads use their miss index).
 constexpr uint64_t kPrefetchTag = uint64_t{1} << 62;
 
+// *ms (if given) += milliseconds since t0.
+void add_ms_since(std::chrono::steady_clock::time_point t0, double* ms) {
+  if (ms) *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 uint64_t free_vram_bytes() {
   size_t free_b = 0, total_b = 0;
   MOEPACK_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -116,9 +121,7 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
       if (prefetch_stage_used_[stage]) {
         const auto t0 = std::chrono::steady_clock::now();
         MOEPACK_CUDA_CHECK(cudaEventSynchronize(prefetch_stage_free_[stage].get()));
-        if (io_wait_ms) {
-          *io_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        }
+        add_ms_since(t0, io_wait_ms);
       }
       const uint64_t tag = kPrefetchTag + stage;
       pending_[tag] = {ExpertKey{layer, placed[i].expert}, placed[i].slot, stage};
@@ -191,9 +194,7 @@ void VramExpertPool::finish_prefetch_stages(double* io_wait_ms, uint32_t first_s
     forget_undelivered();
     throw;
   }
-  if (io_wait_ms) {
-    *io_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
+  add_ms_since(t0, io_wait_ms);
 }
 
 std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<const uint32_t> experts,
@@ -278,9 +279,7 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
       forget_undelivered();
       throw;
     }
-    if (io_wait_ms) {
-      *io_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    }
+    add_ms_since(t0, io_wait_ms);
   }
   for (const SlotAssignment& a : assignments) {
     // Misses, and prefetched experts (copied here or earlier): wait for the copy.
