@@ -261,7 +261,7 @@ class CudaBackend final : public Backend {
     // prefetch, the next MoE block's router on the same input predicts its experts, whose
     // reads start once this block's experts are queued.
     HostRouter::Lookahead next;
-    const uint32_t il_next = next_moe_layer(il);
+    const uint32_t il_next = experts_->next_moe_block(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
       next = {&N.router, N.expert_bias.empty() ? nullptr : N.expert_bias.data(), {}};
@@ -272,14 +272,6 @@ class CudaBackend final : public Backend {
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, out, arena_, st, io_wait);
     if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
-  }
-
-  // The first MoE layer after il (n_layer: none).
-  uint32_t next_moe_layer(uint32_t il) const {
-    for (uint32_t j = il + 1; j < cfg_.n_layer; ++j) {
-      if (cfg_.is_moe_layer(j)) return j;
-    }
-    return cfg_.n_layer;
   }
 
   std::shared_ptr<const ModelSource> model_;

@@ -722,8 +722,8 @@ class CudaDeepseek4 final : public Backend {
     // With prefetch, the next block's router on this block's input predicts its experts (a
     // hash-routed next block: exactly), read once this block's experts are queued.
     RouterLookahead next;
-    const uint32_t il_next = il + 1;
-    if (experts_->prefetching() && il_next < cfg_.n_layer && cfg_.is_moe_layer(il_next)) {
+    const uint32_t il_next = experts_->next_moe_block(il);
+    if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
       next = {&N.m_router, N.bias.data(), hash_of(N)};
     }

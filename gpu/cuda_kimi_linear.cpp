@@ -599,8 +599,7 @@ class CudaKimiLinear final : public Backend {
     // With prefetch, the next MoE block's router on this block's input predicts its experts,
     // read once this block's experts are queued.
     RouterLookahead next;
-    uint32_t il_next = il + 1;
-    while (il_next < cfg_.n_layer && !layers_[il_next].moe) ++il_next;
+    const uint32_t il_next = experts_->next_moe_block(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
       next = {&N.m_router, N.bias.empty() ? nullptr : N.bias.data(), {}};

@@ -146,6 +146,13 @@ void CudaRoutedExperts::prefetch(uint32_t block, std::span<const uint32_t> exper
 
 bool CudaRoutedExperts::prefetching() const { return pool_ && pool_->prefetch_slots() > 0; }
 
+uint32_t CudaRoutedExperts::next_moe_block(uint32_t block) const {
+  for (size_t j = static_cast<size_t>(block) + 1; j < blocks_.size(); ++j) {
+    if (blocks_[j].moe) return static_cast<uint32_t>(j);
+  }
+  return static_cast<uint32_t>(blocks_.size());
+}
+
 void CudaRoutedExperts::end_step() {
   if (pool_) pool_->end_step();
 }

@@ -77,6 +77,8 @@ class CudaRoutedExperts {
   // otherwise.
   void prefetch(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms);
   bool prefetching() const;
+  // The first block after `block` with routed experts; the block count when there is none.
+  uint32_t next_moe_block(uint32_t block) const;
 
   // Ends a step (one forward()) for the cache's hit counting; call also when a forward() fails.
   void end_step();
