@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -160,6 +161,40 @@ TEST_F(DirectReaderTest, InjectedEioIsCountedAndThrown) {
     EXPECT_EQ(e.errno_value(), EIO);
     EXPECT_NE(std::string(e.what()).find("offset 36864"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(r.counters().io_errors.load(), 1u);
+}
+
+// After a failed read the reader drops every request; the parts of those requests still in
+// flight are ignored when they land (wait_some() returns no tag for them, and no tag that
+// completed before the failure), so their tags can be submitted again once pending() is 0.
+TEST_F(DirectReaderTest, AbandonedRequestsAreIgnoredAndTheirTagsReusable) {
+  ReaderSettings s;
+  s.read_splits = 4;
+  DirectReader r(path_, s);
+  r.set_fault_injector([](uint64_t offset, uint64_t, int res) { return offset == 4096 * 9 ? -EIO : res; });
+  AlignedBuffer a(4 * 4096, 4096), b(4096, 4096), c(4 * 4096, 4096);
+  r.submit({4096 * 2, 4 * 4096, a.data(), 0});
+  r.submit({4096 * 9, 4096, b.data(), 1});
+  r.submit({4096 * 20, 4 * 4096, c.data(), 2});
+  EXPECT_THROW(
+      {
+        while (r.pending() != 0) r.wait_some();
+      },
+      IoError);
+  while (r.pending() != 0) EXPECT_TRUE(r.wait_some().empty());  // orphans land, unreported
+  EXPECT_TRUE(r.wait_some().empty());
+  r.set_fault_injector(nullptr);
+  AlignedBuffer d(4096, 4096), e(4 * 4096, 4096);
+  r.submit({4096 * 30, 4096, d.data(), 0});
+  r.submit({4096 * 40, 4 * 4096, e.data(), 2});
+  std::vector<uint64_t> seen;
+  while (r.pending() != 0) {
+    for (const uint64_t t : r.wait_some()) seen.push_back(t);
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0, 2}));
+  expect_pattern(d.data(), 4096 * 30, 4096);
+  expect_pattern(e.data(), 4096 * 40, 4 * 4096);
   EXPECT_EQ(r.counters().io_errors.load(), 1u);
 }
 
