@@ -108,8 +108,7 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   const size_t busy = std::max<size_t>(protect.size(), top_k_) + pending_.size();
   if (busy >= cache_.slot_count()) return 0;
   const size_t n = std::min({experts.size(), static_cast<size_t>(P), cache_.slot_count() - busy});
-  std::vector<uint32_t> keep;
-  for (const auto& [tag, p] : pending_) keep.push_back(p.slot);  // a read in flight owns its slot
+  std::vector<uint32_t> keep = pending_slots();  // a read in flight owns its slot
   for (const ExpertKey& k : protect) {
     if (const auto slot = cache_.slot_of(k)) keep.push_back(*slot);
   }
@@ -157,6 +156,22 @@ bool VramExpertPool::deliver_prefetched(const PendingRead& p) {
   return true;
 }
 
+VramExpertPool::PendingRead VramExpertPool::land_prefetch(uint64_t tag, bool* delivered) {
+  const auto it = pending_.find(tag);
+  if (it == pending_.end()) throw Error("internal: read " + std::to_string(tag) + " is not a prefetch read");
+  const PendingRead p = it->second;
+  const bool ok = deliver_prefetched(p);  // a throw leaves it pending: forgotten by the caller's catch
+  pending_.erase(it);
+  if (delivered) *delivered = ok;
+  return p;
+}
+
+std::vector<uint32_t> VramExpertPool::pending_slots() const {
+  std::vector<uint32_t> slots;
+  for (const auto& [tag, p] : pending_) slots.push_back(p.slot);
+  return slots;
+}
+
 void VramExpertPool::forget_undelivered() {
   // The cache counts them resident: forget them, so a later acquire reads them again.
   for (const auto& [tag, p] : pending_) cache_.invalidate(p.key);
@@ -183,12 +198,7 @@ void VramExpertPool::finish_prefetch_stages(double* io_wait_ms, uint32_t first_s
     if (released_recorded_) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
     while (waited_for() > 0) {
       // Every read that lands is delivered, whichever set it belongs to.
-      for (const uint64_t tag : wait_reads()) {
-        const auto it = pending_.find(tag);
-        if (it == pending_.end()) throw Error("internal: read " + std::to_string(tag) + " is not a prefetch read");
-        deliver_prefetched(it->second);
-        pending_.erase(it);
-      }
+      for (const uint64_t tag : wait_reads()) land_prefetch(tag, nullptr);
     }
   } catch (...) {
     forget_undelivered();
@@ -208,15 +218,12 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
   if (!pending_.empty() && experts.size() + pending_.size() > cache_.slot_count()) {
     finish_prefetch_stages(io_wait_ms, 0, UINT32_MAX);
   }
-  std::vector<uint32_t> keep;
+  const std::vector<uint32_t> keep = pending_slots();
   size_t needed_prefetch = 0;  // reads in flight of experts this acquire uses: waited for
   const auto used_now = [&](const ExpertKey& k) {
     return k.layer == layer && std::find(experts.begin(), experts.end(), k.expert) != experts.end();
   };
-  for (const auto& [tag, p] : pending_) {
-    keep.push_back(p.slot);
-    needed_prefetch += used_now(p.key);
-  }
+  for (const auto& [tag, p] : pending_) needed_prefetch += used_now(p.key);
   const std::vector<SlotAssignment> assignments = cache_.acquire(layer, experts, keep);
   std::vector<const SlotAssignment*> misses;
   for (const SlotAssignment& a : assignments) {
@@ -244,11 +251,8 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
         for (const uint64_t tag : wait_reads()) {
           if (tag >= kPrefetchTag) {
             // A prefetch read: delivered as it lands, whoever needs it.
-            const auto it = pending_.find(tag);
-            if (it == pending_.end()) throw Error("internal: read " + std::to_string(tag) + " is not a prefetch read");
-            const PendingRead p = it->second;
-            const bool delivered = deliver_prefetched(p);  // a throw leaves it pending: forgotten below
-            pending_.erase(it);
+            bool delivered = false;
+            const PendingRead p = land_prefetch(tag, &delivered);
             if (used_now(p.key)) {
               --needed_prefetch;
               // This acquire needs it: report as an ordinary read would.

@@ -118,6 +118,10 @@ class VramExpertPool {
   // (false: its SHA-256 does not match).
   bool deliver_prefetched(const PendingRead& p);
   const uint8_t* prefetch_src(const PendingRead& p) const;
+  // The prefetch read `tag` has landed: delivers it (*delivered: false when its SHA-256 failed)
+  // and removes it from pending_. Throws an internal Error for a tag that is not pending.
+  PendingRead land_prefetch(uint64_t tag, bool* delivered);
+  std::vector<uint32_t> pending_slots() const;  // the slots owned by reads in flight
   // After a failure: forgets the reads in flight (pending_), drains the reader.
   void forget_undelivered();
   // reader_.wait_some(), an internal Error when nothing was in flight.
