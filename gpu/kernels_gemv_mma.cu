@@ -284,11 +284,18 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
 // in B's columns (the default for Q4_K / Q2_K, and single MXFP4 matrices; "The column layout"
 // below).
 // kI8Col2: Q2_K's column layout with its scales and minimums on the tensor cores
-// (Q2kColPath2). The default's column arithmetic per type: col_arith.
-enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2, kI8Col2 = 3 };
+// (Q2kColPath2). kI8Col3 (tenth pass): Q2_K's minimums in one mma a super-block against
+// per-sub-block sums of x (Q2kColPath3), MXFP4 with its e2m1 tables in registers and two
+// blocks' scales split over the quad (Mxfp4ColPath2). The default's column arithmetic per type:
+// col_arith; tenth_arith the tenth pass's (variant 22).
+enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2, kI8Col2 = 3, kI8Col3 = 4 };
 template <GgmlType T>
 constexpr int col_arith() {
   return T == GgmlType::Q2_K ? kI8Col2 : kI8Col;
+}
+template <GgmlType T>
+constexpr int tenth_arith() {
+  return T == GgmlType::Q4_K ? kI8Col : kI8Col3;
 }
 
 template <GgmlType T, int P>
@@ -539,7 +546,18 @@ __host__ __device__ constexpr int64_t frag_stride_i8(int64_t ne0) {
 // Where x_fragments_i8 puts the slices' words (the sums after them are the same for all but
 // MXFP4's): the diagonal layout above, or the column layout of Q4_K, Q2_K or MXFP4 ("The
 // column layout" below).
-enum SliceLayout : int { kDiagWords = 0, kQ4kColumns = 1, kQ2kColumns = 2, kMxColumns = 3 };
+// kQ2kMinColumns: kQ2kColumns' pairs, then per super-block the B words of its minimums' mma
+// (Q2kColPath3) in place of the 16-element sums (the same stride as MXFP4's: frag_stride_mx).
+// kMxMagicColumns: kMxColumns with kRoundMagicBits added to the odd slices' offsets
+// (Mxfp4ColPath2's conversion without I2F).
+enum SliceLayout : int {
+  kDiagWords = 0,
+  kQ4kColumns = 1,
+  kQ2kColumns = 2,
+  kMxColumns = 3,
+  kQ2kMinColumns = 4,
+  kMxMagicColumns = 5
+};
 
 // The fragments of MXFP4's column layout: ne0 * 4 bytes of pairs, per 32-element block four
 // s32 values -12 times the sums of its slices' values (ne0 / 2 bytes), ne0 / 256 floats 2^-s.
@@ -568,11 +586,12 @@ __device__ __forceinline__ uint32_t low_bytes(uint32_t r0, uint32_t r1, uint32_t
 // No barrier: the caller synchronises before reading them.
 template <int LAYOUT, class After>
 __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, After after) {
-  constexpr bool kMx = LAYOUT == kMxColumns;
+  constexpr bool kMx = LAYOUT == kMxColumns || LAYOUT == kMxMagicColumns;
+  constexpr bool kX16 = !kMx && LAYOUT != kQ2kMinColumns;  // 16-element sums after the words
   constexpr int kBatch = 4;
   uint4* xf = reinterpret_cast<uint4*>(base);
   float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
-  float* unscale = kMx ? reinterpret_cast<float*>(base + ne0 * 4 + ne0 / 2) : x16 + ne0 / 16;
+  float* unscale = kX16 ? x16 + ne0 / 16 : reinterpret_cast<float*>(base + ne0 * 4 + ne0 / 2);
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   const int64_t nsb = ne0 / 256;
@@ -612,7 +631,7 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
       const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
-      if (!kMx && (lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
+      if (kX16 && (lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
       // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
       // - E, clamped to +-126 (2^s and 2^-s normal; every finite x in range: E = 254 gives s =
       // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
@@ -660,11 +679,31 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
 #pragma unroll
           for (int q = 0; q < 4; ++q) xw[m * 32 + 4 * q] = w[q][m];
         }
-      } else if constexpr (LAYOUT == kQ2kColumns) {
+      } else if constexpr (LAYOUT == kQ2kColumns || LAYOUT == kQ2kMinColumns) {
         // Elements 8L..8L+7: unit c = L / 4, t = L % 4; pair 4 s + t of the unit.
         uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
 #pragma unroll
         for (int q = 0; q < 4; ++q) xp[4 * q] = make_uint2(w[q][0], w[q][1]);
+        if constexpr (LAYOUT == kQ2kMinColumns) {
+          // The minimums' B (Q2kColPath3): sub-block j = L / 2 (lanes 2j, 2j + 1) of slice q sums
+          // to S in [-1024, 1024], stored as S = 128 hi + lo (hi in [-8, 8], lo in [-64, 63]) in
+          // column c = 2 q (hi) or 2 q + 1 (lo) at k = j: byte 4 (4 c + j / 4) + j % 4 = 16 c + j
+          // of the super-block's 128 (word 4 c + j / 4 is lane 4 c + j / 4's B word). Lane 2j
+          // stores slices 0, 1, lane 2j + 1 slices 2, 3.
+          int8_t* xm = reinterpret_cast<int8_t*>(base + ne0 * 4) + k * 128 + lane / 2;
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            int sum_q = 0;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) sum_q += static_cast<int>(r[q][i] - kRoundMagicBits);
+            sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 1);
+            const int hi = (sum_q + 64) >> 7;  // arithmetic shift: floor
+            if ((lane & 1) == (q >> 1)) {
+              xm[16 * (2 * q)] = static_cast<int8_t>(hi);
+              xm[16 * (2 * q + 1)] = static_cast<int8_t>(sum_q - 128 * hi);
+            }
+          }
+        }
       } else {
         // Block c = L / 4, t = L % 4: pair 4 s + t = slice s of elements {4t, 4t+16, 4t+1, 4t+17},
         // {4t+2, 4t+18, 4t+3, 4t+19} (v[0..3] are 4t.., v[4..7] 16+4t..), and -12 times the
@@ -680,7 +719,9 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
           for (int i = 0; i < 8; ++i) sum_q += static_cast<int>(r[q][i] - kRoundMagicBits);
           sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 1);
           sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 2);
-          if (lane % 4 == 0) xs[q] = -12 * sum_q;  // the offset of the values (Mxfp4ColPath)
+          if (lane % 4 == 0) {  // the offset of the values (Mxfp4ColPath)
+            xs[q] = -12 * sum_q + (LAYOUT == kMxMagicColumns && (q & 1) ? static_cast<int>(kRoundMagicBits) : 0);
+          }
         }
       }
     }
@@ -1025,6 +1066,79 @@ struct Q2kColPath2 : Q2kI8Path {
   }
 };
 
+// Q2_K in the column layout, tenth pass (variant 22): Q2kColPath2's quants, with two changes.
+//   - The minimums take one mma a super-block instead of one per field: A = 16 m at k = the
+//     sub-block (0-15: the high nibbles of the lane's scale word t, rows g and g + 8, in place;
+//     k 16-31 zero), B = the sub-blocks' sums of x's slices (x_fragments_i8, kQ2kMinColumns:
+//     column 2 q + p holds slice q's sums as 128 hi + lo, p = 0 hi, 1 lo). Lane t receives
+//     columns 2t, 2t + 1: slice t's sum_j 16 m_j S_j = 128 D0 + D1 for its two rows. Bounds:
+//     |D0| <= 16 x 240 x 8, |D1| <= 16 x 240 x 64, so |128 D0 + D1| < 2^22.
+//   - The scales: each scale word masked to its low nibbles once (0x0F0F0F0F), then one prmt
+//     a field and row moves the lane's byte into place (zeros above: an s32 multiplier).
+// Conversions: the integer sums (|4 S_even + S_odd| < 2^21, the minimums < 2^22) start from
+// kRoundMagicBits in the mma's own accumulator (C), so their bits are 1.5 2^23 + n as an F32 and
+// one FADD gives n exactly (kRoundMagic): no I2F.
+struct Q2kCol3View : I8ColView {
+  const uint32_t* xm;  // the minimums' B words: 32 a super-block, word `lane`
+  float qf;            // 0.25 x slice2 (the quants' F = 4 and the lane's slice pair)
+  float mf;            // 0.0625 x 2^-7t (16 m, and the lane's slice t)
+  __device__ __forceinline__ uint32_t min_word(int64_t sb) const { return xm[sb * 32 + lane]; }
+};
+
+struct Q2kColPath3 : Q2kI8Path {
+  uint32_t ma, mb;  // scale word t of rows a, b: the minimums of sub-blocks 4t..4t+3 (high nibbles)
+
+  template <bool GLOBAL>
+  __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool aligned) {
+    Q2kI8Path::fetch<GLOBAL>(pa, pb, t, aligned);
+    ma = reinterpret_cast<const uint32_t*>(pa)[t] & 0xF0F0F0F0u;
+    mb = reinterpret_cast<const uint32_t*>(pb)[t] & 0xF0F0F0F0u;
+  }
+
+  __device__ __forceinline__ void compute(int64_t sb, int t, const Q2kCol3View& xv, float& acca,
+                                          float& accb) const {
+    const uint32_t half = static_cast<uint32_t>(t) >> 1;
+    // prmt selectors: byte 2 (j % 2) + half of the word in byte 0, zero bytes above
+    const uint32_t sel[2] = {0x4440u | half, 0x4440u | (2u + half)};
+    uint32_t sca4[4], scb4[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sca4[i] = sa[i] & 0x0F0F0F0Fu, scb4[i] = sb4[i] & 0x0F0F0F0Fu;
+    const int magic = static_cast<int>(kRoundMagicBits);
+    int te[4] = {0, 0, 0, 0}, to[4] = {magic, magic, magic, magic}, tm[4] = {0, magic, 0, magic};
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const uint32_t q[4] = {qa[n].x, qb[n].x, qa[n].y, qb[n].y};
+      const uint32_t q4[4] = {q[0] >> 4, q[1] >> 4, q[2] >> 4, q[3] >> 4};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t sca = prmt(sca4[2 * n + (j >> 1)], 0u, sel[j & 1]);
+        const uint32_t scb = prmt(scb4[2 * n + (j >> 1)], 0u, sel[j & 1]);
+        const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
+        const uint32_t(&src)[4] = j < 2 ? q : q4;
+        const uint32_t a[4] = {(src[0] & mask) * sca, (src[1] & mask) * scb, (src[2] & mask) * sca,
+                               (src[3] & mask) * scb};
+        const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
+        if (j & 1) {
+          mma_i8_acc(to, a, bw.x, bw.y);
+        } else {
+          mma_i8_acc(te, a, bw.x, bw.y);
+        }
+      }
+    }
+    const uint32_t am[4] = {ma, mb, 0u, 0u};
+    mma_i8_acc(tm, am, xv.min_word(sb), 0u);
+    // Rows g (D 0, 1) and g + 8 (D 2, 3).
+    const auto value = [](int bits) { return __uint_as_float(static_cast<uint32_t>(bits)) - kRoundMagic; };
+    // (explicit fmaf: this file is built with --fmad=false)
+    const float s_a = fmaf(value(4 * te[1] + to[1]), 0x1p-7f, value(4 * te[0] + to[0]));
+    const float s_b = fmaf(value(4 * te[3] + to[3]), 0x1p-7f, value(4 * te[2] + to[2]));
+    const float m_a = value(128 * tm[0] + tm[1]), m_b = value(128 * tm[2] + tm[3]);
+    const float us = xv.unscale[sb];
+    acca = fmaf(fmaf(half_lo(da), xv.qf * s_a, -half_hi(da) * (xv.mf * m_a)), us, acca);
+    accb = fmaf(fmaf(half_lo(db), xv.qf * s_b, -half_hi(db) * (xv.mf * m_b)), us, accb);
+  }
+};
+
 // MXFP4 in the column layout. A 32-element block has one scale, so an mma covers one block:
 // lane t's A words are its qs word (bytes 4t..4t+3: low nibbles elements 4t.., high 16 + 4t..)
 // as u8 values v + 12 of ggml's doubled e2m1 values v in [-12, 12] (two prmt table lookups, one
@@ -1081,6 +1195,84 @@ struct Mxfp4ColPath : Mxfp4Path {
       // Exact in s32 and F32: |sum v X| <= 12 x 64 x 32 per slice, so 128 D0 + D1 < 2^22.
       sa += dea[k] * (static_cast<float>(d[0] * 128 + d[1]) * us);
       sb += deb[k] * (static_cast<float>(d[2] * 128 + d[3]) * us);
+    }
+    acca += sa;
+    accb += sb;
+  }
+};
+
+// MXFP4 in the column layout, tenth pass (variant 22): Mxfp4ColPath's blocks, with three changes.
+//   - The e2m1 tables are in registers (MxCol2View::tab, read from shared memory once a
+//     launch; as literals ptxas moved them into a register before every prmt, 2 of the ~6
+//     instructions a lookup), and one XOR a code word serves both its halves.
+//   - B's columns 4-7 repeat columns 0-3, so lanes t >= 2 receive the same sums as lanes t < 2,
+//     and the quad splits each pair of blocks: lanes t < 2 scale and add the even block's sums,
+//     lanes t >= 2 the odd block's (each lane converts and applies 4 of a row's 8 scales).
+//   - No I2F: the odd slices' offsets carry kRoundMagicBits (kMxMagicColumns), so 128 D0 + D1
+//     (|n| < 2^22, Mxfp4ColPath) is 1.5 2^23 + n as F32 bits and one FADD gives n exactly.
+struct MxCol2View {
+  const uint2* xp;  // 16 pairs a block: lane L reads pair L % 16 (columns 4-7 repeat 0-3)
+  const int2* xs;   // per block: -12 times the slice sums {0, 1}, {2, 3}; + kRoundMagicBits in .y
+  const float* unscale;
+  int lane;
+  float slice2;     // as MxColView's
+  uint32_t tab[4];  // e2m1_u8's table words
+  __device__ __forceinline__ uint2 pair_of(int64_t blk) const { return xp[blk * 16 + (lane & 15)]; }
+  __device__ __forceinline__ int2 offsets(int64_t blk) const { return xs[blk * 2 + (lane & 1)]; }
+  // e2m1_u8 of the codes in bits 0-15 of c, cx = c ^ 0x8888 (bits 0-15).
+  __device__ __forceinline__ uint32_t lut(uint32_t c, uint32_t cx) const {
+    return prmt(tab[0], tab[1], c) | prmt(tab[2], tab[3], cx);
+  }
+};
+
+struct Mxfp4ColPath2 {
+  static constexpr int kBytes = 136;
+  uint32_t wa[8], wb[8];
+  float dea[4], deb[4];  // the scales of blocks 2i + (t >= 2)
+
+  template <int K>
+  __device__ __forceinline__ void fetch_block(const uint32_t* qa, const uint32_t* qb, const uint8_t* ea,
+                                              const uint8_t* eb) {
+    wa[K] = Mxfp4Path::qs_word<K>(qa);
+    wb[K] = Mxfp4Path::qs_word<K>(qb);
+    if constexpr (K % 2 == 0) {
+      dea[K / 2] = e8m0_half(ea[17 * K]);
+      deb[K / 2] = e8m0_half(eb[17 * K]);
+    }
+    if constexpr (K < 7) fetch_block<K + 1>(qa, qb, ea, eb);
+  }
+
+  template <bool GLOBAL>
+  __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool) {
+    static_assert(!GLOBAL, "MXFP4 is served from shared memory only");
+    const int odd = 17 * (t >> 1);  // lanes t >= 2 take the odd blocks' scales
+    fetch_block<0>(reinterpret_cast<const uint32_t*>(pa) + t, reinterpret_cast<const uint32_t*>(pb) + t,
+                   pa + odd, pb + odd);
+  }
+
+  __device__ __forceinline__ void compute(int64_t u, int t, const MxCol2View& xv, float& acca,
+                                          float& accb) const {
+    const float us = xv.unscale[u] * xv.slice2;  // as Mxfp4ColPath: 2^-s before the scale
+    const bool odd = t >= 2;
+    float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; k += 2) {
+      int d[2][4];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t blk = u * 8 + k + h;
+        const uint32_t xa = wa[k + h] ^ 0x88888888u, xb = wb[k + h] ^ 0x88888888u;
+        const uint32_t a[4] = {xv.lut(wa[k + h], xa), xv.lut(wb[k + h], xb), xv.lut(wa[k + h] >> 16, xa >> 16),
+                               xv.lut(wb[k + h] >> 16, xb >> 16)};
+        const uint2 bw = xv.pair_of(blk);
+        const int2 o = xv.offsets(blk);  // D = sum (v + 12) X - 12 sum X (+ the magic in D1)
+        d[h][0] = o.x, d[h][1] = o.y, d[h][2] = o.x, d[h][3] = o.y;
+        mma_i8_acc(d[h], a, bw.x, bw.y);
+      }
+      const int na = odd ? 128 * d[1][0] + d[1][1] : 128 * d[0][0] + d[0][1];
+      const int nb = odd ? 128 * d[1][2] + d[1][3] : 128 * d[0][2] + d[0][3];
+      sa = fmaf(dea[k / 2], (__uint_as_float(static_cast<uint32_t>(na)) - kRoundMagic) * us, sa);
+      sb = fmaf(deb[k / 2], (__uint_as_float(static_cast<uint32_t>(nb)) - kRoundMagic) * us, sb);
     }
     acca += sa;
     accb += sb;
@@ -1170,6 +1362,55 @@ struct Sel<GgmlType::MXFP4, kI8Col> {
 template <>
 struct Sel<GgmlType::Q2_K, kI8Col2> : ColSel<GgmlType::Q2_K> {
   using Path = Q2kColPath2;
+};
+
+template <>
+struct Sel<GgmlType::Q2_K, kI8Col3> {
+  using Path = Q2kColPath3;
+  using View = Q2kCol3View;
+  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx(ne0); }
+  template <class After>
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
+    x_fragments_i8<kQ2kMinColumns>(x, ne0, base, nthreads / 32, after);
+  }
+  __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
+    const int t = lane & 3, g = lane >> 2;
+    const float slice2 = (t & 1) ? 0x1p-14f : 1.0f;
+    View v;
+    static_cast<I8ColView&>(v) = I8ColView{reinterpret_cast<const uint32_t*>(base), nullptr,
+                                           reinterpret_cast<const float*>(base + ne0 * 4 + ne0 / 2), lane, g < 4,
+                                           (g < 4) == (t < 2), 4 * (g & 3) + t, slice2};
+    v.xm = reinterpret_cast<const uint32_t*>(base + ne0 * 4);
+    v.qf = 0.25f * slice2;
+    v.mf = t == 0 ? 0.0625f : t == 1 ? 0.0625f * 0x1p-7f : t == 2 ? 0.0625f * 0x1p-14f : 0.0625f * 0x1p-21f;
+    return v;
+  }
+};
+
+template <>
+struct Sel<GgmlType::MXFP4, kI8Col3> {
+  using Path = Mxfp4ColPath2;
+  using View = MxCol2View;
+  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx(ne0); }
+  template <class After>
+  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
+    x_fragments_i8<kMxMagicColumns>(x, ne0, base, nthreads / 32, after);
+  }
+  // Every thread of the block calls this (a barrier inside): the table words go through shared
+  // memory so that they are loaded into registers once, not re-materialised at every use.
+  __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
+    __shared__ uint32_t tab[4];
+    const unsigned i = threadIdx.x;
+    if (i < 4) tab[i] = i == 0 ? 0x0F0E0D0Cu : i == 1 ? 0x18141210u : i == 2 ? 0x090A0B0Cu : 0x00040608u;
+    __syncthreads();
+    const int t = lane & 3;
+    return View{reinterpret_cast<const uint2*>(base),
+                reinterpret_cast<const int2*>(base + ne0 * 4),
+                reinterpret_cast<const float*>(base + ne0 * 4 + ne0 / 2),
+                lane,
+                (t & 1) ? 0x1p-21f : 0x1p-7f,
+                {tab[0], tab[1], tab[2], tab[3]}};
+  }
 };
 
 template <GgmlType T, int P>
@@ -1615,16 +1856,17 @@ bool takes_two_unit_rings(int64_t ne0) {
 
 // The default's expert launch (launch_type) with DIAG 1 (copies only) or 2 (arithmetic only):
 // the same stages, copy sizes, layout and cap; only for bench_cuda_backend's diagnosis.
-template <GgmlType T, int DIAG>
+template <GgmlType T, int DIAG, int ARITH = col_arith<T>()>
 void launch_diag(const GemvBatch& b, cudaStream_t s) {
+  constexpr int kCol = ARITH;
   if constexpr (T != GgmlType::Q2_K) {
     if (takes_two_unit_rings<T>(b.ne0)) {
-      return launch_pipe_ug<T, 4, 3, 2, 8, kI8Col, DIAG, 2, 1, false, true>(b, s, -1);
+      return launch_pipe_ug<T, 4, 3, 2, 8, kCol, DIAG, 2, 1, false, true>(b, s, -1);
     }
-    return launch_pipe_ug<T, 4, 4, 1, 8, kI8Col, DIAG>(b, s, -1);
+    return launch_pipe_ug<T, 4, 4, 1, 8, kCol, DIAG>(b, s, -1);
   } else {
-    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 4, 2, 8, kI8Col2, DIAG>(b, s, -1);
-    return launch_pipe_ug<T, 4, 4, 1, 4, kI8Col2, DIAG>(b, s, -1);
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 4, 4, 2, 8, kCol, DIAG>(b, s, -1);
+    return launch_pipe_ug<T, 4, 4, 1, 4, kCol, DIAG>(b, s, -1);
   }
 }
 
@@ -1660,10 +1902,11 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // stages, the ninth session's default). Their blocks-per-SM cap counts units (CAP_UNITS),
 // unless STAGE_CAP (variant 21): Q4_K's gate + up (16 × 2048 × 4096) ran 0.73 so against 0.58
 // when its 8 two-unit stages took the one-wave cap (4 blocks an SM instead of 2).
+// ARITH: the column arithmetic (-1: col_arith; variant 22 passes tenth_arith).
 template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, bool ONE_UNIT = false,
-          bool STAGE_CAP = false>
+          bool STAGE_CAP = false, int ARITH = -1>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
-  constexpr int kCol = OLD ? kI8Col : col_arith<T>();
+  constexpr int kCol = OLD ? kI8Col : ARITH >= 0 ? ARITH : col_arith<T>();
   if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH>(b, s, cap);
   constexpr int kMinB = T == GgmlType::MXFP4 ? MX_MINB : 1;
   if constexpr (T == GgmlType::MXFP4 && OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
@@ -1734,6 +1977,10 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 1, false, true>(b, s, -1);
     case 21:  // the default with the cap counting Q4_K's and MXFP4's two-unit stages
       return launch_default<T, 2, false, 1, false, false, true>(b, s, -1);
+    case 22:  // the default with the tenth pass's arithmetic (Q2kColPath3, Mxfp4ColPath2; Q4_K as 0)
+      return launch_default<T, 2, false, 1, false, false, false, tenth_arith<T>()>(b, s, -1);
+    case 23:  // 7 (the arithmetic only, wrong sums) with the tenth pass's arithmetic
+      return launch_diag<T, 2, tenth_arith<T>()>(b, s);
     default:
       break;
   }
@@ -1757,8 +2004,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 21) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..21");
+  if (variant < -1 || variant > 23) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..23");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

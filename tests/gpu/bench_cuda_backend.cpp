@@ -15,7 +15,7 @@
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait;
 //             at 25% also with next-layer prefetch off and on, alternating, three runs each.
-// Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only]
+// Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only]
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
 //        ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0)
 #include <cuda_runtime.h>
@@ -246,6 +246,7 @@ int main(int argc, char** argv) {
       std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
   int prefill = 128, decode = 64;
   bool engine_only = false;  // --engine-only: the "engine" section alone
+  bool gemv_only = false;    // --gemv-only: every section but "engine"
   struct OneGemv {
     std::string type;
     int rows = 0, cols = 0, experts = 0, variant = 0;
@@ -262,6 +263,8 @@ int main(int argc, char** argv) {
       decode = std::stoi(argv[++i]);
     } else if (a == "--engine-only") {
       engine_only = true;
+    } else if (a == "--gemv-only") {
+      gemv_only = true;
     } else {
       model = a;
     }
@@ -314,8 +317,9 @@ int main(int argc, char** argv) {
         out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
       }
       // Diagnosis of the default expert launches (gemv_mma.h variants 6, 7: copies only,
-      // arithmetic only; their sums are wrong), beside the full kernel (variant 0).
-      for (const int v : {0, 6, 7}) {
+      // arithmetic only; their sums are wrong), beside the full kernel (variant 0), and the
+      // same for the tenth pass's arithmetic (22, and 23 the arithmetic only).
+      for (const int v : {0, 6, 7, 22, 23}) {
         gpu::detail::set_gemv_mma_variant(v);
         for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
           for (const auto& [rows, cols] : {std::pair{16, 4096}, {2048, 4096}, {2048, 7168}}) {
@@ -342,7 +346,7 @@ int main(int argc, char** argv) {
       }
       gpu::detail::set_gemv_pdl(true);
       // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
-      std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 0};
+      std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 0};
       if (const char* e = std::getenv("MOEPACK_BENCH_VARIANTS")) {  // e.g. "0,8,11"
         variants.clear();
         for (std::string v; const char c : std::string(e) + ",") {
@@ -368,6 +372,10 @@ int main(int argc, char** argv) {
       }
     }
     gpu::detail::set_gemv_mma_variant(0);  // the engine runs below take the defaults
+    if (gemv_only) {
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
     EngineSettings s;
     s.backend = "cuda";
     s.n_ctx = 1024;
