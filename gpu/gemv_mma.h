@@ -80,10 +80,10 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // blocks an SM (128 registers); 20 = the ninth session's default (Q4_K's and MXFP4's expert
 // launches one unit a ring stage in 4 stages); 21 = the default with the blocks-per-SM cap
 // counting those launches' two-unit stages (the default counts units); 22 = the default with
-// the tenth pass's arithmetic (Q2_K's minimums in one mma a super-block, MXFP4's e2m1 tables in
-// registers and a pair of blocks' scales split over the quad; Q4_K as 0); 23 = 7 with 22's
-// arithmetic (wrong sums). Process-wide; a run must not mix variants (their sums differ in
-// rounding). Throws Error outside -1..23.
+// the ninth pass's arithmetic (the default until the tenth pass: Q2_K's minimums in an mma per
+// field, MXFP4's e2m1 tables as literals and every block's scales on every lane; Q4_K as 0);
+// 23 = 7 with 22's arithmetic (wrong sums). Process-wide; a run must not mix variants (their
+// sums differ in rounding). Throws Error outside -1..23.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

@@ -287,15 +287,16 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
 // (Q2kColPath2). kI8Col3 (tenth pass): Q2_K's minimums in one mma a super-block against
 // per-sub-block sums of x (Q2kColPath3), MXFP4 with its e2m1 tables in registers and two
 // blocks' scales split over the quad (Mxfp4ColPath2). The default's column arithmetic per type:
-// col_arith; tenth_arith the tenth pass's (variant 22).
+// col_arith (Q4_K in Q4kColPath; Q2_K and MXFP4 the tenth pass's since it); ninth_arith the
+// ninth pass's default (variant 22).
 enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2, kI8Col2 = 3, kI8Col3 = 4 };
 template <GgmlType T>
 constexpr int col_arith() {
-  return T == GgmlType::Q2_K ? kI8Col2 : kI8Col;
+  return T == GgmlType::Q4_K ? kI8Col : kI8Col3;
 }
 template <GgmlType T>
-constexpr int tenth_arith() {
-  return T == GgmlType::Q4_K ? kI8Col : kI8Col3;
+constexpr int ninth_arith() {
+  return T == GgmlType::Q2_K ? kI8Col2 : kI8Col;
 }
 
 template <GgmlType T, int P>
@@ -637,7 +638,7 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
       // or NaN). A NaN element is lost to fmaxf and is sliced as 0; it makes the super-block's
       // 2^-s NaN instead (and reaches Q4_K's and Q2kColPath's min terms through the 16-element
-      // sums too; MXFP4 and Q2kColPath2 have no F32 min term).
+      // sums too; MXFP4, Q2kColPath2 and Q2kColPath3 have no F32 min term).
       const bool nan = __any_sync(0xffffffffu, sum != sum);
       const uint32_t e = nan ? 0xFFu : (__float_as_uint(mx) >> 23) & 0xFFu;
       const int s = min(max(132 - static_cast<int>(e), -126), 126);
@@ -1008,7 +1009,8 @@ struct Q2kColPath : Q2kI8Path {
   }
 };
 
-// Q2_K in the column layout with the scales in A (the default since the eighth pass; variant 17
+// Q2_K in the column layout with the scales in A (the default from the eighth to the tenth pass,
+// variant 22 since; variant 17
 // keeps Q2kColPath). The same B
 // fragments, slices and error bound as Q2kColPath; what changes is where the sub-block scales
 // and minimums are applied:
@@ -1066,7 +1068,8 @@ struct Q2kColPath2 : Q2kI8Path {
   }
 };
 
-// Q2_K in the column layout, tenth pass (variant 22): Q2kColPath2's quants, with two changes.
+// Q2_K in the column layout, tenth pass (the default since): Q2kColPath2's quants, with two
+// changes.
 //   - The minimums take one mma a super-block instead of one per field: A = 16 m at k = the
 //     sub-block (0-15: the high nibbles of the lane's scale word t, rows g and g + 8, in place;
 //     k 16-31 zero), B = the sub-blocks' sums of x's slices (x_fragments_i8, kQ2kMinColumns:
@@ -1201,7 +1204,8 @@ struct Mxfp4ColPath : Mxfp4Path {
   }
 };
 
-// MXFP4 in the column layout, tenth pass (variant 22): Mxfp4ColPath's blocks, with three changes.
+// MXFP4 in the column layout, tenth pass (the default since; Mxfp4ColPath is variant 22's):
+// Mxfp4ColPath's blocks, with three changes.
 //   - The e2m1 tables are in registers (MxCol2View::tab, read from shared memory once a
 //     launch; as literals ptxas moved them into a register before every prmt, 2 of the ~6
 //     instructions a lookup), and one XOR a code word serves both its halves.
@@ -1888,9 +1892,10 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 
 // The default's choice of path per launch kind (launch_type), with the given EARLY and
 // SCRATCH (launch_pipe_ug), cap, and MX_MINB for MXFP4's expert launches: the integer column
-// layout for every type (Q2_K in Q2kColPath2), MXFP4's expert launches at MX_MINB blocks an SM
-// (one-unit rings, MINB 1: 157 registers on sm_90; 4: 128, no spills; two-unit rings: 255
-// registers at MINB 1, 92-96 bytes spilled at 4, on sm_90 and sm_120).
+// layout for every type (Q2_K in Q2kColPath3, MXFP4 in Mxfp4ColPath2 since the tenth pass),
+// MXFP4's expert launches at MX_MINB blocks an SM (Mxfp4ColPath2 on sm_90 at MINB 1: 127
+// registers in the one-unit rings, 141 in the two-unit rings, no spills; Mxfp4ColPath took 157
+// and 255).
 // OLD (variant 17): the eighth session's default, Q2_K in Q2kColPath and MXFP4's expert
 // launches in the f16 rings at 4 blocks an SM (128 registers; since MXFP4's aligned word loads,
 // 12 bytes spilled on sm_90).
@@ -1902,7 +1907,7 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // stages, the ninth session's default). Their blocks-per-SM cap counts units (CAP_UNITS),
 // unless STAGE_CAP (variant 21): Q4_K's gate + up (16 × 2048 × 4096) ran 0.73 so against 0.58
 // when its 8 two-unit stages took the one-wave cap (4 blocks an SM instead of 2).
-// ARITH: the column arithmetic (-1: col_arith; variant 22 passes tenth_arith).
+// ARITH: the column arithmetic (-1: col_arith; variant 22 passes ninth_arith).
 template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, bool ONE_UNIT = false,
           bool STAGE_CAP = false, int ARITH = -1>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
@@ -1977,19 +1982,21 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 1, false, true>(b, s, -1);
     case 21:  // the default with the cap counting Q4_K's and MXFP4's two-unit stages
       return launch_default<T, 2, false, 1, false, false, true>(b, s, -1);
-    case 22:  // the default with the tenth pass's arithmetic (Q2kColPath3, Mxfp4ColPath2; Q4_K as 0)
-      return launch_default<T, 2, false, 1, false, false, false, tenth_arith<T>()>(b, s, -1);
-    case 23:  // 7 (the arithmetic only, wrong sums) with the tenth pass's arithmetic
-      return launch_diag<T, 2, tenth_arith<T>()>(b, s);
+    case 22:  // the default with the ninth pass's arithmetic (Q2kColPath2, Mxfp4ColPath; Q4_K as 0)
+      return launch_default<T, 2, false, 1, false, false, false, ninth_arith<T>()>(b, s, -1);
+    case 23:  // 7 (the arithmetic only, wrong sums) with the ninth pass's arithmetic
+      return launch_diag<T, 2, ninth_arith<T>()>(b, s);
     default:
       break;
   }
   // The default, per type, from bench_cuda_backend's side-by-side on the H200
-  // (docs/cuda-backend.md, sixth to ninth passes): every type takes the integer rings in the
+  // (docs/cuda-backend.md, sixth to tenth passes): every type takes the integer rings in the
   // column layout (Q2_K with its scales and minimums on the tensor cores: 0.45 / 0.42 / 0.50 /
   // 0.45 of D2D against 0.44 / 0.41 / 0.48 / 0.43; MXFP4's expert launches 0.41-0.45 against
   // 0.39-0.44 in the f16 rings, both with the aligned word loads; Q4_K's and MXFP4's rows of 16
-  // units or more two units a stage, ninth pass); grids of at most 4 blocks per SM in one even
+  // units or more two units a stage, ninth pass; the tenth pass's arithmetic for Q2_K and
+  // MXFP4: 0.47 / 0.43 / 0.51 / 0.46 and 0.50 / 0.49 / 0.52 / 0.51 against variant 22's
+  // 0.45 / 0.42 / 0.50 / 0.45 and 0.45 / 0.42 / 0.47 / 0.44); grids of at most 4 blocks per SM in one even
   // wave when a warp streams at most 8 ring stages (units for the two-unit rings), else at most
   // 2 blocks an SM (launch_pipe_ug).
   return launch_default<T, 2, false>(b, s, -1);

@@ -318,7 +318,7 @@ int main(int argc, char** argv) {
       }
       // Diagnosis of the default expert launches (gemv_mma.h variants 6, 7: copies only,
       // arithmetic only; their sums are wrong), beside the full kernel (variant 0), and the
-      // same for the tenth pass's arithmetic (22, and 23 the arithmetic only).
+      // same for the ninth pass's arithmetic (22, and 23 the arithmetic only).
       for (const int v : {0, 6, 7, 22, 23}) {
         gpu::detail::set_gemv_mma_variant(v);
         for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
