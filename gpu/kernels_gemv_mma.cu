@@ -1928,6 +1928,21 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH>(b, s, cap);
 }
 
+// Variant 24's expert launch: RW 2 (each 16-row tile's row split over two warps, so a launch
+// has twice the blocks of RW 4), MINB 4 (<= 128 registers) and rings small enough that 4 blocks
+// fit an SM's shared memory beside their x fragments (Q2_K: two super-blocks a stage, 3 stages;
+// Q4_K, MXFP4: one unit a stage, 4 stages).
+template <GgmlType T>
+void launch_occupancy(const GemvBatch& b, cudaStream_t s) {
+  constexpr int kCol = col_arith<T>();
+  if constexpr (T == GgmlType::Q2_K) {
+    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 2, 3, 2, 8, kCol, 0, 2, 4>(b, s, -1);
+    return launch_pipe_ug<T, 2, 4, 1, 4, kCol, 0, 2, 4>(b, s, -1);
+  } else {
+    return launch_pipe_ug<T, 2, 4, 1, 8, kCol, 0, 2, 4>(b, s, -1);
+  }
+}
+
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
@@ -1986,6 +2001,10 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 1, false, false, false, ninth_arith<T>()>(b, s, -1);
     case 23:  // 7 (the arithmetic only, wrong sums) with the ninth pass's arithmetic
       return launch_diag<T, 2, ninth_arith<T>()>(b, s);
+    case 24:  // the default with two warps a 16-row tile in expert launches (twice the blocks),
+              // at most 128 registers, and rings that let 4 blocks share an SM
+      if (grouped) return launch_occupancy<T>(b, s);
+      break;
     default:
       break;
   }
@@ -2011,8 +2030,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 23) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..23");
+  if (variant < -1 || variant > 24) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..24");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
