@@ -550,7 +550,8 @@ __host__ __device__ constexpr int64_t frag_stride_i8(int64_t ne0) {
 // kQ2kMinColumns: kQ2kColumns' pairs, then per super-block the B words of its minimums' mma
 // (Q2kColPath3) in place of the 16-element sums (the same stride as MXFP4's: frag_stride_mx).
 // kMxMagicColumns: kMxColumns with kRoundMagicBits added to the odd slices' offsets
-// (Mxfp4ColPath2's conversion without I2F).
+// (Mxfp4ColPath2's conversion without I2F), each pair of offsets stored twice, {o0, o1, o0, o1}
+// and {o2, o3, o2, o3}: an mma's C for rows g and g + 8 in one 16-byte load (frag_stride_mx2).
 enum SliceLayout : int {
   kDiagWords = 0,
   kQ4kColumns = 1,
@@ -564,6 +565,11 @@ enum SliceLayout : int {
 // s32 values -12 times the sums of its slices' values (ne0 / 2 bytes), ne0 / 256 floats 2^-s.
 __host__ __device__ constexpr int64_t frag_stride_mx(int64_t ne0) {
   return (ne0 * 4 + ne0 / 2 + ne0 / 64 + 15) / 16 * 16;
+}
+// ... and kMxMagicColumns': ne0 * 4 bytes of pairs, per block 8 s32 offsets (ne0 bytes), ne0 / 256
+// floats 2^-s.
+__host__ __device__ constexpr int64_t frag_stride_mx2(int64_t ne0) {
+  return (ne0 * 4 + ne0 + ne0 / 64 + 15) / 16 * 16;
 }
 
 // Rounding to an integer without FRND / F2I (quarter-rate on the SMs, and 16 of them per
@@ -592,7 +598,8 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
   constexpr int kBatch = 4;
   uint4* xf = reinterpret_cast<uint4*>(base);
   float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
-  float* unscale = kX16 ? x16 + ne0 / 16 : reinterpret_cast<float*>(base + ne0 * 4 + ne0 / 2);
+  float* unscale = kX16 ? x16 + ne0 / 16
+                        : reinterpret_cast<float*>(base + ne0 * 4 + (LAYOUT == kMxMagicColumns ? ne0 : ne0 / 2));
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   const int64_t nsb = ne0 / 256;
@@ -720,8 +727,15 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
           for (int i = 0; i < 8; ++i) sum_q += static_cast<int>(r[q][i] - kRoundMagicBits);
           sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 1);
           sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 2);
-          if (lane % 4 == 0) {  // the offset of the values (Mxfp4ColPath)
-            xs[q] = -12 * sum_q + (LAYOUT == kMxMagicColumns && (q & 1) ? static_cast<int>(kRoundMagicBits) : 0);
+          if (lane % 4 == 0) {  // the offset of the values (Mxfp4ColPath, Mxfp4ColPath2)
+            if constexpr (LAYOUT == kMxMagicColumns) {
+              const int o = -12 * sum_q + ((q & 1) ? static_cast<int>(kRoundMagicBits) : 0);
+              int32_t* xs2 = reinterpret_cast<int32_t*>(base + ne0 * 4) + (k * 8 + lane / 4) * 8;
+              xs2[(q >> 1) * 4 + (q & 1)] = o;
+              xs2[(q >> 1) * 4 + (q & 1) + 2] = o;
+            } else {
+              xs[q] = -12 * sum_q;
+            }
           }
         }
       }
@@ -1213,16 +1227,17 @@ struct Mxfp4ColPath : Mxfp4Path {
 //     and the quad splits each pair of blocks: lanes t < 2 scale and add the even block's sums,
 //     lanes t >= 2 the odd block's (each lane converts and applies 4 of a row's 8 scales).
 //   - No I2F: the odd slices' offsets carry kRoundMagicBits (kMxMagicColumns), so 128 D0 + D1
-//     (|n| < 2^22, Mxfp4ColPath) is 1.5 2^23 + n as F32 bits and one FADD gives n exactly.
+//     (|n| < 2^22, Mxfp4ColPath) is 1.5 2^23 + n as F32 bits and one FADD gives n exactly; and
+//     the offsets are stored as the mma's whole C (both rows), one 16-byte load, no moves.
 struct MxCol2View {
   const uint2* xp;  // 16 pairs a block: lane L reads pair L % 16 (columns 4-7 repeat 0-3)
-  const int2* xs;   // per block: -12 times the slice sums {0, 1}, {2, 3}; + kRoundMagicBits in .y
+  const int4* xs;   // per block: -12 times the slice sums {0, 1, 0, 1}, {2, 3, 2, 3}; + kRoundMagicBits in 1, 3
   const float* unscale;
   int lane;
   float slice2;     // as MxColView's
   uint32_t tab[4];  // e2m1_u8's table words
   __device__ __forceinline__ uint2 pair_of(int64_t blk) const { return xp[blk * 16 + (lane & 15)]; }
-  __device__ __forceinline__ int2 offsets(int64_t blk) const { return xs[blk * 2 + (lane & 1)]; }
+  __device__ __forceinline__ int4 offsets(int64_t blk) const { return xs[blk * 2 + (lane & 1)]; }
   // e2m1_u8 of the codes in bits 0-15 of c, cx = c ^ 0x8888 (bits 0-15).
   __device__ __forceinline__ uint32_t lut(uint32_t c, uint32_t cx) const {
     return prmt(tab[0], tab[1], c) | prmt(tab[2], tab[3], cx);
@@ -1269,8 +1284,8 @@ struct Mxfp4ColPath2 {
         const uint32_t a[4] = {xv.lut(wa[k + h], xa), xv.lut(wb[k + h], xb), xv.lut(wa[k + h] >> 16, xa >> 16),
                                xv.lut(wb[k + h] >> 16, xb >> 16)};
         const uint2 bw = xv.pair_of(blk);
-        const int2 o = xv.offsets(blk);  // D = sum (v + 12) X - 12 sum X (+ the magic in D1)
-        d[h][0] = o.x, d[h][1] = o.y, d[h][2] = o.x, d[h][3] = o.y;
+        const int4 o = xv.offsets(blk);  // D = sum (v + 12) X - 12 sum X (+ the magic in D1, D3)
+        d[h][0] = o.x, d[h][1] = o.y, d[h][2] = o.z, d[h][3] = o.w;
         mma_i8_acc(d[h], a, bw.x, bw.y);
       }
       const int na = odd ? 128 * d[1][0] + d[1][1] : 128 * d[0][0] + d[0][1];
@@ -1395,7 +1410,7 @@ template <>
 struct Sel<GgmlType::MXFP4, kI8Col3> {
   using Path = Mxfp4ColPath2;
   using View = MxCol2View;
-  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx(ne0); }
+  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx2(ne0); }
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
     x_fragments_i8<kMxMagicColumns>(x, ne0, base, nthreads / 32, after);
@@ -1409,8 +1424,8 @@ struct Sel<GgmlType::MXFP4, kI8Col3> {
     __syncthreads();
     const int t = lane & 3;
     return View{reinterpret_cast<const uint2*>(base),
-                reinterpret_cast<const int2*>(base + ne0 * 4),
-                reinterpret_cast<const float*>(base + ne0 * 4 + ne0 / 2),
+                reinterpret_cast<const int4*>(base + ne0 * 4),
+                reinterpret_cast<const float*>(base + ne0 * 4 + ne0),
                 lane,
                 (t & 1) ? 0x1p-21f : 0x1p-7f,
                 {tab[0], tab[1], tab[2], tab[3]}};
@@ -1928,21 +1943,6 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH>(b, s, cap);
 }
 
-// Variant 24's expert launch: RW 2 (each 16-row tile's row split over two warps, so a launch
-// has twice the blocks of RW 4), MINB 4 (<= 128 registers) and rings small enough that 4 blocks
-// fit an SM's shared memory beside their x fragments (Q2_K: two super-blocks a stage, 3 stages;
-// Q4_K, MXFP4: one unit a stage, 4 stages).
-template <GgmlType T>
-void launch_occupancy(const GemvBatch& b, cudaStream_t s) {
-  constexpr int kCol = col_arith<T>();
-  if constexpr (T == GgmlType::Q2_K) {
-    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, 2, 3, 2, 8, kCol, 0, 2, 4>(b, s, -1);
-    return launch_pipe_ug<T, 2, 4, 1, 4, kCol, 0, 2, 4>(b, s, -1);
-  } else {
-    return launch_pipe_ug<T, 2, 4, 1, 8, kCol, 0, 2, 4>(b, s, -1);
-  }
-}
-
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
@@ -2001,10 +2001,6 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 1, false, false, false, ninth_arith<T>()>(b, s, -1);
     case 23:  // 7 (the arithmetic only, wrong sums) with the ninth pass's arithmetic
       return launch_diag<T, 2, ninth_arith<T>()>(b, s);
-    case 24:  // the default with two warps a 16-row tile in expert launches (twice the blocks),
-              // at most 128 registers, and rings that let 4 blocks share an SM
-      if (grouped) return launch_occupancy<T>(b, s);
-      break;
     default:
       break;
   }
@@ -2030,8 +2026,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 24) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..24");
+  if (variant < -1 || variant > 23) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..23");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

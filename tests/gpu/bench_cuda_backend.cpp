@@ -346,7 +346,7 @@ int main(int argc, char** argv) {
       }
       gpu::detail::set_gemv_pdl(true);
       // The decode paths side by side (gpu/gemv_mma.h; 0 is the default, -1 the F32 kernels).
-      std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 0};
+      std::vector<int> variants = {-1, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 0};
       if (const char* e = std::getenv("MOEPACK_BENCH_VARIANTS")) {  // e.g. "0,8,11"
         variants.clear();
         for (std::string v; const char c : std::string(e) + ",") {

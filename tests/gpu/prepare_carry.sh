@@ -8,11 +8,13 @@
 #   tests/gpu/prepare_carry.sh e   deepseek4 Q2_K + kimi-linear Q2_K          (~20 MiB)
 #   tests/gpu/prepare_carry.sh f   deepseek4 Q4_K_M + Q2_K                    (~22 MiB)
 #   tests/gpu/prepare_carry.sh g   qwen3moe MXFP4                             (~20 MiB)
+#   tests/gpu/prepare_carry.sh h   deepseek2 Q2_K (3 shards) + deepseek4 MXFP4_MOE (~27 MiB)
+#   tests/gpu/prepare_carry.sh i   qwen3moe MXFP4 + kimi-linear Q2_K          (~30 MiB)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
 set -eu
-set_name="${1:?usage: prepare_carry.sh a|b|none}"
+set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|none}"
 src="${MOEPACK_SHARED_DIR:-../shared}/fixtures"
 dst=.device-carry/shared/fixtures
 rm -rf .device-carry/shared
@@ -57,8 +59,18 @@ case "$set_name" in
     copy qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf
     refs qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE
     ;;
+  h)
+    copy deepseek2-tiny/deepseek2-tiny-Q2_K-0000{1,2,3}-of-00003.gguf deepseek4-tiny/deepseek4-tiny-MXFP4_MOE.gguf
+    refs deepseek2-tiny/deepseek2-tiny-Q2_K
+    copy deepseek4-tiny/ref/deepseek4-tiny-MXFP4_MOE.f32-dequant.json
+    ;;
+  i)
+    copy qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf kimi-linear-tiny/kimi-linear-tiny-Q2_K.gguf
+    refs qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE
+    copy kimi-linear-tiny/ref/kimi-linear-tiny-Q2_K.f32-dequant.json
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a, b, c, d, e, f, g or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a to i, or none)" >&2; exit 2 ;;
 esac
 # The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
 for fam in deepseek4-tiny kimi-linear-tiny; do
