@@ -1862,8 +1862,11 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 // variant 14, measured slower); else one unit a stage (4 stages) keeps them staged for longer
 // rows (Q4_K on the H200's 100 KiB a block: two-unit
 // rings fit to 11,008 elements, one-unit rings to 15,360; since two units need an even count,
-// the longest two-unit rows are 10,752 elements, 42 units; MXFP4 the same, its one-unit rings
-// to 14,848).
+// the longest two-unit rows are 10,752 elements, 42 units. MXFP4, whose fragments hold each
+// block's offsets twice since the tenth pass (frag_stride_mx2): two-unit rings to 9,984, so
+// the longest two-unit rows are 9,728, 38 units; one-unit rings to 13,312). The decision is the
+// default's, also for variant 22 (the ninth pass's arithmetic, whose smaller MXFP4 fragments
+// fitted two-unit rings to 11,008).
 template <GgmlType T>
 bool takes_two_unit_rings(int64_t ne0) {
   using S = Sel<T, col_arith<T>()>;  // the default's arithmetic (launch_default)

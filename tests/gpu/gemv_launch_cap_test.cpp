@@ -56,5 +56,19 @@ TEST(GemvLaunchCap, RingsFitBesideTheFragments) {
   EXPECT_FALSE(gemv_rings_fit(65520 + 16, 4, 4, 144, kLimit));
 }
 
+// MXFP4's x fragments since the tenth pass (frag_stride_mx2: ne0 * 4 + ne0 + ne0 / 64, rounded up
+// to 16) beside its two-unit rings (4 x 3 x 16 x 272 + 16 = 52,240) and one-unit rings (4 x 4 x
+// 16 x 136 + 16 = 34,832).
+TEST(GemvLaunchCap, Mxfp4RingsFitBesideTheFragments) {
+  // ne0 9984: 39936 + 9984 + 156 = 50076 -> 50080; + 52240 = 102320 <= 102400.
+  EXPECT_TRUE(gemv_rings_fit(50080, 4, 3, 272, kLimit));
+  // ne0 10240: 40960 + 10240 + 160 = 51360; + 52240 = 103600 > 102400.
+  EXPECT_FALSE(gemv_rings_fit(51360, 4, 3, 272, kLimit));
+  // ne0 13312: 53248 + 13312 + 208 = 66768; + 34832 = 101600 <= 102400.
+  EXPECT_TRUE(gemv_rings_fit(66768, 4, 4, 136, kLimit));
+  // ne0 13568: 54272 + 13568 + 212 = 68052 -> 68064; + 34832 = 102896 > 102400.
+  EXPECT_FALSE(gemv_rings_fit(68064, 4, 4, 136, kLimit));
+}
+
 }  // namespace
 }  // namespace moepack::gpu::detail
