@@ -1314,14 +1314,24 @@ struct Sel {
                 (bc >> 1) == t, bc & 1};
   }
 };
-template <GgmlType T>
-struct I8Sel {
-  using View = I8View;
-  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_i8(ne0); }
+// The integer path's x fragments in slice layout LAYOUT: their bytes per x vector and the
+// block's preparation (x_fragments_i8).
+template <int LAYOUT>
+struct I8Prep {
+  __host__ __device__ static constexpr int64_t stride(int64_t ne0) {
+    return LAYOUT == kMxMagicColumns                              ? frag_stride_mx2(ne0)
+           : LAYOUT == kMxColumns || LAYOUT == kQ2kMinColumns ? frag_stride_mx(ne0)
+                                                                    : frag_stride_i8(ne0);
+  }
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
-    x_fragments_i8<kDiagWords>(x, ne0, base, nthreads / 32, after);
+    x_fragments_i8<LAYOUT>(x, ne0, base, nthreads / 32, after);
   }
+};
+
+template <GgmlType T>
+struct I8Sel : I8Prep<kDiagWords> {
+  using View = I8View;
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, bc = lane >> 2;
     const float* x16 = reinterpret_cast<const float*>(base + ne0 * 4);
@@ -1338,13 +1348,8 @@ struct Sel<GgmlType::Q2_K, kI8Diag> : I8Sel<GgmlType::Q2_K> {
 };
 
 template <GgmlType T>
-struct ColSel {
+struct ColSel : I8Prep<T == GgmlType::Q4_K ? kQ4kColumns : kQ2kColumns> {
   using View = I8ColView;
-  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_i8(ne0); }
-  template <class After>
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
-    x_fragments_i8<T == GgmlType::Q4_K ? kQ4kColumns : kQ2kColumns>(x, ne0, base, nthreads / 32, after);
-  }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, g = lane >> 2;
     const float* x16 = reinterpret_cast<const float*>(base + ne0 * 4);
@@ -1362,14 +1367,9 @@ struct Sel<GgmlType::Q2_K, kI8Col> : ColSel<GgmlType::Q2_K> {
 };
 
 template <>
-struct Sel<GgmlType::MXFP4, kI8Col> {
+struct Sel<GgmlType::MXFP4, kI8Col> : I8Prep<kMxColumns> {
   using Path = Mxfp4ColPath;
   using View = MxColView;
-  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx(ne0); }
-  template <class After>
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
-    x_fragments_i8<kMxColumns>(x, ne0, base, nthreads / 32, after);
-  }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3;
     return View{reinterpret_cast<const uint2*>(base), reinterpret_cast<const int2*>(base + ne0 * 4),
@@ -1384,14 +1384,9 @@ struct Sel<GgmlType::Q2_K, kI8Col2> : ColSel<GgmlType::Q2_K> {
 };
 
 template <>
-struct Sel<GgmlType::Q2_K, kI8Col3> {
+struct Sel<GgmlType::Q2_K, kI8Col3> : I8Prep<kQ2kMinColumns> {
   using Path = Q2kColPath3;
   using View = Q2kCol3View;
-  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx(ne0); }
-  template <class After>
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
-    x_fragments_i8<kQ2kMinColumns>(x, ne0, base, nthreads / 32, after);
-  }
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, g = lane >> 2;
     const float slice2 = (t & 1) ? 0x1p-14f : 1.0f;
@@ -1407,14 +1402,9 @@ struct Sel<GgmlType::Q2_K, kI8Col3> {
 };
 
 template <>
-struct Sel<GgmlType::MXFP4, kI8Col3> {
+struct Sel<GgmlType::MXFP4, kI8Col3> : I8Prep<kMxMagicColumns> {
   using Path = Mxfp4ColPath2;
   using View = MxCol2View;
-  __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride_mx2(ne0); }
-  template <class After>
-  __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
-    x_fragments_i8<kMxMagicColumns>(x, ne0, base, nthreads / 32, after);
-  }
   // Every thread of the block calls this (a barrier inside): the table words go through shared
   // memory so that they are loaded into registers once, not re-materialised at every use.
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
