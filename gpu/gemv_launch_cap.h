@@ -1,5 +1,6 @@
-// The blocks-per-SM cap of the tensor-core decode GEMV (kernels_gemv_mma.cu, launch_pipe_ug):
-// host arithmetic only, no CUDA, so the CPU tests cover it (tests/gpu/gemv_launch_cap_test.cpp).
+// The blocks-per-SM cap of the tensor-core decode GEMV (kernels_gemv_mma.cu, launch_pipe_ug),
+// and the sizes of x's fragments it is decided from: arithmetic only, no CUDA runtime, so the
+// CPU tests cover it (tests/gpu/gemv_launch_cap_test.cpp).
 //
 // A launch's grid is capped to n blocks per SM by asking for more dynamic shared memory than it
 // needs: enough that an (n + 1)-th block no longer fits on an SM. Measured on the H200 (132 SMs;
@@ -12,6 +13,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+
+#if defined(__CUDACC__)
+#define MOEPACK_GEMV_HD __host__ __device__
+#else
+#define MOEPACK_GEMV_HD
+#endif
 
 namespace moepack::gpu::detail {
 
@@ -45,6 +52,25 @@ constexpr size_t gemv_capped_smem(size_t smem_per_sm, size_t fixed, size_t smem,
 // (kernels_gemv_mma.cu, launch_default) take longer rows only while this holds for them.
 constexpr bool gemv_rings_fit(size_t frag, int warps, int stages, size_t row, size_t limit) {
   return frag + static_cast<size_t>(warps) * static_cast<size_t>(stages) * 16 * row + 16 <= limit;
+}
+
+// Bytes of x's fragments per vector of ne0 elements (a multiple of 256) in the integer path's
+// slice layouts (kernels_gemv_mma.cu, x_fragments_i8), rounded up to 16 (uint4 loads, and the
+// rings after them). Each starts with ne0 * 4 bytes of the slices' words, ends with ne0 / 256
+// floats 2^-s, and holds between them:
+//   frag_stride_i8 (the diagonal layout, Q4_K's and Q2kColPath's columns): ne0 / 16 floats, the
+//     sum of every 16 elements;
+//   frag_stride_mx (MXFP4's columns before the tenth pass; Q2kColPath3's kQ2kMinColumns): ne0 / 2
+//     bytes (per 32-element block four s32 offsets; per super-block the minimums' 128 B bytes);
+//   frag_stride_mx2 (MXFP4's kMxMagicColumns): ne0 bytes (per block 8 s32: the mma's whole C).
+MOEPACK_GEMV_HD constexpr int64_t frag_stride_i8(int64_t ne0) {
+  return (ne0 * 4 + ne0 / 4 + ne0 / 64 + 15) / 16 * 16;
+}
+MOEPACK_GEMV_HD constexpr int64_t frag_stride_mx(int64_t ne0) {
+  return (ne0 * 4 + ne0 / 2 + ne0 / 64 + 15) / 16 * 16;
+}
+MOEPACK_GEMV_HD constexpr int64_t frag_stride_mx2(int64_t ne0) {
+  return (ne0 * 4 + ne0 + ne0 / 64 + 15) / 16 * 16;
 }
 
 }  // namespace moepack::gpu::detail

@@ -540,15 +540,14 @@ struct MmaPath<GgmlType::MXFP4> {
 //   [0, ne0 * 4)   per 32-element group G, lane t, half h: uint4 {slice h of elements 8t..8t+3,
 //                  of 8t+4..8t+7, slice h + 2 of the same} (h = 0 for B column 2t, 1 for 2t+1)
 //   then ne0 / 16 floats: the sum of every 16 elements; then ne0 / 256 floats: 2^-s.
-__host__ __device__ constexpr int64_t frag_stride_i8(int64_t ne0) {
-  return (ne0 * 4 + ne0 / 4 + ne0 / 64 + 15) / 16 * 16;  // 16-aligned: uint4 loads, and the rings after it
-}
+// (frag_stride_i8 and the other layouts' sizes: gpu/gemv_launch_cap.h)
 
 // Where x_fragments_i8 puts the slices' words (the sums after them are the same for all but
-// MXFP4's): the diagonal layout above, or the column layout of Q4_K, Q2_K or MXFP4 ("The
-// column layout" below).
+// MXFP4's and kQ2kMinColumns'): the diagonal layout above, or the column layout of Q4_K, Q2_K
+// or MXFP4 ("The column layout" below).
 // kQ2kMinColumns: kQ2kColumns' pairs, then per super-block the B words of its minimums' mma
-// (Q2kColPath3) in place of the 16-element sums (the same stride as MXFP4's: frag_stride_mx).
+// (Q2kColPath3) where kQ2kColumns has the 16-element sums (ne0 / 2 bytes instead of ne0 / 4:
+// frag_stride_mx, kMxColumns' size).
 // kMxMagicColumns: kMxColumns with kRoundMagicBits added to the odd slices' offsets
 // (Mxfp4ColPath2's conversion without I2F), each pair of offsets stored twice, {o0, o1, o0, o1}
 // and {o2, o3, o2, o3}: an mma's C for rows g and g + 8 in one 16-byte load (frag_stride_mx2).
@@ -562,15 +561,8 @@ enum SliceLayout : int {
 };
 
 // The fragments of MXFP4's column layout: ne0 * 4 bytes of pairs, per 32-element block four
-// s32 values -12 times the sums of its slices' values (ne0 / 2 bytes), ne0 / 256 floats 2^-s.
-__host__ __device__ constexpr int64_t frag_stride_mx(int64_t ne0) {
-  return (ne0 * 4 + ne0 / 2 + ne0 / 64 + 15) / 16 * 16;
-}
-// ... and kMxMagicColumns': ne0 * 4 bytes of pairs, per block 8 s32 offsets (ne0 bytes), ne0 / 256
-// floats 2^-s.
-__host__ __device__ constexpr int64_t frag_stride_mx2(int64_t ne0) {
-  return (ne0 * 4 + ne0 + ne0 / 64 + 15) / 16 * 16;
-}
+// s32 values -12 times the sums of its slices' values (ne0 / 2 bytes), ne0 / 256 floats 2^-s
+// (frag_stride_mx); kMxMagicColumns' per block 8 s32 offsets (ne0 bytes: frag_stride_mx2).
 
 // Rounding to an integer without FRND / F2I (quarter-rate on the SMs, and 16 of them per
 // element made the preparation below a third of the GEMV's time on the H200): for |y| <= 2^22,
@@ -1499,7 +1491,7 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (takes_two_unit_rings). A
 // group whose weights are not G-aligned (never seen: GGUF data, upload arena and pack slots
 // are 32-aligned) copies in 4-byte pieces instead. Dynamic shared memory: [x fragments if
-// STAGED, frag_stride(ne0) bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of
+// STAGED, S::stride(ne0) bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of
 // slack; MXFP4's word loads stay within a row (word 33 of 34 at most)].
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
@@ -1901,9 +1893,9 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // The default's choice of path per launch kind (launch_type), with the given EARLY and
 // SCRATCH (launch_pipe_ug), cap, and MX_MINB for MXFP4's expert launches: the integer column
 // layout for every type (Q2_K in Q2kColPath3, MXFP4 in Mxfp4ColPath2 since the tenth pass),
-// MXFP4's expert launches at MX_MINB blocks an SM (Mxfp4ColPath2 on sm_90 at MINB 1: 127
-// registers in the one-unit rings, 141 in the two-unit rings, no spills; Mxfp4ColPath took 157
-// and 255).
+// MXFP4's expert launches at MX_MINB blocks an SM (Mxfp4ColPath2 on sm_90 at MINB 1, fragments
+// in shared memory: 122 registers in the one-unit rings, 158 in the two-unit rings, no spills;
+// Mxfp4ColPath took 157 and 255).
 // OLD (variant 17): the eighth session's default, Q2_K in Q2kColPath and MXFP4's expert
 // launches in the f16 rings at 4 blocks an SM (128 registers; since MXFP4's aligned word loads,
 // 12 bytes spilled on sm_90).
@@ -2003,8 +1995,8 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // 0.45 of D2D against 0.44 / 0.41 / 0.48 / 0.43; MXFP4's expert launches 0.41-0.45 against
   // 0.39-0.44 in the f16 rings, both with the aligned word loads; Q4_K's and MXFP4's rows of 16
   // units or more two units a stage, ninth pass; the tenth pass's arithmetic for Q2_K and
-  // MXFP4: 0.47 / 0.43 / 0.51 / 0.46 and 0.50 / 0.49 / 0.52 / 0.51 against variant 22's
-  // 0.45 / 0.42 / 0.50 / 0.45 and 0.45 / 0.42 / 0.47 / 0.44); grids of at most 4 blocks per SM in one even
+  // MXFP4: 0.47 / 0.43 / 0.52 / 0.46 and 0.51 / 0.49 / 0.53 / 0.51 against variant 22's
+  // 0.45 / 0.42 / 0.50 / 0.44 and 0.45 / 0.42 / 0.47 / 0.44); grids of at most 4 blocks per SM in one even
   // wave when a warp streams at most 8 ring stages (units for the two-unit rings), else at most
   // 2 blocks an SM (launch_pipe_ug).
   return launch_default<T, 2, false>(b, s, -1);

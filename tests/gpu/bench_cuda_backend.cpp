@@ -3,8 +3,11 @@
 //             token each), achieved bytes/s and its ratio to the device-to-device copy
 //             bandwidth measured in the same run (issue 7 target >= 0.7 for Q4_K, Q2_K, MXFP4);
 //             plus one dense 4096x4096 matrix per launch for Q4_K and Q8_0 (experts_per_launch 1);
-//   "gemv_mma_variants": the decode layouts of gpu/gemv_mma.h side by side (-1: F32 kernels) on
-//             the four 8-expert shapes, one 4096x4096 matrix and gate + up (16 matrices);
+//   "gemv_mma_variants": the decode layouts of gpu/gemv_mma.h side by side (-1: F32 kernels; 22
+//             the ninth pass's arithmetic) on the four 8-expert shapes, one 4096x4096 matrix and
+//             gate + up (16 matrices);
+//   "gemv_diagnosis": the default's expert launches (variant 0) beside their copies alone (6)
+//             and arithmetic alone (7), and the same for the ninth pass's arithmetic (22, 23);
 //   "gemv_without_pdl": the tensor-core launches of "gemv" without programmatic dependent launch;
 //   "gemv_scaling": 8 experts of 16 .. 8192 rows (fixed cost per launch vs bytes);
 //   "gemv_gate_up": gate and up of 8 experts in one launch (16 matrices);
@@ -268,6 +271,10 @@ int main(int argc, char** argv) {
     } else {
       model = a;
     }
+  }
+  if (engine_only && gemv_only) {
+    std::fprintf(stderr, "bench_cuda_backend: --engine-only and --gemv-only exclude each other\n");
+    return 2;
   }
   const auto q = gpu::query_devices();
   if (q.devices.empty()) {

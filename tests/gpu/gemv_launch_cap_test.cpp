@@ -46,28 +46,53 @@ TEST(GemvLaunchCap, PaddingHoldsTheGridToItsCap) {
 // rings (4 x 4 x 16 x 144 + 16 = 36,880), within the H200's 100 KiB a block.
 TEST(GemvLaunchCap, RingsFitBesideTheFragments) {
   // ne0 11008: 44032 + 2752 + 172 = 46956 -> 46960; + 55312 = 102272 <= 102400.
+  EXPECT_EQ(frag_stride_i8(11008), 46960);
   EXPECT_TRUE(gemv_rings_fit(46960, 4, 3, 288, kLimit));
   // ne0 11264: 45056 + 2816 + 176 = 48048; + 55312 = 103360 > 102400.
+  EXPECT_EQ(frag_stride_i8(11264), 48048);
   EXPECT_FALSE(gemv_rings_fit(48048, 4, 3, 288, kLimit));
   // ... where the one-unit rings still fit: 48048 + 36880 = 84928.
   EXPECT_TRUE(gemv_rings_fit(48048, 4, 4, 144, kLimit));
   // ne0 15360: 61440 + 3840 + 240 = 65520; + 36880 = 102400, exactly the limit.
+  EXPECT_EQ(frag_stride_i8(15360), 65520);
   EXPECT_TRUE(gemv_rings_fit(65520, 4, 4, 144, kLimit));
   EXPECT_FALSE(gemv_rings_fit(65520 + 16, 4, 4, 144, kLimit));
 }
 
 // MXFP4's x fragments since the tenth pass (frag_stride_mx2: ne0 * 4 + ne0 + ne0 / 64, rounded up
 // to 16) beside its two-unit rings (4 x 3 x 16 x 272 + 16 = 52,240) and one-unit rings (4 x 4 x
-// 16 x 136 + 16 = 34,832).
+// 16 x 136 + 16 = 34,832): the two-unit rings fit to 9,984 elements (so the longest two-unit
+// rows, an even number of units, are 9,728), the one-unit rings to 13,312.
 TEST(GemvLaunchCap, Mxfp4RingsFitBesideTheFragments) {
   // ne0 9984: 39936 + 9984 + 156 = 50076 -> 50080; + 52240 = 102320 <= 102400.
+  EXPECT_EQ(frag_stride_mx2(9984), 50080);
   EXPECT_TRUE(gemv_rings_fit(50080, 4, 3, 272, kLimit));
   // ne0 10240: 40960 + 10240 + 160 = 51360; + 52240 = 103600 > 102400.
+  EXPECT_EQ(frag_stride_mx2(10240), 51360);
   EXPECT_FALSE(gemv_rings_fit(51360, 4, 3, 272, kLimit));
   // ne0 13312: 53248 + 13312 + 208 = 66768; + 34832 = 101600 <= 102400.
+  EXPECT_EQ(frag_stride_mx2(13312), 66768);
   EXPECT_TRUE(gemv_rings_fit(66768, 4, 4, 136, kLimit));
   // ne0 13568: 54272 + 13568 + 212 = 68052 -> 68064; + 34832 = 102896 > 102400.
+  EXPECT_EQ(frag_stride_mx2(13568), 68064);
   EXPECT_FALSE(gemv_rings_fit(68064, 4, 4, 136, kLimit));
+}
+
+// Q2_K's x fragments since the tenth pass (frag_stride_mx: ne0 * 4 + ne0 / 2 + ne0 / 64, rounded
+// up to 16; the ninth pass's frag_stride_i8 was ne0 / 4 smaller) beside its rings of two
+// super-blocks a stage (4 x 4 x 16 x 168 + 16 = 43,024): they fit to 13,056 elements (the longest
+// rows of an even number of super-blocks: 12,800); with frag_stride_i8 they fitted to 13,824.
+TEST(GemvLaunchCap, Q2kRingsFitBesideTheFragments) {
+  // ne0 13056: 52224 + 6528 + 204 = 58956 -> 58960; + 43024 = 101984 <= 102400.
+  EXPECT_EQ(frag_stride_mx(13056), 58960);
+  EXPECT_TRUE(gemv_rings_fit(58960, 4, 4, 168, kLimit));
+  // ne0 13312: 53248 + 6656 + 208 = 60112; + 43024 = 103136 > 102400.
+  EXPECT_EQ(frag_stride_mx(13312), 60112);
+  EXPECT_FALSE(gemv_rings_fit(60112, 4, 4, 168, kLimit));
+  // The ninth pass's fragments of 13,824 elements: 55296 + 3456 + 216 = 58968 -> 58976; + 43024 =
+  // 102000.
+  EXPECT_EQ(frag_stride_i8(13824), 58976);
+  EXPECT_TRUE(gemv_rings_fit(58976, 4, 4, 168, kLimit));
 }
 
 }  // namespace

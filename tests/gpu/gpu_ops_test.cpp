@@ -303,7 +303,8 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // The tensor-core decode paths (gpu/gemv_mma.h), every layout (the benchmark compares them;
 // the default last): single matrices with long rows (56 super-blocks, rows split over the
 // block's warps; on the H200 the f16 ring layout's fragments no longer fit beside its rings
-// and go to scratch, the others stay in shared memory; and 72 super-blocks, where every
+// and go to scratch, as do the integer path's for Q2_K and, since the tenth pass, for MXFP4's
+// default (variant 22's stay), while Q4_K's stay in shared memory; and 72 super-blocks, where every
 // layout's fragments go to scratch) and grouped launches of experts with one pair each
 // (fragments in shared memory, 16-row tiles per warp, a partial last tile; 16, 5 and 1
 // super-blocks a row, 2 to 4 blocks an expert; the 16-unit rows take the default's two-unit
@@ -444,8 +445,9 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
 
 // MXFP4 with a block scale near E8M0's top (2^120) in a super-block of x whose largest element is
 // 2^20: there x's power-of-two scale 2^-s is 2^15, so the block scale times 2^-s alone is 2^128
-// (inf), and lanes whose own sums are 0 (every lane t >= 2 of the column layout) made the whole
-// row NaN when the two were multiplied first. Every row is finite and within the tolerance of
+// (inf), and lanes whose own sums are 0 (every lane t >= 2 of the ninth pass's column layout,
+// variant 22; since the tenth pass those lanes add the odd blocks, block 9 among them) made the
+// whole row NaN when the two were multiplied first. Every row is finite and within the tolerance of
 // the exact sum (~2^124), in every layout, as a single matrix and in a grouped launch.
 TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
   struct DefaultVariantAfterwards {
