@@ -82,11 +82,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // counting those launches' two-unit stages (the default counts units); 22 = the default with
 // the ninth pass's arithmetic (the default until the tenth pass: Q2_K's minimums in an mma per
 // field, MXFP4's e2m1 tables as literals and every block's scales on every lane; Q4_K as 0);
-// 23 = 7 with 22's arithmetic (wrong sums); 24 = the default with deeper rings in expert
-// launches (Q2_K 6 stages of two super-blocks, Q4_K and MXFP4 4 stages of two units or 6 of one,
-// where they fit beside x's fragments); 25 = 24 with 3 first stages before the wait for the
-// kernel before. Process-wide; a run must not mix variants (their sums differ in rounding).
-// Throws Error outside -1..25.
+// 23 = 7 with 22's arithmetic (wrong sums). Process-wide; a run must not mix variants (their
+// sums differ in rounding). Throws Error outside -1..23.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

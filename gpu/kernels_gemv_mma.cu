@@ -1928,33 +1928,6 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH>(b, s, cap);
 }
 
-// Variants 24 and 25: the default's expert launches with deeper rings where they fit beside x's
-// fragments in a block's shared memory (else the default): Q2_K (an even number of super-blocks)
-// 6 stages of two super-blocks, Q4_K and MXFP4 4 stages of two units where the default takes
-// two-unit rings, else 6 stages of one unit; EARLY of them issued before the wait for the kernel
-// before (24: 2, as the default; 25: 3).
-template <GgmlType T, int EARLY>
-void launch_deep(const GemvBatch& b, cudaStream_t s) {
-  constexpr int kCol = col_arith<T>();
-  using S = Sel<T, kCol>;
-  const size_t frag = static_cast<size_t>(S::stride(b.ne0));
-  const size_t limit = std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024);
-  if constexpr (T == GgmlType::Q2_K) {
-    if ((b.ne0 / 256) % 2 == 0 && gemv_rings_fit(frag, kMmaWarps, 6, 2 * S::Path::kBytes, limit)) {
-      return launch_pipe_ug<T, 4, 6, 2, 8, kCol, 0, EARLY>(b, s, -1);
-    }
-  } else {
-    if (takes_two_unit_rings<T>(b.ne0)) {
-      if (gemv_rings_fit(frag, kMmaWarps, 4, 2 * S::Path::kBytes, limit)) {
-        return launch_pipe_ug<T, 4, 4, 2, 8, kCol, 0, EARLY, 1, false, true>(b, s, -1);
-      }
-    } else if (gemv_rings_fit(frag, kMmaWarps, 6, S::Path::kBytes, limit)) {
-      return launch_pipe_ug<T, 4, 6, 1, 8, kCol, 0, EARLY>(b, s, -1);
-    }
-  }
-  return launch_default<T, 2, false>(b, s, -1);
-}
-
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
@@ -2013,12 +1986,6 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 1, false, false, false, ninth_arith<T>()>(b, s, -1);
     case 23:  // 7 (the arithmetic only, wrong sums) with the ninth pass's arithmetic
       return launch_diag<T, 2, ninth_arith<T>()>(b, s);
-    case 24:  // the default's expert launches with deeper rings (launch_deep)
-      if (grouped) return launch_deep<T, 2>(b, s);
-      break;
-    case 25:  // ... with 3 of their first stages issued before the wait for the kernel before
-      if (grouped) return launch_deep<T, 3>(b, s);
-      break;
     default:
       break;
   }
@@ -2044,8 +2011,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 25) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..25");
+  if (variant < -1 || variant > 23) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..23");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
