@@ -110,16 +110,11 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 
 // cp.async of G bytes (8 or 4: .ca; Q4_K measured slower in 16-byte .cg copies, 0.52 against
 // 0.56 of D2D, docs/cuda-backend.md) and the group bookkeeping (PTX ISA "cp.async").
-// G 16 (variant 24 only): .cg, which does not allocate in L1.
 template <int G>
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
-  static_assert(G == 16 || G == 8 || G == 4, "ring copies are 16-, 8- or 4-byte pieces");
+  static_assert(G == 8 || G == 4, "ring copies are 8- or 4-byte pieces");
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (G == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(G) : "memory");
-  }
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(G) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -1933,17 +1928,6 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH>(b, s, cap);
 }
 
-// Variants 24 and 25: Q2_K's expert launches of a multiple of 4 super-blocks a row with four
-// super-blocks a ring stage (336-byte stage rows), 3 stages, in 16-byte .cg pieces (24) or in
-// 8-byte .ca pieces (25); other launches as the default.
-template <GgmlType T, int G>
-void launch_q2k_quad(const GemvBatch& b, cudaStream_t s) {
-  if constexpr (T == GgmlType::Q2_K) {
-    if ((b.ne0 / 256) % 4 == 0) return launch_pipe_ug<T, 4, 3, 4, G, col_arith<T>()>(b, s, -1);
-  }
-  return launch_default<T, 2, false>(b, s, -1);
-}
-
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
@@ -2002,12 +1986,6 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 1, false, false, false, ninth_arith<T>()>(b, s, -1);
     case 23:  // 7 (the arithmetic only, wrong sums) with the ninth pass's arithmetic
       return launch_diag<T, 2, ninth_arith<T>()>(b, s);
-    case 24:  // Q2_K's expert launches with four super-blocks a stage in 16-byte .cg pieces
-      if (grouped) return launch_q2k_quad<T, 16>(b, s);
-      break;
-    case 25:  // ... in 8-byte .ca pieces
-      if (grouped) return launch_q2k_quad<T, 8>(b, s);
-      break;
     default:
       break;
   }
@@ -2033,8 +2011,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 25) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..25");
+  if (variant < -1 || variant > 23) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..23");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
