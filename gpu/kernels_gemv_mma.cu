@@ -878,19 +878,6 @@ struct Q2kI8Path {
     db = reinterpret_cast<const uint32_t*>(pb)[20];
   }
 
-  // The column layouts' A words of field j of half n with the sub-block scales in them
-  // (Q2kColPath2, Q2kColPath3): rows a, b at k 4t.. and 16 + 4t..; even fields masked to their
-  // low 2 bits after a nibble shift for j = 2, odd fields in place (4 q) after the same shift
-  // for j = 3; times the lane's scales sca, scb (q sc <= 45, 4 q sc <= 180: u8).
-  __device__ __forceinline__ void scaled_field(int n, int j, uint32_t sca, uint32_t scb, uint32_t (&a)[4]) const {
-    const int sh = j < 2 ? 0 : 4;
-    const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
-    a[0] = ((qa[n].x >> sh) & mask) * sca;
-    a[1] = ((qb[n].x >> sh) & mask) * scb;
-    a[2] = ((qa[n].y >> sh) & mask) * sca;
-    a[3] = ((qb[n].y >> sh) & mask) * scb;
-  }
-
   // The super-block's eight fields (half n, field j): mma(a, 4n + j, sca, scb) runs the
   // field's mmas on its A words (rows a, b) with the sub-block scales of this lane's columns
   // (integers, fields in place: times 4^(3 - j)); then acc += d (S_r us) - dmin m_r, S_r =
@@ -1053,12 +1040,17 @@ struct Q2kColPath2 : Q2kI8Path {
     int te[4] = {0, 0, 0, 0}, to[4] = {0, 0, 0, 0}, tm[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
+      const uint32_t q[4] = {qa[n].x, qb[n].x, qa[n].y, qb[n].y};
+      const uint32_t q4[4] = {q[0] >> 4, q[1] >> 4, q[2] >> 4, q[3] >> 4};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const uint32_t ra = prmt(sa[2 * n + (j >> 1)], 0u, sel[j & 1]);
         const uint32_t rb = prmt(sb4[2 * n + (j >> 1)], 0u, sel[j & 1]);
-        uint32_t a[4];
-        scaled_field(n, j, ra & 0x0Fu, rb & 0x0Fu, a);
+        const uint32_t sca = ra & 0x0Fu, scb = rb & 0x0Fu;
+        const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
+        const uint32_t(&src)[4] = j < 2 ? q : q4;
+        const uint32_t a[4] = {(src[0] & mask) * sca, (src[1] & mask) * scb, (src[2] & mask) * sca,
+                               (src[3] & mask) * scb};
         const uint32_t ma = ra & 0xF0F0F0F0u, mb = rb & 0xF0F0F0F0u;
         const uint32_t am[4] = {ma, mb, ma, mb};
         const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
@@ -1124,11 +1116,16 @@ struct Q2kColPath3 : Q2kI8Path {
     int te[4] = {0, 0, 0, 0}, to[4] = {magic, magic, magic, magic}, tm[4] = {0, magic, 0, magic};
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
+      const uint32_t q[4] = {qa[n].x, qb[n].x, qa[n].y, qb[n].y};
+      const uint32_t q4[4] = {q[0] >> 4, q[1] >> 4, q[2] >> 4, q[3] >> 4};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        uint32_t a[4];
-        scaled_field(n, j, prmt(sca4[2 * n + (j >> 1)], 0u, sel[j & 1]), prmt(scb4[2 * n + (j >> 1)], 0u, sel[j & 1]),
-                     a);
+        const uint32_t sca = prmt(sca4[2 * n + (j >> 1)], 0u, sel[j & 1]);
+        const uint32_t scb = prmt(scb4[2 * n + (j >> 1)], 0u, sel[j & 1]);
+        const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
+        const uint32_t(&src)[4] = j < 2 ? q : q4;
+        const uint32_t a[4] = {(src[0] & mask) * sca, (src[1] & mask) * scb, (src[2] & mask) * sca,
+                               (src[3] & mask) * scb};
         const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
         if (j & 1) {
           mma_i8_acc(to, a, bw.x, bw.y);
