@@ -878,6 +878,30 @@ struct Q2kI8Path {
     db = reinterpret_cast<const uint32_t*>(pb)[20];
   }
 
+  // The column layouts' fields with the sub-block scales in A (Q2kColPath2, Q2kColPath3): for
+  // half n, field j, scale(n, j, sca, scb) gives the lane's scales of rows a, b; A = the field's
+  // bytes (k 4t.. and 16 + 4t..), even fields masked to their low 2 bits after a nibble shift for
+  // j = 2, odd ones in place (4 q) after the same shift for j = 3, times those scales (q sc <= 45,
+  // 4 q sc <= 180: u8); field(a, n, j) runs the field's mmas.
+  template <class Scale, class Field>
+  __device__ __forceinline__ void scaled_fields(Scale scale, Field field) const {
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const uint32_t q[4] = {qa[n].x, qb[n].x, qa[n].y, qb[n].y};
+      const uint32_t q4[4] = {q[0] >> 4, q[1] >> 4, q[2] >> 4, q[3] >> 4};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        uint32_t sca, scb;
+        scale(n, j, sca, scb);
+        const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
+        const uint32_t(&src)[4] = j < 2 ? q : q4;
+        const uint32_t a[4] = {(src[0] & mask) * sca, (src[1] & mask) * scb, (src[2] & mask) * sca,
+                               (src[3] & mask) * scb};
+        field(a, n, j);
+      }
+    }
+  }
+
   // The super-block's eight fields (half n, field j): mma(a, 4n + j, sca, scb) runs the
   // field's mmas on its A words (rows a, b) with the sub-block scales of this lane's columns
   // (integers, fields in place: times 4^(3 - j)); then acc += d (S_r us) - dmin m_r, S_r =
@@ -1038,30 +1062,24 @@ struct Q2kColPath2 : Q2kI8Path {
     const uint32_t half = static_cast<uint32_t>(t) >> 1;
     const uint32_t sel[2] = {half * 0x1111u, (2u + half) * 0x1111u};  // byte 2 (j % 2) + half, replicated
     int te[4] = {0, 0, 0, 0}, to[4] = {0, 0, 0, 0}, tm[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const uint32_t q[4] = {qa[n].x, qb[n].x, qa[n].y, qb[n].y};
-      const uint32_t q4[4] = {q[0] >> 4, q[1] >> 4, q[2] >> 4, q[3] >> 4};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t ra = prmt(sa[2 * n + (j >> 1)], 0u, sel[j & 1]);
-        const uint32_t rb = prmt(sb4[2 * n + (j >> 1)], 0u, sel[j & 1]);
-        const uint32_t sca = ra & 0x0Fu, scb = rb & 0x0Fu;
-        const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
-        const uint32_t(&src)[4] = j < 2 ? q : q4;
-        const uint32_t a[4] = {(src[0] & mask) * sca, (src[1] & mask) * scb, (src[2] & mask) * sca,
-                               (src[3] & mask) * scb};
-        const uint32_t ma = ra & 0xF0F0F0F0u, mb = rb & 0xF0F0F0F0u;
-        const uint32_t am[4] = {ma, mb, ma, mb};
-        const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
-        if (j & 1) {
-          mma_i8_acc(to, a, bw.x, bw.y);
-        } else {
-          mma_i8_acc(te, a, bw.x, bw.y);
-        }
-        mma_i8_acc(tm, am, bw.x, bw.y);
-      }
-    }
+    uint32_t ra = 0, rb = 0;  // the lane's scale bytes of rows a, b, replicated
+    scaled_fields(
+        [&](int n, int j, uint32_t& sca, uint32_t& scb) {
+          ra = prmt(sa[2 * n + (j >> 1)], 0u, sel[j & 1]);
+          rb = prmt(sb4[2 * n + (j >> 1)], 0u, sel[j & 1]);
+          sca = ra & 0x0Fu, scb = rb & 0x0Fu;
+        },
+        [&](const uint32_t(&a)[4], int n, int j) {
+          const uint32_t ma = ra & 0xF0F0F0F0u, mb = rb & 0xF0F0F0F0u;
+          const uint32_t am[4] = {ma, mb, ma, mb};
+          const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
+          if (j & 1) {
+            mma_i8_acc(to, a, bw.x, bw.y);
+          } else {
+            mma_i8_acc(te, a, bw.x, bw.y);
+          }
+          mma_i8_acc(tm, am, bw.x, bw.y);
+        });
     // Rows g (D 0, 1: slices 2 (t & 1), + 1) and g + 8 (D 2, 3); 4 S = 4 te + to.
     const float us = xv.unscale[sb] * xv.slice2;
     const float sa4 = static_cast<float>(4 * te[0] + to[0]) + static_cast<float>(4 * te[1] + to[1]) * 0x1p-7f;
@@ -1114,26 +1132,19 @@ struct Q2kColPath3 : Q2kI8Path {
     for (int i = 0; i < 4; ++i) sca4[i] = sa[i] & 0x0F0F0F0Fu, scb4[i] = sb4[i] & 0x0F0F0F0Fu;
     const int magic = static_cast<int>(kRoundMagicBits);
     int te[4] = {0, 0, 0, 0}, to[4] = {magic, magic, magic, magic}, tm[4] = {0, magic, 0, magic};
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const uint32_t q[4] = {qa[n].x, qb[n].x, qa[n].y, qb[n].y};
-      const uint32_t q4[4] = {q[0] >> 4, q[1] >> 4, q[2] >> 4, q[3] >> 4};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t sca = prmt(sca4[2 * n + (j >> 1)], 0u, sel[j & 1]);
-        const uint32_t scb = prmt(scb4[2 * n + (j >> 1)], 0u, sel[j & 1]);
-        const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
-        const uint32_t(&src)[4] = j < 2 ? q : q4;
-        const uint32_t a[4] = {(src[0] & mask) * sca, (src[1] & mask) * scb, (src[2] & mask) * sca,
-                               (src[3] & mask) * scb};
-        const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
-        if (j & 1) {
-          mma_i8_acc(to, a, bw.x, bw.y);
-        } else {
-          mma_i8_acc(te, a, bw.x, bw.y);
-        }
-      }
-    }
+    scaled_fields(
+        [&](int n, int j, uint32_t& sca, uint32_t& scb) {
+          sca = prmt(sca4[2 * n + (j >> 1)], 0u, sel[j & 1]);
+          scb = prmt(scb4[2 * n + (j >> 1)], 0u, sel[j & 1]);
+        },
+        [&](const uint32_t(&a)[4], int n, int j) {
+          const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
+          if (j & 1) {
+            mma_i8_acc(to, a, bw.x, bw.y);
+          } else {
+            mma_i8_acc(te, a, bw.x, bw.y);
+          }
+        });
     const uint32_t am[4] = {ma, mb, 0u, 0u};
     mma_i8_acc(tm, am, xv.min_word(sb), 0u);
     // Rows g (D 0, 1) and g + 8 (D 2, 3).
