@@ -665,6 +665,14 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
         w[q][0] = low_bytes(r[q][0], r[q][1], r[q][2], r[q][3]);
         w[q][1] = low_bytes(r[q][4], r[q][5], r[q][6], r[q][7]);
       }
+      // Slice q's sum over the elements of this lane and the other lane of its pair (16
+      // elements: a Q2_K sub-block, half an MXFP4 block); every lane of the warp must call it.
+      const auto pair_slice_sum = [&](int q) {
+        int sum = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum += static_cast<int>(r[q][i] - kRoundMagicBits);
+        return sum + __shfl_xor_sync(0xffffffffu, sum, 1);
+      };
       if constexpr (LAYOUT == kDiagWords) {
         const int64_t slot = ((k * 8 + lane / 4) * 4 + lane % 4) * 2;
         xf[slot] = make_uint4(w[0][0], w[0][1], w[2][0], w[2][1]);
@@ -693,10 +701,7 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
           int8_t* xm = reinterpret_cast<int8_t*>(base + ne0 * 4) + k * 128 + lane / 2;
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
-            int sum_q = 0;
-#pragma unroll
-            for (int i = 0; i < 8; ++i) sum_q += static_cast<int>(r[q][i] - kRoundMagicBits);
-            sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 1);
+            const int sum_q = pair_slice_sum(q);
             const int hi = (sum_q + 64) >> 7;  // arithmetic shift: floor
             if ((lane & 1) == (q >> 1)) {
               xm[16 * (2 * q)] = static_cast<int8_t>(hi);
@@ -714,10 +719,7 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
         for (int q = 0; q < 4; ++q) {
           xp[4 * q] = make_uint2(low_bytes(r[q][0], r[q][4], r[q][1], r[q][5]),
                                  low_bytes(r[q][2], r[q][6], r[q][3], r[q][7]));
-          int sum_q = 0;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) sum_q += static_cast<int>(r[q][i] - kRoundMagicBits);
-          sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 1);
+          int sum_q = pair_slice_sum(q);
           sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 2);
           if (lane % 4 == 0) {  // the offset of the values (Mxfp4ColPath, Mxfp4ColPath2)
             if constexpr (LAYOUT == kMxMagicColumns) {
