@@ -82,8 +82,13 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // counting those launches' two-unit stages (the default counts units); 22 = the default with
 // the ninth pass's arithmetic (the default until the tenth pass: Q2_K's minimums in an mma per
 // field, MXFP4's e2m1 tables as literals and every block's scales on every lane; Q4_K as 0);
-// 23 = 7 with 22's arithmetic (wrong sums). Process-wide; a run must not mix variants (their
-// sums differ in rounding). Throws Error outside -1..23.
+// 23 = 7 with 22's arithmetic (wrong sums); 24 = the default with x's fragments prepared once
+// per group by a separate wide kernel (one super-block a warp) into scratch, each block
+// copying its group's into shared memory instead of preparing them (where they fit; sums
+// identical to 0's: the same fragments); 25 = 24 without the preparation (the blocks copy a
+// buffer nothing writes, wrong sums: the cost of a GEMV whose fragments come ready).
+// Process-wide; a run must not mix variants (their sums differ in rounding). Throws Error
+// outside -1..25.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

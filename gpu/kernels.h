@@ -49,6 +49,14 @@ struct GemvBatch {
   int32_t n_groups = 1;
   int32_t n_tok = 0;        // pairs per group when grp_off is null
   int32_t max_pairs = 0;    // with grp_off: an upper bound of any group's pair count (grid size)
+  // Optional: x's fragments for the tensor-core decode GEMV, ready (swiglu_clamped_fragments),
+  // x row i's at x_frag + i * x_frag_stride bytes (gemv_x_fragments_bytes each), written by an
+  // earlier kernel of the stream from the same x. Taken where that GEMV's default layout reads
+  // them from shared memory (the launch then copies them instead of preparing them: the same
+  // sums, bit for bit); ignored by every other kernel and variant. Null: each launch prepares
+  // its own.
+  const uint8_t* x_frag = nullptr;
+  int64_t x_frag_stride = 0;
 };
 // F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
 void gemv(const GemvBatch& b, cudaStream_t s);
@@ -56,9 +64,23 @@ void gemv(const GemvBatch& b, cudaStream_t s);
 // row), group i the matrix at table[i] with pairs [grp_off[i], grp_off[i + 1]) (at most
 // max_pairs); pair j reads x row x_row[j] (x_row null: row j) of x_stride floats and writes y
 // row j of y_stride floats. Used by the engine (gpu/cuda_moe.h), bench-twin and gpu_ops_test.
+// x_frag, x_frag_stride: GemvBatch's (optional).
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                   const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
-                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s);
+                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s, const uint8_t* x_frag = nullptr,
+                  int64_t x_frag_stride = 0);
+
+// Bytes of x's fragments per x row of ne0 floats that the tensor-core decode GEMV of `type`
+// takes ready (GemvBatch::x_frag); 0 where it takes none (a type or row length without that
+// GEMV, or the tensor cores switched off: gpu/gemv_mma.h). A multiple of 16.
+int64_t gemv_x_fragments_bytes(GgmlType type, int64_t ne0);
+// swiglu_clamped (the same values, bit for bit) of `rows` rows of ff floats, row r at gate, up,
+// out + r ff (out may alias gate), that also writes each output row's fragments for a GEMV of
+// `type` at frag + r frag_stride: one warp a 256-element super-block, so the GEMV's launches
+// copy them instead of every block preparing them. Throws Error when
+// gemv_x_fragments_bytes(type, ff) is 0 or above frag_stride.
+void swiglu_clamped_fragments(const float* gate, const float* up, int64_t rows, int64_t ff, float limit, float* out,
+                              GgmlType type, uint8_t* frag, int64_t frag_stride, cudaStream_t s);
 
 // out[i][0 .. ne0) = dequantized row rows[i] of W (rows: device array of n ids).
 void dequant_rows(GgmlType type, const uint8_t* w, uint64_t row_bytes, int64_t ne0, const int32_t* rows, int32_t n,

@@ -481,7 +481,8 @@ bool gpu_type_supported(GgmlType type) { return dispatch_type(type, NoLaunch{});
 
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                   const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
-                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s) {
+                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s, const uint8_t* x_frag,
+                  int64_t x_frag_stride) {
   GemvBatch b;
   b.type = type;
   b.ne0 = ne0;
@@ -496,6 +497,8 @@ void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
   b.y_stride = y_stride;
   b.n_groups = n_groups;
   b.max_pairs = max_pairs;
+  b.x_frag = x_frag;
+  b.x_frag_stride = x_frag_stride;
   gemv(b, s);
 }
 

@@ -116,6 +116,11 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(G) : "memory");
 }
+// 16 bytes, L2 only (.cg): the x fragments a block copies from scratch (XF 2).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -577,27 +582,155 @@ __device__ __forceinline__ uint32_t low_bytes(uint32_t r0, uint32_t r1, uint32_t
   return __byte_perm(__byte_perm(r0, r1, 0x0040), __byte_perm(r2, r3, 0x0040), 0x5410);
 }
 
+// The elements of a super-block a lane slices (x_fragments_i8): lane_first(L) + {0..3}, then
+// lane_first(L) + lane_second() + {0..3}.
+template <int LAYOUT>
+__host__ __device__ constexpr int lane_second() {
+  return LAYOUT == kMxColumns || LAYOUT == kMxMagicColumns ? 16 : 4;
+}
+template <int LAYOUT>
+__host__ __device__ constexpr int lane_first(int lane) {
+  return LAYOUT == kMxColumns || LAYOUT == kMxMagicColumns ? 32 * (lane / 4) + 4 * (lane % 4) : 8 * lane;
+}
+
+// Super-block k of x (its 256 elements: this lane's 8 in v, at the lane's elements of the
+// layout: see x_fragments_i8) into the fragments at `base` of an ne0-element vector. Every lane
+// of the warp must call it (shuffles).
+template <int LAYOUT>
+__device__ __forceinline__ void slice_super_block(const float (&v)[8], int64_t k, int64_t ne0, uint8_t* base,
+                                                  int lane) {
+  constexpr bool kX16 = LAYOUT != kMxColumns && LAYOUT != kMxMagicColumns && LAYOUT != kQ2kMinColumns;
+  uint4* xf = reinterpret_cast<uint4*>(base);
+  float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
+  float* unscale = kX16 ? x16 + ne0 / 16
+                        : reinterpret_cast<float*>(base + ne0 * 4 + (LAYOUT == kMxMagicColumns ? ne0 : ne0 / 2));
+  float mx, sum;
+  max_abs_and_sum(v, mx, sum);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
+  if (kX16 && (lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
+  // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
+  // - E, clamped to +-126 (2^s and 2^-s normal; every finite x in range: E = 254 gives s =
+  // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
+  // or NaN). A NaN element is lost to fmaxf and is sliced as 0; it makes the super-block's
+  // 2^-s NaN instead (and reaches Q4_K's and Q2kColPath's min terms through the 16-element
+  // sums too; MXFP4, Q2kColPath2 and Q2kColPath3 have no F32 min term).
+  const bool nan = __any_sync(0xffffffffu, sum != sum);
+  const uint32_t e = nan ? 0xFFu : (__float_as_uint(mx) >> 23) & 0xFFu;
+  const int s = min(max(132 - static_cast<int>(e), -126), 126);
+  const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
+  if (lane == 0)
+    unscale[k] =
+        e == 0xFFu ? __uint_as_float(0x7FC00000u) : __uint_as_float(static_cast<uint32_t>(127 - s) << 23);
+  // r[q][i]: slice q of element i as 1.5 2^23 + slice (kRoundMagic); |y| <= 64 throughout.
+  uint32_t r[4][8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    // exact: a power of two. A NaN element is sliced as 0 (the GPU's y + kRoundMagic would
+    // be the canonical NaN 0x7FFFFFFF, whose low byte is -1); see the comment above.
+    float y = e == 0xFFu || v[i] != v[i] ? 0.0f : v[i] * sc;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float rq = y + kRoundMagic;      // rounded to an integer, ties to even
+      r[q][i] = __float_as_uint(rq);
+      y = (y - (rq - kRoundMagic)) * 128.0f;  // exact: |y| < 64 and a rounded residual
+    }
+  }
+  uint32_t w[4][2];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    w[q][0] = low_bytes(r[q][0], r[q][1], r[q][2], r[q][3]);
+    w[q][1] = low_bytes(r[q][4], r[q][5], r[q][6], r[q][7]);
+  }
+  // Slice q's sum over the elements of this lane and the other lane of its pair (16
+  // elements: a Q2_K sub-block, half an MXFP4 block); every lane of the warp must call it.
+  const auto pair_slice_sum = [&](int q) {
+    int sum = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sum += static_cast<int>(r[q][i] - kRoundMagicBits);
+    return sum + __shfl_xor_sync(0xffffffffu, sum, 1);
+  };
+  if constexpr (LAYOUT == kDiagWords) {
+    const int64_t slot = ((k * 8 + lane / 4) * 4 + lane % 4) * 2;
+    xf[slot] = make_uint4(w[0][0], w[0][1], w[2][0], w[2][1]);
+    xf[slot + 1] = make_uint4(w[1][0], w[1][1], w[3][0], w[3][1]);
+  } else if constexpr (LAYOUT == kQ4kColumns) {
+    // Elements 8L + 4m + i: group p = L / 8, half h = L % 8 / 4, t = L % 4; word 16 h + 4 s +
+    // t of unit 2p + m.
+    uint32_t* xw =
+        reinterpret_cast<uint32_t*>(base) + k * 256 + (lane / 8) * 64 + (lane % 8 / 4) * 16 + lane % 4;
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) xw[m * 32 + 4 * q] = w[q][m];
+    }
+  } else if constexpr (LAYOUT == kQ2kColumns || LAYOUT == kQ2kMinColumns) {
+    // Elements 8L..8L+7: unit c = L / 4, t = L % 4; pair 4 s + t of the unit.
+    uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) xp[4 * q] = make_uint2(w[q][0], w[q][1]);
+    if constexpr (LAYOUT == kQ2kMinColumns) {
+      // The minimums' B (Q2kColPath3): sub-block j = L / 2 (lanes 2j, 2j + 1) of slice q sums
+      // to S in [-1024, 1024], stored as S = 128 hi + lo (hi in [-8, 8], lo in [-64, 63]) in
+      // column c = 2 q (hi) or 2 q + 1 (lo) at k = j: byte 4 (4 c + j / 4) + j % 4 = 16 c + j
+      // of the super-block's 128 (word 4 c + j / 4 is lane 4 c + j / 4's B word). Lane 2j
+      // stores slices 0, 1, lane 2j + 1 slices 2, 3.
+      int8_t* xm = reinterpret_cast<int8_t*>(base + ne0 * 4) + k * 128 + lane / 2;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int sum_q = pair_slice_sum(q);
+        const int hi = (sum_q + 64) >> 7;  // arithmetic shift: floor
+        if ((lane & 1) == (q >> 1)) {
+          xm[16 * (2 * q)] = static_cast<int8_t>(hi);
+          xm[16 * (2 * q + 1)] = static_cast<int8_t>(sum_q - 128 * hi);
+        }
+      }
+    }
+  } else {
+    // Block c = L / 4, t = L % 4: pair 4 s + t = slice s of elements {4t, 4t+16, 4t+1, 4t+17},
+    // {4t+2, 4t+18, 4t+3, 4t+19} (v[0..3] are 4t.., v[4..7] 16+4t..), and -12 times the
+    // block's sums.
+    uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
+    int32_t* xs = reinterpret_cast<int32_t*>(base + ne0 * 4) + (k * 8 + lane / 4) * 4;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      xp[4 * q] = make_uint2(low_bytes(r[q][0], r[q][4], r[q][1], r[q][5]),
+                             low_bytes(r[q][2], r[q][6], r[q][3], r[q][7]));
+      int sum_q = pair_slice_sum(q);
+      sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 2);
+      if (lane % 4 == 0) {  // the offset of the values (Mxfp4ColPath, Mxfp4ColPath2)
+        if constexpr (LAYOUT == kMxMagicColumns) {
+          const int o = -12 * sum_q + ((q & 1) ? static_cast<int>(kRoundMagicBits) : 0);
+          int32_t* xs2 = reinterpret_cast<int32_t*>(base + ne0 * 4) + (k * 8 + lane / 4) * 8;
+          xs2[(q >> 1) * 4 + (q & 1)] = o;
+          xs2[(q >> 1) * 4 + (q & 1) + 2] = o;
+        } else {
+          xs[q] = -12 * sum_q;
+        }
+      }
+    }
+  }
+}
+
 // The fragments of x (ne0 floats, a multiple of 256) into `base`: super-block k by warp k mod
 // nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4; for
 // kMxColumns elements 32 (L / 4) + 4 (L % 4) + {0..3, 16..19}). A warp loads the x of up to
 // kBatch of its super-blocks before it slices any, so their latencies overlap, and calls
 // after() once, right after its first loads are issued (as x_fragments).
+// warp_base: this block's first warp among the nwarps that share the vector (0 when one block
+// prepares it all; x_fragments_wide_kernel spreads a vector over several blocks).
 // No barrier: the caller synchronises before reading them.
 template <int LAYOUT, class After>
-__device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, After after) {
-  constexpr bool kMx = LAYOUT == kMxColumns || LAYOUT == kMxMagicColumns;
-  constexpr bool kX16 = !kMx && LAYOUT != kQ2kMinColumns;  // 16-element sums after the words
+__device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, After after,
+                               int warp_base = 0) {
   constexpr int kBatch = 4;
-  uint4* xf = reinterpret_cast<uint4*>(base);
-  float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
-  float* unscale = kX16 ? x16 + ne0 / 16
-                        : reinterpret_cast<float*>(base + ne0 * 4 + (LAYOUT == kMxMagicColumns ? ne0 : ne0 / 2));
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   const int64_t nsb = ne0 / 256;
-  const int second = kMx ? 16 : 4;  // where elements 4..7 of the lane start
-  const int64_t lane_off = kMx ? 32 * (lane / 4) + 4 * (lane % 4) : 8 * lane;
-  for (int64_t k0 = threadIdx.x / 32, first = 1;; k0 += kBatch * nwarps, first = 0) {
+  const int second = lane_second<LAYOUT>();  // where elements 4..7 of the lane start
+  const int64_t lane_off = lane_first<LAYOUT>(lane);
+  for (int64_t k0 = warp_base + threadIdx.x / 32, first = 1;; k0 += kBatch * nwarps, first = 0) {
     if (k0 >= nsb) {
       if (first) after();
       break;
@@ -625,114 +758,7 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
     for (int bi = 0; bi < kBatch; ++bi) {
       const int64_t k = k0 + bi * nwarps;
       if (k >= nsb) break;  // the same for the whole warp
-      const float(&v)[8] = vb[bi];
-      float mx, sum;
-      max_abs_and_sum(v, mx, sum);
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
-      if (kX16 && (lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
-      // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
-      // - E, clamped to +-126 (2^s and 2^-s normal; every finite x in range: E = 254 gives s =
-      // -122); a block whose max is inf gets 2^-s = NaN, so its sums are NaN (the CPU's are +-inf
-      // or NaN). A NaN element is lost to fmaxf and is sliced as 0; it makes the super-block's
-      // 2^-s NaN instead (and reaches Q4_K's and Q2kColPath's min terms through the 16-element
-      // sums too; MXFP4, Q2kColPath2 and Q2kColPath3 have no F32 min term).
-      const bool nan = __any_sync(0xffffffffu, sum != sum);
-      const uint32_t e = nan ? 0xFFu : (__float_as_uint(mx) >> 23) & 0xFFu;
-      const int s = min(max(132 - static_cast<int>(e), -126), 126);
-      const float sc = __uint_as_float(static_cast<uint32_t>(127 + s) << 23);
-      if (lane == 0)
-        unscale[k] =
-            e == 0xFFu ? __uint_as_float(0x7FC00000u) : __uint_as_float(static_cast<uint32_t>(127 - s) << 23);
-      // r[q][i]: slice q of element i as 1.5 2^23 + slice (kRoundMagic); |y| <= 64 throughout.
-      uint32_t r[4][8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        // exact: a power of two. A NaN element is sliced as 0 (the GPU's y + kRoundMagic would
-        // be the canonical NaN 0x7FFFFFFF, whose low byte is -1); see the comment above.
-        float y = e == 0xFFu || v[i] != v[i] ? 0.0f : v[i] * sc;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const float rq = y + kRoundMagic;      // rounded to an integer, ties to even
-          r[q][i] = __float_as_uint(rq);
-          y = (y - (rq - kRoundMagic)) * 128.0f;  // exact: |y| < 64 and a rounded residual
-        }
-      }
-      uint32_t w[4][2];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        w[q][0] = low_bytes(r[q][0], r[q][1], r[q][2], r[q][3]);
-        w[q][1] = low_bytes(r[q][4], r[q][5], r[q][6], r[q][7]);
-      }
-      // Slice q's sum over the elements of this lane and the other lane of its pair (16
-      // elements: a Q2_K sub-block, half an MXFP4 block); every lane of the warp must call it.
-      const auto pair_slice_sum = [&](int q) {
-        int sum = 0;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) sum += static_cast<int>(r[q][i] - kRoundMagicBits);
-        return sum + __shfl_xor_sync(0xffffffffu, sum, 1);
-      };
-      if constexpr (LAYOUT == kDiagWords) {
-        const int64_t slot = ((k * 8 + lane / 4) * 4 + lane % 4) * 2;
-        xf[slot] = make_uint4(w[0][0], w[0][1], w[2][0], w[2][1]);
-        xf[slot + 1] = make_uint4(w[1][0], w[1][1], w[3][0], w[3][1]);
-      } else if constexpr (LAYOUT == kQ4kColumns) {
-        // Elements 8L + 4m + i: group p = L / 8, half h = L % 8 / 4, t = L % 4; word 16 h + 4 s +
-        // t of unit 2p + m.
-        uint32_t* xw =
-            reinterpret_cast<uint32_t*>(base) + k * 256 + (lane / 8) * 64 + (lane % 8 / 4) * 16 + lane % 4;
-#pragma unroll
-        for (int m = 0; m < 2; ++m) {
-#pragma unroll
-          for (int q = 0; q < 4; ++q) xw[m * 32 + 4 * q] = w[q][m];
-        }
-      } else if constexpr (LAYOUT == kQ2kColumns || LAYOUT == kQ2kMinColumns) {
-        // Elements 8L..8L+7: unit c = L / 4, t = L % 4; pair 4 s + t of the unit.
-        uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) xp[4 * q] = make_uint2(w[q][0], w[q][1]);
-        if constexpr (LAYOUT == kQ2kMinColumns) {
-          // The minimums' B (Q2kColPath3): sub-block j = L / 2 (lanes 2j, 2j + 1) of slice q sums
-          // to S in [-1024, 1024], stored as S = 128 hi + lo (hi in [-8, 8], lo in [-64, 63]) in
-          // column c = 2 q (hi) or 2 q + 1 (lo) at k = j: byte 4 (4 c + j / 4) + j % 4 = 16 c + j
-          // of the super-block's 128 (word 4 c + j / 4 is lane 4 c + j / 4's B word). Lane 2j
-          // stores slices 0, 1, lane 2j + 1 slices 2, 3.
-          int8_t* xm = reinterpret_cast<int8_t*>(base + ne0 * 4) + k * 128 + lane / 2;
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const int sum_q = pair_slice_sum(q);
-            const int hi = (sum_q + 64) >> 7;  // arithmetic shift: floor
-            if ((lane & 1) == (q >> 1)) {
-              xm[16 * (2 * q)] = static_cast<int8_t>(hi);
-              xm[16 * (2 * q + 1)] = static_cast<int8_t>(sum_q - 128 * hi);
-            }
-          }
-        }
-      } else {
-        // Block c = L / 4, t = L % 4: pair 4 s + t = slice s of elements {4t, 4t+16, 4t+1, 4t+17},
-        // {4t+2, 4t+18, 4t+3, 4t+19} (v[0..3] are 4t.., v[4..7] 16+4t..), and -12 times the
-        // block's sums.
-        uint2* xp = reinterpret_cast<uint2*>(base) + k * 128 + (lane / 4) * 16 + lane % 4;
-        int32_t* xs = reinterpret_cast<int32_t*>(base + ne0 * 4) + (k * 8 + lane / 4) * 4;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          xp[4 * q] = make_uint2(low_bytes(r[q][0], r[q][4], r[q][1], r[q][5]),
-                                 low_bytes(r[q][2], r[q][6], r[q][3], r[q][7]));
-          int sum_q = pair_slice_sum(q);
-          sum_q += __shfl_xor_sync(0xffffffffu, sum_q, 2);
-          if (lane % 4 == 0) {  // the offset of the values (Mxfp4ColPath, Mxfp4ColPath2)
-            if constexpr (LAYOUT == kMxMagicColumns) {
-              const int o = -12 * sum_q + ((q & 1) ? static_cast<int>(kRoundMagicBits) : 0);
-              int32_t* xs2 = reinterpret_cast<int32_t*>(base + ne0 * 4) + (k * 8 + lane / 4) * 8;
-              xs2[(q >> 1) * 4 + (q & 1)] = o;
-              xs2[(q >> 1) * 4 + (q & 1) + 2] = o;
-            } else {
-              xs[q] = -12 * sum_q;
-            }
-          }
-        }
-      }
+      slice_super_block<LAYOUT>(vb[bi], k, ne0, base, lane);
     }
   }
 }
@@ -1323,6 +1349,7 @@ struct Sel {
 // block's preparation (x_fragments_i8).
 template <int LAYOUT>
 struct I8Prep {
+  __host__ __device__ static constexpr int layout() { return LAYOUT; }
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) {
     return LAYOUT == kMxMagicColumns                              ? frag_stride_mx2(ne0)
            : LAYOUT == kMxColumns || LAYOUT == kQ2kMinColumns ? frag_stride_mx(ne0)
@@ -1331,6 +1358,10 @@ struct I8Prep {
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
     x_fragments_i8<LAYOUT>(x, ne0, base, nthreads / 32, after);
+  }
+  // The share of warps [warp_base, warp_base + this block's warps) of nwarps over the vector.
+  __device__ static void prepare_part(const float* x, int64_t ne0, uint8_t* base, int warp_base, int nwarps) {
+    x_fragments_i8<LAYOUT>(x, ne0, base, nwarps, [] {}, warp_base);
   }
 };
 
@@ -1437,6 +1468,54 @@ __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, 
   S::prepare(x, b.ne0, scratch + grp * S::stride(b.ne0), kPrepThreads, [] {});
 }
 
+// The x fragments of every single-pair group into scratch (group grp at grp S::stride(ne0)),
+// one super-block a warp: grid (ceil(super-blocks / kMmaWarps), groups) of kMmaWarps warps, so a
+// vector is prepared by as many warps as it has super-blocks, once for all the blocks of the
+// GEMV that copy it (XF 2 of gemv_pipe_kernel) instead of once by each of them. A programmatic
+// dependent launch like the GEMV: x is written by the kernel before.
+template <GgmlType T, int P>
+__global__ void __launch_bounds__(kMmaWarps * 32) x_fragments_wide_kernel(GemvBatch b, uint8_t* scratch) {
+  using S = Sel<T, P>;
+  const int grp = static_cast<int>(blockIdx.y);
+  int j = 0;
+  const float* x = single_pair_x(b, grp, &j);
+  pdl_wait_then_release();
+  if (!x) return;  // the same for the whole block
+  S::prepare_part(x, b.ne0, scratch + grp * S::stride(b.ne0), static_cast<int>(blockIdx.x) * kMmaWarps,
+                  static_cast<int>(gridDim.x) * kMmaWarps);
+}
+
+// swiglu_clamped_fragments: row blockIdx.y, super-block blockIdx.x kMmaWarps + warp; each lane
+// computes its 8 elements of the layout (lane_first, lane_second) with kernels_elementwise.cu's
+// expression (CLAMP: swiglu_clamped_kernel's, else swiglu_kernel's), stores them and slices
+// the super-block (slice_super_block) into the row's fragments.
+template <int LAYOUT, bool CLAMP>
+__global__ void __launch_bounds__(kMmaWarps * 32)
+    swiglu_fragments_kernel(const float* gate, const float* up, int64_t ff, float limit, float* out, uint8_t* frag,
+                            int64_t frag_stride) {
+  // gate and up come from the kernel before; the GEMV after this one may start loading its
+  // weights as soon as every block is past this point (both launched as programmatic dependents).
+  pdl_wait_then_release();
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * kMmaWarps + threadIdx.x / 32;
+  const int64_t row = blockIdx.y;
+  if (k >= ff / 256) return;  // the whole warp
+  const int64_t o = row * ff + k * 256 + lane_first<LAYOUT>(lane);
+  float v[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int64_t idx = o + (i < 4 ? i : lane_second<LAYOUT>() + i - 4);
+    float g = gate[idx], u = up[idx];
+    if constexpr (CLAMP) {
+      g = fminf(g, limit);
+      u = fminf(fmaxf(u, -limit), limit);
+    }
+    v[i] = (g / (1.0f + expf(-g))) * u;
+    out[idx] = v[i];
+  }
+  slice_super_block<LAYOUT>(v, k, ff, frag + row * frag_stride, lane);
+}
+
 // A warp's share of a launch in both kernels: tile `tile` (16 rows from rbase) of the block's
 // RW, and of its row the contiguous range [u0, u1) of n units (split over kMmaWarps / RW warps,
 // summed in warp order: a function of the row length and the layout only); wg the group's
@@ -1503,18 +1582,23 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8); Q4_K's and MXFP4's
 // expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (takes_two_unit_rings). A
 // group whose weights are not G-aligned (never seen: GGUF data, upload arena and pack slots
-// are 32-aligned) copies in 4-byte pieces instead. Dynamic shared memory: [x fragments if
-// STAGED, S::stride(ne0) bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes of
-// slack; MXFP4's word loads stay within a row (word 33 of 34 at most)].
+// are 32-aligned) copies in 4-byte pieces instead. Dynamic shared memory: [x fragments unless
+// XF is kXfScratch, S::stride(ne0) bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes
+// of slack; MXFP4's word loads stay within a row (word 33 of 34 at most)].
+// XF: where x's fragments come from. kXfPrepare: the block prepares them in shared memory;
+// kXfScratch: every warp reads them from scratch (written by x_fragments_kernel) in its loop;
+// kXfCopy: the block copies them from scratch (x_fragments_wide_kernel) into shared memory.
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
 // Order of the start: the block's pair first (a block of a group with another pair count, most
 // of a prefill's launch, returns before it copies anything); EARLY stages are issued before the
 // wait for the kernel before (PDL), the other STAGES - 1 - EARLY right after the x loads of the
-// fragments when the block stages them (so the x loads queue behind EARLY stages' copies only,
-// not behind all of them), right after the wait when the fragments come from scratch.
+// fragments when the block prepares them (so the x loads queue behind EARLY stages' copies only,
+// not behind all of them), right after the fragments' copy when it copies them, right after
+// the wait when the fragments stay in scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
-template <GgmlType T, int RW, int STAGES, int U, int G, bool STAGED, int DIAG, int P, int EARLY, int MINB>
+enum XFragments : int { kXfScratch = 0, kXfPrepare = 1, kXfCopy = 2 };
+template <GgmlType T, int RW, int STAGES, int U, int G, int XF, int DIAG, int P, int EARLY, int MINB>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, P>;
   using Path = typename S::Path;
@@ -1534,7 +1618,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   const uint8_t* wg = ws.wg;
   const int ks = ws.ks;
 
-  const int64_t frag_bytes = STAGED ? S::stride(ne0) : 0;
+  const int64_t frag_bytes = XF != kXfScratch ? S::stride(ne0) : 0;
   uint8_t* ring = dyn + frag_bytes + static_cast<int64_t>(warp) * STAGES * 16 * kUB;
   // A stage is 16 rows x kUB bytes, copied as chunks c = lane + 32 i of C bytes: row c / (kUB /
   // C) (clamped to the last row: a partial tile reads it again), same offsets every stage. The
@@ -1580,8 +1664,22 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
 
   pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
   const uint8_t* base;
-  if constexpr (STAGED) {
+  if constexpr (XF == kXfPrepare) {
     S::prepare(x, ne0, dyn, kMmaWarps * 32, [&] { issue_stages(EARLY, STAGES - 1); });
+    __syncthreads();
+    base = dyn;
+  } else if constexpr (XF == kXfCopy) {
+    // The fragments, ready (b.x_frag: x row xi's) or from the group's scratch, in 16-byte pieces
+    // (frag_bytes a multiple of 16) as one cp.async group between the first stages and the
+    // others; waited for here, so the ring's group count is as in the other modes from the
+    // first stage on.
+    const int64_t xi = b.x_row ? b.x_row[j] : j;
+    const uint8_t* src = b.x_frag ? b.x_frag + xi * b.x_frag_stride : scratch + grp * frag_bytes;
+    for (int64_t o = static_cast<int64_t>(tid) * 16; o < frag_bytes; o += kMmaWarps * 32 * 16)
+      cp_async16(dyn + o, src + o);
+    cp_async_commit();
+    issue_stages(EARLY, STAGES - 1);
+    cp_async_wait<STAGES - 1 - EARLY>();  // the fragments (and the first EARLY stages)
     __syncthreads();
     base = dyn;
   } else {
@@ -1727,8 +1825,13 @@ KernelState& kernel_state(const void* kernel) {
 
 // kernel<<<grid, kMmaWarps * 32, smem, s>>>(b, scratch), as a programmatic dependent launch
 // unless set_gemv_pdl(false) or the kernel's code predates sm_90.
-void launch_kernel(void (*kernel)(GemvBatch, const uint8_t*), dim3 grid, size_t smem, cudaStream_t s,
-                   const GemvBatch& b, const uint8_t* scratch) {
+template <class T>
+struct NotDeduced {
+  using type = T;
+};
+template <class Scratch>
+void launch_kernel(void (*kernel)(GemvBatch, Scratch), dim3 grid, size_t smem, cudaStream_t s, const GemvBatch& b,
+                   typename NotDeduced<Scratch>::type scratch) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kMmaWarps * 32, 1, 1);
@@ -1742,6 +1845,38 @@ void launch_kernel(void (*kernel)(GemvBatch, const uint8_t*), dim3 grid, size_t 
     cfg.numAttrs = 1;
   }
   MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, b, scratch));
+}
+
+// The x fragments of every group of b in stream-ordered scratch (the pool as
+// fragments_in_scratch), by x_fragments_wide_kernel as a programmatic dependent launch; the
+// caller frees them after its launch (cudaFreeAsync on s).
+template <GgmlType T, int P>
+uint8_t* wide_fragments(const GemvBatch& b, cudaStream_t s) {
+  void* scratch = nullptr;
+  MOEPACK_CUDA_CHECK(cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * Sel<T, P>::stride(b.ne0), s));
+  const dim3 grid(static_cast<unsigned>((b.ne0 / 256 + kMmaWarps - 1) / kMmaWarps), static_cast<unsigned>(b.n_groups),
+                  1);
+  launch_kernel(x_fragments_wide_kernel<T, P>, grid, 0, s, b, static_cast<uint8_t*>(scratch));
+  return static_cast<uint8_t*>(scratch);
+}
+
+// kXfStale's buffer (benchmark diagnosis only): device memory of at least `bytes` that nothing
+// writes, grown as needed and kept for the process (cudaMalloc: the benchmark's untimed first
+// launch takes the allocation).
+uint8_t* stale_scratch(int64_t bytes) {
+  static std::mutex mu;
+  static std::map<int, std::pair<uint8_t*, int64_t>> bufs;
+  int dev = 0;
+  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  auto& buf = bufs[dev];
+  if (buf.second < bytes) {
+    if (buf.first) MOEPACK_CUDA_CHECK(cudaFree(buf.first));
+    void* p = nullptr;
+    MOEPACK_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(bytes)));
+    buf = {static_cast<uint8_t*>(p), bytes};
+  }
+  return buf.first;
 }
 
 // The opt-in above 48 KiB of dynamic shared memory, per device and kernel (an attribute of the
@@ -1806,8 +1941,14 @@ size_t smem_for_cap(const SmShape& sh, const void* kernel, size_t smem, size_t l
 // even where they fit the block's shared memory (benchmark variant only).
 // CAP_UNITS: the cap counts a warp's share of the row in units instead of ring stages (two-unit
 // stages then get the decisions measured for one-unit stages).
+// XFM: the x fragments of a launch whose fragments fit beside the rings: kXfPrepare (each
+// block prepares its own), kXfCopy (x_fragments_wide_kernel once per group, each block copies
+// them: wide_fragments), or kXfStale (benchmark diagnosis only, wrong sums: each block copies
+// whatever a scratch buffer holds, no preparation anywhere: what a GEMV whose fragments come
+// ready from the kernel before would cost).
+constexpr int kXfStale = 3;
 template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int EARLY = 2, int MINB = 1,
-          bool SCRATCH = false, bool CAP_UNITS = false>
+          bool SCRATCH = false, bool CAP_UNITS = false, int XFM = kXfPrepare>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   using S = Sel<T, P>;
   const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
@@ -1821,14 +1962,34 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y;
   constexpr int kPer = CAP_UNITS ? 1 : U;
   const int64_t stages = (b.ne0 / 256 / kPer + kMmaWarps / RW - 1) / (kMmaWarps / RW);  // a warp's share
+  if constexpr (DIAG == 0 && XFM == kXfPrepare && P == col_arith<T>()) {
+    if (staged && b.x_frag) {  // fragments ready in the default's layout (swiglu_clamped_fragments)
+      const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfCopy, DIAG, P, EARLY, MINB>;
+      smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
+      allow_smem(reinterpret_cast<const void*>(k), smem);
+      launch_kernel(k, grid, smem, s, b, nullptr);
+      return;
+    }
+  }
+  if constexpr (XFM != kXfPrepare) {
+    if (staged) {
+      uint8_t* scratch = XFM == kXfCopy ? wide_fragments<T, P>(b, s) : stale_scratch(b.n_groups * frag);
+      const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfCopy, DIAG, P, EARLY, MINB>;
+      smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
+      allow_smem(reinterpret_cast<const void*>(k), smem);
+      launch_kernel(k, grid, smem, s, b, scratch);
+      if (XFM == kXfCopy) MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
+      return;
+    }
+  }
   if (staged) {
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, true, DIAG, P, EARLY, MINB>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfPrepare, DIAG, P, EARLY, MINB>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, nullptr);
   } else {
     uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
-    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, false, DIAG, P, EARLY, MINB>;
+    const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfScratch, DIAG, P, EARLY, MINB>;
     smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
     allow_smem(reinterpret_cast<const void*>(k), smem);
     launch_kernel(k, grid, smem, s, b, scratch);
@@ -1838,15 +1999,17 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 
 // EARLY: stages issued before the wait for the kernel before (gemv_pipe_kernel); 2 measured
 // best on the H200 (docs/cuda-backend.md, seventh pass). MINB, SCRATCH: launch_pipe_ug's.
-template <GgmlType T, int RW, int P, int EARLY = 2, int MINB = 1, bool SCRATCH = false>
+template <GgmlType T, int RW, int P, int EARLY = 2, int MINB = 1, bool SCRATCH = false, int XFM = kXfPrepare>
 void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
   if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
-    return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
+    return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
   } else {
-    if ((b.ne0 / 256) % 2 == 0) return launch_pipe_ug<T, RW, 4, 2, 8, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
-    return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY, MINB, SCRATCH>(b, s, cap);
+    if ((b.ne0 / 256) % 2 == 0) {
+      return launch_pipe_ug<T, RW, 4, 2, 8, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+    }
+    return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
   }
 }
 
@@ -1922,23 +2085,23 @@ void launch_old(const GemvBatch& b, cudaStream_t s) {
 // when its 8 two-unit stages took the one-wave cap (4 blocks an SM instead of 2).
 // ARITH: the column arithmetic (-1: col_arith; variant 22 passes ninth_arith).
 template <GgmlType T, int EARLY, bool SCRATCH, int MX_MINB = 1, bool OLD = false, bool ONE_UNIT = false,
-          bool STAGE_CAP = false, int ARITH = -1>
+          bool STAGE_CAP = false, int ARITH = -1, int XFM = kXfPrepare>
 void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   constexpr int kCol = OLD ? kI8Col : ARITH >= 0 ? ARITH : col_arith<T>();
-  if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH>(b, s, cap);
+  if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH, XFM>(b, s, cap);
   constexpr int kMinB = T == GgmlType::MXFP4 ? MX_MINB : 1;
   if constexpr (T == GgmlType::MXFP4 && OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
   if constexpr (T != GgmlType::Q2_K && !OLD && !ONE_UNIT) {
     if (takes_two_unit_rings<T>(b.ne0)) {
       // (EARLY 3, variant 12: both first stages of the 3 before the wait)
-      return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), kMinB, SCRATCH, !STAGE_CAP>(b, s,
-                                                                                                       cap);
+      return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), kMinB, SCRATCH, !STAGE_CAP, XFM>(
+          b, s, cap);
     }
   }
   if constexpr (T == GgmlType::MXFP4) {
-    return launch_pipe<T, 4, kCol, EARLY, MX_MINB, SCRATCH>(b, s, cap);
+    return launch_pipe<T, 4, kCol, EARLY, MX_MINB, SCRATCH, XFM>(b, s, cap);
   }
-  return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH>(b, s, cap);
+  return launch_pipe<T, 4, kCol, EARLY, 1, SCRATCH, XFM>(b, s, cap);
 }
 
 template <GgmlType T>
@@ -1999,6 +2162,10 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 1, false, false, false, ninth_arith<T>()>(b, s, -1);
     case 23:  // 7 (the arithmetic only, wrong sums) with the ninth pass's arithmetic
       return launch_diag<T, 2, ninth_arith<T>()>(b, s);
+    case 24:  // the default with x's fragments prepared once per group (x_fragments_wide_kernel)
+      return launch_default<T, 2, false, 1, false, false, false, -1, kXfCopy>(b, s, -1);
+    case 25:  // 24 without any preparation: the blocks copy a stale buffer (wrong sums)
+      return launch_default<T, 2, false, 1, false, false, false, -1, kXfStale>(b, s, -1);
     default:
       break;
   }
@@ -2024,8 +2191,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 23) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..23");
+  if (variant < -1 || variant > 25) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..25");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
@@ -2049,3 +2216,71 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
 }
 
 }  // namespace moepack::gpu::detail
+
+namespace moepack::gpu {
+namespace {
+// The default's fragments of type T (launch_default: Sel<T, col_arith<T>()>), as
+// swiglu_clamped_fragments writes them and gemv_pipe_kernel copies them.
+template <GgmlType T>
+using DefaultSel = detail::Sel<T, detail::col_arith<T>()>;
+
+template <GgmlType T>
+void launch_swiglu_fragments(const float* gate, const float* up, int64_t rows, int64_t ff, float limit, float* out,
+                             uint8_t* frag, int64_t frag_stride, cudaStream_t s) {
+  constexpr int kLayout = DefaultSel<T>::layout();
+  const dim3 grid(static_cast<unsigned>((ff / 256 + detail::kMmaWarps - 1) / detail::kMmaWarps),
+                  static_cast<unsigned>(rows), 1);
+  const auto k = limit > 1e-6f ? detail::swiglu_fragments_kernel<kLayout, true>
+                               : detail::swiglu_fragments_kernel<kLayout, false>;
+  // A programmatic dependent launch, as the GEMV's (detail::launch_kernel).
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(detail::kMmaWarps * 32, 1, 1);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  if (detail::g_pdl.load(std::memory_order_relaxed) && detail::kernel_state(reinterpret_cast<const void*>(k)).pdl) {
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, gate, up, ff, limit, out, frag, frag_stride));
+}
+}  // namespace
+
+int64_t gemv_x_fragments_bytes(GgmlType type, int64_t ne0) {
+  if (!detail::gemv_mma_supported(type, ne0)) return 0;
+  switch (type) {
+    case GgmlType::Q4_K:
+      return DefaultSel<GgmlType::Q4_K>::stride(ne0);
+    case GgmlType::Q2_K:
+      return DefaultSel<GgmlType::Q2_K>::stride(ne0);
+    default:
+      return DefaultSel<GgmlType::MXFP4>::stride(ne0);
+  }
+}
+
+void swiglu_clamped_fragments(const float* gate, const float* up, int64_t rows, int64_t ff, float limit, float* out,
+                              GgmlType type, uint8_t* frag, int64_t frag_stride, cudaStream_t s) {
+  const int64_t need = gemv_x_fragments_bytes(type, ff);
+  if (need <= 0) {
+    throw Error("swiglu_clamped_fragments: the " + std::string(ggml_type_name(type)) + " GEMV of rows of " +
+                std::to_string(ff) + " elements takes no ready x fragments");
+  }
+  if (frag_stride < need) {
+    throw Error("swiglu_clamped_fragments: frag_stride " + std::to_string(frag_stride) + " is below the " +
+                std::to_string(need) + " bytes of a row's fragments");
+  }
+  if (rows <= 0) return;
+  if (rows > 65535) throw Error("swiglu_clamped_fragments: " + std::to_string(rows) + " rows exceed the launch grid");
+  switch (type) {
+    case GgmlType::Q4_K:
+      return launch_swiglu_fragments<GgmlType::Q4_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
+    case GgmlType::Q2_K:
+      return launch_swiglu_fragments<GgmlType::Q2_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
+    default:
+      return launch_swiglu_fragments<GgmlType::MXFP4>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
+  }
+}
+
+}  // namespace moepack::gpu

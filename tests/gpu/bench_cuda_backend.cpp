@@ -7,10 +7,13 @@
 //             the ninth pass's arithmetic) on the four 8-expert shapes, one 4096x4096 matrix and
 //             gate + up (16 matrices);
 //   "gemv_diagnosis": the default's expert launches (variant 0) beside their copies alone (6)
-//             and arithmetic alone (7), and the same for the ninth pass's arithmetic (22, 23);
+//             and arithmetic alone (7), with x's fragments prepared once per group (24) and
+//             with no preparation at all (25, wrong sums);
 //   "gemv_without_pdl": the tensor-core launches of "gemv" without programmatic dependent launch;
 //   "gemv_scaling": 8 experts of 16 .. 8192 rows (fixed cost per launch vs bytes);
 //   "gemv_gate_up": gate and up of 8 experts in one launch (16 matrices);
+//   "gemv_ready_fragments": the four 8-expert shapes with x's fragments ready from the SwiGLU
+//             kernel (the engine's down projection at decode), and SwiGLU + GEMV both ways;
 //   "read_ceiling": a plain streaming read kernel and a D2D copy of the same byte counts as the
 //             launches above (what any kernel reading those bytes in one launch can reach);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
@@ -135,10 +138,14 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
   gpu::gemv(b, nullptr);
   MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
   const int iters = 64;
+  const auto host0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) {
     b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
     gpu::gemv(b, nullptr);
   }
+  // The host's time to issue the launches: when it nears us_per_launch, the launches wait for
+  // the host rather than the GPU.
+  const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host0).count();
   MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
   MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
   float ms = 0;
@@ -152,8 +159,107 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
           {"experts_per_launch", experts},
           {"bytes_per_launch", mat * experts},
           {"us_per_launch", ms * 1e3 / iters},
+          {"host_us_per_launch", host_us / iters},
           {"bytes_per_s", bps},
           {"ratio_to_d2d", bps / d2d}};
+}
+
+// The down projection's decode path with x's fragments ready (gpu/kernels.h
+// swiglu_clamped_fragments): 8 experts of [rows][cols], x row j = SwiGLU of random gate / up
+// rows, written with its fragments by swiglu_clamped_fragments. "us_per_launch" / "ratio_to_d2d":
+// the GEMV alone copying the fragments (as "gemv", the same rotation of weight copies);
+// "swiglu_us" / "swiglu_fragments_us": the SwiGLU kernel alone without / with the fragments;
+// "pair_us" / "pair_ready_us": SwiGLU then GEMV, as the engine runs them, without / with.
+nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d) {
+  const int experts = 8;
+  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
+  const uint64_t mat = rb * static_cast<uint64_t>(rows);
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
+  if (copies < 4) throw Error("bench_gemv_ready: weight pool too small");
+  const int64_t fb = gpu::gemv_x_fragments_bytes(type, cols);
+  if (fb <= 0) throw Error("bench_gemv_ready: no ready fragments for this type and row length");
+  const size_t n = static_cast<size_t>(cols * experts);
+  gpu::DeviceBuffer g(n * sizeof(float), "gate"), u(n * sizeof(float), "up"), x(n * sizeof(float), "x"),
+      y(static_cast<size_t>(rows * experts) * sizeof(float), "y"), frag(static_cast<size_t>(fb * experts), "frag");
+  std::vector<float> h(n);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  for (auto& v : h) v = nd(rng);
+  MOEPACK_CUDA_CHECK(cudaMemcpy(g.as<void>(), h.data(), g.size(), cudaMemcpyHostToDevice));
+  for (auto& v : h) v = nd(rng);
+  MOEPACK_CUDA_CHECK(cudaMemcpy(u.as<void>(), h.data(), u.size(), cudaMemcpyHostToDevice));
+  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
+  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
+  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
+  gpu::GemvBatch b;
+  b.type = type;
+  b.ne0 = cols;
+  b.ne1 = rows;
+  b.row_bytes = rb;
+  b.w_gstride = mat;
+  b.x = x.as<float>();
+  b.x_stride = cols;
+  b.y = y.as<float>();
+  b.y_stride = rows;
+  b.n_groups = experts;
+  b.grp_off = d_off.as<int32_t>();
+  b.max_pairs = 1;
+  const float limit = 10.0f;
+  const auto swiglu_plain = [&] {
+    gpu::swiglu_clamped(g.as<float>(), u.as<float>(), static_cast<int64_t>(n), limit, x.as<float>(), nullptr);
+  };
+  const auto swiglu_frag = [&] {
+    gpu::swiglu_clamped_fragments(g.as<float>(), u.as<float>(), experts, cols, limit, x.as<float>(), type,
+                                  frag.bytes_ptr(), fb, nullptr);
+  };
+  const int iters = 64;
+  const auto timed = [&](auto&& body) {
+    body(0);  // warm-up
+    cudaEvent_t t0, t1;
+    MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
+    MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
+    MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
+    for (int i = 0; i < iters; ++i) body(i);
+    MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
+    MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
+    float ms = 0;
+    MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    return static_cast<double>(ms) * 1e3 / iters;
+  };
+  const auto gemv_at = [&](int i, bool ready) {
+    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
+    b.x_frag = ready ? frag.bytes_ptr() : nullptr;
+    b.x_frag_stride = ready ? fb : 0;
+    gpu::gemv(b, nullptr);
+  };
+  swiglu_frag();
+  const double gemv_us = timed([&](int i) { gemv_at(i, true); });
+  const double sw_us = timed([&](int) { swiglu_plain(); });
+  const double swf_us = timed([&](int) { swiglu_frag(); });
+  const double pair_us = timed([&](int i) {
+    swiglu_plain();
+    gemv_at(i, false);
+  });
+  const double pair_ready_us = timed([&](int i) {
+    swiglu_frag();
+    gemv_at(i, true);
+  });
+  const double bps = static_cast<double>(mat * experts) / (gemv_us / 1e6);
+  return {{"type", std::string(ggml_type_name(type))},
+          {"rows", rows},
+          {"cols", cols},
+          {"experts_per_launch", experts},
+          {"bytes_per_launch", mat * experts},
+          {"us_per_launch", gemv_us},
+          {"bytes_per_s", bps},
+          {"ratio_to_d2d", bps / d2d},
+          {"swiglu_us", sw_us},
+          {"swiglu_fragments_us", swf_us},
+          {"pair_us", pair_us},
+          {"pair_ready_us", pair_ready_us}};
 }
 
 // The ceilings beside a GEMV launch of `bytes`: a plain streaming read of the same bytes
@@ -318,15 +424,22 @@ int main(int argc, char** argv) {
       for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
         for (const int cols : {4096, 7168}) out["gemv_gate_up"].push_back(bench_gemv(pool, t, 2048, cols, d2d, 16));
       }
+      // The same expert launches with x's fragments ready from the SwiGLU kernel (the engine's
+      // down projection at decode), beside SwiGLU + GEMV both ways.
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+        for (const auto& [rows, cols, experts] : shapes) {
+          out["gemv_ready_fragments"].push_back(bench_gemv_ready(pool, t, rows, cols, d2d));
+        }
+      }
       // What a launch of each size can reach at best: a plain streaming read and a D2D copy of the
       // same bytes (the Q2_K, MXFP4 and Q4_K expert launches above, then 2x and 4x Q4_K's).
       for (const uint64_t bytes : {22020096ull, 35651584ull, 37748736ull, 66060288ull, 75497472ull, 150994944ull}) {
         out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
       }
       // Diagnosis of the default expert launches (gemv_mma.h variants 6, 7: copies only,
-      // arithmetic only; their sums are wrong), beside the full kernel (variant 0), and the
-      // same for the ninth pass's arithmetic (22, and 23 the arithmetic only).
-      for (const int v : {0, 6, 7, 22, 23}) {
+      // arithmetic only; their sums are wrong), beside the full kernel (variant 0), x's fragments
+      // prepared once per group (24) and not at all (25: wrong sums).
+      for (const int v : {0, 24, 25, 6, 7}) {
         gpu::detail::set_gemv_mma_variant(v);
         for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
           for (const auto& [rows, cols] : {std::pair{16, 4096}, {2048, 4096}, {2048, 7168}}) {

@@ -16,7 +16,7 @@ cmake --build build-gpu -j "$(nproc)" --target gpu_ops_test bench_cuda_backend >
   { grep -E "error" "$out/build.log" | head -30; exit 1; }
 echo "== build ok"
 status=0
-timeout 300 ./build-gpu/tests/gpu/gpu_ops_test --gtest_filter="${MOEPACK_OPS_FILTER:-*Gemv*}" > "$out/ops.log" 2>&1 ||
+timeout 300 ./build-gpu/tests/gpu/gpu_ops_test --gtest_filter="${MOEPACK_OPS_FILTER:-*Gemv*:*Swiglu*}" > "$out/ops.log" 2>&1 ||
   status=1
 grep -E "^\[  (PASSED|FAILED) |tests ran" "$out/ops.log"; grep -E "^\[  FAILED  \]" "$out/ops.log" | head -20
 grep -B2 -A8 "Failure" "$out/ops.log" | head -60
@@ -37,5 +37,12 @@ for sec in ("gemv_mma_variants", "gemv_diagnosis"):
         rows.setdefault(key, []).append("%dx%dx%d %.2f" % (g["rows"], g["cols"], g["experts_per_launch"], g["ratio_to_d2d"]))
     for (t, v), r in sorted(rows.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         print(sec, t, "v%s" % v, " ".join(r))
+for g in d.get("gemv", []):
+    if g["experts_per_launch"] == 8 and g["type"] in ("q4_K", "q2_K", "mxfp4"):
+        print("gemv", g["type"], "%dx%dx8 %.2f" % (g["rows"], g["cols"], g["ratio_to_d2d"]))
+for g in d.get("gemv_ready_fragments", []):
+    print("ready", g["type"], "%dx%dx8 %.2f gemv %.2f us, swiglu %.2f / %.2f us, swiglu+gemv %.2f / %.2f us" % (
+        g["rows"], g["cols"], g["ratio_to_d2d"], g["us_per_launch"], g["swiglu_us"], g["swiglu_fragments_us"],
+        g["pair_us"], g["pair_ready_us"]))
 EOF
 exit "$status"

@@ -331,7 +331,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       std::vector<uint8_t> shifted(data.size() + 32);
       std::memcpy(shifted.data() + 4, data.data(), data.size());
       auto d_w = to_device(shifted);
-      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 0}) {
+      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 0}) {
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -413,7 +413,7 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
     auto x = random_floats(static_cast<size_t>(ne0 * n_mat), rng, 1.0f);
     x[static_cast<size_t>(ne0 + 300)] = std::numeric_limits<float>::quiet_NaN();  // pair 1 only
     auto d_x = to_device(x);
-    for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 20, 21, 22, 0}) {
+    for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 20, 21, 22, 24, 0}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       {  // a single matrix (the launch without groups) with the NaN pair's x
@@ -479,7 +479,7 @@ TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
   }
   auto d_w = to_device(data);
   auto d_x = to_device(x);
-  for (const int variant : {2, 11, 17, 22, 0}) {
+  for (const int variant : {2, 11, 17, 22, 24, 0}) {
     SCOPED_TRACE("variant " + std::to_string(variant));
     detail::set_gemv_mma_variant(variant);
     {  // a single matrix (the launch without groups)
@@ -500,6 +500,159 @@ TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
         const float got = y[static_cast<size_t>(m * ne1 + r)];
         ASSERT_TRUE(std::isfinite(got)) << "expert " << m << ", row " << r;
         expect_close_dot(got, data.data() + rb * (m * ne1 + r), type, x.data() + m * ne0, ne0, "grouped");
+      }
+    }
+  }
+}
+
+// The integer path at the edges of its stated bounds (gemv_mma.h, kernels_gemv_mma.cu):
+//   - every quant and scale at its largest (Q2_K: q = 3, sc = m = 15; Q4_K: q = 15, 6-bit sc =
+//     m = 63; MXFP4: codes 7 and 15, +-12 doubled) against x whose every slice-0 value is +-64
+//     (x = +-1.99: the super-block's largest sums, Q2_K's minimum sums S = +-1024, the 128 hi + lo
+//     split at hi = +-8) or +-60 (x = +-1.875: S = +-960, lo = -64 both ways);
+//   - MXFP4's E8M0 scale at both ends: e = 0, 1, 2 (2^-128 .. 2^-126, subnormal for e < 2) with
+//     ordinary x, and e = 253, 254, 255 (up to 2^127) with codes of value 0 or +-1 and x near
+//     2^-30, so the rows stay finite.
+// Every row against the exact dot product of core's dequantize_row, in every arithmetic of the
+// tensor-core launches, as expert launches and as single matrices.
+TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
+  struct DefaultVariantAfterwards {
+    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
+  } restore;
+  const int64_t ne0 = 512, ne1 = 37;
+  // Matrix m's x: 0 +1.99, 1 -1.99, 2 +1.875, 3 -1.875, 4 alternating +-1.99 a sub-block,
+  // 5 ordinary (E8M0 0..2), 6 near 2^-30 (E8M0 253..255).
+  const int n_mat = 7;
+  std::mt19937 rng(13);
+  std::vector<float> x(static_cast<size_t>(ne0 * n_mat));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t i = 0; i < ne0; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    x[k] = 1.99f;
+    x[static_cast<size_t>(ne0) + k] = -1.99f;
+    x[static_cast<size_t>(2 * ne0) + k] = 1.875f;
+    x[static_cast<size_t>(3 * ne0) + k] = -1.875f;
+    x[static_cast<size_t>(4 * ne0) + k] = (i / 16) % 2 ? -1.99f : 1.99f;
+    x[static_cast<size_t>(5 * ne0) + k] = u(rng);
+    x[static_cast<size_t>(6 * ne0) + k] = u(rng) * 0x1p-30f;
+  }
+  auto d_x = to_device(x);
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    const uint64_t rb = *ggml_row_bytes(type, ne0);
+    std::vector<uint8_t> data(rb * static_cast<uint64_t>(ne1 * n_mat));
+    for (int m = 0; m < n_mat; ++m) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        uint8_t* row = data.data() + rb * static_cast<uint64_t>(m * ne1 + r);
+        const bool neg = r % 2 == 1;  // MXFP4: odd rows take the negative codes
+        if (type == GgmlType::Q2_K) {
+          for (int sb = 0; sb < ne0 / 256; ++sb) {
+            uint8_t* p = row + 84 * sb;
+            std::memset(p, 0xFF, 80);  // sc = m = 15, every q = 3
+            const uint16_t d = fp32_to_fp16(0.05f), dmin = fp32_to_fp16(r % 3 == 0 ? 0.0f : 0.03f);
+            std::memcpy(p + 80, &d, 2);
+            std::memcpy(p + 82, &dmin, 2);
+          }
+        } else if (type == GgmlType::Q4_K) {
+          for (int sb = 0; sb < ne0 / 256; ++sb) {
+            uint8_t* p = row + 144 * sb;
+            const uint16_t d = fp32_to_fp16(0.01f), dmin = fp32_to_fp16(r % 3 == 0 ? 0.0f : 0.02f);
+            std::memcpy(p, &d, 2);
+            std::memcpy(p + 2, &dmin, 2);
+            std::memset(p + 4, 0xFF, 140);  // 6-bit sc = m = 63, every q = 15
+          }
+        } else {
+          for (int blk = 0; blk < ne0 / 32; ++blk) {
+            uint8_t* p = row + 17 * blk;
+            if (m == 5) {
+              p[0] = static_cast<uint8_t>((blk + r) % 3);  // 2^-128, 2^-127, 2^-126
+              for (int i = 1; i < 17; ++i) p[i] = static_cast<uint8_t>(rng() & 0xFF);
+            } else if (m == 6) {
+              p[0] = static_cast<uint8_t>(253 + (blk + r) % 3);  // up to 2^127
+              for (int i = 1; i < 17; ++i) p[i] = static_cast<uint8_t>(rng() & 0x99u);  // codes 0, 1, 8, 9
+            } else {
+              p[0] = 127;
+              std::memset(p + 1, neg ? 0xFF : 0x77, 16);  // codes 15 (-12) or 7 (+12) throughout
+            }
+          }
+        }
+      }
+    }
+    auto d_w = to_device(data);
+    for (const int variant : {3, 8, 11, 17, 20, 22, 24, 0}) {
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
+      detail::set_gemv_mma_variant(variant);
+      const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat);
+      for (int m = 0; m < n_mat; ++m) {
+        for (int64_t r = 0; r < ne1; ++r) {
+          const float got = y[static_cast<size_t>(m * ne1 + r)];
+          ASSERT_TRUE(std::isfinite(got)) << "matrix " << m << ", row " << r;
+          expect_close_dot(got, data.data() + rb * static_cast<uint64_t>(m * ne1 + r), type, x.data() + m * ne0,
+                           ne0, ("expert launch, matrix " + std::to_string(m)).c_str());
+        }
+        // The same matrix alone (the launch without groups: rows split over the block's warps).
+        DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
+        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + m * ne0, d_y1.as<float>());
+        b.w = d_w.bytes_ptr() + rb * static_cast<uint64_t>(m * ne1);
+        b.n_tok = 1;
+        gemv(b, nullptr);
+        const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
+        for (int64_t r = 0; r < ne1; ++r) {
+          expect_close_dot(y1[static_cast<size_t>(r)], data.data() + rb * static_cast<uint64_t>(m * ne1 + r), type,
+                           x.data() + m * ne0, ne0, ("single matrix " + std::to_string(m)).c_str());
+        }
+      }
+    }
+  }
+}
+
+// Variant 24 prepares x's fragments once per group in a separate kernel and has every block
+// copy them; the fragments are the ones each block prepares itself in the default (one warp a
+// super-block either way), so every sum is bit for bit the default's, and within the tolerance
+// of the exact dot product. Expert launches of 3 matrices and single matrices, rows of 2, 16,
+// 28 and 56 super-blocks (odd and even counts: one- and two-super-block Q2_K rings, MXFP4's
+// and Q4_K's two-unit rings from 16 units on).
+TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
+  struct DefaultVariantAfterwards {
+    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
+  } restore;
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const int64_t ne0 : {512, 4096, 7168, 2304}) {
+      std::mt19937 rng(17);
+      const int64_t ne1 = 70;
+      const int n_mat = 3;
+      const uint64_t rb = *ggml_row_bytes(type, ne0);
+      const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
+      auto d_w = to_device(data);
+      auto x = random_floats(static_cast<size_t>(ne0 * n_mat), rng, 1.0f);
+      x[5] = 300.0f;  // an outlier channel in matrix 0
+      auto d_x = to_device(x);
+      std::vector<float> y[2], y1[2];
+      for (const int variant : {0, 24}) {
+        detail::set_gemv_mma_variant(variant);
+        const int v = variant == 0 ? 0 : 1;
+        y[v] = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat);
+        DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
+        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
+        b.w = d_w.bytes_ptr() + rb * static_cast<uint64_t>(ne1);
+        b.n_tok = 1;
+        gemv(b, nullptr);
+        y1[v] = to_host(d_y1, static_cast<size_t>(ne1));
+      }
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows of " + std::to_string(ne0));
+      for (int m = 0; m < n_mat; ++m) {
+        for (int64_t r = 0; r < ne1; ++r) {
+          const size_t i = static_cast<size_t>(m * ne1 + r);
+          EXPECT_EQ(std::memcmp(&y[0][i], &y[1][i], sizeof(float)), 0)
+              << "matrix " << m << ", row " << r << ": default " << y[0][i] << ", variant 24 " << y[1][i];
+          expect_close_dot(y[1][i], data.data() + rb * i, type, x.data() + m * ne0, ne0, "variant 24");
+        }
+      }
+      for (int64_t r = 0; r < ne1; ++r) {
+        const size_t i = static_cast<size_t>(r);
+        EXPECT_EQ(std::memcmp(&y1[0][i], &y1[1][i], sizeof(float)), 0)
+            << "single matrix, row " << r << ": default " << y1[0][i] << ", variant 24 " << y1[1][i];
+        expect_close_dot(y1[1][i], data.data() + rb * static_cast<uint64_t>(ne1 + r), type, x.data() + ne0, ne0,
+                         "variant 24, single matrix");
       }
     }
   }
@@ -540,6 +693,85 @@ TEST(GpuOps, SwigluAndAdd) {
   add_inplace(dy.as<float>(), du.as<float>(), 1000, nullptr);
   for (size_t i = 0; i < 1000; ++i) want[i] += u[i];
   expect_rel(to_host(dy, 1000), want, 1e-6f, "add");
+}
+
+// swiglu_clamped_fragments (the down projection's decode path, gpu/cuda_moe.cpp): its SwiGLU
+// rows are bit for bit swiglu_clamped's (clamped and not), and a grouped GEMV of each row
+// through an expert of the down type that copies those fragments (GemvBatch::x_frag) gives bit
+// for bit the sums of the same launch preparing its own, within the tolerance of the exact dot
+// product. Also the refusals: a type without ready fragments, a stride below a row's bytes.
+TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
+  struct DefaultVariantAfterwards {
+    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
+  } restore;
+  detail::set_gemv_mma_variant(0);
+  EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q8_0, 2048), 0);
+  EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q4_K, 300), 0);
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const int64_t ff : {256, 2048, 2816}) {
+      for (const float limit : {0.0f, 7.0f}) {
+        SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows of " + std::to_string(ff) + ", limit " +
+                     std::to_string(limit));
+        std::mt19937 rng(21);
+        const int n_mat = 5;  // pairs: one SwiGLU row and one down matrix each
+        const int64_t ne1 = 70;
+        const int64_t fb = gemv_x_fragments_bytes(type, ff);
+        ASSERT_GT(fb, 0);
+        ASSERT_EQ(fb % 16, 0);
+        const auto g = random_floats(static_cast<size_t>(n_mat * ff), rng, 8.0f);
+        const auto u = random_floats(static_cast<size_t>(n_mat * ff), rng, 9.0f);
+        auto dg = to_device(g);
+        auto du = to_device(u);
+        DeviceBuffer want(g.size() * sizeof(float), "swiglu"), got(g.size() * sizeof(float), "swiglu + fragments");
+        DeviceBuffer frag(static_cast<size_t>(n_mat * (fb + 32)), "fragments");
+        swiglu_clamped(dg.as<float>(), du.as<float>(), n_mat * ff, limit, want.as<float>(), nullptr);
+        // Into the gate rows themselves (out aliases gate, as in the engine), on a copy.
+        MOEPACK_CUDA_CHECK(cudaMemcpy(got.as<void>(), dg.as<void>(), got.size(), cudaMemcpyDeviceToDevice));
+        swiglu_clamped_fragments(got.as<float>(), du.as<float>(), n_mat, ff, limit, got.as<float>(), type,
+                                 frag.bytes_ptr(), fb + 32, nullptr);
+        const auto w_h = to_host(want, g.size()), g_h = to_host(got, g.size());
+        ASSERT_EQ(std::memcmp(w_h.data(), g_h.data(), g.size() * sizeof(float)), 0) << "SwiGLU values differ";
+        // The down GEMV of every row, with and without the fragments.
+        const uint64_t rb = *ggml_row_bytes(type, ff);
+        const auto data = random_rows(type, ff, ne1 * n_mat, rng);
+        auto d_w = to_device(data);
+        std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
+        for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
+        auto d_off = to_device(off_tab);
+        std::vector<float> y[2];
+        for (int ready = 0; ready < 2; ++ready) {
+          DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
+          GemvBatch b = rows_batch(type, ff, ne1, rb, got.as<float>(), d_y.as<float>());
+          b.w = d_w.bytes_ptr();
+          b.w_gstride = rb * static_cast<uint64_t>(ne1);
+          b.n_groups = n_mat;
+          b.grp_off = d_off.as<int32_t>();
+          b.max_pairs = 1;
+          if (ready) {
+            b.x_frag = frag.bytes_ptr();
+            b.x_frag_stride = fb + 32;
+          }
+          gemv(b, nullptr);
+          y[ready] = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+        }
+        for (int m = 0; m < n_mat; ++m) {
+          for (int64_t r = 0; r < ne1; ++r) {
+            const size_t i = static_cast<size_t>(m * ne1 + r);
+            EXPECT_EQ(std::memcmp(&y[0][i], &y[1][i], sizeof(float)), 0)
+                << "pair " << m << ", row " << r << ": prepared " << y[0][i] << ", ready " << y[1][i];
+            expect_close_dot(y[1][i], data.data() + rb * i, type, g_h.data() + m * ff, ff, "ready fragments");
+          }
+        }
+      }
+    }
+  }
+  DeviceBuffer small(4096, "fragments");
+  EXPECT_THROW(swiglu_clamped_fragments(nullptr, nullptr, 1, 2048, 0.0f, nullptr, GgmlType::Q8_0, small.bytes_ptr(),
+                                        4096, nullptr),
+               Error);
+  EXPECT_THROW(swiglu_clamped_fragments(nullptr, nullptr, 1, 2048, 0.0f, nullptr, GgmlType::Q4_K, small.bytes_ptr(),
+                                        gemv_x_fragments_bytes(GgmlType::Q4_K, 2048) - 16, nullptr),
+               Error);
 }
 
 TEST(GpuOps, CombineExperts) {
