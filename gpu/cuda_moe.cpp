@@ -137,15 +137,6 @@ void CudaRoutedExperts::reserve(int64_t n_tokens) {
   const int64_t pairs = n_tokens * cfg_.n_expert_used;
   eg_.ensure(fbytes(2 * pairs * n_ff_), "expert activations");
   ey_.ensure(fbytes(pairs * cfg_.n_embd), "expert outputs");
-  // The down projections' ready x fragments: the largest a pair of any MoE block takes.
-  int64_t row = 0;
-  for (const Block& b : blocks_) {
-    if (b.moe) row = std::max(row, gemv_x_fragments_bytes(b.rd.type, n_ff_));
-  }
-  if (row > 0) {
-    ef_.ensure(static_cast<size_t>(pairs * row), "expert SwiGLU fragments");
-    ef_row_ = std::max(ef_row_, row);
-  }
 }
 
 void CudaRoutedExperts::prefetch(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms) {
@@ -204,10 +195,9 @@ std::vector<CudaRoutedExperts::Ptrs> CudaRoutedExperts::experts_of(uint32_t il, 
 
 void CudaRoutedExperts::gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off,
                                   int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
-                                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t st,
-                                  const uint8_t* x_frag, int64_t x_frag_stride) {
+                                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t st) {
   gemv_experts(r.type, r.ne0, r.ne1, r.row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride,
-               st, x_frag, x_frag_stride);
+               st);
 }
 
 uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const int32_t* ids, const float* w,
@@ -288,18 +278,8 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
       gemv_role(b.rg, d_table, d_off, gm, max_pairs, d_tok_of, x, E, eg, FF, st);
       gemv_role(b.ru, d_table + m, d_off, gm, max_pairs, d_tok_of, x, E, eu, FF, st);
     }
-    // Decode (one pair an expert): the SwiGLU rows' x fragments for the down GEMV come ready
-    // from the SwiGLU kernel when that GEMV takes them (and ef_ was sized for them).
-    const int64_t fb = max_pairs == 1 ? gemv_x_fragments_bytes(b.rd.type, FF) : 0;
-    if (fb > 0 && fb <= ef_row_ && ef_.size() >= static_cast<size_t>(p1 * ef_row_)) {
-      uint8_t* ef = ef_.bytes_ptr();
-      swiglu_clamped_fragments(eg + p0 * FF, eu + p0 * FF, np, FF, limit, eg + p0 * FF, b.rd.type, ef + p0 * ef_row_,
-                               ef_row_, st);
-      gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st, ef, ef_row_);
-    } else {
-      swiglu_clamped(eg + p0 * FF, eu + p0 * FF, np * FF, limit, eg + p0 * FF, st);
-      gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st);
-    }
+    swiglu_clamped(eg + p0 * FF, eu + p0 * FF, np * FF, limit, eg + p0 * FF, st);
+    gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st);
     if (pool_) pool_->release(st);
     computed += static_cast<uint64_t>(np);
   }

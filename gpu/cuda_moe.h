@@ -8,10 +8,7 @@
 //
 // The selected experts of a block run in two launches, gate and up together then down (gate
 // and up apart when their types differ), over a device table of expert pointers, (token,
-// expert) pairs sorted by expert. Where the down projection's GEMV takes x's fragments ready
-// (decode: one pair an expert; gpu/kernels.h gemv_x_fragments_bytes), the SwiGLU kernel writes
-// them (swiglu_clamped_fragments) and the GEMV's blocks copy them instead of each preparing
-// them: the same sums, bit for bit. Every (token, expert) pair is computed by the same arithmetic
+// expert) pairs sorted by expert. Every (token, expert) pair is computed by the same arithmetic
 // however the launches group them (gpu/gemv_mma.h), so fusing changes no result.
 //
 // Where the experts live:
@@ -111,7 +108,7 @@ class CudaRoutedExperts {
                                cudaStream_t st, double* io_wait);
   void gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
                  int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride, float* y,
-                 int64_t y_stride, cudaStream_t st, const uint8_t* x_frag = nullptr, int64_t x_frag_stride = 0);
+                 int64_t y_stride, cudaStream_t st);
 
   const ModelSource& model_;
   const ModelConfig& cfg_;
@@ -120,10 +117,6 @@ class CudaRoutedExperts {
   int64_t n_ff_ = 0;
   std::unique_ptr<VramExpertPool> pool_;
   DeviceBuffer eg_, ey_;  // eg_: 2 rows of n_ff per pair (gate / up results, then SwiGLU)
-  // Per pair, the SwiGLU row's x fragments for the down projection's tensor-core GEMV
-  // (swiglu_clamped_fragments; empty where no MoE block's down takes them).
-  DeviceBuffer ef_;
-  int64_t ef_row_ = 0;  // bytes a pair in ef_
 };
 
 }  // namespace moepack::gpu

@@ -97,5 +97,8 @@ void set_gemv_mma_variant(int variant);
 // grp_off and x_row of a launch must not be written by the kernel launched just before it
 // (every caller uploads them from the host or never changes them); x may be. Process-wide.
 void set_gemv_pdl(bool on);
+// The same for swiglu_clamped_fragments (gpu/kernels.h; on by default, and off whenever
+// set_gemv_pdl is): the benchmark compares both. Process-wide.
+void set_swiglu_fragments_pdl(bool on);
 
 }  // namespace moepack::gpu::detail

@@ -77,8 +77,11 @@ int64_t gemv_x_fragments_bytes(GgmlType type, int64_t ne0);
 // swiglu_clamped (the same values, bit for bit) of `rows` rows of ff floats, row r at gate, up,
 // out + r ff (out may alias gate), that also writes each output row's fragments for a GEMV of
 // `type` at frag + r frag_stride: one warp a 256-element super-block, so the GEMV's launches
-// copy them instead of every block preparing them. Throws Error when
-// gemv_x_fragments_bytes(type, ff) is 0 or above frag_stride.
+// copy them instead of every block preparing them. A programmatic dependent launch (the
+// SMs' largest shared-memory configuration preferred), as the GEMV's. Measured beside the
+// engine's order (bench_cuda_backend "gemv_ready_fragments"; docs/cuda-backend.md, eleventh
+// pass) but not used by the engine: SwiGLU + GEMV gained on some shapes and lost on others.
+// Throws Error when gemv_x_fragments_bytes(type, ff) is 0 or above frag_stride.
 void swiglu_clamped_fragments(const float* gate, const float* up, int64_t rows, int64_t ff, float limit, float* out,
                               GgmlType type, uint8_t* frag, int64_t frag_stride, cudaStream_t s);
 

@@ -1790,6 +1790,7 @@ uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
 }
 
 std::atomic<bool> g_pdl{true};
+std::atomic<bool> g_swiglu_pdl{true};
 
 int current_device() {
   int dev = 0;
@@ -2199,6 +2200,8 @@ void set_gemv_mma_variant(int variant) {
 
 void set_gemv_pdl(bool on) { g_pdl.store(on, std::memory_order_relaxed); }
 
+void set_swiglu_fragments_pdl(bool on) { g_swiglu_pdl.store(on, std::memory_order_relaxed); }
+
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) {
     throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
@@ -2232,7 +2235,20 @@ void launch_swiglu_fragments(const float* gate, const float* up, int64_t rows, i
                   static_cast<unsigned>(rows), 1);
   const auto k = limit > 1e-6f ? detail::swiglu_fragments_kernel<kLayout, true>
                                : detail::swiglu_fragments_kernel<kLayout, false>;
-  // A programmatic dependent launch, as the GEMV's (detail::launch_kernel).
+  {
+    // The SMs' largest shared-memory configuration, the one the GEMV after it runs in, so that
+    // the GEMV's blocks can start beside this kernel's (an SM changes configuration only when
+    // idle). Once per device and kernel.
+    static std::mutex mu;
+    static std::set<std::pair<int, const void*>> done;
+    const auto key = std::make_pair(detail::current_device(), reinterpret_cast<const void*>(k));
+    std::lock_guard<std::mutex> lock(mu);
+    if (done.insert(key).second) {
+      MOEPACK_CUDA_CHECK(
+          cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    }
+  }
+  // A programmatic dependent launch, as the GEMV's (detail::launch_kernel), unless switched off.
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(detail::kMmaWarps * 32, 1, 1);
@@ -2240,7 +2256,8 @@ void launch_swiglu_fragments(const float* gate, const float* up, int64_t rows, i
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (detail::g_pdl.load(std::memory_order_relaxed) && detail::kernel_state(reinterpret_cast<const void*>(k)).pdl) {
+  if (detail::g_swiglu_pdl.load(std::memory_order_relaxed) && detail::g_pdl.load(std::memory_order_relaxed) &&
+      detail::kernel_state(reinterpret_cast<const void*>(k)).pdl) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }

@@ -13,7 +13,8 @@
 //   "gemv_scaling": 8 experts of 16 .. 8192 rows (fixed cost per launch vs bytes);
 //   "gemv_gate_up": gate and up of 8 experts in one launch (16 matrices);
 //   "gemv_ready_fragments": the four 8-expert shapes with x's fragments ready from the SwiGLU
-//             kernel (the engine's down projection at decode), and SwiGLU + GEMV both ways;
+//             kernel (what the engine's down projection at decode would take; the engine does
+//             not: docs/cuda-backend.md, eleventh pass), and SwiGLU + GEMV both ways;
 //   "read_ceiling": a plain streaming read kernel and a D2D copy of the same byte counts as the
 //             launches above (what any kernel reading those bytes in one launch can reach);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
@@ -164,12 +165,13 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
           {"ratio_to_d2d", bps / d2d}};
 }
 
-// The down projection's decode path with x's fragments ready (gpu/kernels.h
-// swiglu_clamped_fragments): 8 experts of [rows][cols], x row j = SwiGLU of random gate / up
+// The down projection's decode launch with x's fragments ready (gpu/kernels.h
+// swiglu_clamped_fragments; measured, not what the engine runs): 8 experts of [rows][cols], x row j = SwiGLU of random gate / up
 // rows, written with its fragments by swiglu_clamped_fragments. "us_per_launch" / "ratio_to_d2d":
 // the GEMV alone copying the fragments (as "gemv", the same rotation of weight copies);
 // "swiglu_us" / "swiglu_fragments_us": the SwiGLU kernel alone without / with the fragments;
-// "pair_us" / "pair_ready_us": SwiGLU then GEMV, as the engine runs them, without / with.
+// "pair_us" / "pair_ready_us": SwiGLU then GEMV, as the engine runs them, without / with
+// (pair_ready_without_pdl_us: with, the SwiGLU kernel not a programmatic dependent launch).
 nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d) {
   const int experts = 8;
   const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
@@ -247,6 +249,12 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
     swiglu_frag();
     gemv_at(i, true);
   });
+  gpu::detail::set_swiglu_fragments_pdl(false);
+  const double pair_ready_nopdl_us = timed([&](int i) {
+    swiglu_frag();
+    gemv_at(i, true);
+  });
+  gpu::detail::set_swiglu_fragments_pdl(true);
   const double bps = static_cast<double>(mat * experts) / (gemv_us / 1e6);
   return {{"type", std::string(ggml_type_name(type))},
           {"rows", rows},
@@ -259,7 +267,8 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
           {"swiglu_us", sw_us},
           {"swiglu_fragments_us", swf_us},
           {"pair_us", pair_us},
-          {"pair_ready_us", pair_ready_us}};
+          {"pair_ready_us", pair_ready_us},
+          {"pair_ready_without_pdl_us", pair_ready_nopdl_us}};
 }
 
 // The ceilings beside a GEMV launch of `bytes`: a plain streaming read of the same bytes
@@ -424,8 +433,8 @@ int main(int argc, char** argv) {
       for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
         for (const int cols : {4096, 7168}) out["gemv_gate_up"].push_back(bench_gemv(pool, t, 2048, cols, d2d, 16));
       }
-      // The same expert launches with x's fragments ready from the SwiGLU kernel (the engine's
-      // down projection at decode), beside SwiGLU + GEMV both ways.
+      // The same expert launches with x's fragments ready from the SwiGLU kernel (what the
+      // engine's down projection at decode would take), beside SwiGLU + GEMV both ways.
       for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
         for (const auto& [rows, cols, experts] : shapes) {
           out["gemv_ready_fragments"].push_back(bench_gemv_ready(pool, t, rows, cols, d2d));

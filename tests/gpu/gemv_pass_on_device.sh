@@ -41,8 +41,8 @@ for g in d.get("gemv", []):
     if g["experts_per_launch"] == 8 and g["type"] in ("q4_K", "q2_K", "mxfp4"):
         print("gemv", g["type"], "%dx%dx8 %.2f" % (g["rows"], g["cols"], g["ratio_to_d2d"]))
 for g in d.get("gemv_ready_fragments", []):
-    print("ready", g["type"], "%dx%dx8 %.2f gemv %.2f us, swiglu %.2f / %.2f us, swiglu+gemv %.2f / %.2f us" % (
+    print("ready", g["type"], "%dx%dx8 %.2f gemv %.2f us, swiglu %.2f / %.2f us, swiglu+gemv %.2f / %.2f (%.2f without pdl) us" % (
         g["rows"], g["cols"], g["ratio_to_d2d"], g["us_per_launch"], g["swiglu_us"], g["swiglu_fragments_us"],
-        g["pair_us"], g["pair_ready_us"]))
+        g["pair_us"], g["pair_ready_us"], g["pair_ready_without_pdl_us"]))
 EOF
 exit "$status"

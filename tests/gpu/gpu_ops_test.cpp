@@ -695,7 +695,7 @@ TEST(GpuOps, SwigluAndAdd) {
   expect_rel(to_host(dy, 1000), want, 1e-6f, "add");
 }
 
-// swiglu_clamped_fragments (the down projection's decode path, gpu/cuda_moe.cpp): its SwiGLU
+// swiglu_clamped_fragments (a down projection's x with its fragments ready): its SwiGLU
 // rows are bit for bit swiglu_clamped's (clamped and not), and a grouped GEMV of each row
 // through an expert of the down type that copies those fragments (GemvBatch::x_frag) gives bit
 // for bit the sums of the same launch preparing its own, within the tolerance of the exact dot
