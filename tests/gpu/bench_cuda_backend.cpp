@@ -92,6 +92,40 @@ struct WeightPool {
   }
 };
 
+// grp_off of `experts` groups with one pair each (pair e in group e).
+gpu::DeviceBuffer one_pair_each(int experts) {
+  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
+  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
+  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
+  return d_off;
+}
+
+// The launch of `experts` matrices of [rows][cols] back to back (b.w set by the caller), pair j
+// reading x row j and writing y row j; experts == 1: one matrix without groups.
+gpu::GemvBatch expert_batch(GgmlType type, int64_t rows, int64_t cols, const float* x, float* y,
+                            const gpu::DeviceBuffer& d_off, int experts) {
+  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
+  gpu::GemvBatch b;
+  b.type = type;
+  b.ne0 = cols;
+  b.ne1 = rows;
+  b.row_bytes = rb;
+  b.w_gstride = rb * static_cast<uint64_t>(rows);
+  b.x = x;
+  b.x_stride = cols;  // pair j reads x row j
+  b.y = y;
+  b.y_stride = rows;  // pair j writes y row j
+  b.n_groups = experts;
+  if (experts > 1) {
+    b.grp_off = d_off.as<int32_t>();
+    b.max_pairs = 1;
+  } else {
+    b.n_tok = 1;
+  }
+  return b;
+}
+
 // One token through `experts` matrices of [rows][cols] per launch. With experts > 1 the launch
 // is what the engine issues for a layer's selected experts: one group a matrix with one pair
 // each (grp_off), every group its own x row. Up to 32 copies of the matrices rotate so that the
@@ -109,29 +143,8 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : xh) v = nd(rng);
   MOEPACK_CUDA_CHECK(cudaMemcpy(x.as<void>(), xh.data(), x.size(), cudaMemcpyHostToDevice));
-  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
-  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
-  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off");
-  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
-  gpu::GemvBatch b;
-  b.type = type;
-  b.ne0 = cols;
-  b.ne1 = rows;
-  b.row_bytes = rb;
-  b.w_gstride = mat;
-  b.x = x.as<float>();
-  b.x_stride = cols;  // pair j reads x row j
-  b.x_gstride = 0;
-  b.y = y.as<float>();
-  b.y_stride = rows;  // pair j writes y row j
-  b.y_gstride = 0;
-  b.n_groups = experts;
-  if (experts > 1) {
-    b.grp_off = d_off.as<int32_t>();
-    b.max_pairs = 1;
-  } else {
-    b.n_tok = 1;
-  }
+  const gpu::DeviceBuffer d_off = one_pair_each(experts);
+  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
   cudaEvent_t t0, t1;
   MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
   MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
@@ -190,23 +203,8 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
   MOEPACK_CUDA_CHECK(cudaMemcpy(g.as<void>(), h.data(), g.size(), cudaMemcpyHostToDevice));
   for (auto& v : h) v = nd(rng);
   MOEPACK_CUDA_CHECK(cudaMemcpy(u.as<void>(), h.data(), u.size(), cudaMemcpyHostToDevice));
-  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
-  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
-  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off");
-  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
-  gpu::GemvBatch b;
-  b.type = type;
-  b.ne0 = cols;
-  b.ne1 = rows;
-  b.row_bytes = rb;
-  b.w_gstride = mat;
-  b.x = x.as<float>();
-  b.x_stride = cols;
-  b.y = y.as<float>();
-  b.y_stride = rows;
-  b.n_groups = experts;
-  b.grp_off = d_off.as<int32_t>();
-  b.max_pairs = 1;
+  const gpu::DeviceBuffer d_off = one_pair_each(experts);
+  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
   const float limit = 10.0f;
   const auto swiglu_plain = [&] {
     gpu::swiglu_clamped(g.as<float>(), u.as<float>(), static_cast<int64_t>(n), limit, x.as<float>(), nullptr);

@@ -312,10 +312,14 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // fit beside the two-unit rings), with activations far outside f16's range in both directions, an
 // outlier channel 40 times the rest and an all-zero granule; once from aligned weights and once from weights
 // 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8).
+// Puts the GEMV back on its default variant when a test that switches variants ends (also when
+// an assertion throws).
+struct DefaultVariantAfterwards {
+  ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
+};
+
 TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
-  struct DefaultVariantAfterwards {  // also when an assertion throws
-    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
-  } restore;
+  const DefaultVariantAfterwards restore;
   struct Shape {
     int64_t ne0, ne1;
     int experts;  // 0: a single matrix (no groups)
@@ -400,9 +404,7 @@ std::vector<float> gemv_one_pair_per_group(GgmlType type, int64_t ne0, int64_t n
 // is sliced as 0, so they carry it through the super-block's 2^-s (and the F32 min terms of
 // Q4_K and Q2_K, where those exist). The other pairs of the launch stay exact.
 TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
-  struct DefaultVariantAfterwards {
-    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
-  } restore;
+  const DefaultVariantAfterwards restore;
   const int64_t ne0 = 4096, ne1 = 70;
   const int n_mat = 3;
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
@@ -450,9 +452,7 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
 // whole row NaN when the two were multiplied first. Every row is finite and within the tolerance of
 // the exact sum (~2^124), in every layout, as a single matrix and in a grouped launch.
 TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
-  struct DefaultVariantAfterwards {
-    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
-  } restore;
+  const DefaultVariantAfterwards restore;
   const GgmlType type = GgmlType::MXFP4;
   const int64_t ne0 = 512, ne1 = 37;
   const int n_mat = 3;
@@ -516,9 +516,7 @@ TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
 // Every row against the exact dot product of core's dequantize_row, in every arithmetic of the
 // tensor-core launches, as expert launches and as single matrices.
 TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
-  struct DefaultVariantAfterwards {
-    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
-  } restore;
+  const DefaultVariantAfterwards restore;
   const int64_t ne0 = 512, ne1 = 37;
   // Matrix m's x: 0 +1.99, 1 -1.99, 2 +1.875, 3 -1.875, 4 alternating +-1.99 a sub-block,
   // 5 ordinary (E8M0 0..2), 6 near 2^-30 (E8M0 253..255).
@@ -612,9 +610,7 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
 // 28 and 56 super-blocks (odd and even counts: one- and two-super-block Q2_K rings, MXFP4's
 // and Q4_K's two-unit rings from 16 units on).
 TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
-  struct DefaultVariantAfterwards {
-    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
-  } restore;
+  const DefaultVariantAfterwards restore;
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const int64_t ne0 : {512, 4096, 7168, 2304}) {
       std::mt19937 rng(17);
@@ -701,9 +697,7 @@ TEST(GpuOps, SwigluAndAdd) {
 // for bit the sums of the same launch preparing its own, within the tolerance of the exact dot
 // product. Also the refusals: a type without ready fragments, a stride below a row's bytes.
 TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
-  struct DefaultVariantAfterwards {
-    ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
-  } restore;
+  const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
   EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q8_0, 2048), 0);
   EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q4_K, 300), 0);
