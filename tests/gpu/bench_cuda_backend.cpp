@@ -92,6 +92,32 @@ struct WeightPool {
   }
 };
 
+// 64 rounds of body(i) on the default stream after one untimed round body(0): the GPU's time a
+// round (events) and the host's time to issue one (when that nears the GPU's, the launches wait
+// for the host rather than the GPU).
+struct Timing {
+  double gpu_us = 0, host_us = 0;
+};
+template <class Body>
+Timing time_launches(Body&& body) {
+  const int iters = 64;
+  body(0);
+  cudaEvent_t t0, t1;
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
+  const auto host0 = Clock::now();
+  for (int i = 0; i < iters; ++i) body(i);
+  const double host_us = std::chrono::duration<double, std::micro>(Clock::now() - host0).count();
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
+  MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
+  float ms = 0;
+  MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  return {static_cast<double>(ms) * 1e3 / iters, host_us / iters};
+}
+
 // grp_off of `experts` groups with one pair each (pair e in group e).
 gpu::DeviceBuffer one_pair_each(int experts) {
   std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
@@ -145,35 +171,18 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
   MOEPACK_CUDA_CHECK(cudaMemcpy(x.as<void>(), xh.data(), x.size(), cudaMemcpyHostToDevice));
   const gpu::DeviceBuffer d_off = one_pair_each(experts);
   gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
-  cudaEvent_t t0, t1;
-  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
-  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
-  b.w = pool.buf.bytes_ptr();
-  gpu::gemv(b, nullptr);
-  MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
-  const int iters = 64;
-  const auto host0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) {
+  const Timing t = time_launches([&](int i) {
     b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
     gpu::gemv(b, nullptr);
-  }
-  // The host's time to issue the launches: when it nears us_per_launch, the launches wait for
-  // the host rather than the GPU.
-  const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host0).count();
-  MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
-  MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
-  float ms = 0;
-  MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
-  const double bps = static_cast<double>(mat * experts) * iters / (ms / 1e3);
+  });
+  const double bps = static_cast<double>(mat * experts) / (t.gpu_us / 1e6);
   return {{"type", std::string(ggml_type_name(type))},
           {"rows", rows},
           {"cols", cols},
           {"experts_per_launch", experts},
           {"bytes_per_launch", mat * experts},
-          {"us_per_launch", ms * 1e3 / iters},
-          {"host_us_per_launch", host_us / iters},
+          {"us_per_launch", t.gpu_us},
+          {"host_us_per_launch", t.host_us},
           {"bytes_per_s", bps},
           {"ratio_to_d2d", bps / d2d}};
 }
@@ -213,22 +222,7 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
     gpu::swiglu_clamped_fragments(g.as<float>(), u.as<float>(), experts, cols, limit, x.as<float>(), type,
                                   frag.bytes_ptr(), fb, nullptr);
   };
-  const int iters = 64;
-  const auto timed = [&](auto&& body) {
-    body(0);  // warm-up
-    cudaEvent_t t0, t1;
-    MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
-    MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
-    MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
-    for (int i = 0; i < iters; ++i) body(i);
-    MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
-    MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
-    float ms = 0;
-    MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
-    cudaEventDestroy(t0);
-    cudaEventDestroy(t1);
-    return static_cast<double>(ms) * 1e3 / iters;
-  };
+  const auto timed = [&](auto&& body) { return time_launches(body).gpu_us; };
   const auto gemv_at = [&](int i, bool ready) {
     b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
     b.x_frag = ready ? frag.bytes_ptr() : nullptr;

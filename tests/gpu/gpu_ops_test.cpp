@@ -383,8 +383,10 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
 
 // One grouped launch under the current variant: n_mat matrices of ne1 rows back to back in d_w,
 // one pair each with the x of matrix m at d_x + m ne0; the rows of every matrix in order.
+// x_frag, x_frag_stride: GemvBatch's (x's fragments ready).
 std::vector<float> gemv_one_pair_per_group(GgmlType type, int64_t ne0, int64_t ne1, uint64_t rb,
-                                           const DeviceBuffer& d_w, const DeviceBuffer& d_x, int n_mat) {
+                                           const DeviceBuffer& d_w, const DeviceBuffer& d_x, int n_mat,
+                                           const uint8_t* x_frag = nullptr, int64_t x_frag_stride = 0) {
   std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
   for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
   auto d_off = to_device(off_tab);
@@ -395,6 +397,8 @@ std::vector<float> gemv_one_pair_per_group(GgmlType type, int64_t ne0, int64_t n
   b.n_groups = n_mat;
   b.grp_off = d_off.as<int32_t>();
   b.max_pairs = 1;
+  b.x_frag = x_frag;
+  b.x_frag_stride = x_frag_stride;
   gemv(b, nullptr);
   return to_host(d_y, static_cast<size_t>(ne1 * n_mat));
 }
@@ -729,25 +733,9 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
         const uint64_t rb = *ggml_row_bytes(type, ff);
         const auto data = random_rows(type, ff, ne1 * n_mat, rng);
         auto d_w = to_device(data);
-        std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
-        for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
-        auto d_off = to_device(off_tab);
-        std::vector<float> y[2];
-        for (int ready = 0; ready < 2; ++ready) {
-          DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
-          GemvBatch b = rows_batch(type, ff, ne1, rb, got.as<float>(), d_y.as<float>());
-          b.w = d_w.bytes_ptr();
-          b.w_gstride = rb * static_cast<uint64_t>(ne1);
-          b.n_groups = n_mat;
-          b.grp_off = d_off.as<int32_t>();
-          b.max_pairs = 1;
-          if (ready) {
-            b.x_frag = frag.bytes_ptr();
-            b.x_frag_stride = fb + 32;
-          }
-          gemv(b, nullptr);
-          y[ready] = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
-        }
+        const std::vector<float> y[2] = {
+            gemv_one_pair_per_group(type, ff, ne1, rb, d_w, got, n_mat),
+            gemv_one_pair_per_group(type, ff, ne1, rb, d_w, got, n_mat, frag.bytes_ptr(), fb + 32)};
         for (int m = 0; m < n_mat; ++m) {
           for (int64_t r = 0; r < ne1; ++r) {
             const size_t i = static_cast<size_t>(m * ne1 + r);
