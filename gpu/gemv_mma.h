@@ -40,9 +40,10 @@ namespace moepack::gpu::detail {
 // True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K and MXFP4
 // with ne0 a multiple of 256 (false for every type after set_gemv_mma_variant(-1)). Weight
 // matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256); 8-aligned is the
-// fast case. The activations' fragments take 4.27 (Q4_K, Q2_K) or 4.52 (f16 halves, MXFP4's
-// integer layout) bytes per element and group, in the block's shared memory or, for rows too
-// long for it, in scratch (cudaMallocAsync on the launch's stream, freed after the launch).
+// fast case. The activations' fragments take 4.27 (Q4_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes
+// per element and group in the default's layouts (4.5 in the f16 ones; gpu/gemv_launch_cap.h),
+// in the block's shared memory or, for rows too long for it, in scratch (cudaMallocAsync on
+// the launch's stream, freed after the launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
 
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
@@ -51,8 +52,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 
 // Benchmarks and tests only (bench_cuda_backend's side-by-side). 0 = the default, per type
 // (kernels_gemv_mma.cu says which: every type the integer rings in the column layout, Q2_K with
-// its sub-block scales folded into the quants and its minimums on the tensor cores
-// (Q2kColPath2); Q4_K's and MXFP4's expert launches with an even number of at least 16 units
+// its sub-block scales folded into the quants and its minimums on the tensor cores, one mma a
+// super-block (Q2kColPath3), MXFP4 with its e2m1 tables in registers (Mxfp4ColPath2); Q4_K's and MXFP4's expert launches with an even number of at least 16 units
 // a row two units a ring stage in 3 stages where x's fragments still fit beside them, their
 // cap counting units; a grid of at most 4 blocks per SM in one even wave, ceil(blocks / SMs)
 // blocks an SM, when a warp streams at most 8 ring stages (units for the two-unit rings), else

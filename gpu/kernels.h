@@ -50,11 +50,13 @@ struct GemvBatch {
   int32_t n_tok = 0;        // pairs per group when grp_off is null
   int32_t max_pairs = 0;    // with grp_off: an upper bound of any group's pair count (grid size)
   // Optional: x's fragments for the tensor-core decode GEMV, ready (swiglu_clamped_fragments),
-  // x row i's at x_frag + i * x_frag_stride bytes (gemv_x_fragments_bytes each), written by an
-  // earlier kernel of the stream from the same x. Taken where that GEMV's default layout reads
-  // them from shared memory (the launch then copies them instead of preparing them: the same
-  // sums, bit for bit); ignored by every other kernel and variant. Null: each launch prepares
-  // its own.
+  // x row i's at x_frag + i * x_frag_stride bytes (gemv_x_fragments_bytes each; 16-byte
+  // aligned, the stride a multiple of 16; x_gstride 0), written by an earlier kernel of the
+  // stream from the same x. Taken by the tensor-core launches in the default's layout (variant
+  // 0, and the variants that share its arithmetic) where the fragments fit in shared memory:
+  // the launch copies them instead of preparing them, the same sums bit for bit. Ignored by
+  // every other kernel and variant. gemv() throws Error for a misaligned pointer or stride or
+  // x_gstride != 0 where the tensor-core path runs. Null: each launch prepares its own.
   const uint8_t* x_frag = nullptr;
   int64_t x_frag_stride = 0;
 };
@@ -78,10 +80,12 @@ int64_t gemv_x_fragments_bytes(GgmlType type, int64_t ne0);
 // out + r ff (out may alias gate), that also writes each output row's fragments for a GEMV of
 // `type` at frag + r frag_stride: one warp a 256-element super-block, so the GEMV's launches
 // copy them instead of every block preparing them. A programmatic dependent launch (the
-// SMs' largest shared-memory configuration preferred), as the GEMV's. Measured beside the
-// engine's order (bench_cuda_backend "gemv_ready_fragments"; docs/cuda-backend.md, eleventh
-// pass) but not used by the engine: SwiGLU + GEMV gained on some shapes and lost on others.
-// Throws Error when gemv_x_fragments_bytes(type, ff) is 0 or above frag_stride.
+// SMs' largest shared-memory configuration preferred), as the GEMV's, and it lets a GEMV
+// launched as its programmatic dependent start once every block has begun. Measured beside
+// the engine's order (bench_cuda_backend "gemv_ready_fragments"; docs/cuda-backend.md,
+// eleventh pass) but not used by the engine: SwiGLU + GEMV gained on some shapes and lost on
+// others. Throws Error when gemv_x_fragments_bytes(type, ff) is 0, frag is not 16-byte aligned
+// or frag_stride is below it or not a multiple of 16.
 void swiglu_clamped_fragments(const float* gate, const float* up, int64_t rows, int64_t ff, float limit, float* out,
                               GgmlType type, uint8_t* frag, int64_t frag_stride, cudaStream_t s);
 

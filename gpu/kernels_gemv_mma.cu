@@ -1493,8 +1493,9 @@ template <int LAYOUT, bool CLAMP>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     swiglu_fragments_kernel(const float* gate, const float* up, int64_t ff, float limit, float* out, uint8_t* frag,
                             int64_t frag_stride) {
-  // gate and up come from the kernel before; the GEMV after this one may start loading its
-  // weights as soon as every block is past this point (both launched as programmatic dependents).
+  // gate and up come from the kernel before (the wait returns at once when this kernel was not
+  // launched as its programmatic dependent); a GEMV launched as this kernel's programmatic
+  // dependent may start loading its weights once every block is past this point.
   pdl_wait_then_release();
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t k = static_cast<int64_t>(blockIdx.x) * kMmaWarps + threadIdx.x / 32;
@@ -1765,21 +1766,22 @@ std::atomic<int> g_variant{0};
 
 // Stream-ordered scratch from the device's default pool, which keeps up to 64 MiB of freed
 // memory for reuse: no device-wide sync, no driver allocation per launch.
+void keep_pool_memory() {
+  static std::mutex mu;
+  static std::set<int> ready;  // devices whose default pool keeps 64 MiB
+  int dev = 0;
+  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  if (ready.insert(dev).second) {
+    cudaMemPool_t pool;
+    MOEPACK_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+    uint64_t keep = 64ull << 20;
+    MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+}
 template <GgmlType T, int P>
 uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
-  {
-    static std::mutex mu;
-    static std::set<int> ready;  // devices whose default pool keeps 64 MiB
-    int dev = 0;
-    MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
-    std::lock_guard<std::mutex> lock(mu);
-    if (ready.insert(dev).second) {
-      cudaMemPool_t pool;
-      MOEPACK_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
-      uint64_t keep = 64ull << 20;
-      MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-    }
-  }
+  keep_pool_memory();
   void* scratch = nullptr;
   MOEPACK_CUDA_CHECK(
       cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * Sel<T, P>::stride(b.ne0), s));
@@ -1853,6 +1855,7 @@ void launch_kernel(void (*kernel)(GemvBatch, Scratch), dim3 grid, size_t smem, c
 // caller frees them after its launch (cudaFreeAsync on s).
 template <GgmlType T, int P>
 uint8_t* wide_fragments(const GemvBatch& b, cudaStream_t s) {
+  keep_pool_memory();
   void* scratch = nullptr;
   MOEPACK_CUDA_CHECK(cudaMallocAsync(&scratch, static_cast<size_t>(b.n_groups) * Sel<T, P>::stride(b.ne0), s));
   const dim3 grid(static_cast<unsigned>((b.ne0 / 256 + kMmaWarps - 1) / kMmaWarps), static_cast<unsigned>(b.n_groups),
@@ -1978,7 +1981,9 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
       const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfCopy, DIAG, P, EARLY, MINB>;
       smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
       allow_smem(reinterpret_cast<const void*>(k), smem);
-      launch_kernel(k, grid, smem, s, b, scratch);
+      GemvBatch own = b;  // these variants copy their own scratch, never ready fragments
+      own.x_frag = nullptr;
+      launch_kernel(k, grid, smem, s, own, scratch);
       if (XFM == kXfCopy) MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
       return;
     }
@@ -2208,6 +2213,15 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
                 " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
+  if (b.x_frag) {
+    const int64_t need = gemv_x_fragments_bytes(b.type, b.ne0);
+    if ((reinterpret_cast<uintptr_t>(b.x_frag) & 15) != 0 || b.x_frag_stride % 16 != 0 || b.x_frag_stride < need ||
+        b.x_gstride != 0) {
+      throw Error("gemv_mma: x_frag must be 16-byte aligned with a stride that is a multiple of 16 and at least " +
+                  std::to_string(need) + " bytes (got stride " + std::to_string(b.x_frag_stride) +
+                  "), and x rows shared by all groups (x_gstride 0, got " + std::to_string(b.x_gstride) + ")");
+    }
+  }
   switch (b.type) {
     case GgmlType::Q4_K:
       return launch_type<GgmlType::Q4_K>(b, s);
@@ -2284,9 +2298,10 @@ void swiglu_clamped_fragments(const float* gate, const float* up, int64_t rows, 
     throw Error("swiglu_clamped_fragments: the " + std::string(ggml_type_name(type)) + " GEMV of rows of " +
                 std::to_string(ff) + " elements takes no ready x fragments");
   }
-  if (frag_stride < need) {
-    throw Error("swiglu_clamped_fragments: frag_stride " + std::to_string(frag_stride) + " is below the " +
-                std::to_string(need) + " bytes of a row's fragments");
+  if (frag_stride < need || frag_stride % 16 != 0 || (reinterpret_cast<uintptr_t>(frag) & 15) != 0) {
+    throw Error("swiglu_clamped_fragments: frag must be 16-byte aligned and frag_stride (" +
+                std::to_string(frag_stride) + ") a multiple of 16 of at least the " + std::to_string(need) +
+                " bytes of a row's fragments");
   }
   if (rows <= 0) return;
   if (rows > 65535) throw Error("swiglu_clamped_fragments: " + std::to_string(rows) + " rows exceed the launch grid");

@@ -193,7 +193,8 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
 // the GEMV alone copying the fragments (as "gemv", the same rotation of weight copies);
 // "swiglu_us" / "swiglu_fragments_us": the SwiGLU kernel alone without / with the fragments;
 // "pair_us" / "pair_ready_us": SwiGLU then GEMV, as the engine runs them, without / with
-// (pair_ready_without_pdl_us: with, the SwiGLU kernel not a programmatic dependent launch).
+// (pair_ready_without_pdl_us: with, the SwiGLU kernel not a programmatic dependent of the GEMV
+// before it; it still lets the GEMV after it start early).
 nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d) {
   const int experts = 8;
   const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
@@ -241,12 +242,17 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
     swiglu_frag();
     gemv_at(i, true);
   });
-  gpu::detail::set_swiglu_fragments_pdl(false);
-  const double pair_ready_nopdl_us = timed([&](int i) {
-    swiglu_frag();
-    gemv_at(i, true);
-  });
-  gpu::detail::set_swiglu_fragments_pdl(true);
+  double pair_ready_nopdl_us = 0;
+  {
+    struct PdlAfterwards {  // also when a launch throws
+      ~PdlAfterwards() { gpu::detail::set_swiglu_fragments_pdl(true); }
+    } restore;
+    gpu::detail::set_swiglu_fragments_pdl(false);
+    pair_ready_nopdl_us = timed([&](int i) {
+      swiglu_frag();
+      gemv_at(i, true);
+    });
+  }
   const double bps = static_cast<double>(mat * experts) / (gemv_us / 1e6);
   return {{"type", std::string(ggml_type_name(type))},
           {"rows", rows},

@@ -699,7 +699,9 @@ TEST(GpuOps, SwigluAndAdd) {
 // rows are bit for bit swiglu_clamped's (clamped and not), and a grouped GEMV of each row
 // through an expert of the down type that copies those fragments (GemvBatch::x_frag) gives bit
 // for bit the sums of the same launch preparing its own, within the tolerance of the exact dot
-// product. Also the refusals: a type without ready fragments, a stride below a row's bytes.
+// product; the ready launch gets an x of NaNs, so it must take the fragments. Also the
+// refusals: a type without ready fragments, a stride below a row's bytes or not a multiple of
+// 16, fragments not 16-byte aligned.
 TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
@@ -733,9 +735,16 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
         const uint64_t rb = *ggml_row_bytes(type, ff);
         const auto data = random_rows(type, ff, ne1 * n_mat, rng);
         auto d_w = to_device(data);
+        // The ready launch gets an x of NaNs: its sums are finite only if it copies the fragments
+        // rather than preparing its own from x.
+        auto nan_x = to_device(std::vector<float>(g.size(), std::numeric_limits<float>::quiet_NaN()));
         const std::vector<float> y[2] = {
             gemv_one_pair_per_group(type, ff, ne1, rb, d_w, got, n_mat),
-            gemv_one_pair_per_group(type, ff, ne1, rb, d_w, got, n_mat, frag.bytes_ptr(), fb + 32)};
+            gemv_one_pair_per_group(type, ff, ne1, rb, d_w, nan_x, n_mat, frag.bytes_ptr(), fb + 32)};
+        // Fragments the GEMV cannot copy in 16-byte pieces are refused before any launch.
+        EXPECT_THROW(gemv_one_pair_per_group(type, ff, ne1, rb, d_w, got, n_mat, frag.bytes_ptr() + 8, fb + 32),
+                     Error);
+        EXPECT_THROW(gemv_one_pair_per_group(type, ff, ne1, rb, d_w, got, n_mat, frag.bytes_ptr(), fb + 8), Error);
         for (int m = 0; m < n_mat; ++m) {
           for (int64_t r = 0; r < ne1; ++r) {
             const size_t i = static_cast<size_t>(m * ne1 + r);
