@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels.h"
+#include "gpu/swiglu.cuh"
 
 namespace moepack::gpu {
 namespace {
@@ -39,19 +40,12 @@ __global__ void rms_norm_kernel(const float* x, int64_t x_stride, const float* w
 
 __global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, float* out) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) {
-    const float g = gate[i];
-    out[i] = (g / (1.0f + expf(-g))) * up[i];
-  }
+  if (i < n) out[i] = swiglu_one(gate[i], up[i]);
 }
 
 __global__ void swiglu_clamped_kernel(const float* gate, const float* up, int64_t n, float limit, float* out) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) {
-    const float g = fminf(gate[i], limit);
-    const float u = fminf(fmaxf(up[i], -limit), limit);
-    out[i] = (g / (1.0f + expf(-g))) * u;
-  }
+  if (i < n) out[i] = swiglu_clamped_one(gate[i], up[i], limit);
 }
 
 __global__ void add_kernel(float* x, const float* y, int64_t n) {

@@ -54,6 +54,7 @@
 #include "gpu/dequant.cuh"
 #include "gpu/gemv_launch_cap.h"
 #include "gpu/gemv_mma.h"
+#include "gpu/swiglu.cuh"
 
 namespace moepack::gpu::detail {
 namespace {
@@ -1486,8 +1487,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32) x_fragments_wide_kernel(GemvBa
 }
 
 // swiglu_clamped_fragments: row blockIdx.y, super-block blockIdx.x kMmaWarps + warp; each lane
-// computes its 8 elements of the layout (lane_first, lane_second) with kernels_elementwise.cu's
-// expression (CLAMP: swiglu_clamped_kernel's, else swiglu_kernel's), stores them and slices
+// computes its 8 elements of the layout (lane_first, lane_second) with gpu/swiglu.cuh (CLAMP:
+// swiglu_clamped_one, else swiglu_one, as kernels_elementwise.cu), stores them and slices
 // the super-block (slice_super_block) into the row's fragments.
 template <int LAYOUT, bool CLAMP>
 __global__ void __launch_bounds__(kMmaWarps * 32)
@@ -1506,12 +1507,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int64_t idx = o + (i < 4 ? i : lane_second<LAYOUT>() + i - 4);
-    float g = gate[idx], u = up[idx];
-    if constexpr (CLAMP) {
-      g = fminf(g, limit);
-      u = fminf(fmaxf(u, -limit), limit);
-    }
-    v[i] = (g / (1.0f + expf(-g))) * u;
+    v[i] = CLAMP ? swiglu_clamped_one(gate[idx], up[idx], limit) : swiglu_one(gate[idx], up[idx]);
     out[idx] = v[i];
   }
   slice_super_block<LAYOUT>(v, k, ff, frag + row * frag_stride, lane);
@@ -1806,7 +1802,8 @@ int current_device() {
 struct KernelState {
   bool pdl = false;
   size_t smem = 48 * 1024;
-  size_t static_smem = 0;  // the kernel's own __shared__ bytes
+  size_t static_smem = 0;   // the kernel's own __shared__ bytes
+  bool max_shared = false;  // prefer_max_shared done
 };
 KernelState& kernel_state(const void* kernel) {
   static std::mutex mu;
@@ -1826,15 +1823,11 @@ KernelState& kernel_state(const void* kernel) {
   return it->second;
 }
 
-// kernel<<<grid, kMmaWarps * 32, smem, s>>>(b, scratch), as a programmatic dependent launch
-// unless set_gemv_pdl(false) or the kernel's code predates sm_90.
-template <class T>
-struct NotDeduced {
-  using type = T;
-};
-template <class Scratch>
-void launch_kernel(void (*kernel)(GemvBatch, Scratch), dim3 grid, size_t smem, cudaStream_t s, const GemvBatch& b,
-                   typename NotDeduced<Scratch>::type scratch) {
+// kernel<<<grid, kMmaWarps * 32, smem, s>>>(args...), as a programmatic dependent launch when
+// `pdl` and the kernel's code has griddepcontrol (kernel_state).
+template <class... Params, class... Args>
+void launch_maybe_dependent(void (*kernel)(Params...), dim3 grid, size_t smem, cudaStream_t s, bool pdl,
+                            Args... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kMmaWarps * 32, 1, 1);
@@ -1843,11 +1836,23 @@ void launch_kernel(void (*kernel)(GemvBatch, Scratch), dim3 grid, size_t smem, c
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (g_pdl.load(std::memory_order_relaxed) && kernel_state(reinterpret_cast<const void*>(kernel)).pdl) {
+  if (pdl && kernel_state(reinterpret_cast<const void*>(kernel)).pdl) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
-  MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, b, scratch));
+  MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
+// A GEMV kernel (or x_fragments_wide_kernel) on b and scratch, as a programmatic dependent
+// launch unless set_gemv_pdl(false) or the kernel's code predates sm_90.
+template <class T>
+struct NotDeduced {
+  using type = T;
+};
+template <class Scratch>
+void launch_kernel(void (*kernel)(GemvBatch, Scratch), dim3 grid, size_t smem, cudaStream_t s, const GemvBatch& b,
+                   typename NotDeduced<Scratch>::type scratch) {
+  launch_maybe_dependent(kernel, grid, smem, s, g_pdl.load(std::memory_order_relaxed), b, scratch);
 }
 
 // The x fragments of every group of b in stream-ordered scratch (the pool as
@@ -1894,6 +1899,18 @@ void allow_smem(const void* kernel, size_t bytes) {
   MOEPACK_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   st.smem = bytes;
+}
+
+// The SMs' largest shared-memory configuration preferred for `kernel`, once per device and
+// kernel: for a small kernel a GEMV may start beside (an SM changes configuration only when idle).
+void prefer_max_shared(const void* kernel) {
+  KernelState& st = kernel_state(kernel);
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (st.max_shared) return;
+  MOEPACK_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  st.max_shared = true;
 }
 
 // The current device's shared memory per SM, the part of it the system keeps per block, a
@@ -2249,33 +2266,13 @@ void launch_swiglu_fragments(const float* gate, const float* up, int64_t rows, i
                   static_cast<unsigned>(rows), 1);
   const auto k = limit > 1e-6f ? detail::swiglu_fragments_kernel<kLayout, true>
                                : detail::swiglu_fragments_kernel<kLayout, false>;
-  {
-    // The SMs' largest shared-memory configuration, the one the GEMV after it runs in, so that
-    // the GEMV's blocks can start beside this kernel's (an SM changes configuration only when
-    // idle). Once per device and kernel.
-    static std::mutex mu;
-    static std::set<std::pair<int, const void*>> done;
-    const auto key = std::make_pair(detail::current_device(), reinterpret_cast<const void*>(k));
-    std::lock_guard<std::mutex> lock(mu);
-    if (done.insert(key).second) {
-      MOEPACK_CUDA_CHECK(
-          cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    }
-  }
-  // A programmatic dependent launch, as the GEMV's (detail::launch_kernel), unless switched off.
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(detail::kMmaWarps * 32, 1, 1);
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (detail::g_swiglu_pdl.load(std::memory_order_relaxed) && detail::g_pdl.load(std::memory_order_relaxed) &&
-      detail::kernel_state(reinterpret_cast<const void*>(k)).pdl) {
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, gate, up, ff, limit, out, frag, frag_stride));
+  // The SMs' largest shared-memory configuration, the one the GEMV after it runs in, and a
+  // programmatic dependent launch as the GEMV's, unless switched off.
+  detail::prefer_max_shared(reinterpret_cast<const void*>(k));
+  detail::launch_maybe_dependent(
+      k, grid, 0, s,
+      detail::g_swiglu_pdl.load(std::memory_order_relaxed) && detail::g_pdl.load(std::memory_order_relaxed), gate,
+      up, ff, limit, out, frag, frag_stride);
 }
 }  // namespace
 

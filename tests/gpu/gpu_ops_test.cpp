@@ -607,6 +607,22 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
   }
 }
 
+// n_mat matrices of ne1 rows (rb bytes each, back to back from `data`), matrix m against x row m
+// (ne0 floats from x): every row of `got` bit for bit `want`'s, and within the tolerance of the
+// exact dot product.
+void expect_same_and_close(const std::vector<float>& want, const std::vector<float>& got, const uint8_t* data,
+                           uint64_t rb, GgmlType type, const float* x, int64_t ne0, int64_t ne1, int n_mat,
+                           const char* what) {
+  for (int m = 0; m < n_mat; ++m) {
+    for (int64_t r = 0; r < ne1; ++r) {
+      const size_t i = static_cast<size_t>(m * ne1 + r);
+      EXPECT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
+          << what << ", matrix " << m << ", row " << r << ": " << want[i] << " against " << got[i];
+      expect_close_dot(got[i], data + rb * i, type, x + m * ne0, ne0, what);
+    }
+  }
+}
+
 // Variant 24 prepares x's fragments once per group in a separate kernel and has every block
 // copy them; the fragments are the ones each block prepares itself in the default (one warp a
 // super-block either way), so every sum is bit for bit the default's, and within the tolerance
@@ -639,21 +655,9 @@ TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
         y1[v] = to_host(d_y1, static_cast<size_t>(ne1));
       }
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows of " + std::to_string(ne0));
-      for (int m = 0; m < n_mat; ++m) {
-        for (int64_t r = 0; r < ne1; ++r) {
-          const size_t i = static_cast<size_t>(m * ne1 + r);
-          EXPECT_EQ(std::memcmp(&y[0][i], &y[1][i], sizeof(float)), 0)
-              << "matrix " << m << ", row " << r << ": default " << y[0][i] << ", variant 24 " << y[1][i];
-          expect_close_dot(y[1][i], data.data() + rb * i, type, x.data() + m * ne0, ne0, "variant 24");
-        }
-      }
-      for (int64_t r = 0; r < ne1; ++r) {
-        const size_t i = static_cast<size_t>(r);
-        EXPECT_EQ(std::memcmp(&y1[0][i], &y1[1][i], sizeof(float)), 0)
-            << "single matrix, row " << r << ": default " << y1[0][i] << ", variant 24 " << y1[1][i];
-        expect_close_dot(y1[1][i], data.data() + rb * static_cast<uint64_t>(ne1 + r), type, x.data() + ne0, ne0,
-                         "variant 24, single matrix");
-      }
+      expect_same_and_close(y[0], y[1], data.data(), rb, type, x.data(), ne0, ne1, n_mat, "variant 24");
+      expect_same_and_close(y1[0], y1[1], data.data() + rb * static_cast<uint64_t>(ne1), rb, type, x.data() + ne0,
+                            ne0, ne1, 1, "variant 24, single matrix");
     }
   }
 }
@@ -745,14 +749,7 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
         EXPECT_THROW(gemv_one_pair_per_group(type, ff, ne1, rb, d_w, got, n_mat, frag.bytes_ptr() + 8, fb + 32),
                      Error);
         EXPECT_THROW(gemv_one_pair_per_group(type, ff, ne1, rb, d_w, got, n_mat, frag.bytes_ptr(), fb + 8), Error);
-        for (int m = 0; m < n_mat; ++m) {
-          for (int64_t r = 0; r < ne1; ++r) {
-            const size_t i = static_cast<size_t>(m * ne1 + r);
-            EXPECT_EQ(std::memcmp(&y[0][i], &y[1][i], sizeof(float)), 0)
-                << "pair " << m << ", row " << r << ": prepared " << y[0][i] << ", ready " << y[1][i];
-            expect_close_dot(y[1][i], data.data() + rb * i, type, g_h.data() + m * ff, ff, "ready fragments");
-          }
-        }
+        expect_same_and_close(y[0], y[1], data.data(), rb, type, g_h.data(), ff, ne1, n_mat, "ready fragments");
       }
     }
   }
