@@ -278,8 +278,16 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
       gemv_role(b.rg, d_table, d_off, gm, max_pairs, d_tok_of, x, E, eg, FF, st);
       gemv_role(b.ru, d_table + m, d_off, gm, max_pairs, d_tok_of, x, E, eu, FF, st);
     }
-    swiglu_clamped(eg + p0 * FF, eu + p0 * FF, np * FF, limit, eg + p0 * FF, st);
-    gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st);
+    // At decode (one pair an expert) the down GEMV computes SwiGLU itself while it prepares x
+    // (GemvBatch::swiglu_up: the same values bit for bit), one launch fewer, and it may start
+    // loading its weights while gate + up still run; else SwiGLU is its own launch.
+    if (max_pairs == 1 && gemv_swiglu_fusable(b.rd.type, b.rd.ne0)) {
+      gemv_experts(b.rd.type, b.rd.ne0, b.rd.ne1, b.rd.row_bytes, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg,
+                   FF, ey_.as<float>(), E, st, nullptr, 0, eu, limit);
+    } else {
+      swiglu_clamped(eg + p0 * FF, eu + p0 * FF, np * FF, limit, eg + p0 * FF, st);
+      gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st);
+    }
     if (pool_) pool_->release(st);
     computed += static_cast<uint64_t>(np);
   }

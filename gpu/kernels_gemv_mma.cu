@@ -722,9 +722,12 @@ __device__ __forceinline__ void slice_super_block(const float (&v)[8], int64_t k
 // warp_base: this block's first warp among the nwarps that share the vector (0 when one block
 // prepares it all; x_fragments_wide_kernel spreads a vector over several blocks).
 // No barrier: the caller synchronises before reading them.
-template <int LAYOUT, class After>
+// SW: the vector is SwiGLU(x, up) (gpu/swiglu.cuh, as swiglu_clamped computes it: clamped for
+// limit > 1e-6, else plain), computed here from the two rows at the same offsets, so the
+// fragments are those of swiglu_clamped's output bit for bit (GemvBatch::swiglu_up).
+template <int LAYOUT, bool SW = false, class After>
 __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, After after,
-                               int warp_base = 0) {
+                               int warp_base = 0, const float* up = nullptr, float limit = 0.0f) {
   constexpr int kBatch = 4;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
@@ -752,6 +755,30 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       } else {
 #pragma unroll
         for (int i = 0; i < 8; ++i) vb[bi][i] = __ldg(p + (i < 4 ? i : second + i - 4));
+      }
+    }
+    if constexpr (SW) {
+      // up's elements at the same offsets, then SwiGLU in place (a block past the vector's end
+      // keeps its zeros: it is never sliced).
+      const bool uvec = (reinterpret_cast<uintptr_t>(up) & 15) == 0;
+#pragma unroll
+      for (int bi = 0; bi < kBatch; ++bi) {
+        const int64_t k = k0 + bi * nwarps;
+        if (k >= nsb) continue;
+        const float* p = up + k * 256 + lane_off;
+        float ub[8];
+        if (uvec) {
+          const float4 q0 = __ldg(reinterpret_cast<const float4*>(p)),
+                       q1 = __ldg(reinterpret_cast<const float4*>(p + second));
+          ub[0] = q0.x, ub[1] = q0.y, ub[2] = q0.z, ub[3] = q0.w;
+          ub[4] = q1.x, ub[5] = q1.y, ub[6] = q1.z, ub[7] = q1.w;
+        } else {
+#pragma unroll
+          for (int i = 0; i < 8; ++i) ub[i] = __ldg(p + (i < 4 ? i : second + i - 4));
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          vb[bi][i] = limit > 1e-6f ? swiglu_clamped_one(vb[bi][i], ub[i], limit) : swiglu_one(vb[bi][i], ub[i]);
       }
     }
     if (first) after();
@@ -1336,6 +1363,7 @@ struct Sel {
   using Path = typename MmaPath<T>::type;
   using View = XView;
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride(ne0); }
+  static constexpr bool kSwiglu = false;  // no SwiGLU in the preparation (the integer path's only)
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
     x_fragments(x, ne0, base, nthreads, after);
@@ -1359,6 +1387,13 @@ struct I8Prep {
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
     x_fragments_i8<LAYOUT>(x, ne0, base, nthreads / 32, after);
+  }
+  // The fragments of SwiGLU(x, up) (x_fragments_i8's SW; GemvBatch::swiglu_up).
+  static constexpr bool kSwiglu = true;
+  template <class After>
+  __device__ static void prepare_swiglu(const float* x, const float* up, float limit, int64_t ne0, uint8_t* base,
+                                        int nthreads, After after) {
+    x_fragments_i8<LAYOUT, true>(x, ne0, base, nthreads / 32, after, 0, up, limit);
   }
   // The share of warps [warp_base, warp_base + this block's warps) of nwarps over the vector.
   __device__ static void prepare_part(const float* x, int64_t ne0, uint8_t* base, int warp_base, int nwarps) {
@@ -1466,6 +1501,13 @@ __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, 
   int j = 0;
   const float* x = single_pair_x(b, grp, &j);
   if (!x) return;
+  if constexpr (S::kSwiglu) {
+    if (b.swiglu_up) {  // the fragments of SwiGLU(x, up), up's row at x's offset
+      S::prepare_swiglu(x, b.swiglu_up + (x - b.x), b.swiglu_limit, b.ne0, scratch + grp * S::stride(b.ne0),
+                        kPrepThreads, [] {});
+      return;
+    }
+  }
   S::prepare(x, b.ne0, scratch + grp * S::stride(b.ne0), kPrepThreads, [] {});
 }
 
@@ -1584,7 +1626,8 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // of slack; MXFP4's word loads stay within a row (word 33 of 34 at most)].
 // XF: where x's fragments come from. kXfPrepare: the block prepares them in shared memory;
 // kXfScratch: every warp reads them from scratch (written by x_fragments_kernel) in its loop;
-// kXfCopy: the block copies them from scratch (x_fragments_wide_kernel) into shared memory.
+// kXfCopy: the block copies them from scratch (x_fragments_wide_kernel) into shared memory;
+// kXfPrepareSwiglu: as kXfPrepare, of SwiGLU(x, b.swiglu_up) (GemvBatch::swiglu_up).
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
 // Order of the start: the block's pair first (a block of a group with another pair count, most
@@ -1594,7 +1637,7 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // not behind all of them), right after the fragments' copy when it copies them, right after
 // the wait when the fragments stay in scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
-enum XFragments : int { kXfScratch = 0, kXfPrepare = 1, kXfCopy = 2 };
+enum XFragments : int { kXfScratch = 0, kXfPrepare = 1, kXfCopy = 2, kXfPrepareSwiglu = 4 };
 template <GgmlType T, int RW, int STAGES, int U, int G, int XF, int DIAG, int P, int EARLY, int MINB>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, P>;
@@ -1663,6 +1706,11 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   const uint8_t* base;
   if constexpr (XF == kXfPrepare) {
     S::prepare(x, ne0, dyn, kMmaWarps * 32, [&] { issue_stages(EARLY, STAGES - 1); });
+    __syncthreads();
+    base = dyn;
+  } else if constexpr (XF == kXfPrepareSwiglu) {
+    S::prepare_swiglu(x, b.swiglu_up + (x - b.x), b.swiglu_limit, ne0, dyn, kMmaWarps * 32,
+                      [&] { issue_stages(EARLY, STAGES - 1); });
     __syncthreads();
     base = dyn;
   } else if constexpr (XF == kXfCopy) {
@@ -1789,6 +1837,7 @@ uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
 
 std::atomic<bool> g_pdl{true};
 std::atomic<bool> g_swiglu_pdl{true};
+std::atomic<bool> g_swiglu_fusion{true};
 
 int current_device() {
   int dev = 0;
@@ -1986,6 +2035,17 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   if constexpr (DIAG == 0 && XFM == kXfPrepare && P == col_arith<T>()) {
     if (staged && b.x_frag) {  // fragments ready in the default's layout (swiglu_clamped_fragments)
       const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfCopy, DIAG, P, EARLY, MINB>;
+      smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
+      allow_smem(reinterpret_cast<const void*>(k), smem);
+      launch_kernel(k, grid, smem, s, b, nullptr);
+      return;
+    }
+  }
+  if constexpr (DIAG == 0 && XFM == kXfPrepare && P == col_arith<T>() && EARLY == 2 && MINB == 1 && !SCRATCH) {
+    // SwiGLU in the preparation (GemvBatch::swiglu_up; the default only, gemv_mma checks):
+    // staged, each block prepares SwiGLU's fragments; in scratch, x_fragments_kernel does.
+    if (staged && b.swiglu_up) {
+      const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfPrepareSwiglu, DIAG, P, EARLY, MINB>;
       smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
       allow_smem(reinterpret_cast<const void*>(k), smem);
       launch_kernel(k, grid, smem, s, b, nullptr);
@@ -2224,12 +2284,26 @@ void set_gemv_pdl(bool on) { g_pdl.store(on, std::memory_order_relaxed); }
 
 void set_swiglu_fragments_pdl(bool on) { g_swiglu_pdl.store(on, std::memory_order_relaxed); }
 
+void set_gemv_swiglu_fusion(bool on) { g_swiglu_fusion.store(on, std::memory_order_relaxed); }
+
+bool gemv_mma_swiglu_fusable(GgmlType type, int64_t ne0) {
+  return g_swiglu_fusion.load(std::memory_order_relaxed) && g_variant.load(std::memory_order_relaxed) == 0 &&
+         gemv_mma_supported(type, ne0);
+}
+
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) {
     throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
                 " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
+  if (b.swiglu_up) {
+    if (g_variant.load(std::memory_order_relaxed) != 0) {
+      throw Error("gemv_mma: SwiGLU in the preparation (swiglu_up) takes the default layout only (variant 0, got " +
+                  std::to_string(g_variant.load(std::memory_order_relaxed)) + ")");
+    }
+    if (b.x_frag) throw Error("gemv_mma: swiglu_up and ready fragments (x_frag) exclude each other");
+  }
   if (b.x_frag) {
     const int64_t need = gemv_x_fragments_bytes(b.type, b.ne0);
     if ((reinterpret_cast<uintptr_t>(b.x_frag) & 15) != 0 || b.x_frag_stride % 16 != 0 || b.x_frag_stride < need ||

@@ -13,14 +13,17 @@
 //   "gemv_scaling": 8 experts of 16 .. 8192 rows (fixed cost per launch vs bytes);
 //   "gemv_gate_up": gate and up of 8 experts in one launch (16 matrices);
 //   "gemv_ready_fragments": the four 8-expert shapes with x's fragments ready from the SwiGLU
-//             kernel (what the engine's down projection at decode would take; the engine does
-//             not: docs/cuda-backend.md, eleventh pass), and SwiGLU + GEMV both ways;
+//             kernel (measured, not what the engine runs: docs/cuda-backend.md, eleventh pass),
+//             and SwiGLU + GEMV both ways; the GEMV with SwiGLU in its preparation (what the
+//             engine's down projection runs at decode) alone, and the whole expert FFN (gate +
+//             up launch, SwiGLU, down) with and without SwiGLU in the down GEMV;
 //   "read_ceiling": a plain streaming read kernel and a D2D copy of the same byte counts as the
 //             launches above (what any kernel reading those bytes in one launch can reach);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait;
+//             the GGUF's decode with SwiGLU in the down GEMV off and on, alternating, three each;
 //             at 25% also with next-layer prefetch off and on, alternating, three runs each.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only]
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
@@ -253,20 +256,81 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
       gemv_at(i, true);
     });
   }
+  // SwiGLU in the down GEMV's preparation (GemvBatch::swiglu_up, the engine's decode): alone,
+  // back to back as "gemv".
+  const auto fused_at = [&](int i) {
+    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
+    b.x = g.as<float>();
+    b.swiglu_up = u.as<float>();
+    b.swiglu_limit = limit;
+    gpu::gemv(b, nullptr);
+    b.x = x.as<float>();
+    b.swiglu_up = nullptr;
+  };
+  const double fused_us = timed(fused_at);
   const double bps = static_cast<double>(mat * experts) / (gemv_us / 1e6);
-  return {{"type", std::string(ggml_type_name(type))},
-          {"rows", rows},
-          {"cols", cols},
-          {"experts_per_launch", experts},
-          {"bytes_per_launch", mat * experts},
-          {"us_per_launch", gemv_us},
-          {"bytes_per_s", bps},
-          {"ratio_to_d2d", bps / d2d},
-          {"swiglu_us", sw_us},
-          {"swiglu_fragments_us", swf_us},
-          {"pair_us", pair_us},
-          {"pair_ready_us", pair_ready_us},
-          {"pair_ready_without_pdl_us", pair_ready_nopdl_us}};
+  const double fused_bps = static_cast<double>(mat * experts) / (fused_us / 1e6);
+  nlohmann::json r = {{"type", std::string(ggml_type_name(type))},
+                      {"rows", rows},
+                      {"cols", cols},
+                      {"experts_per_launch", experts},
+                      {"bytes_per_launch", mat * experts},
+                      {"us_per_launch", gemv_us},
+                      {"bytes_per_s", bps},
+                      {"ratio_to_d2d", bps / d2d},
+                      {"swiglu_us", sw_us},
+                      {"swiglu_fragments_us", swf_us},
+                      {"pair_us", pair_us},
+                      {"pair_ready_us", pair_ready_us},
+                      {"pair_ready_without_pdl_us", pair_ready_nopdl_us},
+                      {"fused_us_per_launch", fused_us},
+                      {"fused_ratio_to_d2d", fused_bps / d2d}};
+  // The whole expert FFN at decode as gpu/cuda_moe.cpp issues it: one launch of gate and up (16
+  // groups of [cols][rows], every pair reading the one token's x row), then SwiGLU and the down
+  // GEMV ("ffn_us"), or the down GEMV with SwiGLU in its preparation ("ffn_fused_us"). Layers of
+  // down + gate + up weights rotate through the pool as the launches above.
+  const uint64_t rb_gu = *ggml_row_bytes(type, static_cast<uint64_t>(rows));
+  const uint64_t mat_gu = rb_gu * static_cast<uint64_t>(cols);
+  const uint64_t layer = mat * experts + 2 * mat_gu * experts;
+  const int lcopies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / layer));
+  if (lcopies < 4) throw Error("bench_gemv_ready: weight pool too small for the FFN");
+  gpu::DeviceBuffer tok(static_cast<size_t>(rows) * sizeof(float), "token");
+  {
+    std::vector<float> th(static_cast<size_t>(rows));
+    for (auto& v : th) v = nd(rng);
+    MOEPACK_CUDA_CHECK(cudaMemcpy(tok.as<void>(), th.data(), tok.size(), cudaMemcpyHostToDevice));
+  }
+  const gpu::DeviceBuffer d_off16 = one_pair_each(2 * experts);
+  gpu::DeviceBuffer d_rows(static_cast<size_t>(2 * experts) * sizeof(int32_t), "x rows");
+  MOEPACK_CUDA_CHECK(cudaMemset(d_rows.as<void>(), 0, d_rows.size()));  // every pair reads row 0
+  gpu::GemvBatch gu = expert_batch(type, cols, rows, tok.as<float>(), g.as<float>(), d_off16, 2 * experts);
+  gu.x_row = d_rows.as<int32_t>();
+  gu.w_gstride = mat_gu;
+  gu.y_stride = cols;  // gate rows 0..7 in g, up rows 8..15 right after: u is not used here
+  gpu::DeviceBuffer gu_out(static_cast<size_t>(2 * experts * cols) * sizeof(float), "gate, up");
+  gu.y = gu_out.as<float>();
+  float* gate_rows = gu_out.as<float>();
+  float* up_rows = gate_rows + experts * cols;
+  const auto ffn = [&](int i, bool fused) {
+    uint8_t* base = pool.buf.bytes_ptr() + (i % lcopies) * layer;
+    gu.w = base + mat * experts;
+    gpu::gemv(gu, nullptr);
+    b.w = base;
+    b.x = gate_rows;
+    if (fused) {
+      b.swiglu_up = up_rows;
+      b.swiglu_limit = limit;
+    } else {
+      gpu::swiglu_clamped(gate_rows, up_rows, experts * cols, limit, gate_rows, nullptr);
+    }
+    gpu::gemv(b, nullptr);
+    b.x = x.as<float>();
+    b.swiglu_up = nullptr;
+  };
+  r["ffn_us"] = timed([&](int i) { ffn(i, false); });
+  r["ffn_fused_us"] = timed([&](int i) { ffn(i, true); });
+  r["ffn_bytes"] = layer;
+  return r;
 }
 
 // The ceilings beside a GEMV launch of `bytes`: a plain streaming read of the same bytes
@@ -510,6 +574,28 @@ int main(int argc, char** argv) {
     const auto gguf = ModelSource::open(model);
     out["model"] = model;
     out["engine"]["gguf"] = bench_engine(gguf, s, prefill, decode);
+    // SwiGLU in the down GEMV at decode (gpu/cuda_moe.cpp) side by side: runs alternate off /
+    // on, three of each, medians (the GGUF, every expert resident).
+    {
+      std::vector<double> off_d, on_d;
+      nlohmann::json rounds = nlohmann::json::array();
+      struct FusionAfterwards {
+        ~FusionAfterwards() { gpu::detail::set_gemv_swiglu_fusion(true); }
+      } restore;
+      for (int r = 0; r < 3; ++r) {
+        for (const bool on : {false, true}) {
+          gpu::detail::set_gemv_swiglu_fusion(on);
+          nlohmann::json run = bench_engine(gguf, s, prefill, decode);
+          (on ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
+          run["swiglu_in_gemv"] = on;
+          rounds.push_back(std::move(run));
+        }
+      }
+      out["engine"]["gguf_swiglu_in_gemv"] = {{"rounds", rounds},
+                                              {"decode_tokens_per_s_off", median_of(off_d)},
+                                              {"decode_tokens_per_s_on", median_of(on_d)},
+                                              {"decode_speedup", median_of(on_d) / median_of(off_d)}};
+    }
     const std::string dir = (std::filesystem::temp_directory_path() / "moepack-bench-pack").string();
     std::filesystem::remove_all(dir);
     BuildOptions bo;

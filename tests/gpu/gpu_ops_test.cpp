@@ -762,6 +762,127 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
                Error);
 }
 
+// The down GEMV with SwiGLU in its preparation (GemvBatch::swiglu_up, what the engine runs at
+// decode) against swiglu_clamped then the GEMV: the same sums bit for bit (the same x values,
+// hence the same fragments), and within the tolerance of the exact dot product of the SwiGLU
+// values. Expert launches of 5 matrices (rows of 1, 8 and 11 super-blocks: one- and
+// two-super-block Q2_K rings; MXFP4's and Q4_K's two-unit rings from 16 units: 4096), a
+// single matrix, and single matrices of 56 super-blocks whose fragments go to scratch for Q2_K
+// and MXFP4 (x_fragments_kernel computes SwiGLU there); clamped and plain; gate and up rows
+// 16-byte aligned and 4 bytes off (the preparation's scalar loads).
+TEST(GpuOps, GemvWithSwigluInItsPreparation) {
+  const DefaultVariantAfterwards restore;
+  detail::set_gemv_mma_variant(0);
+  struct Shape {
+    int64_t ff, ne1;
+    int experts;  // 0: a single matrix (no groups)
+  };
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    ASSERT_TRUE(gemv_swiglu_fusable(type, 2048));
+    for (const Shape shape : {Shape{256, 70, 5}, Shape{2048, 70, 5}, Shape{2816, 40, 5}, Shape{4096, 33, 5},
+                              Shape{2048, 100, 0}, Shape{14336, 37, 0}}) {
+      for (const float limit : {0.0f, 7.0f}) {
+        for (const int shift : {0, 1}) {
+          const int64_t ff = shape.ff, ne1 = shape.ne1;
+          const int n_mat = std::max(shape.experts, 1);
+          SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ff) +
+                       " x" + std::to_string(shape.experts) + ", limit " + std::to_string(limit) + ", rows +" +
+                       std::to_string(4 * shift) + " bytes");
+          std::mt19937 rng(23);
+          const size_t n = static_cast<size_t>(n_mat * ff);
+          auto g = random_floats(n + 1, rng, 8.0f);
+          auto u = random_floats(n + 1, rng, 9.0f);
+          auto dg = to_device(g);
+          auto du = to_device(u);
+          const float* gate = dg.as<float>() + shift;
+          const float* up = du.as<float>() + shift;
+          DeviceBuffer sw(n * sizeof(float), "swiglu");
+          swiglu_clamped(gate, up, static_cast<int64_t>(n), limit, sw.as<float>(), nullptr);
+          const auto sw_h = to_host(sw, n);
+          const uint64_t rb = *ggml_row_bytes(type, ff);
+          const auto data = random_rows(type, ff, ne1 * n_mat, rng);
+          auto d_w = to_device(data);
+          std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
+          for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
+          auto d_off = to_device(off_tab);
+          DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
+          const auto run = [&](const float* x, const float* swiglu_up) {
+            GemvBatch b = rows_batch(type, ff, ne1, rb, x, d_y.as<float>());
+            b.w = d_w.bytes_ptr();
+            b.w_gstride = rb * static_cast<uint64_t>(ne1);
+            b.n_groups = n_mat;
+            if (shape.experts > 0) {
+              b.grp_off = d_off.as<int32_t>();
+              b.max_pairs = 1;
+            } else {
+              b.n_tok = 1;
+            }
+            b.swiglu_up = swiglu_up;
+            b.swiglu_limit = limit;
+            gemv(b, nullptr);
+            return to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+          };
+          const auto want = run(sw.as<float>(), nullptr);
+          const auto got = run(gate, up);
+          expect_same_and_close(want, got, data.data(), rb, type, sw_h.data(), ff, ne1, n_mat, "SwiGLU in the GEMV");
+        }
+      }
+    }
+  }
+}
+
+// Where SwiGLU cannot be part of the GEMV, gemv() says so instead of computing something else.
+TEST(GpuOps, GemvWithSwigluRefusesWhatItCannotFuse) {
+  const DefaultVariantAfterwards restore;
+  detail::set_gemv_mma_variant(0);
+  std::mt19937 rng(24);
+  const int64_t ff = 512, ne1 = 16;
+  const auto gu = random_floats(static_cast<size_t>(2 * ff), rng);
+  auto d_gu = to_device(gu);
+  DeviceBuffer d_y(static_cast<size_t>(2 * ne1) * sizeof(float), "y");
+  const auto batch = [&](GgmlType type) {
+    const uint64_t rb = *ggml_row_bytes(type, ff);
+    GemvBatch b = rows_batch(type, ff, ne1, rb, d_gu.as<float>(), d_y.as<float>());
+    b.n_tok = 1;
+    b.swiglu_up = d_gu.as<float>() + ff;
+    return b;
+  };
+  DeviceBuffer d_w(static_cast<size_t>(*ggml_row_bytes(GgmlType::Q8_0, ff) * ne1 * 2), "w");
+  MOEPACK_CUDA_CHECK(cudaMemset(d_w.as<void>(), 0, d_w.size()));
+  {
+    GemvBatch b = batch(GgmlType::Q8_0);  // no tensor-core GEMV for Q8_0
+    b.w = d_w.bytes_ptr();
+    EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q8_0, ff));
+    EXPECT_THROW(gemv(b, nullptr), Error);
+  }
+  GemvBatch b = batch(GgmlType::Q4_K);
+  b.w = d_w.bytes_ptr();
+  b.n_tok = 2;  // two tokens: the prefill kernels read x as it is
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  b.n_tok = 1;
+  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q4_K, 300));
+  DeviceBuffer frag(static_cast<size_t>(gemv_x_fragments_bytes(GgmlType::Q4_K, ff)), "fragments");
+  std::vector<int32_t> off_tab = {0, 1};
+  auto d_off = to_device(off_tab);
+  GemvBatch gb = b;
+  gb.grp_off = d_off.as<int32_t>();
+  gb.max_pairs = 1;
+  gb.x_frag = frag.bytes_ptr();
+  gb.x_frag_stride = frag.size();
+  EXPECT_THROW(gemv(gb, nullptr), Error);  // ready fragments and SwiGLU exclude each other
+  detail::set_gemv_mma_variant(3);         // a side-by-side variant: the default's layout only
+  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q4_K, ff));
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  detail::set_gemv_mma_variant(0);
+  detail::set_gemv_swiglu_fusion(false);  // the benchmark's switch
+  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q4_K, ff));
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  detail::set_gemv_swiglu_fusion(true);
+  EXPECT_TRUE(gemv_swiglu_fusable(GgmlType::Q4_K, ff));
+  EXPECT_NO_THROW(gemv(b, nullptr));
+  MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 TEST(GpuOps, CombineExperts) {
   std::mt19937 rng(3);
   const int32_t n_tok = 3, K = 2;
