@@ -258,6 +258,8 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
   }
   // SwiGLU in the down GEMV's preparation (GemvBatch::swiglu_up, the engine's decode): alone,
   // back to back as "gemv".
+  b.x_frag = nullptr;  // left set by the ready launches above
+  b.x_frag_stride = 0;
   const auto fused_at = [&](int i) {
     b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
     b.x = g.as<float>();
