@@ -29,35 +29,6 @@ void dev_matmul(const DevMatrix& w, const float* x, int64_t x_stride, int64_t n_
   gemv(b, s);
 }
 
-void dev_swiglu_matmul(const DevMatrix& down, float* gate, const float* up, int64_t x_stride, int64_t n_tok,
-                       float limit, float* y, int64_t y_stride, cudaStream_t s) {
-  if (n_tok == 1 && gemv_swiglu_fusable(down.type, down.ne0)) {
-    GemvBatch b;
-    b.type = down.type;
-    b.ne0 = down.ne0;
-    b.ne1 = down.ne1;
-    b.row_bytes = down.row_bytes;
-    b.w = down.data;
-    b.x = gate;
-    b.x_stride = x_stride;
-    b.y = y;
-    b.y_stride = y_stride;
-    b.n_tok = 1;
-    b.swiglu_up = up;
-    b.swiglu_limit = limit;
-    gemv(b, s);
-    return;
-  }
-  if (x_stride == down.ne0) {
-    swiglu_clamped(gate, up, n_tok * down.ne0, limit, gate, s);
-  } else {
-    for (int64_t t = 0; t < n_tok; ++t) {
-      swiglu_clamped(gate + t * x_stride, up + t * x_stride, down.ne0, limit, gate + t * x_stride, s);
-    }
-  }
-  dev_matmul(down, gate, x_stride, n_tok, y, y_stride, s);
-}
-
 // Matrix h of a stacked view of `groups` matrices [rows][ne0], one launch for all of them:
 // y + h * y_gstride = W_h (x + h * x_gstride), for n_tok tokens.
 void grouped_matmul(const DevMatrix& stacked, int64_t rows, int64_t groups, const float* x, int64_t x_stride,

@@ -36,14 +36,6 @@ std::unique_ptr<CudaAttention> make_cuda_attention(const ModelConfig& cfg, Devic
 void dev_matmul(const DevMatrix& w, const float* x, int64_t x_stride, int64_t n_tok, float* y, int64_t y_stride,
                 cudaStream_t s);
 
-// y[t] = down · swiglu_clamped(gate[t], up[t], limit) for n_tok rows of down.ne0 floats (gate
-// and up rows at gate + t x_stride, up + t x_stride; limit <= 1e-6: plain SwiGLU), y rows of
-// y_stride floats. One token on a type the tensor-core decode GEMV covers: one launch, SwiGLU
-// computed in the GEMV's preparation (kernels.h GemvBatch::swiglu_up; gate is left as it is);
-// else swiglu_clamped into gate's rows (overwritten) and the product.
-void dev_swiglu_matmul(const DevMatrix& down, float* gate, const float* up, int64_t x_stride, int64_t n_tok,
-                       float limit, float* y, int64_t y_stride, cudaStream_t s);
-
 // Matrix h of a stacked view of `groups` matrices [rows][ne0], one launch for all of them:
 // y + h * y_gstride = W_h (x + h * x_gstride), for n_tok tokens (MLA's per-head wk_b / wv_b).
 void grouped_matmul(const DevMatrix& stacked, int64_t rows, int64_t groups, const float* x, int64_t x_stride,

@@ -249,7 +249,8 @@ class CudaBackend final : public Backend {
     cudaStream_t st = stream_.get();
     dev_matmul(w.gate, x, cfg_.n_embd, n, g_.as<float>(), w.n_ff, st);
     dev_matmul(w.up, x, cfg_.n_embd, n, u_.as<float>(), w.n_ff, st);
-    dev_swiglu_matmul(w.down, g_.as<float>(), u_.as<float>(), w.n_ff, n, 0.0f, out, cfg_.n_embd, st);
+    swiglu(g_.as<float>(), u_.as<float>(), n * w.n_ff, g_.as<float>(), st);
+    dev_matmul(w.down, g_.as<float>(), w.n_ff, n, out, cfg_.n_embd, st);
   }
 
   void moe(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* out, double* io_wait) {

@@ -738,7 +738,8 @@ class CudaDeepseek4 final : public Backend {
     float* u = su_.as<float>();
     dev_matmul(L.m_sh_gate, x, E, n, g, L.sh_ff, st);
     dev_matmul(L.m_sh_up, x, E, n, u, L.sh_ff, st);
-    dev_swiglu_matmul(L.m_sh_down, g, u, L.sh_ff, n, cfg_.swiglu_clamp_shexp.at(il), tmp_.as<float>(), E, st);
+    swiglu_clamped(g, u, n * L.sh_ff, cfg_.swiglu_clamp_shexp.at(il), g, st);
+    dev_matmul(L.m_sh_down, g, L.sh_ff, n, tmp_.as<float>(), E, st);
     add_inplace(y, tmp_.as<float>(), n * E, st);
   }
 

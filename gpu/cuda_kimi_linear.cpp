@@ -509,7 +509,8 @@ class CudaKimiLinear final : public Backend {
     float* u = fu_.as<float>();
     dev_matmul(gate, xn_.as<float>(), E, n, g, ff, st);
     dev_matmul(up, xn_.as<float>(), E, n, u, ff, st);
-    dev_swiglu_matmul(down, g, u, ff, n, 0.0f, out, E, st);
+    swiglu(g, u, n * ff, g, st);
+    dev_matmul(down, g, ff, n, out, E, st);
   }
 
   // §4.1–4.2: KDA block over xn_ [n][E] -> y_ [n][E], continuing its conv history and state.

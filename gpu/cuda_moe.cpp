@@ -271,23 +271,23 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
     // Gate results in eg_ rows [p0, p1), up results in rows [p1, p1 + np) (below 2 n K rows).
     float* eg = eg_.as<float>();
     float* eu = eg + np * FF;  // row p of up at eu + p * FF
-    if (fused) {
-      const int32_t* d_off2 = d_off + m + 1;
-      gemv_role(b.rg, d_table, d_off2, 2 * gm, max_pairs, d_off2 + 2 * m + 1, x, E, eg + p0 * FF, FF, st);
+    // At decode (one pair an expert) SwiGLU is the gate + up launch's epilogue (the same values
+    // bit for bit, one launch fewer: GemvBatch::swiglu_epilogue), else its own launch.
+    if (fused && max_pairs == 1 && gemv_swiglu_fusable(b.rg.type, b.rg.ne0)) {
+      const int32_t* d_off2 = d_off + m + 1;  // the first m + 1 offsets (pairs from 0), x rows
+      gemv_experts_swiglu(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, d_table, d_off2, gm, max_pairs,
+                          d_off2 + 2 * m + 1, x, E, limit, eg + p0 * FF, FF, st);
     } else {
-      gemv_role(b.rg, d_table, d_off, gm, max_pairs, d_tok_of, x, E, eg, FF, st);
-      gemv_role(b.ru, d_table + m, d_off, gm, max_pairs, d_tok_of, x, E, eu, FF, st);
-    }
-    // At decode (one pair an expert) the down GEMV computes SwiGLU itself while it prepares x
-    // (GemvBatch::swiglu_up: the same values bit for bit), one launch fewer, and it may start
-    // loading its weights while gate + up still run; else SwiGLU is its own launch.
-    if (max_pairs == 1 && gemv_swiglu_fusable(b.rd.type, b.rd.ne0)) {
-      gemv_experts(b.rd.type, b.rd.ne0, b.rd.ne1, b.rd.row_bytes, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg,
-                   FF, ey_.as<float>(), E, st, nullptr, 0, eu, limit);
-    } else {
+      if (fused) {
+        const int32_t* d_off2 = d_off + m + 1;
+        gemv_role(b.rg, d_table, d_off2, 2 * gm, max_pairs, d_off2 + 2 * m + 1, x, E, eg + p0 * FF, FF, st);
+      } else {
+        gemv_role(b.rg, d_table, d_off, gm, max_pairs, d_tok_of, x, E, eg, FF, st);
+        gemv_role(b.ru, d_table + m, d_off, gm, max_pairs, d_tok_of, x, E, eu, FF, st);
+      }
       swiglu_clamped(eg + p0 * FF, eu + p0 * FF, np * FF, limit, eg + p0 * FF, st);
-      gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st);
     }
+    gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st);
     if (pool_) pool_->release(st);
     computed += static_cast<uint64_t>(np);
   }

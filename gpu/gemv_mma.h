@@ -98,12 +98,12 @@ void set_gemv_mma_variant(int variant);
 // grp_off and x_row of a launch must not be written by the kernel launched just before it
 // (every caller uploads them from the host or never changes them); x may be. Process-wide.
 void set_gemv_pdl(bool on);
-// Whether gemv() computes SwiGLU in the tensor-core GEMV's preparation of x
-// (GemvBatch::swiglu_up) for rows of `type` and ne0 elements: the default layout (variant 0)
-// covers the type and row length, and set_gemv_swiglu_fusion has not switched it off.
+// Whether gemv() takes GemvBatch::swiglu_epilogue for rows of `type` and ne0 elements: the
+// default layout (variant 0) covers the type and row length, and set_gemv_swiglu_fusion has not
+// switched it off.
 bool gemv_mma_swiglu_fusable(GgmlType type, int64_t ne0);
-// The engine's use of it (gpu/cuda_moe.cpp: the down projection at decode), on by default; the
-// benchmark compares both. Process-wide.
+// The engine's use of it (gpu/cuda_moe.cpp: gate + up at decode), on by default; the benchmark
+// compares both. Process-wide.
 void set_gemv_swiglu_fusion(bool on);
 // The same for swiglu_clamped_fragments (gpu/kernels.h; on by default, and off whenever
 // set_gemv_pdl is): the benchmark compares both. Process-wide.

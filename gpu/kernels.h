@@ -59,14 +59,16 @@ struct GemvBatch {
   // x_gstride != 0 where the tensor-core path runs. Null: each launch prepares its own.
   const uint8_t* x_frag = nullptr;
   int64_t x_frag_stride = 0;
-  // Optional: SwiGLU in the GEMV. When set, the product's input for pair j is not x row r but
-  // swiglu_clamped(x row r, up row r, swiglu_limit) (the same values bit for bit: gpu/swiglu.cuh;
-  // plain SwiGLU for swiglu_limit <= 1e-6), up row r at swiglu_up + (x row r - x), so x holds the
-  // gate rows. The tensor-core decode GEMV computes it while it prepares x's fragments, saving
-  // the SwiGLU launch before it. Only where gemv_swiglu_fusable(type, ne0) and every group has
-  // exactly one pair (max_pairs 1, or n_tok 1 without grp_off); gemv() throws Error otherwise,
-  // and with x_frag.
-  const float* swiglu_up = nullptr;
+  // Optional: SwiGLU as the launch's epilogue, gate and up of every group in one launch. When
+  // set, w_table holds 2 n_groups matrices, group g's gate at w_table[g] and its up at
+  // w_table[n_groups + g] (both [ne1][ne0] of `type`), and pair j's y row is
+  //   y row[r] = swiglu_clamped(gate_g row r · x row, up_g row r · x row, swiglu_limit)
+  // (plain SwiGLU for swiglu_limit <= 1e-6): the same values bit for bit as a launch of the
+  // 2 n_groups matrices followed by swiglu_clamped (each product the same tile of rows with the
+  // same arithmetic; gpu/swiglu.cuh), one launch fewer. Only where gemv_swiglu_fusable(type,
+  // ne0), with grp_off, w_table and one pair a group (max_pairs 1); gemv() throws Error
+  // otherwise, and with x_frag.
+  bool swiglu_epilogue = false;
   float swiglu_limit = 0.0f;
 };
 // F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
@@ -76,13 +78,19 @@ void gemv(const GemvBatch& b, cudaStream_t s);
 // max_pairs); pair j reads x row x_row[j] (x_row null: row j) of x_stride floats and writes y
 // row j of y_stride floats. Used by the engine (gpu/cuda_moe.h), bench-twin and gpu_ops_test.
 // x_frag, x_frag_stride: GemvBatch's (optional).
-// swiglu_up, swiglu_limit: GemvBatch's (optional; x then holds the gate rows).
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                   const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
                   int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s, const uint8_t* x_frag = nullptr,
-                  int64_t x_frag_stride = 0, const float* swiglu_up = nullptr, float swiglu_limit = 0.0f);
+                  int64_t x_frag_stride = 0);
+// gemv_experts' launch with the SwiGLU epilogue (GemvBatch::swiglu_epilogue): table holds the
+// n_groups gate matrices, then the n_groups up matrices; pair j writes the SwiGLU of its gate
+// and up rows, y row j. Throws Error where gemv_swiglu_fusable(type, ne0) is false or
+// max_pairs != 1.
+void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
+                         const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
+                         const float* x, int64_t x_stride, float limit, float* y, int64_t y_stride, cudaStream_t s);
 
-// True when gemv() takes GemvBatch::swiglu_up for rows of `type` and ne0 elements (the
+// True when gemv() takes GemvBatch::swiglu_epilogue for rows of `type` and ne0 elements (the
 // tensor-core decode GEMV's default layout: Q4_K, Q2_K, MXFP4, ne0 a multiple of 256; not when
 // gpu/gemv_mma.h's benchmark switches select another variant or switch it off).
 bool gemv_swiglu_fusable(GgmlType type, int64_t ne0);

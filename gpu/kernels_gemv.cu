@@ -482,7 +482,7 @@ bool gpu_type_supported(GgmlType type) { return dispatch_type(type, NoLaunch{});
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                   const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
                   int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s, const uint8_t* x_frag,
-                  int64_t x_frag_stride, const float* swiglu_up, float swiglu_limit) {
+                  int64_t x_frag_stride) {
   GemvBatch b;
   b.type = type;
   b.ne0 = ne0;
@@ -499,8 +499,28 @@ void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
   b.max_pairs = max_pairs;
   b.x_frag = x_frag;
   b.x_frag_stride = x_frag_stride;
-  b.swiglu_up = swiglu_up;
-  b.swiglu_limit = swiglu_limit;
+  gemv(b, s);
+}
+
+void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
+                         const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
+                         const float* x, int64_t x_stride, float limit, float* y, int64_t y_stride, cudaStream_t s) {
+  GemvBatch b;
+  b.type = type;
+  b.ne0 = ne0;
+  b.ne1 = ne1;
+  b.row_bytes = row_bytes;
+  b.w_table = table;
+  b.grp_off = grp_off;
+  b.x_row = x_row;
+  b.x = x;
+  b.x_stride = x_stride;
+  b.y = y;
+  b.y_stride = y_stride;
+  b.n_groups = n_groups;
+  b.max_pairs = max_pairs;
+  b.swiglu_epilogue = true;
+  b.swiglu_limit = limit;
   gemv(b, s);
 }
 
@@ -510,10 +530,11 @@ void gemv(const GemvBatch& b, cudaStream_t s) {
   check_type(b.type, "gemv");
   const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
   if (b.ne1 <= 0 || b.n_groups <= 0 || pairs <= 0) return;
-  if (b.swiglu_up && (pairs != 1 || !detail::gemv_mma_swiglu_fusable(b.type, b.ne0))) {
-    throw Error("gemv: SwiGLU in the GEMV (swiglu_up) needs one pair a group (got " + std::to_string(pairs) +
-                ") and the tensor-core decode GEMV's default layout for " + std::string(ggml_type_name(b.type)) +
-                " rows of " + std::to_string(b.ne0) + " elements (gemv_swiglu_fusable)");
+  if (b.swiglu_epilogue && (pairs != 1 || !b.grp_off || !b.w_table || !detail::gemv_mma_swiglu_fusable(b.type, b.ne0))) {
+    throw Error("gemv: the SwiGLU epilogue (swiglu_epilogue) needs an expert launch (grp_off, w_table) of one pair a "
+                "group (got " + std::to_string(pairs) + ") and the tensor-core decode GEMV's default layout for " +
+                std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
+                " elements (gemv_swiglu_fusable)");
   }
   if (b.n_groups > 65535 || (pairs + kPrefillPairs - 1) / kPrefillPairs > 65535) {
     throw Error("gemv: " + std::to_string(b.n_groups) + " groups x " + std::to_string(pairs) +

@@ -722,12 +722,9 @@ __device__ __forceinline__ void slice_super_block(const float (&v)[8], int64_t k
 // warp_base: this block's first warp among the nwarps that share the vector (0 when one block
 // prepares it all; x_fragments_wide_kernel spreads a vector over several blocks).
 // No barrier: the caller synchronises before reading them.
-// SW: the vector is SwiGLU(x, up) (gpu/swiglu.cuh, as swiglu_clamped computes it: clamped for
-// limit > 1e-6, else plain), computed here from the two rows at the same offsets, so the
-// fragments are those of swiglu_clamped's output bit for bit (GemvBatch::swiglu_up).
-template <int LAYOUT, bool SW = false, class After>
+template <int LAYOUT, class After>
 __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, After after,
-                               int warp_base = 0, const float* up = nullptr, float limit = 0.0f) {
+                               int warp_base = 0) {
   constexpr int kBatch = 4;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
@@ -755,30 +752,6 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       } else {
 #pragma unroll
         for (int i = 0; i < 8; ++i) vb[bi][i] = __ldg(p + (i < 4 ? i : second + i - 4));
-      }
-    }
-    if constexpr (SW) {
-      // up's elements at the same offsets, then SwiGLU in place (a block past the vector's end
-      // keeps its zeros: it is never sliced).
-      const bool uvec = (reinterpret_cast<uintptr_t>(up) & 15) == 0;
-#pragma unroll
-      for (int bi = 0; bi < kBatch; ++bi) {
-        const int64_t k = k0 + bi * nwarps;
-        if (k >= nsb) continue;
-        const float* p = up + k * 256 + lane_off;
-        float ub[8];
-        if (uvec) {
-          const float4 q0 = __ldg(reinterpret_cast<const float4*>(p)),
-                       q1 = __ldg(reinterpret_cast<const float4*>(p + second));
-          ub[0] = q0.x, ub[1] = q0.y, ub[2] = q0.z, ub[3] = q0.w;
-          ub[4] = q1.x, ub[5] = q1.y, ub[6] = q1.z, ub[7] = q1.w;
-        } else {
-#pragma unroll
-          for (int i = 0; i < 8; ++i) ub[i] = __ldg(p + (i < 4 ? i : second + i - 4));
-        }
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-          vb[bi][i] = limit > 1e-6f ? swiglu_clamped_one(vb[bi][i], ub[i], limit) : swiglu_one(vb[bi][i], ub[i]);
       }
     }
     if (first) after();
@@ -1363,7 +1336,6 @@ struct Sel {
   using Path = typename MmaPath<T>::type;
   using View = XView;
   __host__ __device__ static constexpr int64_t stride(int64_t ne0) { return frag_stride(ne0); }
-  static constexpr bool kSwiglu = false;  // no SwiGLU in the preparation (the integer path's only)
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
     x_fragments(x, ne0, base, nthreads, after);
@@ -1387,13 +1359,6 @@ struct I8Prep {
   template <class After>
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
     x_fragments_i8<LAYOUT>(x, ne0, base, nthreads / 32, after);
-  }
-  // The fragments of SwiGLU(x, up) (x_fragments_i8's SW; GemvBatch::swiglu_up).
-  static constexpr bool kSwiglu = true;
-  template <class After>
-  __device__ static void prepare_swiglu(const float* x, const float* up, float limit, int64_t ne0, uint8_t* base,
-                                        int nthreads, After after) {
-    x_fragments_i8<LAYOUT, true>(x, ne0, base, nthreads / 32, after, 0, up, limit);
   }
   // The share of warps [warp_base, warp_base + this block's warps) of nwarps over the vector.
   __device__ static void prepare_part(const float* x, int64_t ne0, uint8_t* base, int warp_base, int nwarps) {
@@ -1501,13 +1466,6 @@ __global__ void __launch_bounds__(kPrepThreads) x_fragments_kernel(GemvBatch b, 
   int j = 0;
   const float* x = single_pair_x(b, grp, &j);
   if (!x) return;
-  if constexpr (S::kSwiglu) {
-    if (b.swiglu_up) {  // the fragments of SwiGLU(x, up), up's row at x's offset
-      S::prepare_swiglu(x, b.swiglu_up + (x - b.x), b.swiglu_limit, b.ne0, scratch + grp * S::stride(b.ne0),
-                        kPrepThreads, [] {});
-      return;
-    }
-  }
   S::prepare(x, b.ne0, scratch + grp * S::stride(b.ne0), kPrepThreads, [] {});
 }
 
@@ -1565,13 +1523,22 @@ struct WarpShare {
   int ks;
   int64_t u0, u1;
 };
-template <int RW>
+// GLU (GemvBatch::swiglu_epilogue; RW 4, one warp a tile): the block's 32 rows of group grp's
+// gate (warps 0, 1: w_table[grp]) and of its up (warps 2, 3: w_table[n_groups + grp]), so a
+// warp streams the same tile of rows, with the same arithmetic, as in a launch of 2 n_groups.
+template <int RW, bool GLU = false>
 __device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int warp, int64_t n) {
   constexpr int kSplit = kMmaWarps / RW;
-  const int tile = warp / kSplit, split = warp % kSplit;
+  static_assert(!GLU || kSplit == 1, "the SwiGLU epilogue takes one warp a tile");
+  const int tile = GLU ? warp % 2 : warp / kSplit, split = GLU ? 0 : warp % kSplit;
   WarpShare w;
-  w.rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
-  w.wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
+  if constexpr (GLU) {
+    w.rbase = (static_cast<int64_t>(blockIdx.x) * 2 + tile) * 16;
+    w.wg = b.w_table[grp + (warp / 2) * b.n_groups];
+  } else {
+    w.rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
+    w.wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
+  }
   w.ks = k_splits(n, kSplit);
   const bool live = w.rbase < b.ne1 && split < w.ks;
   w.u0 = live ? n * split / w.ks : 0;
@@ -1580,8 +1547,9 @@ __device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int
 }
 
 // The end of both kernels: lane sums (t = 0 holds rows g, g + 8 after the quad reduction),
-// written directly (one warp a tile) or through `part` summed in warp order.
-template <int RW>
+// written directly (one warp a tile) or through `part` summed in warp order; GLU: through
+// `part`, each row's SwiGLU of its gate (warps 0, 1) and up (warps 2, 3) sums (warp_share).
+template <int RW, bool GLU = false>
 __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int ks, float acca, float accb,
                                        float (*part)[16]) {
   constexpr int kSplit = kMmaWarps / RW;
@@ -1592,7 +1560,20 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
   accb += __shfl_xor_sync(0xffffffffu, accb, 1);
   accb += __shfl_xor_sync(0xffffffffu, accb, 2);
   float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
-  if constexpr (kSplit == 1) {
+  if constexpr (GLU) {
+    if (t == 0) {
+      part[warp][g] = acca;
+      part[warp][g + 8] = accb;
+    }
+    __syncthreads();
+    if (tid < 32) {
+      const int tile = tid / 16, r = tid % 16;
+      const int64_t row = (static_cast<int64_t>(blockIdx.x) * 2 + tile) * 16 + r;
+      const float gate = part[tile][r], up = part[2 + tile][r], limit = b.swiglu_limit;
+      // swiglu_clamped's choice (kernels_elementwise.cu): clamped above 1e-6, else plain.
+      if (row < b.ne1) y[row] = limit > 1e-6f ? swiglu_clamped_one(gate, up, limit) : swiglu_one(gate, up);
+    }
+  } else if constexpr (kSplit == 1) {
     const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + warp) * 16;
     if (t == 0) {
       if (rbase + g < b.ne1) y[rbase + g] = acca;
@@ -1626,8 +1607,7 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // of slack; MXFP4's word loads stay within a row (word 33 of 34 at most)].
 // XF: where x's fragments come from. kXfPrepare: the block prepares them in shared memory;
 // kXfScratch: every warp reads them from scratch (written by x_fragments_kernel) in its loop;
-// kXfCopy: the block copies them from scratch (x_fragments_wide_kernel) into shared memory;
-// kXfPrepareSwiglu: as kXfPrepare, of SwiGLU(x, b.swiglu_up) (GemvBatch::swiglu_up).
+// kXfCopy: the block copies them from scratch (x_fragments_wide_kernel) into shared memory.
 // DIAG (benchmark diagnosis only, wrong sums): 1 = copies without the arithmetic, 2 = the
 // arithmetic on whatever the rings hold, without copies.
 // Order of the start: the block's pair first (a block of a group with another pair count, most
@@ -1637,8 +1617,10 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // not behind all of them), right after the fragments' copy when it copies them, right after
 // the wait when the fragments stay in scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
-enum XFragments : int { kXfScratch = 0, kXfPrepare = 1, kXfCopy = 2, kXfPrepareSwiglu = 4 };
-template <GgmlType T, int RW, int STAGES, int U, int G, int XF, int DIAG, int P, int EARLY, int MINB>
+enum XFragments : int { kXfScratch = 0, kXfPrepare = 1, kXfCopy = 2 };
+// GLU: SwiGLU as the epilogue (GemvBatch::swiglu_epilogue; warp_share, finish), RW 4 only.
+template <GgmlType T, int RW, int STAGES, int U, int G, int XF, int DIAG, int P, int EARLY, int MINB,
+          bool GLU = false>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, P>;
   using Path = typename S::Path;
@@ -1653,7 +1635,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
-  const WarpShare ws = warp_share<RW>(b, grp, warp, ne0 / 256 / U);  // in stages
+  const WarpShare ws = warp_share<RW, GLU>(b, grp, warp, ne0 / 256 / U);  // in stages
   const int64_t rbase = ws.rbase, st0 = ws.u0, st1 = ws.u1;
   const uint8_t* wg = ws.wg;
   const int ks = ws.ks;
@@ -1708,11 +1690,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
     S::prepare(x, ne0, dyn, kMmaWarps * 32, [&] { issue_stages(EARLY, STAGES - 1); });
     __syncthreads();
     base = dyn;
-  } else if constexpr (XF == kXfPrepareSwiglu) {
-    S::prepare_swiglu(x, b.swiglu_up + (x - b.x), b.swiglu_limit, ne0, dyn, kMmaWarps * 32,
-                      [&] { issue_stages(EARLY, STAGES - 1); });
-    __syncthreads();
-    base = dyn;
   } else if constexpr (XF == kXfCopy) {
     // The fragments, ready (b.x_frag: x row xi's) or from the group's scratch, in 16-byte pieces
     // (frag_bytes a multiple of 16) as one cp.async group between the first stages and the
@@ -1755,7 +1732,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
     }
   }
   cp_async_wait<0>();
-  finish<RW>(b, grp, j, ks, acca, accb, part);
+  finish<RW, GLU>(b, grp, j, ks, acca, accb, part);
 }
 
 // The register layout (variant 1; the default for single Q4_K / Q2_K matrices before the
@@ -2041,16 +2018,31 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
       return;
     }
   }
-  if constexpr (DIAG == 0 && XFM == kXfPrepare && P == col_arith<T>() && EARLY == 2 && MINB == 1 && !SCRATCH) {
-    // SwiGLU in the preparation (GemvBatch::swiglu_up; the default only, gemv_mma checks):
-    // staged, each block prepares SwiGLU's fragments; in scratch, x_fragments_kernel does.
-    if (staged && b.swiglu_up) {
-      const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfPrepareSwiglu, DIAG, P, EARLY, MINB>;
-      smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
-      allow_smem(reinterpret_cast<const void*>(k), smem);
-      launch_kernel(k, grid, smem, s, b, nullptr);
+  if constexpr (DIAG == 0 && XFM == kXfPrepare && P == col_arith<T>() && RW == 4 && EARLY == 2 && MINB == 1 &&
+                !SCRATCH) {
+    if (b.swiglu_epilogue) {
+      // SwiGLU as the epilogue (the default only, gemv_mma checks): 32 rows of a group's gate and
+      // up a block (warp_share), so the grid has as many blocks as a launch of both matrices'
+      // 2 n_groups groups, and the same cap.
+      const dim3 glu_grid(static_cast<unsigned>((b.ne1 + 31) / 32), static_cast<unsigned>(b.n_groups), 1);
+      const int64_t glu_blocks = static_cast<int64_t>(glu_grid.x) * glu_grid.y;
+      if (staged) {
+        const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfPrepare, DIAG, P, EARLY, MINB, true>;
+        smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, glu_blocks, stages, cap);
+        allow_smem(reinterpret_cast<const void*>(k), smem);
+        launch_kernel(k, glu_grid, smem, s, b, nullptr);
+      } else {
+        uint8_t* scratch = fragments_in_scratch<T, P>(b, s);
+        const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfScratch, DIAG, P, EARLY, MINB, true>;
+        smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, glu_blocks, stages, cap);
+        allow_smem(reinterpret_cast<const void*>(k), smem);
+        launch_kernel(k, glu_grid, smem, s, b, scratch);
+        MOEPACK_CUDA_CHECK(cudaFreeAsync(scratch, s));
+      }
       return;
     }
+  } else {
+    if (b.swiglu_epilogue) throw Error("internal: the SwiGLU epilogue reached a launch of another layout");
   }
   if constexpr (XFM != kXfPrepare) {
     if (staged) {
@@ -2297,12 +2289,13 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
                 " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
-  if (b.swiglu_up) {
+  if (b.swiglu_epilogue) {
     if (g_variant.load(std::memory_order_relaxed) != 0) {
-      throw Error("gemv_mma: SwiGLU in the preparation (swiglu_up) takes the default layout only (variant 0, got " +
+      throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0, got " +
                   std::to_string(g_variant.load(std::memory_order_relaxed)) + ")");
     }
-    if (b.x_frag) throw Error("gemv_mma: swiglu_up and ready fragments (x_frag) exclude each other");
+    if (!b.grp_off || !b.w_table) throw Error("gemv_mma: the SwiGLU epilogue takes expert launches (grp_off, w_table)");
+    if (b.x_frag) throw Error("gemv_mma: the SwiGLU epilogue and ready fragments (x_frag) exclude each other");
   }
   if (b.x_frag) {
     const int64_t need = gemv_x_fragments_bytes(b.type, b.ne0);

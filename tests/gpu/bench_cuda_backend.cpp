@@ -14,16 +14,16 @@
 //   "gemv_gate_up": gate and up of 8 experts in one launch (16 matrices);
 //   "gemv_ready_fragments": the four 8-expert shapes with x's fragments ready from the SwiGLU
 //             kernel (measured, not what the engine runs: docs/cuda-backend.md, eleventh pass),
-//             and SwiGLU + GEMV both ways; the GEMV with SwiGLU in its preparation (what the
-//             engine's down projection runs at decode) alone, and the whole expert FFN (gate +
-//             up launch, SwiGLU, down) with and without SwiGLU in the down GEMV;
+//             and SwiGLU + GEMV both ways; the gate + up launch and the whole expert FFN (gate
+//             + up, SwiGLU, down) with and without SwiGLU as the gate + up launch's epilogue
+//             (what the engine runs at decode);
 //   "read_ceiling": a plain streaming read kernel and a D2D copy of the same byte counts as the
 //             launches above (what any kernel reading those bytes in one launch can reach);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait;
-//             the GGUF's decode with SwiGLU in the down GEMV off and on, alternating, three each;
+//             the GGUF's decode with the SwiGLU epilogue off and on, alternating, three each;
 //             at 25% also with next-layer prefetch off and on, alternating, three runs each.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only]
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
@@ -256,22 +256,9 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
       gemv_at(i, true);
     });
   }
-  // SwiGLU in the down GEMV's preparation (GemvBatch::swiglu_up, the engine's decode): alone,
-  // back to back as "gemv".
   b.x_frag = nullptr;  // left set by the ready launches above
   b.x_frag_stride = 0;
-  const auto fused_at = [&](int i) {
-    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
-    b.x = g.as<float>();
-    b.swiglu_up = u.as<float>();
-    b.swiglu_limit = limit;
-    gpu::gemv(b, nullptr);
-    b.x = x.as<float>();
-    b.swiglu_up = nullptr;
-  };
-  const double fused_us = timed(fused_at);
   const double bps = static_cast<double>(mat * experts) / (gemv_us / 1e6);
-  const double fused_bps = static_cast<double>(mat * experts) / (fused_us / 1e6);
   nlohmann::json r = {{"type", std::string(ggml_type_name(type))},
                       {"rows", rows},
                       {"cols", cols},
@@ -284,13 +271,13 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
                       {"swiglu_fragments_us", swf_us},
                       {"pair_us", pair_us},
                       {"pair_ready_us", pair_ready_us},
-                      {"pair_ready_without_pdl_us", pair_ready_nopdl_us},
-                      {"fused_us_per_launch", fused_us},
-                      {"fused_ratio_to_d2d", fused_bps / d2d}};
-  // The whole expert FFN at decode as gpu/cuda_moe.cpp issues it: one launch of gate and up (16
-  // groups of [cols][rows], every pair reading the one token's x row), then SwiGLU and the down
-  // GEMV ("ffn_us"), or the down GEMV with SwiGLU in its preparation ("ffn_fused_us"). Layers of
-  // down + gate + up weights rotate through the pool as the launches above.
+                      {"pair_ready_without_pdl_us", pair_ready_nopdl_us}};
+  // The whole expert FFN at decode as gpu/cuda_moe.cpp issues it: one launch of gate and up (8
+  // experts' [cols][rows] matrices, every pair reading the one token's x row), then SwiGLU and
+  // the down GEMV ("ffn_us"), or the gate + up launch with SwiGLU as its epilogue and the down
+  // GEMV ("ffn_swiglu_epilogue_us", what the engine runs); the gate + up launch alone both ways
+  // ("gate_up_us", "gate_up_swiglu_epilogue_us", its bytes "gate_up_bytes"). Layers of down +
+  // gate + up weights rotate through the pool as the launches above.
   const uint64_t rb_gu = *ggml_row_bytes(type, static_cast<uint64_t>(rows));
   const uint64_t mat_gu = rb_gu * static_cast<uint64_t>(cols);
   const uint64_t layer = mat * experts + 2 * mat_gu * experts;
@@ -302,35 +289,44 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
     for (auto& v : th) v = nd(rng);
     MOEPACK_CUDA_CHECK(cudaMemcpy(tok.as<void>(), th.data(), tok.size(), cudaMemcpyHostToDevice));
   }
-  const gpu::DeviceBuffer d_off16 = one_pair_each(2 * experts);
+  const gpu::DeviceBuffer d_off16 = one_pair_each(2 * experts);  // the first 9 serve the epilogue's 8 groups
   gpu::DeviceBuffer d_rows(static_cast<size_t>(2 * experts) * sizeof(int32_t), "x rows");
   MOEPACK_CUDA_CHECK(cudaMemset(d_rows.as<void>(), 0, d_rows.size()));  // every pair reads row 0
-  gpu::GemvBatch gu = expert_batch(type, cols, rows, tok.as<float>(), g.as<float>(), d_off16, 2 * experts);
-  gu.x_row = d_rows.as<int32_t>();
-  gu.w_gstride = mat_gu;
-  gu.y_stride = cols;  // gate rows 0..7 in g, up rows 8..15 right after: u is not used here
   gpu::DeviceBuffer gu_out(static_cast<size_t>(2 * experts * cols) * sizeof(float), "gate, up");
-  gu.y = gu_out.as<float>();
   float* gate_rows = gu_out.as<float>();
   float* up_rows = gate_rows + experts * cols;
-  const auto ffn = [&](int i, bool fused) {
-    uint8_t* base = pool.buf.bytes_ptr() + (i % lcopies) * layer;
-    gu.w = base + mat * experts;
-    gpu::gemv(gu, nullptr);
-    b.w = base;
-    b.x = gate_rows;
-    if (fused) {
-      b.swiglu_up = up_rows;
-      b.swiglu_limit = limit;
-    } else {
-      gpu::swiglu_clamped(gate_rows, up_rows, experts * cols, limit, gate_rows, nullptr);
+  gpu::DeviceBuffer d_tables(static_cast<size_t>(lcopies) * 2 * experts * sizeof(uint8_t*), "gate, up tables");
+  {
+    std::vector<const uint8_t*> tab;
+    for (int c = 0; c < lcopies; ++c) {
+      for (int e = 0; e < 2 * experts; ++e)
+        tab.push_back(pool.buf.bytes_ptr() + c * layer + mat * experts + static_cast<uint64_t>(e) * mat_gu);
     }
+    MOEPACK_CUDA_CHECK(cudaMemcpy(d_tables.as<void>(), tab.data(), d_tables.size(), cudaMemcpyHostToDevice));
+  }
+  const auto gate_up = [&](int i, bool epilogue) {
+    const uint8_t* const* table = d_tables.as<const uint8_t*>() + (i % lcopies) * 2 * experts;
+    if (epilogue) {
+      gpu::gemv_experts_swiglu(type, rows, cols, rb_gu, table, d_off16.as<int32_t>(), experts, 1,
+                               d_rows.as<int32_t>(), tok.as<float>(), rows, limit, gate_rows, cols, nullptr);
+    } else {
+      gpu::gemv_experts(type, rows, cols, rb_gu, table, d_off16.as<int32_t>(), 2 * experts, 1,
+                        d_rows.as<int32_t>(), tok.as<float>(), rows, gate_rows, cols, nullptr);
+    }
+  };
+  const auto ffn = [&](int i, bool epilogue) {
+    gate_up(i, epilogue);
+    if (!epilogue) gpu::swiglu_clamped(gate_rows, up_rows, experts * cols, limit, gate_rows, nullptr);
+    b.w = pool.buf.bytes_ptr() + (i % lcopies) * layer;
+    b.x = gate_rows;
     gpu::gemv(b, nullptr);
     b.x = x.as<float>();
-    b.swiglu_up = nullptr;
   };
+  r["gate_up_bytes"] = 2 * mat_gu * experts;
+  r["gate_up_us"] = timed([&](int i) { gate_up(i, false); });
+  r["gate_up_swiglu_epilogue_us"] = timed([&](int i) { gate_up(i, true); });
   r["ffn_us"] = timed([&](int i) { ffn(i, false); });
-  r["ffn_fused_us"] = timed([&](int i) { ffn(i, true); });
+  r["ffn_swiglu_epilogue_us"] = timed([&](int i) { ffn(i, true); });
   r["ffn_bytes"] = layer;
   return r;
 }
@@ -576,7 +572,7 @@ int main(int argc, char** argv) {
     const auto gguf = ModelSource::open(model);
     out["model"] = model;
     out["engine"]["gguf"] = bench_engine(gguf, s, prefill, decode);
-    // SwiGLU in the down GEMV at decode (gpu/cuda_moe.cpp) side by side: runs alternate off /
+    // SwiGLU as the gate + up launch's epilogue at decode (gpu/cuda_moe.cpp) side by side: runs alternate off /
     // on, three of each, medians (the GGUF, every expert resident).
     {
       std::vector<double> off_d, on_d;
@@ -589,11 +585,11 @@ int main(int argc, char** argv) {
           gpu::detail::set_gemv_swiglu_fusion(on);
           nlohmann::json run = bench_engine(gguf, s, prefill, decode);
           (on ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
-          run["swiglu_in_gemv"] = on;
+          run["swiglu_epilogue"] = on;
           rounds.push_back(std::move(run));
         }
       }
-      out["engine"]["gguf_swiglu_in_gemv"] = {{"rounds", rounds},
+      out["engine"]["gguf_swiglu_epilogue"] = {{"rounds", rounds},
                                               {"decode_tokens_per_s_off", median_of(off_d)},
                                               {"decode_tokens_per_s_on", median_of(on_d)},
                                               {"decode_speedup", median_of(on_d) / median_of(off_d)}};

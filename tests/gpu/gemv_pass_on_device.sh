@@ -44,9 +44,11 @@ for g in d.get("gemv_ready_fragments", []):
     print("ready", g["type"], "%dx%dx8 %.2f gemv %.2f us, swiglu %.2f / %.2f us, swiglu+gemv %.2f / %.2f (%.2f without pdl) us" % (
         g["rows"], g["cols"], g["ratio_to_d2d"], g["us_per_launch"], g["swiglu_us"], g["swiglu_fragments_us"],
         g["pair_us"], g["pair_ready_us"], g["pair_ready_without_pdl_us"]))
-    if "fused_us_per_launch" in g:
-        print("swiglu-in-gemv", g["type"], "%dx%dx8 %.2f (%.2f us), ffn %.2f -> %.2f us (x%.3f)" % (
-            g["rows"], g["cols"], g["fused_ratio_to_d2d"], g["fused_us_per_launch"], g["ffn_us"], g["ffn_fused_us"],
-            g["ffn_us"] / g["ffn_fused_us"]))
+    if "ffn_us" in g:
+        print("swiglu-epilogue", g["type"], "%dx%dx8 gate+up %.2f -> %.2f us (%.2f -> %.2f of d2d), ffn %.2f -> %.2f us (x%.3f)" % (
+            g["rows"], g["cols"], g["gate_up_us"], g["gate_up_swiglu_epilogue_us"],
+            g["gate_up_bytes"] / g["gate_up_us"] / 1e6 / (d["d2d_copy_bytes_per_s"] / 1e12),
+            g["gate_up_bytes"] / g["gate_up_swiglu_epilogue_us"] / 1e6 / (d["d2d_copy_bytes_per_s"] / 1e12),
+            g["ffn_us"], g["ffn_swiglu_epilogue_us"], g["ffn_us"] / g["ffn_swiglu_epilogue_us"]))
 EOF
 exit "$status"

@@ -762,125 +762,136 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
                Error);
 }
 
-// The down GEMV with SwiGLU in its preparation (GemvBatch::swiglu_up, what the engine runs at
-// decode) against swiglu_clamped then the GEMV: the same sums bit for bit (the same x values,
-// hence the same fragments), and within the tolerance of the exact dot product of the SwiGLU
-// values. Expert launches of 5 matrices (rows of 1, 8 and 11 super-blocks: one- and
-// two-super-block Q2_K rings; MXFP4's and Q4_K's two-unit rings from 16 units: 4096), a
-// single matrix, and single matrices of 56 super-blocks whose fragments go to scratch for Q2_K
-// and MXFP4 (x_fragments_kernel computes SwiGLU there); clamped and plain; gate and up rows
-// 16-byte aligned and 4 bytes off (the preparation's scalar loads).
-TEST(GpuOps, GemvWithSwigluInItsPreparation) {
+// SwiGLU as the gate + up launch's epilogue (GemvBatch::swiglu_epilogue, what the engine runs
+// at decode) against the launch of all 2 n gate and up matrices then swiglu_clamped: the same
+// values bit for bit. The gate and up products themselves are checked against the exact dot
+// product here too, so the chain is anchored: gate, up (exact within 1e-6 sum |w x|), then
+// gpu/swiglu.cuh's expression (GpuOps.Swiglu* against the CPU). Expert launches of 5 experts
+// whose pairs read x rows 2, 0, 1, 2, 1; rows of 1, 8, 11, 16 and 56 super-blocks (one- and
+// two-super-block Q2_K rings, Q4_K's and MXFP4's two-unit rings at 16 units, x's fragments in
+// scratch for Q2_K and MXFP4 at 56); 70, 33 and 16 rows (a partial tile, a block's second
+// tile empty); clamped and plain.
+TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
   struct Shape {
-    int64_t ff, ne1;
-    int experts;  // 0: a single matrix (no groups)
+    int64_t ne0, ne1;
   };
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     ASSERT_TRUE(gemv_swiglu_fusable(type, 2048));
-    for (const Shape shape : {Shape{256, 70, 5}, Shape{2048, 70, 5}, Shape{2816, 40, 5}, Shape{4096, 33, 5},
-                              Shape{2048, 100, 0}, Shape{14336, 37, 0}}) {
+    for (const Shape shape :
+         {Shape{256, 70}, Shape{2048, 33}, Shape{2816, 70}, Shape{4096, 16}, Shape{14336, 37}}) {
       for (const float limit : {0.0f, 7.0f}) {
-        for (const int shift : {0, 1}) {
-          const int64_t ff = shape.ff, ne1 = shape.ne1;
-          const int n_mat = std::max(shape.experts, 1);
-          SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ff) +
-                       " x" + std::to_string(shape.experts) + ", limit " + std::to_string(limit) + ", rows +" +
-                       std::to_string(4 * shift) + " bytes");
-          std::mt19937 rng(23);
-          const size_t n = static_cast<size_t>(n_mat * ff);
-          auto g = random_floats(n + 1, rng, 8.0f);
-          auto u = random_floats(n + 1, rng, 9.0f);
-          auto dg = to_device(g);
-          auto du = to_device(u);
-          const float* gate = dg.as<float>() + shift;
-          const float* up = du.as<float>() + shift;
-          DeviceBuffer sw(n * sizeof(float), "swiglu");
-          swiglu_clamped(gate, up, static_cast<int64_t>(n), limit, sw.as<float>(), nullptr);
-          const auto sw_h = to_host(sw, n);
-          const uint64_t rb = *ggml_row_bytes(type, ff);
-          const auto data = random_rows(type, ff, ne1 * n_mat, rng);
-          auto d_w = to_device(data);
-          std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
-          for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
-          auto d_off = to_device(off_tab);
-          DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
-          const auto run = [&](const float* x, const float* swiglu_up) {
-            GemvBatch b = rows_batch(type, ff, ne1, rb, x, d_y.as<float>());
-            b.w = d_w.bytes_ptr();
-            b.w_gstride = rb * static_cast<uint64_t>(ne1);
-            b.n_groups = n_mat;
-            if (shape.experts > 0) {
-              b.grp_off = d_off.as<int32_t>();
-              b.max_pairs = 1;
-            } else {
-              b.n_tok = 1;
-            }
-            b.swiglu_up = swiglu_up;
-            b.swiglu_limit = limit;
-            gemv(b, nullptr);
-            return to_host(d_y, static_cast<size_t>(ne1 * n_mat));
-          };
-          const auto want = run(sw.as<float>(), nullptr);
-          const auto got = run(gate, up);
-          expect_same_and_close(want, got, data.data(), rb, type, sw_h.data(), ff, ne1, n_mat, "SwiGLU in the GEMV");
+        const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
+        const int n_exp = 5;
+        SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0) +
+                     ", limit " + std::to_string(limit));
+        std::mt19937 rng(23);
+        const uint64_t rb = *ggml_row_bytes(type, ne0);
+        // Gate of expert e is matrix e, its up matrix n_exp + e, back to back.
+        const auto data = random_rows(type, ne0, ne1 * 2 * n_exp, rng);
+        auto d_w = to_device(data);
+        std::vector<const uint8_t*> tab;
+        for (int m = 0; m < 2 * n_exp; ++m) tab.push_back(d_w.bytes_ptr() + rb * static_cast<uint64_t>(m * ne1));
+        auto d_tab = to_device(tab);
+        const auto x = random_floats(static_cast<size_t>(3 * ne0), rng, 2.0f);  // 3 token rows
+        auto d_x = to_device(x);
+        const std::vector<int32_t> rows_of = {2, 0, 1, 2, 1, 2, 0, 1, 2, 1};  // pair j (and n_exp + j)
+        auto d_rows = to_device(rows_of);
+        std::vector<int32_t> off_tab(static_cast<size_t>(2 * n_exp) + 1);
+        for (int m = 0; m <= 2 * n_exp; ++m) off_tab[static_cast<size_t>(m)] = m;
+        auto d_off = to_device(off_tab);
+        // Both matrices of every expert in one launch, then SwiGLU, as without the epilogue.
+        DeviceBuffer d_gu(static_cast<size_t>(2 * n_exp * ne1) * sizeof(float), "gate, up");
+        gemv_experts(type, ne0, ne1, rb, d_tab.as<const uint8_t*>(), d_off.as<int32_t>(), 2 * n_exp, 1,
+                     d_rows.as<int32_t>(), d_x.as<float>(), ne0, d_gu.as<float>(), ne1, nullptr);
+        const auto gu = to_host(d_gu, static_cast<size_t>(2 * n_exp * ne1));
+        for (int m = 0; m < 2 * n_exp; ++m) {
+          for (int64_t r = 0; r < ne1; ++r) {
+            expect_close_dot(gu[static_cast<size_t>(m * ne1 + r)], data.data() + rb * (m * ne1 + r), type,
+                             x.data() + rows_of[static_cast<size_t>(m)] * ne0, ne0, "gate or up");
+          }
+        }
+        DeviceBuffer d_want(static_cast<size_t>(n_exp * ne1) * sizeof(float), "swiglu");
+        swiglu_clamped(d_gu.as<float>(), d_gu.as<float>() + n_exp * ne1, n_exp * ne1, limit, d_want.as<float>(),
+                       nullptr);
+        const auto want = to_host(d_want, static_cast<size_t>(n_exp * ne1));
+        // The epilogue's launch, into rows of ne1 + 3 floats (a stride apart from the rows').
+        const int64_t ys = ne1 + 3;
+        DeviceBuffer d_got(static_cast<size_t>(n_exp * ys) * sizeof(float), "epilogue");
+        MOEPACK_CUDA_CHECK(cudaMemset(d_got.as<void>(), 0xFF, d_got.size()));  // NaN: rows left unwritten show
+        gemv_experts_swiglu(type, ne0, ne1, rb, d_tab.as<const uint8_t*>(), d_off.as<int32_t>(), n_exp, 1,
+                            d_rows.as<int32_t>(), d_x.as<float>(), ne0, limit, d_got.as<float>(), ys, nullptr);
+        const auto got = to_host(d_got, static_cast<size_t>(n_exp * ys));
+        for (int e = 0; e < n_exp; ++e) {
+          for (int64_t r = 0; r < ne1; ++r) {
+            const float w = want[static_cast<size_t>(e * ne1 + r)], g = got[static_cast<size_t>(e * ys + r)];
+            EXPECT_EQ(std::memcmp(&w, &g, sizeof(float)), 0) << "expert " << e << ", row " << r << ": " << w
+                                                             << " against " << g;
+          }
+          for (int64_t r = ne1; r < ys; ++r) {  // past the rows: untouched
+            EXPECT_TRUE(std::isnan(got[static_cast<size_t>(e * ys + r)])) << "expert " << e << ", slot " << r;
+          }
         }
       }
     }
   }
 }
 
-// Where SwiGLU cannot be part of the GEMV, gemv() says so instead of computing something else.
-TEST(GpuOps, GemvWithSwigluRefusesWhatItCannotFuse) {
+// Where SwiGLU cannot be the launch's epilogue, gemv() says so instead of computing something else.
+TEST(GpuOps, GemvSwigluEpilogueRefusesWhatItCannotFuse) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
   std::mt19937 rng(24);
-  const int64_t ff = 512, ne1 = 16;
-  const auto gu = random_floats(static_cast<size_t>(2 * ff), rng);
-  auto d_gu = to_device(gu);
+  const int64_t ne0 = 512, ne1 = 16;
+  auto d_x = to_device(random_floats(static_cast<size_t>(ne0), rng));
   DeviceBuffer d_y(static_cast<size_t>(2 * ne1) * sizeof(float), "y");
-  const auto batch = [&](GgmlType type) {
-    const uint64_t rb = *ggml_row_bytes(type, ff);
-    GemvBatch b = rows_batch(type, ff, ne1, rb, d_gu.as<float>(), d_y.as<float>());
-    b.n_tok = 1;
-    b.swiglu_up = d_gu.as<float>() + ff;
-    return b;
-  };
-  DeviceBuffer d_w(static_cast<size_t>(*ggml_row_bytes(GgmlType::Q8_0, ff) * ne1 * 2), "w");
+  DeviceBuffer d_w(static_cast<size_t>(*ggml_row_bytes(GgmlType::Q8_0, ne0) * ne1 * 2), "w");
   MOEPACK_CUDA_CHECK(cudaMemset(d_w.as<void>(), 0, d_w.size()));
-  {
-    GemvBatch b = batch(GgmlType::Q8_0);  // no tensor-core GEMV for Q8_0
-    b.w = d_w.bytes_ptr();
-    EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q8_0, ff));
-    EXPECT_THROW(gemv(b, nullptr), Error);
-  }
-  GemvBatch b = batch(GgmlType::Q4_K);
-  b.w = d_w.bytes_ptr();
-  b.n_tok = 2;  // two tokens: the prefill kernels read x as it is
-  EXPECT_THROW(gemv(b, nullptr), Error);
-  b.n_tok = 1;
+  const std::vector<const uint8_t*> tab = {d_w.bytes_ptr(), d_w.bytes_ptr() + d_w.size() / 2};
+  auto d_tab = to_device(tab);
+  const std::vector<int32_t> off1 = {0, 1}, off2 = {0, 2}, rows = {0, 0};
+  auto d_off1 = to_device(off1);
+  auto d_off2 = to_device(off2);
+  auto d_rows = to_device(rows);
+  const auto launch = [&](GgmlType type, const DeviceBuffer& off, int32_t max_pairs) {
+    gemv_experts_swiglu(type, ne0, ne1, *ggml_row_bytes(type, ne0), d_tab.as<const uint8_t*>(), off.as<int32_t>(), 1,
+                        max_pairs, d_rows.as<int32_t>(), d_x.as<float>(), ne0, 0.0f, d_y.as<float>(), ne1, nullptr);
+  };
+  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q8_0, ne0));  // no tensor-core GEMV for Q8_0
+  EXPECT_THROW(launch(GgmlType::Q8_0, d_off1, 1), Error);
+  EXPECT_THROW(launch(GgmlType::Q4_K, d_off2, 2), Error);  // two pairs: the prefill kernels
   EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q4_K, 300));
-  DeviceBuffer frag(static_cast<size_t>(gemv_x_fragments_bytes(GgmlType::Q4_K, ff)), "fragments");
-  std::vector<int32_t> off_tab = {0, 1};
-  auto d_off = to_device(off_tab);
-  GemvBatch gb = b;
-  gb.grp_off = d_off.as<int32_t>();
-  gb.max_pairs = 1;
-  gb.x_frag = frag.bytes_ptr();
-  gb.x_frag_stride = frag.size();
-  EXPECT_THROW(gemv(gb, nullptr), Error);  // ready fragments and SwiGLU exclude each other
-  detail::set_gemv_mma_variant(3);         // a side-by-side variant: the default's layout only
-  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q4_K, ff));
-  EXPECT_THROW(gemv(b, nullptr), Error);
+  {
+    GemvBatch b = rows_batch(GgmlType::Q4_K, ne0, ne1, *ggml_row_bytes(GgmlType::Q4_K, ne0), d_x.as<float>(),
+                             d_y.as<float>());
+    b.w = d_w.bytes_ptr();
+    b.n_tok = 1;
+    b.swiglu_epilogue = true;  // a single matrix: no groups, no table
+    EXPECT_THROW(gemv(b, nullptr), Error);
+    DeviceBuffer frag(static_cast<size_t>(gemv_x_fragments_bytes(GgmlType::Q4_K, ne0)), "fragments");
+    b.w = nullptr;
+    b.n_tok = 0;
+    b.w_table = d_tab.as<const uint8_t*>();
+    b.grp_off = d_off1.as<int32_t>();
+    b.x_row = d_rows.as<int32_t>();
+    b.max_pairs = 1;
+    b.x_frag = frag.bytes_ptr();
+    b.x_frag_stride = static_cast<int64_t>(frag.size());
+    EXPECT_THROW(gemv(b, nullptr), Error);  // ready fragments and the epilogue exclude each other
+  }
+  detail::set_gemv_mma_variant(3);  // a side-by-side variant: the default's layout only
+  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q4_K, ne0));
+  EXPECT_THROW(launch(GgmlType::Q4_K, d_off1, 1), Error);
   detail::set_gemv_mma_variant(0);
   detail::set_gemv_swiglu_fusion(false);  // the benchmark's switch
-  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q4_K, ff));
-  EXPECT_THROW(gemv(b, nullptr), Error);
+  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q4_K, ne0));
+  EXPECT_THROW(launch(GgmlType::Q4_K, d_off1, 1), Error);
   detail::set_gemv_swiglu_fusion(true);
-  EXPECT_TRUE(gemv_swiglu_fusable(GgmlType::Q4_K, ff));
-  EXPECT_NO_THROW(gemv(b, nullptr));
+  EXPECT_TRUE(gemv_swiglu_fusable(GgmlType::Q4_K, ne0));
+  EXPECT_NO_THROW(launch(GgmlType::Q4_K, d_off1, 1));
   MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(to_host(d_y, static_cast<size_t>(ne1)), std::vector<float>(static_cast<size_t>(ne1), 0.0f));
 }
 
 TEST(GpuOps, CombineExperts) {
