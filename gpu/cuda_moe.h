@@ -6,10 +6,13 @@
 //   out[t] = Σ_{k<K} w[t*K + k] · down_e( swiglu_clamped(gate_e x[t], up_e x[t], limit) ),
 //            e = ids[t*K + k], summed in k order (combine_experts).
 //
-// The selected experts of a block run in two launches, gate and up together then down (gate
-// and up apart when their types differ), over a device table of expert pointers, (token,
-// expert) pairs sorted by expert. Every (token, expert) pair is computed by the same arithmetic
-// however the launches group them (gpu/gemv_mma.h), so fusing changes no result.
+// The selected experts of a block run in three launches, gate and up together, SwiGLU, then
+// down (gate and up apart when their types differ), over a device table of expert pointers,
+// (token, expert) pairs sorted by expert; at decode (one pair an expert) SwiGLU is the gate +
+// up launch's epilogue where the tensor-core GEMV covers the type (kernels.h
+// GemvBatch::swiglu_epilogue: the same values bit for bit, one launch fewer). Every (token,
+// expert) pair is computed by the same arithmetic however the launches group them
+// (gpu/gemv_mma.h), so fusing changes no result.
 //
 // Where the experts live:
 //   - GGUF path: every MoE block's stacked ffn_{gate,up,down}_exps tensors in VRAM, registered
