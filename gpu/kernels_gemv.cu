@@ -479,10 +479,11 @@ void check_type(GgmlType t, const char* what) {
 
 bool gpu_type_supported(GgmlType type) { return dispatch_type(type, NoLaunch{}); }
 
-void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
-                  const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
-                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s, const uint8_t* x_frag,
-                  int64_t x_frag_stride) {
+namespace {
+// The batch of gemv_experts and gemv_experts_swiglu.
+GemvBatch experts_batch(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
+                        const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
+                        const float* x, int64_t x_stride, float* y, int64_t y_stride) {
   GemvBatch b;
   b.type = type;
   b.ne0 = ne0;
@@ -497,6 +498,16 @@ void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
   b.y_stride = y_stride;
   b.n_groups = n_groups;
   b.max_pairs = max_pairs;
+  return b;
+}
+}  // namespace
+
+void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
+                  const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
+                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s, const uint8_t* x_frag,
+                  int64_t x_frag_stride) {
+  GemvBatch b =
+      experts_batch(type, ne0, ne1, row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride);
   b.x_frag = x_frag;
   b.x_frag_stride = x_frag_stride;
   gemv(b, s);
@@ -505,20 +516,8 @@ void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
 void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                          const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
                          const float* x, int64_t x_stride, float limit, float* y, int64_t y_stride, cudaStream_t s) {
-  GemvBatch b;
-  b.type = type;
-  b.ne0 = ne0;
-  b.ne1 = ne1;
-  b.row_bytes = row_bytes;
-  b.w_table = table;
-  b.grp_off = grp_off;
-  b.x_row = x_row;
-  b.x = x;
-  b.x_stride = x_stride;
-  b.y = y;
-  b.y_stride = y_stride;
-  b.n_groups = n_groups;
-  b.max_pairs = max_pairs;
+  GemvBatch b =
+      experts_batch(type, ne0, ne1, row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride);
   b.swiglu_epilogue = true;
   b.swiglu_limit = limit;
   gemv(b, s);
