@@ -433,6 +433,8 @@ struct GemvLaunch {
         detail::gemv_mma(b, s);
         return;
       }
+      // gemv() checked this; the variant may have changed since (another thread's switch).
+      if (b.swiglu_epilogue) throw Error("gemv: the SwiGLU epilogue needs the tensor-core decode GEMV");
       constexpr int R = Tile<T>::kDecodeRows;
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * R - 1) / (kWarps * R));
       gemv_kernel<T, 1, R><<<dim3(rows, static_cast<unsigned>(b.n_groups), 1), kWarps * 32, 0, s>>>(b, false);

@@ -1649,7 +1649,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   static_assert(EARLY >= 0 && EARLY <= STAGES - 1, "at most every first stage before the wait");
   const uint8_t* tile_w = wg + static_cast<uint64_t>(min(rbase, b.ne1 - 1)) * b.row_bytes;
   const int64_t last = b.ne1 - 1 - min(rbase, b.ne1 - 1);
-  const bool wide = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & (G - 1)) == 0;  // uniform per block
+  // uniform per block (per warp in the SwiGLU epilogue, whose gate and up pointers differ)
+  const bool wide = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & (G - 1)) == 0;
   constexpr int kPerRowG = kUB / G, kCopiesG = (16 * kPerRowG + 31) / 32;
   uint32_t src_off[kCopiesG];
 #pragma unroll
@@ -2021,9 +2022,10 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   if constexpr (DIAG == 0 && XFM == kXfPrepare && P == col_arith<T>() && RW == 4 && EARLY == 2 && MINB == 1 &&
                 !SCRATCH) {
     if (b.swiglu_epilogue) {
-      // SwiGLU as the epilogue (the default only, gemv_mma checks): 32 rows of a group's gate and
-      // up a block (warp_share), so the grid has as many blocks as a launch of both matrices'
-      // 2 n_groups groups, and the same cap.
+      // SwiGLU as the epilogue (the default only, launch_type checks): 32 rows of a group's
+      // gate and up a block (warp_share): as many blocks as a launch of both matrices' 2
+      // n_groups groups where ne1 % 64 is 0 or above 32 (every target shape), one fewer a group
+      // otherwise; the cap counts this grid's blocks.
       const dim3 glu_grid(static_cast<unsigned>((b.ne1 + 31) / 32), static_cast<unsigned>(b.n_groups), 1);
       const int64_t glu_blocks = static_cast<int64_t>(glu_grid.x) * glu_grid.y;
       if (staged) {
@@ -2182,6 +2184,11 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
 template <GgmlType T>
 void launch_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
+  // The epilogue is launch_default's (launch_pipe_ug); checked on the variant dispatched on here.
+  if (b.swiglu_epilogue && v != 0) {
+    throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0, got " +
+                std::to_string(v) + ")");
+  }
   // Grouped launches (experts: many rows) give each tile of 16 rows 4 / RW warps; a single
   // matrix (too few rows to fill the device) splits each row over the block's 4 warps (RW 1).
   // The choice depends on the launch's kind alone, never on how groups are batched
@@ -2289,11 +2296,7 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
                 " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
-  if (b.swiglu_epilogue) {
-    if (g_variant.load(std::memory_order_relaxed) != 0) {
-      throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0, got " +
-                  std::to_string(g_variant.load(std::memory_order_relaxed)) + ")");
-    }
+  if (b.swiglu_epilogue) {  // (the variant: launch_type)
     if (!b.grp_off || !b.w_table) throw Error("gemv_mma: the SwiGLU epilogue takes expert launches (grp_off, w_table)");
     if (b.x_frag) throw Error("gemv_mma: the SwiGLU epilogue and ready fragments (x_frag) exclude each other");
   }

@@ -195,7 +195,8 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
 // rows, written with its fragments by swiglu_clamped_fragments. "us_per_launch" / "ratio_to_d2d":
 // the GEMV alone copying the fragments (as "gemv", the same rotation of weight copies);
 // "swiglu_us" / "swiglu_fragments_us": the SwiGLU kernel alone without / with the fragments;
-// "pair_us" / "pair_ready_us": SwiGLU then GEMV, as the engine runs them, without / with
+// "pair_us" / "pair_ready_us": SwiGLU then GEMV (as the engine runs them for prefill; at
+// decode SwiGLU is the gate + up launch's epilogue, timed below), without / with
 // (pair_ready_without_pdl_us: with, the SwiGLU kernel not a programmatic dependent of the GEMV
 // before it; it still lets the GEMV after it start early).
 nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d) {

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,12 @@
 #include "core/model_source.h"
 #include "core/session.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/kernels.h"
 #include "gpu/vram_delivery_bench.h"
 #include "gpu/vram_expert_pool.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
+#include "tests/gpu/swiglu_epilogue_check.h"
 #include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
@@ -146,6 +149,15 @@ TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) { expect_pack_matches_ggu
 // read is delivered, and some prefetched experts were used.
 TEST_P(CudaFixture, PackWithPrefetchMatchesGgufAtEveryBudget) { expect_pack_matches_gguf_on_gpu(GetParam(), true); }
 
+// SwiGLU as the gate + up launch's epilogue at decode changes no logit
+// (tests/gpu/swiglu_epilogue_check.h).
+TEST_P(CudaFixture, SwigluEpilogueChangesNoLogit) {
+  const Case c = GetParam();
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  test::expect_swiglu_epilogue_changes_no_logit(kFixtures + c.model, tokens, make_backend);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
@@ -219,6 +231,13 @@ TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
 }
 
 // Expert e of pack layer 1 as experts.bin holds it.
+// The demo model's experts (gate and up Q4_K, rows of 256) take the epilogue at decode.
+TEST(CudaBackend, SwigluEpilogueChangesNoLogitOfTheDemoModel) {
+  ASSERT_TRUE(gpu::gemv_swiglu_fusable(GgmlType::Q4_K, 256));
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  test::expect_swiglu_epilogue_changes_no_logit(kDemo, tokens, make_backend);
+}
+
 std::vector<char> expert_file_bytes(const ExpertPack& pack, uint32_t e) {
   std::vector<char> v(pack.stride(1));
   std::ifstream f(pack.experts_path(), std::ios::binary);

@@ -45,6 +45,7 @@
 #include "gpu/kernels_deepseek4.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
+#include "tests/gpu/swiglu_epilogue_check.h"
 #include "tests/gpu/kernel_parity.h"
 #include "tests/support/arch_fixture.h"
 #include "tests/support/backend_parity.h"
@@ -335,6 +336,13 @@ TEST_P(Ds4Fixture, TruncateThenDecodeEqualsFreshRun) {
   EXPECT_EQ(gpu->n_past(), 385u);
   gpu->forward(std::span<const int32_t>(&tokens[385], 1), dec);
   EXPECT_LT(max_abs_diff(dec, fresh), 1e-4f) << "decode after a failed forward()";
+}
+
+// SwiGLU as the gate + up launch's epilogue at decode changes no logit
+// (tests/gpu/swiglu_epilogue_check.h).
+TEST_P(Ds4Fixture, SwigluEpilogueChangesNoLogit) {
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  test::expect_swiglu_epilogue_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
 }
 
 TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {

@@ -767,10 +767,10 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
 // values bit for bit. The gate and up products themselves are checked against the exact dot
 // product here too, so the chain is anchored: gate, up (exact within 1e-6 sum |w x|), then
 // gpu/swiglu.cuh's expression (GpuOps.Swiglu* against the CPU). Expert launches of 5 experts
-// whose pairs read x rows 2, 0, 1, 2, 1; rows of 1, 8, 11, 16 and 56 super-blocks (one- and
+// whose pairs read x rows 2, 0, 1, 2, 1; rows of 1, 8, 11, 16 and 64 super-blocks (one- and
 // two-super-block Q2_K rings, Q4_K's and MXFP4's two-unit rings at 16 units, x's fragments in
-// scratch for Q2_K and MXFP4 at 56); 70, 33 and 16 rows (a partial tile, a block's second
-// tile empty); clamped and plain.
+// scratch for every type at 64); 70, 50, 33, 37 and 16 rows (a partial first or second tile, a
+// block's second tile empty); clamped and plain.
 TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
@@ -780,7 +780,7 @@ TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     ASSERT_TRUE(gemv_swiglu_fusable(type, 2048));
     for (const Shape shape :
-         {Shape{256, 70}, Shape{2048, 33}, Shape{2816, 70}, Shape{4096, 16}, Shape{14336, 37}}) {
+         {Shape{256, 70}, Shape{2048, 33}, Shape{2816, 50}, Shape{4096, 16}, Shape{16384, 37}}) {
       for (const float limit : {0.0f, 7.0f}) {
         const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
         const int n_exp = 5;
@@ -841,6 +841,9 @@ TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
 // Where SwiGLU cannot be the launch's epilogue, gemv() says so instead of computing something else.
 TEST(GpuOps, GemvSwigluEpilogueRefusesWhatItCannotFuse) {
   const DefaultVariantAfterwards restore;
+  struct FusionAfterwards {  // also when an assertion throws
+    ~FusionAfterwards() { detail::set_gemv_swiglu_fusion(true); }
+  } restore_fusion;
   detail::set_gemv_mma_variant(0);
   std::mt19937 rng(24);
   const int64_t ne0 = 512, ne1 = 16;
@@ -889,9 +892,8 @@ TEST(GpuOps, GemvSwigluEpilogueRefusesWhatItCannotFuse) {
   EXPECT_THROW(launch(GgmlType::Q4_K, d_off1, 1), Error);
   detail::set_gemv_swiglu_fusion(true);
   EXPECT_TRUE(gemv_swiglu_fusable(GgmlType::Q4_K, ne0));
-  EXPECT_NO_THROW(launch(GgmlType::Q4_K, d_off1, 1));
+  EXPECT_NO_THROW(launch(GgmlType::Q4_K, d_off1, 1));  // (its values: the test above)
   MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_EQ(to_host(d_y, static_cast<size_t>(ne1)), std::vector<float>(static_cast<size_t>(ne1), 0.0f));
 }
 
 TEST(GpuOps, CombineExperts) {

@@ -46,6 +46,7 @@
 #include "gpu/kernels_kimi_linear.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
+#include "tests/gpu/swiglu_epilogue_check.h"
 #include "tests/gpu/kernel_parity.h"
 #include "tests/support/arch_fixture.h"
 #include "tests/support/backend_parity.h"
@@ -264,6 +265,13 @@ TEST_P(KimiFixture, ChunksAndTruncateEqualFreshRun) {
   gpu->forward(all.subspan(385, 1), got);
   check("decode after truncate(385)");
   EXPECT_THROW(gpu->truncate(387), Error);
+}
+
+// SwiGLU as the gate + up launch's epilogue at decode changes no logit
+// (tests/gpu/swiglu_epilogue_check.h).
+TEST_P(KimiFixture, SwigluEpilogueChangesNoLogit) {
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  test::expect_swiglu_epilogue_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
 }
 
 TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
