@@ -531,11 +531,14 @@ void gemv(const GemvBatch& b, cudaStream_t s) {
   check_type(b.type, "gemv");
   const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
   if (b.ne1 <= 0 || b.n_groups <= 0 || pairs <= 0) return;
-  if (b.swiglu_epilogue && (pairs != 1 || !b.grp_off || !b.w_table || !detail::gemv_mma_swiglu_fusable(b.type, b.ne0))) {
+  // The SwiGLU epilogue's contract, checked here once (GemvLaunch and gemv_mma's launch_type
+  // check again only what another thread may have switched since: the variant).
+  if (b.swiglu_epilogue &&
+      (pairs != 1 || !b.grp_off || !b.w_table || b.x_frag || !detail::gemv_mma_swiglu_fusable(b.type, b.ne0))) {
     throw Error("gemv: the SwiGLU epilogue (swiglu_epilogue) needs an expert launch (grp_off, w_table) of one pair a "
-                "group (got " + std::to_string(pairs) + ") and the tensor-core decode GEMV's default layout for " +
-                std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
-                " elements (gemv_swiglu_fusable)");
+                "group (got " + std::to_string(pairs) + "), no ready fragments (x_frag), and the tensor-core decode "
+                "GEMV's default layout for " + std::string(ggml_type_name(b.type)) + " rows of " +
+                std::to_string(b.ne0) + " elements (gemv_swiglu_fusable)");
   }
   if (b.n_groups > 65535 || (pairs + kPrefillPairs - 1) / kPrefillPairs > 65535) {
     throw Error("gemv: " + std::to_string(b.n_groups) + " groups x " + std::to_string(pairs) +

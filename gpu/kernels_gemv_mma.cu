@@ -2296,10 +2296,6 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
                 " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
-  if (b.swiglu_epilogue) {  // (the variant: launch_type)
-    if (!b.grp_off || !b.w_table) throw Error("gemv_mma: the SwiGLU epilogue takes expert launches (grp_off, w_table)");
-    if (b.x_frag) throw Error("gemv_mma: the SwiGLU epilogue and ready fragments (x_frag) exclude each other");
-  }
   if (b.x_frag) {
     const int64_t need = gemv_x_fragments_bytes(b.type, b.ne0);
     if ((reinterpret_cast<uintptr_t>(b.x_frag) & 15) != 0 || b.x_frag_stride % 16 != 0 || b.x_frag_stride < need ||
