@@ -87,12 +87,9 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // per group by a separate wide kernel (one super-block a warp) into scratch, each block
 // copying its group's into shared memory instead of preparing them (where they fit; sums
 // identical to 0's: the same fragments); 25 = 24 without the preparation (the blocks copy a
-// buffer nothing writes, wrong sums: the cost of a GEMV whose fragments come ready); 26 = the
-// default's expert launches with x's fragments prepared beside the main loop instead of before
-// it (super-blocks 0-3 first, then each warp one super-block a ring stage; the same fragments,
-// so the default's sums; single matrices and fragments in scratch as 0).
+// buffer nothing writes, wrong sums: the cost of a GEMV whose fragments come ready).
 // Process-wide; a run must not mix variants (their sums differ in rounding). Throws Error
-// outside -1..26.
+// outside -1..25.
 void set_gemv_mma_variant(int variant);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares

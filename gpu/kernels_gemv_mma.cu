@@ -722,26 +722,6 @@ __device__ __forceinline__ void slice_super_block(const float (&v)[8], int64_t k
 // warp_base: this block's first warp among the nwarps that share the vector (0 when one block
 // prepares it all; x_fragments_wide_kernel spreads a vector over several blocks).
 // No barrier: the caller synchronises before reading them.
-// This lane's 8 elements of super-block k of x (ne0 / 256 = nsb super-blocks; zeros past the
-// last) at the lane's elements of the layout (lane_first, lane_second); vec: x 16-byte aligned.
-template <int LAYOUT>
-__device__ __forceinline__ void load_super_block(const float* x, int64_t k, int64_t nsb, int lane, bool vec,
-                                                 float (&v)[8]) {
-  const int second = lane_second<LAYOUT>();  // where elements 4..7 of the lane start
-  const float* p = x + k * 256 + lane_first<LAYOUT>(lane);
-  if (k >= nsb) {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = 0.0f;
-  } else if (vec) {
-    const float4 q0 = __ldg(reinterpret_cast<const float4*>(p)), q1 = __ldg(reinterpret_cast<const float4*>(p + second));
-    v[0] = q0.x, v[1] = q0.y, v[2] = q0.z, v[3] = q0.w;
-    v[4] = q1.x, v[5] = q1.y, v[6] = q1.z, v[7] = q1.w;
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = __ldg(p + (i < 4 ? i : second + i - 4));
-  }
-}
-
 template <int LAYOUT, class After>
 __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, After after,
                                int warp_base = 0) {
@@ -749,6 +729,8 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   const int64_t nsb = ne0 / 256;
+  const int second = lane_second<LAYOUT>();  // where elements 4..7 of the lane start
+  const int64_t lane_off = lane_first<LAYOUT>(lane);
   for (int64_t k0 = warp_base + threadIdx.x / 32, first = 1;; k0 += kBatch * nwarps, first = 0) {
     if (k0 >= nsb) {
       if (first) after();
@@ -756,7 +738,22 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
     }
     float vb[kBatch][8];
 #pragma unroll
-    for (int bi = 0; bi < kBatch; ++bi) load_super_block<LAYOUT>(x, k0 + bi * nwarps, nsb, lane, vec, vb[bi]);
+    for (int bi = 0; bi < kBatch; ++bi) {
+      const int64_t k = k0 + bi * nwarps;
+      const float* p = x + k * 256 + lane_off;
+      if (k >= nsb) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) vb[bi][i] = 0.0f;
+      } else if (vec) {
+        const float4 q0 = __ldg(reinterpret_cast<const float4*>(p)),
+                     q1 = __ldg(reinterpret_cast<const float4*>(p + second));
+        vb[bi][0] = q0.x, vb[bi][1] = q0.y, vb[bi][2] = q0.z, vb[bi][3] = q0.w;
+        vb[bi][4] = q1.x, vb[bi][5] = q1.y, vb[bi][6] = q1.z, vb[bi][7] = q1.w;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) vb[bi][i] = __ldg(p + (i < 4 ? i : second + i - 4));
+      }
+    }
     if (first) after();
 #pragma unroll
     for (int bi = 0; bi < kBatch; ++bi) {
@@ -1367,14 +1364,6 @@ struct I8Prep {
   __device__ static void prepare_part(const float* x, int64_t ne0, uint8_t* base, int warp_base, int nwarps) {
     x_fragments_i8<LAYOUT>(x, ne0, base, nwarps, [] {}, warp_base);
   }
-  // One super-block at a time (gemv_pipe_kernel's kXfInterleave): this lane's x of super-block
-  // k, then its slicing into the fragments, the same bytes as prepare's.
-  __device__ static void load(const float* x, int64_t k, int64_t ne0, int lane, float (&v)[8]) {
-    load_super_block<LAYOUT>(x, k, ne0 / 256, lane, (reinterpret_cast<uintptr_t>(x) & 15) == 0, v);
-  }
-  __device__ static void slice(const float (&v)[8], int64_t k, int64_t ne0, uint8_t* base, int lane) {
-    slice_super_block<LAYOUT>(v, k, ne0, base, lane);
-  }
 };
 
 template <GgmlType T>
@@ -1627,15 +1616,8 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // fragments when the block prepares them (so the x loads queue behind EARLY stages' copies only,
 // not behind all of them), right after the fragments' copy when it copies them, right after
 // the wait when the fragments stay in scratch.
-// kXfInterleave (expert launches, RW 4, DIAG 0; variant 26): the block prepares them in shared
-// memory as kXfPrepare, but only super-blocks 0-3 before the main loop (warp w slices w, as
-// kXfPrepare's warp w does); warp w slices its next super-block, w + 4 (i + 1), in ring stage i,
-// its x loaded one stage ahead, so the preparation runs beside the weights' streaming instead
-// of before it. Super-block k is read in stage k / U >= (4 i + 4) / U > i (U <= 2): a barrier
-// at the start of every stage after one that sliced makes them visible in time. Every warp
-// runs every stage (one with no rows of its own only slices and meets the barriers).
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
-enum XFragments : int { kXfScratch = 0, kXfPrepare = 1, kXfCopy = 2, kXfInterleave = 4 };
+enum XFragments : int { kXfScratch = 0, kXfPrepare = 1, kXfCopy = 2 };
 // GLU: SwiGLU as the epilogue (GemvBatch::swiglu_epilogue; warp_share, finish), RW 4 only.
 template <GgmlType T, int RW, int STAGES, int U, int G, int XF, int DIAG, int P, int EARLY, int MINB,
           bool GLU = false>
@@ -1705,19 +1687,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
 
   pdl_wait_then_release();  // x (and its fragments in scratch) are written by earlier kernels
   const uint8_t* base;
-  constexpr bool kIL = XF == kXfInterleave;
-  static_assert(!kIL || (RW == 4 && DIAG == 0 && !GLU && U <= 2), "kXfInterleave: expert launches only");
-  const int64_t nsb = ne0 / 256;
-  float xnext[8];  // kXfInterleave: this lane's x of the warp's next super-block to slice
-  if constexpr (kIL) {
-    float x0[8];
-    S::load(x, warp, ne0, lane, x0);
-    S::load(x, warp + kMmaWarps, ne0, lane, xnext);
-    issue_stages(EARLY, STAGES - 1);
-    if (warp < nsb) S::slice(x0, warp, ne0, dyn, lane);
-    __syncthreads();
-    base = dyn;
-  } else if constexpr (XF == kXfPrepare) {
+  if constexpr (XF == kXfPrepare) {
     S::prepare(x, ne0, dyn, kMmaWarps * 32, [&] { issue_stages(EARLY, STAGES - 1); });
     __syncthreads();
     base = dyn;
@@ -1742,35 +1712,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   const typename S::View xv = S::view(base, ne0, lane);
 
   float acca = 0.0f, accb = 0.0f;
-  // kXfInterleave: every warp runs the row's n_st stages (a warp's own are [0, st1) or none),
-  // slicing super-block warp + 4 (st + 1) in stage st while there is one; the last stage that
-  // slices is n_slice - 1.
-  const int64_t n_st = nsb / U, n_slice = (nsb + kMmaWarps - 1) / kMmaWarps - 1;
 #pragma unroll 1
-  for (int64_t st = kIL ? 0 : st0; st < (kIL ? n_st : st1); ++st) {
+  for (int64_t st = st0; st < st1; ++st) {
+    cp_async_wait<STAGES - 2>();  // stage st has landed (this lane's copies)
+    __syncwarp();                 // ... and every lane's; slot (st - 1) % STAGES is free
+    const uint8_t* cur = ring + (st % STAGES) * 16 * kUB;
     Path p[U];
-    const bool own = !kIL || st < st1;
-    if (own) {
-      cp_async_wait<STAGES - 2>();  // stage st has landed (this lane's copies)
-      __syncwarp();                 // ... and every lane's; slot (st - 1) % STAGES is free
-      const uint8_t* cur = ring + (st % STAGES) * 16 * kUB;
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        p[u].template fetch<false>(cur + g * kUB + u * Path::kBytes, cur + (g + 8) * kUB + u * Path::kBytes, t,
-                                   true);
-      }
-      if (DIAG != 2 && st + STAGES - 1 < st1) issue(st + STAGES - 1);
-      cp_async_commit();
+    for (int u = 0; u < U; ++u) {
+      p[u].template fetch<false>(cur + g * kUB + u * Path::kBytes, cur + (g + 8) * kUB + u * Path::kBytes, t,
+                                 true);
     }
-    if constexpr (kIL) {
-      if (st >= 1 && st <= n_slice) __syncthreads();  // the slices of stage st - 1 (uniform)
-      const int64_t k = warp + kMmaWarps * (st + 1);
-      if (k < nsb) {
-        S::slice(xnext, k, ne0, dyn, lane);
-        if (k + kMmaWarps < nsb) S::load(x, k + kMmaWarps, ne0, lane, xnext);
-      }
-      if (!own) continue;
-    }
+    if (DIAG != 2 && st + STAGES - 1 < st1) issue(st + STAGES - 1);
+    cp_async_commit();
     if constexpr (DIAG == 1) {
       acca += __uint_as_float(reinterpret_cast<const uint32_t*>(&p[0])[0] & 0x3F800000u);
     } else {
@@ -2092,16 +2046,7 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   } else {
     if (b.swiglu_epilogue) throw Error("internal: the SwiGLU epilogue reached a launch of another layout");
   }
-  if constexpr (XFM == kXfInterleave && RW == 4 && DIAG == 0 && U <= 2) {
-    if (staged) {  // (single matrices and fragments in scratch: as kXfPrepare below)
-      const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfInterleave, DIAG, P, EARLY, MINB>;
-      smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), smem, limit, blocks, stages, cap);
-      allow_smem(reinterpret_cast<const void*>(k), smem);
-      launch_kernel(k, grid, smem, s, b, nullptr);
-      return;
-    }
-  }
-  if constexpr (XFM == kXfCopy || XFM == kXfStale) {
+  if constexpr (XFM != kXfPrepare) {
     if (staged) {
       uint8_t* scratch = XFM == kXfCopy ? wide_fragments<T, P>(b, s) : stale_scratch(b.n_groups * frag);
       const auto k = gemv_pipe_kernel<T, RW, STAGES, U, G, kXfCopy, DIAG, P, EARLY, MINB>;
@@ -2303,8 +2248,6 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
       return launch_default<T, 2, false, 1, false, false, false, -1, kXfCopy>(b, s, -1);
     case 25:  // 24 without any preparation: the blocks copy a stale buffer (wrong sums)
       return launch_default<T, 2, false, 1, false, false, false, -1, kXfStale>(b, s, -1);
-    case 26:  // the default with x's fragments prepared beside the main loop (kXfInterleave)
-      return launch_default<T, 2, false, 1, false, false, false, -1, kXfInterleave>(b, s, -1);
     default:
       break;
   }
@@ -2330,8 +2273,8 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 26) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..26");
+  if (variant < -1 || variant > 25) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..25");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
