@@ -197,11 +197,7 @@ class CudaBackend final : public Backend {
         add_inplace(x, tmp, n * E, st);
         rms_norm(x, E, L.ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
         if (cfg_.is_moe_layer(il)) {
-          moe(il, xn, n, pos0, tmp, &io_wait);
-          if (L.shared.n_ff) {
-            ffn(L.shared, xn, n, tmp2);
-            add_inplace(tmp, tmp2, n * E, st);
-          }
+          moe(il, xn, n, pos0, tmp, tmp2, &io_wait);
         } else {
           ffn(L.dense, xn, n, tmp);
         }
@@ -253,10 +249,14 @@ class CudaBackend final : public Backend {
     dev_matmul(w.down, g_.as<float>(), w.n_ff, n, out, cfg_.n_embd, st);
   }
 
-  void moe(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* out, double* io_wait) {
+  // out = the routed experts' sum + the shared expert's (computed into shared_out first).
+  void moe(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* out, float* shared_out, double* io_wait) {
     const Layer& L = layers_[il];
     cudaStream_t st = stream_.get();
     const int64_t K = cfg_.n_expert_used;
+    // The shared expert beside the host's choice (HostRouter::route), or after the routed ones.
+    const bool overlap = L.shared.n_ff > 0 && shared_expert_overlap();
+    const auto shared = [&] { ffn(L.shared, xn, n, shared_out); };
     // Router scores on the GPU, top-k on the host with core's route_token (exact). With
     // prefetch, the next MoE block's router on the same input predicts its experts, whose
     // reads start once this block's experts are queued.
@@ -267,11 +267,15 @@ class CudaBackend final : public Backend {
       next = {&N.router, N.expert_bias.empty() ? nullptr : N.expert_bias.data(), {}};
     }
     router_.route(il, L.router, xn, n, pos0, L.expert_bias.empty() ? nullptr : L.expert_bias.data(),
-                  rl_.as<float>(), st, observer_, {}, next);
+                  rl_.as<float>(), st, observer_, {}, next, overlap ? std::function<void()>(shared) : nullptr);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, out, arena_, st, io_wait);
     if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
+    if (L.shared.n_ff > 0) {
+      if (!overlap) shared();
+      add_inplace(out, shared_out, n * cfg_.n_embd, st);
+    }
   }
 
   std::shared_ptr<const ModelSource> model_;

@@ -727,19 +727,25 @@ class CudaDeepseek4 final : public Backend {
       const Layer& N = layers_[il_next];
       next = {&N.m_router, N.bias.data(), hash_of(N)};
     }
-    router_.route(il, L.m_router, x, n, pos0, L.bias.data(), rl_.as<float>(), st, observer_, hash_of(L), next);
+    // Shared expert: y += down · swiglu_clamped(gate · x, up · x), computed into tmp_ beside the
+    // host's choice (HostRouter::route) or after the routed experts.
+    const auto shared = [&] {
+      float* g = sg_.as<float>();
+      float* u = su_.as<float>();
+      dev_matmul(L.m_sh_gate, x, E, n, g, L.sh_ff, st);
+      dev_matmul(L.m_sh_up, x, E, n, u, L.sh_ff, st);
+      swiglu_clamped(g, u, n * L.sh_ff, cfg_.swiglu_clamp_shexp.at(il), g, st);
+      dev_matmul(L.m_sh_down, g, L.sh_ff, n, tmp_.as<float>(), E, st);
+    };
+    const bool overlap = shared_expert_overlap();
+    router_.route(il, L.m_router, x, n, pos0, L.bias.data(), rl_.as<float>(), st, observer_, hash_of(L), next,
+                  overlap ? std::function<void()>(shared) : nullptr);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
     stats_.experts_computed += experts_->run(il, x, n, router_.ids(), router_.weights(),
                                              cfg_.swiglu_clamp_exp.at(il), y, arena_, st, io_wait);
     if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
-    // Shared expert: y += down · swiglu_clamped(gate · x, up · x).
-    float* g = sg_.as<float>();
-    float* u = su_.as<float>();
-    dev_matmul(L.m_sh_gate, x, E, n, g, L.sh_ff, st);
-    dev_matmul(L.m_sh_up, x, E, n, u, L.sh_ff, st);
-    swiglu_clamped(g, u, n * L.sh_ff, cfg_.swiglu_clamp_shexp.at(il), g, st);
-    dev_matmul(L.m_sh_down, g, L.sh_ff, n, tmp_.as<float>(), E, st);
+    if (!overlap) shared();
     add_inplace(y, tmp_.as<float>(), n * E, st);
   }
 

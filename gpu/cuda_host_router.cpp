@@ -1,6 +1,7 @@
 #include "gpu/cuda_host_router.h"
 
 #include <algorithm>
+#include <atomic>
 #include <span>
 
 #include "core/moe_routing.h"
@@ -11,7 +12,11 @@ namespace moepack::gpu {
 
 namespace {
 size_t fbytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
+std::atomic<bool> g_shared_overlap{true};
 }  // namespace
+
+void set_shared_expert_overlap(bool on) { g_shared_overlap.store(on, std::memory_order_relaxed); }
+bool shared_expert_overlap() { return g_shared_overlap.load(std::memory_order_relaxed); }
 
 void HostRouter::reserve(int64_t n_tokens) {
   // Room for the lookahead's scores too.
@@ -21,7 +26,7 @@ void HostRouter::reserve(int64_t n_tokens) {
 
 void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, int64_t n, int64_t pos0,
                        const float* bias, float* d_scores, cudaStream_t st, const RoutingObserver& report,
-                       const Choose& choose, const Lookahead& next) {
+                       const Choose& choose, const Lookahead& next, const std::function<void()>& beside) {
   const int64_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used;
   const int64_t rows = next.router ? 2 * n : n;
   dev_matmul(router, x, E, n, d_scores, X, st);
@@ -29,7 +34,10 @@ void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, 
   reserve(n);
   MOEPACK_CUDA_CHECK(
       cudaMemcpyAsync(scores_.as<float>(), d_scores, fbytes(rows * X), cudaMemcpyDeviceToHost, st));
-  MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+  if (!copied_) copied_ = std::make_unique<Event>();
+  MOEPACK_CUDA_CHECK(cudaEventRecord(copied_->get(), st));
+  if (beside) beside();
+  MOEPACK_CUDA_CHECK(cudaEventSynchronize(copied_->get()));
   const float* scores = scores_.as<float>();
   ids_.resize(static_cast<size_t>(n * K));
   weights_.resize(static_cast<size_t>(n * K));

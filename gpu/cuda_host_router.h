@@ -5,7 +5,8 @@
 // equal scores give the CPU backend's expert ids and weights bit for bit:
 //
 //   scores [n][X] = W_router · x             device (dev_matmul), then copied to pinned host
-//                                            memory; the host waits for the stream
+//                                            memory; `beside` (if any) is launched after the
+//                                            copy; the host waits for the copy only (an event)
 //   for t = 0 .. n-1, in position order:
 //     ids[t][0..K), weights[t][0..K)       = choose(t, scores[t]), by default
 //                                            route_token(cfg, scores[t], bias, ...)
@@ -15,6 +16,13 @@
 // launch sequence, copied with the scores, and route_token on those scores gives predicted()
 // (never reported, never used to compute): the experts that block will likely select, most
 // wanted first.
+//
+// `beside` is work that does not depend on the choice (the block's shared expert): launched on
+// the same stream between the scores' copy and the host's wait, it runs on the GPU while the
+// host waits for the copy and chooses, and the routed experts' uploads and launches queue
+// behind it instead of reaching an idle GPU. The
+// backends pass it unless set_shared_expert_overlap(false) (the benchmark's side by side);
+// the kernels and their inputs are the same either way, so no result changes.
 //
 // X = n_expert, K = n_expert_used of the model's config. `report` has the routing observer's
 // signature: pass the observer itself, or a function that collects the calls and replays them
@@ -30,6 +38,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/backend.h"
@@ -41,6 +50,12 @@ namespace moepack::gpu {
 
 // Fills ids [K] and weights [K] of token t (position pos0 + t) from its scores [X] (host).
 using RouterChoose = std::function<void(int64_t t, const float* scores, int32_t* ids, float* weights)>;
+
+// Whether the CUDA backends launch a MoE block's shared expert beside the host's choice
+// (HostRouter::route's `beside`; on by default) or after the routed experts, as before.
+// Process-wide; the benchmark compares both.
+void set_shared_expert_overlap(bool on);
+bool shared_expert_overlap();
 
 // The next MoE block's router, its route_token bias ([X] host or null) and, for a block that
 // does not route with route_token (a hash table), its choice, for HostRouter::route.
@@ -65,9 +80,11 @@ class HostRouter {
   // overwritten); bias [X] host or null (route_token's selection bias). Without `choose`, every
   // token goes through route_token. `report` may be empty. With `next` (router non-null),
   // d_scores holds [2n][X] and predicted() is filled; otherwise predicted() is empty.
+  // `beside`: launches on st that must not write d_scores, x or anything the choice reads (see
+  // above); may be empty.
   void route(uint32_t block, const DevMatrix& router, const float* x, int64_t n, int64_t pos0,
              const float* bias, float* d_scores, cudaStream_t st, const RoutingObserver& report,
-             const Choose& choose = {}, const Lookahead& next = {});
+             const Choose& choose = {}, const Lookahead& next = {}, const std::function<void()>& beside = {});
 
   const int32_t* ids() const { return ids_.data(); }        // [n][K] of the last route()
   const float* weights() const { return weights_.data(); }  // [n][K] of the last route()
@@ -78,6 +95,7 @@ class HostRouter {
  private:
   const ModelConfig& cfg_;
   PinnedBuffer scores_;  // [2n][X]: this block's scores, then the lookahead's
+  std::unique_ptr<Event> copied_;  // recorded after the scores' copy (made by the first route)
   std::vector<int32_t> ids_;
   std::vector<float> weights_;
   std::vector<float> scratch_;  // route_token's, [2 X]

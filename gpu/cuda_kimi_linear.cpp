@@ -604,15 +604,19 @@ class CudaKimiLinear final : public Backend {
       const Layer& N = layers_[il_next];
       next = {&N.m_router, N.bias.empty() ? nullptr : N.bias.data(), {}};
     }
+    // The shared expert into tmp_ beside the host's choice (HostRouter::route), or after the
+    // routed experts.
+    const bool overlap = L.ff > 0 && shared_expert_overlap();
+    const auto shared = [&] { swiglu_ffn(L.m_sh_gate, L.m_sh_up, L.m_sh_down, L.ff, n, tmp_.as<float>()); };
     router_.route(il, L.m_router, xn, n, pos0, L.bias.empty() ? nullptr : L.bias.data(), rl_.as<float>(), st,
-                  defer_routing_ ? defer : observer_, {}, next);
+                  defer_routing_ ? defer : observer_, {}, next, overlap ? std::function<void()>(shared) : nullptr);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, y, arena_, st, io_wait);
     if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
     if (L.ff > 0) {
-      swiglu_ffn(L.m_sh_gate, L.m_sh_up, L.m_sh_down, L.ff, n, tmp_.as<float>());
+      if (!overlap) shared();
       add_inplace(y, tmp_.as<float>(), n * E, st);
     }
   }

@@ -23,7 +23,9 @@
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
 //             experts cached and with 25% of them, with hit rate, bytes read and I/O wait;
-//             the GGUF's decode with the SwiGLU epilogue off and on, alternating, three each;
+//             the GGUF's decode with the SwiGLU epilogue off and on, and with the shared
+//             expert after the routed experts and beside the host's choice, alternating, three
+//             each;
 //             at 25% also with next-layer prefetch off and on, alternating, three runs each.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only]
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
@@ -45,6 +47,7 @@
 #include "core/error.h"
 #include "core/model_source.h"
 #include "gpu/cuda_backend.h"
+#include "gpu/cuda_host_router.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_info.h"
 #include "gpu/gemv_mma.h"
@@ -418,6 +421,32 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// An engine switch that changes no result side by side (set: its setter, on is the default and
+// is restored): runs alternate off / on, three of each, decode tokens/s by the medians. `key`
+// marks each round's JSON.
+nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s, int prefill,
+                            int decode, void (*set)(bool), const char* key) {
+  std::vector<double> off_d, on_d;
+  nlohmann::json rounds = nlohmann::json::array();
+  struct OnAfterwards {
+    void (*set)(bool);
+    ~OnAfterwards() { set(true); }
+  } restore{set};
+  for (int r = 0; r < 3; ++r) {
+    for (const bool on : {false, true}) {
+      set(on);
+      nlohmann::json run = bench_engine(src, s, prefill, decode);
+      (on ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
+      run[key] = on;
+      rounds.push_back(std::move(run));
+    }
+  }
+  return {{"rounds", rounds},
+          {"decode_tokens_per_s_off", median_of(off_d)},
+          {"decode_tokens_per_s_on", median_of(on_d)},
+          {"decode_speedup", median_of(on_d) / median_of(off_d)}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -573,28 +602,13 @@ int main(int argc, char** argv) {
     const auto gguf = ModelSource::open(model);
     out["model"] = model;
     out["engine"]["gguf"] = bench_engine(gguf, s, prefill, decode);
-    // SwiGLU as the gate + up launch's epilogue at decode (gpu/cuda_moe.cpp) side by side: runs alternate off /
-    // on, three of each, medians (the GGUF, every expert resident).
-    {
-      std::vector<double> off_d, on_d;
-      nlohmann::json rounds = nlohmann::json::array();
-      struct FusionAfterwards {
-        ~FusionAfterwards() { gpu::detail::set_gemv_swiglu_fusion(true); }
-      } restore;
-      for (int r = 0; r < 3; ++r) {
-        for (const bool on : {false, true}) {
-          gpu::detail::set_gemv_swiglu_fusion(on);
-          nlohmann::json run = bench_engine(gguf, s, prefill, decode);
-          (on ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
-          run["swiglu_epilogue"] = on;
-          rounds.push_back(std::move(run));
-        }
-      }
-      out["engine"]["gguf_swiglu_epilogue"] = {{"rounds", rounds},
-                                              {"decode_tokens_per_s_off", median_of(off_d)},
-                                              {"decode_tokens_per_s_on", median_of(on_d)},
-                                              {"decode_speedup", median_of(on_d) / median_of(off_d)}};
-    }
+    // Side by side on the GGUF (every expert resident), runs alternating off / on: SwiGLU as the
+    // gate + up launch's epilogue at decode (gpu/cuda_moe.cpp), and the shared expert launched
+    // beside the host's choice of experts (gpu/cuda_host_router.h).
+    out["engine"]["gguf_swiglu_epilogue"] =
+        bench_switch(gguf, s, prefill, decode, gpu::detail::set_gemv_swiglu_fusion, "swiglu_epilogue");
+    out["engine"]["gguf_shared_expert_overlap"] =
+        bench_switch(gguf, s, prefill, decode, gpu::set_shared_expert_overlap, "shared_expert_overlap");
     const std::string dir = (std::filesystem::temp_directory_path() / "moepack-bench-pack").string();
     std::filesystem::remove_all(dir);
     BuildOptions bo;

@@ -37,7 +37,7 @@
 #include "gpu/vram_expert_pool.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
-#include "tests/gpu/swiglu_epilogue_check.h"
+#include "tests/gpu/engine_switch_check.h"
 #include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
@@ -150,12 +150,24 @@ TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) { expect_pack_matches_ggu
 TEST_P(CudaFixture, PackWithPrefetchMatchesGgufAtEveryBudget) { expect_pack_matches_gguf_on_gpu(GetParam(), true); }
 
 // SwiGLU as the gate + up launch's epilogue at decode changes no logit
-// (tests/gpu/swiglu_epilogue_check.h).
+// (tests/gpu/engine_switch_check.h).
 TEST_P(CudaFixture, SwigluEpilogueChangesNoLogit) {
   const Case c = GetParam();
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
   test::expect_swiglu_epilogue_changes_no_logit(kFixtures + c.model, tokens, make_backend);
+}
+
+// The shared expert launched beside the host's choice of experts changes no logit (deepseek2;
+// qwen3moe and llama-moe have no shared expert).
+TEST_P(CudaFixture, SharedExpertOverlapChangesNoLogit) {
+  const Case c = GetParam();
+  if (ModelSource::open(kFixtures + c.model)->config().n_expert_shared == 0) {
+    GTEST_SKIP() << c.name << " has no shared expert";
+  }
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  test::expect_shared_expert_overlap_changes_no_logit(kFixtures + c.model, tokens, make_backend);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
@@ -236,6 +248,12 @@ TEST(CudaBackend, SwigluEpilogueChangesNoLogitOfTheDemoModel) {
   ASSERT_TRUE(gpu::gemv_swiglu_fusable(GgmlType::Q4_K, 256));
   const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
   test::expect_swiglu_epilogue_changes_no_logit(kDemo, tokens, make_backend);
+}
+
+TEST(CudaBackend, SharedExpertOverlapChangesNoLogitOfTheDemoModel) {
+  ASSERT_GT(ModelSource::open(kDemo)->config().n_expert_shared, 0u);
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  test::expect_shared_expert_overlap_changes_no_logit(kDemo, tokens, make_backend);
 }
 
 std::vector<char> expert_file_bytes(const ExpertPack& pack, uint32_t e) {

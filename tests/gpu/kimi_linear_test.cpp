@@ -47,7 +47,7 @@
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/gpu_test_main.h"
 #include "tests/gpu/kernel_parity.h"
-#include "tests/gpu/swiglu_epilogue_check.h"
+#include "tests/gpu/engine_switch_check.h"
 #include "tests/support/arch_fixture.h"
 #include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
@@ -268,10 +268,17 @@ TEST_P(KimiFixture, ChunksAndTruncateEqualFreshRun) {
 }
 
 // SwiGLU as the gate + up launch's epilogue at decode changes no logit
-// (tests/gpu/swiglu_epilogue_check.h).
+// (tests/gpu/engine_switch_check.h).
 TEST_P(KimiFixture, SwigluEpilogueChangesNoLogit) {
   const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
   test::expect_swiglu_epilogue_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
+}
+
+// The shared expert launched beside the host's choice of experts changes no logit.
+TEST_P(KimiFixture, SharedExpertOverlapChangesNoLogit) {
+  ASSERT_GT(ModelSource::open(model_path())->config().n_expert_shared, 0u);
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  test::expect_shared_expert_overlap_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
 }
 
 TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
