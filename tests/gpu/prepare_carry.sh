@@ -11,12 +11,13 @@
 #   tests/gpu/prepare_carry.sh h   deepseek2 Q2_K (3 shards) + deepseek4 MXFP4_MOE (~27 MiB)
 #   tests/gpu/prepare_carry.sh i   qwen3moe MXFP4 + kimi-linear Q2_K          (~30 MiB)
 #   tests/gpu/prepare_carry.sh j   deepseek2 Q4_K_M + deepseek4 Q4_K_M        (~28 MiB)
-#   tests/gpu/prepare_carry.sh k   kimi-linear Q4_K_M + llama-moe Q4_K_M      (~32 MiB)
+#   tests/gpu/prepare_carry.sh k   kimi-linear Q4_K_M + deepseek4 Q2_K        (~25 MiB)
+#   tests/gpu/prepare_carry.sh l   llama-moe Q4_K_M + kimi-linear Q2_K        (~28 MiB)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
 set -eu
-set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|none}"
+set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|none}"
 src="${MOEPACK_SHARED_DIR:-../shared}/fixtures"
 dst=.device-carry/shared/fixtures
 rm -rf .device-carry/shared
@@ -77,12 +78,16 @@ case "$set_name" in
     copy deepseek4-tiny/ref/deepseek4-tiny-Q4_K_M.f32-dequant.json
     ;;
   k)
-    copy kimi-linear-tiny/kimi-linear-tiny-Q4_K_M.gguf llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf
-    copy kimi-linear-tiny/ref/kimi-linear-tiny-Q4_K_M.f32-dequant.json
+    copy kimi-linear-tiny/kimi-linear-tiny-Q4_K_M.gguf deepseek4-tiny/deepseek4-tiny-Q2_K.gguf
+    copy kimi-linear-tiny/ref/kimi-linear-tiny-Q4_K_M.f32-dequant.json deepseek4-tiny/ref/deepseek4-tiny-Q2_K.f32-dequant.json
+    ;;
+  l)
+    copy llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf kimi-linear-tiny/kimi-linear-tiny-Q2_K.gguf
     refs llama-moe-tiny/llama-moe-tiny-Q4_K_M
+    copy kimi-linear-tiny/ref/kimi-linear-tiny-Q2_K.f32-dequant.json
     ;;
   none) ;;
-  *) echo "unknown set $set_name (a to k, or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a to l, or none)" >&2; exit 2 ;;
 esac
 # The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
 for fam in deepseek4-tiny kimi-linear-tiny; do
