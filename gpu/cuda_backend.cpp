@@ -3,8 +3,10 @@
 // piece of data lives and core/cpu_backend.cpp for the reference it mirrors step by step.
 //
 // Streams: everything runs on one compute stream; the pack path's copies run on the pool's
-// copy stream and are ordered with events (vram_expert_pool.h). The host waits only for the
-// compute stream: once per MoE layer for the router scores, once at the end for the logits.
+// copy stream and are ordered with events (vram_expert_pool.h). The host waits for the compute
+// stream's work: once per MoE layer for the router scores' copy (an event, so the shared expert
+// queued after it keeps the GPU busy meanwhile: cuda_host_router.h), once at the end for the
+// logits.
 #include "gpu/cuda_backend.h"
 
 #include <algorithm>
@@ -249,8 +251,9 @@ class CudaBackend final : public Backend {
     dev_matmul(w.down, g_.as<float>(), w.n_ff, n, out, cfg_.n_embd, st);
   }
 
-  // out = the routed experts' sum + the shared expert's (computed into shared_out first).
-  void moe(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* out, float* shared_out, double* io_wait) {
+  // out = the routed experts' sum + the shared expert's (computed into shared_out).
+  void moe(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* out, float* shared_out,
+           double* io_wait) {
     const Layer& L = layers_[il];
     cudaStream_t st = stream_.get();
     const int64_t K = cfg_.n_expert_used;
@@ -267,7 +270,7 @@ class CudaBackend final : public Backend {
       next = {&N.router, N.expert_bias.empty() ? nullptr : N.expert_bias.data(), {}};
     }
     router_.route(il, L.router, xn, n, pos0, L.expert_bias.empty() ? nullptr : L.expert_bias.data(),
-                  rl_.as<float>(), st, observer_, {}, next, overlap ? std::function<void()>(shared) : nullptr);
+                  rl_.as<float>(), st, observer_, {}, next, overlap ? HostRouter::Beside(shared) : nullptr);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, out, arena_, st, io_wait);

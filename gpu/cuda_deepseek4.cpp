@@ -14,7 +14,8 @@
 // State (device, per block) and its semantics are the CPU reference's: a raw K ring of
 // n_swa + U rows, compressor rings of 2m + U slots, every compressed row; ubatches of U = 256
 // positions; truncate(n) is O(1) when n >= hw - U and otherwise recomputes tokens [0, n).
-// Streams: one compute stream; the host waits for it once per block for the router scores,
+// Streams: one compute stream; the host waits for it once per block for the router scores' copy
+// (an event: the shared expert queued after it runs meanwhile, cuda_host_router.h),
 // once per ratio-4 block for indexer scores (only when more rows than top-k are visible), and
 // at the end of each ubatch.
 #include <algorithm>
@@ -739,7 +740,7 @@ class CudaDeepseek4 final : public Backend {
     };
     const bool overlap = shared_expert_overlap();
     router_.route(il, L.m_router, x, n, pos0, L.bias.data(), rl_.as<float>(), st, observer_, hash_of(L), next,
-                  overlap ? std::function<void()>(shared) : nullptr);
+                  overlap ? HostRouter::Beside(shared) : nullptr);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
     stats_.experts_computed += experts_->run(il, x, n, router_.ids(), router_.weights(),

@@ -26,7 +26,7 @@ void HostRouter::reserve(int64_t n_tokens) {
 
 void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, int64_t n, int64_t pos0,
                        const float* bias, float* d_scores, cudaStream_t st, const RoutingObserver& report,
-                       const Choose& choose, const Lookahead& next, const std::function<void()>& beside) {
+                       const Choose& choose, const Lookahead& next, const Beside& beside) {
   const int64_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used;
   const int64_t rows = next.router ? 2 * n : n;
   dev_matmul(router, x, E, n, d_scores, X, st);
@@ -34,10 +34,9 @@ void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, 
   reserve(n);
   MOEPACK_CUDA_CHECK(
       cudaMemcpyAsync(scores_.as<float>(), d_scores, fbytes(rows * X), cudaMemcpyDeviceToHost, st));
-  if (!copied_) copied_ = std::make_unique<Event>();
-  MOEPACK_CUDA_CHECK(cudaEventRecord(copied_->get(), st));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(copied_.get(), st));
   if (beside) beside();
-  MOEPACK_CUDA_CHECK(cudaEventSynchronize(copied_->get()));
+  MOEPACK_CUDA_CHECK(cudaEventSynchronize(copied_.get()));
   const float* scores = scores_.as<float>();
   ids_.resize(static_cast<size_t>(n * K));
   weights_.resize(static_cast<size_t>(n * K));

@@ -6,7 +6,8 @@
 //
 //   scores [n][X] = W_router · x             device (dev_matmul), then copied to pinned host
 //                                            memory; `beside` (if any) is launched after the
-//                                            copy; the host waits for the copy only (an event)
+//                                            copy; the host waits for the copy only (an event,
+//                                            not the stream)
 //   for t = 0 .. n-1, in position order:
 //     ids[t][0..K), weights[t][0..K)       = choose(t, scores[t]), by default
 //                                            route_token(cfg, scores[t], bias, ...)
@@ -18,11 +19,11 @@
 // wanted first.
 //
 // `beside` is work that does not depend on the choice (the block's shared expert): launched on
-// the same stream between the scores' copy and the host's wait, it runs on the GPU while the
-// host waits for the copy and chooses, and the routed experts' uploads and launches queue
-// behind it instead of reaching an idle GPU. The
-// backends pass it unless set_shared_expert_overlap(false) (the benchmark's side by side);
-// the kernels and their inputs are the same either way, so no result changes.
+// the same stream right after the scores' copy, it runs on the GPU once the copy is done, while
+// the host wakes, chooses and launches the routed experts, whose uploads and kernels queue
+// behind it instead of reaching an idle GPU. The backends pass it unless
+// set_shared_expert_overlap(false) (the benchmark's side by side); the kernels and their
+// inputs are the same either way, so no result changes.
 //
 // X = n_expert, K = n_expert_used of the model's config. `report` has the routing observer's
 // signature: pass the observer itself, or a function that collects the calls and replays them
@@ -38,7 +39,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <vector>
 
 #include "core/backend.h"
@@ -50,6 +50,8 @@ namespace moepack::gpu {
 
 // Fills ids [K] and weights [K] of token t (position pos0 + t) from its scores [X] (host).
 using RouterChoose = std::function<void(int64_t t, const float* scores, int32_t* ids, float* weights)>;
+// Launches work on route()'s stream that does not depend on the choice (HostRouter::route).
+using RouterBeside = std::function<void()>;
 
 // Whether the CUDA backends launch a MoE block's shared expert beside the host's choice
 // (HostRouter::route's `beside`; on by default) or after the routed experts, as before.
@@ -68,6 +70,7 @@ struct RouterLookahead {
 class HostRouter {
  public:
   using Choose = RouterChoose;
+  using Beside = RouterBeside;
 
   explicit HostRouter(const ModelConfig& cfg) : cfg_(cfg) {}
   using Lookahead = RouterLookahead;
@@ -80,11 +83,12 @@ class HostRouter {
   // overwritten); bias [X] host or null (route_token's selection bias). Without `choose`, every
   // token goes through route_token. `report` may be empty. With `next` (router non-null),
   // d_scores holds [2n][X] and predicted() is filled; otherwise predicted() is empty.
-  // `beside`: launches on st that must not write d_scores, x or anything the choice reads (see
-  // above); may be empty.
+  // `beside` (may be empty): launches on st only, ordered after the copy like everything on st.
+  // It must not synchronize st (correct, but the overlap is lost) and must not write what the
+  // caller's later launches read before they use its output (x, the routed experts' buffers).
   void route(uint32_t block, const DevMatrix& router, const float* x, int64_t n, int64_t pos0,
              const float* bias, float* d_scores, cudaStream_t st, const RoutingObserver& report,
-             const Choose& choose = {}, const Lookahead& next = {}, const std::function<void()>& beside = {});
+             const Choose& choose = {}, const Lookahead& next = {}, const Beside& beside = {});
 
   const int32_t* ids() const { return ids_.data(); }        // [n][K] of the last route()
   const float* weights() const { return weights_.data(); }  // [n][K] of the last route()
@@ -95,7 +99,7 @@ class HostRouter {
  private:
   const ModelConfig& cfg_;
   PinnedBuffer scores_;  // [2n][X]: this block's scores, then the lookahead's
-  std::unique_ptr<Event> copied_;  // recorded after the scores' copy (made by the first route)
+  Event copied_;         // recorded after the scores' copy
   std::vector<int32_t> ids_;
   std::vector<float> weights_;
   std::vector<float> scratch_;  // route_token's, [2 X]

@@ -19,8 +19,9 @@
 // activations' size); the KDA state carries over between them exactly as between calls.
 // The routing observer sees the CPU reference's order (block-major over the whole call; calls
 // of a multi-ubatch forward() are replayed in that order at its end).
-// Streams: one compute stream; the host waits for it once per MoE block (router logits) and at
-// the end of each ubatch.
+// Streams: one compute stream; the host waits for it once per MoE block (the router logits'
+// copy: an event, so the shared expert queued after it runs meanwhile, cuda_host_router.h) and
+// at the end of each ubatch.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -609,7 +610,8 @@ class CudaKimiLinear final : public Backend {
     const bool overlap = L.ff > 0 && shared_expert_overlap();
     const auto shared = [&] { swiglu_ffn(L.m_sh_gate, L.m_sh_up, L.m_sh_down, L.ff, n, tmp_.as<float>()); };
     router_.route(il, L.m_router, xn, n, pos0, L.bias.empty() ? nullptr : L.bias.data(), rl_.as<float>(), st,
-                  defer_routing_ ? defer : observer_, {}, next, overlap ? std::function<void()>(shared) : nullptr);
+                  defer_routing_ ? defer : observer_, {}, next,
+                  overlap ? HostRouter::Beside(shared) : nullptr);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     float* y = y_.as<float>();
     stats_.experts_computed +=

@@ -424,8 +424,8 @@ double median_of(std::vector<double> v) {
 // An engine switch that changes no result side by side (set: its setter, on is the default and
 // is restored): runs alternate off / on, three of each, decode tokens/s by the medians. `key`
 // marks each round's JSON.
-nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s, int prefill,
-                            int decode, void (*set)(bool), const char* key) {
+nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s,
+                            int prefill, int decode, void (*set)(bool), const char* key) {
   std::vector<double> off_d, on_d;
   nlohmann::json rounds = nlohmann::json::array();
   struct OnAfterwards {

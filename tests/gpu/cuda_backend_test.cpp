@@ -15,14 +15,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/backend_factory.h"
@@ -30,14 +34,16 @@
 #include "core/expert_pack.h"
 #include "core/io_bench.h"
 #include "core/model_source.h"
+#include "core/moe_routing.h"
 #include "core/session.h"
+#include "gpu/cuda_host_router.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/kernels.h"
 #include "gpu/vram_delivery_bench.h"
 #include "gpu/vram_expert_pool.h"
 #include "packbuilder/pack_builder.h"
-#include "tests/gpu/gpu_test_main.h"
 #include "tests/gpu/engine_switch_check.h"
+#include "tests/gpu/gpu_test_main.h"
 #include "tests/support/backend_parity.h"
 #include "tests/support/fixture_refs.h"
 #include "tests/support/gguf_writer.h"
@@ -248,6 +254,54 @@ TEST(CudaBackend, SwigluEpilogueChangesNoLogitOfTheDemoModel) {
   ASSERT_TRUE(gpu::gemv_swiglu_fusable(GgmlType::Q4_K, 256));
   const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
   test::expect_swiglu_epilogue_changes_no_logit(kDemo, tokens, make_backend);
+}
+
+// HostRouter::route waits for the scores' copy only: the work launched `beside` (here a host
+// function on the stream that holds it for 200 ms) is still queued when route() returns; the
+// choice is route_token's on the scores the GPU computed; `beside` ran once.
+TEST(CudaBackend, HostRouterWaitsForTheScoresNotForBeside) {
+  ModelConfig cfg;
+  cfg.n_embd = 64;
+  cfg.n_expert = 16;
+  cfg.n_expert_used = 4;  // softmax gating, no groups, no norm
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(cfg.n_expert * cfg.n_embd)), x(cfg.n_embd);
+  for (float& v : w) v = u(rng);
+  for (float& v : x) v = u(rng);
+  gpu::DeviceBuffer d_w(w.size() * sizeof(float), "router"), d_x(x.size() * sizeof(float), "x"),
+      d_scores(2 * cfg.n_expert * sizeof(float), "scores");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_w.bytes_ptr(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_x.bytes_ptr(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const gpu::DevMatrix router{GgmlType::F32, cfg.n_embd, cfg.n_expert, cfg.n_embd * sizeof(float),
+                              d_w.bytes_ptr()};
+  gpu::Stream stream;
+  gpu::HostRouter r(cfg);
+  r.reserve(1);
+  std::atomic<bool> released{false};
+  int calls = 0;
+  const auto hold = [](void* p) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    static_cast<std::atomic<bool>*>(p)->store(true);
+  };
+  r.route(0, router, d_x.as<float>(), 1, 0, nullptr, d_scores.as<float>(), stream.get(), {}, {}, {}, [&] {
+    ++calls;
+    MOEPACK_CUDA_CHECK(cudaLaunchHostFunc(stream.get(), hold, &released));
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(released.load()) << "route() waited for the work launched beside the choice";
+  EXPECT_EQ(cudaStreamQuery(stream.get()), cudaErrorNotReady);
+  MOEPACK_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  EXPECT_TRUE(released.load());
+  std::vector<float> scores(cfg.n_expert), scratch(2 * cfg.n_expert), want_w(cfg.n_expert_used);
+  std::vector<int32_t> want_ids(cfg.n_expert_used);
+  MOEPACK_CUDA_CHECK(
+      cudaMemcpy(scores.data(), d_scores.bytes_ptr(), scores.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  route_token(cfg, scores.data(), nullptr, want_ids.data(), want_w.data(), scratch.data());
+  for (uint32_t k = 0; k < cfg.n_expert_used; ++k) {
+    EXPECT_EQ(r.ids()[k], want_ids[k]) << "k " << k;
+    EXPECT_EQ(std::memcmp(&r.weights()[k], &want_w[k], sizeof(float)), 0) << "k " << k;
+  }
 }
 
 TEST(CudaBackend, SharedExpertOverlapChangesNoLogitOfTheDemoModel) {

@@ -25,7 +25,7 @@ namespace moepack::test {
 // set: the switch's setter (on is the default, restored afterwards); what: its name for messages.
 inline void expect_switch_changes_no_logit(const std::string& model, std::span<const int32_t> tokens,
                                            BackendFactory factory, void (*set)(bool), const char* what) {
-  struct OnAfterwards {  // also when an assertion throws
+  struct OnAfterwards {  // also when an assertion returns early or a call throws
     void (*set)(bool);
     ~OnAfterwards() { set(true); }
   } restore{set};
@@ -49,7 +49,8 @@ inline void expect_swiglu_epilogue_changes_no_logit(const std::string& model, st
 }
 
 // (Callers skip models without shared experts: there the switch changes nothing.)
-inline void expect_shared_expert_overlap_changes_no_logit(const std::string& model, std::span<const int32_t> tokens,
+inline void expect_shared_expert_overlap_changes_no_logit(const std::string& model,
+                                                          std::span<const int32_t> tokens,
                                                           BackendFactory factory) {
   expect_switch_changes_no_logit(model, tokens, factory, gpu::set_shared_expert_overlap,
                                  "the shared expert beside the routing");
