@@ -644,8 +644,8 @@ class CudaDeepseek4 final : public Backend {
         if (need_scores) indexer_select(L, n, pos0, HI, DI, KI, R);
       }
     }
-    const int32_t* d_sel = arena_.put(sel_.data(), sel_.size(), st);
-    const int32_t* d_cnt = arena_.put(cnt_.data(), cnt_.size(), st);
+    const int32_t* d_sel = arena_.stage(sel_.data(), sel_.size(), st);
+    const int32_t* d_cnt = arena_.put(cnt_.data(), cnt_.size(), st);  // one copy of both
 
     float* o = o_.as<float>();
     ds4_attend(q, n, Hh, D, pos0, L.kraw, ring_raw_, cfg_.n_swa, L.crow, d_sel, sel_stride_, d_cnt, L.d_sinks,

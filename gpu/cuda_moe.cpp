@@ -232,7 +232,12 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
   // Gate and up in one launch when they share a type and shape (always, in the models seen).
   const bool fused =
       b.rg.type == b.ru.type && b.rg.row_bytes == b.ru.row_bytes && b.rg.ne0 == b.ru.ne0 && b.rg.ne1 == b.ru.ne1;
-  const int32_t* d_tok_of = fused ? nullptr : arena.put(tok_of.data(), tok_of.size(), st);
+  // Every table of the block goes to the device in one copy per batch (UploadArena::stage,
+  // flushed before a batch's first launch): the pair lists and weights of the combine now, each
+  // batch's expert table and offsets below.
+  const int32_t* d_tok_of = fused ? nullptr : arena.stage(tok_of.data(), tok_of.size(), st);
+  const int32_t* d_pair_of = arena.stage(pair_of.data(), pair_of.size(), st);
+  const float* d_wts = arena.stage(w, static_cast<size_t>(n * K), st);
 
   const size_t batch =
       pool_ ? std::max<size_t>(1, std::min<size_t>(pool_->slot_count(), unique.size())) : unique.size();
@@ -266,8 +271,9 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
       for (size_t i = 1; i <= m; ++i) off2[m + i] = static_cast<int32_t>(np) + off2[i];
       for (int64_t q = 0; q < np; ++q) tok2[q] = tok2[np + q] = tok_of[static_cast<size_t>(p0 + q)];
     }
-    const uint8_t* const* d_table = arena.put(table.data(), table.size(), st);
-    const int32_t* d_off = arena.put(ints.data(), ints.size(), st);
+    const uint8_t* const* d_table = arena.stage(table.data(), table.size(), st);
+    const int32_t* d_off = arena.stage(ints.data(), ints.size(), st);
+    arena.flush(st);
     // Gate results in eg_ rows [p0, p1), up results in rows [p1, p1 + np) (below 2 n K rows).
     float* eg = eg_.as<float>();
     float* eu = eg + np * FF;  // row p of up at eu + p * FF
@@ -291,8 +297,7 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
     if (pool_) pool_->release(st);
     computed += static_cast<uint64_t>(np);
   }
-  const int32_t* d_pair_of = arena.put(pair_of.data(), pair_of.size(), st);
-  const float* d_wts = arena.put(w, static_cast<size_t>(n * K), st);
+  arena.flush(st);  // (flushed with the first batch already; nothing is left)
   combine_experts(ey_.as<float>(), d_pair_of, d_wts, static_cast<int32_t>(n), static_cast<int32_t>(K), E, out, st);
   // Exact routing: every (token, expert) the router picked was computed, top-k unchanged.
   if (computed != static_cast<uint64_t>(n * K)) {

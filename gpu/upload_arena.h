@@ -3,7 +3,9 @@
 // the same offset of a device buffer. Call reset() at the start of each forward(), after the
 // previous one ended with a stream sync. Growing moves on to a larger pair of buffers; the old
 // ones stay alive until the next reset(), because tables handed out earlier in this forward()
-// are still read by queued kernels. Throws Error (out of pinned memory / VRAM, with the numbers).
+// are still read by queued kernels. Tables may be staged (stage()) and copied together by one
+// flush(): one cudaMemcpyAsync instead of one per table. Throws Error (out of pinned memory /
+// VRAM, with the numbers).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,17 +22,29 @@ namespace moepack::gpu {
 class UploadArena {
  public:
   void reset() {
-    used_ = 0;
+    used_ = flushed_ = 0;
     retired_host_.clear();
     retired_dev_.clear();
   }
   // Copies count values to the device (asynchronously, on s) and returns their device address,
-  // 256-byte aligned. `data` may be reused by the caller as soon as put() returns.
+  // 256-byte aligned, with everything staged before it. `data` may be reused by the caller as
+  // soon as put() returns.
   template <typename T>
   const T* put(const T* data, size_t count, cudaStream_t s) {
+    const T* d = stage(data, count, s);
+    flush(s);
+    return d;
+  }
+  // Copies count values into the pinned buffer and returns the device address they will have,
+  // 256-byte aligned; the copy to the device is issued by the next flush() (or put()) on s, which
+  // must come before any launch that reads them. `data` may be reused at once. Growing flushes
+  // what was staged in the old buffers first (on s).
+  template <typename T>
+  const T* stage(const T* data, size_t count, cudaStream_t s) {
     const size_t bytes = count * sizeof(T);
     const size_t at = (used_ + 255) / 256 * 256;
     if (at + bytes > host_.size()) {
+      flush(s);
       const size_t cap = std::max<size_t>(2 * host_.size(), std::max<size_t>(bytes + 256, 1 << 20));
       if (host_.size()) {
         retired_host_.push_back(std::move(host_));
@@ -38,13 +52,20 @@ class UploadArena {
       }
       host_ = PinnedBuffer(cap, "the upload arena");
       dev_ = DeviceBuffer(cap, "the upload arena");
-      used_ = 0;
-      return put(data, count, s);
+      used_ = flushed_ = 0;
+      return stage(data, count, s);
     }
     if (bytes) std::memcpy(host_.bytes_ptr() + at, data, bytes);
-    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dev_.bytes_ptr() + at, host_.bytes_ptr() + at, bytes, cudaMemcpyHostToDevice, s));
     used_ = at + bytes;
     return reinterpret_cast<const T*>(dev_.bytes_ptr() + at);
+  }
+  // One copy, on s, of everything staged since the last flush.
+  void flush(cudaStream_t s) {
+    if (used_ > flushed_) {
+      MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dev_.bytes_ptr() + flushed_, host_.bytes_ptr() + flushed_,
+                                         used_ - flushed_, cudaMemcpyHostToDevice, s));
+    }
+    flushed_ = used_;
   }
 
  private:
@@ -52,7 +73,8 @@ class UploadArena {
   DeviceBuffer dev_;
   std::vector<PinnedBuffer> retired_host_;
   std::vector<DeviceBuffer> retired_dev_;
-  size_t used_ = 0;
+  size_t used_ = 0;     // bytes handed out (host_ and dev_)
+  size_t flushed_ = 0;  // of which copied to dev_
 };
 
 }  // namespace moepack::gpu

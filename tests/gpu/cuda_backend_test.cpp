@@ -23,10 +23,12 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <random>
 #include <span>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "core/backend_factory.h"
@@ -39,6 +41,7 @@
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/kernels.h"
+#include "gpu/upload_arena.h"
 #include "gpu/vram_delivery_bench.h"
 #include "gpu/vram_expert_pool.h"
 #include "packbuilder/pack_builder.h"
@@ -254,6 +257,50 @@ TEST(CudaBackend, SwigluEpilogueChangesNoLogitOfTheDemoModel) {
   ASSERT_TRUE(gpu::gemv_swiglu_fusable(GgmlType::Q4_K, 256));
   const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
   test::expect_swiglu_epilogue_changes_no_logit(kDemo, tokens, make_backend);
+}
+
+// UploadArena: tables staged together reach the device in one flush, a put() flushes what
+// was staged before it, and growing past the buffers flushes what the old ones held (their
+// addresses stay valid until reset()).
+TEST(CudaBackend, UploadArenaStagesTablesIntoOneCopy) {
+  gpu::Stream stream;
+  const cudaStream_t st = stream.get();
+  gpu::UploadArena arena;
+  const auto back = [&](const auto* d, size_t n) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(d)>>;
+    std::vector<T> h(n);
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+    MOEPACK_CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+  };
+  for (int round = 0; round < 2; ++round) {  // the second round after reset(), buffers reused
+    arena.reset();
+    std::vector<int32_t> a(37), c(1000);
+    std::vector<float> b(5);
+    std::iota(a.begin(), a.end(), 100 * round);
+    std::iota(b.begin(), b.end(), 0.5f);
+    std::iota(c.begin(), c.end(), -7);
+    const int32_t* da = arena.stage(a.data(), a.size(), st);
+    const float* db = arena.stage(b.data(), b.size(), st);
+    a.assign(a.size(), -1);  // staged: the caller's copy may change at once
+    arena.flush(st);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(da) % 256, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(db) % 256, 0u);
+    const int32_t* dc0 = arena.stage(c.data(), 3, st);
+    const int32_t* dc = arena.put(c.data(), c.size(), st);  // flushes dc0 with it
+    // Growing (a table larger than the 1 MiB buffer) flushes what was staged in the old one.
+    const int32_t* dd = arena.stage(c.data() + 10, 4, st);
+    std::vector<int32_t> big(400000, 3);
+    const int32_t* dbig = arena.put(big.data(), big.size(), st);
+    std::vector<int32_t> want_a(37);
+    std::iota(want_a.begin(), want_a.end(), 100 * round);
+    EXPECT_EQ(back(da, a.size()), want_a);
+    EXPECT_EQ(back(db, b.size()), b);
+    EXPECT_EQ(back(dc0, 3), std::vector<int32_t>(c.begin(), c.begin() + 3));
+    EXPECT_EQ(back(dc, c.size()), c);
+    EXPECT_EQ(back(dd, 4), std::vector<int32_t>(c.begin() + 10, c.begin() + 14));
+    EXPECT_EQ(back(dbig, big.size()), big);
+  }
 }
 
 // HostRouter::route waits for the scores' copy only: the work launched `beside` (here a host
