@@ -597,16 +597,18 @@ __host__ __device__ constexpr int lane_first(int lane) {
 // Super-block k of x (its 256 elements: this lane's 8 in v, at the lane's elements of the
 // layout: see x_fragments_i8) into the fragments at `base` of an ne0-element vector. Every lane
 // of the warp must call it (shuffles).
-// slice_super_block once the warp's max |x| (mx, reduced over the warp) and this lane's sum of
-// its 8 elements (sum) are known.
 template <int LAYOUT>
-__device__ __forceinline__ void slice_reduced(const float (&v)[8], int64_t k, int64_t ne0, uint8_t* base, int lane,
-                                              float mx, float sum) {
+__device__ __forceinline__ void slice_super_block(const float (&v)[8], int64_t k, int64_t ne0, uint8_t* base,
+                                                  int lane) {
   constexpr bool kX16 = LAYOUT != kMxColumns && LAYOUT != kMxMagicColumns && LAYOUT != kQ2kMinColumns;
   uint4* xf = reinterpret_cast<uint4*>(base);
   float* x16 = reinterpret_cast<float*>(base + ne0 * 4);
   float* unscale = kX16 ? x16 + ne0 / 16
                         : reinterpret_cast<float*>(base + ne0 * 4 + (LAYOUT == kMxMagicColumns ? ne0 : ne0 / 2));
+  float mx, sum;
+  max_abs_and_sum(v, mx, sum);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   const float pair = __shfl_xor_sync(0xffffffffu, sum, 1);
   if (kX16 && (lane & 1) == 0) x16[k * 16 + lane / 2] = sum + pair;
   // max |x| 2^s in [32, 64): mx in [2^(E-127), 2^(E-126)) for its biased exponent E, s = 132
@@ -712,34 +714,6 @@ __device__ __forceinline__ void slice_reduced(const float (&v)[8], int64_t k, in
   }
 }
 
-template <int LAYOUT>
-__device__ __forceinline__ void slice_super_block(const float (&v)[8], int64_t k, int64_t ne0, uint8_t* base,
-                                                  int lane) {
-  float mx, sum;
-  max_abs_and_sum(v, mx, sum);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  slice_reduced<LAYOUT>(v, k, ne0, base, lane, mx, sum);
-}
-
-// slice_super_block of NB super-blocks k0 + i kstep (i < NB, all below the row's end) with no
-// branch between them, so that their latency chains (the warp's max |x| through five
-// shuffles, the slices, the slice sums through shuffles) can interleave: the same bytes.
-template <int LAYOUT, int NB, int KB>
-__device__ __forceinline__ void slice_super_blocks(const float (&v)[KB][8], int64_t k0, int64_t kstep, int64_t ne0,
-                                                   uint8_t* base, int lane) {
-  float mx[NB], sum[NB];
-#pragma unroll
-  for (int i = 0; i < NB; ++i) max_abs_and_sum(v[i], mx[i], sum[i]);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-#pragma unroll
-    for (int i = 0; i < NB; ++i) mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], o));
-  }
-#pragma unroll
-  for (int i = 0; i < NB; ++i) slice_reduced<LAYOUT>(v[i], k0 + i * kstep, ne0, base, lane, mx[i], sum[i]);
-}
-
 // The fragments of x (ne0 floats, a multiple of 256) into `base`: super-block k by warp k mod
 // nwarps of the block, lane L taking elements 8L..8L+7 (group L / 4, lane-in-quad L % 4; for
 // kMxColumns elements 32 (L / 4) + 4 (L % 4) + {0..3, 16..19}). A warp loads the x of up to
@@ -781,17 +755,11 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
       }
     }
     if (first) after();
-    // This warp's super-blocks of the batch (the same for the whole warp), sliced together.
-    const int64_t nb = min(static_cast<int64_t>(kBatch), (nsb - k0 + nwarps - 1) / nwarps);
-    static_assert(kBatch == 4, "the cases below");
-    if (nb == 4) {
-      slice_super_blocks<LAYOUT, 4>(vb, k0, nwarps, ne0, base, lane);
-    } else if (nb == 3) {
-      slice_super_blocks<LAYOUT, 3>(vb, k0, nwarps, ne0, base, lane);
-    } else if (nb == 2) {
-      slice_super_blocks<LAYOUT, 2>(vb, k0, nwarps, ne0, base, lane);
-    } else {
-      slice_super_blocks<LAYOUT, 1>(vb, k0, nwarps, ne0, base, lane);
+#pragma unroll
+    for (int bi = 0; bi < kBatch; ++bi) {
+      const int64_t k = k0 + bi * nwarps;
+      if (k >= nsb) break;  // the same for the whole warp
+      slice_super_block<LAYOUT>(vb[bi], k, ne0, base, lane);
     }
   }
 }
