@@ -3,9 +3,10 @@
 // the same offset of a device buffer. Call reset() at the start of each forward(), after the
 // previous one ended with a stream sync. Growing moves on to a larger pair of buffers; the old
 // ones stay alive until the next reset(), because tables handed out earlier in this forward()
-// are still read by queued kernels. Tables may be staged (stage()) and copied together by one
-// flush(): one cudaMemcpyAsync instead of one per table. Throws Error (out of pinned memory /
-// VRAM, with the numbers).
+// are still read by queued kernels and copies. Tables may be staged (stage()) and copied
+// together by one flush(): one cudaMemcpyAsync instead of one per table (two when the buffers
+// grow in between); reset() drops what was staged and not flushed. Throws Error (out of pinned
+// memory / VRAM, with the numbers; the arena stays as it was).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,21 +38,23 @@ class UploadArena {
   }
   // Copies count values into the pinned buffer and returns the device address they will have,
   // 256-byte aligned; the copy to the device is issued by the next flush() (or put()) on s, which
-  // must come before any launch that reads them. `data` may be reused at once. Growing flushes
-  // what was staged in the old buffers first (on s).
+  // must come before any launch that reads them. `data` may be reused at once. s is used only
+  // when the buffers grow: what was staged in the old ones is flushed first, on s.
   template <typename T>
   const T* stage(const T* data, size_t count, cudaStream_t s) {
     const size_t bytes = count * sizeof(T);
     const size_t at = (used_ + 255) / 256 * 256;
     if (at + bytes > host_.size()) {
-      flush(s);
       const size_t cap = std::max<size_t>(2 * host_.size(), std::max<size_t>(bytes + 256, 1 << 20));
+      PinnedBuffer host(cap, "the upload arena");  // both first: a failure leaves the arena as it was
+      DeviceBuffer dev(cap, "the upload arena");
+      flush(s);
       if (host_.size()) {
         retired_host_.push_back(std::move(host_));
         retired_dev_.push_back(std::move(dev_));
       }
-      host_ = PinnedBuffer(cap, "the upload arena");
-      dev_ = DeviceBuffer(cap, "the upload arena");
+      host_ = std::move(host);
+      dev_ = std::move(dev);
       used_ = flushed_ = 0;
       return stage(data, count, s);
     }
@@ -74,7 +77,7 @@ class UploadArena {
   std::vector<PinnedBuffer> retired_host_;
   std::vector<DeviceBuffer> retired_dev_;
   size_t used_ = 0;     // bytes handed out (host_ and dev_)
-  size_t flushed_ = 0;  // of which copied to dev_
+  size_t flushed_ = 0;  // of which the copy to dev_ is issued
 };
 
 }  // namespace moepack::gpu
