@@ -6,8 +6,30 @@
 #include <vector>
 
 #include "core/cpu_ops.h"
+#include "core/route_math.h"
 
 namespace moepack {
+
+namespace {
+
+// Softmax of the router's logits with route_expf, the sum in double over 32 strided partial
+// sums (partial j: the values i = j mod 32 in increasing i; then the partials in increasing j),
+// the order of gpu/kernels_route.cu's warp, so both give the same bits.
+void softmax_gate(float* x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+  double part[32] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = x[i] == -INFINITY ? 0.0f : route_expf(x[i] - mx);
+    part[i % 32] += static_cast<double>(x[i]);
+  }
+  double sum = 0.0;
+  for (const double v : part) sum += v;
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+}  // namespace
 
 void route_token(const ModelConfig& cfg, const float* logits, const float* bias, int32_t* ids, float* weights,
                  float* scratch) {
@@ -17,11 +39,11 @@ void route_token(const ModelConfig& cfg, const float* logits, const float* bias,
   float* sel = scratch + n;
   std::copy(logits, logits + n, probs);
   if (cfg.gating == ExpertGating::Softmax) {
-    softmax_inplace(probs, n);
+    softmax_gate(probs, n);
   } else if (cfg.gating == ExpertGating::SqrtSoftplus) {
     for (int64_t i = 0; i < n; ++i) probs[i] = std::sqrt(softplus(probs[i]));
   } else {
-    for (int64_t i = 0; i < n; ++i) probs[i] = 1.0f / (1.0f + std::exp(-probs[i]));
+    for (int64_t i = 0; i < n; ++i) probs[i] = 1.0f / (1.0f + route_expf(-probs[i]));
   }
   for (int64_t i = 0; i < n; ++i) sel[i] = bias ? probs[i] + bias[i] : probs[i];
 

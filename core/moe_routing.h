@@ -1,7 +1,9 @@
 // Router of a MoE layer for one token: exact top-k selection as llama.cpp's build_moe_ffn.
 //
 //   probs      = softmax(logits) (Softmax gating), sigmoid(logits) (Sigmoid gating) or
-//              sqrt(softplus(logits)) (SqrtSoftplus, DeepSeek-V4: ARCH_DEEPSEEK4.md §4.8)
+//              sqrt(softplus(logits)) (SqrtSoftplus, DeepSeek-V4: ARCH_DEEPSEEK4.md §4.8);
+//              Softmax and Sigmoid with route_expf (core/route_math.h) and Softmax's sum in a
+//              fixed order, so gpu/device_routing.h computes the same bits on the GPU
 //   selection  = probs + bias (bias: `exp_probs_b`, DeepSeek-V3's e_score_correction_bias)
 //   groups     (n_expert_groups > 1): experts split into consecutive groups; a group's score is
 //              the sum of its two best selection values; all but the n_group_used best groups

@@ -26,6 +26,7 @@
 #include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_info.h"
+#include "gpu/device_routing.h"
 #include "gpu/device_weights.h"
 #include "gpu/kernels.h"
 #include "gpu/upload_arena.h"
@@ -132,6 +133,24 @@ class CudaBackend final : public Backend {
     }
     for (const Layer& L : layers_) max_ff_ = std::max({max_ff_, L.dense.n_ff, L.shared.n_ff});
     experts_->bind(s);
+    // Decode steps route on the GPU when every expert is resident (gpu/device_routing.h): the
+    // selection biases go to VRAM, and each MoE block gets a region for its choice.
+    if (cfg_.n_expert > 0 && experts_->resident() && device_routing_supports(cfg_)) {
+      route_spec_ = device_route_spec(cfg_);
+      const int64_t X = cfg_.n_expert;
+      choice_bytes_ = device_choice_bytes(route_spec_.k);
+      choices_.allocate(static_cast<size_t>(choice_bytes_) * cfg_.n_layer, "routing choices");
+      choices_host_.allocate(static_cast<size_t>(choice_bytes_) * cfg_.n_layer, "routing choices");
+      bias_dev_.allocate(fbytes(X * cfg_.n_layer), "routing biases");
+      for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+        Layer& L = layers_[il];
+        if (L.expert_bias.empty()) continue;
+        L.d_bias = bias_dev_.as<float>() + static_cast<int64_t>(il) * X;
+        MOEPACK_CUDA_CHECK(cudaMemcpy(const_cast<float*>(L.d_bias), L.expert_bias.data(), fbytes(X),
+                                      cudaMemcpyHostToDevice));
+      }
+      device_routing_ = true;
+    }
     for (const Layer& L : layers_) {
       for (const Ffn* f : {&L.dense, &L.shared}) {
         if (f->n_ff) {
@@ -171,6 +190,7 @@ class CudaBackend final : public Backend {
     const int64_t pos0 = n_past_;
     cudaStream_t st = stream_.get();
     arena_.reset();
+    routed_on_device_ = false;
     x_.ensure(fbytes(n * E), "activations");
     xn_.ensure(fbytes(n * E), "activations");
     tmp_.ensure(fbytes(n * E), "activations");
@@ -188,10 +208,12 @@ class CudaBackend final : public Backend {
     float* tmp = tmp_.as<float>();
     float* tmp2 = tmp2_.as<float>();
 
-    const int32_t* d_tokens = arena_.put(tokens.data(), tokens.size(), st);
-    dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tokens, static_cast<int32_t>(n), x,
-                 st);
     try {
+      // Inside the try, as in the other backends: a failed upload or launch still syncs the
+      // stream before the arena's pinned buffer is reused.
+      const int32_t* d_tokens = arena_.put(tokens.data(), tokens.size(), st);
+      dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tokens, static_cast<int32_t>(n),
+                   x, st);
       for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
         const Layer& L = layers_[il];
         rms_norm(x, E, L.attn_norm, E, cfg_.rms_eps, xn, E, n, st);
@@ -213,9 +235,24 @@ class CudaBackend final : public Backend {
       logits_.ensure(fbytes(rows * NV), "logits");
       dev_matmul(output_, xn, E, rows, logits_.as<float>(), NV, st);
       float* dst = all_logits.empty() ? logits.data() : all_logits.data();
+      const bool report = routed_on_device_ && observer_;
+      if (report) {
+        MOEPACK_CUDA_CHECK(cudaMemcpyAsync(choices_host_.as<void>(), choices_.as<void>(),
+                                           choices_host_.size(), cudaMemcpyDeviceToHost, st));
+      }
       MOEPACK_CUDA_CHECK(
           cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(rows * NV), cudaMemcpyDeviceToHost, st));
       MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+      if (report) {
+        const int32_t K = route_spec_.k;
+        for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+          if (!cfg_.is_moe_layer(il)) continue;
+          const DeviceChoice c =
+              device_choice_at(choices_host_.as<uint8_t>() + static_cast<int64_t>(il) * choice_bytes_, K);
+          observer_(il, static_cast<uint32_t>(pos0), std::span<const int32_t>(c.ids, static_cast<size_t>(K)),
+                    std::span<const float>(c.weights, static_cast<size_t>(K)));
+        }
+      }
       if (!all_logits.empty()) {
         std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
       }
@@ -238,7 +275,8 @@ class CudaBackend final : public Backend {
     float* kv = nullptr;  // [n_ctx][kv_width]
     Ffn dense;
     DevMatrix router;                // [n_expert][E]
-    std::vector<float> expert_bias;  // host: routing runs on the host
+    std::vector<float> expert_bias;  // host: routing on the host
+    const float* d_bias = nullptr;   // the same in VRAM (routing on the GPU), or null
     Ffn shared;
   };
 
@@ -263,6 +301,21 @@ class CudaBackend final : public Backend {
     // Router scores on the GPU, top-k on the host with core's route_token (exact). With
     // prefetch, the next MoE block's router on the same input predicts its experts, whose
     // reads start once this block's experts are queued.
+    if (n == 1 && device_routing_ && router_on_device()) {
+      // Decode with every expert resident: the choice on the GPU (route_token's, bit for bit),
+      // so the block runs with no copy to or from the host and no wait; the shared expert
+      // first, as beside the host's choice. The observer hears the choices after the step.
+      const int64_t X = cfg_.n_expert;
+      dev_matmul(L.router, xn, cfg_.n_embd, 1, rl_.as<float>(), X, st);
+      const DeviceChoice c = choice_of(il);
+      route_on_device(route_spec_, rl_.as<float>(), 1, L.d_bias, c, experts_->bases(il), st);
+      if (L.shared.n_ff > 0) shared();
+      stats_.expert_selections += static_cast<uint64_t>(K);
+      stats_.experts_computed += experts_->run_decode_on_device(il, xn, c, 0.0f, out, st);
+      if (L.shared.n_ff > 0) add_inplace(out, shared_out, cfg_.n_embd, st);
+      routed_on_device_ = true;
+      return;
+    }
     HostRouter::Lookahead next;
     const uint32_t il_next = experts_->next_moe_block(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
@@ -279,6 +332,10 @@ class CudaBackend final : public Backend {
       if (!overlap) shared();
       add_inplace(out, shared_out, n * cfg_.n_embd, st);
     }
+  }
+
+  DeviceChoice choice_of(uint32_t il) {
+    return device_choice_at(choices_.as<uint8_t>() + static_cast<int64_t>(il) * choice_bytes_, route_spec_.k);
   }
 
   std::shared_ptr<const ModelSource> model_;
@@ -300,6 +357,14 @@ class CudaBackend final : public Backend {
   UploadArena arena_;
   RoutingObserver observer_;
   BackendStats stats_;
+  // Routing on the GPU (decode, every expert resident): the spec, each block's choice
+  // [n_layer][choice_bytes_] and its host copy for the observer, the biases in VRAM.
+  bool device_routing_ = false;
+  bool routed_on_device_ = false;  // this forward() routed on the GPU
+  DeviceRouteSpec route_spec_;
+  int64_t choice_bytes_ = 0;
+  DeviceBuffer choices_, bias_dev_;
+  PinnedBuffer choices_host_;
 };
 
 }  // namespace

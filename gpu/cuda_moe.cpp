@@ -122,6 +122,16 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     ps.prefetch_slots = s.prefetch_experts ? cfg_.n_expert_used : 0;
     pool_ = std::make_unique<VramExpertPool>(pack, ps, cfg_.n_expert_used);
   }
+  if (!pool_ && cfg_.n_expert_used > 0) {
+    const int32_t K = static_cast<int32_t>(cfg_.n_expert_used);
+    std::vector<int32_t> ints;
+    for (int32_t i = 0; i <= K; ++i) ints.push_back(i);
+    for (int32_t i = 0; i <= 2 * K; ++i) ints.push_back(i);
+    ints.resize(ints.size() + 2 * static_cast<size_t>(K), 0);
+    decode_ints_.allocate(ints.size() * sizeof(int32_t), "decode expert offsets");
+    MOEPACK_CUDA_CHECK(cudaMemcpy(decode_ints_.as<void>(), ints.data(), ints.size() * sizeof(int32_t),
+                                  cudaMemcpyHostToDevice));
+  }
   for (const Block& b : blocks_) {
     if (!b.moe) continue;
     for (const Role* r : {&b.rg, &b.ru, &b.rd}) {
@@ -130,6 +140,58 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
       }
     }
   }
+}
+
+ExpertBases CudaRoutedExperts::bases(uint32_t il) const {
+  if (pool_ || il >= blocks_.size() || !blocks_[il].moe) {
+    throw Error("internal: blk." + std::to_string(il) + " has no resident routed experts");
+  }
+  const Block& b = blocks_[il];
+  const uint64_t ff = static_cast<uint64_t>(n_ff_), E = static_cast<uint64_t>(cfg_.n_embd);
+  // As experts_of(): expert e's matrices at e times a matrix's bytes.
+  return {b.gate.data, b.up.data, b.down.data, ff * b.rg.row_bytes, ff * b.ru.row_bytes, E * b.rd.row_bytes};
+}
+
+uint64_t CudaRoutedExperts::run_decode_on_device(uint32_t il, const float* x, const DeviceChoice& c,
+                                                 float limit, float* out, cudaStream_t st) {
+  if (pool_ || il >= blocks_.size() || !blocks_[il].moe || decode_ints_.size() == 0) {
+    throw Error("internal: blk." + std::to_string(il) + " cannot run from a choice made on the GPU");
+  }
+  const Block& b = blocks_[il];
+  const int64_t E = cfg_.n_embd, FF = n_ff_;
+  const int32_t K = static_cast<int32_t>(cfg_.n_expert_used);
+  if (eg_.size() < fbytes(2 * K * FF) || ey_.size() < fbytes(K * E)) {
+    throw Error("internal: CudaRoutedExperts::reserve(1) was not called");
+  }
+  // run() with one token: K groups of one pair each (pair = the expert's rank), gate and up in one
+  // launch of 2K groups when they share a type and shape. The first launch reads the tables the
+  // route kernel wrote, so it is no programmatic dependent launch (tables_from_kernel).
+  const uint8_t* const* table = c.table;
+  const int32_t* grp_off = decode_ints_.as<int32_t>();  // 0..K
+  const int32_t* off2 = grp_off + K + 1;                // 0..2K
+  const int32_t* x_rows = off2 + 2 * K + 1;             // 2K zeros
+  float* eg = eg_.as<float>();
+  float* eu = eg + K * FF;
+  const bool fused = b.rg.type == b.ru.type && b.rg.row_bytes == b.ru.row_bytes && b.rg.ne0 == b.ru.ne0 &&
+                     b.rg.ne1 == b.ru.ne1;
+  if (fused && gemv_swiglu_fusable(b.rg.type, b.rg.ne0)) {
+    gemv_experts_swiglu(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, table, grp_off, K, 1, x_rows, x, E,
+                        limit, eg, FF, st, true);
+  } else {
+    if (fused) {
+      gemv_experts(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, table, off2, 2 * K, 1, x_rows, x, E, eg, FF,
+                   st, nullptr, 0, true);
+    } else {
+      gemv_experts(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, table, grp_off, K, 1, x_rows, x, E, eg, FF,
+                   st, nullptr, 0, true);
+      gemv_experts(b.ru.type, b.ru.ne0, b.ru.ne1, b.ru.row_bytes, table + K, grp_off, K, 1, x_rows, x, E, eu,
+                   FF, st, nullptr, 0, true);
+    }
+    swiglu_clamped(eg, eu, K * FF, limit, eg, st);
+  }
+  gemv_role(b.rd, table + 2 * K, grp_off, K, 1, nullptr, eg, FF, ey_.as<float>(), E, st);
+  combine_experts(ey_.as<float>(), c.pair_of, c.weights, 1, K, E, out, st);
+  return static_cast<uint64_t>(K);
 }
 
 void CudaRoutedExperts::reserve(int64_t n_tokens) {

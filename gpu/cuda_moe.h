@@ -33,6 +33,7 @@
 #include "core/backend.h"
 #include "core/engine_settings.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/device_routing.h"
 #include "gpu/device_weights.h"
 #include "gpu/upload_arena.h"
 
@@ -73,6 +74,19 @@ class CudaRoutedExperts {
   // reads to *io_wait_ms. Throws IoError / FormatError / Error from the pool.
   uint64_t run(uint32_t block, const float* x, int64_t n, const int32_t* ids, const float* w, float limit, float* out,
                UploadArena& arena, cudaStream_t st, double* io_wait_ms);
+
+  // True on the GGUF path (every expert resident at a fixed address): a block can then run from
+  // the router's choice made on the GPU (run_decode_on_device), with no copy to or from the host.
+  bool resident() const { return !pool_; }
+  // Where blk.`block`'s stacked experts lie (GGUF path; throws Error on the pack path), for
+  // route_on_device's tables.
+  ExpertBases bases(uint32_t block) const;
+  // One token (decode) on the GGUF path, the choice made by route_on_device with tables (c:
+  // ids, weights, pair_of, table of this block's experts, written earlier on stream st): the
+  // same launches and values as run() with those ids and weights on the host, bit for bit.
+  // reserve(1) first. Returns the expert FFNs evaluated (K). Throws Error on the pack path.
+  uint64_t run_decode_on_device(uint32_t block, const float* x, const DeviceChoice& c, float limit,
+                                float* out, cudaStream_t st);
 
   // Pack path with prefetch_experts: starts reading the experts of blk.`block` in `experts`
   // (most wanted first) that are not in VRAM, without waiting (VramExpertPool::prefetch). Call
@@ -120,6 +134,9 @@ class CudaRoutedExperts {
   int64_t n_ff_ = 0;
   std::unique_ptr<VramExpertPool> pool_;
   DeviceBuffer eg_, ey_;  // eg_: 2 rows of n_ff per pair (gate / up results, then SwiGLU)
+  // run_decode_on_device's group offsets of one token's K experts (the fused launch's layout in
+  // run(): 0..K, then 0..2K, then 2K zero x rows), uploaded once by bind().
+  DeviceBuffer decode_ints_;
 };
 
 }  // namespace moepack::gpu

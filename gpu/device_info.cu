@@ -24,6 +24,11 @@ DeviceQuery query_devices() {
     cudaGetLastError();  // clear the non-sticky error
     return q;
   }
+  // cudaMemGetInfo reports on the current device, so each device is made current in turn; the
+  // caller's current device is restored afterwards (on a multi-GPU host the last one would
+  // otherwise stay current for every later allocation and launch of this thread).
+  int current = 0;
+  const bool had_current = cudaGetDevice(&current) == cudaSuccess;
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, d) != cudaSuccess) continue;
@@ -41,6 +46,8 @@ DeviceQuery query_devices() {
     }
     q.devices.push_back(info);
   }
+  if (had_current && count > 0) cudaSetDevice(current);
+  cudaGetLastError();  // leave no non-sticky error of the queries behind
   if (q.devices.empty()) q.error = "no CUDA device found";
   return q;
 }

@@ -70,6 +70,11 @@ struct GemvBatch {
   // otherwise, and with x_frag.
   bool swiglu_epilogue = false;
   float swiglu_limit = 0.0f;
+  // The tables (w_table, grp_off, x_row) were written by a kernel just before on the stream (the
+  // router's choice on the GPU, gpu/device_routing.h), not uploaded: the tensor-core launch is
+  // then no programmatic dependent launch, since such a launch reads its tables before it waits
+  // for the kernel before it (kernels_gemv_mma.cu, pdl_wait_then_release).
+  bool tables_from_kernel = false;
 };
 // F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
 void gemv(const GemvBatch& b, cudaStream_t s);
@@ -77,18 +82,22 @@ void gemv(const GemvBatch& b, cudaStream_t s);
 // row), group i the matrix at table[i] with pairs [grp_off[i], grp_off[i + 1]) (at most
 // max_pairs); pair j reads x row x_row[j] (x_row null: row j) of x_stride floats and writes y
 // row j of y_stride floats. Used by the engine (gpu/cuda_moe.h), bench-twin and gpu_ops_test.
-// x_frag, x_frag_stride: GemvBatch's (optional).
+// x_frag, x_frag_stride, tables_from_kernel: GemvBatch's (optional).
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
-                  const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
-                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s, const uint8_t* x_frag = nullptr,
-                  int64_t x_frag_stride = 0);
-// gemv_experts' launch with the SwiGLU epilogue (GemvBatch::swiglu_epilogue): table holds the
+                  const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
+                  const float* x, int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s,
+                  const uint8_t* x_frag = nullptr, int64_t x_frag_stride = 0,
+                  bool tables_from_kernel = false);
+// gemv_experts' launch with the SwiGLU epilogue (GemvBatch::swiglu_epilogue; tables_from_kernel
+// as GemvBatch's): table holds the
 // n_groups gate matrices, then the n_groups up matrices; pair j writes the SwiGLU of its gate
 // and up rows, y row j. Throws Error where gemv_swiglu_fusable(type, ne0) is false or
 // max_pairs != 1.
-void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
-                         const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
-                         const float* x, int64_t x_stride, float limit, float* y, int64_t y_stride, cudaStream_t s);
+void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes,
+                         const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
+                         int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride,
+                         float limit, float* y, int64_t y_stride, cudaStream_t s,
+                         bool tables_from_kernel = false);
 
 // True when gemv() takes GemvBatch::swiglu_epilogue for rows of `type` and ne0 elements (the
 // tensor-core decode GEMV's default layout: Q4_K, Q2_K, MXFP4, ne0 a multiple of 256; not when

@@ -505,21 +505,24 @@ GemvBatch experts_batch(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_by
 }  // namespace
 
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
-                  const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
-                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s, const uint8_t* x_frag,
-                  int64_t x_frag_stride) {
+                  const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
+                  const float* x, int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s,
+                  const uint8_t* x_frag, int64_t x_frag_stride, bool tables_from_kernel) {
   GemvBatch b =
       experts_batch(type, ne0, ne1, row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride);
   b.x_frag = x_frag;
   b.x_frag_stride = x_frag_stride;
+  b.tables_from_kernel = tables_from_kernel;
   gemv(b, s);
 }
 
-void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
-                         const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
-                         const float* x, int64_t x_stride, float limit, float* y, int64_t y_stride, cudaStream_t s) {
+void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes,
+                         const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
+                         int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride,
+                         float limit, float* y, int64_t y_stride, cudaStream_t s, bool tables_from_kernel) {
   GemvBatch b =
       experts_batch(type, ne0, ne1, row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride);
+  b.tables_from_kernel = tables_from_kernel;
   b.swiglu_epilogue = true;
   b.swiglu_limit = limit;
   gemv(b, s);

@@ -99,7 +99,8 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
 // Programmatic dependent launch (PTX ISA "griddepcontrol", sm_90+): a GEMV launched with
 // cudaLaunchAttributeProgrammaticStreamSerialization may start while the kernel before it on
 // the stream is still running. Before this call it reads only what no kernel writes (the
-// weights, w_table, grp_off, x_row: host uploads in every caller); the wait returns once the
+// weights, w_table, grp_off, x_row: host uploads, or tables a kernel wrote, for which the
+// launch is not a dependent one: GemvBatch::tables_from_kernel); the wait returns once the
 // previous kernel has finished and its writes are visible (at once when launched without the
 // attribute). Then this grid lets the next PDL launch start its own weight loads.
 __device__ __forceinline__ void pdl_wait_then_release() {
@@ -1871,7 +1872,7 @@ void launch_maybe_dependent(void (*kernel)(Params...), dim3 grid, size_t smem, c
 }
 
 // A GEMV kernel (or x_fragments_wide_kernel) on b and scratch, as a programmatic dependent
-// launch unless set_gemv_pdl(false) or the kernel's code predates sm_90.
+// launch unless set_gemv_pdl(false), b.tables_from_kernel or the kernel's code predates sm_90.
 template <class T>
 struct NotDeduced {
   using type = T;
@@ -1879,7 +1880,8 @@ struct NotDeduced {
 template <class Scratch>
 void launch_kernel(void (*kernel)(GemvBatch, Scratch), dim3 grid, size_t smem, cudaStream_t s, const GemvBatch& b,
                    typename NotDeduced<Scratch>::type scratch) {
-  launch_maybe_dependent(kernel, grid, smem, s, g_pdl.load(std::memory_order_relaxed), b, scratch);
+  launch_maybe_dependent(kernel, grid, smem, s,
+                         g_pdl.load(std::memory_order_relaxed) && !b.tables_from_kernel, b, scratch);
 }
 
 // The x fragments of every group of b in stream-ordered scratch (the pool as

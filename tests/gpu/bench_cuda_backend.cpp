@@ -50,6 +50,7 @@
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_info.h"
+#include "gpu/device_routing.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
 #include "packbuilder/pack_builder.h"
@@ -603,12 +604,19 @@ int main(int argc, char** argv) {
     out["model"] = model;
     out["engine"]["gguf"] = bench_engine(gguf, s, prefill, decode);
     // Side by side on the GGUF (every expert resident), runs alternating off / on: SwiGLU as the
-    // gate + up launch's epilogue at decode (gpu/cuda_moe.cpp), and the shared expert launched
-    // beside the host's choice of experts (gpu/cuda_host_router.h).
+    // gate + up launch's epilogue at decode (gpu/cuda_moe.cpp), the shared expert launched
+    // beside the host's choice of experts (gpu/cuda_host_router.h), and the choice itself made
+    // on the GPU (gpu/device_routing.h).
     out["engine"]["gguf_swiglu_epilogue"] =
         bench_switch(gguf, s, prefill, decode, gpu::detail::set_gemv_swiglu_fusion, "swiglu_epilogue");
+    // (The overlap is that of the host's choice, so the router stays on the host for it.)
+    gpu::set_router_on_device(false);
     out["engine"]["gguf_shared_expert_overlap"] =
         bench_switch(gguf, s, prefill, decode, gpu::set_shared_expert_overlap, "shared_expert_overlap");
+    gpu::set_router_on_device(true);
+    // Decode steps routed on the GPU (gpu/device_routing.h) or on the host (HostRouter).
+    out["engine"]["gguf_router_on_device"] =
+        bench_switch(gguf, s, prefill, decode, gpu::set_router_on_device, "router_on_device");
     const std::string dir = (std::filesystem::temp_directory_path() / "moepack-bench-pack").string();
     std::filesystem::remove_all(dir);
     BuildOptions bo;

@@ -40,6 +40,7 @@
 #include "core/session.h"
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/device_routing.h"
 #include "gpu/kernels.h"
 #include "gpu/upload_arena.h"
 #include "gpu/vram_delivery_bench.h"
@@ -177,6 +178,14 @@ TEST_P(CudaFixture, SharedExpertOverlapChangesNoLogit) {
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
   test::expect_shared_expert_overlap_changes_no_logit(kFixtures + c.model, tokens, make_backend);
+}
+
+// Decode steps routed on the GPU (gpu/device_routing.h) change no logit and no routing report.
+TEST_P(CudaFixture, RouterOnDeviceChangesNoLogitNorRouting) {
+  const Case c = GetParam();
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  test::expect_router_on_device_changes_no_logit(kFixtures + c.model, tokens, make_backend);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
@@ -352,6 +361,150 @@ TEST(CudaBackend, HostRouterWaitsForTheScoresNotForBeside) {
     EXPECT_EQ(r.ids()[k], want_ids[k]) << "k " << k;
     EXPECT_EQ(std::memcmp(&r.weights()[k], &want_w[k], sizeof(float)), 0) << "k " << k;
   }
+}
+
+// route_on_device against core's route_token on the same scores: the same experts in the same
+// order and the same weights bit for bit, for the routing of every target family (Mixtral's
+// softmax top-2, Qwen3's 128 experts, DeepSeek-V3's grouped sigmoid with biases and a scale,
+// Kimi's 384 experts, the demo model's), at the kernel's limits, and on ties and -inf scores;
+// and the decode tables (the chosen experts' gate, up and down in increasing id, each
+// selection's rank).
+TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
+  struct Routing {
+    const char* name;
+    uint32_t X, K;
+    ExpertGating gating;
+    uint32_t groups, used;
+    bool bias, norm;
+    float scale;
+  };
+  const Routing cases[] = {
+      {"mixtral", 8, 2, ExpertGating::Softmax, 0, 0, false, true, 1.0f},
+      {"qwen3moe", 128, 8, ExpertGating::Softmax, 0, 0, false, true, 1.0f},
+      {"softmax-unnormalised", 60, 4, ExpertGating::Softmax, 0, 0, false, false, 1.0f},
+      {"deepseek-v3", 256, 8, ExpertGating::Sigmoid, 8, 4, true, true, 2.5f},
+      {"kimi", 384, 8, ExpertGating::Sigmoid, 1, 1, true, true, 2.827f},
+      {"demo", 32, 4, ExpertGating::Sigmoid, 0, 0, true, true, 1.0f},
+      {"groups-of-one", 8, 3, ExpertGating::Sigmoid, 8, 5, true, false, 1.0f},
+      {"limits", 1024, 32, ExpertGating::Softmax, 32, 3, false, true, 1.0f},
+      {"single", 1, 1, ExpertGating::Softmax, 0, 0, false, true, 1.0f},
+  };
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  gpu::Stream stream;
+  for (const Routing& rc : cases) {
+    SCOPED_TRACE(rc.name);
+    ModelConfig cfg;
+    cfg.arch = rc.name;
+    cfg.n_expert = rc.X;
+    cfg.n_expert_used = rc.K;
+    cfg.gating = rc.gating;
+    cfg.n_expert_groups = rc.groups;
+    cfg.n_group_used = rc.used;
+    cfg.expert_weights_norm = rc.norm;
+    cfg.expert_weights_scale = rc.scale;
+    ASSERT_TRUE(gpu::device_routing_supports(cfg));
+    const gpu::DeviceRouteSpec spec = gpu::device_route_spec(cfg);
+    const int32_t X = static_cast<int32_t>(rc.X), K = static_cast<int32_t>(rc.K);
+    // Tokens: random scores, then all equal (ties everywhere), a few levels (many ties), and
+    // (softmax) half the scores -inf.
+    std::vector<std::vector<float>> toks;
+    for (int t = 0; t < 6; ++t) {
+      std::vector<float> v(X);
+      for (float& f : v) f = nd(rng);
+      toks.push_back(v);
+    }
+    toks.emplace_back(X, 0.25f);
+    {
+      std::vector<float> v(X);
+      for (int i = 0; i < X; ++i) v[i] = static_cast<float>((i * 7) % 3) - 1.0f;
+      toks.push_back(v);
+    }
+    if (rc.gating == ExpertGating::Softmax) {
+      std::vector<float> v(X);
+      for (int i = 0; i < X; ++i) v[i] = i % 2 ? -INFINITY : nd(rng);
+      if (X == 1) v[0] = 0.5f;
+      toks.push_back(v);
+    }
+    std::vector<float> bias(X);
+    for (float& f : bias) f = 0.1f * nd(rng);
+    const int32_t n = static_cast<int32_t>(toks.size());
+    std::vector<float> scores;
+    for (const auto& v : toks) scores.insert(scores.end(), v.begin(), v.end());
+    gpu::DeviceBuffer d_scores(scores.size() * sizeof(float), "scores"),
+        d_bias(bias.size() * sizeof(float), "bias"), d_ids(static_cast<size_t>(n) * K * 4, "ids"),
+        d_w(static_cast<size_t>(n) * K * 4, "weights"),
+        d_one(static_cast<size_t>(gpu::device_choice_bytes(K)), "choice");
+    MOEPACK_CUDA_CHECK(
+        cudaMemcpy(d_scores.bytes_ptr(), scores.data(), d_scores.size(), cudaMemcpyHostToDevice));
+    MOEPACK_CUDA_CHECK(cudaMemcpy(d_bias.bytes_ptr(), bias.data(), d_bias.size(), cudaMemcpyHostToDevice));
+    const float* bias_dev = rc.bias ? d_bias.as<float>() : nullptr;
+    gpu::DeviceChoice all;
+    all.ids = d_ids.as<int32_t>();
+    all.weights = d_w.as<float>();
+    gpu::route_on_device(spec, d_scores.as<float>(), n, bias_dev, all, {}, stream.get());
+    // One token with the decode tables, at made-up bases (the kernel only adds to them).
+    const gpu::ExpertBases bases{reinterpret_cast<const uint8_t*>(0x100000),
+                                 reinterpret_cast<const uint8_t*>(0x900000),
+                                 reinterpret_cast<const uint8_t*>(0x1100000),
+                                 4096,
+                                 4160,
+                                 8192};
+    const gpu::DeviceChoice one = gpu::device_choice_at(d_one.bytes_ptr(), K);
+    const uint64_t routed = gpu::device_routed_blocks();
+    gpu::route_on_device(spec, d_scores.as<float>(), 1, bias_dev, one, bases, stream.get());
+    EXPECT_EQ(gpu::device_routed_blocks(), routed + 1);
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    std::vector<int32_t> ids(static_cast<size_t>(n) * K);
+    std::vector<float> w(ids.size());
+    std::vector<uint8_t> choice(d_one.size());
+    MOEPACK_CUDA_CHECK(cudaMemcpy(ids.data(), d_ids.bytes_ptr(), ids.size() * 4, cudaMemcpyDeviceToHost));
+    MOEPACK_CUDA_CHECK(cudaMemcpy(w.data(), d_w.bytes_ptr(), w.size() * 4, cudaMemcpyDeviceToHost));
+    MOEPACK_CUDA_CHECK(cudaMemcpy(choice.data(), d_one.bytes_ptr(), choice.size(), cudaMemcpyDeviceToHost));
+    std::vector<float> scratch(2 * static_cast<size_t>(X)), want_w(K);
+    std::vector<int32_t> want_ids(K);
+    for (int32_t t = 0; t < n; ++t) {
+      SCOPED_TRACE("token " + std::to_string(t));
+      route_token(cfg, scores.data() + static_cast<size_t>(t) * X, rc.bias ? bias.data() : nullptr,
+                  want_ids.data(), want_w.data(), scratch.data());
+      for (int32_t k = 0; k < K; ++k) {
+        EXPECT_EQ(ids[t * K + k], want_ids[k]) << "k " << k;
+        EXPECT_EQ(std::memcmp(&w[t * K + k], &want_w[k], sizeof(float)), 0)
+            << "k " << k << ": " << w[t * K + k] << " against " << want_w[k];
+      }
+      if (t != 0) continue;
+      const gpu::DeviceChoice c = gpu::device_choice_at(choice.data(), K);
+      std::vector<int32_t> sorted(want_ids);
+      std::sort(sorted.begin(), sorted.end());
+      for (int32_t k = 0; k < K; ++k) {
+        EXPECT_EQ(c.ids[k], want_ids[k]);
+        EXPECT_EQ(std::memcmp(&c.weights[k], &want_w[k], sizeof(float)), 0);
+        const int32_t rank =
+            static_cast<int32_t>(std::find(sorted.begin(), sorted.end(), want_ids[k]) - sorted.begin());
+        EXPECT_EQ(c.pair_of[k], rank) << "k " << k;
+        const uint64_t e = static_cast<uint64_t>(sorted[k]);
+        EXPECT_EQ(c.table[k], bases.gate + e * 4096) << "gate of group " << k;
+        EXPECT_EQ(c.table[K + k], bases.up + e * 4160) << "up of group " << k;
+        EXPECT_EQ(c.table[2 * K + k], bases.down + e * 8192) << "down of group " << k;
+      }
+    }
+  }
+  // Outside the kernel's limits: a clear Error, nothing launched.
+  ModelConfig big;
+  big.arch = "too-many";
+  big.n_expert = 2048;
+  big.n_expert_used = 8;
+  EXPECT_FALSE(gpu::device_routing_supports(big));
+  EXPECT_THROW(gpu::device_route_spec(big), Error);
+  big.n_expert = 64;
+  big.gating = ExpertGating::SqrtSoftplus;
+  EXPECT_FALSE(gpu::device_routing_supports(big));
+}
+
+// Decode steps routed on the GPU give the host routing's logits and routing reports bit for bit.
+TEST(CudaBackend, RouterOnDeviceChangesNoLogitOfTheDemoModel) {
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  test::expect_router_on_device_changes_no_logit(kDemo, tokens, make_backend);
 }
 
 TEST(CudaBackend, SharedExpertOverlapChangesNoLogitOfTheDemoModel) {

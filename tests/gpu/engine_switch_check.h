@@ -5,18 +5,25 @@
 //   - gpu::detail::set_gemv_swiglu_fusion: SwiGLU as the gate + up launch's epilogue at decode
 //     (gpu/cuda_moe.cpp, kernels.h GemvBatch::swiglu_epilogue) or its own launch;
 //   - gpu::set_shared_expert_overlap: a MoE block's shared expert launched beside the host's
-//     choice of experts (gpu/cuda_host_router.h) or after the routed experts.
+//     choice of experts (gpu/cuda_host_router.h) or after the routed experts;
+//   - gpu::set_router_on_device: decode steps route on the GPU (gpu/device_routing.h) or on the
+//     host; here the routing observer's reports (block, position, experts, weights bit for bit)
+//     must be the same too.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/model_source.h"
 #include "gpu/cuda_host_router.h"
+#include "gpu/device_routing.h"
 #include "gpu/gemv_mma.h"
 #include "tests/support/backend_parity.h"
 
@@ -48,12 +55,63 @@ inline void expect_swiglu_epilogue_changes_no_logit(const std::string& model, st
                                  "the SwiGLU epilogue");
 }
 
-// (Callers skip models without shared experts: there the switch changes nothing.)
+// (Callers skip models without shared experts: there the switch changes nothing.) The router
+// stays on the host for it, decode steps included: the overlap is with the host's choice.
 inline void expect_shared_expert_overlap_changes_no_logit(const std::string& model,
                                                           std::span<const int32_t> tokens,
                                                           BackendFactory factory) {
+  struct OnAfterwards {
+    ~OnAfterwards() { gpu::set_router_on_device(true); }
+  } restore;
+  gpu::set_router_on_device(false);
   expect_switch_changes_no_logit(model, tokens, factory, gpu::set_shared_expert_overlap,
                                  "the shared expert beside the routing");
+}
+
+// Both the logits and every routing report of the prompt and 8 greedy decodes, with the router
+// on the host (off) and on the GPU (on); with it on, the GPU must have routed the decode steps
+// (route_on_device calls with tables: gpu::device_routed_blocks()).
+inline void expect_router_on_device_changes_no_logit(const std::string& model,
+                                                     std::span<const int32_t> tokens,
+                                                     BackendFactory factory) {
+  struct OnAfterwards {
+    ~OnAfterwards() { gpu::set_router_on_device(true); }
+  } restore;
+  using Report = std::tuple<uint32_t, uint32_t, std::vector<int32_t>, std::vector<uint32_t>>;
+  const auto src = ModelSource::open(model);
+  std::vector<float> logits[2];
+  std::vector<Report> reports[2];
+  for (const bool on : {false, true}) {
+    gpu::set_router_on_device(on);
+    auto be = factory(src, parity_settings("cuda"));
+    be->set_routing_observer([&reports, on](uint32_t block, uint32_t pos, std::span<const int32_t> experts,
+                                            std::span<const float> weights) {
+      std::vector<uint32_t> bits(weights.size());
+      std::memcpy(bits.data(), weights.data(), weights.size() * sizeof(float));
+      reports[on].emplace_back(block, pos, std::vector<int32_t>(experts.begin(), experts.end()), bits);
+    });
+    const uint64_t before = gpu::device_routed_blocks();
+    logits[on] = prompt_then_greedy_logits(*be, tokens);
+    const uint64_t routed = gpu::device_routed_blocks() - before;
+    if (on) {
+      EXPECT_GT(routed, 0u) << model << ": no decode step routed on the GPU";
+    } else {
+      EXPECT_EQ(routed, 0u) << model << ": routed on the GPU with the switch off";
+    }
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  ASSERT_FALSE(logits[0].empty());
+  EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0)
+      << model << ": logits differ with the router on the GPU";
+  ASSERT_FALSE(reports[0].empty());
+  // The host path reports each block as it routes, the GPU path after each decode step: the
+  // same reports, compared in (position, block) order.
+  for (auto& r : reports)
+    std::stable_sort(r.begin(), r.end(), [](const Report& a, const Report& b) {
+      return std::get<1>(a) != std::get<1>(b) ? std::get<1>(a) < std::get<1>(b)
+                                              : std::get<0>(a) < std::get<0>(b);
+    });
+  EXPECT_EQ(reports[0], reports[1]) << model << ": routing reports differ with the router on the GPU";
 }
 
 }  // namespace moepack::test
