@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,11 @@
 #include "gpu/cuda_arch_backends.h"
 #include "gpu/cuda_attention.h"
 #include "gpu/cuda_check.h"
+#include "gpu/cuda_device_router.h"
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_info.h"
-#include "gpu/device_routing.h"
 #include "gpu/device_weights.h"
 #include "gpu/kernels.h"
 #include "gpu/upload_arena.h"
@@ -133,24 +134,10 @@ class CudaBackend final : public Backend {
     }
     for (const Layer& L : layers_) max_ff_ = std::max({max_ff_, L.dense.n_ff, L.shared.n_ff});
     experts_->bind(s);
-    // Decode steps route on the GPU when every expert is resident (gpu/device_routing.h): the
-    // selection biases go to VRAM, and each MoE block gets a region for its choice.
-    if (cfg_.n_expert > 0 && experts_->resident() && device_routing_supports(cfg_)) {
-      route_spec_ = device_route_spec(cfg_);
-      const int64_t X = cfg_.n_expert;
-      choice_bytes_ = device_choice_bytes(route_spec_.k);
-      choices_.allocate(static_cast<size_t>(choice_bytes_) * cfg_.n_layer, "routing choices");
-      choices_host_.allocate(static_cast<size_t>(choice_bytes_) * cfg_.n_layer, "routing choices");
-      bias_dev_.allocate(fbytes(X * cfg_.n_layer), "routing biases");
-      for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
-        Layer& L = layers_[il];
-        if (L.expert_bias.empty()) continue;
-        L.d_bias = bias_dev_.as<float>() + static_cast<int64_t>(il) * X;
-        MOEPACK_CUDA_CHECK(cudaMemcpy(const_cast<float*>(L.d_bias), L.expert_bias.data(), fbytes(X),
-                                      cudaMemcpyHostToDevice));
-      }
-      device_routing_ = true;
-    }
+    // Decode steps route on the GPU when every expert is resident (gpu/cuda_device_router.h).
+    std::vector<std::vector<float>> biases;
+    for (const Layer& L : layers_) biases.push_back(L.expert_bias);
+    device_router_.bind(cfg_, *experts_, biases);
     for (const Layer& L : layers_) {
       for (const Ffn* f : {&L.dense, &L.shared}) {
         if (f->n_ff) {
@@ -190,7 +177,7 @@ class CudaBackend final : public Backend {
     const int64_t pos0 = n_past_;
     cudaStream_t st = stream_.get();
     arena_.reset();
-    routed_on_device_ = false;
+    device_router_.begin_step();
     x_.ensure(fbytes(n * E), "activations");
     xn_.ensure(fbytes(n * E), "activations");
     tmp_.ensure(fbytes(n * E), "activations");
@@ -235,24 +222,11 @@ class CudaBackend final : public Backend {
       logits_.ensure(fbytes(rows * NV), "logits");
       dev_matmul(output_, xn, E, rows, logits_.as<float>(), NV, st);
       float* dst = all_logits.empty() ? logits.data() : all_logits.data();
-      const bool report = routed_on_device_ && observer_;
-      if (report) {
-        MOEPACK_CUDA_CHECK(cudaMemcpyAsync(choices_host_.as<void>(), choices_.as<void>(),
-                                           choices_host_.size(), cudaMemcpyDeviceToHost, st));
-      }
+      device_router_.copy_back(observer_, st);
       MOEPACK_CUDA_CHECK(
           cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(rows * NV), cudaMemcpyDeviceToHost, st));
       MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
-      if (report) {
-        const int32_t K = route_spec_.k;
-        for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
-          if (!cfg_.is_moe_layer(il)) continue;
-          const DeviceChoice c =
-              device_choice_at(choices_host_.as<uint8_t>() + static_cast<int64_t>(il) * choice_bytes_, K);
-          observer_(il, static_cast<uint32_t>(pos0), std::span<const int32_t>(c.ids, static_cast<size_t>(K)),
-                    std::span<const float>(c.weights, static_cast<size_t>(K)));
-        }
-      }
+      device_router_.report(observer_, static_cast<uint32_t>(pos0));
       if (!all_logits.empty()) {
         std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
       }
@@ -275,8 +249,7 @@ class CudaBackend final : public Backend {
     float* kv = nullptr;  // [n_ctx][kv_width]
     Ffn dense;
     DevMatrix router;                // [n_expert][E]
-    std::vector<float> expert_bias;  // host: routing on the host
-    const float* d_bias = nullptr;   // the same in VRAM (routing on the GPU), or null
+    std::vector<float> expert_bias;  // host (a copy in VRAM for DeviceRouter)
     Ffn shared;
   };
 
@@ -298,24 +271,19 @@ class CudaBackend final : public Backend {
     // The shared expert beside the host's choice (HostRouter::route), or after the routed ones.
     const bool overlap = L.shared.n_ff > 0 && shared_expert_overlap();
     const auto shared = [&] { ffn(L.shared, xn, n, shared_out); };
+    if (device_router_.active(n)) {
+      // Decode with every expert resident: the choice on the GPU (route_token's, bit for bit),
+      // no copy to or from the host and no wait; the shared expert beside it.
+      stats_.expert_selections += static_cast<uint64_t>(K);
+      stats_.experts_computed +=
+          device_router_.run_block(il, L.router, xn, rl_.as<float>(), *experts_,
+                                   L.shared.n_ff > 0 ? std::function<void()>(shared) : nullptr, out, st);
+      if (L.shared.n_ff > 0) add_inplace(out, shared_out, cfg_.n_embd, st);
+      return;
+    }
     // Router scores on the GPU, top-k on the host with core's route_token (exact). With
     // prefetch, the next MoE block's router on the same input predicts its experts, whose
     // reads start once this block's experts are queued.
-    if (n == 1 && device_routing_ && router_on_device()) {
-      // Decode with every expert resident: the choice on the GPU (route_token's, bit for bit),
-      // so the block runs with no copy to or from the host and no wait; the shared expert
-      // first, as beside the host's choice. The observer hears the choices after the step.
-      const int64_t X = cfg_.n_expert;
-      dev_matmul(L.router, xn, cfg_.n_embd, 1, rl_.as<float>(), X, st);
-      const DeviceChoice c = choice_of(il);
-      route_on_device(route_spec_, rl_.as<float>(), 1, L.d_bias, c, experts_->bases(il), st);
-      if (L.shared.n_ff > 0) shared();
-      stats_.expert_selections += static_cast<uint64_t>(K);
-      stats_.experts_computed += experts_->run_decode_on_device(il, xn, c, 0.0f, out, st);
-      if (L.shared.n_ff > 0) add_inplace(out, shared_out, cfg_.n_embd, st);
-      routed_on_device_ = true;
-      return;
-    }
     HostRouter::Lookahead next;
     const uint32_t il_next = experts_->next_moe_block(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
@@ -332,10 +300,6 @@ class CudaBackend final : public Backend {
       if (!overlap) shared();
       add_inplace(out, shared_out, n * cfg_.n_embd, st);
     }
-  }
-
-  DeviceChoice choice_of(uint32_t il) {
-    return device_choice_at(choices_.as<uint8_t>() + static_cast<int64_t>(il) * choice_bytes_, route_spec_.k);
   }
 
   std::shared_ptr<const ModelSource> model_;
@@ -357,14 +321,7 @@ class CudaBackend final : public Backend {
   UploadArena arena_;
   RoutingObserver observer_;
   BackendStats stats_;
-  // Routing on the GPU (decode, every expert resident): the spec, each block's choice
-  // [n_layer][choice_bytes_] and its host copy for the observer, the biases in VRAM.
-  bool device_routing_ = false;
-  bool routed_on_device_ = false;  // this forward() routed on the GPU
-  DeviceRouteSpec route_spec_;
-  int64_t choice_bytes_ = 0;
-  DeviceBuffer choices_, bias_dev_;
-  PinnedBuffer choices_host_;
+  DeviceRouter device_router_;  // decode steps' choice on the GPU (every expert resident)
 };
 
 }  // namespace

@@ -26,6 +26,8 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,7 @@
 #include "gpu/cuda_arch_backends.h"
 #include "gpu/cuda_attention.h"
 #include "gpu/cuda_check.h"
+#include "gpu/cuda_device_router.h"
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
@@ -244,6 +247,10 @@ class CudaKimiLinear final : public Backend {
     }
     experts_->bind(s);
     experts_->reserve(kUbatch);
+    // Decode steps route on the GPU when every expert is resident (gpu/cuda_device_router.h).
+    std::vector<std::vector<float>> biases;
+    for (const Layer& L : layers_) biases.push_back(L.bias);
+    device_router_.bind(cfg_, *experts_, biases);
     tokens_.reserve(n_ctx_);
     MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());  // the memsets before stream_'s first kernel
   }
@@ -446,6 +453,7 @@ class CudaKimiLinear final : public Backend {
     const int64_t pos0 = n_past_;
     cudaStream_t st = stream_.get();
     arena_.reset();
+    device_router_.begin_step();
     float* x = x_.as<float>();
     float* xn = xn_.as<float>();
     float* y = y_.as<float>();
@@ -471,8 +479,11 @@ class CudaKimiLinear final : public Backend {
         add_inplace(x, y, n * E, st);
       }
       experts_->end_step();
+      const RoutingObserver& sink = defer_routing_ ? defer_ : observer_;
+      device_router_.copy_back(sink, st);
       if (!logits.empty() || !all_logits.empty()) head(n, logits, all_logits);
       MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+      device_router_.report(sink, static_cast<uint32_t>(pos0));
     } catch (...) {
       experts_->end_step();
       cudaStreamSynchronize(st);  // nothing queued may outlive this call's tables
@@ -591,12 +602,6 @@ class CudaKimiLinear final : public Backend {
     cudaStream_t st = stream_.get();
     const int64_t E = cfg_.n_embd, K = cfg_.n_expert_used;
     const float* xn = xn_.as<float>();
-    // Collected for replay in block-major order when the call spans several ubatches (run_all).
-    const RoutingObserver defer = [this](uint32_t block, uint32_t pos, std::span<const int32_t> ids,
-                                         std::span<const float> wts) {
-      deferred_.push_back({block, pos, std::vector<int32_t>(ids.begin(), ids.end()),
-                           std::vector<float>(wts.begin(), wts.end())});
-    };
     // With prefetch, the next MoE block's router on this block's input predicts its experts,
     // read once this block's experts are queued.
     RouterLookahead next;
@@ -609,11 +614,21 @@ class CudaKimiLinear final : public Backend {
     // routed experts.
     const bool overlap = L.ff > 0 && shared_expert_overlap();
     const auto shared = [&] { swiglu_ffn(L.m_sh_gate, L.m_sh_up, L.m_sh_down, L.ff, n, tmp_.as<float>()); };
+    float* y = y_.as<float>();
+    if (device_router_.active(n)) {
+      // Decode with every expert resident: the choice on the GPU (route_token's, bit for bit),
+      // no copy to or from the host and no wait; the shared expert beside it.
+      stats_.expert_selections += static_cast<uint64_t>(K);
+      stats_.experts_computed +=
+          device_router_.run_block(il, L.m_router, xn, rl_.as<float>(), *experts_,
+                                   L.ff > 0 ? std::function<void()>(shared) : nullptr, y, st);
+      if (L.ff > 0) add_inplace(y, tmp_.as<float>(), E, st);
+      return;
+    }
     router_.route(il, L.m_router, xn, n, pos0, L.bias.empty() ? nullptr : L.bias.data(), rl_.as<float>(), st,
-                  defer_routing_ ? defer : observer_, {}, next,
+                  defer_routing_ ? defer_ : observer_, {}, next,
                   overlap ? HostRouter::Beside(shared) : nullptr);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
-    float* y = y_.as<float>();
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, y, arena_, st, io_wait);
     if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
@@ -649,6 +664,14 @@ class CudaKimiLinear final : public Backend {
   RoutingObserver observer_;
   bool defer_routing_ = false;
   std::vector<Routed> deferred_;
+  // Collects routing for replay in block-major order when a call spans several ubatches
+  // (run_all).
+  const RoutingObserver defer_ = [this](uint32_t block, uint32_t pos, std::span<const int32_t> ids,
+                                        std::span<const float> wts) {
+    deferred_.push_back({block, pos, std::vector<int32_t>(ids.begin(), ids.end()),
+                         std::vector<float>(wts.begin(), wts.end())});
+  };
+  DeviceRouter device_router_;  // decode steps' choice on the GPU (every expert resident)
   BackendStats stats_;
 };
 

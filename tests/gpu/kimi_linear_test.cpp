@@ -281,6 +281,13 @@ TEST_P(KimiFixture, SharedExpertOverlapChangesNoLogit) {
   test::expect_shared_expert_overlap_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
 }
 
+// Decode steps routed on the GPU (gpu/cuda_device_router.h) change no logit and no routing
+// report.
+TEST_P(KimiFixture, RouterOnDeviceChangesNoLogitNorRouting) {
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
+}
+
 TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-kimi-cuda");
 }

@@ -1,0 +1,68 @@
+#include "gpu/cuda_device_router.h"
+
+#include <span>
+#include <string>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+
+namespace moepack::gpu {
+
+void DeviceRouter::bind(const ModelConfig& cfg, const CudaRoutedExperts& experts,
+                        const std::vector<std::vector<float>>& biases) {
+  on_ = false;
+  if (cfg.n_expert == 0 || !experts.resident() || !device_routing_supports(cfg)) return;
+  spec_ = device_route_spec(cfg);
+  const int64_t X = cfg.n_expert;
+  const size_t blocks = biases.size();
+  choice_bytes_ = device_choice_bytes(spec_.k);
+  choices_.allocate(static_cast<size_t>(choice_bytes_) * blocks, "routing choices");
+  choices_host_.allocate(static_cast<size_t>(choice_bytes_) * blocks, "routing choices");
+  biases_.allocate(static_cast<size_t>(X) * blocks * sizeof(float), "routing biases");
+  bias_of_.assign(blocks, nullptr);
+  for (size_t il = 0; il < blocks; ++il) {
+    if (biases[il].empty()) continue;
+    if (static_cast<int64_t>(biases[il].size()) != X) {
+      throw Error("internal: blk." + std::to_string(il) + " has " + std::to_string(biases[il].size()) +
+                  " routing biases for " + std::to_string(X) + " experts");
+    }
+    float* d = biases_.as<float>() + static_cast<int64_t>(il) * X;
+    MOEPACK_CUDA_CHECK(
+        cudaMemcpy(d, biases[il].data(), static_cast<size_t>(X) * sizeof(float), cudaMemcpyHostToDevice));
+    bias_of_[il] = d;
+  }
+  on_ = true;
+}
+
+uint64_t DeviceRouter::run_block(uint32_t il, const DevMatrix& router, const float* x, float* scores,
+                                 CudaRoutedExperts& experts, const std::function<void()>& beside, float* out,
+                                 cudaStream_t st) {
+  if (!on_ || il >= bias_of_.size())
+    throw Error("internal: blk." + std::to_string(il) + " cannot route on the GPU");
+  dev_matmul(router, x, router.ne0, 1, scores, spec_.n_expert, st);
+  const DeviceChoice c = choice_of(choices_.as<uint8_t>(), il);
+  route_on_device(spec_, scores, 1, bias_of_[il], c, experts.bases(il), st);
+  if (beside) beside();
+  const uint64_t computed = experts.run_decode_on_device(il, x, c, 0.0f, out, st);
+  routed_.push_back(il);
+  return computed;
+}
+
+void DeviceRouter::copy_back(const RoutingObserver& observer, cudaStream_t st) {
+  copied_ = observer && !routed_.empty();
+  if (!copied_) return;
+  MOEPACK_CUDA_CHECK(cudaMemcpyAsync(choices_host_.as<void>(), choices_.as<void>(), choices_host_.size(),
+                                     cudaMemcpyDeviceToHost, st));
+}
+
+void DeviceRouter::report(const RoutingObserver& observer, uint32_t pos) {
+  if (!copied_ || !observer) return;
+  copied_ = false;
+  const size_t K = static_cast<size_t>(spec_.k);
+  for (const uint32_t il : routed_) {
+    const DeviceChoice c = choice_of(choices_host_.as<uint8_t>(), il);
+    observer(il, pos, std::span<const int32_t>(c.ids, K), std::span<const float>(c.weights, K));
+  }
+}
+
+}  // namespace moepack::gpu
