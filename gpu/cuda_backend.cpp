@@ -10,6 +10,7 @@
 #include "gpu/cuda_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -35,6 +36,8 @@
 namespace moepack::gpu {
 
 namespace {
+
+std::atomic<bool> g_residual_norm_fusion{true};
 
 using Clock = std::chrono::steady_clock;
 
@@ -201,18 +204,31 @@ class CudaBackend final : public Backend {
       const int32_t* d_tokens = arena_.put(tokens.data(), tokens.size(), st);
       dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tokens, static_cast<int32_t>(n),
                    x, st);
+      // The residual adds fused with the RMSNorm after them (add_rms_norm), the shared expert's
+      // output added there too; the same values bit for bit as the separate launches.
+      const bool fuse = residual_norm_fusion();
       for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
         const Layer& L = layers_[il];
-        rms_norm(x, E, L.attn_norm, E, cfg_.rms_eps, xn, E, n, st);
+        if (il == 0 || !fuse) rms_norm(x, E, L.attn_norm, E, cfg_.rms_eps, xn, E, n, st);
         attention_->forward(il, xn, n, pos0, L.kv, tmp, st);
-        add_inplace(x, tmp, n * E, st);
-        rms_norm(x, E, L.ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
+        if (fuse) {
+          add_rms_norm(x, tmp, nullptr, L.ffn_norm, E, cfg_.rms_eps, xn, n, st);
+        } else {
+          add_inplace(x, tmp, n * E, st);
+          rms_norm(x, E, L.ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
+        }
+        const float* shared = nullptr;  // the shared expert's output, not yet added to tmp
         if (cfg_.is_moe_layer(il)) {
-          moe(il, xn, n, pos0, tmp, tmp2, &io_wait);
+          shared = moe(il, xn, n, pos0, tmp, tmp2, &io_wait, fuse);
         } else {
           ffn(L.dense, xn, n, tmp);
         }
-        add_inplace(x, tmp, n * E, st);
+        if (fuse && il + 1 < cfg_.n_layer) {
+          add_rms_norm(x, tmp, shared, layers_[il + 1].attn_norm, E, cfg_.rms_eps, xn, n, st);
+        } else {
+          if (shared) add_inplace(tmp, shared, n * E, st);
+          add_inplace(x, tmp, n * E, st);
+        }
       }
       experts_->end_step();
       // Head: the last token always; every token when asked.
@@ -262,9 +278,11 @@ class CudaBackend final : public Backend {
     dev_matmul(w.down, g_.as<float>(), w.n_ff, n, out, cfg_.n_embd, st);
   }
 
-  // out = the routed experts' sum + the shared expert's (computed into shared_out).
-  void moe(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* out, float* shared_out,
-           double* io_wait) {
+  // out = the routed experts' sum + the shared expert's (computed into shared_out). With
+  // leave_shared, the shared expert's output is not added to out: returns shared_out for the
+  // caller to add (null when the block has no shared expert or it was added here).
+  const float* moe(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* out, float* shared_out,
+                   double* io_wait, bool leave_shared) {
     const Layer& L = layers_[il];
     cudaStream_t st = stream_.get();
     const int64_t K = cfg_.n_expert_used;
@@ -278,8 +296,10 @@ class CudaBackend final : public Backend {
       stats_.experts_computed +=
           device_router_.run_block(il, L.router, xn, rl_.as<float>(), *experts_,
                                    L.shared.n_ff > 0 ? std::function<void()>(shared) : nullptr, out, st);
-      if (L.shared.n_ff > 0) add_inplace(out, shared_out, cfg_.n_embd, st);
-      return;
+      if (L.shared.n_ff == 0) return nullptr;
+      if (leave_shared) return shared_out;
+      add_inplace(out, shared_out, cfg_.n_embd, st);
+      return nullptr;
     }
     // Router scores on the GPU, top-k on the host with core's route_token (exact). With
     // prefetch, the next MoE block's router on the same input predicts its experts, whose
@@ -296,10 +316,11 @@ class CudaBackend final : public Backend {
     stats_.experts_computed +=
         experts_->run(il, xn, n, router_.ids(), router_.weights(), 0.0f, out, arena_, st, io_wait);
     if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
-    if (L.shared.n_ff > 0) {
-      if (!overlap) shared();
-      add_inplace(out, shared_out, n * cfg_.n_embd, st);
-    }
+    if (L.shared.n_ff == 0) return nullptr;
+    if (!overlap) shared();
+    if (leave_shared) return shared_out;
+    add_inplace(out, shared_out, n * cfg_.n_embd, st);
+    return nullptr;
   }
 
   std::shared_ptr<const ModelSource> model_;
@@ -325,6 +346,9 @@ class CudaBackend final : public Backend {
 };
 
 }  // namespace
+
+void set_residual_norm_fusion(bool on) { g_residual_norm_fusion.store(on, std::memory_order_relaxed); }
+bool residual_norm_fusion() { return g_residual_norm_fusion.load(std::memory_order_relaxed); }
 
 bool cuda_backend_supports(const ModelConfig& cfg) {
   return cfg.arch == "deepseek2" || cfg.arch == "qwen3moe" || cfg.arch == "llama" ||

@@ -11,12 +11,19 @@
 //   - KV cache: F32 in VRAM, [n_layer][n_ctx][kv_width];
 //   - activations: F32 in VRAM, grown on demand (the reserve must cover them).
 //
-// Router: scores on the GPU; the n_expert scores per token are copied back (a wait on the
-// compute stream, not the device) and core's route_token() selects top-k on the host, so the
-// selection is the CPU reference's own code (groups, bias, norm, scale) and exact by
-// construction. The selected experts of a layer then run in one launch per projection
-// (gate, up, down: a table of slot pointers, pairs sorted by expert), and one kernel adds the
-// K weighted outputs per token in selection order.
+// Router: scores on the GPU. Prefill, and every step on the pack path: the n_expert scores per
+// token are copied back (a wait for that copy, not for the stream or the device) and core's
+// route_token() selects top-k on the host, the CPU reference's own code (groups, bias, norm,
+// scale). Decode with every expert resident: the GPU chooses (gpu/cuda_device_router.h), the
+// same function bit for bit, with no copy to or from the host. The selected experts of a layer
+// then run in one launch per projection (gate and up together, then down: a table of expert
+// pointers, pairs sorted by expert), and one kernel adds the K weighted outputs per token in
+// selection order.
+//
+// The residual stream: x += block output, then the next RMSNorm, in one launch where both
+// follow each other (add_rms_norm; add_inplace2 for the MoE sum plus the shared expert), the
+// same values bit for bit as the two launches.
+
 #pragma once
 
 #include <memory>
@@ -39,6 +46,11 @@ std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const ModelSource> mo
 bool cuda_backend_supports(const ModelConfig& cfg);
 // True when a CUDA device is present (query_devices()) and cuda_backend_supports(model).
 bool cuda_backend_usable(const ModelSource& model);
+
+// Process-wide switch (for the benchmark's side by side and the tests that it changes no
+// logit): the residual add fused with the RMSNorm after it (on, the default) or two launches.
+void set_residual_norm_fusion(bool on);
+bool residual_norm_fusion();
 
 // Registers "cuda" with core's make_backend (core/backend_factory.h). Executables built with
 // MOEPACK_CUDA call it once at startup.

@@ -38,6 +38,7 @@
 #include "core/tensor_store.h"
 #include "gpu/cuda_arch_backends.h"
 #include "gpu/cuda_attention.h"
+#include "gpu/cuda_backend.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_device_router.h"
 #include "gpu/cuda_host_router.h"
@@ -461,22 +462,32 @@ class CudaKimiLinear final : public Backend {
       const int32_t* d_tok = arena_.put(tokens.data(), tokens.size(), st);
       dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), x,
                    st);
+      // The residual adds fused with the RMSNorm after them (gpu/cuda_backend.h).
+      const bool fuse = residual_norm_fusion();
       for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
         const Layer& L = layers_[il];
-        rms_norm(x, E, L.d_attn_norm, E, cfg_.rms_eps, xn, E, n, st);
+        if (il == 0 || !fuse) rms_norm(x, E, L.d_attn_norm, E, cfg_.rms_eps, xn, E, n, st);
         if (L.kda) {
           kda(L, n);
         } else {
           mla(L, n, pos0);
         }
-        add_inplace(x, y, n * E, st);
-        rms_norm(x, E, L.d_ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
+        if (fuse) {
+          add_rms_norm(x, y, nullptr, L.d_ffn_norm, E, cfg_.rms_eps, xn, n, st);
+        } else {
+          add_inplace(x, y, n * E, st);
+          rms_norm(x, E, L.d_ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
+        }
         if (L.moe) {
           moe(il, n, pos0, &io_wait);
         } else {
           swiglu_ffn(L.m_gate, L.m_up, L.m_down, L.ff, n, y);
         }
-        add_inplace(x, y, n * E, st);
+        if (fuse && il + 1 < cfg_.n_layer) {
+          add_rms_norm(x, y, nullptr, layers_[il + 1].d_attn_norm, E, cfg_.rms_eps, xn, n, st);
+        } else {
+          add_inplace(x, y, n * E, st);
+        }
       }
       experts_->end_step();
       const RoutingObserver& sink = defer_routing_ ? defer_ : observer_;

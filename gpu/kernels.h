@@ -129,6 +129,12 @@ void dequant_rows(GgmlType type, const uint8_t* w, uint64_t row_bytes, int64_t n
 // out + r * out_stride = rmsnorm(x + r * x_stride) * w (w may be null). out may alias x.
 void rms_norm(const float* x, int64_t x_stride, const float* w, int64_t n, float eps, float* out, int64_t out_stride,
               int64_t n_rows, cudaStream_t s);
+// x[r] += y[r] (y2 null) or x[r] += (y[r] + y2[r]), then out[r] = rmsnorm(x[r]) * w, for n_rows
+// rows of n floats (x, y, y2, out rows of n floats; w may be null): the add_inplace calls then
+// rms_norm in one launch, the same values bit for bit (each thread adds the elements it then
+// squares). out must not alias x, y or y2; y is not written (add_inplace(y, y2) would be).
+void add_rms_norm(float* x, const float* y, const float* y2, const float* w, int64_t n, float eps, float* out,
+                  int64_t n_rows, cudaStream_t s);
 // out[i] = silu(gate[i]) * up[i], i < n. out may alias gate.
 void swiglu(const float* gate, const float* up, int64_t n, float* out, cudaStream_t s);
 // out[i] = silu(min(gate[i], L)) * clamp(up[i], -L, L), i < n (DeepSeek-V4's SwiGLU clamps;

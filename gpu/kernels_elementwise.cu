@@ -13,13 +13,31 @@ constexpr int kThreads = 256;
 unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
 // One block per row: sum of squares in double (as ggml and cpu_ops rms_norm), then
-// scale = 1 / sqrtf(mean + eps) in float (IEEE sqrt and division: nvcc's defaults).
-__global__ void rms_norm_kernel(const float* x, int64_t x_stride, const float* w, int64_t n, float eps, float* out,
+// scale = 1 / sqrtf(mean + eps) in float (IEEE sqrt and division: nvcc's defaults). ADD: the
+// row of y (plus y2's, added to it first) is added to x's first (add_rms_norm); each thread
+// adds, stores and squares the same elements it later scales, so no barrier is needed between
+// the add and the norm.
+template <bool ADD>
+__global__ void rms_norm_kernel(float* x_rw, const float* x, int64_t x_stride, const float* y,
+                                const float* y2, const float* w, int64_t n, float eps, float* out,
                                 int64_t out_stride) {
   const float* xr = x + static_cast<int64_t>(blockIdx.x) * x_stride;
   float* orow = out + static_cast<int64_t>(blockIdx.x) * out_stride;
   double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(xr[i]) * static_cast<double>(xr[i]);
+  if constexpr (ADD) {
+    float* xw = x_rw + static_cast<int64_t>(blockIdx.x) * x_stride;
+    const float* yr = y + static_cast<int64_t>(blockIdx.x) * x_stride;
+    const float* y2r = y2 ? y2 + static_cast<int64_t>(blockIdx.x) * x_stride : nullptr;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const float v = xw[i] + (y2r ? yr[i] + y2r[i] : yr[i]);
+      xw[i] = v;
+      sum += static_cast<double>(v) * static_cast<double>(v);
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      sum += static_cast<double>(xr[i]) * static_cast<double>(xr[i]);
+    }
+  }
   __shared__ double part[kThreads / 32];
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = sum;
@@ -70,7 +88,15 @@ __global__ void combine_kernel(const float* y, const int32_t* pair_of, const flo
 void rms_norm(const float* x, int64_t x_stride, const float* w, int64_t n, float eps, float* out, int64_t out_stride,
               int64_t n_rows, cudaStream_t s) {
   if (n_rows <= 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, x_stride, w, n, eps, out, out_stride);
+  rms_norm_kernel<false><<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(
+      nullptr, x, x_stride, nullptr, nullptr, w, n, eps, out, out_stride);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+void add_rms_norm(float* x, const float* y, const float* y2, const float* w, int64_t n, float eps, float* out,
+                  int64_t n_rows, cudaStream_t s) {
+  if (n_rows <= 0) return;
+  rms_norm_kernel<true><<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, x, n, y, y2, w, n, eps, out, n);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -617,6 +617,9 @@ int main(int argc, char** argv) {
     // Decode steps routed on the GPU (gpu/device_routing.h) or on the host (HostRouter).
     out["engine"]["gguf_router_on_device"] =
         bench_switch(gguf, s, prefill, decode, gpu::set_router_on_device, "router_on_device");
+    // The residual add and the RMSNorm after it in one launch or two (gpu/cuda_backend.h).
+    out["engine"]["gguf_residual_norm_fusion"] =
+        bench_switch(gguf, s, prefill, decode, gpu::set_residual_norm_fusion, "residual_norm_fusion");
     const std::string dir = (std::filesystem::temp_directory_path() / "moepack-bench-pack").string();
     std::filesystem::remove_all(dir);
     BuildOptions bo;

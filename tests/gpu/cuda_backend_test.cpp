@@ -180,6 +180,14 @@ TEST_P(CudaFixture, SharedExpertOverlapChangesNoLogit) {
   test::expect_shared_expert_overlap_changes_no_logit(kFixtures + c.model, tokens, make_backend);
 }
 
+// The residual add fused with the RMSNorm after it changes no logit.
+TEST_P(CudaFixture, ResidualNormFusionChangesNoLogit) {
+  const Case c = GetParam();
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  test::expect_residual_norm_fusion_changes_no_logit(kFixtures + c.model, tokens, make_backend);
+}
+
 // Decode steps routed on the GPU (gpu/device_routing.h) change no logit and no routing report.
 TEST_P(CudaFixture, RouterOnDeviceChangesNoLogitNorRouting) {
   const Case c = GetParam();
@@ -505,6 +513,13 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
 TEST(CudaBackend, RouterOnDeviceChangesNoLogitOfTheDemoModel) {
   const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
   test::expect_router_on_device_changes_no_logit(kDemo, tokens, make_backend);
+}
+
+// The residual add fused with the RMSNorm after it (the shared expert's output with it) changes
+// no logit of the demo model (a dense first block, then MoE blocks with a shared expert).
+TEST(CudaBackend, ResidualNormFusionChangesNoLogitOfTheDemoModel) {
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  test::expect_residual_norm_fusion_changes_no_logit(kDemo, tokens, make_backend);
 }
 
 TEST(CudaBackend, SharedExpertOverlapChangesNoLogitOfTheDemoModel) {

@@ -6,6 +6,8 @@
 //     (gpu/cuda_moe.cpp, kernels.h GemvBatch::swiglu_epilogue) or its own launch;
 //   - gpu::set_shared_expert_overlap: a MoE block's shared expert launched beside the host's
 //     choice of experts (gpu/cuda_host_router.h) or after the routed experts;
+//   - gpu::set_residual_norm_fusion: the residual add and the RMSNorm after it in one launch
+//     (gpu/cuda_backend.h) or two;
 //   - gpu::set_router_on_device: decode steps route on the GPU (gpu/device_routing.h) or on the
 //     host; here the routing observer's reports (block, position, experts, weights bit for bit)
 //     must be the same too.
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "core/model_source.h"
+#include "gpu/cuda_backend.h"
 #include "gpu/cuda_host_router.h"
 #include "gpu/device_routing.h"
 #include "gpu/gemv_mma.h"
@@ -53,6 +56,13 @@ inline void expect_swiglu_epilogue_changes_no_logit(const std::string& model, st
                                                     BackendFactory factory) {
   expect_switch_changes_no_logit(model, tokens, factory, gpu::detail::set_gemv_swiglu_fusion,
                                  "the SwiGLU epilogue");
+}
+
+inline void expect_residual_norm_fusion_changes_no_logit(const std::string& model,
+                                                         std::span<const int32_t> tokens,
+                                                         BackendFactory factory) {
+  expect_switch_changes_no_logit(model, tokens, factory, gpu::set_residual_norm_fusion,
+                                 "the residual add fused with the RMSNorm");
 }
 
 // (Callers skip models without shared experts: there the switch changes nothing.) The router

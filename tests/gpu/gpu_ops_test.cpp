@@ -684,6 +684,49 @@ TEST(GpuOps, RmsNormRows) {
   expect_rel(to_host(dy, x.size()), want, 1e-6f, "rms_norm");
 }
 
+// add_rms_norm: the residual add (one or two addends) and the RMSNorm after it in one launch,
+// bit for bit the values of add_inplace then rms_norm, and x updated as add_inplace leaves it;
+// the values against the CPU's rms_norm of the hand-added rows.
+TEST(GpuOps, AddRmsNormEqualsAddThenNorm) {
+  std::mt19937 rng(4);
+  for (const int64_t n : {int64_t{256}, int64_t{300}, int64_t{7168}}) {
+    for (const bool two : {false, true}) {
+      for (const bool with_w : {true, false}) {
+        SCOPED_TRACE("n " + std::to_string(n) + (two ? ", two addends" : "") + (with_w ? "" : ", no weight"));
+        const int64_t rows = 3;
+        const auto x = random_floats(static_cast<size_t>(n * rows), rng, 3.0f);
+        const auto y = random_floats(x.size(), rng, 2.0f), y2 = random_floats(x.size(), rng, 1.0f);
+        const auto w = random_floats(static_cast<size_t>(n), rng);
+        auto dy = to_device(y), dy2 = to_device(y2), dw = to_device(w);
+        const float* wp = with_w ? dw.as<float>() : nullptr;
+        // Separate launches.
+        auto dx_a = to_device(x), dy_a = to_device(y);
+        DeviceBuffer out_a(x.size() * sizeof(float), "out");
+        if (two) add_inplace(dy_a.as<float>(), dy2.as<float>(), n * rows, nullptr);
+        add_inplace(dx_a.as<float>(), dy_a.as<float>(), n * rows, nullptr);
+        rms_norm(dx_a.as<float>(), n, wp, n, 1e-6f, out_a.as<float>(), n, rows, nullptr);
+        // One launch.
+        auto dx_b = to_device(x);
+        DeviceBuffer out_b(x.size() * sizeof(float), "out");
+        add_rms_norm(dx_b.as<float>(), dy.as<float>(), two ? dy2.as<float>() : nullptr, wp, n, 1e-6f,
+                     out_b.as<float>(), rows, nullptr);
+        const auto xa = to_host(dx_a, x.size()), xb = to_host(dx_b, x.size());
+        const auto oa = to_host(out_a, x.size()), ob = to_host(out_b, x.size());
+        EXPECT_EQ(std::memcmp(xa.data(), xb.data(), xa.size() * sizeof(float)), 0) << "x after the add";
+        EXPECT_EQ(std::memcmp(oa.data(), ob.data(), oa.size() * sizeof(float)), 0) << "the normed rows";
+        EXPECT_EQ(to_host(dy, y.size()), y) << "y is not written";
+        std::vector<float> added(x.size()), want(x.size());
+        for (size_t i = 0; i < x.size(); ++i) added[i] = x[i] + (two ? y[i] + y2[i] : y[i]);
+        for (int64_t r = 0; r < rows; ++r) {
+          moepack::rms_norm(added.data() + r * n, with_w ? w.data() : nullptr, n, 1e-6f, want.data() + r * n);
+        }
+        expect_rel(xb, added, 0.0f, "x");
+        expect_rel(ob, want, 1e-6f, "add_rms_norm");
+      }
+    }
+  }
+}
+
 TEST(GpuOps, SwigluAndAdd) {
   std::mt19937 rng(2);
   const auto g = random_floats(1000, rng, 8.0f), u = random_floats(1000, rng, 2.0f);

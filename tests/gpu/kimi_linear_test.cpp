@@ -281,6 +281,12 @@ TEST_P(KimiFixture, SharedExpertOverlapChangesNoLogit) {
   test::expect_shared_expert_overlap_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
 }
 
+// The residual add fused with the RMSNorm after it changes no logit.
+TEST_P(KimiFixture, ResidualNormFusionChangesNoLogit) {
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  test::expect_residual_norm_fusion_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
+}
+
 // Decode steps routed on the GPU (gpu/cuda_device_router.h) change no logit and no routing
 // report.
 TEST_P(KimiFixture, RouterOnDeviceChangesNoLogitNorRouting) {
