@@ -111,7 +111,9 @@ class GqaAttention final : public CudaAttention {
     table_.allocate(t.size() * sizeof(float), "the RoPE table");
     MOEPACK_CUDA_CHECK(cudaMemcpy(table_.as<float>(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
-  void forward(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* kv, float* out, cudaStream_t s) override {
+  void forward(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* kv, float* out, cudaStream_t s,
+               const int32_t* pos_dev) override {
+    if (pos_dev && n != 1) throw Error("internal: attention at a device position takes one token");
     const L& l = layers_[il];
     const int64_t e = cfg_.n_embd, nh = cfg_.n_head, nkv = cfg_.n_head_kv;
     const int64_t hk = cfg_.n_embd_head_k, hv = cfg_.n_embd_head_v, w = kv_width(il);
@@ -129,11 +131,17 @@ class GqaAttention final : public CudaAttention {
       rms_norm(q, hk, l.q_norm, hk, cfg_.rms_eps, q, hk, n * nh, s);
       rms_norm(k, hk, l.k_norm, hk, cfg_.rms_eps, k, hk, n * nkv, s);
     }
-    rope(q, n, nh * hk, nh, hk, table_.as<float>(), pos0, rope_.n_dims, rope_.neox, s);
-    rope(k, n, nkv * hk, nkv, hk, table_.as<float>(), pos0, rope_.n_dims, rope_.neox, s);
-    copy_rows(kv + pos0 * w, w, k, nkv * hk, nkv * hk, n, s);
-    copy_rows(kv + pos0 * w + nkv * hk, w, v, nkv * hv, nkv * hv, n, s);
-    gqa_attend(q, n, pos0, kv, w, nh, nkv, hk, hv, 1.0f / std::sqrt(static_cast<float>(hk)), att_.as<float>(), s);
+    rope(q, n, nh * hk, nh, hk, table_.as<float>(), pos0, rope_.n_dims, rope_.neox, s, pos_dev);
+    rope(k, n, nkv * hk, nkv, hk, table_.as<float>(), pos0, rope_.n_dims, rope_.neox, s, pos_dev);
+    if (pos_dev) {
+      copy_row_to_position(kv, w, k, nkv * hk, pos_dev, s);
+      copy_row_to_position(kv + nkv * hk, w, v, nkv * hv, pos_dev, s);
+    } else {
+      copy_rows(kv + pos0 * w, w, k, nkv * hk, nkv * hk, n, s);
+      copy_rows(kv + pos0 * w + nkv * hk, w, v, nkv * hv, nkv * hv, n, s);
+    }
+    gqa_attend(q, n, pos0, kv, w, nh, nkv, hk, hv, 1.0f / std::sqrt(static_cast<float>(hk)), att_.as<float>(),
+               s, pos_dev);
     dev_matmul(l.wo, att_.as<float>(), nh * hv, n, out, e, s);
   }
 
@@ -205,7 +213,9 @@ class MlaAttention final : public CudaAttention {
     table_.allocate(t.size() * sizeof(float), "the RoPE table");
     MOEPACK_CUDA_CHECK(cudaMemcpy(table_.as<float>(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
-  void forward(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* kv, float* out, cudaStream_t s) override {
+  void forward(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* kv, float* out, cudaStream_t s,
+               const int32_t* pos_dev) override {
+    if (pos_dev && n != 1) throw Error("internal: attention at a device position takes one token");
     const L& l = layers_[il];
     const int64_t E = cfg_.n_embd, H = cfg_.n_head, R = cfg_.kv_lora_rank, D = cfg_.n_embd_head_k_mla;
     const int64_t P = cfg_.n_rot, N = D - P, V = cfg_.n_embd_head_v_mla, Q = cfg_.q_lora_rank;
@@ -229,14 +239,21 @@ class MlaAttention final : public CudaAttention {
     }
     dev_matmul(l.wkv_a, xn, E, n, c, W, s);
     const float* table = table_.as<float>();
-    rope(q + N, n, H * D, H, D, table, pos0, rope_.n_dims, rope_.neox, s);  // q_pe of every head
+    rope(q + N, n, H * D, H, D, table, pos0, rope_.n_dims, rope_.neox, s, pos_dev);  // q_pe of every head
+    // The new KV row: normed latent, then k_pe rotated; built in place in the cache, or (device
+    // position) in kvrow_ and then stored at the position.
     float* rows = kv + pos0 * W;
+    if (pos_dev) {
+      kvrow_.ensure(f(W), "MLA KV row");
+      rows = kvrow_.as<float>();
+    }
     rms_norm(c, W, l.kv_a_norm, R, cfg_.rms_eps, rows, W, n, s);
     copy_rows(rows + R, W, c + R, W, P, n, s);
-    rope(rows + R, n, W, 1, P, table, pos0, rope_.n_dims, rope_.neox, s);
+    rope(rows + R, n, W, 1, P, table, pos0, rope_.n_dims, rope_.neox, s, pos_dev);
+    if (pos_dev) copy_row_to_position(kv, W, rows, W, pos_dev, s);
     // q_abs[t][h] = W_kb[h] q_nope[t][h]; all heads in one launch.
     grouped_matmul(l.wk_b, R, H, q, H * D, D, n, q_abs_.as<float>(), H * R, R, s);
-    mla_attend(q_abs_.as<float>(), q, n, pos0, kv, H, R, D, P, kq_scale_, o_lat_.as<float>(), s);
+    mla_attend(q_abs_.as<float>(), q, n, pos0, kv, H, R, D, P, kq_scale_, o_lat_.as<float>(), s, pos_dev);
     grouped_matmul(l.wv_b, V, H, o_lat_.as<float>(), H * R, R, n, o_.as<float>(), H * V, V, s);
     dev_matmul(l.wo, o_.as<float>(), H * V, n, out, E, s);
   }
@@ -256,7 +273,7 @@ class MlaAttention final : public CudaAttention {
   float kq_scale_ = 1.0f;
   std::vector<Hd> handles_;
   std::vector<L> layers_;
-  DeviceBuffer table_, q_, qa_, c_, q_abs_, o_lat_, o_;
+  DeviceBuffer table_, q_, qa_, c_, q_abs_, o_lat_, o_, kvrow_;
 };
 
 }  // namespace

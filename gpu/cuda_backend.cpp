@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -38,6 +39,9 @@ namespace moepack::gpu {
 namespace {
 
 std::atomic<bool> g_residual_norm_fusion{true};
+std::atomic<bool> g_decode_graph{true};
+std::atomic<uint64_t> g_decode_graph_launches{0};
+bool decode_graph() { return g_decode_graph.load(std::memory_order_relaxed); }
 
 using Clock = std::chrono::steady_clock;
 
@@ -153,6 +157,10 @@ class CudaBackend final : public Backend {
     }
   }
 
+  ~CudaBackend() override { drop_decode_graph(); }
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
   std::string_view name() const override { return "cuda"; }
   const ModelConfig& config() const override { return cfg_; }
   uint32_t n_ctx() const override { return n_ctx_; }
@@ -181,6 +189,8 @@ class CudaBackend final : public Backend {
     cudaStream_t st = stream_.get();
     arena_.reset();
     device_router_.begin_step();
+    // A batch may grow the buffers below, whose addresses a decode graph holds.
+    if (n > 1) drop_decode_graph();
     x_.ensure(fbytes(n * E), "activations");
     xn_.ensure(fbytes(n * E), "activations");
     tmp_.ensure(fbytes(n * E), "activations");
@@ -193,58 +203,23 @@ class CudaBackend final : public Backend {
       rl_.ensure(fbytes(2 * n * cfg_.n_expert), "router scores");  // 2: the lookahead's
       experts_->reserve(n);
     }
-    float* x = x_.as<float>();
-    float* xn = xn_.as<float>();
-    float* tmp = tmp_.as<float>();
-    float* tmp2 = tmp2_.as<float>();
-
+    // A decode step with the router on the GPU runs as a CUDA graph (decode_graph).
+    const bool graph = n == 1 && all_logits.empty() && device_router_.active(1) && decode_graph() &&
+                       !graph_failed_ && pos0 + 1 <= attention_positions_from_device();
     try {
-      // Inside the try, as in the other backends: a failed upload or launch still syncs the
-      // stream before the arena's pinned buffer is reused.
-      const int32_t* d_tokens = arena_.put(tokens.data(), tokens.size(), st);
-      dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tokens, static_cast<int32_t>(n),
-                   x, st);
-      // The residual adds fused with the RMSNorm after them (add_rms_norm), the shared expert's
-      // output added there too; the same values bit for bit as the separate launches.
-      const bool fuse = residual_norm_fusion();
-      for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
-        const Layer& L = layers_[il];
-        if (il == 0 || !fuse) rms_norm(x, E, L.attn_norm, E, cfg_.rms_eps, xn, E, n, st);
-        attention_->forward(il, xn, n, pos0, L.kv, tmp, st);
-        if (fuse) {
-          add_rms_norm(x, tmp, nullptr, L.ffn_norm, E, cfg_.rms_eps, xn, n, st);
-        } else {
-          add_inplace(x, tmp, n * E, st);
-          rms_norm(x, E, L.ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
+      if (graph) {
+        decode_step_graph(tokens[0], pos0, logits, &io_wait);
+      } else {
+        // Inside the try, as in the other backends: a failed upload or launch still syncs the
+        // stream before the arena's pinned buffer is reused.
+        const int32_t* d_tokens = arena_.put(tokens.data(), tokens.size(), st);
+        float* dst = all_logits.empty() ? logits.data() : all_logits.data();
+        enqueue_step(d_tokens, n, pos0, nullptr, !all_logits.empty(), dst, false, &io_wait);
+        MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+        device_router_.report(observer_, static_cast<uint32_t>(pos0));
+        if (!all_logits.empty()) {
+          std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
         }
-        const float* shared = nullptr;  // the shared expert's output, not yet added to tmp
-        if (cfg_.is_moe_layer(il)) {
-          shared = moe(il, xn, n, pos0, tmp, tmp2, &io_wait, fuse);
-        } else {
-          ffn(L.dense, xn, n, tmp);
-        }
-        if (fuse && il + 1 < cfg_.n_layer) {
-          add_rms_norm(x, tmp, shared, layers_[il + 1].attn_norm, E, cfg_.rms_eps, xn, n, st);
-        } else {
-          if (shared) add_inplace(tmp, shared, n * E, st);
-          add_inplace(x, tmp, n * E, st);
-        }
-      }
-      experts_->end_step();
-      // Head: the last token always; every token when asked.
-      const int64_t first = all_logits.empty() ? n - 1 : 0;
-      const int64_t rows = n - first;
-      rms_norm(x + first * E, E, output_norm_, E, cfg_.rms_eps, xn, E, rows, st);
-      logits_.ensure(fbytes(rows * NV), "logits");
-      dev_matmul(output_, xn, E, rows, logits_.as<float>(), NV, st);
-      float* dst = all_logits.empty() ? logits.data() : all_logits.data();
-      device_router_.copy_back(observer_, st);
-      MOEPACK_CUDA_CHECK(
-          cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(rows * NV), cudaMemcpyDeviceToHost, st));
-      MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
-      device_router_.report(observer_, static_cast<uint32_t>(pos0));
-      if (!all_logits.empty()) {
-        std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
       }
     } catch (...) {
       experts_->end_step();
@@ -259,6 +234,149 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // Queues one step of n tokens at positions pos0.. (pos_dev: pos0 read from that device int, a
+  // decode step in a graph): the embedding of the token ids at d_tokens (device), every block,
+  // the head (logits of the last token, or of every token with all), copied to dst (host); and
+  // the routing choices for the observer (always with graph_step, else when there is one).
+  void enqueue_step(const int32_t* d_tokens, int64_t n, int64_t pos0, const int32_t* pos_dev, bool all,
+                    float* dst, bool graph_step, double* io_wait) {
+    const int64_t E = cfg_.n_embd, NV = cfg_.n_vocab;
+    cudaStream_t st = stream_.get();
+    float* x = x_.as<float>();
+    float* xn = xn_.as<float>();
+    float* tmp = tmp_.as<float>();
+    float* tmp2 = tmp2_.as<float>();
+    dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tokens, static_cast<int32_t>(n), x,
+                 st);
+    // The residual adds fused with the RMSNorm after them (add_rms_norm), the shared expert's
+    // output added there too; the same values bit for bit as the separate launches.
+    const bool fuse = residual_norm_fusion();
+    for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+      const Layer& L = layers_[il];
+      if (il == 0 || !fuse) rms_norm(x, E, L.attn_norm, E, cfg_.rms_eps, xn, E, n, st);
+      attention_->forward(il, xn, n, pos0, L.kv, tmp, st, pos_dev);
+      if (fuse) {
+        add_rms_norm(x, tmp, nullptr, L.ffn_norm, E, cfg_.rms_eps, xn, n, st);
+      } else {
+        add_inplace(x, tmp, n * E, st);
+        rms_norm(x, E, L.ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
+      }
+      const float* shared = nullptr;  // the shared expert's output, not yet added to tmp
+      if (cfg_.is_moe_layer(il)) {
+        shared = moe(il, xn, n, pos0, tmp, tmp2, io_wait, fuse);
+      } else {
+        ffn(L.dense, xn, n, tmp);
+      }
+      if (fuse && il + 1 < cfg_.n_layer) {
+        add_rms_norm(x, tmp, shared, layers_[il + 1].attn_norm, E, cfg_.rms_eps, xn, n, st);
+      } else {
+        if (shared) add_inplace(tmp, shared, n * E, st);
+        add_inplace(x, tmp, n * E, st);
+      }
+    }
+    experts_->end_step();
+    // Head: the last token always; every token when asked.
+    const int64_t first = all ? 0 : n - 1;
+    const int64_t rows = n - first;
+    rms_norm(x + first * E, E, output_norm_, E, cfg_.rms_eps, xn, E, rows, st);
+    logits_.ensure(fbytes(rows * NV), "logits");
+    dev_matmul(output_, xn, E, rows, logits_.as<float>(), NV, st);
+    device_router_.copy_back(observer_, st, graph_step);
+    MOEPACK_CUDA_CHECK(
+        cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(rows * NV), cudaMemcpyDeviceToHost, st));
+  }
+
+  // One decode step as a CUDA graph: the token and position go to pinned memory, the graph
+  // copies them to the device, and every position-dependent launch reads the position there
+  // (CudaAttention::forward's pos_dev), so one graph serves every step below
+  // attention_positions_from_device(). The first such step runs the same launches directly (it
+  // sizes every buffer: no allocation may happen while capturing), the second captures and
+  // instantiates, every later one only launches the graph. A capture that fails (a launch this
+  // CUDA cannot capture) leaves the backend on direct launches.
+  void decode_step_graph(int32_t token, int64_t pos0, std::span<float> logits, double* io_wait) {
+    cudaStream_t st = stream_.get();
+    const int64_t NV = cfg_.n_vocab;
+    if (!step_host_.size()) {
+      step_host_.allocate(2 * sizeof(int32_t), "decode step");
+      step_dev_.allocate(2 * sizeof(int32_t), "decode step");
+      logits_host_.allocate(fbytes(NV), "decode logits");
+    }
+    int32_t* in = step_host_.as<int32_t>();
+    in[0] = token;
+    in[1] = static_cast<int32_t>(pos0);
+    const int32_t* d_step = step_dev_.as<int32_t>();
+    float* out = logits_host_.as<float>();
+    const auto enqueue = [&] {
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpyAsync(step_dev_.as<void>(), in, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, st));
+      enqueue_step(d_step, 1, pos0, d_step + 1, false, out, true, io_wait);
+    };
+    if (!graph_exec_ && graph_warm_) {
+      const uint64_t sel0 = stats_.expert_selections, comp0 = stats_.experts_computed;
+      MOEPACK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+      cudaGraph_t g = nullptr;
+      try {
+        enqueue();
+      } catch (...) {
+        cudaStreamEndCapture(st, &g);
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        graph_failed_ = true;
+        device_router_.begin_step();
+        stats_.expert_selections = sel0;  // nothing ran: the direct launches below count
+        stats_.experts_computed = comp0;
+        std::fprintf(stderr,
+                     "moepack: a decode step could not be captured as a CUDA graph; launching directly\n");
+      }
+      if (!graph_failed_) {
+        MOEPACK_CUDA_CHECK(cudaStreamEndCapture(st, &g));
+        cudaGraphExec_t exec = nullptr;
+        const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+        cudaGraphDestroy(g);
+        if (e != cudaSuccess) {
+          cudaGetLastError();
+          graph_failed_ = true;
+          device_router_.begin_step();
+          stats_.expert_selections = sel0;
+          stats_.experts_computed = comp0;
+          std::fprintf(stderr,
+                       "moepack: a decode step's CUDA graph could not be instantiated (%s); launching "
+                       "directly\n",
+                       cudaGetErrorString(e));
+        } else {
+          graph_exec_ = exec;
+          graph_routed_ = device_router_.routed();
+          graph_selections_ = stats_.expert_selections - sel0;
+          graph_computed_ = stats_.experts_computed - comp0;
+        }
+      }
+    }
+    if (graph_exec_) {
+      // (During the capturing step, moe() counted this step's selections already.)
+      if (graph_counted_) {
+        stats_.expert_selections += graph_selections_;
+        stats_.experts_computed += graph_computed_;
+      }
+      graph_counted_ = true;
+      MOEPACK_CUDA_CHECK(cudaGraphLaunch(graph_exec_, st));
+      device_router_.mark_routed(graph_routed_);
+      g_decode_graph_launches.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      enqueue();  // the warm-up step, or every step after a failed capture
+      graph_warm_ = true;
+    }
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+    std::copy(out, out + NV, logits.begin());
+    device_router_.report(observer_, static_cast<uint32_t>(pos0));
+  }
+
+  void drop_decode_graph() {
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    graph_exec_ = nullptr;
+    graph_warm_ = false;
+    graph_counted_ = false;
+  }
+
   struct Layer {
     const float* attn_norm = nullptr;
     const float* ffn_norm = nullptr;
@@ -343,12 +461,23 @@ class CudaBackend final : public Backend {
   RoutingObserver observer_;
   BackendStats stats_;
   DeviceRouter device_router_;  // decode steps' choice on the GPU (every expert resident)
+  // The decode step's CUDA graph (decode_step_graph): token and position in pinned memory and
+  // their device copy, the logits' pinned destination; the blocks it routes and the selections
+  // it counts per launch.
+  PinnedBuffer step_host_, logits_host_;
+  DeviceBuffer step_dev_;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  bool graph_warm_ = false, graph_failed_ = false, graph_counted_ = false;
+  std::vector<uint32_t> graph_routed_;
+  uint64_t graph_selections_ = 0, graph_computed_ = 0;
 };
 
 }  // namespace
 
 void set_residual_norm_fusion(bool on) { g_residual_norm_fusion.store(on, std::memory_order_relaxed); }
 bool residual_norm_fusion() { return g_residual_norm_fusion.load(std::memory_order_relaxed); }
+void set_decode_graph(bool on) { g_decode_graph.store(on, std::memory_order_relaxed); }
+uint64_t decode_graph_launches() { return g_decode_graph_launches.load(std::memory_order_relaxed); }
 
 bool cuda_backend_supports(const ModelConfig& cfg) {
   return cfg.arch == "deepseek2" || cfg.arch == "qwen3moe" || cfg.arch == "llama" ||

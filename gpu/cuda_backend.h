@@ -51,6 +51,12 @@ bool cuda_backend_usable(const ModelSource& model);
 // logit): the residual add fused with the RMSNorm after it (on, the default) or two launches.
 void set_residual_norm_fusion(bool on);
 bool residual_norm_fusion();
+// Process-wide switch: a decode step whose router runs on the GPU (every expert resident, the
+// common backend) is one CUDA graph launch from its second step on (on, the default), or its
+// launches one by one (off). The same launches either way, so the same values bit for bit.
+// decode_graph_launches(): graph launches in this process (a test's proof that one ran).
+void set_decode_graph(bool on);
+uint64_t decode_graph_launches();
 
 // Registers "cuda" with core's make_backend (core/backend_factory.h). Executables built with
 // MOEPACK_CUDA call it once at startup.

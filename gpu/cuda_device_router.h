@@ -53,11 +53,20 @@ class DeviceRouter {
                      cudaStream_t st);
 
   // Before the step's last stream sync: queues the copy of the step's choices to pinned host
-  // memory when there is an observer and the step routed on the GPU.
-  void copy_back(const RoutingObserver& observer, cudaStream_t st);
+  // memory when there is an observer (or `always`: a step captured in a CUDA graph, which serves
+  // steps with and without one) and the step routed on the GPU.
+  void copy_back(const RoutingObserver& observer, cudaStream_t st, bool always = false);
   // After that sync: observer(block, pos, ids, weights) for every block the step routed, in block
   // order.
   void report(const RoutingObserver& observer, uint32_t pos);
+
+  // The blocks this step routed (run_block calls), and for a step replayed from a CUDA graph
+  // captured with copy_back(..., true): those blocks, their choices copied back.
+  const std::vector<uint32_t>& routed() const { return routed_; }
+  void mark_routed(const std::vector<uint32_t>& blocks) {
+    routed_ = blocks;
+    copied_ = !blocks.empty();
+  }
 
  private:
   DeviceChoice choice_of(uint8_t* base, uint32_t il) const {

@@ -78,12 +78,13 @@ __device__ void block_softmax(float* sc, int64_t n) {
   __syncthreads();
 }
 
-__global__ void gqa_kernel(const float* q, int64_t pos0, const float* kv, int64_t kv_width, int64_t n_head,
-                           int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out) {
+__global__ void gqa_kernel(const float* q, int64_t pos0, const int32_t* pos_dev, const float* kv,
+                           int64_t kv_width, int64_t n_head, int64_t n_head_kv, int64_t hk, int64_t hv,
+                           float kq_scale, float* out) {
   extern __shared__ float sc[];
   const int64_t h = blockIdx.x, t = blockIdx.y;
   const int64_t hkv = h / (n_head / n_head_kv);
-  const int64_t n_kv = pos0 + t + 1;
+  const int64_t n_kv = (pos_dev ? *pos_dev : pos0) + t + 1;
   const float* qh = q + (t * n_head + h) * hk;
   for (int64_t s = threadIdx.x; s < n_kv; s += blockDim.x) {
     sc[s] = dot8(qh, kv + s * kv_width + hkv * hk, hk) * kq_scale;
@@ -99,11 +100,12 @@ __global__ void gqa_kernel(const float* q, int64_t pos0, const float* kv, int64_
   }
 }
 
-__global__ void mla_kernel(const float* q_abs, const float* q, int64_t pos0, const float* kv, int64_t H, int64_t R,
-                           int64_t D, int64_t P, float kq_scale, float* o_lat) {
+__global__ void mla_kernel(const float* q_abs, const float* q, int64_t pos0, const int32_t* pos_dev,
+                           const float* kv, int64_t H, int64_t R, int64_t D, int64_t P, float kq_scale,
+                           float* o_lat) {
   extern __shared__ float sc[];
   const int64_t h = blockIdx.x, t = blockIdx.y, W = R + P;
-  const int64_t n_kv = pos0 + t + 1;
+  const int64_t n_kv = (pos_dev ? *pos_dev : pos0) + t + 1;
   const float* qa = q_abs + (t * H + h) * R;
   const float* qp = q + (t * H + h) * D + (D - P);
   for (int64_t s = threadIdx.x; s < n_kv; s += blockDim.x) {
@@ -267,10 +269,19 @@ size_t prepare_shared(Kernel k, int64_t n_kv) {
 }  // namespace
 
 int64_t max_attention_positions() { return std::numeric_limits<int64_t>::max(); }
+int64_t attention_positions_from_device() { return kSplitLen; }
 
-void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t kv_width, int64_t n_head,
-                int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out, cudaStream_t s) {
+void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t kv_width,
+                int64_t n_head, int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out,
+                cudaStream_t s, const int32_t* pos_dev) {
   if (n_tok <= 0) return;
+  if (pos_dev) {  // a position read on the device, below kSplitLen - n_tok + 1 (the caller's word)
+    const size_t shmem = prepare_shared(gqa_kernel, kSplitLen);
+    gqa_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
+        q, 0, pos_dev, kv, kv_width, n_head, n_head_kv, hk, hv, kq_scale, out);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   if (pos0 + n_tok > kSplitLen) {
     return attend_split(n_tok, pos0, n_head, hv, out, s, [&](int64_t t0, int64_t n, const SplitOut& so) {
       gqa_split_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n), static_cast<unsigned>(so.n_split)),
@@ -280,13 +291,21 @@ void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, in
   }
   const size_t shmem = prepare_shared(gqa_kernel, pos0 + n_tok);
   gqa_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
-      q, pos0, kv, kv_width, n_head, n_head_kv, hk, hv, kq_scale, out);
+      q, pos0, nullptr, kv, kv_width, n_head, n_head_kv, hk, hv, kq_scale, out);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
-void mla_attend(const float* q_abs, const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t H, int64_t R,
-                int64_t D, int64_t P, float kq_scale, float* o_lat, cudaStream_t s) {
+void mla_attend(const float* q_abs, const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t H,
+                int64_t R, int64_t D, int64_t P, float kq_scale, float* o_lat, cudaStream_t s,
+                const int32_t* pos_dev) {
   if (n_tok <= 0) return;
+  if (pos_dev) {  // as gqa_attend's
+    const size_t shmem = prepare_shared(mla_kernel, kSplitLen);
+    mla_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
+        q_abs, q, 0, pos_dev, kv, H, R, D, P, kq_scale, o_lat);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   if (pos0 + n_tok > kSplitLen) {
     return attend_split(n_tok, pos0, H, R, o_lat, s, [&](int64_t t0, int64_t n, const SplitOut& so) {
       mla_split_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n), static_cast<unsigned>(so.n_split)),
@@ -295,7 +314,7 @@ void mla_attend(const float* q_abs, const float* q, int64_t n_tok, int64_t pos0,
   }
   const size_t shmem = prepare_shared(mla_kernel, pos0 + n_tok);
   mla_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
-      q_abs, q, pos0, kv, H, R, D, P, kq_scale, o_lat);
+      q_abs, q, pos0, nullptr, kv, H, R, D, P, kq_scale, o_lat);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,5 +1,7 @@
 // Elementwise and row-wise kernels of the common transformer block: RMSNorm, SwiGLU, the
 // residual add and the weighted combine of expert outputs. CPU twins: core/cpu_ops.h.
+#include <algorithm>
+
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels.h"
@@ -71,6 +73,15 @@ __global__ void add_kernel(float* x, const float* y, int64_t n) {
   if (i < n) x[i] += y[i];
 }
 
+__global__ void copy_row_kernel(float* dst_base, int64_t dst_stride, const float* src, int64_t width,
+                                const int32_t* pos_dev) {
+  float* dst = dst_base + static_cast<int64_t>(*pos_dev) * dst_stride;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < width;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    dst[i] = src[i];
+  }
+}
+
 __global__ void combine_kernel(const float* y, const int32_t* pair_of, const float* weight, int32_t K, int64_t E,
                                float* out) {
   const int t = static_cast<int>(blockIdx.y);
@@ -110,6 +121,14 @@ void swiglu_clamped(const float* gate, const float* up, int64_t n, float limit, 
   if (!(limit > 1e-6f)) return swiglu(gate, up, n, out, s);
   if (n <= 0) return;
   swiglu_clamped_kernel<<<blocks_for(n), kThreads, 0, s>>>(gate, up, n, limit, out);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+void copy_row_to_position(float* dst_base, int64_t dst_stride, const float* src, int64_t width,
+                          const int32_t* pos_dev, cudaStream_t s) {
+  if (width <= 0) return;
+  copy_row_kernel<<<std::min<unsigned>(blocks_for(width), 64), kThreads, 0, s>>>(dst_base, dst_stride, src,
+                                                                                 width, pos_dev);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -10,11 +10,12 @@
 namespace moepack::gpu {
 namespace {
 
-__global__ void rope_kernel(float* x, int64_t tok_stride, int64_t n_heads, int64_t head_stride, const float* cs_table,
-                            int64_t pos0, int n_dims, bool neox) {
+__global__ void rope_kernel(float* x, int64_t tok_stride, int64_t n_heads, int64_t head_stride,
+                            const float* cs_table, int64_t pos0, const int32_t* pos_dev, int n_dims,
+                            bool neox) {
   const int64_t t = blockIdx.y;
   const int half = n_dims / 2;
-  const float* cs = cs_table + (pos0 + t) * n_dims;
+  const float* cs = cs_table + ((pos_dev ? *pos_dev : pos0) + t) * n_dims;
   const int64_t total = n_heads * half;
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -32,13 +33,14 @@ __global__ void rope_kernel(float* x, int64_t tok_stride, int64_t n_heads, int64
 
 }  // namespace
 
-void rope(float* x, int64_t n_tok, int64_t tok_stride, int64_t n_heads, int64_t head_stride, const float* cs_table,
-          int64_t pos0, int n_dims, bool neox, cudaStream_t s) {
+void rope(float* x, int64_t n_tok, int64_t tok_stride, int64_t n_heads, int64_t head_stride,
+          const float* cs_table, int64_t pos0, int n_dims, bool neox, cudaStream_t s,
+          const int32_t* pos_dev) {
   if (n_tok <= 0 || n_dims <= 0) return;
   const int64_t total = n_heads * (n_dims / 2);
   const unsigned bx = static_cast<unsigned>(std::min<int64_t>((total + 127) / 128, 1024));
-  rope_kernel<<<dim3(bx, static_cast<unsigned>(n_tok)), 128, 0, s>>>(x, tok_stride, n_heads, head_stride, cs_table,
-                                                                      pos0, n_dims, neox);
+  rope_kernel<<<dim3(bx, static_cast<unsigned>(n_tok)), 128, 0, s>>>(x, tok_stride, n_heads, head_stride,
+                                                                     cs_table, pos0, pos_dev, n_dims, neox);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 

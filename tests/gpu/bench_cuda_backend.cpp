@@ -605,8 +605,11 @@ int main(int argc, char** argv) {
     out["engine"]["gguf"] = bench_engine(gguf, s, prefill, decode);
     // Side by side on the GGUF (every expert resident), runs alternating off / on: SwiGLU as the
     // gate + up launch's epilogue at decode (gpu/cuda_moe.cpp), the shared expert launched
-    // beside the host's choice of experts (gpu/cuda_host_router.h), and the choice itself made
-    // on the GPU (gpu/device_routing.h).
+    // beside the host's choice of experts (gpu/cuda_host_router.h), the choice itself made on
+    // the GPU (gpu/device_routing.h), the residual add fused with the RMSNorm, the decode graph.
+    // Each switch is measured on the direct launches (no decode graph), the graph's own side by
+    // side last (its bench_switch turns it back on).
+    gpu::set_decode_graph(false);
     out["engine"]["gguf_swiglu_epilogue"] =
         bench_switch(gguf, s, prefill, decode, gpu::detail::set_gemv_swiglu_fusion, "swiglu_epilogue");
     // (The overlap is that of the host's choice, so the router stays on the host for it.)
@@ -620,6 +623,9 @@ int main(int argc, char** argv) {
     // The residual add and the RMSNorm after it in one launch or two (gpu/cuda_backend.h).
     out["engine"]["gguf_residual_norm_fusion"] =
         bench_switch(gguf, s, prefill, decode, gpu::set_residual_norm_fusion, "residual_norm_fusion");
+    // A decode step as one CUDA graph launch or its launches one by one (gpu/cuda_backend.h).
+    out["engine"]["gguf_decode_graph"] =
+        bench_switch(gguf, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
     const std::string dir = (std::filesystem::temp_directory_path() / "moepack-bench-pack").string();
     std::filesystem::remove_all(dir);
     BuildOptions bo;

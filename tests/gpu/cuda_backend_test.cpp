@@ -188,6 +188,14 @@ TEST_P(CudaFixture, ResidualNormFusionChangesNoLogit) {
   test::expect_residual_norm_fusion_changes_no_logit(kFixtures + c.model, tokens, make_backend);
 }
 
+// Decode steps as CUDA graph launches change no logit and no routing report.
+TEST_P(CudaFixture, DecodeGraphChangesNoLogitNorRouting) {
+  const Case c = GetParam();
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  test::expect_decode_graph_changes_no_logit(kFixtures + c.model, tokens, make_backend);
+}
+
 // Decode steps routed on the GPU (gpu/device_routing.h) change no logit and no routing report.
 TEST_P(CudaFixture, RouterOnDeviceChangesNoLogitNorRouting) {
   const Case c = GetParam();
@@ -513,6 +521,52 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
 TEST(CudaBackend, RouterOnDeviceChangesNoLogitOfTheDemoModel) {
   const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
   test::expect_router_on_device_changes_no_logit(kDemo, tokens, make_backend);
+}
+
+TEST(CudaBackend, DecodeGraphChangesNoLogitOfTheDemoModel) {
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  test::expect_decode_graph_changes_no_logit(kDemo, tokens, make_backend);
+}
+
+// One decode graph serves every position: 12 decodes, a truncation of 6 positions, the same 6
+// tokens again. The logits of the repeated positions equal the first pass's bit for bit (the
+// same inputs), and every logit equals the direct launches' (graph off) bit for bit; with the
+// graph on, all but the first two decodes of each run are graph replays.
+TEST(CudaBackend, DecodeGraphServesEveryPositionAfterATruncation) {
+  struct OnAfterwards {
+    ~OnAfterwards() { gpu::set_decode_graph(true); }
+  } restore;
+  const std::vector<int32_t> prompt = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  const auto src = ModelSource::open(kDemo);
+  std::vector<float> all[2];
+  for (const bool on : {false, true}) {
+    gpu::set_decode_graph(on);
+    auto be = make_backend(src, parity_settings("cuda"));
+    const size_t nv = be->config().n_vocab;
+    std::vector<float> l(nv);
+    be->forward(prompt, l);
+    std::vector<int32_t> toks;
+    std::vector<std::vector<float>> first;
+    const uint64_t before = gpu::decode_graph_launches();
+    for (int i = 0; i < 12; ++i) {
+      const int32_t t = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+      toks.push_back(t);
+      be->forward(std::span<const int32_t>(&toks.back(), 1), l);
+      first.push_back(l);
+      all[on].insert(all[on].end(), l.begin(), l.end());
+    }
+    be->truncate(be->n_past() - 6);
+    for (int i = 6; i < 12; ++i) {
+      be->forward(std::span<const int32_t>(&toks[static_cast<size_t>(i)], 1), l);
+      EXPECT_EQ(std::memcmp(l.data(), first[static_cast<size_t>(i)].data(), nv * sizeof(float)), 0)
+          << "position " << prompt.size() + static_cast<size_t>(i) << " again" << (on ? " (graph)" : "");
+      all[on].insert(all[on].end(), l.begin(), l.end());
+    }
+    const uint64_t launched = gpu::decode_graph_launches() - before;
+    EXPECT_EQ(launched, on ? 17u : 0u) << "graph launches: 18 decodes, the first direct";
+  }
+  ASSERT_EQ(all[0].size(), all[1].size());
+  EXPECT_EQ(std::memcmp(all[0].data(), all[1].data(), all[0].size() * sizeof(float)), 0);
 }
 
 // The residual add fused with the RMSNorm after it (the shared expert's output with it) changes

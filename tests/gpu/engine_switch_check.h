@@ -10,7 +10,9 @@
 //     (gpu/cuda_backend.h) or two;
 //   - gpu::set_router_on_device: decode steps route on the GPU (gpu/device_routing.h) or on the
 //     host; here the routing observer's reports (block, position, experts, weights bit for bit)
-//     must be the same too.
+//     must be the same too;
+//   - gpu::set_decode_graph: a decode step as one CUDA graph launch (gpu/cuda_backend.h) or its
+//     launches one by one; reports compared too.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -78,21 +80,23 @@ inline void expect_shared_expert_overlap_changes_no_logit(const std::string& mod
                                  "the shared expert beside the routing");
 }
 
-// Both the logits and every routing report of the prompt and 8 greedy decodes, with the router
-// on the host (off) and on the GPU (on); with it on, the GPU must have routed the decode steps
-// (route_on_device calls with tables: gpu::device_routed_blocks()).
-inline void expect_router_on_device_changes_no_logit(const std::string& model,
-                                                     std::span<const int32_t> tokens,
-                                                     BackendFactory factory) {
+// Both the logits and every routing report of the prompt and 8 greedy decodes, with the switch
+// off and on (set: its setter; on, the default, is restored); `proof` counts in this process
+// what the switch turns on, so the on-run must raise it and the off-run must not.
+inline void expect_switch_changes_no_logit_nor_routing(const std::string& model,
+                                                       std::span<const int32_t> tokens,
+                                                       BackendFactory factory, void (*set)(bool),
+                                                       uint64_t (*proof)(), const char* what) {
   struct OnAfterwards {
-    ~OnAfterwards() { gpu::set_router_on_device(true); }
-  } restore;
+    void (*set)(bool);
+    ~OnAfterwards() { set(true); }
+  } restore{set};
   using Report = std::tuple<uint32_t, uint32_t, std::vector<int32_t>, std::vector<uint32_t>>;
   const auto src = ModelSource::open(model);
   std::vector<float> logits[2];
   std::vector<Report> reports[2];
   for (const bool on : {false, true}) {
-    gpu::set_router_on_device(on);
+    set(on);
     auto be = factory(src, parity_settings("cuda"));
     be->set_routing_observer([&reports, on](uint32_t block, uint32_t pos, std::span<const int32_t> experts,
                                             std::span<const float> weights) {
@@ -100,28 +104,43 @@ inline void expect_router_on_device_changes_no_logit(const std::string& model,
       std::memcpy(bits.data(), weights.data(), weights.size() * sizeof(float));
       reports[on].emplace_back(block, pos, std::vector<int32_t>(experts.begin(), experts.end()), bits);
     });
-    const uint64_t before = gpu::device_routed_blocks();
+    const uint64_t before = proof();
     logits[on] = prompt_then_greedy_logits(*be, tokens);
-    const uint64_t routed = gpu::device_routed_blocks() - before;
+    const uint64_t seen = proof() - before;
     if (on) {
-      EXPECT_GT(routed, 0u) << model << ": no decode step routed on the GPU";
+      EXPECT_GT(seen, 0u) << model << ": " << what << " never happened";
     } else {
-      EXPECT_EQ(routed, 0u) << model << ": routed on the GPU with the switch off";
+      EXPECT_EQ(seen, 0u) << model << ": " << what << " happened with the switch off";
     }
   }
   ASSERT_EQ(logits[0].size(), logits[1].size());
   ASSERT_FALSE(logits[0].empty());
   EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0)
-      << model << ": logits differ with the router on the GPU";
+      << model << ": logits differ with " << what << " on";
   ASSERT_FALSE(reports[0].empty());
-  // The host path reports each block as it routes, the GPU path after each decode step: the
-  // same reports, compared in (position, block) order.
+  // The host router reports each block as it routes, the GPU's after each step: the same
+  // reports, compared in (position, block) order.
   for (auto& r : reports)
     std::stable_sort(r.begin(), r.end(), [](const Report& a, const Report& b) {
       return std::get<1>(a) != std::get<1>(b) ? std::get<1>(a) < std::get<1>(b)
                                               : std::get<0>(a) < std::get<0>(b);
     });
-  EXPECT_EQ(reports[0], reports[1]) << model << ": routing reports differ with the router on the GPU";
+  EXPECT_EQ(reports[0], reports[1]) << model << ": routing reports differ with " << what << " on";
+}
+
+// Decode steps routed on the GPU (route_on_device calls with tables prove it).
+inline void expect_router_on_device_changes_no_logit(const std::string& model,
+                                                     std::span<const int32_t> tokens,
+                                                     BackendFactory factory) {
+  expect_switch_changes_no_logit_nor_routing(model, tokens, factory, gpu::set_router_on_device,
+                                             gpu::device_routed_blocks, "the router on the GPU");
+}
+
+// Decode steps as CUDA graph launches (gpu::decode_graph_launches proves it; common backend).
+inline void expect_decode_graph_changes_no_logit(const std::string& model, std::span<const int32_t> tokens,
+                                                 BackendFactory factory) {
+  expect_switch_changes_no_logit_nor_routing(model, tokens, factory, gpu::set_decode_graph,
+                                             gpu::decode_graph_launches, "decode steps as CUDA graphs");
 }
 
 }  // namespace moepack::test
