@@ -4,9 +4,11 @@
 //
 // Streams: everything runs on one compute stream; the pack path's copies run on the pool's
 // copy stream and are ordered with events (vram_expert_pool.h). The host waits for the compute
-// stream's work: once per MoE layer for the router scores' copy (an event, so the shared expert
-// queued after it keeps the GPU busy meanwhile: cuda_host_router.h), once at the end for the
-// logits.
+// stream's work once at the end for the logits, and where the host routes (prefill, the pack
+// path) once per MoE layer for the router scores' copy (an event, so the shared expert queued
+// after it keeps the GPU busy meanwhile: cuda_host_router.h). A decode step with every expert
+// resident routes on the GPU (cuda_device_router.h) and from its second step on is one CUDA
+// graph launch (decode_step_graph).
 #include "gpu/cuda_backend.h"
 
 #include <algorithm>
@@ -296,11 +298,9 @@ class CudaBackend final : public Backend {
   void decode_step_graph(int32_t token, int64_t pos0, std::span<float> logits, double* io_wait) {
     cudaStream_t st = stream_.get();
     const int64_t NV = cfg_.n_vocab;
-    if (!step_host_.size()) {
-      step_host_.allocate(2 * sizeof(int32_t), "decode step");
-      step_dev_.allocate(2 * sizeof(int32_t), "decode step");
-      logits_host_.allocate(fbytes(NV), "decode logits");
-    }
+    if (!step_host_.size()) step_host_.allocate(2 * sizeof(int32_t), "decode step");
+    if (!step_dev_.size()) step_dev_.allocate(2 * sizeof(int32_t), "decode step");
+    if (!logits_host_.size()) logits_host_.allocate(fbytes(NV), "decode logits");
     int32_t* in = step_host_.as<int32_t>();
     in[0] = token;
     in[1] = static_cast<int32_t>(pos0);
@@ -311,54 +311,15 @@ class CudaBackend final : public Backend {
           cudaMemcpyAsync(step_dev_.as<void>(), in, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, st));
       enqueue_step(d_step, 1, pos0, d_step + 1, false, out, true, io_wait);
     };
-    if (!graph_exec_ && graph_warm_) {
-      const uint64_t sel0 = stats_.expert_selections, comp0 = stats_.experts_computed;
-      MOEPACK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-      cudaGraph_t g = nullptr;
-      try {
-        enqueue();
-      } catch (...) {
-        cudaStreamEndCapture(st, &g);
-        if (g) cudaGraphDestroy(g);
-        cudaGetLastError();
-        graph_failed_ = true;
-        device_router_.begin_step();
-        stats_.expert_selections = sel0;  // nothing ran: the direct launches below count
-        stats_.experts_computed = comp0;
-        std::fprintf(stderr,
-                     "moepack: a decode step could not be captured as a CUDA graph; launching directly\n");
-      }
-      if (!graph_failed_) {
-        MOEPACK_CUDA_CHECK(cudaStreamEndCapture(st, &g));
-        cudaGraphExec_t exec = nullptr;
-        const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
-        cudaGraphDestroy(g);
-        if (e != cudaSuccess) {
-          cudaGetLastError();
-          graph_failed_ = true;
-          device_router_.begin_step();
-          stats_.expert_selections = sel0;
-          stats_.experts_computed = comp0;
-          std::fprintf(stderr,
-                       "moepack: a decode step's CUDA graph could not be instantiated (%s); launching "
-                       "directly\n",
-                       cudaGetErrorString(e));
-        } else {
-          graph_exec_ = exec;
-          graph_routed_ = device_router_.routed();
-          graph_selections_ = stats_.expert_selections - sel0;
-          graph_computed_ = stats_.experts_computed - comp0;
-        }
-      }
-    }
+    if (!graph_exec_ && graph_warm_) capture_decode_graph(enqueue);
     if (graph_exec_) {
-      // (During the capturing step, moe() counted this step's selections already.)
+      MOEPACK_CUDA_CHECK(cudaGraphLaunch(graph_exec_, st));
+      // (The capturing step's moe() calls counted that step's selections already.)
       if (graph_counted_) {
         stats_.expert_selections += graph_selections_;
         stats_.experts_computed += graph_computed_;
       }
       graph_counted_ = true;
-      MOEPACK_CUDA_CHECK(cudaGraphLaunch(graph_exec_, st));
       device_router_.mark_routed(graph_routed_);
       g_decode_graph_launches.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -368,6 +329,64 @@ class CudaBackend final : public Backend {
     MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
     std::copy(out, out + NV, logits.begin());
     device_router_.report(observer_, static_cast<uint32_t>(pos0));
+  }
+
+  // Captures `enqueue` (one decode step's launches) and instantiates it as graph_exec_, with the
+  // blocks it routes and the selections it counts. Any failure but a lost device (a launch this
+  // CUDA cannot capture, an invalidated capture, a failed instantiation) leaves the backend on
+  // direct launches for good, with one line on stderr, the stream out of capture mode and the
+  // counters as before; a lost device is rethrown.
+  template <class Enqueue>
+  void capture_decode_graph(const Enqueue& enqueue) {
+    cudaStream_t st = stream_.get();
+    const uint64_t sel0 = stats_.expert_selections, comp0 = stats_.experts_computed;
+    const auto give_up = [&](const std::string& why) {
+      graph_failed_ = true;
+      device_router_.begin_step();
+      stats_.expert_selections = sel0;  // nothing ran: the direct launches count
+      stats_.experts_computed = comp0;
+      std::fprintf(stderr, "moepack: a decode step could not become a CUDA graph (%s); launching directly\n",
+                   why.c_str());
+    };
+    const auto end_capture = [&]() -> cudaGraph_t {
+      cudaGraph_t g = nullptr;
+      const cudaError_t e = cudaStreamEndCapture(st, &g);
+      if (e != cudaSuccess) {
+        if (g) cudaGraphDestroy(g);
+        if (is_sticky_cuda_error(e)) MOEPACK_CUDA_CHECK(e);
+        cudaGetLastError();
+        give_up(std::string("end of capture: ") + cudaGetErrorString(e));
+        return nullptr;
+      }
+      return g;
+    };
+    MOEPACK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue();
+    } catch (const DeviceLostError&) {
+      if (cudaGraph_t g = end_capture()) cudaGraphDestroy(g);
+      throw;
+    } catch (const std::exception& e) {
+      if (cudaGraph_t g = end_capture()) cudaGraphDestroy(g);
+      cudaGetLastError();
+      if (!graph_failed_) give_up(e.what());
+      return;
+    }
+    cudaGraph_t g = end_capture();
+    if (!g) return;
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+      if (is_sticky_cuda_error(e)) MOEPACK_CUDA_CHECK(e);
+      cudaGetLastError();
+      give_up(std::string("instantiation: ") + cudaGetErrorString(e));
+      return;
+    }
+    graph_exec_ = exec;
+    graph_routed_ = device_router_.routed();
+    graph_selections_ = stats_.expert_selections - sel0;
+    graph_computed_ = stats_.experts_computed - comp0;
   }
 
   void drop_decode_graph() {

@@ -80,7 +80,7 @@ class DeviceRouter {
   PinnedBuffer choices_host_;
   std::vector<const float*> bias_of_;  // per block: its bias in biases_, or null
   std::vector<uint32_t> routed_;       // blocks routed this step, in order
-  bool copied_ = false;                // copy_back queued this step
+  bool copied_ = false;                // the choices are copied back this step (copy_back, mark_routed)
 };
 
 }  // namespace moepack::gpu

@@ -529,9 +529,11 @@ TEST(CudaBackend, DecodeGraphChangesNoLogitOfTheDemoModel) {
 }
 
 // One decode graph serves every position: 12 decodes, a truncation of 6 positions, the same 6
-// tokens again. The logits of the repeated positions equal the first pass's bit for bit (the
-// same inputs), and every logit equals the direct launches' (graph off) bit for bit; with the
-// graph on, all but the first two decodes of each run are graph replays.
+// tokens again, then a 2-token forward (which drops the graph) and 3 more decodes. The logits of
+// the repeated positions equal the first pass's bit for bit (the same inputs), and every logit
+// equals the direct launches' (graph off) bit for bit. With the graph on, every decode but the
+// first after a batch (direct: it sizes the buffers) is a graph launch: 17 of the first 18, then
+// 2 of the last 3 (the second captures again).
 TEST(CudaBackend, DecodeGraphServesEveryPositionAfterATruncation) {
   struct OnAfterwards {
     ~OnAfterwards() { gpu::set_decode_graph(true); }
@@ -562,8 +564,19 @@ TEST(CudaBackend, DecodeGraphServesEveryPositionAfterATruncation) {
           << "position " << prompt.size() + static_cast<size_t>(i) << " again" << (on ? " (graph)" : "");
       all[on].insert(all[on].end(), l.begin(), l.end());
     }
-    const uint64_t launched = gpu::decode_graph_launches() - before;
-    EXPECT_EQ(launched, on ? 17u : 0u) << "graph launches: 18 decodes, the first direct";
+    EXPECT_EQ(gpu::decode_graph_launches() - before, on ? 17u : 0u)
+        << "graph launches: 18 decodes, the first direct";
+    const std::vector<int32_t> two = {toks[10], toks[11]};
+    be->forward(two, l);
+    all[on].insert(all[on].end(), l.begin(), l.end());
+    const uint64_t before2 = gpu::decode_graph_launches();
+    for (int i = 0; i < 3; ++i) {
+      const int32_t t = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+      be->forward(std::span<const int32_t>(&t, 1), l);
+      all[on].insert(all[on].end(), l.begin(), l.end());
+    }
+    EXPECT_EQ(gpu::decode_graph_launches() - before2, on ? 2u : 0u)
+        << "after a batch: direct, capture, replay";
   }
   ASSERT_EQ(all[0].size(), all[1].size());
   EXPECT_EQ(std::memcmp(all[0].data(), all[1].data(), all[0].size() * sizeof(float)), 0);
