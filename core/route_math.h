@@ -10,7 +10,9 @@
 // |r| <= 0.35), then the power of two by ldexp (exact) and one rounding to F32. Every step is a
 // single IEEE operation (+, -, *, rint, ldexp, the final conversion), so any compiler that
 // does not contract a * b + c into a fused multiply-add gives the same bits: core builds
-// moe_routing.cpp with -ffp-contract=off, gpu/ builds with --fmad=false. Against e^x in double,
+// moe_routing.cpp with -ffp-contract=off, gpu/ builds with --fmad=false. The function is static
+// (each translation unit its own copy), so a file built with contraction (a test, say) cannot
+// lend route_token its differently rounded copy at link time. Against e^x in double,
 // the result is within 0.5 ULP of F32 plus at most one ULP of double before the last rounding
 // (tests/core/moe_routing_test.cpp checks it over a sweep against std::exp in double).
 // Inputs above 89 give +inf, below -104 give +0 (both out of F32's range after rounding), NaN
@@ -27,7 +29,7 @@
 
 namespace moepack {
 
-MOEPACK_HOST_DEVICE inline float route_expf(float x) {
+MOEPACK_HOST_DEVICE static inline float route_expf(float x) {
   if (x != x) return x;
   if (x > 89.0f) return static_cast<float>(HUGE_VAL);
   if (x < -104.0f) return 0.0f;

@@ -24,10 +24,9 @@
 // launch a step from the second step on: RoPE, the KV cache's row and attention read the
 // position from device memory (set_decode_graph below).
 //
-// The residual stream: x += block output, then the next RMSNorm, in one launch where both
-// follow each other (add_rms_norm; add_inplace2 for the MoE sum plus the shared expert), the
-// same values bit for bit as the two launches.
-
+// The residual stream: x += block output (the MoE sum plus the shared expert's, added to it
+// first), then the next RMSNorm, in one launch where both follow each other (add_rms_norm),
+// the same values bit for bit as the separate launches.
 #pragma once
 
 #include <memory>

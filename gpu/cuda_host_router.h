@@ -23,7 +23,9 @@
 // the host wakes, chooses and launches the routed experts, whose uploads and kernels queue
 // behind it instead of reaching an idle GPU. The backends pass it unless
 // set_shared_expert_overlap(false) (the benchmark's side by side); the kernels and their
-// inputs are the same either way, so no result changes.
+// inputs are the same either way, so no result changes. (Decode steps that route on the GPU,
+// gpu/cuda_device_router.h, do not come here: their shared expert always runs beside the
+// choice, so the switch changes only host-routed steps.)
 //
 // X = n_expert, K = n_expert_used of the model's config. `report` has the routing observer's
 // signature: pass the observer itself, or a function that collects the calls and replays them
@@ -55,7 +57,7 @@ using RouterBeside = std::function<void()>;
 
 // Whether the CUDA backends launch a MoE block's shared expert beside the host's choice
 // (HostRouter::route's `beside`; on by default) or after the routed experts, as before.
-// Process-wide; the benchmark compares both.
+// Process-wide; the benchmark compares both with the router on the host.
 void set_shared_expert_overlap(bool on);
 bool shared_expert_overlap();
 

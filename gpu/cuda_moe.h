@@ -1,7 +1,8 @@
 // CudaRoutedExperts: the routed experts of a MoE model on the GPU, shared by the CUDA backends
 // (cuda_backend.cpp for deepseek2 / qwen3moe / llama, and the backends of the architectures
 // with their own block forward). The router has already chosen (on the host, with core's exact
-// route_token or a hash table); this class only executes, as core/cpu_moe.h does on the CPU:
+// route_token or a hash table: run(); or on the GPU, the same function, with the tables in VRAM:
+// run_decode_on_device); this class only executes, as core/cpu_moe.h does on the CPU:
 //
 //   out[t] = Σ_{k<K} w[t*K + k] · down_e( swiglu_clamped(gate_e x[t], up_e x[t], limit) ),
 //            e = ids[t*K + k], summed in k order (combine_experts).

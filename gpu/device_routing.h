@@ -11,7 +11,9 @@
 //     under route_token's comparison);
 //   - weights = probabilities of the chosen, summed in k order, divided by max(sum, 2^-14)
 //     when normalised, times expert_weights_scale.
-// NaN scores are outside the contract (route_token's own order is unspecified for them).
+// NaN scores (and an infinite Softmax logit, which makes every probability NaN) are outside the
+// contract of equality (route_token's own order is unspecified for them), but the kernel still
+// chooses k distinct experts in range, NaN selection values ordered as -inf.
 //
 // At decode (one token) the kernel also writes what CudaRoutedExperts' grouped launches read
 // (gpu/cuda_moe.h run_decode_on_device): the expert table (gate, up and down of the chosen

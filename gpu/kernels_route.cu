@@ -17,6 +17,10 @@ std::atomic<bool> g_on_device{true};
 std::atomic<uint64_t> g_routed_blocks{0};
 
 // route_token's comparison: a before b when sel[a] > sel[b], ties to the lower id. i < 0: none.
+// The values are keys (key()): NaN compares as -inf, so the order is total and every lane of
+// the butterfly agrees on the winner even for NaN scores (route_token's own order is then
+// unspecified; the ids stay distinct and in range).
+__device__ __forceinline__ float key(float v) { return v != v ? -INFINITY : v; }
 __device__ __forceinline__ bool before(float va, int ia, float vb, int ib) {
   if (ia < 0) return false;
   if (ib < 0) return true;
@@ -97,7 +101,7 @@ __global__ void __launch_bounds__(32)
     int bi = -1;
     for (int j = 0, i = lane; i < X; ++j, i += 32) {
       if ((taken >> j) & 1u) continue;
-      const float v = sel[i];
+      const float v = key(sel[i]);
       if (bi < 0 || v > bv) bv = v, bi = i;  // increasing i: a tie keeps the lower id
     }
 #pragma unroll

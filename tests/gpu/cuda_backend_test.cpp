@@ -402,6 +402,7 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
       {"kimi", 384, 8, ExpertGating::Sigmoid, 1, 1, true, true, 2.827f},
       {"demo", 32, 4, ExpertGating::Sigmoid, 0, 0, true, true, 1.0f},
       {"groups-of-one", 8, 3, ExpertGating::Sigmoid, 8, 5, true, false, 1.0f},
+      {"uneven-groups", 10, 3, ExpertGating::Sigmoid, 4, 2, true, true, 1.0f},  // experts 8, 9 in none
       {"limits", 1024, 32, ExpertGating::Softmax, 32, 3, false, true, 1.0f},
       {"single", 1, 1, ExpertGating::Softmax, 0, 0, false, true, 1.0f},
   };
@@ -505,6 +506,63 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
       }
     }
   }
+  // NaN scores, an infinite Softmax logit (every probability NaN) and a row of -inf: no
+  // equality promised (route_token's order is unspecified there), but k distinct experts in
+  // range, their table entries and ranks consistent.
+  for (const ExpertGating g : {ExpertGating::Softmax, ExpertGating::Sigmoid}) {
+    for (const uint32_t X : {8u, 40u, 256u}) {
+      SCOPED_TRACE(std::string(g == ExpertGating::Softmax ? "softmax" : "sigmoid") + " over " +
+                   std::to_string(X));
+      ModelConfig cfg;
+      cfg.arch = "nan";
+      cfg.n_expert = X;
+      cfg.n_expert_used = 4;
+      cfg.gating = g;
+      cfg.expert_weights_norm = true;
+      const int32_t K = 4, XI = static_cast<int32_t>(X);
+      std::vector<float> scores;
+      for (int row = 0; row < 3; ++row) {
+        for (int32_t i = 0; i < XI; ++i) {
+          float v = nd(rng);
+          if (row == 0 && i % 3 == 1) v = NAN;
+          if (row == 1 && i == XI / 2) v = INFINITY;
+          if (row == 2) v = -INFINITY;
+          scores.push_back(v);
+        }
+      }
+      gpu::DeviceBuffer d_scores(scores.size() * sizeof(float), "scores"),
+          d_choice(static_cast<size_t>(gpu::device_choice_bytes(K)), "choice");
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpy(d_scores.bytes_ptr(), scores.data(), d_scores.size(), cudaMemcpyHostToDevice));
+      const gpu::ExpertBases bases{reinterpret_cast<const uint8_t*>(0x100000),
+                                   reinterpret_cast<const uint8_t*>(0x900000),
+                                   reinterpret_cast<const uint8_t*>(0x1100000),
+                                   4096,
+                                   4160,
+                                   8192};
+      for (int row = 0; row < 3; ++row) {
+        SCOPED_TRACE("row " + std::to_string(row));
+        const gpu::DeviceChoice one = gpu::device_choice_at(d_choice.bytes_ptr(), K);
+        gpu::route_on_device(gpu::device_route_spec(cfg), d_scores.as<float>() + row * XI, 1, nullptr, one,
+                             bases, stream.get());
+        std::vector<uint8_t> choice(d_choice.size());
+        MOEPACK_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+        MOEPACK_CUDA_CHECK(
+            cudaMemcpy(choice.data(), d_choice.bytes_ptr(), choice.size(), cudaMemcpyDeviceToHost));
+        const gpu::DeviceChoice c = gpu::device_choice_at(choice.data(), K);
+        std::vector<int32_t> ids(c.ids, c.ids + K), sorted(ids);
+        std::sort(sorted.begin(), sorted.end());
+        EXPECT_TRUE(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) << "distinct ids";
+        for (int32_t k = 0; k < K; ++k) {
+          EXPECT_GE(ids[k], 0);
+          EXPECT_LT(ids[k], XI);
+          EXPECT_EQ(sorted[c.pair_of[k]], ids[k]) << "rank of selection " << k;
+          EXPECT_EQ(c.table[k], bases.gate + static_cast<uint64_t>(sorted[k]) * 4096);
+        }
+      }
+    }
+  }
+
   // Outside the kernel's limits: a clear Error, nothing launched.
   ModelConfig big;
   big.arch = "too-many";

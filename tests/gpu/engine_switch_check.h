@@ -17,7 +17,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -118,13 +117,8 @@ inline void expect_switch_changes_no_logit_nor_routing(const std::string& model,
   EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0)
       << model << ": logits differ with " << what << " on";
   ASSERT_FALSE(reports[0].empty());
-  // The host router reports each block as it routes, the GPU's after each step: the same
-  // reports, compared in (position, block) order.
-  for (auto& r : reports)
-    std::stable_sort(r.begin(), r.end(), [](const Report& a, const Report& b) {
-      return std::get<1>(a) != std::get<1>(b) ? std::get<1>(a) < std::get<1>(b)
-                                              : std::get<0>(a) < std::get<0>(b);
-    });
+  // The host router reports each block as it routes, the GPU's after each step in block order:
+  // the same reports in the same order.
   EXPECT_EQ(reports[0], reports[1]) << model << ": routing reports differ with " << what << " on";
 }
 

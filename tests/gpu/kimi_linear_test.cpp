@@ -294,6 +294,16 @@ TEST_P(KimiFixture, RouterOnDeviceChangesNoLogitNorRouting) {
   test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
 }
 
+// A call of 257 positions runs as ubatches of 256 and 1: the 1-position ubatch routes on the
+// GPU while the call's reports are deferred into block-major order; logits and every report
+// (in order) as with the router on the host.
+TEST_P(KimiFixture, RouterOnDeviceReportsADeferredOnePositionUbatch) {
+  auto tokens = read_json(ref_path())["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_GE(tokens.size(), 257u);
+  tokens.resize(257);
+  test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
+}
+
 TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-kimi-cuda");
 }
