@@ -76,6 +76,11 @@ const Case kCases[] = {
     {"llama_moe_Q4_K_M", "llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf", "llama-moe-tiny/llama-moe-tiny-Q4_K_M"},
 };
 
+// The token ids of a fixture's first reference prompt.
+std::vector<int32_t> first_prompt(const Case& c) {
+  return read_json(kFixtures + c.ref + ".f32-dequant.ref.json")["results"][0]["tokens"].get<std::vector<int32_t>>();
+}
+
 class CudaFixture : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
@@ -162,10 +167,7 @@ TEST_P(CudaFixture, PackWithPrefetchMatchesGgufAtEveryBudget) { expect_pack_matc
 // SwiGLU as the gate + up launch's epilogue at decode changes no logit
 // (tests/gpu/engine_switch_check.h).
 TEST_P(CudaFixture, SwigluEpilogueChangesNoLogit) {
-  const Case c = GetParam();
-  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
-  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
-  test::expect_swiglu_epilogue_changes_no_logit(kFixtures + c.model, tokens, make_backend);
+  test::expect_swiglu_epilogue_changes_no_logit(kFixtures + GetParam().model, first_prompt(GetParam()), make_backend);
 }
 
 // The shared expert launched beside the host's choice of experts changes no logit (deepseek2;
@@ -175,33 +177,23 @@ TEST_P(CudaFixture, SharedExpertOverlapChangesNoLogit) {
   if (ModelSource::open(kFixtures + c.model)->config().n_expert_shared == 0) {
     GTEST_SKIP() << c.name << " has no shared expert";
   }
-  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
-  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  const auto tokens = first_prompt(c);
   test::expect_shared_expert_overlap_changes_no_logit(kFixtures + c.model, tokens, make_backend);
 }
 
 // The residual add fused with the RMSNorm after it changes no logit.
 TEST_P(CudaFixture, ResidualNormFusionChangesNoLogit) {
-  const Case c = GetParam();
-  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
-  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
-  test::expect_residual_norm_fusion_changes_no_logit(kFixtures + c.model, tokens, make_backend);
+  test::expect_residual_norm_fusion_changes_no_logit(kFixtures + GetParam().model, first_prompt(GetParam()), make_backend);
 }
 
 // Decode steps as CUDA graph launches change no logit and no routing report.
 TEST_P(CudaFixture, DecodeGraphChangesNoLogitNorRouting) {
-  const Case c = GetParam();
-  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
-  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
-  test::expect_decode_graph_changes_no_logit(kFixtures + c.model, tokens, make_backend);
+  test::expect_decode_graph_changes_no_logit(kFixtures + GetParam().model, first_prompt(GetParam()), make_backend);
 }
 
 // Decode steps routed on the GPU (gpu/device_routing.h) change no logit and no routing report.
 TEST_P(CudaFixture, RouterOnDeviceChangesNoLogitNorRouting) {
-  const Case c = GetParam();
-  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
-  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
-  test::expect_router_on_device_changes_no_logit(kFixtures + c.model, tokens, make_backend);
+  test::expect_router_on_device_changes_no_logit(kFixtures + GetParam().model, first_prompt(GetParam()), make_backend);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
@@ -409,6 +401,9 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.0f, 3.0f);
   gpu::Stream stream;
+  // Made-up bases of the decode tables (the kernel only adds e times a stride to them).
+  const gpu::ExpertBases bases{reinterpret_cast<const uint8_t*>(0x100000), reinterpret_cast<const uint8_t*>(0x900000),
+                               reinterpret_cast<const uint8_t*>(0x1100000), 4096, 4160, 8192};
   for (const Routing& rc : cases) {
     SCOPED_TRACE(rc.name);
     ModelConfig cfg;
@@ -460,13 +455,7 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
     all.ids = d_ids.as<int32_t>();
     all.weights = d_w.as<float>();
     gpu::route_on_device(spec, d_scores.as<float>(), n, bias_dev, all, {}, stream.get());
-    // One token with the decode tables, at made-up bases (the kernel only adds to them).
-    const gpu::ExpertBases bases{reinterpret_cast<const uint8_t*>(0x100000),
-                                 reinterpret_cast<const uint8_t*>(0x900000),
-                                 reinterpret_cast<const uint8_t*>(0x1100000),
-                                 4096,
-                                 4160,
-                                 8192};
+    // One token with the decode tables, at the made-up bases.
     const gpu::DeviceChoice one = gpu::device_choice_at(d_one.bytes_ptr(), K);
     const uint64_t routed = gpu::device_routed_blocks();
     gpu::route_on_device(spec, d_scores.as<float>(), 1, bias_dev, one, bases, stream.get());
@@ -534,12 +523,6 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
           d_choice(static_cast<size_t>(gpu::device_choice_bytes(K)), "choice");
       MOEPACK_CUDA_CHECK(
           cudaMemcpy(d_scores.bytes_ptr(), scores.data(), d_scores.size(), cudaMemcpyHostToDevice));
-      const gpu::ExpertBases bases{reinterpret_cast<const uint8_t*>(0x100000),
-                                   reinterpret_cast<const uint8_t*>(0x900000),
-                                   reinterpret_cast<const uint8_t*>(0x1100000),
-                                   4096,
-                                   4160,
-                                   8192};
       for (int row = 0; row < 3; ++row) {
         SCOPED_TRACE("row " + std::to_string(row));
         const gpu::DeviceChoice one = gpu::device_choice_at(d_choice.bytes_ptr(), K);
