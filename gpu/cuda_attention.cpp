@@ -111,16 +111,22 @@ class GqaAttention final : public CudaAttention {
     table_.allocate(t.size() * sizeof(float), "the RoPE table");
     MOEPACK_CUDA_CHECK(cudaMemcpy(table_.as<float>(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
+  bool reserve(int64_t n) override {
+    const int64_t nh = cfg_.n_head, nkv = cfg_.n_head_kv, hk = cfg_.n_embd_head_k, hv = cfg_.n_embd_head_v;
+    const auto f = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
+    bool grew = q_.ensure(f(n * nh * hk), "attention q");
+    grew |= k_.ensure(f(n * nkv * hk), "attention k");
+    grew |= v_.ensure(f(n * nkv * hv), "attention v");
+    grew |= att_.ensure(f(n * nh * hv), "attention output");
+    return grew;
+  }
   void forward(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* kv, float* out, cudaStream_t s,
                const int32_t* pos_dev) override {
     if (pos_dev && n != 1) throw Error("internal: attention at a device position takes one token");
     const L& l = layers_[il];
     const int64_t e = cfg_.n_embd, nh = cfg_.n_head, nkv = cfg_.n_head_kv;
     const int64_t hk = cfg_.n_embd_head_k, hv = cfg_.n_embd_head_v, w = kv_width(il);
-    q_.ensure(static_cast<size_t>(n * nh * hk) * sizeof(float), "attention q");
-    k_.ensure(static_cast<size_t>(n * nkv * hk) * sizeof(float), "attention k");
-    v_.ensure(static_cast<size_t>(n * nkv * hv) * sizeof(float), "attention v");
-    att_.ensure(static_cast<size_t>(n * nh * hv) * sizeof(float), "attention output");
+    reserve(n);
     float* q = q_.as<float>();
     float* k = k_.as<float>();
     float* v = v_.as<float>();
@@ -213,6 +219,19 @@ class MlaAttention final : public CudaAttention {
     table_.allocate(t.size() * sizeof(float), "the RoPE table");
     MOEPACK_CUDA_CHECK(cudaMemcpy(table_.as<float>(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
+  bool reserve(int64_t n) override {
+    const int64_t H = cfg_.n_head, R = cfg_.kv_lora_rank, D = cfg_.n_embd_head_k_mla, P = cfg_.n_rot;
+    const int64_t V = cfg_.n_embd_head_v_mla, Q = cfg_.q_lora_rank, W = R + P;
+    const auto f = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
+    bool grew = q_.ensure(f(n * H * D), "MLA q");
+    grew |= c_.ensure(f(n * W), "MLA latent");
+    grew |= q_abs_.ensure(f(n * H * R), "MLA absorbed q");
+    grew |= o_lat_.ensure(f(n * H * R), "MLA latent output");
+    grew |= o_.ensure(f(n * H * V), "MLA output");
+    if (Q > 0) grew |= qa_.ensure(f(n * Q), "MLA q_a");
+    grew |= kvrow_.ensure(f(W), "MLA KV row");  // a decode graph's row (forward's pos_dev)
+    return grew;
+  }
   void forward(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* kv, float* out, cudaStream_t s,
                const int32_t* pos_dev) override {
     if (pos_dev && n != 1) throw Error("internal: attention at a device position takes one token");
@@ -220,16 +239,10 @@ class MlaAttention final : public CudaAttention {
     const int64_t E = cfg_.n_embd, H = cfg_.n_head, R = cfg_.kv_lora_rank, D = cfg_.n_embd_head_k_mla;
     const int64_t P = cfg_.n_rot, N = D - P, V = cfg_.n_embd_head_v_mla, Q = cfg_.q_lora_rank;
     const int64_t W = R + P;
-    const auto f = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
-    q_.ensure(f(n * H * D), "MLA q");
-    c_.ensure(f(n * W), "MLA latent");
-    q_abs_.ensure(f(n * H * R), "MLA absorbed q");
-    o_lat_.ensure(f(n * H * R), "MLA latent output");
-    o_.ensure(f(n * H * V), "MLA output");
+    reserve(n);
     float* q = q_.as<float>();
     float* c = c_.as<float>();
     if (Q > 0) {
-      qa_.ensure(f(n * Q), "MLA q_a");
       float* qa = qa_.as<float>();
       dev_matmul(l.wq_a, xn, E, n, qa, Q, s);
       rms_norm(qa, Q, l.q_a_norm, Q, cfg_.rms_eps, qa, Q, n, s);
@@ -243,10 +256,7 @@ class MlaAttention final : public CudaAttention {
     // The new KV row: normed latent, then k_pe rotated; built in place in the cache, or (device
     // position) in kvrow_ and then stored at the position.
     float* rows = kv + pos0 * W;
-    if (pos_dev) {
-      kvrow_.ensure(f(W), "MLA KV row");
-      rows = kvrow_.as<float>();
-    }
+    if (pos_dev) rows = kvrow_.as<float>();
     rms_norm(c, W, l.kv_a_norm, R, cfg_.rms_eps, rows, W, n, s);
     copy_rows(rows + R, W, c + R, W, P, n, s);
     rope(rows + R, n, W, 1, P, table, pos0, rope_.n_dims, rope_.neox, s, pos_dev);

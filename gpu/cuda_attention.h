@@ -31,6 +31,11 @@ class CudaAttention {
   // launches then depend on no position, the same values bit for bit.
   virtual void forward(uint32_t il, const float* xn, int64_t n_tok, int64_t pos0, float* kv, float* out,
                        cudaStream_t s, const int32_t* pos_dev = nullptr) = 0;
+  // Sizes every buffer forward() uses for n_tok tokens (forward() calls it too). Returns true
+  // when one was allocated anew (its address changed: a CUDA graph holding it is stale). Throws
+  // Error when VRAM runs out. Call it before queuing work: a buffer that grows frees memory that
+  // queued kernels may still use.
+  virtual bool reserve(int64_t n_tok) = 0;
 };
 
 std::unique_ptr<CudaAttention> make_cuda_attention(const ModelConfig& cfg, DeviceWeights& w);

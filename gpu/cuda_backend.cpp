@@ -8,7 +8,7 @@
 // path) once per MoE layer for the router scores' copy (an event, so the shared expert queued
 // after it keeps the GPU busy meanwhile: cuda_host_router.h). A decode step with every expert
 // resident routes on the GPU (cuda_device_router.h) and from its second step on is one CUDA
-// graph launch (decode_step_graph).
+// graph launch (gpu/decode_graph.h).
 #include "gpu/cuda_backend.h"
 
 #include <algorithm>
@@ -31,6 +31,7 @@
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/decode_graph.h"
 #include "gpu/device_info.h"
 #include "gpu/device_weights.h"
 #include "gpu/kernels.h"
@@ -41,9 +42,6 @@ namespace moepack::gpu {
 namespace {
 
 std::atomic<bool> g_residual_norm_fusion{true};
-std::atomic<bool> g_decode_graph{true};
-std::atomic<uint64_t> g_decode_graph_launches{0};
-bool decode_graph() { return g_decode_graph.load(std::memory_order_relaxed); }
 
 using Clock = std::chrono::steady_clock;
 
@@ -159,7 +157,6 @@ class CudaBackend final : public Backend {
     }
   }
 
-  ~CudaBackend() override { drop_decode_graph(); }
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
@@ -191,26 +188,31 @@ class CudaBackend final : public Backend {
     cudaStream_t st = stream_.get();
     arena_.reset();
     device_router_.begin_step();
-    // A batch may grow the buffers below, whose addresses a decode graph holds.
-    if (n > 1) drop_decode_graph();
-    x_.ensure(fbytes(n * E), "activations");
-    xn_.ensure(fbytes(n * E), "activations");
-    tmp_.ensure(fbytes(n * E), "activations");
-    tmp2_.ensure(fbytes(n * E), "activations");
     // Every activation buffer is sized here, before the first kernel: growing one later would
-    // free memory that queued kernels of this call still use.
-    g_.ensure(fbytes(n * max_ff_), "FFN activations");
-    u_.ensure(fbytes(n * max_ff_), "FFN activations");
+    // free memory that queued kernels of this call still use. A buffer that grows moves, and
+    // the decode graph holds the old address: it is dropped (captured again two steps later).
+    bool grew = x_.ensure(fbytes(n * E), "activations");
+    grew |= xn_.ensure(fbytes(n * E), "activations");
+    grew |= tmp_.ensure(fbytes(n * E), "activations");
+    grew |= tmp2_.ensure(fbytes(n * E), "activations");
+    grew |= g_.ensure(fbytes(n * max_ff_), "FFN activations");
+    grew |= u_.ensure(fbytes(n * max_ff_), "FFN activations");
     if (cfg_.n_expert > 0) {
-      rl_.ensure(fbytes(2 * n * cfg_.n_expert), "router scores");  // 2: the lookahead's
-      experts_->reserve(n);
+      grew |= rl_.ensure(fbytes(2 * n * cfg_.n_expert), "router scores");  // 2: the lookahead's
+      grew |= experts_->reserve(n);
     }
+    grew |= attention_->reserve(n);
+    grew |= logits_.ensure(fbytes((all_logits.empty() ? 1 : n) * NV), "logits");
+    if (grew) graph_.drop();
     // A decode step with the router on the GPU runs as a CUDA graph (decode_graph).
-    const bool graph = n == 1 && all_logits.empty() && device_router_.active(1) && decode_graph() &&
-                       !graph_failed_ && pos0 + 1 <= attention_positions_from_device();
+    const bool graph = n == 1 && all_logits.empty() && device_router_.active(1) && graph_.usable(pos0);
     try {
       if (graph) {
-        decode_step_graph(tokens[0], pos0, logits, &io_wait);
+        graph_.step(tokens[0], pos0, logits, st, device_router_, stats_,
+                    [&](const int32_t* d_step, float* out) {
+                      enqueue_step(d_step, 1, pos0, d_step + 1, false, out, true, &io_wait);
+                    });
+        device_router_.report(observer_, static_cast<uint32_t>(pos0));
       } else {
         // Inside the try, as in the other backends: a failed upload or launch still syncs the
         // stream before the arena's pinned buffer is reused.
@@ -281,119 +283,10 @@ class CudaBackend final : public Backend {
     const int64_t first = all ? 0 : n - 1;
     const int64_t rows = n - first;
     rms_norm(x + first * E, E, output_norm_, E, cfg_.rms_eps, xn, E, rows, st);
-    logits_.ensure(fbytes(rows * NV), "logits");
     dev_matmul(output_, xn, E, rows, logits_.as<float>(), NV, st);
     device_router_.copy_back(observer_, st, graph_step);
     MOEPACK_CUDA_CHECK(
         cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(rows * NV), cudaMemcpyDeviceToHost, st));
-  }
-
-  // One decode step as a CUDA graph: the token and position go to pinned memory, the graph
-  // copies them to the device, and every position-dependent launch reads the position there
-  // (CudaAttention::forward's pos_dev), so one graph serves every step below
-  // attention_positions_from_device(). The first such step runs the same launches directly (it
-  // sizes every buffer: no allocation may happen while capturing), the second captures and
-  // instantiates, every later one only launches the graph. A capture that fails (a launch this
-  // CUDA cannot capture) leaves the backend on direct launches.
-  void decode_step_graph(int32_t token, int64_t pos0, std::span<float> logits, double* io_wait) {
-    cudaStream_t st = stream_.get();
-    const int64_t NV = cfg_.n_vocab;
-    if (!step_host_.size()) step_host_.allocate(2 * sizeof(int32_t), "decode step");
-    if (!step_dev_.size()) step_dev_.allocate(2 * sizeof(int32_t), "decode step");
-    if (!logits_host_.size()) logits_host_.allocate(fbytes(NV), "decode logits");
-    int32_t* in = step_host_.as<int32_t>();
-    in[0] = token;
-    in[1] = static_cast<int32_t>(pos0);
-    const int32_t* d_step = step_dev_.as<int32_t>();
-    float* out = logits_host_.as<float>();
-    const auto enqueue = [&] {
-      MOEPACK_CUDA_CHECK(
-          cudaMemcpyAsync(step_dev_.as<void>(), in, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, st));
-      enqueue_step(d_step, 1, pos0, d_step + 1, false, out, true, io_wait);
-    };
-    if (!graph_exec_ && graph_warm_) capture_decode_graph(enqueue);
-    if (graph_exec_) {
-      MOEPACK_CUDA_CHECK(cudaGraphLaunch(graph_exec_, st));
-      // (The capturing step's moe() calls counted that step's selections already.)
-      if (graph_counted_) {
-        stats_.expert_selections += graph_selections_;
-        stats_.experts_computed += graph_computed_;
-      }
-      graph_counted_ = true;
-      device_router_.mark_routed(graph_routed_);
-      g_decode_graph_launches.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      enqueue();  // the warm-up step, or every step after a failed capture
-      graph_warm_ = true;
-    }
-    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
-    std::copy(out, out + NV, logits.begin());
-    device_router_.report(observer_, static_cast<uint32_t>(pos0));
-  }
-
-  // Captures `enqueue` (one decode step's launches) and instantiates it as graph_exec_, with the
-  // blocks it routes and the selections it counts. Any failure but a lost device (a launch this
-  // CUDA cannot capture, an invalidated capture, a failed instantiation) leaves the backend on
-  // direct launches for good, with one line on stderr, the stream out of capture mode and the
-  // counters as before; a lost device is rethrown.
-  template <class Enqueue>
-  void capture_decode_graph(const Enqueue& enqueue) {
-    cudaStream_t st = stream_.get();
-    const uint64_t sel0 = stats_.expert_selections, comp0 = stats_.experts_computed;
-    const auto give_up = [&](const std::string& why) {
-      graph_failed_ = true;
-      device_router_.begin_step();
-      stats_.expert_selections = sel0;  // nothing ran: the direct launches count
-      stats_.experts_computed = comp0;
-      std::fprintf(stderr, "moepack: a decode step could not become a CUDA graph (%s); launching directly\n",
-                   why.c_str());
-    };
-    const auto end_capture = [&]() -> cudaGraph_t {
-      cudaGraph_t g = nullptr;
-      const cudaError_t e = cudaStreamEndCapture(st, &g);
-      if (e != cudaSuccess) {
-        if (g) cudaGraphDestroy(g);
-        if (is_sticky_cuda_error(e)) MOEPACK_CUDA_CHECK(e);
-        cudaGetLastError();
-        give_up(std::string("end of capture: ") + cudaGetErrorString(e));
-        return nullptr;
-      }
-      return g;
-    };
-    MOEPACK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    try {
-      enqueue();
-    } catch (const DeviceLostError&) {
-      if (cudaGraph_t g = end_capture()) cudaGraphDestroy(g);
-      throw;
-    } catch (const std::exception& e) {
-      if (cudaGraph_t g = end_capture()) cudaGraphDestroy(g);
-      cudaGetLastError();
-      if (!graph_failed_) give_up(e.what());
-      return;
-    }
-    cudaGraph_t g = end_capture();
-    if (!g) return;
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
-    cudaGraphDestroy(g);
-    if (e != cudaSuccess) {
-      if (is_sticky_cuda_error(e)) MOEPACK_CUDA_CHECK(e);
-      cudaGetLastError();
-      give_up(std::string("instantiation: ") + cudaGetErrorString(e));
-      return;
-    }
-    graph_exec_ = exec;
-    graph_routed_ = device_router_.routed();
-    graph_selections_ = stats_.expert_selections - sel0;
-    graph_computed_ = stats_.experts_computed - comp0;
-  }
-
-  void drop_decode_graph() {
-    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
-    graph_exec_ = nullptr;
-    graph_warm_ = false;
-    graph_counted_ = false;
   }
 
   struct Layer {
@@ -480,23 +373,13 @@ class CudaBackend final : public Backend {
   RoutingObserver observer_;
   BackendStats stats_;
   DeviceRouter device_router_;  // decode steps' choice on the GPU (every expert resident)
-  // The decode step's CUDA graph (decode_step_graph): token and position in pinned memory and
-  // their device copy, the logits' pinned destination; the blocks it routes and the selections
-  // it counts per launch.
-  PinnedBuffer step_host_, logits_host_;
-  DeviceBuffer step_dev_;
-  cudaGraphExec_t graph_exec_ = nullptr;
-  bool graph_warm_ = false, graph_failed_ = false, graph_counted_ = false;
-  std::vector<uint32_t> graph_routed_;
-  uint64_t graph_selections_ = 0, graph_computed_ = 0;
+  DecodeGraph graph_;           // decode steps as one CUDA graph launch (gpu/decode_graph.h)
 };
 
 }  // namespace
 
 void set_residual_norm_fusion(bool on) { g_residual_norm_fusion.store(on, std::memory_order_relaxed); }
 bool residual_norm_fusion() { return g_residual_norm_fusion.load(std::memory_order_relaxed); }
-void set_decode_graph(bool on) { g_decode_graph.store(on, std::memory_order_relaxed); }
-uint64_t decode_graph_launches() { return g_decode_graph_launches.load(std::memory_order_relaxed); }
 
 bool cuda_backend_supports(const ModelConfig& cfg) {
   return cfg.arch == "deepseek2" || cfg.arch == "qwen3moe" || cfg.arch == "llama" ||

@@ -9,7 +9,9 @@
 //        logits, routed experts (cuda_moe.h), the shared expert, the dense leading blocks, the
 //        output norm and the logits.
 //   host the router's selection and weights (core's route_token, exact by construction) after
-//        copying the logits back (gpu/cuda_host_router.h).
+//        copying the logits back (gpu/cuda_host_router.h); at decode with every expert resident
+//        the GPU makes the same choice bit for bit (gpu/cuda_device_router.h) and the step is one
+//        CUDA graph launch from its second step on (gpu/decode_graph.h).
 // State (device) and its semantics are the CPU reference's: per MLA block the latent rows of
 // every position [n_ctx][r + n_p], per KDA block the conv history [3][w−1][d_in] then S
 // [H][d][d]; checkpoints of all KDA states at the end of each of the last 8 forward() calls
@@ -19,9 +21,9 @@
 // activations' size); the KDA state carries over between them exactly as between calls.
 // The routing observer sees the CPU reference's order (block-major over the whole call; calls
 // of a multi-ubatch forward() are replayed in that order at its end).
-// Streams: one compute stream; the host waits for it once per MoE block (the router logits'
-// copy: an event, so the shared expert queued after it runs meanwhile, cuda_host_router.h) and
-// at the end of each ubatch.
+// Streams: one compute stream; where the host routes, the host waits for it once per MoE block
+// (the router logits' copy: an event, so the shared expert queued after it runs meanwhile,
+// cuda_host_router.h); and at the end of each ubatch.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,6 +46,7 @@
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/decode_graph.h"
 #include "gpu/device_info.h"
 #include "gpu/device_weights.h"
 #include "gpu/kernels.h"
@@ -391,7 +394,7 @@ class CudaKimiLinear final : public Backend {
 
   // Activation buffers for one ubatch of U positions (floats), allocated once.
   struct Sizes {
-    int64_t e, ext, qkv, lo, din, beta, o, q, c, lat, rl, ff, lg;
+    int64_t e, ext, qkv, lo, din, beta, o, q, c, row, lat, rl, ff, lg;
   };
   Sizes sizes() const {
     const int64_t U = kUbatch, E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d;
@@ -408,6 +411,7 @@ class CudaKimiLinear final : public Backend {
     z.o = U * std::max(DIN, H * dv);
     z.q = U * H * dk;
     z.c = U * (r + np);
+    z.row = r + np;  // a decode graph's latent row before it is stored at its position
     z.lat = U * H * r;
     z.rl = 2 * U * static_cast<int64_t>(cfg_.n_expert);  // 2: the prefetch lookahead's scores
     z.ff = U * std::max<int64_t>(max_ff_, 1);
@@ -417,7 +421,7 @@ class CudaKimiLinear final : public Backend {
   uint64_t activation_floats() const {
     const Sizes z = sizes();
     return static_cast<uint64_t>(4 * z.e + z.ext + z.qkv + z.lo + 2 * z.din + z.beta + z.o + z.q + z.c +
-                                 2 * z.lat + z.rl + 2 * z.ff + z.lg);
+                                 z.row + 2 * z.lat + z.rl + 2 * z.ff + z.lg);
   }
   void allocate_activations() {
     const Sizes z = sizes();
@@ -437,6 +441,7 @@ class CudaKimiLinear final : public Backend {
     a(o_, z.o, "attention output");
     a(q_, z.q, "MLA q");
     a(c_, z.c, "MLA latent");
+    a(row_, z.row, "MLA latent row");
     a(qa_, z.lat, "MLA absorbed q");
     a(lat_, z.lat, "MLA latent output");
     a(rl_, z.rl, "router logits");
@@ -446,54 +451,40 @@ class CudaKimiLinear final : public Backend {
     router_.reserve(kUbatch);
   }
 
-  // One ubatch (n <= U positions) through every block, as the CPU reference's run().
+  // One ubatch (n <= U positions) through every block, as the CPU reference's run(). A decode
+  // step with the router on the GPU and logits to return runs as a CUDA graph (gpu/decode_graph.h):
+  // every buffer is allocated at construction, so a batch leaves the graph in place.
   void run(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) {
-    const int64_t n = static_cast<int64_t>(tokens.size()), E = cfg_.n_embd;
+    const int64_t n = static_cast<int64_t>(tokens.size()), NV = cfg_.n_vocab;
     const auto t0 = Clock::now();
     double io_wait = 0.0;
     const int64_t pos0 = n_past_;
     cudaStream_t st = stream_.get();
     arena_.reset();
     device_router_.begin_step();
-    float* x = x_.as<float>();
-    float* xn = xn_.as<float>();
-    float* y = y_.as<float>();
+    const RoutingObserver& sink = defer_routing_ ? defer_ : observer_;
+    const bool graph =
+        n == 1 && all_logits.empty() && !logits.empty() && device_router_.active(1) && graph_.usable(pos0);
     try {
-      const int32_t* d_tok = arena_.put(tokens.data(), tokens.size(), st);
-      dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), x,
-                   st);
-      // The residual adds fused with the RMSNorm after them (gpu/cuda_backend.h).
-      const bool fuse = residual_norm_fusion();
-      for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
-        const Layer& L = layers_[il];
-        if (il == 0 || !fuse) rms_norm(x, E, L.d_attn_norm, E, cfg_.rms_eps, xn, E, n, st);
-        if (L.kda) {
-          kda(L, n);
-        } else {
-          mla(L, n, pos0);
+      if (graph) {
+        graph_.step(tokens[0], pos0, logits, st, device_router_, stats_,
+                    [&](const int32_t* d_step, float* out) {
+                      enqueue_blocks(d_step, 1, pos0, d_step + 1, &io_wait);
+                      device_router_.copy_back(sink, st, true);
+                      enqueue_head(1, false, out);
+                    });
+      } else {
+        const int32_t* d_tok = arena_.put(tokens.data(), tokens.size(), st);
+        enqueue_blocks(d_tok, n, pos0, nullptr, &io_wait);
+        device_router_.copy_back(sink, st);
+        if (!logits.empty() || !all_logits.empty()) {
+          enqueue_head(n, !all_logits.empty(), all_logits.empty() ? logits.data() : all_logits.data());
         }
-        if (fuse) {
-          add_rms_norm(x, y, nullptr, L.d_ffn_norm, E, cfg_.rms_eps, xn, n, st);
-        } else {
-          add_inplace(x, y, n * E, st);
-          rms_norm(x, E, L.d_ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
-        }
-        if (L.moe) {
-          moe(il, n, pos0, &io_wait);
-        } else {
-          swiglu_ffn(L.m_gate, L.m_up, L.m_down, L.ff, n, y);
-        }
-        if (fuse && il + 1 < cfg_.n_layer) {
-          add_rms_norm(x, y, nullptr, layers_[il + 1].d_attn_norm, E, cfg_.rms_eps, xn, n, st);
-        } else {
-          add_inplace(x, y, n * E, st);
+        MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+        if (!all_logits.empty() && !logits.empty()) {
+          std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
         }
       }
-      experts_->end_step();
-      const RoutingObserver& sink = defer_routing_ ? defer_ : observer_;
-      device_router_.copy_back(sink, st);
-      if (!logits.empty() || !all_logits.empty()) head(n, logits, all_logits);
-      MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
       device_router_.report(sink, static_cast<uint32_t>(pos0));
     } catch (...) {
       experts_->end_step();
@@ -507,20 +498,57 @@ class CudaKimiLinear final : public Backend {
     stats_.compute_ms += ms_since(t0) - io_wait;
   }
 
-  // Output norm and logits of the last position (or of all).
-  void head(int64_t n, std::span<float> logits, std::span<float> all_logits) {
+  // Queues the embedding of the n token ids at d_tok (device) and every block at positions
+  // pos0.. (pos_dev: pos0 read from that device int, a decode step in a graph).
+  void enqueue_blocks(const int32_t* d_tok, int64_t n, int64_t pos0, const int32_t* pos_dev,
+                      double* io_wait) {
+    const int64_t E = cfg_.n_embd;
+    cudaStream_t st = stream_.get();
+    float* x = x_.as<float>();
+    float* xn = xn_.as<float>();
+    float* y = y_.as<float>();
+    dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), x,
+                 st);
+    // The residual adds fused with the RMSNorm after them (gpu/cuda_backend.h).
+    const bool fuse = residual_norm_fusion();
+    for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+      const Layer& L = layers_[il];
+      if (il == 0 || !fuse) rms_norm(x, E, L.d_attn_norm, E, cfg_.rms_eps, xn, E, n, st);
+      if (L.kda) {
+        kda(L, n);
+      } else {
+        mla(L, n, pos0, pos_dev);
+      }
+      if (fuse) {
+        add_rms_norm(x, y, nullptr, L.d_ffn_norm, E, cfg_.rms_eps, xn, n, st);
+      } else {
+        add_inplace(x, y, n * E, st);
+        rms_norm(x, E, L.d_ffn_norm, E, cfg_.rms_eps, xn, E, n, st);
+      }
+      if (L.moe) {
+        moe(il, n, pos0, io_wait);
+      } else {
+        swiglu_ffn(L.m_gate, L.m_up, L.m_down, L.ff, n, y);
+      }
+      if (fuse && il + 1 < cfg_.n_layer) {
+        add_rms_norm(x, y, nullptr, layers_[il + 1].d_attn_norm, E, cfg_.rms_eps, xn, n, st);
+      } else {
+        add_inplace(x, y, n * E, st);
+      }
+    }
+    experts_->end_step();
+  }
+
+  // Queues the output norm and the logits of the last position (or of all n with all), copied to
+  // dst (host).
+  void enqueue_head(int64_t n, bool all, float* dst) {
     const int64_t E = cfg_.n_embd, NV = cfg_.n_vocab;
     cudaStream_t st = stream_.get();
-    const int64_t first = all_logits.empty() ? n - 1 : 0;
+    const int64_t first = all ? 0 : n - 1;
     const int64_t m = n - first;
     rms_norm(x_.as<float>() + first * E, E, output_norm_, E, cfg_.rms_eps, xn_.as<float>(), E, m, st);
     dev_matmul(output_, xn_.as<float>(), E, m, logits_.as<float>(), NV, st);
-    float* dst = all_logits.empty() ? logits.data() : all_logits.data();
     MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(m * NV), cudaMemcpyDeviceToHost, st));
-    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
-    if (!all_logits.empty() && !logits.empty()) {
-      std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
-    }
   }
 
   // out = down · (silu(gate · xn) ⊙ up · xn) for the n positions of xn_.
@@ -582,8 +610,10 @@ class CudaKimiLinear final : public Backend {
     dev_matmul(L.m_wo, o, DIN, n, y_.as<float>(), E, st);
   }
 
-  // §4.4: absorbed MLA without RoPE over the cached latent rows, xn_ -> y_.
-  void mla(const Layer& L, int64_t n, int64_t pos0) {
+  // §4.4: absorbed MLA without RoPE over the cached latent rows, xn_ -> y_. pos_dev (one token,
+  // a decode graph): the position read from device memory; the row is built in row_ and then
+  // stored at it (the same values).
+  void mla(const Layer& L, int64_t n, int64_t pos0, const int32_t* pos_dev) {
     const int64_t E = cfg_.n_embd, H = cfg_.n_head, r = cfg_.kv_lora_rank, np = cfg_.n_rot;
     const int64_t dk = cfg_.n_embd_head_k_mla, dv = cfg_.n_embd_head_v_mla, W = r + np;
     cudaStream_t st = stream_.get();
@@ -592,15 +622,16 @@ class CudaKimiLinear final : public Backend {
     float* c = c_.as<float>();
     dev_matmul(L.m_wq, xn, E, n, q, H * dk, st);
     dev_matmul(L.m_wkv_a, xn, E, n, c, W, st);
-    float* rows = L.state + pos0 * W;
+    float* rows = pos_dev ? row_.as<float>() : L.state + pos0 * W;
     rms_norm(c, W, L.d_kv_a_norm, r, cfg_.rms_eps, rows, W, n, st);  // c_kv normed
     MOEPACK_CUDA_CHECK(cudaMemcpy2DAsync(rows + r, fbytes(W), c + r, fbytes(W), fbytes(np),
                                          static_cast<size_t>(n), cudaMemcpyDeviceToDevice, st));  // k_p as is
+    if (pos_dev) copy_row_to_position(L.state, W, rows, W, pos_dev, st);
     float* qa = qa_.as<float>();
     float* lat = lat_.as<float>();
     grouped_matmul(L.m_wk_b, r, H, q, H * dk, dk, n, qa, H * r, r, st);
     const float kq_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-    mla_attend(qa, q, n, pos0, L.state, H, r, dk, np, kq_scale, lat, st);
+    mla_attend(qa, q, n, pos0, L.state, H, r, dk, np, kq_scale, lat, st, pos_dev);
     float* o = o_.as<float>();
     grouped_matmul(L.m_wv_b, dv, H, lat, H * r, r, n, o, H * dv, dv, st);
     dev_matmul(L.m_wo, o, H * dv, n, y_.as<float>(), E, st);
@@ -669,8 +700,8 @@ class CudaKimiLinear final : public Backend {
   std::vector<DeviceBuffer> cp_slots_;
   std::vector<size_t> free_slots_;
   std::deque<Checkpoint> checkpoints_;  // ascending pos; the last one is the current state
-  DeviceBuffer x_, xn_, y_, tmp_, ext_, qkv_, lo_, decay_, gate_, beta_, o_, q_, c_, qa_, lat_, rl_, fg_, fu_,
-      logits_;
+  DeviceBuffer x_, xn_, y_, tmp_, ext_, qkv_, lo_, decay_, gate_, beta_, o_, q_, c_, row_, qa_, lat_, rl_,
+      fg_, fu_, logits_;
   HostRouter router_{cfg_};
   RoutingObserver observer_;
   bool defer_routing_ = false;
@@ -684,6 +715,7 @@ class CudaKimiLinear final : public Backend {
   };
   DeviceRouter device_router_;  // decode steps' choice on the GPU (every expert resident)
   BackendStats stats_;
+  DecodeGraph graph_;  // decode steps as one CUDA graph launch (gpu/decode_graph.h)
 };
 
 }  // namespace

@@ -194,11 +194,11 @@ uint64_t CudaRoutedExperts::run_decode_on_device(uint32_t il, const float* x, co
   return static_cast<uint64_t>(K);
 }
 
-void CudaRoutedExperts::reserve(int64_t n_tokens) {
-  if (n_ff_ <= 0) return;
+bool CudaRoutedExperts::reserve(int64_t n_tokens) {
+  if (n_ff_ <= 0) return false;
   const int64_t pairs = n_tokens * cfg_.n_expert_used;
-  eg_.ensure(fbytes(2 * pairs * n_ff_), "expert activations");
-  ey_.ensure(fbytes(pairs * cfg_.n_embd), "expert outputs");
+  const bool grew = eg_.ensure(fbytes(2 * pairs * n_ff_), "expert activations");
+  return ey_.ensure(fbytes(pairs * cfg_.n_embd), "expert outputs") || grew;
 }
 
 void CudaRoutedExperts::prefetch(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms) {

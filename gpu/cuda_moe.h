@@ -66,8 +66,9 @@ class CudaRoutedExperts {
   int64_t n_ff() const { return n_ff_; }
 
   // Sizes the activation buffers for n tokens. Call before the first kernel of a forward():
-  // growing a buffer later would free memory queued kernels still use.
-  void reserve(int64_t n_tokens);
+  // growing a buffer later would free memory queued kernels still use. Returns true when one was
+  // allocated anew (its address changed: a CUDA graph holding it is stale).
+  bool reserve(int64_t n_tokens);
 
   // out [n][E] (overwritten) = the formula above for blk.`block`. x [n][E] device; ids, w:
   // host arrays [n][K] (K = n_expert_used). limit: SwiGLU clamp (<= 1e-6: none). Returns the

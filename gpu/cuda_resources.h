@@ -52,8 +52,12 @@ class DeviceBuffer {
     bytes_ = bytes;
   }
   // Grows (contents lost) to at least `bytes`.
-  void ensure(size_t bytes, const std::string& what) {
-    if (bytes > bytes_) allocate(bytes, what);
+  // Grows to at least `bytes` (the contents are lost when it grows). Returns true when it
+  // allocated anew (the address changed).
+  bool ensure(size_t bytes, const std::string& what) {
+    if (bytes <= bytes_) return false;
+    allocate(bytes, what);
+    return true;
   }
   void reset() noexcept {
     if (ptr_) cudaFree(ptr_);

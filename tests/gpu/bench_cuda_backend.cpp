@@ -26,8 +26,11 @@
 //             the GGUF's decode with the SwiGLU epilogue off and on, and with the shared
 //             expert after the routed experts and beside the host's choice, alternating, three
 //             each;
-//             at 25% also with next-layer prefetch off and on, alternating, three runs each.
+//             at 25% also with next-layer prefetch off and on, alternating, three runs each;
+//   "engine"/"decode_graph_of": for every --graph-model GGUF (e.g. a kimi-linear fixture: its own
+//             backend), decode with the decode graph off and on, alternating, three each.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only]
+//                           [--graph-model GGUF]...
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
 //        ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0)
 #include <cuda_runtime.h>
@@ -456,6 +459,7 @@ int main(int argc, char** argv) {
   int prefill = 128, decode = 64;
   bool engine_only = false;  // --engine-only: the "engine" section alone
   bool gemv_only = false;    // --gemv-only: every section but "engine"
+  std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
     std::string type;
     int rows = 0, cols = 0, experts = 0, variant = 0;
@@ -470,6 +474,8 @@ int main(int argc, char** argv) {
       prefill = std::stoi(argv[++i]);
     } else if (a == "--decode" && i + 1 < argc) {
       decode = std::stoi(argv[++i]);
+    } else if (a == "--graph-model" && i + 1 < argc) {
+      graph_models.emplace_back(argv[++i]);
     } else if (a == "--engine-only") {
       engine_only = true;
     } else if (a == "--gemv-only") {
@@ -626,6 +632,10 @@ int main(int argc, char** argv) {
     // A decode step as one CUDA graph launch or its launches one by one (gpu/cuda_backend.h).
     out["engine"]["gguf_decode_graph"] =
         bench_switch(gguf, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
+    for (const std::string& m : graph_models) {
+      out["engine"]["decode_graph_of"][std::filesystem::path(m).filename().string()] =
+          bench_switch(ModelSource::open(m), s, prefill, decode, gpu::set_decode_graph, "decode_graph");
+    }
     const std::string dir = (std::filesystem::temp_directory_path() / "moepack-bench-pack").string();
     std::filesystem::remove_all(dir);
     BuildOptions bo;

@@ -569,58 +569,12 @@ TEST(CudaBackend, DecodeGraphChangesNoLogitOfTheDemoModel) {
   test::expect_decode_graph_changes_no_logit(kDemo, tokens, make_backend);
 }
 
-// One decode graph serves every position: 12 decodes, a truncation of 6 positions, the same 6
-// tokens again, then a 2-token forward (which drops the graph) and 3 more decodes. The logits of
-// the repeated positions equal the first pass's bit for bit (the same inputs), and every logit
-// equals the direct launches' (graph off) bit for bit. With the graph on, every decode but the
-// first after a batch (direct: it sizes the buffers) is a graph launch: 17 of the first 18, then
-// 2 of the last 3 (the second captures again).
+// One decode graph serves every position, truncations included (tests/gpu/engine_switch_check.h);
+// a batch that grows the common backend's buffers drops its graph (direct, capture, replay: 2
+// graph launches of the 3 decodes after it), a batch that grows none keeps it.
 TEST(CudaBackend, DecodeGraphServesEveryPositionAfterATruncation) {
-  struct OnAfterwards {
-    ~OnAfterwards() { gpu::set_decode_graph(true); }
-  } restore;
   const std::vector<int32_t> prompt = {0, 17, 345, 1024, 77, 5, 4000, 12};
-  const auto src = ModelSource::open(kDemo);
-  std::vector<float> all[2];
-  for (const bool on : {false, true}) {
-    gpu::set_decode_graph(on);
-    auto be = make_backend(src, parity_settings("cuda"));
-    const size_t nv = be->config().n_vocab;
-    std::vector<float> l(nv);
-    be->forward(prompt, l);
-    std::vector<int32_t> toks;
-    std::vector<std::vector<float>> first;
-    const uint64_t before = gpu::decode_graph_launches();
-    for (int i = 0; i < 12; ++i) {
-      const int32_t t = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-      toks.push_back(t);
-      be->forward(std::span<const int32_t>(&toks.back(), 1), l);
-      first.push_back(l);
-      all[on].insert(all[on].end(), l.begin(), l.end());
-    }
-    be->truncate(be->n_past() - 6);
-    for (int i = 6; i < 12; ++i) {
-      be->forward(std::span<const int32_t>(&toks[static_cast<size_t>(i)], 1), l);
-      EXPECT_EQ(std::memcmp(l.data(), first[static_cast<size_t>(i)].data(), nv * sizeof(float)), 0)
-          << "position " << prompt.size() + static_cast<size_t>(i) << " again" << (on ? " (graph)" : "");
-      all[on].insert(all[on].end(), l.begin(), l.end());
-    }
-    EXPECT_EQ(gpu::decode_graph_launches() - before, on ? 17u : 0u)
-        << "graph launches: 18 decodes, the first direct";
-    const std::vector<int32_t> two = {toks[10], toks[11]};
-    be->forward(two, l);
-    all[on].insert(all[on].end(), l.begin(), l.end());
-    const uint64_t before2 = gpu::decode_graph_launches();
-    for (int i = 0; i < 3; ++i) {
-      const int32_t t = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-      be->forward(std::span<const int32_t>(&t, 1), l);
-      all[on].insert(all[on].end(), l.begin(), l.end());
-    }
-    EXPECT_EQ(gpu::decode_graph_launches() - before2, on ? 2u : 0u)
-        << "after a batch: direct, capture, replay";
-  }
-  ASSERT_EQ(all[0].size(), all[1].size());
-  EXPECT_EQ(std::memcmp(all[0].data(), all[1].data(), all[0].size() * sizeof(float)), 0);
+  test::expect_decode_graph_serves_every_position(kDemo, prompt, make_backend, 2);
 }
 
 // The residual add fused with the RMSNorm after it (the shared expert's output with it) changes

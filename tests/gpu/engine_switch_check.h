@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -130,11 +131,87 @@ inline void expect_router_on_device_changes_no_logit(const std::string& model,
                                              gpu::device_routed_blocks, "the router on the GPU");
 }
 
-// Decode steps as CUDA graph launches (gpu::decode_graph_launches proves it; common backend).
+// Decode steps as CUDA graph launches (gpu::decode_graph_launches proves it).
 inline void expect_decode_graph_changes_no_logit(const std::string& model, std::span<const int32_t> tokens,
                                                  BackendFactory factory) {
   expect_switch_changes_no_logit_nor_routing(model, tokens, factory, gpu::set_decode_graph,
                                              gpu::decode_graph_launches, "decode steps as CUDA graphs");
+}
+
+// One decode graph serves every position (gpu/decode_graph.h). With the graph off and on, on a
+// fresh backend each: the prompt, 12 greedy decodes, a truncation of 6 positions, the same 6
+// tokens again, a 2-token forward, 3 greedy decodes, a forward of prompt.size() + 4 tokens (more
+// than any call before), 3 greedy decodes, a truncation of 12 positions (a kimi-linear backend
+// restores a checkpoint and recomputes) and 3 greedy decodes. The logits of the repeated
+// positions equal the first pass's bit for bit (the same inputs), and every logit equals the
+// direct launches' bit for bit. With the graph on, every decode but the first is a graph launch
+// (17 of the first 18); after the 2-token batch, which grows no buffer, all 3; after the longer
+// batch `after_growing_batch` of the 3 (the common backend's buffers grow and its graph is
+// dropped: direct, capture, replay = 2; kimi-linear's are sized at load: 3); after the second
+// truncation all 3.
+inline void expect_decode_graph_serves_every_position(const std::string& model,
+                                                      std::span<const int32_t> prompt, BackendFactory factory,
+                                                      uint64_t after_growing_batch) {
+  struct OnAfterwards {
+    ~OnAfterwards() { gpu::set_decode_graph(true); }
+  } restore;
+  const auto src = ModelSource::open(model);
+  std::vector<float> all[2];
+  for (const bool on : {false, true}) {
+    gpu::set_decode_graph(on);
+    auto be = factory(src, parity_settings("cuda"));
+    const size_t nv = be->config().n_vocab;
+    std::vector<float> l(nv);
+    be->forward(prompt, l);
+    const auto greedy = [&](int count) {
+      for (int i = 0; i < count; ++i) {
+        const int32_t t = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+        be->forward(std::span<const int32_t>(&t, 1), l);
+        all[on].insert(all[on].end(), l.begin(), l.end());
+      }
+    };
+    std::vector<int32_t> toks;
+    std::vector<std::vector<float>> first;
+    const uint64_t before = gpu::decode_graph_launches();
+    for (int i = 0; i < 12; ++i) {
+      const int32_t t = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+      toks.push_back(t);
+      be->forward(std::span<const int32_t>(&toks.back(), 1), l);
+      first.push_back(l);
+      all[on].insert(all[on].end(), l.begin(), l.end());
+    }
+    be->truncate(be->n_past() - 6);
+    for (int i = 6; i < 12; ++i) {
+      be->forward(std::span<const int32_t>(&toks[static_cast<size_t>(i)], 1), l);
+      EXPECT_EQ(std::memcmp(l.data(), first[static_cast<size_t>(i)].data(), nv * sizeof(float)), 0)
+          << model << ": position " << prompt.size() + static_cast<size_t>(i) << " again"
+          << (on ? " (graph)" : "");
+      all[on].insert(all[on].end(), l.begin(), l.end());
+    }
+    EXPECT_EQ(gpu::decode_graph_launches() - before, on ? 17u : 0u)
+        << model << ": graph launches: 18 decodes, the first direct";
+    const std::vector<int32_t> two = {toks[10], toks[11]};
+    be->forward(two, l);
+    all[on].insert(all[on].end(), l.begin(), l.end());
+    const uint64_t before2 = gpu::decode_graph_launches();
+    greedy(3);
+    EXPECT_EQ(gpu::decode_graph_launches() - before2, on ? 3u : 0u) << model << ": after a batch of 2";
+    std::vector<int32_t> longer(prompt.begin(), prompt.end());
+    longer.insert(longer.end(), toks.begin(), toks.begin() + 4);
+    be->forward(longer, l);
+    all[on].insert(all[on].end(), l.begin(), l.end());
+    const uint64_t before4 = gpu::decode_graph_launches();
+    greedy(3);
+    EXPECT_EQ(gpu::decode_graph_launches() - before4, on ? after_growing_batch : 0u)
+        << model << ": after a batch longer than any before";
+    be->truncate(be->n_past() - 12);
+    const uint64_t before3 = gpu::decode_graph_launches();
+    greedy(3);
+    EXPECT_EQ(gpu::decode_graph_launches() - before3, on ? 3u : 0u) << model << ": after a truncation of 12";
+  }
+  ASSERT_EQ(all[0].size(), all[1].size());
+  EXPECT_EQ(std::memcmp(all[0].data(), all[1].data(), all[0].size() * sizeof(float)), 0)
+      << model << ": logits differ with decode steps as CUDA graphs";
 }
 
 }  // namespace moepack::test

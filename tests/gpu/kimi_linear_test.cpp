@@ -304,6 +304,20 @@ TEST_P(KimiFixture, RouterOnDeviceReportsADeferredOnePositionUbatch) {
   test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
 }
 
+// Decode steps as one CUDA graph launch (gpu/decode_graph.h) change no logit and no routing
+// report.
+TEST_P(KimiFixture, DecodeGraphChangesNoLogitNorRouting) {
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  test::expect_decode_graph_changes_no_logit(model_path(), tokens, make_cuda_backend_kimi_linear);
+}
+
+// One graph serves every position, truncations that restore a checkpoint and recompute
+// included; kimi-linear's graph outlives every batch (its buffers are sized at load).
+TEST_P(KimiFixture, DecodeGraphServesEveryPositionAfterATruncation) {
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  test::expect_decode_graph_serves_every_position(model_path(), tokens, make_cuda_backend_kimi_linear, 3);
+}
+
 TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-kimi-cuda");
 }

@@ -1,0 +1,82 @@
+// DecodeGraph: one decode step of a CUDA backend as one CUDA graph launch, shared by the common
+// backend (gpu/cuda_backend.cpp) and kimi-linear's (gpu/cuda_kimi_linear.cpp).
+//
+// A decode step with every expert resident routes on the GPU (gpu/cuda_device_router.h), so its
+// launches need nothing from the host but the token and the position. Both go to pinned memory
+// (two int32: token, position), the step's first node copies them to the device, and every
+// position-dependent launch reads the position there (RoPE, the KV cache's row store and
+// attention take a pos_dev: gpu/kernels.h), so one graph serves every step at a position below
+// attention_positions_from_device() (4096), truncations included. The logits go to a pinned
+// buffer the graph copies into.
+//
+//   step 1 after construction or drop(): the launches run directly (they size every buffer:
+//          nothing may be allocated while capturing);
+//   step 2: captured and instantiated, then launched;
+//   later:  one cudaGraphLaunch.
+//
+// A capture that fails (a launch this CUDA cannot capture, an invalidated capture, a failed
+// instantiation) leaves the backend on direct launches for good, with one line on stderr; a
+// lost device (DeviceLostError) is rethrown. The graph keeps the addresses of every buffer its
+// launches use and the process-wide switches' choices at capture time (gpu/cuda_backend.h's
+// set_decode_graph): a backend calls drop() before anything it holds may move.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "core/backend.h"
+#include "gpu/cuda_device_router.h"
+#include "gpu/cuda_resources.h"
+
+namespace moepack::gpu {
+
+class DecodeGraph {
+ public:
+  // Queues one decode step's launches on the stream given to step(): the token id at d_step[0]
+  // and its position at d_step[1] (device int32, written by the step before these launches),
+  // every block with pos_dev = d_step + 1, the head, the last token's logits copied to
+  // logits_host (pinned, n_vocab floats) and DeviceRouter::copy_back(..., true).
+  using Enqueue = std::function<void(const int32_t* d_step, float* logits_host)>;
+
+  DecodeGraph() = default;
+  ~DecodeGraph() { drop(); }
+  DecodeGraph(const DecodeGraph&) = delete;
+  DecodeGraph& operator=(const DecodeGraph&) = delete;
+
+  // Whether a decode step at position pos0 may run through step(): set_decode_graph is on, no
+  // capture has failed, and pos0 + 1 <= attention_positions_from_device(). The caller also
+  // requires one token, its logits only, and the router on the GPU (DeviceRouter::active(1)).
+  bool usable(int64_t pos0) const;
+
+  // One decode step of `token` at pos0 (see the top of this file); returns with the stream
+  // synchronized and the step's logits in `logits` ([n_vocab] host). The routing observer is
+  // the caller's (DeviceRouter::report after this returns). The step's expert selections and
+  // evaluations are counted into stats (a replayed step adds what its capture counted). Throws
+  // what the launches throw (DeviceLostError included); a failed capture is not an error.
+  void step(int32_t token, int64_t pos0, std::span<float> logits, cudaStream_t st, DeviceRouter& router,
+            BackendStats& stats, const Enqueue& enqueue);
+
+  // Forgets the graph (call before a buffer it uses may move): the next step runs directly, the
+  // one after captures again.
+  void drop();
+
+  // Whether a graph is instantiated (tests and benchmarks).
+  bool held() const { return exec_ != nullptr; }
+
+ private:
+  void capture(cudaStream_t st, DeviceRouter& router, BackendStats& stats,
+               const std::function<void()>& enqueue);
+
+  PinnedBuffer step_host_, logits_host_;
+  DeviceBuffer step_dev_;
+  cudaGraphExec_t exec_ = nullptr;
+  bool warm_ = false, failed_ = false, counted_ = false;
+  std::vector<uint32_t> routed_;            // the blocks a launch routes (DeviceRouter::mark_routed)
+  uint64_t selections_ = 0, computed_ = 0;  // what a launch counts
+};
+
+}  // namespace moepack::gpu
