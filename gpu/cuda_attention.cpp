@@ -107,6 +107,7 @@ class GqaAttention final : public CudaAttention {
       }
       layers_.push_back(l);
     }
+    n_ctx_ = n_ctx;
     const std::vector<float> t = rope_cs_table(rope_, n_ctx);
     table_.allocate(t.size() * sizeof(float), "the RoPE table");
     MOEPACK_CUDA_CHECK(cudaMemcpy(table_.as<float>(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -147,7 +148,7 @@ class GqaAttention final : public CudaAttention {
       copy_rows(kv + pos0 * w + nkv * hk, w, v, nkv * hv, nkv * hv, n, s);
     }
     gqa_attend(q, n, pos0, kv, w, nh, nkv, hk, hv, 1.0f / std::sqrt(static_cast<float>(hk)), att_.as<float>(),
-               s, pos_dev);
+               s, pos_dev, n_ctx_);
     dev_matmul(l.wo, att_.as<float>(), nh * hv, n, out, e, s);
   }
 
@@ -166,6 +167,7 @@ class GqaAttention final : public CudaAttention {
   std::vector<H> handles_;
   std::vector<L> layers_;
   DeviceBuffer table_, q_, k_, v_, att_;
+  int64_t n_ctx_ = 0;  // positions of the KV cache (bind)
 };
 
 class MlaAttention final : public CudaAttention {
@@ -215,6 +217,7 @@ class MlaAttention final : public CudaAttention {
       l.wo = w.matrix(h.wo);
       layers_.push_back(l);
     }
+    n_ctx_ = n_ctx;
     const std::vector<float> t = rope_cs_table(rope_, n_ctx);
     table_.allocate(t.size() * sizeof(float), "the RoPE table");
     MOEPACK_CUDA_CHECK(cudaMemcpy(table_.as<float>(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -263,7 +266,8 @@ class MlaAttention final : public CudaAttention {
     if (pos_dev) copy_row_to_position(kv, W, rows, W, pos_dev, s);
     // q_abs[t][h] = W_kb[h] q_nope[t][h]; all heads in one launch.
     grouped_matmul(l.wk_b, R, H, q, H * D, D, n, q_abs_.as<float>(), H * R, R, s);
-    mla_attend(q_abs_.as<float>(), q, n, pos0, kv, H, R, D, P, kq_scale_, o_lat_.as<float>(), s, pos_dev);
+    mla_attend(q_abs_.as<float>(), q, n, pos0, kv, H, R, D, P, kq_scale_, o_lat_.as<float>(), s, pos_dev,
+               n_ctx_);
     grouped_matmul(l.wv_b, V, H, o_lat_.as<float>(), H * R, R, n, o_.as<float>(), H * V, V, s);
     dev_matmul(l.wo, o_.as<float>(), H * V, n, out, E, s);
   }
@@ -284,6 +288,7 @@ class MlaAttention final : public CudaAttention {
   std::vector<Hd> handles_;
   std::vector<L> layers_;
   DeviceBuffer table_, q_, qa_, c_, q_abs_, o_lat_, o_, kvrow_;
+  int64_t n_ctx_ = 0;  // positions of the KV cache (bind)
 };
 
 }  // namespace

@@ -27,8 +27,8 @@ class CudaAttention {
   // xn: [n_tok][n_embd] normed input of positions pos0 .. pos0 + n_tok - 1; kv: layer il's
   // cache [n_ctx][kv_width] (these positions are written, earlier ones read); out: [n_tok][n_embd].
   // pos_dev (a decode step in a CUDA graph, n_tok 1): pos0 is read from this device int at run
-  // time instead, and must stay below attention_positions_from_device() (gpu/kernels.h); the
-  // launches then depend on no position, the same values bit for bit.
+  // time instead (any position of the KV cache); the launches then depend on no position, the
+  // same values bit for bit (gpu/kernels.h gqa_attend).
   virtual void forward(uint32_t il, const float* xn, int64_t n_tok, int64_t pos0, float* kv, float* out,
                        cudaStream_t s, const int32_t* pos_dev = nullptr) = 0;
   // Sizes every buffer forward() uses for n_tok tokens (forward() calls it too). Returns true

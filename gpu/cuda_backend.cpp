@@ -205,7 +205,7 @@ class CudaBackend final : public Backend {
     grew |= logits_.ensure(fbytes((all_logits.empty() ? 1 : n) * NV), "logits");
     if (grew) graph_.drop();
     // A decode step with the router on the GPU runs as a CUDA graph (decode_graph).
-    const bool graph = n == 1 && all_logits.empty() && device_router_.active(1) && graph_.usable(pos0);
+    const bool graph = n == 1 && all_logits.empty() && device_router_.active(1) && graph_.usable();
     try {
       if (graph) {
         graph_.step(tokens[0], pos0, logits, st, device_router_, stats_,

@@ -20,9 +20,9 @@
 // pointers, pairs sorted by expert), and one kernel adds the K weighted outputs per token in
 // selection order.
 //
-// Decode with every expert resident (common backend and kimi-linear, below 4096 positions) is
-// one CUDA graph launch a step from the second step on: RoPE, the KV cache's row and attention
-// read the position from device memory (set_decode_graph below, gpu/decode_graph.h).
+// Decode with every expert resident (common backend and kimi-linear) is one CUDA graph launch a
+// step from the second step on: RoPE, the KV cache's row and attention read the position from
+// device memory (set_decode_graph below, gpu/decode_graph.h).
 //
 // The residual stream: x += block output (the MoE sum plus the shared expert's, added to it
 // first), then the next RMSNorm, in one launch where both follow each other (add_rms_norm),
@@ -55,11 +55,10 @@ bool cuda_backend_usable(const ModelSource& model);
 void set_residual_norm_fusion(bool on);
 bool residual_norm_fusion();
 // Process-wide switch: a decode step whose router runs on the GPU (every expert resident; the
-// common backend and kimi-linear) at a position below attention_positions_from_device() (4096,
-// gpu/kernels.h) is one CUDA graph launch from its second step on (on, the default), or its
-// launches one by one (off). The same launches either way, so the same values bit for bit
-// (gpu/decode_graph.h). A backend's graph keeps what the switches above and gpu/gemv_mma.h's
-// chose when it was captured, until a forward that grows one of the common backend's buffers
+// common backend and kimi-linear), at any position, is one CUDA graph launch from its second
+// step on (on, the default), or its launches one by one (off). The same launches either way, so the same
+// values bit for bit (gpu/decode_graph.h). A backend's graph keeps what the switches above and
+// gpu/gemv_mma.h's chose when it was captured, until a forward that grows one of the common backend's buffers
 // drops it (kimi-linear allocates every buffer at load and keeps its graph).
 // decode_graph_launches(): graph launches in this process (a test's proof that one ran).
 void set_decode_graph(bool on);

@@ -464,7 +464,7 @@ class CudaKimiLinear final : public Backend {
     device_router_.begin_step();
     const RoutingObserver& sink = defer_routing_ ? defer_ : observer_;
     const bool graph =
-        n == 1 && all_logits.empty() && !logits.empty() && device_router_.active(1) && graph_.usable(pos0);
+        n == 1 && all_logits.empty() && !logits.empty() && device_router_.active(1) && graph_.usable();
     try {
       if (graph) {
         graph_.step(tokens[0], pos0, logits, st, device_router_, stats_,
@@ -631,7 +631,7 @@ class CudaKimiLinear final : public Backend {
     float* lat = lat_.as<float>();
     grouped_matmul(L.m_wk_b, r, H, q, H * dk, dk, n, qa, H * r, r, st);
     const float kq_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-    mla_attend(qa, q, n, pos0, L.state, H, r, dk, np, kq_scale, lat, st, pos_dev);
+    mla_attend(qa, q, n, pos0, L.state, H, r, dk, np, kq_scale, lat, st, pos_dev, n_ctx_);
     float* o = o_.as<float>();
     grouped_matmul(L.m_wv_b, dv, H, lat, H * r, r, n, o, H * dv, dv, st);
     dev_matmul(L.m_wo, o, H * dv, n, y_.as<float>(), E, st);

@@ -8,7 +8,6 @@
 #include "core/error.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_check.h"
-#include "gpu/kernels.h"
 
 namespace moepack::gpu {
 
@@ -20,10 +19,7 @@ std::atomic<uint64_t> g_decode_graph_launches{0};
 void set_decode_graph(bool on) { g_decode_graph.store(on, std::memory_order_relaxed); }
 uint64_t decode_graph_launches() { return g_decode_graph_launches.load(std::memory_order_relaxed); }
 
-bool DecodeGraph::usable(int64_t pos0) const {
-  return g_decode_graph.load(std::memory_order_relaxed) && !failed_ &&
-         pos0 + 1 <= attention_positions_from_device();
-}
+bool DecodeGraph::usable() const { return g_decode_graph.load(std::memory_order_relaxed) && !failed_; }
 
 void DecodeGraph::step(int32_t token, int64_t pos0, std::span<float> logits, cudaStream_t st,
                        DeviceRouter& router, BackendStats& stats, const Enqueue& enqueue) {

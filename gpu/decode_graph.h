@@ -5,9 +5,9 @@
 // launches need nothing from the host but the token and the position. Both go to pinned memory
 // (two int32: token, position), the step's first node copies them to the device, and every
 // position-dependent launch reads the position there (RoPE, the KV cache's row store and
-// attention take a pos_dev: gpu/kernels.h), so one graph serves every step at a position below
-// attention_positions_from_device() (4096), truncations included. The logits go to a pinned
-// buffer the graph copies into.
+// attention take a pos_dev: gpu/kernels.h; attention's launches cover both sides of its
+// 4096-position range split), so one graph serves every step at every position of the KV
+// cache, truncations included. The logits go to a pinned buffer the graph copies into.
 //
 //   step 1 after construction or drop(): the launches run directly (they size every buffer:
 //          nothing may be allocated while capturing);
@@ -47,10 +47,10 @@ class DecodeGraph {
   DecodeGraph(const DecodeGraph&) = delete;
   DecodeGraph& operator=(const DecodeGraph&) = delete;
 
-  // Whether a decode step at position pos0 may run through step(): set_decode_graph is on, no
-  // capture has failed, and pos0 + 1 <= attention_positions_from_device(). The caller also
-  // requires one token, its logits only, and the router on the GPU (DeviceRouter::active(1)).
-  bool usable(int64_t pos0) const;
+  // Whether a decode step may run through step(): set_decode_graph is on and no capture has
+  // failed. The caller also requires one token, its logits only, and the router on the GPU
+  // (DeviceRouter::active(1)).
+  bool usable() const;
 
   // One decode step of `token` at pos0 (see the top of this file); returns with the stream
   // synchronized and the step's logits in `logits` ([n_vocab] host). The routing observer is

@@ -161,25 +161,26 @@ void rope(float* x, int64_t n_tok, int64_t tok_stride, int64_t n_heads, int64_t 
 // kv_width floats (n_head_kv keys of hk, then n_head_kv values of hv), causal over positions
 // 0 .. pos0 + t. out [n_tok][n_head * hv]. Scores live in shared memory, in ranges of 4096
 // positions beyond that (flash-decoding split, stream-ordered scratch of at most 64 MiB).
-// pos_dev (optional): pos0 read from device memory at run time (as rope's); the caller keeps it
-// below attention_positions_from_device() - n_tok + 1 (one range: no split).
+// pos_dev (optional): pos0 read from device memory at run time (as rope's), for launches that
+// serve every position with pos0 + n_tok <= max_kv (the KV cache's positions): the single-range
+// kernel, plus the split kernels and their combine when max_kv > 4096, each returning at once
+// on the other side of 4096 visible positions; every position gets what a direct launch at that
+// position gives, bit for bit. Throws Error unless n_tok is 1 and max_kv >= 1.
 void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t kv_width,
                 int64_t n_head, int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out,
-                cudaStream_t s, const int32_t* pos_dev = nullptr);
+                cudaStream_t s, const int32_t* pos_dev = nullptr, int64_t max_kv = 0);
 
 // MLA absorbed attention (arch_deepseek2.cpp): q_abs [n_tok][H][R], q [n_tok][H][D] whose
 // q_pe is at offset D - P of each head, kv rows [R latent | P k_pe] (width R + P).
 // score = (q_abs . kv[:R] + q_pe . kv[R:]) * kq_scale; o_lat [n_tok][H][R] = sum p * kv[:R].
-// pos_dev: as gqa_attend's.
+// pos_dev, max_kv: as gqa_attend's.
 void mla_attend(const float* q_abs, const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t H,
                 int64_t R, int64_t D, int64_t P, float kq_scale, float* o_lat, cudaStream_t s,
-                const int32_t* pos_dev = nullptr);
+                const int32_t* pos_dev = nullptr, int64_t max_kv = 0);
 
 // Most KV positions the attention kernels handle: no limit of their own since contexts beyond
 // 4096 positions are split into ranges (kernels_attention.cu); the KV cache's VRAM is the limit.
 int64_t max_attention_positions();
-// Visible positions (pos0 + n_tok) the attention kernels take with pos_dev: 4096.
-int64_t attention_positions_from_device();
 
 // dst_base + (*pos_dev) * dst_stride [0 .. width) = src [0 .. width): one row written at a
 // position read from device memory (the KV cache's row of a decode step in a CUDA graph).

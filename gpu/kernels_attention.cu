@@ -2,7 +2,11 @@
 // DeepSeek's MLA in its absorbed form (deepseek2). Up to kSplitLen (4096) visible positions:
 // one block per (head, token), the scores of all of them in shared memory. Beyond: the
 // positions are split into ranges of kSplitLen (one block each) whose softmax partials are
-// combined (flash-decoding), so the context is limited by the KV cache's VRAM alone. CPU twins: gqa_attend (cpu_attention.cpp) and
+// combined (flash-decoding), so the context is limited by the KV cache's VRAM alone. A launch
+// that reads its position from device memory (pos_dev: a decode step in a CUDA graph) serves
+// both sides of that line: the single-range kernel returns at once beyond it, the split
+// kernels and their combine below it, so each position computes what a direct launch at that
+// position computes, bit for bit. CPU twins: gqa_attend (cpu_attention.cpp) and
 // MlaAttention::forward (arch_deepseek2.cpp). The dot products use the CPU's 8-lane order
 // (dot_f32) and the weighted sums the CPU's position order, so with FMA contraction off
 // (gpu/CMakeLists.txt) they give the CPU's values; the softmax sum differs only in its order
@@ -17,6 +21,11 @@
 
 namespace moepack::gpu {
 namespace {
+
+constexpr int64_t kSplitLen = 4096;  // positions of one range (scores in shared memory)
+
+// Ranges of kSplitLen that n_kv visible positions take.
+__host__ __device__ inline int64_t split_count(int64_t n_kv) { return (n_kv + kSplitLen - 1) / kSplitLen; }
 
 constexpr int kThreads = 128;
 
@@ -85,6 +94,7 @@ __global__ void gqa_kernel(const float* q, int64_t pos0, const int32_t* pos_dev,
   const int64_t h = blockIdx.x, t = blockIdx.y;
   const int64_t hkv = h / (n_head / n_head_kv);
   const int64_t n_kv = (pos_dev ? *pos_dev : pos0) + t + 1;
+  if (pos_dev && n_kv > kSplitLen) return;  // the split kernels' position (shared memory: kSplitLen)
   const float* qh = q + (t * n_head + h) * hk;
   for (int64_t s = threadIdx.x; s < n_kv; s += blockDim.x) {
     sc[s] = dot8(qh, kv + s * kv_width + hkv * hk, hk) * kq_scale;
@@ -106,6 +116,7 @@ __global__ void mla_kernel(const float* q_abs, const float* q, int64_t pos0, con
   extern __shared__ float sc[];
   const int64_t h = blockIdx.x, t = blockIdx.y, W = R + P;
   const int64_t n_kv = (pos_dev ? *pos_dev : pos0) + t + 1;
+  if (pos_dev && n_kv > kSplitLen) return;  // as gqa_kernel's
   const float* qa = q_abs + (t * H + h) * R;
   const float* qp = q + (t * H + h) * D + (D - P);
   for (int64_t s = threadIdx.x; s < n_kv; s += blockDim.x) {
@@ -128,7 +139,8 @@ __global__ void mla_kernel(const float* q_abs, const float* q, int64_t pos0, con
 // o_s[d] = sum exp * v[d]; attend_combine then rescales by exp(m_s - M) with M the maximum over
 // splits: out = sum_s exp(m_s - M) o_s / sum_s exp(m_s - M) l_s. The same softmax as the
 // CPU's up to rounding (exp(a - m_s) exp(m_s - M) for exp(a - M), sums in another order).
-constexpr int64_t kSplitLen = 4096;
+// With pos_dev, n_split is the stride of the partials (the most splits a launch of the graph
+// may need); each (token, head) uses the first ceil(n_kv / kSplitLen) of them (split_count).
 
 // Partials of one (token, head, split): m at part_m, l at part_l, o (width floats) at part_o.
 struct SplitOut {
@@ -138,12 +150,16 @@ struct SplitOut {
   int64_t n_split;
 };
 
-__global__ void gqa_split_kernel(const float* q, int64_t pos0, const float* kv, int64_t kv_width, int64_t n_head,
-                                 int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, SplitOut so) {
+// pos_dev: the position read from device memory; the block returns when n_kv is the single
+// range's (gqa_kernel's) or its range lies beyond n_kv.
+__global__ void gqa_split_kernel(const float* q, int64_t pos0, const int32_t* pos_dev, const float* kv,
+                                 int64_t kv_width, int64_t n_head, int64_t n_head_kv, int64_t hk, int64_t hv,
+                                 float kq_scale, SplitOut so) {
   __shared__ float sc[kSplitLen];
   const int64_t h = blockIdx.x, t = blockIdx.y, sp = blockIdx.z;
   const int64_t hkv = h / (n_head / n_head_kv);
-  const int64_t n_kv = pos0 + t + 1, s0 = sp * kSplitLen;
+  const int64_t n_kv = (pos_dev ? *pos_dev : pos0) + t + 1, s0 = sp * kSplitLen;
+  if (pos_dev && (n_kv <= kSplitLen || s0 >= n_kv)) return;
   const int64_t n = max(int64_t{0}, min(kSplitLen, n_kv - s0));
   const float* qh = q + (t * n_head + h) * hk;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -166,11 +182,14 @@ __global__ void gqa_split_kernel(const float* q, int64_t pos0, const float* kv, 
   }
 }
 
-__global__ void mla_split_kernel(const float* q_abs, const float* q, int64_t pos0, const float* kv, int64_t H,
-                                 int64_t R, int64_t D, int64_t P, float kq_scale, SplitOut so) {
+// pos_dev: as gqa_split_kernel's.
+__global__ void mla_split_kernel(const float* q_abs, const float* q, int64_t pos0, const int32_t* pos_dev,
+                                 const float* kv, int64_t H, int64_t R, int64_t D, int64_t P, float kq_scale,
+                                 SplitOut so) {
   __shared__ float sc[kSplitLen];
   const int64_t h = blockIdx.x, t = blockIdx.y, sp = blockIdx.z, W = R + P;
-  const int64_t n_kv = pos0 + t + 1, s0 = sp * kSplitLen;
+  const int64_t n_kv = (pos_dev ? *pos_dev : pos0) + t + 1, s0 = sp * kSplitLen;
+  if (pos_dev && (n_kv <= kSplitLen || s0 >= n_kv)) return;
   const int64_t n = max(int64_t{0}, min(kSplitLen, n_kv - s0));
   const float* qa = q_abs + (t * H + h) * R;
   const float* qp = q + (t * H + h) * D + (D - P);
@@ -195,20 +214,29 @@ __global__ void mla_split_kernel(const float* q_abs, const float* q, int64_t pos
   }
 }
 
-// out[(t * heads + h) * width + d] from the splits of (t, h), in split order.
-__global__ void attend_combine_kernel(SplitOut so, int64_t heads, int64_t width, float* out) {
+// out[(t * heads + h) * width + d] from the splits of (t, h), in split order. pos_dev: the
+// position read from device memory; the combine covers the n_kv's splits (split_count) and
+// returns when n_kv is the single range's.
+__global__ void attend_combine_kernel(SplitOut so, const int32_t* pos_dev, int64_t heads, int64_t width,
+                                      float* out) {
   const int64_t h = blockIdx.x, t = blockIdx.y;
   const int64_t base = (t * heads + h) * so.n_split;
+  int64_t n_split = so.n_split;
+  if (pos_dev) {
+    const int64_t n_kv = *pos_dev + t + 1;
+    if (n_kv <= kSplitLen) return;
+    n_split = split_count(n_kv);
+  }
   float M = -INFINITY;
-  for (int64_t s = 0; s < so.n_split; ++s) M = fmaxf(M, so.m[base + s]);
+  for (int64_t s = 0; s < n_split; ++s) M = fmaxf(M, so.m[base + s]);
   double total = 0.0;
-  for (int64_t s = 0; s < so.n_split; ++s) {
+  for (int64_t s = 0; s < n_split; ++s) {
     if (so.m[base + s] != -INFINITY) total += so.l[base + s] * static_cast<double>(expf(so.m[base + s] - M));
   }
   const float inv = static_cast<float>(1.0 / total);
   for (int64_t d = threadIdx.x; d < width; d += blockDim.x) {
     float acc = 0.0f;
-    for (int64_t s = 0; s < so.n_split; ++s) {
+    for (int64_t s = 0; s < n_split; ++s) {
       if (so.m[base + s] != -INFINITY) acc += expf(so.m[base + s] - M) * so.o[(base + s) * width + d];
     }
     out[(t * heads + h) * width + d] = acc * inv;
@@ -216,12 +244,14 @@ __global__ void attend_combine_kernel(SplitOut so, int64_t heads, int64_t width,
 }
 
 // Runs `split(t0, n, so)` over chunks of tokens whose partials fit kSplitScratch bytes, then
-// the combine; scratch is stream-ordered (cudaMallocAsync) and freed after the call.
+// the combine; scratch is stream-ordered (cudaMallocAsync) and freed after the call. pos_dev: the
+// launches serve every position below max_kv (max_kv - n_tok for token 0), read at run time.
 constexpr size_t kSplitScratch = size_t{64} << 20;
 
 template <typename Split>
-void attend_split(int64_t n_tok, int64_t pos0, int64_t heads, int64_t width, float* out, cudaStream_t s, Split split) {
-  const int64_t n_split = (pos0 + n_tok + kSplitLen - 1) / kSplitLen;
+void attend_split(int64_t n_tok, int64_t max_kv, int64_t heads, int64_t width, float* out, cudaStream_t s,
+                  const int32_t* pos_dev, Split split) {
+  const int64_t n_split = split_count(max_kv);
   const size_t per_tok = static_cast<size_t>(heads * n_split) * (static_cast<size_t>(width) * sizeof(float) + sizeof(float) + sizeof(double));
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(n_tok, static_cast<int64_t>(kSplitScratch / per_tok)));
   const size_t rows = static_cast<size_t>(chunk * heads * n_split);
@@ -237,7 +267,7 @@ void attend_split(int64_t n_tok, int64_t pos0, int64_t heads, int64_t width, flo
     split(t0, n, so);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
     attend_combine_kernel<<<dim3(static_cast<unsigned>(heads), static_cast<unsigned>(n)), kThreads, 0, s>>>(
-        so, heads, width, out + t0 * heads * width);
+        so, pos_dev, heads, width, out + t0 * heads * width);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
   }
   MOEPACK_CUDA_CHECK(cudaFreeAsync(mem, s));
@@ -256,9 +286,10 @@ size_t prepare_shared(Kernel k, int64_t n_kv) {
   const size_t bytes = static_cast<size_t>(n_kv) * sizeof(float);
   const size_t limit = optin_shared_bytes();
   if (bytes > limit) {
-    throw Error("attention over " + std::to_string(n_kv) + " positions needs " + std::to_string(bytes) +
-                " bytes of shared memory; this device allows " + std::to_string(limit) +
-                " (lower n_ctx to at most " + std::to_string(max_attention_positions()) + ")");
+    // (Unreachable on devices this backend supports: one range is kSplitLen floats, 16 KiB.)
+    throw Error("attention over " + std::to_string(n_kv) + " positions in one range needs " +
+                std::to_string(bytes) + " bytes of shared memory; this device allows " +
+                std::to_string(limit));
   }
   if (bytes > 48 * 1024) {
     MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
@@ -269,26 +300,28 @@ size_t prepare_shared(Kernel k, int64_t n_kv) {
 }  // namespace
 
 int64_t max_attention_positions() { return std::numeric_limits<int64_t>::max(); }
-int64_t attention_positions_from_device() { return kSplitLen; }
 
 void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t kv_width,
                 int64_t n_head, int64_t n_head_kv, int64_t hk, int64_t hv, float kq_scale, float* out,
-                cudaStream_t s, const int32_t* pos_dev) {
+                cudaStream_t s, const int32_t* pos_dev, int64_t max_kv) {
   if (n_tok <= 0) return;
-  if (pos_dev) {  // a position read on the device, below kSplitLen - n_tok + 1 (the caller's word)
+  const auto split = [&](int64_t t0, int64_t n, const SplitOut& so) {
+    gqa_split_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n),
+                            static_cast<unsigned>(so.n_split)),
+                       kThreads, 0, s>>>(q + t0 * n_head * hk, pos0 + t0, pos_dev, kv, kv_width, n_head,
+                                         n_head_kv, hk, hv, kq_scale, so);
+  };
+  if (pos_dev) {  // every position below max_kv, read on the device
+    if (n_tok != 1 || max_kv < 1)
+      throw Error("internal: gqa_attend at a device position takes one token and max_kv >= 1");
     const size_t shmem = prepare_shared(gqa_kernel, kSplitLen);
     gqa_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
         q, 0, pos_dev, kv, kv_width, n_head, n_head_kv, hk, hv, kq_scale, out);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
+    if (max_kv > kSplitLen) attend_split(n_tok, max_kv, n_head, hv, out, s, pos_dev, split);
     return;
   }
-  if (pos0 + n_tok > kSplitLen) {
-    return attend_split(n_tok, pos0, n_head, hv, out, s, [&](int64_t t0, int64_t n, const SplitOut& so) {
-      gqa_split_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n), static_cast<unsigned>(so.n_split)),
-                         kThreads, 0, s>>>(q + t0 * n_head * hk, pos0 + t0, kv, kv_width, n_head, n_head_kv, hk, hv,
-                                           kq_scale, so);
-    });
-  }
+  if (pos0 + n_tok > kSplitLen) return attend_split(n_tok, pos0 + n_tok, n_head, hv, out, s, nullptr, split);
   const size_t shmem = prepare_shared(gqa_kernel, pos0 + n_tok);
   gqa_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
       q, pos0, nullptr, kv, kv_width, n_head, n_head_kv, hk, hv, kq_scale, out);
@@ -297,21 +330,25 @@ void gqa_attend(const float* q, int64_t n_tok, int64_t pos0, const float* kv, in
 
 void mla_attend(const float* q_abs, const float* q, int64_t n_tok, int64_t pos0, const float* kv, int64_t H,
                 int64_t R, int64_t D, int64_t P, float kq_scale, float* o_lat, cudaStream_t s,
-                const int32_t* pos_dev) {
+                const int32_t* pos_dev, int64_t max_kv) {
   if (n_tok <= 0) return;
+  const auto split = [&](int64_t t0, int64_t n, const SplitOut& so) {
+    mla_split_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n),
+                            static_cast<unsigned>(so.n_split)),
+                       kThreads, 0, s>>>(q_abs + t0 * H * R, q + t0 * H * D, pos0 + t0, pos_dev, kv, H, R, D,
+                                         P, kq_scale, so);
+  };
   if (pos_dev) {  // as gqa_attend's
+    if (n_tok != 1 || max_kv < 1)
+      throw Error("internal: mla_attend at a device position takes one token and max_kv >= 1");
     const size_t shmem = prepare_shared(mla_kernel, kSplitLen);
     mla_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
         q_abs, q, 0, pos_dev, kv, H, R, D, P, kq_scale, o_lat);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
+    if (max_kv > kSplitLen) attend_split(n_tok, max_kv, H, R, o_lat, s, pos_dev, split);
     return;
   }
-  if (pos0 + n_tok > kSplitLen) {
-    return attend_split(n_tok, pos0, H, R, o_lat, s, [&](int64_t t0, int64_t n, const SplitOut& so) {
-      mla_split_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n), static_cast<unsigned>(so.n_split)),
-                         kThreads, 0, s>>>(q_abs + t0 * H * R, q + t0 * H * D, pos0 + t0, kv, H, R, D, P, kq_scale, so);
-    });
-  }
+  if (pos0 + n_tok > kSplitLen) return attend_split(n_tok, pos0 + n_tok, H, R, o_lat, s, nullptr, split);
   const size_t shmem = prepare_shared(mla_kernel, pos0 + n_tok);
   mla_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n_tok)), kThreads, shmem, s>>>(
       q_abs, q, pos0, nullptr, kv, H, R, D, P, kq_scale, o_lat);

@@ -569,6 +569,23 @@ TEST(CudaBackend, DecodeGraphChangesNoLogitOfTheDemoModel) {
   test::expect_decode_graph_changes_no_logit(kDemo, tokens, make_backend);
 }
 
+// One decode graph serves positions on both sides of attention's 4096-position range split:
+// GQA (llama-moe, 32,768 positions trained) and MLA (deepseek2, 163,840).
+TEST(CudaBackend, DecodeGraphCrossesTheAttentionRangeSplit) {
+  int ran = 0;
+  for (const char* m :
+       {"llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf", "deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf"}) {
+    if (!std::filesystem::exists(kFixtures + m)) {
+      std::printf("  %s not carried to this machine\n", m);
+      continue;
+    }
+    SCOPED_TRACE(m);
+    test::expect_decode_graph_crosses_the_range_split(kFixtures + m, make_backend);
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << "neither fixture carried to this machine";
+}
+
 // One decode graph serves every position, truncations included (tests/gpu/engine_switch_check.h);
 // a batch that grows the common backend's buffers drops its graph (direct, capture, replay: 2
 // graph launches of the 3 decodes after it), a batch that grows none keeps it.

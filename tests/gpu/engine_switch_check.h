@@ -214,4 +214,36 @@ inline void expect_decode_graph_serves_every_position(const std::string& model,
       << model << ": logits differ with decode steps as CUDA graphs";
 }
 
+// One decode graph serves both sides of attention's 4096-position range split
+// (gpu/kernels.h gqa_attend): n_ctx 4200, a prompt of 4090 token ids, then 12 greedy decodes at
+// positions 4090 .. 4101, with the graph off and on, on a fresh backend each: every logit bit for
+// bit the same, and with the graph on 11 graph launches (every decode but the first).
+inline void expect_decode_graph_crosses_the_range_split(const std::string& model, BackendFactory factory) {
+  struct OnAfterwards {
+    ~OnAfterwards() { gpu::set_decode_graph(true); }
+  } restore;
+  const auto src = ModelSource::open(model);
+  ASSERT_GE(src->config().n_ctx_train, 4200u) << model << ": the model's context is too short for this test";
+  EngineSettings s = parity_settings("cuda");
+  s.n_ctx = 4200;
+  std::vector<int32_t> prompt(4090);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int32_t>((i * 7919 + 13) % src->config().n_vocab);
+  std::vector<float> logits[2];
+  for (const bool on : {false, true}) {
+    gpu::set_decode_graph(on);
+    auto be = factory(src, s);
+    ASSERT_EQ(be->n_ctx(), 4200u);
+    const uint64_t before = gpu::decode_graph_launches();
+    logits[on] = prompt_then_greedy_logits(*be, prompt, 12);
+    EXPECT_EQ(gpu::decode_graph_launches() - before, on ? 11u : 0u)
+        << model << ": graph launches of 12 decodes";
+    EXPECT_EQ(be->n_past(), 4102u);
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  ASSERT_FALSE(logits[0].empty());
+  EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0)
+      << model << ": logits differ with decode steps as CUDA graphs across 4096 positions";
+}
+
 }  // namespace moepack::test

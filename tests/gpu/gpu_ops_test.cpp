@@ -1055,6 +1055,69 @@ TEST(GpuOps, MlaAttentionLongContextSplits) {
   expect_rel(to_host(dout, want.size()), want, 1e-5f, "mla long");
 }
 
+// A launch that reads its position from device memory (pos_dev), captured once in a CUDA graph
+// as a decode step captures it, serves every position below max_kv: on both sides of the
+// 4096-position range split, each replay gives what a direct launch at that position gives,
+// bit for bit (GQA and MLA; max_kv 9,000 with the split launches in the graph, and 4,096
+// without them).
+TEST(GpuOps, AttentionAtADevicePositionInAGraphEqualsDirectLaunches) {
+  std::mt19937 rng(17);
+  const int64_t n_head = 4, n_kv = 2, hk = 32, hv = 16, GW = n_kv * (hk + hv);  // GQA
+  const int64_t H = 2, R = 64, P = 16, D = 48, MW = R + P;                      // MLA
+  const int64_t max_pos = 9000;
+  auto dq = to_device(random_floats(static_cast<size_t>(n_head * hk), rng));
+  auto dgkv = to_device(random_floats(static_cast<size_t>(max_pos * GW), rng));
+  auto dqa = to_device(random_floats(static_cast<size_t>(H * R), rng));
+  auto dqm = to_device(random_floats(static_cast<size_t>(H * D), rng));
+  auto dmkv = to_device(random_floats(static_cast<size_t>(max_pos * MW), rng));
+  const size_t gn = static_cast<size_t>(n_head * hv), mn = static_cast<size_t>(H * R);
+  DeviceBuffer gout(gn * sizeof(float), "out"), mout(mn * sizeof(float), "out");
+  DeviceBuffer pos_dev(sizeof(int32_t), "position");
+  PinnedBuffer pos_host(sizeof(int32_t), "position");
+  Stream stream;
+  cudaStream_t st = stream.get();
+  for (const int64_t max_kv : {max_pos, int64_t{4096}}) {
+    SCOPED_TRACE("max_kv " + std::to_string(max_kv));
+    cudaGraph_t g = nullptr;
+    MOEPACK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(pos_dev.as<void>(), pos_host.as<void>(), sizeof(int32_t),
+                                       cudaMemcpyHostToDevice, st));
+    gqa_attend(dq.as<float>(), 1, 0, dgkv.as<float>(), GW, n_head, n_kv, hk, hv, 0.3f, gout.as<float>(), st,
+               pos_dev.as<int32_t>(), max_kv);
+    mla_attend(dqa.as<float>(), dqm.as<float>(), 1, 0, dmkv.as<float>(), H, R, D, P, 0.2f, mout.as<float>(),
+               st, pos_dev.as<int32_t>(), max_kv);
+    MOEPACK_CUDA_CHECK(cudaStreamEndCapture(st, &g));
+    cudaGraphExec_t exec = nullptr;
+    MOEPACK_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    MOEPACK_CUDA_CHECK(cudaGraphDestroy(g));
+    for (const int64_t pos : {0, 1, 4094, 4095, 4096, 5000, 8191, 8192, 8999}) {
+      if (pos >= max_kv) continue;
+      SCOPED_TRACE("position " + std::to_string(pos));
+      *pos_host.as<int32_t>() = static_cast<int32_t>(pos);
+      MOEPACK_CUDA_CHECK(cudaGraphLaunch(exec, st));
+      MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+      const auto got_g = to_host(gout, gn);
+      const auto got_m = to_host(mout, mn);
+      gqa_attend(dq.as<float>(), 1, pos, dgkv.as<float>(), GW, n_head, n_kv, hk, hv, 0.3f, gout.as<float>(),
+                 st);
+      mla_attend(dqa.as<float>(), dqm.as<float>(), 1, pos, dmkv.as<float>(), H, R, D, P, 0.2f,
+                 mout.as<float>(), st);
+      MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+      const auto want_g = to_host(gout, gn);
+      const auto want_m = to_host(mout, mn);
+      EXPECT_EQ(std::memcmp(got_g.data(), want_g.data(), gn * sizeof(float)), 0) << "gqa";
+      EXPECT_EQ(std::memcmp(got_m.data(), want_m.data(), mn * sizeof(float)), 0) << "mla";
+      MOEPACK_CUDA_CHECK(
+          cudaMemsetAsync(gout.as<void>(), 0xFF, gn * sizeof(float), st));  // NaN: stale output shows
+      MOEPACK_CUDA_CHECK(cudaMemsetAsync(mout.as<void>(), 0xFF, mn * sizeof(float), st));
+    }
+    MOEPACK_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  }
+  EXPECT_THROW(gqa_attend(dq.as<float>(), 2, 0, dgkv.as<float>(), GW, n_head, n_kv, hk, hv, 0.3f,
+                          gout.as<float>(), st, pos_dev.as<int32_t>(), max_pos),
+               Error);
+}
+
 TEST(GpuOps, MlaAttention) {
   std::mt19937 rng(6);
   const int64_t H = 4, R = 64, P = 16, D = 48, pos0 = 9, n_tok = 4, W = R + P;
