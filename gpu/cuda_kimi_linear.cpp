@@ -352,11 +352,12 @@ class CudaKimiLinear final : public Backend {
     const size_t slot = free_slots_.back();
     free_slots_.pop_back();
     const size_t bytes = fbytes(static_cast<int64_t>(kda_floats_));
+    // Queued, not waited for: every later use of the state or the slot (the next forward,
+    // restore_latest) is on the same stream, and an error surfaces at the next wait.
     if (bytes) {
       MOEPACK_CUDA_CHECK(cudaMemcpyAsync(cp_slots_[slot].bytes_ptr(), kda_state_.bytes_ptr(), bytes,
                                          cudaMemcpyDeviceToDevice, stream_.get()));
     }
-    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     checkpoints_.push_back({n_past_, slot});
   }
 

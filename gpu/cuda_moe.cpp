@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <string>
 
 #include "core/error.h"
@@ -121,8 +122,9 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     ps.verify_pack_sha256 = s.verify_pack_sha256;
     ps.prefetch_slots = s.prefetch_experts ? cfg_.n_expert_used : 0;
     pool_ = std::make_unique<VramExpertPool>(pack, ps, cfg_.n_expert_used);
+    load_every_expert();
   }
-  if (!pool_ && cfg_.n_expert_used > 0) {
+  if (resident() && cfg_.n_expert_used > 0) {
     const int32_t K = static_cast<int32_t>(cfg_.n_expert_used);
     std::vector<int32_t> ints;
     for (int32_t i = 0; i <= K; ++i) ints.push_back(i);
@@ -143,8 +145,13 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
 }
 
 ExpertBases CudaRoutedExperts::bases(uint32_t il) const {
-  if (pool_ || il >= blocks_.size() || !blocks_[il].moe) {
+  if (!resident() || il >= blocks_.size() || !blocks_[il].moe) {
     throw Error("internal: blk." + std::to_string(il) + " has no resident routed experts");
+  }
+  if (pool_) {
+    ExpertBases t;
+    t.table = expert_table_.as<const uint8_t*>() + static_cast<size_t>(il) * 3 * cfg_.n_expert;
+    return t;
   }
   const Block& b = blocks_[il];
   const uint64_t ff = static_cast<uint64_t>(n_ff_), E = static_cast<uint64_t>(cfg_.n_embd);
@@ -154,7 +161,7 @@ ExpertBases CudaRoutedExperts::bases(uint32_t il) const {
 
 uint64_t CudaRoutedExperts::run_decode_on_device(uint32_t il, const float* x, const DeviceChoice& c,
                                                  float limit, float* out, cudaStream_t st) {
-  if (pool_ || il >= blocks_.size() || !blocks_[il].moe || decode_ints_.size() == 0) {
+  if (!resident() || il >= blocks_.size() || !blocks_[il].moe || decode_ints_.size() == 0) {
     throw Error("internal: blk." + std::to_string(il) + " cannot run from a choice made on the GPU");
   }
   const Block& b = blocks_[il];
@@ -194,6 +201,49 @@ uint64_t CudaRoutedExperts::run_decode_on_device(uint32_t il, const float* x, co
   return static_cast<uint64_t>(K);
 }
 
+void CudaRoutedExperts::load_every_expert() {
+  const int64_t X = cfg_.n_expert;
+  uint64_t total = 0;
+  for (const Block& b : blocks_) total += b.moe ? static_cast<uint64_t>(X) : 0;
+  if (total == 0 || pool_->slot_count() < total) return;
+  std::vector<uint32_t> ids(static_cast<size_t>(X));
+  std::iota(ids.begin(), ids.end(), 0u);
+  std::vector<const uint8_t*> table(blocks_.size() * 3 * static_cast<size_t>(X), nullptr);
+  Stream load;
+  try {
+    double io_wait = 0.0;
+    for (const Block& b : blocks_) {
+      if (!b.moe) continue;
+      pool_->acquire(b.pack_layer, ids, load.get(), &io_wait);
+      pool_->release(load.get());
+    }
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(load.get()));  // every slot's copy is done
+    pool_->end_step();
+  } catch (const DeviceLostError&) {
+    throw;
+  } catch (const Error&) {
+    cudaStreamSynchronize(load.get());
+    return;  // as before: the host chooses, and a bad expert is reported when it is used
+  }
+  // Every expert where the pool says it is, and nothing evicted on the way (a slot for each).
+  for (size_t il = 0; il < blocks_.size(); ++il) {
+    const Block& b = blocks_[il];
+    if (!b.moe) continue;
+    for (int64_t e = 0; e < X; ++e) {
+      const uint8_t* p = pool_->resident_block(b.pack_layer, static_cast<uint32_t>(e));
+      if (!p) return;
+      const size_t at = il * 3 * static_cast<size_t>(X) + static_cast<size_t>(e);
+      table[at] = p + b.rg.offset;
+      table[at + X] = p + b.ru.offset;
+      table[at + 2 * X] = p + b.rd.offset;
+    }
+  }
+  expert_table_.allocate(table.size() * sizeof(const uint8_t*), "the table of experts in VRAM");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(expert_table_.as<void>(), table.data(), table.size() * sizeof(const uint8_t*),
+                                cudaMemcpyHostToDevice));
+  all_in_vram_ = true;
+}
+
 bool CudaRoutedExperts::reserve(int64_t n_tokens) {
   if (n_ff_ <= 0) return false;
   const int64_t pairs = n_tokens * cfg_.n_expert_used;
@@ -223,6 +273,9 @@ void CudaRoutedExperts::add_stats(BackendStats& s) const {
   if (!pool_) return;
   const VramPoolCounters c = pool_->counters();
   s.cache_hits = c.cache.cache_hits;
+  // Selections routed on the GPU never reach the pool; with every expert in VRAM each is a hit.
+  if (all_in_vram_ && s.expert_selections > host_selections_)
+    s.cache_hits += s.expert_selections - host_selections_;
   s.cache_misses = c.cache.cache_misses;
   s.cache_evictions = c.cache.cache_evictions;
   s.prefetch_reads = c.cache.prefetches;
@@ -272,6 +325,7 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
   if (eg_.size() < fbytes(2 * n * K * FF) || ey_.size() < fbytes(n * K * E)) {
     throw Error("internal: CudaRoutedExperts::reserve(" + std::to_string(n) + ") was not called");
   }
+  host_selections_ += static_cast<uint64_t>(n * K);
   std::map<uint32_t, std::vector<int64_t>> by_expert;  // expert -> selections t * K + k
   for (int64_t sel = 0; sel < n * K; ++sel) {
     if (ids[sel] < 0 || static_cast<uint32_t>(ids[sel]) >= cfg_.n_expert) {

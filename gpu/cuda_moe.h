@@ -20,7 +20,9 @@
 //     with the backend's DeviceWeights before its upload (load fails with the numbers if they
 //     do not fit: build an Expert Pack);
 //   - pack path: the VRAM slot pool of gpu/vram_expert_pool.h (cache_bytes / cache_vram_mib,
-//     cache_vram_reserve_mib, stage_slots), batches of at most slot_count() experts.
+//     cache_vram_reserve_mib, stage_slots), batches of at most slot_count() experts. A pool
+//     with a slot for every expert of the pack is filled at bind() (every expert read once) and
+//     then never evicts: the experts stay at fixed addresses, as on the GGUF path (resident()).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -77,16 +79,17 @@ class CudaRoutedExperts {
   uint64_t run(uint32_t block, const float* x, int64_t n, const int32_t* ids, const float* w, float limit, float* out,
                UploadArena& arena, cudaStream_t st, double* io_wait_ms);
 
-  // True on the GGUF path (every expert resident at a fixed address): a block can then run from
-  // the router's choice made on the GPU (run_decode_on_device), with no copy to or from the host.
-  bool resident() const { return !pool_; }
-  // Where blk.`block`'s stacked experts lie (GGUF path; throws Error on the pack path), for
-  // route_on_device's tables.
+  // True when every expert lies in VRAM at a fixed address: the GGUF path, or a pack whose pool
+  // holds all of them (filled at bind()). A block can then run from the router's choice made on
+  // the GPU (run_decode_on_device), with no copy to or from the host.
+  bool resident() const { return !pool_ || all_in_vram_; }
+  // Where blk.`block`'s experts lie (stacked, or the pack's table of slots), for
+  // route_on_device's tables. Throws Error unless resident().
   ExpertBases bases(uint32_t block) const;
-  // One token (decode) on the GGUF path, the choice made by route_on_device with tables (c:
-  // ids, weights, pair_of, table of this block's experts, written earlier on stream st): the
+  // One token (decode) with resident() experts, the choice made by route_on_device with tables
+  // (c: ids, weights, pair_of, table of this block's experts, written earlier on stream st): the
   // same launches and values as run() with those ids and weights on the host, bit for bit.
-  // reserve(1) first. Returns the expert FFNs evaluated (K). Throws Error on the pack path.
+  // reserve(1) first. Returns the expert FFNs evaluated (K). Throws Error unless resident().
   uint64_t run_decode_on_device(uint32_t block, const float* x, const DeviceChoice& c, float limit,
                                 float* out, cudaStream_t st);
 
@@ -125,6 +128,11 @@ class CudaRoutedExperts {
   };
   std::vector<Ptrs> experts_of(uint32_t il, const std::vector<uint32_t>& ids, size_t first, size_t m,
                                cudaStream_t st, double* io_wait);
+  // Pack path, a slot for every expert: reads them all, checks that each stayed where it was
+  // placed, and fills expert_table_ (all_in_vram_). Leaves the pool as it is, on the host's
+  // choice, when anything fails (a read, a hash: reported again when the expert is used);
+  // rethrows DeviceLostError.
+  void load_every_expert();
   void gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
                  int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride, float* y,
                  int64_t y_stride, cudaStream_t st);
@@ -139,6 +147,12 @@ class CudaRoutedExperts {
   // run_decode_on_device's group offsets of one token's K experts (the fused launch's layout in
   // run(): 0..K, then 0..2K, then 2K zero x rows), uploaded once by bind().
   DeviceBuffer decode_ints_;
+  // A pack whose experts all stay in VRAM (load_every_expert): per block [3][n_expert] device
+  // pointers (gate, up, down of each expert in its slot); selections run() routed on the host,
+  // so that add_stats counts the others (routed on the GPU, never past the pool) as hits.
+  bool all_in_vram_ = false;
+  DeviceBuffer expert_table_;
+  uint64_t host_selections_ = 0;
 };
 
 }  // namespace moepack::gpu

@@ -51,13 +51,16 @@ bool device_routing_supports(const ModelConfig& cfg);
 // The spec of cfg's routing. Throws Error where device_routing_supports(cfg) is false.
 DeviceRouteSpec device_route_spec(const ModelConfig& cfg);
 
-// Where a block's stacked expert tensors lie in VRAM: expert e's gate at gate + e *
-// gate_stride bytes, and so on (the GGUF path's ffn_{gate,up,down}_exps).
+// Where a block's experts lie in VRAM: expert e's gate at gate + e * gate_stride bytes, and so
+// on (the GGUF path's stacked ffn_{gate,up,down}_exps); or, with `table` set (device memory
+// [3][n_expert], a pack whose experts all stay in VRAM slots), e's gate at table[e], its up at
+// table[n_expert + e] and its down at table[2 n_expert + e].
 struct ExpertBases {
   const uint8_t* gate = nullptr;
   const uint8_t* up = nullptr;
   const uint8_t* down = nullptr;
   uint64_t gate_stride = 0, up_stride = 0, down_stride = 0;
+  const uint8_t* const* table = nullptr;
 };
 
 // What the kernel writes for one token (device pointers). table and pair_of are optional

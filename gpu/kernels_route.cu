@@ -141,9 +141,16 @@ __global__ void __launch_bounds__(32)
       for (int j = 0; j < K; ++j) rank += sid[j] < e ? 1 : 0;
       out.pair_of[lane] = rank;
       const uint64_t eu = static_cast<uint64_t>(e);
-      out.table[rank] = bases.gate + eu * bases.gate_stride;
-      out.table[K + rank] = bases.up + eu * bases.up_stride;
-      out.table[2 * K + rank] = bases.down + eu * bases.down_stride;
+      if (bases.table) {
+        const int64_t X = p.n_expert;
+        out.table[rank] = bases.table[eu];
+        out.table[K + rank] = bases.table[X + eu];
+        out.table[2 * K + rank] = bases.table[2 * X + eu];
+      } else {
+        out.table[rank] = bases.gate + eu * bases.gate_stride;
+        out.table[K + rank] = bases.up + eu * bases.up_stride;
+        out.table[2 * K + rank] = bases.down + eu * bases.down_stride;
+      }
     }
   }
 }

@@ -300,6 +300,11 @@ void VramExpertPool::release(cudaStream_t compute) {
   released_recorded_ = true;
 }
 
+const uint8_t* VramExpertPool::resident_block(uint32_t layer, uint32_t expert) const {
+  const std::optional<uint32_t> slot = cache_.slot_of(ExpertKey{layer, expert});
+  return slot ? slots_.bytes_ptr() + static_cast<size_t>(*slot) * slot_bytes_ : nullptr;
+}
+
 VramPoolCounters VramExpertPool::counters() const {
   VramPoolCounters c;
   c.cache = cache_.counters();

@@ -100,6 +100,11 @@ class VramExpertPool {
   void finish_prefetch(double* io_wait_ms = nullptr) { finish_prefetch_stages(io_wait_ms, 0, UINT32_MAX); }
   void end_step() { cache_.end_step(); }
 
+  // Where expert `expert` of pack layer `layer` lies in VRAM while it stays resident (its
+  // block, all roles), or null when it is not resident. Counts nothing. The slot's copy may
+  // still be queued: the caller orders its reads after the acquire() that placed it.
+  const uint8_t* resident_block(uint32_t layer, uint32_t expert) const;
+
   uint32_t slot_count() const { return cache_.slot_count(); }
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint32_t prefetch_slots() const { return settings_.prefetch_slots; }

@@ -268,6 +268,52 @@ TEST(CudaBackend, DemoModelAnswersFromGgufAndPack) {
   EXPECT_GT(b.h2d_bytes, 0u);
 }
 
+// A pack with a slot for every expert is read whole at load and then decodes as the GGUF does:
+// the router on the GPU over a table of the slots, steps as CUDA graph launches, nothing read
+// while generating, every lookup a hit. The logits of the prompt and 8 greedy decodes equal
+// the GGUF's bit for bit. One slot fewer: nothing is read at load, the host chooses.
+TEST(CudaBackend, APackThatFitsInVramDecodesLikeTheGguf) {
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  const auto gguf_src = ModelSource::open(kDemo);
+  auto gguf = make_backend(gguf_src, parity_settings("cuda"));
+  const std::vector<float> want = test::prompt_then_greedy_logits(*gguf, tokens);
+  test::TempDir dir("moepack-cuda-resident-pack");
+  const auto src = ModelSource::open(test::build_test_pack(kDemo, dir));
+  const test::PackBudgets budgets = test::pack_budgets(*src);
+  ASSERT_GT(budgets.experts, budgets.top_k);
+  for (const uint64_t slots : {budgets.experts, budgets.experts - 1}) {
+    SCOPED_TRACE("slots " + std::to_string(slots));
+    const bool all = slots == budgets.experts;
+    EngineSettings s = parity_settings("cuda");
+    s.cache_bytes = slots * budgets.slot_bytes;
+    auto be = make_backend(src, s);
+    const BackendStats loaded = be->stats();
+    EXPECT_EQ(loaded.cache_misses, all ? budgets.experts : 0u) << "experts read at load";
+    const uint64_t graphs0 = gpu::decode_graph_launches(), routed0 = gpu::device_routed_blocks();
+    const std::vector<float> got = test::prompt_then_greedy_logits(*be, tokens);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "pack vs GGUF";
+    const BackendStats st = be->stats();
+    if (all) {
+      EXPECT_EQ(st.cache_misses, loaded.cache_misses) << "nothing read while generating";
+      EXPECT_EQ(st.pack_read_bytes, loaded.pack_read_bytes);
+      EXPECT_EQ(st.cache_evictions, 0u);
+      // The 8 decodes' selections (routed on the GPU, never past the pool) count as hits.
+      const uint64_t decode_selections = 8 * budgets.top_k * (budgets.experts / be->config().n_expert);
+      EXPECT_EQ(
+          st.expert_selections - tokens.size() * budgets.top_k * (budgets.experts / be->config().n_expert),
+          decode_selections);
+      EXPECT_GE(st.cache_hits - loaded.cache_hits, decode_selections);
+      EXPECT_EQ(gpu::decode_graph_launches() - graphs0, 7u) << "8 decodes, the first direct";
+      EXPECT_GT(gpu::device_routed_blocks(), routed0);
+    } else {
+      EXPECT_GT(st.cache_misses, 0u);
+      EXPECT_EQ(gpu::decode_graph_launches(), graphs0) << "the host chooses: no graph";
+      EXPECT_EQ(gpu::device_routed_blocks(), routed0);
+    }
+  }
+}
+
 // Expert e of pack layer 1 as experts.bin holds it.
 // The demo model's experts (gate and up Q4_K, rows of 256) take the epilogue at decode.
 TEST(CudaBackend, SwigluEpilogueChangesNoLogitOfTheDemoModel) {
