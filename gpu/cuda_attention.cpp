@@ -122,7 +122,7 @@ class GqaAttention final : public CudaAttention {
     return grew;
   }
   void forward(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* kv, float* out, cudaStream_t s,
-               const int32_t* pos_dev) override {
+               const int32_t* pos_dev, int64_t max_kv) override {
     if (pos_dev && n != 1) throw Error("internal: attention at a device position takes one token");
     const L& l = layers_[il];
     const int64_t e = cfg_.n_embd, nh = cfg_.n_head, nkv = cfg_.n_head_kv;
@@ -148,7 +148,7 @@ class GqaAttention final : public CudaAttention {
       copy_rows(kv + pos0 * w + nkv * hk, w, v, nkv * hv, nkv * hv, n, s);
     }
     gqa_attend(q, n, pos0, kv, w, nh, nkv, hk, hv, 1.0f / std::sqrt(static_cast<float>(hk)), att_.as<float>(),
-               s, pos_dev, n_ctx_);
+               s, pos_dev, max_kv > 0 ? std::min(max_kv, n_ctx_) : n_ctx_);
     dev_matmul(l.wo, att_.as<float>(), nh * hv, n, out, e, s);
   }
 
@@ -236,7 +236,7 @@ class MlaAttention final : public CudaAttention {
     return grew;
   }
   void forward(uint32_t il, const float* xn, int64_t n, int64_t pos0, float* kv, float* out, cudaStream_t s,
-               const int32_t* pos_dev) override {
+               const int32_t* pos_dev, int64_t max_kv) override {
     if (pos_dev && n != 1) throw Error("internal: attention at a device position takes one token");
     const L& l = layers_[il];
     const int64_t E = cfg_.n_embd, H = cfg_.n_head, R = cfg_.kv_lora_rank, D = cfg_.n_embd_head_k_mla;
@@ -267,7 +267,7 @@ class MlaAttention final : public CudaAttention {
     // q_abs[t][h] = W_kb[h] q_nope[t][h]; all heads in one launch.
     grouped_matmul(l.wk_b, R, H, q, H * D, D, n, q_abs_.as<float>(), H * R, R, s);
     mla_attend(q_abs_.as<float>(), q, n, pos0, kv, H, R, D, P, kq_scale_, o_lat_.as<float>(), s, pos_dev,
-               n_ctx_);
+               max_kv > 0 ? std::min(max_kv, n_ctx_) : n_ctx_);
     grouped_matmul(l.wv_b, V, H, o_lat_.as<float>(), H * R, R, n, o_.as<float>(), H * V, V, s);
     dev_matmul(l.wo, o_.as<float>(), H * V, n, out, E, s);
   }

@@ -27,10 +27,10 @@ class CudaAttention {
   // xn: [n_tok][n_embd] normed input of positions pos0 .. pos0 + n_tok - 1; kv: layer il's
   // cache [n_ctx][kv_width] (these positions are written, earlier ones read); out: [n_tok][n_embd].
   // pos_dev (a decode step in a CUDA graph, n_tok 1): pos0 is read from this device int at run
-  // time instead (any position of the KV cache); the launches then depend on no position, the
-  // same values bit for bit (gpu/kernels.h gqa_attend).
+  // time instead, any position below max_kv (<= the KV cache's positions; 0: all of them); the
+  // launches then depend on no position, the same values bit for bit (gpu/kernels.h gqa_attend).
   virtual void forward(uint32_t il, const float* xn, int64_t n_tok, int64_t pos0, float* kv, float* out,
-                       cudaStream_t s, const int32_t* pos_dev = nullptr) = 0;
+                       cudaStream_t s, const int32_t* pos_dev = nullptr, int64_t max_kv = 0) = 0;
   // Sizes every buffer forward() uses for n_tok tokens (forward() calls it too). Returns true
   // when one was allocated anew (its address changed: a CUDA graph holding it is stale). Throws
   // Error when VRAM runs out. Call it before queuing work: a buffer that grows frees memory that

@@ -191,26 +191,35 @@ class CudaBackend final : public Backend {
     // Every activation buffer is sized here, before the first kernel: growing one later would
     // free memory that queued kernels of this call still use. A buffer that grows moves, and
     // the decode graph holds the old address: it is dropped (captured again two steps later).
-    bool grew = x_.ensure(fbytes(n * E), "activations");
-    grew |= xn_.ensure(fbytes(n * E), "activations");
-    grew |= tmp_.ensure(fbytes(n * E), "activations");
-    grew |= tmp2_.ensure(fbytes(n * E), "activations");
-    grew |= g_.ensure(fbytes(n * max_ff_), "FFN activations");
-    grew |= u_.ensure(fbytes(n * max_ff_), "FFN activations");
-    if (cfg_.n_expert > 0) {
-      grew |= rl_.ensure(fbytes(2 * n * cfg_.n_expert), "router scores");  // 2: the lookahead's
-      grew |= experts_->reserve(n);
+    const auto size_buffers = [&] {
+      bool grew = x_.ensure(fbytes(n * E), "activations");
+      grew |= xn_.ensure(fbytes(n * E), "activations");
+      grew |= tmp_.ensure(fbytes(n * E), "activations");
+      grew |= tmp2_.ensure(fbytes(n * E), "activations");
+      grew |= g_.ensure(fbytes(n * max_ff_), "FFN activations");
+      grew |= u_.ensure(fbytes(n * max_ff_), "FFN activations");
+      if (cfg_.n_expert > 0) {
+        grew |= rl_.ensure(fbytes(2 * n * cfg_.n_expert), "router scores");  // 2: the lookahead's
+        grew |= experts_->reserve(n);
+      }
+      grew |= attention_->reserve(n);
+      grew |= logits_.ensure(fbytes((all_logits.empty() ? 1 : n) * NV), "logits");
+      return grew;
+    };
+    // (Dropped on an error too: a buffer that failed to grow was freed, DeviceBuffer::allocate.)
+    try {
+      if (size_buffers()) graph_.drop();
+    } catch (...) {
+      graph_.drop();
+      throw;
     }
-    grew |= attention_->reserve(n);
-    grew |= logits_.ensure(fbytes((all_logits.empty() ? 1 : n) * NV), "logits");
-    if (grew) graph_.drop();
     // A decode step with the router on the GPU runs as a CUDA graph (decode_graph).
     const bool graph = n == 1 && all_logits.empty() && device_router_.active(1) && graph_.usable();
     try {
       if (graph) {
-        graph_.step(tokens[0], pos0, logits, st, device_router_, stats_,
-                    [&](const int32_t* d_step, float* out) {
-                      enqueue_step(d_step, 1, pos0, d_step + 1, false, out, true, &io_wait);
+        graph_.step(tokens[0], pos0, n_ctx_, logits, NV, st, device_router_, stats_,
+                    [&](const int32_t* d_step, float* out, int64_t max_kv) {
+                      enqueue_step(d_step, 1, pos0, d_step + 1, max_kv, false, out, true, &io_wait);
                     });
         device_router_.report(observer_, static_cast<uint32_t>(pos0));
       } else {
@@ -218,7 +227,7 @@ class CudaBackend final : public Backend {
         // stream before the arena's pinned buffer is reused.
         const int32_t* d_tokens = arena_.put(tokens.data(), tokens.size(), st);
         float* dst = all_logits.empty() ? logits.data() : all_logits.data();
-        enqueue_step(d_tokens, n, pos0, nullptr, !all_logits.empty(), dst, false, &io_wait);
+        enqueue_step(d_tokens, n, pos0, nullptr, 0, !all_logits.empty(), dst, false, &io_wait);
         MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
         device_router_.report(observer_, static_cast<uint32_t>(pos0));
         if (!all_logits.empty()) {
@@ -239,11 +248,12 @@ class CudaBackend final : public Backend {
 
  private:
   // Queues one step of n tokens at positions pos0.. (pos_dev: pos0 read from that device int, a
-  // decode step in a graph): the embedding of the token ids at d_tokens (device), every block,
+  // decode step in a graph serving positions below max_kv): the embedding of the token ids at
+  // d_tokens (device), every block,
   // the head (logits of the last token, or of every token with all), copied to dst (host); and
   // the routing choices for the observer (always with graph_step, else when there is one).
-  void enqueue_step(const int32_t* d_tokens, int64_t n, int64_t pos0, const int32_t* pos_dev, bool all,
-                    float* dst, bool graph_step, double* io_wait) {
+  void enqueue_step(const int32_t* d_tokens, int64_t n, int64_t pos0, const int32_t* pos_dev, int64_t max_kv,
+                    bool all, float* dst, bool graph_step, double* io_wait) {
     const int64_t E = cfg_.n_embd, NV = cfg_.n_vocab;
     cudaStream_t st = stream_.get();
     float* x = x_.as<float>();
@@ -258,7 +268,7 @@ class CudaBackend final : public Backend {
     for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
       const Layer& L = layers_[il];
       if (il == 0 || !fuse) rms_norm(x, E, L.attn_norm, E, cfg_.rms_eps, xn, E, n, st);
-      attention_->forward(il, xn, n, pos0, L.kv, tmp, st, pos_dev);
+      attention_->forward(il, xn, n, pos0, L.kv, tmp, st, pos_dev, max_kv);
       if (fuse) {
         add_rms_norm(x, tmp, nullptr, L.ffn_norm, E, cfg_.rms_eps, xn, n, st);
       } else {

@@ -11,11 +11,13 @@
 //   - KV cache: F32 in VRAM, [n_layer][n_ctx][kv_width];
 //   - activations: F32 in VRAM, grown on demand (the reserve must cover them).
 //
-// Router: scores on the GPU. Prefill, and every step on the pack path: the n_expert scores per
-// token are copied back (a wait for that copy, not for the stream or the device) and core's
-// route_token() selects top-k on the host, the CPU reference's own code (groups, bias, norm,
-// scale). Decode with every expert resident: the GPU chooses (gpu/cuda_device_router.h), the
-// same function bit for bit, with no copy to or from the host. The selected experts of a layer
+// Router: scores on the GPU. Prefill, and every step on the pack path with fewer slots than
+// experts: the n_expert scores per token are copied back (a wait for that copy, not for the
+// stream or the device) and core's route_token() selects top-k on the host, the CPU reference's
+// own code (groups, bias, norm, scale). Decode with every expert resident (the GGUF path, or a
+// pack with a slot for every expert, read whole at load: gpu/cuda_moe.h) and routing the kernel
+// covers (device_routing_supports): the GPU chooses (gpu/cuda_device_router.h), the same
+// function bit for bit, with no copy to or from the host. The selected experts of a layer
 // then run in one launch per projection (gate and up together, then down: a table of expert
 // pointers, pairs sorted by expert), and one kernel adds the K weighted outputs per token in
 // selection order.

@@ -1,7 +1,7 @@
 // DeviceRouter: decode steps of a model whose routed experts are all resident in VRAM (the GGUF
-// path) choose their experts on the GPU (gpu/device_routing.h: route_token's choice bit for
-// bit) and run them from the tables the route kernel writes, so a MoE block needs no copy to or
-// from the host and the host never waits inside a step:
+// path, or a pack with a slot for every expert: CudaRoutedExperts::resident()) choose their experts on the
+// GPU (gpu/device_routing.h: route_token's choice bit for bit) and run them from the tables the route kernel
+// writes, so a MoE block needs no copy to or from the host and the host never waits inside a step:
 //
 //   scores [1][X] = W_router · x          (dev_matmul)
 //   choice        = route_on_device(scores, bias)  -> ids, weights, pair_of, expert table
@@ -11,7 +11,8 @@
 // Each MoE block has its own choice region for the whole step; the routing observer hears the
 // step's choices after the step (copy_back before the step's last sync, report after it), in
 // block order, where the host path reports each block as it routes. Prefill (n > 1), the pack
-// path and routing outside device_routing_supports stay on the host (gpu/cuda_host_router.h).
+// path with fewer slots than experts and routing outside device_routing_supports stay on the
+// host (gpu/cuda_host_router.h).
 // gpu::set_router_on_device(false) sends decode steps to the host too.
 #pragma once
 

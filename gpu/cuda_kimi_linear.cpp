@@ -468,15 +468,15 @@ class CudaKimiLinear final : public Backend {
         n == 1 && all_logits.empty() && !logits.empty() && device_router_.active(1) && graph_.usable();
     try {
       if (graph) {
-        graph_.step(tokens[0], pos0, logits, st, device_router_, stats_,
-                    [&](const int32_t* d_step, float* out) {
-                      enqueue_blocks(d_step, 1, pos0, d_step + 1, &io_wait);
+        graph_.step(tokens[0], pos0, n_ctx_, logits, NV, st, device_router_, stats_,
+                    [&](const int32_t* d_step, float* out, int64_t max_kv) {
+                      enqueue_blocks(d_step, 1, pos0, d_step + 1, max_kv, &io_wait);
                       device_router_.copy_back(sink, st, true);
                       enqueue_head(1, false, out);
                     });
       } else {
         const int32_t* d_tok = arena_.put(tokens.data(), tokens.size(), st);
-        enqueue_blocks(d_tok, n, pos0, nullptr, &io_wait);
+        enqueue_blocks(d_tok, n, pos0, nullptr, 0, &io_wait);
         device_router_.copy_back(sink, st);
         if (!logits.empty() || !all_logits.empty()) {
           enqueue_head(n, !all_logits.empty(), all_logits.empty() ? logits.data() : all_logits.data());
@@ -500,8 +500,9 @@ class CudaKimiLinear final : public Backend {
   }
 
   // Queues the embedding of the n token ids at d_tok (device) and every block at positions
-  // pos0.. (pos_dev: pos0 read from that device int, a decode step in a graph).
-  void enqueue_blocks(const int32_t* d_tok, int64_t n, int64_t pos0, const int32_t* pos_dev,
+  // pos0.. (pos_dev: pos0 read from that device int, a decode step in a graph serving positions
+  // below max_kv).
+  void enqueue_blocks(const int32_t* d_tok, int64_t n, int64_t pos0, const int32_t* pos_dev, int64_t max_kv,
                       double* io_wait) {
     const int64_t E = cfg_.n_embd;
     cudaStream_t st = stream_.get();
@@ -518,7 +519,7 @@ class CudaKimiLinear final : public Backend {
       if (L.kda) {
         kda(L, n);
       } else {
-        mla(L, n, pos0, pos_dev);
+        mla(L, n, pos0, pos_dev, max_kv);
       }
       if (fuse) {
         add_rms_norm(x, y, nullptr, L.d_ffn_norm, E, cfg_.rms_eps, xn, n, st);
@@ -612,9 +613,10 @@ class CudaKimiLinear final : public Backend {
   }
 
   // §4.4: absorbed MLA without RoPE over the cached latent rows, xn_ -> y_. pos_dev (one token,
-  // a decode graph): the position read from device memory; the row is built in row_ and then
-  // stored at it (the same values).
-  void mla(const Layer& L, int64_t n, int64_t pos0, const int32_t* pos_dev) {
+  // a decode graph serving positions below max_kv): the position read from device memory; the
+  // row is built in row_ and then stored at it (the same values).
+  void mla(const Layer& L, int64_t n, int64_t pos0, const int32_t* pos_dev, int64_t max_kv) {
+    if (pos_dev && n != 1) throw Error("internal: MLA at a device position takes one token");
     const int64_t E = cfg_.n_embd, H = cfg_.n_head, r = cfg_.kv_lora_rank, np = cfg_.n_rot;
     const int64_t dk = cfg_.n_embd_head_k_mla, dv = cfg_.n_embd_head_v_mla, W = r + np;
     cudaStream_t st = stream_.get();
@@ -632,7 +634,8 @@ class CudaKimiLinear final : public Backend {
     float* lat = lat_.as<float>();
     grouped_matmul(L.m_wk_b, r, H, q, H * dk, dk, n, qa, H * r, r, st);
     const float kq_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-    mla_attend(qa, q, n, pos0, L.state, H, r, dk, np, kq_scale, lat, st, pos_dev, n_ctx_);
+    mla_attend(qa, q, n, pos0, L.state, H, r, dk, np, kq_scale, lat, st, pos_dev,
+               max_kv > 0 ? std::min<int64_t>(max_kv, n_ctx_) : n_ctx_);
     float* o = o_.as<float>();
     grouped_matmul(L.m_wv_b, dv, H, lat, H * r, r, n, o, H * dv, dv, st);
     dev_matmul(L.m_wo, o, H * dv, n, y_.as<float>(), E, st);

@@ -4,6 +4,7 @@
 #include "gpu/cuda_moe.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <string>
@@ -122,8 +123,17 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     ps.verify_pack_sha256 = s.verify_pack_sha256;
     ps.prefetch_slots = s.prefetch_experts ? cfg_.n_expert_used : 0;
     pool_ = std::make_unique<VramExpertPool>(pack, ps, cfg_.n_expert_used);
-    load_every_expert();
   }
+  for (const Block& b : blocks_) {
+    if (!b.moe) continue;
+    for (const Role* r : {&b.rg, &b.ru, &b.rd}) {
+      if (!gpu_type_supported(r->type)) {
+        throw Error("the CUDA backend has no kernel for routed expert type " +
+                    std::string(ggml_type_name(r->type)));
+      }
+    }
+  }
+  if (pool_) load_every_expert();
   if (resident() && cfg_.n_expert_used > 0) {
     const int32_t K = static_cast<int32_t>(cfg_.n_expert_used);
     std::vector<int32_t> ints;
@@ -133,14 +143,6 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     decode_ints_.allocate(ints.size() * sizeof(int32_t), "decode expert offsets");
     MOEPACK_CUDA_CHECK(cudaMemcpy(decode_ints_.as<void>(), ints.data(), ints.size() * sizeof(int32_t),
                                   cudaMemcpyHostToDevice));
-  }
-  for (const Block& b : blocks_) {
-    if (!b.moe) continue;
-    for (const Role* r : {&b.rg, &b.ru, &b.rd}) {
-      if (!gpu_type_supported(r->type)) {
-        throw Error("the CUDA backend has no kernel for routed expert type " + std::string(ggml_type_name(r->type)));
-      }
-    }
   }
 }
 
@@ -221,9 +223,14 @@ void CudaRoutedExperts::load_every_expert() {
     pool_->end_step();
   } catch (const DeviceLostError&) {
     throw;
-  } catch (const Error&) {
+  } catch (const Error& e) {
     cudaStreamSynchronize(load.get());
-    return;  // as before: the host chooses, and a bad expert is reported when it is used
+    pool_->end_step();
+    // As before: the host chooses, and a bad expert is reported when it is used.
+    std::fprintf(stderr,
+                 "moepack: the experts were not all read at load (%s); reading them as they are used\n",
+                 e.what());
+    return;
   }
   // Every expert where the pool says it is, and nothing evicted on the way (a slot for each).
   for (size_t il = 0; il < blocks_.size(); ++il) {

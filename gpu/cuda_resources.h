@@ -51,7 +51,6 @@ class DeviceBuffer {
     }
     bytes_ = bytes;
   }
-  // Grows (contents lost) to at least `bytes`.
   // Grows to at least `bytes` (the contents are lost when it grows). Returns true when it
   // allocated anew (the address changed).
   bool ensure(size_t bytes, const std::string& what) {

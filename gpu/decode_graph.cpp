@@ -21,9 +21,24 @@ uint64_t decode_graph_launches() { return g_decode_graph_launches.load(std::memo
 
 bool DecodeGraph::usable() const { return g_decode_graph.load(std::memory_order_relaxed) && !failed_; }
 
-void DecodeGraph::step(int32_t token, int64_t pos0, std::span<float> logits, cudaStream_t st,
-                       DeviceRouter& router, BackendStats& stats, const Enqueue& enqueue) {
-  const size_t nv = logits.size();
+int64_t DecodeGraph::bound_for(int64_t pos0, int64_t n_ctx) {
+  constexpr int64_t kRange = 4096;  // attention's range of positions (kernels_attention.cu)
+  if (n_ctx <= kRange) return n_ctx;
+  int64_t b = kRange;
+  while (b < pos0 + 1) b *= 2;
+  return std::min(b, n_ctx);
+}
+
+void DecodeGraph::step(int32_t token, int64_t pos0, int64_t n_ctx, std::span<float> logits, int64_t n_vocab,
+                       cudaStream_t st, DeviceRouter& router, BackendStats& stats, const Enqueue& enqueue) {
+  if (n_vocab <= 0 || logits.size() < static_cast<size_t>(n_vocab) || pos0 < 0 || pos0 >= n_ctx) {
+    throw Error("internal: DecodeGraph::step with " + std::to_string(logits.size()) + " logits for " +
+                std::to_string(n_vocab) + ", position " + std::to_string(pos0) + " of " +
+                std::to_string(n_ctx));
+  }
+  const size_t nv = static_cast<size_t>(n_vocab);
+  if (exec_ && pos0 + 1 > bound_) drop();  // past the positions its attention launches cover
+  const int64_t bound = exec_ ? bound_ : bound_for(pos0, n_ctx);
   if (!step_host_.size()) step_host_.allocate(2 * sizeof(int32_t), "decode step");
   if (!step_dev_.size()) step_dev_.allocate(2 * sizeof(int32_t), "decode step");
   if (logits_host_.size() < nv * sizeof(float)) {
@@ -37,9 +52,12 @@ void DecodeGraph::step(int32_t token, int64_t pos0, std::span<float> logits, cud
   const auto launches = [&] {
     MOEPACK_CUDA_CHECK(
         cudaMemcpyAsync(step_dev_.as<void>(), in, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, st));
-    enqueue(step_dev_.as<int32_t>(), out);
+    enqueue(step_dev_.as<int32_t>(), out, bound);
   };
-  if (!exec_ && warm_) capture(st, router, stats, launches);
+  if (!exec_ && warm_) {
+    capture(st, router, stats, launches);
+    bound_ = bound;
+  }
   if (exec_) {
     MOEPACK_CUDA_CHECK(cudaGraphLaunch(exec_, st));
     // (The capturing step's launches counted that step's selections already.)

@@ -40,6 +40,7 @@
 #include "core/session.h"
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/decode_graph.h"
 #include "gpu/device_routing.h"
 #include "gpu/kernels.h"
 #include "gpu/upload_arena.h"
@@ -615,7 +616,23 @@ TEST(CudaBackend, DecodeGraphChangesNoLogitOfTheDemoModel) {
   test::expect_decode_graph_changes_no_logit(kDemo, tokens, make_backend);
 }
 
-// One decode graph serves positions on both sides of attention's 4096-position range split:
+// The positions a decode graph serves (gpu/decode_graph.h): the KV cache's up to 4096, beyond
+// that the least of 4096 * 2^i that covers the step, at most n_ctx.
+TEST(CudaBackend, DecodeGraphBoundsDoubleFrom4096) {
+  using gpu::DecodeGraph;
+  EXPECT_EQ(DecodeGraph::bound_for(0, 2048), 2048);
+  EXPECT_EQ(DecodeGraph::bound_for(4095, 4096), 4096);
+  EXPECT_EQ(DecodeGraph::bound_for(0, 131072), 4096);
+  EXPECT_EQ(DecodeGraph::bound_for(4095, 131072), 4096);
+  EXPECT_EQ(DecodeGraph::bound_for(4096, 131072), 8192);
+  EXPECT_EQ(DecodeGraph::bound_for(8191, 131072), 8192);
+  EXPECT_EQ(DecodeGraph::bound_for(8192, 131072), 16384);
+  EXPECT_EQ(DecodeGraph::bound_for(100000, 131072), 131072);
+  EXPECT_EQ(DecodeGraph::bound_for(4096, 4200), 4200);
+  EXPECT_EQ(DecodeGraph::bound_for(5000, 6000), 6000);
+}
+
+// Decode graphs serve positions on both sides of attention's 4096-position range split:
 // GQA (llama-moe, 32,768 positions trained) and MLA (deepseek2, 163,840).
 TEST(CudaBackend, DecodeGraphCrossesTheAttentionRangeSplit) {
   int ran = 0;

@@ -1057,9 +1057,9 @@ TEST(GpuOps, MlaAttentionLongContextSplits) {
 
 // A launch that reads its position from device memory (pos_dev), captured once in a CUDA graph
 // as a decode step captures it, serves every position below max_kv: on both sides of the
-// 4096-position range split, each replay gives what a direct launch at that position gives,
-// bit for bit (GQA and MLA; max_kv 9,000 with the split launches in the graph, and 4,096
-// without them).
+// 4096-position range split, in any order, each replay gives what a direct launch at that
+// position gives, bit for bit (GQA and MLA; max_kv 9,000 with the split launches in the graph,
+// and 4,096 without them). Two tokens or no max_kv at a device position are refused.
 TEST(GpuOps, AttentionAtADevicePositionInAGraphEqualsDirectLaunches) {
   std::mt19937 rng(17);
   const int64_t n_head = 4, n_kv = 2, hk = 32, hv = 16, GW = n_kv * (hk + hv);  // GQA
@@ -1090,7 +1090,9 @@ TEST(GpuOps, AttentionAtADevicePositionInAGraphEqualsDirectLaunches) {
     cudaGraphExec_t exec = nullptr;
     MOEPACK_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
     MOEPACK_CUDA_CHECK(cudaGraphDestroy(g));
-    for (const int64_t pos : {0, 1, 4094, 4095, 4096, 5000, 8191, 8192, 8999}) {
+    // Ascending, then descending: a replay that read another position's partials would show.
+    for (const int64_t pos :
+         {0, 1, 4094, 4095, 4096, 5000, 8191, 8192, 8999, 8998, 5000, 4097, 4096, 4095, 100}) {
       if (pos >= max_kv) continue;
       SCOPED_TRACE("position " + std::to_string(pos));
       *pos_host.as<int32_t>() = static_cast<int32_t>(pos);
@@ -1115,6 +1117,15 @@ TEST(GpuOps, AttentionAtADevicePositionInAGraphEqualsDirectLaunches) {
   }
   EXPECT_THROW(gqa_attend(dq.as<float>(), 2, 0, dgkv.as<float>(), GW, n_head, n_kv, hk, hv, 0.3f,
                           gout.as<float>(), st, pos_dev.as<int32_t>(), max_pos),
+               Error);
+  EXPECT_THROW(gqa_attend(dq.as<float>(), 1, 0, dgkv.as<float>(), GW, n_head, n_kv, hk, hv, 0.3f,
+                          gout.as<float>(), st, pos_dev.as<int32_t>(), 0),
+               Error);
+  EXPECT_THROW(mla_attend(dqa.as<float>(), dqm.as<float>(), 2, 0, dmkv.as<float>(), H, R, D, P, 0.2f,
+                          mout.as<float>(), st, pos_dev.as<int32_t>(), max_pos),
+               Error);
+  EXPECT_THROW(mla_attend(dqa.as<float>(), dqm.as<float>(), 1, 0, dmkv.as<float>(), H, R, D, P, 0.2f,
+                          mout.as<float>(), st, pos_dev.as<int32_t>(), 0),
                Error);
 }
 
