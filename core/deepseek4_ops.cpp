@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/gguf_model.h"
 #include "core/model_config.h"
+#include "core/moe_routing.h"
 
 namespace moepack::ds4 {
 
@@ -41,7 +42,7 @@ void hash_route(const ModelConfig& cfg, const float* logits, const int32_t* row,
   float sum = 0.0f;
   for (int64_t j = 0; j < K; ++j) {
     id[j] = row[j];
-    sum += (w[j] = std::sqrt(softplus(logits[row[j]])));
+    sum += (w[j] = sqrt_softplus_gate(logits[row[j]]));
   }
   if (cfg.expert_weights_norm) {
     for (int64_t j = 0; j < K; ++j) w[j] /= std::max(sum, 6.103515625e-5f);

@@ -22,8 +22,8 @@ std::vector<int32_t> read_tid2eid(const GgufModel& g, const ModelConfig& cfg, co
                                   const std::string& file);
 
 // §4.8 weights of a hash-routed token: ids = the table row (in its order), w[j] =
-// sqrt(softplus(logits[ids[j]])), divided by max(Σ, 2^-14) when cfg.expert_weights_norm, times
-// cfg.expert_weights_scale. logits [n_expert]; row, ids, w [K].
+// sqrt_softplus_gate(logits[ids[j]]) (core/moe_routing.h), divided by max(Σ, 2^-14) when
+// cfg.expert_weights_norm, times cfg.expert_weights_scale. logits [n_expert]; row, ids, w [K].
 void hash_route(const ModelConfig& cfg, const float* logits, const int32_t* row, int32_t* ids, float* w);
 
 // §4.2 hyper-connection weights of one token from its mixing logits

@@ -31,6 +31,8 @@ void softmax_gate(float* x, int64_t n) {
 
 }  // namespace
 
+float sqrt_softplus_gate(float logit) { return std::sqrt(route_softplusf(logit)); }
+
 void route_token(const ModelConfig& cfg, const float* logits, const float* bias, int32_t* ids, float* weights,
                  float* scratch) {
   const int64_t n = cfg.n_expert;
@@ -41,7 +43,7 @@ void route_token(const ModelConfig& cfg, const float* logits, const float* bias,
   if (cfg.gating == ExpertGating::Softmax) {
     softmax_gate(probs, n);
   } else if (cfg.gating == ExpertGating::SqrtSoftplus) {
-    for (int64_t i = 0; i < n; ++i) probs[i] = std::sqrt(softplus(probs[i]));
+    for (int64_t i = 0; i < n; ++i) probs[i] = sqrt_softplus_gate(probs[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) probs[i] = 1.0f / (1.0f + route_expf(-probs[i]));
   }

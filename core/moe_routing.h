@@ -2,8 +2,9 @@
 //
 //   probs      = softmax(logits) (Softmax gating), sigmoid(logits) (Sigmoid gating) or
 //              sqrt(softplus(logits)) (SqrtSoftplus, DeepSeek-V4: ARCH_DEEPSEEK4.md §4.8);
-//              Softmax and Sigmoid with route_expf (core/route_math.h) and Softmax's sum in a
-//              fixed order, so gpu/device_routing.h computes the same bits on the GPU
+//              Softmax and Sigmoid with route_expf, SqrtSoftplus with route_softplusf
+//              (core/route_math.h), Softmax's sum in a fixed order, so gpu/device_routing.h
+//              computes the same bits on the GPU
 //   selection  = probs + bias (bias: `exp_probs_b`, DeepSeek-V3's e_score_correction_bias)
 //   groups     (n_expert_groups > 1): experts split into consecutive groups; a group's score is
 //              the sum of its two best selection values; all but the n_group_used best groups
@@ -23,5 +24,9 @@ namespace moepack {
 // scratch: at least 2 * n_expert floats.
 void route_token(const ModelConfig& cfg, const float* logits, const float* bias, int32_t* ids, float* weights,
                  float* scratch);
+
+// DeepSeek-V4's gate of one router logit: sqrt(route_softplusf(logit)) (the probability
+// route_token takes for SqrtSoftplus, and ds4::hash_route for hash-routed blocks).
+float sqrt_softplus_gate(float logit);
 
 }  // namespace moepack

@@ -53,6 +53,39 @@ TEST(RouteExpf, HandCheckedValuesAndEdges) {
   EXPECT_EQ(route_expf(-100.0f), 27 * std::numeric_limits<float>::denorm_min());
 }
 
+// DeepSeek-V4's softplus: ln(1 + e^x) in double (std::log1p, std::exp) rounded once is the
+// reference; route_softplusf is within one F32 ULP of it over [-103.9, 20], the identity above
+// 20, and the log1p part alone within one ULP on small and large arguments.
+TEST(RouteSoftplusf, WithinOneUlpOfTheExactValue) {
+  int64_t off = 0, n = 0;
+  for (double xd = -103.9; xd <= 20.0; xd += 0.000517) {
+    const float x = static_cast<float>(xd);
+    const float want = static_cast<float>(std::log1p(std::exp(static_cast<double>(x))));
+    const float got = route_softplusf(x);
+    ASSERT_LE(ulps(got, want), 1) << "x = " << x;
+    off += got != want;
+    ++n;
+  }
+  EXPECT_LT(off, n / 10000) << off << " of " << n << " one ULP off";
+  for (const double y : {0.0, 1e-300, 1e-20, 3e-9, 0.25, 0.4142, 0.5, 1.0, 7.5, 1e5, 4.85e8}) {
+    const float want = static_cast<float>(std::log1p(y));
+    EXPECT_LE(ulps(static_cast<float>(route_log1p_double(y)), want), 1) << "log1p(" << y << ")";
+  }
+}
+
+TEST(RouteSoftplusf, HandCheckedValuesAndEdges) {
+  EXPECT_EQ(route_softplusf(0.0f), 0.69314718055994530942f);  // ln 2
+  EXPECT_EQ(route_softplusf(20.5f), 20.5f);
+  EXPECT_EQ(route_softplusf(1000.0f), 1000.0f);
+  EXPECT_EQ(route_softplusf(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(route_softplusf(-105.0f), 0.0f);
+  EXPECT_EQ(route_softplusf(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_TRUE(std::isnan(route_softplusf(std::numeric_limits<float>::quiet_NaN())));
+  // ln(1 + e^-100) = e^-100 (to 1e-44 relative): the same F32 subnormal as route_expf's.
+  EXPECT_EQ(route_softplusf(-100.0f), 27 * std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ(sqrt_softplus_gate(0.0f), std::sqrt(0.69314718055994530942f));
+}
+
 ModelConfig routing(uint32_t X, uint32_t K, ExpertGating g) {
   ModelConfig cfg;
   cfg.n_expert = X;
