@@ -10,14 +10,16 @@
 //   host the router's selection and weights (core's route_token, or ds4::hash_route on the
 //        tid2eid table for hash-routed blocks) and the indexer's top-k (the CPU's own
 //        comparator), after copying the scores back; both are exact by construction
-//        (gpu/cuda_host_router.h).
+//        (gpu/cuda_host_router.h). At decode with every expert resident the GPU makes the
+//        router's choice itself, the same bits (gpu/cuda_device_router.h); the indexer's top-k
+//        stays on the host.
 // State (device, per block) and its semantics are the CPU reference's: a raw K ring of
 // n_swa + U rows, compressor rings of 2m + U slots, every compressed row; ubatches of U = 256
 // positions; truncate(n) is O(1) when n >= hw - U and otherwise recomputes tokens [0, n).
-// Streams: one compute stream; the host waits for it once per block for the router scores' copy
-// (an event: the shared expert queued after it runs meanwhile, cuda_host_router.h),
-// once per ratio-4 block for indexer scores (only when more rows than top-k are visible), and
-// at the end of each ubatch.
+// Streams: one compute stream; where the host routes, it waits for it once per block for the
+// router scores' copy (an event: the shared expert queued after it runs meanwhile,
+// cuda_host_router.h), once per ratio-4 block for indexer scores (only when more rows than
+// top-k are visible), and at the end of each ubatch.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,6 +37,7 @@
 #include "gpu/cuda_arch_backends.h"
 #include "gpu/cuda_attention.h"
 #include "gpu/cuda_check.h"
+#include "gpu/cuda_device_router.h"
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
@@ -255,6 +258,15 @@ class CudaDeepseek4 final : public Backend {
     }
     experts_->bind(s);
     experts_->reserve(kUbatch);
+    // Decode steps route on the GPU when every expert is resident (gpu/cuda_device_router.h),
+    // hash-routed blocks from their tid2eid tables.
+    std::vector<std::vector<float>> biases;
+    std::vector<std::vector<int32_t>> hashes;
+    for (const Layer& L : layers_) {
+      biases.push_back(L.bias);
+      hashes.push_back(L.tid2eid);
+    }
+    device_router_.bind(cfg_, *experts_, biases, hashes);
     tokens_.reserve(n_ctx_);
     MOEPACK_CUDA_CHECK(
         cudaDeviceSynchronize());  // the state's memset and the tables before stream_'s first kernel
@@ -490,6 +502,7 @@ class CudaDeepseek4 final : public Backend {
     cudaStream_t st = stream_.get();
     hw_ = std::max(hw_, pos0 + n - 1);
     arena_.reset();
+    device_router_.begin_step();
     float* S = S_.as<float>();
     float* h = h_.as<float>();
     float* x = x_.as<float>();
@@ -512,12 +525,14 @@ class CudaDeepseek4 final : public Backend {
 
         hc_pre(L.hc_ffn, n);
         rms_norm(h, E, L.d_ffn_norm, E, cfg_.rms_eps, x, E, n, st);
-        moe(il, tokens, n, pos0, &io_wait);
+        moe(il, tokens, d_tok, n, pos0, &io_wait);
         ds4_hc_expand(S, y, post_.as<float>(), M_.as<float>(), n, HC, E, st);
       }
       experts_->end_step();
+      device_router_.copy_back(observer_, st);
       if (!logits.empty() || !all_logits.empty()) head(n, logits, all_logits);
       MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+      device_router_.report(observer_, static_cast<uint32_t>(pos0));
     } catch (...) {
       experts_->end_step();
       cudaStreamSynchronize(st);  // nothing queued may outlive this call's tables
@@ -707,7 +722,9 @@ class CudaDeepseek4 final : public Backend {
 
   // §4.8: router logits on the GPU; selection and weights on the host; routed experts
   // (clamped) and the shared expert (clamped) into y_.
-  void moe(uint32_t il, std::span<const int32_t> tokens, int64_t n, int64_t pos0, double* io_wait) {
+  // d_tok: the tokens' ids in device memory (a hash-routed block routed on the GPU reads them).
+  void moe(uint32_t il, std::span<const int32_t> tokens, const int32_t* d_tok, int64_t n, int64_t pos0,
+           double* io_wait) {
     const Layer& L = layers_[il];
     cudaStream_t st = stream_.get();
     const int64_t E = cfg_.n_embd, K = cfg_.n_expert_used;
@@ -738,11 +755,20 @@ class CudaDeepseek4 final : public Backend {
       swiglu_clamped(g, u, n * L.sh_ff, cfg_.swiglu_clamp_shexp.at(il), g, st);
       dev_matmul(L.m_sh_down, g, L.sh_ff, n, tmp_.as<float>(), E, st);
     };
+    float* y = y_.as<float>();
+    if (device_router_.active(n)) {
+      // Decode with every expert resident: the choice on the GPU (route_token's or hash_route's,
+      // bit for bit), no copy to or from the host and no wait; the shared expert beside it.
+      stats_.expert_selections += static_cast<uint64_t>(K);
+      stats_.experts_computed += device_router_.run_block(il, L.m_router, x, rl_.as<float>(), *experts_,
+                                                          shared, y, st, d_tok, cfg_.swiglu_clamp_exp.at(il));
+      add_inplace(y, tmp_.as<float>(), E, st);
+      return;
+    }
     const bool overlap = shared_expert_overlap();
     router_.route(il, L.m_router, x, n, pos0, L.bias.data(), rl_.as<float>(), st, observer_, hash_of(L), next,
                   overlap ? HostRouter::Beside(shared) : nullptr);
     stats_.expert_selections += static_cast<uint64_t>(n * K);
-    float* y = y_.as<float>();
     stats_.experts_computed += experts_->run(il, x, n, router_.ids(), router_.weights(),
                                              cfg_.swiglu_clamp_exp.at(il), y, arena_, st, io_wait);
     if (next.router) experts_->prefetch(il_next, router_.predicted(), io_wait);
@@ -777,6 +803,7 @@ class CudaDeepseek4 final : public Backend {
       sc_, att_, z_, rl_, sg_, su_, logits_;
   PinnedBuffer h_sc_;
   HostRouter router_{cfg_};
+  DeviceRouter device_router_;  // decode steps' choice on the GPU (every expert resident)
   std::vector<int32_t> sel_, cnt_;
   RoutingObserver observer_;
   BackendStats stats_;

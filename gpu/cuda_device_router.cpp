@@ -9,9 +9,26 @@
 namespace moepack::gpu {
 
 void DeviceRouter::bind(const ModelConfig& cfg, const CudaRoutedExperts& experts,
-                        const std::vector<std::vector<float>>& biases) {
+                        const std::vector<std::vector<float>>& biases,
+                        const std::vector<std::vector<int32_t>>& hash) {
   on_ = false;
   if (cfg.n_expert == 0 || !experts.resident() || !device_routing_supports(cfg)) return;
+  // Hash tables: every row k distinct ids in range (the kernel's tables rank the chosen ids).
+  const int64_t K = cfg.n_expert_used;
+  size_t hash_ints = 0;
+  for (const std::vector<int32_t>& t : hash) {
+    if (t.size() % static_cast<size_t>(K) != 0) return;
+    for (size_t r = 0; r < t.size(); r += static_cast<size_t>(K)) {
+      for (int64_t a = 0; a < K; ++a) {
+        const int32_t e = t[r + static_cast<size_t>(a)];
+        if (e < 0 || static_cast<uint32_t>(e) >= cfg.n_expert) return;
+        for (int64_t b = 0; b < a; ++b) {
+          if (t[r + static_cast<size_t>(b)] == e) return;
+        }
+      }
+    }
+    hash_ints += t.size();
+  }
   spec_ = device_route_spec(cfg);
   const int64_t X = cfg.n_expert;
   const size_t blocks = biases.size();
@@ -31,19 +48,32 @@ void DeviceRouter::bind(const ModelConfig& cfg, const CudaRoutedExperts& experts
         cudaMemcpy(d, biases[il].data(), static_cast<size_t>(X) * sizeof(float), cudaMemcpyHostToDevice));
     bias_of_[il] = d;
   }
+  hash_of_.assign(blocks, nullptr);
+  if (hash_ints) {
+    hash_.allocate(hash_ints * sizeof(int32_t), "hash-routing tables");
+    size_t at = 0;
+    for (size_t il = 0; il < hash.size() && il < blocks; ++il) {
+      if (hash[il].empty()) continue;
+      int32_t* d = hash_.as<int32_t>() + at;
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpy(d, hash[il].data(), hash[il].size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+      hash_of_[il] = d;
+      at += hash[il].size();
+    }
+  }
   on_ = true;
 }
 
 uint64_t DeviceRouter::run_block(uint32_t il, const DevMatrix& router, const float* x, float* scores,
                                  CudaRoutedExperts& experts, const std::function<void()>& beside, float* out,
-                                 cudaStream_t st) {
-  if (!on_ || il >= bias_of_.size())
+                                 cudaStream_t st, const int32_t* token, float limit) {
+  if (!on_ || il >= bias_of_.size() || (hash_of_[il] && !token))
     throw Error("internal: blk." + std::to_string(il) + " cannot route on the GPU");
   dev_matmul(router, x, router.ne0, 1, scores, spec_.n_expert, st);
   const DeviceChoice c = choice_of(choices_.as<uint8_t>(), il);
-  route_on_device(spec_, scores, 1, bias_of_[il], c, experts.bases(il), st);
+  route_on_device(spec_, scores, 1, bias_of_[il], c, experts.bases(il), st, hash_of_[il], token);
   if (beside) beside();
-  const uint64_t computed = experts.run_decode_on_device(il, x, c, 0.0f, out, st);
+  const uint64_t computed = experts.run_decode_on_device(il, x, c, limit, out, st);
   routed_.push_back(il);
   return computed;
 }

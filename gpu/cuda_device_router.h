@@ -35,10 +35,14 @@ class DeviceRouter {
  public:
   // Makes the router usable when experts.resident(), the model has routed experts and
   // device_routing_supports(cfg); otherwise it stays off (active() false). biases: one per
-  // block ([n_expert] host floats, or empty: no selection bias), copied to VRAM here. Throws
+  // block ([n_expert] host floats, or empty: no selection bias), copied to VRAM here. hash (may
+  // be empty): one per block, DeepSeek-V4's tid2eid table [n_vocab][n_expert_used] of a
+  // hash-routed block or empty; copied to VRAM, and the router stays off when a row does not
+  // hold n_expert_used distinct ids below n_expert (the host's path takes any row). Throws
   // Error from the CUDA calls (out of VRAM: the numbers).
   void bind(const ModelConfig& cfg, const CudaRoutedExperts& experts,
-            const std::vector<std::vector<float>>& biases);
+            const std::vector<std::vector<float>>& biases,
+            const std::vector<std::vector<int32_t>>& hash = {});
 
   // True when a step of n_tokens routes on the GPU.
   bool active(int64_t n_tokens) const { return on_ && n_tokens == 1 && router_on_device(); }
@@ -47,11 +51,12 @@ class DeviceRouter {
   void begin_step() { routed_.clear(); }
 
   // blk.il at decode (active(1)): the router GEMV of x ([E] device) into scores ([X] device
-  // scratch), the choice, beside() (may be empty), the routed experts into out ([E]). Returns
-  // the expert FFNs evaluated (K). Throws what the launches throw.
+  // scratch), the choice, beside() (may be empty), the routed experts into out ([E]) with
+  // SwiGLU clamped at `limit` (<= 1e-6: none). token: the step's token id (device), needed by a
+  // hash-routed block. Returns the expert FFNs evaluated (K). Throws what the launches throw.
   uint64_t run_block(uint32_t il, const DevMatrix& router, const float* x, float* scores,
                      CudaRoutedExperts& experts, const std::function<void()>& beside, float* out,
-                     cudaStream_t st);
+                     cudaStream_t st, const int32_t* token = nullptr, float limit = 0.0f);
 
   // Before the step's last stream sync: queues the copy of the step's choices to pinned host
   // memory when there is an observer (or `always`: a step captured in a CUDA graph, which serves
@@ -77,9 +82,10 @@ class DeviceRouter {
   bool on_ = false;
   DeviceRouteSpec spec_;
   int64_t choice_bytes_ = 0;
-  DeviceBuffer choices_, biases_;
+  DeviceBuffer choices_, biases_, hash_;
   PinnedBuffer choices_host_;
   std::vector<const float*> bias_of_;  // per block: its bias in biases_, or null
+  std::vector<const int32_t*> hash_of_;  // per block: its tid2eid table in hash_, or null
   std::vector<uint32_t> routed_;       // blocks routed this step, in order
   bool copied_ = false;                // the choices are copied back this step (copy_back, mark_routed)
 };

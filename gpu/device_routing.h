@@ -1,14 +1,17 @@
 // The router's choice on the GPU (gpu/kernels_route.cu): core's route_token (core/moe_routing.h)
-// for Softmax and Sigmoid gating, computed by one warp per token with the same IEEE operations
-// in the same order, so the experts and their weights are the same bit for bit as route_token's
-// on the same scores:
-//   - probabilities: route_expf (core/route_math.h, shared by both); Softmax's sum in double
+// for Softmax, Sigmoid and SqrtSoftplus gating, and DeepSeek-V4's hash routing
+// (ds4::hash_route: the experts a table gives for the token id), computed by one warp per token
+// with the same IEEE operations in the same order, so the experts and their weights are the same
+// bit for bit as the host's on the same scores:
+//   - probabilities: route_expf, route_softplusf (core/route_math.h, shared by both; sqrt is
+//     correctly rounded on both); Softmax's sum in double
 //     over 32 strided partial sums (partial j = the values i = j mod 32 in increasing i, then
 //     the partials in increasing j), which route_token uses too;
 //   - selection = probabilities + bias; group-limited routing (a group's score the sum of its
 //     two best, the n_group_used best groups kept, ties to the lower group: stable_sort's
 //     order); top-k by repeated arg-max with ties to the lower expert id (partial_sort's order
 //     under route_token's comparison);
+//   - hash routing: the chosen are the table's row for the token, in its order (no selection);
 //   - weights = probabilities of the chosen, summed in k order, divided by max(sum, 2^-14)
 //     when normalised, times expert_weights_scale.
 // NaN scores (and an infinite Softmax logit, which makes every probability NaN) are outside the
@@ -32,7 +35,8 @@ namespace moepack::gpu {
 struct DeviceRouteSpec {
   int32_t n_expert = 0;
   int32_t k = 0;         // n_expert_used
-  bool softmax = true;   // else Sigmoid
+  bool softmax = true;   // else Sigmoid (or SqrtSoftplus)
+  bool sqrt_softplus = false;  // DeepSeek-V4's sqrt(softplus) (softmax false)
   int32_t n_groups = 1;  // n_expert_groups (<= 1: none)
   int32_t n_group_used = 0;
   bool norm = false;   // expert_weights_norm
@@ -44,8 +48,8 @@ inline constexpr int32_t kDeviceRouteMaxExperts = 1024;
 inline constexpr int32_t kDeviceRouteMaxK = 32;
 inline constexpr int32_t kDeviceRouteMaxGroups = 32;
 
-// True when the model's routing is what the kernel computes: Softmax or Sigmoid gating (not
-// DeepSeek-V4's SqrtSoftplus), n_expert <= 1024, 1 <= k <= min(32, n_expert), at most 32 groups
+// True when the model's routing is what the kernel computes: Softmax, Sigmoid or SqrtSoftplus
+// gating, n_expert <= 1024, 1 <= k <= min(32, n_expert), at most 32 groups
 // (and at least one used where there are groups).
 bool device_routing_supports(const ModelConfig& cfg);
 // The spec of cfg's routing. Throws Error where device_routing_supports(cfg) is false.
@@ -78,10 +82,14 @@ int64_t device_choice_bytes(int32_t k);
 DeviceChoice device_choice_at(void* base, int32_t k);
 
 // Routes n_tok tokens: scores [n_tok][n_expert] (router outputs), bias [n_expert] or null.
-// Writes out.ids / out.weights, and with out.table the decode tables from `bases`. Throws
-// Error for a spec outside the limits above, n_tok < 1, or a table with n_tok != 1.
+// Writes out.ids / out.weights, and with out.table the decode tables from `bases`. hash (a
+// hash-routed block, with tokens): hash [n_vocab][k] the experts of each token id, each row k
+// distinct ids below n_expert (the caller's word: DeviceRouter::bind checks), tokens [n_tok] the
+// ids (device). Throws Error for a spec outside the limits above, n_tok < 1, a table with n_tok
+// != 1, or hash without tokens.
 void route_on_device(const DeviceRouteSpec& spec, const float* scores, int32_t n_tok, const float* bias,
-                     const DeviceChoice& out, const ExpertBases& bases, cudaStream_t s);
+                     const DeviceChoice& out, const ExpertBases& bases, cudaStream_t s,
+                     const int32_t* hash = nullptr, const int32_t* tokens = nullptr);
 
 // Process-wide switch of the engine (gpu/cuda_backend.cpp): decode steps of a model whose
 // experts are all resident route on the GPU where device_routing_supports(cfg) (on, the

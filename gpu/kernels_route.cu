@@ -29,7 +29,8 @@ __device__ __forceinline__ bool before(float va, int ia, float vb, int ib) {
 
 __global__ void __launch_bounds__(32)
     route_kernel(DeviceRouteSpec p, const float* __restrict__ scores, const float* __restrict__ bias,
-                 DeviceChoice out, ExpertBases bases) {
+                 DeviceChoice out, ExpertBases bases, const int32_t* __restrict__ hash,
+                 const int32_t* __restrict__ tokens) {
   extern __shared__ float sh[];
   __shared__ int32_t sid[kDeviceRouteMaxK];
   __shared__ float sw[kDeviceRouteMaxK];
@@ -59,63 +60,70 @@ __global__ void __launch_bounds__(32)
     for (int j = 0; j < 32; ++j) sum += __shfl_sync(kFull, part, j);
     const float inv = static_cast<float>(1.0 / sum);
     for (int i = lane; i < X; i += 32) probs[i] *= inv;
+  } else if (p.sqrt_softplus) {
+    for (int i = lane; i < X; i += 32) probs[i] = sqrtf(route_softplusf(s[i]));
   } else {
     for (int i = lane; i < X; i += 32) probs[i] = 1.0f / (1.0f + route_expf(-s[i]));
   }
-  for (int i = lane; i < X; i += 32) sel[i] = bias ? probs[i] + bias[i] : probs[i];
-  __syncwarp();
-
-  // Group-limited routing: keep the n_group_used groups of the best scores.
-  if (p.n_groups > 1) {
-    const int groups = p.n_groups, per = X / groups;
-    float gs = -INFINITY;
-    if (lane < groups) {
-      float a = -INFINITY, b = -INFINITY;
-      for (int j = 0; j < per; ++j) {
-        const float v = sel[lane * per + j];
-        if (v > a) {
-          b = a;
-          a = v;
-        } else if (v > b) {
-          b = v;
-        }
-      }
-      gs = per >= 2 ? a + b : a;
-    }
-    int rank = 0;
-    for (int h = 0; h < groups; ++h) {
-      const float v = __shfl_sync(kFull, gs, h);
-      rank += (v > gs || (v == gs && h < lane)) ? 1 : 0;
-    }
-    const unsigned keep = __ballot_sync(kFull, lane < groups && rank < p.n_group_used);
-    for (int i = lane; i < groups * per; i += 32) {
-      if (!((keep >> (i / per)) & 1u)) sel[i] = -INFINITY;
-    }
+  if (hash) {  // ds4::hash_route: the token's row, in its order
     __syncwarp();
-  }
+    if (lane < K) sid[lane] = hash[static_cast<int64_t>(tokens[tok]) * K + lane];
+  } else {
+    for (int i = lane; i < X; i += 32) sel[i] = bias ? probs[i] + bias[i] : probs[i];
+    __syncwarp();
 
-  // Top-k: K rounds of the warp's first expert under route_token's comparison.
-  uint32_t taken = 0;  // bit j: expert lane + 32 j
-  for (int kk = 0; kk < K; ++kk) {
-    float bv = 0.0f;
-    int bi = -1;
-    for (int j = 0, i = lane; i < X; ++j, i += 32) {
-      if ((taken >> j) & 1u) continue;
-      const float v = key(sel[i]);
-      if (bi < 0 || v > bv) bv = v, bi = i;  // increasing i: a tie keeps the lower id
+    // Group-limited routing: keep the n_group_used groups of the best scores.
+    if (p.n_groups > 1) {
+      const int groups = p.n_groups, per = X / groups;
+      float gs = -INFINITY;
+      if (lane < groups) {
+        float a = -INFINITY, b = -INFINITY;
+        for (int j = 0; j < per; ++j) {
+          const float v = sel[lane * per + j];
+          if (v > a) {
+            b = a;
+            a = v;
+          } else if (v > b) {
+            b = v;
+          }
+        }
+        gs = per >= 2 ? a + b : a;
+      }
+      int rank = 0;
+      for (int h = 0; h < groups; ++h) {
+        const float v = __shfl_sync(kFull, gs, h);
+        rank += (v > gs || (v == gs && h < lane)) ? 1 : 0;
+      }
+      const unsigned keep = __ballot_sync(kFull, lane < groups && rank < p.n_group_used);
+      for (int i = lane; i < groups * per; i += 32) {
+        if (!((keep >> (i / per)) & 1u)) sel[i] = -INFINITY;
+      }
+      __syncwarp();
     }
+
+    // Top-k: K rounds of the warp's first expert under route_token's comparison.
+    uint32_t taken = 0;  // bit j: expert lane + 32 j
+    for (int kk = 0; kk < K; ++kk) {
+      float bv = 0.0f;
+      int bi = -1;
+      for (int j = 0, i = lane; i < X; ++j, i += 32) {
+        if ((taken >> j) & 1u) continue;
+        const float v = key(sel[i]);
+        if (bi < 0 || v > bv) bv = v, bi = i;  // increasing i: a tie keeps the lower id
+      }
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float v = __shfl_xor_sync(kFull, bv, o);
-      const int i = __shfl_xor_sync(kFull, bi, o);
-      if (before(v, i, bv, bi)) bv = v, bi = i;
+      for (int o = 16; o > 0; o >>= 1) {
+        const float v = __shfl_xor_sync(kFull, bv, o);
+        const int i = __shfl_xor_sync(kFull, bi, o);
+        if (before(v, i, bv, bi)) bv = v, bi = i;
+      }
+      if (bi >= 0 && (bi & 31) == lane) taken |= 1u << (bi >> 5);
+      if (lane == 0) sid[kk] = bi;
     }
-    if (bi >= 0 && (bi & 31) == lane) taken |= 1u << (bi >> 5);
-    if (lane == 0) sid[kk] = bi;
   }
   __syncwarp();
 
-  // Weights, in k order on one lane (route_token's sums).
+  // Weights, in k order on one lane (route_token's and hash_route's sums).
   if (lane == 0) {
     float sum = 0.0f;
     for (int kk = 0; kk < K; ++kk) {
@@ -162,7 +170,8 @@ bool router_on_device() { return g_on_device.load(std::memory_order_relaxed); }
 uint64_t device_routed_blocks() { return g_routed_blocks.load(std::memory_order_relaxed); }
 
 bool device_routing_supports(const ModelConfig& cfg) {
-  const bool gating = cfg.gating == ExpertGating::Softmax || cfg.gating == ExpertGating::Sigmoid;
+  const bool gating = cfg.gating == ExpertGating::Softmax || cfg.gating == ExpertGating::Sigmoid ||
+                      cfg.gating == ExpertGating::SqrtSoftplus;
   const int64_t X = cfg.n_expert, K = cfg.n_expert_used;
   return gating && X >= 1 && X <= kDeviceRouteMaxExperts && K >= 1 && K <= kDeviceRouteMaxK && K <= X &&
          cfg.n_expert_groups <= static_cast<uint32_t>(kDeviceRouteMaxGroups) &&
@@ -179,6 +188,7 @@ DeviceRouteSpec device_route_spec(const ModelConfig& cfg) {
   p.n_expert = static_cast<int32_t>(cfg.n_expert);
   p.k = static_cast<int32_t>(cfg.n_expert_used);
   p.softmax = cfg.gating == ExpertGating::Softmax;
+  p.sqrt_softplus = cfg.gating == ExpertGating::SqrtSoftplus;
   p.n_groups = cfg.n_expert_groups > 1 ? static_cast<int32_t>(cfg.n_expert_groups) : 1;
   p.n_group_used = static_cast<int32_t>(cfg.n_group_used);
   p.norm = cfg.expert_weights_norm;
@@ -202,7 +212,8 @@ DeviceChoice device_choice_at(void* base, int32_t k) {
 }
 
 void route_on_device(const DeviceRouteSpec& p, const float* scores, int32_t n_tok, const float* bias,
-                     const DeviceChoice& out, const ExpertBases& bases, cudaStream_t s) {
+                     const DeviceChoice& out, const ExpertBases& bases, cudaStream_t s, const int32_t* hash,
+                     const int32_t* tokens) {
   if (p.n_expert < 1 || p.n_expert > kDeviceRouteMaxExperts || p.k < 1 || p.k > kDeviceRouteMaxK ||
       p.k > p.n_expert || p.n_groups > kDeviceRouteMaxGroups || (p.n_groups > 1 && p.n_group_used < 1)) {
     throw Error("route_on_device: " + std::to_string(p.n_expert) + " experts, top-" + std::to_string(p.k) +
@@ -214,8 +225,9 @@ void route_on_device(const DeviceRouteSpec& p, const float* scores, int32_t n_to
   if ((out.table == nullptr) != (out.pair_of == nullptr) || (out.table && n_tok != 1)) {
     throw Error("route_on_device: the decode tables need one token and both table and pair_of");
   }
+  if (hash && !tokens) throw Error("route_on_device: hash routing without the token ids");
   const size_t smem = 2 * static_cast<size_t>(p.n_expert) * sizeof(float);
-  route_kernel<<<static_cast<unsigned>(n_tok), 32, smem, s>>>(p, scores, bias, out, bases);
+  route_kernel<<<static_cast<unsigned>(n_tok), 32, smem, s>>>(p, scores, bias, out, bases, hash, tokens);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
   if (out.table) g_routed_blocks.fetch_add(1, std::memory_order_relaxed);
 }

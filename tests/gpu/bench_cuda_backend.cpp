@@ -27,8 +27,9 @@
 //             expert after the routed experts and beside the host's choice, alternating, three
 //             each;
 //             at 25% also with next-layer prefetch off and on, alternating, three runs each;
-//   "engine"/"decode_graph_of": for every --graph-model GGUF (e.g. a kimi-linear fixture: its own
-//             backend), decode with the decode graph off and on, alternating, three each.
+//   "engine"/"decode_graph_of", "router_on_device_of": for every --graph-model GGUF (e.g. a
+//             kimi-linear or deepseek4 fixture: their own backends), decode with the decode graph
+//             off and on, and with the router on the host and on the GPU, alternating, three each.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only]
 //                           [--graph-model GGUF]...
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
@@ -633,8 +634,12 @@ int main(int argc, char** argv) {
     out["engine"]["gguf_decode_graph"] =
         bench_switch(gguf, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
     for (const std::string& m : graph_models) {
-      out["engine"]["decode_graph_of"][std::filesystem::path(m).filename().string()] =
-          bench_switch(ModelSource::open(m), s, prefill, decode, gpu::set_decode_graph, "decode_graph");
+      const auto src = ModelSource::open(m);
+      const std::string name = std::filesystem::path(m).filename().string();
+      out["engine"]["decode_graph_of"][name] =
+          bench_switch(src, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
+      out["engine"]["router_on_device_of"][name] =
+          bench_switch(src, s, prefill, decode, gpu::set_router_on_device, "router_on_device");
     }
     const std::string dir = (std::filesystem::temp_directory_path() / "moepack-bench-pack").string();
     std::filesystem::remove_all(dir);

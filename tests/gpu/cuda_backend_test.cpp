@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/backend_factory.h"
+#include "core/deepseek4_ops.h"
 #include "core/error.h"
 #include "core/expert_pack.h"
 #include "core/io_bench.h"
@@ -444,6 +445,8 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
       {"uneven-groups", 10, 3, ExpertGating::Sigmoid, 4, 2, true, true, 1.0f},  // experts 8, 9 in none
       {"limits", 1024, 32, ExpertGating::Softmax, 32, 3, false, true, 1.0f},
       {"single", 1, 1, ExpertGating::Softmax, 0, 0, false, true, 1.0f},
+      {"deepseek-v4", 256, 6, ExpertGating::SqrtSoftplus, 0, 0, true, true, 1.5f},
+      {"sqrt-softplus-unnormalised", 64, 8, ExpertGating::SqrtSoftplus, 0, 0, false, false, 1.0f},
   };
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.0f, 3.0f);
@@ -483,6 +486,11 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
       std::vector<float> v(X);
       for (int i = 0; i < X; ++i) v[i] = i % 2 ? -INFINITY : nd(rng);
       if (X == 1) v[0] = 0.5f;
+      toks.push_back(v);
+    }
+    if (rc.gating == ExpertGating::SqrtSoftplus) {  // softplus's ranges: e^x below F32, the cut-off at 20
+      std::vector<float> v(X);
+      for (int i = 0; i < X; ++i) v[i] = -110.0f + 140.0f * static_cast<float>(i) / static_cast<float>(X);
       toks.push_back(v);
     }
     std::vector<float> bias(X);
@@ -591,6 +599,76 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
         }
       }
     }
+  }
+
+  // DeepSeek-V4's hash-routed blocks: the experts are the tid2eid row of the token id (device), in
+  // its order; the weights ds4::hash_route's bit for bit; one token's decode tables too.
+  {
+    ModelConfig cfg;
+    cfg.arch = "deepseek4";
+    cfg.n_expert = 64;
+    cfg.n_expert_used = 6;
+    cfg.gating = ExpertGating::SqrtSoftplus;
+    cfg.expert_weights_norm = true;
+    cfg.expert_weights_scale = 1.5f;
+    const int32_t X = 64, K = 6, n_vocab = 50, n = 5;
+    std::vector<int32_t> table;
+    for (int32_t v = 0; v < n_vocab; ++v) {
+      std::vector<int32_t> perm(X);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      table.insert(table.end(), perm.begin(), perm.begin() + K);
+    }
+    const std::vector<int32_t> tokens = {7, 0, 49, 7, 23};
+    std::vector<float> scores(static_cast<size_t>(n) * X);
+    for (float& f : scores) f = nd(rng);
+    gpu::DeviceBuffer d_scores(scores.size() * 4, "scores"), d_table(table.size() * 4, "tid2eid"),
+        d_tok(tokens.size() * 4, "tokens"), d_ids(static_cast<size_t>(n) * K * 4, "ids"),
+        d_w(static_cast<size_t>(n) * K * 4, "weights"),
+        d_one(static_cast<size_t>(gpu::device_choice_bytes(K)), "one");
+    MOEPACK_CUDA_CHECK(
+        cudaMemcpy(d_scores.bytes_ptr(), scores.data(), d_scores.size(), cudaMemcpyHostToDevice));
+    MOEPACK_CUDA_CHECK(cudaMemcpy(d_table.bytes_ptr(), table.data(), d_table.size(), cudaMemcpyHostToDevice));
+    MOEPACK_CUDA_CHECK(cudaMemcpy(d_tok.bytes_ptr(), tokens.data(), d_tok.size(), cudaMemcpyHostToDevice));
+    const gpu::DeviceRouteSpec spec = gpu::device_route_spec(cfg);
+    gpu::DeviceChoice all;
+    all.ids = d_ids.as<int32_t>();
+    all.weights = d_w.as<float>();
+    gpu::route_on_device(spec, d_scores.as<float>(), n, nullptr, all, {}, stream.get(), d_table.as<int32_t>(),
+                         d_tok.as<int32_t>());
+    const gpu::DeviceChoice one = gpu::device_choice_at(d_one.bytes_ptr(), K);
+    gpu::route_on_device(spec, d_scores.as<float>(), 1, nullptr, one, bases, stream.get(),
+                         d_table.as<int32_t>(), d_tok.as<int32_t>());
+    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    std::vector<int32_t> ids(static_cast<size_t>(n) * K);
+    std::vector<float> w(ids.size());
+    std::vector<uint8_t> choice(d_one.size());
+    MOEPACK_CUDA_CHECK(cudaMemcpy(ids.data(), d_ids.bytes_ptr(), ids.size() * 4, cudaMemcpyDeviceToHost));
+    MOEPACK_CUDA_CHECK(cudaMemcpy(w.data(), d_w.bytes_ptr(), w.size() * 4, cudaMemcpyDeviceToHost));
+    MOEPACK_CUDA_CHECK(cudaMemcpy(choice.data(), d_one.bytes_ptr(), choice.size(), cudaMemcpyDeviceToHost));
+    for (int32_t t = 0; t < n; ++t) {
+      SCOPED_TRACE("hash-routed token " + std::to_string(t));
+      std::vector<int32_t> want_ids(K);
+      std::vector<float> want_w(K);
+      ds4::hash_route(cfg, scores.data() + static_cast<size_t>(t) * X,
+                      table.data() + static_cast<size_t>(tokens[static_cast<size_t>(t)]) * K, want_ids.data(),
+                      want_w.data());
+      EXPECT_EQ(std::memcmp(&ids[static_cast<size_t>(t) * K], want_ids.data(), K * 4), 0);
+      EXPECT_EQ(std::memcmp(&w[static_cast<size_t>(t) * K], want_w.data(), K * 4), 0);
+      if (t != 0) continue;
+      const gpu::DeviceChoice c = gpu::device_choice_at(choice.data(), K);
+      std::vector<int32_t> sorted(want_ids);
+      std::sort(sorted.begin(), sorted.end());
+      for (int32_t k = 0; k < K; ++k) {
+        EXPECT_EQ(c.ids[k], want_ids[k]);
+        EXPECT_EQ(std::memcmp(&c.weights[k], &want_w[k], sizeof(float)), 0);
+        EXPECT_EQ(sorted[c.pair_of[k]], want_ids[k]) << "rank of selection " << k;
+        EXPECT_EQ(c.table[k], bases.gate + static_cast<uint64_t>(sorted[k]) * 4096);
+      }
+    }
+    EXPECT_THROW(gpu::route_on_device(spec, d_scores.as<float>(), 1, nullptr, one, bases, stream.get(),
+                                      d_table.as<int32_t>(), nullptr),
+                 Error);
   }
 
   // Outside the kernel's limits: a clear Error, nothing launched.

@@ -352,6 +352,16 @@ TEST_P(Ds4Fixture, SharedExpertOverlapChangesNoLogit) {
   test::expect_shared_expert_overlap_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
 }
 
+// Decode steps routed on the GPU (sqrt-softplus gating, and the hash-routed blocks from their
+// tid2eid tables) change no logit and no routing report.
+TEST_P(Ds4Fixture, RouterOnDeviceChangesNoLogitNorRouting) {
+  const ModelConfig& cfg = ModelSource::open(model_path())->config();
+  ASSERT_EQ(cfg.gating, ExpertGating::SqrtSoftplus);
+  ASSERT_GT(cfg.n_hash_layers, 0u) << "the fixture has hash-routed blocks";
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
+}
+
 TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda");
 }
