@@ -679,8 +679,12 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
   EXPECT_FALSE(gpu::device_routing_supports(big));
   EXPECT_THROW(gpu::device_route_spec(big), Error);
   big.n_expert = 64;
-  big.gating = ExpertGating::SqrtSoftplus;
+  big.gating = ExpertGating::SqrtSoftplus;  // DeepSeek-V4's gating: inside
+  EXPECT_TRUE(gpu::device_routing_supports(big));
+  big.n_expert_groups = 64;  // more groups than a warp's lanes: outside
+  big.n_group_used = 4;
   EXPECT_FALSE(gpu::device_routing_supports(big));
+  EXPECT_THROW(gpu::device_route_spec(big), Error);
 }
 
 // Decode steps routed on the GPU give the host routing's logits and routing reports bit for bit.
