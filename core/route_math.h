@@ -9,7 +9,8 @@
 //   so k * head is exact for |k| < 2^21),
 // e^r by its Taylor series to degree 12 in Horner form (truncation below 2^-52 relative for
 // |r| <= 0.35), then the power of two by ldexp (exact) and one rounding to F32. Every step is a
-// single IEEE operation (+, -, *, rint, ldexp, the final conversion), so any compiler that
+// single IEEE operation (+, -, *, rint, ldexp, the final conversion; route_log1p_double also /
+// and frexp), so any compiler that
 // does not contract a * b + c into a fused multiply-add gives the same bits: core builds
 // moe_routing.cpp with -ffp-contract=off, gpu/ builds with --fmad=false. The function is static
 // (each translation unit its own copy), so a file built with contraction (a test, say) cannot

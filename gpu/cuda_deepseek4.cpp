@@ -720,8 +720,9 @@ class CudaDeepseek4 final : public Backend {
     }
   }
 
-  // §4.8: router logits on the GPU; selection and weights on the host; routed experts
-  // (clamped) and the shared expert (clamped) into y_.
+  // §4.8: router logits on the GPU; selection and weights on the host (at decode with every
+  // expert resident, on the GPU: DeviceRouter); routed experts (clamped) and the shared expert
+  // (clamped) into y_.
   // d_tok: the tokens' ids in device memory (a hash-routed block routed on the GPU reads them).
   void moe(uint32_t il, std::span<const int32_t> tokens, const int32_t* d_tok, int64_t n, int64_t pos0,
            double* io_wait) {

@@ -1,5 +1,6 @@
 #include "gpu/cuda_device_router.h"
 
+#include <cstdio>
 #include <span>
 #include <string>
 
@@ -13,17 +14,26 @@ void DeviceRouter::bind(const ModelConfig& cfg, const CudaRoutedExperts& experts
                         const std::vector<std::vector<int32_t>>& hash) {
   on_ = false;
   if (cfg.n_expert == 0 || !experts.resident() || !device_routing_supports(cfg)) return;
-  // Hash tables: every row k distinct ids in range (the kernel's tables rank the chosen ids).
+  // Hash tables: a row per token id, each k distinct ids in range (the kernel reads the row of
+  // any valid token id, and its tables rank the chosen ids).
   const int64_t K = cfg.n_expert_used;
+  const size_t blocks = biases.size(), rows = static_cast<size_t>(cfg.n_vocab) * static_cast<size_t>(K);
   size_t hash_ints = 0;
-  for (const std::vector<int32_t>& t : hash) {
-    if (t.size() % static_cast<size_t>(K) != 0) return;
+  for (size_t il = 0; il < hash.size() && il < blocks; ++il) {
+    const std::vector<int32_t>& t = hash[il];
+    const auto unusable = [&](const char* why) {
+      std::fprintf(stderr, "moepack: blk.%zu's hash-routing table %s; experts are chosen on the host\n", il,
+                   why);
+    };
+    if (t.empty()) continue;
+    if (t.size() != rows) return unusable("is not one row per token id");
     for (size_t r = 0; r < t.size(); r += static_cast<size_t>(K)) {
       for (int64_t a = 0; a < K; ++a) {
         const int32_t e = t[r + static_cast<size_t>(a)];
-        if (e < 0 || static_cast<uint32_t>(e) >= cfg.n_expert) return;
+        if (e < 0 || static_cast<uint32_t>(e) >= cfg.n_expert)
+          return unusable("names an expert out of range");
         for (int64_t b = 0; b < a; ++b) {
-          if (t[r + static_cast<size_t>(b)] == e) return;
+          if (t[r + static_cast<size_t>(b)] == e) return unusable("names an expert twice in a row");
         }
       }
     }
@@ -31,7 +41,6 @@ void DeviceRouter::bind(const ModelConfig& cfg, const CudaRoutedExperts& experts
   }
   spec_ = device_route_spec(cfg);
   const int64_t X = cfg.n_expert;
-  const size_t blocks = biases.size();
   choice_bytes_ = device_choice_bytes(spec_.k);
   choices_.allocate(static_cast<size_t>(choice_bytes_) * blocks, "routing choices");
   choices_host_.allocate(static_cast<size_t>(choice_bytes_) * blocks, "routing choices");

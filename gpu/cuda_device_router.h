@@ -1,7 +1,8 @@
 // DeviceRouter: decode steps of a model whose routed experts are all resident in VRAM (the GGUF
 // path, or a pack with a slot for every expert: CudaRoutedExperts::resident()) choose their experts on the
-// GPU (gpu/device_routing.h: route_token's choice bit for bit) and run them from the tables the route kernel
-// writes, so a MoE block needs no copy to or from the host and the host never waits inside a step:
+// GPU (gpu/device_routing.h: route_token's or ds4::hash_route's choice bit for bit) and run them from the
+// tables the route kernel writes, so a MoE block needs no copy to or from the host and the host never waits
+// inside a step:
 //
 //   scores [1][X] = W_router · x          (dev_matmul)
 //   choice        = route_on_device(scores, bias)  -> ids, weights, pair_of, expert table

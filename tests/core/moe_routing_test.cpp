@@ -58,7 +58,7 @@ TEST(RouteExpf, HandCheckedValuesAndEdges) {
 // 20, and the log1p part alone within one ULP on small and large arguments.
 TEST(RouteSoftplusf, WithinOneUlpOfTheExactValue) {
   int64_t off = 0, n = 0;
-  for (double xd = -103.9; xd <= 20.0; xd += 0.000517) {
+  for (double xd = -104.0; xd <= 20.0; xd += 0.000517) {
     const float x = static_cast<float>(xd);
     const float want = static_cast<float>(std::log1p(std::exp(static_cast<double>(x))));
     const float got = route_softplusf(x);
@@ -76,6 +76,8 @@ TEST(RouteSoftplusf, WithinOneUlpOfTheExactValue) {
 TEST(RouteSoftplusf, HandCheckedValuesAndEdges) {
   EXPECT_EQ(route_softplusf(0.0f), 0.69314718055994530942f);  // ln 2
   EXPECT_EQ(route_softplusf(20.5f), 20.5f);
+  EXPECT_EQ(route_softplusf(20.0f), 20.0f);  // ln(1 + e^20) rounds to 20: the cut-off is seamless
+  EXPECT_EQ(route_softplusf(std::nextafter(20.0f, 0.0f)), std::nextafter(20.0f, 0.0f));
   EXPECT_EQ(route_softplusf(1000.0f), 1000.0f);
   EXPECT_EQ(route_softplusf(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
   EXPECT_EQ(route_softplusf(-105.0f), 0.0f);
