@@ -76,9 +76,6 @@ class DecodeGraph {
   // one after captures again.
   void drop();
 
-  // Whether a graph is instantiated (tests and benchmarks).
-  bool held() const { return exec_ != nullptr; }
-
  private:
   void capture(cudaStream_t st, DeviceRouter& router, BackendStats& stats,
                const std::function<void()>& enqueue);
