@@ -425,6 +425,22 @@ TEST(CudaBackend, HostRouterWaitsForTheScoresNotForBeside) {
 // Kimi's 384 experts, the demo model's), at the kernel's limits, and on ties and -inf scores;
 // and the decode tables (the chosen experts' gate, up and down in increasing id, each
 // selection's rank).
+// What route_on_device wrote (after a sync): n_k ids and weights of a call over n tokens, and
+// the bytes of one token's DeviceChoice with its decode tables.
+struct RoutedBack {
+  std::vector<int32_t> ids;
+  std::vector<float> w;
+  std::vector<uint8_t> choice;
+};
+RoutedBack routed_back(const gpu::DeviceBuffer& d_ids, const gpu::DeviceBuffer& d_w,
+                       const gpu::DeviceBuffer& d_one, size_t n_k) {
+  RoutedBack b{std::vector<int32_t>(n_k), std::vector<float>(n_k), std::vector<uint8_t>(d_one.size())};
+  MOEPACK_CUDA_CHECK(cudaMemcpy(b.ids.data(), d_ids.bytes_ptr(), n_k * 4, cudaMemcpyDeviceToHost));
+  MOEPACK_CUDA_CHECK(cudaMemcpy(b.w.data(), d_w.bytes_ptr(), n_k * 4, cudaMemcpyDeviceToHost));
+  MOEPACK_CUDA_CHECK(cudaMemcpy(b.choice.data(), d_one.bytes_ptr(), b.choice.size(), cudaMemcpyDeviceToHost));
+  return b;
+}
+
 TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
   struct Routing {
     const char* name;
@@ -516,12 +532,10 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
     gpu::route_on_device(spec, d_scores.as<float>(), 1, bias_dev, one, bases, stream.get());
     EXPECT_EQ(gpu::device_routed_blocks(), routed + 1);
     MOEPACK_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    std::vector<int32_t> ids(static_cast<size_t>(n) * K);
-    std::vector<float> w(ids.size());
-    std::vector<uint8_t> choice(d_one.size());
-    MOEPACK_CUDA_CHECK(cudaMemcpy(ids.data(), d_ids.bytes_ptr(), ids.size() * 4, cudaMemcpyDeviceToHost));
-    MOEPACK_CUDA_CHECK(cudaMemcpy(w.data(), d_w.bytes_ptr(), w.size() * 4, cudaMemcpyDeviceToHost));
-    MOEPACK_CUDA_CHECK(cudaMemcpy(choice.data(), d_one.bytes_ptr(), choice.size(), cudaMemcpyDeviceToHost));
+    RoutedBack back = routed_back(d_ids, d_w, d_one, static_cast<size_t>(n) * K);
+    const std::vector<int32_t>& ids = back.ids;
+    const std::vector<float>& w = back.w;
+    std::vector<uint8_t>& choice = back.choice;
     std::vector<float> scratch(2 * static_cast<size_t>(X)), want_w(K);
     std::vector<int32_t> want_ids(K);
     for (int32_t t = 0; t < n; ++t) {
@@ -640,12 +654,10 @@ TEST(CudaBackend, RouteOnDeviceEqualsRouteToken) {
     gpu::route_on_device(spec, d_scores.as<float>(), 1, nullptr, one, bases, stream.get(),
                          d_table.as<int32_t>(), d_tok.as<int32_t>());
     MOEPACK_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    std::vector<int32_t> ids(static_cast<size_t>(n) * K);
-    std::vector<float> w(ids.size());
-    std::vector<uint8_t> choice(d_one.size());
-    MOEPACK_CUDA_CHECK(cudaMemcpy(ids.data(), d_ids.bytes_ptr(), ids.size() * 4, cudaMemcpyDeviceToHost));
-    MOEPACK_CUDA_CHECK(cudaMemcpy(w.data(), d_w.bytes_ptr(), w.size() * 4, cudaMemcpyDeviceToHost));
-    MOEPACK_CUDA_CHECK(cudaMemcpy(choice.data(), d_one.bytes_ptr(), choice.size(), cudaMemcpyDeviceToHost));
+    RoutedBack back = routed_back(d_ids, d_w, d_one, static_cast<size_t>(n) * K);
+    const std::vector<int32_t>& ids = back.ids;
+    const std::vector<float>& w = back.w;
+    std::vector<uint8_t>& choice = back.choice;
     for (int32_t t = 0; t < n; ++t) {
       SCOPED_TRACE("hash-routed token " + std::to_string(t));
       std::vector<int32_t> want_ids(K);
