@@ -92,6 +92,14 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // outside -1..25.
 void set_gemv_mma_variant(int variant);
 
+// Whether an expert launch of [ne1][ne0] matrices of `type` in the tiled layout (gpu/gemv_tiled.h,
+// GemvBatch::w_tiled) runs: gemv_mma_supported, tiled_layout_covers, and x's fragments in the
+// default's layout fit a block's shared memory (the tiled kernel stages them there).
+bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
+// Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 1..4 (default
+// 2); the benchmark compares them. Process-wide. Throws Error outside 1..4.
+void set_gemv_tiled_depth(int depth);
+
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares
 // both): the launch may begin while the kernel before it on the stream still runs, loading
 // its first weights, and waits for that kernel before it reads x. So the weights, w_table,

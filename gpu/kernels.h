@@ -75,9 +75,27 @@ struct GemvBatch {
   // then no programmatic dependent launch, since such a launch reads its tables before it waits
   // for the kernel before it (kernels_gemv_mma.cu, pdl_wait_then_release).
   bool tables_from_kernel = false;
+  // The matrices are in the tiled layout (gpu/gemv_tiled.h, written by repack_tiled), not the GGUF
+  // layout: every group's sums are bit for bit the default tensor-core GEMV's on the GGUF bytes.
+  // Only for expert launches (grp_off) of one pair a group (max_pairs 1) where
+  // gemv_tiled_supported(type, ne0, ne1), without x_frag (swiglu_epilogue allowed); gemv() throws
+  // Error otherwise.
+  bool w_tiled = false;
 };
 // F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
 void gemv(const GemvBatch& b, cudaStream_t s);
+
+// Whether GemvBatch::w_tiled runs for expert launches of [ne1][ne0] matrices of `type`: Q4_K,
+// Q2_K or MXFP4 with ne0 a multiple of 256 and ne1 a multiple of 16, the tensor-core GEMV on
+// (not variant -1), and x's fragments fitting a block's shared memory (ne0 up to ~18K elements on
+// the H200). Needs a current CUDA device.
+bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
+// n_matrices matrices [ne1][ne0] of `type` (rows of row_bytes, matrices back to back at src) into
+// the tiled layout at dst (the same bytes permuted, matrix m at m ne1 row_bytes), on stream s.
+// src and dst must not overlap. Throws Error where the layout does not cover the shape
+// (gpu/gemv_tiled.h, tiled_layout_covers) or row_bytes is not the type's.
+void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* src,
+                  uint8_t* dst, int64_t n_matrices, cudaStream_t s);
 // The grouped expert launch of gemv(): n_groups matrices [ne1][ne0] of `type` (row_bytes a
 // row), group i the matrix at table[i] with pairs [grp_off[i], grp_off[i + 1]) (at most
 // max_pairs); pair j reads x row x_row[j] (x_row null: row j) of x_stride floats and writes y

@@ -543,6 +543,13 @@ void gemv(const GemvBatch& b, cudaStream_t s) {
                 "GEMV's default layout for " + std::string(ggml_type_name(b.type)) + " rows of " +
                 std::to_string(b.ne0) + " elements (gemv_swiglu_fusable)");
   }
+  if (b.w_tiled &&
+      (pairs != 1 || !b.grp_off || b.x_frag || !detail::gemv_tiled_supported(b.type, b.ne0, b.ne1))) {
+    throw Error("gemv: tiled weights (w_tiled) need an expert launch (grp_off) of one pair a group (got " +
+                std::to_string(pairs) + "), no ready fragments (x_frag), and " +
+                std::string(ggml_type_name(b.type)) + " [" + std::to_string(b.ne1) + "][" +
+                std::to_string(b.ne0) + "] matrices gemv_tiled_supported covers");
+  }
   if (b.n_groups > 65535 || (pairs + kPrefillPairs - 1) / kPrefillPairs > 65535) {
     throw Error("gemv: " + std::to_string(b.n_groups) + " groups x " + std::to_string(pairs) +
                 " pairs exceeds the launch grid");

@@ -54,6 +54,7 @@
 #include "gpu/dequant.cuh"
 #include "gpu/gemv_launch_cap.h"
 #include "gpu/gemv_mma.h"
+#include "gpu/gemv_tiled.h"
 #include "gpu/swiglu.cuh"
 
 namespace moepack::gpu::detail {
@@ -1784,6 +1785,184 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
   finish<RW>(b, grp, j, ks, acca, accb, part);
 }
 
+// ---- The tiled layout (gpu/gemv_tiled.h): every lane's words loaded straight from global memory --
+//
+// gemv_tiled_kernel runs the default's arithmetic (Sel<T, col_arith<T>()>: the same Path's
+// compute on the same x fragments, units in the same order, the same finish) on weights in the
+// tiled layout, so its sums equal the default's on the GGUF layout bit for bit; only where the
+// lane's words come from differs. TiledFetch<T>::load reads a lane's share of one chunk (16 rows
+// x one unit) in 16-byte loads (a warp's load instruction: 512 contiguous bytes, or a row
+// header broadcast to its quad) into Raw registers; decode() moves them into the Path's members
+// (register moves only). A warp keeps DEPTH chunks in flight: the loads of unit u + DEPTH are
+// issued right after unit u's registers are taken, before its arithmetic.
+
+// ld.global.nc without L1 allocation: every weight byte is read once.
+__device__ __forceinline__ uint4 ld_weights16(const uint8_t* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint2 ld_weights8(const uint8_t* p) {
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint32_t word_sel(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+template <GgmlType T>
+struct TiledFetch;
+
+// Q2_K (chunk 1344 bytes): qs words [2][32 lanes][16], scales [16 rows][16], d/dmin [8 g][2][4].
+template <>
+struct TiledFetch<GgmlType::Q2_K> {
+  using Path = Q2kColPath3;
+  struct Raw {
+    uint4 qa, qb, sa, sb;
+    uint2 d;
+  };
+  __device__ __forceinline__ static void load(Raw& r, const uint8_t* c, int lane) {
+    const int g = lane >> 2;
+    r.qa = ld_weights16(c + 16 * lane);
+    r.qb = ld_weights16(c + 512 + 16 * lane);
+    r.sa = ld_weights16(c + 1024 + 16 * g);
+    r.sb = ld_weights16(c + 1024 + 16 * (g + 8));
+    r.d = ld_weights8(c + 1280 + 8 * g);
+  }
+  __device__ __forceinline__ static void decode(Path& p, const Raw& r, int t) {
+    p.qa[0] = make_uint2(r.qa.x, r.qa.y), p.qa[1] = make_uint2(r.qa.z, r.qa.w);
+    p.qb[0] = make_uint2(r.qb.x, r.qb.y), p.qb[1] = make_uint2(r.qb.z, r.qb.w);
+    p.sa[0] = r.sa.x, p.sa[1] = r.sa.y, p.sa[2] = r.sa.z, p.sa[3] = r.sa.w;
+    p.sb4[0] = r.sb.x, p.sb4[1] = r.sb.y, p.sb4[2] = r.sb.z, p.sb4[3] = r.sb.w;
+    p.da = r.d.x, p.db = r.d.y;
+    p.ma = word_sel(r.sa, t) & 0xF0F0F0F0u;  // Q2kColPath3::fetch's
+    p.mb = word_sel(r.sb, t) & 0xF0F0F0F0u;
+  }
+};
+
+// Q4_K (chunk 2304 bytes): qs words [4][32 lanes][16] (rows g: groups 0-1, 2-3; rows g + 8: the
+// same), headers [16 rows][16].
+template <>
+struct TiledFetch<GgmlType::Q4_K> {
+  using Path = Q4kColPath;
+  struct Raw {
+    uint4 q[4], ha, hb;
+  };
+  __device__ __forceinline__ static void load(Raw& r, const uint8_t* c, int lane) {
+    const int g = lane >> 2;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r.q[i] = ld_weights16(c + 512 * i + 16 * lane);
+    r.ha = ld_weights16(c + 2048 + 16 * g);
+    r.hb = ld_weights16(c + 2048 + 16 * (g + 8));
+  }
+  __device__ __forceinline__ static void decode(Path& p, const Raw& r, int) {
+    p.ha = r.ha, p.hb = r.hb;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      p.qa[2 * h] = make_uint2(r.q[h].x, r.q[h].y), p.qa[2 * h + 1] = make_uint2(r.q[h].z, r.q[h].w);
+      p.qb[2 * h] = make_uint2(r.q[2 + h].x, r.q[2 + h].y),
+               p.qb[2 * h + 1] = make_uint2(r.q[2 + h].z, r.q[2 + h].w);
+    }
+  }
+};
+
+// MXFP4 (chunk 2176 bytes): qs words [4][32 lanes][16] (row g: blocks 0-3, 4-7; row g + 8: the
+// same), scales [8 g][2 h][2 rows][4].
+template <>
+struct TiledFetch<GgmlType::MXFP4> {
+  using Path = Mxfp4ColPath2;
+  struct Raw {
+    uint4 q[4];
+    uint2 e;
+  };
+  __device__ __forceinline__ static void load(Raw& r, const uint8_t* c, int lane) {
+    const int g = lane >> 2, h = (lane & 3) >> 1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r.q[i] = ld_weights16(c + 512 * i + 16 * lane);
+    r.e = ld_weights8(c + 2048 + 16 * g + 8 * h);
+  }
+  __device__ __forceinline__ static void decode(Path& p, const Raw& r, int) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      p.wa[i] = word_sel(r.q[0], i), p.wa[4 + i] = word_sel(r.q[1], i);
+      p.wb[i] = word_sel(r.q[2], i), p.wb[4 + i] = word_sel(r.q[3], i);
+      p.dea[i] = e8m0_half(static_cast<uint8_t>(r.e.x >> (8 * i)));
+      p.deb[i] = e8m0_half(static_cast<uint8_t>(r.e.y >> (8 * i)));
+    }
+  }
+};
+
+// The tiled expert launch (P: the default's arithmetic, col_arith<T>()): grid (ne1 / 64 (ne1 / 32
+// with GLU), groups) of kMmaWarps warps, one
+// warp a tile of 16 rows, its whole row (warp_share<4, GLU>); x's fragments prepared by the block
+// in shared memory, as the default's staged launch. The group's matrix (w_table[grp]) is in the
+// tiled layout. MINB: blocks per SM the registers must allow.
+template <GgmlType T, int P, int DEPTH, int MINB, bool GLU = false>
+__global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_tiled_kernel(GemvBatch b, const uint8_t*) {
+  using S = Sel<T, P>;
+  using F = TiledFetch<T>;
+  using Path = typename S::Path;
+  static_assert(std::is_same_v<Path, typename F::Path>, "the default's arithmetic");
+  constexpr int kChunk = tiled_chunk_bytes(T);
+  extern __shared__ __align__(16) uint8_t dyn[];
+  __shared__ float part[kMmaWarps][16];
+  const int grp = static_cast<int>(blockIdx.y);
+  int j = 0;
+  const float* x = block_pair_x(b, &j);
+  if (!x) return;  // the same for the whole block
+  const int64_t ne0 = b.ne0;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32, t = lane & 3;
+  const WarpShare ws = warp_share<4, GLU>(b, grp, warp, ne0 / 256);
+  const int64_t u0 = ws.u0, u1 = ws.u1;
+  // chunk (tile, u) of the tile's row of chunks (ne1 is whole tiles: a live warp's tile is full)
+  const uint8_t* tw = ws.wg + (ws.rbase / 16) * (ne0 / 256) * kChunk;
+  typename F::Raw r[DEPTH];
+#pragma unroll
+  for (int i = 0; i < DEPTH; ++i) {
+    if (u0 + i < u1) F::load(r[i], tw + (u0 + i) * kChunk, lane);
+  }
+  pdl_wait_then_release();  // x is written by the kernel before
+  S::prepare(x, ne0, dyn, kMmaWarps * 32, [] {});
+  __syncthreads();
+  const typename S::View xv = S::view(dyn, ne0, lane);
+  float acca = 0.0f, accb = 0.0f;
+#pragma unroll 1
+  for (int64_t u = u0; u < u1; u += DEPTH) {
+#pragma unroll
+    for (int i = 0; i < DEPTH; ++i) {
+      if (u + i < u1) {  // the same for the whole warp
+        Path p;
+        F::decode(p, r[i], t);
+        if (u + i + DEPTH < u1) F::load(r[i], tw + (u + i + DEPTH) * kChunk, lane);
+        p.compute(u + i, t, xv, acca, accb);
+      }
+    }
+  }
+  finish<4, GLU>(b, grp, j, ws.ks, acca, accb, part);
+}
+
+// Matrix m of n_matrices (src: rows of row_bytes, matrices back to back) into the tiled layout
+// at dst + m * ne1 * row_bytes: thread per output byte (tiled_source).
+template <GgmlType T>
+__global__ void repack_tiled_kernel(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1,
+                                    uint64_t row_bytes, int64_t total) {
+  constexpr int kChunk = tiled_chunk_bytes(T), kUnit = tiled_unit_bytes(T);
+  const int64_t units = ne0 / 256, mat = ne1 * static_cast<int64_t>(row_bytes);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t m = i / mat, in_m = i % mat;
+    const int64_t chunk = in_m / kChunk;
+    const int o = static_cast<int>(in_m % kChunk);
+    const int64_t tile = chunk / units, u = chunk % units;
+    const TiledSource sr = tiled_source(T, o);
+    dst[i] = src[m * mat + (tile * 16 + sr.row) * static_cast<int64_t>(row_bytes) + u * kUnit + sr.byte];
+  }
+}
+
 // -1: tensor cores off (every type takes kernels_gemv.cu's F32 kernels); 0: the default.
 std::atomic<int> g_variant{0};
 
@@ -2266,7 +2445,67 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   return launch_default<T, 2, false>(b, s, -1);
 }
 
+// The tiled expert launch's chunks in flight a warp (set_gemv_tiled_depth; bench_cuda_backend
+// compares them).
+std::atomic<int> g_tiled_depth{2};
+
+// MINB of gemv_tiled_kernel per type: registers for 3 blocks an SM (170 a thread).
+template <GgmlType T, int DEPTH>
+void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
+  using S = Sel<T, col_arith<T>()>;
+  constexpr int kMinB = 3;
+  const size_t frag = static_cast<size_t>(S::stride(b.ne0));
+  const bool glu = b.swiglu_epilogue;
+  const dim3 grid(static_cast<unsigned>((b.ne1 + (glu ? 31 : 63)) / (glu ? 32 : 64)),
+                  static_cast<unsigned>(b.n_groups), 1);
+  constexpr int kP = col_arith<T>();
+  const auto k =
+      glu ? gemv_tiled_kernel<T, kP, DEPTH, kMinB, true> : gemv_tiled_kernel<T, kP, DEPTH, kMinB, false>;
+  allow_smem(reinterpret_cast<const void*>(k), frag);
+  launch_kernel(k, grid, frag, s, b, nullptr);
+}
+
+template <GgmlType T>
+void launch_tiled(const GemvBatch& b, cudaStream_t s) {
+  switch (g_tiled_depth.load(std::memory_order_relaxed)) {
+    case 1:
+      return launch_tiled_depth<T, 1>(b, s);
+    case 3:
+      return launch_tiled_depth<T, 3>(b, s);
+    case 4:
+      return launch_tiled_depth<T, 4>(b, s);
+    default:
+      return launch_tiled_depth<T, 2>(b, s);
+  }
+}
+
+template <GgmlType T>
+void launch_repack(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1, uint64_t row_bytes,
+                   int64_t total, cudaStream_t s) {
+  const int64_t blocks = std::min<int64_t>((total + 255) / 256, 65535);
+  repack_tiled_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(src, dst, ne0, ne1, row_bytes, total);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace
+
+bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
+  if (!gemv_mma_supported(type, ne0) || !tiled_layout_covers(type, ne0, ne1)) return false;
+  const size_t limit = std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024);
+  switch (type) {
+    case GgmlType::Q4_K:
+      return static_cast<size_t>(Sel<GgmlType::Q4_K, col_arith<GgmlType::Q4_K>()>::stride(ne0)) <= limit;
+    case GgmlType::Q2_K:
+      return static_cast<size_t>(Sel<GgmlType::Q2_K, col_arith<GgmlType::Q2_K>()>::stride(ne0)) <= limit;
+    default:
+      return static_cast<size_t>(Sel<GgmlType::MXFP4, col_arith<GgmlType::MXFP4>()>::stride(ne0)) <= limit;
+  }
+}
+
+void set_gemv_tiled_depth(int depth) {
+  if (depth < 1 || depth > 4) throw Error("set_gemv_tiled_depth: " + std::to_string(depth) + " is not 1..4");
+  g_tiled_depth.store(depth, std::memory_order_relaxed);
+}
 
 bool gemv_mma_supported(GgmlType type, int64_t ne0) {
   if (g_variant.load(std::memory_order_relaxed) < 0) return false;
@@ -2305,6 +2544,21 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
       throw Error("gemv_mma: x_frag must be 16-byte aligned with a stride that is a multiple of 16 and at least " +
                   std::to_string(need) + " bytes (got stride " + std::to_string(b.x_frag_stride) +
                   "), and x rows shared by all groups (x_gstride 0, got " + std::to_string(b.x_gstride) + ")");
+    }
+  }
+  if (b.w_tiled) {
+    if (!b.grp_off || b.x_frag || !gemv_tiled_supported(b.type, b.ne0, b.ne1)) {
+      throw Error("gemv_mma: tiled weights (w_tiled) need an expert launch (grp_off) of " +
+                  std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) + " elements, " +
+                  std::to_string(b.ne1) + " rows, that gemv_tiled_supported covers, without ready fragments");
+    }
+    switch (b.type) {
+      case GgmlType::Q4_K:
+        return launch_tiled<GgmlType::Q4_K>(b, s);
+      case GgmlType::Q2_K:
+        return launch_tiled<GgmlType::Q2_K>(b, s);
+      default:
+        return launch_tiled<GgmlType::MXFP4>(b, s);
     }
   }
   switch (b.type) {
@@ -2377,6 +2631,37 @@ void swiglu_clamped_fragments(const float* gate, const float* up, int64_t rows, 
       return launch_swiglu_fragments<GgmlType::Q2_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
     default:
       return launch_swiglu_fragments<GgmlType::MXFP4>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
+  }
+}
+
+}  // namespace moepack::gpu
+
+namespace moepack::gpu {
+
+bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
+  return detail::gemv_tiled_supported(type, ne0, ne1);
+}
+
+void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* src,
+                  uint8_t* dst, int64_t n_matrices, cudaStream_t s) {
+  const auto want = ggml_row_bytes(type, static_cast<uint64_t>(std::max<int64_t>(ne0, 0)));
+  if (!tiled_layout_covers(type, ne0, ne1) || !want || *want != row_bytes || n_matrices < 0) {
+    throw Error(
+        "repack_tiled: " + std::string(ggml_type_name(type)) + " [" + std::to_string(ne1) + "][" +
+        std::to_string(ne0) + "] with rows of " + std::to_string(row_bytes) +
+        " bytes has no tiled layout (Q4_K, Q2_K or MXFP4; rows a multiple of 16, of a multiple of 256 "
+        "elements)");
+  }
+  if (src == dst) throw Error("repack_tiled: src and dst must not overlap");
+  const int64_t total = n_matrices * ne1 * static_cast<int64_t>(row_bytes);
+  if (total == 0) return;
+  switch (type) {
+    case GgmlType::Q4_K:
+      return detail::launch_repack<GgmlType::Q4_K>(src, dst, ne0, ne1, row_bytes, total, s);
+    case GgmlType::Q2_K:
+      return detail::launch_repack<GgmlType::Q2_K>(src, dst, ne0, ne1, row_bytes, total, s);
+    default:
+      return detail::launch_repack<GgmlType::MXFP4>(src, dst, ne0, ne1, row_bytes, total, s);
   }
 }
 

@@ -19,6 +19,9 @@
 //             (what the engine runs at decode);
 //   "read_ceiling": a plain streaming read kernel and a D2D copy of the same byte counts as the
 //             launches above (what any kernel reading those bytes in one launch can reach);
+//   "gemv_tiled": the default expert launches beside the same launches on weights in the tiled
+//             layout (gpu/gemv_tiled.h) at 1-4 chunks in flight a warp ("tiled_depth"; 0 = the
+//             default), the four 8-expert shapes and gate + up (16 matrices);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -30,7 +33,8 @@
 //   "engine"/"decode_graph_of", "router_on_device_of": for every --graph-model GGUF (e.g. a
 //             kimi-linear or deepseek4 fixture: their own backends), decode with the decode graph
 //             off and on, and with the router on the host and on the GPU, alternating, three each.
-// Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only]
+// Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
+//                           --tiled-only]
 //                           [--graph-model GGUF]...
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
 //        ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0)
@@ -168,7 +172,7 @@ gpu::GemvBatch expert_batch(GgmlType type, int64_t rows, int64_t cols, const flo
 // each (grp_off), every group its own x row. Up to 32 copies of the matrices rotate so that the
 // weights are not served from the 50 MB L2.
 nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d,
-                          int experts = 8) {
+                          int experts = 8, bool tiled = false) {
   const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
   const uint64_t mat = rb * static_cast<uint64_t>(rows);
   const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
@@ -182,6 +186,7 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
   MOEPACK_CUDA_CHECK(cudaMemcpy(x.as<void>(), xh.data(), x.size(), cudaMemcpyHostToDevice));
   const gpu::DeviceBuffer d_off = one_pair_each(experts);
   gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
+  b.w_tiled = tiled;  // the pool's random bytes stand for either layout
   const Timing t = time_launches([&](int i) {
     b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
     gpu::gemv(b, nullptr);
@@ -190,6 +195,7 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
   return {{"type", std::string(ggml_type_name(type))},
           {"rows", rows},
           {"cols", cols},
+          {"tiled", tiled},
           {"experts_per_launch", experts},
           {"bytes_per_launch", mat * experts},
           {"us_per_launch", t.gpu_us},
@@ -421,6 +427,32 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
           {"prefetch_hits", st.prefetch_hits - s0.prefetch_hits}};
 }
 
+// The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h) at each
+// depth (chunks in flight a warp), shape by shape: the four 8-expert shapes and gate + up (16
+// matrices). "tiled_depth" 0 is the default.
+nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
+  nlohmann::json out = nlohmann::json::array();
+  struct DepthAfterwards {
+    ~DepthAfterwards() { gpu::detail::set_gemv_tiled_depth(2); }
+  } restore;
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8},
+                                              {4096, 2048, 8},
+                                              {2048, 7168, 8},
+                                              {7168, 2048, 8},
+                                              {2048, 4096, 16},
+                                              {2048, 7168, 16}}) {
+      for (int depth = 0; depth <= 4; ++depth) {
+        if (depth > 0) gpu::detail::set_gemv_tiled_depth(depth);
+        auto g = bench_gemv(pool, t, rows, cols, d2d, experts, depth > 0);
+        g["tiled_depth"] = depth;
+        out.push_back(std::move(g));
+      }
+    }
+  }
+  return out;
+}
+
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -460,6 +492,7 @@ int main(int argc, char** argv) {
   int prefill = 128, decode = 64;
   bool engine_only = false;  // --engine-only: the "engine" section alone
   bool gemv_only = false;    // --gemv-only: every section but "engine"
+  bool tiled_only = false;   // --tiled-only: "gemv_tiled" and "read_ceiling" alone
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
     std::string type;
@@ -481,6 +514,8 @@ int main(int argc, char** argv) {
       engine_only = true;
     } else if (a == "--gemv-only") {
       gemv_only = true;
+    } else if (a == "--tiled-only") {
+      tiled_only = true;
     } else {
       model = a;
     }
@@ -512,7 +547,16 @@ int main(int argc, char** argv) {
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
+    if (tiled_only) {
+      out["gemv_tiled"] = bench_gemv_tiled(pool, d2d);
+      for (const uint64_t bytes : {22020096ull, 35651584ull, 37748736ull, 66060288ull, 75497472ull}) {
+        out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
+      }
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
     if (!engine_only) {
+      out["gemv_tiled"] = bench_gemv_tiled(pool, d2d);
       // Expert shapes of the targets: DeepSeek-V4-Flash gate/up (2048 x 4096) and down
       // (4096 x 2048), DeepSeek-V3 / Kimi gate/up (2048 x 7168) and down (7168 x 2048).
       const std::tuple<int, int, int> shapes[] = {

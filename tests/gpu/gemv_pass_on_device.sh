@@ -4,7 +4,9 @@
 # (sm_90 only: the H200), runs every tensor-core GEMV parity test (every variant against the
 # exact dot product), then the GEMV sections of the benchmark ($OUT/bench.json, a summary on
 # stdout), and keeps the SASS of the GEMV kernels ($OUT/gemv-sass.txt.gz) for counting
-# instructions offline. MOEPACK_BENCH_VARIANTS narrows "gemv_mma_variants" (default 20,0,22).
+# instructions offline. MOEPACK_BENCH_VARIANTS narrows "gemv_mma_variants" (default 20,0,22);
+# MOEPACK_BENCH_ARGS replaces the benchmark's --gemv-only (e.g. --tiled-only: the tiled layout's
+# side by side and the read ceilings alone); MOEPACK_OPS_FILTER the parity tests' gtest filter.
 set -u
 out="${OUT:?OUT must be set}"
 source .device-deps/use-deps.sh
@@ -25,7 +27,7 @@ if [ -n "$sass" ]; then
   "$sass" -sass build-gpu/gpu/CMakeFiles/moepack_gpu.dir/kernels_gemv_mma.cu.o | gzip > "$out/gemv-sass.txt.gz"
 fi
 MOEPACK_BENCH_VARIANTS="${MOEPACK_BENCH_VARIANTS:-20,0,22}" timeout 400 ./build-gpu/tests/gpu/bench_cuda_backend \
-  --gemv-only > "$out/bench.json" 2> "$out/bench.txt" || { echo "bench rc=$?"; tail -5 "$out/bench.txt"; status=1; }
+  ${MOEPACK_BENCH_ARGS:---gemv-only} > "$out/bench.json" 2> "$out/bench.txt" || { echo "bench rc=$?"; tail -5 "$out/bench.txt"; status=1; }
 python3 - "$out/bench.json" <<'EOF' || true
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -37,6 +39,14 @@ for sec in ("gemv_mma_variants", "gemv_diagnosis"):
         rows.setdefault(key, []).append("%dx%dx%d %.2f" % (g["rows"], g["cols"], g["experts_per_launch"], g["ratio_to_d2d"]))
     for (t, v), r in sorted(rows.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         print(sec, t, "v%s" % v, " ".join(r))
+tiled = {}
+for g in d.get("gemv_tiled", []):
+    tiled.setdefault((g["type"], g["rows"], g["cols"], g["experts_per_launch"]), []).append(
+        "d%d %.2f" % (g["tiled_depth"], g["ratio_to_d2d"]))
+for (t, r, c, e), v in tiled.items():
+    print("tiled", t, "%dx%dx%d" % (r, c, e), " ".join(v))
+for g in d.get("read_ceiling", []):
+    print("read_ceiling %d bytes %.2f" % (g["bytes"], g["read_ratio_to_d2d"]))
 for g in d.get("gemv", []):
     if g["experts_per_launch"] == 8 and g["type"] in ("q4_K", "q2_K", "mxfp4"):
         print("gemv", g["type"], "%dx%dx8 %.2f" % (g["rows"], g["cols"], g["ratio_to_d2d"]))

@@ -881,6 +881,143 @@ TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
   }
 }
 
+// Tiled weights (gpu/gemv_tiled.h): repack_tiled's permutation, then the tiled expert launch,
+// give every row the default launch's sum on the GGUF bytes bit for bit (the same arithmetic on
+// the same words), at every depth, with and without the SwiGLU epilogue; and each sum is within
+// kDotRel of the exact dot product of core's dequantize_row.
+TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
+  const DefaultVariantAfterwards restore;
+  struct DepthAfterwards {
+    ~DepthAfterwards() { detail::set_gemv_tiled_depth(2); }
+  } restore_depth;
+  detail::set_gemv_mma_variant(0);
+  struct Shape {
+    int64_t ne0, ne1;
+  };
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const Shape shape : {Shape{256, 48}, Shape{2048, 64}, Shape{4096, 32}, Shape{7168, 16}}) {
+      const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
+      const int n_exp = 5;
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0));
+      ASSERT_TRUE(gemv_tiled_supported(type, ne0, ne1));
+      std::mt19937 rng(31);
+      const uint64_t rb = *ggml_row_bytes(type, ne0);
+      const uint64_t mat = rb * static_cast<uint64_t>(ne1);
+      // Gate of expert e is matrix e, its up matrix n_exp + e, back to back.
+      const auto data = random_rows(type, ne0, ne1 * 2 * n_exp, rng);
+      auto d_w = to_device(data);
+      DeviceBuffer d_t(data.size(), "tiled");
+      MOEPACK_CUDA_CHECK(cudaMemset(d_t.as<void>(), 0, d_t.size()));
+      repack_tiled(type, ne0, ne1, rb, d_w.bytes_ptr(), d_t.bytes_ptr(), 2 * n_exp, nullptr);
+      std::vector<const uint8_t*> tab, tab_t;
+      for (int m = 0; m < 2 * n_exp; ++m) {
+        tab.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(m));
+        tab_t.push_back(d_t.bytes_ptr() + mat * static_cast<uint64_t>(m));
+      }
+      auto d_tab = to_device(tab);
+      auto d_tab_t = to_device(tab_t);
+      const auto x = random_floats(static_cast<size_t>(3 * ne0), rng, 2.0f);  // 3 token rows
+      auto d_x = to_device(x);
+      const std::vector<int32_t> rows_of = {2, 0, 1, 2, 1, 2, 0, 1, 2, 1};
+      auto d_rows = to_device(rows_of);
+      std::vector<int32_t> off(static_cast<size_t>(2 * n_exp) + 1);
+      for (int m = 0; m <= 2 * n_exp; ++m) off[static_cast<size_t>(m)] = m;
+      auto d_off = to_device(off);
+      const size_t ny = static_cast<size_t>(2 * n_exp * ne1);
+      const auto batch = [&](const DeviceBuffer& table, float* y, int32_t groups) {
+        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), y);
+        b.w_table = table.as<const uint8_t* const>();
+        b.grp_off = d_off.as<int32_t>();
+        b.x_row = d_rows.as<int32_t>();
+        b.n_groups = groups;
+        b.max_pairs = 1;
+        return b;
+      };
+      DeviceBuffer d_want(ny * sizeof(float), "default"), d_got(ny * sizeof(float), "tiled");
+      gemv(batch(d_tab, d_want.as<float>(), 2 * n_exp), nullptr);
+      const auto want = to_host(d_want, ny);
+      // Gate and up with SwiGLU as the epilogue, the default's on the GGUF bytes.
+      DeviceBuffer d_glu_want(static_cast<size_t>(n_exp * ne1) * sizeof(float), "default epilogue"),
+          d_glu_got(static_cast<size_t>(n_exp * ne1) * sizeof(float), "tiled epilogue");
+      GemvBatch glu = batch(d_tab, d_glu_want.as<float>(), n_exp);
+      glu.swiglu_epilogue = true;
+      glu.swiglu_limit = 7.0f;
+      gemv(glu, nullptr);
+      const auto glu_want = to_host(d_glu_want, static_cast<size_t>(n_exp * ne1));
+      for (int depth = 1; depth <= 4; ++depth) {
+        SCOPED_TRACE("depth " + std::to_string(depth));
+        detail::set_gemv_tiled_depth(depth);
+        MOEPACK_CUDA_CHECK(
+            cudaMemset(d_got.as<void>(), 0xFF, d_got.size()));  // NaN: rows left unwritten show
+        GemvBatch b = batch(d_tab_t, d_got.as<float>(), 2 * n_exp);
+        b.w_tiled = true;
+        gemv(b, nullptr);
+        const auto got = to_host(d_got, ny);
+        for (int m = 0; m < 2 * n_exp; ++m) {
+          for (int64_t r = 0; r < ne1; ++r) {
+            const size_t i = static_cast<size_t>(m * ne1 + r);
+            ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
+                << "matrix " << m << ", row " << r << ": default " << want[i] << ", tiled " << got[i];
+            if (depth == 1) {
+              expect_close_dot(got[i],
+                               data.data() + mat * static_cast<uint64_t>(m) + rb * static_cast<uint64_t>(r),
+                               type, x.data() + rows_of[static_cast<size_t>(m)] * ne0, ne0, "tiled");
+            }
+          }
+        }
+        MOEPACK_CUDA_CHECK(cudaMemset(d_glu_got.as<void>(), 0xFF, d_glu_got.size()));
+        GemvBatch bg = batch(d_tab_t, d_glu_got.as<float>(), n_exp);
+        bg.w_tiled = true;
+        bg.swiglu_epilogue = true;
+        bg.swiglu_limit = 7.0f;
+        gemv(bg, nullptr);
+        const auto glu_got = to_host(d_glu_got, static_cast<size_t>(n_exp * ne1));
+        for (size_t i = 0; i < glu_got.size(); ++i) {
+          ASSERT_EQ(std::memcmp(&glu_want[i], &glu_got[i], sizeof(float)), 0)
+              << "SwiGLU row " << i << ": default " << glu_want[i] << ", tiled " << glu_got[i];
+        }
+      }
+    }
+  }
+}
+
+// What the tiled layout does not cover is refused with the shape named, never computed.
+TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
+  const DefaultVariantAfterwards restore;
+  detail::set_gemv_mma_variant(0);
+  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q2_K, 2048, 40));  // rows not whole tiles
+  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q6_K, 2048, 64));
+  EXPECT_FALSE(gemv_tiled_supported(GgmlType::MXFP4, 1 << 20, 64));  // x's fragments beyond shared memory
+  const uint64_t rb = *ggml_row_bytes(GgmlType::Q2_K, 2048);
+  DeviceBuffer d_w(rb * 64, "w"), d_t(rb * 64, "tiled");
+  EXPECT_THROW(repack_tiled(GgmlType::Q2_K, 2048, 40, rb, d_w.bytes_ptr(), d_t.bytes_ptr(), 1, nullptr),
+               Error);
+  EXPECT_THROW(repack_tiled(GgmlType::Q2_K, 2048, 64, rb + 1, d_w.bytes_ptr(), d_t.bytes_ptr(), 1, nullptr),
+               Error);
+  EXPECT_THROW(repack_tiled(GgmlType::Q2_K, 2048, 64, rb, d_w.bytes_ptr(), d_w.bytes_ptr(), 1, nullptr),
+               Error);
+  const std::vector<const uint8_t*> tab = {d_t.bytes_ptr()};
+  auto d_tab = to_device(tab);
+  const std::vector<int32_t> off = {0, 2};
+  auto d_off = to_device(off);
+  DeviceBuffer d_x(2 * 2048 * sizeof(float), "x"), d_y(2 * 64 * sizeof(float), "y");
+  GemvBatch b = rows_batch(GgmlType::Q2_K, 2048, 64, rb, d_x.as<float>(), d_y.as<float>());
+  b.w_table = d_tab.as<const uint8_t* const>();
+  b.grp_off = d_off.as<int32_t>();
+  b.n_groups = 1;
+  b.max_pairs = 2;  // a prefill group: the F32 kernels read GGUF rows only
+  b.w_tiled = true;
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  b.max_pairs = 1;
+  b.ne1 = 40;
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  b.ne1 = 64;
+  b.grp_off = nullptr;  // a dense launch
+  b.n_tok = 1;
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 // Where SwiGLU cannot be the launch's epilogue, gemv() says so instead of computing something else.
 TEST(GpuOps, GemvSwigluEpilogueRefusesWhatItCannotFuse) {
   const DefaultVariantAfterwards restore;

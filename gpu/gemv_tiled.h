@@ -1,0 +1,97 @@
+// The tiled weight layout of the tensor-core decode GEMV (kernels_gemv_mma.cu, gemv_tiled_kernel):
+// where each byte of a GGUF matrix of Q4_K, Q2_K or MXFP4 goes, as arithmetic only (no CUDA
+// runtime), so the CPU tests cover it (tests/gpu/gemv_tiled_layout_test.cpp).
+//
+// Why: the default decode GEMV (gemv_pipe_kernel) streams each warp's 16-row tile through a
+// cp.async ring in shared memory and then reads every lane's words out of it, because in the
+// GGUF layout a lane's bytes are scattered over 16 rows (and MXFP4's words sit at odd offsets).
+// On the H200 that staging is about half of the main loop's instructions for Q2_K and MXFP4
+// (docs/cuda-backend.md, tenth pass: 609 instructions a two-super-block Q2_K stage of which ~350
+// are arithmetic; 917 a two-unit MXFP4 stage). In the tiled layout every lane's bytes of a unit
+// are contiguous 16-byte words placed so that each load instruction of a warp reads 512
+// contiguous bytes (or a broadcast of a row header), so a warp loads its registers straight from
+// global memory, several units ahead, with no ring, no shared memory and no funnel shifts.
+//
+// The layout is a permutation of the matrix's bytes (the same size, nothing converted), chunk by
+// chunk: a matrix of ne1 rows (a multiple of 16) and ne0 elements a row (a multiple of 256) is
+// ne1 / 16 tiles of 16 rows by ne0 / 256 units of 256 elements; chunk (tile T, unit u) is the 16
+// rows' bytes of that unit (tiled_chunk_bytes: 16 x 144 = 2304 for Q4_K, 16 x 84 = 1344 for
+// Q2_K, 16 x 136 = 2176 for MXFP4 (8 blocks of 17 bytes)) and lies at (T x ne0 / 256 + u) x
+// tiled_chunk_bytes. Within a chunk, with lane L = 4 g + t of a warp (rows g and g + 8 of the
+// tile, the mma fragments' rows; kernels_gemv_mma.cu "The column layout"), tiled_source says
+// which byte of which row each chunk byte o is:
+//   Q2_K (84-byte super-block: 16 scale bytes, 64 qs bytes, d, dmin):
+//     [0, 1024): o = 512 i + 16 L + 4 w + c: row g + 8 i, qs byte 32 (w / 2) + 8 t + 4 (w % 2) + c
+//                (the lane's two 8-byte words of each 32-byte half: Q2kI8Path's qa, qb);
+//     [1024, 1280): 16 r + c: row r, scale byte c (the whole row's 16, read by its 4 lanes);
+//     [1280, 1344): 8 g + 4 i + c: row g + 8 i, byte 80 + c (d, dmin).
+//   Q4_K (144-byte super-block: d, dmin, 12 scale bytes, 128 qs bytes):
+//     [0, 2048): o = 512 i + 16 L + 4 w + c: row g + 8 (i / 2), qs group p = 2 (i % 2) + w / 2,
+//                byte 16 + 32 p + 8 t + 4 (w % 2) + c (Q4kI8Path's qa, qb);
+//     [2048, 2304): 16 r + c: row r, header byte c.
+//   MXFP4 (unit of 8 blocks, block k at 17 k: E8M0 scale, 16 qs bytes):
+//     [0, 2048): o = 512 i + 16 L + 4 w + c: row g + 8 (i / 2), block k = 4 (i % 2) + w, byte
+//                17 k + 1 + 4 t + c (the lane's qs word of each block: Mxfp4ColPath2's wa, wb);
+//     [2048, 2176): 16 g + 8 h + 4 i + c: row g + 8 i, the scale of block 2 c + h (byte 17 (2 c +
+//                h)): a lane with t / 2 = h reads the scales it applies (Mxfp4ColPath2's dea, deb).
+#pragma once
+
+#include <cstdint>
+
+#include "core/ggml_type.h"
+#include "gpu/gemv_launch_cap.h"  // MOEPACK_GEMV_HD
+
+namespace moepack::gpu {
+
+// A row's bytes of one unit of 256 elements in the GGUF layout: 144 (Q4_K), 84 (Q2_K), 136
+// (MXFP4: 8 blocks); 0 for every other type.
+MOEPACK_GEMV_HD constexpr int tiled_unit_bytes(GgmlType t) {
+  return t == GgmlType::Q4_K ? 144 : t == GgmlType::Q2_K ? 84 : t == GgmlType::MXFP4 ? 136 : 0;
+}
+// Bytes of a chunk (16 rows of one unit); 0 for a type without the layout.
+MOEPACK_GEMV_HD constexpr int tiled_chunk_bytes(GgmlType t) { return 16 * tiled_unit_bytes(t); }
+
+// Whether a matrix of `type` with ne1 rows of ne0 elements has the tiled layout: Q4_K, Q2_K or
+// MXFP4, ne0 a positive multiple of 256 and ne1 a positive multiple of 16.
+MOEPACK_GEMV_HD constexpr bool tiled_layout_covers(GgmlType type, int64_t ne0, int64_t ne1) {
+  return tiled_unit_bytes(type) > 0 && ne0 > 0 && ne0 % 256 == 0 && ne1 > 0 && ne1 % 16 == 0;
+}
+
+struct TiledSource {
+  int row;   // row of the tile, 0..15
+  int byte;  // byte of that row's unit, 0..tiled_unit_bytes - 1
+};
+
+// Where chunk byte o (0 <= o < tiled_chunk_bytes(t)) of the tiled layout comes from (the table at
+// the top of this file). {-1, -1} for a type without the layout or o out of range.
+MOEPACK_GEMV_HD constexpr TiledSource tiled_source(GgmlType t, int o) {
+  const int chunk = tiled_chunk_bytes(t);
+  if (chunk == 0 || o < 0 || o >= chunk) return {-1, -1};
+  if (o < 2048 && (t != GgmlType::Q2_K || o < 1024)) {  // the lanes' words
+    const int i = o / 512, lane = (o % 512) / 16, w = (o % 16) / 4, c = o % 4;
+    const int g = lane / 4, tq = lane % 4;
+    if (t == GgmlType::Q2_K) return {g + 8 * i, 16 + 32 * (w / 2) + 8 * tq + 4 * (w % 2) + c};
+    if (t == GgmlType::Q4_K) {
+      const int p = 2 * (i % 2) + w / 2;
+      return {g + 8 * (i / 2), 16 + 32 * p + 8 * tq + 4 * (w % 2) + c};
+    }
+    const int k = 4 * (i % 2) + w;  // MXFP4
+    return {g + 8 * (i / 2), 17 * k + 1 + 4 * tq + c};
+  }
+  if (t == GgmlType::Q2_K) {
+    if (o < 1280) return {(o - 1024) / 16, (o - 1024) % 16};
+    const int q = o - 1280;
+    return {q / 8 + 8 * ((q % 8) / 4), 80 + q % 4};
+  }
+  const int q = o - 2048;
+  if (t == GgmlType::Q4_K) return {q / 16, q % 16};
+  const int g = q / 16, h = (q % 16) / 8, i = (q % 8) / 4, c = q % 4;  // MXFP4
+  return {g + 8 * i, 17 * (2 * c + h)};
+}
+
+// Byte offset of chunk (tile, unit) in a tiled matrix of ne0 elements a row.
+MOEPACK_GEMV_HD constexpr int64_t tiled_chunk_offset(GgmlType t, int64_t ne0, int64_t tile, int64_t unit) {
+  return (tile * (ne0 / 256) + unit) * tiled_chunk_bytes(t);
+}
+
+}  // namespace moepack::gpu

@@ -1,0 +1,79 @@
+// The tiled weight layout (gpu/gemv_tiled.h): host arithmetic, run on every machine. Expected
+// values are worked out by hand from the table in gpu/gemv_tiled.h and the GGUF block layouts
+// (Q2_K: 16 scale bytes, 64 qs bytes, d, dmin; Q4_K: d, dmin, 12 scale bytes, 128 qs bytes;
+// MXFP4: blocks of one E8M0 byte and 16 qs bytes).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "gpu/gemv_tiled.h"
+
+namespace moepack::gpu {
+namespace {
+
+bool same(TiledSource a, TiledSource b) { return a.row == b.row && a.byte == b.byte; }
+
+TEST(GemvTiledLayout, SizesAndCoverage) {
+  EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q4_K), 2304);
+  EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q2_K), 1344);
+  EXPECT_EQ(tiled_chunk_bytes(GgmlType::MXFP4), 2176);
+  EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q8_0), 0);
+  EXPECT_TRUE(tiled_layout_covers(GgmlType::Q2_K, 4096, 2048));
+  EXPECT_FALSE(tiled_layout_covers(GgmlType::Q2_K, 4096, 2040));  // rows not whole tiles
+  EXPECT_FALSE(tiled_layout_covers(GgmlType::Q2_K, 4000, 2048));  // not whole units
+  EXPECT_FALSE(tiled_layout_covers(GgmlType::Q6_K, 4096, 2048));
+  EXPECT_FALSE(tiled_layout_covers(GgmlType::MXFP4, 0, 16));
+  // Chunk (tile 3, unit 5) of a Q2_K matrix of 4096-element rows (16 units): (3 x 16 + 5) x 1344.
+  EXPECT_EQ(tiled_chunk_offset(GgmlType::Q2_K, 4096, 3, 5), 53 * 1344);
+  // Out of range and other types.
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q2_K, 1344), {-1, -1}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q2_K, -1), {-1, -1}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q8_0, 0), {-1, -1}));
+}
+
+// Every chunk is a permutation of its 16 rows' unit bytes: each (row, byte) exactly once.
+TEST(GemvTiledLayout, EachChunkIsAPermutationOfItsRowsBytes) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    const int unit = tiled_unit_bytes(t), chunk = tiled_chunk_bytes(t);
+    std::vector<int> seen(static_cast<size_t>(chunk), 0);
+    for (int o = 0; o < chunk; ++o) {
+      const TiledSource s = tiled_source(t, o);
+      ASSERT_GE(s.row, 0) << ggml_type_name(t) << " o=" << o;
+      ASSERT_LT(s.row, 16) << ggml_type_name(t) << " o=" << o;
+      ASSERT_GE(s.byte, 0) << ggml_type_name(t) << " o=" << o;
+      ASSERT_LT(s.byte, unit) << ggml_type_name(t) << " o=" << o;
+      ++seen[static_cast<size_t>(s.row * unit + s.byte)];
+    }
+    for (int i = 0; i < chunk; ++i)
+      EXPECT_EQ(seen[static_cast<size_t>(i)], 1) << ggml_type_name(t) << " " << i;
+  }
+}
+
+// Hand-worked entries: lane L = 4 g + t holds rows g and g + 8.
+TEST(GemvTiledLayout, HandWorkedEntries) {
+  // Q2_K, lane 13 (g 3, t 1), first 16-byte word (i 0: row 3): w 0 is qs bytes 8 t.. of half 0,
+  // at super-block byte 16 + 8 = 24; w 2 (o + 8) is half 1: 16 + 32 + 8 = 56; w 3: 60.
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q2_K, 16 * 13), {3, 24}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q2_K, 16 * 13 + 8), {3, 56}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q2_K, 16 * 13 + 12 + 3), {3, 63}));
+  // ... its second word (i 1) is row 11's.
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q2_K, 512 + 16 * 13), {11, 24}));
+  // Scales: row 9's byte 7 at 1024 + 16 x 9 + 7; d, dmin of row 10 (g 2, i 1) at 1280 + 16 + 4.
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q2_K, 1024 + 16 * 9 + 7), {9, 7}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q2_K, 1280 + 8 * 2 + 4 + 1), {10, 81}));
+  // Q4_K, lane 6 (g 1, t 2): i 1 holds groups p 2, 3 of row 1: w 2 (o + 8) is p 3, byte 16 +
+  // 96 + 16 = 128; i 3 the same of row 9.
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q4_K, 512 + 16 * 6 + 8), {1, 128}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q4_K, 1536 + 16 * 6 + 4), {9, 16 + 64 + 16 + 4}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q4_K, 2048 + 16 * 15 + 1), {15, 1}));  // dmin's high byte
+  // MXFP4, lane 31 (g 7, t 3): i 2, w 1 is block 1 of row 15, qs word 3: byte 17 + 1 + 12 = 30;
+  // i 1, w 3 is block 7 of row 7: 119 + 1 + 12 + 3 = 135 (the unit's last byte).
+  EXPECT_TRUE(same(tiled_source(GgmlType::MXFP4, 1024 + 16 * 31 + 4), {15, 30}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::MXFP4, 512 + 16 * 31 + 15), {7, 135}));
+  // Scales of g 5: h 1 (lanes t 2, 3), row 13 (i 1), c 2: block 5 at byte 85.
+  EXPECT_TRUE(same(tiled_source(GgmlType::MXFP4, 2048 + 16 * 5 + 8 + 4 + 2), {13, 85}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::MXFP4, 2048), {0, 0}));
+}
+
+}  // namespace
+}  // namespace moepack::gpu
