@@ -2448,6 +2448,10 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
 // The tiled expert launch's chunks in flight a warp (set_gemv_tiled_depth; bench_cuda_backend
 // compares them).
 std::atomic<int> g_tiled_depth{2};
+// Whether the tiled launch holds its grid to one even wave (at most ceil(blocks / SMs) blocks an
+// SM for grids of at most 4 blocks an SM: gemv_blocks_per_sm_cap with cap -1 and no stage
+// count), as the default's launches are (set_gemv_tiled_cap; the benchmark compares both).
+std::atomic<bool> g_tiled_cap{true};
 
 // MINB of gemv_tiled_kernel per type: registers for 3 blocks an SM (170 a thread).
 template <GgmlType T, int DEPTH>
@@ -2461,8 +2465,15 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
   constexpr int kP = col_arith<T>();
   const auto k =
       glu ? gemv_tiled_kernel<T, kP, DEPTH, kMinB, true> : gemv_tiled_kernel<T, kP, DEPTH, kMinB, false>;
-  allow_smem(reinterpret_cast<const void*>(k), frag);
-  launch_kernel(k, grid, frag, s, b, nullptr);
+  size_t smem = frag;
+  if (g_tiled_cap.load(std::memory_order_relaxed)) {
+    const SmShape sh = device_sm_shape();
+    smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), frag,
+                        std::min<size_t>(kMaxBlockSmem, sh.optin - 1024), static_cast<int64_t>(grid.x) * grid.y, 0,
+                        -1);
+  }
+  allow_smem(reinterpret_cast<const void*>(k), smem);
+  launch_kernel(k, grid, smem, s, b, nullptr);
 }
 
 template <GgmlType T>
@@ -2501,6 +2512,8 @@ bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
       return static_cast<size_t>(Sel<GgmlType::MXFP4, col_arith<GgmlType::MXFP4>()>::stride(ne0)) <= limit;
   }
 }
+
+void set_gemv_tiled_cap(bool on) { g_tiled_cap.store(on, std::memory_order_relaxed); }
 
 void set_gemv_tiled_depth(int depth) {
   if (depth < 1 || depth > 4) throw Error("set_gemv_tiled_depth: " + std::to_string(depth) + " is not 1..4");

@@ -428,12 +428,15 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
 }
 
 // The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h) at each
-// depth (chunks in flight a warp), shape by shape: the four 8-expert shapes and gate + up (16
+// depth (chunks in flight a warp), with and without the one-wave cap ("tiled_cap"), shape by shape: the four 8-expert shapes and gate + up (16
 // matrices). "tiled_depth" 0 is the default.
 nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
   nlohmann::json out = nlohmann::json::array();
   struct DepthAfterwards {
-    ~DepthAfterwards() { gpu::detail::set_gemv_tiled_depth(2); }
+    ~DepthAfterwards() {
+      gpu::detail::set_gemv_tiled_depth(2);
+      gpu::detail::set_gemv_tiled_cap(true);
+    }
   } restore;
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8},
@@ -443,10 +446,15 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
                                               {2048, 4096, 16},
                                               {2048, 7168, 16}}) {
       for (int depth = 0; depth <= 4; ++depth) {
-        if (depth > 0) gpu::detail::set_gemv_tiled_depth(depth);
-        auto g = bench_gemv(pool, t, rows, cols, d2d, experts, depth > 0);
-        g["tiled_depth"] = depth;
-        out.push_back(std::move(g));
+        for (const bool cap : {true, false}) {
+          if (depth == 0 && !cap) continue;
+          if (depth > 0) gpu::detail::set_gemv_tiled_depth(depth);
+          gpu::detail::set_gemv_tiled_cap(cap);
+          auto g = bench_gemv(pool, t, rows, cols, d2d, experts, depth > 0);
+          g["tiled_depth"] = depth;
+          g["tiled_cap"] = cap;
+          out.push_back(std::move(g));
+        }
       }
     }
   }
