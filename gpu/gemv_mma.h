@@ -97,12 +97,17 @@ void set_gemv_mma_variant(int variant);
 // default's layout fit a block's shared memory (the tiled kernel stages them there).
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
 // Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 1..4 (default
-// 2); the benchmark compares them. Process-wide. Throws Error outside 1..4.
+// 1); the benchmark compares them. Process-wide. Throws Error outside 1..4.
 void set_gemv_tiled_depth(int depth);
 // Whether the tiled launch holds a grid of at most 4 blocks an SM to one even wave (ceil(blocks /
 // SMs) an SM, as the default's launches; on by default); the benchmark compares both.
 // Process-wide.
 void set_gemv_tiled_cap(bool on);
+// Warps a 16-row tile in the tiled launch without the SwiGLU epilogue: 1 (default: sums bit for
+// bit the default launch's on the GGUF bytes) or 2 (each half of the row's units, twice the
+// blocks; sums within the same error bound, in another order). Process-wide; the benchmark
+// compares both. Throws Error otherwise.
+void set_gemv_tiled_split(int warps);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares
 // both): the launch may begin while the kernel before it on the stream still runs, loading

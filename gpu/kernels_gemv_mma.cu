@@ -1900,7 +1900,9 @@ struct TiledFetch<GgmlType::MXFP4> {
 // warp a tile of 16 rows, its whole row (warp_share<4, GLU>); x's fragments prepared by the block
 // in shared memory, as the default's staged launch. The group's matrix (w_table[grp]) is in the
 // tiled layout. MINB: blocks per SM the registers must allow.
-template <GgmlType T, int P, int DEPTH, int MINB, bool GLU = false>
+// RW 2 (no GLU): two warps a tile, each half of its row's units, summed in warp order (finish):
+// twice the blocks of RW 4, but sums in another order than the default's (not bit for bit).
+template <GgmlType T, int P, int DEPTH, int MINB, bool GLU = false, int RW = 4>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_tiled_kernel(GemvBatch b, const uint8_t*) {
   using S = Sel<T, P>;
   using F = TiledFetch<T>;
@@ -1916,7 +1918,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_tiled_kernel(GemvBa
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, t = lane & 3;
-  const WarpShare ws = warp_share<4, GLU>(b, grp, warp, ne0 / 256);
+  static_assert(RW == 4 || !GLU, "the SwiGLU epilogue takes one warp a tile");
+  const WarpShare ws = warp_share<RW, GLU>(b, grp, warp, ne0 / 256);
   const int64_t u0 = ws.u0, u1 = ws.u1;
   // chunk (tile, u) of the tile's row of chunks (ne1 is whole tiles: a live warp's tile is full)
   const uint8_t* tw = ws.wg + (ws.rbase / 16) * (ne0 / 256) * kChunk;
@@ -1942,7 +1945,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_tiled_kernel(GemvBa
       }
     }
   }
-  finish<4, GLU>(b, grp, j, ws.ks, acca, accb, part);
+  finish<RW, GLU>(b, grp, j, ws.ks, acca, accb, part);
 }
 
 // Matrix m of n_matrices (src: rows of row_bytes, matrices back to back) into the tiled layout
@@ -2447,11 +2450,14 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
 
 // The tiled expert launch's chunks in flight a warp (set_gemv_tiled_depth; bench_cuda_backend
 // compares them).
-std::atomic<int> g_tiled_depth{2};
+std::atomic<int> g_tiled_depth{1};
 // Whether the tiled launch holds its grid to one even wave (at most ceil(blocks / SMs) blocks an
 // SM for grids of at most 4 blocks an SM: gemv_blocks_per_sm_cap with cap -1 and no stage
 // count), as the default's launches are (set_gemv_tiled_cap; the benchmark compares both).
 std::atomic<bool> g_tiled_cap{true};
+// Warps a tile in the tiled launch without the SwiGLU epilogue: 1 (the default's order) or 2
+// (set_gemv_tiled_split; the benchmark compares both).
+std::atomic<int> g_tiled_split{1};
 
 // MINB of gemv_tiled_kernel per type: registers for 3 blocks an SM (170 a thread).
 template <GgmlType T, int DEPTH>
@@ -2460,11 +2466,13 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
   constexpr int kMinB = 3;
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
   const bool glu = b.swiglu_epilogue;
-  const dim3 grid(static_cast<unsigned>((b.ne1 + (glu ? 31 : 63)) / (glu ? 32 : 64)),
-                  static_cast<unsigned>(b.n_groups), 1);
+  const bool split = !glu && g_tiled_split.load(std::memory_order_relaxed) == 2;
+  const int rows = glu || split ? 32 : 64;  // a block's rows
+  const dim3 grid(static_cast<unsigned>((b.ne1 + rows - 1) / rows), static_cast<unsigned>(b.n_groups), 1);
   constexpr int kP = col_arith<T>();
-  const auto k =
-      glu ? gemv_tiled_kernel<T, kP, DEPTH, kMinB, true> : gemv_tiled_kernel<T, kP, DEPTH, kMinB, false>;
+  const auto k = glu     ? gemv_tiled_kernel<T, kP, DEPTH, kMinB, true>
+                 : split ? gemv_tiled_kernel<T, kP, DEPTH, kMinB, false, 2>
+                         : gemv_tiled_kernel<T, kP, DEPTH, kMinB, false>;
   size_t smem = frag;
   if (g_tiled_cap.load(std::memory_order_relaxed)) {
     const SmShape sh = device_sm_shape();
@@ -2514,6 +2522,11 @@ bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
 }
 
 void set_gemv_tiled_cap(bool on) { g_tiled_cap.store(on, std::memory_order_relaxed); }
+
+void set_gemv_tiled_split(int warps) {
+  if (warps != 1 && warps != 2) throw Error("set_gemv_tiled_split: " + std::to_string(warps) + " is not 1 or 2");
+  g_tiled_split.store(warps, std::memory_order_relaxed);
+}
 
 void set_gemv_tiled_depth(int depth) {
   if (depth < 1 || depth > 4) throw Error("set_gemv_tiled_depth: " + std::to_string(depth) + " is not 1..4");

@@ -20,8 +20,9 @@
 //   "read_ceiling": a plain streaming read kernel and a D2D copy of the same byte counts as the
 //             launches above (what any kernel reading those bytes in one launch can reach);
 //   "gemv_tiled": the default expert launches beside the same launches on weights in the tiled
-//             layout (gpu/gemv_tiled.h) at 1-4 chunks in flight a warp ("tiled_depth"; 0 = the
-//             default), the four 8-expert shapes and gate + up (16 matrices);
+//             layout (gpu/gemv_tiled.h) at 1-2 chunks in flight a warp ("tiled_depth"; 0 = the
+//             default) and 1-2 warps a tile ("tiled_split"), the four 8-expert shapes and gate +
+//             up (16 matrices);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -427,32 +428,28 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
           {"prefetch_hits", st.prefetch_hits - s0.prefetch_hits}};
 }
 
-// The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h) at each
-// depth (chunks in flight a warp), with and without the one-wave cap ("tiled_cap"), shape by shape: the four 8-expert shapes and gate + up (16
-// matrices). "tiled_depth" 0 is the default.
+// The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h) at
+// depth 1 and 2 (chunks in flight a warp; "tiled_depth" 0 is the default), one and two warps a
+// tile ("tiled_split"), shape by shape: the four 8-expert shapes and gate + up (16 matrices).
 nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
   nlohmann::json out = nlohmann::json::array();
-  struct DepthAfterwards {
-    ~DepthAfterwards() {
-      gpu::detail::set_gemv_tiled_depth(2);
-      gpu::detail::set_gemv_tiled_cap(true);
+  struct Afterwards {
+    ~Afterwards() {
+      gpu::detail::set_gemv_tiled_depth(1);
+      gpu::detail::set_gemv_tiled_split(1);
     }
   } restore;
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8},
-                                              {4096, 2048, 8},
-                                              {2048, 7168, 8},
-                                              {7168, 2048, 8},
-                                              {2048, 4096, 16},
-                                              {2048, 7168, 16}}) {
-      for (int depth = 0; depth <= 4; ++depth) {
-        for (const bool cap : {true, false}) {
-          if (depth == 0 && !cap) continue;
+    for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8},
+                                              {7168, 2048, 8}, {2048, 4096, 16}, {2048, 7168, 16}}) {
+      for (int depth = 0; depth <= 2; ++depth) {
+        for (const int split : {1, 2}) {
+          if (depth == 0 && split == 2) continue;
           if (depth > 0) gpu::detail::set_gemv_tiled_depth(depth);
-          gpu::detail::set_gemv_tiled_cap(cap);
+          gpu::detail::set_gemv_tiled_split(split);
           auto g = bench_gemv(pool, t, rows, cols, d2d, experts, depth > 0);
           g["tiled_depth"] = depth;
-          g["tiled_cap"] = cap;
+          g["tiled_split"] = split;
           out.push_back(std::move(g));
         }
       }

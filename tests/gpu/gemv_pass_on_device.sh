@@ -42,7 +42,7 @@ for sec in ("gemv_mma_variants", "gemv_diagnosis"):
 tiled = {}
 for g in d.get("gemv_tiled", []):
     tiled.setdefault((g["type"], g["rows"], g["cols"], g["experts_per_launch"]), []).append(
-        "d%d%s %.2f" % (g["tiled_depth"], "" if g.get("tiled_cap", True) else "u", g["ratio_to_d2d"]))
+        "d%d%s %.2f" % (g["tiled_depth"], "s" if g.get("tiled_split", 1) == 2 else "", g["ratio_to_d2d"]))
 for (t, r, c, e), v in tiled.items():
     print("tiled", t, "%dx%dx%d" % (r, c, e), " ".join(v))
 for g in d.get("read_ceiling", []):

@@ -884,11 +884,15 @@ TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
 // Tiled weights (gpu/gemv_tiled.h): repack_tiled's permutation, then the tiled expert launch,
 // give every row the default launch's sum on the GGUF bytes bit for bit (the same arithmetic on
 // the same words), at every depth, with and without the SwiGLU epilogue; and each sum is within
-// kDotRel of the exact dot product of core's dequantize_row.
+// kDotRel of the exact dot product of core's dequantize_row, also with two warps a tile (halves
+// of each row summed in another order).
 TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
   const DefaultVariantAfterwards restore;
   struct DepthAfterwards {
-    ~DepthAfterwards() { detail::set_gemv_tiled_depth(2); }
+    ~DepthAfterwards() {
+      detail::set_gemv_tiled_depth(1);
+      detail::set_gemv_tiled_split(1);
+    }
   } restore_depth;
   detail::set_gemv_mma_variant(0);
   struct Shape {
@@ -977,6 +981,22 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
               << "SwiGLU row " << i << ": default " << glu_want[i] << ", tiled " << glu_got[i];
         }
       }
+      // Two warps a tile: each row's two halves summed in another order, within the same bound.
+      detail::set_gemv_tiled_depth(1);
+      detail::set_gemv_tiled_split(2);
+      MOEPACK_CUDA_CHECK(cudaMemset(d_got.as<void>(), 0xFF, d_got.size()));
+      GemvBatch b = batch(d_tab_t, d_got.as<float>(), 2 * n_exp);
+      b.w_tiled = true;
+      gemv(b, nullptr);
+      const auto got = to_host(d_got, ny);
+      for (int m = 0; m < 2 * n_exp; ++m) {
+        for (int64_t r = 0; r < ne1; ++r) {
+          expect_close_dot(got[static_cast<size_t>(m * ne1 + r)],
+                           data.data() + mat * static_cast<uint64_t>(m) + rb * static_cast<uint64_t>(r), type,
+                           x.data() + rows_of[static_cast<size_t>(m)] * ne0, ne0, "tiled, two warps a tile");
+        }
+      }
+      detail::set_gemv_tiled_split(1);
     }
   }
 }
