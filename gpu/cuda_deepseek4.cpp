@@ -213,7 +213,11 @@ class CudaDeepseek4 final : public Backend {
     for (const Layer& L : layers_) state_floats += state_size(L);
     const uint64_t act = activation_floats();
     const uint64_t tables = 4ull * n_ctx_ * static_cast<uint64_t>(R);
-    weights_.upload(s.cache_vram_reserve_mib << 20, (state_floats + act + tables) * sizeof(float),
+    // The device router's tables (DeviceRouter::bind, below): n_expert biases a block and the
+    // tid2eid rows, 4 bytes each.
+    uint64_t router_words = 0;
+    for (const Layer& L : layers_) router_words += static_cast<uint64_t>(cfg_.n_expert) + L.tid2eid.size();
+    weights_.upload(s.cache_vram_reserve_mib << 20, (state_floats + act + tables + router_words) * sizeof(float),
                     model_->path());
     state_.allocate(state_floats * sizeof(float),
                     "the deepseek4 attention state (" + std::to_string(n_ctx_) + " tokens)");

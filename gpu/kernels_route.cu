@@ -27,6 +27,11 @@ __device__ __forceinline__ bool before(float va, int ia, float vb, int ib) {
   return va > vb || (va == vb && ia < ib);
 }
 
+// route_token's per-expert gate of a score (not softmax, which needs every score).
+__device__ __forceinline__ float gate(const DeviceRouteSpec& p, float s) {
+  return p.sqrt_softplus ? sqrtf(route_softplusf(s)) : 1.0f / (1.0f + route_expf(-s));
+}
+
 __global__ void __launch_bounds__(32)
     route_kernel(DeviceRouteSpec p, const float* __restrict__ scores, const float* __restrict__ bias,
                  DeviceChoice out, ExpertBases bases, const int32_t* __restrict__ hash,
@@ -60,14 +65,18 @@ __global__ void __launch_bounds__(32)
     for (int j = 0; j < 32; ++j) sum += __shfl_sync(kFull, part, j);
     const float inv = static_cast<float>(1.0 / sum);
     for (int i = lane; i < X; i += 32) probs[i] *= inv;
-  } else if (p.sqrt_softplus) {
-    for (int i = lane; i < X; i += 32) probs[i] = sqrtf(route_softplusf(s[i]));
-  } else {
-    for (int i = lane; i < X; i += 32) probs[i] = 1.0f / (1.0f + route_expf(-s[i]));
+  } else if (!hash) {
+    // (A hash-routed block needs only its k experts' gates: taken below, one lane each, so the
+    // double arithmetic of route_softplusf runs k times instead of X.)
+    for (int i = lane; i < X; i += 32) probs[i] = gate(p, s[i]);
   }
-  if (hash) {  // ds4::hash_route: the token's row, in its order
+  if (hash) {  // ds4::hash_route: the token's row, in its order (k distinct ids: DeviceRouter::bind)
     __syncwarp();
-    if (lane < K) sid[lane] = hash[static_cast<int64_t>(tokens[tok]) * K + lane];
+    if (lane < K) {
+      const int32_t e = hash[static_cast<int64_t>(tokens[tok]) * K + lane];
+      sid[lane] = e;
+      if (!p.softmax) probs[e] = gate(p, s[e]);
+    }
   } else {
     for (int i = lane; i < X; i += 32) sel[i] = bias ? probs[i] + bias[i] : probs[i];
     __syncwarp();
