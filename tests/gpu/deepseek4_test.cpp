@@ -362,6 +362,15 @@ TEST_P(Ds4Fixture, RouterOnDeviceChangesNoLogitNorRouting) {
   test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
 }
 
+// A 257-position call: its second ubatch of one position routes on the GPU inside a prefill
+// call, its reports deferred to the end of the step, in order (the hash-routed blocks too).
+TEST_P(Ds4Fixture, RouterOnDeviceReportsADeferredOnePositionUbatch) {
+  auto tokens = read_json(ref_path())["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_GE(tokens.size(), 257u);
+  tokens.resize(257);
+  test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
+}
+
 TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda");
 }
