@@ -36,11 +36,13 @@
 #include "core/cpu_ops.h"
 #include "core/deepseek4_ops.h"
 #include "core/error.h"
+#include "core/gguf.h"
 #include "core/model_source.h"
 #include "core/session.h"
 #include "gpu/cuda_arch_backends.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device_routing.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/kernels_deepseek4.h"
 #include "packbuilder/pack_builder.h"
@@ -369,6 +371,59 @@ TEST_P(Ds4Fixture, RouterOnDeviceReportsADeferredOnePositionUbatch) {
   ASSERT_GE(tokens.size(), 257u);
   tokens.resize(257);
   test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
+}
+
+// A tid2eid table whose rows name an expert twice (a copy of the fixture, every row of blk.0's
+// table with its second id set to its first: legal for the host, which computes the expert twice)
+// is refused by the device router (DeviceRouter::bind), which leaves the choice to the host: no
+// block routes on the GPU, the logits equal those with the router switched off bit for bit, and
+// the greedy tokens are the CPU backend's on the same copy.
+TEST_P(Ds4Fixture, AHashTableNamingAnExpertTwiceLeavesTheChoiceToTheHost) {
+  const ModelConfig& cfg = ModelSource::open(model_path())->config();
+  ASSERT_GT(cfg.n_hash_layers, 0u);
+  ASSERT_GE(cfg.n_expert_used, 2u);
+  test::TempDir dir("moepack-ds4-dup");
+  const std::string copy = dir.file("dup.gguf");
+  std::filesystem::copy_file(model_path(), copy);
+  {
+    const GgufFile g = GgufFile::open(copy);
+    const GgufTensorInfo* t = g.find_tensor("blk.0.ffn_gate_tid2eid.weight");
+    ASSERT_NE(t, nullptr);
+    std::vector<int32_t> ids(static_cast<size_t>(t->nbytes / sizeof(int32_t)));
+    g.read_tensor_data(*t, 0, ids.data(), t->nbytes);
+    const size_t K = cfg.n_expert_used;
+    for (size_t r = 0; r < ids.size(); r += K) ids[r + 1] = ids[r];
+    std::FILE* f = std::fopen(copy.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fseek(f, static_cast<long>(t->file_offset), SEEK_SET), 0);
+    ASSERT_EQ(std::fwrite(ids.data(), 1, t->nbytes, f), t->nbytes);
+    ASSERT_EQ(std::fclose(f), 0);
+  }
+  struct OnAfterwards {
+    ~OnAfterwards() { gpu::set_router_on_device(true); }
+  } restore;
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  const auto src = ModelSource::open(copy);
+  std::vector<float> logits[2];
+  for (const bool on : {false, true}) {
+    gpu::set_router_on_device(on);
+    auto be = make_cuda_backend_deepseek4(src, parity_settings("cuda"));
+    const uint64_t before = gpu::device_routed_blocks();
+    logits[on] = test::prompt_then_greedy_logits(*be, tokens);
+    EXPECT_EQ(gpu::device_routed_blocks(), before) << "a block routed on the GPU (router " << on << ")";
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0);
+  auto cpu = make_backend(src, parity_settings("cpu"));
+  const std::vector<float> want = test::prompt_then_greedy_logits(*cpu, tokens);
+  ASSERT_EQ(want.size(), logits[1].size());
+  const size_t nv = cfg.n_vocab;
+  for (size_t step = 0; step * nv < want.size(); ++step) {
+    const auto at = [&](const std::vector<float>& l) {
+      return std::max_element(l.begin() + step * nv, l.begin() + (step + 1) * nv) - (l.begin() + step * nv);
+    };
+    EXPECT_EQ(at(logits[1]), at(want)) << "greedy token of step " << step;
+  }
 }
 
 TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
