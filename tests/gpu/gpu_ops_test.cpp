@@ -948,15 +948,18 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
       glu.swiglu_limit = 7.0f;
       gemv(glu, nullptr);
       const auto glu_want = to_host(d_glu_want, static_cast<size_t>(n_exp * ne1));
-      for (int depth = 1; depth <= 4; ++depth) {
-        SCOPED_TRACE("depth " + std::to_string(depth));
-        detail::set_gemv_tiled_depth(depth);
-        MOEPACK_CUDA_CHECK(
-            cudaMemset(d_got.as<void>(), 0xFF, d_got.size()));  // NaN: rows left unwritten show
+      // The tiled launch of every matrix, into y rows pre-filled with NaN (rows left unwritten show).
+      const auto tiled_sums = [&] {
+        MOEPACK_CUDA_CHECK(cudaMemset(d_got.as<void>(), 0xFF, d_got.size()));
         GemvBatch b = batch(d_tab_t, d_got.as<float>(), 2 * n_exp);
         b.w_tiled = true;
         gemv(b, nullptr);
-        const auto got = to_host(d_got, ny);
+        return to_host(d_got, ny);
+      };
+      for (int depth = 1; depth <= 4; ++depth) {
+        SCOPED_TRACE("depth " + std::to_string(depth));
+        detail::set_gemv_tiled_depth(depth);
+        const auto got = tiled_sums();
         for (int m = 0; m < 2 * n_exp; ++m) {
           for (int64_t r = 0; r < ne1; ++r) {
             const size_t i = static_cast<size_t>(m * ne1 + r);
@@ -984,11 +987,7 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
       // Two warps a tile: each row's two halves summed in another order, within the same bound.
       detail::set_gemv_tiled_depth(1);
       detail::set_gemv_tiled_split(2);
-      MOEPACK_CUDA_CHECK(cudaMemset(d_got.as<void>(), 0xFF, d_got.size()));
-      GemvBatch b = batch(d_tab_t, d_got.as<float>(), 2 * n_exp);
-      b.w_tiled = true;
-      gemv(b, nullptr);
-      const auto got = to_host(d_got, ny);
+      const auto got = tiled_sums();
       for (int m = 0; m < 2 * n_exp; ++m) {
         for (int64_t r = 0; r < ne1; ++r) {
           expect_close_dot(got[static_cast<size_t>(m * ne1 + r)],
