@@ -10,7 +10,7 @@
 // are arithmetic; 917 a two-unit MXFP4 stage). In the tiled layout every lane's bytes of a unit
 // are contiguous 16-byte words placed so that each load instruction of a warp reads 512
 // contiguous bytes (or a broadcast of a row header), so a warp loads its registers straight from
-// global memory, several units ahead, with no ring, no shared memory and no funnel shifts.
+// global memory, a unit or more ahead, with no ring, no shared memory and no funnel shifts.
 //
 // The layout is a permutation of the matrix's bytes (the same size, nothing converted), chunk by
 // chunk: a matrix of ne1 rows (a multiple of 16) and ne0 elements a row (a multiple of 256) is

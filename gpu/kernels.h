@@ -78,8 +78,12 @@ struct GemvBatch {
   // The matrices are in the tiled layout (gpu/gemv_tiled.h, written by repack_tiled), not the GGUF
   // layout: every group's sums are bit for bit the default tensor-core GEMV's on the GGUF bytes.
   // Only for expert launches (grp_off) of one pair a group (max_pairs 1) where
-  // gemv_tiled_supported(type, ne0, ne1), without x_frag (swiglu_epilogue allowed); gemv() throws
-  // Error otherwise.
+  // gemv_tiled_supported(type, ne0, ne1), row_bytes the type's, without x_frag (swiglu_epilogue
+  // allowed); gemv() throws Error otherwise. Every matrix must start 16-byte aligned (w_table
+  // entries, or w and w_gstride; a misaligned table entry is a sticky device error). The launch
+  // loads weights before it waits for the kernel before it (programmatic dependent launch), so
+  // that kernel must not be the repack_tiled that wrote them: put any other launch or an event
+  // wait between them, or repack on another stream and synchronise.
   bool w_tiled = false;
 };
 // F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
@@ -87,13 +91,14 @@ void gemv(const GemvBatch& b, cudaStream_t s);
 
 // Whether GemvBatch::w_tiled runs for expert launches of [ne1][ne0] matrices of `type`: Q4_K,
 // Q2_K or MXFP4 with ne0 a multiple of 256 and ne1 a multiple of 16, the tensor-core GEMV on
-// (not variant -1), and x's fragments fitting a block's shared memory (ne0 up to ~18K elements on
-// the H200). Needs a current CUDA device.
+// (not variant -1), and x's fragments fitting a block's shared memory (100 KiB: ne0 up to 23,808
+// (Q4_K), 22,528 (Q2_K) or 20,224 (MXFP4) elements). Needs a current CUDA device.
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
 // n_matrices matrices [ne1][ne0] of `type` (rows of row_bytes, matrices back to back at src) into
 // the tiled layout at dst (the same bytes permuted, matrix m at m ne1 row_bytes), on stream s.
-// src and dst must not overlap. Throws Error where the layout does not cover the shape
-// (gpu/gemv_tiled.h, tiled_layout_covers) or row_bytes is not the type's.
+// src and dst must not overlap, dst 16-byte aligned. Throws Error for either, where the layout does
+// not cover the shape (gpu/gemv_tiled.h, tiled_layout_covers), where row_bytes is not the type's,
+// or for a negative count. See GemvBatch::w_tiled for launching on dst right after.
 void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* src,
                   uint8_t* dst, int64_t n_matrices, cudaStream_t s);
 // The grouped expert launch of gemv(): n_groups matrices [ne1][ne0] of `type` (row_bytes a

@@ -433,12 +433,14 @@ struct GemvLaunch {
         detail::gemv_mma(b, s);
         return;
       }
-      // gemv() checked this; the variant may have changed since (another thread's switch).
+      // gemv() checked these; the variant may have changed since (another thread's switch).
       if (b.swiglu_epilogue) throw Error("gemv: the SwiGLU epilogue needs the tensor-core decode GEMV");
+      if (b.w_tiled) throw Error("gemv: tiled weights (w_tiled) need the tensor-core decode GEMV");
       constexpr int R = Tile<T>::kDecodeRows;
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * R - 1) / (kWarps * R));
       gemv_kernel<T, 1, R><<<dim3(rows, static_cast<unsigned>(b.n_groups), 1), kWarps * 32, 0, s>>>(b, false);
     } else {
+      if (b.w_tiled) throw Error("gemv: tiled weights (w_tiled) take one pair a group only");
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps - 1) / kWarps);
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
       const bool split = mma && b.grp_off != nullptr;
@@ -470,6 +472,31 @@ struct NoLaunch {
   template <GgmlType T>
   void operator()() const {}
 };
+
+// GemvBatch::w_tiled's contract, each failing condition named.
+void check_tiled(const GemvBatch& b, int pairs) {
+  const std::string what = "gemv: tiled weights (w_tiled) of " + std::string(ggml_type_name(b.type)) + " [" +
+                           std::to_string(b.ne1) + "][" + std::to_string(b.ne0) + "]: ";
+  if (!b.grp_off) throw Error(what + "need an expert launch (grp_off)");
+  if (pairs != 1) throw Error(what + "take one pair a group (max_pairs " + std::to_string(pairs) + ")");
+  if (b.x_frag) throw Error(what + "take no ready fragments (x_frag)");
+  const auto rb = ggml_row_bytes(b.type, static_cast<uint64_t>(std::max<int64_t>(b.ne0, 0)));
+  if (!rb || *rb != b.row_bytes) {
+    throw Error(what + "row_bytes " + std::to_string(b.row_bytes) + " is not the type's (" +
+                (rb ? std::to_string(*rb) : std::string("none")) + ")");
+  }
+  if (!b.w_table && ((reinterpret_cast<uintptr_t>(b.w) | b.w_gstride) & 15) != 0) {
+    throw Error(what + "w and w_gstride must be multiples of 16 bytes (16-byte loads)");
+  }
+  if (!detail::gemv_mma_supported(b.type, b.ne0)) {
+    throw Error(what + "the tensor-core decode GEMV does not cover them (or is switched off: variant -1)");
+  }
+  if (!detail::gemv_tiled_supported(b.type, b.ne0, b.ne1)) {
+    throw Error(what +
+                "not covered by the tiled layout (rows a multiple of 16, x's fragments within a block's "
+                "shared memory)");
+  }
+}
 
 void check_type(GgmlType t, const char* what) {
   if (!gpu_type_supported(t)) {
@@ -543,13 +570,7 @@ void gemv(const GemvBatch& b, cudaStream_t s) {
                 "GEMV's default layout for " + std::string(ggml_type_name(b.type)) + " rows of " +
                 std::to_string(b.ne0) + " elements (gemv_swiglu_fusable)");
   }
-  if (b.w_tiled &&
-      (pairs != 1 || !b.grp_off || b.x_frag || !detail::gemv_tiled_supported(b.type, b.ne0, b.ne1))) {
-    throw Error("gemv: tiled weights (w_tiled) need an expert launch (grp_off) of one pair a group (got " +
-                std::to_string(pairs) + "), no ready fragments (x_frag), and " +
-                std::string(ggml_type_name(b.type)) + " [" + std::to_string(b.ne1) + "][" +
-                std::to_string(b.ne0) + "] matrices gemv_tiled_supported covers");
-  }
+  if (b.w_tiled) check_tiled(b, pairs);
   if (b.n_groups > 65535 || (pairs + kPrefillPairs - 1) / kPrefillPairs > 65535) {
     throw Error("gemv: " + std::to_string(b.n_groups) + " groups x " + std::to_string(pairs) +
                 " pairs exceeds the launch grid");

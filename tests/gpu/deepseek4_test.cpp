@@ -357,7 +357,7 @@ TEST_P(Ds4Fixture, SharedExpertOverlapChangesNoLogit) {
 // Decode steps routed on the GPU (sqrt-softplus gating, and the hash-routed blocks from their
 // tid2eid tables) change no logit and no routing report.
 TEST_P(Ds4Fixture, RouterOnDeviceChangesNoLogitNorRouting) {
-  const ModelConfig& cfg = ModelSource::open(model_path())->config();
+  const ModelConfig cfg = ModelSource::open(model_path())->config();  // a copy: the source is a temporary
   ASSERT_EQ(cfg.gating, ExpertGating::SqrtSoftplus);
   ASSERT_GT(cfg.n_hash_layers, 0u) << "the fixture has hash-routed blocks";
   const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
@@ -370,6 +370,13 @@ TEST_P(Ds4Fixture, RouterOnDeviceReportsADeferredOnePositionUbatch) {
   auto tokens = read_json(ref_path())["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
   ASSERT_GE(tokens.size(), 257u);
   tokens.resize(257);
+  {  // the call itself routes on the GPU (the decodes after it in the helper would too)
+    auto be = make_cuda_backend_deepseek4(ModelSource::open(model_path()), parity_settings("cuda"));
+    std::vector<float> logits(be->config().n_vocab);
+    const uint64_t before = gpu::device_routed_blocks();
+    be->forward(tokens, logits);
+    EXPECT_GT(gpu::device_routed_blocks(), before) << "the one-position ubatch was routed on the host";
+  }
   test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
 }
 
@@ -379,7 +386,7 @@ TEST_P(Ds4Fixture, RouterOnDeviceReportsADeferredOnePositionUbatch) {
 // block routes on the GPU, the logits equal those with the router switched off bit for bit, and
 // the greedy tokens are the CPU backend's on the same copy.
 TEST_P(Ds4Fixture, AHashTableNamingAnExpertTwiceLeavesTheChoiceToTheHost) {
-  const ModelConfig& cfg = ModelSource::open(model_path())->config();
+  const ModelConfig cfg = ModelSource::open(model_path())->config();  // a copy: the source is a temporary
   ASSERT_GT(cfg.n_hash_layers, 0u);
   ASSERT_GE(cfg.n_expert_used, 2u);
   test::TempDir dir("moepack-ds4-dup");

@@ -1031,9 +1031,32 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   b.ne1 = 40;
   EXPECT_THROW(gemv(b, nullptr), Error);
   b.ne1 = 64;
+  b.row_bytes = rb + 16;  // not the type's
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  b.row_bytes = rb;
+  b.x_frag = d_t.bytes_ptr();  // ready fragments
+  b.x_frag_stride = 4096 * 16;
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  b.x_frag = nullptr;
+  b.x_frag_stride = 0;
+  detail::set_gemv_mma_variant(-1);  // the tensor cores switched off
+  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q2_K, 2048, 64));
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  detail::set_gemv_mma_variant(0);
+  b.w_table = nullptr;  // matrices at w + g w_gstride, misaligned
+  b.w = d_t.bytes_ptr() + 4;
+  b.w_gstride = rb * 64;
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  b.w = d_t.bytes_ptr();
+  b.w_table = d_tab.as<const uint8_t* const>();
   b.grp_off = nullptr;  // a dense launch
   b.n_tok = 1;
   EXPECT_THROW(gemv(b, nullptr), Error);
+  EXPECT_THROW(
+      repack_tiled(GgmlType::Q2_K, 2048, 16, rb, d_w.bytes_ptr(), d_w.bytes_ptr() + rb * 8, 1, nullptr),
+      Error);  // overlapping
+  EXPECT_THROW(repack_tiled(GgmlType::Q2_K, 2048, 16, rb, d_w.bytes_ptr(), d_t.bytes_ptr() + 4, 1, nullptr),
+               Error);  // dst misaligned
   MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
