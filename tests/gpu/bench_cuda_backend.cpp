@@ -428,6 +428,51 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
           {"prefetch_hits", st.prefetch_hits - s0.prefetch_hits}};
 }
 
+// Gate and up of 8 experts in one launch with SwiGLU as its epilogue (GemvBatch::swiglu_epilogue:
+// the engine's gate + up launch at decode), on the GGUF or the tiled layout: the 16 matrices of a
+// launch from a table (gate e at entry e, up at 8 + e), rotating over copies as bench_gemv does.
+nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d,
+                              bool tiled) {
+  const int experts = 8;
+  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
+  const uint64_t mat = rb * static_cast<uint64_t>(rows);
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * 2 * experts)));
+  if (copies < 4) throw Error("bench_gemv_glu: weight pool too small");
+  std::vector<const uint8_t*> tab(static_cast<size_t>(copies * 2 * experts));
+  for (int c = 0; c < copies; ++c) {
+    for (int m = 0; m < 2 * experts; ++m)
+      tab[static_cast<size_t>(c * 2 * experts + m)] = pool.buf.bytes_ptr() + (c * 2 * experts + m) * mat;
+  }
+  gpu::DeviceBuffer d_tab(tab.size() * sizeof(const uint8_t*), "tables"),
+      x(static_cast<size_t>(cols * experts) * sizeof(float), "x"),
+      y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_tab.as<void>(), tab.data(), d_tab.size(), cudaMemcpyHostToDevice));
+  std::vector<float> xh(static_cast<size_t>(cols * experts));
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : xh) v = nd(rng);
+  MOEPACK_CUDA_CHECK(cudaMemcpy(x.as<void>(), xh.data(), x.size(), cudaMemcpyHostToDevice));
+  const gpu::DeviceBuffer d_off = one_pair_each(experts);
+  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
+  b.swiglu_epilogue = true;
+  b.w_tiled = tiled;
+  const Timing t = time_launches([&](int i) {
+    b.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
+    gpu::gemv(b, nullptr);
+  });
+  const double bps = static_cast<double>(2 * mat * experts) / (t.gpu_us / 1e6);
+  return {{"type", std::string(ggml_type_name(type))},
+          {"rows", rows},
+          {"cols", cols},
+          {"tiled", tiled},
+          {"swiglu_epilogue", true},
+          {"experts_per_launch", 2 * experts},
+          {"bytes_per_launch", 2 * mat * experts},
+          {"us_per_launch", t.gpu_us},
+          {"bytes_per_s", bps},
+          {"ratio_to_d2d", bps / d2d}};
+}
+
 // The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h) at
 // depth 1 and 2 (chunks in flight a warp; "tiled_depth" 0 is the default), one and two warps a
 // tile ("tiled_split"), shape by shape: the four 8-expert shapes and gate + up (16 matrices).
@@ -452,6 +497,17 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
           g["tiled_split"] = split;
           out.push_back(std::move(g));
         }
+      }
+    }
+    // The engine's gate + up launch (the SwiGLU epilogue) on both layouts, tiled one chunk ahead.
+    for (const int cols : {4096, 7168}) {
+      for (const bool tiled : {false, true}) {
+        gpu::detail::set_gemv_tiled_depth(1);
+        gpu::detail::set_gemv_tiled_split(1);
+        auto g = bench_gemv_glu(pool, t, 2048, cols, d2d, tiled);
+        g["tiled_depth"] = tiled ? 1 : 0;
+        g["tiled_split"] = 1;
+        out.push_back(std::move(g));
       }
     }
   }
