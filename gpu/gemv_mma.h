@@ -96,8 +96,9 @@ void set_gemv_mma_variant(int variant);
 // GemvBatch::w_tiled) runs: gemv_mma_supported, tiled_layout_covers, and x's fragments in the
 // default's layout fit a block's shared memory (the tiled kernel stages them there).
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
-// Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 1..4 (default
-// 1); the benchmark compares them. Process-wide. Throws Error outside 1..4.
+// Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 1 (default) or 2
+// (3 and 4 measured slower and are not compiled); the benchmark compares them. Process-wide.
+// Throws Error otherwise.
 void set_gemv_tiled_depth(int depth);
 // Whether the tiled launch holds a grid of at most 4 blocks an SM to one even wave (ceil(blocks /
 // SMs) an SM, as the default's launches; on by default); the benchmark compares both.
