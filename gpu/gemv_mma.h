@@ -100,10 +100,6 @@ bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
 // (3 and 4 measured slower and are not compiled); the benchmark compares them. Process-wide.
 // Throws Error otherwise.
 void set_gemv_tiled_depth(int depth);
-// Whether the tiled launch holds a grid of at most 4 blocks an SM to one even wave (ceil(blocks /
-// SMs) an SM, as the default's launches; on by default); the benchmark compares both.
-// Process-wide.
-void set_gemv_tiled_cap(bool on);
 // Warps a 16-row tile in the tiled launch without the SwiGLU epilogue: 1 (default: sums bit for
 // bit the default launch's on the GGUF bytes) or 2 (each half of the row's units, twice the
 // blocks; sums within the same error bound, in another order). Process-wide; the benchmark
