@@ -135,6 +135,17 @@ Timing time_launches(Body&& body) {
 }
 
 // grp_off of `experts` groups with one pair each (pair e in group e).
+// n floats from N(0, 1) (std::mt19937 seeded with `seed`) in device memory.
+gpu::DeviceBuffer normal_floats(size_t n, unsigned seed) {
+  std::vector<float> h(n);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : h) v = nd(rng);
+  gpu::DeviceBuffer d(n * sizeof(float), "x");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d.as<void>(), h.data(), d.size(), cudaMemcpyHostToDevice));
+  return d;
+}
+
 gpu::DeviceBuffer one_pair_each(int experts) {
   std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
   for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
@@ -178,13 +189,8 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
   const uint64_t mat = rb * static_cast<uint64_t>(rows);
   const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
   if (copies < 4) throw Error("bench_gemv: weight pool too small");
-  gpu::DeviceBuffer x(static_cast<size_t>(cols * experts) * sizeof(float), "x"),
-      y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
-  std::vector<float> xh(static_cast<size_t>(cols * experts));
-  std::mt19937 rng(2);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& v : xh) v = nd(rng);
-  MOEPACK_CUDA_CHECK(cudaMemcpy(x.as<void>(), xh.data(), x.size(), cudaMemcpyHostToDevice));
+  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * experts), 2);
+  gpu::DeviceBuffer y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
   const gpu::DeviceBuffer d_off = one_pair_each(experts);
   gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
   b.w_tiled = tiled;  // the pool's random bytes stand for either layout
@@ -444,14 +450,9 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
       tab[static_cast<size_t>(c * 2 * experts + m)] = pool.buf.bytes_ptr() + (c * 2 * experts + m) * mat;
   }
   gpu::DeviceBuffer d_tab(tab.size() * sizeof(const uint8_t*), "tables"),
-      x(static_cast<size_t>(cols * experts) * sizeof(float), "x"),
       y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
   MOEPACK_CUDA_CHECK(cudaMemcpy(d_tab.as<void>(), tab.data(), d_tab.size(), cudaMemcpyHostToDevice));
-  std::vector<float> xh(static_cast<size_t>(cols * experts));
-  std::mt19937 rng(4);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& v : xh) v = nd(rng);
-  MOEPACK_CUDA_CHECK(cudaMemcpy(x.as<void>(), xh.data(), x.size(), cudaMemcpyHostToDevice));
+  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * experts), 4);
   const gpu::DeviceBuffer d_off = one_pair_each(experts);
   gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
   b.swiglu_epilogue = true;
