@@ -26,6 +26,10 @@ void DeviceRouter::bind(const ModelConfig& cfg, const CudaRoutedExperts& experts
                    why);
     };
     if (t.empty()) continue;
+    // ds4::hash_route (the host's) gates a hashed row with sqrt(softplus) whatever the model's
+    // gating says; the kernel follows the gating, so any other gating stays on the host.
+    if (cfg.gating != ExpertGating::SqrtSoftplus)
+      return unusable("comes with a gating other than sqrt(softplus)");
     if (t.size() != rows) return unusable("is not one row per token id");
     for (size_t r = 0; r < t.size(); r += static_cast<size_t>(K)) {
       for (int64_t a = 0; a < K; ++a) {
