@@ -1809,9 +1809,6 @@ __device__ __forceinline__ uint2 ld_weights8(const uint8_t* p) {
   asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
   return v;
 }
-__device__ __forceinline__ uint32_t word_sel(const uint4& v, int i) {
-  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
 
 template <GgmlType T>
 struct TiledFetch;
@@ -1838,8 +1835,8 @@ struct TiledFetch<GgmlType::Q2_K> {
     p.sa[0] = r.sa.x, p.sa[1] = r.sa.y, p.sa[2] = r.sa.z, p.sa[3] = r.sa.w;
     p.sb4[0] = r.sb.x, p.sb4[1] = r.sb.y, p.sb4[2] = r.sb.z, p.sb4[3] = r.sb.w;
     p.da = r.d.x, p.db = r.d.y;
-    p.ma = word_sel(r.sa, t) & 0xF0F0F0F0u;  // Q2kColPath3::fetch's
-    p.mb = word_sel(r.sb, t) & 0xF0F0F0F0u;
+    p.ma = word_of(r.sa, t) & 0xF0F0F0F0u;  // Q2kColPath3::fetch's
+    p.mb = word_of(r.sb, t) & 0xF0F0F0F0u;
   }
 };
 
@@ -1887,8 +1884,8 @@ struct TiledFetch<GgmlType::MXFP4> {
   __device__ __forceinline__ static void decode(Path& p, const Raw& r, int) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      p.wa[i] = word_sel(r.q[0], i), p.wa[4 + i] = word_sel(r.q[1], i);
-      p.wb[i] = word_sel(r.q[2], i), p.wb[4 + i] = word_sel(r.q[3], i);
+      p.wa[i] = word_of(r.q[0], i), p.wa[4 + i] = word_of(r.q[1], i);
+      p.wb[i] = word_of(r.q[2], i), p.wb[4 + i] = word_of(r.q[3], i);
       p.dea[i] = e8m0_half(static_cast<uint8_t>(r.e.x >> (8 * i)));
       p.deb[i] = e8m0_half(static_cast<uint8_t>(r.e.y >> (8 * i)));
     }
@@ -2501,15 +2498,9 @@ void launch_repack(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1, u
 
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
   if (!gemv_mma_supported(type, ne0) || !tiled_layout_covers(type, ne0, ne1)) return false;
+  // x's fragments in the default's layout (the tiled kernel's Sel), staged in shared memory.
   const size_t limit = std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024);
-  switch (type) {
-    case GgmlType::Q4_K:
-      return static_cast<size_t>(Sel<GgmlType::Q4_K, col_arith<GgmlType::Q4_K>()>::stride(ne0)) <= limit;
-    case GgmlType::Q2_K:
-      return static_cast<size_t>(Sel<GgmlType::Q2_K, col_arith<GgmlType::Q2_K>()>::stride(ne0)) <= limit;
-    default:
-      return static_cast<size_t>(Sel<GgmlType::MXFP4, col_arith<GgmlType::MXFP4>()>::stride(ne0)) <= limit;
-  }
+  return static_cast<size_t>(gemv_x_fragments_bytes(type, ne0)) <= limit;
 }
 
 void set_gemv_tiled_split(int warps) {
