@@ -14,6 +14,7 @@
 #include "core/model_source.h"
 #include "core/tensor_store.h"
 #include "gpu/cuda_check.h"
+#include "gpu/gemv_tiled.h"
 #include "gpu/kernels.h"
 #include "gpu/vram_expert_pool.h"
 
@@ -70,6 +71,8 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
       b.ru = {b.up.type, E, n_ff_, b.up.row_bytes, 0};
       b.rd = {b.down.type, n_ff_, E, b.down.row_bytes, 0};
     }
+    choose_tiled(s.tiled_experts);
+    tile_gguf_experts();
   } else {
     const ExpertPack& pack = *model_.pack();
     const auto& layout = pack.layout();
@@ -84,6 +87,8 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
       }
       Block& b = blocks_[pl.block];
       b.pack_layer = l;
+      block_of_layer_.resize(layout.layers.size(), 0);
+      block_of_layer_[l] = pl.block;
       int found = 0;
       for (const PackRole& r : pl.roles) {
         const auto want = [&](int64_t ne0, int64_t ne1, Role& dst) {
@@ -112,6 +117,15 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
         throw FormatError(file, "layers", 0, "blk." + std::to_string(il) + " has no experts in the pack");
       }
     }
+    choose_tiled(s.tiled_experts);
+    bool any_tiled = false;
+    for (const Block& b : blocks_) any_tiled = any_tiled || b.rg.tiled || b.ru.tiled || b.rd.tiled;
+    if (any_tiled) {
+      // Allocated before the pool sizes itself from the free VRAM.
+      uint64_t most = 0;
+      for (uint32_t l = 0; l < layout.layers.size(); ++l) most = std::max(most, pack.stride(l));
+      tile_scratch_.allocate(most, "the scratch block of the tiled experts' delivery");
+    }
     VramPoolSettings ps;
     ps.cache_bytes = s.cache_bytes ? s.cache_bytes : s.cache_vram_mib << 20;
     ps.reserve_bytes = s.cache_vram_reserve_mib << 20;
@@ -123,6 +137,10 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     ps.verify_pack_sha256 = s.verify_pack_sha256;
     ps.prefetch_slots = s.prefetch_experts ? cfg_.n_expert_used : 0;
     pool_ = std::make_unique<VramExpertPool>(pack, ps, cfg_.n_expert_used);
+    if (any_tiled) {
+      pool_->set_delivery([this](uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes,
+                                 cudaStream_t c) { deliver(layer, slot, pinned, bytes, c); });
+    }
   }
   for (const Block& b : blocks_) {
     if (!b.moe) continue;
@@ -143,6 +161,95 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     decode_ints_.allocate(ints.size() * sizeof(int32_t), "decode expert offsets");
     MOEPACK_CUDA_CHECK(cudaMemcpy(decode_ints_.as<void>(), ints.data(), ints.size() * sizeof(int32_t),
                                   cudaMemcpyHostToDevice));
+  }
+}
+
+void CudaRoutedExperts::choose_tiled(bool wanted) {
+  for (Block& b : blocks_) {
+    if (!b.moe) continue;
+    const std::pair<Role*, const uint8_t*> roles[] = {
+        {&b.rg, b.gate.data}, {&b.ru, b.up.data}, {&b.rd, b.down.data}};
+    for (const auto& [r, data] : roles) {
+      const auto rb = ggml_row_bytes(r->type, static_cast<uint64_t>(r->ne0));
+      // (GGUF path: the stacked tensor's base; its matrices follow at multiples of 16 rows.)
+      r->tiled = wanted && tiled_layout_covers(r->type, r->ne0, r->ne1) && rb && *rb == r->row_bytes &&
+                 r->offset % 16 == 0 && reinterpret_cast<uintptr_t>(data) % 16 == 0;
+    }
+  }
+}
+
+void CudaRoutedExperts::tile_gguf_experts() {
+  // Each stacked tensor a group of matrices at a time: copied to a scratch buffer of at most
+  // 64 MiB (one matrix at least), permuted back into place.
+  constexpr uint64_t kScratch = 64ull << 20;
+  const uint64_t n = cfg_.n_expert;
+  uint64_t need = 0;
+  for (const Block& b : blocks_) {
+    for (const Role* r : {&b.rg, &b.ru, &b.rd}) {
+      const uint64_t mat = static_cast<uint64_t>(r->ne1) * r->row_bytes;
+      if (b.moe && r->tiled) need = std::max(need, std::clamp(kScratch / mat, uint64_t{1}, n) * mat);
+    }
+  }
+  if (need == 0) return;
+  DeviceBuffer scratch;
+  try {
+    scratch.allocate(need, "the scratch of the experts' tiled layout");
+  } catch (const DeviceLostError&) {
+    throw;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "moepack: routed experts stay in the GGUF layout (%s)\n", e.what());
+    choose_tiled(false);
+    return;
+  }
+  Stream st;
+  for (Block& b : blocks_) {
+    if (!b.moe) continue;
+    const std::pair<const Role*, const uint8_t*> roles[] = {
+        {&b.rg, b.gate.data}, {&b.ru, b.up.data}, {&b.rd, b.down.data}};
+    for (const auto& [r, data] : roles) {
+      if (!r->tiled) continue;
+      const uint64_t mat = static_cast<uint64_t>(r->ne1) * r->row_bytes;
+      const uint64_t per = need / mat;
+      for (uint64_t m0 = 0; m0 < n; m0 += per) {
+        const uint64_t k = std::min(per, n - m0);
+        uint8_t* at = const_cast<uint8_t*>(data) + m0 * mat;  // this class's own tensor
+        MOEPACK_CUDA_CHECK(
+            cudaMemcpyAsync(scratch.as<uint8_t>(), at, k * mat, cudaMemcpyDeviceToDevice, st.get()));
+        repack_tiled(r->type, r->ne0, r->ne1, r->row_bytes, scratch.as<uint8_t>(), at,
+                     static_cast<int64_t>(k), st.get());
+      }
+    }
+  }
+  MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st.get()));
+}
+
+void CudaRoutedExperts::deliver(uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes,
+                                cudaStream_t copy) {
+  const Block& b = blocks_.at(block_of_layer_.at(layer));
+  if (!b.rg.tiled && !b.ru.tiled && !b.rd.tiled) {
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(slot, pinned, bytes, cudaMemcpyHostToDevice, copy));
+    return;
+  }
+  if (tile_scratch_.size() < bytes) {
+    throw Error("internal: a pack block of " + std::to_string(bytes) +
+                " bytes exceeds the tiling scratch of " + std::to_string(tile_scratch_.size()));
+  }
+  // The block into the scratch (stream order on `copy` keeps it until the last role is done),
+  // then each role into the slot: permuted, or as it is.
+  uint8_t* scratch = tile_scratch_.as<uint8_t>();
+  MOEPACK_CUDA_CHECK(cudaMemcpyAsync(scratch, pinned, bytes, cudaMemcpyHostToDevice, copy));
+  for (const Role* r : {&b.rg, &b.ru, &b.rd}) {
+    const uint64_t mat = static_cast<uint64_t>(r->ne1) * r->row_bytes;
+    if (r->offset + mat > bytes) {
+      throw Error("internal: a role at " + std::to_string(r->offset) + " overruns its block of " +
+                  std::to_string(bytes));
+    }
+    if (r->tiled) {
+      repack_tiled(r->type, r->ne0, r->ne1, r->row_bytes, scratch + r->offset, slot + r->offset, 1, copy);
+    } else {
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpyAsync(slot + r->offset, scratch + r->offset, mat, cudaMemcpyDeviceToDevice, copy));
+    }
   }
 }
 
@@ -182,19 +289,19 @@ uint64_t CudaRoutedExperts::run_decode_on_device(uint32_t il, const float* x, co
   float* eg = eg_.as<float>();
   float* eu = eg + K * FF;
   const bool fused = b.rg.type == b.ru.type && b.rg.row_bytes == b.ru.row_bytes && b.rg.ne0 == b.ru.ne0 &&
-                     b.rg.ne1 == b.ru.ne1;
-  if (fused && gemv_swiglu_fusable(b.rg.type, b.rg.ne0)) {
+                     b.rg.ne1 == b.ru.ne1 && b.rg.tiled == b.ru.tiled;
+  if (fused && gemv_swiglu_fusable(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.tiled)) {
     gemv_experts_swiglu(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, table, grp_off, K, 1, x_rows, x, E,
-                        limit, eg, FF, st, true);
+                        limit, eg, FF, st, true, b.rg.tiled);
   } else {
     if (fused) {
       gemv_experts(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, table, off2, 2 * K, 1, x_rows, x, E, eg, FF,
-                   st, nullptr, 0, true);
+                   st, nullptr, 0, true, b.rg.tiled);
     } else {
       gemv_experts(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, table, grp_off, K, 1, x_rows, x, E, eg, FF,
-                   st, nullptr, 0, true);
+                   st, nullptr, 0, true, b.rg.tiled);
       gemv_experts(b.ru.type, b.ru.ne0, b.ru.ne1, b.ru.row_bytes, table + K, grp_off, K, 1, x_rows, x, E, eu,
-                   FF, st, nullptr, 0, true);
+                   FF, st, nullptr, 0, true, b.ru.tiled);
     }
     swiglu_clamped(eg, eu, K * FF, limit, eg, st);
   }
@@ -318,8 +425,8 @@ std::vector<CudaRoutedExperts::Ptrs> CudaRoutedExperts::experts_of(uint32_t il, 
 void CudaRoutedExperts::gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off,
                                   int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
                                   int64_t x_stride, float* y, int64_t y_stride, cudaStream_t st) {
-  gemv_experts(r.type, r.ne0, r.ne1, r.row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride,
-               st);
+  gemv_experts(r.type, r.ne0, r.ne1, r.row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y,
+               y_stride, st, nullptr, 0, false, r.tiled);
 }
 
 uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const int32_t* ids, const float* w,
@@ -353,8 +460,8 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
   }
   first_pair.push_back(static_cast<int32_t>(tok_of.size()));
   // Gate and up in one launch when they share a type and shape (always, in the models seen).
-  const bool fused =
-      b.rg.type == b.ru.type && b.rg.row_bytes == b.ru.row_bytes && b.rg.ne0 == b.ru.ne0 && b.rg.ne1 == b.ru.ne1;
+  const bool fused = b.rg.type == b.ru.type && b.rg.row_bytes == b.ru.row_bytes && b.rg.ne0 == b.ru.ne0 &&
+                     b.rg.ne1 == b.ru.ne1 && b.rg.tiled == b.ru.tiled;
   // Every table of the block goes to the device in one copy per batch (UploadArena::stage,
   // flushed before a batch's first launch): the pair lists and weights of the combine now, each
   // batch's expert table and offsets below.
@@ -402,10 +509,10 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
     float* eu = eg + np * FF;  // row p of up at eu + p * FF
     // At decode (one pair an expert) SwiGLU is the gate + up launch's epilogue (the same values
     // bit for bit, one launch fewer: GemvBatch::swiglu_epilogue), else its own launch.
-    if (fused && max_pairs == 1 && gemv_swiglu_fusable(b.rg.type, b.rg.ne0)) {
+    if (fused && max_pairs == 1 && gemv_swiglu_fusable(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.tiled)) {
       const int32_t* d_off2 = d_off + m + 1;  // the first m + 1 offsets (pairs from 0), x rows
       gemv_experts_swiglu(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, d_table, d_off2, gm, max_pairs,
-                          d_off2 + 2 * m + 1, x, E, limit, eg + p0 * FF, FF, st);
+                          d_off2 + 2 * m + 1, x, E, limit, eg + p0 * FF, FF, st, false, b.rg.tiled);
     } else {
       if (fused) {
         const int32_t* d_off2 = d_off + m + 1;

@@ -23,6 +23,14 @@
 //     cache_vram_reserve_mib, stage_slots), batches of at most slot_count() experts. A pool
 //     with a slot for every expert of the pack is filled at bind() (every expert read once) and
 //     then never evicts: the experts stay at fixed addresses, as on the GGUF path (resident()).
+// In either, with EngineSettings::tiled_experts (the default), each expert matrix the tiled
+// layout covers (gpu/gemv_tiled.h: Q4_K, Q2_K, MXFP4, rows of a multiple of 256 elements, a
+// multiple of 16 rows) is held permuted into it: the GGUF path's stacked tensors at bind(), a
+// matrix group at a time through a scratch buffer; the pack path's experts as each is copied
+// into its slot (VramExpertPool::set_delivery: the block into a scratch buffer of one slot, then
+// repack_tiled into the slot, on the copy stream before the slot's ready event). Every launch
+// then runs with GemvBatch::w_tiled: the same sums bit for bit as on the GGUF layout, the
+// decode GEMV faster at the target shapes (docs/cuda-backend.md, sixteenth pass).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -113,6 +121,7 @@ class CudaRoutedExperts {
     int64_t ne0 = 0, ne1 = 0;
     uint64_t row_bytes = 0;
     uint64_t offset = 0;  // pack path: offset inside the expert's block
+    bool tiled = false;   // held in the tiled layout (GemvBatch::w_tiled)
   };
   struct Block {
     DeviceWeights::Handle hg = 0, hu = 0, hd = 0;
@@ -133,6 +142,12 @@ class CudaRoutedExperts {
   // choice, when anything fails (a read, a hash: reported again when the expert is used);
   // rethrows DeviceLostError.
   void load_every_expert();
+  // Which roles take the tiled layout (EngineSettings::tiled_experts, the layout covers them, the
+  // matrices 16-byte aligned); the GGUF path's tensors permuted in place.
+  void choose_tiled(bool wanted);
+  void tile_gguf_experts();
+  // The pool's delivery (VramExpertPool::set_delivery) with tiled roles.
+  void deliver(uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes, cudaStream_t copy);
   void gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
                  int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride, float* y,
                  int64_t y_stride, cudaStream_t st);
@@ -143,6 +158,8 @@ class CudaRoutedExperts {
   std::vector<Block> blocks_;
   int64_t n_ff_ = 0;
   std::unique_ptr<VramExpertPool> pool_;
+  std::vector<uint32_t> block_of_layer_;  // pack layer -> model block
+  DeviceBuffer tile_scratch_;             // pack path with tiled roles: one slot's bytes
   DeviceBuffer eg_, ey_;  // eg_: 2 rows of n_ff per pair (gate / up results, then SwiGLU)
   // run_decode_on_device's group offsets of one token's K experts (the fused launch's layout in
   // run(): 0..K, then 0..2K, then 2K zero x rows), uploaded once by bind().

@@ -89,6 +89,35 @@ MOEPACK_GEMV_HD constexpr TiledSource tiled_source(GgmlType t, int o) {
   return {g + 8 * i, 17 * (2 * c + h)};
 }
 
+// Byte c of word w of lane 4 g + tq's 16-byte word i of a chunk (the lanes' words).
+MOEPACK_GEMV_HD constexpr int tiled_lane_byte(int g, int i, int tq, int w, int c) {
+  return 512 * i + 16 * (4 * g + tq) + 4 * w + c;
+}
+
+// The inverse of tiled_source: the chunk byte that holds byte `byte` (0..tiled_unit_bytes - 1)
+// of row `row` (0..15) of a chunk's unit; -1 for a type without the layout or either out of
+// range. Bytes 4 j .. 4 j + 3 of a Q4_K or Q2_K unit, and MXFP4's qs bytes 17 k + 1 + 4 q ..
+// + 3, lie at four consecutive chunk bytes starting at a multiple of 4 (the table above).
+MOEPACK_GEMV_HD constexpr int tiled_dest(GgmlType t, int row, int byte) {
+  const int unit = tiled_unit_bytes(t);
+  if (unit == 0 || row < 0 || row >= 16 || byte < 0 || byte >= unit) return -1;
+  const int g = row % 8, half = row / 8;
+  if (t == GgmlType::Q2_K) {
+    if (byte < 16) return 1024 + 16 * row + byte;
+    if (byte >= 80) return 1280 + 8 * g + 4 * half + (byte - 80);
+    const int q = byte - 16, h = q / 32, r = q % 32;
+    return tiled_lane_byte(g, half, r / 8, 2 * h + (r % 8) / 4, r % 4);
+  }
+  if (t == GgmlType::Q4_K) {
+    if (byte < 16) return 2048 + 16 * row + byte;
+    const int q = byte - 16, p = q / 32, r = q % 32;
+    return tiled_lane_byte(g, 2 * half + p / 2, r / 8, 2 * (p % 2) + (r % 8) / 4, r % 4);
+  }
+  const int k = byte / 17, r = byte % 17;  // MXFP4
+  if (r == 0) return 2048 + 16 * g + 8 * (k % 2) + 4 * half + k / 2;
+  return tiled_lane_byte(g, 2 * half + k / 4, (r - 1) / 4, k % 4, (r - 1) % 4);
+}
+
 // Byte offset of chunk (tile, unit) in a tiled matrix of ne0 elements a row.
 MOEPACK_GEMV_HD constexpr int64_t tiled_chunk_offset(GgmlType t, int64_t ne0, int64_t tile, int64_t unit) {
   return (tile * (ne0 / 256) + unit) * tiled_chunk_bytes(t);

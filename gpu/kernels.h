@@ -76,10 +76,13 @@ struct GemvBatch {
   // for the kernel before it (kernels_gemv_mma.cu, pdl_wait_then_release).
   bool tables_from_kernel = false;
   // The matrices are in the tiled layout (gpu/gemv_tiled.h, written by repack_tiled), not the GGUF
-  // layout: every group's sums are bit for bit the default tensor-core GEMV's on the GGUF bytes.
-  // Only for expert launches (grp_off) of one pair a group (max_pairs 1) where
-  // gemv_tiled_supported(type, ne0, ne1), row_bytes the type's, without x_frag (swiglu_epilogue
-  // allowed); gemv() throws Error otherwise. Every matrix must start 16-byte aligned (w_table
+  // layout: every group's sums are bit for bit those of the same launch on the GGUF bytes (groups
+  // of one pair on the tensor cores' tiled launch where gemv_tiled_supported(type, ne0, ne1), the
+  // others, and all where it does not, in the F32 kernels, which gather each row's units from
+  // the tiles). Only for expert launches (grp_off) of matrices the layout covers
+  // (tiled_layout_covers: Q4_K, Q2_K, MXFP4, ne0 a multiple of 256, ne1 of 16), row_bytes the
+  // type's, without x_frag; with swiglu_epilogue only where gemv_tiled_supported; gemv() throws
+  // Error otherwise. Every matrix must start 16-byte aligned (w_table
   // entries, or w and w_gstride; a misaligned table entry is a sticky device error). The launch
   // loads weights before it waits for the kernel before it (programmatic dependent launch), so
   // that kernel must not be the repack_tiled that wrote them: put any other launch or an event
@@ -94,6 +97,9 @@ void gemv(const GemvBatch& b, cudaStream_t s);
 // (not variant -1), and x's fragments fitting a block's shared memory (100 KiB: ne0 up to 23,808
 // (Q4_K), 22,528 (Q2_K) or 20,224 (MXFP4) elements). Needs a current CUDA device.
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
+// gemv() calls with GemvBatch::w_tiled so far in this process (all threads): lets tests see that
+// the engine's experts took the tiled layout.
+uint64_t gemv_tiled_launches();
 // n_matrices matrices [ne1][ne0] of `type` (rows of row_bytes, matrices back to back at src) into
 // the tiled layout at dst (the same bytes permuted, matrix m at m ne1 row_bytes), on stream s.
 // src and dst must not overlap, dst 16-byte aligned. Throws Error for either, where the layout does
@@ -105,27 +111,29 @@ void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
 // row), group i the matrix at table[i] with pairs [grp_off[i], grp_off[i + 1]) (at most
 // max_pairs); pair j reads x row x_row[j] (x_row null: row j) of x_stride floats and writes y
 // row j of y_stride floats. Used by the engine (gpu/cuda_moe.h), bench-twin and gpu_ops_test.
-// x_frag, x_frag_stride, tables_from_kernel: GemvBatch's (optional).
+// x_frag, x_frag_stride, tables_from_kernel, w_tiled: GemvBatch's (optional).
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                   const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
                   const float* x, int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s,
-                  const uint8_t* x_frag = nullptr, int64_t x_frag_stride = 0,
-                  bool tables_from_kernel = false);
+                  const uint8_t* x_frag = nullptr, int64_t x_frag_stride = 0, bool tables_from_kernel = false,
+                  bool w_tiled = false);
 // gemv_experts' launch with the SwiGLU epilogue (GemvBatch::swiglu_epilogue; tables_from_kernel
-// as GemvBatch's): table holds the
-// n_groups gate matrices, then the n_groups up matrices; pair j writes the SwiGLU of its gate
-// and up rows, y row j. Throws Error where gemv_swiglu_fusable(type, ne0) is false or
-// max_pairs != 1.
+// and w_tiled as GemvBatch's): table holds the n_groups gate matrices, then the n_groups up
+// matrices; pair j writes the SwiGLU of its gate and up rows, y row j. Throws Error where
+// gemv_swiglu_fusable(type, ne0, ne1, w_tiled) is false or max_pairs != 1.
 void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes,
                          const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
                          int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride,
                          float limit, float* y, int64_t y_stride, cudaStream_t s,
-                         bool tables_from_kernel = false);
+                         bool tables_from_kernel = false, bool w_tiled = false);
 
 // True when gemv() takes GemvBatch::swiglu_epilogue for rows of `type` and ne0 elements (the
 // tensor-core decode GEMV's default layout: Q4_K, Q2_K, MXFP4, ne0 a multiple of 256; not when
 // gpu/gemv_mma.h's benchmark switches select another variant or switch it off).
 bool gemv_swiglu_fusable(GgmlType type, int64_t ne0);
+// The same for a launch of [ne1][ne0] matrices, in the tiled layout when w_tiled (then also
+// gemv_tiled_supported(type, ne0, ne1)).
+bool gemv_swiglu_fusable(GgmlType type, int64_t ne0, int64_t ne1, bool w_tiled);
 
 // Bytes of x's fragments per x row of ne0 floats that the tensor-core decode GEMV of `type`
 // takes ready (GemvBatch::x_frag); 0 where it takes none (a type or row length without that

@@ -29,12 +29,15 @@
 // global memory, 0.02-0.05 of D2D bandwidth on the H200) is gone: this kernel serves prefill
 // as well.
 #include <algorithm>
+#include <atomic>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/dequant.cuh"
 #include "gpu/gemv_mma.h"
+#include "gpu/gemv_tiled.h"
 #include "gpu/kernels.h"
 
 namespace moepack::gpu {
@@ -243,6 +246,28 @@ __device__ __forceinline__ float decode_chunk_dot(const uint8_t* s, int tile, in
 // quarter-warp's per-lane chunk reads (lanes cl .. cl + 7) then hit distinct banks.
 __device__ __forceinline__ int x_slot(int cl, int i) { return cl * 8 + (i ^ (cl & 7)); }
 
+// The tiled layout (gpu/gemv_tiled.h, GemvBatch::w_tiled) in this kernel: each tile of a row
+// (whole units of 256 elements: Tile<T>::kBytes is 8 Q4_K, 16 Q2_K or 8 MXFP4 units) is gathered
+// from the row's chunks into the warp's staging slot in the GGUF order, so that tile_chunk reads
+// it unchanged and every sum is the GGUF layout's bit for bit. A unit is gathered in pieces, a
+// lane each: 4-byte words of a Q4_K or Q2_K unit, MXFP4's 4-byte qs runs (at odd bytes of the
+// unit, stored a byte at a time) and its 1-byte scales (tiled_dest: each piece is contiguous).
+template <GgmlType T>
+struct TiledRow {
+  static constexpr int kUnit = tiled_unit_bytes(T);
+  static constexpr int kPiecesPerUnit = T == GgmlType::MXFP4 ? 40 : kUnit / 4;  // MXFP4: 32 + 8
+  static constexpr int kUnits = kUnit ? Tile<T>::kBytes / kUnit : 0;
+  static constexpr int kPieces = kUnits * kPiecesPerUnit;
+  static constexpr int kPerLane = kUnit ? (kPieces + 31) / 32 : 1;
+  static_assert(kUnit == 0 || Tile<T>::kBytes % (kUnit ? kUnit : 1) == 0, "a tile is whole units");
+  // Piece p's first byte in the row's unit; whether it is 4 bytes (else 1).
+  __device__ __forceinline__ static int byte_of(int p) {
+    if constexpr (T == GgmlType::MXFP4) return p < 32 ? 17 * (p / 4) + 1 + 4 * (p % 4) : 17 * (p - 32);
+    return 4 * p;
+  }
+  __device__ __forceinline__ static bool wide(int p) { return T != GgmlType::MXFP4 || p < 32; }
+};
+
 // R rows per warp (R > 1 only with P = 1: the x chunk is loaded once into registers and used
 // for every row).
 //
@@ -252,11 +277,17 @@ __device__ __forceinline__ int x_slot(int cl, int i) { return cl * 8 + (i ^ (cl 
 // load: on the H200 that per-element x traffic, not the weights, bounded v2 at 0.10-0.33 of
 // D2D bandwidth, the same time per launch for every type), so the warps of a block advance tile
 // by tile together (__syncthreads). The arithmetic and its order are unchanged.
-template <GgmlType T, int P, int R>
-__global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks : 1)
+//
+// TILED: the matrices are in the tiled layout (TiledRow); rows are then whole tiles of 16 and
+// ne0 whole units (check_tiled).
+// (TILED at decode: 3 blocks an SM, 168 registers; Q4_K and Q2_K spill at 4 or 5, -Xptxas -v.)
+template <GgmlType T, int P, int R, bool TILED = false>
+__global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kDecodeBlocks) : 1)
     gemv_kernel(GemvBatch b, bool skip_single) {
   static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
+  static_assert(!TILED || tiled_unit_bytes(T) > 0, "the tiled layout covers Q4_K, Q2_K and MXFP4");
   using Tl = Tile<T>;
+  using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
   constexpr int kXSlots = P == 1 ? Tl::kChunks * 8 : 1;
   __shared__ __align__(16) uint4 stage[kWarps][R][Tl::kGranules];
   __shared__ __align__(16) float4 xs[kXSlots];
@@ -280,9 +311,20 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
   if (j0 >= j1) return;  // the same for the whole block
   const int nt = min(P, j1 - j0);
   const uint8_t* wg = b.w_table ? b.w_table[g] : b.w + static_cast<uint64_t>(g) * b.w_gstride;
-  const uint8_t* row[R];
+  const uint8_t* row[R];  // TILED: the row's first chunk, and r16 its row in the chunks
+  int r16[R];
 #pragma unroll
-  for (int rr = 0; rr < R; ++rr) row[rr] = wg + static_cast<uint64_t>(r0 + min(rr, nr - 1)) * b.row_bytes;
+  for (int rr = 0; rr < R; ++rr) {
+    const int64_t r = r0 + min(rr, nr - 1);
+    if constexpr (TILED) {
+      row[rr] =
+          wg + static_cast<uint64_t>(r / 16) * static_cast<uint64_t>(b.ne0 / 256) * tiled_chunk_bytes(T);
+      r16[rr] = static_cast<int>(r % 16);
+    } else {
+      row[rr] = wg + static_cast<uint64_t>(r) * b.row_bytes;
+      r16[rr] = 0;
+    }
+  }
   const float* xr[P];
 #pragma unroll
   for (int t = 0; t < P; ++t) {
@@ -300,21 +342,49 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
   const int64_t n_chunks = (b.ne0 + kChunk - 1) / kChunk;
   const int64_t n_tiles = (n_chunks + Tl::kChunks - 1) / Tl::kChunks;
   const bool x_aligned = (reinterpret_cast<uintptr_t>(xr[0]) & 15) == 0;
-  // Granules of tile t of every row (its address aligned down to 16 bytes) -> pre[].
-  uint4 pre[R][Tl::kPerLane] = {};
+  // Granules of tile t of every row (its address aligned down to 16 bytes) -> pre[]; TILED: the
+  // tile's pieces (TiledRow), piece q = lane + 32 k.
+  using Pre = std::conditional_t<TILED, uint32_t, uint4>;
+  constexpr int kPre = TILED ? TR::kPerLane : Tl::kPerLane;
+  Pre pre[R][kPre] = {};
   const auto fetch = [&](int64_t t) {
-    const uint64_t start = static_cast<uint64_t>(t) * Tl::kBytes;
-    const uint64_t left = b.row_bytes - start;
-    const uint64_t len = left < static_cast<uint64_t>(Tl::kBytes) ? left : static_cast<uint64_t>(Tl::kBytes);
+    if constexpr (TILED) {
+      const int64_t u0 = t * TR::kUnits;
+      const int pieces =
+          static_cast<int>(min(static_cast<int64_t>(TR::kUnits), b.ne0 / 256 - u0)) * TR::kPiecesPerUnit;
 #pragma unroll
-    for (int rr = 0; rr < R; ++rr) {
-      const uintptr_t p = reinterpret_cast<uintptr_t>(row[rr] + start);
-      const uint4* a = reinterpret_cast<const uint4*>(p & ~uintptr_t{15});
-      const int n_gran = static_cast<int>(((p & 15) + len + 15) / 16);
+      for (int rr = 0; rr < R; ++rr) {
 #pragma unroll
-      for (int k = 0; k < Tl::kPerLane; ++k) {
-        const int gi = lane + 32 * k;
-        if (gi < n_gran) pre[rr][k] = P == 1 ? __ldcs(a + gi) : __ldg(a + gi);  // decode: read once, stream
+        for (int k = 0; k < kPre; ++k) {
+          const int q = lane + 32 * k;
+          if (q < pieces) {
+            const int ui = q / TR::kPiecesPerUnit, p = q % TR::kPiecesPerUnit;
+            const uint8_t* src = row[rr] + static_cast<uint64_t>(u0 + ui) * tiled_chunk_bytes(T) +
+                                 tiled_dest(T, r16[rr], TR::byte_of(p));
+            if (TR::wide(p)) {
+              const auto* w = reinterpret_cast<const unsigned int*>(src);
+              pre[rr][k] = P == 1 ? __ldcs(w) : __ldg(w);
+            } else {
+              pre[rr][k] = P == 1 ? __ldcs(src) : __ldg(src);
+            }
+          }
+        }
+      }
+    } else {
+      const uint64_t start = static_cast<uint64_t>(t) * Tl::kBytes;
+      const uint64_t left = b.row_bytes - start;
+      const uint64_t len =
+          left < static_cast<uint64_t>(Tl::kBytes) ? left : static_cast<uint64_t>(Tl::kBytes);
+#pragma unroll
+      for (int rr = 0; rr < R; ++rr) {
+        const uintptr_t p = reinterpret_cast<uintptr_t>(row[rr] + start);
+        const uint4* a = reinterpret_cast<const uint4*>(p & ~uintptr_t{15});
+        const int n_gran = static_cast<int>(((p & 15) + len + 15) / 16);
+#pragma unroll
+        for (int k = 0; k < Tl::kPerLane; ++k) {
+          const int gi = lane + 32 * k;
+          if (gi < n_gran) pre[rr][k] = P == 1 ? __ldcs(a + gi) : __ldg(a + gi);  // decode: read once, stream
+        }
       }
     }
   };
@@ -340,10 +410,31 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
     __syncwarp();  // every lane is done with the previous tile
 #pragma unroll
     for (int rr = 0; rr < R; ++rr) {
+      if constexpr (TILED) {
+        uint8_t* st = reinterpret_cast<uint8_t*>(stage[warp][rr]);
 #pragma unroll
-      for (int k = 0; k < Tl::kPerLane; ++k) {
-        const int gi = lane + 32 * k;
-        if (gi < Tl::kGranules) stage[warp][rr][gi] = pre[rr][k];
+        for (int k = 0; k < kPre; ++k) {
+          const int q = lane + 32 * k;
+          if (q < TR::kPieces) {  // (past the row's last unit: bytes nothing reads)
+            const int p = q % TR::kPiecesPerUnit;
+            const int o = q / TR::kPiecesPerUnit * TR::kUnit + TR::byte_of(p);
+            const uint32_t v = pre[rr][k];
+            if (T != GgmlType::MXFP4) {
+              *reinterpret_cast<uint32_t*>(st + o) = v;  // 4-byte aligned: o = 4 q
+            } else if (TR::wide(p)) {
+              st[o] = static_cast<uint8_t>(v), st[o + 1] = static_cast<uint8_t>(v >> 8);
+              st[o + 2] = static_cast<uint8_t>(v >> 16), st[o + 3] = static_cast<uint8_t>(v >> 24);
+            } else {
+              st[o] = static_cast<uint8_t>(v);
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < Tl::kPerLane; ++k) {
+          const int gi = lane + 32 * k;
+          if (gi < Tl::kGranules) stage[warp][rr][gi] = pre[rr][k];
+        }
       }
     }
     if constexpr (P == 1) {
@@ -354,8 +445,10 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? Tile<T>::kDecodeBlocks :
     int tile[R];
 #pragma unroll
     for (int rr = 0; rr < R; ++rr) {
-      tile[rr] =
-          static_cast<int>(reinterpret_cast<uintptr_t>(row[rr] + static_cast<uint64_t>(t) * Tl::kBytes) & 15);
+      tile[rr] = TILED
+                     ? 0  // gathered from offset 0
+                     : static_cast<int>(
+                           reinterpret_cast<uintptr_t>(row[rr] + static_cast<uint64_t>(t) * Tl::kBytes) & 15);
     }
     if (t + 1 < n_tiles) fetch(t + 1);  // in flight while this tile is computed
 #pragma unroll
@@ -427,25 +520,37 @@ struct GemvLaunch {
     const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
     // Groups of exactly one pair take the tensor-core path where it covers the type; the rule
     // depends on the group alone, so any batching of groups gives the same sums (gemv_mma.h).
-    const bool mma = detail::gemv_mma_supported(T, b.ne0);
+    // Tiled weights: where the tensor cores' tiled launch covers them (x's fragments within a
+    // block's shared memory), else every group here, on the tiled layout.
+    const bool mma =
+        detail::gemv_mma_supported(T, b.ne0) && (!b.w_tiled || detail::gemv_tiled_supported(T, b.ne0, b.ne1));
     if (pairs == 1) {
       if (mma) {
         detail::gemv_mma(b, s);
         return;
       }
-      // gemv() checked these; the variant may have changed since (another thread's switch).
+      // gemv() checked this; the variant may have changed since (another thread's switch).
       if (b.swiglu_epilogue) throw Error("gemv: the SwiGLU epilogue needs the tensor-core decode GEMV");
-      if (b.w_tiled) throw Error("gemv: tiled weights (w_tiled) need the tensor-core decode GEMV");
       constexpr int R = Tile<T>::kDecodeRows;
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * R - 1) / (kWarps * R));
-      gemv_kernel<T, 1, R><<<dim3(rows, static_cast<unsigned>(b.n_groups), 1), kWarps * 32, 0, s>>>(b, false);
+      const dim3 grid(rows, static_cast<unsigned>(b.n_groups), 1);
+      if (b.w_tiled) {
+        if constexpr (tiled_unit_bytes(T) > 0)
+          gemv_kernel<T, 1, R, true><<<grid, kWarps * 32, 0, s>>>(b, false);
+      } else {
+        gemv_kernel<T, 1, R><<<grid, kWarps * 32, 0, s>>>(b, false);
+      }
     } else {
-      if (b.w_tiled) throw Error("gemv: tiled weights (w_tiled) take one pair a group only");
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps - 1) / kWarps);
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
+      const dim3 grid(rows, static_cast<unsigned>(b.n_groups), tiles);
       const bool split = mma && b.grp_off != nullptr;
-      gemv_kernel<T, kPrefillPairs, 1>
-          <<<dim3(rows, static_cast<unsigned>(b.n_groups), tiles), kWarps * 32, 0, s>>>(b, split);
+      if (b.w_tiled) {
+        if constexpr (tiled_unit_bytes(T) > 0)
+          gemv_kernel<T, kPrefillPairs, 1, true><<<grid, kWarps * 32, 0, s>>>(b, split);
+      } else {
+        gemv_kernel<T, kPrefillPairs, 1><<<grid, kWarps * 32, 0, s>>>(b, split);
+      }
       if (split) {
         MOEPACK_CUDA_CHECK(cudaGetLastError());
         detail::gemv_mma(b, s);
@@ -473,14 +578,20 @@ struct NoLaunch {
   void operator()() const {}
 };
 
+std::atomic<uint64_t> g_tiled_launches{0};  // gemv() calls with w_tiled, for gemv_tiled_launches
+
 // GemvBatch::w_tiled's contract, each failing condition named.
-void check_tiled(const GemvBatch& b, int pairs) {
+void check_tiled(const GemvBatch& b) {
   const std::string what = "gemv: tiled weights (w_tiled) of " + std::string(ggml_type_name(b.type)) + " [" +
                            std::to_string(b.ne1) + "][" + std::to_string(b.ne0) + "]: ";
   if (!b.grp_off) throw Error(what + "need an expert launch (grp_off)");
-  if (pairs != 1) throw Error(what + "take one pair a group (max_pairs " + std::to_string(pairs) + ")");
   if (b.x_frag) throw Error(what + "take no ready fragments (x_frag)");
-  const auto rb = ggml_row_bytes(b.type, static_cast<uint64_t>(std::max<int64_t>(b.ne0, 0)));
+  if (!tiled_layout_covers(b.type, b.ne0, b.ne1)) {
+    throw Error(what +
+                "not covered by the tiled layout (Q4_K, Q2_K or MXFP4, rows a multiple of 256 elements, "
+                "a multiple of 16 rows)");
+  }
+  const auto rb = ggml_row_bytes(b.type, static_cast<uint64_t>(b.ne0));
   if (!rb || *rb != b.row_bytes) {
     throw Error(what + "row_bytes " + std::to_string(b.row_bytes) + " is not the type's (" +
                 (rb ? std::to_string(*rb) : std::string("none")) + ")");
@@ -488,13 +599,8 @@ void check_tiled(const GemvBatch& b, int pairs) {
   if (!b.w_table && ((reinterpret_cast<uintptr_t>(b.w) | b.w_gstride) & 15) != 0) {
     throw Error(what + "w and w_gstride must be multiples of 16 bytes (16-byte loads)");
   }
-  if (!detail::gemv_mma_supported(b.type, b.ne0)) {
-    throw Error(what + "the tensor-core decode GEMV does not cover them (or is switched off: variant -1)");
-  }
-  if (!detail::gemv_tiled_supported(b.type, b.ne0, b.ne1)) {
-    throw Error(what +
-                "not covered by the tiled layout (rows a multiple of 16, x's fragments within a block's "
-                "shared memory)");
+  if (b.swiglu_epilogue && !detail::gemv_tiled_supported(b.type, b.ne0, b.ne1)) {
+    throw Error(what + "the SwiGLU epilogue needs the tensor cores' tiled launch (gemv_tiled_supported)");
   }
 }
 
@@ -507,6 +613,8 @@ void check_type(GgmlType t, const char* what) {
 }  // namespace
 
 bool gpu_type_supported(GgmlType type) { return dispatch_type(type, NoLaunch{}); }
+
+uint64_t gemv_tiled_launches() { return g_tiled_launches.load(std::memory_order_relaxed); }
 
 namespace {
 // The batch of gemv_experts and gemv_experts_swiglu.
@@ -534,28 +642,36 @@ GemvBatch experts_batch(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_by
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                   const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
                   const float* x, int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s,
-                  const uint8_t* x_frag, int64_t x_frag_stride, bool tables_from_kernel) {
+                  const uint8_t* x_frag, int64_t x_frag_stride, bool tables_from_kernel, bool w_tiled) {
   GemvBatch b =
       experts_batch(type, ne0, ne1, row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride);
   b.x_frag = x_frag;
   b.x_frag_stride = x_frag_stride;
   b.tables_from_kernel = tables_from_kernel;
+  b.w_tiled = w_tiled;
   gemv(b, s);
 }
 
 void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes,
                          const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
                          int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride,
-                         float limit, float* y, int64_t y_stride, cudaStream_t s, bool tables_from_kernel) {
+                         float limit, float* y, int64_t y_stride, cudaStream_t s, bool tables_from_kernel,
+                         bool w_tiled) {
   GemvBatch b =
       experts_batch(type, ne0, ne1, row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride);
   b.tables_from_kernel = tables_from_kernel;
+  b.w_tiled = w_tiled;
   b.swiglu_epilogue = true;
   b.swiglu_limit = limit;
   gemv(b, s);
 }
 
 bool gemv_swiglu_fusable(GgmlType type, int64_t ne0) { return detail::gemv_mma_swiglu_fusable(type, ne0); }
+
+bool gemv_swiglu_fusable(GgmlType type, int64_t ne0, int64_t ne1, bool w_tiled) {
+  return detail::gemv_mma_swiglu_fusable(type, ne0) &&
+         (!w_tiled || detail::gemv_tiled_supported(type, ne0, ne1));
+}
 
 void gemv(const GemvBatch& b, cudaStream_t s) {
   check_type(b.type, "gemv");
@@ -570,7 +686,10 @@ void gemv(const GemvBatch& b, cudaStream_t s) {
                 "GEMV's default layout for " + std::string(ggml_type_name(b.type)) + " rows of " +
                 std::to_string(b.ne0) + " elements (gemv_swiglu_fusable)");
   }
-  if (b.w_tiled) check_tiled(b, pairs);
+  if (b.w_tiled) {
+    check_tiled(b);
+    g_tiled_launches.fetch_add(1, std::memory_order_relaxed);
+  }
   if (b.n_groups > 65535 || (pairs + kPrefillPairs - 1) / kPrefillPairs > 65535) {
     throw Error("gemv: " + std::to_string(b.n_groups) + " groups x " + std::to_string(pairs) +
                 " pairs exceeds the launch grid");

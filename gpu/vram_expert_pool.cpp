@@ -135,6 +135,14 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   return static_cast<uint32_t>(placed.size());
 }
 
+void VramExpertPool::copy_to_slot(uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes) {
+  if (delivery_) {
+    delivery_(layer, slot, pinned, bytes, copy_.get());
+  } else {
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(slot, pinned, bytes, cudaMemcpyHostToDevice, copy_.get()));
+  }
+}
+
 const uint8_t* VramExpertPool::prefetch_src(const PendingRead& p) const {
   return prefetch_stage_.bytes_ptr() + static_cast<size_t>(p.stage) * slot_bytes_;
 }
@@ -148,7 +156,7 @@ bool VramExpertPool::deliver_prefetched(const PendingRead& p) {
     return false;
   }
   uint8_t* dst = slots_.bytes_ptr() + static_cast<size_t>(p.slot) * slot_bytes_;
-  MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, src, stride, cudaMemcpyHostToDevice, copy_.get()));
+  copy_to_slot(p.key.layer, dst, src, stride);
   MOEPACK_CUDA_CHECK(cudaEventRecord(prefetch_stage_free_[p.stage].get(), copy_.get()));
   MOEPACK_CUDA_CHECK(cudaEventRecord(slot_ready_[p.slot].get(), copy_.get()));
   prefetch_stage_used_[p.stage] = true;
@@ -265,7 +273,7 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
           const uint8_t* src = stage_.bytes_ptr() + static_cast<size_t>(st) * slot_bytes_;
           if (std::string err = check_sha256(layer, a.expert, src, stride); !err.empty()) throw Error(err);
           uint8_t* dst = slots_.bytes_ptr() + static_cast<size_t>(a.slot) * slot_bytes_;
-          MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, src, stride, cudaMemcpyHostToDevice, copy_.get()));
+          copy_to_slot(layer, dst, src, stride);
           MOEPACK_CUDA_CHECK(cudaEventRecord(stage_free_[st].get(), copy_.get()));
           MOEPACK_CUDA_CHECK(cudaEventRecord(slot_ready_[a.slot].get(), copy_.get()));
           stage_used_[st] = true;

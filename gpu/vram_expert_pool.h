@@ -37,8 +37,9 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdint>
 #include <climits>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -105,6 +106,16 @@ class VramExpertPool {
   // still be queued: the caller orders its reads after the acquire() that placed it.
   const uint8_t* resident_block(uint32_t layer, uint32_t expert) const;
 
+  // How a block read into pinned memory reaches its slot: enqueued on the copy stream `copy`
+  // (no host wait), before the slot's ready event and the staging buffer's free event are
+  // recorded. The default is one cudaMemcpyAsync of the block's `bytes`. CudaRoutedExperts
+  // sets one that also permutes experts into the tiled layout of the decode GEMV. Set it before
+  // the first acquire() or prefetch(); it must enqueue everything on `copy` and may throw (the
+  // acquire() then fails as for a failed read).
+  using Delivery = std::function<void(uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes,
+                                      cudaStream_t copy)>;
+  void set_delivery(Delivery d) { delivery_ = std::move(d); }
+
   uint32_t slot_count() const { return cache_.slot_count(); }
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint32_t prefetch_slots() const { return settings_.prefetch_slots; }
@@ -145,6 +156,8 @@ class VramExpertPool {
   DeviceBuffer slots_;
   PinnedBuffer stage_;
   Stream copy_;
+  Delivery delivery_;
+  void copy_to_slot(uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes);
   std::vector<Event> slot_ready_;
   std::vector<Event> stage_free_;
   std::vector<bool> stage_used_;

@@ -31,9 +31,13 @@
 //             expert after the routed experts and beside the host's choice, alternating, three
 //             each;
 //             at 25% also with next-layer prefetch off and on, alternating, three runs each;
-//   "engine"/"decode_graph_of", "router_on_device_of": for every --graph-model GGUF (e.g. a
-//             kimi-linear or deepseek4 fixture: their own backends), decode with the decode graph
-//             off and on, and with the router on the host and on the GPU, alternating, three each.
+//             the GGUF and the pack at 25% with the routed experts in the tiled layout off and
+//             on ("gguf_tiled_experts", "pack_25pct_tiled_experts": tiled_experts, decode and
+//             prefill, alternating, three each);
+//   "engine"/"decode_graph_of", "router_on_device_of", "tiled_experts_of": for every
+//             --graph-model GGUF (e.g. a kimi-linear or deepseek4 fixture: their own backends),
+//             decode with the decode graph off and on, with the router on the host and on the
+//             GPU, and with tiled_experts off and on, alternating, three each.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
 //                           --tiled-only]
 //                           [--graph-model GGUF]...
@@ -546,6 +550,30 @@ nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const
           {"decode_speedup", median_of(on_d) / median_of(off_d)}};
 }
 
+// A boolean engine setting that changes no result (field), side by side as bench_switch: runs
+// alternate off / on, three of each; decode and prefill tokens/s by the medians.
+nlohmann::json bench_setting(const std::shared_ptr<const ModelSource>& src, EngineSettings s, int prefill,
+                             int decode, bool EngineSettings::*field, const char* key) {
+  std::vector<double> off_d, on_d, off_p, on_p;
+  nlohmann::json rounds = nlohmann::json::array();
+  for (int r = 0; r < 3; ++r) {
+    for (const bool on : {false, true}) {
+      s.*field = on;
+      nlohmann::json run = bench_engine(src, s, prefill, decode);
+      (on ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
+      (on ? on_p : off_p).push_back(run["prefill_tokens_per_s"].get<double>());
+      run[key] = on;
+      rounds.push_back(std::move(run));
+    }
+  }
+  return {{"rounds", rounds},
+          {"decode_tokens_per_s_off", median_of(off_d)},
+          {"decode_tokens_per_s_on", median_of(on_d)},
+          {"decode_speedup", median_of(on_d) / median_of(off_d)},
+          {"prefill_tokens_per_s_off", median_of(off_p)},
+          {"prefill_tokens_per_s_on", median_of(on_p)}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -739,9 +767,14 @@ int main(int argc, char** argv) {
     // A decode step as one CUDA graph launch or its launches one by one (gpu/cuda_backend.h).
     out["engine"]["gguf_decode_graph"] =
         bench_switch(gguf, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
+    // Routed experts in the decode GEMV's tiled layout or the GGUF layout (tiled_experts).
+    out["engine"]["gguf_tiled_experts"] =
+        bench_setting(gguf, s, prefill, decode, &EngineSettings::tiled_experts, "tiled_experts");
     for (const std::string& m : graph_models) {
       const auto src = ModelSource::open(m);
       const std::string name = std::filesystem::path(m).filename().string();
+      out["engine"]["tiled_experts_of"][name] =
+          bench_setting(src, s, prefill, decode, &EngineSettings::tiled_experts, "tiled_experts");
       out["engine"]["decode_graph_of"][name] =
           bench_switch(src, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
       out["engine"]["router_on_device_of"][name] =
@@ -763,6 +796,8 @@ int main(int argc, char** argv) {
     out["engine"]["pack_all_cached"] = bench_engine(pack, s, prefill, decode);
     s.cache_bytes = std::max<uint64_t>(experts / 4, pack->config().n_expert_used) * slot;
     out["engine"]["pack_25pct"] = bench_engine(pack, s, prefill, decode);
+    out["engine"]["pack_25pct_tiled_experts"] =
+        bench_setting(pack, s, prefill, decode, &EngineSettings::tiled_experts, "tiled_experts");
     // Next-layer prefetch side by side at 25%: runs alternate off / on, three of each, medians.
     std::vector<double> off_d, on_d, off_p, on_p;
     nlohmann::json rounds = nlohmann::json::array();

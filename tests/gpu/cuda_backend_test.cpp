@@ -198,6 +198,13 @@ TEST_P(CudaFixture, RouterOnDeviceChangesNoLogitNorRouting) {
   test::expect_router_on_device_changes_no_logit(kFixtures + GetParam().model, first_prompt(GetParam()), make_backend);
 }
 
+// Routed experts in the tiled layout of the decode GEMV (EngineSettings::tiled_experts) change no
+// logit, on the GGUF path and on an Expert Pack whose slots are refilled every step.
+TEST_P(CudaFixture, TiledExpertsChangeNoLogit) {
+  test::expect_tiled_experts_change_no_logit(kFixtures + GetParam().model, first_prompt(GetParam()),
+                                             make_backend, "moepack-cuda-tiled");
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
@@ -322,6 +329,12 @@ TEST(CudaBackend, SwigluEpilogueChangesNoLogitOfTheDemoModel) {
   ASSERT_TRUE(gpu::gemv_swiglu_fusable(GgmlType::Q4_K, 256));
   const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
   test::expect_swiglu_epilogue_changes_no_logit(kDemo, tokens, make_backend);
+}
+
+// The demo model: Q4_K gate and up tiled, Q6_K down (no tiled layout) as it is.
+TEST(CudaBackend, TiledExpertsChangeNoLogitOfTheDemoModel) {
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  test::expect_tiled_experts_change_no_logit(kDemo, tokens, make_backend, "moepack-demo-tiled");
 }
 
 // UploadArena: tables staged together reach the device in one flush, a put() flushes what

@@ -347,6 +347,14 @@ TEST_P(Ds4Fixture, SwigluEpilogueChangesNoLogit) {
   test::expect_swiglu_epilogue_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
 }
 
+// Routed experts in the tiled layout (EngineSettings::tiled_experts) change no logit, on the GGUF
+// path and on an Expert Pack refilled every step (tests/gpu/engine_switch_check.h).
+TEST_P(Ds4Fixture, TiledExpertsChangeNoLogit) {
+  const auto tokens = read_json(ref_path())["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
+  test::expect_tiled_experts_change_no_logit(model_path(), tokens, make_cuda_backend_deepseek4,
+                                             "moepack-tiled");
+}
+
 // The shared expert launched beside the host's choice of experts changes no logit.
 TEST_P(Ds4Fixture, SharedExpertOverlapChangesNoLogit) {
   ASSERT_GT(ModelSource::open(model_path())->config().n_expert_shared, 0u);

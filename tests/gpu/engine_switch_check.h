@@ -30,7 +30,9 @@
 #include "gpu/cuda_host_router.h"
 #include "gpu/device_routing.h"
 #include "gpu/gemv_mma.h"
+#include "gpu/kernels.h"
 #include "tests/support/backend_parity.h"
+#include "tests/support/gguf_writer.h"
 
 namespace moepack::test {
 
@@ -246,6 +248,48 @@ inline void expect_decode_graph_crosses_the_range_split(const std::string& model
   ASSERT_FALSE(logits[0].empty());
   EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0)
       << model << ": logits differ with decode steps as CUDA graphs across 4096 positions";
+}
+
+// EngineSettings::tiled_experts (a setting, per backend): the GGUF path with the routed experts
+// in the tiled layout and in the GGUF layout, and an Expert Pack of the model with them tiled as
+// each is copied into its slot, at a budget of one layer's top-k (experts evicted every step),
+// give the same logits bit for bit. gpu::gemv_tiled_launches proves the tiled runs used the
+// layout and the other did not.
+inline void expect_tiled_experts_change_no_logit(const std::string& model, std::span<const int32_t> tokens,
+                                                 BackendFactory factory, const std::string& tmp_prefix) {
+  const auto src = ModelSource::open(model);
+  std::vector<float> logits[3];
+  const auto run = [&](std::shared_ptr<const ModelSource> from, EngineSettings s, int i) {
+    const uint64_t before = gpu::gemv_tiled_launches();
+    {
+      auto be = factory(std::move(from), s);
+      logits[i] = prompt_then_greedy_logits(*be, tokens);
+    }
+    const uint64_t seen = gpu::gemv_tiled_launches() - before;
+    if (s.tiled_experts) {
+      EXPECT_GT(seen, 0u) << model << " (run " << i << "): no launch took the tiled layout";
+    } else {
+      EXPECT_EQ(seen, 0u) << model << ": a launch took the tiled layout with tiled_experts off";
+    }
+  };
+  EngineSettings off = parity_settings("cuda");
+  off.tiled_experts = false;
+  run(src, off, 0);
+  run(src, parity_settings("cuda"), 1);
+  TempDir dir(tmp_prefix);
+  const auto pack = ModelSource::open(build_test_pack(model, dir));
+  const PackBudgets budgets = pack_budgets(*pack);
+  EngineSettings tight = parity_settings("cuda");
+  tight.cache_bytes = budgets.top_k * budgets.slot_bytes;
+  tight.stage_slots = 3;
+  run(pack, tight, 2);
+  ASSERT_FALSE(logits[0].empty());
+  for (int i = 1; i < 3; ++i) {
+    ASSERT_EQ(logits[0].size(), logits[i].size());
+    EXPECT_EQ(std::memcmp(logits[0].data(), logits[i].data(), logits[0].size() * sizeof(float)), 0)
+        << model << ": logits differ with the experts tiled ("
+        << (i == 1 ? "GGUF" : "Expert Pack, top-k slots") << ")";
+  }
 }
 
 }  // namespace moepack::test

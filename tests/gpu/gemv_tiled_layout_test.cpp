@@ -75,5 +75,32 @@ TEST(GemvTiledLayout, HandWorkedEntries) {
   EXPECT_TRUE(same(tiled_source(GgmlType::MXFP4, 2048), {0, 0}));
 }
 
+// tiled_dest inverts tiled_source for every byte of every row, and keeps the 4-byte runs the
+// CUDA F32 kernels' tiled fetch relies on.
+TEST(GemvTiledLayout, DestInvertsSource) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    const int unit = tiled_unit_bytes(t);
+    for (int row = 0; row < 16; ++row) {
+      for (int b = 0; b < unit; ++b) {
+        const int o = tiled_dest(t, row, b);
+        ASSERT_TRUE(same(tiled_source(t, o), {row, b}))
+            << ggml_type_name(t) << " row " << row << " byte " << b;
+        const bool run_start = t == GgmlType::MXFP4 ? b % 17 != 0 && (b % 17 - 1) % 4 == 0 : b % 4 == 0;
+        if (run_start) {
+          EXPECT_EQ(o % 4, 0) << ggml_type_name(t) << " row " << row << " byte " << b;
+          for (int c = 1; c < 4; ++c) EXPECT_EQ(tiled_dest(t, row, b + c), o + c);
+        }
+      }
+    }
+  }
+  // Hand-worked: Q2_K row 3 byte 24 at lane 13's first word (HandWorkedEntries); MXFP4 row 13's
+  // scale of block 5 at 2048 + 16 x 5 + 8 + 4 + 2.
+  EXPECT_EQ(tiled_dest(GgmlType::Q2_K, 3, 24), 16 * 13);
+  EXPECT_EQ(tiled_dest(GgmlType::MXFP4, 13, 85), 2048 + 16 * 5 + 8 + 4 + 2);
+  EXPECT_EQ(tiled_dest(GgmlType::Q2_K, 16, 0), -1);
+  EXPECT_EQ(tiled_dest(GgmlType::Q2_K, 0, 84), -1);
+  EXPECT_EQ(tiled_dest(GgmlType::Q6_K, 0, 0), -1);
+}
+
 }  // namespace
 }  // namespace moepack::gpu

@@ -1000,6 +1000,94 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
   }
 }
 
+// Tiled weights in every launch the engine makes: groups of several pairs (prefill, the F32
+// kernels gathering each row's units from the tiles) beside groups of one (the tensor cores'
+// tiled launch), and everything with the tensor cores switched off (the F32 decode and prefill
+// kernels): each sum bit for bit the same launch's on the GGUF bytes, and within the exact dot
+// product's bound. Rows of 4,352 elements (17 units) end in a partial tile of the F32 kernels.
+TEST(GpuOps, GemvTiledPrefillAndF32KernelsEqualTheGgufLayout) {
+  const DefaultVariantAfterwards restore;
+  struct Shape {
+    int64_t ne0, ne1;
+  };
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const Shape shape : {Shape{256, 48}, Shape{2048, 32}, Shape{4352, 16}}) {
+      const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0));
+      std::mt19937 rng(57);
+      const int n_exp = 4, n_tok = 5;
+      const uint64_t rb = *ggml_row_bytes(type, ne0);
+      const uint64_t mat = rb * static_cast<uint64_t>(ne1);
+      const auto data = random_rows(type, ne0, ne1 * n_exp, rng);
+      auto d_w = to_device(data);
+      DeviceBuffer d_t(data.size(), "tiled");
+      repack_tiled(type, ne0, ne1, rb, d_w.bytes_ptr(), d_t.bytes_ptr(), n_exp, nullptr);
+      std::vector<const uint8_t*> tab, tab_t;
+      for (int m = 0; m < n_exp; ++m) {
+        tab.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(m));
+        tab_t.push_back(d_t.bytes_ptr() + mat * static_cast<uint64_t>(m));
+      }
+      auto d_tab = to_device(tab);
+      auto d_tab_t = to_device(tab_t);
+      const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng, 2.0f);
+      auto d_x = to_device(x);
+      // Groups of 1, 3, 9 and 2 pairs (9: two tiles of the F32 prefill kernel's 8 pairs).
+      const std::vector<int32_t> off = {0, 1, 4, 13, 15};
+      std::vector<int32_t> rows_of(15);
+      for (size_t j = 0; j < rows_of.size(); ++j) rows_of[j] = static_cast<int32_t>((j * 3 + 1) % n_tok);
+      auto d_off = to_device(off);
+      auto d_rows = to_device(rows_of);
+      const size_t ny = rows_of.size() * static_cast<size_t>(ne1);
+      const auto sums = [&](const DeviceBuffer& table, bool tiled, int32_t max_pairs) {
+        DeviceBuffer d_y(ny * sizeof(float), "y");
+        MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));  // NaN: rows left unwritten show
+        gemv_experts(type, ne0, ne1, rb, table.as<const uint8_t*>(), d_off.as<int32_t>(), n_exp, max_pairs,
+                     d_rows.as<int32_t>(), d_x.as<float>(), ne0, d_y.as<float>(), ne1, nullptr, nullptr, 0,
+                     false, tiled);
+        return to_host(d_y, ny);
+      };
+      for (const int variant : {0, -1}) {
+        SCOPED_TRACE("variant " + std::to_string(variant));
+        detail::set_gemv_mma_variant(variant);
+        const auto want = sums(d_tab, false, 9);
+        const auto got = sums(d_tab_t, true, 9);
+        for (int g = 0; g < n_exp; ++g) {
+          for (int32_t j = off[static_cast<size_t>(g)]; j < off[static_cast<size_t>(g) + 1]; ++j) {
+            for (int64_t r = 0; r < ne1; ++r) {
+              const size_t i = static_cast<size_t>(j) * static_cast<size_t>(ne1) + static_cast<size_t>(r);
+              ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
+                  << "group " << g << ", pair " << j << ", row " << r << ": GGUF " << want[i] << ", tiled "
+                  << got[i];
+              expect_close_dot(got[i],
+                               data.data() + mat * static_cast<uint64_t>(g) + rb * static_cast<uint64_t>(r),
+                               type, x.data() + rows_of[static_cast<size_t>(j)] * ne0, ne0, "tiled");
+            }
+          }
+        }
+        if (variant == -1) {
+          // Decode with the tensor cores off: the F32 decode kernel (two rows a warp) on the
+          // tiles, a group of one pair each (the first pairs of the groups above).
+          const std::vector<int32_t> off1 = {0, 1, 2, 3, 4};
+          auto d_off1 = to_device(off1);
+          const auto decode = [&](const DeviceBuffer& table, bool tiled) {
+            DeviceBuffer d_y(static_cast<size_t>(n_exp * ne1) * sizeof(float), "y");
+            MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+            gemv_experts(type, ne0, ne1, rb, table.as<const uint8_t*>(), d_off1.as<int32_t>(), n_exp, 1,
+                         d_rows.as<int32_t>(), d_x.as<float>(), ne0, d_y.as<float>(), ne1, nullptr, nullptr,
+                         0, false, tiled);
+            return to_host(d_y, static_cast<size_t>(n_exp * ne1));
+          };
+          const auto dw = decode(d_tab, false), dg = decode(d_tab_t, true);
+          for (size_t i = 0; i < dw.size(); ++i) {
+            ASSERT_EQ(std::memcmp(&dw[i], &dg[i], sizeof(float)), 0)
+                << "decode row " << i << ": GGUF " << dw[i] << ", tiled " << dg[i];
+          }
+        }
+      }
+    }
+  }
+}
+
 // What the tiled layout does not cover is refused with the shape named, never computed.
 TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   const DefaultVariantAfterwards restore;
@@ -1024,10 +1112,8 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   b.w_table = d_tab.as<const uint8_t* const>();
   b.grp_off = d_off.as<int32_t>();
   b.n_groups = 1;
-  b.max_pairs = 2;  // a prefill group: the F32 kernels read GGUF rows only
-  b.w_tiled = true;
-  EXPECT_THROW(gemv(b, nullptr), Error);
   b.max_pairs = 1;
+  b.w_tiled = true;
   b.ne1 = 40;
   EXPECT_THROW(gemv(b, nullptr), Error);
   b.ne1 = 64;
@@ -1039,10 +1125,20 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   EXPECT_THROW(gemv(b, nullptr), Error);
   b.x_frag = nullptr;
   b.x_frag_stride = 0;
-  detail::set_gemv_mma_variant(-1);  // the tensor cores switched off
-  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q2_K, 2048, 64));
+  b.type = GgmlType::Q6_K;  // a type without the layout
+  b.row_bytes = *ggml_row_bytes(GgmlType::Q6_K, 2048);
   EXPECT_THROW(gemv(b, nullptr), Error);
+  b.type = GgmlType::Q2_K;
+  b.row_bytes = rb;
+  detail::set_gemv_mma_variant(-1);  // the tensor cores switched off: the F32 kernels take it,
+  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q2_K, 2048, 64));
+  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q2_K, 2048, 64, true));
+  b.swiglu_epilogue = true;  // but not with the epilogue
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  b.swiglu_epilogue = false;
   detail::set_gemv_mma_variant(0);
+  EXPECT_TRUE(gemv_swiglu_fusable(GgmlType::Q2_K, 2048, 64, true));
+  EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q2_K, 2048, 40, true));
   b.w_table = nullptr;  // matrices at w + g w_gstride, misaligned
   b.w = d_t.bytes_ptr() + 4;
   b.w_gstride = rb * 64;
