@@ -110,7 +110,11 @@ const std::vector<Key>& keys() {
       MP_BOOL(direct_io),
       MP_BOOL(verify_pack_sha256),
       MP_BOOL(prefetch_experts),
-      MP_BOOL(tiled_experts),
+      Key{"tiled_experts",
+          [](EngineSettings& s, const std::string& k, const std::string& v) {
+            s.tiled_experts = parse_choice(k, v, {"auto", "on", "off"});
+          },
+          [](const EngineSettings& s) { return nlohmann::json(s.tiled_experts); }},
       MP_STRING(stats_path),
       MP_UINT(stats_flush_interval, 0, kU64Max),
       MP_STRING(trace_path),

@@ -31,11 +31,13 @@ struct EngineSettings {
   // this layer computes (CUDA backend, Expert Pack path). Exact either way: only when reads
   // happen changes, never which experts run.
   bool prefetch_experts = false;
-  // CUDA backend: routed experts of Q4_K, Q2_K and MXFP4 held in VRAM in the tiled layout of the
-  // tensor-core decode GEMV (gpu/gemv_tiled.h; the GGUF path's tensors permuted at load, the
-  // pack path's experts as each is copied into its slot). The same results bit for bit either
-  // way; false keeps the GGUF layout (for comparison).
-  bool tiled_experts = true;
+  // CUDA backend: which routed expert matrices are held in VRAM in the tiled layout of the
+  // tensor-core decode GEMV (gpu/gemv_tiled.h: Q4_K, Q2_K and MXFP4; the GGUF path's tensors
+  // permuted at load, the pack path's experts as each is copied into its slot). The same
+  // results bit for bit whichever is chosen. "auto": matrices of at least 2048 x 2048 (the target
+  // models' experts, where the decode GEMV gains; docs/cuda-backend.md, seventeenth pass);
+  // "on": every matrix the layout covers; "off": none.
+  std::string tiled_experts = "auto";
   // Telemetry (core/telemetry.h).
   std::string stats_path;            // empty: no stats file
   uint64_t stats_flush_interval = 0; // tokens between stats writes; 0: never

@@ -164,12 +164,17 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
   }
 }
 
-void CudaRoutedExperts::choose_tiled(bool wanted) {
+void CudaRoutedExperts::choose_tiled(const std::string& mode) {
+  // "auto": the decode GEMV gains from the layout only where a launch spans enough blocks to fill
+  // the GPU (docs/cuda-backend.md, sixteenth and seventeenth passes); small experts are launch-
+  // bound, their prefill slower on it and their delivery dominated by the extra copy's launches.
+  constexpr int64_t kAutoMin = 2048;
   for (Block& b : blocks_) {
     if (!b.moe) continue;
     const std::pair<Role*, const uint8_t*> roles[] = {
         {&b.rg, b.gate.data}, {&b.ru, b.up.data}, {&b.rd, b.down.data}};
     for (const auto& [r, data] : roles) {
+      const bool wanted = mode == "on" || (mode == "auto" && r->ne0 >= kAutoMin && r->ne1 >= kAutoMin);
       const auto rb = ggml_row_bytes(r->type, static_cast<uint64_t>(r->ne0));
       // (GGUF path: the stacked tensor's base; its matrices follow at multiples of 16 rows.)
       r->tiled = wanted && tiled_layout_covers(r->type, r->ne0, r->ne1) && rb && *rb == r->row_bytes &&
@@ -198,7 +203,7 @@ void CudaRoutedExperts::tile_gguf_experts() {
     throw;
   } catch (const Error& e) {
     std::fprintf(stderr, "moepack: routed experts stay in the GGUF layout (%s)\n", e.what());
-    choose_tiled(false);
+    choose_tiled("off");
     return;
   }
   Stream st;

@@ -23,9 +23,9 @@
 //     cache_vram_reserve_mib, stage_slots), batches of at most slot_count() experts. A pool
 //     with a slot for every expert of the pack is filled at bind() (every expert read once) and
 //     then never evicts: the experts stay at fixed addresses, as on the GGUF path (resident()).
-// In either, with EngineSettings::tiled_experts (the default), each expert matrix the tiled
-// layout covers (gpu/gemv_tiled.h: Q4_K, Q2_K, MXFP4, rows of a multiple of 256 elements, a
-// multiple of 16 rows) is held permuted into it: the GGUF path's stacked tensors at bind(), a
+// In either, each expert matrix that EngineSettings::tiled_experts selects ("auto": at least
+// 2048 x 2048; "on": all) among those the tiled layout covers (gpu/gemv_tiled.h: Q4_K, Q2_K,
+// MXFP4, rows of a multiple of 256 elements, a multiple of 16 rows) is held permuted into it: the GGUF path's stacked tensors at bind(), a
 // matrix group at a time through a scratch buffer; the pack path's experts as each is copied
 // into its slot (VramExpertPool::set_delivery: the block into a scratch buffer of one slot, then
 // repack_tiled into the slot, on the copy stream before the slot's ready event). Every launch
@@ -142,9 +142,9 @@ class CudaRoutedExperts {
   // choice, when anything fails (a read, a hash: reported again when the expert is used);
   // rethrows DeviceLostError.
   void load_every_expert();
-  // Which roles take the tiled layout (EngineSettings::tiled_experts, the layout covers them, the
-  // matrices 16-byte aligned); the GGUF path's tensors permuted in place.
-  void choose_tiled(bool wanted);
+  // Which roles take the tiled layout (EngineSettings::tiled_experts "auto" | "on" | "off", the
+  // layout covers them, the matrices 16-byte aligned); the GGUF path's tensors permuted in place.
+  void choose_tiled(const std::string& mode);
   void tile_gguf_experts();
   // The pool's delivery (VramExpertPool::set_delivery) with tiled roles.
   void deliver(uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes, cudaStream_t copy);

@@ -31,13 +31,13 @@
 //             expert after the routed experts and beside the host's choice, alternating, three
 //             each;
 //             at 25% also with next-layer prefetch off and on, alternating, three runs each;
-//             the GGUF and the pack at 25% with the routed experts in the tiled layout off and
-//             on ("gguf_tiled_experts", "pack_25pct_tiled_experts": tiled_experts, decode and
-//             prefill, alternating, three each);
+//             the GGUF and the pack at 25% with every routed expert in the tiled layout and
+//             none (tiled_experts "on" and "off": "gguf_tiled_experts",
+//             "pack_25pct_tiled_experts", decode and prefill, alternating, three each);
 //   "engine"/"decode_graph_of", "router_on_device_of", "tiled_experts_of": for every
 //             --graph-model GGUF (e.g. a kimi-linear or deepseek4 fixture: their own backends),
 //             decode with the decode graph off and on, with the router on the host and on the
-//             GPU, and with tiled_experts off and on, alternating, three each.
+//             GPU, and with tiled_experts "off" and "on", alternating, three each.
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
 //                           --tiled-only]
 //                           [--graph-model GGUF]...
@@ -478,6 +478,42 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
           {"ratio_to_d2d", bps / d2d}};
 }
 
+// A prefill launch of 8 experts of [rows][cols], `pairs` (token, expert) pairs each (group g:
+// pairs [g P, (g + 1) P), pair j reading x row j), on the GGUF or the tiled layout: the F32
+// prefill kernel (gpu/kernels_gemv.cu), which gathers each row's units from the tiles when tiled.
+// Random weight bytes; the weights' bytes a second ("bytes_per_s") as the decode GEMV's.
+nlohmann::json bench_gemv_prefill(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, int pairs,
+                                  double d2d, bool tiled) {
+  const int experts = 8;
+  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
+  const uint64_t mat = rb * static_cast<uint64_t>(rows);
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
+  if (copies < 4) throw Error("bench_gemv_prefill: weight pool too small");
+  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
+  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e * pairs;
+  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off"),
+      y(static_cast<size_t>(rows * experts * pairs) * sizeof(float), "y");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
+  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * experts * pairs), 4);
+  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
+  b.max_pairs = pairs;
+  b.w_tiled = tiled;
+  const Timing t = time_launches([&](int i) {
+    b.w = pool.buf.bytes_ptr() + static_cast<uint64_t>(i % copies) * mat * experts;
+    gpu::gemv(b, nullptr);
+  });
+  const double bps = static_cast<double>(mat * experts) / (t.gpu_us / 1e6);
+  return {{"type", std::string(ggml_type_name(type))},
+          {"rows", rows},
+          {"cols", cols},
+          {"tiled", tiled},
+          {"experts_per_launch", experts},
+          {"pairs_per_expert", pairs},
+          {"us_per_launch", t.gpu_us},
+          {"bytes_per_s", bps},
+          {"ratio_to_d2d", bps / d2d}};
+}
+
 // The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h) at
 // depth 1 and 2 (chunks in flight a warp; "tiled_depth" 0 is the default), one and two warps a
 // tile ("tiled_split"), shape by shape: the four 8-expert shapes and gate + up (16 matrices).
@@ -502,6 +538,12 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
           g["tiled_split"] = split;
           out.push_back(std::move(g));
         }
+      }
+    }
+    // The prefill kernel on both layouts (16 and 64 pairs an expert).
+    for (const auto& [rows, cols] : {std::pair{2048, 4096}, {4096, 2048}}) {
+      for (const int pairs : {16, 64}) {
+        for (const bool tiled : {false, true}) out.push_back(bench_gemv_prefill(pool, t, rows, cols, pairs, d2d, tiled));
       }
     }
     // The engine's gate + up launch (the SwiGLU epilogue) on both layouts, tiled one chunk ahead.
@@ -550,23 +592,27 @@ nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const
           {"decode_speedup", median_of(on_d) / median_of(off_d)}};
 }
 
-// A boolean engine setting that changes no result (field), side by side as bench_switch: runs
-// alternate off / on, three of each; decode and prefill tokens/s by the medians.
+// An engine setting that changes no result (field: off_value against on_value), side by side as
+// bench_switch: runs alternate off / on, three of each; decode and prefill tokens/s by the
+// medians.
 nlohmann::json bench_setting(const std::shared_ptr<const ModelSource>& src, EngineSettings s, int prefill,
-                             int decode, bool EngineSettings::*field, const char* key) {
+                             int decode, std::string EngineSettings::*field, const char* off_value,
+                             const char* on_value, const char* key) {
   std::vector<double> off_d, on_d, off_p, on_p;
   nlohmann::json rounds = nlohmann::json::array();
   for (int r = 0; r < 3; ++r) {
     for (const bool on : {false, true}) {
-      s.*field = on;
+      s.*field = on ? on_value : off_value;
       nlohmann::json run = bench_engine(src, s, prefill, decode);
       (on ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
       (on ? on_p : off_p).push_back(run["prefill_tokens_per_s"].get<double>());
-      run[key] = on;
+      run[key] = s.*field;
       rounds.push_back(std::move(run));
     }
   }
   return {{"rounds", rounds},
+          {"off", off_value},
+          {"on", on_value},
           {"decode_tokens_per_s_off", median_of(off_d)},
           {"decode_tokens_per_s_on", median_of(on_d)},
           {"decode_speedup", median_of(on_d) / median_of(off_d)},
@@ -769,12 +815,12 @@ int main(int argc, char** argv) {
         bench_switch(gguf, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
     // Routed experts in the decode GEMV's tiled layout or the GGUF layout (tiled_experts).
     out["engine"]["gguf_tiled_experts"] =
-        bench_setting(gguf, s, prefill, decode, &EngineSettings::tiled_experts, "tiled_experts");
+        bench_setting(gguf, s, prefill, decode, &EngineSettings::tiled_experts, "off", "on", "tiled_experts");
     for (const std::string& m : graph_models) {
       const auto src = ModelSource::open(m);
       const std::string name = std::filesystem::path(m).filename().string();
       out["engine"]["tiled_experts_of"][name] =
-          bench_setting(src, s, prefill, decode, &EngineSettings::tiled_experts, "tiled_experts");
+          bench_setting(src, s, prefill, decode, &EngineSettings::tiled_experts, "off", "on", "tiled_experts");
       out["engine"]["decode_graph_of"][name] =
           bench_switch(src, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
       out["engine"]["router_on_device_of"][name] =
@@ -797,7 +843,7 @@ int main(int argc, char** argv) {
     s.cache_bytes = std::max<uint64_t>(experts / 4, pack->config().n_expert_used) * slot;
     out["engine"]["pack_25pct"] = bench_engine(pack, s, prefill, decode);
     out["engine"]["pack_25pct_tiled_experts"] =
-        bench_setting(pack, s, prefill, decode, &EngineSettings::tiled_experts, "tiled_experts");
+        bench_setting(pack, s, prefill, decode, &EngineSettings::tiled_experts, "off", "on", "tiled_experts");
     // Next-layer prefetch side by side at 25%: runs alternate off / on, three of each, medians.
     std::vector<double> off_d, on_d, off_p, on_p;
     nlohmann::json rounds = nlohmann::json::array();

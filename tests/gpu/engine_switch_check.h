@@ -251,7 +251,7 @@ inline void expect_decode_graph_crosses_the_range_split(const std::string& model
 }
 
 // EngineSettings::tiled_experts (a setting, per backend): the GGUF path with the routed experts
-// in the tiled layout and in the GGUF layout, and an Expert Pack of the model with them tiled as
+// in the tiled layout ("on") and in the GGUF layout ("off"), and an Expert Pack of the model with them tiled as
 // each is copied into its slot, at a budget of one layer's top-k (experts evicted every step),
 // give the same logits bit for bit. gpu::gemv_tiled_launches proves the tiled runs used the
 // layout and the other did not.
@@ -266,20 +266,22 @@ inline void expect_tiled_experts_change_no_logit(const std::string& model, std::
       logits[i] = prompt_then_greedy_logits(*be, tokens);
     }
     const uint64_t seen = gpu::gemv_tiled_launches() - before;
-    if (s.tiled_experts) {
+    if (s.tiled_experts == "on") {
       EXPECT_GT(seen, 0u) << model << " (run " << i << "): no launch took the tiled layout";
     } else {
       EXPECT_EQ(seen, 0u) << model << ": a launch took the tiled layout with tiled_experts off";
     }
   };
   EngineSettings off = parity_settings("cuda");
-  off.tiled_experts = false;
+  off.tiled_experts = "off";
+  EngineSettings on = parity_settings("cuda");
+  on.tiled_experts = "on";  // the fixtures' experts are below "auto"'s 2048 x 2048
   run(src, off, 0);
-  run(src, parity_settings("cuda"), 1);
+  run(src, on, 1);
   TempDir dir(tmp_prefix);
   const auto pack = ModelSource::open(build_test_pack(model, dir));
   const PackBudgets budgets = pack_budgets(*pack);
-  EngineSettings tight = parity_settings("cuda");
+  EngineSettings tight = on;
   tight.cache_bytes = budgets.top_k * budgets.slot_bytes;
   tight.stage_slots = 3;
   run(pack, tight, 2);
