@@ -118,6 +118,41 @@ MOEPACK_GEMV_HD constexpr int tiled_dest(GgmlType t, int row, int byte) {
   return tiled_lane_byte(g, 2 * half + k / 4, (r - 1) / 4, k % 4, (r - 1) % 4);
 }
 
+// How the F32 kernels (kernels_gemv.cu, TILED) gather one row's unit back into the GGUF order:
+// tiled_row_words(t) words a row and unit, word w of row `row` being the `bytes` (16 or 4) chunk
+// bytes at `src`, made of bytes / tiled_piece_bytes(t, w) pieces; piece p of word w goes to byte
+// tiled_piece_dest(t, w, p) of the row's unit (contiguous). Q2_K: the row's 4 qs words, its 16
+// scale bytes, d and dmin (4 bytes); Q4_K: 8 qs words and the 16 header bytes; MXFP4: 8 qs words
+// (pieces: a block's 4-byte qs run) and two 4-byte words of 4 scales each (1-byte pieces).
+MOEPACK_GEMV_HD constexpr int tiled_row_words(GgmlType t) {
+  return t == GgmlType::Q2_K ? 6 : t == GgmlType::Q4_K ? 9 : t == GgmlType::MXFP4 ? 10 : 0;
+}
+struct TiledRowWord {
+  int src;    // chunk byte (a multiple of `bytes`)
+  int bytes;  // 16 or 4
+};
+MOEPACK_GEMV_HD constexpr TiledRowWord tiled_row_word(GgmlType t, int row, int w) {
+  const int g = row % 8, half = row / 8;
+  if (t == GgmlType::Q2_K) {
+    if (w < 4) return {tiled_lane_byte(g, half, w, 0, 0), 16};
+    if (w == 4) return {1024 + 16 * row, 16};
+    return {1280 + 8 * g + 4 * half, 4};
+  }
+  if (t == GgmlType::Q4_K) {
+    if (w < 8) return {tiled_lane_byte(g, 2 * half + w / 4, w % 4, 0, 0), 16};
+    return {2048 + 16 * row, 16};
+  }
+  if (w < 8) return {tiled_lane_byte(g, 2 * half + w / 4, w % 4, 0, 0), 16};  // MXFP4
+  return {2048 + 16 * g + 8 * (w - 8) + 4 * half, 4};
+}
+MOEPACK_GEMV_HD constexpr int tiled_piece_bytes(GgmlType t, int w) { return t == GgmlType::MXFP4 && w >= 8 ? 1 : 4; }
+MOEPACK_GEMV_HD constexpr int tiled_piece_dest(GgmlType t, int w, int p) {
+  if (t == GgmlType::Q2_K) return w < 4 ? 16 + 32 * (p / 2) + 8 * w + 4 * (p % 2) : w == 4 ? 4 * p : 80;
+  if (t == GgmlType::Q4_K) return w < 8 ? 16 + 32 * (2 * (w / 4) + p / 2) + 8 * (w % 4) + 4 * (p % 2) : 4 * p;
+  if (w < 8) return 17 * (4 * (w / 4) + p) + 1 + 4 * (w % 4);  // MXFP4: block 4 (w / 4) + p
+  return 17 * (2 * p + (w - 8));                                // the scale of block 2 p + h
+}
+
 // Byte offset of chunk (tile, unit) in a tiled matrix of ne0 elements a row.
 MOEPACK_GEMV_HD constexpr int64_t tiled_chunk_offset(GgmlType t, int64_t ne0, int64_t tile, int64_t unit) {
   return (tile * (ne0 / 256) + unit) * tiled_chunk_bytes(t);

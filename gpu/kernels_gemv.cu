@@ -31,7 +31,6 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
-#include <type_traits>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -249,23 +248,17 @@ __device__ __forceinline__ int x_slot(int cl, int i) { return cl * 8 + (i ^ (cl 
 // The tiled layout (gpu/gemv_tiled.h, GemvBatch::w_tiled) in this kernel: each tile of a row
 // (whole units of 256 elements: Tile<T>::kBytes is 8 Q4_K, 16 Q2_K or 8 MXFP4 units) is gathered
 // from the row's chunks into the warp's staging slot in the GGUF order, so that tile_chunk reads
-// it unchanged and every sum is the GGUF layout's bit for bit. A unit is gathered in pieces, a
-// lane each: 4-byte words of a Q4_K or Q2_K unit, MXFP4's 4-byte qs runs (at odd bytes of the
-// unit, stored a byte at a time) and its 1-byte scales (tiled_dest: each piece is contiguous).
+// it unchanged and every sum is the GGUF layout's bit for bit. A lane loads whole words of the
+// chunks (tiled_row_word: 16 bytes, or 4) and stores their pieces where tiled_piece_dest says
+// (4-byte stores for Q4_K and Q2_K; byte stores for MXFP4, whose qs runs start at odd bytes).
 template <GgmlType T>
 struct TiledRow {
   static constexpr int kUnit = tiled_unit_bytes(T);
-  static constexpr int kPiecesPerUnit = T == GgmlType::MXFP4 ? 40 : kUnit / 4;  // MXFP4: 32 + 8
+  static constexpr int kWordsPerUnit = tiled_row_words(T);
   static constexpr int kUnits = kUnit ? Tile<T>::kBytes / kUnit : 0;
-  static constexpr int kPieces = kUnits * kPiecesPerUnit;
-  static constexpr int kPerLane = kUnit ? (kPieces + 31) / 32 : 1;
+  static constexpr int kWords = kUnits * kWordsPerUnit;
+  static constexpr int kPerLane = kUnit ? (kWords + 31) / 32 : 1;
   static_assert(kUnit == 0 || Tile<T>::kBytes % (kUnit ? kUnit : 1) == 0, "a tile is whole units");
-  // Piece p's first byte in the row's unit; whether it is 4 bytes (else 1).
-  __device__ __forceinline__ static int byte_of(int p) {
-    if constexpr (T == GgmlType::MXFP4) return p < 32 ? 17 * (p / 4) + 1 + 4 * (p % 4) : 17 * (p - 32);
-    return 4 * p;
-  }
-  __device__ __forceinline__ static bool wide(int p) { return T != GgmlType::MXFP4 || p < 32; }
 };
 
 // R rows per warp (R > 1 only with P = 1: the x chunk is loaded once into registers and used
@@ -343,29 +336,29 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
   const int64_t n_tiles = (n_chunks + Tl::kChunks - 1) / Tl::kChunks;
   const bool x_aligned = (reinterpret_cast<uintptr_t>(xr[0]) & 15) == 0;
   // Granules of tile t of every row (its address aligned down to 16 bytes) -> pre[]; TILED: the
-  // tile's pieces (TiledRow), piece q = lane + 32 k.
-  using Pre = std::conditional_t<TILED, uint32_t, uint4>;
+  // tile's words (TiledRow), word q = lane + 32 k.
   constexpr int kPre = TILED ? TR::kPerLane : Tl::kPerLane;
-  Pre pre[R][kPre] = {};
+  uint4 pre[R][kPre] = {};
   const auto fetch = [&](int64_t t) {
     if constexpr (TILED) {
       const int64_t u0 = t * TR::kUnits;
-      const int pieces =
-          static_cast<int>(min(static_cast<int64_t>(TR::kUnits), b.ne0 / 256 - u0)) * TR::kPiecesPerUnit;
+      const int words =
+          static_cast<int>(min(static_cast<int64_t>(TR::kUnits), b.ne0 / 256 - u0)) * TR::kWordsPerUnit;
 #pragma unroll
       for (int rr = 0; rr < R; ++rr) {
 #pragma unroll
         for (int k = 0; k < kPre; ++k) {
           const int q = lane + 32 * k;
-          if (q < pieces) {
-            const int ui = q / TR::kPiecesPerUnit, p = q % TR::kPiecesPerUnit;
-            const uint8_t* src = row[rr] + static_cast<uint64_t>(u0 + ui) * tiled_chunk_bytes(T) +
-                                 tiled_dest(T, r16[rr], TR::byte_of(p));
-            if (TR::wide(p)) {
-              const auto* w = reinterpret_cast<const unsigned int*>(src);
-              pre[rr][k] = P == 1 ? __ldcs(w) : __ldg(w);
+          if (q < words) {
+            const int ui = q / TR::kWordsPerUnit, w = q % TR::kWordsPerUnit;
+            const TiledRowWord rw = tiled_row_word(T, r16[rr], w);
+            const uint8_t* src = row[rr] + static_cast<uint64_t>(u0 + ui) * tiled_chunk_bytes(T) + rw.src;
+            if (rw.bytes == 16) {
+              const auto* a = reinterpret_cast<const uint4*>(src);
+              pre[rr][k] = P == 1 ? __ldcs(a) : __ldg(a);
             } else {
-              pre[rr][k] = P == 1 ? __ldcs(src) : __ldg(src);
+              const auto* a = reinterpret_cast<const unsigned int*>(src);
+              pre[rr][k].x = P == 1 ? __ldcs(a) : __ldg(a);
             }
           }
         }
@@ -415,17 +408,25 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
 #pragma unroll
         for (int k = 0; k < kPre; ++k) {
           const int q = lane + 32 * k;
-          if (q < TR::kPieces) {  // (past the row's last unit: bytes nothing reads)
-            const int p = q % TR::kPiecesPerUnit;
-            const int o = q / TR::kPiecesPerUnit * TR::kUnit + TR::byte_of(p);
-            const uint32_t v = pre[rr][k];
-            if (T != GgmlType::MXFP4) {
-              *reinterpret_cast<uint32_t*>(st + o) = v;  // 4-byte aligned: o = 4 q
-            } else if (TR::wide(p)) {
-              st[o] = static_cast<uint8_t>(v), st[o + 1] = static_cast<uint8_t>(v >> 8);
-              st[o + 2] = static_cast<uint8_t>(v >> 16), st[o + 3] = static_cast<uint8_t>(v >> 24);
-            } else {
-              st[o] = static_cast<uint8_t>(v);
+          if (q < TR::kWords) {  // (past the row's last unit: bytes nothing reads)
+            const int w = q % TR::kWordsPerUnit;
+            uint8_t* unit = st + q / TR::kWordsPerUnit * TR::kUnit;
+            const uint4 v = pre[rr][k];
+            const uint32_t piece[4] = {v.x, v.y, v.z, v.w};
+            const int n = tiled_row_word(T, 0, w).bytes / tiled_piece_bytes(T, w);
+#pragma unroll
+            for (int p = 0; p < 4; ++p) {
+              if (p < n) {
+                uint8_t* d = unit + tiled_piece_dest(T, w, p);
+                if (T != GgmlType::MXFP4) {
+                  *reinterpret_cast<uint32_t*>(d) = piece[p];  // 4-byte aligned (units of 84 / 144)
+                } else if (tiled_piece_bytes(T, w) == 4) {
+                  d[0] = static_cast<uint8_t>(piece[p]), d[1] = static_cast<uint8_t>(piece[p] >> 8);
+                  d[2] = static_cast<uint8_t>(piece[p] >> 16), d[3] = static_cast<uint8_t>(piece[p] >> 24);
+                } else {
+                  d[0] = static_cast<uint8_t>(v.x >> (8 * p));  // one scale byte
+                }
+              }
             }
           }
         }

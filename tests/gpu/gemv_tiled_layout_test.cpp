@@ -102,5 +102,36 @@ TEST(GemvTiledLayout, DestInvertsSource) {
   EXPECT_EQ(tiled_dest(GgmlType::Q6_K, 0, 0), -1);
 }
 
+
+// The F32 kernels' gather of a row's unit (tiled_row_word, tiled_piece_dest): every piece's bytes
+// come from where tiled_source says, and the pieces of a row cover its unit exactly once.
+TEST(GemvTiledLayout, RowWordsGatherEachRowsUnitOnce) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    const int unit = tiled_unit_bytes(t);
+    for (int row = 0; row < 16; ++row) {
+      std::vector<int> seen(static_cast<size_t>(unit), 0);
+      for (int w = 0; w < tiled_row_words(t); ++w) {
+        const TiledRowWord rw = tiled_row_word(t, row, w);
+        ASSERT_TRUE(rw.bytes == 16 || rw.bytes == 4);
+        ASSERT_EQ(rw.src % rw.bytes, 0) << ggml_type_name(t) << " row " << row << " word " << w;
+        const int pb = tiled_piece_bytes(t, w);
+        for (int p = 0; p < rw.bytes / pb; ++p) {
+          const int dst = tiled_piece_dest(t, w, p);
+          for (int c = 0; c < pb; ++c) {
+            ASSERT_TRUE(same(tiled_source(t, rw.src + p * pb + c), {row, dst + c}))
+                << ggml_type_name(t) << " row " << row << " word " << w << " piece " << p << " byte " << c;
+            ++seen[static_cast<size_t>(dst + c)];
+          }
+        }
+      }
+      for (int b = 0; b < unit; ++b) EXPECT_EQ(seen[static_cast<size_t>(b)], 1) << ggml_type_name(t) << " byte " << b;
+    }
+  }
+  // Hand-worked: Q2_K row 11 (g 3, half 1), word 2: lane 14's word of i 1, at 512 + 16 x 14;
+  // its piece 3 is qs byte 16 + 32 + 16 + 4 = 68.
+  EXPECT_EQ(tiled_row_word(GgmlType::Q2_K, 11, 2).src, 512 + 16 * 14);
+  EXPECT_EQ(tiled_piece_dest(GgmlType::Q2_K, 2, 3), 68);
+}
+
 }  // namespace
 }  // namespace moepack::gpu
