@@ -1,7 +1,8 @@
 // `moepack twin --shape NAME [--layers N] [--experts M] [--seed S] -o DIR [--overwrite]
 //  [--safety-margin-gib G] [--progress auto|json|human|none] [--no-direct-io]`
 // `moepack bench-twin DIR (--trace FILE | --zipf S) --budget-mib M [--tokens N] [--warmup W]
-//  [--serial] [--no-lookahead] [--policy P] [--threads T] [--seed S] [--backend cpu|cuda] [--json]`
+//  [--serial] [--no-lookahead] [--policy P] [--threads T] [--seed S] [--backend cpu|cuda]
+//  [--tiled-experts auto|on|off] [--json]`
 // (bench/twin_pack.h, bench/twin_bench.h, docs/twins.md). Exit status 0 only on success.
 #include <signal.h>
 #include <unistd.h>
@@ -136,6 +137,10 @@ std::function<int()> add_bench_twin(CLI::App& app) {
   sub->add_flag("--no-direct-io", opt->no_direct, "Buffered reads (counted as fallbacks; not the real path)");
   sub->add_option("--backend", opt->b.backend, "cpu (default) or cuda (CUDA builds)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  sub->add_option("--tiled-experts", opt->b.tiled_experts,
+                  "cuda: experts in the decode GEMV's tiled layout: auto (default: those of at least 2048 x 2048), "
+                  "on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   sub->add_flag("--json", opt->json, "Print the report as one JSON object on stdout");
   return [opt, trace, zipf]() {
     bench::TwinBenchOptions o = opt->b;

@@ -57,6 +57,9 @@ struct TwinBenchOptions {
   std::string policy = "hybrid";
   ReaderSettings reader{true, 1, 64};
   std::string backend = "cpu";  // cpu | cuda
+  // cuda: routed experts in the decode GEMV's tiled layout (EngineSettings::tiled_experts:
+  // auto | on | off; gpu/tiled_experts.h).
+  std::string tiled_experts = "auto";
 };
 
 // The twin a pack holds, from its manifest's model.twin (bench/twin_pack.h).

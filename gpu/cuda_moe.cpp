@@ -4,6 +4,7 @@
 #include "gpu/cuda_moe.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -14,7 +15,7 @@
 #include "core/model_source.h"
 #include "core/tensor_store.h"
 #include "gpu/cuda_check.h"
-#include "gpu/gemv_tiled.h"
+#include "gpu/tiled_experts.h"
 #include "gpu/kernels.h"
 #include "gpu/vram_expert_pool.h"
 
@@ -165,20 +166,14 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
 }
 
 void CudaRoutedExperts::choose_tiled(const std::string& mode) {
-  // "auto": the decode GEMV gains from the layout only where a launch spans enough blocks to fill
-  // the GPU (docs/cuda-backend.md, sixteenth and seventeenth passes); small experts are launch-
-  // bound, their prefill slower on it and their delivery dominated by the extra copy's launches.
-  constexpr int64_t kAutoMin = 2048;
   for (Block& b : blocks_) {
     if (!b.moe) continue;
     const std::pair<Role*, const uint8_t*> roles[] = {
         {&b.rg, b.gate.data}, {&b.ru, b.up.data}, {&b.rd, b.down.data}};
     for (const auto& [r, data] : roles) {
-      const bool wanted = mode == "on" || (mode == "auto" && r->ne0 >= kAutoMin && r->ne1 >= kAutoMin);
-      const auto rb = ggml_row_bytes(r->type, static_cast<uint64_t>(r->ne0));
       // (GGUF path: the stacked tensor's base; its matrices follow at multiples of 16 rows.)
-      r->tiled = wanted && tiled_layout_covers(r->type, r->ne0, r->ne1) && rb && *rb == r->row_bytes &&
-                 r->offset % 16 == 0 && reinterpret_cast<uintptr_t>(data) % 16 == 0;
+      r->tiled = tiled_expert(mode, r->type, r->ne0, r->ne1, r->row_bytes,
+                              r->offset + static_cast<uint64_t>(reinterpret_cast<uintptr_t>(data)));
     }
   }
 }
@@ -231,31 +226,10 @@ void CudaRoutedExperts::tile_gguf_experts() {
 void CudaRoutedExperts::deliver(uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes,
                                 cudaStream_t copy) {
   const Block& b = blocks_.at(block_of_layer_.at(layer));
-  if (!b.rg.tiled && !b.ru.tiled && !b.rd.tiled) {
-    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(slot, pinned, bytes, cudaMemcpyHostToDevice, copy));
-    return;
-  }
-  if (tile_scratch_.size() < bytes) {
-    throw Error("internal: a pack block of " + std::to_string(bytes) +
-                " bytes exceeds the tiling scratch of " + std::to_string(tile_scratch_.size()));
-  }
-  // The block into the scratch (stream order on `copy` keeps it until the last role is done),
-  // then each role into the slot: permuted, or as it is.
-  uint8_t* scratch = tile_scratch_.as<uint8_t>();
-  MOEPACK_CUDA_CHECK(cudaMemcpyAsync(scratch, pinned, bytes, cudaMemcpyHostToDevice, copy));
-  for (const Role* r : {&b.rg, &b.ru, &b.rd}) {
-    const uint64_t mat = static_cast<uint64_t>(r->ne1) * r->row_bytes;
-    if (r->offset + mat > bytes) {
-      throw Error("internal: a role at " + std::to_string(r->offset) + " overruns its block of " +
-                  std::to_string(bytes));
-    }
-    if (r->tiled) {
-      repack_tiled(r->type, r->ne0, r->ne1, r->row_bytes, scratch + r->offset, slot + r->offset, 1, copy);
-    } else {
-      MOEPACK_CUDA_CHECK(
-          cudaMemcpyAsync(slot + r->offset, scratch + r->offset, mat, cudaMemcpyDeviceToDevice, copy));
-    }
-  }
+  std::array<TiledRole, 3> roles;
+  const Role* of[3] = {&b.rg, &b.ru, &b.rd};
+  for (size_t i = 0; i < 3; ++i) roles[i] = {of[i]->offset, of[i]->type, of[i]->ne0, of[i]->ne1, of[i]->row_bytes, of[i]->tiled};
+  deliver_block(roles, slot, pinned, bytes, tile_scratch_.as<uint8_t>(), tile_scratch_.size(), copy);
 }
 
 ExpertBases CudaRoutedExperts::bases(uint32_t il) const {

@@ -10,6 +10,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/kernels.h"
+#include "gpu/tiled_experts.h"
 #include "gpu/upload_arena.h"
 #include "gpu/vram_expert_pool.h"
 
@@ -22,10 +23,11 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // One grouped launch over n_groups expert matrices of role r (gpu/kernels.h gemv_experts, as
 // gpu/cuda_moe.cpp launches them): group i is the matrix at table[i] with the single pair i,
 // which reads x row x_row[i] (x_row null: row i) and writes y row i.
-void grouped_gemv(const PackRole& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
-                  const int32_t* x_row, const float* x, float* y, cudaStream_t s) {
+void grouped_gemv(const PackRole& r, bool tiled, const uint8_t* const* table, const int32_t* grp_off,
+                  int32_t n_groups, const int32_t* x_row, const float* x, float* y, cudaStream_t s) {
   const auto ne0 = static_cast<int64_t>(r.ne[0]), ne1 = static_cast<int64_t>(r.ne[1]);
-  gemv_experts(r.type, ne0, ne1, r.bytes / r.ne[1], table, grp_off, n_groups, 1, x_row, x, ne0, y, ne1, s);
+  gemv_experts(r.type, ne0, ne1, r.bytes / r.ne[1], table, grp_off, n_groups, 1, x_row, x, ne0, y, ne1, s, nullptr,
+               0, false, tiled);
 }
 
 class TimingEvent {
@@ -60,7 +62,24 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
   ps.reader = o.reader;
   ps.policy = o.policy;
   ps.stage_slots = std::max<uint32_t>(8, K);
+  // Roles in the tiled layout (gpu/tiled_experts.h), as the engine chooses them; a twin's layers
+  // share one layout.
+  std::vector<TiledRole> roles;
+  for (const PackRole& r : L.layers[0].roles) {
+    const auto ne0 = static_cast<int64_t>(r.ne[0]), ne1 = static_cast<int64_t>(r.ne[1]);
+    const uint64_t rb = r.bytes / r.ne[1];
+    roles.push_back({r.offset, r.type, ne0, ne1, rb, tiled_expert(o.tiled_experts, r.type, ne0, ne1, rb, r.offset)});
+  }
+  bool any_tiled = false;
+  for (const TiledRole& r : roles) any_tiled = any_tiled || r.tiled;
+  DeviceBuffer scratch;
+  if (any_tiled) scratch.allocate(L.max_stride, "the scratch block of the tiled experts' delivery");
   VramExpertPool pool(s.pack, ps, K);
+  if (any_tiled) {
+    pool.set_delivery([&](uint32_t, uint8_t* slot, const uint8_t* pinned, uint64_t bytes, cudaStream_t c) {
+      deliver_block(roles, slot, pinned, bytes, scratch.as<uint8_t>(), scratch.size(), c);
+    });
+  }
   Stream stream;
   cudaStream_t st = stream.get();
 
@@ -118,14 +137,19 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
       float* g = d_g.as<float>();
       float* u = g + m * FF;
       const PackRole &rg = ly.roles[0], &ru = ly.roles[1];
-      if (rg.type == ru.type && rg.ne[0] == ru.ne[0] && rg.ne[1] == ru.ne[1] && rg.bytes == ru.bytes) {
-        grouped_gemv(rg, d_table, d_seq.as<int32_t>(), 2 * gm, d_zeros.as<int32_t>(), d_x.as<float>(), g, st);
+      if (rg.type == ru.type && rg.ne[0] == ru.ne[0] && rg.ne[1] == ru.ne[1] && rg.bytes == ru.bytes &&
+          roles[0].tiled == roles[1].tiled) {
+        grouped_gemv(rg, roles[0].tiled, d_table, d_seq.as<int32_t>(), 2 * gm, d_zeros.as<int32_t>(),
+                     d_x.as<float>(), g, st);
       } else {
-        grouped_gemv(rg, d_table, d_seq.as<int32_t>(), gm, d_zeros.as<int32_t>(), d_x.as<float>(), g, st);
-        grouped_gemv(ru, d_table + m, d_seq.as<int32_t>(), gm, d_zeros.as<int32_t>(), d_x.as<float>(), u, st);
+        grouped_gemv(rg, roles[0].tiled, d_table, d_seq.as<int32_t>(), gm, d_zeros.as<int32_t>(), d_x.as<float>(),
+                     g, st);
+        grouped_gemv(ru, roles[1].tiled, d_table + m, d_seq.as<int32_t>(), gm, d_zeros.as<int32_t>(),
+                     d_x.as<float>(), u, st);
       }
       swiglu(g, u, static_cast<int64_t>(m) * FF, g, st);
-      grouped_gemv(ly.roles[2], d_table + 2 * m, d_seq.as<int32_t>(), gm, nullptr, g, d_y.as<float>(), st);
+      grouped_gemv(ly.roles[2], roles[2].tiled, d_table + 2 * m, d_seq.as<int32_t>(), gm, nullptr, g,
+                   d_y.as<float>(), st);
       combine_experts(d_y.as<float>(), d_pair.as<int32_t>(), d_w.as<float>(), 1, static_cast<int32_t>(blocks.size()), E,
                       d_out.as<float>(), st);
       add_inplace(d_x.as<float>(), d_out.as<float>(), E, st);
@@ -167,7 +191,13 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
   int dev = 0;
   cudaGetDevice(&dev);
   cudaGetDeviceProperties(&prop, dev);
-  res.extra = {{"device", prop.name}, {"h2d_bytes", c.h2d_bytes}, {"stage_slots", ps.stage_slots}};
+  nlohmann::json tiled = nlohmann::json::array();
+  for (const TiledRole& r : roles) tiled.push_back(r.tiled);
+  res.extra = {{"device", prop.name},
+               {"h2d_bytes", c.h2d_bytes},
+               {"stage_slots", ps.stage_slots},
+               {"tiled_experts", o.tiled_experts},
+               {"tiled_roles", tiled}};
   return res;
 }
 
