@@ -150,9 +150,10 @@ gpu::DeviceBuffer normal_floats(size_t n, unsigned seed) {
   return d;
 }
 
-gpu::DeviceBuffer one_pair_each(int experts) {
+// Group offsets 0, pairs, 2 pairs, ..., experts pairs on the device (grp_off of `experts` groups).
+gpu::DeviceBuffer pairs_each(int experts, int pairs) {
   std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
-  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
+  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e * pairs;
   gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off");
   MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
   return d_off;
@@ -187,16 +188,20 @@ gpu::GemvBatch expert_batch(GgmlType type, int64_t rows, int64_t cols, const flo
 // is what the engine issues for a layer's selected experts: one group a matrix with one pair
 // each (grp_off), every group its own x row. Up to 32 copies of the matrices rotate so that the
 // weights are not served from the 50 MB L2.
+// pairs > 1 (experts > 1): a prefill launch, group g the pairs [g pairs, (g + 1) pairs), pair j
+// reading x row j: the F32 prefill kernel (gpu/kernels_gemv.cu), which gathers each row's units
+// from the tiles when tiled.
 nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d,
-                          int experts = 8, bool tiled = false) {
+                          int experts = 8, bool tiled = false, int pairs = 1) {
   const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
   const uint64_t mat = rb * static_cast<uint64_t>(rows);
   const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
   if (copies < 4) throw Error("bench_gemv: weight pool too small");
-  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * experts), 2);
-  gpu::DeviceBuffer y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
-  const gpu::DeviceBuffer d_off = one_pair_each(experts);
+  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * experts * pairs), 2);
+  gpu::DeviceBuffer y(static_cast<size_t>(rows * experts * pairs) * sizeof(float), "y");
+  const gpu::DeviceBuffer d_off = pairs_each(experts, pairs);
   gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
+  if (experts > 1) b.max_pairs = pairs;
   b.w_tiled = tiled;  // the pool's random bytes stand for either layout
   const Timing t = time_launches([&](int i) {
     b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
@@ -208,6 +213,7 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
           {"cols", cols},
           {"tiled", tiled},
           {"experts_per_launch", experts},
+          {"pairs_per_expert", pairs},
           {"bytes_per_launch", mat * experts},
           {"us_per_launch", t.gpu_us},
           {"host_us_per_launch", t.host_us},
@@ -242,7 +248,7 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
   MOEPACK_CUDA_CHECK(cudaMemcpy(g.as<void>(), h.data(), g.size(), cudaMemcpyHostToDevice));
   for (auto& v : h) v = nd(rng);
   MOEPACK_CUDA_CHECK(cudaMemcpy(u.as<void>(), h.data(), u.size(), cudaMemcpyHostToDevice));
-  const gpu::DeviceBuffer d_off = one_pair_each(experts);
+  const gpu::DeviceBuffer d_off = pairs_each(experts, 1);
   gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
   const float limit = 10.0f;
   const auto swiglu_plain = [&] {
@@ -315,7 +321,7 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
     for (auto& v : th) v = nd(rng);
     MOEPACK_CUDA_CHECK(cudaMemcpy(tok.as<void>(), th.data(), tok.size(), cudaMemcpyHostToDevice));
   }
-  const gpu::DeviceBuffer d_off16 = one_pair_each(2 * experts);  // the first 9 serve the epilogue's 8 groups
+  const gpu::DeviceBuffer d_off16 = pairs_each(2 * experts, 1);  // the first 9 serve the epilogue's 8 groups
   gpu::DeviceBuffer d_rows(static_cast<size_t>(2 * experts) * sizeof(int32_t), "x rows");
   MOEPACK_CUDA_CHECK(cudaMemset(d_rows.as<void>(), 0, d_rows.size()));  // every pair reads row 0
   gpu::DeviceBuffer gu_out(static_cast<size_t>(2 * experts * cols) * sizeof(float), "gate, up");
@@ -457,7 +463,7 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
       y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
   MOEPACK_CUDA_CHECK(cudaMemcpy(d_tab.as<void>(), tab.data(), d_tab.size(), cudaMemcpyHostToDevice));
   const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * experts), 4);
-  const gpu::DeviceBuffer d_off = one_pair_each(experts);
+  const gpu::DeviceBuffer d_off = pairs_each(experts, 1);
   gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
   b.swiglu_epilogue = true;
   b.w_tiled = tiled;
@@ -473,42 +479,6 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
           {"swiglu_epilogue", true},
           {"experts_per_launch", 2 * experts},
           {"bytes_per_launch", 2 * mat * experts},
-          {"us_per_launch", t.gpu_us},
-          {"bytes_per_s", bps},
-          {"ratio_to_d2d", bps / d2d}};
-}
-
-// A prefill launch of 8 experts of [rows][cols], `pairs` (token, expert) pairs each (group g:
-// pairs [g P, (g + 1) P), pair j reading x row j), on the GGUF or the tiled layout: the F32
-// prefill kernel (gpu/kernels_gemv.cu), which gathers each row's units from the tiles when tiled.
-// Random weight bytes; the weights' bytes a second ("bytes_per_s") as the decode GEMV's.
-nlohmann::json bench_gemv_prefill(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, int pairs,
-                                  double d2d, bool tiled) {
-  const int experts = 8;
-  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
-  const uint64_t mat = rb * static_cast<uint64_t>(rows);
-  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
-  if (copies < 4) throw Error("bench_gemv_prefill: weight pool too small");
-  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
-  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e * pairs;
-  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off"),
-      y(static_cast<size_t>(rows * experts * pairs) * sizeof(float), "y");
-  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
-  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * experts * pairs), 4);
-  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
-  b.max_pairs = pairs;
-  b.w_tiled = tiled;
-  const Timing t = time_launches([&](int i) {
-    b.w = pool.buf.bytes_ptr() + static_cast<uint64_t>(i % copies) * mat * experts;
-    gpu::gemv(b, nullptr);
-  });
-  const double bps = static_cast<double>(mat * experts) / (t.gpu_us / 1e6);
-  return {{"type", std::string(ggml_type_name(type))},
-          {"rows", rows},
-          {"cols", cols},
-          {"tiled", tiled},
-          {"experts_per_launch", experts},
-          {"pairs_per_expert", pairs},
           {"us_per_launch", t.gpu_us},
           {"bytes_per_s", bps},
           {"ratio_to_d2d", bps / d2d}};
@@ -543,7 +513,7 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
     // The prefill kernel on both layouts (16 and 64 pairs an expert).
     for (const auto& [rows, cols] : {std::pair{2048, 4096}, {4096, 2048}}) {
       for (const int pairs : {16, 64}) {
-        for (const bool tiled : {false, true}) out.push_back(bench_gemv_prefill(pool, t, rows, cols, pairs, d2d, tiled));
+        for (const bool tiled : {false, true}) out.push_back(bench_gemv(pool, t, rows, cols, d2d, 8, tiled, pairs));
       }
     }
     // The engine's gate + up launch (the SwiGLU epilogue) on both layouts, tiled one chunk ahead.
