@@ -138,7 +138,8 @@ std::function<int()> add_bench_twin(CLI::App& app) {
   sub->add_option("--backend", opt->b.backend, "cpu (default) or cuda (CUDA builds)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--tiled-experts", opt->b.tiled_experts,
-                  "cuda: experts in the decode GEMV's tiled layout: auto (default: those of at least 2048 x 2048), "
+                  "cuda: experts in the decode GEMV's tiled layout: auto (default: those of at least 2048 x "
+                  "2048 elements), "
                   "on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   sub->add_flag("--json", opt->json, "Print the report as one JSON object on stdout");

@@ -125,7 +125,15 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
       // Allocated before the pool sizes itself from the free VRAM.
       uint64_t most = 0;
       for (uint32_t l = 0; l < layout.layers.size(); ++l) most = std::max(most, pack.stride(l));
-      tile_scratch_.allocate(most, "the scratch block of the tiled experts' delivery");
+      try {
+        tile_scratch_.allocate(most, "the scratch block of the tiled experts' delivery");
+      } catch (const DeviceLostError&) {
+        throw;
+      } catch (const Error& e) {
+        std::fprintf(stderr, "moepack: routed experts stay in the GGUF layout (%s)\n", e.what());
+        choose_tiled("off");
+        any_tiled = false;
+      }
     }
     VramPoolSettings ps;
     ps.cache_bytes = s.cache_bytes ? s.cache_bytes : s.cache_vram_mib << 20;

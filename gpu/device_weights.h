@@ -19,7 +19,9 @@
 
 namespace moepack::gpu {
 
-// A matrix in VRAM: ne1 rows of ne0 elements, row_bytes per row (GGUF layout).
+// A matrix in VRAM: ne1 rows of ne0 elements, row_bytes per row (GGUF layout; the routed experts'
+// stacked tensors may be permuted in place into the decode GEMV's tiled layout after the upload:
+// CudaRoutedExperts, gpu/tiled_experts.h).
 struct DevMatrix {
   GgmlType type = GgmlType::F32;
   int64_t ne0 = 0, ne1 = 0;

@@ -536,8 +536,12 @@ struct GemvLaunch {
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * R - 1) / (kWarps * R));
       const dim3 grid(rows, static_cast<unsigned>(b.n_groups), 1);
       if (b.w_tiled) {
-        if constexpr (tiled_unit_bytes(T) > 0)
+        if constexpr (tiled_unit_bytes(T) > 0) {
           gemv_kernel<T, 1, R, true><<<grid, kWarps * 32, 0, s>>>(b, false);
+        } else {
+          throw Error("gemv: no tiled layout for " +
+                      std::string(ggml_type_name(T)));  // (check_tiled refused it)
+        }
       } else {
         gemv_kernel<T, 1, R><<<grid, kWarps * 32, 0, s>>>(b, false);
       }
@@ -547,8 +551,12 @@ struct GemvLaunch {
       const dim3 grid(rows, static_cast<unsigned>(b.n_groups), tiles);
       const bool split = mma && b.grp_off != nullptr;
       if (b.w_tiled) {
-        if constexpr (tiled_unit_bytes(T) > 0)
+        if constexpr (tiled_unit_bytes(T) > 0) {
           gemv_kernel<T, kPrefillPairs, 1, true><<<grid, kWarps * 32, 0, s>>>(b, split);
+        } else {
+          throw Error("gemv: no tiled layout for " +
+                      std::string(ggml_type_name(T)));  // (check_tiled refused it)
+        }
       } else {
         gemv_kernel<T, kPrefillPairs, 1><<<grid, kWarps * 32, 0, s>>>(b, split);
       }

@@ -13,9 +13,15 @@ bool tiled_expert(const std::string& mode, GgmlType type, int64_t ne0, int64_t n
   if (mode != "auto" && mode != "on" && mode != "off") {
     throw Error("tiled_experts: \"" + mode + "\" is not auto, on or off");
   }
-  const bool wanted = mode == "on" || (mode == "auto" && ne0 >= kTiledAutoMin && ne1 >= kTiledAutoMin);
+  const bool wanted = mode == "on" || (mode == "auto" && ne0 * ne1 >= kTiledAutoMin * kTiledAutoMin);
   const auto rb = ggml_row_bytes(type, static_cast<uint64_t>(ne0 > 0 ? ne0 : 0));
-  return wanted && tiled_layout_covers(type, ne0, ne1) && rb && *rb == row_bytes && align_of % 16 == 0;
+  if (!wanted || !tiled_layout_covers(type, ne0, ne1) || !rb || *rb != row_bytes || align_of % 16 != 0)
+    return false;
+  // Where the tensor-core decode GEMV runs on the GGUF layout, the tiled one must too (x's
+  // fragments within a block's shared memory), or a tiled matrix would take the F32 kernels
+  // and its sums would differ from the GGUF layout's. (With the tensor cores off, both layouts
+  // take the F32 kernels: the same sums.)
+  return gemv_x_fragments_bytes(type, ne0) == 0 || gemv_tiled_supported(type, ne0, ne1);
 }
 
 void deliver_block(std::span<const TiledRole> roles, uint8_t* slot, const uint8_t* pinned, uint64_t bytes,

@@ -14,16 +14,20 @@
 
 namespace moepack::gpu {
 
-// Matrices of at least this many rows and elements a row take the layout under "auto": the
+// Matrices of at least kTiledAutoMin^2 elements (2048 x 2048) take the layout under "auto": the
 // decode GEMV gains from it where a launch spans enough blocks to fill the GPU (the target
-// models' experts); small experts are launch-bound, their prefill a little slower on it and their
-// delivery dominated by the extra launches (docs/cuda-backend.md, seventeenth pass).
+// models' experts: DeepSeek-V4-Flash's 4096 x 2048, Kimi-K3's 7168 x 1536); small experts are
+// launch-bound, their prefill a little slower on it and their delivery dominated by the extra
+// launches (docs/cuda-backend.md, seventeenth pass).
 inline constexpr int64_t kTiledAutoMin = 2048;
 
 // Whether a [ne1][ne0] expert matrix of `type` (rows of row_bytes, at a byte offset `align_of`
 // of 16-byte aligned memory: a pack role's offset, or a tensor's address) is held tiled under
 // `mode` ("auto" | "on" | "off"): selected by the mode, covered by the layout
-// (tiled_layout_covers), row_bytes the type's, 16-byte aligned. Throws Error for another mode.
+// (tiled_layout_covers), row_bytes the type's, 16-byte aligned, and, where the tensor-core
+// decode GEMV covers the type, its tiled launch too (gemv_tiled_supported: x's fragments within
+// a block's shared memory), so that every sum stays the GGUF layout's. Needs a current CUDA
+// device. Throws Error for another mode.
 bool tiled_expert(const std::string& mode, GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes,
                   uint64_t align_of);
 

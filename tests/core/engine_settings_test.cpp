@@ -98,6 +98,24 @@ TEST(EngineSettings, FileErrorsNameTheFileAndKey) {
   fs::remove_all(dir);
 }
 
+// tiled_experts: one of auto (the default), on, off; anything else is refused with the key named.
+TEST(EngineSettings, TiledExpertsTakesAutoOnOff) {
+  EngineSettings s;
+  EXPECT_EQ(s.tiled_experts, "auto");
+  apply_setting(s, "tiled_experts", "off");
+  EXPECT_EQ(s.tiled_experts, "off");
+  apply_setting(s, "tiled_experts", " on ");
+  EXPECT_EQ(s.tiled_experts, "on");
+  try {
+    apply_setting(s, "tiled_experts", "true");
+    FAIL() << "accepted \"true\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tiled_experts"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("auto | on | off"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.tiled_experts, "on");  // unchanged by the refused value
+}
+
 TEST(EngineSettings, JsonRoundTripAndKeyList) {
   EngineSettings s;
   s.cache_vram_mib = 777;

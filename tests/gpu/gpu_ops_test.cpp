@@ -26,6 +26,7 @@
 #include "gpu/cuda_resources.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
+#include "gpu/tiled_experts.h"
 #include "tests/gpu/gpu_test_main.h"
 
 namespace moepack::gpu {
@@ -1139,6 +1140,38 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   detail::set_gemv_mma_variant(0);
   EXPECT_TRUE(gemv_swiglu_fusable(GgmlType::Q2_K, 2048, 64, true));
   EXPECT_FALSE(gemv_swiglu_fusable(GgmlType::Q2_K, 2048, 40, true));
+  // Rows whose x fragments exceed a block's shared memory (Q4_K beyond 23,808 elements): the
+  // tiled tensor-core launch cannot take them, so the engine leaves them untiled (tiled_expert),
+  // and the epilogue on them is refused by check_tiled itself.
+  const uint64_t rb_long = *ggml_row_bytes(GgmlType::Q4_K, 24064);
+  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q4_K, 24064, 16));
+  EXPECT_FALSE(tiled_expert("on", GgmlType::Q4_K, 24064, 16, rb_long, 0));
+  DeviceBuffer d_long(rb_long * 32, "long rows");
+  const std::vector<const uint8_t*> tab_long = {d_long.bytes_ptr(), d_long.bytes_ptr() + rb_long * 16};
+  auto d_tab_long = to_device(tab_long);
+  const std::vector<int32_t> off1 = {0, 1};
+  auto d_off1 = to_device(off1);
+  DeviceBuffer d_x_long(24064 * sizeof(float), "x"), d_y_long(16 * sizeof(float), "y");
+  GemvBatch bl = rows_batch(GgmlType::Q4_K, 24064, 16, rb_long, d_x_long.as<float>(), d_y_long.as<float>());
+  bl.w_table = d_tab_long.as<const uint8_t* const>();
+  bl.grp_off = d_off1.as<int32_t>();
+  bl.n_groups = 1;
+  bl.max_pairs = 1;
+  bl.w_tiled = true;
+  bl.swiglu_epilogue = true;
+  ASSERT_TRUE(gemv_swiglu_fusable(GgmlType::Q4_K, 24064));  // so check_tiled is what refuses
+  EXPECT_THROW(gemv(bl, nullptr), Error);
+  // The engine's choice (gpu/tiled_experts.h): "auto" takes matrices of at least 2048 x 2048
+  // elements (Kimi-K3's 7168 x 1536 Q2_K gate too), "on" any covered one, "off" none; never a
+  // misaligned one or another type; an unknown mode throws.
+  const uint64_t rb_q2 = *ggml_row_bytes(GgmlType::Q2_K, 7168), rb_q4 = *ggml_row_bytes(GgmlType::Q4_K, 256);
+  EXPECT_TRUE(tiled_expert("auto", GgmlType::Q2_K, 7168, 1536, rb_q2, 4096));
+  EXPECT_FALSE(tiled_expert("off", GgmlType::Q2_K, 7168, 1536, rb_q2, 4096));
+  EXPECT_FALSE(tiled_expert("auto", GgmlType::Q4_K, 256, 256, rb_q4, 0));
+  EXPECT_TRUE(tiled_expert("on", GgmlType::Q4_K, 256, 256, rb_q4, 0));
+  EXPECT_FALSE(tiled_expert("on", GgmlType::Q4_K, 256, 256, rb_q4, 8));
+  EXPECT_FALSE(tiled_expert("on", GgmlType::Q6_K, 256, 256, *ggml_row_bytes(GgmlType::Q6_K, 256), 0));
+  EXPECT_THROW(tiled_expert("yes", GgmlType::Q4_K, 256, 256, rb_q4, 0), Error);
   b.w_table = nullptr;  // matrices at w + g w_gstride, misaligned
   b.w = d_t.bytes_ptr() + 4;
   b.w_gstride = rb * 64;
