@@ -125,15 +125,7 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
       // Allocated before the pool sizes itself from the free VRAM.
       uint64_t most = 0;
       for (uint32_t l = 0; l < layout.layers.size(); ++l) most = std::max(most, pack.stride(l));
-      try {
-        tile_scratch_.allocate(most, "the scratch block of the tiled experts' delivery");
-      } catch (const DeviceLostError&) {
-        throw;
-      } catch (const Error& e) {
-        std::fprintf(stderr, "moepack: routed experts stay in the GGUF layout (%s)\n", e.what());
-        choose_tiled("off");
-        any_tiled = false;
-      }
+      any_tiled = scratch_or_untiled(tile_scratch_, most, "the scratch block of the tiled experts' delivery");
     }
     VramPoolSettings ps;
     ps.cache_bytes = s.cache_bytes ? s.cache_bytes : s.cache_vram_mib << 20;
@@ -186,6 +178,19 @@ void CudaRoutedExperts::choose_tiled(const std::string& mode) {
   }
 }
 
+bool CudaRoutedExperts::scratch_or_untiled(DeviceBuffer& buf, uint64_t bytes, const char* what) {
+  try {
+    buf.allocate(bytes, what);
+    return true;
+  } catch (const DeviceLostError&) {
+    throw;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "moepack: routed experts stay in the GGUF layout (%s)\n", e.what());
+    choose_tiled("off");
+    return false;
+  }
+}
+
 void CudaRoutedExperts::tile_gguf_experts() {
   // Each stacked tensor a group of matrices at a time: copied to a scratch buffer of at most
   // 64 MiB (one matrix at least), permuted back into place.
@@ -200,15 +205,7 @@ void CudaRoutedExperts::tile_gguf_experts() {
   }
   if (need == 0) return;
   DeviceBuffer scratch;
-  try {
-    scratch.allocate(need, "the scratch of the experts' tiled layout");
-  } catch (const DeviceLostError&) {
-    throw;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "moepack: routed experts stay in the GGUF layout (%s)\n", e.what());
-    choose_tiled("off");
-    return;
-  }
+  if (!scratch_or_untiled(scratch, need, "the scratch of the experts' tiled layout")) return;
   Stream st;
   for (Block& b : blocks_) {
     if (!b.moe) continue;

@@ -146,6 +146,9 @@ class CudaRoutedExperts {
   // layout covers them, the matrices 16-byte aligned); the GGUF path's tensors permuted in place.
   void choose_tiled(const std::string& mode);
   void tile_gguf_experts();
+  // buf.allocate(bytes, what); when VRAM is short, every role untiled instead (a line on stderr)
+  // and false. Rethrows DeviceLostError.
+  bool scratch_or_untiled(DeviceBuffer& buf, uint64_t bytes, const char* what);
   // The pool's delivery (VramExpertPool::set_delivery) with tiled roles.
   void deliver(uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes, cudaStream_t copy);
   void gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
