@@ -562,33 +562,34 @@ nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const
           {"decode_speedup", median_of(on_d) / median_of(off_d)}};
 }
 
-// An engine setting that changes no result (field: off_value against on_value), side by side as
+// An engine setting that changes no result (set(s, on) puts it off or on), side by side as
 // bench_switch: runs alternate off / on, three of each; decode and prefill tokens/s by the
-// medians.
+// medians. `key` marks each round's JSON (true: on).
 nlohmann::json bench_setting(const std::shared_ptr<const ModelSource>& src, EngineSettings s, int prefill,
-                             int decode, std::string EngineSettings::*field, const char* off_value,
-                             const char* on_value, const char* key) {
+                             int decode, void (*set)(EngineSettings&, bool), const char* key) {
   std::vector<double> off_d, on_d, off_p, on_p;
   nlohmann::json rounds = nlohmann::json::array();
   for (int r = 0; r < 3; ++r) {
     for (const bool on : {false, true}) {
-      s.*field = on ? on_value : off_value;
+      set(s, on);
       nlohmann::json run = bench_engine(src, s, prefill, decode);
       (on ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
       (on ? on_p : off_p).push_back(run["prefill_tokens_per_s"].get<double>());
-      run[key] = s.*field;
+      run[key] = on;
       rounds.push_back(std::move(run));
     }
   }
   return {{"rounds", rounds},
-          {"off", off_value},
-          {"on", on_value},
           {"decode_tokens_per_s_off", median_of(off_d)},
           {"decode_tokens_per_s_on", median_of(on_d)},
           {"decode_speedup", median_of(on_d) / median_of(off_d)},
           {"prefill_tokens_per_s_off", median_of(off_p)},
           {"prefill_tokens_per_s_on", median_of(on_p)}};
 }
+
+// tiled_experts "off" / "on" and prefetch_experts for bench_setting.
+void set_tiled_experts(EngineSettings& s, bool on) { s.tiled_experts = on ? "on" : "off"; }
+void set_prefetch_experts(EngineSettings& s, bool on) { s.prefetch_experts = on; }
 
 }  // namespace
 
@@ -785,12 +786,12 @@ int main(int argc, char** argv) {
         bench_switch(gguf, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
     // Routed experts in the decode GEMV's tiled layout or the GGUF layout (tiled_experts).
     out["engine"]["gguf_tiled_experts"] =
-        bench_setting(gguf, s, prefill, decode, &EngineSettings::tiled_experts, "off", "on", "tiled_experts");
+        bench_setting(gguf, s, prefill, decode, set_tiled_experts, "tiled_experts");
     for (const std::string& m : graph_models) {
       const auto src = ModelSource::open(m);
       const std::string name = std::filesystem::path(m).filename().string();
       out["engine"]["tiled_experts_of"][name] =
-          bench_setting(src, s, prefill, decode, &EngineSettings::tiled_experts, "off", "on", "tiled_experts");
+          bench_setting(src, s, prefill, decode, set_tiled_experts, "tiled_experts");
       out["engine"]["decode_graph_of"][name] =
           bench_switch(src, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
       out["engine"]["router_on_device_of"][name] =
@@ -813,28 +814,10 @@ int main(int argc, char** argv) {
     s.cache_bytes = std::max<uint64_t>(experts / 4, pack->config().n_expert_used) * slot;
     out["engine"]["pack_25pct"] = bench_engine(pack, s, prefill, decode);
     out["engine"]["pack_25pct_tiled_experts"] =
-        bench_setting(pack, s, prefill, decode, &EngineSettings::tiled_experts, "off", "on", "tiled_experts");
+        bench_setting(pack, s, prefill, decode, set_tiled_experts, "tiled_experts");
     // Next-layer prefetch side by side at 25%: runs alternate off / on, three of each, medians.
-    std::vector<double> off_d, on_d, off_p, on_p;
-    nlohmann::json rounds = nlohmann::json::array();
-    for (int r = 0; r < 3; ++r) {
-      for (const bool pf : {false, true}) {
-        s.prefetch_experts = pf;
-        nlohmann::json run = bench_engine(pack, s, prefill, decode);
-        (pf ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
-        (pf ? on_p : off_p).push_back(run["prefill_tokens_per_s"].get<double>());
-        run["prefetch_experts"] = pf;
-        rounds.push_back(std::move(run));
-      }
-    }
-    s.prefetch_experts = false;
-    out["engine"]["pack_25pct_prefetch"] = {
-        {"rounds", rounds},
-        {"decode_tokens_per_s_off", median_of(off_d)},
-        {"decode_tokens_per_s_on", median_of(on_d)},
-        {"decode_speedup", median_of(on_d) / median_of(off_d)},
-        {"prefill_tokens_per_s_off", median_of(off_p)},
-        {"prefill_tokens_per_s_on", median_of(on_p)}};
+    out["engine"]["pack_25pct_prefetch"] =
+        bench_setting(pack, s, prefill, decode, set_prefetch_experts, "prefetch_experts");
     std::filesystem::remove_all(dir);
     std::printf("%s\n", out.dump(2).c_str());
   } catch (const std::exception& e) {
