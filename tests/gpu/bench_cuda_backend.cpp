@@ -50,6 +50,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -536,37 +537,12 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// An engine switch that changes no result side by side (set: its setter, on is the default and
-// is restored): runs alternate off / on, three of each, decode tokens/s by the medians. `key`
-// marks each round's JSON.
-nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s,
-                            int prefill, int decode, void (*set)(bool), const char* key) {
-  std::vector<double> off_d, on_d;
-  nlohmann::json rounds = nlohmann::json::array();
-  struct OnAfterwards {
-    void (*set)(bool);
-    ~OnAfterwards() { set(true); }
-  } restore{set};
-  for (int r = 0; r < 3; ++r) {
-    for (const bool on : {false, true}) {
-      set(on);
-      nlohmann::json run = bench_engine(src, s, prefill, decode);
-      (on ? on_d : off_d).push_back(run["decode_tokens_per_s"].get<double>());
-      run[key] = on;
-      rounds.push_back(std::move(run));
-    }
-  }
-  return {{"rounds", rounds},
-          {"decode_tokens_per_s_off", median_of(off_d)},
-          {"decode_tokens_per_s_on", median_of(on_d)},
-          {"decode_speedup", median_of(on_d) / median_of(off_d)}};
-}
-
-// An engine setting that changes no result (set(s, on) puts it off or on), side by side as
-// bench_switch: runs alternate off / on, three of each; decode and prefill tokens/s by the
-// medians. `key` marks each round's JSON (true: on).
+// An engine setting or switch that changes no result (set(s, on) puts it off or on), side by
+// side: runs alternate off / on, three of each; decode and prefill tokens/s by the medians. `key`
+// marks each round's JSON (true: on).
 nlohmann::json bench_setting(const std::shared_ptr<const ModelSource>& src, EngineSettings s, int prefill,
-                             int decode, void (*set)(EngineSettings&, bool), const char* key) {
+                             int decode, const std::function<void(EngineSettings&, bool)>& set,
+                             const char* key) {
   std::vector<double> off_d, on_d, off_p, on_p;
   nlohmann::json rounds = nlohmann::json::array();
   for (int r = 0; r < 3; ++r) {
@@ -585,6 +561,18 @@ nlohmann::json bench_setting(const std::shared_ptr<const ModelSource>& src, Engi
           {"decode_speedup", median_of(on_d) / median_of(off_d)},
           {"prefill_tokens_per_s_off", median_of(off_p)},
           {"prefill_tokens_per_s_on", median_of(on_p)}};
+}
+
+// A process-wide engine switch (set: its setter; on is the default and is restored) as
+// bench_setting.
+nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s,
+                            int prefill, int decode, void (*set)(bool), const char* key) {
+  struct OnAfterwards {
+    void (*set)(bool);
+    ~OnAfterwards() { set(true); }
+  } restore{set};
+  return bench_setting(
+      src, s, prefill, decode, [set](EngineSettings&, bool on) { set(on); }, key);
 }
 
 // tiled_experts "off" / "on" and prefetch_experts for bench_setting.
