@@ -15,8 +15,8 @@
 #include "core/model_source.h"
 #include "core/tensor_store.h"
 #include "gpu/cuda_check.h"
-#include "gpu/tiled_experts.h"
 #include "gpu/kernels.h"
+#include "gpu/tiled_experts.h"
 #include "gpu/vram_expert_pool.h"
 
 namespace moepack::gpu {
@@ -233,7 +233,8 @@ void CudaRoutedExperts::deliver(uint32_t layer, uint8_t* slot, const uint8_t* pi
   const Block& b = blocks_.at(block_of_layer_.at(layer));
   std::array<TiledRole, 3> roles;
   const Role* of[3] = {&b.rg, &b.ru, &b.rd};
-  for (size_t i = 0; i < 3; ++i) roles[i] = {of[i]->offset, of[i]->type, of[i]->ne0, of[i]->ne1, of[i]->row_bytes, of[i]->tiled};
+  for (size_t i = 0; i < 3; ++i)
+    roles[i] = {of[i]->offset, of[i]->type, of[i]->ne0, of[i]->ne1, of[i]->row_bytes, of[i]->tiled};
   deliver_block(roles, slot, pinned, bytes, tile_scratch_.as<uint8_t>(), tile_scratch_.size(), copy);
 }
 

@@ -145,12 +145,14 @@ MOEPACK_GEMV_HD constexpr TiledRowWord tiled_row_word(GgmlType t, int row, int w
   if (w < 8) return {tiled_lane_byte(g, 2 * half + w / 4, w % 4, 0, 0), 16};  // MXFP4
   return {2048 + 16 * g + 8 * (w - 8) + 4 * half, 4};
 }
-MOEPACK_GEMV_HD constexpr int tiled_piece_bytes(GgmlType t, int w) { return t == GgmlType::MXFP4 && w >= 8 ? 1 : 4; }
+MOEPACK_GEMV_HD constexpr int tiled_piece_bytes(GgmlType t, int w) {
+  return t == GgmlType::MXFP4 && w >= 8 ? 1 : 4;
+}
 MOEPACK_GEMV_HD constexpr int tiled_piece_dest(GgmlType t, int w, int p) {
   if (t == GgmlType::Q2_K) return w < 4 ? 16 + 32 * (p / 2) + 8 * w + 4 * (p % 2) : w == 4 ? 4 * p : 80;
   if (t == GgmlType::Q4_K) return w < 8 ? 16 + 32 * (2 * (w / 4) + p / 2) + 8 * (w % 4) + 4 * (p % 2) : 4 * p;
   if (w < 8) return 17 * (4 * (w / 4) + p) + 1 + 4 * (w % 4);  // MXFP4: block 4 (w / 4) + p
-  return 17 * (2 * p + (w - 8));                                // the scale of block 2 p + h
+  return 17 * (2 * p + (w - 8));                               // the scale of block 2 p + h
 }
 
 // Byte offset of chunk (tile, unit) in a tiled matrix of ne0 elements a row.

@@ -33,8 +33,8 @@ void deliver_block(std::span<const TiledRole> roles, uint8_t* slot, const uint8_
     return;
   }
   if (!scratch || scratch_bytes < bytes) {
-    throw Error("internal: a pack block of " + std::to_string(bytes) + " bytes exceeds the tiling scratch of " +
-                std::to_string(scratch ? scratch_bytes : 0));
+    throw Error("internal: a pack block of " + std::to_string(bytes) +
+                " bytes exceeds the tiling scratch of " + std::to_string(scratch ? scratch_bytes : 0));
   }
   MOEPACK_CUDA_CHECK(cudaMemcpyAsync(scratch, pinned, bytes, cudaMemcpyHostToDevice, copy));
   for (const TiledRole& r : roles) {
@@ -46,7 +46,8 @@ void deliver_block(std::span<const TiledRole> roles, uint8_t* slot, const uint8_
     if (r.tiled) {
       repack_tiled(r.type, r.ne0, r.ne1, r.row_bytes, scratch + r.offset, slot + r.offset, 1, copy);
     } else {
-      MOEPACK_CUDA_CHECK(cudaMemcpyAsync(slot + r.offset, scratch + r.offset, mat, cudaMemcpyDeviceToDevice, copy));
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpyAsync(slot + r.offset, scratch + r.offset, mat, cudaMemcpyDeviceToDevice, copy));
     }
   }
 }

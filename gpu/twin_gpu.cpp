@@ -26,8 +26,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 void grouped_gemv(const PackRole& r, bool tiled, const uint8_t* const* table, const int32_t* grp_off,
                   int32_t n_groups, const int32_t* x_row, const float* x, float* y, cudaStream_t s) {
   const auto ne0 = static_cast<int64_t>(r.ne[0]), ne1 = static_cast<int64_t>(r.ne[1]);
-  gemv_experts(r.type, ne0, ne1, r.bytes / r.ne[1], table, grp_off, n_groups, 1, x_row, x, ne0, y, ne1, s, nullptr,
-               0, false, tiled);
+  gemv_experts(r.type, ne0, ne1, r.bytes / r.ne[1], table, grp_off, n_groups, 1, x_row, x, ne0, y, ne1, s,
+               nullptr, 0, false, tiled);
 }
 
 class TimingEvent {
@@ -68,7 +68,8 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
   for (const PackRole& r : L.layers[0].roles) {
     const auto ne0 = static_cast<int64_t>(r.ne[0]), ne1 = static_cast<int64_t>(r.ne[1]);
     const uint64_t rb = r.bytes / r.ne[1];
-    roles.push_back({r.offset, r.type, ne0, ne1, rb, tiled_expert(o.tiled_experts, r.type, ne0, ne1, rb, r.offset)});
+    roles.push_back(
+        {r.offset, r.type, ne0, ne1, rb, tiled_expert(o.tiled_experts, r.type, ne0, ne1, rb, r.offset)});
   }
   bool any_tiled = false;
   for (const TiledRole& r : roles) any_tiled = any_tiled || r.tiled;
@@ -142,8 +143,8 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
         grouped_gemv(rg, roles[0].tiled, d_table, d_seq.as<int32_t>(), 2 * gm, d_zeros.as<int32_t>(),
                      d_x.as<float>(), g, st);
       } else {
-        grouped_gemv(rg, roles[0].tiled, d_table, d_seq.as<int32_t>(), gm, d_zeros.as<int32_t>(), d_x.as<float>(),
-                     g, st);
+        grouped_gemv(rg, roles[0].tiled, d_table, d_seq.as<int32_t>(), gm, d_zeros.as<int32_t>(),
+                     d_x.as<float>(), g, st);
         grouped_gemv(ru, roles[1].tiled, d_table + m, d_seq.as<int32_t>(), gm, d_zeros.as<int32_t>(),
                      d_x.as<float>(), u, st);
       }

@@ -514,7 +514,8 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
     // The prefill kernel on both layouts (16 and 64 pairs an expert).
     for (const auto& [rows, cols] : {std::pair{2048, 4096}, {4096, 2048}}) {
       for (const int pairs : {16, 64}) {
-        for (const bool tiled : {false, true}) out.push_back(bench_gemv(pool, t, rows, cols, d2d, 8, tiled, pairs));
+        for (const bool tiled : {false, true})
+          out.push_back(bench_gemv(pool, t, rows, cols, d2d, 8, tiled, pairs));
       }
     }
     // The engine's gate + up launch (the SwiGLU epilogue) on both layouts, tiled one chunk ahead.

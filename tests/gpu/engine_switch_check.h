@@ -251,10 +251,10 @@ inline void expect_decode_graph_crosses_the_range_split(const std::string& model
 }
 
 // EngineSettings::tiled_experts (a setting, per backend): the GGUF path with the routed experts
-// in the tiled layout ("on") and in the GGUF layout ("off"), and an Expert Pack of the model with them tiled as
-// each is copied into its slot, at a budget of one layer's top-k (experts evicted every step),
-// give the same logits bit for bit. gpu::gemv_tiled_launches proves the tiled runs used the
-// layout and the other did not.
+// in the tiled layout ("on") and in the GGUF layout ("off"), and an Expert Pack of the model with them tiled
+// as each is copied into its slot, at a budget of one layer's top-k (experts evicted every step), give the
+// same logits bit for bit. gpu::gemv_tiled_launches proves the tiled runs used the layout and the other did
+// not.
 inline void expect_tiled_experts_change_no_logit(const std::string& model, std::span<const int32_t> tokens,
                                                  BackendFactory factory, const std::string& tmp_prefix) {
   const auto src = ModelSource::open(model);

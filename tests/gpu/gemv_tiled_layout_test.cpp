@@ -102,7 +102,6 @@ TEST(GemvTiledLayout, DestInvertsSource) {
   EXPECT_EQ(tiled_dest(GgmlType::Q6_K, 0, 0), -1);
 }
 
-
 // The F32 kernels' gather of a row's unit (tiled_row_word, tiled_piece_dest): every piece's bytes
 // come from where tiled_source says, and the pieces of a row cover its unit exactly once.
 TEST(GemvTiledLayout, RowWordsGatherEachRowsUnitOnce) {
@@ -124,7 +123,8 @@ TEST(GemvTiledLayout, RowWordsGatherEachRowsUnitOnce) {
           }
         }
       }
-      for (int b = 0; b < unit; ++b) EXPECT_EQ(seen[static_cast<size_t>(b)], 1) << ggml_type_name(t) << " byte " << b;
+      for (int b = 0; b < unit; ++b)
+        EXPECT_EQ(seen[static_cast<size_t>(b)], 1) << ggml_type_name(t) << " byte " << b;
     }
   }
   // Hand-worked: Q2_K row 11 (g 3, half 1), word 2: lane 14's word of i 1, at 512 + 16 x 14;
