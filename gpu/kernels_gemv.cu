@@ -516,6 +516,18 @@ __global__ void dequant_rows_kernel(const uint8_t* w, uint64_t row_bytes, int64_
 struct GemvLaunch {
   const GemvBatch& b;
   cudaStream_t s;
+  // The F32 kernel on the GGUF layout, or on the tiled one (w_tiled; check_tiled refused every
+  // other type).
+  template <GgmlType T, int P, int R>
+  void f32(dim3 grid, bool skip_single) const {
+    if (!b.w_tiled) {
+      gemv_kernel<T, P, R><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
+    } else if constexpr (tiled_unit_bytes(T) > 0) {
+      gemv_kernel<T, P, R, true><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
+    } else {
+      throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
+    }
+  }
   template <GgmlType T>
   void operator()() const {
     const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
@@ -535,31 +547,13 @@ struct GemvLaunch {
       constexpr int R = Tile<T>::kDecodeRows;
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * R - 1) / (kWarps * R));
       const dim3 grid(rows, static_cast<unsigned>(b.n_groups), 1);
-      if (b.w_tiled) {
-        if constexpr (tiled_unit_bytes(T) > 0) {
-          gemv_kernel<T, 1, R, true><<<grid, kWarps * 32, 0, s>>>(b, false);
-        } else {
-          throw Error("gemv: no tiled layout for " +
-                      std::string(ggml_type_name(T)));  // (check_tiled refused it)
-        }
-      } else {
-        gemv_kernel<T, 1, R><<<grid, kWarps * 32, 0, s>>>(b, false);
-      }
+      f32<T, 1, R>(grid, false);
     } else {
       const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps - 1) / kWarps);
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
       const dim3 grid(rows, static_cast<unsigned>(b.n_groups), tiles);
       const bool split = mma && b.grp_off != nullptr;
-      if (b.w_tiled) {
-        if constexpr (tiled_unit_bytes(T) > 0) {
-          gemv_kernel<T, kPrefillPairs, 1, true><<<grid, kWarps * 32, 0, s>>>(b, split);
-        } else {
-          throw Error("gemv: no tiled layout for " +
-                      std::string(ggml_type_name(T)));  // (check_tiled refused it)
-        }
-      } else {
-        gemv_kernel<T, kPrefillPairs, 1><<<grid, kWarps * 32, 0, s>>>(b, split);
-      }
+      f32<T, kPrefillPairs, 1>(grid, split);
       if (split) {
         MOEPACK_CUDA_CHECK(cudaGetLastError());
         detail::gemv_mma(b, s);

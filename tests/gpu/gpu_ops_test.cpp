@@ -1109,12 +1109,19 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   const std::vector<int32_t> off = {0, 2};
   auto d_off = to_device(off);
   DeviceBuffer d_x(2 * 2048 * sizeof(float), "x"), d_y(2 * 64 * sizeof(float), "y");
-  GemvBatch b = rows_batch(GgmlType::Q2_K, 2048, 64, rb, d_x.as<float>(), d_y.as<float>());
-  b.w_table = d_tab.as<const uint8_t* const>();
-  b.grp_off = d_off.as<int32_t>();
-  b.n_groups = 1;
-  b.max_pairs = 1;
-  b.w_tiled = true;
+  // One group (its matrix at table[0], offsets `groups`) of tiled weights, one pair.
+  const auto tiled_group = [](GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes,
+                              const DeviceBuffer& table, const DeviceBuffer& groups, DeviceBuffer& x,
+                              DeviceBuffer& y) {
+    GemvBatch g = rows_batch(type, ne0, ne1, row_bytes, x.as<float>(), y.as<float>());
+    g.w_table = table.as<const uint8_t* const>();
+    g.grp_off = groups.as<int32_t>();
+    g.n_groups = 1;
+    g.max_pairs = 1;
+    g.w_tiled = true;
+    return g;
+  };
+  GemvBatch b = tiled_group(GgmlType::Q2_K, 2048, 64, rb, d_tab, d_off, d_x, d_y);
   b.ne1 = 40;
   EXPECT_THROW(gemv(b, nullptr), Error);
   b.ne1 = 64;
@@ -1152,12 +1159,7 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   const std::vector<int32_t> off1 = {0, 1};
   auto d_off1 = to_device(off1);
   DeviceBuffer d_x_long(24064 * sizeof(float), "x"), d_y_long(16 * sizeof(float), "y");
-  GemvBatch bl = rows_batch(GgmlType::Q4_K, 24064, 16, rb_long, d_x_long.as<float>(), d_y_long.as<float>());
-  bl.w_table = d_tab_long.as<const uint8_t* const>();
-  bl.grp_off = d_off1.as<int32_t>();
-  bl.n_groups = 1;
-  bl.max_pairs = 1;
-  bl.w_tiled = true;
+  GemvBatch bl = tiled_group(GgmlType::Q4_K, 24064, 16, rb_long, d_tab_long, d_off1, d_x_long, d_y_long);
   bl.swiglu_epilogue = true;
   ASSERT_TRUE(gemv_swiglu_fusable(GgmlType::Q4_K, 24064));  // so check_tiled is what refuses
   EXPECT_THROW(gemv(bl, nullptr), Error);
