@@ -1528,15 +1528,17 @@ struct WarpShare {
 // GLU (GemvBatch::swiglu_epilogue; RW 4, one warp a tile): the block's 32 rows of group grp's
 // gate (warps 0, 1: w_table[grp]) and of its up (warps 2, 3: w_table[n_groups + grp]), so a
 // warp streams the same tile of rows, with the same arithmetic, as in a launch of 2 n_groups.
-template <int RW, bool GLU = false>
+// NW: the block's warps (kMmaWarps but in the tiled launch); with GLU, NW / 2 tiles of the gate
+// (warps 0 .. NW / 2 - 1) and the same NW / 2 tiles of the up.
+template <int RW, bool GLU = false, int NW = kMmaWarps>
 __device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int warp, int64_t n) {
-  constexpr int kSplit = kMmaWarps / RW;
-  static_assert(!GLU || kSplit == 1, "the SwiGLU epilogue takes one warp a tile");
-  const int tile = GLU ? warp % 2 : warp / kSplit, split = GLU ? 0 : warp % kSplit;
+  constexpr int kSplit = GLU ? 1 : NW / RW, kHalf = NW / 2;
+  static_assert(!GLU || RW == NW, "the SwiGLU epilogue takes one warp a tile");
+  const int tile = GLU ? warp % kHalf : warp / kSplit, split = GLU ? 0 : warp % kSplit;
   WarpShare w;
   if constexpr (GLU) {
-    w.rbase = (static_cast<int64_t>(blockIdx.x) * 2 + tile) * 16;
-    w.wg = b.w_table[grp + (warp / 2) * b.n_groups];
+    w.rbase = (static_cast<int64_t>(blockIdx.x) * kHalf + tile) * 16;
+    w.wg = b.w_table[grp + (warp / kHalf) * b.n_groups];
   } else {
     w.rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
     w.wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
@@ -1551,10 +1553,10 @@ __device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int
 // The end of both kernels: lane sums (t = 0 holds rows g, g + 8 after the quad reduction),
 // written directly (one warp a tile) or through `part` summed in warp order; GLU: through
 // `part`, each row's SwiGLU of its gate (warps 0, 1) and up (warps 2, 3) sums (warp_share).
-template <int RW, bool GLU = false>
+template <int RW, bool GLU = false, int NW = kMmaWarps>
 __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int ks, float acca, float accb,
                                        float (*part)[16]) {
-  constexpr int kSplit = kMmaWarps / RW;
+  constexpr int kSplit = GLU ? 1 : NW / RW, kHalf = NW / 2;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
   acca += __shfl_xor_sync(0xffffffffu, acca, 1);
@@ -1568,10 +1570,10 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
       part[warp][g + 8] = accb;
     }
     __syncthreads();
-    if (tid < 32) {
+    if (tid < 16 * kHalf) {
       const int tile = tid / 16, r = tid % 16;
-      const int64_t row = (static_cast<int64_t>(blockIdx.x) * 2 + tile) * 16 + r;
-      const float gate = part[tile][r], up = part[2 + tile][r], limit = b.swiglu_limit;
+      const int64_t row = (static_cast<int64_t>(blockIdx.x) * kHalf + tile) * 16 + r;
+      const float gate = part[tile][r], up = part[kHalf + tile][r], limit = b.swiglu_limit;
       // swiglu_clamped's choice (kernels_elementwise.cu): clamped above 1e-6, else plain.
       if (row < b.ne1) y[row] = limit > 1e-6f ? swiglu_clamped_one(gate, up, limit) : swiglu_one(gate, up);
     }
@@ -1892,22 +1894,28 @@ struct TiledFetch<GgmlType::MXFP4> {
   }
 };
 
-// The tiled expert launch (P: the default's arithmetic, col_arith<T>()): grid (ne1 / 64 (ne1 / 32
-// with GLU), groups) of kMmaWarps warps, one
-// warp a tile of 16 rows, its whole row (warp_share<4, GLU>); x's fragments prepared by the block
-// in shared memory, as the default's staged launch. The group's matrix (w_table[grp]) is in the
-// tiled layout. MINB: blocks per SM the registers must allow.
-// RW 2 (no GLU): two warps a tile, each half of its row's units, summed in warp order (finish):
-// twice the blocks of RW 4, but sums in another order than the default's (not bit for bit).
-template <GgmlType T, int P, int DEPTH, int MINB, bool GLU = false, int RW = 4>
-__global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_tiled_kernel(GemvBatch b, const uint8_t*) {
+// The tiled expert launch (P: the default's arithmetic, col_arith<T>()): grid (ne1 / (16 NW)
+// (ne1 / (8 NW) with GLU or RW = NW / 2), groups) of NW warps, one warp a tile of 16 rows, its
+// whole row (warp_share<NW, GLU, NW>); x's fragments prepared by the block in shared memory, as
+// the default's staged launch (more warps a block: fewer preparations of the same x a launch).
+// The group's matrix (w_table[grp]) is in the tiled layout. MINB: blocks per SM the registers
+// must allow.
+// RW NW / 2 (no GLU): two warps a tile, each half of its row's units, summed in warp order
+// (finish): twice the blocks, but sums in another order than the default's (not bit for bit).
+// DEPTH 2: two chunks in flight, and the arithmetic of both in one basic block (no branch
+// between), so that the compiler may interleave the second chunk's integer work with the
+// first's; the accumulators' adds stay in the chunks' order, so the sums are still the
+// default's bit for bit.
+template <GgmlType T, int P, int DEPTH, int MINB, bool GLU = false, int RW = kMmaWarps, int NW = kMmaWarps>
+__global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_kernel(GemvBatch b, const uint8_t*) {
   using S = Sel<T, P>;
   using F = TiledFetch<T>;
   using Path = typename S::Path;
   static_assert(std::is_same_v<Path, typename F::Path>, "the default's arithmetic");
+  static_assert(DEPTH == 1 || DEPTH == 2, "one or two chunks in flight");
   constexpr int kChunk = tiled_chunk_bytes(T);
   extern __shared__ __align__(16) uint8_t dyn[];
-  __shared__ float part[kMmaWarps][16];
+  __shared__ float part[NW][16];
   const int grp = static_cast<int>(blockIdx.y);
   int j = 0;
   const float* x = block_pair_x(b, &j);
@@ -1915,8 +1923,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_tiled_kernel(GemvBa
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, t = lane & 3;
-  static_assert(RW == 4 || !GLU, "the SwiGLU epilogue takes one warp a tile");
-  const WarpShare ws = warp_share<RW, GLU>(b, grp, warp, ne0 / 256);
+  static_assert(RW == NW || !GLU, "the SwiGLU epilogue takes one warp a tile");
+  const WarpShare ws = warp_share<RW, GLU, NW>(b, grp, warp, ne0 / 256);
   const int64_t u0 = ws.u0, u1 = ws.u1;
   // chunk (tile, u) of the tile's row of chunks (ne1 is whole tiles: a live warp's tile is full)
   const uint8_t* tw = ws.wg + (ws.rbase / 16) * (ne0 / 256) * kChunk;
@@ -1926,23 +1934,39 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_tiled_kernel(GemvBa
     if (u0 + i < u1) F::load(r[i], tw + (u0 + i) * kChunk, lane);
   }
   pdl_wait_then_release();  // x is written by the kernel before
-  S::prepare(x, ne0, dyn, kMmaWarps * 32, [] {});
+  S::prepare(x, ne0, dyn, NW * 32, [] {});
   __syncthreads();
   const typename S::View xv = S::view(dyn, ne0, lane);
   float acca = 0.0f, accb = 0.0f;
+  if constexpr (DEPTH == 1) {
 #pragma unroll 1
-  for (int64_t u = u0; u < u1; u += DEPTH) {
-#pragma unroll
-    for (int i = 0; i < DEPTH; ++i) {
-      if (u + i < u1) {  // the same for the whole warp
-        Path p;
-        F::decode(p, r[i], t);
-        if (u + i + DEPTH < u1) F::load(r[i], tw + (u + i + DEPTH) * kChunk, lane);
-        p.compute(u + i, t, xv, acca, accb);
-      }
+    for (int64_t u = u0; u < u1; ++u) {
+      Path p;
+      F::decode(p, r[0], t);
+      if (u + 1 < u1) F::load(r[0], tw + (u + 1) * kChunk, lane);
+      p.compute(u, t, xv, acca, accb);
+    }
+  } else {
+    int64_t u = u0;
+#pragma unroll 1
+    for (; u + 1 < u1; u += 2) {
+      Path p0, p1;
+      F::decode(p0, r[0], t);
+      F::decode(p1, r[1], t);
+      // The next pair's loads without a branch: past the row, the row's last chunk again
+      // (an L2 hit, never used).
+      F::load(r[0], tw + (u + 2 < u1 ? u + 2 : u1 - 1) * kChunk, lane);
+      F::load(r[1], tw + (u + 3 < u1 ? u + 3 : u1 - 1) * kChunk, lane);
+      p0.compute(u, t, xv, acca, accb);
+      p1.compute(u + 1, t, xv, acca, accb);
+    }
+    if (u < u1) {  // an odd count: the last chunk, in r[0]
+      Path p;
+      F::decode(p, r[0], t);
+      p.compute(u, t, xv, acca, accb);
     }
   }
-  finish<RW, GLU>(b, grp, j, ws.ks, acca, accb, part);
+  finish<RW, GLU, NW>(b, grp, j, ws.ks, acca, accb, part);
 }
 
 // Matrix m of n_matrices (src: rows of row_bytes, matrices back to back) into the tiled layout
@@ -2030,14 +2054,14 @@ KernelState& kernel_state(const void* kernel) {
   return it->second;
 }
 
-// kernel<<<grid, kMmaWarps * 32, smem, s>>>(args...), as a programmatic dependent launch when
-// `pdl` and the kernel's code has griddepcontrol (kernel_state).
+// kernel<<<grid, threads, smem, s>>>(args...), as a programmatic dependent launch when `pdl` and
+// the kernel's code has griddepcontrol (kernel_state).
 template <class... Params, class... Args>
-void launch_maybe_dependent(void (*kernel)(Params...), dim3 grid, size_t smem, cudaStream_t s, bool pdl,
-                            Args... args) {
+void launch_maybe_dependent_n(void (*kernel)(Params...), dim3 grid, int threads, size_t smem, cudaStream_t s,
+                              bool pdl, Args... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
-  cfg.blockDim = dim3(kMmaWarps * 32, 1, 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cudaLaunchAttribute attr[1];
@@ -2049,6 +2073,12 @@ void launch_maybe_dependent(void (*kernel)(Params...), dim3 grid, size_t smem, c
   }
   MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
 }
+// The same with kMmaWarps warps a block.
+template <class... Params, class... Args>
+void launch_maybe_dependent(void (*kernel)(Params...), dim3 grid, size_t smem, cudaStream_t s, bool pdl,
+                            Args... args) {
+  launch_maybe_dependent_n(kernel, grid, kMmaWarps * 32, smem, s, pdl, args...);
+}
 
 // A GEMV kernel (or x_fragments_wide_kernel) on b and scratch, as a programmatic dependent
 // launch unless set_gemv_pdl(false), b.tables_from_kernel or the kernel's code predates sm_90.
@@ -2057,10 +2087,11 @@ struct NotDeduced {
   using type = T;
 };
 template <class Scratch>
-void launch_kernel(void (*kernel)(GemvBatch, Scratch), dim3 grid, size_t smem, cudaStream_t s, const GemvBatch& b,
-                   typename NotDeduced<Scratch>::type scratch) {
-  launch_maybe_dependent(kernel, grid, smem, s,
-                         g_pdl.load(std::memory_order_relaxed) && !b.tables_from_kernel, b, scratch);
+void launch_kernel(void (*kernel)(GemvBatch, Scratch), dim3 grid, size_t smem, cudaStream_t s,
+                   const GemvBatch& b, typename NotDeduced<Scratch>::type scratch,
+                   int threads = kMmaWarps * 32) {
+  launch_maybe_dependent_n(kernel, grid, threads, smem, s,
+                           g_pdl.load(std::memory_order_relaxed) && !b.tables_from_kernel, b, scratch);
 }
 
 // The x fragments of every group of b in stream-ordered scratch (the pool as
@@ -2452,31 +2483,46 @@ std::atomic<int> g_tiled_depth{1};
 // (set_gemv_tiled_split; the benchmark compares both).
 std::atomic<int> g_tiled_split{1};
 
-// MINB of gemv_tiled_kernel: registers for 3 blocks an SM (170 a thread; every type at depths 1
-// and 2 compiled to 94-152 without spills on sm_90).
-template <GgmlType T, int DEPTH>
-void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
+// Warps a block of the tiled launch (set_gemv_tiled_warps; the benchmark compares 4, 8, 16).
+std::atomic<int> g_tiled_warps{kMmaWarps};
+
+// MINB of gemv_tiled_kernel: registers for 12 warps an SM at least (4 warps a block: 3 blocks,
+// 170 registers a thread; 8 warps: 2 blocks, 128; 16 warps: 1 block, 128).
+template <GgmlType T, int DEPTH, int NW>
+void launch_tiled_nw(const GemvBatch& b, cudaStream_t s) {
   using S = Sel<T, col_arith<T>()>;
-  constexpr int kMinB = 3;
+  constexpr int kMinB = NW == 4 ? 3 : NW == 8 ? 2 : 1;
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
   const bool glu = b.swiglu_epilogue;
   const bool split = !glu && g_tiled_split.load(std::memory_order_relaxed) == 2;
-  const int rows = glu || split ? 32 : 64;  // a block's rows
+  const int rows = glu || split ? 8 * NW : 16 * NW;  // a block's rows
   const dim3 grid(static_cast<unsigned>((b.ne1 + rows - 1) / rows), static_cast<unsigned>(b.n_groups), 1);
   constexpr int kP = col_arith<T>();
-  const auto k = glu     ? gemv_tiled_kernel<T, kP, DEPTH, kMinB, true>
-                 : split ? gemv_tiled_kernel<T, kP, DEPTH, kMinB, false, 2>
-                         : gemv_tiled_kernel<T, kP, DEPTH, kMinB, false>;
+  const auto k = glu     ? gemv_tiled_kernel<T, kP, DEPTH, kMinB, true, NW, NW>
+                 : split ? gemv_tiled_kernel<T, kP, DEPTH, kMinB, false, NW / 2, NW>
+                         : gemv_tiled_kernel<T, kP, DEPTH, kMinB, false, NW, NW>;
   // The grid in one even wave, as the default's launches: at most ceil(blocks / SMs) blocks an SM
   // for grids of at most 4 blocks an SM (gemv_blocks_per_sm_cap, cap -1, no stage count).
-  // Measured side by side: never more than 0.01 slower, up to 0.06 faster (Q4_K 4096 x 2048,
-  // gate + up) and 0.10-0.12 on MXFP4's 2048-row launches two chunks ahead.
+  // Measured side by side (4 warps a block): never more than 0.01 slower, up to 0.06 faster
+  // (Q4_K 4096 x 2048, gate + up) and 0.10-0.12 on MXFP4's 2048-row launches two chunks ahead.
   const SmShape sh = device_sm_shape();
   const size_t smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), frag,
                                    std::min<size_t>(kMaxBlockSmem, sh.optin - 1024),
                                    static_cast<int64_t>(grid.x) * grid.y, 0, -1);
   allow_smem(reinterpret_cast<const void*>(k), smem);
-  launch_kernel(k, grid, smem, s, b, nullptr);
+  launch_kernel(k, grid, smem, s, b, nullptr, NW * 32);
+}
+
+template <GgmlType T, int DEPTH>
+void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
+  switch (g_tiled_warps.load(std::memory_order_relaxed)) {
+    case 8:
+      return launch_tiled_nw<T, DEPTH, 8>(b, s);
+    case 16:
+      return launch_tiled_nw<T, DEPTH, 16>(b, s);
+    default:
+      return launch_tiled_nw<T, DEPTH, 4>(b, s);
+  }
 }
 
 template <GgmlType T>
@@ -2506,6 +2552,12 @@ bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
 void set_gemv_tiled_split(int warps) {
   if (warps != 1 && warps != 2) throw Error("set_gemv_tiled_split: " + std::to_string(warps) + " is not 1 or 2");
   g_tiled_split.store(warps, std::memory_order_relaxed);
+}
+
+void set_gemv_tiled_warps(int warps) {
+  if (warps != 4 && warps != 8 && warps != 16)
+    throw Error("set_gemv_tiled_warps: " + std::to_string(warps) + " is not 4, 8 or 16");
+  g_tiled_warps.store(warps, std::memory_order_relaxed);
 }
 
 void set_gemv_tiled_depth(int depth) {

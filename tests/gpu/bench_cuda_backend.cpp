@@ -486,47 +486,56 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
 }
 
 // The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h) at
-// depth 1 and 2 (chunks in flight a warp; "tiled_depth" 0 is the default), one and two warps a
-// tile ("tiled_split"), shape by shape: the four 8-expert shapes and gate + up (16 matrices).
+// depth 1 and 2 (chunks in flight a warp; "tiled_depth" 0 is the default), 4, 8 and 16 warps a
+// block ("tiled_warps"), one and two warps a tile ("tiled_split"), shape by shape: the four
+// 8-expert shapes and gate + up (16 matrices), then gate + up with the SwiGLU epilogue.
 nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
   nlohmann::json out = nlohmann::json::array();
   struct Afterwards {
     ~Afterwards() {
       gpu::detail::set_gemv_tiled_depth(1);
       gpu::detail::set_gemv_tiled_split(1);
+      gpu::detail::set_gemv_tiled_warps(4);
     }
   } restore;
+  struct Config {
+    int depth, split, warps;
+  };
+  const auto set = [](const Config& c) {
+    gpu::detail::set_gemv_tiled_depth(std::max(c.depth, 1));
+    gpu::detail::set_gemv_tiled_split(c.split);
+    gpu::detail::set_gemv_tiled_warps(c.warps);
+  };
+  const auto tag = [](nlohmann::json g, const Config& c) {
+    g["tiled_depth"] = c.depth;
+    g["tiled_split"] = c.split;
+    g["tiled_warps"] = c.warps;
+    return g;
+  };
+  const Config plain[] = {{0, 1, 4}, {1, 1, 4},  {1, 1, 8}, {1, 1, 16}, {2, 1, 4},
+                          {2, 1, 8}, {2, 1, 16}, {1, 2, 4}, {1, 2, 8}};
+  const Config glu[] = {{0, 1, 4}, {1, 1, 4}, {1, 1, 8}, {1, 1, 16}, {2, 1, 4}, {2, 1, 8}, {2, 1, 16}};
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8},
                                               {7168, 2048, 8}, {2048, 4096, 16}, {2048, 7168, 16}}) {
-      for (int depth = 0; depth <= 2; ++depth) {
-        for (const int split : {1, 2}) {
-          if (depth == 0 && split == 2) continue;
-          if (depth > 0) gpu::detail::set_gemv_tiled_depth(depth);
-          gpu::detail::set_gemv_tiled_split(split);
-          auto g = bench_gemv(pool, t, rows, cols, d2d, experts, depth > 0);
-          g["tiled_depth"] = depth;
-          g["tiled_split"] = split;
-          out.push_back(std::move(g));
-        }
+      for (const Config& c : plain) {
+        set(c);
+        out.push_back(tag(bench_gemv(pool, t, rows, cols, d2d, experts, c.depth > 0), c));
       }
     }
     // The prefill kernel on both layouts (16 and 64 pairs an expert).
+    set({1, 1, 4});
     for (const auto& [rows, cols] : {std::pair{2048, 4096}, {4096, 2048}}) {
       for (const int pairs : {16, 64}) {
         for (const bool tiled : {false, true})
           out.push_back(bench_gemv(pool, t, rows, cols, d2d, 8, tiled, pairs));
       }
     }
-    // The engine's gate + up launch (the SwiGLU epilogue) on both layouts, tiled one chunk ahead.
+    // The engine's gate + up launch (the SwiGLU epilogue) on both layouts.
     for (const int cols : {4096, 7168}) {
-      for (const bool tiled : {false, true}) {
-        gpu::detail::set_gemv_tiled_depth(1);
-        gpu::detail::set_gemv_tiled_split(1);
-        auto g = bench_gemv_glu(pool, t, 2048, cols, d2d, tiled);
-        g["tiled_depth"] = tiled ? 1 : 0;
-        g["tiled_split"] = 1;
-        out.push_back(std::move(g));
+      for (const Config& c : glu) {
+        set(c);
+        out.push_back(tag(bench_gemv_glu(pool, t, 2048, cols, d2d, c.depth > 0), c));
       }
     }
   }

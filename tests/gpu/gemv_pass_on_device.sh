@@ -42,7 +42,7 @@ for sec in ("gemv_mma_variants", "gemv_diagnosis"):
 tiled = {}
 for g in d.get("gemv_tiled", []):
     tiled.setdefault((g["type"] + ("+swiglu" if g.get("swiglu_epilogue") else ""), g["rows"], g["cols"], g["experts_per_launch"]), []).append(
-        "d%d%s %.2f" % (g["tiled_depth"], "s" if g.get("tiled_split", 1) == 2 else "", g["ratio_to_d2d"]))
+        "d%dw%d%s %.2f" % (g["tiled_depth"], g.get("tiled_warps", 4), "s" if g.get("tiled_split", 1) == 2 else "", g["ratio_to_d2d"]))
 for (t, r, c, e), v in tiled.items():
     print("tiled", t, "%dx%dx%d" % (r, c, e), " ".join(v))
 for g in d.get("read_ceiling", []):

@@ -893,14 +893,18 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
     ~DepthAfterwards() {
       detail::set_gemv_tiled_depth(1);
       detail::set_gemv_tiled_split(1);
+      detail::set_gemv_tiled_warps(4);
     }
   } restore_depth;
   detail::set_gemv_mma_variant(0);
   struct Shape {
     int64_t ne0, ne1;
   };
+  // Row counts below, between and above the blocks' 64, 128 and 256 rows (8 NW with the
+  // epilogue); odd and even counts of units a row (depth 2 takes them in pairs).
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    for (const Shape shape : {Shape{256, 48}, Shape{2048, 64}, Shape{4096, 32}, Shape{7168, 16}}) {
+    for (const Shape shape : {Shape{256, 48}, Shape{2048, 64}, Shape{4096, 32}, Shape{7168, 16},
+                              Shape{1280, 208}, Shape{3328, 144}}) {
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       const int n_exp = 5;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0));
@@ -957,16 +961,17 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
         gemv(b, nullptr);
         return to_host(d_got, ny);
       };
-      for (int depth = 1; depth <= 2; ++depth) {
-        SCOPED_TRACE("depth " + std::to_string(depth));
+      for (const auto& [depth, warps] : {std::pair{1, 4}, {2, 4}, {1, 8}, {2, 8}, {1, 16}, {2, 16}}) {
+        SCOPED_TRACE("depth " + std::to_string(depth) + ", " + std::to_string(warps) + " warps a block");
         detail::set_gemv_tiled_depth(depth);
+        detail::set_gemv_tiled_warps(warps);
         const auto got = tiled_sums();
         for (int m = 0; m < 2 * n_exp; ++m) {
           for (int64_t r = 0; r < ne1; ++r) {
             const size_t i = static_cast<size_t>(m * ne1 + r);
             ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
                 << "matrix " << m << ", row " << r << ": default " << want[i] << ", tiled " << got[i];
-            if (depth == 1) {
+            if (depth == 1 && warps == 4) {
               expect_close_dot(got[i],
                                data.data() + mat * static_cast<uint64_t>(m) + rb * static_cast<uint64_t>(r),
                                type, x.data() + rows_of[static_cast<size_t>(m)] * ne0, ne0, "tiled");
@@ -988,15 +993,20 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
       // Two warps a tile: each row's two halves summed in another order, within the same bound.
       detail::set_gemv_tiled_depth(1);
       detail::set_gemv_tiled_split(2);
-      const auto got = tiled_sums();
-      for (int m = 0; m < 2 * n_exp; ++m) {
-        for (int64_t r = 0; r < ne1; ++r) {
-          expect_close_dot(got[static_cast<size_t>(m * ne1 + r)],
-                           data.data() + mat * static_cast<uint64_t>(m) + rb * static_cast<uint64_t>(r), type,
-                           x.data() + rows_of[static_cast<size_t>(m)] * ne0, ne0, "tiled, two warps a tile");
+      for (const int warps : {4, 8}) {
+        detail::set_gemv_tiled_warps(warps);
+        const auto got = tiled_sums();
+        const std::string what = "tiled, two warps a tile, " + std::to_string(warps) + " a block";
+        for (int m = 0; m < 2 * n_exp; ++m) {
+          for (int64_t r = 0; r < ne1; ++r) {
+            expect_close_dot(got[static_cast<size_t>(m * ne1 + r)],
+                             data.data() + mat * static_cast<uint64_t>(m) + rb * static_cast<uint64_t>(r),
+                             type, x.data() + rows_of[static_cast<size_t>(m)] * ne0, ne0, what.c_str());
+          }
         }
       }
       detail::set_gemv_tiled_split(1);
+      detail::set_gemv_tiled_warps(4);
     }
   }
 }
