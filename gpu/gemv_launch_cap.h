@@ -46,6 +46,29 @@ constexpr size_t gemv_capped_smem(size_t smem_per_sm, size_t fixed, size_t smem,
   return std::max(smem, per_block - fixed);
 }
 
+// Warps a block of the tiled expert launch (kernels_gemv_mma.cu, launch_tiled): 4, 8 or 16,
+// for a launch of n_groups matrices of ne1 rows (whole 16-row tiles, one warp each) on `sms`
+// SMs; `glu`: the SwiGLU epilogue's blocks, half gate and half up rows (8 NW rows a block, NW
+// tiles). Every block prepares x's fragments once for all its warps, so more warps a block
+// prepare the same x fewer times, but fewer, larger blocks leave SMs idle or spread unevenly.
+// The cost of a choice is its busiest SM's: ceil(blocks / sms) blocks of NW tiles and one
+// preparation each, a preparation costing about one tile's row: ceil(blocks / sms) (NW + 1).
+// The smallest cost wins, ties the larger block. Fitted on the H200 (132 SMs,
+// docs/cuda-backend.md, eighteenth pass; MXFP4 at 2,048 tiles: 4, 8, 16 warps 0.57, 0.64, 0.68 of
+// D2D, each preparation about 1.1 tiles' time): 1,024 tiles take 8 (16 idles half the SMs),
+// 2,048 take 16, 3,584 take 16 (measured within 0.02 of 4 and 8), 1,536 take 4.
+constexpr int tiled_block_warps(int64_t ne1, int64_t n_groups, bool glu, int64_t sms) {
+  int best = 4;
+  int64_t best_cost = -1;
+  for (const int nw : {4, 8, 16}) {
+    const int64_t rows = (glu ? 8 : 16) * static_cast<int64_t>(nw);
+    const int64_t blocks = (ne1 + rows - 1) / rows * n_groups;
+    const int64_t cost = (blocks + sms - 1) / sms * (nw + 1);
+    if (best_cost < 0 || cost <= best_cost) best = nw, best_cost = cost;
+  }
+  return best;
+}
+
 // Whether a block's dynamic shared memory holds x's fragments (`frag` bytes) staged beside the
 // rings of `warps` warps, each `stages` stages of 16 rows of `row` bytes, plus the 16 bytes of
 // slack after them, within `limit` (a block's allowed maximum). The two-unit rings

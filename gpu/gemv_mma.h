@@ -96,13 +96,15 @@ void set_gemv_mma_variant(int variant);
 // GemvBatch::w_tiled) runs: gemv_mma_supported, tiled_layout_covers, and x's fragments in the
 // default's layout fit a block's shared memory (the tiled kernel stages them there).
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
-// Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 1 (default) or 2
-// (two chunks' arithmetic in one basic block; 3 and 4 measured slower and are not compiled); the
-// benchmark compares them. Process-wide. Throws Error otherwise.
+// Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 0 (default: the
+// type's, two for Q2_K, one for Q4_K and MXFP4), 1 or 2 (two chunks' arithmetic in one basic
+// block; 3 and 4 measured slower and are not compiled); the sums are the same bit for bit.
+// Process-wide; the benchmark and tests compare them. Throws Error otherwise.
 void set_gemv_tiled_depth(int depth);
-// Warps a block of the tiled launch: 4 (default), 8 or 16. A block prepares x's fragments once
-// for all its warps, so more warps a block prepare the same x fewer times a launch; the sums are
-// the same bit for bit. Process-wide; the benchmark compares them. Throws Error otherwise.
+// Warps a block of the tiled launch: 0 (default: the launch's, gemv_launch_cap.h's
+// tiled_block_warps), 4, 8 or 16. A block prepares x's fragments once for all its warps, so
+// more warps a block prepare the same x fewer times a launch; the sums are the same bit for bit.
+// Process-wide; the benchmark and tests compare them. Throws Error otherwise.
 void set_gemv_tiled_warps(int warps);
 // Warps a 16-row tile in the tiled launch without the SwiGLU epilogue: 1 (default: sums bit for
 // bit the default launch's on the GGUF bytes) or 2 (each half of the row's units, twice the

@@ -2477,14 +2477,15 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
 }
 
 // The tiled expert launch's chunks in flight a warp (set_gemv_tiled_depth; bench_cuda_backend
-// compares them).
-std::atomic<int> g_tiled_depth{1};
+// compares them): 0 = the type's (tiled_depth_of).
+std::atomic<int> g_tiled_depth{0};
 // Warps a tile in the tiled launch without the SwiGLU epilogue: 1 (the default's order) or 2
 // (set_gemv_tiled_split; the benchmark compares both).
 std::atomic<int> g_tiled_split{1};
 
-// Warps a block of the tiled launch (set_gemv_tiled_warps; the benchmark compares 4, 8, 16).
-std::atomic<int> g_tiled_warps{kMmaWarps};
+// Warps a block of the tiled launch (set_gemv_tiled_warps; the benchmark compares 4, 8, 16):
+// 0 = the launch's (tiled_block_warps).
+std::atomic<int> g_tiled_warps{0};
 
 // MINB of gemv_tiled_kernel: registers for 12 warps an SM at least (4 warps a block: 3 blocks,
 // 170 registers a thread; 8 warps: 2 blocks, 128; 16 warps: 1 block, 128).
@@ -2515,7 +2516,9 @@ void launch_tiled_nw(const GemvBatch& b, cudaStream_t s) {
 
 template <GgmlType T, int DEPTH>
 void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
-  switch (g_tiled_warps.load(std::memory_order_relaxed)) {
+  int warps = g_tiled_warps.load(std::memory_order_relaxed);
+  if (warps == 0) warps = tiled_block_warps(b.ne1, b.n_groups, b.swiglu_epilogue, device_sm_shape().sms);
+  switch (warps) {
     case 8:
       return launch_tiled_nw<T, DEPTH, 8>(b, s);
     case 16:
@@ -2525,10 +2528,17 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
   }
 }
 
+// The type's chunks in flight a warp: two for Q2_K (both chunks' arithmetic in one basic block:
+// +0.02 to +0.09 of D2D at 8 and 16 warps a block), one for Q4_K and MXFP4 (up to 0.08 slower at
+// two). Measured on the H200, docs/cuda-backend.md, eighteenth pass.
+constexpr int tiled_depth_of(GgmlType t) { return t == GgmlType::Q2_K ? 2 : 1; }
+
 template <GgmlType T>
 void launch_tiled(const GemvBatch& b, cudaStream_t s) {
   // (Depths 3 and 4 measured slower on every shape and type, 0.34-0.62 of D2D: not compiled.)
-  if (g_tiled_depth.load(std::memory_order_relaxed) == 2) return launch_tiled_depth<T, 2>(b, s);
+  int depth = g_tiled_depth.load(std::memory_order_relaxed);
+  if (depth == 0) depth = tiled_depth_of(T);
+  if (depth == 2) return launch_tiled_depth<T, 2>(b, s);
   return launch_tiled_depth<T, 1>(b, s);
 }
 
@@ -2555,14 +2565,14 @@ void set_gemv_tiled_split(int warps) {
 }
 
 void set_gemv_tiled_warps(int warps) {
-  if (warps != 4 && warps != 8 && warps != 16)
-    throw Error("set_gemv_tiled_warps: " + std::to_string(warps) + " is not 4, 8 or 16");
+  if (warps != 0 && warps != 4 && warps != 8 && warps != 16)
+    throw Error("set_gemv_tiled_warps: " + std::to_string(warps) + " is not 0, 4, 8 or 16");
   g_tiled_warps.store(warps, std::memory_order_relaxed);
 }
 
 void set_gemv_tiled_depth(int depth) {
-  if (depth < 1 || depth > 2)
-    throw Error("set_gemv_tiled_depth: " + std::to_string(depth) + " is not 1 or 2");
+  if (depth < 0 || depth > 2)
+    throw Error("set_gemv_tiled_depth: " + std::to_string(depth) + " is not 0, 1 or 2");
   g_tiled_depth.store(depth, std::memory_order_relaxed);
 }
 

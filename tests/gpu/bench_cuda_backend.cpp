@@ -20,8 +20,9 @@
 //   "read_ceiling": a plain streaming read kernel and a D2D copy of the same byte counts as the
 //             launches above (what any kernel reading those bytes in one launch can reach);
 //   "gemv_tiled": the default expert launches beside the same launches on weights in the tiled
-//             layout (gpu/gemv_tiled.h) at 1-2 chunks in flight a warp ("tiled_depth"; 0 = the
-//             default) and 1-2 warps a tile ("tiled_split"), the four 8-expert shapes and gate +
+//             layout (gpu/gemv_tiled.h): the launch's own choice ("tiled_depth", "tiled_warps"
+//             0), 1-2 chunks in flight a warp, 4-16 warps a block ("tiled_warps") and 1-2 warps
+//             a tile ("tiled_split"), the four 8-expert shapes, 6 x 4096 x 2048 and gate +
 //             up (16 matrices);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
@@ -445,12 +446,12 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
           {"prefetch_hits", st.prefetch_hits - s0.prefetch_hits}};
 }
 
-// Gate and up of 8 experts in one launch with SwiGLU as its epilogue (GemvBatch::swiglu_epilogue:
-// the engine's gate + up launch at decode), on the GGUF or the tiled layout: the 16 matrices of a
-// launch from a table (gate e at entry e, up at 8 + e), rotating over copies as bench_gemv does.
+// Gate and up of `experts` experts in one launch with SwiGLU as its epilogue
+// (GemvBatch::swiglu_epilogue: the engine's gate + up launch at decode), on the GGUF or the tiled
+// layout: the 2 experts matrices of a launch from a table (gate e at entry e, up at experts + e),
+// rotating over copies as bench_gemv does.
 nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d,
-                              bool tiled) {
-  const int experts = 8;
+                              bool tiled, int experts = 8) {
   const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
   const uint64_t mat = rb * static_cast<uint64_t>(rows);
   const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * 2 * experts)));
@@ -485,24 +486,27 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
           {"ratio_to_d2d", bps / d2d}};
 }
 
-// The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h) at
-// depth 1 and 2 (chunks in flight a warp; "tiled_depth" 0 is the default), 4, 8 and 16 warps a
-// block ("tiled_warps"), one and two warps a tile ("tiled_split"), shape by shape: the four
-// 8-expert shapes and gate + up (16 matrices), then gate + up with the SwiGLU epilogue.
+// The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h): the
+// launch's own choice ("tiled_depth" and "tiled_warps" 0), then depth 1 and 2 (chunks in flight
+// a warp), 4, 8 and 16 warps a block, and two warps a tile ("tiled_split"); "tiled" false is the
+// default (ring) launch. Shape by shape: the four 8-expert shapes, DeepSeek-V4-Flash's down at
+// top-6 (6 x 4096 x 2048) and gate + up (16 matrices), then gate + up with the SwiGLU epilogue
+// (8 experts, and 6 at 2048 x 4096).
 nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
   nlohmann::json out = nlohmann::json::array();
   struct Afterwards {
     ~Afterwards() {
-      gpu::detail::set_gemv_tiled_depth(1);
+      gpu::detail::set_gemv_tiled_depth(0);
       gpu::detail::set_gemv_tiled_split(1);
-      gpu::detail::set_gemv_tiled_warps(4);
+      gpu::detail::set_gemv_tiled_warps(0);
     }
   } restore;
   struct Config {
+    bool tiled;
     int depth, split, warps;
   };
   const auto set = [](const Config& c) {
-    gpu::detail::set_gemv_tiled_depth(std::max(c.depth, 1));
+    gpu::detail::set_gemv_tiled_depth(c.depth);
     gpu::detail::set_gemv_tiled_split(c.split);
     gpu::detail::set_gemv_tiled_warps(c.warps);
   };
@@ -512,19 +516,26 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
     g["tiled_warps"] = c.warps;
     return g;
   };
-  const Config plain[] = {{0, 1, 4}, {1, 1, 4},  {1, 1, 8}, {1, 1, 16}, {2, 1, 4},
-                          {2, 1, 8}, {2, 1, 16}, {1, 2, 4}, {1, 2, 8}};
-  const Config glu[] = {{0, 1, 4}, {1, 1, 4}, {1, 1, 8}, {1, 1, 16}, {2, 1, 4}, {2, 1, 8}, {2, 1, 16}};
+  const Config plain[] = {{false, 0, 1, 0}, {true, 0, 1, 0},  {true, 1, 1, 4},
+                          {true, 1, 1, 8},  {true, 1, 1, 16}, {true, 2, 1, 4},
+                          {true, 2, 1, 8},  {true, 2, 1, 16}, {true, 1, 2, 8}};
+  const Config glu[] = {{false, 0, 1, 0}, {true, 0, 1, 0}, {true, 1, 1, 4},
+                        {true, 1, 1, 16}, {true, 2, 1, 4}, {true, 2, 1, 16}};
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8},
-                                              {7168, 2048, 8}, {2048, 4096, 16}, {2048, 7168, 16}}) {
+    for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8},
+                                              {4096, 2048, 8},
+                                              {2048, 7168, 8},
+                                              {7168, 2048, 8},
+                                              {4096, 2048, 6},
+                                              {2048, 4096, 16},
+                                              {2048, 7168, 16}}) {
       for (const Config& c : plain) {
         set(c);
-        out.push_back(tag(bench_gemv(pool, t, rows, cols, d2d, experts, c.depth > 0), c));
+        out.push_back(tag(bench_gemv(pool, t, rows, cols, d2d, experts, c.tiled), c));
       }
     }
     // The prefill kernel on both layouts (16 and 64 pairs an expert).
-    set({1, 1, 4});
+    set({true, 0, 1, 0});
     for (const auto& [rows, cols] : {std::pair{2048, 4096}, {4096, 2048}}) {
       for (const int pairs : {16, 64}) {
         for (const bool tiled : {false, true})
@@ -532,10 +543,10 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
       }
     }
     // The engine's gate + up launch (the SwiGLU epilogue) on both layouts.
-    for (const int cols : {4096, 7168}) {
+    for (const auto& [cols, experts] : {std::pair{4096, 8}, {7168, 8}, {4096, 6}}) {
       for (const Config& c : glu) {
         set(c);
-        out.push_back(tag(bench_gemv_glu(pool, t, 2048, cols, d2d, c.depth > 0), c));
+        out.push_back(tag(bench_gemv_glu(pool, t, 2048, cols, d2d, c.tiled, experts), c));
       }
     }
   }

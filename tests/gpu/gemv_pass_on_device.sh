@@ -41,8 +41,14 @@ for sec in ("gemv_mma_variants", "gemv_diagnosis"):
         print(sec, t, "v%s" % v, " ".join(r))
 tiled = {}
 for g in d.get("gemv_tiled", []):
+    if g.get("pairs_per_expert", 1) > 1 or "tiled_depth" not in g:
+        print("prefill", g["type"], "%dx%dx%d pairs %d %s %.1f us" % (g["rows"], g["cols"], g["experts_per_launch"],
+              g.get("pairs_per_expert", 0), "tiled" if g["tiled"] else "gguf", g["us_per_launch"]))
+        continue
+    name = ("d%dw%d%s" % (g["tiled_depth"], g["tiled_warps"], "s" if g.get("tiled_split", 1) == 2 else "")
+            if g["tiled"] else "ring")
     tiled.setdefault((g["type"] + ("+swiglu" if g.get("swiglu_epilogue") else ""), g["rows"], g["cols"], g["experts_per_launch"]), []).append(
-        "d%dw%d%s %.2f" % (g["tiled_depth"], g.get("tiled_warps", 4), "s" if g.get("tiled_split", 1) == 2 else "", g["ratio_to_d2d"]))
+        "%s %.2f" % (name, g["ratio_to_d2d"]))
 for (t, r, c, e), v in tiled.items():
     print("tiled", t, "%dx%dx%d" % (r, c, e), " ".join(v))
 for g in d.get("read_ceiling", []):

@@ -891,9 +891,9 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
   const DefaultVariantAfterwards restore;
   struct DepthAfterwards {
     ~DepthAfterwards() {
-      detail::set_gemv_tiled_depth(1);
+      detail::set_gemv_tiled_depth(0);
       detail::set_gemv_tiled_split(1);
-      detail::set_gemv_tiled_warps(4);
+      detail::set_gemv_tiled_warps(0);
     }
   } restore_depth;
   detail::set_gemv_mma_variant(0);
@@ -961,7 +961,8 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
         gemv(b, nullptr);
         return to_host(d_got, ny);
       };
-      for (const auto& [depth, warps] : {std::pair{1, 4}, {2, 4}, {1, 8}, {2, 8}, {1, 16}, {2, 16}}) {
+      // (0, 0): the launch's own choice (the type's depth, tiled_block_warps).
+      for (const auto& [depth, warps] : {std::pair{0, 0}, {1, 4}, {2, 4}, {1, 8}, {2, 8}, {1, 16}, {2, 16}}) {
         SCOPED_TRACE("depth " + std::to_string(depth) + ", " + std::to_string(warps) + " warps a block");
         detail::set_gemv_tiled_depth(depth);
         detail::set_gemv_tiled_warps(warps);
@@ -1006,7 +1007,8 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
         }
       }
       detail::set_gemv_tiled_split(1);
-      detail::set_gemv_tiled_warps(4);
+      detail::set_gemv_tiled_depth(0);
+      detail::set_gemv_tiled_warps(0);
     }
   }
 }
