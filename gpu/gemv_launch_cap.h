@@ -46,7 +46,7 @@ constexpr size_t gemv_capped_smem(size_t smem_per_sm, size_t fixed, size_t smem,
   return std::max(smem, per_block - fixed);
 }
 
-// Warps a block of the tiled expert launch (kernels_gemv_mma.cu, launch_tiled): 4, 8 or 16,
+// Warps a block of the tiled expert launch (kernels_gemv_mma.cu, launch_tiled): 4, 8, 12 or 16,
 // for a launch of n_groups matrices of ne1 rows (whole 16-row tiles, one warp each) on `sms`
 // SMs; `glu`: the SwiGLU epilogue's blocks, half gate and half up rows (8 NW rows a block, NW
 // tiles). Every block prepares x's fragments once for all its warps, so more warps a block
@@ -56,11 +56,12 @@ constexpr size_t gemv_capped_smem(size_t smem_per_sm, size_t fixed, size_t smem,
 // The smallest cost wins, ties the larger block. Fitted on the H200 (132 SMs,
 // docs/cuda-backend.md, eighteenth pass; MXFP4 at 2,048 tiles: 4, 8, 16 warps 0.57, 0.64, 0.68 of
 // D2D, each preparation about 1.1 tiles' time): 1,024 tiles take 8 (16 idles half the SMs),
-// 2,048 take 16, 3,584 take 16 (measured within 0.02 of 4 and 8), 1,536 take 4.
+// 2,048 take 16, 3,584 take 16 (measured within 0.02 of 4 and 8), and the top-6 launches of
+// DeepSeek-V4-Flash (6 x 4096 rows, or gate + up of 6 x 2048) 12: 132 blocks, one an SM.
 constexpr int tiled_block_warps(int64_t ne1, int64_t n_groups, bool glu, int64_t sms) {
   int best = 4;
   int64_t best_cost = -1;
-  for (const int nw : {4, 8, 16}) {
+  for (const int nw : {4, 8, 12, 16}) {
     const int64_t rows = (glu ? 8 : 16) * static_cast<int64_t>(nw);
     const int64_t blocks = (ne1 + rows - 1) / rows * n_groups;
     const int64_t cost = (blocks + sms - 1) / sms * (nw + 1);

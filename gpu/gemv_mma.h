@@ -102,7 +102,7 @@ bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
 // Process-wide; the benchmark and tests compare them. Throws Error otherwise.
 void set_gemv_tiled_depth(int depth);
 // Warps a block of the tiled launch: 0 (default: the launch's, gemv_launch_cap.h's
-// tiled_block_warps), 4, 8 or 16. A block prepares x's fragments once for all its warps, so
+// tiled_block_warps), 4, 8, 12 or 16. A block prepares x's fragments once for all its warps, so
 // more warps a block prepare the same x fewer times a launch; the sums are the same bit for bit.
 // Process-wide; the benchmark and tests compare them. Throws Error otherwise.
 void set_gemv_tiled_warps(int warps);

@@ -2488,7 +2488,7 @@ std::atomic<int> g_tiled_split{1};
 std::atomic<int> g_tiled_warps{0};
 
 // MINB of gemv_tiled_kernel: registers for 12 warps an SM at least (4 warps a block: 3 blocks,
-// 170 registers a thread; 8 warps: 2 blocks, 128; 16 warps: 1 block, 128).
+// 170 registers a thread; 8 warps: 2 blocks, 128; 12 warps: 1 block, 170; 16 warps: 1 block, 128).
 template <GgmlType T, int DEPTH, int NW>
 void launch_tiled_nw(const GemvBatch& b, cudaStream_t s) {
   using S = Sel<T, col_arith<T>()>;
@@ -2521,6 +2521,8 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
   switch (warps) {
     case 8:
       return launch_tiled_nw<T, DEPTH, 8>(b, s);
+    case 12:
+      return launch_tiled_nw<T, DEPTH, 12>(b, s);
     case 16:
       return launch_tiled_nw<T, DEPTH, 16>(b, s);
     default:
@@ -2565,8 +2567,8 @@ void set_gemv_tiled_split(int warps) {
 }
 
 void set_gemv_tiled_warps(int warps) {
-  if (warps != 0 && warps != 4 && warps != 8 && warps != 16)
-    throw Error("set_gemv_tiled_warps: " + std::to_string(warps) + " is not 0, 4, 8 or 16");
+  if (warps != 0 && warps != 4 && warps != 8 && warps != 12 && warps != 16)
+    throw Error("set_gemv_tiled_warps: " + std::to_string(warps) + " is not 0, 4, 8, 12 or 16");
   g_tiled_warps.store(warps, std::memory_order_relaxed);
 }
 

@@ -95,24 +95,27 @@ TEST(GemvLaunchCap, Q2kRingsFitBesideTheFragments) {
   EXPECT_TRUE(gemv_rings_fit(58976, 4, 4, 168, kLimit));
 }
 
-// Hand-worked on 132 SMs: cost ceil(blocks / 132) (NW + 1) for NW = 4, 8, 16.
+// Hand-worked on 132 SMs: cost ceil(blocks / 132) (NW + 1) for NW = 4, 8, 12, 16 (blocks of
+// 16 NW rows, 8 NW with the epilogue, whole blocks for each group).
 TEST(GemvLaunchCap, TiledBlockWarpsTakeTheBusiestSmsCost) {
-  // 8 x 2048 rows: 256, 128, 64 blocks -> 2 * 5 = 10, 1 * 9 = 9, 1 * 17 = 17.
+  // 8 x 2048 rows: 256, 128, 88 (11 a group), 64 blocks -> 2 * 5 = 10, 1 * 9 = 9, 13, 17.
   EXPECT_EQ(tiled_block_warps(2048, 8, false, 132), 8);
-  // 8 x 4096 rows: 512, 256, 128 blocks -> 20, 18, 17.
+  // 8 x 4096 rows: 512, 256, 176, 128 blocks -> 20, 18, 26, 17.
   EXPECT_EQ(tiled_block_warps(4096, 8, false, 132), 16);
-  // gate + up of 8 experts of 2048 rows (16 matrices; 32, 64, 128 rows a block): 512, 256, 128.
+  // gate + up of 8 experts of 2048 rows (32, 64, 96, 128 rows a block): 512, 256, 176, 128.
   EXPECT_EQ(tiled_block_warps(2048, 8, true, 132), 16);
-  // 8 x 7168 rows: 896, 448, 224 blocks -> 7 * 5 = 35, 4 * 9 = 36, 2 * 17 = 34.
+  // 8 x 7168 rows: 896, 448, 304, 224 blocks -> 7 * 5 = 35, 4 * 9 = 36, 3 * 13 = 39, 2 * 17 = 34.
   EXPECT_EQ(tiled_block_warps(7168, 8, false, 132), 16);
-  // top-6, 6 x 4096 rows: 384, 192, 96 blocks -> 15, 18, 17; gate + up of 6 x 2048 the same.
-  EXPECT_EQ(tiled_block_warps(4096, 6, false, 132), 4);
-  EXPECT_EQ(tiled_block_warps(2048, 6, true, 132), 4);
-  // A small launch: one block of every size -> 5, 9, 17.
+  // top-6, 6 x 4096 rows: 384, 192, 132 (22 a group), 96 blocks -> 15, 18, 13, 17; gate + up
+  // of 6 x 2048 the same blocks.
+  EXPECT_EQ(tiled_block_warps(4096, 6, false, 132), 12);
+  EXPECT_EQ(tiled_block_warps(2048, 6, true, 132), 12);
+  // A small launch: one block of every size -> 5, 9, 13, 17.
   EXPECT_EQ(tiled_block_warps(48, 2, false, 132), 4);
-  // A tie goes to the larger block: 1122, 561, 281 blocks -> 9 * 5 = 45, 5 * 9 = 45, 3 * 17 = 51.
-  EXPECT_EQ(tiled_block_warps(71808, 1, false, 132), 8);
-  // Partial blocks count whole: 8 x 2064 rows: 264, 136, 72 blocks -> 10, 18, 17.
+  // A tie goes to the larger block: 8 x 9472 rows: 1184, 592, 400, 296 blocks -> 9 * 5 = 45,
+  // 5 * 9 = 45, 4 * 13 = 52, 3 * 17 = 51.
+  EXPECT_EQ(tiled_block_warps(9472, 8, false, 132), 8);
+  // Partial blocks count whole: 8 x 2064 rows: 264, 136, 88, 72 blocks -> 10, 18, 13, 17.
   EXPECT_EQ(tiled_block_warps(2064, 8, false, 132), 4);
 }
 

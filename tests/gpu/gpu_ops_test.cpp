@@ -900,7 +900,7 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
   struct Shape {
     int64_t ne0, ne1;
   };
-  // Row counts below, between and above the blocks' 64, 128 and 256 rows (8 NW with the
+  // Row counts below, between and above the blocks' 64, 128, 192 and 256 rows (8 NW with the
   // epilogue); odd and even counts of units a row (depth 2 takes them in pairs).
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const Shape shape : {Shape{256, 48}, Shape{2048, 64}, Shape{4096, 32}, Shape{7168, 16},
@@ -962,7 +962,8 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
         return to_host(d_got, ny);
       };
       // (0, 0): the launch's own choice (the type's depth, tiled_block_warps).
-      for (const auto& [depth, warps] : {std::pair{0, 0}, {1, 4}, {2, 4}, {1, 8}, {2, 8}, {1, 16}, {2, 16}}) {
+      for (const auto& [depth, warps] :
+           {std::pair{0, 0}, {1, 4}, {2, 4}, {1, 8}, {2, 8}, {1, 12}, {2, 12}, {1, 16}, {2, 16}}) {
         SCOPED_TRACE("depth " + std::to_string(depth) + ", " + std::to_string(warps) + " warps a block");
         detail::set_gemv_tiled_depth(depth);
         detail::set_gemv_tiled_warps(warps);
