@@ -48,8 +48,8 @@ constexpr size_t gemv_capped_smem(size_t smem_per_sm, size_t fixed, size_t smem,
 
 // Warps a block of the tiled expert launch (kernels_gemv_mma.cu, launch_tiled): 4, 8, 12 or 16,
 // for a launch of n_groups matrices of ne1 rows (whole 16-row tiles, one warp each) on `sms`
-// SMs; `glu`: the SwiGLU epilogue's blocks, half gate and half up rows (8 NW rows a block, NW
-// tiles). Every block prepares x's fragments once for all its warps, so more warps a block
+// SMs; `glu`: blocks of 8 NW rows (the SwiGLU epilogue's, half gate and half up rows, or two
+// warps a tile). Every block prepares x's fragments once for all its warps, so more warps a block
 // prepare the same x fewer times, but fewer, larger blocks leave SMs idle or spread unevenly.
 // The cost of a choice is its busiest SM's: ceil(blocks / sms) blocks of NW tiles and one
 // preparation each, a preparation costing about one tile's row: ceil(blocks / sms) (NW + 1).
@@ -58,7 +58,9 @@ constexpr size_t gemv_capped_smem(size_t smem_per_sm, size_t fixed, size_t smem,
 // D2D, each preparation about 1.1 tiles' time): 1,024 tiles take 8 (16 idles half the SMs),
 // 2,048 take 16, 3,584 take 16 (measured within 0.02 of 4 and 8), and the top-6 launches of
 // DeepSeek-V4-Flash (6 x 4096 rows, or gate + up of 6 x 2048) 12: 132 blocks, one an SM.
+// No rows, no groups or no SMs: 4.
 constexpr int tiled_block_warps(int64_t ne1, int64_t n_groups, bool glu, int64_t sms) {
+  if (ne1 <= 0 || n_groups <= 0 || sms <= 0) return 4;
   int best = 4;
   int64_t best_cost = -1;
   for (const int nw : {4, 8, 12, 16}) {

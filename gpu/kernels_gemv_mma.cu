@@ -1515,8 +1515,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
   slice_super_block<LAYOUT>(v, k, ff, frag + row * frag_stride, lane);
 }
 
-// A warp's share of a launch in both kernels: tile `tile` (16 rows from rbase) of the block's
-// RW, and of its row the contiguous range [u0, u1) of n units (split over kMmaWarps / RW warps,
+// A warp's share of a launch in all three kernels: tile `tile` (16 rows from rbase) of the
+// block's RW, and of its row the contiguous range [u0, u1) of n units (split over NW / RW warps,
 // summed in warp order: a function of the row length and the layout only); wg the group's
 // weights. Not live: past the last row, or a split beyond ks (its range is empty).
 struct WarpShare {
@@ -1525,11 +1525,10 @@ struct WarpShare {
   int ks;
   int64_t u0, u1;
 };
-// GLU (GemvBatch::swiglu_epilogue; RW 4, one warp a tile): the block's 32 rows of group grp's
-// gate (warps 0, 1: w_table[grp]) and of its up (warps 2, 3: w_table[n_groups + grp]), so a
-// warp streams the same tile of rows, with the same arithmetic, as in a launch of 2 n_groups.
-// NW: the block's warps (kMmaWarps but in the tiled launch); with GLU, NW / 2 tiles of the gate
-// (warps 0 .. NW / 2 - 1) and the same NW / 2 tiles of the up.
+// NW: the block's warps (kMmaWarps but in the tiled launch). GLU (GemvBatch::swiglu_epilogue;
+// RW = NW, one warp a tile): the block's 8 NW rows of group grp's gate (warps [0, NW / 2):
+// w_table[grp]) and of its up (warps [NW / 2, NW): w_table[n_groups + grp]), so a warp streams
+// the same tile of rows, with the same arithmetic, as in a launch of 2 n_groups.
 template <int RW, bool GLU = false, int NW = kMmaWarps>
 __device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int warp, int64_t n) {
   constexpr int kSplit = GLU ? 1 : NW / RW, kHalf = NW / 2;
@@ -1550,9 +1549,10 @@ __device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int
   return w;
 }
 
-// The end of both kernels: lane sums (t = 0 holds rows g, g + 8 after the quad reduction),
-// written directly (one warp a tile) or through `part` summed in warp order; GLU: through
-// `part`, each row's SwiGLU of its gate (warps 0, 1) and up (warps 2, 3) sums (warp_share).
+// The end of all three kernels: lane sums (t = 0 holds rows g, g + 8 after the quad
+// reduction), written directly (one warp a tile) or through `part` summed in warp order; GLU:
+// through `part`, each row's SwiGLU of its gate (warps [0, NW / 2)) and up (warps [NW / 2, NW))
+// sums (warp_share).
 template <int RW, bool GLU = false, int NW = kMmaWarps>
 __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int ks, float acca, float accb,
                                        float (*part)[16]) {
@@ -1795,8 +1795,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32, RW == 4 ? 5 : 4)
 // lane's words come from differs. TiledFetch<T>::load reads a lane's share of one chunk (16 rows
 // x one unit) in 16-byte loads (a warp's load instruction: 512 contiguous bytes, or a row
 // header broadcast to its quad) into Raw registers; decode() moves them into the Path's members
-// (register moves only). A warp keeps DEPTH chunks in flight: the loads of unit u + DEPTH are
-// issued right after unit u's registers are taken, before its arithmetic.
+// (register moves only). A warp keeps DEPTH chunks in flight: at depth 1 the loads of unit u + 1
+// are issued right after unit u's registers are taken, before its arithmetic; at depth 2 those
+// of units u + 2 and u + 3 after units u's and u + 1's registers are taken.
 
 // ld.global.nc without L1 allocation: every weight byte is read once.
 __device__ __forceinline__ uint4 ld_weights16(const uint8_t* p) {
@@ -1894,8 +1895,8 @@ struct TiledFetch<GgmlType::MXFP4> {
   }
 };
 
-// The tiled expert launch (P: the default's arithmetic, col_arith<T>()): grid (ne1 / (16 NW)
-// (ne1 / (8 NW) with GLU or RW = NW / 2), groups) of NW warps, one warp a tile of 16 rows, its
+// The tiled expert launch (P: the default's arithmetic, col_arith<T>()): grid (ceil(ne1 / (16 NW))
+// (ceil(ne1 / (8 NW)) with GLU or RW = NW / 2), groups) of NW warps, one warp a tile of 16 rows, its
 // whole row (warp_share<NW, GLU, NW>); x's fragments prepared by the block in shared memory, as
 // the default's staged launch (more warps a block: fewer preparations of the same x a launch).
 // The group's matrix (w_table[grp]) is in the tiled layout. MINB: blocks per SM the registers
@@ -2483,12 +2484,19 @@ std::atomic<int> g_tiled_depth{0};
 // (set_gemv_tiled_split; the benchmark compares both).
 std::atomic<int> g_tiled_split{1};
 
-// Warps a block of the tiled launch (set_gemv_tiled_warps; the benchmark compares 4, 8, 16):
-// 0 = the launch's (tiled_block_warps).
+// Room for gemv_tiled_kernel's static shared memory (part[NW][16] and MXFP4's table words: 1,040
+// bytes at 16 warps) below a block's opt-in maximum, beside x's fragments.
+constexpr size_t kTiledStaticSmem = 2048;
+static_assert(16 * 16 * sizeof(float) + 16 <= kTiledStaticSmem, "part[16][16] and the table words");
+
+// Warps a block of the tiled launch (set_gemv_tiled_warps; the benchmark compares 4, 8, 12,
+// 16): 0 = the launch's (tiled_block_warps).
 std::atomic<int> g_tiled_warps{0};
 
 // MINB of gemv_tiled_kernel: registers for 12 warps an SM at least (4 warps a block: 3 blocks,
-// 170 registers a thread; 8 warps: 2 blocks, 128; 12 warps: 1 block, 170; 16 warps: 1 block, 128).
+// at most 168 registers a thread; 8 warps: 2 blocks, 128; 12 warps: 1 block, 168; 16 warps: 1
+// block, 128). ptxas -v on sm_90, no spills: depth 1 94-122 registers; depth 2 149-162 at 4 and
+// 12 warps, 122-128 (the cap) at 8 and 16.
 template <GgmlType T, int DEPTH, int NW>
 void launch_tiled_nw(const GemvBatch& b, cudaStream_t s) {
   using S = Sel<T, col_arith<T>()>;
@@ -2508,7 +2516,7 @@ void launch_tiled_nw(const GemvBatch& b, cudaStream_t s) {
   // (Q4_K 4096 x 2048, gate + up) and 0.10-0.12 on MXFP4's 2048-row launches two chunks ahead.
   const SmShape sh = device_sm_shape();
   const size_t smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), frag,
-                                   std::min<size_t>(kMaxBlockSmem, sh.optin - 1024),
+                                   std::min<size_t>(kMaxBlockSmem, sh.optin - kTiledStaticSmem),
                                    static_cast<int64_t>(grid.x) * grid.y, 0, -1);
   allow_smem(reinterpret_cast<const void*>(k), smem);
   launch_kernel(k, grid, smem, s, b, nullptr, NW * 32);
@@ -2517,7 +2525,10 @@ void launch_tiled_nw(const GemvBatch& b, cudaStream_t s) {
 template <GgmlType T, int DEPTH>
 void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
   int warps = g_tiled_warps.load(std::memory_order_relaxed);
-  if (warps == 0) warps = tiled_block_warps(b.ne1, b.n_groups, b.swiglu_epilogue, device_sm_shape().sms);
+  if (warps == 0) {  // blocks of 8 NW rows with the epilogue or two warps a tile
+    const bool half_rows = b.swiglu_epilogue || g_tiled_split.load(std::memory_order_relaxed) == 2;
+    warps = tiled_block_warps(b.ne1, b.n_groups, half_rows, device_sm_shape().sms);
+  }
   switch (warps) {
     case 8:
       return launch_tiled_nw<T, DEPTH, 8>(b, s);
@@ -2556,8 +2567,9 @@ void launch_repack(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1, u
 
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
   if (!gemv_mma_supported(type, ne0) || !tiled_layout_covers(type, ne0, ne1)) return false;
-  // x's fragments in the default's layout (the tiled kernel's Sel), staged in shared memory.
-  const size_t limit = std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024);
+  // x's fragments in the default's layout (the tiled kernel's Sel), staged in shared memory
+  // beside the kernel's static shared memory (kTiledStaticSmem).
+  const size_t limit = std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - kTiledStaticSmem);
   return static_cast<size_t>(gemv_x_fragments_bytes(type, ne0)) <= limit;
 }
 

@@ -448,7 +448,7 @@ nlohmann::json bench_engine(const std::shared_ptr<const ModelSource>& src, const
 
 // Gate and up of `experts` experts in one launch with SwiGLU as its epilogue
 // (GemvBatch::swiglu_epilogue: the engine's gate + up launch at decode), on the GGUF or the tiled
-// layout: the 2 experts matrices of a launch from a table (gate e at entry e, up at experts + e),
+// layout: the 2 x experts matrices of a launch from a table (gate e at entry e, up at experts + e),
 // rotating over copies as bench_gemv does.
 nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d,
                               bool tiled, int experts = 8) {
@@ -518,8 +518,8 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
   };
   const Config plain[] = {{false, 0, 1, 0}, {true, 0, 1, 0},  {true, 0, 1, 4},
                           {true, 0, 1, 8},  {true, 0, 1, 12}, {true, 0, 1, 16}};
-  const Config glu[] = {
-      {false, 0, 1, 0}, {true, 0, 1, 0}, {true, 0, 1, 4}, {true, 0, 1, 12}, {true, 0, 1, 16}};
+  const Config glu[] = {{false, 0, 1, 0}, {true, 0, 1, 0},  {true, 0, 1, 4},
+                        {true, 0, 1, 8},  {true, 0, 1, 12}, {true, 0, 1, 16}};
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8},
                                               {4096, 2048, 8},

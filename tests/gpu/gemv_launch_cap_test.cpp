@@ -117,6 +117,10 @@ TEST(GemvLaunchCap, TiledBlockWarpsTakeTheBusiestSmsCost) {
   EXPECT_EQ(tiled_block_warps(9472, 8, false, 132), 8);
   // Partial blocks count whole: 8 x 2064 rows: 264, 136, 88, 72 blocks -> 10, 18, 13, 17.
   EXPECT_EQ(tiled_block_warps(2064, 8, false, 132), 4);
+  // Nothing to launch, or no SMs: 4.
+  EXPECT_EQ(tiled_block_warps(0, 8, false, 132), 4);
+  EXPECT_EQ(tiled_block_warps(2048, 0, false, 132), 4);
+  EXPECT_EQ(tiled_block_warps(2048, 8, false, 0), 4);
 }
 
 }  // namespace

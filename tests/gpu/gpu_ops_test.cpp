@@ -995,10 +995,13 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
       // Two warps a tile: each row's two halves summed in another order, within the same bound.
       detail::set_gemv_tiled_depth(1);
       detail::set_gemv_tiled_split(2);
-      for (const int warps : {4, 8}) {
+      for (const auto& [depth, warps] :
+           {std::pair{1, 4}, {1, 8}, {2, 8}, {1, 12}, {2, 12}, {1, 16}, {2, 16}, {0, 0}}) {
+        detail::set_gemv_tiled_depth(depth);
         detail::set_gemv_tiled_warps(warps);
         const auto got = tiled_sums();
-        const std::string what = "tiled, two warps a tile, " + std::to_string(warps) + " a block";
+        const std::string what = "tiled, two warps a tile, depth " + std::to_string(depth) + ", " +
+                                 std::to_string(warps) + " warps a block";
         for (int m = 0; m < 2 * n_exp; ++m) {
           for (int64_t r = 0; r < ne1; ++r) {
             expect_close_dot(got[static_cast<size_t>(m * ne1 + r)],
