@@ -1897,7 +1897,7 @@ struct TiledFetch<GgmlType::MXFP4> {
 
 // The tiled expert launch (P: the default's arithmetic, col_arith<T>()): grid (ceil(ne1 / (16 NW))
 // (ceil(ne1 / (8 NW)) with GLU or RW = NW / 2), groups) of NW warps, one warp a tile of 16 rows, its
-// whole row (warp_share<NW, GLU, NW>); x's fragments prepared by the block in shared memory, as
+// whole row (warp_share<RW, GLU, NW>); x's fragments prepared by the block in shared memory, as
 // the default's staged launch (more warps a block: fewer preparations of the same x a launch).
 // The group's matrix (w_table[grp]) is in the tiled layout. MINB: blocks per SM the registers
 // must allow.
@@ -2542,8 +2542,8 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
 }
 
 // The type's chunks in flight a warp: two for Q2_K (both chunks' arithmetic in one basic block:
-// +0.02 to +0.09 of D2D at 8 and 16 warps a block), one for Q4_K and MXFP4 (up to 0.08 slower at
-// two). Measured on the H200, docs/cuda-backend.md, eighteenth pass.
+// -0.01 to +0.09 of D2D at 8 and 16 warps a block, a gain on most shapes), one for Q4_K and MXFP4
+// (up to 0.08 slower at two). Measured on the H200, docs/cuda-backend.md, eighteenth pass.
 constexpr int tiled_depth_of(GgmlType t) { return t == GgmlType::Q2_K ? 2 : 1; }
 
 template <GgmlType T>
