@@ -2058,8 +2058,8 @@ KernelState& kernel_state(const void* kernel) {
 // kernel<<<grid, threads, smem, s>>>(args...), as a programmatic dependent launch when `pdl` and
 // the kernel's code has griddepcontrol (kernel_state).
 template <class... Params, class... Args>
-void launch_maybe_dependent_n(void (*kernel)(Params...), dim3 grid, int threads, size_t smem, cudaStream_t s,
-                              bool pdl, Args... args) {
+void launch_maybe_dependent(void (*kernel)(Params...), dim3 grid, int threads, size_t smem, cudaStream_t s,
+                            bool pdl, Args... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
@@ -2074,12 +2074,6 @@ void launch_maybe_dependent_n(void (*kernel)(Params...), dim3 grid, int threads,
   }
   MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
 }
-// The same with kMmaWarps warps a block.
-template <class... Params, class... Args>
-void launch_maybe_dependent(void (*kernel)(Params...), dim3 grid, size_t smem, cudaStream_t s, bool pdl,
-                            Args... args) {
-  launch_maybe_dependent_n(kernel, grid, kMmaWarps * 32, smem, s, pdl, args...);
-}
 
 // A GEMV kernel (or x_fragments_wide_kernel) on b and scratch, as a programmatic dependent
 // launch unless set_gemv_pdl(false), b.tables_from_kernel or the kernel's code predates sm_90.
@@ -2091,8 +2085,8 @@ template <class Scratch>
 void launch_kernel(void (*kernel)(GemvBatch, Scratch), dim3 grid, size_t smem, cudaStream_t s,
                    const GemvBatch& b, typename NotDeduced<Scratch>::type scratch,
                    int threads = kMmaWarps * 32) {
-  launch_maybe_dependent_n(kernel, grid, threads, smem, s,
-                           g_pdl.load(std::memory_order_relaxed) && !b.tables_from_kernel, b, scratch);
+  launch_maybe_dependent(kernel, grid, threads, smem, s,
+                         g_pdl.load(std::memory_order_relaxed) && !b.tables_from_kernel, b, scratch);
 }
 
 // The x fragments of every group of b in stream-ordered scratch (the pool as
@@ -2675,9 +2669,9 @@ void launch_swiglu_fragments(const float* gate, const float* up, int64_t rows, i
   // programmatic dependent launch as the GEMV's, unless switched off.
   detail::prefer_max_shared(reinterpret_cast<const void*>(k));
   detail::launch_maybe_dependent(
-      k, grid, 0, s,
-      detail::g_swiglu_pdl.load(std::memory_order_relaxed) && detail::g_pdl.load(std::memory_order_relaxed), gate,
-      up, ff, limit, out, frag, frag_stride);
+      k, grid, detail::kMmaWarps * 32, 0, s,
+      detail::g_swiglu_pdl.load(std::memory_order_relaxed) && detail::g_pdl.load(std::memory_order_relaxed),
+      gate, up, ff, limit, out, frag, frag_stride);
 }
 }  // namespace
 
