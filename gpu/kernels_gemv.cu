@@ -94,8 +94,10 @@ __device__ __forceinline__ float byte_as_float(uint32_t w, float bias = 0.0f) {
 }
 
 // Chunk c of the tile at byte `tile` of the staging buffer `s` (the tile starts at a block
-// boundary of the row) into v, exactly as dequant_chunk<T>.
-template <GgmlType T>
+// boundary of the row) into v, exactly as dequant_chunk<T>. MXFP4_PAD: the tiled layout's
+// staging of MXFP4 (TiledRow): 20-byte blocks, the scale at byte 0 and the 16 qs bytes at 4-19
+// (word-aligned), tile 0; the same values.
+template <GgmlType T, bool MXFP4_PAD = false>
 __device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, int n, float (&v)[kChunk]) {
   if constexpr (T == GgmlType::Q4_K) {
     const int o = tile + (c >> 3) * 144;
@@ -173,10 +175,15 @@ __device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, in
       }
     }
   } else if constexpr (T == GgmlType::MXFP4) {
-    const int o = tile + c * 17;
+    const int o = MXFP4_PAD ? c * 20 : tile + c * 17;
     const float d = e8m0_half(s[o]);
     uint32_t w[4];
-    load_words(s, o + 1, w);
+    if constexpr (MXFP4_PAD) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const uint32_t*>(s + o + 4)[i];
+    } else {
+      load_words(s, o + 1, w);
+    }
     // e2m1 magnitudes times two, {0, 1, 2, 3, 4, 6, 8, 12}, picked by byte_perm; bit 3 = sign.
     const auto val = [d](uint32_t nib) {
       const uint32_t mag = __byte_perm(0x03020100u, 0x0C080604u, nib & 7u);
@@ -225,11 +232,11 @@ __device__ __forceinline__ float chunk_dot(const float (&v)[kChunk], const float
 // variant (the pack path and the GGUF path may group experts differently). Types the tensor-
 // core path covers (gemv_mma.h) take that path for every group of exactly one pair instead,
 // whichever launch the group is in.
-template <GgmlType T>
+template <GgmlType T, bool MXFP4_PAD = false>
 __device__ __forceinline__ float decode_chunk_dot(const uint8_t* s, int tile, int c, int n,
                                                   const float (&xv)[kChunk]) {
   float v[kChunk];
-  tile_chunk<T>(s, tile, c, n, v);
+  tile_chunk<T, MXFP4_PAD>(s, tile, c, n, v);
   float dot = 0.0f;
 #pragma unroll
   for (int e = 0; e < kChunk; ++e) {
@@ -249,15 +256,24 @@ __device__ __forceinline__ int x_slot(int cl, int i) { return cl * 8 + (i ^ (cl 
 // (whole units of 256 elements: Tile<T>::kBytes is 8 Q4_K, 16 Q2_K or 8 MXFP4 units) is gathered
 // from the row's chunks into the warp's staging slot in the GGUF order, so that tile_chunk reads
 // it unchanged and every sum is the GGUF layout's bit for bit. A lane loads whole words of the
-// chunks (tiled_row_word: 16 bytes, or 4) and stores their pieces where tiled_piece_dest says
-// (4-byte stores for Q4_K and Q2_K; byte stores for MXFP4, whose qs runs start at odd bytes).
+// chunks (tiled_row_word: 16 bytes, or 4) and stores their 4-byte pieces where tiled_piece_dest
+// says. MXFP4's qs runs start at odd bytes of a GGUF block (17 bytes), so its blocks are staged
+// padded to 20 bytes (scale, 3 unused bytes, 16 qs bytes: tile_chunk's MXFP4_PAD), every qs piece
+// a 4-byte store too; only the scales are stored a byte at a time.
 template <GgmlType T>
 struct TiledRow {
+  static constexpr bool kPad = T == GgmlType::MXFP4;
   static constexpr int kUnit = tiled_unit_bytes(T);
+  static constexpr int kStagedUnit = kPad ? 8 * 20 : kUnit;  // a unit's bytes in the staging slot
+  // Byte b of a row's unit (GGUF order) in the staging slot's unit.
+  __device__ __forceinline__ static int staged(int b) {
+    return kPad ? b / 17 * 20 + (b % 17 ? b % 17 + 3 : 0) : b;
+  }
   static constexpr int kWordsPerUnit = tiled_row_words(T);
   static constexpr int kUnits = kUnit ? Tile<T>::kBytes / kUnit : 0;
   static constexpr int kWords = kUnits * kWordsPerUnit;
   static constexpr int kPerLane = kUnit ? (kWords + 31) / 32 : 1;
+  static constexpr int kStagedGranules = (kUnits * kStagedUnit + 15) / 16;
   static_assert(kUnit == 0 || Tile<T>::kBytes % (kUnit ? kUnit : 1) == 0, "a tile is whole units");
 };
 
@@ -281,8 +297,10 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
   static_assert(!TILED || tiled_unit_bytes(T) > 0, "the tiled layout covers Q4_K, Q2_K and MXFP4");
   using Tl = Tile<T>;
   using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
+  constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's blocks staged padded (tile_chunk)
   constexpr int kXSlots = P == 1 ? Tl::kChunks * 8 : 1;
-  __shared__ __align__(16) uint4 stage[kWarps][R][Tl::kGranules];
+  constexpr int kStage = TILED && TR::kStagedGranules > Tl::kGranules ? TR::kStagedGranules : Tl::kGranules;
+  __shared__ __align__(16) uint4 stage[kWarps][R][kStage];
   __shared__ __align__(16) float4 xs[kXSlots];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   int64_t r0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * R;
@@ -410,21 +428,19 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
           const int q = lane + 32 * k;
           if (q < TR::kWords) {  // (past the row's last unit: bytes nothing reads)
             const int w = q % TR::kWordsPerUnit;
-            uint8_t* unit = st + q / TR::kWordsPerUnit * TR::kUnit;
+            uint8_t* unit = st + q / TR::kWordsPerUnit * TR::kStagedUnit;
             const uint4 v = pre[rr][k];
             const uint32_t piece[4] = {v.x, v.y, v.z, v.w};
             const int n = tiled_row_word(T, 0, w).bytes / tiled_piece_bytes(T, w);
 #pragma unroll
             for (int p = 0; p < 4; ++p) {
               if (p < n) {
-                uint8_t* d = unit + tiled_piece_dest(T, w, p);
-                if (T != GgmlType::MXFP4) {
-                  *reinterpret_cast<uint32_t*>(d) = piece[p];  // 4-byte aligned (units of 84 / 144)
-                } else if (tiled_piece_bytes(T, w) == 4) {
-                  d[0] = static_cast<uint8_t>(piece[p]), d[1] = static_cast<uint8_t>(piece[p] >> 8);
-                  d[2] = static_cast<uint8_t>(piece[p] >> 16), d[3] = static_cast<uint8_t>(piece[p] >> 24);
+                uint8_t* d = unit + TR::staged(tiled_piece_dest(T, w, p));
+                if (tiled_piece_bytes(T, w) == 4) {
+                  // 4-byte aligned: units of 84 / 144 bytes, MXFP4's padded blocks' qs at 4
+                  *reinterpret_cast<uint32_t*>(d) = piece[p];
                 } else {
-                  d[0] = static_cast<uint8_t>(v.x >> (8 * p));  // one scale byte
+                  d[0] = static_cast<uint8_t>(v.x >> (8 * p));  // one MXFP4 scale byte
                 }
               }
             }
@@ -460,7 +476,7 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
         const int n = chunk_len(b.ne0, c);
         float v[kChunk];
         if constexpr (P != 1) {
-          tile_chunk<T>(reinterpret_cast<const uint8_t*>(stage[warp][0]), tile[0], cl, n, v);
+          tile_chunk<T, kPadded>(reinterpret_cast<const uint8_t*>(stage[warp][0]), tile[0], cl, n, v);
 #pragma unroll
           for (int k = 0; k < P; ++k) {
             if (k < nt) acc[0][k] += chunk_dot(v, xr[k] + c * kChunk, n);
@@ -477,8 +493,8 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
           }
 #pragma unroll
           for (int rr = 0; rr < R; ++rr) {
-            acc[rr][0] +=
-                decode_chunk_dot<T>(reinterpret_cast<const uint8_t*>(stage[warp][rr]), tile[rr], cl, n, xv);
+            acc[rr][0] += decode_chunk_dot<T, kPadded>(reinterpret_cast<const uint8_t*>(stage[warp][rr]),
+                                                       tile[rr], cl, n, xv);
           }
         }
       }
