@@ -57,6 +57,11 @@ std::function<int()> add_bench_io(CLI::App& app) {
       std::fprintf(stderr, "raw O_DIRECT into pinned memory %.3f GB/s\n", r.raw_direct_pinned->bytes_per_second() / gb);
       std::fprintf(stderr, "experts into VRAM %.3f GB/s  ratio to raw %.3f, to raw into pinned memory %.3f\n",
                    r.vram_delivery->bytes_per_second() / gb, r.vram_vs_raw_ratio, r.vram_vs_raw_pinned_ratio);
+      std::fprintf(
+          stderr,
+          "experts into VRAM, read two acquires ahead %.3f GB/s  ratio to raw %.3f, to raw into pinned "
+          "memory %.3f\n",
+          r.vram_ahead->bytes_per_second() / gb, r.vram_ahead_vs_raw_ratio, r.vram_ahead_vs_raw_pinned_ratio);
     }
     if (!r.disjoint) {
       std::fprintf(stderr, "note: the pack is too small for every phase to read different bytes (a cache below the page "

@@ -70,7 +70,7 @@ IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool wit
   plan.raw_begin = plan.raw_pinned_begin = L.data_start;
   plan.raw_bytes = std::min(std::max<uint64_t>(kPackAlignment, o.raw_max_bytes / kPackAlignment * kPackAlignment),
                             data);  // data is a multiple of 4096
-  const uint64_t n_random = with_vram ? 3 : 2;
+  const uint64_t n_random = with_vram ? 4 : 2;
   uint64_t raw_end = L.data_start + plan.raw_bytes;
   if (with_vram) {
     if (2 * plan.raw_bytes <= data) {
@@ -89,8 +89,8 @@ IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool wit
     plan.disjoint = false;
     pool = io_bench_blocks(L, o.seed);
   }
-  std::vector<std::pair<uint32_t, uint32_t>>* lists[3] = {&plan.direct, with_vram ? &plan.vram : &plan.buffered,
-                                                          &plan.buffered};
+  std::vector<std::pair<uint32_t, uint32_t>>* lists[4] = {
+      &plan.direct, with_vram ? &plan.vram : &plan.buffered, &plan.vram_ahead, &plan.buffered};
   if (pool.empty()) return plan;
   uint64_t at = 0;
   for (uint64_t ph = 0; ph < n_random; ++ph) {
@@ -171,12 +171,14 @@ IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, cons
     const VramDeliveryResult v = vram(pack, o, plan);
     r.raw_direct_pinned = v.raw_pinned;
     r.vram_delivery = v.delivery;
-    if (r.raw_direct.bytes_per_second() > 0) {
-      r.vram_vs_raw_ratio = v.delivery.bytes_per_second() / r.raw_direct.bytes_per_second();
-    }
-    if (v.raw_pinned.bytes_per_second() > 0) {
-      r.vram_vs_raw_pinned_ratio = v.delivery.bytes_per_second() / v.raw_pinned.bytes_per_second();
-    }
+    r.vram_ahead = v.ahead;
+    const auto ratio = [](const IoBenchPhase& a, const IoBenchPhase& b) {
+      return b.bytes_per_second() > 0 ? a.bytes_per_second() / b.bytes_per_second() : 0.0;
+    };
+    r.vram_vs_raw_ratio = ratio(v.delivery, r.raw_direct);
+    r.vram_vs_raw_pinned_ratio = ratio(v.delivery, v.raw_pinned);
+    r.vram_ahead_vs_raw_ratio = ratio(v.ahead, r.raw_direct);
+    r.vram_ahead_vs_raw_pinned_ratio = ratio(v.ahead, v.raw_pinned);
   }
   r.page_cache_dropped = drop_page_cache(pack.experts_path());
   r.expert_buffered = random_experts(pack, o, false, plan.buffered);
@@ -212,6 +214,9 @@ nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o,
     j["vram_delivery"] = phase(*r.vram_delivery);
     j["vram_vs_raw_ratio"] = r.vram_vs_raw_ratio;
     j["vram_vs_raw_pinned_ratio"] = r.vram_vs_raw_pinned_ratio;
+    j["vram_ahead"] = phase(*r.vram_ahead);
+    j["vram_ahead_vs_raw_ratio"] = r.vram_ahead_vs_raw_ratio;
+    j["vram_ahead_vs_raw_pinned_ratio"] = r.vram_ahead_vs_raw_pinned_ratio;
   }
   return j;
 }

@@ -21,6 +21,11 @@
 //                   async copy to the slot; every acquire a miss), timed until the last copy
 //                   has landed: vram_vs_raw_ratio = vram_delivery / raw_direct (issue 7:
 //                   >= 0.9), vram_vs_raw_pinned_ratio = vram_delivery / raw_direct_pinned
+//   vram_ahead      as many other blocks, in the same acquires, through the pool's prefetch
+//                   (the engine's next-layer prefetch with every prediction right): each
+//                   acquire's reads submitted two acquires ahead, so the disk always has the
+//                   next batch in flight while one is waited for and copied; the ratios
+//                   vram_ahead_vs_raw_ratio and vram_ahead_vs_raw_pinned_ratio as above
 #pragma once
 
 #include <cstdint>
@@ -59,8 +64,9 @@ struct IoBenchResult {
   bool page_cache_dropped = false;  // posix_fadvise(DONTNEED) succeeded before the buffered phase
   bool disjoint = true;             // IoBenchPlan::disjoint
   // When run_io_bench was given a VRAM phase:
-  std::optional<IoBenchPhase> raw_direct_pinned, vram_delivery;
+  std::optional<IoBenchPhase> raw_direct_pinned, vram_delivery, vram_ahead;
   double vram_vs_raw_ratio = 0, vram_vs_raw_pinned_ratio = 0;
+  double vram_ahead_vs_raw_ratio = 0, vram_ahead_vs_raw_pinned_ratio = 0;
 };
 
 // Every (layer, expert) block of the pack once, in a random order fixed by `seed`.
@@ -77,7 +83,8 @@ std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& lay
 struct IoBenchPlan {
   uint64_t raw_begin = 0, raw_bytes = 0;  // raw_direct: [raw_begin, raw_begin + raw_bytes)
   uint64_t raw_pinned_begin = 0;          // raw_direct_pinned (with a VRAM phase): raw_bytes from here
-  std::vector<std::pair<uint32_t, uint32_t>> direct, vram, buffered;  // (layer, expert), read order
+  // (layer, expert), read order; vram and vram_ahead only with a VRAM phase
+  std::vector<std::pair<uint32_t, uint32_t>> direct, vram, vram_ahead, buffered;
   bool disjoint = true;
 };
 // raw_bytes = min(raw_max_bytes rounded down to 4096 (at least 4096), the expert data).
@@ -98,11 +105,12 @@ std::vector<std::pair<uint32_t, std::vector<uint32_t>>> io_bench_acquires(
     const std::vector<std::pair<uint32_t, uint32_t>>& blocks, uint32_t batch);
 
 struct VramDeliveryResult {
-  IoBenchPhase raw_pinned, delivery;
+  IoBenchPhase raw_pinned, delivery, ahead;
 };
 
 // The VRAM phases (gpu/vram_delivery_bench.h): the plan's raw_direct_pinned region into pinned
-// memory, then the plan's vram blocks delivered into VRAM (bytes = bytes copied into slots).
+// memory, then the plan's vram blocks delivered into VRAM (bytes = bytes copied into slots),
+// then its vram_ahead blocks, read two acquires ahead.
 using VramDeliveryPhase =
     std::function<VramDeliveryResult(const ExpertPack&, const IoBenchOptions&, const IoBenchPlan&)>;
 

@@ -15,7 +15,12 @@ namespace moepack::gpu {
 // (options.reader, direct) into pinned staging, async copies into the slots. Timed from the
 // first acquire until the last copy has landed (the compute stream waits on every slot's
 // event). delivery: bytes = bytes copied into VRAM, reads = blocks delivered (cache misses: all
-// of them unless the plan is not disjoint and repeats a block), seconds. Runs on CUDA device
+// of them unless the plan is not disjoint and repeats a block), seconds. ahead: the plan's
+// vram_ahead blocks in the same kind of acquires through a pool of 3 batch slots that reads
+// each acquire's experts two acquires ahead (VramExpertPool::prefetch, batch a round, the
+// next acquire's experts protected), so one round is always in flight while the acquire waits
+// for and copies the other; timed from the first prefetch until the last copy has landed;
+// reads = prefetch reads + misses. Runs on CUDA device
 // `device`. Throws Error (no device, VRAM, the pack's alignment), IoError.
 VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& options, const IoBenchPlan& plan,
                                        int device);

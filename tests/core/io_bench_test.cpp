@@ -65,12 +65,15 @@ TEST(IoBench, VramPhaseIsReportedAgainstTheSameRunsRawBandwidth) {
     EXPECT_EQ(p.dir(), pack.dir());
     EXPECT_EQ(po.expert_reads, 12u);
     EXPECT_EQ(plan.vram.size(), 12u);
+    EXPECT_EQ(plan.vram_ahead.size(), 12u);
     VramDeliveryResult v;
     v.raw_pinned.bytes = 3u << 20;
     v.raw_pinned.seconds = 0.25;
     v.delivery.reads = po.expert_reads;
     v.delivery.bytes = po.expert_reads * p.layout().max_stride;
     v.delivery.seconds = 0.5;
+    v.ahead = v.delivery;
+    v.ahead.seconds = 0.4;
     return v;
   });
   EXPECT_EQ(calls, 1);
@@ -86,11 +89,21 @@ TEST(IoBench, VramPhaseIsReportedAgainstTheSameRunsRawBandwidth) {
   EXPECT_DOUBLE_EQ(j["vram_vs_raw_ratio"].get<double>(), r.vram_vs_raw_ratio);
   EXPECT_EQ(j["raw_direct_pinned"]["bytes"].get<uint64_t>(), 3u << 20);
   EXPECT_DOUBLE_EQ(j["vram_vs_raw_pinned_ratio"].get<double>(), r.vram_vs_raw_pinned_ratio);
+  // The read-ahead phase: the same bytes in 0.4 s.
+  ASSERT_TRUE(r.vram_ahead.has_value());
+  EXPECT_DOUBLE_EQ(r.vram_ahead_vs_raw_pinned_ratio, (12.0 * 106496 / 0.4) / (3.0 * 1048576 / 0.25));
+  const double want_ahead = (12.0 * 106496 / 0.4) / r.raw_direct.bytes_per_second();
+  EXPECT_NEAR(r.vram_ahead_vs_raw_ratio, want_ahead, 1e-12 * want_ahead);
+  EXPECT_EQ(j["vram_ahead"]["reads"].get<uint64_t>(), 12u);
+  EXPECT_DOUBLE_EQ(j["vram_ahead"]["seconds"].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(j["vram_ahead_vs_raw_ratio"].get<double>(), r.vram_ahead_vs_raw_ratio);
+  EXPECT_DOUBLE_EQ(j["vram_ahead_vs_raw_pinned_ratio"].get<double>(), r.vram_ahead_vs_raw_pinned_ratio);
   // Without a VRAM phase the JSON has no such keys.
   const auto plain = io_bench_to_json(pack, o, run_io_bench(pack, o));
   EXPECT_FALSE(plain.contains("vram_delivery"));
   EXPECT_FALSE(plain.contains("vram_vs_raw_ratio"));
   EXPECT_FALSE(plain.contains("raw_direct_pinned"));
+  EXPECT_FALSE(plain.contains("vram_ahead"));
   fs::remove_all(dir);
 }
 
@@ -122,18 +135,18 @@ TEST(IoBench, PhasesReadDifferentBytesWhenThePackIsLargeEnough) {
   const uint64_t stride = 106496;
   ASSERT_EQ(L.data_end - L.data_start, 32 * stride);
   IoBenchOptions o;
-  o.raw_max_bytes = 8 * stride + 100;  // rounded down to 4096: 8 blocks exactly (106,496 = 26 pages)
+  o.raw_max_bytes = 4 * stride + 100;  // rounded down to 4096: 4 blocks exactly (106,496 = 26 pages)
   o.expert_reads = 5;
   for (const bool vram : {false, true}) {
     SCOPED_TRACE(vram ? "with a VRAM phase" : "without");
     const IoBenchPlan p = io_bench_plan(L, o, vram);
     EXPECT_TRUE(p.disjoint);
     EXPECT_EQ(p.raw_begin, L.data_start);
-    EXPECT_EQ(p.raw_bytes, 8 * stride);
-    EXPECT_EQ(p.raw_pinned_begin, vram ? L.data_start + 8 * stride : L.data_start);
-    const uint64_t raw_end = L.data_start + (vram ? 16 : 8) * stride;
+    EXPECT_EQ(p.raw_bytes, 4 * stride);
+    EXPECT_EQ(p.raw_pinned_begin, vram ? L.data_start + 4 * stride : L.data_start);
+    const uint64_t raw_end = L.data_start + (vram ? 8 : 4) * stride;
     std::vector<std::pair<uint32_t, uint32_t>> all;
-    for (const auto* list : {&p.direct, &p.vram, &p.buffered}) {
+    for (const auto* list : {&p.direct, &p.vram, &p.vram_ahead, &p.buffered}) {
       for (const auto& [l, e] : *list) {
         EXPECT_GE(L.offset(l, e), raw_end) << "block " << l << "," << e << " lies in a raw region";
         all.emplace_back(l, e);
@@ -142,15 +155,19 @@ TEST(IoBench, PhasesReadDifferentBytesWhenThePackIsLargeEnough) {
     EXPECT_EQ(p.direct.size(), 5u);
     EXPECT_EQ(p.buffered.size(), 5u);
     EXPECT_EQ(p.vram.size(), vram ? 5u : 0u);
+    EXPECT_EQ(p.vram_ahead.size(), vram ? 5u : 0u);
     std::sort(all.begin(), all.end());
     EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a block is read by two phases";
   }
-  // 3 x 6 = 18 blocks do not fit in the 16 left with a VRAM phase: shared, flagged.
-  o.expert_reads = 6;
+  // 4 x 7 = 28 blocks do not fit in the 24 left with the VRAM phases: shared, flagged.
+  o.expert_reads = 7;
   const IoBenchPlan shared = io_bench_plan(L, o, true);
   EXPECT_FALSE(shared.disjoint);
-  EXPECT_EQ(shared.vram.size(), 6u);
-  EXPECT_TRUE(io_bench_plan(L, o, false).disjoint);  // 2 x 6 fit in 24
+  EXPECT_EQ(shared.vram.size(), 7u);
+  EXPECT_EQ(shared.vram_ahead.size(), 7u);
+  EXPECT_TRUE(io_bench_plan(L, o, false).disjoint);  // 2 x 7 fit in 28
+  o.expert_reads = 6;
+  EXPECT_TRUE(io_bench_plan(L, o, true).disjoint);  // 4 x 6 fit in 24
   // Raw regions that do not fit twice: the pinned one re-reads the first.
   o.expert_reads = 1;
   o.raw_max_bytes = 17 * stride;

@@ -984,11 +984,22 @@ TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
   EXPECT_GE(p.bytes, 37 * lo);
   EXPECT_LE(p.bytes, 37 * hi);
   EXPECT_GT(p.seconds, 0.0);
+  // Read two acquires ahead: every block of vram_ahead read once, by a prefetch (no acquire
+  // misses: each finds its experts in flight or landed), and copied once.
+  const IoBenchPhase& a = v.ahead;
+  EXPECT_EQ(a.reads, 37u);
+  uint64_t want = 0;
+  for (const auto& [l, e] : plan.vram_ahead) want += pack.stride(l);
+  EXPECT_EQ(a.bytes, want);
+  EXPECT_GT(a.seconds, 0.0);
   const IoBenchResult r = run_io_bench(pack, o, [](const ExpertPack& pk, const IoBenchOptions& po,
                                                    const IoBenchPlan& pl) { return gpu::vram_delivery_phase(pk, po, pl, 0); });
   ASSERT_TRUE(r.vram_delivery.has_value());
   EXPECT_EQ(r.vram_delivery->reads, 37u);
   EXPECT_GT(r.vram_vs_raw_ratio, 0.0);
+  ASSERT_TRUE(r.vram_ahead.has_value());
+  EXPECT_EQ(r.vram_ahead->reads, 37u);
+  EXPECT_GT(r.vram_ahead_vs_raw_pinned_ratio, 0.0);
   EXPECT_THROW(gpu::vram_delivery_phase(pack, o, plan, 99), Error);
 }
 
