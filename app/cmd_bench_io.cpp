@@ -29,8 +29,7 @@ std::function<int()> add_bench_io(CLI::App& app) {
   sub->add_option("--batch", opt->bench.batch, "Blocks submitted together (one layer's misses)");
   sub->add_option("--read-splits", opt->bench.reader.read_splits, "Parts per expert read");
   sub->add_option("--queue-depth", opt->bench.reader.queue_depth, "io_uring queue depth");
-  sub->add_option("--seed", opt->bench.seed,
-                  "Seed of the random block order (phases of one run never share blocks)");
+  sub->add_option("--seed", opt->bench.seed, "Seed of the random blocks' order (default 1)");
   sub->add_option("--raw-max-mib", opt->bench.raw_max_bytes, "Raw bytes to read at most (MiB)")
       ->transform([](std::string s) { return std::to_string(std::stoull(s) << 20); });
   sub->add_flag("--vram", opt->vram,

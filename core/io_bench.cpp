@@ -197,18 +197,22 @@ nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o,
                           {"bytes_per_second", p.bytes_per_second()}};
   };
   nlohmann::json j{{"pack", pack.dir()},
-                 {"experts_file_bytes", pack.layout().data_end},
-                 {"max_stride", pack.layout().max_stride},
-                 {"settings", {{"expert_reads", o.expert_reads}, {"batch", o.batch},
-                               {"read_splits", o.reader.read_splits}, {"queue_depth", o.reader.queue_depth},
-                               {"raw_chunk_bytes", o.raw_chunk_bytes}}},
-                 {"raw_direct", phase(r.raw_direct)},
-                 {"expert_direct", phase(r.expert_direct)},
-                 {"expert_buffered", phase(r.expert_buffered)},
-                 {"page_cache_dropped", r.page_cache_dropped},
-                 {"phases_read_different_bytes", r.disjoint},
-                 {"expert_vs_raw_ratio", r.expert_vs_raw_ratio},
-                 {"direct_vs_buffered_ratio", r.direct_vs_buffered_ratio}};
+                   {"experts_file_bytes", pack.layout().data_end},
+                   {"max_stride", pack.layout().max_stride},
+                   {"settings",
+                    {{"expert_reads", o.expert_reads},
+                     {"batch", o.batch},
+                     {"read_splits", o.reader.read_splits},
+                     {"queue_depth", o.reader.queue_depth},
+                     {"raw_chunk_bytes", o.raw_chunk_bytes},
+                     {"seed", o.seed}}},
+                   {"raw_direct", phase(r.raw_direct)},
+                   {"expert_direct", phase(r.expert_direct)},
+                   {"expert_buffered", phase(r.expert_buffered)},
+                   {"page_cache_dropped", r.page_cache_dropped},
+                   {"phases_read_different_bytes", r.disjoint},
+                   {"expert_vs_raw_ratio", r.expert_vs_raw_ratio},
+                   {"direct_vs_buffered_ratio", r.direct_vs_buffered_ratio}};
   if (r.vram_delivery) {
     j["raw_direct_pinned"] = phase(*r.raw_direct_pinned);
     j["vram_delivery"] = phase(*r.vram_delivery);

@@ -1,8 +1,8 @@
 // The I/O benchmark behind `moepack bench-io`: how fast the expert path delivers experts,
 // as a ratio to what the same file system gives raw O_DIRECT reads in the same run.
 //
-// Three measurements over the pack's experts.bin, in one run (io_bench_plan says which bytes
-// each reads: different bytes when the pack is large enough):
+// Three measurements (five with the VRAM phases below) over the pack's experts.bin, in one run (io_bench_plan
+// says which bytes each reads: different bytes when the pack is large enough):
 //   raw_direct      large sequential O_DIRECT reads (`raw_chunk_bytes`, `queue_depth` in flight)
 //                   of the expert data: the ceiling for this file on this disk
 //   expert_direct   distinct (layer, expert) blocks in random order, `batch` at a time (one
@@ -21,7 +21,7 @@
 //                   async copy to the slot; every acquire a miss), timed until the last copy
 //                   has landed: vram_vs_raw_ratio = vram_delivery / raw_direct (issue 7:
 //                   >= 0.9), vram_vs_raw_pinned_ratio = vram_delivery / raw_direct_pinned
-//   vram_ahead      as many other blocks, in the same acquires, through the pool's prefetch
+//   vram_ahead      as many other blocks, in acquires of the same kind, through the pool's prefetch
 //                   (the engine's next-layer prefetch with every prediction right): each
 //                   acquire's reads submitted two acquires ahead, so the disk always has the
 //                   next batch in flight while one is waited for and copied; the ratios

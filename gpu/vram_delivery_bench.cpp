@@ -53,7 +53,7 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
     r.delivery.bytes = c.h2d_bytes;
     r.delivery.reads = c.cache.cache_misses;
   }
-  // The same acquires of other blocks through prefetch(), two acquires ahead: slots for the
+  // Acquires of the same kind over other blocks, through prefetch(), two acquires ahead: slots for the
   // acquire and both rounds in flight, `batch` reads a round.
   const auto ahead = io_bench_acquires(plan.vram_ahead, batch);
   ps.cache_bytes = 3ull * batch * L.max_stride;

@@ -126,8 +126,8 @@ TEST(IoBench, BlocksAreEveryExpertOnceInASeededOrder) {
   EXPECT_EQ(sorted, all);
 }
 
-// qwen3moe-tiny's pack: 32 blocks of 106,496 B from data_start. Raw reads of 8 blocks' bytes
-// leave 24 blocks (with a VRAM phase: 16) for the random phases.
+// qwen3moe-tiny's pack: 32 blocks of 106,496 B from data_start. Raw reads of 4 blocks' bytes
+// leave 28 blocks (with the VRAM phases, two raw regions: 24) for the random phases.
 TEST(IoBench, PhasesReadDifferentBytesWhenThePackIsLargeEnough) {
   const fs::path dir = fs::temp_directory_path() / ("moepack-iobench-plan-" + std::to_string(::getpid()));
   const ExpertPack pack = fixture_pack(dir);

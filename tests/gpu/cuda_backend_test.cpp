@@ -984,8 +984,8 @@ TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
   EXPECT_GE(p.bytes, 37 * lo);
   EXPECT_LE(p.bytes, 37 * hi);
   EXPECT_GT(p.seconds, 0.0);
-  // Read two acquires ahead: every block of vram_ahead read once, by a prefetch (no acquire
-  // misses: each finds its experts in flight or landed), and copied once.
+  // Read two acquires ahead: every block of vram_ahead read once and copied once (reads counts
+  // prefetch reads and acquire misses alike).
   const IoBenchPhase& a = v.ahead;
   EXPECT_EQ(a.reads, 37u);
   uint64_t want = 0;
