@@ -84,6 +84,7 @@ TEST(IoBench, VramPhaseIsReportedAgainstTheSameRunsRawBandwidth) {
   const double want = (12.0 * 106496 / 0.5) / r.raw_direct.bytes_per_second();
   EXPECT_NEAR(r.vram_vs_raw_ratio, want, 1e-12 * want);
   const auto j = io_bench_to_json(pack, o, r);
+  EXPECT_EQ(j["settings"]["seed"].get<uint64_t>(), 1u);  // the default order
   EXPECT_EQ(j["vram_delivery"]["bytes"].get<uint64_t>(), 12u * 106496);
   EXPECT_EQ(j["vram_delivery"]["reads"].get<uint64_t>(), 12u);
   EXPECT_DOUBLE_EQ(j["vram_vs_raw_ratio"].get<double>(), r.vram_vs_raw_ratio);
