@@ -1,6 +1,5 @@
-// `moepack bench-io PACK [--reads N] [--batch B] [--read-splits S] [--queue-depth Q] [--seed S] [--vram
-// [--device N]]
-// [--json]`
+// `moepack bench-io PACK [--reads N] [--batch B] [--read-splits S] [--queue-depth Q] [--seed S]
+//                        [--vram [--device N]] [--json]`
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
