@@ -52,6 +52,11 @@ IoBenchPhase random_experts(const ExpertPack& pack, const IoBenchOptions& o, boo
   return p;
 }
 
+// a's bytes/s over b's; 0 when b has none.
+double rate_ratio(const IoBenchPhase& a, const IoBenchPhase& b) {
+  return b.bytes_per_second() > 0 ? a.bytes_per_second() / b.bytes_per_second() : 0.0;
+}
+
 }  // namespace
 
 std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& L, uint64_t seed) {
@@ -172,22 +177,15 @@ IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, cons
     r.raw_direct_pinned = v.raw_pinned;
     r.vram_delivery = v.delivery;
     r.vram_ahead = v.ahead;
-    const auto ratio = [](const IoBenchPhase& a, const IoBenchPhase& b) {
-      return b.bytes_per_second() > 0 ? a.bytes_per_second() / b.bytes_per_second() : 0.0;
-    };
-    r.vram_vs_raw_ratio = ratio(v.delivery, r.raw_direct);
-    r.vram_vs_raw_pinned_ratio = ratio(v.delivery, v.raw_pinned);
-    r.vram_ahead_vs_raw_ratio = ratio(v.ahead, r.raw_direct);
-    r.vram_ahead_vs_raw_pinned_ratio = ratio(v.ahead, v.raw_pinned);
+    r.vram_vs_raw_ratio = rate_ratio(v.delivery, r.raw_direct);
+    r.vram_vs_raw_pinned_ratio = rate_ratio(v.delivery, v.raw_pinned);
+    r.vram_ahead_vs_raw_ratio = rate_ratio(v.ahead, r.raw_direct);
+    r.vram_ahead_vs_raw_pinned_ratio = rate_ratio(v.ahead, v.raw_pinned);
   }
   r.page_cache_dropped = drop_page_cache(pack.experts_path());
   r.expert_buffered = random_experts(pack, o, false, plan.buffered);
-  if (r.raw_direct.bytes_per_second() > 0) {
-    r.expert_vs_raw_ratio = r.expert_direct.bytes_per_second() / r.raw_direct.bytes_per_second();
-  }
-  if (r.expert_buffered.bytes_per_second() > 0) {
-    r.direct_vs_buffered_ratio = r.expert_direct.bytes_per_second() / r.expert_buffered.bytes_per_second();
-  }
+  r.expert_vs_raw_ratio = rate_ratio(r.expert_direct, r.raw_direct);
+  r.direct_vs_buffered_ratio = rate_ratio(r.expert_direct, r.expert_buffered);
   return r;
 }
 

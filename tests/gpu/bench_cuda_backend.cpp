@@ -516,10 +516,9 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
     g["tiled_warps"] = c.warps;
     return g;
   };
-  const Config plain[] = {{false, 0, 1, 0}, {true, 0, 1, 0},  {true, 0, 1, 4},
-                          {true, 0, 1, 8},  {true, 0, 1, 12}, {true, 0, 1, 16}};
-  const Config glu[] = {{false, 0, 1, 0}, {true, 0, 1, 0},  {true, 0, 1, 4},
-                        {true, 0, 1, 8},  {true, 0, 1, 12}, {true, 0, 1, 16}};
+  // The same configurations for the plain launches and gate + up with the epilogue.
+  const Config configs[] = {{false, 0, 1, 0}, {true, 0, 1, 0},  {true, 0, 1, 4},
+                            {true, 0, 1, 8},  {true, 0, 1, 12}, {true, 0, 1, 16}};
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8},
                                               {4096, 2048, 8},
@@ -528,7 +527,7 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
                                               {4096, 2048, 6},
                                               {2048, 4096, 16},
                                               {2048, 7168, 16}}) {
-      for (const Config& c : plain) {
+      for (const Config& c : configs) {
         set(c);
         out.push_back(tag(bench_gemv(pool, t, rows, cols, d2d, experts, c.tiled), c));
       }
@@ -543,7 +542,7 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
     }
     // The engine's gate + up launch (the SwiGLU epilogue) on both layouts.
     for (const auto& [cols, experts] : {std::pair{4096, 8}, {7168, 8}, {4096, 6}}) {
-      for (const Config& c : glu) {
+      for (const Config& c : configs) {
         set(c);
         out.push_back(tag(bench_gemv_glu(pool, t, 2048, cols, d2d, c.tiled, experts), c));
       }

@@ -993,7 +993,6 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
         }
       }
       // Two warps a tile: each row's two halves summed in another order, within the same bound.
-      detail::set_gemv_tiled_depth(1);
       detail::set_gemv_tiled_split(2);
       for (const auto& [depth, warps] :
            {std::pair{1, 4}, {1, 8}, {2, 8}, {1, 12}, {2, 12}, {1, 16}, {2, 16}, {0, 0}}) {
