@@ -72,6 +72,29 @@ constexpr int tiled_block_warps(int64_t ne1, int64_t n_groups, bool glu, int64_t
   return best;
 }
 
+// Tiles a block of 16 warps for the tiled launch's runs (kernels_gemv_mma.cu,
+// gemv_tiled_runs_kernel: each warp a contiguous run of tiles), or 0 for one tile a warp
+// (tiled_block_warps), for a plain launch of n_groups matrices of ne1 rows on `sms` SMs. A block
+// stays within one group (one x), so the runs take sms / n_groups blocks a group (at least 1),
+// each ceil(tiles / blocks) tiles, in one wave. Only blocks of more than 16 tiles are runs (the
+// one-tile launch covers the others) and only where they cost at least 5 % less in
+// tiled_block_warps' model: a block of n tiles and one preparation costs n + 1 whatever its warps
+// (a busy SM's issue is the bound, docs/cuda-backend.md, twentieth pass). On the H200's 132 SMs:
+// 8 x 7168 rows (448 tiles a group) 16 blocks a group of 28 tiles, cost 29 against the one-tile
+// launch's two waves of 16-warp blocks, 2 x 17; 8 x 4096 and 6 x 4096 rows 0 (16 and 12 tiles a
+// block: the one-tile launch's own blocks). No rows, groups or SMs: 0.
+constexpr int64_t tiled_runs_tiles(int64_t ne1, int64_t n_groups, int64_t sms) {
+  if (ne1 <= 0 || n_groups <= 0 || sms <= 0) return 0;
+  const int64_t tiles = (ne1 + 15) / 16;
+  const int64_t per_group = sms / n_groups > 1 ? sms / n_groups : 1;
+  const int64_t tpb = (tiles + per_group - 1) / per_group;
+  if (tpb <= 16) return 0;
+  const int64_t cost = ((tiles + tpb - 1) / tpb * n_groups + sms - 1) / sms * (tpb + 1);
+  const int nw = tiled_block_warps(ne1, n_groups, false, sms);
+  const int64_t one_tile = ((ne1 + 16 * nw - 1) / (16 * nw) * n_groups + sms - 1) / sms * (nw + 1);
+  return 20 * cost <= 19 * one_tile ? tpb : 0;
+}
+
 // Whether a block's dynamic shared memory holds x's fragments (`frag` bytes) staged beside the
 // rings of `warps` warps, each `stages` stages of 16 rows of `row` bytes, plus the 16 bytes of
 // slack after them, within `limit` (a block's allowed maximum). The two-unit rings

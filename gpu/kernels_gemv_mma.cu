@@ -1549,6 +1549,15 @@ __device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int
   return w;
 }
 
+// A row pair's sums over a quad's lanes (t = 0 .. 3, in this order of adds): lane t = 0 then
+// holds rows g (acca) and g + 8 (accb) of the warp's tile.
+__device__ __forceinline__ void quad_sums(float& acca, float& accb) {
+  acca += __shfl_xor_sync(0xffffffffu, acca, 1);
+  acca += __shfl_xor_sync(0xffffffffu, acca, 2);
+  accb += __shfl_xor_sync(0xffffffffu, accb, 1);
+  accb += __shfl_xor_sync(0xffffffffu, accb, 2);
+}
+
 // The end of all three kernels: lane sums (t = 0 holds rows g, g + 8 after the quad
 // reduction), written directly (one warp a tile) or through `part` summed in warp order; GLU:
 // through `part`, each row's SwiGLU of its gate (warps [0, NW / 2)) and up (warps [NW / 2, NW))
@@ -1559,10 +1568,7 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
   constexpr int kSplit = GLU ? 1 : NW / RW, kHalf = NW / 2;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
-  acca += __shfl_xor_sync(0xffffffffu, acca, 1);
-  acca += __shfl_xor_sync(0xffffffffu, acca, 2);
-  accb += __shfl_xor_sync(0xffffffffu, accb, 1);
-  accb += __shfl_xor_sync(0xffffffffu, accb, 2);
+  quad_sums(acca, accb);
   float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
   if constexpr (GLU) {
     if (t == 0) {
@@ -1968,6 +1974,87 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_kernel(GemvBatch b, 
     }
   }
   finish<RW, GLU, NW>(b, grp, j, ws.ks, acca, accb, part);
+}
+
+// The tiled launch with several tiles a warp (plain launches only: no SwiGLU epilogue, one warp
+// a tile): block x of group grp takes the tiles [x tpb, min((x + 1) tpb, ne1 / 16)) of the
+// group's matrix, and its NW warps split them into contiguous runs (warp w: tiles
+// [n w / NW, n (w + 1) / NW) of the block's n). A run is contiguous in the tiled layout (a tile's
+// row of chunks, then the next tile's), so a warp streams it as one row of chunks and keeps DEPTH
+// chunks in flight across its tiles' ends; each tile is summed from 0 in unit order and written
+// as the one-tile kernel writes it, so every sum is still the default's bit for bit. x's
+// fragments are prepared once a block for all its tiles. What it is for: a grid of fewer blocks
+// than the one-tile launch's, in one even wave (gemv_launch_cap.h, tiled_plain_plan), where the
+// one-tile launch would leave a second wave part full (7168 x 2048 x 8: 224 blocks of 16 warps
+// on 132 SMs). DEPTH 2 takes units in pairs: rows of an even number of units only (the launch
+// takes DEPTH 1 otherwise).
+template <GgmlType T, int P, int DEPTH, int MINB, int NW>
+__global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_runs_kernel(GemvBatch b, const uint8_t*, int tpb) {
+  using S = Sel<T, P>;
+  using F = TiledFetch<T>;
+  using Path = typename S::Path;
+  static_assert(std::is_same_v<Path, typename F::Path>, "the default's arithmetic");
+  static_assert(DEPTH == 1 || DEPTH == 2, "one or two chunks in flight");
+  constexpr int kChunk = tiled_chunk_bytes(T);
+  extern __shared__ __align__(16) uint8_t dyn[];
+  const int grp = static_cast<int>(blockIdx.y);
+  int j = 0;
+  const float* x = block_pair_x(b, &j);
+  if (!x) return;  // the same for the whole block
+  const int64_t ne0 = b.ne0, units = ne0 / 256;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32, t = lane & 3;
+  const int64_t tiles = b.ne1 / 16;  // whole tiles (tiled_layout_covers)
+  const int64_t tb0 = static_cast<int64_t>(blockIdx.x) * tpb;
+  const int64_t nb = tb0 < tiles ? (tiles - tb0 < tpb ? tiles - tb0 : tpb) : 0;  // the block's tiles
+  const int64_t t0 = tb0 + nb * warp / NW, nt = tb0 + nb * (warp + 1) / NW - t0;  // the warp's run
+  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
+  const uint8_t* tw = wg + t0 * units * kChunk;
+  const int64_t n_chunks = nt * units;
+  typename F::Raw r[DEPTH];
+#pragma unroll
+  for (int i = 0; i < DEPTH; ++i) {
+    if (i < n_chunks) F::load(r[i], tw + i * kChunk, lane);
+  }
+  pdl_wait_then_release();  // x is written by the kernel before
+  S::prepare(x, ne0, dyn, NW * 32, [] {});
+  __syncthreads();
+  const typename S::View xv = S::view(dyn, ne0, lane);
+  float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
+#pragma unroll 1
+  for (int64_t k = 0; k < nt; ++k) {
+    const uint8_t* tk = tw + k * units * kChunk;
+    const int64_t left = n_chunks - k * units;  // chunks from tk to the run's end
+    float acca = 0.0f, accb = 0.0f;
+    if constexpr (DEPTH == 1) {
+#pragma unroll 1
+      for (int64_t u = 0; u < units; ++u) {
+        Path p;
+        F::decode(p, r[0], t);
+        if (u + 1 < left) F::load(r[0], tk + (u + 1) * kChunk, lane);
+        p.compute(u, t, xv, acca, accb);
+      }
+    } else {
+#pragma unroll 1
+      for (int64_t u = 0; u + 1 < units; u += 2) {
+        Path p0, p1;
+        F::decode(p0, r[0], t);
+        F::decode(p1, r[1], t);
+        // The next pair (the next tile's first at the tile's end) without a branch: past the
+        // run, the run's last chunk again (an L2 hit, never used).
+        F::load(r[0], tk + (u + 2 < left ? u + 2 : left - 1) * kChunk, lane);
+        F::load(r[1], tk + (u + 3 < left ? u + 3 : left - 1) * kChunk, lane);
+        p0.compute(u, t, xv, acca, accb);
+        p1.compute(u + 1, t, xv, acca, accb);
+      }
+    }
+    quad_sums(acca, accb);
+    if (t == 0) {
+      const int64_t row = (t0 + k) * 16 + (lane >> 2);
+      y[row] = acca;
+      y[row + 8] = accb;
+    }
+  }
 }
 
 // Matrix m of n_matrices (src: rows of row_bytes, matrices back to back) into the tiled layout
@@ -2516,9 +2603,48 @@ void launch_tiled_nw(const GemvBatch& b, cudaStream_t s) {
   launch_kernel(k, grid, smem, s, b, nullptr, NW * 32);
 }
 
+// Tiles a block of the tiled launch's runs (gemv_tiled_runs_kernel) for plain launches
+// (set_gemv_tiled_runs): -1 never, 0 the launch's own choice (tiled_runs_tiles), n > 0 n tiles a
+// block.
+std::atomic<int> g_tiled_runs{0};
+
+// gemv_tiled_runs_kernel on b, `tpb` tiles a block (registers for 2 blocks an SM at 8 warps, one
+// at 16: gemv_tiled_kernel's).
+template <GgmlType T, int DEPTH, int NW>
+void launch_tiled_runs(const GemvBatch& b, int64_t tpb, cudaStream_t s) {
+  using S = Sel<T, col_arith<T>()>;
+  constexpr int kMinB = NW == 8 ? 2 : 1;
+  constexpr int kP = col_arith<T>();
+  const size_t frag = static_cast<size_t>(S::stride(b.ne0));
+  const int64_t tiles = b.ne1 / 16;
+  const dim3 grid(static_cast<unsigned>((tiles + tpb - 1) / tpb), static_cast<unsigned>(b.n_groups), 1);
+  const auto k = gemv_tiled_runs_kernel<T, kP, DEPTH, kMinB, NW>;
+  const SmShape sh = device_sm_shape();
+  const size_t smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), frag,
+                                   std::min<size_t>(kMaxBlockSmem, sh.optin - kTiledStaticSmem),
+                                   static_cast<int64_t>(grid.x) * grid.y, 0, -1);
+  allow_smem(reinterpret_cast<const void*>(k), smem);
+  launch_maybe_dependent(k, grid, NW * 32, smem, s, g_pdl.load(std::memory_order_relaxed) && !b.tables_from_kernel, b,
+                         static_cast<const uint8_t*>(nullptr), static_cast<int>(tpb));
+}
+
 template <GgmlType T, int DEPTH>
 void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
   int warps = g_tiled_warps.load(std::memory_order_relaxed);
+  // Runs of tiles a warp: plain launches only, by the launch's own choice where the block size is
+  // too (tiled_runs_tiles), or forced (set_gemv_tiled_runs: 8 warps a block for 4 and 8, else 16).
+  const int runs = g_tiled_runs.load(std::memory_order_relaxed);
+  if (!b.swiglu_epilogue && g_tiled_split.load(std::memory_order_relaxed) == 1 && runs >= 0 &&
+      (runs > 0 || warps == 0)) {
+    const int64_t tpb = runs > 0 ? runs : tiled_runs_tiles(b.ne1, b.n_groups, device_sm_shape().sms);
+    if (tpb > 0) {
+      const bool pairs = DEPTH == 2 && (b.ne0 / 256) % 2 == 0;  // depth 2 takes units in pairs
+      if (warps == 4 || warps == 8) {
+        return pairs ? launch_tiled_runs<T, 2, 8>(b, tpb, s) : launch_tiled_runs<T, 1, 8>(b, tpb, s);
+      }
+      return pairs ? launch_tiled_runs<T, 2, 16>(b, tpb, s) : launch_tiled_runs<T, 1, 16>(b, tpb, s);
+    }
+  }
   if (warps == 0) {  // blocks of 8 NW rows with the epilogue or two warps a tile
     const bool half_rows = b.swiglu_epilogue || g_tiled_split.load(std::memory_order_relaxed) == 2;
     warps = tiled_block_warps(b.ne1, b.n_groups, half_rows, device_sm_shape().sms);
@@ -2576,6 +2702,12 @@ void set_gemv_tiled_warps(int warps) {
   if (warps != 0 && warps != 4 && warps != 8 && warps != 12 && warps != 16)
     throw Error("set_gemv_tiled_warps: " + std::to_string(warps) + " is not 0, 4, 8, 12 or 16");
   g_tiled_warps.store(warps, std::memory_order_relaxed);
+}
+
+void set_gemv_tiled_runs(int tiles_per_block) {
+  if (tiles_per_block < -1)
+    throw Error("set_gemv_tiled_runs: " + std::to_string(tiles_per_block) + " is not -1, 0 or a tile count");
+  g_tiled_runs.store(tiles_per_block, std::memory_order_relaxed);
 }
 
 void set_gemv_tiled_depth(int depth) {

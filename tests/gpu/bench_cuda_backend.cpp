@@ -21,9 +21,9 @@
 //             launches above (what any kernel reading those bytes in one launch can reach);
 //   "gemv_tiled": the default expert launches beside the same launches on weights in the tiled
 //             layout (gpu/gemv_tiled.h): the launch's own choice ("tiled_depth", "tiled_warps"
-//             0), 1-2 chunks in flight a warp, 4-16 warps a block ("tiled_warps") and 1-2 warps
-//             a tile ("tiled_split"), the four 8-expert shapes, 6 x 4096 x 2048 and gate +
-//             up (16 matrices);
+//             0, "tiled_runs" 0), the same without runs of tiles a warp ("tiled_runs" -1),
+//             4-16 warps a block ("tiled_warps"; 1-2 chunks in flight and 1-2 warps a tile stay
+//             settable), the four 8-expert shapes, 6 x 4096 x 2048 and gate + up (16 matrices);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -499,26 +499,31 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
       gpu::detail::set_gemv_tiled_depth(0);
       gpu::detail::set_gemv_tiled_split(1);
       gpu::detail::set_gemv_tiled_warps(0);
+      gpu::detail::set_gemv_tiled_runs(0);
     }
   } restore;
   struct Config {
     bool tiled;
-    int depth, split, warps;
+    int depth, split, warps, runs;
   };
   const auto set = [](const Config& c) {
     gpu::detail::set_gemv_tiled_depth(c.depth);
     gpu::detail::set_gemv_tiled_split(c.split);
     gpu::detail::set_gemv_tiled_warps(c.warps);
+    gpu::detail::set_gemv_tiled_runs(c.runs);
   };
   const auto tag = [](nlohmann::json g, const Config& c) {
     g["tiled_depth"] = c.depth;
     g["tiled_split"] = c.split;
     g["tiled_warps"] = c.warps;
+    g["tiled_runs"] = c.runs;
     return g;
   };
-  // The same configurations for the plain launches and gate + up with the epilogue.
-  const Config configs[] = {{false, 0, 1, 0}, {true, 0, 1, 0},  {true, 0, 1, 4},
-                            {true, 0, 1, 8},  {true, 0, 1, 12}, {true, 0, 1, 16}};
+  // The same configurations for the plain launches and gate + up with the epilogue: the default
+  // (ring) launch, the tiled launch's own choice, the same without runs of tiles a warp, then
+  // one tile a warp at 4, 8, 12 and 16 warps a block.
+  const Config configs[] = {{false, 0, 1, 0, 0}, {true, 0, 1, 0, 0},   {true, 0, 1, 0, -1}, {true, 0, 1, 4, -1},
+                            {true, 0, 1, 8, -1}, {true, 0, 1, 12, -1}, {true, 0, 1, 16, -1}};
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8},
                                               {4096, 2048, 8},
@@ -533,7 +538,7 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
       }
     }
     // The prefill kernel on both layouts (16 and 64 pairs an expert).
-    set({true, 0, 1, 0});
+    set({true, 0, 1, 0, 0});
     for (const auto& [rows, cols] : {std::pair{2048, 4096}, {4096, 2048}}) {
       for (const int pairs : {16, 64}) {
         for (const bool tiled : {false, true})

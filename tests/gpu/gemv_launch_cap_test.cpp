@@ -123,5 +123,30 @@ TEST(GemvLaunchCap, TiledBlockWarpsTakeTheBusiestSmsCost) {
   EXPECT_EQ(tiled_block_warps(2048, 8, false, 0), 4);
 }
 
+TEST(GemvLaunchCap, TiledRunsWhereTheOneTileLaunchTakesASecondWave) {
+  // 8 x 7168 rows: 448 tiles a group, 16 blocks a group of 28 tiles, 128 blocks: cost 29,
+  // against 16-warp blocks of one tile a warp: 224 blocks, 2 * 17 = 34 (580 <= 646).
+  EXPECT_EQ(tiled_runs_tiles(7168, 8, 132), 28);
+  // 16 x 7168 rows: 8 blocks a group of 56, cost 57, against 8 warps: 896 blocks, 7 * 9 = 63.
+  EXPECT_EQ(tiled_runs_tiles(7168, 16, 132), 56);
+  // 8 x 4096 rows: 16 tiles a block, top-6 (6 x 4096) 12, 8 x 7168 on 528 SMs 7: the one-tile
+  // launch's own blocks.
+  EXPECT_EQ(tiled_runs_tiles(4096, 8, 132), 0);
+  EXPECT_EQ(tiled_runs_tiles(4096, 6, 132), 0);
+  EXPECT_EQ(tiled_runs_tiles(7168, 8, 528), 0);
+  // Less than 5 % cheaper: 16 x 4096 rows (32 tiles a block, 33 against 34); 32 x 1536 rows
+  // (Kimi-K3's gate and up in one launch: 24 tiles, 25 against 12 warps' 2 * 13 = 26); 8 x 16384
+  // (64 tiles, 65 against 16 warps' 4 * 17 = 68).
+  EXPECT_EQ(tiled_runs_tiles(4096, 16, 132), 0);
+  EXPECT_EQ(tiled_runs_tiles(1536, 32, 132), 0);
+  EXPECT_EQ(tiled_runs_tiles(16384, 8, 132), 0);
+  // More groups than SMs: a block a group of all 448 tiles, 2 * 449, against 43 * 17 = 731.
+  EXPECT_EQ(tiled_runs_tiles(7168, 200, 132), 0);
+  // Nothing to launch, or no SMs.
+  EXPECT_EQ(tiled_runs_tiles(0, 8, 132), 0);
+  EXPECT_EQ(tiled_runs_tiles(7168, 0, 132), 0);
+  EXPECT_EQ(tiled_runs_tiles(7168, 8, 0), 0);
+}
+
 }  // namespace
 }  // namespace moepack::gpu::detail

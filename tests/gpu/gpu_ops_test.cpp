@@ -894,6 +894,7 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
       detail::set_gemv_tiled_depth(0);
       detail::set_gemv_tiled_split(1);
       detail::set_gemv_tiled_warps(0);
+      detail::set_gemv_tiled_runs(0);
     }
   } restore_depth;
   detail::set_gemv_mma_variant(0);
@@ -901,10 +902,11 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
     int64_t ne0, ne1;
   };
   // Row counts below, between and above the blocks' 64, 128, 192 and 256 rows (8 NW with the
-  // epilogue); odd and even counts of units a row (depth 2 takes them in pairs).
+  // epilogue); odd and even counts of units a row (depth 2 takes them in pairs); 32 tiles a
+  // matrix for runs of 4 tiles a warp.
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const Shape shape : {Shape{256, 48}, Shape{2048, 64}, Shape{4096, 32}, Shape{7168, 16},
-                              Shape{1280, 208}, Shape{3328, 144}}) {
+                              Shape{1280, 208}, Shape{3328, 144}, Shape{2048, 512}}) {
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       const int n_exp = 5;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0));
@@ -992,6 +994,27 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
               << "SwiGLU row " << i << ": default " << glu_want[i] << ", tiled " << glu_got[i];
         }
       }
+      // Runs of tiles a warp (plain launches): blocks of 1, 3, 17 and 40 tiles at 8 and 16 warps,
+      // so warps with no tile, one, and several in a row; depth 2 on rows of an odd number of
+      // units takes depth 1. Every sum bit for bit the default's, every row written.
+      for (const int tiles_per_block : {1, 3, 17, 40}) {
+        for (const auto& [depth, warps] : {std::pair{1, 8}, {2, 8}, {1, 16}, {2, 16}}) {
+          SCOPED_TRACE("runs of " + std::to_string(tiles_per_block) + " tiles a block, depth " +
+                       std::to_string(depth) + ", " + std::to_string(warps) + " warps a block");
+          detail::set_gemv_tiled_runs(tiles_per_block);
+          detail::set_gemv_tiled_depth(depth);
+          detail::set_gemv_tiled_warps(warps);
+          const auto got = tiled_sums();
+          for (size_t i = 0; i < ny; ++i) {
+            ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
+                << "matrix " << i / static_cast<size_t>(ne1) << ", row " << i % static_cast<size_t>(ne1)
+                << ": default " << want[i] << ", tiled runs " << got[i];
+          }
+        }
+      }
+      detail::set_gemv_tiled_runs(0);
+      detail::set_gemv_tiled_depth(0);
+      detail::set_gemv_tiled_warps(0);
       // Two warps a tile: each row's two halves summed in another order, within the same bound.
       detail::set_gemv_tiled_split(2);
       for (const auto& [depth, warps] :
