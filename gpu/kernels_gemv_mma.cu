@@ -268,22 +268,14 @@ __device__ void x_fragments(const float* x, int64_t ne0, uint8_t* base, int nthr
 
 // The x row of group grp's single pair (and the pair's index in *j); null when the group has
 // another pair count (the same for the whole block).
-// Whether group grp has a single pair (its index in *j).
-__device__ __forceinline__ bool single_pair(const GemvBatch& b, int grp, int* j) {
+__device__ __forceinline__ const float* single_pair_x(const GemvBatch& b, int grp, int* j) {
   *j = 0;
   if (b.grp_off) {
     *j = b.grp_off[grp];
-    if (b.grp_off[grp + 1] - *j != 1) return false;
+    if (b.grp_off[grp + 1] - *j != 1) return nullptr;
   }
-  return true;
-}
-// The x row of group grp's pair j.
-__device__ __forceinline__ const float* pair_x(const GemvBatch& b, int grp, int j) {
-  const int64_t xi = b.x_row ? b.x_row[j] : j;
+  const int64_t xi = b.x_row ? b.x_row[*j] : *j;
   return b.x + grp * b.x_gstride + xi * b.x_stride;
-}
-__device__ __forceinline__ const float* single_pair_x(const GemvBatch& b, int grp, int* j) {
-  return single_pair(b, grp, j) ? pair_x(b, grp, *j) : nullptr;
 }
 
 // The GEMV kernels' block start: the x row of the block's group (blockIdx.y) and its pair j, or
@@ -293,16 +285,6 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
   const float* x = single_pair_x(b, static_cast<int>(blockIdx.y), j);
   if (!x) pdl_wait_then_release();
   return x;
-}
-// block_pair_x's first half, for the tiled launches: whether the block's group has a single pair
-// (*j), after waiting for the kernel before when not (the whole block then returns). They read
-// the group's weight pointer before it, so that its load and grp_off's are in flight together,
-// and x_row (pair_x) after their first weight loads: one table load before the weights', not
-// three in a row.
-__device__ __forceinline__ bool block_single_pair(const GemvBatch& b, int* j) {
-  if (single_pair(b, static_cast<int>(blockIdx.y), j)) return true;
-  pdl_wait_then_release();
-  return false;
 }
 
 // The arithmetic a launch takes (gemv_mma.h): f16 halves of x (MXFP4, the register layout),
@@ -1942,13 +1924,14 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_kernel(GemvBatch b, 
   extern __shared__ __align__(16) uint8_t dyn[];
   __shared__ float part[NW][16];
   const int grp = static_cast<int>(blockIdx.y);
+  int j = 0;
+  const float* x = block_pair_x(b, &j);
+  if (!x) return;  // the same for the whole block
   const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, t = lane & 3;
   static_assert(RW == NW || !GLU, "the SwiGLU epilogue takes one warp a tile");
   const WarpShare ws = warp_share<RW, GLU, NW>(b, grp, warp, ne0 / 256);
-  int j = 0;
-  if (!block_single_pair(b, &j)) return;  // the same for the whole block
   const int64_t u0 = ws.u0, u1 = ws.u1;
   // chunk (tile, u) of the tile's row of chunks (ne1 is whole tiles: a live warp's tile is full)
   const uint8_t* tw = ws.wg + (ws.rbase / 16) * (ne0 / 256) * kChunk;
@@ -1957,7 +1940,6 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_kernel(GemvBatch b, 
   for (int i = 0; i < DEPTH; ++i) {
     if (u0 + i < u1) F::load(r[i], tw + (u0 + i) * kChunk, lane);
   }
-  const float* x = pair_x(b, grp, j);
   pdl_wait_then_release();  // x is written by the kernel before
   S::prepare(x, ne0, dyn, NW * 32, [] {});
   __syncthreads();
@@ -2016,9 +1998,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_runs_kernel(GemvBatc
   constexpr int kChunk = tiled_chunk_bytes(T);
   extern __shared__ __align__(16) uint8_t dyn[];
   const int grp = static_cast<int>(blockIdx.y);
-  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
   int j = 0;
-  if (!block_single_pair(b, &j)) return;  // the same for the whole block (order: block_single_pair)
+  const float* x = block_pair_x(b, &j);
+  if (!x) return;  // the same for the whole block
   const int64_t ne0 = b.ne0, units = ne0 / 256;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, t = lane & 3;
@@ -2026,6 +2008,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_runs_kernel(GemvBatc
   const int64_t tb0 = static_cast<int64_t>(blockIdx.x) * tpb;
   const int64_t nb = tb0 < tiles ? (tiles - tb0 < tpb ? tiles - tb0 : tpb) : 0;  // the block's tiles
   const int64_t t0 = tb0 + nb * warp / NW, nt = tb0 + nb * (warp + 1) / NW - t0;  // the warp's run
+  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
   const uint8_t* tw = wg + t0 * units * kChunk;
   const int64_t n_chunks = nt * units;
   typename F::Raw r[DEPTH];
@@ -2033,7 +2016,6 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_runs_kernel(GemvBatc
   for (int i = 0; i < DEPTH; ++i) {
     if (i < n_chunks) F::load(r[i], tw + i * kChunk, lane);
   }
-  const float* x = pair_x(b, grp, j);
   pdl_wait_then_release();  // x is written by the kernel before
   S::prepare(x, ne0, dyn, NW * 32, [] {});
   __syncthreads();
