@@ -113,10 +113,6 @@ void set_gemv_tiled_warps(int warps);
 // in unit order as in the one-tile launch: the sums are the same bit for bit. Process-wide; the
 // benchmark and tests compare them. Throws Error below -1.
 void set_gemv_tiled_runs(int tiles_per_block);
-// Whether runs of tiles take even shares of a block's chunks, a tile cut between two warps handing
-// its lane sums over (on), or whole tiles (off, the default). The sums are the same bit for bit.
-// Process-wide; the benchmark and tests compare both.
-void set_gemv_tiled_shares(bool on);
 // Warps a 16-row tile in the tiled launch without the SwiGLU epilogue: 1 (default: sums bit for
 // bit the default launch's on the GGUF bytes) or 2 (each half of the row's units, twice the
 // blocks; sums within the same error bound, in another order). Process-wide; the benchmark

@@ -2057,132 +2057,6 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_runs_kernel(GemvBatc
   }
 }
 
-// Named barrier `id` (1-15; 0 is __syncthreads') of `threads` threads: bar.arrive signals
-// without waiting, bar.sync waits for the count; both order the shared memory accesses before.
-__device__ __forceinline__ void named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" : : "r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" : : "r"(id), "r"(threads) : "memory");
-}
-
-// gemv_tiled_runs_kernel with even shares: where the block has at least NW tiles, warp w takes
-// the chunks [C w / NW, C (w + 1) / NW) of the block's C = n units chunks (tile-major; in pairs at
-// depth 2), so every warp streams the same count within one chunk (two at depth 2) and a share's
-// ends may cut a tile. Each share holds at least one tile's units, so a tile is cut between two
-// warps at most, w - 1 taking its first units and w the rest. The sums stay the default's bit for
-// bit: warp w - 1 sums the tile's first units from 0 in unit order and hands its lane sums over
-// (shared memory, named barrier w: bar.arrive, then w's bar.sync); warp w goes on from them with
-// the rest in unit order, then writes the tile as the one-tile kernel does. To wait as little as
-// possible a warp runs its share rotated: from its first whole tile to its end (the cut tile's
-// first units there handed to w + 1), then its own first, cut tile's rest (after w - 1's hand-
-// over, which w - 1 makes at about the same time). Fewer tiles than warps: one tile a warp, as
-// gemv_tiled_runs_kernel.
-template <GgmlType T, int P, int DEPTH, int MINB, int NW>
-__global__ void __launch_bounds__(NW * 32, MINB)
-    gemv_tiled_shares_kernel(GemvBatch b, const uint8_t*, int tpb) {
-  using S = Sel<T, P>;
-  using F = TiledFetch<T>;
-  using Path = typename S::Path;
-  static_assert(std::is_same_v<Path, typename F::Path>, "the default's arithmetic");
-  static_assert(DEPTH == 1 || DEPTH == 2, "one or two chunks in flight");
-  static_assert(NW <= 16, "named barriers 1 .. NW - 1");
-  constexpr int kChunk = tiled_chunk_bytes(T);
-  extern __shared__ __align__(16) uint8_t dyn[];
-  __shared__ float handoff[NW][2][32];  // [w]: the lane sums of w's cut first tile, from w - 1
-  const int grp = static_cast<int>(blockIdx.y);
-  int j = 0;
-  const float* x = block_pair_x(b, &j);
-  if (!x) return;  // the same for the whole block
-  const int64_t ne0 = b.ne0, units = ne0 / 256;
-  const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid / 32, lane = tid % 32, t = lane & 3;
-  const int64_t tiles = b.ne1 / 16;  // whole tiles (tiled_layout_covers)
-  const int64_t tb0 = static_cast<int64_t>(blockIdx.x) * tpb;
-  const int64_t nb = tb0 < tiles ? (tiles - tb0 < tpb ? tiles - tb0 : tpb) : 0;  // the block's tiles
-  // The warp's share [c0, c1) of the block's chunks.
-  int64_t c0, c1;
-  if (nb < NW) {
-    c0 = (warp < nb ? warp : nb) * units;
-    c1 = warp < nb ? c0 + units : c0;
-  } else {
-    constexpr int64_t kStep = DEPTH;  // units a row are even at depth 2 (the launch's rule)
-    const int64_t n = nb * units / kStep;
-    c0 = n * warp / NW * kStep;
-    c1 = n * (warp + 1) / NW * kStep;
-  }
-  const int64_t cf0 = (c0 + units - 1) / units * units;  // the share's first whole tile
-  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
-  const uint8_t* base = wg + tb0 * units * kChunk;  // the block's first chunk
-  typename F::Raw r[DEPTH];
-#pragma unroll
-  for (int i = 0; i < DEPTH; ++i) {
-    if (cf0 + i < c1) F::load(r[i], base + (cf0 + i) * kChunk, lane);
-  }
-  pdl_wait_then_release();  // x is written by the kernel before
-  S::prepare(x, ne0, dyn, NW * 32, [] {});
-  __syncthreads();
-  const typename S::View xv = S::view(dyn, ne0, lane);
-  float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
-  // Units [u, ue) of the tile at tk into acca / accb; `left`: chunks from tk that may be loaded
-  // ahead (the rest of the share's contiguous part).
-  const auto units_of = [&](const uint8_t* tk, int64_t u, int64_t ue, int64_t left, float& acca,
-                            float& accb) {
-    if constexpr (DEPTH == 1) {
-#pragma unroll 1
-      for (; u < ue; ++u) {
-        Path p;
-        F::decode(p, r[0], t);
-        if (u + 1 < left) F::load(r[0], tk + (u + 1) * kChunk, lane);
-        p.compute(u, t, xv, acca, accb);
-      }
-    } else {
-#pragma unroll 1
-      for (; u + 1 < ue; u += 2) {
-        Path p0, p1;
-        F::decode(p0, r[0], t);
-        F::decode(p1, r[1], t);
-        F::load(r[0], tk + (u + 2 < left ? u + 2 : left - 1) * kChunk, lane);
-        F::load(r[1], tk + (u + 3 < left ? u + 3 : left - 1) * kChunk, lane);
-        p0.compute(u, t, xv, acca, accb);
-        p1.compute(u + 1, t, xv, acca, accb);
-      }
-    }
-  };
-  const auto write = [&](int64_t tile, float acca, float accb) {  // tile: of the block
-    quad_sums(acca, accb);
-    if (t == 0) {
-      const int64_t row = (tb0 + tile) * 16 + (lane >> 2);
-      y[row] = acca;
-      y[row + 8] = accb;
-    }
-  };
-  // From the first whole tile to the share's end.
-#pragma unroll 1
-  for (int64_t f = cf0; f < c1; f += units) {
-    const int64_t ue = c1 - f < units ? c1 - f : units;
-    float acca = 0.0f, accb = 0.0f;
-    units_of(base + f * kChunk, 0, ue, c1 - f, acca, accb);
-    if (ue == units) {
-      write(f / units, acca, accb);
-    } else {  // the cut last tile's first units: to warp + 1
-      handoff[warp + 1][0][lane] = acca;
-      handoff[warp + 1][1][lane] = accb;
-      named_arrive(warp + 1, 64);
-    }
-  }
-  // The cut first tile's rest, after warp - 1's first units.
-  if (c0 < cf0) {
-    const int64_t ta = cf0 - units;  // the tile's first chunk
-#pragma unroll
-    for (int i = 0; i < DEPTH; ++i) F::load(r[i], base + (c0 + i) * kChunk, lane);
-    named_sync(warp, 64);
-    float acca = handoff[warp][0][lane], accb = handoff[warp][1][lane];
-    units_of(base + ta * kChunk, c0 - ta, units, units, acca, accb);
-    write(ta / units, acca, accb);
-  }
-}
-
 // Matrix m of n_matrices (src: rows of row_bytes, matrices back to back) into the tiled layout
 // at dst + m * ne1 * row_bytes: thread per output byte (tiled_source).
 template <GgmlType T>
@@ -2736,9 +2610,6 @@ std::atomic<int> g_tiled_runs{0};
 
 // gemv_tiled_runs_kernel on b, `tpb` tiles a block (registers for 2 blocks an SM at 8 warps, one
 // at 16: gemv_tiled_kernel's).
-// Whether runs of tiles take even shares (gemv_tiled_shares_kernel; set_gemv_tiled_shares).
-std::atomic<bool> g_tiled_shares{false};
-
 template <GgmlType T, int DEPTH, int NW>
 void launch_tiled_runs(const GemvBatch& b, int64_t tpb, cudaStream_t s) {
   using S = Sel<T, col_arith<T>()>;
@@ -2747,9 +2618,7 @@ void launch_tiled_runs(const GemvBatch& b, int64_t tpb, cudaStream_t s) {
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
   const int64_t tiles = b.ne1 / 16;
   const dim3 grid(static_cast<unsigned>((tiles + tpb - 1) / tpb), static_cast<unsigned>(b.n_groups), 1);
-  const auto k = g_tiled_shares.load(std::memory_order_relaxed)
-                     ? gemv_tiled_shares_kernel<T, kP, DEPTH, kMinB, NW>
-                     : gemv_tiled_runs_kernel<T, kP, DEPTH, kMinB, NW>;
+  const auto k = gemv_tiled_runs_kernel<T, kP, DEPTH, kMinB, NW>;
   const SmShape sh = device_sm_shape();
   const size_t smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), frag,
                                    std::min<size_t>(kMaxBlockSmem, sh.optin - kTiledStaticSmem),
@@ -2840,8 +2709,6 @@ void set_gemv_tiled_runs(int tiles_per_block) {
     throw Error("set_gemv_tiled_runs: " + std::to_string(tiles_per_block) + " is not -1, 0 or a tile count");
   g_tiled_runs.store(tiles_per_block, std::memory_order_relaxed);
 }
-
-void set_gemv_tiled_shares(bool on) { g_tiled_shares.store(on, std::memory_order_relaxed); }
 
 void set_gemv_tiled_depth(int depth) {
   if (depth < 0 || depth > 2)

@@ -500,7 +500,6 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
       gpu::detail::set_gemv_tiled_split(1);
       gpu::detail::set_gemv_tiled_warps(0);
       gpu::detail::set_gemv_tiled_runs(0);
-      gpu::detail::set_gemv_tiled_shares(false);
     }
   } restore;
   struct Config {
@@ -540,20 +539,11 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
       // Runs of a given length where the launch's own choice takes runs (8 x 7168 rows: 28
       // tiles a block of 16 warps, 12 warps with 2 tiles and 4 with 1): 16 (the one-tile launch's
       // two waves), 32 (every warp 2 tiles, 112 blocks), and 8 warps a block of 14 tiles.
-      // Then the launch's own choice with even shares of the runs (gemv_tiled_shares_kernel: 14
-      // chunks a warp), "tiled_shares" true.
       if (rows == 7168 && experts == 8) {
         for (const Config& c : {Config{true, 0, 1, 16, 16}, Config{true, 0, 1, 16, 32}, Config{true, 0, 1, 8, 14}}) {
           set(c);
           out.push_back(tag(bench_gemv(pool, t, rows, cols, d2d, experts, c.tiled), c));
         }
-        const Config own{true, 0, 1, 0, 0};
-        set(own);
-        gpu::detail::set_gemv_tiled_shares(true);
-        nlohmann::json g = tag(bench_gemv(pool, t, rows, cols, d2d, experts, true), own);
-        gpu::detail::set_gemv_tiled_shares(false);
-        g["tiled_shares"] = true;
-        out.push_back(std::move(g));
       }
     }
     // The prefill kernel on both layouts (16 and 64 pairs an expert).

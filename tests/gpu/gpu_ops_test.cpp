@@ -895,7 +895,6 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
       detail::set_gemv_tiled_split(1);
       detail::set_gemv_tiled_warps(0);
       detail::set_gemv_tiled_runs(0);
-      detail::set_gemv_tiled_shares(false);
     }
   } restore_depth;
   detail::set_gemv_mma_variant(0);
@@ -998,27 +997,21 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
       // Runs of tiles a warp (plain launches): blocks of 1, 3, 17 and 40 tiles at 8 and 16 warps,
       // so warps with no tile, one, and several in a row; depth 2 on rows of an odd number of
       // units takes depth 1. Every sum bit for bit the default's, every row written.
-      // With even shares, a tile cut between two warps (17 and 40 tiles a block at 8 warps on
-      // 9 to 32 tiles a matrix, 17 at 16 warps on 32).
-      for (const bool shares : {false, true})
-        for (const int tiles_per_block : {1, 3, 17, 40}) {
-          for (const auto& [depth, warps] : {std::pair{1, 8}, {2, 8}, {1, 16}, {2, 16}}) {
-            SCOPED_TRACE(std::string(shares ? "even shares of " : "") + "runs of " +
-                         std::to_string(tiles_per_block) + " tiles a block, depth " + std::to_string(depth) +
-                         ", " + std::to_string(warps) + " warps a block");
-            detail::set_gemv_tiled_shares(shares);
-            detail::set_gemv_tiled_runs(tiles_per_block);
-            detail::set_gemv_tiled_depth(depth);
-            detail::set_gemv_tiled_warps(warps);
-            const auto got = tiled_sums();
-            for (size_t i = 0; i < ny; ++i) {
-              ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
-                  << "matrix " << i / static_cast<size_t>(ne1) << ", row " << i % static_cast<size_t>(ne1)
-                  << ": default " << want[i] << ", tiled runs " << got[i];
-            }
+      for (const int tiles_per_block : {1, 3, 17, 40}) {
+        for (const auto& [depth, warps] : {std::pair{1, 8}, {2, 8}, {1, 16}, {2, 16}}) {
+          SCOPED_TRACE("runs of " + std::to_string(tiles_per_block) + " tiles a block, depth " +
+                       std::to_string(depth) + ", " + std::to_string(warps) + " warps a block");
+          detail::set_gemv_tiled_runs(tiles_per_block);
+          detail::set_gemv_tiled_depth(depth);
+          detail::set_gemv_tiled_warps(warps);
+          const auto got = tiled_sums();
+          for (size_t i = 0; i < ny; ++i) {
+            ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
+                << "matrix " << i / static_cast<size_t>(ne1) << ", row " << i % static_cast<size_t>(ne1)
+                << ": default " << want[i] << ", tiled runs " << got[i];
           }
         }
-      detail::set_gemv_tiled_shares(false);
+      }
       detail::set_gemv_tiled_runs(0);
       detail::set_gemv_tiled_depth(0);
       detail::set_gemv_tiled_warps(0);
