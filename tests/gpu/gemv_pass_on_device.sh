@@ -46,8 +46,7 @@ for g in d.get("gemv_tiled", []):
               g.get("pairs_per_expert", 0), "tiled" if g["tiled"] else "gguf", g["us_per_launch"]))
         continue
     name = ("d%dw%d%s%s" % (g["tiled_depth"], g["tiled_warps"], "s" if g.get("tiled_split", 1) == 2 else "",
-                            ("" if g.get("tiled_runs", 0) == 0 else "r%d" % g["tiled_runs"]) +
-                            ("S" if g.get("tiled_shares") else ""))
+                            "" if g.get("tiled_runs", 0) == 0 else "r%d" % g["tiled_runs"])
             if g["tiled"] else "ring")
     tiled.setdefault((g["type"] + ("+swiglu" if g.get("swiglu_epilogue") else ""), g["rows"], g["cols"], g["experts_per_launch"]), []).append(
         "%s %.2f" % (name, g["ratio_to_d2d"]))
