@@ -1989,7 +1989,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_kernel(GemvBatch b, 
 // on 132 SMs). DEPTH 2 takes units in pairs: rows of an even number of units only (the launch
 // takes DEPTH 1 otherwise).
 template <GgmlType T, int P, int DEPTH, int MINB, int NW>
-__global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_runs_kernel(GemvBatch b, const uint8_t*, int tpb) {
+__global__ void __launch_bounds__(NW * 32, MINB)
+    gemv_tiled_runs_kernel(GemvBatch b, const uint8_t*, int tpb) {
   using S = Sel<T, P>;
   using F = TiledFetch<T>;
   using Path = typename S::Path;
@@ -2006,7 +2007,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_runs_kernel(GemvBatc
   const int warp = tid / 32, lane = tid % 32, t = lane & 3;
   const int64_t tiles = b.ne1 / 16;  // whole tiles (tiled_layout_covers)
   const int64_t tb0 = static_cast<int64_t>(blockIdx.x) * tpb;
-  const int64_t nb = tb0 < tiles ? (tiles - tb0 < tpb ? tiles - tb0 : tpb) : 0;  // the block's tiles
+  const int64_t nb = tb0 < tiles ? (tiles - tb0 < tpb ? tiles - tb0 : tpb) : 0;   // the block's tiles
   const int64_t t0 = tb0 + nb * warp / NW, nt = tb0 + nb * (warp + 1) / NW - t0;  // the warp's run
   const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
   const uint8_t* tw = wg + t0 * units * kChunk;
@@ -2624,7 +2625,8 @@ void launch_tiled_runs(const GemvBatch& b, int64_t tpb, cudaStream_t s) {
                                    std::min<size_t>(kMaxBlockSmem, sh.optin - kTiledStaticSmem),
                                    static_cast<int64_t>(grid.x) * grid.y, 0, -1);
   allow_smem(reinterpret_cast<const void*>(k), smem);
-  launch_maybe_dependent(k, grid, NW * 32, smem, s, g_pdl.load(std::memory_order_relaxed) && !b.tables_from_kernel, b,
+  launch_maybe_dependent(k, grid, NW * 32, smem, s,
+                         g_pdl.load(std::memory_order_relaxed) && !b.tables_from_kernel, b,
                          static_cast<const uint8_t*>(nullptr), static_cast<int>(tpb));
 }
 

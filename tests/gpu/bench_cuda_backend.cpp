@@ -522,8 +522,9 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
   // The same configurations for the plain launches and gate + up with the epilogue: the default
   // (ring) launch, the tiled launch's own choice, the same without runs of tiles a warp, then
   // one tile a warp at 4, 8, 12 and 16 warps a block.
-  const Config configs[] = {{false, 0, 1, 0, 0}, {true, 0, 1, 0, 0},   {true, 0, 1, 0, -1}, {true, 0, 1, 4, -1},
-                            {true, 0, 1, 8, -1}, {true, 0, 1, 12, -1}, {true, 0, 1, 16, -1}};
+  const Config configs[] = {{false, 0, 1, 0, 0}, {true, 0, 1, 0, 0},  {true, 0, 1, 0, -1},
+                            {true, 0, 1, 4, -1}, {true, 0, 1, 8, -1}, {true, 0, 1, 12, -1},
+                            {true, 0, 1, 16, -1}};
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const auto& [rows, cols, experts] : {std::tuple{2048, 4096, 8},
                                               {4096, 2048, 8},
@@ -540,7 +541,8 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
       // tiles a block of 16 warps, 12 warps with 2 tiles and 4 with 1): 16 (the one-tile launch's
       // two waves), 32 (every warp 2 tiles, 112 blocks), and 8 warps a block of 14 tiles.
       if (rows == 7168 && experts == 8) {
-        for (const Config& c : {Config{true, 0, 1, 16, 16}, Config{true, 0, 1, 16, 32}, Config{true, 0, 1, 8, 14}}) {
+        for (const Config& c :
+             {Config{true, 0, 1, 16, 16}, Config{true, 0, 1, 16, 32}, Config{true, 0, 1, 8, 14}}) {
           set(c);
           out.push_back(tag(bench_gemv(pool, t, rows, cols, d2d, experts, c.tiled), c));
         }
