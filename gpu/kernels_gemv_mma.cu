@@ -1825,6 +1825,7 @@ struct TiledFetch;
 // Q2_K (chunk 1344 bytes): qs words [2][32 lanes][16], scales [16 rows][16], d/dmin [8 g][2][4].
 template <>
 struct TiledFetch<GgmlType::Q2_K> {
+  static constexpr GgmlType kType = GgmlType::Q2_K;
   using Path = Q2kColPath3;
   struct Raw {
     uint4 qa, qb, sa, sb;
@@ -1853,6 +1854,7 @@ struct TiledFetch<GgmlType::Q2_K> {
 // same), headers [16 rows][16].
 template <>
 struct TiledFetch<GgmlType::Q4_K> {
+  static constexpr GgmlType kType = GgmlType::Q4_K;
   using Path = Q4kColPath;
   struct Raw {
     uint4 q[4], ha, hb;
@@ -1879,6 +1881,7 @@ struct TiledFetch<GgmlType::Q4_K> {
 // same), scales [8 g][2 h][2 rows][4].
 template <>
 struct TiledFetch<GgmlType::MXFP4> {
+  static constexpr GgmlType kType = GgmlType::MXFP4;
   using Path = Mxfp4ColPath2;
   struct Raw {
     uint4 q[4];
@@ -1900,6 +1903,45 @@ struct TiledFetch<GgmlType::MXFP4> {
     }
   }
 };
+
+// A warp's units [u, ue) of the tile whose unit 0 is the chunk at tk, into acca / accb in unit
+// order (the default's arithmetic, Path::compute); r holds the next DEPTH chunks on entry, and the
+// chunks after them below `left` (counted from tk: the rest of the warp's contiguous chunks) are
+// loaded ahead. At depth 1 the loads of unit u + 1 are issued right after unit u's registers are
+// taken; at depth 2 both chunks of a pair are computed in one basic block, with the next pair's
+// loads clamped to chunk left - 1 instead of a branch (past the end, that chunk again: an L2 hit,
+// never used), and an odd count's last chunk (in r[0]) alone.
+template <class F, class Path, int DEPTH, class View>
+__device__ __forceinline__ void tiled_units(typename F::Raw (&r)[DEPTH], const uint8_t* tk, int64_t u, int64_t ue,
+                                            int64_t left, int t, int lane, const View& xv, float& acca,
+                                            float& accb) {
+  constexpr int kChunk = tiled_chunk_bytes(F::kType);
+  if constexpr (DEPTH == 1) {
+#pragma unroll 1
+    for (; u < ue; ++u) {
+      Path p;
+      F::decode(p, r[0], t);
+      if (u + 1 < left) F::load(r[0], tk + (u + 1) * kChunk, lane);
+      p.compute(u, t, xv, acca, accb);
+    }
+  } else {
+#pragma unroll 1
+    for (; u + 1 < ue; u += 2) {
+      Path p0, p1;
+      F::decode(p0, r[0], t);
+      F::decode(p1, r[1], t);
+      F::load(r[0], tk + (u + 2 < left ? u + 2 : left - 1) * kChunk, lane);
+      F::load(r[1], tk + (u + 3 < left ? u + 3 : left - 1) * kChunk, lane);
+      p0.compute(u, t, xv, acca, accb);
+      p1.compute(u + 1, t, xv, acca, accb);
+    }
+    if (u < ue) {  // an odd count: the last chunk, in r[0]
+      Path p;
+      F::decode(p, r[0], t);
+      p.compute(u, t, xv, acca, accb);
+    }
+  }
+}
 
 // The tiled expert launch (P: the default's arithmetic, col_arith<T>()): grid (ceil(ne1 / (16 NW))
 // (ceil(ne1 / (8 NW)) with GLU or RW = NW / 2), groups) of NW warps, one warp a tile of 16 rows, its
@@ -1945,34 +1987,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_kernel(GemvBatch b, 
   __syncthreads();
   const typename S::View xv = S::view(dyn, ne0, lane);
   float acca = 0.0f, accb = 0.0f;
-  if constexpr (DEPTH == 1) {
-#pragma unroll 1
-    for (int64_t u = u0; u < u1; ++u) {
-      Path p;
-      F::decode(p, r[0], t);
-      if (u + 1 < u1) F::load(r[0], tw + (u + 1) * kChunk, lane);
-      p.compute(u, t, xv, acca, accb);
-    }
-  } else {
-    int64_t u = u0;
-#pragma unroll 1
-    for (; u + 1 < u1; u += 2) {
-      Path p0, p1;
-      F::decode(p0, r[0], t);
-      F::decode(p1, r[1], t);
-      // The next pair's loads without a branch: past the row, the row's last chunk again
-      // (an L2 hit, never used).
-      F::load(r[0], tw + (u + 2 < u1 ? u + 2 : u1 - 1) * kChunk, lane);
-      F::load(r[1], tw + (u + 3 < u1 ? u + 3 : u1 - 1) * kChunk, lane);
-      p0.compute(u, t, xv, acca, accb);
-      p1.compute(u + 1, t, xv, acca, accb);
-    }
-    if (u < u1) {  // an odd count: the last chunk, in r[0]
-      Path p;
-      F::decode(p, r[0], t);
-      p.compute(u, t, xv, acca, accb);
-    }
-  }
+  tiled_units<F, Path, DEPTH>(r, tw, u0, u1, u1, t, lane, xv, acca, accb);
   finish<RW, GLU, NW>(b, grp, j, ws.ks, acca, accb, part);
 }
 
@@ -2027,28 +2042,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     const uint8_t* tk = tw + k * units * kChunk;
     const int64_t left = n_chunks - k * units;  // chunks from tk to the run's end
     float acca = 0.0f, accb = 0.0f;
-    if constexpr (DEPTH == 1) {
-#pragma unroll 1
-      for (int64_t u = 0; u < units; ++u) {
-        Path p;
-        F::decode(p, r[0], t);
-        if (u + 1 < left) F::load(r[0], tk + (u + 1) * kChunk, lane);
-        p.compute(u, t, xv, acca, accb);
-      }
-    } else {
-#pragma unroll 1
-      for (int64_t u = 0; u + 1 < units; u += 2) {
-        Path p0, p1;
-        F::decode(p0, r[0], t);
-        F::decode(p1, r[1], t);
-        // The next pair (the next tile's first at the tile's end) without a branch: past the
-        // run, the run's last chunk again (an L2 hit, never used).
-        F::load(r[0], tk + (u + 2 < left ? u + 2 : left - 1) * kChunk, lane);
-        F::load(r[1], tk + (u + 3 < left ? u + 3 : left - 1) * kChunk, lane);
-        p0.compute(u, t, xv, acca, accb);
-        p1.compute(u + 1, t, xv, acca, accb);
-      }
-    }
+    tiled_units<F, Path, DEPTH>(r, tk, 0, units, left, t, lane, xv, acca, accb);
     quad_sums(acca, accb);
     if (t == 0) {
       const int64_t row = (t0 + k) * 16 + (lane >> 2);
