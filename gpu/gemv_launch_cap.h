@@ -76,13 +76,16 @@ constexpr int tiled_block_warps(int64_t ne1, int64_t n_groups, bool glu, int64_t
 // gemv_tiled_runs_kernel: each warp a contiguous run of tiles), or 0 for one tile a warp
 // (tiled_block_warps), for a plain launch of n_groups matrices of ne1 rows on `sms` SMs. A block
 // stays within one group (one x), so the runs take sms / n_groups blocks a group (at least 1),
-// each ceil(tiles / blocks) tiles, in one wave. Only blocks of more than 16 tiles are runs (the
+// each ceil(tiles / blocks) tiles: one wave unless there are more groups than SMs (the cost
+// below counts the waves). Only blocks of more than 16 tiles are runs (the
 // one-tile launch covers the others) and only where they cost at least 5 % less in
 // tiled_block_warps' model: a block of n tiles and one preparation costs n + 1 whatever its warps
 // (a busy SM's issue is the bound, docs/cuda-backend.md, twentieth pass). On the H200's 132 SMs:
 // 8 x 7168 rows (448 tiles a group) 16 blocks a group of 28 tiles, cost 29 against the one-tile
-// launch's two waves of 16-warp blocks, 2 x 17; 8 x 4096 and 6 x 4096 rows 0 (16 and 12 tiles a
-// block: the one-tile launch's own blocks). No rows, groups or SMs: 0.
+// launch's two waves of 16-warp blocks, 2 x 17 (measured: docs/cuda-backend.md, twentieth pass);
+// 6 x 7168 21 tiles, 22 against 26, and 16 x 7168 56, 57 against 63 (not measured); 8 x 4096 and
+// 6 x 4096 rows 0 (16 and 12 tiles a block: the one-tile launch's own blocks). No rows, groups or
+// SMs: 0.
 constexpr int64_t tiled_runs_tiles(int64_t ne1, int64_t n_groups, int64_t sms) {
   if (ne1 <= 0 || n_groups <= 0 || sms <= 0) return 0;
   const int64_t tiles = (ne1 + 15) / 16;

@@ -109,9 +109,11 @@ void set_gemv_tiled_warps(int warps);
 // Runs of tiles a warp in the tiled launch without the SwiGLU epilogue (one warp a tile): 0
 // (default: the launch's, gemv_launch_cap.h's tiled_runs_tiles, e.g. 28 tiles a block of 16
 // warps for 8 x 7168 rows on 132 SMs, none for most launches), -1 never, or n > 0 tiles a block
-// (8 warps a block when set_gemv_tiled_warps is 4 or 8, else 16). Each tile is summed by one warp
-// in unit order as in the one-tile launch: the sums are the same bit for bit. Process-wide; the
-// benchmark and tests compare them. Throws Error below -1.
+// (8 warps a block when set_gemv_tiled_warps is 4 or 8, else 16). The launch's own choice (0)
+// applies only while set_gemv_tiled_warps is 0; two warps a tile (set_gemv_tiled_split(2)) takes
+// no runs, even forced. Each tile is summed by one warp in unit order as in the one-tile launch:
+// the sums are the same bit for bit. Process-wide; the benchmark and tests compare them. Throws
+// Error below -1.
 void set_gemv_tiled_runs(int tiles_per_block);
 // Warps a 16-row tile in the tiled launch without the SwiGLU epilogue: 1 (default: sums bit for
 // bit the default launch's on the GGUF bytes) or 2 (each half of the row's units, twice the

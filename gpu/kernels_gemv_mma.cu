@@ -1910,7 +1910,8 @@ struct TiledFetch<GgmlType::MXFP4> {
 // loaded ahead. At depth 1 the loads of unit u + 1 are issued right after unit u's registers are
 // taken; at depth 2 both chunks of a pair are computed in one basic block, with the next pair's
 // loads clamped to chunk left - 1 instead of a branch (past the end, that chunk again: an L2 hit,
-// never used), and an odd count's last chunk (in r[0]) alone.
+// never used), and an odd count's last chunk (in r[0]) alone, loading nothing ahead: a run of
+// several tiles at depth 2 needs an even count of units a tile.
 template <class F, class Path, int DEPTH, class View>
 __device__ __forceinline__ void tiled_units(typename F::Raw (&r)[DEPTH], const uint8_t* tk, int64_t u, int64_t ue,
                                             int64_t left, int t, int lane, const View& xv, float& acca,
@@ -1999,7 +2000,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_kernel(GemvBatch b, 
 // chunks in flight across its tiles' ends; each tile is summed from 0 in unit order and written
 // as the one-tile kernel writes it, so every sum is still the default's bit for bit. x's
 // fragments are prepared once a block for all its tiles. What it is for: a grid of fewer blocks
-// than the one-tile launch's, in one even wave (gemv_launch_cap.h, tiled_plain_plan), where the
+// than the one-tile launch's, in one even wave (gemv_launch_cap.h, tiled_runs_tiles), where the
 // one-tile launch would leave a second wave part full (7168 x 2048 x 8: 224 blocks of 16 warps
 // on 132 SMs). DEPTH 2 takes units in pairs: rows of an even number of units only (the launch
 // takes DEPTH 1 otherwise).
@@ -2607,6 +2608,9 @@ std::atomic<int> g_tiled_runs{0};
 // at 16: gemv_tiled_kernel's).
 template <GgmlType T, int DEPTH, int NW>
 void launch_tiled_runs(const GemvBatch& b, int64_t tpb, cudaStream_t s) {
+  // Depth 2 takes a run's units in pairs: an odd count's last chunk of a tile would leave the next
+  // tile's first chunks unloaded (tiled_units).
+  if (DEPTH == 2 && (b.ne0 / 256) % 2 != 0) throw Error("launch_tiled_runs: depth 2 on rows of an odd count of units");
   using S = Sel<T, col_arith<T>()>;
   constexpr int kMinB = NW == 8 ? 2 : 1;
   constexpr int kP = col_arith<T>();

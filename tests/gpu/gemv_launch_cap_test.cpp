@@ -129,6 +129,9 @@ TEST(GemvLaunchCap, TiledRunsWhereTheOneTileLaunchTakesASecondWave) {
   EXPECT_EQ(tiled_runs_tiles(7168, 8, 132), 28);
   // 16 x 7168 rows: 8 blocks a group of 56, cost 57, against 8 warps: 896 blocks, 7 * 9 = 63.
   EXPECT_EQ(tiled_runs_tiles(7168, 16, 132), 56);
+  // 6 x 7168 rows: 22 blocks a group of 21 tiles (132 blocks), cost 22, against 16 warps: 168
+  // blocks, 2 * 17 = 34, or 12 warps: 228 blocks, 2 * 13 = 26.
+  EXPECT_EQ(tiled_runs_tiles(7168, 6, 132), 21);
   // 8 x 4096 rows: 16 tiles a block, top-6 (6 x 4096) 12, 8 x 7168 on 528 SMs 7: the one-tile
   // launch's own blocks.
   EXPECT_EQ(tiled_runs_tiles(4096, 8, 132), 0);
