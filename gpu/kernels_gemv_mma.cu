@@ -1913,9 +1913,9 @@ struct TiledFetch<GgmlType::MXFP4> {
 // never used), and an odd count's last chunk (in r[0]) alone, loading nothing ahead: a run of
 // several tiles at depth 2 needs an even count of units a tile.
 template <class F, class Path, int DEPTH, class View>
-__device__ __forceinline__ void tiled_units(typename F::Raw (&r)[DEPTH], const uint8_t* tk, int64_t u, int64_t ue,
-                                            int64_t left, int t, int lane, const View& xv, float& acca,
-                                            float& accb) {
+__device__ __forceinline__ void tiled_units(typename F::Raw (&r)[DEPTH], const uint8_t* tk, int64_t u,
+                                            int64_t ue, int64_t left, int t, int lane, const View& xv,
+                                            float& acca, float& accb) {
   constexpr int kChunk = tiled_chunk_bytes(F::kType);
   if constexpr (DEPTH == 1) {
 #pragma unroll 1
@@ -2610,7 +2610,8 @@ template <GgmlType T, int DEPTH, int NW>
 void launch_tiled_runs(const GemvBatch& b, int64_t tpb, cudaStream_t s) {
   // Depth 2 takes a run's units in pairs: an odd count's last chunk of a tile would leave the next
   // tile's first chunks unloaded (tiled_units).
-  if (DEPTH == 2 && (b.ne0 / 256) % 2 != 0) throw Error("launch_tiled_runs: depth 2 on rows of an odd count of units");
+  if (DEPTH == 2 && (b.ne0 / 256) % 2 != 0)
+    throw Error("launch_tiled_runs: depth 2 on rows of an odd count of units");
   using S = Sel<T, col_arith<T>()>;
   constexpr int kMinB = NW == 8 ? 2 : 1;
   constexpr int kP = col_arith<T>();
