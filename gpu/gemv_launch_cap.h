@@ -80,7 +80,8 @@ constexpr int tiled_block_warps(int64_t ne1, int64_t n_groups, bool glu, int64_t
 // below counts the waves). Only blocks of more than 16 tiles are runs (the
 // one-tile launch covers the others) and only where they cost at least 5 % less in
 // tiled_block_warps' model: a block of n tiles and one preparation costs n + 1 whatever its warps
-// (a busy SM's issue is the bound, docs/cuda-backend.md, twentieth pass). On the H200's 132 SMs:
+// (a model: at 8 x 7168 rows runs of 28, of 32 on fewer SMs, and even shares of 14 chunks a warp
+// measured alike, docs/cuda-backend.md, twentieth pass). On the H200's 132 SMs:
 // 8 x 7168 rows (448 tiles a group) 16 blocks a group of 28 tiles, cost 29 against the one-tile
 // launch's two waves of 16-warp blocks, 2 x 17 (measured: docs/cuda-backend.md, twentieth pass);
 // 6 x 7168 21 tiles, 22 against 26, and 16 x 7168 56, 57 against 63 (not measured); 8 x 4096 and
