@@ -2570,6 +2570,19 @@ static_assert(16 * 16 * sizeof(float) + 16 <= kTiledStaticSmem, "part[16][16] an
 // 16): 0 = the launch's (tiled_block_warps).
 std::atomic<int> g_tiled_warps{0};
 
+// A tiled launch's dynamic shared memory (x's fragments, `frag` bytes) at most: a block's allowed
+// maximum less the room for the kernel's static shared memory.
+size_t tiled_smem_limit() { return std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - kTiledStaticSmem); }
+
+// The dynamic shared memory of tiled kernel k on `grid`: x's fragments, padded for the grid in one
+// even wave (smem_for_cap, cap -1, no stage count), opted in (allow_smem).
+size_t tiled_smem(const void* k, size_t frag, dim3 grid) {
+  const size_t smem =
+      smem_for_cap(device_sm_shape(), k, frag, tiled_smem_limit(), static_cast<int64_t>(grid.x) * grid.y, 0, -1);
+  allow_smem(k, smem);
+  return smem;
+}
+
 // MINB of gemv_tiled_kernel: registers for 12 warps an SM at least (4 warps a block: 3 blocks,
 // at most 168 registers a thread; 8 warps: 2 blocks, 128; 12 warps: 1 block, 168; 16 warps: 1
 // block, 128). ptxas -v on sm_90, no spills: depth 1 94-122 registers; depth 2 149-162 at 4 and
@@ -2591,11 +2604,7 @@ void launch_tiled_nw(const GemvBatch& b, cudaStream_t s) {
   // for grids of at most 4 blocks an SM (gemv_blocks_per_sm_cap, cap -1, no stage count).
   // Measured side by side (4 warps a block): never more than 0.01 slower, up to 0.06 faster
   // (Q4_K 4096 x 2048, gate + up) and 0.10-0.12 on MXFP4's 2048-row launches two chunks ahead.
-  const SmShape sh = device_sm_shape();
-  const size_t smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), frag,
-                                   std::min<size_t>(kMaxBlockSmem, sh.optin - kTiledStaticSmem),
-                                   static_cast<int64_t>(grid.x) * grid.y, 0, -1);
-  allow_smem(reinterpret_cast<const void*>(k), smem);
+  const size_t smem = tiled_smem(reinterpret_cast<const void*>(k), frag, grid);
   launch_kernel(k, grid, smem, s, b, nullptr, NW * 32);
 }
 
@@ -2619,11 +2628,7 @@ void launch_tiled_runs(const GemvBatch& b, int64_t tpb, cudaStream_t s) {
   const int64_t tiles = b.ne1 / 16;
   const dim3 grid(static_cast<unsigned>((tiles + tpb - 1) / tpb), static_cast<unsigned>(b.n_groups), 1);
   const auto k = gemv_tiled_runs_kernel<T, kP, DEPTH, kMinB, NW>;
-  const SmShape sh = device_sm_shape();
-  const size_t smem = smem_for_cap(sh, reinterpret_cast<const void*>(k), frag,
-                                   std::min<size_t>(kMaxBlockSmem, sh.optin - kTiledStaticSmem),
-                                   static_cast<int64_t>(grid.x) * grid.y, 0, -1);
-  allow_smem(reinterpret_cast<const void*>(k), smem);
+  const size_t smem = tiled_smem(reinterpret_cast<const void*>(k), frag, grid);
   launch_maybe_dependent(k, grid, NW * 32, smem, s,
                          g_pdl.load(std::memory_order_relaxed) && !b.tables_from_kernel, b,
                          static_cast<const uint8_t*>(nullptr), static_cast<int>(tpb));
@@ -2690,8 +2695,7 @@ bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
   if (!gemv_mma_supported(type, ne0) || !tiled_layout_covers(type, ne0, ne1)) return false;
   // x's fragments in the default's layout (the tiled kernel's Sel), staged in shared memory
   // beside the kernel's static shared memory (kTiledStaticSmem).
-  const size_t limit = std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - kTiledStaticSmem);
-  return static_cast<size_t>(gemv_x_fragments_bytes(type, ne0)) <= limit;
+  return static_cast<size_t>(gemv_x_fragments_bytes(type, ne0)) <= tiled_smem_limit();
 }
 
 void set_gemv_tiled_split(int warps) {
