@@ -1,5 +1,5 @@
 // `moepack bench-io PACK [--reads N] [--batch B] [--read-splits S] [--queue-depth Q] [--seed S]
-//                        [--vram [--device N]] [--json]`
+//                        [--vram [--device N] [--rounds R]] [--json]`
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -35,6 +35,11 @@ std::function<int()> add_bench_io(CLI::App& app) {
                 "Also deliver the random experts into VRAM slots (SSD -> pinned -> GPU, CUDA builds)");
   CLI::Option* vram_flag = sub->get_option("--vram");
   sub->add_option("--device", opt->device, "CUDA device for --vram")->needs(vram_flag);
+  sub->add_option(
+         "--rounds", opt->bench.rounds,
+         "With --vram: then R alternating rounds of raw reads and VRAM delivery, each on bytes of its own "
+         "(the rounds' ratios: median, min, max)")
+      ->needs(vram_flag);
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
   return [opt]() {
     VramDeliveryPhase vram;
@@ -64,6 +69,15 @@ std::function<int()> add_bench_io(CLI::App& app) {
           "experts into VRAM, read two acquires ahead %.3f GB/s  ratio to raw %.3f, to raw into pinned "
           "memory %.3f\n",
           r.vram_ahead->bytes_per_second() / gb, r.vram_ahead_vs_raw_ratio, r.vram_ahead_vs_raw_pinned_ratio);
+      for (size_t k = 0; k < r.rounds.size(); ++k) {
+        std::fprintf(stderr, "round %zu: raw O_DIRECT %.3f GB/s, experts into VRAM %.3f GB/s, ratio %.3f\n",
+                     k + 1, r.rounds[k].raw_direct.bytes_per_second() / gb,
+                     r.rounds[k].vram_delivery.bytes_per_second() / gb, r.rounds[k].vram_vs_raw_ratio);
+      }
+      if (!r.rounds.empty()) {
+        std::fprintf(stderr, "rounds: experts into VRAM / raw O_DIRECT median %.3f (min %.3f, max %.3f)\n",
+                     r.rounds_ratio_median, r.rounds_ratio_min, r.rounds_ratio_max);
+      }
     }
     if (!r.disjoint) {
       std::fprintf(stderr, "note: the pack is too small for every phase to read different bytes (a cache below the page "

@@ -69,26 +69,59 @@ std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& L, 
   return blocks;
 }
 
+double io_bench_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool with_vram) {
   IoBenchPlan plan;
   const uint64_t data = L.data_end > L.data_start ? L.data_end - L.data_start : 0;
   plan.raw_begin = plan.raw_pinned_begin = L.data_start;
   plan.raw_bytes = std::min(std::max<uint64_t>(kPackAlignment, o.raw_max_bytes / kPackAlignment * kPackAlignment),
                             data);  // data is a multiple of 4096
+  const uint64_t rounds = with_vram ? o.rounds : 0;
   const uint64_t n_random = with_vram ? 4 : 2;
   uint64_t raw_end = L.data_start + plan.raw_bytes;
   if (with_vram) {
-    if (2 * plan.raw_bytes <= data) {
+    if ((2 + rounds) * plan.raw_bytes <= data) {
       plan.raw_pinned_begin = raw_end;
       raw_end += plan.raw_bytes;
+    } else if (rounds > 0) {
+      throw Error("bench-io --rounds " + std::to_string(rounds) + ": the expert data (" +
+                  std::to_string(data) + " bytes) cannot hold " + std::to_string(2 + rounds) +
+                  " raw regions of " + std::to_string(plan.raw_bytes) +
+                  " bytes: lower --raw-max-mib or --rounds");
     } else {
       plan.disjoint = false;
     }
+  }
+  for (uint64_t k = 0; k < rounds; ++k) {
+    plan.rounds.push_back({raw_end, {}});
+    raw_end += plan.raw_bytes;
   }
   // Blocks wholly after the raw regions, shuffled; each random phase its own slice.
   std::vector<std::pair<uint32_t, uint32_t>> pool;
   for (const auto& b : io_bench_blocks(L, o.seed)) {
     if (L.offset(b.first, b.second) >= raw_end) pool.push_back(b);
+  }
+  if (rounds > 0) {
+    if (pool.size() < (n_random + rounds) * o.expert_reads) {
+      throw Error("bench-io --rounds " + std::to_string(rounds) + ": " + std::to_string(pool.size()) +
+                  " expert blocks lie after the raw regions, " +
+                  std::to_string((n_random + rounds) * o.expert_reads) + " needed (" +
+                  std::to_string(n_random + rounds) + " sets of " + std::to_string(o.expert_reads) +
+                  "): lower --reads, --raw-max-mib or --rounds");
+    }
+    // The rounds' blocks from the end of the shuffle, the phases' below from its start.
+    for (uint64_t k = 0; k < rounds; ++k) {
+      for (uint64_t i = 0; i < o.expert_reads; ++i) {
+        plan.rounds[k].vram.push_back(pool.back());
+        pool.pop_back();
+      }
+    }
   }
   if (!plan.disjoint || pool.size() < n_random * o.expert_reads) {
     plan.disjoint = false;
@@ -181,6 +214,16 @@ IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, cons
     r.vram_vs_raw_pinned_ratio = rate_ratio(v.delivery, v.raw_pinned);
     r.vram_ahead_vs_raw_ratio = rate_ratio(v.ahead, r.raw_direct);
     r.vram_ahead_vs_raw_pinned_ratio = rate_ratio(v.ahead, v.raw_pinned);
+    std::vector<double> ratios;
+    for (const auto& [raw, delivery] : v.rounds) {
+      r.rounds.push_back({raw, delivery, rate_ratio(delivery, raw)});
+      ratios.push_back(r.rounds.back().vram_vs_raw_ratio);
+    }
+    if (!ratios.empty()) {
+      r.rounds_ratio_median = io_bench_median(ratios);
+      r.rounds_ratio_min = *std::min_element(ratios.begin(), ratios.end());
+      r.rounds_ratio_max = *std::max_element(ratios.begin(), ratios.end());
+    }
   }
   r.page_cache_dropped = drop_page_cache(pack.experts_path());
   r.expert_buffered = random_experts(pack, o, false, plan.buffered);
@@ -203,7 +246,8 @@ nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o,
                      {"read_splits", o.reader.read_splits},
                      {"queue_depth", o.reader.queue_depth},
                      {"raw_chunk_bytes", o.raw_chunk_bytes},
-                     {"seed", o.seed}}},
+                     {"seed", o.seed},
+                     {"rounds", o.rounds}}},
                    {"raw_direct", phase(r.raw_direct)},
                    {"expert_direct", phase(r.expert_direct)},
                    {"expert_buffered", phase(r.expert_buffered)},
@@ -219,6 +263,17 @@ nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o,
     j["vram_ahead"] = phase(*r.vram_ahead);
     j["vram_ahead_vs_raw_ratio"] = r.vram_ahead_vs_raw_ratio;
     j["vram_ahead_vs_raw_pinned_ratio"] = r.vram_ahead_vs_raw_pinned_ratio;
+    if (!r.rounds.empty()) {
+      nlohmann::json rounds = nlohmann::json::array();
+      for (const auto& k : r.rounds) {
+        rounds.push_back({{"raw_direct", phase(k.raw_direct)},
+                          {"vram_delivery", phase(k.vram_delivery)},
+                          {"vram_vs_raw_ratio", k.vram_vs_raw_ratio}});
+      }
+      j["rounds"] = rounds;
+      j["rounds_vram_vs_raw_ratio"] = {
+          {"median", r.rounds_ratio_median}, {"min", r.rounds_ratio_min}, {"max", r.rounds_ratio_max}};
+    }
   }
   return j;
 }

@@ -26,6 +26,11 @@
 //                   acquire's reads submitted two acquires ahead, so the disk always has the
 //                   next batch in flight while one is waited for and copied; the ratios
 //                   vram_ahead_vs_raw_ratio and vram_ahead_vs_raw_pinned_ratio as above
+//   rounds          (`rounds` > 0) after those, `rounds` alternating rounds of a raw_direct
+//                   read (ordinary buffers, as raw_direct) and a vram_delivery of as many
+//                   blocks as above, each on bytes of its own: a disk whose rate drifts during
+//                   the run (a virtual disk's host) moves both halves of a round alike, so the
+//                   rounds' ratios (their median, min and max) say more than one pair of phases
 #pragma once
 
 #include <cstdint>
@@ -48,6 +53,7 @@ struct IoBenchOptions {
   uint64_t raw_max_bytes = 2ull << 30;     // raw bytes read at most
   ReaderSettings reader;                  // read_splits, queue_depth (direct_io is set per phase)
   uint64_t seed = 1;
+  uint32_t rounds = 0;  // alternating raw / VRAM rounds (with a VRAM phase only)
 };
 
 struct IoBenchPhase {
@@ -67,7 +73,19 @@ struct IoBenchResult {
   std::optional<IoBenchPhase> raw_direct_pinned, vram_delivery, vram_ahead;
   double vram_vs_raw_ratio = 0, vram_vs_raw_pinned_ratio = 0;
   double vram_ahead_vs_raw_ratio = 0, vram_ahead_vs_raw_pinned_ratio = 0;
+  // The alternating rounds (IoBenchOptions::rounds), in run order; ratio = vram_delivery /
+  // raw_direct of the same round. Median (the mean of the middle two for an even count), min
+  // and max of the rounds' ratios; 0 without rounds.
+  struct Round {
+    IoBenchPhase raw_direct, vram_delivery;
+    double vram_vs_raw_ratio = 0;
+  };
+  std::vector<Round> rounds;
+  double rounds_ratio_median = 0, rounds_ratio_min = 0, rounds_ratio_max = 0;
 };
+
+// The median of `v` (the mean of the middle two for an even count); 0 for none.
+double io_bench_median(std::vector<double> v);
 
 // Every (layer, expert) block of the pack once, in a random order fixed by `seed`.
 std::vector<std::pair<uint32_t, uint32_t>> io_bench_blocks(const PackLayout& layout, uint64_t seed);
@@ -86,8 +104,19 @@ struct IoBenchPlan {
   // (layer, expert), read order; vram and vram_ahead only with a VRAM phase
   std::vector<std::pair<uint32_t, uint32_t>> direct, vram, vram_ahead, buffered;
   bool disjoint = true;
+  // With a VRAM phase and options.rounds > 0: round k reads raw_bytes from raw_begin (the raw
+  // regions after raw_direct_pinned's, one a round) and delivers `vram` (expert_reads blocks
+  // after every raw region, none read by another phase or round).
+  struct Round {
+    uint64_t raw_begin = 0;
+    std::vector<std::pair<uint32_t, uint32_t>> vram;
+  };
+  std::vector<Round> rounds;
 };
 // raw_bytes = min(raw_max_bytes rounded down to 4096 (at least 4096), the expert data).
+// Rounds only on bytes of their own: throws Error (naming the sizes and what to lower) when the
+// expert data cannot hold 2 + rounds raw regions and 4 + rounds sets of expert_reads blocks
+// after them.
 IoBenchPlan io_bench_plan(const PackLayout& layout, const IoBenchOptions& options, bool with_vram);
 
 // raw_direct's reads: `bytes` from `begin` of experts.bin, sequentially, in chunks of
@@ -106,11 +135,13 @@ std::vector<std::pair<uint32_t, std::vector<uint32_t>>> io_bench_acquires(
 
 struct VramDeliveryResult {
   IoBenchPhase raw_pinned, delivery, ahead;
+  std::vector<std::pair<IoBenchPhase, IoBenchPhase>> rounds;  // (raw_direct, delivery) of each plan round
 };
 
 // The VRAM phases (gpu/vram_delivery_bench.h): the plan's raw_direct_pinned region into pinned
 // memory, then the plan's vram blocks delivered into VRAM (bytes = bytes copied into slots),
-// then its vram_ahead blocks, read two acquires ahead.
+// then its vram_ahead blocks, read two acquires ahead, then the plan's rounds in order (each:
+// its raw region into ordinary buffers, then its blocks delivered as `delivery`).
 using VramDeliveryPhase =
     std::function<VramDeliveryResult(const ExpertPack&, const IoBenchOptions&, const IoBenchPlan&)>;
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_resources.h"
@@ -28,7 +29,6 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
   const PackLayout& L = pack.layout();
   uint32_t batch = std::max<uint32_t>(1, o.batch);
   for (const auto& layer : L.layers) batch = std::min(batch, std::max<uint32_t>(1, layer.n_experts));
-  const auto acquires = io_bench_acquires(plan.vram, batch);
   VramPoolSettings ps;
   ps.cache_bytes = static_cast<uint64_t>(batch) * L.max_stride;
   ps.reserve_bytes = 0;
@@ -38,7 +38,11 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
   ps.policy = "lru";
   Stream compute;
   double io_wait_ms = 0;
-  {
+  // `blocks` delivered in io_bench_acquires' batches through a pool of `batch` slots (every acquire
+  // a miss), timed until the compute stream has waited for every copy.
+  const auto deliver = [&](const std::vector<std::pair<uint32_t, uint32_t>>& blocks) {
+    const auto acquires = io_bench_acquires(blocks, batch);
+    IoBenchPhase d;
     VramExpertPool pool(pack, ps, batch);
     const auto t0 = std::chrono::steady_clock::now();
     for (const auto& [layer, ids] : acquires) {
@@ -47,12 +51,14 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
       pool.end_step();
     }
     MOEPACK_CUDA_CHECK(cudaStreamSynchronize(compute.get()));
-    r.delivery.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // Only misses travel (a plan that is not disjoint may repeat a block, which may then hit).
     const VramPoolCounters c = pool.counters();
-    r.delivery.bytes = c.h2d_bytes;
-    r.delivery.reads = c.cache.cache_misses;
-  }
+    d.bytes = c.h2d_bytes;
+    d.reads = c.cache.cache_misses;
+    return d;
+  };
+  r.delivery = deliver(plan.vram);
   // Acquires of the same kind over other blocks, through prefetch(), two acquires ahead: slots for the
   // acquire and both rounds in flight, `batch` reads a round.
   const auto ahead = io_bench_acquires(plan.vram_ahead, batch);
@@ -86,6 +92,14 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
   const VramPoolCounters c = pool.counters();
   r.ahead.bytes = c.h2d_bytes;
   r.ahead.reads = c.cache.prefetches + (c.cache.cache_misses - c.cache.prefetch_hits);
+  // The alternating rounds: raw reads into ordinary buffers (raw_direct's), then a delivery.
+  if (!plan.rounds.empty()) {
+    AlignedBuffer raw(static_cast<size_t>(raw_read_chunk(o)) * raw_read_depth(o), kPackAlignment);
+    for (const auto& round : plan.rounds) {
+      const IoBenchPhase raw_phase = raw_direct_reads(pack, o, round.raw_begin, plan.raw_bytes, raw.data());
+      r.rounds.emplace_back(raw_phase, deliver(round.vram));
+    }
+  }
   return r;
 }
 

@@ -1,4 +1,6 @@
 // run_io_bench reads exactly what it says it reads, on a pack built from a fixture.
+#include "core/io_bench.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -6,8 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/expert_pack.h"
-#include "core/io_bench.h"
 #include "packbuilder/pack_builder.h"
 
 namespace fs = std::filesystem;
@@ -199,4 +201,103 @@ TEST(IoBench, AcquiresAreFullBatchesOfOneLayer) {
   EXPECT_EQ(io_bench_acquires({{3, 1}, {3, 2}, {3, 1}, {3, 4}}, 3), (Acquires{{3, {1, 2}}, {3, {1, 4}}}));
   EXPECT_EQ(io_bench_acquires(blocks, 1).size(), blocks.size());
   EXPECT_TRUE(io_bench_acquires({}, 6).empty());
+}
+
+TEST(IoBench, MedianOfTheRoundsRatios) {
+  EXPECT_EQ(io_bench_median({}), 0.0);
+  EXPECT_EQ(io_bench_median({0.7}), 0.7);
+  EXPECT_EQ(io_bench_median({0.9, 0.7, 1.3}), 0.9);
+  EXPECT_EQ(io_bench_median({4.0, 1.0, 3.0, 2.0}), 2.5);  // the middle two's mean
+}
+
+// Alternating rounds (bench-io --vram --rounds R): round k's raw region follows the pinned one's
+// and the rounds before it; its blocks lie after every raw region and no other phase or round
+// reads them. A pack too small for that is refused, naming what to lower.
+TEST(IoBench, RoundsReadBytesOfTheirOwnAndAreReportedWithTheirMedian) {
+  const fs::path dir = fs::temp_directory_path() / ("moepack-iobench-rounds-" + std::to_string(::getpid()));
+  const ExpertPack pack = fixture_pack(dir);
+  const PackLayout& L = pack.layout();
+  const uint64_t stride = 106496;
+  ASSERT_EQ(L.data_end - L.data_start, 32 * stride);
+  IoBenchOptions o;
+  o.raw_max_bytes = 2 * stride;
+  o.expert_reads = 4;
+  o.rounds = 2;
+  // 4 raw regions of 2 blocks (raw, pinned, 2 rounds) leave 24 blocks: (4 phases + 2 rounds) x 4.
+  const IoBenchPlan p = io_bench_plan(L, o, true);
+  EXPECT_TRUE(p.disjoint);
+  EXPECT_EQ(p.raw_pinned_begin, L.data_start + 2 * stride);
+  ASSERT_EQ(p.rounds.size(), 2u);
+  EXPECT_EQ(p.rounds[0].raw_begin, L.data_start + 4 * stride);
+  EXPECT_EQ(p.rounds[1].raw_begin, L.data_start + 6 * stride);
+  std::vector<std::pair<uint32_t, uint32_t>> all;
+  for (const auto* list :
+       {&p.direct, &p.vram, &p.vram_ahead, &p.buffered, &p.rounds[0].vram, &p.rounds[1].vram}) {
+    EXPECT_EQ(list->size(), 4u);
+    for (const auto& [l, e] : *list) {
+      EXPECT_GE(L.offset(l, e), L.data_start + 8 * stride)
+          << "block " << l << "," << e << " lies in a raw region";
+      all.emplace_back(l, e);
+    }
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all.size(), 24u);
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a block is read twice";
+  // Without a VRAM phase there are no rounds.
+  EXPECT_TRUE(io_bench_plan(L, o, false).rounds.empty());
+  // Too small: 5 blocks a set need 30; raw regions of 8 blocks need 32 x ... > 32.
+  const auto refused = [&](IoBenchOptions bad, const std::string& names) {
+    try {
+      io_bench_plan(L, bad, true);
+      ADD_FAILURE() << "no error for " << names;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--rounds"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+    }
+  };
+  IoBenchOptions bad = o;
+  bad.expert_reads = 5;
+  refused(bad, "--reads");
+  bad = o;
+  bad.raw_max_bytes = 8 * stride;  // 4 regions of 8 blocks: 32, nothing left; 5 rounds: 7 regions
+  bad.rounds = 5;
+  refused(bad, "--raw-max-mib");
+
+  // run_io_bench hands the plan's rounds to the VRAM phase and reports each round's ratio.
+  o.rounds = 3;
+  o.raw_max_bytes = stride;
+  o.expert_reads = 3;
+  const IoBenchResult r =
+      run_io_bench(pack, o, [&](const ExpertPack&, const IoBenchOptions&, const IoBenchPlan& plan) {
+        EXPECT_EQ(plan.rounds.size(), 3u);
+        VramDeliveryResult v;
+        v.raw_pinned = {1000, 1, 1.0};
+        v.delivery = {900, 1, 1.0};
+        v.ahead = v.delivery;
+        // Round ratios 0.9, 0.8 and 1.1 (delivery bytes/s over raw bytes/s).
+        v.rounds.emplace_back(IoBenchPhase{1000, 1, 1.0}, IoBenchPhase{900, 1, 1.0});
+        v.rounds.emplace_back(IoBenchPhase{2000, 1, 1.0}, IoBenchPhase{800, 1, 0.5});
+        v.rounds.emplace_back(IoBenchPhase{1000, 1, 2.0}, IoBenchPhase{1100, 1, 2.0});
+        return v;
+      });
+  ASSERT_EQ(r.rounds.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.rounds[0].vram_vs_raw_ratio, 0.9);
+  EXPECT_DOUBLE_EQ(r.rounds[1].vram_vs_raw_ratio, 0.8);
+  EXPECT_DOUBLE_EQ(r.rounds[2].vram_vs_raw_ratio, 1.1);
+  EXPECT_DOUBLE_EQ(r.rounds_ratio_median, 0.9);
+  EXPECT_DOUBLE_EQ(r.rounds_ratio_min, 0.8);
+  EXPECT_DOUBLE_EQ(r.rounds_ratio_max, 1.1);
+  const auto j = io_bench_to_json(pack, o, r);
+  EXPECT_EQ(j["settings"]["rounds"].get<uint32_t>(), 3u);
+  ASSERT_EQ(j["rounds"].size(), 3u);
+  EXPECT_EQ(j["rounds"][1]["raw_direct"]["bytes"].get<uint64_t>(), 2000u);
+  EXPECT_DOUBLE_EQ(j["rounds"][1]["vram_delivery"]["seconds"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["rounds"][2]["vram_vs_raw_ratio"].get<double>(), 1.1);
+  EXPECT_DOUBLE_EQ(j["rounds_vram_vs_raw_ratio"]["median"].get<double>(), 0.9);
+  EXPECT_DOUBLE_EQ(j["rounds_vram_vs_raw_ratio"]["min"].get<double>(), 0.8);
+  EXPECT_DOUBLE_EQ(j["rounds_vram_vs_raw_ratio"]["max"].get<double>(), 1.1);
+  // No rounds asked: no such keys.
+  o.rounds = 0;
+  EXPECT_FALSE(io_bench_to_json(pack, o, run_io_bench(pack, o)).contains("rounds"));
+  fs::remove_all(dir);
 }

@@ -1001,6 +1001,26 @@ TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
   EXPECT_EQ(r.vram_ahead->reads, 37u);
   EXPECT_GT(r.vram_ahead_vs_raw_pinned_ratio, 0.0);
   EXPECT_THROW(gpu::vram_delivery_phase(pack, o, plan, 99), Error);
+  // Alternating rounds (--rounds): each round's raw region read whole into ordinary buffers,
+  // each round's blocks delivered once (a fresh pool: every acquire a miss).
+  IoBenchOptions o2 = o;
+  o2.expert_reads = 8;
+  o2.rounds = 2;
+  o2.raw_max_bytes = 512u << 10;
+  const IoBenchPlan plan2 = io_bench_plan(L, o2, true);
+  ASSERT_EQ(plan2.rounds.size(), 2u);
+  const VramDeliveryResult v2 = gpu::vram_delivery_phase(pack, o2, plan2, 0);
+  ASSERT_EQ(v2.rounds.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    SCOPED_TRACE("round " + std::to_string(k));
+    EXPECT_EQ(v2.rounds[k].first.bytes, plan2.raw_bytes);
+    EXPECT_GT(v2.rounds[k].first.seconds, 0.0);
+    EXPECT_EQ(v2.rounds[k].second.reads, 8u);
+    uint64_t wk = 0;
+    for (const auto& [l, e] : plan2.rounds[k].vram) wk += pack.stride(l);
+    EXPECT_EQ(v2.rounds[k].second.bytes, wk);
+    EXPECT_GT(v2.rounds[k].second.seconds, 0.0);
+  }
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "core/quants.h"
 #include "core/thread_pool.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/gemv_launch_cap.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
 #include "gpu/tiled_experts.h"
@@ -1039,6 +1040,106 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
   }
 }
 
+// The tiled launch as the engine issues it at decode on a matrix large enough for the launch's
+// own choice to take runs of tiles a warp: 8 experts of 7168 x 2048 (DeepSeek-V3 / Kimi-K2's
+// down), tiled_runs 0 (on the H200's 132 SMs: 28 tiles a block). Every sum bit for bit the
+// default's on the GGUF bytes, every row written, and the same with the matrices found as w +
+// g w_gstride instead of a table (the one-tile kernel and the runs kernel both read either).
+TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
+  const DefaultVariantAfterwards restore;
+  struct RunsAfterwards {
+    ~RunsAfterwards() { detail::set_gemv_tiled_runs(0); }
+  } restore_runs;
+  detail::set_gemv_mma_variant(0);
+  int dev = 0, sms = 0;
+  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int64_t ne0 = 2048, ne1 = 7168;
+  const int n_exp = 8;
+  // The choice this device's launch makes (gemv_launch_cap.h): on 132 SMs 28 tiles a block. On a
+  // device where it takes none, the runs below are still forced once.
+  const int64_t chosen = detail::tiled_runs_tiles(ne1, n_exp, sms);
+  std::printf("[ runs ] %d SMs: the launch's own choice is %lld tiles a block\n", sms,
+              static_cast<long long>(chosen));
+  if (sms == 132) {
+    EXPECT_EQ(chosen, 28);
+  }
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    ASSERT_TRUE(gemv_tiled_supported(type, ne0, ne1));
+    std::mt19937 rng(73);
+    const uint64_t rb = *ggml_row_bytes(type, ne0);
+    const uint64_t mat = rb * static_cast<uint64_t>(ne1);
+    const auto data = random_rows(type, ne0, ne1 * n_exp, rng);
+    auto d_w = to_device(data);
+    DeviceBuffer d_t(data.size(), "tiled");
+    repack_tiled(type, ne0, ne1, rb, d_w.bytes_ptr(), d_t.bytes_ptr(), n_exp, nullptr);
+    MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());  // the launches below load weights before their wait
+    std::vector<const uint8_t*> tab, tab_t;
+    for (int m = 0; m < n_exp; ++m) {
+      tab.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(m));
+      tab_t.push_back(d_t.bytes_ptr() + mat * static_cast<uint64_t>(m));
+    }
+    auto d_tab = to_device(tab);
+    auto d_tab_t = to_device(tab_t);
+    const auto x = random_floats(static_cast<size_t>(2 * ne0), rng, 2.0f);  // 2 token rows
+    auto d_x = to_device(x);
+    const std::vector<int32_t> rows_of = {1, 0, 0, 1, 1, 0, 1, 0};
+    auto d_rows = to_device(rows_of);
+    std::vector<int32_t> off(static_cast<size_t>(n_exp) + 1);
+    for (int m = 0; m <= n_exp; ++m) off[static_cast<size_t>(m)] = m;
+    auto d_off = to_device(off);
+    const size_t ny = static_cast<size_t>(n_exp * ne1);
+    const auto launch = [&](const DeviceBuffer* table, const DeviceBuffer& w, bool tiled) {
+      DeviceBuffer d_y(ny * sizeof(float), "y");
+      MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));  // NaN: rows left unwritten show
+      GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+      if (table) {
+        b.w_table = table->as<const uint8_t* const>();
+      } else {
+        b.w = w.bytes_ptr();
+        b.w_gstride = mat;
+      }
+      b.grp_off = d_off.as<int32_t>();
+      b.x_row = d_rows.as<int32_t>();
+      b.n_groups = n_exp;
+      b.max_pairs = 1;
+      b.w_tiled = tiled;
+      gemv(b, nullptr);
+      return to_host(d_y, ny);
+    };
+    const auto want = launch(&d_tab, d_w, false);
+    // A sample of rows against the exact dot product (the default's own bound).
+    for (int m = 0; m < n_exp; ++m) {
+      for (const int64_t r : {int64_t{0}, int64_t{4111}, ne1 - 1}) {
+        expect_close_dot(want[static_cast<size_t>(m * ne1 + r)],
+                         data.data() + mat * static_cast<uint64_t>(m) + rb * static_cast<uint64_t>(r), type,
+                         x.data() + rows_of[static_cast<size_t>(m)] * ne0, ne0, "default");
+      }
+    }
+    struct Case {
+      int runs;  // set_gemv_tiled_runs
+      bool table;
+      const char* what;
+    };
+    for (const Case c :
+         {Case{0, true, "the launch's own choice, table"},
+          Case{0, false, "the launch's own choice, w + g w_gstride"},
+          Case{-1, false, "one tile a warp, w + g w_gstride"},
+          Case{static_cast<int>(chosen > 0 ? chosen : 28), false, "runs forced, w + g w_gstride"}}) {
+      SCOPED_TRACE(c.what);
+      detail::set_gemv_tiled_runs(c.runs);
+      const auto got = launch(c.table ? &d_tab_t : nullptr, d_t, true);
+      for (size_t i = 0; i < ny; ++i) {
+        ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
+            << "matrix " << i / static_cast<size_t>(ne1) << ", row " << i % static_cast<size_t>(ne1)
+            << ": default " << want[i] << ", tiled " << got[i];
+      }
+    }
+    detail::set_gemv_tiled_runs(0);
+  }
+}
+
 // Tiled weights in every launch the engine makes: groups of several pairs (prefill, the F32
 // kernels gathering each row's units from the tiles) beside groups of one (the tensor cores'
 // tiled launch), and everything with the tensor cores switched off (the F32 decode and prefill
@@ -1046,6 +1147,9 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
 // product's bound. Rows of 4,352 elements (17 units) end in a partial tile of the F32 kernels.
 TEST(GpuOps, GemvTiledPrefillAndF32KernelsEqualTheGgufLayout) {
   const DefaultVariantAfterwards restore;
+  struct RunsAfterwards {
+    ~RunsAfterwards() { detail::set_gemv_tiled_runs(0); }
+  } restore_runs;
   struct Shape {
     int64_t ne0, ne1;
   };
@@ -1085,11 +1189,16 @@ TEST(GpuOps, GemvTiledPrefillAndF32KernelsEqualTheGgufLayout) {
                      false, tiled);
         return to_host(d_y, ny);
       };
-      for (const int variant : {0, -1}) {
-        SCOPED_TRACE("variant " + std::to_string(variant));
+      // Variant 0 with the tiled launch's own choice, then with runs of 1 and 3 tiles a block
+      // forced (the runs kernel's blocks of groups of several pairs return at once; the F32
+      // kernels take those groups); variant -1: the tensor cores off.
+      for (const auto& [variant, runs] : {std::pair{0, 0}, {0, 1}, {0, 3}, {-1, 0}}) {
+        SCOPED_TRACE("variant " + std::to_string(variant) + ", tiled runs " + std::to_string(runs));
         detail::set_gemv_mma_variant(variant);
+        detail::set_gemv_tiled_runs(runs);
         const auto want = sums(d_tab, false, 9);
         const auto got = sums(d_tab_t, true, 9);
+        detail::set_gemv_tiled_runs(0);
         for (int g = 0; g < n_exp; ++g) {
           for (int32_t j = off[static_cast<size_t>(g)]; j < off[static_cast<size_t>(g) + 1]; ++j) {
             for (int64_t r = 0; r < ne1; ++r) {
