@@ -35,10 +35,10 @@ std::function<int()> add_bench_io(CLI::App& app) {
                 "Also deliver the random experts into VRAM slots (SSD -> pinned -> GPU, CUDA builds)");
   CLI::Option* vram_flag = sub->get_option("--vram");
   sub->add_option("--device", opt->device, "CUDA device for --vram")->needs(vram_flag);
-  sub->add_option(
-         "--rounds", opt->bench.rounds,
-         "With --vram: then R alternating rounds of raw reads and VRAM delivery, each on bytes of its own "
-         "(the rounds' ratios: median, min, max)")
+  sub->add_option("--rounds", opt->bench.rounds,
+                  "With --vram: then R alternating rounds of raw reads, VRAM delivery of random and of "
+                  "consecutive experts, "
+                  "each on bytes of its own (the rounds' ratios: median, min, max)")
       ->needs(vram_flag);
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
   return [opt]() {
@@ -70,13 +70,22 @@ std::function<int()> add_bench_io(CLI::App& app) {
           "memory %.3f\n",
           r.vram_ahead->bytes_per_second() / gb, r.vram_ahead_vs_raw_ratio, r.vram_ahead_vs_raw_pinned_ratio);
       for (size_t k = 0; k < r.rounds.size(); ++k) {
-        std::fprintf(stderr, "round %zu: raw O_DIRECT %.3f GB/s, experts into VRAM %.3f GB/s, ratio %.3f\n",
-                     k + 1, r.rounds[k].raw_direct.bytes_per_second() / gb,
-                     r.rounds[k].vram_delivery.bytes_per_second() / gb, r.rounds[k].vram_vs_raw_ratio);
+        const auto& x = r.rounds[k];
+        std::fprintf(stderr,
+                     "round %zu: raw O_DIRECT %.3f GB/s, experts into VRAM %.3f GB/s (ratio %.3f), "
+                     "consecutive experts "
+                     "into VRAM %.3f GB/s (ratio %.3f)\n",
+                     k + 1, x.raw_direct.bytes_per_second() / gb, x.vram_delivery.bytes_per_second() / gb,
+                     x.vram_vs_raw_ratio, x.vram_sequential.bytes_per_second() / gb,
+                     x.sequential_vs_raw_ratio);
       }
       if (!r.rounds.empty()) {
-        std::fprintf(stderr, "rounds: experts into VRAM / raw O_DIRECT median %.3f (min %.3f, max %.3f)\n",
-                     r.rounds_ratio_median, r.rounds_ratio_min, r.rounds_ratio_max);
+        const auto& a = r.rounds_vram_vs_raw;
+        const auto& b = r.rounds_sequential_vs_raw;
+        std::fprintf(stderr,
+                     "rounds: experts into VRAM / raw O_DIRECT median %.3f (min %.3f, max %.3f); consecutive "
+                     "experts %.3f (%.3f, %.3f)\n",
+                     a.median, a.min, a.max, b.median, b.min, b.max);
       }
     }
     if (!r.disjoint) {

@@ -52,6 +52,11 @@ IoBenchPhase random_experts(const ExpertPack& pack, const IoBenchOptions& o, boo
   return p;
 }
 
+IoBenchResult::Spread spread_of(const std::vector<double>& v) {
+  if (v.empty()) return {};
+  return {io_bench_median(v), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
+}
+
 // a's bytes/s over b's; 0 when b has none.
 double rate_ratio(const IoBenchPhase& a, const IoBenchPhase& b) {
   return b.bytes_per_second() > 0 ? a.bytes_per_second() / b.bytes_per_second() : 0.0;
@@ -99,23 +104,39 @@ IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool wit
     }
   }
   for (uint64_t k = 0; k < rounds; ++k) {
-    plan.rounds.push_back({raw_end, {}});
+    plan.rounds.push_back({raw_end, {}, {}});
     raw_end += plan.raw_bytes;
   }
-  // Blocks wholly after the raw regions, shuffled; each random phase its own slice.
+  if (rounds > 0) {
+    // The rounds' consecutive blocks: the first rounds x expert_reads blocks in file order from
+    // raw_end, a run a round; the random blocks below all lie after them.
+    std::vector<std::pair<uint64_t, std::pair<uint32_t, uint32_t>>> in_order;
+    for (uint32_t l = 0; l < L.layers.size(); ++l) {
+      for (uint32_t e = 0; e < L.layers[l].n_experts; ++e) {
+        if (L.offset(l, e) >= raw_end) in_order.push_back({L.offset(l, e), {l, e}});
+      }
+    }
+    std::sort(in_order.begin(), in_order.end());
+    const uint64_t need = rounds * o.expert_reads;
+    if (in_order.size() < need + (n_random + rounds) * o.expert_reads) {
+      throw Error("bench-io --rounds " + std::to_string(rounds) + ": " + std::to_string(in_order.size()) +
+                  " expert blocks lie after the raw regions, " +
+                  std::to_string((n_random + 2 * rounds) * o.expert_reads) + " needed (" +
+                  std::to_string(n_random + 2 * rounds) + " sets of " + std::to_string(o.expert_reads) +
+                  "): lower --reads, --raw-max-mib or --rounds");
+    }
+    for (uint64_t i = 0; i < need; ++i)
+      plan.rounds[i / o.expert_reads].sequential.push_back(in_order[i].second);
+    raw_end = need > 0 ? in_order[need].first : raw_end;  // the first block after the runs
+  }
+  // Blocks wholly after the raw regions (and the rounds' runs), shuffled; each random phase its
+  // own slice.
   std::vector<std::pair<uint32_t, uint32_t>> pool;
   for (const auto& b : io_bench_blocks(L, o.seed)) {
     if (L.offset(b.first, b.second) >= raw_end) pool.push_back(b);
   }
   if (rounds > 0) {
-    if (pool.size() < (n_random + rounds) * o.expert_reads) {
-      throw Error("bench-io --rounds " + std::to_string(rounds) + ": " + std::to_string(pool.size()) +
-                  " expert blocks lie after the raw regions, " +
-                  std::to_string((n_random + rounds) * o.expert_reads) + " needed (" +
-                  std::to_string(n_random + rounds) + " sets of " + std::to_string(o.expert_reads) +
-                  "): lower --reads, --raw-max-mib or --rounds");
-    }
-    // The rounds' blocks from the end of the shuffle, the phases' below from its start.
+    // The rounds' random blocks from the end of the shuffle, the phases' below from its start.
     for (uint64_t k = 0; k < rounds; ++k) {
       for (uint64_t i = 0; i < o.expert_reads; ++i) {
         plan.rounds[k].vram.push_back(pool.back());
@@ -214,16 +235,15 @@ IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, cons
     r.vram_vs_raw_pinned_ratio = rate_ratio(v.delivery, v.raw_pinned);
     r.vram_ahead_vs_raw_ratio = rate_ratio(v.ahead, r.raw_direct);
     r.vram_ahead_vs_raw_pinned_ratio = rate_ratio(v.ahead, v.raw_pinned);
-    std::vector<double> ratios;
-    for (const auto& [raw, delivery] : v.rounds) {
-      r.rounds.push_back({raw, delivery, rate_ratio(delivery, raw)});
-      ratios.push_back(r.rounds.back().vram_vs_raw_ratio);
+    std::vector<double> random, sequential;
+    for (const auto& k : v.rounds) {
+      r.rounds.push_back({k.raw_direct, k.delivery, k.sequential, rate_ratio(k.delivery, k.raw_direct),
+                          rate_ratio(k.sequential, k.raw_direct)});
+      random.push_back(r.rounds.back().vram_vs_raw_ratio);
+      sequential.push_back(r.rounds.back().sequential_vs_raw_ratio);
     }
-    if (!ratios.empty()) {
-      r.rounds_ratio_median = io_bench_median(ratios);
-      r.rounds_ratio_min = *std::min_element(ratios.begin(), ratios.end());
-      r.rounds_ratio_max = *std::max_element(ratios.begin(), ratios.end());
-    }
+    r.rounds_vram_vs_raw = spread_of(random);
+    r.rounds_sequential_vs_raw = spread_of(sequential);
   }
   r.page_cache_dropped = drop_page_cache(pack.experts_path());
   r.expert_buffered = random_experts(pack, o, false, plan.buffered);
@@ -268,11 +288,16 @@ nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o,
       for (const auto& k : r.rounds) {
         rounds.push_back({{"raw_direct", phase(k.raw_direct)},
                           {"vram_delivery", phase(k.vram_delivery)},
-                          {"vram_vs_raw_ratio", k.vram_vs_raw_ratio}});
+                          {"vram_sequential", phase(k.vram_sequential)},
+                          {"vram_vs_raw_ratio", k.vram_vs_raw_ratio},
+                          {"sequential_vs_raw_ratio", k.sequential_vs_raw_ratio}});
       }
+      const auto spread = [](const IoBenchResult::Spread& x) {
+        return nlohmann::json{{"median", x.median}, {"min", x.min}, {"max", x.max}};
+      };
       j["rounds"] = rounds;
-      j["rounds_vram_vs_raw_ratio"] = {
-          {"median", r.rounds_ratio_median}, {"min", r.rounds_ratio_min}, {"max", r.rounds_ratio_max}};
+      j["rounds_vram_vs_raw_ratio"] = spread(r.rounds_vram_vs_raw);
+      j["rounds_sequential_vs_raw_ratio"] = spread(r.rounds_sequential_vs_raw);
     }
   }
   return j;

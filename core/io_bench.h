@@ -27,10 +27,15 @@
 //                   next batch in flight while one is waited for and copied; the ratios
 //                   vram_ahead_vs_raw_ratio and vram_ahead_vs_raw_pinned_ratio as above
 //   rounds          (`rounds` > 0) after those, `rounds` alternating rounds of a raw_direct
-//                   read (ordinary buffers, as raw_direct) and a vram_delivery of as many
-//                   blocks as above, each on bytes of its own: a disk whose rate drifts during
-//                   the run (a virtual disk's host) moves both halves of a round alike, so the
-//                   rounds' ratios (their median, min and max) say more than one pair of phases
+//                   read (ordinary buffers, as raw_direct), a vram_delivery of as many random
+//                   blocks as above, and a vram_sequential delivery of as many consecutive
+//                   blocks (file order: acquires of neighbouring experts of one layer), each on
+//                   bytes of its own. A disk whose rate drifts during the run (a virtual disk's
+//                   host) moves a round's phases alike, so the rounds' ratios (median, min, max)
+//                   say more than one pair of phases. vram_sequential / raw_direct is the expert
+//                   path's own share (the same requests as vram_delivery, where the disk serves
+//                   them as it serves raw reads); vram_delivery / vram_sequential is what the
+//                   random pattern costs on this disk
 #pragma once
 
 #include <cstdint>
@@ -73,15 +78,18 @@ struct IoBenchResult {
   std::optional<IoBenchPhase> raw_direct_pinned, vram_delivery, vram_ahead;
   double vram_vs_raw_ratio = 0, vram_vs_raw_pinned_ratio = 0;
   double vram_ahead_vs_raw_ratio = 0, vram_ahead_vs_raw_pinned_ratio = 0;
-  // The alternating rounds (IoBenchOptions::rounds), in run order; ratio = vram_delivery /
-  // raw_direct of the same round. Median (the mean of the middle two for an even count), min
-  // and max of the rounds' ratios; 0 without rounds.
+  // The alternating rounds (IoBenchOptions::rounds), in run order; ratios over raw_direct of
+  // the same round. Median (the mean of the middle two for an even count), min and max of the
+  // rounds' ratios; 0 without rounds.
   struct Round {
-    IoBenchPhase raw_direct, vram_delivery;
-    double vram_vs_raw_ratio = 0;
+    IoBenchPhase raw_direct, vram_delivery, vram_sequential;
+    double vram_vs_raw_ratio = 0, sequential_vs_raw_ratio = 0;
+  };
+  struct Spread {
+    double median = 0, min = 0, max = 0;
   };
   std::vector<Round> rounds;
-  double rounds_ratio_median = 0, rounds_ratio_min = 0, rounds_ratio_max = 0;
+  Spread rounds_vram_vs_raw, rounds_sequential_vs_raw;
 };
 
 // The median of `v` (the mean of the middle two for an even count); 0 for none.
@@ -105,17 +113,19 @@ struct IoBenchPlan {
   std::vector<std::pair<uint32_t, uint32_t>> direct, vram, vram_ahead, buffered;
   bool disjoint = true;
   // With a VRAM phase and options.rounds > 0: round k reads raw_bytes from raw_begin (the raw
-  // regions after raw_direct_pinned's, one a round) and delivers `vram` (expert_reads blocks
-  // after every raw region, none read by another phase or round).
+  // regions after raw_direct_pinned's, one a round), delivers `vram` (expert_reads random
+  // blocks) and `sequential` (expert_reads consecutive blocks in file order: the rounds' runs
+  // back to back right after the raw regions, the random blocks all after them). No block is
+  // read by two phases or rounds.
   struct Round {
     uint64_t raw_begin = 0;
-    std::vector<std::pair<uint32_t, uint32_t>> vram;
+    std::vector<std::pair<uint32_t, uint32_t>> vram, sequential;
   };
   std::vector<Round> rounds;
 };
 // raw_bytes = min(raw_max_bytes rounded down to 4096 (at least 4096), the expert data).
 // Rounds only on bytes of their own: throws Error (naming the sizes and what to lower) when the
-// expert data cannot hold 2 + rounds raw regions and 4 + rounds sets of expert_reads blocks
+// expert data cannot hold 2 + rounds raw regions and 4 + 2 rounds sets of expert_reads blocks
 // after them.
 IoBenchPlan io_bench_plan(const PackLayout& layout, const IoBenchOptions& options, bool with_vram);
 
@@ -135,13 +145,17 @@ std::vector<std::pair<uint32_t, std::vector<uint32_t>>> io_bench_acquires(
 
 struct VramDeliveryResult {
   IoBenchPhase raw_pinned, delivery, ahead;
-  std::vector<std::pair<IoBenchPhase, IoBenchPhase>> rounds;  // (raw_direct, delivery) of each plan round
+  struct Round {
+    IoBenchPhase raw_direct, delivery, sequential;
+  };
+  std::vector<Round> rounds;  // one a plan round, in its order
 };
 
 // The VRAM phases (gpu/vram_delivery_bench.h): the plan's raw_direct_pinned region into pinned
 // memory, then the plan's vram blocks delivered into VRAM (bytes = bytes copied into slots),
 // then its vram_ahead blocks, read two acquires ahead, then the plan's rounds in order (each:
-// its raw region into ordinary buffers, then its blocks delivered as `delivery`).
+// its raw region into ordinary buffers, then its random and its consecutive blocks delivered
+// as `delivery`).
 using VramDeliveryPhase =
     std::function<VramDeliveryResult(const ExpertPack&, const IoBenchOptions&, const IoBenchPlan&)>;
 

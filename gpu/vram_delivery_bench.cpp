@@ -92,12 +92,16 @@ VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOpti
   const VramPoolCounters c = pool.counters();
   r.ahead.bytes = c.h2d_bytes;
   r.ahead.reads = c.cache.prefetches + (c.cache.cache_misses - c.cache.prefetch_hits);
-  // The alternating rounds: raw reads into ordinary buffers (raw_direct's), then a delivery.
+  // The alternating rounds: raw reads into ordinary buffers (raw_direct's), the random blocks'
+  // delivery, the consecutive blocks' delivery.
   if (!plan.rounds.empty()) {
     AlignedBuffer raw(static_cast<size_t>(raw_read_chunk(o)) * raw_read_depth(o), kPackAlignment);
     for (const auto& round : plan.rounds) {
-      const IoBenchPhase raw_phase = raw_direct_reads(pack, o, round.raw_begin, plan.raw_bytes, raw.data());
-      r.rounds.emplace_back(raw_phase, deliver(round.vram));
+      VramDeliveryResult::Round k;
+      k.raw_direct = raw_direct_reads(pack, o, round.raw_begin, plan.raw_bytes, raw.data());
+      k.delivery = deliver(round.vram);
+      k.sequential = deliver(round.sequential);
+      r.rounds.push_back(k);
     }
   }
   return r;

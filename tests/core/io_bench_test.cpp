@@ -211,8 +211,9 @@ TEST(IoBench, MedianOfTheRoundsRatios) {
 }
 
 // Alternating rounds (bench-io --vram --rounds R): round k's raw region follows the pinned one's
-// and the rounds before it; its blocks lie after every raw region and no other phase or round
-// reads them. A pack too small for that is refused, naming what to lower.
+// and the rounds before it; its consecutive blocks follow the raw regions in file order, a run a
+// round; its random blocks lie after those, and no other phase or round reads them. A pack too
+// small for that is refused, naming what to lower.
 TEST(IoBench, RoundsReadBytesOfTheirOwnAndAreReportedWithTheirMedian) {
   const fs::path dir = fs::temp_directory_path() / ("moepack-iobench-rounds-" + std::to_string(::getpid()));
   const ExpertPack pack = fixture_pack(dir);
@@ -221,31 +222,39 @@ TEST(IoBench, RoundsReadBytesOfTheirOwnAndAreReportedWithTheirMedian) {
   ASSERT_EQ(L.data_end - L.data_start, 32 * stride);
   IoBenchOptions o;
   o.raw_max_bytes = 2 * stride;
-  o.expert_reads = 4;
+  o.expert_reads = 3;
   o.rounds = 2;
-  // 4 raw regions of 2 blocks (raw, pinned, 2 rounds) leave 24 blocks: (4 phases + 2 rounds) x 4.
+  // 4 raw regions of 2 blocks (raw, pinned, 2 rounds) leave 24 blocks: 2 runs of 3 consecutive
+  // ones, then (4 phases + 2 rounds) x 3 random ones.
   const IoBenchPlan p = io_bench_plan(L, o, true);
   EXPECT_TRUE(p.disjoint);
   EXPECT_EQ(p.raw_pinned_begin, L.data_start + 2 * stride);
   ASSERT_EQ(p.rounds.size(), 2u);
   EXPECT_EQ(p.rounds[0].raw_begin, L.data_start + 4 * stride);
   EXPECT_EQ(p.rounds[1].raw_begin, L.data_start + 6 * stride);
+  for (size_t k = 0; k < 2; ++k) {
+    ASSERT_EQ(p.rounds[k].sequential.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      const auto [l, e] = p.rounds[k].sequential[i];
+      EXPECT_EQ(L.offset(l, e), L.data_start + (8 + 3 * k + i) * stride) << "round " << k << ", block " << i;
+    }
+  }
   std::vector<std::pair<uint32_t, uint32_t>> all;
   for (const auto* list :
        {&p.direct, &p.vram, &p.vram_ahead, &p.buffered, &p.rounds[0].vram, &p.rounds[1].vram}) {
-    EXPECT_EQ(list->size(), 4u);
+    EXPECT_EQ(list->size(), 3u);
     for (const auto& [l, e] : *list) {
-      EXPECT_GE(L.offset(l, e), L.data_start + 8 * stride)
-          << "block " << l << "," << e << " lies in a raw region";
+      EXPECT_GE(L.offset(l, e), L.data_start + 14 * stride)
+          << "block " << l << "," << e << " lies in a raw region or run";
       all.emplace_back(l, e);
     }
   }
+  for (const auto& round : p.rounds) all.insert(all.end(), round.sequential.begin(), round.sequential.end());
   std::sort(all.begin(), all.end());
   EXPECT_EQ(all.size(), 24u);
   EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a block is read twice";
   // Without a VRAM phase there are no rounds.
   EXPECT_TRUE(io_bench_plan(L, o, false).rounds.empty());
-  // Too small: 5 blocks a set need 30; raw regions of 8 blocks need 32 x ... > 32.
   const auto refused = [&](IoBenchOptions bad, const std::string& names) {
     try {
       io_bench_plan(L, bad, true);
@@ -256,17 +265,17 @@ TEST(IoBench, RoundsReadBytesOfTheirOwnAndAreReportedWithTheirMedian) {
     }
   };
   IoBenchOptions bad = o;
-  bad.expert_reads = 5;
+  bad.expert_reads = 4;  // 8 sets of 4 blocks in the 24 left
   refused(bad, "--reads");
   bad = o;
-  bad.raw_max_bytes = 8 * stride;  // 4 regions of 8 blocks: 32, nothing left; 5 rounds: 7 regions
+  bad.raw_max_bytes = 8 * stride;  // 7 regions of 8 blocks in 32
   bad.rounds = 5;
   refused(bad, "--raw-max-mib");
 
-  // run_io_bench hands the plan's rounds to the VRAM phase and reports each round's ratio.
+  // run_io_bench hands the plan's rounds to the VRAM phase and reports each round's ratios.
   o.rounds = 3;
   o.raw_max_bytes = stride;
-  o.expert_reads = 3;
+  o.expert_reads = 2;
   const IoBenchResult r =
       run_io_bench(pack, o, [&](const ExpertPack&, const IoBenchOptions&, const IoBenchPlan& plan) {
         EXPECT_EQ(plan.rounds.size(), 3u);
@@ -274,28 +283,35 @@ TEST(IoBench, RoundsReadBytesOfTheirOwnAndAreReportedWithTheirMedian) {
         v.raw_pinned = {1000, 1, 1.0};
         v.delivery = {900, 1, 1.0};
         v.ahead = v.delivery;
-        // Round ratios 0.9, 0.8 and 1.1 (delivery bytes/s over raw bytes/s).
-        v.rounds.emplace_back(IoBenchPhase{1000, 1, 1.0}, IoBenchPhase{900, 1, 1.0});
-        v.rounds.emplace_back(IoBenchPhase{2000, 1, 1.0}, IoBenchPhase{800, 1, 0.5});
-        v.rounds.emplace_back(IoBenchPhase{1000, 1, 2.0}, IoBenchPhase{1100, 1, 2.0});
+        // Random ratios 0.9, 0.8 and 1.1; consecutive 1.0, 0.95, 0.5 (bytes/s over raw bytes/s).
+        v.rounds.push_back({{1000, 1, 1.0}, {900, 1, 1.0}, {1000, 1, 1.0}});
+        v.rounds.push_back({{2000, 1, 1.0}, {800, 1, 0.5}, {1900, 1, 1.0}});
+        v.rounds.push_back({{1000, 1, 2.0}, {1100, 1, 2.0}, {500, 1, 2.0}});
         return v;
       });
   ASSERT_EQ(r.rounds.size(), 3u);
   EXPECT_DOUBLE_EQ(r.rounds[0].vram_vs_raw_ratio, 0.9);
   EXPECT_DOUBLE_EQ(r.rounds[1].vram_vs_raw_ratio, 0.8);
   EXPECT_DOUBLE_EQ(r.rounds[2].vram_vs_raw_ratio, 1.1);
-  EXPECT_DOUBLE_EQ(r.rounds_ratio_median, 0.9);
-  EXPECT_DOUBLE_EQ(r.rounds_ratio_min, 0.8);
-  EXPECT_DOUBLE_EQ(r.rounds_ratio_max, 1.1);
+  EXPECT_DOUBLE_EQ(r.rounds[1].sequential_vs_raw_ratio, 0.95);
+  EXPECT_DOUBLE_EQ(r.rounds_vram_vs_raw.median, 0.9);
+  EXPECT_DOUBLE_EQ(r.rounds_vram_vs_raw.min, 0.8);
+  EXPECT_DOUBLE_EQ(r.rounds_vram_vs_raw.max, 1.1);
+  EXPECT_DOUBLE_EQ(r.rounds_sequential_vs_raw.median, 0.95);
+  EXPECT_DOUBLE_EQ(r.rounds_sequential_vs_raw.min, 0.5);
+  EXPECT_DOUBLE_EQ(r.rounds_sequential_vs_raw.max, 1.0);
   const auto j = io_bench_to_json(pack, o, r);
   EXPECT_EQ(j["settings"]["rounds"].get<uint32_t>(), 3u);
   ASSERT_EQ(j["rounds"].size(), 3u);
   EXPECT_EQ(j["rounds"][1]["raw_direct"]["bytes"].get<uint64_t>(), 2000u);
   EXPECT_DOUBLE_EQ(j["rounds"][1]["vram_delivery"]["seconds"].get<double>(), 0.5);
+  EXPECT_EQ(j["rounds"][1]["vram_sequential"]["bytes"].get<uint64_t>(), 1900u);
   EXPECT_DOUBLE_EQ(j["rounds"][2]["vram_vs_raw_ratio"].get<double>(), 1.1);
+  EXPECT_DOUBLE_EQ(j["rounds"][2]["sequential_vs_raw_ratio"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(j["rounds_vram_vs_raw_ratio"]["median"].get<double>(), 0.9);
   EXPECT_DOUBLE_EQ(j["rounds_vram_vs_raw_ratio"]["min"].get<double>(), 0.8);
   EXPECT_DOUBLE_EQ(j["rounds_vram_vs_raw_ratio"]["max"].get<double>(), 1.1);
+  EXPECT_DOUBLE_EQ(j["rounds_sequential_vs_raw_ratio"]["median"].get<double>(), 0.95);
   // No rounds asked: no such keys.
   o.rounds = 0;
   EXPECT_FALSE(io_bench_to_json(pack, o, run_io_bench(pack, o)).contains("rounds"));

@@ -1013,13 +1013,16 @@ TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
   ASSERT_EQ(v2.rounds.size(), 2u);
   for (size_t k = 0; k < 2; ++k) {
     SCOPED_TRACE("round " + std::to_string(k));
-    EXPECT_EQ(v2.rounds[k].first.bytes, plan2.raw_bytes);
-    EXPECT_GT(v2.rounds[k].first.seconds, 0.0);
-    EXPECT_EQ(v2.rounds[k].second.reads, 8u);
-    uint64_t wk = 0;
-    for (const auto& [l, e] : plan2.rounds[k].vram) wk += pack.stride(l);
-    EXPECT_EQ(v2.rounds[k].second.bytes, wk);
-    EXPECT_GT(v2.rounds[k].second.seconds, 0.0);
+    EXPECT_EQ(v2.rounds[k].raw_direct.bytes, plan2.raw_bytes);
+    EXPECT_GT(v2.rounds[k].raw_direct.seconds, 0.0);
+    for (const auto& [got, blocks] : {std::pair{&v2.rounds[k].delivery, &plan2.rounds[k].vram},
+                                      {&v2.rounds[k].sequential, &plan2.rounds[k].sequential}}) {
+      EXPECT_EQ(got->reads, 8u);
+      uint64_t wk = 0;
+      for (const auto& [l, e] : *blocks) wk += pack.stride(l);
+      EXPECT_EQ(got->bytes, wk);
+      EXPECT_GT(got->seconds, 0.0);
+    }
   }
 }
 
