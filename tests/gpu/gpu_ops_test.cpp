@@ -119,6 +119,32 @@ std::vector<uint8_t> random_rows(GgmlType type, int64_t ne0, int64_t rows, std::
   return data;
 }
 
+// n random matrices of [ne1][ne0] `type` back to back (`data`, on the device as d_w), the same
+// bytes repacked into the tiled layout (d_t, synchronised: a tiled launch loads weights before
+// it waits for the kernel before it), and the matrices' pointer tables for each (d_tab, d_tab_t).
+struct TiledMatrices {
+  std::vector<uint8_t> data;
+  uint64_t rb, mat;  // bytes a row, a matrix
+  DeviceBuffer d_w, d_t, d_tab, d_tab_t;
+};
+TiledMatrices tiled_matrices(GgmlType type, int64_t ne0, int64_t ne1, int n, std::mt19937& rng) {
+  TiledMatrices m{random_rows(type, ne0, ne1 * n, rng), *ggml_row_bytes(type, ne0), 0, {}, {}, {}, {}};
+  m.mat = m.rb * static_cast<uint64_t>(ne1);
+  m.d_w = to_device(m.data);
+  m.d_t = DeviceBuffer(m.data.size(), "tiled");
+  MOEPACK_CUDA_CHECK(cudaMemset(m.d_t.as<void>(), 0, m.d_t.size()));
+  repack_tiled(type, ne0, ne1, m.rb, m.d_w.bytes_ptr(), m.d_t.bytes_ptr(), n, nullptr);
+  MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<const uint8_t*> tab, tab_t;
+  for (int k = 0; k < n; ++k) {
+    tab.push_back(m.d_w.bytes_ptr() + m.mat * static_cast<uint64_t>(k));
+    tab_t.push_back(m.d_t.bytes_ptr() + m.mat * static_cast<uint64_t>(k));
+  }
+  m.d_tab = to_device(tab);
+  m.d_tab_t = to_device(tab_t);
+  return m;
+}
+
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,  GgmlType::Q4_1,
                            GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::MXFP4, GgmlType::Q2_K,
                            GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
@@ -913,21 +939,9 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0));
       ASSERT_TRUE(gemv_tiled_supported(type, ne0, ne1));
       std::mt19937 rng(31);
-      const uint64_t rb = *ggml_row_bytes(type, ne0);
-      const uint64_t mat = rb * static_cast<uint64_t>(ne1);
       // Gate of expert e is matrix e, its up matrix n_exp + e, back to back.
-      const auto data = random_rows(type, ne0, ne1 * 2 * n_exp, rng);
-      auto d_w = to_device(data);
-      DeviceBuffer d_t(data.size(), "tiled");
-      MOEPACK_CUDA_CHECK(cudaMemset(d_t.as<void>(), 0, d_t.size()));
-      repack_tiled(type, ne0, ne1, rb, d_w.bytes_ptr(), d_t.bytes_ptr(), 2 * n_exp, nullptr);
-      std::vector<const uint8_t*> tab, tab_t;
-      for (int m = 0; m < 2 * n_exp; ++m) {
-        tab.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(m));
-        tab_t.push_back(d_t.bytes_ptr() + mat * static_cast<uint64_t>(m));
-      }
-      auto d_tab = to_device(tab);
-      auto d_tab_t = to_device(tab_t);
+      const TiledMatrices tm = tiled_matrices(type, ne0, ne1, 2 * n_exp, rng);
+      const auto& [data, rb, mat, d_w, d_t, d_tab, d_tab_t] = tm;
       const auto x = random_floats(static_cast<size_t>(3 * ne0), rng, 2.0f);  // 3 token rows
       auto d_x = to_device(x);
       const std::vector<int32_t> rows_of = {2, 0, 1, 2, 1, 2, 0, 1, 2, 1};
@@ -1068,20 +1082,8 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
     SCOPED_TRACE(ggml_type_name(type));
     ASSERT_TRUE(gemv_tiled_supported(type, ne0, ne1));
     std::mt19937 rng(73);
-    const uint64_t rb = *ggml_row_bytes(type, ne0);
-    const uint64_t mat = rb * static_cast<uint64_t>(ne1);
-    const auto data = random_rows(type, ne0, ne1 * n_exp, rng);
-    auto d_w = to_device(data);
-    DeviceBuffer d_t(data.size(), "tiled");
-    repack_tiled(type, ne0, ne1, rb, d_w.bytes_ptr(), d_t.bytes_ptr(), n_exp, nullptr);
-    MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());  // the launches below load weights before their wait
-    std::vector<const uint8_t*> tab, tab_t;
-    for (int m = 0; m < n_exp; ++m) {
-      tab.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(m));
-      tab_t.push_back(d_t.bytes_ptr() + mat * static_cast<uint64_t>(m));
-    }
-    auto d_tab = to_device(tab);
-    auto d_tab_t = to_device(tab_t);
+    const TiledMatrices tm = tiled_matrices(type, ne0, ne1, n_exp, rng);
+    const auto& [data, rb, mat, d_w, d_t, d_tab, d_tab_t] = tm;
     const auto x = random_floats(static_cast<size_t>(2 * ne0), rng, 2.0f);  // 2 token rows
     auto d_x = to_device(x);
     const std::vector<int32_t> rows_of = {1, 0, 0, 1, 1, 0, 1, 0};
@@ -1159,19 +1161,8 @@ TEST(GpuOps, GemvTiledPrefillAndF32KernelsEqualTheGgufLayout) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0));
       std::mt19937 rng(57);
       const int n_exp = 4, n_tok = 5;
-      const uint64_t rb = *ggml_row_bytes(type, ne0);
-      const uint64_t mat = rb * static_cast<uint64_t>(ne1);
-      const auto data = random_rows(type, ne0, ne1 * n_exp, rng);
-      auto d_w = to_device(data);
-      DeviceBuffer d_t(data.size(), "tiled");
-      repack_tiled(type, ne0, ne1, rb, d_w.bytes_ptr(), d_t.bytes_ptr(), n_exp, nullptr);
-      std::vector<const uint8_t*> tab, tab_t;
-      for (int m = 0; m < n_exp; ++m) {
-        tab.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(m));
-        tab_t.push_back(d_t.bytes_ptr() + mat * static_cast<uint64_t>(m));
-      }
-      auto d_tab = to_device(tab);
-      auto d_tab_t = to_device(tab_t);
+      const TiledMatrices tm = tiled_matrices(type, ne0, ne1, n_exp, rng);
+      const auto& [data, rb, mat, d_w, d_t, d_tab, d_tab_t] = tm;
       const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng, 2.0f);
       auto d_x = to_device(x);
       // Groups of 1, 3, 9 and 2 pairs (9: two tiles of the F32 prefill kernel's 8 pairs).
