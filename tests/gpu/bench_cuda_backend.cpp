@@ -24,6 +24,9 @@
 //             0, "tiled_runs" 0), the same without runs of tiles a warp ("tiled_runs" -1),
 //             4-16 warps a block ("tiled_warps"; 1-2 chunks in flight and 1-2 warps a tile stay
 //             settable), the four 8-expert shapes, 6 x 4096 x 2048 and gate + up (16 matrices);
+//   "expert_ffn": a layer's expert FFN at decode as the engine issues it (gate + up with the
+//             SwiGLU epilogue, then down, its programmatic dependent), GGUF and tiled layouts,
+//             at 8 x 2048 on 4096 and 7168 and 6 x 2048 on 4096 (with --tiled-only too);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -486,6 +489,63 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
           {"ratio_to_d2d", bps / d2d}};
 }
 
+// The engine's expert FFN of one layer at decode, back to back for consecutive layers as
+// gpu/cuda_moe.cpp issues it: gate and up of `experts` experts ([inter][hidden] each) in one
+// launch with SwiGLU as its epilogue, then the down launch ([hidden][inter] each, pair j reading
+// the epilogue's row j), its programmatic dependent; on the tiled layout or the GGUF's, each
+// launch's own choices. Layers of gate + up + down weights rotate over copies as bench_gemv's.
+// "ffn_us" a layer, "gate_up_us" / "down_us" each launch alone (the same rotation), and
+// "ratio_to_d2d": the layer's weight bytes ("bytes_per_layer") per ffn_us over D2D.
+nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t hidden, int64_t inter,
+                                int experts, double d2d, bool tiled) {
+  const uint64_t mat_gu = *ggml_row_bytes(type, static_cast<uint64_t>(hidden)) * static_cast<uint64_t>(inter);
+  const uint64_t mat_d = *ggml_row_bytes(type, static_cast<uint64_t>(inter)) * static_cast<uint64_t>(hidden);
+  const uint64_t layer = 2 * mat_gu * experts + mat_d * experts;
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / layer));
+  if (copies < 4) throw Error("bench_expert_ffn: weight pool too small");
+  std::vector<const uint8_t*> tab(static_cast<size_t>(copies * 2 * experts));
+  for (int c = 0; c < copies; ++c) {
+    for (int m = 0; m < 2 * experts; ++m)
+      tab[static_cast<size_t>(c * 2 * experts + m)] = pool.buf.bytes_ptr() + c * layer + m * mat_gu;
+  }
+  gpu::DeviceBuffer d_tab(tab.size() * sizeof(const uint8_t*), "tables"),
+      act(static_cast<size_t>(inter * experts) * sizeof(float), "SwiGLU rows"),
+      y(static_cast<size_t>(hidden * experts) * sizeof(float), "y");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_tab.as<void>(), tab.data(), d_tab.size(), cudaMemcpyHostToDevice));
+  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(hidden * experts), 5);
+  const gpu::DeviceBuffer d_off = pairs_each(experts, 1);
+  gpu::GemvBatch gu = expert_batch(type, inter, hidden, x.as<float>(), act.as<float>(), d_off, experts);
+  gu.swiglu_epilogue = true;
+  gu.w_tiled = tiled;
+  gpu::GemvBatch dn = expert_batch(type, hidden, inter, act.as<float>(), y.as<float>(), d_off, experts);
+  dn.w_tiled = tiled;
+  const auto gate_up = [&](int i) {
+    gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
+    gpu::gemv(gu, nullptr);
+  };
+  const auto down = [&](int i) {
+    dn.w = pool.buf.bytes_ptr() + (i % copies) * layer + 2 * mat_gu * experts;
+    gpu::gemv(dn, nullptr);
+  };
+  const double gu_us = time_launches(gate_up).gpu_us, dn_us = time_launches(down).gpu_us;
+  const double ffn_us = time_launches([&](int i) {
+                          gate_up(i);
+                          down(i);
+                        }).gpu_us;
+  const double bps = static_cast<double>(layer) / (ffn_us / 1e6);
+  return {{"type", std::string(ggml_type_name(type))},
+          {"hidden", hidden},
+          {"inter", inter},
+          {"experts", experts},
+          {"tiled", tiled},
+          {"bytes_per_layer", layer},
+          {"gate_up_us", gu_us},
+          {"down_us", dn_us},
+          {"ffn_us", ffn_us},
+          {"bytes_per_s", bps},
+          {"ratio_to_d2d", bps / d2d}};
+}
+
 // The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h): the
 // launch's own choice ("tiled_depth" and "tiled_warps" 0), then 4, 8, 12 and 16 warps a block at
 // the type's depth; "tiled" false is the default (ring) launch. (Depth and "tiled_split" stay
@@ -563,6 +623,19 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
         set(c);
         out.push_back(tag(bench_gemv_glu(pool, t, 2048, cols, d2d, c.tiled, experts), c));
       }
+    }
+  }
+  return out;
+}
+
+// bench_expert_ffn on both layouts at the issue's shapes (experts of 2048 rows on 4096 and 7168,
+// top-8; DeepSeek-V4-Flash's top-6 on 4096), Q4_K, Q2_K and MXFP4.
+nlohmann::json bench_expert_ffns(const WeightPool& pool, double d2d) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const auto& [hidden, experts] : {std::pair{4096, 8}, {7168, 8}, {4096, 6}}) {
+      for (const bool tiled : {false, true})
+        out.push_back(bench_expert_ffn(pool, t, hidden, 2048, experts, d2d, tiled));
     }
   }
   return out;
@@ -680,6 +753,7 @@ int main(int argc, char** argv) {
     }
     if (tiled_only) {
       out["gemv_tiled"] = bench_gemv_tiled(pool, d2d);
+      out["expert_ffn"] = bench_expert_ffns(pool, d2d);
       for (const uint64_t bytes : {22020096ull, 35651584ull, 37748736ull, 66060288ull, 75497472ull}) {
         out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
       }
@@ -688,6 +762,7 @@ int main(int argc, char** argv) {
     }
     if (!engine_only) {
       out["gemv_tiled"] = bench_gemv_tiled(pool, d2d);
+      out["expert_ffn"] = bench_expert_ffns(pool, d2d);
       // Expert shapes of the targets: DeepSeek-V4-Flash gate/up (2048 x 4096) and down
       // (4096 x 2048), DeepSeek-V3 / Kimi gate/up (2048 x 7168) and down (7168 x 2048).
       const std::tuple<int, int, int> shapes[] = {
