@@ -20,17 +20,19 @@ std::function<int()> add_bench_io(CLI::App& app) {
     bool json = false;
     bool vram = false;
     int device = 0;
+    uint64_t raw_max_mib = 0;  // 0: IoBenchOptions' default
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("bench-io", "Expert read throughput vs raw O_DIRECT and buffered reads of the same pack");
   sub->add_option("pack", opt->pack, "Expert Pack directory or its manifest.json")->required();
-  sub->add_option("--reads", opt->bench.expert_reads, "Random expert blocks per measurement");
+  sub->add_option("--reads", opt->bench.expert_reads, "Random expert blocks per measurement")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100000000}));
   sub->add_option("--batch", opt->bench.batch, "Blocks submitted together (one layer's misses)");
   sub->add_option("--read-splits", opt->bench.reader.read_splits, "Parts per expert read");
   sub->add_option("--queue-depth", opt->bench.reader.queue_depth, "io_uring queue depth");
   sub->add_option("--seed", opt->bench.seed, "Seed of the random blocks' order (default 1)");
-  sub->add_option("--raw-max-mib", opt->bench.raw_max_bytes, "Raw bytes to read at most (MiB)")
-      ->transform([](std::string s) { return std::to_string(std::stoull(s) << 20); });
+  sub->add_option("--raw-max-mib", opt->raw_max_mib, "Raw bytes to read at most (MiB, default 2048)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   sub->add_flag("--vram", opt->vram,
                 "Also deliver the random experts into VRAM slots (SSD -> pinned -> GPU, CUDA builds)");
   CLI::Option* vram_flag = sub->get_option("--vram");
@@ -39,9 +41,11 @@ std::function<int()> add_bench_io(CLI::App& app) {
                   "With --vram: then R alternating rounds of raw reads, VRAM delivery of random and of "
                   "consecutive experts, "
                   "each on bytes of its own (the rounds' ratios: median, min, max)")
+      ->check(CLI::Range(uint32_t{0}, static_cast<uint32_t>(kIoBenchMaxRounds)))
       ->needs(vram_flag);
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
   return [opt]() {
+    if (opt->raw_max_mib > 0) opt->bench.raw_max_bytes = opt->raw_max_mib << 20;
     VramDeliveryPhase vram;
     if (opt->vram) {
 #if MOEPACK_HAVE_CUDA

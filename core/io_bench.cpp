@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -89,16 +90,34 @@ IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool wit
                             data);  // data is a multiple of 4096
   const uint64_t rounds = with_vram ? o.rounds : 0;
   const uint64_t n_random = with_vram ? 4 : 2;
+  const uint64_t mib = 1ull << 20;
+  if (rounds > 0) {
+    if (rounds > kIoBenchMaxRounds) {
+      throw Error("bench-io: --rounds " + std::to_string(rounds) + " is more than " +
+                  std::to_string(kIoBenchMaxRounds));
+    }
+    if (o.expert_reads == 0)
+      throw Error("bench-io --rounds: --reads must be at least 1 (each round delivers that many)");
+    // 2 + rounds raw regions (raw, pinned, one a round), compared by division: no overflow.
+    if (plan.raw_bytes > data / (2 + rounds)) {
+      const uint64_t fit = data / (2 + rounds) / mib;
+      const auto in_mib = [](uint64_t bytes) {
+        char t[32];
+        std::snprintf(t, sizeof t, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+        return std::string(t);
+      };
+      throw Error("bench-io --rounds " + std::to_string(rounds) + ": the expert data (" + in_mib(data) +
+                  ") cannot hold " + std::to_string(2 + rounds) + " raw regions of " +
+                  in_mib(plan.raw_bytes) +
+                  (fit > 0 ? ": use --raw-max-mib " + std::to_string(fit) + " or less"
+                           : ": the pack is too small for this many rounds"));
+    }
+  }
   uint64_t raw_end = L.data_start + plan.raw_bytes;
   if (with_vram) {
-    if ((2 + rounds) * plan.raw_bytes <= data) {
+    if (2 * plan.raw_bytes <= data) {
       plan.raw_pinned_begin = raw_end;
       raw_end += plan.raw_bytes;
-    } else if (rounds > 0) {
-      throw Error("bench-io --rounds " + std::to_string(rounds) + ": the expert data (" +
-                  std::to_string(data) + " bytes) cannot hold " + std::to_string(2 + rounds) +
-                  " raw regions of " + std::to_string(plan.raw_bytes) +
-                  " bytes: lower --raw-max-mib or --rounds");
     } else {
       plan.disjoint = false;
     }
@@ -117,14 +136,17 @@ IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool wit
       }
     }
     std::sort(in_order.begin(), in_order.end());
-    const uint64_t need = rounds * o.expert_reads;
-    if (in_order.size() < need + (n_random + rounds) * o.expert_reads) {
+    // n_random + 2 rounds sets of expert_reads blocks (compared by division: no overflow).
+    const uint64_t sets = n_random + 2 * rounds;
+    if (o.expert_reads > in_order.size() / sets) {
+      const uint64_t fit = in_order.size() / sets;
       throw Error("bench-io --rounds " + std::to_string(rounds) + ": " + std::to_string(in_order.size()) +
-                  " expert blocks lie after the raw regions, " +
-                  std::to_string((n_random + 2 * rounds) * o.expert_reads) + " needed (" +
-                  std::to_string(n_random + 2 * rounds) + " sets of " + std::to_string(o.expert_reads) +
-                  "): lower --reads, --raw-max-mib or --rounds");
+                  " expert blocks lie after the raw regions, not " + std::to_string(sets) + " sets of " +
+                  std::to_string(o.expert_reads) +
+                  (fit > 0 ? ": use --reads " + std::to_string(fit) + " or less, or a smaller --raw-max-mib"
+                           : ": use a smaller --raw-max-mib or fewer rounds"));
     }
+    const uint64_t need = rounds * o.expert_reads;
     for (uint64_t i = 0; i < need; ++i)
       plan.rounds[i / o.expert_reads].sequential.push_back(in_order[i].second);
     raw_end = need > 0 ? in_order[need].first : raw_end;  // the first block after the runs
@@ -254,8 +276,12 @@ IoBenchResult run_io_bench(const ExpertPack& pack, const IoBenchOptions& o, cons
 
 nlohmann::json io_bench_to_json(const ExpertPack& pack, const IoBenchOptions& o, const IoBenchResult& r) {
   auto phase = [](const IoBenchPhase& p) {
-    return nlohmann::json{{"bytes", p.bytes}, {"reads", p.reads}, {"seconds", p.seconds},
-                          {"bytes_per_second", p.bytes_per_second()}};
+    nlohmann::json j{{"bytes", p.bytes},
+                     {"reads", p.reads},
+                     {"seconds", p.seconds},
+                     {"bytes_per_second", p.bytes_per_second()}};
+    if (p.acquires > 0) j["acquires"] = p.acquires;
+    return j;
   };
   nlohmann::json j{{"pack", pack.dir()},
                    {"experts_file_bytes", pack.layout().data_end},

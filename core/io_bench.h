@@ -30,12 +30,13 @@
 //                   read (ordinary buffers, as raw_direct), a vram_delivery of as many random
 //                   blocks as above, and a vram_sequential delivery of as many consecutive
 //                   blocks (file order: acquires of neighbouring experts of one layer), each on
-//                   bytes of its own. A disk whose rate drifts during the run (a virtual disk's
-//                   host) moves a round's phases alike, so the rounds' ratios (median, min, max)
-//                   say more than one pair of phases. vram_sequential / raw_direct is the expert
-//                   path's own share (the same requests as vram_delivery, where the disk serves
-//                   them as it serves raw reads); vram_delivery / vram_sequential is what the
-//                   random pattern costs on this disk
+//                   bytes of its own, in that order in even rounds and reversed in odd ones. A
+//                   disk whose rate drifts during the run (a virtual disk's host) moves a
+//                   round's phases alike. vram_sequential / raw_direct is the expert path's
+//                   share where the disk serves its requests (whole blocks, one layer's batch at
+//                   a time) in file order; vram_delivery / vram_sequential is what random order
+//                   costs on this disk, partly through fewer blocks an acquire (a random set
+//                   leaves partial batches per layer: the phases' `acquires`)
 #pragma once
 
 #include <cstdint>
@@ -65,6 +66,7 @@ struct IoBenchPhase {
   uint64_t bytes = 0;
   uint64_t reads = 0;
   double seconds = 0;
+  uint64_t acquires = 0;  // VRAM deliveries: VramExpertPool::acquire calls (0: not counted)
   double bytes_per_second() const { return seconds > 0 ? static_cast<double>(bytes) / seconds : 0; }
 };
 
@@ -123,10 +125,12 @@ struct IoBenchPlan {
   };
   std::vector<Round> rounds;
 };
+// At most this many alternating rounds (IoBenchOptions::rounds).
+inline constexpr uint64_t kIoBenchMaxRounds = 1000;
 // raw_bytes = min(raw_max_bytes rounded down to 4096 (at least 4096), the expert data).
-// Rounds only on bytes of their own: throws Error (naming the sizes and what to lower) when the
-// expert data cannot hold 2 + rounds raw regions and 4 + 2 rounds sets of expert_reads blocks
-// after them.
+// Rounds only on bytes of their own: throws Error (naming the sizes and the largest value that
+// fits) when the expert data cannot hold 2 + rounds raw regions and 4 + 2 rounds sets of
+// expert_reads blocks after them; also for more than kIoBenchMaxRounds rounds or expert_reads 0.
 IoBenchPlan io_bench_plan(const PackLayout& layout, const IoBenchOptions& options, bool with_vram);
 
 // raw_direct's reads: `bytes` from `begin` of experts.bin, sequentially, in chunks of

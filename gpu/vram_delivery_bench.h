@@ -22,7 +22,8 @@ namespace moepack::gpu {
 // for and copies the other; timed from the first prefetch until the last copy has landed;
 // reads = prefetch reads + misses. Then the plan's rounds in order: each its raw region read as
 // raw_direct reads it (ordinary buffers), then its random blocks and its consecutive blocks
-// delivered as `delivery` (a fresh pool each).
+// delivered as `delivery` (a fresh pool of the same settings each; acquires counted); odd
+// rounds in the reverse order.
 // Runs on CUDA device
 // `device`. Throws Error (no device, VRAM, the pack's alignment), IoError.
 VramDeliveryResult vram_delivery_phase(const ExpertPack& pack, const IoBenchOptions& options, const IoBenchPlan& plan,

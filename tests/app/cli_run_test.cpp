@@ -202,6 +202,30 @@ TEST(CliChat, SecondTurnKeepsTheConversation) {
   EXPECT_EQ(std::count(res.out.begin(), res.out.end(), '\n'), 2) << res.out;
 }
 
+// `moepack bench-io`'s options out of range are refused by name before any pack is opened.
+TEST(CliBenchIo, OptionsOutOfRangeAreRefusedByName) {
+  const std::string pack = temp_path("no-such-pack").string();
+  struct Case {
+    std::vector<std::string> args;
+    const char* named;
+  };
+  for (const Case& c :
+       {Case{{"--reads", "0"}, "--reads"}, Case{{"--reads", "-1"}, "--reads"},
+        Case{{"--raw-max-mib", "0"}, "--raw-max-mib"}, Case{{"--raw-max-mib", "-1"}, "--raw-max-mib"},
+        Case{{"--rounds", "2"}, "--vram"}, Case{{"--vram", "--rounds", "1001"}, "--rounds"}}) {
+    std::vector<std::string> args = {"bench-io", pack};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const CliRun r = run(args);
+    EXPECT_NE(r.status, 0) << c.args[0];
+    EXPECT_NE(r.err.find(c.named), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("bad_alloc"), std::string::npos) << r.err;
+  }
+  // In range: the missing pack is named.
+  const CliRun r = run({"bench-io", pack, "--reads", "4", "--raw-max-mib", "2048"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("no-such-pack"), std::string::npos) << r.err;
+}
+
 TEST(CliRun, ErrorsExitNonZeroWithAMessage) {
   const fs::path missing = temp_path("no-such-model.gguf");
   CliRun r = run({"run", missing.string(), "--prompt", "x"});

@@ -255,22 +255,40 @@ TEST(IoBench, RoundsReadBytesOfTheirOwnAndAreReportedWithTheirMedian) {
   EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a block is read twice";
   // Without a VRAM phase there are no rounds.
   EXPECT_TRUE(io_bench_plan(L, o, false).rounds.empty());
-  const auto refused = [&](IoBenchOptions bad, const std::string& names) {
+  // Refusals name the largest value that fits (the fixture's 3.25 MiB of expert data).
+  const auto refused = [&](IoBenchOptions bad, const std::string& says) {
     try {
       io_bench_plan(L, bad, true);
-      ADD_FAILURE() << "no error for " << names;
+      ADD_FAILURE() << "no error; expected: " << says;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("--rounds"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
     }
   };
   IoBenchOptions bad = o;
-  bad.expert_reads = 4;  // 8 sets of 4 blocks in the 24 left
-  refused(bad, "--reads");
+  bad.expert_reads = 4;  // 8 sets of 4 in the 24 blocks left: 3 fit
+  refused(bad, "24 expert blocks lie after the raw regions, not 8 sets of 4: use --reads 3 or less");
+  bad.expert_reads = uint64_t{1} << 61;  // 8 x 2^61 wraps to 0 in 64 bits: refused all the same
+  refused(bad, "not 8 sets of 2305843009213693952");
   bad = o;
-  bad.raw_max_bytes = 8 * stride;  // 7 regions of 8 blocks in 32
+  bad.rounds = 30;  // 32 regions of 106,496 B fit in 32 blocks, but then no block is left
+  bad.raw_max_bytes = stride;
+  refused(bad,
+          "0 expert blocks lie after the raw regions, not 64 sets of 3: use a smaller --raw-max-mib or fewer "
+          "rounds");
+  bad = o;
+  bad.raw_max_bytes = 8 * stride;  // 7 regions of 0.81 MiB in 3.25 MiB: under 1 MiB each
   bad.rounds = 5;
-  refused(bad, "--raw-max-mib");
+  refused(bad,
+          "the expert data (3.25 MiB) cannot hold 7 raw regions of 0.81 MiB: the pack is too small for this "
+          "many rounds");
+  bad.rounds = 1001;
+  refused(bad, "--rounds 1001 is more than 1000");
+  bad.rounds = uint32_t{0xFFFFFFFF};
+  refused(bad, "is more than 1000");
+  bad = o;
+  bad.expert_reads = 0;
+  refused(bad, "--reads must be at least 1");
 
   // run_io_bench hands the plan's rounds to the VRAM phase and reports each round's ratios.
   o.rounds = 3;
@@ -284,7 +302,7 @@ TEST(IoBench, RoundsReadBytesOfTheirOwnAndAreReportedWithTheirMedian) {
         v.delivery = {900, 1, 1.0};
         v.ahead = v.delivery;
         // Random ratios 0.9, 0.8 and 1.1; consecutive 1.0, 0.95, 0.5 (bytes/s over raw bytes/s).
-        v.rounds.push_back({{1000, 1, 1.0}, {900, 1, 1.0}, {1000, 1, 1.0}});
+        v.rounds.push_back({{1000, 1, 1.0}, {900, 1, 1.0, 2}, {1000, 1, 1.0, 1}});
         v.rounds.push_back({{2000, 1, 1.0}, {800, 1, 0.5}, {1900, 1, 1.0}});
         v.rounds.push_back({{1000, 1, 2.0}, {1100, 1, 2.0}, {500, 1, 2.0}});
         return v;
@@ -306,6 +324,9 @@ TEST(IoBench, RoundsReadBytesOfTheirOwnAndAreReportedWithTheirMedian) {
   EXPECT_EQ(j["rounds"][1]["raw_direct"]["bytes"].get<uint64_t>(), 2000u);
   EXPECT_DOUBLE_EQ(j["rounds"][1]["vram_delivery"]["seconds"].get<double>(), 0.5);
   EXPECT_EQ(j["rounds"][1]["vram_sequential"]["bytes"].get<uint64_t>(), 1900u);
+  EXPECT_EQ(j["rounds"][0]["vram_delivery"]["acquires"].get<uint64_t>(), 2u);  // counted: reported
+  EXPECT_EQ(j["rounds"][0]["vram_sequential"]["acquires"].get<uint64_t>(), 1u);
+  EXPECT_FALSE(j["rounds"][0]["raw_direct"].contains("acquires"));
   EXPECT_DOUBLE_EQ(j["rounds"][2]["vram_vs_raw_ratio"].get<double>(), 1.1);
   EXPECT_DOUBLE_EQ(j["rounds"][2]["sequential_vs_raw_ratio"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(j["rounds_vram_vs_raw_ratio"]["median"].get<double>(), 0.9);

@@ -63,6 +63,7 @@
 
 #include "core/backend_factory.h"
 #include "core/error.h"
+#include "core/io_bench.h"
 #include "core/model_source.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_host_router.h"
@@ -641,11 +642,6 @@ nlohmann::json bench_expert_ffns(const WeightPool& pool, double d2d) {
   return out;
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 // An engine setting or switch that changes no result (set(s, on) puts it off or on), side by
 // side: runs alternate off / on, three of each; decode and prefill tokens/s by the medians. `key`
 // marks each round's JSON (true: on).
@@ -665,11 +661,11 @@ nlohmann::json bench_setting(const std::shared_ptr<const ModelSource>& src, Engi
     }
   }
   return {{"rounds", rounds},
-          {"decode_tokens_per_s_off", median_of(off_d)},
-          {"decode_tokens_per_s_on", median_of(on_d)},
-          {"decode_speedup", median_of(on_d) / median_of(off_d)},
-          {"prefill_tokens_per_s_off", median_of(off_p)},
-          {"prefill_tokens_per_s_on", median_of(on_p)}};
+          {"decode_tokens_per_s_off", io_bench_median(off_d)},
+          {"decode_tokens_per_s_on", io_bench_median(on_d)},
+          {"decode_speedup", io_bench_median(on_d) / io_bench_median(off_d)},
+          {"prefill_tokens_per_s_off", io_bench_median(off_p)},
+          {"prefill_tokens_per_s_on", io_bench_median(on_p)}};
 }
 
 // A process-wide engine switch (set: its setter; on is the default and is restored) as

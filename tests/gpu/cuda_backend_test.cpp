@@ -1018,6 +1018,7 @@ TEST(CudaBackend, VramDeliveryPhaseDeliversEveryAskedBlock) {
     for (const auto& [got, blocks] : {std::pair{&v2.rounds[k].delivery, &plan2.rounds[k].vram},
                                       {&v2.rounds[k].sequential, &plan2.rounds[k].sequential}}) {
       EXPECT_EQ(got->reads, 8u);
+      EXPECT_EQ(got->acquires, io_bench_acquires(*blocks, 4).size());
       uint64_t wk = 0;
       for (const auto& [l, e] : *blocks) wk += pack.stride(l);
       EXPECT_EQ(got->bytes, wk);

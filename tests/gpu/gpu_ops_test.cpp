@@ -345,6 +345,15 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 struct DefaultVariantAfterwards {
   ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
 };
+// The tiled launch's knobs back to their defaults at scope exit (a failed ASSERT included).
+struct TiledKnobsAfterwards {
+  ~TiledKnobsAfterwards() {
+    detail::set_gemv_tiled_depth(0);
+    detail::set_gemv_tiled_split(1);
+    detail::set_gemv_tiled_warps(0);
+    detail::set_gemv_tiled_runs(0);
+  }
+};
 
 TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
   const DefaultVariantAfterwards restore;
@@ -916,14 +925,7 @@ TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
 // of each row summed in another order).
 TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
   const DefaultVariantAfterwards restore;
-  struct DepthAfterwards {
-    ~DepthAfterwards() {
-      detail::set_gemv_tiled_depth(0);
-      detail::set_gemv_tiled_split(1);
-      detail::set_gemv_tiled_warps(0);
-      detail::set_gemv_tiled_runs(0);
-    }
-  } restore_depth;
+  const TiledKnobsAfterwards restore_tiled;
   detail::set_gemv_mma_variant(0);
   struct Shape {
     int64_t ne0, ne1;
@@ -1061,9 +1063,7 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
 // g w_gstride instead of a table (the one-tile kernel and the runs kernel both read either).
 TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
   const DefaultVariantAfterwards restore;
-  struct RunsAfterwards {
-    ~RunsAfterwards() { detail::set_gemv_tiled_runs(0); }
-  } restore_runs;
+  const TiledKnobsAfterwards restore_tiled;
   detail::set_gemv_mma_variant(0);
   int dev = 0, sms = 0;
   MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
@@ -1071,7 +1071,7 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
   const int64_t ne0 = 2048, ne1 = 7168;
   const int n_exp = 8;
   // The choice this device's launch makes (gemv_launch_cap.h): on 132 SMs 28 tiles a block. On a
-  // device where it takes none, the runs below are still forced once.
+  // device where it takes none, runs are still forced below.
   const int64_t chosen = detail::tiled_runs_tiles(ne1, n_exp, sms);
   std::printf("[ runs ] %d SMs: the launch's own choice is %lld tiles a block\n", sms,
               static_cast<long long>(chosen));
@@ -1111,6 +1111,8 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
       return to_host(d_y, ny);
     };
     const auto want = launch(&d_tab, d_w, false);
+    for (size_t i = 0; i < ny; ++i)
+      ASSERT_FALSE(std::isnan(want[i])) << "default row " << i << " left unwritten";
     // A sample of rows against the exact dot product (the default's own bound).
     for (int m = 0; m < n_exp; ++m) {
       for (const int64_t r : {int64_t{0}, int64_t{4111}, ne1 - 1}) {
@@ -1128,7 +1130,7 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
          {Case{0, true, "the launch's own choice, table"},
           Case{0, false, "the launch's own choice, w + g w_gstride"},
           Case{-1, false, "one tile a warp, w + g w_gstride"},
-          Case{static_cast<int>(chosen > 0 ? chosen : 28), false, "runs forced, w + g w_gstride"}}) {
+          Case{30, false, "runs of 30 forced (448 tiles a matrix: a partial last block), w + g w_gstride"}}) {
       SCOPED_TRACE(c.what);
       detail::set_gemv_tiled_runs(c.runs);
       const auto got = launch(c.table ? &d_tab_t : nullptr, d_t, true);
@@ -1149,9 +1151,7 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
 // product's bound. Rows of 4,352 elements (17 units) end in a partial tile of the F32 kernels.
 TEST(GpuOps, GemvTiledPrefillAndF32KernelsEqualTheGgufLayout) {
   const DefaultVariantAfterwards restore;
-  struct RunsAfterwards {
-    ~RunsAfterwards() { detail::set_gemv_tiled_runs(0); }
-  } restore_runs;
+  const TiledKnobsAfterwards restore_tiled;
   struct Shape {
     int64_t ne0, ne1;
   };
