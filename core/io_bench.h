@@ -32,10 +32,9 @@
 //                   blocks (file order: acquires of neighbouring experts of one layer), each on
 //                   bytes of its own, in that order in even rounds and reversed in odd ones. A
 //                   disk whose rate drifts during the run (a virtual disk's host) moves a
-//                   round's phases alike. vram_sequential / raw_direct is the expert path's
-//                   share where the disk serves its requests (whole blocks, one layer's batch at
-//                   a time) in file order; vram_delivery / vram_sequential is what random order
-//                   costs on this disk, partly through fewer blocks an acquire (a random set
+//                   round's phases alike, and the reversed order keeps a drift within a
+//                   round from favouring one phase. vram_sequential against vram_delivery
+//                   compares file order with random order on this disk (a random set also
 //                   leaves partial batches per layer: the phases' `acquires`)
 #pragma once
 
