@@ -100,7 +100,11 @@ IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool wit
       throw Error("bench-io --rounds: --reads must be at least 1 (each round delivers that many)");
     // 2 + rounds raw regions (raw, pinned, one a round), compared by division: no overflow.
     if (plan.raw_bytes > data / (2 + rounds)) {
-      const uint64_t fit = data / (2 + rounds) / mib;
+      // The largest region that leaves room for the blocks too (and one block cut at the edge).
+      const uint64_t sets = n_random + 2 * rounds, stride = std::max<uint64_t>(1, L.max_stride);
+      const uint64_t blocks =
+          o.expert_reads <= data / stride / sets ? (sets * o.expert_reads + 1) * stride : data;
+      const uint64_t fit = (data - std::min(blocks, data)) / (2 + rounds) / mib;
       const auto in_mib = [](uint64_t bytes) {
         char t[32];
         std::snprintf(t, sizeof t, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
@@ -166,7 +170,7 @@ IoBenchPlan io_bench_plan(const PackLayout& L, const IoBenchOptions& o, bool wit
       }
     }
   }
-  if (!plan.disjoint || pool.size() < n_random * o.expert_reads) {
+  if (!plan.disjoint || o.expert_reads > pool.size() / n_random) {  // by division: no overflow
     plan.disjoint = false;
     pool = io_bench_blocks(L, o.seed);
   }
