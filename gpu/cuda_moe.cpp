@@ -153,6 +153,12 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     }
   }
   if (pool_) load_every_expert();
+  if (cfg_.n_expert > 0) {
+    ffn_sync_.allocate(
+        static_cast<size_t>(gemv_ffn_sync_ints(static_cast<int32_t>(cfg_.n_expert))) * sizeof(int32_t),
+        "expert FFN counters");
+    MOEPACK_CUDA_CHECK(cudaMemset(ffn_sync_.as<void>(), 0, ffn_sync_.size()));
+  }
   if (resident() && cfg_.n_expert_used > 0) {
     const int32_t K = static_cast<int32_t>(cfg_.n_expert_used);
     std::vector<int32_t> ints;
@@ -275,6 +281,11 @@ uint64_t CudaRoutedExperts::run_decode_on_device(uint32_t il, const float* x, co
   float* eu = eg + K * FF;
   const bool fused = b.rg.type == b.ru.type && b.rg.row_bytes == b.ru.row_bytes && b.rg.ne0 == b.ru.ne0 &&
                      b.rg.ne1 == b.ru.ne1 && b.rg.tiled == b.ru.tiled;
+  if (fused && one_launch_ffn(b)) {
+    ffn_in_one_launch(b, table, grp_off, K, x_rows, x, limit, eg, ey_.as<float>(), true, st);
+    combine_experts(ey_.as<float>(), c.pair_of, c.weights, 1, K, E, out, st);
+    return static_cast<uint64_t>(K);
+  }
   if (fused && gemv_swiglu_fusable(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.tiled)) {
     gemv_experts_swiglu(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, table, grp_off, K, 1, x_rows, x, E,
                         limit, eg, FF, st, true, b.rg.tiled);
@@ -407,6 +418,52 @@ std::vector<CudaRoutedExperts::Ptrs> CudaRoutedExperts::experts_of(uint32_t il, 
   return out;
 }
 
+bool CudaRoutedExperts::one_launch_ffn(const Block& b) const {
+  return b.rg.type == b.ru.type && b.rg.type == b.rd.type && b.rg.tiled && b.ru.tiled && b.rd.tiled &&
+         b.rg.ne0 == b.ru.ne0 && b.rg.ne1 == b.ru.ne1 && b.rd.ne0 == b.rg.ne1 && b.rd.ne1 == b.rg.ne0 &&
+         ffn_sync_.size() > 0 && gemv_experts_ffn_fusable(b.rg.type, b.rg.ne0, b.rg.ne1);
+}
+
+void CudaRoutedExperts::ffn_in_one_launch(const Block& b, const uint8_t* const* table, const int32_t* grp_off,
+                                          int32_t groups, const int32_t* x_row, const float* x, float limit,
+                                          float* h, float* y, bool tables_from_kernel, cudaStream_t st) {
+  const int64_t E = cfg_.n_embd, FF = n_ff_;
+  GemvBatch a;
+  a.type = b.rg.type;
+  a.ne0 = b.rg.ne0;
+  a.ne1 = b.rg.ne1;
+  a.row_bytes = b.rg.row_bytes;
+  a.w_table = table;
+  a.grp_off = grp_off;
+  a.x_row = x_row;
+  a.x = x;
+  a.x_stride = E;
+  a.y = h;
+  a.y_stride = FF;
+  a.n_groups = groups;
+  a.max_pairs = 1;
+  a.swiglu_epilogue = true;
+  a.swiglu_limit = limit;
+  a.tables_from_kernel = tables_from_kernel;
+  a.w_tiled = true;
+  GemvBatch d;
+  d.type = b.rd.type;
+  d.ne0 = b.rd.ne0;
+  d.ne1 = b.rd.ne1;
+  d.row_bytes = b.rd.row_bytes;
+  d.w_table = table + 2 * static_cast<ptrdiff_t>(groups);
+  d.grp_off = grp_off;
+  d.x = h;
+  d.x_stride = FF;
+  d.y = y;
+  d.y_stride = E;
+  d.n_groups = groups;
+  d.max_pairs = 1;
+  d.tables_from_kernel = tables_from_kernel;
+  d.w_tiled = true;
+  gemv_experts_ffn(a, d, ffn_sync_.as<int32_t>(), st);
+}
+
 void CudaRoutedExperts::gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off,
                                   int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
                                   int64_t x_stride, float* y, int64_t y_stride, cudaStream_t st) {
@@ -494,6 +551,15 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
     float* eu = eg + np * FF;  // row p of up at eu + p * FF
     // At decode (one pair an expert) SwiGLU is the gate + up launch's epilogue (the same values
     // bit for bit, one launch fewer: GemvBatch::swiglu_epilogue), else its own launch.
+    if (fused && max_pairs == 1 && one_launch_ffn(b)) {
+      // Gate + up and down in one launch, pairs numbered from p0 as in the launch below.
+      const int32_t* d_off2 = d_off + m + 1;
+      ffn_in_one_launch(b, d_table, d_off2, gm, d_off2 + 2 * m + 1, x, limit, eg + p0 * FF,
+                        ey_.as<float>() + p0 * E, false, st);
+      if (pool_) pool_->release(st);
+      computed += static_cast<uint64_t>(np);
+      continue;
+    }
     if (fused && max_pairs == 1 && gemv_swiglu_fusable(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.tiled)) {
       const int32_t* d_off2 = d_off + m + 1;  // the first m + 1 offsets (pairs from 0), x rows
       gemv_experts_swiglu(b.rg.type, b.rg.ne0, b.rg.ne1, b.rg.row_bytes, d_table, d_off2, gm, max_pairs,

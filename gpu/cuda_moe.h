@@ -154,6 +154,15 @@ class CudaRoutedExperts {
   void gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
                  int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride, float* y,
                  int64_t y_stride, cudaStream_t st);
+  // Whether a block's expert FFN at one pair an expert runs in one launch (gemv_experts_ffn):
+  // gate, up and down of one type, all three tiled, and gemv_experts_ffn_fusable.
+  bool one_launch_ffn(const Block& b) const;
+  // That launch: `groups` experts, table [gates][ups][downs] (3 groups entries), one pair a group
+  // (grp_off, x_row of x rows of n_embd floats), SwiGLU rows into h (n_ff floats a pair), down's
+  // rows into y (n_embd floats a pair).
+  void ffn_in_one_launch(const Block& b, const uint8_t* const* table, const int32_t* grp_off, int32_t groups,
+                         const int32_t* x_row, const float* x, float limit, float* h, float* y,
+                         bool tables_from_kernel, cudaStream_t st);
 
   const ModelSource& model_;
   const ModelConfig& cfg_;
@@ -167,6 +176,9 @@ class CudaRoutedExperts {
   // run_decode_on_device's group offsets of one token's K experts (the fused launch's layout in
   // run(): 0..K, then 0..2K, then 2K zero x rows), uploaded once by bind().
   DeviceBuffer decode_ints_;
+  // gemv_experts_ffn's counters (n_expert groups at most), zeroed once by bind(); every launch
+  // leaves them 0. One stream at a time uses them (the engine's).
+  DeviceBuffer ffn_sync_;
   // A pack whose experts all stay in VRAM (load_every_expert): per block [3][n_expert] device
   // pointers (gate, up, down of each expert in its slot); selections run() routed on the host,
   // so that add_stats counts the others (routed on the GPU, never past the pool) as hits.

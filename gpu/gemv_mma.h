@@ -121,6 +121,19 @@ void set_gemv_tiled_runs(int tiles_per_block);
 // compares both. Throws Error otherwise.
 void set_gemv_tiled_split(int warps);
 
+// The one-launch expert FFN at decode (gpu/kernels.h, gemv_experts_ffn): whether it runs for
+// experts of `type` with rows of `hidden` (gate, up) and `ff` (down) elements in the tiled layout,
+// set_gemv_ffn_fusion not off; and its launch (validated by gemv_experts_ffn).
+bool gemv_mma_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff);
+void gemv_mma_ffn(const GemvBatch& gate_up, const GemvBatch& down, int32_t* sync, cudaStream_t s);
+// The engine's use of it (gpu/cuda_moe.cpp, decode with tiled experts), on by default; the
+// benchmark and tests compare both. Process-wide.
+void set_gemv_ffn_fusion(bool on);
+// Warps a block of it: 0 (default: gate + up's own choice, gemv_launch_cap.h's
+// tiled_block_warps with the epilogue; 4 takes 8), 8, 12 or 16; the sums are the same bit for
+// bit. Process-wide; the benchmark and tests compare them. Throws Error otherwise.
+void set_gemv_ffn_warps(int warps);
+
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares
 // both): the launch may begin while the kernel before it on the stream still runs, loading
 // its first weights, and waits for that kernel before it reads x. So the weights, w_table,

@@ -127,6 +127,30 @@ void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_b
                          float limit, float* y, int64_t y_stride, cudaStream_t s,
                          bool tables_from_kernel = false, bool w_tiled = false);
 
+// A token's expert FFN at decode in one launch: `gate_up` (an expert launch with
+// swiglu_epilogue) and then `down` (its x the SwiGLU rows gate_up writes), the same values bit for
+// bit as gemv(gate_up) then gemv(down) (gate_up's y rows too), without the second launch's start:
+// a block goes on to a group's down rows as soon as that group's gate + up rows are written
+// (per-group counters in `sync`, device memory of gemv_ffn_sync_ints(n_groups) int32, all 0 before
+// the first launch; each launch leaves them 0 again, so one buffer serves launch after launch on
+// one stream, CUDA graph replays too, but never two launches at once). Where
+// gemv_experts_ffn_fusable(type, gate_up.ne0, gate_up.ne1): both batches of that type in the
+// tiled layout (w_tiled), gate_up of [ff][hidden] matrices with w_table (2 n_groups: gates then
+// ups), grp_off, one pair a group (max_pairs 1) and no x_frag; down of [hidden][ff] matrices
+// (w_table or w + g w_gstride), the same n_groups and grp_off, x = gate_up.y with x_stride =
+// gate_up.y_stride, x_gstride = gate_up.y_gstride and no x_row, one pair a group, no x_frag.
+// Throws Error otherwise, naming the field. tables_from_kernel: gate_up's (as GemvBatch's).
+// Measured: docs/cuda-backend.md, twenty-second pass.
+void gemv_experts_ffn(const GemvBatch& gate_up, const GemvBatch& down, int32_t* sync, cudaStream_t s);
+// Whether gemv_experts_ffn runs for experts of `type` with gate and up rows of `hidden` elements
+// and down rows of `ff` (the tiled launch covers both shapes, the SwiGLU epilogue is fusable, and
+// gpu/gemv_mma.h's set_gemv_ffn_fusion has not switched it off). Needs a current CUDA device.
+bool gemv_experts_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff);
+// The int32 counters gemv_experts_ffn's `sync` holds for n_groups experts: n_groups + 1.
+constexpr int64_t gemv_ffn_sync_ints(int32_t n_groups) { return static_cast<int64_t>(n_groups) + 1; }
+// gemv_experts_ffn launches so far in this process (all threads): lets tests see the engine took it.
+uint64_t gemv_ffn_launches();
+
 // True when gemv() takes GemvBatch::swiglu_epilogue for rows of `type` and ne0 elements (the
 // tensor-core decode GEMV's default layout: Q4_K, Q2_K, MXFP4, ne0 a multiple of 256; not when
 // gpu/gemv_mma.h's benchmark switches select another variant or switch it off).

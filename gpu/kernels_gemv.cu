@@ -685,6 +685,46 @@ void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_b
   gemv(b, s);
 }
 
+namespace {
+std::atomic<uint64_t> g_ffn_launches{0};  // gemv_experts_ffn calls, for gemv_ffn_launches
+}  // namespace
+
+uint64_t gemv_ffn_launches() { return g_ffn_launches.load(std::memory_order_relaxed); }
+
+bool gemv_experts_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff) {
+  return detail::gemv_mma_ffn_fusable(type, hidden, ff);
+}
+
+void gemv_experts_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStream_t s) {
+  const std::string what = "gemv_experts_ffn: " + std::string(ggml_type_name(a.type)) + " experts of [" +
+                           std::to_string(a.ne1) + "][" + std::to_string(a.ne0) + "] (gate, up) and [" +
+                           std::to_string(d.ne1) + "][" + std::to_string(d.ne0) + "] (down): ";
+  const auto need = [&](bool ok, const std::string& field) {
+    if (!ok) throw Error(what + field);
+  };
+  need(a.type == d.type, "down's type " + std::string(ggml_type_name(d.type)) + " is not gate + up's");
+  need(a.ne0 == d.ne1 && a.ne1 == d.ne0, "down must be [gate_up.ne0][gate_up.ne1]");
+  need(detail::gemv_mma_ffn_fusable(a.type, a.ne0, a.ne1),
+       "not covered (gemv_experts_ffn_fusable: the tiled launch and the SwiGLU epilogue for both shapes)");
+  need(a.swiglu_epilogue, "gate_up needs swiglu_epilogue");
+  need(a.w_tiled && d.w_tiled, "both batches need the tiled layout (w_tiled)");
+  need(a.w_table != nullptr, "gate_up needs w_table (gates, then ups)");
+  need(a.grp_off != nullptr && d.grp_off == a.grp_off, "both batches need the same grp_off");
+  need(a.n_groups == d.n_groups && a.n_groups > 0, "n_groups differ or are not positive");
+  need(a.max_pairs == 1 && d.max_pairs == 1, "one pair a group (max_pairs 1) in both batches");
+  need(!a.x_frag && !d.x_frag, "ready fragments (x_frag) are not taken");
+  need(d.x == a.y && d.x_stride == a.y_stride && d.x_gstride == a.y_gstride && !d.x_row,
+       "down's x must be gate_up's y (the same stride and group stride, no x_row)");
+  need(sync != nullptr && (reinterpret_cast<uintptr_t>(sync) & 3) == 0,
+       "sync must be 4-byte aligned device memory");
+  check_tiled(a);
+  check_tiled(d);
+  if (a.n_groups > 65535) throw Error(what + std::to_string(a.n_groups) + " groups exceed the launch");
+  detail::gemv_mma_ffn(a, d, sync, s);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+  g_ffn_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
 bool gemv_swiglu_fusable(GgmlType type, int64_t ne0) { return detail::gemv_mma_swiglu_fusable(type, ne0); }
 
 bool gemv_swiglu_fusable(GgmlType type, int64_t ne0, int64_t ne1, bool w_tiled) {

@@ -111,6 +111,11 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 #endif
 }
 
+// An after() that does nothing (x_fragments, x_fragments_i8).
+struct NoAfter {
+  __device__ void operator()() const {}
+};
+
 // cp.async of G bytes (8 or 4: .ca; Q4_K measured slower in 16-byte .cg copies, 0.52 against
 // 0.56 of D2D, docs/cuda-backend.md) and the group bookkeeping (PTX ISA "cp.async").
 template <int G>
@@ -724,7 +729,10 @@ __device__ __forceinline__ void slice_super_block(const float (&v)[8], int64_t k
 // warp_base: this block's first warp among the nwarps that share the vector (0 when one block
 // prepares it all; x_fragments_wide_kernel spreads a vector over several blocks).
 // No barrier: the caller synchronises before reading them.
-template <int LAYOUT, class After>
+// COHERENT: x is read through L2 (ld.global.cg) instead of the read-only path (ld.global.nc),
+// for an x written earlier in the same kernel by other blocks (gemv_tiled_ffn_kernel's SwiGLU
+// rows): the read-only path is only defined for data no thread of the kernel writes.
+template <int LAYOUT, class After, bool COHERENT = false>
 __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int nwarps, After after,
                                int warp_base = 0) {
   constexpr int kBatch = 4;
@@ -747,13 +755,17 @@ __device__ void x_fragments_i8(const float* x, int64_t ne0, uint8_t* base, int n
 #pragma unroll
         for (int i = 0; i < 8; ++i) vb[bi][i] = 0.0f;
       } else if (vec) {
-        const float4 q0 = __ldg(reinterpret_cast<const float4*>(p)),
-                     q1 = __ldg(reinterpret_cast<const float4*>(p + second));
+        const float4* p4 = reinterpret_cast<const float4*>(p);
+        const float4* s4 = reinterpret_cast<const float4*>(p + second);
+        const float4 q0 = COHERENT ? __ldcg(p4) : __ldg(p4), q1 = COHERENT ? __ldcg(s4) : __ldg(s4);
         vb[bi][0] = q0.x, vb[bi][1] = q0.y, vb[bi][2] = q0.z, vb[bi][3] = q0.w;
         vb[bi][4] = q1.x, vb[bi][5] = q1.y, vb[bi][6] = q1.z, vb[bi][7] = q1.w;
       } else {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) vb[bi][i] = __ldg(p + (i < 4 ? i : second + i - 4));
+        for (int i = 0; i < 8; ++i) {
+          const float* q = p + (i < 4 ? i : second + i - 4);
+          vb[bi][i] = COHERENT ? __ldcg(q) : __ldg(q);
+        }
       }
     }
     if (first) after();
@@ -1362,6 +1374,10 @@ struct I8Prep {
   __device__ static void prepare(const float* x, int64_t ne0, uint8_t* base, int nthreads, After after) {
     x_fragments_i8<LAYOUT>(x, ne0, base, nthreads / 32, after);
   }
+  // prepare() for an x that other blocks of the same kernel wrote (x_fragments_i8's COHERENT).
+  __device__ static void prepare_coherent(const float* x, int64_t ne0, uint8_t* base, int nthreads) {
+    x_fragments_i8<LAYOUT, NoAfter, true>(x, ne0, base, nthreads / 32, NoAfter{});
+  }
   // The share of warps [warp_base, warp_base + this block's warps) of nwarps over the vector.
   __device__ static void prepare_part(const float* x, int64_t ne0, uint8_t* base, int warp_base, int nwarps) {
     x_fragments_i8<LAYOUT>(x, ne0, base, nwarps, [] {}, warp_base);
@@ -1529,17 +1545,20 @@ struct WarpShare {
 // RW = NW, one warp a tile): the block's 8 NW rows of group grp's gate (warps [0, NW / 2):
 // w_table[grp]) and of its up (warps [NW / 2, NW): w_table[n_groups + grp]), so a warp streams
 // the same tile of rows, with the same arithmetic, as in a launch of 2 n_groups.
+// bx: the block's place in the group (blockIdx.x, or a persistent kernel's item: -1 = blockIdx.x).
 template <int RW, bool GLU = false, int NW = kMmaWarps>
-__device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int warp, int64_t n) {
+__device__ __forceinline__ WarpShare warp_share(const GemvBatch& b, int grp, int warp, int64_t n,
+                                                int64_t bx = -1) {
+  if (bx < 0) bx = blockIdx.x;
   constexpr int kSplit = GLU ? 1 : NW / RW, kHalf = NW / 2;
   static_assert(!GLU || RW == NW, "the SwiGLU epilogue takes one warp a tile");
   const int tile = GLU ? warp % kHalf : warp / kSplit, split = GLU ? 0 : warp % kSplit;
   WarpShare w;
   if constexpr (GLU) {
-    w.rbase = (static_cast<int64_t>(blockIdx.x) * kHalf + tile) * 16;
+    w.rbase = (bx * kHalf + tile) * 16;
     w.wg = b.w_table[grp + (warp / kHalf) * b.n_groups];
   } else {
-    w.rbase = (static_cast<int64_t>(blockIdx.x) * RW + tile) * 16;
+    w.rbase = (bx * RW + tile) * 16;
     w.wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
   }
   w.ks = k_splits(n, kSplit);
@@ -1564,7 +1583,8 @@ __device__ __forceinline__ void quad_sums(float& acca, float& accb) {
 // sums (warp_share).
 template <int RW, bool GLU = false, int NW = kMmaWarps>
 __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int ks, float acca, float accb,
-                                       float (*part)[16]) {
+                                       float (*part)[16], int64_t bx = -1) {
+  if (bx < 0) bx = blockIdx.x;
   constexpr int kSplit = GLU ? 1 : NW / RW, kHalf = NW / 2;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
@@ -1578,13 +1598,13 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
     __syncthreads();
     if (tid < 16 * kHalf) {
       const int tile = tid / 16, r = tid % 16;
-      const int64_t row = (static_cast<int64_t>(blockIdx.x) * kHalf + tile) * 16 + r;
+      const int64_t row = (bx * kHalf + tile) * 16 + r;
       const float gate = part[tile][r], up = part[kHalf + tile][r], limit = b.swiglu_limit;
       // swiglu_clamped's choice (kernels_elementwise.cu): clamped above 1e-6, else plain.
       if (row < b.ne1) y[row] = limit > 1e-6f ? swiglu_clamped_one(gate, up, limit) : swiglu_one(gate, up);
     }
   } else if constexpr (kSplit == 1) {
-    const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * RW + warp) * 16;
+    const int64_t rbase = (bx * RW + warp) * 16;
     if (t == 0) {
       if (rbase + g < b.ne1) y[rbase + g] = acca;
       if (rbase + g + 8 < b.ne1) y[rbase + g + 8] = accb;
@@ -1597,7 +1617,7 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
     __syncthreads();
     if (tid < 16 * RW) {
       const int tl = tid / 16, r = tid % 16;
-      const int64_t row = (static_cast<int64_t>(blockIdx.x) * RW + tl) * 16 + r;
+      const int64_t row = (bx * RW + tl) * 16 + r;
       if (row < b.ne1) {
         float sum = part[tl * kSplit][r];
         for (int w = 1; w < ks; ++w) sum += part[tl * kSplit + w][r];
@@ -2049,6 +2069,129 @@ __global__ void __launch_bounds__(NW * 32, MINB)
       const int64_t row = (t0 + k) * 16 + (lane >> 2);
       y[row] = acca;
       y[row + 8] = accb;
+    }
+  }
+}
+
+// A counter read with acquire semantics at GPU scope (PTX ISA "ld.acquire"): the writes the
+// counter's increments were released after are visible to the reading thread.
+__device__ __forceinline__ int ld_acquire_gpu(const int32_t* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A token's expert FFN at decode in one launch (gemv_experts_ffn; both batches in the tiled
+// layout): gate + up with the SwiGLU epilogue (batch a, as gemv_tiled_kernel with GLU and NW
+// warps: a_x blocks a group of 8 NW rows) and then down (batch d, as gemv_tiled_runs_kernel: b_x
+// blocks a group of tpb tiles, each warp a contiguous run), as one list of items, a's (group by
+// group) before d's, that the grid's blocks take in turn (block i: items i, i + gridDim.x, ...).
+// A down item of group g reads the SwiGLU rows its group's a items wrote (d.x is a.y): the block
+// issues its first weight loads, then waits until sync[g] counts all a_x of them (each a item
+// adds 1 after its rows are written and fenced; ld.acquire), and prepares x's fragments from
+// those rows through L2 (prepare_coherent). So where the two launches would each pay their start
+// and the down launch could not begin before gate + up's last block ended, a block here goes on
+// to its down item as soon as that group's gate + up is done, with its first weights already
+// in flight. Every tile is summed by one warp in unit order with the same arithmetic as in the
+// two launches: the same values bit for bit (gate + up's rows too).
+// Deadlock-free because a block waits only in a down item, after all of its own gate + up
+// items, and the grid is no larger than the blocks the SMs hold at once (the host's
+// occupancy bound): every gate + up item's block is resident or will become so when another
+// kernel's block ends. The last block to end puts sync[0 .. K] back to 0 (sync[K] counts the
+// blocks that ended), ready for the next launch on the stream (a CUDA graph's replays too).
+template <GgmlType T, int P, int DA, int DB, int MINB, int NW>
+__global__ void __launch_bounds__(NW * 32, MINB)
+    gemv_tiled_ffn_kernel(GemvBatch a, GemvBatch d, int a_x, int b_x, int tpb, int32_t* sync) {
+  using S = Sel<T, P>;
+  using F = TiledFetch<T>;
+  using Path = typename S::Path;
+  static_assert(std::is_same_v<Path, typename F::Path>, "the default's arithmetic");
+  static_assert((DA == 1 || DA == 2) && (DB == 1 || DB == 2), "one or two chunks in flight");
+  constexpr int kChunk = tiled_chunk_bytes(T);
+  extern __shared__ __align__(16) uint8_t dyn[];
+  __shared__ float part[NW][16];
+  const int K = a.n_groups;
+  const int n_a = a_x * K, n_items = n_a + b_x * K;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32, t = lane & 3;
+  bool waited = false;
+#pragma unroll 1
+  for (int item = static_cast<int>(blockIdx.x); item < n_items; item += static_cast<int>(gridDim.x)) {
+    if (item < n_a) {
+      const int grp = item / a_x, bx = item % a_x;
+      int j = 0;
+      const float* x = single_pair_x(a, grp, &j);
+      if (x) {  // the same for the whole block
+        const int64_t ne0 = a.ne0;
+        const WarpShare ws = warp_share<NW, true, NW>(a, grp, warp, ne0 / 256, bx);
+        const uint8_t* tw = ws.wg + (ws.rbase / 16) * (ne0 / 256) * kChunk;
+        typename F::Raw r[DA];
+#pragma unroll
+        for (int i = 0; i < DA; ++i) {
+          if (ws.u0 + i < ws.u1) F::load(r[i], tw + (ws.u0 + i) * kChunk, lane);
+        }
+        if (!waited) pdl_wait_then_release(), waited = true;  // x is written by the kernel before
+        __syncthreads();                                      // the block's item before has read dyn and part
+        S::prepare(x, ne0, dyn, NW * 32, NoAfter{});
+        __syncthreads();
+        const typename S::View xv = S::view(dyn, ne0, lane);
+        float acca = 0.0f, accb = 0.0f;
+        tiled_units<F, Path, DA>(r, tw, ws.u0, ws.u1, ws.u1, t, lane, xv, acca, accb);
+        finish<NW, true, NW>(a, grp, j, ws.ks, acca, accb, part, bx);
+      }
+      __syncthreads();  // every row of the item is written
+      if (tid == 0) {
+        __threadfence();
+        atomicAdd(sync + grp, 1);
+      }
+      continue;
+    }
+    const int i2 = item - n_a, grp = i2 / b_x, bx = i2 % b_x;
+    int j = 0;
+    const float* x = single_pair_x(d, grp, &j);
+    if (!x) continue;  // the same for the whole block
+    const int64_t ne0 = d.ne0, units = ne0 / 256, tiles = d.ne1 / 16;
+    const int64_t tb0 = static_cast<int64_t>(bx) * tpb;
+    const int64_t nb = tb0 < tiles ? (tiles - tb0 < tpb ? tiles - tb0 : tpb) : 0;   // the item's tiles
+    const int64_t t0 = tb0 + nb * warp / NW, nt = tb0 + nb * (warp + 1) / NW - t0;  // the warp's run
+    const uint8_t* wg = d.w_table ? d.w_table[grp] : d.w + static_cast<uint64_t>(grp) * d.w_gstride;
+    const uint8_t* tw = wg + t0 * units * kChunk;
+    const int64_t n_chunks = nt * units;
+    typename F::Raw r[DB];
+#pragma unroll
+    for (int i = 0; i < DB; ++i) {
+      if (i < n_chunks) F::load(r[i], tw + i * kChunk, lane);
+    }
+    if (!waited) pdl_wait_then_release(), waited = true;
+    if (tid == 0) {
+      while (ld_acquire_gpu(sync + grp) < a_x) __nanosleep(64);
+    }
+    __syncthreads();  // the group's SwiGLU rows are written; the item before has read dyn
+    S::prepare_coherent(x, ne0, dyn, NW * 32);
+    __syncthreads();
+    const typename S::View xv = S::view(dyn, ne0, lane);
+    float* y = d.y + grp * d.y_gstride + static_cast<int64_t>(j) * d.y_stride;
+#pragma unroll 1
+    for (int64_t k = 0; k < nt; ++k) {
+      const uint8_t* tk = tw + k * units * kChunk;
+      const int64_t left = n_chunks - k * units;  // chunks from tk to the run's end
+      float acca = 0.0f, accb = 0.0f;
+      tiled_units<F, Path, DB>(r, tk, 0, units, left, t, lane, xv, acca, accb);
+      quad_sums(acca, accb);
+      if (t == 0) {
+        const int64_t row = (t0 + k) * 16 + (lane >> 2);
+        y[row] = acca;
+        y[row + 8] = accb;
+      }
+    }
+  }
+  if (!waited) pdl_wait_then_release();  // a block without items still lets the next launch in
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();
+    if (atomicAdd(sync + K, 1) == static_cast<int>(gridDim.x) - 1) {  // the last block to end
+      for (int g = 0; g <= K; ++g) atomicExch(sync + g, 0);
+      __threadfence();
     }
   }
 }
@@ -2569,6 +2712,8 @@ static_assert(16 * 16 * sizeof(float) + 16 <= kTiledStaticSmem, "part[16][16] an
 // Warps a block of the tiled launch (set_gemv_tiled_warps; the benchmark compares 4, 8, 12,
 // 16): 0 = the launch's (tiled_block_warps).
 std::atomic<int> g_tiled_warps{0};
+// The engine's one-launch expert FFN at decode (set_gemv_ffn_fusion).
+std::atomic<bool> g_ffn_fusion{true};
 
 // A tiled launch's dynamic shared memory (x's fragments, `frag` bytes) at most: a block's allowed
 // maximum less the room for the kernel's static shared memory.
@@ -2681,6 +2826,75 @@ void launch_tiled(const GemvBatch& b, cudaStream_t s) {
   return launch_tiled_depth<T, 1>(b, s);
 }
 
+// Warps a block of the one-launch expert FFN (set_gemv_ffn_warps): 0 = the launch's own choice
+// (gate + up's, tiled_block_warps with the epilogue's 8 NW rows a block; 4 takes 8).
+std::atomic<int> g_ffn_warps{0};
+
+// gemv_tiled_ffn_kernel on a (gate + up with the epilogue) and d (down): NW warps a block
+// (registers for 2 blocks an SM at 8 warps, one at 12 and 16, as the tiled launch's), x's
+// fragments of either batch in the dynamic shared memory, and a grid of at most the blocks the
+// SMs hold at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor: the kernel's waits need every
+// item's block resident or able to become so). Gate + up: ceil(ff / (8 NW)) items a group, as the
+// tiled launch's blocks. Down: the grid's share of the groups, sms x blocks an SM / K blocks a
+// group (at least 1), each ceil(tiles / that) tiles in runs over its warps (tiled_runs_tiles'
+// rule, here at every size: the blocks the one-tile launch would take, or fewer with runs).
+template <GgmlType T, int DA, int DB, int NW>
+void launch_tiled_ffn_nw(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStream_t s) {
+  using S = Sel<T, col_arith<T>()>;
+  constexpr int kMinB = NW == 8 ? 2 : 1;
+  constexpr int kP = col_arith<T>();
+  const auto k = gemv_tiled_ffn_kernel<T, kP, DA, DB, kMinB, NW>;
+  const size_t smem = static_cast<size_t>(std::max(S::stride(a.ne0), S::stride(d.ne0)));
+  allow_smem(reinterpret_cast<const void*>(k), smem);
+  int per_sm = 0;
+  MOEPACK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, NW * 32, smem));
+  if (per_sm < 1) {
+    throw Error("gemv_experts_ffn: no block of " + std::to_string(NW) + " warps with " +
+                std::to_string(smem) + " bytes of shared memory fits an SM");
+  }
+  const int64_t cap = static_cast<int64_t>(device_sm_shape().sms) * per_sm;
+  const int64_t K = a.n_groups;
+  const int64_t a_x = (a.ne1 + 8 * NW - 1) / (8 * NW);
+  const int64_t tiles = d.ne1 / 16;
+  const int64_t per_group = std::max<int64_t>(1, cap / K);
+  const int64_t tpb = (tiles + per_group - 1) / per_group;
+  const int64_t b_x = (tiles + tpb - 1) / tpb;
+  const int64_t items = (a_x + b_x) * K;
+  if (items > INT32_MAX)
+    throw Error("gemv_experts_ffn: " + std::to_string(items) + " items exceed the kernel's count");
+  const dim3 grid(static_cast<unsigned>(std::min(items, cap)), 1, 1);
+  launch_maybe_dependent(k, grid, NW * 32, smem, s,
+                         g_pdl.load(std::memory_order_relaxed) && !a.tables_from_kernel, a, d,
+                         static_cast<int>(a_x), static_cast<int>(b_x), static_cast<int>(tpb), sync);
+}
+
+template <GgmlType T, int DA, int DB>
+void launch_tiled_ffn_depth(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStream_t s) {
+  int warps = g_ffn_warps.load(std::memory_order_relaxed);
+  if (warps == 0) warps = tiled_block_warps(a.ne1, a.n_groups, true, device_sm_shape().sms);
+  switch (warps) {
+    case 12:
+      return launch_tiled_ffn_nw<T, DA, DB, 12>(a, d, sync, s);
+    case 16:
+      return launch_tiled_ffn_nw<T, DA, DB, 16>(a, d, sync, s);
+    default:
+      return launch_tiled_ffn_nw<T, DA, DB, 8>(a, d, sync, s);
+  }
+}
+
+template <GgmlType T>
+void launch_tiled_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStream_t s) {
+  // The tiled launch's depths (tiled_depth_of; set_gemv_tiled_depth): down's runs take two
+  // chunks a step only on rows of an even count of units (gemv_tiled_runs_kernel).
+  int depth = g_tiled_depth.load(std::memory_order_relaxed);
+  if (depth == 0) depth = tiled_depth_of(T);
+  if (depth == 2) {
+    if ((d.ne0 / 256) % 2 == 0) return launch_tiled_ffn_depth<T, 2, 2>(a, d, sync, s);
+    return launch_tiled_ffn_depth<T, 2, 1>(a, d, sync, s);
+  }
+  return launch_tiled_ffn_depth<T, 1, 1>(a, d, sync, s);
+}
+
 template <GgmlType T>
 void launch_repack(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1, uint64_t row_bytes,
                    int64_t total, cudaStream_t s) {
@@ -2725,6 +2939,34 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
   if (g_variant.load(std::memory_order_relaxed) < 0) return false;
   return (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4) && ne0 > 0 &&
          ne0 % 256 == 0 && ne0 <= kMaxNe0;
+}
+
+void set_gemv_ffn_warps(int warps) {
+  if (warps != 0 && warps != 8 && warps != 12 && warps != 16) {
+    throw Error("set_gemv_ffn_warps: 0, 8, 12 or 16 warps a block (got " + std::to_string(warps) + ")");
+  }
+  g_ffn_warps.store(warps, std::memory_order_relaxed);
+}
+
+void set_gemv_ffn_fusion(bool on) { g_ffn_fusion.store(on, std::memory_order_relaxed); }
+
+bool gemv_mma_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff) {
+  return g_ffn_fusion.load(std::memory_order_relaxed) && gemv_mma_swiglu_fusable(type, hidden) &&
+         gemv_mma_supported(type, ff) && gemv_tiled_supported(type, hidden, ff) &&
+         gemv_tiled_supported(type, ff, hidden);
+}
+
+void gemv_mma_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStream_t s) {
+  switch (a.type) {
+    case GgmlType::Q4_K:
+      return launch_tiled_ffn<GgmlType::Q4_K>(a, d, sync, s);
+    case GgmlType::Q2_K:
+      return launch_tiled_ffn<GgmlType::Q2_K>(a, d, sync, s);
+    case GgmlType::MXFP4:
+      return launch_tiled_ffn<GgmlType::MXFP4>(a, d, sync, s);
+    default:
+      throw Error("gemv_mma_ffn: " + std::string(ggml_type_name(a.type)) + " has no tiled layout");
+  }
 }
 
 void set_gemv_mma_variant(int variant) {

@@ -26,7 +26,9 @@
 //             settable), the four 8-expert shapes, 6 x 4096 x 2048 and gate + up (16 matrices);
 //   "expert_ffn": a layer's expert FFN at decode as the engine issues it (gate + up with the
 //             SwiGLU epilogue, then down, its programmatic dependent), GGUF and tiled layouts,
-//             at 8 x 2048 on 4096 and 7168 and 6 x 2048 on 4096 (with --tiled-only too);
+//             at 8 x 2048 on 4096 and 7168 and 6 x 2048 on 4096 (with --tiled-only too); on
+//             the tiled layout also in one launch (gpu::gemv_experts_ffn: "one_launch_us", and
+//             "one_launch_by_warps" at 8, 12, 16 warps a block);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -534,17 +536,55 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
                           down(i);
                         }).gpu_us;
   const double bps = static_cast<double>(layer) / (ffn_us / 1e6);
-  return {{"type", std::string(ggml_type_name(type))},
-          {"hidden", hidden},
-          {"inter", inter},
-          {"experts", experts},
-          {"tiled", tiled},
-          {"bytes_per_layer", layer},
-          {"gate_up_us", gu_us},
-          {"down_us", dn_us},
-          {"ffn_us", ffn_us},
-          {"bytes_per_s", bps},
-          {"ratio_to_d2d", bps / d2d}};
+  nlohmann::json out = {{"type", std::string(ggml_type_name(type))},
+                        {"hidden", hidden},
+                        {"inter", inter},
+                        {"experts", experts},
+                        {"tiled", tiled},
+                        {"bytes_per_layer", layer},
+                        {"gate_up_us", gu_us},
+                        {"down_us", dn_us},
+                        {"ffn_us", ffn_us},
+                        {"bytes_per_s", bps},
+                        {"ratio_to_d2d", bps / d2d}};
+  // The same layers in one launch each (gpu::gemv_experts_ffn, tiled only), timed right after
+  // the two launches: at the launch's own block size ("one_launch") and at 8, 12 and 16 warps.
+  if (tiled && gpu::gemv_experts_ffn_fusable(type, hidden, inter)) {
+    struct Afterwards {
+      ~Afterwards() {
+        gpu::detail::set_gemv_ffn_warps(0);
+        gpu::detail::set_gemv_tiled_depth(0);
+      }
+    } restore;
+    gpu::DeviceBuffer sync(static_cast<size_t>(gpu::gemv_ffn_sync_ints(experts)) * sizeof(int32_t),
+                           "counters");
+    MOEPACK_CUDA_CHECK(cudaMemset(sync.as<void>(), 0, sync.size()));
+    struct Config {
+      int warps, depth;
+    };
+    std::vector<Config> configs = {{0, 0}, {8, 0}, {12, 0}, {16, 0}};
+    if (type == GgmlType::Q2_K) {  // its depth 2 spills in one launch at 8 and 16 warps: depth 1 beside it
+      for (const int w : {0, 8, 12, 16}) configs.push_back({w, 1});
+    }
+    for (const auto [warps, depth] : configs) {
+      gpu::detail::set_gemv_ffn_warps(warps);
+      gpu::detail::set_gemv_tiled_depth(depth);
+      const double us = time_launches([&](int i) {
+                          gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
+                          dn.w = pool.buf.bytes_ptr() + (i % copies) * layer + 2 * mat_gu * experts;
+                          gpu::gemv_experts_ffn(gu, dn, sync.as<int32_t>(), nullptr);
+                        }).gpu_us;
+      const double r = static_cast<double>(layer) / (us / 1e6) / d2d;
+      if (warps == 0 && depth == 0) {
+        out["one_launch_us"] = us;
+        out["one_launch_ratio_to_d2d"] = r;
+      } else {
+        out["one_launch_by_warps"].push_back(
+            {{"warps", warps}, {"depth", depth}, {"us", us}, {"ratio_to_d2d", r}});
+      }
+    }
+  }
+  return out;
 }
 
 // The default expert launches (GGUF layout) beside the tiled layout's (gpu/gemv_tiled.h): the
@@ -693,6 +733,7 @@ int main(int argc, char** argv) {
   bool engine_only = false;  // --engine-only: the "engine" section alone
   bool gemv_only = false;    // --gemv-only: every section but "engine"
   bool tiled_only = false;   // --tiled-only: "gemv_tiled" and "read_ceiling" alone
+  bool ffn_only = false;     // --ffn-only: "expert_ffn" and the read ceilings of its layers alone
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
     std::string type;
@@ -716,6 +757,8 @@ int main(int argc, char** argv) {
       gemv_only = true;
     } else if (a == "--tiled-only") {
       tiled_only = true;
+    } else if (a == "--ffn-only") {
+      ffn_only = true;
     } else {
       model = a;
     }
@@ -744,6 +787,16 @@ int main(int argc, char** argv) {
       g["mma_variant"] = one.variant;
       out["gemv"].push_back(g);
       out["read_ceiling"].push_back(bench_read_ceiling(pool, g["bytes_per_launch"].get<uint64_t>(), d2d));
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (ffn_only) {
+      out["expert_ffn"] = bench_expert_ffns(pool, d2d);
+      std::vector<uint64_t> sizes;
+      for (const auto& f : out["expert_ffn"]) sizes.push_back(f["bytes_per_layer"].get<uint64_t>());
+      std::sort(sizes.begin(), sizes.end());
+      sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+      for (const uint64_t bytes : sizes) out["read_ceiling"].push_back(bench_read_ceiling(pool, bytes, d2d));
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
@@ -260,12 +261,19 @@ inline void expect_tiled_experts_change_no_logit(const std::string& model, std::
   const auto src = ModelSource::open(model);
   std::vector<float> logits[3];
   const auto run = [&](std::shared_ptr<const ModelSource> from, EngineSettings s, int i) {
-    const uint64_t before = gpu::gemv_tiled_launches();
+    const uint64_t before = gpu::gemv_tiled_launches(), ffn_before = gpu::gemv_ffn_launches();
     {
       auto be = factory(std::move(from), s);
       logits[i] = prompt_then_greedy_logits(*be, tokens);
     }
     const uint64_t seen = gpu::gemv_tiled_launches() - before;
+    // The expert FFN in one launch (gemv_experts_ffn) where gate, up and down share a tiled type.
+    const uint64_t one_launch = gpu::gemv_ffn_launches() - ffn_before;
+    std::printf("[ tiled ] %s run %d: %llu tiled launches, %llu expert FFNs in one launch\n", model.c_str(),
+                i, static_cast<unsigned long long>(seen), static_cast<unsigned long long>(one_launch));
+    if (s.tiled_experts != "on") {
+      EXPECT_EQ(one_launch, 0u) << model << ": one-launch FFN with tiled_experts off";
+    }
     if (s.tiled_experts == "on") {
       EXPECT_GT(seen, 0u) << model << " (run " << i << "): no launch took the tiled layout";
     } else {

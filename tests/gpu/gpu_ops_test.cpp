@@ -1144,6 +1144,209 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
   }
 }
 
+// The knobs of the one-launch expert FFN back to their defaults at scope exit.
+struct FfnKnobsAfterwards {
+  ~FfnKnobsAfterwards() {
+    detail::set_gemv_ffn_warps(0);
+    detail::set_gemv_ffn_fusion(true);
+  }
+};
+
+// A token's expert FFN in one launch (gemv_experts_ffn, tiled layout) against the two launches
+// the default makes on the GGUF bytes (gate + up with the SwiGLU epilogue, then down): gate +
+// up's SwiGLU rows and down's rows bit for bit, at the launch's own block size and at 8, 12 and
+// 16 warps, for Q4_K, Q2_K and MXFP4 at DeepSeek-V4-Flash's top-6 shape and two smaller ones (one
+// of rows of 3 units: down's runs one chunk ahead); pairs reading two token rows, and a group of
+// no pair (both skip it: its rows stay unwritten). The default's down rows are checked against
+// the exact dot product of its own SwiGLU rows; the counters are 0 again after every launch;
+// and a CUDA graph of the launch, replayed twice, gives the same rows.
+TEST(GpuOps, GemvExpertsFfnInOneLaunchEqualsTheTwoLaunchesBitForBit) {
+  const DefaultVariantAfterwards restore;
+  const TiledKnobsAfterwards restore_tiled;
+  const FfnKnobsAfterwards restore_ffn;
+  detail::set_gemv_mma_variant(0);
+  struct Shape {
+    int64_t hidden, ff;
+    int k;
+    float limit;
+  };
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const Shape sh :
+         {Shape{4096, 2048, 6, 0.0f}, Shape{1536, 768, 8, 7.0f}, Shape{2048, 1536, 9, 0.0f}}) {
+      const int64_t hidden = sh.hidden, ff = sh.ff;
+      const int K = sh.k;
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " hidden " + std::to_string(hidden) + ", ff " +
+                   std::to_string(ff) + ", " + std::to_string(K) + " experts");
+      ASSERT_TRUE(gemv_experts_ffn_fusable(type, hidden, ff));
+      std::mt19937 rng(91);
+      const TiledMatrices gu = tiled_matrices(type, hidden, ff, 2 * K, rng);  // gates, then ups
+      const TiledMatrices dn = tiled_matrices(type, ff, hidden, K, rng);
+      const auto x = random_floats(static_cast<size_t>(2 * hidden), rng, 2.0f);  // 2 token rows
+      auto d_x = to_device(x);
+      // Group 1 has no pair: K - 1 pairs, pair j of group g >= 2 is j = g - 1.
+      std::vector<int32_t> off(static_cast<size_t>(K) + 1), rows_of(static_cast<size_t>(K) - 1);
+      for (int g = 0; g <= K; ++g) off[static_cast<size_t>(g)] = g < 2 ? g : g - 1;
+      for (int j = 0; j < K - 1; ++j) rows_of[static_cast<size_t>(j)] = (j * 5 + 1) % 2;
+      auto d_off = to_device(off);
+      auto d_rows = to_device(rows_of);
+      const size_t nh = static_cast<size_t>(K) * static_cast<size_t>(ff),
+                   ny = static_cast<size_t>(K) * static_cast<size_t>(hidden);
+      DeviceBuffer d_h(nh * sizeof(float), "SwiGLU rows"), d_y(ny * sizeof(float), "down rows");
+      DeviceBuffer d_sync(static_cast<size_t>(gemv_ffn_sync_ints(K)) * sizeof(int32_t), "counters");
+      MOEPACK_CUDA_CHECK(cudaMemset(d_sync.as<void>(), 0, d_sync.size()));
+      const auto batches = [&](bool tiled) {
+        GemvBatch a = rows_batch(type, hidden, ff, gu.rb, d_x.as<float>(), d_h.as<float>());
+        a.w_table = (tiled ? gu.d_tab_t : gu.d_tab).as<const uint8_t* const>();
+        a.grp_off = d_off.as<int32_t>();
+        a.x_row = d_rows.as<int32_t>();
+        a.n_groups = K;
+        a.max_pairs = 1;
+        a.swiglu_epilogue = true;
+        a.swiglu_limit = sh.limit;
+        a.w_tiled = tiled;
+        GemvBatch d = rows_batch(type, ff, hidden, dn.rb, d_h.as<float>(), d_y.as<float>());
+        d.w_table = (tiled ? dn.d_tab_t : dn.d_tab).as<const uint8_t* const>();
+        d.grp_off = d_off.as<int32_t>();
+        d.n_groups = K;
+        d.max_pairs = 1;
+        d.w_tiled = tiled;
+        return std::pair{a, d};
+      };
+      const auto nan_fill = [&] {  // NaN: rows left unwritten show
+        MOEPACK_CUDA_CHECK(cudaMemset(d_h.as<void>(), 0xFF, d_h.size()));
+        MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+      };
+      nan_fill();
+      {
+        const auto [a, d] = batches(false);
+        gemv(a, nullptr);
+        gemv(d, nullptr);
+      }
+      const auto want_h = to_host(d_h, nh), want_y = to_host(d_y, ny);
+      for (int j = 0; j < K - 1; ++j) {
+        for (int64_t r = 0; r < hidden; ++r) {
+          ASSERT_FALSE(std::isnan(want_y[static_cast<size_t>(j * hidden + r)]))
+              << "pair " << j << ", row " << r;
+        }
+        for (const int64_t r : {int64_t{0}, hidden / 2 + 3, hidden - 1}) {
+          const int g = j == 0 ? 0 : j + 1;
+          expect_close_dot(
+              want_y[static_cast<size_t>(j * hidden + r)],
+              dn.data.data() + dn.mat * static_cast<uint64_t>(g) + dn.rb * static_cast<uint64_t>(r), type,
+              want_h.data() + static_cast<size_t>(j) * static_cast<size_t>(ff), ff, "default down");
+        }
+      }
+      const auto expect_same = [&](const char* what) {
+        const auto h = to_host(d_h, nh), y = to_host(d_y, ny);
+        for (size_t i = 0; i < nh; ++i) {
+          ASSERT_EQ(std::memcmp(&want_h[i], &h[i], sizeof(float)), 0)
+              << what << ": SwiGLU pair " << i / static_cast<size_t>(ff) << ", row "
+              << i % static_cast<size_t>(ff) << ": " << want_h[i] << " against " << h[i];
+        }
+        for (size_t i = 0; i < ny; ++i) {
+          ASSERT_EQ(std::memcmp(&want_y[i], &y[i], sizeof(float)), 0)
+              << what << ": down pair " << i / static_cast<size_t>(hidden) << ", row "
+              << i % static_cast<size_t>(hidden) << ": " << want_y[i] << " against " << y[i];
+        }
+        std::vector<int32_t> sync(static_cast<size_t>(gemv_ffn_sync_ints(K)));
+        MOEPACK_CUDA_CHECK(cudaMemcpy(sync.data(), d_sync.as<void>(), d_sync.size(), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < sync.size(); ++i)
+          ASSERT_EQ(sync[i], 0) << what << ": counter " << i << " left";
+      };
+      const auto [a, d] = batches(true);
+      const uint64_t launches = gemv_ffn_launches();
+      for (const int warps : {0, 8, 12, 16}) {
+        SCOPED_TRACE("warps " + std::to_string(warps));
+        detail::set_gemv_ffn_warps(warps);
+        for (int rep = 0; rep < 2; ++rep) {  // twice: the counters serve the next launch
+          nan_fill();
+          gemv_experts_ffn(a, d, d_sync.as<int32_t>(), nullptr);
+          MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+          expect_same("one launch");
+        }
+      }
+      EXPECT_EQ(gemv_ffn_launches() - launches, 8u);
+      detail::set_gemv_ffn_warps(0);
+      Stream stream;
+      cudaGraph_t g = nullptr;
+      MOEPACK_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+      gemv_experts_ffn(a, d, d_sync.as<int32_t>(), stream.get());
+      MOEPACK_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &g));
+      cudaGraphExec_t exec = nullptr;
+      MOEPACK_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+      MOEPACK_CUDA_CHECK(cudaGraphDestroy(g));
+      for (int rep = 0; rep < 2; ++rep) {
+        nan_fill();
+        MOEPACK_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
+        MOEPACK_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+        expect_same("graph replay");
+      }
+      MOEPACK_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    }
+  }
+}
+
+// gemv_experts_ffn refuses, naming the field, every batch pair it cannot run as one launch.
+TEST(GpuOps, GemvExpertsFfnRefusesWhatItCannotFuse) {
+  const DefaultVariantAfterwards restore;
+  const FfnKnobsAfterwards restore_ffn;
+  detail::set_gemv_mma_variant(0);
+  const GgmlType type = GgmlType::Q4_K;
+  const int64_t hidden = 512, ff = 256;
+  const int K = 2;
+  std::mt19937 rng(5);
+  const TiledMatrices gu = tiled_matrices(type, hidden, ff, 2 * K, rng);
+  const TiledMatrices dn = tiled_matrices(type, ff, hidden, K, rng);
+  auto d_x = to_device(random_floats(static_cast<size_t>(hidden), rng));
+  auto d_off = to_device(std::vector<int32_t>{0, 1, 2});
+  DeviceBuffer d_h(static_cast<size_t>(K * ff) * sizeof(float), "h"),
+      d_y(static_cast<size_t>(K * hidden) * 4, "y");
+  DeviceBuffer d_sync(static_cast<size_t>(gemv_ffn_sync_ints(K)) * sizeof(int32_t), "counters");
+  MOEPACK_CUDA_CHECK(cudaMemset(d_sync.as<void>(), 0, d_sync.size()));
+  GemvBatch a = rows_batch(type, hidden, ff, gu.rb, d_x.as<float>(), d_h.as<float>());
+  a.w_table = gu.d_tab_t.as<const uint8_t* const>();
+  a.grp_off = d_off.as<int32_t>();
+  a.n_groups = K;
+  a.max_pairs = 1;
+  a.swiglu_epilogue = true;
+  a.w_tiled = true;
+  GemvBatch d = rows_batch(type, ff, hidden, dn.rb, d_h.as<float>(), d_y.as<float>());
+  d.w_table = dn.d_tab_t.as<const uint8_t* const>();
+  d.grp_off = d_off.as<int32_t>();
+  d.n_groups = K;
+  d.max_pairs = 1;
+  d.w_tiled = true;
+  gemv_experts_ffn(a, d, d_sync.as<int32_t>(), nullptr);  // as it should be: runs
+  MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto refused = [&](GemvBatch ba, GemvBatch bd, int32_t* sync, const char* field) {
+    try {
+      gemv_experts_ffn(ba, bd, sync, nullptr);
+      ADD_FAILURE() << "accepted a batch pair without " << field;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  GemvBatch b = d;
+  b.type = GgmlType::Q2_K;
+  refused(a, b, d_sync.as<int32_t>(), "type");
+  b = d;
+  b.x = d_x.as<float>();
+  refused(a, b, d_sync.as<int32_t>(), "gate_up's y");
+  b = d;
+  b.w_tiled = false;
+  refused(a, b, d_sync.as<int32_t>(), "w_tiled");
+  b = d;
+  b.max_pairs = 2;
+  refused(a, b, d_sync.as<int32_t>(), "max_pairs");
+  GemvBatch c = a;
+  c.swiglu_epilogue = false;
+  refused(c, d, d_sync.as<int32_t>(), "swiglu_epilogue");
+  refused(a, d, nullptr, "sync");
+  detail::set_gemv_ffn_fusion(false);
+  EXPECT_FALSE(gemv_experts_ffn_fusable(type, hidden, ff));
+  refused(a, d, d_sync.as<int32_t>(), "gemv_experts_ffn_fusable");
+}
+
 // Tiled weights in every launch the engine makes: groups of several pairs (prefill, the F32
 // kernels gathering each row's units from the tiles) beside groups of one (the tensor cores'
 // tiled launch), and everything with the tensor cores switched off (the F32 decode and prefill
