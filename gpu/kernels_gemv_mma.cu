@@ -2073,12 +2073,18 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   }
 }
 
-// A counter read with acquire semantics at GPU scope (PTX ISA "ld.acquire"): the writes the
-// counter's increments were released after are visible to the reading thread.
+// A counter read with acquire semantics at GPU scope (PTX ISA "ld.acquire"): the writes released
+// before the increments it sees are visible to the reading thread.
 __device__ __forceinline__ int ld_acquire_gpu(const int32_t* p) {
   int v;
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+// *p += 1 after the writes this thread has seen (its block's, through the barrier before) are
+// released at GPU scope (PTX ISA "fence.acq_rel", "red"): no result, so no round trip.
+__device__ __forceinline__ void red_release_gpu(int32_t* p) {
+  asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+  asm volatile("red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(p) : "memory");
 }
 
 // A token's expert FFN at decode in one launch (gemv_experts_ffn; both batches in the tiled
@@ -2088,17 +2094,18 @@ __device__ __forceinline__ int ld_acquire_gpu(const int32_t* p) {
 // group) before d's, that the grid's blocks take in turn (block i: items i, i + gridDim.x, ...).
 // A down item of group g reads the SwiGLU rows its group's a items wrote (d.x is a.y): the block
 // issues its first weight loads, then waits until sync[g] counts all a_x of them (each a item
-// adds 1 after its rows are written and fenced; ld.acquire), and prepares x's fragments from
-// those rows through L2 (prepare_coherent). So where the two launches would each pay their start
-// and the down launch could not begin before gate + up's last block ended, a block here goes on
-// to its down item as soon as that group's gate + up is done, with its first weights already
-// in flight. Every tile is summed by one warp in unit order with the same arithmetic as in the
-// two launches: the same values bit for bit (gate + up's rows too).
+// adds 1 after its rows are written, with release semantics; the wait reads with acquire), and
+// prepares x's fragments from those rows through L2 (prepare_coherent). Every tile is summed by
+// one warp in unit order with the same arithmetic as in the two launches: the same values bit for
+// bit (gate + up's rows too).
 // Deadlock-free because a block waits only in a down item, after all of its own gate + up
 // items, and the grid is no larger than the blocks the SMs hold at once (the host's
 // occupancy bound): every gate + up item's block is resident or will become so when another
-// kernel's block ends. The last block to end puts sync[0 .. K] back to 0 (sync[K] counts the
-// blocks that ended), ready for the next launch on the stream (a CUDA graph's replays too).
+// kernel's block ends. The counters go back to 0 for the next launch on the stream (a CUDA
+// graph's replays too): sync[K] counts the blocks past their last wait (or, without any, at their
+// end), and the block that completes that count stores 0 into sync[0 .. K] at its end; no
+// block reads them after its last wait, and every gate + up item adds its 1 before its block's
+// count. The count's round trip overlaps the block's last down item.
 template <GgmlType T, int P, int DA, int DB, int MINB, int NW>
 __global__ void __launch_bounds__(NW * 32, MINB)
     gemv_tiled_ffn_kernel(GemvBatch a, GemvBatch d, int a_x, int b_x, int tpb, int32_t* sync) {
@@ -2111,41 +2118,42 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   extern __shared__ __align__(16) uint8_t dyn[];
   __shared__ float part[NW][16];
   const int K = a.n_groups;
-  const int n_a = a_x * K, n_items = n_a + b_x * K;
+  const int n_a = a_x * K, n_items = n_a + b_x * K, step = static_cast<int>(gridDim.x);
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, t = lane & 3;
-  bool waited = false;
+  int item = static_cast<int>(blockIdx.x);
+  bool waited = false;  // for the kernel before (x, and the counters' zeros): after the first loads
+  // Gate + up (the items before n_a), then down: two loops, so that their registers never overlap.
 #pragma unroll 1
-  for (int item = static_cast<int>(blockIdx.x); item < n_items; item += static_cast<int>(gridDim.x)) {
-    if (item < n_a) {
-      const int grp = item / a_x, bx = item % a_x;
-      int j = 0;
-      const float* x = single_pair_x(a, grp, &j);
-      if (x) {  // the same for the whole block
-        const int64_t ne0 = a.ne0;
-        const WarpShare ws = warp_share<NW, true, NW>(a, grp, warp, ne0 / 256, bx);
-        const uint8_t* tw = ws.wg + (ws.rbase / 16) * (ne0 / 256) * kChunk;
-        typename F::Raw r[DA];
+  for (; item < n_a; item += step) {
+    const int grp = item / a_x, bx = item % a_x;
+    int j = 0;
+    const float* x = single_pair_x(a, grp, &j);
+    if (!x && !waited) pdl_wait_then_release(), waited = true;  // before its count
+    if (x) {                                                    // the same for the whole block
+      const int64_t ne0 = a.ne0;
+      const WarpShare ws = warp_share<NW, true, NW>(a, grp, warp, ne0 / 256, bx);
+      const uint8_t* tw = ws.wg + (ws.rbase / 16) * (ne0 / 256) * kChunk;
+      typename F::Raw r[DA];
 #pragma unroll
-        for (int i = 0; i < DA; ++i) {
-          if (ws.u0 + i < ws.u1) F::load(r[i], tw + (ws.u0 + i) * kChunk, lane);
-        }
-        if (!waited) pdl_wait_then_release(), waited = true;  // x is written by the kernel before
-        __syncthreads();                                      // the block's item before has read dyn and part
-        S::prepare(x, ne0, dyn, NW * 32, NoAfter{});
-        __syncthreads();
-        const typename S::View xv = S::view(dyn, ne0, lane);
-        float acca = 0.0f, accb = 0.0f;
-        tiled_units<F, Path, DA>(r, tw, ws.u0, ws.u1, ws.u1, t, lane, xv, acca, accb);
-        finish<NW, true, NW>(a, grp, j, ws.ks, acca, accb, part, bx);
+      for (int i = 0; i < DA; ++i) {
+        if (ws.u0 + i < ws.u1) F::load(r[i], tw + (ws.u0 + i) * kChunk, lane);
       }
-      __syncthreads();  // every row of the item is written
-      if (tid == 0) {
-        __threadfence();
-        atomicAdd(sync + grp, 1);
-      }
-      continue;
+      if (!waited) pdl_wait_then_release(), waited = true;
+      __syncthreads();  // the block's item before has read dyn and part
+      S::prepare(x, ne0, dyn, NW * 32, NoAfter{});
+      __syncthreads();
+      const typename S::View xv = S::view(dyn, ne0, lane);
+      float acca = 0.0f, accb = 0.0f;
+      tiled_units<F, Path, DA>(r, tw, ws.u0, ws.u1, ws.u1, t, lane, xv, acca, accb);
+      finish<NW, true, NW>(a, grp, j, ws.ks, acca, accb, part, bx);
     }
+    __syncthreads();  // every row of the item is written
+    if (tid == 0) red_release_gpu(sync + grp);
+  }
+  int ended = -1;  // thread 0: sync[K] before this block's count, once counted
+#pragma unroll 1
+  for (; item < n_items; item += step) {
     const int i2 = item - n_a, grp = i2 / b_x, bx = i2 % b_x;
     int j = 0;
     const float* x = single_pair_x(d, grp, &j);
@@ -2164,7 +2172,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     }
     if (!waited) pdl_wait_then_release(), waited = true;
     if (tid == 0) {
-      while (ld_acquire_gpu(sync + grp) < a_x) __nanosleep(64);
+      while (ld_acquire_gpu(sync + grp) < a_x) __nanosleep(32);
+      if (item + step >= n_items) ended = atomicAdd(sync + K, 1);  // past the block's last wait
     }
     __syncthreads();  // the group's SwiGLU rows are written; the item before has read dyn
     S::prepare_coherent(x, ne0, dyn, NW * 32);
@@ -2185,13 +2194,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
       }
     }
   }
-  if (!waited) pdl_wait_then_release();  // a block without items still lets the next launch in
-  __syncthreads();
+  if (!waited) pdl_wait_then_release();
   if (tid == 0) {
-    __threadfence();
-    if (atomicAdd(sync + K, 1) == static_cast<int>(gridDim.x) - 1) {  // the last block to end
-      for (int g = 0; g <= K; ++g) atomicExch(sync + g, 0);
-      __threadfence();
+    if (ended < 0) ended = atomicAdd(sync + K, 1);  // no wait in its last item, or none at all
+    if (ended == step - 1) {  // every block is past its last wait: the next launch's zeros
+      for (int g = 0; g <= K; ++g) reinterpret_cast<volatile int32_t*>(sync)[g] = 0;
     }
   }
 }
