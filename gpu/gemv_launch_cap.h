@@ -99,6 +99,30 @@ constexpr int64_t tiled_runs_tiles(int64_t ne1, int64_t n_groups, int64_t sms) {
   return 20 * cost <= 19 * one_tile ? tpb : 0;
 }
 
+// The items of the one-launch expert FFN (kernels_gemv_mma.cu, gemv_tiled_ffn_kernel) for
+// `groups` experts of gate and up [ff][hidden] and down [hidden][ff], blocks of `nw` warps, and
+// `resident` blocks the SMs hold at once (SMs x blocks an SM): gate + up a_x items a group of
+// 8 nw rows (the tiled launch's blocks with the SwiGLU epilogue); down b_x items a group of tpb
+// tiles, the grid's share of the groups (resident / groups blocks a group, at least 1, each
+// ceil(tiles / that) tiles: tiled_runs_tiles' rule at every size); and a grid of at most
+// `resident` blocks (the kernel's waits need every item's block resident or able to become so),
+// fewer where there are fewer items. All 0 for no rows, groups, warps or resident blocks.
+struct FfnSchedule {
+  int64_t a_x = 0, tpb = 0, b_x = 0, grid = 0;
+};
+constexpr FfnSchedule ffn_schedule(int64_t ff, int64_t hidden, int64_t groups, int nw, int64_t resident) {
+  if (ff <= 0 || hidden <= 0 || groups <= 0 || nw <= 0 || resident <= 0) return {};
+  FfnSchedule s;
+  s.a_x = (ff + 8 * nw - 1) / (8 * nw);
+  const int64_t tiles = (hidden + 15) / 16;
+  const int64_t per_group = resident / groups > 1 ? resident / groups : 1;
+  s.tpb = (tiles + per_group - 1) / per_group;
+  s.b_x = (tiles + s.tpb - 1) / s.tpb;
+  const int64_t items = (s.a_x + s.b_x) * groups;
+  s.grid = items < resident ? items : resident;
+  return s;
+}
+
 // Whether a block's dynamic shared memory holds x's fragments (`frag` bytes) staged beside the
 // rings of `warps` warps, each `stages` stages of 16 rows of `row` bytes, plus the 16 bytes of
 // slack after them, within `limit` (a block's allowed maximum). The two-unit rings

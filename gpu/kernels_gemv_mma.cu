@@ -2839,12 +2839,9 @@ std::atomic<int> g_ffn_warps{0};
 
 // gemv_tiled_ffn_kernel on a (gate + up with the epilogue) and d (down): NW warps a block
 // (registers for 2 blocks an SM at 8 warps, one at 12 and 16, as the tiled launch's), x's
-// fragments of either batch in the dynamic shared memory, and a grid of at most the blocks the
-// SMs hold at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor: the kernel's waits need every
-// item's block resident or able to become so). Gate + up: ceil(ff / (8 NW)) items a group, as the
-// tiled launch's blocks. Down: the grid's share of the groups, sms x blocks an SM / K blocks a
-// group (at least 1), each ceil(tiles / that) tiles in runs over its warps (tiled_runs_tiles'
-// rule, here at every size: the blocks the one-tile launch would take, or fewer with runs).
+// fragments of either batch in the dynamic shared memory, and the items and grid of
+// ffn_schedule (gemv_launch_cap.h) for the blocks the SMs hold at once
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
 template <GgmlType T, int DA, int DB, int NW>
 void launch_tiled_ffn_nw(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStream_t s) {
   using S = Sel<T, col_arith<T>()>;
@@ -2859,20 +2856,15 @@ void launch_tiled_ffn_nw(const GemvBatch& a, const GemvBatch& d, int32_t* sync, 
     throw Error("gemv_experts_ffn: no block of " + std::to_string(NW) + " warps with " +
                 std::to_string(smem) + " bytes of shared memory fits an SM");
   }
-  const int64_t cap = static_cast<int64_t>(device_sm_shape().sms) * per_sm;
-  const int64_t K = a.n_groups;
-  const int64_t a_x = (a.ne1 + 8 * NW - 1) / (8 * NW);
-  const int64_t tiles = d.ne1 / 16;
-  const int64_t per_group = std::max<int64_t>(1, cap / K);
-  const int64_t tpb = (tiles + per_group - 1) / per_group;
-  const int64_t b_x = (tiles + tpb - 1) / tpb;
-  const int64_t items = (a_x + b_x) * K;
-  if (items > INT32_MAX)
-    throw Error("gemv_experts_ffn: " + std::to_string(items) + " items exceed the kernel's count");
-  const dim3 grid(static_cast<unsigned>(std::min(items, cap)), 1, 1);
-  launch_maybe_dependent(k, grid, NW * 32, smem, s,
+  const FfnSchedule f =
+      ffn_schedule(a.ne1, d.ne1, a.n_groups, NW, static_cast<int64_t>(device_sm_shape().sms) * per_sm);
+  if ((f.a_x + f.b_x) * a.n_groups + f.grid > INT32_MAX) {
+    throw Error("gemv_experts_ffn: " + std::to_string((f.a_x + f.b_x) * a.n_groups) +
+                " items exceed the kernel's count");
+  }
+  launch_maybe_dependent(k, dim3(static_cast<unsigned>(f.grid), 1, 1), NW * 32, smem, s,
                          g_pdl.load(std::memory_order_relaxed) && !a.tables_from_kernel, a, d,
-                         static_cast<int>(a_x), static_cast<int>(b_x), static_cast<int>(tpb), sync);
+                         static_cast<int>(f.a_x), static_cast<int>(f.b_x), static_cast<int>(f.tpb), sync);
 }
 
 template <GgmlType T, int DA, int DB>

@@ -151,5 +151,51 @@ TEST(GemvLaunchCap, TiledRunsWhereTheOneTileLaunchTakesASecondWave) {
   EXPECT_EQ(tiled_runs_tiles(7168, 8, 0), 0);
 }
 
+// The one-launch expert FFN's items, worked by hand.
+TEST(GemvLaunchCap, FfnScheduleItemsAndGrid) {
+  // 8 experts of 2048 x 4096 at 16 warps on 132 SMs (one block an SM): gate + up 2048 / 128 = 16
+  // items a group; down 256 tiles over 132 / 8 = 16 blocks a group: 16 tiles each, 16 items;
+  // (16 + 16) x 8 = 256 items on 132 blocks.
+  constexpr FfnSchedule a = ffn_schedule(2048, 4096, 8, 16, 132);
+  EXPECT_EQ(a.a_x, 16);
+  EXPECT_EQ(a.tpb, 16);
+  EXPECT_EQ(a.b_x, 16);
+  EXPECT_EQ(a.grid, 132);
+  // 8 x 7168: 448 tiles over 16 blocks: 28 tiles, 16 items (tiled_runs_tiles' 28).
+  constexpr FfnSchedule b = ffn_schedule(2048, 7168, 8, 16, 132);
+  EXPECT_EQ(b.tpb, 28);
+  EXPECT_EQ(b.b_x, 16);
+  // DeepSeek-V4-Flash's top-6 at 12 warps: 2048 / 96 = 21.3 -> 22 items a group; 132 / 6 = 22
+  // blocks a group of ceil(256 / 22) = 12 tiles, ceil(256 / 12) = 22 items.
+  constexpr FfnSchedule c = ffn_schedule(2048, 4096, 6, 12, 132);
+  EXPECT_EQ(c.a_x, 22);
+  EXPECT_EQ(c.tpb, 12);
+  EXPECT_EQ(c.b_x, 22);
+  EXPECT_EQ(c.grid, 132);
+  // 8 warps, two blocks an SM (264 resident): 2048 / 64 = 32 items a group; 33 blocks a group
+  // of ceil(256 / 33) = 8 tiles, 32 items.
+  constexpr FfnSchedule e = ffn_schedule(2048, 4096, 8, 8, 264);
+  EXPECT_EQ(e.a_x, 32);
+  EXPECT_EQ(e.tpb, 8);
+  EXPECT_EQ(e.b_x, 32);
+  EXPECT_EQ(e.grid, 264);
+  // Few items: 2 experts of 256 x 512 at 8 warps: 1 item of gate + up a group, and 32 tiles over
+  // 66 blocks: 1 tile, 32 items a group; 66 items, a grid of 66.
+  constexpr FfnSchedule f = ffn_schedule(256, 512, 2, 8, 132);
+  EXPECT_EQ(f.a_x, 1);
+  EXPECT_EQ(f.tpb, 1);
+  EXPECT_EQ(f.b_x, 32);
+  EXPECT_EQ(f.grid, 66);
+  // More groups than resident blocks: a block a group of all tiles.
+  constexpr FfnSchedule g = ffn_schedule(2048, 4096, 200, 16, 132);
+  EXPECT_EQ(g.tpb, 256);
+  EXPECT_EQ(g.b_x, 1);
+  EXPECT_EQ(g.grid, 132);
+  // Nothing to launch.
+  EXPECT_EQ(ffn_schedule(0, 4096, 8, 16, 132).grid, 0);
+  EXPECT_EQ(ffn_schedule(2048, 4096, 8, 16, 0).grid, 0);
+  EXPECT_EQ(ffn_schedule(2048, 4096, 0, 16, 132).grid, 0);
+}
+
 }  // namespace
 }  // namespace moepack::gpu::detail
