@@ -179,13 +179,13 @@ TEST(GemvLaunchCap, FfnScheduleItemsAndGrid) {
   EXPECT_EQ(e.tpb, 8);
   EXPECT_EQ(e.b_x, 32);
   EXPECT_EQ(e.grid, 264);
-  // Few items: 2 experts of 256 x 512 at 8 warps: 1 item of gate + up a group, and 32 tiles over
-  // 66 blocks: 1 tile, 32 items a group; 66 items, a grid of 66.
+  // Few items: 2 experts of ff 256 and hidden 512 at 8 warps: 256 / 64 = 4 items of gate + up a
+  // group, and 32 tiles over 66 blocks: 1 tile, 32 items a group; 72 items, a grid of 72.
   constexpr FfnSchedule f = ffn_schedule(256, 512, 2, 8, 132);
-  EXPECT_EQ(f.a_x, 1);
+  EXPECT_EQ(f.a_x, 4);
   EXPECT_EQ(f.tpb, 1);
   EXPECT_EQ(f.b_x, 32);
-  EXPECT_EQ(f.grid, 66);
+  EXPECT_EQ(f.grid, 72);
   // More groups than resident blocks: a block a group of all tiles.
   constexpr FfnSchedule g = ffn_schedule(2048, 4096, 200, 16, 132);
   EXPECT_EQ(g.tpb, 256);
