@@ -2108,7 +2108,7 @@ __device__ __forceinline__ void red_release_gpu(int32_t* p) {
 // count. The count's round trip overlaps the block's last down item.
 template <GgmlType T, int P, int DA, int DB, int MINB, int NW>
 __global__ void __launch_bounds__(NW * 32, MINB)
-    gemv_tiled_ffn_kernel(GemvBatch a, GemvBatch d, int a_x, int b_x, int tpb, int32_t* sync) {
+    gemv_tiled_ffn_kernel(GemvBatch a, GemvBatch d, int a_x, int b_x, int tpb, int32_t* sync, int pf) {
   using S = Sel<T, P>;
   using F = TiledFetch<T>;
   using Path = typename S::Path;
@@ -2169,6 +2169,13 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 #pragma unroll
     for (int i = 0; i < DB; ++i) {
       if (i < n_chunks) F::load(r[i], tw + i * kChunk, lane);
+    }
+    // pf (set_gemv_ffn_prefetch, measured side by side): the warp's next pf chunks into L2 while
+    // the block waits for its group's SwiGLU rows.
+    for (int64_t o = static_cast<int64_t>(lane) * 128,
+                 end = (n_chunks < DB + pf ? n_chunks : DB + pf) * kChunk;
+         o + DB * kChunk < end; o += 32 * 128) {
+      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(tw + DB * kChunk + o));
     }
     if (!waited) pdl_wait_then_release(), waited = true;
     if (tid == 0) {
@@ -2836,6 +2843,8 @@ void launch_tiled(const GemvBatch& b, cudaStream_t s) {
 // Warps a block of the one-launch expert FFN (set_gemv_ffn_warps): 0 = the launch's own choice
 // (gate + up's, tiled_block_warps with the epilogue's 8 NW rows a block; 4 takes 8).
 std::atomic<int> g_ffn_warps{0};
+// Chunks a warp of the one-launch expert FFN requests into L2 while it waits (set_gemv_ffn_prefetch).
+std::atomic<int> g_ffn_prefetch{0};
 
 // gemv_tiled_ffn_kernel on a (gate + up with the epilogue) and d (down): NW warps a block
 // (registers for 2 blocks an SM at 8 warps, one at 12 and 16, as the tiled launch's), x's
@@ -2864,7 +2873,8 @@ void launch_tiled_ffn_nw(const GemvBatch& a, const GemvBatch& d, int32_t* sync, 
   }
   launch_maybe_dependent(k, dim3(static_cast<unsigned>(f.grid), 1, 1), NW * 32, smem, s,
                          g_pdl.load(std::memory_order_relaxed) && !a.tables_from_kernel, a, d,
-                         static_cast<int>(f.a_x), static_cast<int>(f.b_x), static_cast<int>(f.tpb), sync);
+                         static_cast<int>(f.a_x), static_cast<int>(f.b_x), static_cast<int>(f.tpb), sync,
+                         g_ffn_prefetch.load(std::memory_order_relaxed));
 }
 
 template <GgmlType T, int DA, int DB>
@@ -2945,6 +2955,12 @@ void set_gemv_ffn_warps(int warps) {
     throw Error("set_gemv_ffn_warps: 0, 8, 12 or 16 warps a block (got " + std::to_string(warps) + ")");
   }
   g_ffn_warps.store(warps, std::memory_order_relaxed);
+}
+
+void set_gemv_ffn_prefetch(int chunks) {
+  if (chunks < 0 || chunks > 64)
+    throw Error("set_gemv_ffn_prefetch: 0 to 64 chunks (got " + std::to_string(chunks) + ")");
+  g_ffn_prefetch.store(chunks, std::memory_order_relaxed);
 }
 
 void set_gemv_ffn_fusion(bool on) { g_ffn_fusion.store(on, std::memory_order_relaxed); }
