@@ -158,6 +158,7 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
         static_cast<size_t>(gemv_ffn_sync_ints(static_cast<int32_t>(cfg_.n_expert))) * sizeof(int32_t),
         "expert FFN counters");
     MOEPACK_CUDA_CHECK(cudaMemset(ffn_sync_.as<void>(), 0, ffn_sync_.size()));
+    MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());  // the zeros before any stream's first launch
   }
   if (resident() && cfg_.n_expert_used > 0) {
     const int32_t K = static_cast<int32_t>(cfg_.n_expert_used);

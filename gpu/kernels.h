@@ -139,7 +139,12 @@ void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_b
 // ups), grp_off, one pair a group (max_pairs 1) and no x_frag; down of [hidden][ff] matrices
 // (w_table or w + g w_gstride), the same n_groups and grp_off, x = gate_up.y with x_stride =
 // gate_up.y_stride, x_gstride = gate_up.y_gstride and no x_row, one pair a group, no x_frag.
-// Throws Error otherwise, naming the field. tables_from_kernel: gate_up's (as GemvBatch's).
+// Throws Error otherwise, naming the field; tables_from_kernel must be the same in both (as
+// GemvBatch's). h (gate_up's y) must not overlap gate_up's x or down's y.
+// One launch of it at a time on a device: its grid is as many blocks as the SMs hold at once,
+// and a block waits for blocks of the same launch, so two such launches side by side (or a
+// device shared under MPS with fewer SMs than it reports) could each hold SMs the other waits
+// for. The engine issues it on its one stream only.
 // Measured: docs/cuda-backend.md, twenty-second pass.
 void gemv_experts_ffn(const GemvBatch& gate_up, const GemvBatch& down, int32_t* sync, cudaStream_t s);
 // Whether gemv_experts_ffn runs for experts of `type` with gate and up rows of `hidden` elements

@@ -706,7 +706,10 @@ void gemv_experts_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cud
   need(a.ne0 == d.ne1 && a.ne1 == d.ne0, "down must be [gate_up.ne0][gate_up.ne1]");
   need(detail::gemv_mma_ffn_fusable(a.type, a.ne0, a.ne1),
        "not covered (gemv_experts_ffn_fusable: the tiled launch and the SwiGLU epilogue for both shapes)");
-  need(a.swiglu_epilogue, "gate_up needs swiglu_epilogue");
+  need(a.swiglu_epilogue && !d.swiglu_epilogue, "gate_up needs swiglu_epilogue, down must not have it");
+  need(a.tables_from_kernel == d.tables_from_kernel, "tables_from_kernel differs between the batches");
+  need(a.y != nullptr && d.y != nullptr, "gate_up's y and down's y must be set");
+  need(a.y_stride >= a.ne1 && d.y_stride >= d.ne1, "y_stride below a row (rows would overlap)");
   need(a.w_tiled && d.w_tiled, "both batches need the tiled layout (w_tiled)");
   need(a.w_table != nullptr, "gate_up needs w_table (gates, then ups)");
   need(a.grp_off != nullptr && d.grp_off == a.grp_off, "both batches need the same grp_off");

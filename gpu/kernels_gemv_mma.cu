@@ -2087,6 +2087,13 @@ __device__ __forceinline__ void red_release_gpu(int32_t* p) {
   asm volatile("red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(p) : "memory");
 }
 
+// *p += 1 with acquire and release semantics at GPU scope (PTX ISA "atom"); the old value.
+__device__ __forceinline__ int atomic_add_acq_rel_gpu(int32_t* p) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n" : "=r"(old) : "l"(p) : "memory");
+  return old;
+}
+
 // A token's expert FFN at decode in one launch (gemv_experts_ffn; both batches in the tiled
 // layout): gate + up with the SwiGLU epilogue (batch a, as gemv_tiled_kernel with GLU and NW
 // warps: a_x blocks a group of 8 NW rows) and then down (batch d, as gemv_tiled_runs_kernel: b_x
@@ -2129,8 +2136,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     const int grp = item / a_x, bx = item % a_x;
     int j = 0;
     const float* x = single_pair_x(a, grp, &j);
-    if (!x && !waited) pdl_wait_then_release(), waited = true;  // before its count
-    if (x) {                                                    // the same for the whole block
+    // A group of another pair count: nothing to write, nothing to count (its down items skip it
+    // too, by the same grp_off).
+    if (!x) continue;  // the same for the whole block
+    {
       const int64_t ne0 = a.ne0;
       const WarpShare ws = warp_share<NW, true, NW>(a, grp, warp, ne0 / 256, bx);
       const uint8_t* tw = ws.wg + (ws.rbase / 16) * (ne0 / 256) * kChunk;
@@ -2150,6 +2159,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     }
     __syncthreads();  // every row of the item is written
     if (tid == 0) red_release_gpu(sync + grp);
+    // (A block's counts come after its own increments in program order, and they are acq_rel:
+    // the block that completes the count has seen every increment before it stores the zeros.)
   }
   int ended = -1;  // thread 0: sync[K] before this block's count, once counted
 #pragma unroll 1
@@ -2180,7 +2191,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     if (!waited) pdl_wait_then_release(), waited = true;
     if (tid == 0) {
       while (ld_acquire_gpu(sync + grp) < a_x) __nanosleep(32);
-      if (item + step >= n_items) ended = atomicAdd(sync + K, 1);  // past the block's last wait
+      if (item + step >= n_items) ended = atomic_add_acq_rel_gpu(sync + K);  // past the block's last wait
     }
     __syncthreads();  // the group's SwiGLU rows are written; the item before has read dyn
     S::prepare_coherent(x, ne0, dyn, NW * 32);
@@ -2203,9 +2214,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   }
   if (!waited) pdl_wait_then_release();
   if (tid == 0) {
-    if (ended < 0) ended = atomicAdd(sync + K, 1);  // no wait in its last item, or none at all
+    if (ended < 0) ended = atomic_add_acq_rel_gpu(sync + K);  // no wait in its last item, or none at all
     if (ended == step - 1) {  // every block is past its last wait: the next launch's zeros
-      for (int g = 0; g <= K; ++g) reinterpret_cast<volatile int32_t*>(sync)[g] = 0;
+      for (int g = 0; g <= K; ++g)
+        asm volatile("st.relaxed.gpu.global.s32 [%0], 0;\n" ::"l"(sync + g) : "memory");
     }
   }
 }
@@ -2859,8 +2871,18 @@ void launch_tiled_ffn_nw(const GemvBatch& a, const GemvBatch& d, int32_t* sync, 
   const auto k = gemv_tiled_ffn_kernel<T, kP, DA, DB, kMinB, NW>;
   const size_t smem = static_cast<size_t>(std::max(S::stride(a.ne0), S::stride(d.ne0)));
   allow_smem(reinterpret_cast<const void*>(k), smem);
+  // Blocks an SM, per device and shared-memory size (asked once: the eager path launches it per block).
+  static std::mutex mu;
+  static std::map<std::pair<int, size_t>, int> occupancy;
   int per_sm = 0;
-  MOEPACK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, NW * 32, smem));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto [it, fresh] = occupancy.try_emplace({current_device(), smem}, 0);
+    if (fresh) {
+      MOEPACK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&it->second, k, NW * 32, smem));
+    }
+    per_sm = it->second;
+  }
   if (per_sm < 1) {
     throw Error("gemv_experts_ffn: no block of " + std::to_string(NW) + " warps with " +
                 std::to_string(smem) + " bytes of shared memory fits an SM");

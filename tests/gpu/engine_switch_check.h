@@ -256,8 +256,11 @@ inline void expect_decode_graph_crosses_the_range_split(const std::string& model
 // as each is copied into its slot, at a budget of one layer's top-k (experts evicted every step), give the
 // same logits bit for bit. gpu::gemv_tiled_launches proves the tiled runs used the layout and the other did
 // not.
+// one_launch: the model's gate, up and down share a type the tiled layout covers, so its decode
+// steps must take the one-launch expert FFN (gemv_experts_ffn) with tiled_experts on.
 inline void expect_tiled_experts_change_no_logit(const std::string& model, std::span<const int32_t> tokens,
-                                                 BackendFactory factory, const std::string& tmp_prefix) {
+                                                 BackendFactory factory, const std::string& tmp_prefix,
+                                                 bool one_launch_expected = false) {
   const auto src = ModelSource::open(model);
   std::vector<float> logits[3];
   const auto run = [&](std::shared_ptr<const ModelSource> from, EngineSettings s, int i) {
@@ -273,6 +276,8 @@ inline void expect_tiled_experts_change_no_logit(const std::string& model, std::
                 i, static_cast<unsigned long long>(seen), static_cast<unsigned long long>(one_launch));
     if (s.tiled_experts != "on") {
       EXPECT_EQ(one_launch, 0u) << model << ": one-launch FFN with tiled_experts off";
+    } else if (one_launch_expected) {
+      EXPECT_GT(one_launch, 0u) << model << " (run " << i << "): no expert FFN in one launch";
     }
     if (s.tiled_experts == "on") {
       EXPECT_GT(seen, 0u) << model << " (run " << i << "): no launch took the tiled layout";

@@ -1267,6 +1267,19 @@ TEST(GpuOps, GemvExpertsFfnInOneLaunchEqualsTheTwoLaunchesBitForBit) {
       }
       EXPECT_EQ(gemv_ffn_launches() - launches, 8u);
       detail::set_gemv_ffn_warps(0);
+      // Three launches back to back with nothing between them (each a programmatic dependent of
+      // the one before: the counters' zeros and the rows of one launch against the next one's
+      // start), down's matrices found as w + g w_gstride instead of a table.
+      {
+        GemvBatch d2 = d;
+        d2.w_table = nullptr;
+        d2.w = dn.d_t.bytes_ptr();
+        d2.w_gstride = dn.mat;
+        nan_fill();
+        for (int rep = 0; rep < 3; ++rep) gemv_experts_ffn(a, d2, d_sync.as<int32_t>(), nullptr);
+        MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+        expect_same("back to back, w + g w_gstride");
+      }
       Stream stream;
       cudaGraph_t g = nullptr;
       MOEPACK_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
@@ -1338,10 +1351,33 @@ TEST(GpuOps, GemvExpertsFfnRefusesWhatItCannotFuse) {
   b = d;
   b.max_pairs = 2;
   refused(a, b, d_sync.as<int32_t>(), "max_pairs");
+  b = d;
+  b.swiglu_epilogue = true;
+  refused(a, b, d_sync.as<int32_t>(), "swiglu_epilogue");
+  b = d;
+  b.tables_from_kernel = true;
+  refused(a, b, d_sync.as<int32_t>(), "tables_from_kernel");
+  b = d;
+  b.grp_off = nullptr;
+  refused(a, b, d_sync.as<int32_t>(), "grp_off");
+  b = d;
+  b.n_groups = K - 1;
+  refused(a, b, d_sync.as<int32_t>(), "n_groups");
+  b = d;
+  b.ne1 = hidden - 256;
+  refused(a, b, d_sync.as<int32_t>(), "down must be");
+  b = d;
+  b.y_stride = hidden - 1;
+  refused(a, b, d_sync.as<int32_t>(), "y_stride");
   GemvBatch c = a;
   c.swiglu_epilogue = false;
   refused(c, d, d_sync.as<int32_t>(), "swiglu_epilogue");
+  c = a;
+  c.w_table = nullptr;
+  c.w = gu.d_t.bytes_ptr();
+  refused(c, d, d_sync.as<int32_t>(), "w_table");
   refused(a, d, nullptr, "sync");
+  refused(a, d, reinterpret_cast<int32_t*>(d_sync.bytes_ptr() + 2), "sync");
   detail::set_gemv_ffn_fusion(false);
   EXPECT_FALSE(gemv_experts_ffn_fusable(type, hidden, ff));
   refused(a, d, d_sync.as<int32_t>(), "gemv_experts_ffn_fusable");
