@@ -126,8 +126,9 @@ void set_gemv_tiled_split(int warps);
 // set_gemv_ffn_fusion not off; and its launch (validated by gemv_experts_ffn).
 bool gemv_mma_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff);
 void gemv_mma_ffn(const GemvBatch& gate_up, const GemvBatch& down, int32_t* sync, cudaStream_t s);
-// The engine's use of it (gpu/cuda_moe.cpp, decode with tiled experts), on by default; the
-// benchmark and tests compare both. Process-wide.
+// The engine's use of it (gpu/cuda_moe.cpp, decode with tiled experts): off by default (on the
+// H200 it measured 1-5 % slower than the two launches, docs/cuda-backend.md, twenty-second
+// pass); the benchmark and tests switch it on. Process-wide.
 void set_gemv_ffn_fusion(bool on);
 // Warps a block of it: 0 (default: gate + up's own choice, gemv_launch_cap.h's
 // tiled_block_warps with the epilogue; 4 takes 8), 8, 12 or 16; the sums are the same bit for

@@ -149,7 +149,8 @@ void gemv_experts_swiglu(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_b
 void gemv_experts_ffn(const GemvBatch& gate_up, const GemvBatch& down, int32_t* sync, cudaStream_t s);
 // Whether gemv_experts_ffn runs for experts of `type` with gate and up rows of `hidden` elements
 // and down rows of `ff` (the tiled launch covers both shapes, the SwiGLU epilogue is fusable, and
-// gpu/gemv_mma.h's set_gemv_ffn_fusion has not switched it off). Needs a current CUDA device.
+// gpu/gemv_mma.h's set_gemv_ffn_fusion has switched it on: off by default, since on the H200 it
+// measured 1-5 % slower than the two launches). Needs a current CUDA device.
 bool gemv_experts_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff);
 // The int32 counters gemv_experts_ffn's `sync` holds for n_groups experts: n_groups + 1.
 constexpr int64_t gemv_ffn_sync_ints(int32_t n_groups) { return static_cast<int64_t>(n_groups) + 1; }

@@ -2738,8 +2738,9 @@ static_assert(16 * 16 * sizeof(float) + 16 <= kTiledStaticSmem, "part[16][16] an
 // Warps a block of the tiled launch (set_gemv_tiled_warps; the benchmark compares 4, 8, 12,
 // 16): 0 = the launch's (tiled_block_warps).
 std::atomic<int> g_tiled_warps{0};
-// The engine's one-launch expert FFN at decode (set_gemv_ffn_fusion).
-std::atomic<bool> g_ffn_fusion{true};
+// The engine's one-launch expert FFN at decode (set_gemv_ffn_fusion): off, measured 1-5 % slower
+// than the two launches it replaces on the H200 (docs/cuda-backend.md, twenty-second pass).
+std::atomic<bool> g_ffn_fusion{false};
 
 // A tiled launch's dynamic shared memory (x's fragments, `frag` bytes) at most: a block's allowed
 // maximum less the room for the kernel's static shared memory.

@@ -549,14 +549,16 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
                         {"ratio_to_d2d", bps / d2d}};
   // The same layers in one launch each (gpu::gemv_experts_ffn, tiled only), timed right after
   // the two launches: at the launch's own block size ("one_launch") and at 8, 12 and 16 warps.
+  struct Afterwards {
+    ~Afterwards() {
+      gpu::detail::set_gemv_ffn_fusion(false);
+      gpu::detail::set_gemv_ffn_warps(0);
+      gpu::detail::set_gemv_tiled_depth(0);
+      gpu::detail::set_gemv_ffn_prefetch(0);
+    }
+  } restore;
+  gpu::detail::set_gemv_ffn_fusion(true);  // off by default in the engine
   if (tiled && gpu::gemv_experts_ffn_fusable(type, hidden, inter)) {
-    struct Afterwards {
-      ~Afterwards() {
-        gpu::detail::set_gemv_ffn_warps(0);
-        gpu::detail::set_gemv_tiled_depth(0);
-        gpu::detail::set_gemv_ffn_prefetch(0);
-      }
-    } restore;
     gpu::DeviceBuffer sync(static_cast<size_t>(gpu::gemv_ffn_sync_ints(experts)) * sizeof(int32_t),
                            "counters");
     MOEPACK_CUDA_CHECK(cudaMemset(sync.as<void>(), 0, sync.size()));

@@ -256,13 +256,16 @@ inline void expect_decode_graph_crosses_the_range_split(const std::string& model
 // as each is copied into its slot, at a budget of one layer's top-k (experts evicted every step), give the
 // same logits bit for bit. gpu::gemv_tiled_launches proves the tiled runs used the layout and the other did
 // not.
-// one_launch: the model's gate, up and down share a type the tiled layout covers, so its decode
-// steps must take the one-launch expert FFN (gemv_experts_ffn) with tiled_experts on.
+// one_launch_expected: the model's gate, up and down share a type the tiled layout covers; then
+// the same two tiled runs again with the one-launch expert FFN switched on (gemv_experts_ffn,
+// off by default: gpu/gemv_mma.h's set_gemv_ffn_fusion), which every decode step must take, and
+// their logits too are the untiled run's.
 inline void expect_tiled_experts_change_no_logit(const std::string& model, std::span<const int32_t> tokens,
                                                  BackendFactory factory, const std::string& tmp_prefix,
                                                  bool one_launch_expected = false) {
   const auto src = ModelSource::open(model);
-  std::vector<float> logits[3];
+  std::vector<float> logits[5];
+  bool fusion = false;  // the one-launch expert FFN switched on for the run
   const auto run = [&](std::shared_ptr<const ModelSource> from, EngineSettings s, int i) {
     const uint64_t before = gpu::gemv_tiled_launches(), ffn_before = gpu::gemv_ffn_launches();
     {
@@ -276,8 +279,10 @@ inline void expect_tiled_experts_change_no_logit(const std::string& model, std::
                 i, static_cast<unsigned long long>(seen), static_cast<unsigned long long>(one_launch));
     if (s.tiled_experts != "on") {
       EXPECT_EQ(one_launch, 0u) << model << ": one-launch FFN with tiled_experts off";
-    } else if (one_launch_expected) {
+    } else if (fusion) {
       EXPECT_GT(one_launch, 0u) << model << " (run " << i << "): no expert FFN in one launch";
+    } else {
+      EXPECT_EQ(one_launch, 0u) << model << " (run " << i << "): one-launch FFN while switched off";
     }
     if (s.tiled_experts == "on") {
       EXPECT_GT(seen, 0u) << model << " (run " << i << "): no launch took the tiled layout";
@@ -298,12 +303,24 @@ inline void expect_tiled_experts_change_no_logit(const std::string& model, std::
   tight.cache_bytes = budgets.top_k * budgets.slot_bytes;
   tight.stage_slots = 3;
   run(pack, tight, 2);
+  int runs = 3;
+  if (one_launch_expected) {
+    struct Afterwards {
+      ~Afterwards() { gpu::detail::set_gemv_ffn_fusion(false); }
+    } restore;
+    gpu::detail::set_gemv_ffn_fusion(true);
+    fusion = true;
+    run(src, on, 3);
+    run(pack, tight, 4);
+    fusion = false;
+    runs = 5;
+  }
   ASSERT_FALSE(logits[0].empty());
-  for (int i = 1; i < 3; ++i) {
+  for (int i = 1; i < runs; ++i) {
     ASSERT_EQ(logits[0].size(), logits[i].size());
     EXPECT_EQ(std::memcmp(logits[0].data(), logits[i].data(), logits[0].size() * sizeof(float)), 0)
         << model << ": logits differ with the experts tiled ("
-        << (i == 1 ? "GGUF" : "Expert Pack, top-k slots") << ")";
+        << (i % 2 == 1 ? "GGUF" : "Expert Pack, top-k slots") << (i >= 3 ? ", one-launch FFN" : "") << ")";
   }
 }
 

@@ -1148,7 +1148,7 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
 struct FfnKnobsAfterwards {
   ~FfnKnobsAfterwards() {
     detail::set_gemv_ffn_warps(0);
-    detail::set_gemv_ffn_fusion(true);
+    detail::set_gemv_ffn_fusion(false);
   }
 };
 
@@ -1165,6 +1165,7 @@ TEST(GpuOps, GemvExpertsFfnInOneLaunchEqualsTheTwoLaunchesBitForBit) {
   const TiledKnobsAfterwards restore_tiled;
   const FfnKnobsAfterwards restore_ffn;
   detail::set_gemv_mma_variant(0);
+  detail::set_gemv_ffn_fusion(true);  // off by default in the engine
   struct Shape {
     int64_t hidden, ff;
     int k;
@@ -1304,6 +1305,7 @@ TEST(GpuOps, GemvExpertsFfnRefusesWhatItCannotFuse) {
   const DefaultVariantAfterwards restore;
   const FfnKnobsAfterwards restore_ffn;
   detail::set_gemv_mma_variant(0);
+  detail::set_gemv_ffn_fusion(true);
   const GgmlType type = GgmlType::Q4_K;
   const int64_t hidden = 512, ff = 256;
   const int K = 2;
