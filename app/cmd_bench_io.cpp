@@ -27,7 +27,8 @@ std::function<int()> add_bench_io(CLI::App& app) {
   sub->add_option("pack", opt->pack, "Expert Pack directory or its manifest.json")->required();
   sub->add_option("--reads", opt->bench.expert_reads, "Random expert blocks per measurement")
       ->check(CLI::Range(uint64_t{1}, uint64_t{100000000}));
-  sub->add_option("--batch", opt->bench.batch, "Blocks submitted together (one layer's misses)");
+  sub->add_option("--batch", opt->bench.batch, "Blocks submitted together (one layer's misses)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{4096}));
   sub->add_option("--read-splits", opt->bench.reader.read_splits, "Parts per expert read");
   sub->add_option("--queue-depth", opt->bench.reader.queue_depth, "io_uring queue depth");
   sub->add_option("--seed", opt->bench.seed, "Seed of the random blocks' order (default 1)");

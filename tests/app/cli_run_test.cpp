@@ -212,7 +212,8 @@ TEST(CliBenchIo, OptionsOutOfRangeAreRefusedByName) {
   for (const Case& c :
        {Case{{"--reads", "0"}, "--reads"}, Case{{"--reads", "-1"}, "--reads"},
         Case{{"--raw-max-mib", "0"}, "--raw-max-mib"}, Case{{"--raw-max-mib", "-1"}, "--raw-max-mib"},
-        Case{{"--rounds", "2"}, "--vram"}, Case{{"--vram", "--rounds", "1001"}, "--rounds"}}) {
+        Case{{"--rounds", "2"}, "--vram"}, Case{{"--vram", "--rounds", "1001"}, "--rounds"},
+        Case{{"--batch", "0"}, "--batch"}, Case{{"--batch", "4097"}, "--batch"}}) {
     std::vector<std::string> args = {"bench-io", pack};
     args.insert(args.end(), c.args.begin(), c.args.end());
     const CliRun r = run(args);

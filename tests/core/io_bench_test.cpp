@@ -320,6 +320,7 @@ TEST(IoBench, RoundsReadBytesOfTheirOwnAndAreReportedWithTheirMedian) {
   EXPECT_DOUBLE_EQ(r.rounds_sequential_vs_raw.max, 1.0);
   const auto j = io_bench_to_json(pack, o, r);
   EXPECT_EQ(j["settings"]["rounds"].get<uint32_t>(), 3u);
+  EXPECT_EQ(j["settings"]["raw_max_bytes"].get<uint64_t>(), stride);
   ASSERT_EQ(j["rounds"].size(), 3u);
   EXPECT_EQ(j["rounds"][1]["raw_direct"]["bytes"].get<uint64_t>(), 2000u);
   EXPECT_DOUBLE_EQ(j["rounds"][1]["vram_delivery"]["seconds"].get<double>(), 0.5);
