@@ -134,10 +134,6 @@ void set_gemv_ffn_fusion(bool on);
 // tiled_block_warps with the epilogue; 4 takes 8), 8, 12 or 16; the sums are the same bit for
 // bit. Process-wide; the benchmark and tests compare them. Throws Error otherwise.
 void set_gemv_ffn_warps(int warps);
-// Chunks each warp of it requests into L2 (prefetch.global.L2) beyond the ones it loads while its
-// block waits for a group's SwiGLU rows: 0 (default) to 64; the sums are the same. Process-wide;
-// the benchmark compares them. Throws Error otherwise.
-void set_gemv_ffn_prefetch(int chunks);
 
 // Programmatic dependent launch of the tensor-core GEMV (on by default; the benchmark compares
 // both): the launch may begin while the kernel before it on the stream still runs, loading

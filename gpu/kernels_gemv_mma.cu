@@ -2012,6 +2012,49 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_tiled_kernel(GemvBatch b, 
   finish<RW, GLU, NW>(b, grp, j, ws.ks, acca, accb, part);
 }
 
+// A warp's contiguous run of tiles (gemv_tiled_runs_kernel, gemv_tiled_ffn_kernel's down items):
+// block item bx of tpb tiles of group grp's matrix of b, split over NW warps (warp w: tiles
+// [n w / NW, n (w + 1) / NW) of the item's n); tw is the run's first chunk, n_chunks its chunks.
+struct TiledRun {
+  int64_t t0, nt, units, n_chunks;
+  const uint8_t* tw;
+};
+template <int NW, int kChunk>
+__device__ __forceinline__ TiledRun tiled_run(const GemvBatch& b, int grp, int64_t bx, int64_t tpb,
+                                              int warp) {
+  TiledRun r;
+  r.units = b.ne0 / 256;
+  const int64_t tiles = b.ne1 / 16;  // whole tiles (tiled_layout_covers)
+  const int64_t tb0 = bx * tpb;
+  const int64_t nb = tb0 < tiles ? (tiles - tb0 < tpb ? tiles - tb0 : tpb) : 0;  // the item's tiles
+  r.t0 = tb0 + nb * warp / NW;
+  r.nt = tb0 + nb * (warp + 1) / NW - r.t0;
+  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
+  r.tw = wg + r.t0 * r.units * kChunk;
+  r.n_chunks = r.nt * r.units;
+  return r;
+}
+// Every tile of the run summed from 0 in unit order (tiled_units; r holds its first DEPTH chunks)
+// and written to y's rows as the one-tile kernel writes them.
+template <class F, class Path, int DEPTH, class View>
+__device__ __forceinline__ void tiled_run_sums(typename F::Raw (&r)[DEPTH], const TiledRun& run, int t,
+                                               int lane, const View& xv, float* y) {
+  constexpr int kChunk = tiled_chunk_bytes(F::kType);
+#pragma unroll 1
+  for (int64_t k = 0; k < run.nt; ++k) {
+    const uint8_t* tk = run.tw + k * run.units * kChunk;
+    const int64_t left = run.n_chunks - k * run.units;  // chunks from tk to the run's end
+    float acca = 0.0f, accb = 0.0f;
+    tiled_units<F, Path, DEPTH>(r, tk, 0, run.units, left, t, lane, xv, acca, accb);
+    quad_sums(acca, accb);
+    if (t == 0) {
+      const int64_t row = (run.t0 + k) * 16 + (lane >> 2);
+      y[row] = acca;
+      y[row + 8] = accb;
+    }
+  }
+}
+
 // The tiled launch with several tiles a warp (plain launches only: no SwiGLU epilogue, one warp
 // a tile): block x of group grp takes the tiles [x tpb, min((x + 1) tpb, ne1 / 16)) of the
 // group's matrix, and its NW warps split them into contiguous runs (warp w: tiles
@@ -2038,39 +2081,21 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   int j = 0;
   const float* x = block_pair_x(b, &j);
   if (!x) return;  // the same for the whole block
-  const int64_t ne0 = b.ne0, units = ne0 / 256;
+  const int64_t ne0 = b.ne0;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, t = lane & 3;
-  const int64_t tiles = b.ne1 / 16;  // whole tiles (tiled_layout_covers)
-  const int64_t tb0 = static_cast<int64_t>(blockIdx.x) * tpb;
-  const int64_t nb = tb0 < tiles ? (tiles - tb0 < tpb ? tiles - tb0 : tpb) : 0;   // the block's tiles
-  const int64_t t0 = tb0 + nb * warp / NW, nt = tb0 + nb * (warp + 1) / NW - t0;  // the warp's run
-  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
-  const uint8_t* tw = wg + t0 * units * kChunk;
-  const int64_t n_chunks = nt * units;
+  const TiledRun run = tiled_run<NW, kChunk>(b, grp, blockIdx.x, tpb, warp);
   typename F::Raw r[DEPTH];
 #pragma unroll
   for (int i = 0; i < DEPTH; ++i) {
-    if (i < n_chunks) F::load(r[i], tw + i * kChunk, lane);
+    if (i < run.n_chunks) F::load(r[i], run.tw + i * kChunk, lane);
   }
   pdl_wait_then_release();  // x is written by the kernel before
   S::prepare(x, ne0, dyn, NW * 32, [] {});
   __syncthreads();
   const typename S::View xv = S::view(dyn, ne0, lane);
-  float* y = b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride;
-#pragma unroll 1
-  for (int64_t k = 0; k < nt; ++k) {
-    const uint8_t* tk = tw + k * units * kChunk;
-    const int64_t left = n_chunks - k * units;  // chunks from tk to the run's end
-    float acca = 0.0f, accb = 0.0f;
-    tiled_units<F, Path, DEPTH>(r, tk, 0, units, left, t, lane, xv, acca, accb);
-    quad_sums(acca, accb);
-    if (t == 0) {
-      const int64_t row = (t0 + k) * 16 + (lane >> 2);
-      y[row] = acca;
-      y[row + 8] = accb;
-    }
-  }
+  tiled_run_sums<F, Path, DEPTH>(r, run, t, lane, xv,
+                                 b.y + grp * b.y_gstride + static_cast<int64_t>(j) * b.y_stride);
 }
 
 // A counter read with acquire semantics at GPU scope (PTX ISA "ld.acquire"): the writes released
@@ -2115,7 +2140,7 @@ __device__ __forceinline__ int atomic_add_acq_rel_gpu(int32_t* p) {
 // count. The count's round trip overlaps the block's last down item.
 template <GgmlType T, int P, int DA, int DB, int MINB, int NW>
 __global__ void __launch_bounds__(NW * 32, MINB)
-    gemv_tiled_ffn_kernel(GemvBatch a, GemvBatch d, int a_x, int b_x, int tpb, int32_t* sync, int pf) {
+    gemv_tiled_ffn_kernel(GemvBatch a, GemvBatch d, int a_x, int b_x, int tpb, int32_t* sync) {
   using S = Sel<T, P>;
   using F = TiledFetch<T>;
   using Path = typename S::Path;
@@ -2169,24 +2194,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     int j = 0;
     const float* x = single_pair_x(d, grp, &j);
     if (!x) continue;  // the same for the whole block
-    const int64_t ne0 = d.ne0, units = ne0 / 256, tiles = d.ne1 / 16;
-    const int64_t tb0 = static_cast<int64_t>(bx) * tpb;
-    const int64_t nb = tb0 < tiles ? (tiles - tb0 < tpb ? tiles - tb0 : tpb) : 0;   // the item's tiles
-    const int64_t t0 = tb0 + nb * warp / NW, nt = tb0 + nb * (warp + 1) / NW - t0;  // the warp's run
-    const uint8_t* wg = d.w_table ? d.w_table[grp] : d.w + static_cast<uint64_t>(grp) * d.w_gstride;
-    const uint8_t* tw = wg + t0 * units * kChunk;
-    const int64_t n_chunks = nt * units;
+    const TiledRun run = tiled_run<NW, kChunk>(d, grp, bx, tpb, warp);
     typename F::Raw r[DB];
 #pragma unroll
     for (int i = 0; i < DB; ++i) {
-      if (i < n_chunks) F::load(r[i], tw + i * kChunk, lane);
-    }
-    // pf (set_gemv_ffn_prefetch, measured side by side): the warp's next pf chunks into L2 while
-    // the block waits for its group's SwiGLU rows.
-    for (int64_t o = static_cast<int64_t>(lane) * 128,
-                 end = (n_chunks < DB + pf ? n_chunks : DB + pf) * kChunk;
-         o + DB * kChunk < end; o += 32 * 128) {
-      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(tw + DB * kChunk + o));
+      if (i < run.n_chunks) F::load(r[i], run.tw + i * kChunk, lane);
     }
     if (!waited) pdl_wait_then_release(), waited = true;
     if (tid == 0) {
@@ -2194,23 +2206,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
       if (item + step >= n_items) ended = atomic_add_acq_rel_gpu(sync + K);  // past the block's last wait
     }
     __syncthreads();  // the group's SwiGLU rows are written; the item before has read dyn
-    S::prepare_coherent(x, ne0, dyn, NW * 32);
+    S::prepare_coherent(x, d.ne0, dyn, NW * 32);
     __syncthreads();
-    const typename S::View xv = S::view(dyn, ne0, lane);
-    float* y = d.y + grp * d.y_gstride + static_cast<int64_t>(j) * d.y_stride;
-#pragma unroll 1
-    for (int64_t k = 0; k < nt; ++k) {
-      const uint8_t* tk = tw + k * units * kChunk;
-      const int64_t left = n_chunks - k * units;  // chunks from tk to the run's end
-      float acca = 0.0f, accb = 0.0f;
-      tiled_units<F, Path, DB>(r, tk, 0, units, left, t, lane, xv, acca, accb);
-      quad_sums(acca, accb);
-      if (t == 0) {
-        const int64_t row = (t0 + k) * 16 + (lane >> 2);
-        y[row] = acca;
-        y[row + 8] = accb;
-      }
-    }
+    const typename S::View xv = S::view(dyn, d.ne0, lane);
+    tiled_run_sums<F, Path, DB>(r, run, t, lane, xv,
+                                d.y + grp * d.y_gstride + static_cast<int64_t>(j) * d.y_stride);
   }
   if (!waited) pdl_wait_then_release();
   if (tid == 0) {
@@ -2856,8 +2856,6 @@ void launch_tiled(const GemvBatch& b, cudaStream_t s) {
 // Warps a block of the one-launch expert FFN (set_gemv_ffn_warps): 0 = the launch's own choice
 // (gate + up's, tiled_block_warps with the epilogue's 8 NW rows a block; 4 takes 8).
 std::atomic<int> g_ffn_warps{0};
-// Chunks a warp of the one-launch expert FFN requests into L2 while it waits (set_gemv_ffn_prefetch).
-std::atomic<int> g_ffn_prefetch{0};
 
 // gemv_tiled_ffn_kernel on a (gate + up with the epilogue) and d (down): NW warps a block
 // (registers for 2 blocks an SM at 8 warps, one at 12 and 16, as the tiled launch's), x's
@@ -2896,8 +2894,7 @@ void launch_tiled_ffn_nw(const GemvBatch& a, const GemvBatch& d, int32_t* sync, 
   }
   launch_maybe_dependent(k, dim3(static_cast<unsigned>(f.grid), 1, 1), NW * 32, smem, s,
                          g_pdl.load(std::memory_order_relaxed) && !a.tables_from_kernel, a, d,
-                         static_cast<int>(f.a_x), static_cast<int>(f.b_x), static_cast<int>(f.tpb), sync,
-                         g_ffn_prefetch.load(std::memory_order_relaxed));
+                         static_cast<int>(f.a_x), static_cast<int>(f.b_x), static_cast<int>(f.tpb), sync);
 }
 
 template <GgmlType T, int DA, int DB>
@@ -2978,12 +2975,6 @@ void set_gemv_ffn_warps(int warps) {
     throw Error("set_gemv_ffn_warps: 0, 8, 12 or 16 warps a block (got " + std::to_string(warps) + ")");
   }
   g_ffn_warps.store(warps, std::memory_order_relaxed);
-}
-
-void set_gemv_ffn_prefetch(int chunks) {
-  if (chunks < 0 || chunks > 64)
-    throw Error("set_gemv_ffn_prefetch: 0 to 64 chunks (got " + std::to_string(chunks) + ")");
-  g_ffn_prefetch.store(chunks, std::memory_order_relaxed);
 }
 
 void set_gemv_ffn_fusion(bool on) { g_ffn_fusion.store(on, std::memory_order_relaxed); }

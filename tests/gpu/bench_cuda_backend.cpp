@@ -554,7 +554,6 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
       gpu::detail::set_gemv_ffn_fusion(false);
       gpu::detail::set_gemv_ffn_warps(0);
       gpu::detail::set_gemv_tiled_depth(0);
-      gpu::detail::set_gemv_ffn_prefetch(0);
     }
   } restore;
   gpu::detail::set_gemv_ffn_fusion(true);  // off by default in the engine
@@ -563,27 +562,25 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
                            "counters");
     MOEPACK_CUDA_CHECK(cudaMemset(sync.as<void>(), 0, sync.size()));
     struct Config {
-      int warps, depth, prefetch;
+      int warps, depth;
     };
-    std::vector<Config> configs = {{0, 0, 0}, {8, 0, 0}, {12, 0, 0}, {16, 0, 0},
-                                   {0, 0, 2}, {0, 0, 4}, {0, 0, 8}};
-    if (type == GgmlType::Q2_K) configs.push_back({0, 1, 0});  // beside its depth 2
-    for (const auto [warps, depth, prefetch] : configs) {
+    std::vector<Config> configs = {{0, 0}, {8, 0}, {12, 0}, {16, 0}};
+    if (type == GgmlType::Q2_K) configs.push_back({0, 1});  // beside its depth 2
+    for (const auto [warps, depth] : configs) {
       gpu::detail::set_gemv_ffn_warps(warps);
       gpu::detail::set_gemv_tiled_depth(depth);
-      gpu::detail::set_gemv_ffn_prefetch(prefetch);
       const double us = time_launches([&](int i) {
                           gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
                           dn.w = pool.buf.bytes_ptr() + (i % copies) * layer + 2 * mat_gu * experts;
                           gpu::gemv_experts_ffn(gu, dn, sync.as<int32_t>(), nullptr);
                         }).gpu_us;
       const double r = static_cast<double>(layer) / (us / 1e6) / d2d;
-      if (warps == 0 && depth == 0 && prefetch == 0) {
+      if (warps == 0 && depth == 0) {
         out["one_launch_us"] = us;
         out["one_launch_ratio_to_d2d"] = r;
       } else {
         out["one_launch_by_warps"].push_back(
-            {{"warps", warps}, {"depth", depth}, {"prefetch", prefetch}, {"us", us}, {"ratio_to_d2d", r}});
+            {{"warps", warps}, {"depth", depth}, {"us", us}, {"ratio_to_d2d", r}});
       }
     }
   }
