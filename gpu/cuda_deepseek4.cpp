@@ -7,24 +7,25 @@
 //        the KV compressors' history and pooling, the indexer's scores, the sliding-window +
 //        compressed attention with sinks, the router's logits, routed experts (cuda_moe.h,
 //        SwiGLU clamp per block) and the shared expert (clamped), the output HC head, logits.
+//        The compressed rows each query sees, the indexer's top-k among them included
+//        (ds4_select_rows: the CPU reference's order, exactly), are chosen on the GPU too.
 //   host the router's selection and weights (core's route_token, or ds4::hash_route on the
-//        tid2eid table for hash-routed blocks) and the indexer's top-k (the CPU's own
-//        comparator), after copying the scores back; both are exact by construction
-//        (gpu/cuda_host_router.h). At decode with every expert resident the GPU makes the
-//        router's choice itself, the same bits (gpu/cuda_device_router.h); the indexer's top-k
-//        stays on the host.
+//        tid2eid table for hash-routed blocks), after copying the scores back; exact by
+//        construction (gpu/cuda_host_router.h). At decode with every expert resident the GPU
+//        makes the router's choice itself, the same bits (gpu/cuda_device_router.h), and a
+//        decode step is one CUDA graph launch from its second step on (gpu/decode_graph.h):
+//        every buffer is allocated at construction and every position-dependent launch reads
+//        the step's position from device memory.
 // State (device, per block) and its semantics are the CPU reference's: a raw K ring of
 // n_swa + U rows, compressor rings of 2m + U slots, every compressed row; ubatches of U = 256
 // positions; truncate(n) is O(1) when n >= hw - U and otherwise recomputes tokens [0, n).
 // Streams: one compute stream; where the host routes, it waits for it once per block for the
 // router scores' copy (an event: the shared expert queued after it runs meanwhile,
-// cuda_host_router.h), once per ratio-4 block for indexer scores (only when more rows than
-// top-k are visible), and at the end of each ubatch.
+// cuda_host_router.h), and at the end of each ubatch.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_moe.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/decode_graph.h"
 #include "gpu/device_info.h"
 #include "gpu/device_weights.h"
 #include "gpu/kernels.h"
@@ -207,6 +209,12 @@ class CudaDeepseek4 final : public Backend {
     }
     score_stride_ = n_ctx_ / 4 + 1;
     max_keys_ = cfg_.n_swa + sel_stride_;
+    const int64_t KI = cfg_.indexer_top_k;
+    const bool indexer =
+        std::any_of(layers_.begin(), layers_.end(), [](const Layer& L) { return L.ratio == 4; });
+    if (indexer && (KI < 1 || (KI > 4096 && n_ctx_ / 4 > KI)))
+      throw FormatError(file, "deepseek4.attention.indexer.top_k", 0,
+                        std::to_string(KI) + " outside 1..4096 (the CUDA backend's top-k selection)");
 
     // Device state and activations, counted in the upload's VRAM check.
     uint64_t state_floats = 0;
@@ -376,7 +384,7 @@ class CudaDeepseek4 final : public Backend {
 
   // Activation buffers for one ubatch of U positions (floats), allocated once.
   struct Sizes {
-    int64_t S, f, mix, hc, M, e, cq, q, kn, t, kappa, qi, iw, sc, att, z, rl, sh, lg;
+    int64_t S, f, mix, hc, M, e, cq, q, kn, t, kappa, qi, iw, sc, att, z, rl, sh, lg, sel, cnt, row;
   };
   Sizes sizes() const {
     const int64_t U = kUbatch, E = cfg_.n_embd, HC = cfg_.hc_count, NHC = (2 + HC) * HC;
@@ -402,13 +410,16 @@ class CudaDeepseek4 final : public Backend {
     z.rl = 2 * U * static_cast<int64_t>(cfg_.n_expert);  // 2: the prefetch lookahead's scores
     z.sh = U * std::max<int64_t>(max_sh_ff_, 1);
     z.lg = U * static_cast<int64_t>(cfg_.n_vocab);
+    z.sel = U * std::max<int64_t>(sel_stride_, 1);  // int32 each
+    z.cnt = U;                                      // int32 each
+    z.row = std::max<int64_t>(D, DI);  // a decode graph's row before it is stored at its position
     return z;
   }
   uint64_t activation_floats() const {
     const Sizes z = sizes();
     return static_cast<uint64_t>(z.S + z.f + z.mix + 2 * z.hc + z.hc + z.M + 4 * z.e + z.cq + 2 * z.q + z.kn +
                                  2 * z.t + z.kappa + z.qi + z.iw + z.sc + z.att + z.z + z.rl + 2 * z.sh +
-                                 z.lg);
+                                 z.lg + z.sel + z.cnt + z.row);
   }
   void allocate_activations() {
     const Sizes z = sizes();
@@ -441,8 +452,10 @@ class CudaDeepseek4 final : public Backend {
     a(sg_, z.sh, "shared expert");
     a(su_, z.sh, "shared expert");
     a(logits_, z.lg, "logits");
+    a(sel_, z.sel, "compressed rows' selection");
+    a(cnt_, z.cnt, "compressed rows' selection");
+    a(row_, z.row, "a decode step's row");
     router_.reserve(kUbatch);
-    h_sc_.allocate(fbytes(std::max<int64_t>(z.sc, 1)), "indexer scores");
   }
 
   // cos/sin of every position with core's rope_table (plain, compressed), and the same with the
@@ -496,10 +509,10 @@ class CudaDeepseek4 final : public Backend {
     observer_ = std::move(keep);
   }
 
-  // One ubatch (n <= U positions) through every block, as the CPU reference's run().
+  // One ubatch (n <= U positions) through every block, as the CPU reference's run(). A decode
+  // step with the router on the GPU and logits to return runs as a CUDA graph (gpu/decode_graph.h).
   void run(std::span<const int32_t> tokens, std::span<float> logits, std::span<float> all_logits) {
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    const int64_t E = cfg_.n_embd, HC = cfg_.hc_count;
+    const int64_t n = static_cast<int64_t>(tokens.size()), NV = cfg_.n_vocab;
     const auto t0 = Clock::now();
     double io_wait = 0.0;
     const int64_t pos0 = n_past_;
@@ -507,35 +520,28 @@ class CudaDeepseek4 final : public Backend {
     hw_ = std::max(hw_, pos0 + n - 1);
     arena_.reset();
     device_router_.begin_step();
-    float* S = S_.as<float>();
-    float* h = h_.as<float>();
-    float* x = x_.as<float>();
-    float* y = y_.as<float>();
+    const bool graph =
+        n == 1 && all_logits.empty() && !logits.empty() && device_router_.active(1) && graph_.usable();
     try {
-      // §4.1: every stream starts as the embedding.
-      const int32_t* d_tok = arena_.put(tokens.data(), tokens.size(), st);
-      dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), h,
-                   st);
-      for (int64_t s = 0; s < HC; ++s) {
-        MOEPACK_CUDA_CHECK(cudaMemcpy2DAsync(S + s * E, fbytes(HC * E), h, fbytes(E), fbytes(E),
-                                             static_cast<size_t>(n), cudaMemcpyDeviceToDevice, st));
+      if (graph) {
+        graph_.step(tokens[0], pos0, n_ctx_, logits, NV, st, device_router_, stats_,
+                    [&](const int32_t* d_step, float* out, int64_t max_kv) {
+                      enqueue_blocks(tokens, d_step, 1, pos0, d_step + 1, max_kv, &io_wait);
+                      device_router_.copy_back(observer_, st, true);
+                      enqueue_head(1, false, out);
+                    });
+      } else {
+        const int32_t* d_tok = arena_.put(tokens.data(), tokens.size(), st);
+        enqueue_blocks(tokens, d_tok, n, pos0, nullptr, 0, &io_wait);
+        device_router_.copy_back(observer_, st);
+        if (!logits.empty() || !all_logits.empty()) {
+          enqueue_head(n, !all_logits.empty(), all_logits.empty() ? logits.data() : all_logits.data());
+        }
+        MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
+        if (!all_logits.empty() && !logits.empty()) {
+          std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
+        }
       }
-      for (uint32_t il = 0; il < layers_.size(); ++il) {
-        const Layer& L = layers_[il];
-        hc_pre(L.hc_attn, n);
-        rms_norm(h, E, L.d_attn_norm, E, cfg_.rms_eps, x, E, n, st);
-        attention(il, n, pos0);
-        ds4_hc_expand(S, y, post_.as<float>(), M_.as<float>(), n, HC, E, st);
-
-        hc_pre(L.hc_ffn, n);
-        rms_norm(h, E, L.d_ffn_norm, E, cfg_.rms_eps, x, E, n, st);
-        moe(il, tokens, d_tok, n, pos0, &io_wait);
-        ds4_hc_expand(S, y, post_.as<float>(), M_.as<float>(), n, HC, E, st);
-      }
-      experts_->end_step();
-      device_router_.copy_back(observer_, st);
-      if (!logits.empty() || !all_logits.empty()) head(n, logits, all_logits);
-      MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
       device_router_.report(observer_, static_cast<uint32_t>(pos0));
     } catch (...) {
       experts_->end_step();
@@ -549,6 +555,39 @@ class CudaDeepseek4 final : public Backend {
     stats_.compute_ms += ms_since(t0) - io_wait;
   }
 
+  // Queues the embedding of the n token ids at d_tok (device; tokens: the same on the host, for
+  // the host's hash routing) and every block at positions pos0.. (pos_dev: pos0 read from that
+  // device int, a decode step in a graph serving positions below max_kv).
+  void enqueue_blocks(std::span<const int32_t> tokens, const int32_t* d_tok, int64_t n, int64_t pos0,
+                      const int32_t* pos_dev, int64_t max_kv, double* io_wait) {
+    const int64_t E = cfg_.n_embd, HC = cfg_.hc_count;
+    cudaStream_t st = stream_.get();
+    float* S = S_.as<float>();
+    float* h = h_.as<float>();
+    float* x = x_.as<float>();
+    float* y = y_.as<float>();
+    // §4.1: every stream starts as the embedding.
+    dequant_rows(tok_embd_.type, tok_embd_.data, tok_embd_.row_bytes, E, d_tok, static_cast<int32_t>(n), h,
+                 st);
+    for (int64_t s = 0; s < HC; ++s) {
+      MOEPACK_CUDA_CHECK(cudaMemcpy2DAsync(S + s * E, fbytes(HC * E), h, fbytes(E), fbytes(E),
+                                           static_cast<size_t>(n), cudaMemcpyDeviceToDevice, st));
+    }
+    for (uint32_t il = 0; il < layers_.size(); ++il) {
+      const Layer& L = layers_[il];
+      hc_pre(L.hc_attn, n);
+      rms_norm(h, E, L.d_attn_norm, E, cfg_.rms_eps, x, E, n, st);
+      attention(il, n, pos0, pos_dev, max_kv);
+      ds4_hc_expand(S, y, post_.as<float>(), M_.as<float>(), n, HC, E, st);
+
+      hc_pre(L.hc_ffn, n);
+      rms_norm(h, E, L.d_ffn_norm, E, cfg_.rms_eps, x, E, n, st);
+      moe(il, tokens, d_tok, n, pos0, io_wait);
+      ds4_hc_expand(S, y, post_.as<float>(), M_.as<float>(), n, HC, E, st);
+    }
+    experts_->end_step();
+  }
+
   // §4.2: h = Σ pre·S, post, M of the n positions' streams.
   void hc_pre(const HcW& w, int64_t n) {
     const int64_t E = cfg_.n_embd, HC = cfg_.hc_count, NHC = (2 + HC) * HC;
@@ -560,11 +599,12 @@ class CudaDeepseek4 final : public Backend {
     ds4_hc_collapse(S_.as<float>(), pre_.as<float>(), n, HC, E, h_.as<float>(), st);
   }
 
-  // §4.9: head collapse (pre only), output norm, logits of the last position (or all).
-  void head(int64_t n, std::span<float> logits, std::span<float> all_logits) {
+  // §4.9: head collapse (pre only), output norm, logits of the last position (or of all n with
+  // all), queued with their copy to dst (host).
+  void enqueue_head(int64_t n, bool all, float* dst) {
     const int64_t E = cfg_.n_embd, HC = cfg_.hc_count, NV = cfg_.n_vocab;
     cudaStream_t st = stream_.get();
-    const int64_t first = all_logits.empty() ? n - 1 : 0;
+    const int64_t first = all ? 0 : n - 1;
     const int64_t m = n - first;
     const float* S = S_.as<float>() + first * HC * E;
     rms_norm(S, HC * E, nullptr, HC * E, cfg_.rms_eps, f_.as<float>(), HC * E, m, st);
@@ -573,21 +613,28 @@ class CudaDeepseek4 final : public Backend {
     ds4_hc_collapse(S, pre_.as<float>(), m, HC, E, h_.as<float>(), st);
     rms_norm(h_.as<float>(), E, output_norm_, E, cfg_.rms_eps, x_.as<float>(), E, m, st);
     dev_matmul(output_, x_.as<float>(), E, m, logits_.as<float>(), NV, st);
-    float* dst = all_logits.empty() ? logits.data() : all_logits.data();
     MOEPACK_CUDA_CHECK(cudaMemcpyAsync(dst, logits_.as<float>(), fbytes(m * NV), cudaMemcpyDeviceToHost, st));
-    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
-    if (!all_logits.empty() && !logits.empty()) {
-      std::copy(all_logits.begin() + (n - 1) * NV, all_logits.begin() + n * NV, logits.begin());
-    }
   }
 
   // §4.6: a_p, g_p (+ape) of the n positions into the rings, then the rows they complete.
-  void compress(const CompW& C, const float* x, int64_t n, int64_t pos0, float* a, float* g, float* rows) {
+  // pos_dev (a decode graph's one position): the row it completes, if any, pooled, normed and
+  // roped in row_ by the same launches, then stored (ds4_store_row_at).
+  void compress(const CompW& C, const float* x, int64_t n, int64_t pos0, float* a, float* g, float* rows,
+                const int32_t* pos_dev) {
     const int64_t E = cfg_.n_embd, d = C.d, cd = C.c * d, m = C.m, R = cfg_.n_rot;
     cudaStream_t st = stream_.get();
     dev_matmul(C.wkv, x, E, n, ta_.as<float>(), cd, st);
     dev_matmul(C.wgate, x, E, n, tg_.as<float>(), cd, st);
-    ds4_comp_store(ta_.as<float>(), tg_.as<float>(), C.dape, n, pos0, m, C.ring, cd, a, g, st);
+    ds4_comp_store(ta_.as<float>(), tg_.as<float>(), C.dape, n, pos0, m, C.ring, cd, a, g, st, pos_dev);
+    if (pos_dev) {
+      float* row = row_.as<float>();
+      ds4_compress_pool(a, g, C.ring, d, C.c, m, 0, 1, kappa_.as<float>(), st, pos_dev);
+      rms_norm(kappa_.as<float>(), d, C.dnorm, d, cfg_.rms_eps, row, d, 1, st);
+      ds4_rope_rows(row + d - R, 1, d, 1, d, cs_comp_.as<float>(), n_ctx_, 0, m, static_cast<int>(R),
+                    rope_comp_.neox, st, pos_dev);
+      ds4_store_row_at(row, d, rows, 0, m, pos_dev, st);
+      return;
+    }
     const int64_t b_lo = (pos0 + m) / m - 1, b_hi = (pos0 + n) / m - 1;
     const int64_t nb = b_hi - b_lo + 1;
     if (nb <= 0) return;
@@ -610,8 +657,9 @@ class CudaDeepseek4 final : public Backend {
     }
   }
 
-  // §4.5 / §4.7: the attention sub-layer of block il: x_ [n][E] -> y_ [n][E].
-  void attention(uint32_t il, int64_t n, int64_t pos0) {
+  // §4.5 / §4.7: the attention sub-layer of block il: x_ [n][E] -> y_ [n][E]. pos_dev (one
+  // token): pos0 read from that device int, a decode graph serving positions below max_kv.
+  void attention(uint32_t il, int64_t n, int64_t pos0, const int32_t* pos_dev, int64_t max_kv) {
     Layer& L = layers_[il];
     const int64_t E = cfg_.n_embd, Hh = cfg_.n_head, D = cfg_.n_embd_head_k, R = cfg_.n_rot, N = D - R;
     const int64_t Q = cfg_.q_lora_rank, G = cfg_.out_groups, O = cfg_.out_lora_rank;
@@ -631,45 +679,43 @@ class CudaDeepseek4 final : public Backend {
     dev_matmul(L.m_wq_b, cq, Q, n, q, Hh * D, st);
     dev_matmul(L.m_wkv, x, E, n, kn, D, st);
     rms_norm(q, D, nullptr, D, cfg_.rms_eps, q, D, n * Hh, st);
-    rope(q + N, n, Hh * D, Hh, D, cs, pos0, static_cast<int>(R), rope_p.neox, st);
-    ring_runs(pos0, n, ring_raw_, [&](int64_t t, int64_t slot, int64_t cnt) {
-      float* k = L.kraw + slot * D;
-      rms_norm(kn + t * D, D, L.d_kv_norm, D, cfg_.rms_eps, k, D, cnt, st);
-      rope(k + N, cnt, D, 1, D, cs, pos0 + t, static_cast<int>(R), rope_p.neox, st);
-    });
-    if (ratio != 0) compress(L.comp, x, n, pos0, L.ca, L.cg, L.crow);
-
-    // Compressed rows each query sees (host lists, uploaded): all completed (ratio 128), the
-    // indexer's top K_I (ratio 4, when more are visible).
-    sel_.assign(static_cast<size_t>(n * std::max<int64_t>(sel_stride_, 1)), 0);
-    cnt_.assign(static_cast<size_t>(n), 0);
-    if (ratio != 0) {
-      bool need_scores = false;
-      for (int64_t t = 0; t < n; ++t) {
-        const int64_t nvis = (pos0 + t + 1) / ratio;
-        if (ratio == 4 && nvis > KI) {
-          need_scores = true;
-          continue;
-        }
-        if (nvis > sel_stride_)
-          throw Error("deepseek4 CUDA: " + std::to_string(nvis) +
-                      " compressed rows exceed the selection table");
-        for (int64_t r = 0; r < nvis; ++r)
-          sel_[static_cast<size_t>(t * sel_stride_ + r)] = static_cast<int32_t>(r);
-        cnt_[static_cast<size_t>(t)] = static_cast<int32_t>(nvis);
-      }
-      if (ratio == 4) {
-        compress(L.icomp, x, n, pos0, L.ia, L.ig, L.irow);
-        if (need_scores) indexer_select(L, n, pos0, HI, DI, KI, R);
-      }
+    rope(q + N, n, Hh * D, Hh, D, cs, pos0, static_cast<int>(R), rope_p.neox, st, pos_dev);
+    if (pos_dev) {  // the step's K row, normed and roped in row_, into its ring slot
+      float* k = row_.as<float>();
+      rms_norm(kn, D, L.d_kv_norm, D, cfg_.rms_eps, k, D, 1, st);
+      rope(k + N, 1, D, 1, D, cs, pos0, static_cast<int>(R), rope_p.neox, st, pos_dev);
+      ds4_store_row_at(k, D, L.kraw, ring_raw_, 0, pos_dev, st);
+    } else {
+      ring_runs(pos0, n, ring_raw_, [&](int64_t t, int64_t slot, int64_t cnt) {
+        float* k = L.kraw + slot * D;
+        rms_norm(kn + t * D, D, L.d_kv_norm, D, cfg_.rms_eps, k, D, cnt, st);
+        rope(k + N, cnt, D, 1, D, cs, pos0 + t, static_cast<int>(R), rope_p.neox, st);
+      });
     }
-    const int32_t* d_sel = arena_.stage(sel_.data(), sel_.size(), st);
-    const int32_t* d_cnt = arena_.put(cnt_.data(), cnt_.size(), st);  // one copy of both
+    if (ratio != 0) compress(L.comp, x, n, pos0, L.ca, L.cg, L.crow, pos_dev);
+
+    // Compressed rows each query sees, chosen on the GPU: all completed (ratio 128), the
+    // indexer's top K_I (ratio 4, when more are visible).
+    int32_t* sel = sel_.as<int32_t>();
+    int32_t* cnt = cnt_.as<int32_t>();
+    if (ratio == 0) {
+      MOEPACK_CUDA_CHECK(cudaMemsetAsync(cnt, 0, static_cast<size_t>(n) * sizeof(int32_t), st));
+    } else {
+      const float* scores = sc_.as<float>();
+      if (ratio == 4) {
+        compress(L.icomp, x, n, pos0, L.ia, L.ig, L.irow, pos_dev);
+        // Scores only where a query sees more rows than the top-k (a graph: wherever it may).
+        const int64_t last = pos_dev ? max_kv - 1 : pos0 + n - 1;
+        if ((last + 1) / 4 > KI) indexer_scores(L, n, pos0, HI, DI, R, pos_dev, max_kv);
+      }
+      ds4_select_rows(scores, score_stride_, n, pos0, ratio, KI, sel, sel_stride_, cnt, st, pos_dev, max_kv);
+    }
 
     float* o = o_.as<float>();
-    ds4_attend(q, n, Hh, D, pos0, L.kraw, ring_raw_, cfg_.n_swa, L.crow, d_sel, sel_stride_, d_cnt, L.d_sinks,
-               1.0f / std::sqrt(static_cast<float>(D)), att_.as<float>(), max_keys_, o, st);
-    rope(o + N, n, Hh * D, Hh, D, cs_neg, pos0, static_cast<int>(R), rope_p.neox, st);  // rotation by -θ
+    ds4_attend(q, n, Hh, D, pos0, L.kraw, ring_raw_, cfg_.n_swa, L.crow, sel, sel_stride_, cnt, L.d_sinks,
+               1.0f / std::sqrt(static_cast<float>(D)), att_.as<float>(), max_keys_, o, st, pos_dev);
+    rope(o + N, n, Hh * D, Hh, D, cs_neg, pos0, static_cast<int>(R), rope_p.neox, st,
+         pos_dev);  // rotation by -θ
 
     // Grouped low-rank output: z_g = A_g · (heads of group g) in one launch, y = W_b · z.
     const int64_t HDG = Hh * D / G;
@@ -692,36 +738,20 @@ class CudaDeepseek4 final : public Backend {
     dev_matmul(L.m_wo_b, z_.as<float>(), G * O, n, y_.as<float>(), E, st);
   }
 
-  // §4.7: indexer q (roped) and weights, scores on the GPU, top-K_I on the host (the CPU's
-  // comparator: higher score first, ties to the lower row) for the queries that see > K_I rows.
-  void indexer_select(const Layer& L, int64_t n, int64_t pos0, int64_t HI, int64_t DI, int64_t KI,
-                      int64_t R) {
+  // §4.7: indexer q (roped) and weights, then the scores of every visible ratio-4 row into sc_
+  // (ds4_select_rows takes the top K_I). pos_dev, max_kv: as attention()'s.
+  void indexer_scores(const Layer& L, int64_t n, int64_t pos0, int64_t HI, int64_t DI, int64_t R,
+                      const int32_t* pos_dev, int64_t max_kv) {
     cudaStream_t st = stream_.get();
     const int64_t E = cfg_.n_embd, Q = cfg_.q_lora_rank;
     float* qi = qi_.as<float>();
     dev_matmul(L.m_idx_q_b, cq_.as<float>(), Q, n, qi, HI * DI, st);
     dev_matmul(L.m_idx_proj, x_.as<float>(), E, n, iw_.as<float>(), HI, st);
     rope(qi + DI - R, n, HI * DI, HI, DI, cs_comp_.as<float>(), pos0, static_cast<int>(R), rope_comp_.neox,
-         st);
+         st, pos_dev);
     const float wscale = 1.0f / std::sqrt(static_cast<float>(DI * HI));
     ds4_indexer_scores(qi, iw_.as<float>(), n, HI, DI, L.irow, pos0, wscale, sc_.as<float>(), score_stride_,
-                       st);
-    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(h_sc_.as<float>(), sc_.as<float>(), fbytes(n * score_stride_),
-                                       cudaMemcpyDeviceToHost, st));
-    MOEPACK_CUDA_CHECK(cudaStreamSynchronize(st));
-    std::vector<int32_t> idx;
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t nvis = (pos0 + t + 1) / 4;
-      if (nvis <= KI) continue;
-      const float* score = h_sc_.as<float>() + t * score_stride_;
-      idx.resize(static_cast<size_t>(nvis));
-      std::iota(idx.begin(), idx.end(), 0);
-      std::partial_sort(idx.begin(), idx.begin() + KI, idx.end(), [&](int32_t p1, int32_t p2) {
-        return score[p1] > score[p2] || (score[p1] == score[p2] && p1 < p2);
-      });
-      std::copy(idx.begin(), idx.begin() + KI, sel_.begin() + t * sel_stride_);
-      cnt_[static_cast<size_t>(t)] = static_cast<int32_t>(KI);
-    }
+                       st, pos_dev, max_kv);
   }
 
   // §4.8: router logits on the GPU; selection and weights on the host (at decode with every
@@ -806,11 +836,12 @@ class CudaDeepseek4 final : public Backend {
   DeviceBuffer cs_plain_, cs_plain_neg_, cs_comp_, cs_comp_neg_;  // [n_ctx][R]
   DeviceBuffer S_, f_, mix_, pre_, post_, M_, h_, x_, y_, tmp_, cq_, q_, o_, kn_, ta_, tg_, kappa_, qi_, iw_,
       sc_, att_, z_, rl_, sg_, su_, logits_;
-  PinnedBuffer h_sc_;
+  DeviceBuffer sel_, cnt_;  // int32 [U][sel_stride_], [U]: the compressed rows each query sees
+  DeviceBuffer row_;        // a decode graph's K or compressed row before it is stored
   HostRouter router_{cfg_};
   DeviceRouter device_router_;  // decode steps' choice on the GPU (every expert resident)
-  std::vector<int32_t> sel_, cnt_;
   RoutingObserver observer_;
+  DecodeGraph graph_;  // decode steps as one CUDA graph launch (gpu/decode_graph.h)
   BackendStats stats_;
 };
 

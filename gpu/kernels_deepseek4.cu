@@ -4,6 +4,7 @@
 // attention with sinks. CPU twins: core/deepseek4_ops.h. Every output element is computed by one
 // thread in the CPU twin's order of operations (built with --fmad=false), so the only
 // differences are expf's and the division's last-bit rounding.
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -106,20 +107,32 @@ __global__ void hc_expand_kernel(float* S, const float* y, const float* post, co
   for (int dst = 0; dst < HC; ++dst) S[(t * HC + dst) * E + c] = out[dst];
 }
 
+// The position of token 0: *pos_dev when given (a decode graph's launch), else pos0.
+__device__ int64_t first_position(int64_t pos0, const int32_t* pos_dev) {
+  return pos_dev ? static_cast<int64_t>(*pos_dev) : pos0;
+}
+
 __global__ void comp_store_kernel(const float* ta, const float* tg, const float* ape, int64_t n, int64_t pos0,
-                                  int64_t m, int64_t ring, int64_t cd, float* a, float* g) {
+                                  int64_t m, int64_t ring, int64_t cd, float* a, float* g,
+                                  const int32_t* pos_dev) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * cd) return;
-  const int64_t t = i / cd, k = i % cd, p = pos0 + t;
+  const int64_t t = i / cd, k = i % cd, p = first_position(pos0, pos_dev) + t;
   const int64_t slot = (p % ring) * cd + k;
   a[slot] = ta[i];
   g[slot] = tg[i] + ape[(p % m) * cd + k];
 }
 
 __global__ void compress_pool_kernel(const float* a, const float* g, int64_t ring, int64_t d, int64_t c,
-                                     int64_t m, int64_t b0, int64_t nb, float* kappa) {
+                                     int64_t m, int64_t b0, int64_t nb, float* kappa,
+                                     const int32_t* pos_dev) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= nb * d) return;
+  if (pos_dev) {  // the row position *pos_dev completes, if any
+    const int64_t p1 = static_cast<int64_t>(*pos_dev) + 1;
+    if (p1 % m != 0) return;
+    b0 = p1 / m - 1;
+  }
   const int64_t r = i / d, ch = i % d, s = (b0 + r) * m, cd = c * d;
   const int64_t first = (c == 2 && s >= m) ? s - m : s;
   float mx = -INFINITY;
@@ -138,10 +151,15 @@ __global__ void compress_pool_kernel(const float* a, const float* g, int64_t rin
 
 __global__ void rope_rows_kernel(float* x, int64_t n_rows, int64_t row_stride, int64_t n_heads,
                                  int64_t head_stride, const float* cs_table, int64_t pos_first,
-                                 int64_t pos_step, int n_dims, bool neox) {
+                                 int64_t pos_step, int n_dims, bool neox, const int32_t* pos_dev) {
   const int half = n_dims / 2;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_rows * n_heads * half) return;
+  if (pos_dev) {  // the row position *pos_dev completes, if any
+    const int64_t p1 = static_cast<int64_t>(*pos_dev) + 1;
+    if (p1 % pos_step != 0) return;
+    pos_first = p1 - pos_step;
+  }
   const int64_t r = i / (n_heads * half), h = (i / half) % n_heads;
   const int k = static_cast<int>(i % half);
   const float* cs = cs_table + (pos_first + r * pos_step) * n_dims;
@@ -158,10 +176,10 @@ __global__ void rope_rows_kernel(float* x, int64_t n_rows, int64_t row_stride, i
 // thread sums them in head order (as ds4::indexer_score).
 __global__ void indexer_scores_kernel(const float* q, const float* w, int64_t HI, int64_t DI,
                                       const float* rows, int64_t pos0, float wscale, float* scores,
-                                      int64_t stride) {
+                                      int64_t stride, const int32_t* pos_dev) {
   extern __shared__ float term[];
   const int64_t r = blockIdx.x, t = blockIdx.y;
-  const int64_t nvis = (pos0 + t + 1) / 4;
+  const int64_t nvis = (first_position(pos0, pos_dev) + t + 1) / 4;
   if (r >= nvis) return;  // uniform per block
   const float* row = rows + r * DI;
   for (int64_t h = threadIdx.x; h < HI; h += blockDim.x) {
@@ -185,8 +203,9 @@ __device__ const float* attend_key(int64_t j, int64_t nraw, int64_t j0, const fl
 __global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0, const float* kraw,
                               int64_t ring_raw, int64_t n_swa, const float* comp, const int32_t* sel,
                               int64_t sel_stride, const int32_t* sel_count, const float* sinks,
-                              float kq_scale, float* scratch, int64_t max_keys, float* out) {
-  const int64_t h = blockIdx.x, t = blockIdx.y, p = pos0 + t;
+                              float kq_scale, float* scratch, int64_t max_keys, float* out,
+                              const int32_t* pos_dev) {
+  const int64_t h = blockIdx.x, t = blockIdx.y, p = first_position(pos0, pos_dev) + t;
   const int64_t j0 = p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
   const int64_t nraw = p - j0 + 1;
   const int64_t nk = nraw + sel_count[t];
@@ -217,6 +236,134 @@ __global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0
     }
     oh[c] = acc;
   }
+}
+
+__global__ void store_row_kernel(const float* src, int64_t width, float* dst, int64_t ring, int64_t m,
+                                 const int32_t* pos_dev) {
+  const int64_t p = *pos_dev;
+  int64_t row;
+  if (m > 0) {
+    if ((p + 1) % m != 0) return;
+    row = (p + 1) / m - 1;
+  } else {
+    row = p % ring;
+  }
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < width;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    dst[row * width + i] = src[i];
+  }
+}
+
+// An order-preserving unsigned key of a score: a > b as floats iff key(a) > key(b), with -0 made
+// +0 first (the comparator sees them equal). NaN is outside the comparator's contract.
+__device__ uint32_t score_key(float f) {
+  if (f == 0.0f) f = 0.0f;
+  const uint32_t u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// key in the high word, the row's complement in the low: descending order = higher score first,
+// then the lower row (rows < 2^31, so every real entry is above the padding 0).
+__device__ unsigned long long select_entry(uint32_t key, int64_t r) {
+  return (static_cast<unsigned long long>(key) << 32) | (0xFFFFFFFFu - static_cast<uint32_t>(r));
+}
+
+constexpr int kSelectThreads = 256;
+
+// One block per query t (ds4_select_rows). keys: the top_k entries padded to P (a power of two).
+__global__ void __launch_bounds__(kSelectThreads)
+    select_rows_kernel(const float* scores, int64_t stride, int64_t pos0, int64_t ratio, int64_t top_k,
+                       int64_t P, int32_t* sel, int64_t sel_stride, int32_t* count, const int32_t* pos_dev) {
+  extern __shared__ unsigned long long entry[];
+  __shared__ uint32_t hist[256];
+  __shared__ uint32_t s_prefix, s_need, s_above, s_taken;
+  __shared__ uint32_t warp_ties[kSelectThreads / 32];
+  const int64_t t = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t nvis = (first_position(pos0, pos_dev) + t + 1) / ratio;
+  int32_t* out = sel + t * sel_stride;
+  if (ratio != 4 || nvis <= top_k) {  // every completed row, in order
+    const int64_t c = nvis < sel_stride ? nvis : sel_stride;
+    for (int64_t r = tid; r < c; r += blockDim.x) out[r] = static_cast<int32_t>(r);
+    if (tid == 0) count[t] = static_cast<int32_t>(c);
+    return;
+  }
+  const float* sc = scores + t * stride;
+  // Radix select, most significant byte first: T, the top_k-th largest key, and how many rows
+  // equal to T belong to the top_k (need).
+  uint32_t prefix = 0, mask = 0, need = static_cast<uint32_t>(top_k);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
+    __syncthreads();
+    for (int64_t r = tid; r < nvis; r += blockDim.x) {
+      const uint32_t k = score_key(sc[r]);
+      if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (tid == 0) {
+      uint32_t left = need;
+      int b = 255;
+      for (; b > 0 && hist[b] < left; --b) left -= hist[b];
+      s_prefix = prefix | (static_cast<uint32_t>(b) << shift);
+      s_need = left;
+    }
+    __syncthreads();
+    prefix = s_prefix;
+    need = s_need;
+    mask |= 255u << shift;
+  }
+  const uint32_t T = prefix;
+  const uint32_t above = static_cast<uint32_t>(top_k) - need;
+  if (tid == 0) {
+    s_above = 0;
+    s_taken = 0;
+  }
+  __syncthreads();
+  for (int64_t r = tid; r < nvis; r += blockDim.x) {
+    const uint32_t k = score_key(sc[r]);
+    if (k > T) entry[atomicAdd(&s_above, 1u)] = select_entry(k, r);
+  }
+  // The lowest `need` rows whose key is T, in row order: a block-wide count over chunks.
+  const int lane = tid & 31, warp = tid >> 5;
+  for (int64_t base = 0; base < nvis; base += blockDim.x) {
+    const int64_t r = base + tid;
+    const bool tie = r < nvis && score_key(sc[r]) == T;
+    const uint32_t ballot = __ballot_sync(0xFFFFFFFFu, tie);
+    if (lane == 0) warp_ties[warp] = __popc(ballot);
+    __syncthreads();
+    uint32_t rank = s_taken + __popc(ballot & ((1u << lane) - 1u)), chunk = 0;
+    for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) {
+      if (w < warp) rank += warp_ties[w];
+      chunk += warp_ties[w];
+    }
+    if (tie && rank < need) entry[above + rank] = select_entry(T, r);
+    __syncthreads();
+    if (tid == 0) s_taken += chunk;
+    __syncthreads();
+    if (s_taken >= need) break;  // uniform: every thread reads the same s_taken
+  }
+  for (int64_t i = top_k + tid; i < P; i += blockDim.x) entry[i] = 0ull;
+  __syncthreads();
+  // Bitonic sort, descending.
+  for (int64_t k = 2; k <= P; k <<= 1) {
+    for (int64_t j = k >> 1; j > 0; j >>= 1) {
+      for (int64_t i = tid; i < P; i += blockDim.x) {
+        const int64_t ij = i ^ j;
+        if (ij > i) {
+          const unsigned long long a = entry[i], b = entry[ij];
+          if ((i & k) == 0 ? a < b : a > b) {
+            entry[i] = b;
+            entry[ij] = a;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  for (int64_t i = tid; i < top_k; i += blockDim.x) {
+    out[i] = static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(entry[i] & 0xFFFFFFFFull));
+  }
+  if (tid == 0) count[t] = static_cast<int32_t>(top_k);
 }
 
 }  // namespace
@@ -256,66 +403,113 @@ void ds4_hc_expand(float* S, const float* y, const float* post, const float* M, 
 }
 
 void ds4_comp_store(const float* ta, const float* tg, const float* ape, int64_t n, int64_t pos0, int64_t m,
-                    int64_t ring, int64_t cd, float* a, float* g, cudaStream_t s) {
-  require(m > 0 && ring > 0 && n <= ring && pos0 >= 0, "ds4_comp_store",
+                    int64_t ring, int64_t cd, float* a, float* g, cudaStream_t s, const int32_t* pos_dev) {
+  require(m > 0 && ring > 0 && n <= ring && pos0 >= 0 && (!pos_dev || n == 1), "ds4_comp_store",
           "n " + std::to_string(n) + " m " + std::to_string(m) + " ring " + std::to_string(ring) + " pos0 " +
-              std::to_string(pos0));
+              std::to_string(pos0) + (pos_dev ? " (a device position takes n = 1)" : ""));
   if (n <= 0 || cd <= 0) return;
-  comp_store_kernel<<<blocks_for(n * cd), kThreads, 0, s>>>(ta, tg, ape, n, pos0, m, ring, cd, a, g);
+  comp_store_kernel<<<blocks_for(n * cd), kThreads, 0, s>>>(ta, tg, ape, n, pos0, m, ring, cd, a, g, pos_dev);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
 void ds4_compress_pool(const float* a, const float* g, int64_t ring, int64_t d, int64_t c, int64_t m,
-                       int64_t b0, int64_t nb, float* kappa, cudaStream_t s) {
-  require((c == 1 || c == 2) && m > 0 && b0 >= 0 && c * m <= ring, "ds4_compress_pool",
-          "c " + std::to_string(c) + " m " + std::to_string(m) + " ring " + std::to_string(ring) + " b0 " +
-              std::to_string(b0));
+                       int64_t b0, int64_t nb, float* kappa, cudaStream_t s, const int32_t* pos_dev) {
+  require(
+      (c == 1 || c == 2) && m > 0 && b0 >= 0 && c * m <= ring && (!pos_dev || nb == 1), "ds4_compress_pool",
+      "c " + std::to_string(c) + " m " + std::to_string(m) + " ring " + std::to_string(ring) + " b0 " +
+          std::to_string(b0) + " nb " + std::to_string(nb) + (pos_dev ? " (a device position: nb = 1)" : ""));
   if (nb <= 0 || d <= 0) return;
-  compress_pool_kernel<<<blocks_for(nb * d), kThreads, 0, s>>>(a, g, ring, d, c, m, b0, nb, kappa);
+  compress_pool_kernel<<<blocks_for(nb * d), kThreads, 0, s>>>(a, g, ring, d, c, m, b0, nb, kappa, pos_dev);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
 void ds4_rope_rows(float* x, int64_t n_rows, int64_t row_stride, int64_t n_heads, int64_t head_stride,
                    const float* cs_table, int64_t table_rows, int64_t pos_first, int64_t pos_step, int n_dims,
-                   bool neox, cudaStream_t s) {
+                   bool neox, cudaStream_t s, const int32_t* pos_dev) {
   if (n_rows <= 0 || n_dims <= 0 || n_heads <= 0) return;
-  const int64_t last = pos_first + (n_rows - 1) * pos_step;
-  require(n_dims % 2 == 0 && pos_first >= 0 && pos_step >= 0 && last < table_rows, "ds4_rope_rows",
-          "positions " + std::to_string(pos_first) + ".." + std::to_string(last) + " outside the table's " +
-              std::to_string(table_rows) + " rows (n_dims " + std::to_string(n_dims) + ")");
+  if (pos_dev) {
+    require(n_dims % 2 == 0 && n_rows == 1 && pos_step > 0, "ds4_rope_rows",
+            "a device position takes one row at a positive step (rows " + std::to_string(n_rows) + ", step " +
+                std::to_string(pos_step) + ", n_dims " + std::to_string(n_dims) + ")");
+  } else {
+    const int64_t last = pos_first + (n_rows - 1) * pos_step;
+    require(n_dims % 2 == 0 && pos_first >= 0 && pos_step >= 0 && last < table_rows, "ds4_rope_rows",
+            "positions " + std::to_string(pos_first) + ".." + std::to_string(last) + " outside the table's " +
+                std::to_string(table_rows) + " rows (n_dims " + std::to_string(n_dims) + ")");
+  }
   rope_rows_kernel<<<blocks_for(n_rows * n_heads * (n_dims / 2)), kThreads, 0, s>>>(
-      x, n_rows, row_stride, n_heads, head_stride, cs_table, pos_first, pos_step, n_dims, neox);
+      x, n_rows, row_stride, n_heads, head_stride, cs_table, pos_first, pos_step, n_dims, neox, pos_dev);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
 void ds4_indexer_scores(const float* q, const float* w, int64_t n, int64_t HI, int64_t DI, const float* rows,
-                        int64_t pos0, float wscale, float* scores, int64_t stride, cudaStream_t s) {
+                        int64_t pos0, float wscale, float* scores, int64_t stride, cudaStream_t s,
+                        const int32_t* pos_dev, int64_t max_kv) {
   if (n <= 0) return;
-  const int64_t max_rows = (pos0 + n) / 4;
-  require(HI > 0 && HI <= 4096 && DI > 0 && stride >= max_rows && n <= 65535, "ds4_indexer_scores",
+  require(!pos_dev || (n == 1 && max_kv >= 1), "ds4_indexer_scores",
+          "a device position takes n = 1 and max_kv >= 1 (n " + std::to_string(n) + ", max_kv " +
+              std::to_string(max_kv) + ")");
+  const int64_t max_rows = pos_dev ? max_kv / 4 : (pos0 + n) / 4;
+  require(HI > 0 && HI <= 4096 && DI > 0 && stride >= max_rows && n <= 65535 && max_rows <= 0x7FFFFFFF,
+          "ds4_indexer_scores",
           "HI " + std::to_string(HI) + " DI " + std::to_string(DI) + " n " + std::to_string(n) + " rows " +
               std::to_string(max_rows) + " stride " + std::to_string(stride));
   if (max_rows <= 0) return;
   indexer_scores_kernel<<<dim3(static_cast<unsigned>(max_rows), static_cast<unsigned>(n)), 32,
                           static_cast<size_t>(HI) * sizeof(float), s>>>(q, w, HI, DI, rows, pos0, wscale,
-                                                                        scores, stride);
+                                                                        scores, stride, pos_dev);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
 void ds4_attend(const float* q, int64_t n, int64_t H, int64_t D, int64_t pos0, const float* kraw,
                 int64_t ring_raw, int64_t n_swa, const float* comp, const int32_t* sel, int64_t sel_stride,
                 const int32_t* sel_count, const float* sinks, float kq_scale, float* scratch,
-                int64_t max_keys, float* out, cudaStream_t s) {
+                int64_t max_keys, float* out, cudaStream_t s, const int32_t* pos_dev) {
   if (n <= 0 || H <= 0) return;
   require(D > 0 && D <= 1024 && n_swa > 0 && ring_raw >= n_swa + n - 1 && max_keys >= n_swa + sel_stride &&
-              sel_stride >= 0 && n <= 65535 && pos0 >= 0,
+              sel_stride >= 0 && n <= 65535 && pos0 >= 0 && (!pos_dev || n == 1),
           "ds4_attend",
           "D " + std::to_string(D) + " n " + std::to_string(n) + " n_swa " + std::to_string(n_swa) +
               " ring " + std::to_string(ring_raw) + " sel_stride " + std::to_string(sel_stride) +
               " max_keys " + std::to_string(max_keys));
   attend_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n)), 128, 0, s>>>(
       q, H, D, pos0, kraw, ring_raw, n_swa, comp, sel, sel_stride, sel_count, sinks, kq_scale, scratch,
-      max_keys, out);
+      max_keys, out, pos_dev);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+void ds4_store_row_at(const float* src, int64_t width, float* dst, int64_t ring, int64_t m,
+                      const int32_t* pos_dev, cudaStream_t s) {
+  require(pos_dev != nullptr && m >= 0 && (m > 0 || ring > 0), "ds4_store_row_at",
+          "needs a device position and m > 0 or a ring (m " + std::to_string(m) + ", ring " +
+              std::to_string(ring) + ")");
+  if (width <= 0) return;
+  store_row_kernel<<<std::min<unsigned>(blocks_for(width), 64), kThreads, 0, s>>>(src, width, dst, ring, m,
+                                                                                  pos_dev);
+  MOEPACK_CUDA_CHECK(cudaGetLastError());
+}
+
+void ds4_select_rows(const float* scores, int64_t stride, int64_t n, int64_t pos0, int64_t ratio,
+                     int64_t top_k, int32_t* sel, int64_t sel_stride, int32_t* count, cudaStream_t s,
+                     const int32_t* pos_dev, int64_t max_kv) {
+  if (n <= 0) return;
+  const int64_t last = pos_dev ? max_kv - 1 : pos0 + n - 1;
+  const int64_t most = ratio >= 1 ? (last + 1) / ratio : 0;  // rows the last query sees
+  const bool sorts = ratio == 4 && most > top_k;
+  const int64_t fit = sorts ? top_k : most;
+  require(ratio >= 1 && pos0 >= 0 && last >= 0 && n <= 0x7FFFFFFF && (!pos_dev || n == 1) &&
+              (ratio != 4 || top_k >= 1) && (!sorts || top_k <= 4096) && fit <= sel_stride &&
+              (!sorts || stride >= most),
+          "ds4_select_rows",
+          "ratio " + std::to_string(ratio) + " top_k " + std::to_string(top_k) + " n " + std::to_string(n) +
+              " last position " + std::to_string(last) + ": " + std::to_string(fit) +
+              " rows for a table of " + std::to_string(sel_stride) + " (score stride " +
+              std::to_string(stride) + ")");
+  int64_t P = 1;
+  while (sorts && P < top_k) P <<= 1;
+  select_rows_kernel<<<static_cast<unsigned>(n), kSelectThreads,
+                       sorts ? static_cast<size_t>(P) * sizeof(unsigned long long) : 0, s>>>(
+      scores, stride, pos0, ratio, top_k, P, sel, sel_stride, count, pos_dev);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -43,9 +43,10 @@
 //   "engine"/"decode_graph_of", "router_on_device_of", "tiled_experts_of": for every
 //             --graph-model GGUF (e.g. a kimi-linear or deepseek4 fixture: their own backends),
 //             decode with the decode graph off and on, with the router on the host and on the
-//             GPU, and with tiled_experts "off" and "on", alternating, three each.
+//             GPU, and with tiled_experts "off" and "on", alternating, three each
+//             (--graph-only: these alone, the demo model's sections skipped).
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
-//                           --tiled-only]
+//                           --tiled-only | --graph-only]
 //                           [--graph-model GGUF]...
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
 //        ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0)
@@ -734,6 +735,7 @@ int main(int argc, char** argv) {
   bool gemv_only = false;    // --gemv-only: every section but "engine"
   bool tiled_only = false;   // --tiled-only: "gemv_tiled" and "read_ceiling" alone
   bool ffn_only = false;     // --ffn-only: "expert_ffn" and the read ceilings of its layers alone
+  bool graph_only = false;   // --graph-only: the --graph-model sections of "engine" alone
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
     std::string type;
@@ -759,6 +761,8 @@ int main(int argc, char** argv) {
       tiled_only = true;
     } else if (a == "--ffn-only") {
       ffn_only = true;
+    } else if (a == "--graph-only") {
+      graph_only = engine_only = true;
     } else {
       model = a;
     }
@@ -906,6 +910,18 @@ int main(int argc, char** argv) {
     s.backend = "cuda";
     s.n_ctx = 1024;
     s.cache_vram_reserve_mib = 0;
+    if (graph_only) {
+      for (const std::string& m : graph_models) {
+        const auto src = ModelSource::open(m);
+        const std::string name = std::filesystem::path(m).filename().string();
+        out["engine"]["decode_graph_of"][name] =
+            bench_switch(src, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
+        out["engine"]["router_on_device_of"][name] =
+            bench_switch(src, s, prefill, decode, gpu::set_router_on_device, "router_on_device");
+      }
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
     const auto gguf = ModelSource::open(model);
     out["model"] = model;
     out["engine"]["gguf"] = bench_engine(gguf, s, prefill, decode);

@@ -274,6 +274,103 @@ TEST_P(Ds4Kernels, SlidingWindowAttentionWithSinks) {
   }
 }
 
+// The compressed rows each query sees (ds4_select_rows) against the CPU reference's own choice
+// (core/arch_deepseek4.cpp: every completed row, or std::partial_sort of the indexer's scores
+// with its comparator: higher first, ties to the lower row). Scores drawn from a handful of
+// values (ties everywhere, +0 and -0 among them) and from a normal distribution; top-k of 16 (the
+// fixture's), 600 (padded to 1024) and 4096 (the largest); ratio 128; direct launches and the
+// device-position launches of a decode graph.
+TEST(Ds4SelectRows, MatchesTheCpuComparatorOrderExactly) {
+  struct Case {
+    int64_t ratio, top_k, pos0, n;
+    bool ties;
+  };
+  const Case cases[] = {{4, 16, 0, 70, true},       {4, 16, 500, 40, true},    {4, 16, 500, 40, false},
+                        {4, 600, 3000, 5, true},    {4, 600, 3000, 5, false},  {4, 512, 20000, 3, true},
+                        {4, 4096, 20000, 2, false}, {4, 4096, 16380, 2, true}, {128, 16, 1000, 30, true},
+                        {4, 16, 2, 1, true}};
+  std::mt19937 rng(71);
+  for (const Case& c : cases) {
+    SCOPED_TRACE("ratio " + std::to_string(c.ratio) + " top_k " + std::to_string(c.top_k) + " pos0 " +
+                 std::to_string(c.pos0) + " n " + std::to_string(c.n) + (c.ties ? " ties" : " normal"));
+    const int64_t last = c.pos0 + c.n - 1, most = (last + 1) / c.ratio;
+    const int64_t stride = most + 5;
+    const int64_t sel_stride = c.ratio == 4 ? std::min(c.top_k, most) + 2 : most + 2;
+    std::vector<float> scores(static_cast<size_t>(c.n * stride));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : scores) {
+      v = c.ties ? static_cast<float>(static_cast<int>(rng() % 7) - 3) * 0.25f : normal(rng);
+      if (c.ties && v == 0.0f && rng() % 2) v = -0.0f;
+    }
+    // The CPU reference's lists.
+    std::vector<std::vector<int32_t>> want(static_cast<size_t>(c.n));
+    for (int64_t t = 0; t < c.n; ++t) {
+      const int64_t nvis = (c.pos0 + t + 1) / c.ratio;
+      std::vector<int32_t>& w = want[static_cast<size_t>(t)];
+      w.resize(static_cast<size_t>(nvis));
+      std::iota(w.begin(), w.end(), 0);
+      if (c.ratio == 4 && nvis > c.top_k) {
+        const float* score = scores.data() + t * stride;
+        std::partial_sort(w.begin(), w.begin() + c.top_k, w.end(), [&](int32_t p1, int32_t p2) {
+          return score[p1] > score[p2] || (score[p1] == score[p2] && p1 < p2);
+        });
+        w.resize(static_cast<size_t>(c.top_k));
+      }
+    }
+    Dev dsc = up(scores);
+    const auto check = [&](const DeviceBuffer& sel, const DeviceBuffer& cnt, int64_t t0, int64_t rows,
+                           const char* how) {
+      std::vector<int32_t> got_sel(static_cast<size_t>(rows * sel_stride)),
+          got_cnt(static_cast<size_t>(rows));
+      MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpy(got_sel.data(), sel.bytes_ptr(), got_sel.size() * 4, cudaMemcpyDeviceToHost));
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpy(got_cnt.data(), cnt.bytes_ptr(), got_cnt.size() * 4, cudaMemcpyDeviceToHost));
+      for (int64_t i = 0; i < rows; ++i) {
+        const std::vector<int32_t>& w = want[static_cast<size_t>(t0 + i)];
+        ASSERT_EQ(got_cnt[static_cast<size_t>(i)], static_cast<int32_t>(w.size()))
+            << how << ", query " << t0 + i;
+        const std::vector<int32_t> g(got_sel.begin() + i * sel_stride,
+                                     got_sel.begin() + i * sel_stride + w.size());
+        EXPECT_EQ(g, w) << how << ", query " << t0 + i;
+      }
+    };
+    DeviceBuffer sel = up_i32(std::vector<int32_t>(static_cast<size_t>(c.n * sel_stride), -1));
+    DeviceBuffer cnt = up_i32(std::vector<int32_t>(static_cast<size_t>(c.n), -1));
+    ds4_select_rows(dsc.p(), stride, c.n, c.pos0, c.ratio, c.top_k, sel.as<int32_t>(), sel_stride,
+                    cnt.as<int32_t>(), nullptr);
+    check(sel, cnt, 0, c.n, "direct");
+    // A decode graph's launch: one query at the position read from device memory, its scores
+    // at the start of the table.
+    for (const int64_t t : {int64_t{0}, c.n - 1}) {
+      Dev one = up(std::vector<float>(scores.begin() + t * stride, scores.begin() + (t + 1) * stride));
+      DeviceBuffer pos = up_i32({static_cast<int32_t>(c.pos0 + t)});
+      DeviceBuffer sel1 = up_i32(std::vector<int32_t>(static_cast<size_t>(sel_stride), -1));
+      DeviceBuffer cnt1 = up_i32({-1});
+      ds4_select_rows(one.p(), stride, 1, 0, c.ratio, c.top_k, sel1.as<int32_t>(), sel_stride,
+                      cnt1.as<int32_t>(), nullptr, pos.as<int32_t>(), last + 1);
+      check(sel1, cnt1, t, 1, "device position");
+    }
+    // Refused on the host: a table too narrow for the last query's rows.
+    const int64_t fit = c.ratio == 4 ? std::min(c.top_k, most) : most;
+    if (fit > 0) {
+      EXPECT_THROW(ds4_select_rows(dsc.p(), stride, c.n, c.pos0, c.ratio, c.top_k, sel.as<int32_t>(), fit - 1,
+                                   cnt.as<int32_t>(), nullptr),
+                   Error);
+    }
+  }
+  // Refused: a top-k beyond the shared-memory sort where a query must sort; ratio 0.
+  Dev dsc = zeros(8192);
+  DeviceBuffer sel = up_i32(std::vector<int32_t>(8192, 0)), cnt = up_i32({0});
+  EXPECT_THROW(
+      ds4_select_rows(dsc.p(), 8192, 1, 20000, 4, 4097, sel.as<int32_t>(), 8192, cnt.as<int32_t>(), nullptr),
+      Error);
+  EXPECT_THROW(
+      ds4_select_rows(dsc.p(), 8192, 1, 20, 0, 16, sel.as<int32_t>(), 8192, cnt.as<int32_t>(), nullptr),
+      Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, Ds4Kernels, ::testing::ValuesIn(kShapes),
                          [](const ::testing::TestParamInfo<Shape>& p) { return std::string(p.param.name); });
 
@@ -375,6 +472,27 @@ TEST_P(Ds4Fixture, RouterOnDeviceChangesNoLogitNorRouting) {
 
 // A 257-position call: its second ubatch of one position routes on the GPU inside a prefill
 // call, its reports deferred to the end of the step, in order (the hash-routed blocks too).
+// Decode steps as one CUDA graph launch (gpu/decode_graph.h) change no logit and no routing
+// report: the 386-token prompt, so every decode step's ratio-4 queries take the indexer's top-k
+// (97 rows visible, 16 chosen) and the ratio-4 compressors complete a row every 4 steps.
+TEST_P(Ds4Fixture, DecodeGraphChangesNoLogitNorRouting) {
+  const auto tokens = read_json(ref_path())["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(tokens.size(), 386u);
+  test::expect_decode_graph_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
+}
+
+// One graph serves every position (truncations that keep the rings and ones that recompute
+// included) and outlives every batch (deepseek4's buffers are sized at load). The prompt's first
+// 120 tokens: the decodes cross position 127, where the ratio-128 block completes its first row,
+// and position 64, past which the ratio-4 block's queries sort (4 · top-k).
+TEST_P(Ds4Fixture, DecodeGraphServesEveryPositionAfterATruncation) {
+  auto tokens = read_json(ref_path())["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
+  tokens.resize(120);
+  test::expect_decode_graph_serves_every_position(model_path(), tokens, make_cuda_backend_deepseek4, 3);
+  tokens.resize(60);  // decodes from 60 on: the first sorting queries inside the graph
+  test::expect_decode_graph_serves_every_position(model_path(), tokens, make_cuda_backend_deepseek4, 3);
+}
+
 TEST_P(Ds4Fixture, RouterOnDeviceReportsADeferredOnePositionUbatch) {
   auto tokens = read_json(ref_path())["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
   ASSERT_GE(tokens.size(), 257u);
