@@ -36,44 +36,75 @@ __device__ float dot_f32_dev(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+// Element e of a warp's HC x HC matrix, held by lane e mod 32 in register r0 (e < 32) or r1:
+// every lane of the warp calls it (each with its own e).
+__device__ float warp_element(float r0, float r1, int e) {
+  const float a = __shfl_sync(0xFFFFFFFFu, r0, e & 31);
+  const float b = __shfl_sync(0xFFFFFFFFu, r1, e & 31);
+  return e < 32 ? a : b;
+}
+
+// One warp per token: lane e (and e + 32 where HC * HC > 32) holds M[dst][src], e = dst·HC + src.
+// Every element is computed with the CPU twin's operations in its order (each column's softmax
+// and each row's or column's sum run over the matrix's own values in index order, read through
+// shuffles), so the matrix is the single-thread loop's bit for bit, but a Sinkhorn step costs
+// one sum and one division on every lane at once instead of HC·HC of each in one thread.
 __global__ void hc_weights_kernel(const float* mix, int64_t n, const float* base, const float* scale, int HC,
                                   uint32_t iters, float eps, float* pre, float* post, float* M) {
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= n) return;
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  if (t >= n) return;  // uniform per warp
   const float* m = mix + t * (2 + HC) * HC;
-  float* Mt = M + t * HC * HC;
-  for (int s = 0; s < HC; ++s) {
-    pre[t * HC + s] = sigmoidf_(m[s] * scale[0] + base[s]) + eps;
-    post[t * HC + s] = 2.0f * sigmoidf_(m[HC + s] * scale[1] + base[HC + s]);
+  if (lane < HC) {
+    pre[t * HC + lane] = sigmoidf_(m[lane] * scale[0] + base[lane]) + eps;
+    post[t * HC + lane] = 2.0f * sigmoidf_(m[HC + lane] * scale[1] + base[HC + lane]);
   }
-  float W[64];
-  for (int src = 0; src < HC; ++src) {
-    float l[8], mx = -INFINITY;
-    for (int dst = 0; dst < HC; ++dst) {
-      const int i = 2 * HC + HC * src + dst;
-      l[dst] = m[i] * scale[2] + base[i];
-      mx = fmaxf(mx, l[dst]);
+  const int NN = HC * HC;
+  float w[2] = {0.0f, 0.0f};
+  for (int slot = 0; slot < 2; ++slot) {
+    const int e = lane + 32 * slot;
+    if (e >= NN) continue;
+    const int dst = e / HC, src = e % HC;
+    float mx = -INFINITY;
+    for (int d = 0; d < HC; ++d) {
+      const int i = 2 * HC + HC * src + d;
+      mx = fmaxf(mx, m[i] * scale[2] + base[i]);
     }
-    float sum = 0.0f;
-    for (int dst = 0; dst < HC; ++dst) sum += (l[dst] = expf(l[dst] - mx));
-    for (int dst = 0; dst < HC; ++dst) W[dst * HC + src] = l[dst] / sum + eps;
+    float sum = 0.0f, mine = 0.0f;
+    for (int d = 0; d < HC; ++d) {
+      const int i = 2 * HC + HC * src + d;
+      const float x = expf((m[i] * scale[2] + base[i]) - mx);
+      sum += x;
+      if (d == dst) mine = x;
+    }
+    w[slot] = mine / sum + eps;
   }
   // Rows once, then (columns, rows) iters - 1 times: ds4::hc_weights's order.
   for (uint32_t it = 0; it == 0 || it < iters; ++it) {
     if (it > 0) {
-      for (int src = 0; src < HC; ++src) {
+      float nw[2];
+      for (int slot = 0; slot < 2; ++slot) {
+        const int e = lane + 32 * slot, src = e % HC;
         float sum = 0.0f;
-        for (int dst = 0; dst < HC; ++dst) sum += W[dst * HC + src];
-        for (int dst = 0; dst < HC; ++dst) W[dst * HC + src] /= sum + eps;
+        for (int d = 0; d < HC; ++d) sum += warp_element(w[0], w[1], d * HC + src);
+        nw[slot] = w[slot] / (sum + eps);
       }
+      w[0] = nw[0];
+      w[1] = nw[1];
     }
-    for (int dst = 0; dst < HC; ++dst) {
+    float nw[2];
+    for (int slot = 0; slot < 2; ++slot) {
+      const int e = lane + 32 * slot, dst = (e / HC) % HC;  // (% HC: lanes past the matrix stay in it)
       float sum = 0.0f;
-      for (int src = 0; src < HC; ++src) sum += W[dst * HC + src];
-      for (int src = 0; src < HC; ++src) W[dst * HC + src] /= sum + eps;
+      for (int k = 0; k < HC; ++k) sum += warp_element(w[0], w[1], dst * HC + k);
+      nw[slot] = w[slot] / (sum + eps);
     }
+    w[0] = nw[0];
+    w[1] = nw[1];
   }
-  for (int i = 0; i < HC * HC; ++i) Mt[i] = W[i];
+  float* Mt = M + t * NN;
+  if (lane < NN) Mt[lane] = w[0];
+  if (lane + 32 < NN) Mt[lane + 32] = w[1];
 }
 
 __global__ void head_weights_kernel(const float* mix, int64_t total, const float* base, const float* scale,
@@ -230,6 +261,7 @@ __global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0
   float* oh = out + (t * H + h) * D;
   for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
     float acc = 0.0f;
+#pragma unroll 8  // the keys' loads in flight together; the sum stays in key order
     for (int64_t j = 0; j < nk; ++j) {
       const float pj = sc[j] / sum;
       acc += pj * attend_key(j, nraw, j0, kraw, ring_raw, comp, sel_t, D)[c];
@@ -300,12 +332,24 @@ __global__ void __launch_bounds__(kSelectThreads)
       if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255u], 1u);
     }
     __syncthreads();
-    if (tid == 0) {
-      uint32_t left = need;
-      int b = 255;
-      for (; b > 0 && hist[b] < left; --b) left -= hist[b];
-      s_prefix = prefix | (static_cast<uint32_t>(b) << shift);
-      s_need = left;
+    if (tid < 32) {
+      // The bin holding the need-th largest key, counted from bin 255 down: lane l sums bins
+      // 255 - 8l .. 248 - 8l, a scan over the lanes finds the one lane whose bins reach it.
+      uint32_t c[8], local = 0;
+      for (int k = 0; k < 8; ++k) local += (c[k] = hist[255 - 8 * tid - k]);
+      uint32_t incl = local;
+      for (int off = 1; off < 32; off <<= 1) {
+        const uint32_t v = __shfl_up_sync(0xFFFFFFFFu, incl, off);
+        if (tid >= off) incl += v;
+      }
+      const uint32_t excl = incl - local;
+      if (excl < need && need <= incl) {
+        uint32_t left = need - excl;
+        int k = 0;
+        for (; k < 7 && c[k] < left; ++k) left -= c[k];
+        s_prefix = prefix | (static_cast<uint32_t>(255 - 8 * tid - k) << shift);
+        s_need = left;
+      }
     }
     __syncthreads();
     prefix = s_prefix;
@@ -372,8 +416,8 @@ void ds4_hc_weights(const float* mix, int64_t n, const float* base, const float*
                     uint32_t iters, float eps, float* pre, float* post, float* M, cudaStream_t s) {
   require(HC >= 1 && HC <= 8, "ds4_hc_weights", "HC " + std::to_string(HC) + " outside 1..8");
   if (n <= 0) return;
-  hc_weights_kernel<<<blocks_for(n), kThreads, 0, s>>>(mix, n, base, scale, static_cast<int>(HC), iters, eps,
-                                                       pre, post, M);
+  hc_weights_kernel<<<blocks_for(n * 32), kThreads, 0, s>>>(mix, n, base, scale, static_cast<int>(HC), iters,
+                                                            eps, pre, post, M);
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 

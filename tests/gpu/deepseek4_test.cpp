@@ -132,6 +132,34 @@ TEST_P(Ds4Kernels, HyperConnections) {
   expect_close(down(dS), wS, "hc_expand");
 }
 
+// The Sinkhorn weights (one warp a token, HC x HC elements over its lanes: a second register
+// each past 32 elements) at every stream count the launcher takes, against the CPU twin.
+TEST(Ds4HyperConnectionWeights, EveryStreamCountMatchesTheCpu) {
+  for (int64_t HC = 1; HC <= 8; ++HC) {
+    SCOPED_TRACE("HC " + std::to_string(HC));
+    const int64_t n = 45, NHC = (2 + HC) * HC;
+    const uint32_t iters = HC == 3 ? 1 : 20;  // one count: the rows' normalisation alone
+    const float eps = 1e-6f;
+    const auto mix = randn(static_cast<size_t>(n * NHC), 1.5f, static_cast<uint32_t>(10 + HC));
+    const auto base = randn(static_cast<size_t>(NHC), 0.5f, static_cast<uint32_t>(30 + HC));
+    const std::vector<float> scale = {0.7f, 1.2f, 0.9f};
+    Dev dmix = up(mix), dbase = up(base), dscale = up(scale);
+    Dev pre = zeros(static_cast<size_t>(n * HC)), post = zeros(static_cast<size_t>(n * HC)),
+        M = zeros(static_cast<size_t>(n * HC * HC));
+    ds4_hc_weights(dmix.p(), n, dbase.p(), dscale.p(), HC, iters, eps, pre.p(), post.p(), M.p(), nullptr);
+    std::vector<float> wpre(pre.n), wpost(post.n), wM(M.n);
+    for (int64_t t = 0; t < n; ++t) {
+      ds4::hc_weights(mix.data() + t * NHC, base.data(), scale.data(), HC, iters, eps, wpre.data() + t * HC,
+                      wpost.data() + t * HC, wM.data() + t * HC * HC);
+    }
+    expect_close(down(pre), wpre, "pre");
+    expect_close(down(post), wpost, "post");
+    expect_close(down(M), wM, "Sinkhorn M");
+  }
+  Dev z = zeros(9 * 11 * 9);
+  EXPECT_THROW(ds4_hc_weights(z.p(), 1, z.p(), z.p(), 9, 20, 1e-6f, z.p(), z.p(), z.p(), nullptr), Error);
+}
+
 // Compressor history + pooling + RoPE of the rows, both ratios, with the rings wrapping.
 TEST_P(Ds4Kernels, CompressorAndRope) {
   const Shape sh = GetParam();
