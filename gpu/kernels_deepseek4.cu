@@ -261,7 +261,6 @@ __global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0
   float* oh = out + (t * H + h) * D;
   for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
     float acc = 0.0f;
-#pragma unroll 8  // the keys' loads in flight together; the sum stays in key order
     for (int64_t j = 0; j < nk; ++j) {
       const float pj = sc[j] / sum;
       acc += pj * attend_key(j, nraw, j0, kraw, ring_raw, comp, sel_t, D)[c];
