@@ -83,26 +83,47 @@ const Shape kShapes[] = {{"tiny", 256, 4, 8, 128, 64, 32, 64, 64, 16},
 
 class Ds4Kernels : public ::testing::TestWithParam<Shape> {};
 
+// ds4_hc_weights on n tokens of random mixing logits (scale sd, seed) and bases (base_seed) against
+// ds4::hc_weights; returns the GPU's pre and the CPU's pre, post and M.
+struct HcWeights {
+  Dev pre;
+  std::vector<float> mix, wpre, wpost, wM;
+};
+HcWeights expect_hc_weights_match_cpu(int64_t n, int64_t HC, uint32_t iters, float sd, uint32_t seed,
+                                      uint32_t base_seed) {
+  const int64_t NHC = (2 + HC) * HC;
+  const float eps = 1e-6f;
+  HcWeights r;
+  r.mix = randn(static_cast<size_t>(n * NHC), sd, seed);
+  const auto base = randn(static_cast<size_t>(NHC), 0.5f, base_seed);
+  const std::vector<float> scale = {0.7f, 1.2f, 0.9f};
+  Dev dmix = up(r.mix), dbase = up(base), dscale = up(scale);
+  r.pre = zeros(static_cast<size_t>(n * HC));
+  Dev post = zeros(static_cast<size_t>(n * HC)), M = zeros(static_cast<size_t>(n * HC * HC));
+  ds4_hc_weights(dmix.p(), n, dbase.p(), dscale.p(), HC, iters, eps, r.pre.p(), post.p(), M.p(), nullptr);
+  r.wpre.resize(r.pre.n);
+  r.wpost.resize(post.n);
+  r.wM.resize(M.n);
+  for (int64_t t = 0; t < n; ++t) {
+    ds4::hc_weights(r.mix.data() + t * NHC, base.data(), scale.data(), HC, iters, eps, r.wpre.data() + t * HC,
+                    r.wpost.data() + t * HC, r.wM.data() + t * HC * HC);
+  }
+  expect_close(down(r.pre), r.wpre, "hc_weights pre");
+  expect_close(down(post), r.wpost, "hc_weights post");
+  expect_close(down(M), r.wM, "hc_weights Sinkhorn M");
+  return r;
+}
+
 TEST_P(Ds4Kernels, HyperConnections) {
   const Shape sh = GetParam();
   const int64_t n = 37, HC = sh.HC, NHC = (2 + HC) * HC, E = sh.E;
-  const uint32_t iters = 20;
   const float eps = 1e-6f;
-  const auto mix = randn(static_cast<size_t>(n * NHC), 1.0f, 1);
+  HcWeights hw = expect_hc_weights_match_cpu(n, HC, 20, 1.0f, 1, 2);
+  const std::vector<float>&mix = hw.mix, &wpre = hw.wpre, &wpost = hw.wpost, &wM = hw.wM;
+  Dev& pre = hw.pre;
   const auto base = randn(static_cast<size_t>(NHC), 0.5f, 2);
   const std::vector<float> scale = {0.7f, 1.2f, 0.9f};
-  Dev dmix = up(mix), dbase = up(base), dscale = up(scale);
-  Dev pre = zeros(static_cast<size_t>(n * HC)), post = zeros(static_cast<size_t>(n * HC)),
-      M = zeros(static_cast<size_t>(n * HC * HC));
-  ds4_hc_weights(dmix.p(), n, dbase.p(), dscale.p(), HC, iters, eps, pre.p(), post.p(), M.p(), nullptr);
-  std::vector<float> wpre(pre.n), wpost(post.n), wM(M.n);
-  for (int64_t t = 0; t < n; ++t) {
-    ds4::hc_weights(mix.data() + t * NHC, base.data(), scale.data(), HC, iters, eps, wpre.data() + t * HC,
-                    wpost.data() + t * HC, wM.data() + t * HC * HC);
-  }
-  expect_close(down(pre), wpre, "hc_weights pre");
-  expect_close(down(post), wpost, "hc_weights post");
-  expect_close(down(M), wM, "hc_weights Sinkhorn M");
+  Dev dbase = up(base), dscale = up(scale);
 
   // Head weights: the same formula as hc_weights' pre on the first HC logits.
   std::vector<float> hmix(static_cast<size_t>(n * HC));
@@ -137,24 +158,9 @@ TEST_P(Ds4Kernels, HyperConnections) {
 TEST(Ds4HyperConnectionWeights, EveryStreamCountMatchesTheCpu) {
   for (int64_t HC = 1; HC <= 8; ++HC) {
     SCOPED_TRACE("HC " + std::to_string(HC));
-    const int64_t n = 45, NHC = (2 + HC) * HC;
-    const uint32_t iters = HC == 3 ? 1 : 20;  // one count: the rows' normalisation alone
-    const float eps = 1e-6f;
-    const auto mix = randn(static_cast<size_t>(n * NHC), 1.5f, static_cast<uint32_t>(10 + HC));
-    const auto base = randn(static_cast<size_t>(NHC), 0.5f, static_cast<uint32_t>(30 + HC));
-    const std::vector<float> scale = {0.7f, 1.2f, 0.9f};
-    Dev dmix = up(mix), dbase = up(base), dscale = up(scale);
-    Dev pre = zeros(static_cast<size_t>(n * HC)), post = zeros(static_cast<size_t>(n * HC)),
-        M = zeros(static_cast<size_t>(n * HC * HC));
-    ds4_hc_weights(dmix.p(), n, dbase.p(), dscale.p(), HC, iters, eps, pre.p(), post.p(), M.p(), nullptr);
-    std::vector<float> wpre(pre.n), wpost(post.n), wM(M.n);
-    for (int64_t t = 0; t < n; ++t) {
-      ds4::hc_weights(mix.data() + t * NHC, base.data(), scale.data(), HC, iters, eps, wpre.data() + t * HC,
-                      wpost.data() + t * HC, wM.data() + t * HC * HC);
-    }
-    expect_close(down(pre), wpre, "pre");
-    expect_close(down(post), wpost, "post");
-    expect_close(down(M), wM, "Sinkhorn M");
+    // HC 3 with one iteration: the rows' normalisation alone.
+    expect_hc_weights_match_cpu(45, HC, HC == 3 ? 1 : 20, 1.5f, static_cast<uint32_t>(10 + HC),
+                                static_cast<uint32_t>(30 + HC));
   }
   Dev z = zeros(9 * 11 * 9);
   EXPECT_THROW(ds4_hc_weights(z.p(), 1, z.p(), z.p(), 9, 20, 1e-6f, z.p(), z.p(), z.p(), nullptr), Error);
