@@ -44,7 +44,8 @@
 //             --graph-model GGUF (e.g. a kimi-linear or deepseek4 fixture: their own backends),
 //             decode with the decode graph off and on, with the router on the host and on the
 //             GPU, and with tiled_experts "off" and "on", alternating, three each
-//             (--graph-only: these alone, the demo model's sections skipped).
+//             (--graph-only: the decode graph's and the router's alone, no other section; it
+//             needs at least one --graph-model).
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
 //                           --tiled-only | --graph-only]
 //                           [--graph-model GGUF]...
@@ -766,6 +767,10 @@ int main(int argc, char** argv) {
     } else {
       model = a;
     }
+  }
+  if (graph_only && graph_models.empty()) {
+    std::fprintf(stderr, "bench_cuda_backend: --graph-only needs at least one --graph-model\n");
+    return 2;
   }
   if (engine_only && gemv_only) {
     std::fprintf(stderr, "bench_cuda_backend: --engine-only and --gemv-only exclude each other\n");

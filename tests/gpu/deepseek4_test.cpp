@@ -162,6 +162,50 @@ TEST(Ds4HyperConnectionWeights, EveryStreamCountMatchesTheCpu) {
     expect_hc_weights_match_cpu(45, HC, HC == 3 ? 1 : 20, 1.5f, static_cast<uint32_t>(10 + HC),
                                 static_cast<uint32_t>(30 + HC));
   }
+}
+
+// The Sinkhorn matrix bit for bit: with every column's logits either its maximum or -inf, the
+// softmax's exponentials are exactly 1 and 0 on both sides, and what is left (additions and
+// divisions, rounded alike by the GPU and the CPU) must give ds4::hc_weights's M exactly.
+TEST(Ds4HyperConnectionWeights, SinkhornMatrixIsTheCpuLoopsBitForBit) {
+  std::mt19937 rng(91);
+  for (int64_t HC = 1; HC <= 8; ++HC) {
+    SCOPED_TRACE("HC " + std::to_string(HC));
+    const int64_t n = 45, NHC = (2 + HC) * HC;
+    const uint32_t iters = 20;
+    const float eps = 1e-6f;
+    std::vector<float> mix = randn(static_cast<size_t>(n * NHC), 1.0f, static_cast<uint32_t>(50 + HC));
+    std::vector<float> base = randn(static_cast<size_t>(NHC), 0.5f, static_cast<uint32_t>(70 + HC));
+    std::fill(base.begin() + 2 * HC, base.end(), 0.0f);
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t src = 0; src < HC; ++src) {
+        const float top = 0.25f * static_cast<float>(rng() % 9) - 1.0f;                // the column's maximum
+        const int64_t keep = static_cast<int64_t>(rng() % static_cast<uint32_t>(HC));  // at least one
+        for (int64_t dst = 0; dst < HC; ++dst) {
+          const bool on = dst == keep || rng() % 3 == 0;
+          mix[static_cast<size_t>(t * NHC + 2 * HC + HC * src + dst)] = on ? top : -INFINITY;
+        }
+      }
+    }
+    const std::vector<float> scale = {0.7f, 1.2f, 0.9f};
+    Dev dmix = up(mix), dbase = up(base), dscale = up(scale);
+    Dev pre = zeros(static_cast<size_t>(n * HC)), post = zeros(static_cast<size_t>(n * HC)),
+        M = zeros(static_cast<size_t>(n * HC * HC));
+    ds4_hc_weights(dmix.p(), n, dbase.p(), dscale.p(), HC, iters, eps, pre.p(), post.p(), M.p(), nullptr);
+    std::vector<float> wpre(pre.n), wpost(post.n), wM(M.n);
+    for (int64_t t = 0; t < n; ++t) {
+      ds4::hc_weights(mix.data() + t * NHC, base.data(), scale.data(), HC, iters, eps, wpre.data() + t * HC,
+                      wpost.data() + t * HC, wM.data() + t * HC * HC);
+    }
+    const std::vector<float> got = down(M);
+    ASSERT_EQ(got.size(), wM.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &wM[i], sizeof(float)) != 0;
+    EXPECT_EQ(differ, 0u) << "of " << got.size() << " elements of M";
+  }
+}
+
+TEST(Ds4HyperConnectionWeights, MoreThanEightStreamsAreRefused) {
   Dev z = zeros(9 * 11 * 9);
   EXPECT_THROW(ds4_hc_weights(z.p(), 1, z.p(), z.p(), 9, 20, 1e-6f, z.p(), z.p(), z.p(), nullptr), Error);
 }
@@ -504,8 +548,6 @@ TEST_P(Ds4Fixture, RouterOnDeviceChangesNoLogitNorRouting) {
   test::expect_router_on_device_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
 }
 
-// A 257-position call: its second ubatch of one position routes on the GPU inside a prefill
-// call, its reports deferred to the end of the step, in order (the hash-routed blocks too).
 // Decode steps as one CUDA graph launch (gpu/decode_graph.h) change no logit and no routing
 // report: the 386-token prompt, so every decode step's ratio-4 queries take the indexer's top-k
 // (97 rows visible, 16 chosen) and the ratio-4 compressors complete a row every 4 steps.
@@ -515,10 +557,10 @@ TEST_P(Ds4Fixture, DecodeGraphChangesNoLogitNorRouting) {
   test::expect_decode_graph_changes_no_logit(model_path(), tokens, make_cuda_backend_deepseek4);
 }
 
-// One graph serves every position (truncations that keep the rings and ones that recompute
-// included) and outlives every batch (deepseek4's buffers are sized at load). The prompt's first
-// 120 tokens: the decodes cross position 127, where the ratio-128 block completes its first row,
-// and position 64, past which the ratio-4 block's queries sort (4 · top-k).
+// One graph serves every position (after truncations within the rings, which keep them) and
+// outlives every batch (deepseek4's buffers are sized at load). The prompt's first 120 tokens:
+// the decodes cross position 127, where the ratio-128 block completes its first row; its first
+// 60: they cross 67, the first position whose ratio-4 query sorts (17 rows > top-k 16).
 TEST_P(Ds4Fixture, DecodeGraphServesEveryPositionAfterATruncation) {
   auto tokens = read_json(ref_path())["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
   tokens.resize(120);
@@ -527,6 +569,8 @@ TEST_P(Ds4Fixture, DecodeGraphServesEveryPositionAfterATruncation) {
   test::expect_decode_graph_serves_every_position(model_path(), tokens, make_cuda_backend_deepseek4, 3);
 }
 
+// A 257-position call: its second ubatch of one position routes on the GPU inside a prefill
+// call, its reports deferred to the end of the step, in order (the hash-routed blocks too).
 TEST_P(Ds4Fixture, RouterOnDeviceReportsADeferredOnePositionUbatch) {
   auto tokens = read_json(ref_path())["prompts"][3]["token_ids"].get<std::vector<int32_t>>();
   ASSERT_GE(tokens.size(), 257u);
