@@ -915,15 +915,24 @@ int main(int argc, char** argv) {
     s.backend = "cuda";
     s.n_ctx = 1024;
     s.cache_vram_reserve_mib = 0;
-    if (graph_only) {
+    // Every --graph-model: tiled experts off / on (with_tiled), the decode graph and the router
+    // on the GPU, side by side.
+    const auto graph_model_sections = [&](bool with_tiled) {
       for (const std::string& m : graph_models) {
         const auto src = ModelSource::open(m);
         const std::string name = std::filesystem::path(m).filename().string();
+        if (with_tiled) {
+          out["engine"]["tiled_experts_of"][name] =
+              bench_setting(src, s, prefill, decode, set_tiled_experts, "tiled_experts");
+        }
         out["engine"]["decode_graph_of"][name] =
             bench_switch(src, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
         out["engine"]["router_on_device_of"][name] =
             bench_switch(src, s, prefill, decode, gpu::set_router_on_device, "router_on_device");
       }
+    };
+    if (graph_only) {
+      graph_model_sections(false);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
@@ -956,16 +965,7 @@ int main(int argc, char** argv) {
     // Routed experts in the decode GEMV's tiled layout or the GGUF layout (tiled_experts).
     out["engine"]["gguf_tiled_experts"] =
         bench_setting(gguf, s, prefill, decode, set_tiled_experts, "tiled_experts");
-    for (const std::string& m : graph_models) {
-      const auto src = ModelSource::open(m);
-      const std::string name = std::filesystem::path(m).filename().string();
-      out["engine"]["tiled_experts_of"][name] =
-          bench_setting(src, s, prefill, decode, set_tiled_experts, "tiled_experts");
-      out["engine"]["decode_graph_of"][name] =
-          bench_switch(src, s, prefill, decode, gpu::set_decode_graph, "decode_graph");
-      out["engine"]["router_on_device_of"][name] =
-          bench_switch(src, s, prefill, decode, gpu::set_router_on_device, "router_on_device");
-    }
+    graph_model_sections(true);
     const std::string dir = (std::filesystem::temp_directory_path() / "moepack-bench-pack").string();
     std::filesystem::remove_all(dir);
     BuildOptions bo;
