@@ -59,9 +59,9 @@ __global__ void hc_weights_kernel(const float* mix, int64_t n, const float* base
     pre[t * HC + lane] = sigmoidf_(m[lane] * scale[0] + base[lane]) + eps;
     post[t * HC + lane] = 2.0f * sigmoidf_(m[HC + lane] * scale[1] + base[HC + lane]);
   }
-  const int NN = HC * HC;
+  const int NN = HC * HC, slots = NN > 32 ? 2 : 1;  // uniform per warp
   float w[2] = {0.0f, 0.0f};
-  for (int slot = 0; slot < 2; ++slot) {
+  for (int slot = 0; slot < slots; ++slot) {
     const int e = lane + 32 * slot;
     if (e >= NN) continue;
     const int dst = e / HC, src = e % HC;
@@ -82,8 +82,8 @@ __global__ void hc_weights_kernel(const float* mix, int64_t n, const float* base
   // Rows once, then (columns, rows) iters - 1 times: ds4::hc_weights's order.
   for (uint32_t it = 0; it == 0 || it < iters; ++it) {
     if (it > 0) {
-      float nw[2];
-      for (int slot = 0; slot < 2; ++slot) {
+      float nw[2] = {0.0f, 0.0f};
+      for (int slot = 0; slot < slots; ++slot) {
         const int e = lane + 32 * slot, src = e % HC;
         float sum = 0.0f;
         for (int d = 0; d < HC; ++d) sum += warp_element(w[0], w[1], d * HC + src);
@@ -92,8 +92,8 @@ __global__ void hc_weights_kernel(const float* mix, int64_t n, const float* base
       w[0] = nw[0];
       w[1] = nw[1];
     }
-    float nw[2];
-    for (int slot = 0; slot < 2; ++slot) {
+    float nw[2] = {0.0f, 0.0f};
+    for (int slot = 0; slot < slots; ++slot) {
       const int e = lane + 32 * slot, dst = (e / HC) % HC;  // (% HC: lanes past the matrix stay in it)
       float sum = 0.0f;
       for (int k = 0; k < HC; ++k) sum += warp_element(w[0], w[1], dst * HC + k);
@@ -229,8 +229,9 @@ __device__ const float* attend_key(int64_t j, int64_t nraw, int64_t j0, const fl
   return j < nraw ? kraw + ((j0 + j) % ring_raw) * D : comp + static_cast<int64_t>(sel_t[j - nraw]) * D;
 }
 
-// One block per (head h, token t): scores by key (strided over threads), the softmax with the
-// sink by one thread in key order, then each output channel by one thread in key order.
+// One block per (head h, token t): scores by key (strided over threads), their maximum with the
+// sink's over the block (exact in any order), the exponentials by key (strided), their sum by
+// one thread in key order, then each output channel by one thread in key order.
 __global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0, const float* kraw,
                               int64_t ring_raw, int64_t n_swa, const float* comp, const int32_t* sel,
                               int64_t sel_stride, const int32_t* sel_count, const float* sinks,
@@ -246,14 +247,26 @@ __global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0
   for (int64_t j = threadIdx.x; j < nk; j += blockDim.x) {
     sc[j] = dot_f32_dev(qh, attend_key(j, nraw, j0, kraw, ring_raw, comp, sel_t, D), D) * kq_scale;
   }
+  __shared__ float warp_max[32], top, total;
+  const float sink = sinks[h];
+  float mx = threadIdx.x == 0 ? sink : -INFINITY;
+  for (int64_t j = threadIdx.x; j < nk; j += blockDim.x) mx = fmaxf(mx, sc[j]);  // this thread's own scores
+  for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, off));
+  if ((threadIdx.x & 31u) == 0) warp_max[threadIdx.x >> 5] = mx;
   __syncthreads();
-  __shared__ float total;
   if (threadIdx.x == 0) {
-    const float sink = sinks[h];
-    float mx = sink;
-    for (int64_t j = 0; j < nk; ++j) mx = fmaxf(mx, sc[j]);
+    float m = warp_max[0];
+    for (unsigned w = 1; w < blockDim.x / 32; ++w) m = fmaxf(m, warp_max[w]);
+    top = m;
+  }
+  __syncthreads();
+  mx = top;
+  for (int64_t j = threadIdx.x; j < nk; j += blockDim.x) sc[j] = expf(sc[j] - mx);
+  __syncthreads();
+  if (threadIdx.x == 0) {
     float sum = expf(sink - mx);
-    for (int64_t j = 0; j < nk; ++j) sum += (sc[j] = expf(sc[j] - mx));
+#pragma unroll 8
+    for (int64_t j = 0; j < nk; ++j) sum += sc[j];
     total = sum;
   }
   __syncthreads();
