@@ -419,7 +419,7 @@ class CudaDeepseek4 final : public Backend {
     const Sizes z = sizes();
     return static_cast<uint64_t>(z.S + z.f + z.mix + 2 * z.hc + z.hc + z.M + 4 * z.e + z.cq + 2 * z.q + z.kn +
                                  2 * z.t + z.kappa + z.qi + z.iw + z.sc + z.att + z.z + z.rl + 2 * z.sh +
-                                 z.lg + z.sel + z.cnt + z.row);
+                                 z.lg + z.sel + 2 * z.cnt + z.row);
   }
   void allocate_activations() {
     const Sizes z = sizes();
@@ -454,6 +454,8 @@ class CudaDeepseek4 final : public Backend {
     a(logits_, z.lg, "logits");
     a(sel_, z.sel, "compressed rows' selection");
     a(cnt_, z.cnt, "compressed rows' selection");
+    a(no_rows_, z.cnt, "compressed rows' selection");
+    MOEPACK_CUDA_CHECK(cudaMemset(no_rows_.bytes_ptr(), 0, no_rows_.size()));  // ratio-0 blocks' counts
     a(row_, z.row, "a decode step's row");
     router_.reserve(kUbatch);
   }
@@ -697,10 +699,8 @@ class CudaDeepseek4 final : public Backend {
     // Compressed rows each query sees, chosen on the GPU: all completed (ratio 128), the
     // indexer's top K_I (ratio 4, when more are visible).
     int32_t* sel = sel_.as<int32_t>();
-    int32_t* cnt = cnt_.as<int32_t>();
-    if (ratio == 0) {
-      MOEPACK_CUDA_CHECK(cudaMemsetAsync(cnt, 0, static_cast<size_t>(n) * sizeof(int32_t), st));
-    } else {
+    int32_t* cnt = ratio == 0 ? no_rows_.as<int32_t>() : cnt_.as<int32_t>();  // ratio 0: none, set at load
+    if (ratio != 0) {
       const float* scores = sc_.as<float>();
       if (ratio == 4) {
         compress(L.icomp, x, n, pos0, L.ia, L.ig, L.irow, pos_dev);
@@ -837,6 +837,7 @@ class CudaDeepseek4 final : public Backend {
   DeviceBuffer S_, f_, mix_, pre_, post_, M_, h_, x_, y_, tmp_, cq_, q_, o_, kn_, ta_, tg_, kappa_, qi_, iw_,
       sc_, att_, z_, rl_, sg_, su_, logits_;
   DeviceBuffer sel_, cnt_;  // int32 [U][sel_stride_], [U]: the compressed rows each query sees
+  DeviceBuffer no_rows_;    // int32 [U], all 0: the counts of a block without compressed rows
   DeviceBuffer row_;        // a decode graph's K or compressed row before it is stored
   HostRouter router_{cfg_};
   DeviceRouter device_router_;  // decode steps' choice on the GPU (every expert resident)

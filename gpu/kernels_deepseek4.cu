@@ -37,20 +37,28 @@ __device__ float dot_f32_dev(const float* a, const float* b, int64_t n) {
 }
 
 // Element e of a warp's HC x HC matrix, held by lane e mod 32 in register r0 (e < 32) or r1:
-// every lane of the warp calls it (each with its own e).
+// every lane of the warp calls it (each with its own e). With NN <= 32 elements r1 is unused.
+template <int NN>
 __device__ float warp_element(float r0, float r1, int e) {
-  const float a = __shfl_sync(0xFFFFFFFFu, r0, e & 31);
-  const float b = __shfl_sync(0xFFFFFFFFu, r1, e & 31);
-  return e < 32 ? a : b;
+  if constexpr (NN <= 32) {
+    return __shfl_sync(0xFFFFFFFFu, r0, e);
+  } else {
+    const float a = __shfl_sync(0xFFFFFFFFu, r0, e & 31);
+    const float b = __shfl_sync(0xFFFFFFFFu, r1, e & 31);
+    return e < 32 ? a : b;
+  }
 }
 
 // One warp per token: lane e (and e + 32 where HC * HC > 32) holds M[dst][src], e = dst·HC + src.
 // Every element is computed with the CPU twin's operations in its order (each column's softmax
 // and each row's or column's sum run over the matrix's own values in index order, read through
 // shuffles), so the matrix is the single-thread loop's bit for bit, but a Sinkhorn step costs
-// one sum and one division on every lane at once instead of HC·HC of each in one thread.
-__global__ void hc_weights_kernel(const float* mix, int64_t n, const float* base, const float* scale, int HC,
+// one sum and one division on every lane at once instead of HC·HC of each in one thread. HC is a
+// template argument so that a sum's HC shuffles are unrolled and issued together.
+template <int HC>
+__global__ void hc_weights_kernel(const float* mix, int64_t n, const float* base, const float* scale,
                                   uint32_t iters, float eps, float* pre, float* post, float* M) {
+  constexpr int NN = HC * HC, slots = NN > 32 ? 2 : 1;
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   if (t >= n) return;  // uniform per warp
@@ -59,18 +67,20 @@ __global__ void hc_weights_kernel(const float* mix, int64_t n, const float* base
     pre[t * HC + lane] = sigmoidf_(m[lane] * scale[0] + base[lane]) + eps;
     post[t * HC + lane] = 2.0f * sigmoidf_(m[HC + lane] * scale[1] + base[HC + lane]);
   }
-  const int NN = HC * HC, slots = NN > 32 ? 2 : 1;  // uniform per warp
   float w[2] = {0.0f, 0.0f};
+#pragma unroll
   for (int slot = 0; slot < slots; ++slot) {
     const int e = lane + 32 * slot;
     if (e >= NN) continue;
     const int dst = e / HC, src = e % HC;
     float mx = -INFINITY;
+#pragma unroll
     for (int d = 0; d < HC; ++d) {
       const int i = 2 * HC + HC * src + d;
       mx = fmaxf(mx, m[i] * scale[2] + base[i]);
     }
     float sum = 0.0f, mine = 0.0f;
+#pragma unroll
     for (int d = 0; d < HC; ++d) {
       const int i = 2 * HC + HC * src + d;
       const float x = expf((m[i] * scale[2] + base[i]) - mx);
@@ -83,20 +93,24 @@ __global__ void hc_weights_kernel(const float* mix, int64_t n, const float* base
   for (uint32_t it = 0; it == 0 || it < iters; ++it) {
     if (it > 0) {
       float nw[2] = {0.0f, 0.0f};
+#pragma unroll
       for (int slot = 0; slot < slots; ++slot) {
         const int e = lane + 32 * slot, src = e % HC;
         float sum = 0.0f;
-        for (int d = 0; d < HC; ++d) sum += warp_element(w[0], w[1], d * HC + src);
+#pragma unroll
+        for (int d = 0; d < HC; ++d) sum += warp_element<NN>(w[0], w[1], d * HC + src);
         nw[slot] = w[slot] / (sum + eps);
       }
       w[0] = nw[0];
       w[1] = nw[1];
     }
     float nw[2] = {0.0f, 0.0f};
+#pragma unroll
     for (int slot = 0; slot < slots; ++slot) {
       const int e = lane + 32 * slot, dst = (e / HC) % HC;  // (% HC: lanes past the matrix stay in it)
       float sum = 0.0f;
-      for (int k = 0; k < HC; ++k) sum += warp_element(w[0], w[1], dst * HC + k);
+#pragma unroll
+      for (int k = 0; k < HC; ++k) sum += warp_element<NN>(w[0], w[1], dst * HC + k);
       nw[slot] = w[slot] / (sum + eps);
     }
     w[0] = nw[0];
@@ -224,30 +238,54 @@ __global__ void indexer_scores_kernel(const float* q, const float* w, int64_t HI
   }
 }
 
-__device__ const float* attend_key(int64_t j, int64_t nraw, int64_t j0, const float* kraw, int64_t ring_raw,
-                                   const float* comp, const int32_t* sel_t, int64_t D) {
-  return j < nraw ? kraw + ((j0 + j) % ring_raw) * D : comp + static_cast<int64_t>(sel_t[j - nraw]) * D;
-}
+constexpr int kAttendThreads = 128;  // a block: one (head, token)
+constexpr int kAttendChunk = 256;    // keys staged in shared memory at a time for the output
+constexpr int kAttendMaxChannels = 1024 / kAttendThreads;  // D <= 1024 (checked on the host)
 
-// One block per (head h, token t): scores by key (strided over threads), their maximum with the
-// sink's over the block (exact in any order), the exponentials by key (strided), their sum by
-// one thread in key order, then each output channel by one thread in key order.
-__global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0, const float* kraw,
-                              int64_t ring_raw, int64_t n_swa, const float* comp, const int32_t* sel,
-                              int64_t sel_stride, const int32_t* sel_count, const float* sinks,
-                              float kq_scale, float* scratch, int64_t max_keys, float* out,
-                              const int32_t* pos_dev) {
+// One block per (head h, token t), in four steps, each with the CPU reference's operations in its
+// order (so the bits of the one-thread-per-key form before it):
+// 1. scores: eight lanes a key, lane l summing the products of channels l, l + 8, ... in order
+//    (dot_f32_dev's accumulator l), then the butterfly over the eight, which is dot_f32_dev's
+//    ((0+1)+(2+3))+((4+5)+(6+7)) (addition commutes exactly);
+// 2. the maximum with the sink's over the block (exact in any order), the exponentials by key;
+// 3. their sum by one thread in key order;
+// 4. the output: each channel by one thread in key order, over chunks of keys whose
+//    probabilities and row addresses are staged in shared memory first.
+// Raw keys come from the ring (position j0 + j at slot (j0 + j) mod ring_raw), compressed ones
+// from the rows sel lists.
+__global__ void __launch_bounds__(kAttendThreads)
+    attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0, const float* kraw, int64_t ring_raw,
+                  int64_t n_swa, const float* comp, const int32_t* sel, int64_t sel_stride,
+                  const int32_t* sel_count, const float* sinks, float kq_scale, float* scratch,
+                  int64_t max_keys, float* out, const int32_t* pos_dev) {
   const int64_t h = blockIdx.x, t = blockIdx.y, p = first_position(pos0, pos_dev) + t;
   const int64_t j0 = p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
-  const int64_t nraw = p - j0 + 1;
+  const int64_t nraw = p - j0 + 1, raw0 = j0 % ring_raw;  // nraw <= n_swa <= ring_raw
   const int64_t nk = nraw + sel_count[t];
   const int32_t* sel_t = sel + t * sel_stride;
+  const auto key = [&](int64_t j) -> const float* {
+    if (j >= nraw) return comp + static_cast<int64_t>(sel_t[j - nraw]) * D;
+    const int64_t r = raw0 + j;
+    return kraw + (r >= ring_raw ? r - ring_raw : r) * D;
+  };
   const float* qh = q + (t * H + h) * D;
   float* sc = scratch + (t * H + h) * max_keys;
-  for (int64_t j = threadIdx.x; j < nk; j += blockDim.x) {
-    sc[j] = dot_f32_dev(qh, attend_key(j, nraw, j0, kraw, ring_raw, comp, sel_t, D), D) * kq_scale;
+  const int lane8 = static_cast<int>(threadIdx.x & 7u);
+  constexpr int kGroups = kAttendThreads / 8;
+  for (int64_t jb = 0; jb < nk; jb += kGroups) {  // the same trip count on every thread
+    const int64_t j = jb + static_cast<int64_t>(threadIdx.x >> 3);
+    float acc = 0.0f;
+    if (j < nk) {
+      const float* kj = key(j);
+      for (int64_t c = lane8; c < D; c += 8) acc += qh[c] * kj[c];
+    }
+    acc += __shfl_xor_sync(0xFFFFFFFFu, acc, 1);
+    acc += __shfl_xor_sync(0xFFFFFFFFu, acc, 2);
+    acc += __shfl_xor_sync(0xFFFFFFFFu, acc, 4);
+    if (j < nk && lane8 == 0) sc[j] = acc * kq_scale;
   }
-  __shared__ float warp_max[32], top, total;
+  __syncthreads();
+  __shared__ float warp_max[kAttendThreads / 32], top, total;
   const float sink = sinks[h];
   float mx = threadIdx.x == 0 ? sink : -INFINITY;
   for (int64_t j = threadIdx.x; j < nk; j += blockDim.x) mx = fmaxf(mx, sc[j]);  // this thread's own scores
@@ -256,7 +294,7 @@ __global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0
   __syncthreads();
   if (threadIdx.x == 0) {
     float m = warp_max[0];
-    for (unsigned w = 1; w < blockDim.x / 32; ++w) m = fmaxf(m, warp_max[w]);
+    for (int w = 1; w < kAttendThreads / 32; ++w) m = fmaxf(m, warp_max[w]);
     top = m;
   }
   __syncthreads();
@@ -271,14 +309,35 @@ __global__ void attend_kernel(const float* q, int64_t H, int64_t D, int64_t pos0
   }
   __syncthreads();
   const float sum = total;
-  float* oh = out + (t * H + h) * D;
-  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
-    float acc = 0.0f;
-    for (int64_t j = 0; j < nk; ++j) {
-      const float pj = sc[j] / sum;
-      acc += pj * attend_key(j, nraw, j0, kraw, ring_raw, comp, sel_t, D)[c];
+  __shared__ float s_p[kAttendChunk];
+  __shared__ const float* s_key[kAttendChunk];
+  float acc[kAttendMaxChannels];
+#pragma unroll
+  for (int u = 0; u < kAttendMaxChannels; ++u) acc[u] = 0.0f;
+  for (int64_t c0 = 0; c0 < nk; c0 += kAttendChunk) {
+    const int m = static_cast<int>(nk - c0 < kAttendChunk ? nk - c0 : kAttendChunk);
+    for (int i = static_cast<int>(threadIdx.x); i < m; i += kAttendThreads) {
+      s_p[i] = sc[c0 + i] / sum;
+      s_key[i] = key(c0 + i);
     }
-    oh[c] = acc;
+    __syncthreads();
+#pragma unroll 4
+    for (int i = 0; i < m; ++i) {
+      const float pj = s_p[i];
+      const float* kj = s_key[i];
+#pragma unroll
+      for (int u = 0; u < kAttendMaxChannels; ++u) {
+        const int64_t c = threadIdx.x + static_cast<int64_t>(u) * kAttendThreads;
+        if (c < D) acc[u] += pj * kj[c];
+      }
+    }
+    __syncthreads();
+  }
+  float* oh = out + (t * H + h) * D;
+#pragma unroll
+  for (int u = 0; u < kAttendMaxChannels; ++u) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(u) * kAttendThreads;
+    if (c < D) oh[c] = acc[u];
   }
 }
 
@@ -428,8 +487,33 @@ void ds4_hc_weights(const float* mix, int64_t n, const float* base, const float*
                     uint32_t iters, float eps, float* pre, float* post, float* M, cudaStream_t s) {
   require(HC >= 1 && HC <= 8, "ds4_hc_weights", "HC " + std::to_string(HC) + " outside 1..8");
   if (n <= 0) return;
-  hc_weights_kernel<<<blocks_for(n * 32), kThreads, 0, s>>>(mix, n, base, scale, static_cast<int>(HC), iters,
-                                                            eps, pre, post, M);
+  const unsigned blocks = blocks_for(n * 32);
+  switch (HC) {
+    case 1:
+      hc_weights_kernel<1><<<blocks, kThreads, 0, s>>>(mix, n, base, scale, iters, eps, pre, post, M);
+      break;
+    case 2:
+      hc_weights_kernel<2><<<blocks, kThreads, 0, s>>>(mix, n, base, scale, iters, eps, pre, post, M);
+      break;
+    case 3:
+      hc_weights_kernel<3><<<blocks, kThreads, 0, s>>>(mix, n, base, scale, iters, eps, pre, post, M);
+      break;
+    case 4:
+      hc_weights_kernel<4><<<blocks, kThreads, 0, s>>>(mix, n, base, scale, iters, eps, pre, post, M);
+      break;
+    case 5:
+      hc_weights_kernel<5><<<blocks, kThreads, 0, s>>>(mix, n, base, scale, iters, eps, pre, post, M);
+      break;
+    case 6:
+      hc_weights_kernel<6><<<blocks, kThreads, 0, s>>>(mix, n, base, scale, iters, eps, pre, post, M);
+      break;
+    case 7:
+      hc_weights_kernel<7><<<blocks, kThreads, 0, s>>>(mix, n, base, scale, iters, eps, pre, post, M);
+      break;
+    default:
+      hc_weights_kernel<8><<<blocks, kThreads, 0, s>>>(mix, n, base, scale, iters, eps, pre, post, M);
+      break;
+  }
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -528,7 +612,7 @@ void ds4_attend(const float* q, int64_t n, int64_t H, int64_t D, int64_t pos0, c
           "D " + std::to_string(D) + " n " + std::to_string(n) + " n_swa " + std::to_string(n_swa) +
               " ring " + std::to_string(ring_raw) + " sel_stride " + std::to_string(sel_stride) +
               " max_keys " + std::to_string(max_keys));
-  attend_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n)), 128, 0, s>>>(
+  attend_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(n)), kAttendThreads, 0, s>>>(
       q, H, D, pos0, kraw, ring_raw, n_swa, comp, sel, sel_stride, sel_count, sinks, kq_scale, scratch,
       max_keys, out, pos_dev);
   MOEPACK_CUDA_CHECK(cudaGetLastError());

@@ -305,11 +305,13 @@ TEST_P(Ds4Kernels, IndexerScores) {
 TEST_P(Ds4Kernels, SlidingWindowAttentionWithSinks) {
   const Shape sh = GetParam();
   const int64_t H = sh.H, D = sh.D, n_swa = sh.n_swa, U = 256, RW = n_swa + U;
-  const int64_t n_comp = 60, sel_stride = sh.KI;
+  const int64_t n_comp = 60;
   const float kq_scale = 1.0f / std::sqrt(static_cast<float>(D));
-  // Two cases: a prefill from 0 (window partly empty) and a ubatch at 500 (ring wrapped).
-  for (const int64_t pos0 : {int64_t{0}, int64_t{500}}) {
-    SCOPED_TRACE("pos0 " + std::to_string(pos0));
+  // Cases: a prefill from 0 (window partly empty) and a ubatch at 500 (ring wrapped); the shape's
+  // top-k of compressed rows and 600 (up to n_swa + 600 keys: the output's keys staged in
+  // several chunks of 256).
+  for (const auto& [pos0, sel_stride] : {std::pair<int64_t, int64_t>{0, sh.KI}, {500, sh.KI}, {500, 600}}) {
+    SCOPED_TRACE("pos0 " + std::to_string(pos0) + " sel_stride " + std::to_string(sel_stride));
     const int64_t n = 70;
     const auto q = randn(static_cast<size_t>(n * H * D), 1.0f, 60);
     const auto kraw = randn(static_cast<size_t>(RW * D), 1.0f, 61);
