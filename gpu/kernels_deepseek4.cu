@@ -1,9 +1,11 @@
 // CUDA kernels of the `deepseek4` block's own operations (kernels_deepseek4.h): hyper-connection
 // weights (Sinkhorn), stream collapse / expansion, the KV compressors' history and pooling, RoPE
 // at strided positions, the lightning indexer's scores and the sliding-window + compressed
-// attention with sinks. CPU twins: core/deepseek4_ops.h. Every output element is computed by one
-// thread in the CPU twin's order of operations (built with --fmad=false), so the only
-// differences are expf's and the division's last-bit rounding.
+// attention with sinks. CPU twins: core/deepseek4_ops.h. Every output element is computed in the
+// CPU twin's order of operations (built with --fmad=false): by one thread, or, where several
+// lanes share a sum (the Sinkhorn warp, the attention's scores), by shuffles that keep that
+// order's additions exactly. So the only differences are expf's and the division's last-bit
+// rounding.
 #include <algorithm>
 #include <string>
 
