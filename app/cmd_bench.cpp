@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_checks.h"
 #include "app/commands.h"
 #include "app/engine_options.h"
 #include "bench/bench_runner.h"
@@ -34,8 +35,9 @@ std::function<int()> add_bench(CLI::App& app) {
                   "GGUF file, any shard of a split set, an Ollama model name, or an Expert Pack");
   sub->add_option("--prompts", opt->prompts,
                   "Prompt set JSON (default: resources/benchmarks/published-10.json; docs/benchmarks.md)");
-  sub->add_option("-n,--max-tokens", opt->max_tokens, "Completion tokens per request")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  sub->add_option("-n,--max-tokens", opt->max_tokens, "Completion tokens per request")
+      ->capture_default_str()
+      ->check(positive_number());
   sub->add_option("--out,-o", opt->out, "Directory for report.json / report.csv / report.html")->required();
   sub->add_option("--formats", opt->formats, "Comma-separated subset of json,csv,html")->capture_default_str();
   sub->add_option("--baseline", opt->baselines,

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "app/cli_checks.h"
 #include "app/commands.h"
 #include "packbuilder/pack_builder.h"
 
@@ -44,7 +45,7 @@ std::function<int()> add_build(CLI::App& app) {
   sub->add_option("-o,--output", opt->out, "Pack directory to create (or resume)")->required();
   sub->add_option("--safety-margin-gib", opt->margin_gib,
                   "Free space to leave on the target, GiB (default 1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   sub->add_option("--progress", opt->progress,
                   "auto (human on a terminal), json (one object per line on stdout), human, none")
       ->check(CLI::IsMember({"auto", "json", "human", "none"}));
@@ -59,7 +60,7 @@ std::function<int()> add_build(CLI::App& app) {
   sub->add_flag("--no-source-hash", opt->no_source_hash,
                 "Do not SHA-256 the source files (manifest records zeros)");
   sub->add_option("--batch-mib", opt->batch_mib, "Bytes per write, MiB (default 32)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   return [opt]() {
     std::string mode = opt->progress;
     if (mode == "auto") mode = ::isatty(STDERR_FILENO) ? "human" : "none";
@@ -80,7 +81,18 @@ std::function<int()> add_build(CLI::App& app) {
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGINT, &sa, nullptr);
     ::sigaction(SIGTERM, &sa, nullptr);
-    bo.on_progress = [mode](const BuildProgress& p) {
+    // Human progress: a phase's message once on its own line (a repeated report of the same
+    // phase and message is not printed again), byte counts rewritten in place on one line.
+    struct HumanLine {
+      std::string last;
+      bool in_progress = false;  // the cursor is after a "\r" progress line
+      void end_progress() {
+        if (in_progress) std::fputc('\n', stderr);
+        in_progress = false;
+      }
+    };
+    const auto human = std::make_shared<HumanLine>();
+    bo.on_progress = [mode, human](const BuildProgress& p) {
       if (mode == "json") {
         nlohmann::json j = {{"phase", p.phase},
                             {"bytes_done", p.bytes_done},
@@ -97,14 +109,19 @@ std::function<int()> add_build(CLI::App& app) {
                        mib(static_cast<double>(p.bytes_done)).c_str(),
                        mib(static_cast<double>(p.bytes_total)).c_str(), mib(p.rate_bytes_per_s).c_str(),
                        p.eta_s);
+          human->in_progress = true;
         } else {
-          std::fprintf(stderr, "\n%-9s %s", p.phase.c_str(), p.message.c_str());
+          const std::string line = p.phase + "\n" + p.message;
+          if (line == human->last) return;
+          human->last = line;
+          human->end_progress();
+          std::fprintf(stderr, "%-9s %s\n", p.phase.c_str(), p.message.c_str());
         }
       }
     };
     try {
       const BuildResult r = build_pack(bo);
-      if (mode == "human") std::fputc('\n', stderr);
+      human->end_progress();
       if (mode == "json") {
         nlohmann::json j = {{"phase", "result"},
                             {"pack", r.pack_dir},
@@ -134,8 +151,12 @@ std::function<int()> add_build(CLI::App& app) {
       }
       return 0;
     } catch (const BuildCancelled& e) {
-      std::fprintf(stderr, "\n%s\n", e.what());
+      human->end_progress();
+      std::fprintf(stderr, "%s\n", e.what());
       return 130;
+    } catch (...) {
+      human->end_progress();  // the error's message starts on a line of its own
+      throw;
     }
   };
 }

@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -66,6 +67,7 @@ std::function<int()> add_chat(CLI::App& app) {
   sub->add_option("--system", opt->system, "A system message at the start of the conversation");
   sub->add_option("-n,--max-tokens", opt->gen.max_tokens,
                   "Tokens per answer at most; -1: until end of turn or the context is full")
+      ->check(CLI::Range(int32_t{-1}, std::numeric_limits<int32_t>::max()))
       ->capture_default_str();
   add_sampling_options(sub, opt->gen.sampling);
   sub->add_option("--stop", opt->gen.stop, "Stop an answer when it contains this text (repeatable)");

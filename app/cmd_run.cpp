@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -59,7 +60,9 @@ std::function<int()> add_run(CLI::App& app) {
   sub->add_option("--prompt,-p", opt->prompt, "The prompt text")->required();
   sub->add_flag("--chat", opt->chat, "Apply the model's chat template to the prompt (one user message)");
   sub->add_option("--system", opt->system, "With --chat: a system message before the prompt");
-  sub->add_option("-n,--max-tokens", opt->gen.max_tokens, "Tokens to generate; -1: until EOS or the context is full")
+  sub->add_option("-n,--max-tokens", opt->gen.max_tokens,
+                  "Tokens to generate; -1: until EOS or the context is full")
+      ->check(CLI::Range(int32_t{-1}, std::numeric_limits<int32_t>::max()))
       ->capture_default_str();
   add_sampling_options(sub, opt->gen.sampling);
   sub->add_option("--stop", opt->gen.stop, "Stop when the completion contains this text (repeatable; not printed)");

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "app/cli_checks.h"
 #include "app/commands.h"
 #include "bench/twin_bench.h"
 #include "bench/twin_pack.h"
@@ -44,14 +45,16 @@ std::function<int()> add_twin(CLI::App& app) {
   sub->add_option("--shape", opt->shape, "deepseek-v4-flash, kimi-k3 or deepseek-v3")
       ->required()
       ->check(CLI::IsMember({"deepseek-v4-flash", "kimi-k3", "deepseek-v3"}));
-  sub->add_option("--layers", opt->layers, "MoE layers to write (default: the model's)")->check(CLI::PositiveNumber);
+  sub->add_option("--layers", opt->layers, "MoE layers to write (default: the model's)")
+      ->check(positive_number());
   sub->add_option("--experts", opt->experts, "Routed experts per layer (default: the model's; >= top-k)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->add_option("--seed", opt->seed, "Seed of the random contents (default 1)");
   sub->add_option("-o,--output", opt->out, "Pack directory to create")->required();
   sub->add_flag("--overwrite", opt->overwrite, "Replace a finished pack, or discard an unfinished build, in DIR");
-  sub->add_option("--safety-margin-gib", opt->margin_gib, "Free space to leave on the target, GiB (default 1)")
-      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--safety-margin-gib", opt->margin_gib,
+                  "Free space to leave on the target, GiB (default 1)")
+      ->check(non_negative_number());
   sub->add_option("--progress", opt->progress,
                   "auto (human on a terminal), json (one object per line on stdout), human, none")
       ->check(CLI::IsMember({"auto", "json", "human", "none"}));
@@ -119,9 +122,12 @@ std::function<int()> add_bench_twin(CLI::App& app) {
       "bench-twin", "Synthetic expert-path benchmark on a twin pack (real reads, cache and expert kernels; not a model)");
   sub->add_option("pack", opt->b.pack_dir, "Twin pack directory (moepack twin)")->required();
   auto* trace = sub->add_option("--trace", opt->b.trace_path, "Routing trace to replay (mapped: docs/twins.md)");
-  auto* zipf = sub->add_option("--zipf", opt->b.zipf_s, "Zipf(S) synthetic router, S >= 0")->check(CLI::NonNegativeNumber);
+  auto* zipf = sub->add_option("--zipf", opt->b.zipf_s, "Zipf(S) synthetic router, S >= 0")
+                   ->check(non_negative_number());
   trace->excludes(zipf);
-  sub->add_option("--budget-mib", opt->budget_mib, "Expert cache budget, MiB")->required()->check(CLI::PositiveNumber);
+  sub->add_option("--budget-mib", opt->budget_mib, "Expert cache budget, MiB")
+      ->required()
+      ->check(positive_number());
   sub->add_option("--tokens", opt->b.tokens, "Decode steps (default: the trace's decode steps; 64 with --zipf)");
   sub->add_option("--warmup", opt->b.warmup, "Steps left out of the after_warmup figures (default 0)");
   sub->add_flag("--serial", opt->b.serial, "Published schedule: every miss of a layer read before it computes");

@@ -1,8 +1,10 @@
 // Shared engine and sampling options of `moepack run` and `moepack chat` (engine_options.h).
 #include "app/engine_options.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "app/cli_checks.h"
 #include "core/error.h"
 
 namespace moepack::cli {
@@ -29,17 +31,26 @@ EngineSettings resolve_engine_settings(const EngineOptions& o) {
 
 void add_sampling_options(CLI::App* sub, SamplingParams& p) {
   sub->add_option("--temperature,--temp", p.temperature, "Sampling temperature; <= 0: greedy (argmax)")
+      ->check(finite_number())
       ->capture_default_str();
   sub->add_option("--top-k", p.top_k, "Keep the k most likely tokens; <= 0: off")->capture_default_str();
-  sub->add_option("--top-p", p.top_p, "Nucleus sampling mass; 1: off")->capture_default_str();
-  sub->add_option("--min-p", p.min_p, "Drop tokens below min_p x the best probability; 0: off")
+  sub->add_option("--top-p", p.top_p, "Nucleus sampling mass, 0..1; 1: off")
+      ->check(unit_interval())
       ->capture_default_str();
-  sub->add_option("--repeat-penalty", p.repeat_penalty, "Repetition penalty; 1: off")->capture_default_str();
+  sub->add_option("--min-p", p.min_p, "Drop tokens below min_p x the best probability, 0..1; 0: off")
+      ->check(unit_interval())
+      ->capture_default_str();
+  sub->add_option("--repeat-penalty", p.repeat_penalty, "Repetition penalty, > 0; 1: off")
+      ->check(positive_number())
+      ->capture_default_str();
   sub->add_option("--repeat-last-n", p.repeat_last_n, "Tokens the penalties look back at; -1: all; 0: off")
+      ->check(CLI::Range(int32_t{-1}, std::numeric_limits<int32_t>::max()))
       ->capture_default_str();
   sub->add_option("--presence-penalty", p.presence_penalty, "Subtracted once from tokens seen; 0: off")
+      ->check(finite_number())
       ->capture_default_str();
   sub->add_option("--frequency-penalty", p.frequency_penalty, "Subtracted per occurrence; 0: off")
+      ->check(finite_number())
       ->capture_default_str();
   sub->add_option("--seed", p.seed, "Random seed; 4294967295: a random seed")->capture_default_str();
 }

@@ -37,7 +37,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every other parse error (an unknown option, a value out of
+    // range, a missing argument) prints CLI11's message and exits 2 (docs/cli.md), not CLI11's
+    // own codes (104-110).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     for (auto& [sub, run] : commands) {

@@ -95,7 +95,7 @@ std::unique_ptr<ReplacementPolicy> make_policy(std::string_view name) {
 }
 
 uint32_t cache_slots_for_budget(uint64_t requested_bytes, uint64_t free_bytes, uint64_t reserve_bytes,
-                                uint64_t slot_bytes, uint32_t min_slots) {
+                                uint64_t slot_bytes, uint32_t min_slots, uint64_t max_slots) {
   if (slot_bytes == 0) throw Error("expert cache: slot size is 0 bytes");
   const uint64_t available = free_bytes > reserve_bytes ? free_bytes - reserve_bytes : 0;
   const uint64_t usable = std::min(requested_bytes, available);
@@ -107,7 +107,7 @@ uint32_t cache_slots_for_budget(uint64_t requested_bytes, uint64_t free_bytes, u
                 ") bytes, but one layer's top-k working set needs " + std::to_string(min_slots) + " slots (" +
                 std::to_string(static_cast<uint64_t>(min_slots) * slot_bytes) + " bytes)");
   }
-  return static_cast<uint32_t>(slots);
+  return static_cast<uint32_t>(std::min(slots, max_slots));
 }
 
 ExpertCache::ExpertCache(uint32_t slot_count, std::unique_ptr<ReplacementPolicy> policy)

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -96,10 +97,14 @@ struct SlotAssignment {
   std::optional<ExpertKey> evicted;    // what the slot held before (misses and prefetches only)
 };
 
-// Number of slots for a byte budget; throws Error with the numbers when it is below
-// `min_slots` (one layer's top-k working set). All sizes in bytes.
+// Number of slots for a byte budget: min(requested, free - reserve) / slot_bytes, and at most
+// `max_slots` (the pack's experts: a slot more than there are experts would never be used, and
+// a budget far above the pack would allocate and zero memory for nothing). Throws Error with
+// the numbers when the budget gives fewer than `min_slots` (one layer's top-k working set).
+// All sizes in bytes.
 uint32_t cache_slots_for_budget(uint64_t requested_bytes, uint64_t free_bytes, uint64_t reserve_bytes,
-                                uint64_t slot_bytes, uint32_t min_slots);
+                                uint64_t slot_bytes, uint32_t min_slots,
+                                uint64_t max_slots = std::numeric_limits<uint32_t>::max());
 
 class ExpertCache {
  public:

@@ -152,7 +152,11 @@ std::string pack_dir_of(const std::string& path) {
   }
   const size_t slash = path.rfind('/');
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base != kPackManifestName) throw Error(path + ": not an Expert Pack directory or its manifest.json");
+  if (base != kPackManifestName) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw IoError(path, "stat", errno);  // "no such file ...": say so
+    throw Error(path + ": not an Expert Pack directory or its manifest.json");
+  }
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
 }
 

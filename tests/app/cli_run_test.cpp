@@ -227,6 +227,40 @@ TEST(CliBenchIo, OptionsOutOfRangeAreRefusedByName) {
   EXPECT_NE(r.err.find("no-such-pack"), std::string::npos) << r.err;
 }
 
+// Bad arguments exit 2 (docs/cli.md) before the model is opened, naming the option, what it
+// needs and what was given; CLI11's own codes (104-110) and its "0.000000 to 1797693..." range
+// text do not reach the user.
+TEST(CliRun, BadArgumentsExitTwoNamingTheOptionAndTheValue) {
+  const std::string missing = temp_path("never-opened.gguf").string();
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  for (const Case& c :
+       {Case{{"run", missing, "-p", "x", "--top-p", "5"}, "--top-p: must be between 0 and 1 (got 5)"},
+        Case{{"run", missing, "-p", "x", "--min-p", "2"}, "--min-p: must be between 0 and 1 (got 2)"},
+        Case{{"run", missing, "-p", "x", "--temperature", "nan"}, "--temperature: must be a finite"},
+        Case{{"run", missing, "-p", "x", "--repeat-penalty", "0"}, "--repeat-penalty: must be greater"},
+        Case{{"run", missing, "-p", "x", "-n", "-5"}, "--max-tokens"},
+        Case{{"chat", missing, "--top-p", "-0.5"}, "--top-p: must be between 0 and 1"},
+        Case{{"bench", missing, "-n", "-1"}, "--max-tokens: must be greater than 0 (got -1)"},
+        Case{{"build", missing, "-o", missing + ".pack", "--batch-mib", "0"},
+             "--batch-mib: must be greater than 0 (got 0)"},
+        Case{{"run", missing, "-p", "x", "--backend", "foo"}, "--backend"},
+        Case{{"run", missing}, "--prompt"},
+        Case{{"run", missing, "-p", "x", "--no-such-option"}, "--no-such-option"}}) {
+    const CliRun r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args.back() << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("never-opened"), std::string::npos) << r.err;  // refused before opening
+    EXPECT_EQ(r.err.find("1797693"), std::string::npos) << r.err;
+  }
+  // In range, the same options pass parsing and the missing model is what fails (exit 1).
+  const CliRun r = run({"run", missing, "-p", "x", "--top-p", "1", "--min-p", "0", "-n", "-1"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("never-opened.gguf"), std::string::npos) << r.err;
+}
+
 TEST(CliRun, ErrorsExitNonZeroWithAMessage) {
   const fs::path missing = temp_path("no-such-model.gguf");
   CliRun r = run({"run", missing.string(), "--prompt", "x"});

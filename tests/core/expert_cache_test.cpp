@@ -23,6 +23,8 @@ TEST(CacheSizing, FormulaAndTopKFloor) {
   EXPECT_EQ(cache_slots_for_budget(1000, 900, 100, 300, 2), 2u);
   // min(10 GiB, 5 GiB - 1 GiB) / 64 MiB = 64 slots.
   EXPECT_EQ(cache_slots_for_budget(10ull << 30, 5ull << 30, 1ull << 30, 64ull << 20, 6), 64u);
+  // Capped at max_slots (the pack's experts): 64 would fit, 48 exist.
+  EXPECT_EQ(cache_slots_for_budget(10ull << 30, 5ull << 30, 1ull << 30, 64ull << 20, 6, 48), 48u);
   // Reserve larger than free: 0 usable.
   try {
     cache_slots_for_budget(1000, 100, 200, 10, 1);

@@ -47,6 +47,27 @@ class ExpertStoreTest : public ::testing::Test {
 };
 fs::path* ExpertStoreTest::dir_ = nullptr;
 
+// A budget far above the pack (cache_vram_mib=999999999999 from a user) gives one slot per
+// expert, not an allocation of the budget: deepseek2-tiny has 3 MoE blocks of 16 experts
+// (fixtures README), so 48 slots; every expert then stays resident.
+TEST_F(ExpertStoreTest, SlotsAreCappedAtThePacksExperts) {
+  const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
+  ASSERT_EQ(pack.layout().total_experts(), 48u);
+  ExpertStoreSettings s;
+  s.cache_bytes = 999999999999ull << 20;
+  ExpertStore store(pack, s, 4);
+  EXPECT_EQ(store.slot_count(), 48u);
+  std::vector<uint32_t> all(16);
+  for (uint32_t e = 0; e < 16; ++e) all[e] = e;
+  for (uint32_t l = 0; l < 3; ++l) store.acquire(l, all);
+  store.end_step();
+  for (uint32_t l = 0; l < 3; ++l) store.acquire(l, all);
+  const ExpertStoreCounters c = store.counters();
+  EXPECT_EQ(c.cache.cache_misses, 48u);
+  EXPECT_EQ(c.cache.cache_hits, 48u);
+  EXPECT_EQ(c.cache.cache_evictions, 0u);
+}
+
 TEST_F(ExpertStoreTest, BlocksEqualGgufSlicesAndCountsFollowTheContract) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
   const GgufModel model = GgufModel::open(kModel);
