@@ -38,7 +38,7 @@ if [ "$gui" = ON ]; then
     libqt6sql6-sqlite qml6-module-qtcharts qml6-module-qtquick qml6-module-qtquick-controls
     qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtquick-templates
     qml6-module-qtquick-dialogs qml6-module-qtqml-workerscript qml6-module-qtcore
-    qml6-module-qtqml-models qml6-module-qtquick-shapes
+    qml6-module-qtqml-models qml6-module-qtquick-shapes qml6-module-qt-labs-folderlistmodel
     xvfb xauth imagemagick
     poppler-utils chromium
   )

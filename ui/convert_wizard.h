@@ -36,7 +36,8 @@ class ConvertWizard : public QObject {
   Q_PROPERTY(QString source READ source NOTIFY changed)
   Q_PROPERTY(QString outputDir READ outputDir NOTIFY changed)
   Q_PROPERTY(double sourceBytes READ sourceBytes NOTIFY changed)
-  Q_PROPERTY(double neededBytes READ neededBytes NOTIFY changed)
+  Q_PROPERTY(double neededBytes READ neededBytes NOTIFY changed)  // the pack's files plus the safety margin
+  Q_PROPERTY(double safetyMarginBytes READ safetyMarginBytes NOTIFY changed)
   Q_PROPERTY(double freeBytes READ freeBytes NOTIFY changed)
   Q_PROPERTY(bool fits READ fits NOTIFY changed)
   Q_PROPERTY(double shardModeNeededBytes READ shardModeNeededBytes NOTIFY changed)  // -1: not applicable
@@ -82,6 +83,7 @@ class ConvertWizard : public QObject {
   QString outputDir() const { return outputDir_; }
   double sourceBytes() const { return static_cast<double>(sourceBytes_); }
   double neededBytes() const { return static_cast<double>(needed_); }
+  double safetyMarginBytes() const { return static_cast<double>(margin_); }
   double freeBytes() const { return static_cast<double>(free_); }
   bool fits() const { return free_ < 0 || free_ >= needed_; }
   double shardModeNeededBytes() const { return static_cast<double>(shardNeeded_); }

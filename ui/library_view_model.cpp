@@ -91,12 +91,14 @@ void LibraryViewModel::startNext() {
 void LibraryViewModel::jobFinished() {
   Result r = watcher_.result();
   models_.setEntries(std::move(r.entries));
+  // The summary first, then the errors: a status line showing the last signal keeps the reason a
+  // file was refused, not "0 model(s) added" over it.
+  if (!r.message.isEmpty()) emit message(r.message);
   for (const QString& e : r.errors) {
     qCWarning(lcLibrary) << e;
     lastError_ = e;
     emit errorOccurred(e);
   }
-  if (!r.message.isEmpty()) emit message(r.message);
   if (r.removedId >= 0) emit removed(r.removedId, static_cast<double>(r.bytesFreed));
   emit finishedCommand();
   startNext();

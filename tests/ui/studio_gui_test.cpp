@@ -156,6 +156,39 @@ class StudioGuiTest : public QObject {
     save(window, QStringLiteral("studio-settings.png"));
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
+
+  // Every file and folder dialog of the pages opens and closes without a QML warning. Offscreen
+  // (as on Linux without a platform dialog) Qt Quick Dialogs uses its QML implementation,
+  // which needs the Qt.labs.folderlistmodel module: without it the dialog logs "module
+  // Qt.labs.folderlistmodel is not installed" and choosing a file crashed the studio.
+  void everyFileDialogOpensAndCloses() {
+    QQmlApplicationEngine qml;
+    qml.addImportPath(QStringLiteral("qrc:/qt/qml"));
+    QStringList warnings;
+    connect(&qml, &QQmlApplicationEngine::warnings, this, [&](const QList<QQmlError>& ws) {
+      for (const auto& w : ws) warnings << w.toString();
+    });
+    qml.setInitialProperties({{QStringLiteral("initialModel"), kDemo}});
+    qml.load(QUrl(QStringLiteral("qrc:/qt/qml/MoePack/Ui/qml/Main.qml")));
+    QCOMPARE(qml.rootObjects().size(), 1);
+    auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
+    QVERIFY(window);
+    for (const char* name : {"libraryAddFileDialog", "libraryScanFolderDialog", "chatExportDialog",
+                             "benchPromptDialog", "benchExportDialog"}) {
+      auto* dialog = window->findChild<QObject*>(QLatin1String(name));
+      QVERIFY2(dialog, name);
+      QVERIFY(QMetaObject::invokeMethod(dialog, "open"));
+      QTRY_VERIFY2_WITH_TIMEOUT(dialog->property("visible").toBool(), name, 5000);
+      QTest::qWait(100);
+      QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
+      QTRY_VERIFY2_WITH_TIMEOUT(!dialog->property("visible").toBool(), name, 5000);
+      QVERIFY2(warnings.isEmpty(),
+               qPrintable(QLatin1String(name) + QLatin1Char('\n') + warnings.join(QLatin1Char('\n'))));
+    }
+    auto* engine = window->property("engine").value<EngineController*>();
+    QVERIFY(engine);
+    QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
+  }
 };
 
 QTEST_MAIN(StudioGuiTest)

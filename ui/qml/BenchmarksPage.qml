@@ -57,12 +57,14 @@ Item {
 
     FileDialog {
         id: promptDialog
+        objectName: "benchPromptDialog"
         title: qsTr("Load a prompt set")
         nameFilters: [qsTr("Prompt sets (*.json)")]
         onAccepted: page.bench.promptSetPath = promptDialog.selectedFile
     }
     FileDialog {
         id: exportDialog
+        objectName: "benchExportDialog"
         property string format: "json"
         title: qsTr("Export the report")
         fileMode: FileDialog.SaveFile

@@ -383,14 +383,18 @@ Item {
 
     FileDialog {
         id: exportDialog
+        objectName: "chatExportDialog"
         title: qsTr("Export conversation")
         fileMode: FileDialog.SaveFile
         nameFilters: [qsTr("Markdown (*.md)"), qsTr("JSON (*.json)")]
         onAccepted: {
             const json = selectedNameFilter.index === 1
-            const err = page.chat.exportConversation(selectedFile, json ? "json" : "md")
+            // A name without an extension gets the chosen format's (as the report export does).
+            let url = selectedFile.toString()
+            if (url.substring(url.lastIndexOf("/") + 1).indexOf(".") < 0) url += json ? ".json" : ".md"
+            const err = page.chat.exportConversation(url, json ? "json" : "md")
             exportNote.text = err.length > 0 ? qsTr("Export failed: %1").arg(err)
-                                             : qsTr("Exported to %1").arg(selectedFile.toString())
+                                             : qsTr("Exported to %1").arg(url)
             exportNote.open()
         }
     }

@@ -20,6 +20,7 @@ Pane {
 
     FolderDialog {
         id: outDialog
+        objectName: "convertOutputDialog"
         title: qsTr("Folder for the Expert Pack")
         onAccepted: page.wizard.chooseOutput(selectedFolder)
     }
@@ -35,10 +36,15 @@ Pane {
         Label { text: page.wizard.source; elide: Text.ElideMiddle; Layout.fillWidth: true }
         Label {
             visible: page.wizard.step >= ConvertWizard.Space
-            text: qsTr("The pack needs %1; %2 free in %3")
+            Layout.fillWidth: true
+            wrapMode: Text.Wrap
+            text: qsTr("The pack needs %1 (its files, %2, and a safety margin of %3).")
                   .arg(page.bytes(page.wizard.neededBytes))
-                  .arg(page.wizard.freeBytes >= 0 ? page.bytes(page.wizard.freeBytes) : qsTr("(folder not chosen)"))
-                  .arg(page.wizard.outputDir)
+                  .arg(page.bytes(Math.max(page.wizard.neededBytes - page.wizard.safetyMarginBytes, 0)))
+                  .arg(page.bytes(page.wizard.safetyMarginBytes)) + " "
+                  + (page.wizard.outputDir.length > 0 && page.wizard.freeBytes >= 0
+                     ? qsTr("%1 is free in %2.").arg(page.bytes(page.wizard.freeBytes)).arg(page.wizard.outputDir)
+                     : qsTr("Choose a folder for it."))
         }
         Label {
             visible: page.wizard.step >= ConvertWizard.Space && page.wizard.shardModeNeededBytes >= 0
@@ -84,8 +90,12 @@ Pane {
         }
         Label {
             visible: page.wizard.step === ConvertWizard.Converting
-            text: qsTr("%1 · %2/s · %3 s left").arg(page.wizard.phase).arg(page.bytes(page.wizard.rate))
-                  .arg(Math.round(page.wizard.eta))
+            // Rate and time left once the phase has measured them (0 before its first bytes).
+            text: page.wizard.rate > 0 && page.wizard.eta > 0
+                  ? qsTr("%1 · %2/s · %3 s left").arg(page.wizard.phase).arg(page.bytes(page.wizard.rate))
+                    .arg(Math.round(page.wizard.eta))
+                  : page.wizard.rate > 0 ? qsTr("%1 · %2/s").arg(page.wizard.phase).arg(page.bytes(page.wizard.rate))
+                  : page.wizard.phase
         }
         Button {
             visible: page.wizard.step === ConvertWizard.Converting
@@ -95,8 +105,9 @@ Pane {
         CheckBox {
             id: confirmDelete
             visible: page.wizard.step === ConvertWizard.Done && page.wizard.verifyFull && !page.wizard.deleteSourceAfterVerify
+            // (step in the binding: re-read the source's size when the wizard reaches Done)
             text: qsTr("Delete the source (%1 freed); the pack passed its full verify")
-                  .arg(page.bytes(page.wizard.bytesFreedBySource()))
+                  .arg(page.bytes(page.wizard.step === ConvertWizard.Done ? page.wizard.bytesFreedBySource() : 0))
         }
         RowLayout {
             visible: page.wizard.step === ConvertWizard.Done

@@ -9,6 +9,8 @@ import MoePack.Ui
 
 Page {
     id: page
+    // "Chat now" after a conversion: the studio loads the pack and shows the chat.
+    signal openModel(string path)
     property LibraryViewModel library: LibraryViewModel {}
     // Converts finished downloads marked "convert when done" (one at a time, queued).
     property ConvertWizard downloadConverter: ConvertWizard {
@@ -41,12 +43,14 @@ Page {
 
     FileDialog {
         id: fileDialog
+        objectName: "libraryAddFileDialog"
         title: qsTr("Add a model")
         nameFilters: [qsTr("GGUF models (*.gguf)"), qsTr("Expert Pack manifests (manifest.json)")]
         onAccepted: page.library.addPath(selectedFile)
     }
     FolderDialog {
         id: folderDialog
+        objectName: "libraryScanFolderDialog"
         title: qsTr("Scan a folder for models")
         onAccepted: page.library.scanFolder(selectedFolder)
     }
@@ -89,7 +93,16 @@ Page {
         onClosed: page.library.refresh()
         contentItem: Loader {
             active: convertDialog.visible
-            sourceComponent: ConvertWizardPage { initialSource: convertDialog.source }
+            sourceComponent: ConvertWizardPage {
+                id: convertPage
+                initialSource: convertDialog.source
+                onChatNow: packDir => { convertDialog.close(); page.openModel(packDir) }
+                // The new pack joins the library, and its source's row shows it ready.
+                Connections {
+                    target: convertPage.wizard
+                    function onFinished(ok) { if (ok) page.library.addPath(convertPage.wizard.packDir) }
+                }
+            }
         }
     }
 
@@ -103,7 +116,10 @@ Page {
         standardButtons: Dialog.Close
         contentItem: Loader {
             active: conversionDialog.visible
-            sourceComponent: ConvertWizardPage { wizard: page.downloadConverter }
+            sourceComponent: ConvertWizardPage {
+                wizard: page.downloadConverter
+                onChatNow: packDir => { conversionDialog.close(); page.openModel(packDir) }
+            }
         }
     }
 

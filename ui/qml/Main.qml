@@ -179,7 +179,13 @@ ApplicationWindow {
                 settings: settings
                 engine: engine
             }
-            LibraryPage {}
+            LibraryPage {
+                onOpenModel: path => {
+                    inspector.load(path)
+                    engine.load(path, settings.values.convert_gguf)
+                    rail.currentIndex = 0
+                }
+            }
             BenchmarksPage { bench: bench }
         }
     }
