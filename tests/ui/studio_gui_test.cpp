@@ -50,6 +50,19 @@ void save(QQuickWindow* w, const QString& name) {
   QVERIFY2(img.save(path), qPrintable(path));
   qInfo() << "screenshot" << path;
 }
+
+// Main.qml on the demo model in `qml`, its QML warnings collected into `warnings`; the window,
+// or null when it did not load.
+QQuickWindow* loadStudio(QQmlApplicationEngine& qml, QStringList& warnings) {
+  qml.addImportPath(QStringLiteral("qrc:/qt/qml"));
+  QObject::connect(&qml, &QQmlApplicationEngine::warnings, &qml, [&warnings](const QList<QQmlError>& ws) {
+    for (const auto& w : ws) warnings << w.toString();
+  });
+  qml.setInitialProperties({{QStringLiteral("initialModel"), kDemo}});
+  qml.load(QUrl(QStringLiteral("qrc:/qt/qml/MoePack/Ui/qml/Main.qml")));
+  if (qml.rootObjects().size() != 1) return nullptr;
+  return qobject_cast<QQuickWindow*>(qml.rootObjects().first());
+}
 }  // namespace
 
 class StudioGuiTest : public QObject {
@@ -70,15 +83,8 @@ class StudioGuiTest : public QObject {
 
   void chatWithTheDemoModelAndShowTheDashboard() {
     QQmlApplicationEngine qml;
-    qml.addImportPath(QStringLiteral("qrc:/qt/qml"));
     QStringList warnings;
-    connect(&qml, &QQmlApplicationEngine::warnings, this, [&](const QList<QQmlError>& ws) {
-      for (const auto& w : ws) warnings << w.toString();
-    });
-    qml.setInitialProperties({{QStringLiteral("initialModel"), kDemo}});
-    qml.load(QUrl(QStringLiteral("qrc:/qt/qml/MoePack/Ui/qml/Main.qml")));
-    QCOMPARE(qml.rootObjects().size(), 1);
-    auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
+    QQuickWindow* window = loadStudio(qml, warnings);
     QVERIFY(window);
     auto* engine = window->property("engine").value<EngineController*>();
     auto* chat = window->property("chat").value<ChatViewModel*>();
@@ -163,15 +169,8 @@ class StudioGuiTest : public QObject {
   // Qt.labs.folderlistmodel is not installed" and choosing a file crashed the studio.
   void everyFileDialogOpensAndCloses() {
     QQmlApplicationEngine qml;
-    qml.addImportPath(QStringLiteral("qrc:/qt/qml"));
     QStringList warnings;
-    connect(&qml, &QQmlApplicationEngine::warnings, this, [&](const QList<QQmlError>& ws) {
-      for (const auto& w : ws) warnings << w.toString();
-    });
-    qml.setInitialProperties({{QStringLiteral("initialModel"), kDemo}});
-    qml.load(QUrl(QStringLiteral("qrc:/qt/qml/MoePack/Ui/qml/Main.qml")));
-    QCOMPARE(qml.rootObjects().size(), 1);
-    auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
+    QQuickWindow* window = loadStudio(qml, warnings);
     QVERIFY(window);
     for (const char* name : {"libraryAddFileDialog", "libraryScanFolderDialog", "chatExportDialog",
                              "benchPromptDialog", "benchExportDialog"}) {

@@ -56,195 +56,208 @@ Item {
 
     Rectangle { anchors.fill: parent; color: "#f6f7fb" }
 
-    ColumnLayout {
+    // Scrolls when the page is lower than the cards plus the charts' minimum heights; the charts
+    // fill the rest when it is higher. (The height follows the page, not the layout's implicit
+    // height, which itself follows the height through the filling charts: a binding loop.)
+    ScrollView {
+        id: scroll
         anchors.fill: parent
-        anchors.margins: 18
-        spacing: 12
+        contentWidth: availableWidth
+        contentHeight: column.height + 36
 
-        RowLayout {
-            Layout.fillWidth: true
-            Label {
-                text: qsTr("Expert cache and SSD")
-                font.pixelSize: 20
-                font.bold: true
-            }
-            Item { Layout.fillWidth: true }
-            Label {
-                color: "#6b7280"
-                text: page.engine.state === EngineController.Ready
-                      ? qsTr("%1 · %2 backend · %n token(s)", "", page.telemetry.tokens)
-                            .arg(page.engine.modelName).arg(page.engine.backendName)
-                      : qsTr("No model loaded")
-            }
-        }
-
-        // Counters (the names are the engine's counter names, ARCHITECTURE.md).
-        GridLayout {
-            Layout.fillWidth: true
-            columns: 5
-            rowSpacing: 10
-            columnSpacing: 10
-            Card { name: qsTr("Hit rate"); value: (page.telemetry.hitRate * 100).toFixed(1) + " %"; strong: true }
-            Card { name: "cache_hits"; value: page.count(page.telemetry.cacheHits) }
-            Card { name: "cache_misses"; value: page.count(page.telemetry.cacheMisses) }
-            Card { name: "cache_evictions"; value: page.count(page.telemetry.cacheEvictions) }
-            Card { name: "prefetch_hits / reads"; value: page.count(page.telemetry.prefetchHits) + " / " + page.count(page.telemetry.prefetchReads) }
-            Card { name: qsTr("Tokens"); value: page.count(page.telemetry.tokens) }
-            Card { name: "pack_read_bytes"; value: page.bytes(page.telemetry.packReadBytes) }
-            Card { name: "h2d_bytes"; value: page.bytes(page.telemetry.h2dBytes) }
-            Card { name: "fallback_count"; value: page.count(page.telemetry.fallbackCount) }
-            Card { name: "io_errors"; value: page.count(page.telemetry.ioErrors); alarm: page.telemetry.ioErrors > 0 }
-            Card {
-                name: qsTr("Cache slots used")
-                value: page.telemetry.slotCount > 0
-                       ? qsTr("%1 / %2").arg(page.telemetry.slotsUsed).arg(page.telemetry.slotCount)
-                       : qsTr("resident")
-            }
-        }
-
-        // Occupancy.
-        RowLayout {
-            Layout.fillWidth: true
+        ColumnLayout {
+            id: column
+            x: 18
+            y: 18
+            width: scroll.availableWidth - 36
+            height: Math.max(page.height - 36, 960)
             spacing: 12
-            Label {
-                text: qsTr("Cache occupancy")
-                color: "#374151"
-            }
-            ProgressBar {
-                Layout.fillWidth: true
-                from: 0
-                to: Math.max(1, page.telemetry.slotCount)
-                value: page.telemetry.slotsUsed
-            }
-            Label {
-                color: "#374151"
-                text: page.telemetry.slotCount > 0
-                      ? qsTr("%1 of %2 MiB").arg((page.telemetry.slotsUsed * page.telemetry.slotMib).toFixed(1))
-                                             .arg((page.telemetry.slotCount * page.telemetry.slotMib).toFixed(1))
-                      : qsTr("experts resident (no cache)")
-            }
-        }
 
-        // Charts.
-        GridLayout {
-            Layout.fillWidth: true
-            Layout.fillHeight: true
-            columns: 2
-            rowSpacing: 10
-            columnSpacing: 10
+            RowLayout {
+                Layout.fillWidth: true
+                Label {
+                    text: qsTr("Expert cache and SSD")
+                    font.pixelSize: 20
+                    font.bold: true
+                }
+                Item { Layout.fillWidth: true }
+                Label {
+                    color: "#6b7280"
+                    text: page.engine.state === EngineController.Ready
+                          ? qsTr("%1 · %2 backend · %n token(s)", "", page.telemetry.tokens)
+                                .arg(page.engine.modelName).arg(page.engine.backendName)
+                          : qsTr("No model loaded")
+                }
+            }
 
-            ChartView {
-                objectName: "hitRateChart"
-                Layout.columnSpan: 2
+            // Counters (the names are the engine's counter names, ARCHITECTURE.md).
+            GridLayout {
                 Layout.fillWidth: true
-                Layout.fillHeight: true
-                Layout.minimumHeight: 180
-                title: qsTr("Cache hit rate")
-                antialiasing: true
-                legend.alignment: Qt.AlignBottom
-                backgroundRoundness: 10
-                ValueAxis {
-                    id: hitX
-                    min: page.telemetry.xMin
-                    max: page.telemetry.xMax
-                    labelFormat: "%d"
-                    titleText: qsTr("token")
-                }
-                ValueAxis { id: hitY; min: 0; max: 1; labelFormat: "%.1f" }
-                LineSeries {
-                    id: hitSeries
-                    name: qsTr("per token")
-                    axisX: hitX
-                    axisY: hitY
-                    color: "#93a5f5"
-                    width: 1.5
-                }
-                LineSeries {
-                    id: cumulativeSeries
-                    name: qsTr("cumulative")
-                    axisX: hitX
-                    axisY: hitY
-                    color: "#1f3bb3"
-                    width: 2.5
+                columns: 5
+                rowSpacing: 10
+                columnSpacing: 10
+                Card { name: qsTr("Hit rate"); value: (page.telemetry.hitRate * 100).toFixed(1) + " %"; strong: true }
+                Card { name: "cache_hits"; value: page.count(page.telemetry.cacheHits) }
+                Card { name: "cache_misses"; value: page.count(page.telemetry.cacheMisses) }
+                Card { name: "cache_evictions"; value: page.count(page.telemetry.cacheEvictions) }
+                Card { name: "prefetch_hits / reads"; value: page.count(page.telemetry.prefetchHits) + " / " + page.count(page.telemetry.prefetchReads) }
+                Card { name: qsTr("Tokens"); value: page.count(page.telemetry.tokens) }
+                Card { name: "pack_read_bytes"; value: page.bytes(page.telemetry.packReadBytes) }
+                Card { name: "h2d_bytes"; value: page.bytes(page.telemetry.h2dBytes) }
+                Card { name: "fallback_count"; value: page.count(page.telemetry.fallbackCount) }
+                Card { name: "io_errors"; value: page.count(page.telemetry.ioErrors); alarm: page.telemetry.ioErrors > 0 }
+                Card {
+                    name: qsTr("Cache slots used")
+                    value: page.telemetry.slotCount > 0
+                           ? qsTr("%1 / %2").arg(page.telemetry.slotsUsed).arg(page.telemetry.slotCount)
+                           : qsTr("resident")
                 }
             }
-            ChartView {
-                objectName: "readChart"
+
+            // Occupancy.
+            RowLayout {
                 Layout.fillWidth: true
-                Layout.fillHeight: true
-                Layout.minimumHeight: 160
-                title: qsTr("SSD reads per token (KiB)")
-                antialiasing: true
-                legend.visible: false
-                backgroundRoundness: 10
-                ValueAxis { id: readX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d" }
-                ValueAxis { id: readY; min: 0; max: page.telemetry.readKiBMax * 1.1; labelFormat: "%.0f" }
-                LineSeries { id: readSeries; axisX: readX; axisY: readY; color: "#0f9d8a"; width: 1.5 }
+                spacing: 12
+                Label {
+                    text: qsTr("Cache occupancy")
+                    color: "#374151"
+                }
+                ProgressBar {
+                    Layout.fillWidth: true
+                    from: 0
+                    to: Math.max(1, page.telemetry.slotCount)
+                    value: page.telemetry.slotsUsed
+                }
+                Label {
+                    color: "#374151"
+                    text: page.telemetry.slotCount > 0
+                          ? qsTr("%1 of %2 MiB").arg((page.telemetry.slotsUsed * page.telemetry.slotMib).toFixed(1))
+                                                 .arg((page.telemetry.slotCount * page.telemetry.slotMib).toFixed(1))
+                          : qsTr("experts resident (no cache)")
+                }
             }
-            ChartView {
-                objectName: "evictionChart"
+
+            // Charts.
+            GridLayout {
                 Layout.fillWidth: true
                 Layout.fillHeight: true
-                Layout.minimumHeight: 160
-                title: qsTr("Evictions per token")
-                antialiasing: true
-                legend.visible: false
-                backgroundRoundness: 10
-                ValueAxis { id: evX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d" }
-                ValueAxis { id: evY; min: 0; max: page.telemetry.evictionsMax * 1.1; labelFormat: "%.1f" }
-                LineSeries { id: evictionSeries; axisX: evX; axisY: evY; color: "#d97706"; width: 1.5 }
-            }
-            // Heat map: one row per MoE layer, one cell per expert; filled = in the cache now.
-            Rectangle {
-                objectName: "residencyMap"
-                Layout.fillWidth: true
-                Layout.fillHeight: true
-                Layout.minimumHeight: 160
-                radius: 10
-                color: "white"
-                ColumnLayout {
-                    anchors.fill: parent
-                    anchors.margins: 12
-                    spacing: 6
-                    Label {
-                        Layout.alignment: Qt.AlignHCenter
-                        text: qsTr("Experts in the cache (rows: MoE layers, columns: experts)")
-                        font.bold: true
-                        color: "#374151"
+                columns: 2
+                rowSpacing: 10
+                columnSpacing: 10
+
+                ChartView {
+                    objectName: "hitRateChart"
+                    Layout.columnSpan: 2
+                    Layout.fillWidth: true
+                    Layout.fillHeight: true
+                    Layout.minimumHeight: 260
+                    title: qsTr("Cache hit rate")
+                    antialiasing: true
+                    legend.alignment: Qt.AlignBottom
+                    backgroundRoundness: 10
+                    ValueAxis {
+                        id: hitX
+                        min: page.telemetry.xMin
+                        max: page.telemetry.xMax
+                        labelFormat: "%d"
+                        titleText: qsTr("token")
                     }
-                    Canvas {
-                        id: heat
-                        Layout.fillWidth: true
-                        Layout.fillHeight: true
-                        visible: page.telemetry.residencyLayers > 0
-                        onPaint: {
-                            const ctx = getContext("2d");
-                            ctx.reset();
-                            const rows = page.telemetry.residencyLayers;
-                            const cols = page.telemetry.residencyExperts;
-                            if (rows === 0 || cols === 0)
-                                return;
-                            const map = page.telemetry.residency;
-                            const cw = width / cols, ch = height / rows;
-                            for (let l = 0; l < rows; ++l) {
-                                for (let e = 0; e < cols; ++e) {
-                                    ctx.fillStyle = map[l * cols + e] ? "#4f6bed" : "#e5e7eb";
-                                    ctx.fillRect(e * cw + 0.5, l * ch + 0.5, Math.max(1, cw - 1), Math.max(1, ch - 1));
+                    ValueAxis { id: hitY; min: 0; max: 1; labelFormat: "%.1f" }
+                    LineSeries {
+                        id: hitSeries
+                        name: qsTr("per token")
+                        axisX: hitX
+                        axisY: hitY
+                        color: "#93a5f5"
+                        width: 1.5
+                    }
+                    LineSeries {
+                        id: cumulativeSeries
+                        name: qsTr("cumulative")
+                        axisX: hitX
+                        axisY: hitY
+                        color: "#1f3bb3"
+                        width: 2.5
+                    }
+                }
+                ChartView {
+                    objectName: "readChart"
+                    Layout.fillWidth: true
+                    Layout.fillHeight: true
+                    Layout.minimumHeight: 210
+                    title: qsTr("SSD reads per token (KiB)")
+                    antialiasing: true
+                    legend.visible: false
+                    backgroundRoundness: 10
+                    ValueAxis { id: readX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d" }
+                    ValueAxis { id: readY; min: 0; max: page.telemetry.readKiBMax * 1.1; labelFormat: "%.0f" }
+                    LineSeries { id: readSeries; axisX: readX; axisY: readY; color: "#0f9d8a"; width: 1.5 }
+                }
+                ChartView {
+                    objectName: "evictionChart"
+                    Layout.fillWidth: true
+                    Layout.fillHeight: true
+                    Layout.minimumHeight: 210
+                    title: qsTr("Evictions per token")
+                    antialiasing: true
+                    legend.visible: false
+                    backgroundRoundness: 10
+                    ValueAxis { id: evX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d" }
+                    ValueAxis { id: evY; min: 0; max: page.telemetry.evictionsMax * 1.1; labelFormat: "%.1f" }
+                    LineSeries { id: evictionSeries; axisX: evX; axisY: evY; color: "#d97706"; width: 1.5 }
+                }
+                // Heat map: one row per MoE layer, one cell per expert; filled = in the cache now.
+                Rectangle {
+                    objectName: "residencyMap"
+                    Layout.fillWidth: true
+                    Layout.fillHeight: true
+                    Layout.minimumHeight: 160
+                    radius: 10
+                    color: "white"
+                    ColumnLayout {
+                        anchors.fill: parent
+                        anchors.margins: 12
+                        spacing: 6
+                        Label {
+                            Layout.alignment: Qt.AlignHCenter
+                            text: qsTr("Experts in the cache (rows: MoE layers, columns: experts)")
+                            font.bold: true
+                            color: "#374151"
+                        }
+                        Canvas {
+                            id: heat
+                            Layout.fillWidth: true
+                            Layout.fillHeight: true
+                            visible: page.telemetry.residencyLayers > 0
+                            onPaint: {
+                                const ctx = getContext("2d");
+                                ctx.reset();
+                                const rows = page.telemetry.residencyLayers;
+                                const cols = page.telemetry.residencyExperts;
+                                if (rows === 0 || cols === 0)
+                                    return;
+                                const map = page.telemetry.residency;
+                                const cw = width / cols, ch = height / rows;
+                                for (let l = 0; l < rows; ++l) {
+                                    for (let e = 0; e < cols; ++e) {
+                                        ctx.fillStyle = map[l * cols + e] ? "#4f6bed" : "#e5e7eb";
+                                        ctx.fillRect(e * cw + 0.5, l * ch + 0.5, Math.max(1, cw - 1), Math.max(1, ch - 1));
+                                    }
                                 }
                             }
+                            Connections {
+                                target: page.telemetry
+                                function onUpdated() { heat.requestPaint(); }
+                            }
                         }
-                        Connections {
-                            target: page.telemetry
-                            function onUpdated() { heat.requestPaint(); }
+                        Label {
+                            visible: page.telemetry.residencyLayers === 0
+                            Layout.fillHeight: true
+                            Layout.alignment: Qt.AlignHCenter
+                            verticalAlignment: Text.AlignVCenter
+                            color: "#6b7280"
+                            text: qsTr("All experts are resident (no expert cache on this path)")
                         }
-                    }
-                    Label {
-                        visible: page.telemetry.residencyLayers === 0
-                        Layout.fillHeight: true
-                        Layout.alignment: Qt.AlignHCenter
-                        verticalAlignment: Text.AlignVCenter
-                        color: "#6b7280"
-                        text: qsTr("All experts are resident (no expert cache on this path)")
                     }
                 }
             }
