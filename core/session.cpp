@@ -258,6 +258,8 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
     sample.experts_missed = static_cast<uint32_t>(step.cache_misses);
     sample.io_wait_ms = step.io_wait_ms;
     sample.compute_ms = step.compute_ms;
+    sample.experts_hit = static_cast<uint32_t>(step.cache_hits);
+    sample.evictions = static_cast<uint32_t>(step.cache_evictions);
     telemetry_->record_token(sample);
 
     if (!options.ignore_eos && tokenizer_.is_eog(tok)) {

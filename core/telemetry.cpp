@@ -16,6 +16,8 @@ struct Telemetry::Entry {
   std::atomic<uint32_t> experts_missed{0};
   std::atomic<double> io_wait_ms{0};
   std::atomic<double> compute_ms{0};
+  std::atomic<uint32_t> experts_hit{0};
+  std::atomic<uint32_t> evictions{0};
 };
 
 Telemetry::Telemetry(TelemetrySettings settings) : settings_(std::move(settings)) {
@@ -90,6 +92,8 @@ void Telemetry::record_token(TokenSample sample) {
   e.experts_missed.store(sample.experts_missed, r);
   e.io_wait_ms.store(sample.io_wait_ms, r);
   e.compute_ms.store(sample.compute_ms, r);
+  e.experts_hit.store(sample.experts_hit, r);
+  e.evictions.store(sample.evictions, r);
   e.seq.store(2 * n + 2, std::memory_order_release);
   written_.store(n + 1, std::memory_order_release);
   counters_.tokens.fetch_add(1, r);
@@ -113,6 +117,8 @@ std::vector<TokenSample> Telemetry::recent(size_t n) const {
     t.experts_missed = e.experts_missed.load(std::memory_order_relaxed);
     t.io_wait_ms = e.io_wait_ms.load(std::memory_order_relaxed);
     t.compute_ms = e.compute_ms.load(std::memory_order_relaxed);
+    t.experts_hit = e.experts_hit.load(std::memory_order_relaxed);
+    t.evictions = e.evictions.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     const uint64_t s2 = e.seq.load(std::memory_order_relaxed);
     if (s1 != s2 || s1 != 2 * i + 2) continue;  // being overwritten: skip, never return torn data
@@ -125,8 +131,13 @@ nlohmann::json Telemetry::to_json(size_t recent_tokens) const {
   const TelemetrySnapshot s = snapshot();
   nlohmann::json tokens = nlohmann::json::array();
   for (const TokenSample& t : recent(recent_tokens)) {
-    tokens.push_back({{"index", t.index}, {"read_bytes", t.read_bytes}, {"experts_missed", t.experts_missed},
-                      {"io_wait_ms", t.io_wait_ms}, {"compute_ms", t.compute_ms}});
+    tokens.push_back({{"index", t.index},
+                      {"read_bytes", t.read_bytes},
+                      {"experts_missed", t.experts_missed},
+                      {"io_wait_ms", t.io_wait_ms},
+                      {"compute_ms", t.compute_ms},
+                      {"experts_hit", t.experts_hit},
+                      {"evictions", t.evictions}});
   }
   return {{"counters",
            {{"cache_hits", s.cache_hits}, {"cache_misses", s.cache_misses}, {"cache_evictions", s.cache_evictions},

@@ -51,6 +51,8 @@ struct TokenSample {
   uint32_t experts_missed = 0;  // unique (layer, expert) misses for this token
   double io_wait_ms = 0;        // time the compute waited for expert reads
   double compute_ms = 0;        // time computing
+  uint32_t experts_hit = 0;     // expert lookups served by the cache for this token
+  uint32_t evictions = 0;       // experts evicted from the cache for this token
 };
 
 // Which routed experts sit in the expert cache right now, per MoE layer (the dashboard's heat

@@ -7,14 +7,6 @@
 
 namespace moepack::ui {
 namespace {
-constexpr size_t kPollHistory = 2048;  // cumulative / eviction points kept
-
-void trim(std::vector<QPointF>& v, double xMin) {
-  const auto it = std::find_if(v.begin(), v.end(), [&](const QPointF& p) { return p.x() >= xMin; });
-  v.erase(v.begin(), it);
-  if (v.size() > kPollHistory) v.erase(v.begin(), v.end() - static_cast<ptrdiff_t>(kPollHistory));
-}
-
 void replace(QAbstractSeries* s, const std::vector<QPointF>& pts) {
   if (auto* xy = qobject_cast<QXYSeries*>(s)) xy->replace(QList<QPointF>(pts.begin(), pts.end()));
 }
@@ -47,7 +39,7 @@ void TelemetryViewModel::setEngine(EngineController* e) {
 }
 
 void TelemetryViewModel::clear() {
-  snap_ = prev_ = {};
+  snap_ = {};
   hitRate_.clear();
   cumulative_.clear();
   readKiB_.clear();
@@ -90,7 +82,6 @@ void TelemetryViewModel::poll() {
   if (!t) return;
   const TelemetrySnapshot s = t->snapshot();
   if (s.tokens == snap_.tokens && s.cache_misses == snap_.cache_misses && s.tokens != 0) return;  // idle
-  prev_ = snap_;
   snap_ = s;
   residency_ = t->residency();
   const EngineInfo& info = engine_->info();
@@ -106,17 +97,25 @@ void TelemetryViewModel::poll() {
     readKiB_.emplace_back(x, kib);
     readMax_ = std::max(readMax_, kib);
   }
-  if (s.tokens > prev_.tokens) {
-    const double x = static_cast<double>(s.tokens) - 1;
-    cumulative_.emplace_back(x, s.hit_rate());
-    const double ev = static_cast<double>(s.cache_evictions - std::min(s.cache_evictions, prev_.cache_evictions)) /
-                      static_cast<double>(s.tokens - prev_.tokens);
-    evictions_.emplace_back(x, ev);
+  // Per token from the samples, however many tokens a poll covers (one point per poll drew
+  // nothing after a fast reply): evictions, and the cumulative hit rate at each token, the
+  // totals now less the lookups of the tokens after it.
+  evictions_.clear();
+  cumulative_.clear();
+  uint64_t hits = s.cache_hits, misses = s.cache_misses;
+  for (auto it = samples.rbegin(); it != samples.rend(); ++it) {
+    const double x = static_cast<double>(it->index);
+    evictions_.emplace_back(x, static_cast<double>(it->evictions));
+    const uint64_t lookups = hits + misses;
+    cumulative_.emplace_back(x,
+                             lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups));
+    hits -= std::min<uint64_t>(hits, it->experts_hit);
+    misses -= std::min<uint64_t>(misses, it->experts_missed);
   }
+  std::reverse(evictions_.begin(), evictions_.end());
+  std::reverse(cumulative_.begin(), cumulative_.end());
   xMax_ = std::max(1.0, static_cast<double>(s.tokens));
   xMin_ = samples.empty() ? 0.0 : static_cast<double>(samples.front().index);
-  trim(cumulative_, xMin_);
-  trim(evictions_, xMin_);
   evictMax_ = 1;
   for (const QPointF& p : evictions_) evictMax_ = std::max(evictMax_, p.y());
   emit updated();

@@ -112,7 +112,6 @@ class TelemetryViewModel : public QObject {
   QPointer<EngineController> engine_;
   QTimer timer_;
   TelemetrySnapshot snap_;
-  TelemetrySnapshot prev_;
   std::vector<QPointF> hitRate_, cumulative_, readKiB_, evictions_;
   double xMin_ = 0, xMax_ = 1, readMax_ = 1, evictMax_ = 1;
   ResidencyMap residency_;

@@ -54,6 +54,8 @@ class ScriptedBackend : public Backend {
     stats_.tokens_evaluated += tokens.size();
     stats_.pack_read_bytes += 100 * tokens.size();
     stats_.cache_misses += 2;
+    stats_.cache_hits += 3 * tokens.size();  // hand-picked: 3 hits and 1 eviction a forwarded token
+    stats_.cache_evictions += tokens.size();
   }
   void truncate(uint32_t n) override {
     log_->truncates.push_back(n);
@@ -321,6 +323,10 @@ TEST(Session, TelemetryGetsOneSamplePerTokenFromStatsDeltas) {
   EXPECT_EQ(s[0].read_bytes, 300u);  // the prefill: 3 tokens x 100 bytes
   EXPECT_EQ(s[1].read_bytes, 100u);
   EXPECT_EQ(s[3].experts_missed, 2u);
+  EXPECT_EQ(s[0].experts_hit, 9u);  // the prefill's 3 tokens x 3
+  EXPECT_EQ(s[0].evictions, 3u);
+  EXPECT_EQ(s[2].experts_hit, 3u);
+  EXPECT_EQ(s[2].evictions, 1u);
   const TelemetrySnapshot snap = f->session->telemetry().snapshot();
   EXPECT_EQ(snap.tokens, 4u);
   EXPECT_EQ(snap.pack_read_bytes, 600u);  // 3 + 1 + 1 + 1 tokens forwarded

@@ -65,7 +65,7 @@ class FakeChatEngine final : public ChatEngine {
       telemetry_.counters().prefetch_reads += 2;  // one of the 2 misses was read ahead
       telemetry_.counters().prefetch_hits += 1;
       telemetry_.counters().pack_read_bytes += 4096;
-      telemetry_.record_token(TokenSample{0, 4096, 2, 0.1, 1.0});
+      telemetry_.record_token(TokenSample{0, 4096, 2, 0.1, 1.0, 18, 0});
       if (on_text && !on_text(w, r.tokens.back())) {
         r.stop_reason = StopReason::Cancelled;
         break;

@@ -112,8 +112,12 @@ class SettingsTelemetryTest : public QObject {
     QCOMPARE(t.hitRateSeries().size(), size_t(10));
     QCOMPARE(t.hitRateSeries()[3].y(), 0.9);  // 1 - 2 / (5 * 4)
     QCOMPARE(t.readKiBSeries()[3].y(), 4.0);
-    QCOMPARE(t.cumulativeSeries().size(), size_t(1));
-    QCOMPARE(t.cumulativeSeries()[0], QPointF(9, 0.9));
+    // One point per token, though one poll covered all ten (a fast reply drew no line before):
+    // after token i, 18 (i + 1) hits of 20 (i + 1) lookups.
+    QCOMPARE(t.cumulativeSeries().size(), size_t(10));
+    QCOMPARE(t.cumulativeSeries()[0], QPointF(0, 0.9));
+    QCOMPARE(t.cumulativeSeries()[9], QPointF(9, 0.9));
+    QCOMPARE(t.evictionSeries().size(), size_t(10));
     QCOMPARE(t.evictionSeries()[0].y(), 0.0);
   }
 };
