@@ -10,7 +10,7 @@ ExpertStore::ExpertStore(const ExpertPack& pack, const ExpertStoreSettings& sett
       settings_(settings),
       slot_bytes_(pack.layout().max_stride),
       cache_(cache_slots_for_budget(settings.cache_bytes, settings.available_bytes, settings.reserve_bytes,
-                                    pack.layout().max_stride, top_k, pack.layout().total_experts()),
+                                    pack.layout().max_stride, top_k, pack.layout().expert_count()),
              make_policy(settings.policy)),
       reader_(pack.experts_path(), settings.reader) {
   if (reader_.alignment() > kPackAlignment) {

@@ -39,12 +39,6 @@ struct PackLayout {
   uint64_t data_start = 0;  // = pack_header_bytes(layers.size())
   uint64_t data_end = 0;    // size of experts.bin
   uint64_t max_stride = 0;  // largest stride: the cache slot size
-  // Routed experts over all layers (the most cache slots that can ever be used).
-  uint64_t total_experts() const {
-    uint64_t n = 0;
-    for (const PackLayer& l : layers) n += l.n_experts;
-    return n;
-  }
   std::vector<PackLayer> layers;
 
   uint64_t expert_count() const;

@@ -36,7 +36,7 @@ VramExpertPool::VramExpertPool(const ExpertPack& pack, const VramPoolSettings& s
       top_k_(top_k),
       slot_bytes_(pack.layout().max_stride),
       cache_(cache_slots_for_budget(settings.cache_bytes, free_vram_bytes(), settings.reserve_bytes,
-                                    pack.layout().max_stride, top_k, pack.layout().total_experts()),
+                                    pack.layout().max_stride, top_k, pack.layout().expert_count()),
              make_policy(settings.policy)),
       reader_(pack.experts_path(), settings.reader) {
   if (reader_.alignment() > kPackAlignment) {

@@ -75,8 +75,7 @@ int main(int argc, char** argv) {
     probe.reset();
     const auto src = ModelSource::open(bo.out_dir);
     const uint64_t slot = src->pack()->layout().max_stride;
-    uint64_t experts = 0;
-    for (const auto& l : src->pack()->layout().layers) experts += l.n_experts;
+    const uint64_t experts = src->pack()->layout().expert_count();
     nlohmann::json out;
     out["model"] = model;
     out["threads"] = threads;

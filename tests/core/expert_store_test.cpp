@@ -52,7 +52,7 @@ fs::path* ExpertStoreTest::dir_ = nullptr;
 // (fixtures README), so 48 slots; every expert then stays resident.
 TEST_F(ExpertStoreTest, SlotsAreCappedAtThePacksExperts) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
-  ASSERT_EQ(pack.layout().total_experts(), 48u);
+  ASSERT_EQ(pack.layout().expert_count(), 48u);
   ExpertStoreSettings s;
   s.cache_bytes = 999999999999ull << 20;
   ExpertStore store(pack, s, 4);

@@ -975,8 +975,7 @@ int main(int argc, char** argv) {
     bo.hash_sources = false;
     build_pack(bo);
     const auto pack = ModelSource::open(dir);
-    uint64_t experts = 0;
-    for (const auto& l : pack->pack()->layout().layers) experts += l.n_experts;
+    const uint64_t experts = pack->pack()->layout().expert_count();
     const uint64_t slot = pack->pack()->layout().max_stride;
     s.cache_bytes = experts * slot;
     out["engine"]["pack_all_cached"] = bench_engine(pack, s, prefill, decode);

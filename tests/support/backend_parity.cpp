@@ -60,7 +60,7 @@ std::string build_test_pack(const std::string& source, const TempDir& dir) {
 PackBudgets pack_budgets(const ModelSource& pack) {
   PackBudgets b;
   b.slot_bytes = pack.pack()->layout().max_stride;
-  for (const auto& l : pack.pack()->layout().layers) b.experts += l.n_experts;
+  b.experts = pack.pack()->layout().expert_count();
   b.top_k = pack.config().n_expert_used;
   return b;
 }
