@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/expert_pack.h"
+#include "core/pack_manifest.h"
 
 namespace moepack {
 namespace {
@@ -246,6 +248,42 @@ nlohmann::json summary_to_json(const ModelSummary& s, const GgufModel& model, bo
     j["tensors"] = ts;
   }
   return j;
+}
+
+ModelSummary summarize_pack(const std::string& pack_dir) {
+  const std::string dense_path = pack_dir + "/" + kPackDenseName;
+  const GgufModel dense = GgufModel::open(dense_path);
+  ModelSummary s = summarize(dense);
+  const PackManifest m = read_manifest(pack_dir + "/" + kPackManifestName);
+  s.files = {dense_path, pack_dir + "/" + kPackExpertsName};
+  s.file_bytes = m.dense.bytes + m.experts.bytes;
+  s.moe_layers.clear();
+  s.routed_expert_bytes = 0;
+  for (const PackLayer& l : m.layout.layers) {
+    MoeLayerInfo info;
+    info.block = l.block;
+    info.n_experts = l.n_experts;
+    for (const PackRole& r : l.roles) {
+      ExpertRole role;
+      role.role = r.role;
+      role.tensor = r.tensor;
+      role.type = r.type;
+      role.ne = r.ne;  // one expert's slice; the stacked tensor adds the expert index last
+      role.ne[std::min<uint32_t>(r.n_dims, 3)] = l.n_experts;
+      role.bytes_per_expert = r.bytes;
+      info.roles.push_back(role);
+      info.expert_bytes += r.bytes;
+      const uint64_t bytes = r.bytes * l.n_experts;
+      s.tensor_count += 1;
+      s.tensor_bytes += bytes;
+      TypeStats& t = s.by_type[std::string(ggml_type_name(r.type))];
+      t.tensors += 1;
+      t.bytes += bytes;
+    }
+    s.routed_expert_bytes += info.expert_bytes * l.n_experts;
+    s.moe_layers.push_back(std::move(info));
+  }
+  return s;
 }
 
 namespace {

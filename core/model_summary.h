@@ -70,6 +70,14 @@ struct ModelSummary {
 // Throws FormatError for metadata of the wrong type (e.g. a string block_count).
 ModelSummary summarize(const GgufModel& model);
 
+// An Expert Pack directory's summary, as its source GGUF's would read: dense.gguf's metadata,
+// tensors and tokenizer, plus the routed experts from manifest.json's layout (one stacked tensor
+// per layer and role, as llama.cpp writes them: shapes with the expert index last, bytes, types;
+// a legacy per-expert source reads as stacked).
+// `files` are dense.gguf and experts.bin, `file_bytes` their sizes. Throws what
+// GgufModel::open and read_manifest throw (IoError, FormatError naming the file).
+ModelSummary summarize_pack(const std::string& pack_dir);
+
 // JSON object as printed by `moepack inspect --json` (docs/cli.md). With `with_tensors`,
 // includes every tensor (name, type, ne, nbytes, file_offset, shard).
 nlohmann::json summary_to_json(const ModelSummary& s, const GgufModel& model, bool with_tensors);

@@ -206,8 +206,10 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
   // One forward() with the bookkeeping every call needs: KV token list kept in step with the
   // backend (also when it throws), counters, per-call stats for the next token sample.
   BackendStats step{};
+  double step_ms = 0;  // the last forward()'s wall time, bookkeeping included
   auto forward = [&](std::span<const int32_t> toks) {
     logits_.resize(n_vocab);
+    const Clock::time_point t0 = Clock::now();
     try {
       be.forward(toks, logits_);
     } catch (...) {
@@ -221,6 +223,7 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
     add_to_counters(telemetry_->counters(), step);
     const ResidencyMap m = be.residency();
     if (m.n_layers > 0) telemetry_->publish_residency(m);
+    step_ms = ms_since(t0);
   };
 
   if (cancelled()) {
@@ -260,6 +263,9 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
     sample.compute_ms = step.compute_ms;
     sample.experts_hit = static_cast<uint32_t>(step.cache_hits);
     sample.evictions = static_cast<uint32_t>(step.cache_evictions);
+    sample.reply_start = res.tokens.size() == 1;
+    sample.forwarded = sample.reply_start ? static_cast<uint32_t>(prompt.size() - keep) : 1;
+    sample.forward_ms = step_ms;
     telemetry_->record_token(sample);
 
     if (!options.ignore_eos && tokenizer_.is_eog(tok)) {

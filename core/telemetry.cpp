@@ -18,6 +18,9 @@ struct Telemetry::Entry {
   std::atomic<double> compute_ms{0};
   std::atomic<uint32_t> experts_hit{0};
   std::atomic<uint32_t> evictions{0};
+  std::atomic<uint32_t> forwarded{0};
+  std::atomic<double> forward_ms{0};
+  std::atomic<bool> reply_start{false};
 };
 
 Telemetry::Telemetry(TelemetrySettings settings) : settings_(std::move(settings)) {
@@ -94,6 +97,9 @@ void Telemetry::record_token(TokenSample sample) {
   e.compute_ms.store(sample.compute_ms, r);
   e.experts_hit.store(sample.experts_hit, r);
   e.evictions.store(sample.evictions, r);
+  e.forwarded.store(sample.forwarded, r);
+  e.forward_ms.store(sample.forward_ms, r);
+  e.reply_start.store(sample.reply_start, r);
   e.seq.store(2 * n + 2, std::memory_order_release);
   written_.store(n + 1, std::memory_order_release);
   counters_.tokens.fetch_add(1, r);
@@ -119,6 +125,9 @@ std::vector<TokenSample> Telemetry::recent(size_t n) const {
     t.compute_ms = e.compute_ms.load(std::memory_order_relaxed);
     t.experts_hit = e.experts_hit.load(std::memory_order_relaxed);
     t.evictions = e.evictions.load(std::memory_order_relaxed);
+    t.forwarded = e.forwarded.load(std::memory_order_relaxed);
+    t.forward_ms = e.forward_ms.load(std::memory_order_relaxed);
+    t.reply_start = e.reply_start.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     const uint64_t s2 = e.seq.load(std::memory_order_relaxed);
     if (s1 != s2 || s1 != 2 * i + 2) continue;  // being overwritten: skip, never return torn data
@@ -137,7 +146,10 @@ nlohmann::json Telemetry::to_json(size_t recent_tokens) const {
                       {"io_wait_ms", t.io_wait_ms},
                       {"compute_ms", t.compute_ms},
                       {"experts_hit", t.experts_hit},
-                      {"evictions", t.evictions}});
+                      {"evictions", t.evictions},
+                      {"forwarded", t.forwarded},
+                      {"forward_ms", t.forward_ms},
+                      {"reply_start", t.reply_start}});
   }
   return {{"counters",
            {{"cache_hits", s.cache_hits}, {"cache_misses", s.cache_misses}, {"cache_evictions", s.cache_evictions},

@@ -53,6 +53,14 @@ struct TokenSample {
   double compute_ms = 0;        // time computing
   uint32_t experts_hit = 0;     // expert lookups served by the cache for this token
   uint32_t evictions = 0;       // experts evicted from the cache for this token
+  // The forward() whose logits gave this token: the tokens it evaluated (a reply's first token:
+  // the prompt less the KV cache's reused prefix; later tokens: 1) and its wall time in ms.
+  // Decode tokens/s over a reply's later tokens is their count / the sum of their forward_ms
+  // (core/session.h's decode_tokens_per_s, same definition); prefill tokens/s is the first
+  // token's forwarded / forward_ms.
+  uint32_t forwarded = 0;
+  double forward_ms = 0;
+  bool reply_start = false;  // the first token of a reply (its forward is the prefill)
 };
 
 // Which routed experts sit in the expert cache right now, per MoE layer (the dashboard's heat

@@ -235,12 +235,14 @@ void ConversationStore::truncate(qint64 conversationId, int position) {
 }
 
 QString formatStatsPlain(const ReplyStats& s) {
-  return QStringLiteral("%1 prompt tokens · %2 tokens · TTFT %3 ms · prefill %4 tok/s · decode %5 tok/s")
-      .arg(s.promptTokens)
-      .arg(s.generatedTokens)
-      .arg(s.ttftMs, 0, 'f', 0)
-      .arg(s.prefillTps, 0, 'f', 1)
-      .arg(s.decodeTps, 0, 'f', 1);
+  QString line = QStringLiteral("%1 prompt tokens · %2 tokens · TTFT %3 ms · prefill %4 tok/s")
+                     .arg(s.promptTokens)
+                     .arg(s.generatedTokens)
+                     .arg(s.ttftMs, 0, 'f', 0)
+                     .arg(s.prefillTps, 0, 'f', 1);
+  // A decode rate needs two tokens (core/session.h: (generated - 1) / decode_ms).
+  if (s.generatedTokens >= 2) line += QStringLiteral(" · decode %1 tok/s").arg(s.decodeTps, 0, 'f', 1);
+  return line;
 }
 
 QString ConversationStore::toMarkdown(qint64 conversationId) const {

@@ -95,8 +95,9 @@ class ConversationStore {
   AppDatabase& db_;
 };
 
-// "42 tokens · TTFT 120 ms · prefill 350 tok/s · decode 28.5 tok/s" (untranslated; the UI
-// builds its own translated line).
+// "12 prompt tokens · 42 tokens · TTFT 120 ms · prefill 350 tok/s · decode 28.5 tok/s"
+// (untranslated; the UI builds its own translated line). The decode part only with at least two
+// generated tokens (a rate needs them).
 QString formatStatsPlain(const ReplyStats& s);
 
 }  // namespace moepack::ui

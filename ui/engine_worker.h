@@ -111,6 +111,9 @@ class EngineController : public QObject {
   Q_PROPERTY(QString progressDetail READ progressDetail NOTIFY progressChanged)
   Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
   Q_PROPERTY(bool restartRequired READ restartRequired NOTIFY stateChanged)
+  // The loaded model's KV cache length in tokens: n_ctx capped at its trained context (0 when
+  // no model is loaded).
+  Q_PROPERTY(int nCtx READ nCtx NOTIFY stateChanged)
 
  public:
   // DeviceLost: the GPU context is unusable until the process exits (DeviceLostError).
@@ -161,6 +164,7 @@ class EngineController : public QObject {
   QString progressDetail() const { return detail_; }
   bool generating() const { return generatingId_ != 0; }
   bool restartRequired() const { return state_ == DeviceLost; }
+  int nCtx() const { return state_ == Ready ? static_cast<int>(info_.nCtx) : 0; }
   const EngineInfo& info() const { return info_; }
   TelemetryHandle telemetry() const { return telemetry_; }
   EngineWorker* worker() { return worker_; }

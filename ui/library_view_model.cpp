@@ -187,7 +187,9 @@ QString LibraryViewModel::deleteRefusal(qint64 id) const {
 }
 
 QString LibraryViewModel::formatBytes(double bytes) {
-  return QLocale().formattedDataSize(static_cast<qint64>(bytes), 1, QLocale::DataSizeTraditionalFormat);
+  return QLocale().formattedDataSize(
+      static_cast<qint64>(bytes), 1,
+      QLocale::DataSizeIecFormat);  // KiB, MiB, GiB: binary units, named as such
 }
 
 }  // namespace moepack::ui

@@ -28,7 +28,8 @@ class LibraryViewModel : public QObject {
   Q_PROPERTY(QString modelsFolder READ modelsFolder WRITE setModelsFolder NOTIFY settingsChanged)
   Q_PROPERTY(QString lastError READ lastError NOTIFY errorOccurred)
   // For the context column: memory the model may use (bytes; default the physical RAM) and the
-  // expert cache the user plans in it (bytes; default 8 GiB).
+  // expert cache the user plans in it (bytes; default 1 GiB, the Settings' default
+  // cache_vram_mib; the Library page sets it from the Settings).
   Q_PROPERTY(double memoryBudgetBytes READ memoryBudgetBytes WRITE setMemoryBudgetBytes NOTIFY budgetChanged)
   Q_PROPERTY(double expertCacheBytes READ expertCacheBytes WRITE setExpertCacheBytes NOTIFY budgetChanged)
 
@@ -96,7 +97,7 @@ class LibraryViewModel : public QObject {
   QString lastError_;
   bool busy_ = false;
   double memoryBudget_ = 0;
-  double expertCache_ = double(qint64{8} << 30);
+  double expertCache_ = double(qint64{1} << 30);
   std::deque<Job> queue_;
   QThreadPool pool_;  // one thread: commands run in order
   QFutureWatcher<Result> watcher_;

@@ -1,10 +1,12 @@
 #include "ui/model_inspector.h"
 
+#include <QFileInfo>
 #include <QLoggingCategory>
 #include <QVariantMap>
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 
+#include "core/expert_pack.h"
 #include "core/gguf_model.h"
 
 Q_LOGGING_CATEGORY(lcModel, "moepack.model")
@@ -22,10 +24,17 @@ void ModelInspector::load(const QString& path) {
   path_ = path;
   loading_ = true;
   emit loadingChanged();
-  const std::string p = path.toStdString();
-  watcher_.setFuture(QtConcurrent::run([p]() -> Result {
+  // An Expert Pack: its directory or its manifest.json.
+  const QFileInfo info(path);
+  const bool pack = info.isDir() || info.fileName() == QLatin1String(kPackManifestName);
+  const std::string p = (pack && !info.isDir() ? info.absolutePath() : path).toStdString();
+  watcher_.setFuture(QtConcurrent::run([p, pack]() -> Result {
     Result r;
     try {
+      if (pack) {
+        r.summary = std::make_shared<ModelSummary>(summarize_pack(p));
+        return r;
+      }
       const GgufModel model = GgufModel::open(p);
       r.summary = std::make_shared<ModelSummary>(summarize(model));
     } catch (const std::exception& e) {

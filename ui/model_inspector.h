@@ -1,5 +1,6 @@
-// View-model of the model page: opens a GGUF model (file, split set or Ollama name) on a
-// worker thread with the same reader as `moepack inspect`, and exposes its summary.
+// View-model of the model page: opens a GGUF model (file, split set or Ollama name) or an
+// Expert Pack (its directory or manifest.json: core's summarize_pack) on a worker thread with
+// the same reader as `moepack inspect`, and exposes its summary.
 // QML calls load(); everything else is read-only properties with NOTIFY.
 #pragma once
 

@@ -8,7 +8,7 @@
 //                        (a prefill step covers many tokens: clamped to [0, 1])
 //   cumulative hit rate  cache_hits / (cache_hits + cache_misses) at each poll
 //   SSD KiB per token    TokenSample.read_bytes / 1024
-//   evictions per token  delta cache_evictions / delta tokens between polls
+//   evictions per token  TokenSample.evictions
 // Cache occupancy: slots used = the experts the residency map shows cached (else, without a
 // map, min(slot count, cache_misses - prefetch_hits + prefetch_reads - cache_evictions)), in
 // MiB with the slot size.
@@ -46,6 +46,13 @@ class TelemetryViewModel : public QObject {
   Q_PROPERTY(double ioErrors READ ioErrors NOTIFY updated)
   Q_PROPERTY(double tokens READ tokens NOTIFY updated)
   Q_PROPERTY(double hitRate READ hitRate NOTIFY updated)  // cumulative, 0..1
+  // The latest reply's rates from its token samples (TokenSample::forwarded, ::forward_ms):
+  // decode = its later tokens / the sum of their forward times (while it streams: so far;
+  // over the last `window` tokens of a longer one); prefill = its first forward's tokens / time.
+  // 0 before a reply has them (decode needs two tokens).
+  Q_PROPERTY(double decodeTps READ decodeTps NOTIFY updated)
+  Q_PROPERTY(double prefillTps READ prefillTps NOTIFY updated)
+  Q_PROPERTY(double readBytesPerToken READ readBytesPerToken NOTIFY updated)  // pack bytes / tokens
   Q_PROPERTY(int slotsUsed READ slotsUsed NOTIFY updated)
   Q_PROPERTY(int slotCount READ slotCount NOTIFY updated)
   Q_PROPERTY(double slotMib READ slotMib NOTIFY updated)
@@ -86,6 +93,9 @@ class TelemetryViewModel : public QObject {
   double ioErrors() const { return static_cast<double>(snap_.io_errors); }
   double tokens() const { return static_cast<double>(snap_.tokens); }
   double hitRate() const { return snap_.hit_rate(); }
+  double decodeTps() const { return decodeTps_; }
+  double prefillTps() const { return prefillTps_; }
+  double readBytesPerToken() const { return snap_.read_bytes_per_token(); }
   int slotsUsed() const;
   int slotCount() const;
   double slotMib() const;
@@ -114,6 +124,7 @@ class TelemetryViewModel : public QObject {
   TelemetrySnapshot snap_;
   std::vector<QPointF> hitRate_, cumulative_, readKiB_, evictions_;
   double xMin_ = 0, xMax_ = 1, readMax_ = 1, evictMax_ = 1;
+  double decodeTps_ = 0, prefillTps_ = 0;
   ResidencyMap residency_;
 };
 

@@ -3,17 +3,19 @@
 // max_tokens / cancel / full context, UTF-8-safe streaming whose pieces add up to the result,
 // prompt logits, telemetry per token. The tokenizer is the real SentencePiece vocabulary of
 // the llama-moe fixture (llama.cpp's llama-spm: BOS 1, EOS 2, byte tokens <0xXX> = 3 + byte).
+#include "core/session.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/gguf_model.h"
-#include "core/session.h"
 
 namespace {
 
@@ -331,6 +333,34 @@ TEST(Session, TelemetryGetsOneSamplePerTokenFromStatsDeltas) {
   EXPECT_EQ(snap.tokens, 4u);
   EXPECT_EQ(snap.pack_read_bytes, 600u);  // 3 + 1 + 1 + 1 tokens forwarded
   EXPECT_EQ(snap.cache_misses, 8u);       // 4 forwards x 2
+}
+
+// Every sample names the forward() that gave it: the prefill (the prompt less the KV cache's
+// reused prefix) for a reply's first token, one token after; the decode rate the dashboard
+// takes from the samples is the result's (forward times inside the result's decode_ms).
+TEST(Session, TokenSamplesCarryTheirForwardForTokensPerSecond) {
+  auto f = make();
+  GenerateOptions o = greedy(4);
+  o.ignore_eos = true;
+  const GenerateResult a = f->session->generate(std::vector<int32_t>{1, 50, 51}, o);
+  // The second prompt shares 1, 50, 51 with the KV cache: 2 tokens are forwarded.
+  const GenerateResult b = f->session->generate(std::vector<int32_t>{1, 50, 51, 60, 61}, o);
+  ASSERT_EQ(b.reused_tokens, 3u);
+  const std::vector<TokenSample> s = f->session->telemetry().recent(10);
+  ASSERT_EQ(s.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(s[i].reply_start, i % 4 == 0);
+    EXPECT_EQ(s[i].forwarded, i == 0 ? 3u : i == 4 ? 2u : 1u);
+    EXPECT_GE(s[i].forward_ms, 0.0);
+  }
+  double decode_ms = 0;
+  for (size_t i = 1; i < 4; ++i) decode_ms += s[i].forward_ms;
+  EXPECT_LE(decode_ms, a.decode_ms);
+  EXPECT_LE(s[0].forward_ms, a.prefill_ms);
+  const nlohmann::json j = f->session->telemetry().to_json(8);
+  EXPECT_EQ(j["recent_tokens"][4]["forwarded"], 2);
+  EXPECT_EQ(j["recent_tokens"][4]["reply_start"], true);
 }
 
 TEST(Session, ChatUsesTheTemplateAndTokenizesMarkersOnly) {

@@ -137,6 +137,15 @@ class ConversationStoreTest : public QObject {
     QVERIFY_THROWS_EXCEPTION(moepack::Error, store.exportJson(id, dir.filePath("no/such/dir/c.json")));
   }
 
+  // A reply stopped after its first token has no decode rate (it needs two tokens): the line
+  // leaves it out rather than print "decode 0.0 tok/s".
+  void statsLineLeavesOutAnUndefinedDecodeRate() {
+    QCOMPARE(formatStatsPlain(ReplyStats{7, 1, 30.0, 233.3, 0.0, "cancelled"}),
+             QString("7 prompt tokens · 1 tokens · TTFT 30 ms · prefill 233.3 tok/s"));
+    QCOMPARE(formatStatsPlain(ReplyStats{7, 2, 30.0, 233.3, 12.5, "cancelled"}),
+             QString("7 prompt tokens · 2 tokens · TTFT 30 ms · prefill 233.3 tok/s · decode 12.5 tok/s"));
+  }
+
   void samplingJsonRoundTripsAndClamps() {
     GenerationSettings g;
     g.sampling.temperature = 0.0f;

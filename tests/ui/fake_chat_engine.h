@@ -16,6 +16,7 @@ namespace moepack::ui::test {
 struct FakeScript {
   int extra_tokens = 3;
   int token_delay_ms = 0;
+  double decode_ms = 4.0;       // the forward time a later token's sample reports
   std::atomic<int> replies{0};  // chat() calls so far
   std::atomic<int> alive{0};    // engines constructed and not yet destroyed
 };
@@ -65,7 +66,14 @@ class FakeChatEngine final : public ChatEngine {
       telemetry_.counters().prefetch_reads += 2;  // one of the 2 misses was read ahead
       telemetry_.counters().prefetch_hits += 1;
       telemetry_.counters().pack_read_bytes += 4096;
-      telemetry_.record_token(TokenSample{0, 4096, 2, 0.1, 1.0, 18, 0});
+      // The first token's forward is the prefill of the prompt's 3 tokens a message in 6 ms
+      // (500 tokens/s), every later one a token in `decode_ms` (4 ms: 250 tokens/s).
+      const bool first = r.tokens.size() == 1;
+      TokenSample ts{0, 4096, 2, 0.1, 1.0, 18, 0};
+      ts.reply_start = first;
+      ts.forwarded = first ? static_cast<uint32_t>(r.prompt_tokens.size()) : 1;
+      ts.forward_ms = first ? 6.0 * static_cast<double>(messages.size()) : script_.decode_ms;
+      telemetry_.record_token(ts);
       if (on_text && !on_text(w, r.tokens.back())) {
         r.stop_reason = StopReason::Cancelled;
         break;

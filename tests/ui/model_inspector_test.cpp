@@ -1,11 +1,13 @@
 // ModelInspector opens models off the UI thread and exposes what the demo model's README and
 // the fixtures' READMEs state; its layer list model passes QAbstractItemModelTester.
+#include "ui/model_inspector.h"
+
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "ui/model_inspector.h"
+#include "packbuilder/pack_builder.h"
 
 using moepack::ui::ModelInspector;
 using moepack::ui::MoeLayerListModel;
@@ -60,6 +62,49 @@ class ModelInspectorTest : public QObject {
     QCOMPARE(m.tensorCount(), 69);  // 3 shards x 23 tensors (fixtures README)
     QCOMPARE(m.expertCount(), 16);
     QCOMPARE(m.layers()->rowCount(), 3);
+  }
+
+  // An Expert Pack of the demo model (its directory, or its manifest.json) reads as its source:
+  // the README's numbers above, the same routed expert bytes; the files are the pack's two.
+  void packReadsAsItsSource() {
+    const QString demo = QStringLiteral(MOEPACK_SOURCE_DIR
+                                        "/resources/models/tiny-dsv3-wordnet/"
+                                        "tiny-dsv3-wordnet-Q4_K_M.gguf");
+    ModelInspector source;
+    QVERIFY(loadAndWait(source, demo));
+    QTemporaryDir tmp;
+    const QString dir = tmp.filePath(QStringLiteral("demo.pack"));
+    moepack::BuildOptions opt;
+    opt.source = demo.toStdString();
+    opt.out_dir = dir.toStdString();
+    opt.direct_io = false;
+    opt.safety_margin_bytes = 0;
+    moepack::build_pack(opt);
+    for (const QString& path : {dir, dir + QStringLiteral("/manifest.json")}) {
+      ModelInspector m;
+      QVERIFY(loadAndWait(m, path));
+      QCOMPARE(m.error(), QString());
+      QCOMPARE(m.architecture(), QStringLiteral("deepseek2"));
+      QCOMPARE(m.tensorCount(), 105);  // README: 105 tensors, the routed ones now in experts.bin
+      QCOMPARE(m.expertCount(), 32);
+      QCOMPARE(m.topK(), 4);
+      QCOMPARE(m.sharedExperts(), 1);
+      QCOMPARE(m.layers()->rowCount(), 5);
+      QCOMPARE(m.routedExpertBytes(), source.routedExpertBytes());
+      const QModelIndex first = m.layers()->index(0, 0);
+      QCOMPARE(m.layers()->data(first, MoeLayerListModel::BlockRole).toInt(), 1);
+      QCOMPARE(m.layers()->data(first, MoeLayerListModel::ExpertsRole).toInt(), 32);
+      QCOMPARE(
+          m.layers()->data(first, MoeLayerListModel::RolesTextRole).toString(),
+          source.layers()->data(source.layers()->index(0, 0), MoeLayerListModel::RolesTextRole).toString());
+      QCOMPARE(m.fileBytes(), static_cast<double>(QFileInfo(dir + QStringLiteral("/dense.gguf")).size() +
+                                                  QFileInfo(dir + QStringLiteral("/experts.bin")).size()));
+    }
+    // A pack without its manifest is an error naming the file.
+    QVERIFY(QFile::remove(dir + QStringLiteral("/manifest.json")));
+    ModelInspector broken;
+    QVERIFY(loadAndWait(broken, dir));
+    QVERIFY2(broken.error().contains(QStringLiteral("manifest.json")), qPrintable(broken.error()));
   }
 
   void brokenFileShowsErrorNamingTheFile() {

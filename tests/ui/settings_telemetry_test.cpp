@@ -119,6 +119,19 @@ class SettingsTelemetryTest : public QObject {
     QCOMPARE(t.cumulativeSeries()[9], QPointF(9, 0.9));
     QCOMPARE(t.evictionSeries().size(), size_t(10));
     QCOMPARE(t.evictionSeries()[0].y(), 0.0);
+    // The reply's rates from its samples: 3 prompt tokens in 6 ms, then 9 tokens of 4 ms each.
+    QCOMPARE(t.prefillTps(), 500.0);
+    QCOMPARE(t.decodeTps(), 250.0);
+    QCOMPARE(t.readBytesPerToken(), 4096.0);
+    // A second reply (2 messages: 6 prompt tokens in 12 ms, then 2 ms a token) replaces the
+    // first's rates, though both are in the window (both replies' tokens: 18 / 54 ms, 333).
+    script.decode_ms = 2.0;
+    e.generate({{"user", "hi"}, {"user", "again"}}, {});
+    QVERIFY(done.wait(5000));
+    t.poll();
+    QCOMPARE(t.tokens(), 20.0);
+    QCOMPARE(t.prefillTps(), 500.0);
+    QCOMPARE(t.decodeTps(), 500.0);
   }
 };
 

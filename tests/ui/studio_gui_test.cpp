@@ -5,24 +5,33 @@
 //
 // Also measures frame pacing while a reply streams: intervals between
 // QQuickWindow::frameSwapped, reported as p50 / p99 (target p99 < 33 ms on the CPU machine).
+#include <QtQml/qqmlextensionplugin.h>
+
 #include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QQmlApplicationEngine>
+#include <QQuickItem>
 #include <QQuickWindow>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QThread>
-#include <QtQml/qqmlextensionplugin.h>
 #include <QtTest>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "ui/chat_view_model.h"
+#include "ui/convert_wizard.h"
 #include "ui/engine_worker.h"
+#include "ui/library_list_model.h"
+#include "ui/library_view_model.h"
+#include "ui/model_inspector.h"
 #include "ui/telemetry_view_model.h"
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
@@ -154,12 +163,41 @@ class StudioGuiTest : public QObject {
     QVERIFY(telemetry->cacheMisses() > 0);
     QVERIFY(telemetry->cacheEvictions() > 0);
     QVERIFY(telemetry->slotCount() > 0);
+    // The last reply's decode rate, from its token samples, is the one its statistics line
+    // gives (core/session.h's definition: the same forward times, measured just inside).
+    const double replyDecode = chat->messages()->at(3).message.stats.decodeTps;
+    QVERIFY(replyDecode > 0);
+    QVERIFY2(
+        std::abs(telemetry->decodeTps() - replyDecode) <= 0.1 * replyDecode,
+        qPrintable(QStringLiteral("dashboard %1, reply %2").arg(telemetry->decodeTps()).arg(replyDecode)));
+    auto* decodeCard = window->findChild<QObject*>(QStringLiteral("decodeCard"));
+    QVERIFY(decodeCard);
+    QVERIFY2(decodeCard->property("value").toString().endsWith(QLatin1String(" tok/s")),
+             qPrintable(decodeCard->property("value").toString()));
     QTest::qWait(600);
     save(window, QStringLiteral("studio-dashboard.png"));
 
     window->setProperty("currentPage", 3);
     QTest::qWait(200);
     save(window, QStringLiteral("studio-settings.png"));
+    // n_ctx 4096 (the default) is above the demo's trained 2048: the page says what runs.
+    QCOMPARE(engine->nCtx(), 2048);
+    auto* nCtxField = window->findChild<QObject*>(QStringLiteral("nCtxField"));
+    QVERIFY(nCtxField);
+    QVERIFY2(nCtxField->property("hint").toString().contains(QLatin1String("2048")),
+             qPrintable(nCtxField->property("hint").toString()));
+
+    // The Library plans with the Settings' expert cache (4 MiB here), and its two toolbar rows
+    // fit the default window: the last control ends inside it.
+    window->setProperty("currentPage", 4);
+    QTest::qWait(200);
+    save(window, QStringLiteral("studio-library.png"));
+    auto* cacheSpin =
+        qobject_cast<QQuickItem*>(window->findChild<QObject*>(QStringLiteral("libraryCacheSpin")));
+    QVERIFY(cacheSpin);
+    QCOMPARE(cacheSpin->property("value").toInt(), 4);
+    QVERIFY2(cacheSpin->mapToScene(QPointF(cacheSpin->width(), 0)).x() <= window->width(),
+             qPrintable(QString::number(cacheSpin->mapToScene(QPointF(cacheSpin->width(), 0)).x())));
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 
@@ -187,6 +225,86 @@ class StudioGuiTest : public QObject {
     auto* engine = window->property("engine").value<EngineController*>();
     QVERIFY(engine);
     QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
+  }
+
+  // The Library's convert dialog as a user drives it: the demo GGUF to an Expert Pack in a
+  // folder of the test's, then "Chat now". The pack joins the library, the source's row shows
+  // it ready, and the studio loads the pack and shows the chat.
+  void convertFromTheLibraryThenChatNow() {
+    QQmlApplicationEngine qml;
+    QStringList warnings;
+    QQuickWindow* window = loadStudio(qml, warnings);
+    QVERIFY(window);
+    auto* engine = window->property("engine").value<EngineController*>();
+    QVERIFY(engine);
+    QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
+    QObject* libraryPage = window->findChild<QObject*>(QStringLiteral("libraryPage"));
+    QVERIFY(libraryPage);
+    auto* library = libraryPage->property("library").value<LibraryViewModel*>();
+    QVERIFY(library);
+    window->setProperty("currentPage", 4);
+    library->addPath(kDemo);
+    QTRY_VERIFY_WITH_TIMEOUT(!library->busy() && library->models()->rowCount() > 0, 30000);
+
+    QTemporaryDir out;
+    QVERIFY(out.isValid());
+    QObject* dialog = window->findChild<QObject*>(QStringLiteral("libraryConvertDialog"));
+    QVERIFY(dialog);
+    dialog->setProperty("source", kDemo);
+    QVERIFY(QMetaObject::invokeMethod(dialog, "open"));
+    QObject* convertPage = nullptr;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        (convertPage = window->findChild<QObject*>(QStringLiteral("libraryConvertPage"))), 5000);
+    auto* wizard = convertPage->property("wizard").value<ConvertWizard*>();
+    QVERIFY(wizard);
+    QTRY_COMPARE_WITH_TIMEOUT(wizard->step(), ConvertWizard::Space, 30000);
+    wizard->chooseOutput(out.path());
+    QCOMPARE(wizard->step(), ConvertWizard::Options);
+    wizard->start();
+    QTRY_VERIFY_WITH_TIMEOUT(wizard->step() == ConvertWizard::Done || wizard->step() == ConvertWizard::Failed,
+                             180000);
+    QVERIFY2(wizard->step() == ConvertWizard::Done, qPrintable(wizard->error()));
+    const QString packDir = wizard->packDir();
+    QVERIFY(packDir.startsWith(out.path()));
+    save(window, QStringLiteral("studio-convert-done.png"));
+
+    // The pack is a library row of its own, and the source's row links to it.
+    const auto rowOfPath = [&](const QString& path) {
+      const auto& es = library->models()->entries();
+      for (size_t i = 0; i < es.size(); ++i)
+        for (const QString& p : {path, path + QStringLiteral("/manifest.json")})
+          if (QFileInfo(es[i].path).canonicalFilePath() == QFileInfo(p).canonicalFilePath())
+            return static_cast<int>(i);
+      return -1;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(!library->busy() && rowOfPath(packDir) >= 0, 30000);
+    LibraryListModel* models = library->models();
+    QCOMPARE(models->data(models->index(rowOfPath(packDir)), LibraryListModel::KindRole).toString(),
+             QString("pack"));
+    QTRY_COMPARE_WITH_TIMEOUT(
+        models->data(models->index(rowOfPath(kDemo)), LibraryListModel::PackStatusRole).toString(),
+        QString("ready"), 30000);
+
+    // "Chat now": the dialog closes, the studio loads the pack and shows the chat page.
+    QObject* chatNow = window->findChild<QObject*>(QStringLiteral("convertChatNow"));
+    QVERIFY(chatNow);
+    QVERIFY(chatNow->property("visible").toBool());
+    QVERIFY(QMetaObject::invokeMethod(chatNow, "clicked"));
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog->property("visible").toBool(), 5000);
+    QCOMPARE(window->property("currentPage").toInt(), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        engine->state() == EngineController::Ready &&
+            QFileInfo(engine->modelPath()).canonicalFilePath() == QFileInfo(packDir).canonicalFilePath(),
+        180000);
+    QVERIFY(engine->info().isPack);
+    // The Models page inspects the pack as it would its source.
+    auto* inspector = window->property("inspector").value<ModelInspector*>();
+    QVERIFY(inspector);
+    QTRY_VERIFY_WITH_TIMEOUT(!inspector->loading(), 30000);
+    QCOMPARE(inspector->error(), QString());
+    QCOMPARE(inspector->architecture(), QStringLiteral("deepseek2"));
+    QCOMPARE(inspector->expertCount(), 32);
+    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 };
 

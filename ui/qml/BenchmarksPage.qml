@@ -68,6 +68,7 @@ Item {
         property string format: "json"
         title: qsTr("Export the report")
         fileMode: FileDialog.SaveFile
+        acceptLabel: qsTr("Save")  // Qt 6.4's own dialog labels a save "Open"
         defaultSuffix: exportDialog.format
         nameFilters: [exportDialog.format.toUpperCase() + " (*." + exportDialog.format + ")"]
         onAccepted: page.bench.exportReport(exportDialog.format, exportDialog.selectedFile)

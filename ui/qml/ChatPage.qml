@@ -386,6 +386,7 @@ Item {
         objectName: "chatExportDialog"
         title: qsTr("Export conversation")
         fileMode: FileDialog.SaveFile
+        acceptLabel: qsTr("Save")  // Qt 6.4's own dialog labels a save "Open"
         nameFilters: [qsTr("Markdown (*.md)"), qsTr("JSON (*.json)")]
         onAccepted: {
             const json = selectedNameFilter.index === 1

@@ -117,7 +117,11 @@ Pane {
                 enabled: confirmDelete.checked
                 onClicked: page.wizard.deleteSourceFiles(confirmDelete.checked)
             }
-            Button { text: qsTr("Chat now"); onClicked: page.chatNow(page.wizard.packDir) }
+            Button {
+                objectName: "convertChatNow"
+                text: qsTr("Chat now")
+                onClicked: page.chatNow(page.wizard.packDir)
+            }
         }
         Label {
             Layout.fillWidth: true

@@ -5,8 +5,9 @@ import QtQuick.Layouts
 import QtCharts
 import MoePack.Ui
 
-// The telemetry dashboard: how the expert cache and the SSD behave while the model talks.
-// Counters and occupancy on top, then live charts (per token) fed by TelemetryViewModel.
+// The telemetry dashboard: how fast the model talks and how the expert cache and the SSD behave
+// meanwhile. Rates and counters on top, occupancy, then live charts (per token) fed by
+// TelemetryViewModel.
 Item {
     id: page
     required property TelemetryViewModel telemetry
@@ -21,10 +22,14 @@ Item {
 
     function count(n) { return Number(n).toLocaleString(Qt.locale(), "f", 0) }
 
+    function rate(tps) { return tps > 0 ? qsTr("%1 tok/s").arg(tps.toFixed(tps < 100 ? 1 : 0)) : "–" }
+
+    // A counter: its name in words, the engine's counter name (ARCHITECTURE.md) as a tooltip.
     component Card: Rectangle {
         id: card
         required property string name
         required property string value
+        property string counter: ""
         property bool alarm: false
         property bool strong: false
         Layout.fillWidth: true
@@ -33,13 +38,25 @@ Item {
         radius: 10
         color: card.strong ? "#4f6bed" : "white"
         border.color: card.alarm ? "#ef4444" : (card.strong ? "#4f6bed" : "#e5e7eb")
+        HoverHandler { id: cardHover }
+        ToolTip.visible: cardHover.hovered && card.counter.length > 0
+        ToolTip.text: card.counter
+        ToolTip.delay: 400
         Column {
             anchors.fill: parent
             anchors.margins: 11
             spacing: 4
-            Label { text: card.name; color: card.strong ? "#dfe5ff" : "#6b7280"; font.pixelSize: 12 }
             Label {
+                width: parent.width
+                text: card.name
+                elide: Text.ElideRight
+                color: card.strong ? "#dfe5ff" : "#6b7280"
+                font.pixelSize: 12
+            }
+            Label {
+                width: parent.width
                 text: card.value
+                elide: Text.ElideRight
                 font.pixelSize: 19
                 font.bold: true
                 color: card.alarm ? "#b91c1c" : (card.strong ? "white" : "#111827")
@@ -90,27 +107,51 @@ Item {
                 }
             }
 
-            // Counters (the names are the engine's counter names, ARCHITECTURE.md).
+            // Speed and the cache first, then the SSD and GPU traffic (tooltips: the engine's
+            // counter names, ARCHITECTURE.md).
             GridLayout {
+                objectName: "dashboardCards"
                 Layout.fillWidth: true
                 columns: 5
                 rowSpacing: 10
                 columnSpacing: 10
-                Card { name: qsTr("Hit rate"); value: (page.telemetry.hitRate * 100).toFixed(1) + " %"; strong: true }
-                Card { name: "cache_hits"; value: page.count(page.telemetry.cacheHits) }
-                Card { name: "cache_misses"; value: page.count(page.telemetry.cacheMisses) }
-                Card { name: "cache_evictions"; value: page.count(page.telemetry.cacheEvictions) }
-                Card { name: "prefetch_hits / reads"; value: page.count(page.telemetry.prefetchHits) + " / " + page.count(page.telemetry.prefetchReads) }
+                Card {
+                    name: qsTr("Hit rate"); strong: true; counter: "cache_hits / (cache_hits + cache_misses)"
+                    value: (page.telemetry.hitRate * 100).toFixed(1) + " %"
+                }
+                Card {
+                    objectName: "decodeCard"
+                    name: qsTr("Decode (last reply)"); strong: true
+                    value: page.rate(page.telemetry.decodeTps)
+                }
+                Card { name: qsTr("Prefill (last reply)"); value: page.rate(page.telemetry.prefillTps) }
+                Card {
+                    name: qsTr("SSD read per token"); counter: "pack_read_bytes / tokens"
+                    value: page.bytes(page.telemetry.readBytesPerToken)
+                }
                 Card { name: qsTr("Tokens"); value: page.count(page.telemetry.tokens) }
-                Card { name: "pack_read_bytes"; value: page.bytes(page.telemetry.packReadBytes) }
-                Card { name: "h2d_bytes"; value: page.bytes(page.telemetry.h2dBytes) }
-                Card { name: "fallback_count"; value: page.count(page.telemetry.fallbackCount) }
-                Card { name: "io_errors"; value: page.count(page.telemetry.ioErrors); alarm: page.telemetry.ioErrors > 0 }
+                Card { name: qsTr("Cache hits"); counter: "cache_hits"; value: page.count(page.telemetry.cacheHits) }
+                Card { name: qsTr("Cache misses"); counter: "cache_misses"; value: page.count(page.telemetry.cacheMisses) }
+                Card { name: qsTr("Evictions"); counter: "cache_evictions"; value: page.count(page.telemetry.cacheEvictions) }
+                Card {
+                    name: qsTr("Prefetched: used / read"); counter: "prefetch_hits / prefetch_reads"
+                    value: page.count(page.telemetry.prefetchHits) + " / " + page.count(page.telemetry.prefetchReads)
+                }
                 Card {
                     name: qsTr("Cache slots used")
                     value: page.telemetry.slotCount > 0
                            ? qsTr("%1 / %2").arg(page.telemetry.slotsUsed).arg(page.telemetry.slotCount)
                            : qsTr("resident")
+                }
+                Card { name: qsTr("Read from SSD"); counter: "pack_read_bytes"; value: page.bytes(page.telemetry.packReadBytes) }
+                Card { name: qsTr("Copied to the GPU"); counter: "h2d_bytes"; value: page.bytes(page.telemetry.h2dBytes) }
+                Card {
+                    name: qsTr("Buffered reads"); counter: qsTr("fallback_count: reads without O_DIRECT")
+                    value: page.count(page.telemetry.fallbackCount)
+                }
+                Card {
+                    name: qsTr("I/O errors"); counter: "io_errors"
+                    value: page.count(page.telemetry.ioErrors); alarm: page.telemetry.ioErrors > 0
                 }
             }
 

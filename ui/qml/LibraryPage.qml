@@ -12,6 +12,16 @@ Page {
     // "Chat now" after a conversion: the studio loads the pack and shows the chat.
     signal openModel(string path)
     property LibraryViewModel library: LibraryViewModel {}
+    // The Settings (the expert cache the library plans with starts at their cache budget).
+    property SettingsViewModel settings: null
+    function followSettingsCache() {
+        if (page.settings && page.settings.values.cache_vram_mib !== undefined)
+            page.library.expertCacheBytes = page.settings.values.cache_vram_mib * 1048576
+    }
+    Connections {
+        target: page.settings
+        function onApplied(engineChanged) { page.followSettingsCache() }
+    }
     // Converts finished downloads marked "convert when done" (one at a time, queued).
     property ConvertWizard downloadConverter: ConvertWizard {
         onFinished: ok => { if (ok) page.library.addPath(page.downloadConverter.packDir); page.library.refresh() }
@@ -30,6 +40,7 @@ Page {
     }
     // Restores the download list (and resumes interrupted downloads) once the settings are in.
     Component.onCompleted: {
+        page.followSettingsCache()
         downloads.databasePath = library.databasePath
         library.refresh()
     }
@@ -83,6 +94,7 @@ Page {
 
     Dialog {
         id: convertDialog
+        objectName: "libraryConvertDialog"
         property string source: ""
         title: qsTr("Convert to an Expert Pack")
         modal: true
@@ -95,6 +107,7 @@ Page {
             active: convertDialog.visible
             sourceComponent: ConvertWizardPage {
                 id: convertPage
+                objectName: "libraryConvertPage"
                 initialSource: convertDialog.source
                 onChatNow: packDir => { convertDialog.close(); page.openModel(packDir) }
                 // The new pack joins the library, and its source's row shows it ready.
@@ -123,37 +136,56 @@ Page {
         }
     }
 
+    // Two rows, so nothing is clipped at the default width: adding models, then the budget the
+    // rows' affordable context is planned with. The expert cache starts at the Settings' cache
+    // budget (cache_vram_mib) and follows it when the Settings are applied; changing it here
+    // only plans (the engine keeps the Settings' value).
     header: ToolBar {
-        RowLayout {
+        ColumnLayout {
             anchors.fill: parent
-            Button { text: qsTr("Add file…"); onClicked: fileDialog.open() }
-            Button { text: qsTr("Scan folder…"); onClicked: folderDialog.open() }
-            TextField {
-                id: ollamaName
-                placeholderText: qsTr("Ollama model, e.g. qwen3:30b")
-                onAccepted: if (text.length > 0) page.library.addOllama(text)
+            spacing: 0
+            RowLayout {
+                Layout.fillWidth: true
+                Button { text: qsTr("Add file…"); onClicked: fileDialog.open() }
+                Button { text: qsTr("Scan folder…"); onClicked: folderDialog.open() }
+                TextField {
+                    id: ollamaName
+                    Layout.fillWidth: true
+                    Layout.maximumWidth: 320
+                    placeholderText: qsTr("Ollama model, e.g. qwen3:30b")
+                    onAccepted: if (text.length > 0) page.library.addOllama(text)
+                }
+                Button {
+                    text: qsTr("Add Ollama model")
+                    enabled: ollamaName.text.length > 0
+                    onClicked: page.library.addOllama(ollamaName.text)
+                }
+                Button { text: qsTr("Refresh"); onClicked: page.library.refresh() }
+                BusyIndicator { running: page.library.busy; implicitHeight: 28; implicitWidth: 28 }
+                Item { Layout.fillWidth: true }
             }
-            Button {
-                text: qsTr("Add Ollama model")
-                enabled: ollamaName.text.length > 0
-                onClicked: page.library.addOllama(ollamaName.text)
-            }
-            Button { text: qsTr("Refresh"); onClicked: page.library.refresh() }
-            BusyIndicator { running: page.library.busy; implicitHeight: 28; implicitWidth: 28 }
-            Item { Layout.fillWidth: true }
-            Label { text: qsTr("Memory (GiB)") }
-            SpinBox {
-                from: 1; to: 4096; editable: true
-                value: Math.max(1, Math.round(page.gib(page.library.memoryBudgetBytes)))
-                onValueModified: page.library.memoryBudgetBytes = value * 1073741824
-                ToolTip.visible: hovered
-                ToolTip.text: qsTr("Memory for the model: dense weights, the expert cache and the context")
-            }
-            Label { text: qsTr("Expert cache (GiB)") }
-            SpinBox {
-                from: 0; to: 4096; editable: true
-                value: Math.round(page.gib(page.library.expertCacheBytes))
-                onValueModified: page.library.expertCacheBytes = value * 1073741824
+            RowLayout {
+                Layout.fillWidth: true
+                Layout.leftMargin: 8
+                Label { text: qsTr("Plan the context for: memory (GiB)") }
+                SpinBox {
+                    objectName: "libraryMemorySpin"
+                    from: 1; to: 4096; editable: true
+                    value: Math.max(1, Math.round(page.gib(page.library.memoryBudgetBytes)))
+                    onValueModified: page.library.memoryBudgetBytes = value * 1073741824
+                    ToolTip.visible: hovered
+                    ToolTip.text: qsTr("Memory for the model: dense weights, the expert cache and the context")
+                }
+                Label { text: qsTr("expert cache (MiB)") }
+                SpinBox {
+                    objectName: "libraryCacheSpin"
+                    from: 0; to: 16777216; stepSize: 256; editable: true
+                    value: Math.round(page.library.expertCacheBytes / 1048576)
+                    onValueModified: page.library.expertCacheBytes = value * 1048576
+                    ToolTip.visible: hovered
+                    ToolTip.text: qsTr("Starts at the Settings' cache budget; a change here only plans")
+                }
+                Item { Layout.fillWidth: true }
             }
         }
     }

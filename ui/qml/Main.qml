@@ -180,6 +180,8 @@ ApplicationWindow {
                 engine: engine
             }
             LibraryPage {
+                objectName: "libraryPage"
+                settings: settings
                 onOpenModel: path => {
                     inspector.load(path)
                     engine.load(path, settings.values.convert_gguf)

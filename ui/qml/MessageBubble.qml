@@ -118,10 +118,12 @@ Item {
             spacing: 2
             Label {
                 visible: !bubble.isUser && !bubble.streaming && bubble.generatedTokens > 0
-                text: qsTr("%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s · decode %5 tok/s")
+                objectName: "replyStats"
+                // The decode rate needs two tokens: a reply stopped after its first has none.
+                text: qsTr("%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s")
                         .arg(bubble.promptTokens).arg(bubble.generatedTokens)
                         .arg(bubble.ttftMs.toFixed(0)).arg(bubble.prefillTps.toFixed(1))
-                        .arg(bubble.decodeTps.toFixed(1))
+                      + (bubble.generatedTokens >= 2 ? qsTr(" · decode %1 tok/s").arg(bubble.decodeTps.toFixed(1)) : "")
                       + (bubble.stopReason === "cancelled" ? qsTr(" · stopped")
                          : bubble.stopReason === "length" ? qsTr(" · length limit") : "")
                 font.pixelSize: 11

@@ -110,7 +110,15 @@ Item {
                     label: qsTr("CPU threads")
                     hint: qsTr("0 = automatic (%1: all cores but one, for the UI)").arg(page.settings.defaultThreads)
                 }
-                Field { key: "n_ctx"; label: qsTr("Context length (tokens)") }
+                Field {
+                    objectName: "nCtxField"
+                    key: "n_ctx"
+                    label: qsTr("Context length (tokens)")
+                    // The engine caps n_ctx at the model's trained context: say so when it did.
+                    hint: page.engine.nCtx > 0 && page.engine.nCtx < Number(page.settings.values.n_ctx)
+                          ? qsTr("The loaded model runs with %1: its trained context.").arg(page.engine.nCtx)
+                          : ""
+                }
             }
 
             Section {
