@@ -1,5 +1,6 @@
-// `moepack inspect PATH|FIRST-SHARD|OLLAMA-NAME [--json] [--tensors]`
+// `moepack inspect PATH|FIRST-SHARD|OLLAMA-NAME|PACK-DIR [--json] [--tensors]`
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -7,9 +8,11 @@
 #include "app/commands.h"
 #include "core/context_memory.h"
 #include "core/error.h"
+#include "core/expert_pack.h"
 #include "core/gguf_model.h"
 #include "core/model_config.h"
 #include "core/model_summary.h"
+#include "core/pack_manifest.h"
 #include "packbuilder/pack_plan.h"
 
 namespace moepack::cli {
@@ -22,12 +25,39 @@ std::function<int()> add_inspect(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("inspect", "Show a GGUF model's architecture, tokenizer, tensors and MoE structure");
-  sub->add_option("model", opt->model, "GGUF file, any shard of a split set, or an Ollama model name")->required();
+  sub->add_option(
+         "model", opt->model,
+         "GGUF file, any shard of a split set, an Ollama model name, or an Expert Pack (its directory "
+         "or manifest.json)")
+      ->required();
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
   sub->add_flag("--tensors", opt->tensors, "List every tensor (always included with --json)");
   return [opt]() {
-    const GgufModel model = GgufModel::open(opt->model);
-    const ModelSummary s = summarize(model);
+    // An Expert Pack reads as its source (core's summarize_pack): dense.gguf's metadata and
+    // tensors, the routed experts from the manifest.
+    const std::filesystem::path in(opt->model);
+    std::error_code ec;
+    const bool is_dir = std::filesystem::is_directory(in, ec);
+    const bool is_pack = is_dir || in.filename() == kPackManifestName;
+    const std::string pack_dir = !is_pack ? std::string()
+                                 : is_dir ? in.string()
+                                          : (in.has_parent_path() ? in.parent_path().string() : ".");
+    const GgufModel model = GgufModel::open(is_pack ? pack_dir + "/" + kPackDenseName : opt->model);
+    const ModelSummary s = is_pack ? summarize_pack(pack_dir) : summarize(model);
+    nlohmann::json pack_json;
+    std::string pack_text;
+    if (is_pack) {
+      const PackManifest m = read_manifest(pack_dir + "/" + kPackManifestName);
+      pack_json = {{"pack_dir", pack_dir},
+                   {"build_id", m.build_id},
+                   {"experts", m.layout.expert_count()},
+                   {"slot_bytes", m.layout.max_stride},
+                   {"dense_bytes", m.dense.bytes},
+                   {"experts_bin_bytes", m.experts.bytes}};
+      pack_text = "expert pack:  " + pack_dir + ": " + std::to_string(m.layout.expert_count()) +
+                  " experts in slots of " + std::to_string(m.layout.max_stride) + " bytes, build " +
+                  m.build_id + " (`moepack verify " + pack_dir + " --full` checks every expert's SHA-256)\n";
+    }
     // KV / state memory per token and per sequence, for architectures the engine runs.
     nlohmann::json ctx_json = nullptr;
     std::string ctx_text;
@@ -42,13 +72,15 @@ std::function<int()> add_inspect(CLI::App& app) {
     }
     if (opt->json) {
       nlohmann::json j = summary_to_json(s, model, true);
-      j["expert_pack"] = pack_plan_summary(model);  // what `moepack build` would write
+      // A pack: the pack itself; a GGUF: what `moepack build` would write.
+      j["expert_pack"] = is_pack ? pack_json : pack_plan_summary(model);
       j["context_memory"] = ctx_json;
       std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
       std::fputs(summary_to_text(s).c_str(), stderr);
       std::fputs(ctx_text.c_str(), stderr);
-      std::fputs(pack_plan_summary_text(pack_plan_summary(model)).c_str(), stderr);
+      std::fputs(is_pack ? pack_text.c_str() : pack_plan_summary_text(pack_plan_summary(model)).c_str(),
+                 stderr);
       if (opt->tensors) {
         for (const GgufTensorRef& r : model.tensors()) {
           const GgufTensorInfo& t = *r.info;

@@ -2,9 +2,8 @@
 // moepack_add_gtest): JSON on stdout only, exit status, error messages naming the file, values
 // against the fixtures' READMEs and ggml's dequant.json, and peak RSS on a file that declares
 // huge metadata.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -12,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -192,6 +192,43 @@ TEST_F(CliInspect, JsonOnSplitSetViaMiddleShard) {
     EXPECT_EQ(L["roles"][2]["bytes_per_expert"], 28160);
     EXPECT_EQ(L["expert_bytes"], 21504 * 2 + 28160);
   }
+}
+
+// An Expert Pack (its directory or manifest.json) inspects as its source: the MoE structure, the
+// tensor count and bytes of deepseek2-tiny's GGUF (checked above against dequant.json); files are
+// the pack's two; expert_pack describes the pack (3 x 16 experts; strides 110,592 bytes for the
+// q4_K blocks and 131,072 for the q6_K-down ones, docs/expert-pack.md: the slot is the larger).
+// A pack without its manifest fails naming it.
+TEST_F(CliInspect, ExpertPackInspectsAsItsSource) {
+  moepack::test::TempDir dir;
+  const std::string src = kShared + "/fixtures/deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf";
+  const std::string pack = dir.file("ds2.pack");
+  const RunResult b = run_cli({"build", src, "-o", pack, "--progress", "none"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const json want = json::parse(run_cli({"inspect", src, "--json"}).out);
+  for (const std::string& path : {pack, pack + "/manifest.json"}) {
+    const RunResult r = run_cli({"inspect", path, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["architecture"], "deepseek2");
+    EXPECT_EQ(j["moe"], want["moe"]);
+    EXPECT_EQ(j["tensor_count"], want["tensor_count"]);
+    EXPECT_EQ(j["tensor_bytes"], want["tensor_bytes"]);
+    EXPECT_EQ(j["bytes_by_type"], want["bytes_by_type"]);
+    EXPECT_EQ(j["hparams"], want["hparams"]);
+    EXPECT_EQ(j["files"], json::array({pack + "/dense.gguf", pack + "/experts.bin"}));
+    EXPECT_EQ(j["expert_pack"]["experts"], 48);
+    EXPECT_EQ(j["expert_pack"]["pack_dir"], pack);
+    EXPECT_EQ(j["expert_pack"]["slot_bytes"], 131072);  // the q6_K-down blocks' stride, the largest
+    const RunResult t = run_cli({"inspect", path});
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_NE(t.err.find("expert pack:  " + pack + ": 48 experts"), std::string::npos) << t.err;
+  }
+  ASSERT_EQ(std::remove((pack + "/manifest.json").c_str()), 0);
+  const RunResult r = run_cli({"inspect", pack, "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find(pack + "/manifest.json"), std::string::npos) << r.err;
 }
 
 TEST_F(CliInspect, EveryModelInspects) {
