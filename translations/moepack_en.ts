@@ -4,47 +4,52 @@
 <context>
     <name>BenchmarksPage</name>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="60"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="61"/>
         <source>Load a prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="61"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="62"/>
         <source>Prompt sets (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="67"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="69"/>
         <source>Export the report</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="88"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="71"/>
+        <source>Save</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="91"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="96"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="99"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="107"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="110"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="112"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="115"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="117"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="120"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="121"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -52,157 +57,157 @@
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="127"/>
         <source>Load…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="126"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="129"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="137"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="140"/>
         <source>Baseline URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="144"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="153"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="156"/>
         <source>Run</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="159"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="162"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="173"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="176"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="197"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="200"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="201"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="213"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="204"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="209"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="212"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="222"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="225"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="226"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="232"/>
         <source>forward ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
         <source>SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="235"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>SSD KB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="252"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="255"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="256"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
         <source>Per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="276"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="279"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="283"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="286"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
@@ -341,27 +346,32 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="386"/>
+        <location filename="../ui/qml/ChatPage.qml" line="387"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="388"/>
+        <location filename="../ui/qml/ChatPage.qml" line="389"/>
+        <source>Save</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="390"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="388"/>
+        <location filename="../ui/qml/ChatPage.qml" line="390"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="392"/>
+        <location filename="../ui/qml/ChatPage.qml" line="397"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="393"/>
+        <location filename="../ui/qml/ChatPage.qml" line="398"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -369,112 +379,122 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="23"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="24"/>
         <source>Folder for the Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="32"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>1. Source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="32"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>2. Space</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="32"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>3. Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="32"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>4. Converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
         <source>5. Verifying</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
         <source>Done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
-        <source>The pack needs %1; %2 free in %3</source>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="41"/>
+        <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="40"/>
-        <source>(folder not chosen)</source>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="46"/>
+        <source>%1 is free in %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="47"/>
+        <source>Choose a folder for it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="50"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="55"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
         <source>Choose the output folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="60"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="68"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="74"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="69"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="81"/>
         <source>Convert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="87"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="95"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="92"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="97"/>
+        <source>%1 · %2/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="102"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="98"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="109"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="105"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="116"/>
         <source>Delete source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="109"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="122"/>
         <source>Chat now</source>
         <translation type="unfinished"></translation>
     </message>
@@ -482,12 +502,17 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>DashboardPage</name>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="67"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="25"/>
+        <source>%1 tok/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="96"/>
         <source>Expert cache and SSD</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/DashboardPage.qml" line="75"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="104"/>
         <source>%1 · %2 backend · %n token(s)</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -495,87 +520,147 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="77"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="106"/>
         <source>No model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="87"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="119"/>
         <source>Hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="91"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="124"/>
+        <source>Decode (last reply)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="127"/>
+        <source>Prefill (last reply)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="129"/>
+        <source>SSD read per token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="132"/>
         <source>Tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="97"/>
-        <source>Cache slots used</source>
+        <location filename="../ui/qml/DashboardPage.qml" line="133"/>
+        <source>Cache hits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="99"/>
-        <source>%1 / %2</source>
+        <location filename="../ui/qml/DashboardPage.qml" line="134"/>
+        <source>Cache misses</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="100"/>
-        <source>resident</source>
+        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
+        <source>Evictions</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="109"/>
-        <source>Cache occupancy</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="121"/>
-        <source>%1 of %2 MiB</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="123"/>
-        <source>experts resident (no cache)</source>
+        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
+        <source>Prefetched: used / read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="141"/>
-        <source>Cache hit rate</source>
+        <source>Cache slots used</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="150"/>
-        <source>token</source>
+        <location filename="../ui/qml/DashboardPage.qml" line="143"/>
+        <source>%1 / %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
-        <source>per token</source>
+        <location filename="../ui/qml/DashboardPage.qml" line="144"/>
+        <source>resident</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
+        <source>Read from SSD</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
+        <source>Copied to the GPU</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <source>Buffered reads</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <source>fallback_count: reads without O_DIRECT</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
+        <source>I/O errors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="163"/>
-        <source>cumulative</source>
+        <source>Cache occupancy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="175"/>
+        <source>%1 of %2 MiB</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="177"/>
+        <source>experts resident (no cache)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="195"/>
+        <source>Cache hit rate</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="204"/>
+        <source>token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="209"/>
+        <source>per token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="217"/>
+        <source>cumulative</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="229"/>
         <source>SSD reads per token (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="188"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="242"/>
         <source>Evictions per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="210"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="264"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="246"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="300"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -671,232 +756,237 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>LibraryPage</name>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="23"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="35"/>
         <source>Converting %1 to an Expert Pack in %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="44"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="58"/>
         <source>Add a model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="45"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
         <source>GGUF models (*.gguf)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="45"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="50"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="65"/>
         <source>Scan a folder for models</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="58"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="73"/>
         <source>Remove %1?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="81"/>
         <source>Also delete its files from disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="73"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="88"/>
         <source>%1 will be freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="74"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="89"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="83"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="99"/>
         <source>Convert to an Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="98"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="124"/>
         <source>Converting a finished download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="113"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="149"/>
         <source>Add file…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="114"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="150"/>
         <source>Scan folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="117"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="121"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="159"/>
         <source>Add Ollama model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="125"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="163"/>
         <source>Refresh</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="128"/>
-        <source>Memory (GiB)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="134"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="177"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="136"/>
-        <source>Expert cache (GiB)</source>
+        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
+        <source>Plan the context for: memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="183"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="179"/>
+        <source>expert cache (MiB)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="186"/>
+        <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="214"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="262"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="218"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="266"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="226"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="233"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="281"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="239"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="287"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="241"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="289"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="242"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="290"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="249"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="257"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="270"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="282"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="285"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="333"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="336"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="290"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="293"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="341"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="323"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="387"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="340"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="388"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="343"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="391"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="346"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="394"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="346"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="394"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="400"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -987,37 +1077,42 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="121"/>
-        <source>%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s · decode %5 tok/s</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="125"/>
-        <source> · stopped</source>
+        <location filename="../ui/qml/MessageBubble.qml" line="123"/>
+        <source>%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/MessageBubble.qml" line="126"/>
+        <source> · decode %1 tok/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/MessageBubble.qml" line="127"/>
+        <source> · stopped</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/MessageBubble.qml" line="128"/>
         <source> · length limit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="147"/>
         <source>generating…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="154"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="156"/>
         <source>Copy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="163"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
         <source>Edit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="178"/>
         <source>Regenerate</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1099,53 +1194,53 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="49"/>
+        <location filename="../ui/downloader.cpp" line="54"/>
         <source>empty file name</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="51"/>
+        <location filename="../ui/downloader.cpp" line="56"/>
         <source>&apos;%1&apos; is not a file name</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="52"/>
+        <location filename="../ui/downloader.cpp" line="57"/>
         <source>&apos;%1&apos; starts with a dot</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="53"/>
+        <location filename="../ui/downloader.cpp" line="58"/>
         <source>file name longer than 255 characters</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="56"/>
+        <location filename="../ui/downloader.cpp" line="61"/>
         <source>&apos;%1&apos; contains a path separator or control character</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="60"/>
+        <location filename="../ui/downloader.cpp" line="65"/>
         <source>&apos;%1&apos; ends in %2, which MoePack uses for its own files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="72"/>
-        <location filename="../ui/downloader.cpp" line="75"/>
+        <location filename="../ui/downloader.cpp" line="77"/>
+        <location filename="../ui/downloader.cpp" line="80"/>
         <source>&apos;%1&apos; is not owner/repository</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="80"/>
+        <location filename="../ui/downloader.cpp" line="85"/>
         <source>&apos;%1&apos; is not a file path inside the repository</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="84"/>
+        <location filename="../ui/downloader.cpp" line="89"/>
         <source>the hub address %1 is not an https:// URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="249"/>
+        <location filename="../ui/bench_view_model.cpp" line="250"/>
         <source>Out of memory while benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1508,167 +1603,172 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="113"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="116"/>
         <source>Context length (tokens)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="117"/>
-        <source>Expert cache and SSD reads</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="120"/>
-        <source>Cache budget (MiB)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="121"/>
-        <source>cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="123"/>
-        <source>Keep free (MiB)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="124"/>
-        <source>Staging buffers</source>
+        <location filename="../ui/qml/SettingsPage.qml" line="119"/>
+        <source>The loaded model runs with %1: its trained context.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="125"/>
-        <source>Reads per expert</source>
+        <source>Expert cache and SSD reads</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="128"/>
+        <source>Cache budget (MiB)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="129"/>
+        <source>cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="131"/>
+        <source>Keep free (MiB)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="132"/>
+        <source>Staging buffers</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="133"/>
+        <source>Reads per expert</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="139"/>
         <source>Direct I/O (O_DIRECT)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
         <source>Read the next layer&apos;s experts ahead</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="153"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="174"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="155"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="176"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="166"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="187"/>
         <source>Defaults for new conversations</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="167"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
         <source>Temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="167"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
         <source>0 = greedy (reproducible)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="168"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="169"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="190"/>
         <source>Top-k</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="169"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="190"/>
         <source>0 = off</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="170"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="191"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="171"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="192"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="172"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="193"/>
         <source>Max tokens per reply</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="173"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
         <source>Seed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="173"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
         <source>-1 = random</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="174"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="195"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="178"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="199"/>
         <source>Models and language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="179"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
         <source>Expert Pack folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="184"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="195"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="216"/>
         <source>Language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
         <source>System</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="226"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="247"/>
         <source>Fix the highlighted values first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="227"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="248"/>
         <source>Changes are not applied yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="230"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="236"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
         <source>Revert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="243"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="264"/>
         <source>Apply</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1681,73 +1781,73 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="132"/>
+        <location filename="../ui/bench_view_model.cpp" line="133"/>
         <source>Choose a prompt set.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="136"/>
+        <location filename="../ui/bench_view_model.cpp" line="137"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="163"/>
+        <location filename="../ui/bench_view_model.cpp" line="164"/>
         <source>Unloading the chat model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="178"/>
-        <location filename="../ui/bench_view_model.cpp" line="348"/>
+        <location filename="../ui/bench_view_model.cpp" line="179"/>
+        <location filename="../ui/bench_view_model.cpp" line="349"/>
         <source>Cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="181"/>
+        <location filename="../ui/bench_view_model.cpp" line="182"/>
         <source>Loading %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="277"/>
+        <location filename="../ui/bench_view_model.cpp" line="278"/>
         <source>Model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="289"/>
+        <location filename="../ui/bench_view_model.cpp" line="290"/>
         <source>%1: request %2 of %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="310"/>
+        <location filename="../ui/bench_view_model.cpp" line="311"/>
         <source>%1: request %2 of %3 done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="346"/>
+        <location filename="../ui/bench_view_model.cpp" line="347"/>
         <source>Finished in %1 s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="349"/>
+        <location filename="../ui/bench_view_model.cpp" line="350"/>
         <source>Cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="349"/>
+        <location filename="../ui/bench_view_model.cpp" line="350"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="362"/>
+        <location filename="../ui/bench_view_model.cpp" line="363"/>
         <source>Cancelling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="386"/>
+        <location filename="../ui/bench_view_model.cpp" line="387"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="398"/>
+        <location filename="../ui/bench_view_model.cpp" line="399"/>
         <source>Run a benchmark first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1816,114 +1916,114 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::Downloader</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="123"/>
+        <location filename="../ui/downloader.cpp" line="128"/>
         <source>the partial file %1 could not be read back</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="159"/>
+        <location filename="../ui/downloader.cpp" line="164"/>
         <source>refused file name %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="234"/>
+        <location filename="../ui/downloader.cpp" line="239"/>
         <source>only https:// downloads are allowed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="246"/>
+        <location filename="../ui/downloader.cpp" line="251"/>
         <source>refused file name from %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="250"/>
+        <location filename="../ui/downloader.cpp" line="255"/>
         <source>cannot create the models folder %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="255"/>
+        <location filename="../ui/downloader.cpp" line="260"/>
         <source>refused file name %1: it leaves the models folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="259"/>
+        <location filename="../ui/downloader.cpp" line="264"/>
         <source>%1 already exists; remove it first</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="263"/>
+        <location filename="../ui/downloader.cpp" line="268"/>
         <source>the expected SHA-256 &apos;%1&apos; is not 64 hex digits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="342"/>
-        <location filename="../ui/downloader.cpp" line="566"/>
+        <location filename="../ui/downloader.cpp" line="347"/>
+        <location filename="../ui/downloader.cpp" line="571"/>
         <source>TLS verification failed for %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="346"/>
-        <location filename="../ui/downloader.cpp" line="570"/>
+        <location filename="../ui/downloader.cpp" line="351"/>
+        <location filename="../ui/downloader.cpp" line="575"/>
         <source>HTTP %1 for %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="364"/>
+        <location filename="../ui/downloader.cpp" line="369"/>
         <source>%1: the server announces %2 bytes, the hub listing %3 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="378"/>
+        <location filename="../ui/downloader.cpp" line="383"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="425"/>
+        <location filename="../ui/downloader.cpp" line="430"/>
         <source>cannot open %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="429"/>
+        <location filename="../ui/downloader.cpp" line="434"/>
         <source>cannot truncate %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="463"/>
+        <location filename="../ui/downloader.cpp" line="468"/>
         <source>gave up on %1 after %2 restarts; last: %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="486"/>
+        <location filename="../ui/downloader.cpp" line="491"/>
         <source>the server answered a different range or file (Content-Range &apos;%1&apos;, ETag &apos;%2&apos;)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="513"/>
+        <location filename="../ui/downloader.cpp" line="518"/>
         <source>the file changed on the server between HEAD and GET</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="528"/>
+        <location filename="../ui/downloader.cpp" line="533"/>
         <source>the server sent more than the announced %1 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="532"/>
+        <location filename="../ui/downloader.cpp" line="537"/>
         <source>cannot write %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="558"/>
+        <location filename="../ui/downloader.cpp" line="563"/>
         <source>the server refused the range from byte %1 (416)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="578"/>
+        <location filename="../ui/downloader.cpp" line="583"/>
         <source>the body ended at byte %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/downloader.cpp" line="597"/>
+        <location filename="../ui/downloader.cpp" line="602"/>
         <source>download of %1 failed after %n attempt(s): %2</source>
         <translation>
             <numerusform>download of %1 failed after %n attempt: %2</numerusform>
@@ -1931,47 +2031,52 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="618"/>
+        <location filename="../ui/downloader.cpp" line="623"/>
         <source>%1 has %2 bytes, expected %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="629"/>
+        <location filename="../ui/downloader.cpp" line="634"/>
         <source>hub listing</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="631"/>
+        <location filename="../ui/downloader.cpp" line="636"/>
         <source>%1: SHA-256 mismatch (expected %2 from the %3, got %4); %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="628"/>
-        <source>user</source>
+        <location filename="../ui/downloader.cpp" line="660"/>
+        <source>cannot install %1 as %2: %2 already exists and was not replaced; the verified download is kept as %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="630"/>
-        <source>server</source>
+        <location filename="../ui/downloader.cpp" line="663"/>
+        <source>cannot rename %1 to %2: %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="633"/>
+        <source>user</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="635"/>
+        <source>server</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="638"/>
         <source>the file was kept aside as %1 and not installed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="634"/>
+        <location filename="../ui/downloader.cpp" line="639"/>
         <source>the file was not installed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="639"/>
-        <source>cannot rename %1 to %2</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/downloader.cpp" line="666"/>
+        <location filename="../ui/downloader.cpp" line="691"/>
         <source>cannot write the download state: %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1979,67 +2084,77 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="234"/>
+        <location filename="../ui/downloads_view_model.cpp" line="235"/>
         <source>no certificate in the CA bundle %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="248"/>
+        <location filename="../ui/downloads_view_model.cpp" line="249"/>
         <source>refused download %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="248"/>
+        <location filename="../ui/downloads_view_model.cpp" line="249"/>
         <source>not a valid URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="288"/>
+        <location filename="../ui/downloads_view_model.cpp" line="289"/>
         <source>%1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="292"/>
+        <location filename="../ui/downloads_view_model.cpp" line="293"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="336"/>
+        <location filename="../ui/downloads_view_model.cpp" line="337"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free%4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="340"/>
+        <location filename="../ui/downloads_view_model.cpp" line="341"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="351"/>
+        <location filename="../ui/downloads_view_model.cpp" line="352"/>
         <source>%1 already exists; remove it first</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="359"/>
+        <location filename="../ui/downloads_view_model.cpp" line="360"/>
         <source>%1 is already in the download list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="383"/>
+        <location filename="../ui/downloads_view_model.cpp" line="384"/>
         <source>cannot record the download: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="517"/>
+        <location filename="../ui/downloads_view_model.cpp" line="499"/>
+        <source>position %1 of the group</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="509"/>
+        <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="544"/>
         <source>the download list is already kept in %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="528"/>
+        <location filename="../ui/downloads_view_model.cpp" line="555"/>
         <source>the download list cannot be kept: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="571"/>
+        <location filename="../ui/downloads_view_model.cpp" line="598"/>
         <source>convert %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2096,7 +2211,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::LibraryViewModel</name>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="129"/>
+        <location filename="../ui/library_view_model.cpp" line="131"/>
         <source>%n model(s) added</source>
         <translation>
             <numerusform>%n model added</numerusform>
@@ -2104,7 +2219,7 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="138"/>
+        <location filename="../ui/library_view_model.cpp" line="140"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>%n model found in %1</numerusform>
@@ -2112,27 +2227,27 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="145"/>
+        <location filename="../ui/library_view_model.cpp" line="147"/>
         <source>Ollama model %1 added</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="157"/>
+        <location filename="../ui/library_view_model.cpp" line="159"/>
         <source>Removed; %1 freed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="173"/>
+        <location filename="../ui/library_view_model.cpp" line="175"/>
         <source>unknown model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="176"/>
+        <location filename="../ui/library_view_model.cpp" line="178"/>
         <source>Ollama&apos;s blobs are shared between its models; remove it with `ollama rm %1`</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="182"/>
+        <location filename="../ui/library_view_model.cpp" line="184"/>
         <source>%1 is outside the models folder %2; MoePack only deletes files there</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2140,7 +2255,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="71"/>
+        <location filename="../ui/model_inspector.cpp" line="80"/>
         <source>%1 (%2), %n tokens</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -2151,38 +2266,38 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="109"/>
+        <location filename="../ui/settings_view_model.cpp" line="110"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="115"/>
+        <location filename="../ui/settings_view_model.cpp" line="116"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="118"/>
+        <location filename="../ui/settings_view_model.cpp" line="119"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="128"/>
+        <location filename="../ui/settings_view_model.cpp" line="130"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="129"/>
+        <location filename="../ui/settings_view_model.cpp" line="131"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="132"/>
-        <location filename="../ui/settings_view_model.cpp" line="136"/>
+        <location filename="../ui/settings_view_model.cpp" line="134"/>
+        <location filename="../ui/settings_view_model.cpp" line="138"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="222"/>
+        <location filename="../ui/settings_view_model.cpp" line="224"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation type="unfinished">
             <numerusform></numerusform>

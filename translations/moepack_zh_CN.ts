@@ -4,204 +4,209 @@
 <context>
     <name>BenchmarksPage</name>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="60"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="61"/>
         <source>Load a prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="61"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="62"/>
         <source>Prompt sets (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="67"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="69"/>
         <source>Export the report</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="88"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="71"/>
+        <source>Save</source>
+        <translation>保存</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="91"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="96"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="99"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="107"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="110"/>
         <source>Model</source>
         <translation type="unfinished">模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="112"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="115"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="117"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="120"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="121"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation type="unfinished">
             <numerusform></numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="127"/>
         <source>Load…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="126"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="129"/>
         <source>Max tokens</source>
         <translation type="unfinished">最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="137"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="140"/>
         <source>Baseline URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="144"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="153"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="156"/>
         <source>Run</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="159"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="162"/>
         <source>Cancel</source>
         <translation type="unfinished">取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="173"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="176"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="197"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="200"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="201"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="213"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="204"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="209"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="212"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="222"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="225"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="226"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
         <source>token</source>
         <translation type="unfinished">词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="232"/>
         <source>forward ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
         <source>SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="235"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>SSD KB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="252"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="255"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="256"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
         <source>Per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="276"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="279"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="283"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="286"/>
         <source>Export</source>
         <translation type="unfinished">导出</translation>
     </message>
@@ -341,27 +346,32 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="386"/>
+        <location filename="../ui/qml/ChatPage.qml" line="387"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="388"/>
+        <location filename="../ui/qml/ChatPage.qml" line="389"/>
+        <source>Save</source>
+        <translation>保存</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="390"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="388"/>
+        <location filename="../ui/qml/ChatPage.qml" line="390"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="392"/>
+        <location filename="../ui/qml/ChatPage.qml" line="397"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="393"/>
+        <location filename="../ui/qml/ChatPage.qml" line="398"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -369,112 +379,122 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="23"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="24"/>
         <source>Folder for the Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="32"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>1. Source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="32"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>2. Space</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="32"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>3. Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="32"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>4. Converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
         <source>5. Verifying</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
         <source>Done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
-        <source>The pack needs %1; %2 free in %3</source>
-        <translation type="unfinished"></translation>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="41"/>
+        <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
+        <translation>专家包需要 %1(其文件 %2,加上 %3 的安全余量)。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="40"/>
-        <source>(folder not chosen)</source>
-        <translation type="unfinished"></translation>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="46"/>
+        <source>%1 is free in %2.</source>
+        <translation>%2 中可用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="47"/>
+        <source>Choose a folder for it.</source>
+        <translation>请为它选择一个文件夹。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="50"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="55"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
         <source>Choose the output folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="60"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="68"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="74"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="69"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="81"/>
         <source>Convert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="87"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="95"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="92"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="97"/>
+        <source>%1 · %2/s</source>
+        <translation>%1 · %2/s</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="102"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="98"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="109"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="105"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="116"/>
         <source>Delete source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="109"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="122"/>
         <source>Chat now</source>
         <translation type="unfinished"></translation>
     </message>
@@ -482,99 +502,164 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>DashboardPage</name>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="67"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="25"/>
+        <source>%1 tok/s</source>
+        <translation>%1 词元/秒</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="96"/>
         <source>Expert cache and SSD</source>
         <translation>专家缓存与 SSD</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/DashboardPage.qml" line="75"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="104"/>
         <source>%1 · %2 backend · %n token(s)</source>
         <translation>
             <numerusform>%1 · %2 后端 · %n 个词元</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="77"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="106"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="87"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="119"/>
         <source>Hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="91"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="124"/>
+        <source>Decode (last reply)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="127"/>
+        <source>Prefill (last reply)</source>
+        <translation>预填充(上一条回复)</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="129"/>
+        <source>SSD read per token</source>
+        <translation>每词元 SSD 读取</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="132"/>
         <source>Tokens</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="97"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="133"/>
+        <source>Cache hits</source>
+        <translation>缓存命中</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="134"/>
+        <source>Cache misses</source>
+        <translation>缓存未命中</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
+        <source>Evictions</source>
+        <translation>驱逐</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
+        <source>Prefetched: used / read</source>
+        <translation>预取:已用 / 已读</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="141"/>
         <source>Cache slots used</source>
         <translation>已用缓存槽</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="99"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="143"/>
         <source>%1 / %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="100"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="144"/>
         <source>resident</source>
         <translation>常驻</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="109"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
+        <source>Read from SSD</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
+        <source>Copied to the GPU</source>
+        <translation>复制到 GPU</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <source>Buffered reads</source>
+        <translation>缓冲读取</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <source>fallback_count: reads without O_DIRECT</source>
+        <translation>fallback_count:未使用 O_DIRECT 的读取</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
+        <source>I/O errors</source>
+        <translation>I/O 错误</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="163"/>
         <source>Cache occupancy</source>
         <translation>缓存占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="121"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="175"/>
         <source>%1 of %2 MiB</source>
         <translation>%1 / %2 MiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="123"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="177"/>
         <source>experts resident (no cache)</source>
         <translation>专家常驻内存（无缓存）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="141"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="195"/>
         <source>Cache hit rate</source>
         <translation>缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="150"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="204"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="209"/>
         <source>per token</source>
         <translation>每词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="163"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="217"/>
         <source>cumulative</source>
         <translation>累计</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="175"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="229"/>
         <source>SSD reads per token (KiB)</source>
         <translation>每词元 SSD 读取量 (KiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="188"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="242"/>
         <source>Evictions per token</source>
         <translation>每词元淘汰数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="210"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="264"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="246"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="300"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -670,232 +755,245 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>LibraryPage</name>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="23"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="35"/>
         <source>Converting %1 to an Expert Pack in %2</source>
         <translation>正在将 %1 转换为专家包，保存到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="44"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="58"/>
         <source>Add a model</source>
         <translation>添加模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="45"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="45"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation>专家包清单 (manifest.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="50"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="65"/>
         <source>Scan a folder for models</source>
         <translation>扫描文件夹中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="58"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="73"/>
         <source>Remove %1?</source>
         <translation>移除 %1？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="81"/>
         <source>Also delete its files from disk</source>
         <translation>同时从磁盘删除其文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="73"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="88"/>
         <source>%1 will be freed.</source>
         <translation>将释放 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="74"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="89"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation>文件保留在磁盘上，不释放空间。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="83"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="99"/>
         <source>Convert to an Expert Pack</source>
         <translation>转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="98"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="124"/>
         <source>Converting a finished download</source>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="113"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="149"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="114"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="150"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="117"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="121"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="159"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="125"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="163"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="128"/>
         <source>Memory (GiB)</source>
-        <translation>内存 (GiB)</translation>
+        <translation type="vanished">内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="134"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="177"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="136"/>
         <source>Expert cache (GiB)</source>
-        <translation>专家缓存 (GiB)</translation>
+        <translation type="vanished">专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="183"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
+        <source>Plan the context for: memory (GiB)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="179"/>
+        <source>expert cache (MiB)</source>
+        <translation>专家缓存(MiB)</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="186"/>
+        <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
+        <translation>初始值为设置中的缓存预算;此处修改仅用于规划</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="214"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="262"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="218"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="266"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="226"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="233"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="281"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="239"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="287"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="241"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="289"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="242"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="290"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="249"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="257"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="270"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="282"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="285"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="333"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="336"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="290"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="293"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="341"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="323"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="387"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="340"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="388"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="343"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="391"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="346"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="394"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="346"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="394"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="400"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -986,37 +1084,46 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>保存并重新生成</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="121"/>
         <source>%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s · decode %5 tok/s</source>
-        <translation>提示 %1 词元 · 生成 %2 词元 · 首词元 %3 毫秒 · 预填充 %4 词元/秒 · 解码 %5 词元/秒</translation>
+        <translation type="vanished">提示 %1 词元 · 生成 %2 词元 · 首词元 %3 毫秒 · 预填充 %4 词元/秒 · 解码 %5 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="125"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="123"/>
+        <source>%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/MessageBubble.qml" line="126"/>
+        <source> · decode %1 tok/s</source>
+        <translation> · 解码 %1 词元/秒</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/MessageBubble.qml" line="127"/>
         <source> · stopped</source>
         <translation> · 已停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="126"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="128"/>
         <source> · length limit</source>
         <translation> · 达到长度上限</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="147"/>
         <source>generating…</source>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="154"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="156"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="163"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="178"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -1108,53 +1215,53 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="49"/>
+        <location filename="../ui/downloader.cpp" line="54"/>
         <source>empty file name</source>
         <translation>文件名为空</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="51"/>
+        <location filename="../ui/downloader.cpp" line="56"/>
         <source>&apos;%1&apos; is not a file name</source>
         <translation>“%1”不是文件名</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="52"/>
+        <location filename="../ui/downloader.cpp" line="57"/>
         <source>&apos;%1&apos; starts with a dot</source>
         <translation>“%1”以点开头</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="53"/>
+        <location filename="../ui/downloader.cpp" line="58"/>
         <source>file name longer than 255 characters</source>
         <translation>文件名超过 255 个字符</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="56"/>
+        <location filename="../ui/downloader.cpp" line="61"/>
         <source>&apos;%1&apos; contains a path separator or control character</source>
         <translation>“%1”包含路径分隔符或控制字符</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="60"/>
+        <location filename="../ui/downloader.cpp" line="65"/>
         <source>&apos;%1&apos; ends in %2, which MoePack uses for its own files</source>
         <translation>“%1”以 %2 结尾，MoePack 自己的文件使用该后缀</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="72"/>
-        <location filename="../ui/downloader.cpp" line="75"/>
+        <location filename="../ui/downloader.cpp" line="77"/>
+        <location filename="../ui/downloader.cpp" line="80"/>
         <source>&apos;%1&apos; is not owner/repository</source>
         <translation>“%1”不是 owner/repository 格式</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="80"/>
+        <location filename="../ui/downloader.cpp" line="85"/>
         <source>&apos;%1&apos; is not a file path inside the repository</source>
         <translation>“%1”不是仓库内的文件路径</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="84"/>
+        <location filename="../ui/downloader.cpp" line="89"/>
         <source>the hub address %1 is not an https:// URL</source>
         <translation>仓库站点地址 %1 不是 https:// 网址</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="249"/>
+        <location filename="../ui/bench_view_model.cpp" line="250"/>
         <source>Out of memory while benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1517,167 +1624,172 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>0 = 自动（%1：保留一个核心给界面）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="113"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="116"/>
         <source>Context length (tokens)</source>
         <translation>上下文长度（词元）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="117"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="119"/>
+        <source>The loaded model runs with %1: its trained context.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="125"/>
         <source>Expert cache and SSD reads</source>
         <translation>专家缓存与 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="120"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="128"/>
         <source>Cache budget (MiB)</source>
         <translation>缓存预算 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="121"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="129"/>
         <source>cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend</source>
         <translation>cache_vram_mib：CUDA 上为显存，CPU 后端为内存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="123"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="131"/>
         <source>Keep free (MiB)</source>
         <translation>保留空闲 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="124"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="132"/>
         <source>Staging buffers</source>
         <translation>暂存缓冲区</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="125"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="133"/>
         <source>Reads per expert</source>
         <translation>每个专家的读取次数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="131"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="139"/>
         <source>Direct I/O (O_DIRECT)</source>
         <translation>直接 I/O (O_DIRECT)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
         <source>Read the next layer&apos;s experts ahead</source>
         <translation>提前读取下一层的专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="153"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="174"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation>加载模型后可查看这些设置能容纳多少专家。可用内存：%1 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="155"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="176"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation>可用 %1 MiB（空闲 %2 MiB）→ %3 个专家槽，每个 %4 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="166"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="187"/>
         <source>Defaults for new conversations</source>
         <translation>新对话的默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="167"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="167"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
         <source>0 = greedy (reproducible)</source>
         <translation>0 = 贪心（可复现）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="168"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="169"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="190"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="169"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="190"/>
         <source>0 = off</source>
         <translation>0 = 关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="170"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="191"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="171"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="192"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="172"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="193"/>
         <source>Max tokens per reply</source>
         <translation>每次回复的最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="173"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="173"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
         <source>-1 = random</source>
         <translation>-1 = 随机</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="174"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="195"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="178"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="199"/>
         <source>Models and language</source>
         <translation>模型与语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="179"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
         <source>Expert Pack folder</source>
         <translation>专家包文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="184"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation>打开 GGUF 模型时转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="195"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="216"/>
         <source>Language</source>
         <translation>语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
         <source>System</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="226"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="247"/>
         <source>Fix the highlighted values first.</source>
         <translation>请先修正标出的值。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="227"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="248"/>
         <source>Changes are not applied yet.</source>
         <translation>更改尚未应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="230"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="236"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
         <source>Revert</source>
         <translation>还原</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="243"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="264"/>
         <source>Apply</source>
         <translation>应用</translation>
     </message>
@@ -1690,73 +1802,73 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="132"/>
+        <location filename="../ui/bench_view_model.cpp" line="133"/>
         <source>Choose a prompt set.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="136"/>
+        <location filename="../ui/bench_view_model.cpp" line="137"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="163"/>
+        <location filename="../ui/bench_view_model.cpp" line="164"/>
         <source>Unloading the chat model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="178"/>
-        <location filename="../ui/bench_view_model.cpp" line="348"/>
+        <location filename="../ui/bench_view_model.cpp" line="179"/>
+        <location filename="../ui/bench_view_model.cpp" line="349"/>
         <source>Cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="181"/>
+        <location filename="../ui/bench_view_model.cpp" line="182"/>
         <source>Loading %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="277"/>
+        <location filename="../ui/bench_view_model.cpp" line="278"/>
         <source>Model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="289"/>
+        <location filename="../ui/bench_view_model.cpp" line="290"/>
         <source>%1: request %2 of %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="310"/>
+        <location filename="../ui/bench_view_model.cpp" line="311"/>
         <source>%1: request %2 of %3 done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="346"/>
+        <location filename="../ui/bench_view_model.cpp" line="347"/>
         <source>Finished in %1 s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="349"/>
+        <location filename="../ui/bench_view_model.cpp" line="350"/>
         <source>Cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="349"/>
+        <location filename="../ui/bench_view_model.cpp" line="350"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="362"/>
+        <location filename="../ui/bench_view_model.cpp" line="363"/>
         <source>Cancelling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="386"/>
+        <location filename="../ui/bench_view_model.cpp" line="387"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="398"/>
+        <location filename="../ui/bench_view_model.cpp" line="399"/>
         <source>Run a benchmark first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1825,161 +1937,170 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::Downloader</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="123"/>
+        <location filename="../ui/downloader.cpp" line="128"/>
         <source>the partial file %1 could not be read back</source>
         <translation>无法读回部分下载的文件 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="159"/>
+        <location filename="../ui/downloader.cpp" line="164"/>
         <source>refused file name %1: %2</source>
         <translation>拒绝文件名 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="234"/>
+        <location filename="../ui/downloader.cpp" line="239"/>
         <source>only https:// downloads are allowed: %1</source>
         <translation>只允许 https:// 下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="246"/>
+        <location filename="../ui/downloader.cpp" line="251"/>
         <source>refused file name from %1: %2</source>
         <translation>拒绝来自 %1 的文件名：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="250"/>
+        <location filename="../ui/downloader.cpp" line="255"/>
         <source>cannot create the models folder %1</source>
         <translation>无法创建模型文件夹 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="255"/>
+        <location filename="../ui/downloader.cpp" line="260"/>
         <source>refused file name %1: it leaves the models folder</source>
         <translation>拒绝文件名 %1：它会离开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="259"/>
+        <location filename="../ui/downloader.cpp" line="264"/>
         <source>%1 already exists; remove it first</source>
         <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="263"/>
+        <location filename="../ui/downloader.cpp" line="268"/>
         <source>the expected SHA-256 &apos;%1&apos; is not 64 hex digits</source>
         <translation>预期的 SHA-256“%1”不是 64 位十六进制数</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="342"/>
-        <location filename="../ui/downloader.cpp" line="566"/>
+        <location filename="../ui/downloader.cpp" line="347"/>
+        <location filename="../ui/downloader.cpp" line="571"/>
         <source>TLS verification failed for %1: %2</source>
         <translation>%1 的 TLS 验证失败：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="346"/>
-        <location filename="../ui/downloader.cpp" line="570"/>
+        <location filename="../ui/downloader.cpp" line="351"/>
+        <location filename="../ui/downloader.cpp" line="575"/>
         <source>HTTP %1 for %2</source>
         <translation>%2 返回 HTTP %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="364"/>
+        <location filename="../ui/downloader.cpp" line="369"/>
         <source>%1: the server announces %2 bytes, the hub listing %3 bytes</source>
         <translation>%1：服务器声明 %2 字节，仓库列表为 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="378"/>
+        <location filename="../ui/downloader.cpp" line="383"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free</source>
         <translation>%1 空间不足：需要 %2 字节，可用 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="425"/>
+        <location filename="../ui/downloader.cpp" line="430"/>
         <source>cannot open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="429"/>
+        <location filename="../ui/downloader.cpp" line="434"/>
         <source>cannot truncate %1: %2</source>
         <translation>无法截断 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="463"/>
+        <location filename="../ui/downloader.cpp" line="468"/>
         <source>gave up on %1 after %2 restarts; last: %3</source>
         <translation>重新开始 %2 次后放弃 %1；最后一次原因：%3</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="486"/>
+        <location filename="../ui/downloader.cpp" line="491"/>
         <source>the server answered a different range or file (Content-Range &apos;%1&apos;, ETag &apos;%2&apos;)</source>
         <translation>服务器返回了不同的范围或文件（Content-Range“%1”，ETag“%2”）</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="513"/>
+        <location filename="../ui/downloader.cpp" line="518"/>
         <source>the file changed on the server between HEAD and GET</source>
         <translation>服务器上的文件在 HEAD 和 GET 之间发生了变化</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="528"/>
+        <location filename="../ui/downloader.cpp" line="533"/>
         <source>the server sent more than the announced %1 bytes</source>
         <translation>服务器发送的数据超过了声明的 %1 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="532"/>
+        <location filename="../ui/downloader.cpp" line="537"/>
         <source>cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="558"/>
+        <location filename="../ui/downloader.cpp" line="563"/>
         <source>the server refused the range from byte %1 (416)</source>
         <translation>服务器拒绝了从第 %1 字节开始的范围（416）</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="578"/>
+        <location filename="../ui/downloader.cpp" line="583"/>
         <source>the body ended at byte %1 of %2</source>
         <translation>响应内容在第 %1 字节（共 %2 字节）处结束</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/downloader.cpp" line="597"/>
+        <location filename="../ui/downloader.cpp" line="602"/>
         <source>download of %1 failed after %n attempt(s): %2</source>
         <translation>
             <numerusform>%1 的下载在尝试 %n 次后失败：%2</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="618"/>
+        <location filename="../ui/downloader.cpp" line="623"/>
         <source>%1 has %2 bytes, expected %3</source>
         <translation>%1 有 %2 字节，预期 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="629"/>
+        <location filename="../ui/downloader.cpp" line="634"/>
         <source>hub listing</source>
         <translation>仓库列表</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="631"/>
+        <location filename="../ui/downloader.cpp" line="636"/>
         <source>%1: SHA-256 mismatch (expected %2 from the %3, got %4); %5</source>
         <translation>%1：SHA-256 不匹配（来自%3的预期值为 %2，实际为 %4）；%5</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="628"/>
+        <location filename="../ui/downloader.cpp" line="660"/>
+        <source>cannot install %1 as %2: %2 already exists and was not replaced; the verified download is kept as %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="663"/>
+        <source>cannot rename %1 to %2: %3</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="633"/>
         <source>user</source>
         <translation>用户</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="630"/>
+        <location filename="../ui/downloader.cpp" line="635"/>
         <source>server</source>
         <translation>服务器</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="633"/>
+        <location filename="../ui/downloader.cpp" line="638"/>
         <source>the file was kept aside as %1 and not installed</source>
         <translation>文件已另存为 %1，未安装</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="634"/>
+        <location filename="../ui/downloader.cpp" line="639"/>
         <source>the file was not installed</source>
         <translation>文件未安装</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="639"/>
         <source>cannot rename %1 to %2</source>
-        <translation>无法将 %1 重命名为 %2</translation>
+        <translation type="vanished">无法将 %1 重命名为 %2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="666"/>
+        <location filename="../ui/downloader.cpp" line="691"/>
         <source>cannot write the download state: %1</source>
         <translation>无法写入下载状态：%1</translation>
     </message>
@@ -1987,67 +2108,77 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="234"/>
+        <location filename="../ui/downloads_view_model.cpp" line="235"/>
         <source>no certificate in the CA bundle %1</source>
         <translation>CA 证书包 %1 中没有证书</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="248"/>
+        <location filename="../ui/downloads_view_model.cpp" line="249"/>
         <source>refused download %1: %2</source>
         <translation>拒绝下载 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="248"/>
+        <location filename="../ui/downloads_view_model.cpp" line="249"/>
         <source>not a valid URL</source>
         <translation>不是有效的网址</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="288"/>
+        <location filename="../ui/downloads_view_model.cpp" line="289"/>
         <source>%1: %2</source>
         <translation>%1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="292"/>
+        <location filename="../ui/downloads_view_model.cpp" line="293"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation>只能为单个文件指定 SHA-256；“%1”匹配到 %2 个文件</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="336"/>
+        <location filename="../ui/downloads_view_model.cpp" line="337"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free%4</source>
         <translation>%1 空间不足：需要 %2 字节，可用 %3 字节%4</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="340"/>
+        <location filename="../ui/downloads_view_model.cpp" line="341"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation>（下载的文件及由其构建的专家包）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="351"/>
+        <location filename="../ui/downloads_view_model.cpp" line="352"/>
         <source>%1 already exists; remove it first</source>
         <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="359"/>
+        <location filename="../ui/downloads_view_model.cpp" line="360"/>
         <source>%1 is already in the download list</source>
         <translation>%1 已在下载列表中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="383"/>
+        <location filename="../ui/downloads_view_model.cpp" line="384"/>
         <source>cannot record the download: %1</source>
         <translation>无法记录该下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="517"/>
+        <location filename="../ui/downloads_view_model.cpp" line="499"/>
+        <source>position %1 of the group</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="509"/>
+        <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="544"/>
         <source>the download list is already kept in %1</source>
         <translation>下载列表已保存在 %1 中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="528"/>
+        <location filename="../ui/downloads_view_model.cpp" line="555"/>
         <source>the download list cannot be kept: %1</source>
         <translation>无法保存下载列表：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="571"/>
+        <location filename="../ui/downloads_view_model.cpp" line="598"/>
         <source>convert %1: %2</source>
         <translation>转换 %1：%2</translation>
     </message>
@@ -2104,41 +2235,41 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::LibraryViewModel</name>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="129"/>
+        <location filename="../ui/library_view_model.cpp" line="131"/>
         <source>%n model(s) added</source>
         <translation>
             <numerusform>已添加 %n 个模型</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="138"/>
+        <location filename="../ui/library_view_model.cpp" line="140"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>在 %1 中找到 %n 个模型</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="145"/>
+        <location filename="../ui/library_view_model.cpp" line="147"/>
         <source>Ollama model %1 added</source>
         <translation>已添加 Ollama 模型 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="157"/>
+        <location filename="../ui/library_view_model.cpp" line="159"/>
         <source>Removed; %1 freed</source>
         <translation>已移除；释放了 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="173"/>
+        <location filename="../ui/library_view_model.cpp" line="175"/>
         <source>unknown model</source>
         <translation>未知模型</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="176"/>
+        <location filename="../ui/library_view_model.cpp" line="178"/>
         <source>Ollama&apos;s blobs are shared between its models; remove it with `ollama rm %1`</source>
         <translation>Ollama 的数据块在其模型之间共享；请用 `ollama rm %1` 移除</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="182"/>
+        <location filename="../ui/library_view_model.cpp" line="184"/>
         <source>%1 is outside the models folder %2; MoePack only deletes files there</source>
         <translation>%1 不在模型文件夹 %2 中；MoePack 只删除该文件夹中的文件</translation>
     </message>
@@ -2146,7 +2277,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="71"/>
+        <location filename="../ui/model_inspector.cpp" line="80"/>
         <source>%1 (%2), %n tokens</source>
         <translation type="unfinished">
             <numerusform>%1（%2），%n 个词元</numerusform>
@@ -2156,38 +2287,38 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="109"/>
+        <location filename="../ui/settings_view_model.cpp" line="110"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="115"/>
+        <location filename="../ui/settings_view_model.cpp" line="116"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="118"/>
+        <location filename="../ui/settings_view_model.cpp" line="119"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="128"/>
+        <location filename="../ui/settings_view_model.cpp" line="130"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="129"/>
+        <location filename="../ui/settings_view_model.cpp" line="131"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="132"/>
-        <location filename="../ui/settings_view_model.cpp" line="136"/>
+        <location filename="../ui/settings_view_model.cpp" line="134"/>
+        <location filename="../ui/settings_view_model.cpp" line="138"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="222"/>
+        <location filename="../ui/settings_view_model.cpp" line="224"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>
