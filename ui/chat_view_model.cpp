@@ -72,10 +72,23 @@ void ChatViewModel::setEngine(EngineController* e) {
     engineConnections_ << connect(e, &EngineController::textReady, this, &ChatViewModel::onText)
                        << connect(e, &EngineController::generationFinished, this, &ChatViewModel::onFinished)
                        << connect(e, &EngineController::generationFailed, this, &ChatViewModel::onFailed)
-                       << connect(e, &EngineController::stateChanged, this, &ChatViewModel::canSendChanged);
+                       << connect(e, &EngineController::stateChanged, this, &ChatViewModel::canSendChanged)
+                       << connect(e, &EngineController::modelLoaded, this, &ChatViewModel::onModelLoaded);
   }
   emit engineChanged();
   emit canSendChanged();
+}
+
+void ChatViewModel::onModelLoaded() {
+  // A conversation stays with the model it was held with: another model starts a new chat (the
+  // same model again, e.g. after a settings reload, keeps it).
+  if (!store_ || !engine_ || current_ == 0) return;
+  try {
+    const auto c = store_->conversation(current_);
+    if (c && !c->modelPath.isEmpty() && c->modelPath != engine_->modelPath()) newConversation();
+  } catch (const std::exception& e) {
+    setError(QString::fromUtf8(e.what()));
+  }
 }
 
 void ChatViewModel::setSettings(SettingsViewModel* s) {

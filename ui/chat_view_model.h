@@ -112,6 +112,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   void replyFinished();  // after a reply was stored (or failed)
 
  private:
+  void onModelLoaded();
   bool ensureConversation();
   bool startReply();
   void refreshList();

@@ -176,6 +176,39 @@ class ChatViewModelTest : public QObject {
     QCOMPARE(vm2.conversations()->count(), 0);
   }
 
+  // A conversation stays with its model: loading another one starts a new chat (the old one is
+  // kept in the list), reloading the same one keeps the conversation open.
+  void anotherModelStartsANewChat() {
+    QTemporaryDir dir;
+    FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "a.gguf"));
+    ChatViewModel vm;
+    QVERIFY(vm.openDatabase(dir.filePath("c.sqlite")));
+    vm.setEngine(&e);
+    QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
+    QVERIFY(vm.send("hi"));
+    QVERIFY(finished.wait(5000));
+    const qint64 first = vm.currentConversationId();
+    QVERIFY(first != 0);
+    QCOMPARE(vm.store()->conversation(first)->modelPath, QString("a.gguf"));
+    QSignalSpy loaded(&e, &EngineController::modelLoaded);
+    e.reload();
+    QVERIFY(loaded.wait(5000));
+    QCOMPARE(vm.currentConversationId(), first);
+    QCOMPARE(vm.messages()->count(), 2);
+    e.load("b.gguf", false);
+    QVERIFY(loaded.wait(5000));
+    QCOMPARE(vm.currentConversationId(), qint64(0));
+    QCOMPARE(vm.messages()->count(), 0);
+    QCOMPARE(vm.conversations()->count(), 1);
+    QVERIFY(vm.send("hello b"));
+    QVERIFY(finished.wait(5000));
+    QVERIFY(vm.currentConversationId() != first);
+    QCOMPARE(vm.store()->conversation(vm.currentConversationId())->modelPath, QString("b.gguf"));
+    QCOMPARE(vm.conversations()->count(), 2);
+  }
+
   void stopKeepsThePartialReply() {
     QTemporaryDir dir;
     FakeScript script;

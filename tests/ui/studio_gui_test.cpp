@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "ui/chat_view_model.h"
 #include "ui/convert_wizard.h"
@@ -245,6 +246,22 @@ class StudioGuiTest : public QObject {
     window->setProperty("currentPage", 4);
     library->addPath(kDemo);
     QTRY_VERIFY_WITH_TIMEOUT(!library->busy() && library->models()->rowCount() > 0, 30000);
+    // "Load" on the GGUF's row opens it (converted to the first run's pack) and shows the chat.
+    // (A ListView's delegates are the view's visual children, not QObject children: walk the items.)
+    QObject* load = nullptr;
+    const std::function<void(QQuickItem*)> find = [&](QQuickItem* item) {
+      const QString n = item->objectName();
+      if (n.startsWith(QLatin1String("libraryLoad:")) && n.endsWith(QLatin1String(":gguf"))) load = item;
+      for (QQuickItem* c : item->childItems()) find(c);
+    };
+    QTRY_VERIFY_WITH_TIMEOUT((find(window->contentItem()), load != nullptr), 5000);
+    QVERIFY(load->property("enabled").toBool());
+    QSignalSpy loaded(engine, &EngineController::modelLoaded);
+    QVERIFY(QMetaObject::invokeMethod(load, "clicked"));
+    QCOMPARE(window->property("currentPage").toInt(), 0);
+    QVERIFY(loaded.wait(180000));
+    QVERIFY(engine->info().isPack);
+    window->setProperty("currentPage", 4);
 
     QTemporaryDir out;
     QVERIFY(out.isValid());

@@ -9,7 +9,8 @@ import MoePack.Ui
 
 Page {
     id: page
-    // "Chat now" after a conversion: the studio loads the pack and shows the chat.
+    // "Load" on a row (or a double click), "Chat now" after a conversion: the studio loads the
+    // model and shows the chat.
     signal openModel(string path)
     property LibraryViewModel library: LibraryViewModel {}
     // The Settings (the expert cache the library plans with starts at their cache budget).
@@ -243,6 +244,7 @@ Page {
                     required property int experts
                     required property int topK
                     required property string packStatus
+                    required property string packPath
                     required property string statusDetail
                     required property bool sourcePresent
                     required property double ctxBytesPerToken
@@ -251,6 +253,14 @@ Page {
                     readonly property double affordable: page.library.affordableContext(
                         modelId, page.library.memoryBudgetBytes, page.library.expertCacheBytes)
                     width: ListView.view.width
+                    // What "Load" opens: a pack as it is; a model with a ready pack, its pack; else
+                    // the model itself (converted first when the Settings say so).
+                    readonly property string loadPath: row.kind === "pack" ? row.path
+                                                       : row.packStatus === "ready" && row.packPath.length > 0 ? row.packPath
+                                                       : row.path
+                    readonly property bool loadable: row.kind === "pack" ? row.packStatus === "ready"
+                                                     : row.sourcePresent || (row.packStatus === "ready" && row.packPath.length > 0)
+                    onDoubleClicked: if (row.loadable) page.openModel(row.loadPath)
                     contentItem: RowLayout {
                         ColumnLayout {
                             Layout.fillWidth: true
@@ -292,6 +302,15 @@ Page {
                             ToolTip.visible: statusHover.hovered && row.statusDetail.length > 0
                             ToolTip.text: row.statusDetail
                             HoverHandler { id: statusHover }
+                        }
+                        Button {
+                            objectName: "libraryLoad:" + row.name + ":" + row.kind
+                            text: qsTr("Load")
+                            highlighted: true
+                            enabled: row.loadable
+                            ToolTip.visible: hovered
+                            ToolTip.text: qsTr("Load %1 and chat with it").arg(row.loadPath)
+                            onClicked: page.openModel(row.loadPath)
                         }
                         Button {
                             text: qsTr("Convert…")
