@@ -347,9 +347,9 @@ Page {
                     TextField {
                         id: file
                         placeholderText: qsTr("file or shard pattern, e.g. *Q2_K*.gguf")
-                        Layout.preferredWidth: 240
+                        Layout.preferredWidth: 220
                     }
-                    TextField { id: sha; placeholderText: qsTr("SHA-256 (optional)") }
+                    TextField { id: sha; Layout.preferredWidth: 180; placeholderText: qsTr("SHA-256 (optional)") }
                     CheckBox {
                         id: convertBox
                         text: qsTr("Convert when done")
@@ -357,6 +357,7 @@ Page {
                         ToolTip.text: qsTr("Build an Expert Pack once verified; the space check counts the pack too")
                     }
                     Button {
+                        objectName: "downloadButton"
                         text: qsTr("Download")
                         enabled: source.text.length > 0
                         onClicked: page.downloads.addDownload(source.text, file.text, sha.text, convertBox.checked)
@@ -399,15 +400,30 @@ Page {
                             value: dl.state === "hashing" ? dl.hashedBytes : dl.bytesDone
                             indeterminate: dl.bytesTotal < 0 && dl.state === "downloading"
                         }
+                        // A fixed width, elided (the whole text in a tooltip): a long error must not push
+                        // the row's buttons and the panel's fields out of the window.
                         Label {
+                            id: dlStatus
+                            objectName: "downloadStatus"
+                            Layout.preferredWidth: 360
+                            Layout.maximumWidth: 360
+                            elide: Text.ElideRight
+                            color: dl.state === "failed" ? "firebrick" : palette.text
                             text: dl.state === "failed" ? dl.error
                                 : dl.state === "hashing" ? qsTr("checking %1 of %2 already downloaded")
                                   .arg(page.library.formatBytes(dl.hashedBytes)).arg(page.library.formatBytes(dl.bytesDone))
                                 : dl.state === "queued" ? qsTr("queued")
+                                : dl.state === "cancelled" ? qsTr("cancelled")
+                                : dl.state === "finished" ? qsTr("done · %1").arg(page.library.formatBytes(dl.bytesDone))
+                                : dl.state === "paused" ? qsTr("paused · %1 of %2").arg(page.library.formatBytes(dl.bytesDone))
+                                  .arg(page.library.formatBytes(Math.max(dl.bytesTotal, 0)))
                                 : qsTr("%1 of %2 · %3/s · %4").arg(page.library.formatBytes(dl.bytesDone))
                                   .arg(page.library.formatBytes(Math.max(dl.bytesTotal, 0)))
                                   .arg(page.library.formatBytes(dl.rate))
                                   .arg(dl.eta >= 0 ? qsTr("%1 s left").arg(Math.round(dl.eta)) : dl.state)
+                            HoverHandler { id: dlHover }
+                            ToolTip.visible: dlHover.hovered && dlStatus.truncated
+                            ToolTip.text: dlStatus.text
                         }
                         Button {
                             text: dl.state === "paused" || dl.state === "failed" ? qsTr("Resume") : qsTr("Pause")
