@@ -128,7 +128,9 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
     bool ok = false;
     const double v = value.toDouble(&ok);
     if (!ok || !std::isfinite(v)) return tr("Enter a number.");
-    if (v < r.lo || v > r.hi) return tr("Between %1 and %2.").arg(r.lo).arg(r.hi);
+    // Limits as plain numbers ("16777216", not "1.67772e+07").
+    const auto num = [](double x) { return QLocale().toString(x, 'f', x == std::floor(x) ? 0 : 2); };
+    if (v < r.lo || v > r.hi) return tr("Between %1 and %2.").arg(num(r.lo), num(r.hi));
     return {};
   }
   return tr("Unknown setting %1.").arg(key);

@@ -1,6 +1,7 @@
 // SettingsViewModel (validation, draft/apply/revert/reset, QSettings persistence, the engine
 // settings it produces, the slot-count preview) and TelemetryViewModel (series and counters
 // from a scripted engine's telemetry; hand-computed values).
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QtTest>
@@ -86,6 +87,16 @@ class SettingsTelemetryTest : public QObject {
     s.setValue("cache_vram_mib", 3);  // 3 slots < top-4
     QCOMPARE(s.previewSlotCount(), 3);
     QVERIFY(!s.previewProblem().isEmpty());
+  }
+
+  // Range errors print their limits as plain numbers, not "1.67772e+07".
+  void rangeErrorsPrintPlainNumbers() {
+    SettingsViewModel s;
+    const QString err = s.setValue("cache_vram_mib", 99999999999999.0);
+    QVERIFY(!err.isEmpty());
+    QVERIFY2(!err.contains(QLatin1Char('e')) || !err.contains(QLatin1Char('+')), qPrintable(err));
+    QVERIFY2(QString(err).remove(QRegularExpression("[^0-9]")) == QStringLiteral("116777216"),
+             qPrintable(err));
   }
 
   void telemetrySeriesFollowTheEngine() {

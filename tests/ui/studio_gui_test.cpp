@@ -15,6 +15,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QQmlApplicationEngine>
+#include <QQmlProperty>
 #include <QQuickItem>
 #include <QQuickWindow>
 #include <QSettings>
@@ -187,6 +188,33 @@ class StudioGuiTest : public QObject {
     QVERIFY(nCtxField);
     QVERIFY2(nCtxField->property("hint").toString().contains(QLatin1String("2048")),
              qPrintable(nCtxField->property("hint").toString()));
+
+    // A refused value stays as typed beside its error, and Revert (enabled by it alone) drops it.
+    auto* settings = window->property("settings").value<QObject*>();
+    QVERIFY(settings);
+    auto* threads = window->findChild<QObject*>(QStringLiteral("field_threads"));
+    auto* revert = window->findChild<QObject*>(QStringLiteral("revertButton"));
+    QVERIFY(threads && revert);
+    const QString threadsBefore = threads->property("text").toString();
+    QVERIFY(!revert->property("enabled").toBool());
+    threads->setProperty("text", QStringLiteral("-3"));
+    QVERIFY(QMetaObject::invokeMethod(threads, "editingFinished"));
+    QCOMPARE(threads->property("text").toString(), QStringLiteral("-3"));
+    QVERIFY(revert->property("enabled").toBool());
+    QVERIFY(QMetaObject::invokeMethod(revert, "clicked"));
+    QCOMPARE(threads->property("text").toString(), threadsBefore);
+    QVERIFY(!revert->property("enabled").toBool());
+    // The language box shows the applied language after each retranslation (a choice, as a
+    // user makes it: the index written, which breaks its binding, then activated).
+    auto* language = window->findChild<QObject*>(QStringLiteral("language"));
+    QVERIFY(language);
+    for (const int index : {2, 1, 0}) {  // zh_CN, en, system
+      QVERIFY(QQmlProperty::write(language, QStringLiteral("currentIndex"), index));
+      QVERIFY(QMetaObject::invokeMethod(language, "activated", Q_ARG(int, index)));
+      QVERIFY(QMetaObject::invokeMethod(settings, "apply"));
+      QTest::qWait(100);
+      QCOMPARE(language->property("currentIndex").toInt(), index);
+    }
 
     // The Library plans with the Settings' expert cache (4 MiB here), and its two toolbar rows
     // fit the default window: the last control ends inside it.

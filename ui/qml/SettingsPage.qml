@@ -38,11 +38,17 @@ Item {
             }
         }
         TextField {
+            id: input
             Layout.preferredWidth: 160
             objectName: "field_" + field.key
             horizontalAlignment: Text.AlignRight
-            text: String(page.settings.values[field.key])
-            onEditingFinished: page.settings.setValue(field.key, text)
+            // A refused value stays as typed beside its error (the draft keeps the last valid one).
+            property string refused: ""
+            text: page.settings.errors[field.key] !== undefined ? input.refused : String(page.settings.values[field.key])
+            onEditingFinished: {
+                input.refused = text
+                page.settings.setValue(field.key, text)
+            }
         }
         Label {
             Layout.fillWidth: true
@@ -101,8 +107,15 @@ Item {
                     ComboBox {
                         Layout.preferredWidth: 160
                         model: ["auto", "cpu", "cuda"]
+                        id: backendBox
                         currentIndex: Math.max(0, model.indexOf(page.settings.values.backend))
                         onActivated: function(i) { page.settings.setValue("backend", model[i]) }
+                        Connections {  // after Revert / Reset (a choice breaks the binding)
+                            target: page.settings
+                            function onValuesChanged() {
+                                backendBox.currentIndex = Math.max(0, backendBox.model.indexOf(page.settings.values.backend))
+                            }
+                        }
                     }
                 }
                 Field {
@@ -222,6 +235,14 @@ Item {
                         model: [qsTr("System"), "English", "简体中文"]
                         currentIndex: Math.max(0, codes.indexOf(page.settings.values.language))
                         onActivated: function(i) { page.settings.setValue("language", codes[i]) }
+                        // A retranslation replaces the model (qsTr("System")), which resets the
+                        // index, and a choice breaks the binding: follow the settings again.
+                        function follow() { currentIndex = Math.max(0, codes.indexOf(page.settings.values.language)) }
+                        onModelChanged: follow()
+                        Connections {
+                            target: page.settings
+                            function onValuesChanged() { language.follow() }
+                        }
                     }
                 }
             }
@@ -256,7 +277,9 @@ Item {
             Button {
                 text: qsTr("Revert")
                 font.capitalization: Font.MixedCase
-                enabled: page.settings.dirty
+                objectName: "revertButton"
+                // Also with only refused values: Revert drops them.
+                enabled: page.settings.dirty || !page.settings.valid
                 onClicked: page.settings.revert()
             }
             Button {
