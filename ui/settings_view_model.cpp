@@ -215,7 +215,12 @@ double SettingsViewModel::previewUsableMib() const {
 int SettingsViewModel::previewSlotCount() const {
   const double e = expertMib();
   if (e <= 0) return -1;
-  return static_cast<int>(std::floor(previewUsableMib() / e));
+  const double by_budget = std::floor(previewUsableMib() / e);
+  // The engine never makes more slots than the model has experts (cache_slots_for_budget's cap).
+  const double experts = engine_ ? static_cast<double>(engine_->info().moeLayers) *
+                                       static_cast<double>(engine_->info().expertsPerLayer)
+                                 : 0.0;
+  return static_cast<int>(experts > 0 ? std::min(by_budget, experts) : by_budget);
 }
 
 QString SettingsViewModel::previewProblem() const {

@@ -8,7 +8,7 @@
 // drops the draft; resetToDefaults() sets the draft to the defaults below. The slot count the
 // cache settings give is shown before applying (preview*), with the formula of ARCHITECTURE.md:
 //   usable = min(cache_vram_mib, free - cache_vram_reserve_mib),
-//   slot_count = floor(usable / expert_payload_bytes)
+//   slot_count = min(floor(usable / expert_payload_bytes), the model's routed experts)
 // where free is MemAvailable (/proc/meminfo) on the CPU backend and expert_payload_bytes the
 // loaded model's slot size (unknown before a model is loaded).
 //

@@ -87,6 +87,9 @@ class SettingsTelemetryTest : public QObject {
     s.setValue("cache_vram_mib", 3);  // 3 slots < top-4
     QCOMPARE(s.previewSlotCount(), 3);
     QVERIFY(!s.previewProblem().isEmpty());
+    // The fake model has 5 MoE layers of 32 experts: a budget of 1000 slots makes 160.
+    s.setValue("cache_vram_mib", 1000);
+    QCOMPARE(s.previewSlotCount(), 160);
   }
 
   // Range errors print their limits as plain numbers, not "1.67772e+07".

@@ -179,6 +179,23 @@ class StudioGuiTest : public QObject {
     QTest::qWait(600);
     save(window, QStringLiteral("studio-dashboard.png"));
 
+    // Deleting a conversation asks first: Cancel keeps it, OK deletes it.
+    window->setProperty("currentPage", 0);
+    auto* menu = window->findChild<QObject*>(QStringLiteral("conversationMenu"));
+    auto* deleteDialog = window->findChild<QObject*>(QStringLiteral("deleteConversationDialog"));
+    QVERIFY(menu && deleteDialog);
+    const int conversations = chat->conversations()->count();
+    QVERIFY(conversations >= 1);
+    menu->setProperty("targetId", chat->currentConversationId());
+    QVERIFY(QMetaObject::invokeMethod(deleteDialog, "open"));
+    QTRY_VERIFY(deleteDialog->property("visible").toBool());
+    QVERIFY(QMetaObject::invokeMethod(deleteDialog, "reject"));
+    QCOMPARE(chat->conversations()->count(), conversations);
+    QVERIFY(QMetaObject::invokeMethod(deleteDialog, "open"));
+    QTRY_VERIFY(deleteDialog->property("visible").toBool());
+    QVERIFY(QMetaObject::invokeMethod(deleteDialog, "accept"));
+    QTRY_COMPARE(chat->conversations()->count(), conversations - 1);
+
     window->setProperty("currentPage", 3);
     QTest::qWait(200);
     save(window, QStringLiteral("studio-settings.png"));

@@ -358,12 +358,25 @@ Item {
     // Rename / delete menu of a conversation.
     Menu {
         id: conversationMenu
+        objectName: "conversationMenu"
         property var targetId: 0
         property string targetTitle: ""
         function openFor(id, title) { targetId = id; targetTitle = title; popup() }
         function openRename(id, title) { targetId = id; targetTitle = title; renameDialog.open() }
         MenuItem { text: qsTr("Rename…"); onTriggered: renameDialog.open() }
-        MenuItem { text: qsTr("Delete"); onTriggered: page.chat.deleteConversation(conversationMenu.targetId) }
+        MenuItem { text: qsTr("Delete…"); onTriggered: deleteDialog.open() }
+    }
+
+    // Deleting a conversation cannot be undone: ask first.
+    Dialog {
+        id: deleteDialog
+        objectName: "deleteConversationDialog"
+        title: qsTr("Delete “%1”?").arg(conversationMenu.targetTitle)
+        anchors.centerIn: parent
+        modal: true
+        standardButtons: Dialog.Ok | Dialog.Cancel
+        onAccepted: page.chat.deleteConversation(conversationMenu.targetId)
+        Label { text: qsTr("Its messages are deleted for good.") }
     }
 
     Dialog {
@@ -373,6 +386,11 @@ Item {
         modal: true
         standardButtons: Dialog.Ok | Dialog.Cancel
         onAboutToShow: renameField.text = conversationMenu.targetTitle
+        // Typing goes to the name at once, its text selected.
+        onOpened: {
+            renameField.forceActiveFocus()
+            renameField.selectAll()
+        }
         onAccepted: page.chat.renameConversation(conversationMenu.targetId, renameField.text)
         TextField {
             id: renameField
