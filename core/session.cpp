@@ -174,7 +174,9 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
   if (prompt.empty()) throw Error("the prompt has no tokens");
   if (prompt.size() > n_ctx) {
     throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds only " +
-                std::to_string(n_ctx) + " (n_ctx)");
+                std::to_string(n_ctx) +
+                " (n_ctx): start a new conversation, or raise n_ctx (at most the model's " +
+                "trained context)");
   }
   auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
 
@@ -252,7 +254,17 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
 
   bool done = false;
   while (!done) {
-    const int32_t tok = sampler.sample(logits_, history);
+    int32_t tok = 0;
+    try {
+      tok = sampler.sample(logits_, history);
+    } catch (const Error& e) {
+      // Logits with no finite value come from damaged weights (or a backend fault), not from
+      // the sampling settings: say where to look.
+      throw Error(
+          std::string(e.what()) +
+          ": the model's output is not a number; its weights may be damaged (an Expert Pack: `moepack "
+          "verify PACK --full` checks every expert's SHA-256; or set verify_pack_sha256)");
+    }
     if (res.tokens.empty()) res.time_to_first_token_ms = ms_since(t_start);
     res.tokens.push_back(tok);
     history.push_back(tok);

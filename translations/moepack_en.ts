@@ -331,47 +331,57 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="365"/>
+        <location filename="../ui/qml/ChatPage.qml" line="366"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="366"/>
-        <source>Delete</source>
+        <location filename="../ui/qml/ChatPage.qml" line="367"/>
+        <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="371"/>
+        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <source>Delete “%1”?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <source>Its messages are deleted for good.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="384"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="387"/>
+        <location filename="../ui/qml/ChatPage.qml" line="405"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="389"/>
+        <location filename="../ui/qml/ChatPage.qml" line="407"/>
         <source>Save</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="390"/>
+        <location filename="../ui/qml/ChatPage.qml" line="408"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="390"/>
+        <location filename="../ui/qml/ChatPage.qml" line="408"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="397"/>
+        <location filename="../ui/qml/ChatPage.qml" line="415"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="398"/>
+        <location filename="../ui/qml/ChatPage.qml" line="416"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -756,237 +766,262 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>LibraryPage</name>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="35"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="36"/>
         <source>Converting %1 to an Expert Pack in %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="58"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
         <source>Add a model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="60"/>
         <source>GGUF models (*.gguf)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="60"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="65"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
         <source>Scan a folder for models</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="73"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="74"/>
         <source>Remove %1?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="81"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="82"/>
         <source>Also delete its files from disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="88"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="89"/>
         <source>%1 will be freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="89"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="99"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="100"/>
         <source>Convert to an Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="124"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="125"/>
         <source>Converting a finished download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="149"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="150"/>
         <source>Add file…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="150"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="151"/>
         <source>Scan folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="156"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="159"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
         <source>Add Ollama model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="163"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
         <source>Refresh</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="177"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="178"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="171"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="179"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="180"/>
         <source>expert cache (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="186"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="187"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="232"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="262"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="272"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="266"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="276"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="284"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="281"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="291"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="287"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="298"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="289"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="290"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="300"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="308"/>
+        <source>Load</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
+        <source>Load %1 and chat with it</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="349"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="333"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="336"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="355"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="341"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="391"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="413"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="387"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="415"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="388"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="416"/>
+        <source>cancelled</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="417"/>
+        <source>done · %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <source>paused · %1 of %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="420"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="391"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="394"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="394"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="400"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1097,22 +1132,27 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="147"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="129"/>
+        <source> · context full: start a new chat or raise the context length in Settings</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/MessageBubble.qml" line="149"/>
         <source>generating…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="156"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="158"/>
         <source>Copy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
         <source>Edit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="178"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="180"/>
         <source>Regenerate</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1578,197 +1618,197 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>SettingsPage</name>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="91"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="97"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="97"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="103"/>
         <source>Engine</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="100"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="106"/>
         <source>Backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="110"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="123"/>
         <source>CPU threads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="111"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="124"/>
         <source>0 = automatic (%1: all cores but one, for the UI)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="116"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="129"/>
         <source>Context length (tokens)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="119"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="132"/>
         <source>The loaded model runs with %1: its trained context.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="125"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="138"/>
         <source>Expert cache and SSD reads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="128"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="141"/>
         <source>Cache budget (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="129"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="142"/>
         <source>cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="131"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
         <source>Keep free (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="132"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
         <source>Staging buffers</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="133"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="146"/>
         <source>Reads per expert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="139"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
         <source>Direct I/O (O_DIRECT)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="165"/>
         <source>Read the next layer&apos;s experts ahead</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="174"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="187"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="176"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="187"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
         <source>Defaults for new conversations</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
         <source>Temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
         <source>0 = greedy (reproducible)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="202"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="190"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
         <source>Top-k</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="190"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
         <source>0 = off</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="191"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="204"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="192"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="193"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="206"/>
         <source>Max tokens per reply</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="207"/>
         <source>Seed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="207"/>
         <source>-1 = random</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="195"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="208"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="199"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="212"/>
         <source>Models and language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="213"/>
         <source>Expert Pack folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="218"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="216"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
         <source>Language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="235"/>
         <source>System</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="247"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="268"/>
         <source>Fix the highlighted values first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="248"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="269"/>
         <source>Changes are not applied yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="272"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="278"/>
         <source>Revert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="264"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="287"/>
         <source>Apply</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1860,17 +1900,17 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="227"/>
+        <location filename="../ui/chat_view_model.cpp" line="240"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="274"/>
+        <location filename="../ui/chat_view_model.cpp" line="287"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="337"/>
+        <location filename="../ui/chat_view_model.cpp" line="350"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2286,18 +2326,18 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="131"/>
+        <location filename="../ui/settings_view_model.cpp" line="133"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="134"/>
-        <location filename="../ui/settings_view_model.cpp" line="138"/>
+        <location filename="../ui/settings_view_model.cpp" line="136"/>
+        <location filename="../ui/settings_view_model.cpp" line="140"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="224"/>
+        <location filename="../ui/settings_view_model.cpp" line="231"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation type="unfinished">
             <numerusform></numerusform>

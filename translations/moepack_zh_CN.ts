@@ -331,47 +331,61 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="365"/>
+        <location filename="../ui/qml/ChatPage.qml" line="366"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="366"/>
-        <source>Delete</source>
-        <translation>删除</translation>
+        <location filename="../ui/qml/ChatPage.qml" line="367"/>
+        <source>Delete…</source>
+        <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="371"/>
+        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <source>Delete “%1”?</source>
+        <translation>删除“%1”?</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <source>Its messages are deleted for good.</source>
+        <translation>其消息将被永久删除。</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation type="vanished">删除</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="384"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="387"/>
+        <location filename="../ui/qml/ChatPage.qml" line="405"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="389"/>
+        <location filename="../ui/qml/ChatPage.qml" line="407"/>
         <source>Save</source>
         <translation>保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="390"/>
+        <location filename="../ui/qml/ChatPage.qml" line="408"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="390"/>
+        <location filename="../ui/qml/ChatPage.qml" line="408"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="397"/>
+        <location filename="../ui/qml/ChatPage.qml" line="415"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="398"/>
+        <location filename="../ui/qml/ChatPage.qml" line="416"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -755,82 +769,82 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>LibraryPage</name>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="35"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="36"/>
         <source>Converting %1 to an Expert Pack in %2</source>
         <translation>正在将 %1 转换为专家包，保存到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="58"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
         <source>Add a model</source>
         <translation>添加模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="60"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="60"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation>专家包清单 (manifest.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="65"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
         <source>Scan a folder for models</source>
         <translation>扫描文件夹中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="73"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="74"/>
         <source>Remove %1?</source>
         <translation>移除 %1？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="81"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="82"/>
         <source>Also delete its files from disk</source>
         <translation>同时从磁盘删除其文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="88"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="89"/>
         <source>%1 will be freed.</source>
         <translation>将释放 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="89"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation>文件保留在磁盘上，不释放空间。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="99"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="100"/>
         <source>Convert to an Expert Pack</source>
         <translation>转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="124"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="125"/>
         <source>Converting a finished download</source>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="149"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="150"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="150"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="151"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="156"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="159"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="163"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
@@ -839,7 +853,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="177"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="178"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
@@ -848,152 +862,177 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="171"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="179"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="180"/>
         <source>expert cache (MiB)</source>
         <translation>专家缓存(MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="186"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="187"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation>初始值为设置中的缓存预算;此处修改仅用于规划</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="232"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="262"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="272"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="266"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="276"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="284"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="281"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="291"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="287"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="298"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="289"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="290"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="300"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="308"/>
+        <source>Load</source>
+        <translation>加载</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
+        <source>Load %1 and chat with it</source>
+        <translation>加载 %1 并与之对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="349"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="333"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="336"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="355"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="341"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="391"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="413"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="387"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="415"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="388"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="416"/>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="417"/>
+        <source>done · %1</source>
+        <translation>完成 · %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <source>paused · %1 of %2</source>
+        <translation>已暂停 · %1 / %2</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="420"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="391"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="394"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="394"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="400"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1108,22 +1147,27 @@ What does &quot;salmon&quot; mean?</translation>
         <translation> · 达到长度上限</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="147"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="129"/>
+        <source> · context full: start a new chat or raise the context length in Settings</source>
+        <translation> · 上下文已满:请新建对话,或在设置中增大上下文长度</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/MessageBubble.qml" line="149"/>
         <source>generating…</source>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="156"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="158"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="178"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="180"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -1599,197 +1643,197 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>SettingsPage</name>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="91"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="97"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="97"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="103"/>
         <source>Engine</source>
         <translation>引擎</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="100"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="106"/>
         <source>Backend</source>
         <translation>后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="110"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="123"/>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="111"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="124"/>
         <source>0 = automatic (%1: all cores but one, for the UI)</source>
         <translation>0 = 自动（%1：保留一个核心给界面）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="116"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="129"/>
         <source>Context length (tokens)</source>
         <translation>上下文长度（词元）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="119"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="132"/>
         <source>The loaded model runs with %1: its trained context.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="125"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="138"/>
         <source>Expert cache and SSD reads</source>
         <translation>专家缓存与 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="128"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="141"/>
         <source>Cache budget (MiB)</source>
         <translation>缓存预算 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="129"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="142"/>
         <source>cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend</source>
         <translation>cache_vram_mib：CUDA 上为显存，CPU 后端为内存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="131"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
         <source>Keep free (MiB)</source>
         <translation>保留空闲 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="132"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
         <source>Staging buffers</source>
         <translation>暂存缓冲区</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="133"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="146"/>
         <source>Reads per expert</source>
         <translation>每个专家的读取次数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="139"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
         <source>Direct I/O (O_DIRECT)</source>
         <translation>直接 I/O (O_DIRECT)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="165"/>
         <source>Read the next layer&apos;s experts ahead</source>
         <translation>提前读取下一层的专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="174"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="187"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation>加载模型后可查看这些设置能容纳多少专家。可用内存：%1 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="176"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation>可用 %1 MiB（空闲 %2 MiB）→ %3 个专家槽，每个 %4 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="187"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
         <source>Defaults for new conversations</source>
         <translation>新对话的默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
         <source>0 = greedy (reproducible)</source>
         <translation>0 = 贪心（可复现）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="202"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="190"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="190"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
         <source>0 = off</source>
         <translation>0 = 关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="191"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="204"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="192"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="193"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="206"/>
         <source>Max tokens per reply</source>
         <translation>每次回复的最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="207"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="207"/>
         <source>-1 = random</source>
         <translation>-1 = 随机</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="195"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="208"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="199"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="212"/>
         <source>Models and language</source>
         <translation>模型与语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="213"/>
         <source>Expert Pack folder</source>
         <translation>专家包文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="218"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation>打开 GGUF 模型时转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="216"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
         <source>Language</source>
         <translation>语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="235"/>
         <source>System</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="247"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="268"/>
         <source>Fix the highlighted values first.</source>
         <translation>请先修正标出的值。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="248"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="269"/>
         <source>Changes are not applied yet.</source>
         <translation>更改尚未应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="272"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="278"/>
         <source>Revert</source>
         <translation>还原</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="264"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="287"/>
         <source>Apply</source>
         <translation>应用</translation>
     </message>
@@ -1881,17 +1925,17 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="227"/>
+        <location filename="../ui/chat_view_model.cpp" line="240"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="274"/>
+        <location filename="../ui/chat_view_model.cpp" line="287"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="337"/>
+        <location filename="../ui/chat_view_model.cpp" line="350"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
@@ -2307,18 +2351,18 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="131"/>
+        <location filename="../ui/settings_view_model.cpp" line="133"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="134"/>
-        <location filename="../ui/settings_view_model.cpp" line="138"/>
+        <location filename="../ui/settings_view_model.cpp" line="136"/>
+        <location filename="../ui/settings_view_model.cpp" line="140"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="224"/>
+        <location filename="../ui/settings_view_model.cpp" line="231"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

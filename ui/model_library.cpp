@@ -355,6 +355,12 @@ void ModelLibrary::linkPackToSources(const LibraryEntry& pack) {
     // The source row is the one whose files contain this path (shard 1 of a set, or a blob).
     for (const LibraryEntry& e : entries()) {
       if (e.kind == QLatin1String("pack") || !e.files.contains(src)) continue;
+      // A source keeps its link to a ready pack when another, not ready, copy names it too (a
+      // damaged copy of the pack must not mark the source "failed verify").
+      if (pack.packStatus != QLatin1String("ready") && !e.packPath.isEmpty() && e.packPath != pack.path &&
+          pack_status_of(e.packPath).first == QLatin1String("ready")) {
+        continue;
+      }
       QSqlQuery q(db_.db());
       q.prepare(QStringLiteral("UPDATE library_models SET pack_status = ?, pack_path = ?, status_detail = ? "
                                "WHERE id = ?"));

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -50,8 +51,12 @@ class ScriptedBackend : public Backend {
     const int32_t last = kv_.back();
     const auto it = script_.find(last);
     const int32_t next = it != script_.end() ? it->second : (last + 1) % static_cast<int32_t>(cfg_.n_vocab);
-    std::fill(logits.begin(), logits.end(), 0.0f);
-    logits[static_cast<size_t>(next)] = 10.0f;
+    if (next < 0) {  // scripted -1: every logit NaN (damaged weights)
+      std::fill(logits.begin(), logits.end(), std::numeric_limits<float>::quiet_NaN());
+    } else {
+      std::fill(logits.begin(), logits.end(), 0.0f);
+      logits[static_cast<size_t>(next)] = 10.0f;
+    }
     stats_.forward_calls += 1;
     stats_.tokens_evaluated += tokens.size();
     stats_.pack_read_bytes += 100 * tokens.size();
@@ -361,6 +366,30 @@ TEST(Session, TokenSamplesCarryTheirForwardForTokensPerSecond) {
   const nlohmann::json j = f->session->telemetry().to_json(8);
   EXPECT_EQ(j["recent_tokens"][4]["forwarded"], 2);
   EXPECT_EQ(j["recent_tokens"][4]["reply_start"], true);
+}
+
+// All-NaN logits (damaged weights) are an error that says so and where to check, not only the
+// sampler's; a prompt longer than n_ctx says what to do.
+TEST(Session, ErrorsSayWhatToDo) {
+  auto f = make({{50, -1}});
+  try {
+    f->session->generate(std::vector<int32_t>{1, 50}, greedy(4));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no finite logit"), std::string::npos) << what;
+    EXPECT_NE(what.find("moepack verify PACK --full"), std::string::npos) << what;
+  }
+  auto g = make({}, 4);
+  try {
+    g->session->generate(std::vector<int32_t>{1, 2, 3, 4, 5}, greedy(1));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "the prompt has 5 tokens but the context holds only 4 (n_ctx): start a new conversation, or raise "
+        "n_ctx (at most the model's trained context)");
+  }
 }
 
 TEST(Session, ChatUsesTheTemplateAndTokenizesMarkersOnly) {

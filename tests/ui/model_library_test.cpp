@@ -149,6 +149,23 @@ class ModelLibraryTest : public QObject {
     QCOMPARE(lib.entry(source.id).packStatus, QStringLiteral("ready"));  // linked through sources
     QCOMPARE(lib.entry(source.id).packPath, pack.path);
 
+    // A damaged copy of the pack (experts.bin cut short) is a failed-verify row of its own; the
+    // source keeps its link to the ready pack.
+    const QString copy = tmp.filePath(QStringLiteral("copy.pack"));
+    QVERIFY(QDir().mkpath(copy));
+    for (const char* f : {"manifest.json", "experts.bin", "dense.gguf"})
+      QVERIFY(QFile::copy(models + QStringLiteral("/qwen.pack/") + QLatin1String(f),
+                          copy + QLatin1Char('/') + QLatin1String(f)));
+    {
+      QFile cut(copy + QStringLiteral("/experts.bin"));
+      QVERIFY(cut.resize(cut.size() - 4096));
+    }
+    const LibraryEntry damaged = lib.addPath(copy);
+    QCOMPARE(damaged.packStatus, QStringLiteral("failed-verify"));
+    QCOMPARE(lib.entry(source.id).packStatus, QStringLiteral("ready"));
+    QCOMPARE(lib.entry(source.id).packPath, pack.path);
+    lib.remove(damaged.id, false);
+
     // A truncated experts.bin fails the fast verify; refresh reports it on both rows.
     QFile experts(models + QStringLiteral("/qwen.pack/experts.bin"));
     QVERIFY(experts.resize(experts.size() - 4096));

@@ -125,7 +125,9 @@ Item {
                         .arg(bubble.ttftMs.toFixed(0)).arg(bubble.prefillTps.toFixed(1))
                       + (bubble.generatedTokens >= 2 ? qsTr(" · decode %1 tok/s").arg(bubble.decodeTps.toFixed(1)) : "")
                       + (bubble.stopReason === "cancelled" ? qsTr(" · stopped")
-                         : bubble.stopReason === "length" ? qsTr(" · length limit") : "")
+                         : bubble.stopReason === "length" ? qsTr(" · length limit")
+                         : bubble.stopReason === "context" ? qsTr(" · context full: start a new chat or raise the context length in Settings")
+                         : "")
                 font.pixelSize: 11
                 color: "#6b7280"
             }
