@@ -238,6 +238,22 @@ class StudioGuiTest : public QObject {
     window->setProperty("currentPage", 4);
     QTest::qWait(200);
     save(window, QStringLiteral("studio-library.png"));
+    // What was opened joined the library: the demo GGUF, linked to the first run's pack.
+    auto* library = window->findChild<QObject*>(QStringLiteral("libraryPage"))
+                        ->property("library")
+                        .value<LibraryViewModel*>();
+    QVERIFY(library);
+    const auto demoRow = [&]() -> int {
+      const auto& es = library->models()->entries();
+      for (size_t i = 0; i < es.size(); ++i)
+        if (QFileInfo(es[i].path).canonicalFilePath() == QFileInfo(kDemo).canonicalFilePath())
+          return static_cast<int>(i);
+      return -1;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(!library->busy() && demoRow() >= 0, 30000);
+    QCOMPARE(library->models()->entries()[static_cast<size_t>(demoRow())].packStatus,
+             QStringLiteral("ready"));
+    QCOMPARE(library->models()->rowCount(), 2);  // the GGUF and its pack
     auto* cacheSpin =
         qobject_cast<QQuickItem*>(window->findChild<QObject*>(QStringLiteral("libraryCacheSpin")));
     QVERIFY(cacheSpin);

@@ -306,7 +306,7 @@ Page {
                         Button {
                             objectName: "libraryLoad:" + row.name + ":" + row.kind
                             text: qsTr("Load")
-                            highlighted: true
+                            font.bold: true
                             enabled: row.loadable
                             ToolTip.visible: hovered
                             ToolTip.text: qsTr("Load %1 and chat with it").arg(row.loadPath)

@@ -30,8 +30,19 @@ ApplicationWindow {
 
     EngineController {
         id: engine
-        onModelLoaded: if (inspector.path.length === 0) inspector.load(window.initialModel)
+        onModelLoaded: {
+            if (inspector.path.length === 0) inspector.load(window.initialModel)
+            // What was opened joins the library (the model given at start, and the pack loaded),
+            // so the Library lists it and can load it again.
+            const paths = [engine.modelPath]
+            if (window.initialModel.length > 0 && !window.initialModelListed) {
+                paths.unshift(window.initialModel)
+                window.initialModelListed = true
+            }
+            libraryPage.library.addPaths(paths)
+        }
     }
+    property bool initialModelListed: false
     SettingsViewModel {
         id: settings
         engine: engine
@@ -180,6 +191,7 @@ ApplicationWindow {
                 engine: engine
             }
             LibraryPage {
+                id: libraryPage
                 objectName: "libraryPage"
                 settings: settings
                 onOpenModel: path => {
