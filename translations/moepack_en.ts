@@ -255,133 +255,148 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="222"/>
+        <location filename="../ui/qml/ChatPage.qml" line="216"/>
+        <source>No model is loaded, so this conversation cannot continue: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="217"/>
+        <source>No model is loaded: open one from the Library to continue this conversation.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="221"/>
+        <source>Reload</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="254"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="253"/>
+        <location filename="../ui/qml/ChatPage.qml" line="285"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="270"/>
+        <location filename="../ui/qml/ChatPage.qml" line="302"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="278"/>
+        <location filename="../ui/qml/ChatPage.qml" line="310"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="309"/>
+        <location filename="../ui/qml/ChatPage.qml" line="346"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="314"/>
+        <location filename="../ui/qml/ChatPage.qml" line="351"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="319"/>
+        <location filename="../ui/qml/ChatPage.qml" line="356"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="322"/>
+        <location filename="../ui/qml/ChatPage.qml" line="359"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="323"/>
+        <location filename="../ui/qml/ChatPage.qml" line="360"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="324"/>
+        <location filename="../ui/qml/ChatPage.qml" line="361"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="325"/>
+        <location filename="../ui/qml/ChatPage.qml" line="362"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="326"/>
+        <location filename="../ui/qml/ChatPage.qml" line="363"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="327"/>
+        <location filename="../ui/qml/ChatPage.qml" line="364"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="328"/>
+        <location filename="../ui/qml/ChatPage.qml" line="365"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="349"/>
+        <location filename="../ui/qml/ChatPage.qml" line="386"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="366"/>
+        <location filename="../ui/qml/ChatPage.qml" line="403"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="367"/>
+        <location filename="../ui/qml/ChatPage.qml" line="404"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <location filename="../ui/qml/ChatPage.qml" line="411"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <location filename="../ui/qml/ChatPage.qml" line="416"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="384"/>
+        <location filename="../ui/qml/ChatPage.qml" line="421"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="405"/>
+        <location filename="../ui/qml/ChatPage.qml" line="442"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="407"/>
+        <location filename="../ui/qml/ChatPage.qml" line="444"/>
         <source>Save</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="408"/>
+        <location filename="../ui/qml/ChatPage.qml" line="445"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="408"/>
+        <location filename="../ui/qml/ChatPage.qml" line="445"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="415"/>
+        <location filename="../ui/qml/ChatPage.qml" line="452"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="416"/>
+        <location filename="../ui/qml/ChatPage.qml" line="453"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1039,47 +1054,47 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="91"/>
+        <location filename="../ui/qml/Main.qml" line="102"/>
         <source>Chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="92"/>
+        <location filename="../ui/qml/Main.qml" line="103"/>
         <source>Dashboard</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="93"/>
+        <location filename="../ui/qml/Main.qml" line="104"/>
         <source>Models</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="94"/>
+        <location filename="../ui/qml/Main.qml" line="105"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="95"/>
+        <location filename="../ui/qml/Main.qml" line="106"/>
         <source>Library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="96"/>
+        <location filename="../ui/qml/Main.qml" line="107"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="150"/>
+        <location filename="../ui/qml/Main.qml" line="161"/>
         <source>Loading</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="151"/>
+        <location filename="../ui/qml/Main.qml" line="162"/>
         <source>Error</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="151"/>
+        <location filename="../ui/qml/Main.qml" line="162"/>
         <source>No model</source>
         <translation type="unfinished"></translation>
     </message>

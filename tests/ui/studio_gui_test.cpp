@@ -179,8 +179,23 @@ class StudioGuiTest : public QObject {
     QTest::qWait(600);
     save(window, QStringLiteral("studio-dashboard.png"));
 
-    // Deleting a conversation asks first: Cancel keeps it, OK deletes it.
+    // Without a model the conversation stays readable, with a banner saying why it cannot go on.
     window->setProperty("currentPage", 0);
+    auto* banner = window->findChild<QQuickItem*>(QStringLiteral("noModelBanner"));
+    auto* messageList = window->findChild<QQuickItem*>(QStringLiteral("messageList"));
+    QVERIFY(banner && messageList);
+    QVERIFY(!banner->isVisible());
+    engine->unload();
+    QTRY_COMPARE(engine->state(), EngineController::Empty);
+    QTRY_VERIFY(banner->isVisible());
+    QVERIFY(messageList->isVisible());
+    QCOMPARE(messageList->property("count").toInt(), 4);
+    save(window, QStringLiteral("studio-no-model.png"));
+    engine->reload();
+    QTRY_VERIFY_WITH_TIMEOUT(engine->state() == EngineController::Ready, 180000);
+    QTRY_VERIFY(!banner->isVisible());
+
+    // Deleting a conversation asks first: Cancel keeps it, OK deletes it.
     auto* menu = window->findChild<QObject*>(QStringLiteral("conversationMenu"));
     auto* deleteDialog = window->findChild<QObject*>(QStringLiteral("deleteConversationDialog"));
     QVERIFY(menu && deleteDialog);

@@ -192,6 +192,38 @@ Item {
                     }
                 }
 
+                Rectangle {
+                    objectName: "noModelBanner"
+                    Layout.fillWidth: true
+                    Layout.leftMargin: 16
+                    Layout.rightMargin: 16
+                    Layout.topMargin: 8
+                    implicitHeight: bannerRow.implicitHeight + 16
+                    radius: 8
+                    color: "#fef2f2"
+                    border.color: "#fecaca"
+                    visible: messageList.count > 0 && (page.engine.state === EngineController.Failed
+                                                       || page.engine.state === EngineController.Empty)
+                    RowLayout {
+                        id: bannerRow
+                        anchors.fill: parent
+                        anchors.margins: 8
+                        Label {
+                            Layout.fillWidth: true
+                            wrapMode: Text.Wrap
+                            color: "#991b1b"
+                            text: page.engine.state === EngineController.Failed
+                                  ? qsTr("No model is loaded, so this conversation cannot continue: %1").arg(page.engine.error)
+                                  : qsTr("No model is loaded: open one from the Library to continue this conversation.")
+                        }
+                        Button {
+                            visible: page.engine.state === EngineController.Failed
+                            text: qsTr("Reload")
+                            onClicked: page.engine.reload()
+                        }
+                    }
+                }
+
                 ListView {
                     id: messageList
                     objectName: "messageList"
@@ -282,9 +314,14 @@ Item {
                 }
             }
 
+            // Loading, a lost GPU, or nothing to read: the panel covers the chat. A conversation
+            // with messages stays readable (and exportable) without a model: a banner says why
+            // it cannot continue.
             FirstRunPanel {
                 anchors.fill: parent
                 visible: page.engine.state !== EngineController.Ready
+                         && (page.engine.state === EngineController.Loading
+                             || page.engine.state === EngineController.DeviceLost || messageList.count === 0)
                 engine: page.engine
                 conversationId: page.chat.currentConversationId
                 onOpenSettings: page.openSettings()
