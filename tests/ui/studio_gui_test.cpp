@@ -195,6 +195,14 @@ class StudioGuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(engine->state() == EngineController::Ready, 180000);
     QTRY_VERIFY(!banner->isVisible());
 
+    // Ctrl+N starts a new chat.
+    const qint64 held = chat->currentConversationId();
+    QVERIFY(held != 0);
+    window->requestActivate();
+    QTest::keyClick(window, Qt::Key_N, Qt::ControlModifier);
+    QTRY_COMPARE(chat->currentConversationId(), qint64(0));
+    chat->selectConversation(held);
+
     // Deleting a conversation asks first: Cancel keeps it, OK deletes it.
     auto* menu = window->findChild<QObject*>(QStringLiteral("conversationMenu"));
     auto* deleteDialog = window->findChild<QObject*>(QStringLiteral("deleteConversationDialog"));

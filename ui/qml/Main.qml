@@ -64,6 +64,19 @@ ApplicationWindow {
         engine: engine
     }
 
+    // Ctrl+Q (the platform's Quit) closes the studio; Ctrl+N starts a new chat.
+    Shortcut {
+        sequences: [StandardKey.Quit]
+        onActivated: window.close()
+    }
+    Shortcut {
+        sequences: [StandardKey.New]
+        onActivated: {
+            chat.newConversation()
+            rail.currentIndex = 0
+        }
+    }
+
     Component.onCompleted: {
         if (window.initialModel.length > 0) {
             inspector.load(window.initialModel)
