@@ -359,8 +359,11 @@ class StudioGuiTest : public QObject {
     auto* wizard = convertPage->property("wizard").value<ConvertWizard*>();
     QVERIFY(wizard);
     QTRY_COMPARE_WITH_TIMEOUT(wizard->step(), ConvertWizard::Space, 30000);
-    wizard->chooseOutput(out.path());
+    // The chosen folder gets a folder of its own for the pack, named after the source.
+    QVERIFY(QMetaObject::invokeMethod(convertPage, "chooseFolder",
+                                      Q_ARG(QVariant, QUrl::fromLocalFile(out.path()))));
     QCOMPARE(wizard->step(), ConvertWizard::Options);
+    QCOMPARE(wizard->packDir(), out.path() + QStringLiteral("/tiny-dsv3-wordnet-Q4_K_M-pack"));
     wizard->start();
     QTRY_VERIFY_WITH_TIMEOUT(wizard->step() == ConvertWizard::Done || wizard->step() == ConvertWizard::Failed,
                              180000);
