@@ -408,122 +408,122 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="24"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="35"/>
         <source>Folder for the Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>1. Source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>2. Space</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>3. Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>4. Converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>5. Verifying</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>Done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="41"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="52"/>
         <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
         <translation>专家包需要 %1(其文件 %2,加上 %3 的安全余量)。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="46"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="57"/>
         <source>%1 is free in %2.</source>
         <translation>%2 中可用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="47"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="58"/>
         <source>Choose a folder for it.</source>
         <translation>请为它选择一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="62"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="67"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="72"/>
         <source>Choose the output folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="77"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="74"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="85"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="86"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="81"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="92"/>
         <source>Convert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="95"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="106"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="97"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="108"/>
         <source>%1 · %2/s</source>
         <translation>%1 · %2/s</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="102"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="113"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="109"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="116"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="127"/>
         <source>Delete source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="122"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="133"/>
         <source>Chat now</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1065,47 +1065,47 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>MoePack Studio</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="102"/>
+        <location filename="../ui/qml/Main.qml" line="115"/>
         <source>Chat</source>
         <translation>聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="103"/>
+        <location filename="../ui/qml/Main.qml" line="116"/>
         <source>Dashboard</source>
         <translation>仪表盘</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="104"/>
+        <location filename="../ui/qml/Main.qml" line="117"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="105"/>
+        <location filename="../ui/qml/Main.qml" line="118"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="106"/>
+        <location filename="../ui/qml/Main.qml" line="119"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="107"/>
+        <location filename="../ui/qml/Main.qml" line="120"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="161"/>
+        <location filename="../ui/qml/Main.qml" line="174"/>
         <source>Loading</source>
         <translation>加载中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="162"/>
+        <location filename="../ui/qml/Main.qml" line="175"/>
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="162"/>
+        <location filename="../ui/qml/Main.qml" line="175"/>
         <source>No model</source>
         <translation>无模型</translation>
     </message>
@@ -1172,17 +1172,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="158"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
+        <source>Copied</source>
+        <translation>已复制</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/MessageBubble.qml" line="178"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="180"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>

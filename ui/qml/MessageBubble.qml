@@ -155,9 +155,20 @@ Item {
                 font.capitalization: Font.MixedCase
                 visible: !bubble.streaming && !bubble.editing
                 opacity: hover.hovered ? 1 : 0.35
-                text: qsTr("Copy")
+                id: copyButton
+                property bool copied: false
+                text: copyButton.copied ? qsTr("Copied") : qsTr("Copy")
                 font.pixelSize: 11
-                onClicked: bubble.copyRequested()
+                onClicked: {
+                    bubble.copyRequested()
+                    copyButton.copied = true  // for 1.5 s: the click did something
+                    copiedTimer.restart()
+                }
+                Timer {
+                    id: copiedTimer
+                    interval: 1500
+                    onTriggered: copyButton.copied = false
+                }
             }
             ToolButton {
                 implicitHeight: 28
