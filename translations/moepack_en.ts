@@ -362,41 +362,46 @@ What does &quot;salmon&quot; mean?</source>
     </message>
     <message>
         <location filename="../ui/qml/ChatPage.qml" line="416"/>
+        <source>Delete</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="417"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="421"/>
+        <location filename="../ui/qml/ChatPage.qml" line="422"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="442"/>
+        <location filename="../ui/qml/ChatPage.qml" line="443"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="444"/>
+        <location filename="../ui/qml/ChatPage.qml" line="445"/>
         <source>Save</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="445"/>
+        <location filename="../ui/qml/ChatPage.qml" line="446"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="445"/>
+        <location filename="../ui/qml/ChatPage.qml" line="446"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="452"/>
+        <location filename="../ui/qml/ChatPage.qml" line="453"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="453"/>
+        <location filename="../ui/qml/ChatPage.qml" line="454"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -566,126 +571,131 @@ What does &quot;salmon&quot; mean?</source>
     </message>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="129"/>
-        <source>SSD read per token</source>
+        <source>SSD read per token (last reply)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="132"/>
-        <source>Tokens</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="133"/>
-        <source>Cache hits</source>
+        <location filename="../ui/qml/DashboardPage.qml" line="130"/>
+        <source>the decoded tokens&apos; pack_read_bytes / tokens (all tokens so far: %1)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="134"/>
-        <source>Cache misses</source>
+        <source>Tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="135"/>
-        <source>Evictions</source>
+        <source>Cache hits</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
+        <source>Cache misses</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="137"/>
+        <source>Evictions</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="139"/>
         <source>Prefetched: used / read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="141"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="143"/>
         <source>Cache slots used</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="143"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="145"/>
         <source>%1 / %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="144"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
         <source>resident</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="148"/>
         <source>Read from SSD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
         <source>Copied to the GPU</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
         <source>Buffered reads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
         <source>I/O errors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="163"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="165"/>
         <source>Cache occupancy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="175"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="177"/>
         <source>%1 of %2 MiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="177"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="179"/>
         <source>experts resident (no cache)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="195"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="197"/>
         <source>Cache hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="204"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="206"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="209"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="211"/>
         <source>per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="217"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="219"/>
         <source>cumulative</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="229"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="231"/>
         <source>SSD reads per token (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="242"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="244"/>
         <source>Evictions per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="264"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="266"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="300"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="302"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -886,157 +896,162 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="272"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="276"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="284"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="291"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="293"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="298"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="300"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="301"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="300"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="302"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="308"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="310"/>
         <source>Load</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="314"/>
         <source>Load %1 and chat with it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="349"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="351"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="354"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="355"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="391"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="393"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="413"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="415"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="415"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="417"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="416"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
         <source>cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="417"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="419"/>
         <source>done · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
         <source>paused · %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="420"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
+        <source>paused · %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1054,47 +1069,47 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="115"/>
+        <location filename="../ui/qml/Main.qml" line="117"/>
         <source>Chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="116"/>
+        <location filename="../ui/qml/Main.qml" line="118"/>
         <source>Dashboard</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="117"/>
+        <location filename="../ui/qml/Main.qml" line="119"/>
         <source>Models</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="118"/>
+        <location filename="../ui/qml/Main.qml" line="120"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="119"/>
+        <location filename="../ui/qml/Main.qml" line="121"/>
         <source>Library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="120"/>
+        <location filename="../ui/qml/Main.qml" line="122"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="174"/>
+        <location filename="../ui/qml/Main.qml" line="176"/>
         <source>Loading</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="175"/>
+        <location filename="../ui/qml/Main.qml" line="177"/>
         <source>Error</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="175"/>
+        <location filename="../ui/qml/Main.qml" line="177"/>
         <source>No model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1915,22 +1930,22 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="43"/>
+        <location filename="../ui/chat_view_model.cpp" line="45"/>
         <source>Cannot open the conversation database: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="240"/>
+        <location filename="../ui/chat_view_model.cpp" line="245"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="287"/>
+        <location filename="../ui/chat_view_model.cpp" line="292"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="350"/>
+        <location filename="../ui/chat_view_model.cpp" line="355"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2279,7 +2294,7 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="140"/>
+        <location filename="../ui/library_view_model.cpp" line="158"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>%n model found in %1</numerusform>
@@ -2287,27 +2302,27 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="147"/>
+        <location filename="../ui/library_view_model.cpp" line="165"/>
         <source>Ollama model %1 added</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="159"/>
+        <location filename="../ui/library_view_model.cpp" line="177"/>
         <source>Removed; %1 freed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="175"/>
+        <location filename="../ui/library_view_model.cpp" line="193"/>
         <source>unknown model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="178"/>
+        <location filename="../ui/library_view_model.cpp" line="196"/>
         <source>Ollama&apos;s blobs are shared between its models; remove it with `ollama rm %1`</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="184"/>
+        <location filename="../ui/library_view_model.cpp" line="202"/>
         <source>%1 is outside the models folder %2; MoePack only deletes files there</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2326,22 +2341,22 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="110"/>
+        <location filename="../ui/settings_view_model.cpp" line="109"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="116"/>
+        <location filename="../ui/settings_view_model.cpp" line="115"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="119"/>
+        <location filename="../ui/settings_view_model.cpp" line="118"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="130"/>
+        <location filename="../ui/settings_view_model.cpp" line="129"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>

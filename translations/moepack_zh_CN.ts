@@ -26,7 +26,7 @@
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="91"/>
         <source>Benchmarks</source>
-        <translation type="unfinished"></translation>
+        <translation>基准测试</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="99"/>
@@ -361,46 +361,47 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="416"/>
+        <location filename="../ui/qml/ChatPage.qml" line="417"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
+        <location filename="../ui/qml/ChatPage.qml" line="416"/>
         <source>Delete</source>
-        <translation type="vanished">删除</translation>
+        <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="421"/>
+        <location filename="../ui/qml/ChatPage.qml" line="422"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="442"/>
+        <location filename="../ui/qml/ChatPage.qml" line="443"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="444"/>
+        <location filename="../ui/qml/ChatPage.qml" line="445"/>
         <source>Save</source>
         <translation>保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="445"/>
+        <location filename="../ui/qml/ChatPage.qml" line="446"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="445"/>
+        <location filename="../ui/qml/ChatPage.qml" line="446"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="452"/>
+        <location filename="../ui/qml/ChatPage.qml" line="453"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="453"/>
+        <location filename="../ui/qml/ChatPage.qml" line="454"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -560,7 +561,7 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="124"/>
         <source>Decode (last reply)</source>
-        <translation type="unfinished"></translation>
+        <translation>解码(上一条回复)</translation>
     </message>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="127"/>
@@ -568,129 +569,138 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>预填充(上一条回复)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="129"/>
         <source>SSD read per token</source>
-        <translation>每词元 SSD 读取</translation>
+        <translation type="vanished">每词元 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="132"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="129"/>
+        <source>SSD read per token (last reply)</source>
+        <translation>每词元 SSD 读取(上一条回复)</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="130"/>
+        <source>the decoded tokens&apos; pack_read_bytes / tokens (all tokens so far: %1)</source>
+        <translation>解码词元的 pack_read_bytes / 词元数(迄今所有词元:%1)</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="134"/>
         <source>Tokens</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="133"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
         <source>Cache hits</source>
         <translation>缓存命中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="134"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
         <source>Cache misses</source>
         <translation>缓存未命中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
         <source>Evictions</source>
         <translation>驱逐</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="139"/>
         <source>Prefetched: used / read</source>
         <translation>预取:已用 / 已读</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="141"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="143"/>
         <source>Cache slots used</source>
         <translation>已用缓存槽</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="143"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="145"/>
         <source>%1 / %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="144"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
         <source>resident</source>
         <translation>常驻</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="148"/>
         <source>Read from SSD</source>
-        <translation type="unfinished"></translation>
+        <translation>从 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
         <source>Copied to the GPU</source>
         <translation>复制到 GPU</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
         <source>Buffered reads</source>
         <translation>缓冲读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation>fallback_count:未使用 O_DIRECT 的读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
         <source>I/O errors</source>
         <translation>I/O 错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="163"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="165"/>
         <source>Cache occupancy</source>
         <translation>缓存占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="175"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="177"/>
         <source>%1 of %2 MiB</source>
         <translation>%1 / %2 MiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="177"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="179"/>
         <source>experts resident (no cache)</source>
         <translation>专家常驻内存（无缓存）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="195"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="197"/>
         <source>Cache hit rate</source>
         <translation>缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="204"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="206"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="209"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="211"/>
         <source>per token</source>
         <translation>每词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="217"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="219"/>
         <source>cumulative</source>
         <translation>累计</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="229"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="231"/>
         <source>SSD reads per token (KiB)</source>
         <translation>每词元 SSD 读取量 (KiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="242"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="244"/>
         <source>Evictions per token</source>
         <translation>每词元淘汰数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="264"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="266"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
-        <translation type="unfinished"></translation>
+        <translation>缓存中的专家(行:MoE 层,列:专家)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="300"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="302"/>
         <source>All experts are resident (no expert cache on this path)</source>
-        <translation type="unfinished"></translation>
+        <translation>所有专家常驻(此路径无专家缓存)</translation>
     </message>
 </context>
 <context>
@@ -879,7 +889,7 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="171"/>
         <source>Plan the context for: memory (GiB)</source>
-        <translation type="unfinished"></translation>
+        <translation>规划上下文:内存(GiB)</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="180"/>
@@ -897,157 +907,162 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="272"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="276"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="284"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="291"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="293"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="298"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="300"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="301"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="300"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="302"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="308"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="310"/>
         <source>Load</source>
         <translation>加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="314"/>
         <source>Load %1 and chat with it</source>
         <translation>加载 %1 并与之对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="337"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="349"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="351"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="354"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="355"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="391"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="393"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="413"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="415"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="415"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="417"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="416"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="417"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="419"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="420"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
+        <source>paused · %1</source>
+        <translation>已暂停 · %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1065,47 +1080,47 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>MoePack Studio</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="115"/>
+        <location filename="../ui/qml/Main.qml" line="117"/>
         <source>Chat</source>
         <translation>聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="116"/>
+        <location filename="../ui/qml/Main.qml" line="118"/>
         <source>Dashboard</source>
         <translation>仪表盘</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="117"/>
+        <location filename="../ui/qml/Main.qml" line="119"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="118"/>
+        <location filename="../ui/qml/Main.qml" line="120"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="119"/>
+        <location filename="../ui/qml/Main.qml" line="121"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="120"/>
+        <location filename="../ui/qml/Main.qml" line="122"/>
         <source>Benchmarks</source>
-        <translation type="unfinished"></translation>
+        <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="174"/>
+        <location filename="../ui/qml/Main.qml" line="176"/>
         <source>Loading</source>
         <translation>加载中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="175"/>
+        <location filename="../ui/qml/Main.qml" line="177"/>
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="175"/>
+        <location filename="../ui/qml/Main.qml" line="177"/>
         <source>No model</source>
         <translation>无模型</translation>
     </message>
@@ -1144,7 +1159,7 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/MessageBubble.qml" line="123"/>
         <source>%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 个提示词元 · %2 个词元 · 首词元 %3 ms · 预填充 %4 词元/秒</translation>
     </message>
     <message>
         <location filename="../ui/qml/MessageBubble.qml" line="126"/>
@@ -1695,7 +1710,7 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="132"/>
         <source>The loaded model runs with %1: its trained context.</source>
-        <translation type="unfinished"></translation>
+        <translation>已加载的模型以 %1 运行:即其训练上下文长度。</translation>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="138"/>
@@ -1940,22 +1955,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="43"/>
+        <location filename="../ui/chat_view_model.cpp" line="45"/>
         <source>Cannot open the conversation database: %1</source>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="240"/>
+        <location filename="../ui/chat_view_model.cpp" line="245"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="287"/>
+        <location filename="../ui/chat_view_model.cpp" line="292"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="350"/>
+        <location filename="../ui/chat_view_model.cpp" line="355"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
@@ -2306,34 +2321,34 @@ What does &quot;salmon&quot; mean?</translation>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="140"/>
+        <location filename="../ui/library_view_model.cpp" line="158"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>在 %1 中找到 %n 个模型</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="147"/>
+        <location filename="../ui/library_view_model.cpp" line="165"/>
         <source>Ollama model %1 added</source>
         <translation>已添加 Ollama 模型 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="159"/>
+        <location filename="../ui/library_view_model.cpp" line="177"/>
         <source>Removed; %1 freed</source>
         <translation>已移除；释放了 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="175"/>
+        <location filename="../ui/library_view_model.cpp" line="193"/>
         <source>unknown model</source>
         <translation>未知模型</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="178"/>
+        <location filename="../ui/library_view_model.cpp" line="196"/>
         <source>Ollama&apos;s blobs are shared between its models; remove it with `ollama rm %1`</source>
         <translation>Ollama 的数据块在其模型之间共享；请用 `ollama rm %1` 移除</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="184"/>
+        <location filename="../ui/library_view_model.cpp" line="202"/>
         <source>%1 is outside the models folder %2; MoePack only deletes files there</source>
         <translation>%1 不在模型文件夹 %2 中；MoePack 只删除该文件夹中的文件</translation>
     </message>
@@ -2351,22 +2366,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="110"/>
+        <location filename="../ui/settings_view_model.cpp" line="109"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="116"/>
+        <location filename="../ui/settings_view_model.cpp" line="115"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="119"/>
+        <location filename="../ui/settings_view_model.cpp" line="118"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="130"/>
+        <location filename="../ui/settings_view_model.cpp" line="129"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>

@@ -1,6 +1,7 @@
 #include "ui/chat_view_model.h"
 
 #include <QClipboard>
+#include <QFileInfo>
 #include <QGuiApplication>
 #include <QLoggingCategory>
 
@@ -74,21 +75,24 @@ void ChatViewModel::setEngine(EngineController* e) {
                        << connect(e, &EngineController::generationFailed, this, &ChatViewModel::onFailed)
                        << connect(e, &EngineController::stateChanged, this, &ChatViewModel::canSendChanged)
                        << connect(e, &EngineController::modelLoaded, this, &ChatViewModel::onModelLoaded);
+    if (e->state() == EngineController::Ready) onModelLoaded();  // the model already loaded
   }
   emit engineChanged();
   emit canSendChanged();
 }
 
 void ChatViewModel::onModelLoaded() {
-  // A conversation stays with the model it was held with: another model starts a new chat (the
-  // same model again, e.g. after a settings reload, keeps it).
-  if (!store_ || !engine_ || current_ == 0) return;
-  try {
-    const auto c = store_->conversation(current_);
-    if (c && !c->modelPath.isEmpty() && c->modelPath != engine_->modelPath()) newConversation();
-  } catch (const std::exception& e) {
-    setError(QString::fromUtf8(e.what()));
-  }
+  // A conversation stays with the model it was held with: when the loaded model changes from one
+  // model to another, the open chat is left for a new one. The first load (a start, a restart
+  // reopening its conversation) and a reload of the same model (settings applied, Reload) keep
+  // it; paths are compared canonically (a relative path, a trailing slash).
+  if (!engine_) return;
+  const QString path = engine_->modelPath();
+  const QString canonical = QFileInfo(path).canonicalFilePath();
+  const QString now = canonical.isEmpty() ? path : canonical;
+  const bool changed = !lastModel_.isEmpty() && now != lastModel_;
+  lastModel_ = now;
+  if (changed && current_ != 0) newConversation();
 }
 
 void ChatViewModel::setSettings(SettingsViewModel* s) {

@@ -141,6 +141,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
     qint64 conversation = 0;
   } pending_;
   QList<QMetaObject::Connection> engineConnections_;
+  QString lastModel_;  // the model loaded last (canonical path), for onModelLoaded
 };
 
 }  // namespace moepack::ui

@@ -132,6 +132,24 @@ void LibraryViewModel::addPaths(const QStringList& pathsOrUrls) {
   });
 }
 
+void LibraryViewModel::addQuietly(const QStringList& paths) {
+  QStringList existing;
+  for (const QString& p : paths) {
+    const QString local = localPath(p);
+    if (QFileInfo::exists(local)) existing << local;  // an Ollama name is not a path: skipped
+  }
+  if (existing.isEmpty()) return;
+  enqueue([existing](ModelLibrary& lib, Result&) {
+    for (const QString& p : existing) {
+      try {
+        lib.addPath(p);
+      } catch (const std::exception& e) {
+        qCInfo(lcLibrary) << "library: not added:" << p << e.what();
+      }
+    }
+  });
+}
+
 void LibraryViewModel::scanFolder(const QString& pathOrUrl) {
   const QString folder = localPath(pathOrUrl);
   enqueue([folder](ModelLibrary& lib, Result& r) {

@@ -40,6 +40,9 @@ class LibraryViewModel : public QObject {
   // Each accepts a local path or a file:// URL (as DropArea and FileDialog give them).
   Q_INVOKABLE void addPath(const QString& pathOrUrl);
   Q_INVOKABLE void addPaths(const QStringList& pathsOrUrls);  // a drop of several files
+  // Adds the paths that exist, in order, with no status message (failures only logged): what the
+  // studio opened joins the library.
+  Q_INVOKABLE void addQuietly(const QStringList& paths);
   Q_INVOKABLE void scanFolder(const QString& pathOrUrl);
   Q_INVOKABLE void addOllama(const QString& name, const QString& ollamaDir = QString());
   Q_INVOKABLE void refresh();

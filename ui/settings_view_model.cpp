@@ -2,7 +2,6 @@
 
 #include <QCoreApplication>
 #include <QFile>
-#include <QLocale>
 #include <QLoggingCategory>
 #include <QQmlEngine>
 #include <QSettings>
@@ -129,7 +128,8 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
     const double v = value.toDouble(&ok);
     if (!ok || !std::isfinite(v)) return tr("Enter a number.");
     // Limits as plain numbers ("16777216", not "1.67772e+07").
-    const auto num = [](double x) { return QLocale().toString(x, 'f', x == std::floor(x) ? 0 : 2); };
+    // (C locale: the form the field itself accepts.)
+    const auto num = [](double x) { return QString::number(x, 'f', x == std::floor(x) ? 0 : 2); };
     if (v < r.lo || v > r.hi) return tr("Between %1 and %2.").arg(num(r.lo), num(r.hi));
     return {};
   }

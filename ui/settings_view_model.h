@@ -35,6 +35,7 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   Q_INTERFACES(QQmlParserStatus)
   Q_PROPERTY(moepack::ui::EngineController* engine READ engine WRITE setEngine NOTIFY engineChanged)
   Q_PROPERTY(QVariantMap values READ values NOTIFY valuesChanged)    // the draft
+  Q_PROPERTY(QVariantMap appliedValues READ appliedValues NOTIFY valuesChanged)  // stored by apply()
   Q_PROPERTY(QVariantMap errors READ errors NOTIFY valuesChanged)    // key -> message
   Q_PROPERTY(bool dirty READ dirty NOTIFY valuesChanged)
   Q_PROPERTY(bool valid READ valid NOTIFY valuesChanged)
@@ -62,6 +63,7 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   EngineController* engine() const { return engine_; }
   void setEngine(EngineController* e);
   QVariantMap values() const { return draft_; }
+  QVariantMap appliedValues() const { return saved_; }
   QVariantMap errors() const { return errors_; }
   bool dirty() const { return draft_ != saved_; }
   bool valid() const { return errors_.isEmpty(); }

@@ -46,7 +46,7 @@ void TelemetryViewModel::clear() {
   evictions_.clear();
   xMin_ = 0;
   xMax_ = 1;
-  decodeTps_ = prefillTps_ = 0;
+  decodeTps_ = prefillTps_ = decodeReadPerToken_ = 0;
   readMax_ = evictMax_ = 1;
   residency_ = {};
   emit updated();
@@ -116,7 +116,7 @@ void TelemetryViewModel::poll() {
   std::reverse(evictions_.begin(), evictions_.end());
   std::reverse(cumulative_.begin(), cumulative_.end());
   // The latest reply: its first sample (the prefill) and the decode samples after it.
-  decodeTps_ = prefillTps_ = 0;
+  decodeTps_ = prefillTps_ = decodeReadPerToken_ = 0;
   {
     auto start = samples.end();
     for (auto it = samples.rbegin(); it != samples.rend(); ++it) {
@@ -127,13 +127,15 @@ void TelemetryViewModel::poll() {
     }
     if (start != samples.end() && start->forward_ms > 0)
       prefillTps_ = static_cast<double>(start->forwarded) * 1000.0 / start->forward_ms;
-    double ms = 0;
+    double ms = 0, bytes = 0;
     size_t n = 0;
     for (auto it = start == samples.end() ? samples.begin() : std::next(start); it != samples.end(); ++it) {
       ms += it->forward_ms;
       n += it->forwarded;
+      bytes += static_cast<double>(it->read_bytes);
     }
     if (n > 0 && ms > 0) decodeTps_ = static_cast<double>(n) * 1000.0 / ms;
+    decodeReadPerToken_ = n > 0 ? bytes / static_cast<double>(n) : 0;
   }
   xMax_ = std::max(1.0, static_cast<double>(s.tokens));
   xMin_ = samples.empty() ? 0.0 : static_cast<double>(samples.front().index);

@@ -53,6 +53,9 @@ class TelemetryViewModel : public QObject {
   Q_PROPERTY(double decodeTps READ decodeTps NOTIFY updated)
   Q_PROPERTY(double prefillTps READ prefillTps NOTIFY updated)
   Q_PROPERTY(double readBytesPerToken READ readBytesPerToken NOTIFY updated)  // pack bytes / tokens
+  // SSD bytes per decoded token of the latest reply (its samples after the first: prefill and
+  // its prompt's reads left out), 0 before one.
+  Q_PROPERTY(double decodeReadBytesPerToken READ decodeReadBytesPerToken NOTIFY updated)
   Q_PROPERTY(int slotsUsed READ slotsUsed NOTIFY updated)
   Q_PROPERTY(int slotCount READ slotCount NOTIFY updated)
   Q_PROPERTY(double slotMib READ slotMib NOTIFY updated)
@@ -96,6 +99,7 @@ class TelemetryViewModel : public QObject {
   double decodeTps() const { return decodeTps_; }
   double prefillTps() const { return prefillTps_; }
   double readBytesPerToken() const { return snap_.read_bytes_per_token(); }
+  double decodeReadBytesPerToken() const { return decodeReadPerToken_; }
   int slotsUsed() const;
   int slotCount() const;
   double slotMib() const;
@@ -124,7 +128,7 @@ class TelemetryViewModel : public QObject {
   TelemetrySnapshot snap_;
   std::vector<QPointF> hitRate_, cumulative_, readKiB_, evictions_;
   double xMin_ = 0, xMax_ = 1, readMax_ = 1, evictMax_ = 1;
-  double decodeTps_ = 0, prefillTps_ = 0;
+  double decodeTps_ = 0, prefillTps_ = 0, decodeReadPerToken_ = 0;
   ResidencyMap residency_;
 };
 

@@ -207,6 +207,21 @@ class ChatViewModelTest : public QObject {
     QVERIFY(vm.currentConversationId() != first);
     QCOMPARE(vm.store()->conversation(vm.currentConversationId())->modelPath, QString("b.gguf"));
     QCOMPARE(vm.conversations()->count(), 2);
+    // Going on with the first conversation on b, then a reload of b (settings applied): kept.
+    vm.selectConversation(first);
+    QVERIFY(vm.send("still here"));
+    QVERIFY(finished.wait(5000));
+    e.reload();
+    QVERIFY(loaded.wait(5000));
+    QCOMPARE(vm.currentConversationId(), first);
+    // A new view-model (a restart reopening its conversation) keeps it on the first load.
+    ChatViewModel restarted;
+    QVERIFY(restarted.openDatabase(dir.filePath("c.sqlite")));
+    restarted.selectConversation(first);
+    e.load("a.gguf", false);
+    restarted.setEngine(&e);
+    QVERIFY(loaded.wait(5000));
+    QCOMPARE(restarted.currentConversationId(), first);
   }
 
   void stopKeepsThePartialReply() {

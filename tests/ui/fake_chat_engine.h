@@ -73,6 +73,7 @@ class FakeChatEngine final : public ChatEngine {
       ts.reply_start = first;
       ts.forwarded = first ? static_cast<uint32_t>(r.prompt_tokens.size()) : 1;
       ts.forward_ms = first ? 6.0 * static_cast<double>(messages.size()) : script_.decode_ms;
+      if (first) ts.read_bytes = 3 * 4096;  // the prefill reads more (its prompt's experts)
       telemetry_.record_token(ts);
       if (on_text && !on_text(w, r.tokens.back())) {
         r.stop_reason = StopReason::Cancelled;

@@ -262,9 +262,9 @@ class StudioGuiTest : public QObject {
     QTest::qWait(200);
     save(window, QStringLiteral("studio-library.png"));
     // What was opened joined the library: the demo GGUF, linked to the first run's pack.
-    auto* library = window->findChild<QObject*>(QStringLiteral("libraryPage"))
-                        ->property("library")
-                        .value<LibraryViewModel*>();
+    QObject* libraryPageItem = window->findChild<QObject*>(QStringLiteral("libraryPage"));
+    QVERIFY(libraryPageItem);
+    auto* library = libraryPageItem->property("library").value<LibraryViewModel*>();
     QVERIFY(library);
     const auto demoRow = [&]() -> int {
       const auto& es = library->models()->entries();

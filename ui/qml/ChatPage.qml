@@ -413,6 +413,7 @@ Item {
         modal: true
         standardButtons: Dialog.Ok | Dialog.Cancel
         onAccepted: page.chat.deleteConversation(conversationMenu.targetId)
+        Component.onCompleted: standardButton(Dialog.Ok).text = qsTr("Delete")
         Label { text: qsTr("Its messages are deleted for good.") }
     }
 

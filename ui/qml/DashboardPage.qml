@@ -126,8 +126,10 @@ Item {
                 }
                 Card { name: qsTr("Prefill (last reply)"); value: page.rate(page.telemetry.prefillTps) }
                 Card {
-                    name: qsTr("SSD read per token"); counter: "pack_read_bytes / tokens"
-                    value: page.bytes(page.telemetry.readBytesPerToken)
+                    name: qsTr("SSD read per token (last reply)")
+                    counter: qsTr("the decoded tokens' pack_read_bytes / tokens (all tokens so far: %1)")
+                             .arg(page.bytes(page.telemetry.readBytesPerToken))
+                    value: page.bytes(page.telemetry.decodeReadBytesPerToken)
                 }
                 Card { name: qsTr("Tokens"); value: page.count(page.telemetry.tokens) }
                 Card { name: qsTr("Cache hits"); counter: "cache_hits"; value: page.count(page.telemetry.cacheHits) }

@@ -258,7 +258,9 @@ Page {
                     readonly property string loadPath: row.kind === "pack" ? row.path
                                                        : row.packStatus === "ready" && row.packPath.length > 0 ? row.packPath
                                                        : row.path
+                    // (Not while its pack is being built: loading would convert it a second time.)
                     readonly property bool loadable: row.kind === "pack" ? row.packStatus === "ready"
+                                                     : row.packStatus === "building" ? false
                                                      : row.sourcePresent || (row.packStatus === "ready" && row.packPath.length > 0)
                     onDoubleClicked: if (row.loadable) page.openModel(row.loadPath)
                     contentItem: RowLayout {
@@ -415,8 +417,11 @@ Page {
                                 : dl.state === "queued" ? qsTr("queued")
                                 : dl.state === "cancelled" ? qsTr("cancelled")
                                 : dl.state === "finished" ? qsTr("done · %1").arg(page.library.formatBytes(dl.bytesDone))
-                                : dl.state === "paused" ? qsTr("paused · %1 of %2").arg(page.library.formatBytes(dl.bytesDone))
-                                  .arg(page.library.formatBytes(Math.max(dl.bytesTotal, 0)))
+                                : dl.state === "paused" ? (dl.bytesTotal > 0
+                                  ? qsTr("paused · %1 of %2").arg(page.library.formatBytes(dl.bytesDone))
+                                    .arg(page.library.formatBytes(dl.bytesTotal))
+                                  : qsTr("paused · %1").arg(page.library.formatBytes(dl.bytesDone)))
+                                : dl.state !== "downloading" ? dl.state
                                 : qsTr("%1 of %2 · %3/s · %4").arg(page.library.formatBytes(dl.bytesDone))
                                   .arg(page.library.formatBytes(Math.max(dl.bytesTotal, 0)))
                                   .arg(page.library.formatBytes(dl.rate))

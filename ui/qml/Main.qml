@@ -32,17 +32,19 @@ ApplicationWindow {
         id: engine
         onModelLoaded: {
             if (inspector.path.length === 0) inspector.load(window.initialModel)
-            // What was opened joins the library (the model given at start, and the pack loaded),
-            // so the Library lists it and can load it again.
-            const paths = [engine.modelPath]
-            if (window.initialModel.length > 0 && !window.initialModelListed) {
-                paths.unshift(window.initialModel)
-                window.initialModelListed = true
+            // What was opened joins the library (the model given at start, then the pack
+            // loaded, so the source links to it), once a session, quietly.
+            const paths = []
+            for (const p of [window.initialModel, engine.modelPath]) {
+                if (p.length > 0 && !window.listedModels[p]) {
+                    window.listedModels[p] = true
+                    paths.push(p)
+                }
             }
-            libraryPage.library.addPaths(paths)
+            if (paths.length > 0) libraryPage.library.addQuietly(paths)
         }
     }
-    property bool initialModelListed: false
+    property var listedModels: ({})
     SettingsViewModel {
         id: settings
         engine: engine

@@ -128,7 +128,7 @@ Item {
                     key: "n_ctx"
                     label: qsTr("Context length (tokens)")
                     // The engine caps n_ctx at the model's trained context: say so when it did.
-                    hint: page.engine.nCtx > 0 && page.engine.nCtx < Number(page.settings.values.n_ctx)
+                    hint: page.engine.nCtx > 0 && page.engine.nCtx < Number(page.settings.appliedValues.n_ctx)
                           ? qsTr("The loaded model runs with %1: its trained context.").arg(page.engine.nCtx)
                           : ""
                 }
