@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "app/commands.h"
@@ -39,11 +40,15 @@ std::function<int()> add_inspect(CLI::App& app) {
     std::error_code ec;
     const bool is_dir = std::filesystem::is_directory(in, ec);
     const bool is_pack = is_dir || in.filename() == kPackManifestName;
-    const std::string pack_dir = !is_pack ? std::string()
-                                 : is_dir ? in.string()
-                                          : (in.has_parent_path() ? in.parent_path().string() : ".");
+    std::string pack_dir = !is_pack ? std::string()
+                           : is_dir ? in.string()
+                                    : (in.has_parent_path() ? in.parent_path().string() : ".");
+    while (pack_dir.size() > 1 && pack_dir.back() == '/') pack_dir.pop_back();  // "pack/" is "pack"
+    // summarize_pack first: a directory that is no pack is refused as such ("no manifest.json").
+    std::optional<ModelSummary> pack_summary;
+    if (is_pack) pack_summary = summarize_pack(pack_dir);
     const GgufModel model = GgufModel::open(is_pack ? pack_dir + "/" + kPackDenseName : opt->model);
-    const ModelSummary s = is_pack ? summarize_pack(pack_dir) : summarize(model);
+    const ModelSummary s = is_pack ? *pack_summary : summarize(model);
     nlohmann::json pack_json;
     std::string pack_text;
     if (is_pack) {

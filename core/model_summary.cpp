@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -250,7 +251,12 @@ nlohmann::json summary_to_json(const ModelSummary& s, const GgufModel& model, bo
   return j;
 }
 
-ModelSummary summarize_pack(const std::string& pack_dir) {
+ModelSummary summarize_pack(const std::string& pack_dir_in) {
+  std::string pack_dir = pack_dir_in;  // "pack/" and "pack" name the same files
+  while (pack_dir.size() > 1 && pack_dir.back() == '/') pack_dir.pop_back();
+  if (!std::filesystem::exists(pack_dir + "/" + kPackManifestName)) {
+    throw Error(pack_dir + ": not an Expert Pack (no " + kPackManifestName + ")");
+  }
   const std::string dense_path = pack_dir + "/" + kPackDenseName;
   const GgufModel dense = GgufModel::open(dense_path);
   ModelSummary s = summarize(dense);

@@ -74,8 +74,9 @@ ModelSummary summarize(const GgufModel& model);
 // tensors and tokenizer, plus the routed experts from manifest.json's layout (one stacked tensor
 // per layer and role, as llama.cpp writes them: shapes with the expert index last, bytes, types;
 // a legacy per-expert source reads as stacked).
-// `files` are dense.gguf and experts.bin, `file_bytes` their sizes. Throws what
-// GgufModel::open and read_manifest throw (IoError, FormatError naming the file).
+// `files` are dense.gguf and experts.bin, `file_bytes` their sizes. Throws Error for a directory
+// without manifest.json ("not an Expert Pack"), and what GgufModel::open and read_manifest throw
+// (IoError, FormatError naming the file).
 ModelSummary summarize_pack(const std::string& pack_dir);
 
 // JSON object as printed by `moepack inspect --json` (docs/cli.md). With `with_tensors`,

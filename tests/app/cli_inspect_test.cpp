@@ -224,11 +224,15 @@ TEST_F(CliInspect, ExpertPackInspectsAsItsSource) {
     ASSERT_EQ(t.exit_code, 0) << t.err;
     EXPECT_NE(t.err.find("expert pack:  " + pack + ": 48 experts"), std::string::npos) << t.err;
   }
+  // A trailing slash names the same pack.
+  const RunResult slash = run_cli({"inspect", pack + "/", "--json"});
+  ASSERT_EQ(slash.exit_code, 0) << slash.err;
+  EXPECT_EQ(json::parse(slash.out)["files"], json::array({pack + "/dense.gguf", pack + "/experts.bin"}));
   ASSERT_EQ(std::remove((pack + "/manifest.json").c_str()), 0);
   const RunResult r = run_cli({"inspect", pack, "--json"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find(pack + "/manifest.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(pack + ": not an Expert Pack (no manifest.json)"), std::string::npos) << r.err;
 }
 
 TEST_F(CliInspect, EveryModelInspects) {
