@@ -38,12 +38,8 @@ std::function<int()> add_inspect(CLI::App& app) {
     // tensors, the routed experts from the manifest.
     const std::filesystem::path in(opt->model);
     std::error_code ec;
-    const bool is_dir = std::filesystem::is_directory(in, ec);
-    const bool is_pack = is_dir || in.filename() == kPackManifestName;
-    std::string pack_dir = !is_pack ? std::string()
-                           : is_dir ? in.string()
-                                    : (in.has_parent_path() ? in.parent_path().string() : ".");
-    while (pack_dir.size() > 1 && pack_dir.back() == '/') pack_dir.pop_back();  // "pack/" is "pack"
+    const bool is_pack = std::filesystem::is_directory(in, ec) || in.filename() == kPackManifestName;
+    const std::string pack_dir = is_pack ? pack_dir_of(opt->model) : std::string();  // "pack/" is "pack"
     // summarize_pack first: a directory that is no pack is refused as such ("no manifest.json").
     std::optional<ModelSummary> pack_summary;
     if (is_pack) pack_summary = summarize_pack(pack_dir);

@@ -251,9 +251,8 @@ nlohmann::json summary_to_json(const ModelSummary& s, const GgufModel& model, bo
   return j;
 }
 
-ModelSummary summarize_pack(const std::string& pack_dir_in) {
-  std::string pack_dir = pack_dir_in;  // "pack/" and "pack" name the same files
-  while (pack_dir.size() > 1 && pack_dir.back() == '/') pack_dir.pop_back();
+ModelSummary summarize_pack(const std::string& path) {
+  const std::string pack_dir = pack_dir_of(path);  // "pack/" and "pack/manifest.json" name "pack"
   if (!std::filesystem::exists(pack_dir + "/" + kPackManifestName)) {
     throw Error(pack_dir + ": not an Expert Pack (no " + kPackManifestName + ")");
   }

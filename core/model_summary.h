@@ -77,7 +77,7 @@ ModelSummary summarize(const GgufModel& model);
 // `files` are dense.gguf and experts.bin, `file_bytes` their sizes. Throws Error for a directory
 // without manifest.json ("not an Expert Pack"), and what GgufModel::open and read_manifest throw
 // (IoError, FormatError naming the file).
-ModelSummary summarize_pack(const std::string& pack_dir);
+ModelSummary summarize_pack(const std::string& path);  // the directory or its manifest.json
 
 // JSON object as printed by `moepack inspect --json` (docs/cli.md). With `with_tensors`,
 // includes every tensor (name, type, ne, nbytes, file_offset, shard).

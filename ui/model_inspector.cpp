@@ -27,7 +27,7 @@ void ModelInspector::load(const QString& path) {
   // An Expert Pack: its directory or its manifest.json.
   const QFileInfo info(path);
   const bool pack = info.isDir() || info.fileName() == QLatin1String(kPackManifestName);
-  const std::string p = (pack && !info.isDir() ? info.absolutePath() : path).toStdString();
+  const std::string p = path.toStdString();
   watcher_.setFuture(QtConcurrent::run([p, pack]() -> Result {
     Result r;
     try {
