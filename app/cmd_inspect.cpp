@@ -1,6 +1,5 @@
 // `moepack inspect PATH|FIRST-SHARD|OLLAMA-NAME|PACK-DIR [--json] [--tensors]`
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,19 +35,16 @@ std::function<int()> add_inspect(CLI::App& app) {
   return [opt]() {
     // An Expert Pack reads as its source (core's summarize_pack): dense.gguf's metadata and
     // tensors, the routed experts from the manifest.
-    const std::filesystem::path in(opt->model);
-    std::error_code ec;
-    const bool is_pack = std::filesystem::is_directory(in, ec) || in.filename() == kPackManifestName;
-    const std::string pack_dir = is_pack ? pack_dir_of(opt->model) : std::string();  // "pack/" is "pack"
-    // summarize_pack first: a directory that is no pack is refused as such ("no manifest.json").
-    std::optional<ModelSummary> pack_summary;
-    if (is_pack) pack_summary = summarize_pack(pack_dir);
+    const bool is_pack = is_pack_path(opt->model);
+    const std::string pack_dir = is_pack ? expert_pack_dir(opt->model) : std::string();  // "pack/" is "pack"
     const GgufModel model = GgufModel::open(is_pack ? pack_dir + "/" + kPackDenseName : opt->model);
-    const ModelSummary s = is_pack ? *pack_summary : summarize(model);
+    std::optional<PackManifest> manifest;
+    if (is_pack) manifest = read_manifest(pack_dir + "/" + kPackManifestName);
+    const ModelSummary s = is_pack ? summarize_pack(pack_dir, model, *manifest) : summarize(model);
     nlohmann::json pack_json;
     std::string pack_text;
     if (is_pack) {
-      const PackManifest m = read_manifest(pack_dir + "/" + kPackManifestName);
+      const PackManifest& m = *manifest;
       pack_json = {{"pack_dir", pack_dir},
                    {"build_id", m.build_id},
                    {"experts", m.layout.expert_count()},

@@ -160,6 +160,11 @@ std::string pack_dir_of(const std::string& path) {
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
 }
 
+bool is_pack_path(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return is_dir(path) || (slash == std::string::npos ? path : path.substr(slash + 1)) == kPackManifestName;
+}
+
 ExpertPack ExpertPack::open(const std::string& path) {
   ExpertPack p;
   p.dir_ = pack_dir_of(path);

@@ -93,6 +93,9 @@ PackHeader decode_pack_header(const ByteSource& src);
 
 // Resolves a pack path: the directory, or its manifest.json. Returns the directory.
 std::string pack_dir_of(const std::string& path);
+// Whether `path` is one pack_dir_of resolves (a directory, or a file named manifest.json), for
+// commands that take a GGUF or a pack; whether the directory holds a pack is the reader's to find.
+bool is_pack_path(const std::string& path);
 
 // A finalised pack, opened for reading. Opening checks structure only (manifest schema and
 // layout arithmetic, header vs manifest, file sizes, build ids); hashes are checked by

@@ -251,16 +251,23 @@ nlohmann::json summary_to_json(const ModelSummary& s, const GgufModel& model, bo
   return j;
 }
 
-ModelSummary summarize_pack(const std::string& path) {
+std::string expert_pack_dir(const std::string& path) {
   const std::string pack_dir = pack_dir_of(path);  // "pack/" and "pack/manifest.json" name "pack"
   if (!std::filesystem::exists(pack_dir + "/" + kPackManifestName)) {
     throw Error(pack_dir + ": not an Expert Pack (no " + kPackManifestName + ")");
   }
-  const std::string dense_path = pack_dir + "/" + kPackDenseName;
-  const GgufModel dense = GgufModel::open(dense_path);
+  return pack_dir;
+}
+
+ModelSummary summarize_pack(const std::string& path) {
+  const std::string pack_dir = expert_pack_dir(path);
+  const GgufModel dense = GgufModel::open(pack_dir + "/" + kPackDenseName);
+  return summarize_pack(pack_dir, dense, read_manifest(pack_dir + "/" + kPackManifestName));
+}
+
+ModelSummary summarize_pack(const std::string& pack_dir, const GgufModel& dense, const PackManifest& m) {
   ModelSummary s = summarize(dense);
-  const PackManifest m = read_manifest(pack_dir + "/" + kPackManifestName);
-  s.files = {dense_path, pack_dir + "/" + kPackExpertsName};
+  s.files = {pack_dir + "/" + kPackDenseName, pack_dir + "/" + kPackExpertsName};
   s.file_bytes = m.dense.bytes + m.experts.bytes;
   s.moe_layers.clear();
   s.routed_expert_bytes = 0;

@@ -21,6 +21,8 @@
 
 namespace moepack {
 
+struct PackManifest;  // core/pack_manifest.h
+
 struct ExpertRole {
   std::string role;     // "gate", "up", "down", "gate_up", "down.bias", ...
   std::string tensor;   // tensor name (stacked) or the expert-0 tensor name (legacy)
@@ -78,6 +80,13 @@ ModelSummary summarize(const GgufModel& model);
 // without manifest.json ("not an Expert Pack"), and what GgufModel::open and read_manifest throw
 // (IoError, FormatError naming the file).
 ModelSummary summarize_pack(const std::string& path);  // the directory or its manifest.json
+// The same from the pack's parts already read: its directory (expert_pack_dir's), dense.gguf
+// open and its manifest.
+ModelSummary summarize_pack(const std::string& pack_dir, const GgufModel& dense,
+                            const PackManifest& manifest);
+// pack_dir_of(path), refused with Error "<dir>: not an Expert Pack (no manifest.json)" when the
+// directory has no manifest.
+std::string expert_pack_dir(const std::string& path);
 
 // JSON object as printed by `moepack inspect --json` (docs/cli.md). With `with_tensors`,
 // includes every tensor (name, type, ne, nbytes, file_offset, shard).

@@ -1,6 +1,5 @@
 #include "ui/model_inspector.h"
 
-#include <QFileInfo>
 #include <QLoggingCategory>
 #include <QVariantMap>
 #include <QtConcurrent/QtConcurrentRun>
@@ -25,9 +24,8 @@ void ModelInspector::load(const QString& path) {
   loading_ = true;
   emit loadingChanged();
   // An Expert Pack: its directory or its manifest.json.
-  const QFileInfo info(path);
-  const bool pack = info.isDir() || info.fileName() == QLatin1String(kPackManifestName);
   const std::string p = path.toStdString();
+  const bool pack = is_pack_path(p);
   watcher_.setFuture(QtConcurrent::run([p, pack]() -> Result {
     Result r;
     try {
