@@ -336,7 +336,12 @@ LibraryEntry ModelLibrary::upsert(LibraryEntry e) {
   id.prepare(QStringLiteral("SELECT id FROM library_models WHERE path = ?"));
   id.addBindValue(e.path);
   if (!id.exec() || !id.next()) sqlFail(id);
-  LibraryEntry stored = entry(id.value(0).toLongLong());
+  const qint64 rowId = id.value(0).toLongLong();
+  // Ends the statement's read transaction before the writes below: left open, their upgrade to a
+  // write fails at once with "database is locked" (WAL: busy_timeout does not apply) whenever
+  // another connection (the chat's) committed meanwhile.
+  id.finish();
+  LibraryEntry stored = entry(rowId);
   if (stored.kind == QLatin1String("pack")) linkPackToSources(stored);
   qCInfo(lcLibrary) << "library:" << stored.kind << stored.path << stored.sizeBytes << "bytes";
   return stored;
