@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <regex>
@@ -57,6 +58,47 @@ uint64_t split_key(const GgufFile& f, const char* key, bool required) {
 }
 
 }  // namespace
+
+bool is_gguf_source(const std::string& path_or_name) {
+  struct stat st {};
+  if (::stat(path_or_name.c_str(), &st) != 0) return ollama_looks_like_name(path_or_name);
+  if (!S_ISREG(st.st_mode)) return false;
+  return has_gguf_magic(path_or_name) || ollama_is_manifest_path(path_or_name);
+}
+
+std::string model_source_stem(const std::string& path_or_name) {
+  const auto base_of = [](const std::string& p) {
+    const auto slash = p.rfind('/');
+    return slash == std::string::npos ? p : p.substr(slash + 1);
+  };
+  std::string stem;
+  const bool manifest = ollama_is_manifest_path(path_or_name) && !has_gguf_magic(path_or_name);
+  if (manifest || (!exists(path_or_name) && ollama_looks_like_name(path_or_name))) {
+    std::string model, tag = "latest";
+    if (manifest) {
+      const std::string dir = path_or_name.substr(0, path_or_name.rfind('/'));
+      model = base_of(dir);
+      tag = base_of(path_or_name);
+    } else {
+      model = base_of(path_or_name);
+      if (const auto colon = model.rfind(':'); colon != std::string::npos) {
+        tag = model.substr(colon + 1);
+        model.resize(colon);
+      }
+    }
+    stem = model.empty() ? tag : model + "-" + tag;
+  } else {
+    std::string prefix;
+    int no = 0, count = 0;
+    stem = base_of(parse_split_path(path_or_name, prefix, no, count) ? prefix : path_or_name);
+    if (stem.size() > 5) {
+      std::string suffix = stem.substr(stem.size() - 5);
+      for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (suffix == ".gguf") stem.resize(stem.size() - 5);
+    }
+  }
+  return stem.empty() || stem == "." || stem == ".." ? "model" : stem;
+}
 
 GgufModel GgufModel::open(const std::string& path_or_name, const GgufLimits& limits) {
   const bool manifest = ollama_is_manifest_path(path_or_name) && !has_gguf_magic(path_or_name);

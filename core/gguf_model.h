@@ -59,4 +59,17 @@ bool parse_split_path(const std::string& path, std::string& prefix, int& shard_n
 // Builds the path of shard `no` (1-based) of `count`.
 std::string split_path(const std::string& prefix, int no, int count);
 
+// True when GgufModel::open reads `path_or_name` as a GGUF model: a regular file that starts
+// with the "GGUF" magic (whatever its name: Ollama's blobs have no suffix), an Ollama manifest,
+// or an Ollama model name that is no existing path. A file named *.gguf without the magic is
+// not one. Never throws; an unreadable file is not one.
+bool is_gguf_source(const std::string& path_or_name);
+
+// The name of what is made from a GGUF model (the default Expert Pack folder): a file's name
+// without ".gguf" and without a split set's "-0000K-of-0000N" ("m-00001-of-00003.gguf" -> "m");
+// for an Ollama manifest (.../manifests/HOST/NS/MODEL/TAG) or name (`[host/][ns/]model[:tag]`)
+// "MODEL-TAG" ("qwen3:0.6b" -> "qwen3-0.6b", "tiny" -> "tiny-latest"). "model" when nothing is
+// left. Looks at the file only to tell a GGUF from an Ollama manifest; never throws.
+std::string model_source_stem(const std::string& path_or_name);
+
 }  // namespace moepack

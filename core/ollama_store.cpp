@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -61,7 +62,10 @@ bool ollama_valid_digest(const std::string& digest) {
 }
 
 bool ollama_looks_like_name(const std::string& s) {
-  if (s.empty() || s.size() > 512 || s.find(".gguf") != std::string::npos) return false;
+  if (s.empty() || s.size() > 512) return false;
+  std::string lower = s;  // "Model.GGUF" names a file too
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find(".gguf") != std::string::npos) return false;
   if (s.front() == '/' || s.front() == '.') return false;
   std::string base = s;
   std::string tag;

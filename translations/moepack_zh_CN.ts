@@ -6,17 +6,17 @@
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="61"/>
         <source>Load a prompt set</source>
-        <translation type="unfinished"></translation>
+        <translation>加载提示词集</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="62"/>
         <source>Prompt sets (*.json)</source>
-        <translation type="unfinished"></translation>
+        <translation>提示词集 (*.json)</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="69"/>
         <source>Export the report</source>
-        <translation type="unfinished"></translation>
+        <translation>导出报告</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="71"/>
@@ -31,184 +31,184 @@
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="99"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
-        <translation type="unfinished"></translation>
+        <translation>逐个发送请求，贪心采样，忽略生成结束标记，每个请求使用全新的 KV 缓存并保留专家缓存——与 moepack bench 及已发布评测所用的方法相同。</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="110"/>
         <source>Model</source>
-        <translation type="unfinished">模型</translation>
+        <translation>模型</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="115"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
-        <translation type="unfinished"></translation>
+        <translation>GGUF 文件、Ollama 名称或专家包（默认：当前聊天模型）</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="120"/>
         <source>Prompt set</source>
-        <translation type="unfinished"></translation>
+        <translation>提示词集</translation>
     </message>
     <message numerus="yes">
         <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
         <source>%1 (%n request(s)) — %2</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%1（%n 个请求）— %2</numerusform>
         </translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="127"/>
         <source>Load…</source>
-        <translation type="unfinished"></translation>
+        <translation>加载…</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="129"/>
         <source>Max tokens</source>
-        <translation type="unfinished">最大词元数</translation>
+        <translation>最大词元数</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="140"/>
         <source>Baseline URL</source>
-        <translation type="unfinished"></translation>
+        <translation>基线网址</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="144"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
-        <translation type="unfinished"></translation>
+        <translation>可选：兼容 OpenAI 的服务器，例如 http://127.0.0.1:8080</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="156"/>
         <source>Run</source>
-        <translation type="unfinished"></translation>
+        <translation>运行</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="162"/>
         <source>Cancel</source>
-        <translation type="unfinished">取消</translation>
+        <translation>取消</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="176"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>请求 %1 / %2 · 词元 %3 / %4</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="200"/>
         <source>Decode tokens/s per request</source>
-        <translation type="unfinished"></translation>
+        <translation>每个请求的解码速度（词元/秒）</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="204"/>
         <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
         <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>request</source>
-        <translation type="unfinished"></translation>
+        <translation>请求</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="212"/>
         <source>Expert cache hit rate per request</source>
-        <translation type="unfinished"></translation>
+        <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="225"/>
         <source>Running request, per token: forward ms and SSD KB</source>
-        <translation type="unfinished"></translation>
+        <translation>当前请求的逐词元数据：前向耗时 ms 与 SSD 读取 KB</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
         <source>token</source>
-        <translation type="unfinished">词元</translation>
+        <translation>词元</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="232"/>
         <source>forward ms</source>
-        <translation type="unfinished"></translation>
+        <translation>前向 ms</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
         <source>SSD KB</source>
-        <translation type="unfinished"></translation>
+        <translation>SSD KB</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
         <source>Requests</source>
-        <translation type="unfinished"></translation>
+        <translation>请求</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>system</source>
-        <translation type="unfinished"></translation>
+        <translation>系统</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>prompt</source>
-        <translation type="unfinished"></translation>
+        <translation>提示词元</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>completion</source>
-        <translation type="unfinished"></translation>
+        <translation>生成词元</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>TTFT ms</source>
-        <translation type="unfinished"></translation>
+        <translation>TTFT ms</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>prefill tok/s</source>
-        <translation type="unfinished"></translation>
+        <translation>预填充词元/秒</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>decode tok/s</source>
-        <translation type="unfinished"></translation>
+        <translation>解码词元/秒</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>hit rate</source>
-        <translation type="unfinished"></translation>
+        <translation>命中率</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>SSD KB/token</source>
-        <translation type="unfinished"></translation>
+        <translation>SSD KB/词元</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="255"/>
         <source>error: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>错误：%1</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
         <source>Per data set, published figures beside ours</source>
-        <translation type="unfinished"></translation>
+        <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>data set</source>
-        <translation type="unfinished"></translation>
+        <translation>数据集</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
         <source>source</source>
-        <translation type="unfinished"></translation>
+        <translation>来源</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>SSD GB/token</source>
-        <translation type="unfinished"></translation>
+        <translation>SSD GB/词元</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="279"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
-        <translation type="unfinished"></translation>
+        <translation>已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="286"/>
         <source>Export</source>
-        <translation type="unfinished">导出</translation>
+        <translation>导出</translation>
     </message>
 </context>
 <context>
@@ -266,7 +266,7 @@
     <message>
         <location filename="../ui/qml/ChatPage.qml" line="221"/>
         <source>Reload</source>
-        <translation type="unfinished">重新加载</translation>
+        <translation>重新加载</translation>
     </message>
     <message>
         <location filename="../ui/qml/ChatPage.qml" line="254"/>
@@ -411,42 +411,42 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="35"/>
         <source>Folder for the Expert Pack</source>
-        <translation type="unfinished"></translation>
+        <translation>专家包的存放文件夹</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>1. Source</source>
-        <translation type="unfinished"></translation>
+        <translation>1. 源文件</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>2. Space</source>
-        <translation type="unfinished"></translation>
+        <translation>2. 空间</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>3. Options</source>
-        <translation type="unfinished"></translation>
+        <translation>3. 选项</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>4. Converting</source>
-        <translation type="unfinished"></translation>
+        <translation>4. 正在转换</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>5. Verifying</source>
-        <translation type="unfinished"></translation>
+        <translation>5. 正在校验</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>Done</source>
-        <translation type="unfinished"></translation>
+        <translation>完成</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>Failed</source>
-        <translation type="unfinished"></translation>
+        <translation>失败</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="52"/>
@@ -466,42 +466,42 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="62"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
-        <translation type="unfinished"></translation>
+        <translation>逐分片模式（每个源分片写入专家包并通过校验后即删除）需要 %1</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="67"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
-        <translation type="unfinished"></translation>
+        <translation>逐分片转换，边转换边删除源文件</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="72"/>
         <source>Choose the output folder…</source>
-        <translation type="unfinished"></translation>
+        <translation>选择输出文件夹…</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="77"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
-        <translation type="unfinished"></translation>
+        <translation>构建完成后校验每个专家的 SHA-256</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="85"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
-        <translation type="unfinished"></translation>
+        <translation>删除源文件：每个分片的数据写入专家包并通过校验后立即删除</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="86"/>
         <source>Delete the source after the pack passes a full verify</source>
-        <translation type="unfinished"></translation>
+        <translation>专家包通过完整校验后删除源文件</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="92"/>
         <source>Convert</source>
-        <translation type="unfinished"></translation>
+        <translation>转换</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="106"/>
         <source>%1 · %2/s · %3 s left</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 · %2/s · 剩余 %3 秒</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="108"/>
@@ -516,17 +516,17 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
-        <translation type="unfinished"></translation>
+        <translation>删除源文件（释放 %1）；专家包已通过完整校验</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="127"/>
         <source>Delete source</source>
-        <translation type="unfinished"></translation>
+        <translation>删除源文件</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="133"/>
         <source>Chat now</source>
-        <translation type="unfinished"></translation>
+        <translation>开始聊天</translation>
     </message>
 </context>
 <context>
@@ -753,7 +753,7 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/FirstRunPanel.qml" line="41"/>
         <source>The GPU stopped working</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU 已停止工作</translation>
     </message>
     <message>
         <location filename="../ui/qml/FirstRunPanel.qml" line="42"/>
@@ -783,12 +783,12 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/FirstRunPanel.qml" line="98"/>
         <source>The GPU cannot be used again until MoePack restarts. Your conversations are saved; the restarted app opens this one.</source>
-        <translation type="unfinished"></translation>
+        <translation>在 MoePack 重启之前无法再使用 GPU。你的对话已保存；重启后的应用会打开此对话。</translation>
     </message>
     <message>
         <location filename="../ui/qml/FirstRunPanel.qml" line="105"/>
         <source>Restart MoePack</source>
-        <translation type="unfinished"></translation>
+        <translation>重启 MoePack</translation>
     </message>
 </context>
 <context>
@@ -1342,7 +1342,7 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="250"/>
         <source>Out of memory while benchmarking.</source>
-        <translation type="unfinished"></translation>
+        <translation>基准测试时内存不足。</translation>
     </message>
     <message>
         <location filename="../ui/library_hub.cpp" line="74"/>
@@ -1407,272 +1407,272 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/pdf_report.cpp" line="192"/>
         <source>Per-token timeline: forward ms per token (line, left axis), SSD KB read per token (bars, right axis)</source>
-        <translation type="unfinished"></translation>
+        <translation>逐词元时间线：每词元前向耗时 ms（折线，左轴），每词元 SSD 读取 KB（柱形，右轴）</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="196"/>
         <source>No per-token data in this report.</source>
-        <translation type="unfinished"></translation>
+        <translation>此报告中没有逐词元数据。</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="235"/>
         <source>%1 tokens; x: token in the run, requests one after another (dashed: request start).</source>
-        <translation type="unfinished"></translation>
+        <translation>共 %1 个词元；x 轴：本次运行中的词元，各请求依次排列（虚线：请求开始）。</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="298"/>
         <location filename="../ui/pdf_report.cpp" line="306"/>
         <source>MoePack benchmark report</source>
-        <translation type="unfinished"></translation>
+        <translation>MoePack 基准测试报告</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="311"/>
         <source>Machine</source>
-        <translation type="unfinished"></translation>
+        <translation>机器</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="314"/>
         <source>driver</source>
-        <translation type="unfinished"></translation>
+        <translation>驱动</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="316"/>
         <source>CPU</source>
-        <translation type="unfinished"></translation>
+        <translation>CPU</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="317"/>
         <source>logical cores</source>
-        <translation type="unfinished"></translation>
+        <translation>个逻辑核心</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="318"/>
         <source>RAM</source>
-        <translation type="unfinished"></translation>
+        <translation>内存</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="319"/>
         <source>GPU</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="319"/>
         <source>none</source>
-        <translation type="unfinished"></translation>
+        <translation>无</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="320"/>
         <source>OS</source>
-        <translation type="unfinished"></translation>
+        <translation>操作系统</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="320"/>
         <source>kernel</source>
-        <translation type="unfinished"></translation>
+        <translation>内核</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="322"/>
         <source>Storage</source>
-        <translation type="unfinished"></translation>
+        <translation>存储</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="325"/>
         <source>Model and pack identity</source>
-        <translation type="unfinished"></translation>
+        <translation>模型与专家包标识</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="326"/>
         <source>Path</source>
-        <translation type="unfinished"></translation>
+        <translation>路径</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="327"/>
         <source>Format</source>
-        <translation type="unfinished"></translation>
+        <translation>格式</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="328"/>
         <source>layers</source>
-        <translation type="unfinished"></translation>
+        <translation>层</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="329"/>
         <source>experts, top-</source>
-        <translation type="unfinished"></translation>
+        <translation>个专家，top-</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="331"/>
         <source>Identity</source>
-        <translation type="unfinished"></translation>
+        <translation>标识</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="332"/>
         <source>MoePack</source>
-        <translation type="unfinished"></translation>
+        <translation>MoePack</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="336"/>
         <source>Settings</source>
-        <translation type="unfinished">设置</translation>
+        <translation>设置</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="337"/>
         <source>Run</source>
-        <translation type="unfinished"></translation>
+        <translation>运行</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="337"/>
         <source>mode %1, temperature 0, %2 completion tokens per request, ignore_eos %3, fresh KV cache per request, expert cache kept between requests</source>
-        <translation type="unfinished"></translation>
+        <translation>模式 %1，温度 0，每个请求生成 %2 个词元，ignore_eos %3，每个请求使用全新的 KV 缓存，请求之间保留专家缓存</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="340"/>
         <source>Backend</source>
-        <translation type="unfinished">后端</translation>
+        <translation>后端</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="341"/>
         <source>expert cache slots of</source>
-        <translation type="unfinished"></translation>
+        <translation>个专家缓存槽，每个</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="347"/>
         <source>Engine settings</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎设置</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="348"/>
         <source>Prompt set</source>
-        <translation type="unfinished"></translation>
+        <translation>提示词集</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="350"/>
         <source>requests</source>
-        <translation type="unfinished"></translation>
+        <translation>个请求</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="353"/>
         <source>Requests</source>
-        <translation type="unfinished"></translation>
+        <translation>请求</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="363"/>
         <source>error: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>错误：%1</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>request</source>
-        <translation type="unfinished"></translation>
+        <translation>请求</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>data set</source>
-        <translation type="unfinished"></translation>
+        <translation>数据集</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>system</source>
-        <translation type="unfinished"></translation>
+        <translation>系统</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>prompt</source>
-        <translation type="unfinished"></translation>
+        <translation>提示词元</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="372"/>
         <source>completion</source>
-        <translation type="unfinished"></translation>
+        <translation>生成词元</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="372"/>
         <source>TTFT ms</source>
-        <translation type="unfinished"></translation>
+        <translation>TTFT ms</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="372"/>
         <location filename="../ui/pdf_report.cpp" line="396"/>
         <source>prefill tok/s</source>
-        <translation type="unfinished"></translation>
+        <translation>预填充词元/秒</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="372"/>
         <location filename="../ui/pdf_report.cpp" line="396"/>
         <source>decode tok/s</source>
-        <translation type="unfinished"></translation>
+        <translation>解码词元/秒</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="373"/>
         <location filename="../ui/pdf_report.cpp" line="397"/>
         <source>hit rate</source>
-        <translation type="unfinished"></translation>
+        <translation>命中率</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="373"/>
         <source>SSD/token</source>
-        <translation type="unfinished"></translation>
+        <translation>SSD/词元</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="377"/>
         <source>Aggregates per data set, published figures beside ours</source>
-        <translation type="unfinished"></translation>
+        <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="390"/>
         <location filename="../ui/pdf_report.cpp" line="429"/>
         <source>published: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>已发布：%1</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="396"/>
         <source>group</source>
-        <translation type="unfinished"></translation>
+        <translation>分组</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="396"/>
         <source>source</source>
-        <translation type="unfinished"></translation>
+        <translation>来源</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="397"/>
         <source>SSD GB/token</source>
-        <translation type="unfinished"></translation>
+        <translation>SSD GB/词元</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="397"/>
         <source>TTFT mean ms</source>
-        <translation type="unfinished"></translation>
+        <translation>TTFT 平均 ms</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="399"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
-        <translation type="unfinished"></translation>
+        <translation>汇总值为所有成功请求的各项总和之比。已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>Charts</source>
-        <translation type="unfinished"></translation>
+        <translation>图表</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="447"/>
         <source>Decode tokens/s per request</source>
-        <translation type="unfinished"></translation>
+        <translation>每个请求的解码速度</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="447"/>
         <source>tokens/s</source>
-        <translation type="unfinished"></translation>
+        <translation>词元/秒</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="450"/>
         <source>Expert cache hit rate per request</source>
-        <translation type="unfinished"></translation>
+        <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="450"/>
         <source>unique (layer, expert) keys per step</source>
-        <translation type="unfinished"></translation>
+        <translation>按每步唯一的（层，专家）键统计</translation>
     </message>
 </context>
 <context>
@@ -1878,78 +1878,78 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="128"/>
         <source>Choose a model to benchmark.</source>
-        <translation type="unfinished"></translation>
+        <translation>请选择要进行基准测试的模型。</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="133"/>
         <source>Choose a prompt set.</source>
-        <translation type="unfinished"></translation>
+        <translation>请选择提示词集。</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="137"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
-        <translation type="unfinished"></translation>
+        <translation>聊天引擎正忙；请等待其完成（或停止回复）后再进行基准测试。</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="164"/>
         <source>Unloading the chat model</source>
-        <translation type="unfinished"></translation>
+        <translation>正在卸载聊天模型</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="179"/>
         <location filename="../ui/bench_view_model.cpp" line="349"/>
         <source>Cancelled.</source>
-        <translation type="unfinished"></translation>
+        <translation>已取消。</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="182"/>
         <source>Loading %1</source>
-        <translation type="unfinished"></translation>
+        <translation>正在加载 %1</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="278"/>
         <source>Model loaded</source>
-        <translation type="unfinished"></translation>
+        <translation>模型已加载</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="290"/>
         <source>%1: request %2 of %3</source>
-        <translation type="unfinished"></translation>
+        <translation>%1：请求 %2 / %3</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="311"/>
         <source>%1: request %2 of %3 done</source>
-        <translation type="unfinished"></translation>
+        <translation>%1：请求 %2 / %3 已完成</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="347"/>
         <source>Finished in %1 s</source>
-        <translation type="unfinished"></translation>
+        <translation>已完成，用时 %1 秒</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="350"/>
         <source>Cancelled</source>
-        <translation type="unfinished"></translation>
+        <translation>已取消</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="350"/>
         <source>Failed</source>
-        <translation type="unfinished"></translation>
+        <translation>失败</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="363"/>
         <source>Cancelling</source>
-        <translation type="unfinished"></translation>
+        <translation>正在取消</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="387"/>
         <source>published: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>已发布：%1</translation>
     </message>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="399"/>
         <source>Run a benchmark first.</source>
-        <translation type="unfinished"></translation>
+        <translation>请先运行基准测试。</translation>
     </message>
 </context>
 <context>
@@ -1980,37 +1980,37 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/convert_wizard.cpp" line="130"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 空间不足：专家包需要 %2 字节，可用 %3 字节</translation>
     </message>
     <message>
         <location filename="../ui/convert_wizard.cpp" line="135"/>
         <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
-        <translation type="unfinished"></translation>
+        <translation>。逐分片模式空间足够：它只需要 %1 字节，因为每个源分片的数据写入专家包并通过校验后会立即删除（转换完成后源文件将不复存在）。</translation>
     </message>
     <message>
         <location filename="../ui/convert_wizard.cpp" line="139"/>
         <source>; even the shard-by-shard mode needs %1 bytes</source>
-        <translation type="unfinished"></translation>
+        <translation>；即使使用逐分片模式也需要 %1 字节</translation>
     </message>
     <message>
         <location filename="../ui/convert_wizard.cpp" line="153"/>
         <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
-        <translation type="unfinished"></translation>
+        <translation>逐分片模式：需要 %1 字节（可用 %2 字节）；每个源分片的数据写入专家包并通过校验后即被删除。</translation>
     </message>
     <message>
         <location filename="../ui/convert_wizard.cpp" line="220"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
-        <translation type="unfinished"></translation>
+        <translation>已取消。专家包尚未完成；重新开始即可从中断处继续。</translation>
     </message>
     <message>
         <location filename="../ui/convert_wizard.cpp" line="268"/>
         <source>cannot delete %1</source>
-        <translation type="unfinished"></translation>
+        <translation>无法删除 %1</translation>
     </message>
     <message>
         <location filename="../ui/convert_wizard.cpp" line="273"/>
         <source>Source deleted.</source>
-        <translation type="unfinished"></translation>
+        <translation>源文件已删除。</translation>
     </message>
 </context>
 <context>
@@ -2147,12 +2147,12 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/downloader.cpp" line="660"/>
         <source>cannot install %1 as %2: %2 already exists and was not replaced; the verified download is kept as %1</source>
-        <translation type="unfinished"></translation>
+        <translation>无法将 %1 安装为 %2：%2 已存在且未被替换；已校验的下载文件保留为 %1</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="663"/>
         <source>cannot rename %1 to %2: %3</source>
-        <translation type="unfinished"></translation>
+        <translation>无法将 %1 重命名为 %2：%3</translation>
     </message>
     <message>
         <location filename="../ui/downloader.cpp" line="633"/>
@@ -2239,12 +2239,12 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/downloads_view_model.cpp" line="499"/>
         <source>position %1 of the group</source>
-        <translation type="unfinished"></translation>
+        <translation>该组中的第 %1 项</translation>
     </message>
     <message>
         <location filename="../ui/downloads_view_model.cpp" line="509"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 的下载不完整（缺少：%2）；未添加到模型库</translation>
     </message>
     <message>
         <location filename="../ui/downloads_view_model.cpp" line="544"/>
@@ -2267,7 +2267,7 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/engine_worker.cpp" line="316"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
-        <translation type="unfinished"></translation>
+        <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
 </context>
 <context>
@@ -2358,7 +2358,7 @@ What does &quot;salmon&quot; mean?</translation>
     <message numerus="yes">
         <location filename="../ui/model_inspector.cpp" line="80"/>
         <source>%1 (%2), %n tokens</source>
-        <translation type="unfinished">
+        <translation>
             <numerusform>%1（%2），%n 个词元</numerusform>
         </translation>
     </message>

@@ -108,6 +108,12 @@ void ConvertWizard::chooseSource(const QString& pathOrUrl) {
   }));
 }
 
+QString ConvertWizard::packFolderIn(const QString& folderOrUrl) const {
+  const std::string stem = model_source_stem(QFile::encodeName(source_).toStdString());
+  return QDir(QDir::cleanPath(localPath(folderOrUrl)))
+      .filePath(QFile::decodeName(stem.c_str()) + QStringLiteral("-pack"));
+}
+
 void ConvertWizard::chooseOutput(const QString& dirOrUrl) {
   if (busy_ || (step_ != Space && step_ != Options)) return;
   outputDir_ = QDir::cleanPath(QFileInfo(localPath(dirOrUrl)).absoluteFilePath());

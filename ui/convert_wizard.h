@@ -71,6 +71,8 @@ class ConvertWizard : public QObject {
   Q_INVOKABLE void cancel();                                 // thread-safe
   Q_INVOKABLE double bytesFreedBySource() const;             // size of the source files, bytes
   Q_INVOKABLE bool deleteSourceFiles(bool confirmed);        // only in Done, after a passing verify
+  // The pack's own folder inside `folderOrUrl`: "<folder>/<model_source_stem(source)>-pack".
+  Q_INVOKABLE QString packFolderIn(const QString& folderOrUrl) const;
 
   // Tests: free-space probe (also handed to the builder) and the builder's fault hooks.
   void setFreeBytesProbe(FreeBytesProbe p) { freeBytes_ = std::move(p); }

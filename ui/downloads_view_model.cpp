@@ -1,8 +1,8 @@
 #include "ui/downloads_view_model.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
-#include <QRegularExpression>
 #include <QSettings>
 #include <QStandardPaths>
 #include <algorithm>
@@ -36,13 +36,11 @@ QString localPath(const QString& p) {
   return u.isLocalFile() ? u.toLocalFile() : p;
 }
 
-// "<folder>/<model>-pack": the file name without .gguf and without a -0000N-of-0000M suffix.
+// "<folder>/<model>-pack" (model_source_stem: the file name without .gguf and without a
+// -0000N-of-0000M suffix).
 QString packDirFor(const QString& folder, const QString& gguf) {
-  QString base = QFileInfo(gguf).fileName();
-  if (base.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) base.chop(5);
-  static const QRegularExpression split(QStringLiteral("-\\d{5}-of-\\d{5}$"));
-  base.remove(split);
-  return QDir(folder).filePath(base + QStringLiteral("-pack"));
+  const std::string stem = model_source_stem(QFile::encodeName(gguf).toStdString());
+  return QDir(folder).filePath(QFile::decodeName(stem.c_str()) + QStringLiteral("-pack"));
 }
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QFileInfo>
 #include <QLoggingCategory>
 #include <QProcess>
@@ -19,6 +20,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/gguf_model.h"
 #include "packbuilder/pack_builder.h"
 
 Q_LOGGING_CATEGORY(lcEngine, "moepack.engine")
@@ -73,11 +75,6 @@ ReplyStats reply_stats(const GenerateResult& r) {
   return s;
 }
 
-bool is_gguf_file(const QString& path) {
-  const QFileInfo fi(path);
-  return fi.isFile() && fi.suffix().compare(QLatin1String("gguf"), Qt::CaseInsensitive) == 0;
-}
-
 }  // namespace
 
 EngineWorker::EngineWorker(ChatEngineFactory factory, QString packsFolder)
@@ -88,7 +85,10 @@ EngineWorker::EngineWorker(ChatEngineFactory factory, QString packsFolder)
 EngineWorker::~EngineWorker() = default;
 
 QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& settings) {
-  const QString out = QDir(packsFolder_).filePath(QFileInfo(gguf).completeBaseName());
+  // Named after the model (an Ollama model's name and tag, a split set's common prefix).
+  const QString out =
+      QDir(packsFolder_)
+          .filePath(QString::fromStdString(model_source_stem(QFile::encodeName(gguf).toStdString())));
   if (!QDir().mkpath(packsFolder_)) throw Error("cannot create the packs folder " + packsFolder_.toStdString());
   BuildOptions o;
   o.source = gguf.toStdString();
@@ -115,7 +115,8 @@ void EngineWorker::load(const QString& path, const EngineSettings& settings, boo
   engine_.reset();
   try {
     QString open = path;
-    if (convertGguf && is_gguf_file(path)) {
+    // By content, not suffix: an Ollama model's manifest and blob have no ".gguf".
+    if (convertGguf && is_gguf_source(QFile::encodeName(path).toStdString())) {
       emit loadProgress(QStringLiteral("plan"), -1.0, {});
       open = convertToPack(path, settings);
     }

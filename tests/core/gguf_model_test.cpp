@@ -302,6 +302,31 @@ TEST(SplitSet, GgufUnderADirectoryNamedManifests) {
   EXPECT_EQ(m.primary().get_string("general.architecture"), "llama");
 }
 
+TEST(ModelSourceStem, FileNamesAndSplitSets) {
+  TempDir dir;
+  EXPECT_EQ(model_source_stem("/m/tiny-dsv3-wordnet-Q4_K_M.gguf"), "tiny-dsv3-wordnet-Q4_K_M");
+  EXPECT_EQ(model_source_stem("/m/Kimi-K3-Q2_K-00002-of-00013.gguf"), "Kimi-K3-Q2_K");
+  EXPECT_EQ(model_source_stem("Upper.GGUF"), "Upper");
+  EXPECT_EQ(model_source_stem("/m/no-suffix"), "no-suffix");
+  EXPECT_EQ(model_source_stem("/m/.gguf"), ".gguf");  // nothing before the suffix: kept whole
+  EXPECT_EQ(model_source_stem("/m/"), "model");
+  EXPECT_EQ(model_source_stem(""), "model");
+}
+
+TEST(GgufSource, TheMagicDecidesNotTheName) {
+  TempDir dir;
+  GgufWriter w;
+  w.kv("general.architecture", TV::str("llama"));
+  test::write_file(dir.file("sha256-0123"), w.build());  // an Ollama blob's name: no suffix
+  EXPECT_TRUE(is_gguf_source(dir.file("sha256-0123")));
+  test::write_file(dir.file("fake.gguf"), std::vector<uint8_t>{'P', 'K', 3, 4, 0, 0, 0, 0});
+  EXPECT_FALSE(is_gguf_source(dir.file("fake.gguf")));
+  test::write_file(dir.file("short.gguf"), std::vector<uint8_t>{'G', 'G'});
+  EXPECT_FALSE(is_gguf_source(dir.file("short.gguf")));
+  EXPECT_FALSE(is_gguf_source(dir.path()));                // a directory (an Expert Pack's)
+  EXPECT_FALSE(is_gguf_source(dir.file("missing.gguf")));  // not a file, not a name
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ollama store
 
@@ -394,6 +419,7 @@ TEST_F(OllamaStore, NameShapes) {
   EXPECT_FALSE(ollama_looks_like_name("a/b/c/d"));
   EXPECT_FALSE(ollama_looks_like_name("/abs/path"));
   EXPECT_FALSE(ollama_looks_like_name("model.gguf"));
+  EXPECT_FALSE(ollama_looks_like_name("Model.GGUF"));
   EXPECT_FALSE(ollama_looks_like_name(""));
 }
 
@@ -432,6 +458,19 @@ TEST_F(OllamaStore, GgufModelOpensStoreNames) {
     EXPECT_EQ(s.architecture, "qwen3moe");
     EXPECT_EQ(s.expert_count, 8u);
   }
+}
+
+TEST_F(OllamaStore, StemsAndSourcesOfStoreModels) {
+  const std::string q4 = root_ + "/manifests/registry.ollama.ai/library/tiny/q4";
+  EXPECT_TRUE(is_gguf_source(q4));
+  EXPECT_TRUE(is_gguf_source("tiny:q4"));
+  EXPECT_EQ(model_source_stem(q4), "tiny-q4");
+  EXPECT_EQ(model_source_stem(root_ + "/manifests/registry.ollama.ai/myns/tiny/latest"), "tiny-latest");
+  EXPECT_EQ(model_source_stem("qwen3:0.6b"), "qwen3-0.6b");
+  EXPECT_EQ(model_source_stem("registry.ollama.ai/library/tiny"), "tiny-latest");
+  // The blob itself is a GGUF file: its own name.
+  EXPECT_TRUE(is_gguf_source(blob(kQwenSha)));
+  EXPECT_EQ(model_source_stem(blob(kQwenSha)), "sha256-" + kQwenSha);
 }
 
 TEST_F(OllamaStore, UnknownModel) {

@@ -17,6 +17,10 @@ using namespace moepack::ui;
 
 namespace {
 const QString kDemo = QStringLiteral(MOEPACK_SOURCE_DIR "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf");
+// The qwen3moe fixture and its SHA-256 (fixtures/SHA256SUMS).
+const QString kQwen =
+    QStringLiteral(MOEPACK_SHARED_DIR "/fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf");
+const QString kQwenSha = QStringLiteral("99683a6d73f41cbce6e1c7cad755017f774b5492c9e4ad61ba3d635873089c73");
 const QString kQuestion = QStringLiteral("What does \"salmon\" mean?");
 // resources/models/tiny-dsv3-wordnet/README.md, "Reference outputs (llama.cpp, greedy)", Q4_K_M.
 const QString kSalmon = QStringLiteral(
@@ -130,6 +134,46 @@ class ChatEngineTest : public QObject {
     QVERIFY(reply.content.size() < kSalmon.size());
     // Stored as it was shown.
     QCOMPARE(vm.store()->messages(vm.currentConversationId()).back().content, reply.content);
+  }
+
+  // An Ollama model (manifest and blob without a ".gguf" suffix) is converted as a GGUF file is,
+  // into a pack named after the model and tag; a file named *.gguf that is not one is not.
+  void anOllamaModelIsConvertedToo() {
+    const QString store = dir_.filePath(QStringLiteral("ollama"));
+    const QString blob = store + QStringLiteral("/blobs/sha256-") + kQwenSha;
+    QVERIFY(QDir().mkpath(store + QStringLiteral("/blobs")));
+    QVERIFY(QFile::copy(kQwen, blob));
+    const QString manifest = store + QStringLiteral("/manifests/registry.ollama.ai/library/tiny/q4");
+    QVERIFY(QDir().mkpath(QFileInfo(manifest).absolutePath()));
+    QFile mf(manifest);
+    QVERIFY(mf.open(QIODevice::WriteOnly));
+    mf.write(
+        QStringLiteral(R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model",)"
+                       R"("digest":"sha256:%1","size":%2}]})")
+            .arg(kQwenSha)
+            .arg(QFileInfo(kQwen).size())
+            .toUtf8());
+    mf.close();
+    EngineController e(&open_session_engine, dir_.filePath(QStringLiteral("packs3")));
+    e.setEngineSettings(smallCache());
+    e.load(manifest, true);
+    QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 180000);
+    QVERIFY2(e.state() == EngineController::Ready, qPrintable(e.error()));
+    QVERIFY(e.info().isPack);
+    QCOMPARE(QFileInfo(e.modelPath()).canonicalFilePath(),
+             QFileInfo(dir_.filePath(QStringLiteral("packs3/tiny-q4"))).canonicalFilePath());
+    QCOMPARE(e.info().topK, 2u);  // fixtures/README.md, qwen3moe-tiny: 8 experts, top-2
+
+    QFile fake(dir_.filePath(QStringLiteral("fake.gguf")));
+    QVERIFY(fake.open(QIODevice::WriteOnly));
+    fake.write("PK\x03\x04 not a model");
+    fake.close();
+    EngineController f(&open_session_engine, dir_.filePath(QStringLiteral("packs4")));
+    f.load(fake.fileName(), true);
+    QTRY_VERIFY_WITH_TIMEOUT(f.state() != EngineController::Loading, 10000);
+    QCOMPARE(f.state(), EngineController::Failed);
+    QVERIFY2(f.error().contains(QStringLiteral("fake.gguf")), qPrintable(f.error()));
+    QVERIFY(!QFileInfo::exists(dir_.filePath(QStringLiteral("packs4/fake"))));  // nothing was built
   }
 
   void aBadModelIsAMessageNotACrash() {

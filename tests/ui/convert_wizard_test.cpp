@@ -54,6 +54,9 @@ class ConvertWizardTest : public QObject {
     QVERIFY(waitFor(w, ConvertWizard::Space));
     QCOMPARE(w.sourceBytes(), kQwenBytes);
     QVERIFY(w.neededBytes() > 0);
+    // A chosen folder (a file dialog's URL, a trailing slash) gets the pack's own folder.
+    QCOMPARE(w.packFolderIn(QUrl::fromLocalFile(tmp_.path()).toString() + QStringLiteral("/")),
+             tmp_.filePath(QStringLiteral("qwen-pack")));
     w.chooseOutput(tmp_.filePath(QStringLiteral("packs/qwen")));
     QCOMPARE(w.step(), ConvertWizard::Options);
     QVERIFY(w.fits());
@@ -143,6 +146,8 @@ class ConvertWizardTest : public QObject {
     w.setFreeBytesProbe([&](const QString&) -> std::optional<qint64> { return freeValue; });
     w.chooseSource(copies.front());
     QVERIFY(waitFor(w, ConvertWizard::Space));
+    // Named after the set, not after one shard.
+    QCOMPARE(w.packFolderIn(tmp_.path()), tmp_.filePath(QStringLiteral("deepseek2-tiny-Q2_K-pack")));
     const QString out = tmp_.filePath(QStringLiteral("packs/split"));
     w.chooseOutput(out);  // plenty of space: both needs are known
     QCOMPARE(w.step(), ConvertWizard::Options);

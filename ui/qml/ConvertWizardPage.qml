@@ -21,13 +21,7 @@ Pane {
     // The pack goes into a folder of its own inside the chosen one, named after the source
     // ("<model>-pack", as a download converted when done): its three files never mix with
     // what the chosen folder already holds. A split set's shard suffix is dropped.
-    function packFolderIn(folder) {
-        const base = String(folder).replace(/\/+$/, "")
-        const src = page.wizard.source
-        const stem = src.substring(src.lastIndexOf("/") + 1).replace(/\.gguf$/i, "").replace(/-\d{5}-of-\d{5}$/, "")
-        return base + "/" + (stem.length > 0 ? stem : "model") + "-pack"
-    }
-    function chooseFolder(folder) { page.wizard.chooseOutput(page.packFolderIn(folder)) }
+    function chooseFolder(folder) { page.wizard.chooseOutput(page.wizard.packFolderIn(folder)) }
 
     FolderDialog {
         id: outDialog
