@@ -62,6 +62,9 @@ QVariantMap SettingsViewModel::defaults() {
       {"read_splits", 1},
       {"direct_io", true},
       {"prefetch_experts", false},
+      // Each expert's SHA-256 (the pack's manifest) checked on its first read in a session: a
+      // damaged pack is an error naming the expert, not a wrong answer. One hash per expert.
+      {"verify_pack_sha256", true},
       // Greedy by default: answers are reproducible (the demo model's README lists greedy
       // outputs); raise the temperature per conversation.
       {"temperature", 0.0},
@@ -79,9 +82,27 @@ QVariantMap SettingsViewModel::defaults() {
 }
 
 QStringList SettingsViewModel::keys() {
-  return {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "stage_slots", "read_splits",
-          "direct_io", "prefetch_experts", "temperature", "top_k", "top_p", "min_p", "repeat_penalty", "max_tokens", "seed",
-          "system_prompt", "convert_gguf", "models_folder", "language"};
+  return {"backend",
+          "threads",
+          "n_ctx",
+          "cache_vram_mib",
+          "cache_vram_reserve_mib",
+          "stage_slots",
+          "read_splits",
+          "direct_io",
+          "prefetch_experts",
+          "verify_pack_sha256",
+          "temperature",
+          "top_k",
+          "top_p",
+          "min_p",
+          "repeat_penalty",
+          "max_tokens",
+          "seed",
+          "system_prompt",
+          "convert_gguf",
+          "models_folder",
+          "language"};
 }
 
 void SettingsViewModel::load() {
@@ -118,7 +139,7 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
     return value.toString().trimmed().isEmpty() ? tr("Choose a folder.") : QString();
   }
   if (key == QLatin1String("direct_io") || key == QLatin1String("prefetch_experts") ||
-      key == QLatin1String("convert_gguf") ||
+      key == QLatin1String("verify_pack_sha256") || key == QLatin1String("convert_gguf") ||
       key == QLatin1String("system_prompt")) {
     return {};
   }
@@ -155,8 +176,9 @@ void SettingsViewModel::apply() {
   if (!valid()) return;
   const bool languageChanged = draft_.value("language") != saved_.value("language");
   bool engineChanged = false;
-  for (const char* k : {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "stage_slots",
-                        "read_splits", "direct_io", "prefetch_experts", "models_folder"}) {
+  for (const char* k :
+       {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "stage_slots",
+        "read_splits", "direct_io", "prefetch_experts", "verify_pack_sha256", "models_folder"}) {
     engineChanged = engineChanged || draft_.value(k) != saved_.value(k);
   }
   QSettings s;
@@ -246,6 +268,7 @@ EngineSettings SettingsViewModel::engineSettings() const {
   s.read_splits = saved_.value("read_splits").toUInt();
   s.direct_io = saved_.value("direct_io").toBool();
   s.prefetch_experts = saved_.value("prefetch_experts").toBool();
+  s.verify_pack_sha256 = saved_.value("verify_pack_sha256").toBool();
   return s;
 }
 

@@ -1,7 +1,7 @@
 // View-model of the settings page: engine (backend, threads, n_ctx), expert cache
 // (cache_vram_mib, cache_vram_reserve_mib, stage_slots, read_splits, direct_io,
-// prefetch_experts), sampling defaults for new conversations, paths and language. Names are
-// the engine's settings vocabulary (core/engine_settings.h, ARCHITECTURE.md).
+// prefetch_experts, verify_pack_sha256), sampling defaults for new conversations, paths and language. Names
+// are the engine's settings vocabulary (core/engine_settings.h, ARCHITECTURE.md).
 //
 // QML edits a draft with setValue(key, value), which validates and returns "" or the reason;
 // apply() stores the draft in QSettings (group "settings") and emits applied(); revert()

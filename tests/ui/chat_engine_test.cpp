@@ -3,15 +3,19 @@
 // streamed into ChatViewModel equals the engine's greedy output and the model's README
 // (llama.cpp greedy, Q4_K_M), stop mid-stream keeps a prefix, regenerate is deterministic under
 // greedy sampling, and the conversation reloads from SQLite.
+#include <QSettings>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "core/expert_pack.h"
 #include "core/session.h"
 #include "ui/chat_view_model.h"
 #include "ui/conversation_store.h"
 #include "ui/engine_worker.h"
 #include "ui/session_engine.h"
+#include "ui/settings_view_model.h"
 
 using namespace moepack::ui;
 
@@ -45,6 +49,11 @@ class ChatEngineTest : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(dir_.isValid());
+    // The studio's settings (SettingsViewModel) in a test location, at their defaults.
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("MoePackTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("chat_engine_test"));
+    QSettings().clear();
     engine_ = std::make_unique<EngineController>(&open_session_engine, dir_.filePath("packs"));
     engine_->setEngineSettings(smallCache());
     QSignalSpy progress(engine_.get(), &EngineController::progressChanged);
@@ -134,6 +143,65 @@ class ChatEngineTest : public QObject {
     QVERIFY(reply.content.size() < kSalmon.size());
     // Stored as it was shown.
     QCOMPARE(vm.store()->messages(vm.currentConversationId()).back().content, reply.content);
+  }
+
+  // A damaged copy of the pack (one flipped byte in each of layer 0's experts, sizes unchanged):
+  // with the studio's default settings the reply stops with an error naming experts.bin and the
+  // expert; with verify_pack_sha256 off the same copy answers, so the setting is what caught it.
+  void aDamagedPackStopsTheReplyByDefault() {
+    const QString copy = dir_.filePath(QStringLiteral("damaged"));
+    QVERIFY(QDir().mkpath(copy));
+    for (const QString& f : QDir(engine_->modelPath()).entryList(QDir::Files)) {
+      QVERIFY(QFile::copy(engine_->modelPath() + "/" + f, copy + "/" + f));
+      QFile::setPermissions(copy + "/" + f, QFile::ReadOwner | QFile::WriteOwner);
+    }
+    {
+      const moepack::ExpertPack pack = moepack::ExpertPack::open(copy.toStdString());
+      QFile bin(QString::fromStdString(pack.experts_path()));
+      QVERIFY(bin.open(QIODevice::ReadWrite));
+      for (uint32_t e = 0; e < pack.layout().layers.front().n_experts; ++e) {
+        QVERIFY(bin.seek(static_cast<qint64>(pack.expert_offset(0, e)) + 100));
+        char b = 0;
+        QVERIFY(bin.getChar(&b));
+        QVERIFY(bin.seek(static_cast<qint64>(pack.expert_offset(0, e)) + 100));
+        QVERIFY(bin.putChar(static_cast<char>(b ^ 0x5a)));
+      }
+    }
+    SettingsViewModel settings;  // the studio's defaults (initTestCase)
+    QVERIFY(settings.values().value(QStringLiteral("verify_pack_sha256")).toBool());
+    for (const bool verify : {true, false}) {
+      moepack::EngineSettings es = settings.engineSettings();
+      es.backend = "cpu";
+      es.direct_io = false;  // the temporary folder's file system may lack O_DIRECT
+      es.cache_vram_mib = 4;
+      es.cache_vram_reserve_mib = 0;
+      es.verify_pack_sha256 = verify;
+      if (verify) QCOMPARE(es.verify_pack_sha256, settings.engineSettings().verify_pack_sha256);
+      EngineController e(&open_session_engine, dir_.filePath(QStringLiteral("packs5")));
+      e.setEngineSettings(es);
+      e.load(copy, true);
+      QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 60000);
+      QVERIFY2(e.state() == EngineController::Ready, qPrintable(e.error()));
+      ChatViewModel vm;
+      QVERIFY(vm.openDatabase(dir_.filePath(QStringLiteral("damaged.sqlite"))));
+      vm.setEngine(&e);
+      vm.setSamplingValue("temperature", 0);
+      vm.setSamplingValue("max_tokens", 8);
+      QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
+      QSignalSpy failed(&e, &EngineController::generationFailed);
+      QVERIFY(vm.send(kQuestion));
+      QTRY_VERIFY_WITH_TIMEOUT(!vm.generating(), 60000);
+      if (verify) {
+        QCOMPARE(failed.size(), 1);
+        const QString err = vm.lastError();
+        QVERIFY2(err.contains(QStringLiteral("experts.bin")) && err.contains(QStringLiteral("of layer 0")) &&
+                     err.contains(QStringLiteral("fails its SHA-256 check")),
+                 qPrintable(err));
+      } else {
+        QCOMPARE(failed.size(), 0);
+        QCOMPARE(vm.lastError(), QString());
+      }
+    }
   }
 
   // An Ollama model (manifest and blob without a ".gguf" suffix) is converted as a GGUF file is,

@@ -40,6 +40,8 @@ class SettingsTelemetryTest : public QObject {
       QVERIFY(s.values().contains("prefetch_experts"));
       QCOMPARE(s.values().value("prefetch_experts").toBool(), false);  // off by default
       QCOMPARE(s.setValue("prefetch_experts", true), QString());
+      QCOMPARE(s.values().value("verify_pack_sha256").toBool(), true);  // on by default
+      QCOMPARE(s.setValue("verify_pack_sha256", false), QString());
       QCOMPARE(s.setValue("language", "zh_CN"), QString());
       QCOMPARE(s.setValue("temperature", 0.7), QString());
       QVERIFY(s.valid());
@@ -58,6 +60,7 @@ class SettingsTelemetryTest : public QObject {
     QCOMPARE(e.cache_vram_mib, uint64_t(64));
     QCOMPARE(e.direct_io, false);
     QCOMPARE(e.prefetch_experts, true);
+    QCOMPARE(e.verify_pack_sha256, false);
     QCOMPARE(e.threads, 0u);  // cores - 1 in the engine
     QCOMPARE(s.language(), QString("zh_CN"));
     QCOMPARE(s.generationDefaults().sampling.temperature, 0.7f);

@@ -170,6 +170,22 @@ Item {
                         onToggled: page.settings.setValue("prefetch_experts", checked)
                     }
                 }
+                RowLayout {
+                    spacing: 12
+                    ColumnLayout {
+                        Layout.preferredWidth: 300
+                        spacing: 0
+                        Label { text: qsTr("Check each expert's SHA-256 on its first read"); font.pixelSize: 13 }
+                        Label { text: "verify_pack_sha256"; font.pixelSize: 11; color: "#6b7280" }
+                    }
+                    CheckBox {
+                        objectName: "verifyPackSha256"
+                        checked: page.settings.values.verify_pack_sha256
+                        onToggled: page.settings.setValue("verify_pack_sha256", checked)
+                        ToolTip.visible: hovered
+                        ToolTip.text: qsTr("A damaged Expert Pack stops the reply with an error naming the expert, instead of answering from wrong weights.")
+                    }
+                }
                 Rectangle {
                     Layout.fillWidth: true
                     Layout.topMargin: 4
