@@ -254,6 +254,14 @@ void DownloadsViewModel::addInternal(const QString& source, const QString& file,
     queueGroup({r});
     return;
   }
+  // Any other URL (http://, ftp://, ...) is a refused address, not a malformed repository name:
+  // downloads travel over TLS only.
+  const QUrl other(s);
+  if (other.isValid() && !other.scheme().isEmpty() && s.contains(QLatin1String("://"))) {
+    emit errorOccurred(
+        tr("refused download %1: only https:// addresses are downloaded (TLS, certificate checked)").arg(s));
+    return;
+  }
   QString why;
   if (!hub_file_url(hubBaseUrl_, s, QStringLiteral("x"), &why).isValid()) {
     emit errorOccurred(why);

@@ -633,6 +633,19 @@ class DownloaderTest : public QObject {
     }
     QVERIFY(!QFileInfo::exists(work_.filePath(QStringLiteral("x.gguf"))));
     QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/ok.gguf")));
+    // A plain http:// (or other) address is refused as such, not read as a repository name.
+    for (const QString& address :
+         {QStringLiteral("http://example.org/m.gguf"), QStringLiteral("ftp://example.org/m.gguf")}) {
+      errors.clear();
+      const int rows = vm.downloads()->rowCount();
+      vm.addDownload(address, QString(), QString(), false);
+      QCOMPARE(errors.size(), 1);
+      const QString e = errors.front().front().toString();
+      QVERIFY2(e.contains(address) && e.contains(QStringLiteral("only https://")) &&
+                   !e.contains(QStringLiteral("owner/repository")),
+               qPrintable(e));
+      QCOMPARE(vm.downloads()->rowCount(), rows);
+    }
     // An unknown repository is a clear error.
     errors.clear();
     vm.addDownload(QStringLiteral("test/nope"), QStringLiteral("*.gguf"), QString(), false);

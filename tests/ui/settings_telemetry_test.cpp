@@ -1,6 +1,8 @@
 // SettingsViewModel (validation, draft/apply/revert/reset, QSettings persistence, the engine
 // settings it produces, the slot-count preview) and TelemetryViewModel (series and counters
 // from a scripted engine's telemetry; hand-computed values).
+#include <QQmlComponent>
+#include <QQmlEngine>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QtTest>
@@ -19,6 +21,48 @@ class SettingsTelemetryTest : public QObject {
     QCoreApplication::setOrganizationName(QStringLiteral("MoePackTest"));
     QCoreApplication::setApplicationName(QStringLiteral("settings_telemetry_test"));
     QSettings().clear();
+  }
+
+  // The charts' value axes (niceaxis.js, as the Dashboard and Benchmarks pages import it): steps
+  // of 1, 2, 2.5 or 5 times a power of ten, a whole number of steps at or above the data.
+  // Hand-checked: 253 / 5 = 50.6 -> step 100, max 300, ticks 0 100 200 300.
+  void chartAxesAreRound() {
+    QQmlEngine qml;
+    QQmlComponent c(&qml);
+    c.setData(R"(import QtQml
+import "qrc:/qt/qml/MoePack/Ui/qml/niceaxis.js" as N
+QtObject {
+    function axis(v) { return [N.max(v), N.ticks(v), N.format(v)] }
+})",
+              QUrl(QStringLiteral("qrc:/test/axes.qml")));
+    std::unique_ptr<QObject> o(c.create());
+    QVERIFY2(o, qPrintable(c.errorString()));
+    const auto axis = [&](double v) {
+      QVariant r;
+      QMetaObject::invokeMethod(o.get(), "axis", Q_RETURN_ARG(QVariant, r), Q_ARG(QVariant, v));
+      return r.toList();
+    };
+    const struct {
+      double v, max;
+      int ticks;
+      const char* format;
+    } cases[] = {
+        {253, 300, 4, "%.0f"},      // step 100
+        {220, 250, 6, "%.0f"},      // 44 -> step 50
+        {1, 1, 6, "%.1f"},          // 0.2 -> step 0.2
+        {45, 50, 6, "%.0f"},        // 9 -> step 10
+        {18545, 20000, 5, "%.0f"},  // 3709 -> step 5000
+        {0.3, 0.3, 4, "%.1f"},      // 0.06: 0.05 is short of it -> step 0.1
+        {12, 12.5, 6, "%.1f"},      // 2.4 -> step 2.5
+        {100, 100, 6, "%.0f"},      // 20 -> step 20, exactly 5 steps
+    };
+    for (const auto& k : cases) {
+      const QVariantList r = axis(k.v);
+      QCOMPARE(r.size(), 3);
+      QCOMPARE(r[0].toDouble(), k.max);
+      QCOMPARE(r[1].toInt(), k.ticks);
+      QCOMPARE(r[2].toString(), QString::fromLatin1(k.format));
+    }
   }
 
   void validatesEditsAndPersists() {

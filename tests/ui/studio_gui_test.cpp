@@ -191,6 +191,12 @@ class StudioGuiTest : public QObject {
     QVERIFY(messageList->isVisible());
     QCOMPARE(messageList->property("count").toInt(), 4);
     save(window, QStringLiteral("studio-no-model.png"));
+    // Its Library button leads to where another model can be opened.
+    auto* toLibrary = window->findChild<QObject*>(QStringLiteral("bannerLibrary"));
+    QVERIFY(toLibrary && toLibrary->property("visible").toBool());
+    QVERIFY(QMetaObject::invokeMethod(toLibrary, "clicked"));
+    QCOMPARE(window->property("currentPage").toInt(), 4);
+    window->setProperty("currentPage", 0);
     engine->reload();
     QTRY_VERIFY_WITH_TIMEOUT(engine->state() == EngineController::Ready, 180000);
     QTRY_VERIFY(!banner->isVisible());

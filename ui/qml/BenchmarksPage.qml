@@ -5,6 +5,7 @@ import QtQuick.Layouts
 import QtQuick.Dialogs
 import QtCharts
 import MoePack.Ui
+import "niceaxis.js" as NiceAxis
 
 // The Benchmarks page (issue 10): the published evaluation as a button. Settings on top, then
 // Run / Cancel and progress, live charts (decode tokens/s and hit rate per request, the running
@@ -202,7 +203,7 @@ Item {
                     legend.visible: false
                     backgroundRoundness: 10
                     ValueAxis { id: decX; min: 0; max: page.requestAxisMax; tickCount: page.requestTicks; labelFormat: "%.0f"; titleText: qsTr("request") }
-                    ValueAxis { id: decY; min: 0; max: Math.max(1, page.bench.decodeMax * 1.15); labelFormat: "%.0f" }
+                    ValueAxis { id: decY; min: 0; max: NiceAxis.max(Math.max(1, page.bench.decodeMax)); tickCount: NiceAxis.ticks(Math.max(1, page.bench.decodeMax)); labelFormat: NiceAxis.format(Math.max(1, page.bench.decodeMax)) }
                     LineSeries { id: decodeSeries; axisX: decX; axisY: decY; color: "#2f6fdf"; width: 2; pointsVisible: true }
                 }
                 ChartView {
@@ -214,7 +215,7 @@ Item {
                     legend.visible: false
                     backgroundRoundness: 10
                     ValueAxis { id: hitX; min: 0; max: page.requestAxisMax; tickCount: page.requestTicks; labelFormat: "%.0f"; titleText: qsTr("request") }
-                    ValueAxis { id: hitY; min: 0; max: 1; labelFormat: "%.1f" }
+                    ValueAxis { id: hitY; min: 0; max: 1; tickCount: 6; labelFormat: "%.1f" }
                     LineSeries { id: hitSeries; axisX: hitX; axisY: hitY; color: "#3aa35c"; width: 2; pointsVisible: true }
                 }
                 ChartView {
@@ -227,8 +228,8 @@ Item {
                     legend.alignment: Qt.AlignBottom
                     backgroundRoundness: 10
                     ValueAxis { id: tlX; min: 0; max: page.tokenAxisMax; tickCount: page.tokenTicks; labelFormat: "%.0f"; titleText: qsTr("token") }
-                    ValueAxis { id: tlMs; min: 0; max: Math.max(1, page.bench.timelineMaxMs * 1.15); labelFormat: "%.0f" }
-                    ValueAxis { id: tlKb; min: 0; max: Math.max(1, page.bench.timelineMaxKb * 1.15); labelFormat: "%.0f" }
+                    ValueAxis { id: tlMs; min: 0; max: NiceAxis.max(Math.max(1, page.bench.timelineMaxMs)); tickCount: NiceAxis.ticks(Math.max(1, page.bench.timelineMaxMs)); labelFormat: NiceAxis.format(Math.max(1, page.bench.timelineMaxMs)) }
+                    ValueAxis { id: tlKb; min: 0; max: NiceAxis.max(Math.max(1, page.bench.timelineMaxKb)); tickCount: NiceAxis.ticks(Math.max(1, page.bench.timelineMaxKb)); labelFormat: NiceAxis.format(Math.max(1, page.bench.timelineMaxKb)) }
                     LineSeries { id: timelineMsSeries; name: qsTr("forward ms"); axisX: tlX; axisY: tlMs; color: "#2f6fdf"; width: 1.5 }
                     LineSeries { id: timelineKbSeries; name: qsTr("SSD KB"); axisX: tlX; axisYRight: tlKb; color: "#e0703a"; width: 1.5 }
                 }

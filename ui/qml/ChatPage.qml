@@ -13,6 +13,7 @@ Item {
     required property ChatViewModel chat
     required property EngineController engine
     signal openSettings()
+    signal openLibrary()
 
     property bool showOptions: false
 
@@ -220,6 +221,17 @@ Item {
                             visible: page.engine.state === EngineController.Failed
                             text: qsTr("Reload")
                             onClicked: page.engine.reload()
+                        }
+                        Button {
+                            objectName: "bannerSettings"
+                            visible: page.engine.state === EngineController.Failed
+                            text: qsTr("Settings")
+                            onClicked: page.openSettings()
+                        }
+                        Button {
+                            objectName: "bannerLibrary"
+                            text: qsTr("Library")
+                            onClicked: page.openLibrary()
                         }
                     }
                 }

@@ -4,6 +4,7 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import QtCharts
 import MoePack.Ui
+import "niceaxis.js" as NiceAxis
 
 // The telemetry dashboard: how fast the model talks and how the expert cache and the SSD behave
 // meanwhile. Rates and counters on top, occupancy, then live charts (per token) fed by
@@ -205,7 +206,7 @@ Item {
                         labelFormat: "%d"
                         titleText: qsTr("token")
                     }
-                    ValueAxis { id: hitY; min: 0; max: 1; labelFormat: "%.1f" }
+                    ValueAxis { id: hitY; min: 0; max: 1; tickCount: 6; labelFormat: "%.1f" }
                     LineSeries {
                         id: hitSeries
                         name: qsTr("per token")
@@ -233,7 +234,7 @@ Item {
                     legend.visible: false
                     backgroundRoundness: 10
                     ValueAxis { id: readX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d" }
-                    ValueAxis { id: readY; min: 0; max: page.telemetry.readKiBMax * 1.1; labelFormat: "%.0f" }
+                    ValueAxis { id: readY; min: 0; max: NiceAxis.max(Math.max(1, page.telemetry.readKiBMax)); tickCount: NiceAxis.ticks(Math.max(1, page.telemetry.readKiBMax)); labelFormat: NiceAxis.format(Math.max(1, page.telemetry.readKiBMax)) }
                     LineSeries { id: readSeries; axisX: readX; axisY: readY; color: "#0f9d8a"; width: 1.5 }
                 }
                 ChartView {
@@ -246,7 +247,7 @@ Item {
                     legend.visible: false
                     backgroundRoundness: 10
                     ValueAxis { id: evX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d" }
-                    ValueAxis { id: evY; min: 0; max: page.telemetry.evictionsMax * 1.1; labelFormat: "%.1f" }
+                    ValueAxis { id: evY; min: 0; max: NiceAxis.max(Math.max(1, page.telemetry.evictionsMax)); tickCount: NiceAxis.ticks(Math.max(1, page.telemetry.evictionsMax)); labelFormat: NiceAxis.format(Math.max(1, page.telemetry.evictionsMax)) }
                     LineSeries { id: evictionSeries; axisX: evX; axisY: evY; color: "#d97706"; width: 1.5 }
                 }
                 // Heat map: one row per MoE layer, one cell per expert; filled = in the cache now.

@@ -189,6 +189,7 @@ ApplicationWindow {
                 chat: chat
                 engine: engine
                 onOpenSettings: rail.currentIndex = 3
+                onOpenLibrary: rail.currentIndex = 4
             }
             DashboardPage {
                 telemetry: telemetry
