@@ -105,33 +105,65 @@ class Doc {
 
   void field(const QString& k, const QString& v) { text(k + ": " + v, 9); }
 
-  // Columns share the width by `weights`; the header is repeated after a page break.
+  // Each column gets the width its widest cell and its header's longest word need; what is left
+  // of the page width is shared by `weights` (when even the needs do not fit, the columns share
+  // the width by `weights` alone and cells are elided). Headers wrap at spaces. The header is
+  // repeated after a page break.
   void table(const QStringList& header, const std::vector<double>& weights, const std::vector<QStringList>& rows) {
     QFont f(QStringLiteral("DejaVu Sans"));
     f.setPointSizeF(7.5);
-    p_.setFont(f);
-    const double row_h = QFontMetricsF(f, &writer_).height() * 1.5;
-    double total = 0;
-    for (double w : weights) total += w;
+    QFont hf = f;
+    hf.setBold(true);
+    const QFontMetricsF fm(f, &writer_), hfm(hf, &writer_);
+    const double pad = 8;
+    const size_t n = weights.size();
+    std::vector<double> want(n, 0);
+    for (size_t c = 0; c < n && c < static_cast<size_t>(header.size()); ++c) {
+      for (const QString& word : header[static_cast<int>(c)].split(QLatin1Char(' ')))
+        want[c] = std::max(want[c], hfm.horizontalAdvance(word) + pad);
+    }
+    for (const QStringList& r : rows) {
+      for (size_t c = 0; c < n && c < static_cast<size_t>(r.size()); ++c)
+        want[c] = std::max(want[c], fm.horizontalAdvance(r[static_cast<int>(c)]) + pad);
+    }
+    double total = 0, needed = 0;
+    for (size_t c = 0; c < n; ++c) {
+      total += weights[c];
+      needed += want[c];
+    }
     std::vector<double> xs{0};
-    for (double w : weights) xs.push_back(xs.back() + width_ * w / total);
+    for (size_t c = 0; c < n; ++c) {
+      const double w =
+          needed <= width_ ? want[c] + (width_ - needed) * weights[c] / total : width_ * weights[c] / total;
+      xs.push_back(xs.back() + w);
+    }
+    const double row_h = fm.height() * 1.5;
+    double head_h = row_h;
+    for (size_t c = 0; c < n && c < static_cast<size_t>(header.size()); ++c) {
+      const QRectF r = hfm.boundingRect(QRectF(0, 0, xs[c + 1] - xs[c] - pad, 1e6), Qt::TextWordWrap,
+                                        header[static_cast<int>(c)]);
+      head_h = std::max(head_h, r.height() + fm.height() * 0.5);
+    }
     auto draw_row = [&](const QStringList& cells, bool head) {
-      QFont rf = f;
-      rf.setBold(head);
-      p_.setFont(rf);
-      if (head) p_.fillRect(QRectF(0, y_, width_, row_h), QColor("#eef0f5"));
+      const double h = head ? head_h : row_h;
+      p_.setFont(head ? hf : f);
+      if (head) p_.fillRect(QRectF(0, y_, width_, h), QColor("#eef0f5"));
       p_.setPen(QColor("#c8ccd6"));
-      p_.drawLine(QPointF(0, y_ + row_h), QPointF(width_, y_ + row_h));
+      p_.drawLine(QPointF(0, y_ + h), QPointF(width_, y_ + h));
       p_.setPen(Qt::black);
-      const QFontMetricsF fm(rf, &writer_);
       for (int c = 0; c < cells.size() && c + 1 < static_cast<int>(xs.size()); ++c) {
-        const QRectF cell(xs[c] + 4, y_, xs[c + 1] - xs[c] - 8, row_h);
-        p_.drawText(cell, Qt::AlignVCenter | (c == 0 ? Qt::AlignLeft : Qt::AlignRight),
-                    fm.elidedText(cells[c], Qt::ElideRight, cell.width()));
+        const QRectF cell(xs[static_cast<size_t>(c)] + pad / 2, y_,
+                          xs[static_cast<size_t>(c) + 1] - xs[static_cast<size_t>(c)] - pad, h);
+        const Qt::Alignment align = Qt::AlignVCenter | (c == 0 ? Qt::AlignLeft : Qt::AlignRight);
+        if (head) {
+          p_.drawText(cell, align | Qt::TextWordWrap, cells[c]);
+        } else {
+          p_.drawText(cell, align, fm.elidedText(cells[c], Qt::ElideRight, cell.width()));
+        }
       }
-      y_ += row_h;
+      y_ += h;
     };
-    need(row_h * 3);
+    need(head_h + row_h * 2);
     draw_row(header, true);
     for (const QStringList& r : rows) {
       if (y_ + row_h > height_) {
