@@ -133,6 +133,40 @@ class StudioGuiTest : public QObject {
     QCOMPARE(chat->messages()->count(), 4);
     QTest::qWait(200);
     save(window, QStringLiteral("studio-chat.png"));
+    // With the options open, a reply's statistics wrap and its actions stay inside the chat; on
+    // a window at its minimum width the conversation list steps aside for them.
+    {
+      auto* options = window->findChild<QObject*>(QStringLiteral("optionsButton"));
+      auto* pane = window->findChild<QQuickItem*>(QStringLiteral("conversationPane"));
+      auto* list = window->findChild<QQuickItem*>(QStringLiteral("messageList"));
+      QVERIFY(options && pane && list);
+      QVERIFY(QMetaObject::invokeMethod(options, "clicked"));
+      QTest::qWait(200);
+      QVERIFY(pane->isVisible());
+      const auto rowsInside = [&] {
+        int rows = 0;
+        bool inside = true;
+        const double right = list->mapToScene(QPointF(list->width(), 0)).x();
+        const std::function<void(QQuickItem*)> walk = [&](QQuickItem* item) {
+          if (item->objectName() == QLatin1String("replyActions") && item->isVisible()) {
+            ++rows;
+            inside = inside && item->mapToScene(QPointF(item->width(), 0)).x() <= right + 0.5;
+          }
+          for (QQuickItem* c : item->childItems()) walk(c);
+        };
+        walk(window->contentItem());
+        return rows >= 2 && inside;
+      };
+      QTRY_VERIFY(rowsInside());
+      const int width = window->width();
+      window->setWidth(900);
+      QTRY_VERIFY(!pane->isVisible());
+      QTRY_VERIFY(rowsInside());
+      save(window, QStringLiteral("studio-chat-narrow-options.png"));
+      window->setWidth(width);
+      QTRY_VERIFY(pane->isVisible());
+      QVERIFY(QMetaObject::invokeMethod(options, "clicked"));
+    }
     // The frame-pacing benchmark (issue 8: p99 < 33 ms on the CPU machine): JSON on stdout and
     // as an artefact, with the machine's load so a loaded run reads as one.
     QVERIFY2(intervals.size() >= 10, "too few frames while streaming to measure pacing");

@@ -45,7 +45,11 @@ Item {
         spacing: 0
 
         // --- Conversation list -------------------------------------------------------------
+        // Steps aside while the options are open on a window too narrow for the list, the chat
+        // (at least 480 px) and the options side by side.
         Rectangle {
+            objectName: "conversationPane"
+            visible: !page.showOptions || page.width >= 264 + 480 + 300
             Layout.fillHeight: true
             Layout.preferredWidth: 264
             color: "#f3f4f8"

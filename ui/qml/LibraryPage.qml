@@ -273,7 +273,11 @@ Page {
                                 opacity: 0.7
                                 text: row.sourcePresent ? row.path : qsTr("%1 (deleted)").arg(row.path)
                             }
+                            // The detail lines wrap: at the window's minimum width they would
+                            // otherwise push Load / Convert / Remove off the row.
                             Label {
+                                Layout.fillWidth: true
+                                wrapMode: Text.Wrap
                                 opacity: 0.8
                                 text: qsTr("%1 · %2 · %3 · %4 experts, top-%5 · %6")
                                       .arg(row.kind).arg(row.architecture)
@@ -281,6 +285,8 @@ Page {
                                       .arg(row.topK).arg(row.quantTypes)
                             }
                             Label {
+                                Layout.fillWidth: true
+                                wrapMode: Text.Wrap
                                 opacity: 0.8
                                 visible: row.ctxBytesPerToken > 0
                                 text: qsTr("KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5")

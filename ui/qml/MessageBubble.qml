@@ -113,12 +113,19 @@ Item {
         }
 
         // Statistics of a reply, then the actions.
+        // Never wider than the column: a long statistics line wraps, and the actions stay on it.
         RowLayout {
+            objectName: "replyActions"
             Layout.alignment: bubble.isUser ? Qt.AlignRight : Qt.AlignLeft
+            Layout.fillWidth: false  // as wide as its content, up to the column
+            Layout.maximumWidth: column.width
             spacing: 2
             Label {
                 visible: !bubble.isUser && !bubble.streaming && bubble.generatedTokens > 0
                 objectName: "replyStats"
+                Layout.fillWidth: visible
+                Layout.maximumWidth: implicitWidth
+                wrapMode: Text.Wrap
                 // The decode rate needs two tokens: a reply stopped after its first has none.
                 text: qsTr("%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s")
                         .arg(bubble.promptTokens).arg(bubble.generatedTokens)
