@@ -41,6 +41,7 @@ if [ "$gui" = ON ]; then
     qml6-module-qtqml-models qml6-module-qtquick-shapes qml6-module-qt-labs-folderlistmodel
     xvfb xauth imagemagick
     poppler-utils chromium
+    fonts-dejavu-core fonts-wqy-microhei
   )
 fi
 

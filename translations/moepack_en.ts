@@ -4,52 +4,52 @@
 <context>
     <name>BenchmarksPage</name>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="61"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="62"/>
         <source>Load a prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="62"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="63"/>
         <source>Prompt sets (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="69"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="70"/>
         <source>Export the report</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="71"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="72"/>
         <source>Save</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="91"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="92"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="99"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="100"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="110"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="111"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="115"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="116"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="120"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="121"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="125"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -57,157 +57,157 @@
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="127"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="128"/>
         <source>Load…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="129"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="130"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="140"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
         <source>Baseline URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="144"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="145"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="156"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="157"/>
         <source>Run</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="162"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="163"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="176"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="177"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="200"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="201"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="204"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="205"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="217"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="212"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="213"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="225"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="226"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="232"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
         <source>forward ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="234"/>
         <source>SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
         <source>SSD KB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="255"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="256"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
         <source>Per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="264"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="279"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="280"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="286"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="287"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
@@ -215,193 +215,203 @@
 <context>
     <name>ChatPage</name>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="61"/>
+        <location filename="../ui/qml/ChatPage.qml" line="66"/>
         <source>+ New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="65"/>
+        <location filename="../ui/qml/ChatPage.qml" line="70"/>
         <source>Conversations</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="131"/>
+        <location filename="../ui/qml/ChatPage.qml" line="136"/>
         <source>Your conversations appear here.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="160"/>
+        <location filename="../ui/qml/ChatPage.qml" line="165"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="168"/>
+        <location filename="../ui/qml/ChatPage.qml" line="173"/>
         <source>%1 · %2 backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="176"/>
+        <location filename="../ui/qml/ChatPage.qml" line="181"/>
         <source>Rename</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="181"/>
+        <location filename="../ui/qml/ChatPage.qml" line="186"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="187"/>
+        <location filename="../ui/qml/ChatPage.qml" line="192"/>
         <source>Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="216"/>
+        <location filename="../ui/qml/ChatPage.qml" line="221"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="217"/>
+        <location filename="../ui/qml/ChatPage.qml" line="222"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="221"/>
+        <location filename="../ui/qml/ChatPage.qml" line="226"/>
         <source>Reload</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="254"/>
+        <location filename="../ui/qml/ChatPage.qml" line="232"/>
+        <source>Settings</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="237"/>
+        <source>Library</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="270"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="285"/>
+        <location filename="../ui/qml/ChatPage.qml" line="301"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="302"/>
+        <location filename="../ui/qml/ChatPage.qml" line="318"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="310"/>
+        <location filename="../ui/qml/ChatPage.qml" line="326"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="346"/>
+        <location filename="../ui/qml/ChatPage.qml" line="362"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="351"/>
+        <location filename="../ui/qml/ChatPage.qml" line="367"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="356"/>
+        <location filename="../ui/qml/ChatPage.qml" line="372"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="359"/>
+        <location filename="../ui/qml/ChatPage.qml" line="375"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="360"/>
+        <location filename="../ui/qml/ChatPage.qml" line="376"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="361"/>
+        <location filename="../ui/qml/ChatPage.qml" line="377"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="362"/>
+        <location filename="../ui/qml/ChatPage.qml" line="378"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="363"/>
+        <location filename="../ui/qml/ChatPage.qml" line="379"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="364"/>
+        <location filename="../ui/qml/ChatPage.qml" line="380"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="365"/>
+        <location filename="../ui/qml/ChatPage.qml" line="381"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="386"/>
+        <location filename="../ui/qml/ChatPage.qml" line="402"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="403"/>
+        <location filename="../ui/qml/ChatPage.qml" line="419"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="404"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="411"/>
+        <location filename="../ui/qml/ChatPage.qml" line="427"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="416"/>
+        <location filename="../ui/qml/ChatPage.qml" line="432"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="417"/>
+        <location filename="../ui/qml/ChatPage.qml" line="433"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="422"/>
+        <location filename="../ui/qml/ChatPage.qml" line="438"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="443"/>
+        <location filename="../ui/qml/ChatPage.qml" line="459"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="445"/>
+        <location filename="../ui/qml/ChatPage.qml" line="461"/>
         <source>Save</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="446"/>
+        <location filename="../ui/qml/ChatPage.qml" line="462"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="446"/>
+        <location filename="../ui/qml/ChatPage.qml" line="462"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="453"/>
+        <location filename="../ui/qml/ChatPage.qml" line="469"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="454"/>
+        <location filename="../ui/qml/ChatPage.qml" line="470"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -409,122 +419,122 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="35"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="29"/>
         <source>Folder for the Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
         <source>1. Source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
         <source>2. Space</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
         <source>3. Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
         <source>4. Converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
         <source>5. Verifying</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
         <source>Done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="52"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="46"/>
         <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="57"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
         <source>%1 is free in %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="58"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="52"/>
         <source>Choose a folder for it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="62"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="67"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="72"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
         <source>Choose the output folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="77"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="71"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="85"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="79"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="86"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="80"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="92"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="86"/>
         <source>Convert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="106"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="100"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="108"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="102"/>
         <source>%1 · %2/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="113"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="107"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="114"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="127"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="121"/>
         <source>Delete source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="133"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="127"/>
         <source>Chat now</source>
         <translation type="unfinished"></translation>
     </message>
@@ -532,17 +542,17 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>DashboardPage</name>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="25"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="26"/>
         <source>%1 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="96"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="97"/>
         <source>Expert cache and SSD</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/DashboardPage.qml" line="104"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="105"/>
         <source>%1 · %2 backend · %n token(s)</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -550,152 +560,152 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="106"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="107"/>
         <source>No model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="119"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="120"/>
         <source>Hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="124"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="125"/>
         <source>Decode (last reply)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="127"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="128"/>
         <source>Prefill (last reply)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="129"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="130"/>
         <source>SSD read per token (last reply)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="130"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="131"/>
         <source>the decoded tokens&apos; pack_read_bytes / tokens (all tokens so far: %1)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="134"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
         <source>Tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
         <source>Cache hits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
         <source>Cache misses</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="138"/>
         <source>Evictions</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="139"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="140"/>
         <source>Prefetched: used / read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="143"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="144"/>
         <source>Cache slots used</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="145"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
         <source>%1 / %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
         <source>resident</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="148"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
         <source>Read from SSD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="150"/>
         <source>Copied to the GPU</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
         <source>Buffered reads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="156"/>
         <source>I/O errors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="165"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="166"/>
         <source>Cache occupancy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="177"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="178"/>
         <source>%1 of %2 MiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="179"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="180"/>
         <source>experts resident (no cache)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="197"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="198"/>
         <source>Cache hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="206"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="207"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="211"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="212"/>
         <source>per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="219"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="220"/>
         <source>cumulative</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="231"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="232"/>
         <source>SSD reads per token (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="244"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="245"/>
         <source>Evictions per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="266"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="267"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="302"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="303"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -901,157 +911,157 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="282"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="292"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="293"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="300"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="306"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="301"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="307"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="302"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="308"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="310"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
         <source>Load</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="314"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="320"/>
         <source>Load %1 and chat with it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="332"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="353"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="351"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="354"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="360"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="365"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="393"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="399"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="415"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="417"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="424"/>
         <source>cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="419"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
         <source>done · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
         <source>paused · %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>paused · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1142,52 +1152,52 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="123"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="130"/>
         <source>%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="126"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="133"/>
         <source> · decode %1 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="127"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="134"/>
         <source> · stopped</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="128"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="135"/>
         <source> · length limit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="129"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="136"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="149"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="156"/>
         <source>generating…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
         <source>Copy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
         <source>Copied</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="178"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="185"/>
         <source>Edit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="198"/>
         <source>Regenerate</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1380,272 +1390,272 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="192"/>
+        <location filename="../ui/pdf_report.cpp" line="224"/>
         <source>Per-token timeline: forward ms per token (line, left axis), SSD KB read per token (bars, right axis)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="196"/>
+        <location filename="../ui/pdf_report.cpp" line="228"/>
         <source>No per-token data in this report.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="235"/>
+        <location filename="../ui/pdf_report.cpp" line="267"/>
         <source>%1 tokens; x: token in the run, requests one after another (dashed: request start).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="298"/>
-        <location filename="../ui/pdf_report.cpp" line="306"/>
+        <location filename="../ui/pdf_report.cpp" line="330"/>
+        <location filename="../ui/pdf_report.cpp" line="338"/>
         <source>MoePack benchmark report</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="311"/>
+        <location filename="../ui/pdf_report.cpp" line="343"/>
         <source>Machine</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="314"/>
+        <location filename="../ui/pdf_report.cpp" line="346"/>
         <source>driver</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="316"/>
+        <location filename="../ui/pdf_report.cpp" line="348"/>
         <source>CPU</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="317"/>
+        <location filename="../ui/pdf_report.cpp" line="349"/>
         <source>logical cores</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="318"/>
+        <location filename="../ui/pdf_report.cpp" line="350"/>
         <source>RAM</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="319"/>
+        <location filename="../ui/pdf_report.cpp" line="351"/>
         <source>GPU</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="319"/>
+        <location filename="../ui/pdf_report.cpp" line="351"/>
         <source>none</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="320"/>
+        <location filename="../ui/pdf_report.cpp" line="352"/>
         <source>OS</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="320"/>
+        <location filename="../ui/pdf_report.cpp" line="352"/>
         <source>kernel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="322"/>
+        <location filename="../ui/pdf_report.cpp" line="354"/>
         <source>Storage</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="325"/>
+        <location filename="../ui/pdf_report.cpp" line="357"/>
         <source>Model and pack identity</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="326"/>
+        <location filename="../ui/pdf_report.cpp" line="358"/>
         <source>Path</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="327"/>
+        <location filename="../ui/pdf_report.cpp" line="359"/>
         <source>Format</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="328"/>
+        <location filename="../ui/pdf_report.cpp" line="360"/>
         <source>layers</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="329"/>
+        <location filename="../ui/pdf_report.cpp" line="361"/>
         <source>experts, top-</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="331"/>
+        <location filename="../ui/pdf_report.cpp" line="363"/>
         <source>Identity</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="332"/>
+        <location filename="../ui/pdf_report.cpp" line="364"/>
         <source>MoePack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="336"/>
+        <location filename="../ui/pdf_report.cpp" line="368"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="337"/>
+        <location filename="../ui/pdf_report.cpp" line="369"/>
         <source>Run</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="337"/>
+        <location filename="../ui/pdf_report.cpp" line="369"/>
         <source>mode %1, temperature 0, %2 completion tokens per request, ignore_eos %3, fresh KV cache per request, expert cache kept between requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="340"/>
+        <location filename="../ui/pdf_report.cpp" line="372"/>
         <source>Backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="341"/>
+        <location filename="../ui/pdf_report.cpp" line="373"/>
         <source>expert cache slots of</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="347"/>
+        <location filename="../ui/pdf_report.cpp" line="379"/>
         <source>Engine settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="348"/>
+        <location filename="../ui/pdf_report.cpp" line="380"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="350"/>
+        <location filename="../ui/pdf_report.cpp" line="382"/>
         <source>requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="353"/>
+        <location filename="../ui/pdf_report.cpp" line="385"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="363"/>
+        <location filename="../ui/pdf_report.cpp" line="395"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="403"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="403"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="403"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="403"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <location filename="../ui/pdf_report.cpp" line="404"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <location filename="../ui/pdf_report.cpp" line="404"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
-        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <location filename="../ui/pdf_report.cpp" line="404"/>
+        <location filename="../ui/pdf_report.cpp" line="428"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
-        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <location filename="../ui/pdf_report.cpp" line="404"/>
+        <location filename="../ui/pdf_report.cpp" line="428"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="373"/>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="429"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="373"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>SSD/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="377"/>
+        <location filename="../ui/pdf_report.cpp" line="409"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="390"/>
-        <location filename="../ui/pdf_report.cpp" line="429"/>
+        <location filename="../ui/pdf_report.cpp" line="422"/>
+        <location filename="../ui/pdf_report.cpp" line="461"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <location filename="../ui/pdf_report.cpp" line="428"/>
         <source>group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <location filename="../ui/pdf_report.cpp" line="428"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="429"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="429"/>
         <source>TTFT mean ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="399"/>
+        <location filename="../ui/pdf_report.cpp" line="431"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="437"/>
         <source>Charts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="447"/>
+        <location filename="../ui/pdf_report.cpp" line="479"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="447"/>
+        <location filename="../ui/pdf_report.cpp" line="479"/>
         <source>tokens/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="450"/>
+        <location filename="../ui/pdf_report.cpp" line="482"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="450"/>
+        <location filename="../ui/pdf_report.cpp" line="482"/>
         <source>unique (layer, expert) keys per step</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1728,122 +1738,132 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="187"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="178"/>
+        <source>Check each expert&apos;s SHA-256 on its first read</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="186"/>
+        <source>A damaged Expert Pack stops the reply with an error naming the expert, instead of answering from wrong weights.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="216"/>
         <source>Defaults for new conversations</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="217"/>
         <source>Temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="217"/>
         <source>0 = greedy (reproducible)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="202"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="218"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="219"/>
         <source>Top-k</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="219"/>
         <source>0 = off</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="204"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="220"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="221"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="206"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
         <source>Max tokens per reply</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="207"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
         <source>Seed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="207"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
         <source>-1 = random</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="208"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="224"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="212"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="228"/>
         <source>Models and language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="213"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
         <source>Expert Pack folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="218"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="234"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="245"/>
         <source>Language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="235"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
         <source>System</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="268"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="284"/>
         <source>Fix the highlighted values first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="269"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="285"/>
         <source>Changes are not applied yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="272"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="278"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="294"/>
         <source>Revert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="287"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="303"/>
         <source>Apply</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1930,22 +1950,22 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="45"/>
+        <location filename="../ui/chat_view_model.cpp" line="44"/>
         <source>Cannot open the conversation database: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="245"/>
+        <location filename="../ui/chat_view_model.cpp" line="244"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="292"/>
+        <location filename="../ui/chat_view_model.cpp" line="291"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="355"/>
+        <location filename="../ui/chat_view_model.cpp" line="354"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1953,37 +1973,37 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="130"/>
+        <location filename="../ui/convert_wizard.cpp" line="136"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="135"/>
+        <location filename="../ui/convert_wizard.cpp" line="141"/>
         <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="139"/>
+        <location filename="../ui/convert_wizard.cpp" line="145"/>
         <source>; even the shard-by-shard mode needs %1 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="153"/>
+        <location filename="../ui/convert_wizard.cpp" line="159"/>
         <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="220"/>
+        <location filename="../ui/convert_wizard.cpp" line="226"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="268"/>
+        <location filename="../ui/convert_wizard.cpp" line="274"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="273"/>
+        <location filename="../ui/convert_wizard.cpp" line="279"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2159,77 +2179,82 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="235"/>
+        <location filename="../ui/downloads_view_model.cpp" line="233"/>
         <source>no certificate in the CA bundle %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="249"/>
+        <location filename="../ui/downloads_view_model.cpp" line="247"/>
         <source>refused download %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="249"/>
+        <location filename="../ui/downloads_view_model.cpp" line="247"/>
         <source>not a valid URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="289"/>
+        <location filename="../ui/downloads_view_model.cpp" line="262"/>
+        <source>refused download %1: only https:// addresses are downloaded (TLS, certificate checked)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="295"/>
         <source>%1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="293"/>
+        <location filename="../ui/downloads_view_model.cpp" line="299"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="337"/>
+        <location filename="../ui/downloads_view_model.cpp" line="343"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free%4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="341"/>
+        <location filename="../ui/downloads_view_model.cpp" line="347"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="352"/>
+        <location filename="../ui/downloads_view_model.cpp" line="358"/>
         <source>%1 already exists; remove it first</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="360"/>
+        <location filename="../ui/downloads_view_model.cpp" line="366"/>
         <source>%1 is already in the download list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="384"/>
+        <location filename="../ui/downloads_view_model.cpp" line="390"/>
         <source>cannot record the download: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="499"/>
+        <location filename="../ui/downloads_view_model.cpp" line="505"/>
         <source>position %1 of the group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="509"/>
+        <location filename="../ui/downloads_view_model.cpp" line="515"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="544"/>
+        <location filename="../ui/downloads_view_model.cpp" line="550"/>
         <source>the download list is already kept in %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="555"/>
+        <location filename="../ui/downloads_view_model.cpp" line="561"/>
         <source>the download list cannot be kept: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="598"/>
+        <location filename="../ui/downloads_view_model.cpp" line="604"/>
         <source>convert %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2237,7 +2262,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="316"/>
+        <location filename="../ui/engine_worker.cpp" line="317"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2245,17 +2270,17 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="135"/>
+        <location filename="../ui/engine_worker.cpp" line="136"/>
         <source>Out of memory while loading %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="149"/>
+        <location filename="../ui/engine_worker.cpp" line="150"/>
         <source>No model is loaded.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="187"/>
+        <location filename="../ui/engine_worker.cpp" line="188"/>
         <source>Out of memory during generation.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2330,7 +2355,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="80"/>
+        <location filename="../ui/model_inspector.cpp" line="78"/>
         <source>%1 (%2), %n tokens</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -2341,38 +2366,38 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="109"/>
+        <location filename="../ui/settings_view_model.cpp" line="130"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="115"/>
+        <location filename="../ui/settings_view_model.cpp" line="136"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="118"/>
+        <location filename="../ui/settings_view_model.cpp" line="139"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="129"/>
+        <location filename="../ui/settings_view_model.cpp" line="150"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="133"/>
+        <location filename="../ui/settings_view_model.cpp" line="154"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="136"/>
-        <location filename="../ui/settings_view_model.cpp" line="140"/>
+        <location filename="../ui/settings_view_model.cpp" line="157"/>
+        <location filename="../ui/settings_view_model.cpp" line="161"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="231"/>
+        <location filename="../ui/settings_view_model.cpp" line="253"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation type="unfinished">
             <numerusform></numerusform>

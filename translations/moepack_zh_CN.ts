@@ -4,209 +4,209 @@
 <context>
     <name>BenchmarksPage</name>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="61"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="62"/>
         <source>Load a prompt set</source>
         <translation>加载提示词集</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="62"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="63"/>
         <source>Prompt sets (*.json)</source>
         <translation>提示词集 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="69"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="70"/>
         <source>Export the report</source>
         <translation>导出报告</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="71"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="72"/>
         <source>Save</source>
         <translation>保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="91"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="92"/>
         <source>Benchmarks</source>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="99"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="100"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation>逐个发送请求，贪心采样，忽略生成结束标记，每个请求使用全新的 KV 缓存并保留专家缓存——与 moepack bench 及已发布评测所用的方法相同。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="110"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="111"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="115"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="116"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation>GGUF 文件、Ollama 名称或专家包（默认：当前聊天模型）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="120"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="121"/>
         <source>Prompt set</source>
         <translation>提示词集</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="125"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation>
             <numerusform>%1（%n 个请求）— %2</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="127"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="128"/>
         <source>Load…</source>
         <translation>加载…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="129"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="130"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="140"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
         <source>Baseline URL</source>
         <translation>基线网址</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="144"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="145"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation>可选：兼容 OpenAI 的服务器，例如 http://127.0.0.1:8080</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="156"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="157"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="162"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="163"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="176"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="177"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation>请求 %1 / %2 · 词元 %3 / %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="200"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="201"/>
         <source>Decode tokens/s per request</source>
         <translation>每个请求的解码速度（词元/秒）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="204"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="205"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="217"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>request</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="212"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="213"/>
         <source>Expert cache hit rate per request</source>
         <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="225"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="226"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation>当前请求的逐词元数据：前向耗时 ms 与 SSD 读取 KB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="232"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
         <source>forward ms</source>
         <translation>前向 ms</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="234"/>
         <source>SSD KB</source>
         <translation>SSD KB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
         <source>Requests</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>system</source>
         <translation>系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>prompt</source>
         <translation>提示词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>completion</source>
         <translation>生成词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>TTFT ms</source>
         <translation>TTFT ms</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>prefill tok/s</source>
         <translation>预填充词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>decode tok/s</source>
         <translation>解码词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
         <source>SSD KB/token</source>
         <translation>SSD KB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="255"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="256"/>
         <source>error: %1</source>
         <translation>错误：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
         <source>Per data set, published figures beside ours</source>
         <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>data set</source>
         <translation>数据集</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="262"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="264"/>
         <source>SSD GB/token</source>
         <translation>SSD GB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="279"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="280"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation>已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="286"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="287"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
@@ -214,194 +214,204 @@
 <context>
     <name>ChatPage</name>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="61"/>
+        <location filename="../ui/qml/ChatPage.qml" line="66"/>
         <source>+ New chat</source>
         <translation>+ 新建聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="65"/>
+        <location filename="../ui/qml/ChatPage.qml" line="70"/>
         <source>Conversations</source>
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="131"/>
+        <location filename="../ui/qml/ChatPage.qml" line="136"/>
         <source>Your conversations appear here.</source>
         <translation>你的对话会显示在这里。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="160"/>
+        <location filename="../ui/qml/ChatPage.qml" line="165"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="168"/>
+        <location filename="../ui/qml/ChatPage.qml" line="173"/>
         <source>%1 · %2 backend</source>
         <translation>%1 · %2 后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="176"/>
+        <location filename="../ui/qml/ChatPage.qml" line="181"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="181"/>
+        <location filename="../ui/qml/ChatPage.qml" line="186"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="187"/>
+        <location filename="../ui/qml/ChatPage.qml" line="192"/>
         <source>Options</source>
         <translation>选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="216"/>
+        <location filename="../ui/qml/ChatPage.qml" line="221"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation>未加载模型,此对话无法继续:%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="217"/>
+        <location filename="../ui/qml/ChatPage.qml" line="222"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation>未加载模型:请从模型库打开一个模型以继续此对话。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="221"/>
+        <location filename="../ui/qml/ChatPage.qml" line="226"/>
         <source>Reload</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="254"/>
+        <location filename="../ui/qml/ChatPage.qml" line="232"/>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="237"/>
+        <source>Library</source>
+        <translation>模型库</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="270"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation>问点什么，例如：
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="285"/>
+        <location filename="../ui/qml/ChatPage.qml" line="301"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="302"/>
+        <location filename="../ui/qml/ChatPage.qml" line="318"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="310"/>
+        <location filename="../ui/qml/ChatPage.qml" line="326"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="346"/>
+        <location filename="../ui/qml/ChatPage.qml" line="362"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="351"/>
+        <location filename="../ui/qml/ChatPage.qml" line="367"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="356"/>
+        <location filename="../ui/qml/ChatPage.qml" line="372"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="359"/>
+        <location filename="../ui/qml/ChatPage.qml" line="375"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="360"/>
+        <location filename="../ui/qml/ChatPage.qml" line="376"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="361"/>
+        <location filename="../ui/qml/ChatPage.qml" line="377"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="362"/>
+        <location filename="../ui/qml/ChatPage.qml" line="378"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="363"/>
+        <location filename="../ui/qml/ChatPage.qml" line="379"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="364"/>
+        <location filename="../ui/qml/ChatPage.qml" line="380"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="365"/>
+        <location filename="../ui/qml/ChatPage.qml" line="381"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="386"/>
+        <location filename="../ui/qml/ChatPage.qml" line="402"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="403"/>
+        <location filename="../ui/qml/ChatPage.qml" line="419"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="404"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="411"/>
+        <location filename="../ui/qml/ChatPage.qml" line="427"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="417"/>
+        <location filename="../ui/qml/ChatPage.qml" line="433"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="416"/>
+        <location filename="../ui/qml/ChatPage.qml" line="432"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="422"/>
+        <location filename="../ui/qml/ChatPage.qml" line="438"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="443"/>
+        <location filename="../ui/qml/ChatPage.qml" line="459"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="445"/>
+        <location filename="../ui/qml/ChatPage.qml" line="461"/>
         <source>Save</source>
         <translation>保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="446"/>
+        <location filename="../ui/qml/ChatPage.qml" line="462"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="446"/>
+        <location filename="../ui/qml/ChatPage.qml" line="462"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="453"/>
+        <location filename="../ui/qml/ChatPage.qml" line="469"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="454"/>
+        <location filename="../ui/qml/ChatPage.qml" line="470"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -409,122 +419,122 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="35"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="29"/>
         <source>Folder for the Expert Pack</source>
         <translation>专家包的存放文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
         <source>1. Source</source>
         <translation>1. 源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
         <source>2. Space</source>
         <translation>2. 空间</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
         <source>3. Options</source>
         <translation>3. 选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
         <source>4. Converting</source>
         <translation>4. 正在转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
         <source>5. Verifying</source>
         <translation>5. 正在校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
         <source>Done</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="52"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="46"/>
         <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
         <translation>专家包需要 %1(其文件 %2,加上 %3 的安全余量)。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="57"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
         <source>%1 is free in %2.</source>
         <translation>%2 中可用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="58"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="52"/>
         <source>Choose a folder for it.</source>
         <translation>请为它选择一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="62"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation>逐分片模式（每个源分片写入专家包并通过校验后即删除）需要 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="67"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation>逐分片转换，边转换边删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="72"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
         <source>Choose the output folder…</source>
         <translation>选择输出文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="77"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="71"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation>构建完成后校验每个专家的 SHA-256</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="85"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="79"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation>删除源文件：每个分片的数据写入专家包并通过校验后立即删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="86"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="80"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation>专家包通过完整校验后删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="92"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="86"/>
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="106"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="100"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation>%1 · %2/s · 剩余 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="108"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="102"/>
         <source>%1 · %2/s</source>
         <translation>%1 · %2/s</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="113"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="107"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="114"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation>删除源文件（释放 %1）；专家包已通过完整校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="127"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="121"/>
         <source>Delete source</source>
         <translation>删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="133"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="127"/>
         <source>Chat now</source>
         <translation>开始聊天</translation>
     </message>
@@ -532,39 +542,39 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>DashboardPage</name>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="25"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="26"/>
         <source>%1 tok/s</source>
         <translation>%1 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="96"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="97"/>
         <source>Expert cache and SSD</source>
         <translation>专家缓存与 SSD</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/DashboardPage.qml" line="104"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="105"/>
         <source>%1 · %2 backend · %n token(s)</source>
         <translation>
             <numerusform>%1 · %2 后端 · %n 个词元</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="106"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="107"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="119"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="120"/>
         <source>Hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="124"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="125"/>
         <source>Decode (last reply)</source>
         <translation>解码(上一条回复)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="127"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="128"/>
         <source>Prefill (last reply)</source>
         <translation>预填充(上一条回复)</translation>
     </message>
@@ -573,132 +583,132 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">每词元 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="129"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="130"/>
         <source>SSD read per token (last reply)</source>
         <translation>每词元 SSD 读取(上一条回复)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="130"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="131"/>
         <source>the decoded tokens&apos; pack_read_bytes / tokens (all tokens so far: %1)</source>
         <translation>解码词元的 pack_read_bytes / 词元数(迄今所有词元:%1)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="134"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
         <source>Tokens</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
         <source>Cache hits</source>
         <translation>缓存命中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
         <source>Cache misses</source>
         <translation>缓存未命中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="138"/>
         <source>Evictions</source>
         <translation>驱逐</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="139"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="140"/>
         <source>Prefetched: used / read</source>
         <translation>预取:已用 / 已读</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="143"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="144"/>
         <source>Cache slots used</source>
         <translation>已用缓存槽</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="145"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
         <source>%1 / %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
         <source>resident</source>
         <translation>常驻</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="148"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
         <source>Read from SSD</source>
         <translation>从 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="150"/>
         <source>Copied to the GPU</source>
         <translation>复制到 GPU</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
         <source>Buffered reads</source>
         <translation>缓冲读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation>fallback_count:未使用 O_DIRECT 的读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="156"/>
         <source>I/O errors</source>
         <translation>I/O 错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="165"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="166"/>
         <source>Cache occupancy</source>
         <translation>缓存占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="177"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="178"/>
         <source>%1 of %2 MiB</source>
         <translation>%1 / %2 MiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="179"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="180"/>
         <source>experts resident (no cache)</source>
         <translation>专家常驻内存（无缓存）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="197"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="198"/>
         <source>Cache hit rate</source>
         <translation>缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="206"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="207"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="211"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="212"/>
         <source>per token</source>
         <translation>每词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="219"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="220"/>
         <source>cumulative</source>
         <translation>累计</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="231"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="232"/>
         <source>SSD reads per token (KiB)</source>
         <translation>每词元 SSD 读取量 (KiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="244"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="245"/>
         <source>Evictions per token</source>
-        <translation>每词元淘汰数</translation>
+        <translation>每词元驱逐数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="266"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="267"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation>缓存中的专家(行:MoE 层,列:专家)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="302"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="303"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation>所有专家常驻(此路径无专家缓存)</translation>
     </message>
@@ -912,157 +922,157 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="282"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="292"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="293"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="300"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="306"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="301"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="307"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="302"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="308"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="310"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
         <source>Load</source>
         <translation>加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="314"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="320"/>
         <source>Load %1 and chat with it</source>
         <translation>加载 %1 并与之对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="332"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="353"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="351"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="354"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="360"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="365"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="393"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="399"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="415"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="417"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="424"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="419"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>paused · %1</source>
         <translation>已暂停 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1157,52 +1167,52 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">提示 %1 词元 · 生成 %2 词元 · 首词元 %3 毫秒 · 预填充 %4 词元/秒 · 解码 %5 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="123"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="130"/>
         <source>%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s</source>
         <translation>%1 个提示词元 · %2 个词元 · 首词元 %3 ms · 预填充 %4 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="126"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="133"/>
         <source> · decode %1 tok/s</source>
         <translation> · 解码 %1 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="127"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="134"/>
         <source> · stopped</source>
         <translation> · 已停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="128"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="135"/>
         <source> · length limit</source>
         <translation> · 达到长度上限</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="129"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="136"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation> · 上下文已满:请新建对话,或在设置中增大上下文长度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="149"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="156"/>
         <source>generating…</source>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
         <source>Copied</source>
         <translation>已复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="178"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="185"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="198"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -1405,272 +1415,272 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库中没有文件匹配“%1”</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="192"/>
+        <location filename="../ui/pdf_report.cpp" line="224"/>
         <source>Per-token timeline: forward ms per token (line, left axis), SSD KB read per token (bars, right axis)</source>
         <translation>逐词元时间线：每词元前向耗时 ms（折线，左轴），每词元 SSD 读取 KB（柱形，右轴）</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="196"/>
+        <location filename="../ui/pdf_report.cpp" line="228"/>
         <source>No per-token data in this report.</source>
         <translation>此报告中没有逐词元数据。</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="235"/>
+        <location filename="../ui/pdf_report.cpp" line="267"/>
         <source>%1 tokens; x: token in the run, requests one after another (dashed: request start).</source>
         <translation>共 %1 个词元；x 轴：本次运行中的词元，各请求依次排列（虚线：请求开始）。</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="298"/>
-        <location filename="../ui/pdf_report.cpp" line="306"/>
+        <location filename="../ui/pdf_report.cpp" line="330"/>
+        <location filename="../ui/pdf_report.cpp" line="338"/>
         <source>MoePack benchmark report</source>
         <translation>MoePack 基准测试报告</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="311"/>
+        <location filename="../ui/pdf_report.cpp" line="343"/>
         <source>Machine</source>
         <translation>机器</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="314"/>
+        <location filename="../ui/pdf_report.cpp" line="346"/>
         <source>driver</source>
         <translation>驱动</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="316"/>
+        <location filename="../ui/pdf_report.cpp" line="348"/>
         <source>CPU</source>
         <translation>CPU</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="317"/>
+        <location filename="../ui/pdf_report.cpp" line="349"/>
         <source>logical cores</source>
         <translation>个逻辑核心</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="318"/>
+        <location filename="../ui/pdf_report.cpp" line="350"/>
         <source>RAM</source>
         <translation>内存</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="319"/>
+        <location filename="../ui/pdf_report.cpp" line="351"/>
         <source>GPU</source>
         <translation>GPU</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="319"/>
+        <location filename="../ui/pdf_report.cpp" line="351"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="320"/>
+        <location filename="../ui/pdf_report.cpp" line="352"/>
         <source>OS</source>
         <translation>操作系统</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="320"/>
+        <location filename="../ui/pdf_report.cpp" line="352"/>
         <source>kernel</source>
         <translation>内核</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="322"/>
+        <location filename="../ui/pdf_report.cpp" line="354"/>
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="325"/>
+        <location filename="../ui/pdf_report.cpp" line="357"/>
         <source>Model and pack identity</source>
         <translation>模型与专家包标识</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="326"/>
+        <location filename="../ui/pdf_report.cpp" line="358"/>
         <source>Path</source>
         <translation>路径</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="327"/>
+        <location filename="../ui/pdf_report.cpp" line="359"/>
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="328"/>
+        <location filename="../ui/pdf_report.cpp" line="360"/>
         <source>layers</source>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="329"/>
+        <location filename="../ui/pdf_report.cpp" line="361"/>
         <source>experts, top-</source>
         <translation>个专家，top-</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="331"/>
+        <location filename="../ui/pdf_report.cpp" line="363"/>
         <source>Identity</source>
         <translation>标识</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="332"/>
+        <location filename="../ui/pdf_report.cpp" line="364"/>
         <source>MoePack</source>
         <translation>MoePack</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="336"/>
+        <location filename="../ui/pdf_report.cpp" line="368"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="337"/>
+        <location filename="../ui/pdf_report.cpp" line="369"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="337"/>
+        <location filename="../ui/pdf_report.cpp" line="369"/>
         <source>mode %1, temperature 0, %2 completion tokens per request, ignore_eos %3, fresh KV cache per request, expert cache kept between requests</source>
         <translation>模式 %1，温度 0，每个请求生成 %2 个词元，ignore_eos %3，每个请求使用全新的 KV 缓存，请求之间保留专家缓存</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="340"/>
+        <location filename="../ui/pdf_report.cpp" line="372"/>
         <source>Backend</source>
         <translation>后端</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="341"/>
+        <location filename="../ui/pdf_report.cpp" line="373"/>
         <source>expert cache slots of</source>
         <translation>个专家缓存槽，每个</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="347"/>
+        <location filename="../ui/pdf_report.cpp" line="379"/>
         <source>Engine settings</source>
         <translation>引擎设置</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="348"/>
+        <location filename="../ui/pdf_report.cpp" line="380"/>
         <source>Prompt set</source>
         <translation>提示词集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="350"/>
+        <location filename="../ui/pdf_report.cpp" line="382"/>
         <source>requests</source>
         <translation>个请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="353"/>
+        <location filename="../ui/pdf_report.cpp" line="385"/>
         <source>Requests</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="363"/>
+        <location filename="../ui/pdf_report.cpp" line="395"/>
         <source>error: %1</source>
         <translation>错误：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="403"/>
         <source>request</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="403"/>
         <source>data set</source>
         <translation>数据集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="403"/>
         <source>system</source>
         <translation>系统</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="403"/>
         <source>prompt</source>
         <translation>提示词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <location filename="../ui/pdf_report.cpp" line="404"/>
         <source>completion</source>
         <translation>生成词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <location filename="../ui/pdf_report.cpp" line="404"/>
         <source>TTFT ms</source>
         <translation>TTFT ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
-        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <location filename="../ui/pdf_report.cpp" line="404"/>
+        <location filename="../ui/pdf_report.cpp" line="428"/>
         <source>prefill tok/s</source>
         <translation>预填充词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
-        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <location filename="../ui/pdf_report.cpp" line="404"/>
+        <location filename="../ui/pdf_report.cpp" line="428"/>
         <source>decode tok/s</source>
         <translation>解码词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="373"/>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="429"/>
         <source>hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="373"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>SSD/token</source>
         <translation>SSD/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="377"/>
+        <location filename="../ui/pdf_report.cpp" line="409"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="390"/>
-        <location filename="../ui/pdf_report.cpp" line="429"/>
+        <location filename="../ui/pdf_report.cpp" line="422"/>
+        <location filename="../ui/pdf_report.cpp" line="461"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <location filename="../ui/pdf_report.cpp" line="428"/>
         <source>group</source>
         <translation>分组</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="396"/>
+        <location filename="../ui/pdf_report.cpp" line="428"/>
         <source>source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="429"/>
         <source>SSD GB/token</source>
         <translation>SSD GB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="429"/>
         <source>TTFT mean ms</source>
         <translation>TTFT 平均 ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="399"/>
+        <location filename="../ui/pdf_report.cpp" line="431"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation>汇总值为所有成功请求的各项总和之比。已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="437"/>
         <source>Charts</source>
         <translation>图表</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="447"/>
+        <location filename="../ui/pdf_report.cpp" line="479"/>
         <source>Decode tokens/s per request</source>
         <translation>每个请求的解码速度</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="447"/>
+        <location filename="../ui/pdf_report.cpp" line="479"/>
         <source>tokens/s</source>
         <translation>词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="450"/>
+        <location filename="../ui/pdf_report.cpp" line="482"/>
         <source>Expert cache hit rate per request</source>
         <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="450"/>
+        <location filename="../ui/pdf_report.cpp" line="482"/>
         <source>unique (layer, expert) keys per step</source>
         <translation>按每步唯一的（层，专家）键统计</translation>
     </message>
@@ -1753,122 +1763,132 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>提前读取下一层的专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="187"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="178"/>
+        <source>Check each expert&apos;s SHA-256 on its first read</source>
+        <translation>首次读取每个专家时校验其 SHA-256</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="186"/>
+        <source>A damaged Expert Pack stops the reply with an error naming the expert, instead of answering from wrong weights.</source>
+        <translation>专家包损坏时，回复会停止并给出指明该专家的错误，而不会用错误的权重作答。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation>加载模型后可查看这些设置能容纳多少专家。可用内存：%1 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation>可用 %1 MiB（空闲 %2 MiB）→ %3 个专家槽，每个 %4 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="216"/>
         <source>Defaults for new conversations</source>
         <translation>新对话的默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="217"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="217"/>
         <source>0 = greedy (reproducible)</source>
         <translation>0 = 贪心（可复现）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="202"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="218"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="219"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="219"/>
         <source>0 = off</source>
         <translation>0 = 关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="204"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="220"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="221"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="206"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
         <source>Max tokens per reply</source>
         <translation>每次回复的最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="207"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="207"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
         <source>-1 = random</source>
         <translation>-1 = 随机</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="208"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="224"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="212"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="228"/>
         <source>Models and language</source>
         <translation>模型与语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="213"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
         <source>Expert Pack folder</source>
         <translation>专家包文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="218"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="234"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation>打开 GGUF 模型时转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="245"/>
         <source>Language</source>
         <translation>语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="235"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
         <source>System</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="268"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="284"/>
         <source>Fix the highlighted values first.</source>
         <translation>请先修正标出的值。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="269"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="285"/>
         <source>Changes are not applied yet.</source>
         <translation>更改尚未应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="272"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="278"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="294"/>
         <source>Revert</source>
         <translation>还原</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="287"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="303"/>
         <source>Apply</source>
         <translation>应用</translation>
     </message>
@@ -1955,22 +1975,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="45"/>
+        <location filename="../ui/chat_view_model.cpp" line="44"/>
         <source>Cannot open the conversation database: %1</source>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="245"/>
+        <location filename="../ui/chat_view_model.cpp" line="244"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="292"/>
+        <location filename="../ui/chat_view_model.cpp" line="291"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="355"/>
+        <location filename="../ui/chat_view_model.cpp" line="354"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
@@ -1978,37 +1998,37 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="130"/>
+        <location filename="../ui/convert_wizard.cpp" line="136"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation>%1 空间不足：专家包需要 %2 字节，可用 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="135"/>
+        <location filename="../ui/convert_wizard.cpp" line="141"/>
         <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
         <translation>。逐分片模式空间足够：它只需要 %1 字节，因为每个源分片的数据写入专家包并通过校验后会立即删除（转换完成后源文件将不复存在）。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="139"/>
+        <location filename="../ui/convert_wizard.cpp" line="145"/>
         <source>; even the shard-by-shard mode needs %1 bytes</source>
         <translation>；即使使用逐分片模式也需要 %1 字节</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="153"/>
+        <location filename="../ui/convert_wizard.cpp" line="159"/>
         <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
         <translation>逐分片模式：需要 %1 字节（可用 %2 字节）；每个源分片的数据写入专家包并通过校验后即被删除。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="220"/>
+        <location filename="../ui/convert_wizard.cpp" line="226"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation>已取消。专家包尚未完成；重新开始即可从中断处继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="268"/>
+        <location filename="../ui/convert_wizard.cpp" line="274"/>
         <source>cannot delete %1</source>
         <translation>无法删除 %1</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="273"/>
+        <location filename="../ui/convert_wizard.cpp" line="279"/>
         <source>Source deleted.</source>
         <translation>源文件已删除。</translation>
     </message>
@@ -2187,77 +2207,82 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="235"/>
+        <location filename="../ui/downloads_view_model.cpp" line="233"/>
         <source>no certificate in the CA bundle %1</source>
         <translation>CA 证书包 %1 中没有证书</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="249"/>
+        <location filename="../ui/downloads_view_model.cpp" line="247"/>
         <source>refused download %1: %2</source>
         <translation>拒绝下载 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="249"/>
+        <location filename="../ui/downloads_view_model.cpp" line="247"/>
         <source>not a valid URL</source>
         <translation>不是有效的网址</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="289"/>
+        <location filename="../ui/downloads_view_model.cpp" line="262"/>
+        <source>refused download %1: only https:// addresses are downloaded (TLS, certificate checked)</source>
+        <translation>已拒绝下载 %1：只下载 https:// 地址（TLS，校验证书）</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="295"/>
         <source>%1: %2</source>
         <translation>%1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="293"/>
+        <location filename="../ui/downloads_view_model.cpp" line="299"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation>只能为单个文件指定 SHA-256；“%1”匹配到 %2 个文件</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="337"/>
+        <location filename="../ui/downloads_view_model.cpp" line="343"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free%4</source>
         <translation>%1 空间不足：需要 %2 字节，可用 %3 字节%4</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="341"/>
+        <location filename="../ui/downloads_view_model.cpp" line="347"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation>（下载的文件及由其构建的专家包）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="352"/>
+        <location filename="../ui/downloads_view_model.cpp" line="358"/>
         <source>%1 already exists; remove it first</source>
         <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="360"/>
+        <location filename="../ui/downloads_view_model.cpp" line="366"/>
         <source>%1 is already in the download list</source>
         <translation>%1 已在下载列表中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="384"/>
+        <location filename="../ui/downloads_view_model.cpp" line="390"/>
         <source>cannot record the download: %1</source>
         <translation>无法记录该下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="499"/>
+        <location filename="../ui/downloads_view_model.cpp" line="505"/>
         <source>position %1 of the group</source>
         <translation>该组中的第 %1 项</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="509"/>
+        <location filename="../ui/downloads_view_model.cpp" line="515"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation>%1 的下载不完整（缺少：%2）；未添加到模型库</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="544"/>
+        <location filename="../ui/downloads_view_model.cpp" line="550"/>
         <source>the download list is already kept in %1</source>
         <translation>下载列表已保存在 %1 中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="555"/>
+        <location filename="../ui/downloads_view_model.cpp" line="561"/>
         <source>the download list cannot be kept: %1</source>
         <translation>无法保存下载列表：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="598"/>
+        <location filename="../ui/downloads_view_model.cpp" line="604"/>
         <source>convert %1: %2</source>
         <translation>转换 %1：%2</translation>
     </message>
@@ -2265,7 +2290,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="316"/>
+        <location filename="../ui/engine_worker.cpp" line="317"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
@@ -2273,17 +2298,17 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="135"/>
+        <location filename="../ui/engine_worker.cpp" line="136"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="149"/>
+        <location filename="../ui/engine_worker.cpp" line="150"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="187"/>
+        <location filename="../ui/engine_worker.cpp" line="188"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>
@@ -2356,7 +2381,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="80"/>
+        <location filename="../ui/model_inspector.cpp" line="78"/>
         <source>%1 (%2), %n tokens</source>
         <translation>
             <numerusform>%1（%2），%n 个词元</numerusform>
@@ -2366,38 +2391,38 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="109"/>
+        <location filename="../ui/settings_view_model.cpp" line="130"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="115"/>
+        <location filename="../ui/settings_view_model.cpp" line="136"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="118"/>
+        <location filename="../ui/settings_view_model.cpp" line="139"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="129"/>
+        <location filename="../ui/settings_view_model.cpp" line="150"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="133"/>
+        <location filename="../ui/settings_view_model.cpp" line="154"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="136"/>
-        <location filename="../ui/settings_view_model.cpp" line="140"/>
+        <location filename="../ui/settings_view_model.cpp" line="157"/>
+        <location filename="../ui/settings_view_model.cpp" line="161"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="231"/>
+        <location filename="../ui/settings_view_model.cpp" line="253"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

@@ -12,6 +12,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QQmlApplicationEngine>
@@ -294,6 +295,17 @@ class StudioGuiTest : public QObject {
       QVERIFY(QMetaObject::invokeMethod(settings, "apply"));
       QTest::qWait(100);
       QCOMPARE(language->property("currentIndex").toInt(), index);
+      if (index == 2) {
+        // Chinese text needs a font with its glyphs (packaging/setup.sh installs one).
+        QVERIFY2(!QFontDatabase::families(QFontDatabase::SimplifiedChinese).isEmpty(),
+                 "no font for Simplified Chinese: packaging/setup.sh installs fonts-wqy-microhei");
+        // The catalogue is in: the Revert button reads in Chinese (translations/moepack_zh_CN.ts).
+        const QString revertText = revert->property("text").toString();
+        QVERIFY2(std::any_of(revertText.begin(), revertText.end(),
+                             [](QChar c) { return c.unicode() >= 0x4e00 && c.unicode() <= 0x9fff; }),
+                 qPrintable(revertText));
+        save(window, QStringLiteral("studio-settings-zh_CN.png"));
+      }
     }
 
     // The Library plans with the Settings' expert cache (4 MiB here), and its two toolbar rows
