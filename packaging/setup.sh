@@ -39,6 +39,7 @@ if [ "$gui" = ON ]; then
     qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtquick-templates
     qml6-module-qtquick-dialogs qml6-module-qtqml-workerscript qml6-module-qtcore
     qml6-module-qtqml-models qml6-module-qtquick-shapes qml6-module-qt-labs-folderlistmodel
+    qml6-module-qt-labs-platform
     xvfb xauth imagemagick
     poppler-utils chromium
     fonts-dejavu-core fonts-wqy-microhei

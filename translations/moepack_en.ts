@@ -4,52 +4,47 @@
 <context>
     <name>BenchmarksPage</name>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="62"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="66"/>
         <source>Load a prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="63"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="67"/>
         <source>Prompt sets (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="70"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="74"/>
         <source>Export the report</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="72"/>
-        <source>Save</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="92"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="103"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="100"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="111"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="111"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="122"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="116"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="127"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="121"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="132"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="125"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="136"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -57,157 +52,157 @@
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="128"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="139"/>
         <source>Load…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="130"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="152"/>
         <source>Baseline URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="145"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="156"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="157"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="168"/>
         <source>Run</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="163"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="174"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="177"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="188"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="201"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="212"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="205"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="217"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="228"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="213"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="224"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="226"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="244"/>
         <source>forward ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="234"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="250"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
         <source>SSD KB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="256"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="271"/>
         <source>Per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="264"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="275"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="280"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="291"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="287"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="298"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
@@ -386,32 +381,27 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="459"/>
+        <location filename="../ui/qml/ChatPage.qml" line="463"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="461"/>
-        <source>Save</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/ChatPage.qml" line="462"/>
+        <location filename="../ui/qml/ChatPage.qml" line="473"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="462"/>
+        <location filename="../ui/qml/ChatPage.qml" line="473"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="469"/>
+        <location filename="../ui/qml/ChatPage.qml" line="480"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="470"/>
+        <location filename="../ui/qml/ChatPage.qml" line="481"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -419,122 +409,122 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="29"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>Folder for the Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
         <source>1. Source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
         <source>2. Space</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
         <source>3. Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
         <source>4. Converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>5. Verifying</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>Done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="46"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="50"/>
         <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="55"/>
         <source>%1 is free in %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="52"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
         <source>Choose a folder for it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="60"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="65"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="70"/>
         <source>Choose the output folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="71"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="79"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="83"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="80"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="84"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="86"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="90"/>
         <source>Convert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="100"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="104"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="102"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="106"/>
         <source>%1 · %2/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="107"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="111"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="114"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="118"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="121"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="125"/>
         <source>Delete source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="127"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="131"/>
         <source>Chat now</source>
         <translation type="unfinished"></translation>
     </message>
@@ -806,262 +796,262 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="63"/>
         <source>Add a model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="60"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
         <source>GGUF models (*.gguf)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="60"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="70"/>
         <source>Scan a folder for models</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="74"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="78"/>
         <source>Remove %1?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="82"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="86"/>
         <source>Also delete its files from disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="89"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="93"/>
         <source>%1 will be freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="94"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="100"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="104"/>
         <source>Convert to an Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="125"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="129"/>
         <source>Converting a finished download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="150"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="154"/>
         <source>Add file…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="151"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
         <source>Scan folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="156"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
         <source>Add Ollama model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="168"/>
         <source>Refresh</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="178"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="182"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="171"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="175"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="180"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="184"/>
         <source>expert cache (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="187"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="191"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="232"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="236"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="282"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="292"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="296"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="303"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="309"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="306"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="310"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="307"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="311"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="308"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="320"/>
         <source>Load</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="320"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
         <source>Load %1 and chat with it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="328"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="332"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="336"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="349"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="353"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="360"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="364"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="365"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="379"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="399"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="403"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="424"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>done · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
         <source>paused · %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
         <source>paused · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="438"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1325,7 +1315,7 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="250"/>
+        <location filename="../ui/bench_view_model.cpp" line="252"/>
         <source>Out of memory while benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1871,78 +1861,78 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="128"/>
+        <location filename="../ui/bench_view_model.cpp" line="130"/>
         <source>Choose a model to benchmark.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="133"/>
+        <location filename="../ui/bench_view_model.cpp" line="135"/>
         <source>Choose a prompt set.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="137"/>
+        <location filename="../ui/bench_view_model.cpp" line="139"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="164"/>
+        <location filename="../ui/bench_view_model.cpp" line="166"/>
         <source>Unloading the chat model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="179"/>
-        <location filename="../ui/bench_view_model.cpp" line="349"/>
+        <location filename="../ui/bench_view_model.cpp" line="181"/>
+        <location filename="../ui/bench_view_model.cpp" line="351"/>
         <source>Cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="182"/>
+        <location filename="../ui/bench_view_model.cpp" line="184"/>
         <source>Loading %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="278"/>
+        <location filename="../ui/bench_view_model.cpp" line="280"/>
         <source>Model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="290"/>
+        <location filename="../ui/bench_view_model.cpp" line="292"/>
         <source>%1: request %2 of %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="311"/>
+        <location filename="../ui/bench_view_model.cpp" line="313"/>
         <source>%1: request %2 of %3 done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="347"/>
+        <location filename="../ui/bench_view_model.cpp" line="349"/>
         <source>Finished in %1 s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="350"/>
+        <location filename="../ui/bench_view_model.cpp" line="352"/>
         <source>Cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="350"/>
+        <location filename="../ui/bench_view_model.cpp" line="352"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="363"/>
+        <location filename="../ui/bench_view_model.cpp" line="365"/>
         <source>Cancelling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="387"/>
+        <location filename="../ui/bench_view_model.cpp" line="389"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="399"/>
+        <location filename="../ui/bench_view_model.cpp" line="409"/>
         <source>Run a benchmark first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1950,22 +1940,22 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="44"/>
+        <location filename="../ui/chat_view_model.cpp" line="45"/>
         <source>Cannot open the conversation database: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="244"/>
+        <location filename="../ui/chat_view_model.cpp" line="245"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="291"/>
+        <location filename="../ui/chat_view_model.cpp" line="292"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="354"/>
+        <location filename="../ui/chat_view_model.cpp" line="361"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>

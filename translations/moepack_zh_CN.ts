@@ -4,209 +4,208 @@
 <context>
     <name>BenchmarksPage</name>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="62"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="66"/>
         <source>Load a prompt set</source>
         <translation>加载提示词集</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="63"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="67"/>
         <source>Prompt sets (*.json)</source>
         <translation>提示词集 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="70"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="74"/>
         <source>Export the report</source>
         <translation>导出报告</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="72"/>
         <source>Save</source>
-        <translation>保存</translation>
+        <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="92"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="103"/>
         <source>Benchmarks</source>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="100"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="111"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation>逐个发送请求，贪心采样，忽略生成结束标记，每个请求使用全新的 KV 缓存并保留专家缓存——与 moepack bench 及已发布评测所用的方法相同。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="111"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="122"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="116"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="127"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation>GGUF 文件、Ollama 名称或专家包（默认：当前聊天模型）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="121"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="132"/>
         <source>Prompt set</source>
         <translation>提示词集</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="125"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="136"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation>
             <numerusform>%1（%n 个请求）— %2</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="128"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="139"/>
         <source>Load…</source>
         <translation>加载…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="130"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="152"/>
         <source>Baseline URL</source>
         <translation>基线网址</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="145"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="156"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation>可选：兼容 OpenAI 的服务器，例如 http://127.0.0.1:8080</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="157"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="168"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="163"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="174"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="177"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="188"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation>请求 %1 / %2 · 词元 %3 / %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="201"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="212"/>
         <source>Decode tokens/s per request</source>
         <translation>每个请求的解码速度（词元/秒）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="205"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="217"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="228"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>request</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="213"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="224"/>
         <source>Expert cache hit rate per request</source>
         <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="226"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation>当前请求的逐词元数据：前向耗时 ms 与 SSD 读取 KB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="244"/>
         <source>forward ms</source>
         <translation>前向 ms</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="234"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>SSD KB</source>
         <translation>SSD KB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="239"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="250"/>
         <source>Requests</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>system</source>
         <translation>系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>prompt</source>
         <translation>提示词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>completion</source>
         <translation>生成词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
         <source>TTFT ms</source>
         <translation>TTFT ms</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>prefill tok/s</source>
         <translation>预填充词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>decode tok/s</source>
         <translation>解码词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
         <source>SSD KB/token</source>
         <translation>SSD KB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="256"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>error: %1</source>
         <translation>错误：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="271"/>
         <source>Per data set, published figures beside ours</source>
         <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>data set</source>
         <translation>数据集</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
         <source>source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="264"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="275"/>
         <source>SSD GB/token</source>
         <translation>SSD GB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="280"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="291"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation>已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="287"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="298"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
@@ -386,32 +385,31 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="459"/>
+        <location filename="../ui/qml/ChatPage.qml" line="463"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="461"/>
         <source>Save</source>
-        <translation>保存</translation>
+        <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="462"/>
+        <location filename="../ui/qml/ChatPage.qml" line="473"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="462"/>
+        <location filename="../ui/qml/ChatPage.qml" line="473"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="469"/>
+        <location filename="../ui/qml/ChatPage.qml" line="480"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="470"/>
+        <location filename="../ui/qml/ChatPage.qml" line="481"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -419,122 +417,122 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="29"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
         <source>Folder for the Expert Pack</source>
         <translation>专家包的存放文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
         <source>1. Source</source>
         <translation>1. 源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
         <source>2. Space</source>
         <translation>2. 空间</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
         <source>3. Options</source>
         <translation>3. 选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="38"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
         <source>4. Converting</source>
         <translation>4. 正在转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>5. Verifying</source>
         <translation>5. 正在校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>Done</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="39"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="46"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="50"/>
         <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
         <translation>专家包需要 %1(其文件 %2,加上 %3 的安全余量)。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="55"/>
         <source>%1 is free in %2.</source>
         <translation>%2 中可用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="52"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
         <source>Choose a folder for it.</source>
         <translation>请为它选择一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="60"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation>逐分片模式（每个源分片写入专家包并通过校验后即删除）需要 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="65"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation>逐分片转换，边转换边删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="70"/>
         <source>Choose the output folder…</source>
         <translation>选择输出文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="71"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation>构建完成后校验每个专家的 SHA-256</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="79"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="83"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation>删除源文件：每个分片的数据写入专家包并通过校验后立即删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="80"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="84"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation>专家包通过完整校验后删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="86"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="90"/>
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="100"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="104"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation>%1 · %2/s · 剩余 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="102"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="106"/>
         <source>%1 · %2/s</source>
         <translation>%1 · %2/s</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="107"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="111"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="114"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="118"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation>删除源文件（释放 %1）；专家包已通过完整校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="121"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="125"/>
         <source>Delete source</source>
         <translation>删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="127"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="131"/>
         <source>Chat now</source>
         <translation>开始聊天</translation>
     </message>
@@ -809,77 +807,77 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>正在将 %1 转换为专家包，保存到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="59"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="63"/>
         <source>Add a model</source>
         <translation>添加模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="60"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="60"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation>专家包清单 (manifest.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="70"/>
         <source>Scan a folder for models</source>
         <translation>扫描文件夹中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="74"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="78"/>
         <source>Remove %1?</source>
         <translation>移除 %1？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="82"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="86"/>
         <source>Also delete its files from disk</source>
         <translation>同时从磁盘删除其文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="89"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="93"/>
         <source>%1 will be freed.</source>
         <translation>将释放 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="94"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation>文件保留在磁盘上，不释放空间。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="100"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="104"/>
         <source>Convert to an Expert Pack</source>
         <translation>转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="125"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="129"/>
         <source>Converting a finished download</source>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="150"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="154"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="151"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="156"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="168"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
@@ -888,7 +886,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="178"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="182"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
@@ -897,182 +895,182 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="171"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="175"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation>规划上下文:内存(GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="180"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="184"/>
         <source>expert cache (MiB)</source>
         <translation>专家缓存(MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="187"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="191"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation>初始值为设置中的缓存预算;此处修改仅用于规划</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="232"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="236"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="282"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="292"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="296"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="299"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="303"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="309"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="306"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="310"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="307"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="311"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="308"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="320"/>
         <source>Load</source>
         <translation>加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="320"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
         <source>Load %1 and chat with it</source>
         <translation>加载 %1 并与之对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="328"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="332"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="336"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="349"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="353"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="360"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="364"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="365"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="379"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="399"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="403"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="423"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="424"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
         <source>paused · %1</source>
         <translation>已暂停 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="438"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1350,7 +1348,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库站点地址 %1 不是 https:// 网址</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="250"/>
+        <location filename="../ui/bench_view_model.cpp" line="252"/>
         <source>Out of memory while benchmarking.</source>
         <translation>基准测试时内存不足。</translation>
     </message>
@@ -1896,78 +1894,78 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="128"/>
+        <location filename="../ui/bench_view_model.cpp" line="130"/>
         <source>Choose a model to benchmark.</source>
         <translation>请选择要进行基准测试的模型。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="133"/>
+        <location filename="../ui/bench_view_model.cpp" line="135"/>
         <source>Choose a prompt set.</source>
         <translation>请选择提示词集。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="137"/>
+        <location filename="../ui/bench_view_model.cpp" line="139"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation>聊天引擎正忙；请等待其完成（或停止回复）后再进行基准测试。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="164"/>
+        <location filename="../ui/bench_view_model.cpp" line="166"/>
         <source>Unloading the chat model</source>
         <translation>正在卸载聊天模型</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="179"/>
-        <location filename="../ui/bench_view_model.cpp" line="349"/>
+        <location filename="../ui/bench_view_model.cpp" line="181"/>
+        <location filename="../ui/bench_view_model.cpp" line="351"/>
         <source>Cancelled.</source>
         <translation>已取消。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="182"/>
+        <location filename="../ui/bench_view_model.cpp" line="184"/>
         <source>Loading %1</source>
         <translation>正在加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="278"/>
+        <location filename="../ui/bench_view_model.cpp" line="280"/>
         <source>Model loaded</source>
         <translation>模型已加载</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="290"/>
+        <location filename="../ui/bench_view_model.cpp" line="292"/>
         <source>%1: request %2 of %3</source>
         <translation>%1：请求 %2 / %3</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="311"/>
+        <location filename="../ui/bench_view_model.cpp" line="313"/>
         <source>%1: request %2 of %3 done</source>
         <translation>%1：请求 %2 / %3 已完成</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="347"/>
+        <location filename="../ui/bench_view_model.cpp" line="349"/>
         <source>Finished in %1 s</source>
         <translation>已完成，用时 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="350"/>
+        <location filename="../ui/bench_view_model.cpp" line="352"/>
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="350"/>
+        <location filename="../ui/bench_view_model.cpp" line="352"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="363"/>
+        <location filename="../ui/bench_view_model.cpp" line="365"/>
         <source>Cancelling</source>
         <translation>正在取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="387"/>
+        <location filename="../ui/bench_view_model.cpp" line="389"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="399"/>
+        <location filename="../ui/bench_view_model.cpp" line="409"/>
         <source>Run a benchmark first.</source>
         <translation>请先运行基准测试。</translation>
     </message>
@@ -1975,22 +1973,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="44"/>
+        <location filename="../ui/chat_view_model.cpp" line="45"/>
         <source>Cannot open the conversation database: %1</source>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="244"/>
+        <location filename="../ui/chat_view_model.cpp" line="245"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="291"/>
+        <location filename="../ui/chat_view_model.cpp" line="292"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="354"/>
+        <location filename="../ui/chat_view_model.cpp" line="361"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>

@@ -1,6 +1,7 @@
 // The Benchmarks page's view-model (bench_view_model.h).
 #include "ui/bench_view_model.h"
 
+#include <QDate>
 #include <QDir>
 #include <QFileInfo>
 #include <QUrl>
@@ -17,6 +18,7 @@
 #include "core/durable_io.h"
 #include "core/error.h"
 #include "ui/pdf_report.h"
+#include "ui/save_location.h"
 
 namespace moepack::ui {
 
@@ -392,6 +394,14 @@ void BenchViewModel::buildAggregates() {
                                      {"ssdGbPerToken", numOr(p, "ssd_gb_per_token")}});
     }
   }
+}
+
+QUrl BenchViewModel::suggestedReportFile(const QString& format) const {
+  const QString model = QFileInfo(modelPath()).completeBaseName();
+  return suggested_save_file(
+      QStringLiteral("moepack-bench-%1-%2")
+          .arg(model.isEmpty() ? QStringLiteral("model") : model, QDate::currentDate().toString(Qt::ISODate)),
+      format);
 }
 
 bool BenchViewModel::exportReport(const QString& format, const QString& path) {

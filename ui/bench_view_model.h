@@ -121,6 +121,9 @@ class BenchViewModel : public QObject {
   // Writes the report as "json", "csv", "html" or "pdf" to `path` (local path or file:// URL),
   // atomically (temp file, fsync, rename). Returns false and sets `error` on failure.
   Q_INVOKABLE bool exportReport(const QString& format, const QString& path);
+  // The export dialog's suggestion: "moepack-bench-<model>-<date>.<format>" in the documents
+  // folder (ui/save_location.h).
+  Q_INVOKABLE QUrl suggestedReportFile(const QString& format) const;
   // Replaces the points of the given series (any may be null).
   Q_INVOKABLE void updateSeries(QAbstractSeries* decodeTps, QAbstractSeries* hitRate, QAbstractSeries* timelineMs,
                                 QAbstractSeries* timelineKb) const;

@@ -9,6 +9,7 @@
 #include "ui/app_database.h"
 #include "ui/conversation_store.h"
 #include "ui/engine_worker.h"
+#include "ui/save_location.h"
 #include "ui/settings_view_model.h"
 
 Q_LOGGING_CATEGORY(lcUi, "moepack.ui")
@@ -348,6 +349,12 @@ bool ChatViewModel::editMessage(int row, const QString& text) {
 void ChatViewModel::copyMessage(int row) {
   if (row < 0 || row >= messages_.count()) return;
   if (auto* cb = QGuiApplication::clipboard()) cb->setText(messages_.at(row).message.content);
+}
+
+QUrl ChatViewModel::suggestedExportFile(const QString& format) const {
+  const QString t = title();
+  return suggested_save_file(t.isEmpty() ? QStringLiteral("conversation") : t,
+                             format == QLatin1String("json") ? QStringLiteral("json") : QStringLiteral("md"));
 }
 
 QString ChatViewModel::exportConversation(const QUrl& file, const QString& format) {

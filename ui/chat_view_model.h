@@ -79,6 +79,9 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   Q_INVOKABLE void copyMessage(int row);
   // format: "md" or "json". Returns "" or the error message.
   Q_INVOKABLE QString exportConversation(const QUrl& file, const QString& format);
+  // The export dialog's suggestion: the conversation's title as a file name in the documents
+  // folder (ui/save_location.h), with the format's suffix ("md" or "json").
+  Q_INVOKABLE QUrl suggestedExportFile(const QString& format) const;
 
   EngineController* engine() const { return engine_; }
   void setEngine(EngineController* e);

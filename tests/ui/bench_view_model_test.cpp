@@ -10,7 +10,12 @@
 //   - cancel mid-run stops within a bound and leaves no report (and no file);
 //   - Main.qml's Benchmarks page after a run on the chat model (unloaded for the run, reloaded
 //     after): screenshot to $MOEPACK_ARTIFACTS (default <build>/test-artifacts).
+#include "ui/bench_view_model.h"
+
+#include <QtQml/qqmlextensionplugin.h>
+
 #include <QApplication>
+#include <QDate>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -22,7 +27,6 @@
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
-#include <QtQml/qqmlextensionplugin.h>
 #include <QtTest>
 #include <fstream>
 #include <memory>
@@ -30,7 +34,6 @@
 #include "bench/bench_runner.h"
 #include "bench/prompt_set.h"
 #include "packbuilder/pack_builder.h"
-#include "ui/bench_view_model.h"
 #include "ui/engine_worker.h"
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
@@ -205,6 +208,10 @@ class BenchViewModelTest : public QObject {
     for (const char* f : {"json", "csv", "html", "pdf"}) {
       QVERIFY2(run.exportReport(QString::fromLatin1(f), out + "/report." + f), qPrintable(run.error()));
     }
+    // The export dialog's suggestion names the model and the day.
+    QCOMPARE(QFileInfo(run.suggestedReportFile(QStringLiteral("pdf")).toLocalFile()).fileName(),
+             QStringLiteral("moepack-bench-%1-%2.pdf")
+                 .arg(QFileInfo(pack_).completeBaseName(), QDate::currentDate().toString(Qt::ISODate)));
     QVERIFY(!run.exportReport(QStringLiteral("docx"), out + "/report.docx"));
     QVERIFY(run.error().contains(QStringLiteral("docx")));
     QCOMPARE(QDir(out).entryList(QDir::Files).size(), 4);  // no temp files left behind

@@ -1,15 +1,17 @@
 // EngineController / EngineWorker round trips (QSignalSpy) and ChatViewModel over a scripted
 // engine: send, stream, stop, regenerate, edit and re-run, persistence, list models checked by
 // QAbstractItemModelTester. The real engine is exercised in chat_engine_test.cpp.
+#include "ui/chat_view_model.h"
+
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "fake_chat_engine.h"
-#include "ui/chat_view_model.h"
 #include "ui/conversation_store.h"
 #include "ui/engine_worker.h"
+#include "ui/save_location.h"
 
 using namespace moepack::ui;
 using moepack::ui::test::FakeScript;
@@ -169,6 +171,29 @@ class ChatViewModelTest : public QObject {
 
     vm2.renameConversation(conv, "Fish");
     QCOMPARE(vm2.title(), QString("Fish"));
+    // Export: the dialog suggests the title as a file name in the documents folder (else home);
+    // the file written at a chosen URL holds the conversation.
+    const QUrl suggested = vm2.suggestedExportFile("md");
+    QVERIFY(suggested.isLocalFile());
+    QCOMPARE(QFileInfo(suggested.toLocalFile()).fileName(), QString("Fish.md"));
+    QCOMPARE(QFileInfo(vm2.suggestedExportFile("json").toLocalFile()).fileName(), QString("Fish.json"));
+    vm2.renameConversation(conv, "What is 50% of a/b? #1");
+    QCOMPARE(QFileInfo(vm2.suggestedExportFile("md").toLocalFile()).fileName(),
+             QString("What is 50 of a b 1.md"));
+    QCOMPARE(moepack::ui::export_file_stem(QStringLiteral("..\\t../x")), QString("t.. x"));  // no leading dot
+    QCOMPARE(moepack::ui::export_file_stem(QStringLiteral(" ?*: ")), QString("export"));
+    QCOMPARE(moepack::ui::export_file_stem(QString(100, QLatin1Char('a'))), QString(80, QLatin1Char('a')));
+    const QString exported = dir.filePath("exported.md");
+    QCOMPARE(vm2.exportConversation(QUrl::fromLocalFile(exported), "md"), QString());
+    QFile md(exported);
+    QVERIFY(md.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(md.readAll());
+    QVERIFY2(text.contains(QStringLiteral("What does \"cod\" mean?")) &&
+                 text.contains(QStringLiteral("Be brief.")),
+             qPrintable(text));
+    QVERIFY(vm2.exportConversation(QUrl::fromLocalFile(dir.filePath("missing/dir/x.md")), "md")
+                .contains("missing/dir"));
+    vm2.renameConversation(conv, "Fish");
     vm2.newConversation();
     QCOMPARE(vm2.currentConversationId(), qint64(0));
     QCOMPARE(vm2.messages()->count(), 0);

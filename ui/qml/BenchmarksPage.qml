@@ -2,7 +2,7 @@ pragma ComponentBehavior: Bound
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
-import QtQuick.Dialogs
+import Qt.labs.platform as Platform
 import QtCharts
 import MoePack.Ui
 import "niceaxis.js" as NiceAxis
@@ -56,23 +56,34 @@ Item {
         page.bench.updateSeries(decodeSeries, hitSeries, timelineMsSeries, timelineKbSeries)
     }
 
-    FileDialog {
+    // Qt Labs Platform dialogs: the platform's own where there is one, else Qt Widgets'
+    // QFileDialog (the studio is a QApplication). Qt 6.4's QML-drawn dialog joined a typed full
+    // path to its current folder ("/work//tmp/x.md"), kept Save disabled until Enter, and chose
+    // the highlighted child of a folder.
+    Platform.FileDialog {
         id: promptDialog
         objectName: "benchPromptDialog"
         title: qsTr("Load a prompt set")
         nameFilters: [qsTr("Prompt sets (*.json)")]
-        onAccepted: page.bench.promptSetPath = promptDialog.selectedFile
+        onAccepted: page.bench.promptSetPath = promptDialog.file
     }
-    FileDialog {
+    Platform.FileDialog {
         id: exportDialog
         objectName: "benchExportDialog"
         property string format: "json"
         title: qsTr("Export the report")
-        fileMode: FileDialog.SaveFile
-        acceptLabel: qsTr("Save")  // Qt 6.4's own dialog labels a save "Open"
+        fileMode: Platform.FileDialog.SaveFile
+        // Suggests "moepack-bench-<model>-<date>" in the documents folder (set once the dialog is
+        // open: Qt Labs' dialog drops a file set before it exists).
+        function openSuggesting(file) {
+            const url = file.toString()
+            folder = url.substring(0, url.lastIndexOf("/"))
+            open()
+            currentFile = file
+        }
         defaultSuffix: exportDialog.format
         nameFilters: [exportDialog.format.toUpperCase() + " (*." + exportDialog.format + ")"]
-        onAccepted: page.bench.exportReport(exportDialog.format, exportDialog.selectedFile)
+        onAccepted: page.bench.exportReport(exportDialog.format, exportDialog.file)
     }
 
     Rectangle { anchors.fill: parent; color: "#f6f7fb" }
@@ -292,7 +303,7 @@ Item {
                         text: modelData.toUpperCase()
                         onClicked: {
                             exportDialog.format = modelData
-                            exportDialog.open()
+                            exportDialog.openSuggesting(page.bench.suggestedReportFile(modelData))
                         }
                     }
                 }

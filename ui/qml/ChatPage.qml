@@ -2,7 +2,7 @@ pragma ComponentBehavior: Bound
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
-import QtQuick.Dialogs
+import Qt.labs.platform as Platform
 import MoePack.Ui
 
 // The chat screen: conversations on the left, the open conversation in the middle, its system
@@ -185,7 +185,7 @@ Item {
                         PlainToolButton {
                             text: qsTr("Export")
                             enabled: page.chat.currentConversationId !== 0
-                            onClicked: exportDialog.open()
+                            onClicked: exportDialog.openSuggesting(page.chat.suggestedExportFile("md"))
                         }
                         PlainToolButton {
                             objectName: "optionsButton"
@@ -453,21 +453,32 @@ Item {
         }
     }
 
-    FileDialog {
+    // Qt Labs Platform dialogs: the platform's own where there is one, else Qt Widgets'
+    // QFileDialog (the studio is a QApplication). Qt 6.4's QML-drawn dialog joined a typed full
+    // path to its current folder ("/work//tmp/x.md"), kept Save disabled until Enter, and chose
+    // the highlighted child of a folder.
+    Platform.FileDialog {
         id: exportDialog
         objectName: "chatExportDialog"
         title: qsTr("Export conversation")
-        fileMode: FileDialog.SaveFile
-        acceptLabel: qsTr("Save")  // Qt 6.4's own dialog labels a save "Open"
+        fileMode: Platform.FileDialog.SaveFile
+        // Suggests the conversation's title in the documents folder. (The suggested file is set
+        // once the dialog is open: Qt Labs' dialog drops one set before it exists.)
+        function openSuggesting(file) {
+            const url = file.toString()
+            folder = url.substring(0, url.lastIndexOf("/"))
+            open()
+            currentFile = file
+        }
         nameFilters: [qsTr("Markdown (*.md)"), qsTr("JSON (*.json)")]
         onAccepted: {
             const json = selectedNameFilter.index === 1
             // A name without an extension gets the chosen format's (as the report export does).
-            let url = selectedFile.toString()
+            let url = file.toString()
             if (url.substring(url.lastIndexOf("/") + 1).indexOf(".") < 0) url += json ? ".json" : ".md"
             const err = page.chat.exportConversation(url, json ? "json" : "md")
             exportNote.text = err.length > 0 ? qsTr("Export failed: %1").arg(err)
-                                             : qsTr("Exported to %1").arg(url)
+                                             : qsTr("Exported to %1").arg(decodeURIComponent(url.replace(/^file:\/\//, "")))
             exportNote.open()
         }
     }

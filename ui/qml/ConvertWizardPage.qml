@@ -1,7 +1,7 @@
 // Convert wizard: source -> space -> options -> progress -> verify -> done (ConvertWizard).
 import QtQuick
 import QtQuick.Controls
-import QtQuick.Dialogs
+import Qt.labs.platform as Platform
 import QtQuick.Layouts
 import MoePack.Ui
 
@@ -23,11 +23,15 @@ Pane {
     // what the chosen folder already holds. A split set's shard suffix is dropped.
     function chooseFolder(folder) { page.wizard.chooseOutput(page.wizard.packFolderIn(folder)) }
 
-    FolderDialog {
+    // Qt Labs Platform dialogs: the platform's own where there is one, else Qt Widgets'
+    // QFileDialog (the studio is a QApplication). Qt 6.4's QML-drawn dialog joined a typed full
+    // path to its current folder ("/work//tmp/x.md"), kept Save disabled until Enter, and chose
+    // the highlighted child of a folder.
+    Platform.FolderDialog {
         id: outDialog
         objectName: "convertOutputDialog"
         title: qsTr("Folder for the Expert Pack")
-        onAccepted: page.chooseFolder(selectedFolder)
+        onAccepted: page.chooseFolder(outDialog.folder)
     }
 
     ColumnLayout {

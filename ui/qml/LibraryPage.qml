@@ -3,7 +3,7 @@
 // freed, and downloads (URL or hub repository + file or shard pattern, convert when done).
 import QtQuick
 import QtQuick.Controls
-import QtQuick.Dialogs
+import Qt.labs.platform as Platform
 import QtQuick.Layouts
 import MoePack.Ui
 
@@ -53,18 +53,22 @@ Page {
         function onMessage(text) { status.show(text, false) }
     }
 
-    FileDialog {
+    // Qt Labs Platform dialogs: the platform's own where there is one, else Qt Widgets'
+    // QFileDialog (the studio is a QApplication). Qt 6.4's QML-drawn dialog joined a typed full
+    // path to its current folder ("/work//tmp/x.md"), kept Save disabled until Enter, and chose
+    // the highlighted child of a folder.
+    Platform.FileDialog {
         id: fileDialog
         objectName: "libraryAddFileDialog"
         title: qsTr("Add a model")
         nameFilters: [qsTr("GGUF models (*.gguf)"), qsTr("Expert Pack manifests (manifest.json)")]
-        onAccepted: page.library.addPath(selectedFile)
+        onAccepted: page.library.addPath(fileDialog.file)
     }
-    FolderDialog {
+    Platform.FolderDialog {
         id: folderDialog
         objectName: "libraryScanFolderDialog"
         title: qsTr("Scan a folder for models")
-        onAccepted: page.library.scanFolder(selectedFolder)
+        onAccepted: page.library.scanFolder(folderDialog.folder)
     }
 
     Dialog {
