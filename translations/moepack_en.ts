@@ -210,198 +210,208 @@
 <context>
     <name>ChatPage</name>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="66"/>
+        <location filename="../ui/qml/ChatPage.qml" line="72"/>
         <source>+ New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="70"/>
+        <location filename="../ui/qml/ChatPage.qml" line="76"/>
         <source>Conversations</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="136"/>
+        <location filename="../ui/qml/ChatPage.qml" line="142"/>
         <source>Your conversations appear here.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="165"/>
+        <location filename="../ui/qml/ChatPage.qml" line="171"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="173"/>
+        <location filename="../ui/qml/ChatPage.qml" line="179"/>
         <source>%1 · %2 backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="181"/>
+        <location filename="../ui/qml/ChatPage.qml" line="187"/>
         <source>Rename</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="186"/>
+        <location filename="../ui/qml/ChatPage.qml" line="192"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="192"/>
+        <location filename="../ui/qml/ChatPage.qml" line="198"/>
         <source>Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="221"/>
+        <location filename="../ui/qml/ChatPage.qml" line="227"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="222"/>
+        <location filename="../ui/qml/ChatPage.qml" line="228"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="226"/>
+        <location filename="../ui/qml/ChatPage.qml" line="232"/>
         <source>Reload</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="232"/>
+        <location filename="../ui/qml/ChatPage.qml" line="238"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="237"/>
+        <location filename="../ui/qml/ChatPage.qml" line="243"/>
         <source>Library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="270"/>
+        <location filename="../ui/qml/ChatPage.qml" line="271"/>
+        <source>This conversation was held with %1; its next reply will come from %2.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="277"/>
+        <source>Load %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="310"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="301"/>
+        <location filename="../ui/qml/ChatPage.qml" line="341"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="318"/>
+        <location filename="../ui/qml/ChatPage.qml" line="358"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="326"/>
+        <location filename="../ui/qml/ChatPage.qml" line="366"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="362"/>
+        <location filename="../ui/qml/ChatPage.qml" line="402"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="367"/>
+        <location filename="../ui/qml/ChatPage.qml" line="407"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="372"/>
+        <location filename="../ui/qml/ChatPage.qml" line="412"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="375"/>
+        <location filename="../ui/qml/ChatPage.qml" line="415"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="376"/>
+        <location filename="../ui/qml/ChatPage.qml" line="416"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="377"/>
+        <location filename="../ui/qml/ChatPage.qml" line="417"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="378"/>
+        <location filename="../ui/qml/ChatPage.qml" line="418"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <location filename="../ui/qml/ChatPage.qml" line="419"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="380"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="381"/>
+        <location filename="../ui/qml/ChatPage.qml" line="421"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="402"/>
+        <location filename="../ui/qml/ChatPage.qml" line="442"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="419"/>
+        <location filename="../ui/qml/ChatPage.qml" line="459"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="420"/>
+        <location filename="../ui/qml/ChatPage.qml" line="460"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="427"/>
+        <location filename="../ui/qml/ChatPage.qml" line="467"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="432"/>
+        <location filename="../ui/qml/ChatPage.qml" line="472"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="433"/>
+        <location filename="../ui/qml/ChatPage.qml" line="473"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="438"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="463"/>
+        <location filename="../ui/qml/ChatPage.qml" line="503"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="473"/>
+        <location filename="../ui/qml/ChatPage.qml" line="513"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="473"/>
+        <location filename="../ui/qml/ChatPage.qml" line="513"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="480"/>
+        <location filename="../ui/qml/ChatPage.qml" line="520"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="481"/>
+        <location filename="../ui/qml/ChatPage.qml" line="521"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -791,267 +801,267 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>LibraryPage</name>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="36"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="38"/>
         <source>Converting %1 to an Expert Pack in %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="63"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="65"/>
         <source>Add a model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
         <source>GGUF models (*.gguf)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="70"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="72"/>
         <source>Scan a folder for models</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="78"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="80"/>
         <source>Remove %1?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="86"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="88"/>
         <source>Also delete its files from disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="93"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="95"/>
         <source>%1 will be freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="94"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="96"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="104"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="106"/>
         <source>Convert to an Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="129"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="131"/>
         <source>Converting a finished download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="154"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="156"/>
         <source>Add file…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="157"/>
         <source>Scan folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="162"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="166"/>
         <source>Add Ollama model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="168"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
         <source>Refresh</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="182"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="184"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="175"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="177"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="184"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="186"/>
         <source>expert cache (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="191"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="193"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="236"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="238"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="296"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="298"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="303"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="309"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="311"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="310"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="311"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="313"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="314"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="320"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="322"/>
         <source>Load</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
         <source>Load %1 and chat with it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="328"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="336"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="349"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="351"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="364"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="366"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="379"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="381"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="403"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="405"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="430"/>
         <source>cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
         <source>done · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
         <source>paused · %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>paused · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="438"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="452"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1649,6 +1659,16 @@ What does &quot;salmon&quot; mean?</source>
         <source>unique (layer, expert) keys per step</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <location filename="../ui/model_library.cpp" line="474"/>
+        <source>the files of Ollama model %1 are shared blobs of Ollama&apos;s store; remove it with `ollama rm %1`</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/model_library.cpp" line="490"/>
+        <source>%1 is outside MoePack&apos;s folders (%2); MoePack only deletes files there</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>SettingsPage</name>
@@ -1945,17 +1965,17 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="245"/>
+        <location filename="../ui/chat_view_model.cpp" line="264"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="292"/>
+        <location filename="../ui/chat_view_model.cpp" line="311"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="361"/>
+        <location filename="../ui/chat_view_model.cpp" line="389"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2301,7 +2321,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::LibraryViewModel</name>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="131"/>
+        <location filename="../ui/library_view_model.cpp" line="138"/>
         <source>%n model(s) added</source>
         <translation>
             <numerusform>%n model added</numerusform>
@@ -2309,7 +2329,7 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="158"/>
+        <location filename="../ui/library_view_model.cpp" line="165"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>%n model found in %1</numerusform>
@@ -2317,28 +2337,18 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="165"/>
+        <location filename="../ui/library_view_model.cpp" line="172"/>
         <source>Ollama model %1 added</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="177"/>
+        <location filename="../ui/library_view_model.cpp" line="184"/>
         <source>Removed; %1 freed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="193"/>
+        <location filename="../ui/library_view_model.cpp" line="200"/>
         <source>unknown model</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/library_view_model.cpp" line="196"/>
-        <source>Ollama&apos;s blobs are shared between its models; remove it with `ollama rm %1`</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/library_view_model.cpp" line="202"/>
-        <source>%1 is outside the models folder %2; MoePack only deletes files there</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

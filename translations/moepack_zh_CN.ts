@@ -213,179 +213,189 @@
 <context>
     <name>ChatPage</name>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="66"/>
+        <location filename="../ui/qml/ChatPage.qml" line="72"/>
         <source>+ New chat</source>
         <translation>+ 新建聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="70"/>
+        <location filename="../ui/qml/ChatPage.qml" line="76"/>
         <source>Conversations</source>
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="136"/>
+        <location filename="../ui/qml/ChatPage.qml" line="142"/>
         <source>Your conversations appear here.</source>
         <translation>你的对话会显示在这里。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="165"/>
+        <location filename="../ui/qml/ChatPage.qml" line="171"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="173"/>
+        <location filename="../ui/qml/ChatPage.qml" line="179"/>
         <source>%1 · %2 backend</source>
         <translation>%1 · %2 后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="181"/>
+        <location filename="../ui/qml/ChatPage.qml" line="187"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="186"/>
+        <location filename="../ui/qml/ChatPage.qml" line="192"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="192"/>
+        <location filename="../ui/qml/ChatPage.qml" line="198"/>
         <source>Options</source>
         <translation>选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="221"/>
+        <location filename="../ui/qml/ChatPage.qml" line="227"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation>未加载模型,此对话无法继续:%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="222"/>
+        <location filename="../ui/qml/ChatPage.qml" line="228"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation>未加载模型:请从模型库打开一个模型以继续此对话。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="226"/>
+        <location filename="../ui/qml/ChatPage.qml" line="232"/>
         <source>Reload</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="232"/>
+        <location filename="../ui/qml/ChatPage.qml" line="238"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="237"/>
+        <location filename="../ui/qml/ChatPage.qml" line="243"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="270"/>
+        <location filename="../ui/qml/ChatPage.qml" line="271"/>
+        <source>This conversation was held with %1; its next reply will come from %2.</source>
+        <translation>此对话使用的是 %1；它的下一条回复将来自 %2。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="277"/>
+        <source>Load %1</source>
+        <translation>加载 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="310"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation>问点什么，例如：
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="301"/>
+        <location filename="../ui/qml/ChatPage.qml" line="341"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="318"/>
+        <location filename="../ui/qml/ChatPage.qml" line="358"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="326"/>
+        <location filename="../ui/qml/ChatPage.qml" line="366"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="362"/>
+        <location filename="../ui/qml/ChatPage.qml" line="402"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="367"/>
+        <location filename="../ui/qml/ChatPage.qml" line="407"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="372"/>
+        <location filename="../ui/qml/ChatPage.qml" line="412"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="375"/>
+        <location filename="../ui/qml/ChatPage.qml" line="415"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="376"/>
+        <location filename="../ui/qml/ChatPage.qml" line="416"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="377"/>
+        <location filename="../ui/qml/ChatPage.qml" line="417"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="378"/>
+        <location filename="../ui/qml/ChatPage.qml" line="418"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <location filename="../ui/qml/ChatPage.qml" line="419"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="380"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="381"/>
+        <location filename="../ui/qml/ChatPage.qml" line="421"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="402"/>
+        <location filename="../ui/qml/ChatPage.qml" line="442"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="419"/>
+        <location filename="../ui/qml/ChatPage.qml" line="459"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="420"/>
+        <location filename="../ui/qml/ChatPage.qml" line="460"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="427"/>
+        <location filename="../ui/qml/ChatPage.qml" line="467"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="433"/>
+        <location filename="../ui/qml/ChatPage.qml" line="473"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="432"/>
+        <location filename="../ui/qml/ChatPage.qml" line="472"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="438"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="463"/>
+        <location filename="../ui/qml/ChatPage.qml" line="503"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -394,22 +404,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="473"/>
+        <location filename="../ui/qml/ChatPage.qml" line="513"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="473"/>
+        <location filename="../ui/qml/ChatPage.qml" line="513"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="480"/>
+        <location filename="../ui/qml/ChatPage.qml" line="520"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="481"/>
+        <location filename="../ui/qml/ChatPage.qml" line="521"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -802,82 +812,82 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>LibraryPage</name>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="36"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="38"/>
         <source>Converting %1 to an Expert Pack in %2</source>
         <translation>正在将 %1 转换为专家包，保存到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="63"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="65"/>
         <source>Add a model</source>
         <translation>添加模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="64"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation>专家包清单 (manifest.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="70"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="72"/>
         <source>Scan a folder for models</source>
         <translation>扫描文件夹中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="78"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="80"/>
         <source>Remove %1?</source>
         <translation>移除 %1？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="86"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="88"/>
         <source>Also delete its files from disk</source>
         <translation>同时从磁盘删除其文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="93"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="95"/>
         <source>%1 will be freed.</source>
         <translation>将释放 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="94"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="96"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation>文件保留在磁盘上，不释放空间。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="104"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="106"/>
         <source>Convert to an Expert Pack</source>
         <translation>转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="129"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="131"/>
         <source>Converting a finished download</source>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="154"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="156"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="157"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="162"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="166"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="168"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
@@ -886,7 +896,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="182"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="184"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
@@ -895,182 +905,182 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="175"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="177"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation>规划上下文:内存(GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="184"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="186"/>
         <source>expert cache (MiB)</source>
         <translation>专家缓存(MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="191"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="193"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation>初始值为设置中的缓存预算;此处修改仅用于规划</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="236"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="238"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="278"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="286"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="296"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="298"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="303"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="309"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="311"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="310"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="311"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="313"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="314"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="320"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="322"/>
         <source>Load</source>
         <translation>加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
         <source>Load %1 and chat with it</source>
         <translation>加载 %1 并与之对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="328"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="336"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="349"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="351"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="364"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="366"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="379"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="381"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="403"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="405"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="430"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>paused · %1</source>
         <translation>已暂停 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="438"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="452"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1682,6 +1692,16 @@ What does &quot;salmon&quot; mean?</translation>
         <source>unique (layer, expert) keys per step</source>
         <translation>按每步唯一的（层，专家）键统计</translation>
     </message>
+    <message>
+        <location filename="../ui/model_library.cpp" line="474"/>
+        <source>the files of Ollama model %1 are shared blobs of Ollama&apos;s store; remove it with `ollama rm %1`</source>
+        <translation>Ollama 模型 %1 的文件是 Ollama 存储中共享的数据块；请用 `ollama rm %1` 删除它</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_library.cpp" line="490"/>
+        <source>%1 is outside MoePack&apos;s folders (%2); MoePack only deletes files there</source>
+        <translation>%1 不在 MoePack 的文件夹（%2）中；MoePack 只删除这些文件夹中的文件</translation>
+    </message>
 </context>
 <context>
     <name>SettingsPage</name>
@@ -1978,17 +1998,17 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="245"/>
+        <location filename="../ui/chat_view_model.cpp" line="264"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="292"/>
+        <location filename="../ui/chat_view_model.cpp" line="311"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="361"/>
+        <location filename="../ui/chat_view_model.cpp" line="389"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
@@ -2337,43 +2357,41 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::LibraryViewModel</name>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="131"/>
+        <location filename="../ui/library_view_model.cpp" line="138"/>
         <source>%n model(s) added</source>
         <translation>
             <numerusform>已添加 %n 个模型</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="158"/>
+        <location filename="../ui/library_view_model.cpp" line="165"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>在 %1 中找到 %n 个模型</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="165"/>
+        <location filename="../ui/library_view_model.cpp" line="172"/>
         <source>Ollama model %1 added</source>
         <translation>已添加 Ollama 模型 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="177"/>
+        <location filename="../ui/library_view_model.cpp" line="184"/>
         <source>Removed; %1 freed</source>
         <translation>已移除；释放了 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="193"/>
+        <location filename="../ui/library_view_model.cpp" line="200"/>
         <source>unknown model</source>
         <translation>未知模型</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="196"/>
         <source>Ollama&apos;s blobs are shared between its models; remove it with `ollama rm %1`</source>
-        <translation>Ollama 的数据块在其模型之间共享；请用 `ollama rm %1` 移除</translation>
+        <translation type="vanished">Ollama 的数据块在其模型之间共享；请用 `ollama rm %1` 移除</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="202"/>
         <source>%1 is outside the models folder %2; MoePack only deletes files there</source>
-        <translation>%1 不在模型文件夹 %2 中；MoePack 只删除该文件夹中的文件</translation>
+        <translation type="vanished">%1 不在模型文件夹 %2 中；MoePack 只删除该文件夹中的文件</translation>
     </message>
 </context>
 <context>

@@ -75,11 +75,26 @@ void ChatViewModel::setEngine(EngineController* e) {
                        << connect(e, &EngineController::generationFinished, this, &ChatViewModel::onFinished)
                        << connect(e, &EngineController::generationFailed, this, &ChatViewModel::onFailed)
                        << connect(e, &EngineController::stateChanged, this, &ChatViewModel::canSendChanged)
+                       << connect(e, &EngineController::stateChanged, this, &ChatViewModel::modelMatchChanged)
                        << connect(e, &EngineController::modelLoaded, this, &ChatViewModel::onModelLoaded);
     if (e->state() == EngineController::Ready) onModelLoaded();  // the model already loaded
   }
   emit engineChanged();
   emit canSendChanged();
+}
+
+namespace {
+// A model path as onModelLoaded compares it: canonical where the file exists.
+QString canonicalModel(const QString& path) {
+  const QString c = QFileInfo(path).canonicalFilePath();
+  return c.isEmpty() ? path : c;
+}
+}  // namespace
+
+bool ChatViewModel::otherModelLoaded() const {
+  return current_ != 0 && !conversationModel_.isEmpty() && engine_ &&
+         engine_->state() == EngineController::Ready &&
+         canonicalModel(conversationModel_) != canonicalModel(engine_->modelPath());
 }
 
 void ChatViewModel::onModelLoaded() {
@@ -88,12 +103,12 @@ void ChatViewModel::onModelLoaded() {
   // reopening its conversation) and a reload of the same model (settings applied, Reload) keep
   // it; paths are compared canonically (a relative path, a trailing slash).
   if (!engine_) return;
-  const QString path = engine_->modelPath();
-  const QString canonical = QFileInfo(path).canonicalFilePath();
-  const QString now = canonical.isEmpty() ? path : canonical;
+  // Loading the open conversation's own model (the chat's "Load" offer) keeps it.
+  const QString now = canonicalModel(engine_->modelPath());
   const bool changed = !lastModel_.isEmpty() && now != lastModel_;
   lastModel_ = now;
-  if (changed && current_ != 0) newConversation();
+  if (changed && current_ != 0 && canonicalModel(conversationModel_) != now) newConversation();
+  emit modelMatchChanged();
 }
 
 void ChatViewModel::setSettings(SettingsViewModel* s) {
@@ -145,11 +160,13 @@ void ChatViewModel::refreshList() {
 void ChatViewModel::newConversation() {
   if (pending_.id != 0) stop();
   current_ = 0;
+  conversationModel_.clear();
   systemPrompt_ = defaultSystemPrompt_;
   generation_ = defaultGeneration_;
   messages_.reset({});
   emit currentChanged();
   emit samplingChanged();
+  emit modelMatchChanged();
 }
 
 void ChatViewModel::selectConversation(qint64 id) {
@@ -159,6 +176,7 @@ void ChatViewModel::selectConversation(qint64 id) {
     const auto c = store_->conversation(id);
     if (!c) return;
     current_ = id;
+    conversationModel_ = c->modelPath;
     systemPrompt_ = c->systemPrompt;
     generation_ = generation_from_json(c->sampling, defaultGeneration_);
     messages_.reset(store_->messages(id));
@@ -167,6 +185,7 @@ void ChatViewModel::selectConversation(qint64 id) {
   }
   emit currentChanged();
   emit samplingChanged();
+  emit modelMatchChanged();
 }
 
 void ChatViewModel::deleteConversation(qint64 id) {
@@ -242,8 +261,9 @@ void ChatViewModel::resetSampling() {
 bool ChatViewModel::ensureConversation() {
   if (current_ != 0) return true;
   try {
+    conversationModel_ = engine_ ? engine_->modelPath() : QString();
     current_ = store_->createConversation(tr("New chat"), systemPrompt_, generation_to_json(generation_),
-                                          engine_ ? engine_->modelPath() : QString());
+                                          conversationModel_);
   } catch (const std::exception& e) {
     setError(QString::fromUtf8(e.what()));
     return false;
@@ -294,6 +314,15 @@ bool ChatViewModel::startReply() {
   }
   setError({});
   pending_ = {id, current_};
+  if (otherModelLoaded()) {  // the conversation goes on with the loaded model: it is its model now
+    try {
+      conversationModel_ = engine_->modelPath();
+      store_->setModelPath(current_, conversationModel_);
+    } catch (const std::exception& e) {
+      qCWarning(lcUi) << "cannot record the conversation's model:" << e.what();
+    }
+    emit modelMatchChanged();
+  }
   MessageListModel::Row row;
   row.message.conversationId = current_;
   row.message.position = messages_.count();

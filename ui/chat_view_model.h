@@ -46,6 +46,12 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
   Q_PROPERTY(bool canSend READ canSend NOTIFY canSendChanged)
   Q_PROPERTY(QString lastError READ lastError NOTIFY lastErrorChanged)
+  // The model the open conversation was last held with (its stored model_path), and whether a
+  // different one is loaded now: its next reply would come from another model. The chat shows
+  // both and offers to load the conversation's model; a reply from the loaded model makes it
+  // the conversation's model.
+  Q_PROPERTY(QString conversationModelPath READ conversationModelPath NOTIFY modelMatchChanged)
+  Q_PROPERTY(bool otherModelLoaded READ otherModelLoaded NOTIFY modelMatchChanged)
   // The conversation to show when the database opens (the studio's --open-conversation, used
   // by the restart after a lost GPU); 0 or an unknown id: the most recent one.
   Q_PROPERTY(qint64 initialConversation READ initialConversation WRITE setInitialConversation)
@@ -101,6 +107,8 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   bool generating() const { return pending_.id != 0; }
   bool canSend() const;
   QString lastError() const { return lastError_; }
+  QString conversationModelPath() const { return conversationModel_; }
+  bool otherModelLoaded() const;
   ConversationStore* store() { return store_.get(); }
 
  signals:
@@ -113,6 +121,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   void canSendChanged();
   void lastErrorChanged();
   void replyFinished();  // after a reply was stored (or failed)
+  void modelMatchChanged();
 
  private:
   void onModelLoaded();
@@ -145,6 +154,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   } pending_;
   QList<QMetaObject::Connection> engineConnections_;
   QString lastModel_;  // the model loaded last (canonical path), for onModelLoaded
+  QString conversationModel_;  // the open conversation's model_path
 };
 
 }  // namespace moepack::ui

@@ -43,6 +43,13 @@ void LibraryViewModel::setDatabasePath(const QString& p) {
   emit settingsChanged();
 }
 
+void LibraryViewModel::setPacksFolder(const QString& p) {
+  const QString l = localPath(p);
+  if (l == packsFolder_) return;
+  packsFolder_ = l;
+  emit settingsChanged();
+}
+
 void LibraryViewModel::setModelsFolder(const QString& p) {
   if (p == modelsFolder_) return;
   modelsFolder_ = localPath(p);
@@ -68,19 +75,19 @@ void LibraryViewModel::startNext() {
     busy_ = true;
     emit busyChanged();
   }
-  const QString db = databasePath_, folder = modelsFolder_;
-  watcher_.setFuture(QtConcurrent::run(&pool_, [job = std::move(job), db, folder]() -> Result {
+  const QString db = databasePath_, folder = modelsFolder_, packs = packsFolder_;
+  watcher_.setFuture(QtConcurrent::run(&pool_, [job = std::move(job), db, folder, packs]() -> Result {
     Result r;
     try {
       AppDatabase database(db);
-      ModelLibrary lib(database, folder);
+      ModelLibrary lib(database, folder, packs);
       job(lib, r);
       r.entries = lib.entries();
     } catch (const std::exception& e) {
       r.errors << QString::fromUtf8(e.what());
       try {
         AppDatabase database(db);
-        r.entries = ModelLibrary(database, folder).entries();
+        r.entries = ModelLibrary(database, folder, packs).entries();
       } catch (const std::exception&) {
       }
     }
@@ -191,17 +198,7 @@ double LibraryViewModel::bytesFreed(qint64 id, bool deleteFiles) const {
 QString LibraryViewModel::deleteRefusal(qint64 id) const {
   const int row = models_.rowOf(id);
   if (row < 0) return tr("unknown model");
-  const LibraryEntry& e = models_.entries()[static_cast<size_t>(row)];
-  if (e.kind == QLatin1String("ollama"))
-    return tr("Ollama's blobs are shared between its models; remove it with `ollama rm %1`").arg(e.name);
-  const QString root = QFileInfo(modelsFolder_).canonicalFilePath();
-  for (const QString& f : e.files) {
-    const QString canon = QFileInfo(f).canonicalFilePath();
-    if (canon.isEmpty()) continue;  // already gone
-    if (root.isEmpty() || !canon.startsWith(root + QLatin1Char('/')))
-      return tr("%1 is outside the models folder %2; MoePack only deletes files there").arg(f, modelsFolder_);
-  }
-  return {};
+  return deletion_refusal(models_.entries()[static_cast<size_t>(row)], {modelsFolder_, packsFolder_});
 }
 
 QString LibraryViewModel::formatBytes(double bytes) {

@@ -26,6 +26,9 @@ class LibraryViewModel : public QObject {
   // AppDataLocation/models). Set both before the first command.
   Q_PROPERTY(QString databasePath READ databasePath WRITE setDatabasePath NOTIFY settingsChanged)
   Q_PROPERTY(QString modelsFolder READ modelsFolder WRITE setModelsFolder NOTIFY settingsChanged)
+  // The Expert Pack folder (the Settings' models_folder): packs the studio converted into it may
+  // be deleted with their row, as downloads in modelsFolder may.
+  Q_PROPERTY(QString packsFolder READ packsFolder WRITE setPacksFolder NOTIFY settingsChanged)
   Q_PROPERTY(QString lastError READ lastError NOTIFY errorOccurred)
   // For the context column: memory the model may use (bytes; default the physical RAM) and the
   // expert cache the user plans in it (bytes; default 1 GiB, the Settings' default
@@ -69,6 +72,8 @@ class LibraryViewModel : public QObject {
   QString databasePath() const { return databasePath_; }
   void setDatabasePath(const QString& p);
   QString modelsFolder() const { return modelsFolder_; }
+  QString packsFolder() const { return packsFolder_; }
+  void setPacksFolder(const QString& p);
   void setModelsFolder(const QString& p);
   QString lastError() const { return lastError_; }
 
@@ -97,6 +102,7 @@ class LibraryViewModel : public QObject {
   LibraryListModel models_;
   QString databasePath_;
   QString modelsFolder_;
+  QString packsFolder_;
   QString lastError_;
   bool busy_ = false;
   double memoryBudget_ = 0;

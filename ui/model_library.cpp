@@ -273,8 +273,10 @@ qint64 affordable_context_tokens(const LibraryEntry& e, qint64 memoryBytes, qint
   return n;
 }
 
-ModelLibrary::ModelLibrary(AppDatabase& db, QString modelsFolder)
-    : db_(db), modelsFolder_(absClean(modelsFolder)) {
+ModelLibrary::ModelLibrary(AppDatabase& db, QString modelsFolder, QString packsFolder)
+    : db_(db),
+      modelsFolder_(absClean(modelsFolder)),
+      packsFolder_(packsFolder.isEmpty() ? QString() : absClean(packsFolder)) {
   db_.migrate(QStringLiteral("library"), library_schema_steps());
 }
 
@@ -469,27 +471,39 @@ std::vector<LibraryEntry> ModelLibrary::refresh() {
   return entries();
 }
 
-bool ModelLibrary::insideModelsFolder(const QString& file) const {
-  const QString root = QFileInfo(modelsFolder_).canonicalFilePath();
-  const QString canon = QFileInfo(file).canonicalFilePath();  // resolves symlinks and ".."
-  return !root.isEmpty() && !canon.isEmpty() && canon.startsWith(root + QLatin1Char('/'));
+QString deletion_refusal(const LibraryEntry& e, const QStringList& folders) {
+  if (e.kind == QLatin1String("ollama"))
+    return QObject::
+        tr("the files of Ollama model %1 are shared blobs of Ollama's store; remove it with `ollama rm %1`")
+            .arg(e.name);
+  QStringList roots;
+  for (const QString& f : folders) {
+    const QString r = f.isEmpty() ? QString() : QFileInfo(f).canonicalFilePath();
+    if (!r.isEmpty()) roots << r;
+  }
+  for (const QString& f : e.files) {
+    const QString canon = QFileInfo(f).canonicalFilePath();  // resolves symlinks and ".."
+    if (canon.isEmpty()) continue;                           // already gone
+    const bool inside = std::any_of(roots.begin(), roots.end(),
+                                    [&](const QString& r) { return canon.startsWith(r + QLatin1Char('/')); });
+    if (!inside) {
+      QStringList named;
+      for (const QString& d : folders)
+        if (!d.isEmpty()) named << d;
+      return QObject::tr("%1 is outside MoePack's folders (%2); MoePack only deletes files there")
+          .arg(f, named.join(QStringLiteral(", ")));
+    }
+  }
+  return {};
 }
 
 qint64 ModelLibrary::bytesFreedByRemoving(qint64 id, bool deleteFiles) const {
   const LibraryEntry e = entry(id);
   if (!deleteFiles) return 0;
-  if (e.kind == QLatin1String("ollama"))
-    throw Error("the files of Ollama model " + e.name.toStdString() +
-                " are shared blobs of Ollama's store; remove it with `ollama rm`");
+  const QString refusal = deletion_refusal(e, {modelsFolder_, packsFolder_});
+  if (!refusal.isEmpty()) throw Error(refusal.toStdString());
   qint64 bytes = 0;
-  for (const QString& f : e.files) {
-    const QFileInfo fi(f);
-    if (!fi.exists()) continue;
-    if (!insideModelsFolder(f))
-      throw Error(f.toStdString() + " is outside the models folder " + modelsFolder_.toStdString() +
-                  "; MoePack only deletes files there");
-    bytes += fi.size();
-  }
+  for (const QString& f : e.files) bytes += QFileInfo(f).exists() ? QFileInfo(f).size() : 0;
   return bytes;
 }
 

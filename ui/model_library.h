@@ -75,9 +75,10 @@ struct ScanResult {
 
 class ModelLibrary {
  public:
-  // Migrates the "library" component of `db`. `modelsFolder` is the only folder from which
-  // remove(..., deleteFiles = true) may delete files.
-  ModelLibrary(AppDatabase& db, QString modelsFolder);
+  // Migrates the "library" component of `db`. remove(..., deleteFiles = true) deletes files only
+  // inside `modelsFolder` (downloads) or `packsFolder` (the Expert Packs the studio converts
+  // into: the Settings' models_folder; empty = none).
+  ModelLibrary(AppDatabase& db, QString modelsFolder, QString packsFolder = {});
 
   std::vector<LibraryEntry> entries() const;  // ordered by name, then id
   LibraryEntry entry(qint64 id) const;        // throws Error if unknown
@@ -98,7 +99,7 @@ class ModelLibrary {
 
   // Bytes remove(id, deleteFiles) would free: 0 without deleteFiles. Throws Error (with the
   // reason) when the files may not be deleted: an Ollama model (blobs are shared; use
-  // `ollama rm`) or any file outside the models folder.
+  // `ollama rm`) or any file outside the models and packs folders (deletion_refusal).
   qint64 bytesFreedByRemoving(qint64 id, bool deleteFiles) const;
   // Removes the row; with deleteFiles also its files (a pack: manifest.json first, so a
   // half-deleted pack never loads). Returns the bytes freed.
@@ -109,11 +110,16 @@ class ModelLibrary {
  private:
   LibraryEntry upsert(LibraryEntry e);
   void linkPackToSources(const LibraryEntry& pack);
-  bool insideModelsFolder(const QString& file) const;
 
   AppDatabase& db_;
   QString modelsFolder_;
+  QString packsFolder_;
 };
+
+// Why `e`'s files may not be deleted, or empty when they may: an Ollama model (its blobs are
+// shared), or a file (after resolving symlinks and "..") outside every folder in `folders`.
+// Files already gone are skipped.
+QString deletion_refusal(const LibraryEntry& e, const QStringList& folders);
 
 // Reads what the library stores about the model at `path` (no database). Throws Error.
 LibraryEntry describe_model(const QString& path);

@@ -232,10 +232,30 @@ class ChatViewModelTest : public QObject {
     QVERIFY(vm.currentConversationId() != first);
     QCOMPARE(vm.store()->conversation(vm.currentConversationId())->modelPath, QString("b.gguf"));
     QCOMPARE(vm.conversations()->count(), 2);
-    // Going on with the first conversation on b, then a reload of b (settings applied): kept.
+    // The first conversation opened while b is loaded says so, and loading its model (the
+    // banner's offer) keeps it open.
+    QSignalSpy match(&vm, &ChatViewModel::modelMatchChanged);
     vm.selectConversation(first);
+    QVERIFY(vm.otherModelLoaded());
+    QCOMPARE(vm.conversationModelPath(), QString("a.gguf"));
+    QVERIFY(!match.isEmpty());
+    e.load("a.gguf", false);
+    QVERIFY(loaded.wait(5000));
+    QCOMPARE(vm.currentConversationId(), first);
+    QVERIFY(!vm.otherModelLoaded());
+    e.load("b.gguf", false);  // from a to b with a's conversation open: a new chat
+    QVERIFY(loaded.wait(5000));
+    QCOMPARE(vm.currentConversationId(), qint64(0));
+    QVERIFY(!vm.otherModelLoaded());
+    // Going on with the first conversation on b makes b its model; then a reload of b
+    // (settings applied): kept.
+    vm.selectConversation(first);
+    QVERIFY(vm.otherModelLoaded());
     QVERIFY(vm.send("still here"));
+    QVERIFY(!vm.otherModelLoaded());
     QVERIFY(finished.wait(5000));
+    QCOMPARE(vm.store()->conversation(first)->modelPath, QString("b.gguf"));
+    QCOMPARE(vm.conversationModelPath(), QString("b.gguf"));
     e.reload();
     QVERIFY(loaded.wait(5000));
     QCOMPARE(vm.currentConversationId(), first);

@@ -213,6 +213,38 @@ class ModelLibraryTest : public QObject {
     QVERIFY(lib.entries().empty());
   }
 
+  // The Expert Packs the studio converts into its packs folder (the Settings' models_folder)
+  // may be deleted with their row, as downloads in the models folder may; others may not.
+  void removeDeletesPacksInThePacksFolder() {
+    QTemporaryDir tmp;
+    const QString models = tmp.filePath(QStringLiteral("models"));
+    const QString packs = tmp.filePath(QStringLiteral("packs"));
+    QVERIFY(QDir().mkpath(models));
+    moepack::BuildOptions opt;
+    opt.source = kQwen.toStdString();
+    opt.out_dir = (packs + QStringLiteral("/qwen")).toStdString();
+    opt.direct_io = false;
+    opt.safety_margin_bytes = 0;
+    moepack::build_pack(opt);
+    AppDatabase db(tmp.filePath(QStringLiteral("db.sqlite")));
+    {
+      ModelLibrary withoutPacks(db, models);
+      const LibraryEntry pack = withoutPacks.addPath(packs + QStringLiteral("/qwen"));
+      QVERIFY(deletion_refusal(pack, {models}).contains(QStringLiteral("outside MoePack's folders")));
+      QVERIFY_THROWS_EXCEPTION(moepack::Error, withoutPacks.remove(pack.id, true));
+      QVERIFY(QFileInfo::exists(packs + QStringLiteral("/qwen/manifest.json")));
+    }
+    ModelLibrary lib(db, models, packs);
+    const LibraryEntry pack = lib.addPath(packs + QStringLiteral("/qwen"));
+    QCOMPARE(deletion_refusal(pack, {models, packs}), QString());
+    qint64 expected = 0;
+    for (const char* f : {"manifest.json", "experts.bin", "dense.gguf"})
+      expected += QFileInfo(packs + QStringLiteral("/qwen/") + QLatin1String(f)).size();
+    QCOMPARE(lib.remove(pack.id, true), expected);
+    QVERIFY(!QFileInfo::exists(packs + QStringLiteral("/qwen")));
+    QVERIFY(lib.entries().empty());
+  }
+
   void viewModelRunsCommandsOffTheGuiThread() {
     QTemporaryDir tmp;
     const QString models = tmp.filePath(QStringLiteral("models"));
@@ -250,7 +282,7 @@ class ModelLibraryTest : public QObject {
     QVERIFY(qwenId > 0 && ds2Id > 0);
     QCOMPARE(vm.bytesFreed(qwenId, true), static_cast<double>(kQwenBytes));
     QCOMPARE(vm.bytesFreed(ds2Id, true), -1.0);  // the fixtures are outside the models folder
-    QVERIFY(vm.deleteRefusal(ds2Id).contains(QStringLiteral("outside the models folder")));
+    QVERIFY(vm.deleteRefusal(ds2Id).contains(QStringLiteral("outside MoePack's folders")));
     QCOMPARE(vm.bytesFreed(ds2Id, false), 0.0);
 
     vm.remove(qwenId, true);

@@ -30,6 +30,8 @@
 #include <functional>
 
 #include "ui/chat_view_model.h"
+#include "ui/conversation_list_model.h"
+#include "ui/conversation_store.h"
 #include "ui/convert_wizard.h"
 #include "ui/engine_worker.h"
 #include "ui/library_list_model.h"
@@ -329,6 +331,14 @@ class StudioGuiTest : public QObject {
     QCOMPARE(library->models()->entries()[static_cast<size_t>(demoRow())].packStatus,
              QStringLiteral("ready"));
     QCOMPARE(library->models()->rowCount(), 2);  // the GGUF and its pack
+    // The pack the first run converted into the Expert Pack folder may be deleted from here; the
+    // bundled GGUF, outside MoePack's folders, may not.
+    for (const LibraryEntry& e : library->models()->entries()) {
+      const QString refusal = library->deleteRefusal(e.id);
+      QVERIFY2(
+          e.kind == QLatin1String("pack") ? refusal.isEmpty() : refusal.contains(QLatin1String("outside")),
+          qPrintable(e.kind + ": " + refusal));
+    }
     auto* cacheSpin =
         qobject_cast<QQuickItem*>(window->findChild<QObject*>(QStringLiteral("libraryCacheSpin")));
     QVERIFY(cacheSpin);
@@ -339,9 +349,8 @@ class StudioGuiTest : public QObject {
   }
 
   // Every file and folder dialog of the pages opens and closes without a QML warning. Offscreen
-  // (as on Linux without a platform dialog) Qt Quick Dialogs uses its QML implementation,
-  // which needs the Qt.labs.folderlistmodel module: without it the dialog logs "module
-  // Qt.labs.folderlistmodel is not installed" and choosing a file crashed the studio.
+  // (as on Linux without a platform dialog) Qt Labs Platform falls back to Qt Widgets'
+  // QFileDialog; without the qml6-module-qt-labs-platform package the pages do not load.
   void everyFileDialogOpensAndCloses() {
     QQmlApplicationEngine qml;
     QStringList warnings;
@@ -375,6 +384,15 @@ class StudioGuiTest : public QObject {
     auto* engine = window->property("engine").value<EngineController*>();
     QVERIFY(engine);
     QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
+    // A conversation with the first run's pack, for the end of this test.
+    auto* chat = window->property("chat").value<ChatViewModel*>();
+    QVERIFY(chat);
+    chat->newConversation();
+    QSignalSpy replied(chat, &ChatViewModel::replyFinished);
+    QVERIFY(chat->send(QStringLiteral("What is the opposite of \"hot\"?")));
+    QVERIFY(replied.wait(120000));
+    const qint64 earlier = chat->currentConversationId();
+    QVERIFY(earlier != 0);
     QObject* libraryPage = window->findChild<QObject*>(QStringLiteral("libraryPage"));
     QVERIFY(libraryPage);
     auto* library = libraryPage->property("library").value<LibraryViewModel*>();
@@ -460,6 +478,24 @@ class StudioGuiTest : public QObject {
     QCOMPARE(inspector->error(), QString());
     QCOMPARE(inspector->architecture(), QStringLiteral("deepseek2"));
     QCOMPARE(inspector->expertCount(), 32);
+
+    // An earlier conversation (held with the first run's pack) opened now says another model
+    // would answer it, and its "Load" brings that model back with the conversation kept open.
+    QVERIFY(chat->currentConversationId() != earlier);
+    chat->selectConversation(earlier);
+    auto* otherBanner = window->findChild<QQuickItem*>(QStringLiteral("otherModelBanner"));
+    QVERIFY(otherBanner);
+    QTRY_VERIFY(otherBanner->isVisible());
+    save(window, QStringLiteral("studio-other-model.png"));
+    auto* loadHeld = window->findChild<QObject*>(QStringLiteral("loadConversationModel"));
+    QVERIFY(loadHeld);
+    QVERIFY(QMetaObject::invokeMethod(loadHeld, "clicked"));
+    QTRY_VERIFY_WITH_TIMEOUT(engine->state() == EngineController::Ready &&
+                                 QFileInfo(engine->modelPath()).canonicalFilePath() ==
+                                     QFileInfo(chat->conversationModelPath()).canonicalFilePath(),
+                             180000);
+    QCOMPARE(chat->currentConversationId(), earlier);
+    QTRY_VERIFY(!otherBanner->isVisible());
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 };

@@ -14,8 +14,14 @@ Item {
     required property EngineController engine
     signal openSettings()
     signal openLibrary()
+    signal openModel(string path)
 
     property bool showOptions: false
+    // A model's name as the chat shows it: the file or pack folder name.
+    function modelName(path) {
+        const p = String(path).replace(/\/+$/, "")
+        return p.substring(p.lastIndexOf("/") + 1)
+    }
 
     // A filled accent button drawn without the style's elevation shader (so it also renders
     // with the software scene graph).
@@ -236,6 +242,40 @@ Item {
                             objectName: "bannerLibrary"
                             text: qsTr("Library")
                             onClicked: page.openLibrary()
+                        }
+                    }
+                }
+
+                // An old conversation opened while another model is loaded: its next reply would
+                // come from that model. Say so, and offer the conversation's own model.
+                Rectangle {
+                    objectName: "otherModelBanner"
+                    Layout.fillWidth: true
+                    Layout.leftMargin: 16
+                    Layout.rightMargin: 16
+                    Layout.topMargin: 8
+                    implicitHeight: otherModelRow.implicitHeight + 16
+                    radius: 8
+                    color: "#fffbeb"
+                    border.color: "#fde68a"
+                    visible: page.chat.otherModelLoaded && !page.chat.generating
+                    RowLayout {
+                        id: otherModelRow
+                        anchors.fill: parent
+                        anchors.margins: 8
+                        Label {
+                            Layout.fillWidth: true
+                            wrapMode: Text.Wrap
+                            textFormat: Text.PlainText
+                            color: "#92400e"
+                            text: qsTr("This conversation was held with %1; its next reply will come from %2.")
+                                  .arg(page.modelName(page.chat.conversationModelPath))
+                                  .arg(page.modelName(page.engine.modelPath))
+                        }
+                        Button {
+                            objectName: "loadConversationModel"
+                            text: qsTr("Load %1").arg(page.modelName(page.chat.conversationModelPath))
+                            onClicked: page.openModel(page.chat.conversationModelPath)
                         }
                     }
                 }

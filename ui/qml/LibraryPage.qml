@@ -12,7 +12,9 @@ Page {
     // "Load" on a row (or a double click), "Chat now" after a conversion: the studio loads the
     // model and shows the chat.
     signal openModel(string path)
-    property LibraryViewModel library: LibraryViewModel {}
+    property LibraryViewModel library: LibraryViewModel {
+        packsFolder: page.settings && page.settings.values.models_folder !== undefined ? page.settings.values.models_folder : ""
+    }
     // The Settings (the expert cache the library plans with starts at their cache budget).
     property SettingsViewModel settings: null
     function followSettingsCache() {

@@ -190,6 +190,10 @@ ApplicationWindow {
                 engine: engine
                 onOpenSettings: rail.currentIndex = 3
                 onOpenLibrary: rail.currentIndex = 4
+                onOpenModel: path => {
+                    inspector.load(path)
+                    engine.load(path, settings.values.convert_gguf)
+                }
             }
             DashboardPage {
                 telemetry: telemetry
