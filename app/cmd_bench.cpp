@@ -76,6 +76,7 @@ std::function<int()> add_bench(CLI::App& app) {
     std::fprintf(stderr, "prompt set %s: %zu requests, %d completion tokens each%s\n", b.prompts.path.c_str(),
                  b.prompts.requests.size(), b.max_tokens, b.ignore_eos ? " (EOS ignored)" : "");
 
+    bench::prepare_report_dir(opt->out);  // before the run: a long benchmark never ends unwritable
     const nlohmann::json report = bench::run_bench(b);
     for (const std::string& p : bench::write_reports(report, opt->out, formats)) std::printf("%s\n", p.c_str());
     return 0;

@@ -1,7 +1,11 @@
 // The benchmark runner and report writing (bench_runner.h).
 #include "bench/bench_runner.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,10 +15,10 @@
 #include <memory>
 
 #include "bench/machine_info.h"
-#include "core/build_stamp.h"
 #include "bench/report_csv.h"
 #include "bench/report_html.h"
 #include "bench/report_json.h"
+#include "core/build_stamp.h"
 #include "core/durable_io.h"
 #include "core/error.h"
 #include "core/model_source.h"
@@ -290,11 +294,21 @@ ReportFormats parse_formats(const std::string& list) {
   return f;
 }
 
-std::vector<std::string> write_reports(const json& report, const std::string& out_dir, const ReportFormats& formats) {
-  namespace fs = std::filesystem;
+void prepare_report_dir(const std::string& out_dir) {
   std::error_code ec;
-  fs::create_directories(out_dir, ec);
+  std::filesystem::create_directories(out_dir, ec);
   if (ec) throw IoError(out_dir, "create_directories", ec.value());
+  const std::string probe = (std::filesystem::path(out_dir) / ".moepack-write-probe").string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw IoError(out_dir, "create a file in", errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+std::vector<std::string> write_reports(const json& report, const std::string& out_dir,
+                                       const ReportFormats& formats) {
+  namespace fs = std::filesystem;
+  prepare_report_dir(out_dir);
   std::vector<std::string> written;
   auto put = [&](const std::string& name, const std::string& text) {
     write_file_atomic(out_dir, name, text);

@@ -101,6 +101,11 @@ struct ReportFormats {
 // Parses "json,csv,html" (any non-empty subset, any order). Throws Error naming the bad item.
 ReportFormats parse_formats(const std::string& list);
 
+// Creates `out_dir` if missing and checks that a file can be created in it (a probe file, removed
+// at once), so a run that would end unable to write its report fails before it starts. Throws
+// IoError naming the directory.
+void prepare_report_dir(const std::string& out_dir);
+
 // Writes report.json / report.csv / report.html into `out_dir` (created if missing), each
 // atomically (core/durable_io.h: temp file, fsync, rename). Returns the paths written.
 std::vector<std::string> write_reports(const nlohmann::json& report, const std::string& out_dir,

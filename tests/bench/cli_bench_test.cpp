@@ -267,6 +267,12 @@ TEST(CliBench, BadArgumentsFail) {
                        dir.path());
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("missing.json"), std::string::npos) << r.err;
+  // An --out that cannot be written fails before any request runs (no progress line printed).
+  test::write_file(dir.file("afile"), std::vector<uint8_t>{'x'});
+  const CliRun unwritable = run({"bench", kDemo.string(), "--out", dir.file("afile") + "/o"}, dir.path());
+  EXPECT_NE(unwritable.status, 0);
+  EXPECT_NE(unwritable.err.find(dir.file("afile") + "/o"), std::string::npos) << unwritable.err;
+  EXPECT_EQ(unwritable.err.find("[1/"), std::string::npos) << unwritable.err;
 }
 
 }  // namespace

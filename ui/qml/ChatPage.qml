@@ -106,6 +106,7 @@ Item {
                                 Label {
                                     Layout.fillWidth: true
                                     text: convItem.title
+                                    textFormat: Text.PlainText  // a title is the user's text, not markup
                                     elide: Text.ElideRight
                                     font.pixelSize: 13
                                     color: "#111827"
@@ -169,12 +170,14 @@ Item {
                             Label {
                                 Layout.fillWidth: true
                                 text: page.chat.title.length > 0 ? page.chat.title : qsTr("New chat")
+                                textFormat: Text.PlainText
                                 font.pixelSize: 16
                                 font.bold: true
                                 elide: Text.ElideRight
                             }
                             Label {
                                 Layout.fillWidth: true
+                                textFormat: Text.PlainText
                                 text: page.engine.modelName.length > 0
                                       ? qsTr("%1 · %2 backend").arg(page.engine.modelName).arg(page.engine.backendName)
                                       : ""

@@ -148,6 +148,8 @@ Page {
     // budget (cache_vram_mib) and follows it when the Settings are applied; changing it here
     // only plans (the engine keeps the Settings' value).
     header: ToolBar {
+        // Light, as the page: the style's primary-coloured bar left its dark labels unreadable.
+        background: Rectangle { color: "#f3f4f8"; border.color: "#e5e7eb" }
         ColumnLayout {
             anchors.fill: parent
             spacing: 0
@@ -272,7 +274,7 @@ Page {
                     contentItem: RowLayout {
                         ColumnLayout {
                             Layout.fillWidth: true
-                            Label { text: row.name; font.bold: true; elide: Text.ElideRight; Layout.fillWidth: true }
+                            Label { text: row.name; textFormat: Text.PlainText; font.bold: true; elide: Text.ElideRight; Layout.fillWidth: true }
                             Label {
                                 Layout.fillWidth: true
                                 elide: Text.ElideMiddle
