@@ -10,6 +10,7 @@
 #include "app/commands.h"
 #include "core/chat_template.h"
 #include "core/error.h"
+#include "core/expert_pack.h"
 #include "core/gguf_model.h"
 #include "core/tokenizer.h"
 
@@ -24,7 +25,9 @@ std::function<int()> add_template(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("template", "Render a conversation with the model's chat template");
-  sub->add_option("model", opt->model, "GGUF file, any shard of a split set, or an Ollama model name")->required();
+  sub->add_option("model", opt->model,
+                  "GGUF file, any shard of a split set, an Ollama model name, or an Expert Pack")
+      ->required();
   sub->add_option("--messages", opt->messages,
                   "JSON file (or - for stdin): an array of {role, content[, reasoning_content]}")
       ->required();
@@ -53,7 +56,7 @@ std::function<int()> add_template(CLI::App& app) {
         throw Error(opt->messages + ": every message needs a string \"role\"");
       }
     }
-    const GgufModel model = GgufModel::open(opt->model);
+    const GgufModel model = GgufModel::open(metadata_gguf_of(opt->model));  // a pack: its dense.gguf
     const Tokenizer tok = Tokenizer::from_gguf(model.primary());
     const ChatTemplate tpl = ChatTemplate::for_model(model.primary());
     if (tpl.is_fallback()) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "app/commands.h"
+#include "core/expert_pack.h"
 #include "core/gguf_model.h"
 #include "core/tokenizer.h"
 #include "core/unicode_utf8.h"
@@ -44,13 +45,15 @@ std::function<int()> add_tokenize(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("tokenize", "Tokenize text with a model's vocabulary (as llama.cpp does)");
-  sub->add_option("model", opt->model, "GGUF file, any shard of a split set, or an Ollama model name")->required();
+  sub->add_option("model", opt->model,
+                  "GGUF file, any shard of a split set, an Ollama model name, or an Expert Pack")
+      ->required();
   sub->add_option("--text", opt->text, "The text to tokenize")->required();
   sub->add_flag("--parse-special", opt->parse_special,
                 "Turn special-token text such as <|im_end|> into special tokens (default: plain text)");
   sub->add_flag("--json", opt->json, "Print the token ids as one JSON array on stdout");
   return [opt]() {
-    const GgufModel model = GgufModel::open(opt->model);
+    const GgufModel model = GgufModel::open(metadata_gguf_of(opt->model));  // a pack: its dense.gguf
     const Tokenizer tok = Tokenizer::from_gguf(model.primary());
     for (const std::string& w : tok.warnings()) {
       if (w.find("pre-tokenizer") != std::string::npos) std::fprintf(stderr, "warning: %s\n", w.c_str());

@@ -165,6 +165,10 @@ bool is_pack_path(const std::string& path) {
   return is_dir(path) || (slash == std::string::npos ? path : path.substr(slash + 1)) == kPackManifestName;
 }
 
+std::string metadata_gguf_of(const std::string& path) {
+  return is_pack_path(path) ? ExpertPack::open(path).dense_path() : path;
+}
+
 ExpertPack ExpertPack::open(const std::string& path) {
   ExpertPack p;
   p.dir_ = pack_dir_of(path);

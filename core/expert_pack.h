@@ -96,6 +96,10 @@ std::string pack_dir_of(const std::string& path);
 // Whether `path` is one pack_dir_of resolves (a directory, or a file named manifest.json), for
 // commands that take a GGUF or a pack; whether the directory holds a pack is the reader's to find.
 bool is_pack_path(const std::string& path);
+// The GGUF holding a model's metadata and tokenizer: for a pack path (is_pack_path) the pack's
+// dense.gguf as its manifest names it, else `path` itself (a GGUF, a shard, an Ollama name).
+// Throws as ExpertPack::open does for a directory without a valid pack.
+std::string metadata_gguf_of(const std::string& path);
 
 // A finalised pack, opened for reading. Opening checks structure only (manifest schema and
 // layout arithmetic, header vs manifest, file sizes, build ids); hashes are checked by

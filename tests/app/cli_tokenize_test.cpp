@@ -84,6 +84,27 @@ TEST(CliTokenize, JsonIdsEqualLlamaCpp) {
   }
 }
 
+// An Expert Pack tokenizes and formats as its source: its dense.gguf carries the vocabulary and
+// the template (the oracle is llama.cpp's ids for the source GGUF).
+TEST(CliTokenize, PackTokenizesAsItsSource) {
+  const fs::path dir = fs::temp_directory_path() / ("moepack-tok-pack-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const CliRun built = run({"build", kDeepseek2.string(), "-o", (dir / "pack").string()});
+  ASSERT_EQ(built.status, 0) << built.err;
+  const json ref = json::parse(slurp(kShared / "fixtures/deepseek2-tiny/deepseek2-tiny-Q4_K_M.ref.json"));
+  const json& r = ref["results"][7];
+  for (const fs::path& p : {dir / "pack", dir / "pack" / "manifest.json"}) {
+    const CliRun res =
+        run({"tokenize", p.string(), "--text", r["prompt"].get<std::string>(), "--parse-special", "--json"});
+    ASSERT_EQ(res.status, 0) << res.err;
+    EXPECT_EQ(json::parse(res.out), r["tokens"]) << p;
+  }
+  const CliRun not_pack = run({"tokenize", dir.string(), "--text", "x"});  // a folder without a pack
+  EXPECT_NE(not_pack.status, 0);
+  EXPECT_NE(not_pack.err.find("manifest.json"), std::string::npos) << not_pack.err;
+  fs::remove_all(dir);
+}
+
 TEST(CliTokenize, SpecialTextIsPlainUnlessAsked) {
   const std::string text = "Hi<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
   const CliRun plain = run({"tokenize", kDeepseek2.string(), "--text", text, "--json"});
