@@ -262,6 +262,12 @@ TEST(PackVerify, FullNamesTheFirstCorruptExpert) {
   EXPECT_EQ(v.bad_layer, 1);
   EXPECT_EQ(v.bad_expert, 5);
   EXPECT_NE(v.message.find("expert 5 of layer 1 (blk.2)"), std::string::npos) << v.message;
+  // What was checked up to it: layer 0's experts and 5 of layer 1 passed; the header, those and
+  // the corrupt block were hashed.
+  const PackLayout& L = pack.layout();
+  EXPECT_EQ(v.experts_checked, L.layers[0].n_experts + 5u);
+  EXPECT_EQ(v.bytes_hashed,
+            L.data_start + L.layers[0].n_experts * L.layers[0].stride + 6 * L.layers[1].stride);
   // The CLI says the same and exits 1.
   const char* cli = std::getenv("MOEPACK_CLI");
   if (cli != nullptr) {
