@@ -57,6 +57,24 @@ void check_answers(Session& s) {
   }
 }
 
+// The README's fifth question: llama.cpp's CPU backend quantizes activations to Q8_K before each
+// k-quant dot product, which moves logits by ~0.05-0.6 (fixtures/README.md, "Suggested
+// tolerances"); the engine computes in F32, as the f32-dequant references do. Greedy sequences
+// then agree up to a low-margin step: here the answer's first two synonyms, after which the
+// engine's leading candidates lie within the noise llama.cpp's activation quantization adds.
+TEST(EngineDemo, SynonymAnswerAgreesWithReadmeUpToItsLowMarginStep) {
+  EngineSettings st;
+  st.backend = "cpu";
+  st.threads = 2;
+  auto s = Session::load(kDemo, st);
+  const GenerateResult r = s->chat({{"user", "What is a synonym for \"happy\"?"}}, greedy());
+  const std::string readme =  // README, Q4_K_M column
+      "Words with a similar meaning to \"happy\" include: bum, bunkey, alert, befoolish, cuckoo.";
+  const std::string agreed = "Words with a similar meaning to \"happy\" include: bum, bunkey,";
+  ASSERT_EQ(readme.rfind(agreed, 0), 0u);
+  EXPECT_EQ(r.text.rfind(agreed, 0), 0u) << r.text;
+}
+
 TEST(EngineDemo, AnswersAsReadmeFromGguf) {
   EngineSettings st;
   st.backend = "cpu";
