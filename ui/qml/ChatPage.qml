@@ -293,9 +293,12 @@ Item {
                     topMargin: 12
                     bottomMargin: 12
                     ScrollBar.vertical: ScrollBar {}
-                    // Keep the newest text in view while a reply streams.
-                    onCountChanged: Qt.callLater(positionViewAtEnd)
-                    onContentHeightChanged: if (page.chat.generating) Qt.callLater(positionViewAtEnd)
+                    // Keep the newest text in view while a reply streams, and when it ends (its
+                    // statistics line appears after the last token) unless the user scrolled up.
+                    property bool followEnd: true
+                    onMovementEnded: followEnd = atYEnd
+                    onCountChanged: { followEnd = true; Qt.callLater(positionViewAtEnd) }
+                    onContentHeightChanged: if (page.chat.generating || followEnd) Qt.callLater(positionViewAtEnd)
                     delegate: MessageBubble {
                         isLast: index === messageList.count - 1
                         busy: page.chat.generating
