@@ -9,7 +9,17 @@
 #include <functional>
 #include <string>
 
+#include "core/error.h"
+
 namespace moepack::cli {
+
+// A bad argument found after parsing (a --set key or value, a --config file's settings, a missing
+// choice between two options, an unknown name in a list): main() prints it and exits 2, as it
+// does for CLI11's parse errors (docs/cli.md), before any model is opened.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& message) : Error(message) {}
+};
 
 // A check that `ok(value)` holds for the option's value parsed as a double; otherwise the
 // message "<need> (got <text>)".

@@ -55,7 +55,12 @@ std::function<int()> add_bench(CLI::App& app) {
 
   return [opt]() {
     bench::BenchOptions b;
-    const bench::ReportFormats formats = bench::parse_formats(opt->formats);
+    bench::ReportFormats formats;
+    try {
+      formats = bench::parse_formats(opt->formats);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
     b.settings = resolve_engine_settings(opt->engine);
     b.model_path = model_path(opt->model, b.settings);
     b.prompts = bench::load_prompt_set(opt->prompts.empty() ? bench::default_prompt_set_path() : opt->prompts);

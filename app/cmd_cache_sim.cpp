@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "app/cli_checks.h"
 #include "app/commands.h"
 #include "core/cache_sim.h"
 #include "core/error.h"
@@ -28,17 +29,21 @@ std::function<int()> add_cache_sim(CLI::App& app) {
   sub->add_option("--policies", opt->policies, "Comma-separated: hybrid, lru, lfu, belady");
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
   return [opt, slots, budget]() {
+    std::vector<std::string> names;
+    std::stringstream ss(opt->policies);
+    for (std::string p; std::getline(ss, p, ',');) {
+      if (p != "hybrid" && p != "lru" && p != "lfu" && p != "belady")  // core/cache_sim.h's names
+        throw UsageError("--policies: unknown policy \"" + p + "\" (hybrid, lru, lfu, belady)");
+      names.push_back(p);
+    }
+    if (budget->count() == 0 && slots->count() == 0)
+      throw UsageError("cache-sim: give --slots or --budget-mib");
     const RoutingTrace t = read_routing_trace(opt->trace);
     uint32_t n = opt->slots;
     if (budget->count() != 0) {
       const double bytes = std::floor(opt->budget_mib * 1048576.0);
       n = static_cast<uint32_t>(bytes / static_cast<double>(t.header.expert_bytes));
-    } else if (slots->count() == 0) {
-      throw Error("cache-sim: give --slots or --budget-mib");
     }
-    std::vector<std::string> names;
-    std::stringstream ss(opt->policies);
-    for (std::string p; std::getline(ss, p, ',');) names.push_back(p);
     const auto results = simulate_cache(t, n, names);
     nlohmann::json j;
     j["trace"] = opt->trace;

@@ -19,13 +19,33 @@ void add_engine_options(CLI::App* sub, EngineOptions& o) {
 
 EngineSettings resolve_engine_settings(const EngineOptions& o) {
   EngineSettings s;
-  if (!o.config.empty()) apply_settings_file(s, o.config);
+  // Every refusal here is a bad argument (exit 2); a config file that cannot be read stays an
+  // I/O error (exit 1).
+  if (!o.config.empty()) {
+    try {
+      apply_settings_file(s, o.config);
+    } catch (const IoError&) {
+      throw;
+    } catch (const Error& e) {
+      throw UsageError(std::string("--config: ") + e.what());
+    }
+  }
   for (const std::string& kv : o.sets) {
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw Error("--set " + kv + ": expected key=value");
-    apply_setting(s, kv.substr(0, eq), kv.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0) throw UsageError("--set " + kv + ": expected key=value");
+    try {
+      apply_setting(s, kv.substr(0, eq), kv.substr(eq + 1));
+    } catch (const Error& e) {
+      throw UsageError(std::string("--set: ") + e.what());
+    }
   }
-  if (!o.backend.empty()) apply_setting(s, "backend", o.backend);
+  if (!o.backend.empty()) {
+    try {
+      apply_setting(s, "backend", o.backend);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--backend: ") + e.what());
+    }
+  }
   return s;
 }
 

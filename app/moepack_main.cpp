@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "app/cli_checks.h"
 #include "app/commands.h"
 #include "core/error.h"
 #if MOEPACK_HAVE_CUDA
@@ -46,6 +47,9 @@ int main(int argc, char** argv) {
     for (auto& [sub, run] : commands) {
       if (sub->parsed()) return run();
     }
+  } catch (const moepack::cli::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
   } catch (const moepack::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -180,7 +180,11 @@ void apply_settings_file(EngineSettings& s, const std::string& path) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw FormatError(path, "settings JSON", e.byte > 0 ? e.byte - 1 : 0, e.what());
+    // nlohmann's text without its "[json.exception.parse_error.101] " prefix.
+    const std::string what = e.what();
+    const size_t tag = what.rfind("] ", what.find(' '));
+    throw FormatError(path, "settings JSON", e.byte > 0 ? e.byte - 1 : 0,
+                      tag == std::string::npos ? what : what.substr(tag + 2));
   }
   apply_settings_json(s, j, path);
 }

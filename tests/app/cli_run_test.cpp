@@ -232,6 +232,8 @@ TEST(CliBenchIo, OptionsOutOfRangeAreRefusedByName) {
 // text do not reach the user.
 TEST(CliRun, BadArgumentsExitTwoNamingTheOptionAndTheValue) {
   const std::string missing = temp_path("never-opened.gguf").string();
+  const std::string bad_config = temp_path("bad-config.json").string();
+  std::ofstream(bad_config) << "{\"n_ctx\": [";
   struct Case {
     std::vector<std::string> args;
     const char* says;
@@ -248,7 +250,16 @@ TEST(CliRun, BadArgumentsExitTwoNamingTheOptionAndTheValue) {
              "--batch-mib: must be greater than 0 (got 0)"},
         Case{{"run", missing, "-p", "x", "--backend", "foo"}, "--backend"},
         Case{{"run", missing}, "--prompt"},
-        Case{{"run", missing, "-p", "x", "--no-such-option"}, "--no-such-option"}}) {
+        Case{{"run", missing, "-p", "x", "--no-such-option"}, "--no-such-option"},
+        // Refused after parsing, still before anything is opened.
+        Case{{"run", missing, "-p", "x", "--set", "foo=1"}, "unknown setting \"foo\""},
+        Case{{"run", missing, "-p", "x", "--set", "n_ctx=abc"}, "n_ctx: invalid value \"abc\""},
+        Case{{"run", missing, "-p", "x", "--set", "threads=100000"}, "must be in [0, 4096]"},
+        Case{{"run", missing, "-p", "x", "--config", bad_config}, "settings JSON at byte"},
+        Case{{"cache-sim", missing + ".trace", "--slots", "8", "--policies", "lru,foo"},
+             "unknown policy \"foo\""},
+        Case{{"cache-sim", missing + ".trace"}, "give --slots or --budget-mib"},
+        Case{{"bench", missing, "--out", missing + ".out", "--formats", "pdf"}, "unknown format \"pdf\""}}) {
     const CliRun r = run(c.args);
     EXPECT_EQ(r.status, 2) << c.args.back() << "\n" << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
