@@ -77,6 +77,7 @@ std::function<int()> add_run(CLI::App& app) {
     const EngineSettings settings = resolve_engine_settings(opt->engine);
     const std::string path = model_path(opt->model, settings);
     std::unique_ptr<Session> session = Session::load(path, settings);
+    warn_if_context_capped(settings, *session);
     if (opt->chat && !session->template_warning().empty()) {
       std::fprintf(stderr, "warning: %s\n", session->template_warning().c_str());
     }
@@ -120,7 +121,8 @@ std::function<int()> add_run(CLI::App& app) {
             {"prefill_tokens_per_s", r.prefill_tokens_per_s},
             {"decode_tokens_per_s", r.decode_tokens_per_s}}},
           {"stats", backend_stats_json(r.stats)},
-          {"settings", settings_to_json(settings)}};
+          {"settings", settings_to_json(settings)},
+          {"n_ctx", session->backend().n_ctx()}};  // what ran: settings' n_ctx capped at the trained context
       std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
       std::printf("\n");

@@ -1,6 +1,7 @@
 // Shared engine and sampling options of `moepack run` and `moepack chat` (engine_options.h).
 #include "app/engine_options.h"
 
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -100,6 +101,15 @@ nlohmann::json backend_stats_json(const BackendStats& s) {
           {"io_errors", s.io_errors},
           {"cache_slots", s.cache_slots},
           {"cache_slot_bytes", s.cache_slot_bytes}};
+}
+
+void warn_if_context_capped(const EngineSettings& s, const Session& session) {
+  const uint32_t got = session.backend().n_ctx();
+  if (s.n_ctx > got && s.n_ctx != EngineSettings{}.n_ctx) {  // asked for, not the default
+    std::fprintf(
+        stderr, "warning: n_ctx %u is above the model's trained context; running with %u tokens of context\n",
+        s.n_ctx, got);
+  }
 }
 
 }  // namespace moepack::cli

@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/engine_settings.h"
 #include "core/sampler.h"
+#include "core/session.h"
 
 namespace moepack::cli {
 
@@ -35,5 +36,9 @@ void add_sampling_options(CLI::App* sub, SamplingParams& p);
 std::string model_path(const std::string& arg, const EngineSettings& s);
 
 nlohmann::json backend_stats_json(const BackendStats& s);
+
+// Says on stderr when the session runs with less context than an n_ctx asked for (other than
+// the default) gives: the backend caps it at the model's trained context.
+void warn_if_context_capped(const EngineSettings& s, const Session& session);
 
 }  // namespace moepack::cli

@@ -161,6 +161,17 @@ TEST(CliRun, JsonTextEqualsStreamedTextAndStopStringsCut) {
   EXPECT_EQ(streamed.out, j["text"].get<std::string>() + "\n");
   EXPECT_EQ(j["stop_reason"], "eos");
   EXPECT_EQ(j["tokens"].back(), 2);  // <|im_end|>, included in the ids, not in the text
+  EXPECT_EQ(streamed.err.find("trained context"), std::string::npos) << streamed.err;
+
+  // n_ctx above the model's trained context (2048, the demo README): said, and what ran is in the JSON.
+  std::vector<std::string> big = args;
+  big.insert(big.end(), {"--set", "n_ctx=100000"});
+  const CliRun capped = run(big);
+  ASSERT_EQ(capped.status, 0) << capped.err;
+  EXPECT_NE(capped.err.find("n_ctx 100000 is above the model's trained context; running with 2048"),
+            std::string::npos)
+      << capped.err;
+  EXPECT_EQ(json::parse(capped.out)["n_ctx"], 2048);
 
   args.insert(args.end(), {"--stop", "game fish"});
   const json s = json::parse(run(args).out);
