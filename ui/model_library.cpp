@@ -104,10 +104,13 @@ LibraryEntry describePack(const QString& dir) {
     } catch (const std::exception& ex) {
       e.statusDetail = QString::fromUtf8(ex.what());
     }
-    // Quant types: the dense part's tensor types (the experts are copied byte for byte).
+    // Quant types: the dense part's and the routed experts' (summarize_pack reads the experts
+    // from the manifest as the source's stacked tensors), largest share first.
     try {
       const GgufModel dense = GgufModel::open(d.filePath(QString::fromUtf8(kPackDenseName)).toStdString());
-      const ModelSummary s = summarize(dense);
+      const ModelSummary s =
+          summarize_pack(e.path.toStdString(), dense,
+                         read_manifest(d.filePath(QString::fromUtf8(kPackManifestName)).toStdString()));
       const QString arch = e.architecture, name = e.name;
       const QStringList files = e.files;
       const qint64 bytes = e.sizeBytes;

@@ -145,6 +145,10 @@ class ModelLibraryTest : public QObject {
     QCOMPARE(pack.packStatus, QStringLiteral("ready"));
     QCOMPARE(pack.architecture, QStringLiteral("qwen3moe"));
     QCOMPARE(pack.experts, 8);
+    // Its types are its source's, in the same order (by bytes): the routed experts' mxfp4
+    // (fixtures/README.md, qwen3moe-tiny) among them, not only the dense part's q8_0 and f32.
+    QCOMPARE(pack.quantTypes, lib.entry(source.id).quantTypes);
+    QVERIFY(pack.quantTypes.contains(QStringLiteral("mxfp4")));
     QCOMPARE(pack.files.size(), 3);  // manifest.json, experts.bin, dense.gguf
     QCOMPARE(lib.entry(source.id).packStatus, QStringLiteral("ready"));  // linked through sources
     QCOMPARE(lib.entry(source.id).packPath, pack.path);
