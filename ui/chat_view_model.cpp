@@ -6,6 +6,7 @@
 #include <QLoggingCategory>
 
 #include "core/error.h"
+#include "core/ollama_store.h"
 #include "ui/app_database.h"
 #include "ui/conversation_store.h"
 #include "ui/engine_worker.h"
@@ -91,10 +92,23 @@ QString canonicalModel(const QString& path) {
 }
 }  // namespace
 
+bool ChatViewModel::heldWithLoadedModel() const {
+  // The loaded model as opened (a pack after a conversion) or as asked for (its GGUF, an Ollama
+  // name): a conversation stored with either is this model's.
+  if (!engine_) return false;
+  const QString held = canonicalModel(conversationModel_);
+  return held == canonicalModel(engine_->modelPath()) || held == canonicalModel(engine_->requestedPath());
+}
+
 bool ChatViewModel::otherModelLoaded() const {
   return current_ != 0 && !conversationModel_.isEmpty() && engine_ &&
-         engine_->state() == EngineController::Ready &&
-         canonicalModel(conversationModel_) != canonicalModel(engine_->modelPath());
+         engine_->state() == EngineController::Ready && !heldWithLoadedModel();
+}
+
+bool ChatViewModel::conversationModelAvailable() const {
+  if (conversationModel_.isEmpty()) return false;
+  if (QFileInfo::exists(conversationModel_)) return true;
+  return ollama_looks_like_name(conversationModel_.toStdString());  // resolved when loaded
 }
 
 void ChatViewModel::onModelLoaded() {
@@ -107,7 +121,17 @@ void ChatViewModel::onModelLoaded() {
   const QString now = canonicalModel(engine_->modelPath());
   const bool changed = !lastModel_.isEmpty() && now != lastModel_;
   lastModel_ = now;
-  if (changed && current_ != 0 && canonicalModel(conversationModel_) != now) newConversation();
+  if (changed && current_ != 0 && !heldWithLoadedModel()) {
+    newConversation();
+  } else if (current_ != 0 && heldWithLoadedModel() && conversationModel_ != engine_->modelPath()) {
+    // Held with the GGUF this pack was converted from: the pack is its model from now on.
+    try {
+      conversationModel_ = engine_->modelPath();
+      store_->setModelPath(current_, conversationModel_);
+    } catch (const std::exception& e) {
+      qCWarning(lcUi) << "cannot record the conversation's model:" << e.what();
+    }
+  }
   emit modelMatchChanged();
 }
 
@@ -264,6 +288,7 @@ bool ChatViewModel::ensureConversation() {
     conversationModel_ = engine_ ? engine_->modelPath() : QString();
     current_ = store_->createConversation(tr("New chat"), systemPrompt_, generation_to_json(generation_),
                                           conversationModel_);
+    emit modelMatchChanged();
   } catch (const std::exception& e) {
     setError(QString::fromUtf8(e.what()));
     return false;

@@ -52,6 +52,8 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   // the conversation's model.
   Q_PROPERTY(QString conversationModelPath READ conversationModelPath NOTIFY modelMatchChanged)
   Q_PROPERTY(bool otherModelLoaded READ otherModelLoaded NOTIFY modelMatchChanged)
+  // Whether that model can still be loaded (its file or folder exists, or it is an Ollama name).
+  Q_PROPERTY(bool conversationModelAvailable READ conversationModelAvailable NOTIFY modelMatchChanged)
   // The conversation to show when the database opens (the studio's --open-conversation, used
   // by the restart after a lost GPU); 0 or an unknown id: the most recent one.
   Q_PROPERTY(qint64 initialConversation READ initialConversation WRITE setInitialConversation)
@@ -109,6 +111,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   QString lastError() const { return lastError_; }
   QString conversationModelPath() const { return conversationModel_; }
   bool otherModelLoaded() const;
+  bool conversationModelAvailable() const;
   ConversationStore* store() { return store_.get(); }
 
  signals:
@@ -125,6 +128,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
 
  private:
   void onModelLoaded();
+  bool heldWithLoadedModel() const;
   bool ensureConversation();
   bool startReply();
   void refreshList();

@@ -157,6 +157,8 @@ class EngineController : public QObject {
   State state() const { return state_; }
   QString error() const { return error_; }
   QString modelPath() const { return info_.path; }
+  // The path last given to load(): the GGUF or Ollama name a converted pack (modelPath) came from.
+  QString requestedPath() const { return lastPath_; }
   QString modelName() const { return info_.modelName; }
   QString backendName() const { return info_.backend; }
   QString progressPhase() const { return phase_; }

@@ -198,7 +198,7 @@ double LibraryViewModel::bytesFreed(qint64 id, bool deleteFiles) const {
 QString LibraryViewModel::deleteRefusal(qint64 id) const {
   const int row = models_.rowOf(id);
   if (row < 0) return tr("unknown model");
-  return deletion_refusal(models_.entries()[static_cast<size_t>(row)], {modelsFolder_, packsFolder_});
+  return deletion_refusal(models_.entries()[static_cast<size_t>(row)], modelsFolder_, packsFolder_);
 }
 
 QString LibraryViewModel::formatBytes(double bytes) {

@@ -474,24 +474,35 @@ std::vector<LibraryEntry> ModelLibrary::refresh() {
   return entries();
 }
 
-QString deletion_refusal(const LibraryEntry& e, const QStringList& folders) {
+QString deletion_refusal(const LibraryEntry& e, const QString& modelsFolder, const QString& packsFolder) {
   if (e.kind == QLatin1String("ollama"))
     return QObject::
         tr("the files of Ollama model %1 are shared blobs of Ollama's store; remove it with `ollama rm %1`")
             .arg(e.name);
-  QStringList roots;
-  for (const QString& f : folders) {
-    const QString r = f.isEmpty() ? QString() : QFileInfo(f).canonicalFilePath();
-    if (!r.isEmpty()) roots << r;
-  }
+  // A root that is "/", the home folder or one of its ancestors would let a row delete anything.
+  const QString home = QFileInfo(QDir::homePath()).canonicalFilePath();
+  const auto root_of = [&](const QString& folder) {
+    const QString r = folder.isEmpty() ? QString() : QFileInfo(folder).canonicalFilePath();
+    if (r.isEmpty() || r == QLatin1String("/") || home == r || home.startsWith(r + QLatin1Char('/')))
+      return QString();
+    return r;
+  };
+  const QString models = root_of(modelsFolder), packs = root_of(packsFolder);
+  // A pack the studio converted is a directory right inside the packs folder.
+  const bool ownPack = e.kind == QLatin1String("pack") && !packs.isEmpty() &&
+                       QFileInfo(QFileInfo(e.path).canonicalFilePath()).absolutePath() == packs;
   for (const QString& f : e.files) {
-    const QString canon = QFileInfo(f).canonicalFilePath();  // resolves symlinks and ".."
-    if (canon.isEmpty()) continue;                           // already gone
-    const bool inside = std::any_of(roots.begin(), roots.end(),
-                                    [&](const QString& r) { return canon.startsWith(r + QLatin1Char('/')); });
+    const QFileInfo fi(f);
+    if (!fi.exists() && !fi.isSymLink()) continue;  // already gone
+    // What remove() unlinks is this name in its (resolved) folder, not a symlink's target.
+    const QString dir = QFileInfo(fi.absolutePath()).canonicalFilePath();
+    const QString unlinked = dir + QLatin1Char('/') + fi.fileName();
+    const bool inside =
+        (!models.isEmpty() && !dir.isEmpty() && unlinked.startsWith(models + QLatin1Char('/'))) ||
+        (ownPack && !dir.isEmpty() && unlinked.startsWith(packs + QLatin1Char('/')));
     if (!inside) {
       QStringList named;
-      for (const QString& d : folders)
+      for (const QString& d : {modelsFolder, packsFolder})
         if (!d.isEmpty()) named << d;
       return QObject::tr("%1 is outside MoePack's folders (%2); MoePack only deletes files there")
           .arg(f, named.join(QStringLiteral(", ")));
@@ -503,7 +514,7 @@ QString deletion_refusal(const LibraryEntry& e, const QStringList& folders) {
 qint64 ModelLibrary::bytesFreedByRemoving(qint64 id, bool deleteFiles) const {
   const LibraryEntry e = entry(id);
   if (!deleteFiles) return 0;
-  const QString refusal = deletion_refusal(e, {modelsFolder_, packsFolder_});
+  const QString refusal = deletion_refusal(e, modelsFolder_, packsFolder_);
   if (!refusal.isEmpty()) throw Error(refusal.toStdString());
   qint64 bytes = 0;
   for (const QString& f : e.files) bytes += QFileInfo(f).exists() ? QFileInfo(f).size() : 0;

@@ -116,10 +116,13 @@ class ModelLibrary {
   QString packsFolder_;
 };
 
-// Why `e`'s files may not be deleted, or empty when they may: an Ollama model (its blobs are
-// shared), or a file (after resolving symlinks and "..") outside every folder in `folders`.
-// Files already gone are skipped.
-QString deletion_refusal(const LibraryEntry& e, const QStringList& folders);
+// Why `e`'s files may not be deleted, or empty when they may. Deletable: files inside
+// `modelsFolder` (downloads), and the files of a pack whose directory sits right inside
+// `packsFolder` (what the studio converted). Refused: an Ollama model (its blobs are shared), any
+// other file, and everything when a folder is "/", the home folder or an ancestor of it. Each
+// file is judged by the name remove() unlinks (its folder resolved, the name itself not), so a
+// symlink is judged where it lies, not by its target. Files already gone are skipped.
+QString deletion_refusal(const LibraryEntry& e, const QString& modelsFolder, const QString& packsFolder);
 
 // Reads what the library stores about the model at `path` (no database). Throws Error.
 LibraryEntry describe_model(const QString& path);

@@ -259,6 +259,23 @@ class ChatViewModelTest : public QObject {
     e.reload();
     QVERIFY(loaded.wait(5000));
     QCOMPARE(vm.currentConversationId(), first);
+    // A conversation held with a GGUF is the pack's it converts into: loading the GGUF (opened
+    // as its pack) keeps it, with no banner, and the pack becomes its model.
+    script.convert = true;
+    e.load("b.gguf", false);  // opens as "b-pack"
+    QVERIFY(loaded.wait(5000));
+    QCOMPARE(e.modelPath(), QString("b-pack"));
+    QCOMPARE(vm.currentConversationId(), first);
+    QVERIFY(!vm.otherModelLoaded());
+    QCOMPARE(vm.store()->conversation(first)->modelPath, QString("b-pack"));
+    // One whose model is gone says so: no offer to load it.
+    vm.store()->setModelPath(first, dir.filePath("deleted.gguf"));
+    vm.selectConversation(0);
+    vm.newConversation();
+    vm.selectConversation(first);
+    QVERIFY(vm.otherModelLoaded());
+    QVERIFY(!vm.conversationModelAvailable());
+    script.convert = false;
     // A new view-model (a restart reopening its conversation) keeps it on the first load.
     ChatViewModel restarted;
     QVERIFY(restarted.openDatabase(dir.filePath("c.sqlite")));

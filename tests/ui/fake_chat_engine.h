@@ -19,11 +19,16 @@ struct FakeScript {
   double decode_ms = 4.0;       // the forward time a later token's sample reports
   std::atomic<int> replies{0};  // chat() calls so far
   std::atomic<int> alive{0};    // engines constructed and not yet destroyed
+  bool convert = false;         // "x.gguf" opens as "x-pack", as a converted model does
 };
 
 class FakeChatEngine final : public ChatEngine {
  public:
-  FakeChatEngine(QString path, FakeScript& script) : path_(std::move(path)), script_(script) { ++script_.alive; }
+  FakeChatEngine(QString path, FakeScript& script) : path_(std::move(path)), script_(script) {
+    if (script_.convert && path_.endsWith(QLatin1String(".gguf")))
+      path_ = path_.chopped(5) + QStringLiteral("-pack");
+    ++script_.alive;
+  }
   ~FakeChatEngine() override { --script_.alive; }
   EngineInfo info() const override {
     EngineInfo i;

@@ -234,13 +234,33 @@ class ModelLibraryTest : public QObject {
     {
       ModelLibrary withoutPacks(db, models);
       const LibraryEntry pack = withoutPacks.addPath(packs + QStringLiteral("/qwen"));
-      QVERIFY(deletion_refusal(pack, {models}).contains(QStringLiteral("outside MoePack's folders")));
+      QVERIFY(deletion_refusal(pack, models, {}).contains(QStringLiteral("outside MoePack's folders")));
       QVERIFY_THROWS_EXCEPTION(moepack::Error, withoutPacks.remove(pack.id, true));
       QVERIFY(QFileInfo::exists(packs + QStringLiteral("/qwen/manifest.json")));
     }
     ModelLibrary lib(db, models, packs);
     const LibraryEntry pack = lib.addPath(packs + QStringLiteral("/qwen"));
-    QCOMPARE(deletion_refusal(pack, {models, packs}), QString());
+    QCOMPARE(deletion_refusal(pack, models, packs), QString());
+    // Not a sibling folder, not a GGUF put in the packs folder, not through a symlink, and
+    // nothing when a folder is "/" or the home folder.
+    QVERIFY(!deletion_refusal(pack, models, packs + QStringLiteral("2")).isEmpty());
+    QVERIFY(!deletion_refusal(pack, QStringLiteral("/"), QStringLiteral("/")).isEmpty());
+    QVERIFY(!deletion_refusal(pack, QDir::homePath(), QDir::homePath()).isEmpty());
+    {
+      LibraryEntry gguf;
+      gguf.kind = QStringLiteral("gguf");
+      gguf.files << packs + QStringLiteral("/qwen/dense.gguf");
+      QVERIFY(!deletion_refusal(gguf, models, packs).isEmpty());
+      // A symlink outside the folders to a file inside: its own name lies outside.
+      const QString link = tmp.filePath(QStringLiteral("link.gguf"));
+      QVERIFY(QFile::link(packs + QStringLiteral("/qwen/dense.gguf"), link));
+      LibraryEntry linked;
+      linked.kind = QStringLiteral("gguf");
+      linked.files << link;
+      QVERIFY(!deletion_refusal(linked, models, packs).isEmpty());
+      QVERIFY(!deletion_refusal(linked, packs + QStringLiteral("/qwen"), {}).isEmpty());
+      QFile::remove(link);
+    }
     qint64 expected = 0;
     for (const char* f : {"manifest.json", "experts.bin", "dense.gguf"})
       expected += QFileInfo(packs + QStringLiteral("/qwen/") + QLatin1String(f)).size();

@@ -271,12 +271,15 @@ Item {
                             wrapMode: Text.Wrap
                             textFormat: Text.PlainText
                             color: "#92400e"
-                            text: qsTr("This conversation was held with %1; its next reply will come from %2.")
+                            text: (page.chat.conversationModelAvailable
+                                   ? qsTr("This conversation was held with %1; its next reply will come from %2.")
+                                   : qsTr("This conversation was held with %1, which is no longer on disk; its next reply will come from %2."))
                                   .arg(page.modelName(page.chat.conversationModelPath))
                                   .arg(page.modelName(page.engine.modelPath))
                         }
                         Button {
                             objectName: "loadConversationModel"
+                            visible: page.chat.conversationModelAvailable
                             text: qsTr("Load %1").arg(page.modelName(page.chat.conversationModelPath))
                             onClicked: page.openModel(page.chat.conversationModelPath)
                         }

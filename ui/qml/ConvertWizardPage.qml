@@ -132,12 +132,20 @@ Pane {
                 onClicked: page.chatNow(page.wizard.packDir)
             }
         }
-        Label {
+        // The plan (a line per layer) or the error scrolls in the room the dialog leaves.
+        ScrollView {
+            objectName: "convertMessageScroll"
             Layout.fillWidth: true
-            wrapMode: Text.Wrap
-            text: page.wizard.error.length > 0 ? page.wizard.error : page.wizard.message
-            color: page.wizard.error.length > 0 ? "firebrick" : palette.text
+            Layout.fillHeight: true
+            Layout.minimumHeight: 48
+            clip: true
+            contentWidth: availableWidth
+            Label {
+                width: parent.width
+                wrapMode: Text.Wrap
+                text: page.wizard.error.length > 0 ? page.wizard.error : page.wizard.message
+                color: page.wizard.error.length > 0 ? "firebrick" : palette.text
+            }
         }
-        Item { Layout.fillHeight: true }
     }
 }

@@ -13,7 +13,9 @@ Page {
     // model and shows the chat.
     signal openModel(string path)
     property LibraryViewModel library: LibraryViewModel {
-        packsFolder: page.settings && page.settings.values.models_folder !== undefined ? page.settings.values.models_folder : ""
+        // The applied folder (the one the engine converts into), never an unapplied draft.
+        packsFolder: page.settings && page.settings.appliedValues.models_folder !== undefined
+                     ? page.settings.appliedValues.models_folder : ""
     }
     // The Settings (the expert cache the library plans with starts at their cache budget).
     property SettingsViewModel settings: null
