@@ -298,8 +298,8 @@ void prepare_report_dir(const std::string& out_dir) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw IoError(out_dir, "create_directories", ec.value());
-  const std::string probe = (std::filesystem::path(out_dir) / ".moepack-write-probe").string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  std::string probe = (std::filesystem::path(out_dir) / ".moepack-write-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());  // a name of its own: concurrent runs never collide
   if (fd < 0) throw IoError(out_dir, "create a file in", errno);
   ::close(fd);
   ::unlink(probe.c_str());

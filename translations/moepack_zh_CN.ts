@@ -223,179 +223,184 @@
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="142"/>
+        <location filename="../ui/qml/ChatPage.qml" line="143"/>
         <source>Your conversations appear here.</source>
         <translation>你的对话会显示在这里。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="171"/>
+        <location filename="../ui/qml/ChatPage.qml" line="172"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="179"/>
+        <location filename="../ui/qml/ChatPage.qml" line="182"/>
         <source>%1 · %2 backend</source>
         <translation>%1 · %2 后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="187"/>
+        <location filename="../ui/qml/ChatPage.qml" line="190"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="192"/>
+        <location filename="../ui/qml/ChatPage.qml" line="195"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="198"/>
+        <location filename="../ui/qml/ChatPage.qml" line="201"/>
         <source>Options</source>
         <translation>选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="227"/>
+        <location filename="../ui/qml/ChatPage.qml" line="230"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation>未加载模型,此对话无法继续:%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="228"/>
+        <location filename="../ui/qml/ChatPage.qml" line="231"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation>未加载模型:请从模型库打开一个模型以继续此对话。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="232"/>
+        <location filename="../ui/qml/ChatPage.qml" line="235"/>
         <source>Reload</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="238"/>
+        <location filename="../ui/qml/ChatPage.qml" line="241"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="243"/>
+        <location filename="../ui/qml/ChatPage.qml" line="246"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="271"/>
+        <location filename="../ui/qml/ChatPage.qml" line="275"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="277"/>
+        <location filename="../ui/qml/ChatPage.qml" line="276"/>
+        <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
+        <translation>此对话使用的是 %1，该模型已不在磁盘上；它的下一条回复将来自 %2。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="283"/>
         <source>Load %1</source>
         <translation>加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="310"/>
+        <location filename="../ui/qml/ChatPage.qml" line="326"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation>问点什么，例如：
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="341"/>
+        <location filename="../ui/qml/ChatPage.qml" line="357"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="358"/>
+        <location filename="../ui/qml/ChatPage.qml" line="374"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="366"/>
+        <location filename="../ui/qml/ChatPage.qml" line="382"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="402"/>
+        <location filename="../ui/qml/ChatPage.qml" line="418"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="407"/>
+        <location filename="../ui/qml/ChatPage.qml" line="423"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="412"/>
+        <location filename="../ui/qml/ChatPage.qml" line="428"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="415"/>
+        <location filename="../ui/qml/ChatPage.qml" line="431"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="416"/>
+        <location filename="../ui/qml/ChatPage.qml" line="432"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="417"/>
+        <location filename="../ui/qml/ChatPage.qml" line="433"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="418"/>
+        <location filename="../ui/qml/ChatPage.qml" line="434"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="419"/>
+        <location filename="../ui/qml/ChatPage.qml" line="435"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="420"/>
+        <location filename="../ui/qml/ChatPage.qml" line="436"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="421"/>
+        <location filename="../ui/qml/ChatPage.qml" line="437"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="442"/>
+        <location filename="../ui/qml/ChatPage.qml" line="458"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="459"/>
+        <location filename="../ui/qml/ChatPage.qml" line="475"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="460"/>
+        <location filename="../ui/qml/ChatPage.qml" line="476"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="467"/>
+        <location filename="../ui/qml/ChatPage.qml" line="483"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="473"/>
+        <location filename="../ui/qml/ChatPage.qml" line="489"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="472"/>
+        <location filename="../ui/qml/ChatPage.qml" line="488"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="478"/>
+        <location filename="../ui/qml/ChatPage.qml" line="494"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="503"/>
+        <location filename="../ui/qml/ChatPage.qml" line="519"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -404,22 +409,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="513"/>
+        <location filename="../ui/qml/ChatPage.qml" line="529"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="513"/>
+        <location filename="../ui/qml/ChatPage.qml" line="529"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="520"/>
+        <location filename="../ui/qml/ChatPage.qml" line="536"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="521"/>
+        <location filename="../ui/qml/ChatPage.qml" line="537"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -812,82 +817,82 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>LibraryPage</name>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="38"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="40"/>
         <source>Converting %1 to an Expert Pack in %2</source>
         <translation>正在将 %1 转换为专家包，保存到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="65"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="67"/>
         <source>Add a model</source>
         <translation>添加模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="68"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="66"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="68"/>
         <source>Expert Pack manifests (manifest.json)</source>
         <translation>专家包清单 (manifest.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="72"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="74"/>
         <source>Scan a folder for models</source>
         <translation>扫描文件夹中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="80"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="82"/>
         <source>Remove %1?</source>
         <translation>移除 %1？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="88"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
         <source>Also delete its files from disk</source>
         <translation>同时从磁盘删除其文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="95"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="97"/>
         <source>%1 will be freed.</source>
         <translation>将释放 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="96"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="98"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation>文件保留在磁盘上，不释放空间。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="106"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="108"/>
         <source>Convert to an Expert Pack</source>
         <translation>转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="131"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="133"/>
         <source>Converting a finished download</source>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="156"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="157"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="161"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="162"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="166"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="166"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="174"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
@@ -896,7 +901,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="184"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="188"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
@@ -905,182 +910,182 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="177"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="181"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation>规划上下文:内存(GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="186"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="190"/>
         <source>expert cache (MiB)</source>
         <translation>专家缓存(MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="193"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="197"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation>初始值为设置中的缓存预算;此处修改仅用于规划</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="238"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="242"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="284"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="288"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="292"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="298"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="302"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="305"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="309"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="311"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="315"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="312"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="313"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="317"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="314"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="322"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
         <source>Load</source>
         <translation>加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
         <source>Load %1 and chat with it</source>
         <translation>加载 %1 并与之对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="334"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="338"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="342"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="351"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="355"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="366"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="370"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="379"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="381"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="405"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="409"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="427"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="430"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="439"/>
         <source>paused · %1</source>
         <translation>已暂停 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="441"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="452"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="456"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1358,7 +1363,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库站点地址 %1 不是 https:// 网址</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="252"/>
+        <location filename="../ui/bench_view_model.cpp" line="253"/>
         <source>Out of memory while benchmarking.</source>
         <translation>基准测试时内存不足。</translation>
     </message>
@@ -1693,12 +1698,12 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>按每步唯一的（层，专家）键统计</translation>
     </message>
     <message>
-        <location filename="../ui/model_library.cpp" line="474"/>
+        <location filename="../ui/model_library.cpp" line="480"/>
         <source>the files of Ollama model %1 are shared blobs of Ollama&apos;s store; remove it with `ollama rm %1`</source>
         <translation>Ollama 模型 %1 的文件是 Ollama 存储中共享的数据块；请用 `ollama rm %1` 删除它</translation>
     </message>
     <message>
-        <location filename="../ui/model_library.cpp" line="490"/>
+        <location filename="../ui/model_library.cpp" line="507"/>
         <source>%1 is outside MoePack&apos;s folders (%2); MoePack only deletes files there</source>
         <translation>%1 不在 MoePack 的文件夹（%2）中；MoePack 只删除这些文件夹中的文件</translation>
     </message>
@@ -1914,78 +1919,78 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="130"/>
+        <location filename="../ui/bench_view_model.cpp" line="131"/>
         <source>Choose a model to benchmark.</source>
         <translation>请选择要进行基准测试的模型。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="135"/>
+        <location filename="../ui/bench_view_model.cpp" line="136"/>
         <source>Choose a prompt set.</source>
         <translation>请选择提示词集。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="139"/>
+        <location filename="../ui/bench_view_model.cpp" line="140"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation>聊天引擎正忙；请等待其完成（或停止回复）后再进行基准测试。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="166"/>
+        <location filename="../ui/bench_view_model.cpp" line="167"/>
         <source>Unloading the chat model</source>
         <translation>正在卸载聊天模型</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="181"/>
-        <location filename="../ui/bench_view_model.cpp" line="351"/>
+        <location filename="../ui/bench_view_model.cpp" line="182"/>
+        <location filename="../ui/bench_view_model.cpp" line="352"/>
         <source>Cancelled.</source>
         <translation>已取消。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="184"/>
+        <location filename="../ui/bench_view_model.cpp" line="185"/>
         <source>Loading %1</source>
         <translation>正在加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="280"/>
+        <location filename="../ui/bench_view_model.cpp" line="281"/>
         <source>Model loaded</source>
         <translation>模型已加载</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="292"/>
+        <location filename="../ui/bench_view_model.cpp" line="293"/>
         <source>%1: request %2 of %3</source>
         <translation>%1：请求 %2 / %3</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="313"/>
+        <location filename="../ui/bench_view_model.cpp" line="314"/>
         <source>%1: request %2 of %3 done</source>
         <translation>%1：请求 %2 / %3 已完成</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="349"/>
+        <location filename="../ui/bench_view_model.cpp" line="350"/>
         <source>Finished in %1 s</source>
         <translation>已完成，用时 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="352"/>
+        <location filename="../ui/bench_view_model.cpp" line="353"/>
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="352"/>
+        <location filename="../ui/bench_view_model.cpp" line="353"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="365"/>
+        <location filename="../ui/bench_view_model.cpp" line="366"/>
         <source>Cancelling</source>
         <translation>正在取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="389"/>
+        <location filename="../ui/bench_view_model.cpp" line="390"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="409"/>
+        <location filename="../ui/bench_view_model.cpp" line="411"/>
         <source>Run a benchmark first.</source>
         <translation>请先运行基准测试。</translation>
     </message>
@@ -1993,22 +1998,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="45"/>
+        <location filename="../ui/chat_view_model.cpp" line="46"/>
         <source>Cannot open the conversation database: %1</source>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="264"/>
+        <location filename="../ui/chat_view_model.cpp" line="289"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="311"/>
+        <location filename="../ui/chat_view_model.cpp" line="337"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="389"/>
+        <location filename="../ui/chat_view_model.cpp" line="415"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>

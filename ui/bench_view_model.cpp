@@ -17,6 +17,7 @@
 #include "bench/report_json.h"
 #include "core/durable_io.h"
 #include "core/error.h"
+#include "core/gguf_model.h"
 #include "ui/pdf_report.h"
 #include "ui/save_location.h"
 
@@ -397,7 +398,8 @@ void BenchViewModel::buildAggregates() {
 }
 
 QUrl BenchViewModel::suggestedReportFile(const QString& format) const {
-  const QString model = QFileInfo(modelPath()).completeBaseName();
+  // model_source_stem: a pack folder's name whole ("qwen3-0.6b"), a GGUF's without ".gguf".
+  const QString model = QString::fromStdString(model_source_stem(modelPath().toStdString()));
   return suggested_save_file(
       QStringLiteral("moepack-bench-%1-%2")
           .arg(model.isEmpty() ? QStringLiteral("model") : model, QDate::currentDate().toString(Qt::ISODate)),

@@ -233,7 +233,7 @@ void DownloadsViewModel::addInternal(const QString& source, const QString& file,
     emit errorOccurred(tr("no certificate in the CA bundle %1").arg(caBundlePath_));
     return;
   }
-  if (s.startsWith(QLatin1String("https://"))) {
+  if (s.startsWith(QLatin1String("https://"), Qt::CaseInsensitive)) {
     DownloadRecord r;
     r.url = QUrl(s, QUrl::StrictMode).toString();
     r.destDir = modelsFolder_;

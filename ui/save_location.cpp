@@ -11,7 +11,9 @@ QString export_file_stem(const QString& name) {
   static const QRegularExpression refused(QStringLiteral("[/\\\\:*?\"<>|#%\\x00-\\x1f\\x7f]"));
   QString s = name;
   s.replace(refused, QStringLiteral(" "));
-  s = s.simplified().left(80).trimmed();
+  s = s.simplified();
+  if (s.size() > 80) s.truncate(s.at(79).isHighSurrogate() ? 79 : 80);  // never half a character
+  s = s.trimmed();
   while (s.startsWith(QLatin1Char('.'))) s.remove(0, 1);  // no hidden file, no "." or ".."
   s = s.trimmed();
   return s.isEmpty() ? QStringLiteral("export") : s;

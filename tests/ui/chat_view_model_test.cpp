@@ -183,6 +183,10 @@ class ChatViewModelTest : public QObject {
     QCOMPARE(moepack::ui::export_file_stem(QStringLiteral("..\\t../x")), QString("t.. x"));  // no leading dot
     QCOMPARE(moepack::ui::export_file_stem(QStringLiteral(" ?*: ")), QString("export"));
     QCOMPARE(moepack::ui::export_file_stem(QString(100, QLatin1Char('a'))), QString(80, QLatin1Char('a')));
+    // An emoji (two UTF-16 units) across the 80th unit is dropped whole, not halved.
+    QCOMPARE(
+        moepack::ui::export_file_stem(QString(79, QLatin1Char('a')) + QString::fromUtf8("\xF0\x9F\x90\x9F")),
+        QString(79, QLatin1Char('a')));
     const QString exported = dir.filePath("exported.md");
     QCOMPARE(vm2.exportConversation(QUrl::fromLocalFile(exported), "md"), QString());
     QFile md(exported);

@@ -296,12 +296,19 @@ Item {
                     topMargin: 12
                     bottomMargin: 12
                     ScrollBar.vertical: ScrollBar {}
-                    // Keep the newest text in view while a reply streams, and when it ends (its
-                    // statistics line appears after the last token) unless the user scrolled up.
-                    property bool followEnd: true
-                    onMovementEnded: followEnd = atYEnd
-                    onCountChanged: { followEnd = true; Qt.callLater(positionViewAtEnd) }
-                    onContentHeightChanged: if (page.chat.generating || followEnd) Qt.callLater(positionViewAtEnd)
+                    // Keep the newest text in view while a reply streams, and once more when it
+                    // ends (its statistics line appears after the last token).
+                    onCountChanged: Qt.callLater(positionViewAtEnd)
+                    onContentHeightChanged: if (page.chat.generating) Qt.callLater(positionViewAtEnd)
+                    Timer {
+                        id: afterReply
+                        interval: 50
+                        onTriggered: messageList.positionViewAtEnd()
+                    }
+                    Connections {
+                        target: page.chat
+                        function onReplyFinished() { afterReply.restart() }
+                    }
                     delegate: MessageBubble {
                         isLast: index === messageList.count - 1
                         busy: page.chat.generating
@@ -521,9 +528,9 @@ Item {
         }
         nameFilters: [qsTr("Markdown (*.md)"), qsTr("JSON (*.json)")]
         onAccepted: {
-            const json = selectedNameFilter.index === 1
-            // A name without an extension gets the chosen format's (as the report export does).
+            // The name's own suffix decides the format; a name without one gets the chosen filter's.
             let url = file.toString()
+            const json = /\.json$/i.test(url) || (!/\.md$/i.test(url) && selectedNameFilter.index === 1)
             if (url.substring(url.lastIndexOf("/") + 1).indexOf(".") < 0) url += json ? ".json" : ".md"
             const err = page.chat.exportConversation(url, json ? "json" : "md")
             exportNote.text = err.length > 0 ? qsTr("Export failed: %1").arg(err)
