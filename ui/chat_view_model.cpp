@@ -124,15 +124,18 @@ void ChatViewModel::onModelLoaded() {
   if (changed && current_ != 0 && !heldWithLoadedModel()) {
     newConversation();
   } else if (current_ != 0 && heldWithLoadedModel() && conversationModel_ != engine_->modelPath()) {
-    // Held with the GGUF this pack was converted from: the pack is its model from now on.
-    try {
-      conversationModel_ = engine_->modelPath();
-      store_->setModelPath(current_, conversationModel_);
-    } catch (const std::exception& e) {
-      qCWarning(lcUi) << "cannot record the conversation's model:" << e.what();
-    }
+    adoptLoadedModel();  // held with the GGUF this pack was converted from: the pack from now on
   }
   emit modelMatchChanged();
+}
+
+void ChatViewModel::adoptLoadedModel() {
+  try {
+    conversationModel_ = engine_->modelPath();
+    store_->setModelPath(current_, conversationModel_);
+  } catch (const std::exception& e) {
+    qCWarning(lcUi) << "cannot record the conversation's model:" << e.what();
+  }
 }
 
 void ChatViewModel::setSettings(SettingsViewModel* s) {
@@ -340,12 +343,7 @@ bool ChatViewModel::startReply() {
   setError({});
   pending_ = {id, current_};
   if (otherModelLoaded()) {  // the conversation goes on with the loaded model: it is its model now
-    try {
-      conversationModel_ = engine_->modelPath();
-      store_->setModelPath(current_, conversationModel_);
-    } catch (const std::exception& e) {
-      qCWarning(lcUi) << "cannot record the conversation's model:" << e.what();
-    }
+    adoptLoadedModel();
     emit modelMatchChanged();
   }
   MessageListModel::Row row;

@@ -129,6 +129,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
  private:
   void onModelLoaded();
   bool heldWithLoadedModel() const;
+  void adoptLoadedModel();  // the open conversation's model becomes the loaded one (stored)
   bool ensureConversation();
   bool startReply();
   void refreshList();
