@@ -47,6 +47,9 @@ bool has_gguf_magic(const std::string& p) {
   return n == 4 && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
+// An Ollama manifest: a file under ".../manifests/" that is not itself a GGUF.
+bool is_ollama_manifest(const std::string& p) { return ollama_is_manifest_path(p) && !has_gguf_magic(p); }
+
 uint64_t split_key(const GgufFile& f, const char* key, bool required) {
   const GgufKv* kv = f.find(key);
   if (kv == nullptr) {
@@ -72,7 +75,7 @@ std::string model_source_stem(const std::string& path_or_name) {
     return slash == std::string::npos ? p : p.substr(slash + 1);
   };
   std::string stem;
-  const bool manifest = ollama_is_manifest_path(path_or_name) && !has_gguf_magic(path_or_name);
+  const bool manifest = is_ollama_manifest(path_or_name);
   if (manifest || (!exists(path_or_name) && ollama_looks_like_name(path_or_name))) {
     std::string model, tag = "latest";
     if (manifest) {
@@ -101,7 +104,7 @@ std::string model_source_stem(const std::string& path_or_name) {
 }
 
 GgufModel GgufModel::open(const std::string& path_or_name, const GgufLimits& limits) {
-  const bool manifest = ollama_is_manifest_path(path_or_name) && !has_gguf_magic(path_or_name);
+  const bool manifest = is_ollama_manifest(path_or_name);
   if (!exists(path_or_name) || manifest) {
     if (manifest || ollama_looks_like_name(path_or_name)) {
       const OllamaModel om = ollama_resolve(path_or_name);
