@@ -77,19 +77,14 @@ std::string model_source_stem(const std::string& path_or_name) {
   std::string stem;
   const bool manifest = is_ollama_manifest(path_or_name);
   if (manifest || (!exists(path_or_name) && ollama_looks_like_name(path_or_name))) {
-    std::string model, tag = "latest";
-    if (manifest) {
-      const std::string dir = path_or_name.substr(0, path_or_name.rfind('/'));
-      model = base_of(dir);
-      tag = base_of(path_or_name);
-    } else {
-      model = base_of(path_or_name);
-      if (const auto colon = model.rfind(':'); colon != std::string::npos) {
-        tag = model.substr(colon + 1);
-        model.resize(colon);
-      }
+    try {
+      // "MODEL-TAG"; a namespace other than Ollama's own "library" leads ("myns-tiny-q4"), so
+      // two namespaces' models of one name get two packs.
+      const OllamaName n = ollama_parse_name(path_or_name);
+      stem = (n.ns == "library" ? "" : n.ns + "-") + (n.model.empty() ? n.tag : n.model + "-" + n.tag);
+    } catch (const Error&) {
+      stem = base_of(path_or_name);
     }
-    stem = model.empty() ? tag : model + "-" + tag;
   } else {
     std::string prefix;
     int no = 0, count = 0;

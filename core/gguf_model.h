@@ -68,7 +68,8 @@ bool is_gguf_source(const std::string& path_or_name);
 // The name of what is made from a GGUF model (the default Expert Pack folder): a file's name
 // without ".gguf" and without a split set's "-0000K-of-0000N" ("m-00001-of-00003.gguf" -> "m");
 // for an Ollama manifest (.../manifests/HOST/NS/MODEL/TAG) or name (`[host/][ns/]model[:tag]`)
-// "MODEL-TAG" ("qwen3:0.6b" -> "qwen3-0.6b", "tiny" -> "tiny-latest"). "model" when nothing is
+// "MODEL-TAG" ("qwen3:0.6b" -> "qwen3-0.6b", "tiny" -> "tiny-latest"), "NAMESPACE-MODEL-TAG"
+// for a namespace other than "library" ("myns/tiny" -> "myns-tiny-latest"). "model" when nothing is
 // left. Looks at the file only to tell a GGUF from an Ollama manifest; never throws.
 std::string model_source_stem(const std::string& path_or_name);
 

@@ -88,6 +88,36 @@ bool ollama_is_manifest_path(const std::string& path) {
   return path.find("/manifests/") != std::string::npos && is_regular(path);
 }
 
+OllamaName ollama_parse_name(const std::string& name_or_manifest) {
+  OllamaName n;
+  const auto at = name_or_manifest.rfind("/manifests/");
+  if (at != std::string::npos && ollama_is_manifest_path(name_or_manifest)) {
+    const auto parts = split(name_or_manifest.substr(at + 11), '/');
+    if (parts.size() < 4) {
+      throw Error(name_or_manifest +
+                  ": not an Ollama manifest path (manifests/<host>/<namespace>/<model>/<tag>)");
+    }
+    const size_t k = parts.size() - 4;
+    n = {parts[k], parts[k + 1], parts[k + 2], parts[k + 3]};
+    return n;
+  }
+  if (!ollama_looks_like_name(name_or_manifest)) {
+    throw Error(name_or_manifest + ": not a valid Ollama model name ([host/][namespace/]model[:tag])");
+  }
+  std::string base = name_or_manifest;
+  const auto slash = base.rfind('/');
+  const auto colon = base.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+    n.tag = base.substr(colon + 1);
+    base.resize(colon);
+  }
+  auto parts = split(base, '/');
+  n.model = parts.back();
+  if (parts.size() >= 2) n.ns = parts[parts.size() - 2];
+  if (parts.size() == 3) n.host = parts[0];
+  return n;
+}
+
 OllamaModel ollama_resolve(const std::string& name_or_manifest, const std::string& models_dir) {
   OllamaModel m;
   std::string root;
@@ -96,23 +126,10 @@ OllamaModel ollama_resolve(const std::string& name_or_manifest, const std::strin
     root = name_or_manifest.substr(0, name_or_manifest.rfind("/manifests/"));
     m.name = name_or_manifest.substr(name_or_manifest.rfind("/manifests/") + 11);
   } else {
-    if (!ollama_looks_like_name(name_or_manifest)) {
-      throw Error(name_or_manifest + ": not a valid Ollama model name ([host/][namespace/]model[:tag])");
-    }
     root = models_dir.empty() ? ollama_models_dir() : models_dir;
-    std::string base = name_or_manifest;
-    std::string tag = "latest";
-    const auto slash = base.rfind('/');
-    const auto colon = base.rfind(':');
-    if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
-      tag = base.substr(colon + 1);
-      base = base.substr(0, colon);
-    }
-    auto parts = split(base, '/');
-    if (parts.size() == 1) parts.insert(parts.begin(), "library");
-    if (parts.size() == 2) parts.insert(parts.begin(), "registry.ollama.ai");
-    m.name = parts[0] + "/" + parts[1] + "/" + parts[2] + ":" + tag;
-    m.manifest_path = root + "/manifests/" + parts[0] + "/" + parts[1] + "/" + parts[2] + "/" + tag;
+    const OllamaName n = ollama_parse_name(name_or_manifest);
+    m.name = n.host + "/" + n.ns + "/" + n.model + ":" + n.tag;
+    m.manifest_path = root + "/manifests/" + n.host + "/" + n.ns + "/" + n.model + "/" + n.tag;
     if (!is_regular(m.manifest_path)) {
       throw Error(name_or_manifest + ": no such Ollama model (looked for " + m.manifest_path + ")");
     }

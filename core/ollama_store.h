@@ -28,6 +28,19 @@ std::string ollama_models_dir();
 
 // True if `s` has the shape of an Ollama model name (and is not an existing file path).
 bool ollama_looks_like_name(const std::string& s);
+
+// The four parts of an Ollama model's name, defaults filled in.
+struct OllamaName {
+  std::string host = "registry.ollama.ai";
+  std::string ns = "library";  // namespace
+  std::string model;
+  std::string tag = "latest";
+};
+// Splits a name `[host/][namespace/]model[:tag]` or a manifest path
+// `.../manifests/<host>/<namespace>/<model>/<tag>` into its parts (the path's last four
+// components; nothing is read). Throws Error for a name that does not have the shape of one
+// (ollama_looks_like_name) or a manifest path with fewer than four components after "manifests/".
+OllamaName ollama_parse_name(const std::string& name_or_manifest);
 // True if `path` is a file inside some ".../manifests/..." tree.
 bool ollama_is_manifest_path(const std::string& path);
 

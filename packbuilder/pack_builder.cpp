@@ -1541,4 +1541,44 @@ BuildResult build_pack(const BuildOptions& options) {
   return b.run();
 }
 
+std::optional<std::string> find_finished_pack(const std::string& packs_folder, const std::string& source) {
+  namespace fs = std::filesystem;
+  std::vector<SourceId> want;
+  try {
+    const GgufModel model = GgufModel::open(source);
+    for (const GgufFile& f : model.shards()) {
+      std::error_code ec;
+      const fs::path abs = fs::absolute(f.path(), ec);
+      want.push_back(stat_source(ec ? f.path() : abs.string()));
+    }
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  std::error_code ec;
+  std::vector<fs::path> dirs;
+  for (const fs::directory_entry& e : fs::directory_iterator(packs_folder, ec)) {
+    std::error_code dec;
+    if (e.is_directory(dec)) dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (const fs::path& d : dirs) {
+    const std::string dir = d.string();
+    if (!file_exists(dir + "/" + kPackManifestName) || file_exists(dir + "/" + kStateName)) continue;
+    PackManifest m;
+    try {
+      m = read_manifest(dir + "/" + kPackManifestName);
+    } catch (const Error&) {
+      continue;
+    }
+    if (m.sources.size() != want.size()) continue;
+    const bool same = std::all_of(want.begin(), want.end(), [&](const SourceId& w) {
+      return std::any_of(m.sources.begin(), m.sources.end(), [&](const PackSourceFile& s) {
+        return s.bytes == w.bytes && same_path(s.path, w.path);
+      });
+    });
+    if (same) return dir;
+  }
+  return std::nullopt;
+}
+
 }  // namespace moepack

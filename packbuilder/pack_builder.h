@@ -185,4 +185,14 @@ class BuildCancelled : public Error {
 // Throws Error (with the file and the reason) on any failure; BuildCancelled when cancelled.
 BuildResult build_pack(const BuildOptions& options);
 
+// A finished Expert Pack directly inside `packs_folder` whose manifest lists exactly the files
+// GgufModel::open(`source`) reads (every shard of a split set, an Ollama model's blob), by
+// absolute path and with their present sizes: its directory (the first in name order), else
+// nullopt. So a pack keeps serving its source whatever its folder is called (an earlier
+// build's naming, a folder the user renamed). A directory with a build in progress
+// (build-state.json) is not finished. Reads headers and manifests only; never throws (an
+// unreadable source or manifest is no match). build_pack into the directory found then confirms
+// it (already_complete), or refuses, without writing, when the source changed in place.
+std::optional<std::string> find_finished_pack(const std::string& packs_folder, const std::string& source);
+
 }  // namespace moepack

@@ -103,6 +103,25 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
     const double f = p.bytes_total > 0 ? static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total) : -1.0;
     emit loadProgress(QString::fromStdString(p.phase), f, QString::fromStdString(p.message));
   };
+  // A pack of this very source already in the packs folder serves it, whatever its folder's
+  // name (an earlier build named split sets' packs after their first shard).
+  if (const auto found = find_finished_pack(packsFolder_.toStdString(), o.source);
+      found && *found != o.out_dir) {
+    BuildOptions again = o;
+    again.out_dir = *found;
+    try {
+      const BuildResult r = build_pack(again);  // confirms it, or refuses without writing
+      if (r.already_complete) {
+        qCInfo(lcEngine) << "using the finished pack" << QString::fromStdString(r.pack_dir) << "of" << gguf;
+        return QString::fromStdString(r.pack_dir);
+      }
+    } catch (const BuildCancelled&) {
+      throw;
+    } catch (const Error& e) {
+      qCInfo(lcEngine) << "the pack in" << QString::fromStdString(*found)
+                       << "is not this source's now:" << e.what();
+    }
+  }
   qCInfo(lcEngine) << "converting" << gguf << "to an Expert Pack in" << out;
   const BuildResult r = build_pack(o);
   qCInfo(lcEngine) << "pack ready:" << QString::fromStdString(r.pack_dir)

@@ -465,12 +465,31 @@ TEST_F(OllamaStore, StemsAndSourcesOfStoreModels) {
   EXPECT_TRUE(is_gguf_source(q4));
   EXPECT_TRUE(is_gguf_source("tiny:q4"));
   EXPECT_EQ(model_source_stem(q4), "tiny-q4");
-  EXPECT_EQ(model_source_stem(root_ + "/manifests/registry.ollama.ai/myns/tiny/latest"), "tiny-latest");
+  // A namespace other than "library" leads, so myns/tiny and library/tiny get two packs.
+  EXPECT_EQ(model_source_stem(root_ + "/manifests/registry.ollama.ai/myns/tiny/latest"), "myns-tiny-latest");
+  EXPECT_EQ(model_source_stem("myns/tiny"), "myns-tiny-latest");
   EXPECT_EQ(model_source_stem("qwen3:0.6b"), "qwen3-0.6b");
   EXPECT_EQ(model_source_stem("registry.ollama.ai/library/tiny"), "tiny-latest");
+  EXPECT_EQ(model_source_stem("hf.co/bartowski/Qwen3-30B:Q4_K_M"), "bartowski-Qwen3-30B-Q4_K_M");
   // The blob itself is a GGUF file: its own name.
   EXPECT_TRUE(is_gguf_source(blob(kQwenSha)));
   EXPECT_EQ(model_source_stem(blob(kQwenSha)), "sha256-" + kQwenSha);
+}
+
+TEST(OllamaName, PartsOfNamesAndManifestPaths) {
+  const OllamaName a = ollama_parse_name("qwen3:0.6b");
+  EXPECT_EQ(a.host, "registry.ollama.ai");
+  EXPECT_EQ(a.ns, "library");
+  EXPECT_EQ(a.model, "qwen3");
+  EXPECT_EQ(a.tag, "0.6b");
+  const OllamaName b = ollama_parse_name("localhost:11434/me/m");
+  EXPECT_EQ(b.host, "localhost:11434");
+  EXPECT_EQ(b.ns, "me");
+  EXPECT_EQ(b.model, "m");
+  EXPECT_EQ(b.tag, "latest");
+  EXPECT_TRUE(ThrowsErrorMentioning([] { ollama_parse_name("/abs/x.gguf"); },
+                                    {"/abs/x.gguf", "not a valid Ollama model name"}));
+  EXPECT_TRUE(ThrowsErrorMentioning([] { ollama_parse_name("a/b/c/d"); }, {"a/b/c/d"}));
 }
 
 TEST_F(OllamaStore, UnknownModel) {

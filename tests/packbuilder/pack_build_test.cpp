@@ -217,6 +217,39 @@ TEST(PackBuild, RerunIsCompleteOtherSourceRefusedUnlessOverwrite) {
   EXPECT_EQ(ExpertPack::open(out).manifest().model["architecture"], "qwen3moe");
 }
 
+// A pack is found by its source, whatever its folder's name: any shard of the split set finds
+// the pack built from it; another model, a folder still building, a missing folder or a source
+// that is no model find nothing.
+TEST(PackBuild, FinishedPackIsFoundByItsSource) {
+  TempDir tmp("moepack-pack");
+  const std::string packs = tmp.file("packs");
+  const std::string legacy = packs + "/deepseek2-tiny-Q2_K-00001-of-00003";  // an earlier build's name
+  EXPECT_EQ(find_finished_pack(packs, shared(kSplit)), std::nullopt);        // no folder yet
+  build_pack(opts(shared(kSplit), legacy));
+  std::filesystem::create_directories(packs + "/a-empty");  // sorts first, holds nothing
+  EXPECT_EQ(find_finished_pack(packs, shared(kSplit)), legacy);
+  EXPECT_EQ(
+      find_finished_pack(packs, shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-00002-of-00003.gguf")),
+      legacy);
+  EXPECT_EQ(find_finished_pack(packs, shared("fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf")),
+            std::nullopt);
+  EXPECT_EQ(find_finished_pack(packs, tmp.file("missing.gguf")), std::nullopt);
+  // The same source through another path (a relative one) is the same file.
+  const std::string cwd = std::filesystem::current_path().string();
+  std::filesystem::current_path(shared("fixtures/deepseek2-tiny"));
+  EXPECT_EQ(find_finished_pack(packs, "deepseek2-tiny-Q2_K-00003-of-00003.gguf"), legacy);
+  std::filesystem::current_path(cwd);
+  // build_pack into the folder found confirms it.
+  EXPECT_TRUE(build_pack(opts(shared(kSplit), legacy)).already_complete);
+  // A build in progress in the folder: not finished.
+  { std::ofstream(legacy + "/build-state.json") << "{}"; }
+  EXPECT_EQ(find_finished_pack(packs, shared(kSplit)), std::nullopt);
+  std::filesystem::remove(legacy + "/build-state.json");
+  // A damaged manifest is no match, and no error.
+  { std::ofstream(legacy + "/manifest.json", std::ios::trunc) << "{ not json"; }
+  EXPECT_EQ(find_finished_pack(packs, shared(kSplit)), std::nullopt);
+}
+
 TEST(PackBuild, CancelThenResumeCopiesOnlyWhatIsMissing) {
   TempDir tmp("moepack-pack");
   const std::string out = tmp.file("p");

@@ -232,6 +232,33 @@ class ChatEngineTest : public QObject {
              QFileInfo(dir_.filePath(QStringLiteral("packs3/tiny-q4"))).canonicalFilePath());
     QCOMPARE(e.info().topK, 2u);  // fixtures/README.md, qwen3moe-tiny: 8 experts, top-2
 
+    // The pack serves its source under any folder name (an earlier build's naming): nothing is
+    // converted again.
+    const QString renamed = dir_.filePath(QStringLiteral("packs3/named-by-an-older-build"));
+    e.unload();
+    QTRY_VERIFY_WITH_TIMEOUT(e.state() == EngineController::Empty, 10000);
+    QVERIFY(QDir().rename(dir_.filePath(QStringLiteral("packs3/tiny-q4")), renamed));
+    e.load(manifest, true);
+    QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 180000);
+    QVERIFY2(e.state() == EngineController::Ready, qPrintable(e.error()));
+    QCOMPARE(QFileInfo(e.modelPath()).canonicalFilePath(), QFileInfo(renamed).canonicalFilePath());
+    QVERIFY(!QFileInfo::exists(dir_.filePath(QStringLiteral("packs3/tiny-q4"))));
+    // The source changed since (a new modification time): that pack is not its pack any more,
+    // so a new one is built under the model's name, and the old one is left as it was.
+    e.unload();
+    QTRY_VERIFY_WITH_TIMEOUT(e.state() == EngineController::Empty, 10000);
+    {
+      QFile b(blob);
+      QVERIFY(b.open(QIODevice::ReadWrite));
+      QVERIFY(b.setFileTime(QDateTime::currentDateTimeUtc().addSecs(60), QFileDevice::FileModificationTime));
+    }
+    e.load(manifest, true);
+    QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 180000);
+    QVERIFY2(e.state() == EngineController::Ready, qPrintable(e.error()));
+    QCOMPARE(QFileInfo(e.modelPath()).canonicalFilePath(),
+             QFileInfo(dir_.filePath(QStringLiteral("packs3/tiny-q4"))).canonicalFilePath());
+    QVERIFY(QFileInfo::exists(renamed + QStringLiteral("/manifest.json")));
+
     QFile fake(dir_.filePath(QStringLiteral("fake.gguf")));
     QVERIFY(fake.open(QIODevice::WriteOnly));
     fake.write("PK\x03\x04 not a model");
