@@ -85,6 +85,9 @@ void decode_scalar(GgufValueType t, const uint8_t* p, GgufValue& v) {
   }
 }
 
+// Appended where a declared size does not fit in the file: the usual cause is a file cut short.
+constexpr const char* kTruncatedHint = " (the file looks truncated: an interrupted download or copy?)";
+
 // Sequential reader over a ByteSource with a small buffer; tracks the absolute position.
 class Cursor {
  public:
@@ -180,7 +183,8 @@ class GgufParser {
   void parse_header() {
     const uint64_t size = out_.source_->size();
     if (size < 24) {
-      fail("header", 0, "file is " + std::to_string(size) + " bytes, a GGUF header needs 24");
+      fail("header", 0,
+           "file is " + std::to_string(size) + " bytes, a GGUF header needs 24" + kTruncatedHint);
     }
     char magic[4];
     cur_.read(magic, 4, "magic");
@@ -200,14 +204,16 @@ class GgufParser {
     // 4 (type) + 8 (offset); kv = 8 (len) + 1 (key) + 4 (type) + 1 (u8 value).
     const uint64_t left = cur_.remaining();
     if (n_tensors_ > limits_.max_tensors || n_tensors_ > left / 33) {
-      fail("n_tensors", 8, "declares " + std::to_string(n_tensors_) + " tensors; the limit is " +
-                               std::to_string(std::min<uint64_t>(limits_.max_tensors, left / 33)) +
-                               " for this file");
+      fail("n_tensors", 8,
+           "declares " + std::to_string(n_tensors_) + " tensors; the limit is " +
+               std::to_string(std::min<uint64_t>(limits_.max_tensors, left / 33)) + " for this file" +
+               (n_tensors_ <= limits_.max_tensors ? std::string(kTruncatedHint) : std::string()));
     }
     if (n_kv_ > limits_.max_kv || n_kv_ > left / 14) {
-      fail("n_kv", 16, "declares " + std::to_string(n_kv_) + " metadata pairs; the limit is " +
-                           std::to_string(std::min<uint64_t>(limits_.max_kv, left / 14)) +
-                           " for this file");
+      fail("n_kv", 16,
+           "declares " + std::to_string(n_kv_) + " metadata pairs; the limit is " +
+               std::to_string(std::min<uint64_t>(limits_.max_kv, left / 14)) + " for this file" +
+               (n_kv_ <= limits_.max_kv ? std::string(kTruncatedHint) : std::string()));
     }
   }
 
@@ -219,8 +225,9 @@ class GgufParser {
                           std::to_string(max_bytes) + " bytes");
     }
     if (len > cur_.remaining()) {
-      fail(field, at, "string length " + std::to_string(len) + " runs past the end of the file (" +
-                          std::to_string(cur_.remaining()) + " bytes left)");
+      fail(field, at,
+           "string length " + std::to_string(len) + " runs past the end of the file (" +
+               std::to_string(cur_.remaining()) + " bytes left)" + kTruncatedHint);
     }
     charge(len + 32, field, at);
     std::string s(static_cast<size_t>(len), '\0');
@@ -249,9 +256,9 @@ class GgufParser {
     const uint32_t es = gguf_scalar_size(a.elem_type);
     const uint64_t min_elem = es != 0 ? es : (a.elem_type == GgufValueType::STRING ? 8 : 12);
     if (a.count > cur_.remaining() / min_elem) {
-      fail(field, count_at, "array of " + std::to_string(a.count) + " " +
-                                std::string(gguf_value_type_name(a.elem_type)) +
-                                " elements runs past the end of the file");
+      fail(field, count_at,
+           "array of " + std::to_string(a.count) + " " + std::string(gguf_value_type_name(a.elem_type)) +
+               " elements runs past the end of the file" + kTruncatedHint);
     }
     if (es != 0) {
       a.encoded_bytes = a.count * es;  // cannot overflow: count <= remaining / es
@@ -260,10 +267,15 @@ class GgufParser {
       for (uint64_t k = 0; k < a.count; ++k) {
         const uint64_t at = cur_.pos();
         const uint64_t len = cur_.read_le<uint64_t>(field.c_str());
-        if (len > limits_.max_string_bytes || len > cur_.remaining()) {
+        if (len > limits_.max_string_bytes) {
           fail(field + "[" + std::to_string(k) + "]", at,
-               "string length " + std::to_string(len) + " is too large (" +
-                   std::to_string(cur_.remaining()) + " bytes left in the file)");
+               "string length " + std::to_string(len) + " exceeds the limit of " +
+                   std::to_string(limits_.max_string_bytes) + " bytes");
+        }
+        if (len > cur_.remaining()) {
+          fail(field + "[" + std::to_string(k) + "]", at,
+               "string length " + std::to_string(len) + " runs past the end of the file (" +
+                   std::to_string(cur_.remaining()) + " bytes left)" + kTruncatedHint);
         }
         cur_.skip(len, field.c_str());
       }
@@ -393,8 +405,9 @@ class GgufParser {
     out_.data_start_ = *ds;
     const uint64_t size = out_.source_->size();
     if (!out_.tensors_.empty() && out_.data_start_ > size) {
-      fail("data section", cur_.pos(), "starts at " + std::to_string(out_.data_start_) +
-                                           ", past the end of the file (" + std::to_string(size) + " bytes)");
+      fail("data section", cur_.pos(),
+           "starts at " + std::to_string(out_.data_start_) + ", past the end of the file (" +
+               std::to_string(size) + " bytes)" + kTruncatedHint);
     }
     for (size_t k = 0; k < out_.tensors_.size(); ++k) {
       GgufTensorInfo& ti = out_.tensors_[k];
@@ -409,7 +422,10 @@ class GgufParser {
         fail(field, offset_fields_[k],
              "data [" + std::to_string(ti.offset) + ", +" + std::to_string(ti.nbytes) +
                  ") relative to the data section at " + std::to_string(out_.data_start_) +
-                 " lies outside the file (" + std::to_string(size) + " bytes)");
+                 " lies outside the file (" + std::to_string(size) + " bytes)" +
+                 (abs && checked_add(*abs, ti.nbytes) && *abs + ti.nbytes < (uint64_t{1} << 50)
+                      ? std::string(kTruncatedHint)
+                      : std::string()));
       }
       ti.file_offset = *abs;
     }
@@ -447,8 +463,9 @@ void load_with(Cursor& c, const ByteSource& src, GgufArray& a, uint32_t depth,
   const uint32_t es = gguf_scalar_size(a.elem_type);
   const uint64_t min_elem = es != 0 ? es : (a.elem_type == GgufValueType::STRING ? 8 : 12);
   if (a.count > c.remaining() / min_elem) {
-    throw FormatError(src.name(), field, a.file_offset, "array of " + std::to_string(a.count) +
-                                                            " elements runs past the end of the file");
+    throw FormatError(
+        src.name(), field, a.file_offset,
+        "array of " + std::to_string(a.count) + " elements runs past the end of the file" + kTruncatedHint);
   }
   a.raw.clear();
   a.strings.clear();
@@ -463,7 +480,8 @@ void load_with(Cursor& c, const ByteSource& src, GgufArray& a, uint32_t depth,
       const uint64_t len = c.read_le<uint64_t>(field.c_str());
       if (len > limits.max_string_bytes || len > c.remaining()) {
         throw FormatError(src.name(), field + "[" + std::to_string(k) + "]", at,
-                          "string length " + std::to_string(len) + " is too large");
+                          "string length " + std::to_string(len) + " is too large" +
+                              (len > c.remaining() ? std::string(kTruncatedHint) : std::string()));
       }
       std::string s(static_cast<size_t>(len), '\0');
       c.read(s.data(), s.size(), field.c_str());

@@ -46,9 +46,9 @@
     <message numerus="yes">
         <location filename="../ui/qml/BenchmarksPage.qml" line="136"/>
         <source>%1 (%n request(s)) — %2</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%1 (%n request) — %2</numerusform>
+            <numerusform>%1 (%n requests) — %2</numerusform>
         </translation>
     </message>
     <message>
@@ -296,127 +296,127 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="357"/>
+        <location filename="../ui/qml/ChatPage.qml" line="359"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <location filename="../ui/qml/ChatPage.qml" line="376"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="382"/>
+        <location filename="../ui/qml/ChatPage.qml" line="384"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="418"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="423"/>
+        <location filename="../ui/qml/ChatPage.qml" line="425"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="428"/>
+        <location filename="../ui/qml/ChatPage.qml" line="430"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="431"/>
+        <location filename="../ui/qml/ChatPage.qml" line="433"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="432"/>
+        <location filename="../ui/qml/ChatPage.qml" line="434"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="433"/>
+        <location filename="../ui/qml/ChatPage.qml" line="435"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="434"/>
+        <location filename="../ui/qml/ChatPage.qml" line="436"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="435"/>
+        <location filename="../ui/qml/ChatPage.qml" line="437"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="436"/>
+        <location filename="../ui/qml/ChatPage.qml" line="438"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="437"/>
+        <location filename="../ui/qml/ChatPage.qml" line="439"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="458"/>
+        <location filename="../ui/qml/ChatPage.qml" line="460"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="475"/>
+        <location filename="../ui/qml/ChatPage.qml" line="477"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="476"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="483"/>
+        <location filename="../ui/qml/ChatPage.qml" line="485"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="488"/>
+        <location filename="../ui/qml/ChatPage.qml" line="490"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="489"/>
+        <location filename="../ui/qml/ChatPage.qml" line="491"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="494"/>
+        <location filename="../ui/qml/ChatPage.qml" line="496"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="519"/>
+        <location filename="../ui/qml/ChatPage.qml" line="521"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="529"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="529"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="536"/>
+        <location filename="../ui/qml/ChatPage.qml" line="538"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="537"/>
+        <location filename="../ui/qml/ChatPage.qml" line="539"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -559,9 +559,9 @@ What does &quot;salmon&quot; mean?</source>
     <message numerus="yes">
         <location filename="../ui/qml/DashboardPage.qml" line="105"/>
         <source>%1 · %2 backend · %n token(s)</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%1 · %2 backend · %n token</numerusform>
+            <numerusform>%1 · %2 backend · %n tokens</numerusform>
         </translation>
     </message>
     <message>
@@ -1084,47 +1084,47 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="117"/>
+        <location filename="../ui/qml/Main.qml" line="119"/>
         <source>Chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="118"/>
+        <location filename="../ui/qml/Main.qml" line="120"/>
         <source>Dashboard</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="119"/>
+        <location filename="../ui/qml/Main.qml" line="121"/>
         <source>Models</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="120"/>
+        <location filename="../ui/qml/Main.qml" line="122"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="121"/>
+        <location filename="../ui/qml/Main.qml" line="123"/>
         <source>Library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="122"/>
+        <location filename="../ui/qml/Main.qml" line="124"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="176"/>
+        <location filename="../ui/qml/Main.qml" line="178"/>
         <source>Loading</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="177"/>
+        <location filename="../ui/qml/Main.qml" line="179"/>
         <source>Error</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="177"/>
+        <location filename="../ui/qml/Main.qml" line="179"/>
         <source>No model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1156,53 +1156,69 @@ What does &quot;salmon&quot; mean?</source>
         <source>Save and re-run</source>
         <translation type="unfinished"></translation>
     </message>
-    <message>
+    <message numerus="yes">
         <location filename="../ui/qml/MessageBubble.qml" line="130"/>
-        <source>%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s</source>
-        <translation type="unfinished"></translation>
+        <source>%n prompt token(s)</source>
+        <translation>
+            <numerusform>%n prompt token</numerusform>
+            <numerusform>%n prompt tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../ui/qml/MessageBubble.qml" line="131"/>
+        <source> · %n token(s)</source>
+        <translation>
+            <numerusform> · %n token</numerusform>
+            <numerusform> · %n tokens</numerusform>
+        </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="133"/>
-        <source> · decode %1 tok/s</source>
+        <location filename="../ui/qml/MessageBubble.qml" line="132"/>
+        <source> · first token %1 ms · prefill %2 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/MessageBubble.qml" line="134"/>
-        <source> · stopped</source>
+        <source> · decode %1 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/MessageBubble.qml" line="135"/>
-        <source> · length limit</source>
+        <source> · stopped</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/MessageBubble.qml" line="136"/>
+        <source> · length limit</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/MessageBubble.qml" line="137"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="156"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="157"/>
         <source>generating…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
         <source>Copy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
         <source>Copied</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="185"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="186"/>
         <source>Edit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="198"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="199"/>
         <source>Regenerate</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1227,56 +1243,71 @@ What does &quot;salmon&quot; mean?</source>
     </message>
     <message>
         <location filename="../ui/qml/ModelPage.qml" line="46"/>
+        <source>File</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <source>Expert Pack: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <source>GGUF: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ModelPage.qml" line="57"/>
         <source>Size on disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="47"/>
+        <location filename="../ui/qml/ModelPage.qml" line="58"/>
         <source>Tensors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="48"/>
+        <location filename="../ui/qml/ModelPage.qml" line="59"/>
         <source>Tokenizer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="49"/>
+        <location filename="../ui/qml/ModelPage.qml" line="60"/>
         <source>Routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="51"/>
+        <location filename="../ui/qml/ModelPage.qml" line="62"/>
         <source>%1 per layer, top-%2, %3 shared</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="54"/>
+        <location filename="../ui/qml/ModelPage.qml" line="65"/>
         <source>All routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="59"/>
+        <location filename="../ui/qml/ModelPage.qml" line="70"/>
         <source>Hyperparameters</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="85"/>
+        <location filename="../ui/qml/ModelPage.qml" line="96"/>
         <source>One routed expert per block (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="110"/>
+        <location filename="../ui/qml/ModelPage.qml" line="121"/>
         <source>expert KiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="116"/>
+        <location filename="../ui/qml/ModelPage.qml" line="127"/>
         <source>Layers with routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="132"/>
+        <location filename="../ui/qml/ModelPage.qml" line="143"/>
         <source>blk.%1 — %2 experts × %3 KiB</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1404,263 +1435,266 @@ What does &quot;salmon&quot; mean?</source>
         <source>No per-token data in this report.</source>
         <translation type="unfinished"></translation>
     </message>
-    <message>
+    <message numerus="yes">
         <location filename="../ui/pdf_report.cpp" line="267"/>
-        <source>%1 tokens; x: token in the run, requests one after another (dashed: request start).</source>
-        <translation type="unfinished"></translation>
+        <source>%n token(s); x: token in the run, requests one after another (dashed: request start).</source>
+        <translation>
+            <numerusform>%n token; x: token in the run, requests one after another (dashed: request start).</numerusform>
+            <numerusform>%n tokens; x: token in the run, requests one after another (dashed: request start).</numerusform>
+        </translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="330"/>
-        <location filename="../ui/pdf_report.cpp" line="338"/>
+        <location filename="../ui/pdf_report.cpp" line="332"/>
+        <location filename="../ui/pdf_report.cpp" line="340"/>
         <source>MoePack benchmark report</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="343"/>
+        <location filename="../ui/pdf_report.cpp" line="345"/>
         <source>Machine</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="346"/>
+        <location filename="../ui/pdf_report.cpp" line="348"/>
         <source>driver</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="348"/>
+        <location filename="../ui/pdf_report.cpp" line="350"/>
         <source>CPU</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="349"/>
+        <location filename="../ui/pdf_report.cpp" line="351"/>
         <source>logical cores</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="350"/>
+        <location filename="../ui/pdf_report.cpp" line="352"/>
         <source>RAM</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="351"/>
+        <location filename="../ui/pdf_report.cpp" line="353"/>
         <source>GPU</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="351"/>
+        <location filename="../ui/pdf_report.cpp" line="353"/>
         <source>none</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="352"/>
+        <location filename="../ui/pdf_report.cpp" line="354"/>
         <source>OS</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="352"/>
+        <location filename="../ui/pdf_report.cpp" line="354"/>
         <source>kernel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="354"/>
+        <location filename="../ui/pdf_report.cpp" line="356"/>
         <source>Storage</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="357"/>
+        <location filename="../ui/pdf_report.cpp" line="359"/>
         <source>Model and pack identity</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="358"/>
+        <location filename="../ui/pdf_report.cpp" line="360"/>
         <source>Path</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="359"/>
+        <location filename="../ui/pdf_report.cpp" line="361"/>
         <source>Format</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="360"/>
+        <location filename="../ui/pdf_report.cpp" line="362"/>
         <source>layers</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="361"/>
+        <location filename="../ui/pdf_report.cpp" line="363"/>
         <source>experts, top-</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="363"/>
+        <location filename="../ui/pdf_report.cpp" line="365"/>
         <source>Identity</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="364"/>
+        <location filename="../ui/pdf_report.cpp" line="366"/>
         <source>MoePack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="368"/>
+        <location filename="../ui/pdf_report.cpp" line="370"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="369"/>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>Run</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="369"/>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>mode %1, temperature 0, %2 completion tokens per request, ignore_eos %3, fresh KV cache per request, expert cache kept between requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <location filename="../ui/pdf_report.cpp" line="374"/>
         <source>Backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="373"/>
+        <location filename="../ui/pdf_report.cpp" line="375"/>
         <source>expert cache slots of</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="379"/>
+        <location filename="../ui/pdf_report.cpp" line="381"/>
         <source>Engine settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="380"/>
+        <location filename="../ui/pdf_report.cpp" line="382"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="382"/>
+        <location filename="../ui/pdf_report.cpp" line="384"/>
         <source>requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="385"/>
+        <location filename="../ui/pdf_report.cpp" line="387"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="395"/>
+        <location filename="../ui/pdf_report.cpp" line="397"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="403"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="403"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="403"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="403"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="404"/>
+        <location filename="../ui/pdf_report.cpp" line="406"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="404"/>
+        <location filename="../ui/pdf_report.cpp" line="406"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="404"/>
-        <location filename="../ui/pdf_report.cpp" line="428"/>
+        <location filename="../ui/pdf_report.cpp" line="406"/>
+        <location filename="../ui/pdf_report.cpp" line="430"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="404"/>
-        <location filename="../ui/pdf_report.cpp" line="428"/>
+        <location filename="../ui/pdf_report.cpp" line="406"/>
+        <location filename="../ui/pdf_report.cpp" line="430"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
-        <location filename="../ui/pdf_report.cpp" line="429"/>
+        <location filename="../ui/pdf_report.cpp" line="407"/>
+        <location filename="../ui/pdf_report.cpp" line="431"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="407"/>
         <source>SSD/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="409"/>
+        <location filename="../ui/pdf_report.cpp" line="411"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="422"/>
-        <location filename="../ui/pdf_report.cpp" line="461"/>
+        <location filename="../ui/pdf_report.cpp" line="424"/>
+        <location filename="../ui/pdf_report.cpp" line="463"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="428"/>
+        <location filename="../ui/pdf_report.cpp" line="430"/>
         <source>group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="428"/>
+        <location filename="../ui/pdf_report.cpp" line="430"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="429"/>
+        <location filename="../ui/pdf_report.cpp" line="431"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="429"/>
+        <location filename="../ui/pdf_report.cpp" line="431"/>
         <source>TTFT mean ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="431"/>
+        <location filename="../ui/pdf_report.cpp" line="433"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="437"/>
+        <location filename="../ui/pdf_report.cpp" line="439"/>
         <source>Charts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="479"/>
+        <location filename="../ui/pdf_report.cpp" line="481"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="479"/>
+        <location filename="../ui/pdf_report.cpp" line="481"/>
         <source>tokens/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="482"/>
+        <location filename="../ui/pdf_report.cpp" line="484"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="482"/>
+        <location filename="../ui/pdf_report.cpp" line="484"/>
         <source>unique (layer, expert) keys per step</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1858,27 +1892,32 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="284"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="286"/>
         <source>Fix the highlighted values first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="285"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
+        <source>The loaded model would not start with these cache values; raise the budget to apply.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="289"/>
         <source>Changes are not applied yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="292"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="294"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="298"/>
         <source>Revert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="303"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="307"/>
         <source>Apply</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1970,17 +2009,17 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="289"/>
+        <location filename="../ui/chat_view_model.cpp" line="293"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="337"/>
+        <location filename="../ui/chat_view_model.cpp" line="341"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="415"/>
+        <location filename="../ui/chat_view_model.cpp" line="414"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2277,7 +2316,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="317"/>
+        <location filename="../ui/engine_worker.cpp" line="336"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2285,17 +2324,17 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="136"/>
+        <location filename="../ui/engine_worker.cpp" line="155"/>
         <source>Out of memory while loading %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="150"/>
+        <location filename="../ui/engine_worker.cpp" line="169"/>
         <source>No model is loaded.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="188"/>
+        <location filename="../ui/engine_worker.cpp" line="207"/>
         <source>Out of memory during generation.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2360,11 +2399,11 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="78"/>
+        <location filename="../ui/model_inspector.cpp" line="79"/>
         <source>%1 (%2), %n tokens</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%1 (%2), %n token</numerusform>
+            <numerusform>%1 (%2), %n tokens</numerusform>
         </translation>
     </message>
 </context>
@@ -2404,9 +2443,9 @@ What does &quot;salmon&quot; mean?</source>
     <message numerus="yes">
         <location filename="../ui/settings_view_model.cpp" line="253"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>
+            <numerusform>%n slots cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>
         </translation>
     </message>
 </context>

@@ -300,107 +300,107 @@ What does &quot;salmon&quot; mean?</source>
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="357"/>
+        <location filename="../ui/qml/ChatPage.qml" line="359"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <location filename="../ui/qml/ChatPage.qml" line="376"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="382"/>
+        <location filename="../ui/qml/ChatPage.qml" line="384"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="418"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="423"/>
+        <location filename="../ui/qml/ChatPage.qml" line="425"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="428"/>
+        <location filename="../ui/qml/ChatPage.qml" line="430"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="431"/>
+        <location filename="../ui/qml/ChatPage.qml" line="433"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="432"/>
+        <location filename="../ui/qml/ChatPage.qml" line="434"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="433"/>
+        <location filename="../ui/qml/ChatPage.qml" line="435"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="434"/>
+        <location filename="../ui/qml/ChatPage.qml" line="436"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="435"/>
+        <location filename="../ui/qml/ChatPage.qml" line="437"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="436"/>
+        <location filename="../ui/qml/ChatPage.qml" line="438"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="437"/>
+        <location filename="../ui/qml/ChatPage.qml" line="439"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="458"/>
+        <location filename="../ui/qml/ChatPage.qml" line="460"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="475"/>
+        <location filename="../ui/qml/ChatPage.qml" line="477"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="476"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="483"/>
+        <location filename="../ui/qml/ChatPage.qml" line="485"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="489"/>
+        <location filename="../ui/qml/ChatPage.qml" line="491"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="488"/>
+        <location filename="../ui/qml/ChatPage.qml" line="490"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="494"/>
+        <location filename="../ui/qml/ChatPage.qml" line="496"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="519"/>
+        <location filename="../ui/qml/ChatPage.qml" line="521"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -409,22 +409,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="529"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="529"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="536"/>
+        <location filename="../ui/qml/ChatPage.qml" line="538"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="537"/>
+        <location filename="../ui/qml/ChatPage.qml" line="539"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -1103,47 +1103,47 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>MoePack Studio</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="117"/>
+        <location filename="../ui/qml/Main.qml" line="119"/>
         <source>Chat</source>
         <translation>聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="118"/>
+        <location filename="../ui/qml/Main.qml" line="120"/>
         <source>Dashboard</source>
         <translation>仪表盘</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="119"/>
+        <location filename="../ui/qml/Main.qml" line="121"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="120"/>
+        <location filename="../ui/qml/Main.qml" line="122"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="121"/>
+        <location filename="../ui/qml/Main.qml" line="123"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="122"/>
+        <location filename="../ui/qml/Main.qml" line="124"/>
         <source>Benchmarks</source>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="176"/>
+        <location filename="../ui/qml/Main.qml" line="178"/>
         <source>Loading</source>
         <translation>加载中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="177"/>
+        <location filename="../ui/qml/Main.qml" line="179"/>
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="177"/>
+        <location filename="../ui/qml/Main.qml" line="179"/>
         <source>No model</source>
         <translation>无模型</translation>
     </message>
@@ -1180,52 +1180,70 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">提示 %1 词元 · 生成 %2 词元 · 首词元 %3 毫秒 · 预填充 %4 词元/秒 · 解码 %5 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="130"/>
         <source>%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s</source>
-        <translation>%1 个提示词元 · %2 个词元 · 首词元 %3 ms · 预填充 %4 词元/秒</translation>
+        <translation type="vanished">%1 个提示词元 · %2 个词元 · 首词元 %3 ms · 预填充 %4 词元/秒</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../ui/qml/MessageBubble.qml" line="130"/>
+        <source>%n prompt token(s)</source>
+        <translation>
+            <numerusform>%n 个提示词元</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../ui/qml/MessageBubble.qml" line="131"/>
+        <source> · %n token(s)</source>
+        <translation>
+            <numerusform> · %n 个词元</numerusform>
+        </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="133"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="132"/>
+        <source> · first token %1 ms · prefill %2 tok/s</source>
+        <translation> · 首词元 %1 ms · 预填充 %2 词元/秒</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/MessageBubble.qml" line="134"/>
         <source> · decode %1 tok/s</source>
         <translation> · 解码 %1 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="134"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="135"/>
         <source> · stopped</source>
         <translation> · 已停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="135"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="136"/>
         <source> · length limit</source>
         <translation> · 达到长度上限</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="136"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="137"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation> · 上下文已满:请新建对话,或在设置中增大上下文长度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="156"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="157"/>
         <source>generating…</source>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
         <source>Copied</source>
         <translation>已复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="185"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="186"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="198"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="199"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -1260,56 +1278,71 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
         <location filename="../ui/qml/ModelPage.qml" line="46"/>
+        <source>File</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <source>Expert Pack: %1</source>
+        <translation>专家包：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <source>GGUF: %1</source>
+        <translation>GGUF：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ModelPage.qml" line="57"/>
         <source>Size on disk</source>
         <translation>磁盘占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="47"/>
+        <location filename="../ui/qml/ModelPage.qml" line="58"/>
         <source>Tensors</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="48"/>
+        <location filename="../ui/qml/ModelPage.qml" line="59"/>
         <source>Tokenizer</source>
         <translation>分词器</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="49"/>
+        <location filename="../ui/qml/ModelPage.qml" line="60"/>
         <source>Routed experts</source>
         <translation>路由专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="51"/>
+        <location filename="../ui/qml/ModelPage.qml" line="62"/>
         <source>%1 per layer, top-%2, %3 shared</source>
         <translation>每层 %1 个，top-%2，%3 个共享</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="54"/>
+        <location filename="../ui/qml/ModelPage.qml" line="65"/>
         <source>All routed experts</source>
         <translation>全部路由专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="59"/>
+        <location filename="../ui/qml/ModelPage.qml" line="70"/>
         <source>Hyperparameters</source>
         <translation>超参数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="85"/>
+        <location filename="../ui/qml/ModelPage.qml" line="96"/>
         <source>One routed expert per block (KiB)</source>
         <translation>每个块中单个路由专家的大小（KiB）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="110"/>
+        <location filename="../ui/qml/ModelPage.qml" line="121"/>
         <source>expert KiB</source>
         <translation>专家 KiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="116"/>
+        <location filename="../ui/qml/ModelPage.qml" line="127"/>
         <source>Layers with routed experts</source>
         <translation>含路由专家的层</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="132"/>
+        <location filename="../ui/qml/ModelPage.qml" line="143"/>
         <source>blk.%1 — %2 experts × %3 KiB</source>
         <translation>blk.%1 — %2 个专家 × %3 KiB</translation>
     </message>
@@ -1438,262 +1471,268 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>此报告中没有逐词元数据。</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="267"/>
         <source>%1 tokens; x: token in the run, requests one after another (dashed: request start).</source>
-        <translation>共 %1 个词元；x 轴：本次运行中的词元，各请求依次排列（虚线：请求开始）。</translation>
+        <translation type="vanished">共 %1 个词元；x 轴：本次运行中的词元，各请求依次排列（虚线：请求开始）。</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../ui/pdf_report.cpp" line="267"/>
+        <source>%n token(s); x: token in the run, requests one after another (dashed: request start).</source>
+        <translation>
+            <numerusform>共 %n 个词元；x 轴：本次运行中的词元，各请求依次排列（虚线：请求开始）。</numerusform>
+        </translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="330"/>
-        <location filename="../ui/pdf_report.cpp" line="338"/>
+        <location filename="../ui/pdf_report.cpp" line="332"/>
+        <location filename="../ui/pdf_report.cpp" line="340"/>
         <source>MoePack benchmark report</source>
         <translation>MoePack 基准测试报告</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="343"/>
+        <location filename="../ui/pdf_report.cpp" line="345"/>
         <source>Machine</source>
         <translation>机器</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="346"/>
+        <location filename="../ui/pdf_report.cpp" line="348"/>
         <source>driver</source>
         <translation>驱动</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="348"/>
+        <location filename="../ui/pdf_report.cpp" line="350"/>
         <source>CPU</source>
         <translation>CPU</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="349"/>
+        <location filename="../ui/pdf_report.cpp" line="351"/>
         <source>logical cores</source>
         <translation>个逻辑核心</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="350"/>
+        <location filename="../ui/pdf_report.cpp" line="352"/>
         <source>RAM</source>
         <translation>内存</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="351"/>
+        <location filename="../ui/pdf_report.cpp" line="353"/>
         <source>GPU</source>
         <translation>GPU</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="351"/>
+        <location filename="../ui/pdf_report.cpp" line="353"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="352"/>
+        <location filename="../ui/pdf_report.cpp" line="354"/>
         <source>OS</source>
         <translation>操作系统</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="352"/>
+        <location filename="../ui/pdf_report.cpp" line="354"/>
         <source>kernel</source>
         <translation>内核</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="354"/>
+        <location filename="../ui/pdf_report.cpp" line="356"/>
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="357"/>
+        <location filename="../ui/pdf_report.cpp" line="359"/>
         <source>Model and pack identity</source>
         <translation>模型与专家包标识</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="358"/>
+        <location filename="../ui/pdf_report.cpp" line="360"/>
         <source>Path</source>
         <translation>路径</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="359"/>
+        <location filename="../ui/pdf_report.cpp" line="361"/>
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="360"/>
+        <location filename="../ui/pdf_report.cpp" line="362"/>
         <source>layers</source>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="361"/>
+        <location filename="../ui/pdf_report.cpp" line="363"/>
         <source>experts, top-</source>
         <translation>个专家，top-</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="363"/>
+        <location filename="../ui/pdf_report.cpp" line="365"/>
         <source>Identity</source>
         <translation>标识</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="364"/>
+        <location filename="../ui/pdf_report.cpp" line="366"/>
         <source>MoePack</source>
         <translation>MoePack</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="368"/>
+        <location filename="../ui/pdf_report.cpp" line="370"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="369"/>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="369"/>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>mode %1, temperature 0, %2 completion tokens per request, ignore_eos %3, fresh KV cache per request, expert cache kept between requests</source>
         <translation>模式 %1，温度 0，每个请求生成 %2 个词元，ignore_eos %3，每个请求使用全新的 KV 缓存，请求之间保留专家缓存</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="372"/>
+        <location filename="../ui/pdf_report.cpp" line="374"/>
         <source>Backend</source>
         <translation>后端</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="373"/>
+        <location filename="../ui/pdf_report.cpp" line="375"/>
         <source>expert cache slots of</source>
         <translation>个专家缓存槽，每个</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="379"/>
+        <location filename="../ui/pdf_report.cpp" line="381"/>
         <source>Engine settings</source>
         <translation>引擎设置</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="380"/>
+        <location filename="../ui/pdf_report.cpp" line="382"/>
         <source>Prompt set</source>
         <translation>提示词集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="382"/>
+        <location filename="../ui/pdf_report.cpp" line="384"/>
         <source>requests</source>
         <translation>个请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="385"/>
+        <location filename="../ui/pdf_report.cpp" line="387"/>
         <source>Requests</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="395"/>
+        <location filename="../ui/pdf_report.cpp" line="397"/>
         <source>error: %1</source>
         <translation>错误：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="403"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>request</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="403"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>data set</source>
         <translation>数据集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="403"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>system</source>
         <translation>系统</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="403"/>
+        <location filename="../ui/pdf_report.cpp" line="405"/>
         <source>prompt</source>
         <translation>提示词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="404"/>
+        <location filename="../ui/pdf_report.cpp" line="406"/>
         <source>completion</source>
         <translation>生成词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="404"/>
+        <location filename="../ui/pdf_report.cpp" line="406"/>
         <source>TTFT ms</source>
         <translation>TTFT ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="404"/>
-        <location filename="../ui/pdf_report.cpp" line="428"/>
+        <location filename="../ui/pdf_report.cpp" line="406"/>
+        <location filename="../ui/pdf_report.cpp" line="430"/>
         <source>prefill tok/s</source>
         <translation>预填充词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="404"/>
-        <location filename="../ui/pdf_report.cpp" line="428"/>
+        <location filename="../ui/pdf_report.cpp" line="406"/>
+        <location filename="../ui/pdf_report.cpp" line="430"/>
         <source>decode tok/s</source>
         <translation>解码词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
-        <location filename="../ui/pdf_report.cpp" line="429"/>
+        <location filename="../ui/pdf_report.cpp" line="407"/>
+        <location filename="../ui/pdf_report.cpp" line="431"/>
         <source>hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="407"/>
         <source>SSD/token</source>
         <translation>SSD/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="409"/>
+        <location filename="../ui/pdf_report.cpp" line="411"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="422"/>
-        <location filename="../ui/pdf_report.cpp" line="461"/>
+        <location filename="../ui/pdf_report.cpp" line="424"/>
+        <location filename="../ui/pdf_report.cpp" line="463"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="428"/>
+        <location filename="../ui/pdf_report.cpp" line="430"/>
         <source>group</source>
         <translation>分组</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="428"/>
+        <location filename="../ui/pdf_report.cpp" line="430"/>
         <source>source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="429"/>
+        <location filename="../ui/pdf_report.cpp" line="431"/>
         <source>SSD GB/token</source>
         <translation>SSD GB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="429"/>
+        <location filename="../ui/pdf_report.cpp" line="431"/>
         <source>TTFT mean ms</source>
         <translation>TTFT 平均 ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="431"/>
+        <location filename="../ui/pdf_report.cpp" line="433"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation>汇总值为所有成功请求的各项总和之比。已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="437"/>
+        <location filename="../ui/pdf_report.cpp" line="439"/>
         <source>Charts</source>
         <translation>图表</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="479"/>
+        <location filename="../ui/pdf_report.cpp" line="481"/>
         <source>Decode tokens/s per request</source>
         <translation>每个请求的解码速度</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="479"/>
+        <location filename="../ui/pdf_report.cpp" line="481"/>
         <source>tokens/s</source>
         <translation>词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="482"/>
+        <location filename="../ui/pdf_report.cpp" line="484"/>
         <source>Expert cache hit rate per request</source>
         <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="482"/>
+        <location filename="../ui/pdf_report.cpp" line="484"/>
         <source>unique (layer, expert) keys per step</source>
         <translation>按每步唯一的（层，专家）键统计</translation>
     </message>
@@ -1891,27 +1930,32 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="284"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="286"/>
         <source>Fix the highlighted values first.</source>
         <translation>请先修正标出的值。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="285"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
+        <source>The loaded model would not start with these cache values; raise the budget to apply.</source>
+        <translation>已加载的模型无法以这些缓存值启动；请提高预算后再应用。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="289"/>
         <source>Changes are not applied yet.</source>
         <translation>更改尚未应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="292"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="294"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="298"/>
         <source>Revert</source>
         <translation>还原</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="303"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="307"/>
         <source>Apply</source>
         <translation>应用</translation>
     </message>
@@ -2003,17 +2047,17 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="289"/>
+        <location filename="../ui/chat_view_model.cpp" line="293"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="337"/>
+        <location filename="../ui/chat_view_model.cpp" line="341"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="415"/>
+        <location filename="../ui/chat_view_model.cpp" line="414"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
@@ -2313,7 +2357,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="317"/>
+        <location filename="../ui/engine_worker.cpp" line="336"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
@@ -2321,17 +2365,17 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="136"/>
+        <location filename="../ui/engine_worker.cpp" line="155"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="150"/>
+        <location filename="../ui/engine_worker.cpp" line="169"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="188"/>
+        <location filename="../ui/engine_worker.cpp" line="207"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>
@@ -2402,7 +2446,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="78"/>
+        <location filename="../ui/model_inspector.cpp" line="79"/>
         <source>%1 (%2), %n tokens</source>
         <translation>
             <numerusform>%1（%2），%n 个词元</numerusform>

@@ -169,9 +169,10 @@ bool ChatViewModel::canSend() const {
   return store_ && engine_ && engine_->state() == EngineController::Ready && pending_.id == 0;
 }
 
-void ChatViewModel::setError(const QString& e) {
-  if (lastError_ == e) return;
+void ChatViewModel::setError(const QString& e, bool inReply) {
+  if (lastError_ == e && lastErrorInReply_ == inReply) return;
   lastError_ = e;
+  lastErrorInReply_ = inReply && !e.isEmpty();
   emit lastErrorChanged();
 }
 
@@ -465,14 +466,15 @@ void ChatViewModel::onFinished(const GenerationReply& reply) {
 
 void ChatViewModel::onFailed(quint64 id, const QString& message) {
   if (id != pending_.id) return;
-  if (pending_.conversation == current_ && messages_.count() > 0) {
+  const bool inReply = pending_.conversation == current_ && messages_.count() > 0;
+  if (inReply) {
     const int row = messages_.count() - 1;
     MessageListModel::Row r = messages_.at(row);
     r.streaming = false;
     r.error = message;
     messages_.update(row, r);
   }
-  setError(message);
+  setError(message, inReply);
   clearPending();
   emit replyFinished();
 }

@@ -46,6 +46,8 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
   Q_PROPERTY(bool canSend READ canSend NOTIFY canSendChanged)
   Q_PROPERTY(QString lastError READ lastError NOTIFY lastErrorChanged)
+  // True when lastError is a failed reply's, shown in that reply's bubble (the page shows it once).
+  Q_PROPERTY(bool lastErrorInReply READ lastErrorInReply NOTIFY lastErrorChanged)
   // The model the open conversation was last held with (its stored model_path), and whether a
   // different one is loaded now: its next reply would come from another model. The chat shows
   // both and offers to load the conversation's model; a reply from the loaded model makes it
@@ -109,6 +111,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   bool generating() const { return pending_.id != 0; }
   bool canSend() const;
   QString lastError() const { return lastError_; }
+  bool lastErrorInReply() const { return lastErrorInReply_; }
   QString conversationModelPath() const { return conversationModel_; }
   bool otherModelLoaded() const;
   bool conversationModelAvailable() const;
@@ -133,7 +136,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   bool ensureConversation();
   bool startReply();
   void refreshList();
-  void setError(const QString& e);
+  void setError(const QString& e, bool inReply = false);
   void onText(quint64 id, const QString& text);
   void onFinished(const GenerationReply& reply);
   void onFailed(quint64 id, const QString& message);
@@ -153,6 +156,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   GenerationSettings defaultGeneration_;
   QString defaultSystemPrompt_;
   QString lastError_;
+  bool lastErrorInReply_ = false;
   struct Pending {
     quint64 id = 0;
     qint64 conversation = 0;

@@ -26,6 +26,7 @@ void ModelInspector::load(const QString& path) {
   // An Expert Pack: its directory or its manifest.json.
   const std::string p = path.toStdString();
   const bool pack = is_pack_path(p);
+  isPack_ = pack;
   watcher_.setFuture(QtConcurrent::run([p, pack]() -> Result {
     Result r;
     try {

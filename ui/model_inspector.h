@@ -19,6 +19,7 @@ class ModelInspector : public QObject {
   Q_OBJECT
   QML_ELEMENT
   Q_PROPERTY(QString path READ path NOTIFY summaryChanged)
+  Q_PROPERTY(bool isPack READ isPack NOTIFY summaryChanged)  // path is an Expert Pack (folder or manifest)
   Q_PROPERTY(bool loading READ loading NOTIFY loadingChanged)
   Q_PROPERTY(QString error READ error NOTIFY summaryChanged)
   Q_PROPERTY(QString architecture READ architecture NOTIFY summaryChanged)
@@ -41,6 +42,7 @@ class ModelInspector : public QObject {
   Q_INVOKABLE void load(const QString& path);
 
   QString path() const { return path_; }
+  bool isPack() const { return isPack_; }
   bool loading() const { return loading_; }
   QString error() const { return error_; }
   QString architecture() const;
@@ -67,6 +69,7 @@ class ModelInspector : public QObject {
   void finished();
 
   QString path_;
+  bool isPack_ = false;
   bool loading_ = false;
   QString error_;
   std::shared_ptr<ModelSummary> summary_;

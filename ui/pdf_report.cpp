@@ -264,7 +264,9 @@ class Doc {
     p_.setPen(Qt::black);
     for (const auto& [first, id] : starts) p_.drawText(QPointF(left + step * static_cast<double>(first) + 3, top_y + plot_h + 14), id);
     y_ = top_y + plot_h + 30;
-    text(QObject::tr("%1 tokens; x: token in the run, requests one after another (dashed: request start).").arg(static_cast<qulonglong>(ms.size())), 8);
+    text(QObject::tr("%n token(s); x: token in the run, requests one after another (dashed: request start).",
+                     "", static_cast<int>(ms.size())),
+         8);
   }
 
  private:

@@ -173,7 +173,7 @@ QString SettingsViewModel::setValue(const QString& key, const QVariant& value) {
 }
 
 void SettingsViewModel::apply() {
-  if (!valid()) return;
+  if (!canApply()) return;
   const bool languageChanged = draft_.value("language") != saved_.value("language");
   bool engineChanged = false;
   for (const char* k :
@@ -288,9 +288,11 @@ void SettingsViewModel::applyLanguage() {
   }
   const QString lang = language();
   const QLocale locale = lang == QLatin1String("system") ? QLocale() : QLocale(lang);
-  // "en" is the source language: no catalogue needed (an empty one would fall through).
-  if (locale.language() != QLocale::English &&
-      translator_.load(locale, QStringLiteral("moepack"), QStringLiteral("_"), QStringLiteral(":/i18n"))) {
+  // The locale's catalogue, else English's: English is the source language, and its catalogue
+  // holds the plural forms ("%n token(s)" -> "1 token", "2 tokens"); untranslated strings fall
+  // through to the source text.
+  if (translator_.load(locale, QStringLiteral("moepack"), QStringLiteral("_"), QStringLiteral(":/i18n")) ||
+      translator_.load(QStringLiteral("moepack_en"), QStringLiteral(":/i18n"))) {
     translatorInstalled_ = QCoreApplication::installTranslator(&translator_);
   }
   qCInfo(lcUi) << "language" << lang << "->" << locale.name() << (translatorInstalled_ ? "(translated)" : "");

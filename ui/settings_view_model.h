@@ -44,6 +44,8 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   Q_PROPERTY(double freeMemoryMib READ freeMemoryMib NOTIFY valuesChanged)
   Q_PROPERTY(double expertMib READ expertMib NOTIFY valuesChanged)  // 0 unknown
   Q_PROPERTY(QString previewProblem READ previewProblem NOTIFY valuesChanged)
+  // dirty, valid, and no previewProblem: values the loaded model would refuse are not applied.
+  Q_PROPERTY(bool canApply READ canApply NOTIFY valuesChanged)
   Q_PROPERTY(int defaultThreads READ defaultThreads CONSTANT)
 
  public:
@@ -53,7 +55,7 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   void componentComplete() override;
 
   Q_INVOKABLE QString setValue(const QString& key, const QVariant& value);
-  Q_INVOKABLE void apply();
+  Q_INVOKABLE void apply();  // does nothing unless canApply
   Q_INVOKABLE void revert();
   Q_INVOKABLE void resetToDefaults();
 
@@ -72,6 +74,7 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   double freeMemoryMib() const;
   double expertMib() const;
   QString previewProblem() const;
+  bool canApply() const { return dirty() && valid() && previewProblem().isEmpty(); }
   static int defaultThreads();  // hardware_concurrency() - 1, at least 1
 
   // The applied values, as the engine and the chat want them.

@@ -157,6 +157,7 @@ class ChatViewModelTest : public QObject {
       QVERIFY(finished.wait(5000));
       QCOMPARE(vm.lastError(), QString("scripted failure"));
       QCOMPARE(vm.messages()->at(3).error, QString("scripted failure"));
+      QVERIFY(vm.lastErrorInReply());  // shown in the bubble, not again below it
     }
     // Reload from SQLite: the failed reply was not stored, everything else was.
     ChatViewModel vm2;

@@ -72,6 +72,7 @@ class ModelInspectorTest : public QObject {
                                         "tiny-dsv3-wordnet-Q4_K_M.gguf");
     ModelInspector source;
     QVERIFY(loadAndWait(source, demo));
+    QVERIFY(!source.isPack());
     QTemporaryDir tmp;
     const QString dir = tmp.filePath(QStringLiteral("demo.pack"));
     moepack::BuildOptions opt;
@@ -84,6 +85,7 @@ class ModelInspectorTest : public QObject {
       ModelInspector m;
       QVERIFY(loadAndWait(m, path));
       QCOMPARE(m.error(), QString());
+      QVERIFY(m.isPack());
       QCOMPARE(m.architecture(), QStringLiteral("deepseek2"));
       QCOMPARE(m.tensorCount(), 105);  // README: 105 tensors, the routed ones now in experts.bin
       QCOMPARE(m.expertCount(), 32);

@@ -130,9 +130,21 @@ QtObject {
     s.setValue("cache_vram_mib", 10);
     QCOMPARE(s.previewSlotCount(), 10);
     QCOMPARE(s.previewProblem(), QString());
+    QVERIFY(s.canApply());
     s.setValue("cache_vram_mib", 3);  // 3 slots < top-4
     QCOMPARE(s.previewSlotCount(), 3);
     QVERIFY(!s.previewProblem().isEmpty());
+    // Values the loaded model would refuse are not applied: nothing stored, the engine keeps its own.
+    QVERIFY(s.dirty() && s.valid());
+    QVERIFY(!s.canApply());
+    const moepack::EngineSettings before = e.engineSettings();
+    const QVariantMap savedBefore = s.appliedValues();
+    QSignalSpy applied(&s, &SettingsViewModel::applied);
+    s.apply();
+    QCOMPARE(applied.size(), 0);
+    QVERIFY(s.dirty());
+    QCOMPARE(s.appliedValues(), savedBefore);
+    QCOMPARE(e.engineSettings().cache_vram_mib, before.cache_vram_mib);
     // The fake model has 5 MoE layers of 32 experts: a budget of 1000 slots makes 160.
     s.setValue("cache_vram_mib", 1000);
     QCOMPARE(s.previewSlotCount(), 160);

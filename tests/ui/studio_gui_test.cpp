@@ -112,6 +112,22 @@ class StudioGuiTest : public QObject {
     QVERIFY2(engine->state() == EngineController::Ready, qPrintable(engine->error()));
     QVERIFY(engine->info().isPack);
     QVERIFY(engine->modelPath().startsWith(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)));
+    {
+      // The Models page follows the conversion: it shows the pack that was opened, and the
+      // pack's size on disk, not the GGUF's.
+      auto* inspector = window->property("inspector").value<ModelInspector*>();
+      QVERIFY(inspector);
+      QTRY_VERIFY_WITH_TIMEOUT(!inspector->loading() && inspector->path() == engine->modelPath(), 30000);
+      QVERIFY(inspector->isPack());
+      const QString pack = engine->modelPath();
+      QCOMPARE(inspector->fileBytes(),
+               static_cast<double>(QFileInfo(pack + QStringLiteral("/dense.gguf")).size() +
+                                   QFileInfo(pack + QStringLiteral("/experts.bin")).size()));
+      window->setProperty("currentPage", 2);
+      QTest::qWait(200);
+      save(window, QStringLiteral("studio-model.png"));
+      window->setProperty("currentPage", 0);
+    }
 
     // Chat, measuring frame intervals while the reply streams.
     std::vector<double> intervals;
@@ -307,6 +323,14 @@ class StudioGuiTest : public QObject {
                              [](QChar c) { return c.unicode() >= 0x4e00 && c.unicode() <= 0x9fff; }),
                  qPrintable(revertText));
         save(window, QStringLiteral("studio-settings-zh_CN.png"));
+      } else {
+        // English (chosen, or the system's fallback) has its plural forms: "1 token", not "1 tokens".
+        QCOMPARE(QCoreApplication::translate("MessageBubble", " · %n token(s)", "", 1),
+                 QStringLiteral(" · 1 token"));
+        QCOMPARE(QCoreApplication::translate("MessageBubble", " · %n token(s)", "", 2),
+                 QStringLiteral(" · 2 tokens"));
+        QCOMPARE(QCoreApplication::translate("MessageBubble", "%n prompt token(s)", "", 1),
+                 QStringLiteral("1 prompt token"));
       }
     }
 

@@ -330,7 +330,9 @@ Item {
                 Label {
                     Layout.fillWidth: true
                     Layout.leftMargin: 20
-                    visible: page.chat.lastError.length > 0
+                    objectName: "chatError"
+                    // A failed reply's error is in its bubble already.
+                    visible: page.chat.lastError.length > 0 && !page.chat.lastErrorInReply
                     text: page.chat.lastError
                     color: "#b91c1c"
                     wrapMode: Text.Wrap

@@ -31,7 +31,9 @@ ApplicationWindow {
     EngineController {
         id: engine
         onModelLoaded: {
-            if (inspector.path.length === 0) inspector.load(window.initialModel)
+            // The Models page shows what was opened: the pack a GGUF was converted to, with
+            // the pack's size on disk.
+            if (inspector.path !== engine.modelPath) inspector.load(engine.modelPath)
             // What was opened joins the library (the model given at start, then the pack
             // loaded, so the source links to it), once a session, quietly.
             const paths = []

@@ -127,8 +127,9 @@ Item {
                 Layout.maximumWidth: implicitWidth
                 wrapMode: Text.Wrap
                 // The decode rate needs two tokens: a reply stopped after its first has none.
-                text: qsTr("%1 prompt tokens · %2 tokens · first token %3 ms · prefill %4 tok/s")
-                        .arg(bubble.promptTokens).arg(bubble.generatedTokens)
+                text: qsTr("%n prompt token(s)", "", bubble.promptTokens)
+                      + qsTr(" · %n token(s)", "", bubble.generatedTokens)
+                      + qsTr(" · first token %1 ms · prefill %2 tok/s")
                         .arg(bubble.ttftMs.toFixed(0)).arg(bubble.prefillTps.toFixed(1))
                       + (bubble.generatedTokens >= 2 ? qsTr(" · decode %1 tok/s").arg(bubble.decodeTps.toFixed(1)) : "")
                       + (bubble.stopReason === "cancelled" ? qsTr(" · stopped")

@@ -3,6 +3,7 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import QtCharts
 import MoePack.Ui
+import "niceaxis.js" as NiceAxis
 
 // The model page: what `moepack inspect` shows, for the model opened in the studio.
 Item {
@@ -43,6 +44,17 @@ Item {
                     columns: 2
                     columnSpacing: 16
                     Label { text: qsTr("Architecture") } Label { text: page.inspector.architecture; font.bold: true }
+                    Label { text: qsTr("File") }
+                    Label {
+                        objectName: "inspectedFile"
+                        Layout.fillWidth: true
+                        Layout.maximumWidth: 360
+                        elide: Text.ElideMiddle
+                        text: (page.inspector.isPack ? qsTr("Expert Pack: %1") : qsTr("GGUF: %1")).arg(page.inspector.path)
+                        ToolTip.visible: fileHover.hovered && truncated
+                        ToolTip.text: page.inspector.path
+                        HoverHandler { id: fileHover }
+                    }
                     Label { text: qsTr("Size on disk") } Label { text: page.mib(page.inspector.fileBytes) }
                     Label { text: qsTr("Tensors") } Label { text: page.inspector.tensorCount }
                     Label { text: qsTr("Tokenizer") } Label { text: page.inspector.tokenizer }
@@ -106,7 +118,10 @@ Item {
                             maxv = Math.max(maxv, kib)
                         }
                         categories.categories = names
-                        yAxis.max = maxv > 0 ? maxv * 1.15 : 1
+                        const top = maxv > 0 ? maxv : 1
+                        yAxis.max = NiceAxis.max(top)
+                        yAxis.tickCount = NiceAxis.ticks(top)
+                        yAxis.labelFormat = NiceAxis.format(top)
                         bars.append(qsTr("expert KiB"), values)
                     }
                 }

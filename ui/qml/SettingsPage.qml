@@ -280,8 +280,12 @@ Item {
             anchors.rightMargin: 18
             Label {
                 Layout.fillWidth: true
-                color: page.settings.valid ? "#6b7280" : "#b91c1c"
+                objectName: "applyStatus"
+                wrapMode: Text.WordWrap
+                color: page.settings.valid && page.settings.previewProblem.length === 0 ? "#6b7280" : "#b91c1c"
                 text: !page.settings.valid ? qsTr("Fix the highlighted values first.")
+                    : page.settings.previewProblem.length > 0
+                      ? qsTr("The loaded model would not start with these cache values; raise the budget to apply.")
                     : page.settings.dirty ? qsTr("Changes are not applied yet.") : ""
             }
             Button {
@@ -304,7 +308,7 @@ Item {
                 font.capitalization: Font.MixedCase
                 highlighted: true
                 Material.elevation: 0
-                enabled: page.settings.dirty && page.settings.valid
+                enabled: page.settings.canApply
                 onClicked: page.settings.apply()
             }
         }
