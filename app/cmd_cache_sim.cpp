@@ -56,8 +56,15 @@ std::function<int()> add_cache_sim(CLI::App& app) {
     j["slots"] = n;
     j["budget_bytes"] = static_cast<uint64_t>(n) * t.header.expert_bytes;
     j["policies"] = nlohmann::json::array();
+    j["split_records"] = results.empty() ? 0 : results.front().split_records;
     std::fprintf(stderr, "%s: %zu records, %u slots of %llu bytes\n", opt->trace.c_str(), t.records.size(), n,
                  static_cast<unsigned long long>(t.header.expert_bytes));
+    if (!results.empty() && results.front().split_records > 0) {
+      std::fprintf(stderr,
+                   "  %llu records (prefill steps) wider than %u slots: replayed %u experts at a time, as "
+                   "the engine reads them\n",
+                   static_cast<unsigned long long>(results.front().split_records), n, n);
+    }
     for (const CacheSimResult& r : results) {
       j["policies"].push_back({{"policy", r.policy},
                                {"cache_hits", r.counters.cache_hits},

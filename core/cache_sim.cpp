@@ -1,5 +1,7 @@
 #include "core/cache_sim.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace moepack {
@@ -8,38 +10,52 @@ std::vector<CacheSimResult> simulate_cache(const RoutingTrace& trace, uint32_t s
                                            const std::vector<std::string>& policies) {
   size_t widest = 0;
   for (const TraceRecord& r : trace.records) widest = std::max(widest, r.experts.size());
-  if (slots < widest) {
-    throw Error("cache-sim: " + std::to_string(slots) + " slots cannot hold a layer's working set of " +
-                std::to_string(widest) + " experts");
+  // The engine's own minimum: one token's top-k (a decode step's record) must fit at once.
+  const size_t need = std::min<size_t>(widest, std::max<uint32_t>(trace.header.top_k, 1));
+  if (slots < need) {
+    throw Error("cache-sim: " + std::to_string(slots) + " slots cannot hold one token's top-" +
+                std::to_string(need) + " experts");
   }
   std::vector<CacheSimResult> out;
   for (const std::string& name : policies) {
+    // The acquires as the engine makes them: a record wider than the cache (a prefill's union)
+    // in ascending chunks of `slots` experts (core/cpu_moe.cpp, run_routed_experts).
+    std::vector<std::pair<uint16_t, std::vector<uint32_t>>> acquires;  // (layer, experts)
+    std::vector<uint32_t> steps;
+    uint64_t split = 0;
+    for (const TraceRecord& r : trace.records) {
+      std::vector<uint32_t> ids(r.experts.begin(), r.experts.end());
+      std::sort(ids.begin(), ids.end());
+      split += ids.size() > slots ? 1 : 0;
+      for (size_t b = 0; b < ids.size() || b == 0; b += slots) {
+        const size_t e = std::min(ids.size(), b + slots);
+        acquires.emplace_back(r.layer, std::vector<uint32_t>(ids.begin() + static_cast<long>(b),
+                                                             ids.begin() + static_cast<long>(e)));
+        steps.push_back(r.step);
+        if (ids.empty()) break;
+      }
+    }
     std::unique_ptr<ReplacementPolicy> policy;
     if (name == "belady") {
       std::vector<ExpertKey> accesses;
-      for (const TraceRecord& r : trace.records) {
-        for (uint16_t e : r.experts) accesses.push_back(ExpertKey{r.layer, e});
+      for (const auto& [layer, ids] : acquires) {
+        for (uint32_t e : ids) accesses.push_back(ExpertKey{layer, e});
       }
       policy = make_belady_policy(std::move(accesses));
     } else {
       policy = make_policy(name);
     }
     ExpertCache cache(slots, std::move(policy));
-    bool first = true;
-    uint32_t step = 0;
-    std::vector<uint32_t> ids;
-    for (const TraceRecord& r : trace.records) {
-      if (!first && r.step != step) cache.end_step();
-      first = false;
-      step = r.step;
-      ids.assign(r.experts.begin(), r.experts.end());
-      cache.acquire(r.layer, ids);
+    for (size_t k = 0; k < acquires.size(); ++k) {
+      if (k > 0 && steps[k] != steps[k - 1]) cache.end_step();
+      cache.acquire(acquires[k].first, acquires[k].second);
     }
     CacheSimResult res;
     res.policy = name;
     res.slots = slots;
     res.counters = cache.counters();
     res.read_bytes = res.counters.cache_misses * trace.header.expert_bytes;
+    res.split_records = split;
     out.push_back(res);
   }
   return out;

@@ -15,10 +15,15 @@ struct CacheSimResult {
   uint32_t slots = 0;
   CacheCounters counters;
   uint64_t read_bytes = 0;  // misses x expert_bytes
+  uint64_t split_records = 0;  // records wider than the cache, replayed in chunks (below)
 };
 
 // Runs the trace through a cache of `slots` slots for each policy name in `policies`
-// ("hybrid", "lru", "lfu", "belady"). Throws Error if `slots` cannot hold the largest record.
+// ("hybrid", "lru", "lfu", "belady"). A record with more experts than slots (a prefill's union
+// of every token's top-k) is replayed as the engine acquires it with that cache: its experts in
+// ascending order, `slots` at a time (core/cpu_moe.cpp), so a trace recorded with a large cache
+// can be replayed at a small one. Throws Error if `slots` cannot hold one token's top-k (the
+// header's top_k; the engine's own minimum).
 std::vector<CacheSimResult> simulate_cache(const RoutingTrace& trace, uint32_t slots,
                                            const std::vector<std::string>& policies);
 

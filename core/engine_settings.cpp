@@ -10,6 +10,7 @@
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -63,18 +64,22 @@ struct Key {
   const char* name;
   std::function<void(EngineSettings&, const std::string& key, const std::string& value)> set;
   std::function<nlohmann::json(const EngineSettings&)> get;
+  std::optional<SettingRange> range = std::nullopt;  // numeric keys only
 };
 
-constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
+constexpr uint64_t kMaxContext = uint64_t{1} << 24;  // 16 Mi tokens; the model's own context caps it
+constexpr uint64_t kMaxMib = uint64_t{1} << 24;      // 16 TiB
 
-#define MP_UINT(field, min, max)                                                                          \
-  Key {                                                                                                   \
-    #field,                                                                                               \
+#define MP_UINT(field, min, max)                                                                        \
+  Key {                                                                                                 \
+#field,                                                                                               \
         [](EngineSettings& s, const std::string& k, const std::string& v) {                               \
           s.field = static_cast<decltype(s.field)>(parse_uint(k, v, min, max));                           \
         },                                                                                                \
-        [](const EngineSettings& s) { return nlohmann::json(s.field); }                                   \
+        [](const EngineSettings& s) { return nlohmann::json(s.field); }, SettingRange{ \
+      min, max                                                                                          \
+    }                                                                                                   \
   }
 #define MP_BOOL(field)                                                                                    \
   Key {                                                                                                   \
@@ -94,17 +99,18 @@ const std::vector<Key>& keys() {
             s.backend = parse_choice(k, v, {"cpu", "cuda", "auto"});
           },
           [](const EngineSettings& s) { return nlohmann::json(s.backend); }},
+      // The studio's Settings page takes these ranges too (engine_setting_range).
       MP_UINT(threads, 0, 4096),
-      MP_UINT(n_ctx, 1, kU32Max),
-      MP_UINT(cache_vram_mib, 0, kU64Max >> 20),
-      MP_UINT(cache_vram_reserve_mib, 0, kU64Max >> 20),
+      MP_UINT(n_ctx, 64, kMaxContext),
+      MP_UINT(cache_vram_mib, 0, kMaxMib),
+      MP_UINT(cache_vram_reserve_mib, 0, kMaxMib),
       MP_UINT(cache_bytes, 0, kU64Max),
       Key{"cache_policy",
           [](EngineSettings& s, const std::string& k, const std::string& v) {
             s.cache_policy = parse_choice(k, v, {"hybrid", "lru", "lfu"});
           },
           [](const EngineSettings& s) { return nlohmann::json(s.cache_policy); }},
-      MP_UINT(stage_slots, 1, 65536),
+      MP_UINT(stage_slots, 1, 4096),
       MP_UINT(read_splits, 1, 64),
       MP_UINT(queue_depth, 1, 65536),
       MP_BOOL(direct_io),
@@ -202,6 +208,13 @@ const std::vector<std::string>& setting_keys() {
     return v;
   }();
   return names;
+}
+
+std::optional<SettingRange> engine_setting_range(const std::string& key) {
+  for (const Key& k : keys()) {
+    if (key == k.name) return k.range;
+  }
+  return std::nullopt;
 }
 
 }  // namespace moepack

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,5 +60,15 @@ void apply_settings_file(EngineSettings& s, const std::string& path);
 nlohmann::json settings_to_json(const EngineSettings& s);
 // The keys apply_setting accepts, in declaration order.
 const std::vector<std::string>& setting_keys();
+
+// Inclusive bounds of a numeric key, as apply_setting enforces them (threads [0, 4096], n_ctx
+// [64, 2^24], cache_vram_mib and cache_vram_reserve_mib [0, 2^24], stage_slots [1, 4096],
+// read_splits [1, 64], ...); nullopt for a key that is not numeric or not known. The studio's
+// Settings page checks its engine values against these, so both front ends accept the same.
+struct SettingRange {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+};
+std::optional<SettingRange> engine_setting_range(const std::string& key);
 
 }  // namespace moepack

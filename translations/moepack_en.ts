@@ -1226,88 +1226,88 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>ModelPage</name>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="24"/>
+        <location filename="../ui/qml/ModelPage.qml" line="25"/>
         <source>Cannot open the model:
 %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="40"/>
+        <location filename="../ui/qml/ModelPage.qml" line="41"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="45"/>
+        <location filename="../ui/qml/ModelPage.qml" line="46"/>
         <source>Architecture</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="46"/>
+        <location filename="../ui/qml/ModelPage.qml" line="47"/>
         <source>File</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <location filename="../ui/qml/ModelPage.qml" line="53"/>
         <source>Expert Pack: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <location filename="../ui/qml/ModelPage.qml" line="53"/>
         <source>GGUF: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="57"/>
+        <location filename="../ui/qml/ModelPage.qml" line="58"/>
         <source>Size on disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="58"/>
+        <location filename="../ui/qml/ModelPage.qml" line="59"/>
         <source>Tensors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="59"/>
+        <location filename="../ui/qml/ModelPage.qml" line="60"/>
         <source>Tokenizer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="60"/>
+        <location filename="../ui/qml/ModelPage.qml" line="61"/>
         <source>Routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="62"/>
+        <location filename="../ui/qml/ModelPage.qml" line="63"/>
         <source>%1 per layer, top-%2, %3 shared</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="65"/>
+        <location filename="../ui/qml/ModelPage.qml" line="66"/>
         <source>All routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="70"/>
+        <location filename="../ui/qml/ModelPage.qml" line="71"/>
         <source>Hyperparameters</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="96"/>
+        <location filename="../ui/qml/ModelPage.qml" line="97"/>
         <source>One routed expert per block (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="121"/>
+        <location filename="../ui/qml/ModelPage.qml" line="125"/>
         <source>expert KiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="127"/>
+        <location filename="../ui/qml/ModelPage.qml" line="131"/>
         <source>Layers with routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="143"/>
+        <location filename="../ui/qml/ModelPage.qml" line="147"/>
         <source>blk.%1 — %2 experts × %3 KiB</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2410,38 +2410,43 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="130"/>
+        <location filename="../ui/settings_view_model.cpp" line="145"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="136"/>
+        <location filename="../ui/settings_view_model.cpp" line="151"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="139"/>
+        <location filename="../ui/settings_view_model.cpp" line="154"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="150"/>
+        <location filename="../ui/settings_view_model.cpp" line="165"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="154"/>
+        <location filename="../ui/settings_view_model.cpp" line="169"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="157"/>
-        <location filename="../ui/settings_view_model.cpp" line="161"/>
+        <location filename="../ui/settings_view_model.cpp" line="170"/>
+        <source>Enter a whole number.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="173"/>
+        <location filename="../ui/settings_view_model.cpp" line="177"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="253"/>
+        <location filename="../ui/settings_view_model.cpp" line="269"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

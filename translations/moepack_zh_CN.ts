@@ -1260,89 +1260,89 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>ModelPage</name>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="24"/>
+        <location filename="../ui/qml/ModelPage.qml" line="25"/>
         <source>Cannot open the model:
 %1</source>
         <translation>无法打开模型：
 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="40"/>
+        <location filename="../ui/qml/ModelPage.qml" line="41"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="45"/>
+        <location filename="../ui/qml/ModelPage.qml" line="46"/>
         <source>Architecture</source>
         <translation>架构</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="46"/>
+        <location filename="../ui/qml/ModelPage.qml" line="47"/>
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <location filename="../ui/qml/ModelPage.qml" line="53"/>
         <source>Expert Pack: %1</source>
         <translation>专家包：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <location filename="../ui/qml/ModelPage.qml" line="53"/>
         <source>GGUF: %1</source>
         <translation>GGUF：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="57"/>
+        <location filename="../ui/qml/ModelPage.qml" line="58"/>
         <source>Size on disk</source>
         <translation>磁盘占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="58"/>
+        <location filename="../ui/qml/ModelPage.qml" line="59"/>
         <source>Tensors</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="59"/>
+        <location filename="../ui/qml/ModelPage.qml" line="60"/>
         <source>Tokenizer</source>
         <translation>分词器</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="60"/>
+        <location filename="../ui/qml/ModelPage.qml" line="61"/>
         <source>Routed experts</source>
         <translation>路由专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="62"/>
+        <location filename="../ui/qml/ModelPage.qml" line="63"/>
         <source>%1 per layer, top-%2, %3 shared</source>
         <translation>每层 %1 个，top-%2，%3 个共享</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="65"/>
+        <location filename="../ui/qml/ModelPage.qml" line="66"/>
         <source>All routed experts</source>
         <translation>全部路由专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="70"/>
+        <location filename="../ui/qml/ModelPage.qml" line="71"/>
         <source>Hyperparameters</source>
         <translation>超参数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="96"/>
+        <location filename="../ui/qml/ModelPage.qml" line="97"/>
         <source>One routed expert per block (KiB)</source>
         <translation>每个块中单个路由专家的大小（KiB）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="121"/>
+        <location filename="../ui/qml/ModelPage.qml" line="125"/>
         <source>expert KiB</source>
         <translation>专家 KiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="127"/>
+        <location filename="../ui/qml/ModelPage.qml" line="131"/>
         <source>Layers with routed experts</source>
         <translation>含路由专家的层</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="143"/>
+        <location filename="../ui/qml/ModelPage.qml" line="147"/>
         <source>blk.%1 — %2 experts × %3 KiB</source>
         <translation>blk.%1 — %2 个专家 × %3 KiB</translation>
     </message>
@@ -2456,38 +2456,43 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="130"/>
+        <location filename="../ui/settings_view_model.cpp" line="145"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="136"/>
+        <location filename="../ui/settings_view_model.cpp" line="151"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="139"/>
+        <location filename="../ui/settings_view_model.cpp" line="154"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="150"/>
+        <location filename="../ui/settings_view_model.cpp" line="165"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="154"/>
+        <location filename="../ui/settings_view_model.cpp" line="169"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="157"/>
-        <location filename="../ui/settings_view_model.cpp" line="161"/>
+        <location filename="../ui/settings_view_model.cpp" line="170"/>
+        <source>Enter a whole number.</source>
+        <translation>请输入整数。</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="173"/>
+        <location filename="../ui/settings_view_model.cpp" line="177"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="253"/>
+        <location filename="../ui/settings_view_model.cpp" line="269"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

@@ -11,6 +11,7 @@
 #include <QPdfWriter>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -262,8 +263,18 @@ class Doc {
       p_.drawLine(QPointF(x, top_y), QPointF(x, top_y + plot_h));
     }
     p_.setPen(Qt::black);
-    for (const auto& [first, id] : starts) p_.drawText(QPointF(left + step * static_cast<double>(first) + 3, top_y + plot_h + 14), id);
-    y_ = top_y + plot_h + 30;
+    std::vector<double> lx, lw;
+    const QFontMetricsF fm(f, &writer_);
+    for (const auto& [first, id] : starts) {
+      lx.push_back(left + step * static_cast<double>(first) + 3);
+      lw.push_back(fm.horizontalAdvance(id));
+    }
+    const std::vector<int> row = place_axis_labels(lx, lw, fm.averageCharWidth(), 2);
+    for (size_t k = 0; k < starts.size(); ++k) {
+      if (row[k] >= 0)
+        p_.drawText(QPointF(lx[k], top_y + plot_h + 14 + fm.height() * row[k]), starts[k].second);
+    }
+    y_ = top_y + plot_h + 24 + fm.height();
     text(QObject::tr("%n token(s); x: token in the run, requests one after another (dashed: request start).",
                      "", static_cast<int>(ms.size())),
          8);
@@ -503,6 +514,22 @@ void write_pdf_report(const json& report, const QString& path) {
   const QByteArray pdf = render_pdf_report(report);
   const QFileInfo fi(path);
   write_file_atomic(fi.absolutePath().toStdString(), fi.fileName().toStdString(), pdf.toStdString());
+}
+
+std::vector<int> place_axis_labels(const std::vector<double>& x, const std::vector<double>& width, double gap,
+                                   int rows) {
+  std::vector<int> out(x.size(), -1);
+  std::vector<double> end(static_cast<size_t>(std::max(rows, 0)), -std::numeric_limits<double>::infinity());
+  for (size_t k = 0; k < x.size(); ++k) {
+    for (size_t r = 0; r < end.size(); ++r) {
+      if (x[k] >= end[r] + gap) {
+        out[k] = static_cast<int>(r);
+        end[r] = x[k] + (k < width.size() ? width[k] : 0.0);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace moepack::ui

@@ -15,8 +15,16 @@
 #include <QByteArray>
 #include <QString>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace moepack::ui {
+
+// Where the labels of an axis go so that none overlaps another: label k spans [x[k], x[k] +
+// width[k]) (x ascending, any unit); each goes on the first of `rows` rows whose last label ends
+// at least `gap` before it, else it is left out (-1). The timeline's request labels use it, so
+// short requests side by side do not print over each other.
+std::vector<int> place_axis_labels(const std::vector<double>& x, const std::vector<double>& width, double gap,
+                                   int rows);
 
 // Renders the PDF into memory. Throws Error when the report is not an object.
 QByteArray render_pdf_report(const nlohmann::json& report);

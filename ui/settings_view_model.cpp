@@ -8,8 +8,11 @@
 #include <QStandardPaths>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <thread>
+#include <utility>
 
+#include "core/engine_settings.h"
 #include "ui/engine_worker.h"
 
 Q_DECLARE_LOGGING_CATEGORY(lcUi)
@@ -21,14 +24,25 @@ struct Range {
   const char* key;
   double lo, hi;
 };
-// Numeric limits (inclusive). The engine rejects read_splits 0 and stage_slots 0.
-constexpr Range kRanges[] = {
-    {"threads", 0, 1024},          {"n_ctx", 64, 1048576},        {"cache_vram_mib", 1, 16777216},
-    {"cache_vram_reserve_mib", 0, 16777216}, {"stage_slots", 1, 1024}, {"read_splits", 1, 64},
-    {"temperature", 0, 5},         {"top_k", 0, 1000},            {"top_p", 0.01, 1},
-    {"min_p", 0, 1},               {"repeat_penalty", 0.5, 3},    {"max_tokens", 1, 32768},
-    {"seed", -1, 4294967294.0},
+// Numeric limits (inclusive) of the chat's own values. The engine's numeric keys take the
+// engine's ranges (engine_setting_range), so Settings and `moepack --set` accept the same values.
+constexpr Range kGenerationRanges[] = {
+    {"temperature", 0, 5},      {"top_k", 0, 1000},       {"top_p", 0.01, 1},         {"min_p", 0, 1},
+    {"repeat_penalty", 0.5, 3}, {"max_tokens", 1, 32768}, {"seed", -1, 4294967294.0},
 };
+
+std::optional<std::pair<double, double>> range_of(const QString& key) {
+  for (const Range& r : kGenerationRanges) {
+    if (key == QLatin1String(r.key)) return std::make_pair(r.lo, r.hi);
+  }
+  if (const auto r = engine_setting_range(key.toStdString())) {
+    // The studio has no cache_bytes (the CLI's exact budget), so a budget of 0 MiB means nothing.
+    const double lo = key == QLatin1String("cache_vram_mib") ? std::max<double>(1, static_cast<double>(r->lo))
+                                                             : static_cast<double>(r->lo);
+    return std::make_pair(lo, static_cast<double>(r->hi));
+  }
+  return std::nullopt;
+}
 
 double mem_available_mib() {
   QFile f(QStringLiteral("/proc/meminfo"));
@@ -143,15 +157,16 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
       key == QLatin1String("system_prompt")) {
     return {};
   }
-  for (const Range& r : kRanges) {
-    if (key != QLatin1String(r.key)) continue;
+  if (const auto r = range_of(key)) {
+    const auto [lo, hi] = *r;
     bool ok = false;
     const double v = value.toDouble(&ok);
     if (!ok || !std::isfinite(v)) return tr("Enter a number.");
     // Limits as plain numbers ("16777216", not "1.67772e+07").
     // (C locale: the form the field itself accepts.)
     const auto num = [](double x) { return QString::number(x, 'f', x == std::floor(x) ? 0 : 2); };
-    if (v < r.lo || v > r.hi) return tr("Between %1 and %2.").arg(num(r.lo), num(r.hi));
+    if (v < lo || v > hi) return tr("Between %1 and %2.").arg(num(lo), num(hi));
+    if (engine_setting_range(key.toStdString()) && v != std::floor(v)) return tr("Enter a whole number.");
     return {};
   }
   return tr("Unknown setting %1.").arg(key);

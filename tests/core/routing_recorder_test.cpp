@@ -8,8 +8,10 @@
 #include <string>
 
 #include "core/cache_sim.h"
+#include "core/model_source.h"
 #include "core/routing_trace.h"
 #include "core/session.h"
+#include "packbuilder/pack_builder.h"
 #include "tests/support/gguf_writer.h"
 
 namespace moepack {
@@ -65,6 +67,59 @@ TEST(RoutingRecorder, RecordsEveryStepOfTheDemoModel) {
     }
     for (const auto& r : res) EXPECT_GE(r.counters.cache_misses, belady) << r.policy << " at " << slots << " slots";
   }
+}
+
+// The replay is what the engine does: a trace recorded while the CPU engine ran the pack with
+// a cache of S slots, replayed at S with the runtime's policy (hybrid), gives the engine's own
+// hits, misses and evictions, at 6 slots (every prefill union is split) and at 40 (none is).
+// A trace recorded at 40 slots replays at 6 as the run at 6 went (routing does not depend on
+// the cache).
+TEST(CacheSim, ReplayEqualsTheEnginesOwnCounters) {
+  test::TempDir dir("moepack-trace");
+  BuildOptions bo;
+  bo.source = kDemo;
+  bo.out_dir = dir.file("pack");
+  bo.safety_margin_bytes = 0;
+  build_pack(bo);
+  const uint64_t stride = ModelSource::open(bo.out_dir)->pack()->layout().max_stride;
+  std::map<uint32_t, BackendStats> engine;
+  for (const uint32_t slots : {6u, 40u}) {
+    EngineSettings st;
+    st.backend = "cpu";
+    st.threads = 2;
+    st.cache_bytes = slots * stride;
+    st.cache_vram_reserve_mib = 0;
+    st.trace_path = dir.file("at" + std::to_string(slots) + ".trace");
+    {
+      auto s = Session::load(bo.out_dir, st);
+      GenerateOptions o;
+      o.max_tokens = 10;
+      o.ignore_eos = true;
+      o.sampling.temperature = 0.0f;
+      s->chat({{"user", "What does \"salmon\" mean? And what does \"trout\" mean?"}}, o);
+      s->chat({{"user", "What does \"salmon\" mean? And what does \"trout\" mean?"},
+               {"assistant", "fish"},
+               {"user", "Tell me a quote."}},
+              o);
+      engine[slots] = s->backend().stats();
+      ASSERT_EQ(engine[slots].cache_slots, slots);
+    }
+    const RoutingTrace t = read_routing_trace(st.trace_path);
+    const CacheSimResult r = simulate_cache(t, slots, {"hybrid"}).front();
+    EXPECT_EQ(r.counters.cache_hits, engine[slots].cache_hits) << slots << " slots";
+    EXPECT_EQ(r.counters.cache_misses, engine[slots].cache_misses) << slots << " slots";
+    EXPECT_EQ(r.counters.cache_evictions, engine[slots].cache_evictions) << slots << " slots";
+    if (slots == 6) {
+      EXPECT_GT(r.split_records, 0u);
+    }
+  }
+  EXPECT_GT(engine[6].cache_evictions, engine[40].cache_evictions);
+  const CacheSimResult from40 =
+      simulate_cache(read_routing_trace(dir.file("at40.trace")), 6, {"hybrid"}).front();
+  EXPECT_EQ(from40.counters.cache_misses, engine[6].cache_misses);
+  EXPECT_EQ(from40.counters.cache_hits, engine[6].cache_hits);
+  // Fewer slots than one token's top-4 cannot run at all, in the engine or the replay.
+  EXPECT_THROW(simulate_cache(read_routing_trace(dir.file("at40.trace")), 3, {"hybrid"}), Error);
 }
 
 }  // namespace

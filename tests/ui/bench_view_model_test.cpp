@@ -35,6 +35,7 @@
 #include "bench/prompt_set.h"
 #include "packbuilder/pack_builder.h"
 #include "ui/engine_worker.h"
+#include "ui/pdf_report.h"
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
 
@@ -271,6 +272,21 @@ class BenchViewModelTest : public QObject {
     const qint64 ink = inkPixels(page);
     qInfo() << "HTML screenshot" << shot << "ink pixels" << ink;
     QVERIFY(ink > 20000);
+  }
+
+  // The PDF timeline's request labels (hand-checked): a label goes on the first row free by the
+  // gap, else the second, else it is left out.
+  void timelineLabelsNeverOverlap() {
+    using moepack::ui::place_axis_labels;
+    // Wide apart: all on row 0.
+    QCOMPARE(place_axis_labels({0, 100, 200}, {30, 30, 30}, 5, 2), (std::vector<int>{0, 0, 0}));
+    // 0..30 on row 0; 20 is too close (needs 35): row 1 (20..50); 40 needs row 0 (>= 35): row 0;
+    // 45: row 0 ends at 70, row 1 at 50: neither (needs 75 / 55): left out; 80: row 0.
+    QCOMPARE(place_axis_labels({0, 20, 40, 45, 80}, {30, 30, 30, 30, 30}, 5, 2),
+             (std::vector<int>{0, 1, 0, -1, 0}));
+    // One row: every second label of a tight run is dropped.
+    QCOMPARE(place_axis_labels({0, 10, 20, 30}, {12, 12, 12, 12}, 2, 1), (std::vector<int>{0, -1, 0, -1}));
+    QCOMPARE(place_axis_labels({}, {}, 2, 2), std::vector<int>{});
   }
 
   void cancelStopsPromptly() {

@@ -7,6 +7,8 @@
 #include <QStandardPaths>
 #include <QtTest>
 
+#include "core/engine_settings.h"
+#include "core/error.h"
 #include "fake_chat_engine.h"
 #include "ui/settings_view_model.h"
 #include "ui/telemetry_view_model.h"
@@ -148,6 +150,30 @@ QtObject {
     // The fake model has 5 MoE layers of 32 experts: a budget of 1000 slots makes 160.
     s.setValue("cache_vram_mib", 1000);
     QCOMPARE(s.previewSlotCount(), 160);
+  }
+
+  // The engine's numeric values have the engine's own ranges, as `moepack --set` checks them.
+  void engineValuesTakeTheEnginesRanges() {
+    SettingsViewModel s;
+    QCOMPARE(s.setValue("threads", 4096), QString());
+    QCOMPARE(s.setValue("threads", 4097), QStringLiteral("Between 0 and 4096."));
+    QVERIFY(!s.setValue("threads", 2.5).isEmpty());  // a whole number
+    QCOMPARE(s.setValue("stage_slots", 4096), QString());
+    QCOMPARE(s.setValue("stage_slots", 4097), QStringLiteral("Between 1 and 4096."));
+    QCOMPARE(s.setValue("n_ctx", 63), QStringLiteral("Between 64 and 16777216."));
+    QCOMPARE(s.setValue("cache_vram_mib", 0),
+             QStringLiteral("Between 1 and 16777216."));  // no cache_bytes here
+    QCOMPARE(s.setValue("read_splits", 65), QStringLiteral("Between 1 and 64."));
+    moepack::EngineSettings e;
+    for (const char* key : {"threads", "stage_slots", "n_ctx", "read_splits", "cache_vram_reserve_mib"}) {
+      const auto r = moepack::engine_setting_range(key);
+      QVERIFY(r);
+      QCOMPARE(s.setValue(key, static_cast<double>(r->hi)), QString());
+      QVERIFY(!s.setValue(key, static_cast<double>(r->hi) + 1).isEmpty());
+      moepack::apply_setting(e, key, std::to_string(r->hi));  // the CLI's parser takes the same bound
+      QVERIFY_THROWS_EXCEPTION(moepack::Error, moepack::apply_setting(e, key, std::to_string(r->hi + 1)));
+    }
+    s.revert();
   }
 
   // Range errors print their limits as plain numbers, not "1.67772e+07".

@@ -67,20 +67,12 @@ Item {
         nameFilters: [qsTr("Prompt sets (*.json)")]
         onAccepted: page.bench.promptSetPath = promptDialog.file
     }
-    Platform.FileDialog {
+    SaveFileDialog {
         id: exportDialog
         objectName: "benchExportDialog"
         property string format: "json"
         title: qsTr("Export the report")
-        fileMode: Platform.FileDialog.SaveFile
-        // Suggests "moepack-bench-<model>-<date>" in the documents folder (set once the dialog is
-        // open: Qt Labs' dialog drops a file set before it exists).
-        function openSuggesting(file) {
-            const url = file.toString()
-            folder = url.substring(0, url.lastIndexOf("/"))
-            open()
-            currentFile = file
-        }
+        // Suggests "moepack-bench-<model>-<date>" in the documents folder.
         defaultSuffix: exportDialog.format
         nameFilters: [exportDialog.format.toUpperCase() + " (*." + exportDialog.format + ")"]
         onAccepted: page.bench.exportReport(exportDialog.format, exportDialog.file)

@@ -2,7 +2,6 @@ pragma ComponentBehavior: Bound
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
-import Qt.labs.platform as Platform
 import MoePack.Ui
 
 // The chat screen: conversations on the left, the open conversation in the middle, its system
@@ -511,23 +510,12 @@ Item {
         }
     }
 
-    // Qt Labs Platform dialogs: the platform's own where there is one, else Qt Widgets'
-    // QFileDialog (the studio is a QApplication). Qt 6.4's QML-drawn dialog joined a typed full
-    // path to its current folder ("/work//tmp/x.md"), kept Save disabled until Enter, and chose
-    // the highlighted child of a folder.
-    Platform.FileDialog {
+    // The desktop's own save dialog (SaveFileDialog.qml says why not Qt 6.4's QML-drawn one).
+    SaveFileDialog {
         id: exportDialog
         objectName: "chatExportDialog"
         title: qsTr("Export conversation")
-        fileMode: Platform.FileDialog.SaveFile
-        // Suggests the conversation's title in the documents folder. (The suggested file is set
-        // once the dialog is open: Qt Labs' dialog drops one set before it exists.)
-        function openSuggesting(file) {
-            const url = file.toString()
-            folder = url.substring(0, url.lastIndexOf("/"))
-            open()
-            currentFile = file
-        }
+        // Suggests the conversation's title in the documents folder.
         nameFilters: [qsTr("Markdown (*.md)"), qsTr("JSON (*.json)")]
         onAccepted: {
             // The name's own suffix decides the format; a name without one gets the chosen filter's.
