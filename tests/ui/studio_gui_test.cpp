@@ -11,10 +11,13 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLineEdit>
 #include <QQmlApplicationEngine>
 #include <QQmlProperty>
 #include <QQuickItem>
@@ -395,6 +398,75 @@ class StudioGuiTest : public QObject {
     auto* engine = window->property("engine").value<EngineController*>();
     QVERIFY(engine);
     QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
+  }
+
+  // The chat's export dialog accepted as a user does: it opens on the suggested file (the
+  // conversation's title in the documents folder); a full path typed into it is written there,
+  // in the format its suffix names, and the toast shows that path.
+  void chatExportDialogWritesTheChosenFile() {
+    QQmlApplicationEngine qml;
+    QStringList warnings;
+    QQuickWindow* window = loadStudio(qml, warnings);
+    QVERIFY(window);
+    auto* engine = window->property("engine").value<EngineController*>();
+    auto* chat = window->property("chat").value<ChatViewModel*>();
+    QVERIFY(engine && chat);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        engine->state() != EngineController::Loading && engine->state() != EngineController::Empty, 180000);
+    QVERIFY2(engine->state() == EngineController::Ready, qPrintable(engine->error()));
+    chat->newConversation();
+    QSignalSpy finished(chat, &ChatViewModel::replyFinished);
+    QVERIFY(chat->send(QStringLiteral("What does \"salmon\" mean?")));
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(chat->messages()->count(), 2);
+    const QString reply = chat->messages()->at(1).message.content;
+
+    auto* dialog = window->findChild<QObject*>(QStringLiteral("chatExportDialog"));
+    QVERIFY(dialog);
+    const QUrl suggested = chat->suggestedExportFile(QStringLiteral("md"));
+    QVERIFY(QMetaObject::invokeMethod(dialog, "openSuggesting", Q_ARG(QVariant, QVariant(suggested))));
+    const auto fileDialog = []() -> QFileDialog* {
+      for (QWidget* w : QApplication::topLevelWidgets()) {
+        if (auto* fd = qobject_cast<QFileDialog*>(w); fd && fd->isVisible()) return fd;
+      }
+      return nullptr;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(fileDialog() != nullptr, 5000);
+    QFileDialog* fd = fileDialog();
+    QCOMPARE(fd->acceptMode(), QFileDialog::AcceptSave);
+    QTRY_COMPARE_WITH_TIMEOUT(QFileInfo(fd->selectedFiles().value(0)).fileName(),
+                              QFileInfo(suggested.toLocalFile()).fileName(), 5000);
+    QCOMPARE(QFileInfo(fd->selectedFiles().value(0)).absolutePath(),
+             QFileInfo(suggested.toLocalFile()).absolutePath());
+    QTemporaryDir out;
+    const QString typed = out.filePath(QStringLiteral("typed-export.json"));
+    // Typed into the name field and confirmed with Enter, as a user does.
+    auto* name = fd->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"));
+    QVERIFY(name);
+    name->selectAll();
+    QTest::keyClicks(name, typed);
+    // Offscreen, the name field's completer pops up on the first Enter and takes it (there is no
+    // window manager to settle it first); the second Enter saves, as a user pressing Enter again.
+    QTest::keyClick(name, Qt::Key_Return);
+    QTest::qWait(300);
+    if (fd->isVisible()) QTest::keyClick(name, Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(!fd->isVisible(), 5000);
+    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(typed), 5000);
+    QFile f(typed);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(doc.value(QStringLiteral("messages")).toArray().size(), 2);
+    QCOMPARE(doc.value(QStringLiteral("messages"))
+                 .toArray()
+                 .at(1)
+                 .toObject()
+                 .value(QStringLiteral("content"))
+                 .toString(),
+             reply);
+    auto* note = window->findChild<QObject*>(QStringLiteral("chatExportNote"));
+    QVERIFY(note);
+    QTRY_VERIFY(note->property("text").toString().contains(typed));
+    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 
   // The Library's convert dialog as a user drives it: the demo GGUF to an Expert Pack in a

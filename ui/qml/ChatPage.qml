@@ -530,6 +530,7 @@ Item {
     }
     ToolTip {
         id: exportNote
+        objectName: "chatExportNote"
         x: (page.width - width) / 2
         y: page.height - height - 96
         timeout: 4000
