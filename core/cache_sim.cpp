@@ -16,25 +16,26 @@ std::vector<CacheSimResult> simulate_cache(const RoutingTrace& trace, uint32_t s
     throw Error("cache-sim: " + std::to_string(slots) + " slots cannot hold one token's top-" +
                 std::to_string(need) + " experts");
   }
+  // The acquires as the engine makes them: a record wider than the cache (a prefill's union)
+  // in ascending chunks of `slots` experts (core/cpu_moe.cpp, run_routed_experts).
+  std::vector<std::pair<uint16_t, std::vector<uint32_t>>> acquires;  // (layer, experts)
+  std::vector<uint32_t> steps;
+  uint64_t split = 0;
+  for (const TraceRecord& r : trace.records) {
+    std::vector<uint32_t> ids(r.experts.begin(), r.experts.end());
+    std::sort(ids.begin(), ids.end());
+    split += ids.size() > slots ? 1 : 0;
+    size_t b = 0;
+    do {
+      const size_t e = std::min(ids.size(), b + slots);
+      acquires.emplace_back(r.layer, std::vector<uint32_t>(ids.begin() + static_cast<long>(b),
+                                                           ids.begin() + static_cast<long>(e)));
+      steps.push_back(r.step);
+      b = e;
+    } while (b < ids.size());
+  }
   std::vector<CacheSimResult> out;
   for (const std::string& name : policies) {
-    // The acquires as the engine makes them: a record wider than the cache (a prefill's union)
-    // in ascending chunks of `slots` experts (core/cpu_moe.cpp, run_routed_experts).
-    std::vector<std::pair<uint16_t, std::vector<uint32_t>>> acquires;  // (layer, experts)
-    std::vector<uint32_t> steps;
-    uint64_t split = 0;
-    for (const TraceRecord& r : trace.records) {
-      std::vector<uint32_t> ids(r.experts.begin(), r.experts.end());
-      std::sort(ids.begin(), ids.end());
-      split += ids.size() > slots ? 1 : 0;
-      for (size_t b = 0; b < ids.size() || b == 0; b += slots) {
-        const size_t e = std::min(ids.size(), b + slots);
-        acquires.emplace_back(r.layer, std::vector<uint32_t>(ids.begin() + static_cast<long>(b),
-                                                             ids.begin() + static_cast<long>(e)));
-        steps.push_back(r.step);
-        if (ids.empty()) break;
-      }
-    }
     std::unique_ptr<ReplacementPolicy> policy;
     if (name == "belady") {
       std::vector<ExpertKey> accesses;

@@ -82,8 +82,10 @@ std::string model_source_stem(const std::string& path_or_name) {
       // two namespaces' models of one name get two packs.
       const OllamaName n = ollama_parse_name(path_or_name);
       stem = (n.ns == "library" ? "" : n.ns + "-") + (n.model.empty() ? n.tag : n.model + "-" + n.tag);
-    } catch (const Error&) {
-      stem = base_of(path_or_name);
+    } catch (const Error&) {  // a manifest path too short for host/namespace/model/tag
+      const std::string dir = path_or_name.substr(0, path_or_name.rfind('/') + 1);
+      const std::string model = base_of(dir.empty() ? std::string() : dir.substr(0, dir.size() - 1));
+      stem = model.empty() ? base_of(path_or_name) : model + "-" + base_of(path_or_name);
     }
   } else {
     std::string prefix;

@@ -1360,9 +1360,7 @@ BuildResult Builder::run() {
       return res_;
     }
     if (!o_.overwrite) {
-      throw Error(dir_ + " already holds a finished Expert Pack" +
-                  (old && !old->sources.empty() ? " of " + old->sources.front().path : std::string()) +
-                  "; choose another output directory or pass --overwrite");
+      throw PackDirOccupied(dir_, old && !old->sources.empty() ? old->sources.front().path : std::string());
     }
     remove_durably(dir_, kPackManifestName);  // from here on the old pack no longer loads
   }
@@ -1541,42 +1539,46 @@ BuildResult build_pack(const BuildOptions& options) {
   return b.run();
 }
 
-std::optional<std::string> find_finished_pack(const std::string& packs_folder, const std::string& source) {
+std::optional<FinishedPack> find_finished_pack(const std::string& packs_folder, const std::string& source) {
   namespace fs = std::filesystem;
-  std::vector<SourceId> want;
   try {
-    const GgufModel model = GgufModel::open(source);
-    for (const GgufFile& f : model.shards()) {
-      std::error_code ec;
-      const fs::path abs = fs::absolute(f.path(), ec);
-      want.push_back(stat_source(ec ? f.path() : abs.string()));
-    }
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-  std::error_code ec;
-  std::vector<fs::path> dirs;
-  for (const fs::directory_entry& e : fs::directory_iterator(packs_folder, ec)) {
-    std::error_code dec;
-    if (e.is_directory(dec)) dirs.push_back(e.path());
-  }
-  std::sort(dirs.begin(), dirs.end());
-  for (const fs::path& d : dirs) {
-    const std::string dir = d.string();
-    if (!file_exists(dir + "/" + kPackManifestName) || file_exists(dir + "/" + kStateName)) continue;
-    PackManifest m;
+    std::vector<SourceId> want;
     try {
-      m = read_manifest(dir + "/" + kPackManifestName);
+      const GgufModel model = GgufModel::open(source);
+      for (const GgufFile& f : model.shards()) {
+        std::error_code ec;
+        const fs::path abs = fs::absolute(f.path(), ec);
+        want.push_back(stat_source(ec ? f.path() : abs.string()));
+      }
     } catch (const Error&) {
-      continue;
+      return std::nullopt;
     }
-    if (m.sources.size() != want.size()) continue;
-    const bool same = std::all_of(want.begin(), want.end(), [&](const SourceId& w) {
-      return std::any_of(m.sources.begin(), m.sources.end(), [&](const PackSourceFile& s) {
-        return s.bytes == w.bytes && same_path(s.path, w.path);
+    std::error_code ec;
+    std::vector<fs::path> dirs;
+    fs::directory_iterator it(packs_folder, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code dec;
+      if (it->is_directory(dec)) dirs.push_back(it->path());
+    }
+    std::sort(dirs.begin(), dirs.end());
+    for (const fs::path& d : dirs) {
+      const std::string dir = d.string();
+      if (!file_exists(dir + "/" + kPackManifestName) || file_exists(dir + "/" + kStateName)) continue;
+      PackManifest m;
+      try {
+        m = read_manifest(dir + "/" + kPackManifestName);
+      } catch (const Error&) {
+        continue;
+      }
+      if (m.sources.size() != want.size() || m.sources.empty()) continue;
+      const bool same = std::all_of(want.begin(), want.end(), [&](const SourceId& w) {
+        return std::any_of(m.sources.begin(), m.sources.end(), [&](const PackSourceFile& s) {
+          return s.bytes == w.bytes && same_path(s.path, w.path);
+        });
       });
-    });
-    if (same) return dir;
+      if (same) return FinishedPack{dir, m.sources.front().path};
+    }
+  } catch (const std::exception&) {  // a file system error while looking: no match
   }
   return std::nullopt;
 }

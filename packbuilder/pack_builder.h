@@ -80,9 +80,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -182,17 +183,41 @@ class BuildCancelled : public Error {
   BuildCancelled() : Error("build cancelled; run the same command again to resume") {}
 };
 
-// Throws Error (with the file and the reason) on any failure; BuildCancelled when cancelled.
+// The output directory already holds a finished pack of another plan (another model, or the
+// same file changed since) and `overwrite` is off. Nothing was written.
+class PackDirOccupied : public Error {
+ public:
+  PackDirOccupied(std::string dir, std::string other_source)
+      : Error(dir + " already holds a finished Expert Pack" +
+              (other_source.empty() ? "" : " of " + other_source) +
+              "; choose another output directory or pass --overwrite"),
+        dir_(std::move(dir)),
+        other_source_(std::move(other_source)) {}
+  const std::string& dir() const { return dir_; }
+  const std::string& other_source() const { return other_source_; }  // "" when unreadable
+
+ private:
+  std::string dir_;
+  std::string other_source_;
+};
+
+// Throws Error (with the file and the reason) on any failure; BuildCancelled when cancelled;
+// PackDirOccupied (below) for a directory holding another finished pack.
 BuildResult build_pack(const BuildOptions& options);
 
 // A finished Expert Pack directly inside `packs_folder` whose manifest lists exactly the files
 // GgufModel::open(`source`) reads (every shard of a split set, an Ollama model's blob), by
-// absolute path and with their present sizes: its directory (the first in name order), else
-// nullopt. So a pack keeps serving its source whatever its folder is called (an earlier
-// build's naming, a folder the user renamed). A directory with a build in progress
+// absolute, lexically normalised path and with their present sizes (the first such directory in
+// name order), else nullopt. So a pack keeps serving its source whatever its folder is called
+// (an earlier build's naming, a folder the user renamed). A directory with a build in progress
 // (build-state.json) is not finished. Reads headers and manifests only; never throws (an
-// unreadable source or manifest is no match). build_pack into the directory found then confirms
-// it (already_complete), or refuses, without writing, when the source changed in place.
-std::optional<std::string> find_finished_pack(const std::string& packs_folder, const std::string& source);
+// unreadable source, folder or manifest is no match). build_pack of `source` (the manifest's own
+// spelling of the source, which its plan id hashes) into `dir` then confirms it
+// (already_complete), or refuses without writing (PackDirOccupied) when the source changed.
+struct FinishedPack {
+  std::string dir;
+  std::string source;  // the manifest's first source file, as the build spelled it
+};
+std::optional<FinishedPack> find_finished_pack(const std::string& packs_folder, const std::string& source);
 
 }  // namespace moepack

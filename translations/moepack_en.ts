@@ -19,32 +19,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="103"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="95"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="111"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="103"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="122"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="114"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="127"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="119"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="132"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="136"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="128"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation>
             <numerusform>%1 (%n request) — %2</numerusform>
@@ -52,157 +52,157 @@
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="139"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="131"/>
         <source>Load…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="133"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="152"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="144"/>
         <source>Baseline URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="156"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="148"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="168"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="160"/>
         <source>Run</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="174"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="166"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="188"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="180"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="212"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="204"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="228"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="208"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="220"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="224"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="244"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="236"/>
         <source>forward ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
         <source>SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="250"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>SSD KB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="271"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>Per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="275"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="291"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="283"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="298"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="290"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
@@ -210,213 +210,213 @@
 <context>
     <name>ChatPage</name>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="72"/>
+        <location filename="../ui/qml/ChatPage.qml" line="71"/>
         <source>+ New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="76"/>
+        <location filename="../ui/qml/ChatPage.qml" line="75"/>
         <source>Conversations</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="143"/>
+        <location filename="../ui/qml/ChatPage.qml" line="142"/>
         <source>Your conversations appear here.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="172"/>
+        <location filename="../ui/qml/ChatPage.qml" line="171"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="182"/>
+        <location filename="../ui/qml/ChatPage.qml" line="181"/>
         <source>%1 · %2 backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="190"/>
+        <location filename="../ui/qml/ChatPage.qml" line="189"/>
         <source>Rename</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="195"/>
+        <location filename="../ui/qml/ChatPage.qml" line="194"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="201"/>
+        <location filename="../ui/qml/ChatPage.qml" line="200"/>
         <source>Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="230"/>
+        <location filename="../ui/qml/ChatPage.qml" line="229"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="231"/>
+        <location filename="../ui/qml/ChatPage.qml" line="230"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="235"/>
+        <location filename="../ui/qml/ChatPage.qml" line="234"/>
         <source>Reload</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="241"/>
+        <location filename="../ui/qml/ChatPage.qml" line="240"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="246"/>
+        <location filename="../ui/qml/ChatPage.qml" line="245"/>
         <source>Library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="275"/>
+        <location filename="../ui/qml/ChatPage.qml" line="274"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="276"/>
+        <location filename="../ui/qml/ChatPage.qml" line="275"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="283"/>
+        <location filename="../ui/qml/ChatPage.qml" line="282"/>
         <source>Load %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="326"/>
+        <location filename="../ui/qml/ChatPage.qml" line="325"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="359"/>
+        <location filename="../ui/qml/ChatPage.qml" line="358"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="376"/>
+        <location filename="../ui/qml/ChatPage.qml" line="375"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="384"/>
+        <location filename="../ui/qml/ChatPage.qml" line="383"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="420"/>
+        <location filename="../ui/qml/ChatPage.qml" line="419"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="425"/>
+        <location filename="../ui/qml/ChatPage.qml" line="424"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="430"/>
+        <location filename="../ui/qml/ChatPage.qml" line="429"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="433"/>
+        <location filename="../ui/qml/ChatPage.qml" line="432"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="434"/>
+        <location filename="../ui/qml/ChatPage.qml" line="433"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="435"/>
+        <location filename="../ui/qml/ChatPage.qml" line="434"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="436"/>
+        <location filename="../ui/qml/ChatPage.qml" line="435"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="437"/>
+        <location filename="../ui/qml/ChatPage.qml" line="436"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="438"/>
+        <location filename="../ui/qml/ChatPage.qml" line="437"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="439"/>
+        <location filename="../ui/qml/ChatPage.qml" line="438"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="460"/>
+        <location filename="../ui/qml/ChatPage.qml" line="459"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="477"/>
+        <location filename="../ui/qml/ChatPage.qml" line="476"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="478"/>
+        <location filename="../ui/qml/ChatPage.qml" line="477"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="485"/>
+        <location filename="../ui/qml/ChatPage.qml" line="484"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="490"/>
+        <location filename="../ui/qml/ChatPage.qml" line="489"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="491"/>
+        <location filename="../ui/qml/ChatPage.qml" line="490"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="496"/>
+        <location filename="../ui/qml/ChatPage.qml" line="495"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="521"/>
+        <location filename="../ui/qml/ChatPage.qml" line="517"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="531"/>
+        <location filename="../ui/qml/ChatPage.qml" line="519"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="531"/>
+        <location filename="../ui/qml/ChatPage.qml" line="519"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="538"/>
+        <location filename="../ui/qml/ChatPage.qml" line="526"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="539"/>
+        <location filename="../ui/qml/ChatPage.qml" line="527"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1426,17 +1426,17 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="224"/>
+        <location filename="../ui/pdf_report.cpp" line="225"/>
         <source>Per-token timeline: forward ms per token (line, left axis), SSD KB read per token (bars, right axis)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="228"/>
+        <location filename="../ui/pdf_report.cpp" line="229"/>
         <source>No per-token data in this report.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/pdf_report.cpp" line="267"/>
+        <location filename="../ui/pdf_report.cpp" line="278"/>
         <source>%n token(s); x: token in the run, requests one after another (dashed: request start).</source>
         <translation>
             <numerusform>%n token; x: token in the run, requests one after another (dashed: request start).</numerusform>
@@ -1444,257 +1444,257 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="332"/>
-        <location filename="../ui/pdf_report.cpp" line="340"/>
+        <location filename="../ui/pdf_report.cpp" line="343"/>
+        <location filename="../ui/pdf_report.cpp" line="351"/>
         <source>MoePack benchmark report</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="345"/>
+        <location filename="../ui/pdf_report.cpp" line="356"/>
         <source>Machine</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="348"/>
+        <location filename="../ui/pdf_report.cpp" line="359"/>
         <source>driver</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="350"/>
+        <location filename="../ui/pdf_report.cpp" line="361"/>
         <source>CPU</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="351"/>
+        <location filename="../ui/pdf_report.cpp" line="362"/>
         <source>logical cores</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="352"/>
+        <location filename="../ui/pdf_report.cpp" line="363"/>
         <source>RAM</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="353"/>
+        <location filename="../ui/pdf_report.cpp" line="364"/>
         <source>GPU</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="353"/>
+        <location filename="../ui/pdf_report.cpp" line="364"/>
         <source>none</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="354"/>
+        <location filename="../ui/pdf_report.cpp" line="365"/>
         <source>OS</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="354"/>
+        <location filename="../ui/pdf_report.cpp" line="365"/>
         <source>kernel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="356"/>
+        <location filename="../ui/pdf_report.cpp" line="367"/>
         <source>Storage</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="359"/>
+        <location filename="../ui/pdf_report.cpp" line="370"/>
         <source>Model and pack identity</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="360"/>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>Path</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="361"/>
+        <location filename="../ui/pdf_report.cpp" line="372"/>
         <source>Format</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="362"/>
+        <location filename="../ui/pdf_report.cpp" line="373"/>
         <source>layers</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="363"/>
+        <location filename="../ui/pdf_report.cpp" line="374"/>
         <source>experts, top-</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="365"/>
+        <location filename="../ui/pdf_report.cpp" line="376"/>
         <source>Identity</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="366"/>
+        <location filename="../ui/pdf_report.cpp" line="377"/>
         <source>MoePack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="370"/>
+        <location filename="../ui/pdf_report.cpp" line="381"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="382"/>
         <source>Run</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="382"/>
         <source>mode %1, temperature 0, %2 completion tokens per request, ignore_eos %3, fresh KV cache per request, expert cache kept between requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="374"/>
+        <location filename="../ui/pdf_report.cpp" line="385"/>
         <source>Backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="375"/>
+        <location filename="../ui/pdf_report.cpp" line="386"/>
         <source>expert cache slots of</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="381"/>
+        <location filename="../ui/pdf_report.cpp" line="392"/>
         <source>Engine settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="382"/>
+        <location filename="../ui/pdf_report.cpp" line="393"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="384"/>
+        <location filename="../ui/pdf_report.cpp" line="395"/>
         <source>requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="387"/>
+        <location filename="../ui/pdf_report.cpp" line="398"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="408"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="416"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="416"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="416"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="416"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="406"/>
+        <location filename="../ui/pdf_report.cpp" line="417"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="406"/>
+        <location filename="../ui/pdf_report.cpp" line="417"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="406"/>
-        <location filename="../ui/pdf_report.cpp" line="430"/>
+        <location filename="../ui/pdf_report.cpp" line="417"/>
+        <location filename="../ui/pdf_report.cpp" line="441"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="406"/>
-        <location filename="../ui/pdf_report.cpp" line="430"/>
+        <location filename="../ui/pdf_report.cpp" line="417"/>
+        <location filename="../ui/pdf_report.cpp" line="441"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="407"/>
-        <location filename="../ui/pdf_report.cpp" line="431"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="442"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="407"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>SSD/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="411"/>
+        <location filename="../ui/pdf_report.cpp" line="422"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="424"/>
-        <location filename="../ui/pdf_report.cpp" line="463"/>
+        <location filename="../ui/pdf_report.cpp" line="435"/>
+        <location filename="../ui/pdf_report.cpp" line="474"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="430"/>
+        <location filename="../ui/pdf_report.cpp" line="441"/>
         <source>group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="430"/>
+        <location filename="../ui/pdf_report.cpp" line="441"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="431"/>
+        <location filename="../ui/pdf_report.cpp" line="442"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="431"/>
+        <location filename="../ui/pdf_report.cpp" line="442"/>
         <source>TTFT mean ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="433"/>
+        <location filename="../ui/pdf_report.cpp" line="444"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="439"/>
+        <location filename="../ui/pdf_report.cpp" line="450"/>
         <source>Charts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="481"/>
+        <location filename="../ui/pdf_report.cpp" line="492"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="481"/>
+        <location filename="../ui/pdf_report.cpp" line="492"/>
         <source>tokens/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="484"/>
+        <location filename="../ui/pdf_report.cpp" line="495"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="484"/>
+        <location filename="../ui/pdf_report.cpp" line="495"/>
         <source>unique (layer, expert) keys per step</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1898,7 +1898,7 @@ What does &quot;salmon&quot; mean?</source>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="288"/>
-        <source>The loaded model would not start with these cache values; raise the budget to apply.</source>
+        <source>The loaded model would not start with these cache values (see the preview); change them to apply.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -2009,17 +2009,17 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="293"/>
+        <location filename="../ui/chat_view_model.cpp" line="295"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="341"/>
+        <location filename="../ui/chat_view_model.cpp" line="343"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="414"/>
+        <location filename="../ui/chat_view_model.cpp" line="416"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2316,7 +2316,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="336"/>
+        <location filename="../ui/engine_worker.cpp" line="344"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2324,17 +2324,17 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="155"/>
+        <location filename="../ui/engine_worker.cpp" line="163"/>
         <source>Out of memory while loading %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="169"/>
+        <location filename="../ui/engine_worker.cpp" line="177"/>
         <source>No model is loaded.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="207"/>
+        <location filename="../ui/engine_worker.cpp" line="215"/>
         <source>Out of memory during generation.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2399,7 +2399,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="79"/>
+        <location filename="../ui/model_inspector.cpp" line="80"/>
         <source>%1 (%2), %n tokens</source>
         <translation>
             <numerusform>%1 (%2), %n token</numerusform>
@@ -2410,43 +2410,43 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="145"/>
+        <location filename="../ui/settings_view_model.cpp" line="144"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="151"/>
+        <location filename="../ui/settings_view_model.cpp" line="150"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="154"/>
+        <location filename="../ui/settings_view_model.cpp" line="153"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="165"/>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="169"/>
+        <location filename="../ui/settings_view_model.cpp" line="168"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="170"/>
+        <location filename="../ui/settings_view_model.cpp" line="169"/>
         <source>Enter a whole number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="173"/>
-        <location filename="../ui/settings_view_model.cpp" line="177"/>
+        <location filename="../ui/settings_view_model.cpp" line="172"/>
+        <location filename="../ui/settings_view_model.cpp" line="176"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="269"/>
+        <location filename="../ui/settings_view_model.cpp" line="281"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

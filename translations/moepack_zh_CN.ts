@@ -23,189 +23,189 @@
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="103"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="95"/>
         <source>Benchmarks</source>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="111"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="103"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation>逐个发送请求，贪心采样，忽略生成结束标记，每个请求使用全新的 KV 缓存并保留专家缓存——与 moepack bench 及已发布评测所用的方法相同。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="122"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="114"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="127"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="119"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation>GGUF 文件、Ollama 名称或专家包（默认：当前聊天模型）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="132"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
         <source>Prompt set</source>
         <translation>提示词集</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="136"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="128"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation>
             <numerusform>%1（%n 个请求）— %2</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="139"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="131"/>
         <source>Load…</source>
         <translation>加载…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="141"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="133"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="152"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="144"/>
         <source>Baseline URL</source>
         <translation>基线网址</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="156"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="148"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation>可选：兼容 OpenAI 的服务器，例如 http://127.0.0.1:8080</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="168"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="160"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="174"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="166"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="188"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="180"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation>请求 %1 / %2 · 词元 %3 / %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="212"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="204"/>
         <source>Decode tokens/s per request</source>
         <translation>每个请求的解码速度（词元/秒）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="228"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="208"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="220"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>request</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="224"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
         <source>Expert cache hit rate per request</source>
         <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation>当前请求的逐词元数据：前向耗时 ms 与 SSD 读取 KB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="241"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="244"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="236"/>
         <source>forward ms</source>
         <translation>前向 ms</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
         <source>SSD KB</source>
         <translation>SSD KB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="250"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
         <source>Requests</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>system</source>
         <translation>系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>prompt</source>
         <translation>提示词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>completion</source>
         <translation>生成词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="253"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
         <source>TTFT ms</source>
         <translation>TTFT ms</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>prefill tok/s</source>
         <translation>预填充词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>decode tok/s</source>
         <translation>解码词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="254"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>SSD KB/token</source>
         <translation>SSD KB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
         <source>error: %1</source>
         <translation>错误：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="271"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
         <source>Per data set, published figures beside ours</source>
         <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>data set</source>
         <translation>数据集</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="274"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
         <source>source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="275"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>SSD GB/token</source>
         <translation>SSD GB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="291"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="283"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation>已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="298"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="290"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
@@ -213,194 +213,194 @@
 <context>
     <name>ChatPage</name>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="72"/>
+        <location filename="../ui/qml/ChatPage.qml" line="71"/>
         <source>+ New chat</source>
         <translation>+ 新建聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="76"/>
+        <location filename="../ui/qml/ChatPage.qml" line="75"/>
         <source>Conversations</source>
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="143"/>
+        <location filename="../ui/qml/ChatPage.qml" line="142"/>
         <source>Your conversations appear here.</source>
         <translation>你的对话会显示在这里。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="172"/>
+        <location filename="../ui/qml/ChatPage.qml" line="171"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="182"/>
+        <location filename="../ui/qml/ChatPage.qml" line="181"/>
         <source>%1 · %2 backend</source>
         <translation>%1 · %2 后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="190"/>
+        <location filename="../ui/qml/ChatPage.qml" line="189"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="195"/>
+        <location filename="../ui/qml/ChatPage.qml" line="194"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="201"/>
+        <location filename="../ui/qml/ChatPage.qml" line="200"/>
         <source>Options</source>
         <translation>选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="230"/>
+        <location filename="../ui/qml/ChatPage.qml" line="229"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation>未加载模型,此对话无法继续:%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="231"/>
+        <location filename="../ui/qml/ChatPage.qml" line="230"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation>未加载模型:请从模型库打开一个模型以继续此对话。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="235"/>
+        <location filename="../ui/qml/ChatPage.qml" line="234"/>
         <source>Reload</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="241"/>
+        <location filename="../ui/qml/ChatPage.qml" line="240"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="246"/>
+        <location filename="../ui/qml/ChatPage.qml" line="245"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="275"/>
+        <location filename="../ui/qml/ChatPage.qml" line="274"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="276"/>
+        <location filename="../ui/qml/ChatPage.qml" line="275"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1，该模型已不在磁盘上；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="283"/>
+        <location filename="../ui/qml/ChatPage.qml" line="282"/>
         <source>Load %1</source>
         <translation>加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="326"/>
+        <location filename="../ui/qml/ChatPage.qml" line="325"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation>问点什么，例如：
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="359"/>
+        <location filename="../ui/qml/ChatPage.qml" line="358"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="376"/>
+        <location filename="../ui/qml/ChatPage.qml" line="375"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="384"/>
+        <location filename="../ui/qml/ChatPage.qml" line="383"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="420"/>
+        <location filename="../ui/qml/ChatPage.qml" line="419"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="425"/>
+        <location filename="../ui/qml/ChatPage.qml" line="424"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="430"/>
+        <location filename="../ui/qml/ChatPage.qml" line="429"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="433"/>
+        <location filename="../ui/qml/ChatPage.qml" line="432"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="434"/>
+        <location filename="../ui/qml/ChatPage.qml" line="433"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="435"/>
+        <location filename="../ui/qml/ChatPage.qml" line="434"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="436"/>
+        <location filename="../ui/qml/ChatPage.qml" line="435"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="437"/>
+        <location filename="../ui/qml/ChatPage.qml" line="436"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="438"/>
+        <location filename="../ui/qml/ChatPage.qml" line="437"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="439"/>
+        <location filename="../ui/qml/ChatPage.qml" line="438"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="460"/>
+        <location filename="../ui/qml/ChatPage.qml" line="459"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="477"/>
+        <location filename="../ui/qml/ChatPage.qml" line="476"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="478"/>
+        <location filename="../ui/qml/ChatPage.qml" line="477"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="485"/>
+        <location filename="../ui/qml/ChatPage.qml" line="484"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="491"/>
+        <location filename="../ui/qml/ChatPage.qml" line="490"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="490"/>
+        <location filename="../ui/qml/ChatPage.qml" line="489"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="496"/>
+        <location filename="../ui/qml/ChatPage.qml" line="495"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="521"/>
+        <location filename="../ui/qml/ChatPage.qml" line="517"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -409,22 +409,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="531"/>
+        <location filename="../ui/qml/ChatPage.qml" line="519"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="531"/>
+        <location filename="../ui/qml/ChatPage.qml" line="519"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="538"/>
+        <location filename="../ui/qml/ChatPage.qml" line="526"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="539"/>
+        <location filename="../ui/qml/ChatPage.qml" line="527"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -1461,12 +1461,12 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库中没有文件匹配“%1”</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="224"/>
+        <location filename="../ui/pdf_report.cpp" line="225"/>
         <source>Per-token timeline: forward ms per token (line, left axis), SSD KB read per token (bars, right axis)</source>
         <translation>逐词元时间线：每词元前向耗时 ms（折线，左轴），每词元 SSD 读取 KB（柱形，右轴）</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="228"/>
+        <location filename="../ui/pdf_report.cpp" line="229"/>
         <source>No per-token data in this report.</source>
         <translation>此报告中没有逐词元数据。</translation>
     </message>
@@ -1475,264 +1475,264 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">共 %1 个词元；x 轴：本次运行中的词元，各请求依次排列（虚线：请求开始）。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/pdf_report.cpp" line="267"/>
+        <location filename="../ui/pdf_report.cpp" line="278"/>
         <source>%n token(s); x: token in the run, requests one after another (dashed: request start).</source>
         <translation>
             <numerusform>共 %n 个词元；x 轴：本次运行中的词元，各请求依次排列（虚线：请求开始）。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="332"/>
-        <location filename="../ui/pdf_report.cpp" line="340"/>
+        <location filename="../ui/pdf_report.cpp" line="343"/>
+        <location filename="../ui/pdf_report.cpp" line="351"/>
         <source>MoePack benchmark report</source>
         <translation>MoePack 基准测试报告</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="345"/>
+        <location filename="../ui/pdf_report.cpp" line="356"/>
         <source>Machine</source>
         <translation>机器</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="348"/>
+        <location filename="../ui/pdf_report.cpp" line="359"/>
         <source>driver</source>
         <translation>驱动</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="350"/>
+        <location filename="../ui/pdf_report.cpp" line="361"/>
         <source>CPU</source>
         <translation>CPU</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="351"/>
+        <location filename="../ui/pdf_report.cpp" line="362"/>
         <source>logical cores</source>
         <translation>个逻辑核心</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="352"/>
+        <location filename="../ui/pdf_report.cpp" line="363"/>
         <source>RAM</source>
         <translation>内存</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="353"/>
+        <location filename="../ui/pdf_report.cpp" line="364"/>
         <source>GPU</source>
         <translation>GPU</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="353"/>
+        <location filename="../ui/pdf_report.cpp" line="364"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="354"/>
+        <location filename="../ui/pdf_report.cpp" line="365"/>
         <source>OS</source>
         <translation>操作系统</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="354"/>
+        <location filename="../ui/pdf_report.cpp" line="365"/>
         <source>kernel</source>
         <translation>内核</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="356"/>
+        <location filename="../ui/pdf_report.cpp" line="367"/>
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="359"/>
+        <location filename="../ui/pdf_report.cpp" line="370"/>
         <source>Model and pack identity</source>
         <translation>模型与专家包标识</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="360"/>
+        <location filename="../ui/pdf_report.cpp" line="371"/>
         <source>Path</source>
         <translation>路径</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="361"/>
+        <location filename="../ui/pdf_report.cpp" line="372"/>
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="362"/>
+        <location filename="../ui/pdf_report.cpp" line="373"/>
         <source>layers</source>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="363"/>
+        <location filename="../ui/pdf_report.cpp" line="374"/>
         <source>experts, top-</source>
         <translation>个专家，top-</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="365"/>
+        <location filename="../ui/pdf_report.cpp" line="376"/>
         <source>Identity</source>
         <translation>标识</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="366"/>
+        <location filename="../ui/pdf_report.cpp" line="377"/>
         <source>MoePack</source>
         <translation>MoePack</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="370"/>
+        <location filename="../ui/pdf_report.cpp" line="381"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="382"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="371"/>
+        <location filename="../ui/pdf_report.cpp" line="382"/>
         <source>mode %1, temperature 0, %2 completion tokens per request, ignore_eos %3, fresh KV cache per request, expert cache kept between requests</source>
         <translation>模式 %1，温度 0，每个请求生成 %2 个词元，ignore_eos %3，每个请求使用全新的 KV 缓存，请求之间保留专家缓存</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="374"/>
+        <location filename="../ui/pdf_report.cpp" line="385"/>
         <source>Backend</source>
         <translation>后端</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="375"/>
+        <location filename="../ui/pdf_report.cpp" line="386"/>
         <source>expert cache slots of</source>
         <translation>个专家缓存槽，每个</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="381"/>
+        <location filename="../ui/pdf_report.cpp" line="392"/>
         <source>Engine settings</source>
         <translation>引擎设置</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="382"/>
+        <location filename="../ui/pdf_report.cpp" line="393"/>
         <source>Prompt set</source>
         <translation>提示词集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="384"/>
+        <location filename="../ui/pdf_report.cpp" line="395"/>
         <source>requests</source>
         <translation>个请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="387"/>
+        <location filename="../ui/pdf_report.cpp" line="398"/>
         <source>Requests</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="408"/>
         <source>error: %1</source>
         <translation>错误：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="416"/>
         <source>request</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="416"/>
         <source>data set</source>
         <translation>数据集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="416"/>
         <source>system</source>
         <translation>系统</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="405"/>
+        <location filename="../ui/pdf_report.cpp" line="416"/>
         <source>prompt</source>
         <translation>提示词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="406"/>
+        <location filename="../ui/pdf_report.cpp" line="417"/>
         <source>completion</source>
         <translation>生成词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="406"/>
+        <location filename="../ui/pdf_report.cpp" line="417"/>
         <source>TTFT ms</source>
         <translation>TTFT ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="406"/>
-        <location filename="../ui/pdf_report.cpp" line="430"/>
+        <location filename="../ui/pdf_report.cpp" line="417"/>
+        <location filename="../ui/pdf_report.cpp" line="441"/>
         <source>prefill tok/s</source>
         <translation>预填充词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="406"/>
-        <location filename="../ui/pdf_report.cpp" line="430"/>
+        <location filename="../ui/pdf_report.cpp" line="417"/>
+        <location filename="../ui/pdf_report.cpp" line="441"/>
         <source>decode tok/s</source>
         <translation>解码词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="407"/>
-        <location filename="../ui/pdf_report.cpp" line="431"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="442"/>
         <source>hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="407"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>SSD/token</source>
         <translation>SSD/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="411"/>
+        <location filename="../ui/pdf_report.cpp" line="422"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="424"/>
-        <location filename="../ui/pdf_report.cpp" line="463"/>
+        <location filename="../ui/pdf_report.cpp" line="435"/>
+        <location filename="../ui/pdf_report.cpp" line="474"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="430"/>
+        <location filename="../ui/pdf_report.cpp" line="441"/>
         <source>group</source>
         <translation>分组</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="430"/>
+        <location filename="../ui/pdf_report.cpp" line="441"/>
         <source>source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="431"/>
+        <location filename="../ui/pdf_report.cpp" line="442"/>
         <source>SSD GB/token</source>
         <translation>SSD GB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="431"/>
+        <location filename="../ui/pdf_report.cpp" line="442"/>
         <source>TTFT mean ms</source>
         <translation>TTFT 平均 ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="433"/>
+        <location filename="../ui/pdf_report.cpp" line="444"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation>汇总值为所有成功请求的各项总和之比。已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="439"/>
+        <location filename="../ui/pdf_report.cpp" line="450"/>
         <source>Charts</source>
         <translation>图表</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="481"/>
+        <location filename="../ui/pdf_report.cpp" line="492"/>
         <source>Decode tokens/s per request</source>
         <translation>每个请求的解码速度</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="481"/>
+        <location filename="../ui/pdf_report.cpp" line="492"/>
         <source>tokens/s</source>
         <translation>词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="484"/>
+        <location filename="../ui/pdf_report.cpp" line="495"/>
         <source>Expert cache hit rate per request</source>
         <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="484"/>
+        <location filename="../ui/pdf_report.cpp" line="495"/>
         <source>unique (layer, expert) keys per step</source>
         <translation>按每步唯一的（层，专家）键统计</translation>
     </message>
@@ -1936,8 +1936,12 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="288"/>
+        <source>The loaded model would not start with these cache values (see the preview); change them to apply.</source>
+        <translation>已加载的模型无法以这些缓存值启动（见上方预览）；请修改后再应用。</translation>
+    </message>
+    <message>
         <source>The loaded model would not start with these cache values; raise the budget to apply.</source>
-        <translation>已加载的模型无法以这些缓存值启动；请提高预算后再应用。</translation>
+        <translation type="vanished">已加载的模型无法以这些缓存值启动；请提高预算后再应用。</translation>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="289"/>
@@ -2047,17 +2051,17 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="293"/>
+        <location filename="../ui/chat_view_model.cpp" line="295"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="341"/>
+        <location filename="../ui/chat_view_model.cpp" line="343"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="414"/>
+        <location filename="../ui/chat_view_model.cpp" line="416"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
@@ -2357,7 +2361,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="336"/>
+        <location filename="../ui/engine_worker.cpp" line="344"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
@@ -2365,17 +2369,17 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="155"/>
+        <location filename="../ui/engine_worker.cpp" line="163"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="169"/>
+        <location filename="../ui/engine_worker.cpp" line="177"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="207"/>
+        <location filename="../ui/engine_worker.cpp" line="215"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>
@@ -2446,7 +2450,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="79"/>
+        <location filename="../ui/model_inspector.cpp" line="80"/>
         <source>%1 (%2), %n tokens</source>
         <translation>
             <numerusform>%1（%2），%n 个词元</numerusform>
@@ -2456,43 +2460,43 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="145"/>
+        <location filename="../ui/settings_view_model.cpp" line="144"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="151"/>
+        <location filename="../ui/settings_view_model.cpp" line="150"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="154"/>
+        <location filename="../ui/settings_view_model.cpp" line="153"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="165"/>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="169"/>
+        <location filename="../ui/settings_view_model.cpp" line="168"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="170"/>
+        <location filename="../ui/settings_view_model.cpp" line="169"/>
         <source>Enter a whole number.</source>
         <translation>请输入整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="173"/>
-        <location filename="../ui/settings_view_model.cpp" line="177"/>
+        <location filename="../ui/settings_view_model.cpp" line="172"/>
+        <location filename="../ui/settings_view_model.cpp" line="176"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="269"/>
+        <location filename="../ui/settings_view_model.cpp" line="281"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

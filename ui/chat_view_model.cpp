@@ -192,6 +192,7 @@ void ChatViewModel::newConversation() {
   systemPrompt_ = defaultSystemPrompt_;
   generation_ = defaultGeneration_;
   messages_.reset({});
+  setError({});  // a failed reply's error belonged to the conversation left (its bubble is gone)
   emit currentChanged();
   emit samplingChanged();
   emit modelMatchChanged();
@@ -208,6 +209,7 @@ void ChatViewModel::selectConversation(qint64 id) {
     systemPrompt_ = c->systemPrompt;
     generation_ = generation_from_json(c->sampling, defaultGeneration_);
     messages_.reset(store_->messages(id));
+    setError({});  // failed replies are not stored: their error went with the conversation left
   } catch (const std::exception& e) {
     setError(QString::fromUtf8(e.what()));
   }

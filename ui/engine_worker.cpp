@@ -106,9 +106,10 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
   // A pack of this very source already in the packs folder serves it, whatever its folder's
   // name (an earlier build named split sets' packs after their first shard).
   if (const auto found = find_finished_pack(packsFolder_.toStdString(), o.source);
-      found && *found != o.out_dir) {
+      found && found->dir != o.out_dir) {
     BuildOptions again = o;
-    again.out_dir = *found;
+    again.out_dir = found->dir;
+    again.source = found->source;  // as the pack's build spelled it (its plan id hashes the path)
     try {
       const BuildResult r = build_pack(again);  // confirms it, or refuses without writing
       if (r.already_complete) {
@@ -117,13 +118,22 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
       }
     } catch (const BuildCancelled&) {
       throw;
-    } catch (const Error& e) {
-      qCInfo(lcEngine) << "the pack in" << QString::fromStdString(*found)
+    } catch (const std::exception& e) {
+      qCInfo(lcEngine) << "the pack in" << QString::fromStdString(found->dir)
                        << "is not this source's now:" << e.what();
     }
   }
   qCInfo(lcEngine) << "converting" << gguf << "to an Expert Pack in" << out;
-  const BuildResult r = build_pack(o);
+  BuildResult r;
+  try {
+    r = build_pack(o);
+  } catch (const PackDirOccupied& e) {
+    // The CLI's advice (--overwrite) is no choice here.
+    throw Error(e.dir() + " already holds a finished Expert Pack" +
+                (e.other_source().empty() ? std::string() : " of " + e.other_source()) +
+                ", made from another model or from an earlier version of this file. Remove it in the "
+                "Library (or move the folder away), then load the model again to convert it.");
+  }
   qCInfo(lcEngine) << "pack ready:" << QString::fromStdString(r.pack_dir)
                    << (r.already_complete ? "(already complete)" : "") << r.seconds << "s";
   return QString::fromStdString(r.pack_dir);

@@ -19,7 +19,8 @@ ModelInspector::ModelInspector(QObject* parent) : QObject(parent) {
 ModelInspector::~ModelInspector() { watcher_.waitForFinished(); }
 
 void ModelInspector::load(const QString& path) {
-  if (loading_) watcher_.waitForFinished();
+  // A read still running is left to finish on its own (it touches nothing of this object); the
+  // watcher reports only the newest one, so the UI thread never waits for a stale one.
   path_ = path;
   loading_ = true;
   emit loadingChanged();

@@ -245,8 +245,19 @@ double SettingsViewModel::expertMib() const {
 
 double SettingsViewModel::previewUsableMib() const {
   const double want = draft_.value("cache_vram_mib").toDouble();
-  const double avail = freeMemoryMib() - draft_.value("cache_vram_reserve_mib").toDouble();
+  // The loaded CPU engine's own cache is freed by the reload that applies new values.
+  const double own = engine_ && engine_->info().backend == QLatin1String("cpu")
+                         ? static_cast<double>(engine_->info().cacheSlots) *
+                               static_cast<double>(engine_->info().cacheSlotBytes) / (1024.0 * 1024.0)
+                         : 0.0;
+  const double avail = freeMemoryMib() + own - draft_.value("cache_vram_reserve_mib").toDouble();
   return std::max(0.0, std::min(want, avail));
+}
+
+bool SettingsViewModel::applyBlocked() const {
+  if (previewProblem().isEmpty()) return false;
+  return draft_.value("cache_vram_mib") != saved_.value("cache_vram_mib") ||
+         draft_.value("cache_vram_reserve_mib") != saved_.value("cache_vram_reserve_mib");
 }
 
 int SettingsViewModel::previewSlotCount() const {
@@ -261,8 +272,10 @@ int SettingsViewModel::previewSlotCount() const {
 }
 
 QString SettingsViewModel::previewProblem() const {
+  // Host memory is the CPU engine's cache; a CUDA engine's is VRAM, which this preview does not see.
+  if (!engine_ || engine_->info().backend != QLatin1String("cpu")) return {};
   const int nslots = previewSlotCount();
-  if (nslots < 0 || !engine_) return {};
+  if (nslots < 0) return {};
   const uint32_t need = engine_->info().topK;
   if (static_cast<uint32_t>(nslots) < need) {
     return tr("%n slot(s) cannot hold one layer's %1 selected experts; the engine would refuse to start.", "",

@@ -44,8 +44,10 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   Q_PROPERTY(double freeMemoryMib READ freeMemoryMib NOTIFY valuesChanged)
   Q_PROPERTY(double expertMib READ expertMib NOTIFY valuesChanged)  // 0 unknown
   Q_PROPERTY(QString previewProblem READ previewProblem NOTIFY valuesChanged)
-  // dirty, valid, and no previewProblem: values the loaded model would refuse are not applied.
-  Q_PROPERTY(bool canApply READ canApply NOTIFY valuesChanged)
+  // Changed cache values the loaded model would refuse (previewProblem) are not applied; other
+  // changes apply whatever the preview says.
+  Q_PROPERTY(bool applyBlocked READ applyBlocked NOTIFY valuesChanged)
+  Q_PROPERTY(bool canApply READ canApply NOTIFY valuesChanged)  // dirty, valid, not applyBlocked
   Q_PROPERTY(int defaultThreads READ defaultThreads CONSTANT)
 
  public:
@@ -74,7 +76,8 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   double freeMemoryMib() const;
   double expertMib() const;
   QString previewProblem() const;
-  bool canApply() const { return dirty() && valid() && previewProblem().isEmpty(); }
+  bool applyBlocked() const;
+  bool canApply() const { return dirty() && valid() && !applyBlocked(); }
   static int defaultThreads();  // hardware_concurrency() - 1, at least 1
 
   // The applied values, as the engine and the chat want them.

@@ -60,6 +60,40 @@ TEST(EngineSettings, ErrorsNameTheKey) {
   EXPECT_EQ(s.read_splits, 1u);
 }
 
+// The bounds, hand-written here (docs/cli.md lists them; the studio's Settings take them too).
+TEST(EngineSettings, NumericBounds) {
+  EngineSettings s;
+  const auto accepts = [&](const char* key, const std::string& v) {
+    try {
+      apply_setting(s, key, v);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  EXPECT_TRUE(accepts("threads", "4096"));
+  EXPECT_FALSE(accepts("threads", "4097"));
+  EXPECT_FALSE(accepts("n_ctx", "63"));
+  EXPECT_TRUE(accepts("n_ctx", "64"));
+  EXPECT_TRUE(accepts("n_ctx", "16777216"));
+  EXPECT_FALSE(accepts("n_ctx", "16777217"));
+  EXPECT_TRUE(accepts("cache_vram_mib", "0"));  // with cache_bytes, the CLI's exact budget
+  EXPECT_TRUE(accepts("cache_vram_mib", "16777216"));
+  EXPECT_FALSE(accepts("cache_vram_mib", "16777217"));
+  EXPECT_FALSE(accepts("stage_slots", "0"));
+  EXPECT_TRUE(accepts("stage_slots", "4096"));
+  EXPECT_FALSE(accepts("stage_slots", "4097"));
+  EXPECT_FALSE(accepts("read_splits", "65"));
+  const auto r = engine_setting_range("n_ctx");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->lo, 64u);
+  EXPECT_EQ(r->hi, 16777216u);
+  EXPECT_EQ(engine_setting_range("threads")->hi, 4096u);
+  EXPECT_FALSE(engine_setting_range("backend"));    // not numeric
+  EXPECT_FALSE(engine_setting_range("direct_io"));  // not numeric
+  EXPECT_FALSE(engine_setting_range("no_such_key"));
+}
+
 TEST(EngineSettings, JsonValuesOfAnyScalarType) {
   EngineSettings s;
   apply_settings_json(s, nlohmann::json::parse(R"({"cache_vram_mib": 300, "direct_io": false,

@@ -47,7 +47,7 @@ class ExpertStoreTest : public ::testing::Test {
 };
 fs::path* ExpertStoreTest::dir_ = nullptr;
 
-// A budget far above the pack (cache_vram_mib=999999999999 from a user) gives one slot per
+// A budget far above the pack (a user's cache_vram_mib of 16777216, 16 TiB) gives one slot per
 // expert, not an allocation of the budget: deepseek2-tiny has 3 MoE blocks of 16 experts
 // (fixtures README), so 48 slots; every expert then stays resident.
 TEST_F(ExpertStoreTest, SlotsAreCappedAtThePacksExperts) {

@@ -476,6 +476,22 @@ TEST_F(OllamaStore, StemsAndSourcesOfStoreModels) {
   EXPECT_EQ(model_source_stem(blob(kQwenSha)), "sha256-" + kQwenSha);
 }
 
+TEST_F(OllamaStore, ManifestPathsAreSplitFromTheEnd) {
+  const OllamaName n = ollama_parse_name(root_ + "/manifests/registry.ollama.ai/myns/tiny/latest");
+  EXPECT_EQ(n.host, "registry.ollama.ai");
+  EXPECT_EQ(n.ns, "myns");
+  EXPECT_EQ(n.model, "tiny");
+  EXPECT_EQ(n.tag, "latest");
+  // A manifest with too few components below manifests/: an error naming it, and a stem of
+  // its folder and name.
+  const std::string shallow = root_ + "/manifests/tiny/q9";
+  std::filesystem::create_directories(root_ + "/manifests/tiny");
+  { std::ofstream(shallow) << "{}"; }
+  EXPECT_TRUE(
+      ThrowsErrorMentioning([&] { ollama_parse_name(shallow); }, {shallow, "not an Ollama manifest path"}));
+  EXPECT_EQ(model_source_stem(shallow), "tiny-q9");
+}
+
 TEST(OllamaName, PartsOfNamesAndManifestPaths) {
   const OllamaName a = ollama_parse_name("qwen3:0.6b");
   EXPECT_EQ(a.host, "registry.ollama.ai");

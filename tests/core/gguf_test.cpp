@@ -490,6 +490,12 @@ TEST(GgufReject, NTensorsAboveLimit) {
   GgufLimits lim;
   lim.max_tensors = 1;
   EXPECT_TRUE(Rejects(w.build(), "n_tensors", 8, lim));
+  // A limit, not a file cut short: no "truncated" in the message.
+  try {
+    parse_bytes(w.build(), lim);
+  } catch (const FormatError& e) {
+    EXPECT_EQ(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -546,6 +552,11 @@ TEST(GgufReject, StringLengthTooLarge) {
   ByteBuf b4 = header(3, 0, 1);
   b4.str("a").u32(test::kGgufString).str("0123456789");
   EXPECT_TRUE(Rejects(b4.bytes(), "key \"a\"", 37, lim, "exceeds the limit"));
+  try {
+    parse_bytes(b4.bytes(), lim);
+  } catch (const FormatError& e) {
+    EXPECT_EQ(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
   // A key length above max_key_bytes.
   ByteBuf b5 = header(3, 0, 1);
   b5.u64(1ull << 40).zeros(16);

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "core/expert_pack.h"
 #include "core/gguf_model.h"
@@ -224,30 +226,67 @@ TEST(PackBuild, FinishedPackIsFoundByItsSource) {
   TempDir tmp("moepack-pack");
   const std::string packs = tmp.file("packs");
   const std::string legacy = packs + "/deepseek2-tiny-Q2_K-00001-of-00003";  // an earlier build's name
-  EXPECT_EQ(find_finished_pack(packs, shared(kSplit)), std::nullopt);        // no folder yet
-  build_pack(opts(shared(kSplit), legacy));
+  const auto dir_of = [&](const std::string& source) {
+    const auto f = find_finished_pack(packs, source);
+    return f ? f->dir : std::string("(none)");
+  };
+  EXPECT_EQ(dir_of(shared(kSplit)), "(none)");  // no folder yet
+  // Built from a spelling with "..": found by any spelling, confirmed by the build's own.
+  const std::string odd =
+      shared("fixtures/deepseek2-tiny/../deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.gguf");
+  build_pack(opts(odd, legacy));
   std::filesystem::create_directories(packs + "/a-empty");  // sorts first, holds nothing
-  EXPECT_EQ(find_finished_pack(packs, shared(kSplit)), legacy);
-  EXPECT_EQ(
-      find_finished_pack(packs, shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-00002-of-00003.gguf")),
-      legacy);
-  EXPECT_EQ(find_finished_pack(packs, shared("fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf")),
-            std::nullopt);
-  EXPECT_EQ(find_finished_pack(packs, tmp.file("missing.gguf")), std::nullopt);
-  // The same source through another path (a relative one) is the same file.
+  EXPECT_EQ(dir_of(shared(kSplit)), legacy);
+  EXPECT_EQ(dir_of(shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-00002-of-00003.gguf")), legacy);
+  EXPECT_EQ(dir_of(shared("fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf")), "(none)");
+  EXPECT_EQ(dir_of(tmp.file("missing.gguf")), "(none)");
+  EXPECT_EQ(dir_of(shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-00001-of-00003.gguf")), legacy);
   const std::string cwd = std::filesystem::current_path().string();
   std::filesystem::current_path(shared("fixtures/deepseek2-tiny"));
-  EXPECT_EQ(find_finished_pack(packs, "deepseek2-tiny-Q2_K-00003-of-00003.gguf"), legacy);
+  const auto relative = find_finished_pack(packs, "deepseek2-tiny-Q2_K-00003-of-00003.gguf");
   std::filesystem::current_path(cwd);
-  // build_pack into the folder found confirms it.
-  EXPECT_TRUE(build_pack(opts(shared(kSplit), legacy)).already_complete);
+  ASSERT_TRUE(relative);
+  EXPECT_EQ(relative->dir, legacy);
+  EXPECT_EQ(relative->source, std::filesystem::absolute(odd).string());  // the build's spelling
+  // build_pack of that spelling into the folder found confirms it.
+  EXPECT_TRUE(build_pack(opts(relative->source, relative->dir)).already_complete);
   // A build in progress in the folder: not finished.
   { std::ofstream(legacy + "/build-state.json") << "{}"; }
-  EXPECT_EQ(find_finished_pack(packs, shared(kSplit)), std::nullopt);
+  EXPECT_EQ(dir_of(shared(kSplit)), "(none)");
   std::filesystem::remove(legacy + "/build-state.json");
   // A damaged manifest is no match, and no error.
+  const std::string good = [&] {
+    std::ifstream in(legacy + "/manifest.json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
   { std::ofstream(legacy + "/manifest.json", std::ios::trunc) << "{ not json"; }
-  EXPECT_EQ(find_finished_pack(packs, shared(kSplit)), std::nullopt);
+  EXPECT_EQ(dir_of(shared(kSplit)), "(none)");
+  { std::ofstream(legacy + "/manifest.json", std::ios::trunc) << good; }
+  // A source changed since (same path and size, a new modification time) is still found (by
+  // path and size), and its build refuses the folder without writing a byte.
+  const std::string copy = tmp.file("qwen.gguf");
+  std::filesystem::copy_file(shared("fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf"), copy);
+  build_pack(opts(copy, packs + "/qwen"));
+  std::filesystem::last_write_time(copy, std::filesystem::last_write_time(copy) + std::chrono::seconds(5));
+  const auto changed = find_finished_pack(packs, copy);
+  ASSERT_TRUE(changed);
+  EXPECT_EQ(changed->dir, packs + "/qwen");
+  const auto slurp = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string manifest_before = slurp(changed->dir + "/manifest.json");
+  const auto experts_time = std::filesystem::last_write_time(changed->dir + "/experts.bin");
+  try {
+    build_pack(opts(changed->source, changed->dir));
+    ADD_FAILURE() << "a changed source's folder was taken";
+  } catch (const PackDirOccupied& e) {
+    EXPECT_EQ(e.dir(), changed->dir);
+    EXPECT_EQ(e.other_source(), std::filesystem::absolute(copy).string());
+  }
+  EXPECT_EQ(slurp(changed->dir + "/manifest.json"), manifest_before);
+  EXPECT_EQ(std::filesystem::last_write_time(changed->dir + "/experts.bin"), experts_time);
+  EXPECT_FALSE(std::filesystem::exists(changed->dir + "/build-state.json"));
 }
 
 TEST(PackBuild, CancelThenResumeCopiesOnlyWhatIsMissing) {

@@ -258,6 +258,23 @@ class ChatEngineTest : public QObject {
     QCOMPARE(QFileInfo(e.modelPath()).canonicalFilePath(),
              QFileInfo(dir_.filePath(QStringLiteral("packs3/tiny-q4"))).canonicalFilePath());
     QVERIFY(QFileInfo::exists(renamed + QStringLiteral("/manifest.json")));
+    // Changed once more: both packs are of earlier versions; the one under the model's name is
+    // kept, and the message says what to do in the studio (not the CLI's --overwrite).
+    e.unload();
+    QTRY_VERIFY_WITH_TIMEOUT(e.state() == EngineController::Empty, 10000);
+    {
+      QFile b(blob);
+      QVERIFY(b.open(QIODevice::ReadWrite));
+      QVERIFY(b.setFileTime(QDateTime::currentDateTimeUtc().addSecs(120), QFileDevice::FileModificationTime));
+    }
+    e.load(manifest, true);
+    QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 180000);
+    QCOMPARE(e.state(), EngineController::Failed);
+    QVERIFY2(e.error().contains(QStringLiteral("packs3/tiny-q4 already holds a finished Expert Pack")) &&
+                 e.error().contains(QStringLiteral("Remove it in the Library")) &&
+                 !e.error().contains(QStringLiteral("--overwrite")),
+             qPrintable(e.error()));
+    QVERIFY(QFileInfo::exists(dir_.filePath(QStringLiteral("packs3/tiny-q4/manifest.json"))));
 
     QFile fake(dir_.filePath(QStringLiteral("fake.gguf")));
     QVERIFY(fake.open(QIODevice::WriteOnly));

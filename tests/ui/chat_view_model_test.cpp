@@ -158,6 +158,12 @@ class ChatViewModelTest : public QObject {
       QCOMPARE(vm.lastError(), QString("scripted failure"));
       QCOMPARE(vm.messages()->at(3).error, QString("scripted failure"));
       QVERIFY(vm.lastErrorInReply());  // shown in the bubble, not again below it
+      const qint64 failedIn = vm.currentConversationId();
+      vm.newConversation();  // the failed reply (never stored) and its error stay behind
+      QCOMPARE(vm.lastError(), QString());
+      QVERIFY(!vm.lastErrorInReply());
+      vm.selectConversation(failedIn);
+      QCOMPARE(vm.lastError(), QString());
     }
     // Reload from SQLite: the failed reply was not stored, everything else was.
     ChatViewModel vm2;

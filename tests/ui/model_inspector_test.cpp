@@ -24,6 +24,21 @@ class ModelInspectorTest : public QObject {
   }
 
  private slots:
+  // A second load while the first still reads: the newest model is shown, once, and the first
+  // one's result never arrives after it.
+  void theNewestLoadWins() {
+    ModelInspector m;
+    QSignalSpy done(&m, &ModelInspector::summaryChanged);
+    m.load(QStringLiteral(MOEPACK_SOURCE_DIR
+                          "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf"));
+    m.load(QStringLiteral(MOEPACK_SHARED_DIR "/fixtures/qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf"));
+    QVERIFY(done.wait(20000));
+    QTest::qWait(300);
+    QCOMPARE(done.size(), 1);
+    QVERIFY(!m.loading());
+    QCOMPARE(m.architecture(), QStringLiteral("qwen3moe"));
+  }
+
   void demoModelMatchesItsReadme() {
     ModelInspector m;
     QAbstractItemModelTester tester(m.layers(), QAbstractItemModelTester::FailureReportingMode::QtTest);

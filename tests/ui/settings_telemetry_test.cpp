@@ -3,6 +3,7 @@
 // from a scripted engine's telemetry; hand-computed values).
 #include <QQmlComponent>
 #include <QQmlEngine>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QtTest>
@@ -147,6 +148,25 @@ QtObject {
     QVERIFY(s.dirty());
     QCOMPARE(s.appliedValues(), savedBefore);
     QCOMPARE(e.engineSettings().cache_vram_mib, before.cache_vram_mib);
+    // Values already applied that the preview doubts (it is an estimate) do not block other
+    // changes: only changed cache values are held back.
+    {
+      QSettings q;
+      q.setValue("settings/cache_vram_mib", 3);
+      q.setValue("settings/cache_vram_reserve_mib", 0);
+      q.sync();
+      SettingsViewModel doubted;
+      doubted.setEngine(&e);
+      QVERIFY(!doubted.previewProblem().isEmpty());
+      QVERIFY(!doubted.applyBlocked());
+      doubted.setValue("temperature", 0.5);
+      QVERIFY(doubted.canApply());
+      doubted.setValue("cache_vram_mib", 2);  // a changed cache value the preview refuses
+      QVERIFY(doubted.applyBlocked() && !doubted.canApply());
+      q.remove("settings/cache_vram_mib");
+      q.remove("settings/cache_vram_reserve_mib");
+      q.sync();
+    }
     // The fake model has 5 MoE layers of 32 experts: a budget of 1000 slots makes 160.
     s.setValue("cache_vram_mib", 1000);
     QCOMPARE(s.previewSlotCount(), 160);

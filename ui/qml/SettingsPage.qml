@@ -282,10 +282,10 @@ Item {
                 Layout.fillWidth: true
                 objectName: "applyStatus"
                 wrapMode: Text.WordWrap
-                color: page.settings.valid && page.settings.previewProblem.length === 0 ? "#6b7280" : "#b91c1c"
+                color: page.settings.valid && !page.settings.applyBlocked ? "#6b7280" : "#b91c1c"
                 text: !page.settings.valid ? qsTr("Fix the highlighted values first.")
-                    : page.settings.previewProblem.length > 0
-                      ? qsTr("The loaded model would not start with these cache values; raise the budget to apply.")
+                    : page.settings.applyBlocked
+                      ? qsTr("The loaded model would not start with these cache values (see the preview); change them to apply.")
                     : page.settings.dirty ? qsTr("Changes are not applied yet.") : ""
             }
             Button {
