@@ -40,6 +40,7 @@
 #include "ui/library_list_model.h"
 #include "ui/library_view_model.h"
 #include "ui/model_inspector.h"
+#include "ui/settings_view_model.h"
 #include "ui/telemetry_view_model.h"
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
@@ -398,6 +399,55 @@ class StudioGuiTest : public QObject {
     auto* engine = window->property("engine").value<EngineController*>();
     QVERIFY(engine);
     QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
+  }
+
+  // Apply with an engine change (a reload) at every moment a user might press it: while the
+  // model loads, while a reply streams, right after another Apply. The studio stays up, every
+  // reply ends (finished or stopped), and the last reload answers as the first did.
+  void applyDuringLoadsAndRepliesNeverTakesTheStudioDown() {
+    QQmlApplicationEngine qml;
+    QStringList warnings;
+    QQuickWindow* window = loadStudio(qml, warnings);
+    QVERIFY(window);
+    auto* engine = window->property("engine").value<EngineController*>();
+    auto* chat = window->property("chat").value<ChatViewModel*>();
+    auto* settings = window->property("settings").value<SettingsViewModel*>();
+    QVERIFY(engine && chat && settings);
+    const auto ready = [&] {
+      QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
+      QVERIFY2(engine->state() == EngineController::Ready, qPrintable(engine->error()));
+    };
+    ready();
+    chat->newConversation();
+    QSignalSpy finished(chat, &ChatViewModel::replyFinished);
+    const int threads = settings->appliedValues().value(QStringLiteral("threads")).toInt();
+    for (int round = 0; round < 6; ++round) {
+      QCOMPARE(settings->setValue(QStringLiteral("threads"), (threads + round + 1) % 3 + 1), QString());
+      if (round % 3 == 0) {  // while a reply streams
+        QTRY_VERIFY_WITH_TIMEOUT(chat->canSend(), 60000);
+        QVERIFY(chat->send(QStringLiteral("What does \"salmon\" mean?")));
+        QTRY_VERIFY_WITH_TIMEOUT(chat->messages()->count() > 0 && chat->generating(), 10000);
+        QTest::qWait(20 * round);
+      } else if (round % 3 == 1) {  // while the model loads
+        QTest::qWait(5);
+      }  // else: right after the last Apply
+      QVERIFY(settings->canApply());
+      QVERIFY(QMetaObject::invokeMethod(settings, "apply"));
+    }
+    ready();
+    QTRY_VERIFY_WITH_TIMEOUT(!chat->generating(), 60000);
+    // Every reply that started ended, and the model answers after the last reload.
+    QCOMPARE(settings->appliedValues().value(QStringLiteral("threads")).toInt(), (threads + 6) % 3 + 1);
+    finished.clear();
+    chat->newConversation();
+    QVERIFY(chat->send(QStringLiteral("What does \"salmon\" mean?")));
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(chat->lastError(), QString());
+    QCOMPARE(chat->messages()->at(1).message.content, kSalmon);
+    // The test's threads back as they were.
+    QCOMPARE(settings->setValue(QStringLiteral("threads"), threads), QString());
+    QVERIFY(QMetaObject::invokeMethod(settings, "apply"));
+    ready();
   }
 
   // The chat's export dialog accepted as a user does: it opens on the suggested file (the
