@@ -23,8 +23,10 @@ std::function<int()> add_cache_sim(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("cache-sim", "Replay a routing trace through each expert-cache policy");
   sub->add_option("trace", opt->trace, "Routing trace file (see core/routing_trace.h)")->required();
-  auto* slots = sub->add_option("--slots", opt->slots, "Cache slots (experts)");
-  auto* budget = sub->add_option("--budget-mib", opt->budget_mib, "Cache budget in MiB (slots = floor(budget / expert_bytes))");
+  auto* slots = sub->add_option("--slots", opt->slots, "Cache slots (experts)")->check(positive_number());
+  auto* budget = sub->add_option("--budget-mib", opt->budget_mib,
+                                 "Cache budget in MiB (slots = floor(budget / expert_bytes))")
+                     ->check(positive_number());
   slots->excludes(budget);
   sub->add_option("--policies", opt->policies, "Comma-separated: hybrid, lru, lfu, belady");
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
@@ -36,13 +38,21 @@ std::function<int()> add_cache_sim(CLI::App& app) {
         throw UsageError("--policies: unknown policy \"" + p + "\" (hybrid, lru, lfu, belady)");
       names.push_back(p);
     }
+    if (names.empty()) throw UsageError("--policies: give at least one of hybrid, lru, lfu, belady");
     if (budget->count() == 0 && slots->count() == 0)
       throw UsageError("cache-sim: give --slots or --budget-mib");
     const RoutingTrace t = read_routing_trace(opt->trace);
-    uint32_t n = opt->slots;
+    // As the engine does, never more slots than the model has experts (a larger budget would
+    // hold every expert and leave the rest unused).
+    const uint64_t experts = static_cast<uint64_t>(t.header.n_layers) * t.header.n_experts;
+    double want = static_cast<double>(opt->slots);
     if (budget->count() != 0) {
-      const double bytes = std::floor(opt->budget_mib * 1048576.0);
-      n = static_cast<uint32_t>(bytes / static_cast<double>(t.header.expert_bytes));
+      want = std::floor(std::floor(opt->budget_mib * 1048576.0) / static_cast<double>(t.header.expert_bytes));
+    }
+    const auto n = static_cast<uint32_t>(std::min(want, static_cast<double>(std::max<uint64_t>(experts, 1))));
+    if (want > static_cast<double>(n)) {
+      std::fprintf(stderr, "%s: %.0f slots asked for; the model has %llu experts, so %u slots\n",
+                   opt->trace.c_str(), want, static_cast<unsigned long long>(experts), n);
     }
     const auto results = simulate_cache(t, n, names);
     nlohmann::json j;

@@ -1,9 +1,11 @@
 // moepack-studio: the Qt Quick desktop app. Wiring only; views and view-models live in ui/.
+#include <QtQml/qqmlextensionplugin.h>
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QQmlApplicationEngine>
 #include <QQmlContext>
-#include <QtQml/qqmlextensionplugin.h>
+#include <cstdio>
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
 
@@ -25,12 +27,23 @@ int main(int argc, char** argv) {
                                   QStringLiteral("conversation to show first (its id in the database)"),
                                   QStringLiteral("id"), QStringLiteral("0"));
   parser.addOption(conversation);
+  parser.addPositionalArgument(QStringLiteral("model"), QStringLiteral("the model to open (as --model)"),
+                               QStringLiteral("[model]"));
   parser.process(app);
+  // `moepack-studio MODEL` opens MODEL, as `moepack run MODEL` does; never silently the demo.
+  const QStringList positional = parser.positionalArguments();
+  if (positional.size() > 1 || (positional.size() == 1 && parser.isSet(model))) {
+    std::fprintf(stderr, "moepack-studio: give one model, either as an argument or with --model (got %s)\n",
+                 qPrintable(positional.join(QLatin1Char(' '))));
+    return 2;
+  }
+  const QString modelPath = positional.isEmpty() ? parser.value(model) : positional.front();
 
   QQmlApplicationEngine engine;
   engine.addImportPath(QStringLiteral("qrc:/qt/qml"));
-  engine.setInitialProperties({{QStringLiteral("initialModel"), parser.value(model)},
-                               {QStringLiteral("initialConversation"), parser.value(conversation).toLongLong()}});
+  engine.setInitialProperties(
+      {{QStringLiteral("initialModel"), modelPath},
+       {QStringLiteral("initialConversation"), parser.value(conversation).toLongLong()}});
   engine.load(QUrl(QStringLiteral("qrc:/qt/qml/MoePack/Ui/qml/Main.qml")));
   if (engine.rootObjects().isEmpty()) return 1;
   return QApplication::exec();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace moepack {
 
@@ -28,9 +29,14 @@ class DeviceLostError : public Error {
 };
 
 // An input file (GGUF, manifest, pack) is malformed or violates a limit.
+// `s` with every control byte (below 0x20, and 0x7f) written as \xNN: names read from a file
+// (a damaged tensor name may hold a NUL) stay whole and visible in a message.
+std::string printable(std::string_view s);
+
 class FormatError : public Error {
  public:
   // offset: absolute byte offset in `file` where `field` starts (or where the check failed).
+  // `field` and `what` are made printable() (the message never ends early at a NUL).
   FormatError(std::string file, std::string field, uint64_t offset, const std::string& what);
 
   const std::string& file() const { return file_; }

@@ -88,6 +88,12 @@ void decode_scalar(GgufValueType t, const uint8_t* p, GgufValue& v) {
 // Appended where a declared size does not fit in the file: the usual cause is a file cut short.
 constexpr const char* kTruncatedHint = " (the file looks truncated: an interrupted download or copy?)";
 
+// The hint where a declared size of `bytes` does not fit: only for a size a real model file
+// could have (under 1 TiB); a larger one is a damaged field, not a file cut short.
+std::string truncated_hint(uint64_t bytes) {
+  return bytes < (uint64_t{1} << 40) ? std::string(kTruncatedHint) : std::string();
+}
+
 // Sequential reader over a ByteSource with a small buffer; tracks the absolute position.
 class Cursor {
  public:
@@ -227,7 +233,7 @@ class GgufParser {
     if (len > cur_.remaining()) {
       fail(field, at,
            "string length " + std::to_string(len) + " runs past the end of the file (" +
-               std::to_string(cur_.remaining()) + " bytes left)" + kTruncatedHint);
+               std::to_string(cur_.remaining()) + " bytes left)" + truncated_hint(len));
     }
     charge(len + 32, field, at);
     std::string s(static_cast<size_t>(len), '\0');
@@ -258,7 +264,8 @@ class GgufParser {
     if (a.count > cur_.remaining() / min_elem) {
       fail(field, count_at,
            "array of " + std::to_string(a.count) + " " + std::string(gguf_value_type_name(a.elem_type)) +
-               " elements runs past the end of the file" + kTruncatedHint);
+               " elements runs past the end of the file" +
+               truncated_hint(a.count < (uint64_t{1} << 40) / min_elem ? a.count * min_elem : ~uint64_t{0}));
     }
     if (es != 0) {
       a.encoded_bytes = a.count * es;  // cannot overflow: count <= remaining / es
@@ -275,7 +282,7 @@ class GgufParser {
         if (len > cur_.remaining()) {
           fail(field + "[" + std::to_string(k) + "]", at,
                "string length " + std::to_string(len) + " runs past the end of the file (" +
-                   std::to_string(cur_.remaining()) + " bytes left)" + kTruncatedHint);
+                   std::to_string(cur_.remaining()) + " bytes left)" + truncated_hint(len));
         }
         cur_.skip(len, field.c_str());
       }
@@ -465,7 +472,8 @@ void load_with(Cursor& c, const ByteSource& src, GgufArray& a, uint32_t depth,
   if (a.count > c.remaining() / min_elem) {
     throw FormatError(
         src.name(), field, a.file_offset,
-        "array of " + std::to_string(a.count) + " elements runs past the end of the file" + kTruncatedHint);
+        "array of " + std::to_string(a.count) + " elements runs past the end of the file" +
+            truncated_hint(a.count < (uint64_t{1} << 40) / min_elem ? a.count * min_elem : ~uint64_t{0}));
   }
   a.raw.clear();
   a.strings.clear();
@@ -481,7 +489,7 @@ void load_with(Cursor& c, const ByteSource& src, GgufArray& a, uint32_t depth,
       if (len > limits.max_string_bytes || len > c.remaining()) {
         throw FormatError(src.name(), field + "[" + std::to_string(k) + "]", at,
                           "string length " + std::to_string(len) + " is too large" +
-                              (len > c.remaining() ? std::string(kTruncatedHint) : std::string()));
+                              (len > c.remaining() ? truncated_hint(len) : std::string()));
       }
       std::string s(static_cast<size_t>(len), '\0');
       c.read(s.data(), s.size(), field.c_str());

@@ -2316,7 +2316,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="344"/>
+        <location filename="../ui/engine_worker.cpp" line="347"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2324,17 +2324,17 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="163"/>
+        <location filename="../ui/engine_worker.cpp" line="166"/>
         <source>Out of memory while loading %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="177"/>
+        <location filename="../ui/engine_worker.cpp" line="180"/>
         <source>No model is loaded.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="215"/>
+        <location filename="../ui/engine_worker.cpp" line="218"/>
         <source>Out of memory during generation.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2399,7 +2399,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="80"/>
+        <location filename="../ui/model_inspector.cpp" line="90"/>
         <source>%1 (%2), %n tokens</source>
         <translation>
             <numerusform>%1 (%2), %n token</numerusform>

@@ -2361,7 +2361,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="344"/>
+        <location filename="../ui/engine_worker.cpp" line="347"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
@@ -2369,17 +2369,17 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="163"/>
+        <location filename="../ui/engine_worker.cpp" line="166"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="177"/>
+        <location filename="../ui/engine_worker.cpp" line="180"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="215"/>
+        <location filename="../ui/engine_worker.cpp" line="218"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>
@@ -2450,7 +2450,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ModelInspector</name>
     <message numerus="yes">
-        <location filename="../ui/model_inspector.cpp" line="80"/>
+        <location filename="../ui/model_inspector.cpp" line="90"/>
         <source>%1 (%2), %n tokens</source>
         <translation>
             <numerusform>%1（%2），%n 个词元</numerusform>

@@ -131,8 +131,9 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
     // The CLI's advice (--overwrite) is no choice here.
     throw Error(e.dir() + " already holds a finished Expert Pack" +
                 (e.other_source().empty() ? std::string() : " of " + e.other_source()) +
-                ", made from another model or from an earlier version of this file. Remove it in the "
-                "Library (or move the folder away), then load the model again to convert it.");
+                ": another model's, or this file's from before its size or modification time changed (a "
+                "new download, a copy, a touch). Remove it in the Library (or move the folder away), then "
+                "load the model again to convert it.");
   }
   qCInfo(lcEngine) << "pack ready:" << QString::fromStdString(r.pack_dir)
                    << (r.already_complete ? "(already complete)" : "") << r.seconds << "s";

@@ -1,5 +1,7 @@
 #include "ui/model_inspector.h"
 
+#include <QCoreApplication>
+#include <QEvent>
 #include <QLoggingCategory>
 #include <QVariantMap>
 #include <QtConcurrent/QtConcurrentRun>
@@ -14,6 +16,14 @@ namespace moepack::ui {
 
 ModelInspector::ModelInspector(QObject* parent) : QObject(parent) {
   connect(&watcher_, &QFutureWatcher<Result>::finished, this, &ModelInspector::finished);
+  // Texts made here with tr() (the tokenizer line) follow a language change as QML's do.
+  if (QCoreApplication::instance() != nullptr) QCoreApplication::instance()->installEventFilter(this);
+}
+
+bool ModelInspector::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == QCoreApplication::instance() && event->type() == QEvent::LanguageChange)
+    emit summaryChanged();
+  return QObject::eventFilter(watched, event);
 }
 
 ModelInspector::~ModelInspector() { watcher_.waitForFinished(); }

@@ -57,6 +57,9 @@ class ModelInspector : public QObject {
   QVariantList hyperparameters() const;  // [{key, value}] sorted by key
   MoeLayerListModel* layers() { return &layers_; }
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  signals:
   void loadingChanged();
   void summaryChanged();

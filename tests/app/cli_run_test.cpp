@@ -270,6 +270,11 @@ TEST(CliRun, BadArgumentsExitTwoNamingTheOptionAndTheValue) {
         Case{{"cache-sim", missing + ".trace", "--slots", "8", "--policies", "lru,foo"},
              "unknown policy \"foo\""},
         Case{{"cache-sim", missing + ".trace"}, "give --slots or --budget-mib"},
+        Case{{"cache-sim", missing + ".trace", "--slots", "0"}, "--slots: must be greater than 0"},
+        Case{{"cache-sim", missing + ".trace", "--budget-mib", "-1"}, "--budget-mib: must be greater than 0"},
+        Case{{"cache-sim", missing + ".trace", "--budget-mib", "nan"}, "must be a finite number"},
+        Case{{"cache-sim", missing + ".trace", "--slots", "8", "--policies", ""},
+             "--policies: give at least one"},
         Case{{"bench", missing, "--out", missing + ".out", "--formats", "pdf"}, "unknown format \"pdf\""}}) {
     const CliRun r = run(c.args);
     EXPECT_EQ(r.status, 2) << c.args.back() << "\n" << r.err;
@@ -281,6 +286,31 @@ TEST(CliRun, BadArgumentsExitTwoNamingTheOptionAndTheValue) {
   const CliRun r = run({"run", missing, "-p", "x", "--top-p", "1", "--min-p", "0", "-n", "-1"});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("never-opened.gguf"), std::string::npos) << r.err;
+}
+
+// cache-sim on a trace the CLI recorded: a budget far above the model holds every expert once
+// (the demo model: 5 MoE layers x 32 experts = 160 slots, README), and a budget of 6 slots
+// replays the prompt's union in chunks.
+TEST(CliCacheSim, ReplaysARecordedTraceAtAnyBudget) {
+  const fs::path trace = temp_path("cli.trace");
+  fs::remove(trace);
+  CliRun r = run({"run", kDemo.string(), "--chat", "--prompt", "What does \"salmon\" mean?", "--temperature",
+                  "0", "-n", "8", "--set", "trace_path=" + trace.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run({"cache-sim", trace.string(), "--budget-mib", "1e30", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["slots"], 160);
+  EXPECT_EQ(j["split_records"], 0);
+  EXPECT_NE(r.err.find("the model has 160 experts, so 160 slots"), std::string::npos) << r.err;
+  r = run({"cache-sim", trace.string(), "--slots", "6", "--policies", "lru", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["slots"], 6);
+  EXPECT_GT(j["split_records"].get<int>(), 0);  // the prompt's union is wider than 6
+  r = run({"cache-sim", trace.string(), "--slots", "3"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("3 slots cannot hold one token's top-4 experts"), std::string::npos) << r.err;
 }
 
 TEST(CliRun, ErrorsExitNonZeroWithAMessage) {

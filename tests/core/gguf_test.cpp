@@ -930,3 +930,32 @@ TEST(GgmlType, BlockSizesMatchGgml) {
 
 }  // namespace
 }  // namespace moepack
+
+namespace moepack {
+namespace {
+
+// A damaged name holding a NUL (or another control byte) is shown whole, escaped, so the
+// message still names the field and the offset after it.
+// A count no real file could hold (2^40 strings need 8 TiB) is a damaged field, not a file cut
+// short: no truncation hint.
+TEST(GgufReject, AnImpossibleCountIsNotCalledTruncation) {
+  ByteBuf b = header(3, 0, 1);
+  b.str("a").u32(test::kGgufArray).u32(test::kGgufString).u64(uint64_t{1} << 40).zeros(64);
+  try {
+    parse_bytes(b.bytes());
+    ADD_FAILURE() << "parsed";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("runs past the end"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GgufReject, ControlBytesInNamesAreEscapedNotCut) {
+  const FormatError e("x.gguf", std::string("tensor \"a\0b\x07\"", 13), 1234, "bad\x01");
+  EXPECT_EQ(std::string(e.what()), "x.gguf: tensor \"a\\x00b\\x07\" at byte 1234: bad\\x01");
+  EXPECT_EQ(e.field(), "tensor \"a\\x00b\\x07\"");
+  EXPECT_EQ(printable("caf\xc3\xa9 ok"), "caf\xc3\xa9 ok");  // UTF-8 is kept
+}
+
+}  // namespace
+}  // namespace moepack

@@ -327,6 +327,11 @@ class StudioGuiTest : public QObject {
                              [](QChar c) { return c.unicode() >= 0x4e00 && c.unicode() <= 0x9fff; }),
                  qPrintable(revertText));
         save(window, QStringLiteral("studio-settings-zh_CN.png"));
+        // Texts the view-models make with tr() follow too: the Models page's tokenizer line.
+        auto* inspector = window->property("inspector").value<ModelInspector*>();
+        QVERIFY(inspector && !inspector->tokenizer().isEmpty());
+        QVERIFY2(inspector->tokenizer().contains(QStringLiteral("个词元")),
+                 qPrintable(inspector->tokenizer()));
       } else {
         // English (chosen, or the system's fallback) has its plural forms: "1 token", not "1 tokens".
         QCOMPARE(QCoreApplication::translate("MessageBubble", " · %n token(s)", "", 1),
