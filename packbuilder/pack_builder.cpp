@@ -1573,7 +1573,8 @@ std::optional<FinishedPack> find_finished_pack(const std::string& packs_folder, 
       if (m.sources.size() != want.size() || m.sources.empty()) continue;
       const bool same = std::all_of(want.begin(), want.end(), [&](const SourceId& w) {
         return std::any_of(m.sources.begin(), m.sources.end(), [&](const PackSourceFile& s) {
-          return s.bytes == w.bytes && same_path(s.path, w.path);
+          std::error_code eq;  // the same file through a symbolic link is the same source
+          return s.bytes == w.bytes && (same_path(s.path, w.path) || fs::equivalent(s.path, w.path, eq));
         });
       });
       if (same) return FinishedPack{dir, m.sources.front().path};

@@ -207,7 +207,8 @@ BuildResult build_pack(const BuildOptions& options);
 
 // A finished Expert Pack directly inside `packs_folder` whose manifest lists exactly the files
 // GgufModel::open(`source`) reads (every shard of a split set, an Ollama model's blob), by
-// absolute, lexically normalised path and with their present sizes (the first such directory in
+// absolute, lexically normalised path or as the same file (a path through a symbolic link), and
+// with their present sizes (the first such directory in
 // name order), else nullopt. So a pack keeps serving its source whatever its folder is called
 // (an earlier build's naming, a folder the user renamed). A directory with a build in progress
 // (build-state.json) is not finished. Reads headers and manifests only; never throws (an

@@ -248,6 +248,9 @@ TEST(PackBuild, FinishedPackIsFoundByItsSource) {
   ASSERT_TRUE(relative);
   EXPECT_EQ(relative->dir, legacy);
   EXPECT_EQ(relative->source, std::filesystem::absolute(odd).string());  // the build's spelling
+  // Through a symbolic link to the fixtures' folder: the same files.
+  std::filesystem::create_directory_symlink(shared("fixtures/deepseek2-tiny"), tmp.file("linked"));
+  EXPECT_EQ(dir_of(tmp.file("linked/deepseek2-tiny-Q2_K-00002-of-00003.gguf")), legacy);
   // build_pack of that spelling into the folder found confirms it.
   EXPECT_TRUE(build_pack(opts(relative->source, relative->dir)).already_complete);
   // A build in progress in the folder: not finished.
