@@ -188,15 +188,19 @@ class BuildCancelled : public Error {
 class PackDirOccupied : public Error {
  public:
   PackDirOccupied(std::string dir, std::string other_source)
-      : Error(dir + " already holds a finished Expert Pack" +
-              (other_source.empty() ? "" : " of " + other_source) +
-              "; choose another output directory or pass --overwrite"),
+      : Error(holding(dir, other_source) + "; choose another output directory or pass --overwrite"),
         dir_(std::move(dir)),
         other_source_(std::move(other_source)) {}
   const std::string& dir() const { return dir_; }
   const std::string& other_source() const { return other_source_; }  // "" when unreadable
+  // "DIR already holds a finished Expert Pack[ of SOURCE]", without the CLI's advice.
+  std::string holding() const { return holding(dir_, other_source_); }
 
  private:
+  static std::string holding(const std::string& dir, const std::string& other_source) {
+    return dir + " already holds a finished Expert Pack" +
+           (other_source.empty() ? "" : " of " + other_source);
+  }
   std::string dir_;
   std::string other_source_;
 };

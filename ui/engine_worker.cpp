@@ -129,8 +129,7 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
     r = build_pack(o);
   } catch (const PackDirOccupied& e) {
     // The CLI's advice (--overwrite) is no choice here.
-    throw Error(e.dir() + " already holds a finished Expert Pack" +
-                (e.other_source().empty() ? std::string() : " of " + e.other_source()) +
+    throw Error(e.holding() +
                 ": another model's, or this file's from before its size or modification time changed (a "
                 "new download, a copy, a touch). Remove it in the Library (or move the folder away), then "
                 "load the model again to convert it.");

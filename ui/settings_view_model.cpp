@@ -10,7 +10,6 @@
 #include <cmath>
 #include <optional>
 #include <thread>
-#include <utility>
 
 #include "core/engine_settings.h"
 #include "ui/engine_worker.h"
@@ -31,15 +30,19 @@ constexpr Range kGenerationRanges[] = {
     {"repeat_penalty", 0.5, 3}, {"max_tokens", 1, 32768}, {"seed", -1, 4294967294.0},
 };
 
-std::optional<std::pair<double, double>> range_of(const QString& key) {
+struct ValueRange {
+  double lo, hi;
+  bool whole;  // an engine value: integers only
+};
+std::optional<ValueRange> range_of(const QString& key) {
   for (const Range& r : kGenerationRanges) {
-    if (key == QLatin1String(r.key)) return std::make_pair(r.lo, r.hi);
+    if (key == QLatin1String(r.key)) return ValueRange{r.lo, r.hi, false};
   }
   if (const auto r = engine_setting_range(key.toStdString())) {
     // The studio has no cache_bytes (the CLI's exact budget), so a budget of 0 MiB means nothing.
     const double lo = key == QLatin1String("cache_vram_mib") ? std::max<double>(1, static_cast<double>(r->lo))
                                                              : static_cast<double>(r->lo);
-    return std::make_pair(lo, static_cast<double>(r->hi));
+    return ValueRange{lo, static_cast<double>(r->hi), true};
   }
   return std::nullopt;
 }
@@ -158,7 +161,7 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
     return {};
   }
   if (const auto r = range_of(key)) {
-    const auto [lo, hi] = *r;
+    const auto [lo, hi, whole] = *r;
     bool ok = false;
     const double v = value.toDouble(&ok);
     if (!ok || !std::isfinite(v)) return tr("Enter a number.");
@@ -166,7 +169,7 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
     // (C locale: the form the field itself accepts.)
     const auto num = [](double x) { return QString::number(x, 'f', x == std::floor(x) ? 0 : 2); };
     if (v < lo || v > hi) return tr("Between %1 and %2.").arg(num(lo), num(hi));
-    if (engine_setting_range(key.toStdString()) && v != std::floor(v)) return tr("Enter a whole number.");
+    if (whole && v != std::floor(v)) return tr("Enter a whole number.");
     return {};
   }
   return tr("Unknown setting %1.").arg(key);

@@ -235,6 +235,19 @@ class ChatEngineTest : public QObject {
     // The pack serves its source under any folder name (an earlier build's naming): nothing is
     // converted again.
     const QString renamed = dir_.filePath(QStringLiteral("packs3/named-by-an-older-build"));
+    // Unloads, gives the blob a modification time `seconds` from now, loads the manifest again.
+    const auto reloadWithTheBlobTouched = [&](int seconds) {
+      e.unload();
+      QTRY_VERIFY_WITH_TIMEOUT(e.state() == EngineController::Empty, 10000);
+      {
+        QFile b(blob);
+        QVERIFY(b.open(QIODevice::ReadWrite));
+        QVERIFY(b.setFileTime(QDateTime::currentDateTimeUtc().addSecs(seconds),
+                              QFileDevice::FileModificationTime));
+      }
+      e.load(manifest, true);
+      QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 180000);
+    };
     e.unload();
     QTRY_VERIFY_WITH_TIMEOUT(e.state() == EngineController::Empty, 10000);
     QVERIFY(QDir().rename(dir_.filePath(QStringLiteral("packs3/tiny-q4")), renamed));
@@ -245,30 +258,14 @@ class ChatEngineTest : public QObject {
     QVERIFY(!QFileInfo::exists(dir_.filePath(QStringLiteral("packs3/tiny-q4"))));
     // The source changed since (a new modification time): that pack is not its pack any more,
     // so a new one is built under the model's name, and the old one is left as it was.
-    e.unload();
-    QTRY_VERIFY_WITH_TIMEOUT(e.state() == EngineController::Empty, 10000);
-    {
-      QFile b(blob);
-      QVERIFY(b.open(QIODevice::ReadWrite));
-      QVERIFY(b.setFileTime(QDateTime::currentDateTimeUtc().addSecs(60), QFileDevice::FileModificationTime));
-    }
-    e.load(manifest, true);
-    QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 180000);
+    reloadWithTheBlobTouched(60);
     QVERIFY2(e.state() == EngineController::Ready, qPrintable(e.error()));
     QCOMPARE(QFileInfo(e.modelPath()).canonicalFilePath(),
              QFileInfo(dir_.filePath(QStringLiteral("packs3/tiny-q4"))).canonicalFilePath());
     QVERIFY(QFileInfo::exists(renamed + QStringLiteral("/manifest.json")));
     // Changed once more: both packs are of earlier versions; the one under the model's name is
     // kept, and the message says what to do in the studio (not the CLI's --overwrite).
-    e.unload();
-    QTRY_VERIFY_WITH_TIMEOUT(e.state() == EngineController::Empty, 10000);
-    {
-      QFile b(blob);
-      QVERIFY(b.open(QIODevice::ReadWrite));
-      QVERIFY(b.setFileTime(QDateTime::currentDateTimeUtc().addSecs(120), QFileDevice::FileModificationTime));
-    }
-    e.load(manifest, true);
-    QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 180000);
+    reloadWithTheBlobTouched(120);
     QCOMPARE(e.state(), EngineController::Failed);
     QVERIFY2(e.error().contains(QStringLiteral("packs3/tiny-q4 already holds a finished Expert Pack")) &&
                  e.error().contains(QStringLiteral("Remove it in the Library")) &&
