@@ -11,13 +11,19 @@
 #include "core/error.h"
 
 namespace moepack {
+
+std::string truncated_hint(uint64_t bytes) {
+  return bytes < (uint64_t{1} << 40) ? std::string(" (the file looks truncated: an interrupted download or copy?)")
+                                     : std::string();
+}
+
 namespace {
 
 [[noreturn]] void throw_truncated(const std::string& name, const char* field, uint64_t offset,
                                   size_t n, uint64_t size) {
   throw FormatError(name, field, offset,
                     "truncated: needs " + std::to_string(n) + " bytes but the file has " +
-                        std::to_string(offset <= size ? size - offset : 0) + " left");
+                        std::to_string(offset <= size ? size - offset : 0) + " left" + truncated_hint(n));
 }
 
 class FileSource final : public ByteSource {

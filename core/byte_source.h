@@ -17,10 +17,15 @@ class ByteSource {
   virtual const std::string& name() const = 0;
   // Size in bytes.
   virtual uint64_t size() const = 0;
-  // Reads exactly n bytes at `offset` into dst. Throws FormatError (field, "truncated") when
-  // [offset, offset + n) is not inside the source, IoError on an OS error.
+  // Reads exactly n bytes at `offset` into dst. Throws FormatError (field, "truncated: needs n
+  // bytes ...", with truncated_hint(n)) when [offset, offset + n) is not inside the source, IoError on an OS error.
   virtual void read(uint64_t offset, void* dst, size_t n, const char* field) const = 0;
 };
+
+// Appended to a message where a declared size does not fit in a file: the usual cause is a file
+// cut short. Empty for `bytes` of 1 TiB or more, a size no real model file has (a damaged field,
+// not a file cut short).
+std::string truncated_hint(uint64_t bytes);
 
 // Opens `path` read-only (O_CLOEXEC). Throws IoError if it cannot be opened or is not a
 // regular file.

@@ -90,16 +90,27 @@ DirectReader::DirectReader(const std::string& path, const ReaderSettings& settin
 
 DirectReader::~DirectReader() {
   // Reads still in flight write into caller buffers: wait for them before tearing down.
+  drain();
+  io_uring_queue_exit(&ring_->ring);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void DirectReader::drain() noexcept {
+  queued_.clear();
+  parts_left_.clear();
+  done_.clear();
+  // Entries a failed io_uring_submit left in the submission queue are counted in flight: submit
+  // them now, or no completion would ever come for them.
+  if (in_flight_ > 0) (void)io_uring_submit(&ring_->ring);
   while (in_flight_ > 0) {
     io_uring_cqe* cqe = nullptr;
     const int rc = io_uring_wait_cqe(&ring_->ring, &cqe);
     if (rc == -EINTR) continue;
     if (rc < 0) break;
+    slots_.erase(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(io_uring_cqe_get_data(cqe))));
     io_uring_cqe_seen(&ring_->ring, cqe);
     --in_flight_;
   }
-  io_uring_queue_exit(&ring_->ring);
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void DirectReader::register_buffers(std::span<const std::pair<void*, size_t>> buffers) {

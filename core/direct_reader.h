@@ -81,6 +81,10 @@ class DirectReader {
   void read_all(std::span<const ReadRequest> requests);
   // Parts submitted or queued and not yet complete.
   size_t pending() const { return in_flight_ + queued_.size(); }
+  // After a failure (anything read_all, submit or wait_some threw): drops every queued part and
+  // request and waits for the parts in flight to land, their results ignored, so the caller may
+  // reuse their buffers and tags. pending() is 0 afterwards unless the ring itself failed.
+  void drain() noexcept;
 
   const ReaderCounters& counters() const { return counters_; }
 

@@ -32,7 +32,22 @@ std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const
     reads.push_back({pack_.expert_offset(layer, a.expert), stride, slots_.data() + a.slot * slot_bytes_,
                      (static_cast<uint64_t>(a.expert) << 32) | a.slot});
   }
-  if (!reads.empty()) reader_.read_all(reads);
+  // Until its bytes are in and checked, a miss must not stay in the cache: the next acquire
+  // would take it for a hit and hand out whatever its slot holds.
+  const auto forget_misses = [&] {
+    for (const SlotAssignment& a : assignments) {
+      if (a.hit) continue;
+      cache_.invalidate(ExpertKey{layer, a.expert});
+      verified_.erase(ExpertKey{layer, a.expert}.packed());
+    }
+  };
+  try {
+    if (!reads.empty()) reader_.read_all(reads);
+  } catch (...) {
+    forget_misses();
+    reader_.drain();  // reads of this call still in flight land before their slots are reused
+    throw;
+  }
   std::vector<const uint8_t*> out;
   out.reserve(assignments.size());
   for (const SlotAssignment& a : assignments) {
@@ -43,8 +58,7 @@ std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const
         const std::string got = to_hex(Sha256::of(p, stride));
         const std::string& want = pack_.manifest().expert_sha256.at(layer).at(a.expert);
         if (got != want) {
-          verified_.erase(key);
-          cache_.invalidate(ExpertKey{layer, a.expert});  // never serve the bad bytes again
+          forget_misses();  // this one is never served, nor the misses after it, unchecked
           throw Error(pack_.experts_path() + ": expert " + std::to_string(a.expert) + " of layer " +
                       std::to_string(layer) + " (block at byte " + std::to_string(pack_.expert_offset(layer, a.expert)) +
                       ") fails its SHA-256 check: manifest " + want + ", read " + got);

@@ -51,7 +51,8 @@ class ExpertStore {
 
   // Blocks until every expert of `experts` (distinct ids) of pack layer `layer` is resident.
   // Throws Error / IoError / FormatError (and, with verification, Error naming the expert
-  // whose hash does not match).
+  // whose hash does not match). After a throw none of this call's misses is resident (a
+  // retry reads them again) and no read of it is still in flight.
   std::vector<const uint8_t*> acquire(uint32_t layer, std::span<const uint32_t> experts);
   // Ends a step (decode token or prefill batch) for the unique-key hit/miss counting.
   void end_step() { cache_.end_step(); }

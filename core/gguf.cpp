@@ -85,14 +85,6 @@ void decode_scalar(GgufValueType t, const uint8_t* p, GgufValue& v) {
   }
 }
 
-// Appended where a declared size does not fit in the file: the usual cause is a file cut short.
-constexpr const char* kTruncatedHint = " (the file looks truncated: an interrupted download or copy?)";
-
-// The hint where a declared size of `bytes` does not fit: only for a size a real model file
-// could have (under 1 TiB); a larger one is a damaged field, not a file cut short.
-std::string truncated_hint(uint64_t bytes) {
-  return bytes < (uint64_t{1} << 40) ? std::string(kTruncatedHint) : std::string();
-}
 
 // Sequential reader over a ByteSource with a small buffer; tracks the absolute position.
 class Cursor {
@@ -139,7 +131,7 @@ class Cursor {
     if (n > remaining()) {
       throw FormatError(src_.name(), field, pos_,
                         "truncated: needs " + std::to_string(n) + " bytes but the file has " +
-                            std::to_string(remaining()) + " left");
+                            std::to_string(remaining()) + " left" + truncated_hint(n));
     }
     pos_ += n;
   }
@@ -190,7 +182,7 @@ class GgufParser {
     const uint64_t size = out_.source_->size();
     if (size < 24) {
       fail("header", 0,
-           "file is " + std::to_string(size) + " bytes, a GGUF header needs 24" + kTruncatedHint);
+           "file is " + std::to_string(size) + " bytes, a GGUF header needs 24" + truncated_hint(0));
     }
     char magic[4];
     cur_.read(magic, 4, "magic");
@@ -213,13 +205,13 @@ class GgufParser {
       fail("n_tensors", 8,
            "declares " + std::to_string(n_tensors_) + " tensors; the limit is " +
                std::to_string(std::min<uint64_t>(limits_.max_tensors, left / 33)) + " for this file" +
-               (n_tensors_ <= limits_.max_tensors ? std::string(kTruncatedHint) : std::string()));
+               (n_tensors_ <= limits_.max_tensors ? truncated_hint(0) : std::string()));
     }
     if (n_kv_ > limits_.max_kv || n_kv_ > left / 14) {
       fail("n_kv", 16,
            "declares " + std::to_string(n_kv_) + " metadata pairs; the limit is " +
                std::to_string(std::min<uint64_t>(limits_.max_kv, left / 14)) + " for this file" +
-               (n_kv_ <= limits_.max_kv ? std::string(kTruncatedHint) : std::string()));
+               (n_kv_ <= limits_.max_kv ? truncated_hint(0) : std::string()));
     }
   }
 
@@ -414,7 +406,7 @@ class GgufParser {
     if (!out_.tensors_.empty() && out_.data_start_ > size) {
       fail("data section", cur_.pos(),
            "starts at " + std::to_string(out_.data_start_) + ", past the end of the file (" +
-               std::to_string(size) + " bytes)" + kTruncatedHint);
+               std::to_string(size) + " bytes)" + truncated_hint(0));
     }
     for (size_t k = 0; k < out_.tensors_.size(); ++k) {
       GgufTensorInfo& ti = out_.tensors_[k];
@@ -431,7 +423,7 @@ class GgufParser {
                  ") relative to the data section at " + std::to_string(out_.data_start_) +
                  " lies outside the file (" + std::to_string(size) + " bytes)" +
                  (abs && checked_add(*abs, ti.nbytes) && *abs + ti.nbytes < (uint64_t{1} << 50)
-                      ? std::string(kTruncatedHint)
+                      ? truncated_hint(0)
                       : std::string()));
       }
       ti.file_offset = *abs;

@@ -66,13 +66,8 @@ VramExpertPool::~VramExpertPool() { drain_reader(); }
 void VramExpertPool::drain_reader() noexcept {
   // Reads still in flight (a prefetch never finished, or reads abandoned by a failure) write
   // into the pinned buffers; let them land, so the buffers can be freed or reused and their
-  // tags submitted again. Bounded: a reader that cannot make progress is given up on.
-  for (int i = 0; i < 1 << 20 && reader_.pending() > 0; ++i) {
-    try {
-      reader_.wait_some();
-    } catch (...) {
-    }
-  }
+  // tags submitted again.
+  reader_.drain();
 }
 
 std::string VramExpertPool::check_sha256(uint32_t layer, uint32_t expert, const uint8_t* src, uint64_t bytes) {

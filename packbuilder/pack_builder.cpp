@@ -1,6 +1,7 @@
 #include "packbuilder/pack_builder.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -179,12 +180,14 @@ std::optional<json> read_state_json(const std::string& dir) {
   }
 }
 
+// Lower-case hex digits only, as the manifest requires (pack_manifest.h): a state file with an
+// upper-case id would otherwise copy every expert and fail only at its manifest.
 bool is_hex(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 // A missing, unreadable or foreign state file means "start from scratch". A state file of
-// this very plan whose build_id is not 32 hex digits is damaged: FormatError naming the file
+// this very plan whose build_id is not 32 lower-case hex digits is damaged: FormatError naming the file
 // and the field (its dense.gguf and experts.bin carry the old id, so it must not be ignored).
 std::optional<BuildState> load_state(const std::string& dir, const std::string& plan_id) {
   const std::optional<json> raw = read_state_json(dir);
@@ -195,7 +198,7 @@ std::optional<BuildState> load_state(const std::string& dir, const std::string& 
       const json& id = j.at("build_id");
       if (!id.is_string() || id.get<std::string>().size() != 32 || !is_hex(id.get<std::string>())) {
         throw FormatError(dir + "/" + kStateName, "build_id", 0,
-                          "expected 32 hex digits, found " + id.dump(-1, ' ', false, json::error_handler_t::replace));
+                          "expected 32 lower-case hex digits, found " + id.dump(-1, ' ', false, json::error_handler_t::replace));
       }
     }
   } catch (const json::exception&) {
@@ -400,6 +403,7 @@ class Builder {
   ~Builder() {
     for (int fd : source_fds_)
       if (fd >= 0) ::close(fd);
+    if (dir_lock_fd_ >= 0) ::close(dir_lock_fd_);  // releases the folder's lock
   }
   BuildResult run();
 
@@ -412,6 +416,17 @@ class Builder {
   }
   void check_cancel() {
     if (o_.cancel && o_.cancel->load()) throw BuildCancelled();
+  }
+  // One build at a time writes a folder: an exclusive flock() on the folder itself, released
+  // when the build ends or its process dies. Another build of it (the CLI, the studio, a second
+  // terminal) is refused before it writes a byte.
+  void lock_dir() {
+    dir_lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_lock_fd_ < 0) throw IoError(dir_, "open the output directory", errno);
+    if (::flock(dir_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) throw PackDirBusy(dir_);
+      throw IoError(dir_, "flock", errno);
+    }
   }
   void save_state() {
     std::lock_guard<std::mutex> g(src_m_);
@@ -438,6 +453,7 @@ class Builder {
   const BuildOptions& o_;
   Reporter rep_;
   std::string dir_;
+  int dir_lock_fd_ = -1;  // the output folder, flock()ed while this build writes it
   bool shard_mode_ = false;
   // The opened source. Absent when resumed from the persisted plan (from_plan_), and released
   // in shard mode as soon as dense.gguf is written: its GgufFiles hold an fd on every shard,
@@ -1343,14 +1359,24 @@ BuildResult Builder::run() {
   hook("plan");
 
   make_dirs(dir_);
+  lock_dir();
   const std::string mpath = dir_ + "/" + kPackManifestName;
+  bool replaces_pack = false;
   if (file_exists(mpath)) {
     std::optional<PackManifest> old;
     try {
       old = read_manifest(mpath);
     } catch (const Error&) {
     }
-    if (old && old->build.value("plan_id", "") == plan_id_) {
+    const bool same_plan = old && old->build.contains("plan_id") && old->build["plan_id"].is_string() &&
+                           old->build["plan_id"].get<std::string>() == plan_id_;
+    // This source's pack whose data files are gone or cut: built again, not called complete.
+    const auto whole = [&](const PackFileEntry& f) {
+      struct stat st{};
+      return ::stat((dir_ + "/" + f.file).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+             static_cast<uint64_t>(st.st_size) == f.bytes;
+    };
+    if (same_plan && whole(old->experts) && whole(old->dense)) {
       res_.already_complete = true;
       remove_durably(dir_, kStateName);
       res_.experts_bytes = old->experts.bytes;
@@ -1359,10 +1385,13 @@ BuildResult Builder::run() {
       rep_.phase("done", 0, dir_ + " already holds the finished pack of this source");
       return res_;
     }
-    if (!o_.overwrite) {
+    if (same_plan) {
+      rep_.phase("plan", 0, dir_ + " holds this source's pack with " + old->experts.file + " or " + old->dense.file +
+                                 " missing or of another size: building it again");
+    } else if (!o_.overwrite) {
       throw PackDirOccupied(dir_, old && !old->sources.empty() ? old->sources.front().path : std::string());
     }
-    remove_durably(dir_, kPackManifestName);  // from here on the old pack no longer loads
+    replaces_pack = true;  // its manifest goes once the pre-flight passes, before the first write
   }
   if (auto s = load_state(dir_, plan_id_)) {
     state_ = *s;
@@ -1385,6 +1414,7 @@ BuildResult Builder::run() {
 
   rep_.phase("preflight", 0, dir_);
   preflight();
+  if (replaces_pack) remove_durably(dir_, kPackManifestName);  // from here on the old pack no longer loads
   hook("preflight");
 
   if (shard_mode_) {

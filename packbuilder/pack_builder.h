@@ -72,7 +72,8 @@
 // same build again resumes: the experts recorded in build-state.json are re-read and
 // re-hashed, and copying continues after the last one whose SHA-256 still matches. A
 // finished pack of the same source is reported as already complete. A directory holding
-// another finished pack is refused unless `overwrite` (then its manifest is removed first).
+// another finished pack is refused unless `overwrite` (then its manifest is removed once the
+// pre-flight passes, before the first write: a refused build leaves the old pack loadable).
 // The source is only ever opened read-only (delete_source_after_verify and
 // delete_source_shards aside).
 #pragma once
@@ -205,8 +206,20 @@ class PackDirOccupied : public Error {
   std::string other_source_;
 };
 
+// Another build is writing the output directory right now (it holds the directory's flock).
+// Nothing was written.
+class PackDirBusy : public Error {
+ public:
+  explicit PackDirBusy(const std::string& dir)
+      : Error(dir + ": another build is writing this directory right now (the moepack CLI or the studio); wait "
+                    "for it to end or cancel it") {}
+};
+
 // Throws Error (with the file and the reason) on any failure; BuildCancelled when cancelled;
-// PackDirOccupied (below) for a directory holding another finished pack.
+// PackDirOccupied (above) for a directory holding another finished pack; PackDirBusy while
+// another build writes the directory. A finished pack of the same source whose data files are
+// missing or of another size is built again. The build holds an exclusive flock() on the
+// output directory from before its first write to its end.
 BuildResult build_pack(const BuildOptions& options);
 
 // A finished Expert Pack directly inside `packs_folder` whose manifest lists exactly the files

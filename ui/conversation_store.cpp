@@ -235,9 +235,12 @@ void ConversationStore::truncate(qint64 conversationId, int position) {
 }
 
 QString formatStatsPlain(const ReplyStats& s) {
-  QString line = QStringLiteral("%1 prompt tokens · %2 tokens · TTFT %3 ms · prefill %4 tok/s")
-                     .arg(s.promptTokens)
-                     .arg(s.generatedTokens)
+  // Exports are in English whatever the studio's language: "1 token", "2 tokens".
+  const auto count = [](int n, const char* noun) {
+    return QStringLiteral("%1 %2%3").arg(n).arg(QLatin1String(noun), n == 1 ? QString() : QStringLiteral("s"));
+  };
+  QString line = QStringLiteral("%1 · %2 · TTFT %3 ms · prefill %4 tok/s")
+                     .arg(count(s.promptTokens, "prompt token"), count(s.generatedTokens, "token"))
                      .arg(s.ttftMs, 0, 'f', 0)
                      .arg(s.prefillTps, 0, 'f', 1);
   // A decode rate needs two tokens (core/session.h: (generated - 1) / decode_ms).

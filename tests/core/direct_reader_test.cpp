@@ -198,6 +198,28 @@ TEST_F(DirectReaderTest, AbandonedRequestsAreIgnoredAndTheirTagsReusable) {
   EXPECT_EQ(r.counters().io_errors.load(), 1u);
 }
 
+// read_all refuses its second request (past the end) after the first was submitted: the first
+// is still in flight under its tag. drain() lets it land and forgets it, so the same tag reads
+// again; the first read's bytes never reach the buffer afterwards.
+TEST_F(DirectReaderTest, DrainAfterAFailedReadAllFreesTagsAndBuffers) {
+  ReaderSettings s;
+  s.read_splits = 4;
+  DirectReader r(path_, s);
+  AlignedBuffer a(8 * 4096, 4096), b(4096, 4096);
+  const std::vector<ReadRequest> reqs = {{4096 * 4, 8 * 4096, a.data(), 7}, {kFileBytes, 4096, b.data(), 8}};
+  EXPECT_THROW(r.read_all(reqs), FormatError);
+  EXPECT_THROW(r.submit(reqs[0]), Error);  // tag 7 is still in flight
+  r.drain();
+  EXPECT_EQ(r.pending(), 0u);
+  EXPECT_TRUE(r.wait_some().empty());  // nothing reported for the dropped request
+  std::fill_n(a.data(), 8 * 4096, uint8_t{0});
+  const std::vector<ReadRequest> again = {{4096 * 40, 8 * 4096, a.data(), 7}};
+  r.read_all(again);
+  expect_pattern(a.data(), 4096 * 40, 8 * 4096);
+  r.drain();  // nothing in flight: returns at once
+  EXPECT_EQ(r.pending(), 0u);
+}
+
 TEST_F(DirectReaderTest, ShortReadsAndEintrAreResubmitted) {
   ReaderSettings s;
   s.read_splits = 1;

@@ -160,4 +160,85 @@ TEST_F(ExpertStoreTest, CorruptBlockIsCaughtOnFirstReadWhenVerifying) {
   EXPECT_EQ(store.counters().verified_experts, 2u);
 }
 
+// A read that fails (here: the pack cut short under an open store) leaves no expert resident
+// that was not read: the next acquire reads again and fails again, rather than hand out the
+// slot's zeros as a hit; once the file is whole again, the block is the GGUF's.
+TEST_F(ExpertStoreTest, AFailedReadLeavesNothingResident) {
+  const fs::path copy = *dir_ / "cut";
+  fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
+  const ExpertPack pack = ExpertPack::open(copy.string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 8 * pack.layout().max_stride;
+  ExpertStore store(pack, s, 4);
+  const uint32_t layer = 2, last = 15;
+  const uint64_t whole = fs::file_size(pack.experts_path());
+  const uint64_t cut = pack.expert_offset(layer, last);
+  fs::resize_file(pack.experts_path(), cut);
+  const std::vector<uint32_t> experts = {3, last};  // 3 reads fine, 15 lies past the end
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      store.acquire(layer, experts);
+      FAIL() << "a read past the end of " << pack.experts_path() << " was served (attempt " << attempt << ")";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(store.counters().cache.cache_hits, 0u);
+  // The original bytes back: both blocks read now and equal the GGUF's slices.
+  fs::resize_file(pack.experts_path(), cut);
+  {
+    std::ifstream src(*dir_ / "pack" / "experts.bin", std::ios::binary);
+    std::ofstream dst(pack.experts_path(), std::ios::binary | std::ios::app);
+    src.seekg(static_cast<std::streamoff>(cut));
+    dst << src.rdbuf();
+  }
+  ASSERT_EQ(fs::file_size(pack.experts_path()), whole);
+  const std::vector<const uint8_t*> blocks = store.acquire(layer, experts);
+  const GgufModel model = GgufModel::open(kModel);
+  const PackLayer& L = pack.layout().layers[layer];
+  for (size_t i = 0; i < experts.size(); ++i) {
+    for (const PackRole& r : L.roles) {
+      const std::vector<uint8_t> want = gguf_slice(model, r, experts[i]);
+      EXPECT_EQ(std::memcmp(blocks[i] + r.offset, want.data(), want.size()), 0) << r.tensor << " expert " << experts[i];
+    }
+  }
+}
+
+// Verification stops at the first bad block of a call, and the misses after it, read but not
+// yet checked, are not served unchecked by the next call either.
+TEST_F(ExpertStoreTest, EveryMissOfAFailedCheckIsCheckedWhenAskedAgain) {
+  const fs::path copy = *dir_ / "two-corrupt";
+  fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
+  {
+    const ExpertPack clean = ExpertPack::open(copy.string());
+    std::fstream f(clean.experts_path(), std::ios::in | std::ios::out | std::ios::binary);
+    for (const uint32_t e : {3u, 7u}) {
+      const auto off = static_cast<std::streamoff>(clean.expert_offset(0, e) + 64);
+      char b = 0;
+      f.seekg(off);
+      f.read(&b, 1);
+      b = static_cast<char>(b ^ 0x21);
+      f.seekp(off);
+      f.write(&b, 1);
+    }
+  }
+  const ExpertPack pack = ExpertPack::open(copy.string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 8 * pack.layout().max_stride;
+  s.verify_pack_sha256 = true;
+  ExpertStore store(pack, s, 4);
+  const auto fails_naming = [&](std::vector<uint32_t> experts, const std::string& name) {
+    try {
+      store.acquire(0, experts);
+      ADD_FAILURE() << "corrupt expert served";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  };
+  fails_naming({3, 7}, "expert 3 of layer 0");
+  fails_naming({7}, "expert 7 of layer 0");
+  EXPECT_NO_THROW(store.acquire(0, std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(store.counters().verified_experts, 2u);
+}
+
 }  // namespace

@@ -2,7 +2,9 @@
 // 3-shard split set), byte identity of every expert block with the GGUF slices, the bad
 // inputs of issue 3 (each with a precise error and nothing loadable written), resume after a
 // cancel, corruption found by verify --full, and the source never modified.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -212,11 +214,74 @@ TEST(PackBuild, RerunIsCompleteOtherSourceRefusedUnlessOverwrite) {
   }
   EXPECT_TRUE(verify_pack(out).ok);  // untouched
   other.overwrite = true;
+  // --overwrite refused by the pre-flight (no space): the old pack still loads.
+  BuildOptions no_room = other;
+  no_room.hooks.free_bytes = [] { return uint64_t{0}; };
+  EXPECT_THROW(build_pack(no_room), Error);
+  EXPECT_TRUE(verify_pack(out).ok);
+  EXPECT_EQ(ExpertPack::open(out).manifest().model["architecture"], "deepseek2");
   build_pack(other);
   VerifyOptions vo;
   vo.full = true;
   EXPECT_TRUE(verify_pack(out, vo).ok);
   EXPECT_EQ(ExpertPack::open(out).manifest().model["architecture"], "qwen3moe");
+}
+
+// The finished pack of this source with a data file gone or cut short is not "already
+// complete": the build writes it again, and the result verifies in full.
+TEST(PackBuild, RerunRebuildsAPackWhoseDataFilesAreGoneOrCut) {
+  TempDir tmp("moepack-pack");
+  const std::string src = shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf");
+  const std::string out = tmp.file("p");
+  build_pack(opts(src, out));
+  VerifyOptions full;
+  full.full = true;
+  std::filesystem::remove(out + "/experts.bin");
+  const BuildResult rebuilt = build_pack(opts(src, out));
+  EXPECT_FALSE(rebuilt.already_complete);
+  EXPECT_TRUE(verify_pack(out, full).ok);
+  std::filesystem::resize_file(out + "/dense.gguf", std::filesystem::file_size(out + "/dense.gguf") - 1);
+  EXPECT_FALSE(build_pack(opts(src, out)).already_complete);
+  EXPECT_TRUE(verify_pack(out, full).ok);
+  EXPECT_TRUE(build_pack(opts(src, out)).already_complete);  // whole again: nothing to do
+}
+
+// One build writes a folder at a time: while one holds it (here at its first checkpoint), a
+// second build of the same source into it is refused, and the first
+// ends with a pack that verifies in full. A lock held by another open file of the folder
+// (another process's build) refuses a build too.
+TEST(PackBuild, ASecondBuildOfTheSameFolderIsRefusedWhileTheFirstRuns) {
+  TempDir tmp("moepack-pack");
+  const std::string src = shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf");
+  const std::string out = tmp.file("p");
+  BuildOptions first = opts(src, out);
+  bool tried = false;
+  first.hooks.at = [&](std::string_view point, uint64_t) {
+    if (point != "preflight" || tried) return;
+    tried = true;
+    try {
+      build_pack(opts(src, out));
+      ADD_FAILURE() << "a second build ran in " << out;
+    } catch (const PackDirBusy& e) {
+      EXPECT_NE(std::string(e.what()).find("another build is writing"), std::string::npos) << e.what();
+    }
+  };
+  build_pack(first);
+  EXPECT_TRUE(tried);
+  VerifyOptions full;
+  full.full = true;
+  EXPECT_TRUE(verify_pack(out, full).ok);
+
+  const std::string other = tmp.file("q");
+  std::filesystem::create_directories(other);
+  const int fd = ::open(other.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  EXPECT_THROW(build_pack(opts(src, other)), PackDirBusy);
+  EXPECT_TRUE(std::filesystem::is_empty(other));
+  ::close(fd);
+  EXPECT_FALSE(build_pack(opts(src, other)).already_complete);
+  EXPECT_TRUE(verify_pack(other, full).ok);
 }
 
 // A pack is found by its source, whatever its folder's name: any shard of the split set finds

@@ -494,7 +494,7 @@ TEST(PackShard, SymlinkHardLinkOtherFileSystemAndOllamaShardsAreRefused) {
   }
 }
 
-// A state file of this plan whose build_id is not 32 hex digits ("0g..." once parsed as 0 by
+// A state file of this plan whose build_id is not 32 lower-case hex digits ("0g..." once parsed as 0 by
 // std::stoul, silently giving the pack a new id while dense.gguf keeps the old one) is a
 // FormatError naming build-state.json and the field.
 TEST(PackShard, NonHexBuildIdInTheStateFileIsAFormatError) {
@@ -511,19 +511,23 @@ TEST(PackShard, NonHexBuildIdInTheStateFileIsAFormatError) {
   }
   const size_t at = text.find("\"build_id\":\"");
   ASSERT_NE(at, std::string::npos) << text.substr(0, 200);
-  text.replace(at + 12, 2, "0g");
-  test::write_file(state, std::vector<uint8_t>(text.begin(), text.end()));
-  try {
-    build_pack(options(src, out));
-    FAIL() << "a build_id with a non-hex digit was accepted";
-  } catch (const FormatError& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(e.file(), state);
-    EXPECT_EQ(e.field(), "build_id");
-    EXPECT_NE(msg.find("32 hex digits"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("0g"), std::string::npos) << msg;
+  // "0g": not a hex digit; "AB": upper case, which the manifest refuses, so a build that took
+  // it would copy every expert and fail only at its end.
+  for (const std::string bad : {"0g", "AB"}) {
+    text.replace(at + 12, 2, bad);
+    test::write_file(state, std::vector<uint8_t>(text.begin(), text.end()));
+    try {
+      build_pack(options(src, out));
+      FAIL() << "the build_id " << text.substr(at + 12, 32) << " was accepted";
+    } catch (const FormatError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(e.file(), state);
+      EXPECT_EQ(e.field(), "build_id");
+      EXPECT_NE(msg.find("32 lower-case hex digits"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(bad), std::string::npos) << msg;
+    }
+    EXPECT_FALSE(loadable(out));
   }
-  EXPECT_FALSE(loadable(out));
 }
 
 // Started with a relative source path, interrupted after shard 1 is gone, resumed from another

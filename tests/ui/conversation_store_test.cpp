@@ -141,7 +141,9 @@ class ConversationStoreTest : public QObject {
   // leaves it out rather than print "decode 0.0 tok/s".
   void statsLineLeavesOutAnUndefinedDecodeRate() {
     QCOMPARE(formatStatsPlain(ReplyStats{7, 1, 30.0, 233.3, 0.0, "cancelled"}),
-             QString("7 prompt tokens · 1 tokens · TTFT 30 ms · prefill 233.3 tok/s"));
+             QString("7 prompt tokens · 1 token · TTFT 30 ms · prefill 233.3 tok/s"));
+    QCOMPARE(formatStatsPlain(ReplyStats{1, 1, 30.0, 33.3, 0.0, "cancelled"}),
+             QString("1 prompt token · 1 token · TTFT 30 ms · prefill 33.3 tok/s"));
     QCOMPARE(formatStatsPlain(ReplyStats{7, 2, 30.0, 233.3, 12.5, "cancelled"}),
              QString("7 prompt tokens · 2 tokens · TTFT 30 ms · prefill 233.3 tok/s · decode 12.5 tok/s"));
   }

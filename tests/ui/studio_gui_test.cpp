@@ -8,6 +8,7 @@
 #include <QtQml/qqmlextensionplugin.h>
 
 #include <QApplication>
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -81,6 +82,21 @@ QQuickWindow* loadStudio(QQmlApplicationEngine& qml, QStringList& warnings) {
   if (qml.rootObjects().size() != 1) return nullptr;
   return qobject_cast<QQuickWindow*>(qml.rootObjects().first());
 }
+
+// Waits (up to 3 minutes) until the engine has left Empty and Loading; true when it is Ready.
+bool loadEnds(const EngineController* engine) {
+  QDeadlineTimer deadline(180000);
+  while ((engine->state() == EngineController::Empty || engine->state() == EngineController::Loading) &&
+         !deadline.hasExpired())
+    QTest::qWait(50);
+  return engine->state() == EngineController::Ready;
+}
+
+// Sends `text` in the current conversation; true when the reply finished within 2 minutes.
+bool replyTo(ChatViewModel* chat, const QString& text) {
+  QSignalSpy finished(chat, &ChatViewModel::replyFinished);
+  return chat->send(text) && finished.wait(120000);
+}
 }  // namespace
 
 class StudioGuiTest : public QObject {
@@ -112,8 +128,7 @@ class StudioGuiTest : public QObject {
     // First run: the GGUF becomes an Expert Pack with visible progress.
     QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Empty, 5000);
     if (engine->state() == EngineController::Loading) save(window, QStringLiteral("studio-first-run.png"));
-    QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
-    QVERIFY2(engine->state() == EngineController::Ready, qPrintable(engine->error()));
+    QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
     QVERIFY(engine->info().isPack);
     QVERIFY(engine->modelPath().startsWith(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)));
     {
@@ -143,16 +158,13 @@ class StudioGuiTest : public QObject {
       if (last >= 0 && chat->generating()) intervals.push_back(static_cast<double>(now - last) / 1e6);
       last = now;
     });
-    QSignalSpy finished(chat, &ChatViewModel::replyFinished);
-    QVERIFY(chat->send(QStringLiteral("What does \"salmon\" mean?")));
-    QVERIFY(finished.wait(120000));
+    QVERIFY(replyTo(chat, QStringLiteral("What does \"salmon\" mean?")));
     disconnect(frames);
     QCOMPARE(chat->lastError(), QString());
     QCOMPARE(chat->messages()->count(), 2);
     QCOMPARE(chat->messages()->at(1).message.content, kSalmon);
     QVERIFY(chat->messages()->at(1).message.stats.generatedTokens > 10);
-    QVERIFY(chat->send(QStringLiteral("Tell me a quote.")));
-    QVERIFY(finished.wait(120000));
+    QVERIFY(replyTo(chat, QStringLiteral("Tell me a quote.")));
     QCOMPARE(chat->messages()->count(), 4);
     QTest::qWait(200);
     save(window, QStringLiteral("studio-chat.png"));
@@ -181,6 +193,18 @@ class StudioGuiTest : public QObject {
         return rows >= 2 && inside;
       };
       QTRY_VERIFY(rowsInside());
+      // The statistics wrap between their " · " parts only: a number keeps its unit.
+      QStringList statsLines;
+      const std::function<void(QQuickItem*)> statsIn = [&](QQuickItem* item) {
+        if (item->objectName() == QLatin1String("replyStats") && item->isVisible())
+          statsLines << item->property("text").toString();
+        for (QQuickItem* c : item->childItems()) statsIn(c);
+      };
+      statsIn(window->contentItem());
+      QVERIFY(statsLines.size() >= 2);
+      for (const QString& line : statsLines)
+        QVERIFY2(line.contains(QStringLiteral("\u00a0tok/s")) && !line.contains(QStringLiteral(" tok/s")),
+                 qPrintable(line));
       const int width = window->width();
       window->setWidth(900);
       QTRY_VERIFY(!pane->isVisible());
@@ -403,7 +427,7 @@ class StudioGuiTest : public QObject {
     }
     auto* engine = window->property("engine").value<EngineController*>();
     QVERIFY(engine);
-    QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
+    QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
   }
 
   // Apply with an engine change (a reload) at every moment a user might press it: while the
@@ -418,13 +442,8 @@ class StudioGuiTest : public QObject {
     auto* chat = window->property("chat").value<ChatViewModel*>();
     auto* settings = window->property("settings").value<SettingsViewModel*>();
     QVERIFY(engine && chat && settings);
-    const auto ready = [&] {
-      QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
-      QVERIFY2(engine->state() == EngineController::Ready, qPrintable(engine->error()));
-    };
-    ready();
+    QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
     chat->newConversation();
-    QSignalSpy finished(chat, &ChatViewModel::replyFinished);
     const int threads = settings->appliedValues().value(QStringLiteral("threads")).toInt();
     for (int round = 0; round < 6; ++round) {
       QCOMPARE(settings->setValue(QStringLiteral("threads"), (threads + round + 1) % 3 + 1), QString());
@@ -439,20 +458,18 @@ class StudioGuiTest : public QObject {
       QVERIFY(settings->canApply());
       QVERIFY(QMetaObject::invokeMethod(settings, "apply"));
     }
-    ready();
+    QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
     QTRY_VERIFY_WITH_TIMEOUT(!chat->generating(), 60000);
     // Every reply that started ended, and the model answers after the last reload.
     QCOMPARE(settings->appliedValues().value(QStringLiteral("threads")).toInt(), (threads + 6) % 3 + 1);
-    finished.clear();
     chat->newConversation();
-    QVERIFY(chat->send(QStringLiteral("What does \"salmon\" mean?")));
-    QVERIFY(finished.wait(120000));
+    QVERIFY(replyTo(chat, QStringLiteral("What does \"salmon\" mean?")));
     QCOMPARE(chat->lastError(), QString());
     QCOMPARE(chat->messages()->at(1).message.content, kSalmon);
     // The test's threads back as they were.
     QCOMPARE(settings->setValue(QStringLiteral("threads"), threads), QString());
     QVERIFY(QMetaObject::invokeMethod(settings, "apply"));
-    ready();
+    QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
   }
 
   // The chat's export dialog accepted as a user does: it opens on the suggested file (the
@@ -466,13 +483,9 @@ class StudioGuiTest : public QObject {
     auto* engine = window->property("engine").value<EngineController*>();
     auto* chat = window->property("chat").value<ChatViewModel*>();
     QVERIFY(engine && chat);
-    QTRY_VERIFY_WITH_TIMEOUT(
-        engine->state() != EngineController::Loading && engine->state() != EngineController::Empty, 180000);
-    QVERIFY2(engine->state() == EngineController::Ready, qPrintable(engine->error()));
+    QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
     chat->newConversation();
-    QSignalSpy finished(chat, &ChatViewModel::replyFinished);
-    QVERIFY(chat->send(QStringLiteral("What does \"salmon\" mean?")));
-    QVERIFY(finished.wait(120000));
+    QVERIFY(replyTo(chat, QStringLiteral("What does \"salmon\" mean?")));
     QCOMPARE(chat->messages()->count(), 2);
     const QString reply = chat->messages()->at(1).message.content;
 
@@ -534,14 +547,12 @@ class StudioGuiTest : public QObject {
     QVERIFY(window);
     auto* engine = window->property("engine").value<EngineController*>();
     QVERIFY(engine);
-    QTRY_VERIFY_WITH_TIMEOUT(engine->state() != EngineController::Loading, 180000);
+    QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
     // A conversation with the first run's pack, for the end of this test.
     auto* chat = window->property("chat").value<ChatViewModel*>();
     QVERIFY(chat);
     chat->newConversation();
-    QSignalSpy replied(chat, &ChatViewModel::replyFinished);
-    QVERIFY(chat->send(QStringLiteral("What is the opposite of \"hot\"?")));
-    QVERIFY(replied.wait(120000));
+    QVERIFY(replyTo(chat, QStringLiteral("What is the opposite of \"hot\"?")));
     const qint64 earlier = chat->currentConversationId();
     QVERIFY(earlier != 0);
     QObject* libraryPage = window->findChild<QObject*>(QStringLiteral("libraryPage"));

@@ -31,6 +31,12 @@ Item {
     readonly property bool isUser: role === "user"
     property bool editing: false
 
+    // `line` with the spaces of each " · "-separated part that holds a digit made non-breaking,
+    // so a wrap falls between parts, never between a number and its unit.
+    function keepTogether(line) {
+        return line.split(" · ").map(p => /[0-9]/.test(p) ? p.replace(/ /g, "\u00a0") : p).join(" · ")
+    }
+
     implicitHeight: column.implicitHeight + 18
     width: ListView.view ? ListView.view.width : 800
 
@@ -127,7 +133,9 @@ Item {
                 Layout.maximumWidth: implicitWidth
                 wrapMode: Text.Wrap
                 // The decode rate needs two tokens: a reply stopped after its first has none.
-                text: qsTr("%n prompt token(s)", "", bubble.promptTokens)
+                // The line wraps only between its " · " parts: within a part holding a number,
+                // spaces are non-breaking ("12.5 tok/s" stays on one line).
+                text: bubble.keepTogether(qsTr("%n prompt token(s)", "", bubble.promptTokens)
                       + qsTr(" · %n token(s)", "", bubble.generatedTokens)
                       + qsTr(" · first token %1 ms · prefill %2 tok/s")
                         .arg(bubble.ttftMs.toFixed(0)).arg(bubble.prefillTps.toFixed(1))
@@ -135,7 +143,7 @@ Item {
                       + (bubble.stopReason === "cancelled" ? qsTr(" · stopped")
                          : bubble.stopReason === "length" ? qsTr(" · length limit")
                          : bubble.stopReason === "context" ? qsTr(" · context full: start a new chat or raise the context length in Settings")
-                         : "")
+                         : ""))
                 font.pixelSize: 11
                 color: "#6b7280"
             }
