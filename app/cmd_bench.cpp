@@ -17,6 +17,7 @@
 #include "app/commands.h"
 #include "app/engine_options.h"
 #include "bench/bench_runner.h"
+#include "bench/openai_client.h"
 #include "core/error.h"
 
 namespace moepack::cli {
@@ -61,15 +62,24 @@ std::function<int()> add_bench(CLI::App& app) {
     } catch (const Error& e) {
       throw UsageError(e.what());
     }
+    // A baseline address the client cannot use is a bad argument, refused before anything is
+    // opened (making a client parses the address; nothing is sent).
+    for (const std::string& url : opt->baselines) {
+      try {
+        bench::OpenAiClient check(url);
+      } catch (const Error& e) {
+        throw UsageError(std::string("--baseline: ") + e.what());
+      }
+    }
+    if (opt->baseline_models.size() > 1 && opt->baseline_models.size() != opt->baselines.size()) {
+      throw UsageError("--baseline-model: give one (for all baselines) or one per --baseline");
+    }
     b.settings = resolve_engine_settings(opt->engine);
     b.model_path = model_path(opt->model, b.settings);
     b.prompts = bench::load_prompt_set(opt->prompts.empty() ? bench::default_prompt_set_path() : opt->prompts);
     b.max_tokens = opt->max_tokens;
     b.chat = !opt->raw;
     b.ignore_eos = !opt->eos;
-    if (opt->baseline_models.size() > 1 && opt->baseline_models.size() != opt->baselines.size()) {
-      throw Error("--baseline-model: give one (for all baselines) or one per --baseline");
-    }
     for (size_t i = 0; i < opt->baselines.size(); ++i) {
       bench::BaselineSpec s{opt->baselines[i], ""};
       if (!opt->baseline_models.empty()) s.model = opt->baseline_models[opt->baseline_models.size() == 1 ? 0 : i];
@@ -77,6 +87,7 @@ std::function<int()> add_bench(CLI::App& app) {
     }
     b.client.ca_cert_file = opt->ca_cert;
     if (const char* key = std::getenv("MOEPACK_BASELINE_API_KEY")) b.client.api_key = key;
+
     b.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     std::fprintf(stderr, "prompt set %s: %zu requests, %d completion tokens each%s\n", b.prompts.path.c_str(),
                  b.prompts.requests.size(), b.max_tokens, b.ignore_eos ? " (EOS ignored)" : "");

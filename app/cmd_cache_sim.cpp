@@ -87,7 +87,9 @@ std::function<int()> add_cache_sim(CLI::App& app) {
                    static_cast<unsigned long long>(r.counters.cache_misses),
                    static_cast<unsigned long long>(r.counters.cache_evictions));
     }
-    if (opt->json) std::printf("%s\n", j.dump(2).c_str());
+    // A model name or path that is not UTF-8 (a damaged trace, a Latin-1 file name) is written
+    // with U+FFFD, not refused.
+    if (opt->json) std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   };
 }

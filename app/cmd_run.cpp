@@ -3,6 +3,8 @@
 //
 // One generation through core/session.h: streams the completion to stdout, or with --json
 // prints one object at the end. Defaults follow llama.cpp's llama-cli (docs/cli.md).
+#include <unistd.h>
+
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_checks.h"
 #include "app/commands.h"
 #include "app/engine_options.h"
 #include "core/durable_io.h"
@@ -34,12 +37,19 @@ std::string float32_le(const std::vector<float>& v) {
   return out;
 }
 
-void write_logits(const std::string& path, const std::vector<float>& logits) {
+// --logits-out's directory and name, checked before the model runs (a long generation never
+// ends unable to write). Throws UsageError (exit 2) for a directory, a name ending in '/' or a
+// missing directory, IoError for a directory the user cannot write into.
+std::pair<std::string, std::string> logits_target(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path p(path);
-  if (p.filename().empty()) throw Error("--logits-out " + path + ": not a file name");
+  std::error_code ec;
+  if (p.filename().empty() || fs::is_directory(p, ec))
+    throw UsageError("--logits-out " + path + ": a directory; give a file name");
   const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
-  write_file_atomic(dir, p.filename().string(), float32_le(logits));
+  if (!fs::is_directory(dir, ec)) throw UsageError("--logits-out " + path + ": there is no directory " + dir);
+  if (::access(dir.c_str(), W_OK) != 0) throw IoError(dir, "write the --logits-out file into", errno);
+  return {dir, p.filename().string()};
 }
 
 }  // namespace
@@ -73,7 +83,11 @@ std::function<int()> add_run(CLI::App& app) {
   add_engine_options(sub, opt->engine);
 
   return [opt]() {
-    if (!opt->system.empty() && !opt->chat) throw Error("--system needs --chat");
+    if (!opt->system.empty() && !opt->chat) throw UsageError("--system needs --chat");
+    for (const std::string& s : opt->gen.stop)
+      if (s.empty()) throw UsageError("--stop: an empty stop string would end every completion at once");
+    std::pair<std::string, std::string> logits_file;
+    if (!opt->logits_out.empty()) logits_file = logits_target(opt->logits_out);
     const EngineSettings settings = resolve_engine_settings(opt->engine);
     const std::string path = model_path(opt->model, settings);
     std::unique_ptr<Session> session = Session::load(path, settings);
@@ -86,23 +100,32 @@ std::function<int()> add_run(CLI::App& app) {
     GenerateOptions gen = opt->gen;
     if (!opt->logits_out.empty()) gen.prompt_logits = &prompt_logits;
     TextCallback stream;
+    bool line_open = false;  // streamed text not yet ended by a newline
     if (!opt->json) {
-      stream = [](std::string_view text, int32_t) {
+      stream = [&line_open](std::string_view text, int32_t) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);
+        if (!text.empty()) line_open = text.back() != '\n';
         return true;
       };
     }
     GenerateResult r;
-    if (opt->chat) {
-      std::vector<ChatMessage> messages;
-      if (!opt->system.empty()) messages.push_back({"system", opt->system});
-      messages.push_back({"user", opt->prompt});
-      r = session->chat(messages, gen, stream);
-    } else {
-      r = session->generate_text(opt->prompt, gen, stream);
+    try {
+      if (opt->chat) {
+        std::vector<ChatMessage> messages;
+        if (!opt->system.empty()) messages.push_back({"system", opt->system});
+        messages.push_back({"user", opt->prompt});
+        r = session->chat(messages, gen, stream);
+      } else {
+        r = session->generate_text(opt->prompt, gen, stream);
+      }
+      if (!opt->logits_out.empty())
+        write_file_atomic(logits_file.first, logits_file.second, float32_le(prompt_logits));
+    } catch (...) {
+      if (line_open) std::printf("\n");  // the error message starts on a line of its own
+      std::fflush(stdout);
+      throw;
     }
-    if (!opt->logits_out.empty()) write_logits(opt->logits_out, prompt_logits);
 
     if (opt->json) {
       const nlohmann::json out = {

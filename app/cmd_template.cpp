@@ -60,7 +60,13 @@ std::function<int()> add_template(CLI::App& app) {
     const Tokenizer tok = Tokenizer::from_gguf(model.primary());
     const ChatTemplate tpl = ChatTemplate::for_model(model.primary());
     if (tpl.is_fallback()) {
-      if (opt->no_fallback) throw Error(tpl.warning());
+      if (opt->no_fallback) {
+        // The warning's "; using the ChatML fallback" is what --no-fallback refuses to do.
+        std::string why = tpl.warning();
+        const std::string fallback = "; using the ChatML fallback";
+        if (why.ends_with(fallback)) why.resize(why.size() - fallback.size());
+        throw Error(why + " (--no-fallback: no ChatML fallback)");
+      }
       std::fprintf(stderr, "warning: %s\n", tpl.warning().c_str());
     }
     std::string prompt;

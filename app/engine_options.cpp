@@ -73,7 +73,9 @@ void add_sampling_options(CLI::App* sub, SamplingParams& p) {
   sub->add_option("--frequency-penalty", p.frequency_penalty, "Subtracted per occurrence; 0: off")
       ->check(finite_number())
       ->capture_default_str();
-  sub->add_option("--seed", p.seed, "Random seed; 4294967295: a random seed")->capture_default_str();
+  sub->add_option("--seed", p.seed, "Random seed (0 to 4294967295; 4294967295: a random seed)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{0xFFFFFFFF}))
+      ->capture_default_str();
 }
 
 std::string model_path(const std::string& arg, const EngineSettings& s) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "app/cli_checks.h"
@@ -34,6 +35,18 @@ int main(int argc, char** argv) {
   for (const auto& [name, add] : table) {
     auto run = add(app);
     commands.emplace_back(app.get_subcommand(name), std::move(run));
+  }
+  // A first word that is neither an option nor a command: name it and the commands (CLI11 would
+  // say only "A subcommand is required").
+  std::string names;
+  bool known = false;
+  for (const auto& [name, add] : table) {
+    names += std::string(names.empty() ? "" : ", ") + name;
+    known = known || (argc > 1 && std::string(argv[1]) == name);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "error: unknown command '%s' (commands: %s; see moepack --help)\n", argv[1], names.c_str());
+    return 2;
   }
   try {
     app.parse(argc, argv);

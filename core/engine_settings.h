@@ -41,7 +41,7 @@ struct EngineSettings {
   std::string tiled_experts = "auto";
   // Telemetry (core/telemetry.h).
   std::string stats_path;            // empty: no stats file
-  uint64_t stats_flush_interval = 0; // tokens between stats writes; 0: never
+  uint64_t stats_flush_interval = 0; // tokens between stats writes; 0: at the end of each reply only
   std::string trace_path;            // non-empty: record a routing trace here (core/routing_recorder.h)
   // Pack path only: keep `pack_path` / `manifest_path` for users of the seed system; they
   // select the model when the command's MODEL argument is absent.

@@ -1,7 +1,9 @@
 #include "core/routing_trace.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "core/byte_source.h"
 #include "core/error.h"
@@ -12,6 +14,9 @@ namespace {
 constexpr char kMagic[8] = {'M', 'P', 'T', 'R', 'A', 'C', 'E', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxName = 4096;
+// A cache slot holds one expert's whole block; 1 GiB is far above any model's (DeepSeek-V4-Flash:
+// a few MiB, docs/twins.md) and keeps slots × bytes and misses × bytes inside 64 bits.
+constexpr uint64_t kMaxExpertBytes = uint64_t{1} << 30;
 
 template <typename T>
 T get(const ByteSource& src, uint64_t& pos, const char* field) {
@@ -44,13 +49,17 @@ RoutingTrace read_routing_trace(const std::string& path) {
   if (t.header.n_layers == 0 || t.header.n_layers > 65536) throw FormatError(path, "n_layers", 12, "must be 1..65536");
   if (t.header.n_experts == 0 || t.header.n_experts > 65536) throw FormatError(path, "n_experts", 16, "must be 1..65536");
   if (t.header.top_k == 0 || t.header.top_k > t.header.n_experts) throw FormatError(path, "top_k", 20, "must be 1..n_experts");
-  if (t.header.expert_bytes == 0) throw FormatError(path, "expert_bytes", 24, "must be nonzero");
+  if (t.header.expert_bytes == 0 || t.header.expert_bytes > kMaxExpertBytes)
+    throw FormatError(path, "expert_bytes", 24,
+                      "must be 1.." + std::to_string(kMaxExpertBytes) + " (1 GiB), found " +
+                          std::to_string(t.header.expert_bytes));
   const uint32_t name_len = get<uint32_t>(*src, pos, "name_len");
   if (name_len > kMaxName) throw FormatError(path, "name_len", 32, "longer than 4096 bytes");
   t.header.model_name.resize(name_len);
   src->read(pos, t.header.model_name.data(), name_len, "model name");
   pos += name_len;
   uint32_t last_step = 0;
+  std::vector<size_t> seen_in(t.header.n_experts, 0);  // expert -> 1 + the record it was last seen in
   while (pos < src->size()) {
     const uint64_t at = pos;
     TraceRecord r;
@@ -66,6 +75,12 @@ RoutingTrace read_routing_trace(const std::string& path) {
       if (r.experts[k] >= t.header.n_experts) {
         throw FormatError(path, "record expert", pos + 2u * k, "expert id " + std::to_string(r.experts[k]) + " out of range");
       }
+      // A step's experts of one layer are distinct (the router picks each once).
+      if (seen_in[r.experts[k]] == t.records.size() + 1) {
+        throw FormatError(path, "record expert", pos + 2u * k,
+                          "expert id " + std::to_string(r.experts[k]) + " appears twice in one record");
+      }
+      seen_in[r.experts[k]] = t.records.size() + 1;
     }
     pos += 2u * count;
     last_step = r.step;
@@ -78,6 +93,7 @@ RoutingTraceWriter::RoutingTraceWriter(const std::string& path, const TraceHeade
     : path_(path), header_(header) {
   if (header.n_layers == 0 || header.n_layers > 65536 || header.n_experts == 0 || header.n_experts > 65536 ||
       header.top_k == 0 || header.top_k > header.n_experts || header.expert_bytes == 0 ||
+      header.expert_bytes > kMaxExpertBytes ||
       header.model_name.size() > kMaxName) {
     throw Error(path + ": invalid routing trace header");
   }
@@ -103,8 +119,10 @@ void RoutingTraceWriter::append(uint32_t step, uint32_t layer, const std::vector
   if (step < last_step_) throw Error(path_ + ": trace steps must not decrease");
   if (layer >= header_.n_layers) throw Error(path_ + ": layer " + std::to_string(layer) + " out of range");
   if (experts.empty() || experts.size() > header_.n_experts) throw Error(path_ + ": bad expert count");
-  for (uint32_t e : experts) {  // validate before writing anything: no partial records
-    if (e >= header_.n_experts) throw Error(path_ + ": expert " + std::to_string(e) + " out of range");
+  for (size_t k = 0; k < experts.size(); ++k) {  // validate before writing anything: no partial records
+    if (experts[k] >= header_.n_experts) throw Error(path_ + ": expert " + std::to_string(experts[k]) + " out of range");
+    if (std::find(experts.begin(), experts.begin() + static_cast<ptrdiff_t>(k), experts[k]) != experts.begin() + static_cast<ptrdiff_t>(k))
+      throw Error(path_ + ": expert " + std::to_string(experts[k]) + " twice in one record");
   }
   const uint16_t l16 = static_cast<uint16_t>(layer);
   const uint16_t c16 = static_cast<uint16_t>(experts.size());

@@ -8,7 +8,7 @@
 //   12      4     n_layers (u32): MoE layers, numbered 0.. in pack order
 //   16      4     n_experts (u32): routed experts per layer
 //   20      4     top_k (u32): experts the router selects per token
-//   24      8     expert_bytes (u64): bytes of one cache slot (the pack's largest stride)
+//   24      8     expert_bytes (u64): bytes of one cache slot (the pack's largest stride), 1..2^30
 //   32      4     name_len (u32) <= 4096
 //   36      name_len  model name, UTF-8
 //   ...     records until the end of the file, each:

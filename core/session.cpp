@@ -328,6 +328,7 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
     else res.text += held;
   }
   finish_stats();
+  telemetry_->end_reply();
   return res;
 }
 

@@ -26,6 +26,7 @@ struct Telemetry::Entry {
 Telemetry::Telemetry(TelemetrySettings settings) : settings_(std::move(settings)) {
   if (settings_.history == 0) settings_.history = 1;
   ring_ = std::make_unique<Entry[]>(settings_.history);
+  if (!settings_.stats_path.empty()) write_stats();
 }
 
 Telemetry::~Telemetry() = default;

@@ -4,8 +4,9 @@
 // Hot path: the engine thread bumps relaxed atomics and writes one TokenSample per generated
 // token into a ring of seqlocked entries; no mutex is ever taken. Readers (the UI thread, the
 // stats writer) copy counters and recent samples at any time and get consistent entries.
-// Every `stats_flush_interval` tokens the engine thread writes a JSON snapshot to `stats_path`
-// atomically (temp file, fsync, rename, fsync of the directory).
+// With a `stats_path`, a JSON snapshot goes there atomically (temp file, fsync, rename, fsync of
+// the directory): once at construction (so a path that cannot be written fails at load, not
+// silently), every `stats_flush_interval` tokens, and at the end of each reply (end_reply()).
 #pragma once
 
 #include <array>
@@ -74,12 +75,13 @@ struct ResidencyMap {
 
 struct TelemetrySettings {
   std::string stats_path;             // empty: no stats file
-  uint64_t stats_flush_interval = 0;  // tokens between stats writes; 0: never
+  uint64_t stats_flush_interval = 0;  // tokens between stats writes; 0: at the end of replies only
   uint32_t history = 4096;            // token samples kept for live readers
 };
 
 class Telemetry {
  public:
+  // Throws IoError (naming the file) when a stats_path is set and cannot be written.
   explicit Telemetry(TelemetrySettings settings = {});
   ~Telemetry();
   Telemetry(const Telemetry&) = delete;
@@ -91,6 +93,11 @@ class Telemetry {
   // Engine thread only. Adds one token (also counters().tokens) and, at the flush interval,
   // writes the stats file (throws IoError if it cannot).
   void record_token(TokenSample sample);
+  // Engine thread only, after a reply (finished or stopped): writes the stats file when
+  // a stats_path is set (throws IoError if it cannot).
+  void end_reply() const {
+    if (!settings_.stats_path.empty()) write_stats();
+  }
 
   // Residency of the expert cache. init_residency() fixes the shape before the telemetry is
   // shared with other threads; publish_residency() (engine thread) stores the bitmap in relaxed

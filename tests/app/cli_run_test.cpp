@@ -275,7 +275,15 @@ TEST(CliRun, BadArgumentsExitTwoNamingTheOptionAndTheValue) {
         Case{{"cache-sim", missing + ".trace", "--budget-mib", "nan"}, "must be a finite number"},
         Case{{"cache-sim", missing + ".trace", "--slots", "8", "--policies", ""},
              "--policies: give at least one"},
-        Case{{"bench", missing, "--out", missing + ".out", "--formats", "pdf"}, "unknown format \"pdf\""}}) {
+        Case{{"bench", missing, "--out", missing + ".out", "--formats", "pdf"}, "unknown format \"pdf\""},
+        Case{{"bench", missing, "--out", missing + ".out", "--baseline", "ftp://x"}, "--baseline: baseline URL ftp://x"},
+        Case{{"run", missing, "-p", "x", "--system", "s"}, "--system needs --chat"},
+        Case{{"run", missing, "-p", "x", "--stop", ""}, "--stop: an empty stop string"},
+        Case{{"run", missing, "-p", "x", "--seed", "99999999999"}, "--seed"},
+        Case{{"run", missing, "-p", "x", "--logits-out", fs::temp_directory_path().string()}, "a directory"},
+        Case{{"run", missing, "-p", "x", "--logits-out", "/nonexistent-moepack-dir/l.bin"},
+             "there is no directory /nonexistent-moepack-dir"},
+        Case{{"nosuchcmd", missing}, "unknown command 'nosuchcmd'"}}) {
     const CliRun r = run(c.args);
     EXPECT_EQ(r.status, 2) << c.args.back() << "\n" << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
@@ -341,9 +349,16 @@ TEST(CliRun, ErrorsExitNonZeroWithAMessage) {
     EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
   }
 
-  r = run({"run", kDemo.string(), "--prompt", "x", "--system", "s"});
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("--chat"), std::string::npos) << r.err;
+  // A stats file that cannot be written fails at load, naming it (it was ignored without a
+  // flush interval); one that can is written at the reply's end with the reply's tokens.
+  r = run({"run", kDemo.string(), "--prompt", "x", "-n", "2", "--set", "stats_path=/nonexistent-moepack-dir/s.json"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent-moepack-dir"), std::string::npos) << r.err;
+  const fs::path stats = temp_path("stats.json");
+  r = run({"run", kDemo.string(), "--prompt", "x", "-n", "3", "--ignore-eos", "--set", "stats_path=" + stats.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(slurp(stats))["counters"]["tokens"], 3);
+  fs::remove(stats);
 
   r = run({"chat", missing.string()});
   EXPECT_NE(r.status, 0);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 #include "core/cache_sim.h"
@@ -297,6 +298,7 @@ TEST(RoutingTrace, RejectsCorruptFilesWithOffsets) {
     w.append(0, 1, {0, 3});
     EXPECT_THROW(w.append(1, 2, {0}), Error);   // layer out of range
     EXPECT_THROW(w.append(1, 0, {4}), Error);   // expert out of range
+    EXPECT_THROW(w.append(1, 0, {1, 1}), Error);  // an expert twice
     w.append(1, 0, {2});
     EXPECT_THROW(w.append(0, 0, {1}), Error);   // step decreases
     w.close();
@@ -310,6 +312,36 @@ TEST(RoutingTrace, RejectsCorruptFilesWithOffsets) {
   } catch (const FormatError& e) {
     EXPECT_EQ(e.field(), "record experts");
     EXPECT_EQ(e.offset(), 57u);
+  }
+  // Whole again (the cut byte, the id's high byte, was 0), then bytes patched at a time: record 1's second expert (byte 47) made its
+  // first (0): the same expert twice; expert_bytes (bytes 24-31) made 2^63, which no slot has and
+  // which would overflow slots × bytes.
+  std::filesystem::resize_file(path, 59);
+  const auto patched = [&](uint64_t at, const std::vector<uint8_t>& bytes) {
+    const std::string copy = (dir / "patched.trace").string();
+    std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
+    std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    return copy;
+  };
+  struct Case {
+    uint64_t at;
+    std::vector<uint8_t> bytes;
+    const char* field;
+    uint64_t offset;
+    const char* says;
+  };
+  for (const Case& c : {Case{47, {0, 0}, "record expert", 47, "appears twice"},
+                        Case{24, {0, 0, 0, 0, 0, 0, 0, 0x80}, "expert_bytes", 24, "1 GiB"}}) {
+    try {
+      read_routing_trace(patched(c.at, c.bytes));
+      ADD_FAILURE() << c.field << " accepted";
+    } catch (const FormatError& e) {
+      EXPECT_EQ(e.field(), c.field);
+      EXPECT_EQ(e.offset(), c.offset);
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
   }
   std::filesystem::remove_all(dir);
 }

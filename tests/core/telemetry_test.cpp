@@ -78,12 +78,16 @@ TEST(Telemetry, StatsFileWrittenAtTheIntervalAtomically) {
   set.stats_path = (dir / "stats.json").string();
   set.stats_flush_interval = 3;
   Telemetry t(set);
+  const auto tokens_in_file = [&] {
+    return nlohmann::json::parse(std::ifstream(set.stats_path))["counters"]["tokens"].get<uint64_t>();
+  };
+  ASSERT_TRUE(fs::exists(set.stats_path));  // written at once: a bad path fails at load
+  EXPECT_EQ(tokens_in_file(), 0u);
   t.counters().cache_misses += 5;
   t.record_token({0, 100, 1, 0, 0});
   t.record_token({0, 100, 1, 0, 0});
-  EXPECT_FALSE(fs::exists(set.stats_path));  // not before the 3rd token
+  EXPECT_EQ(tokens_in_file(), 0u);  // not before the 3rd token
   t.record_token({0, 100, 1, 0, 0});
-  ASSERT_TRUE(fs::exists(set.stats_path));
   EXPECT_FALSE(fs::exists(set.stats_path + ".tmp"));
   nlohmann::json j = nlohmann::json::parse(std::ifstream(set.stats_path));
   EXPECT_EQ(j["counters"]["tokens"].get<uint64_t>(), 3u);
@@ -93,6 +97,32 @@ TEST(Telemetry, StatsFileWrittenAtTheIntervalAtomically) {
     EXPECT_TRUE(j["counters"].contains(k)) << k;
   }
   EXPECT_EQ(j["recent_tokens"].size(), 3u);
+  t.record_token({0, 100, 1, 0, 0});
+  t.end_reply();  // a reply's end writes too, between intervals
+  EXPECT_EQ(tokens_in_file(), 4u);
+  fs::remove_all(dir);
+}
+
+// A stats file that cannot be written is an error when the telemetry is made (at model load),
+// naming the file; without an interval the file is written at each reply's end.
+TEST(Telemetry, UnwritableStatsPathFailsAtOnceAndNoIntervalWritesAtReplyEnds) {
+  TelemetrySettings bad;
+  bad.stats_path = "/nonexistent-moepack-dir/stats.json";
+  try {
+    Telemetry t(bad);
+    FAIL() << "an unwritable stats_path was accepted";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-moepack-dir"), std::string::npos) << e.what();
+  }
+  const fs::path dir = fs::temp_directory_path() / ("moepack-telemetry-end-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  TelemetrySettings set;
+  set.stats_path = (dir / "stats.json").string();
+  Telemetry t(set);
+  for (int i = 0; i < 5; ++i) t.record_token({0, 100, 1, 0, 0});
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(set.stats_path))["counters"]["tokens"].get<uint64_t>(), 0u);
+  t.end_reply();
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(set.stats_path))["counters"]["tokens"].get<uint64_t>(), 5u);
   fs::remove_all(dir);
 }
 
