@@ -146,6 +146,31 @@ TEST(CliTemplate, DemoModelChatML) {
   fs::remove(msgs);
 }
 
+// The demo model with its template key renamed (one byte: "tokenizer.chat_templatX"), so it has
+// no template: ChatML with a warning, or with --no-fallback an error that says why and does not
+// claim to fall back.
+TEST(CliTemplate, NoFallbackRefusesAModelWithoutATemplate) {
+  std::string bytes = slurp(kDemo);
+  const std::string key = "tokenizer.chat_template";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + key.size() - 1] = 'X';
+  const fs::path model = write_temp("moepack-no-template.gguf", bytes);
+  const fs::path msgs = write_temp("moepack-msgs-1.json", R"([{"role": "user", "content": "Hi"}])");
+  const CliRun fallback = run({"template", model.string(), "--messages", msgs.string()});
+  ASSERT_EQ(fallback.status, 0) << fallback.err;
+  EXPECT_EQ(fallback.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_NE(fallback.err.find("no tokenizer.chat_template; using the ChatML fallback"), std::string::npos)
+      << fallback.err;
+  const CliRun refused = run({"template", model.string(), "--messages", msgs.string(), "--no-fallback"});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_TRUE(refused.out.empty());
+  EXPECT_NE(refused.err.find("no tokenizer.chat_template (--no-fallback"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find("using the ChatML fallback"), std::string::npos) << refused.err;
+  fs::remove(model);
+  fs::remove(msgs);
+}
+
 TEST(CliTemplate, BadMessagesFileIsAnErrorNamingIt) {
   const fs::path msgs = write_temp("moepack-bad-msgs.json", R"({"role": "user"})");
   const CliRun r = run({"template", kDemo.string(), "--messages", msgs.string()});
