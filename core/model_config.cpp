@@ -130,6 +130,8 @@ ModelConfig read_model_config(const GgufFile& g) {
   c.n_embd = r.u32("embedding_length");
   c.n_layer = r.u32("block_count");
   c.n_ctx_train = r.u32("context_length", 4096);
+  if (c.n_ctx_train == 0)
+    r.fail(c.arch + ".context_length", "must be positive (the trained context, tokens)");
   c.n_head = r.u32("attention.head_count");
   // kimi-linear writes head_count_kv per layer (0 = KDA); its MLA layers share one latent row.
   c.n_head_kv = c.arch == "kimi-linear" ? 1 : r.u32("attention.head_count_kv", c.n_head);
@@ -211,6 +213,9 @@ ModelConfig read_model_config(const GgufFile& g) {
   c.n_rot = r.u32("rope.dimension_count", head_k);
   if (c.n_rot % 2 != 0 || c.n_rot > head_k) r.fail(c.arch + ".rope.dimension_count", "must be even and <= head size");
   c.rope_freq_base = r.f32("rope.freq_base", 10000.0f);
+  // theta_i = pos * base^(-2i/n_rot) (RoFormer): a base <= 0 gives NaN or infinite angles.
+  if (!(c.rope_freq_base > 0.0f))
+    r.fail(c.arch + ".rope.freq_base", "must be positive, found " + std::to_string(c.rope_freq_base));
   const auto scaling = g.get_string(c.arch + ".rope.scaling.type");
   float factor = r.f32("rope.scaling.factor", 0.0f);
   if (scaling && *scaling != "none" && factor > 0.0f) c.rope_freq_scale = 1.0f / factor;

@@ -1358,6 +1358,8 @@ BuildResult Builder::run() {
   check_deletable();
   hook("plan");
 
+  std::error_code exists_ec;
+  const bool dir_existed = std::filesystem::exists(dir_, exists_ec);
   make_dirs(dir_);
   lock_dir();
   const std::string mpath = dir_ + "/" + kPackManifestName;
@@ -1413,7 +1415,12 @@ BuildResult Builder::run() {
   }
 
   rep_.phase("preflight", 0, dir_);
-  preflight();
+  try {
+    preflight();
+  } catch (...) {
+    if (!dir_existed) ::rmdir(dir_.c_str());  // a refusal leaves no empty OUTDIR behind
+    throw;
+  }
   if (replaces_pack) remove_durably(dir_, kPackManifestName);  // from here on the old pack no longer loads
   hook("preflight");
 

@@ -1,11 +1,18 @@
 // Context memory per token / per sequence (core/context_memory.h) on the two new architectures'
 // fixtures, against values worked by hand from their READMEs and the specs' §5 formulas.
-#include <gtest/gtest.h>
+#include "core/context_memory.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/context_memory.h"
+#include "core/error.h"
 #include "core/gguf.h"
 #include "core/model_config.h"
 
@@ -56,6 +63,45 @@ TEST(ContextMemory, Deepseek2FromItsConfig) {
   EXPECT_DOUBLE_EQ(m.bytes_per_token, 2.0 * c.n_layer * (c.kv_lora_rank + c.n_rot));
   EXPECT_EQ(m.fixed_bytes, 0u);
   EXPECT_GT(m.bytes_per_token, 0.0);
+}
+
+// The demo model (deepseek2) with one hyperparameter's value patched in a copy: a rope base of
+// -1 (every angle NaN: the run failed later blaming the weights) and a trained context of 0 are
+// refused at load, naming the key and its value's byte.
+TEST(ModelConfigBad, NonPositiveRopeBaseOrTrainedContextNamesTheKey) {
+  const std::string demo =
+      std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
+  std::ifstream in(demo, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const GgufFile clean = GgufFile::open(demo);
+  struct Case {
+    const char* key;
+    uint32_t value;  // the 4 bytes written over the value (f32 or u32)
+  };
+  const float minus_one = -1.0f;
+  uint32_t minus_one_bits = 0;
+  std::memcpy(&minus_one_bits, &minus_one, 4);
+  for (const Case& c :
+       {Case{"deepseek2.rope.freq_base", minus_one_bits}, Case{"deepseek2.context_length", 0}}) {
+    const GgufKv* kv = clean.find(c.key);
+    ASSERT_NE(kv, nullptr) << c.key;
+    std::string patched = bytes;
+    std::memcpy(patched.data() + kv->value_offset, &c.value, 4);
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("moepack-config-" + std::to_string(::getpid()) + ".gguf"))
+            .string();
+    std::ofstream(path, std::ios::binary) << patched;
+    try {
+      read_model_config(GgufFile::open(path));
+      ADD_FAILURE() << c.key << " accepted";
+    } catch (const FormatError& e) {
+      EXPECT_EQ(e.file(), path);
+      EXPECT_EQ(e.field(), c.key);
+      EXPECT_EQ(e.offset(), kv->value_offset);
+      EXPECT_NE(std::string(e.what()).find("must be positive"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(path);
+  }
 }
 
 }  // namespace
