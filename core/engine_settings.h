@@ -27,7 +27,7 @@ struct EngineSettings {
   uint32_t read_splits = 1;
   uint32_t queue_depth = 32;
   bool direct_io = true;
-  bool verify_pack_sha256 = false;
+  bool verify_pack_sha256 = false;  // check each expert on its first read and dense.gguf whole at load
   // Read the next MoE layer's likely experts (its router applied to this layer's input) while
   // this layer computes (CUDA backend, Expert Pack path). Exact either way: only when reads
   // happen changes, never which experts run.

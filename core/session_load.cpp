@@ -4,14 +4,28 @@
 #include <optional>
 
 #include "core/backend_factory.h"
+#include "core/error.h"
+#include "core/expert_pack.h"
 #include "core/model_source.h"
 #include "core/routing_recorder.h"
 #include "core/session.h"
+#include "core/sha256.h"
 
 namespace moepack {
 
 std::unique_ptr<Session> Session::load(const std::string& path_or_name, const EngineSettings& settings) {
   std::shared_ptr<const ModelSource> model = ModelSource::open(path_or_name);
+  // verify_pack_sha256 checks each expert on its first read; the dense weights (dense.gguf, read
+  // once at load) are checked here, whole, against the manifest.
+  if (settings.verify_pack_sha256 && model->is_pack()) {
+    const ExpertPack& pack = *model->pack();
+    const std::string got = to_hex(sha256_file(pack.dense_path()));
+    if (got != pack.manifest().dense.sha256) {
+      throw Error(pack.dense_path() + " fails its SHA-256 check: manifest " + pack.manifest().dense.sha256 +
+                  ", read " + got + " (the pack is damaged: moepack verify " + pack.dir() +
+                  " --full names what else; convert the model again)");
+    }
+  }
   Tokenizer tokenizer = Tokenizer::from_gguf(model->metadata());
   std::string tpl = model->metadata().get_string("tokenizer.chat_template").value_or(std::string());
   std::unique_ptr<Backend> backend = make_backend(model, settings);

@@ -321,6 +321,33 @@ TEST(CliCacheSim, ReplaysARecordedTraceAtAnyBudget) {
   EXPECT_NE(r.err.find("3 slots cannot hold one token's top-4 experts"), std::string::npos) << r.err;
 }
 
+// A pack whose dense.gguf has one byte flipped in its tensor data (its size and header intact)
+// loads without verify_pack_sha256 and is refused with it, naming the file: the dense weights
+// are hashed at load as each expert is on its first read.
+TEST(CliRun, VerifyPackSha256ChecksTheDenseWeightsAtLoad) {
+  const fs::path pack = temp_path("dense-pack");
+  fs::remove_all(pack);
+  CliRun r = run({"build", kDemo.string(), "-o", pack.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const fs::path dense = pack / "dense.gguf";
+  {
+    std::fstream f(dense, std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = static_cast<std::streamoff>(fs::file_size(dense) - 1000);
+    char b = 0;
+    f.seekg(at);
+    f.read(&b, 1);
+    b = static_cast<char>(b ^ 0x10);
+    f.seekp(at);
+    f.write(&b, 1);
+  }
+  r = run({"run", pack.string(), "-p", "x", "-n", "1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  r = run({"run", pack.string(), "-p", "x", "-n", "1", "--set", "verify_pack_sha256=true"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(dense.string() + " fails its SHA-256 check"), std::string::npos) << r.err;
+  fs::remove_all(pack);
+}
+
 TEST(CliRun, ErrorsExitNonZeroWithAMessage) {
   const fs::path missing = temp_path("no-such-model.gguf");
   CliRun r = run({"run", missing.string(), "--prompt", "x"});
