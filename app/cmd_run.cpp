@@ -92,6 +92,7 @@ std::function<int()> add_run(CLI::App& app) {
     const std::string path = model_path(opt->model, settings);
     std::unique_ptr<Session> session = Session::load(path, settings);
     warn_if_context_capped(settings, *session);
+    print_tokenizer_warnings(session->tokenizer());
     if (opt->chat && !session->template_warning().empty()) {
       std::fprintf(stderr, "warning: %s\n", session->template_warning().c_str());
     }

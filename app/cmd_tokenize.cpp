@@ -5,6 +5,7 @@
 #include <string>
 
 #include "app/commands.h"
+#include "app/engine_options.h"
 #include "core/expert_pack.h"
 #include "core/gguf_model.h"
 #include "core/tokenizer.h"
@@ -55,9 +56,7 @@ std::function<int()> add_tokenize(CLI::App& app) {
   return [opt]() {
     const GgufModel model = GgufModel::open(metadata_gguf_of(opt->model));  // a pack: its dense.gguf
     const Tokenizer tok = Tokenizer::from_gguf(model.primary());
-    for (const std::string& w : tok.warnings()) {
-      if (w.find("pre-tokenizer") != std::string::npos) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    }
+    print_tokenizer_warnings(tok);
     const std::vector<TokenId> ids = tok.encode(opt->text, /*add_special=*/true, opt->parse_special);
     if (opt->json) {
       std::printf("%s\n", nlohmann::json(ids).dump().c_str());

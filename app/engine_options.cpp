@@ -114,4 +114,11 @@ void warn_if_context_capped(const EngineSettings& s, const Session& session) {
   }
 }
 
+void print_tokenizer_warnings(const Tokenizer& tokenizer) {
+  for (const std::string& w : tokenizer.warnings()) {
+    if (w.find("looks like a control token") == std::string::npos)
+      std::fprintf(stderr, "warning: %s\n", w.c_str());
+  }
+}
+
 }  // namespace moepack::cli

@@ -40,5 +40,9 @@ nlohmann::json backend_stats_json(const BackendStats& s);
 // Says on stderr when the session runs with less context than an n_ctx asked for (other than
 // the default) gives: the backend caps it at the model's trained context.
 void warn_if_context_capped(const EngineSettings& s, const Session& session);
+// Prints the tokenizer's load warnings that change what the model sees (an unknown pre-tokenizer,
+// a special-token id outside the vocabulary replaced by llama.cpp's default) as "warning: ..."
+// on stderr; the notes on tokens treated as control tokens stay in the log.
+void print_tokenizer_warnings(const Tokenizer& tokenizer);
 
 }  // namespace moepack::cli

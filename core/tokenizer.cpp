@@ -170,7 +170,11 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
       if (!kv->value.is_integer()) throw fail(key, "not an integer");
       const auto v = gguf.get_uint(key);
       if (!v || *v >= n) {
-        t.warnings_.push_back(std::string(key) + " is out of range; using the default");
+        t.warnings_.push_back(
+            std::string(gguf.path()) + ": " + std::string(key) + " " +
+            (v ? std::to_string(*v) : std::string("(negative)")) + " is not a token of the " +
+            std::to_string(n) + "-token vocabulary; using the default " +
+            (t.valid(id) ? std::to_string(id) + " '" + t.token_text(id) + "'" : std::string("(none)")));
         return;
       }
       id = static_cast<TokenId>(*v);

@@ -2,13 +2,13 @@
 // llama.cpp's references, special-token parsing only on request, the demo model's ChatML prompt
 // (hand-checked), and errors that name the messages file.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -119,6 +119,30 @@ TEST(CliTokenize, SpecialTextIsPlainUnlessAsked) {
   const CliRun human = run({"tokenize", kDeepseek2.string(), "--text", "Hello"});
   EXPECT_EQ(human.out, "32013 17535\n");
   EXPECT_NE(human.err.find("'Hello'"), std::string::npos);
+}
+
+// A BOS id outside the vocabulary (the demo's tokenizer.ggml.bos_token_id, a UINT32, patched to
+// 999999) is replaced by llama.cpp's default as before, and the user is told so: the key, the
+// bad id, the vocabulary's size and the id used.
+TEST(CliTokenize, AnOutOfRangeBosIdIsAWarning) {
+  std::string bytes = slurp(kDemo);
+  const std::string key = "tokenizer.ggml.bos_token_id";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  uint32_t type = 0;
+  std::memcpy(&type, bytes.data() + at + key.size(), 4);
+  ASSERT_EQ(type, 4u);  // GGUF_TYPE_UINT32
+  const uint32_t bad = 999999;
+  std::memcpy(bytes.data() + at + key.size() + 4, &bad, 4);
+  const fs::path model = write_temp("moepack-bad-bos.gguf", bytes);
+  const CliRun r = run({"tokenize", model.string(), "--text", "hi"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(
+      r.err.find("warning: " + model.string() + ": tokenizer.ggml.bos_token_id 999999 is not a token of the"),
+      std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("using the default 11 ')'"), std::string::npos) << r.err;
+  fs::remove(model);
 }
 
 TEST(CliTemplate, DemoModelChatML) {
