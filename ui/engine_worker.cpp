@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <new>
 
 #ifdef __linux__
@@ -123,16 +124,38 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
                        << "is not this source's now:" << e.what();
     }
   }
-  qCInfo(lcEngine) << "converting" << gguf << "to an Expert Pack in" << out;
-  BuildResult r;
+  // The model's folder name taken by a pack of another model (another file of the same name, in
+  // another folder): the next free name, "<name>-2", "<name>-3", ... A pack of this model made
+  // before the file changed keeps its folder until the user removes it (no silent second copy).
+  // A manifest names a model by its first file (a split set's first shard, an Ollama blob).
+  std::string firstFile = o.source;
   try {
-    r = build_pack(o);
-  } catch (const PackDirOccupied& e) {
-    // The CLI's advice (--overwrite) is no choice here.
-    throw Error(e.holding() +
-                ": another model's, or this file's from before its size or modification time changed (a "
-                "new download, a copy, a touch). Remove it in the Library (or move the folder away), then "
-                "load the model again to convert it.");
+    firstFile = GgufModel::open(o.source).shards().front().path();
+  } catch (const std::exception&) {  // build_pack below reports what is wrong with the source
+  }
+  const auto thisModels = [&](const std::string& other) {
+    namespace fs = std::filesystem;
+    std::error_code ea, eb, eq;
+    const fs::path a = fs::absolute(other, ea).lexically_normal(),
+                   b = fs::absolute(firstFile, eb).lexically_normal();
+    return !other.empty() && ((!ea && !eb && a == b) || fs::equivalent(a, b, eq));
+  };
+  BuildResult r;
+  for (int k = 1;; ++k) {
+    if (k > 1) o.out_dir = out.toStdString() + "-" + std::to_string(k);
+    qCInfo(lcEngine) << "converting" << gguf << "to an Expert Pack in" << QString::fromStdString(o.out_dir);
+    try {
+      r = build_pack(o);
+      break;
+    } catch (const PackDirOccupied& e) {
+      if (k < 100 && !thisModels(e.other_source())) continue;
+      // The CLI's advice (--overwrite) is no choice here.
+      throw Error(
+          e.holding() +
+          ": this file's from before its size or modification time changed (a new download, a copy, a "
+          "touch). Remove it in the Library (or move the folder away), then load the model again to "
+          "convert it.");
+    }
   }
   qCInfo(lcEngine) << "pack ready:" << QString::fromStdString(r.pack_dir)
                    << (r.already_complete ? "(already complete)" : "") << r.seconds << "s";

@@ -285,6 +285,40 @@ class ChatEngineTest : public QObject {
     QVERIFY(!QFileInfo::exists(dir_.filePath(QStringLiteral("packs4/fake"))));  // nothing was built
   }
 
+  // Two models with one file name (the same demo GGUF in two folders, as two checkouts have it):
+  // the first's pack holds the name, so the second converts into "<name>-2" and loads, and the
+  // first's pack is left as it was; loading either again finds its own pack.
+  void anotherModelsPackUnderTheNameGivesTheNextName() {
+    const QString packs = dir_.filePath(QStringLiteral("packs5"));
+    QVERIFY(QDir().mkpath(dir_.filePath(QStringLiteral("a"))) &&
+            QDir().mkpath(dir_.filePath(QStringLiteral("b"))));
+    const QString first = dir_.filePath(QStringLiteral("a/tiny.gguf")),
+                  second = dir_.filePath(QStringLiteral("b/tiny.gguf"));
+    QVERIFY(QFile::copy(kQwen, first) && QFile::copy(kQwen, second));
+    EngineController e(&open_session_engine, packs);
+    e.setEngineSettings(smallCache());
+    const auto loads = [&](const QString& model, const QString& pack) {
+      e.load(model, true);
+      QTRY_VERIFY_WITH_TIMEOUT(e.state() != EngineController::Loading, 180000);
+      QVERIFY2(e.state() == EngineController::Ready, qPrintable(e.error()));
+      QCOMPARE(QFileInfo(e.modelPath()).canonicalFilePath(), QFileInfo(pack).canonicalFilePath());
+      e.unload();
+      QTRY_VERIFY_WITH_TIMEOUT(e.state() == EngineController::Empty, 10000);
+    };
+    loads(first, packs + QStringLiteral("/tiny"));
+    const QByteArray firstManifest = [&] {
+      QFile m(packs + QStringLiteral("/tiny/manifest.json"));
+      return m.open(QIODevice::ReadOnly) ? m.readAll() : QByteArray();
+    }();
+    QVERIFY(!firstManifest.isEmpty());
+    loads(second, packs + QStringLiteral("/tiny-2"));
+    loads(first, packs + QStringLiteral("/tiny"));
+    loads(second, packs + QStringLiteral("/tiny-2"));
+    QFile m(packs + QStringLiteral("/tiny/manifest.json"));
+    QVERIFY(m.open(QIODevice::ReadOnly));
+    QCOMPARE(m.readAll(), firstManifest);
+  }
+
   void aBadModelIsAMessageNotACrash() {
     EngineController e(&open_session_engine, dir_.filePath("packs2"));
     e.load(dir_.filePath("missing.gguf"), true);

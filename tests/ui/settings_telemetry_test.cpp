@@ -36,6 +36,7 @@ class SettingsTelemetryTest : public QObject {
 import "qrc:/qt/qml/MoePack/Ui/qml/niceaxis.js" as N
 QtObject {
     function axis(v) { return [N.max(v), N.ticks(v), N.format(v)] }
+    function tokenStep(span) { return N.tokenStep(span) }
 })",
               QUrl(QStringLiteral("qrc:/test/axes.qml")));
     std::unique_ptr<QObject> o(c.create());
@@ -66,6 +67,17 @@ QtObject {
       QCOMPARE(r[1].toInt(), k.ticks);
       QCOMPARE(r[2].toString(), QString::fromLatin1(k.format));
     }
+    // Token axes: ticks every round step of the span, never a fraction of a token.
+    // Hand-checked: 31 tokens / 5 = 6.2 -> 10; 300 / 5 = 60 -> 100; 3 / 5 = 0.6 -> 1; 0 -> 1.
+    const auto tokenStep = [&](double span) {
+      QVariant r;
+      QMetaObject::invokeMethod(o.get(), "tokenStep", Q_RETURN_ARG(QVariant, r), Q_ARG(QVariant, span));
+      return r.toDouble();
+    };
+    QCOMPARE(tokenStep(31), 10.0);
+    QCOMPARE(tokenStep(300), 100.0);
+    QCOMPARE(tokenStep(3), 1.0);
+    QCOMPARE(tokenStep(0), 1.0);
   }
 
   void validatesEditsAndPersists() {

@@ -204,6 +204,10 @@ Item {
                         min: page.telemetry.xMin
                         max: page.telemetry.xMax
                         labelFormat: "%d"
+                        // Ticks on round token numbers (multiples of the step), whatever the range.
+                        tickType: ValueAxis.TicksDynamic
+                        tickAnchor: 0
+                        tickInterval: NiceAxis.tokenStep(page.telemetry.xMax - page.telemetry.xMin)
                         titleText: qsTr("token")
                     }
                     ValueAxis { id: hitY; min: 0; max: 1; tickCount: 6; labelFormat: "%.1f" }
@@ -233,7 +237,7 @@ Item {
                     antialiasing: true
                     legend.visible: false
                     backgroundRoundness: 10
-                    ValueAxis { id: readX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d" }
+                    ValueAxis { id: readX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d"; tickType: ValueAxis.TicksDynamic; tickAnchor: 0; tickInterval: NiceAxis.tokenStep(page.telemetry.xMax - page.telemetry.xMin) }
                     ValueAxis { id: readY; min: 0; max: NiceAxis.max(Math.max(1, page.telemetry.readKiBMax)); tickCount: NiceAxis.ticks(Math.max(1, page.telemetry.readKiBMax)); labelFormat: NiceAxis.format(Math.max(1, page.telemetry.readKiBMax)) }
                     LineSeries { id: readSeries; axisX: readX; axisY: readY; color: "#0f9d8a"; width: 1.5 }
                 }
@@ -246,7 +250,7 @@ Item {
                     antialiasing: true
                     legend.visible: false
                     backgroundRoundness: 10
-                    ValueAxis { id: evX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d" }
+                    ValueAxis { id: evX; min: page.telemetry.xMin; max: page.telemetry.xMax; labelFormat: "%d"; tickType: ValueAxis.TicksDynamic; tickAnchor: 0; tickInterval: NiceAxis.tokenStep(page.telemetry.xMax - page.telemetry.xMin) }
                     ValueAxis { id: evY; min: 0; max: NiceAxis.max(Math.max(1, page.telemetry.evictionsMax)); tickCount: NiceAxis.ticks(Math.max(1, page.telemetry.evictionsMax)); labelFormat: NiceAxis.format(Math.max(1, page.telemetry.evictionsMax)) }
                     LineSeries { id: evictionSeries; axisX: evX; axisY: evY; color: "#d97706"; width: 1.5 }
                 }

@@ -30,3 +30,9 @@ function format(v) {
          Math.abs(Math.round(s * Math.pow(10, d)) - s * Math.pow(10, d)) > 1e-6 * Math.pow(10, d))++ d
   return '%.' + d + 'f'
 }
+
+// The step between ticks of a token axis spanning `span` tokens: a round step (as step()) of
+// at least one token, since tokens are whole.
+function tokenStep(span) {
+  return Math.max(1, step(Math.max(1, span)))
+}
