@@ -942,12 +942,12 @@ What does &quot;salmon&quot; mean?</translation>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="302"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
-        <translation>KV 缓存每 token %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个 token 的上下文</translation>
+        <translation>KV 缓存每词元 %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个词元的上下文</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="309"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
-        <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每 token 字节数，不超过训练上下文长度。%1</translation>
+        <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每词元字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="315"/>

@@ -202,6 +202,9 @@ QString LibraryViewModel::deleteRefusal(qint64 id) const {
 }
 
 QString LibraryViewModel::formatBytes(double bytes) {
+  // Below 1 KiB the unit symbol, as the larger units are written: Qt's "bytes" is not in our
+  // catalogue and would stay English in every language.
+  if (bytes < 1024) return QStringLiteral("%1 B").arg(static_cast<qint64>(bytes));
   return QLocale().formattedDataSize(
       static_cast<qint64>(bytes), 1,
       QLocale::DataSizeIecFormat);  // KiB, MiB, GiB: binary units, named as such

@@ -40,6 +40,15 @@ class ModelLibraryTest : public QObject {
   Q_OBJECT
 
  private slots:
+  // Sizes in binary units, named as such; below 1 KiB the symbol B, which needs no translation
+  // (Qt's own "bytes" stayed English in the Chinese studio).
+  void sizesAreWrittenInBinaryUnits() {
+    QCOMPARE(LibraryViewModel::formatBytes(0), QStringLiteral("0 B"));
+    QCOMPARE(LibraryViewModel::formatBytes(1023), QStringLiteral("1023 B"));
+    QCOMPARE(LibraryViewModel::formatBytes(1536), QStringLiteral("1.5 KiB"));
+    QCOMPARE(LibraryViewModel::formatBytes(3.0 * 1024 * 1024 * 1024), QStringLiteral("3.0 GiB"));
+  }
+
   void singleFileIsDescribed() {
     QTemporaryDir tmp;
     AppDatabase db(tmp.filePath(QStringLiteral("db.sqlite")));

@@ -351,6 +351,17 @@ class StudioGuiTest : public QObject {
                              [](QChar c) { return c.unicode() >= 0x4e00 && c.unicode() <= 0x9fff; }),
                  qPrintable(revertText));
         save(window, QStringLiteral("studio-settings-zh_CN.png"));
+        // The Models page splits in halves whatever the language, and the Library's sizes are in
+        // units that need no translation.
+        const QVariant settingsPage = window->property("currentPage");
+        for (const auto& [page, name] :
+             {std::pair{2, "studio-model-zh_CN.png"}, std::pair{4, "studio-library-zh_CN.png"}}) {
+          window->setProperty("currentPage", page);
+          QTest::qWait(150);
+          save(window, QLatin1String(name));
+        }
+        window->setProperty("currentPage", settingsPage);
+        QTest::qWait(100);
         // Texts the view-models make with tr() follow too: the Models page's tokenizer line.
         auto* inspector = window->property("inspector").value<ModelInspector*>();
         QVERIFY(inspector && !inspector->tokenizer().isEmpty());

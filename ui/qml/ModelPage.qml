@@ -34,7 +34,12 @@ Item {
         visible: !page.inspector.loading && page.inspector.error.length === 0 && page.inspector.architecture.length > 0
 
         ColumnLayout {
-            Layout.preferredWidth: parent.width * 0.42
+            // Half the page whatever the language: its labels' widths (longer in English, shorter
+            // in Chinese) would otherwise move the split and clip the chart's title.
+            readonly property real half: (parent.width - parent.spacing) / 2
+            Layout.preferredWidth: half
+            Layout.minimumWidth: half
+            Layout.maximumWidth: half
             Layout.fillHeight: true
 
             GroupBox {
@@ -147,6 +152,8 @@ Item {
                             text: qsTr("blk.%1 — %2 experts × %3 KiB").arg(block).arg(experts)
                                       .arg((expertBytes / 1024).toFixed(1))
                             font.bold: true
+                            wrapMode: Text.Wrap
+                            Layout.fillWidth: true
                         }
                         Label { text: rolesText; opacity: 0.75; wrapMode: Text.Wrap; Layout.fillWidth: true }
                     }
