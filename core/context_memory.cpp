@@ -1,8 +1,10 @@
 #include "core/context_memory.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "core/error.h"
 
@@ -63,9 +65,15 @@ std::string context_memory_text(const ModelConfig& cfg, const ContextMemory& m) 
   std::snprintf(buf, sizeof buf, "context:      %.1f B/token + %.2f MiB fixed per sequence (F16 rows, F32 states)\n",
                 m.bytes_per_token, static_cast<double>(m.fixed_bytes) / (1 << 20));
   o << buf << "  " << m.formula << "\n";
-  for (uint64_t n : {4096ull, 32768ull, static_cast<unsigned long long>(cfg.n_ctx_train)}) {
-    if (n == cfg.n_ctx_train && (n == 4096 || n == 32768)) continue;  // already shown
-    std::snprintf(buf, sizeof buf, "  at %llu tokens: %.2f MiB\n", static_cast<unsigned long long>(n),
+  // Ascending, the trained context marked; sizes above it are listed only when it is unknown
+  // (0): a model cannot use them.
+  std::vector<uint64_t> sizes = {4096, 32768, cfg.n_ctx_train};
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  for (const uint64_t n : sizes) {
+    if (n == 0 || (cfg.n_ctx_train != 0 && n > cfg.n_ctx_train)) continue;
+    std::snprintf(buf, sizeof buf, "  at %llu tokens%s: %.2f MiB\n", static_cast<unsigned long long>(n),
+                  n == cfg.n_ctx_train ? " (trained context)" : "",
                   static_cast<double>(m.bytes_for(n)) / (1 << 20));
     o << buf;
   }

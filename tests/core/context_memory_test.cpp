@@ -65,6 +65,25 @@ TEST(ContextMemory, Deepseek2FromItsConfig) {
   EXPECT_GT(m.bytes_per_token, 0.0);
 }
 
+// `moepack inspect`'s context lines: ascending, the trained context marked, no size above it.
+// kimi-linear-tiny: 1,152 B a token + 841,728 B fixed (above).
+TEST(ContextMemory, TextListsSizesUpToTheTrainedContextAscending) {
+  ModelConfig c = config_of("kimi-linear-tiny/kimi-linear-tiny-Q2_K.gguf");
+  const ContextMemory m = context_memory(c);
+  c.n_ctx_train = 8192;
+  std::string text = context_memory_text(c, m);
+  const auto pos = [&](const std::string& s) { return text.find(s); };
+  // (841,728 + 1,152 · 4,096) / 2^20 = 5.30 MiB; (841,728 + 1,152 · 8,192) / 2^20 = 9.80 MiB.
+  EXPECT_NE(pos("  at 4096 tokens: 5.30 MiB\n"), std::string::npos) << text;
+  EXPECT_NE(pos("  at 8192 tokens (trained context): 9.80 MiB\n"), std::string::npos) << text;
+  EXPECT_LT(pos("at 4096 tokens"), pos("at 8192 tokens"));
+  EXPECT_EQ(pos("at 32768"), std::string::npos) << text;
+  c.n_ctx_train = 2048;  // below both standard sizes: only the trained context
+  text = context_memory_text(c, m);
+  EXPECT_NE(pos("  at 2048 tokens (trained context): 3.05 MiB\n"), std::string::npos) << text;
+  EXPECT_EQ(pos("at 4096"), std::string::npos) << text;
+}
+
 // The demo model (deepseek2) with one hyperparameter's value patched in a copy: a rope base of
 // -1 (every angle NaN: the run failed later blaming the weights) and a trained context of 0 are
 // refused at load, naming the key and its value's byte.
