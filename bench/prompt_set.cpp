@@ -21,7 +21,8 @@ const std::string& required_string(const json& obj, const std::string& key, cons
                                    const std::string& origin) {
   const auto it = obj.find(key);
   if (it == obj.end() || !it->is_string()) {
-    throw FormatError(origin, where.empty() ? key : where + "." + key, 0, "missing or not a string");
+    throw FormatError(origin, where.empty() ? key : where + "." + key, FormatError::InDocument{},
+                      "missing or not a string");
   }
   return it->get_ref<const std::string&>();
 }
@@ -39,33 +40,38 @@ std::vector<std::string> PromptSet::datasets() const {
 }
 
 PromptSet parse_prompt_set(const json& j, const std::string& origin) {
-  if (!j.is_object()) throw FormatError(origin, "(root)", 0, "a prompt set is a JSON object");
+  if (!j.is_object())
+    throw FormatError(origin, "(root)", FormatError::InDocument{}, "a prompt set is a JSON object");
   PromptSet s;
   s.name = required_string(j, "name", "", origin);
   if (j.contains("description")) s.description = required_string(j, "description", "", origin);
   if (j.contains("settings")) {
-    if (!j["settings"].is_object()) throw FormatError(origin, "settings", 0, "not an object");
+    if (!j["settings"].is_object())
+      throw FormatError(origin, "settings", FormatError::InDocument{}, "not an object");
     s.settings = j["settings"];
   }
   if (j.contains("published_results")) {
-    if (!j["published_results"].is_object()) throw FormatError(origin, "published_results", 0, "not an object");
+    if (!j["published_results"].is_object())
+      throw FormatError(origin, "published_results", FormatError::InDocument{}, "not an object");
     s.published_results = j["published_results"];
   }
   const auto reqs = j.find("requests");
   if (reqs == j.end() || !reqs->is_array() || reqs->empty()) {
-    throw FormatError(origin, "requests", 0, "missing, not an array, or empty");
+    throw FormatError(origin, "requests", FormatError::InDocument{}, "missing, not an array, or empty");
   }
   std::set<std::string> ids;
   for (size_t i = 0; i < reqs->size(); ++i) {
     const json& r = (*reqs)[i];
     const std::string where = "requests[" + std::to_string(i) + "]";
-    if (!r.is_object()) throw FormatError(origin, where, 0, "not an object");
+    if (!r.is_object()) throw FormatError(origin, where, FormatError::InDocument{}, "not an object");
     BenchRequest b;
     b.id = required_string(r, "id", where, origin);
     b.dataset = required_string(r, "dataset", where, origin);
     b.prompt = required_string(r, "prompt", where, origin);
-    if (b.prompt.empty()) throw FormatError(origin, where + ".prompt", 0, "empty prompt");
-    if (!ids.insert(b.id).second) throw FormatError(origin, where + ".id", 0, "duplicate id " + b.id);
+    if (b.prompt.empty())
+      throw FormatError(origin, where + ".prompt", FormatError::InDocument{}, "empty prompt");
+    if (!ids.insert(b.id).second)
+      throw FormatError(origin, where + ".id", FormatError::InDocument{}, "duplicate id " + b.id);
     s.requests.push_back(std::move(b));
   }
   return s;

@@ -188,16 +188,18 @@ TwinInfo twin_info_of(const ExpertPack& pack) {
   const json& m = pack.manifest().model;
   const std::string file = pack.manifest_path();
   if (m.value("architecture", "") != kTwinArchitecture || !m.contains("twin") || !m["twin"].is_object())
-    throw FormatError(file, "/model/twin", 0, "is missing: this pack is not a twin (write one with `moepack twin`)");
+    throw FormatError(file, "/model/twin", FormatError::InDocument{},
+                      "is missing: this pack is not a twin (write one with `moepack twin`)");
   const json& t = m["twin"];
   TwinInfo info;
   try {
     info.shape = find_twin_shape(t.at("shape").get<std::string>());
     info.seed = t.at("seed").get<uint64_t>();
   } catch (const json::exception& e) {
-    throw FormatError(file, "/model/twin", 0, e.what());
+    throw FormatError(file, "/model/twin", FormatError::InDocument{}, e.what());
   }
-  if (!info.shape) throw FormatError(file, "/model/twin/shape", 0, "is not a known twin shape");
+  if (!info.shape)
+    throw FormatError(file, "/model/twin/shape", FormatError::InDocument{}, "is not a known twin shape");
   const PackLayout& L = pack.layout();
   info.layers = static_cast<uint32_t>(L.layers.size());
   info.experts = L.layers[0].n_experts;
@@ -210,7 +212,7 @@ TwinInfo twin_info_of(const ExpertPack& pack) {
       same = a.roles[r].role == b.roles[r].role && a.roles[r].type == b.roles[r].type && a.roles[r].ne == b.roles[r].ne &&
              a.roles[r].offset == b.roles[r].offset;
     if (!same)
-      throw FormatError(file, "/layout/layers/" + std::to_string(l), 0,
+      throw FormatError(file, "/layout/layers/" + std::to_string(l), FormatError::InDocument{},
                         "does not have the " + std::string(info.shape->name) + " twin's roles and sizes");
   }
   return info;

@@ -27,6 +27,12 @@ FormatError::FormatError(std::string file, std::string field, uint64_t offset, c
       field_(printable(field)),
       offset_(offset) {}
 
+FormatError::FormatError(std::string file, std::string field, InDocument, const std::string& what)
+    : Error(file + ": " + printable(field) + ": " + printable(what)),
+      file_(std::move(file)),
+      field_(printable(field)),
+      offset_(0) {}
+
 IoError::IoError(const std::string& file, const std::string& operation, int errno_value)
     : Error(file + ": " + operation + " failed: " + std::strerror(errno_value)),
       errno_(errno_value) {}

@@ -38,6 +38,11 @@ class FormatError : public Error {
   // offset: absolute byte offset in `file` where `field` starts (or where the check failed).
   // `field` and `what` are made printable() (the message never ends early at a NUL).
   FormatError(std::string file, std::string field, uint64_t offset, const std::string& what);
+  // A field of a document parsed as a whole (a JSON manifest, a prompt set), named by its path
+  // ("/layout/layers/0/stride", "requests[2].prompt"): the message gives no byte offset, which
+  // would mean nothing there; offset() is 0.
+  struct InDocument {};
+  FormatError(std::string file, std::string field, InDocument, const std::string& what);
 
   const std::string& file() const { return file_; }
   const std::string& field() const { return field_; }

@@ -72,7 +72,7 @@ class Reader {
  public:
   explicit Reader(const std::string& file) : file_(file) {}
   [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    throw FormatError(file_, path, 0, what);
+    throw FormatError(file_, path.empty() ? "(root)" : path, FormatError::InDocument{}, what);
   }
   const json& at(const json& o, const std::string& path, const char* key) const {
     if (!o.is_object()) fail(path, "is not an object");

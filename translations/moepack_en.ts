@@ -381,42 +381,47 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="489"/>
+        <location filename="../ui/qml/ChatPage.qml" line="494"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="490"/>
+        <location filename="../ui/qml/ChatPage.qml" line="488"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="495"/>
+        <location filename="../ui/qml/ChatPage.qml" line="498"/>
+        <source>Cancel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="506"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="517"/>
+        <location filename="../ui/qml/ChatPage.qml" line="528"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="519"/>
+        <location filename="../ui/qml/ChatPage.qml" line="530"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="519"/>
+        <location filename="../ui/qml/ChatPage.qml" line="530"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="526"/>
+        <location filename="../ui/qml/ChatPage.qml" line="537"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="527"/>
+        <location filename="../ui/qml/ChatPage.qml" line="538"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -680,37 +685,37 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="207"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="211"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="212"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="216"/>
         <source>per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="220"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="224"/>
         <source>cumulative</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="232"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="236"/>
         <source>SSD reads per token (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="245"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="249"/>
         <source>Evictions per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="267"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="271"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="303"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="307"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1132,32 +1137,32 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>MessageBubble</name>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="49"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="55"/>
         <source>You</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="49"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="55"/>
         <source>Assistant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="78"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="84"/>
         <source>The reply failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="97"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="103"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="102"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="108"/>
         <source>Save and re-run</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="130"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="138"/>
         <source>%n prompt token(s)</source>
         <translation>
             <numerusform>%n prompt token</numerusform>
@@ -1165,7 +1170,7 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="131"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="139"/>
         <source> · %n token(s)</source>
         <translation>
             <numerusform> · %n token</numerusform>
@@ -1173,52 +1178,52 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="132"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="140"/>
         <source> · first token %1 ms · prefill %2 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="134"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="142"/>
         <source> · decode %1 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="135"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="143"/>
         <source> · stopped</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="136"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="144"/>
         <source> · length limit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="137"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="157"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
         <source>generating…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
         <source>Copy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
         <source>Copied</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="186"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="194"/>
         <source>Edit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="199"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="207"/>
         <source>Regenerate</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1232,82 +1237,82 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="41"/>
+        <location filename="../ui/qml/ModelPage.qml" line="46"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="46"/>
+        <location filename="../ui/qml/ModelPage.qml" line="51"/>
         <source>Architecture</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="47"/>
+        <location filename="../ui/qml/ModelPage.qml" line="52"/>
         <source>File</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="53"/>
+        <location filename="../ui/qml/ModelPage.qml" line="58"/>
         <source>Expert Pack: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="53"/>
+        <location filename="../ui/qml/ModelPage.qml" line="58"/>
         <source>GGUF: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="58"/>
+        <location filename="../ui/qml/ModelPage.qml" line="63"/>
         <source>Size on disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="59"/>
+        <location filename="../ui/qml/ModelPage.qml" line="64"/>
         <source>Tensors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="60"/>
+        <location filename="../ui/qml/ModelPage.qml" line="65"/>
         <source>Tokenizer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="61"/>
+        <location filename="../ui/qml/ModelPage.qml" line="66"/>
         <source>Routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="63"/>
+        <location filename="../ui/qml/ModelPage.qml" line="68"/>
         <source>%1 per layer, top-%2, %3 shared</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="66"/>
+        <location filename="../ui/qml/ModelPage.qml" line="71"/>
         <source>All routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="71"/>
+        <location filename="../ui/qml/ModelPage.qml" line="76"/>
         <source>Hyperparameters</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="97"/>
+        <location filename="../ui/qml/ModelPage.qml" line="102"/>
         <source>One routed expert per block (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="125"/>
+        <location filename="../ui/qml/ModelPage.qml" line="130"/>
         <source>expert KiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="131"/>
+        <location filename="../ui/qml/ModelPage.qml" line="136"/>
         <source>Layers with routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="147"/>
+        <location filename="../ui/qml/ModelPage.qml" line="152"/>
         <source>blk.%1 — %2 experts × %3 KiB</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2316,7 +2321,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="347"/>
+        <location filename="../ui/engine_worker.cpp" line="369"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2324,17 +2329,17 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="166"/>
+        <location filename="../ui/engine_worker.cpp" line="188"/>
         <source>Out of memory while loading %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="180"/>
+        <location filename="../ui/engine_worker.cpp" line="202"/>
         <source>No model is loaded.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="218"/>
+        <location filename="../ui/engine_worker.cpp" line="240"/>
         <source>Out of memory during generation.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2410,43 +2415,43 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="144"/>
+        <location filename="../ui/settings_view_model.cpp" line="147"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="150"/>
+        <location filename="../ui/settings_view_model.cpp" line="153"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="153"/>
+        <location filename="../ui/settings_view_model.cpp" line="156"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <location filename="../ui/settings_view_model.cpp" line="167"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="168"/>
+        <location filename="../ui/settings_view_model.cpp" line="171"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="169"/>
+        <location filename="../ui/settings_view_model.cpp" line="172"/>
         <source>Enter a whole number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="172"/>
-        <location filename="../ui/settings_view_model.cpp" line="176"/>
+        <location filename="../ui/settings_view_model.cpp" line="175"/>
+        <location filename="../ui/settings_view_model.cpp" line="179"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="281"/>
+        <location filename="../ui/settings_view_model.cpp" line="284"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

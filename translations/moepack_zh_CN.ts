@@ -385,22 +385,27 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="490"/>
+        <location filename="../ui/qml/ChatPage.qml" line="488"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="489"/>
+        <location filename="../ui/qml/ChatPage.qml" line="494"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="495"/>
+        <location filename="../ui/qml/ChatPage.qml" line="498"/>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="506"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="517"/>
+        <location filename="../ui/qml/ChatPage.qml" line="528"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -409,22 +414,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="519"/>
+        <location filename="../ui/qml/ChatPage.qml" line="530"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="519"/>
+        <location filename="../ui/qml/ChatPage.qml" line="530"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="526"/>
+        <location filename="../ui/qml/ChatPage.qml" line="537"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="527"/>
+        <location filename="../ui/qml/ChatPage.qml" line="538"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -691,37 +696,37 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="207"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="211"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="212"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="216"/>
         <source>per token</source>
         <translation>每词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="220"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="224"/>
         <source>cumulative</source>
         <translation>累计</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="232"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="236"/>
         <source>SSD reads per token (KiB)</source>
         <translation>每词元 SSD 读取量 (KiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="245"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="249"/>
         <source>Evictions per token</source>
         <translation>每词元驱逐数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="267"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="271"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation>缓存中的专家(行:MoE 层,列:专家)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="303"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="307"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation>所有专家常驻(此路径无专家缓存)</translation>
     </message>
@@ -1151,27 +1156,27 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>MessageBubble</name>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="49"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="55"/>
         <source>You</source>
         <translation>你</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="49"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="55"/>
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="78"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="84"/>
         <source>The reply failed: %1</source>
         <translation>回复失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="97"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="103"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="102"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="108"/>
         <source>Save and re-run</source>
         <translation>保存并重新生成</translation>
     </message>
@@ -1184,66 +1189,66 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">%1 个提示词元 · %2 个词元 · 首词元 %3 ms · 预填充 %4 词元/秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="130"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="138"/>
         <source>%n prompt token(s)</source>
         <translation>
             <numerusform>%n 个提示词元</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="131"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="139"/>
         <source> · %n token(s)</source>
         <translation>
             <numerusform> · %n 个词元</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="132"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="140"/>
         <source> · first token %1 ms · prefill %2 tok/s</source>
         <translation> · 首词元 %1 ms · 预填充 %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="134"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="142"/>
         <source> · decode %1 tok/s</source>
         <translation> · 解码 %1 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="135"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="143"/>
         <source> · stopped</source>
         <translation> · 已停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="136"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="144"/>
         <source> · length limit</source>
         <translation> · 达到长度上限</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="137"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation> · 上下文已满:请新建对话,或在设置中增大上下文长度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="157"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
         <source>generating…</source>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
         <source>Copied</source>
         <translation>已复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="186"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="194"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="199"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="207"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -1267,82 +1272,82 @@ What does &quot;salmon&quot; mean?</translation>
 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="41"/>
+        <location filename="../ui/qml/ModelPage.qml" line="46"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="46"/>
+        <location filename="../ui/qml/ModelPage.qml" line="51"/>
         <source>Architecture</source>
         <translation>架构</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="47"/>
+        <location filename="../ui/qml/ModelPage.qml" line="52"/>
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="53"/>
+        <location filename="../ui/qml/ModelPage.qml" line="58"/>
         <source>Expert Pack: %1</source>
         <translation>专家包：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="53"/>
+        <location filename="../ui/qml/ModelPage.qml" line="58"/>
         <source>GGUF: %1</source>
         <translation>GGUF：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="58"/>
+        <location filename="../ui/qml/ModelPage.qml" line="63"/>
         <source>Size on disk</source>
         <translation>磁盘占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="59"/>
+        <location filename="../ui/qml/ModelPage.qml" line="64"/>
         <source>Tensors</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="60"/>
+        <location filename="../ui/qml/ModelPage.qml" line="65"/>
         <source>Tokenizer</source>
         <translation>分词器</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="61"/>
+        <location filename="../ui/qml/ModelPage.qml" line="66"/>
         <source>Routed experts</source>
         <translation>路由专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="63"/>
+        <location filename="../ui/qml/ModelPage.qml" line="68"/>
         <source>%1 per layer, top-%2, %3 shared</source>
         <translation>每层 %1 个，top-%2，%3 个共享</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="66"/>
+        <location filename="../ui/qml/ModelPage.qml" line="71"/>
         <source>All routed experts</source>
         <translation>全部路由专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="71"/>
+        <location filename="../ui/qml/ModelPage.qml" line="76"/>
         <source>Hyperparameters</source>
         <translation>超参数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="97"/>
+        <location filename="../ui/qml/ModelPage.qml" line="102"/>
         <source>One routed expert per block (KiB)</source>
         <translation>每个块中单个路由专家的大小（KiB）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="125"/>
+        <location filename="../ui/qml/ModelPage.qml" line="130"/>
         <source>expert KiB</source>
         <translation>专家 KiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="131"/>
+        <location filename="../ui/qml/ModelPage.qml" line="136"/>
         <source>Layers with routed experts</source>
         <translation>含路由专家的层</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="147"/>
+        <location filename="../ui/qml/ModelPage.qml" line="152"/>
         <source>blk.%1 — %2 experts × %3 KiB</source>
         <translation>blk.%1 — %2 个专家 × %3 KiB</translation>
     </message>
@@ -2361,7 +2366,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="347"/>
+        <location filename="../ui/engine_worker.cpp" line="369"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
@@ -2369,17 +2374,17 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="166"/>
+        <location filename="../ui/engine_worker.cpp" line="188"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="180"/>
+        <location filename="../ui/engine_worker.cpp" line="202"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="218"/>
+        <location filename="../ui/engine_worker.cpp" line="240"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>
@@ -2460,43 +2465,43 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="144"/>
+        <location filename="../ui/settings_view_model.cpp" line="147"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="150"/>
+        <location filename="../ui/settings_view_model.cpp" line="153"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="153"/>
+        <location filename="../ui/settings_view_model.cpp" line="156"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <location filename="../ui/settings_view_model.cpp" line="167"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="168"/>
+        <location filename="../ui/settings_view_model.cpp" line="171"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="169"/>
+        <location filename="../ui/settings_view_model.cpp" line="172"/>
         <source>Enter a whole number.</source>
         <translation>请输入整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="172"/>
-        <location filename="../ui/settings_view_model.cpp" line="176"/>
+        <location filename="../ui/settings_view_model.cpp" line="175"/>
+        <location filename="../ui/settings_view_model.cpp" line="179"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="281"/>
+        <location filename="../ui/settings_view_model.cpp" line="284"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

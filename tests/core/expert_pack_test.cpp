@@ -195,6 +195,8 @@ void expect_manifest_error(const nlohmann::json& j, const std::string& field) {
   } catch (const FormatError& e) {
     EXPECT_EQ(e.field(), field) << e.what();
     EXPECT_EQ(e.file(), "m.json");
+    // "m.json: /path: what": a JSON field has a path, not a byte offset.
+    EXPECT_EQ(std::string(e.what()).rfind("m.json: " + field + ": ", 0), 0u) << e.what();
   }
 }
 
@@ -203,6 +205,7 @@ TEST(PackManifest, RejectsWhatALoaderCouldNotTrust) {
   auto j = good;
   j["format_version"] = 2;
   expect_manifest_error(j, "/format_version");
+  expect_manifest_error(nlohmann::json::array(), "(root)");  // not an object at all
   j = good;
   j["layout"]["layers"][1]["stride"] = 127488;  // not aligned: contradicts the formula
   expect_manifest_error(j, "/layout/layers/1/stride");

@@ -351,6 +351,12 @@ class StudioGuiTest : public QObject {
                              [](QChar c) { return c.unicode() >= 0x4e00 && c.unicode() <= 0x9fff; }),
                  qPrintable(revertText));
         save(window, QStringLiteral("studio-settings-zh_CN.png"));
+        // The chat's delete button follows too (a standard button's text set once did not).
+        auto* deleteButton = window->findChild<QObject*>(QStringLiteral("deleteConversationButton"));
+        QVERIFY(deleteButton);
+        QCOMPARE(deleteButton->property("text").toString(),
+                 QCoreApplication::translate("ChatPage", "Delete"));
+        QVERIFY(deleteButton->property("text").toString() != QLatin1String("Delete"));
         // The Models page splits in halves whatever the language, and the Library's sizes are in
         // units that need no translation.
         const QVariant settingsPage = window->property("currentPage");

@@ -484,10 +484,21 @@ Item {
         title: qsTr("Delete “%1”?").arg(conversationMenu.targetTitle)
         anchors.centerIn: parent
         modal: true
-        standardButtons: Dialog.Ok | Dialog.Cancel
         onAccepted: page.chat.deleteConversation(conversationMenu.targetId)
-        Component.onCompleted: standardButton(Dialog.Ok).text = qsTr("Delete")
         Label { text: qsTr("Its messages are deleted for good.") }
+        // Buttons of its own, their texts bound: a standard button's text set once is reset to
+        // "OK" when the language changes.
+        footer: DialogButtonBox {
+            Button {
+                objectName: "deleteConversationButton"
+                text: qsTr("Delete")
+                DialogButtonBox.buttonRole: DialogButtonBox.AcceptRole
+            }
+            Button {
+                text: qsTr("Cancel")
+                DialogButtonBox.buttonRole: DialogButtonBox.RejectRole
+            }
+        }
     }
 
     Dialog {
