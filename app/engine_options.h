@@ -42,7 +42,7 @@ nlohmann::json backend_stats_json(const BackendStats& s);
 void warn_if_context_capped(const EngineSettings& s, const Session& session);
 // Prints the tokenizer's load warnings that change what the model sees (an unknown pre-tokenizer,
 // a special-token id outside the vocabulary replaced by llama.cpp's default) as "warning: ..."
-// on stderr; the notes on tokens treated as control tokens stay in the log.
+// on stderr; the notes on tokens treated as control tokens (many, and harmless) are not printed.
 void print_tokenizer_warnings(const Tokenizer& tokenizer);
 
 }  // namespace moepack::cli

@@ -100,13 +100,27 @@ void DirectReader::drain() noexcept {
   parts_left_.clear();
   done_.clear();
   // Entries a failed io_uring_submit left in the submission queue are counted in flight: submit
-  // them now, or no completion would ever come for them.
-  if (in_flight_ > 0) (void)io_uring_submit(&ring_->ring);
+  // them now, or no completion would ever come for them. A ring that will not take them is
+  // given up on (broken_: every later request throws), never waited on forever.
+  if (in_flight_ > 0 && io_uring_sq_ready(&ring_->ring) > 0) {
+    int rc = 0;
+    for (int tries = 0; tries < 1000; ++tries) {
+      rc = io_uring_submit(&ring_->ring);
+      if (rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) break;
+    }
+    if (rc < 0 || io_uring_sq_ready(&ring_->ring) > 0) {
+      broken_ = true;
+      return;
+    }
+  }
   while (in_flight_ > 0) {
     io_uring_cqe* cqe = nullptr;
     const int rc = io_uring_wait_cqe(&ring_->ring, &cqe);
     if (rc == -EINTR) continue;
-    if (rc < 0) break;
+    if (rc < 0) {
+      broken_ = true;
+      return;
+    }
     slots_.erase(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(io_uring_cqe_get_data(cqe))));
     io_uring_cqe_seen(&ring_->ring, cqe);
     --in_flight_;
@@ -129,6 +143,8 @@ void DirectReader::register_buffers(std::span<const std::pair<void*, size_t>> bu
 }
 
 void DirectReader::submit(const ReadRequest& r) {
+  if (broken_)
+    throw Error(path_ + ": the io_uring ring failed while reads were in flight; load the model again");
   if (r.length == 0 || r.dst == nullptr) throw Error(path_ + ": empty read request");
   if (!range_inside(r.offset, r.length, file_size_)) {
     throw FormatError(path_, "expert block", r.offset,

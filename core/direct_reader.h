@@ -83,7 +83,8 @@ class DirectReader {
   size_t pending() const { return in_flight_ + queued_.size(); }
   // After a failure (anything read_all, submit or wait_some threw): drops every queued part and
   // request and waits for the parts in flight to land, their results ignored, so the caller may
-  // reuse their buffers and tags. pending() is 0 afterwards unless the ring itself failed.
+  // reuse their buffers and tags. pending() is 0 afterwards unless the ring itself failed; then
+  // every later submit() throws Error (reads may still land: the buffers must outlive the reader).
   void drain() noexcept;
 
   const ReaderCounters& counters() const { return counters_; }
@@ -121,6 +122,7 @@ class DirectReader {
   std::unordered_map<uint64_t, uint32_t> parts_left_;  // tag -> parts not yet complete
   std::vector<uint64_t> done_;
   size_t in_flight_ = 0;
+  bool broken_ = false;  // drain() could not account for reads in flight (see drain())
   uint64_t next_id_ = 1;
   ReaderCounters counters_;
   FaultInjector fault_;

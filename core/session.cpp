@@ -231,6 +231,7 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
   if (cancelled()) {
     res.stop_reason = StopReason::Cancelled;
     finish_stats();
+    telemetry_->end_reply();
     return res;
   }
   forward(prompt.subspan(keep));
@@ -238,6 +239,7 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
   if (options.prompt_logits) *options.prompt_logits = logits_;
   if (options.max_tokens == 0) {
     finish_stats();
+    telemetry_->end_reply();
     return res;
   }
 

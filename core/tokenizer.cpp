@@ -172,8 +172,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
       if (!v || *v >= n) {
         t.warnings_.push_back(
             std::string(gguf.path()) + ": " + std::string(key) + " " +
-            (v ? std::to_string(*v) : std::string("(negative)")) + " is not a token of the " +
-            std::to_string(n) + "-token vocabulary; using the default " +
+            (v ? std::to_string(*v) : std::string("?")) + " is not a token of the " + std::to_string(n) +
+            "-token vocabulary; using the default " +
             (t.valid(id) ? std::to_string(id) + " '" + t.token_text(id) + "'" : std::string("(none)")));
         return;
       }

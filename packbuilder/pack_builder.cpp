@@ -197,8 +197,9 @@ std::optional<BuildState> load_state(const std::string& dir, const std::string& 
     if (j.at("version") == 1 && j.at("plan_id") == plan_id) {
       const json& id = j.at("build_id");
       if (!id.is_string() || id.get<std::string>().size() != 32 || !is_hex(id.get<std::string>())) {
-        throw FormatError(dir + "/" + kStateName, "build_id", 0,
-                          "expected 32 lower-case hex digits, found " + id.dump(-1, ' ', false, json::error_handler_t::replace));
+        throw FormatError(dir + "/" + kStateName, "build_id", FormatError::InDocument{},
+                          "expected 32 lower-case hex digits, found " +
+                              id.dump(-1, ' ', false, json::error_handler_t::replace));
       }
     }
   } catch (const json::exception&) {
@@ -420,13 +421,16 @@ class Builder {
   // One build at a time writes a folder: an exclusive flock() on the folder itself, released
   // when the build ends or its process dies. Another build of it (the CLI, the studio, a second
   // terminal) is refused before it writes a byte.
+  // The lock is this machine's: on a network file system two hosts are not kept apart. A folder
+  // that cannot be locked (no read permission, a file system without locks) is built unlocked,
+  // with a message.
   void lock_dir() {
     dir_lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_lock_fd_ < 0) throw IoError(dir_, "open the output directory", errno);
-    if (::flock(dir_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) throw PackDirBusy(dir_);
-      throw IoError(dir_, "flock", errno);
-    }
+    if (dir_lock_fd_ >= 0 && ::flock(dir_lock_fd_, LOCK_EX | LOCK_NB) == 0) return;
+    const int err = errno;
+    if (dir_lock_fd_ >= 0 && err == EWOULDBLOCK) throw PackDirBusy(dir_);
+    rep_.message(dir_ + ": cannot lock the directory (" + std::strerror(err) +
+                 "); building without keeping other builds out of it");
   }
   void save_state() {
     std::lock_guard<std::mutex> g(src_m_);
@@ -562,11 +566,14 @@ bool Builder::plan_from_state(const json& raw) {
   plan_ = {};
   plan_.layout = m.layout;
   const json& sl = pj.at("slices");
-  if (sl.size() != m.layout.layers.size()) throw FormatError(sp, "plan/slices", 0, "one entry per layer expected");
+  if (sl.size() != m.layout.layers.size())
+    throw FormatError(sp, "plan/slices", FormatError::InDocument{}, "one entry per layer expected");
   plan_.slices.resize(sl.size());
   for (size_t l = 0; l < sl.size(); ++l) {
     const PackLayer& L = m.layout.layers[l];
-    if (sl[l].size() != L.roles.size()) throw FormatError(sp, "plan/slices/" + std::to_string(l), 0, "one entry per role expected");
+    if (sl[l].size() != L.roles.size())
+      throw FormatError(sp, "plan/slices/" + std::to_string(l), FormatError::InDocument{},
+                        "one entry per role expected");
     for (size_t r = 0; r < L.roles.size(); ++r) {
       const json& x = sl[l][r];
       std::vector<SourceSlice> v(L.n_experts);
@@ -577,7 +584,8 @@ bool Builder::plan_from_state(const json& raw) {
           v[e] = {x.at("shard").get<uint32_t>(), x.at("offset").get<uint64_t>() + e * x.at("step").get<uint64_t>()};
         }
         if (v[e].shard >= sources.size() || v[e].file_offset + L.roles[r].bytes > sources[v[e].shard].bytes) {
-          throw FormatError(sp, "plan/slices/" + std::to_string(l) + "/" + std::to_string(r), 0,
+          throw FormatError(sp, "plan/slices/" + std::to_string(l) + "/" + std::to_string(r),
+                            FormatError::InDocument{},
                             "slice of expert " + std::to_string(e) + " lies outside its shard");
         }
       }
@@ -590,7 +598,8 @@ bool Builder::plan_from_state(const json& raw) {
   model_json_ = m.model;
   plan_id_ = compute_plan_id(sources_, plan_.layout, dense_count_);
   if (raw.at("plan_id").get<std::string>() != plan_id_) {
-    throw FormatError(sp, "plan_id", 0, "does not match the persisted plan (the state file is damaged)");
+    throw FormatError(sp, "plan_id", FormatError::InDocument{},
+                      "does not match the persisted plan (the state file is damaged)");
   }
   for (const SourceId& s : sources_) {
     const bool here = file_exists(s.path);
@@ -1312,7 +1321,7 @@ BuildResult Builder::run() {
     try {
       persisted = plan_from_state(*raw_state);
     } catch (const json::exception& e) {
-      throw FormatError(dir_ + "/" + kStateName, "plan", 0, e.what());
+      throw FormatError(dir_ + "/" + kStateName, "plan", FormatError::InDocument{}, e.what());
     }
   }
   if (persisted) {
@@ -1399,7 +1408,9 @@ BuildResult Builder::run() {
     state_ = *s;
     build_id_ = parse_build_id(state_.build_id);
   } else {
-    if (persisted) throw FormatError(dir_ + "/" + kStateName, "", 0, "unreadable build state");
+    if (persisted)
+      throw FormatError(dir_ + "/" + kStateName, "(root)", FormatError::InDocument{},
+                        "unreadable build state");
     remove_durably(dir_, kStateName);
     build_id_ = random_build_id();
     state_ = {};

@@ -112,11 +112,12 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
     again.out_dir = found->dir;
     again.source = found->source;  // as the pack's build spelled it (its plan id hashes the path)
     try {
-      const BuildResult r = build_pack(again);  // confirms it, or refuses without writing
-      if (r.already_complete) {
-        qCInfo(lcEngine) << "using the finished pack" << QString::fromStdString(r.pack_dir) << "of" << gguf;
-        return QString::fromStdString(r.pack_dir);
-      }
+      // Confirms it (or, its data files gone or cut, builds it again there), or refuses
+      // without writing when the source changed since.
+      const BuildResult r = build_pack(again);
+      qCInfo(lcEngine) << "using the pack" << QString::fromStdString(r.pack_dir) << "of" << gguf
+                       << (r.already_complete ? "(finished)" : "(built again)");
+      return QString::fromStdString(r.pack_dir);
     } catch (const BuildCancelled&) {
       throw;
     } catch (const std::exception& e) {
@@ -148,13 +149,21 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
       r = build_pack(o);
       break;
     } catch (const PackDirOccupied& e) {
-      if (k < 100 && !thisModels(e.other_source())) continue;
       // The CLI's advice (--overwrite) is no choice here.
-      throw Error(
-          e.holding() +
-          ": this file's from before its size or modification time changed (a new download, a copy, a "
-          "touch). Remove it in the Library (or move the folder away), then load the model again to "
-          "convert it.");
+      const std::string remove =
+          " Remove it in the Library (or move the folder away), then load the model again.";
+      if (e.other_source().empty())  // maybe this model's own: never a silent second copy
+        throw Error(e.holding() + ": its manifest cannot be read (a damaged pack)." + remove);
+      if (thisModels(e.other_source()))
+        throw Error(
+            e.holding() +
+            ": this file's from before its size or modification time changed (a new download, a copy, a "
+            "touch)." +
+            remove);
+      if (k == 99)
+        throw Error(
+            out.toStdString() + " and " + o.out_dir +
+            " and the names between hold other models' packs: choose another packs folder in the Settings.");
     }
   }
   qCInfo(lcEngine) << "pack ready:" << QString::fromStdString(r.pack_dir)

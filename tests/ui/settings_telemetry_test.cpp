@@ -68,7 +68,8 @@ QtObject {
       QCOMPARE(r[2].toString(), QString::fromLatin1(k.format));
     }
     // Token axes: ticks every round step of the span, never a fraction of a token.
-    // Hand-checked: 31 tokens / 5 = 6.2 -> 10; 300 / 5 = 60 -> 100; 3 / 5 = 0.6 -> 1; 0 -> 1.
+    // Hand-checked: 31 tokens / 5 = 6.2 -> 10; 300 / 5 = 60 -> 100; 3 / 5 = 0.6 -> 1; 0 -> 1;
+    // 12 / 5 = 2.4 -> 5 (not 2.5: a tick between tokens); 9 / 5 = 1.8 -> 2.
     const auto tokenStep = [&](double span) {
       QVariant r;
       QMetaObject::invokeMethod(o.get(), "tokenStep", Q_RETURN_ARG(QVariant, r), Q_ARG(QVariant, span));
@@ -78,6 +79,8 @@ QtObject {
     QCOMPARE(tokenStep(300), 100.0);
     QCOMPARE(tokenStep(3), 1.0);
     QCOMPARE(tokenStep(0), 1.0);
+    QCOMPARE(tokenStep(12), 5.0);
+    QCOMPARE(tokenStep(9), 2.0);
   }
 
   void validatesEditsAndPersists() {

@@ -31,8 +31,13 @@ function format(v) {
   return '%.' + d + 'f'
 }
 
-// The step between ticks of a token axis spanning `span` tokens: a round step (as step()) of
-// at least one token, since tokens are whole.
+// The step between ticks of a token axis spanning `span` tokens: 1, 2 or 5 times a power of ten
+// (about five intervals), at least one token: tokens are whole, so never step()'s 2.5.
 function tokenStep(span) {
-  return Math.max(1, step(Math.max(1, span)))
+  const raw = Math.max(1, span) / 5
+  const p = Math.pow(10, Math.floor(Math.log10(raw)))
+  for (const m of [1, 2, 5]) {
+    if (m * p >= raw * (1 - 1e-9)) return Math.max(1, m * p)
+  }
+  return Math.max(1, 10 * p)
 }
