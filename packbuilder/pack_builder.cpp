@@ -1373,6 +1373,10 @@ BuildResult Builder::run() {
   lock_dir();
   const std::string mpath = dir_ + "/" + kPackManifestName;
   bool replaces_pack = false;
+  if (o_.keep_other_builds && !file_exists(mpath) && raw_state && raw_state->is_object() &&
+      raw_state->value("plan_id", json()) != json(plan_id_)) {
+    throw PackDirBuildingOther(dir_);
+  }
   if (file_exists(mpath)) {
     std::optional<PackManifest> old;
     try {

@@ -135,6 +135,9 @@ struct BuildOptions {
   bool direct_io = true;                     // write experts.bin with O_DIRECT; the probe must pass
   bool hash_sources = true;                  // SHA-256 of every source file into the manifest
   bool overwrite = false;                    // replace a finished pack of another source
+  // Refuse (PackDirBuildingOther) a directory holding another source's interrupted build,
+  // instead of starting from scratch over it (the studio, choosing a folder name for a model).
+  bool keep_other_builds = false;
   bool delete_source_after_verify = false;   // after a full verify passes, unlink the source files
   bool delete_source_shards = false;         // shard-by-shard mode (see above)
   uint32_t hash_threads = 2;                 // per-expert SHA-256 workers
@@ -204,6 +207,14 @@ class PackDirOccupied : public Error {
   }
   std::string dir_;
   std::string other_source_;
+};
+
+// keep_other_builds: the output directory holds an interrupted build of another source (its
+// build-state.json names another plan and no manifest is there). Nothing was written.
+class PackDirBuildingOther : public Error {
+ public:
+  explicit PackDirBuildingOther(const std::string& dir)
+      : Error(dir + " holds an interrupted build of another source") {}
 };
 
 // Another build is writing the output directory right now (it holds the directory's flock).

@@ -126,7 +126,8 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
     }
   }
   // The model's folder name taken by a pack of another model (another file of the same name, in
-  // another folder): the next free name, "<name>-2", "<name>-3", ... A pack of this model made
+  // another folder) or by another source's interrupted build: the next free name, "<name>-2",
+  // "<name>-3", ... A pack of this model made
   // before the file changed keeps its folder until the user removes it (no silent second copy).
   // A manifest names a model by its first file (a split set's first shard, an Ollama blob).
   std::string firstFile = o.source;
@@ -142,12 +143,17 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
     return !other.empty() && ((!ea && !eb && a == b) || fs::equivalent(a, b, eq));
   };
   BuildResult r;
+  o.keep_other_builds = true;
   for (int k = 1;; ++k) {
     if (k > 1) o.out_dir = out.toStdString() + "-" + std::to_string(k);
     qCInfo(lcEngine) << "converting" << gguf << "to an Expert Pack in" << QString::fromStdString(o.out_dir);
     try {
       r = build_pack(o);
       break;
+    } catch (const PackDirBuildingOther& e) {
+      // Another source's interrupted build keeps its folder (its progress may be hours).
+      if (k == 99)
+        throw Error(std::string(e.what()) + "; so do the names before it: choose another packs folder");
     } catch (const PackDirOccupied& e) {
       // The CLI's advice (--overwrite) is no choice here.
       const std::string remove =

@@ -317,6 +317,30 @@ class ChatEngineTest : public QObject {
     QFile m(packs + QStringLiteral("/tiny/manifest.json"));
     QVERIFY(m.open(QIODevice::ReadOnly));
     QCOMPARE(m.readAll(), firstManifest);
+
+    // Another source's interrupted build under the name (its build-state.json names another
+    // plan, no manifest): kept as it is, the model goes to the next name.
+    const QString otherPacks = dir_.filePath(QStringLiteral("packs6"));
+    QVERIFY(QDir().mkpath(otherPacks + QStringLiteral("/tiny")));
+    const QByteArray state =
+        R"({"format":"moepack-build-state","version":1,"plan_id":"another-plan","build_id":"0123456789abcdef0123456789abcdef"})";
+    for (const auto& [name, bytes] : {std::pair{QStringLiteral("build-state.json"), state},
+                                      std::pair{QStringLiteral("experts.bin"), QByteArray(8192, 'x')}}) {
+      QFile f(otherPacks + QStringLiteral("/tiny/") + name);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(bytes);
+    }
+    EngineController other(&open_session_engine, otherPacks);
+    other.setEngineSettings(smallCache());
+    other.load(first, true);
+    QTRY_VERIFY_WITH_TIMEOUT(other.state() != EngineController::Loading, 180000);
+    QVERIFY2(other.state() == EngineController::Ready, qPrintable(other.error()));
+    QCOMPARE(QFileInfo(other.modelPath()).canonicalFilePath(),
+             QFileInfo(otherPacks + QStringLiteral("/tiny-2")).canonicalFilePath());
+    QFile kept(otherPacks + QStringLiteral("/tiny/build-state.json"));
+    QVERIFY(kept.open(QIODevice::ReadOnly));
+    QCOMPARE(kept.readAll(), state);
+    QCOMPARE(QFileInfo(otherPacks + QStringLiteral("/tiny/experts.bin")).size(), 8192);
   }
 
   void aBadModelIsAMessageNotACrash() {
