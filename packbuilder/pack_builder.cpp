@@ -1591,6 +1591,11 @@ BuildResult build_pack(const BuildOptions& options) {
   return b.run();
 }
 
+bool same_source_file(const std::string& a, const std::string& b) {
+  std::error_code eq;  // the same file through a symbolic link is the same source
+  return same_path(a, b) || std::filesystem::equivalent(a, b, eq);
+}
+
 std::optional<FinishedPack> find_finished_pack(const std::string& packs_folder, const std::string& source) {
   namespace fs = std::filesystem;
   try {
@@ -1625,8 +1630,7 @@ std::optional<FinishedPack> find_finished_pack(const std::string& packs_folder, 
       if (m.sources.size() != want.size() || m.sources.empty()) continue;
       const bool same = std::all_of(want.begin(), want.end(), [&](const SourceId& w) {
         return std::any_of(m.sources.begin(), m.sources.end(), [&](const PackSourceFile& s) {
-          std::error_code eq;  // the same file through a symbolic link is the same source
-          return s.bytes == w.bytes && (same_path(s.path, w.path) || fs::equivalent(s.path, w.path, eq));
+          return s.bytes == w.bytes && same_source_file(s.path, w.path);
         });
       });
       if (same) return FinishedPack{dir, m.sources.front().path};

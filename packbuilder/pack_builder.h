@@ -233,6 +233,10 @@ class PackDirBusy : public Error {
 // output directory from before its first write to its end.
 BuildResult build_pack(const BuildOptions& options);
 
+// True when `a` and `b` name one file: the same absolute, lexically normalised path, or the same
+// file through a symbolic link (both must exist for that). Never throws.
+bool same_source_file(const std::string& a, const std::string& b);
+
 // A finished Expert Pack directly inside `packs_folder` whose manifest lists exactly the files
 // GgufModel::open(`source`) reads (every shard of a split set, an Ollama model's blob), by
 // absolute, lexically normalised path or as the same file (a path through a symbolic link), and

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <new>
 
 #ifdef __linux__
@@ -129,18 +128,15 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
   // another folder) or by another source's interrupted build: the next free name, "<name>-2",
   // "<name>-3", ... A pack of this model made
   // before the file changed keeps its folder until the user removes it (no silent second copy).
-  // A manifest names a model by its first file (a split set's first shard, an Ollama blob).
-  std::string firstFile = o.source;
-  try {
-    firstFile = GgufModel::open(o.source).shards().front().path();
-  } catch (const std::exception&) {  // build_pack below reports what is wrong with the source
-  }
+  // Whether a pack's recorded source is this model: a manifest names a model by its first file
+  // (a split set's first shard, an Ollama blob). Opened only when a name is taken.
   const auto thisModels = [&](const std::string& other) {
-    namespace fs = std::filesystem;
-    std::error_code ea, eb, eq;
-    const fs::path a = fs::absolute(other, ea).lexically_normal(),
-                   b = fs::absolute(firstFile, eb).lexically_normal();
-    return !other.empty() && ((!ea && !eb && a == b) || fs::equivalent(a, b, eq));
+    std::string firstFile = o.source;
+    try {
+      firstFile = GgufModel::open(o.source).shards().front().path();
+    } catch (const std::exception&) {  // build_pack reported no problem with it: keep the path
+    }
+    return same_source_file(other, firstFile);
   };
   BuildResult r;
   o.keep_other_builds = true;
