@@ -1367,8 +1367,28 @@ BuildResult Builder::run() {
   check_deletable();
   hook("plan");
 
-  std::error_code exists_ec;
-  const bool dir_existed = std::filesystem::exists(dir_, exists_ec);
+  // OUTDIR and the parents make_dirs creates for it, deepest first: a refusal before the first
+  // write (the pre-flight's, a busy or occupied folder) removes them again.
+  struct MadeDirs {
+    std::vector<std::string> dirs;
+    bool keep = false;
+    ~MadeDirs() {
+      if (keep) return;
+      for (const std::string& d : dirs) {
+        if (::rmdir(d.c_str()) != 0) break;  // not empty (or not ours): leave it and its parents
+      }
+    }
+  } made;
+  {
+    std::error_code ec;
+    for (std::filesystem::path p = std::filesystem::path(dir_).lexically_normal();
+         !p.empty() && p.has_relative_path() && !std::filesystem::exists(p, ec) && !ec; p = p.parent_path()) {
+      std::string s = p.string();
+      while (s.size() > 1 && s.back() == '/') s.pop_back();
+      made.dirs.push_back(s);
+      p = s;
+    }
+  }
   make_dirs(dir_);
   lock_dir();
   const std::string mpath = dir_ + "/" + kPackManifestName;
@@ -1430,12 +1450,8 @@ BuildResult Builder::run() {
   }
 
   rep_.phase("preflight", 0, dir_);
-  try {
-    preflight();
-  } catch (...) {
-    if (!dir_existed) ::rmdir(dir_.c_str());  // a refusal leaves no empty OUTDIR behind
-    throw;
-  }
+  preflight();
+  made.keep = true;                                            // from here on the build writes into OUTDIR
   if (replaces_pack) remove_durably(dir_, kPackManifestName);  // from here on the old pack no longer loads
   hook("preflight");
 

@@ -643,11 +643,12 @@ TEST(PackBuildBadInput, NoSpaceOnTarget) {
   const std::string src = shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf");  // pack: 15.5 MB
   {
     Mount small(tmp.file("small"), "tmpfs", "size=8m");
-    BuildOptions o = opts(src, tmp.file("small/p"));
+    BuildOptions o = opts(src, tmp.file("small/new/parents/p"));
     if (!small.ok()) o.hooks.free_bytes = [] { return uint64_t{8} << 20; };
     // Pre-flight refuses with both numbers (needed, free) and writes nothing.
     expect_error(o, {"not enough free space", "15759040", "are free"});
-    EXPECT_FALSE(std::filesystem::exists(o.out_dir));  // not even the directory it made
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("small/new")));  // not even the directories it made
+    EXPECT_TRUE(std::filesystem::exists(tmp.file("small")));       // but no folder it did not make
     if (small.ok()) {
       // Space that vanishes after the pre-flight: the real ENOSPC from the file system.
       o.hooks.free_bytes = [] { return uint64_t{1} << 40; };
