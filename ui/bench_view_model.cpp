@@ -162,7 +162,9 @@ void BenchViewModel::run() {
   emit reportChanged();
   emit timelineChanged();
 
-  // One model in memory: the chat engine's copy goes first (reloaded when the run ends).
+  // One model in memory: the chat engine's copy goes first (reloaded when the run ends), and
+  // the chat's loads wait for the run's end.
+  if (engine_) engine_->holdForBenchmark();
   if (engine_ && engine_->state() == EngineController::Ready) {
     setStatus(tr("Unloading the chat model"));
     unloadedEngine_ = true;
@@ -352,7 +354,7 @@ void BenchViewModel::onDone(const QString& error, bool cancelled, const std::sha
     setError(cancelled ? tr("Cancelled.") : error);
     setStatus(cancelled ? tr("Cancelled") : tr("Failed"));
   }
-  if (unloadedEngine_ && engine_) engine_->reload();
+  if (engine_) engine_->releaseHold(unloadedEngine_);
   unloadedEngine_ = false;
   emit runningChanged();
   emit reportChanged();

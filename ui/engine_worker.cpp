@@ -84,7 +84,7 @@ EngineWorker::EngineWorker(ChatEngineFactory factory, QString packsFolder)
 
 EngineWorker::~EngineWorker() = default;
 
-QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& settings) {
+QString EngineWorker::convertToPack(quint64 seq, const QString& gguf, const EngineSettings& settings) {
   // Named after the model (an Ollama model's name and tag, a split set's common prefix).
   const QString out =
       QDir(packsFolder_)
@@ -101,7 +101,7 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
     if (since.elapsed() < 50 && p.phase != "done") return;  // at most ~20 updates/s
     since.restart();
     const double f = p.bytes_total > 0 ? static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total) : -1.0;
-    emit loadProgress(QString::fromStdString(p.phase), f, QString::fromStdString(p.message));
+    emit loadProgress(seq, QString::fromStdString(p.phase), f, QString::fromStdString(p.message));
   };
   // A pack of this very source already in the packs folder serves it, whatever its folder's
   // name (an earlier build named split sets' packs after their first shard).
@@ -173,33 +173,43 @@ QString EngineWorker::convertToPack(const QString& gguf, const EngineSettings& s
   return QString::fromStdString(r.pack_dir);
 }
 
-void EngineWorker::load(const QString& path, const EngineSettings& settings, bool convertGguf) {
-  cancel_.store(false);
+void EngineWorker::load(quint64 seq, const QString& path, const EngineSettings& settings, bool convertGguf) {
   engine_.reset();
+  if (superseded(seq)) return;  // a newer load or an unload is queued behind this one
+  cancel_.store(false);
   try {
     QString open = path;
     // By content, not suffix: an Ollama model's manifest and blob have no ".gguf".
     if (convertGguf && is_gguf_source(QFile::encodeName(path).toStdString())) {
-      emit loadProgress(QStringLiteral("plan"), -1.0, {});
-      open = convertToPack(path, settings);
+      emit loadProgress(seq, QStringLiteral("plan"), -1.0, {});
+      open = convertToPack(seq, path, settings);
     }
-    emit loadProgress(QStringLiteral("open"), -1.0, open);
+    emit loadProgress(seq, QStringLiteral("open"), -1.0, open);
     std::shared_ptr<ChatEngine> engine = factory_(open, settings);
+    if (superseded(seq)) {
+      // Asked for another model (or none) while this one opened: it goes now, on this thread,
+      // before the next load needs its memory.
+      qCInfo(lcEngine) << "dropping" << open << ": another load or an unload came while it opened";
+      return;
+    }
     const EngineInfo info = engine->info();
     engine_ = engine;
     // Aliasing pointer: the UI keeps the engine alive while it reads its telemetry.
     TelemetryHandle telemetry(engine, &engine->telemetry());
     qCInfo(lcEngine) << "loaded" << info.path << "backend" << info.backend << "threads" << info.threads;
-    emit loaded(info, telemetry);
+    emit loaded(seq, info, telemetry);
   } catch (const DeviceLostError& e) {
     qCCritical(lcEngine) << "GPU lost while loading:" << e.what();
-    emit loadFailed(QString::fromUtf8(e.what()));
+    emit loadFailed(seq, QString::fromUtf8(e.what()));
     emit deviceLost(QString::fromUtf8(e.what()));
   } catch (const std::bad_alloc&) {
-    emit loadFailed(tr("Out of memory while loading %1.").arg(path));
+    if (!superseded(seq)) emit loadFailed(seq, tr("Out of memory while loading %1.").arg(path));
+  } catch (const BuildCancelled&) {
+    // The conversion stopped for a newer request; a cancel without one is the user's.
+    if (!superseded(seq)) emit loadFailed(seq, tr("The conversion of %1 was cancelled.").arg(path));
   } catch (const std::exception& e) {
     qCWarning(lcEngine) << "load failed:" << e.what();
-    emit loadFailed(QString::fromUtf8(e.what()));
+    if (!superseded(seq)) emit loadFailed(seq, QString::fromUtf8(e.what()));
   }
 }
 
@@ -270,19 +280,30 @@ EngineController::EngineController(ChatEngineFactory factory, QString packsFolde
   connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
   connect(&thread_, &QThread::started, worker_, [] { lowerThisThreadPriority(); });
 
-  connect(worker_, &EngineWorker::loadProgress, this, [this](const QString& phase, double f, const QString& d) {
-    phase_ = phase;
-    progress_ = f;
-    detail_ = d;
-    emit progressChanged();
-  });
-  connect(worker_, &EngineWorker::loaded, this, [this](const EngineInfo& info, const TelemetryHandle& t) {
-    info_ = info;
-    telemetry_ = t;
-    setState(Ready);
-    emit modelLoaded();
-  });
-  connect(worker_, &EngineWorker::loadFailed, this, [this](const QString& m) {
+  connect(worker_, &EngineWorker::loadProgress, this,
+          [this](quint64 seq, const QString& phase, double f, const QString& d) {
+            if (seq != loadSeq_) return;
+            phase_ = phase;
+            progress_ = f;
+            detail_ = d;
+            emit progressChanged();
+          });
+  connect(worker_, &EngineWorker::loaded, this,
+          [this](quint64 seq, const EngineInfo& info, const TelemetryHandle& t) {
+            // An older load's engine (one that finished just as a newer request came: the worker drops
+            // the others itself) goes back to the engine thread to be destroyed there.
+            if (seq != loadSeq_) {
+              QMetaObject::invokeMethod(
+                  worker_, [t] { (void)t; }, Qt::QueuedConnection);
+              return;
+            }
+            info_ = info;
+            telemetry_ = t;
+            setState(Ready);
+            emit modelLoaded();
+          });
+  connect(worker_, &EngineWorker::loadFailed, this, [this](quint64 seq, const QString& m) {
+    if (seq != loadSeq_) return;
     info_ = {};
     telemetry_.reset();
     setState(Failed, m);
@@ -328,6 +349,15 @@ void EngineController::load(const QString& path, bool convertGguf) {
   if (state_ == DeviceLost) return;  // only a new process can use the GPU again
   lastPath_ = path;
   lastConvert_ = convertGguf;
+  if (held_) {
+    loadAfterHold_ = true;
+    phase_ = QStringLiteral("waiting");
+    progress_ = -1;
+    detail_ = path;
+    emit progressChanged();
+    setState(Loading);
+    return;
+  }
   worker_->cancelFlag().store(true);  // a running generation ends first (queued after it)
   telemetry_.reset();
   info_ = {};
@@ -336,8 +366,10 @@ void EngineController::load(const QString& path, bool convertGguf) {
   detail_.clear();
   emit progressChanged();
   setState(Loading);
-  QMetaObject::invokeMethod(worker_, "load", Qt::QueuedConnection, Q_ARG(QString, path),
-                            Q_ARG(moepack::EngineSettings, settings_), Q_ARG(bool, convertGguf));
+  worker_->latestLoad().store(++loadSeq_);
+  QMetaObject::invokeMethod(worker_, "load", Qt::QueuedConnection, Q_ARG(quint64, loadSeq_),
+                            Q_ARG(QString, path), Q_ARG(moepack::EngineSettings, settings_),
+                            Q_ARG(bool, convertGguf));
 }
 
 void EngineController::setPacksFolder(const QString& folder) {
@@ -356,7 +388,30 @@ void EngineController::unload() {
   telemetry_.reset();
   info_ = {};
   setState(Empty);
+  worker_->latestLoad().store(++loadSeq_);  // a load still running is dropped, not shown
   QMetaObject::invokeMethod(worker_, "unload", Qt::QueuedConnection);
+}
+
+void EngineController::holdForBenchmark() {
+  if (held_) return;
+  held_ = true;
+  loadAfterHold_ = false;
+  if (state_ == Loading) {  // still opening (or converting): dropped now, asked again afterwards
+    loadAfterHold_ = true;
+    unload();
+  }
+}
+
+void EngineController::releaseHold(bool reloadLast) {
+  if (!held_) return;
+  held_ = false;
+  const bool again = (reloadLast || loadAfterHold_) && !lastPath_.isEmpty();
+  loadAfterHold_ = false;
+  if (again) {
+    load(lastPath_, lastConvert_);
+  } else if (state_ == Loading) {
+    setState(Empty);  // "waiting" with nothing to wait for
+  }
 }
 
 bool EngineController::restartApplication(qint64 conversationId) {

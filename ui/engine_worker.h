@@ -70,18 +70,24 @@ class EngineWorker : public QObject {
   EngineWorker(ChatEngineFactory factory, QString packsFolder);
   ~EngineWorker() override;
   std::atomic<bool>& cancelFlag() { return cancel_; }
+  // The newest load request's number (set by the controller before it queues a load or an
+  // unload): a load whose number is older is skipped, or its engine dropped here, on this
+  // thread, without a signal.
+  std::atomic<quint64>& latestLoad() { return latestLoad_; }
   int batchIntervalMs = 16;
 
  public slots:
-  void load(const QString& path, const moepack::EngineSettings& settings, bool convertGguf);
+  void load(quint64 seq, const QString& path, const moepack::EngineSettings& settings, bool convertGguf);
   void generate(const moepack::ui::GenerationRequest& request);
   void unload();
   void setPacksFolder(const QString& folder) { packsFolder_ = folder; }
 
  signals:
-  void loadProgress(const QString& phase, double fraction, const QString& detail);
-  void loaded(const moepack::ui::EngineInfo& info, const moepack::ui::TelemetryHandle& telemetry);
-  void loadFailed(const QString& message);
+  // `seq`: the load() these belong to (the controller ignores older ones).
+  void loadProgress(quint64 seq, const QString& phase, double fraction, const QString& detail);
+  void loaded(quint64 seq, const moepack::ui::EngineInfo& info,
+              const moepack::ui::TelemetryHandle& telemetry);
+  void loadFailed(quint64 seq, const QString& message);
   void textReady(quint64 id, const QString& text);
   void generationFinished(const moepack::ui::GenerationReply& reply);
   void generationFailed(quint64 id, const QString& message);
@@ -89,12 +95,14 @@ class EngineWorker : public QObject {
   void unloaded();
 
  private:
-  QString convertToPack(const QString& gguf, const EngineSettings& settings);
+  QString convertToPack(quint64 seq, const QString& gguf, const EngineSettings& settings);
+  bool superseded(quint64 seq) const { return latestLoad_.load() != seq; }
 
   ChatEngineFactory factory_;
   QString packsFolder_;
   std::shared_ptr<ChatEngine> engine_;
   std::atomic<bool> cancel_{false};
+  std::atomic<quint64> latestLoad_{0};
 };
 
 // UI-thread façade: starts the engine thread and exposes the engine's state to QML.
@@ -114,6 +122,7 @@ class EngineController : public QObject {
   // The loaded model's KV cache length in tokens: n_ctx capped at its trained context (0 when
   // no model is loaded).
   Q_PROPERTY(int nCtx READ nCtx NOTIFY stateChanged)
+  Q_PROPERTY(QString requestedPath READ requestedPath NOTIFY stateChanged)
 
  public:
   // DeviceLost: the GPU context is unusable until the process exits (DeviceLostError).
@@ -135,6 +144,13 @@ class EngineController : public QObject {
   // and has the worker release the engine; state Empty, then unloaded() once the memory is
   // released. reload() loads it again. Ignored while DeviceLost.
   Q_INVOKABLE void unload();
+  // A benchmark has the memory: from holdForBenchmark() to releaseHold(), load() (and reload())
+  // only records the request, shown as state Loading with phase "waiting"; a load still
+  // opening is dropped (unload()) and asked again. releaseHold(true) then loads the last model
+  // asked for; releaseHold(false) only when a load was asked for during the hold.
+  void holdForBenchmark();
+  void releaseHold(bool reloadLast);
+  bool held() const { return held_; }
   // After DeviceLost: starts this program again with its arguments and
   // `--open-conversation <conversationId>` (when >= 0) through the restarter, then quits the
   // application. Returns false (and stays) when the new process could not be started.
@@ -200,6 +216,9 @@ class EngineController : public QObject {
   double progress_ = 0;
   quint64 nextId_ = 1;
   quint64 generatingId_ = 0;
+  quint64 loadSeq_ = 0;  // the newest load() or unload(); older loads' signals are ignored
+  bool held_ = false;    // holdForBenchmark() .. releaseHold()
+  bool loadAfterHold_ = false;
 };
 
 }  // namespace moepack::ui

@@ -338,6 +338,91 @@ class ChatViewModelTest : public QObject {
     QCOMPARE(script.alive.load(), 1);
   }
 
+  // A load asked for while another is still opening wins: the older one's result is never
+  // shown, and its engine is destroyed on the engine thread before the newer one opens (two
+  // models never share the memory). The same for an unload.
+  void aNewerLoadSupersedesOneStillOpening() {
+    FakeScript script;
+    std::atomic<bool> release{false};
+    std::atomic<int> aliveAtSecondOpen{-1};
+    QThread* engineThread = nullptr;
+    ChatEngineFactory inner = test::fake_factory(script);
+    ChatEngineFactory slow = [&](const QString& path, const moepack::EngineSettings& s) {
+      if (path.contains(QLatin1String("slow"))) {
+        engineThread = QThread::currentThread();
+        while (!release.load()) QThread::msleep(5);
+      } else {
+        aliveAtSecondOpen = script.alive.load();
+      }
+      return inner(path, s);
+    };
+    EngineController e(slow, QString());
+    QSignalSpy loadedSpy(&e, &EngineController::modelLoaded);
+    e.load("/models/slow-A.gguf", false);
+    QTRY_VERIFY(engineThread != nullptr);  // A is opening
+    e.load("/models/B.gguf", false);
+    release = true;
+    QTRY_COMPARE(e.state(), EngineController::Ready);
+    QCOMPARE(e.modelPath(), QString("/models/B.gguf"));
+    QCOMPARE(aliveAtSecondOpen.load(), 0);  // A was gone before B opened
+    QCOMPARE(script.alive.load(), 1);
+    QTest::qWait(50);
+    QCOMPARE(loadedSpy.count(), 1);  // only B was announced
+    QCOMPARE(e.modelPath(), QString("/models/B.gguf"));
+
+    // A failing load superseded by another: its error is never shown.
+    release = false;
+    engineThread = nullptr;
+    e.load("/models/slow-bad.gguf", false);
+    QTRY_VERIFY(engineThread != nullptr);
+    e.load("/models/C.gguf", false);
+    release = true;
+    QTRY_COMPARE(e.state(), EngineController::Ready);
+    QCOMPARE(e.modelPath(), QString("/models/C.gguf"));
+    QVERIFY(e.error().isEmpty());
+
+    // An unload while a load opens: the model is never shown and nothing stays in memory.
+    release = false;
+    engineThread = nullptr;
+    QSignalSpy unloaded(&e, &EngineController::unloaded);
+    e.load("/models/slow-D.gguf", false);
+    QTRY_VERIFY(engineThread != nullptr);
+    e.unload();
+    release = true;
+    QVERIFY(unloaded.wait(5000));
+    QTest::qWait(50);
+    QCOMPARE(e.state(), EngineController::Empty);
+    QCOMPARE(script.alive.load(), 0);
+  }
+
+  // While a benchmark holds the memory, a load is only recorded ("waiting"); the release loads
+  // the newest request.
+  void loadsWaitWhileABenchmarkHoldsTheMemory() {
+    FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "/models/A.gguf"));
+    e.holdForBenchmark();
+    QSignalSpy unloaded(&e, &EngineController::unloaded);
+    e.unload();  // what the benchmark does
+    QVERIFY(unloaded.wait(5000));
+    e.load("/models/B.gguf", false);
+    QCOMPARE(e.state(), EngineController::Loading);
+    QCOMPARE(e.progressPhase(), QString("waiting"));
+    QTest::qWait(50);
+    QCOMPARE(script.alive.load(), 0);  // nothing opened during the hold
+    e.releaseHold(true);
+    QTRY_COMPARE(e.state(), EngineController::Ready);
+    QCOMPARE(e.modelPath(), QString("/models/B.gguf"));
+    // Nothing asked during a hold and no reload wanted: nothing loads.
+    e.holdForBenchmark();
+    e.unload();
+    QVERIFY(unloaded.wait(5000));
+    e.releaseHold(false);
+    QTest::qWait(50);
+    QCOMPARE(e.state(), EngineController::Empty);
+    QCOMPARE(script.alive.load(), 0);
+  }
+
   void theEngineThreadYieldsToTheUiThread() {
     FakeScript script;
     EngineController e(test::fake_factory(script), QString());

@@ -24,6 +24,7 @@ Rectangle {
         case "verify": return qsTr("Verifying the pack")
         case "done": return qsTr("Pack ready")
         case "open": return qsTr("Opening the model")
+        case "waiting": return qsTr("Waiting for the benchmark to finish: it has the memory until then")
         default: return qsTr("Preparing")
         }
     }
@@ -67,6 +68,16 @@ Rectangle {
             font.pixelSize: 12
             text: panel.engine.progressDetail
         }
+        Button {
+            // Converting can take hours on a large model: stopping keeps what is written, and
+            // loading the model again goes on from there.
+            objectName: "stopLoading"
+            Layout.alignment: Qt.AlignHCenter
+            visible: panel.engine.state === EngineController.Loading && panel.engine.progressPhase !== "waiting"
+                     && panel.engine.progressPhase !== "open"
+            text: qsTr("Stop converting")
+            onClicked: panel.engine.unload()
+        }
         Label {
             Layout.fillWidth: true
             visible: panel.engine.state === EngineController.Failed || panel.engine.state === EngineController.DeviceLost
@@ -78,8 +89,9 @@ Rectangle {
         RowLayout {
             Layout.alignment: Qt.AlignHCenter
             visible: panel.engine.state === EngineController.Failed
+                     || (panel.engine.state === EngineController.Empty && panel.engine.requestedPath.length > 0)
             Button {
-                text: qsTr("Reload")
+                text: panel.engine.state === EngineController.Empty ? qsTr("Load again") : qsTr("Reload")
                 highlighted: true
                 Material.elevation: 0
                 onClicked: panel.engine.reload()
