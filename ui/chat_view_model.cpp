@@ -4,6 +4,7 @@
 #include <QFileInfo>
 #include <QGuiApplication>
 #include <QLoggingCategory>
+#include <cmath>
 
 #include "core/error.h"
 #include "core/ollama_store.h"
@@ -209,6 +210,17 @@ void ChatViewModel::selectConversation(qint64 id) {
     systemPrompt_ = c->systemPrompt;
     generation_ = generation_from_json(c->sampling, defaultGeneration_);
     messages_.reset(store_->messages(id));
+    if (pending_.id != 0 && pending_.conversation == id) {
+      // Back to the conversation whose reply is still ending (stopped when it was left): its
+      // row is not stored yet, so it streams on into one rebuilt from what came so far.
+      MessageListModel::Row row;
+      row.message.conversationId = id;
+      row.message.position = messages_.count();
+      row.message.role = QStringLiteral("assistant");
+      row.message.content = pending_.text;
+      row.streaming = true;
+      messages_.append(row);
+    }
     setError({});  // failed replies are not stored: their error went with the conversation left
   } catch (const std::exception& e) {
     setError(QString::fromUtf8(e.what()));
@@ -220,7 +232,10 @@ void ChatViewModel::selectConversation(qint64 id) {
 
 void ChatViewModel::deleteConversation(qint64 id) {
   if (!store_) return;
-  if (pending_.conversation == id) stop();
+  if (pending_.id != 0 && pending_.conversation == id) {
+    stop();
+    pending_.conversation = 0;  // its reply, still ending, has nowhere to go: dropped (onFinished)
+  }
   try {
     store_->removeConversation(id);
   } catch (const std::exception& e) {
@@ -263,8 +278,14 @@ void ChatViewModel::setSystemPrompt(const QString& prompt) {
 }
 
 void ChatViewModel::setSamplingValue(const QString& key, const QVariant& value) {
+  bool ok = false;
+  const double v = value.toDouble(&ok);
+  if (!ok || !std::isfinite(v)) {
+    emit samplingChanged();  // the field shows the value in force again
+    return;
+  }
   QJsonObject o = generation_to_json(generation_);
-  o.insert(key, value.toDouble());
+  o.insert(key, v);
   generation_ = generation_from_json(o, generation_);
   if (store_ && current_ != 0) {
     try {
@@ -344,7 +365,7 @@ bool ChatViewModel::startReply() {
     return false;
   }
   setError({});
-  pending_ = {id, current_};
+  pending_ = {id, current_, {}};
   if (otherModelLoaded()) {  // the conversation goes on with the loaded model: it is its model now
     adoptLoadedModel();
     emit modelMatchChanged();
@@ -427,9 +448,16 @@ QString ChatViewModel::exportConversation(const QUrl& file, const QString& forma
   return {};
 }
 
+int ChatViewModel::streamingRow() const {
+  if (pending_.id == 0 || pending_.conversation == 0 || pending_.conversation != current_) return -1;
+  const int row = messages_.count() - 1;
+  return row >= 0 && messages_.at(row).streaming ? row : -1;
+}
+
 void ChatViewModel::onText(quint64 id, const QString& text) {
-  if (id != pending_.id || pending_.conversation != current_ || messages_.count() == 0) return;
-  messages_.appendText(messages_.count() - 1, text);
+  if (id != pending_.id) return;
+  pending_.text += text;
+  if (const int row = streamingRow(); row >= 0) messages_.appendText(row, text);
 }
 
 void ChatViewModel::clearPending() {
@@ -441,9 +469,12 @@ void ChatViewModel::clearPending() {
 void ChatViewModel::onFinished(const GenerationReply& reply) {
   if (reply.id != pending_.id) return;
   const qint64 conv = pending_.conversation;
-  const bool visible = conv == current_ && messages_.count() > 0;
-  const int row = messages_.count() - 1;
-  const bool keep = !(reply.text.isEmpty() && reply.stats.stopReason == QLatin1String("cancelled"));
+  const int row = streamingRow();
+  const bool visible = row >= 0;
+  // Nothing is kept of a reply cancelled before its first word, nor of one whose conversation
+  // was deleted while it ended.
+  const bool keep =
+      conv != 0 && !(reply.text.isEmpty() && reply.stats.stopReason == QLatin1String("cancelled"));
   try {
     if (keep) {
       const qint64 mid = store_->appendMessage(conv, QStringLiteral("assistant"), reply.text, reply.stats);
@@ -468,15 +499,15 @@ void ChatViewModel::onFinished(const GenerationReply& reply) {
 
 void ChatViewModel::onFailed(quint64 id, const QString& message) {
   if (id != pending_.id) return;
-  const bool inReply = pending_.conversation == current_ && messages_.count() > 0;
+  const int row = streamingRow();
+  const bool inReply = row >= 0;
   if (inReply) {
-    const int row = messages_.count() - 1;
     MessageListModel::Row r = messages_.at(row);
     r.streaming = false;
     r.error = message;
     messages_.update(row, r);
   }
-  setError(message, inReply);
+  if (pending_.conversation != 0) setError(message, inReply);  // not for a deleted conversation's reply
   clearPending();
   emit replyFinished();
 }

@@ -160,7 +160,11 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   struct Pending {
     quint64 id = 0;
     qint64 conversation = 0;
+    QString text;  // streamed so far (the row is rebuilt from it when its conversation is reopened)
   } pending_;
+  // The row the pending reply streams into: the open conversation's last row while it is the
+  // pending one and streaming; -1 otherwise.
+  int streamingRow() const;
   QList<QMetaObject::Connection> engineConnections_;
   QString lastModel_;  // the model loaded last (canonical path), for onModelLoaded
   QString conversationModel_;  // the open conversation's model_path

@@ -14,7 +14,11 @@ double dec(float v) { return std::round(static_cast<double>(v) * 1e6) / 1e6; }
 
 GenerationSettings generation_from_json(const QJsonObject& o, const GenerationSettings& d) {
   GenerationSettings g = d;
-  auto num = [&](const char* key, double def) { return o.value(QLatin1String(key)).toDouble(def); };
+  // A missing, non-numeric or non-finite value keeps the default (NaN would pass std::clamp).
+  auto num = [&](const char* key, double def) {
+    const double v = o.value(QLatin1String(key)).toDouble(def);
+    return std::isfinite(v) ? v : def;
+  };
   g.sampling.temperature = clampf(num("temperature", d.sampling.temperature), 0.0, 5.0);
   g.sampling.top_k = static_cast<int32_t>(std::clamp(num("top_k", d.sampling.top_k), 0.0, 1000.0));
   g.sampling.top_p = clampf(num("top_p", d.sampling.top_p), 0.01, 1.0);

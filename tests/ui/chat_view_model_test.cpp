@@ -318,6 +318,63 @@ class ChatViewModelTest : public QObject {
     QCOMPARE(vm.store()->messages(vm.currentConversationId()).size(), size_t(2));
     QVERIFY(vm.canSend());
   }
+  // Leaving the conversation whose reply streams and coming back before it ends: the reply
+  // goes on into its own row, never into the user's question; deleting that conversation
+  // drops the reply without an error.
+  void aReplyEndingWhileItsConversationIsLeftOrDeleted() {
+    QTemporaryDir dir;
+    FakeScript script;
+    script.extra_tokens = 1000;
+    script.token_delay_ms = 150;  // stop() takes effect at the next word: a window to come back in
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    ChatViewModel vm;
+    QVERIFY(vm.openDatabase(dir.filePath("c.sqlite")));
+    vm.setEngine(&e);
+    QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
+    QVERIFY(vm.send("question A"));
+    const qint64 a = vm.currentConversationId();
+    QTRY_VERIFY_WITH_TIMEOUT(!vm.messages()->at(1).message.content.isEmpty(), 5000);
+    const qint64 b = vm.store()->createConversation("B");
+    vm.selectConversation(b);
+    vm.selectConversation(a);  // before the stopped reply has ended
+    QCOMPARE(vm.messages()->count(), 2);
+    QVERIFY(vm.messages()->at(1).streaming);
+    QVERIFY(finished.wait(5000));
+    QCOMPARE(vm.messages()->count(), 2);
+    QCOMPARE(vm.messages()->at(0).message.role, QString("user"));
+    QCOMPARE(vm.messages()->at(0).message.content, QString("question A"));
+    QCOMPARE(vm.messages()->at(1).message.role, QString("assistant"));
+    QVERIFY(vm.messages()->at(1).message.content.startsWith("echo: question A"));
+    QCOMPARE(vm.messages()->at(1).message.content, vm.store()->messages(a).at(1).content);
+    QVERIFY(!vm.messages()->at(1).streaming);
+
+    // Deleted while its reply ends: no error, nothing stored, the app can send again.
+    QVERIFY(vm.send("question A2"));
+    QTRY_VERIFY_WITH_TIMEOUT(!vm.messages()->at(3).message.content.isEmpty(), 5000);
+    vm.deleteConversation(a);
+    QVERIFY(finished.wait(5000));
+    QVERIFY2(vm.lastError().isEmpty(), qPrintable(vm.lastError()));
+    QVERIFY(!vm.store()->conversation(a));
+    QVERIFY(vm.canSend());
+  }
+
+  // A sampling value that is not a finite number leaves the setting as it was.
+  void aNonNumericSamplingValueIsIgnored() {
+    QTemporaryDir dir;
+    ChatViewModel vm;
+    QVERIFY(vm.openDatabase(dir.filePath("c.sqlite")));
+    const double t = vm.sampling().value("temperature").toDouble();
+    vm.setSamplingValue("temperature", std::nan(""));
+    QCOMPARE(vm.sampling().value("temperature").toDouble(), t);
+    vm.setSamplingValue("max_tokens", QVariant(QString("1,000")));
+    vm.setSamplingValue("seed", std::numeric_limits<double>::infinity());
+    QVERIFY(std::isfinite(vm.sampling().value("max_tokens").toDouble()));
+    QCOMPARE(vm.sampling().value("seed").toDouble(), -1.0);
+    vm.setSamplingValue("temperature", 0.25);
+    QCOMPARE(vm.sampling().value("temperature").toDouble(), 0.25);
+  }
+
   void unloadFreesTheEngine() {
     FakeScript script;
     EngineController e(test::fake_factory(script), QString());

@@ -450,7 +450,8 @@ Item {
                                 Layout.preferredWidth: 90
                                 horizontalAlignment: Text.AlignRight
                                 text: String(page.chat.sampling[field.modelData.key])
-                                validator: DoubleValidator {}
+                                // Plain C-locale numbers ("0.7", "-1"): what Number() reads in every locale.
+                                validator: RegularExpressionValidator { regularExpression: /-?([0-9]+\.?[0-9]*|\.[0-9]+)/ }
                                 onEditingFinished: page.chat.setSamplingValue(field.modelData.key, Number(text))
                             }
                         }
