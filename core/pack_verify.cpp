@@ -77,6 +77,13 @@ VerifyResult verify_pack(const std::string& path, const VerifyOptions& options) 
       const PackLayer& ly = L.layers[l];
       const uint32_t per_batch = static_cast<uint32_t>(std::max<uint64_t>(1, batch_target / ly.stride));
       for (uint32_t e0 = 0; e0 < ly.n_experts; e0 += per_batch) {
+        if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
+          if (whole_job.valid()) whole_job.get();
+          res.cancelled = true;
+          return done(false, pack.dir() + ": verification cancelled after " +
+                                 std::to_string(res.bytes_hashed) + " bytes (" +
+                                 std::to_string(res.experts_checked) + " experts matched)");
+        }
         const uint32_t e1 = std::min(ly.n_experts, e0 + per_batch);
         const size_t n = static_cast<size_t>((e1 - e0) * ly.stride);
         std::vector<uint8_t>& b = buf[cur];

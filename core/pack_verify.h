@@ -8,6 +8,7 @@
 // message names the expert (layer index, blk.N, expert index, byte offset).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -18,6 +19,9 @@ struct VerifyOptions {
   bool full = false;
   // Called from the verifying thread with bytes hashed so far and the total (full mode only).
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // When set and true, the full verify stops at its next batch of experts (at most ~8 MiB
+  // later): the result is not ok, with `cancelled` set.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct VerifyResult {
@@ -28,6 +32,7 @@ struct VerifyResult {
   uint64_t experts_checked = 0;  // blocks whose SHA-256 matched (full mode)
   uint64_t bytes_hashed = 0;
   double seconds = 0;
+  bool cancelled = false;  // stopped by VerifyOptions::cancel, nothing found wrong before that
 };
 
 // Never throws for a bad pack (the problem is in the result); throws only std::bad_alloc.

@@ -281,12 +281,6 @@ uint64_t device_of(const std::string& path) {
   return UINT64_MAX;
 }
 
-// True for a file in Ollama's content-addressed store: ".../blobs/sha256-<hex>".
-bool is_ollama_blob(const std::string& path) {
-  const std::filesystem::path p(path);
-  return p.parent_path().filename() == "blobs" && p.filename().string().rfind("sha256-", 0) == 0;
-}
-
 // Why the shard-by-shard mode must not delete source shard `path` ("" when it may; the rules
 // of pack_builder.h). `target_dev`: st_dev of the output directory; `dev_hook` (tests)
 // replaces the shard's st_dev.
@@ -631,6 +625,20 @@ void Builder::check_deletable() {
     undeletable_[k] = shard_delete_refusal(sources_[k].path, from_ollama, target_dev, o_.hooks.source_dev);
     if (!undeletable_[k].empty()) {
       shard_mode_refused_ += (shard_mode_refused_.empty() ? "" : "; ") + sources_[k].path + ": " + undeletable_[k];
+    }
+  }
+  // Deleting the whole source after the verify: never a blob of Ollama's store (shared by the
+  // store's models; `ollama rm` removes it). The other rules above only make a deletion free
+  // nothing, so they stay the shard mode's.
+  if (o_.delete_source_after_verify && !shard_mode_) {
+    for (size_t k = 0; k < sources_.size(); ++k) {
+      if (present_[k] && (from_ollama || is_ollama_blob(sources_[k].path))) {
+        throw Error(
+            "--delete-source-after-verify refuses to delete " + sources_[k].path +
+            ": it is a blob of the Ollama store (content-addressed, may be shared by several models; "
+            "remove the model with `ollama rm` instead). Nothing was written or deleted; build without "
+            "deleting the source");
+      }
     }
   }
   if (shard_mode_ && !shard_mode_refused_.empty()) {
@@ -1560,6 +1568,11 @@ BuildResult Builder::run() {
 }
 
 }  // namespace
+
+bool is_ollama_blob(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.parent_path().filename() == "blobs" && p.filename().string().rfind("sha256-", 0) == 0;
+}
 
 DioAlignment query_dio_alignment(const std::string& dir) {
   DioAlignment a;

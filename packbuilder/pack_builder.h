@@ -233,6 +233,10 @@ class PackDirBusy : public Error {
 // output directory from before its first write to its end.
 BuildResult build_pack(const BuildOptions& options);
 
+// True for a file in Ollama's content-addressed store (".../blobs/sha256-<hex>"), which no build
+// deletes: the store's models may share it, and `ollama rm` removes it.
+bool is_ollama_blob(const std::string& path);
+
 // True when `a` and `b` name one file: the same absolute, lexically normalised path, or the same
 // file through a symbolic link (both must exist for that). Never throws.
 bool same_source_file(const std::string& a, const std::string& b);

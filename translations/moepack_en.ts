@@ -361,67 +361,67 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="459"/>
+        <location filename="../ui/qml/ChatPage.qml" line="460"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="476"/>
+        <location filename="../ui/qml/ChatPage.qml" line="477"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="477"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="484"/>
+        <location filename="../ui/qml/ChatPage.qml" line="485"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="494"/>
+        <location filename="../ui/qml/ChatPage.qml" line="495"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="488"/>
+        <location filename="../ui/qml/ChatPage.qml" line="489"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="498"/>
+        <location filename="../ui/qml/ChatPage.qml" line="499"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="506"/>
+        <location filename="../ui/qml/ChatPage.qml" line="507"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="528"/>
+        <location filename="../ui/qml/ChatPage.qml" line="529"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="530"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="530"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="537"/>
+        <location filename="../ui/qml/ChatPage.qml" line="538"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="538"/>
+        <location filename="../ui/qml/ChatPage.qml" line="539"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -429,122 +429,127 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
         <source>Folder for the Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>1. Source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>2. Space</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>3. Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>4. Converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>5. Verifying</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>Done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="50"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
         <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="55"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
         <source>%1 is free in %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="57"/>
         <source>Choose a folder for it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="60"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="65"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="70"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="71"/>
         <source>Choose the output folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="76"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="83"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="84"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="84"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="85"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="90"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="94"/>
+        <source>An Ollama model&apos;s file stays where it is: Ollama&apos;s models may share it (`ollama rm` removes it).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="98"/>
         <source>Convert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="104"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="113"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="106"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="115"/>
         <source>%1 · %2/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="111"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="118"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="128"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="125"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="135"/>
         <source>Delete source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="131"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="141"/>
         <source>Chat now</source>
         <translation type="unfinished"></translation>
     </message>
@@ -723,73 +728,38 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>FirstRunPanel</name>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="19"/>
-        <source>Planning the Expert Pack</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="20"/>
-        <source>Checking free space and direct I/O</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="21"/>
-        <source>Writing the dense weights</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="22"/>
-        <source>Writing the experts</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="23"/>
-        <source>Finalising the pack</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="24"/>
-        <source>Verifying the pack</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="25"/>
-        <source>Pack ready</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="26"/>
-        <source>Opening the model</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="27"/>
-        <source>Preparing</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="41"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="30"/>
         <source>The GPU stopped working</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="42"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="31"/>
         <source>The model could not be loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="43"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="32"/>
         <source>No model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="44"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="33"/>
         <source>Getting the model ready</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="66"/>
+        <source>Stop converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
         <source>Reload</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
+        <source>Load again</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -861,217 +831,242 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="133"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="176"/>
         <source>Converting a finished download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="203"/>
         <source>Add file…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="161"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="204"/>
         <source>Scan folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="166"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="209"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="213"/>
         <source>Add Ollama model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="174"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="217"/>
         <source>Refresh</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="188"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="181"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="224"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="190"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="119"/>
+        <source>Close</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="148"/>
+        <source>Stop the conversion?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
+        <source>What is written so far stays on disk; converting the same model again goes on from there.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="159"/>
+        <source>Keep converting</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
+        <source>Stop and close</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="233"/>
         <source>expert cache (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="197"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="242"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="285"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="284"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="327"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="292"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="335"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="302"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="309"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="315"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="358"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="317"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="360"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Load</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
         <source>Load %1 and chat with it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="334"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="377"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="342"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="355"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="398"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="406"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="410"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="370"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="413"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="416"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="379"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="409"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="452"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="474"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="476"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="477"/>
         <source>cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="478"/>
         <source>done · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="480"/>
         <source>paused · %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="439"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="482"/>
         <source>paused · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="441"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="484"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="487"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="456"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1366,7 +1361,7 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="253"/>
+        <location filename="../ui/bench_view_model.cpp" line="255"/>
         <source>Out of memory while benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1928,6 +1923,59 @@ What does &quot;salmon&quot; mean?</source>
     </message>
 </context>
 <context>
+    <name>buildphases</name>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="7"/>
+        <source>Planning the Expert Pack</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="8"/>
+        <source>Checking free space and direct I/O</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="9"/>
+        <source>Writing the dense weights</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="10"/>
+        <source>Writing the experts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="11"/>
+        <source>Finalising the pack</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="12"/>
+        <source>Verifying the pack</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="13"/>
+        <source>Pack ready</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="14"/>
+        <source>Opening the model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="15"/>
+        <source>Waiting for the benchmark to finish: it has the memory until then</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="16"/>
+        <source>Preparing</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="131"/>
@@ -1945,63 +1993,63 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="167"/>
+        <location filename="../ui/bench_view_model.cpp" line="169"/>
         <source>Unloading the chat model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="182"/>
-        <location filename="../ui/bench_view_model.cpp" line="352"/>
+        <location filename="../ui/bench_view_model.cpp" line="184"/>
+        <location filename="../ui/bench_view_model.cpp" line="354"/>
         <source>Cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="185"/>
+        <location filename="../ui/bench_view_model.cpp" line="187"/>
         <source>Loading %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="281"/>
+        <location filename="../ui/bench_view_model.cpp" line="283"/>
         <source>Model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="293"/>
+        <location filename="../ui/bench_view_model.cpp" line="295"/>
         <source>%1: request %2 of %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="314"/>
+        <location filename="../ui/bench_view_model.cpp" line="316"/>
         <source>%1: request %2 of %3 done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="350"/>
+        <location filename="../ui/bench_view_model.cpp" line="352"/>
         <source>Finished in %1 s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="353"/>
+        <location filename="../ui/bench_view_model.cpp" line="355"/>
         <source>Cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="353"/>
+        <location filename="../ui/bench_view_model.cpp" line="355"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="366"/>
+        <location filename="../ui/bench_view_model.cpp" line="368"/>
         <source>Cancelling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="390"/>
+        <location filename="../ui/bench_view_model.cpp" line="392"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="411"/>
+        <location filename="../ui/bench_view_model.cpp" line="413"/>
         <source>Run a benchmark first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2009,22 +2057,22 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="46"/>
+        <location filename="../ui/chat_view_model.cpp" line="47"/>
         <source>Cannot open the conversation database: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="295"/>
+        <location filename="../ui/chat_view_model.cpp" line="316"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="343"/>
+        <location filename="../ui/chat_view_model.cpp" line="364"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="416"/>
+        <location filename="../ui/chat_view_model.cpp" line="437"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2032,37 +2080,47 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="136"/>
+        <location filename="../ui/convert_wizard.cpp" line="143"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="141"/>
+        <location filename="../ui/convert_wizard.cpp" line="148"/>
         <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="145"/>
+        <location filename="../ui/convert_wizard.cpp" line="152"/>
         <source>; even the shard-by-shard mode needs %1 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="159"/>
+        <location filename="../ui/convert_wizard.cpp" line="166"/>
         <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="226"/>
+        <location filename="../ui/convert_wizard.cpp" line="245"/>
+        <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="250"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="274"/>
+        <location filename="../ui/convert_wizard.cpp" line="309"/>
+        <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="316"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="279"/>
+        <location filename="../ui/convert_wizard.cpp" line="321"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2321,7 +2379,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="369"/>
+        <location filename="../ui/engine_worker.cpp" line="435"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2329,17 +2387,22 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="188"/>
+        <location filename="../ui/engine_worker.cpp" line="206"/>
         <source>Out of memory while loading %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="202"/>
+        <location filename="../ui/engine_worker.cpp" line="209"/>
+        <source>The conversion of %1 was cancelled.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/engine_worker.cpp" line="223"/>
         <source>No model is loaded.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="240"/>
+        <location filename="../ui/engine_worker.cpp" line="261"/>
         <source>Out of memory during generation.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -365,47 +365,47 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="459"/>
+        <location filename="../ui/qml/ChatPage.qml" line="460"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="476"/>
+        <location filename="../ui/qml/ChatPage.qml" line="477"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="477"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="484"/>
+        <location filename="../ui/qml/ChatPage.qml" line="485"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="488"/>
+        <location filename="../ui/qml/ChatPage.qml" line="489"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="494"/>
+        <location filename="../ui/qml/ChatPage.qml" line="495"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="498"/>
+        <location filename="../ui/qml/ChatPage.qml" line="499"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="506"/>
+        <location filename="../ui/qml/ChatPage.qml" line="507"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="528"/>
+        <location filename="../ui/qml/ChatPage.qml" line="529"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -414,22 +414,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="530"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="530"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="537"/>
+        <location filename="../ui/qml/ChatPage.qml" line="538"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="538"/>
+        <location filename="../ui/qml/ChatPage.qml" line="539"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -437,122 +437,127 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="33"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
         <source>Folder for the Expert Pack</source>
         <translation>专家包的存放文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>1. Source</source>
         <translation>1. 源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>2. Space</source>
         <translation>2. 空间</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>3. Options</source>
         <translation>3. 选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="42"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
         <source>4. Converting</source>
         <translation>4. 正在转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>5. Verifying</source>
         <translation>5. 正在校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>Done</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="50"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
         <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
         <translation>专家包需要 %1(其文件 %2,加上 %3 的安全余量)。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="55"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
         <source>%1 is free in %2.</source>
         <translation>%2 中可用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="57"/>
         <source>Choose a folder for it.</source>
         <translation>请为它选择一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="60"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation>逐分片模式（每个源分片写入专家包并通过校验后即删除）需要 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="65"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation>逐分片转换，边转换边删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="70"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="71"/>
         <source>Choose the output folder…</source>
         <translation>选择输出文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="75"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="76"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation>构建完成后校验每个专家的 SHA-256</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="83"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="84"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation>删除源文件：每个分片的数据写入专家包并通过校验后立即删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="84"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="85"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation>专家包通过完整校验后删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="90"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="94"/>
+        <source>An Ollama model&apos;s file stays where it is: Ollama&apos;s models may share it (`ollama rm` removes it).</source>
+        <translation>Ollama 模型的文件保留在原处：Ollama 的多个模型可能共用它（用 `ollama rm` 删除）。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="98"/>
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="104"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="113"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation>%1 · %2/s · 剩余 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="106"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="115"/>
         <source>%1 · %2/s</source>
         <translation>%1 · %2/s</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="111"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="118"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="128"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation>删除源文件（释放 %1）；专家包已通过完整校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="125"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="135"/>
         <source>Delete source</source>
         <translation>删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="131"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="141"/>
         <source>Chat now</source>
         <translation>开始聊天</translation>
     </message>
@@ -734,73 +739,74 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>FirstRunPanel</name>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="19"/>
         <source>Planning the Expert Pack</source>
-        <translation>正在规划专家包</translation>
+        <translation type="vanished">正在规划专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="20"/>
         <source>Checking free space and direct I/O</source>
-        <translation>正在检查可用空间和直接 I/O</translation>
+        <translation type="vanished">正在检查可用空间和直接 I/O</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="21"/>
         <source>Writing the dense weights</source>
-        <translation>正在写入稠密权重</translation>
+        <translation type="vanished">正在写入稠密权重</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="22"/>
         <source>Writing the experts</source>
-        <translation>正在写入专家</translation>
+        <translation type="vanished">正在写入专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="23"/>
         <source>Finalising the pack</source>
-        <translation>正在完成专家包</translation>
+        <translation type="vanished">正在完成专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="24"/>
         <source>Verifying the pack</source>
-        <translation>正在校验专家包</translation>
+        <translation type="vanished">正在校验专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="25"/>
         <source>Pack ready</source>
-        <translation>专家包已就绪</translation>
+        <translation type="vanished">专家包已就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="26"/>
         <source>Opening the model</source>
-        <translation>正在打开模型</translation>
+        <translation type="vanished">正在打开模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="27"/>
         <source>Preparing</source>
-        <translation>正在准备</translation>
+        <translation type="vanished">正在准备</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="41"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="30"/>
         <source>The GPU stopped working</source>
         <translation>GPU 已停止工作</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="42"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="31"/>
         <source>The model could not be loaded</source>
         <translation>无法加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="43"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="32"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="44"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="33"/>
         <source>Getting the model ready</source>
         <translation>正在准备模型</translation>
     </message>
     <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="66"/>
+        <source>Stop converting</source>
+        <translation>停止转换</translation>
+    </message>
+    <message>
         <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
         <source>Reload</source>
+        <translation>重新加载</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
+        <source>Load again</source>
         <translation>重新加载</translation>
     </message>
     <message>
@@ -872,32 +878,57 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="133"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="119"/>
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="148"/>
+        <source>Stop the conversion?</source>
+        <translation>停止转换？</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
+        <source>What is written so far stays on disk; converting the same model again goes on from there.</source>
+        <translation>已写入的内容保留在磁盘上；再次转换同一模型时会从该处继续。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="159"/>
+        <source>Keep converting</source>
+        <translation>继续转换</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
+        <source>Stop and close</source>
+        <translation>停止并关闭</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="176"/>
         <source>Converting a finished download</source>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="203"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="161"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="204"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="166"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="209"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="170"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="213"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="174"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="217"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
@@ -906,7 +937,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="188"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
@@ -915,182 +946,182 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="181"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="224"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation>规划上下文:内存(GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="190"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="233"/>
         <source>expert cache (MiB)</source>
         <translation>专家缓存(MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="197"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation>初始值为设置中的缓存预算;此处修改仅用于规划</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="242"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="285"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="284"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="327"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="292"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="335"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="302"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每词元 %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个词元的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="309"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每词元字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="315"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="358"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="316"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="317"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="360"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="318"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="326"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
         <source>Load</source>
         <translation>加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="330"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
         <source>Load %1 and chat with it</source>
         <translation>加载 %1 并与之对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="334"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="377"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="342"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="355"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="398"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="363"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="406"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="367"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="410"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="370"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="413"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="416"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="375"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="379"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="409"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="452"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="431"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="474"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="433"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="476"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="477"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="478"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="480"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="439"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="482"/>
         <source>paused · %1</source>
         <translation>已暂停 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="441"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="484"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="444"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="487"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="456"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1401,7 +1432,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库站点地址 %1 不是 https:// 网址</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="253"/>
+        <location filename="../ui/bench_view_model.cpp" line="255"/>
         <source>Out of memory while benchmarking.</source>
         <translation>基准测试时内存不足。</translation>
     </message>
@@ -1970,6 +2001,59 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
 </context>
 <context>
+    <name>buildphases</name>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="7"/>
+        <source>Planning the Expert Pack</source>
+        <translation>正在规划专家包</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="8"/>
+        <source>Checking free space and direct I/O</source>
+        <translation>正在检查可用空间和直接 I/O</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="9"/>
+        <source>Writing the dense weights</source>
+        <translation>正在写入稠密权重</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="10"/>
+        <source>Writing the experts</source>
+        <translation>正在写入专家</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="11"/>
+        <source>Finalising the pack</source>
+        <translation>正在完成专家包</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="12"/>
+        <source>Verifying the pack</source>
+        <translation>正在校验专家包</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="13"/>
+        <source>Pack ready</source>
+        <translation>专家包已就绪</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="14"/>
+        <source>Opening the model</source>
+        <translation>正在打开模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="15"/>
+        <source>Waiting for the benchmark to finish: it has the memory until then</source>
+        <translation>正在等待基准测试结束：在此之前内存由它占用</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/buildphases.js" line="16"/>
+        <source>Preparing</source>
+        <translation>正在准备</translation>
+    </message>
+</context>
+<context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="131"/>
@@ -1987,63 +2071,63 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>聊天引擎正忙；请等待其完成（或停止回复）后再进行基准测试。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="167"/>
+        <location filename="../ui/bench_view_model.cpp" line="169"/>
         <source>Unloading the chat model</source>
         <translation>正在卸载聊天模型</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="182"/>
-        <location filename="../ui/bench_view_model.cpp" line="352"/>
+        <location filename="../ui/bench_view_model.cpp" line="184"/>
+        <location filename="../ui/bench_view_model.cpp" line="354"/>
         <source>Cancelled.</source>
         <translation>已取消。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="185"/>
+        <location filename="../ui/bench_view_model.cpp" line="187"/>
         <source>Loading %1</source>
         <translation>正在加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="281"/>
+        <location filename="../ui/bench_view_model.cpp" line="283"/>
         <source>Model loaded</source>
         <translation>模型已加载</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="293"/>
+        <location filename="../ui/bench_view_model.cpp" line="295"/>
         <source>%1: request %2 of %3</source>
         <translation>%1：请求 %2 / %3</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="314"/>
+        <location filename="../ui/bench_view_model.cpp" line="316"/>
         <source>%1: request %2 of %3 done</source>
         <translation>%1：请求 %2 / %3 已完成</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="350"/>
+        <location filename="../ui/bench_view_model.cpp" line="352"/>
         <source>Finished in %1 s</source>
         <translation>已完成，用时 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="353"/>
+        <location filename="../ui/bench_view_model.cpp" line="355"/>
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="353"/>
+        <location filename="../ui/bench_view_model.cpp" line="355"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="366"/>
+        <location filename="../ui/bench_view_model.cpp" line="368"/>
         <source>Cancelling</source>
         <translation>正在取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="390"/>
+        <location filename="../ui/bench_view_model.cpp" line="392"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="411"/>
+        <location filename="../ui/bench_view_model.cpp" line="413"/>
         <source>Run a benchmark first.</source>
         <translation>请先运行基准测试。</translation>
     </message>
@@ -2051,22 +2135,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="46"/>
+        <location filename="../ui/chat_view_model.cpp" line="47"/>
         <source>Cannot open the conversation database: %1</source>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="295"/>
+        <location filename="../ui/chat_view_model.cpp" line="316"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="343"/>
+        <location filename="../ui/chat_view_model.cpp" line="364"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="416"/>
+        <location filename="../ui/chat_view_model.cpp" line="437"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
@@ -2074,37 +2158,47 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="136"/>
+        <location filename="../ui/convert_wizard.cpp" line="143"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation>%1 空间不足：专家包需要 %2 字节，可用 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="141"/>
+        <location filename="../ui/convert_wizard.cpp" line="148"/>
         <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
         <translation>。逐分片模式空间足够：它只需要 %1 字节，因为每个源分片的数据写入专家包并通过校验后会立即删除（转换完成后源文件将不复存在）。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="145"/>
+        <location filename="../ui/convert_wizard.cpp" line="152"/>
         <source>; even the shard-by-shard mode needs %1 bytes</source>
         <translation>；即使使用逐分片模式也需要 %1 字节</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="159"/>
+        <location filename="../ui/convert_wizard.cpp" line="166"/>
         <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
         <translation>逐分片模式：需要 %1 字节（可用 %2 字节）；每个源分片的数据写入专家包并通过校验后即被删除。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="226"/>
+        <location filename="../ui/convert_wizard.cpp" line="245"/>
+        <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
+        <translation>校验已取消。专家包已构建但尚未校验；再次转换即可校验（不会重新构建）。</translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="250"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation>已取消。专家包尚未完成；重新开始即可从中断处继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="274"/>
+        <location filename="../ui/convert_wizard.cpp" line="309"/>
+        <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
+        <translation>%1 是 Ollama 存储中的数据块，可能被其多个模型共用：请用 `ollama rm` 删除该模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="316"/>
         <source>cannot delete %1</source>
         <translation>无法删除 %1</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="279"/>
+        <location filename="../ui/convert_wizard.cpp" line="321"/>
         <source>Source deleted.</source>
         <translation>源文件已删除。</translation>
     </message>
@@ -2366,7 +2460,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="369"/>
+        <location filename="../ui/engine_worker.cpp" line="435"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
@@ -2374,17 +2468,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="188"/>
+        <location filename="../ui/engine_worker.cpp" line="206"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="202"/>
+        <location filename="../ui/engine_worker.cpp" line="209"/>
+        <source>The conversion of %1 was cancelled.</source>
+        <translation>%1 的转换已取消。</translation>
+    </message>
+    <message>
+        <location filename="../ui/engine_worker.cpp" line="223"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="240"/>
+        <location filename="../ui/engine_worker.cpp" line="261"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>

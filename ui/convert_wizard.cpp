@@ -60,7 +60,7 @@ void ConvertWizard::setVerifyFull(bool v) {
 }
 
 void ConvertWizard::setDeleteSourceAfterVerify(bool v) {
-  if (v == deleteSource_) return;
+  if (v == deleteSource_ || (v && !sourceDeletable_)) return;
   deleteSource_ = v;
   emit changed();
 }
@@ -70,6 +70,7 @@ void ConvertWizard::chooseSource(const QString& pathOrUrl) {
   source_ = localPath(pathOrUrl);
   shardMode_ = false;
   shardNeeded_ = -1;
+  sourceDeletable_ = true;
   error_.clear();
   busy_ = true;
   emit changed();
@@ -83,6 +84,8 @@ void ConvertWizard::chooseSource(const QString& pathOrUrl) {
     }
     sourceBytes_ = o.sourceBytes;
     sourceFiles_ = o.files;
+    sourceDeletable_ = !o.ollama;
+    if (o.ollama) deleteSource_ = false;
     needed_ = o.needed;
     denseBytes_ = o.denseBytes;
     expertsBytes_ = o.expertsBytes;
@@ -96,7 +99,11 @@ void ConvertWizard::chooseSource(const QString& pathOrUrl) {
       const nlohmann::json s = pack_plan_summary(model);
       if (s.contains("error")) throw Error(s["error"].get<std::string>());
       o.sourceBytes = static_cast<qint64>(model.total_file_bytes());
-      for (const GgufFile& f : model.shards()) o.files << QString::fromStdString(f.path());
+      o.ollama = model.origin().rfind("ollama ", 0) == 0;
+      for (const GgufFile& f : model.shards()) {
+        o.files << QString::fromStdString(f.path());
+        o.ollama = o.ollama || is_ollama_blob(f.path());
+      }
       o.denseBytes = s.value("dense_bytes", qint64{0});
       o.expertsBytes = s.value("experts_bytes", qint64{0});
       o.needed = s.value("total_bytes", qint64{0}) + margin;
@@ -168,16 +175,29 @@ void ConvertWizard::cancel() { cancel_ = true; }
 
 void ConvertWizard::onProgress(const QString& phase, qint64 done, qint64 total, double rate, double eta) {
   phase_ = phase;
+  if (phase == QLatin1String("verify")) {
+    // The verify's own bar: bytes hashed of the pack's bytes.
+    if (step_ == Converting) setStep(Verifying);
+    if (total > 0) {
+      overallTotal_ = static_cast<double>(total);
+      overallDone_ = static_cast<double>(std::min(done, total));
+    } else {
+      overallDone_ = 0;
+    }
+    rate_ = rate;
+    eta_ = eta;
+    emit progressChanged();
+    return;
+  }
   overallTotal_ = static_cast<double>(denseBytes_ + expertsBytes_);
   double overall = overallDone_;
   if (phase == QLatin1String("dense")) overall = static_cast<double>(std::min(done, denseBytes_));
   else if (phase == QLatin1String("experts")) overall = static_cast<double>(denseBytes_ + std::min(done, expertsBytes_));
-  else if (phase == QLatin1String("finalize") || phase == QLatin1String("done") || phase == QLatin1String("verify"))
+  else if (phase == QLatin1String("finalize") || phase == QLatin1String("done"))
     overall = overallTotal_;
   overallDone_ = std::min(overall, overallTotal_);
   rate_ = rate;
   eta_ = eta;
-  (void)total;
   emit progressChanged();
 }
 
@@ -195,7 +215,7 @@ void ConvertWizard::start() {
   opt.safety_margin_bytes = static_cast<uint64_t>(margin_);
   opt.direct_io = directIo_;
   opt.delete_source_shards = shardMode_;
-  opt.delete_source_after_verify = deleteSource_ && !shardMode_;
+  opt.delete_source_after_verify = deleteSource_ && !shardMode_ && sourceDeletable_;
   opt.cancel = &cancel_;
   opt.hooks = hooks_;
   if (!opt.hooks.free_bytes) {
@@ -222,7 +242,13 @@ void ConvertWizard::start() {
   onDone_ = [this](const Outcome& o) {
     resumed_ = o.resumed;
     message_ = o.message;
-    if (o.cancelled) {
+    if (o.verifyCancelled) {
+      message_ =
+          tr("Verification cancelled. The pack is built but not verified; convert again to verify it "
+             "(nothing is rebuilt).");
+      setStep(Options);
+      emit finished(false);
+    } else if (o.cancelled) {
       message_ = tr("Cancelled. Nothing was finalised; start again to resume.");
       setStep(Options);
       emit finished(false);
@@ -237,18 +263,30 @@ void ConvertWizard::start() {
       emit finished(true);
     }
   };
-  watcher_.setFuture(QtConcurrent::run([opt, full, post]() -> Outcome {
+  const std::atomic<bool>* cancel = &cancel_;  // the destructor waits for this job
+  watcher_.setFuture(QtConcurrent::run([opt, full, post, cancel]() -> Outcome {
     Outcome o;
     try {
       const BuildResult r = build_pack(opt);
       o.resumed = r.resumed;
+      if (r.source_deleted && !opt.delete_source_shards) {
+        // The builder verified every byte before it deleted the source: not twice.
+        o.ok = true;
+        o.message = QString::fromStdString(r.pack_dir + ": verified in full, then the source was deleted");
+        return o;
+      }
       post(QStringLiteral("verify"), 0, 0, 0, 0);
       VerifyOptions vo;
       vo.full = full;
+      vo.cancel = cancel;
       vo.progress = [post](uint64_t done, uint64_t total) {
         post(QStringLiteral("verify"), static_cast<qint64>(done), static_cast<qint64>(total), 0, 0);
       };
       const VerifyResult v = verify_pack(r.pack_dir, vo);
+      if (v.cancelled) {
+        o.verifyCancelled = true;
+        return o;
+      }
       if (!v.ok) throw Error("verify failed: " + v.message);
       o.ok = true;
       o.message = QString::fromStdString(v.message);
@@ -269,6 +307,13 @@ double ConvertWizard::bytesFreedBySource() const {
 
 bool ConvertWizard::deleteSourceFiles(bool confirmed) {
   if (!confirmed || step_ != Done || !verified_ || !verifyFull_) return false;
+  if (!sourceDeletable_) {
+    error_ =
+        tr("%1 is a blob of Ollama's store, which its models may share: remove the model with `ollama rm`")
+            .arg(sourceFiles_.value(0));
+    emit changed();
+    return false;
+  }
   for (const QString& f : sourceFiles_) {
     if (QFileInfo::exists(f) && !QFile::remove(f)) {
       error_ = tr("cannot delete %1").arg(f);

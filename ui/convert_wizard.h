@@ -10,7 +10,9 @@
 // verifyFull, deleteSourceAfterVerify; in shard mode the source shards are deleted as they
 // are verified, so deleteSourceAfterVerify reads true) ->
 // Converting (start: phase, bytes/s, ETA; cancel() stops at the next batch, nothing loads, and
-// start() again resumes from the last checkpoint) -> Verifying (full SHA-256 verify) -> Done
+// start() again resumes from the last checkpoint) -> Verifying (full SHA-256 verify, with its own
+// progress; cancel() stops it at its next 8 MiB, back to Options: start() again finds the
+// pack complete and verifies it again) -> Done
 // (packDir; deleteSourceFiles(true) unlinks the source only after an explicit confirmation,
 // bytesFreedBySource() says how much) or Failed (error).
 // Progress: `overallDone`/`overallTotal` bytes over the dense and experts phases, monotonic
@@ -44,6 +46,9 @@ class ConvertWizard : public QObject {
   Q_PROPERTY(bool shardModeOffered READ shardModeOffered NOTIFY changed)
   Q_PROPERTY(bool shardMode READ shardMode NOTIFY changed)
   Q_PROPERTY(bool deleteSourceAfterVerify READ deleteSourceAfterVerify WRITE setDeleteSourceAfterVerify NOTIFY changed)
+  // False for an Ollama model (its blob is the store's, shared by its models: `ollama rm`
+  // removes it): neither deleteSourceAfterVerify nor deleteSourceFiles then delete anything.
+  Q_PROPERTY(bool sourceDeletable READ sourceDeletable NOTIFY changed)
   Q_PROPERTY(bool busy READ busy NOTIFY changed)
   Q_PROPERTY(QString phase READ phase NOTIFY progressChanged)
   Q_PROPERTY(double overallDone READ overallDone NOTIFY progressChanged)
@@ -92,6 +97,7 @@ class ConvertWizard : public QObject {
   bool shardModeOffered() const { return !fits() && shardNeeded_ >= 0 && shardNeeded_ < needed_ && free_ >= shardNeeded_; }
   bool shardMode() const { return shardMode_; }
   bool deleteSourceAfterVerify() const { return shardMode_ || deleteSource_; }
+  bool sourceDeletable() const { return sourceDeletable_; }
   void setDeleteSourceAfterVerify(bool v);
   bool busy() const { return busy_; }
   QString phase() const { return phase_; }
@@ -115,6 +121,8 @@ class ConvertWizard : public QObject {
   struct Outcome {
     bool ok = false;
     bool cancelled = false;
+    bool verifyCancelled = false;  // built, its verify stopped by cancel()
+    bool ollama = false;
     bool resumed = false;
     QString message;
     QString error;
@@ -131,6 +139,7 @@ class ConvertWizard : public QObject {
   qint64 shardNeeded_ = -1;
   bool shardMode_ = false;
   bool deleteSource_ = false;
+  bool sourceDeletable_ = true;
   qint64 margin_ = qint64{1} << 30;
   bool directIo_ = true;
   bool verifyFull_ = true;

@@ -196,6 +196,34 @@ TEST(PackBuild, ProgressEventsCoverEveryPhaseAndEndAtTheTotal) {
   EXPECT_EQ(last, pack.layout().data_end - pack.layout().data_start);
 }
 
+// A full verify stops at the next batch once its cancel flag is set: not ok, `cancelled`,
+// fewer bytes hashed than the pack holds; without the flag the same pack verifies.
+TEST(PackBuild, AFullVerifyCanBeCancelled) {
+  TempDir tmp("moepack-pack");
+  const std::string out = tmp.file("p");
+  build_pack(opts(shared(kSplit), out));
+  std::atomic<bool> cancel{false};
+  VerifyOptions vo;
+  vo.full = true;
+  vo.cancel = &cancel;
+  uint64_t total = 0;
+  vo.progress = [&](uint64_t, uint64_t t) {
+    total = t;
+    cancel = true;  // after the first batch
+  };
+  const VerifyResult v = verify_pack(out, vo);
+  EXPECT_FALSE(v.ok);
+  EXPECT_TRUE(v.cancelled);
+  EXPECT_NE(v.message.find("verification cancelled"), std::string::npos) << v.message;
+  EXPECT_GT(v.bytes_hashed, 0u);
+  EXPECT_LT(v.bytes_hashed, total);
+  cancel = false;
+  vo.progress = {};
+  const VerifyResult again = verify_pack(out, vo);
+  EXPECT_TRUE(again.ok) << again.message;
+  EXPECT_FALSE(again.cancelled);
+}
+
 TEST(PackBuild, RerunIsCompleteOtherSourceRefusedUnlessOverwrite) {
   TempDir tmp("moepack-pack");
   const std::string out = tmp.file("p");

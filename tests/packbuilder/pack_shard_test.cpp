@@ -486,6 +486,21 @@ TEST(PackShard, SymlinkHardLinkOtherFileSystemAndOllamaShardsAreRefused) {
     expect_refused(options(mp, tmp.file("p")), blob, "Ollama store", {blob});
     expect_refused(options(blob, tmp.file("p")), blob, "Ollama store", {blob});  // the blob's own path
     EXPECT_FALSE(estimate_build_space(GgufModel::open("tiny"), tmp.file("p")).shard_mode_refused.empty());
+    // Nor is the whole source deleted after the verify (the studio's wizard offers that too).
+    for (const std::string& src : {std::string("tiny"), mp, blob}) {
+      BuildOptions o = options(src, tmp.file("p"));
+      o.delete_source_shards = false;
+      o.delete_source_after_verify = true;
+      try {
+        build_pack(o);
+        ADD_FAILURE() << "deleting " << src << " after the verify was accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(blob + ": it is a blob of the Ollama store"), std::string::npos)
+            << e.what();
+      }
+      EXPECT_TRUE(fs::exists(blob));
+      EXPECT_FALSE(fs::exists(o.out_dir));
+    }
     if (old) {
       ::setenv("OLLAMA_MODELS", old_env.c_str(), 1);
     } else {

@@ -3,13 +3,15 @@
 // cancel that leaves nothing loadable followed by a run that completes the pack, and (on a
 // copy of the 3-shard split set) a refusal that offers the shard-by-shard mode, whose
 // conversion ends in a pack that verifies with every source shard gone.
+#include "ui/convert_wizard.h"
+
+#include <QCryptographicHash>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "core/expert_pack.h"
 #include "core/pack_verify.h"
-#include "ui/convert_wizard.h"
 
 using moepack::ui::ConvertWizard;
 
@@ -62,16 +64,36 @@ class ConvertWizardTest : public QObject {
     QVERIFY(w.fits());
     QVERIFY(w.freeBytes() >= w.neededBytes());
 
-    std::vector<double> seen;
-    connect(&w, &ConvertWizard::progressChanged, this, [&] { seen.push_back(w.overallDone()); });
+    // The conversion's bar, then the verify's own: each monotonic, each ending at its total.
+    struct Seen {
+      ConvertWizard::Step step;
+      double done, total;
+    };
+    std::vector<Seen> seen;
+    connect(&w, &ConvertWizard::progressChanged, this, [&] {
+      seen.push_back({w.step(), w.overallDone(), w.overallTotal()});
+    });
     QSignalSpy finished(&w, &ConvertWizard::finished);
     w.start();
     QVERIFY(finished.wait(120000));
     QVERIFY2(finished.front().front().toBool(), qPrintable(w.error()));
     QCOMPARE(w.step(), ConvertWizard::Done);
     QVERIFY(seen.size() >= 3);
-    for (size_t i = 1; i < seen.size(); ++i) QVERIFY(seen[i] >= seen[i - 1]);
-    QCOMPARE(seen.back(), w.overallTotal());
+    for (size_t i = 1; i < seen.size(); ++i) {
+      QVERIFY(seen[i].step >= seen[i - 1].step);
+      if (seen[i].step == seen[i - 1].step) QVERIFY(seen[i].done >= seen[i - 1].done);
+    }
+    const auto lastOf = [&](ConvertWizard::Step st) {
+      Seen r{st, -1, -1};
+      for (const Seen& x : seen)
+        if (x.step == st) r = x;
+      return r;
+    };
+    const Seen conv = lastOf(ConvertWizard::Converting), ver = lastOf(ConvertWizard::Verifying);
+    QVERIFY(conv.done > 0);
+    QCOMPARE(conv.done, conv.total);
+    QVERIFY(ver.total >= conv.total);  // every byte of experts.bin and dense.gguf
+    QCOMPARE(ver.done, ver.total);
     // Independently of the wizard: the pack opens and passes the full verify.
     const moepack::VerifyResult v = moepack::verify_pack(w.packDir().toStdString(), {.full = true, .progress = {}});
     QVERIFY2(v.ok, v.message.c_str());
@@ -82,6 +104,100 @@ class ConvertWizardTest : public QObject {
     QVERIFY(QFileInfo::exists(src));
     QVERIFY(w.deleteSourceFiles(true));
     QVERIFY(!QFileInfo::exists(src));
+  }
+
+  // Cancel during the verify: back to Options with the pack built (it loads); converting again
+  // builds nothing and verifies it.
+  void aVerifyCanBeCancelledAndRunAgain() {
+    const QString src = copySource();
+    ConvertWizard w;
+    prepare(w);
+    w.chooseSource(src);
+    QVERIFY(waitFor(w, ConvertWizard::Space));
+    const QString out = tmp_.filePath(QStringLiteral("packs/verify-cancel"));
+    w.chooseOutput(out);
+    bool cancelled = false;
+    connect(&w, &ConvertWizard::progressChanged, this, [&] {
+      if (w.step() == ConvertWizard::Verifying && !cancelled) {
+        cancelled = true;
+        w.cancel();
+      }
+    });
+    QSignalSpy finished(&w, &ConvertWizard::finished);
+    w.start();
+    QVERIFY(finished.wait(120000));
+    QVERIFY(cancelled);
+    QCOMPARE(finished.front().front().toBool(), false);
+    QCOMPARE(w.step(), ConvertWizard::Options);
+    QVERIFY2(w.message().contains(QStringLiteral("Verification cancelled")), qPrintable(w.message()));
+    QVERIFY(QFileInfo::exists(out + QStringLiteral("/manifest.json")));
+    w.start();
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.back().front().toBool(), qPrintable(w.error()));
+    QCOMPARE(w.step(), ConvertWizard::Done);
+    QVERIFY(w.message().contains(QStringLiteral("OK")));
+  }
+
+  // An Ollama model's blob is the store's: the wizard never deletes it, neither after the
+  // verify nor by the Done step's button.
+  void anOllamaModelsBlobIsNeverDeleted() {
+    QFile in(kQwen);
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    const QString sha =
+        QString::fromLatin1(QCryptographicHash::hash(in.readAll(), QCryptographicHash::Sha256).toHex());
+    const QString store = tmp_.filePath(QStringLiteral("ollama"));
+    const QString blob = store + QStringLiteral("/blobs/sha256-") + sha;
+    QVERIFY(QDir().mkpath(store + QStringLiteral("/blobs")));
+    QVERIFY(QFile::copy(kQwen, blob));
+    const QString manifest = store + QStringLiteral("/manifests/registry.ollama.ai/library/tiny/q4");
+    QVERIFY(QDir().mkpath(QFileInfo(manifest).absolutePath()));
+    QFile mf(manifest);
+    QVERIFY(mf.open(QIODevice::WriteOnly));
+    mf.write(
+        QStringLiteral(R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model",)"
+                       R"("digest":"sha256:%1","size":%2}]})")
+            .arg(sha)
+            .arg(QFileInfo(kQwen).size())
+            .toUtf8());
+    mf.close();
+    ConvertWizard w;
+    prepare(w);
+    w.chooseSource(manifest);
+    QVERIFY(waitFor(w, ConvertWizard::Space));
+    QVERIFY(!w.sourceDeletable());
+    w.chooseOutput(tmp_.filePath(QStringLiteral("packs/ollama")));
+    QCOMPARE(w.step(), ConvertWizard::Options);
+    w.setDeleteSourceAfterVerify(true);
+    QVERIFY(!w.deleteSourceAfterVerify());
+    QSignalSpy finished(&w, &ConvertWizard::finished);
+    w.start();
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.error()));
+    QVERIFY(!w.deleteSourceFiles(true));
+    QVERIFY(w.error().contains(QStringLiteral("ollama rm")));
+    QVERIFY(QFileInfo::exists(blob));
+  }
+
+  // Deleting the source after the builder's own full verify: done, the source gone, and no
+  // second verify by the wizard.
+  void deletingTheSourceAfterTheVerifyVerifiesOnce() {
+    const QString src = copySource();
+    ConvertWizard w;
+    prepare(w);
+    w.chooseSource(src);
+    QVERIFY(waitFor(w, ConvertWizard::Space));
+    QVERIFY(w.sourceDeletable());
+    w.chooseOutput(tmp_.filePath(QStringLiteral("packs/delete-after")));
+    w.setDeleteSourceAfterVerify(true);
+    QVERIFY(w.deleteSourceAfterVerify());
+    QSignalSpy finished(&w, &ConvertWizard::finished);
+    w.start();
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.error()));
+    QCOMPARE(w.step(), ConvertWizard::Done);
+    QVERIFY(!QFileInfo::exists(src));
+    QVERIFY2(w.message().contains(QStringLiteral("verified in full, then the source was deleted")),
+             qPrintable(w.message()));
   }
 
   void refusedWhenTheDiskIsTooSmall() {

@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "packbuilder/pack_builder.h"
 #include "ui/chat_view_model.h"
 #include "ui/conversation_list_model.h"
 #include "ui/conversation_store.h"
@@ -613,7 +614,28 @@ class StudioGuiTest : public QObject {
                                       Q_ARG(QVariant, QUrl::fromLocalFile(out.path()))));
     QCOMPARE(wizard->step(), ConvertWizard::Options);
     QCOMPARE(wizard->packDir(), out.path() + QStringLiteral("/tiny-dsv3-wordnet-Q4_K_M-pack"));
+    // Close while converting asks first (closing would stop the conversion), and the dialog
+    // stays until the answer.
+    std::atomic<bool> held{true}, reached{false};
+    moepack::BuildTestHooks hooks;
+    hooks.at = [&](std::string_view point, uint64_t) {
+      if (point != "header") return;
+      reached = true;
+      while (held.load()) QThread::msleep(5);
+    };
+    wizard->setBuildHooks(hooks);
     wizard->start();
+    QTRY_VERIFY_WITH_TIMEOUT(reached.load(), 30000);
+    QObject* closeButton = window->findChild<QObject*>(QStringLiteral("convertDialogClose"));
+    QObject* stopDialog = window->findChild<QObject*>(QStringLiteral("stopConvertDialog"));
+    QVERIFY(closeButton && stopDialog);
+    QVERIFY(QMetaObject::invokeMethod(closeButton, "clicked"));
+    QTRY_VERIFY(stopDialog->property("visible").toBool());
+    QVERIFY(dialog->property("visible").toBool());
+    QVERIFY(wizard->busy());
+    QVERIFY(QMetaObject::invokeMethod(stopDialog, "reject"));  // "Keep converting"
+    QTRY_VERIFY(!stopDialog->property("visible").toBool());
+    held = false;
     QTRY_VERIFY_WITH_TIMEOUT(wizard->step() == ConvertWizard::Done || wizard->step() == ConvertWizard::Failed,
                              180000);
     QVERIFY2(wizard->step() == ConvertWizard::Done, qPrintable(wizard->error()));

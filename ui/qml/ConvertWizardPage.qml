@@ -4,6 +4,7 @@ import QtQuick.Controls
 import Qt.labs.platform as Platform
 import QtQuick.Layouts
 import MoePack.Ui
+import "buildphases.js" as BuildPhases
 
 Pane {
     id: page
@@ -77,7 +78,7 @@ Pane {
             onToggled: page.wizard.verifyFull = checked
         }
         CheckBox {
-            visible: page.wizard.step === ConvertWizard.Options
+            visible: page.wizard.step === ConvertWizard.Options && page.wizard.sourceDeletable
             enabled: !page.wizard.shardMode
             text: page.wizard.shardMode
                   ? qsTr("Delete the source: each shard as soon as its bytes are in the pack and verified")
@@ -85,35 +86,44 @@ Pane {
             checked: page.wizard.deleteSourceAfterVerify
             onToggled: page.wizard.deleteSourceAfterVerify = checked
         }
+        Label {
+            visible: page.wizard.step === ConvertWizard.Options && !page.wizard.sourceDeletable
+            Layout.fillWidth: true
+            wrapMode: Text.Wrap
+            color: "#4b5563"
+            text: qsTr("An Ollama model's file stays where it is: Ollama's models may share it (`ollama rm` removes it).")
+        }
         Button {
             visible: page.wizard.step === ConvertWizard.Options
             text: qsTr("Convert")
             onClicked: page.wizard.start()
         }
         ProgressBar {
-            visible: page.wizard.step === ConvertWizard.Converting
+            objectName: "convertProgress"
+            visible: page.wizard.step === ConvertWizard.Converting || page.wizard.step === ConvertWizard.Verifying
             Layout.fillWidth: true
             from: 0
             to: Math.max(page.wizard.overallTotal, 1)
             value: page.wizard.overallDone
         }
         Label {
-            visible: page.wizard.step === ConvertWizard.Converting
+            visible: page.wizard.step === ConvertWizard.Converting || page.wizard.step === ConvertWizard.Verifying
             // Rate and time left once the phase has measured them (0 before its first bytes).
             text: page.wizard.rate > 0 && page.wizard.eta > 0
-                  ? qsTr("%1 · %2/s · %3 s left").arg(page.wizard.phase).arg(page.bytes(page.wizard.rate))
+                  ? qsTr("%1 · %2/s · %3 s left").arg(BuildPhases.text(page.wizard.phase)).arg(page.bytes(page.wizard.rate))
                     .arg(Math.round(page.wizard.eta))
-                  : page.wizard.rate > 0 ? qsTr("%1 · %2/s").arg(page.wizard.phase).arg(page.bytes(page.wizard.rate))
-                  : page.wizard.phase
+                  : page.wizard.rate > 0 ? qsTr("%1 · %2/s").arg(BuildPhases.text(page.wizard.phase)).arg(page.bytes(page.wizard.rate))
+                  : BuildPhases.text(page.wizard.phase)
         }
         Button {
-            visible: page.wizard.step === ConvertWizard.Converting
+            visible: page.wizard.step === ConvertWizard.Converting || page.wizard.step === ConvertWizard.Verifying
             text: qsTr("Cancel")
             onClicked: page.wizard.cancel()
         }
         CheckBox {
             id: confirmDelete
             visible: page.wizard.step === ConvertWizard.Done && page.wizard.verifyFull && !page.wizard.deleteSourceAfterVerify
+                     && page.wizard.sourceDeletable
             // (step in the binding: re-read the source's size when the wizard reaches Done)
             text: qsTr("Delete the source (%1 freed); the pack passed its full verify")
                   .arg(page.bytes(page.wizard.step === ConvertWizard.Done ? page.wizard.bytesFreedBySource() : 0))
@@ -121,7 +131,7 @@ Pane {
         RowLayout {
             visible: page.wizard.step === ConvertWizard.Done
             Button {
-                visible: !page.wizard.deleteSourceAfterVerify
+                visible: !page.wizard.deleteSourceAfterVerify && page.wizard.sourceDeletable
                 text: qsTr("Delete source")
                 enabled: confirmDelete.checked
                 onClicked: page.wizard.deleteSourceFiles(confirmDelete.checked)

@@ -3,6 +3,7 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import QtQuick.Controls.Material
 import MoePack.Ui
+import "buildphases.js" as BuildPhases
 
 // Shown over the chat while the engine is not ready: the model being prepared (the demo GGUF
 // is converted to an Expert Pack on first use, with progress), or the error and a way out.
@@ -14,20 +15,7 @@ Rectangle {
 
     color: "#f6f7fb"
 
-    function phaseText(p) {
-        switch (p) {
-        case "plan": return qsTr("Planning the Expert Pack")
-        case "preflight": return qsTr("Checking free space and direct I/O")
-        case "dense": return qsTr("Writing the dense weights")
-        case "experts": return qsTr("Writing the experts")
-        case "finalize": return qsTr("Finalising the pack")
-        case "verify": return qsTr("Verifying the pack")
-        case "done": return qsTr("Pack ready")
-        case "open": return qsTr("Opening the model")
-        case "waiting": return qsTr("Waiting for the benchmark to finish: it has the memory until then")
-        default: return qsTr("Preparing")
-        }
-    }
+    function phaseText(p) { return BuildPhases.text(p) }
 
     ColumnLayout {
         anchors.centerIn: parent

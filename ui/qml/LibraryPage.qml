@@ -110,9 +110,23 @@ Page {
         anchors.centerIn: parent
         width: Math.min(page.width - 40, 640)
         height: Math.min(page.height - 40, 520)
-        standardButtons: Dialog.Close
+        // Closing unloads the wizard, which stops a conversion: asked first while one runs
+        // (what is written stays; converting again goes on from there).
+        closePolicy: Popup.NoAutoClose
+        footer: DialogButtonBox {
+            Button {
+                objectName: "convertDialogClose"
+                text: qsTr("Close")
+                DialogButtonBox.buttonRole: DialogButtonBox.ActionRole
+                onClicked: {
+                    if (convertLoader.item && convertLoader.item.wizard.busy) stopConvertDialog.open()
+                    else convertDialog.close()
+                }
+            }
+        }
         onClosed: page.library.refresh()
         contentItem: Loader {
+            id: convertLoader
             active: convertDialog.visible
             sourceComponent: ConvertWizardPage {
                 id: convertPage
@@ -125,6 +139,35 @@ Page {
                     function onFinished(ok) { if (ok) page.library.addPath(convertPage.wizard.packDir) }
                 }
             }
+        }
+    }
+
+    Dialog {
+        id: stopConvertDialog
+        objectName: "stopConvertDialog"
+        title: qsTr("Stop the conversion?")
+        modal: true
+        anchors.centerIn: parent
+        width: Math.min(page.width - 40, 440)
+        Label {
+            width: parent.width
+            wrapMode: Text.Wrap
+            text: qsTr("What is written so far stays on disk; converting the same model again goes on from there.")
+        }
+        footer: DialogButtonBox {
+            Button {
+                text: qsTr("Keep converting")
+                DialogButtonBox.buttonRole: DialogButtonBox.RejectRole
+            }
+            Button {
+                objectName: "stopConvertConfirm"
+                text: qsTr("Stop and close")
+                DialogButtonBox.buttonRole: DialogButtonBox.AcceptRole
+            }
+        }
+        onAccepted: {
+            if (convertLoader.item) convertLoader.item.wizard.cancel()
+            convertDialog.close()
         }
     }
 
