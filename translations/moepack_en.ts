@@ -1315,48 +1315,48 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="54"/>
+        <location filename="../ui/downloader.cpp" line="56"/>
         <source>empty file name</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="56"/>
+        <location filename="../ui/downloader.cpp" line="58"/>
         <source>&apos;%1&apos; is not a file name</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="57"/>
+        <location filename="../ui/downloader.cpp" line="59"/>
         <source>&apos;%1&apos; starts with a dot</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="58"/>
+        <location filename="../ui/downloader.cpp" line="60"/>
         <source>file name longer than 255 characters</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="61"/>
+        <location filename="../ui/downloader.cpp" line="63"/>
         <source>&apos;%1&apos; contains a path separator or control character</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="65"/>
+        <location filename="../ui/downloader.cpp" line="67"/>
         <source>&apos;%1&apos; ends in %2, which MoePack uses for its own files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="77"/>
-        <location filename="../ui/downloader.cpp" line="80"/>
+        <location filename="../ui/downloader.cpp" line="79"/>
+        <location filename="../ui/downloader.cpp" line="82"/>
         <source>&apos;%1&apos; is not owner/repository</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="85"/>
+        <location filename="../ui/downloader.cpp" line="87"/>
         <source>&apos;%1&apos; is not a file path inside the repository</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="89"/>
+        <location filename="../ui/downloader.cpp" line="91"/>
         <source>the hub address %1 is not an https:// URL</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1925,52 +1925,52 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>buildphases</name>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="7"/>
+        <location filename="../ui/qml/buildphases.js" line="6"/>
         <source>Planning the Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="8"/>
+        <location filename="../ui/qml/buildphases.js" line="7"/>
         <source>Checking free space and direct I/O</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="9"/>
+        <location filename="../ui/qml/buildphases.js" line="8"/>
         <source>Writing the dense weights</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="10"/>
+        <location filename="../ui/qml/buildphases.js" line="9"/>
         <source>Writing the experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="11"/>
+        <location filename="../ui/qml/buildphases.js" line="10"/>
         <source>Finalising the pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="12"/>
+        <location filename="../ui/qml/buildphases.js" line="11"/>
         <source>Verifying the pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="13"/>
+        <location filename="../ui/qml/buildphases.js" line="12"/>
         <source>Pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="14"/>
+        <location filename="../ui/qml/buildphases.js" line="13"/>
         <source>Opening the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="15"/>
+        <location filename="../ui/qml/buildphases.js" line="14"/>
         <source>Waiting for the benchmark to finish: it has the memory until then</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="16"/>
+        <location filename="../ui/qml/buildphases.js" line="19"/>
         <source>Preparing</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2100,27 +2100,27 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="245"/>
+        <location filename="../ui/convert_wizard.cpp" line="247"/>
         <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="250"/>
+        <location filename="../ui/convert_wizard.cpp" line="252"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="309"/>
+        <location filename="../ui/convert_wizard.cpp" line="312"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="316"/>
+        <location filename="../ui/convert_wizard.cpp" line="319"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="321"/>
+        <location filename="../ui/convert_wizard.cpp" line="324"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2128,114 +2128,115 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::Downloader</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="128"/>
+        <location filename="../ui/downloader.cpp" line="130"/>
         <source>the partial file %1 could not be read back</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="164"/>
+        <location filename="../ui/downloader.cpp" line="166"/>
         <source>refused file name %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="239"/>
+        <location filename="../ui/downloader.cpp" line="241"/>
         <source>only https:// downloads are allowed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="251"/>
+        <location filename="../ui/downloader.cpp" line="253"/>
         <source>refused file name from %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="255"/>
+        <location filename="../ui/downloader.cpp" line="257"/>
         <source>cannot create the models folder %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="260"/>
+        <location filename="../ui/downloader.cpp" line="262"/>
         <source>refused file name %1: it leaves the models folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="264"/>
+        <location filename="../ui/downloader.cpp" line="267"/>
         <source>%1 already exists; remove it first</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="268"/>
+        <location filename="../ui/downloader.cpp" line="271"/>
         <source>the expected SHA-256 &apos;%1&apos; is not 64 hex digits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="347"/>
-        <location filename="../ui/downloader.cpp" line="571"/>
+        <location filename="../ui/downloader.cpp" line="352"/>
+        <location filename="../ui/downloader.cpp" line="583"/>
         <source>TLS verification failed for %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="351"/>
-        <location filename="../ui/downloader.cpp" line="575"/>
+        <location filename="../ui/downloader.cpp" line="356"/>
+        <location filename="../ui/downloader.cpp" line="587"/>
         <source>HTTP %1 for %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="369"/>
+        <location filename="../ui/downloader.cpp" line="374"/>
         <source>%1: the server announces %2 bytes, the hub listing %3 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="383"/>
+        <location filename="../ui/downloader.cpp" line="389"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="430"/>
+        <location filename="../ui/downloader.cpp" line="438"/>
         <source>cannot open %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="434"/>
+        <location filename="../ui/downloader.cpp" line="442"/>
         <source>cannot truncate %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="468"/>
+        <location filename="../ui/downloader.cpp" line="476"/>
         <source>gave up on %1 after %2 restarts; last: %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="491"/>
+        <location filename="../ui/downloader.cpp" line="499"/>
         <source>the server answered a different range or file (Content-Range &apos;%1&apos;, ETag &apos;%2&apos;)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="518"/>
+        <location filename="../ui/downloader.cpp" line="526"/>
         <source>the file changed on the server between HEAD and GET</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="533"/>
+        <location filename="../ui/downloader.cpp" line="541"/>
         <source>the server sent more than the announced %1 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="537"/>
+        <location filename="../ui/downloader.cpp" line="545"/>
+        <location filename="../ui/downloader.cpp" line="635"/>
         <source>cannot write %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="563"/>
+        <location filename="../ui/downloader.cpp" line="575"/>
         <source>the server refused the range from byte %1 (416)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="583"/>
+        <location filename="../ui/downloader.cpp" line="595"/>
         <source>the body ended at byte %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/downloader.cpp" line="602"/>
+        <location filename="../ui/downloader.cpp" line="614"/>
         <source>download of %1 failed after %n attempt(s): %2</source>
         <translation>
             <numerusform>download of %1 failed after %n attempt: %2</numerusform>
@@ -2243,52 +2244,52 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="623"/>
+        <location filename="../ui/downloader.cpp" line="642"/>
         <source>%1 has %2 bytes, expected %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="634"/>
+        <location filename="../ui/downloader.cpp" line="653"/>
         <source>hub listing</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="636"/>
+        <location filename="../ui/downloader.cpp" line="655"/>
         <source>%1: SHA-256 mismatch (expected %2 from the %3, got %4); %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="660"/>
+        <location filename="../ui/downloader.cpp" line="679"/>
         <source>cannot install %1 as %2: %2 already exists and was not replaced; the verified download is kept as %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="663"/>
+        <location filename="../ui/downloader.cpp" line="682"/>
         <source>cannot rename %1 to %2: %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="633"/>
+        <location filename="../ui/downloader.cpp" line="652"/>
         <source>user</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="635"/>
+        <location filename="../ui/downloader.cpp" line="654"/>
         <source>server</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="638"/>
+        <location filename="../ui/downloader.cpp" line="657"/>
         <source>the file was kept aside as %1 and not installed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="639"/>
+        <location filename="../ui/downloader.cpp" line="658"/>
         <source>the file was not installed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="691"/>
+        <location filename="../ui/downloader.cpp" line="713"/>
         <source>cannot write the download state: %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2296,82 +2297,82 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="233"/>
+        <location filename="../ui/downloads_view_model.cpp" line="235"/>
         <source>no certificate in the CA bundle %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="247"/>
+        <location filename="../ui/downloads_view_model.cpp" line="250"/>
         <source>refused download %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="247"/>
+        <location filename="../ui/downloads_view_model.cpp" line="250"/>
         <source>not a valid URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="262"/>
+        <location filename="../ui/downloads_view_model.cpp" line="265"/>
         <source>refused download %1: only https:// addresses are downloaded (TLS, certificate checked)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="295"/>
+        <location filename="../ui/downloads_view_model.cpp" line="298"/>
         <source>%1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="299"/>
+        <location filename="../ui/downloads_view_model.cpp" line="302"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="343"/>
+        <location filename="../ui/downloads_view_model.cpp" line="346"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free%4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="347"/>
+        <location filename="../ui/downloads_view_model.cpp" line="350"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="358"/>
+        <location filename="../ui/downloads_view_model.cpp" line="361"/>
         <source>%1 already exists; remove it first</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="366"/>
+        <location filename="../ui/downloads_view_model.cpp" line="369"/>
         <source>%1 is already in the download list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="390"/>
+        <location filename="../ui/downloads_view_model.cpp" line="393"/>
         <source>cannot record the download: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="505"/>
+        <location filename="../ui/downloads_view_model.cpp" line="508"/>
         <source>position %1 of the group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="515"/>
+        <location filename="../ui/downloads_view_model.cpp" line="518"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="550"/>
+        <location filename="../ui/downloads_view_model.cpp" line="553"/>
         <source>the download list is already kept in %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="561"/>
+        <location filename="../ui/downloads_view_model.cpp" line="564"/>
         <source>the download list cannot be kept: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="604"/>
+        <location filename="../ui/downloads_view_model.cpp" line="607"/>
         <source>convert %1: %2</source>
         <translation type="unfinished"></translation>
     </message>

@@ -1386,48 +1386,48 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="54"/>
+        <location filename="../ui/downloader.cpp" line="56"/>
         <source>empty file name</source>
         <translation>文件名为空</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="56"/>
+        <location filename="../ui/downloader.cpp" line="58"/>
         <source>&apos;%1&apos; is not a file name</source>
         <translation>“%1”不是文件名</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="57"/>
+        <location filename="../ui/downloader.cpp" line="59"/>
         <source>&apos;%1&apos; starts with a dot</source>
         <translation>“%1”以点开头</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="58"/>
+        <location filename="../ui/downloader.cpp" line="60"/>
         <source>file name longer than 255 characters</source>
         <translation>文件名超过 255 个字符</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="61"/>
+        <location filename="../ui/downloader.cpp" line="63"/>
         <source>&apos;%1&apos; contains a path separator or control character</source>
         <translation>“%1”包含路径分隔符或控制字符</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="65"/>
+        <location filename="../ui/downloader.cpp" line="67"/>
         <source>&apos;%1&apos; ends in %2, which MoePack uses for its own files</source>
         <translation>“%1”以 %2 结尾，MoePack 自己的文件使用该后缀</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="77"/>
-        <location filename="../ui/downloader.cpp" line="80"/>
+        <location filename="../ui/downloader.cpp" line="79"/>
+        <location filename="../ui/downloader.cpp" line="82"/>
         <source>&apos;%1&apos; is not owner/repository</source>
         <translation>“%1”不是 owner/repository 格式</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="85"/>
+        <location filename="../ui/downloader.cpp" line="87"/>
         <source>&apos;%1&apos; is not a file path inside the repository</source>
         <translation>“%1”不是仓库内的文件路径</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="89"/>
+        <location filename="../ui/downloader.cpp" line="91"/>
         <source>the hub address %1 is not an https:// URL</source>
         <translation>仓库站点地址 %1 不是 https:// 网址</translation>
     </message>
@@ -2003,52 +2003,52 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>buildphases</name>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="7"/>
+        <location filename="../ui/qml/buildphases.js" line="6"/>
         <source>Planning the Expert Pack</source>
         <translation>正在规划专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="8"/>
+        <location filename="../ui/qml/buildphases.js" line="7"/>
         <source>Checking free space and direct I/O</source>
         <translation>正在检查可用空间和直接 I/O</translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="9"/>
+        <location filename="../ui/qml/buildphases.js" line="8"/>
         <source>Writing the dense weights</source>
         <translation>正在写入稠密权重</translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="10"/>
+        <location filename="../ui/qml/buildphases.js" line="9"/>
         <source>Writing the experts</source>
         <translation>正在写入专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="11"/>
+        <location filename="../ui/qml/buildphases.js" line="10"/>
         <source>Finalising the pack</source>
         <translation>正在完成专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="12"/>
+        <location filename="../ui/qml/buildphases.js" line="11"/>
         <source>Verifying the pack</source>
         <translation>正在校验专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="13"/>
+        <location filename="../ui/qml/buildphases.js" line="12"/>
         <source>Pack ready</source>
         <translation>专家包已就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="14"/>
+        <location filename="../ui/qml/buildphases.js" line="13"/>
         <source>Opening the model</source>
         <translation>正在打开模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="15"/>
+        <location filename="../ui/qml/buildphases.js" line="14"/>
         <source>Waiting for the benchmark to finish: it has the memory until then</source>
         <translation>正在等待基准测试结束：在此之前内存由它占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/buildphases.js" line="16"/>
+        <location filename="../ui/qml/buildphases.js" line="19"/>
         <source>Preparing</source>
         <translation>正在准备</translation>
     </message>
@@ -2178,27 +2178,27 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>逐分片模式：需要 %1 字节（可用 %2 字节）；每个源分片的数据写入专家包并通过校验后即被删除。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="245"/>
+        <location filename="../ui/convert_wizard.cpp" line="247"/>
         <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
         <translation>校验已取消。专家包已构建但尚未校验；再次转换即可校验（不会重新构建）。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="250"/>
+        <location filename="../ui/convert_wizard.cpp" line="252"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation>已取消。专家包尚未完成；重新开始即可从中断处继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="309"/>
+        <location filename="../ui/convert_wizard.cpp" line="312"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation>%1 是 Ollama 存储中的数据块，可能被其多个模型共用：请用 `ollama rm` 删除该模型</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="316"/>
+        <location filename="../ui/convert_wizard.cpp" line="319"/>
         <source>cannot delete %1</source>
         <translation>无法删除 %1</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="321"/>
+        <location filename="../ui/convert_wizard.cpp" line="324"/>
         <source>Source deleted.</source>
         <translation>源文件已删除。</translation>
     </message>
@@ -2206,161 +2206,162 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::Downloader</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="128"/>
+        <location filename="../ui/downloader.cpp" line="130"/>
         <source>the partial file %1 could not be read back</source>
         <translation>无法读回部分下载的文件 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="164"/>
+        <location filename="../ui/downloader.cpp" line="166"/>
         <source>refused file name %1: %2</source>
         <translation>拒绝文件名 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="239"/>
+        <location filename="../ui/downloader.cpp" line="241"/>
         <source>only https:// downloads are allowed: %1</source>
         <translation>只允许 https:// 下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="251"/>
+        <location filename="../ui/downloader.cpp" line="253"/>
         <source>refused file name from %1: %2</source>
         <translation>拒绝来自 %1 的文件名：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="255"/>
+        <location filename="../ui/downloader.cpp" line="257"/>
         <source>cannot create the models folder %1</source>
         <translation>无法创建模型文件夹 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="260"/>
+        <location filename="../ui/downloader.cpp" line="262"/>
         <source>refused file name %1: it leaves the models folder</source>
         <translation>拒绝文件名 %1：它会离开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="264"/>
+        <location filename="../ui/downloader.cpp" line="267"/>
         <source>%1 already exists; remove it first</source>
         <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="268"/>
+        <location filename="../ui/downloader.cpp" line="271"/>
         <source>the expected SHA-256 &apos;%1&apos; is not 64 hex digits</source>
         <translation>预期的 SHA-256“%1”不是 64 位十六进制数</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="347"/>
-        <location filename="../ui/downloader.cpp" line="571"/>
+        <location filename="../ui/downloader.cpp" line="352"/>
+        <location filename="../ui/downloader.cpp" line="583"/>
         <source>TLS verification failed for %1: %2</source>
         <translation>%1 的 TLS 验证失败：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="351"/>
-        <location filename="../ui/downloader.cpp" line="575"/>
+        <location filename="../ui/downloader.cpp" line="356"/>
+        <location filename="../ui/downloader.cpp" line="587"/>
         <source>HTTP %1 for %2</source>
         <translation>%2 返回 HTTP %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="369"/>
+        <location filename="../ui/downloader.cpp" line="374"/>
         <source>%1: the server announces %2 bytes, the hub listing %3 bytes</source>
         <translation>%1：服务器声明 %2 字节，仓库列表为 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="383"/>
+        <location filename="../ui/downloader.cpp" line="389"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free</source>
         <translation>%1 空间不足：需要 %2 字节，可用 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="430"/>
+        <location filename="../ui/downloader.cpp" line="438"/>
         <source>cannot open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="434"/>
+        <location filename="../ui/downloader.cpp" line="442"/>
         <source>cannot truncate %1: %2</source>
         <translation>无法截断 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="468"/>
+        <location filename="../ui/downloader.cpp" line="476"/>
         <source>gave up on %1 after %2 restarts; last: %3</source>
         <translation>重新开始 %2 次后放弃 %1；最后一次原因：%3</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="491"/>
+        <location filename="../ui/downloader.cpp" line="499"/>
         <source>the server answered a different range or file (Content-Range &apos;%1&apos;, ETag &apos;%2&apos;)</source>
         <translation>服务器返回了不同的范围或文件（Content-Range“%1”，ETag“%2”）</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="518"/>
+        <location filename="../ui/downloader.cpp" line="526"/>
         <source>the file changed on the server between HEAD and GET</source>
         <translation>服务器上的文件在 HEAD 和 GET 之间发生了变化</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="533"/>
+        <location filename="../ui/downloader.cpp" line="541"/>
         <source>the server sent more than the announced %1 bytes</source>
         <translation>服务器发送的数据超过了声明的 %1 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="537"/>
+        <location filename="../ui/downloader.cpp" line="545"/>
+        <location filename="../ui/downloader.cpp" line="635"/>
         <source>cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="563"/>
+        <location filename="../ui/downloader.cpp" line="575"/>
         <source>the server refused the range from byte %1 (416)</source>
         <translation>服务器拒绝了从第 %1 字节开始的范围（416）</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="583"/>
+        <location filename="../ui/downloader.cpp" line="595"/>
         <source>the body ended at byte %1 of %2</source>
         <translation>响应内容在第 %1 字节（共 %2 字节）处结束</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/downloader.cpp" line="602"/>
+        <location filename="../ui/downloader.cpp" line="614"/>
         <source>download of %1 failed after %n attempt(s): %2</source>
         <translation>
             <numerusform>%1 的下载在尝试 %n 次后失败：%2</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="623"/>
+        <location filename="../ui/downloader.cpp" line="642"/>
         <source>%1 has %2 bytes, expected %3</source>
         <translation>%1 有 %2 字节，预期 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="634"/>
+        <location filename="../ui/downloader.cpp" line="653"/>
         <source>hub listing</source>
         <translation>仓库列表</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="636"/>
+        <location filename="../ui/downloader.cpp" line="655"/>
         <source>%1: SHA-256 mismatch (expected %2 from the %3, got %4); %5</source>
         <translation>%1：SHA-256 不匹配（来自%3的预期值为 %2，实际为 %4）；%5</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="660"/>
+        <location filename="../ui/downloader.cpp" line="679"/>
         <source>cannot install %1 as %2: %2 already exists and was not replaced; the verified download is kept as %1</source>
         <translation>无法将 %1 安装为 %2：%2 已存在且未被替换；已校验的下载文件保留为 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="663"/>
+        <location filename="../ui/downloader.cpp" line="682"/>
         <source>cannot rename %1 to %2: %3</source>
         <translation>无法将 %1 重命名为 %2：%3</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="633"/>
+        <location filename="../ui/downloader.cpp" line="652"/>
         <source>user</source>
         <translation>用户</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="635"/>
+        <location filename="../ui/downloader.cpp" line="654"/>
         <source>server</source>
         <translation>服务器</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="638"/>
+        <location filename="../ui/downloader.cpp" line="657"/>
         <source>the file was kept aside as %1 and not installed</source>
         <translation>文件已另存为 %1，未安装</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="639"/>
+        <location filename="../ui/downloader.cpp" line="658"/>
         <source>the file was not installed</source>
         <translation>文件未安装</translation>
     </message>
@@ -2369,7 +2370,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">无法将 %1 重命名为 %2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="691"/>
+        <location filename="../ui/downloader.cpp" line="713"/>
         <source>cannot write the download state: %1</source>
         <translation>无法写入下载状态：%1</translation>
     </message>
@@ -2377,82 +2378,82 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="233"/>
+        <location filename="../ui/downloads_view_model.cpp" line="235"/>
         <source>no certificate in the CA bundle %1</source>
         <translation>CA 证书包 %1 中没有证书</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="247"/>
+        <location filename="../ui/downloads_view_model.cpp" line="250"/>
         <source>refused download %1: %2</source>
         <translation>拒绝下载 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="247"/>
+        <location filename="../ui/downloads_view_model.cpp" line="250"/>
         <source>not a valid URL</source>
         <translation>不是有效的网址</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="262"/>
+        <location filename="../ui/downloads_view_model.cpp" line="265"/>
         <source>refused download %1: only https:// addresses are downloaded (TLS, certificate checked)</source>
         <translation>已拒绝下载 %1：只下载 https:// 地址（TLS，校验证书）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="295"/>
+        <location filename="../ui/downloads_view_model.cpp" line="298"/>
         <source>%1: %2</source>
         <translation>%1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="299"/>
+        <location filename="../ui/downloads_view_model.cpp" line="302"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation>只能为单个文件指定 SHA-256；“%1”匹配到 %2 个文件</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="343"/>
+        <location filename="../ui/downloads_view_model.cpp" line="346"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free%4</source>
         <translation>%1 空间不足：需要 %2 字节，可用 %3 字节%4</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="347"/>
+        <location filename="../ui/downloads_view_model.cpp" line="350"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation>（下载的文件及由其构建的专家包）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="358"/>
+        <location filename="../ui/downloads_view_model.cpp" line="361"/>
         <source>%1 already exists; remove it first</source>
         <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="366"/>
+        <location filename="../ui/downloads_view_model.cpp" line="369"/>
         <source>%1 is already in the download list</source>
         <translation>%1 已在下载列表中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="390"/>
+        <location filename="../ui/downloads_view_model.cpp" line="393"/>
         <source>cannot record the download: %1</source>
         <translation>无法记录该下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="505"/>
+        <location filename="../ui/downloads_view_model.cpp" line="508"/>
         <source>position %1 of the group</source>
         <translation>该组中的第 %1 项</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="515"/>
+        <location filename="../ui/downloads_view_model.cpp" line="518"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation>%1 的下载不完整（缺少：%2）；未添加到模型库</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="550"/>
+        <location filename="../ui/downloads_view_model.cpp" line="553"/>
         <source>the download list is already kept in %1</source>
         <translation>下载列表已保存在 %1 中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="561"/>
+        <location filename="../ui/downloads_view_model.cpp" line="564"/>
         <source>the download list cannot be kept: %1</source>
         <translation>无法保存下载列表：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="604"/>
+        <location filename="../ui/downloads_view_model.cpp" line="607"/>
         <source>convert %1: %2</source>
         <translation>转换 %1：%2</translation>
     </message>

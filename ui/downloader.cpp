@@ -42,6 +42,8 @@ QString unquoteEtag(QString v) {
   return v;
 }
 
+bool isWeakEtag(const QByteArray& raw) { return raw.trimmed().startsWith("W/"); }
+
 bool isTlsError(QNetworkReply::NetworkError e) { return e == QNetworkReply::SslHandshakeFailedError; }
 
 }  // namespace
@@ -261,6 +263,7 @@ void Downloader::start(const DownloadRequest& request) {
     return;
   }
   if (QFileInfo::exists(finalPath())) {
+    if (installedEarlier()) return;
     fail(tr("%1 already exists; remove it first").arg(finalPath()));
     return;
   }
@@ -318,7 +321,9 @@ QNetworkReply* Downloader::send(const QByteArray& verb, bool withRange) {
   QNetworkRequest r = https_request(req_.url, extraCas_);
   if (withRange) {
     r.setRawHeader("Range", "bytes=" + QByteArray::number(done_) + "-");
-    if (!etag_.isEmpty()) r.setRawHeader("If-Range", '"' + etag_.toUtf8() + '"');
+    // A weak validator cannot make a range conditional (RFC 9110 13.1.5): without If-Range the
+    // 206's ETag and Content-Range are checked instead (onMetaData).
+    if (!etag_.isEmpty() && !etagWeak_) r.setRawHeader("If-Range", '"' + etag_.toUtf8() + '"');
   }
   // head() (not a custom "HEAD"): only then does Qt know that the response has no body.
   QNetworkReply* reply = verb == "HEAD" ? nam_->head(r) : nam_->get(r);
@@ -370,6 +375,7 @@ void Downloader::probe() {
       return;
     }
     etag_ = etag;
+    etagWeak_ = isWeakEtag(reply->rawHeader("ETag"));
     total_ = size;
     hashSource_ = !req_.expectedSha256.isEmpty() ? req_.sha256Source
                   : !serverSha_.isEmpty()        ? QStringLiteral("server")
@@ -426,7 +432,9 @@ void Downloader::hashPrefixThenGet() {
 
 void Downloader::get() {
   part_.setFileName(partPath());
-  if (!part_.open(QIODevice::ReadWrite)) {
+  // Unbuffered: a failed write (ENOSPC, EIO) is seen at the write that failed, never later as a
+  // short file.
+  if (!part_.open(QIODevice::ReadWrite | QIODevice::Unbuffered)) {
     fail(tr("cannot open %1: %2").arg(partPath(), part_.errorString()));
     return;
   }
@@ -557,6 +565,10 @@ void Downloader::onGetFinished() {
   if (status == 416) {
     // Nothing to send after byte done_: the .part is complete if its size is the file's.
     if (part_.isOpen()) part_.close();
+    // "Content-Range: bytes */N" gives the size where the HEAD did not.
+    static const QRegularExpression unsat(QStringLiteral("^bytes \\*/(\\d+)$"));
+    const auto m = unsat.match(QString::fromLatin1(reply->rawHeader("Content-Range")).trimmed());
+    if (total_ < 0 && m.hasMatch()) total_ = m.captured(1).toLongLong();
     if (total_ >= 0 && done_ == total_) {
       verifyAndInstall();
     } else {
@@ -614,9 +626,16 @@ void Downloader::scheduleRetry(const QString& why) {
 void Downloader::verifyAndInstall() {
   setState(State::Verifying);
   if (part_.isOpen()) {
-    part_.flush();
-    ::fsync(part_.handle());
+    const bool flushed = part_.flush();
+    const int rc = flushed ? ::fsync(part_.handle()) : -1;
+    const int err = errno;
     part_.close();
+    if (!flushed || rc != 0) {
+      // The .part stays as it is: a retry hashes it again from the disk.
+      fail(tr("cannot write %1: %2")
+               .arg(partPath(), flushed ? QString::fromLocal8Bit(std::strerror(err)) : part_.errorString()));
+      return;
+    }
   }
   const qint64 size = QFileInfo(partPath()).size();
   if (total_ >= 0 && size != total_) {
@@ -669,20 +688,23 @@ void Downloader::verifyAndInstall() {
   } catch (const std::exception& e) {
     qCWarning(lcDownload) << e.what();
   }
-  QFile::remove(partPath() + QStringLiteral(".json"));
   qCInfo(lcDownload) << "installed" << finalPath() << size << "bytes, sha256" << actualSha_ << "(" << hashSource_
                      << ")";
   setState(State::Finished);
   emit progress(done_, total_);
   emit finished(true);
+  // Only now (the list has recorded the end): a process that stops between the rename and
+  // here finds the sidecar beside the installed file and finishes the row (start()).
+  QFile::remove(partPath() + QStringLiteral(".json"));
 }
 
 void Downloader::writeSidecar() {
-  const QJsonObject o{{QStringLiteral("url"), req_.url.toString()},
-                      {QStringLiteral("etag"), etag_},
-                      {QStringLiteral("expected_size"), total_},
-                      {QStringLiteral("sha256"), req_.expectedSha256.isEmpty() ? serverSha_ : req_.expectedSha256},
-                      {QStringLiteral("sha256_source"), hashSource_}};
+  const QJsonObject o{
+      {QStringLiteral("url"), req_.url.toString(QUrl::FullyEncoded)},
+      {QStringLiteral("etag"), etag_},
+      {QStringLiteral("expected_size"), total_},
+      {QStringLiteral("sha256"), req_.expectedSha256.isEmpty() ? serverSha_ : req_.expectedSha256},
+      {QStringLiteral("sha256_source"), hashSource_}};
   try {
     write_file_atomic(QFile::encodeName(req_.destDir).toStdString(),
                       QFile::encodeName(name_ + QStringLiteral(".part.json")).toStdString(),
@@ -692,12 +714,37 @@ void Downloader::writeSidecar() {
   }
 }
 
+// The final file is this download's, installed by a run that stopped before the list recorded
+// it: no .part, and the sidecar (removed only after the end was recorded) names this URL and the
+// installed file's size. Its SHA-256 was checked before the rename.
+bool Downloader::installedEarlier() {
+  if (QFileInfo::exists(partPath())) return false;
+  QFile f(partPath() + QStringLiteral(".json"));
+  if (!f.open(QIODevice::ReadOnly)) return false;
+  const QJsonObject o = QJsonDocument::fromJson(f.read(1 << 20)).object();
+  const QString url = o.value(QStringLiteral("url")).toString();
+  const qint64 size = o.value(QStringLiteral("expected_size")).toInteger(-1);
+  if ((url != req_.url.toString(QUrl::FullyEncoded) && url != req_.url.toString()) || size < 0 ||
+      QFileInfo(finalPath()).size() != size)
+    return false;
+  qCInfo(lcDownload) << finalPath() << "was installed by an earlier run; finishing its row";
+  done_ = total_ = size;
+  hashSource_ = o.value(QStringLiteral("sha256_source")).toString();
+  actualSha_ = o.value(QStringLiteral("sha256")).toString();
+  setState(State::Finished);
+  emit progress(done_, total_);
+  emit finished(true);
+  QFile::remove(partPath() + QStringLiteral(".json"));
+  return true;
+}
+
 bool Downloader::loadSidecar() {
   QFile f(partPath() + QStringLiteral(".json"));
   if (!QFileInfo::exists(partPath())) return false;
   if (!f.open(QIODevice::ReadOnly)) return false;
   const QJsonObject o = QJsonDocument::fromJson(f.read(1 << 20)).object();
-  if (o.value(QStringLiteral("url")).toString() != req_.url.toString()) return false;
+  const QString url = o.value(QStringLiteral("url")).toString();  // encoded; decoded before 2026-12
+  if (url != req_.url.toString(QUrl::FullyEncoded) && url != req_.url.toString()) return false;
   etag_ = o.value(QStringLiteral("etag")).toString();
   total_ = o.value(QStringLiteral("expected_size")).toInteger(-1);
   done_ = QFileInfo(partPath()).size();

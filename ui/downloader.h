@@ -157,6 +157,7 @@ class Downloader : public QObject {
   void verifyAndInstall();
   void writeSidecar();
   bool loadSidecar();
+  bool installedEarlier();
   void removePartial();
   void stopHashing();
   QNetworkReply* send(const QByteArray& verb, bool withRange);
@@ -183,6 +184,7 @@ class Downloader : public QObject {
   QFutureWatcher<std::shared_ptr<Sha256>> prefixWatcher_;
   QTimer retryTimer_;
   QString etag_;
+  bool etagWeak_ = false;  // W/"…": never sent as If-Range (a server must not match it there)
   QString serverSha_;
   QString hashSource_;
   QString actualSha_;

@@ -192,6 +192,8 @@ std::unique_ptr<Downloader> DownloadsViewModel::makeDownloader() {
 DownloadRequest DownloadsViewModel::requestOf(const DownloadRecord& r, int row) const {
   DownloadRequest q;
   q.url = QUrl(r.url, QUrl::StrictMode);
+  // A row from before the URLs were kept encoded ("…/My Model.gguf"): read it as a browser would.
+  if (!q.url.isValid()) q.url = QUrl(r.url, QUrl::TolerantMode);
   q.destDir = r.destDir;
   q.fileName = r.fileName;
   q.expectedSize = r.expectedSize;
@@ -235,7 +237,8 @@ void DownloadsViewModel::addInternal(const QString& source, const QString& file,
   }
   if (s.startsWith(QLatin1String("https://"), Qt::CaseInsensitive)) {
     DownloadRecord r;
-    r.url = QUrl(s, QUrl::StrictMode).toString();
+    // Kept percent-encoded ("%20" stays "%20"): the decoded form ("a b") is no valid URL.
+    r.url = QUrl(s, QUrl::StrictMode).toString(QUrl::FullyEncoded);
     r.destDir = modelsFolder_;
     const QUrl u(s, QUrl::StrictMode);
     const QString enc = u.path(QUrl::FullyEncoded);
@@ -306,7 +309,7 @@ void DownloadsViewModel::addInternal(const QString& source, const QString& file,
               const HubFile& f = chosen[i];
               DownloadRecord r;
               r.position = static_cast<int>(i);
-              r.url = hub_file_url(base, s, f.path).toString();
+              r.url = hub_file_url(base, s, f.path).toString(QUrl::FullyEncoded);
               r.hubRepo = s;
               r.hubFile = f.path;
               r.destDir = folder;

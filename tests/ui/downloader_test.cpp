@@ -142,6 +142,7 @@ class DownloaderTest : public QObject {
     QVERIFY(writeAll(root_ + QStringLiteral("/a.bin"), a_));
     QVERIFY(writeAll(root_ + QStringLiteral("/a.bin.v2"), a2_));
     QVERIFY(writeAll(root_ + QStringLiteral("/big.bin"), big_));
+    QVERIFY(writeAll(root_ + QStringLiteral("/My Model.bin"), a2_));
     // Hub repository test/ds2: the three Q2_K shards of the fixture, a README (not in LFS) and
     // another quantisation the pattern must not pick.
     QVERIFY(QDir().mkpath(root_ + QStringLiteral("/hub/test/ds2")));
@@ -263,6 +264,50 @@ class DownloaderTest : public QObject {
     QVERIFY2(run(*d, req(QStringLiteral("/truncate-65536/a.bin"))), qPrintable(d->error()));
     QCOMPARE(readAll(dest() + QStringLiteral("/a.bin")), a_);
     QVERIFY(logLines(QStringLiteral("/truncate-65536/a.bin")).last().startsWith(QStringLiteral("GET bytes=65536-")));
+  }
+
+  // A weak ETag is never sent as If-Range (a server would answer every resume with the whole
+  // file): the resume is a plain range, and the 206's ETag is checked instead.
+  void aWeakEtagResumesWithoutIfRange() {
+    auto d = make();
+    QVERIFY2(run(*d, req(QStringLiteral("/weak-truncate-100000/a.bin"))), qPrintable(d->error()));
+    QCOMPARE(readAll(dest() + QStringLiteral("/a.bin")), a_);
+    QCOMPARE(d->restarts(), 0);
+    const QStringList log = logLines(QStringLiteral("/weak-truncate-100000/a.bin"));
+    QVERIFY2(log.last() == QStringLiteral("GET bytes=100000- "), qPrintable(log.join('|')));
+  }
+
+  // No size from the HEAD: a complete .part gets a 416 whose "bytes */SIZE" says it is whole.
+  void aRangePastTheEndGivesTheSizeWhereTheHeadDidNot() {
+    const QUrl u = url(QStringLiteral("/no-length/a.bin"));
+    seedPart(QStringLiteral("a.bin"), u, a_, sha(a_), -1);
+    auto d = make();
+    QVERIFY2(run(*d, req(QStringLiteral("/no-length/a.bin"))), qPrintable(d->error()));
+    QCOMPARE(readAll(dest() + QStringLiteral("/a.bin")), a_);
+    QCOMPARE(d->restarts(), 0);
+  }
+
+  // Installed by a run that stopped before the list recorded the end (the sidecar is removed
+  // only after that): the row finishes without a request, the file kept as it is.
+  void aFileInstalledBeforeAStopFinishesItsRow() {
+    const QUrl u = url(QStringLiteral("/plain/a.bin"));
+    seedPart(QStringLiteral("a.bin"), u, a_, sha(a_), a_.size());
+    QVERIFY(QFile::rename(dest() + QStringLiteral("/a.bin.part"), dest() + QStringLiteral("/a.bin")));
+    const qsizetype before = logLines(QStringLiteral("/plain/a.bin")).size();
+    auto d = make();
+    QVERIFY2(run(*d, req(QStringLiteral("/plain/a.bin"))), qPrintable(d->error()));
+    QCOMPARE(logLines(QStringLiteral("/plain/a.bin")).size(), before);
+    QCOMPARE(readAll(dest() + QStringLiteral("/a.bin")), a_);
+    QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/a.bin.part.json")));
+    // Another size at the final path is someone else's file: refused, as before.
+    cleanDest();
+    seedPart(QStringLiteral("a.bin"), u, a_, sha(a_), a_.size());
+    QVERIFY(QFile::remove(dest() + QStringLiteral("/a.bin.part")));
+    QVERIFY(writeAll(dest() + QStringLiteral("/a.bin"), "theirs"));
+    auto d2 = make();
+    QVERIFY(!run(*d2, req(QStringLiteral("/plain/a.bin"))));
+    QVERIFY2(d2->error().contains(QStringLiteral("already exists")), qPrintable(d2->error()));
+    QCOMPARE(readAll(dest() + QStringLiteral("/a.bin")), QByteArray("theirs"));
   }
 
   void serverIgnoringRangeRestartsFromZero() {
@@ -420,6 +465,12 @@ class DownloaderTest : public QObject {
     vm.add(QStringLiteral("owner/.."), QStringLiteral("a.bin"), QString(), 0);  // refused, no row
     QCOMPARE(errors.size(), 1);
     QCOMPARE(vm.downloads()->rowCount(), 1);
+    // A pasted URL with an encoded space: kept encoded, downloaded as "My Model.bin".
+    vm.add(url(QStringLiteral("/plain/My%20Model.bin")).toString(QUrl::FullyEncoded), QString(), QString(),
+           0);
+    QTRY_COMPARE_WITH_TIMEOUT(installed.size(), 2, 30000);
+    QVERIFY2(errors.size() == 1, qPrintable(errors.last().front().toString()));
+    QCOMPARE(readAll(dest() + QStringLiteral("/My Model.bin")), a2_);
   }
 
   void namesCannotEscapeTheModelsFolder() {

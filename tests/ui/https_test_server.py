@@ -21,6 +21,10 @@ and honours Range: bytes=N- and If-Range. Modes (the first path segment):
   etag-change     after the first request (HEAD or GET), the path serves <name>.v2 (other content, other ETag)
   slow-MS         sends 16 KiB chunks with MS milliseconds of sleep between them
   wrong-hash      the ETag advertises the SHA-256 of other content
+  weak-truncate-N as truncate-N, with a weak ETag (W/"..."): an If-Range never matches it (RFC 9110
+                  13.1.5: the comparison is strong), so a range with If-Range gets the whole file
+  no-length       responses carry no Content-Length (HEAD), and a range past the end gets the 416's
+                  "Content-Range: bytes */SIZE"
 Each request is appended to the log file as one JSON line {method, path, range, if_range}.
 The chosen port is written to --port-file once the server listens (port 0 = any free port).
 """
@@ -33,6 +37,7 @@ import re
 import ssl
 import threading
 import time
+import urllib.parse
 
 LOCK = threading.Lock()
 GETS = {}  # path -> GET requests seen
@@ -91,9 +96,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if os.path.isfile(full):
                 return mode, os.path.relpath(full, self.server.root)
             return mode, parts[-1]
-        if len(parts) != 2 or parts[1] in ("", ".", ".."):
+        if len(parts) != 2:
             return None, None
-        return parts[0], parts[1]
+        name = urllib.parse.unquote(parts[1])  # "My%20Model.bin" is the file "My Model.bin"
+        if name in ("", ".", "..") or "/" in name:
+            return None, None
+        return parts[0], name
 
     def _hub_listing(self, owner, repo):
         base = os.path.join(self.server.root, "hub", owner, repo)
@@ -172,11 +180,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         size = os.path.getsize(path)
         etag = '"%s"' % digest(path, b"x" if mode == "wrong-hash" else b"")
+        weak = mode.startswith("weak-")
+        if weak:
+            etag = "W/" + etag
+            mode = mode[len("weak-"):]
         start = 0
         status = 200
         rng = self.headers.get("Range")
         if_range = self.headers.get("If-Range")
-        if rng and mode != "ignore-range" and (if_range is None or if_range == etag):
+        if rng and mode != "ignore-range" and (if_range is None or (not weak and if_range == etag)):
             m = re.fullmatch(r"bytes=(\d+)-", rng.strip())
             if m:
                 start = int(m.group(1))
@@ -189,7 +201,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return
                 status = 206
         self.send_response(status)
-        self.send_header("Content-Length", str(size - start))
+        if mode != "no-length" or not head:
+            self.send_header("Content-Length", str(size - start))
         self.send_header("ETag", etag)
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:
