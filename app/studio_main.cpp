@@ -3,9 +3,14 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QMessageBox>
 #include <QQmlApplicationEngine>
 #include <QQmlContext>
+#include <QStandardPaths>
 #include <cstdio>
+#include <memory>
+
+#include "ui/single_instance.h"
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
 
@@ -38,6 +43,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   const QString modelPath = positional.isEmpty() ? parser.value(model) : positional.front();
+
+  // One studio at a time (ui/single_instance.h); a quitting one (the restart after a lost GPU)
+  // gets 15 s to go.
+  QString why;
+  const std::unique_ptr<QLockFile> instance = moepack::ui::acquire_instance_lock(
+      QStandardPaths::writableLocation(QStandardPaths::AppDataLocation), 15000, &why);
+  if (!instance) {
+    std::fprintf(stderr, "moepack-studio: %s\n", qPrintable(why));
+    if (QGuiApplication::platformName() != QLatin1String("offscreen"))
+      QMessageBox::warning(nullptr, QStringLiteral("MoePack Studio"), why);
+    return 1;
+  }
 
   QQmlApplicationEngine engine;
   engine.addImportPath(QStringLiteral("qrc:/qt/qml"));

@@ -1,13 +1,18 @@
 // The studio's QML loads (MoePack.Ui module, QtCharts, Controls) and, given the demo model,
 // shows its architecture and one chart bar per MoE layer.
+#include <QtQml/qqmlextensionplugin.h>
+
 #include <QApplication>
+#include <QProcess>
 #include <QQmlApplicationEngine>
 #include <QQuickWindow>
 #include <QStandardPaths>
-#include <QtQml/qqmlextensionplugin.h>
+#include <QSysInfo>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "ui/model_inspector.h"
+#include "ui/single_instance.h"
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
 
@@ -20,6 +25,35 @@ class StudioWindowTest : public QObject {
     QStandardPaths::setTestModeEnabled(true);
     QCoreApplication::setOrganizationName(QStringLiteral("MoePackTest"));
     QCoreApplication::setApplicationName(QStringLiteral("studio_window_test"));
+  }
+
+  // One studio at a time: a second instance is refused with the holder's pid; a lock left by a
+  // process that is gone is taken over.
+  void oneStudioAtATime() {
+    QTemporaryDir dir;
+    QString why;
+    auto first = moepack::ui::acquire_instance_lock(dir.path(), 0, &why);
+    QVERIFY2(first != nullptr, qPrintable(why));
+    auto second = moepack::ui::acquire_instance_lock(dir.path(), 100, &why);
+    QVERIFY(second == nullptr);
+    QVERIFY2(why.contains(QStringLiteral("already running")) &&
+                 why.contains(QString::number(QCoreApplication::applicationPid())),
+             qPrintable(why));
+    first.reset();  // the first quits
+    auto third = moepack::ui::acquire_instance_lock(dir.path(), 0, &why);
+    QVERIFY2(third != nullptr, qPrintable(why));
+    third.reset();
+    // A crashed studio's lock: a pid that no longer runs, this host.
+    QProcess gone;
+    gone.start(QStringLiteral("true"));
+    QVERIFY(gone.waitForFinished());
+    QFile stale(dir.filePath(QStringLiteral("moepack-studio.lock")));
+    QVERIFY(stale.open(QIODevice::WriteOnly));
+    stale.write(QByteArray::number(gone.processId() > 0 ? gone.processId() : 2147483) + '\n' +
+                QByteArray("moepack-studio\n") + QSysInfo::machineHostName().toUtf8() + '\n');
+    stale.close();
+    auto taken = moepack::ui::acquire_instance_lock(dir.path(), 2000, &why);
+    QVERIFY2(taken != nullptr, qPrintable(why));
   }
 
   void mainWindowShowsTheDemoModel() {

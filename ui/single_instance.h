@@ -1,0 +1,20 @@
+// One studio per user. The conversation database, the download list and the downloads' .part
+// files are written by one process at a time: a second studio would resume the same downloads
+// over the first's files. The lock is a QLockFile in the app's data folder, held for the
+// process's life; a lock whose process is gone (a crash) is taken over (QLockFile's stale-lock
+// rule: the recorded pid no longer runs).
+#pragma once
+
+#include <QLockFile>
+#include <QString>
+#include <memory>
+
+namespace moepack::ui {
+
+// Takes `dir`/moepack-studio.lock, waiting up to `wait_ms` for an instance that is quitting (the
+// restart after a lost GPU starts the new process while the old one quits). nullptr when another
+// instance keeps it; `why` then says which process holds it (pid, host, application) or what
+// failed (the folder cannot be created, the lock file cannot be written).
+std::unique_ptr<QLockFile> acquire_instance_lock(const QString& dir, int wait_ms, QString* why);
+
+}  // namespace moepack::ui
