@@ -811,262 +811,273 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="102"/>
         <source>Also delete its files from disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="97"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="109"/>
         <source>%1 will be freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="98"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="110"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="108"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="120"/>
         <source>Convert to an Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="176"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="188"/>
         <source>Converting a finished download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="203"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="215"/>
         <source>Add file…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="204"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="216"/>
         <source>Scan folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="209"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="221"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="213"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="225"/>
         <source>Add Ollama model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="217"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="229"/>
         <source>Refresh</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="243"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="224"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="236"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="119"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
+        <source>Remove and delete files</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
+        <source>Remove from the library</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="131"/>
         <source>Close</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="148"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
         <source>Stop the conversion?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="167"/>
         <source>What is written so far stays on disk; converting the same model again goes on from there.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="159"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="171"/>
         <source>Keep converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="176"/>
         <source>Stop and close</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="233"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="245"/>
         <source>expert cache (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="252"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="285"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="327"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="335"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="364"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="358"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="370"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="360"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="372"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="381"/>
         <source>Load</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
         <source>Load %1 and chat with it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="377"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="389"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="397"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="398"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="410"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="406"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="410"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="413"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="416"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="430"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="452"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="464"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="474"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="486"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="476"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="488"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="477"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="489"/>
         <source>cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="478"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
         <source>done · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="480"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="492"/>
         <source>paused · %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="482"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="494"/>
         <source>paused · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="484"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="496"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="487"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="94"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="511"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1142,22 +1153,22 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="84"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="86"/>
         <source>The reply failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="103"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="109"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="108"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="114"/>
         <source>Save and re-run</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="138"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="144"/>
         <source>%n prompt token(s)</source>
         <translation>
             <numerusform>%n prompt token</numerusform>
@@ -1165,7 +1176,7 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="139"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
         <source> · %n token(s)</source>
         <translation>
             <numerusform> · %n token</numerusform>
@@ -1173,52 +1184,52 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="140"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="146"/>
         <source> · first token %1 ms · prefill %2 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="142"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="148"/>
         <source> · decode %1 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="143"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="149"/>
         <source> · stopped</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="144"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="150"/>
         <source> · length limit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="151"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="171"/>
         <source>generating…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="182"/>
         <source>Copy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="182"/>
         <source>Copied</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="194"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="200"/>
         <source>Edit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="207"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="213"/>
         <source>Regenerate</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1976,6 +1987,24 @@ What does &quot;salmon&quot; mean?</source>
     </message>
 </context>
 <context>
+    <name>moepack::ui</name>
+    <message>
+        <location filename="../ui/single_instance.cpp" line="10"/>
+        <source>cannot create the folder %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/single_instance.cpp" line="21"/>
+        <source>MoePack Studio is already running (process %1 on %2); close it first, or switch to its window</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/single_instance.cpp" line="27"/>
+        <source>cannot write the lock file %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="131"/>
@@ -2479,43 +2508,64 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="147"/>
+        <location filename="../ui/settings_view_model.cpp" line="149"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="153"/>
+        <location filename="../ui/settings_view_model.cpp" line="155"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="156"/>
+        <location filename="../ui/settings_view_model.cpp" line="159"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="167"/>
-        <source>Enter a number.</source>
+        <location filename="../ui/settings_view_model.cpp" line="161"/>
+        <source>Give the whole path (from /).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../ui/settings_view_model.cpp" line="163"/>
         <location filename="../ui/settings_view_model.cpp" line="171"/>
-        <source>Between %1 and %2.</source>
+        <source>%1 is a file, not a folder.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <source>MoePack cannot write in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/settings_view_model.cpp" line="172"/>
+        <source>MoePack cannot create a folder in %1.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="184"/>
+        <source>Enter a number.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="189"/>
+        <source>Between %1 and %2.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="188"/>
         <source>Enter a whole number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="175"/>
-        <location filename="../ui/settings_view_model.cpp" line="179"/>
+        <location filename="../ui/settings_view_model.cpp" line="192"/>
+        <location filename="../ui/settings_view_model.cpp" line="196"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="284"/>
+        <location filename="../ui/settings_view_model.cpp" line="302"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

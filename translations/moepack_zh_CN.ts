@@ -859,76 +859,86 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="90"/>
+        <source>Remove and delete files</source>
+        <translation>移除并删除文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="90"/>
+        <source>Remove from the library</source>
+        <translation>从模型库中移除</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="102"/>
         <source>Also delete its files from disk</source>
         <translation>同时从磁盘删除其文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="97"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="109"/>
         <source>%1 will be freed.</source>
         <translation>将释放 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="98"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="110"/>
         <source>The files stay on disk; no space is freed.</source>
         <translation>文件保留在磁盘上，不释放空间。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="108"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="120"/>
         <source>Convert to an Expert Pack</source>
         <translation>转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="119"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="131"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="148"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
         <source>Stop the conversion?</source>
         <translation>停止转换？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="155"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="167"/>
         <source>What is written so far stays on disk; converting the same model again goes on from there.</source>
         <translation>已写入的内容保留在磁盘上；再次转换同一模型时会从该处继续。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="159"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="171"/>
         <source>Keep converting</source>
         <translation>继续转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="164"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="176"/>
         <source>Stop and close</source>
         <translation>停止并关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="176"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="188"/>
         <source>Converting a finished download</source>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="203"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="215"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="204"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="216"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="209"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="221"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="213"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="225"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="217"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="229"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
@@ -937,7 +947,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="231"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="243"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
@@ -946,182 +956,183 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="224"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="236"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation>规划上下文:内存(GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="233"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="245"/>
         <source>expert cache (MiB)</source>
         <translation>专家缓存(MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="240"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="252"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation>初始值为设置中的缓存预算;此处修改仅用于规划</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="285"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="327"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="335"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="345"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每词元 %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个词元的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="352"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="364"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每词元字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="358"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="370"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="359"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="360"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="372"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="369"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="381"/>
         <source>Load</source>
         <translation>加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
         <source>Load %1 and chat with it</source>
         <translation>加载 %1 并与之对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="377"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="389"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="397"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="398"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="410"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="406"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="410"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="413"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="416"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="430"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="452"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="464"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="474"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="486"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="476"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="488"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="477"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="489"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="478"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="480"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="492"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="482"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="494"/>
         <source>paused · %1</source>
         <translation>已暂停 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="484"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="496"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="487"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="94"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="511"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1197,17 +1208,17 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>助手</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="84"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="86"/>
         <source>The reply failed: %1</source>
         <translation>回复失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="103"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="109"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="108"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="114"/>
         <source>Save and re-run</source>
         <translation>保存并重新生成</translation>
     </message>
@@ -1220,66 +1231,66 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">%1 个提示词元 · %2 个词元 · 首词元 %3 ms · 预填充 %4 词元/秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="138"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="144"/>
         <source>%n prompt token(s)</source>
         <translation>
             <numerusform>%n 个提示词元</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="139"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
         <source> · %n token(s)</source>
         <translation>
             <numerusform> · %n 个词元</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="140"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="146"/>
         <source> · first token %1 ms · prefill %2 tok/s</source>
         <translation> · 首词元 %1 ms · 预填充 %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="142"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="148"/>
         <source> · decode %1 tok/s</source>
         <translation> · 解码 %1 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="143"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="149"/>
         <source> · stopped</source>
         <translation> · 已停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="144"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="150"/>
         <source> · length limit</source>
         <translation> · 达到长度上限</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="151"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation> · 上下文已满:请新建对话,或在设置中增大上下文长度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="171"/>
         <source>generating…</source>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="182"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="176"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="182"/>
         <source>Copied</source>
         <translation>已复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="194"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="200"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="207"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="213"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -2054,6 +2065,24 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
 </context>
 <context>
+    <name>moepack::ui</name>
+    <message>
+        <location filename="../ui/single_instance.cpp" line="10"/>
+        <source>cannot create the folder %1</source>
+        <translation>无法创建文件夹 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/single_instance.cpp" line="21"/>
+        <source>MoePack Studio is already running (process %1 on %2); close it first, or switch to its window</source>
+        <translation>MoePack Studio 已在运行（%2 上的进程 %1）；请先关闭它，或切换到它的窗口</translation>
+    </message>
+    <message>
+        <location filename="../ui/single_instance.cpp" line="27"/>
+        <source>cannot write the lock file %1</source>
+        <translation>无法写入锁文件 %1</translation>
+    </message>
+</context>
+<context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
         <location filename="../ui/bench_view_model.cpp" line="131"/>
@@ -2565,43 +2594,64 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="147"/>
+        <location filename="../ui/settings_view_model.cpp" line="149"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="153"/>
+        <location filename="../ui/settings_view_model.cpp" line="155"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="156"/>
+        <location filename="../ui/settings_view_model.cpp" line="159"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="167"/>
+        <location filename="../ui/settings_view_model.cpp" line="161"/>
+        <source>Give the whole path (from /).</source>
+        <translation>请填写完整路径（从 / 开始）。</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="163"/>
+        <location filename="../ui/settings_view_model.cpp" line="171"/>
+        <source>%1 is a file, not a folder.</source>
+        <translation>%1 是文件，不是文件夹。</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <source>MoePack cannot write in %1.</source>
+        <translation>MoePack 无法在 %1 中写入。</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="172"/>
+        <source>MoePack cannot create a folder in %1.</source>
+        <translation>MoePack 无法在 %1 中创建文件夹。</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="184"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="171"/>
+        <location filename="../ui/settings_view_model.cpp" line="189"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="172"/>
+        <location filename="../ui/settings_view_model.cpp" line="188"/>
         <source>Enter a whole number.</source>
         <translation>请输入整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="175"/>
-        <location filename="../ui/settings_view_model.cpp" line="179"/>
+        <location filename="../ui/settings_view_model.cpp" line="192"/>
+        <location filename="../ui/settings_view_model.cpp" line="196"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="284"/>
+        <location filename="../ui/settings_view_model.cpp" line="302"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

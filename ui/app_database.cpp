@@ -32,13 +32,22 @@ AppDatabase::AppDatabase(const QString& path)
     QSqlDatabase::removeDatabase(connection_);
     throw Error("cannot open the database " + path.toStdString() + ": " + why);
   }
-  if (path != ":memory:") exec_sql(db, "PRAGMA journal_mode=WAL");
-  exec_sql(db, "PRAGMA foreign_keys=ON");
-  exec_sql(db, "PRAGMA synchronous=FULL");
-  exec_sql(db, "PRAGMA busy_timeout=5000");
-  exec_sql(db,
-           "CREATE TABLE IF NOT EXISTS schema_versions ("
-           "component TEXT PRIMARY KEY, version INTEGER NOT NULL)");
+  try {
+    if (path != ":memory:") exec_sql(db, "PRAGMA journal_mode=WAL");
+    exec_sql(db, "PRAGMA foreign_keys=ON");
+    exec_sql(db, "PRAGMA synchronous=FULL");
+    exec_sql(db, "PRAGMA busy_timeout=5000");
+    exec_sql(db,
+             "CREATE TABLE IF NOT EXISTS schema_versions ("
+             "component TEXT PRIMARY KEY, version INTEGER NOT NULL)");
+  } catch (const Error& e) {
+    // SQLite opens any file; the first statement finds out ("file is not a database").
+    db.close();
+    db = QSqlDatabase();
+    QSqlDatabase::removeDatabase(connection_);
+    throw Error("the database " + path.toStdString() + " cannot be used (" + e.what() +
+                "); move it aside (MoePack then starts a new one) or restore it from a backup");
+  }
 }
 
 AppDatabase::~AppDatabase() {

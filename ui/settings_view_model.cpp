@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QFile>
+#include <QFileInfo>
 #include <QLoggingCategory>
 #include <QQmlEngine>
 #include <QSettings>
@@ -90,7 +91,7 @@ QVariantMap SettingsViewModel::defaults() {
       {"min_p", 0.05},
       {"repeat_penalty", 1.0},
       {"max_tokens", g.max_tokens},
-      {"seed", -1},
+      {"seed", qint64{-1}},  // up to 2^32 - 2: not an int
       {"system_prompt", QString()},
       {"convert_gguf", true},
       {"models_folder", QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/packs"},
@@ -153,7 +154,23 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
                : tr("Unknown language.");
   }
   if (key == QLatin1String("models_folder")) {
-    return value.toString().trimmed().isEmpty() ? tr("Choose a folder.") : QString();
+    const QString path = value.toString().trimmed();
+    if (path.isEmpty()) return tr("Choose a folder.");
+    const QFileInfo fi(path);
+    if (!fi.isAbsolute()) return tr("Give the whole path (from /).");
+    if (fi.exists()) {
+      if (!fi.isDir()) return tr("%1 is a file, not a folder.").arg(path);
+      if (!fi.isWritable()) return tr("MoePack cannot write in %1.").arg(path);
+      return {};
+    }
+    // Created at the first conversion: the nearest folder that exists must take it.
+    QFileInfo parent(fi.absolutePath());
+    while (!parent.exists() && parent.absoluteFilePath() != parent.absolutePath())
+      parent = QFileInfo(parent.absolutePath());
+    if (!parent.isDir()) return tr("%1 is a file, not a folder.").arg(parent.absoluteFilePath());
+    if (!parent.isWritable())
+      return tr("MoePack cannot create a folder in %1.").arg(parent.absoluteFilePath());
+    return {};
   }
   if (key == QLatin1String("direct_io") || key == QLatin1String("prefetch_experts") ||
       key == QLatin1String("verify_pack_sha256") || key == QLatin1String("convert_gguf") ||
@@ -168,8 +185,8 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
     // Limits as plain numbers ("16777216", not "1.67772e+07").
     // (C locale: the form the field itself accepts.)
     const auto num = [](double x) { return QString::number(x, 'f', x == std::floor(x) ? 0 : 2); };
-    if (v < lo || v > hi) return tr("Between %1 and %2.").arg(num(lo), num(hi));
     if (whole && v != std::floor(v)) return tr("Enter a whole number.");
+    if (v < lo || v > hi) return tr("Between %1 and %2.").arg(num(lo), num(hi));
     return {};
   }
   return tr("Unknown setting %1.").arg(key);
@@ -196,7 +213,8 @@ void SettingsViewModel::apply() {
   bool engineChanged = false;
   for (const char* k :
        {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "stage_slots",
-        "read_splits", "direct_io", "prefetch_experts", "verify_pack_sha256", "models_folder"}) {
+        "read_splits", "direct_io", "prefetch_experts", "verify_pack_sha256"}) {
+    // (not models_folder: the loaded model stays; the next conversion goes to the new folder)
     engineChanged = engineChanged || draft_.value(k) != saved_.value(k);
   }
   QSettings s;

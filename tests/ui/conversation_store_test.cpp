@@ -80,6 +80,31 @@ class ConversationStoreTest : public QObject {
     QVERIFY_THROWS_EXCEPTION(moepack::Error, ConversationStore{db});
   }
 
+  // A file that is not an SQLite database: an error naming it and what to do, no connection
+  // left behind, and the file untouched.
+  void aFileThatIsNoDatabaseIsNamed() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("chat.sqlite");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    const QByteArray junk = QByteArray("this is not SQLite\n").repeated(300);
+    f.write(junk);
+    f.close();
+    const QStringList before = QSqlDatabase::connectionNames();
+    try {
+      moepack::ui::AppDatabase db(path);
+      QFAIL("a text file opened as a database");
+    } catch (const moepack::Error& e) {
+      const QString m = QString::fromUtf8(e.what());
+      QVERIFY2(m.contains(path) && m.contains(QStringLiteral("cannot be used")) &&
+                   m.contains(QStringLiteral("move it aside")),
+               qPrintable(m));
+    }
+    QCOMPARE(QSqlDatabase::connectionNames(), before);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), junk);
+  }
+
   void editTruncateRenameDelete() {
     AppDatabase db(":memory:");
     ConversationStore store(db);

@@ -1,11 +1,14 @@
 // SettingsViewModel (validation, draft/apply/revert/reset, QSettings persistence, the engine
 // settings it produces, the slot-count preview) and TelemetryViewModel (series and counters
 // from a scripted engine's telemetry; hand-computed values).
+#include <unistd.h>
+
 #include <QQmlComponent>
 #include <QQmlEngine>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "core/engine_settings.h"
@@ -217,6 +220,32 @@ QtObject {
     const QString err = s.setValue("cache_vram_mib", 99999999999999.0);
     QCOMPARE(err, QStringLiteral("Between 1 and 16777216."));
     QCOMPARE(s.setValue("top_p", 7), QStringLiteral("Between 0.01 and 1."));
+    // A fraction where a whole number is wanted says so, whatever its range.
+    QCOMPARE(s.setValue("cache_vram_mib", 0.1), QStringLiteral("Enter a whole number."));
+  }
+
+  // The seed's whole range survives (an int would turn 4294967294 into -2, "random"); the
+  // packs folder must be a folder MoePack can write in or create; changing it reloads nothing.
+  void seedRangeAndThePacksFolder() {
+    QTemporaryDir dir;
+    SettingsViewModel s;
+    QCOMPARE(s.setValue("seed", "4294967294"), QString());
+    QCOMPARE(s.values().value("seed").toLongLong(), 4294967294LL);
+    const QString file = dir.filePath("a-file");
+    QFile f(file);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.close();
+    QVERIFY(s.setValue("models_folder", file).contains(QStringLiteral("is a file, not a folder")));
+    QVERIFY(s.setValue("models_folder", file + "/packs").contains(QStringLiteral("is a file, not a folder")));
+    QVERIFY(s.setValue("models_folder", "relative/packs").contains(QStringLiteral("whole path")));
+    if (::geteuid() != 0)  // root writes anywhere
+      QVERIFY(s.setValue("models_folder", "/proc/packs").contains(QStringLiteral("cannot create")));
+    QCOMPARE(s.setValue("models_folder", dir.filePath("new/packs")), QString());
+    QSignalSpy applied(&s, &SettingsViewModel::applied);
+    s.apply();
+    QCOMPARE(applied.size(), 1);
+    QCOMPARE(applied.at(0).at(0).toBool(), false);  // no engine reload (and no second conversion)
+    QCOMPARE(s.generationDefaults().sampling.seed, uint64_t{4294967294});
   }
 
   void telemetrySeriesFollowTheEngine() {

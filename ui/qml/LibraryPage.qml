@@ -82,7 +82,19 @@ Page {
         title: qsTr("Remove %1?").arg(modelName)
         modal: true
         anchors.centerIn: parent
-        standardButtons: Dialog.Ok | Dialog.Cancel
+        // Unticked at every opening: deleting files is chosen for this model, never inherited.
+        onAboutToShow: deleteBox.checked = false
+        footer: DialogButtonBox {
+            Button {
+                objectName: "removeConfirm"
+                text: deleteBox.checked ? qsTr("Remove and delete files") : qsTr("Remove from the library")
+                DialogButtonBox.buttonRole: DialogButtonBox.AcceptRole
+            }
+            Button {
+                text: qsTr("Cancel")
+                DialogButtonBox.buttonRole: DialogButtonBox.RejectRole
+            }
+        }
         readonly property double freed: page.library.bytesFreed(modelId, deleteBox.checked)
         ColumnLayout {
             CheckBox {

@@ -76,15 +76,21 @@ Item {
                 readOnly: true
                 selectByMouse: true
                 wrapMode: TextEdit.Wrap
-                textFormat: bubble.isUser ? TextEdit.PlainText : TextEdit.MarkdownText
+                // An error is plain text (a path's underscores are no emphasis).
+                textFormat: bubble.isUser || bubble.error.length > 0 ? TextEdit.PlainText : TextEdit.MarkdownText
                 font.pixelSize: 14
                 color: "#111827"
                 selectionColor: "#bfd0ff"
+                // A reply's images ("![alt](url)") show as links: the text never fetches anything.
                 text: bubble.error.length > 0
                       ? qsTr("The reply failed: %1").arg(bubble.error)
-                      : (bubble.content.length > 0 ? bubble.content : (bubble.streaming ? "\u2026" : ""))
-                // Links in replies open in the browser.
-                onLinkActivated: function(link) { Qt.openUrlExternally(link) }
+                      : (bubble.content.length > 0 ? (bubble.isUser ? bubble.content : bubble.content.replace(/!\[([^\]\n]*)\]\(([a-z]+:[^)\s]*)\)/gi, "[$1]($2)"))
+                                                   : (bubble.streaming ? "\u2026" : ""))
+                // A model's reply is untrusted text: only web links open, in the browser (never
+                // file:, smb:, ...).
+                onLinkActivated: function(link) {
+                    if (/^https?:\/\//i.test(link)) Qt.openUrlExternally(link)
+                }
             }
 
             ColumnLayout {
