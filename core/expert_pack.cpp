@@ -223,4 +223,13 @@ void ExpertPack::read_expert(uint32_t l, uint32_t e, void* dst) const {
   experts_->read(expert_offset(l, e), dst, static_cast<size_t>(stride(l)), "expert block");
 }
 
+std::string ExpertPack::bad_block_message(uint32_t l, uint32_t e, const std::string& got) const {
+  return experts_path() + ": expert " + std::to_string(e) + " of layer " + std::to_string(l) + " (blk." +
+         std::to_string(layout().layers.at(l).block) + ") at byte " + std::to_string(expert_offset(l, e)) +
+         " (" + std::to_string(stride(l)) + " bytes) fails its SHA-256 check: manifest " +
+         manifest_.expert_sha256.at(l).at(e) + ", read " + got +
+         ". The pack is damaged: `moepack verify --full " + dir_ +
+         "` lists what else is, and converting the model again repairs it";
+}
+
 }  // namespace moepack

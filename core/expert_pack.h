@@ -122,6 +122,10 @@ class ExpertPack {
   // Reads block (l, e): stride(l) bytes into dst (buffered pread; the O_DIRECT/io_uring reader
   // lives with the runtime).
   void read_expert(uint32_t l, uint32_t e, void* dst) const;
+  // What the engine reports for block (l, e) whose SHA-256 read back as `got` (hex) instead of
+  // the manifest's: experts.bin, the expert, its layer and blk.N, byte offset and size, both
+  // hashes, and what to do (`moepack verify --full`, convert again). One text for every backend.
+  std::string bad_block_message(uint32_t l, uint32_t e, const std::string& got) const;
 
  private:
   std::string dir_;

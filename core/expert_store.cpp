@@ -59,9 +59,7 @@ std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const
         const std::string& want = pack_.manifest().expert_sha256.at(layer).at(a.expert);
         if (got != want) {
           forget_misses();  // this one is never served, nor the misses after it, unchecked
-          throw Error(pack_.experts_path() + ": expert " + std::to_string(a.expert) + " of layer " +
-                      std::to_string(layer) + " (block at byte " + std::to_string(pack_.expert_offset(layer, a.expert)) +
-                      ") fails its SHA-256 check: manifest " + want + ", read " + got);
+          throw Error(pack_.bad_block_message(layer, a.expert, got));
         }
         ++verified_count_;
       }

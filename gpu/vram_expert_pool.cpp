@@ -77,9 +77,7 @@ std::string VramExpertPool::check_sha256(uint32_t layer, uint32_t expert, const 
   const std::string got = to_hex(Sha256::of(src, bytes));
   const std::string& want = pack_.manifest().expert_sha256.at(layer).at(expert);
   if (got != want) {
-    return pack_.experts_path() + ": expert " + std::to_string(expert) + " of layer " + std::to_string(layer) +
-           " (block at byte " + std::to_string(pack_.expert_offset(layer, expert)) +
-           ") fails its SHA-256 check: manifest " + want + ", read " + got;
+    return pack_.bad_block_message(layer, expert, got);
   }
   verified_.insert(key);
   ++verified_count_;

@@ -4,47 +4,47 @@
 <context>
     <name>BenchmarksPage</name>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="66"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="67"/>
         <source>Load a prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="67"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="68"/>
         <source>Prompt sets (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="74"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="75"/>
         <source>Export the report</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="95"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="96"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="103"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="104"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="114"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="115"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="119"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="120"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="125"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="128"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="129"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation>
             <numerusform>%1 (%n request) — %2</numerusform>
@@ -52,157 +52,157 @@
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="131"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="132"/>
         <source>Load…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="133"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="134"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="144"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="145"/>
         <source>Baseline URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="148"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="149"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="160"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="161"/>
         <source>Run</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="166"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="167"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="180"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="181"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="204"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="205"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="208"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="220"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="209"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="221"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="217"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="234"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="236"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
         <source>forward ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
         <source>SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
         <source>SSD KB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="264"/>
         <source>Per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="268"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="283"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="284"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="290"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="291"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
@@ -585,142 +585,142 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="125"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="126"/>
         <source>Decode (last reply)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="128"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="129"/>
         <source>Prefill (last reply)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="130"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="131"/>
         <source>SSD read per token (last reply)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="131"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="132"/>
         <source>the decoded tokens&apos; pack_read_bytes / tokens (all tokens so far: %1)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
         <source>Tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
         <source>Cache hits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="138"/>
         <source>Cache misses</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="138"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="139"/>
         <source>Evictions</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="140"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="141"/>
         <source>Prefetched: used / read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="144"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="145"/>
         <source>Cache slots used</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
         <source>%1 / %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="148"/>
         <source>resident</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="150"/>
         <source>Read from SSD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="150"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
         <source>Copied to the GPU</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
         <source>Buffered reads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="156"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="157"/>
         <source>I/O errors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="166"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="167"/>
         <source>Cache occupancy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="178"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="179"/>
         <source>%1 of %2 MiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="180"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="181"/>
         <source>experts resident (no cache)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="198"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="199"/>
         <source>Cache hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="211"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="212"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="216"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="217"/>
         <source>per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="224"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="225"/>
         <source>cumulative</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="236"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="237"/>
         <source>SSD reads per token (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="249"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="250"/>
         <source>Evictions per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="271"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="272"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="307"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="308"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -831,42 +831,42 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="188"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="216"/>
         <source>Converting a finished download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="215"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="243"/>
         <source>Add file…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="216"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="244"/>
         <source>Scan folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="221"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="249"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="225"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="253"/>
         <source>Add Ollama model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="229"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="257"/>
         <source>Refresh</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="243"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="271"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="236"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="264"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -886,198 +886,264 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="162"/>
+        <source>Cancel the download of %1?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="169"/>
+        <source>What was downloaded of it (and of the other files of its group) is deleted. Pause keeps it instead.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="173"/>
+        <source>Keep it</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="178"/>
+        <source>Cancel and delete</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="188"/>
         <source>Stop the conversion?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="167"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="195"/>
         <source>What is written so far stays on disk; converting the same model again goes on from there.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="171"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="199"/>
         <source>Keep converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="176"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="204"/>
         <source>Stop and close</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="245"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="273"/>
         <source>expert cache (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="252"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation type="unfinished"></translation>
     </message>
+    <message numerus="yes">
+        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <source>… and %n more (in the log)</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
+    </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="332"/>
+        <source>Dismiss</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="403"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="411"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="364"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="370"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="372"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="436"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="381"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="445"/>
         <source>Load</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="449"/>
         <source>Load %1 and chat with it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="389"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="453"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="397"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="461"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="410"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="474"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="482"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="486"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="489"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="492"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="430"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="494"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="498"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="504"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
+    <message numerus="yes">
+        <location filename="../ui/qml/LibraryPage.qml" line="515"/>
+        <source>%n download(s)</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
+    </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="464"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="520"/>
+        <source>Clear finished</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="553"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="486"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="575"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="488"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="577"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="489"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="578"/>
         <source>cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="579"/>
         <source>done · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="492"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="581"/>
         <source>paused · %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="494"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="583"/>
         <source>paused · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="496"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="584"/>
+        <source>asking the server</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="585"/>
+        <source>retrying soon: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="586"/>
+        <source>retrying soon</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="587"/>
+        <source>verifying</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="589"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="592"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="94"/>
-        <location filename="../ui/qml/LibraryPage.qml" line="511"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="604"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1326,48 +1392,48 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="56"/>
+        <location filename="../ui/downloader.cpp" line="57"/>
         <source>empty file name</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="58"/>
+        <location filename="../ui/downloader.cpp" line="59"/>
         <source>&apos;%1&apos; is not a file name</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="59"/>
+        <location filename="../ui/downloader.cpp" line="60"/>
         <source>&apos;%1&apos; starts with a dot</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="60"/>
+        <location filename="../ui/downloader.cpp" line="61"/>
         <source>file name longer than 255 characters</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="63"/>
+        <location filename="../ui/downloader.cpp" line="64"/>
         <source>&apos;%1&apos; contains a path separator or control character</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="67"/>
+        <location filename="../ui/downloader.cpp" line="68"/>
         <source>&apos;%1&apos; ends in %2, which MoePack uses for its own files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="79"/>
-        <location filename="../ui/downloader.cpp" line="82"/>
+        <location filename="../ui/downloader.cpp" line="80"/>
+        <location filename="../ui/downloader.cpp" line="83"/>
         <source>&apos;%1&apos; is not owner/repository</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="87"/>
+        <location filename="../ui/downloader.cpp" line="88"/>
         <source>&apos;%1&apos; is not a file path inside the repository</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="91"/>
+        <location filename="../ui/downloader.cpp" line="92"/>
         <source>the hub address %1 is not an https:// URL</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2129,27 +2195,37 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="247"/>
+        <location filename="../ui/convert_wizard.cpp" line="248"/>
         <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="252"/>
+        <location filename="../ui/convert_wizard.cpp" line="253"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="312"/>
+        <location filename="../ui/convert_wizard.cpp" line="264"/>
+        <source>The folder already held this model&apos;s finished pack: nothing was rebuilt.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="266"/>
+        <source>Resumed from the last checkpoint of the interrupted conversion.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="318"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="319"/>
+        <location filename="../ui/convert_wizard.cpp" line="325"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="324"/>
+        <location filename="../ui/convert_wizard.cpp" line="330"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2157,115 +2233,110 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::Downloader</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="130"/>
+        <location filename="../ui/downloader.cpp" line="131"/>
         <source>the partial file %1 could not be read back</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="166"/>
+        <location filename="../ui/downloader.cpp" line="167"/>
         <source>refused file name %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="241"/>
+        <location filename="../ui/downloader.cpp" line="242"/>
         <source>only https:// downloads are allowed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="253"/>
+        <location filename="../ui/downloader.cpp" line="254"/>
         <source>refused file name from %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="257"/>
+        <location filename="../ui/downloader.cpp" line="258"/>
         <source>cannot create the models folder %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="262"/>
+        <location filename="../ui/downloader.cpp" line="263"/>
         <source>refused file name %1: it leaves the models folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="267"/>
+        <location filename="../ui/downloader.cpp" line="268"/>
         <source>%1 already exists; remove it first</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="271"/>
+        <location filename="../ui/downloader.cpp" line="272"/>
         <source>the expected SHA-256 &apos;%1&apos; is not 64 hex digits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="352"/>
-        <location filename="../ui/downloader.cpp" line="583"/>
+        <location filename="../ui/downloader.cpp" line="354"/>
+        <location filename="../ui/downloader.cpp" line="587"/>
         <source>TLS verification failed for %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="356"/>
-        <location filename="../ui/downloader.cpp" line="587"/>
+        <location filename="../ui/downloader.cpp" line="358"/>
+        <location filename="../ui/downloader.cpp" line="591"/>
         <source>HTTP %1 for %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="374"/>
+        <location filename="../ui/downloader.cpp" line="376"/>
         <source>%1: the server announces %2 bytes, the hub listing %3 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="389"/>
-        <source>not enough space in %1: %2 bytes needed, %3 bytes free</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/downloader.cpp" line="438"/>
+        <location filename="../ui/downloader.cpp" line="441"/>
         <source>cannot open %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="442"/>
+        <location filename="../ui/downloader.cpp" line="445"/>
         <source>cannot truncate %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="476"/>
+        <location filename="../ui/downloader.cpp" line="480"/>
         <source>gave up on %1 after %2 restarts; last: %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="499"/>
+        <location filename="../ui/downloader.cpp" line="503"/>
         <source>the server answered a different range or file (Content-Range &apos;%1&apos;, ETag &apos;%2&apos;)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="526"/>
+        <location filename="../ui/downloader.cpp" line="530"/>
         <source>the file changed on the server between HEAD and GET</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="541"/>
+        <location filename="../ui/downloader.cpp" line="545"/>
         <source>the server sent more than the announced %1 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="545"/>
-        <location filename="../ui/downloader.cpp" line="635"/>
+        <location filename="../ui/downloader.cpp" line="549"/>
+        <location filename="../ui/downloader.cpp" line="640"/>
         <source>cannot write %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="575"/>
+        <location filename="../ui/downloader.cpp" line="579"/>
         <source>the server refused the range from byte %1 (416)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="595"/>
+        <location filename="../ui/downloader.cpp" line="599"/>
         <source>the body ended at byte %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/downloader.cpp" line="614"/>
+        <location filename="../ui/downloader.cpp" line="618"/>
         <source>download of %1 failed after %n attempt(s): %2</source>
         <translation>
             <numerusform>download of %1 failed after %n attempt: %2</numerusform>
@@ -2273,52 +2344,57 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="642"/>
+        <location filename="../ui/downloader.cpp" line="647"/>
         <source>%1 has %2 bytes, expected %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="653"/>
+        <location filename="../ui/downloader.cpp" line="658"/>
         <source>hub listing</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="655"/>
+        <location filename="../ui/downloader.cpp" line="660"/>
         <source>%1: SHA-256 mismatch (expected %2 from the %3, got %4); %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="679"/>
+        <location filename="../ui/downloader.cpp" line="684"/>
         <source>cannot install %1 as %2: %2 already exists and was not replaced; the verified download is kept as %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="682"/>
+        <location filename="../ui/downloader.cpp" line="687"/>
         <source>cannot rename %1 to %2: %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="652"/>
+        <location filename="../ui/downloader.cpp" line="657"/>
         <source>user</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="654"/>
+        <location filename="../ui/downloader.cpp" line="391"/>
+        <source>not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="659"/>
         <source>server</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="657"/>
+        <location filename="../ui/downloader.cpp" line="662"/>
         <source>the file was kept aside as %1 and not installed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="658"/>
+        <location filename="../ui/downloader.cpp" line="663"/>
         <source>the file was not installed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="713"/>
+        <location filename="../ui/downloader.cpp" line="718"/>
         <source>cannot write the download state: %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2326,82 +2402,87 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="235"/>
+        <location filename="../ui/downloads_view_model.cpp" line="256"/>
         <source>no certificate in the CA bundle %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="250"/>
+        <location filename="../ui/downloads_view_model.cpp" line="271"/>
         <source>refused download %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="250"/>
+        <location filename="../ui/downloads_view_model.cpp" line="271"/>
         <source>not a valid URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="265"/>
+        <location filename="../ui/downloads_view_model.cpp" line="286"/>
         <source>refused download %1: only https:// addresses are downloaded (TLS, certificate checked)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="298"/>
+        <location filename="../ui/downloads_view_model.cpp" line="319"/>
         <source>%1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="302"/>
+        <location filename="../ui/downloads_view_model.cpp" line="323"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="346"/>
-        <source>not enough space in %1: %2 bytes needed, %3 bytes free%4</source>
+        <location filename="../ui/downloads_view_model.cpp" line="381"/>
+        <source>not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="350"/>
+        <location filename="../ui/downloads_view_model.cpp" line="386"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="361"/>
+        <location filename="../ui/downloads_view_model.cpp" line="388"/>
+        <source>; the downloads already in the list will still take %1 of it</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="399"/>
         <source>%1 already exists; remove it first</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="369"/>
+        <location filename="../ui/downloads_view_model.cpp" line="407"/>
         <source>%1 is already in the download list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="393"/>
+        <location filename="../ui/downloads_view_model.cpp" line="431"/>
         <source>cannot record the download: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="508"/>
+        <location filename="../ui/downloads_view_model.cpp" line="546"/>
         <source>position %1 of the group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="518"/>
+        <location filename="../ui/downloads_view_model.cpp" line="556"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="553"/>
+        <location filename="../ui/downloads_view_model.cpp" line="595"/>
         <source>the download list is already kept in %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="564"/>
+        <location filename="../ui/downloads_view_model.cpp" line="606"/>
         <source>the download list cannot be kept: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="607"/>
+        <location filename="../ui/downloads_view_model.cpp" line="649"/>
         <source>convert %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2463,7 +2544,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::LibraryViewModel</name>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="138"/>
+        <location filename="../ui/library_view_model.cpp" line="139"/>
         <source>%n model(s) added</source>
         <translation>
             <numerusform>%n model added</numerusform>
@@ -2471,7 +2552,7 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="165"/>
+        <location filename="../ui/library_view_model.cpp" line="166"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>%n model found in %1</numerusform>
@@ -2479,17 +2560,17 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="172"/>
+        <location filename="../ui/library_view_model.cpp" line="173"/>
         <source>Ollama model %1 added</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="184"/>
+        <location filename="../ui/library_view_model.cpp" line="185"/>
         <source>Removed; %1 freed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="200"/>
+        <location filename="../ui/library_view_model.cpp" line="201"/>
         <source>unknown model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2508,33 +2589,33 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="149"/>
+        <location filename="../ui/settings_view_model.cpp" line="148"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="155"/>
+        <location filename="../ui/settings_view_model.cpp" line="154"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="159"/>
+        <location filename="../ui/settings_view_model.cpp" line="158"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="161"/>
+        <location filename="../ui/settings_view_model.cpp" line="160"/>
         <source>Give the whole path (from /).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="163"/>
-        <location filename="../ui/settings_view_model.cpp" line="171"/>
+        <location filename="../ui/settings_view_model.cpp" line="162"/>
+        <location filename="../ui/settings_view_model.cpp" line="170"/>
         <source>%1 is a file, not a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <location filename="../ui/settings_view_model.cpp" line="163"/>
         <source>MoePack cannot write in %1.</source>
         <translation type="unfinished"></translation>
     </message>

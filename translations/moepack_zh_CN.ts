@@ -4,17 +4,17 @@
 <context>
     <name>BenchmarksPage</name>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="66"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="67"/>
         <source>Load a prompt set</source>
         <translation>加载提示词集</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="67"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="68"/>
         <source>Prompt sets (*.json)</source>
         <translation>提示词集 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="74"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="75"/>
         <source>Export the report</source>
         <translation>导出报告</translation>
     </message>
@@ -23,189 +23,189 @@
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="95"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="96"/>
         <source>Benchmarks</source>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="103"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="104"/>
         <source>Requests one at a time, greedy, end-of-generation ignored, fresh KV cache per request and the expert cache kept — the method of moepack bench and of the published evaluation.</source>
         <translation>逐个发送请求，贪心采样，忽略生成结束标记，每个请求使用全新的 KV 缓存并保留专家缓存——与 moepack bench 及已发布评测所用的方法相同。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="114"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="115"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="119"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="120"/>
         <source>GGUF file, Ollama name or Expert Pack (default: the chat model)</source>
         <translation>GGUF 文件、Ollama 名称或专家包（默认：当前聊天模型）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="124"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="125"/>
         <source>Prompt set</source>
         <translation>提示词集</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/BenchmarksPage.qml" line="128"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="129"/>
         <source>%1 (%n request(s)) — %2</source>
         <translation>
             <numerusform>%1（%n 个请求）— %2</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="131"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="132"/>
         <source>Load…</source>
         <translation>加载…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="133"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="134"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="144"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="145"/>
         <source>Baseline URL</source>
         <translation>基线网址</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="148"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="149"/>
         <source>optional: an OpenAI-compatible server, e.g. http://127.0.0.1:8080</source>
         <translation>可选：兼容 OpenAI 的服务器，例如 http://127.0.0.1:8080</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="160"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="161"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="166"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="167"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="180"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="181"/>
         <source>request %1 of %2 · %3 of %4 tokens</source>
         <translation>请求 %1 / %2 · 词元 %3 / %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="204"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="205"/>
         <source>Decode tokens/s per request</source>
         <translation>每个请求的解码速度（词元/秒）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="208"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="220"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="209"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="221"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>request</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="216"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="217"/>
         <source>Expert cache hit rate per request</source>
         <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="229"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
         <source>Running request, per token: forward ms and SSD KB</source>
         <translation>当前请求的逐词元数据：前向耗时 ms 与 SSD 读取 KB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="233"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="234"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="236"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
         <source>forward ms</source>
         <translation>前向 ms</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
         <source>SSD KB</source>
         <translation>SSD KB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="242"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
         <source>Requests</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>system</source>
         <translation>系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>prompt</source>
         <translation>提示词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>completion</source>
         <translation>生成词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="245"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
         <source>TTFT ms</source>
         <translation>TTFT ms</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>prefill tok/s</source>
         <translation>预填充词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>decode tok/s</source>
         <translation>解码词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="246"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
         <source>SSD KB/token</source>
         <translation>SSD KB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="259"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
         <source>error: %1</source>
         <translation>错误：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="263"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="264"/>
         <source>Per data set, published figures beside ours</source>
         <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>data set</source>
         <translation>数据集</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="266"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="268"/>
         <source>SSD GB/token</source>
         <translation>SSD GB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="283"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="284"/>
         <source>Published figures are from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation>已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="290"/>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="291"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
@@ -592,12 +592,12 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="125"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="126"/>
         <source>Decode (last reply)</source>
         <translation>解码(上一条回复)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="128"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="129"/>
         <source>Prefill (last reply)</source>
         <translation>预填充(上一条回复)</translation>
     </message>
@@ -606,132 +606,132 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">每词元 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="130"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="131"/>
         <source>SSD read per token (last reply)</source>
         <translation>每词元 SSD 读取(上一条回复)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="131"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="132"/>
         <source>the decoded tokens&apos; pack_read_bytes / tokens (all tokens so far: %1)</source>
         <translation>解码词元的 pack_read_bytes / 词元数(迄今所有词元:%1)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="135"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
         <source>Tokens</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="136"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
         <source>Cache hits</source>
         <translation>缓存命中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="137"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="138"/>
         <source>Cache misses</source>
         <translation>缓存未命中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="138"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="139"/>
         <source>Evictions</source>
         <translation>驱逐</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="140"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="141"/>
         <source>Prefetched: used / read</source>
         <translation>预取:已用 / 已读</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="144"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="145"/>
         <source>Cache slots used</source>
         <translation>已用缓存槽</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="146"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
         <source>%1 / %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="147"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="148"/>
         <source>resident</source>
         <translation>常驻</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="149"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="150"/>
         <source>Read from SSD</source>
         <translation>从 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="150"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="151"/>
         <source>Copied to the GPU</source>
         <translation>复制到 GPU</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
         <source>Buffered reads</source>
         <translation>缓冲读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation>fallback_count:未使用 O_DIRECT 的读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="156"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="157"/>
         <source>I/O errors</source>
         <translation>I/O 错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="166"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="167"/>
         <source>Cache occupancy</source>
         <translation>缓存占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="178"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="179"/>
         <source>%1 of %2 MiB</source>
         <translation>%1 / %2 MiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="180"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="181"/>
         <source>experts resident (no cache)</source>
         <translation>专家常驻内存（无缓存）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="198"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="199"/>
         <source>Cache hit rate</source>
         <translation>缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="211"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="212"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="216"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="217"/>
         <source>per token</source>
         <translation>每词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="224"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="225"/>
         <source>cumulative</source>
         <translation>累计</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="236"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="237"/>
         <source>SSD reads per token (KiB)</source>
         <translation>每词元 SSD 读取量 (KiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="249"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="250"/>
         <source>Evictions per token</source>
         <translation>每词元驱逐数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="271"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="272"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation>缓存中的专家(行:MoE 层,列:专家)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="307"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="308"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation>所有专家常驻(此路径无专家缓存)</translation>
     </message>
@@ -893,52 +893,72 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="160"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="162"/>
+        <source>Cancel the download of %1?</source>
+        <translation>取消下载 %1？</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="169"/>
+        <source>What was downloaded of it (and of the other files of its group) is deleted. Pause keeps it instead.</source>
+        <translation>已下载的部分（以及同组其他文件已下载的部分）将被删除。若想保留，请改用“暂停”。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="173"/>
+        <source>Keep it</source>
+        <translation>保留</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="178"/>
+        <source>Cancel and delete</source>
+        <translation>取消并删除</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="188"/>
         <source>Stop the conversion?</source>
         <translation>停止转换？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="167"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="195"/>
         <source>What is written so far stays on disk; converting the same model again goes on from there.</source>
         <translation>已写入的内容保留在磁盘上；再次转换同一模型时会从该处继续。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="171"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="199"/>
         <source>Keep converting</source>
         <translation>继续转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="176"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="204"/>
         <source>Stop and close</source>
         <translation>停止并关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="188"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="216"/>
         <source>Converting a finished download</source>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="215"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="243"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="216"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="244"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="221"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="249"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="225"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="253"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="229"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="257"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
@@ -947,7 +967,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="243"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="271"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
@@ -956,183 +976,227 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="236"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="264"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation>规划上下文:内存(GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="245"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="273"/>
         <source>expert cache (MiB)</source>
         <translation>专家缓存(MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="252"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation>初始值为设置中的缓存预算;此处修改仅用于规划</translation>
     </message>
+    <message numerus="yes">
+        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <source>… and %n more (in the log)</source>
+        <translation>
+            <numerusform>……还有 %n 条（见日志）</numerusform>
+        </translation>
+    </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="297"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="332"/>
+        <source>Dismiss</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="339"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="403"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="347"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="411"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="357"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每词元 %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个词元的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="364"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每词元字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="370"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="371"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="372"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="436"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="373"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="381"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="445"/>
         <source>Load</source>
         <translation>加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="385"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="449"/>
         <source>Load %1 and chat with it</source>
         <translation>加载 %1 并与之对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="389"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="453"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="397"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="461"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="410"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="474"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="418"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="482"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="486"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="425"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="489"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="492"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="430"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="494"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="498"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="440"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="504"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
+    <message numerus="yes">
+        <location filename="../ui/qml/LibraryPage.qml" line="515"/>
+        <source>%n download(s)</source>
+        <translation>
+            <numerusform>%n 个下载</numerusform>
+        </translation>
+    </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="464"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="520"/>
+        <source>Clear finished</source>
+        <translation>清除已结束的</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="553"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="486"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="575"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="488"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="577"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="489"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="578"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="579"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="492"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="581"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="494"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="583"/>
         <source>paused · %1</source>
         <translation>已暂停 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="496"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="584"/>
+        <source>asking the server</source>
+        <translation>正在询问服务器</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="585"/>
+        <source>retrying soon: %1</source>
+        <translation>即将重试：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="586"/>
+        <source>retrying soon</source>
+        <translation>即将重试</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="587"/>
+        <source>verifying</source>
+        <translation>正在校验</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/LibraryPage.qml" line="589"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="592"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="94"/>
-        <location filename="../ui/qml/LibraryPage.qml" line="511"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="604"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1397,48 +1461,48 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="56"/>
+        <location filename="../ui/downloader.cpp" line="57"/>
         <source>empty file name</source>
         <translation>文件名为空</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="58"/>
+        <location filename="../ui/downloader.cpp" line="59"/>
         <source>&apos;%1&apos; is not a file name</source>
         <translation>“%1”不是文件名</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="59"/>
+        <location filename="../ui/downloader.cpp" line="60"/>
         <source>&apos;%1&apos; starts with a dot</source>
         <translation>“%1”以点开头</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="60"/>
+        <location filename="../ui/downloader.cpp" line="61"/>
         <source>file name longer than 255 characters</source>
         <translation>文件名超过 255 个字符</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="63"/>
+        <location filename="../ui/downloader.cpp" line="64"/>
         <source>&apos;%1&apos; contains a path separator or control character</source>
         <translation>“%1”包含路径分隔符或控制字符</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="67"/>
+        <location filename="../ui/downloader.cpp" line="68"/>
         <source>&apos;%1&apos; ends in %2, which MoePack uses for its own files</source>
         <translation>“%1”以 %2 结尾，MoePack 自己的文件使用该后缀</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="79"/>
-        <location filename="../ui/downloader.cpp" line="82"/>
+        <location filename="../ui/downloader.cpp" line="80"/>
+        <location filename="../ui/downloader.cpp" line="83"/>
         <source>&apos;%1&apos; is not owner/repository</source>
         <translation>“%1”不是 owner/repository 格式</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="87"/>
+        <location filename="../ui/downloader.cpp" line="88"/>
         <source>&apos;%1&apos; is not a file path inside the repository</source>
         <translation>“%1”不是仓库内的文件路径</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="91"/>
+        <location filename="../ui/downloader.cpp" line="92"/>
         <source>the hub address %1 is not an https:// URL</source>
         <translation>仓库站点地址 %1 不是 https:// 网址</translation>
     </message>
@@ -2207,27 +2271,37 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>逐分片模式：需要 %1 字节（可用 %2 字节）；每个源分片的数据写入专家包并通过校验后即被删除。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="247"/>
+        <location filename="../ui/convert_wizard.cpp" line="248"/>
         <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
         <translation>校验已取消。专家包已构建但尚未校验；再次转换即可校验（不会重新构建）。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="252"/>
+        <location filename="../ui/convert_wizard.cpp" line="253"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation>已取消。专家包尚未完成；重新开始即可从中断处继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="312"/>
+        <location filename="../ui/convert_wizard.cpp" line="264"/>
+        <source>The folder already held this model&apos;s finished pack: nothing was rebuilt.</source>
+        <translation>该文件夹中已有此模型完成的专家包：未重新构建任何内容。</translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="266"/>
+        <source>Resumed from the last checkpoint of the interrupted conversion.</source>
+        <translation>已从中断转换的上一个检查点继续。</translation>
+    </message>
+    <message>
+        <location filename="../ui/convert_wizard.cpp" line="318"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation>%1 是 Ollama 存储中的数据块，可能被其多个模型共用：请用 `ollama rm` 删除该模型</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="319"/>
+        <location filename="../ui/convert_wizard.cpp" line="325"/>
         <source>cannot delete %1</source>
         <translation>无法删除 %1</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="324"/>
+        <location filename="../ui/convert_wizard.cpp" line="330"/>
         <source>Source deleted.</source>
         <translation>源文件已删除。</translation>
     </message>
@@ -2235,162 +2309,166 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::Downloader</name>
     <message>
-        <location filename="../ui/downloader.cpp" line="130"/>
+        <location filename="../ui/downloader.cpp" line="131"/>
         <source>the partial file %1 could not be read back</source>
         <translation>无法读回部分下载的文件 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="166"/>
+        <location filename="../ui/downloader.cpp" line="167"/>
         <source>refused file name %1: %2</source>
         <translation>拒绝文件名 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="241"/>
+        <location filename="../ui/downloader.cpp" line="242"/>
         <source>only https:// downloads are allowed: %1</source>
         <translation>只允许 https:// 下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="253"/>
+        <location filename="../ui/downloader.cpp" line="254"/>
         <source>refused file name from %1: %2</source>
         <translation>拒绝来自 %1 的文件名：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="257"/>
+        <location filename="../ui/downloader.cpp" line="258"/>
         <source>cannot create the models folder %1</source>
         <translation>无法创建模型文件夹 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="262"/>
+        <location filename="../ui/downloader.cpp" line="263"/>
         <source>refused file name %1: it leaves the models folder</source>
         <translation>拒绝文件名 %1：它会离开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="267"/>
+        <location filename="../ui/downloader.cpp" line="268"/>
         <source>%1 already exists; remove it first</source>
         <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="271"/>
+        <location filename="../ui/downloader.cpp" line="272"/>
         <source>the expected SHA-256 &apos;%1&apos; is not 64 hex digits</source>
         <translation>预期的 SHA-256“%1”不是 64 位十六进制数</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="352"/>
-        <location filename="../ui/downloader.cpp" line="583"/>
+        <location filename="../ui/downloader.cpp" line="354"/>
+        <location filename="../ui/downloader.cpp" line="587"/>
         <source>TLS verification failed for %1: %2</source>
         <translation>%1 的 TLS 验证失败：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="356"/>
-        <location filename="../ui/downloader.cpp" line="587"/>
+        <location filename="../ui/downloader.cpp" line="358"/>
+        <location filename="../ui/downloader.cpp" line="591"/>
         <source>HTTP %1 for %2</source>
         <translation>%2 返回 HTTP %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="374"/>
+        <location filename="../ui/downloader.cpp" line="376"/>
         <source>%1: the server announces %2 bytes, the hub listing %3 bytes</source>
         <translation>%1：服务器声明 %2 字节，仓库列表为 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="389"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free</source>
-        <translation>%1 空间不足：需要 %2 字节，可用 %3 字节</translation>
+        <translation type="vanished">%1 空间不足：需要 %2 字节，可用 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="438"/>
+        <location filename="../ui/downloader.cpp" line="441"/>
         <source>cannot open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="442"/>
+        <location filename="../ui/downloader.cpp" line="445"/>
         <source>cannot truncate %1: %2</source>
         <translation>无法截断 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="476"/>
+        <location filename="../ui/downloader.cpp" line="480"/>
         <source>gave up on %1 after %2 restarts; last: %3</source>
         <translation>重新开始 %2 次后放弃 %1；最后一次原因：%3</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="499"/>
+        <location filename="../ui/downloader.cpp" line="503"/>
         <source>the server answered a different range or file (Content-Range &apos;%1&apos;, ETag &apos;%2&apos;)</source>
         <translation>服务器返回了不同的范围或文件（Content-Range“%1”，ETag“%2”）</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="526"/>
+        <location filename="../ui/downloader.cpp" line="530"/>
         <source>the file changed on the server between HEAD and GET</source>
         <translation>服务器上的文件在 HEAD 和 GET 之间发生了变化</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="541"/>
+        <location filename="../ui/downloader.cpp" line="545"/>
         <source>the server sent more than the announced %1 bytes</source>
         <translation>服务器发送的数据超过了声明的 %1 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="545"/>
-        <location filename="../ui/downloader.cpp" line="635"/>
+        <location filename="../ui/downloader.cpp" line="549"/>
+        <location filename="../ui/downloader.cpp" line="640"/>
         <source>cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="575"/>
+        <location filename="../ui/downloader.cpp" line="579"/>
         <source>the server refused the range from byte %1 (416)</source>
         <translation>服务器拒绝了从第 %1 字节开始的范围（416）</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="595"/>
+        <location filename="../ui/downloader.cpp" line="599"/>
         <source>the body ended at byte %1 of %2</source>
         <translation>响应内容在第 %1 字节（共 %2 字节）处结束</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/downloader.cpp" line="614"/>
+        <location filename="../ui/downloader.cpp" line="618"/>
         <source>download of %1 failed after %n attempt(s): %2</source>
         <translation>
             <numerusform>%1 的下载在尝试 %n 次后失败：%2</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="642"/>
+        <location filename="../ui/downloader.cpp" line="647"/>
         <source>%1 has %2 bytes, expected %3</source>
         <translation>%1 有 %2 字节，预期 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="653"/>
+        <location filename="../ui/downloader.cpp" line="658"/>
         <source>hub listing</source>
         <translation>仓库列表</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="655"/>
+        <location filename="../ui/downloader.cpp" line="660"/>
         <source>%1: SHA-256 mismatch (expected %2 from the %3, got %4); %5</source>
         <translation>%1：SHA-256 不匹配（来自%3的预期值为 %2，实际为 %4）；%5</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="679"/>
+        <location filename="../ui/downloader.cpp" line="684"/>
         <source>cannot install %1 as %2: %2 already exists and was not replaced; the verified download is kept as %1</source>
         <translation>无法将 %1 安装为 %2：%2 已存在且未被替换；已校验的下载文件保留为 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="682"/>
+        <location filename="../ui/downloader.cpp" line="687"/>
         <source>cannot rename %1 to %2: %3</source>
         <translation>无法将 %1 重命名为 %2：%3</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="652"/>
+        <location filename="../ui/downloader.cpp" line="657"/>
         <source>user</source>
         <translation>用户</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="654"/>
+        <location filename="../ui/downloader.cpp" line="391"/>
+        <source>not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)</source>
+        <translation>%1 空间不足：需要 %2（%3 字节），可用 %4（%5 字节）</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloader.cpp" line="659"/>
         <source>server</source>
         <translation>服务器</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="657"/>
+        <location filename="../ui/downloader.cpp" line="662"/>
         <source>the file was kept aside as %1 and not installed</source>
         <translation>文件已另存为 %1，未安装</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="658"/>
+        <location filename="../ui/downloader.cpp" line="663"/>
         <source>the file was not installed</source>
         <translation>文件未安装</translation>
     </message>
@@ -2399,7 +2477,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">无法将 %1 重命名为 %2</translation>
     </message>
     <message>
-        <location filename="../ui/downloader.cpp" line="713"/>
+        <location filename="../ui/downloader.cpp" line="718"/>
         <source>cannot write the download state: %1</source>
         <translation>无法写入下载状态：%1</translation>
     </message>
@@ -2407,82 +2485,91 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="235"/>
+        <location filename="../ui/downloads_view_model.cpp" line="256"/>
         <source>no certificate in the CA bundle %1</source>
         <translation>CA 证书包 %1 中没有证书</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="250"/>
+        <location filename="../ui/downloads_view_model.cpp" line="271"/>
         <source>refused download %1: %2</source>
         <translation>拒绝下载 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="250"/>
+        <location filename="../ui/downloads_view_model.cpp" line="271"/>
         <source>not a valid URL</source>
         <translation>不是有效的网址</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="265"/>
+        <location filename="../ui/downloads_view_model.cpp" line="286"/>
         <source>refused download %1: only https:// addresses are downloaded (TLS, certificate checked)</source>
         <translation>已拒绝下载 %1：只下载 https:// 地址（TLS，校验证书）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="298"/>
+        <location filename="../ui/downloads_view_model.cpp" line="319"/>
         <source>%1: %2</source>
         <translation>%1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="302"/>
+        <location filename="../ui/downloads_view_model.cpp" line="323"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation>只能为单个文件指定 SHA-256；“%1”匹配到 %2 个文件</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="346"/>
         <source>not enough space in %1: %2 bytes needed, %3 bytes free%4</source>
-        <translation>%1 空间不足：需要 %2 字节，可用 %3 字节%4</translation>
+        <translation type="vanished">%1 空间不足：需要 %2 字节，可用 %3 字节%4</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="350"/>
+        <location filename="../ui/downloads_view_model.cpp" line="381"/>
+        <source>not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)</source>
+        <translation>%1 空间不足：需要 %2（%3 字节），可用 %4（%5 字节）</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="386"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation>（下载的文件及由其构建的专家包）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="361"/>
+        <location filename="../ui/downloads_view_model.cpp" line="388"/>
+        <source>; the downloads already in the list will still take %1 of it</source>
+        <translation>；列表中已有的下载还将占用其中的 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/downloads_view_model.cpp" line="399"/>
         <source>%1 already exists; remove it first</source>
         <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="369"/>
+        <location filename="../ui/downloads_view_model.cpp" line="407"/>
         <source>%1 is already in the download list</source>
         <translation>%1 已在下载列表中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="393"/>
+        <location filename="../ui/downloads_view_model.cpp" line="431"/>
         <source>cannot record the download: %1</source>
         <translation>无法记录该下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="508"/>
+        <location filename="../ui/downloads_view_model.cpp" line="546"/>
         <source>position %1 of the group</source>
         <translation>该组中的第 %1 项</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="518"/>
+        <location filename="../ui/downloads_view_model.cpp" line="556"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation>%1 的下载不完整（缺少：%2）；未添加到模型库</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="553"/>
+        <location filename="../ui/downloads_view_model.cpp" line="595"/>
         <source>the download list is already kept in %1</source>
         <translation>下载列表已保存在 %1 中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="564"/>
+        <location filename="../ui/downloads_view_model.cpp" line="606"/>
         <source>the download list cannot be kept: %1</source>
         <translation>无法保存下载列表：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="607"/>
+        <location filename="../ui/downloads_view_model.cpp" line="649"/>
         <source>convert %1: %2</source>
         <translation>转换 %1：%2</translation>
     </message>
@@ -2544,31 +2631,31 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::LibraryViewModel</name>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="138"/>
+        <location filename="../ui/library_view_model.cpp" line="139"/>
         <source>%n model(s) added</source>
         <translation>
             <numerusform>已添加 %n 个模型</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="165"/>
+        <location filename="../ui/library_view_model.cpp" line="166"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>在 %1 中找到 %n 个模型</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="172"/>
+        <location filename="../ui/library_view_model.cpp" line="173"/>
         <source>Ollama model %1 added</source>
         <translation>已添加 Ollama 模型 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="184"/>
+        <location filename="../ui/library_view_model.cpp" line="185"/>
         <source>Removed; %1 freed</source>
         <translation>已移除；释放了 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="200"/>
+        <location filename="../ui/library_view_model.cpp" line="201"/>
         <source>unknown model</source>
         <translation>未知模型</translation>
     </message>
@@ -2594,33 +2681,33 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="149"/>
+        <location filename="../ui/settings_view_model.cpp" line="148"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="155"/>
+        <location filename="../ui/settings_view_model.cpp" line="154"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="159"/>
+        <location filename="../ui/settings_view_model.cpp" line="158"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="161"/>
+        <location filename="../ui/settings_view_model.cpp" line="160"/>
         <source>Give the whole path (from /).</source>
         <translation>请填写完整路径（从 / 开始）。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="163"/>
-        <location filename="../ui/settings_view_model.cpp" line="171"/>
+        <location filename="../ui/settings_view_model.cpp" line="162"/>
+        <location filename="../ui/settings_view_model.cpp" line="170"/>
         <source>%1 is a file, not a folder.</source>
         <translation>%1 是文件，不是文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <location filename="../ui/settings_view_model.cpp" line="163"/>
         <source>MoePack cannot write in %1.</source>
         <translation>MoePack 无法在 %1 中写入。</translation>
     </message>

@@ -207,6 +207,7 @@ void ConvertWizard::start() {
   busy_ = true;
   verified_ = false;
   error_.clear();
+  message_.clear();  // an earlier run's "Cancelled ..." is not this run's
   overallDone_ = 0;
   setStep(Converting);
   BuildOptions opt;
@@ -259,6 +260,11 @@ void ConvertWizard::start() {
       emit finished(false);
     } else {
       verified_ = true;
+      if (o.alreadyComplete)
+        message_ =
+            tr("The folder already held this model's finished pack: nothing was rebuilt.") + '\n' + message_;
+      else if (o.resumed)
+        message_ = tr("Resumed from the last checkpoint of the interrupted conversion.") + '\n' + message_;
       setStep(Done);
       emit finished(true);
     }
@@ -269,6 +275,7 @@ void ConvertWizard::start() {
     try {
       const BuildResult r = build_pack(opt);
       o.resumed = r.resumed;
+      o.alreadyComplete = r.already_complete;
       if (r.source_deleted && !opt.delete_source_shards) {
         // The builder verified every byte before it deleted the source: not twice.
         o.ok = true;

@@ -122,6 +122,7 @@ class ConvertWizard : public QObject {
     bool ok = false;
     bool cancelled = false;
     bool verifyCancelled = false;  // built, its verify stopped by cancel()
+    bool alreadyComplete = false;
     bool ollama = false;
     bool resumed = false;
     QString message;

@@ -1,5 +1,9 @@
 #include "ui/downloader.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -10,17 +14,14 @@
 #include <QSslConfiguration>
 #include <QStorageInfo>
 #include <QtConcurrent/QtConcurrentRun>
-#include <fcntl.h>
-#include <stdio.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <unistd.h>
 
 #include "core/durable_io.h"
+#include "ui/byte_units.h"
 
 namespace moepack::ui {
 
@@ -312,6 +313,7 @@ void Downloader::cancel() {
   stopHashing();
   if (part_.isOpen()) part_.close();
   removePartial();
+  QFile::remove(corruptPath());  // a copy kept aside after a failed SHA-256 check goes too
   done_ = 0;
   setState(State::Cancelled);
   emit finished(false);
@@ -386,9 +388,10 @@ void Downloader::probe() {
       const qint64 needed = (total_ - done_) + (req_.countPack ? total_ : 0) + req_.extraBytesNeeded;
       const std::optional<qint64> free = freeBytes_(req_.destDir);
       if (free && *free < needed) {
-        fail(tr("not enough space in %1: %2 bytes needed, %3 bytes free")
-                 .arg(req_.destDir)
+        fail(tr("not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)")
+                 .arg(req_.destDir, format_bytes(static_cast<double>(needed)))
                  .arg(needed)
+                 .arg(format_bytes(static_cast<double>(*free)))
                  .arg(*free));
         return;
       }
@@ -443,6 +446,7 @@ void Downloader::get() {
     return;
   }
   part_.seek(done_);
+  error_.clear();
   attemptStart_ = done_;
   rangeSent_ = done_ > 0;
   headersChecked_ = false;
@@ -616,6 +620,7 @@ void Downloader::scheduleRetry(const QString& why) {
     return;
   }
   ++retriesTotal_;
+  error_ = why;  // shown while waiting: why it retries (cleared when the body flows again)
   const qint64 delay =
       std::min<qint64>(maxDelayMs_, static_cast<qint64>(baseDelayMs_) << std::min(failuresWithoutProgress_ - 1, 20));
   qCInfo(lcDownload) << "retry" << failuresWithoutProgress_ << "of" << maxRetries_ << "in" << delay << "ms:" << why;

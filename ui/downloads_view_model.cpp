@@ -10,6 +10,7 @@
 
 #include "core/gguf_model.h"
 #include "ui/app_database.h"
+#include "ui/byte_units.h"
 #include "ui/convert_wizard.h"
 
 namespace moepack::ui {
@@ -121,6 +122,25 @@ std::vector<int> DownloadListModel::groupRows(qint64 groupId) const {
     return items_[static_cast<size_t>(a)].rec.position < items_[static_cast<size_t>(b)].rec.position;
   });
   return rows;
+}
+
+std::vector<const Downloader*> DownloadListModel::removeEnded() {
+  const auto ended = [](const Downloader* d) {
+    return d->state() == Downloader::State::Finished || d->state() == Downloader::State::Cancelled;
+  };
+  std::vector<const Downloader*> gone;
+  for (int row = static_cast<int>(items_.size()) - 1; row >= 0; --row) {
+    const Item& it = items_[static_cast<size_t>(row)];
+    bool all = true;
+    for (int g : groupRows(it.rec.groupId)) all = all && ended(items_[static_cast<size_t>(g)].d.get());
+    if (it.rec.groupId == 0) all = ended(it.d.get());
+    if (!all) continue;
+    beginRemoveRows(QModelIndex(), row, row);
+    gone.push_back(it.d.get());
+    items_.erase(items_.begin() + row);
+    endRemoveRows();
+  }
+  return gone;
 }
 
 void DownloadListModel::changed(const Downloader* d) {
@@ -340,15 +360,34 @@ bool DownloadsViewModel::checkSpace(const std::vector<DownloadRecord>& group) {
     const qint64 part = QFileInfo(QDir(r.destDir).filePath(r.fileName + QStringLiteral(".part"))).size();
     remaining += std::max<qint64>(0, r.expectedSize - part);
   }
+  // What the downloads already in the list will still write there (and the packs of those
+  // converted when done): free space they are going to take.
+  qint64 others = 0;
+  for (int row = 0; row < list_.rowCount(); ++row) {
+    const Downloader* d = list_.at(row);
+    const DownloadRecord* o = list_.record(row);
+    if (!d || !o || o->destDir != modelsFolder_) continue;
+    const auto st = d->state();
+    if (st == Downloader::State::Finished || st == Downloader::State::Cancelled ||
+        st == Downloader::State::Failed)
+      continue;
+    const qint64 size = d->bytesTotal() >= 0 ? d->bytesTotal() : o->expectedSize;
+    if (size < 0) continue;
+    others += std::max<qint64>(0, size - d->bytesDone()) + (o->convertWhenDone ? size : 0);
+  }
   const qint64 needed = remaining + (group.front().convertWhenDone ? total : 0) + group.front().extraBytes;
   const std::optional<qint64> free = freeBytes_ ? freeBytes_(modelsFolder_) : free_bytes_in(modelsFolder_);
-  if (free && *free < needed) {
-    emit errorOccurred(tr("not enough space in %1: %2 bytes needed, %3 bytes free%4")
-                           .arg(modelsFolder_)
-                           .arg(needed)
-                           .arg(*free)
-                           .arg(group.front().convertWhenDone ? tr(" (the download and the Expert Pack built from it)")
-                                                              : QString()));
+  if (free && *free < needed + others) {
+    QString msg = tr("not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)")
+                      .arg(modelsFolder_, format_bytes(static_cast<double>(needed)))
+                      .arg(needed)
+                      .arg(format_bytes(static_cast<double>(*free)))
+                      .arg(*free);
+    if (group.front().convertWhenDone) msg += tr(" (the download and the Expert Pack built from it)");
+    if (others > 0)
+      msg += tr("; the downloads already in the list will still take %1 of it")
+                 .arg(format_bytes(static_cast<double>(others)));
+    emit errorOccurred(msg);
     return false;
   }
   return true;
@@ -544,6 +583,10 @@ void DownloadsViewModel::cancel(int row) {
     return;
   }
   d->cancel();
+}
+
+void DownloadsViewModel::clearEnded() {
+  for (const Downloader* d : list_.removeEnded()) lastPersist_.erase(d);
 }
 
 void DownloadsViewModel::setDatabasePath(const QString& p) {

@@ -82,6 +82,9 @@ class DownloadListModel : public QAbstractListModel {
   const DownloadRecord* record(int row) const;
   int rowOf(const Downloader* d) const;
   std::vector<int> groupRows(qint64 groupId) const;  // in position order
+  // Removes the rows whose whole group is finished or cancelled; returns their downloaders'
+  // addresses (no longer valid) for the caller's bookkeeping.
+  std::vector<const Downloader*> removeEnded();
 
  private:
   struct Item {
@@ -116,6 +119,8 @@ class DownloadsViewModel : public QObject {
   Q_INVOKABLE void pause(int row);
   Q_INVOKABLE void resume(int row);
   Q_INVOKABLE void cancel(int row);  // the whole group: every .part of it is deleted
+  // Clears the finished and cancelled downloads (whole groups) from the list.
+  Q_INVOKABLE void clearEnded();
 
   DownloadListModel* downloads() { return &list_; }
   QString modelsFolder() const { return modelsFolder_; }

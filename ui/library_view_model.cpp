@@ -1,5 +1,7 @@
 #include "ui/library_view_model.h"
 
+#include <unistd.h>
+
 #include <QDir>
 #include <QFileInfo>
 #include <QLocale>
@@ -7,9 +9,9 @@
 #include <QStandardPaths>
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
-#include <unistd.h>
 
 #include "ui/app_database.h"
+#include "ui/byte_units.h"
 
 namespace moepack::ui {
 
@@ -201,14 +203,7 @@ QString LibraryViewModel::deleteRefusal(qint64 id) const {
   return deletion_refusal(models_.entries()[static_cast<size_t>(row)], modelsFolder_, packsFolder_);
 }
 
-QString LibraryViewModel::formatBytes(double bytes) {
-  // Below 1 KiB the unit symbol, as the larger units are written: Qt's "bytes" is not in our
-  // catalogue and would stay English in every language.
-  if (bytes < 1024) return QStringLiteral("%1 B").arg(static_cast<qint64>(bytes));
-  return QLocale().formattedDataSize(
-      static_cast<qint64>(bytes), 1,
-      QLocale::DataSizeIecFormat);  // KiB, MiB, GiB: binary units, named as such
-}
+QString LibraryViewModel::formatBytes(double bytes) { return format_bytes(bytes); }
 
 }  // namespace moepack::ui
 

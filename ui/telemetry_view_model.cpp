@@ -81,6 +81,10 @@ double TelemetryViewModel::slotMib() const {
 void TelemetryViewModel::poll() {
   const TelemetryHandle t = engine_ ? engine_->telemetry() : nullptr;
   if (!t) return;
+  if (t.get() != lastTelemetry_) {  // another model: its prefill is not the last one's
+    lastTelemetry_ = t.get();
+    lastPrefillTps_ = 0;
+  }
   const TelemetrySnapshot s = t->snapshot();
   if (s.tokens == snap_.tokens && s.cache_misses == snap_.cache_misses && s.tokens != 0) return;  // idle
   snap_ = s;
@@ -126,7 +130,10 @@ void TelemetryViewModel::poll() {
       }
     }
     if (start != samples.end() && start->forward_ms > 0)
-      prefillTps_ = static_cast<double>(start->forwarded) * 1000.0 / start->forward_ms;
+      lastPrefillTps_ = static_cast<double>(start->forwarded) * 1000.0 / start->forward_ms;
+    // A reply longer than the window: its first sample has scrolled out, no other reply began
+    // since, so its prefill is still the one measured when it was in view.
+    prefillTps_ = lastPrefillTps_;
     double ms = 0, bytes = 0;
     size_t n = 0;
     for (auto it = start == samples.end() ? samples.begin() : std::next(start); it != samples.end(); ++it) {

@@ -153,8 +153,12 @@ TEST_F(ExpertStoreTest, CorruptBlockIsCaughtOnFirstReadWhenVerifying) {
       FAIL() << "corrupt expert served";
     } catch (const Error& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("expert 9 of layer 1"), std::string::npos) << m;
+      EXPECT_NE(m.find("expert 9 of layer 1 (blk." + std::to_string(pack.layout().layers[1].block) +
+                       ") at byte " + std::to_string(pack.expert_offset(1, 9))),
+                std::string::npos)
+          << m;
       EXPECT_NE(m.find("SHA-256"), std::string::npos) << m;
+      EXPECT_NE(m.find("moepack verify --full " + pack.dir()), std::string::npos) << m;
     }
   }
   EXPECT_EQ(store.counters().verified_experts, 2u);

@@ -136,6 +136,7 @@ class ConvertWizardTest : public QObject {
     QVERIFY2(finished.back().front().toBool(), qPrintable(w.error()));
     QCOMPARE(w.step(), ConvertWizard::Done);
     QVERIFY(w.message().contains(QStringLiteral("OK")));
+    QVERIFY2(w.message().contains(QStringLiteral("nothing was rebuilt")), qPrintable(w.message()));
   }
 
   // An Ollama model's blob is the store's: the wizard never deletes it, neither after the
@@ -237,12 +238,15 @@ class ConvertWizardTest : public QObject {
     QVERIFY(finished.wait(120000));
     QCOMPARE(finished.front().front().toBool(), false);
     QCOMPARE(w.step(), ConvertWizard::Options);  // back to options; start() resumes
+    QVERIFY(w.message().contains(QStringLiteral("Cancelled")));
     QVERIFY(!QFileInfo::exists(out + QStringLiteral("/manifest.json")));
     QVERIFY_THROWS_EXCEPTION(moepack::Error, moepack::ExpertPack::open(out.toStdString()));
     w.start();
     QVERIFY(finished.wait(120000));
     QVERIFY2(finished.back().front().toBool(), qPrintable(w.error()));
     QCOMPARE(w.step(), ConvertWizard::Done);
+    QVERIFY2(!w.message().contains(QStringLiteral("Cancelled")),
+             qPrintable(w.message()));  // not the last run's
     QVERIFY(moepack::verify_pack(out.toStdString(), {.full = true, .progress = {}}).ok);
   }
 

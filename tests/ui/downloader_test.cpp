@@ -372,13 +372,18 @@ class DownloaderTest : public QObject {
     QVERIFY(!run(*d2, r));
     QVERIFY(QFileInfo::exists(dest() + QStringLiteral("/a.bin.corrupt")));
     QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/a.bin")));
+    // Cancelling the failed row deletes the copy kept aside (a large model's would stay unseen).
+    d2->cancel();
+    QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/a.bin.corrupt")));
   }
 
   void notEnoughSpaceIsRefusedBeforeWriting() {
     auto d = make();
     d->setFreeBytesProbe([](const QString&) -> std::optional<qint64> { return 1000; });
     QVERIFY(!run(*d, req(QStringLiteral("/plain/a.bin"))));
-    QVERIFY2(d->error().contains(QStringLiteral("%1 bytes needed, 1000 bytes free").arg(a_.size())),
+    QVERIFY2(d->error().contains(QStringLiteral("needed (%1 bytes)").arg(a_.size())) &&
+                 d->error().contains(QStringLiteral("free (1000 bytes)")) &&
+                 d->error().contains(QStringLiteral("300.0 KiB needed")),
              qPrintable(d->error()));
     QVERIFY(QDir(dest()).isEmpty());
     // The real probe (QStorageInfo) with a pack estimate no disk has ("convert when done").
@@ -471,6 +476,15 @@ class DownloaderTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(installed.size(), 2, 30000);
     QVERIFY2(errors.size() == 1, qPrintable(errors.last().front().toString()));
     QCOMPARE(readAll(dest() + QStringLiteral("/My Model.bin")), a2_);
+    // Clearing the ended rows empties the list; a failed one stays.
+    vm.add(url(QStringLiteral("/plain/missing.bin")).toString(), QString(), QString(), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(errors.size(), 2, 30000);  // HTTP 404
+    QCOMPARE(vm.downloads()->rowCount(), 3);
+    vm.clearEnded();
+    QCOMPARE(vm.downloads()->rowCount(), 1);
+    QCOMPARE(
+        vm.downloads()->data(vm.downloads()->index(0), moepack::ui::DownloadListModel::StateRole).toString(),
+        QStringLiteral("failed"));
   }
 
   void namesCannotEscapeTheModelsFolder() {
@@ -635,7 +649,8 @@ class DownloaderTest : public QObject {
     vm.addDownload(QStringLiteral("test/ds2"), QStringLiteral("*Q2_K*.gguf"), QString(), true);
     QVERIFY(errors.wait(10000));
     const QString msg = errors.front().front().toString();
-    QVERIFY2(msg.contains(QStringLiteral("%1 bytes needed, 20000000 bytes free").arg(2 * kDs2SplitBytes)),
+    QVERIFY2(msg.contains(QStringLiteral("needed (%1 bytes)").arg(2 * kDs2SplitBytes)) &&
+                 msg.contains(QStringLiteral("free (20000000 bytes)")),
              qPrintable(msg));
     QVERIFY(msg.contains(QStringLiteral("Expert Pack")));
     QCOMPARE(vm.downloads()->rowCount(), 0);
@@ -653,8 +668,35 @@ class DownloaderTest : public QObject {
     DownloadRequest r = req(QStringLiteral("/plain/a.bin"));
     r.countPack = true;
     QVERIFY(!run(*d, r));
-    QVERIFY2(d->error().contains(QStringLiteral("%1 bytes needed, %2 bytes free").arg(2 * a_.size()).arg(a_.size() + 10)),
+    QVERIFY2(d->error().contains(QStringLiteral("needed (%1 bytes)").arg(2 * a_.size())) &&
+                 d->error().contains(QStringLiteral("free (%1 bytes)").arg(a_.size() + 10)),
              qPrintable(d->error()));
+  }
+
+  // Downloads already in the list take space they have not written yet: a new one that fits
+  // only if they did not is refused, naming how much they will still take.
+  void theSpaceCheckCountsTheDownloadsUnderWay() {
+    moepack::ui::DownloadsViewModel vm;
+    vm.setModelsFolder(dest());
+    vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+    vm.setHubBaseUrl(url(QStringLiteral("/hub")).toString());
+    const qint64 free = a_.size() + a2_.size() + 1000;  // the pair fits, and a.bin alone would
+    vm.setFreeBytesProbe([free](const QString&) -> std::optional<qint64> { return free; });
+    QSignalSpy errors(&vm, &moepack::ui::DownloadsViewModel::errorOccurred);
+    vm.addDownload(QStringLiteral("slowhub/pair"), QStringLiteral("p-*.gguf"), QString(), false);
+    QTRY_VERIFY_WITH_TIMEOUT(vm.downloads()->rowCount() == 2, 10000);
+    vm.pause(0);  // paused or queued, both files will still be written
+    const double done = vm.downloads()
+                            ->data(vm.downloads()->index(0), moepack::ui::DownloadListModel::BytesDoneRole)
+                            .toDouble();
+    if (done > static_cast<double>(a_.size() - 1000)) QSKIP("the slow file finished before the pause");
+    vm.addDownload(QStringLiteral("owner/repo"), QStringLiteral("a.bin"), QString(), false);
+    QVERIFY(errors.wait(10000));
+    const QString msg = errors.front().front().toString();
+    QVERIFY2(msg.contains(QStringLiteral("the downloads already in the list will still take")),
+             qPrintable(msg));
+    QCOMPARE(vm.downloads()->rowCount(), 2);
+    vm.cancel(0);
   }
 
   void hubListingHashIsVerifiedAndTraversalRefused() {

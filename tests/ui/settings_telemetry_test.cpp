@@ -293,6 +293,19 @@ QtObject {
     QCOMPARE(t.tokens(), 20.0);
     QCOMPARE(t.prefillTps(), 500.0);
     QCOMPARE(t.decodeTps(), 500.0);
+    // A reply longer than the window: its first sample scrolls out, its prefill stays shown.
+    t.window = 4;
+    script.token_delay_ms = 20;  // polled while it streams, as the dashboard's timer does
+    script.decode_ms = 4.0;
+    e.generate({{"user", "hi"}, {"user", "again"}, {"user", "and again"}}, {});
+    bool sawStart = false;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        (t.poll(), sawStart = sawStart || (t.tokens() > 20.0 && t.tokens() < 24.0), !e.generating()), 10000);
+    t.poll();
+    if (!sawStart) QSKIP("no poll while the first tokens streamed (a loaded machine)");
+    QCOMPARE(t.tokens(), 30.0);
+    QCOMPARE(t.prefillTps(), 500.0);
+    QCOMPARE(t.decodeTps(), 250.0);  // the window's 4 decode samples, 4 ms each
   }
 };
 

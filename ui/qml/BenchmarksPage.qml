@@ -19,9 +19,10 @@ Item {
     readonly property int requestAxisMax: page.bench.requestCount <= 20 ? Math.max(1, page.bench.requestCount) + 1
                                                                        : Math.ceil((page.bench.requestCount + 1) / 10) * 10
     readonly property int requestTicks: page.bench.requestCount <= 20 ? page.requestAxisMax + 1 : 11
-    readonly property int tokenAxisMax: page.bench.timelineTokens <= 11 ? Math.max(1, page.bench.timelineTokens - 1)
-                                                                       : Math.ceil((page.bench.timelineTokens - 1) / 10) * 10
-    readonly property int tokenTicks: page.bench.timelineTokens <= 11 ? page.tokenAxisMax + 1 : 11
+    // Token ticks 1, 2 or 5 × 10^k apart, as the dashboard's (not 13, 26, 39...).
+    readonly property int tokenStep: NiceAxis.tokenStep(Math.max(1, page.bench.timelineTokens - 1))
+    readonly property int tokenAxisMax: Math.max(1, Math.ceil((page.bench.timelineTokens - 1) / page.tokenStep)) * page.tokenStep
+    readonly property int tokenTicks: page.tokenAxisMax / page.tokenStep + 1
 
     function fmt(v, digits) { return v < 0 ? "–" : Number(v).toFixed(digits) }
 

@@ -118,7 +118,8 @@ Item {
                 columnSpacing: 10
                 Card {
                     name: qsTr("Hit rate"); strong: true; counter: "cache_hits / (cache_hits + cache_misses)"
-                    value: (page.telemetry.hitRate * 100).toFixed(1) + " %"
+                    // "–" before the first lookup: 0 % would claim every lookup missed.
+                    value: page.telemetry.cacheHits + page.telemetry.cacheMisses > 0 ? (page.telemetry.hitRate * 100).toFixed(1) + " %" : "–"
                 }
                 Card {
                     objectName: "decodeCard"

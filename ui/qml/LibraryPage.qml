@@ -155,6 +155,34 @@ Page {
     }
 
     Dialog {
+        id: cancelDownloadDialog
+        objectName: "cancelDownloadDialog"
+        property int row: -1
+        property string name: ""
+        title: qsTr("Cancel the download of %1?").arg(name)
+        modal: true
+        anchors.centerIn: parent
+        width: Math.min(page.width - 40, 460)
+        Label {
+            width: parent.width
+            wrapMode: Text.Wrap
+            text: qsTr("What was downloaded of it (and of the other files of its group) is deleted. Pause keeps it instead.")
+        }
+        footer: DialogButtonBox {
+            Button {
+                text: qsTr("Keep it")
+                DialogButtonBox.buttonRole: DialogButtonBox.RejectRole
+            }
+            Button {
+                objectName: "cancelDownloadConfirm"
+                text: qsTr("Cancel and delete")
+                DialogButtonBox.buttonRole: DialogButtonBox.AcceptRole
+            }
+        }
+        onAccepted: page.downloads.cancel(row)
+    }
+
+    Dialog {
         id: stopConvertDialog
         objectName: "stopConvertDialog"
         title: qsTr("Stop the conversion?")
@@ -260,14 +288,50 @@ Page {
         anchors.fill: parent
         anchors.margins: 8
 
-        Label {
+        // The last command's summary and every error it reported (a folder scan reports one a
+        // file), until dismissed or the next summary.
+        RowLayout {
             id: status
+            objectName: "libraryStatus"
             Layout.fillWidth: true
-            visible: text.length > 0
-            wrapMode: Text.Wrap
-            property bool isError: false
-            color: isError ? "firebrick" : palette.text
-            function show(message, error) { text = message; isError = error }
+            visible: summary.length > 0 || errors.length > 0
+            property string summary: ""
+            property var errors: []
+            function show(message, error) {
+                if (error) {
+                    errors = errors.concat([message])
+                } else {
+                    summary = message
+                    errors = []
+                }
+            }
+            ColumnLayout {
+                Layout.fillWidth: true
+                spacing: 2
+                Label {
+                    Layout.fillWidth: true
+                    visible: status.summary.length > 0
+                    wrapMode: Text.Wrap
+                    text: status.summary
+                }
+                Label {
+                    objectName: "libraryErrors"
+                    Layout.fillWidth: true
+                    visible: status.errors.length > 0
+                    wrapMode: Text.Wrap
+                    color: "firebrick"
+                    text: status.errors.slice(0, 6).join("\n")
+                          + (status.errors.length > 6 ? "\n" + qsTr("… and %n more (in the log)", "", status.errors.length - 6) : "")
+                }
+            }
+            ToolButton {
+                objectName: "dismissLibraryStatus"
+                Layout.alignment: Qt.AlignTop
+                text: "\u2715"
+                ToolTip.visible: hovered
+                ToolTip.text: qsTr("Dismiss")
+                onClicked: { status.summary = ""; status.errors = [] }
+            }
         }
 
         DropArea {
@@ -444,10 +508,36 @@ Page {
                         onEditingFinished: page.downloads.hubBaseUrl = text
                     }
                 }
-                Repeater {
+                RowLayout {
+                    visible: downloadList.count > 0
+                    Label {
+                        Layout.fillWidth: true
+                        text: qsTr("%n download(s)", "", downloadList.count)
+                        color: "#6b7280"
+                    }
+                    Button {
+                        objectName: "clearEndedDownloads"
+                        text: qsTr("Clear finished")
+                        flat: true
+                        onClicked: page.downloads.clearEnded()
+                    }
+                }
+                // At most about five rows high: a long list scrolls instead of pushing the
+                // models off the page.
+                ListView {
+                    id: downloadList
+                    objectName: "downloadList"
+                    Layout.fillWidth: true
+                    Layout.preferredHeight: Math.min(contentHeight, 240)
+                    clip: true
+                    spacing: 2
+                    boundsBehavior: Flickable.StopAtBounds
+                    ScrollBar.vertical: ScrollBar { policy: downloadList.contentHeight > downloadList.height
+                                                            ? ScrollBar.AlwaysOn : ScrollBar.AsNeeded }
                     model: page.downloads.downloads
                     delegate: RowLayout {
                         id: dl
+                        width: ListView.view.width - 12
                         required property int index
                         required property string name
                         required property string state
@@ -459,7 +549,6 @@ Page {
                         required property double hashedBytes
                         required property int groupSize
                         required property int position
-                        Layout.fillWidth: true
                         Label {
                             text: dl.groupSize > 1 ? qsTr("%1 (file %2 of %3)").arg(dl.name).arg(dl.position).arg(dl.groupSize)
                                                    : dl.name
@@ -492,6 +581,10 @@ Page {
                                   ? qsTr("paused · %1 of %2").arg(page.library.formatBytes(dl.bytesDone))
                                     .arg(page.library.formatBytes(dl.bytesTotal))
                                   : qsTr("paused · %1").arg(page.library.formatBytes(dl.bytesDone)))
+                                : dl.state === "probing" ? qsTr("asking the server")
+                                : dl.state === "waiting" ? (dl.error.length > 0 ? qsTr("retrying soon: %1").arg(dl.error)
+                                                                               : qsTr("retrying soon"))
+                                : dl.state === "verifying" ? qsTr("verifying")
                                 : dl.state !== "downloading" ? dl.state
                                 : qsTr("%1 of %2 · %3/s · %4").arg(page.library.formatBytes(dl.bytesDone))
                                   .arg(page.library.formatBytes(Math.max(dl.bytesTotal, 0)))
@@ -510,7 +603,11 @@ Page {
                         Button {
                             text: qsTr("Cancel")
                             enabled: dl.state !== "finished" && dl.state !== "cancelled"
-                            onClicked: page.downloads.cancel(dl.index)
+                            onClicked: {
+                                cancelDownloadDialog.row = dl.index
+                                cancelDownloadDialog.name = dl.name
+                                cancelDownloadDialog.open()
+                            }
                         }
                     }
                 }
