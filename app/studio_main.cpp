@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "ui/engine_worker.h"
 #include "ui/single_instance.h"
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
@@ -24,9 +25,11 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.addHelpOption();
   parser.addVersionOption();
-  QCommandLineOption model({QStringLiteral("m"), QStringLiteral("model")},
-                           QStringLiteral("GGUF file, shard or Ollama name to open"), QStringLiteral("path"),
-                           QStringLiteral(MOEPACK_DEMO_MODEL));
+  QCommandLineOption model(
+      {QStringLiteral("m"), QStringLiteral("model")},
+      QStringLiteral("GGUF file, shard, Expert Pack or Ollama name to open (default: the "
+                     "model opened last, else the bundled demo model)"),
+      QStringLiteral("path"));
   parser.addOption(model);
   QCommandLineOption conversation(QStringLiteral("open-conversation"),
                                   QStringLiteral("conversation to show first (its id in the database)"),
@@ -42,7 +45,9 @@ int main(int argc, char** argv) {
                  qPrintable(positional.join(QLatin1Char(' '))));
     return 2;
   }
-  const QString modelPath = positional.isEmpty() ? parser.value(model) : positional.front();
+  QString modelPath = positional.isEmpty() ? parser.value(model) : positional.front();
+  if (modelPath.isEmpty()) modelPath = moepack::ui::EngineController::lastLoadedModel();
+  if (modelPath.isEmpty()) modelPath = QStringLiteral(MOEPACK_DEMO_MODEL);
 
   // One studio at a time (ui/single_instance.h); a quitting one (the restart after a lost GPU)
   // gets 15 s to go.

@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QLoggingCategory>
 #include <QProcess>
+#include <QSettings>
 #include <QStandardPaths>
 #include <algorithm>
 #include <cerrno>
@@ -297,6 +298,7 @@ EngineController::EngineController(ChatEngineFactory factory, QString packsFolde
                   worker_, [t] { (void)t; }, Qt::QueuedConnection);
               return;
             }
+            QSettings().setValue(QStringLiteral("session/last_model"), lastPath_);
             info_ = info;
             telemetry_ = t;
             setState(Ready);
@@ -370,6 +372,13 @@ void EngineController::load(const QString& path, bool convertGguf) {
   QMetaObject::invokeMethod(worker_, "load", Qt::QueuedConnection, Q_ARG(quint64, loadSeq_),
                             Q_ARG(QString, path), Q_ARG(moepack::EngineSettings, settings_),
                             Q_ARG(bool, convertGguf));
+}
+
+QString EngineController::lastLoadedModel() {
+  const QString last = QSettings().value(QStringLiteral("session/last_model")).toString();
+  // A path must still be there; an Ollama name ("qwen3:30b") is not a path and is kept.
+  if (last.contains(QLatin1Char('/')) && !QFileInfo::exists(last)) return {};
+  return last;
 }
 
 void EngineController::setPacksFolder(const QString& folder) {

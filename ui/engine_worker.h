@@ -139,6 +139,10 @@ class EngineController : public QObject {
   // setEngineSettings (defaults otherwise).
   Q_INVOKABLE void load(const QString& path, bool convertGguf = true);
   Q_INVOKABLE void reload();  // the last load() again (after an error or a settings change)
+  // The model the last successful load() opened, as it was given (a GGUF, a shard, a pack, an
+  // Ollama name), kept in QSettings "session/last_model" so that the next start opens it; empty
+  // when there is none or its file is gone.
+  static QString lastLoadedModel();
   Q_INVOKABLE void stop();    // cancels the running generation (any thread)
   // Frees the model: drops this controller's telemetry handle (which keeps the engine alive)
   // and has the worker release the engine; state Empty, then unloaded() once the memory is

@@ -4,7 +4,9 @@
 #include "ui/chat_view_model.h"
 
 #include <QAbstractItemModelTester>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -30,6 +32,13 @@ bool loadAndWait(EngineController& e, const QString& path) {
 class ChatViewModelTest : public QObject {
   Q_OBJECT
  private slots:
+  void initTestCase() {
+    // QSettings (the model loaded last) in a test folder, not the user's.
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("MoePackTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("chat_view_model_test"));
+    QSettings().clear();
+  }
   void workerStreamsInBatchesAndFinishes() {
     FakeScript script;
     script.extra_tokens = 200;
@@ -373,6 +382,24 @@ class ChatViewModelTest : public QObject {
     QCOMPARE(vm.sampling().value("seed").toDouble(), -1.0);
     vm.setSamplingValue("temperature", 0.25);
     QCOMPARE(vm.sampling().value("temperature").toDouble(), 0.25);
+  }
+
+  // The model a load opened is the one the next start opens (QSettings); a path that is gone is
+  // not offered.
+  void theModelLoadedLastIsRemembered() {
+    QTemporaryDir dir;
+    const QString model = dir.filePath("remembered.gguf");
+    QFile f(model);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.close();
+    FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, model));
+    QCOMPARE(EngineController::lastLoadedModel(), model);
+    QVERIFY(loadAndWait(e, "/models/bad.gguf"));  // a failed load changes nothing
+    QCOMPARE(EngineController::lastLoadedModel(), model);
+    QVERIFY(QFile::remove(model));
+    QCOMPARE(EngineController::lastLoadedModel(), QString());
   }
 
   void unloadFreesTheEngine() {
