@@ -190,11 +190,12 @@ void DownloadsViewModel::setConvertWizard(ConvertWizard* w) {
   if (wizard_) {
     // Queued: the wizard emits changed() from inside chooseOutput()/start(); react after.
     connect(wizard_, &ConvertWizard::changed, this, &DownloadsViewModel::onWizardChanged, Qt::QueuedConnection);
+    // Any conversion's end frees the wizard for the next queued one: the hand-off's own, or
+    // one the user started from a refused hand-off's dialog (shard mode, another folder).
     connect(wizard_, &ConvertWizard::finished, this, [this](bool) {
-      if (!handoffSource_.isEmpty() && handoffStarted_) {
-        handoffSource_.clear();
-        QMetaObject::invokeMethod(this, &DownloadsViewModel::pumpConversions, Qt::QueuedConnection);
-      }
+      if (!handoffSource_.isEmpty() && handoffStarted_) handoffSource_.clear();
+      refusedShown_ = false;
+      QMetaObject::invokeMethod(this, &DownloadsViewModel::pumpConversions, Qt::QueuedConnection);
     });
   }
   emit settingsChanged();
@@ -632,7 +633,7 @@ void DownloadsViewModel::setDatabasePath(const QString& p) {
 }
 
 void DownloadsViewModel::pumpConversions() {
-  if (!wizard_ || !handoffSource_.isEmpty() || pendingConversions_.empty()) return;
+  if (!wizard_ || !handoffSource_.isEmpty() || refusedShown_ || pendingConversions_.empty()) return;
   if (wizard_->busy() || wizard_->step() == ConvertWizard::Converting || wizard_->step() == ConvertWizard::Verifying)
     return;  // its finished() pumps again
   handoffSource_ = pendingConversions_.front();
@@ -650,8 +651,10 @@ void DownloadsViewModel::onWizardChanged() {
     const QString message = tr("convert %1: %2").arg(QFileInfo(source).fileName(), why);
     handoffSource_.clear();
     emit errorOccurred(message);
+    // The refused source stays in the wizard (its dialog offers the shard mode or another
+    // folder); the queue goes on when that dialog closes (resumeConversions) or a conversion ends.
+    refusedShown_ = true;
     emit conversionRefused(source, message);
-    pumpConversions();
   };
   switch (wizard_->step()) {
     case ConvertWizard::Space:

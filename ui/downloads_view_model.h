@@ -121,6 +121,12 @@ class DownloadsViewModel : public QObject {
   Q_INVOKABLE void cancel(int row);  // the whole group: every .part of it is deleted
   // Clears the finished and cancelled downloads (whole groups) from the list.
   Q_INVOKABLE void clearEnded();
+  // The dialog showing a refused conversion was closed: the next queued "convert when done"
+  // download gets the wizard (a refusal leaves the refused source in it for the user until then).
+  Q_INVOKABLE void resumeConversions() {
+    refusedShown_ = false;
+    pumpConversions();
+  }
 
   DownloadListModel* downloads() { return &list_; }
   QString modelsFolder() const { return modelsFolder_; }
@@ -162,6 +168,7 @@ class DownloadsViewModel : public QObject {
   void startNext(qint64 groupId);
   void groupDone(qint64 groupId);
   void pumpConversions();
+  bool refusedShown_ = false;  // a refused hand-off's source is in the wizard for the user
   void onWizardChanged();
 
   std::unique_ptr<AppDatabase> db_;

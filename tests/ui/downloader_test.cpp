@@ -143,6 +143,8 @@ class DownloaderTest : public QObject {
     QVERIFY(writeAll(root_ + QStringLiteral("/a.bin.v2"), a2_));
     QVERIFY(writeAll(root_ + QStringLiteral("/big.bin"), big_));
     QVERIFY(writeAll(root_ + QStringLiteral("/My Model.bin"), a2_));
+    QVERIFY(QFile::copy(kDs2Dir + QStringLiteral("/deepseek2-tiny-Q4_K_M.gguf"),
+                        root_ + QStringLiteral("/ds2-q4.gguf")));
     // Hub repository test/ds2: the three Q2_K shards of the fixture, a README (not in LFS) and
     // another quantisation the pattern must not pick.
     QVERIFY(QDir().mkpath(root_ + QStringLiteral("/hub/test/ds2")));
@@ -979,6 +981,15 @@ class DownloaderTest : public QObject {
     QCOMPARE(started.size(), 0);
     QVERIFY(!QFileInfo::exists(dest() + QStringLiteral("/deepseek2-tiny-Q2_K-pack/manifest.json")));
     QVERIFY(QFileInfo::exists(dest() + '/' + ds2Shard(3)));
+    // Another "convert when done" download finishing meanwhile waits: the wizard keeps the
+    // refused source for its dialog. Closing that dialog hands the wizard on.
+    QSignalSpy installed(&vm, &moepack::ui::DownloadsViewModel::downloadFinished);
+    vm.addDownload(url(QStringLiteral("/plain/ds2-q4.gguf")).toString(), QString(), QString(), true);
+    QVERIFY(installed.wait(60000));
+    QTest::qWait(200);
+    QCOMPARE(wizard.source(), dest() + '/' + ds2Shard(1));
+    vm.resumeConversions();
+    QTRY_COMPARE_WITH_TIMEOUT(wizard.source(), dest() + QStringLiteral("/ds2-q4.gguf"), 10000);
   }
 };
 

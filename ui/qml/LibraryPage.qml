@@ -216,6 +216,7 @@ Page {
         title: qsTr("Converting a finished download")
         modal: false
         anchors.centerIn: parent
+        onClosed: page.downloads.resumeConversions()
         width: Math.min(page.width - 40, 640)
         height: Math.min(page.height - 40, 520)
         standardButtons: Dialog.Close
