@@ -105,7 +105,17 @@
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
-        <source>Running request, per token: forward ms and SSD KB</source>
+        <source>Running request, per token: forward ms and SSD KiB</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <source>SSD KiB</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
+        <source>SSD MiB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -116,11 +126,6 @@
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="237"/>
         <source>forward ms</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
-        <source>SSD KB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -164,11 +169,6 @@
         <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
         <location filename="../ui/qml/BenchmarksPage.qml" line="267"/>
         <source>hit rate</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
-        <source>SSD KB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -836,37 +836,37 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="243"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="244"/>
         <source>Add file…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="244"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="245"/>
         <source>Scan folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="249"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="250"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="253"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="254"/>
         <source>Add Ollama model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="257"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="258"/>
         <source>Refresh</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="271"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="272"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="264"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="265"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -926,17 +926,17 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="273"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
         <source>expert cache (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="281"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="325"/>
         <source>… and %n more (in the log)</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -944,117 +944,117 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="332"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="333"/>
         <source>Dismiss</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="362"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="403"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="404"/>
         <source>%1 (deleted)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="411"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="412"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>pack ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="436"/>
         <source>pack building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="436"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
         <source>pack failed verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="438"/>
         <source>no pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="445"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
         <source>Load</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="449"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
         <source>Load %1 and chat with it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="453"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="454"/>
         <source>Convert…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="461"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="462"/>
         <source>Remove…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="474"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="475"/>
         <source>Downloads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="482"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="483"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="486"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="487"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="489"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="492"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="494"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="495"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="498"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="504"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/LibraryPage.qml" line="515"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="516"/>
         <source>%n download(s)</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -1062,88 +1062,88 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="520"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="521"/>
         <source>Clear finished</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="553"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="554"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="575"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="576"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="577"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="578"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="578"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="579"/>
         <source>cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="579"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="580"/>
         <source>done · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="581"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="582"/>
         <source>paused · %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="583"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="584"/>
         <source>paused · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="584"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="585"/>
         <source>asking the server</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="585"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="586"/>
         <source>retrying soon: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="586"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="587"/>
         <source>retrying soon</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="587"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="588"/>
         <source>verifying</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="589"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="590"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="592"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="593"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="94"/>
-        <location filename="../ui/qml/LibraryPage.qml" line="604"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="605"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2205,27 +2205,27 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="264"/>
+        <location filename="../ui/convert_wizard.cpp" line="265"/>
         <source>The folder already held this model&apos;s finished pack: nothing was rebuilt.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="266"/>
+        <location filename="../ui/convert_wizard.cpp" line="267"/>
         <source>Resumed from the last checkpoint of the interrupted conversion.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="318"/>
+        <location filename="../ui/convert_wizard.cpp" line="319"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="325"/>
+        <location filename="../ui/convert_wizard.cpp" line="326"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="330"/>
+        <location filename="../ui/convert_wizard.cpp" line="331"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2432,57 +2432,57 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="381"/>
+        <location filename="../ui/downloads_view_model.cpp" line="382"/>
         <source>not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="386"/>
+        <location filename="../ui/downloads_view_model.cpp" line="387"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="388"/>
+        <location filename="../ui/downloads_view_model.cpp" line="389"/>
         <source>; the downloads already in the list will still take %1 of it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="399"/>
+        <location filename="../ui/downloads_view_model.cpp" line="401"/>
         <source>%1 already exists; remove it first</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="407"/>
+        <location filename="../ui/downloads_view_model.cpp" line="409"/>
         <source>%1 is already in the download list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="431"/>
+        <location filename="../ui/downloads_view_model.cpp" line="433"/>
         <source>cannot record the download: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="546"/>
+        <location filename="../ui/downloads_view_model.cpp" line="548"/>
         <source>position %1 of the group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="556"/>
+        <location filename="../ui/downloads_view_model.cpp" line="558"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="595"/>
+        <location filename="../ui/downloads_view_model.cpp" line="597"/>
         <source>the download list is already kept in %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="606"/>
+        <location filename="../ui/downloads_view_model.cpp" line="608"/>
         <source>the download list cannot be kept: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="649"/>
+        <location filename="../ui/downloads_view_model.cpp" line="651"/>
         <source>convert %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2490,7 +2490,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="435"/>
+        <location filename="../ui/engine_worker.cpp" line="444"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2498,22 +2498,22 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="206"/>
+        <location filename="../ui/engine_worker.cpp" line="207"/>
         <source>Out of memory while loading %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="209"/>
+        <location filename="../ui/engine_worker.cpp" line="210"/>
         <source>The conversion of %1 was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="223"/>
+        <location filename="../ui/engine_worker.cpp" line="224"/>
         <source>No model is loaded.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="261"/>
+        <location filename="../ui/engine_worker.cpp" line="262"/>
         <source>Out of memory during generation.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2544,7 +2544,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::LibraryViewModel</name>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="139"/>
+        <location filename="../ui/library_view_model.cpp" line="140"/>
         <source>%n model(s) added</source>
         <translation>
             <numerusform>%n model added</numerusform>
@@ -2552,7 +2552,7 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="166"/>
+        <location filename="../ui/library_view_model.cpp" line="167"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>%n model found in %1</numerusform>
@@ -2560,17 +2560,17 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="173"/>
+        <location filename="../ui/library_view_model.cpp" line="174"/>
         <source>Ollama model %1 added</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="185"/>
+        <location filename="../ui/library_view_model.cpp" line="186"/>
         <source>Removed; %1 freed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="201"/>
+        <location filename="../ui/library_view_model.cpp" line="202"/>
         <source>unknown model</source>
         <translation type="unfinished"></translation>
     </message>

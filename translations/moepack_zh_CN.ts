@@ -108,8 +108,22 @@
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="230"/>
+        <source>Running request, per token: forward ms and SSD KiB</source>
+        <translation>当前请求的逐词元数据：前向耗时 ms 与 SSD 读取 KiB</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
+        <source>SSD KiB</source>
+        <translation>SSD KiB</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
+        <source>SSD MiB/token</source>
+        <translation>SSD MiB/词元</translation>
+    </message>
+    <message>
         <source>Running request, per token: forward ms and SSD KB</source>
-        <translation>当前请求的逐词元数据：前向耗时 ms 与 SSD 读取 KB</translation>
+        <translation type="vanished">当前请求的逐词元数据：前向耗时 ms 与 SSD 读取 KB</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="234"/>
@@ -122,9 +136,8 @@
         <translation>前向 ms</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="238"/>
         <source>SSD KB</source>
-        <translation>SSD KB</translation>
+        <translation type="vanished">SSD KB</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="243"/>
@@ -170,9 +183,8 @@
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/BenchmarksPage.qml" line="247"/>
         <source>SSD KB/token</source>
-        <translation>SSD KB/词元</translation>
+        <translation type="vanished">SSD KB/词元</translation>
     </message>
     <message>
         <location filename="../ui/qml/BenchmarksPage.qml" line="260"/>
@@ -938,27 +950,27 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>正在转换已完成的下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="243"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="244"/>
         <source>Add file…</source>
         <translation>添加文件…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="244"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="245"/>
         <source>Scan folder…</source>
         <translation>扫描文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="249"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="250"/>
         <source>Ollama model, e.g. qwen3:30b</source>
         <translation>Ollama 模型，例如 qwen3:30b</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="253"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="254"/>
         <source>Add Ollama model</source>
         <translation>添加 Ollama 模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="257"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="258"/>
         <source>Refresh</source>
         <translation>刷新</translation>
     </message>
@@ -967,7 +979,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">内存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="271"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="272"/>
         <source>Memory for the model: dense weights, the expert cache and the context</source>
         <translation>模型可用的内存：稠密权重、专家缓存和上下文</translation>
     </message>
@@ -976,227 +988,227 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">专家缓存 (GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="264"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="265"/>
         <source>Plan the context for: memory (GiB)</source>
         <translation>规划上下文:内存(GiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="273"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="274"/>
         <source>expert cache (MiB)</source>
         <translation>专家缓存(MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="280"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="281"/>
         <source>Starts at the Settings&apos; cache budget; a change here only plans</source>
         <translation>初始值为设置中的缓存预算;此处修改仅用于规划</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/LibraryPage.qml" line="324"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="325"/>
         <source>… and %n more (in the log)</source>
         <translation>
             <numerusform>……还有 %n 条（见日志）</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="332"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="333"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="361"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="362"/>
         <source>No models yet. Drop GGUF files or pack folders here, or scan a folder.</source>
         <translation>还没有模型。将 GGUF 文件或专家包文件夹拖放到这里，或扫描一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="403"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="404"/>
         <source>%1 (deleted)</source>
         <translation>%1（已删除）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="411"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="412"/>
         <source>%1 · %2 · %3 · %4 experts, top-%5 · %6</source>
         <translation>%1 · %2 · %3 · %4 个专家，top-%5 · %6</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="421"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="422"/>
         <source>KV cache %1 per token + %2 per sequence · %3 tokens of context next to a %4 expert cache in %5</source>
         <translation>KV 缓存每词元 %1 + 每序列 %2 · 在 %5 内存中配合 %4 专家缓存可容纳 %3 个词元的上下文</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="428"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="429"/>
         <source>(memory - expert cache - dense weights - fixed state) / bytes per token, at most the trained context. %1</source>
         <translation>（内存 - 专家缓存 - 稠密权重 - 固定状态）/ 每词元字节数，不超过训练上下文长度。%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="434"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
         <source>pack ready</source>
         <translation>专家包就绪</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="435"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="436"/>
         <source>pack building</source>
         <translation>专家包构建中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="436"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
         <source>pack failed verify</source>
         <translation>专家包校验失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="437"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="438"/>
         <source>no pack</source>
         <translation>无专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="445"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="446"/>
         <source>Load</source>
         <translation>加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="449"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="450"/>
         <source>Load %1 and chat with it</source>
         <translation>加载 %1 并与之对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="453"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="454"/>
         <source>Convert…</source>
         <translation>转换…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="461"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="462"/>
         <source>Remove…</source>
         <translation>移除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="474"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="475"/>
         <source>Downloads</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="482"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="483"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="486"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="487"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="489"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="492"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="494"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="495"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="498"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="504"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/LibraryPage.qml" line="515"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="516"/>
         <source>%n download(s)</source>
         <translation>
             <numerusform>%n 个下载</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="520"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="521"/>
         <source>Clear finished</source>
         <translation>清除已结束的</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="553"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="554"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="575"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="576"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="577"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="578"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="578"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="579"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="579"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="580"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="581"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="582"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="583"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="584"/>
         <source>paused · %1</source>
         <translation>已暂停 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="584"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="585"/>
         <source>asking the server</source>
         <translation>正在询问服务器</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="585"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="586"/>
         <source>retrying soon: %1</source>
         <translation>即将重试：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="586"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="587"/>
         <source>retrying soon</source>
         <translation>即将重试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="587"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="588"/>
         <source>verifying</source>
         <translation>正在校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="589"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="590"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="592"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="593"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="94"/>
-        <location filename="../ui/qml/LibraryPage.qml" line="604"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="605"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -2281,27 +2293,27 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>已取消。专家包尚未完成；重新开始即可从中断处继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="264"/>
+        <location filename="../ui/convert_wizard.cpp" line="265"/>
         <source>The folder already held this model&apos;s finished pack: nothing was rebuilt.</source>
         <translation>该文件夹中已有此模型完成的专家包：未重新构建任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="266"/>
+        <location filename="../ui/convert_wizard.cpp" line="267"/>
         <source>Resumed from the last checkpoint of the interrupted conversion.</source>
         <translation>已从中断转换的上一个检查点继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="318"/>
+        <location filename="../ui/convert_wizard.cpp" line="319"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation>%1 是 Ollama 存储中的数据块，可能被其多个模型共用：请用 `ollama rm` 删除该模型</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="325"/>
+        <location filename="../ui/convert_wizard.cpp" line="326"/>
         <source>cannot delete %1</source>
         <translation>无法删除 %1</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="330"/>
+        <location filename="../ui/convert_wizard.cpp" line="331"/>
         <source>Source deleted.</source>
         <translation>源文件已删除。</translation>
     </message>
@@ -2519,57 +2531,57 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">%1 空间不足：需要 %2 字节，可用 %3 字节%4</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="381"/>
+        <location filename="../ui/downloads_view_model.cpp" line="382"/>
         <source>not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)</source>
         <translation>%1 空间不足：需要 %2（%3 字节），可用 %4（%5 字节）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="386"/>
+        <location filename="../ui/downloads_view_model.cpp" line="387"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation>（下载的文件及由其构建的专家包）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="388"/>
+        <location filename="../ui/downloads_view_model.cpp" line="389"/>
         <source>; the downloads already in the list will still take %1 of it</source>
         <translation>；列表中已有的下载还将占用其中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="399"/>
+        <location filename="../ui/downloads_view_model.cpp" line="401"/>
         <source>%1 already exists; remove it first</source>
         <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="407"/>
+        <location filename="../ui/downloads_view_model.cpp" line="409"/>
         <source>%1 is already in the download list</source>
         <translation>%1 已在下载列表中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="431"/>
+        <location filename="../ui/downloads_view_model.cpp" line="433"/>
         <source>cannot record the download: %1</source>
         <translation>无法记录该下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="546"/>
+        <location filename="../ui/downloads_view_model.cpp" line="548"/>
         <source>position %1 of the group</source>
         <translation>该组中的第 %1 项</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="556"/>
+        <location filename="../ui/downloads_view_model.cpp" line="558"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation>%1 的下载不完整（缺少：%2）；未添加到模型库</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="595"/>
+        <location filename="../ui/downloads_view_model.cpp" line="597"/>
         <source>the download list is already kept in %1</source>
         <translation>下载列表已保存在 %1 中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="606"/>
+        <location filename="../ui/downloads_view_model.cpp" line="608"/>
         <source>the download list cannot be kept: %1</source>
         <translation>无法保存下载列表：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="649"/>
+        <location filename="../ui/downloads_view_model.cpp" line="651"/>
         <source>convert %1: %2</source>
         <translation>转换 %1：%2</translation>
     </message>
@@ -2577,7 +2589,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="435"/>
+        <location filename="../ui/engine_worker.cpp" line="444"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
@@ -2585,22 +2597,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="206"/>
+        <location filename="../ui/engine_worker.cpp" line="207"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="209"/>
+        <location filename="../ui/engine_worker.cpp" line="210"/>
         <source>The conversion of %1 was cancelled.</source>
         <translation>%1 的转换已取消。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="223"/>
+        <location filename="../ui/engine_worker.cpp" line="224"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="261"/>
+        <location filename="../ui/engine_worker.cpp" line="262"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>
@@ -2631,31 +2643,31 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::LibraryViewModel</name>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="139"/>
+        <location filename="../ui/library_view_model.cpp" line="140"/>
         <source>%n model(s) added</source>
         <translation>
             <numerusform>已添加 %n 个模型</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/library_view_model.cpp" line="166"/>
+        <location filename="../ui/library_view_model.cpp" line="167"/>
         <source>%n model(s) found in %1</source>
         <translation>
             <numerusform>在 %1 中找到 %n 个模型</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="173"/>
+        <location filename="../ui/library_view_model.cpp" line="174"/>
         <source>Ollama model %1 added</source>
         <translation>已添加 Ollama 模型 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="185"/>
+        <location filename="../ui/library_view_model.cpp" line="186"/>
         <source>Removed; %1 freed</source>
         <translation>已移除；释放了 %1</translation>
     </message>
     <message>
-        <location filename="../ui/library_view_model.cpp" line="201"/>
+        <location filename="../ui/library_view_model.cpp" line="202"/>
         <source>unknown model</source>
         <translation>未知模型</translation>
     </message>

@@ -148,8 +148,8 @@ void BenchViewModel::run() {
   hitPts_.clear();
   decodeMax_ = 0;
   timelineMs_.clear();
-  timelineKb_.clear();
-  timelineMaxMs_ = timelineMaxKb_ = 0;
+  timelineKib_.clear();
+  timelineMaxMs_ = timelineMaxKib_ = 0;
   requestIndex_ = tokens_ = 0;
   requestCount_ = promptCount_;
   systems_ = baselineUrl_.isEmpty() ? 1 : 2;
@@ -197,7 +197,7 @@ void BenchViewModel::startThread() {
   QPointer<BenchViewModel> self(this);
   o.on_event = [this](const bench::BenchEvent& e) {
     if (e.kind == bench::BenchEvent::Kind::Token) {
-      const double kb = static_cast<double>(e.token_read_bytes) / 1e3;
+      const double kb = static_cast<double>(e.token_read_bytes) / 1024.0;  // KiB, as the dashboard
       const int index = static_cast<int>(e.token_index);
       const double fwd = e.token_forward_ms;
       QMetaObject::invokeMethod(this, [this, index, fwd, kb] { onToken(index, fwd, kb); }, Qt::QueuedConnection);
@@ -220,7 +220,7 @@ void BenchViewModel::startThread() {
       const auto tl = r.find("timeline");
       if (tl != r.end() && tl->is_object()) {
         for (const json& v : (*tl)["forward_ms"]) ms.push_back(v.get<double>());
-        for (const json& v : (*tl)["read_bytes"]) kb.push_back(v.get<double>() / 1e3);
+        for (const json& v : (*tl)["read_bytes"]) kb.push_back(v.get<double>() / 1024.0);
       }
     }
     res["id"] = QString::fromStdString(e.request_id);
@@ -234,9 +234,9 @@ void BenchViewModel::startThread() {
         [this, system, si, ns, rq, nr, tk, kind, res, ms = std::move(ms), kb = std::move(kb)] {
           if (kind == static_cast<int>(bench::BenchEvent::Kind::RequestFinished) && !ms.empty()) {
             timelineMs_ = ms;
-            timelineKb_ = kb;
+            timelineKib_ = kb;
             timelineMaxMs_ = ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end());
-            timelineMaxKb_ = kb.empty() ? 0 : *std::max_element(kb.begin(), kb.end());
+            timelineMaxKib_ = kb.empty() ? 0 : *std::max_element(kb.begin(), kb.end());
           }
           onEvent(system, si, ns, rq, nr, tk, kind, res);
         },
@@ -287,8 +287,8 @@ void BenchViewModel::onEvent(const QString& system, int systemIndex, int systems
       tokens_ = 0;
       if (systemIndex == 0) {
         timelineMs_.clear();
-        timelineKb_.clear();
-        timelineMaxMs_ = timelineMaxKb_ = 0;
+        timelineKib_.clear();
+        timelineMaxMs_ = timelineMaxKib_ = 0;
         emit timelineChanged();
       }
       progress_ = std::max(progress_, done / total);
@@ -319,17 +319,17 @@ void BenchViewModel::onEvent(const QString& system, int systemIndex, int systems
   }
 }
 
-void BenchViewModel::onToken(int index, double forwardMs, double readKb) {
+void BenchViewModel::onToken(int index, double forwardMs, double readKib) {
   if (!running_) return;
   // Tokens that produced no text have no event; their samples arrive with RequestFinished.
   if (static_cast<size_t>(index) >= timelineMs_.size()) {
     timelineMs_.resize(index + 1, 0.0);
-    timelineKb_.resize(index + 1, 0.0);
+    timelineKib_.resize(index + 1, 0.0);
   }
   timelineMs_[index] = forwardMs;
-  timelineKb_[index] = readKb;
+  timelineKib_[index] = readKib;
   timelineMaxMs_ = std::max(timelineMaxMs_, forwardMs);
-  timelineMaxKb_ = std::max(timelineMaxKb_, readKb);
+  timelineMaxKib_ = std::max(timelineMaxKib_, readKib);
   tokens_ = std::max(tokens_, index + 1);
   const double total = std::max(1, requestCount_ * systems_);
   const double done = (requestIndex_ - 1) + std::min(1.0, static_cast<double>(tokens_) / std::max(1, maxTokens_));
@@ -437,8 +437,8 @@ bool BenchViewModel::exportReport(const QString& format, const QString& path) {
   return true;
 }
 
-void BenchViewModel::updateSeries(QAbstractSeries* decodeTps, QAbstractSeries* hitRate, QAbstractSeries* timelineMs,
-                                  QAbstractSeries* timelineKb) const {
+void BenchViewModel::updateSeries(QAbstractSeries* decodeTps, QAbstractSeries* hitRate,
+                                  QAbstractSeries* timelineMs, QAbstractSeries* timelineKib) const {
   auto put = [](QAbstractSeries* s, const QList<QPointF>& pts) {
     if (auto* xy = qobject_cast<QXYSeries*>(s)) xy->replace(pts);
   };
@@ -447,10 +447,10 @@ void BenchViewModel::updateSeries(QAbstractSeries* decodeTps, QAbstractSeries* h
   QList<QPointF> ms, kb;
   for (size_t i = 0; i < timelineMs_.size(); ++i) {
     ms.append(QPointF(static_cast<double>(i), timelineMs_[i]));
-    kb.append(QPointF(static_cast<double>(i), timelineKb_[i]));
+    kb.append(QPointF(static_cast<double>(i), timelineKib_[i]));
   }
   put(timelineMs, ms);
-  put(timelineKb, kb);
+  put(timelineKib, kb);
 }
 
 }  // namespace moepack::ui

@@ -72,7 +72,7 @@ class BenchViewModel : public QObject {
   Q_PROPERTY(QVariantList aggregates READ aggregates NOTIFY reportChanged)
   Q_PROPERTY(double decodeMax READ decodeMax NOTIFY resultsChanged)
   Q_PROPERTY(double timelineMaxMs READ timelineMaxMs NOTIFY timelineChanged)
-  Q_PROPERTY(double timelineMaxKb READ timelineMaxKb NOTIFY timelineChanged)
+  Q_PROPERTY(double timelineMaxKib READ timelineMaxKib NOTIFY timelineChanged)
   Q_PROPERTY(int timelineTokens READ timelineTokens NOTIFY timelineChanged)
 
  public:
@@ -106,7 +106,7 @@ class BenchViewModel : public QObject {
   QVariantList aggregates() const { return aggregates_; }
   double decodeMax() const { return decodeMax_; }
   double timelineMaxMs() const { return timelineMaxMs_; }
-  double timelineMaxKb() const { return timelineMaxKb_; }
+  double timelineMaxKib() const { return timelineMaxKib_; }
   int timelineTokens() const { return static_cast<int>(timelineMs_.size()); }
 
   // Engine settings for the run (C++ only): by default the engine's (EngineController::
@@ -125,8 +125,8 @@ class BenchViewModel : public QObject {
   // folder (ui/save_location.h).
   Q_INVOKABLE QUrl suggestedReportFile(const QString& format) const;
   // Replaces the points of the given series (any may be null).
-  Q_INVOKABLE void updateSeries(QAbstractSeries* decodeTps, QAbstractSeries* hitRate, QAbstractSeries* timelineMs,
-                                QAbstractSeries* timelineKb) const;
+  Q_INVOKABLE void updateSeries(QAbstractSeries* decodeTps, QAbstractSeries* hitRate,
+                                QAbstractSeries* timelineMs, QAbstractSeries* timelineKib) const;
 
   // Minimum time between timelineChanged / progressChanged signals for tokens (ms).
   int tokenSignalIntervalMs = 50;
@@ -147,7 +147,7 @@ class BenchViewModel : public QObject {
   void startThread();
   void onEvent(const QString& system, int systemIndex, int systems, int request, int requests, int tokens,
                int kind, const QVariantMap& result);
-  void onToken(int index, double forwardMs, double readKb);
+  void onToken(int index, double forwardMs, double readKib);
   void onDone(const QString& error, bool cancelled, const std::shared_ptr<nlohmann::json>& report);
   void setError(const QString& e);
   void setStatus(const QString& s);
@@ -168,8 +168,8 @@ class BenchViewModel : public QObject {
   QVariantList results_, aggregates_;
   std::vector<QPointF> decodePts_, hitPts_;
   double decodeMax_ = 0;
-  std::vector<double> timelineMs_, timelineKb_;
-  double timelineMaxMs_ = 0, timelineMaxKb_ = 0;
+  std::vector<double> timelineMs_, timelineKib_;
+  double timelineMaxMs_ = 0, timelineMaxKib_ = 0;
   QTimer tokenTimer_;
   nlohmann::json report_;
   QThread* thread_ = nullptr;

@@ -54,7 +54,7 @@ Item {
         function onTimelineChanged() { page.refreshCharts() }
     }
     function refreshCharts() {
-        page.bench.updateSeries(decodeSeries, hitSeries, timelineMsSeries, timelineKbSeries)
+        page.bench.updateSeries(decodeSeries, hitSeries, timelineMsSeries, timelineKibSeries)
     }
 
     // Qt Labs Platform dialogs: the platform's own where there is one, else Qt Widgets'
@@ -227,15 +227,15 @@ Item {
                     Layout.columnSpan: 2
                     Layout.fillWidth: true
                     Layout.preferredHeight: 260
-                    title: qsTr("Running request, per token: forward ms and SSD KB")
+                    title: qsTr("Running request, per token: forward ms and SSD KiB")
                     antialiasing: true
                     legend.alignment: Qt.AlignBottom
                     backgroundRoundness: 10
                     ValueAxis { id: tlX; min: 0; max: page.tokenAxisMax; tickCount: page.tokenTicks; labelFormat: "%.0f"; titleText: qsTr("token") }
                     ValueAxis { id: tlMs; min: 0; max: NiceAxis.max(Math.max(1, page.bench.timelineMaxMs)); tickCount: NiceAxis.ticks(Math.max(1, page.bench.timelineMaxMs)); labelFormat: NiceAxis.format(Math.max(1, page.bench.timelineMaxMs)) }
-                    ValueAxis { id: tlKb; min: 0; max: NiceAxis.max(Math.max(1, page.bench.timelineMaxKb)); tickCount: NiceAxis.ticks(Math.max(1, page.bench.timelineMaxKb)); labelFormat: NiceAxis.format(Math.max(1, page.bench.timelineMaxKb)) }
+                    ValueAxis { id: tlKb; min: 0; max: NiceAxis.max(Math.max(1, page.bench.timelineMaxKib)); tickCount: NiceAxis.ticks(Math.max(1, page.bench.timelineMaxKib)); labelFormat: NiceAxis.format(Math.max(1, page.bench.timelineMaxKib)) }
                     LineSeries { id: timelineMsSeries; name: qsTr("forward ms"); axisX: tlX; axisY: tlMs; color: "#2f6fdf"; width: 1.5 }
-                    LineSeries { id: timelineKbSeries; name: qsTr("SSD KB"); axisX: tlX; axisYRight: tlKb; color: "#e0703a"; width: 1.5 }
+                    LineSeries { id: timelineKibSeries; name: qsTr("SSD KiB"); axisX: tlX; axisYRight: tlKb; color: "#e0703a"; width: 1.5 }
                 }
             }
 
@@ -244,7 +244,7 @@ Item {
             Row6 {
                 header: true
                 cells: [qsTr("request"), qsTr("system"), qsTr("prompt"), qsTr("completion"), qsTr("TTFT ms"),
-                        qsTr("prefill tok/s"), qsTr("decode tok/s"), qsTr("hit rate"), qsTr("SSD KB/token")]
+                        qsTr("prefill tok/s"), qsTr("decode tok/s"), qsTr("hit rate"), qsTr("SSD MiB/token")]
             }
             Repeater {
                 objectName: "benchResults"
@@ -256,7 +256,7 @@ Item {
                               modelData.system, page.fmt(modelData.promptTokens, 0), page.fmt(modelData.completionTokens, 0),
                               page.fmt(modelData.ttftMs, 1), page.fmt(modelData.prefillTps, 1), page.fmt(modelData.decodeTps, 2),
                               page.fmt(modelData.hitRate, 3),
-                              modelData.readBytesPerToken < 0 ? "–" : (modelData.readBytesPerToken / 1000).toFixed(1)]
+                              modelData.readBytesPerToken < 0 ? "–" : (modelData.readBytesPerToken / 1048576).toFixed(2)]
                            : [modelData.id, modelData.system, qsTr("error: %1").arg(modelData.error)]
                 }
             }
