@@ -19,8 +19,9 @@ struct VerifyOptions {
   bool full = false;
   // Called from the verifying thread with bytes hashed so far and the total (full mode only).
   std::function<void(uint64_t done, uint64_t total)> progress;
-  // When set and true, the full verify stops at its next batch of experts (at most ~8 MiB
-  // later): the result is not ok, with `cancelled` set.
+  // When set and true, the full verify stops before its next read (8 MiB of dense.gguf, or a
+  // batch of one layer's experts: 8 MiB, or one block where a block is larger): the result is
+  // not ok, with `cancelled` set.
   const std::atomic<bool>* cancel = nullptr;
 };
 

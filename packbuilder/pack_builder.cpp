@@ -435,6 +435,9 @@ class Builder {
   bool plan_from_state(const json& raw);
   json persisted_plan() const;
   void preflight();
+  // delete_source_after_verify: a full verify of the finished pack, then every present source
+  // file unlinked. The verify stops on o_.cancel (BuildCancelled: nothing deleted).
+  void verify_then_delete_source(uint64_t pack_bytes);
   void write_dense();
   bool dense_intact();
   void write_experts();
@@ -655,6 +658,22 @@ std::string Builder::deleted_list() const {
     out += (out.empty() ? "" : ", ") + sources_[k].path;
   }
   return out;
+}
+
+void Builder::verify_then_delete_source(uint64_t pack_bytes) {
+  rep_.phase("verify", pack_bytes, "full verification before deleting the source");
+  VerifyOptions vo;
+  vo.full = true;
+  vo.cancel = o_.cancel;
+  vo.progress = [&](uint64_t d, uint64_t) { rep_.update(d); };
+  const VerifyResult v = verify_pack(dir_, vo);
+  if (v.cancelled) throw BuildCancelled();
+  if (!v.ok) throw Error("the new pack failed verification, the source was NOT deleted: " + v.message);
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    if (!present_[k]) continue;
+    if (::unlink(sources_[k].path.c_str()) != 0) throw IoError(sources_[k].path, "unlink", errno);
+  }
+  res_.source_deleted = true;
 }
 
 void Builder::preflight() {
@@ -1398,7 +1417,12 @@ BuildResult Builder::run() {
     }
   }
   make_dirs(dir_);
-  lock_dir();
+  try {
+    lock_dir();
+  } catch (...) {
+    made.keep = true;  // another build holds OUTDIR (it may have made it): never ours to remove
+    throw;
+  }
   const std::string mpath = dir_ + "/" + kPackManifestName;
   bool replaces_pack = false;
   if (o_.keep_other_builds && !file_exists(mpath) && raw_state && raw_state->is_object() &&
@@ -1421,9 +1445,12 @@ BuildResult Builder::run() {
     };
     if (same_plan && whole(old->experts) && whole(old->dense)) {
       res_.already_complete = true;
+      made.keep = true;
       remove_durably(dir_, kStateName);
       res_.experts_bytes = old->experts.bytes;
       res_.dense_bytes = old->dense.bytes;
+      // A run whose deletion of the source was cancelled (or interrupted) deletes it now.
+      if (o_.delete_source_after_verify) verify_then_delete_source(old->experts.bytes + old->dense.bytes);
       res_.seconds = seconds_since(t0);
       rep_.phase("done", 0, dir_ + " already holds the finished pack of this source");
       return res_;
@@ -1547,19 +1574,7 @@ BuildResult Builder::run() {
   res_.experts_bytes = plan_.layout.data_end;
   res_.dense_bytes = dense_bytes_;
 
-  if (o_.delete_source_after_verify) {
-    rep_.phase("verify", plan_.layout.data_end + dense_bytes_, "full verification before deleting the source");
-    VerifyOptions vo;
-    vo.full = true;
-    vo.progress = [&](uint64_t d, uint64_t) { rep_.update(d); };
-    const VerifyResult v = verify_pack(dir_, vo);
-    if (!v.ok) throw Error("the new pack failed verification, the source was NOT deleted: " + v.message);
-    for (size_t k = 0; k < sources_.size(); ++k) {
-      if (!present_[k]) continue;
-      if (::unlink(sources_[k].path.c_str()) != 0) throw IoError(sources_[k].path, "unlink", errno);
-    }
-    res_.source_deleted = true;
-  }
+  if (o_.delete_source_after_verify) verify_then_delete_source(plan_.layout.data_end + dense_bytes_);
   if (shard_mode_) res_.source_deleted = std::none_of(present_.begin(), present_.end(), [](bool b) { return b; });
   res_.seconds = seconds_since(t0);
   rep_.phase("done", 0, dir_);

@@ -1209,32 +1209,32 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>MessageBubble</name>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="55"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="64"/>
         <source>You</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="55"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="64"/>
         <source>Assistant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="86"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="95"/>
         <source>The reply failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="109"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="118"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="114"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="123"/>
         <source>Save and re-run</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="144"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="153"/>
         <source>%n prompt token(s)</source>
         <translation>
             <numerusform>%n prompt token</numerusform>
@@ -1242,7 +1242,7 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="154"/>
         <source> · %n token(s)</source>
         <translation>
             <numerusform> · %n token</numerusform>
@@ -1250,52 +1250,52 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="146"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="155"/>
         <source> · first token %1 ms · prefill %2 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="148"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="157"/>
         <source> · decode %1 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="149"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="158"/>
         <source> · stopped</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="150"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="159"/>
         <source> · length limit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="151"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="171"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="180"/>
         <source>generating…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="182"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
         <source>Copy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="182"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
         <source>Copied</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="200"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="209"/>
         <source>Edit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="213"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="222"/>
         <source>Regenerate</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1438,7 +1438,7 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="255"/>
+        <location filename="../ui/bench_view_model.cpp" line="257"/>
         <source>Out of memory while benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2053,98 +2053,80 @@ What does &quot;salmon&quot; mean?</source>
     </message>
 </context>
 <context>
-    <name>moepack::ui</name>
-    <message>
-        <location filename="../ui/single_instance.cpp" line="10"/>
-        <source>cannot create the folder %1</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/single_instance.cpp" line="21"/>
-        <source>MoePack Studio is already running (process %1 on %2); close it first, or switch to its window</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/single_instance.cpp" line="27"/>
-        <source>cannot write the lock file %1</source>
-        <translation type="unfinished"></translation>
-    </message>
-</context>
-<context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="131"/>
+        <location filename="../ui/bench_view_model.cpp" line="133"/>
         <source>Choose a model to benchmark.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="136"/>
+        <location filename="../ui/bench_view_model.cpp" line="138"/>
         <source>Choose a prompt set.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="140"/>
+        <location filename="../ui/bench_view_model.cpp" line="142"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="169"/>
+        <location filename="../ui/bench_view_model.cpp" line="171"/>
         <source>Unloading the chat model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="184"/>
-        <location filename="../ui/bench_view_model.cpp" line="354"/>
+        <location filename="../ui/bench_view_model.cpp" line="186"/>
+        <location filename="../ui/bench_view_model.cpp" line="356"/>
         <source>Cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="187"/>
+        <location filename="../ui/bench_view_model.cpp" line="189"/>
         <source>Loading %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="283"/>
+        <location filename="../ui/bench_view_model.cpp" line="285"/>
         <source>Model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="295"/>
+        <location filename="../ui/bench_view_model.cpp" line="297"/>
         <source>%1: request %2 of %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="316"/>
+        <location filename="../ui/bench_view_model.cpp" line="318"/>
         <source>%1: request %2 of %3 done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="352"/>
+        <location filename="../ui/bench_view_model.cpp" line="354"/>
         <source>Finished in %1 s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="355"/>
+        <location filename="../ui/bench_view_model.cpp" line="357"/>
         <source>Cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="355"/>
+        <location filename="../ui/bench_view_model.cpp" line="357"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="368"/>
+        <location filename="../ui/bench_view_model.cpp" line="370"/>
         <source>Cancelling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="392"/>
+        <location filename="../ui/bench_view_model.cpp" line="394"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="413"/>
+        <location filename="../ui/bench_view_model.cpp" line="415"/>
         <source>Run a benchmark first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2175,57 +2157,57 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="143"/>
+        <location filename="../ui/convert_wizard.cpp" line="144"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="148"/>
+        <location filename="../ui/convert_wizard.cpp" line="149"/>
         <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="152"/>
+        <location filename="../ui/convert_wizard.cpp" line="153"/>
         <source>; even the shard-by-shard mode needs %1 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="166"/>
+        <location filename="../ui/convert_wizard.cpp" line="167"/>
         <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="248"/>
+        <location filename="../ui/convert_wizard.cpp" line="251"/>
         <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="253"/>
+        <location filename="../ui/convert_wizard.cpp" line="256"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="265"/>
+        <location filename="../ui/convert_wizard.cpp" line="268"/>
         <source>The folder already held this model&apos;s finished pack: nothing was rebuilt.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="267"/>
+        <location filename="../ui/convert_wizard.cpp" line="270"/>
         <source>Resumed from the last checkpoint of the interrupted conversion.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="319"/>
+        <location filename="../ui/convert_wizard.cpp" line="327"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="326"/>
+        <location filename="../ui/convert_wizard.cpp" line="334"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="331"/>
+        <location filename="../ui/convert_wizard.cpp" line="339"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2402,87 +2384,87 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="256"/>
+        <location filename="../ui/downloads_view_model.cpp" line="257"/>
         <source>no certificate in the CA bundle %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="271"/>
+        <location filename="../ui/downloads_view_model.cpp" line="272"/>
         <source>refused download %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="271"/>
+        <location filename="../ui/downloads_view_model.cpp" line="272"/>
         <source>not a valid URL</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="286"/>
+        <location filename="../ui/downloads_view_model.cpp" line="287"/>
         <source>refused download %1: only https:// addresses are downloaded (TLS, certificate checked)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="319"/>
+        <location filename="../ui/downloads_view_model.cpp" line="320"/>
         <source>%1: %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="323"/>
+        <location filename="../ui/downloads_view_model.cpp" line="324"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="382"/>
+        <location filename="../ui/downloads_view_model.cpp" line="383"/>
         <source>not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="387"/>
+        <location filename="../ui/downloads_view_model.cpp" line="388"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="389"/>
+        <location filename="../ui/downloads_view_model.cpp" line="390"/>
         <source>; the downloads already in the list will still take %1 of it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="401"/>
+        <location filename="../ui/downloads_view_model.cpp" line="402"/>
         <source>%1 already exists; remove it first</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="409"/>
+        <location filename="../ui/downloads_view_model.cpp" line="410"/>
         <source>%1 is already in the download list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="433"/>
+        <location filename="../ui/downloads_view_model.cpp" line="434"/>
         <source>cannot record the download: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="548"/>
+        <location filename="../ui/downloads_view_model.cpp" line="549"/>
         <source>position %1 of the group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="558"/>
+        <location filename="../ui/downloads_view_model.cpp" line="559"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="597"/>
+        <location filename="../ui/downloads_view_model.cpp" line="598"/>
         <source>the download list is already kept in %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="608"/>
+        <location filename="../ui/downloads_view_model.cpp" line="609"/>
         <source>the download list cannot be kept: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="651"/>
+        <location filename="../ui/downloads_view_model.cpp" line="652"/>
         <source>convert %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2490,7 +2472,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="444"/>
+        <location filename="../ui/engine_worker.cpp" line="457"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2498,22 +2480,22 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="207"/>
+        <location filename="../ui/engine_worker.cpp" line="211"/>
         <source>Out of memory while loading %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="210"/>
+        <location filename="../ui/engine_worker.cpp" line="214"/>
         <source>The conversion of %1 was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="224"/>
+        <location filename="../ui/engine_worker.cpp" line="228"/>
         <source>No model is loaded.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="262"/>
+        <location filename="../ui/engine_worker.cpp" line="266"/>
         <source>Out of memory during generation.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -1274,27 +1274,27 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>MessageBubble</name>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="55"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="64"/>
         <source>You</source>
         <translation>你</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="55"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="64"/>
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="86"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="95"/>
         <source>The reply failed: %1</source>
         <translation>回复失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="109"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="118"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="114"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="123"/>
         <source>Save and re-run</source>
         <translation>保存并重新生成</translation>
     </message>
@@ -1307,66 +1307,66 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">%1 个提示词元 · %2 个词元 · 首词元 %3 ms · 预填充 %4 词元/秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="144"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="153"/>
         <source>%n prompt token(s)</source>
         <translation>
             <numerusform>%n 个提示词元</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="145"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="154"/>
         <source> · %n token(s)</source>
         <translation>
             <numerusform> · %n 个词元</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="146"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="155"/>
         <source> · first token %1 ms · prefill %2 tok/s</source>
         <translation> · 首词元 %1 ms · 预填充 %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="148"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="157"/>
         <source> · decode %1 tok/s</source>
         <translation> · 解码 %1 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="149"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="158"/>
         <source> · stopped</source>
         <translation> · 已停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="150"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="159"/>
         <source> · length limit</source>
         <translation> · 达到长度上限</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="151"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation> · 上下文已满:请新建对话,或在设置中增大上下文长度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="171"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="180"/>
         <source>generating…</source>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="182"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="182"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
         <source>Copied</source>
         <translation>已复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="200"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="209"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="213"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="222"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -1519,7 +1519,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库站点地址 %1 不是 https:// 网址</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="255"/>
+        <location filename="../ui/bench_view_model.cpp" line="257"/>
         <source>Out of memory while benchmarking.</source>
         <translation>基准测试时内存不足。</translation>
     </message>
@@ -2143,96 +2143,93 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui</name>
     <message>
-        <location filename="../ui/single_instance.cpp" line="10"/>
         <source>cannot create the folder %1</source>
-        <translation>无法创建文件夹 %1</translation>
+        <translation type="vanished">无法创建文件夹 %1</translation>
     </message>
     <message>
-        <location filename="../ui/single_instance.cpp" line="21"/>
         <source>MoePack Studio is already running (process %1 on %2); close it first, or switch to its window</source>
-        <translation>MoePack Studio 已在运行（%2 上的进程 %1）；请先关闭它，或切换到它的窗口</translation>
+        <translation type="vanished">MoePack Studio 已在运行（%2 上的进程 %1）；请先关闭它，或切换到它的窗口</translation>
     </message>
     <message>
-        <location filename="../ui/single_instance.cpp" line="27"/>
         <source>cannot write the lock file %1</source>
-        <translation>无法写入锁文件 %1</translation>
+        <translation type="vanished">无法写入锁文件 %1</translation>
     </message>
 </context>
 <context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="131"/>
+        <location filename="../ui/bench_view_model.cpp" line="133"/>
         <source>Choose a model to benchmark.</source>
         <translation>请选择要进行基准测试的模型。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="136"/>
+        <location filename="../ui/bench_view_model.cpp" line="138"/>
         <source>Choose a prompt set.</source>
         <translation>请选择提示词集。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="140"/>
+        <location filename="../ui/bench_view_model.cpp" line="142"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation>聊天引擎正忙；请等待其完成（或停止回复）后再进行基准测试。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="169"/>
+        <location filename="../ui/bench_view_model.cpp" line="171"/>
         <source>Unloading the chat model</source>
         <translation>正在卸载聊天模型</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="184"/>
-        <location filename="../ui/bench_view_model.cpp" line="354"/>
+        <location filename="../ui/bench_view_model.cpp" line="186"/>
+        <location filename="../ui/bench_view_model.cpp" line="356"/>
         <source>Cancelled.</source>
         <translation>已取消。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="187"/>
+        <location filename="../ui/bench_view_model.cpp" line="189"/>
         <source>Loading %1</source>
         <translation>正在加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="283"/>
+        <location filename="../ui/bench_view_model.cpp" line="285"/>
         <source>Model loaded</source>
         <translation>模型已加载</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="295"/>
+        <location filename="../ui/bench_view_model.cpp" line="297"/>
         <source>%1: request %2 of %3</source>
         <translation>%1：请求 %2 / %3</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="316"/>
+        <location filename="../ui/bench_view_model.cpp" line="318"/>
         <source>%1: request %2 of %3 done</source>
         <translation>%1：请求 %2 / %3 已完成</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="352"/>
+        <location filename="../ui/bench_view_model.cpp" line="354"/>
         <source>Finished in %1 s</source>
         <translation>已完成，用时 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="355"/>
+        <location filename="../ui/bench_view_model.cpp" line="357"/>
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="355"/>
+        <location filename="../ui/bench_view_model.cpp" line="357"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="368"/>
+        <location filename="../ui/bench_view_model.cpp" line="370"/>
         <source>Cancelling</source>
         <translation>正在取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="392"/>
+        <location filename="../ui/bench_view_model.cpp" line="394"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="413"/>
+        <location filename="../ui/bench_view_model.cpp" line="415"/>
         <source>Run a benchmark first.</source>
         <translation>请先运行基准测试。</translation>
     </message>
@@ -2263,57 +2260,57 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="143"/>
+        <location filename="../ui/convert_wizard.cpp" line="144"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation>%1 空间不足：专家包需要 %2 字节，可用 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="148"/>
+        <location filename="../ui/convert_wizard.cpp" line="149"/>
         <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
         <translation>。逐分片模式空间足够：它只需要 %1 字节，因为每个源分片的数据写入专家包并通过校验后会立即删除（转换完成后源文件将不复存在）。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="152"/>
+        <location filename="../ui/convert_wizard.cpp" line="153"/>
         <source>; even the shard-by-shard mode needs %1 bytes</source>
         <translation>；即使使用逐分片模式也需要 %1 字节</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="166"/>
+        <location filename="../ui/convert_wizard.cpp" line="167"/>
         <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
         <translation>逐分片模式：需要 %1 字节（可用 %2 字节）；每个源分片的数据写入专家包并通过校验后即被删除。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="248"/>
+        <location filename="../ui/convert_wizard.cpp" line="251"/>
         <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
         <translation>校验已取消。专家包已构建但尚未校验；再次转换即可校验（不会重新构建）。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="253"/>
+        <location filename="../ui/convert_wizard.cpp" line="256"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation>已取消。专家包尚未完成；重新开始即可从中断处继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="265"/>
+        <location filename="../ui/convert_wizard.cpp" line="268"/>
         <source>The folder already held this model&apos;s finished pack: nothing was rebuilt.</source>
         <translation>该文件夹中已有此模型完成的专家包：未重新构建任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="267"/>
+        <location filename="../ui/convert_wizard.cpp" line="270"/>
         <source>Resumed from the last checkpoint of the interrupted conversion.</source>
         <translation>已从中断转换的上一个检查点继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="319"/>
+        <location filename="../ui/convert_wizard.cpp" line="327"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation>%1 是 Ollama 存储中的数据块，可能被其多个模型共用：请用 `ollama rm` 删除该模型</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="326"/>
+        <location filename="../ui/convert_wizard.cpp" line="334"/>
         <source>cannot delete %1</source>
         <translation>无法删除 %1</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="331"/>
+        <location filename="../ui/convert_wizard.cpp" line="339"/>
         <source>Source deleted.</source>
         <translation>源文件已删除。</translation>
     </message>
@@ -2497,32 +2494,32 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::DownloadsViewModel</name>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="256"/>
+        <location filename="../ui/downloads_view_model.cpp" line="257"/>
         <source>no certificate in the CA bundle %1</source>
         <translation>CA 证书包 %1 中没有证书</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="271"/>
+        <location filename="../ui/downloads_view_model.cpp" line="272"/>
         <source>refused download %1: %2</source>
         <translation>拒绝下载 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="271"/>
+        <location filename="../ui/downloads_view_model.cpp" line="272"/>
         <source>not a valid URL</source>
         <translation>不是有效的网址</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="286"/>
+        <location filename="../ui/downloads_view_model.cpp" line="287"/>
         <source>refused download %1: only https:// addresses are downloaded (TLS, certificate checked)</source>
         <translation>已拒绝下载 %1：只下载 https:// 地址（TLS，校验证书）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="319"/>
+        <location filename="../ui/downloads_view_model.cpp" line="320"/>
         <source>%1: %2</source>
         <translation>%1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="323"/>
+        <location filename="../ui/downloads_view_model.cpp" line="324"/>
         <source>a SHA-256 can only be given for a single file; &apos;%1&apos; matches %2 files</source>
         <translation>只能为单个文件指定 SHA-256；“%1”匹配到 %2 个文件</translation>
     </message>
@@ -2531,57 +2528,57 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">%1 空间不足：需要 %2 字节，可用 %3 字节%4</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="382"/>
+        <location filename="../ui/downloads_view_model.cpp" line="383"/>
         <source>not enough space in %1: %2 needed (%3 bytes), %4 free (%5 bytes)</source>
         <translation>%1 空间不足：需要 %2（%3 字节），可用 %4（%5 字节）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="387"/>
+        <location filename="../ui/downloads_view_model.cpp" line="388"/>
         <source> (the download and the Expert Pack built from it)</source>
         <translation>（下载的文件及由其构建的专家包）</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="389"/>
+        <location filename="../ui/downloads_view_model.cpp" line="390"/>
         <source>; the downloads already in the list will still take %1 of it</source>
         <translation>；列表中已有的下载还将占用其中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="401"/>
+        <location filename="../ui/downloads_view_model.cpp" line="402"/>
         <source>%1 already exists; remove it first</source>
         <translation>%1 已存在；请先将其移除</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="409"/>
+        <location filename="../ui/downloads_view_model.cpp" line="410"/>
         <source>%1 is already in the download list</source>
         <translation>%1 已在下载列表中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="433"/>
+        <location filename="../ui/downloads_view_model.cpp" line="434"/>
         <source>cannot record the download: %1</source>
         <translation>无法记录该下载：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="548"/>
+        <location filename="../ui/downloads_view_model.cpp" line="549"/>
         <source>position %1 of the group</source>
         <translation>该组中的第 %1 项</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="558"/>
+        <location filename="../ui/downloads_view_model.cpp" line="559"/>
         <source>the download of %1 is incomplete (missing: %2); it was not added to the library</source>
         <translation>%1 的下载不完整（缺少：%2）；未添加到模型库</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="597"/>
+        <location filename="../ui/downloads_view_model.cpp" line="598"/>
         <source>the download list is already kept in %1</source>
         <translation>下载列表已保存在 %1 中</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="608"/>
+        <location filename="../ui/downloads_view_model.cpp" line="609"/>
         <source>the download list cannot be kept: %1</source>
         <translation>无法保存下载列表：%1</translation>
     </message>
     <message>
-        <location filename="../ui/downloads_view_model.cpp" line="651"/>
+        <location filename="../ui/downloads_view_model.cpp" line="652"/>
         <source>convert %1: %2</source>
         <translation>转换 %1：%2</translation>
     </message>
@@ -2589,7 +2586,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="444"/>
+        <location filename="../ui/engine_worker.cpp" line="457"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
@@ -2597,22 +2594,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="207"/>
+        <location filename="../ui/engine_worker.cpp" line="211"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="210"/>
+        <location filename="../ui/engine_worker.cpp" line="214"/>
         <source>The conversion of %1 was cancelled.</source>
         <translation>%1 的转换已取消。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="224"/>
+        <location filename="../ui/engine_worker.cpp" line="228"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="262"/>
+        <location filename="../ui/engine_worker.cpp" line="266"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>

@@ -33,10 +33,10 @@ AppDatabase::AppDatabase(const QString& path)
     throw Error("cannot open the database " + path.toStdString() + ": " + why);
   }
   try {
+    exec_sql(db, "PRAGMA busy_timeout=5000");  // first: another connection's lock is waited for
     if (path != ":memory:") exec_sql(db, "PRAGMA journal_mode=WAL");
     exec_sql(db, "PRAGMA foreign_keys=ON");
     exec_sql(db, "PRAGMA synchronous=FULL");
-    exec_sql(db, "PRAGMA busy_timeout=5000");
     exec_sql(db,
              "CREATE TABLE IF NOT EXISTS schema_versions ("
              "component TEXT PRIMARY KEY, version INTEGER NOT NULL)");
@@ -45,8 +45,12 @@ AppDatabase::AppDatabase(const QString& path)
     db.close();
     db = QSqlDatabase();
     QSqlDatabase::removeDatabase(connection_);
-    throw Error("the database " + path.toStdString() + " cannot be used (" + e.what() +
-                "); move it aside (MoePack then starts a new one) or restore it from a backup");
+    const std::string why = e.what();
+    const bool damaged =
+        why.find("not a database") != std::string::npos || why.find("malformed") != std::string::npos;
+    throw Error(
+        "the database " + path.toStdString() + " cannot be used (" + why + ")" +
+        (damaged ? "; move it aside (MoePack then starts a new one) or restore it from a backup" : ""));
   }
 }
 

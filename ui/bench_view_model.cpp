@@ -65,10 +65,12 @@ BenchViewModel::~BenchViewModel() {
     thread_->wait();
     delete thread_;
   }
+  if (engine_ && running_) engine_->releaseHold(false);  // never leave the chat's loads waiting
 }
 
 void BenchViewModel::setEngine(EngineController* e) {
   if (engine_ == e) return;
+  if (engine_ && running_) engine_->releaseHold(false);
   if (engine_) disconnect(engine_, nullptr, this, nullptr);
   engine_ = e;
   if (engine_) connect(engine_, &EngineController::stateChanged, this, &BenchViewModel::settingsChanged);
@@ -172,7 +174,7 @@ void BenchViewModel::run() {
       disconnect(unloadWait_);
       startThread();
     }, Qt::QueuedConnection);
-    engine_->unload();  // drops the controller's telemetry handle too: the engine is freed
+    engine_->dropModel();  // drops the controller's telemetry handle too: the engine is freed
     return;
   }
   unloadedEngine_ = false;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/durable_io.h"
+#include "core/expert_pack.h"
 #include "core/gguf_model.h"
 #include "core/pack_verify.h"
 #include "packbuilder/pack_builder.h"
@@ -206,6 +207,7 @@ void ConvertWizard::start() {
   cancel_ = false;
   busy_ = true;
   verified_ = false;
+  sourceDeleted_ = false;
   error_.clear();
   message_.clear();  // an earlier run's "Cancelled ..." is not this run's
   overallDone_ = 0;
@@ -242,6 +244,7 @@ void ConvertWizard::start() {
   const bool full = verifyFull_;
   onDone_ = [this](const Outcome& o) {
     resumed_ = o.resumed;
+    sourceDeleted_ = o.sourceDeleted;
     message_ = o.message;
     if (o.verifyCancelled) {
       message_ =
@@ -276,6 +279,7 @@ void ConvertWizard::start() {
       const BuildResult r = build_pack(opt);
       o.resumed = r.resumed;
       o.alreadyComplete = r.already_complete;
+      o.sourceDeleted = r.source_deleted;
       if (r.source_deleted && !opt.delete_source_shards) {
         // The builder verified every byte before it deleted the source: not twice.
         o.ok = true;
@@ -298,7 +302,11 @@ void ConvertWizard::start() {
       o.ok = true;
       o.message = QString::fromStdString(v.message);
     } catch (const BuildCancelled&) {
-      o.cancelled = true;
+      // Cancelled in the builder's own verify (before deleting the source): the pack is finished.
+      if (QFileInfo::exists(QString::fromStdString(opt.out_dir + "/" + kPackManifestName)))
+        o.verifyCancelled = true;
+      else
+        o.cancelled = true;
     } catch (const std::exception& e) {
       o.error = QString::fromUtf8(e.what());
     }
@@ -329,6 +337,7 @@ bool ConvertWizard::deleteSourceFiles(bool confirmed) {
     }
   }
   message_ = tr("Source deleted.");
+  sourceDeleted_ = true;
   emit changed();
   return true;
 }

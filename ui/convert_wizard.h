@@ -11,8 +11,9 @@
 // are verified, so deleteSourceAfterVerify reads true) ->
 // Converting (start: phase, bytes/s, ETA; cancel() stops at the next batch, nothing loads, and
 // start() again resumes from the last checkpoint) -> Verifying (full SHA-256 verify, with its own
-// progress; cancel() stops it at its next 8 MiB, back to Options: start() again finds the
-// pack complete and verifies it again) -> Done
+// progress; cancel() stops it before its next read (VerifyOptions::cancel), back to Options:
+// start() again finds the pack complete, and verifies it again, deleting the source first if
+// that was asked) -> Done
 // (packDir; deleteSourceFiles(true) unlinks the source only after an explicit confirmation,
 // bytesFreedBySource() says how much) or Failed (error).
 // Progress: `overallDone`/`overallTotal` bytes over the dense and experts phases, monotonic
@@ -49,6 +50,8 @@ class ConvertWizard : public QObject {
   // False for an Ollama model (its blob is the store's, shared by its models: `ollama rm`
   // removes it): neither deleteSourceAfterVerify nor deleteSourceFiles then delete anything.
   Q_PROPERTY(bool sourceDeletable READ sourceDeletable NOTIFY changed)
+  // Done: the source files are gone (deleted after the verify, or by deleteSourceFiles).
+  Q_PROPERTY(bool sourceDeleted READ sourceDeleted NOTIFY changed)
   Q_PROPERTY(bool busy READ busy NOTIFY changed)
   Q_PROPERTY(QString phase READ phase NOTIFY progressChanged)
   Q_PROPERTY(double overallDone READ overallDone NOTIFY progressChanged)
@@ -98,6 +101,7 @@ class ConvertWizard : public QObject {
   bool shardMode() const { return shardMode_; }
   bool deleteSourceAfterVerify() const { return shardMode_ || deleteSource_; }
   bool sourceDeletable() const { return sourceDeletable_; }
+  bool sourceDeleted() const { return sourceDeleted_; }
   void setDeleteSourceAfterVerify(bool v);
   bool busy() const { return busy_; }
   QString phase() const { return phase_; }
@@ -123,6 +127,7 @@ class ConvertWizard : public QObject {
     bool cancelled = false;
     bool verifyCancelled = false;  // built, its verify stopped by cancel()
     bool alreadyComplete = false;
+    bool sourceDeleted = false;
     bool ollama = false;
     bool resumed = false;
     QString message;
@@ -141,6 +146,7 @@ class ConvertWizard : public QObject {
   bool shardMode_ = false;
   bool deleteSource_ = false;
   bool sourceDeletable_ = true;
+  bool sourceDeleted_ = false;
   qint64 margin_ = qint64{1} << 30;
   bool directIo_ = true;
   bool verifyFull_ = true;

@@ -194,7 +194,8 @@ void DownloadsViewModel::setConvertWizard(ConvertWizard* w) {
     // one the user started from a refused hand-off's dialog (shard mode, another folder).
     connect(wizard_, &ConvertWizard::finished, this, [this](bool) {
       if (!handoffSource_.isEmpty() && handoffStarted_) handoffSource_.clear();
-      refusedShown_ = false;
+      // A conversion the user started in a refused hand-off's dialog keeps the wizard (its Done
+      // step) until that dialog closes (resumeConversions).
       QMetaObject::invokeMethod(this, &DownloadsViewModel::pumpConversions, Qt::QueuedConnection);
     });
   }

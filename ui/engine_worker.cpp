@@ -60,6 +60,7 @@ void register_metatypes() {
     qRegisterMetaType<moepack::ui::GenerationReply>();
     qRegisterMetaType<moepack::ui::EngineInfo>();
     qRegisterMetaType<moepack::ui::TelemetryHandle>();
+    qRegisterMetaType<moepack::ui::TelemetryWeak>();
     return true;
   }();
   (void)done;
@@ -176,8 +177,10 @@ QString EngineWorker::convertToPack(quint64 seq, const QString& gguf, const Engi
 
 void EngineWorker::load(quint64 seq, const QString& path, const EngineSettings& settings, bool convertGguf) {
   engine_.reset();
-  if (superseded(seq)) return;  // a newer load or an unload is queued behind this one
+  // Cleared before the check (the controller publishes the newer number before it sets the
+  // flag), so a cancel meant for this load is never lost.
   cancel_.store(false);
+  if (superseded(seq)) return;  // a newer load or an unload is queued behind this one
   try {
     QString open = path;
     // By content, not suffix: an Ollama model's manifest and blob have no ".gguf".
@@ -195,8 +198,9 @@ void EngineWorker::load(quint64 seq, const QString& path, const EngineSettings& 
     }
     const EngineInfo info = engine->info();
     engine_ = engine;
-    // Aliasing pointer: the UI keeps the engine alive while it reads its telemetry.
-    TelemetryHandle telemetry(engine, &engine->telemetry());
+    // Aliasing pointer: the UI keeps the engine alive while it reads its telemetry (once the
+    // controller has locked it).
+    const TelemetryWeak telemetry = TelemetryHandle(engine, &engine->telemetry());
     qCInfo(lcEngine) << "loaded" << info.path << "backend" << info.backend << "threads" << info.threads;
     emit loaded(seq, info, telemetry);
   } catch (const DeviceLostError& e) {
@@ -290,15 +294,15 @@ EngineController::EngineController(ChatEngineFactory factory, QString packsFolde
             emit progressChanged();
           });
   connect(worker_, &EngineWorker::loaded, this,
-          [this](quint64 seq, const EngineInfo& info, const TelemetryHandle& t) {
-            // An older load's engine (one that finished just as a newer request came: the worker drops
-            // the others itself) goes back to the engine thread to be destroyed there.
-            if (seq != loadSeq_) {
-              QMetaObject::invokeMethod(
-                  worker_, [t] { (void)t; }, Qt::QueuedConnection);
-              return;
-            }
-            QSettings().setValue(QStringLiteral("session/last_model"), lastPath_);
+          [this](quint64 seq, const EngineInfo& info, const TelemetryWeak& weak) {
+            // An older load's result is left alone: the worker, its only owner, frees it.
+            if (seq != loadSeq_) return;
+            const TelemetryHandle t = weak.lock();
+            if (!t) return;  // dropped by the worker already (a newer request reached it first)
+            // As a path that opens from any folder (a relative one would not at the next start).
+            const QFileInfo given(lastPath_);
+            QSettings().setValue(QStringLiteral("session/last_model"),
+                                 given.exists() ? given.absoluteFilePath() : lastPath_);
             info_ = info;
             telemetry_ = t;
             setState(Ready);
@@ -360,7 +364,8 @@ void EngineController::load(const QString& path, bool convertGguf) {
     setState(Loading);
     return;
   }
-  worker_->cancelFlag().store(true);  // a running generation ends first (queued after it)
+  worker_->latestLoad().store(++loadSeq_);  // before the cancel: see EngineWorker::load
+  worker_->cancelFlag().store(true);        // a running generation ends first (queued after it)
   telemetry_.reset();
   info_ = {};
   phase_.clear();
@@ -368,7 +373,6 @@ void EngineController::load(const QString& path, bool convertGguf) {
   detail_.clear();
   emit progressChanged();
   setState(Loading);
-  worker_->latestLoad().store(++loadSeq_);
   QMetaObject::invokeMethod(worker_, "load", Qt::QueuedConnection, Q_ARG(quint64, loadSeq_),
                             Q_ARG(QString, path), Q_ARG(moepack::EngineSettings, settings_),
                             Q_ARG(bool, convertGguf));
@@ -393,11 +397,19 @@ void EngineController::stop() { worker_->cancelFlag().store(true); }
 
 void EngineController::unload() {
   if (state_ == DeviceLost) return;
-  worker_->cancelFlag().store(true);  // a running generation ends first (queued after it)
+  if (held_) {  // the user's own unload during a benchmark: nothing loads when it ends
+    loadAfterHold_ = false;
+    reloadAfterHold_ = false;
+  }
+  dropModel();
+}
+
+void EngineController::dropModel() {
+  worker_->latestLoad().store(++loadSeq_);  // a load still running is dropped, not shown
+  worker_->cancelFlag().store(true);        // a running generation ends first (queued after it)
   telemetry_.reset();
   info_ = {};
   setState(Empty);
-  worker_->latestLoad().store(++loadSeq_);  // a load still running is dropped, not shown
   QMetaObject::invokeMethod(worker_, "unload", Qt::QueuedConnection);
 }
 
@@ -405,16 +417,17 @@ void EngineController::holdForBenchmark() {
   if (held_) return;
   held_ = true;
   loadAfterHold_ = false;
+  reloadAfterHold_ = true;
   if (state_ == Loading) {  // still opening (or converting): dropped now, asked again afterwards
     loadAfterHold_ = true;
-    unload();
+    dropModel();
   }
 }
 
 void EngineController::releaseHold(bool reloadLast) {
   if (!held_) return;
   held_ = false;
-  const bool again = (reloadLast || loadAfterHold_) && !lastPath_.isEmpty();
+  const bool again = ((reloadLast && reloadAfterHold_) || loadAfterHold_) && !lastPath_.isEmpty();
   loadAfterHold_ = false;
   if (again) {
     load(lastPath_, lastConvert_);

@@ -62,6 +62,11 @@ int engineThreadNiceness();
 
 // The telemetry of the loaded engine, shareable with the UI thread (keeps the engine alive).
 using TelemetryHandle = std::shared_ptr<const Telemetry>;
+// What the worker hands the UI thread: the worker stays the engine's only owner until the
+// controller, finding the load still the newest, locks it. So an engine whose load was
+// superseded is destroyed by the worker's next load or unload, on the engine thread, before
+// another model opens.
+using TelemetryWeak = std::weak_ptr<const Telemetry>;
 
 // Lives on the engine thread; use through EngineController.
 class EngineWorker : public QObject {
@@ -85,8 +90,7 @@ class EngineWorker : public QObject {
  signals:
   // `seq`: the load() these belong to (the controller ignores older ones).
   void loadProgress(quint64 seq, const QString& phase, double fraction, const QString& detail);
-  void loaded(quint64 seq, const moepack::ui::EngineInfo& info,
-              const moepack::ui::TelemetryHandle& telemetry);
+  void loaded(quint64 seq, const moepack::ui::EngineInfo& info, const moepack::ui::TelemetryWeak& telemetry);
   void loadFailed(quint64 seq, const QString& message);
   void textReady(quint64 id, const QString& text);
   void generationFinished(const moepack::ui::GenerationReply& reply);
@@ -150,9 +154,11 @@ class EngineController : public QObject {
   Q_INVOKABLE void unload();
   // A benchmark has the memory: from holdForBenchmark() to releaseHold(), load() (and reload())
   // only records the request, shown as state Loading with phase "waiting"; a load still
-  // opening is dropped (unload()) and asked again. releaseHold(true) then loads the last model
-  // asked for; releaseHold(false) only when a load was asked for during the hold.
+  // opening is dropped and asked again. releaseHold(true) then loads the last model asked for;
+  // releaseHold(false) only when a load was asked for during the hold. An unload() during the
+  // hold (the user's) cancels both. The benchmark drops the chat's model with dropModel().
   void holdForBenchmark();
+  void dropModel();  // unload() without its meaning during a hold (the benchmark's own unload)
   void releaseHold(bool reloadLast);
   bool held() const { return held_; }
   // After DeviceLost: starts this program again with its arguments and
@@ -223,6 +229,7 @@ class EngineController : public QObject {
   quint64 loadSeq_ = 0;  // the newest load() or unload(); older loads' signals are ignored
   bool held_ = false;    // holdForBenchmark() .. releaseHold()
   bool loadAfterHold_ = false;
+  bool reloadAfterHold_ = true;  // false after the user's unload() during the hold
 };
 
 }  // namespace moepack::ui
@@ -232,3 +239,4 @@ Q_DECLARE_METATYPE(moepack::ui::GenerationRequest)
 Q_DECLARE_METATYPE(moepack::ui::GenerationReply)
 Q_DECLARE_METATYPE(moepack::ui::EngineInfo)
 Q_DECLARE_METATYPE(moepack::ui::TelemetryHandle)
+Q_DECLARE_METATYPE(moepack::ui::TelemetryWeak)

@@ -1,13 +1,12 @@
 #include "ui/single_instance.h"
 
-#include <QCoreApplication>
 #include <QDir>
 
 namespace moepack::ui {
 
 std::unique_ptr<QLockFile> acquire_instance_lock(const QString& dir, int wait_ms, QString* why) {
   if (!QDir().mkpath(dir)) {
-    if (why) *why = QCoreApplication::translate("moepack::ui", "cannot create the folder %1").arg(dir);
+    if (why) *why = QStringLiteral("cannot create the folder %1").arg(dir);
     return nullptr;
   }
   const QString path = QDir(dir).filePath(QStringLiteral("moepack-studio.lock"));
@@ -18,13 +17,13 @@ std::unique_ptr<QLockFile> acquire_instance_lock(const QString& dir, int wait_ms
     qint64 pid = 0;
     QString host, app;
     if (lock->error() == QLockFile::LockFailedError && lock->getLockInfo(&pid, &host, &app)) {
-      *why = QCoreApplication::translate("moepack::ui",
-                                         "MoePack Studio is already running (process %1 on %2); "
-                                         "close it first, or switch to its window")
+      *why = QStringLiteral(
+                 "MoePack Studio is already running (process %1 on %2); close it first, or switch "
+                 "to its window")
                  .arg(pid)
                  .arg(host);
     } else {
-      *why = QCoreApplication::translate("moepack::ui", "cannot write the lock file %1").arg(path);
+      *why = QStringLiteral("cannot write the lock file %1").arg(path);
     }
   }
   return nullptr;

@@ -14,7 +14,8 @@ namespace moepack::ui {
 // Takes `dir`/moepack-studio.lock, waiting up to `wait_ms` for an instance that is quitting (the
 // restart after a lost GPU starts the new process while the old one quits). nullptr when another
 // instance keeps it; `why` then says which process holds it (pid, host, application) or what
-// failed (the folder cannot be created, the lock file cannot be written).
+// failed (the folder cannot be created, the lock file cannot be written), in English: it runs
+// before the settings choose the UI language.
 std::unique_ptr<QLockFile> acquire_instance_lock(const QString& dir, int wait_ms, QString* why);
 
 }  // namespace moepack::ui

@@ -46,7 +46,8 @@ void TelemetryViewModel::clear() {
   evictions_.clear();
   xMin_ = 0;
   xMax_ = 1;
-  decodeTps_ = prefillTps_ = decodeReadPerToken_ = 0;
+  decodeTps_ = prefillTps_ = decodeReadPerToken_ = lastPrefillTps_ =
+      0;  // a new model: nothing of the last one's
   readMax_ = evictMax_ = 1;
   residency_ = {};
   emit updated();
@@ -81,10 +82,6 @@ double TelemetryViewModel::slotMib() const {
 void TelemetryViewModel::poll() {
   const TelemetryHandle t = engine_ ? engine_->telemetry() : nullptr;
   if (!t) return;
-  if (t.get() != lastTelemetry_) {  // another model: its prefill is not the last one's
-    lastTelemetry_ = t.get();
-    lastPrefillTps_ = 0;
-  }
   const TelemetrySnapshot s = t->snapshot();
   if (s.tokens == snap_.tokens && s.cache_misses == snap_.cache_misses && s.tokens != 0) return;  // idle
   snap_ = s;

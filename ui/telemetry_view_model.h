@@ -129,8 +129,7 @@ class TelemetryViewModel : public QObject {
   std::vector<QPointF> hitRate_, cumulative_, readKiB_, evictions_;
   double xMin_ = 0, xMax_ = 1, readMax_ = 1, evictMax_ = 1;
   double decodeTps_ = 0, prefillTps_ = 0, decodeReadPerToken_ = 0;
-  double lastPrefillTps_ = 0;            // of the latest reply start seen
-  const void* lastTelemetry_ = nullptr;  // the engine those were seen on
+  double lastPrefillTps_ = 0;  // of the latest reply start seen (cleared with a new model)
   ResidencyMap residency_;
 };
 

@@ -487,7 +487,7 @@ class ChatViewModelTest : public QObject {
     QVERIFY(loadAndWait(e, "/models/A.gguf"));
     e.holdForBenchmark();
     QSignalSpy unloaded(&e, &EngineController::unloaded);
-    e.unload();  // what the benchmark does
+    e.dropModel();  // what the benchmark does
     QVERIFY(unloaded.wait(5000));
     e.load("/models/B.gguf", false);
     QCOMPARE(e.state(), EngineController::Loading);
@@ -497,9 +497,21 @@ class ChatViewModelTest : public QObject {
     e.releaseHold(true);
     QTRY_COMPARE(e.state(), EngineController::Ready);
     QCOMPARE(e.modelPath(), QString("/models/B.gguf"));
+    // The user's own unload during a hold: neither the waiting load nor the benchmark's reload
+    // brings a model back.
+    e.holdForBenchmark();
+    e.dropModel();
+    QVERIFY(unloaded.wait(5000));
+    e.load("/models/C.gguf", false);
+    QCOMPARE(e.progressPhase(), QString("waiting"));
+    e.unload();
+    e.releaseHold(true);
+    QTest::qWait(50);
+    QCOMPARE(e.state(), EngineController::Empty);
+    QCOMPARE(script.alive.load(), 0);
     // Nothing asked during a hold and no reload wanted: nothing loads.
     e.holdForBenchmark();
-    e.unload();
+    e.dropModel();
     QVERIFY(unloaded.wait(5000));
     e.releaseHold(false);
     QTest::qWait(50);

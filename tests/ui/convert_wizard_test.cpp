@@ -116,13 +116,14 @@ class ConvertWizardTest : public QObject {
     QVERIFY(waitFor(w, ConvertWizard::Space));
     const QString out = tmp_.filePath(QStringLiteral("packs/verify-cancel"));
     w.chooseOutput(out);
-    bool cancelled = false;
-    connect(&w, &ConvertWizard::progressChanged, this, [&] {
-      if (w.step() == ConvertWizard::Verifying && !cancelled) {
-        cancelled = true;
-        w.cancel();
-      }
-    });
+    // Cancelled as the build ends (its last hook, on the worker), so the verify that follows
+    // stops at its first read: no race with the UI thread.
+    std::atomic<bool> cancelled{false};
+    moepack::BuildTestHooks hooks;
+    hooks.at = [&](std::string_view point, uint64_t) {
+      if (point == "done" && !cancelled.exchange(true)) w.cancel();
+    };
+    w.setBuildHooks(hooks);
     QSignalSpy finished(&w, &ConvertWizard::finished);
     w.start();
     QVERIFY(finished.wait(120000));
@@ -191,10 +192,25 @@ class ConvertWizardTest : public QObject {
     w.chooseOutput(tmp_.filePath(QStringLiteral("packs/delete-after")));
     w.setDeleteSourceAfterVerify(true);
     QVERIFY(w.deleteSourceAfterVerify());
+    // Cancelled in the builder's own verify (at its "finalize" hook, before the verify): the
+    // source stays, the pack is finished, and the next start deletes it after a full verify.
+    std::atomic<bool> once{false};
+    moepack::BuildTestHooks hooks;
+    hooks.at = [&](std::string_view point, uint64_t) {
+      if (point == "manifest" && !once.exchange(true)) w.cancel();
+    };
+    w.setBuildHooks(hooks);
     QSignalSpy finished(&w, &ConvertWizard::finished);
     w.start();
     QVERIFY(finished.wait(120000));
-    QVERIFY2(finished.front().front().toBool(), qPrintable(w.error()));
+    QCOMPARE(finished.front().front().toBool(), false);
+    QVERIFY(QFileInfo::exists(src));
+    QVERIFY2(w.message().contains(QStringLiteral("Verification cancelled")), qPrintable(w.message()));
+    QCOMPARE(w.step(), ConvertWizard::Options);
+    w.start();
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.back().front().toBool(), qPrintable(w.error()));
+    QVERIFY(w.sourceDeleted());
     QCOMPARE(w.step(), ConvertWizard::Done);
     QVERIFY(!QFileInfo::exists(src));
     QVERIFY2(w.message().contains(QStringLiteral("verified in full, then the source was deleted")),

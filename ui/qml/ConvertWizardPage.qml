@@ -122,7 +122,7 @@ Pane {
         }
         CheckBox {
             id: confirmDelete
-            visible: page.wizard.step === ConvertWizard.Done && page.wizard.verifyFull && !page.wizard.deleteSourceAfterVerify
+            visible: page.wizard.step === ConvertWizard.Done && page.wizard.verifyFull && !page.wizard.sourceDeleted
                      && page.wizard.sourceDeletable
             // (step in the binding: re-read the source's size when the wizard reaches Done)
             text: qsTr("Delete the source (%1 freed); the pack passed its full verify")
@@ -131,7 +131,7 @@ Pane {
         RowLayout {
             visible: page.wizard.step === ConvertWizard.Done
             Button {
-                visible: !page.wizard.deleteSourceAfterVerify && page.wizard.sourceDeletable
+                visible: !page.wizard.sourceDeleted && page.wizard.sourceDeletable
                 text: qsTr("Delete source")
                 enabled: confirmDelete.checked
                 onClicked: page.wizard.deleteSourceFiles(confirmDelete.checked)

@@ -33,6 +33,15 @@ Item {
 
     // `line` with the spaces of each " · "-separated part that holds a digit made non-breaking,
     // so a wrap falls between parts, never between a number and its unit.
+    // A reply is untrusted text, and TextEdit fetches the images its Markdown names: outside code
+    // (``` fences, `spans`) every image ("![alt](url)", with a title, or by reference
+    // "![alt][ref]") becomes a link to it and an HTML <img> tag shows as text.
+    function safeMarkdown(md) {
+        const parts = md.split(/(```[\s\S]*?(?:```|$)|`[^`\n]*`)/)
+        for (let i = 0; i < parts.length; i += 2)
+            parts[i] = parts[i].replace(/!\[(?=[^\]\n]*\][(\[])/g, "[").replace(/<(img|image|picture|source)\b/gi, "&lt;$1")
+        return parts.join("")
+    }
     function keepTogether(line) {
         return line.split(" · ").map(p => /[0-9]/.test(p) ? p.replace(/ /g, "\u00a0") : p).join(" · ")
     }
@@ -84,7 +93,7 @@ Item {
                 // A reply's images ("![alt](url)") show as links: the text never fetches anything.
                 text: bubble.error.length > 0
                       ? qsTr("The reply failed: %1").arg(bubble.error)
-                      : (bubble.content.length > 0 ? (bubble.isUser ? bubble.content : bubble.content.replace(/!\[([^\]\n]*)\]\(([a-z]+:[^)\s]*)\)/gi, "[$1]($2)"))
+                      : (bubble.content.length > 0 ? (bubble.isUser ? bubble.content : bubble.safeMarkdown(bubble.content))
                                                    : (bubble.streaming ? "\u2026" : ""))
                 // A model's reply is untrusted text: only web links open, in the browser (never
                 // file:, smb:, ...).
