@@ -11,6 +11,7 @@
 
 #include "core/expert_pack.h"
 #include "core/session.h"
+#include "ollama_store.h"
 #include "ui/chat_view_model.h"
 #include "ui/conversation_store.h"
 #include "ui/engine_worker.h"
@@ -207,21 +208,11 @@ class ChatEngineTest : public QObject {
   // An Ollama model (manifest and blob without a ".gguf" suffix) is converted as a GGUF file is,
   // into a pack named after the model and tag; a file named *.gguf that is not one is not.
   void anOllamaModelIsConvertedToo() {
-    const QString store = dir_.filePath(QStringLiteral("ollama"));
-    const QString blob = store + QStringLiteral("/blobs/sha256-") + kQwenSha;
-    QVERIFY(QDir().mkpath(store + QStringLiteral("/blobs")));
-    QVERIFY(QFile::copy(kQwen, blob));
-    const QString manifest = store + QStringLiteral("/manifests/registry.ollama.ai/library/tiny/q4");
-    QVERIFY(QDir().mkpath(QFileInfo(manifest).absolutePath()));
-    QFile mf(manifest);
-    QVERIFY(mf.open(QIODevice::WriteOnly));
-    mf.write(
-        QStringLiteral(R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model",)"
-                       R"("digest":"sha256:%1","size":%2}]})")
-            .arg(kQwenSha)
-            .arg(QFileInfo(kQwen).size())
-            .toUtf8());
-    mf.close();
+    const test::OllamaStore store = test::make_ollama_store(dir_.filePath(QStringLiteral("ollama")), kQwen,
+                                                            QStringLiteral("tiny"), QStringLiteral("q4"));
+    QVERIFY(!store.blob.isEmpty());
+    QCOMPARE(QFileInfo(store.blob).fileName(), QStringLiteral("sha256-") + kQwenSha);  // fixtures/SHA256SUMS
+    const QString blob = store.blob, manifest = store.manifest;
     EngineController e(&open_session_engine, dir_.filePath(QStringLiteral("packs3")));
     e.setEngineSettings(smallCache());
     e.load(manifest, true);

@@ -5,13 +5,13 @@
 // conversion ends in a pack that verifies with every source shard gone.
 #include "ui/convert_wizard.h"
 
-#include <QCryptographicHash>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "core/expert_pack.h"
 #include "core/pack_verify.h"
+#include "ollama_store.h"
 
 using moepack::ui::ConvertWizard;
 
@@ -143,25 +143,10 @@ class ConvertWizardTest : public QObject {
   // An Ollama model's blob is the store's: the wizard never deletes it, neither after the
   // verify nor by the Done step's button.
   void anOllamaModelsBlobIsNeverDeleted() {
-    QFile in(kQwen);
-    QVERIFY(in.open(QIODevice::ReadOnly));
-    const QString sha =
-        QString::fromLatin1(QCryptographicHash::hash(in.readAll(), QCryptographicHash::Sha256).toHex());
-    const QString store = tmp_.filePath(QStringLiteral("ollama"));
-    const QString blob = store + QStringLiteral("/blobs/sha256-") + sha;
-    QVERIFY(QDir().mkpath(store + QStringLiteral("/blobs")));
-    QVERIFY(QFile::copy(kQwen, blob));
-    const QString manifest = store + QStringLiteral("/manifests/registry.ollama.ai/library/tiny/q4");
-    QVERIFY(QDir().mkpath(QFileInfo(manifest).absolutePath()));
-    QFile mf(manifest);
-    QVERIFY(mf.open(QIODevice::WriteOnly));
-    mf.write(
-        QStringLiteral(R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model",)"
-                       R"("digest":"sha256:%1","size":%2}]})")
-            .arg(sha)
-            .arg(QFileInfo(kQwen).size())
-            .toUtf8());
-    mf.close();
+    const moepack::ui::test::OllamaStore store = moepack::ui::test::make_ollama_store(
+        tmp_.filePath(QStringLiteral("ollama")), kQwen, QStringLiteral("tiny"), QStringLiteral("q4"));
+    QVERIFY(!store.blob.isEmpty());
+    const QString blob = store.blob, manifest = store.manifest;
     ConvertWizard w;
     prepare(w);
     w.chooseSource(manifest);
