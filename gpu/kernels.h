@@ -92,6 +92,14 @@ struct GemvBatch {
 // F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
 void gemv(const GemvBatch& b, cudaStream_t s);
 
+namespace detail {
+// The F32 kernels (kernels_gemv.cu) dequantize Q3_K, Q5_K, Q4_0, Q4_1, Q5_0 and Q5_1 in
+// registers from word loads (default), or, when on, byte by byte with dequant_chunk as before
+// the twenty-fifth pass (docs/cuda-backend.md): the same values and sums bit for bit; the
+// benchmark compares the two. GGUF layout only. Process-wide.
+void set_gemv_bytewise_dequant(bool on);
+}  // namespace detail
+
 // Whether GemvBatch::w_tiled runs for expert launches of [ne1][ne0] matrices of `type`: Q4_K,
 // Q2_K or MXFP4 with ne0 a multiple of 256 and ne1 a multiple of 16, the tensor-core GEMV on
 // (not variant -1), and x's fragments fitting a block's shared memory (100 KiB: ne0 up to 23,808

@@ -29,6 +29,11 @@
 //             at 8 x 2048 on 4096 and 7168 and 6 x 2048 on 4096 (with --tiled-only too); on
 //             the tiled layout also in one launch (gpu::gemv_experts_ffn: "one_launch_us", and
 //             "one_launch_by_warps" at 8, 12, 16 warps a block);
+//   "gemv_f32_types": the F32 kernels' types without a tensor-core path (Q3_K, Q5_K, Q4_0, Q4_1,
+//             Q5_0, Q5_1) dequantized in registers and byte by byte side by side
+//             ("bytewise"), Q6_K and Q8_0 beside them: decode launches of 8 experts, Kimi-K3's
+//             16-expert Q3_K-shaped down launch, a prefill launch of 16 pairs an expert
+//             (--f32-only: this section alone);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -47,7 +52,7 @@
 //             (--graph-only: the decode graph's and the router's alone, no other section; it
 //             needs at least one --graph-model).
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
-//                           --tiled-only | --graph-only]
+//                           --tiled-only | --graph-only | --ffn-only | --f32-only]
 //                           [--graph-model GGUF]...
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
 //        ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0)
@@ -722,6 +727,35 @@ nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const
       src, s, prefill, decode, [set](EngineSettings&, bool on) { set(on); }, key);
 }
 
+// The F32 kernels' types without a tensor-core path: Q3_K, Q5_K, Q4_0, Q4_1, Q5_0 and Q5_1
+// dequantized in registers (the default) and byte by byte (set_gemv_bytewise_dequant, before the
+// twenty-fifth pass), alternating, two runs each ("bytewise"); Q6_K and Q8_0 (in registers
+// since the second pass) once, for comparison. Decode launches of 8 experts of 2048 x 4096 and
+// 4096 x 2048, Kimi-K3's down launch (16 experts of 7168 x 1536), and a prefill launch (8
+// experts of 2048 x 4096, 16 pairs each).
+nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
+  struct Off {
+    ~Off() { gpu::detail::set_gemv_bytewise_dequant(false); }
+  } restore;
+  nlohmann::json rows = nlohmann::json::array();
+  const std::tuple<int, int, int, int> shapes[] = {
+      {2048, 4096, 8, 1}, {4096, 2048, 8, 1}, {7168, 1536, 16, 1}, {2048, 4096, 8, 16}};
+  for (const GgmlType t : {GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                           GgmlType::Q5_1, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    const bool comparable = t != GgmlType::Q6_K && t != GgmlType::Q8_0;
+    for (const auto& [r, c, e, pairs] : shapes) {
+      for (int round = 0; round < (comparable ? 4 : 1); ++round) {
+        const bool bytewise = comparable && ((round & 1) != (round >> 1));  // off, on, on, off
+        gpu::detail::set_gemv_bytewise_dequant(bytewise);
+        auto g = bench_gemv(pool, t, r, c, d2d, e, false, pairs);
+        g["bytewise"] = bytewise;
+        rows.push_back(std::move(g));
+      }
+    }
+  }
+  return rows;
+}
+
 // tiled_experts "off" / "on" and prefetch_experts for bench_setting.
 void set_tiled_experts(EngineSettings& s, bool on) { s.tiled_experts = on ? "on" : "off"; }
 void set_prefetch_experts(EngineSettings& s, bool on) { s.prefetch_experts = on; }
@@ -737,6 +771,7 @@ int main(int argc, char** argv) {
   bool tiled_only = false;   // --tiled-only: "gemv_tiled" and "read_ceiling" alone
   bool ffn_only = false;     // --ffn-only: "expert_ffn" and the read ceilings of its layers alone
   bool graph_only = false;   // --graph-only: the --graph-model sections of "engine" alone
+  bool f32_only = false;     // --f32-only: "gemv_f32_types" alone
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
     std::string type;
@@ -762,6 +797,8 @@ int main(int argc, char** argv) {
       tiled_only = true;
     } else if (a == "--ffn-only") {
       ffn_only = true;
+    } else if (a == "--f32-only") {
+      f32_only = true;
     } else if (a == "--graph-only") {
       graph_only = engine_only = true;
     } else {
@@ -799,6 +836,11 @@ int main(int argc, char** argv) {
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
+    if (f32_only) {
+      out["gemv_f32_types"] = bench_f32_types(pool, d2d);
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
     if (ffn_only) {
       out["expert_ffn"] = bench_expert_ffns(pool, d2d);
       std::vector<uint64_t> sizes;
@@ -819,6 +861,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!engine_only) {
+      out["gemv_f32_types"] = bench_f32_types(pool, d2d);
       out["gemv_tiled"] = bench_gemv_tiled(pool, d2d);
       out["expert_ffn"] = bench_expert_ffns(pool, d2d);
       // Expert shapes of the targets: DeepSeek-V4-Flash gate/up (2048 x 4096) and down

@@ -323,6 +323,66 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
   }
 }
 
+// The F32 kernels' dequantization in registers (tile_chunk) gives core's dequantize_row values
+// bit for bit: with x one-hot at column k_t, every other product is a signed zero and the sums
+// add zeros, so y[t][r] is W[r][k_t] exactly. Decode (one token: the F32 decode kernel for the
+// types the tensor cores do not take; they take groups of one pair) and prefill (8 tokens, every
+// type), rows at every byte alignment (ne0 = 768: 330-byte Q3_K rows), k_t in every chunk
+// position. Then the same launches on random x with the byte-wise dequantization
+// (set_gemv_bytewise_dequant, the kernels before the twenty-fifth pass) give the same sums bit
+// for bit.
+TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
+  struct BytewiseOffAfterwards {
+    ~BytewiseOffAfterwards() { detail::set_gemv_bytewise_dequant(false); }
+  } restore;
+  const GgmlType type = GetParam();
+  std::mt19937 rng(2025);
+  const int64_t ne0 = 768, ne1 = 21;
+  const auto data = random_rows(type, ne0, ne1, rng);
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  auto d_w = to_device(data);
+  std::vector<float> deq(static_cast<size_t>(ne0 * ne1));
+  for (int64_t r = 0; r < ne1; ++r) dequantize_row(type, data.data() + rb * r, deq.data() + r * ne0, ne0);
+  const bool tensor_cores_decode = detail::gemv_mma_supported(type, ne0);
+  const auto launch = [&](const std::vector<float>& x, int32_t n_tok) {
+    auto d_x = to_device(x);
+    DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+    b.w = d_w.bytes_ptr();
+    b.n_tok = n_tok;
+    gemv(b, nullptr);
+    return to_host(d_y, static_cast<size_t>(n_tok * ne1));
+  };
+  int checked = 0;
+  for (const int32_t n_tok : {1, 8}) {
+    if (n_tok == 1 && tensor_cores_decode) continue;
+    for (int round = 0; round < 12; ++round) {
+      std::vector<float> x(static_cast<size_t>(n_tok * ne0), 0.0f);
+      std::vector<int64_t> k(static_cast<size_t>(n_tok));
+      for (int32_t t = 0; t < n_tok; ++t) {
+        k[t] = (round * 67 + t * 31 + 5) % ne0;  // 67 and 31 are coprime to 32: every chunk position
+        x[t * ne0 + k[t]] = 1.0f;
+      }
+      const auto y = launch(x, n_tok);
+      for (int32_t t = 0; t < n_tok; ++t) {
+        for (int64_t r = 0; r < ne1; ++r) {
+          ASSERT_EQ(deq[r * ne0 + k[t]], y[t * ne1 + r])
+              << "token " << t << " of " << n_tok << ", row " << r << ", column " << k[t];
+          ++checked;
+        }
+      }
+    }
+    const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng);
+    detail::set_gemv_bytewise_dequant(false);
+    const auto reg = launch(x, n_tok);
+    detail::set_gemv_bytewise_dequant(true);
+    const auto bytewise = launch(x, n_tok);
+    detail::set_gemv_bytewise_dequant(false);
+    EXPECT_EQ(0, std::memcmp(reg.data(), bytewise.data(), reg.size() * sizeof(float))) << n_tok << " tokens";
+  }
+  EXPECT_GT(checked, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<GgmlType>& p) {
                            return std::string(ggml_type_name(p.param));

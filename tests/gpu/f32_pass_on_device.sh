@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (../shared/device/README.md), from the repository root, with
+# .device-deps and .device-carry carried (tests/gpu/prepare_carry.sh k: deepseek4 Q2_K and
+# kimi-linear Q4_K_M hold Q3_K, Q4_0 and Q5_0 tensors): one call of the F32 kernels' pass
+# (docs/cuda-backend.md, twenty-fifth pass). Builds for sm_90 only; runs gpu_ops_test (every
+# kernel and type) and the engine tests of the carried fixtures, then `bench_cuda_backend
+# --f32-only` ($OUT/bench-f32.json: Q3_K, Q5_K, Q4_0, Q4_1, Q5_0, Q5_1 in registers and byte by
+# byte side by side) and `moepack bench-twin --backend cuda` on a Kimi-K3 twin of 4 layers x 128
+# experts, every expert cached ($OUT/twin-k3.json: Q2_K gate / up, Q3_K down), as the seventeenth
+# and eighteenth passes measured it. MOEPACK_SKIP_TWIN=1 leaves the twin out.
+set -u
+out="${OUT:?OUT must be set}"
+source .device-deps/use-deps.sh
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
+  -DMOEPACK_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
+  > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
+cmake --build build-gpu -j "$(nproc)" --target gpu_ops_test gpu_cuda_backend_test gpu_deepseek4_test \
+  gpu_kimi_linear_test bench_cuda_backend moepack > "$out/build.log" 2>&1 ||
+  { grep -E "error" "$out/build.log" | head -30; exit 1; }
+echo "== build ok"
+status=0
+ctest --test-dir build-gpu --output-on-failure -R "^(gpu_ops_test|gpu_cuda_backend_test|gpu_deepseek4_test|gpu_kimi_linear_test)$" \
+  --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1 || status=1
+tail -8 "$out/ctest.log"
+grep -hE "^\[  (PASSED|FAILED|SKIPPED) " build-gpu/Testing/Temporary/LastTest.log | sort | uniq -c | head -20
+grep -E "largest \|gpu - exact\|" "$out/ctest.log" | head -2
+timeout 300 ./build-gpu/tests/gpu/bench_cuda_backend --f32-only > "$out/bench-f32.json" 2> "$out/bench-f32.txt" ||
+  { echo "bench rc=$?"; tail -5 "$out/bench-f32.txt"; status=1; }
+python3 - "$out/bench-f32.json" <<'EOF' || true
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+d2d = d["d2d_copy_bytes_per_s"]
+print("d2d %.2f TB/s" % (d2d / 1e12))
+rows = {}
+for g in d["gemv_f32_types"]:
+    key = (g["type"], "%dx%dx%d%s" % (g["rows"], g["cols"], g["experts_per_launch"],
+                                      "" if g["pairs_per_expert"] == 1 else " pairs %d" % g["pairs_per_expert"]))
+    rows.setdefault(key, {}).setdefault(g["bytewise"], []).append(g)
+for (t, shape), v in rows.items():
+    def fmt(gs):
+        return "%.1f us %.3f" % (statistics.median(x["us_per_launch"] for x in gs),
+                                 statistics.median(x["ratio_to_d2d"] for x in gs))
+    line = "%-6s %-24s registers %s" % (t, shape, fmt(v[False]))
+    if True in v:
+        line += " | bytewise %s | x%.2f" % (fmt(v[True]), statistics.median(x["us_per_launch"] for x in v[True]) /
+                                            statistics.median(x["us_per_launch"] for x in v[False]))
+    print(line)
+EOF
+[ "${MOEPACK_SKIP_TWIN:-0}" = 1 ] && exit "$status"
+work=/tmp/moepack-twin-k3
+rm -rf "$work"
+./build-gpu/app/moepack twin --shape kimi-k3 --layers 4 --experts 128 --seed 1 -o "$work" > "$out/twin.log" 2>&1 ||
+  { tail -3 "$out/twin.log"; exit 1; }
+for tiled in on off on off; do
+  ./build-gpu/app/moepack bench-twin "$work" --backend cuda --zipf 1.0 --budget-mib 6400 --tokens 80 --warmup 16 \
+    --tiled-experts "$tiled" --json > "$out/twin-k3-$tiled.json" 2> "$out/twin-k3.txt" || { tail -3 "$out/twin-k3.txt"; status=1; }
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d["checksum"], d["after_warmup"], d.get("backend"))' \
+    "$out/twin-k3-$tiled.json" "tiled $tiled" 2>&1 | cut -c1-600
+done
+rm -rf "$work"
+exit "$status"
