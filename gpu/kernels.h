@@ -98,6 +98,11 @@ namespace detail {
 // the twenty-fifth pass (docs/cuda-backend.md): the same values and sums bit for bit; the
 // benchmark compares the two. GGUF layout only. Process-wide.
 void set_gemv_bytewise_dequant(bool on);
+// The F32 kernels at prefill (groups of several pairs, or n_tok > 1) read every pair's x from
+// shared memory, staged by the block a slab of 32 chunks at a time (default), or, when on, each
+// lane its own chunks straight from global memory as before the twenty-fifth pass: the same sums
+// bit for bit; the benchmark compares the two. Process-wide.
+void set_gemv_prefill_x_global(bool on);
 }  // namespace detail
 
 // Whether GemvBatch::w_tiled runs for expert launches of [ne1][ne0] matrices of `type`: Q4_K,

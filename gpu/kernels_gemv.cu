@@ -374,6 +374,32 @@ __device__ __forceinline__ float decode_chunk_dot(const uint8_t* s, int tile, in
 // quarter-warp's per-lane chunk reads (lanes cl .. cl + 7) then hit distinct banks.
 __device__ __forceinline__ int x_slot(int cl, int i) { return cl * 8 + (i ^ (cl & 7)); }
 
+// chunk_dot with the chunk's x staged in shared memory (chunk cl of xk, x_slot): the same FMAs in
+// the same order, so the same sum bit for bit.
+__device__ __forceinline__ float staged_chunk_dot(const float (&v)[kChunk], const float4* xk, int cl, int n) {
+  float s = 0.0f;
+  if (n == kChunk) {
+#pragma unroll
+    for (int i = 0; i < kChunk / 4; ++i) {
+      const float4 xv = xk[x_slot(cl, i)];
+      s = __fmaf_rn(v[4 * i + 0], xv.x, s);
+      s = __fmaf_rn(v[4 * i + 1], xv.y, s);
+      s = __fmaf_rn(v[4 * i + 2], xv.z, s);
+      s = __fmaf_rn(v[4 * i + 3], xv.w, s);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      if (i < n) {
+        const float4 xv = xk[x_slot(cl, i >> 2)];
+        const float xe = (i & 3) == 0 ? xv.x : (i & 3) == 1 ? xv.y : (i & 3) == 2 ? xv.z : xv.w;
+        s = __fmaf_rn(v[i], xe, s);
+      }
+    }
+  }
+  return s;
+}
+
 // The tiled layout (gpu/gemv_tiled.h, GemvBatch::w_tiled) in this kernel: each tile of a row
 // (whole units of 256 elements: Tile<T>::kBytes is 8 Q4_K, 16 Q2_K or 8 MXFP4 units) is gathered
 // from the row's chunks into the warp's staging slot in the GGUF order, so that tile_chunk reads
@@ -412,7 +438,16 @@ struct TiledRow {
 // TILED: the matrices are in the tiled layout (TiledRow); rows are then whole tiles of 16 and
 // ne0 whole units (check_tiled).
 // (TILED at decode: 3 blocks an SM, 168 registers; Q4_K and Q2_K spill at 4 or 5, -Xptxas -v.)
-template <GgmlType T, int P, int R, bool TILED = false, bool BYTEWISE = false>
+//
+// P > 1 (prefill): every warp of a block has the same group and pairs. The block stages the x
+// of its P pairs 32 chunks (a "slab": one chunk a lane) at a time in shared memory, coalesced and
+// swizzled as at decode, and each lane reads its chunk from there (staged_chunk_dot: the same
+// FMAs in the same order, the same sums bit for bit). Each lane reading its own 128-byte chunk
+// of every pair's x from global memory touched 32 cache lines a warp load and bounded the kernel
+// at ~3.5 multiply-adds a clock an SM on the H200 (twenty-fifth pass). X_GLOBAL keeps that way
+// (the benchmark's side by side), as do types whose weight staging leaves no room for the slab
+// in 48 KiB (F32: 16 KiB of tiles).
+template <GgmlType T, int P, int R, bool TILED = false, bool BYTEWISE = false, bool X_GLOBAL = false>
 __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kDecodeBlocks) : 1)
     gemv_kernel(GemvBatch b, bool skip_single) {
   static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
@@ -422,15 +457,18 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
   constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's blocks staged padded (tile_chunk)
   constexpr int kXSlots = P == 1 ? Tl::kChunks * 8 : 1;
   constexpr int kStage = TILED && TR::kStagedGranules > Tl::kGranules ? TR::kStagedGranules : Tl::kGranules;
+  constexpr bool kSlabX = P != 1 && !X_GLOBAL && (kWarps * R * kStage + P * 256) * 16 <= 48 * 1024;
   __shared__ __align__(16) uint4 stage[kWarps][R][kStage];
   __shared__ __align__(16) float4 xs[kXSlots];
+  __shared__ __align__(16) float4 xp[kSlabX ? P : 1][kSlabX ? 256 : 1];  // a slab of every pair's x
+  __shared__ const float* xrow[kSlabX ? P : 1];                          // every pair's x row
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   int64_t r0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * R;
   bool active = r0 < b.ne1;
-  if constexpr (P != 1) {
+  if constexpr (P != 1 && !kSlabX) {
     if (!active) return;  // whole warps only: this variant has no block-wide barrier
   } else if (!active) {
-    r0 = b.ne1 - 1;  // a warp past the last row still stages x with the block; it writes nothing
+    r0 = b.ne1 - 1;  // a warp past the last row stages x with the block; it writes nothing
   }
   const int nr = static_cast<int>(min(static_cast<int64_t>(R), b.ne1 - r0));
   const int g = static_cast<int>(blockIdx.y);
@@ -464,6 +502,13 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
     const int j = j0 + min(t, nt - 1);
     const int64_t xi = b.x_row ? b.x_row[j] : j;
     xr[t] = b.x + g * b.x_gstride + xi * b.x_stride;
+  }
+  if constexpr (kSlabX) {
+    if (threadIdx.x < P) {
+      const int j = j0 + min(static_cast<int>(threadIdx.x), nt - 1);
+      const int64_t xi = b.x_row ? b.x_row[j] : j;
+      xrow[threadIdx.x] = b.x + g * b.x_gstride + xi * b.x_stride;
+    }
   }
   float acc[R][P];
 #pragma unroll
@@ -594,6 +639,43 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
     for (int i = 0; i < Tl::kLaneChunks; ++i) {
       const int cl = lane + 32 * i;
       const int64_t c = t * Tl::kChunks + cl;
+      if constexpr (kSlabX) {
+        const int64_t c0 = t * Tl::kChunks + 32 * i;  // the slab's first chunk, the same for the block
+        if (c0 >= n_chunks) break;
+        __syncthreads();  // every warp is done with the previous slab (and xrow is written)
+        const int64_t e0 = c0 * kChunk;
+        // Float4 f of pair k's slab, in element order (pairs past nt stage the last pair's x
+        // again); a few in flight a thread, the pair's row from shared memory (registers: a
+        // fully unrolled loop took 2 blocks an SM instead of 3).
+#pragma unroll 4
+        for (int q = static_cast<int>(threadIdx.x); q < P * 256; q += kWarps * 32) {
+          const int k = q >> 8, f = q & 255;
+          const float* xk = xrow[k];
+          const int64_t e = e0 + 4 * f;
+          float4 x4;
+          if ((reinterpret_cast<uintptr_t>(xk) & 15) == 0 && e + 4 <= b.ne0) {
+            x4 = __ldg(reinterpret_cast<const float4*>(xk + e));
+          } else {
+            x4.x = e + 0 < b.ne0 ? __ldg(xk + e + 0) : 0.0f;
+            x4.y = e + 1 < b.ne0 ? __ldg(xk + e + 1) : 0.0f;
+            x4.z = e + 2 < b.ne0 ? __ldg(xk + e + 2) : 0.0f;
+            x4.w = e + 3 < b.ne0 ? __ldg(xk + e + 3) : 0.0f;
+          }
+          xp[k][x_slot(f >> 3, f & 7)] = x4;
+        }
+        __syncthreads();  // the slab is staged
+        if (c < n_chunks) {
+          const int n = chunk_len(b.ne0, c);
+          float v[kChunk];
+          tile_chunk<T, kPadded, BYTEWISE>(reinterpret_cast<const uint8_t*>(stage[warp][0]), tile[0], cl, n,
+                                           v);
+#pragma unroll
+          for (int k = 0; k < P; ++k) {
+            if (k < nt) acc[0][k] += staged_chunk_dot(v, xp[k], lane, n);
+          }
+        }
+        continue;
+      }
       if (c < n_chunks) {
         const int n = chunk_len(b.ne0, c);
         float v[kChunk];
@@ -658,6 +740,7 @@ template <GgmlType T>
 constexpr bool kBytewiseComparable = T == GgmlType::Q3_K || T == GgmlType::Q5_K || T == GgmlType::Q4_0 ||
                                      T == GgmlType::Q4_1 || T == GgmlType::Q5_0 || T == GgmlType::Q5_1;
 std::atomic<bool> g_bytewise{false};
+std::atomic<bool> g_prefill_x_global{false};
 
 struct GemvLaunch {
   const GemvBatch& b;
@@ -666,6 +749,18 @@ struct GemvLaunch {
   // other type).
   template <GgmlType T, int P, int R>
   void f32(dim3 grid, bool skip_single) const {
+    if constexpr (P != 1) {
+      if (g_prefill_x_global.load(std::memory_order_relaxed)) {
+        if (!b.w_tiled) {
+          gemv_kernel<T, P, R, false, false, true><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
+          return;
+        }
+        if constexpr (tiled_unit_bytes(T) > 0) {
+          gemv_kernel<T, P, R, true, false, true><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
+          return;
+        }
+      }
+    }
     if constexpr (kBytewiseComparable<T>) {
       if (!b.w_tiled && g_bytewise.load(std::memory_order_relaxed)) {
         gemv_kernel<T, P, R, false, true><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
@@ -771,6 +866,7 @@ bool gpu_type_supported(GgmlType type) { return dispatch_type(type, NoLaunch{});
 
 namespace detail {
 void set_gemv_bytewise_dequant(bool on) { g_bytewise.store(on, std::memory_order_relaxed); }
+void set_gemv_prefill_x_global(bool on) { g_prefill_x_global.store(on, std::memory_order_relaxed); }
 }  // namespace detail
 
 uint64_t gemv_tiled_launches() { return g_tiled_launches.load(std::memory_order_relaxed); }

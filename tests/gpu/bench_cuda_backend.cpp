@@ -32,8 +32,12 @@
 //   "gemv_f32_types": the F32 kernels' types without a tensor-core path (Q3_K, Q5_K, Q4_0, Q4_1,
 //             Q5_0, Q5_1) dequantized in registers and byte by byte side by side
 //             ("bytewise"), Q6_K and Q8_0 beside them: decode launches of 8 experts, Kimi-K3's
-//             16-expert Q3_K-shaped down launch, a prefill launch of 16 pairs an expert
-//             (--f32-only: this section alone);
+//             16-expert Q3_K-shaped down launch, a prefill launch of 16 pairs an expert;
+//   "gemv_prefill_x": the F32 kernels at prefill with the pairs' x staged in shared memory and
+//             read from global memory side by side ("x_global"), 8, 16, 64 pairs an expert and
+//             a dense matrix of 128 tokens ("multiply_adds_per_s");
+//             --f32-only: these two sections and, for the model and every --graph-model, the
+//             engine's prefill and decode with x staged and not ("prefill_x_staged_of");
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -194,7 +198,7 @@ gpu::GemvBatch expert_batch(GgmlType type, int64_t rows, int64_t cols, const flo
     b.grp_off = d_off.as<int32_t>();
     b.max_pairs = 1;
   } else {
-    b.n_tok = 1;
+    b.n_tok = 1;  // bench_gemv: its pairs (tokens)
   }
   return b;
 }
@@ -216,7 +220,11 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
   gpu::DeviceBuffer y(static_cast<size_t>(rows * experts * pairs) * sizeof(float), "y");
   const gpu::DeviceBuffer d_off = pairs_each(experts, pairs);
   gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
-  if (experts > 1) b.max_pairs = pairs;
+  if (experts > 1) {
+    b.max_pairs = pairs;
+  } else {
+    b.n_tok = pairs;
+  }
   b.w_tiled = tiled;  // the pool's random bytes stand for either layout
   const Timing t = time_launches([&](int i) {
     b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
@@ -233,7 +241,8 @@ nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, i
           {"us_per_launch", t.gpu_us},
           {"host_us_per_launch", t.host_us},
           {"bytes_per_s", bps},
-          {"ratio_to_d2d", bps / d2d}};
+          {"ratio_to_d2d", bps / d2d},
+          {"multiply_adds_per_s", static_cast<double>(rows * cols) * experts * pairs / (t.gpu_us / 1e6)}};
 }
 
 // The down projection's decode launch with x's fragments ready (gpu/kernels.h
@@ -756,6 +765,32 @@ nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
   return rows;
 }
 
+// The F32 kernels at prefill with every pair's x staged in shared memory a slab at a time (the
+// default) and read by each lane from global memory (set_gemv_prefill_x_global, before the
+// twenty-fifth pass), alternating, two runs each ("x_global"): expert launches of 8 experts of
+// 2048 x 4096 with 8, 16 and 64 pairs each, and one dense 4096 x 4096 matrix with 128 tokens.
+nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
+  struct Off {
+    ~Off() { gpu::detail::set_gemv_prefill_x_global(false); }
+  } restore;
+  nlohmann::json rows = nlohmann::json::array();
+  const std::tuple<int, int, int, int> shapes[] = {
+      {2048, 4096, 8, 8}, {2048, 4096, 8, 16}, {2048, 4096, 8, 64}, {4096, 4096, 1, 128}};
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K,
+                           GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::F16}) {
+    for (const auto& [r, c, e, pairs] : shapes) {
+      for (int round = 0; round < 4; ++round) {
+        const bool global = (round & 1) != (round >> 1);  // off, on, on, off
+        gpu::detail::set_gemv_prefill_x_global(global);
+        auto g = bench_gemv(pool, t, r, c, d2d, e, false, pairs);
+        g["x_global"] = global;
+        rows.push_back(std::move(g));
+      }
+    }
+  }
+  return rows;
+}
+
 // tiled_experts "off" / "on" and prefetch_experts for bench_setting.
 void set_tiled_experts(EngineSettings& s, bool on) { s.tiled_experts = on ? "on" : "off"; }
 void set_prefetch_experts(EngineSettings& s, bool on) { s.prefetch_experts = on; }
@@ -838,6 +873,20 @@ int main(int argc, char** argv) {
     }
     if (f32_only) {
       out["gemv_f32_types"] = bench_f32_types(pool, d2d);
+      out["gemv_prefill_x"] = bench_prefill_x(pool, d2d);
+      EngineSettings s;
+      s.backend = "cuda";
+      s.n_ctx = 1024;
+      s.cache_vram_reserve_mib = 0;
+      // The engine's prefill with x staged (on) and read from global memory (off), alternating.
+      const auto on_is_staged = [](bool on) { gpu::detail::set_gemv_prefill_x_global(!on); };
+      std::vector<std::string> models = {model};
+      models.insert(models.end(), graph_models.begin(), graph_models.end());
+      for (const std::string& m : models) {
+        out["engine"]["prefill_x_staged_of"][std::filesystem::path(m).filename().string()] =
+            bench_switch(ModelSource::open(m), s, prefill, decode, on_is_staged, "prefill_x_staged");
+      }
+      gpu::detail::set_gemv_prefill_x_global(false);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

@@ -24,7 +24,13 @@ ctest --test-dir build-gpu --output-on-failure -R "^(gpu_ops_test|gpu_cuda_backe
 tail -8 "$out/ctest.log"
 grep -hE "^\[  (PASSED|FAILED|SKIPPED) " build-gpu/Testing/Temporary/LastTest.log | sort | uniq -c | head -20
 grep -E "largest \|gpu - exact\|" "$out/ctest.log" | head -2
-timeout 300 ./build-gpu/tests/gpu/bench_cuda_backend --f32-only > "$out/bench-f32.json" 2> "$out/bench-f32.txt" ||
+fx=.device-carry/shared/fixtures
+graph=()
+for m in "$fx/kimi-linear-tiny/kimi-linear-tiny-Q4_K_M.gguf" "$fx/deepseek4-tiny/deepseek4-tiny-Q2_K.gguf"; do
+  [ -f "$m" ] && graph+=(--graph-model "$m")
+done
+timeout 400 ./build-gpu/tests/gpu/bench_cuda_backend --f32-only --prefill 900 "${graph[@]}" > "$out/bench-f32.json" \
+  2> "$out/bench-f32.txt" ||
   { echo "bench rc=$?"; tail -5 "$out/bench-f32.txt"; status=1; }
 python3 - "$out/bench-f32.json" <<'EOF' || true
 import json, statistics, sys
@@ -45,6 +51,20 @@ for (t, shape), v in rows.items():
         line += " | bytewise %s | x%.2f" % (fmt(v[True]), statistics.median(x["us_per_launch"] for x in v[True]) /
                                             statistics.median(x["us_per_launch"] for x in v[False]))
     print(line)
+pre = {}
+for g in d.get("gemv_prefill_x", []):
+    key = (g["type"], "%dx%dx%d pairs %d" % (g["rows"], g["cols"], g["experts_per_launch"], g["pairs_per_expert"]))
+    pre.setdefault(key, {}).setdefault(g["x_global"], []).append(g)
+for (t, shape), v in pre.items():
+    st = statistics.median(x["us_per_launch"] for x in v[False])
+    gl = statistics.median(x["us_per_launch"] for x in v[True])
+    print("prefill %-6s %-28s staged %8.1f us %6.2f TMAC/s | global %8.1f us %6.2f TMAC/s | x%.2f" % (
+        t, shape, st, statistics.median(x["multiply_adds_per_s"] for x in v[False]) / 1e12,
+        gl, statistics.median(x["multiply_adds_per_s"] for x in v[True]) / 1e12, gl / st))
+for name, e in d.get("engine", {}).get("prefill_x_staged_of", {}).items():
+    print("engine %s: prefill %.0f -> %.0f tok/s (global -> staged), decode %.0f -> %.0f" % (
+        name, e["prefill_tokens_per_s_off"], e["prefill_tokens_per_s_on"], e["decode_tokens_per_s_off"],
+        e["decode_tokens_per_s_on"]))
 EOF
 [ "${MOEPACK_SKIP_TWIN:-0}" = 1 ] && exit "$status"
 work=/tmp/moepack-twin-k3

@@ -1,7 +1,8 @@
 // Every CUDA kernel against its CPU twin on random inputs (STYLE.md: a CPU reference beside
 // every kernel, a parity test with a stated tolerance):
 //   - dequantization: bit for bit equal to core's dequantize_row, every type;
-//   - GEMV (decode, n_tok = 1), prefill tiles (n_tok = 11 crosses the 8-token tile) and the
+//   - GEMV (decode, n_tok = 1), prefill tiles (n_tok = 11 crosses the 8-token tile; x staged in
+//     shared memory and read from global memory, bit for bit the same) and the
 //     grouped expert launch (pointer table, pairs, gathered x rows): |gpu - exact| <=
 //     1e-6 * sum_k |w_k x_k|, where exact = the double dot product of core's dequantize_row and x
 //     (kDotRel below says what the kernels may lose);
@@ -381,6 +382,76 @@ TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
     EXPECT_EQ(0, std::memcmp(reg.data(), bytewise.data(), reg.size() * sizeof(float))) << n_tok << " tokens";
   }
   EXPECT_GT(checked, 0);
+}
+
+// The F32 kernels at prefill stage every pair's x in shared memory a slab at a time; reading it
+// from global memory per lane (set_gemv_prefill_x_global, the kernels before the twenty-fifth
+// pass) gives the same sums bit for bit: a dense launch of 11 tokens and an expert launch of
+// groups of 1, 9 and 17 pairs (pair tiles of 8, a partial one; x rows gathered), 21 rows (a
+// block's last warps past the last row still stage x), rows of 768 elements, or of 90 for the
+// plain types (a partial last chunk, x rows off 16-byte alignment). Each sum also within the
+// GEMV tolerance of the exact dot product.
+TEST_P(TypeParity, GemvPrefillStagedXEqualsGlobalReadsBitForBit) {
+  struct GlobalOffAfterwards {
+    ~GlobalOffAfterwards() { detail::set_gemv_prefill_x_global(false); }
+  } restore;
+  const GgmlType type = GetParam();
+  std::mt19937 rng(77);
+  const int64_t ne0 = ggml_traits(type).block_size == 1 ? 90 : 768, ne1 = 21, n_tok = 11;
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  std::vector<std::vector<uint8_t>> mats;
+  std::vector<DeviceBuffer> d_mats;
+  std::vector<const uint8_t*> table;
+  for (int e = 0; e < 3; ++e) {
+    mats.push_back(random_rows(type, ne0, ne1, rng));
+    d_mats.push_back(to_device(mats.back()));
+    table.push_back(d_mats.back().bytes_ptr());
+  }
+  const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng);
+  auto d_x = to_device(x);
+  auto d_table = to_device(table);
+  const std::vector<int32_t> grp_off = {0, 1, 10, 27};
+  std::vector<int32_t> x_row;
+  for (int j = 0; j < 27; ++j) x_row.push_back((j * 5 + 3) % static_cast<int32_t>(n_tok));
+  auto d_off = to_device(grp_off);
+  auto d_rows = to_device(x_row);
+  const auto dense = [&] {
+    DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+    b.w = d_mats[0].bytes_ptr();
+    b.n_tok = static_cast<int32_t>(n_tok);
+    gemv(b, nullptr);
+    return to_host(d_y, static_cast<size_t>(n_tok * ne1));
+  };
+  const auto experts = [&] {
+    DeviceBuffer d_y(27 * ne1 * sizeof(float), "y");
+    gemv_experts(type, ne0, ne1, rb, d_table.as<const uint8_t* const>(), d_off.as<int32_t>(), 3, 17,
+                 d_rows.as<int32_t>(), d_x.as<float>(), ne0, d_y.as<float>(), ne1, nullptr);
+    return to_host(d_y, 27 * ne1);
+  };
+  const auto staged_dense = dense();
+  const auto staged_experts = experts();
+  detail::set_gemv_prefill_x_global(true);
+  const auto global_dense = dense();
+  const auto global_experts = experts();
+  detail::set_gemv_prefill_x_global(false);
+  EXPECT_EQ(0, std::memcmp(staged_dense.data(), global_dense.data(), staged_dense.size() * sizeof(float)));
+  EXPECT_EQ(0,
+            std::memcmp(staged_experts.data(), global_experts.data(), staged_experts.size() * sizeof(float)));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < ne1; ++r) {
+      expect_close_dot(staged_dense[t * ne1 + r], mats[0].data() + rb * r, type, x.data() + t * ne0, ne0,
+                       "dense");
+    }
+  }
+  for (int g = 0; g < 3; ++g) {
+    for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        expect_close_dot(staged_experts[j * ne1 + r], mats[g].data() + rb * r, type,
+                         x.data() + x_row[j] * ne0, ne0, "expert");
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
