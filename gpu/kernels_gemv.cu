@@ -447,8 +447,31 @@ struct TiledRow {
 // at ~3.5 multiply-adds a clock an SM on the H200 (twenty-fifth pass). X_GLOBAL keeps that way
 // (the benchmark's side by side), as do types whose weight staging leaves no room for the slab
 // in 48 KiB (F32: 16 KiB of tiles).
+// The staging slot of a warp's rows, in 16-byte granules (the tiled layout's padded units can
+// exceed the GGUF tile).
+template <GgmlType T, bool TILED>
+__host__ __device__ constexpr int stage_granules() {
+  using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
+  return TILED && TR::kStagedGranules > Tile<T>::kGranules ? TR::kStagedGranules : Tile<T>::kGranules;
+}
+// Warps (rows) a block of gemv_kernel: kWarps, or at prefill with x staged kPrefillWarps where
+// their weight slots and the slab fit 48 KiB (each slab the block loads then serves twice the
+// rows), the host's grid and the kernel's layout alike.
+constexpr int kPrefillWarps = 8;
+template <GgmlType T, int P, int R, bool TILED, bool X_GLOBAL>
+__host__ __device__ constexpr int gemv_block_warps() {
+  constexpr int slab = P * 256 * 16;
+  if constexpr (P != 1 && !X_GLOBAL &&
+                kPrefillWarps * R * stage_granules<T, TILED>() * 16 + slab <= 48 * 1024) {
+    return kPrefillWarps;
+  } else {
+    return kWarps;
+  }
+}
+
 template <GgmlType T, int P, int R, bool TILED = false, bool BYTEWISE = false, bool X_GLOBAL = false>
-__global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kDecodeBlocks) : 1)
+__global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() * 32,
+                                  P == 1 ? (TILED ? 3 : Tile<T>::kDecodeBlocks) : 1)
     gemv_kernel(GemvBatch b, bool skip_single) {
   static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
   static_assert(!TILED || tiled_unit_bytes(T) > 0, "the tiled layout covers Q4_K, Q2_K and MXFP4");
@@ -456,14 +479,15 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
   using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
   constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's blocks staged padded (tile_chunk)
   constexpr int kXSlots = P == 1 ? Tl::kChunks * 8 : 1;
-  constexpr int kStage = TILED && TR::kStagedGranules > Tl::kGranules ? TR::kStagedGranules : Tl::kGranules;
-  constexpr bool kSlabX = P != 1 && !X_GLOBAL && (kWarps * R * kStage + P * 256) * 16 <= 48 * 1024;
-  __shared__ __align__(16) uint4 stage[kWarps][R][kStage];
+  constexpr int kStage = stage_granules<T, TILED>();
+  constexpr int NW = gemv_block_warps<T, P, R, TILED, X_GLOBAL>();
+  constexpr bool kSlabX = P != 1 && !X_GLOBAL && (NW * R * kStage + P * 256) * 16 <= 48 * 1024;
+  __shared__ __align__(16) uint4 stage[NW][R][kStage];
   __shared__ __align__(16) float4 xs[kXSlots];
   __shared__ __align__(16) float4 xp[kSlabX ? P : 1][kSlabX ? 256 : 1];  // a slab of every pair's x
   __shared__ const float* xrow[kSlabX ? P : 1];                          // every pair's x row
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  int64_t r0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * R;
+  int64_t r0 = (static_cast<int64_t>(blockIdx.x) * NW + warp) * R;
   bool active = r0 < b.ne1;
   if constexpr (P != 1 && !kSlabX) {
     if (!active) return;  // whole warps only: this variant has no block-wide barrier
@@ -571,7 +595,7 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
     if constexpr (P == 1) {
       __syncthreads();                              // every warp is done with the previous tile's x
       const int64_t e0 = t * Tl::kChunks * kChunk;  // first element of the tile
-      for (int k = static_cast<int>(threadIdx.x); k < kXSlots; k += kWarps * 32) {
+      for (int k = static_cast<int>(threadIdx.x); k < kXSlots; k += NW * 32) {
         const int64_t e = e0 + 4 * k;  // float4 k of the tile, in element order
         float4 f;
         if (x_aligned && e + 4 <= b.ne0) {
@@ -648,7 +672,7 @@ __global__ void __launch_bounds__(kWarps * 32, P == 1 ? (TILED ? 3 : Tile<T>::kD
         // again); a few in flight a thread, the pair's row from shared memory (registers: a
         // fully unrolled loop took 2 blocks an SM instead of 3).
 #pragma unroll 4
-        for (int q = static_cast<int>(threadIdx.x); q < P * 256; q += kWarps * 32) {
+        for (int q = static_cast<int>(threadIdx.x); q < P * 256; q += NW * 32) {
           const int k = q >> 8, f = q & 255;
           const float* xk = xrow[k];
           const int64_t e = e0 + 4 * f;
@@ -747,30 +771,37 @@ struct GemvLaunch {
   cudaStream_t s;
   // The F32 kernel on the GGUF layout, or on the tiled one (w_tiled; check_tiled refused every
   // other type).
+  // grid.x: blocks of the variant's gemv_block_warps rows (R a warp) over ne1.
+  template <GgmlType T, int P, int R, bool TILED, bool BYTEWISE, bool X_GLOBAL>
+  void go(dim3 grid, bool skip_single) const {
+    constexpr int nw = gemv_block_warps<T, P, R, TILED, X_GLOBAL>();
+    grid.x = static_cast<unsigned>((b.ne1 + nw * R - 1) / (nw * R));
+    gemv_kernel<T, P, R, TILED, BYTEWISE, X_GLOBAL><<<grid, nw * 32, 0, s>>>(b, skip_single);
+  }
   template <GgmlType T, int P, int R>
   void f32(dim3 grid, bool skip_single) const {
     if constexpr (P != 1) {
       if (g_prefill_x_global.load(std::memory_order_relaxed)) {
         if (!b.w_tiled) {
-          gemv_kernel<T, P, R, false, false, true><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
+          go<T, P, R, false, false, true>(grid, skip_single);
           return;
         }
         if constexpr (tiled_unit_bytes(T) > 0) {
-          gemv_kernel<T, P, R, true, false, true><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
+          go<T, P, R, true, false, true>(grid, skip_single);
           return;
         }
       }
     }
     if constexpr (kBytewiseComparable<T>) {
       if (!b.w_tiled && g_bytewise.load(std::memory_order_relaxed)) {
-        gemv_kernel<T, P, R, false, true><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
+        go<T, P, R, false, true, false>(grid, skip_single);
         return;
       }
     }
     if (!b.w_tiled) {
-      gemv_kernel<T, P, R><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
+      go<T, P, R, false, false, false>(grid, skip_single);
     } else if constexpr (tiled_unit_bytes(T) > 0) {
-      gemv_kernel<T, P, R, true><<<grid, kWarps * 32, 0, s>>>(b, skip_single);
+      go<T, P, R, true, false, false>(grid, skip_single);
     } else {
       throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
     }
@@ -792,13 +823,11 @@ struct GemvLaunch {
       // gemv() checked this; the variant may have changed since (another thread's switch).
       if (b.swiglu_epilogue) throw Error("gemv: the SwiGLU epilogue needs the tensor-core decode GEMV");
       constexpr int R = Tile<T>::kDecodeRows;
-      const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps * R - 1) / (kWarps * R));
-      const dim3 grid(rows, static_cast<unsigned>(b.n_groups), 1);
+      const dim3 grid(0, static_cast<unsigned>(b.n_groups), 1);  // go() sets x
       f32<T, 1, R>(grid, false);
     } else {
-      const unsigned rows = static_cast<unsigned>((b.ne1 + kWarps - 1) / kWarps);
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
-      const dim3 grid(rows, static_cast<unsigned>(b.n_groups), tiles);
+      const dim3 grid(0, static_cast<unsigned>(b.n_groups), tiles);
       const bool split = mma && b.grp_off != nullptr;
       f32<T, kPrefillPairs, 1>(grid, split);
       if (split) {

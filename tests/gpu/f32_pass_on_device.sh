@@ -7,7 +7,8 @@
 # --f32-only` ($OUT/bench-f32.json: Q3_K, Q5_K, Q4_0, Q4_1, Q5_0, Q5_1 in registers and byte by
 # byte side by side) and `moepack bench-twin --backend cuda` on a Kimi-K3 twin of 4 layers x 128
 # experts, every expert cached ($OUT/twin-k3.json: Q2_K gate / up, Q3_K down), as the seventeenth
-# and eighteenth passes measured it. MOEPACK_SKIP_TWIN=1 leaves the twin out.
+# and eighteenth passes measured it. MOEPACK_SKIP_TWIN=1 leaves the twin out, MOEPACK_SKIP_BENCH=1
+# the benchmark and the twin (tests only; other carry sets: their fixtures' engine tests).
 set -u
 out="${OUT:?OUT must be set}"
 source .device-deps/use-deps.sh
@@ -26,7 +27,9 @@ grep -hE "^\[  (PASSED|FAILED|SKIPPED) " build-gpu/Testing/Temporary/LastTest.lo
 grep -E "largest \|gpu - exact\|" "$out/ctest.log" | head -2
 fx=.device-carry/shared/fixtures
 graph=()
-for m in "$fx/kimi-linear-tiny/kimi-linear-tiny-Q4_K_M.gguf" "$fx/deepseek4-tiny/deepseek4-tiny-Q2_K.gguf"; do
+[ "${MOEPACK_SKIP_BENCH:-0}" = 1 ] && exit "$status"
+for m in "$fx/kimi-linear-tiny/kimi-linear-tiny-Q4_K_M.gguf" "$fx/deepseek4-tiny/deepseek4-tiny-Q2_K.gguf" \
+  "$fx/deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf" "$fx/llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf"; do
   [ -f "$m" ] && graph+=(--graph-model "$m")
 done
 timeout 400 ./build-gpu/tests/gpu/bench_cuda_backend --f32-only --prefill 900 "${graph[@]}" > "$out/bench-f32.json" \
