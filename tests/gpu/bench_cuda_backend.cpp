@@ -58,8 +58,9 @@
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
 //                           --tiled-only | --graph-only | --ffn-only | --f32-only]
 //                           [--graph-model GGUF]...
-//        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT   (one launch shape and its read
-//        ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0)
+//        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT [--pairs N]   (one launch shape
+//        and its read ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0; --pairs N:
+//        N pairs an expert, the F32 kernels' prefill launch)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -810,7 +811,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
     std::string type;
-    int rows = 0, cols = 0, experts = 0, variant = 0;
+    int rows = 0, cols = 0, experts = 0, variant = 0, pairs = 1;  // --pairs N: a prefill launch
   } one;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -818,6 +819,8 @@ int main(int argc, char** argv) {
       one = {argv[i + 1], std::stoi(argv[i + 2]), std::stoi(argv[i + 3]), std::stoi(argv[i + 4]),
              std::stoi(argv[i + 5])};
       i += 5;
+    } else if (a == "--pairs" && i + 1 < argc) {
+      one.pairs = std::stoi(argv[++i]);
     } else if (a == "--prefill" && i + 1 < argc) {
       prefill = std::stoi(argv[++i]);
     } else if (a == "--decode" && i + 1 < argc) {
@@ -864,7 +867,7 @@ int main(int argc, char** argv) {
       const auto t = ggml_type_from_name(one.type);
       if (!t) throw Error("--gemv: unknown type '" + one.type + "'");
       gpu::detail::set_gemv_mma_variant(one.variant);
-      auto g = bench_gemv(pool, *t, one.rows, one.cols, d2d, one.experts);
+      auto g = bench_gemv(pool, *t, one.rows, one.cols, d2d, one.experts, false, one.pairs);
       g["mma_variant"] = one.variant;
       out["gemv"].push_back(g);
       out["read_ceiling"].push_back(bench_read_ceiling(pool, g["bytes_per_launch"].get<uint64_t>(), d2d));
