@@ -93,6 +93,23 @@ __device__ __forceinline__ float byte_as_float(uint32_t w, float bias = 0.0f) {
   return __int_as_float(static_cast<int>(__byte_perm(w, 0x4B000000u, 0x7440u | K))) - (8388608.0f + bias);
 }
 
+// Elements 4i .. 4i + 3 (the bytes of ql) and 4i + 16 .. 4i + 19 (of qu) of a 32-element block
+// (Q4_0, Q4_1, Q5_0, Q5_1): (q - bias) * d, or with MIN q * d + m, dequant_chunk's two roundings
+// (--fmad=false).
+template <bool MIN>
+__device__ __forceinline__ void block32_word(float (&v)[kChunk], int i, uint32_t ql, uint32_t qu, float d,
+                                             float m, float bias) {
+  const auto val = [&](float q) { return MIN ? q * d + m : q * d; };
+  v[4 * i + 0] = val(byte_as_float<0>(ql, bias));
+  v[4 * i + 1] = val(byte_as_float<1>(ql, bias));
+  v[4 * i + 2] = val(byte_as_float<2>(ql, bias));
+  v[4 * i + 3] = val(byte_as_float<3>(ql, bias));
+  v[4 * i + 16] = val(byte_as_float<0>(qu, bias));
+  v[4 * i + 17] = val(byte_as_float<1>(qu, bias));
+  v[4 * i + 18] = val(byte_as_float<2>(qu, bias));
+  v[4 * i + 19] = val(byte_as_float<3>(qu, bias));
+}
+
 // Chunk c of the tile at byte `tile` of the staging buffer `s` (the tile starts at a block
 // boundary of the row) into v, exactly as dequant_chunk<T>. MXFP4_PAD: the tiled layout's
 // staging of MXFP4 (TiledRow): 20-byte blocks, the scale at byte 0 and the 16 qs bytes at 4-19
@@ -102,8 +119,9 @@ template <GgmlType T, bool MXFP4_PAD = false, bool BYTEWISE = false>
 __device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, int n, float (&v)[kChunk]) {
   if constexpr (BYTEWISE) {
     dequant_chunk<T>(s + tile, c, n, v);
-  } else if constexpr (T == GgmlType::Q4_K) {
-    const int o = tile + (c >> 3) * 144;
+  } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+    constexpr bool k5 = T == GgmlType::Q5_K;
+    const int o = tile + (c >> 3) * (k5 ? 176 : 144);
     const uint8_t* b = s + o;
     const int j = c & 7;
     const float d = half_at(b), dmin = half_at(b + 2);
@@ -111,12 +129,16 @@ __device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, in
     scale_min_k4(j, b + 4, sc, m);
     const float d1 = d * static_cast<float>(sc);
     const float m1 = dmin * static_cast<float>(m);
-    uint32_t w[8];
-    load_words(s, o + 16 + 32 * (j >> 1), w);
+    uint32_t qh[k5 ? 8 : 1] = {}, w[8];
+    if constexpr (k5) load_words(s, o + 16, qh);           // Q5_K: bit j of byte l is element l's fifth bit
+    load_words(s, o + (k5 ? 48 : 16) + 32 * (j >> 1), w);  // the low nibbles
     const unsigned shift = 4u * static_cast<unsigned>(j & 1);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const uint32_t q = (w[i] >> shift) & 0x0F0F0F0Fu;
+      uint32_t q = (w[i] >> shift) & 0x0F0F0F0Fu;
+      if constexpr (k5) q |= ((qh[i] >> j) & 0x01010101u) << 4;
+      // d1 * q is exact (at most 11 + 6 + 5 significant bits), so one FMA rounds as
+      // dequant_chunk's multiply and subtract do
       v[4 * i + 0] = __fmaf_rn(d1, byte_as_float<0>(q), -m1);
       v[4 * i + 1] = __fmaf_rn(d1, byte_as_float<1>(q), -m1);
       v[4 * i + 2] = __fmaf_rn(d1, byte_as_float<2>(q), -m1);
@@ -228,29 +250,6 @@ __device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, in
         v[4 * i + 3] = dl * byte_as_float<3>(q, 4.0f);
       }
     }
-  } else if constexpr (T == GgmlType::Q5_K) {
-    const int o = tile + (c >> 3) * 176;
-    const uint8_t* b = s + o;
-    const int j = c & 7;
-    const float d = half_at(b), dmin = half_at(b + 2);
-    int sc = 0, m = 0;
-    scale_min_k4(j, b + 4, sc, m);
-    const float d1 = d * static_cast<float>(sc);
-    const float m1 = dmin * static_cast<float>(m);
-    uint32_t qh[8], w[8];
-    load_words(s, o + 16, qh);                 // bit j of byte l: element l's fifth bit
-    load_words(s, o + 48 + 32 * (j >> 1), w);  // its low nibble
-    const unsigned shift = 4u * static_cast<unsigned>(j & 1);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t q = ((w[i] >> shift) & 0x0F0F0F0Fu) | (((qh[i] >> j) & 0x01010101u) << 4);
-      // d1 * q is exact (at most 11 + 6 + 5 significant bits), so one FMA rounds as the
-      // dequant_chunk's multiply and subtract do
-      v[4 * i + 0] = __fmaf_rn(d1, byte_as_float<0>(q), -m1);
-      v[4 * i + 1] = __fmaf_rn(d1, byte_as_float<1>(q), -m1);
-      v[4 * i + 2] = __fmaf_rn(d1, byte_as_float<2>(q), -m1);
-      v[4 * i + 3] = __fmaf_rn(d1, byte_as_float<3>(q), -m1);
-    }
   } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_1) {
     // 32-element blocks: d (and Q4_1's m), 16 bytes: element i in byte i's low nibble, i + 16
     // in its high nibble
@@ -264,25 +263,7 @@ __device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, in
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint32_t ql = w[i] & 0x0F0F0F0Fu, qu = (w[i] >> 4) & 0x0F0F0F0Fu;
-      if constexpr (k1) {  // q * d + m, two roundings as dequant_chunk's (--fmad=false)
-        v[4 * i + 0] = byte_as_float<0>(ql) * d + m;
-        v[4 * i + 1] = byte_as_float<1>(ql) * d + m;
-        v[4 * i + 2] = byte_as_float<2>(ql) * d + m;
-        v[4 * i + 3] = byte_as_float<3>(ql) * d + m;
-        v[4 * i + 16] = byte_as_float<0>(qu) * d + m;
-        v[4 * i + 17] = byte_as_float<1>(qu) * d + m;
-        v[4 * i + 18] = byte_as_float<2>(qu) * d + m;
-        v[4 * i + 19] = byte_as_float<3>(qu) * d + m;
-      } else {
-        v[4 * i + 0] = byte_as_float<0>(ql, bias) * d;
-        v[4 * i + 1] = byte_as_float<1>(ql, bias) * d;
-        v[4 * i + 2] = byte_as_float<2>(ql, bias) * d;
-        v[4 * i + 3] = byte_as_float<3>(ql, bias) * d;
-        v[4 * i + 16] = byte_as_float<0>(qu, bias) * d;
-        v[4 * i + 17] = byte_as_float<1>(qu, bias) * d;
-        v[4 * i + 18] = byte_as_float<2>(qu, bias) * d;
-        v[4 * i + 19] = byte_as_float<3>(qu, bias) * d;
-      }
+      block32_word<k1>(v, i, ql, qu, d, m, bias);
     }
   } else if constexpr (T == GgmlType::Q5_0 || T == GgmlType::Q5_1) {
     // As Q4_0 / Q4_1 with a fifth bit a element: bit i of the 32-bit qh for element i
@@ -301,25 +282,7 @@ __device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, in
     for (int i = 0; i < 4; ++i) {
       const uint32_t ql = (w[i] & 0x0F0F0F0Fu) | spread((qh[0] >> (4 * i)) & 0x0Fu);
       const uint32_t qu = ((w[i] >> 4) & 0x0F0F0F0Fu) | spread((qh[0] >> (16 + 4 * i)) & 0x0Fu);
-      if constexpr (k1) {
-        v[4 * i + 0] = byte_as_float<0>(ql) * d + m;
-        v[4 * i + 1] = byte_as_float<1>(ql) * d + m;
-        v[4 * i + 2] = byte_as_float<2>(ql) * d + m;
-        v[4 * i + 3] = byte_as_float<3>(ql) * d + m;
-        v[4 * i + 16] = byte_as_float<0>(qu) * d + m;
-        v[4 * i + 17] = byte_as_float<1>(qu) * d + m;
-        v[4 * i + 18] = byte_as_float<2>(qu) * d + m;
-        v[4 * i + 19] = byte_as_float<3>(qu) * d + m;
-      } else {
-        v[4 * i + 0] = byte_as_float<0>(ql, bias) * d;
-        v[4 * i + 1] = byte_as_float<1>(ql, bias) * d;
-        v[4 * i + 2] = byte_as_float<2>(ql, bias) * d;
-        v[4 * i + 3] = byte_as_float<3>(ql, bias) * d;
-        v[4 * i + 16] = byte_as_float<0>(qu, bias) * d;
-        v[4 * i + 17] = byte_as_float<1>(qu, bias) * d;
-        v[4 * i + 18] = byte_as_float<2>(qu, bias) * d;
-        v[4 * i + 19] = byte_as_float<3>(qu, bias) * d;
-      }
+      block32_word<k1>(v, i, ql, qu, d, m, bias);
     }
   } else {
     dequant_chunk<T>(s + tile, c, n, v);
@@ -778,6 +741,8 @@ struct GemvLaunch {
     grid.x = static_cast<unsigned>((b.ne1 + nw * R - 1) / (nw * R));
     gemv_kernel<T, P, R, TILED, BYTEWISE, X_GLOBAL><<<grid, nw * 32, 0, s>>>(b, skip_single);
   }
+  // The benchmark's switches: at prefill set_gemv_prefill_x_global wins over
+  // set_gemv_bytewise_dequant (never both in one comparison).
   template <GgmlType T, int P, int R>
   void f32(dim3 grid, bool skip_single) const {
     if constexpr (P != 1) {

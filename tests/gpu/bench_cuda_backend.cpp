@@ -737,59 +737,60 @@ nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const
       src, s, prefill, decode, [set](EngineSettings&, bool on) { set(on); }, key);
 }
 
-// The F32 kernels' types without a tensor-core path: Q3_K, Q5_K, Q4_0, Q4_1, Q5_0 and Q5_1
-// dequantized in registers (the default) and byte by byte (set_gemv_bytewise_dequant, before the
-// twenty-fifth pass), alternating, two runs each ("bytewise"); Q6_K and Q8_0 (in registers
-// since the second pass) once, for comparison. Decode launches of 8 experts of 2048 x 4096 and
-// 4096 x 2048, Kimi-K3's down launch (16 experts of 7168 x 1536), and a prefill launch (8
-// experts of 2048 x 4096, 16 pairs each).
-nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
+// Launches of every (rows, cols, experts, pairs) shape of every type with a process-wide switch
+// (`set`) off and on, alternating off, on, on, off ("key" in each row: two runs each way); the
+// types of `once` only off, once. The switch is off again afterwards (exceptions included).
+using LaunchShape = std::tuple<int, int, int, int>;
+nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializer_list<GgmlType> types,
+                              std::initializer_list<GgmlType> once, std::initializer_list<LaunchShape> shapes,
+                              void (*set)(bool), const char* key) {
   struct Off {
-    ~Off() { gpu::detail::set_gemv_bytewise_dequant(false); }
-  } restore;
+    void (*set)(bool);
+    ~Off() { set(false); }
+  } restore{set};
   nlohmann::json rows = nlohmann::json::array();
-  const std::tuple<int, int, int, int> shapes[] = {
-      {2048, 4096, 8, 1}, {4096, 2048, 8, 1}, {7168, 1536, 16, 1}, {2048, 4096, 8, 16}};
-  for (const GgmlType t : {GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                           GgmlType::Q5_1, GgmlType::Q6_K, GgmlType::Q8_0}) {
-    const bool comparable = t != GgmlType::Q6_K && t != GgmlType::Q8_0;
+  const auto run = [&](GgmlType t, bool switched) {
     for (const auto& [r, c, e, pairs] : shapes) {
-      for (int round = 0; round < (comparable ? 4 : 1); ++round) {
-        const bool bytewise = comparable && ((round & 1) != (round >> 1));  // off, on, on, off
-        gpu::detail::set_gemv_bytewise_dequant(bytewise);
+      for (int round = 0; round < (switched ? 4 : 1); ++round) {
+        const bool on = switched && ((round & 1) != (round >> 1));  // off, on, on, off
+        set(on);
         auto g = bench_gemv(pool, t, r, c, d2d, e, false, pairs);
-        g["bytewise"] = bytewise;
+        g[key] = on;
         rows.push_back(std::move(g));
       }
     }
-  }
+  };
+  for (const GgmlType t : types) run(t, true);
+  for (const GgmlType t : once) run(t, false);
   return rows;
+}
+
+// The F32 kernels' types without a tensor-core path: Q3_K, Q5_K, Q4_0, Q4_1, Q5_0 and Q5_1
+// dequantized in registers (the default) and byte by byte (set_gemv_bytewise_dequant, before the
+// twenty-fifth pass) side by side ("bytewise"); Q6_K and Q8_0 (in registers since the second
+// pass) once, for comparison. Decode launches of 8 experts of 2048 x 4096 and 4096 x 2048,
+// Kimi-K3's down launch (16 experts of 7168 x 1536), and a prefill launch (8 experts of
+// 2048 x 4096, 16 pairs each).
+nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
+  return bench_switched(
+      pool, d2d,
+      {GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1},
+      {GgmlType::Q6_K, GgmlType::Q8_0},
+      {{2048, 4096, 8, 1}, {4096, 2048, 8, 1}, {7168, 1536, 16, 1}, {2048, 4096, 8, 16}},
+      gpu::detail::set_gemv_bytewise_dequant, "bytewise");
 }
 
 // The F32 kernels at prefill with every pair's x staged in shared memory a slab at a time (the
 // default) and read by each lane from global memory (set_gemv_prefill_x_global, before the
-// twenty-fifth pass), alternating, two runs each ("x_global"): expert launches of 8 experts of
-// 2048 x 4096 with 8, 16 and 64 pairs each, and one dense 4096 x 4096 matrix with 128 tokens.
+// twenty-fifth pass) side by side ("x_global"): expert launches of 8 experts of 2048 x 4096 with
+// 8, 16 and 64 pairs each, and one dense 4096 x 4096 matrix with 128 tokens.
 nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
-  struct Off {
-    ~Off() { gpu::detail::set_gemv_prefill_x_global(false); }
-  } restore;
-  nlohmann::json rows = nlohmann::json::array();
-  const std::tuple<int, int, int, int> shapes[] = {
-      {2048, 4096, 8, 8}, {2048, 4096, 8, 16}, {2048, 4096, 8, 64}, {4096, 4096, 1, 128}};
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K,
-                           GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::F16}) {
-    for (const auto& [r, c, e, pairs] : shapes) {
-      for (int round = 0; round < 4; ++round) {
-        const bool global = (round & 1) != (round >> 1);  // off, on, on, off
-        gpu::detail::set_gemv_prefill_x_global(global);
-        auto g = bench_gemv(pool, t, r, c, d2d, e, false, pairs);
-        g["x_global"] = global;
-        rows.push_back(std::move(g));
-      }
-    }
-  }
-  return rows;
+  return bench_switched(pool, d2d,
+                        {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K,
+                         GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::F16},
+                        {},
+                        {{2048, 4096, 8, 8}, {2048, 4096, 8, 16}, {2048, 4096, 8, 64}, {4096, 4096, 1, 128}},
+                        gpu::detail::set_gemv_prefill_x_global, "x_global");
 }
 
 // tiled_experts "off" / "on" and prefetch_experts for bench_setting.
@@ -807,7 +808,7 @@ int main(int argc, char** argv) {
   bool tiled_only = false;   // --tiled-only: "gemv_tiled" and "read_ceiling" alone
   bool ffn_only = false;     // --ffn-only: "expert_ffn" and the read ceilings of its layers alone
   bool graph_only = false;   // --graph-only: the --graph-model sections of "engine" alone
-  bool f32_only = false;     // --f32-only: "gemv_f32_types" alone
+  bool f32_only = false;     // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
     std::string type;
@@ -816,8 +817,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--gemv" && i + 5 < argc) {
-      one = {argv[i + 1], std::stoi(argv[i + 2]), std::stoi(argv[i + 3]), std::stoi(argv[i + 4]),
-             std::stoi(argv[i + 5])};
+      one = {argv[i + 1],
+             std::stoi(argv[i + 2]),
+             std::stoi(argv[i + 3]),
+             std::stoi(argv[i + 4]),
+             std::stoi(argv[i + 5]),
+             one.pairs};  // a --pairs before --gemv stays
       i += 5;
     } else if (a == "--pairs" && i + 1 < argc) {
       one.pairs = std::stoi(argv[++i]);
