@@ -250,38 +250,27 @@ __device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, in
         v[4 * i + 3] = dl * byte_as_float<3>(q, 4.0f);
       }
     }
-  } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_1) {
-    // 32-element blocks: d (and Q4_1's m), 16 bytes: element i in byte i's low nibble, i + 16
-    // in its high nibble
-    constexpr bool k1 = T == GgmlType::Q4_1;
-    const int o = tile + c * (k1 ? 20 : 18);
+  } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_1 || T == GgmlType::Q5_0 ||
+                       T == GgmlType::Q5_1) {
+    // 32-element blocks: d (and the _1 types' m), the Q5 types' 32-bit qh (bit i: element i's
+    // fifth bit), 16 bytes: element i in byte i's low nibble, i + 16 in its high nibble
+    constexpr bool k1 = T == GgmlType::Q4_1 || T == GgmlType::Q5_1;
+    constexpr bool k5 = T == GgmlType::Q5_0 || T == GgmlType::Q5_1;
+    constexpr int head = (k1 ? 4 : 2) + (k5 ? 4 : 0);  // bytes before the nibbles
+    const int o = tile + c * (head + 16);
     const float d = half_at(s + o);
     const float m = k1 ? half_at(s + o + 2) : 0.0f;
-    constexpr float bias = k1 ? 0.0f : 8.0f;
-    uint32_t w[4];
-    load_words(s, o + (k1 ? 4 : 2), w);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t ql = w[i] & 0x0F0F0F0Fu, qu = (w[i] >> 4) & 0x0F0F0F0Fu;
-      block32_word<k1>(v, i, ql, qu, d, m, bias);
-    }
-  } else if constexpr (T == GgmlType::Q5_0 || T == GgmlType::Q5_1) {
-    // As Q4_0 / Q4_1 with a fifth bit a element: bit i of the 32-bit qh for element i
-    constexpr bool k1 = T == GgmlType::Q5_1;
-    const int o = tile + c * (k1 ? 24 : 22);
-    const float d = half_at(s + o);
-    const float m = k1 ? half_at(s + o + 2) : 0.0f;
-    constexpr float bias = k1 ? 0.0f : 16.0f;
-    uint32_t qh[1], w[4];
-    load_words(s, o + (k1 ? 4 : 2), qh);
-    load_words(s, o + (k1 ? 8 : 6), w);
+    constexpr float bias = k1 ? 0.0f : (k5 ? 16.0f : 8.0f);
+    uint32_t qh[1] = {}, w[4];
+    if constexpr (k5) load_words(s, o + (k1 ? 4 : 2), qh);
+    load_words(s, o + head, w);
     // Four bits (x < 16) to bit 0 of four bytes: the shifted copies x, x << 7, x << 14, x << 21
     // do not overlap, so the product has no carries.
     const auto spread = [](uint32_t x) { return ((x * 0x00204081u) & 0x01010101u) << 4; };
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const uint32_t ql = (w[i] & 0x0F0F0F0Fu) | spread((qh[0] >> (4 * i)) & 0x0Fu);
-      const uint32_t qu = ((w[i] >> 4) & 0x0F0F0F0Fu) | spread((qh[0] >> (16 + 4 * i)) & 0x0Fu);
+      const uint32_t ql = (w[i] & 0x0F0F0F0Fu) | (k5 ? spread((qh[0] >> (4 * i)) & 0x0Fu) : 0u);
+      const uint32_t qu = ((w[i] >> 4) & 0x0F0F0F0Fu) | (k5 ? spread((qh[0] >> (16 + 4 * i)) & 0x0Fu) : 0u);
       block32_word<k1>(v, i, ql, qu, d, m, bias);
     }
   } else {
