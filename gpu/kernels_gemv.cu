@@ -278,14 +278,15 @@ __device__ __forceinline__ void tile_chunk(const uint8_t* s, int tile, int c, in
   }
 }
 
-// sum_i v[i] * x[i] over the chunk's n elements, FMA in element order.
-__device__ __forceinline__ float chunk_dot(const float (&v)[kChunk], const float* x, int n) {
+// sum_i v[i] * x_i over the chunk's n elements, FMA in element order, whatever the x's source:
+// x4(i) is float4 i of a whole chunk (taken when n == kChunk and vec), x1(i) element i.
+template <class X4, class X1>
+__device__ __forceinline__ float ordered_dot(const float (&v)[kChunk], int n, bool vec, X4 x4, X1 x1) {
   float s = 0.0f;
-  if (n == kChunk && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
-    const float4* x4 = reinterpret_cast<const float4*>(x);
+  if (n == kChunk && vec) {
 #pragma unroll
     for (int i = 0; i < kChunk / 4; ++i) {
-      const float4 xv = __ldg(x4 + i);
+      const float4 xv = x4(i);
       s = __fmaf_rn(v[4 * i + 0], xv.x, s);
       s = __fmaf_rn(v[4 * i + 1], xv.y, s);
       s = __fmaf_rn(v[4 * i + 2], xv.z, s);
@@ -294,10 +295,18 @@ __device__ __forceinline__ float chunk_dot(const float (&v)[kChunk], const float
   } else {
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
-      if (i < n) s = __fmaf_rn(v[i], __ldg(x + i), s);
+      if (i < n) s = __fmaf_rn(v[i], x1(i), s);
     }
   }
   return s;
+}
+
+// The chunk's x in global memory.
+__device__ __forceinline__ float chunk_dot(const float (&v)[kChunk], const float* x, int n) {
+  return ordered_dot(
+      v, n, (reinterpret_cast<uintptr_t>(x) & 15) == 0,
+      [x](int i) { return __ldg(reinterpret_cast<const float4*>(x) + i); },
+      [x](int i) { return __ldg(x + i); });
 }
 
 // Decode: the contribution of chunk c of a staged row tile to the dot product with the chunk's
@@ -329,27 +338,12 @@ __device__ __forceinline__ int x_slot(int cl, int i) { return cl * 8 + (i ^ (cl 
 // chunk_dot with the chunk's x staged in shared memory (chunk cl of xk, x_slot): the same FMAs in
 // the same order, so the same sum bit for bit.
 __device__ __forceinline__ float staged_chunk_dot(const float (&v)[kChunk], const float4* xk, int cl, int n) {
-  float s = 0.0f;
-  if (n == kChunk) {
-#pragma unroll
-    for (int i = 0; i < kChunk / 4; ++i) {
-      const float4 xv = xk[x_slot(cl, i)];
-      s = __fmaf_rn(v[4 * i + 0], xv.x, s);
-      s = __fmaf_rn(v[4 * i + 1], xv.y, s);
-      s = __fmaf_rn(v[4 * i + 2], xv.z, s);
-      s = __fmaf_rn(v[4 * i + 3], xv.w, s);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) {
-      if (i < n) {
+  return ordered_dot(
+      v, n, true, [xk, cl](int i) { return xk[x_slot(cl, i)]; },
+      [xk, cl](int i) {
         const float4 xv = xk[x_slot(cl, i >> 2)];
-        const float xe = (i & 3) == 0 ? xv.x : (i & 3) == 1 ? xv.y : (i & 3) == 2 ? xv.z : xv.w;
-        s = __fmaf_rn(v[i], xe, s);
-      }
-    }
-  }
-  return s;
+        return (i & 3) == 0 ? xv.x : (i & 3) == 1 ? xv.y : (i & 3) == 2 ? xv.z : xv.w;
+      });
 }
 
 // The tiled layout (gpu/gemv_tiled.h, GemvBatch::w_tiled) in this kernel: each tile of a row
@@ -410,15 +404,15 @@ __host__ __device__ constexpr int stage_granules() {
 // their weight slots and the slab fit 48 KiB (each slab the block loads then serves twice the
 // rows), the host's grid and the kernel's layout alike.
 constexpr int kPrefillWarps = 8;
+// Whether a block of nw warps stages the x slab: prefill, not X_GLOBAL, and the warps' weight
+// slots and the slab (P pairs x 256 float4) within 48 KiB of static shared memory.
+template <GgmlType T, int P, int R, bool TILED, bool X_GLOBAL>
+__host__ __device__ constexpr bool slab_fits(int nw) {
+  return P != 1 && !X_GLOBAL && (nw * R * stage_granules<T, TILED>() + P * 256) * 16 <= 48 * 1024;
+}
 template <GgmlType T, int P, int R, bool TILED, bool X_GLOBAL>
 __host__ __device__ constexpr int gemv_block_warps() {
-  constexpr int slab = P * 256 * 16;
-  if constexpr (P != 1 && !X_GLOBAL &&
-                kPrefillWarps * R * stage_granules<T, TILED>() * 16 + slab <= 48 * 1024) {
-    return kPrefillWarps;
-  } else {
-    return kWarps;
-  }
+  return slab_fits<T, P, R, TILED, X_GLOBAL>(kPrefillWarps) ? kPrefillWarps : kWarps;
 }
 
 template <GgmlType T, int P, int R, bool TILED = false, bool BYTEWISE = false, bool X_GLOBAL = false>
@@ -433,7 +427,7 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
   constexpr int kXSlots = P == 1 ? Tl::kChunks * 8 : 1;
   constexpr int kStage = stage_granules<T, TILED>();
   constexpr int NW = gemv_block_warps<T, P, R, TILED, X_GLOBAL>();
-  constexpr bool kSlabX = P != 1 && !X_GLOBAL && (NW * R * kStage + P * 256) * 16 <= 48 * 1024;
+  constexpr bool kSlabX = slab_fits<T, P, R, TILED, X_GLOBAL>(NW);
   __shared__ __align__(16) uint4 stage[NW][R][kStage];
   __shared__ __align__(16) float4 xs[kXSlots];
   __shared__ __align__(16) float4 xp[kSlabX ? P : 1][kSlabX ? 256 : 1];  // a slab of every pair's x
@@ -472,19 +466,17 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
       r16[rr] = 0;
     }
   }
-  const float* xr[P];
-#pragma unroll
-  for (int t = 0; t < P; ++t) {
+  // Pair t's x row (pairs past nt: the last pair's).
+  const auto pair_x = [&](int t) {
     const int j = j0 + min(t, nt - 1);
     const int64_t xi = b.x_row ? b.x_row[j] : j;
-    xr[t] = b.x + g * b.x_gstride + xi * b.x_stride;
-  }
+    return b.x + g * b.x_gstride + xi * b.x_stride;
+  };
+  const float* xr[P];
+#pragma unroll
+  for (int t = 0; t < P; ++t) xr[t] = pair_x(t);
   if constexpr (kSlabX) {
-    if (threadIdx.x < P) {
-      const int j = j0 + min(static_cast<int>(threadIdx.x), nt - 1);
-      const int64_t xi = b.x_row ? b.x_row[j] : j;
-      xrow[threadIdx.x] = b.x + g * b.x_gstride + xi * b.x_stride;
-    }
+    if (threadIdx.x < P) xrow[threadIdx.x] = pair_x(static_cast<int>(threadIdx.x));
   }
   float acc[R][P];
 #pragma unroll
@@ -650,9 +642,7 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
             if (k < nt) acc[0][k] += staged_chunk_dot(v, xp[k], lane, n);
           }
         }
-        continue;
-      }
-      if (c < n_chunks) {
+      } else if (c < n_chunks) {  // the other variants: x from registers (decode) or global memory
         const int n = chunk_len(b.ne0, c);
         float v[kChunk];
         if constexpr (P != 1) {

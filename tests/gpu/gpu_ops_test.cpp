@@ -329,6 +329,13 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
   }
 }
 
+// A process-wide switch of the benchmark's (gpu/kernels.h, detail) back off at scope exit (a
+// failed ASSERT included).
+struct SwitchOffAfterwards {
+  void (*set)(bool);
+  ~SwitchOffAfterwards() { set(false); }
+};
+
 // The F32 kernels' dequantization in registers (tile_chunk) gives core's dequantize_row values
 // bit for bit: with x one-hot at column k_t, every other product is a signed zero and the sums
 // add zeros, so y[t][r] is W[r][k_t] exactly. Decode (one token: the F32 decode kernel for the
@@ -338,9 +345,7 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
 // the same launches on random x with the byte-wise dequantization (set_gemv_bytewise_dequant,
 // the kernels before the twenty-fifth pass) give the same sums bit for bit.
 TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
-  struct BytewiseOffAfterwards {
-    ~BytewiseOffAfterwards() { detail::set_gemv_bytewise_dequant(false); }
-  } restore;
+  const SwitchOffAfterwards restore{detail::set_gemv_bytewise_dequant};
   const GgmlType type = GetParam();
   std::mt19937 rng(2025);
   const int64_t ne0 = 768, ne1 = 21;
@@ -402,9 +407,7 @@ TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
 // plain types (a partial last chunk, x rows off 16-byte alignment). Each sum also within the
 // GEMV tolerance of the exact dot product.
 TEST_P(TypeParity, GemvPrefillStagedXEqualsGlobalReadsBitForBit) {
-  struct GlobalOffAfterwards {
-    ~GlobalOffAfterwards() { detail::set_gemv_prefill_x_global(false); }
-  } restore;
+  const SwitchOffAfterwards restore{detail::set_gemv_prefill_x_global};
   const GgmlType type = GetParam();
   std::mt19937 rng(77);
   const int64_t ne0 = ggml_traits(type).block_size == 1 ? 90 : 768, ne1 = 21, n_tok = 11;
