@@ -22,7 +22,8 @@
 // conversion per slice pair and super-block; x is kept to 2^-27 of the super-block's largest
 // |x| (kernels_gemv_mma.cu, "The integer path" and "The column layout"; MXFP4's values enter
 // as u8 value + 12, the offset taken off in the mma's accumulator with per-block sums of the
-// slices, and the E8M0 scale applied in F32 per block).
+// slices, and the E8M0 scale applied in F32 per block; Q3_K's quants q in [-4, 3] as s8 in
+// Q2_K's column layout, its 6-bit scales applied in s32, since the twenty-sixth pass).
 //
 // Which pair takes this path depends only on the group's own pair count, never on how groups
 // are batched into launches, so the pack path and the GGUF path (which batch experts
@@ -38,13 +39,18 @@
 namespace moepack::gpu::detail {
 
 // True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K and MXFP4
-// with ne0 a multiple of 256 (false for every type after set_gemv_mma_variant(-1)). Weight
+// with ne0 a multiple of 256, Q3_K with ne0 a multiple of 512 (an even number of its 110-byte
+// super-blocks, so that rows stay 4-aligned; since the twenty-sixth pass) (false for every type
+// after set_gemv_mma_variant(-1), and for Q3_K after set_gemv_q3k_tensor_cores(false)). Weight
 // matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256); 8-aligned is the
 // fast case. The activations' fragments take 4.27 (Q4_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes
 // per element and group in the default's layouts (4.5 in the f16 ones; gpu/gemv_launch_cap.h),
 // in the block's shared memory or, for rows too long for it, in scratch (cudaMallocAsync on
 // the launch's stream, freed after the launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
+// Q3_K on the tensor cores (on by default; the benchmark compares both: off, its decode takes
+// the F32 kernels as before the twenty-sixth pass). Process-wide.
+void set_gemv_q3k_tensor_cores(bool on);
 
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.
@@ -53,11 +59,11 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // Benchmarks and tests only (bench_cuda_backend's side-by-side). 0 = the default, per type
 // (kernels_gemv_mma.cu says which: every type the integer rings in the column layout, Q2_K with
 // its sub-block scales folded into the quants and its minimums on the tensor cores, one mma a
-// super-block (Q2kColPath3), MXFP4 with its e2m1 tables in registers (Mxfp4ColPath2); Q4_K's and MXFP4's expert launches with an even number of at least 16 units
-// a row two units a ring stage in 3 stages where x's fragments still fit beside them, their
-// cap counting units; a grid of at most 4 blocks per SM in one even wave, ceil(blocks / SMs)
-// blocks an SM, when a warp streams at most 8 ring stages (units for the two-unit rings), else
-// at most 2 blocks an SM). Variants 12-16, 18 and 19 change that default, two-unit rings
+// super-block (Q2kColPath3), MXFP4 with its e2m1 tables in registers (Mxfp4ColPath2); Q4_K's and MXFP4's
+// expert launches with an even number of at least 16 units a row two units a ring stage in 3 stages where x's
+// fragments still fit beside them, their cap counting units; a grid of at most 4 blocks per SM in one even
+// wave, ceil(blocks / SMs) blocks an SM, when a warp streams at most 8 ring stages (units for the two-unit
+// rings), else at most 2 blocks an SM). Variants 12-16, 18 and 19 change that default, two-unit rings
 // included (numbers measured before the ninth pass were against the one-unit rings). 1 = the
 // register layout: one super-block loaded ahead in registers, x as f16 halves (Q4_K, Q2_K;
 // MXFP4 takes 0); 2 = the ring layout (each warp's 16-row tile streamed through a 4-stage
@@ -89,7 +95,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // identical to 0's: the same fragments); 25 = 24 without the preparation (the blocks copy a
 // buffer nothing writes, wrong sums: the cost of a GEMV whose fragments come ready).
 // Process-wide; a run must not mix variants (their sums differ in rounding). Throws Error
-// outside -1..25.
+// outside -1..25. Q3_K has one layout (the integer rings in Q2_K's column layout, Q3kColPath,
+// two super-blocks a 4-byte-copied stage): every variant but -1 runs it.
 void set_gemv_mma_variant(int variant);
 
 // Whether an expert launch of [ne1][ne0] matrices of `type` in the tiled layout (gpu/gemv_tiled.h,

@@ -305,7 +305,7 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
 enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2, kI8Col2 = 3, kI8Col3 = 4 };
 template <GgmlType T>
 constexpr int col_arith() {
-  return T == GgmlType::Q4_K ? kI8Col : kI8Col3;
+  return T == GgmlType::Q4_K || T == GgmlType::Q3_K ? kI8Col : kI8Col3;
 }
 template <GgmlType T>
 constexpr int ninth_arith() {
@@ -807,6 +807,15 @@ __device__ __forceinline__ void mma_i8_acc(int (&d)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// d = A B with A signed (s8 x s8: Q3kColPath's quants).
+__device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%10,%10,%10};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+}
+
 // T[slice][row] += sc_row * D: one group's two mmas (slices 0, 1 and 2, 3) of 16 rows.
 __device__ __forceinline__ void group_i8(int (&T)[4][2], const uint32_t (&a)[4], const uint4& bf, int sca,
                                          int scb) {
@@ -1202,6 +1211,125 @@ struct Q2kColPath3 : Q2kI8Path {
   }
 };
 
+// Q3_K in the column layout (the default for Q3_K since the twenty-sixth pass; no other
+// arithmetic). A super-block (ggml block_q3_K, 110 bytes: hmask[32], qs[64], 12 bytes of 6-bit
+// scales, d) holds element 128 n + 32 j + l (l < 32) as 2-bit field j of qs byte 32 n + l plus
+// 4 times bit 4 n + j of hmask byte l, less 4: q in [-4, 3], w = d (sc - 32) q with sc the 6-bit
+// scale of sub-block 8 n + 2 j + l / 16 (ggml's aux words). qs is laid out as Q2_K's, so the
+// lane takes the same qs bytes (8t..8t+7 of each half: sub-blocks 8 n + 2 j + t / 2), the same B
+// pairs (kQ2kColumns) and the hmask bytes 8t..8t+7 beside them. A holds q as s8 (mma s8 x s8):
+// even fields q (the low 2 bits after a nibble shift for j = 2, with 0xFC above them where the
+// hmask bit is clear: q - 4), odd fields 4 q in place (0x0C after the same shift, 0xF0 above:
+// 4 q - 16); the high bits come in one IMAD, the clear bit j of each byte times 0xFC >> j or
+// 0xF0 >> j (0xFC or 0xF0, within the byte). The scales as 4 (sc - 32) in s8 ((aux ^ 0x20) << 2:
+// the 6-bit two's complement of sc - 32 moved to the byte's top), one prmt with sign replication
+// a field and row giving the s32 multiplier, applied per slice pair in s32 as Q2kColPath's: even
+// fields into te, odd ones into to, so 4 te + to = 16 sum_f (sc_f - 32) S_f per slice. Bounds:
+// |S| <= 16 x 4 x 64 = 2^12 for an even field (2^14 odd), |4 (sc - 32)| <= 128, four fields of
+// each: |4 te + to| <= 2^24, exact in s32 and in its F32 conversion (I2F; kRoundMagic's trick
+// holds only to 2^22). Then, as every column path, one F32 conversion per slice pair, row and
+// super-block: acc += d 2^-s (T0 + T1 2^-7) slice2 / 16.
+// Super-blocks are 2-aligned only: a ring stage holds two (220 bytes a row, 4-byte copies; rows
+// of an even number of super-blocks, gemv_mma_supported), the second at 2 mod 4, whose words
+// are funnel-shifted from the aligned words around them (fetch_at<true>).
+struct Q3kColPath {
+  static constexpr int kBytes = 110;
+  uint32_t ha[2], hb[2];        // hmask bytes 8t..8t+3 and 8t+4..8t+7 of rows a, b
+  uint32_t qa[2][2], qb[2][2];  // qs bytes 32 n + 8t.. and 32 n + 8t + 4.. of half n
+  uint32_t sa[3], sb3[3];       // the 12 scale bytes
+  uint32_t da, db;              // d in the low half
+
+  // The 4 bytes at byte o (a multiple of 4) of the super-block at p; ODD: p is 2 mod 4.
+  template <bool ODD>
+  __device__ __forceinline__ static uint32_t word(const uint8_t* p, int o) {
+    if constexpr (ODD) {
+      const uint32_t* w = reinterpret_cast<const uint32_t*>(p + o - 2);
+      return __funnelshift_r(w[0], w[1], 16);
+    } else {
+      return *reinterpret_cast<const uint32_t*>(p + o);
+    }
+  }
+
+  template <bool ODD>
+  __device__ __forceinline__ static void fetch_row(const uint8_t* p, int t, uint32_t (&h)[2],
+                                                   uint32_t (&q)[2][2], uint32_t (&s)[3], uint32_t& d) {
+    h[0] = word<ODD>(p, 8 * t);
+    h[1] = word<ODD>(p, 8 * t + 4);
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      q[n][0] = word<ODD>(p, 32 + 32 * n + 8 * t);
+      q[n][1] = word<ODD>(p, 36 + 32 * n + 8 * t);
+    }
+#pragma unroll
+    for (int i = 0; i < 3; ++i) s[i] = word<ODD>(p, 96 + 4 * i);
+    // d (bytes 108, 109): the high half of the aligned word at 106, or the low half at 108
+    d = ODD ? *reinterpret_cast<const uint32_t*>(p + 106) >> 16 : *reinterpret_cast<const uint32_t*>(p + 108);
+  }
+
+  // From a ring stage (shared memory) only: pa, pb the super-block of rows a, b, 4-aligned
+  // (ODD false) or 2 mod 4 (ODD true).
+  template <bool ODD>
+  __device__ __forceinline__ void fetch_at(const uint8_t* pa, const uint8_t* pb, int t) {
+    fetch_row<ODD>(pa, t, ha, qa, sa, da);
+    fetch_row<ODD>(pb, t, hb, qb, sb3, db);
+  }
+
+  // ggml's Q3_K scale words (aux: byte i of word k the 6-bit scale of sub-block 4 k + i) as
+  // 4 (sc - 32) in s8.
+  __device__ __forceinline__ static void scale_words(const uint32_t (&s)[3], uint32_t (&o)[4]) {
+    const uint32_t hi = s[2];
+    o[0] = (s[0] & 0x0F0F0F0Fu) | ((hi << 4) & 0x30303030u);
+    o[1] = (s[1] & 0x0F0F0F0Fu) | ((hi << 2) & 0x30303030u);
+    o[2] = ((s[0] >> 4) & 0x0F0F0F0Fu) | (hi & 0x30303030u);
+    o[3] = ((s[1] >> 4) & 0x0F0F0F0Fu) | ((hi >> 2) & 0x30303030u);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o[i] = (o[i] ^ 0x20202020u) << 2;  // bits 6, 7 were 0: no carry
+  }
+
+  __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
+                                          float& accb) const {
+    const uint32_t half = static_cast<uint32_t>(t) >> 1;
+    // prmt selectors: byte 2 (j % 2) + half of the word in byte 0, its sign in the bytes above
+    const uint32_t sel[2] = {0x8880u + half * 0x1111u, 0x8880u + (2u + half) * 0x1111u};
+    uint32_t sca4[4], scb4[4];
+    scale_words(sa, sca4);
+    scale_words(sb3, scb4);
+    int te[4] = {0, 0, 0, 0}, to[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const uint32_t q[4] = {qa[n][0], qb[n][0], qa[n][1], qb[n][1]};
+      const uint32_t q4[4] = {q[0] >> 4, q[1] >> 4, q[2] >> 4, q[3] >> 4};
+      const unsigned hs = 4u * static_cast<unsigned>(n);  // hmask bits 4 n + j
+      const uint32_t h[4] = {ha[0] >> hs, hb[0] >> hs, ha[1] >> hs, hb[1] >> hs};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t(&src)[4] = j < 2 ? q : q4;
+        const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
+        const uint32_t bit = 0x01010101u << j;
+        const uint32_t high = ((j & 1) ? 0xF0u : 0xFCu) >> j;  // bit j's value times this: 0xF0 or 0xFC
+        uint32_t a[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = (src[i] & mask) + (~h[i] & bit) * high;
+        const int sca = static_cast<int>(prmt(sca4[2 * n + (j >> 1)], 0u, sel[j & 1]));
+        const int scb = static_cast<int>(prmt(scb4[2 * n + (j >> 1)], 0u, sel[j & 1]));
+        const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
+        int d[4];
+        mma_s8(d, a, bw.x, bw.y);
+        int(&T)[4] = (j & 1) ? to : te;
+        T[0] += sca * d[0], T[1] += sca * d[1], T[2] += scb * d[2], T[3] += scb * d[3];
+      }
+    }
+    // Rows g (slices 2 (t & 1), + 1: T 0, 1) and g + 8 (T 2, 3). (explicit fmaf: --fmad=false)
+    const float us = xv.unscale[sb] * xv.slice2 * 0.0625f;
+    const float s_a =
+        fmaf(static_cast<float>(4 * te[1] + to[1]), 0x1p-7f, static_cast<float>(4 * te[0] + to[0]));
+    const float s_b =
+        fmaf(static_cast<float>(4 * te[3] + to[3]), 0x1p-7f, static_cast<float>(4 * te[2] + to[2]));
+    acca = fmaf(half_lo(da), s_a * us, acca);
+    accb = fmaf(half_lo(db), s_b * us, accb);
+  }
+};
+
 // MXFP4 in the column layout. A 32-element block has one scale, so an mma covers one block:
 // lane t's A words are its qs word (bytes 4t..4t+3: low nibbles elements 4t.., high 16 + 4t..)
 // as u8 values v + 12 of ggml's doubled e2m1 values v in [-12, 12] (two prmt table lookups, one
@@ -1431,6 +1559,11 @@ struct Sel<GgmlType::MXFP4, kI8Col> : I8Prep<kMxColumns> {
                 reinterpret_cast<const float*>(base + ne0 * 4 + ne0 / 2), lane, t < 2,
                 (t & 1) ? 0x1p-21f : 0x1p-7f};
   }
+};
+
+template <>
+struct Sel<GgmlType::Q3_K, kI8Col> : ColSel<GgmlType::Q3_K> {
+  using Path = Q3kColPath;
 };
 
 template <>
@@ -1682,20 +1815,41 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   // uniform per block (per warp in the SwiGLU epilogue, whose gate and up pointers differ)
   const bool wide = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & (G - 1)) == 0;
   constexpr int kPerRowG = kUB / G, kCopiesG = (16 * kPerRowG + 31) / 32;
-  uint32_t src_off[kCopiesG];
+  // More than 16 copies a lane (Q3_K's 55 4-byte pieces a row): the lanes take each row's pieces
+  // in turn, its offset computed per row (a table would hold 28 registers).
+  constexpr bool kRowWise = kCopiesG > 16;
+  uint32_t src_off[kRowWise ? 1 : kCopiesG];
+  if constexpr (!kRowWise) {
 #pragma unroll
-  for (int i = 0; i < kCopiesG; ++i) {
-    const int c = lane + 32 * i;  // past the stage (16 kPerRowG not a multiple of 32): unused
-    src_off[i] = static_cast<uint32_t>(min(static_cast<int64_t>(min(c / kPerRowG, 15)), last) * b.row_bytes) +
-                 static_cast<uint32_t>((c % kPerRowG) * G);
+    for (int i = 0; i < kCopiesG; ++i) {
+      const int c = lane + 32 * i;  // past the stage (16 kPerRowG not a multiple of 32): unused
+      src_off[i] =
+          static_cast<uint32_t>(min(static_cast<int64_t>(min(c / kPerRowG, 15)), last) * b.row_bytes) +
+          static_cast<uint32_t>((c % kPerRowG) * G);
+    }
   }
+  const int last_row = static_cast<int>(last);
+  const uint32_t row_bytes32 = static_cast<uint32_t>(b.row_bytes);  // 16 rows' offsets fit 32 bits
   const auto issue = [&](int64_t st) {
     const uint8_t* src = tile_w + st * kUB;
     if (wide) {
       uint8_t* dst = ring + (st % STAGES) * 16 * kUB + lane * G;
+      if constexpr (kRowWise) {
 #pragma unroll
-      for (int i = 0; i < kCopiesG; ++i) {
-        if ((16 * kPerRowG) % 32 == 0 || lane + 32 * i < 16 * kPerRowG) cp_async<G>(dst + 32 * i * G, src + src_off[i]);
+        for (int r = 0; r < 16; ++r) {
+          const uint8_t* sr = src + static_cast<uint32_t>(min(r, last_row)) * row_bytes32 + lane * G;
+#pragma unroll
+          for (int i = 0; i < (kPerRowG + 31) / 32; ++i) {
+            if (kPerRowG % 32 == 0 || lane + 32 * i < kPerRowG)
+              cp_async<G>(dst + r * kUB + 32 * i * G, sr + 32 * i * G);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kCopiesG; ++i) {
+          if ((16 * kPerRowG) % 32 == 0 || lane + 32 * i < 16 * kPerRowG)
+            cp_async<G>(dst + 32 * i * G, src + src_off[i]);
+        }
       }
     } else {
       constexpr int kPerRow = kUB / 4;
@@ -1750,8 +1904,17 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
     Path p[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      p[u].template fetch<false>(cur + g * kUB + u * Path::kBytes, cur + (g + 8) * kUB + u * Path::kBytes, t,
-                                 true);
+      const uint8_t* pa = cur + g * kUB + u * Path::kBytes;
+      const uint8_t* pb = cur + (g + 8) * kUB + u * Path::kBytes;
+      if constexpr (Path::kBytes % 4 != 0) {  // Q3_K: the unit at 2 mod 4 (kUB and the ring are 4-aligned)
+        if ((u * Path::kBytes) % 4 != 0) {
+          p[u].template fetch_at<true>(pa, pb, t);
+        } else {
+          p[u].template fetch_at<false>(pa, pb, t);
+        }
+      } else {
+        p[u].template fetch<false>(pa, pb, t, true);
+      }
     }
     if (DIAG != 2 && st + STAGES - 1 < st1) issue(st + STAGES - 1);
     cp_async_commit();
@@ -2539,7 +2702,9 @@ template <GgmlType T, int RW, int P, int EARLY = 2, int MINB = 1, bool SCRATCH =
 void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
-  if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
+  if constexpr (T == GgmlType::Q3_K) {  // two 110-byte super-blocks a stage: 220 bytes, 4-byte copies
+    return launch_pipe_ug<T, RW, 4, 2, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+  } else if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
     return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
   } else {
     if ((b.ne0 / 256) % 2 == 0) {
@@ -2565,7 +2730,7 @@ template <GgmlType T>
 bool takes_two_unit_rings(int64_t ne0) {
   using S = Sel<T, col_arith<T>()>;  // the default's arithmetic (launch_default)
   const int64_t units = ne0 / 256;
-  return T != GgmlType::Q2_K && units >= 16 && units % 2 == 0 &&
+  return (T == GgmlType::Q4_K || T == GgmlType::MXFP4) && units >= 16 && units % 2 == 0 &&
          gemv_rings_fit(static_cast<size_t>(S::stride(ne0)), kMmaWarps, 3, 2 * S::Path::kBytes,
                         std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024));
 }
@@ -2627,7 +2792,7 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH, XFM>(b, s, cap);
   constexpr int kMinB = T == GgmlType::MXFP4 ? MX_MINB : 1;
   if constexpr (T == GgmlType::MXFP4 && OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
-  if constexpr (T != GgmlType::Q2_K && !OLD && !ONE_UNIT) {
+  if constexpr ((T == GgmlType::Q4_K || T == GgmlType::MXFP4) && !OLD && !ONE_UNIT) {
     if (takes_two_unit_rings<T>(b.ne0)) {
       // (EARLY 3, variant 12: both first stages of the 3 before the wait)
       return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), kMinB, SCRATCH, !STAGE_CAP, XFM>(
@@ -2721,6 +2886,15 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   // wave when a warp streams at most 8 ring stages (units for the two-unit rings), else at most
   // 2 blocks an SM (launch_pipe_ug).
   return launch_default<T, 2, false>(b, s, -1);
+}
+
+// Q3_K takes the default's layout and arithmetic (Q3kColPath) under every variant but -1 (the F32
+// kernels, gemv_mma_supported): the variants compare Q4_K's, Q2_K's and MXFP4's layouts.
+void launch_q3k(const GemvBatch& b, cudaStream_t s) {
+  if (b.swiglu_epilogue && g_variant.load(std::memory_order_relaxed) != 0) {
+    throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
+  }
+  launch_default<GgmlType::Q3_K, 2, false>(b, s, -1);
 }
 
 // The tiled expert launch's chunks in flight a warp (set_gemv_tiled_depth; bench_cuda_backend
@@ -2964,10 +3138,19 @@ void set_gemv_tiled_depth(int depth) {
   g_tiled_depth.store(depth, std::memory_order_relaxed);
 }
 
+// Q3_K on the tensor cores (set_gemv_q3k_tensor_cores; the benchmark compares both).
+std::atomic<bool> g_q3k_tensor_cores{true};
+
+void set_gemv_q3k_tensor_cores(bool on) { g_q3k_tensor_cores.store(on, std::memory_order_relaxed); }
+
 bool gemv_mma_supported(GgmlType type, int64_t ne0) {
   if (g_variant.load(std::memory_order_relaxed) < 0) return false;
-  return (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4) && ne0 > 0 &&
-         ne0 % 256 == 0 && ne0 <= kMaxNe0;
+  if (type == GgmlType::Q3_K && !g_q3k_tensor_cores.load(std::memory_order_relaxed)) return false;
+  // Q3_K: an even number of super-blocks, so rows stay 4-aligned (110-byte super-blocks)
+  const int64_t unit = type == GgmlType::Q3_K ? 512 : 256;
+  return (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4 ||
+          type == GgmlType::Q3_K) &&
+         ne0 > 0 && ne0 % unit == 0 && ne0 <= kMaxNe0;
 }
 
 void set_gemv_ffn_warps(int warps) {
@@ -3019,7 +3202,7 @@ bool gemv_mma_swiglu_fusable(GgmlType type, int64_t ne0) {
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) {
     throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
-                " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256)");
+                " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256, Q3_K of 512)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
   if (b.x_frag) {
@@ -3051,6 +3234,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
       return launch_type<GgmlType::Q4_K>(b, s);
     case GgmlType::Q2_K:
       return launch_type<GgmlType::Q2_K>(b, s);
+    case GgmlType::Q3_K:
+      return launch_q3k(b, s);
     default:
       return launch_type<GgmlType::MXFP4>(b, s);
   }
@@ -3090,6 +3275,8 @@ int64_t gemv_x_fragments_bytes(GgmlType type, int64_t ne0) {
       return DefaultSel<GgmlType::Q4_K>::stride(ne0);
     case GgmlType::Q2_K:
       return DefaultSel<GgmlType::Q2_K>::stride(ne0);
+    case GgmlType::Q3_K:
+      return DefaultSel<GgmlType::Q3_K>::stride(ne0);
     default:
       return DefaultSel<GgmlType::MXFP4>::stride(ne0);
   }
@@ -3114,6 +3301,8 @@ void swiglu_clamped_fragments(const float* gate, const float* up, int64_t rows, 
       return launch_swiglu_fragments<GgmlType::Q4_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
     case GgmlType::Q2_K:
       return launch_swiglu_fragments<GgmlType::Q2_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
+    case GgmlType::Q3_K:
+      return launch_swiglu_fragments<GgmlType::Q3_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
     default:
       return launch_swiglu_fragments<GgmlType::MXFP4>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
   }

@@ -38,6 +38,13 @@
 //             a dense matrix of 128 tokens ("multiply_adds_per_s");
 //             --f32-only: these two sections and, for the model and every --graph-model, the
 //             engine's prefill and decode with x staged and not ("prefill_x_staged_of");
+//   "gemv_q3k" (--q3k-only): Q3_K's decode launches on the tensor cores (Q3kColPath, the
+//             default) and in the F32 kernels ("f32_kernels": set_gemv_q3k_tensor_cores(false),
+//             before the twenty-sixth pass) side by side, Q2_K's default beside them, with each
+//             shape's read ceiling: Kimi-K3's 16-expert down (7168 x 1536) and gate (1536 x
+//             7168) launches, the four 8-expert shapes, one 4096 x 4096 matrix; with --twin DIR
+//             (a `moepack twin` pack) also `bench-twin --backend cuda --zipf 1.0` on it, every
+//             expert cached, both ways ("twin_q3k": after_warmup compute ms a step);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -56,7 +63,7 @@
 //             (--graph-only: the decode graph's and the router's alone, no other section; it
 //             needs at least one --graph-model).
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
-//                           --tiled-only | --graph-only | --ffn-only | --f32-only]
+//                           --tiled-only | --graph-only | --ffn-only | --f32-only | --q3k-only [--twin DIR]]
 //                           [--graph-model GGUF]...
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT [--pairs N]   (one launch shape
 //        and its read ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0; --pairs N:
@@ -75,6 +82,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/twin_bench.h"
 #include "core/backend_factory.h"
 #include "core/error.h"
 #include "core/io_bench.h"
@@ -86,6 +94,7 @@
 #include "gpu/device_routing.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
+#include "gpu/twin_gpu.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/read_probe.h"
 
@@ -793,6 +802,66 @@ nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
                         gpu::detail::set_gemv_prefill_x_global, "x_global");
 }
 
+// Q3_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
+void set_q3k_f32_kernels(bool on) { gpu::detail::set_gemv_q3k_tensor_cores(!on); }
+
+// Q3_K's decode launches both ways ("f32_kernels", bench_switched: off, on, on, off), Q2_K's
+// default once, and each shape's read ceiling (of Q3_K's bytes).
+nlohmann::json bench_q3k(const WeightPool& pool, double d2d) {
+  const std::initializer_list<LaunchShape> shapes = {
+      {7168, 1536, 16, 1}, {1536, 7168, 16, 1}, {2048, 4096, 8, 1}, {4096, 2048, 8, 1},
+      {2048, 7168, 8, 1},  {7168, 2048, 8, 1},  {4096, 4096, 1, 1}};
+  nlohmann::json out;
+  out["launches"] = bench_switched(pool, d2d, {GgmlType::Q3_K}, {GgmlType::Q2_K}, shapes, set_q3k_f32_kernels,
+                                   "f32_kernels");
+  for (const auto& [r, c, e, pairs] : shapes) {
+    const uint64_t bytes =
+        *ggml_row_bytes(GgmlType::Q3_K, static_cast<uint64_t>(c)) * static_cast<uint64_t>(r * e);
+    auto ceil = bench_read_ceiling(pool, bytes, d2d);
+    ceil["shape"] = std::to_string(e) + " x " + std::to_string(r) + " x " + std::to_string(c);
+    out["read_ceiling"].push_back(std::move(ceil));
+  }
+  return out;
+}
+
+// `moepack bench-twin DIR --backend cuda --zipf 1.0 --budget-mib 6400 --tokens 80 --warmup 16`
+// (every expert of a 4-layer Kimi-K3 twin cached, as docs/cuda-backend.md's seventeenth pass on)
+// with Q3_K's decode in the F32 kernels and on the tensor cores, alternating off, on, on, off.
+nlohmann::json bench_twin_q3k(const std::string& dir) {
+  struct OnAfterwards {
+    ~OnAfterwards() { gpu::detail::set_gemv_q3k_tensor_cores(true); }
+  } restore;
+  bench::TwinBenchOptions o;
+  o.pack_dir = dir;
+  o.zipf_s = 1.0;
+  o.budget_bytes = uint64_t{6400} << 20;
+  o.tokens = 80;
+  o.warmup = 16;
+  o.backend = "cuda";
+  nlohmann::json rounds = nlohmann::json::array();
+  std::vector<double> ms[2];
+  for (int round = 0; round < 4; ++round) {
+    const bool f32 = (round & 1) != (round >> 1);
+    set_q3k_f32_kernels(f32);
+    bench::TwinBenchSetup setup = bench::prepare_twin_bench(o);
+    const bench::TwinRunResult r = gpu::run_twin_bench_cuda(o, setup);
+    const double per_step =
+        r.after_warmup.compute_s * 1e3 / static_cast<double>(std::max<uint64_t>(1, r.after_warmup.steps));
+    ms[f32 ? 1 : 0].push_back(per_step);
+    rounds.push_back(
+        {{"f32_kernels", f32},
+         {"compute_ms_per_step", per_step},
+         {"wall_ms_per_step",
+          r.after_warmup.wall_s * 1e3 / static_cast<double>(std::max<uint64_t>(1, r.after_warmup.steps))},
+         {"hits", r.after_warmup.hits},
+         {"misses", r.after_warmup.misses},
+         {"checksum", r.checksum}});
+  }
+  return {{"rounds", rounds},
+          {"compute_ms_per_step_tensor_cores", io_bench_median(ms[0])},
+          {"compute_ms_per_step_f32_kernels", io_bench_median(ms[1])}};
+}
+
 // tiled_experts "off" / "on" and prefetch_experts for bench_setting.
 void set_tiled_experts(EngineSettings& s, bool on) { s.tiled_experts = on ? "on" : "off"; }
 void set_prefetch_experts(EngineSettings& s, bool on) { s.prefetch_experts = on; }
@@ -809,6 +878,8 @@ int main(int argc, char** argv) {
   bool ffn_only = false;     // --ffn-only: "expert_ffn" and the read ceilings of its layers alone
   bool graph_only = false;   // --graph-only: the --graph-model sections of "engine" alone
   bool f32_only = false;     // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
+  bool q3k_only = false;     // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
+  std::string twin_dir;      // --twin DIR
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
     std::string type;
@@ -842,6 +913,10 @@ int main(int argc, char** argv) {
       ffn_only = true;
     } else if (a == "--f32-only") {
       f32_only = true;
+    } else if (a == "--q3k-only") {
+      q3k_only = true;
+    } else if (a == "--twin" && i + 1 < argc) {
+      twin_dir = argv[++i];
     } else if (a == "--graph-only") {
       graph_only = engine_only = true;
     } else {
@@ -876,6 +951,12 @@ int main(int argc, char** argv) {
       g["mma_variant"] = one.variant;
       out["gemv"].push_back(g);
       out["read_ceiling"].push_back(bench_read_ceiling(pool, g["bytes_per_launch"].get<uint64_t>(), d2d));
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (q3k_only) {
+      out["gemv_q3k"] = bench_q3k(pool, d2d);
+      if (!twin_dir.empty()) out["twin_q3k"] = bench_twin_q3k(twin_dir);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

@@ -499,7 +499,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
     int64_t ne0, ne1;
     int experts;  // 0: a single matrix (no groups)
   };
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
     for (const Shape shape : {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}, Shape{11264, 40, 2},
                               Shape{1280, 200, 2}, Shape{256, 130, 2}}) {
       std::mt19937 rng(5);
@@ -511,6 +511,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       std::memcpy(shifted.data() + 4, data.data(), data.size());
       auto d_w = to_device(shifted);
       for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 0}) {
+        if (type == GgmlType::Q3_K && variant != 0) continue;  // Q3_K has the default's layout only
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -586,7 +587,7 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
   const DefaultVariantAfterwards restore;
   const int64_t ne0 = 4096, ne1 = 70;
   const int n_mat = 3;
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
     std::mt19937 rng(9);
     const uint64_t rb = *ggml_row_bytes(type, ne0);
     const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
@@ -595,6 +596,7 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
     x[static_cast<size_t>(ne0 + 300)] = std::numeric_limits<float>::quiet_NaN();  // pair 1 only
     auto d_x = to_device(x);
     for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 20, 21, 22, 24, 0}) {
+      if (type == GgmlType::Q3_K && variant != 0) continue;  // the default's layout only
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       {  // a single matrix (the launch without groups) with the NaN pair's x
@@ -685,6 +687,8 @@ TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
 }
 
 // The integer path at the edges of its stated bounds (gemv_mma.h, kernels_gemv_mma.cu):
+//   - Q3_K: every q = -4 with sc - 32 = -32 (the largest |product|: Q3kColPath's sums reach
+//     their bound 2^24 with x = +-1.99) and every q = 3 with sc - 32 = 31, d of both signs;
 //   - every quant and scale at its largest (Q2_K: q = 3, sc = m = 15; Q4_K: q = 15, 6-bit sc =
 //     m = 63; MXFP4: codes 7 and 15, +-12 doubled) against x whose every slice-0 value is +-64
 //     (x = +-1.99: the super-block's largest sums, Q2_K's minimum sums S = +-1024, the 128 hi + lo
@@ -714,14 +718,24 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
     x[static_cast<size_t>(6 * ne0) + k] = u(rng) * 0x1p-30f;
   }
   auto d_x = to_device(x);
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
     const uint64_t rb = *ggml_row_bytes(type, ne0);
     std::vector<uint8_t> data(rb * static_cast<uint64_t>(ne1 * n_mat));
     for (int m = 0; m < n_mat; ++m) {
       for (int64_t r = 0; r < ne1; ++r) {
         uint8_t* row = data.data() + rb * static_cast<uint64_t>(m * ne1 + r);
         const bool neg = r % 2 == 1;  // MXFP4: odd rows take the negative codes
-        if (type == GgmlType::Q2_K) {
+        if (type == GgmlType::Q3_K) {
+          for (int sb = 0; sb < ne0 / 256; ++sb) {
+            uint8_t* p = row + 110 * sb;
+            // even rows: every q = -4 (no bit set) with sc - 32 = -32 (6-bit 0), the largest
+            // |q (sc - 32)| = 128, so x = +-1.99 brings |4 te + to| to 2^24 (Q3kColPath's bound);
+            // odd rows: every q = 3, sc - 32 = 31 (every bit set)
+            std::memset(p, neg ? 0xFF : 0x00, 108);
+            const uint16_t d = fp32_to_fp16(r % 3 == 0 ? -0.05f : 0.05f);
+            std::memcpy(p + 108, &d, 2);
+          }
+        } else if (type == GgmlType::Q2_K) {
           for (int sb = 0; sb < ne0 / 256; ++sb) {
             uint8_t* p = row + 84 * sb;
             std::memset(p, 0xFF, 80);  // sc = m = 15, every q = 3
@@ -756,6 +770,7 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
     }
     auto d_w = to_device(data);
     for (const int variant : {3, 8, 11, 17, 20, 22, 24, 0}) {
+      if (type == GgmlType::Q3_K && variant != 0) continue;  // the default's layout only
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat);
@@ -778,6 +793,82 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
                            x.data() + m * ne0, ne0, ("single matrix " + std::to_string(m)).c_str());
         }
       }
+    }
+  }
+}
+
+// Q3_K on the tensor cores (Q3kColPath) with x one-hot: x's slice 0 is 32 at one element and
+// every other slice value 0, so every integer sum is exact and a row's sum is d (sc - 32) q of
+// that element, rounded once, which is what core's dequantize_row gives (d (sc - 32) is exact
+// in F32, and so is its product with q in [-4, 3]): every row is the dequantized weight bit for
+// bit. Rows of 2, 6 and 28 super-blocks (Kimi-K3's down projection has 6), 512 columns a shape,
+// one at every position of a super-block pair (the aligned and the 2 mod 4 super-block of a
+// ring stage, every sub-block, field and hmask bit), as expert launches (4
+// matrices of 37 rows: a partial tile) and as a single matrix, weights aligned and 4 bytes off.
+TEST(GpuOps, GemvMmaQ3kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
+  const DefaultVariantAfterwards restore;
+  detail::set_gemv_mma_variant(0);
+  const GgmlType type = GgmlType::Q3_K;
+  const int64_t ne1 = 37;
+  const int n_mat = 4;
+  for (const int64_t ne0 : {512, 1536, 7168}) {
+    ASSERT_TRUE(detail::gemv_mma_supported(type, ne0));
+    std::mt19937 rng(31);
+    const uint64_t rb = *ggml_row_bytes(type, ne0);
+    const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
+    std::vector<float> deq(static_cast<size_t>(ne0 * ne1 * n_mat));
+    for (int64_t r = 0; r < ne1 * n_mat; ++r)
+      dequantize_row(type, data.data() + rb * r, deq.data() + r * ne0, ne0);
+    std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
+    for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
+    auto d_off = to_device(off_tab);
+    for (const int shift : {0, 4}) {
+      std::vector<uint8_t> shifted(data.size() + 8, 0);
+      std::memcpy(shifted.data() + shift, data.data(), data.size());
+      auto d_w = to_device(shifted);
+      int checked = 0;
+      for (int round = 0; round < 128; ++round) {
+        std::vector<float> x(static_cast<size_t>(ne0 * n_mat), 0.0f);
+        std::vector<int64_t> col(static_cast<size_t>(n_mat));
+        for (int m = 0; m < n_mat; ++m) {
+          // i = 0 .. 511; 67 i + 5 takes every value mod 512 once: every position in a pair
+          const int64_t i = round * n_mat + m;
+          col[static_cast<size_t>(m)] = (i * 67 + 5) % ne0;
+          x[static_cast<size_t>(m * ne0 + col[static_cast<size_t>(m)])] = 1.0f;
+        }
+        auto d_x = to_device(x);
+        DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
+        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+        b.w = d_w.bytes_ptr() + shift;
+        b.w_gstride = rb * static_cast<uint64_t>(ne1);
+        b.n_groups = n_mat;
+        b.grp_off = d_off.as<int32_t>();
+        b.max_pairs = 1;
+        gemv(b, nullptr);
+        const auto y = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+        // matrix 1 alone (the launch without groups: each row split over the block's warps)
+        DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
+        GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
+        b1.w = d_w.bytes_ptr() + shift + rb * static_cast<uint64_t>(ne1);
+        b1.n_tok = 1;
+        gemv(b1, nullptr);
+        const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
+        for (int m = 0; m < n_mat; ++m) {
+          const int64_t k = col[static_cast<size_t>(m)];
+          for (int64_t r = 0; r < ne1; ++r) {
+            const float want = deq[static_cast<size_t>((m * ne1 + r) * ne0 + k)];
+            ASSERT_EQ(want, y[static_cast<size_t>(m * ne1 + r)])
+                << "rows of " << ne0 << ", weights +" << shift << ", matrix " << m << ", row " << r
+                << ", column " << k;
+            if (m == 1) {
+              ASSERT_EQ(want, y1[static_cast<size_t>(r)]) << "single matrix, rows of " << ne0 << ", weights +"
+                                                          << shift << ", row " << r << ", column " << k;
+            }
+            ++checked;
+          }
+        }
+      }
+      EXPECT_EQ(checked, 128 * n_mat * ne1);
     }
   }
 }
@@ -929,8 +1020,10 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
   detail::set_gemv_mma_variant(0);
   EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q8_0, 2048), 0);
   EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q4_K, 300), 0);
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    for (const int64_t ff : {256, 2048, 2816}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
+    // Q3_K: rows of an even number of super-blocks only (gemv_mma_supported)
+    const bool q3 = type == GgmlType::Q3_K;
+    for (const int64_t ff : {q3 ? 512 : 256, 2048, q3 ? 3072 : 2816}) {
       for (const float limit : {0.0f, 7.0f}) {
         SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows of " + std::to_string(ff) + ", limit " +
                      std::to_string(limit));
@@ -995,10 +1088,11 @@ TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
   struct Shape {
     int64_t ne0, ne1;
   };
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
     ASSERT_TRUE(gemv_swiglu_fusable(type, 2048));
-    for (const Shape shape :
-         {Shape{256, 70}, Shape{2048, 33}, Shape{2816, 50}, Shape{4096, 16}, Shape{16384, 37}}) {
+    const bool q3 = type == GgmlType::Q3_K;  // rows of an even number of super-blocks only
+    for (const Shape shape : {Shape{q3 ? 512 : 256, 70}, Shape{2048, 33}, Shape{q3 ? 3072 : 2816, 50},
+                              Shape{4096, 16}, Shape{16384, 37}}) {
       for (const float limit : {0.0f, 7.0f}) {
         const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
         const int n_exp = 5;

@@ -13,11 +13,13 @@
 #   tests/gpu/prepare_carry.sh j   deepseek2 Q4_K_M + deepseek4 Q4_K_M        (~28 MiB)
 #   tests/gpu/prepare_carry.sh k   kimi-linear Q4_K_M + deepseek4 Q2_K        (~25 MiB)
 #   tests/gpu/prepare_carry.sh l   llama-moe Q4_K_M + kimi-linear Q2_K        (~28 MiB)
+#   tests/gpu/prepare_carry.sh m   deepseek2 Q2_K (3 shards) + kimi-linear Q2_K (Q3_K rows of 512:
+#                                  the tensor-core Q3_K decode end to end)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
 set -eu
-set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|none}"
+set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|none}"
 src="${MOEPACK_SHARED_DIR:-../shared}/fixtures"
 dst=.device-carry/shared/fixtures
 rm -rf .device-carry/shared
@@ -86,8 +88,13 @@ case "$set_name" in
     refs llama-moe-tiny/llama-moe-tiny-Q4_K_M
     copy kimi-linear-tiny/ref/kimi-linear-tiny-Q2_K.f32-dequant.json
     ;;
+  m)
+    copy deepseek2-tiny/deepseek2-tiny-Q2_K-0000{1,2,3}-of-00003.gguf kimi-linear-tiny/kimi-linear-tiny-Q2_K.gguf
+    refs deepseek2-tiny/deepseek2-tiny-Q2_K
+    copy kimi-linear-tiny/ref/kimi-linear-tiny-Q2_K.f32-dequant.json
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a to l, or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a to m, or none)" >&2; exit 2 ;;
 esac
 # The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
 for fam in deepseek4-tiny kimi-linear-tiny; do
