@@ -94,9 +94,12 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // copying its group's into shared memory instead of preparing them (where they fit; sums
 // identical to 0's: the same fragments); 25 = 24 without the preparation (the blocks copy a
 // buffer nothing writes, wrong sums: the cost of a GEMV whose fragments come ready).
+// 26 = Q3_K's expert launches of rows of a multiple of 1024 elements four super-blocks a stage
+// (8-byte copies, 3 stages; other types: the default).
 // Process-wide; a run must not mix variants (their sums differ in rounding). Throws Error
-// outside -1..25. Q3_K has one layout (the integer rings in Q2_K's column layout, Q3kColPath,
-// two super-blocks a 4-byte-copied stage): every variant but -1 runs it.
+// outside -1..26. Q3_K has one arithmetic (the integer rings in Q2_K's column layout,
+// Q3kColPath, two super-blocks a 4-byte-copied stage): every variant but -1 runs it, except
+// its expert launches under 6 and 7 (the diagnosis) and 26.
 void set_gemv_mma_variant(int variant);
 
 // Whether an expert launch of [ne1][ne0] matrices of `type` in the tiled layout (gpu/gemv_tiled.h,

@@ -2889,12 +2889,20 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
 }
 
 // Q3_K takes the default's layout and arithmetic (Q3kColPath) under every variant but -1 (the F32
-// kernels, gemv_mma_supported): the variants compare Q4_K's, Q2_K's and MXFP4's layouts.
+// kernels, gemv_mma_supported), 6, 7 and 26: the other variants compare Q4_K's, Q2_K's and
+// MXFP4's layouts. Expert launches under 6 and 7: the default's diagnosis (copies only,
+// arithmetic only: wrong sums); under 26, rows of a multiple of 1024 elements: four super-blocks
+// (440 bytes, 8-byte copies) a stage in 3 stages (the same sums as the default's).
 void launch_q3k(const GemvBatch& b, cudaStream_t s) {
-  if (b.swiglu_epilogue && g_variant.load(std::memory_order_relaxed) != 0) {
+  constexpr GgmlType kQ3 = GgmlType::Q3_K;
+  const int v = g_variant.load(std::memory_order_relaxed);
+  if (b.swiglu_epilogue && v != 0) {
     throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
   }
-  launch_default<GgmlType::Q3_K, 2, false>(b, s, -1);
+  if (b.grp_off && v == 6) return launch_pipe_ug<kQ3, 4, 4, 2, 4, kI8Col, 1>(b, s, -1);
+  if (b.grp_off && v == 7) return launch_pipe_ug<kQ3, 4, 4, 2, 4, kI8Col, 2>(b, s, -1);
+  if (b.grp_off && v == 26 && b.ne0 % 1024 == 0) return launch_pipe_ug<kQ3, 4, 3, 4, 8, kI8Col>(b, s, -1);
+  launch_default<kQ3, 2, false>(b, s, -1);
 }
 
 // The tiled expert launch's chunks in flight a warp (set_gemv_tiled_depth; bench_cuda_backend
@@ -3182,8 +3190,8 @@ void gemv_mma_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStr
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 25) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..25");
+  if (variant < -1 || variant > 26) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..26");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }

@@ -44,7 +44,9 @@
 //             shape's read ceiling: Kimi-K3's 16-expert down (7168 x 1536) and gate (1536 x
 //             7168) launches, the four 8-expert shapes, one 4096 x 4096 matrix; with --twin DIR
 //             (a `moepack twin` pack) also `bench-twin --backend cuda --zipf 1.0` on it, every
-//             expert cached, both ways ("twin_q3k": after_warmup compute ms a step);
+//             expert cached, both ways ("twin_q3k": after_warmup compute ms a step); "variants":
+//             the expert launches' copies alone (6), arithmetic alone (7) and four super-blocks
+//             a stage (26) beside the default (0, before and after);
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -814,6 +816,22 @@ nlohmann::json bench_q3k(const WeightPool& pool, double d2d) {
   nlohmann::json out;
   out["launches"] = bench_switched(pool, d2d, {GgmlType::Q3_K}, {GgmlType::Q2_K}, shapes, set_q3k_f32_kernels,
                                    "f32_kernels");
+  // The expert launches' diagnosis (6: copies only, 7: arithmetic only; wrong sums) and four
+  // super-blocks a stage (26, rows of a multiple of 1024), between two runs of the default.
+  struct DefaultAfterwards {
+    ~DefaultAfterwards() { gpu::detail::set_gemv_mma_variant(0); }
+  } restore;
+  for (const auto& [r, c, e, pairs] : shapes) {
+    if (e == 1) continue;
+    for (const int v : {0, 6, 7, 26, 0}) {
+      if (v == 26 && c % 1024 != 0) continue;
+      gpu::detail::set_gemv_mma_variant(v);
+      auto g = bench_gemv(pool, GgmlType::Q3_K, r, c, d2d, e, false, pairs);
+      g["mma_variant"] = v;
+      out["variants"].push_back(std::move(g));
+    }
+  }
+  gpu::detail::set_gemv_mma_variant(0);
   for (const auto& [r, c, e, pairs] : shapes) {
     const uint64_t bytes =
         *ggml_row_bytes(GgmlType::Q3_K, static_cast<uint64_t>(c)) * static_cast<uint64_t>(r * e);

@@ -510,8 +510,10 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       std::vector<uint8_t> shifted(data.size() + 32);
       std::memcpy(shifted.data() + 4, data.data(), data.size());
       auto d_w = to_device(shifted);
-      for (const int variant : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 0}) {
-        if (type == GgmlType::Q3_K && variant != 0) continue;  // Q3_K has the default's layout only
+      for (const int variant :
+           {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 26, 0}) {
+        // Q3_K: the default's layout, and four super-blocks a stage (26)
+        if (type == GgmlType::Q3_K && variant != 0 && variant != 26) continue;
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -894,10 +896,14 @@ void expect_same_and_close(const std::vector<float>& want, const std::vector<flo
 // super-block either way), so every sum is bit for bit the default's, and within the tolerance
 // of the exact dot product. Expert launches of 3 matrices and single matrices, rows of 2, 16,
 // 28 and 56 super-blocks (odd and even counts: one- and two-super-block Q2_K rings, MXFP4's
-// and Q4_K's two-unit rings from 16 units on).
+// and Q4_K's two-unit rings from 16 units on). Q3_K instead: variant 26's four super-blocks a
+// ring stage (rows of 16 and 28 super-blocks; a warp adds the same units in the same order)
+// against the default's two, bit for bit.
 TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
   const DefaultVariantAfterwards restore;
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
+    // Q3_K: variant 26 (four super-blocks a ring stage, rows of a multiple of 1024) instead
+    const int other = type == GgmlType::Q3_K ? 26 : 24;
     for (const int64_t ne0 : {512, 4096, 7168, 2304}) {
       std::mt19937 rng(17);
       const int64_t ne1 = 70;
@@ -909,7 +915,7 @@ TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
       x[5] = 300.0f;  // an outlier channel in matrix 0
       auto d_x = to_device(x);
       std::vector<float> y[2], y1[2];
-      for (const int variant : {0, 24}) {
+      for (const int variant : {0, other}) {
         detail::set_gemv_mma_variant(variant);
         const int v = variant == 0 ? 0 : 1;
         y[v] = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat);
@@ -921,9 +927,10 @@ TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
         y1[v] = to_host(d_y1, static_cast<size_t>(ne1));
       }
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows of " + std::to_string(ne0));
-      expect_same_and_close(y[0], y[1], data.data(), rb, type, x.data(), ne0, ne1, n_mat, "variant 24");
-      expect_same_and_close(y1[0], y1[1], data.data() + rb * static_cast<uint64_t>(ne1), rb, type, x.data() + ne0,
-                            ne0, ne1, 1, "variant 24, single matrix");
+      const std::string what = "variant " + std::to_string(other);
+      expect_same_and_close(y[0], y[1], data.data(), rb, type, x.data(), ne0, ne1, n_mat, what.c_str());
+      expect_same_and_close(y1[0], y1[1], data.data() + rb * static_cast<uint64_t>(ne1), rb, type,
+                            x.data() + ne0, ne0, ne1, 1, (what + ", single matrix").c_str());
     }
   }
 }

@@ -52,6 +52,12 @@ for (t, shape), v in rows.items():
         line += " | f32 kernels %7.1f us %.3f | x%.2f" % (med(v[True], "us_per_launch"), med(v[True], "ratio_to_d2d"),
                                                         med(v[True], "us_per_launch") / med(v[False], "us_per_launch"))
     print(line)
+var = {}
+for g in q.get("variants", []):
+    var.setdefault("%dx%dx%d" % (g["experts_per_launch"], g["rows"], g["cols"]), []).append(
+        "v%d %.1f us %.3f" % (g["mma_variant"], g["us_per_launch"], g["ratio_to_d2d"]))
+for shape, v in var.items():
+    print("q3_K %-14s %s" % (shape, " | ".join(v)))
 for c in q["read_ceiling"]:
     print("read ceiling %-18s %s" % (c["shape"], {k: round(v, 3) for k, v in c.items() if "ratio" in k}))
 t = d.get("twin_q3k")
