@@ -25,7 +25,8 @@ if [ "${MOEPACK_SKIP_TESTS:-0}" != 1 ]; then
   tail -8 "$out/ctest.log"
   grep -hE "^\[  (PASSED|FAILED|SKIPPED) " build-gpu/Testing/Temporary/LastTest.log | sort | uniq -c | head -20
   grep -E "^\[  FAILED  \]" "$out/ctest.log" | head -20
-  grep -E "largest \|gpu - exact\|" "$out/ctest.log" | head -2
+  grep -E "largest \|gpu - exact\|" build-gpu/Testing/Temporary/LastTest.log | head -2
+  cp build-gpu/Testing/Temporary/LastTest.log "$out/LastTest.log"
 fi
 [ "${MOEPACK_SKIP_BENCH:-0}" = 1 ] && exit "$status"
 work=/tmp/moepack-twin-k3
