@@ -43,7 +43,7 @@ namespace moepack::gpu::detail {
 // super-blocks, so that rows stay 4-aligned; since the twenty-sixth pass) (false for every type
 // after set_gemv_mma_variant(-1), and for Q3_K after set_gemv_q3k_tensor_cores(false)). Weight
 // matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256); 8-aligned is the
-// fast case. The activations' fragments take 4.27 (Q4_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes
+// fast case. The activations' fragments take 4.27 (Q4_K, Q3_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes
 // per element and group in the default's layouts (4.5 in the f16 ones; gpu/gemv_launch_cap.h),
 // in the block's shared memory or, for rows too long for it, in scratch (cudaMallocAsync on
 // the launch's stream, freed after the launch).
@@ -99,7 +99,7 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // Process-wide; a run must not mix variants (their sums differ in rounding). Throws Error
 // outside -1..26. Q3_K has one arithmetic (the integer rings in Q2_K's column layout,
 // Q3kColPath, two super-blocks a 4-byte-copied stage): every variant but -1 runs it, except
-// its expert launches under 6 and 7 (the diagnosis) and 26.
+// its expert launches under 6 and 7 (the diagnosis) and 26 (23 and 25 run its default).
 void set_gemv_mma_variant(int variant);
 
 // Whether an expert launch of [ne1][ne0] matrices of `type` in the tiled layout (gpu/gemv_tiled.h,

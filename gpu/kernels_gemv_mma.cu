@@ -1763,7 +1763,8 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // The pipelined kernel (the default; layout at the top of this file). U units a stage, so a
 // stage row (U * kBytes) is whole G-byte copies: Q4_K 1 x 144 (G 8), Q2_K 2 x 84 (G 8) or
 // 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8); Q4_K's and MXFP4's
-// expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (takes_two_unit_rings). A
+// expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (takes_two_unit_rings); Q3_K
+// 2 x 110 (G 4; variant 26: 4 x 110, G 8), its second unit at 2 mod 4 (Q3kColPath). A
 // group whose weights are not G-aligned (never seen: GGUF data, upload arena and pack slots
 // are 32-aligned) copies in 4-byte pieces instead. Dynamic shared memory: [x fragments unless
 // XF is kXfScratch, S::stride(ne0) bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes
@@ -1815,9 +1816,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   // uniform per block (per warp in the SwiGLU epilogue, whose gate and up pointers differ)
   const bool wide = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & (G - 1)) == 0;
   constexpr int kPerRowG = kUB / G, kCopiesG = (16 * kPerRowG + 31) / 32;
-  // More than 16 copies a lane (Q3_K's 55 4-byte pieces a row): the lanes take each row's pieces
-  // in turn, its offset computed per row (a table would hold 28 registers).
-  constexpr bool kRowWise = kCopiesG > 16;
+  // Units of a size that is not a multiple of 4 (Q3_K's 110 bytes: 55 4-byte pieces a 2-unit
+  // row, 28 copies a lane): the lanes take each row's pieces in turn, its offset computed per
+  // row (a table would hold 28 registers). Every other type keeps the table (PTX unchanged).
+  constexpr bool kRowWise = Path::kBytes % 4 != 0;
   uint32_t src_off[kRowWise ? 1 : kCopiesG];
   if constexpr (!kRowWise) {
 #pragma unroll
@@ -2890,9 +2892,10 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
 
 // Q3_K takes the default's layout and arithmetic (Q3kColPath) under every variant but -1 (the F32
 // kernels, gemv_mma_supported), 6, 7 and 26: the other variants compare Q4_K's, Q2_K's and
-// MXFP4's layouts. Expert launches under 6 and 7: the default's diagnosis (copies only,
-// arithmetic only: wrong sums); under 26, rows of a multiple of 1024 elements: four super-blocks
-// (440 bytes, 8-byte copies) a stage in 3 stages (the same sums as the default's).
+// MXFP4's layouts (so the other diagnosis variants, 23 and 25, time Q3_K's real kernel). Expert launches
+// under 6 and 7: the default's diagnosis (copies only, arithmetic only: wrong sums); under 26, rows of a
+// multiple of 1024 elements: four super-blocks (440 bytes, 8-byte copies) a stage in 3 stages (the same sums
+// as the default's).
 void launch_q3k(const GemvBatch& b, cudaStream_t s) {
   constexpr GgmlType kQ3 = GgmlType::Q3_K;
   const int v = g_variant.load(std::memory_order_relaxed);

@@ -29,8 +29,8 @@
 //             at 8 x 2048 on 4096 and 7168 and 6 x 2048 on 4096 (with --tiled-only too); on
 //             the tiled layout also in one launch (gpu::gemv_experts_ffn: "one_launch_us", and
 //             "one_launch_by_warps" at 8, 12, 16 warps a block);
-//   "gemv_f32_types": the F32 kernels' types without a tensor-core path (Q3_K, Q5_K, Q4_0, Q4_1,
-//             Q5_0, Q5_1) dequantized in registers and byte by byte side by side
+//   "gemv_f32_types": the F32 kernels' types without a tensor-core path (Q3_K with its tensor
+//             cores off, Q5_K, Q4_0, Q4_1, Q5_0, Q5_1) dequantized in registers and byte by byte side by side
 //             ("bytewise"), Q6_K and Q8_0 beside them: decode launches of 8 experts, Kimi-K3's
 //             16-expert Q3_K-shaped down launch, a prefill launch of 16 pairs an expert;
 //   "gemv_prefill_x": the F32 kernels at prefill with the pairs' x staged in shared memory and
@@ -776,13 +776,17 @@ nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializ
   return rows;
 }
 
-// The F32 kernels' types without a tensor-core path: Q3_K, Q5_K, Q4_0, Q4_1, Q5_0 and Q5_1
-// dequantized in registers (the default) and byte by byte (set_gemv_bytewise_dequant, before the
-// twenty-fifth pass) side by side ("bytewise"); Q6_K and Q8_0 (in registers since the second
-// pass) once, for comparison. Decode launches of 8 experts of 2048 x 4096 and 4096 x 2048,
-// Kimi-K3's down launch (16 experts of 7168 x 1536), and a prefill launch (8 experts of
-// 2048 x 4096, 16 pairs each).
+// The F32 kernels' types without a tensor-core path: Q3_K (its tensor cores switched off here,
+// set_gemv_q3k_tensor_cores), Q5_K, Q4_0, Q4_1, Q5_0 and Q5_1 dequantized in registers (the
+// default) and byte by byte (set_gemv_bytewise_dequant, before the twenty-fifth pass) side by
+// side ("bytewise"); Q6_K and Q8_0 (in registers since the second pass) once, for comparison.
+// Decode launches of 8 experts of 2048 x 4096 and 4096 x 2048, Kimi-K3's down launch (16 experts
+// of 7168 x 1536), and a prefill launch (8 experts of 2048 x 4096, 16 pairs each).
 nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
+  struct Q3kTensorCoresAfterwards {
+    ~Q3kTensorCoresAfterwards() { gpu::detail::set_gemv_q3k_tensor_cores(true); }
+  } restore;
+  gpu::detail::set_gemv_q3k_tensor_cores(false);
   return bench_switched(
       pool, d2d,
       {GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1},

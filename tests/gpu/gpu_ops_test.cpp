@@ -477,7 +477,9 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // stages for Q4_K and MXFP4, the 44-unit rows its one-unit stages, as their fragments do not
 // fit beside the two-unit rings), with activations far outside f16's range in both directions, an
 // outlier channel 40 times the rest and an all-zero granule; once from aligned weights and once from weights
-// 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8).
+// 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8). Q3_K (its one
+// layout and variant 26's four super-blocks a stage) on rows of 56, 72, 16, 44, 6 and 2
+// super-blocks.
 // Puts the GEMV back on its default variant when a test that switches variants ends (also when
 // an assertion throws).
 struct DefaultVariantAfterwards {
@@ -500,12 +502,16 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
     int experts;  // 0: a single matrix (no groups)
   };
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
-    for (const Shape shape : {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}, Shape{11264, 40, 2},
-                              Shape{1280, 200, 2}, Shape{256, 130, 2}}) {
+    // Q3_K: rows of an even number of super-blocks (gemv_mma_supported), 6 and 2 for 5 and 1
+    const bool q3 = type == GgmlType::Q3_K;
+    for (const Shape shape :
+         {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}, Shape{11264, 40, 2},
+          Shape{q3 ? 1536 : 1280, 200, 2}, Shape{q3 ? 512 : 256, 130, 2}}) {
       std::mt19937 rng(5);
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       const int n_mat = std::max(shape.experts, 1);
       const uint64_t rb = *ggml_row_bytes(type, ne0);
+      ASSERT_TRUE(detail::gemv_mma_supported(type, ne0)) << ggml_type_name(type) << " rows of " << ne0;
       const auto data = random_rows(type, ne0, ne1 * n_mat, rng);  // the matrices back to back
       std::vector<uint8_t> shifted(data.size() + 32);
       std::memcpy(shifted.data() + 4, data.data(), data.size());
@@ -799,20 +805,24 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
   }
 }
 
-// Q3_K on the tensor cores (Q3kColPath) with x one-hot: x's slice 0 is 32 at one element and
-// every other slice value 0, so every integer sum is exact and a row's sum is d (sc - 32) q of
-// that element, rounded once, which is what core's dequantize_row gives (d (sc - 32) is exact
-// in F32, and so is its product with q in [-4, 3]): every row is the dequantized weight bit for
-// bit. Rows of 2, 6 and 28 super-blocks (Kimi-K3's down projection has 6), 512 columns a shape,
-// one at every position of a super-block pair (the aligned and the 2 mod 4 super-block of a
-// ring stage, every sub-block, field and hmask bit), as expert launches (4
-// matrices of 37 rows: a partial tile) and as a single matrix, weights aligned and 4 bytes off.
+// Q3_K on the tensor cores (Q3kColPath) with x one-hot: at v = 1, x's slice 0 is 32 at one
+// element and every other slice value 0, so every integer sum is exact and a row's sum is
+// w = d (sc - 32) q of that element, which is what core's dequantize_row gives (d (sc - 32) is
+// exact in F32, and so is its product with q in [-4, 3]): every row is the dequantized weight
+// bit for bit. At v = 1 + 2^-13 (slices 32, 0, 64, 0) and v = -(1 + 2^-20) (-32, 0, 0, -64) the
+// lanes of slices 2 and 3 add w v - w exactly too, so the row is w v rounded once: float(double(w)
+// double(v)) (w has at most 19 significant bits, v 21: the double product is exact). Rows of 2, 6 and 28
+// super-blocks (Kimi-K3's down projection has 6), 512 columns a shape, one at every position of a super-block
+// pair (the aligned and the 2 mod 4 super-block of a ring stage, every sub-block, field and hmask bit), as
+// expert launches (4 matrices of 37 rows: a partial tile) and as a single matrix, weights aligned and 4 bytes
+// off.
 TEST(GpuOps, GemvMmaQ3kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
   const GgmlType type = GgmlType::Q3_K;
   const int64_t ne1 = 37;
   const int n_mat = 4;
+  const float value[3] = {1.0f, 1.0f + 0x1p-13f, -(1.0f + 0x1p-20f)};
   for (const int64_t ne0 : {512, 1536, 7168}) {
     ASSERT_TRUE(detail::gemv_mma_supported(type, ne0));
     std::mt19937 rng(31);
@@ -836,7 +846,7 @@ TEST(GpuOps, GemvMmaQ3kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
           // i = 0 .. 511; 67 i + 5 takes every value mod 512 once: every position in a pair
           const int64_t i = round * n_mat + m;
           col[static_cast<size_t>(m)] = (i * 67 + 5) % ne0;
-          x[static_cast<size_t>(m * ne0 + col[static_cast<size_t>(m)])] = 1.0f;
+          x[static_cast<size_t>(m * ne0 + col[static_cast<size_t>(m)])] = value[(round + m) % 3];
         }
         auto d_x = to_device(x);
         DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
@@ -857,8 +867,9 @@ TEST(GpuOps, GemvMmaQ3kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
         const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
         for (int m = 0; m < n_mat; ++m) {
           const int64_t k = col[static_cast<size_t>(m)];
+          const double v = value[(round + m) % 3];
           for (int64_t r = 0; r < ne1; ++r) {
-            const float want = deq[static_cast<size_t>((m * ne1 + r) * ne0 + k)];
+            const float want = static_cast<float>(deq[static_cast<size_t>((m * ne1 + r) * ne0 + k)] * v);
             ASSERT_EQ(want, y[static_cast<size_t>(m * ne1 + r)])
                 << "rows of " << ne0 << ", weights +" << shift << ", matrix " << m << ", row " << r
                 << ", column " << k;
