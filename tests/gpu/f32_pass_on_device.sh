@@ -11,20 +11,7 @@
 # the benchmark and the twin (tests only; other carry sets: their fixtures' engine tests).
 set -u
 out="${OUT:?OUT must be set}"
-source .device-deps/use-deps.sh
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
-  -DMOEPACK_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
-  > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" --target gpu_ops_test gpu_cuda_backend_test gpu_deepseek4_test \
-  gpu_kimi_linear_test bench_cuda_backend moepack > "$out/build.log" 2>&1 ||
-  { grep -E "error" "$out/build.log" | head -30; exit 1; }
-echo "== build ok"
-status=0
-ctest --test-dir build-gpu --output-on-failure -R "^(gpu_ops_test|gpu_cuda_backend_test|gpu_deepseek4_test|gpu_kimi_linear_test)$" \
-  --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1 || status=1
-tail -8 "$out/ctest.log"
-grep -hE "^\[  (PASSED|FAILED|SKIPPED) " build-gpu/Testing/Temporary/LastTest.log | sort | uniq -c | head -20
-grep -E "largest \|gpu - exact\|" "$out/ctest.log" | head -2
+source tests/gpu/pass_build_and_test.sh  # build, the gpu tests; sets status
 fx=.device-carry/shared/fixtures
 graph=()
 [ "${MOEPACK_SKIP_BENCH:-0}" = 1 ] && exit "$status"
