@@ -46,7 +46,8 @@
 //             (a `moepack twin` pack) also `bench-twin --backend cuda --zipf 1.0` on it, every
 //             expert cached, both ways ("twin_q3k": after_warmup compute ms a step); "variants":
 //             the expert launches' copies alone (6), arithmetic alone (7) and four super-blocks
-//             a stage (26) beside the default (0, before and after);
+//             a stage (26) beside the default (0, before and after); "expert_ffn": a layer's
+//             expert FFN with every matrix Q3_K in the engine's order, both ways;
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -524,9 +525,11 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
 // gpu/cuda_moe.cpp issues it: gate and up of `experts` experts ([inter][hidden] each) in one
 // launch with SwiGLU as its epilogue, then the down launch ([hidden][inter] each, pair j reading
 // the epilogue's row j), its programmatic dependent; on the tiled layout or the GGUF's, each
-// launch's own choices. Layers of gate + up + down weights rotate over copies as bench_gemv's.
-// "ffn_us" a layer, "gate_up_us" / "down_us" each launch alone (the same rotation), and
-// "ratio_to_d2d": the layer's weight bytes ("bytes_per_layer") per ffn_us over D2D.
+// launch's own choices. Where the epilogue does not apply (gemv_swiglu_fusable false: the F32
+// kernels), as the engine does then: gate + up into 2 x experts rows, swiglu_clamped, down. Layers of gate +
+// up + down weights rotate over copies as bench_gemv's. "ffn_us" a layer, "gate_up_us" / "down_us" each
+// launch alone (the same rotation), and "ratio_to_d2d": the layer's weight bytes ("bytes_per_layer") per
+// ffn_us over D2D.
 nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t hidden, int64_t inter,
                                 int experts, double d2d, bool tiled) {
   const uint64_t mat_gu = *ggml_row_bytes(type, static_cast<uint64_t>(hidden)) * static_cast<uint64_t>(inter);
@@ -545,14 +548,34 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
   MOEPACK_CUDA_CHECK(cudaMemcpy(d_tab.as<void>(), tab.data(), d_tab.size(), cudaMemcpyHostToDevice));
   const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(hidden * experts), 5);
   const gpu::DeviceBuffer d_off = pairs_each(experts, 1);
-  gpu::GemvBatch gu = expert_batch(type, inter, hidden, x.as<float>(), act.as<float>(), d_off, experts);
-  gu.swiglu_epilogue = true;
+  const bool epilogue = gpu::gemv_swiglu_fusable(type, hidden, inter, tiled);
+  gpu::DeviceBuffer gu_rows(epilogue ? 0 : static_cast<size_t>(2 * inter * experts) * sizeof(float),
+                            "gate, up");
+  const gpu::DeviceBuffer d_off2 = pairs_each(2 * experts, 1);
+  gpu::GemvBatch gu =
+      epilogue ? expert_batch(type, inter, hidden, x.as<float>(), act.as<float>(), d_off, experts)
+               : expert_batch(type, inter, hidden, x.as<float>(), gu_rows.as<float>(), d_off2, 2 * experts);
+  gpu::DeviceBuffer gu_x_rows;
+  if (!epilogue) {
+    // pair j of the 2 x experts groups reads x row j mod experts (gate and up of expert j)
+    std::vector<int32_t> rows(static_cast<size_t>(2 * experts));
+    for (int j = 0; j < 2 * experts; ++j) rows[static_cast<size_t>(j)] = j % experts;
+    gu_x_rows = gpu::DeviceBuffer(rows.size() * sizeof(int32_t), "x rows");
+    MOEPACK_CUDA_CHECK(
+        cudaMemcpy(gu_x_rows.as<void>(), rows.data(), gu_x_rows.size(), cudaMemcpyHostToDevice));
+    gu.x_row = gu_x_rows.as<int32_t>();
+  }
+  gu.swiglu_epilogue = epilogue;
   gu.w_tiled = tiled;
   gpu::GemvBatch dn = expert_batch(type, hidden, inter, act.as<float>(), y.as<float>(), d_off, experts);
   dn.w_tiled = tiled;
   const auto gate_up = [&](int i) {
     gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
     gpu::gemv(gu, nullptr);
+    if (!epilogue) {
+      gpu::swiglu_clamped(gu_rows.as<float>(), gu_rows.as<float>() + inter * experts, inter * experts, 0.0f,
+                          act.as<float>(), nullptr);
+    }
   };
   const auto down = [&](int i) {
     dn.w = pool.buf.bytes_ptr() + (i % copies) * layer + 2 * mat_gu * experts;
@@ -569,6 +592,7 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
                         {"inter", inter},
                         {"experts", experts},
                         {"tiled", tiled},
+                        {"swiglu_epilogue", epilogue},
                         {"bytes_per_layer", layer},
                         {"gate_up_us", gu_us},
                         {"down_us", dn_us},
@@ -842,6 +866,23 @@ nlohmann::json bench_q3k(const WeightPool& pool, double d2d) {
     auto ceil = bench_read_ceiling(pool, bytes, d2d);
     ceil["shape"] = std::to_string(e) + " x " + std::to_string(r) + " x " + std::to_string(c);
     out["read_ceiling"].push_back(std::move(ceil));
+  }
+  // The expert FFN with every matrix Q3_K (as in Q3_K_M-style GGUFs) in the engine's order
+  // (bench_expert_ffn, GGUF layout): on the tensor cores with the SwiGLU epilogue, and in the F32
+  // kernels with SwiGLU's own launch, alternating off, on, on, off ("f32_kernels"): 8 experts of
+  // 2048 on 4096 and on 7168, Kimi-K3's 16 of 1536 on 7168.
+  struct TensorCoresAfterwards {
+    ~TensorCoresAfterwards() { gpu::detail::set_gemv_q3k_tensor_cores(true); }
+  } on_afterwards;
+  for (const auto& [hidden, inter, experts] :
+       {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
+    for (int round = 0; round < 4; ++round) {
+      const bool f32 = (round & 1) != (round >> 1);
+      set_q3k_f32_kernels(f32);
+      auto g = bench_expert_ffn(pool, GgmlType::Q3_K, hidden, inter, experts, d2d, false);
+      g["f32_kernels"] = f32;
+      out["expert_ffn"].push_back(std::move(g));
+    }
   }
   return out;
 }

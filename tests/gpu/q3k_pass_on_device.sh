@@ -42,6 +42,14 @@ for g in q.get("variants", []):
         "v%d %.1f us %.3f" % (g["mma_variant"], g["us_per_launch"], g["ratio_to_d2d"]))
 for shape, v in var.items():
     print("q3_K %-14s %s" % (shape, " | ".join(v)))
+ffn = {}
+for g in q.get("expert_ffn", []):
+    ffn.setdefault("%d x %d on %d" % (g["experts"], g["inter"], g["hidden"]), {}).setdefault(g["f32_kernels"], []).append(g)
+for shape, v in ffn.items():
+    a, b = med(v[False], "ffn_us"), med(v[True], "ffn_us")
+    print("q3_K FFN %-16s tensor cores %7.1f us %.3f (gate+up %.1f, down %.1f) | f32 kernels %7.1f us %.3f | x%.2f" % (
+        shape, a, med(v[False], "ratio_to_d2d"), med(v[False], "gate_up_us"), med(v[False], "down_us"),
+        b, med(v[True], "ratio_to_d2d"), b / a))
 for c in q["read_ceiling"]:
     print("read ceiling %-18s %s" % (c["shape"], {k: round(v, 3) for k, v in c.items() if "ratio" in k}))
 t = d.get("twin_q3k")
