@@ -7,16 +7,21 @@
 # `bench_cuda_backend --q3k-only --twin` ($OUT/bench-q3k.json: Q3_K's decode launches on the
 # tensor cores and in the F32 kernels side by side, and bench-twin on a Kimi-K3 twin of 4 layers
 # x 128 experts, every expert cached, both ways: Q2_K gate / up, Q3_K down).
-# MOEPACK_SKIP_TESTS=1 leaves the tests out, MOEPACK_SKIP_BENCH=1 the benchmark.
+# MOEPACK_SKIP_TESTS=1 leaves the tests out, MOEPACK_SKIP_BENCH=1 the benchmark, MOEPACK_SKIP_TWIN=1
+# the twin.
 set -u
 out="${OUT:?OUT must be set}"
 source tests/gpu/pass_build_and_test.sh  # build, the gpu tests; sets status
 [ "${MOEPACK_SKIP_BENCH:-0}" = 1 ] && exit "$status"
 work=/tmp/moepack-twin-k3
 rm -rf "$work"
-./build-gpu/app/moepack twin --shape kimi-k3 --layers 4 --experts 128 --seed 1 -o "$work" > "$out/twin.log" 2>&1 ||
-  { tail -3 "$out/twin.log"; exit 1; }
-timeout 300 ./build-gpu/tests/gpu/bench_cuda_backend --q3k-only --twin "$work" > "$out/bench-q3k.json" \
+twin=()
+if [ "${MOEPACK_SKIP_TWIN:-0}" != 1 ]; then
+  ./build-gpu/app/moepack twin --shape kimi-k3 --layers 4 --experts 128 --seed 1 -o "$work" > "$out/twin.log" 2>&1 ||
+    { tail -3 "$out/twin.log"; exit 1; }
+  twin=(--twin "$work")
+fi
+timeout 300 ./build-gpu/tests/gpu/bench_cuda_backend --q3k-only "${twin[@]}" > "$out/bench-q3k.json" \
   2> "$out/bench-q3k.txt" || { echo "bench rc=$?"; tail -5 "$out/bench-q3k.txt"; status=1; }
 rm -rf "$work"
 python3 - "$out/bench-q3k.json" <<'PY' || true
