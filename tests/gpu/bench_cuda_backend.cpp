@@ -551,7 +551,7 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
   const bool epilogue = gpu::gemv_swiglu_fusable(type, hidden, inter, tiled);
   gpu::DeviceBuffer gu_rows(epilogue ? 0 : static_cast<size_t>(2 * inter * experts) * sizeof(float),
                             "gate, up");
-  const gpu::DeviceBuffer d_off2 = pairs_each(2 * experts, 1);
+  const gpu::DeviceBuffer d_off2 = epilogue ? gpu::DeviceBuffer() : pairs_each(2 * experts, 1);
   gpu::GemvBatch gu =
       epilogue ? expert_batch(type, inter, hidden, x.as<float>(), act.as<float>(), d_off, experts)
                : expert_batch(type, inter, hidden, x.as<float>(), gu_rows.as<float>(), d_off2, 2 * experts);
@@ -772,6 +772,14 @@ nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const
       src, s, prefill, decode, [set](EngineSettings&, bool on) { set(on); }, key);
 }
 
+// Round `round` of four side-by-side rounds is the switched one: off, on, on, off.
+constexpr bool alternating_on(int round) { return (round & 1) != (round >> 1); }
+
+// Q3_K's decode back on the tensor cores (the default) at scope exit, exceptions included.
+struct Q3kTensorCoresOnAfterwards {
+  ~Q3kTensorCoresOnAfterwards() { gpu::detail::set_gemv_q3k_tensor_cores(true); }
+};
+
 // Launches of every (rows, cols, experts, pairs) shape of every type with a process-wide switch
 // (`set`) off and on, alternating off, on, on, off ("key" in each row: two runs each way); the
 // types of `once` only off, once. The switch is off again afterwards (exceptions included).
@@ -787,7 +795,7 @@ nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializ
   const auto run = [&](GgmlType t, bool switched) {
     for (const auto& [r, c, e, pairs] : shapes) {
       for (int round = 0; round < (switched ? 4 : 1); ++round) {
-        const bool on = switched && ((round & 1) != (round >> 1));  // off, on, on, off
+        const bool on = switched && alternating_on(round);
         set(on);
         auto g = bench_gemv(pool, t, r, c, d2d, e, false, pairs);
         g[key] = on;
@@ -807,9 +815,7 @@ nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializ
 // Decode launches of 8 experts of 2048 x 4096 and 4096 x 2048, Kimi-K3's down launch (16 experts
 // of 7168 x 1536), and a prefill launch (8 experts of 2048 x 4096, 16 pairs each).
 nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
-  struct Q3kTensorCoresAfterwards {
-    ~Q3kTensorCoresAfterwards() { gpu::detail::set_gemv_q3k_tensor_cores(true); }
-  } restore;
+  const Q3kTensorCoresOnAfterwards restore;
   gpu::detail::set_gemv_q3k_tensor_cores(false);
   return bench_switched(
       pool, d2d,
@@ -871,13 +877,11 @@ nlohmann::json bench_q3k(const WeightPool& pool, double d2d) {
   // (bench_expert_ffn, GGUF layout): on the tensor cores with the SwiGLU epilogue, and in the F32
   // kernels with SwiGLU's own launch, alternating off, on, on, off ("f32_kernels"): 8 experts of
   // 2048 on 4096 and on 7168, Kimi-K3's 16 of 1536 on 7168.
-  struct TensorCoresAfterwards {
-    ~TensorCoresAfterwards() { gpu::detail::set_gemv_q3k_tensor_cores(true); }
-  } on_afterwards;
+  const Q3kTensorCoresOnAfterwards on_afterwards;
   for (const auto& [hidden, inter, experts] :
        {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
     for (int round = 0; round < 4; ++round) {
-      const bool f32 = (round & 1) != (round >> 1);
+      const bool f32 = alternating_on(round);
       set_q3k_f32_kernels(f32);
       auto g = bench_expert_ffn(pool, GgmlType::Q3_K, hidden, inter, experts, d2d, false);
       g["f32_kernels"] = f32;
@@ -891,9 +895,7 @@ nlohmann::json bench_q3k(const WeightPool& pool, double d2d) {
 // (every expert of a 4-layer Kimi-K3 twin cached, as docs/cuda-backend.md's seventeenth pass on)
 // with Q3_K's decode in the F32 kernels and on the tensor cores, alternating off, on, on, off.
 nlohmann::json bench_twin_q3k(const std::string& dir) {
-  struct OnAfterwards {
-    ~OnAfterwards() { gpu::detail::set_gemv_q3k_tensor_cores(true); }
-  } restore;
+  const Q3kTensorCoresOnAfterwards restore;
   bench::TwinBenchOptions o;
   o.pack_dir = dir;
   o.zipf_s = 1.0;
@@ -904,7 +906,7 @@ nlohmann::json bench_twin_q3k(const std::string& dir) {
   nlohmann::json rounds = nlohmann::json::array();
   std::vector<double> ms[2];
   for (int round = 0; round < 4; ++round) {
-    const bool f32 = (round & 1) != (round >> 1);
+    const bool f32 = alternating_on(round);
     set_q3k_f32_kernels(f32);
     bench::TwinBenchSetup setup = bench::prepare_twin_bench(o);
     const bench::TwinRunResult r = gpu::run_twin_bench_cuda(o, setup);
