@@ -23,7 +23,8 @@
 // |x| (kernels_gemv_mma.cu, "The integer path" and "The column layout"; MXFP4's values enter
 // as u8 value + 12, the offset taken off in the mma's accumulator with per-block sums of the
 // slices, and the E8M0 scale applied in F32 per block; Q3_K's quants q in [-4, 3] as s8 in
-// Q2_K's column layout, its 6-bit scales applied in s32, since the twenty-sixth pass).
+// Q2_K's column layout, its 6-bit scales applied in s32, since the twenty-sixth pass; Q6_K's
+// 4 (q - 32) as s8 in the same layout, its s8 scales applied in s32, since the twenty-seventh).
 //
 // Which pair takes this path depends only on the group's own pair count, never on how groups
 // are batched into launches, so the pack path and the GGUF path (which batch experts
@@ -39,18 +40,20 @@
 namespace moepack::gpu::detail {
 
 // True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K and MXFP4
-// with ne0 a multiple of 256, Q3_K with ne0 a multiple of 512 (an even number of its 110-byte
-// super-blocks, so that rows stay 4-aligned; since the twenty-sixth pass) (false for every type
-// after set_gemv_mma_variant(-1), and for Q3_K after set_gemv_q3k_tensor_cores(false)). Weight
+// with ne0 a multiple of 256, Q3_K and Q6_K with ne0 a multiple of 512 (an even number of their
+// 110- and 210-byte super-blocks, so that rows stay 4-aligned; since the twenty-sixth and
+// twenty-seventh passes) (false for every type after set_gemv_mma_variant(-1), and for Q3_K or
+// Q6_K after set_gemv_tensor_cores(type, false)). Weight
 // matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256); 8-aligned is the
-// fast case. The activations' fragments take 4.27 (Q4_K, Q3_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes
+// fast case. The activations' fragments take 4.27 (Q4_K, Q3_K, Q6_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes
 // per element and group in the default's layouts (4.5 in the f16 ones; gpu/gemv_launch_cap.h),
 // in the block's shared memory or, for rows too long for it, in scratch (cudaMallocAsync on
 // the launch's stream, freed after the launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
-// Q3_K on the tensor cores (on by default; the benchmark compares both: off, its decode takes
-// the F32 kernels as before the twenty-sixth pass). Process-wide.
-void set_gemv_q3k_tensor_cores(bool on);
+// Q3_K's or Q6_K's decode on the tensor cores (on by default; the benchmark compares both: off,
+// it takes the F32 kernels as before the twenty-sixth (Q3_K) and twenty-seventh (Q6_K) passes).
+// Process-wide. Throws Error for any other type.
+void set_gemv_tensor_cores(GgmlType type, bool on);
 
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.
@@ -99,7 +102,10 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // Process-wide; a run must not mix variants (their sums differ in rounding). Throws Error
 // outside -1..26. Q3_K has one arithmetic (the integer rings in Q2_K's column layout,
 // Q3kColPath, two super-blocks a 4-byte-copied stage): every variant but -1 runs it, except
-// its expert launches under 6 and 7 (the diagnosis) and 26 (23 and 25 run its default).
+// its expert launches under 6 and 7 (the diagnosis) and 26 (23 and 25 run its default). Q6_K
+// likewise (Q6kColPath, two super-blocks a stage in 3 stages): every variant but -1 runs it, except
+// its expert launches under 6 and 7 and every launch under 24 (x's fragments prepared once a
+// group; 23 and 25 run its default).
 void set_gemv_mma_variant(int variant);
 
 // Whether an expert launch of [ne1][ne0] matrices of `type` in the tiled layout (gpu/gemv_tiled.h,

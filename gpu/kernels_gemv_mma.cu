@@ -305,7 +305,7 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
 enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2, kI8Col2 = 3, kI8Col3 = 4 };
 template <GgmlType T>
 constexpr int col_arith() {
-  return T == GgmlType::Q4_K || T == GgmlType::Q3_K ? kI8Col : kI8Col3;
+  return T == GgmlType::Q4_K || T == GgmlType::Q3_K || T == GgmlType::Q6_K ? kI8Col : kI8Col3;
 }
 template <GgmlType T>
 constexpr int ninth_arith() {
@@ -1330,6 +1330,102 @@ struct Q3kColPath {
   }
 };
 
+// Q6_K in the column layout (the default for Q6_K since the twenty-seventh pass; no other
+// arithmetic). A super-block (ggml block_q6_K, 210 bytes: ql[128], qh[64], 16 s8 scales, d)
+// holds element 128 n + 32 j + l (l < 32) as the low (j < 2) or high (j >= 2) nibble of ql
+// byte 64 n + 32 (j % 2) + l plus 16 times 2-bit field j of qh byte 32 n + l, less 32: q in
+// [-32, 31], w = d sc q with sc the s8 scale of sub-block 8 n + 2 j + l / 16 (ggml's
+// dequantize_row_q6_K). Fields (n, j) are Q2_K's 32-element groups, so the path takes Q2_K's
+// column layout: the lane's bytes 8t..8t+7 of each field (sub-blocks 8 n + 2 j + t / 2), the
+// same B pairs (kQ2kColumns). A holds 4 (q - 32) as s8: the nibble in bits 2-5 and the qh field
+// in bits 6-7 with its high bit flipped (q ^ 32 is q - 32 in 6-bit two's complement; moved to
+// the byte's top it is 4 (q - 32)), so the mma is s8 x s8 with no offset term. The lane's eight
+// scale bytes (8 n + 2 j + t / 2) are gathered into one word per half n at the fetch, and one
+// prmt with sign replication a field and row gives the s32 multiplier, applied per slice pair in
+// s32: T = 4 sum_f sc_f S_f per slice. Bounds: |S| <= 16 x 128 x 64 = 2^17 for a field's column,
+// |sc| <= 128, eight fields: |T| <= 2^27, exact in s32; its F32 conversion (I2F) rounds only past
+// 2^24 (every weight of a k-half at |q - 32| = 32 against slices at 64), by at most 2^-24 of
+// the sum, as the F32 additions after it do. Then, as every column path, one F32 conversion per
+// slice pair, row and super-block: acc += d 2^-s (T0 + T1 2^-7) slice2 / 4.
+// Super-blocks are 2-aligned only: a ring stage holds two (420 bytes a row, 4-byte copies; rows
+// of an even number of super-blocks, gemv_mma_supported), the second at 2 mod 4, read as
+// Q3kColPath's (Q3kColPath::word<true>).
+struct Q6kColPath {
+  static constexpr int kBytes = 210;
+  uint32_t la[2][2][2], lb[2][2][2];  // ql bytes 64 n + 32 p + 8t.. and + 4.. of rows a, b
+  uint32_t ha[2][2], hb[2][2];        // qh bytes 32 n + 8t.. and + 4.., every field's high bit flipped
+  uint32_t sa[2], sb2[2];             // scale bytes 8 n + t / 2 + {0, 2, 4, 6} (byte j: field j)
+  uint32_t da, db;                    // d in the low half
+
+  // word(o): the 4 bytes at byte o (a multiple of 4) of the super-block; d16: d in the low half.
+  template <class Word>
+  __device__ __forceinline__ static void fetch_row(Word word, uint32_t d16, int t, uint32_t (&l)[2][2][2],
+                                                   uint32_t (&h)[2][2], uint32_t (&s)[2], uint32_t& d) {
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        l[n][p][0] = word(64 * n + 32 * p + 8 * t);
+        l[n][p][1] = word(64 * n + 32 * p + 8 * t + 4);
+      }
+      h[n][0] = word(128 + 32 * n + 8 * t) ^ 0xAAAAAAAAu;
+      h[n][1] = word(132 + 32 * n + 8 * t) ^ 0xAAAAAAAAu;
+    }
+    // bytes t / 2 + {0, 2, 4, 6} of scale words 2n, 2n + 1
+    const uint32_t sel = 0x6420u + (static_cast<uint32_t>(t) >> 1) * 0x1111u;
+    s[0] = prmt(word(192), word(196), sel);
+    s[1] = prmt(word(200), word(204), sel);
+    d = d16;
+  }
+
+  // From a ring stage (shared memory) only: pa, pb the super-block of rows a, b, 4-aligned
+  // (ODD false) or 2 mod 4 (ODD true).
+  template <bool ODD>
+  __device__ __forceinline__ void fetch_at(const uint8_t* pa, const uint8_t* pb, int t) {
+    // d (bytes 208, 209): the high half of the aligned word at 206, or the low half at 208
+    const auto d16 = [](const uint8_t* p) {
+      return ODD ? *reinterpret_cast<const uint32_t*>(p + 206) >> 16
+                 : *reinterpret_cast<const uint32_t*>(p + 208);
+    };
+    fetch_row([pa](int o) { return Q3kColPath::word<ODD>(pa, o); }, d16(pa), t, la, ha, sa, da);
+    fetch_row([pb](int o) { return Q3kColPath::word<ODD>(pb, o); }, d16(pb), t, lb, hb, sb2, db);
+  }
+
+  __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
+                                          float& accb) const {
+    int T[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int p = j & 1;
+        const uint32_t l[4] = {la[n][p][0], lb[n][p][0], la[n][p][1], lb[n][p][1]};
+        const uint32_t h[4] = {ha[n][0], hb[n][0], ha[n][1], hb[n][1]};
+        uint32_t a[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t nib = (j < 2 ? l[i] << 2 : l[i] >> 2) & 0x3C3C3C3Cu;  // the nibble in bits 2-5
+          a[i] = nib | ((h[i] << (6 - 2 * j)) & 0xC0C0C0C0u);                  // field j in bits 6-7
+        }
+        // byte j of the lane's scale word, its sign in the bytes above
+        const uint32_t sel = 0x8880u + static_cast<uint32_t>(j) * 0x1111u;
+        const int sca = static_cast<int>(prmt(sa[n], 0u, sel));
+        const int scb = static_cast<int>(prmt(sb2[n], 0u, sel));
+        const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
+        int d[4];
+        mma_s8(d, a, bw.x, bw.y);
+        T[0] += sca * d[0], T[1] += sca * d[1], T[2] += scb * d[2], T[3] += scb * d[3];
+      }
+    }
+    // Rows g (slices 2 (t & 1), + 1: T 0, 1) and g + 8 (T 2, 3). (explicit fmaf: --fmad=false)
+    const float us = xv.unscale[sb] * xv.slice2 * 0.25f;
+    const float s_a = fmaf(static_cast<float>(T[1]), 0x1p-7f, static_cast<float>(T[0]));
+    const float s_b = fmaf(static_cast<float>(T[3]), 0x1p-7f, static_cast<float>(T[2]));
+    acca = fmaf(half_lo(da), s_a * us, acca);
+    accb = fmaf(half_lo(db), s_b * us, accb);
+  }
+};
+
 // MXFP4 in the column layout. A 32-element block has one scale, so an mma covers one block:
 // lane t's A words are its qs word (bytes 4t..4t+3: low nibbles elements 4t.., high 16 + 4t..)
 // as u8 values v + 12 of ggml's doubled e2m1 values v in [-12, 12] (two prmt table lookups, one
@@ -1564,6 +1660,11 @@ struct Sel<GgmlType::MXFP4, kI8Col> : I8Prep<kMxColumns> {
 template <>
 struct Sel<GgmlType::Q3_K, kI8Col> : ColSel<GgmlType::Q3_K> {
   using Path = Q3kColPath;
+};
+
+template <>
+struct Sel<GgmlType::Q6_K, kI8Col> : ColSel<GgmlType::Q6_K> {
+  using Path = Q6kColPath;
 };
 
 template <>
@@ -2706,6 +2807,10 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
   if constexpr (T == GgmlType::Q3_K) {  // two 110-byte super-blocks a stage: 220 bytes, 4-byte copies
     return launch_pipe_ug<T, RW, 4, 2, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+  } else if constexpr (T == GgmlType::Q6_K) {
+    // two 210-byte super-blocks a stage (420 bytes, 4-byte copies) in 3 stages: 80,640 bytes of
+    // rings a block (4 stages would pass kMaxBlockSmem)
+    return launch_pipe_ug<T, RW, 3, 2, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
   } else if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
     return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
   } else {
@@ -2906,6 +3011,21 @@ void launch_q3k(const GemvBatch& b, cudaStream_t s) {
   if (b.grp_off && v == 7) return launch_pipe_ug<kQ3, 4, 4, 2, 4, kI8Col, 2>(b, s, -1);
   if (b.grp_off && v == 26 && b.ne0 % 1024 == 0) return launch_pipe_ug<kQ3, 4, 3, 4, 8, kI8Col>(b, s, -1);
   launch_default<kQ3, 2, false>(b, s, -1);
+}
+
+// Q6_K takes the default's layout and arithmetic (Q6kColPath) under every variant but -1, 6, 7
+// and 24, as Q3_K (launch_q3k): expert launches under 6 and 7 run the default's diagnosis, and
+// under 24 every launch copies x's fragments prepared once per group (the same sums).
+void launch_q6k(const GemvBatch& b, cudaStream_t s) {
+  constexpr GgmlType kQ6 = GgmlType::Q6_K;
+  const int v = g_variant.load(std::memory_order_relaxed);
+  if (b.swiglu_epilogue && v != 0) {
+    throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
+  }
+  if (b.grp_off && v == 6) return launch_pipe_ug<kQ6, 4, 3, 2, 4, kI8Col, 1>(b, s, -1);
+  if (b.grp_off && v == 7) return launch_pipe_ug<kQ6, 4, 3, 2, 4, kI8Col, 2>(b, s, -1);
+  if (v == 24) return launch_default<kQ6, 2, false, 1, false, false, false, -1, kXfCopy>(b, s, -1);
+  launch_default<kQ6, 2, false>(b, s, -1);
 }
 
 // The tiled expert launch's chunks in flight a warp (set_gemv_tiled_depth; bench_cuda_backend
@@ -3149,18 +3269,30 @@ void set_gemv_tiled_depth(int depth) {
   g_tiled_depth.store(depth, std::memory_order_relaxed);
 }
 
-// Q3_K on the tensor cores (set_gemv_q3k_tensor_cores; the benchmark compares both).
-std::atomic<bool> g_q3k_tensor_cores{true};
+// Q3_K and Q6_K on the tensor cores (set_gemv_tensor_cores; the benchmark compares both ways).
+std::atomic<bool> g_q3k_tensor_cores{true}, g_q6k_tensor_cores{true};
 
-void set_gemv_q3k_tensor_cores(bool on) { g_q3k_tensor_cores.store(on, std::memory_order_relaxed); }
+void set_gemv_tensor_cores(GgmlType type, bool on) {
+  switch (type) {
+    case GgmlType::Q3_K:
+      return g_q3k_tensor_cores.store(on, std::memory_order_relaxed);
+    case GgmlType::Q6_K:
+      return g_q6k_tensor_cores.store(on, std::memory_order_relaxed);
+    default:
+      throw Error("set_gemv_tensor_cores: only Q3_K's and Q6_K's tensor cores can be switched (got " +
+                  std::string(ggml_type_name(type)) + ")");
+  }
+}
 
 bool gemv_mma_supported(GgmlType type, int64_t ne0) {
   if (g_variant.load(std::memory_order_relaxed) < 0) return false;
   if (type == GgmlType::Q3_K && !g_q3k_tensor_cores.load(std::memory_order_relaxed)) return false;
-  // Q3_K: an even number of super-blocks, so rows stay 4-aligned (110-byte super-blocks)
-  const int64_t unit = type == GgmlType::Q3_K ? 512 : 256;
-  return (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4 ||
-          type == GgmlType::Q3_K) &&
+  if (type == GgmlType::Q6_K && !g_q6k_tensor_cores.load(std::memory_order_relaxed)) return false;
+  // Q3_K, Q6_K: an even number of super-blocks, so rows stay 4-aligned (110- and 210-byte
+  // super-blocks)
+  const bool two_aligned = type == GgmlType::Q3_K || type == GgmlType::Q6_K;
+  const int64_t unit = two_aligned ? 512 : 256;
+  return (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4 || two_aligned) &&
          ne0 > 0 && ne0 % unit == 0 && ne0 <= kMaxNe0;
 }
 
@@ -3213,7 +3345,7 @@ bool gemv_mma_swiglu_fusable(GgmlType type, int64_t ne0) {
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) {
     throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
-                " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256, Q3_K of 512)");
+                " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256, Q3_K and Q6_K of 512)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
   if (b.x_frag) {
@@ -3247,6 +3379,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
       return launch_type<GgmlType::Q2_K>(b, s);
     case GgmlType::Q3_K:
       return launch_q3k(b, s);
+    case GgmlType::Q6_K:
+      return launch_q6k(b, s);
     default:
       return launch_type<GgmlType::MXFP4>(b, s);
   }
@@ -3288,6 +3422,8 @@ int64_t gemv_x_fragments_bytes(GgmlType type, int64_t ne0) {
       return DefaultSel<GgmlType::Q2_K>::stride(ne0);
     case GgmlType::Q3_K:
       return DefaultSel<GgmlType::Q3_K>::stride(ne0);
+    case GgmlType::Q6_K:
+      return DefaultSel<GgmlType::Q6_K>::stride(ne0);
     default:
       return DefaultSel<GgmlType::MXFP4>::stride(ne0);
   }
@@ -3314,6 +3450,8 @@ void swiglu_clamped_fragments(const float* gate, const float* up, int64_t rows, 
       return launch_swiglu_fragments<GgmlType::Q2_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
     case GgmlType::Q3_K:
       return launch_swiglu_fragments<GgmlType::Q3_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
+    case GgmlType::Q6_K:
+      return launch_swiglu_fragments<GgmlType::Q6_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
     default:
       return launch_swiglu_fragments<GgmlType::MXFP4>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
   }

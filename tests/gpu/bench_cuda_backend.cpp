@@ -31,15 +31,15 @@
 //             "one_launch_by_warps" at 8, 12, 16 warps a block);
 //   "gemv_f32_types": the F32 kernels' types without a tensor-core path (Q3_K with its tensor
 //             cores off, Q5_K, Q4_0, Q4_1, Q5_0, Q5_1) dequantized in registers and byte by byte side by side
-//             ("bytewise"), Q6_K and Q8_0 beside them: decode launches of 8 experts, Kimi-K3's
-//             16-expert Q3_K-shaped down launch, a prefill launch of 16 pairs an expert;
+//             ("bytewise"), Q6_K (its tensor cores off) and Q8_0 beside them: decode launches of 8 experts,
+//             Kimi-K3's 16-expert Q3_K-shaped down launch, a prefill launch of 16 pairs an expert;
 //   "gemv_prefill_x": the F32 kernels at prefill with the pairs' x staged in shared memory and
 //             read from global memory side by side ("x_global"), 8, 16, 64 pairs an expert and
 //             a dense matrix of 128 tokens ("multiply_adds_per_s");
 //             --f32-only: these two sections and, for the model and every --graph-model, the
 //             engine's prefill and decode with x staged and not ("prefill_x_staged_of");
 //   "gemv_q3k" (--q3k-only): Q3_K's decode launches on the tensor cores (Q3kColPath, the
-//             default) and in the F32 kernels ("f32_kernels": set_gemv_q3k_tensor_cores(false),
+//             default) and in the F32 kernels ("f32_kernels": set_gemv_tensor_cores(Q3_K, false),
 //             before the twenty-sixth pass) side by side, Q2_K's default beside them, with each
 //             shape's read ceiling: Kimi-K3's 16-expert down (7168 x 1536) and gate (1536 x
 //             7168) launches, the four 8-expert shapes, one 4096 x 4096 matrix; with --twin DIR
@@ -48,6 +48,9 @@
 //             the expert launches' copies alone (6), arithmetic alone (7) and four super-blocks
 //             a stage (26) beside the default (0, before and after); "expert_ffn": a layer's
 //             expert FFN with every matrix Q3_K in the engine's order, both ways;
+//   "gemv_q6k" (--q6k-only): the same for Q6_K (Q6kColPath, twenty-seventh pass), Q4_K's default
+//             beside it, the diagnosis variants 6 and 7, and "expert_ffn" also with Q4_K gate + up
+//             and a Q6_K down (the Q4_K_M mixture's layers), both ways;
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -66,7 +69,8 @@
 //             (--graph-only: the decode graph's and the router's alone, no other section; it
 //             needs at least one --graph-model).
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
-//                           --tiled-only | --graph-only | --ffn-only | --f32-only | --q3k-only [--twin DIR]]
+//                           --tiled-only | --graph-only | --ffn-only | --f32-only | --q3k-only [--twin DIR] |
+//                           --q6k-only]
 //                           [--graph-model GGUF]...
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT [--pairs N]   (one launch shape
 //        and its read ceiling only, e.g. under a profiler: --gemv q4_K 2048 4096 8 0; --pairs N:
@@ -80,6 +84,7 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -531,9 +536,10 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
 // launch alone (the same rotation), and "ratio_to_d2d": the layer's weight bytes ("bytes_per_layer") per
 // ffn_us over D2D.
 nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t hidden, int64_t inter,
-                                int experts, double d2d, bool tiled) {
+                                int experts, double d2d, bool tiled, std::optional<GgmlType> down_type = {}) {
+  const GgmlType dtype = down_type.value_or(type);
   const uint64_t mat_gu = *ggml_row_bytes(type, static_cast<uint64_t>(hidden)) * static_cast<uint64_t>(inter);
-  const uint64_t mat_d = *ggml_row_bytes(type, static_cast<uint64_t>(inter)) * static_cast<uint64_t>(hidden);
+  const uint64_t mat_d = *ggml_row_bytes(dtype, static_cast<uint64_t>(inter)) * static_cast<uint64_t>(hidden);
   const uint64_t layer = 2 * mat_gu * experts + mat_d * experts;
   const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / layer));
   if (copies < 4) throw Error("bench_expert_ffn: weight pool too small");
@@ -567,7 +573,7 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
   }
   gu.swiglu_epilogue = epilogue;
   gu.w_tiled = tiled;
-  gpu::GemvBatch dn = expert_batch(type, hidden, inter, act.as<float>(), y.as<float>(), d_off, experts);
+  gpu::GemvBatch dn = expert_batch(dtype, hidden, inter, act.as<float>(), y.as<float>(), d_off, experts);
   dn.w_tiled = tiled;
   const auto gate_up = [&](int i) {
     gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
@@ -588,6 +594,7 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
                         }).gpu_us;
   const double bps = static_cast<double>(layer) / (ffn_us / 1e6);
   nlohmann::json out = {{"type", std::string(ggml_type_name(type))},
+                        {"down_type", std::string(ggml_type_name(dtype))},
                         {"hidden", hidden},
                         {"inter", inter},
                         {"experts", experts},
@@ -609,7 +616,7 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
     }
   } restore;
   gpu::detail::set_gemv_ffn_fusion(true);  // off by default in the engine
-  if (tiled && gpu::gemv_experts_ffn_fusable(type, hidden, inter)) {
+  if (tiled && dtype == type && gpu::gemv_experts_ffn_fusable(type, hidden, inter)) {
     gpu::DeviceBuffer sync(static_cast<size_t>(gpu::gemv_ffn_sync_ints(experts)) * sizeof(int32_t),
                            "counters");
     MOEPACK_CUDA_CHECK(cudaMemset(sync.as<void>(), 0, sync.size()));
@@ -775,9 +782,13 @@ nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const
 // Round `round` of four side-by-side rounds is the switched one: off, on, on, off.
 constexpr bool alternating_on(int round) { return (round & 1) != (round >> 1); }
 
-// Q3_K's decode back on the tensor cores (the default) at scope exit, exceptions included.
-struct Q3kTensorCoresOnAfterwards {
-  ~Q3kTensorCoresOnAfterwards() { gpu::detail::set_gemv_q3k_tensor_cores(true); }
+// Q3_K's and Q6_K's decode back on the tensor cores (the default) at scope exit, exceptions
+// included.
+struct TensorCoresOnAfterwards {
+  ~TensorCoresOnAfterwards() {
+    gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, true);
+    gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, true);
+  }
 };
 
 // Launches of every (rows, cols, experts, pairs) shape of every type with a process-wide switch
@@ -809,14 +820,16 @@ nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializ
 }
 
 // The F32 kernels' types without a tensor-core path: Q3_K (its tensor cores switched off here,
-// set_gemv_q3k_tensor_cores), Q5_K, Q4_0, Q4_1, Q5_0 and Q5_1 dequantized in registers (the
+// set_gemv_tensor_cores), Q5_K, Q4_0, Q4_1, Q5_0 and Q5_1 dequantized in registers (the
 // default) and byte by byte (set_gemv_bytewise_dequant, before the twenty-fifth pass) side by
-// side ("bytewise"); Q6_K and Q8_0 (in registers since the second pass) once, for comparison.
+// side ("bytewise"); Q6_K (its tensor cores off too) and Q8_0 (in registers since the second
+// pass) once, for comparison.
 // Decode launches of 8 experts of 2048 x 4096 and 4096 x 2048, Kimi-K3's down launch (16 experts
 // of 7168 x 1536), and a prefill launch (8 experts of 2048 x 4096, 16 pairs each).
 nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
-  const Q3kTensorCoresOnAfterwards restore;
-  gpu::detail::set_gemv_q3k_tensor_cores(false);
+  const TensorCoresOnAfterwards restore;
+  gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, false);
+  gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, false);
   return bench_switched(
       pool, d2d,
       {GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1},
@@ -838,54 +851,68 @@ nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
                         gpu::detail::set_gemv_prefill_x_global, "x_global");
 }
 
-// Q3_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
-void set_q3k_f32_kernels(bool on) { gpu::detail::set_gemv_q3k_tensor_cores(!on); }
+// Q3_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
+void set_q3k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, !on); }
+void set_q6k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, !on); }
 
-// Q3_K's decode launches both ways ("f32_kernels", bench_switched: off, on, on, off), Q2_K's
-// default once, and each shape's read ceiling (of Q3_K's bytes).
-nlohmann::json bench_q3k(const WeightPool& pool, double d2d) {
+// Q3_K's or Q6_K's (`type`) decode launches both ways ("f32_kernels", bench_switched: off, on,
+// on, off; `f32_kernels` the switch), `beside`'s default once, and each shape's read ceiling (of
+// `type`'s bytes).
+nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type, GgmlType beside,
+                              void (*f32_kernels)(bool)) {
   const std::initializer_list<LaunchShape> shapes = {
       {7168, 1536, 16, 1}, {1536, 7168, 16, 1}, {2048, 4096, 8, 1}, {4096, 2048, 8, 1},
       {2048, 7168, 8, 1},  {7168, 2048, 8, 1},  {4096, 4096, 1, 1}};
   nlohmann::json out;
-  out["launches"] = bench_switched(pool, d2d, {GgmlType::Q3_K}, {GgmlType::Q2_K}, shapes, set_q3k_f32_kernels,
-                                   "f32_kernels");
-  // The expert launches' diagnosis (6: copies only, 7: arithmetic only; wrong sums) and four
-  // super-blocks a stage (26, rows of a multiple of 1024), between two runs of the default.
+  if (type == GgmlType::Q3_K) {
+    out["launches"] =
+        bench_switched(pool, d2d, {GgmlType::Q3_K}, {beside}, shapes, f32_kernels, "f32_kernels");
+  } else {
+    out["launches"] =
+        bench_switched(pool, d2d, {GgmlType::Q6_K}, {beside}, shapes, f32_kernels, "f32_kernels");
+  }
+  // The expert launches' diagnosis (6: copies only, 7: arithmetic only; wrong sums) and, for
+  // Q3_K, four super-blocks a stage (26, rows of a multiple of 1024), between two runs of the
+  // default.
   struct DefaultAfterwards {
     ~DefaultAfterwards() { gpu::detail::set_gemv_mma_variant(0); }
   } restore;
   for (const auto& [r, c, e, pairs] : shapes) {
     if (e == 1) continue;
     for (const int v : {0, 6, 7, 26, 0}) {
-      if (v == 26 && c % 1024 != 0) continue;
+      if (v == 26 && (type != GgmlType::Q3_K || c % 1024 != 0)) continue;
       gpu::detail::set_gemv_mma_variant(v);
-      auto g = bench_gemv(pool, GgmlType::Q3_K, r, c, d2d, e, false, pairs);
+      auto g = bench_gemv(pool, type, r, c, d2d, e, false, pairs);
       g["mma_variant"] = v;
       out["variants"].push_back(std::move(g));
     }
   }
   gpu::detail::set_gemv_mma_variant(0);
   for (const auto& [r, c, e, pairs] : shapes) {
-    const uint64_t bytes =
-        *ggml_row_bytes(GgmlType::Q3_K, static_cast<uint64_t>(c)) * static_cast<uint64_t>(r * e);
+    const uint64_t bytes = *ggml_row_bytes(type, static_cast<uint64_t>(c)) * static_cast<uint64_t>(r * e);
     auto ceil = bench_read_ceiling(pool, bytes, d2d);
     ceil["shape"] = std::to_string(e) + " x " + std::to_string(r) + " x " + std::to_string(c);
     out["read_ceiling"].push_back(std::move(ceil));
   }
-  // The expert FFN with every matrix Q3_K (as in Q3_K_M-style GGUFs) in the engine's order
-  // (bench_expert_ffn, GGUF layout): on the tensor cores with the SwiGLU epilogue, and in the F32
-  // kernels with SwiGLU's own launch, alternating off, on, on, off ("f32_kernels"): 8 experts of
-  // 2048 on 4096 and on 7168, Kimi-K3's 16 of 1536 on 7168.
-  const Q3kTensorCoresOnAfterwards on_afterwards;
-  for (const auto& [hidden, inter, experts] :
-       {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
-    for (int round = 0; round < 4; ++round) {
-      const bool f32 = alternating_on(round);
-      set_q3k_f32_kernels(f32);
-      auto g = bench_expert_ffn(pool, GgmlType::Q3_K, hidden, inter, experts, d2d, false);
-      g["f32_kernels"] = f32;
-      out["expert_ffn"].push_back(std::move(g));
+  // The expert FFN with every matrix of `type` (as in Q3_K_M- or Q6_K-style GGUFs) in the
+  // engine's order (bench_expert_ffn, GGUF layout): on the tensor cores with the SwiGLU
+  // epilogue, and in the F32 kernels with SwiGLU's own launch, alternating off, on, on, off
+  // ("f32_kernels"): 8 experts of 2048 on 4096 and on 7168, Kimi-K3's 16 of 1536 on 7168. For
+  // Q6_K also Q4_K gate + up with a Q6_K down (the layers of Q4_K_M GGUFs whose down is Q6_K),
+  // the down launch switched.
+  const TensorCoresOnAfterwards on_afterwards;
+  for (const bool mixture : {false, true}) {
+    if (mixture && type != GgmlType::Q6_K) continue;
+    for (const auto& [hidden, inter, experts] :
+         {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
+      for (int round = 0; round < 4; ++round) {
+        const bool f32 = alternating_on(round);
+        f32_kernels(f32);
+        auto g = mixture ? bench_expert_ffn(pool, GgmlType::Q4_K, hidden, inter, experts, d2d, false, type)
+                         : bench_expert_ffn(pool, type, hidden, inter, experts, d2d, false);
+        g["f32_kernels"] = f32;
+        out["expert_ffn"].push_back(std::move(g));
+      }
     }
   }
   return out;
@@ -895,7 +922,7 @@ nlohmann::json bench_q3k(const WeightPool& pool, double d2d) {
 // (every expert of a 4-layer Kimi-K3 twin cached, as docs/cuda-backend.md's seventeenth pass on)
 // with Q3_K's decode in the F32 kernels and on the tensor cores, alternating off, on, on, off.
 nlohmann::json bench_twin_q3k(const std::string& dir) {
-  const Q3kTensorCoresOnAfterwards restore;
+  const TensorCoresOnAfterwards restore;
   bench::TwinBenchOptions o;
   o.pack_dir = dir;
   o.zipf_s = 1.0;
@@ -944,6 +971,7 @@ int main(int argc, char** argv) {
   bool graph_only = false;   // --graph-only: the --graph-model sections of "engine" alone
   bool f32_only = false;     // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
   bool q3k_only = false;     // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
+  bool q6k_only = false;     // --q6k-only: "gemv_q6k"
   std::string twin_dir;      // --twin DIR
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
@@ -980,6 +1008,8 @@ int main(int argc, char** argv) {
       f32_only = true;
     } else if (a == "--q3k-only") {
       q3k_only = true;
+    } else if (a == "--q6k-only") {
+      q6k_only = true;
     } else if (a == "--twin" && i + 1 < argc) {
       twin_dir = argv[++i];
     } else if (a == "--graph-only") {
@@ -1020,8 +1050,13 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (q3k_only) {
-      out["gemv_q3k"] = bench_q3k(pool, d2d);
+      out["gemv_q3k"] = bench_k_decode(pool, d2d, GgmlType::Q3_K, GgmlType::Q2_K, set_q3k_f32_kernels);
       if (!twin_dir.empty()) out["twin_q3k"] = bench_twin_q3k(twin_dir);
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (q6k_only) {
+      out["gemv_q6k"] = bench_k_decode(pool, d2d, GgmlType::Q6_K, GgmlType::Q4_K, set_q6k_f32_kernels);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

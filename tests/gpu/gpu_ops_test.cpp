@@ -478,8 +478,8 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // fit beside the two-unit rings), with activations far outside f16's range in both directions, an
 // outlier channel 40 times the rest and an all-zero granule; once from aligned weights and once from weights
 // 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8). Q3_K (its one
-// layout and variant 26's four super-blocks a stage) on rows of 56, 72, 16, 44, 6 and 2
-// super-blocks.
+// layout and variant 26's four super-blocks a stage) and Q6_K (its one layout) on rows of 56, 72,
+// 16, 44, 6 and 2 super-blocks.
 // Puts the GEMV back on its default variant when a test that switches variants ends (also when
 // an assertion throws).
 struct DefaultVariantAfterwards {
@@ -501,9 +501,10 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
     int64_t ne0, ne1;
     int experts;  // 0: a single matrix (no groups)
   };
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
-    // Q3_K: rows of an even number of super-blocks (gemv_mma_supported), 6 and 2 for 5 and 1
-    const bool q3 = type == GgmlType::Q3_K;
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
+    // Q3_K, Q6_K: rows of an even number of super-blocks (gemv_mma_supported), 6 and 2 for 5 and 1
+    const bool q3 = type == GgmlType::Q3_K || type == GgmlType::Q6_K;
     for (const Shape shape :
          {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}, Shape{11264, 40, 2},
           Shape{q3 ? 1536 : 1280, 200, 2}, Shape{q3 ? 512 : 256, 130, 2}}) {
@@ -518,8 +519,9 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       auto d_w = to_device(shifted);
       for (const int variant :
            {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 26, 0}) {
-        // Q3_K: the default's layout, and four super-blocks a stage (26)
+        // Q3_K: the default's layout, and four super-blocks a stage (26); Q6_K: the default's
         if (type == GgmlType::Q3_K && variant != 0 && variant != 26) continue;
+        if (type == GgmlType::Q6_K && variant != 0) continue;
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -595,7 +597,8 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
   const DefaultVariantAfterwards restore;
   const int64_t ne0 = 4096, ne1 = 70;
   const int n_mat = 3;
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
     std::mt19937 rng(9);
     const uint64_t rb = *ggml_row_bytes(type, ne0);
     const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
@@ -604,7 +607,8 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
     x[static_cast<size_t>(ne0 + 300)] = std::numeric_limits<float>::quiet_NaN();  // pair 1 only
     auto d_x = to_device(x);
     for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 20, 21, 22, 24, 0}) {
-      if (type == GgmlType::Q3_K && variant != 0) continue;  // the default's layout only
+      // Q3_K, Q6_K: the default's layout only
+      if ((type == GgmlType::Q3_K || type == GgmlType::Q6_K) && variant != 0) continue;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       {  // a single matrix (the launch without groups) with the NaN pair's x
@@ -697,6 +701,9 @@ TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
 // The integer path at the edges of its stated bounds (gemv_mma.h, kernels_gemv_mma.cu):
 //   - Q3_K: every q = -4 with sc - 32 = -32 (the largest |product|: Q3kColPath's sums reach
 //     their bound 2^24 with x = +-1.99) and every q = 3 with sc - 32 = 31, d of both signs;
+//   - Q6_K: every q - 32 = -32 with sc = -128 (the largest |product|: each field's sums reach
+//     2^24 with x = +-1.99, Q6kColPath's T 2^27, past F32's exact integers) and every q - 32 =
+//     31 with sc = 127, d of both signs;
 //   - every quant and scale at its largest (Q2_K: q = 3, sc = m = 15; Q4_K: q = 15, 6-bit sc =
 //     m = 63; MXFP4: codes 7 and 15, +-12 doubled) against x whose every slice-0 value is +-64
 //     (x = +-1.99: the super-block's largest sums, Q2_K's minimum sums S = +-1024, the 128 hi + lo
@@ -726,14 +733,25 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
     x[static_cast<size_t>(6 * ne0) + k] = u(rng) * 0x1p-30f;
   }
   auto d_x = to_device(x);
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
     const uint64_t rb = *ggml_row_bytes(type, ne0);
     std::vector<uint8_t> data(rb * static_cast<uint64_t>(ne1 * n_mat));
     for (int m = 0; m < n_mat; ++m) {
       for (int64_t r = 0; r < ne1; ++r) {
         uint8_t* row = data.data() + rb * static_cast<uint64_t>(m * ne1 + r);
         const bool neg = r % 2 == 1;  // MXFP4: odd rows take the negative codes
-        if (type == GgmlType::Q3_K) {
+        if (type == GgmlType::Q6_K) {
+          for (int sb = 0; sb < ne0 / 256; ++sb) {
+            uint8_t* p = row + 210 * sb;
+            // even rows: every q - 32 = -32 (ql, qh 0) with sc = -128; odd rows: every q - 32 =
+            // 31 (every bit set) with sc = 127
+            std::memset(p, neg ? 0xFF : 0x00, 192);
+            std::memset(p + 192, neg ? 0x7F : 0x80, 16);
+            const uint16_t d = fp32_to_fp16(r % 3 == 0 ? -0.002f : 0.002f);
+            std::memcpy(p + 208, &d, 2);
+          }
+        } else if (type == GgmlType::Q3_K) {
           for (int sb = 0; sb < ne0 / 256; ++sb) {
             uint8_t* p = row + 110 * sb;
             // even rows: every q = -4 (no bit set) with sc - 32 = -32 (6-bit 0), the largest
@@ -778,7 +796,8 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
     }
     auto d_w = to_device(data);
     for (const int variant : {3, 8, 11, 17, 20, 22, 24, 0}) {
-      if (type == GgmlType::Q3_K && variant != 0) continue;  // the default's layout only
+      // Q3_K, Q6_K: the default's layout only
+      if ((type == GgmlType::Q3_K || type == GgmlType::Q6_K) && variant != 0) continue;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat);
@@ -805,83 +824,89 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
   }
 }
 
-// Q3_K on the tensor cores (Q3kColPath) with x one-hot: at v = 1, x's slice 0 is 32 at one
-// element and every other slice value 0, so every integer sum is exact and a row's sum is
-// w = d (sc - 32) q of that element, which is what core's dequantize_row gives (d (sc - 32) is
-// exact in F32, and so is its product with q in [-4, 3]): every row is the dequantized weight
-// bit for bit. At v = 1 + 2^-13 (slices 32, 0, 64, 0) and v = -(1 + 2^-20) (-32, 0, 0, -64) the
-// lanes of slices 2 and 3 add w v - w exactly too, so the row is w v rounded once: float(double(w)
-// double(v)) (w has at most 19 significant bits, v 21: the double product is exact). Rows of 2, 6 and 28
-// super-blocks (Kimi-K3's down projection has 6), 512 columns a shape, one at every position of a super-block
-// pair (the aligned and the 2 mod 4 super-block of a ring stage, every sub-block, field and hmask bit), as
-// expert launches (4 matrices of 37 rows: a partial tile) and as a single matrix, weights aligned and 4 bytes
-// off.
-TEST(GpuOps, GemvMmaQ3kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
+// Q3_K and Q6_K on the tensor cores (Q3kColPath, Q6kColPath) with x one-hot: at v = 1, x's
+// slice 0 is 32 at one element and every other slice value 0, so every integer sum is exact and
+// a row's sum is w = d (sc - 32) q (Q3_K) or d sc (q - 32) (Q6_K) of that element, which is what
+// core's dequantize_row gives: Q3_K's d (sc - 32) is exact in F32, and so is its product with q
+// in [-4, 3]; Q6_K's d sc is exact (19 bits), its product with q - 32 rounded once on both sides
+// (the GPU's one FMA of d and the exact integer sc (q - 32)). So every row is the dequantized
+// weight bit for bit. At v = 1 + 2^-13 (slices 32, 0, 64, 0) and v = -(1 + 2^-20) (-32, 0, 0,
+// -64) the lanes of slices 2 and 3 add that w times v - 1 exactly too (a power of two), so the
+// row is w v rounded once: float(double(w) double(v)) (w has at most 24 significant bits, v 21:
+// the double product is exact). Rows of 2, 6 and 28 super-blocks (Kimi-K3's down projection has
+// 6), 512 columns a shape, one at every position of a super-block pair (the aligned and the 2
+// mod 4 super-block of a ring stage, every sub-block, field, hmask or qh bit and nibble), as expert
+// launches (4 matrices of 37 rows: a partial tile) and as a single matrix, weights aligned and 4
+// bytes off.
+TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
-  const GgmlType type = GgmlType::Q3_K;
-  const int64_t ne1 = 37;
-  const int n_mat = 4;
-  const float value[3] = {1.0f, 1.0f + 0x1p-13f, -(1.0f + 0x1p-20f)};
-  for (const int64_t ne0 : {512, 1536, 7168}) {
-    ASSERT_TRUE(detail::gemv_mma_supported(type, ne0));
-    std::mt19937 rng(31);
-    const uint64_t rb = *ggml_row_bytes(type, ne0);
-    const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
-    std::vector<float> deq(static_cast<size_t>(ne0 * ne1 * n_mat));
-    for (int64_t r = 0; r < ne1 * n_mat; ++r)
-      dequantize_row(type, data.data() + rb * r, deq.data() + r * ne0, ne0);
-    std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
-    for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
-    auto d_off = to_device(off_tab);
-    for (const int shift : {0, 4}) {
-      std::vector<uint8_t> shifted(data.size() + 8, 0);
-      std::memcpy(shifted.data() + shift, data.data(), data.size());
-      auto d_w = to_device(shifted);
-      int checked = 0;
-      for (int round = 0; round < 128; ++round) {
-        std::vector<float> x(static_cast<size_t>(ne0 * n_mat), 0.0f);
-        std::vector<int64_t> col(static_cast<size_t>(n_mat));
-        for (int m = 0; m < n_mat; ++m) {
-          // i = 0 .. 511; 67 i + 5 takes every value mod 512 once: every position in a pair
-          const int64_t i = round * n_mat + m;
-          col[static_cast<size_t>(m)] = (i * 67 + 5) % ne0;
-          x[static_cast<size_t>(m * ne0 + col[static_cast<size_t>(m)])] = value[(round + m) % 3];
-        }
-        auto d_x = to_device(x);
-        DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
-        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-        b.w = d_w.bytes_ptr() + shift;
-        b.w_gstride = rb * static_cast<uint64_t>(ne1);
-        b.n_groups = n_mat;
-        b.grp_off = d_off.as<int32_t>();
-        b.max_pairs = 1;
-        gemv(b, nullptr);
-        const auto y = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
-        // matrix 1 alone (the launch without groups: each row split over the block's warps)
-        DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
-        GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
-        b1.w = d_w.bytes_ptr() + shift + rb * static_cast<uint64_t>(ne1);
-        b1.n_tok = 1;
-        gemv(b1, nullptr);
-        const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
-        for (int m = 0; m < n_mat; ++m) {
-          const int64_t k = col[static_cast<size_t>(m)];
-          const double v = value[(round + m) % 3];
-          for (int64_t r = 0; r < ne1; ++r) {
-            const float want = static_cast<float>(deq[static_cast<size_t>((m * ne1 + r) * ne0 + k)] * v);
-            ASSERT_EQ(want, y[static_cast<size_t>(m * ne1 + r)])
-                << "rows of " << ne0 << ", weights +" << shift << ", matrix " << m << ", row " << r
-                << ", column " << k;
-            if (m == 1) {
-              ASSERT_EQ(want, y1[static_cast<size_t>(r)]) << "single matrix, rows of " << ne0 << ", weights +"
-                                                          << shift << ", row " << r << ", column " << k;
+  for (const GgmlType type : {GgmlType::Q3_K, GgmlType::Q6_K}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    const int64_t ne1 = 37;
+    const int n_mat = 4;
+    const float value[3] = {1.0f, 1.0f + 0x1p-13f, -(1.0f + 0x1p-20f)};
+    for (const int64_t ne0 : {512, 1536, 7168}) {
+      ASSERT_TRUE(detail::gemv_mma_supported(type, ne0));
+      std::mt19937 rng(31);
+      const uint64_t rb = *ggml_row_bytes(type, ne0);
+      const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
+      std::vector<float> deq(static_cast<size_t>(ne0 * ne1 * n_mat));
+      for (int64_t r = 0; r < ne1 * n_mat; ++r)
+        dequantize_row(type, data.data() + rb * r, deq.data() + r * ne0, ne0);
+      std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
+      for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
+      auto d_off = to_device(off_tab);
+      for (const int shift : {0, 4}) {
+        std::vector<uint8_t> shifted(data.size() + 8, 0);
+        std::memcpy(shifted.data() + shift, data.data(), data.size());
+        auto d_w = to_device(shifted);
+        int checked = 0;
+        for (int round = 0; round < 128; ++round) {
+          std::vector<float> x(static_cast<size_t>(ne0 * n_mat), 0.0f);
+          std::vector<int64_t> col(static_cast<size_t>(n_mat));
+          for (int m = 0; m < n_mat; ++m) {
+            // i = 0 .. 511; 67 i + 5 takes every value mod 512 once: every position in a pair
+            const int64_t i = round * n_mat + m;
+            col[static_cast<size_t>(m)] = (i * 67 + 5) % ne0;
+            x[static_cast<size_t>(m * ne0 + col[static_cast<size_t>(m)])] = value[(round + m) % 3];
+          }
+          auto d_x = to_device(x);
+          DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
+          GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+          b.w = d_w.bytes_ptr() + shift;
+          b.w_gstride = rb * static_cast<uint64_t>(ne1);
+          b.n_groups = n_mat;
+          b.grp_off = d_off.as<int32_t>();
+          b.max_pairs = 1;
+          gemv(b, nullptr);
+          const auto y = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+          // matrix 1 alone (the launch without groups: each row split over the block's warps)
+          DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
+          GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
+          b1.w = d_w.bytes_ptr() + shift + rb * static_cast<uint64_t>(ne1);
+          b1.n_tok = 1;
+          gemv(b1, nullptr);
+          const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
+          for (int m = 0; m < n_mat; ++m) {
+            const int64_t k = col[static_cast<size_t>(m)];
+            const double v = value[(round + m) % 3];
+            for (int64_t r = 0; r < ne1; ++r) {
+              const float want = static_cast<float>(deq[static_cast<size_t>((m * ne1 + r) * ne0 + k)] * v);
+              ASSERT_EQ(want, y[static_cast<size_t>(m * ne1 + r)])
+                  << "rows of " << ne0 << ", weights +" << shift << ", matrix " << m << ", row " << r
+                  << ", column " << k;
+              if (m == 1) {
+                ASSERT_EQ(want, y1[static_cast<size_t>(r)])
+                    << "single matrix, rows of " << ne0 << ", weights +" << shift << ", row " << r
+                    << ", column " << k;
+              }
+              ++checked;
             }
-            ++checked;
           }
         }
+        EXPECT_EQ(checked, 128 * n_mat * ne1);
       }
-      EXPECT_EQ(checked, 128 * n_mat * ne1);
     }
   }
 }
@@ -907,15 +932,18 @@ void expect_same_and_close(const std::vector<float>& want, const std::vector<flo
 // super-block either way), so every sum is bit for bit the default's, and within the tolerance
 // of the exact dot product. Expert launches of 3 matrices and single matrices, rows of 2, 16,
 // 28 and 56 super-blocks (odd and even counts: one- and two-super-block Q2_K rings, MXFP4's
-// and Q4_K's two-unit rings from 16 units on). Q3_K instead: variant 26's four super-blocks a
-// ring stage (rows of 16 and 28 super-blocks; a warp adds the same units in the same order)
-// against the default's two, bit for bit.
+// and Q4_K's two-unit rings from 16 units on; Q6_K's two-unit rings, its rows of 2, 16 and 28
+// super-blocks). Q3_K instead: variant 26's four super-blocks a ring stage (rows of 16 and 28
+// super-blocks; a warp adds the same units in the same order) against the default's two, bit for
+// bit.
 TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
   const DefaultVariantAfterwards restore;
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
     // Q3_K: variant 26 (four super-blocks a ring stage, rows of a multiple of 1024) instead
     const int other = type == GgmlType::Q3_K ? 26 : 24;
     for (const int64_t ne0 : {512, 4096, 7168, 2304}) {
+      if (type == GgmlType::Q6_K && ne0 == 2304) continue;  // 9 super-blocks: the F32 kernels
       std::mt19937 rng(17);
       const int64_t ne1 = 70;
       const int n_mat = 3;
@@ -1038,9 +1066,10 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
   detail::set_gemv_mma_variant(0);
   EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q8_0, 2048), 0);
   EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q4_K, 300), 0);
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
-    // Q3_K: rows of an even number of super-blocks only (gemv_mma_supported)
-    const bool q3 = type == GgmlType::Q3_K;
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
+    // Q3_K, Q6_K: rows of an even number of super-blocks only (gemv_mma_supported)
+    const bool q3 = type == GgmlType::Q3_K || type == GgmlType::Q6_K;
     for (const int64_t ff : {q3 ? 512 : 256, 2048, q3 ? 3072 : 2816}) {
       for (const float limit : {0.0f, 7.0f}) {
         SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows of " + std::to_string(ff) + ", limit " +
@@ -1106,9 +1135,11 @@ TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
   struct Shape {
     int64_t ne0, ne1;
   };
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K}) {
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
     ASSERT_TRUE(gemv_swiglu_fusable(type, 2048));
-    const bool q3 = type == GgmlType::Q3_K;  // rows of an even number of super-blocks only
+    // rows of an even number of super-blocks only
+    const bool q3 = type == GgmlType::Q3_K || type == GgmlType::Q6_K;
     for (const Shape shape : {Shape{q3 ? 512 : 256, 70}, Shape{2048, 33}, Shape{q3 ? 3072 : 2816, 50},
                               Shape{4096, 16}, Shape{16384, 37}}) {
       for (const float limit : {0.0f, 7.0f}) {
