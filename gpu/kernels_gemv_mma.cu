@@ -1211,6 +1211,19 @@ struct Q2kColPath3 : Q2kI8Path {
   }
 };
 
+// A super-block that is only 2-aligned (Q3_K, Q6_K) in a phased ring row (gemv_pipe_kernel): the
+// row holds the aligned 4-byte words around it, the super-block starting sh / 8 bytes (0 or 2)
+// into them; operator()(o) gives its 4 bytes at byte o (a multiple of 4), funnel-shifted from the
+// two aligned words that hold them (for sh = 0 the second is read and dropped: at most 4 bytes
+// past the window, within the next row or the rings' 16 bytes of slack).
+struct PhasedWord {
+  const uint32_t* w;  // the window
+  unsigned sh;        // 0 or 16
+  __device__ __forceinline__ uint32_t operator()(int o) const {
+    return __funnelshift_r(w[o / 4], w[o / 4 + 1], sh);
+  }
+};
+
 // Q3_K in the column layout (the default for Q3_K since the twenty-sixth pass; no other
 // arithmetic). A super-block (ggml block_q3_K, 110 bytes: hmask[32], qs[64], 12 bytes of 6-bit
 // scales, d) holds element 128 n + 32 j + l (l < 32) as 2-bit field j of qs byte 32 n + l plus
@@ -1229,9 +1242,10 @@ struct Q2kColPath3 : Q2kI8Path {
 // each: |4 te + to| <= 2^24, exact in s32 and in its F32 conversion (I2F; kRoundMagic's trick
 // holds only to 2^22). Then, as every column path, one F32 conversion per slice pair, row and
 // super-block: acc += d 2^-s (T0 + T1 2^-7) slice2 / 16.
-// Super-blocks are 2-aligned only: a ring stage holds two (220 bytes a row, 4-byte copies; rows
-// of an even number of super-blocks, gemv_mma_supported), the second at 2 mod 4, whose words
-// are funnel-shifted from the aligned words around them (fetch_at<true>).
+// Super-blocks are 2-aligned only: a ring stage holds two (220 bytes a row, 4-byte copies) where
+// a row has an even number of super-blocks, the second at 2 mod 4, whose words are funnel-shifted
+// from the aligned words around them (fetch_at<true>); rows of an odd number take one a stage,
+// each copied in the aligned window around it (fetch_phased: gemv_pipe_kernel's phased rings).
 struct Q3kColPath {
   static constexpr int kBytes = 110;
   uint32_t ha[2], hb[2];        // hmask bytes 8t..8t+3 and 8t+4..8t+7 of rows a, b
@@ -1250,28 +1264,38 @@ struct Q3kColPath {
     }
   }
 
-  template <bool ODD>
-  __device__ __forceinline__ static void fetch_row(const uint8_t* p, int t, uint32_t (&h)[2],
+  // word(o): the 4 bytes at byte o (a multiple of 4) of the super-block; d16: d in the low half.
+  template <class Word>
+  __device__ __forceinline__ static void fetch_row(Word word, uint32_t d16, int t, uint32_t (&h)[2],
                                                    uint32_t (&q)[2][2], uint32_t (&s)[3], uint32_t& d) {
-    h[0] = word<ODD>(p, 8 * t);
-    h[1] = word<ODD>(p, 8 * t + 4);
+    h[0] = word(8 * t);
+    h[1] = word(8 * t + 4);
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
-      q[n][0] = word<ODD>(p, 32 + 32 * n + 8 * t);
-      q[n][1] = word<ODD>(p, 36 + 32 * n + 8 * t);
+      q[n][0] = word(32 + 32 * n + 8 * t);
+      q[n][1] = word(36 + 32 * n + 8 * t);
     }
 #pragma unroll
-    for (int i = 0; i < 3; ++i) s[i] = word<ODD>(p, 96 + 4 * i);
-    // d (bytes 108, 109): the high half of the aligned word at 106, or the low half at 108
-    d = ODD ? *reinterpret_cast<const uint32_t*>(p + 106) >> 16 : *reinterpret_cast<const uint32_t*>(p + 108);
+    for (int i = 0; i < 3; ++i) s[i] = word(96 + 4 * i);
+    d = d16;
   }
 
   // From a ring stage (shared memory) only: pa, pb the super-block of rows a, b, 4-aligned
   // (ODD false) or 2 mod 4 (ODD true).
   template <bool ODD>
   __device__ __forceinline__ void fetch_at(const uint8_t* pa, const uint8_t* pb, int t) {
-    fetch_row<ODD>(pa, t, ha, qa, sa, da);
-    fetch_row<ODD>(pb, t, hb, qb, sb3, db);
+    // d (bytes 108, 109): the high half of the aligned word at 106, or the low half at 108
+    const auto d16 = [](const uint8_t* p) {
+      return ODD ? *reinterpret_cast<const uint32_t*>(p + 106) >> 16
+                 : *reinterpret_cast<const uint32_t*>(p + 108);
+    };
+    fetch_row([pa](int o) { return word<ODD>(pa, o); }, d16(pa), t, ha, qa, sa, da);
+    fetch_row([pb](int o) { return word<ODD>(pb, o); }, d16(pb), t, hb, qb, sb3, db);
+  }
+  // From a phased ring (gemv_pipe_kernel): wa, wb the aligned windows of rows a, b.
+  __device__ __forceinline__ void fetch_phased(const PhasedWord& wa, const PhasedWord& wb, int t) {
+    fetch_row(wa, wa(108), t, ha, qa, sa, da);
+    fetch_row(wb, wb(108), t, hb, qb, sb3, db);
   }
 
   // ggml's Q3_K scale words (aux: byte i of word k the 6-bit scale of sub-block 4 k + i) as
@@ -1347,9 +1371,9 @@ struct Q3kColPath {
 // 2^24 (every weight of a k-half at |q - 32| = 32 against slices at 64), by at most 2^-24 of
 // the sum, as the F32 additions after it do. Then, as every column path, one F32 conversion per
 // slice pair, row and super-block: acc += d 2^-s (T0 + T1 2^-7) slice2 / 4.
-// Super-blocks are 2-aligned only: a ring stage holds two (420 bytes a row, 4-byte copies; rows
-// of an even number of super-blocks, gemv_mma_supported), the second at 2 mod 4, read as
-// Q3kColPath's (Q3kColPath::word<true>).
+// Super-blocks are 2-aligned only: a ring stage holds two (420 bytes a row, 4-byte copies) where a
+// row has an even number of super-blocks, the second at 2 mod 4, read as Q3kColPath's
+// (Q3kColPath::word<true>); rows of an odd number take one a stage in phased rings, as Q3_K's.
 struct Q6kColPath {
   static constexpr int kBytes = 210;
   uint32_t la[2][2][2], lb[2][2][2];  // ql bytes 64 n + 32 p + 8t.. and + 4.. of rows a, b
@@ -1389,6 +1413,11 @@ struct Q6kColPath {
     };
     fetch_row([pa](int o) { return Q3kColPath::word<ODD>(pa, o); }, d16(pa), t, la, ha, sa, da);
     fetch_row([pb](int o) { return Q3kColPath::word<ODD>(pb, o); }, d16(pb), t, lb, hb, sb2, db);
+  }
+  // From a phased ring (gemv_pipe_kernel): wa, wb the aligned windows of rows a, b.
+  __device__ __forceinline__ void fetch_phased(const PhasedWord& wa, const PhasedWord& wb, int t) {
+    fetch_row(wa, wa(208), t, la, ha, sa, da);
+    fetch_row(wb, wb(208), t, lb, hb, sb2, db);
   }
 
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
@@ -1883,14 +1912,24 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // the wait when the fragments stay in scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
 enum XFragments : int { kXfScratch = 0, kXfPrepare = 1, kXfCopy = 2 };
+// A ring row's bytes: U units of `bytes`, or, for one unit whose size is not a multiple of 4 (a
+// phased ring), the aligned window that holds it at either offset (0 or 2): 112 (Q3_K), 212 (Q6_K).
+__host__ __device__ constexpr int ring_row_bytes(int bytes, int units) {
+  return units == 1 && bytes % 4 != 0 ? (bytes + 2 + 3) / 4 * 4 : units * bytes;
+}
 // GLU: SwiGLU as the epilogue (GemvBatch::swiglu_epilogue; warp_share, finish), RW 4 only.
 template <GgmlType T, int RW, int STAGES, int U, int G, int XF, int DIAG, int P, int EARLY, int MINB,
           bool GLU = false>
 __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBatch b, const uint8_t* scratch) {
   using S = Sel<T, P>;
   using Path = typename S::Path;
-  constexpr int kUB = U * Path::kBytes;
-  static_assert(kUB % G == 0 && kUB % 4 == 0, "a stage row is whole copies");
+  constexpr int kUB = U * Path::kBytes;  // a row's bytes a stage in the weights
+  // Phased rings: one 2-aligned unit a stage (Q3_K's and Q6_K's rows of an odd number of
+  // super-blocks, whose rows and units alternate between 4-aligned and 2 mod 4), each ring row the
+  // aligned window of kRowB bytes around the unit (ring_row_bytes), read through PhasedWord.
+  constexpr bool kPhased = U == 1 && Path::kBytes % 4 != 0;
+  constexpr int kRowB = ring_row_bytes(Path::kBytes, U);  // a ring row's bytes
+  static_assert(kPhased ? G == 4 : kUB % G == 0 && kUB % 4 == 0, "a stage row is whole copies");
   extern __shared__ __align__(16) uint8_t dyn[];
   __shared__ float part[kMmaWarps][16];
   const int grp = static_cast<int>(blockIdx.y);
@@ -1906,7 +1945,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   const int ks = ws.ks;
 
   const int64_t frag_bytes = XF != kXfScratch ? S::stride(ne0) : 0;
-  uint8_t* ring = dyn + frag_bytes + static_cast<int64_t>(warp) * STAGES * 16 * kUB;
+  uint8_t* ring = dyn + frag_bytes + static_cast<int64_t>(warp) * STAGES * 16 * kRowB;
   // A stage is 16 rows x kUB bytes, copied as chunks c = lane + 32 i of C bytes: row c / (kUB /
   // C) (clamped to the last row: a partial tile reads it again), same offsets every stage. The
   // lane's offsets from the tile's stage 0 are computed once (G-byte copies; 32 bits: 16 rows
@@ -1933,9 +1972,30 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   }
   const int last_row = static_cast<int>(last);
   const uint32_t row_bytes32 = static_cast<uint32_t>(b.row_bytes);  // 16 rows' offsets fit 32 bits
+  // Phased rings: the low bits of rows a's and b's addresses (the rows the copies read for them)
+  const uint32_t phase_a = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(tile_w)) +
+                           static_cast<uint32_t>(min(g, last_row)) * row_bytes32;
+  const uint32_t phase_b = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(tile_w)) +
+                           static_cast<uint32_t>(min(g + 8, last_row)) * row_bytes32;
   const auto issue = [&](int64_t st) {
     const uint8_t* src = tile_w + st * kUB;
-    if (wide) {
+    if constexpr (kPhased) {
+      // each row's unit in the aligned window of kRowB / 4 words from its address rounded down:
+      // every word holds a byte of the unit (so it lies in the weights' allocation)
+      constexpr int kWords = kRowB / 4;
+      uint8_t* dst = ring + (st % STAGES) * 16 * kRowB;
+#pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        const uintptr_t a =
+            reinterpret_cast<uintptr_t>(src) + static_cast<uint32_t>(min(r, last_row)) * row_bytes32;
+        const uint8_t* sr = reinterpret_cast<const uint8_t*>(a & ~uintptr_t{3});
+#pragma unroll
+        for (int i = 0; i < (kWords + 31) / 32; ++i) {
+          const int w = lane + 32 * i;
+          if (kWords % 32 == 0 || w < kWords) cp_async<4>(dst + r * kRowB + 4 * w, sr + 4 * w);
+        }
+      }
+    } else if (wide) {
       uint8_t* dst = ring + (st % STAGES) * 16 * kUB + lane * G;
       if constexpr (kRowWise) {
 #pragma unroll
@@ -2003,13 +2063,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   for (int64_t st = st0; st < st1; ++st) {
     cp_async_wait<STAGES - 2>();  // stage st has landed (this lane's copies)
     __syncwarp();                 // ... and every lane's; slot (st - 1) % STAGES is free
-    const uint8_t* cur = ring + (st % STAGES) * 16 * kUB;
+    const uint8_t* cur = ring + (st % STAGES) * 16 * kRowB;
     Path p[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const uint8_t* pa = cur + g * kUB + u * Path::kBytes;
-      const uint8_t* pb = cur + (g + 8) * kUB + u * Path::kBytes;
-      if constexpr (Path::kBytes % 4 != 0) {  // Q3_K: the unit at 2 mod 4 (kUB and the ring are 4-aligned)
+      const uint8_t* pa = cur + g * kRowB + u * Path::kBytes;
+      const uint8_t* pb = cur + (g + 8) * kRowB + u * Path::kBytes;
+      if constexpr (kPhased) {
+        // the units' offsets in their windows: 2 where their address is 2 mod 4
+        const uint32_t adv = static_cast<uint32_t>(st) * static_cast<uint32_t>(kUB);
+        p[u].fetch_phased(PhasedWord{reinterpret_cast<const uint32_t*>(pa), ((phase_a + adv) & 2u) << 3},
+                          PhasedWord{reinterpret_cast<const uint32_t*>(pb), ((phase_b + adv) & 2u) << 3}, t);
+      } else if constexpr (Path::kBytes % 4 !=
+                           0) {  // Q3_K: the unit at 2 mod 4 (kUB and the ring are 4-aligned)
         if ((u * Path::kBytes) % 4 != 0) {
           p[u].template fetch_at<true>(pa, pb, t);
         } else {
@@ -2724,7 +2790,7 @@ template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int
           bool SCRATCH = false, bool CAP_UNITS = false, int XFM = kXfPrepare>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   using S = Sel<T, P>;
-  const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * U * S::Path::kBytes + 16;
+  const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * ring_row_bytes(S::Path::kBytes, U) + 16;
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
   const SmShape sh = device_sm_shape();
   const size_t limit = std::min<size_t>(kMaxBlockSmem, sh.optin - 1024);
@@ -2805,12 +2871,17 @@ template <GgmlType T, int RW, int P, int EARLY = 2, int MINB = 1, bool SCRATCH =
 void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
-  if constexpr (T == GgmlType::Q3_K) {  // two 110-byte super-blocks a stage: 220 bytes, 4-byte copies
-    return launch_pipe_ug<T, RW, 4, 2, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
-  } else if constexpr (T == GgmlType::Q6_K) {
-    // two 210-byte super-blocks a stage (420 bytes, 4-byte copies) in 3 stages: 80,640 bytes of
-    // rings a block (4 stages would pass kMaxBlockSmem)
-    return launch_pipe_ug<T, RW, 3, 2, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+  if constexpr (T == GgmlType::Q3_K || T == GgmlType::Q6_K) {
+    if ((b.ne0 / 256) % 2 != 0) {  // one super-block a stage in phased rings (112- / 212-byte rows)
+      return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+    }
+    if constexpr (T == GgmlType::Q3_K) {  // two 110-byte super-blocks a stage: 220 bytes, 4-byte copies
+      return launch_pipe_ug<T, RW, 4, 2, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+    } else {
+      // two 210-byte super-blocks a stage (420 bytes, 4-byte copies) in 3 stages: 80,640 bytes of
+      // rings a block (4 stages would pass kMaxBlockSmem)
+      return launch_pipe_ug<T, RW, 3, 2, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+    }
   } else if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
     return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
   } else {
@@ -3007,8 +3078,15 @@ void launch_q3k(const GemvBatch& b, cudaStream_t s) {
   if (b.swiglu_epilogue && v != 0) {
     throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
   }
-  if (b.grp_off && v == 6) return launch_pipe_ug<kQ3, 4, 4, 2, 4, kI8Col, 1>(b, s, -1);
-  if (b.grp_off && v == 7) return launch_pipe_ug<kQ3, 4, 4, 2, 4, kI8Col, 2>(b, s, -1);
+  const bool odd = (b.ne0 / 256) % 2 != 0;  // phased rings, one super-block a stage
+  if (b.grp_off && v == 6) {
+    return odd ? launch_pipe_ug<kQ3, 4, 4, 1, 4, kI8Col, 1>(b, s, -1)
+               : launch_pipe_ug<kQ3, 4, 4, 2, 4, kI8Col, 1>(b, s, -1);
+  }
+  if (b.grp_off && v == 7) {
+    return odd ? launch_pipe_ug<kQ3, 4, 4, 1, 4, kI8Col, 2>(b, s, -1)
+               : launch_pipe_ug<kQ3, 4, 4, 2, 4, kI8Col, 2>(b, s, -1);
+  }
   if (b.grp_off && v == 26 && b.ne0 % 1024 == 0) return launch_pipe_ug<kQ3, 4, 3, 4, 8, kI8Col>(b, s, -1);
   launch_default<kQ3, 2, false>(b, s, -1);
 }
@@ -3022,8 +3100,15 @@ void launch_q6k(const GemvBatch& b, cudaStream_t s) {
   if (b.swiglu_epilogue && v != 0) {
     throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
   }
-  if (b.grp_off && v == 6) return launch_pipe_ug<kQ6, 4, 3, 2, 4, kI8Col, 1>(b, s, -1);
-  if (b.grp_off && v == 7) return launch_pipe_ug<kQ6, 4, 3, 2, 4, kI8Col, 2>(b, s, -1);
+  const bool odd = (b.ne0 / 256) % 2 != 0;  // phased rings, one super-block a stage
+  if (b.grp_off && v == 6) {
+    return odd ? launch_pipe_ug<kQ6, 4, 4, 1, 4, kI8Col, 1>(b, s, -1)
+               : launch_pipe_ug<kQ6, 4, 3, 2, 4, kI8Col, 1>(b, s, -1);
+  }
+  if (b.grp_off && v == 7) {
+    return odd ? launch_pipe_ug<kQ6, 4, 4, 1, 4, kI8Col, 2>(b, s, -1)
+               : launch_pipe_ug<kQ6, 4, 3, 2, 4, kI8Col, 2>(b, s, -1);
+  }
   if (v == 24) return launch_default<kQ6, 2, false, 1, false, false, false, -1, kXfCopy>(b, s, -1);
   launch_default<kQ6, 2, false>(b, s, -1);
 }
@@ -3288,12 +3373,9 @@ bool gemv_mma_supported(GgmlType type, int64_t ne0) {
   if (g_variant.load(std::memory_order_relaxed) < 0) return false;
   if (type == GgmlType::Q3_K && !g_q3k_tensor_cores.load(std::memory_order_relaxed)) return false;
   if (type == GgmlType::Q6_K && !g_q6k_tensor_cores.load(std::memory_order_relaxed)) return false;
-  // Q3_K, Q6_K: an even number of super-blocks, so rows stay 4-aligned (110- and 210-byte
-  // super-blocks)
-  const bool two_aligned = type == GgmlType::Q3_K || type == GgmlType::Q6_K;
-  const int64_t unit = two_aligned ? 512 : 256;
-  return (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4 || two_aligned) &&
-         ne0 > 0 && ne0 % unit == 0 && ne0 <= kMaxNe0;
+  return (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4 ||
+          type == GgmlType::Q3_K || type == GgmlType::Q6_K) &&
+         ne0 > 0 && ne0 % 256 == 0 && ne0 <= kMaxNe0;
 }
 
 void set_gemv_ffn_warps(int warps) {
@@ -3345,7 +3427,7 @@ bool gemv_mma_swiglu_fusable(GgmlType type, int64_t ne0) {
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) {
     throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
-                " elements are not covered (Q4_K, Q2_K, MXFP4 with a multiple of 256, Q3_K and Q6_K of 512)");
+                " elements are not covered (Q4_K, Q2_K, MXFP4, Q3_K and Q6_K with a multiple of 256)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
   if (b.x_frag) {

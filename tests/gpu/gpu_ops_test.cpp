@@ -339,13 +339,23 @@ struct SwitchOffAfterwards {
 // The F32 kernels' dequantization in registers (tile_chunk) gives core's dequantize_row values
 // bit for bit: with x one-hot at column k_t, every other product is a signed zero and the sums
 // add zeros, so y[t][r] is W[r][k_t] exactly. Decode (one token: the F32 decode kernel for the
-// types the tensor cores do not take; they take groups of one pair) and prefill (8 tokens, every
+// types the tensor cores do not take, Q3_K and Q6_K with theirs switched off; they take groups of
+// one pair) and prefill (8 tokens, every
 // type), rows off 16-byte alignment where the block size allows it (ne0 = 768: 330-byte Q3_K
 // rows), 12 columns a token at different chunk positions. Then, for the six types it covers,
 // the same launches on random x with the byte-wise dequantization (set_gemv_bytewise_dequant,
 // the kernels before the twenty-fifth pass) give the same sums bit for bit.
 TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const SwitchOffAfterwards restore{detail::set_gemv_bytewise_dequant};
+  // Q3_K's and Q6_K's decode in the F32 kernels here (their tensor cores are tested below)
+  struct TensorCoresOnAfterwards {
+    ~TensorCoresOnAfterwards() {
+      detail::set_gemv_tensor_cores(GgmlType::Q3_K, true);
+      detail::set_gemv_tensor_cores(GgmlType::Q6_K, true);
+    }
+  } tensor_cores_on;
+  detail::set_gemv_tensor_cores(GgmlType::Q3_K, false);
+  detail::set_gemv_tensor_cores(GgmlType::Q6_K, false);
   const GgmlType type = GetParam();
   std::mt19937 rng(2025);
   const int64_t ne0 = 768, ne1 = 21;
@@ -478,8 +488,8 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // fit beside the two-unit rings), with activations far outside f16's range in both directions, an
 // outlier channel 40 times the rest and an all-zero granule; once from aligned weights and once from weights
 // 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8). Q3_K (its one
-// layout and variant 26's four super-blocks a stage) and Q6_K (its one layout) on rows of 56, 72,
-// 16, 44, 6 and 2 super-blocks.
+// layout and variant 26's four super-blocks a stage) and Q6_K (its one layout) also on rows of 6
+// and 2 super-blocks (their two-unit rings; 5 and 1 take the phased rings).
 // Puts the GEMV back on its default variant when a test that switches variants ends (also when
 // an assertion throws).
 struct DefaultVariantAfterwards {
@@ -503,11 +513,13 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
   };
   for (const GgmlType type :
        {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
-    // Q3_K, Q6_K: rows of an even number of super-blocks (gemv_mma_supported), 6 and 2 for 5 and 1
-    const bool q3 = type == GgmlType::Q3_K || type == GgmlType::Q6_K;
-    for (const Shape shape :
-         {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3}, Shape{11264, 40, 2},
-          Shape{q3 ? 1536 : 1280, 200, 2}, Shape{q3 ? 512 : 256, 130, 2}}) {
+    std::vector<Shape> shapes = {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3},
+                                 Shape{11264, 40, 2}, Shape{1280, 200, 2}, Shape{256, 130, 2}};
+    if (type == GgmlType::Q3_K || type == GgmlType::Q6_K) {  // two super-blocks a ring stage
+      shapes.push_back(Shape{1536, 200, 2});
+      shapes.push_back(Shape{512, 130, 2});
+    }
+    for (const Shape shape : shapes) {
       std::mt19937 rng(5);
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       const int n_mat = std::max(shape.experts, 1);
@@ -837,7 +849,8 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
 // 6), 512 columns a shape, one at every position of a super-block pair (the aligned and the 2
 // mod 4 super-block of a ring stage, every sub-block, field, hmask or qh bit and nibble), as expert
 // launches (4 matrices of 37 rows: a partial tile) and as a single matrix, weights aligned and 4
-// bytes off.
+// bytes off; and rows of 1 and 3 super-blocks (the phased rings: rows alternately 4-aligned and 2
+// mod 4, and so the units of a row).
 TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
@@ -846,7 +859,7 @@ TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
     const int64_t ne1 = 37;
     const int n_mat = 4;
     const float value[3] = {1.0f, 1.0f + 0x1p-13f, -(1.0f + 0x1p-20f)};
-    for (const int64_t ne0 : {512, 1536, 7168}) {
+    for (const int64_t ne0 : {512, 1536, 7168, 256, 768}) {
       ASSERT_TRUE(detail::gemv_mma_supported(type, ne0));
       std::mt19937 rng(31);
       const uint64_t rb = *ggml_row_bytes(type, ne0);
@@ -867,6 +880,7 @@ TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
           std::vector<int64_t> col(static_cast<size_t>(n_mat));
           for (int m = 0; m < n_mat; ++m) {
             // i = 0 .. 511; 67 i + 5 takes every value mod 512 once: every position in a pair
+            // (mod 256 twice, mod 768 512 of them)
             const int64_t i = round * n_mat + m;
             col[static_cast<size_t>(m)] = (i * 67 + 5) % ne0;
             x[static_cast<size_t>(m * ne0 + col[static_cast<size_t>(m)])] = value[(round + m) % 3];
@@ -932,8 +946,8 @@ void expect_same_and_close(const std::vector<float>& want, const std::vector<flo
 // super-block either way), so every sum is bit for bit the default's, and within the tolerance
 // of the exact dot product. Expert launches of 3 matrices and single matrices, rows of 2, 16,
 // 28 and 56 super-blocks (odd and even counts: one- and two-super-block Q2_K rings, MXFP4's
-// and Q4_K's two-unit rings from 16 units on; Q6_K's two-unit rings, its rows of 2, 16 and 28
-// super-blocks). Q3_K instead: variant 26's four super-blocks a ring stage (rows of 16 and 28
+// and Q4_K's two-unit rings from 16 units on; Q6_K's two-unit rings and, at 9, its phased
+// rings). Q3_K instead: variant 26's four super-blocks a ring stage (rows of 16 and 28
 // super-blocks; a warp adds the same units in the same order) against the default's two, bit for
 // bit.
 TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
@@ -943,7 +957,6 @@ TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
     // Q3_K: variant 26 (four super-blocks a ring stage, rows of a multiple of 1024) instead
     const int other = type == GgmlType::Q3_K ? 26 : 24;
     for (const int64_t ne0 : {512, 4096, 7168, 2304}) {
-      if (type == GgmlType::Q6_K && ne0 == 2304) continue;  // 9 super-blocks: the F32 kernels
       std::mt19937 rng(17);
       const int64_t ne1 = 70;
       const int n_mat = 3;
@@ -1068,9 +1081,10 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
   EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q4_K, 300), 0);
   for (const GgmlType type :
        {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
-    // Q3_K, Q6_K: rows of an even number of super-blocks only (gemv_mma_supported)
-    const bool q3 = type == GgmlType::Q3_K || type == GgmlType::Q6_K;
-    for (const int64_t ff : {q3 ? 512 : 256, 2048, q3 ? 3072 : 2816}) {
+    // Q3_K, Q6_K: also rows of an even number of super-blocks (their two-unit rings)
+    std::vector<int64_t> ffs = {256, 2048, 2816};
+    if (type == GgmlType::Q3_K || type == GgmlType::Q6_K) ffs.insert(ffs.end(), {512, 3072});
+    for (const int64_t ff : ffs) {
       for (const float limit : {0.0f, 7.0f}) {
         SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows of " + std::to_string(ff) + ", limit " +
                      std::to_string(limit));
@@ -1138,10 +1152,13 @@ TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
   for (const GgmlType type :
        {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
     ASSERT_TRUE(gemv_swiglu_fusable(type, 2048));
-    // rows of an even number of super-blocks only
-    const bool q3 = type == GgmlType::Q3_K || type == GgmlType::Q6_K;
-    for (const Shape shape : {Shape{q3 ? 512 : 256, 70}, Shape{2048, 33}, Shape{q3 ? 3072 : 2816, 50},
-                              Shape{4096, 16}, Shape{16384, 37}}) {
+    std::vector<Shape> shapes = {Shape{256, 70}, Shape{2048, 33}, Shape{2816, 50}, Shape{4096, 16},
+                                 Shape{16384, 37}};
+    if (type == GgmlType::Q3_K || type == GgmlType::Q6_K) {  // and their two-unit rings at 2 and 12
+      shapes.push_back(Shape{512, 70});
+      shapes.push_back(Shape{3072, 50});
+    }
+    for (const Shape shape : shapes) {
       for (const float limit : {0.0f, 7.0f}) {
         const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
         const int n_exp = 5;
