@@ -857,12 +857,13 @@ void set_q6k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType:
 
 // Q3_K's or Q6_K's (`type`) decode launches both ways ("f32_kernels", bench_switched: off, on,
 // on, off; `f32_kernels` the switch), `beside`'s default once, and each shape's read ceiling (of
-// `type`'s bytes).
+// `type`'s bytes). The last shape, Qwen3-30B-A3B's down launch (8 x 2048 x 768: 3 super-blocks a
+// row), takes the phased rings.
 nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type, GgmlType beside,
                               void (*f32_kernels)(bool)) {
   const std::initializer_list<LaunchShape> shapes = {
       {7168, 1536, 16, 1}, {1536, 7168, 16, 1}, {2048, 4096, 8, 1}, {4096, 2048, 8, 1},
-      {2048, 7168, 8, 1},  {7168, 2048, 8, 1},  {4096, 4096, 1, 1}};
+      {2048, 7168, 8, 1},  {7168, 2048, 8, 1},  {4096, 4096, 1, 1}, {2048, 768, 8, 1}};
   nlohmann::json out;
   if (type == GgmlType::Q3_K) {
     out["launches"] =

@@ -24,45 +24,5 @@ fi
 timeout 300 ./build-gpu/tests/gpu/bench_cuda_backend --q3k-only "${twin[@]}" > "$out/bench-q3k.json" \
   2> "$out/bench-q3k.txt" || { echo "bench rc=$?"; tail -5 "$out/bench-q3k.txt"; status=1; }
 rm -rf "$work"
-python3 - "$out/bench-q3k.json" <<'PY' || true
-import json, statistics, sys
-d = json.load(open(sys.argv[1]))
-d2d = d["d2d_copy_bytes_per_s"]
-print("d2d %.2f TB/s" % (d2d / 1e12))
-q = d["gemv_q3k"]
-rows = {}
-for g in q["launches"]:
-    key = (g["type"], "%dx%dx%d" % (g["experts_per_launch"], g["rows"], g["cols"]))
-    rows.setdefault(key, {}).setdefault(g["f32_kernels"], []).append(g)
-med = lambda gs, k: statistics.median(x[k] for x in gs)
-for (t, shape), v in rows.items():
-    line = "%-5s %-14s default %7.1f us %.3f of D2D" % (t, shape, med(v[False], "us_per_launch"), med(v[False], "ratio_to_d2d"))
-    if True in v:
-        line += " | f32 kernels %7.1f us %.3f | x%.2f" % (med(v[True], "us_per_launch"), med(v[True], "ratio_to_d2d"),
-                                                        med(v[True], "us_per_launch") / med(v[False], "us_per_launch"))
-    print(line)
-var = {}
-for g in q.get("variants", []):
-    var.setdefault("%dx%dx%d" % (g["experts_per_launch"], g["rows"], g["cols"]), []).append(
-        "v%d %.1f us %.3f" % (g["mma_variant"], g["us_per_launch"], g["ratio_to_d2d"]))
-for shape, v in var.items():
-    print("q3_K %-14s %s" % (shape, " | ".join(v)))
-ffn = {}
-for g in q.get("expert_ffn", []):
-    ffn.setdefault("%d x %d on %d" % (g["experts"], g["inter"], g["hidden"]), {}).setdefault(g["f32_kernels"], []).append(g)
-for shape, v in ffn.items():
-    a, b = med(v[False], "ffn_us"), med(v[True], "ffn_us")
-    print("q3_K FFN %-16s tensor cores %7.1f us %.3f (gate+up %.1f, down %.1f) | f32 kernels %7.1f us %.3f | x%.2f" % (
-        shape, a, med(v[False], "ratio_to_d2d"), med(v[False], "gate_up_us"), med(v[False], "down_us"),
-        b, med(v[True], "ratio_to_d2d"), b / a))
-for c in q["read_ceiling"]:
-    print("read ceiling %-18s %s" % (c["shape"], {k: round(v, 3) for k, v in c.items() if "ratio" in k}))
-t = d.get("twin_q3k")
-if t:
-    for r in t["rounds"]:
-        print("twin f32_kernels=%-5s compute %.3f ms/step wall %.3f ms/step hits %d misses %d checksum %.6g" % (
-            r["f32_kernels"], r["compute_ms_per_step"], r["wall_ms_per_step"], r["hits"], r["misses"], r["checksum"]))
-    print("twin median compute ms/step: tensor cores %.3f, f32 kernels %.3f" % (
-        t["compute_ms_per_step_tensor_cores"], t["compute_ms_per_step_f32_kernels"]))
-PY
+python3 tests/gpu/k_decode_summary.py "$out/bench-q3k.json" q3k || true
 exit "$status"
