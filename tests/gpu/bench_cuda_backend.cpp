@@ -50,7 +50,9 @@
 //             expert FFN with every matrix Q3_K in the engine's order, both ways;
 //   "gemv_q6k" (--q6k-only): the same for Q6_K (Q6kColPath, twenty-seventh pass), Q4_K's default
 //             beside it, the diagnosis variants 6 and 7, and "expert_ffn" also with Q4_K gate + up
-//             and a Q6_K down (the Q4_K_M mixture's layers), both ways;
+//             and a Q6_K down (the Q4_K_M mixture's layers), both ways; and "engine"/
+//             "k_tensor_cores_of": decode and prefill of the model and every --graph-model with
+//             Q3_K's and Q6_K's tensor cores off and on, alternating, three each;
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -1058,6 +1060,23 @@ int main(int argc, char** argv) {
     }
     if (q6k_only) {
       out["gemv_q6k"] = bench_k_decode(pool, d2d, GgmlType::Q6_K, GgmlType::Q4_K, set_q6k_f32_kernels);
+      // The engine (GGUF, every expert resident) on the model and every --graph-model with Q3_K's
+      // and Q6_K's decode on the tensor cores (on) and in the F32 kernels (off), alternating: the
+      // demo model's and the fixtures' Q6_K and Q3_K matrices have rows of one super-block.
+      EngineSettings s;
+      s.backend = "cuda";
+      s.n_ctx = 1024;
+      s.cache_vram_reserve_mib = 0;
+      const auto both = [](bool on) {
+        gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, on);
+        gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, on);
+      };
+      std::vector<std::string> models = {model};
+      models.insert(models.end(), graph_models.begin(), graph_models.end());
+      for (const std::string& m : models) {
+        out["engine"]["k_tensor_cores_of"][std::filesystem::path(m).filename().string()] =
+            bench_switch(ModelSource::open(m), s, prefill, decode, both, "k_tensor_cores");
+      }
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

@@ -42,3 +42,7 @@ if t:
             r["f32_kernels"], r["compute_ms_per_step"], r["wall_ms_per_step"], r["hits"], r["misses"], r["checksum"]))
     print("twin median compute ms/step: tensor cores %.3f, f32 kernels %.3f" % (
         t["compute_ms_per_step_tensor_cores"], t["compute_ms_per_step_f32_kernels"]))
+for name, e in d.get("engine", {}).get("k_tensor_cores_of", {}).items():
+    print("engine %-40s decode tok/s: F32 kernels %.1f, tensor cores %.1f (x%.3f); prefill %.1f -> %.1f" % (
+        name, e["decode_tokens_per_s_off"], e["decode_tokens_per_s_on"], e["decode_speedup"],
+        e["prefill_tokens_per_s_off"], e["prefill_tokens_per_s_on"]))

@@ -7,13 +7,17 @@
 # (docs/cuda-backend.md, twenty-seventh pass). Builds for sm_90 only; runs gpu_ops_test (every
 # kernel and type) and the engine tests of the carried fixtures, then `bench_cuda_backend
 # --q6k-only` ($OUT/bench-q6k.json: Q6_K's decode launches on the tensor cores and in the F32
-# kernels side by side, the expert FFN all Q6_K and Q4_K gate / up with a Q6_K down, both ways).
+# kernels side by side, the expert FFN all Q6_K and Q4_K gate / up with a Q6_K down, both ways;
+# the engine on the demo model and every carried single-file fixture with Q3_K's and Q6_K's
+# tensor cores off and on).
 # MOEPACK_SKIP_TESTS=1 leaves the tests out, MOEPACK_SKIP_BENCH=1 the benchmark.
 set -u
 out="${OUT:?OUT must be set}"
 source tests/gpu/pass_build_and_test.sh  # build, the gpu tests; sets status
 [ "${MOEPACK_SKIP_BENCH:-0}" = 1 ] && exit "$status"
-timeout 300 ./build-gpu/tests/gpu/bench_cuda_backend --q6k-only > "$out/bench-q6k.json" \
+graph=()  # the carried single-file GGUFs, for the engine side by side
+for f in $(find .device-carry/shared/fixtures -name '*.gguf' ! -name '*-of-*' | sort); do graph+=(--graph-model "$f"); done
+timeout 330 ./build-gpu/tests/gpu/bench_cuda_backend --q6k-only "${graph[@]}" > "$out/bench-q6k.json" \
   2> "$out/bench-q6k.txt" || { echo "bench rc=$?"; tail -5 "$out/bench-q6k.txt"; status=1; }
 python3 tests/gpu/k_decode_summary.py "$out/bench-q6k.json" q6k || true
 exit "$status"
