@@ -39,16 +39,18 @@
 
 namespace moepack::gpu::detail {
 
-// True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K and MXFP4
-// with ne0 a multiple of 256, Q3_K and Q6_K with ne0 a multiple of 512 (an even number of their
-// 110- and 210-byte super-blocks, so that rows stay 4-aligned; since the twenty-sixth and
-// twenty-seventh passes) (false for every type after set_gemv_mma_variant(-1), and for Q3_K or
-// Q6_K after set_gemv_tensor_cores(type, false)). Weight
-// matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256); 8-aligned is the
-// fast case. The activations' fragments take 4.27 (Q4_K, Q3_K, Q6_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes
-// per element and group in the default's layouts (4.5 in the f16 ones; gpu/gemv_launch_cap.h),
-// in the block's shared memory or, for rows too long for it, in scratch (cudaMallocAsync on
-// the launch's stream, freed after the launch).
+// True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K, MXFP4, Q3_K
+// and Q6_K with ne0 a multiple of 256 (Q3_K since the twenty-sixth pass, Q6_K and Q3_K's rows of
+// an odd number of super-blocks since the twenty-seventh) (false for every type after
+// set_gemv_mma_variant(-1), and for Q3_K or Q6_K after set_gemv_tensor_cores(type, false)).
+// Weight matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256; gemv_mma throws
+// Error for w or w_gstride off that), 8-aligned is the fast case; Q3_K's and Q6_K's 110- and
+// 210-byte super-blocks leave rows of an odd number of them, and so their matrices, only
+// 2-aligned, which is all those need. Weights are read in whole aligned 4- or 8-byte words, a
+// few bytes past a matrix's end at most, never past the aligned word that holds its last byte. The
+// activations' fragments take 4.27 (Q4_K, Q3_K, Q6_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes per element and
+// group in the default's layouts (4.5 in the f16 ones; gpu/gemv_launch_cap.h), in the block's shared memory
+// or, for rows too long for it, in scratch (cudaMallocAsync on the launch's stream, freed after the launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
 // Q3_K's or Q6_K's decode on the tensor cores (on by default; the benchmark compares both: off,
 // it takes the F32 kernels as before the twenty-sixth (Q3_K) and twenty-seventh (Q6_K) passes).
@@ -98,14 +100,19 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // identical to 0's: the same fragments); 25 = 24 without the preparation (the blocks copy a
 // buffer nothing writes, wrong sums: the cost of a GEMV whose fragments come ready).
 // 26 = Q3_K's expert launches of rows of a multiple of 1024 elements four super-blocks a stage
-// (8-byte copies, 3 stages; other types: the default).
+// (8-byte copies, 3 stages; other types: the default). 27 = Q3_K's and Q6_K's launches one
+// super-block a stage for every row (the default's windowed rings of odd rows, kernels_gemv_mma.cu
+// windowed_ring); 28 = their launches with the other copy width than the default's (4-byte pieces
+// of the rows or 8-byte pieces of their windows); both sum bit for bit as the default; other
+// types: the default.
 // Process-wide; a run must not mix variants (their sums differ in rounding). Throws Error
-// outside -1..26. Q3_K has one arithmetic (the integer rings in Q2_K's column layout,
-// Q3kColPath, two super-blocks a 4-byte-copied stage): every variant but -1 runs it, except
-// its expert launches under 6 and 7 (the diagnosis) and 26 (23 and 25 run its default). Q6_K
-// likewise (Q6kColPath, two super-blocks a stage in 3 stages): every variant but -1 runs it, except
-// its expert launches under 6 and 7 and every launch under 24 (x's fragments prepared once a
-// group; 23 and 25 run its default).
+// outside -1..28. Q3_K has one arithmetic (the integer rings in Q2_K's column layout,
+// Q3kColPath): every variant but -1 runs it, in the default's rings (two super-blocks a stage for
+// rows of an even number of them, one in windowed rings for an odd number) except its expert
+// launches under 6 and 7 (the diagnosis of those rings), 26, 27 and 28 (23 and 25 run its
+// default). Q6_K likewise (Q6kColPath; two super-blocks a stage in 3 stages): every variant but -1
+// runs it, except its expert launches under 6 and 7, and every launch under 24 (x's fragments
+// prepared once a group), 27 and 28.
 void set_gemv_mma_variant(int variant);
 
 // Whether an expert launch of [ne1][ne0] matrices of `type` in the tiled layout (gpu/gemv_tiled.h,

@@ -1211,11 +1211,12 @@ struct Q2kColPath3 : Q2kI8Path {
   }
 };
 
-// A super-block that is only 2-aligned (Q3_K, Q6_K) in a phased ring row (gemv_pipe_kernel): the
-// row holds the aligned 4-byte words around it, the super-block starting sh / 8 bytes (0 or 2)
-// into them; operator()(o) gives its 4 bytes at byte o (a multiple of 4), funnel-shifted from the
-// two aligned words that hold them (for sh = 0 the second is read and dropped: at most 4 bytes
-// past the window, within the next row or the rings' 16 bytes of slack).
+// A super-block that is only 2-aligned (Q3_K, Q6_K) in a windowed ring row of one unit
+// (gemv_pipe_kernel, windowed_ring): w the aligned word at or just before it, the super-block
+// starting sh / 8 bytes (0 or 2) into it; operator()(o) gives its 4 bytes at byte o (a multiple
+// of 4), funnel-shifted from the two aligned words that hold them (the second is read also where
+// it is dropped, for sh = 0 and for d's word: at most one word past the unit's window, which
+// ring_row_bytes keeps in the row, so no read meets a copy in flight).
 struct PhasedWord {
   const uint32_t* w;  // the window
   unsigned sh;        // 0 or 16
@@ -1894,11 +1895,14 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // stage row (U * kBytes) is whole G-byte copies: Q4_K 1 x 144 (G 8), Q2_K 2 x 84 (G 8) or
 // 1 x 84 (G 4) for an odd number of super-blocks, MXFP4 1 x 136 (G 8); Q4_K's and MXFP4's
 // expert launches of rows of 16 units or more 2 x 144 / 2 x 136 (takes_two_unit_rings); Q3_K
-// 2 x 110 (G 4; variant 26: 4 x 110, G 8), its second unit at 2 mod 4 (Q3kColPath). A
-// group whose weights are not G-aligned (never seen: GGUF data, upload arena and pack slots
-// are 32-aligned) copies in 4-byte pieces instead. Dynamic shared memory: [x fragments unless
-// XF is kXfScratch, S::stride(ne0) bytes][kMmaWarps rings of STAGES x 16 x U * kBytes][16 bytes
-// of slack; MXFP4's word loads stay within a row (word 33 of 34 at most)].
+// 2 x 110 and Q6_K 2 x 210 (G 4; Q3_K's variant 26: 4 x 110, G 8), the second unit at 2 mod 4
+// (Q3kColPath, Q6kColPath). A group whose weights are not G-aligned (never seen: GGUF data,
+// upload arena and pack slots are 32-aligned) copies in 4-byte pieces instead. Q3_K's and Q6_K's
+// rows of an odd number of super-blocks (and variants 27, 28) take windowed rings instead
+// (windowed_ring): each ring row the G-aligned window around its units, whatever their address
+// mod G. Dynamic shared memory: [x fragments unless XF is kXfScratch, S::stride(ne0) bytes]
+// [kMmaWarps rings of STAGES x 16 x ring_row_bytes][16 bytes of slack; MXFP4's word loads stay
+// within a row (word 33 of 34 at most)].
 // XF: where x's fragments come from. kXfPrepare: the block prepares them in shared memory;
 // kXfScratch: every warp reads them from scratch (written by x_fragments_kernel) in its loop;
 // kXfCopy: the block copies them from scratch (x_fragments_wide_kernel) into shared memory.
@@ -1912,10 +1916,23 @@ __device__ __forceinline__ void finish(const GemvBatch& b, int grp, int j, int k
 // the wait when the fragments stay in scratch.
 // MINB: the blocks per SM the registers must allow (__launch_bounds__).
 enum XFragments : int { kXfScratch = 0, kXfPrepare = 1, kXfCopy = 2 };
-// A ring row's bytes: U units of `bytes`, or, for one unit whose size is not a multiple of 4 (a
-// phased ring), the aligned window that holds it at either offset (0 or 2): 112 (Q3_K), 212 (Q6_K).
-__host__ __device__ constexpr int ring_row_bytes(int bytes, int units) {
-  return units == 1 && bytes % 4 != 0 ? (bytes + 2 + 3) / 4 * 4 : units * bytes;
+// Windowed rings (Q3_K's and Q6_K's 2-aligned units): one unit a stage (rows of an odd number of
+// super-blocks, whose rows and units alternate between 4-aligned and 2 mod 4; variant 27 for every
+// row), or two whose 220 / 420 bytes are not whole G-byte copies (G 8). Each ring row is then the
+// G-aligned window around the stage's units, copied in G-byte pieces from their address rounded
+// down to G: every piece holds a byte of the units, so no copy leaves the weights' allocation
+// (whole aligned G-byte words). Otherwise rows of U units are whole G-byte copies.
+__host__ __device__ constexpr bool windowed_ring(int bytes, int units, int g) {
+  return bytes % 4 != 0 && (units == 1 || (units * bytes) % g != 0);
+}
+// A ring row's bytes: U units of `bytes`, or a windowed ring's window: the units at up to G - 2
+// bytes into it (G - 4 for two units, which stay 4-aligned) and, for one unit, the word past the
+// window that PhasedWord reads and drops, so that it never reads a word the next row's copies
+// write: Q3_K 116 (G 4) or 120 (G 8) for one unit, 224 for two; Q6_K 216 / 224, 424.
+__host__ __device__ constexpr int ring_row_bytes(int bytes, int units, int g) {
+  return !windowed_ring(bytes, units, g) ? units * bytes
+         : units == 1                    ? (bytes + g - 2 + 4 + g - 1) / g * g
+                                         : (units * bytes + g - 4 + g - 1) / g * g;
 }
 // GLU: SwiGLU as the epilogue (GemvBatch::swiglu_epilogue; warp_share, finish), RW 4 only.
 template <GgmlType T, int RW, int STAGES, int U, int G, int XF, int DIAG, int P, int EARLY, int MINB,
@@ -1924,12 +1941,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   using S = Sel<T, P>;
   using Path = typename S::Path;
   constexpr int kUB = U * Path::kBytes;  // a row's bytes a stage in the weights
-  // Phased rings: one 2-aligned unit a stage (Q3_K's and Q6_K's rows of an odd number of
-  // super-blocks, whose rows and units alternate between 4-aligned and 2 mod 4), each ring row the
-  // aligned window of kRowB bytes around the unit (ring_row_bytes), read through PhasedWord.
-  constexpr bool kPhased = U == 1 && Path::kBytes % 4 != 0;
-  constexpr int kRowB = ring_row_bytes(Path::kBytes, U);  // a ring row's bytes
-  static_assert(kPhased ? G == 4 : kUB % G == 0 && kUB % 4 == 0, "a stage row is whole copies");
+  // Windowed rings (windowed_ring): each ring row the G-aligned window of kRowB bytes around the
+  // stage's units (ring_row_bytes), one unit read through PhasedWord, two through fetch_at.
+  constexpr bool kWindowed = windowed_ring(Path::kBytes, U, G);
+  constexpr int kRowB = ring_row_bytes(Path::kBytes, U, G);  // a ring row's bytes
+  static_assert(kWindowed || (kUB % G == 0 && kUB % 4 == 0), "a stage row is whole copies");
+  static_assert(!kWindowed || U <= 2, "windowed rings hold one or two units");
   extern __shared__ __align__(16) uint8_t dyn[];
   __shared__ float part[kMmaWarps][16];
   const int grp = static_cast<int>(blockIdx.y);
@@ -1946,10 +1963,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
 
   const int64_t frag_bytes = XF != kXfScratch ? S::stride(ne0) : 0;
   uint8_t* ring = dyn + frag_bytes + static_cast<int64_t>(warp) * STAGES * 16 * kRowB;
-  // A stage is 16 rows x kUB bytes, copied as chunks c = lane + 32 i of C bytes: row c / (kUB /
-  // C) (clamped to the last row: a partial tile reads it again), same offsets every stage. The
-  // lane's offsets from the tile's stage 0 are computed once (G-byte copies; 32 bits: 16 rows
-  // of at most kMaxNe0 elements).
+  // A stage is 16 rows x kUB bytes (windowed rings: 16 windows of kRowB bytes, copied row by row),
+  // copied as chunks c = lane + 32 i of C bytes: row c / (kUB / C) (clamped to the last row: a
+  // partial tile reads it again), same offsets every stage. The lane's offsets from the tile's
+  // stage 0 are computed once (G-byte copies; 32 bits: 16 rows of at most kMaxNe0 elements).
   static_assert(EARLY >= 0 && EARLY <= STAGES - 1, "at most every first stage before the wait");
   const uint8_t* tile_w = wg + static_cast<uint64_t>(min(rbase, b.ne1 - 1)) * b.row_bytes;
   const int64_t last = b.ne1 - 1 - min(rbase, b.ne1 - 1);
@@ -1972,27 +1989,29 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   }
   const int last_row = static_cast<int>(last);
   const uint32_t row_bytes32 = static_cast<uint32_t>(b.row_bytes);  // 16 rows' offsets fit 32 bits
-  // Phased rings: the low bits of rows a's and b's addresses (the rows the copies read for them)
+  // Windowed rings: the low bits of rows a's and b's addresses (the rows the copies read for them)
   const uint32_t phase_a = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(tile_w)) +
                            static_cast<uint32_t>(min(g, last_row)) * row_bytes32;
   const uint32_t phase_b = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(tile_w)) +
                            static_cast<uint32_t>(min(g + 8, last_row)) * row_bytes32;
   const auto issue = [&](int64_t st) {
     const uint8_t* src = tile_w + st * kUB;
-    if constexpr (kPhased) {
-      // each row's unit in the aligned window of kRowB / 4 words from its address rounded down:
-      // every word holds a byte of the unit (so it lies in the weights' allocation)
-      constexpr int kWords = kRowB / 4;
+    if constexpr (kWindowed) {
+      // each row's units in the pieces of G bytes from their address rounded down to G that hold
+      // a byte of them (so every piece lies in the weights' allocation)
+      constexpr int kMaxPieces = (G - 2 + kUB + G - 1) / G;
       uint8_t* dst = ring + (st % STAGES) * 16 * kRowB;
 #pragma unroll
       for (int r = 0; r < 16; ++r) {
         const uintptr_t a =
             reinterpret_cast<uintptr_t>(src) + static_cast<uint32_t>(min(r, last_row)) * row_bytes32;
-        const uint8_t* sr = reinterpret_cast<const uint8_t*>(a & ~uintptr_t{3});
+        const uint32_t off = static_cast<uint32_t>(a) & (G - 1);
+        const uint32_t pieces = (off + kUB + G - 1) / G;
+        const uint8_t* sr = reinterpret_cast<const uint8_t*>(a - off);
 #pragma unroll
-        for (int i = 0; i < (kWords + 31) / 32; ++i) {
-          const int w = lane + 32 * i;
-          if (kWords % 32 == 0 || w < kWords) cp_async<4>(dst + r * kRowB + 4 * w, sr + 4 * w);
+        for (int i = 0; i < (kMaxPieces + 31) / 32; ++i) {
+          const uint32_t w = static_cast<uint32_t>(lane + 32 * i);
+          if (w < pieces) cp_async<G>(dst + r * kRowB + G * w, sr + G * w);
         }
       }
     } else if (wide) {
@@ -2069,11 +2088,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
     for (int u = 0; u < U; ++u) {
       const uint8_t* pa = cur + g * kRowB + u * Path::kBytes;
       const uint8_t* pb = cur + (g + 8) * kRowB + u * Path::kBytes;
-      if constexpr (kPhased) {
-        // the units' offsets in their windows: 2 where their address is 2 mod 4
+      if constexpr (kWindowed) {
+        // the rows' offsets in their windows: their addresses mod G this stage
         const uint32_t adv = static_cast<uint32_t>(st) * static_cast<uint32_t>(kUB);
-        p[u].fetch_phased(PhasedWord{reinterpret_cast<const uint32_t*>(pa), ((phase_a + adv) & 2u) << 3},
-                          PhasedWord{reinterpret_cast<const uint32_t*>(pb), ((phase_b + adv) & 2u) << 3}, t);
+        const uint32_t oa = (phase_a + adv) & (G - 1), ob = (phase_b + adv) & (G - 1);
+        if constexpr (U == 1) {  // at 0 or 2 mod 4: the aligned words and a funnel shift
+          p[u].fetch_phased(PhasedWord{reinterpret_cast<const uint32_t*>(pa + (oa & ~3u)), (oa & 2u) << 3},
+                            PhasedWord{reinterpret_cast<const uint32_t*>(pb + (ob & ~3u)), (ob & 2u) << 3},
+                            t);
+        } else if ((u * Path::kBytes) % 4 != 0) {  // two units from a 4-aligned offset (0 or 4)
+          p[u].template fetch_at<true>(pa + oa, pb + ob, t);
+        } else {
+          p[u].template fetch_at<false>(pa + oa, pb + ob, t);
+        }
       } else if constexpr (Path::kBytes % 4 !=
                            0) {  // Q3_K: the unit at 2 mod 4 (kUB and the ring are 4-aligned)
         if ((u * Path::kBytes) % 4 != 0) {
@@ -2790,7 +2817,8 @@ template <GgmlType T, int RW, int STAGES, int U, int G, int P, int DIAG = 0, int
           bool SCRATCH = false, bool CAP_UNITS = false, int XFM = kXfPrepare>
 void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   using S = Sel<T, P>;
-  const size_t ring = static_cast<size_t>(kMmaWarps) * STAGES * 16 * ring_row_bytes(S::Path::kBytes, U) + 16;
+  const size_t ring =
+      static_cast<size_t>(kMmaWarps) * STAGES * 16 * ring_row_bytes(S::Path::kBytes, U, G) + 16;
   const size_t frag = static_cast<size_t>(S::stride(b.ne0));
   const SmShape sh = device_sm_shape();
   const size_t limit = std::min<size_t>(kMaxBlockSmem, sh.optin - 1024);
@@ -2865,6 +2893,26 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   }
 }
 
+// Q3_K's and Q6_K's rings (2-aligned super-blocks of 110 and 210 bytes): rows of an even number
+// of super-blocks two a stage (Q3_K 4 stages, Q6_K 3: four would pass kMaxBlockSmem), rows of an
+// odd number one a stage in 4 stages (windowed_ring); variant 27 takes one a stage for every row,
+// variant 28 the other copy width than the default's (kTwoAlignedCopy: 4-byte pieces of the rows,
+// or 8-byte pieces of their windows). DIAG, EARLY, MINB, SCRATCH, XFM: launch_pipe_ug's.
+constexpr int kTwoAlignedCopy = 4;
+template <GgmlType T, int RW, int P, int DIAG, int EARLY, int MINB, bool SCRATCH, int XFM>
+void launch_two_aligned(const GemvBatch& b, cudaStream_t s, int cap) {
+  constexpr int kTwoStages = T == GgmlType::Q6_K ? 3 : 4;
+  const int v = g_variant.load(std::memory_order_relaxed);
+  const bool one = (b.ne0 / 256) % 2 != 0 || v == 27;
+  const bool eight = (kTwoAlignedCopy == 8) != (v == 28);
+  if (one && eight)
+    return launch_pipe_ug<T, RW, 4, 1, 8, P, DIAG, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+  if (one) return launch_pipe_ug<T, RW, 4, 1, 4, P, DIAG, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+  if (eight)
+    return launch_pipe_ug<T, RW, kTwoStages, 2, 8, P, DIAG, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+  return launch_pipe_ug<T, RW, kTwoStages, 2, 4, P, DIAG, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
+}
+
 // EARLY: stages issued before the wait for the kernel before (gemv_pipe_kernel); 2 measured
 // best on the H200 (docs/cuda-backend.md, seventh pass). MINB, SCRATCH: launch_pipe_ug's.
 template <GgmlType T, int RW, int P, int EARLY = 2, int MINB = 1, bool SCRATCH = false, int XFM = kXfPrepare>
@@ -2872,16 +2920,7 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // Q4_K in 8-byte copies: 0.56 / 0.49-0.50 / 0.60 of D2D against 0.52 / 0.48 / 0.55 in 16-byte
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
   if constexpr (T == GgmlType::Q3_K || T == GgmlType::Q6_K) {
-    if ((b.ne0 / 256) % 2 != 0) {  // one super-block a stage in phased rings (112- / 212-byte rows)
-      return launch_pipe_ug<T, RW, 4, 1, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
-    }
-    if constexpr (T == GgmlType::Q3_K) {  // two 110-byte super-blocks a stage: 220 bytes, 4-byte copies
-      return launch_pipe_ug<T, RW, 4, 2, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
-    } else {
-      // two 210-byte super-blocks a stage (420 bytes, 4-byte copies) in 3 stages: 80,640 bytes of
-      // rings a block (4 stages would pass kMaxBlockSmem)
-      return launch_pipe_ug<T, RW, 3, 2, 4, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
-    }
+    return launch_two_aligned<T, RW, P, 0, EARLY, MINB, SCRATCH, XFM>(b, s, cap);
   } else if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
     return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
   } else {
@@ -3078,15 +3117,8 @@ void launch_q3k(const GemvBatch& b, cudaStream_t s) {
   if (b.swiglu_epilogue && v != 0) {
     throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
   }
-  const bool odd = (b.ne0 / 256) % 2 != 0;  // phased rings, one super-block a stage
-  if (b.grp_off && v == 6) {
-    return odd ? launch_pipe_ug<kQ3, 4, 4, 1, 4, kI8Col, 1>(b, s, -1)
-               : launch_pipe_ug<kQ3, 4, 4, 2, 4, kI8Col, 1>(b, s, -1);
-  }
-  if (b.grp_off && v == 7) {
-    return odd ? launch_pipe_ug<kQ3, 4, 4, 1, 4, kI8Col, 2>(b, s, -1)
-               : launch_pipe_ug<kQ3, 4, 4, 2, 4, kI8Col, 2>(b, s, -1);
-  }
+  if (b.grp_off && v == 6) return launch_two_aligned<kQ3, 4, kI8Col, 1, 2, 1, false, kXfPrepare>(b, s, -1);
+  if (b.grp_off && v == 7) return launch_two_aligned<kQ3, 4, kI8Col, 2, 2, 1, false, kXfPrepare>(b, s, -1);
   if (b.grp_off && v == 26 && b.ne0 % 1024 == 0) return launch_pipe_ug<kQ3, 4, 3, 4, 8, kI8Col>(b, s, -1);
   launch_default<kQ3, 2, false>(b, s, -1);
 }
@@ -3100,15 +3132,8 @@ void launch_q6k(const GemvBatch& b, cudaStream_t s) {
   if (b.swiglu_epilogue && v != 0) {
     throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
   }
-  const bool odd = (b.ne0 / 256) % 2 != 0;  // phased rings, one super-block a stage
-  if (b.grp_off && v == 6) {
-    return odd ? launch_pipe_ug<kQ6, 4, 4, 1, 4, kI8Col, 1>(b, s, -1)
-               : launch_pipe_ug<kQ6, 4, 3, 2, 4, kI8Col, 1>(b, s, -1);
-  }
-  if (b.grp_off && v == 7) {
-    return odd ? launch_pipe_ug<kQ6, 4, 4, 1, 4, kI8Col, 2>(b, s, -1)
-               : launch_pipe_ug<kQ6, 4, 3, 2, 4, kI8Col, 2>(b, s, -1);
-  }
+  if (b.grp_off && v == 6) return launch_two_aligned<kQ6, 4, kI8Col, 1, 2, 1, false, kXfPrepare>(b, s, -1);
+  if (b.grp_off && v == 7) return launch_two_aligned<kQ6, 4, kI8Col, 2, 2, 1, false, kXfPrepare>(b, s, -1);
   if (v == 24) return launch_default<kQ6, 2, false, 1, false, false, false, -1, kXfCopy>(b, s, -1);
   launch_default<kQ6, 2, false>(b, s, -1);
 }
@@ -3407,8 +3432,8 @@ void gemv_mma_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStr
 }
 
 void set_gemv_mma_variant(int variant) {
-  if (variant < -1 || variant > 26) {
-    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..26");
+  if (variant < -1 || variant > 28) {
+    throw Error("set_gemv_mma_variant: variant " + std::to_string(variant) + " is not -1..28");
   }
   g_variant.store(variant, std::memory_order_relaxed);
 }
@@ -3430,6 +3455,18 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
                 " elements are not covered (Q4_K, Q2_K, MXFP4, Q3_K and Q6_K with a multiple of 256)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
+  // Weights 4-byte aligned; Q3_K's and Q6_K's rows of an odd number of super-blocks (windowed
+  // rings whatever the variant) 2-aligned, as their groups then lie (w_gstride 2 mod 4 for an odd
+  // row count). A table's device pointers are the caller's to align: expert slots and GGUF tensors are.
+  const bool windowed = (b.type == GgmlType::Q3_K || b.type == GgmlType::Q6_K) && (b.ne0 / 256) % 2 != 0;
+  const uint64_t align = windowed ? 2 : 4;
+  if (!b.w_table && ((reinterpret_cast<uintptr_t>(b.w) | b.w_gstride) & (align - 1)) != 0) {
+    throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " weights of rows of " +
+                std::to_string(b.ne0) + " elements must be " + std::to_string(align) +
+                "-byte aligned, and so must their group stride (w at " +
+                std::to_string(reinterpret_cast<uintptr_t>(b.w)) + ", w_gstride " +
+                std::to_string(b.w_gstride) + ")");
+  }
   if (b.x_frag) {
     const int64_t need = gemv_x_fragments_bytes(b.type, b.ne0);
     if ((reinterpret_cast<uintptr_t>(b.x_frag) & 15) != 0 || b.x_frag_stride % 16 != 0 || b.x_frag_stride < need ||

@@ -45,8 +45,9 @@
 //             7168) launches, the four 8-expert shapes, one 4096 x 4096 matrix; with --twin DIR
 //             (a `moepack twin` pack) also `bench-twin --backend cuda --zipf 1.0` on it, every
 //             expert cached, both ways ("twin_q3k": after_warmup compute ms a step); "variants":
-//             the expert launches' copies alone (6), arithmetic alone (7) and four super-blocks
-//             a stage (26) beside the default (0, before and after); "expert_ffn": a layer's
+//             the expert launches' copies alone (6), arithmetic alone (7), four super-blocks
+//             a stage (26), and every launch one super-block a stage (27) and with the other
+//             copy width (28), beside the default (0, before and after); "expert_ffn": a layer's
 //             expert FFN with every matrix Q3_K in the engine's order, both ways;
 //   "gemv_q6k" (--q6k-only): the same for Q6_K (Q6kColPath, twenty-seventh pass), Q4_K's default
 //             beside it, the diagnosis variants 6 and 7, and "expert_ffn" also with Q4_K gate + up
@@ -874,16 +875,16 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
     out["launches"] =
         bench_switched(pool, d2d, {GgmlType::Q6_K}, {beside}, shapes, f32_kernels, "f32_kernels");
   }
-  // The expert launches' diagnosis (6: copies only, 7: arithmetic only; wrong sums) and, for
-  // Q3_K, four super-blocks a stage (26, rows of a multiple of 1024), between two runs of the
-  // default.
+  // The expert launches' diagnosis (6: copies only, 7: arithmetic only; wrong sums), one
+  // super-block a stage (27), the other copy width (28) and, for Q3_K, four super-blocks a stage
+  // (26, rows of a multiple of 1024), between two runs of the default; single matrices: 27, 28.
   struct DefaultAfterwards {
     ~DefaultAfterwards() { gpu::detail::set_gemv_mma_variant(0); }
   } restore;
   for (const auto& [r, c, e, pairs] : shapes) {
-    if (e == 1) continue;
-    for (const int v : {0, 6, 7, 26, 0}) {
+    for (const int v : {0, 6, 7, 26, 27, 28, 0}) {
       if (v == 26 && (type != GgmlType::Q3_K || c % 1024 != 0)) continue;
+      if (e == 1 && v != 0 && v != 27 && v != 28) continue;
       gpu::detail::set_gemv_mma_variant(v);
       auto g = bench_gemv(pool, type, r, c, d2d, e, false, pairs);
       g["mma_variant"] = v;

@@ -488,8 +488,9 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // fit beside the two-unit rings), with activations far outside f16's range in both directions, an
 // outlier channel 40 times the rest and an all-zero granule; once from aligned weights and once from weights
 // 4 bytes off (the ring layouts then copy in 4-byte pieces instead of 16 or 8). Q3_K (its one
-// layout and variant 26's four super-blocks a stage) and Q6_K (its one layout) also on rows of 6
-// and 2 super-blocks (their two-unit rings; 5 and 1 take the phased rings).
+// layout, variant 26's four super-blocks a stage, 27's one and 28's other copy width) and Q6_K
+// (its layout, 27, 28) also on rows of 6 and 2 super-blocks (their two-unit rings; 5 and 1 take the
+// windowed rings), and of 45 and 67 (windowed rings with x's fragments in scratch).
 // Puts the GEMV back on its default variant when a test that switches variants ends (also when
 // an assertion throws).
 struct DefaultVariantAfterwards {
@@ -515,9 +516,12 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
        {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
     std::vector<Shape> shapes = {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3},
                                  Shape{11264, 40, 2}, Shape{1280, 200, 2}, Shape{256, 130, 2}};
-    if (type == GgmlType::Q3_K || type == GgmlType::Q6_K) {  // two super-blocks a ring stage
-      shapes.push_back(Shape{1536, 200, 2});
+    if (type == GgmlType::Q3_K || type == GgmlType::Q6_K) {
+      shapes.push_back(Shape{1536, 200, 2});  // two super-blocks a ring stage
       shapes.push_back(Shape{512, 130, 2});
+      // windowed rings with x's fragments in scratch (Q6_K from 45 super-blocks, Q3_K from 67)
+      shapes.push_back(Shape{11520, 40, 2});
+      shapes.push_back(Shape{17152, 21, 0});
     }
     for (const Shape shape : shapes) {
       std::mt19937 rng(5);
@@ -530,10 +534,15 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
       std::memcpy(shifted.data() + 4, data.data(), data.size());
       auto d_w = to_device(shifted);
       for (const int variant :
-           {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 26, 0}) {
-        // Q3_K: the default's layout, and four super-blocks a stage (26); Q6_K: the default's
-        if (type == GgmlType::Q3_K && variant != 0 && variant != 26) continue;
-        if (type == GgmlType::Q6_K && variant != 0) continue;
+           {1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 26, 27, 28, 0}) {
+        // Q3_K: the default's layout, four super-blocks a stage (26), one (27), the other copy
+        // width (28); Q6_K: the default's, 27 and 28
+        const bool two_aligned = type == GgmlType::Q3_K || type == GgmlType::Q6_K;
+        if (two_aligned && variant != 0 && variant != 27 && variant != 28 &&
+            (variant != 26 || type != GgmlType::Q3_K)) {
+          continue;
+        }
+        if (!two_aligned && (variant == 27 || variant == 28)) continue;  // the default for them
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -714,8 +723,9 @@ TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
 //   - Q3_K: every q = -4 with sc - 32 = -32 (the largest |product|: Q3kColPath's sums reach
 //     their bound 2^24 with x = +-1.99) and every q = 3 with sc - 32 = 31, d of both signs;
 //   - Q6_K: every q - 32 = -32 with sc = -128 (the largest |product|: each field's sums reach
-//     2^24 with x = +-1.99, Q6kColPath's T 2^27, past F32's exact integers) and every q - 32 =
-//     31 with sc = 127, d of both signs;
+//     2^24 with x = +-1.99, Q6kColPath's T 2^27) and every q - 32 = 31 with sc = 127, d of both
+//     signs; and rows of q - 32 = -31 with sc = -127 (every fourth from row 2) against x of 1.9
+//     to 1.99 (matrix 7): T near 2^27 with its odd part past 2^24, where the I2F rounds;
 //   - every quant and scale at its largest (Q2_K: q = 3, sc = m = 15; Q4_K: q = 15, 6-bit sc =
 //     m = 63; MXFP4: codes 7 and 15, +-12 doubled) against x whose every slice-0 value is +-64
 //     (x = +-1.99: the super-block's largest sums, Q2_K's minimum sums S = +-1024, the 128 hi + lo
@@ -729,8 +739,8 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
   const DefaultVariantAfterwards restore;
   const int64_t ne0 = 512, ne1 = 37;
   // Matrix m's x: 0 +1.99, 1 -1.99, 2 +1.875, 3 -1.875, 4 alternating +-1.99 a sub-block,
-  // 5 ordinary (E8M0 0..2), 6 near 2^-30 (E8M0 253..255).
-  const int n_mat = 7;
+  // 5 ordinary (E8M0 0..2), 6 near 2^-30 (E8M0 253..255), 7 from 1.9 to 1.99.
+  const int n_mat = 8;
   std::mt19937 rng(13);
   std::vector<float> x(static_cast<size_t>(ne0 * n_mat));
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -743,6 +753,7 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
     x[static_cast<size_t>(4 * ne0) + k] = (i / 16) % 2 ? -1.99f : 1.99f;
     x[static_cast<size_t>(5 * ne0) + k] = u(rng);
     x[static_cast<size_t>(6 * ne0) + k] = u(rng) * 0x1p-30f;
+    x[static_cast<size_t>(7 * ne0) + k] = 1.945f + 0.045f * u(rng);
   }
   auto d_x = to_device(x);
   for (const GgmlType type :
@@ -757,9 +768,12 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
           for (int sb = 0; sb < ne0 / 256; ++sb) {
             uint8_t* p = row + 210 * sb;
             // even rows: every q - 32 = -32 (ql, qh 0) with sc = -128; odd rows: every q - 32 =
-            // 31 (every bit set) with sc = 127
-            std::memset(p, neg ? 0xFF : 0x00, 192);
-            std::memset(p + 192, neg ? 0x7F : 0x80, 16);
+            // 31 (every bit set) with sc = 127; every fourth from row 2: q - 32 = -31 (nibbles 1,
+            // qh 0) with sc = -127
+            const bool odd_part = r % 4 == 2;
+            std::memset(p, odd_part ? 0x11 : neg ? 0xFF : 0x00, 128);
+            std::memset(p + 128, neg ? 0xFF : 0x00, 64);
+            std::memset(p + 192, odd_part ? 0x81 : neg ? 0x7F : 0x80, 16);
             const uint16_t d = fp32_to_fp16(r % 3 == 0 ? -0.002f : 0.002f);
             std::memcpy(p + 208, &d, 2);
           }
@@ -849,8 +863,8 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
 // 6), 512 columns a shape, one at every position of a super-block pair (the aligned and the 2
 // mod 4 super-block of a ring stage, every sub-block, field, hmask or qh bit and nibble), as expert
 // launches (4 matrices of 37 rows: a partial tile) and as a single matrix, weights aligned and 4
-// bytes off; and rows of 1 and 3 super-blocks (the phased rings: rows alternately 4-aligned and 2
-// mod 4, and so the units of a row).
+// bytes off; and rows of 1, 3 and 5 super-blocks (the windowed rings: rows alternately 4-aligned
+// and 2 mod 4, and so the units of a row; at 5 the ring of 4 stages wraps).
 TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
@@ -859,7 +873,7 @@ TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
     const int64_t ne1 = 37;
     const int n_mat = 4;
     const float value[3] = {1.0f, 1.0f + 0x1p-13f, -(1.0f + 0x1p-20f)};
-    for (const int64_t ne0 : {512, 1536, 7168, 256, 768}) {
+    for (const int64_t ne0 : {512, 1536, 7168, 256, 768, 1280}) {
       ASSERT_TRUE(detail::gemv_mma_supported(type, ne0));
       std::mt19937 rng(31);
       const uint64_t rb = *ggml_row_bytes(type, ne0);
@@ -983,6 +997,65 @@ TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
       expect_same_and_close(y[0], y[1], data.data(), rb, type, x.data(), ne0, ne1, n_mat, what.c_str());
       expect_same_and_close(y1[0], y1[1], data.data() + rb * static_cast<uint64_t>(ne1), rb, type,
                             x.data() + ne0, ne0, ne1, 1, (what + ", single matrix").c_str());
+    }
+  }
+}
+
+// Q3_K's and Q6_K's ring layouts (kernels_gemv_mma.cu, launch_two_aligned): one super-block a
+// stage for every row (variant 27) and the other copy width (28: 8-byte pieces of the rows'
+// windows where the default copies 4-byte pieces) compute the same units in the same order, so
+// every sum is bit for bit the default's, and within the tolerance of the exact dot product. Rows
+// of 1, 2, 5, 16 and 28 super-blocks, weights aligned and 4 bytes off, 37 rows a matrix (an odd
+// count: with an odd number of super-blocks the groups lie 2 mod 4 apart), expert launches of 3
+// matrices and a single matrix (matrix 1: 2 mod 4 there too).
+TEST(GpuOps, GemvMmaQ3kQ6kRingLayoutsEqualTheDefaultBitForBit) {
+  const DefaultVariantAfterwards restore;
+  for (const GgmlType type : {GgmlType::Q3_K, GgmlType::Q6_K}) {
+    for (const int64_t ne0 : {256, 512, 1280, 4096, 7168}) {
+      for (const int shift : {0, 4}) {
+        std::mt19937 rng(19);
+        const int64_t ne1 = 37;
+        const int n_mat = 3;
+        const uint64_t rb = *ggml_row_bytes(type, ne0);
+        const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
+        std::vector<uint8_t> shifted(data.size() + 8, 0);
+        std::memcpy(shifted.data() + shift, data.data(), data.size());
+        auto d_w = to_device(shifted);
+        auto x = random_floats(static_cast<size_t>(ne0 * n_mat), rng, 1.0f);
+        x[7] = 250.0f;  // an outlier channel in matrix 0
+        auto d_x = to_device(x);
+        std::vector<float> y[3], y1[3];
+        const int variants[3] = {0, 27, 28};
+        for (int v = 0; v < 3; ++v) {
+          detail::set_gemv_mma_variant(variants[v]);
+          std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
+          for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
+          auto d_off = to_device(off_tab);
+          DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
+          GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+          b.w = d_w.bytes_ptr() + shift;
+          b.w_gstride = rb * static_cast<uint64_t>(ne1);
+          b.n_groups = n_mat;
+          b.grp_off = d_off.as<int32_t>();
+          b.max_pairs = 1;
+          gemv(b, nullptr);
+          y[v] = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+          DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
+          GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
+          b1.w = d_w.bytes_ptr() + shift + rb * static_cast<uint64_t>(ne1);
+          b1.n_tok = 1;
+          gemv(b1, nullptr);
+          y1[v] = to_host(d_y1, static_cast<size_t>(ne1));
+        }
+        SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows of " + std::to_string(ne0) + ", weights +" +
+                     std::to_string(shift));
+        for (int v = 1; v < 3; ++v) {
+          const std::string what = "variant " + std::to_string(variants[v]);
+          expect_same_and_close(y[0], y[v], data.data(), rb, type, x.data(), ne0, ne1, n_mat, what.c_str());
+          expect_same_and_close(y1[0], y1[v], data.data() + rb * static_cast<uint64_t>(ne1), rb, type,
+                                x.data() + ne0, ne0, ne1, 1, (what + ", single matrix").c_str());
+        }
+      }
     }
   }
 }
