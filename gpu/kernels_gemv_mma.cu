@@ -2895,15 +2895,33 @@ void launch_pipe_ug(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 
 // Q3_K's and Q6_K's rings (2-aligned super-blocks of 110 and 210 bytes): rows of an even number
 // of super-blocks two a stage (Q3_K 4 stages, Q6_K 3: four would pass kMaxBlockSmem), rows of an
-// odd number one a stage in 4 stages (windowed_ring); variant 27 takes one a stage for every row,
-// variant 28 the other copy width than the default's (kTwoAlignedCopy: 4-byte pieces of the rows,
-// or 8-byte pieces of their windows). DIAG, EARLY, MINB, SCRATCH, XFM: launch_pipe_ug's.
+// odd number one a stage in 4 stages (windowed_ring), and so Q6_K's rows whose x fragments do not
+// fit a block's shared memory beside its two-unit rings (from 5,120 elements on the H200) but do
+// beside the one-unit rings (to 10,752): 8 x 2048 x 7168 0.63 of D2D against 0.55 with the
+// fragments in scratch, 16 x 1536 x 7168 0.62 against 0.57; where both fit, two a stage measured
+// the same or better (0.61-0.65 against 0.57-0.61; docs/cuda-backend.md, twenty-seventh pass).
+// Variant 27 takes one a stage for every row, variant 28 the other copy width than the default's
+// (kTwoAlignedCopy: 4-byte pieces of the rows, or 8-byte pieces of their windows; 8 measured
+// slower or the same on every shape). DIAG, EARLY, MINB, SCRATCH, XFM: launch_pipe_ug's.
 constexpr int kTwoAlignedCopy = 4;
+template <GgmlType T>
+bool two_aligned_one_unit(int64_t ne0) {
+  if ((ne0 / 256) % 2 != 0) return true;
+  if constexpr (T != GgmlType::Q6_K) {
+    return false;
+  } else {
+    using S = Sel<T, col_arith<T>()>;
+    const size_t frag = static_cast<size_t>(S::stride(ne0));
+    const size_t limit = std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024);
+    return !gemv_rings_fit(frag, kMmaWarps, 3, ring_row_bytes(S::Path::kBytes, 2, kTwoAlignedCopy), limit) &&
+           gemv_rings_fit(frag, kMmaWarps, 4, ring_row_bytes(S::Path::kBytes, 1, kTwoAlignedCopy), limit);
+  }
+}
 template <GgmlType T, int RW, int P, int DIAG, int EARLY, int MINB, bool SCRATCH, int XFM>
 void launch_two_aligned(const GemvBatch& b, cudaStream_t s, int cap) {
   constexpr int kTwoStages = T == GgmlType::Q6_K ? 3 : 4;
   const int v = g_variant.load(std::memory_order_relaxed);
-  const bool one = (b.ne0 / 256) % 2 != 0 || v == 27;
+  const bool one = two_aligned_one_unit<T>(b.ne0) || v == 27;
   const bool eight = (kTwoAlignedCopy == 8) != (v == 28);
   if (one && eight)
     return launch_pipe_ug<T, RW, 4, 1, 8, P, DIAG, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
