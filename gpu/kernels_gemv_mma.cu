@@ -1264,6 +1264,14 @@ struct Q3kColPath {
       return *reinterpret_cast<const uint32_t*>(p + o);
     }
   }
+  // The 2 bytes at byte o (a multiple of 4) in the low half (the high half unspecified): the high
+  // half of the aligned word at o - 2 (ODD), or the low half of the word at o. (d: o = 108 for
+  // Q3_K, 208 for Q6_K.)
+  template <bool ODD>
+  __device__ __forceinline__ static uint32_t low_half(const uint8_t* p, int o) {
+    return ODD ? *reinterpret_cast<const uint32_t*>(p + o - 2) >> 16
+               : *reinterpret_cast<const uint32_t*>(p + o);
+  }
 
   // word(o): the 4 bytes at byte o (a multiple of 4) of the super-block; d16: d in the low half.
   template <class Word>
@@ -1285,13 +1293,8 @@ struct Q3kColPath {
   // (ODD false) or 2 mod 4 (ODD true).
   template <bool ODD>
   __device__ __forceinline__ void fetch_at(const uint8_t* pa, const uint8_t* pb, int t) {
-    // d (bytes 108, 109): the high half of the aligned word at 106, or the low half at 108
-    const auto d16 = [](const uint8_t* p) {
-      return ODD ? *reinterpret_cast<const uint32_t*>(p + 106) >> 16
-                 : *reinterpret_cast<const uint32_t*>(p + 108);
-    };
-    fetch_row([pa](int o) { return word<ODD>(pa, o); }, d16(pa), t, ha, qa, sa, da);
-    fetch_row([pb](int o) { return word<ODD>(pb, o); }, d16(pb), t, hb, qb, sb3, db);
+    fetch_row([pa](int o) { return word<ODD>(pa, o); }, low_half<ODD>(pa, 108), t, ha, qa, sa, da);
+    fetch_row([pb](int o) { return word<ODD>(pb, o); }, low_half<ODD>(pb, 108), t, hb, qb, sb3, db);
   }
   // From a phased ring (gemv_pipe_kernel): wa, wb the aligned windows of rows a, b.
   __device__ __forceinline__ void fetch_phased(const PhasedWord& wa, const PhasedWord& wb, int t) {
@@ -1407,13 +1410,10 @@ struct Q6kColPath {
   // (ODD false) or 2 mod 4 (ODD true).
   template <bool ODD>
   __device__ __forceinline__ void fetch_at(const uint8_t* pa, const uint8_t* pb, int t) {
-    // d (bytes 208, 209): the high half of the aligned word at 206, or the low half at 208
-    const auto d16 = [](const uint8_t* p) {
-      return ODD ? *reinterpret_cast<const uint32_t*>(p + 206) >> 16
-                 : *reinterpret_cast<const uint32_t*>(p + 208);
-    };
-    fetch_row([pa](int o) { return Q3kColPath::word<ODD>(pa, o); }, d16(pa), t, la, ha, sa, da);
-    fetch_row([pb](int o) { return Q3kColPath::word<ODD>(pb, o); }, d16(pb), t, lb, hb, sb2, db);
+    fetch_row([pa](int o) { return Q3kColPath::word<ODD>(pa, o); }, Q3kColPath::low_half<ODD>(pa, 208), t, la,
+              ha, sa, da);
+    fetch_row([pb](int o) { return Q3kColPath::word<ODD>(pb, o); }, Q3kColPath::low_half<ODD>(pb, 208), t, lb,
+              hb, sb2, db);
   }
   // From a phased ring (gemv_pipe_kernel): wa, wb the aligned windows of rows a, b.
   __device__ __forceinline__ void fetch_phased(const PhasedWord& wa, const PhasedWord& wb, int t) {
@@ -3123,37 +3123,28 @@ void launch_type(const GemvBatch& b, cudaStream_t s) {
   return launch_default<T, 2, false>(b, s, -1);
 }
 
-// Q3_K takes the default's layout and arithmetic (Q3kColPath) under every variant but -1 (the F32
-// kernels, gemv_mma_supported), 6, 7 and 26: the other variants compare Q4_K's, Q2_K's and
-// MXFP4's layouts (so the other diagnosis variants, 23 and 25, time Q3_K's real kernel). Expert launches
-// under 6 and 7: the default's diagnosis (copies only, arithmetic only: wrong sums); under 26, rows of a
-// multiple of 1024 elements: four super-blocks (440 bytes, 8-byte copies) a stage in 3 stages (the same sums
-// as the default's).
-void launch_q3k(const GemvBatch& b, cudaStream_t s) {
-  constexpr GgmlType kQ3 = GgmlType::Q3_K;
+// Q3_K and Q6_K take the default's layout and arithmetic (Q3kColPath, Q6kColPath) under every
+// variant but -1 (the F32 kernels, gemv_mma_supported), 6, 7, 27, 28, Q3_K's 26 and Q6_K's 24:
+// the other variants compare Q4_K's, Q2_K's and MXFP4's layouts (so the other diagnosis variants,
+// 23 and 25, time their real kernels). Expert launches under 6 and 7: the default's diagnosis
+// (copies only, arithmetic only: wrong sums); 27 and 28: launch_two_aligned; Q3_K's expert
+// launches under 26, rows of a multiple of 1024 elements: four super-blocks (440 bytes, 8-byte
+// copies) a stage in 3 stages (the same sums as the default's); Q6_K under 24: every launch copies
+// x's fragments prepared once per group (the same sums).
+template <GgmlType T>
+void launch_two_aligned_type(const GemvBatch& b, cudaStream_t s) {
   const int v = g_variant.load(std::memory_order_relaxed);
   if (b.swiglu_epilogue && v != 0) {
     throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
   }
-  if (b.grp_off && v == 6) return launch_two_aligned<kQ3, 4, kI8Col, 1, 2, 1, false, kXfPrepare>(b, s, -1);
-  if (b.grp_off && v == 7) return launch_two_aligned<kQ3, 4, kI8Col, 2, 2, 1, false, kXfPrepare>(b, s, -1);
-  if (b.grp_off && v == 26 && b.ne0 % 1024 == 0) return launch_pipe_ug<kQ3, 4, 3, 4, 8, kI8Col>(b, s, -1);
-  launch_default<kQ3, 2, false>(b, s, -1);
-}
-
-// Q6_K takes the default's layout and arithmetic (Q6kColPath) under every variant but -1, 6, 7
-// and 24, as Q3_K (launch_q3k): expert launches under 6 and 7 run the default's diagnosis, and
-// under 24 every launch copies x's fragments prepared once per group (the same sums).
-void launch_q6k(const GemvBatch& b, cudaStream_t s) {
-  constexpr GgmlType kQ6 = GgmlType::Q6_K;
-  const int v = g_variant.load(std::memory_order_relaxed);
-  if (b.swiglu_epilogue && v != 0) {
-    throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
+  if (b.grp_off && v == 6) return launch_two_aligned<T, 4, kI8Col, 1, 2, 1, false, kXfPrepare>(b, s, -1);
+  if (b.grp_off && v == 7) return launch_two_aligned<T, 4, kI8Col, 2, 2, 1, false, kXfPrepare>(b, s, -1);
+  if constexpr (T == GgmlType::Q3_K) {
+    if (b.grp_off && v == 26 && b.ne0 % 1024 == 0) return launch_pipe_ug<T, 4, 3, 4, 8, kI8Col>(b, s, -1);
+  } else {
+    if (v == 24) return launch_default<T, 2, false, 1, false, false, false, -1, kXfCopy>(b, s, -1);
   }
-  if (b.grp_off && v == 6) return launch_two_aligned<kQ6, 4, kI8Col, 1, 2, 1, false, kXfPrepare>(b, s, -1);
-  if (b.grp_off && v == 7) return launch_two_aligned<kQ6, 4, kI8Col, 2, 2, 1, false, kXfPrepare>(b, s, -1);
-  if (v == 24) return launch_default<kQ6, 2, false, 1, false, false, false, -1, kXfCopy>(b, s, -1);
-  launch_default<kQ6, 2, false>(b, s, -1);
+  launch_default<T, 2, false>(b, s, -1);
 }
 
 // The tiled expert launch's chunks in flight a warp (set_gemv_tiled_depth; bench_cuda_backend
@@ -3515,9 +3506,9 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
     case GgmlType::Q2_K:
       return launch_type<GgmlType::Q2_K>(b, s);
     case GgmlType::Q3_K:
-      return launch_q3k(b, s);
+      return launch_two_aligned_type<GgmlType::Q3_K>(b, s);
     case GgmlType::Q6_K:
-      return launch_q6k(b, s);
+      return launch_two_aligned_type<GgmlType::Q6_K>(b, s);
     default:
       return launch_type<GgmlType::MXFP4>(b, s);
   }

@@ -588,18 +588,19 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
   }
 }
 
-// One grouped launch under the current variant: n_mat matrices of ne1 rows back to back in d_w,
-// one pair each with the x of matrix m at d_x + m ne0; the rows of every matrix in order.
-// x_frag, x_frag_stride: GemvBatch's (x's fragments ready).
+// One grouped launch under the current variant: n_mat matrices of ne1 rows back to back in d_w
+// from byte w_off, one pair each with the x of matrix m at d_x + m ne0; the rows of every matrix
+// in order. x_frag, x_frag_stride: GemvBatch's (x's fragments ready).
 std::vector<float> gemv_one_pair_per_group(GgmlType type, int64_t ne0, int64_t ne1, uint64_t rb,
                                            const DeviceBuffer& d_w, const DeviceBuffer& d_x, int n_mat,
-                                           const uint8_t* x_frag = nullptr, int64_t x_frag_stride = 0) {
+                                           const uint8_t* x_frag = nullptr, int64_t x_frag_stride = 0,
+                                           uint64_t w_off = 0) {
   std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
   for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
   auto d_off = to_device(off_tab);
   DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
   GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-  b.w = d_w.bytes_ptr();
+  b.w = d_w.bytes_ptr() + w_off;
   b.w_gstride = rb * static_cast<uint64_t>(ne1);
   b.n_groups = n_mat;
   b.grp_off = d_off.as<int32_t>();
@@ -881,9 +882,6 @@ TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
       std::vector<float> deq(static_cast<size_t>(ne0 * ne1 * n_mat));
       for (int64_t r = 0; r < ne1 * n_mat; ++r)
         dequantize_row(type, data.data() + rb * r, deq.data() + r * ne0, ne0);
-      std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
-      for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
-      auto d_off = to_device(off_tab);
       for (const int shift : {0, 4}) {
         std::vector<uint8_t> shifted(data.size() + 8, 0);
         std::memcpy(shifted.data() + shift, data.data(), data.size());
@@ -900,15 +898,7 @@ TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
             x[static_cast<size_t>(m * ne0 + col[static_cast<size_t>(m)])] = value[(round + m) % 3];
           }
           auto d_x = to_device(x);
-          DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
-          GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-          b.w = d_w.bytes_ptr() + shift;
-          b.w_gstride = rb * static_cast<uint64_t>(ne1);
-          b.n_groups = n_mat;
-          b.grp_off = d_off.as<int32_t>();
-          b.max_pairs = 1;
-          gemv(b, nullptr);
-          const auto y = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+          const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat, nullptr, 0, shift);
           // matrix 1 alone (the launch without groups: each row split over the block's warps)
           DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
           GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
@@ -1032,18 +1022,7 @@ TEST(GpuOps, GemvMmaQ3kQ6kRingLayoutsEqualTheDefaultBitForBit) {
         const int variants[3] = {0, 27, 28};
         for (int v = 0; v < 3; ++v) {
           detail::set_gemv_mma_variant(variants[v]);
-          std::vector<int32_t> off_tab(static_cast<size_t>(n_mat) + 1);
-          for (int m = 0; m <= n_mat; ++m) off_tab[static_cast<size_t>(m)] = m;
-          auto d_off = to_device(off_tab);
-          DeviceBuffer d_y(static_cast<size_t>(ne1 * n_mat) * sizeof(float), "y");
-          GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-          b.w = d_w.bytes_ptr() + shift;
-          b.w_gstride = rb * static_cast<uint64_t>(ne1);
-          b.n_groups = n_mat;
-          b.grp_off = d_off.as<int32_t>();
-          b.max_pairs = 1;
-          gemv(b, nullptr);
-          y[v] = to_host(d_y, static_cast<size_t>(ne1 * n_mat));
+          y[v] = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat, nullptr, 0, shift);
           DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
           GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
           b1.w = d_w.bytes_ptr() + shift + rb * static_cast<uint64_t>(ne1);
