@@ -1974,8 +1974,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
   const bool wide = ((reinterpret_cast<uintptr_t>(wg) | b.row_bytes) & (G - 1)) == 0;
   constexpr int kPerRowG = kUB / G, kCopiesG = (16 * kPerRowG + 31) / 32;
   // Units of a size that is not a multiple of 4 (Q3_K's 110 bytes: 55 4-byte pieces a 2-unit
-  // row, 28 copies a lane): the lanes take each row's pieces in turn, its offset computed per
-  // row (a table would hold 28 registers). Every other type keeps the table (PTX unchanged).
+  // row, 28 copies a lane; Q6_K's 210: 105 pieces, 53 a lane): the lanes take each row's pieces
+  // in turn, its offset computed per row (a table would hold 28 or 53 registers); windowed rings
+  // copy row by row too. Every other type keeps the table (PTX unchanged).
   constexpr bool kRowWise = Path::kBytes % 4 != 0;
   uint32_t src_off[kRowWise ? 1 : kCopiesG];
   if constexpr (!kRowWise) {
