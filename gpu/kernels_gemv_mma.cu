@@ -1246,7 +1246,7 @@ struct PhasedWord {
 // Super-blocks are 2-aligned only: a ring stage holds two (220 bytes a row, 4-byte copies) where
 // a row has an even number of super-blocks, the second at 2 mod 4, whose words are funnel-shifted
 // from the aligned words around them (fetch_at<true>); rows of an odd number take one a stage,
-// each copied in the aligned window around it (fetch_phased: gemv_pipe_kernel's phased rings).
+// each copied in the aligned window around it (fetch_phased: gemv_pipe_kernel's windowed rings).
 struct Q3kColPath {
   static constexpr int kBytes = 110;
   uint32_t ha[2], hb[2];        // hmask bytes 8t..8t+3 and 8t+4..8t+7 of rows a, b
@@ -1296,7 +1296,7 @@ struct Q3kColPath {
     fetch_row([pa](int o) { return word<ODD>(pa, o); }, low_half<ODD>(pa, 108), t, ha, qa, sa, da);
     fetch_row([pb](int o) { return word<ODD>(pb, o); }, low_half<ODD>(pb, 108), t, hb, qb, sb3, db);
   }
-  // From a phased ring (gemv_pipe_kernel): wa, wb the aligned windows of rows a, b.
+  // From a windowed ring of one unit (gemv_pipe_kernel): wa, wb the aligned windows of rows a, b.
   __device__ __forceinline__ void fetch_phased(const PhasedWord& wa, const PhasedWord& wb, int t) {
     fetch_row(wa, wa(108), t, ha, qa, sa, da);
     fetch_row(wb, wb(108), t, hb, qb, sb3, db);
@@ -1377,7 +1377,7 @@ struct Q3kColPath {
 // slice pair, row and super-block: acc += d 2^-s (T0 + T1 2^-7) slice2 / 4.
 // Super-blocks are 2-aligned only: a ring stage holds two (420 bytes a row, 4-byte copies) where a
 // row has an even number of super-blocks, the second at 2 mod 4, read as Q3kColPath's
-// (Q3kColPath::word<true>); rows of an odd number take one a stage in phased rings, as Q3_K's.
+// (Q3kColPath::word<true>); rows of an odd number take one a stage in windowed rings, as Q3_K's.
 struct Q6kColPath {
   static constexpr int kBytes = 210;
   uint32_t la[2][2][2], lb[2][2][2];  // ql bytes 64 n + 32 p + 8t.. and + 4.. of rows a, b
@@ -1415,7 +1415,7 @@ struct Q6kColPath {
     fetch_row([pb](int o) { return Q3kColPath::word<ODD>(pb, o); }, Q3kColPath::low_half<ODD>(pb, 208), t, lb,
               hb, sb2, db);
   }
-  // From a phased ring (gemv_pipe_kernel): wa, wb the aligned windows of rows a, b.
+  // From a windowed ring of one unit (gemv_pipe_kernel): wa, wb the aligned windows of rows a, b.
   __device__ __forceinline__ void fetch_phased(const PhasedWord& wa, const PhasedWord& wb, int t) {
     fetch_row(wa, wa(208), t, la, ha, sa, da);
     fetch_row(wb, wb(208), t, lb, hb, sb2, db);
@@ -2089,25 +2089,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32, MINB) gemv_pipe_kernel(GemvBat
     for (int u = 0; u < U; ++u) {
       const uint8_t* pa = cur + g * kRowB + u * Path::kBytes;
       const uint8_t* pb = cur + (g + 8) * kRowB + u * Path::kBytes;
-      if constexpr (kWindowed) {
-        // the rows' offsets in their windows: their addresses mod G this stage
+      if constexpr (Path::kBytes % 4 != 0) {  // Q3_K, Q6_K: 2-aligned units
+        // windowed rings: the rows' offsets in their windows (their addresses mod G this stage)
         const uint32_t adv = static_cast<uint32_t>(st) * static_cast<uint32_t>(kUB);
-        const uint32_t oa = (phase_a + adv) & (G - 1), ob = (phase_b + adv) & (G - 1);
-        if constexpr (U == 1) {  // at 0 or 2 mod 4: the aligned words and a funnel shift
+        const uint32_t oa = kWindowed ? (phase_a + adv) & (G - 1) : 0u;
+        const uint32_t ob = kWindowed ? (phase_b + adv) & (G - 1) : 0u;
+        if constexpr (kWindowed && U == 1) {  // at 0 or 2 mod 4: the aligned words and a funnel shift
           p[u].fetch_phased(PhasedWord{reinterpret_cast<const uint32_t*>(pa + (oa & ~3u)), (oa & 2u) << 3},
                             PhasedWord{reinterpret_cast<const uint32_t*>(pb + (ob & ~3u)), (ob & 2u) << 3},
                             t);
-        } else if ((u * Path::kBytes) % 4 != 0) {  // two units from a 4-aligned offset (0 or 4)
+        } else if ((u * Path::kBytes) % 4 != 0) {  // units from a 4-aligned offset: the second at 2 mod 4
           p[u].template fetch_at<true>(pa + oa, pb + ob, t);
         } else {
           p[u].template fetch_at<false>(pa + oa, pb + ob, t);
-        }
-      } else if constexpr (Path::kBytes % 4 !=
-                           0) {  // Q3_K: the unit at 2 mod 4 (kUB and the ring are 4-aligned)
-        if ((u * Path::kBytes) % 4 != 0) {
-          p[u].template fetch_at<true>(pa, pb, t);
-        } else {
-          p[u].template fetch_at<false>(pa, pb, t);
         }
       } else {
         p[u].template fetch<false>(pa, pb, t, true);

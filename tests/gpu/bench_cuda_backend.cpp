@@ -782,6 +782,21 @@ nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const
       src, s, prefill, decode, [set](EngineSettings&, bool on) { set(on); }, key);
 }
 
+// bench_switch (CUDA, n_ctx 1024, no VRAM reserve) on every model of `models` (their file names
+// the keys).
+nlohmann::json bench_switch_of(const std::vector<std::string>& models, int prefill, int decode,
+                               void (*set)(bool), const char* key) {
+  EngineSettings s;
+  s.backend = "cuda";
+  s.n_ctx = 1024;
+  s.cache_vram_reserve_mib = 0;
+  nlohmann::json out;
+  for (const std::string& m : models)
+    out[std::filesystem::path(m).filename().string()] =
+        bench_switch(ModelSource::open(m), s, prefill, decode, set, key);
+  return out;
+}
+
 // Round `round` of four side-by-side rounds is the switched one: off, on, on, off.
 constexpr bool alternating_on(int round) { return (round & 1) != (round >> 1); }
 
@@ -861,20 +876,14 @@ void set_q6k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType:
 // Q3_K's or Q6_K's (`type`) decode launches both ways ("f32_kernels", bench_switched: off, on,
 // on, off; `f32_kernels` the switch), `beside`'s default once, and each shape's read ceiling (of
 // `type`'s bytes). The last shape, Qwen3-30B-A3B's down launch (8 x 2048 x 768: 3 super-blocks a
-// row), takes the phased rings.
+// row), takes the windowed rings.
 nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type, GgmlType beside,
                               void (*f32_kernels)(bool)) {
   const std::initializer_list<LaunchShape> shapes = {
       {7168, 1536, 16, 1}, {1536, 7168, 16, 1}, {2048, 4096, 8, 1}, {4096, 2048, 8, 1},
       {2048, 7168, 8, 1},  {7168, 2048, 8, 1},  {4096, 4096, 1, 1}, {2048, 768, 8, 1}};
   nlohmann::json out;
-  if (type == GgmlType::Q3_K) {
-    out["launches"] =
-        bench_switched(pool, d2d, {GgmlType::Q3_K}, {beside}, shapes, f32_kernels, "f32_kernels");
-  } else {
-    out["launches"] =
-        bench_switched(pool, d2d, {GgmlType::Q6_K}, {beside}, shapes, f32_kernels, "f32_kernels");
-  }
+  out["launches"] = bench_switched(pool, d2d, {type}, {beside}, shapes, f32_kernels, "f32_kernels");
   // The expert launches' diagnosis (6: copies only, 7: arithmetic only; wrong sums), one
   // super-block a stage (27), the other copy width (28) and, for Q3_K, four super-blocks a stage
   // (26, rows of a multiple of 1024), between two runs of the default; single matrices: 27, 28.
@@ -1064,38 +1073,25 @@ int main(int argc, char** argv) {
       // The engine (GGUF, every expert resident) on the model and every --graph-model with Q3_K's
       // and Q6_K's decode on the tensor cores (on) and in the F32 kernels (off), alternating: the
       // demo model's and the fixtures' Q6_K and Q3_K matrices have rows of one super-block.
-      EngineSettings s;
-      s.backend = "cuda";
-      s.n_ctx = 1024;
-      s.cache_vram_reserve_mib = 0;
       const auto both = [](bool on) {
         gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, on);
         gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, on);
       };
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
-      for (const std::string& m : models) {
-        out["engine"]["k_tensor_cores_of"][std::filesystem::path(m).filename().string()] =
-            bench_switch(ModelSource::open(m), s, prefill, decode, both, "k_tensor_cores");
-      }
+      out["engine"]["k_tensor_cores_of"] = bench_switch_of(models, prefill, decode, both, "k_tensor_cores");
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
     if (f32_only) {
       out["gemv_f32_types"] = bench_f32_types(pool, d2d);
       out["gemv_prefill_x"] = bench_prefill_x(pool, d2d);
-      EngineSettings s;
-      s.backend = "cuda";
-      s.n_ctx = 1024;
-      s.cache_vram_reserve_mib = 0;
       // The engine's prefill with x staged (on) and read from global memory (off), alternating.
       const auto on_is_staged = [](bool on) { gpu::detail::set_gemv_prefill_x_global(!on); };
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
-      for (const std::string& m : models) {
-        out["engine"]["prefill_x_staged_of"][std::filesystem::path(m).filename().string()] =
-            bench_switch(ModelSource::open(m), s, prefill, decode, on_is_staged, "prefill_x_staged");
-      }
+      out["engine"]["prefill_x_staged_of"] =
+          bench_switch_of(models, prefill, decode, on_is_staged, "prefill_x_staged");
       gpu::detail::set_gemv_prefill_x_global(false);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
