@@ -24,7 +24,9 @@
 // as u8 value + 12, the offset taken off in the mma's accumulator with per-block sums of the
 // slices, and the E8M0 scale applied in F32 per block; Q3_K's quants q in [-4, 3] as s8 in
 // Q2_K's column layout, its 6-bit scales applied in s32, since the twenty-sixth pass; Q6_K's
-// 4 (q - 32) as s8 in the same layout, its s8 scales applied in s32, since the twenty-seventh).
+// 4 (q - 32) as s8 in the same layout, its s8 scales applied in s32, since the twenty-seventh;
+// Q5_K's q in [0, 31] (the low nibbles' sub-blocks as q, the high ones' as 2 q) as u8 in Q4_K's
+// column layout, its scales and minimums as Q4_K's, since the twenty-eighth).
 //
 // Which pair takes this path depends only on the group's own pair count, never on how groups
 // are batched into launches, so the pack path and the GGUF path (which batch experts
@@ -39,22 +41,24 @@
 
 namespace moepack::gpu::detail {
 
-// True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K, MXFP4, Q3_K
-// and Q6_K with ne0 a multiple of 256 (Q3_K since the twenty-sixth pass, Q6_K and Q3_K's rows of
-// an odd number of super-blocks since the twenty-seventh) (false for every type after
-// set_gemv_mma_variant(-1), and for Q3_K or Q6_K after set_gemv_tensor_cores(type, false)).
+// True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K, MXFP4, Q3_K,
+// Q5_K and Q6_K with ne0 a multiple of 256 (Q3_K since the twenty-sixth pass, Q6_K and Q3_K's
+// rows of an odd number of super-blocks since the twenty-seventh, Q5_K since the twenty-eighth)
+// (false for every type after set_gemv_mma_variant(-1), and for Q3_K, Q5_K or Q6_K after
+// set_gemv_tensor_cores(type, false)).
 // Weight matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256; gemv_mma throws
 // Error for w or w_gstride off that), 8-aligned is the fast case; Q3_K's and Q6_K's 110- and
 // 210-byte super-blocks leave rows of an odd number of them, and so their matrices, only
 // 2-aligned, which is all those need. Weights are read in whole aligned 4- or 8-byte words, a
 // few bytes past a matrix's end at most, never past the aligned word that holds its last byte. The
-// activations' fragments take 4.27 (Q4_K, Q3_K, Q6_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes per element and
-// group in the default's layouts (4.5 in the f16 ones; gpu/gemv_launch_cap.h), in the block's shared memory
-// or, for rows too long for it, in scratch (cudaMallocAsync on the launch's stream, freed after the launch).
+// activations' fragments take 4.27 (Q4_K, Q5_K, Q3_K, Q6_K), 4.52 (Q2_K) or 5.02 (MXFP4) bytes per element
+// and group in the default's layouts (4.5 in the f16 ones; gpu/gemv_launch_cap.h), in the block's shared
+// memory or, for rows too long for it, in scratch (cudaMallocAsync on the launch's stream, freed after the
+// launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
-// Q3_K's or Q6_K's decode on the tensor cores (on by default; the benchmark compares both: off,
-// it takes the F32 kernels as before the twenty-sixth (Q3_K) and twenty-seventh (Q6_K) passes).
-// Process-wide. Throws Error for any other type.
+// Q3_K's, Q5_K's or Q6_K's decode on the tensor cores (on by default; the benchmark compares
+// both: off, it takes the F32 kernels as before the twenty-sixth (Q3_K), twenty-seventh (Q6_K)
+// and twenty-eighth (Q5_K) passes). Process-wide. Throws Error for any other type.
 void set_gemv_tensor_cores(GgmlType type, bool on);
 
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
@@ -112,7 +116,10 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // launches under 6 and 7 (the diagnosis of those rings), 26, 27 and 28 (23 and 25 run its
 // default). Q6_K likewise (Q6kColPath; two super-blocks a stage in 3 stages): every variant but -1
 // runs it, except its expert launches under 6 and 7, and every launch under 24 (x's fragments
-// prepared once a group), 27 and 28.
+// prepared once a group), 27 and 28. Q5_K likewise (Q5kColPath in Q4_K's rings: one super-block a
+// stage, two from 16 of an even count where x's fragments fit beside them): every variant but -1
+// runs it, except its expert launches under 6 and 7 and 20 (one super-block a stage for every
+// row), and every launch under 24.
 void set_gemv_mma_variant(int variant);
 
 // Whether an expert launch of [ne1][ne0] matrices of `type` in the tiled layout (gpu/gemv_tiled.h,

@@ -305,7 +305,8 @@ __device__ __forceinline__ const float* block_pair_x(const GemvBatch& b, int* j)
 enum Arith : int { kF16 = 0, kI8Diag = 1, kI8Col = 2, kI8Col2 = 3, kI8Col3 = 4 };
 template <GgmlType T>
 constexpr int col_arith() {
-  return T == GgmlType::Q4_K || T == GgmlType::Q3_K || T == GgmlType::Q6_K ? kI8Col : kI8Col3;
+  return T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q3_K || T == GgmlType::Q6_K ? kI8Col
+                                                                                                  : kI8Col3;
 }
 template <GgmlType T>
 constexpr int ninth_arith() {
@@ -1076,6 +1077,70 @@ struct Q4kColPath : Q4kI8Path {
   }
 };
 
+// Q5_K in the column layout (the default for Q5_K since the twenty-eighth pass; no other
+// arithmetic). A super-block (ggml block_q5_K, 176 bytes: d, dmin, Q4_K's 12 bytes of 6-bit
+// scales and minimums, qh[32], qs[128]) holds element 64 p + l (l < 32) as the low nibble of qs
+// byte 32 p + l plus 16 times bit 2 p of qh byte l, and element 64 p + 32 + l as the high nibble
+// of the same byte plus 16 times bit 2 p + 1: w = d sc q - dmin m with q in [0, 31] (ggml's
+// dequantize_row_q5_K). Element l's fifth bits lie in qh byte l for every group p, so the lane
+// that reads qs bytes 32 p + 8t..8t+7 (Q4kColPath's layout, kQ4kColumns) needs qh bytes
+// 8t..8t+7 only, the same for all four groups: loaded once a super-block. A: the low nibble
+// with its qh bit moved to bit 4 (q, k 4t..) and the high nibble shifted into bits 1-4 with its
+// qh bit in bit 5 (2 q, k 16 + 4t..), from one shift of the qh word a group (bit 2 p to bit 4);
+// so the low sub-blocks' scales are doubled (F = 2). Bounds: a column's sum an mma <= 16 x 62 x
+// 64 < 2^16, times sc <= 63 (x 2 for the low half), eight mmas: |T| < 2^26 (Q4kColPath 1.3e8).
+// The minimums and the end of a super-block are Q4_K's (Q4kI8Path::finish_sb).
+struct Q5kColPath : Q4kI8Path {
+  static constexpr int kBytes = 176;
+  uint2 qha, qhb;  // qh bytes 8t..8t+7 of rows a, b
+
+  template <bool GLOBAL>
+  __device__ __forceinline__ void fetch(const uint8_t* pa, const uint8_t* pb, int t, bool) {
+    static_assert(!GLOBAL, "served from shared memory only");
+    ha = *reinterpret_cast<const uint4*>(pa);
+    hb = *reinterpret_cast<const uint4*>(pb);
+    qha = *reinterpret_cast<const uint2*>(pa + 16 + 8 * t);
+    qhb = *reinterpret_cast<const uint2*>(pb + 16 + 8 * t);
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      qa[p] = *reinterpret_cast<const uint2*>(pa + 48 + 32 * p + 8 * t);
+      qb[p] = *reinterpret_cast<const uint2*>(pb + 48 + 32 * p + 8 * t);
+    }
+  }
+
+  // qh word h with bit 2 p of each byte moved to bit 4 (and bit 2 p + 1 to bit 5).
+  __device__ __forceinline__ static uint32_t fifth_bits(uint32_t h, int p) {
+    return p < 2 ? h << (4 - 2 * p) : h >> (2 * p - 4);
+  }
+
+  __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
+                                          float& accb) const {
+    uint32_t sc_lo[2], sc_hi[2];
+    scale_words(sc_lo, sc_hi);
+    const int hs = t >> 1;            // this lane's sub-block: 2p + hs
+    const unsigned f = hs ? 0u : 1u;  // low nibbles: scale x 2 (F = 2)
+    int T[2][2] = {{0, 0}, {0, 0}};
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const unsigned sh = 8u * static_cast<unsigned>((2 * p & 3) + hs);
+      const int sca = static_cast<int>((((p < 2 ? sc_lo[0] : sc_hi[0]) >> sh) & 0xFFu) << f);
+      const int scb = static_cast<int>((((p < 2 ? sc_lo[1] : sc_hi[1]) >> sh) & 0xFFu) << f);
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const uint32_t wa = m ? qa[p].y : qa[p].x, wb = m ? qb[p].y : qb[p].x;
+        const uint32_t fa = fifth_bits(m ? qha.y : qha.x, p), fb = fifth_bits(m ? qhb.y : qhb.x, p);
+        const uint32_t a[4] = {
+            (wa & 0x0F0F0F0Fu) | (fa & 0x10101010u), (wb & 0x0F0F0F0Fu) | (fb & 0x10101010u),
+            ((wa >> 3) & 0x1E1E1E1Eu) | (fa & 0x20202020u), ((wb >> 3) & 0x1E1E1E1Eu) | (fb & 0x20202020u)};
+        const uint32_t w = xv.word(sb * 8 + 2 * p + m);
+        col_i8(T, a, xv.low ? w : 0u, xv.low ? 0u : w, sca, scb);
+      }
+    }
+    finish_sb(
+        sb, t, xv.x16, xv.unscale[sb] * 0.5f * xv.slice2, [&](int r) { return col_sum(T, r); }, acca, accb);
+  }
+};
+
 struct Q2kColPath : Q2kI8Path {
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
                                           float& accb) const {
@@ -1657,7 +1722,7 @@ struct Sel<GgmlType::Q2_K, kI8Diag> : I8Sel<GgmlType::Q2_K> {
 };
 
 template <GgmlType T>
-struct ColSel : I8Prep<T == GgmlType::Q4_K ? kQ4kColumns : kQ2kColumns> {
+struct ColSel : I8Prep<T == GgmlType::Q4_K || T == GgmlType::Q5_K ? kQ4kColumns : kQ2kColumns> {
   using View = I8ColView;
   __device__ static View view(const uint8_t* base, int64_t ne0, int lane) {
     const int t = lane & 3, g = lane >> 2;
@@ -1673,6 +1738,10 @@ struct Sel<GgmlType::Q4_K, kI8Col> : ColSel<GgmlType::Q4_K> {
 template <>
 struct Sel<GgmlType::Q2_K, kI8Col> : ColSel<GgmlType::Q2_K> {
   using Path = Q2kColPath;
+};
+template <>
+struct Sel<GgmlType::Q5_K, kI8Col> : ColSel<GgmlType::Q5_K> {
+  using Path = Q5kColPath;
 };
 
 template <>
@@ -2934,7 +3003,7 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
   // copies, 0.43 / 0.46 / 0.37 in 4-byte ones (docs/cuda-backend.md, fifth pass).
   if constexpr (T == GgmlType::Q3_K || T == GgmlType::Q6_K) {
     return launch_two_aligned<T, RW, P, 0, EARLY, MINB, SCRATCH, XFM>(b, s, cap);
-  } else if constexpr (T != GgmlType::Q2_K) {  // Q4_K, MXFP4: one 144- or 136-byte unit a stage
+  } else if constexpr (T != GgmlType::Q2_K) {  // Q4_K, Q5_K, MXFP4: one 144-, 176- or 136-byte unit a stage
     return launch_pipe_ug<T, RW, 4, 1, 8, P, 0, EARLY, MINB, SCRATCH, false, XFM>(b, s, cap);
   } else {
     if ((b.ne0 / 256) % 2 == 0) {
@@ -2960,7 +3029,8 @@ template <GgmlType T>
 bool takes_two_unit_rings(int64_t ne0) {
   using S = Sel<T, col_arith<T>()>;  // the default's arithmetic (launch_default)
   const int64_t units = ne0 / 256;
-  return (T == GgmlType::Q4_K || T == GgmlType::MXFP4) && units >= 16 && units % 2 == 0 &&
+  return (T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::MXFP4) && units >= 16 &&
+         units % 2 == 0 &&
          gemv_rings_fit(static_cast<size_t>(S::stride(ne0)), kMmaWarps, 3, 2 * S::Path::kBytes,
                         std::min<size_t>(kMaxBlockSmem, device_sm_shape().optin - 1024));
 }
@@ -3022,7 +3092,7 @@ void launch_default(const GemvBatch& b, cudaStream_t s, int cap) {
   if (!b.grp_off) return launch_pipe<T, 1, kCol, EARLY, 1, SCRATCH, XFM>(b, s, cap);
   constexpr int kMinB = T == GgmlType::MXFP4 ? MX_MINB : 1;
   if constexpr (T == GgmlType::MXFP4 && OLD) return launch_pipe<T, 4, kF16, EARLY, 4, SCRATCH>(b, s, cap);
-  if constexpr ((T == GgmlType::Q4_K || T == GgmlType::MXFP4) && !OLD && !ONE_UNIT) {
+  if constexpr ((T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::MXFP4) && !OLD && !ONE_UNIT) {
     if (takes_two_unit_rings<T>(b.ne0)) {
       // (EARLY 3, variant 12: both first stages of the 3 before the wait)
       return launch_pipe_ug<T, 4, 3, 2, 8, kCol, 0, (EARLY < 2 ? EARLY : 2), kMinB, SCRATCH, !STAGE_CAP, XFM>(
@@ -3139,6 +3209,24 @@ void launch_two_aligned_type(const GemvBatch& b, cudaStream_t s) {
   } else {
     if (v == 24) return launch_default<T, 2, false, 1, false, false, false, -1, kXfCopy>(b, s, -1);
   }
+  launch_default<T, 2, false>(b, s, -1);
+}
+
+// Q5_K takes the default's layout and arithmetic (Q5kColPath in Q4_K's rings: one 176-byte unit
+// a stage, or two from 16 units where takes_two_unit_rings says so) under every variant but -1
+// (the F32 kernels), 6 and 7 (its expert launches' diagnosis: copies only, arithmetic only, wrong
+// sums), 20 (its expert launches one unit a stage for every row) and 24 (x's fragments prepared
+// once a group): the other variants compare Q4_K's, Q2_K's and MXFP4's layouts.
+template <GgmlType T>
+void launch_q5k_type(const GemvBatch& b, cudaStream_t s) {
+  const int v = g_variant.load(std::memory_order_relaxed);
+  if (b.swiglu_epilogue && v != 0) {
+    throw Error("gemv_mma: the SwiGLU epilogue (swiglu_epilogue) takes the default layout only (variant 0)");
+  }
+  if (b.grp_off && v == 6) return launch_diag<T, 1>(b, s);
+  if (b.grp_off && v == 7) return launch_diag<T, 2>(b, s);
+  if (v == 20) return launch_default<T, 2, false, 1, false, true>(b, s, -1);
+  if (v == 24) return launch_default<T, 2, false, 1, false, false, false, -1, kXfCopy>(b, s, -1);
   launch_default<T, 2, false>(b, s, -1);
 }
 
@@ -3383,17 +3471,19 @@ void set_gemv_tiled_depth(int depth) {
   g_tiled_depth.store(depth, std::memory_order_relaxed);
 }
 
-// Q3_K and Q6_K on the tensor cores (set_gemv_tensor_cores; the benchmark compares both ways).
-std::atomic<bool> g_q3k_tensor_cores{true}, g_q6k_tensor_cores{true};
+// Q3_K, Q5_K and Q6_K on the tensor cores (set_gemv_tensor_cores; the benchmark compares both ways).
+std::atomic<bool> g_q3k_tensor_cores{true}, g_q5k_tensor_cores{true}, g_q6k_tensor_cores{true};
 
 void set_gemv_tensor_cores(GgmlType type, bool on) {
   switch (type) {
     case GgmlType::Q3_K:
       return g_q3k_tensor_cores.store(on, std::memory_order_relaxed);
+    case GgmlType::Q5_K:
+      return g_q5k_tensor_cores.store(on, std::memory_order_relaxed);
     case GgmlType::Q6_K:
       return g_q6k_tensor_cores.store(on, std::memory_order_relaxed);
     default:
-      throw Error("set_gemv_tensor_cores: only Q3_K's and Q6_K's tensor cores can be switched (got " +
+      throw Error("set_gemv_tensor_cores: only Q3_K's, Q5_K's and Q6_K's tensor cores can be switched (got " +
                   std::string(ggml_type_name(type)) + ")");
   }
 }
@@ -3401,9 +3491,10 @@ void set_gemv_tensor_cores(GgmlType type, bool on) {
 bool gemv_mma_supported(GgmlType type, int64_t ne0) {
   if (g_variant.load(std::memory_order_relaxed) < 0) return false;
   if (type == GgmlType::Q3_K && !g_q3k_tensor_cores.load(std::memory_order_relaxed)) return false;
+  if (type == GgmlType::Q5_K && !g_q5k_tensor_cores.load(std::memory_order_relaxed)) return false;
   if (type == GgmlType::Q6_K && !g_q6k_tensor_cores.load(std::memory_order_relaxed)) return false;
   return (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4 ||
-          type == GgmlType::Q3_K || type == GgmlType::Q6_K) &&
+          type == GgmlType::Q3_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K) &&
          ne0 > 0 && ne0 % 256 == 0 && ne0 <= kMaxNe0;
 }
 
@@ -3456,7 +3547,7 @@ bool gemv_mma_swiglu_fusable(GgmlType type, int64_t ne0) {
 void gemv_mma(const GemvBatch& b, cudaStream_t s) {
   if (!gemv_mma_supported(b.type, b.ne0)) {
     throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
-                " elements are not covered (Q4_K, Q2_K, MXFP4, Q3_K and Q6_K with a multiple of 256)");
+                " elements are not covered (Q4_K, Q2_K, MXFP4, Q3_K, Q5_K and Q6_K with a multiple of 256)");
   }
   if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
   // Weights 4-byte aligned; Q3_K's and Q6_K's rows of an odd number of super-blocks (windowed
@@ -3502,6 +3593,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
       return launch_type<GgmlType::Q2_K>(b, s);
     case GgmlType::Q3_K:
       return launch_two_aligned_type<GgmlType::Q3_K>(b, s);
+    case GgmlType::Q5_K:
+      return launch_q5k_type<GgmlType::Q5_K>(b, s);
     case GgmlType::Q6_K:
       return launch_two_aligned_type<GgmlType::Q6_K>(b, s);
     default:
@@ -3545,6 +3638,8 @@ int64_t gemv_x_fragments_bytes(GgmlType type, int64_t ne0) {
       return DefaultSel<GgmlType::Q2_K>::stride(ne0);
     case GgmlType::Q3_K:
       return DefaultSel<GgmlType::Q3_K>::stride(ne0);
+    case GgmlType::Q5_K:
+      return DefaultSel<GgmlType::Q5_K>::stride(ne0);
     case GgmlType::Q6_K:
       return DefaultSel<GgmlType::Q6_K>::stride(ne0);
     default:
@@ -3573,6 +3668,8 @@ void swiglu_clamped_fragments(const float* gate, const float* up, int64_t rows, 
       return launch_swiglu_fragments<GgmlType::Q2_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
     case GgmlType::Q3_K:
       return launch_swiglu_fragments<GgmlType::Q3_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
+    case GgmlType::Q5_K:
+      return launch_swiglu_fragments<GgmlType::Q5_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
     case GgmlType::Q6_K:
       return launch_swiglu_fragments<GgmlType::Q6_K>(gate, up, rows, ff, limit, out, frag, frag_stride, s);
     default:

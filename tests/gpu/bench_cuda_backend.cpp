@@ -53,7 +53,10 @@
 //             beside it, the diagnosis variants 6 and 7, and "expert_ffn" also with Q4_K gate + up
 //             and a Q6_K down (the Q4_K_M mixture's layers), both ways; and "engine"/
 //             "k_tensor_cores_of": decode and prefill of the model and every --graph-model with
-//             Q3_K's and Q6_K's tensor cores off and on, alternating, three each;
+//             Q3_K's, Q5_K's and Q6_K's tensor cores off and on, alternating, three each;
+//   "gemv_q5k" (--q5k-only): the same for Q5_K (Q5kColPath, twenty-eighth pass): variants 6, 7
+//             and 20 (one super-block a stage), "expert_ffn" also with Q5_K gate + up and a Q6_K
+//             down (Q5_K_M's), and "engine"/"k_tensor_cores_of" as --q6k-only;
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -800,11 +803,12 @@ nlohmann::json bench_switch_of(const std::vector<std::string>& models, int prefi
 // Round `round` of four side-by-side rounds is the switched one: off, on, on, off.
 constexpr bool alternating_on(int round) { return (round & 1) != (round >> 1); }
 
-// Q3_K's and Q6_K's decode back on the tensor cores (the default) at scope exit, exceptions
-// included.
+// Q3_K's, Q5_K's and Q6_K's decode back on the tensor cores (the default) at scope exit,
+// exceptions included.
 struct TensorCoresOnAfterwards {
   ~TensorCoresOnAfterwards() {
     gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, true);
+    gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
     gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, true);
   }
 };
@@ -837,8 +841,8 @@ nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializ
   return rows;
 }
 
-// The F32 kernels' types without a tensor-core path: Q3_K (its tensor cores switched off here,
-// set_gemv_tensor_cores), Q5_K, Q4_0, Q4_1, Q5_0 and Q5_1 dequantized in registers (the
+// The F32 kernels' types without a tensor-core path: Q3_K and Q5_K (their tensor cores switched
+// off here, set_gemv_tensor_cores), Q4_0, Q4_1, Q5_0 and Q5_1 dequantized in registers (the
 // default) and byte by byte (set_gemv_bytewise_dequant, before the twenty-fifth pass) side by
 // side ("bytewise"); Q6_K (its tensor cores off too) and Q8_0 (in registers since the second
 // pass) once, for comparison.
@@ -847,6 +851,7 @@ nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializ
 nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
   const TensorCoresOnAfterwards restore;
   gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, false);
+  gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, false);
   gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, false);
   return bench_switched(
       pool, d2d,
@@ -869,11 +874,12 @@ nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
                         gpu::detail::set_gemv_prefill_x_global, "x_global");
 }
 
-// Q3_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
+// Q3_K's, Q5_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
 void set_q3k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, !on); }
+void set_q5k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, !on); }
 void set_q6k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, !on); }
 
-// Q3_K's or Q6_K's (`type`) decode launches both ways ("f32_kernels", bench_switched: off, on,
+// Q3_K's, Q5_K's or Q6_K's (`type`) decode launches both ways ("f32_kernels", bench_switched: off, on,
 // on, off; `f32_kernels` the switch), `beside`'s default once, and each shape's read ceiling (of
 // `type`'s bytes). The last shape, Qwen3-30B-A3B's down launch (8 x 2048 x 768: 3 super-blocks a
 // row), takes the windowed rings.
@@ -885,14 +891,17 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
   nlohmann::json out;
   out["launches"] = bench_switched(pool, d2d, {type}, {beside}, shapes, f32_kernels, "f32_kernels");
   // The expert launches' diagnosis (6: copies only, 7: arithmetic only; wrong sums), one
-  // super-block a stage (27), the other copy width (28) and, for Q3_K, four super-blocks a stage
-  // (26, rows of a multiple of 1024), between two runs of the default; single matrices: 27, 28.
+  // super-block a stage (27; Q5_K: 20), the other copy width (28; not Q5_K) and, for Q3_K, four
+  // super-blocks a stage (26, rows of a multiple of 1024), between two runs of the default;
+  // single matrices: 27, 28 (Q3_K, Q6_K).
   struct DefaultAfterwards {
     ~DefaultAfterwards() { gpu::detail::set_gemv_mma_variant(0); }
   } restore;
+  const bool q5k = type == GgmlType::Q5_K;
   for (const auto& [r, c, e, pairs] : shapes) {
-    for (const int v : {0, 6, 7, 26, 27, 28, 0}) {
+    for (const int v : {0, 6, 7, 20, 26, 27, 28, 0}) {
       if (v == 26 && (type != GgmlType::Q3_K || c % 1024 != 0)) continue;
+      if (q5k ? v > 20 : v == 20) continue;
       if (e == 1 && v != 0 && v != 27 && v != 28) continue;
       gpu::detail::set_gemv_mma_variant(v);
       auto g = bench_gemv(pool, type, r, c, d2d, e, false, pairs);
@@ -912,17 +921,19 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
   // epilogue, and in the F32 kernels with SwiGLU's own launch, alternating off, on, on, off
   // ("f32_kernels"): 8 experts of 2048 on 4096 and on 7168, Kimi-K3's 16 of 1536 on 7168. For
   // Q6_K also Q4_K gate + up with a Q6_K down (the layers of Q4_K_M GGUFs whose down is Q6_K),
-  // the down launch switched.
+  // the down launch switched; for Q5_K also Q5_K gate + up with a Q6_K down (Q5_K_M's such
+  // layers), gate + up switched.
   const TensorCoresOnAfterwards on_afterwards;
   for (const bool mixture : {false, true}) {
-    if (mixture && type != GgmlType::Q6_K) continue;
+    if (mixture && type != GgmlType::Q6_K && type != GgmlType::Q5_K) continue;
+    const GgmlType gate_up = mixture && type == GgmlType::Q6_K ? GgmlType::Q4_K : type;
+    const GgmlType down = mixture ? GgmlType::Q6_K : type;
     for (const auto& [hidden, inter, experts] :
          {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
       for (int round = 0; round < 4; ++round) {
         const bool f32 = alternating_on(round);
         f32_kernels(f32);
-        auto g = mixture ? bench_expert_ffn(pool, GgmlType::Q4_K, hidden, inter, experts, d2d, false, type)
-                         : bench_expert_ffn(pool, type, hidden, inter, experts, d2d, false);
+        auto g = bench_expert_ffn(pool, gate_up, hidden, inter, experts, d2d, false, down);
         g["f32_kernels"] = f32;
         out["expert_ffn"].push_back(std::move(g));
       }
@@ -985,6 +996,7 @@ int main(int argc, char** argv) {
   bool f32_only = false;     // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
   bool q3k_only = false;     // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
   bool q6k_only = false;     // --q6k-only: "gemv_q6k"
+  bool q5k_only = false;     // --q5k-only: "gemv_q5k"
   std::string twin_dir;      // --twin DIR
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
@@ -1023,6 +1035,8 @@ int main(int argc, char** argv) {
       q3k_only = true;
     } else if (a == "--q6k-only") {
       q6k_only = true;
+    } else if (a == "--q5k-only") {
+      q5k_only = true;
     } else if (a == "--twin" && i + 1 < argc) {
       twin_dir = argv[++i];
     } else if (a == "--graph-only") {
@@ -1068,13 +1082,19 @@ int main(int argc, char** argv) {
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
-    if (q6k_only) {
-      out["gemv_q6k"] = bench_k_decode(pool, d2d, GgmlType::Q6_K, GgmlType::Q4_K, set_q6k_f32_kernels);
-      // The engine (GGUF, every expert resident) on the model and every --graph-model with Q3_K's
-      // and Q6_K's decode on the tensor cores (on) and in the F32 kernels (off), alternating: the
-      // demo model's and the fixtures' Q6_K and Q3_K matrices have rows of one super-block.
+    if (q6k_only || q5k_only) {
+      if (q6k_only) {
+        out["gemv_q6k"] = bench_k_decode(pool, d2d, GgmlType::Q6_K, GgmlType::Q4_K, set_q6k_f32_kernels);
+      } else {
+        out["gemv_q5k"] = bench_k_decode(pool, d2d, GgmlType::Q5_K, GgmlType::Q4_K, set_q5k_f32_kernels);
+      }
+      // The engine (GGUF, every expert resident) on the model and every --graph-model with Q3_K's,
+      // Q5_K's and Q6_K's decode on the tensor cores (on) and in the F32 kernels (off),
+      // alternating: the demo model's and the fixtures' Q6_K and Q3_K matrices have rows of one
+      // super-block; llama-moe-tiny's Q4_K_M holds Q5_K attention outputs.
       const auto both = [](bool on) {
         gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, on);
+        gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, on);
         gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, on);
       };
       std::vector<std::string> models = {model};

@@ -339,7 +339,7 @@ struct SwitchOffAfterwards {
 // The F32 kernels' dequantization in registers (tile_chunk) gives core's dequantize_row values
 // bit for bit: with x one-hot at column k_t, every other product is a signed zero and the sums
 // add zeros, so y[t][r] is W[r][k_t] exactly. Decode (one token: the F32 decode kernel for the
-// types the tensor cores do not take, Q3_K and Q6_K with theirs switched off; they take groups of
+// types the tensor cores do not take, Q3_K, Q5_K and Q6_K with theirs switched off; they take groups of
 // one pair) and prefill (8 tokens, every
 // type), rows off 16-byte alignment where the block size allows it (ne0 = 768: 330-byte Q3_K
 // rows), 12 columns a token at different chunk positions. Then, for the six types it covers,
@@ -347,14 +347,16 @@ struct SwitchOffAfterwards {
 // the kernels before the twenty-fifth pass) give the same sums bit for bit.
 TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const SwitchOffAfterwards restore{detail::set_gemv_bytewise_dequant};
-  // Q3_K's and Q6_K's decode in the F32 kernels here (their tensor cores are tested below)
+  // Q3_K's, Q5_K's and Q6_K's decode in the F32 kernels here (their tensor cores are tested below)
   struct TensorCoresOnAfterwards {
     ~TensorCoresOnAfterwards() {
       detail::set_gemv_tensor_cores(GgmlType::Q3_K, true);
+      detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
       detail::set_gemv_tensor_cores(GgmlType::Q6_K, true);
     }
   } tensor_cores_on;
   detail::set_gemv_tensor_cores(GgmlType::Q3_K, false);
+  detail::set_gemv_tensor_cores(GgmlType::Q5_K, false);
   detail::set_gemv_tensor_cores(GgmlType::Q6_K, false);
   const GgmlType type = GetParam();
   std::mt19937 rng(2025);
@@ -513,7 +515,7 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
     int experts;  // 0: a single matrix (no groups)
   };
   for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     std::vector<Shape> shapes = {Shape{14336, 37, 0}, Shape{18432, 21, 0}, Shape{4096, 70, 3},
                                  Shape{11264, 40, 2}, Shape{1280, 200, 2}, Shape{256, 130, 2}};
     if (type == GgmlType::Q3_K || type == GgmlType::Q6_K) {
@@ -543,6 +545,8 @@ TEST(GpuOps, GemvMmaDecodeLongRowsAndExtremeActivations) {
           continue;
         }
         if (!two_aligned && (variant == 27 || variant == 28)) continue;  // the default for them
+        // Q5_K: the default's layout, one unit a stage (20), fragments prepared once (24)
+        if (type == GgmlType::Q5_K && variant != 0 && variant != 20 && variant != 24) continue;
         detail::set_gemv_mma_variant(variant);
         for (const int off : {0, 4}) {
           const auto& src = off == 0 ? data : shifted;
@@ -620,7 +624,7 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
   const int64_t ne0 = 4096, ne1 = 70;
   const int n_mat = 3;
   for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     std::mt19937 rng(9);
     const uint64_t rb = *ggml_row_bytes(type, ne0);
     const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
@@ -629,8 +633,9 @@ TEST(GpuOps, GemvMmaNanActivationMakesItsPairNan) {
     x[static_cast<size_t>(ne0 + 300)] = std::numeric_limits<float>::quiet_NaN();  // pair 1 only
     auto d_x = to_device(x);
     for (const int variant : {1, 2, 3, 8, 11, 17, 18, 19, 20, 21, 22, 24, 0}) {
-      // Q3_K, Q6_K: the default's layout only
+      // Q3_K, Q6_K: the default's layout only; Q5_K: it, 20 and 24
       if ((type == GgmlType::Q3_K || type == GgmlType::Q6_K) && variant != 0) continue;
+      if (type == GgmlType::Q5_K && variant != 0 && variant != 20 && variant != 24) continue;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       {  // a single matrix (the launch without groups) with the NaN pair's x
@@ -728,9 +733,9 @@ TEST(GpuOps, GemvMmaMxfp4LargeScaleBesideLargeXStaysFinite) {
 //     signs; and rows of q - 32 = -31 with sc = -127 (every fourth from row 2) against x of 1.9
 //     to 1.99 (matrix 7): T near 2^27 with its odd part past 2^24, where the I2F rounds;
 //   - every quant and scale at its largest (Q2_K: q = 3, sc = m = 15; Q4_K: q = 15, 6-bit sc =
-//     m = 63; MXFP4: codes 7 and 15, +-12 doubled) against x whose every slice-0 value is +-64
-//     (x = +-1.99: the super-block's largest sums, Q2_K's minimum sums S = +-1024, the 128 hi + lo
-//     split at hi = +-8) or +-60 (x = +-1.875: S = +-960, lo = -64 both ways);
+//     m = 63; Q5_K: q = 31, sc = m = 63; MXFP4: codes 7 and 15, +-12 doubled) against x whose every slice-0
+//     value is +-64 (x = +-1.99: the super-block's largest sums, Q2_K's minimum sums S = +-1024, the 128 hi +
+//     lo split at hi = +-8) or +-60 (x = +-1.875: S = +-960, lo = -64 both ways);
 //   - MXFP4's E8M0 scale at both ends: e = 0, 1, 2 (2^-128 .. 2^-126, subnormal for e < 2) with
 //     ordinary x, and e = 253, 254, 255 (up to 2^127) with codes of value 0 or +-1 and x near
 //     2^-30, so the rows stay finite.
@@ -758,7 +763,7 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
   }
   auto d_x = to_device(x);
   for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const uint64_t rb = *ggml_row_bytes(type, ne0);
     std::vector<uint8_t> data(rb * static_cast<uint64_t>(ne1 * n_mat));
     for (int m = 0; m < n_mat; ++m) {
@@ -796,6 +801,14 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
             std::memcpy(p + 80, &d, 2);
             std::memcpy(p + 82, &dmin, 2);
           }
+        } else if (type == GgmlType::Q5_K) {
+          for (int sb = 0; sb < ne0 / 256; ++sb) {
+            uint8_t* p = row + 176 * sb;
+            const uint16_t d = fp32_to_fp16(0.01f), dmin = fp32_to_fp16(r % 3 == 0 ? 0.0f : 0.02f);
+            std::memcpy(p, &d, 2);
+            std::memcpy(p + 2, &dmin, 2);
+            std::memset(p + 4, 0xFF, 172);  // 6-bit sc = m = 63, every q = 31
+          }
         } else if (type == GgmlType::Q4_K) {
           for (int sb = 0; sb < ne0 / 256; ++sb) {
             uint8_t* p = row + 144 * sb;
@@ -823,8 +836,9 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
     }
     auto d_w = to_device(data);
     for (const int variant : {3, 8, 11, 17, 20, 22, 24, 0}) {
-      // Q3_K, Q6_K: the default's layout only
+      // Q3_K, Q6_K: the default's layout only; Q5_K: it, 20 and 24
       if ((type == GgmlType::Q3_K || type == GgmlType::Q6_K) && variant != 0) continue;
+      if (type == GgmlType::Q5_K && variant != 0 && variant != 20 && variant != 24) continue;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", variant " + std::to_string(variant));
       detail::set_gemv_mma_variant(variant);
       const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat);
@@ -866,65 +880,93 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
 // launches (4 matrices of 37 rows: a partial tile) and as a single matrix, weights aligned and 4
 // bytes off; and rows of 1, 3 and 5 super-blocks (the windowed rings: rows alternately 4-aligned
 // and 2 mod 4, and so the units of a row; at 5 the ring of 4 stages wraps).
+// One-hot columns of `type` at rows of each of ne0s (the tests below): x of matrix m one-hot at
+// column (67 i + 5) mod ne0 with value value[(round + m) % 3]; every row bit for bit the
+// dequantized weight times that value (float(double(w) v)).
+void expect_one_hot_columns_bit_for_bit(GgmlType type, std::initializer_list<int64_t> ne0s,
+                                        const float (&value)[3]) {
+  SCOPED_TRACE(ggml_type_name(type));
+  const int64_t ne1 = 37;
+  const int n_mat = 4;
+  for (const int64_t ne0 : ne0s) {
+    ASSERT_TRUE(detail::gemv_mma_supported(type, ne0));
+    std::mt19937 rng(31);
+    const uint64_t rb = *ggml_row_bytes(type, ne0);
+    const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
+    std::vector<float> deq(static_cast<size_t>(ne0 * ne1 * n_mat));
+    for (int64_t r = 0; r < ne1 * n_mat; ++r)
+      dequantize_row(type, data.data() + rb * r, deq.data() + r * ne0, ne0);
+    for (const int shift : {0, 4}) {
+      std::vector<uint8_t> shifted(data.size() + 8, 0);
+      std::memcpy(shifted.data() + shift, data.data(), data.size());
+      auto d_w = to_device(shifted);
+      int checked = 0;
+      for (int round = 0; round < 128; ++round) {
+        std::vector<float> x(static_cast<size_t>(ne0 * n_mat), 0.0f);
+        std::vector<int64_t> col(static_cast<size_t>(n_mat));
+        for (int m = 0; m < n_mat; ++m) {
+          // i = 0 .. 511; 67 i + 5 takes every value mod 512 once: every position in a pair
+          // (mod 256 twice, mod 768 512 of them)
+          const int64_t i = round * n_mat + m;
+          col[static_cast<size_t>(m)] = (i * 67 + 5) % ne0;
+          x[static_cast<size_t>(m * ne0 + col[static_cast<size_t>(m)])] = value[(round + m) % 3];
+        }
+        auto d_x = to_device(x);
+        const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat, nullptr, 0, shift);
+        // matrix 1 alone (the launch without groups: each row split over the block's warps)
+        DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
+        GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
+        b1.w = d_w.bytes_ptr() + shift + rb * static_cast<uint64_t>(ne1);
+        b1.n_tok = 1;
+        gemv(b1, nullptr);
+        const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
+        for (int m = 0; m < n_mat; ++m) {
+          const int64_t k = col[static_cast<size_t>(m)];
+          const double v = value[(round + m) % 3];
+          for (int64_t r = 0; r < ne1; ++r) {
+            const float want = static_cast<float>(deq[static_cast<size_t>((m * ne1 + r) * ne0 + k)] * v);
+            ASSERT_EQ(want, y[static_cast<size_t>(m * ne1 + r)])
+                << "rows of " << ne0 << ", weights +" << shift << ", matrix " << m << ", row " << r
+                << ", column " << k;
+            if (m == 1) {
+              ASSERT_EQ(want, y1[static_cast<size_t>(r)]) << "single matrix, rows of " << ne0 << ", weights +"
+                                                          << shift << ", row " << r << ", column " << k;
+            }
+            ++checked;
+          }
+        }
+      }
+      EXPECT_EQ(checked, 128 * n_mat * ne1);
+    }
+  }
+}
+
 TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
+  const float value[3] = {1.0f, 1.0f + 0x1p-13f, -(1.0f + 0x1p-20f)};
   for (const GgmlType type : {GgmlType::Q3_K, GgmlType::Q6_K}) {
-    SCOPED_TRACE(ggml_type_name(type));
-    const int64_t ne1 = 37;
-    const int n_mat = 4;
-    const float value[3] = {1.0f, 1.0f + 0x1p-13f, -(1.0f + 0x1p-20f)};
-    for (const int64_t ne0 : {512, 1536, 7168, 256, 768, 1280}) {
-      ASSERT_TRUE(detail::gemv_mma_supported(type, ne0));
-      std::mt19937 rng(31);
-      const uint64_t rb = *ggml_row_bytes(type, ne0);
-      const auto data = random_rows(type, ne0, ne1 * n_mat, rng);
-      std::vector<float> deq(static_cast<size_t>(ne0 * ne1 * n_mat));
-      for (int64_t r = 0; r < ne1 * n_mat; ++r)
-        dequantize_row(type, data.data() + rb * r, deq.data() + r * ne0, ne0);
-      for (const int shift : {0, 4}) {
-        std::vector<uint8_t> shifted(data.size() + 8, 0);
-        std::memcpy(shifted.data() + shift, data.data(), data.size());
-        auto d_w = to_device(shifted);
-        int checked = 0;
-        for (int round = 0; round < 128; ++round) {
-          std::vector<float> x(static_cast<size_t>(ne0 * n_mat), 0.0f);
-          std::vector<int64_t> col(static_cast<size_t>(n_mat));
-          for (int m = 0; m < n_mat; ++m) {
-            // i = 0 .. 511; 67 i + 5 takes every value mod 512 once: every position in a pair
-            // (mod 256 twice, mod 768 512 of them)
-            const int64_t i = round * n_mat + m;
-            col[static_cast<size_t>(m)] = (i * 67 + 5) % ne0;
-            x[static_cast<size_t>(m * ne0 + col[static_cast<size_t>(m)])] = value[(round + m) % 3];
-          }
-          auto d_x = to_device(x);
-          const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat, nullptr, 0, shift);
-          // matrix 1 alone (the launch without groups: each row split over the block's warps)
-          DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
-          GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
-          b1.w = d_w.bytes_ptr() + shift + rb * static_cast<uint64_t>(ne1);
-          b1.n_tok = 1;
-          gemv(b1, nullptr);
-          const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
-          for (int m = 0; m < n_mat; ++m) {
-            const int64_t k = col[static_cast<size_t>(m)];
-            const double v = value[(round + m) % 3];
-            for (int64_t r = 0; r < ne1; ++r) {
-              const float want = static_cast<float>(deq[static_cast<size_t>((m * ne1 + r) * ne0 + k)] * v);
-              ASSERT_EQ(want, y[static_cast<size_t>(m * ne1 + r)])
-                  << "rows of " << ne0 << ", weights +" << shift << ", matrix " << m << ", row " << r
-                  << ", column " << k;
-              if (m == 1) {
-                ASSERT_EQ(want, y1[static_cast<size_t>(r)])
-                    << "single matrix, rows of " << ne0 << ", weights +" << shift << ", row " << r
-                    << ", column " << k;
-              }
-              ++checked;
-            }
-          }
-        }
-        EXPECT_EQ(checked, 128 * n_mat * ne1);
-      }
+    expect_one_hot_columns_bit_for_bit(type, {512, 1536, 7168, 256, 768, 1280}, value);
+  }
+}
+
+// Q4_K and Q5_K (Q4kColPath, Q5kColPath) likewise, at values that are powers of two (1, -2, 0.5:
+// slice 0 is +-32, every other slice value 0): a row's sum is d (sc q v) - dmin (m v), each
+// product exact (d sc q has at most 11 + 6 + 5 bits, dmin m 17), their difference rounded
+// once where the lanes' partials meet; core's dequantize_row computes d sc q - dmin m with the
+// same single rounding, and the power of two scales it exactly. So every row is the dequantized
+// weight times v bit for bit, for every position of a super-block (every nibble, qh bit and
+// scale). Rows of 2, 16 (Q4_K's and Q5_K's two-unit rings), 5 and 44 super-blocks (one unit a
+// stage: at 44 x's fragments do not fit beside the two-unit rings), as expert launches and as a
+// single matrix, weights aligned and 4 bytes off; under variant 20 (one unit a stage always) too.
+TEST(GpuOps, GemvMmaQ4kQ5kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
+  const DefaultVariantAfterwards restore;
+  const float value[3] = {1.0f, -2.0f, 0.5f};
+  for (const int variant : {0, 20}) {
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    detail::set_gemv_mma_variant(variant);
+    for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K}) {
+      expect_one_hot_columns_bit_for_bit(type, {512, 4096, 1280, 11264}, value);
     }
   }
 }
@@ -957,7 +999,7 @@ void expect_same_and_close(const std::vector<float>& want, const std::vector<flo
 TEST(GpuOps, GemvMmaFragmentsPreparedOnceEqualTheBlocksOwn) {
   const DefaultVariantAfterwards restore;
   for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     // Q3_K: variant 26 (four super-blocks a ring stage, rows of a multiple of 1024) instead
     const int other = type == GgmlType::Q3_K ? 26 : 24;
     for (const int64_t ne0 : {512, 4096, 7168, 2304}) {
@@ -1155,7 +1197,7 @@ TEST(GpuOps, SwigluFragmentsFeedTheDownGemv) {
   EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q8_0, 2048), 0);
   EXPECT_EQ(gemv_x_fragments_bytes(GgmlType::Q4_K, 300), 0);
   for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     // Q3_K, Q6_K: also rows of an even number of super-blocks (their two-unit rings)
     std::vector<int64_t> ffs = {256, 2048, 2816};
     if (type == GgmlType::Q3_K || type == GgmlType::Q6_K) ffs.insert(ffs.end(), {512, 3072});
@@ -1225,7 +1267,7 @@ TEST(GpuOps, GemvSwigluEpilogueEqualsGateUpThenSwiglu) {
     int64_t ne0, ne1;
   };
   for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q6_K}) {
+       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     ASSERT_TRUE(gemv_swiglu_fusable(type, 2048));
     std::vector<Shape> shapes = {Shape{256, 70}, Shape{2048, 33}, Shape{2816, 50}, Shape{4096, 16},
                                  Shape{16384, 37}};

@@ -1,5 +1,6 @@
-# Prints the side-by-side of `bench_cuda_backend --q3k-only` or `--q6k-only` (tests/gpu/
-# q3k_pass_on_device.sh, q6k_pass_on_device.sh): python3 k_decode_summary.py BENCH.json q3k|q6k.
+# Prints the side-by-side of `bench_cuda_backend --q3k-only`, `--q5k-only` or `--q6k-only`
+# (tests/gpu/q3k_pass_on_device.sh, q5k_pass_on_device.sh, q6k_pass_on_device.sh):
+# python3 k_decode_summary.py BENCH.json q3k|q5k|q6k.
 # Medians of each launch shape on the tensor cores and in the F32 kernels, the diagnosis
 # variants, the expert FFN both ways, the read ceilings and, where run, the twin.
 import json, statistics, sys
