@@ -44,8 +44,9 @@ namespace moepack::gpu::detail {
 // True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K, MXFP4, Q3_K,
 // Q5_K and Q6_K with ne0 a multiple of 256 (Q3_K since the twenty-sixth pass, Q6_K and Q3_K's
 // rows of an odd number of super-blocks since the twenty-seventh, Q5_K since the twenty-eighth)
-// (false for every type after set_gemv_mma_variant(-1), and for Q3_K, Q5_K or Q6_K after
-// set_gemv_tensor_cores(type, false)).
+// (false for every type after set_gemv_mma_variant(-1), for Q3_K, Q5_K or Q6_K after
+// set_gemv_tensor_cores(type, false), and for Q5_K until set_gemv_tensor_cores(Q5_K, true) while
+// kGemvQ5kTensorCoresDefault is false).
 // Weight matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256; gemv_mma throws
 // Error for w or w_gstride off that), 8-aligned is the fast case; Q3_K's and Q6_K's 110- and
 // 210-byte super-blocks leave rows of an odd number of them, and so their matrices, only
@@ -56,10 +57,16 @@ namespace moepack::gpu::detail {
 // memory or, for rows too long for it, in scratch (cudaMallocAsync on the launch's stream, freed after the
 // launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
-// Q3_K's, Q5_K's or Q6_K's decode on the tensor cores (on by default; the benchmark compares
-// both: off, it takes the F32 kernels as before the twenty-sixth (Q3_K), twenty-seventh (Q6_K)
-// and twenty-eighth (Q5_K) passes). Process-wide. Throws Error for any other type.
+// Q3_K's, Q5_K's or Q6_K's decode on the tensor cores (on by default for Q3_K and Q6_K, for Q5_K
+// kGemvQ5kTensorCoresDefault; the benchmark compares both: off, it takes the F32 kernels as
+// before the twenty-sixth (Q3_K), twenty-seventh (Q6_K) and twenty-eighth (Q5_K) passes).
+// Process-wide. Throws Error for any other type.
 void set_gemv_tensor_cores(GgmlType type, bool on);
+// Q5_K's tensor-core decode (Q5kColPath) was built and compiled in the thirty-fifth session, which
+// had no GPU machine: off by default until gpu_ops_test and the engine tests have run it
+// (tests/gpu/q5k_pass_on_device.sh; gpu_ops_test and CudaBackend.Q5kTensorCoresMatchCpuAndReference
+// switch it on themselves).
+constexpr bool kGemvQ5kTensorCoresDefault = false;
 
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.

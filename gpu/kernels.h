@@ -171,8 +171,9 @@ constexpr int64_t gemv_ffn_sync_ints(int32_t n_groups) { return static_cast<int6
 uint64_t gemv_ffn_launches();
 
 // True when gemv() takes GemvBatch::swiglu_epilogue for rows of `type` and ne0 elements (the
-// tensor-core decode GEMV's default layout: Q4_K, Q2_K, MXFP4, ne0 a multiple of 256; not when
-// gpu/gemv_mma.h's benchmark switches select another variant or switch it off).
+// tensor-core decode GEMV's default layout: Q4_K, Q2_K, MXFP4, Q3_K, Q6_K and, switched on,
+// Q5_K, ne0 a multiple of 256; not when gpu/gemv_mma.h's benchmark switches select another
+// variant or switch it off).
 bool gemv_swiglu_fusable(GgmlType type, int64_t ne0);
 // The same for a launch of [ne1][ne0] matrices, in the tiled layout when w_tiled (then also
 // gemv_tiled_supported(type, ne0, ne1)).

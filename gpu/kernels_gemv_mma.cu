@@ -54,6 +54,7 @@
 #include "gpu/dequant.cuh"
 #include "gpu/gemv_launch_cap.h"
 #include "gpu/gemv_mma.h"
+#include "gpu/gemv_quant_words.h"
 #include "gpu/gemv_tiled.h"
 #include "gpu/swiglu.cuh"
 
@@ -856,9 +857,9 @@ struct Q4kI8Path {
   // ggml get_scale_min_k4, four bytes at a time: the scales of sub-blocks 0-3 (lo) and 4-7 (hi)
   // of both rows.
   __device__ __forceinline__ void scale_words(uint32_t (&sc_lo)[2], uint32_t (&sc_hi)[2]) const {
-    sc_lo[0] = ha.y & 0x3F3F3F3Fu, sc_lo[1] = hb.y & 0x3F3F3F3Fu;
-    sc_hi[0] = (ha.w & 0x0F0F0F0Fu) | ((ha.y >> 2) & 0x30303030u);
-    sc_hi[1] = (hb.w & 0x0F0F0F0Fu) | ((hb.y >> 2) & 0x30303030u);
+    sc_lo[0] = k4_scales_lo(ha.y), sc_lo[1] = k4_scales_lo(hb.y);
+    sc_hi[0] = k4_scales_hi(ha.y, ha.w);
+    sc_hi[1] = k4_scales_hi(hb.y, hb.w);
   }
 
   // The end of a super-block: acc += d (S_r us) - dmin m_r for rows a and b, S_r = sum(r) the
@@ -867,9 +868,8 @@ struct Q4kI8Path {
   template <class Sum>
   __device__ __forceinline__ void finish_sb(int64_t sb, int t, const float* x16, float us, Sum sum,
                                             float& acca, float& accb) const {
-    const uint32_t m_lo[2] = {ha.z & 0x3F3F3F3Fu, hb.z & 0x3F3F3F3Fu};
-    const uint32_t m_hi[2] = {((ha.w >> 4) & 0x0F0F0F0Fu) | ((ha.z >> 2) & 0x30303030u),
-                              ((hb.w >> 4) & 0x0F0F0F0Fu) | ((hb.z >> 2) & 0x30303030u)};
+    const uint32_t m_lo[2] = {k4_mins_lo(ha.z), k4_mins_lo(hb.z)};
+    const uint32_t m_hi[2] = {k4_mins_hi(ha.z, ha.w), k4_mins_hi(hb.z, hb.w)};
     const unsigned sh = 8u * static_cast<unsigned>(t);
     const float xa = x16[sb * 16 + 2 * t] + x16[sb * 16 + 2 * t + 1];
     const float xb = x16[sb * 16 + 8 + 2 * t] + x16[sb * 16 + 8 + 2 * t + 1];
@@ -892,11 +892,11 @@ struct Q4kI8Path {
       const auto sc = [&](int r, int j) {
         return static_cast<int>(((j < 4 ? sc_lo[r] : sc_hi[r]) >> (8 * (j & 3))) & 0xFFu);
       };
-      const uint32_t alo[4] = {qa[p].x & 0x0F0F0F0Fu, qb[p].x & 0x0F0F0F0Fu, qa[p].y & 0x0F0F0F0Fu,
-                               qb[p].y & 0x0F0F0F0Fu};
+      const QuantWords w[4] = {q4k_a_words(qa[p].x), q4k_a_words(qb[p].x), q4k_a_words(qa[p].y),
+                               q4k_a_words(qb[p].y)};
+      const uint32_t alo[4] = {w[0].lo, w[1].lo, w[2].lo, w[3].lo};
       group_i8(T, alo, xv.frag(sb * 8 + j0, t), 16 * sc(0, j0), 16 * sc(1, j0));
-      const uint32_t ahi[4] = {qa[p].x & 0xF0F0F0F0u, qb[p].x & 0xF0F0F0F0u, qa[p].y & 0xF0F0F0F0u,
-                               qb[p].y & 0xF0F0F0F0u};
+      const uint32_t ahi[4] = {w[0].hi, w[1].hi, w[2].hi, w[3].hi};
       group_i8(T, ahi, xv.frag(sb * 8 + j1, t), sc(0, j1), sc(1, j1));
     }
     finish_sb(sb, t, xv.x16, xv.unscale[sb] * 0.0625f, [&](int r) { return slices_sum(T, r); }, acca, accb);
@@ -1066,8 +1066,8 @@ struct Q4kColPath : Q4kI8Path {
       const int scb = static_cast<int>((((p < 2 ? sc_lo[1] : sc_hi[1]) >> sh) & 0xFFu) << f);
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
-        const uint32_t wa = m ? qa[p].y : qa[p].x, wb = m ? qb[p].y : qb[p].x;
-        const uint32_t a[4] = {wa & 0x0F0F0F0Fu, wb & 0x0F0F0F0Fu, wa & 0xF0F0F0F0u, wb & 0xF0F0F0F0u};
+        const QuantWords wa = q4k_a_words(m ? qa[p].y : qa[p].x), wb = q4k_a_words(m ? qb[p].y : qb[p].x);
+        const uint32_t a[4] = {wa.lo, wb.lo, wa.hi, wb.hi};
         const uint32_t w = xv.word(sb * 8 + 2 * p + m);
         col_i8(T, a, xv.low ? w : 0u, xv.low ? 0u : w, sca, scb);
       }
@@ -1077,10 +1077,10 @@ struct Q4kColPath : Q4kI8Path {
   }
 };
 
-// Q5_K in the column layout (the default for Q5_K since the twenty-eighth pass; no other
-// arithmetic). A super-block (ggml block_q5_K, 176 bytes: d, dmin, Q4_K's 12 bytes of 6-bit
-// scales and minimums, qh[32], qs[128]) holds element 64 p + l (l < 32) as the low nibble of qs
-// byte 32 p + l plus 16 times bit 2 p of qh byte l, and element 64 p + 32 + l as the high nibble
+// Q5_K in the column layout (its only tensor-core arithmetic, twenty-eighth pass; off by default
+// until it has run on a GPU: kGemvQ5kTensorCoresDefault). A super-block (ggml block_q5_K, 176 bytes: d, dmin,
+// Q4_K's 12 bytes of 6-bit scales and minimums, qh[32], qs[128]) holds element 64 p + l (l < 32) as the low
+// nibble of qs byte 32 p + l plus 16 times bit 2 p of qh byte l, and element 64 p + 32 + l as the high nibble
 // of the same byte plus 16 times bit 2 p + 1: w = d sc q - dmin m with q in [0, 31] (ggml's
 // dequantize_row_q5_K). Element l's fifth bits lie in qh byte l for every group p, so the lane
 // that reads qs bytes 32 p + 8t..8t+7 (Q4kColPath's layout, kQ4kColumns) needs qh bytes
@@ -1088,7 +1088,8 @@ struct Q4kColPath : Q4kI8Path {
 // with its qh bit moved to bit 4 (q, k 4t..) and the high nibble shifted into bits 1-4 with its
 // qh bit in bit 5 (2 q, k 16 + 4t..), from one shift of the qh word a group (bit 2 p to bit 4);
 // so the low sub-blocks' scales are doubled (F = 2). Bounds: a column's sum an mma <= 16 x 62 x
-// 64 < 2^16, times sc <= 63 (x 2 for the low half), eight mmas: |T| < 2^26 (Q4kColPath 1.3e8).
+// 64 < 2^16, times sc <= 63 (x 2 for the low half), eight mmas: |T| <= 3.2e7 < 2^25 (Q4kColPath 1.3e8), so
+// its I2F rounds past 2^24 as Q4_K's does.
 // The minimums and the end of a super-block are Q4_K's (Q4kI8Path::finish_sb).
 struct Q5kColPath : Q4kI8Path {
   static constexpr int kBytes = 176;
@@ -1108,11 +1109,6 @@ struct Q5kColPath : Q4kI8Path {
     }
   }
 
-  // qh word h with bit 2 p of each byte moved to bit 4 (and bit 2 p + 1 to bit 5).
-  __device__ __forceinline__ static uint32_t fifth_bits(uint32_t h, int p) {
-    return p < 2 ? h << (4 - 2 * p) : h >> (2 * p - 4);
-  }
-
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
                                           float& accb) const {
     uint32_t sc_lo[2], sc_hi[2];
@@ -1127,11 +1123,9 @@ struct Q5kColPath : Q4kI8Path {
       const int scb = static_cast<int>((((p < 2 ? sc_lo[1] : sc_hi[1]) >> sh) & 0xFFu) << f);
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
-        const uint32_t wa = m ? qa[p].y : qa[p].x, wb = m ? qb[p].y : qb[p].x;
-        const uint32_t fa = fifth_bits(m ? qha.y : qha.x, p), fb = fifth_bits(m ? qhb.y : qhb.x, p);
-        const uint32_t a[4] = {
-            (wa & 0x0F0F0F0Fu) | (fa & 0x10101010u), (wb & 0x0F0F0F0Fu) | (fb & 0x10101010u),
-            ((wa >> 3) & 0x1E1E1E1Eu) | (fa & 0x20202020u), ((wb >> 3) & 0x1E1E1E1Eu) | (fb & 0x20202020u)};
+        const QuantWords wa = q5k_a_words(m ? qa[p].y : qa[p].x, m ? qha.y : qha.x, p);
+        const QuantWords wb = q5k_a_words(m ? qb[p].y : qb[p].x, m ? qhb.y : qhb.x, p);
+        const uint32_t a[4] = {wa.lo, wb.lo, wa.hi, wb.hi};
         const uint32_t w = xv.word(sb * 8 + 2 * p + m);
         col_i8(T, a, xv.low ? w : 0u, xv.low ? 0u : w, sca, scb);
       }
@@ -1367,26 +1361,14 @@ struct Q3kColPath {
     fetch_row(wb, wb(108), t, hb, qb, sb3, db);
   }
 
-  // ggml's Q3_K scale words (aux: byte i of word k the 6-bit scale of sub-block 4 k + i) as
-  // 4 (sc - 32) in s8.
-  __device__ __forceinline__ static void scale_words(const uint32_t (&s)[3], uint32_t (&o)[4]) {
-    const uint32_t hi = s[2];
-    o[0] = (s[0] & 0x0F0F0F0Fu) | ((hi << 4) & 0x30303030u);
-    o[1] = (s[1] & 0x0F0F0F0Fu) | ((hi << 2) & 0x30303030u);
-    o[2] = ((s[0] >> 4) & 0x0F0F0F0Fu) | (hi & 0x30303030u);
-    o[3] = ((s[1] >> 4) & 0x0F0F0F0Fu) | ((hi >> 2) & 0x30303030u);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) o[i] = (o[i] ^ 0x20202020u) << 2;  // bits 6, 7 were 0: no carry
-  }
-
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
                                           float& accb) const {
     const uint32_t half = static_cast<uint32_t>(t) >> 1;
     // prmt selectors: byte 2 (j % 2) + half of the word in byte 0, its sign in the bytes above
     const uint32_t sel[2] = {0x8880u + half * 0x1111u, 0x8880u + (2u + half) * 0x1111u};
     uint32_t sca4[4], scb4[4];
-    scale_words(sa, sca4);
-    scale_words(sb3, scb4);
+    q3k_scale_words(sa, sca4);
+    q3k_scale_words(sb3, scb4);
     int te[4] = {0, 0, 0, 0}, to[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
@@ -1397,12 +1379,9 @@ struct Q3kColPath {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const uint32_t(&src)[4] = j < 2 ? q : q4;
-        const uint32_t mask = (j & 1) ? 0x0C0C0C0Cu : 0x03030303u;
-        const uint32_t bit = 0x01010101u << j;
-        const uint32_t high = ((j & 1) ? 0xF0u : 0xFCu) >> j;  // bit j's value times this: 0xF0 or 0xFC
         uint32_t a[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) a[i] = (src[i] & mask) + (~h[i] & bit) * high;
+        for (int i = 0; i < 4; ++i) a[i] = q3k_a_word(src[i], h[i], j);
         const int sca = static_cast<int>(prmt(sca4[2 * n + (j >> 1)], 0u, sel[j & 1]));
         const int scb = static_cast<int>(prmt(scb4[2 * n + (j >> 1)], 0u, sel[j & 1]));
         const uint2 bw = xv.pair_of(sb * 8 + 4 * n + j);
@@ -1461,8 +1440,8 @@ struct Q6kColPath {
         l[n][p][0] = word(64 * n + 32 * p + 8 * t);
         l[n][p][1] = word(64 * n + 32 * p + 8 * t + 4);
       }
-      h[n][0] = word(128 + 32 * n + 8 * t) ^ 0xAAAAAAAAu;
-      h[n][1] = word(132 + 32 * n + 8 * t) ^ 0xAAAAAAAAu;
+      h[n][0] = q6k_qh_flipped(word(128 + 32 * n + 8 * t));
+      h[n][1] = q6k_qh_flipped(word(132 + 32 * n + 8 * t));
     }
     // bytes t / 2 + {0, 2, 4, 6} of scale words 2n, 2n + 1
     const uint32_t sel = 0x6420u + (static_cast<uint32_t>(t) >> 1) * 0x1111u;
@@ -1498,10 +1477,7 @@ struct Q6kColPath {
         const uint32_t h[4] = {ha[n][0], hb[n][0], ha[n][1], hb[n][1]};
         uint32_t a[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const uint32_t nib = (j < 2 ? l[i] << 2 : l[i] >> 2) & 0x3C3C3C3Cu;  // the nibble in bits 2-5
-          a[i] = nib | ((h[i] << (6 - 2 * j)) & 0xC0C0C0C0u);                  // field j in bits 6-7
-        }
+        for (int i = 0; i < 4; ++i) a[i] = q6k_a_word(l[i], h[i], j);
         // byte j of the lane's scale word, its sign in the bytes above
         const uint32_t sel = 0x8880u + static_cast<uint32_t>(j) * 0x1111u;
         const int sca = static_cast<int>(prmt(sa[n], 0u, sel));
@@ -3022,7 +2998,9 @@ void launch_pipe(const GemvBatch& b, cudaStream_t s, int cap = 0) {
 // rings fit to 11,008 elements, one-unit rings to 15,360; since two units need an even count,
 // the longest two-unit rows are 10,752 elements, 42 units. MXFP4, whose fragments hold each
 // block's offsets twice since the tenth pass (frag_stride_mx2): two-unit rings to 9,984, so
-// the longest two-unit rows are 9,728, 38 units; one-unit rings to 13,312). The decision is the
+// the longest two-unit rows are 9,728, 38 units; one-unit rings to 13,312. Q5_K, 176-byte units:
+// two-unit rings fit to 7,936 elements, so the longest two-unit rows are 7,680, 30 units;
+// one-unit rings to 13,312). The decision is the
 // default's, also for variant 22 (the ninth pass's arithmetic, whose smaller MXFP4 fragments
 // fitted two-unit rings to 11,008).
 template <GgmlType T>
@@ -3472,7 +3450,8 @@ void set_gemv_tiled_depth(int depth) {
 }
 
 // Q3_K, Q5_K and Q6_K on the tensor cores (set_gemv_tensor_cores; the benchmark compares both ways).
-std::atomic<bool> g_q3k_tensor_cores{true}, g_q5k_tensor_cores{true}, g_q6k_tensor_cores{true};
+std::atomic<bool> g_q3k_tensor_cores{true}, g_q5k_tensor_cores{kGemvQ5kTensorCoresDefault},
+    g_q6k_tensor_cores{true};
 
 void set_gemv_tensor_cores(GgmlType type, bool on) {
   switch (type) {

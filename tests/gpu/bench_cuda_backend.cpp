@@ -773,8 +773,8 @@ nlohmann::json bench_setting(const std::shared_ptr<const ModelSource>& src, Engi
           {"prefill_tokens_per_s_on", io_bench_median(on_p)}};
 }
 
-// A process-wide engine switch (set: its setter; on is the default and is restored) as
-// bench_setting.
+// A process-wide engine switch (set: its setter; on is restored afterwards, the default of
+// every switch but Q5_K's tensor cores, kGemvQ5kTensorCoresDefault) as bench_setting.
 nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s,
                             int prefill, int decode, void (*set)(bool), const char* key) {
   struct OnAfterwards {
@@ -803,12 +803,12 @@ nlohmann::json bench_switch_of(const std::vector<std::string>& models, int prefi
 // Round `round` of four side-by-side rounds is the switched one: off, on, on, off.
 constexpr bool alternating_on(int round) { return (round & 1) != (round >> 1); }
 
-// Q3_K's, Q5_K's and Q6_K's decode back on the tensor cores (the default) at scope exit,
-// exceptions included.
-struct TensorCoresOnAfterwards {
-  ~TensorCoresOnAfterwards() {
+// Q3_K's, Q5_K's and Q6_K's decode back to their defaults (Q3_K and Q6_K on the tensor cores,
+// Q5_K kGemvQ5kTensorCoresDefault) at scope exit, exceptions included.
+struct TensorCoresDefaultAfterwards {
+  ~TensorCoresDefaultAfterwards() {
     gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, true);
-    gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
+    gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, gpu::detail::kGemvQ5kTensorCoresDefault);
     gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, true);
   }
 };
@@ -849,7 +849,7 @@ nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializ
 // Decode launches of 8 experts of 2048 x 4096 and 4096 x 2048, Kimi-K3's down launch (16 experts
 // of 7168 x 1536), and a prefill launch (8 experts of 2048 x 4096, 16 pairs each).
 nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
-  const TensorCoresOnAfterwards restore;
+  const TensorCoresDefaultAfterwards restore;
   gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, false);
   gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, false);
   gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, false);
@@ -923,7 +923,7 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
   // Q6_K also Q4_K gate + up with a Q6_K down (the layers of Q4_K_M GGUFs whose down is Q6_K),
   // the down launch switched; for Q5_K also Q5_K gate + up with a Q6_K down (Q5_K_M's such
   // layers), gate + up switched.
-  const TensorCoresOnAfterwards on_afterwards;
+  const TensorCoresDefaultAfterwards on_afterwards;
   for (const bool mixture : {false, true}) {
     if (mixture && type != GgmlType::Q6_K && type != GgmlType::Q5_K) continue;
     const GgmlType gate_up = mixture && type == GgmlType::Q6_K ? GgmlType::Q4_K : type;
@@ -946,7 +946,7 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
 // (every expert of a 4-layer Kimi-K3 twin cached, as docs/cuda-backend.md's seventeenth pass on)
 // with Q3_K's decode in the F32 kernels and on the tensor cores, alternating off, on, on, off.
 nlohmann::json bench_twin_q3k(const std::string& dir) {
-  const TensorCoresOnAfterwards restore;
+  const TensorCoresDefaultAfterwards restore;
   bench::TwinBenchOptions o;
   o.pack_dir = dir;
   o.zipf_s = 1.0;

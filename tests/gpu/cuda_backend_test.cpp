@@ -43,6 +43,7 @@
 #include "gpu/cuda_resources.h"
 #include "gpu/decode_graph.h"
 #include "gpu/device_routing.h"
+#include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
 #include "gpu/upload_arena.h"
 #include "gpu/vram_delivery_bench.h"
@@ -92,8 +93,10 @@ class CudaFixture : public ::testing::TestWithParam<Case> {
   }
 };
 
-TEST_P(CudaFixture, MatchesCpuBackendAndReference) {
-  const Case c = GetParam();
+// Every reference prompt of fixture c: prompt logits within 1e-3 of the CPU backend's, greedy
+// tokens equal to the CPU backend's and to llama.cpp's f32-dequant references; with
+// `decode_logits`, every greedy step's logits within 1e-3 of the CPU backend's too.
+void expect_matches_cpu_and_reference(const Case& c, bool decode_logits = false) {
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto src = ModelSource::open(kFixtures + c.model);
   auto cpu = make_backend(src, parity_settings("cpu"));
@@ -116,17 +119,48 @@ TEST_P(CudaFixture, MatchesCpuBackendAndReference) {
     worst = std::max(worst, d);
     EXPECT_LT(d, 1e-3f) << "prompt logits, largest |cuda - cpu|";
     const auto want = r["greedy_tokens"].get<std::vector<int32_t>>();
-    const auto ours_cpu = test::greedy(*cpu, lc, want.size());
-    const auto ours_gpu = test::greedy(*gpu, lg, want.size());
+    std::vector<std::vector<float>> steps_cpu, steps_gpu;
+    const auto ours_cpu = test::greedy(*cpu, lc, want.size(), &steps_cpu);
+    const auto ours_gpu = test::greedy(*gpu, lg, want.size(), &steps_gpu);
     EXPECT_EQ(ours_gpu, ours_cpu);
+    if (decode_logits) {
+      ASSERT_EQ(steps_gpu.size(), steps_cpu.size());
+      for (size_t k = 0; k < steps_gpu.size(); ++k) {
+        float dk = 0;
+        for (size_t i = 0; i < nv; ++i) dk = std::max(dk, std::fabs(steps_cpu[k][i] - steps_gpu[k][i]));
+        worst = std::max(worst, dk);
+        EXPECT_LT(dk, 1e-3f) << "greedy step " << k << "'s logits, largest |cuda - cpu|";
+      }
+    }
     EXPECT_EQ(ours_gpu, want) << "llama.cpp f32-dequant greedy";
     ++checked;
   }
-  RecordProperty("worst_prompt_logit_diff", std::to_string(worst));
+  ::testing::Test::RecordProperty("worst_prompt_logit_diff", std::to_string(worst));
   EXPECT_GE(checked, 10);
   const BackendStats s = gpu->stats();
   EXPECT_EQ(s.expert_selections, s.experts_computed);
   EXPECT_GT(s.expert_selections, 0u);
+}
+
+TEST_P(CudaFixture, MatchesCpuBackendAndReference) { expect_matches_cpu_and_reference(GetParam()); }
+
+// Q5_K's decode on the tensor cores (Q5kColPath; off by default until it has run on a GPU,
+// gpu/gemv_mma.h kGemvQ5kTensorCoresDefault), switched on: llama-moe-tiny's Q4_K_M holds its
+// attention output matrices (256 x 256) in Q5_K, so every decode step runs them on the tensor
+// cores (a prompt's prefill takes the F32 kernels): every greedy step's logits within 1e-3 of the
+// CPU backend's, the greedy tokens as above.
+TEST(CudaBackend, Q5kTensorCoresMatchCpuAndReference) {
+  const Case c = kCases[3];
+  ASSERT_EQ(std::string(c.name), "llama_moe_Q4_K_M");
+  if (!std::filesystem::exists(kFixtures + c.model)) GTEST_SKIP() << kFixtures + c.model << " not carried";
+  struct DefaultAfterwards {
+    ~DefaultAfterwards() {
+      gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, gpu::detail::kGemvQ5kTensorCoresDefault);
+    }
+  } restore;
+  gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
+  ASSERT_TRUE(gpu::detail::gemv_mma_supported(GgmlType::Q5_K, 256));
+  expect_matches_cpu_and_reference(c, true);
 }
 
 // All logits of a prefill (all_logits) and the routing the observer sees, vs the CPU backend.

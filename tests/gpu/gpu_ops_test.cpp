@@ -34,6 +34,15 @@
 namespace moepack::gpu {
 namespace {
 
+// Q5_K's tensor-core decode is off by default until it has run on a GPU
+// (detail::kGemvQ5kTensorCoresDefault): this binary tests it, so it is on for every test here
+// (tests that switch it off put it back on).
+class Q5kTensorCoresOn : public ::testing::Environment {
+ public:
+  void SetUp() override { detail::set_gemv_tensor_cores(GgmlType::Q5_K, true); }
+};
+::testing::Environment* const kQ5kTensorCoresOn = ::testing::AddGlobalTestEnvironment(new Q5kTensorCoresOn);
+
 template <typename T>
 DeviceBuffer to_device(const std::vector<T>& v) {
   DeviceBuffer b(v.size() * sizeof(T), "test input");

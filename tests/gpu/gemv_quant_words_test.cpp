@@ -1,0 +1,196 @@
+// The tensor-core GEMV's K-quant words (gpu/gemv_quant_words.h): host arithmetic, run on every
+// machine. The oracle is core's dequantize_row (checked against llama.cpp's dequantized values
+// by the core tests): super-blocks whose d, dmin and sub-block scales make every weight its quant
+// (d = 1, every scale 1, minimums 0: w = q, or q - 32 for Q6_K), or, for the scales, whose quants
+// are all one value, so that dequantize_row gives the scale (or minimum) of every sub-block.
+// The element each A byte stands for is the block layout's (gemv_quant_words.h's table, from
+// ggml's block_q4_K, block_q5_K, block_q3_K and block_q6_K).
+#include "gpu/gemv_quant_words.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/ggml_type.h"
+#include "core/quants.h"
+
+namespace moepack::gpu::detail {
+namespace {
+
+constexpr uint16_t kOne = 0x3C00;   // f16 1.0
+constexpr uint16_t kZero = 0x0000;  // f16 0.0
+
+uint32_t word_at(const std::vector<uint8_t>& b, int o) {
+  uint32_t w = 0;
+  std::memcpy(&w, b.data() + o, 4);  // little-endian, as the GPU's loads
+  return w;
+}
+int u8_byte(uint32_t w, int i) { return static_cast<int>((w >> (8 * i)) & 0xFFu); }
+int s8_byte(uint32_t w, int i) { return static_cast<int8_t>(static_cast<uint8_t>((w >> (8 * i)) & 0xFFu)); }
+void put_f16(std::vector<uint8_t>& b, int o, uint16_t v) { std::memcpy(b.data() + o, &v, 2); }
+
+std::vector<float> dequantized(GgmlType type, const std::vector<uint8_t>& block) {
+  std::vector<float> w(256);
+  dequantize_row(type, block.data(), w.data(), 256);
+  return w;
+}
+
+// Random super-blocks, then the two extremes (every quant bit clear, every one set).
+std::vector<std::vector<uint8_t>> blocks(GgmlType type, std::mt19937& rng) {
+  const size_t bytes = ggml_traits(type).type_size;
+  std::vector<std::vector<uint8_t>> out;
+  for (int k = 0; k < 200; ++k) {
+    std::vector<uint8_t> b(bytes);
+    for (uint8_t& v : b) v = static_cast<uint8_t>(rng() & 0xFF);
+    out.push_back(std::move(b));
+  }
+  out.emplace_back(bytes, 0x00);
+  out.emplace_back(bytes, 0xFF);
+  return out;
+}
+
+// Q4_K and Q5_K: d 1, dmin 0, every sub-block scale 1 and minimum 0 (get_scale_min_k4:
+// scales[0..3] the low scales, [4..7] the low minimums, [8..11] the high ones' low nibbles).
+void k4_unit_scales(std::vector<uint8_t>& b) {
+  put_f16(b, 0, kOne);
+  put_f16(b, 2, kZero);
+  for (int j = 0; j < 4; ++j) b[4 + j] = 1, b[8 + j] = 0, b[12 + j] = 0x01;
+}
+
+TEST(GemvQuantWords, Q4kAndQ5kQuantsAreTheWeightsOfTheirElements) {
+  std::mt19937 rng(3);
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    const bool q5 = type == GgmlType::Q5_K;
+    const int qs = q5 ? 48 : 16;  // qs after d, dmin, scales (and Q5_K's qh[32])
+    int checked = 0;
+    for (auto b : blocks(type, rng)) {
+      k4_unit_scales(b);
+      const auto w = dequantized(type, b);
+      for (int p = 0; p < 4; ++p) {
+        for (int l = 0; l < 32; l += 4) {  // every word of group p: lanes t = l / 8, halves (l / 4) % 2
+          const uint32_t q = word_at(b, qs + 32 * p + l);
+          const QuantWords a = q5 ? q5k_a_words(q, word_at(b, 16 + l), p) : q4k_a_words(q);
+          for (int i = 0; i < 4; ++i) {
+            const float lo = w[static_cast<size_t>(64 * p + l + i)],
+                        hi = w[static_cast<size_t>(64 * p + 32 + l + i)];
+            ASSERT_EQ(u8_byte(a.lo, i), lo)
+                << "group " << p << ", byte " << l + i << ": the low nibble's quant";
+            // The high nibbles' sub-block: 16 q in place (Q4_K), 2 q (Q5_K).
+            ASSERT_EQ(u8_byte(a.hi, i), (q5 ? 2 : 16) * hi)
+                << "group " << p << ", byte " << l + i << ": the high one's";
+            checked += 2;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(checked, 202 * 256);
+  }
+}
+
+TEST(GemvQuantWords, Q4kAndQ5kScalesAndMinimumsAreTheSubBlocks) {
+  std::mt19937 rng(5);
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    for (auto b : blocks(type, rng)) {
+      // Every quant 1 (Q5_K's fifth bits clear): d 1, dmin 0 gives w = sc; d 0, dmin 1 gives -m.
+      const int qs = type == GgmlType::Q5_K ? 48 : 16;
+      std::memset(b.data() + qs, 0x11, 128);
+      if (type == GgmlType::Q5_K) std::memset(b.data() + 16, 0x00, 32);
+      put_f16(b, 0, kOne);
+      put_f16(b, 2, kZero);
+      const auto sc = dequantized(type, b);
+      put_f16(b, 0, kZero);
+      put_f16(b, 2, kOne);
+      const auto m = dequantized(type, b);
+      const uint32_t s0 = word_at(b, 4), s1 = word_at(b, 8), s2 = word_at(b, 12);
+      for (int j = 0; j < 8; ++j) {
+        const uint32_t scw = j < 4 ? k4_scales_lo(s0) : k4_scales_hi(s0, s2);
+        const uint32_t mw = j < 4 ? k4_mins_lo(s1) : k4_mins_hi(s1, s2);
+        ASSERT_EQ(u8_byte(scw, j % 4), sc[static_cast<size_t>(32 * j)]) << "scale of sub-block " << j;
+        ASSERT_EQ(-u8_byte(mw, j % 4), m[static_cast<size_t>(32 * j)]) << "minimum of sub-block " << j;
+      }
+    }
+  }
+}
+
+// Q3_K (hmask[32], qs[64], scales[12], d): every 6-bit scale 33 (sc - 32 = 1: low nibbles 1 in
+// scales[0..7], high bits 2 in every field of scales[8..11]) and d 1 give w = q.
+TEST(GemvQuantWords, Q3kQuantsAreTheWeightsOfTheirElements) {
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (auto b : blocks(GgmlType::Q3_K, rng)) {
+    std::memset(b.data() + 96, 0x11, 8);
+    std::memset(b.data() + 104, 0xAA, 4);
+    put_f16(b, 108, kOne);
+    const auto w = dequantized(GgmlType::Q3_K, b);
+    for (int n = 0; n < 2; ++n) {
+      for (int l = 0; l < 32; l += 4) {
+        const uint32_t q = word_at(b, 32 + 32 * n + l), h = word_at(b, l) >> (4 * n);
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t a = q3k_a_word(j < 2 ? q : q >> 4, h, j);
+          for (int i = 0; i < 4; ++i) {
+            // even fields q, odd fields 4 q (kept in place)
+            ASSERT_EQ(s8_byte(a, i), ((j & 1) ? 4 : 1) * w[static_cast<size_t>(128 * n + 32 * j + l + i)])
+                << "half " << n << ", field " << j << ", byte " << l + i;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 202 * 256);
+}
+
+// Q3_K's scales: every quant 1 (fields 1, hmask bits set) and d 1 give w = sc - 32 for each
+// 16-element sub-block; the words hold 4 (sc - 32).
+TEST(GemvQuantWords, Q3kScaleWordsAreTheSubBlocks) {
+  std::mt19937 rng(11);
+  for (auto b : blocks(GgmlType::Q3_K, rng)) {
+    std::memset(b.data(), 0xFF, 32);
+    std::memset(b.data() + 32, 0x55, 64);
+    put_f16(b, 108, kOne);
+    const auto w = dequantized(GgmlType::Q3_K, b);
+    const uint32_t s[3] = {word_at(b, 96), word_at(b, 100), word_at(b, 104)};
+    uint32_t o[4] = {};
+    q3k_scale_words(s, o);
+    for (int k = 0; k < 4; ++k) {
+      for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(s8_byte(o[k], i), 4 * w[static_cast<size_t>(16 * (4 * k + i))])
+            << "sub-block " << 4 * k + i;
+      }
+    }
+  }
+}
+
+// Q6_K (ql[128], qh[64], scales[16] s8, d): every scale 1 and d 1 give w = q - 32.
+TEST(GemvQuantWords, Q6kQuantsAreTheWeightsOfTheirElements) {
+  std::mt19937 rng(13);
+  int checked = 0;
+  for (auto b : blocks(GgmlType::Q6_K, rng)) {
+    std::memset(b.data() + 192, 0x01, 16);
+    put_f16(b, 208, kOne);
+    const auto w = dequantized(GgmlType::Q6_K, b);
+    for (int n = 0; n < 2; ++n) {
+      for (int l = 0; l < 32; l += 4) {
+        const uint32_t h = q6k_qh_flipped(word_at(b, 128 + 32 * n + l));
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t a = q6k_a_word(word_at(b, 64 * n + 32 * (j % 2) + l), h, j);
+          for (int i = 0; i < 4; ++i) {
+            ASSERT_EQ(s8_byte(a, i), 4 * w[static_cast<size_t>(128 * n + 32 * j + l + i)])
+                << "half " << n << ", field " << j << ", byte " << l + i;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 202 * 256);
+}
+
+}  // namespace
+}  // namespace moepack::gpu::detail
