@@ -874,21 +874,6 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
   }
 }
 
-// Q3_K and Q6_K on the tensor cores (Q3kColPath, Q6kColPath) with x one-hot: at v = 1, x's
-// slice 0 is 32 at one element and every other slice value 0, so every integer sum is exact and
-// a row's sum is w = d (sc - 32) q (Q3_K) or d sc (q - 32) (Q6_K) of that element, which is what
-// core's dequantize_row gives: Q3_K's d (sc - 32) is exact in F32, and so is its product with q
-// in [-4, 3]; Q6_K's d sc is exact (19 bits), its product with q - 32 rounded once on both sides
-// (the GPU's one FMA of d and the exact integer sc (q - 32)). So every row is the dequantized
-// weight bit for bit. At v = 1 + 2^-13 (slices 32, 0, 64, 0) and v = -(1 + 2^-20) (-32, 0, 0,
-// -64) the lanes of slices 2 and 3 add that w times v - 1 exactly too (a power of two), so the
-// row is w v rounded once: float(double(w) double(v)) (w has at most 24 significant bits, v 21:
-// the double product is exact). Rows of 2, 6 and 28 super-blocks (Kimi-K3's down projection has
-// 6), 512 columns a shape, one at every position of a super-block pair (the aligned and the 2
-// mod 4 super-block of a ring stage, every sub-block, field, hmask or qh bit and nibble), as expert
-// launches (4 matrices of 37 rows: a partial tile) and as a single matrix, weights aligned and 4
-// bytes off; and rows of 1, 3 and 5 super-blocks (the windowed rings: rows alternately 4-aligned
-// and 2 mod 4, and so the units of a row; at 5 the ring of 4 stages wraps).
 // One-hot columns of `type` at rows of each of ne0s (the tests below): x of matrix m one-hot at
 // column (67 i + 5) mod ne0 with value value[(round + m) % 3]; every row bit for bit the
 // dequantized weight times that value (float(double(w) v)).
@@ -922,10 +907,12 @@ void expect_one_hot_columns_bit_for_bit(GgmlType type, std::initializer_list<int
         }
         auto d_x = to_device(x);
         const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat, nullptr, 0, shift);
-        // matrix 1 alone (the launch without groups: each row split over the block's warps)
+        // matrix `alone` by itself (the launch without groups: each row split over the block's
+        // warps), a different one each round so that its columns take every position too
+        const int alone = round % n_mat;
         DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
-        GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + ne0, d_y1.as<float>());
-        b1.w = d_w.bytes_ptr() + shift + rb * static_cast<uint64_t>(ne1);
+        GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + alone * ne0, d_y1.as<float>());
+        b1.w = d_w.bytes_ptr() + shift + rb * static_cast<uint64_t>(alone * ne1);
         b1.n_tok = 1;
         gemv(b1, nullptr);
         const auto y1 = to_host(d_y1, static_cast<size_t>(ne1));
@@ -937,9 +924,9 @@ void expect_one_hot_columns_bit_for_bit(GgmlType type, std::initializer_list<int
             ASSERT_EQ(want, y[static_cast<size_t>(m * ne1 + r)])
                 << "rows of " << ne0 << ", weights +" << shift << ", matrix " << m << ", row " << r
                 << ", column " << k;
-            if (m == 1) {
-              ASSERT_EQ(want, y1[static_cast<size_t>(r)]) << "single matrix, rows of " << ne0 << ", weights +"
-                                                          << shift << ", row " << r << ", column " << k;
+            if (m == alone) {
+              ASSERT_EQ(want, y1[static_cast<size_t>(r)]) << "single matrix " << m << ", rows of " << ne0
+                                                          << ", weights +" << shift << ", row " << r << ", column " << k;
             }
             ++checked;
           }
@@ -950,6 +937,21 @@ void expect_one_hot_columns_bit_for_bit(GgmlType type, std::initializer_list<int
   }
 }
 
+// Q3_K and Q6_K on the tensor cores (Q3kColPath, Q6kColPath) with x one-hot: at v = 1, x's
+// slice 0 is 32 at one element and every other slice value 0, so every integer sum is exact and
+// a row's sum is w = d (sc - 32) q (Q3_K) or d sc (q - 32) (Q6_K) of that element, which is what
+// core's dequantize_row gives: Q3_K's d (sc - 32) is exact in F32, and so is its product with q
+// in [-4, 3]; Q6_K's d sc is exact (19 bits), its product with q - 32 rounded once on both sides
+// (the GPU's one FMA of d and the exact integer sc (q - 32)). So every row is the dequantized
+// weight bit for bit. At v = 1 + 2^-13 (slices 32, 0, 64, 0) and v = -(1 + 2^-20) (-32, 0, 0,
+// -64) the lanes of slices 2 and 3 add that w times v - 1 exactly too (a power of two), so the
+// row is w v rounded once: float(double(w) double(v)) (w has at most 24 significant bits, v 21:
+// the double product is exact). Rows of 2, 6 and 28 super-blocks (Kimi-K3's down projection has
+// 6), 512 columns a shape, one at every position of a super-block pair (the aligned and the 2
+// mod 4 super-block of a ring stage, every sub-block, field, hmask or qh bit and nibble), as expert
+// launches (4 matrices of 37 rows: a partial tile) and as a single matrix (another each round),
+// weights aligned and 4 bytes off; and rows of 1, 3 and 5 super-blocks (the windowed rings: rows alternately 4-aligned
+// and 2 mod 4, and so the units of a row; at 5 the ring of 4 stages wraps).
 TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
