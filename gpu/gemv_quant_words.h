@@ -34,7 +34,10 @@ struct QuantWords {
 };
 
 // Q4_K: u8 q (lo) and, in place, 16 q (hi); so the low sub-block's scale is taken 16 times.
-MOEPACK_GEMV_HD constexpr QuantWords q4k_a_words(uint32_t qs) { return {qs & 0x0F0F0F0Fu, qs & 0xF0F0F0F0u}; }
+// (Separate lo and hi functions: the paths compute them in the order their mmas take them, so
+// the kernels compile as before these functions existed.)
+MOEPACK_GEMV_HD constexpr uint32_t q4k_a_lo(uint32_t qs) { return qs & 0x0F0F0F0Fu; }
+MOEPACK_GEMV_HD constexpr uint32_t q4k_a_hi(uint32_t qs) { return qs & 0xF0F0F0F0u; }
 
 // Q5_K's qh word with bit 2 p of each byte moved to bit 4 (and bit 2 p + 1 to bit 5).
 MOEPACK_GEMV_HD constexpr uint32_t q5k_fifth_bits(uint32_t qh, int p) {
@@ -86,8 +89,8 @@ MOEPACK_GEMV_HD constexpr uint32_t q6k_qh_flipped(uint32_t qh) { return qh ^ 0xA
 // Q6_K, field j: s8 4 (q - 32), the nibble in bits 2-5 and the flipped qh field in bits 6-7.
 // l: the ql word of field j; h: q6k_qh_flipped of the qh word.
 MOEPACK_GEMV_HD constexpr uint32_t q6k_a_word(uint32_t l, uint32_t h, int j) {
-  const uint32_t nib = (j < 2 ? l << 2 : l >> 2) & 0x3C3C3C3Cu;  // the nibble in bits 2-5
-  return nib | ((h << (6 - 2 * j)) & 0xC0C0C0C0u);               // field j in bits 6-7
+  // field j in bits 6-7, the nibble in bits 2-5
+  return ((h << (6 - 2 * j)) & 0xC0C0C0C0u) | ((j < 2 ? l << 2 : l >> 2) & 0x3C3C3C3Cu);
 }
 
 }  // namespace moepack::gpu::detail

@@ -892,11 +892,9 @@ struct Q4kI8Path {
       const auto sc = [&](int r, int j) {
         return static_cast<int>(((j < 4 ? sc_lo[r] : sc_hi[r]) >> (8 * (j & 3))) & 0xFFu);
       };
-      const QuantWords w[4] = {q4k_a_words(qa[p].x), q4k_a_words(qb[p].x), q4k_a_words(qa[p].y),
-                               q4k_a_words(qb[p].y)};
-      const uint32_t alo[4] = {w[0].lo, w[1].lo, w[2].lo, w[3].lo};
+      const uint32_t alo[4] = {q4k_a_lo(qa[p].x), q4k_a_lo(qb[p].x), q4k_a_lo(qa[p].y), q4k_a_lo(qb[p].y)};
       group_i8(T, alo, xv.frag(sb * 8 + j0, t), 16 * sc(0, j0), 16 * sc(1, j0));
-      const uint32_t ahi[4] = {w[0].hi, w[1].hi, w[2].hi, w[3].hi};
+      const uint32_t ahi[4] = {q4k_a_hi(qa[p].x), q4k_a_hi(qb[p].x), q4k_a_hi(qa[p].y), q4k_a_hi(qb[p].y)};
       group_i8(T, ahi, xv.frag(sb * 8 + j1, t), sc(0, j1), sc(1, j1));
     }
     finish_sb(sb, t, xv.x16, xv.unscale[sb] * 0.0625f, [&](int r) { return slices_sum(T, r); }, acca, accb);
@@ -1051,29 +1049,46 @@ __device__ __forceinline__ float col_sum(const int (&T)[2][2], int r) {
   return static_cast<float>(T[0][r]) + static_cast<float>(T[1][r]) * 0x1p-7f;
 }
 
+// A super-block of Q4_K or Q5_K in the column layout (Q4kColPath, Q5kColPath): words(p, m, a)
+// writes group p's A words of qs word m (rows a, b: the low nibbles' sub-block 2p as q, the high
+// ones' as 2^LOG2F q), so the low sub-block's scale is taken 2^LOG2F times and the sum divided
+// by 2^LOG2F at the end; the minimums are Q4_K's (Q4kI8Path::finish_sb).
+template <unsigned LOG2F, class Words>
+__device__ __forceinline__ void k4_col_compute(const Q4kI8Path& path, int64_t sb, int t, const I8ColView& xv,
+                                               Words words, float& acca, float& accb) {
+  uint32_t sc_lo[2], sc_hi[2];
+  path.scale_words(sc_lo, sc_hi);
+  const int hs = t >> 1;               // this lane's sub-block: 2p + hs
+  const unsigned f = hs ? 0u : LOG2F;  // low nibbles: scale x 2^LOG2F
+  int T[2][2] = {{0, 0}, {0, 0}};
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const unsigned sh = 8u * static_cast<unsigned>((2 * p & 3) + hs);
+    const int sca = static_cast<int>((((p < 2 ? sc_lo[0] : sc_hi[0]) >> sh) & 0xFFu) << f);
+    const int scb = static_cast<int>((((p < 2 ? sc_lo[1] : sc_hi[1]) >> sh) & 0xFFu) << f);
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+      uint32_t a[4];
+      words(p, m, a);
+      const uint32_t w = xv.word(sb * 8 + 2 * p + m);
+      col_i8(T, a, xv.low ? w : 0u, xv.low ? 0u : w, sca, scb);
+    }
+  }
+  constexpr float kUnF = 1.0f / static_cast<float>(1u << LOG2F);
+  path.finish_sb(
+      sb, t, xv.x16, xv.unscale[sb] * kUnF * xv.slice2, [&](int r) { return col_sum(T, r); }, acca, accb);
+}
+
 struct Q4kColPath : Q4kI8Path {
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
                                           float& accb) const {
-    uint32_t sc_lo[2], sc_hi[2];
-    scale_words(sc_lo, sc_hi);
-    const int hs = t >> 1;                                   // this lane's sub-block: 2p + hs
-    const unsigned f = hs ? 0u : 4u;                         // low nibbles: scale x 16 (F = 16)
-    int T[2][2] = {{0, 0}, {0, 0}};
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      const unsigned sh = 8u * static_cast<unsigned>((2 * p & 3) + hs);
-      const int sca = static_cast<int>((((p < 2 ? sc_lo[0] : sc_hi[0]) >> sh) & 0xFFu) << f);
-      const int scb = static_cast<int>((((p < 2 ? sc_lo[1] : sc_hi[1]) >> sh) & 0xFFu) << f);
-#pragma unroll
-      for (int m = 0; m < 2; ++m) {
-        const QuantWords wa = q4k_a_words(m ? qa[p].y : qa[p].x), wb = q4k_a_words(m ? qb[p].y : qb[p].x);
-        const uint32_t a[4] = {wa.lo, wb.lo, wa.hi, wb.hi};
-        const uint32_t w = xv.word(sb * 8 + 2 * p + m);
-        col_i8(T, a, xv.low ? w : 0u, xv.low ? 0u : w, sca, scb);
-      }
-    }
-    finish_sb(sb, t, xv.x16, xv.unscale[sb] * 0.0625f * xv.slice2, [&](int r) { return col_sum(T, r); }, acca,
-              accb);
+    k4_col_compute<4>(
+        *this, sb, t, xv,
+        [&](int p, int m, uint32_t(&a)[4]) {
+          const uint32_t wa = m ? qa[p].y : qa[p].x, wb = m ? qb[p].y : qb[p].x;
+          a[0] = q4k_a_lo(wa), a[1] = q4k_a_lo(wb), a[2] = q4k_a_hi(wa), a[3] = q4k_a_hi(wb);
+        },
+        acca, accb);
   }
 };
 
@@ -1111,27 +1126,14 @@ struct Q5kColPath : Q4kI8Path {
 
   __device__ __forceinline__ void compute(int64_t sb, int t, const I8ColView& xv, float& acca,
                                           float& accb) const {
-    uint32_t sc_lo[2], sc_hi[2];
-    scale_words(sc_lo, sc_hi);
-    const int hs = t >> 1;            // this lane's sub-block: 2p + hs
-    const unsigned f = hs ? 0u : 1u;  // low nibbles: scale x 2 (F = 2)
-    int T[2][2] = {{0, 0}, {0, 0}};
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      const unsigned sh = 8u * static_cast<unsigned>((2 * p & 3) + hs);
-      const int sca = static_cast<int>((((p < 2 ? sc_lo[0] : sc_hi[0]) >> sh) & 0xFFu) << f);
-      const int scb = static_cast<int>((((p < 2 ? sc_lo[1] : sc_hi[1]) >> sh) & 0xFFu) << f);
-#pragma unroll
-      for (int m = 0; m < 2; ++m) {
-        const QuantWords wa = q5k_a_words(m ? qa[p].y : qa[p].x, m ? qha.y : qha.x, p);
-        const QuantWords wb = q5k_a_words(m ? qb[p].y : qb[p].x, m ? qhb.y : qhb.x, p);
-        const uint32_t a[4] = {wa.lo, wb.lo, wa.hi, wb.hi};
-        const uint32_t w = xv.word(sb * 8 + 2 * p + m);
-        col_i8(T, a, xv.low ? w : 0u, xv.low ? 0u : w, sca, scb);
-      }
-    }
-    finish_sb(
-        sb, t, xv.x16, xv.unscale[sb] * 0.5f * xv.slice2, [&](int r) { return col_sum(T, r); }, acca, accb);
+    k4_col_compute<1>(
+        *this, sb, t, xv,
+        [&](int p, int m, uint32_t(&a)[4]) {
+          const QuantWords wa = q5k_a_words(m ? qa[p].y : qa[p].x, m ? qha.y : qha.x, p);
+          const QuantWords wb = q5k_a_words(m ? qb[p].y : qb[p].x, m ? qhb.y : qhb.x, p);
+          a[0] = wa.lo, a[1] = wb.lo, a[2] = wa.hi, a[3] = wb.hi;
+        },
+        acca, accb);
   }
 };
 

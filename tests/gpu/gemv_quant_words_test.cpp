@@ -74,7 +74,8 @@ TEST(GemvQuantWords, Q4kAndQ5kQuantsAreTheWeightsOfTheirElements) {
       for (int p = 0; p < 4; ++p) {
         for (int l = 0; l < 32; l += 4) {  // every word of group p: lanes t = l / 8, halves (l / 4) % 2
           const uint32_t q = word_at(b, qs + 32 * p + l);
-          const QuantWords a = q5 ? q5k_a_words(q, word_at(b, 16 + l), p) : q4k_a_words(q);
+          const QuantWords a =
+              q5 ? q5k_a_words(q, word_at(b, 16 + l), p) : QuantWords{q4k_a_lo(q), q4k_a_hi(q)};
           for (int i = 0; i < 4; ++i) {
             const float lo = w[static_cast<size_t>(64 * p + l + i)],
                         hi = w[static_cast<size_t>(64 * p + 32 + l + i)];

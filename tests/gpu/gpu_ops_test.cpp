@@ -810,21 +810,15 @@ TEST(GpuOps, GemvMmaAtTheBoundsOfTheIntegerPath) {
             std::memcpy(p + 80, &d, 2);
             std::memcpy(p + 82, &dmin, 2);
           }
-        } else if (type == GgmlType::Q5_K) {
+        } else if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) {
+          const int sb_bytes = type == GgmlType::Q4_K ? 144 : 176;
           for (int sb = 0; sb < ne0 / 256; ++sb) {
-            uint8_t* p = row + 176 * sb;
+            uint8_t* p = row + sb_bytes * sb;
             const uint16_t d = fp32_to_fp16(0.01f), dmin = fp32_to_fp16(r % 3 == 0 ? 0.0f : 0.02f);
             std::memcpy(p, &d, 2);
             std::memcpy(p + 2, &dmin, 2);
-            std::memset(p + 4, 0xFF, 172);  // 6-bit sc = m = 63, every q = 31
-          }
-        } else if (type == GgmlType::Q4_K) {
-          for (int sb = 0; sb < ne0 / 256; ++sb) {
-            uint8_t* p = row + 144 * sb;
-            const uint16_t d = fp32_to_fp16(0.01f), dmin = fp32_to_fp16(r % 3 == 0 ? 0.0f : 0.02f);
-            std::memcpy(p, &d, 2);
-            std::memcpy(p + 2, &dmin, 2);
-            std::memset(p + 4, 0xFF, 140);  // 6-bit sc = m = 63, every q = 15
+            // 6-bit sc = m = 63, every q = 15 (Q4_K) or 31 (Q5_K: every fifth bit set too)
+            std::memset(p + 4, 0xFF, static_cast<size_t>(sb_bytes - 4));
           }
         } else {
           for (int blk = 0; blk < ne0 / 32; ++blk) {

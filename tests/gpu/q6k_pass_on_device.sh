@@ -10,14 +10,6 @@
 # kernels side by side, the expert FFN all Q6_K and Q4_K gate / up with a Q6_K down, both ways;
 # the engine on the demo model and every carried single-file fixture with Q3_K's and Q6_K's
 # tensor cores off and on).
-# MOEPACK_SKIP_TESTS=1 leaves the tests out, MOEPACK_SKIP_BENCH=1 the benchmark.
-set -u
-out="${OUT:?OUT must be set}"
-source tests/gpu/pass_build_and_test.sh  # build, the gpu tests; sets status
-[ "${MOEPACK_SKIP_BENCH:-0}" = 1 ] && exit "$status"
-graph=()  # the carried single-file GGUFs, for the engine side by side
-for f in $(find .device-carry/shared/fixtures -name '*.gguf' ! -name '*-of-*' | sort); do graph+=(--graph-model "$f"); done
-timeout 330 ./build-gpu/tests/gpu/bench_cuda_backend --q6k-only "${graph[@]}" > "$out/bench-q6k.json" \
-  2> "$out/bench-q6k.txt" || { echo "bench rc=$?"; tail -5 "$out/bench-q6k.txt"; status=1; }
-python3 tests/gpu/k_decode_summary.py "$out/bench-q6k.json" q6k || true
-exit "$status"
+# MOEPACK_SKIP_TESTS=1 leaves the tests out, MOEPACK_SKIP_BENCH=1 the benchmark
+# (tests/gpu/k_pass_on_device.sh).
+exec bash tests/gpu/k_pass_on_device.sh q6k
