@@ -14,10 +14,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#if !defined(MOEPACK_GEMV_HD)  // also in gpu/gemv_quant_words.h
 #if defined(__CUDACC__)
 #define MOEPACK_GEMV_HD __host__ __device__
 #else
 #define MOEPACK_GEMV_HD
+#endif
 #endif
 
 namespace moepack::gpu::detail {

@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#if !defined(MOEPACK_GEMV_HD)
+#if !defined(MOEPACK_GEMV_HD)  // also in gpu/gemv_launch_cap.h
 #if defined(__CUDACC__)
 #define MOEPACK_GEMV_HD __host__ __device__
 #else
@@ -34,8 +34,7 @@ struct QuantWords {
 };
 
 // Q4_K: u8 q (lo) and, in place, 16 q (hi); so the low sub-block's scale is taken 16 times.
-// (Separate lo and hi functions: the paths compute them in the order their mmas take them, so
-// the kernels compile as before these functions existed.)
+// (Separate lo and hi functions: the paths compute them in the order their mmas take them.)
 MOEPACK_GEMV_HD constexpr uint32_t q4k_a_lo(uint32_t qs) { return qs & 0x0F0F0F0Fu; }
 MOEPACK_GEMV_HD constexpr uint32_t q4k_a_hi(uint32_t qs) { return qs & 0xF0F0F0F0u; }
 

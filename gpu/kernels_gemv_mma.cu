@@ -1092,18 +1092,20 @@ struct Q4kColPath : Q4kI8Path {
   }
 };
 
-// Q5_K in the column layout (its only tensor-core arithmetic, twenty-eighth pass; off by default
-// until it has run on a GPU: kGemvQ5kTensorCoresDefault). A super-block (ggml block_q5_K, 176 bytes: d, dmin,
-// Q4_K's 12 bytes of 6-bit scales and minimums, qh[32], qs[128]) holds element 64 p + l (l < 32) as the low
-// nibble of qs byte 32 p + l plus 16 times bit 2 p of qh byte l, and element 64 p + 32 + l as the high nibble
-// of the same byte plus 16 times bit 2 p + 1: w = d sc q - dmin m with q in [0, 31] (ggml's
-// dequantize_row_q5_K). Element l's fifth bits lie in qh byte l for every group p, so the lane
-// that reads qs bytes 32 p + 8t..8t+7 (Q4kColPath's layout, kQ4kColumns) needs qh bytes
-// 8t..8t+7 only, the same for all four groups: loaded once a super-block. A: the low nibble
-// with its qh bit moved to bit 4 (q, k 4t..) and the high nibble shifted into bits 1-4 with its
-// qh bit in bit 5 (2 q, k 16 + 4t..), from one shift of the qh word a group (bit 2 p to bit 4);
-// so the low sub-blocks' scales are doubled (F = 2). Bounds: a column's sum an mma <= 16 x 62 x
-// 64 < 2^16, times sc <= 63 (x 2 for the low half), eight mmas: |T| <= 3.2e7 < 2^25 (Q4kColPath 1.3e8), so
+// Q5_K in the column layout (its only tensor-core arithmetic, twenty-eighth pass; off by
+// default until it has run on a GPU: kGemvQ5kTensorCoresDefault). A super-block (ggml
+// block_q5_K, 176 bytes: d, dmin, Q4_K's 12 bytes of 6-bit scales and minimums, qh[32],
+// qs[128]) holds element 64 p + l (l < 32) as the low nibble of qs byte 32 p + l plus 16 times
+// bit 2 p of qh byte l, and element 64 p + 32 + l as the high nibble of the same byte plus 16
+// times bit 2 p + 1: w = d sc q - dmin m with q in [0, 31] (ggml's dequantize_row_q5_K).
+// Element l's fifth bits lie in qh byte l for every group p, so the lane that reads qs bytes
+// 32 p + 8t..8t+7 (Q4kColPath's layout, kQ4kColumns) needs qh bytes 8t..8t+7 only, the same
+// for all four groups: loaded once a super-block. A (gemv_quant_words.h, q5k_a_words): the low
+// nibble with its qh bit moved to bit 4 (q, k 4t..) and the high nibble shifted into bits 1-4
+// with its qh bit in bit 5 (2 q, k 16 + 4t..), from one shift of the qh word a group (bit 2 p
+// to bit 4); so the low sub-blocks' scales are doubled (F = 2). Bounds: a column's sum an mma
+// is at most 16 x 62 x 64 < 2^16 (the high half's 2 q; the low half's q gives half that before
+// its doubled scale), times sc <= 63, eight mmas: |T| <= 3.2e7 < 2^25 (Q4kColPath 1.3e8), so
 // its I2F rounds past 2^24 as Q4_K's does.
 // The minimums and the end of a super-block are Q4_K's (Q4kI8Path::finish_sb).
 struct Q5kColPath : Q4kI8Path {

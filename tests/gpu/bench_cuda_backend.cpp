@@ -898,6 +898,7 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
     ~DefaultAfterwards() { gpu::detail::set_gemv_mma_variant(0); }
   } restore;
   const bool q5k = type == GgmlType::Q5_K;
+  f32_kernels(false);  // the variants are the tensor cores' (Q5_K's are off by default)
   for (const auto& [r, c, e, pairs] : shapes) {
     for (const int v : {0, 6, 7, 20, 26, 27, 28, 0}) {
       if (v == 26 && (type != GgmlType::Q3_K || c % 1024 != 0)) continue;

@@ -4,7 +4,9 @@
 // (d = 1, every scale 1, minimums 0: w = q, or q - 32 for Q6_K), or, for the scales, whose quants
 // are all one value, so that dequantize_row gives the scale (or minimum) of every sub-block.
 // The element each A byte stands for is the block layout's (gemv_quant_words.h's table, from
-// ggml's block_q4_K, block_q5_K, block_q3_K and block_q6_K).
+// ggml's block_q4_K, block_q5_K, block_q3_K and block_q6_K). What this cannot see: which words
+// the kernels load into these functions (the paths' fetch offsets) and in which order they pass
+// the results to the mma; gpu_ops_test's one-hot tests check those on the GPU.
 #include "gpu/gemv_quant_words.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ggml_type.h"
@@ -82,7 +85,7 @@ TEST(GemvQuantWords, Q4kAndQ5kQuantsAreTheWeightsOfTheirElements) {
             ASSERT_EQ(u8_byte(a.lo, i), lo)
                 << "group " << p << ", byte " << l + i << ": the low nibble's quant";
             // The high nibbles' sub-block: 16 q in place (Q4_K), 2 q (Q5_K).
-            ASSERT_EQ(u8_byte(a.hi, i), (q5 ? 2 : 16) * hi)
+            ASSERT_EQ(u8_byte(a.hi, i), static_cast<float>(q5 ? 2 : 16) * hi)
                 << "group " << p << ", byte " << l + i << ": the high one's";
             checked += 2;
           }
@@ -136,7 +139,8 @@ TEST(GemvQuantWords, Q3kQuantsAreTheWeightsOfTheirElements) {
           const uint32_t a = q3k_a_word(j < 2 ? q : q >> 4, h, j);
           for (int i = 0; i < 4; ++i) {
             // even fields q, odd fields 4 q (kept in place)
-            ASSERT_EQ(s8_byte(a, i), ((j & 1) ? 4 : 1) * w[static_cast<size_t>(128 * n + 32 * j + l + i)])
+            ASSERT_EQ(s8_byte(a, i),
+                      static_cast<float>((j & 1) ? 4 : 1) * w[static_cast<size_t>(128 * n + 32 * j + l + i)])
                 << "half " << n << ", field " << j << ", byte " << l + i;
             ++checked;
           }

@@ -902,7 +902,7 @@ void expect_one_hot_columns_bit_for_bit(GgmlType type, std::initializer_list<int
         auto d_x = to_device(x);
         const auto y = gemv_one_pair_per_group(type, ne0, ne1, rb, d_w, d_x, n_mat, nullptr, 0, shift);
         // matrix `alone` by itself (the launch without groups: each row split over the block's
-        // warps), a different one each round so that its columns take every position too
+        // warps), a different one each round so that its columns fall at every byte of a word
         const int alone = round % n_mat;
         DeviceBuffer d_y1(static_cast<size_t>(ne1) * sizeof(float), "y");
         GemvBatch b1 = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + alone * ne0, d_y1.as<float>());
@@ -919,8 +919,9 @@ void expect_one_hot_columns_bit_for_bit(GgmlType type, std::initializer_list<int
                 << "rows of " << ne0 << ", weights +" << shift << ", matrix " << m << ", row " << r
                 << ", column " << k;
             if (m == alone) {
-              ASSERT_EQ(want, y1[static_cast<size_t>(r)]) << "single matrix " << m << ", rows of " << ne0
-                                                          << ", weights +" << shift << ", row " << r << ", column " << k;
+              ASSERT_EQ(want, y1[static_cast<size_t>(r)])
+                  << "single matrix " << m << ", rows of " << ne0 << ", weights +" << shift << ", row " << r
+                  << ", column " << k;
             }
             ++checked;
           }
@@ -944,8 +945,8 @@ void expect_one_hot_columns_bit_for_bit(GgmlType type, std::initializer_list<int
 // 6), 512 columns a shape, one at every position of a super-block pair (the aligned and the 2
 // mod 4 super-block of a ring stage, every sub-block, field, hmask or qh bit and nibble), as expert
 // launches (4 matrices of 37 rows: a partial tile) and as a single matrix (another each round),
-// weights aligned and 4 bytes off; and rows of 1, 3 and 5 super-blocks (the windowed rings: rows alternately 4-aligned
-// and 2 mod 4, and so the units of a row; at 5 the ring of 4 stages wraps).
+// weights aligned and 4 bytes off; and rows of 1, 3 and 5 super-blocks (the windowed rings: rows alternately
+// 4-aligned and 2 mod 4, and so the units of a row; at 5 the ring of 4 stages wraps).
 TEST(GpuOps, GemvMmaQ3kQ6kOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);

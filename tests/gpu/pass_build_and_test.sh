@@ -1,5 +1,5 @@
 # Sourced (not run) by the passes' device scripts (f32_pass_on_device.sh, q3k_pass_on_device.sh,
-# q6k_pass_on_device.sh),
+# k_pass_on_device.sh for q5k_pass_on_device.sh and q6k_pass_on_device.sh),
 # from the repository root on the GPU machine with $out set: builds build-gpu for sm_90 only (the
 # gpu tests, bench_cuda_backend, moepack) and, unless MOEPACK_SKIP_TESTS=1, runs the four gpu test
 # binaries (ctest.log, ctest.xml and LastTest.log into $out). Sets status: 0, or 1 when a test
