@@ -18,13 +18,7 @@
 
 #include <cstdint>
 
-#if !defined(MOEPACK_GEMV_HD)  // also in gpu/gemv_launch_cap.h
-#if defined(__CUDACC__)
-#define MOEPACK_GEMV_HD __host__ __device__
-#else
-#define MOEPACK_GEMV_HD
-#endif
-#endif
+#include "gpu/gemv_hd.h"
 
 namespace moepack::gpu::detail {
 
