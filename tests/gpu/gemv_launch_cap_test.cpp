@@ -78,6 +78,25 @@ TEST(GemvLaunchCap, Mxfp4RingsFitBesideTheFragments) {
   EXPECT_FALSE(gemv_rings_fit(68064, 4, 4, 136, kLimit));
 }
 
+// Q5_K's x fragments (frag_stride_i8, Q4_K's column layout) beside its two-unit rings of 176-byte
+// super-blocks (4 x 3 x 16 x 352 + 16 = 67,600) and one-unit rings (4 x 4 x 16 x 176 + 16 =
+// 45,072): the two-unit rings fit to 7,936 elements (so the longest two-unit rows, an even number
+// of units, are 7,680: kernels_gemv_mma.cu, takes_two_unit_rings), the one-unit rings to 13,312.
+TEST(GemvLaunchCap, Q5kRingsFitBesideTheFragments) {
+  // ne0 7936: 31744 + 1984 + 124 = 33852 -> 33856; + 67600 = 101456 <= 102400.
+  EXPECT_EQ(frag_stride_i8(7936), 33856);
+  EXPECT_TRUE(gemv_rings_fit(33856, 4, 3, 352, kLimit));
+  // ne0 8192: 32768 + 2048 + 128 = 34944; + 67600 = 102544 > 102400.
+  EXPECT_EQ(frag_stride_i8(8192), 34944);
+  EXPECT_FALSE(gemv_rings_fit(34944, 4, 3, 352, kLimit));
+  // ne0 13312: 53248 + 3328 + 208 = 56784; + 45072 = 101856 <= 102400.
+  EXPECT_EQ(frag_stride_i8(13312), 56784);
+  EXPECT_TRUE(gemv_rings_fit(56784, 4, 4, 176, kLimit));
+  // ne0 13568: 54272 + 3392 + 212 = 57876 -> 57888; + 45072 = 102960 > 102400.
+  EXPECT_EQ(frag_stride_i8(13568), 57888);
+  EXPECT_FALSE(gemv_rings_fit(57888, 4, 4, 176, kLimit));
+}
+
 // Q2_K's x fragments since the tenth pass (frag_stride_mx: ne0 * 4 + ne0 / 2 + ne0 / 64, rounded
 // up to 16; the ninth pass's frag_stride_i8 was ne0 / 4 smaller) beside its rings of two
 // super-blocks a stage (4 x 4 x 16 x 168 + 16 = 43,024): they fit to 13,056 elements (the longest
