@@ -2300,6 +2300,38 @@ struct TiledFetch<GgmlType::Q4_K> {
   }
 };
 
+// Q5_K (chunk 2816 bytes; twenty-ninth pass): Q4_K's qs words [4][32 lanes][16], then qh [16
+// rows][32] (the lane's 8 bytes 8t.. of rows g and g + 8: two 8-byte loads, each a warp's 256
+// contiguous bytes), headers [16 rows][16].
+template <>
+struct TiledFetch<GgmlType::Q5_K> {
+  static constexpr GgmlType kType = GgmlType::Q5_K;
+  using Path = Q5kColPath;
+  struct Raw {
+    uint4 q[4], ha, hb;
+    uint2 qha, qhb;
+  };
+  __device__ __forceinline__ static void load(Raw& r, const uint8_t* c, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r.q[i] = ld_weights16(c + 512 * i + 16 * lane);
+    r.qha = ld_weights8(c + 2048 + 32 * g + 8 * t);
+    r.qhb = ld_weights8(c + 2048 + 32 * (g + 8) + 8 * t);
+    r.ha = ld_weights16(c + 2560 + 16 * g);
+    r.hb = ld_weights16(c + 2560 + 16 * (g + 8));
+  }
+  __device__ __forceinline__ static void decode(Path& p, const Raw& r, int) {
+    p.ha = r.ha, p.hb = r.hb;
+    p.qha = r.qha, p.qhb = r.qhb;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      p.qa[2 * h] = make_uint2(r.q[h].x, r.q[h].y), p.qa[2 * h + 1] = make_uint2(r.q[h].z, r.q[h].w);
+      p.qb[2 * h] = make_uint2(r.q[2 + h].x, r.q[2 + h].y),
+               p.qb[2 * h + 1] = make_uint2(r.q[2 + h].z, r.q[2 + h].w);
+    }
+  }
+};
+
 // MXFP4 (chunk 2176 bytes): qs words [4][32 lanes][16] (row g: blocks 0-3, 4-7; row g + 8: the
 // same), scales [8 g][2 h][2 rows][4].
 template <>
@@ -3305,11 +3337,15 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
       (runs > 0 || warps == 0)) {
     const int64_t tpb = runs > 0 ? runs : tiled_runs_tiles(b.ne1, b.n_groups, device_sm_shape().sms);
     if (tpb > 0) {
-      const bool pairs = DEPTH == 2 && (b.ne0 / 256) % 2 == 0;  // depth 2 takes units in pairs
-      if (warps == 4 || warps == 8) {
-        return pairs ? launch_tiled_runs<T, 2, 8>(b, tpb, s) : launch_tiled_runs<T, 1, 8>(b, tpb, s);
+      const bool eight = warps == 4 || warps == 8;
+      // Depth 2 takes units in pairs (an odd count: depth 1); only depth 2's caller instantiates
+      // its runs kernels (not Q5_K's, kTiledDepthTwo).
+      if constexpr (DEPTH == 2) {
+        if ((b.ne0 / 256) % 2 == 0) {
+          return eight ? launch_tiled_runs<T, 2, 8>(b, tpb, s) : launch_tiled_runs<T, 2, 16>(b, tpb, s);
+        }
       }
-      return pairs ? launch_tiled_runs<T, 2, 16>(b, tpb, s) : launch_tiled_runs<T, 1, 16>(b, tpb, s);
+      return eight ? launch_tiled_runs<T, 1, 8>(b, tpb, s) : launch_tiled_runs<T, 1, 16>(b, tpb, s);
     }
   }
   if (warps == 0) {  // blocks of 8 NW rows with the epilogue or two warps a tile
@@ -3330,15 +3366,23 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
 
 // The type's chunks in flight a warp: two for Q2_K (both chunks' arithmetic in one basic block:
 // -0.01 to +0.09 of D2D at 8 and 16 warps a block, a gain on most shapes), one for Q4_K and MXFP4
-// (up to 0.08 slower at two). Measured on the H200, docs/cuda-backend.md, eighteenth pass.
+// (up to 0.08 slower at two). Measured on the H200, docs/cuda-backend.md, eighteenth pass. Q5_K
+// (twenty-ninth pass) has depth 1 only: Q4_K's depth 2 already sits at the 128-register cap at
+// 8 and 16 warps, and a Q5_K chunk holds 4 more registers a lane (qh): its depth-2 runs kernel
+// spilled 80 bytes there (ptxas -v, sm_90), its depth-1 kernels take 120-128 registers without
+// spills. set_gemv_tiled_depth(2) runs it at depth 1 (the same sums).
 constexpr int tiled_depth_of(GgmlType t) { return t == GgmlType::Q2_K ? 2 : 1; }
+template <GgmlType T>
+constexpr bool kTiledDepthTwo = T != GgmlType::Q5_K;
 
 template <GgmlType T>
 void launch_tiled(const GemvBatch& b, cudaStream_t s) {
   // (Depths 3 and 4 measured slower on every shape and type, 0.34-0.62 of D2D: not compiled.)
   int depth = g_tiled_depth.load(std::memory_order_relaxed);
   if (depth == 0) depth = tiled_depth_of(T);
-  if (depth == 2) return launch_tiled_depth<T, 2>(b, s);
+  if constexpr (kTiledDepthTwo<T>) {
+    if (depth == 2) return launch_tiled_depth<T, 2>(b, s);
+  }
   return launch_tiled_depth<T, 1>(b, s);
 }
 
@@ -3490,10 +3534,12 @@ void set_gemv_ffn_warps(int warps) {
 
 void set_gemv_ffn_fusion(bool on) { g_ffn_fusion.store(on, std::memory_order_relaxed); }
 
+// (Q5_K's tiled layout has no one-launch FFN: that launch, off by default, measured 1-5 % slower
+// than the two for the other types, twenty-second pass; not compiled for Q5_K.)
 bool gemv_mma_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff) {
-  return g_ffn_fusion.load(std::memory_order_relaxed) && gemv_mma_swiglu_fusable(type, hidden) &&
-         gemv_mma_supported(type, ff) && gemv_tiled_supported(type, hidden, ff) &&
-         gemv_tiled_supported(type, ff, hidden);
+  return g_ffn_fusion.load(std::memory_order_relaxed) && type != GgmlType::Q5_K &&
+         gemv_mma_swiglu_fusable(type, hidden) && gemv_mma_supported(type, ff) &&
+         gemv_tiled_supported(type, hidden, ff) && gemv_tiled_supported(type, ff, hidden);
 }
 
 void gemv_mma_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStream_t s) {
@@ -3505,7 +3551,8 @@ void gemv_mma_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStr
     case GgmlType::MXFP4:
       return launch_tiled_ffn<GgmlType::MXFP4>(a, d, sync, s);
     default:
-      throw Error("gemv_mma_ffn: " + std::string(ggml_type_name(a.type)) + " has no tiled layout");
+      throw Error("gemv_mma_ffn: " + std::string(ggml_type_name(a.type)) +
+                  " has no one-launch expert FFN (Q4_K, Q2_K and MXFP4 in the tiled layout)");
   }
 }
 
@@ -3563,6 +3610,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
     switch (b.type) {
       case GgmlType::Q4_K:
         return launch_tiled<GgmlType::Q4_K>(b, s);
+      case GgmlType::Q5_K:
+        return launch_tiled<GgmlType::Q5_K>(b, s);
       case GgmlType::Q2_K:
         return launch_tiled<GgmlType::Q2_K>(b, s);
       default:
@@ -3676,8 +3725,8 @@ void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
     throw Error(
         "repack_tiled: " + std::string(ggml_type_name(type)) + " [" + std::to_string(ne1) + "][" +
         std::to_string(ne0) + "] with rows of " + std::to_string(row_bytes) +
-        " bytes has no tiled layout (Q4_K, Q2_K or MXFP4; rows a multiple of 16, of a multiple of 256 "
-        "elements)");
+        " bytes has no tiled layout (Q4_K, Q5_K, Q2_K or MXFP4; rows a multiple of 16, of a multiple of "
+        "256 elements)");
   }
   const int64_t total = n_matrices * ne1 * static_cast<int64_t>(row_bytes);
   if (total == 0) return;
@@ -3689,6 +3738,8 @@ void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
   switch (type) {
     case GgmlType::Q4_K:
       return detail::launch_repack<GgmlType::Q4_K>(src, dst, ne0, ne1, row_bytes, total, s);
+    case GgmlType::Q5_K:
+      return detail::launch_repack<GgmlType::Q5_K>(src, dst, ne0, ne1, row_bytes, total, s);
     case GgmlType::Q2_K:
       return detail::launch_repack<GgmlType::Q2_K>(src, dst, ne0, ne1, row_bytes, total, s);
     default:

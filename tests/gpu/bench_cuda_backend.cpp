@@ -56,7 +56,9 @@
 //             Q3_K's, Q5_K's and Q6_K's tensor cores off and on, alternating, three each;
 //   "gemv_q5k" (--q5k-only): the same for Q5_K (Q5kColPath, twenty-eighth pass): variants 6, 7
 //             and 20 (one super-block a stage), "expert_ffn" also with Q5_K gate + up and a Q6_K
-//             down (Q5_K_M's), and "engine"/"k_tensor_cores_of" as --q6k-only;
+//             down (Q5_K_M's), "tiled" / "tiled_glu" / "tiled_ffn": its tiled layout (twenty-
+//             ninth pass) beside the GGUF's, alternating, and "engine"/"k_tensor_cores_of" as
+//             --q6k-only;
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -938,6 +940,26 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
         g["f32_kernels"] = f32;
         out["expert_ffn"].push_back(std::move(g));
       }
+    }
+  }
+  // Q5_K's tiled layout (twenty-ninth pass) beside the GGUF layout, on the tensor cores,
+  // alternating GGUF, tiled, tiled, GGUF ("tiled"): the expert launches (plain, then gate + up
+  // with the SwiGLU epilogue, the engine's decode launch) and the expert FFN all Q5_K.
+  if (q5k) {
+    f32_kernels(false);
+    for (const auto& [r, c, e, pairs] : shapes) {
+      if (e == 1) continue;  // the tiled layout is for expert launches
+      for (int round = 0; round < 4; ++round)
+        out["tiled"].push_back(bench_gemv(pool, type, r, c, d2d, e, alternating_on(round), pairs));
+    }
+    for (const auto& [hidden, inter, experts] :
+         {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
+      for (int round = 0; round < 4; ++round)
+        out["tiled_glu"].push_back(
+            bench_gemv_glu(pool, type, inter, hidden, d2d, alternating_on(round), experts));
+      for (int round = 0; round < 4; ++round)
+        out["tiled_ffn"].push_back(
+            bench_expert_ffn(pool, type, hidden, inter, experts, d2d, alternating_on(round)));
     }
   }
   return out;

@@ -1,7 +1,8 @@
 // The tiled weight layout (gpu/gemv_tiled.h): host arithmetic, run on every machine. Expected
 // values are worked out by hand from the table in gpu/gemv_tiled.h and the GGUF block layouts
 // (Q2_K: 16 scale bytes, 64 qs bytes, d, dmin; Q4_K: d, dmin, 12 scale bytes, 128 qs bytes;
-// MXFP4: blocks of one E8M0 byte and 16 qs bytes).
+// Q5_K: Q4_K's 16 header bytes, 32 qh bytes, 128 qs bytes; MXFP4: blocks of one E8M0 byte and 16
+// qs bytes).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -17,6 +18,9 @@ TEST(GemvTiledLayout, SizesAndCoverage) {
   EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q4_K), 2304);
   EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q2_K), 1344);
   EXPECT_EQ(tiled_chunk_bytes(GgmlType::MXFP4), 2176);
+  EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q5_K), 2816);
+  EXPECT_TRUE(tiled_layout_covers(GgmlType::Q5_K, 2048, 4096));
+  EXPECT_FALSE(tiled_layout_covers(GgmlType::Q5_K, 2048, 4088));
   EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q8_0), 0);
   EXPECT_TRUE(tiled_layout_covers(GgmlType::Q2_K, 4096, 2048));
   EXPECT_FALSE(tiled_layout_covers(GgmlType::Q2_K, 4096, 2040));  // rows not whole tiles
@@ -33,7 +37,7 @@ TEST(GemvTiledLayout, SizesAndCoverage) {
 
 // Every chunk is a permutation of its 16 rows' unit bytes: each (row, byte) exactly once.
 TEST(GemvTiledLayout, EachChunkIsAPermutationOfItsRowsBytes) {
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     const int unit = tiled_unit_bytes(t), chunk = tiled_chunk_bytes(t);
     std::vector<int> seen(static_cast<size_t>(chunk), 0);
     for (int o = 0; o < chunk; ++o) {
@@ -65,7 +69,7 @@ TEST(GemvTiledLayout, HandWorkedEntries) {
   // 96 + 16 = 128; i 3 the same of row 9.
   EXPECT_TRUE(same(tiled_source(GgmlType::Q4_K, 512 + 16 * 6 + 8), {1, 128}));
   EXPECT_TRUE(same(tiled_source(GgmlType::Q4_K, 1536 + 16 * 6 + 4), {9, 16 + 64 + 16 + 4}));
-  EXPECT_TRUE(same(tiled_source(GgmlType::Q4_K, 2048 + 16 * 15 + 1), {15, 1}));  // dmin's high byte
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q4_K, 2048 + 16 * 15 + 1), {15, 1}));  // d's high byte
   // MXFP4, lane 31 (g 7, t 3): i 2, w 1 is block 1 of row 15, qs word 3: byte 17 + 1 + 12 = 30;
   // i 1, w 3 is block 7 of row 7: 119 + 1 + 12 + 3 = 135 (the unit's last byte).
   EXPECT_TRUE(same(tiled_source(GgmlType::MXFP4, 1024 + 16 * 31 + 4), {15, 30}));
@@ -73,12 +77,20 @@ TEST(GemvTiledLayout, HandWorkedEntries) {
   // Scales of g 5: h 1 (lanes t 2, 3), row 13 (i 1), c 2: block 5 at byte 85.
   EXPECT_TRUE(same(tiled_source(GgmlType::MXFP4, 2048 + 16 * 5 + 8 + 4 + 2), {13, 85}));
   EXPECT_TRUE(same(tiled_source(GgmlType::MXFP4, 2048), {0, 0}));
+  // Q5_K, lane 6 (g 1, t 2): as Q4_K's word with qs 32 bytes later (after qh[32]): i 1, w 2 is
+  // group 3 of row 1, byte 48 + 96 + 16 = 160. Row 9's qh byte 5 (block byte 21) at 2048 + 32 x 9
+  // + 5; row 15's d high byte at 2560 + 16 x 15 + 1; the chunk's last byte is row 15's byte 15.
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q5_K, 512 + 16 * 6 + 8), {1, 160}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q5_K, 2048 + 32 * 9 + 5), {9, 21}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q5_K, 2560 + 16 * 15 + 1), {15, 1}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q5_K, 2815), {15, 15}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q5_K, 2816), {-1, -1}));
 }
 
 // tiled_dest inverts tiled_source for every byte of every row, and keeps the 4-byte runs the
 // CUDA F32 kernels' tiled fetch relies on.
 TEST(GemvTiledLayout, DestInvertsSource) {
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     const int unit = tiled_unit_bytes(t);
     for (int row = 0; row < 16; ++row) {
       for (int b = 0; b < unit; ++b) {
@@ -100,12 +112,15 @@ TEST(GemvTiledLayout, DestInvertsSource) {
   EXPECT_EQ(tiled_dest(GgmlType::Q2_K, 16, 0), -1);
   EXPECT_EQ(tiled_dest(GgmlType::Q2_K, 0, 84), -1);
   EXPECT_EQ(tiled_dest(GgmlType::Q6_K, 0, 0), -1);
+  EXPECT_EQ(tiled_dest(GgmlType::Q5_K, 9, 21), 2048 + 32 * 9 + 5);
+  EXPECT_EQ(tiled_dest(GgmlType::Q5_K, 1, 160), 512 + 16 * 6 + 8);
+  EXPECT_EQ(tiled_dest(GgmlType::Q5_K, 0, 176), -1);
 }
 
 // The F32 kernels' gather of a row's unit (tiled_row_word, tiled_piece_dest): every piece's bytes
 // come from where tiled_source says, and the pieces of a row cover its unit exactly once.
 TEST(GemvTiledLayout, RowWordsGatherEachRowsUnitOnce) {
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     const int unit = tiled_unit_bytes(t);
     for (int row = 0; row < 16; ++row) {
       std::vector<int> seen(static_cast<size_t>(unit), 0);
@@ -131,6 +146,15 @@ TEST(GemvTiledLayout, RowWordsGatherEachRowsUnitOnce) {
   // its piece 3 is qs byte 16 + 32 + 16 + 4 = 68.
   EXPECT_EQ(tiled_row_word(GgmlType::Q2_K, 11, 2).src, 512 + 16 * 14);
   EXPECT_EQ(tiled_piece_dest(GgmlType::Q2_K, 2, 3), 68);
+  // Q5_K row 11 (g 3, half 1), word 2: lane 14's word of i 2 (groups 0, 1 of rows 8-15), at 1024
+  // + 16 x 14; its piece 3 is group 1's byte 48 + 32 + 16 + 4 = 100. Row 9's word 9: its qh bytes
+  // 16..31 at 2048 + 32 x 9 + 16, piece 3 to block byte 16 + 16 + 12 = 44.
+  EXPECT_EQ(tiled_row_words(GgmlType::Q5_K), 11);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q5_K, 11, 2).src, 1024 + 16 * 14);
+  EXPECT_EQ(tiled_piece_dest(GgmlType::Q5_K, 2, 3), 100);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q5_K, 9, 9).src, 2048 + 32 * 9 + 16);
+  EXPECT_EQ(tiled_piece_dest(GgmlType::Q5_K, 9, 3), 44);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q5_K, 9, 10).src, 2560 + 16 * 9);
 }
 
 }  // namespace

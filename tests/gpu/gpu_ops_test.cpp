@@ -27,6 +27,7 @@
 #include "gpu/cuda_resources.h"
 #include "gpu/gemv_launch_cap.h"
 #include "gpu/gemv_mma.h"
+#include "gpu/gemv_tiled.h"
 #include "gpu/kernels.h"
 #include "gpu/tiled_experts.h"
 #include "tests/gpu/gpu_test_main.h"
@@ -151,6 +152,8 @@ ExpertMatrices expert_matrices(GgmlType type, int64_t ne0, int64_t ne1, int n, s
 // n random matrices of [ne1][ne0] `type` back to back (`data`, on the device as d_w), the same
 // bytes repacked into the tiled layout (d_t, synchronised: a tiled launch loads weights before
 // it waits for the kernel before it), and the matrices' pointer tables for each (d_tab, d_tab_t).
+// repack_tiled's every byte is checked against gpu/gemv_tiled.h's tiled_source (CPU-tested by
+// gemv_tiled_layout_test against hand-worked entries).
 struct TiledMatrices {
   std::vector<uint8_t> data;
   uint64_t rb, mat;  // bytes a row, a matrix
@@ -164,6 +167,23 @@ TiledMatrices tiled_matrices(GgmlType type, int64_t ne0, int64_t ne1, int n, std
   MOEPACK_CUDA_CHECK(cudaMemset(m.d_t.as<void>(), 0, m.d_t.size()));
   repack_tiled(type, ne0, ne1, m.rb, m.d_w.bytes_ptr(), m.d_t.bytes_ptr(), n, nullptr);
   MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<uint8_t> tiled(m.data.size());
+  MOEPACK_CUDA_CHECK(cudaMemcpy(tiled.data(), m.d_t.as<void>(), tiled.size(), cudaMemcpyDeviceToHost));
+  const int chunk = tiled_chunk_bytes(type), unit = tiled_unit_bytes(type);
+  const int64_t units = ne0 / 256;
+  for (size_t i = 0; i < tiled.size(); ++i) {
+    const uint64_t k = i / m.mat, in = i % m.mat;  // matrix k, byte `in` of its tiled layout
+    const int64_t c = static_cast<int64_t>(in / static_cast<uint64_t>(chunk));
+    const TiledSource src = tiled_source(type, static_cast<int>(in % static_cast<uint64_t>(chunk)));
+    const uint64_t row = static_cast<uint64_t>(c / units * 16 + src.row);
+    const uint64_t at = k * m.mat + row * m.rb + static_cast<uint64_t>(c % units * unit + src.byte);
+    if (tiled[i] != m.data[at]) {
+      ADD_FAILURE() << ggml_type_name(type) << " [" << ne1 << "][" << ne0 << "]: repack_tiled's byte " << i
+                    << " is " << int{tiled[i]} << ", tiled_source's (matrix " << k << ", row " << row
+                    << ", byte " << c % units * unit + src.byte << ") " << int{m.data[at]};
+      break;
+    }
+  }
   std::vector<const uint8_t*> tab, tab_t;
   for (int k = 0; k < n; ++k) {
     tab.push_back(m.d_w.bytes_ptr() + m.mat * static_cast<uint64_t>(k));
@@ -1354,7 +1374,7 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
   // Row counts below, between and above the blocks' 64, 128, 192 and 256 rows (8 NW with the
   // epilogue); odd and even counts of units a row (depth 2 takes them in pairs); 32 tiles a
   // matrix for runs of 4 tiles a warp.
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const Shape shape : {Shape{256, 48}, Shape{2048, 64}, Shape{4096, 32}, Shape{7168, 16},
                               Shape{1280, 208}, Shape{3328, 144}, Shape{2048, 512}}) {
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
@@ -1499,7 +1519,7 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
   if (sms == 132) {
     EXPECT_EQ(chosen, 28);
   }
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     SCOPED_TRACE(ggml_type_name(type));
     ASSERT_TRUE(gemv_tiled_supported(type, ne0, ne1));
     std::mt19937 rng(73);
@@ -1801,6 +1821,23 @@ TEST(GpuOps, GemvExpertsFfnRefusesWhatItCannotFuse) {
   refused(c, d, d_sync.as<int32_t>(), "w_table");
   refused(a, d, nullptr, "sync");
   refused(a, d, reinterpret_cast<int32_t*>(d_sync.bytes_ptr() + 2), "sync");
+  // Q5_K's tiled layout (twenty-ninth pass; its tensor cores on in this binary) has no one-launch
+  // FFN: not fusable with the switch on, and such a pair is refused, never launched.
+  {
+    const GgmlType q5 = GgmlType::Q5_K;
+    const TiledMatrices gu5 = tiled_matrices(q5, hidden, ff, 2 * K, rng);
+    const TiledMatrices dn5 = tiled_matrices(q5, ff, hidden, K, rng);
+    ASSERT_TRUE(gemv_tiled_supported(q5, hidden, ff) && gemv_tiled_supported(q5, ff, hidden));
+    ASSERT_TRUE(gemv_swiglu_fusable(q5, hidden, ff, true));
+    EXPECT_FALSE(gemv_experts_ffn_fusable(q5, hidden, ff));
+    GemvBatch a5 = a, d5 = d;
+    a5.type = d5.type = q5;
+    a5.row_bytes = gu5.rb;
+    a5.w_table = gu5.d_tab_t.as<const uint8_t* const>();
+    d5.row_bytes = dn5.rb;
+    d5.w_table = dn5.d_tab_t.as<const uint8_t* const>();
+    refused(a5, d5, d_sync.as<int32_t>(), "gemv_experts_ffn_fusable");
+  }
   detail::set_gemv_ffn_fusion(false);
   EXPECT_FALSE(gemv_experts_ffn_fusable(type, hidden, ff));
   refused(a, d, d_sync.as<int32_t>(), "gemv_experts_ffn_fusable");
@@ -1817,7 +1854,7 @@ TEST(GpuOps, GemvTiledPrefillAndF32KernelsEqualTheGgufLayout) {
   struct Shape {
     int64_t ne0, ne1;
   };
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const Shape shape : {Shape{256, 48}, Shape{2048, 32}, Shape{4352, 16}}) {
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0));
@@ -1974,6 +2011,19 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   EXPECT_FALSE(tiled_expert("on", GgmlType::Q4_K, 256, 256, rb_q4, 8));
   EXPECT_FALSE(tiled_expert("on", GgmlType::Q6_K, 256, 256, *ggml_row_bytes(GgmlType::Q6_K, 256), 0));
   EXPECT_THROW(tiled_expert("yes", GgmlType::Q4_K, 256, 256, rb_q4, 0), Error);
+  // Q5_K only while its tiled tensor-core launch runs (its tensor cores on; off by default until
+  // run, kGemvQ5kTensorCoresDefault): never into the F32 kernels' gather alone.
+  {
+    const uint64_t rb_q5 = *ggml_row_bytes(GgmlType::Q5_K, 4096);
+    struct Q5kBackOn {  // this binary's setting (Q5kTensorCoresOn), also when an assertion throws
+      ~Q5kBackOn() { detail::set_gemv_tensor_cores(GgmlType::Q5_K, true); }
+    } q5k_back;
+    detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
+    EXPECT_TRUE(tiled_expert("auto", GgmlType::Q5_K, 4096, 2048, rb_q5, 4096));
+    detail::set_gemv_tensor_cores(GgmlType::Q5_K, false);
+    EXPECT_FALSE(tiled_expert("on", GgmlType::Q5_K, 4096, 2048, rb_q5, 4096));
+    EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q5_K, 4096, 2048));
+  }
   b.w_table = nullptr;  // matrices at w + g w_gstride, misaligned
   b.w = d_t.bytes_ptr() + 4;
   b.w_gstride = rb * 64;
