@@ -1,5 +1,5 @@
 // The tiled weight layout of the tensor-core decode GEMV (kernels_gemv_mma.cu, gemv_tiled_kernel):
-// where each byte of a GGUF matrix of Q4_K, Q5_K, Q2_K or MXFP4 goes, as arithmetic only (no CUDA
+// where each byte of a GGUF matrix of Q4_K, Q5_K, Q6_K, Q2_K or MXFP4 goes, as arithmetic only (no CUDA
 // runtime), so the CPU tests cover it (tests/gpu/gemv_tiled_layout_test.cpp).
 //
 // Why: the default decode GEMV (gemv_pipe_kernel) streams each warp's 16-row tile through a
@@ -16,7 +16,8 @@
 // chunk: a matrix of ne1 rows (a multiple of 16) and ne0 elements a row (a multiple of 256) is
 // ne1 / 16 tiles of 16 rows by ne0 / 256 units of 256 elements; chunk (tile T, unit u) is the 16
 // rows' bytes of that unit (tiled_chunk_bytes: 16 x 144 = 2304 for Q4_K, 16 x 176 = 2816 for
-// Q5_K, 16 x 84 = 1344 for Q2_K, 16 x 136 = 2176 for MXFP4 (8 blocks of 17 bytes)) and lies at
+// Q5_K, 16 x 210 = 3360 for Q6_K, 16 x 84 = 1344 for Q2_K, 16 x 136 = 2176 for MXFP4 (8 blocks of
+// 17 bytes)) and lies at
 // (T x ne0 / 256 + u) x tiled_chunk_bytes. Within a chunk, with lane L = 4 g + t of a warp
 // (rows g and g + 8 of the tile, the mma fragments' rows; kernels_gemv_mma.cu "The column
 // layout"), tiled_source says which byte of which row each chunk byte o is:
@@ -35,6 +36,14 @@
 //                bytes 8 t.. of rows g and g + 8 (Q5kColPath's qha, qhb) in two 8-byte loads,
 //                each a warp's 256 contiguous bytes;
 //     [2560, 2816): 16 r + c: row r, header byte c.
+//   Q6_K (210-byte super-block: ql[128], qh[64], 16 s8 scales, d; twenty-ninth pass):
+//     [0, 2048): o = 512 i + 16 L + 4 w + c: row g + 8 (i / 2), ql byte 64 (i % 2) + 32 (w / 2)
+//                + 8 t + 4 (w % 2) + c (Q6kColPath's la, lb: half n = i % 2, field pair w / 2);
+//     [2048, 3072): 2048 + 512 i + 16 L + 4 w + c: row g + 8 i, qh byte 128 + 32 (w / 2) + 8 t
+//                + 4 (w % 2) + c (Q6kColPath's ha, hb);
+//     [3072, 3328): 16 r + c: row r, scale byte c (block byte 192 + c);
+//     [3328, 3360): 4 g + 2 i + c: row g + 8 i, d's byte c (block byte 208 + c): a lane's one
+//                4-byte load holds the d of both its rows.
 //   MXFP4 (unit of 8 blocks, block k at 17 k: E8M0 scale, 16 qs bytes):
 //     [0, 2048): o = 512 i + 16 L + 4 w + c: row g + 8 (i / 2), block k = 4 (i % 2) + w, byte
 //                17 k + 1 + 4 t + c (the lane's qs word of each block: Mxfp4ColPath2's wa, wb);
@@ -49,11 +58,12 @@
 
 namespace moepack::gpu {
 
-// A row's bytes of one unit of 256 elements in the GGUF layout: 144 (Q4_K), 176 (Q5_K), 84
-// (Q2_K), 136 (MXFP4: 8 blocks); 0 for every other type.
+// A row's bytes of one unit of 256 elements in the GGUF layout: 144 (Q4_K), 176 (Q5_K), 210
+// (Q6_K), 84 (Q2_K), 136 (MXFP4: 8 blocks); 0 for every other type.
 MOEPACK_GEMV_HD constexpr int tiled_unit_bytes(GgmlType t) {
   return t == GgmlType::Q4_K    ? 144
          : t == GgmlType::Q5_K  ? 176
+         : t == GgmlType::Q6_K  ? 210
          : t == GgmlType::Q2_K  ? 84
          : t == GgmlType::MXFP4 ? 136
                                 : 0;
@@ -61,8 +71,8 @@ MOEPACK_GEMV_HD constexpr int tiled_unit_bytes(GgmlType t) {
 // Bytes of a chunk (16 rows of one unit); 0 for a type without the layout.
 MOEPACK_GEMV_HD constexpr int tiled_chunk_bytes(GgmlType t) { return 16 * tiled_unit_bytes(t); }
 
-// Whether a matrix of `type` with ne1 rows of ne0 elements has the tiled layout: Q4_K, Q5_K, Q2_K
-// or MXFP4, ne0 a positive multiple of 256 and ne1 a positive multiple of 16.
+// Whether a matrix of `type` with ne1 rows of ne0 elements has the tiled layout: Q4_K, Q5_K, Q6_K,
+// Q2_K or MXFP4, ne0 a positive multiple of 256 and ne1 a positive multiple of 16.
 MOEPACK_GEMV_HD constexpr bool tiled_layout_covers(GgmlType type, int64_t ne0, int64_t ne1) {
   return tiled_unit_bytes(type) > 0 && ne0 > 0 && ne0 % 256 == 0 && ne1 > 0 && ne1 % 16 == 0;
 }
@@ -81,6 +91,7 @@ MOEPACK_GEMV_HD constexpr TiledSource tiled_source(GgmlType t, int o) {
     const int i = o / 512, lane = (o % 512) / 16, w = (o % 16) / 4, c = o % 4;
     const int g = lane / 4, tq = lane % 4;
     if (t == GgmlType::Q2_K) return {g + 8 * i, 16 + 32 * (w / 2) + 8 * tq + 4 * (w % 2) + c};
+    if (t == GgmlType::Q6_K) return {g + 8 * (i / 2), 64 * (i % 2) + 32 * (w / 2) + 8 * tq + 4 * (w % 2) + c};
     if (t == GgmlType::Q4_K || t == GgmlType::Q5_K) {
       const int p = 2 * (i % 2) + w / 2, qs = t == GgmlType::Q4_K ? 16 : 48;
       return {g + 8 * (i / 2), qs + 32 * p + 8 * tq + 4 * (w % 2) + c};
@@ -94,6 +105,15 @@ MOEPACK_GEMV_HD constexpr TiledSource tiled_source(GgmlType t, int o) {
     return {q / 8 + 8 * ((q % 8) / 4), 80 + q % 4};
   }
   const int q = o - 2048;
+  if (t == GgmlType::Q6_K) {
+    if (q < 1024) {
+      const int i = q / 512, lane = (q % 512) / 16, w = (q % 16) / 4, c = q % 4;
+      return {lane / 4 + 8 * i, 128 + 32 * (w / 2) + 8 * (lane % 4) + 4 * (w % 2) + c};
+    }
+    if (q < 1280) return {(q - 1024) / 16, 192 + q % 16};
+    const int d = q - 1280;
+    return {d / 4 + 8 * ((d % 4) / 2), 208 + d % 2};
+  }
   if (t == GgmlType::Q4_K) return {q / 16, q % 16};
   if (t == GgmlType::Q5_K)
     return q < 512 ? TiledSource{q / 32, 16 + q % 32} : TiledSource{(q - 512) / 16, q % 16};
@@ -108,12 +128,25 @@ MOEPACK_GEMV_HD constexpr int tiled_lane_byte(int g, int i, int tq, int w, int c
 
 // The inverse of tiled_source: the chunk byte that holds byte `byte` (0..tiled_unit_bytes - 1)
 // of row `row` (0..15) of a chunk's unit; -1 for a type without the layout or either out of
-// range. Bytes 4 j .. 4 j + 3 of a Q4_K, Q5_K or Q2_K unit, and MXFP4's qs bytes 17 k + 1 + 4 q ..
+// range. Bytes 4 j .. 4 j + 3 of a Q4_K, Q5_K or Q2_K unit, and of a Q6_K unit below its d, and MXFP4's qs
+// bytes 17 k + 1 + 4 q ..
 // + 3, lie at four consecutive chunk bytes starting at a multiple of 4 (the table above).
 MOEPACK_GEMV_HD constexpr int tiled_dest(GgmlType t, int row, int byte) {
   const int unit = tiled_unit_bytes(t);
   if (unit == 0 || row < 0 || row >= 16 || byte < 0 || byte >= unit) return -1;
   const int g = row % 8, half = row / 8;
+  if (t == GgmlType::Q6_K) {
+    if (byte < 128) {
+      const int n = byte / 64, r = byte % 32;
+      return tiled_lane_byte(g, 2 * half + n, r / 8, 2 * ((byte % 64) / 32) + (r % 8) / 4, r % 4);
+    }
+    if (byte < 192) {
+      const int n = (byte - 128) / 32, r = (byte - 128) % 32;
+      return 2048 + tiled_lane_byte(g, half, r / 8, 2 * n + (r % 8) / 4, r % 4);
+    }
+    if (byte < 208) return 3072 + 16 * row + byte - 192;
+    return 3328 + 4 * g + 2 * half + byte - 208;
+  }
   if (t == GgmlType::Q2_K) {
     if (byte < 16) return 1024 + 16 * row + byte;
     if (byte >= 80) return 1280 + 8 * g + 4 * half + (byte - 80);
@@ -133,22 +166,24 @@ MOEPACK_GEMV_HD constexpr int tiled_dest(GgmlType t, int row, int byte) {
 }
 
 // How the F32 kernels (kernels_gemv.cu, TILED) gather one row's unit back into the GGUF order:
-// tiled_row_words(t) words a row and unit, word w of row `row` being the `bytes` (16 or 4) chunk
-// bytes at `src`, made of bytes / tiled_piece_bytes(t, w) pieces; piece p of word w goes to byte
+// tiled_row_words(t) words a row and unit, word w of row `row` being the `bytes` (16, 4 or 2)
+// chunk bytes at `src`, made of bytes / tiled_piece_bytes(t, w) pieces; piece p of word w goes to byte
 // tiled_piece_dest(t, w, p) of the row's unit (contiguous). Q2_K: the row's 4 qs words, its 16
 // scale bytes, d and dmin (4 bytes); Q4_K: 8 qs words and the 16 header bytes; Q5_K: 8 qs words,
-// the row's 32 qh bytes in two words and the 16 header bytes; MXFP4: 8 qs words (pieces: a
-// block's 4-byte qs run) and two 4-byte words of 4 scales each (1-byte pieces).
+// the row's 32 qh bytes in two words and the 16 header bytes; Q6_K: 8 ql words, 4 qh words, the
+// 16 scale bytes and d (a 2-byte word and piece); MXFP4: 8 qs words (pieces: a block's 4-byte qs
+// run) and two 4-byte words of 4 scales each (1-byte pieces).
 MOEPACK_GEMV_HD constexpr int tiled_row_words(GgmlType t) {
   return t == GgmlType::Q2_K    ? 6
          : t == GgmlType::Q4_K  ? 9
          : t == GgmlType::Q5_K  ? 11
+         : t == GgmlType::Q6_K  ? 14
          : t == GgmlType::MXFP4 ? 10
                                 : 0;
 }
 struct TiledRowWord {
   int src;    // chunk byte (a multiple of `bytes`)
-  int bytes;  // 16 or 4
+  int bytes;  // 16, 4 or 2 (Q6_K's d)
 };
 MOEPACK_GEMV_HD constexpr TiledRowWord tiled_row_word(GgmlType t, int row, int w) {
   const int g = row % 8, half = row / 8;
@@ -166,15 +201,27 @@ MOEPACK_GEMV_HD constexpr TiledRowWord tiled_row_word(GgmlType t, int row, int w
     if (w < 10) return {2048 + 32 * row + 16 * (w - 8), 16};
     return {2560 + 16 * row, 16};
   }
+  if (t == GgmlType::Q6_K) {
+    if (w < 8) return {tiled_lane_byte(g, 2 * half + w / 4, w % 4, 0, 0), 16};
+    if (w < 12) return {2048 + tiled_lane_byte(g, half, w - 8, 0, 0), 16};
+    if (w == 12) return {3072 + 16 * row, 16};
+    return {3328 + 4 * g + 2 * half, 2};
+  }
   if (w < 8) return {tiled_lane_byte(g, 2 * half + w / 4, w % 4, 0, 0), 16};  // MXFP4
   return {2048 + 16 * g + 8 * (w - 8) + 4 * half, 4};
 }
 MOEPACK_GEMV_HD constexpr int tiled_piece_bytes(GgmlType t, int w) {
-  return t == GgmlType::MXFP4 && w >= 8 ? 1 : 4;
+  return t == GgmlType::MXFP4 && w >= 8 ? 1 : t == GgmlType::Q6_K && w == 13 ? 2 : 4;
 }
 MOEPACK_GEMV_HD constexpr int tiled_piece_dest(GgmlType t, int w, int p) {
   if (t == GgmlType::Q2_K) return w < 4 ? 16 + 32 * (p / 2) + 8 * w + 4 * (p % 2) : w == 4 ? 4 * p : 80;
   if (t == GgmlType::Q4_K) return w < 8 ? 16 + 32 * (2 * (w / 4) + p / 2) + 8 * (w % 4) + 4 * (p % 2) : 4 * p;
+  if (t == GgmlType::Q6_K) {
+    return w < 8     ? 64 * (w / 4) + 32 * (p / 2) + 8 * (w % 4) + 4 * (p % 2)
+           : w < 12  ? 128 + 32 * (p / 2) + 8 * (w - 8) + 4 * (p % 2)
+           : w == 12 ? 192 + 4 * p
+                     : 208;
+  }
   if (t == GgmlType::Q5_K) {
     return w < 8    ? 48 + 32 * (2 * (w / 4) + p / 2) + 8 * (w % 4) + 4 * (p % 2)
            : w < 10 ? 16 + 16 * (w - 8) + 4 * p

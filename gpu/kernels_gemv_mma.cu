@@ -2241,6 +2241,11 @@ __device__ __forceinline__ uint2 ld_weights8(const uint8_t* p) {
   asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
   return v;
 }
+__device__ __forceinline__ uint32_t ld_weights4(const uint8_t* p) {
+  uint32_t v;
+  asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
 
 template <GgmlType T>
 struct TiledFetch;
@@ -2329,6 +2334,55 @@ struct TiledFetch<GgmlType::Q5_K> {
       p.qb[2 * h] = make_uint2(r.q[2 + h].x, r.q[2 + h].y),
                p.qb[2 * h + 1] = make_uint2(r.q[2 + h].z, r.q[2 + h].w);
     }
+  }
+};
+
+// Q6_K (chunk 3360 bytes; twenty-ninth pass): ql words [4][32 lanes][16] (row g: halves n 0, 1;
+// row g + 8: the same), qh words [2 rows][32 lanes][16], scales [16 rows][16], d [8 g][2 rows][2].
+// Every load 16-, 4-byte aligned (the GGUF rows of 210 bytes are only 2-aligned: the rings copy
+// them in 4-byte pieces, twenty-seventh pass). decode() does what Q6kColPath::fetch_row does to
+// the words (qh's high bits flipped, the lane's scale bytes picked), in registers.
+template <>
+struct TiledFetch<GgmlType::Q6_K> {
+  static constexpr GgmlType kType = GgmlType::Q6_K;
+  using Path = Q6kColPath;
+  struct Raw {
+    uint4 l[4], h[2], sa, sb;
+    uint32_t d;
+  };
+  __device__ __forceinline__ static void load(Raw& r, const uint8_t* c, int lane) {
+    const int g = lane >> 2;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r.l[i] = ld_weights16(c + 512 * i + 16 * lane);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) r.h[i] = ld_weights16(c + 2048 + 512 * i + 16 * lane);
+    r.sa = ld_weights16(c + 3072 + 16 * g);
+    r.sb = ld_weights16(c + 3072 + 16 * (g + 8));
+    r.d = ld_weights4(c + 3328 + 4 * g);
+  }
+  __device__ __forceinline__ static void decode(Path& p, const Raw& r, int t) {
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          p.la[n][q][k] = word_of(r.l[n], 2 * q + k);
+          p.lb[n][q][k] = word_of(r.l[2 + n], 2 * q + k);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        p.ha[n][k] = q6k_qh_flipped(word_of(r.h[0], 2 * n + k));
+        p.hb[n][k] = q6k_qh_flipped(word_of(r.h[1], 2 * n + k));
+      }
+    }
+    // bytes t / 2 + {0, 2, 4, 6} of scale words 2n, 2n + 1 (Q6kColPath::fetch_row's)
+    const uint32_t sel = 0x6420u + (static_cast<uint32_t>(t) >> 1) * 0x1111u;
+    p.sa[0] = prmt(r.sa.x, r.sa.y, sel), p.sa[1] = prmt(r.sa.z, r.sa.w, sel);
+    p.sb2[0] = prmt(r.sb.x, r.sb.y, sel), p.sb2[1] = prmt(r.sb.z, r.sb.w, sel);
+    p.da = r.d;        // row a's d in the low half
+    p.db = r.d >> 16;  // row b's
   }
 };
 
@@ -3367,13 +3421,13 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
 // The type's chunks in flight a warp: two for Q2_K (both chunks' arithmetic in one basic block:
 // -0.01 to +0.09 of D2D at 8 and 16 warps a block, a gain on most shapes), one for Q4_K and MXFP4
 // (up to 0.08 slower at two). Measured on the H200, docs/cuda-backend.md, eighteenth pass. Q5_K
-// (twenty-ninth pass) has depth 1 only: Q4_K's depth 2 already sits at the 128-register cap at
-// 8 and 16 warps, and a Q5_K chunk holds 4 more registers a lane (qh): its depth-2 runs kernel
-// spilled 80 bytes there (ptxas -v, sm_90), its depth-1 kernels take 120-128 registers without
-// spills. set_gemv_tiled_depth(2) runs it at depth 1 (the same sums).
+// and Q6_K (twenty-ninth pass) have depth 1 only: Q4_K's depth 2 already sits at the
+// 128-register cap at 8 and 16 warps, and a Q5_K chunk holds 4 more registers a lane (qh; its
+// depth-2 runs kernel spilled 80 bytes there, ptxas -v, sm_90), a Q6_K chunk 9 more.
+// set_gemv_tiled_depth(2) runs them at depth 1 (the same sums).
 constexpr int tiled_depth_of(GgmlType t) { return t == GgmlType::Q2_K ? 2 : 1; }
 template <GgmlType T>
-constexpr bool kTiledDepthTwo = T != GgmlType::Q5_K;
+constexpr bool kTiledDepthTwo = T != GgmlType::Q5_K&& T != GgmlType::Q6_K;
 
 template <GgmlType T>
 void launch_tiled(const GemvBatch& b, cudaStream_t s) {
@@ -3467,12 +3521,18 @@ void launch_repack(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1, u
 
 }  // namespace
 
+// Q6_K's tiled launch (set_gemv_q6k_tiled).
+std::atomic<bool> g_q6k_tiled{kGemvQ6kTiledDefault};
+
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
   if (!gemv_mma_supported(type, ne0) || !tiled_layout_covers(type, ne0, ne1)) return false;
+  if (type == GgmlType::Q6_K && !g_q6k_tiled.load(std::memory_order_relaxed)) return false;
   // x's fragments in the default's layout (the tiled kernel's Sel), staged in shared memory
   // beside the kernel's static shared memory (kTiledStaticSmem).
   return static_cast<size_t>(gemv_x_fragments_bytes(type, ne0)) <= tiled_smem_limit();
 }
+
+void set_gemv_q6k_tiled(bool on) { g_q6k_tiled.store(on, std::memory_order_relaxed); }
 
 void set_gemv_tiled_split(int warps) {
   if (warps != 1 && warps != 2) throw Error("set_gemv_tiled_split: " + std::to_string(warps) + " is not 1 or 2");
@@ -3534,10 +3594,11 @@ void set_gemv_ffn_warps(int warps) {
 
 void set_gemv_ffn_fusion(bool on) { g_ffn_fusion.store(on, std::memory_order_relaxed); }
 
-// (Q5_K's tiled layout has no one-launch FFN: that launch, off by default, measured 1-5 % slower
-// than the two for the other types, twenty-second pass; not compiled for Q5_K.)
+// (Q5_K's and Q6_K's tiled layouts have no one-launch FFN: that launch, off by default, measured
+// 1-5 % slower than the two for the other types, twenty-second pass; not compiled for them.)
 bool gemv_mma_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff) {
-  return g_ffn_fusion.load(std::memory_order_relaxed) && type != GgmlType::Q5_K &&
+  return g_ffn_fusion.load(std::memory_order_relaxed) &&
+         (type == GgmlType::Q4_K || type == GgmlType::Q2_K || type == GgmlType::MXFP4) &&
          gemv_mma_swiglu_fusable(type, hidden) && gemv_mma_supported(type, ff) &&
          gemv_tiled_supported(type, hidden, ff) && gemv_tiled_supported(type, ff, hidden);
 }
@@ -3612,6 +3673,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
         return launch_tiled<GgmlType::Q4_K>(b, s);
       case GgmlType::Q5_K:
         return launch_tiled<GgmlType::Q5_K>(b, s);
+      case GgmlType::Q6_K:
+        return launch_tiled<GgmlType::Q6_K>(b, s);
       case GgmlType::Q2_K:
         return launch_tiled<GgmlType::Q2_K>(b, s);
       default:
@@ -3722,11 +3785,10 @@ void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
   const auto want = ggml_row_bytes(type, static_cast<uint64_t>(std::max<int64_t>(ne0, 0)));
   if (n_matrices < 0) throw Error("repack_tiled: " + std::to_string(n_matrices) + " matrices");
   if (!tiled_layout_covers(type, ne0, ne1) || !want || *want != row_bytes) {
-    throw Error(
-        "repack_tiled: " + std::string(ggml_type_name(type)) + " [" + std::to_string(ne1) + "][" +
-        std::to_string(ne0) + "] with rows of " + std::to_string(row_bytes) +
-        " bytes has no tiled layout (Q4_K, Q5_K, Q2_K or MXFP4; rows a multiple of 16, of a multiple of "
-        "256 elements)");
+    throw Error("repack_tiled: " + std::string(ggml_type_name(type)) + " [" + std::to_string(ne1) + "][" +
+                std::to_string(ne0) + "] with rows of " + std::to_string(row_bytes) +
+                " bytes has no tiled layout (Q4_K, Q5_K, Q6_K, Q2_K or MXFP4; rows a multiple of 16, of a "
+                "multiple of 256 elements)");
   }
   const int64_t total = n_matrices * ne1 * static_cast<int64_t>(row_bytes);
   if (total == 0) return;
@@ -3740,6 +3802,8 @@ void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
       return detail::launch_repack<GgmlType::Q4_K>(src, dst, ne0, ne1, row_bytes, total, s);
     case GgmlType::Q5_K:
       return detail::launch_repack<GgmlType::Q5_K>(src, dst, ne0, ne1, row_bytes, total, s);
+    case GgmlType::Q6_K:
+      return detail::launch_repack<GgmlType::Q6_K>(src, dst, ne0, ne1, row_bytes, total, s);
     case GgmlType::Q2_K:
       return detail::launch_repack<GgmlType::Q2_K>(src, dst, ne0, ne1, row_bytes, total, s);
     default:

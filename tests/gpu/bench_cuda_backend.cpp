@@ -57,8 +57,9 @@
 //   "gemv_q5k" (--q5k-only): the same for Q5_K (Q5kColPath, twenty-eighth pass): variants 6, 7
 //             and 20 (one super-block a stage), "expert_ffn" also with Q5_K gate + up and a Q6_K
 //             down (Q5_K_M's), "tiled" / "tiled_glu" / "tiled_ffn": its tiled layout (twenty-
-//             ninth pass) beside the GGUF's, alternating, and "engine"/"k_tensor_cores_of" as
-//             --q6k-only;
+//             ninth pass) beside the GGUF's, alternating (--q6k-only too, and its
+//             "tiled_ffn_q4k_gate_up": Q4_K gate + up tiled, the Q6_K down both ways), and
+//             "engine"/"k_tensor_cores_of" as --q6k-only;
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo
 //             model) from its GGUF (all experts resident) and from its Expert Pack with all
@@ -544,8 +545,10 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
 // launch alone (the same rotation), and "ratio_to_d2d": the layer's weight bytes ("bytes_per_layer") per
 // ffn_us over D2D.
 nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t hidden, int64_t inter,
-                                int experts, double d2d, bool tiled, std::optional<GgmlType> down_type = {}) {
+                                int experts, double d2d, bool tiled, std::optional<GgmlType> down_type = {},
+                                std::optional<bool> down_tiled = {}) {
   const GgmlType dtype = down_type.value_or(type);
+  const bool dtiled = down_tiled.value_or(tiled);
   const uint64_t mat_gu = *ggml_row_bytes(type, static_cast<uint64_t>(hidden)) * static_cast<uint64_t>(inter);
   const uint64_t mat_d = *ggml_row_bytes(dtype, static_cast<uint64_t>(inter)) * static_cast<uint64_t>(hidden);
   const uint64_t layer = 2 * mat_gu * experts + mat_d * experts;
@@ -582,7 +585,7 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
   gu.swiglu_epilogue = epilogue;
   gu.w_tiled = tiled;
   gpu::GemvBatch dn = expert_batch(dtype, hidden, inter, act.as<float>(), y.as<float>(), d_off, experts);
-  dn.w_tiled = tiled;
+  dn.w_tiled = dtiled;
   const auto gate_up = [&](int i) {
     gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
     gpu::gemv(gu, nullptr);
@@ -607,6 +610,7 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
                         {"inter", inter},
                         {"experts", experts},
                         {"tiled", tiled},
+                        {"down_tiled", dtiled},
                         {"swiglu_epilogue", epilogue},
                         {"bytes_per_layer", layer},
                         {"gate_up_us", gu_us},
@@ -624,7 +628,7 @@ nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t h
     }
   } restore;
   gpu::detail::set_gemv_ffn_fusion(true);  // off by default in the engine
-  if (tiled && dtype == type && gpu::gemv_experts_ffn_fusable(type, hidden, inter)) {
+  if (tiled && dtiled && dtype == type && gpu::gemv_experts_ffn_fusable(type, hidden, inter)) {
     gpu::DeviceBuffer sync(static_cast<size_t>(gpu::gemv_ffn_sync_ints(experts)) * sizeof(int32_t),
                            "counters");
     MOEPACK_CUDA_CHECK(cudaMemset(sync.as<void>(), 0, sync.size()));
@@ -942,10 +946,16 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
       }
     }
   }
-  // Q5_K's tiled layout (twenty-ninth pass) beside the GGUF layout, on the tensor cores,
-  // alternating GGUF, tiled, tiled, GGUF ("tiled"): the expert launches (plain, then gate + up
-  // with the SwiGLU epilogue, the engine's decode launch) and the expert FFN all Q5_K.
-  if (q5k) {
+  // Q5_K's and Q6_K's tiled layouts (twenty-ninth pass) beside the GGUF layout, on the tensor
+  // cores (Q6_K's tiled launch switched on), alternating GGUF, tiled, tiled, GGUF ("tiled"): the
+  // expert launches (plain, then gate + up with the SwiGLU epilogue, the engine's decode launch)
+  // and the expert FFN all of `type`; for Q6_K also the Q4_K_M layers' FFN, Q4_K gate + up tiled
+  // (as the engine holds them) with the Q6_K down switched ("tiled_ffn_q4k_gate_up").
+  if (q5k || type == GgmlType::Q6_K) {
+    struct Q6kTiledDefault {
+      ~Q6kTiledDefault() { gpu::detail::set_gemv_q6k_tiled(gpu::detail::kGemvQ6kTiledDefault); }
+    } q6k_back;
+    gpu::detail::set_gemv_q6k_tiled(true);
     f32_kernels(false);
     for (const auto& [r, c, e, pairs] : shapes) {
       if (e == 1) continue;  // the tiled layout is for expert launches
@@ -960,6 +970,10 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
       for (int round = 0; round < 4; ++round)
         out["tiled_ffn"].push_back(
             bench_expert_ffn(pool, type, hidden, inter, experts, d2d, alternating_on(round)));
+      if (type != GgmlType::Q6_K) continue;
+      for (int round = 0; round < 4; ++round)
+        out["tiled_ffn_q4k_gate_up"].push_back(bench_expert_ffn(
+            pool, GgmlType::Q4_K, hidden, inter, experts, d2d, true, GgmlType::Q6_K, alternating_on(round)));
     }
   }
   return out;

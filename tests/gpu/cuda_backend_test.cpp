@@ -45,6 +45,7 @@
 #include "gpu/device_routing.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
+#include "gpu/tiled_experts.h"
 #include "gpu/upload_arena.h"
 #include "gpu/vram_delivery_bench.h"
 #include "gpu/vram_expert_pool.h"
@@ -365,10 +366,39 @@ TEST(CudaBackend, SwigluEpilogueChangesNoLogitOfTheDemoModel) {
   test::expect_swiglu_epilogue_changes_no_logit(kDemo, tokens, make_backend);
 }
 
-// The demo model: Q4_K gate and up tiled, Q6_K down (no tiled layout) as it is.
+// The demo model: Q4_K gate and up tiled, Q6_K down as it is (its tiled launch off by default).
 TEST(CudaBackend, TiledExpertsChangeNoLogitOfTheDemoModel) {
   const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
   test::expect_tiled_experts_change_no_logit(kDemo, tokens, make_backend, "moepack-demo-tiled");
+}
+
+// The demo model with Q6_K's tiled launch switched on (twenty-ninth pass; off by default until it
+// has run, gpu/gemv_mma.h's kGemvQ6kTiledDefault): its Q6_K downs (blocks 2 and 5, 32 x 256 x 256)
+// tiled too, the same logits bit for bit as untiled, on the GGUF path and on a pack at top-k
+// slots. With tiled_experts "on", the same tokens take more tiled launches with the switch on than
+// off (the Q6_K downs'), so the Q6_K tiled launch is what ran.
+TEST(CudaBackend, TiledQ6kExpertsChangeNoLogitOfTheDemoModel) {
+  struct DefaultAfterwards {
+    ~DefaultAfterwards() { gpu::detail::set_gemv_q6k_tiled(gpu::detail::kGemvQ6kTiledDefault); }
+  } restore;
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  const auto src = ModelSource::open(kDemo);
+  EngineSettings on = parity_settings("cuda");
+  on.tiled_experts = "on";
+  uint64_t tiled[2] = {0, 0};
+  for (const bool q6k : {false, true}) {
+    gpu::detail::set_gemv_q6k_tiled(q6k);
+    const uint64_t before = gpu::gemv_tiled_launches();
+    {
+      auto be = make_backend(src, on);
+      (void)test::prompt_then_greedy_logits(*be, tokens);
+    }
+    tiled[q6k ? 1 : 0] = gpu::gemv_tiled_launches() - before;
+  }
+  std::printf("[ tiled ] demo: %llu tiled launches with Q6_K's off, %llu on\n",
+              static_cast<unsigned long long>(tiled[0]), static_cast<unsigned long long>(tiled[1]));
+  EXPECT_GT(tiled[1], tiled[0]) << "no Q6_K down took the tiled launch";
+  test::expect_tiled_experts_change_no_logit(kDemo, tokens, make_backend, "moepack-demo-tiled-q6k");
 }
 
 // UploadArena: tables staged together reach the device in one flush, a put() flushes what

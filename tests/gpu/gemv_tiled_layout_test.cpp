@@ -1,8 +1,8 @@
 // The tiled weight layout (gpu/gemv_tiled.h): host arithmetic, run on every machine. Expected
 // values are worked out by hand from the table in gpu/gemv_tiled.h and the GGUF block layouts
 // (Q2_K: 16 scale bytes, 64 qs bytes, d, dmin; Q4_K: d, dmin, 12 scale bytes, 128 qs bytes;
-// Q5_K: Q4_K's 16 header bytes, 32 qh bytes, 128 qs bytes; MXFP4: blocks of one E8M0 byte and 16
-// qs bytes).
+// Q5_K: Q4_K's 16 header bytes, 32 qh bytes, 128 qs bytes; Q6_K: 128 ql bytes, 64 qh bytes, 16
+// scale bytes, d; MXFP4: blocks of one E8M0 byte and 16 qs bytes).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -25,7 +25,9 @@ TEST(GemvTiledLayout, SizesAndCoverage) {
   EXPECT_TRUE(tiled_layout_covers(GgmlType::Q2_K, 4096, 2048));
   EXPECT_FALSE(tiled_layout_covers(GgmlType::Q2_K, 4096, 2040));  // rows not whole tiles
   EXPECT_FALSE(tiled_layout_covers(GgmlType::Q2_K, 4000, 2048));  // not whole units
-  EXPECT_FALSE(tiled_layout_covers(GgmlType::Q6_K, 4096, 2048));
+  EXPECT_FALSE(tiled_layout_covers(GgmlType::Q3_K, 4096, 2048));
+  EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q6_K), 3360);
+  EXPECT_TRUE(tiled_layout_covers(GgmlType::Q6_K, 768, 2048));
   EXPECT_FALSE(tiled_layout_covers(GgmlType::MXFP4, 0, 16));
   // Chunk (tile 3, unit 5) of a Q2_K matrix of 4096-element rows (16 units): (3 x 16 + 5) x 1344.
   EXPECT_EQ(tiled_chunk_offset(GgmlType::Q2_K, 4096, 3, 5), 53 * 1344);
@@ -37,7 +39,7 @@ TEST(GemvTiledLayout, SizesAndCoverage) {
 
 // Every chunk is a permutation of its 16 rows' unit bytes: each (row, byte) exactly once.
 TEST(GemvTiledLayout, EachChunkIsAPermutationOfItsRowsBytes) {
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     const int unit = tiled_unit_bytes(t), chunk = tiled_chunk_bytes(t);
     std::vector<int> seen(static_cast<size_t>(chunk), 0);
     for (int o = 0; o < chunk; ++o) {
@@ -85,19 +87,36 @@ TEST(GemvTiledLayout, HandWorkedEntries) {
   EXPECT_TRUE(same(tiled_source(GgmlType::Q5_K, 2560 + 16 * 15 + 1), {15, 1}));
   EXPECT_TRUE(same(tiled_source(GgmlType::Q5_K, 2815), {15, 15}));
   EXPECT_TRUE(same(tiled_source(GgmlType::Q5_K, 2816), {-1, -1}));
+  // Q6_K, lane 6 (g 1, t 2): i 3 is half n 1 of row 9, its w 3 field pair 1, second word: ql byte
+  // 64 + 32 + 16 + 4 = 116. qh of lane 29 (g 7, t 1): i 1 (row 15), w 2 (half 1, first word), c 3:
+  // 128 + 32 + 8 + 3 = 171. Row 12's scale 5 (byte 197) at 3072 + 16 x 12 + 5; the d of row 13 (g
+  // 5, i 1), its high byte, at 3328 + 20 + 2 + 1; the chunk's last byte is row 15's byte 209.
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q6_K, 1536 + 16 * 6 + 12), {9, 116}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q6_K, 2048 + 512 + 16 * 29 + 8 + 3), {15, 171}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q6_K, 3072 + 16 * 12 + 5), {12, 197}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q6_K, 3328 + 20 + 2 + 1), {13, 209}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q6_K, 3359), {15, 209}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q6_K, 3360), {-1, -1}));
 }
 
 // tiled_dest inverts tiled_source for every byte of every row, and keeps the 4-byte runs the
 // CUDA F32 kernels' tiled fetch relies on.
 TEST(GemvTiledLayout, DestInvertsSource) {
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     const int unit = tiled_unit_bytes(t);
     for (int row = 0; row < 16; ++row) {
       for (int b = 0; b < unit; ++b) {
         const int o = tiled_dest(t, row, b);
         ASSERT_TRUE(same(tiled_source(t, o), {row, b}))
             << ggml_type_name(t) << " row " << row << " byte " << b;
-        const bool run_start = t == GgmlType::MXFP4 ? b % 17 != 0 && (b % 17 - 1) % 4 == 0 : b % 4 == 0;
+        // (Q6_K's d, bytes 208-209, is a 2-byte run.)
+        const bool run_start = t == GgmlType::MXFP4  ? b % 17 != 0 && (b % 17 - 1) % 4 == 0
+                               : t == GgmlType::Q6_K ? b % 4 == 0 && b < 208
+                                                     : b % 4 == 0;
+        if (t == GgmlType::Q6_K && b == 208) {
+          EXPECT_EQ(o % 2, 0);
+          EXPECT_EQ(tiled_dest(t, row, 209), o + 1);
+        }
         if (run_start) {
           EXPECT_EQ(o % 4, 0) << ggml_type_name(t) << " row " << row << " byte " << b;
           for (int c = 1; c < 4; ++c) EXPECT_EQ(tiled_dest(t, row, b + c), o + c);
@@ -111,26 +130,32 @@ TEST(GemvTiledLayout, DestInvertsSource) {
   EXPECT_EQ(tiled_dest(GgmlType::MXFP4, 13, 85), 2048 + 16 * 5 + 8 + 4 + 2);
   EXPECT_EQ(tiled_dest(GgmlType::Q2_K, 16, 0), -1);
   EXPECT_EQ(tiled_dest(GgmlType::Q2_K, 0, 84), -1);
-  EXPECT_EQ(tiled_dest(GgmlType::Q6_K, 0, 0), -1);
+  EXPECT_EQ(tiled_dest(GgmlType::Q3_K, 0, 0), -1);
   EXPECT_EQ(tiled_dest(GgmlType::Q5_K, 9, 21), 2048 + 32 * 9 + 5);
   EXPECT_EQ(tiled_dest(GgmlType::Q5_K, 1, 160), 512 + 16 * 6 + 8);
   EXPECT_EQ(tiled_dest(GgmlType::Q5_K, 0, 176), -1);
+  EXPECT_EQ(tiled_dest(GgmlType::Q6_K, 9, 116), 1536 + 16 * 6 + 12);
+  EXPECT_EQ(tiled_dest(GgmlType::Q6_K, 13, 209), 3328 + 20 + 2 + 1);
+  EXPECT_EQ(tiled_dest(GgmlType::Q6_K, 0, 210), -1);
 }
 
 // The F32 kernels' gather of a row's unit (tiled_row_word, tiled_piece_dest): every piece's bytes
 // come from where tiled_source says, and the pieces of a row cover its unit exactly once.
 TEST(GemvTiledLayout, RowWordsGatherEachRowsUnitOnce) {
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     const int unit = tiled_unit_bytes(t);
     for (int row = 0; row < 16; ++row) {
       std::vector<int> seen(static_cast<size_t>(unit), 0);
       for (int w = 0; w < tiled_row_words(t); ++w) {
         const TiledRowWord rw = tiled_row_word(t, row, w);
-        ASSERT_TRUE(rw.bytes == 16 || rw.bytes == 4);
+        ASSERT_TRUE(rw.bytes == 16 || rw.bytes == 4 || (t == GgmlType::Q6_K && rw.bytes == 2));
         ASSERT_EQ(rw.src % rw.bytes, 0) << ggml_type_name(t) << " row " << row << " word " << w;
         const int pb = tiled_piece_bytes(t, w);
         for (int p = 0; p < rw.bytes / pb; ++p) {
           const int dst = tiled_piece_dest(t, w, p);
+          // (Q6_K's staged units lie 210 bytes apart: the F32 kernels store its pieces 2 bytes at a
+          // time, so every piece must start at an even byte.)
+          if (t == GgmlType::Q6_K) EXPECT_EQ(dst % 2, 0) << "row " << row << " word " << w << " piece " << p;
           for (int c = 0; c < pb; ++c) {
             ASSERT_TRUE(same(tiled_source(t, rw.src + p * pb + c), {row, dst + c}))
                 << ggml_type_name(t) << " row " << row << " word " << w << " piece " << p << " byte " << c;
@@ -155,6 +180,15 @@ TEST(GemvTiledLayout, RowWordsGatherEachRowsUnitOnce) {
   EXPECT_EQ(tiled_row_word(GgmlType::Q5_K, 9, 9).src, 2048 + 32 * 9 + 16);
   EXPECT_EQ(tiled_piece_dest(GgmlType::Q5_K, 9, 3), 44);
   EXPECT_EQ(tiled_row_word(GgmlType::Q5_K, 9, 10).src, 2560 + 16 * 9);
+  // Q6_K row 13 (g 5, half 1): word 10 is lane 22's qh word of i 1 (2048 + 512 + 16 x 22), its
+  // piece 3 qh byte 128 + 32 + 16 + 4 = 180; word 13 its d, 2 bytes at 3328 + 20 + 2, to byte 208.
+  EXPECT_EQ(tiled_row_words(GgmlType::Q6_K), 14);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q6_K, 13, 10).src, 2048 + 512 + 16 * 22);
+  EXPECT_EQ(tiled_piece_dest(GgmlType::Q6_K, 10, 3), 180);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q6_K, 13, 13).src, 3328 + 22);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q6_K, 13, 13).bytes, 2);
+  EXPECT_EQ(tiled_piece_bytes(GgmlType::Q6_K, 13), 2);
+  EXPECT_EQ(tiled_piece_dest(GgmlType::Q6_K, 13, 0), 208);
 }
 
 }  // namespace

@@ -40,7 +40,10 @@ namespace {
 // (tests that switch it off put it back on).
 class Q5kTensorCoresOn : public ::testing::Environment {
  public:
-  void SetUp() override { detail::set_gemv_tensor_cores(GgmlType::Q5_K, true); }
+  void SetUp() override {
+    detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
+    detail::set_gemv_q6k_tiled(true);  // off by default too (kGemvQ6kTiledDefault)
+  }
 };
 ::testing::Environment* const kQ5kTensorCoresOn = ::testing::AddGlobalTestEnvironment(new Q5kTensorCoresOn);
 
@@ -1374,7 +1377,8 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
   // Row counts below, between and above the blocks' 64, 128, 192 and 256 rows (8 NW with the
   // epilogue); odd and even counts of units a row (depth 2 takes them in pairs); 32 tiles a
   // matrix for runs of 4 tiles a warp.
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const Shape shape : {Shape{256, 48}, Shape{2048, 64}, Shape{4096, 32}, Shape{7168, 16},
                               Shape{1280, 208}, Shape{3328, 144}, Shape{2048, 512}}) {
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
@@ -1519,7 +1523,8 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
   if (sms == 132) {
     EXPECT_EQ(chosen, 28);
   }
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     SCOPED_TRACE(ggml_type_name(type));
     ASSERT_TRUE(gemv_tiled_supported(type, ne0, ne1));
     std::mt19937 rng(73);
@@ -1821,10 +1826,10 @@ TEST(GpuOps, GemvExpertsFfnRefusesWhatItCannotFuse) {
   refused(c, d, d_sync.as<int32_t>(), "w_table");
   refused(a, d, nullptr, "sync");
   refused(a, d, reinterpret_cast<int32_t*>(d_sync.bytes_ptr() + 2), "sync");
-  // Q5_K's tiled layout (twenty-ninth pass; its tensor cores on in this binary) has no one-launch
-  // FFN: not fusable with the switch on, and such a pair is refused, never launched.
-  {
-    const GgmlType q5 = GgmlType::Q5_K;
+  // Q5_K's and Q6_K's tiled layouts (twenty-ninth pass; switched on in this binary) have no
+  // one-launch FFN: not fusable with the switch on, and such a pair is refused, never launched.
+  for (const GgmlType q5 : {GgmlType::Q5_K, GgmlType::Q6_K}) {
+    SCOPED_TRACE(ggml_type_name(q5));
     const TiledMatrices gu5 = tiled_matrices(q5, hidden, ff, 2 * K, rng);
     const TiledMatrices dn5 = tiled_matrices(q5, ff, hidden, K, rng);
     ASSERT_TRUE(gemv_tiled_supported(q5, hidden, ff) && gemv_tiled_supported(q5, ff, hidden));
@@ -1854,7 +1859,8 @@ TEST(GpuOps, GemvTiledPrefillAndF32KernelsEqualTheGgufLayout) {
   struct Shape {
     int64_t ne0, ne1;
   };
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const Shape shape : {Shape{256, 48}, Shape{2048, 32}, Shape{4352, 16}}) {
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0));
@@ -1931,7 +1937,7 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
   EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q2_K, 2048, 40));  // rows not whole tiles
-  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q6_K, 2048, 64));
+  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q3_K, 2048, 64));
   EXPECT_FALSE(gemv_tiled_supported(GgmlType::MXFP4, 1 << 20, 64));  // x's fragments beyond shared memory
   const uint64_t rb = *ggml_row_bytes(GgmlType::Q2_K, 2048);
   DeviceBuffer d_w(rb * 64, "w"), d_t(rb * 64, "tiled");
@@ -1970,8 +1976,8 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   EXPECT_THROW(gemv(b, nullptr), Error);
   b.x_frag = nullptr;
   b.x_frag_stride = 0;
-  b.type = GgmlType::Q6_K;  // a type without the layout
-  b.row_bytes = *ggml_row_bytes(GgmlType::Q6_K, 2048);
+  b.type = GgmlType::Q3_K;  // a type without the layout
+  b.row_bytes = *ggml_row_bytes(GgmlType::Q3_K, 2048);
   EXPECT_THROW(gemv(b, nullptr), Error);
   b.type = GgmlType::Q2_K;
   b.row_bytes = rb;
@@ -2009,20 +2015,29 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   EXPECT_FALSE(tiled_expert("auto", GgmlType::Q4_K, 256, 256, rb_q4, 0));
   EXPECT_TRUE(tiled_expert("on", GgmlType::Q4_K, 256, 256, rb_q4, 0));
   EXPECT_FALSE(tiled_expert("on", GgmlType::Q4_K, 256, 256, rb_q4, 8));
-  EXPECT_FALSE(tiled_expert("on", GgmlType::Q6_K, 256, 256, *ggml_row_bytes(GgmlType::Q6_K, 256), 0));
+  EXPECT_FALSE(tiled_expert("on", GgmlType::Q3_K, 256, 256, *ggml_row_bytes(GgmlType::Q3_K, 256), 0));
   EXPECT_THROW(tiled_expert("yes", GgmlType::Q4_K, 256, 256, rb_q4, 0), Error);
-  // Q5_K only while its tiled tensor-core launch runs (its tensor cores on; off by default until
-  // run, kGemvQ5kTensorCoresDefault): never into the F32 kernels' gather alone.
+  // Q5_K and Q6_K only while their tiled tensor-core launch runs (Q5_K's tensor cores on, Q6_K's
+  // tiled launch on; both off by default until run, kGemvQ5kTensorCoresDefault and
+  // kGemvQ6kTiledDefault): never into the F32 kernels' gather alone.
   {
-    const uint64_t rb_q5 = *ggml_row_bytes(GgmlType::Q5_K, 4096);
-    struct Q5kBackOn {  // this binary's setting (Q5kTensorCoresOn), also when an assertion throws
-      ~Q5kBackOn() { detail::set_gemv_tensor_cores(GgmlType::Q5_K, true); }
-    } q5k_back;
-    detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
+    const uint64_t rb_q5 = *ggml_row_bytes(GgmlType::Q5_K, 4096),
+                   rb_q6 = *ggml_row_bytes(GgmlType::Q6_K, 4096);
+    struct BackOn {  // this binary's settings (Q5kTensorCoresOn), also when an assertion throws
+      ~BackOn() {
+        detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
+        detail::set_gemv_q6k_tiled(true);
+      }
+    } back_on;
     EXPECT_TRUE(tiled_expert("auto", GgmlType::Q5_K, 4096, 2048, rb_q5, 4096));
+    EXPECT_TRUE(tiled_expert("auto", GgmlType::Q6_K, 4096, 2048, rb_q6, 4096));
     detail::set_gemv_tensor_cores(GgmlType::Q5_K, false);
+    detail::set_gemv_q6k_tiled(false);
     EXPECT_FALSE(tiled_expert("on", GgmlType::Q5_K, 4096, 2048, rb_q5, 4096));
     EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q5_K, 4096, 2048));
+    EXPECT_FALSE(tiled_expert("on", GgmlType::Q6_K, 4096, 2048, rb_q6, 4096));
+    EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q6_K, 4096, 2048));
+    EXPECT_TRUE(detail::gemv_mma_supported(GgmlType::Q6_K, 4096));  // its ring launch stays on
   }
   b.w_table = nullptr;  // matrices at w + g w_gstride, misaligned
   b.w = d_t.bytes_ptr() + 4;

@@ -8,8 +8,10 @@
 # kernel and type) and the engine tests of the carried fixtures, then `bench_cuda_backend
 # --q6k-only` ($OUT/bench-q6k.json: Q6_K's decode launches on the tensor cores and in the F32
 # kernels side by side, the expert FFN all Q6_K and Q4_K gate / up with a Q6_K down, both ways;
-# the engine on the demo model and every carried single-file fixture with Q3_K's and Q6_K's
-# tensor cores off and on).
+# Q6_K's tiled layout (twenty-ninth pass, switched on for it) beside the GGUF layout's: plain
+# launches, gate + up with the SwiGLU epilogue, the expert FFN, and Q4_K gate + up tiled with the
+# Q6_K down both ways; the engine on the demo model and every carried single-file fixture with
+# Q3_K's and Q6_K's tensor cores off and on).
 # MOEPACK_SKIP_TESTS=1 leaves the tests out, MOEPACK_SKIP_BENCH=1 the benchmark
 # (tests/gpu/k_pass_on_device.sh).
 exec bash tests/gpu/k_pass_on_device.sh q6k
