@@ -133,16 +133,19 @@ void set_gemv_mma_variant(int variant);
 // GemvBatch::w_tiled) runs: gemv_mma_supported, tiled_layout_covers, and x's fragments in the
 // default's layout fit a block's shared memory (the tiled kernel stages them there).
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
-// Q6_K's tiled launch (twenty-ninth pass: TiledFetch<Q6_K>, built in a session without a GPU
-// machine): off by default until gpu_ops_test has run it (tests/gpu/q6k_pass_on_device.sh;
-// gpu_ops_test switches it on itself). Off, gemv_tiled_supported(Q6_K, ...) is false and the
-// engine holds no Q6_K matrix tiled (tiled_expert). Process-wide.
-void set_gemv_q6k_tiled(bool on);
+// Q3_K's and Q6_K's tiled launches (twenty-ninth pass: TiledFetch<Q3_K>, TiledFetch<Q6_K>, built
+// in a session without a GPU machine): off by default until gpu_ops_test has run them
+// (tests/gpu/q3k_pass_on_device.sh, q6k_pass_on_device.sh; gpu_ops_test switches them on itself).
+// Off, gemv_tiled_supported(type, ...) is false and the engine holds no matrix of the type tiled
+// (tiled_expert); their ring launches are not affected. Process-wide. Throws Error for any other
+// type.
+void set_gemv_tiled_layout(GgmlType type, bool on);
+constexpr bool kGemvQ3kTiledDefault = false;
 constexpr bool kGemvQ6kTiledDefault = false;
 // Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 0 (default: the
-// type's, two for Q2_K, one for Q4_K, Q5_K, Q6_K and MXFP4), 1 or 2 (two chunks' arithmetic in
-// one basic block; 3 and 4 measured slower and are not compiled; Q5_K and Q6_K, tiled since the
-// twenty-ninth pass, take 1 for 2: registers); the sums are the same bit for bit.
+// type's, two for Q2_K, one for the others), 1 or 2 (two chunks' arithmetic in one basic block;
+// 3 and 4 measured slower and are not compiled; Q5_K, Q6_K and Q3_K, tiled since the twenty-ninth
+// pass, take 1 for 2); the sums are the same bit for bit.
 // Process-wide; the benchmark and tests compare them. Throws Error otherwise.
 void set_gemv_tiled_depth(int depth);
 // Warps a block of the tiled launch: 0 (default: the launch's, gemv_launch_cap.h's

@@ -1,5 +1,5 @@
 // The tiled weight layout of the tensor-core decode GEMV (kernels_gemv_mma.cu, gemv_tiled_kernel):
-// where each byte of a GGUF matrix of Q4_K, Q5_K, Q6_K, Q2_K or MXFP4 goes, as arithmetic only (no CUDA
+// where each byte of a GGUF matrix of Q4_K, Q5_K, Q6_K, Q3_K, Q2_K or MXFP4 goes, as arithmetic only (no CUDA
 // runtime), so the CPU tests cover it (tests/gpu/gemv_tiled_layout_test.cpp).
 //
 // Why: the default decode GEMV (gemv_pipe_kernel) streams each warp's 16-row tile through a
@@ -16,8 +16,8 @@
 // chunk: a matrix of ne1 rows (a multiple of 16) and ne0 elements a row (a multiple of 256) is
 // ne1 / 16 tiles of 16 rows by ne0 / 256 units of 256 elements; chunk (tile T, unit u) is the 16
 // rows' bytes of that unit (tiled_chunk_bytes: 16 x 144 = 2304 for Q4_K, 16 x 176 = 2816 for
-// Q5_K, 16 x 210 = 3360 for Q6_K, 16 x 84 = 1344 for Q2_K, 16 x 136 = 2176 for MXFP4 (8 blocks of
-// 17 bytes)) and lies at
+// Q5_K, 16 x 210 = 3360 for Q6_K, 16 x 110 = 1760 for Q3_K, 16 x 84 = 1344 for Q2_K, 16 x 136 =
+// 2176 for MXFP4 (8 blocks of 17 bytes)) and lies at
 // (T x ne0 / 256 + u) x tiled_chunk_bytes. Within a chunk, with lane L = 4 g + t of a warp
 // (rows g and g + 8 of the tile, the mma fragments' rows; kernels_gemv_mma.cu "The column
 // layout"), tiled_source says which byte of which row each chunk byte o is:
@@ -44,6 +44,13 @@
 //     [3072, 3328): 16 r + c: row r, scale byte c (block byte 192 + c);
 //     [3328, 3360): 4 g + 2 i + c: row g + 8 i, d's byte c (block byte 208 + c): a lane's one
 //                4-byte load holds the d of both its rows.
+//   Q3_K (110-byte super-block: hmask[32], qs[64], 12 scale bytes, d; twenty-ninth pass):
+//     [0, 1024): o = 512 i + 16 L + 4 w + c: row g + 8 i, qs byte 32 + 32 (w / 2) + 8 t + 4 (w %
+//                2) + c (Q3kColPath's qa, qb: half n = w / 2);
+//     [1024, 1536): 1024 + 32 r + c: row r, hmask byte c (two 8-byte loads a lane: ha, hb);
+//     [1536, 1728): 1536 + 24 g + 12 i + c: row g + 8 i, scale byte c (block byte 96 + c): a
+//                lane's 24 bytes in three 8-byte loads;
+//     [1728, 1760): 4 g + 2 i + c: row g + 8 i, d's byte c (block byte 108 + c), as Q6_K's.
 //   MXFP4 (unit of 8 blocks, block k at 17 k: E8M0 scale, 16 qs bytes):
 //     [0, 2048): o = 512 i + 16 L + 4 w + c: row g + 8 (i / 2), block k = 4 (i % 2) + w, byte
 //                17 k + 1 + 4 t + c (the lane's qs word of each block: Mxfp4ColPath2's wa, wb);
@@ -59,11 +66,12 @@
 namespace moepack::gpu {
 
 // A row's bytes of one unit of 256 elements in the GGUF layout: 144 (Q4_K), 176 (Q5_K), 210
-// (Q6_K), 84 (Q2_K), 136 (MXFP4: 8 blocks); 0 for every other type.
+// (Q6_K), 110 (Q3_K), 84 (Q2_K), 136 (MXFP4: 8 blocks); 0 for every other type.
 MOEPACK_GEMV_HD constexpr int tiled_unit_bytes(GgmlType t) {
   return t == GgmlType::Q4_K    ? 144
          : t == GgmlType::Q5_K  ? 176
          : t == GgmlType::Q6_K  ? 210
+         : t == GgmlType::Q3_K  ? 110
          : t == GgmlType::Q2_K  ? 84
          : t == GgmlType::MXFP4 ? 136
                                 : 0;
@@ -72,7 +80,7 @@ MOEPACK_GEMV_HD constexpr int tiled_unit_bytes(GgmlType t) {
 MOEPACK_GEMV_HD constexpr int tiled_chunk_bytes(GgmlType t) { return 16 * tiled_unit_bytes(t); }
 
 // Whether a matrix of `type` with ne1 rows of ne0 elements has the tiled layout: Q4_K, Q5_K, Q6_K,
-// Q2_K or MXFP4, ne0 a positive multiple of 256 and ne1 a positive multiple of 16.
+// Q3_K, Q2_K or MXFP4, ne0 a positive multiple of 256 and ne1 a positive multiple of 16.
 MOEPACK_GEMV_HD constexpr bool tiled_layout_covers(GgmlType type, int64_t ne0, int64_t ne1) {
   return tiled_unit_bytes(type) > 0 && ne0 > 0 && ne0 % 256 == 0 && ne1 > 0 && ne1 % 16 == 0;
 }
@@ -87,9 +95,10 @@ struct TiledSource {
 MOEPACK_GEMV_HD constexpr TiledSource tiled_source(GgmlType t, int o) {
   const int chunk = tiled_chunk_bytes(t);
   if (chunk == 0 || o < 0 || o >= chunk) return {-1, -1};
-  if (o < 2048 && (t != GgmlType::Q2_K || o < 1024)) {  // the lanes' words
+  if (o < 2048 && ((t != GgmlType::Q2_K && t != GgmlType::Q3_K) || o < 1024)) {  // the lanes' words
     const int i = o / 512, lane = (o % 512) / 16, w = (o % 16) / 4, c = o % 4;
     const int g = lane / 4, tq = lane % 4;
+    if (t == GgmlType::Q3_K) return {g + 8 * i, 32 + 32 * (w / 2) + 8 * tq + 4 * (w % 2) + c};
     if (t == GgmlType::Q2_K) return {g + 8 * i, 16 + 32 * (w / 2) + 8 * tq + 4 * (w % 2) + c};
     if (t == GgmlType::Q6_K) return {g + 8 * (i / 2), 64 * (i % 2) + 32 * (w / 2) + 8 * tq + 4 * (w % 2) + c};
     if (t == GgmlType::Q4_K || t == GgmlType::Q5_K) {
@@ -98,6 +107,15 @@ MOEPACK_GEMV_HD constexpr TiledSource tiled_source(GgmlType t, int o) {
     }
     const int k = 4 * (i % 2) + w;  // MXFP4
     return {g + 8 * (i / 2), 17 * k + 1 + 4 * tq + c};
+  }
+  if (t == GgmlType::Q3_K) {
+    if (o < 1536) return {(o - 1024) / 32, (o - 1024) % 32};
+    if (o < 1728) {
+      const int q = o - 1536;
+      return {q / 24 + 8 * ((q % 24) / 12), 96 + q % 12};
+    }
+    const int q = o - 1728;
+    return {q / 4 + 8 * ((q % 4) / 2), 108 + q % 2};
   }
   if (t == GgmlType::Q2_K) {
     if (o < 1280) return {(o - 1024) / 16, (o - 1024) % 16};
@@ -128,13 +146,22 @@ MOEPACK_GEMV_HD constexpr int tiled_lane_byte(int g, int i, int tq, int w, int c
 
 // The inverse of tiled_source: the chunk byte that holds byte `byte` (0..tiled_unit_bytes - 1)
 // of row `row` (0..15) of a chunk's unit; -1 for a type without the layout or either out of
-// range. Bytes 4 j .. 4 j + 3 of a Q4_K, Q5_K or Q2_K unit, and of a Q6_K unit below its d, and MXFP4's qs
-// bytes 17 k + 1 + 4 q ..
+// range. Bytes 4 j .. 4 j + 3 of a Q4_K, Q5_K or Q2_K unit, and of a Q6_K or Q3_K unit below its d, and
+// MXFP4's qs bytes 17 k + 1 + 4 q ..
 // + 3, lie at four consecutive chunk bytes starting at a multiple of 4 (the table above).
 MOEPACK_GEMV_HD constexpr int tiled_dest(GgmlType t, int row, int byte) {
   const int unit = tiled_unit_bytes(t);
   if (unit == 0 || row < 0 || row >= 16 || byte < 0 || byte >= unit) return -1;
   const int g = row % 8, half = row / 8;
+  if (t == GgmlType::Q3_K) {
+    if (byte < 32) return 1024 + 32 * row + byte;
+    if (byte < 96) {
+      const int n = (byte - 32) / 32, r = (byte - 32) % 32;
+      return tiled_lane_byte(g, half, r / 8, 2 * n + (r % 8) / 4, r % 4);
+    }
+    if (byte < 108) return 1536 + 24 * g + 12 * half + byte - 96;
+    return 1728 + 4 * g + 2 * half + byte - 108;
+  }
   if (t == GgmlType::Q6_K) {
     if (byte < 128) {
       const int n = byte / 64, r = byte % 32;
@@ -171,19 +198,21 @@ MOEPACK_GEMV_HD constexpr int tiled_dest(GgmlType t, int row, int byte) {
 // tiled_piece_dest(t, w, p) of the row's unit (contiguous). Q2_K: the row's 4 qs words, its 16
 // scale bytes, d and dmin (4 bytes); Q4_K: 8 qs words and the 16 header bytes; Q5_K: 8 qs words,
 // the row's 32 qh bytes in two words and the 16 header bytes; Q6_K: 8 ql words, 4 qh words, the
-// 16 scale bytes and d (a 2-byte word and piece); MXFP4: 8 qs words (pieces: a block's 4-byte qs
+// 16 scale bytes and d (a 2-byte word and piece); Q3_K: 4 qs words, 2 hmask words, 3 scale words
+// of 4 bytes and d; MXFP4: 8 qs words (pieces: a block's 4-byte qs
 // run) and two 4-byte words of 4 scales each (1-byte pieces).
 MOEPACK_GEMV_HD constexpr int tiled_row_words(GgmlType t) {
   return t == GgmlType::Q2_K    ? 6
          : t == GgmlType::Q4_K  ? 9
          : t == GgmlType::Q5_K  ? 11
          : t == GgmlType::Q6_K  ? 14
+         : t == GgmlType::Q3_K  ? 10
          : t == GgmlType::MXFP4 ? 10
                                 : 0;
 }
 struct TiledRowWord {
   int src;    // chunk byte (a multiple of `bytes`)
-  int bytes;  // 16, 4 or 2 (Q6_K's d)
+  int bytes;  // 16, 4 or 2 (Q6_K's and Q3_K's d)
 };
 MOEPACK_GEMV_HD constexpr TiledRowWord tiled_row_word(GgmlType t, int row, int w) {
   const int g = row % 8, half = row / 8;
@@ -201,6 +230,12 @@ MOEPACK_GEMV_HD constexpr TiledRowWord tiled_row_word(GgmlType t, int row, int w
     if (w < 10) return {2048 + 32 * row + 16 * (w - 8), 16};
     return {2560 + 16 * row, 16};
   }
+  if (t == GgmlType::Q3_K) {
+    if (w < 4) return {tiled_lane_byte(g, half, w, 0, 0), 16};
+    if (w < 6) return {1024 + 32 * row + 16 * (w - 4), 16};
+    if (w < 9) return {1536 + 24 * g + 12 * half + 4 * (w - 6), 4};
+    return {1728 + 4 * g + 2 * half, 2};
+  }
   if (t == GgmlType::Q6_K) {
     if (w < 8) return {tiled_lane_byte(g, 2 * half + w / 4, w % 4, 0, 0), 16};
     if (w < 12) return {2048 + tiled_lane_byte(g, half, w - 8, 0, 0), 16};
@@ -211,11 +246,19 @@ MOEPACK_GEMV_HD constexpr TiledRowWord tiled_row_word(GgmlType t, int row, int w
   return {2048 + 16 * g + 8 * (w - 8) + 4 * half, 4};
 }
 MOEPACK_GEMV_HD constexpr int tiled_piece_bytes(GgmlType t, int w) {
-  return t == GgmlType::MXFP4 && w >= 8 ? 1 : t == GgmlType::Q6_K && w == 13 ? 2 : 4;
+  return t == GgmlType::MXFP4 && w >= 8                                        ? 1
+         : (t == GgmlType::Q6_K && w == 13) || (t == GgmlType::Q3_K && w == 9) ? 2
+                                                                               : 4;
 }
 MOEPACK_GEMV_HD constexpr int tiled_piece_dest(GgmlType t, int w, int p) {
   if (t == GgmlType::Q2_K) return w < 4 ? 16 + 32 * (p / 2) + 8 * w + 4 * (p % 2) : w == 4 ? 4 * p : 80;
   if (t == GgmlType::Q4_K) return w < 8 ? 16 + 32 * (2 * (w / 4) + p / 2) + 8 * (w % 4) + 4 * (p % 2) : 4 * p;
+  if (t == GgmlType::Q3_K) {
+    return w < 4   ? 32 + 32 * (p / 2) + 8 * w + 4 * (p % 2)
+           : w < 6 ? 16 * (w - 4) + 4 * p
+           : w < 9 ? 96 + 4 * (w - 6)
+                   : 108;
+  }
   if (t == GgmlType::Q6_K) {
     return w < 8     ? 64 * (w / 4) + 32 * (p / 2) + 8 * (w % 4) + 4 * (p % 2)
            : w < 12  ? 128 + 32 * (p / 2) + 8 * (w - 8) + 4 * (p % 2)

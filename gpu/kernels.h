@@ -80,13 +80,12 @@ struct GemvBatch {
   // of one pair on the tensor cores' tiled launch where gemv_tiled_supported(type, ne0, ne1), the
   // others, and all where it does not, in the F32 kernels, which gather each row's units from
   // the tiles). Only for expert launches (grp_off) of matrices the layout covers
-  // (tiled_layout_covers: Q4_K, Q5_K, Q6_K, Q2_K, MXFP4, ne0 a multiple of 256, ne1 of 16), row_bytes the
-  // type's, without x_frag; with swiglu_epilogue only where gemv_tiled_supported; gemv() throws
-  // Error otherwise. Every matrix must start 16-byte aligned (w_table
-  // entries, or w and w_gstride; a misaligned table entry is a sticky device error). The launch
-  // loads weights before it waits for the kernel before it (programmatic dependent launch), so
-  // that kernel must not be the repack_tiled that wrote them: put any other launch or an event
-  // wait between them, or repack on another stream and synchronise.
+  // (tiled_layout_covers: Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, MXFP4, ne0 a multiple of 256, ne1 of 16), row_bytes
+  // the type's, without x_frag; with swiglu_epilogue only where gemv_tiled_supported; gemv() throws Error
+  // otherwise. Every matrix must start 16-byte aligned (w_table entries, or w and w_gstride; a misaligned
+  // table entry is a sticky device error). The launch loads weights before it waits for the kernel before it
+  // (programmatic dependent launch), so that kernel must not be the repack_tiled that wrote them: put any
+  // other launch or an event wait between them, or repack on another stream and synchronise.
   bool w_tiled = false;
 };
 // F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
@@ -106,10 +105,10 @@ void set_gemv_prefill_x_global(bool on);
 }  // namespace detail
 
 // Whether GemvBatch::w_tiled runs for expert launches of [ne1][ne0] matrices of `type`: Q4_K,
-// Q5_K (its tensor cores switched on, gpu/gemv_mma.h), Q6_K (its tiled launch switched on,
-// set_gemv_q6k_tiled), Q2_K or MXFP4 with ne0 a multiple of 256 and ne1 a multiple of 16, the
+// Q5_K (its tensor cores switched on, gpu/gemv_mma.h), Q3_K and Q6_K (their tiled launches
+// switched on, set_gemv_tiled_layout), Q2_K or MXFP4 with ne0 a multiple of 256 and ne1 a multiple of 16, the
 // tensor-core GEMV on (not variant -1), and x's fragments fitting a block's shared memory (100
-// KiB: ne0 up to 23,808 (Q4_K, Q5_K, Q6_K), 22,528 (Q2_K) or 20,224 (MXFP4) elements). Needs a
+// KiB: ne0 up to 23,808 (Q4_K, Q5_K, Q3_K, Q6_K), 22,528 (Q2_K) or 20,224 (MXFP4) elements). Needs a
 // current CUDA device.
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
 // gemv() calls with GemvBatch::w_tiled so far in this process (all threads): lets tests see that
@@ -165,7 +164,7 @@ void gemv_experts_ffn(const GemvBatch& gate_up, const GemvBatch& down, int32_t* 
 // Whether gemv_experts_ffn runs for experts of `type` with gate and up rows of `hidden` elements
 // and down rows of `ff` (the tiled launch covers both shapes, the SwiGLU epilogue is fusable, and
 // gpu/gemv_mma.h's set_gemv_ffn_fusion has switched it on: off by default, since on the H200 it
-// measured 1-5 % slower than the two launches; never for Q5_K or Q6_K). Needs a current CUDA device.
+// measured 1-5 % slower than the two launches; never for Q5_K, Q6_K or Q3_K). Needs a current CUDA device.
 bool gemv_experts_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff);
 // The int32 counters gemv_experts_ffn's `sync` holds for n_groups experts: n_groups + 1.
 constexpr int64_t gemv_ffn_sync_ints(int32_t n_groups) { return static_cast<int64_t>(n_groups) + 1; }

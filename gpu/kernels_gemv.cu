@@ -347,11 +347,12 @@ __device__ __forceinline__ float staged_chunk_dot(const float (&v)[kChunk], cons
 }
 
 // The tiled layout (gpu/gemv_tiled.h, GemvBatch::w_tiled) in this kernel: each tile of a row
-// (whole units of 256 elements: Tile<T>::kBytes is 8 Q4_K, Q5_K or Q6_K, 16 Q2_K or 8 MXFP4 units)
+// (whole units of 256 elements: Tile<T>::kBytes is 8 Q4_K, Q5_K or Q6_K, 12 Q3_K, 16 Q2_K or 8 MXFP4 units)
 // is gathered from the row's chunks into the warp's staging slot in the GGUF order, so that
 // tile_chunk reads it unchanged and every sum is the GGUF layout's bit for bit. A lane loads whole
-// words of the chunks (tiled_row_word: 16 bytes, 4, or Q6_K's 2-byte d) and stores their 4-byte
-// pieces (two 2-byte stores in Q6_K's 2-aligned units of 210 bytes) where tiled_piece_dest says.
+// words of the chunks (tiled_row_word: 16 bytes, 4, or Q6_K's and Q3_K's 2-byte d) and stores their
+// 4-byte pieces (two 2-byte stores in Q6_K's and Q3_K's 2-aligned units of 210 and 110 bytes) where
+// tiled_piece_dest says.
 // MXFP4's qs runs start at odd bytes of a GGUF block (17 bytes), so its blocks are staged padded to 20 bytes
 // (scale, 3 unused bytes, 16 qs bytes: tile_chunk's MXFP4_PAD), every qs piece a 4-byte store too; only the
 // scales are stored a byte at a time.
@@ -422,7 +423,7 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
     gemv_kernel(GemvBatch b, bool skip_single) {
   static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
   static_assert(!TILED || tiled_unit_bytes(T) > 0,
-                "the tiled layout covers Q4_K, Q5_K, Q6_K, Q2_K and MXFP4");
+                "the tiled layout covers Q4_K, Q5_K, Q6_K, Q3_K, Q2_K and MXFP4");
   using Tl = Tile<T>;
   using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
   constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's blocks staged padded (tile_chunk)
@@ -514,7 +515,7 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
             } else if (rw.bytes == 4) {
               const auto* a = reinterpret_cast<const unsigned int*>(src);
               pre[rr][k].x = P == 1 ? __ldcs(a) : __ldg(a);
-            } else {  // Q6_K's d
+            } else {  // Q6_K's and Q3_K's d
               const auto* a = reinterpret_cast<const unsigned short*>(src);
               pre[rr][k].x = P == 1 ? __ldcs(a) : __ldg(a);
             }
@@ -580,11 +581,11 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
                   // 4-byte aligned: units of 84 / 144 / 176 bytes, MXFP4's padded blocks' qs at 4
                   *reinterpret_cast<uint32_t*>(d) = piece[p];
                 } else if (tiled_piece_bytes(T, w) == 4) {
-                  // Q6_K's units of 210 bytes: 2-byte aligned
+                  // Q6_K's and Q3_K's units of 210 and 110 bytes: 2-byte aligned
                   reinterpret_cast<uint16_t*>(d)[0] = static_cast<uint16_t>(piece[p]);
                   reinterpret_cast<uint16_t*>(d)[1] = static_cast<uint16_t>(piece[p] >> 16);
                 } else if (tiled_piece_bytes(T, w) == 2) {
-                  *reinterpret_cast<uint16_t*>(d) = static_cast<uint16_t>(v.x);  // Q6_K's d
+                  *reinterpret_cast<uint16_t*>(d) = static_cast<uint16_t>(v.x);  // Q6_K's and Q3_K's d
                 } else {
                   d[0] = static_cast<uint8_t>(v.x >> (8 * p));  // one MXFP4 scale byte
                 }
@@ -821,9 +822,10 @@ void check_tiled(const GemvBatch& b) {
   if (!b.grp_off) throw Error(what + "need an expert launch (grp_off)");
   if (b.x_frag) throw Error(what + "take no ready fragments (x_frag)");
   if (!tiled_layout_covers(b.type, b.ne0, b.ne1)) {
-    throw Error(what +
-                "not covered by the tiled layout (Q4_K, Q5_K, Q6_K, Q2_K or MXFP4, rows a multiple of 256 "
-                "elements, a multiple of 16 rows)");
+    throw Error(
+        what +
+        "not covered by the tiled layout (Q4_K, Q5_K, Q6_K, Q3_K, Q2_K or MXFP4, rows a multiple of 256 "
+        "elements, a multiple of 16 rows)");
   }
   const auto rb = ggml_row_bytes(b.type, static_cast<uint64_t>(b.ne0));
   if (!rb || *rb != b.row_bytes) {

@@ -2386,6 +2386,48 @@ struct TiledFetch<GgmlType::Q6_K> {
   }
 };
 
+// Q3_K (chunk 1760 bytes; twenty-ninth pass): qs words [2 rows][32 lanes][16] (halves n 0, 1),
+// hmask [16 rows][32], scales [8 g][2 rows][12], d [8 g][2 rows][2]. Every load 16-, 8- or 4-byte
+// aligned (the GGUF rows of 110-byte super-blocks are only 2-aligned: the rings copy them in
+// 4-byte pieces, twenty-sixth pass).
+template <>
+struct TiledFetch<GgmlType::Q3_K> {
+  static constexpr GgmlType kType = GgmlType::Q3_K;
+  using Path = Q3kColPath;
+  struct Raw {
+    uint4 qa, qb;
+    uint2 ha, hb, s[3];
+    uint32_t d;
+  };
+  __device__ __forceinline__ static void load(Raw& r, const uint8_t* c, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    r.qa = ld_weights16(c + 16 * lane);
+    r.qb = ld_weights16(c + 512 + 16 * lane);
+    r.ha = ld_weights8(c + 1024 + 32 * g + 8 * t);
+    r.hb = ld_weights8(c + 1024 + 32 * (g + 8) + 8 * t);
+#pragma unroll
+    for (int k = 0; k < 3; ++k) r.s[k] = ld_weights8(c + 1536 + 24 * g + 8 * k);
+    r.d = ld_weights4(c + 1728 + 4 * g);
+  }
+  __device__ __forceinline__ static void decode(Path& p, const Raw& r, int) {
+    p.ha[0] = r.ha.x, p.ha[1] = r.ha.y;
+    p.hb[0] = r.hb.x, p.hb[1] = r.hb.y;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        p.qa[n][k] = word_of(r.qa, 2 * n + k);
+        p.qb[n][k] = word_of(r.qb, 2 * n + k);
+      }
+    }
+    // row g's 12 scale bytes, then row g + 8's
+    p.sa[0] = r.s[0].x, p.sa[1] = r.s[0].y, p.sa[2] = r.s[1].x;
+    p.sb3[0] = r.s[1].y, p.sb3[1] = r.s[2].x, p.sb3[2] = r.s[2].y;
+    p.da = r.d;        // row a's d in the low half
+    p.db = r.d >> 16;  // row b's
+  }
+};
+
 // MXFP4 (chunk 2176 bytes): qs words [4][32 lanes][16] (row g: blocks 0-3, 4-7; row g + 8: the
 // same), scales [8 g][2 h][2 rows][4].
 template <>
@@ -3393,7 +3435,7 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
     if (tpb > 0) {
       const bool eight = warps == 4 || warps == 8;
       // Depth 2 takes units in pairs (an odd count: depth 1); only depth 2's caller instantiates
-      // its runs kernels (not Q5_K's, kTiledDepthTwo).
+      // its runs kernels (not Q5_K's, Q6_K's nor Q3_K's: kTiledDepthTwo).
       if constexpr (DEPTH == 2) {
         if ((b.ne0 / 256) % 2 == 0) {
           return eight ? launch_tiled_runs<T, 2, 8>(b, tpb, s) : launch_tiled_runs<T, 2, 16>(b, tpb, s);
@@ -3420,14 +3462,15 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
 
 // The type's chunks in flight a warp: two for Q2_K (both chunks' arithmetic in one basic block:
 // -0.01 to +0.09 of D2D at 8 and 16 warps a block, a gain on most shapes), one for Q4_K and MXFP4
-// (up to 0.08 slower at two). Measured on the H200, docs/cuda-backend.md, eighteenth pass. Q5_K
-// and Q6_K (twenty-ninth pass) have depth 1 only: Q4_K's depth 2 already sits at the
+// (up to 0.08 slower at two). Measured on the H200, docs/cuda-backend.md, eighteenth pass. Q5_K,
+// Q6_K and Q3_K (twenty-ninth pass) have depth 1 only: Q4_K's depth 2 already sits at the
 // 128-register cap at 8 and 16 warps, and a Q5_K chunk holds 4 more registers a lane (qh; its
-// depth-2 runs kernel spilled 80 bytes there, ptxas -v, sm_90), a Q6_K chunk 9 more.
+// depth-2 runs kernel spilled 80 bytes there, ptxas -v, sm_90), a Q6_K chunk 9 more (Q3_K's
+// chunks are smaller, kept at depth 1 with them until measured).
 // set_gemv_tiled_depth(2) runs them at depth 1 (the same sums).
 constexpr int tiled_depth_of(GgmlType t) { return t == GgmlType::Q2_K ? 2 : 1; }
 template <GgmlType T>
-constexpr bool kTiledDepthTwo = T != GgmlType::Q5_K&& T != GgmlType::Q6_K;
+constexpr bool kTiledDepthTwo = T == GgmlType::Q4_K || T == GgmlType::Q2_K || T == GgmlType::MXFP4;
 
 template <GgmlType T>
 void launch_tiled(const GemvBatch& b, cudaStream_t s) {
@@ -3521,18 +3564,29 @@ void launch_repack(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1, u
 
 }  // namespace
 
-// Q6_K's tiled launch (set_gemv_q6k_tiled).
-std::atomic<bool> g_q6k_tiled{kGemvQ6kTiledDefault};
+// Q3_K's and Q6_K's tiled launches (set_gemv_tiled_layout).
+std::atomic<bool> g_q3k_tiled{kGemvQ3kTiledDefault}, g_q6k_tiled{kGemvQ6kTiledDefault};
 
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1) {
   if (!gemv_mma_supported(type, ne0) || !tiled_layout_covers(type, ne0, ne1)) return false;
+  if (type == GgmlType::Q3_K && !g_q3k_tiled.load(std::memory_order_relaxed)) return false;
   if (type == GgmlType::Q6_K && !g_q6k_tiled.load(std::memory_order_relaxed)) return false;
   // x's fragments in the default's layout (the tiled kernel's Sel), staged in shared memory
   // beside the kernel's static shared memory (kTiledStaticSmem).
   return static_cast<size_t>(gemv_x_fragments_bytes(type, ne0)) <= tiled_smem_limit();
 }
 
-void set_gemv_q6k_tiled(bool on) { g_q6k_tiled.store(on, std::memory_order_relaxed); }
+void set_gemv_tiled_layout(GgmlType type, bool on) {
+  switch (type) {
+    case GgmlType::Q3_K:
+      return g_q3k_tiled.store(on, std::memory_order_relaxed);
+    case GgmlType::Q6_K:
+      return g_q6k_tiled.store(on, std::memory_order_relaxed);
+    default:
+      throw Error("set_gemv_tiled_layout: only Q3_K's and Q6_K's tiled launches can be switched (got " +
+                  std::string(ggml_type_name(type)) + ")");
+  }
+}
 
 void set_gemv_tiled_split(int warps) {
   if (warps != 1 && warps != 2) throw Error("set_gemv_tiled_split: " + std::to_string(warps) + " is not 1 or 2");
@@ -3594,7 +3648,7 @@ void set_gemv_ffn_warps(int warps) {
 
 void set_gemv_ffn_fusion(bool on) { g_ffn_fusion.store(on, std::memory_order_relaxed); }
 
-// (Q5_K's and Q6_K's tiled layouts have no one-launch FFN: that launch, off by default, measured
+// (Q5_K's, Q6_K's and Q3_K's tiled layouts have no one-launch FFN: that launch, off by default, measured
 // 1-5 % slower than the two for the other types, twenty-second pass; not compiled for them.)
 bool gemv_mma_ffn_fusable(GgmlType type, int64_t hidden, int64_t ff) {
   return g_ffn_fusion.load(std::memory_order_relaxed) &&
@@ -3675,6 +3729,8 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
         return launch_tiled<GgmlType::Q5_K>(b, s);
       case GgmlType::Q6_K:
         return launch_tiled<GgmlType::Q6_K>(b, s);
+      case GgmlType::Q3_K:
+        return launch_tiled<GgmlType::Q3_K>(b, s);
       case GgmlType::Q2_K:
         return launch_tiled<GgmlType::Q2_K>(b, s);
       default:
@@ -3787,8 +3843,8 @@ void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
   if (!tiled_layout_covers(type, ne0, ne1) || !want || *want != row_bytes) {
     throw Error("repack_tiled: " + std::string(ggml_type_name(type)) + " [" + std::to_string(ne1) + "][" +
                 std::to_string(ne0) + "] with rows of " + std::to_string(row_bytes) +
-                " bytes has no tiled layout (Q4_K, Q5_K, Q6_K, Q2_K or MXFP4; rows a multiple of 16, of a "
-                "multiple of 256 elements)");
+                " bytes has no tiled layout (Q4_K, Q5_K, Q6_K, Q3_K, Q2_K or MXFP4; rows a multiple of 16, "
+                "of a multiple of 256 elements)");
   }
   const int64_t total = n_matrices * ne1 * static_cast<int64_t>(row_bytes);
   if (total == 0) return;
@@ -3804,6 +3860,8 @@ void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
       return detail::launch_repack<GgmlType::Q5_K>(src, dst, ne0, ne1, row_bytes, total, s);
     case GgmlType::Q6_K:
       return detail::launch_repack<GgmlType::Q6_K>(src, dst, ne0, ne1, row_bytes, total, s);
+    case GgmlType::Q3_K:
+      return detail::launch_repack<GgmlType::Q3_K>(src, dst, ne0, ne1, row_bytes, total, s);
     case GgmlType::Q2_K:
       return detail::launch_repack<GgmlType::Q2_K>(src, dst, ne0, ne1, row_bytes, total, s);
     default:

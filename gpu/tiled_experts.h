@@ -26,8 +26,8 @@ inline constexpr int64_t kTiledAutoMin = 2048;
 // `mode` ("auto" | "on" | "off"): selected by the mode, covered by the layout
 // (tiled_layout_covers), row_bytes the type's, 16-byte aligned, and, where the tensor-core
 // decode GEMV covers the type, its tiled launch too (gemv_tiled_supported: x's fragments within
-// a block's shared memory), so that every sum stays the GGUF layout's; Q5_K and Q6_K only where
-// that tiled launch runs (switched on: gpu/gemv_mma.h). Needs a current CUDA device. Throws Error for
+// a block's shared memory), so that every sum stays the GGUF layout's; Q5_K, Q6_K and Q3_K only
+// where that tiled launch runs (switched on: gpu/gemv_mma.h). Needs a current CUDA device. Throws Error for
 // another mode.
 bool tiled_expert(const std::string& mode, GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes,
                   uint64_t align_of);

@@ -946,16 +946,19 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
       }
     }
   }
-  // Q5_K's and Q6_K's tiled layouts (twenty-ninth pass) beside the GGUF layout, on the tensor
-  // cores (Q6_K's tiled launch switched on), alternating GGUF, tiled, tiled, GGUF ("tiled"): the
-  // expert launches (plain, then gate + up with the SwiGLU epilogue, the engine's decode launch)
-  // and the expert FFN all of `type`; for Q6_K also the Q4_K_M layers' FFN, Q4_K gate + up tiled
-  // (as the engine holds them) with the Q6_K down switched ("tiled_ffn_q4k_gate_up").
-  if (q5k || type == GgmlType::Q6_K) {
-    struct Q6kTiledDefault {
-      ~Q6kTiledDefault() { gpu::detail::set_gemv_q6k_tiled(gpu::detail::kGemvQ6kTiledDefault); }
-    } q6k_back;
-    gpu::detail::set_gemv_q6k_tiled(true);
+  // Q5_K's, Q6_K's and Q3_K's tiled layouts (twenty-ninth pass) beside the GGUF layout, on the
+  // tensor cores (Q6_K's and Q3_K's tiled launches switched on), alternating GGUF, tiled, tiled, GGUF
+  // ("tiled"): the expert launches (plain, then gate + up with the SwiGLU epilogue, the engine's decode
+  // launch) and the expert FFN all of `type`; for Q6_K also the Q4_K_M layers' FFN, Q4_K gate + up tiled (as
+  // the engine holds them) with the Q6_K down switched ("tiled_ffn_q4k_gate_up").
+  if (q5k || type == GgmlType::Q6_K || type == GgmlType::Q3_K) {
+    struct TiledLayoutDefaults {
+      ~TiledLayoutDefaults() {
+        gpu::detail::set_gemv_tiled_layout(GgmlType::Q3_K, gpu::detail::kGemvQ3kTiledDefault);
+        gpu::detail::set_gemv_tiled_layout(GgmlType::Q6_K, gpu::detail::kGemvQ6kTiledDefault);
+      }
+    } tiled_back;
+    if (type != GgmlType::Q5_K) gpu::detail::set_gemv_tiled_layout(type, true);
     f32_kernels(false);
     for (const auto& [r, c, e, pairs] : shapes) {
       if (e == 1) continue;  // the tiled layout is for expert launches

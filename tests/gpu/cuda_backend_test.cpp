@@ -372,33 +372,53 @@ TEST(CudaBackend, TiledExpertsChangeNoLogitOfTheDemoModel) {
   test::expect_tiled_experts_change_no_logit(kDemo, tokens, make_backend, "moepack-demo-tiled");
 }
 
-// The demo model with Q6_K's tiled launch switched on (twenty-ninth pass; off by default until it
-// has run, gpu/gemv_mma.h's kGemvQ6kTiledDefault): its Q6_K downs (blocks 2 and 5, 32 x 256 x 256)
-// tiled too, the same logits bit for bit as untiled, on the GGUF path and on a pack at top-k
-// slots. With tiled_experts "on", the same tokens take more tiled launches with the switch on than
-// off (the Q6_K downs'), so the Q6_K tiled launch is what ran.
-TEST(CudaBackend, TiledQ6kExpertsChangeNoLogitOfTheDemoModel) {
+// Q3_K's or Q6_K's tiled launch switched on (twenty-ninth pass; off by default until it has run,
+// gpu/gemv_mma.h's kGemvQ3kTiledDefault, kGemvQ6kTiledDefault): the model's expert matrices of
+// that type tiled too, the same logits bit for bit as untiled, on the GGUF path and on a pack at
+// top-k slots (test::expect_tiled_experts_change_no_logit). With tiled_experts "on", the same
+// tokens take more tiled launches with the switch on than off, so the type's tiled launch is
+// what ran.
+void expect_tiled_layout_changes_no_logit(const std::string& model, const std::vector<int32_t>& tokens,
+                                          GgmlType type, const std::string& tmp_prefix) {
   struct DefaultAfterwards {
-    ~DefaultAfterwards() { gpu::detail::set_gemv_q6k_tiled(gpu::detail::kGemvQ6kTiledDefault); }
+    ~DefaultAfterwards() {
+      gpu::detail::set_gemv_tiled_layout(GgmlType::Q3_K, gpu::detail::kGemvQ3kTiledDefault);
+      gpu::detail::set_gemv_tiled_layout(GgmlType::Q6_K, gpu::detail::kGemvQ6kTiledDefault);
+    }
   } restore;
-  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
-  const auto src = ModelSource::open(kDemo);
+  const auto src = ModelSource::open(model);
   EngineSettings on = parity_settings("cuda");
   on.tiled_experts = "on";
   uint64_t tiled[2] = {0, 0};
-  for (const bool q6k : {false, true}) {
-    gpu::detail::set_gemv_q6k_tiled(q6k);
+  for (const bool switched : {false, true}) {
+    gpu::detail::set_gemv_tiled_layout(type, switched);
     const uint64_t before = gpu::gemv_tiled_launches();
     {
       auto be = make_backend(src, on);
       (void)test::prompt_then_greedy_logits(*be, tokens);
     }
-    tiled[q6k ? 1 : 0] = gpu::gemv_tiled_launches() - before;
+    tiled[switched ? 1 : 0] = gpu::gemv_tiled_launches() - before;
   }
-  std::printf("[ tiled ] demo: %llu tiled launches with Q6_K's off, %llu on\n",
-              static_cast<unsigned long long>(tiled[0]), static_cast<unsigned long long>(tiled[1]));
-  EXPECT_GT(tiled[1], tiled[0]) << "no Q6_K down took the tiled launch";
-  test::expect_tiled_experts_change_no_logit(kDemo, tokens, make_backend, "moepack-demo-tiled-q6k");
+  std::printf("[ tiled ] %s: %llu tiled launches with %s's off, %llu on\n", model.c_str(),
+              static_cast<unsigned long long>(tiled[0]), ggml_type_name(type),
+              static_cast<unsigned long long>(tiled[1]));
+  EXPECT_GT(tiled[1], tiled[0]) << "no " << ggml_type_name(type) << " matrix took the tiled launch";
+  test::expect_tiled_experts_change_no_logit(model, tokens, make_backend, tmp_prefix);
+}
+
+// The demo model's Q6_K downs (blocks 2 and 5, 32 x 256 x 256).
+TEST(CudaBackend, TiledQ6kExpertsChangeNoLogitOfTheDemoModel) {
+  expect_tiled_layout_changes_no_logit(kDemo, {0, 17, 345, 1024, 77, 5, 4000, 12}, GgmlType::Q6_K,
+                                       "moepack-demo-tiled-q6k");
+}
+
+// deepseek2 Q2_K's Q3_K downs (blocks 1-3, 16 x 256 x 256), read from its three shards.
+TEST(CudaBackend, TiledQ3kExpertsChangeNoLogitOfDeepseek2Q2k) {
+  const Case c = kCases[1];
+  ASSERT_EQ(std::string(c.name), "deepseek2_Q2_K_split");
+  if (!std::filesystem::exists(kFixtures + c.model)) GTEST_SKIP() << kFixtures + c.model << " not carried";
+  expect_tiled_layout_changes_no_logit(kFixtures + c.model, first_prompt(c), GgmlType::Q3_K,
+                                       "moepack-ds2-tiled-q3k");
 }
 
 // UploadArena: tables staged together reach the device in one flush, a put() flushes what

@@ -2,7 +2,8 @@
 // values are worked out by hand from the table in gpu/gemv_tiled.h and the GGUF block layouts
 // (Q2_K: 16 scale bytes, 64 qs bytes, d, dmin; Q4_K: d, dmin, 12 scale bytes, 128 qs bytes;
 // Q5_K: Q4_K's 16 header bytes, 32 qh bytes, 128 qs bytes; Q6_K: 128 ql bytes, 64 qh bytes, 16
-// scale bytes, d; MXFP4: blocks of one E8M0 byte and 16 qs bytes).
+// scale bytes, d; Q3_K: 32 hmask bytes, 64 qs bytes, 12 scale bytes, d; MXFP4: blocks of one E8M0
+// byte and 16 qs bytes).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -25,7 +26,9 @@ TEST(GemvTiledLayout, SizesAndCoverage) {
   EXPECT_TRUE(tiled_layout_covers(GgmlType::Q2_K, 4096, 2048));
   EXPECT_FALSE(tiled_layout_covers(GgmlType::Q2_K, 4096, 2040));  // rows not whole tiles
   EXPECT_FALSE(tiled_layout_covers(GgmlType::Q2_K, 4000, 2048));  // not whole units
-  EXPECT_FALSE(tiled_layout_covers(GgmlType::Q3_K, 4096, 2048));
+  EXPECT_FALSE(tiled_layout_covers(GgmlType::Q8_0, 4096, 2048));
+  EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q3_K), 1760);
+  EXPECT_TRUE(tiled_layout_covers(GgmlType::Q3_K, 2048, 7168));
   EXPECT_EQ(tiled_chunk_bytes(GgmlType::Q6_K), 3360);
   EXPECT_TRUE(tiled_layout_covers(GgmlType::Q6_K, 768, 2048));
   EXPECT_FALSE(tiled_layout_covers(GgmlType::MXFP4, 0, 16));
@@ -39,7 +42,8 @@ TEST(GemvTiledLayout, SizesAndCoverage) {
 
 // Every chunk is a permutation of its 16 rows' unit bytes: each (row, byte) exactly once.
 TEST(GemvTiledLayout, EachChunkIsAPermutationOfItsRowsBytes) {
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType t :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     const int unit = tiled_unit_bytes(t), chunk = tiled_chunk_bytes(t);
     std::vector<int> seen(static_cast<size_t>(chunk), 0);
     for (int o = 0; o < chunk; ++o) {
@@ -97,25 +101,36 @@ TEST(GemvTiledLayout, HandWorkedEntries) {
   EXPECT_TRUE(same(tiled_source(GgmlType::Q6_K, 3328 + 20 + 2 + 1), {13, 209}));
   EXPECT_TRUE(same(tiled_source(GgmlType::Q6_K, 3359), {15, 209}));
   EXPECT_TRUE(same(tiled_source(GgmlType::Q6_K, 3360), {-1, -1}));
+  // Q3_K, lane 6 (g 1, t 2): i 1 is row 9, w 3 its half n 1, second word: qs byte 32 + 32 + 16 +
+  // 4 = 84. Row 5's hmask byte 17 at 1024 + 32 x 5 + 17; row 11's (g 3, i 1) scale byte 7 (block
+  // byte 103) at 1536 + 24 x 3 + 12 + 7; row 14's (g 6, i 1) d high byte at 1728 + 24 + 2 + 1;
+  // the chunk's last byte is row 15's byte 109.
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q3_K, 512 + 16 * 6 + 12), {9, 84}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q3_K, 1024 + 32 * 5 + 17), {5, 17}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q3_K, 1536 + 72 + 12 + 7), {11, 103}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q3_K, 1728 + 24 + 2 + 1), {14, 109}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q3_K, 1759), {15, 109}));
+  EXPECT_TRUE(same(tiled_source(GgmlType::Q3_K, 1760), {-1, -1}));
 }
 
 // tiled_dest inverts tiled_source for every byte of every row, and keeps the 4-byte runs the
 // CUDA F32 kernels' tiled fetch relies on.
 TEST(GemvTiledLayout, DestInvertsSource) {
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType t :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     const int unit = tiled_unit_bytes(t);
     for (int row = 0; row < 16; ++row) {
       for (int b = 0; b < unit; ++b) {
         const int o = tiled_dest(t, row, b);
         ASSERT_TRUE(same(tiled_source(t, o), {row, b}))
             << ggml_type_name(t) << " row " << row << " byte " << b;
-        // (Q6_K's d, bytes 208-209, is a 2-byte run.)
-        const bool run_start = t == GgmlType::MXFP4  ? b % 17 != 0 && (b % 17 - 1) % 4 == 0
-                               : t == GgmlType::Q6_K ? b % 4 == 0 && b < 208
-                                                     : b % 4 == 0;
-        if (t == GgmlType::Q6_K && b == 208) {
+        // (Q6_K's and Q3_K's d, bytes 208-209 and 108-109, are 2-byte runs.)
+        const int d_at = t == GgmlType::Q6_K ? 208 : t == GgmlType::Q3_K ? 108 : unit;
+        const bool run_start =
+            t == GgmlType::MXFP4 ? b % 17 != 0 && (b % 17 - 1) % 4 == 0 : b % 4 == 0 && b < d_at;
+        if (b == d_at) {
           EXPECT_EQ(o % 2, 0);
-          EXPECT_EQ(tiled_dest(t, row, 209), o + 1);
+          EXPECT_EQ(tiled_dest(t, row, b + 1), o + 1);
         }
         if (run_start) {
           EXPECT_EQ(o % 4, 0) << ggml_type_name(t) << " row " << row << " byte " << b;
@@ -130,7 +145,10 @@ TEST(GemvTiledLayout, DestInvertsSource) {
   EXPECT_EQ(tiled_dest(GgmlType::MXFP4, 13, 85), 2048 + 16 * 5 + 8 + 4 + 2);
   EXPECT_EQ(tiled_dest(GgmlType::Q2_K, 16, 0), -1);
   EXPECT_EQ(tiled_dest(GgmlType::Q2_K, 0, 84), -1);
-  EXPECT_EQ(tiled_dest(GgmlType::Q3_K, 0, 0), -1);
+  EXPECT_EQ(tiled_dest(GgmlType::Q8_0, 0, 0), -1);
+  EXPECT_EQ(tiled_dest(GgmlType::Q3_K, 9, 84), 512 + 16 * 6 + 12);
+  EXPECT_EQ(tiled_dest(GgmlType::Q3_K, 14, 109), 1728 + 24 + 2 + 1);
+  EXPECT_EQ(tiled_dest(GgmlType::Q3_K, 0, 110), -1);
   EXPECT_EQ(tiled_dest(GgmlType::Q5_K, 9, 21), 2048 + 32 * 9 + 5);
   EXPECT_EQ(tiled_dest(GgmlType::Q5_K, 1, 160), 512 + 16 * 6 + 8);
   EXPECT_EQ(tiled_dest(GgmlType::Q5_K, 0, 176), -1);
@@ -142,20 +160,24 @@ TEST(GemvTiledLayout, DestInvertsSource) {
 // The F32 kernels' gather of a row's unit (tiled_row_word, tiled_piece_dest): every piece's bytes
 // come from where tiled_source says, and the pieces of a row cover its unit exactly once.
 TEST(GemvTiledLayout, RowWordsGatherEachRowsUnitOnce) {
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType t :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     const int unit = tiled_unit_bytes(t);
     for (int row = 0; row < 16; ++row) {
       std::vector<int> seen(static_cast<size_t>(unit), 0);
       for (int w = 0; w < tiled_row_words(t); ++w) {
         const TiledRowWord rw = tiled_row_word(t, row, w);
-        ASSERT_TRUE(rw.bytes == 16 || rw.bytes == 4 || (t == GgmlType::Q6_K && rw.bytes == 2));
+        ASSERT_TRUE(rw.bytes == 16 || rw.bytes == 4 ||
+                    ((t == GgmlType::Q6_K || t == GgmlType::Q3_K) && rw.bytes == 2));
         ASSERT_EQ(rw.src % rw.bytes, 0) << ggml_type_name(t) << " row " << row << " word " << w;
         const int pb = tiled_piece_bytes(t, w);
         for (int p = 0; p < rw.bytes / pb; ++p) {
           const int dst = tiled_piece_dest(t, w, p);
-          // (Q6_K's staged units lie 210 bytes apart: the F32 kernels store its pieces 2 bytes at a
-          // time, so every piece must start at an even byte.)
-          if (t == GgmlType::Q6_K) EXPECT_EQ(dst % 2, 0) << "row " << row << " word " << w << " piece " << p;
+          // (Q6_K's and Q3_K's staged units lie 210 and 110 bytes apart: the F32 kernels store their
+          // pieces 2 bytes at a time, so every piece must start at an even byte.)
+          if (t == GgmlType::Q6_K || t == GgmlType::Q3_K) {
+            EXPECT_EQ(dst % 2, 0) << ggml_type_name(t) << " row " << row << " word " << w << " piece " << p;
+          }
           for (int c = 0; c < pb; ++c) {
             ASSERT_TRUE(same(tiled_source(t, rw.src + p * pb + c), {row, dst + c}))
                 << ggml_type_name(t) << " row " << row << " word " << w << " piece " << p << " byte " << c;
@@ -189,6 +211,18 @@ TEST(GemvTiledLayout, RowWordsGatherEachRowsUnitOnce) {
   EXPECT_EQ(tiled_row_word(GgmlType::Q6_K, 13, 13).bytes, 2);
   EXPECT_EQ(tiled_piece_bytes(GgmlType::Q6_K, 13), 2);
   EXPECT_EQ(tiled_piece_dest(GgmlType::Q6_K, 13, 0), 208);
+  // Q3_K row 11 (g 3, half 1): word 2 is lane 14's word of i 1 (512 + 16 x 14), its piece 3 qs
+  // byte 32 + 32 + 16 + 4 = 84; word 7 its scale bytes 4-7 at 1536 + 72 + 12 + 4, to byte 100;
+  // word 9 its d, 2 bytes at 1728 + 12 + 2, to byte 108.
+  EXPECT_EQ(tiled_row_words(GgmlType::Q3_K), 10);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q3_K, 11, 2).src, 512 + 16 * 14);
+  EXPECT_EQ(tiled_piece_dest(GgmlType::Q3_K, 2, 3), 84);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q3_K, 11, 7).src, 1536 + 72 + 12 + 4);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q3_K, 11, 7).bytes, 4);
+  EXPECT_EQ(tiled_piece_dest(GgmlType::Q3_K, 7, 0), 100);
+  EXPECT_EQ(tiled_row_word(GgmlType::Q3_K, 11, 9).src, 1728 + 12 + 2);
+  EXPECT_EQ(tiled_piece_bytes(GgmlType::Q3_K, 9), 2);
+  EXPECT_EQ(tiled_piece_dest(GgmlType::Q3_K, 9, 0), 108);
 }
 
 }  // namespace

@@ -42,7 +42,9 @@ class Q5kTensorCoresOn : public ::testing::Environment {
  public:
   void SetUp() override {
     detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
-    detail::set_gemv_q6k_tiled(true);  // off by default too (kGemvQ6kTiledDefault)
+    // off by default too (kGemvQ3kTiledDefault, kGemvQ6kTiledDefault)
+    detail::set_gemv_tiled_layout(GgmlType::Q3_K, true);
+    detail::set_gemv_tiled_layout(GgmlType::Q6_K, true);
   }
 };
 ::testing::Environment* const kQ5kTensorCoresOn = ::testing::AddGlobalTestEnvironment(new Q5kTensorCoresOn);
@@ -1378,7 +1380,7 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
   // epilogue); odd and even counts of units a row (depth 2 takes them in pairs); 32 tiles a
   // matrix for runs of 4 tiles a warp.
   for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const Shape shape : {Shape{256, 48}, Shape{2048, 64}, Shape{4096, 32}, Shape{7168, 16},
                               Shape{1280, 208}, Shape{3328, 144}, Shape{2048, 512}}) {
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
@@ -1524,7 +1526,7 @@ TEST(GpuOps, GemvTiledLaunchesOwnChoiceOfRunsAndMatricesWithoutATable) {
     EXPECT_EQ(chosen, 28);
   }
   for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     SCOPED_TRACE(ggml_type_name(type));
     ASSERT_TRUE(gemv_tiled_supported(type, ne0, ne1));
     std::mt19937 rng(73);
@@ -1826,9 +1828,9 @@ TEST(GpuOps, GemvExpertsFfnRefusesWhatItCannotFuse) {
   refused(c, d, d_sync.as<int32_t>(), "w_table");
   refused(a, d, nullptr, "sync");
   refused(a, d, reinterpret_cast<int32_t*>(d_sync.bytes_ptr() + 2), "sync");
-  // Q5_K's and Q6_K's tiled layouts (twenty-ninth pass; switched on in this binary) have no
+  // Q5_K's, Q6_K's and Q3_K's tiled layouts (twenty-ninth pass; switched on in this binary) have no
   // one-launch FFN: not fusable with the switch on, and such a pair is refused, never launched.
-  for (const GgmlType q5 : {GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (const GgmlType q5 : {GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K}) {
     SCOPED_TRACE(ggml_type_name(q5));
     const TiledMatrices gu5 = tiled_matrices(q5, hidden, ff, 2 * K, rng);
     const TiledMatrices dn5 = tiled_matrices(q5, ff, hidden, K, rng);
@@ -1860,7 +1862,7 @@ TEST(GpuOps, GemvTiledPrefillAndF32KernelsEqualTheGgufLayout) {
     int64_t ne0, ne1;
   };
   for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const Shape shape : {Shape{256, 48}, Shape{2048, 32}, Shape{4352, 16}}) {
       const int64_t ne0 = shape.ne0, ne1 = shape.ne1;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne1) + "x" + std::to_string(ne0));
@@ -1937,7 +1939,7 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   const DefaultVariantAfterwards restore;
   detail::set_gemv_mma_variant(0);
   EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q2_K, 2048, 40));  // rows not whole tiles
-  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q3_K, 2048, 64));
+  EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q8_0, 2048, 64));
   EXPECT_FALSE(gemv_tiled_supported(GgmlType::MXFP4, 1 << 20, 64));  // x's fragments beyond shared memory
   const uint64_t rb = *ggml_row_bytes(GgmlType::Q2_K, 2048);
   DeviceBuffer d_w(rb * 64, "w"), d_t(rb * 64, "tiled");
@@ -1976,8 +1978,8 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   EXPECT_THROW(gemv(b, nullptr), Error);
   b.x_frag = nullptr;
   b.x_frag_stride = 0;
-  b.type = GgmlType::Q3_K;  // a type without the layout
-  b.row_bytes = *ggml_row_bytes(GgmlType::Q3_K, 2048);
+  b.type = GgmlType::Q8_0;  // a type without the layout
+  b.row_bytes = *ggml_row_bytes(GgmlType::Q8_0, 2048);
   EXPECT_THROW(gemv(b, nullptr), Error);
   b.type = GgmlType::Q2_K;
   b.row_bytes = rb;
@@ -2015,24 +2017,31 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   EXPECT_FALSE(tiled_expert("auto", GgmlType::Q4_K, 256, 256, rb_q4, 0));
   EXPECT_TRUE(tiled_expert("on", GgmlType::Q4_K, 256, 256, rb_q4, 0));
   EXPECT_FALSE(tiled_expert("on", GgmlType::Q4_K, 256, 256, rb_q4, 8));
-  EXPECT_FALSE(tiled_expert("on", GgmlType::Q3_K, 256, 256, *ggml_row_bytes(GgmlType::Q3_K, 256), 0));
+  EXPECT_FALSE(tiled_expert("on", GgmlType::Q8_0, 256, 256, *ggml_row_bytes(GgmlType::Q8_0, 256), 0));
   EXPECT_THROW(tiled_expert("yes", GgmlType::Q4_K, 256, 256, rb_q4, 0), Error);
-  // Q5_K and Q6_K only while their tiled tensor-core launch runs (Q5_K's tensor cores on, Q6_K's
-  // tiled launch on; both off by default until run, kGemvQ5kTensorCoresDefault and
-  // kGemvQ6kTiledDefault): never into the F32 kernels' gather alone.
+  // Q5_K, Q6_K and Q3_K only while their tiled tensor-core launch runs (Q5_K's tensor cores on,
+  // Q6_K's and Q3_K's tiled launches on; all off by default until run, kGemvQ5kTensorCoresDefault,
+  // kGemvQ6kTiledDefault, kGemvQ3kTiledDefault): never into the F32 kernels' gather alone.
   {
     const uint64_t rb_q5 = *ggml_row_bytes(GgmlType::Q5_K, 4096),
                    rb_q6 = *ggml_row_bytes(GgmlType::Q6_K, 4096);
     struct BackOn {  // this binary's settings (Q5kTensorCoresOn), also when an assertion throws
       ~BackOn() {
         detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
-        detail::set_gemv_q6k_tiled(true);
+        detail::set_gemv_tiled_layout(GgmlType::Q3_K, true);
+        detail::set_gemv_tiled_layout(GgmlType::Q6_K, true);
       }
     } back_on;
     EXPECT_TRUE(tiled_expert("auto", GgmlType::Q5_K, 4096, 2048, rb_q5, 4096));
     EXPECT_TRUE(tiled_expert("auto", GgmlType::Q6_K, 4096, 2048, rb_q6, 4096));
+    EXPECT_TRUE(
+        tiled_expert("auto", GgmlType::Q3_K, 2048, 7168, *ggml_row_bytes(GgmlType::Q3_K, 2048), 4096));
     detail::set_gemv_tensor_cores(GgmlType::Q5_K, false);
-    detail::set_gemv_q6k_tiled(false);
+    detail::set_gemv_tiled_layout(GgmlType::Q6_K, false);
+    detail::set_gemv_tiled_layout(GgmlType::Q3_K, false);
+    EXPECT_FALSE(tiled_expert("on", GgmlType::Q3_K, 2048, 7168, *ggml_row_bytes(GgmlType::Q3_K, 2048), 4096));
+    EXPECT_TRUE(detail::gemv_mma_supported(GgmlType::Q3_K, 2048));  // its ring launch stays on
+    EXPECT_THROW(detail::set_gemv_tiled_layout(GgmlType::Q4_K, false), Error);
     EXPECT_FALSE(tiled_expert("on", GgmlType::Q5_K, 4096, 2048, rb_q5, 4096));
     EXPECT_FALSE(gemv_tiled_supported(GgmlType::Q5_K, 4096, 2048));
     EXPECT_FALSE(tiled_expert("on", GgmlType::Q6_K, 4096, 2048, rb_q6, 4096));

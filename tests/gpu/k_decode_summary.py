@@ -34,8 +34,8 @@ for shape, v in ffn.items():
     print("FFN %-26s tensor cores %7.1f us %.3f (gate+up %.1f, down %.1f) | f32 kernels %7.1f us %.3f | x%.2f" % (
         shape, a, med(v[False], "ratio_to_d2d"), med(v[False], "gate_up_us"), med(v[False], "down_us"),
         b, med(v[True], "ratio_to_d2d"), b / a))
-# Q5_K's and Q6_K's tiled layouts beside the GGUF layout's (--q5k-only, --q6k-only, twenty-ninth
-# pass): plain launches, gate + up with the SwiGLU epilogue, the expert FFN.
+# Q5_K's, Q6_K's and Q3_K's tiled layouts beside the GGUF layout's (--q5k-only, --q6k-only,
+# --q3k-only, twenty-ninth pass): plain launches, gate + up with the SwiGLU epilogue, the expert FFN.
 # (--q6k-only also "tiled_ffn_q4k_gate_up": Q4_K gate + up tiled, the Q6_K down switched.)
 for sec, key, us in (("tiled", "plain", "us_per_launch"), ("tiled_glu", "gate+up", "us_per_launch"),
                      ("tiled_ffn", "FFN", "ffn_us"), ("tiled_ffn_q4k_gate_up", "Q4K+down", "ffn_us")):

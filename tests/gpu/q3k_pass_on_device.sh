@@ -6,7 +6,9 @@
 # runs gpu_ops_test (every kernel and type) and the engine tests of the carried fixtures, then
 # `bench_cuda_backend --q3k-only --twin` ($OUT/bench-q3k.json: Q3_K's decode launches on the
 # tensor cores and in the F32 kernels side by side, and bench-twin on a Kimi-K3 twin of 4 layers
-# x 128 experts, every expert cached, both ways: Q2_K gate / up, Q3_K down).
+# x 128 experts, every expert cached, both ways: Q2_K gate / up, Q3_K down; and Q3_K's tiled
+# layout (twenty-ninth pass, switched on for it) beside the GGUF layout's: plain launches, gate +
+# up with the SwiGLU epilogue, the expert FFN).
 # MOEPACK_SKIP_TESTS=1 leaves the tests out, MOEPACK_SKIP_BENCH=1 the benchmark, MOEPACK_SKIP_TWIN=1
 # the twin.
 set -u
