@@ -15,11 +15,15 @@
 #   tests/gpu/prepare_carry.sh l   llama-moe Q4_K_M + kimi-linear Q2_K        (~28 MiB)
 #   tests/gpu/prepare_carry.sh m   deepseek2 Q2_K (3 shards) + kimi-linear Q2_K (Q3_K rows of 512:
 #                                  the tensor-core Q3_K decode end to end)
+#   tests/gpu/prepare_carry.sh n   llama-moe Q4_K_M + deepseek2 Q2_K (3 shards) (Q5_K attention
+#                                  outputs, Q3_K downs: the twenty-eighth and twenty-ninth
+#                                  passes' engine tests in one call; the demo's Q6_K downs travel
+#                                  with the tree)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
 set -eu
-set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|none}"
+set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|n|none}"
 src="${MOEPACK_SHARED_DIR:-../shared}/fixtures"
 dst=.device-carry/shared/fixtures
 rm -rf .device-carry/shared
@@ -93,8 +97,13 @@ case "$set_name" in
     refs deepseek2-tiny/deepseek2-tiny-Q2_K
     copy kimi-linear-tiny/ref/kimi-linear-tiny-Q2_K.f32-dequant.json
     ;;
+  n)
+    copy llama-moe-tiny/llama-moe-tiny-Q4_K_M.gguf deepseek2-tiny/deepseek2-tiny-Q2_K-0000{1,2,3}-of-00003.gguf
+    refs llama-moe-tiny/llama-moe-tiny-Q4_K_M
+    refs deepseek2-tiny/deepseek2-tiny-Q2_K
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a to m, or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a to n, or none)" >&2; exit 2 ;;
 esac
 # The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
 for fam in deepseek4-tiny kimi-linear-tiny; do
