@@ -65,17 +65,31 @@
 
 namespace moepack::gpu {
 
-// A row's bytes of one unit of 256 elements in the GGUF layout: 144 (Q4_K), 176 (Q5_K), 210
-// (Q6_K), 110 (Q3_K), 84 (Q2_K), 136 (MXFP4: 8 blocks); 0 for every other type.
-MOEPACK_GEMV_HD constexpr int tiled_unit_bytes(GgmlType t) {
-  return t == GgmlType::Q4_K    ? 144
-         : t == GgmlType::Q5_K  ? 176
-         : t == GgmlType::Q6_K  ? 210
-         : t == GgmlType::Q3_K  ? 110
-         : t == GgmlType::Q2_K  ? 84
-         : t == GgmlType::MXFP4 ? 136
-                                : 0;
+// Per type: a row's bytes of one unit of 256 elements in the GGUF layout (144 Q4_K, 176 Q5_K, 210
+// Q6_K, 110 Q3_K, 84 Q2_K, 136 MXFP4: 8 blocks) and the F32 kernels' words a row and unit
+// (tiled_row_words below); 0 and 0 for every other type.
+struct TiledTypeInfo {
+  int unit_bytes, row_words;
+};
+MOEPACK_GEMV_HD constexpr TiledTypeInfo tiled_type_info(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_K:
+      return {144, 9};
+    case GgmlType::Q5_K:
+      return {176, 11};
+    case GgmlType::Q6_K:
+      return {210, 14};
+    case GgmlType::Q3_K:
+      return {110, 10};
+    case GgmlType::Q2_K:
+      return {84, 6};
+    case GgmlType::MXFP4:
+      return {136, 10};
+    default:
+      return {0, 0};
+  }
 }
+MOEPACK_GEMV_HD constexpr int tiled_unit_bytes(GgmlType t) { return tiled_type_info(t).unit_bytes; }
 // Bytes of a chunk (16 rows of one unit); 0 for a type without the layout.
 MOEPACK_GEMV_HD constexpr int tiled_chunk_bytes(GgmlType t) { return 16 * tiled_unit_bytes(t); }
 
@@ -201,15 +215,7 @@ MOEPACK_GEMV_HD constexpr int tiled_dest(GgmlType t, int row, int byte) {
 // 16 scale bytes and d (a 2-byte word and piece); Q3_K: 4 qs words, 2 hmask words, 3 scale words
 // of 4 bytes and d; MXFP4: 8 qs words (pieces: a block's 4-byte qs
 // run) and two 4-byte words of 4 scales each (1-byte pieces).
-MOEPACK_GEMV_HD constexpr int tiled_row_words(GgmlType t) {
-  return t == GgmlType::Q2_K    ? 6
-         : t == GgmlType::Q4_K  ? 9
-         : t == GgmlType::Q5_K  ? 11
-         : t == GgmlType::Q6_K  ? 14
-         : t == GgmlType::Q3_K  ? 10
-         : t == GgmlType::MXFP4 ? 10
-                                : 0;
-}
+MOEPACK_GEMV_HD constexpr int tiled_row_words(GgmlType t) { return tiled_type_info(t).row_words; }
 struct TiledRowWord {
   int src;    // chunk byte (a multiple of `bytes`)
   int bytes;  // 16, 4 or 2 (Q6_K's and Q3_K's d)

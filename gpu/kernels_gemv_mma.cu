@@ -2278,8 +2278,21 @@ struct TiledFetch<GgmlType::Q2_K> {
   }
 };
 
-// Q4_K (chunk 2304 bytes): qs words [4][32 lanes][16] (rows g: groups 0-1, 2-3; rows g + 8: the
-// same), headers [16 rows][16].
+// Q4_K's and Q5_K's qs words of a chunk, [4][32 lanes][16] at its start (rows g: groups 0-1,
+// 2-3; rows g + 8: the same), into the lane's registers and then into the path's qa, qb.
+__device__ __forceinline__ void load_k4_qs(uint4 (&q)[4], const uint8_t* c, int lane) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) q[i] = ld_weights16(c + 512 * i + 16 * lane);
+}
+__device__ __forceinline__ void decode_k4_qs(Q4kI8Path& p, const uint4 (&q)[4]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    p.qa[2 * h] = make_uint2(q[h].x, q[h].y), p.qa[2 * h + 1] = make_uint2(q[h].z, q[h].w);
+    p.qb[2 * h] = make_uint2(q[2 + h].x, q[2 + h].y), p.qb[2 * h + 1] = make_uint2(q[2 + h].z, q[2 + h].w);
+  }
+}
+
+// Q4_K (chunk 2304 bytes): qs words (load_k4_qs), headers [16 rows][16].
 template <>
 struct TiledFetch<GgmlType::Q4_K> {
   static constexpr GgmlType kType = GgmlType::Q4_K;
@@ -2289,23 +2302,17 @@ struct TiledFetch<GgmlType::Q4_K> {
   };
   __device__ __forceinline__ static void load(Raw& r, const uint8_t* c, int lane) {
     const int g = lane >> 2;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) r.q[i] = ld_weights16(c + 512 * i + 16 * lane);
+    load_k4_qs(r.q, c, lane);
     r.ha = ld_weights16(c + 2048 + 16 * g);
     r.hb = ld_weights16(c + 2048 + 16 * (g + 8));
   }
   __device__ __forceinline__ static void decode(Path& p, const Raw& r, int) {
     p.ha = r.ha, p.hb = r.hb;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      p.qa[2 * h] = make_uint2(r.q[h].x, r.q[h].y), p.qa[2 * h + 1] = make_uint2(r.q[h].z, r.q[h].w);
-      p.qb[2 * h] = make_uint2(r.q[2 + h].x, r.q[2 + h].y),
-               p.qb[2 * h + 1] = make_uint2(r.q[2 + h].z, r.q[2 + h].w);
-    }
+    decode_k4_qs(p, r.q);
   }
 };
 
-// Q5_K (chunk 2816 bytes; twenty-ninth pass): Q4_K's qs words [4][32 lanes][16], then qh [16
+// Q5_K (chunk 2816 bytes; twenty-ninth pass): Q4_K's qs words (load_k4_qs), then qh [16
 // rows][32] (the lane's 8 bytes 8t.. of rows g and g + 8: two 8-byte loads, each a warp's 256
 // contiguous bytes), headers [16 rows][16].
 template <>
@@ -2318,8 +2325,7 @@ struct TiledFetch<GgmlType::Q5_K> {
   };
   __device__ __forceinline__ static void load(Raw& r, const uint8_t* c, int lane) {
     const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) r.q[i] = ld_weights16(c + 512 * i + 16 * lane);
+    load_k4_qs(r.q, c, lane);
     r.qha = ld_weights8(c + 2048 + 32 * g + 8 * t);
     r.qhb = ld_weights8(c + 2048 + 32 * (g + 8) + 8 * t);
     r.ha = ld_weights16(c + 2560 + 16 * g);
@@ -2328,12 +2334,7 @@ struct TiledFetch<GgmlType::Q5_K> {
   __device__ __forceinline__ static void decode(Path& p, const Raw& r, int) {
     p.ha = r.ha, p.hb = r.hb;
     p.qha = r.qha, p.qhb = r.qhb;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      p.qa[2 * h] = make_uint2(r.q[h].x, r.q[h].y), p.qa[2 * h + 1] = make_uint2(r.q[h].z, r.q[h].w);
-      p.qb[2 * h] = make_uint2(r.q[2 + h].x, r.q[2 + h].y),
-               p.qb[2 * h + 1] = make_uint2(r.q[2 + h].z, r.q[2 + h].w);
-    }
+    decode_k4_qs(p, r.q);
   }
 };
 
