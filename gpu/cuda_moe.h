@@ -25,7 +25,8 @@
 //     then never evicts: the experts stay at fixed addresses, as on the GGUF path (resident()).
 // In either, each expert matrix that EngineSettings::tiled_experts selects ("auto": at least
 // 2048 x 2048 elements; "on": all) among those the tiled layout covers (gpu/gemv_tiled.h: Q4_K, Q2_K,
-// MXFP4, rows of a multiple of 256 elements, a multiple of 16 rows) is held permuted into it: the GGUF path's
+// MXFP4, and Q5_K, Q6_K, Q3_K where their tiled launch runs (tiled_expert); rows of a multiple of 256
+// elements, a multiple of 16 rows) is held permuted into it: the GGUF path's
 // stacked tensors at bind(), a matrix group at a time through a scratch buffer; the pack path's experts as
 // each is copied into its slot (VramExpertPool::set_delivery: the block into a scratch buffer of one slot,
 // then repack_tiled into the slot, on the copy stream before the slot's ready event). Every launch then runs

@@ -48,7 +48,8 @@
 //             the expert launches' copies alone (6), arithmetic alone (7), four super-blocks
 //             a stage (26), and every launch one super-block a stage (27) and with the other
 //             copy width (28), beside the default (0, before and after); "expert_ffn": a layer's
-//             expert FFN with every matrix Q3_K in the engine's order, both ways;
+//             expert FFN with every matrix Q3_K in the engine's order, both ways; "tiled" /
+//             "tiled_glu" / "tiled_ffn" as --q5k-only's;
 //   "gemv_q6k" (--q6k-only): the same for Q6_K (Q6kColPath, twenty-seventh pass), Q4_K's default
 //             beside it, the diagnosis variants 6 and 7, and "expert_ffn" also with Q4_K gate + up
 //             and a Q6_K down (the Q4_K_M mixture's layers), both ways; and "engine"/
@@ -57,8 +58,9 @@
 //   "gemv_q5k" (--q5k-only): the same for Q5_K (Q5kColPath, twenty-eighth pass): variants 6, 7
 //             and 20 (one super-block a stage), "expert_ffn" also with Q5_K gate + up and a Q6_K
 //             down (Q5_K_M's), "tiled" / "tiled_glu" / "tiled_ffn": its tiled layout (twenty-
-//             ninth pass) beside the GGUF's, alternating (--q6k-only too, and its
-//             "tiled_ffn_q4k_gate_up": Q4_K gate + up tiled, the Q6_K down both ways), and
+//             ninth pass) beside the GGUF's, alternating (--q6k-only and --q3k-only too;
+//             --q6k-only also "tiled_ffn_q4k_gate_up": Q4_K gate + up tiled, the Q6_K down
+//             both ways), and
 //             "engine"/"k_tensor_cores_of" as --q6k-only;
 //   MOEPACK_BENCH_VARIANTS=0,3,... limits "gemv_mma_variants" to the listed variants;
 //   "engine": prefill and decode tokens/s of the CUDA backend on a model (default: the demo

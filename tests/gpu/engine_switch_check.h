@@ -256,7 +256,8 @@ inline void expect_decode_graph_crosses_the_range_split(const std::string& model
 // as each is copied into its slot, at a budget of one layer's top-k (experts evicted every step), give the
 // same logits bit for bit. gpu::gemv_tiled_launches proves the tiled runs used the layout and the other did
 // not.
-// one_launch_expected: the model's gate, up and down share a type the tiled layout covers; then
+// one_launch_expected: the model's gate, up and down share Q4_K, Q2_K or MXFP4 (the types of the
+// one-launch expert FFN); then
 // the same two tiled runs again with the one-launch expert FFN switched on (gemv_experts_ffn,
 // off by default: gpu/gemv_mma.h's set_gemv_ffn_fusion), which every decode step must take, and
 // their logits too are the untiled run's.
