@@ -400,7 +400,7 @@ void expect_tiled_layout_changes_no_logit(const std::string& model, const std::v
     tiled[switched ? 1 : 0] = gpu::gemv_tiled_launches() - before;
   }
   std::printf("[ tiled ] %s: %llu tiled launches with %s's off, %llu on\n", model.c_str(),
-              static_cast<unsigned long long>(tiled[0]), ggml_type_name(type),
+              static_cast<unsigned long long>(tiled[0]), std::string(ggml_type_name(type)).c_str(),
               static_cast<unsigned long long>(tiled[1]));
   EXPECT_GT(tiled[1], tiled[0]) << "no " << ggml_type_name(type) << " matrix took the tiled launch";
   test::expect_tiled_experts_change_no_logit(model, tokens, make_backend, tmp_prefix);
