@@ -85,12 +85,14 @@ std::vector<int32_t> first_prompt(const Case& c) {
   return read_json(kFixtures + c.ref + ".f32-dequant.ref.json")["results"][0]["tokens"].get<std::vector<int32_t>>();
 }
 
+// Whether fixture c's model file travelled to this machine (tests/gpu/prepare_carry.sh: one subset
+// of the fixtures a GPU-machine call); its tests skip where it did not.
+bool carried(const Case& c) { return std::filesystem::exists(kFixtures + c.model); }
+
 class CudaFixture : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kFixtures + GetParam().model)) {
-      GTEST_SKIP() << kFixtures + GetParam().model << " not carried to this machine";
-    }
+    if (!carried(GetParam())) GTEST_SKIP() << kFixtures + GetParam().model << " not carried to this machine";
   }
 };
 
@@ -153,7 +155,7 @@ TEST_P(CudaFixture, MatchesCpuBackendAndReference) { expect_matches_cpu_and_refe
 TEST(CudaBackend, Q5kTensorCoresMatchCpuAndReference) {
   const Case c = kCases[3];
   ASSERT_EQ(std::string(c.name), "llama_moe_Q4_K_M");
-  if (!std::filesystem::exists(kFixtures + c.model)) GTEST_SKIP() << kFixtures + c.model << " not carried";
+  if (!carried(c)) GTEST_SKIP() << kFixtures + c.model << " not carried to this machine";
   struct DefaultAfterwards {
     ~DefaultAfterwards() {
       gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, gpu::detail::kGemvQ5kTensorCoresDefault);
@@ -416,7 +418,7 @@ TEST(CudaBackend, TiledQ6kExpertsChangeNoLogitOfTheDemoModel) {
 TEST(CudaBackend, TiledQ3kExpertsChangeNoLogitOfDeepseek2Q2k) {
   const Case c = kCases[1];
   ASSERT_EQ(std::string(c.name), "deepseek2_Q2_K_split");
-  if (!std::filesystem::exists(kFixtures + c.model)) GTEST_SKIP() << kFixtures + c.model << " not carried";
+  if (!carried(c)) GTEST_SKIP() << kFixtures + c.model << " not carried to this machine";
   expect_tiled_layout_changes_no_logit(kFixtures + c.model, first_prompt(c), GgmlType::Q3_K,
                                        "moepack-ds2-tiled-q3k");
 }
