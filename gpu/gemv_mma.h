@@ -44,9 +44,8 @@ namespace moepack::gpu::detail {
 // True when the tensor-core path covers `type` at rows of ne0 elements: Q4_K, Q2_K, MXFP4, Q3_K,
 // Q5_K and Q6_K with ne0 a multiple of 256 (Q3_K since the twenty-sixth pass, Q6_K and Q3_K's
 // rows of an odd number of super-blocks since the twenty-seventh, Q5_K since the twenty-eighth)
-// (false for every type after set_gemv_mma_variant(-1), for Q3_K, Q5_K or Q6_K after
-// set_gemv_tensor_cores(type, false), and for Q5_K until set_gemv_tensor_cores(Q5_K, true) while
-// kGemvQ5kTensorCoresDefault is false).
+// (false for every type after set_gemv_mma_variant(-1), and for Q3_K, Q5_K or Q6_K after
+// set_gemv_tensor_cores(type, false)).
 // Weight matrices must be 4-byte aligned (GGUF data is 32-aligned, pack roles 256; gemv_mma throws
 // Error for w or w_gstride off that), 8-aligned is the fast case; Q3_K's and Q6_K's 110- and
 // 210-byte super-blocks leave rows of an odd number of them, and so their matrices, only
@@ -57,16 +56,16 @@ namespace moepack::gpu::detail {
 // memory or, for rows too long for it, in scratch (cudaMallocAsync on the launch's stream, freed after the
 // launch).
 bool gemv_mma_supported(GgmlType type, int64_t ne0);
-// Q3_K's, Q5_K's or Q6_K's decode on the tensor cores (on by default for Q3_K and Q6_K, for Q5_K
+// Q3_K's, Q5_K's or Q6_K's decode on the tensor cores (on by default; for Q5_K
 // kGemvQ5kTensorCoresDefault; the benchmark compares both: off, it takes the F32 kernels as
 // before the twenty-sixth (Q3_K), twenty-seventh (Q6_K) and twenty-eighth (Q5_K) passes).
 // Process-wide. Throws Error for any other type.
 void set_gemv_tensor_cores(GgmlType type, bool on);
-// Q5_K's tensor-core decode (Q5kColPath) was built and compiled in the thirty-fifth session, which
-// had no GPU machine: off by default until gpu_ops_test and the engine tests have run it
-// (tests/gpu/q5k_pass_on_device.sh; gpu_ops_test and CudaBackend.Q5kTensorCoresMatchCpuAndReference
-// switch it on themselves).
-constexpr bool kGemvQ5kTensorCoresDefault = false;
+// Q5_K's tensor-core decode (Q5kColPath), built in the thirty-fifth session, first ran in the
+// thirty-seventh (tests/gpu/tiled_pass_on_device.sh: gpu_ops_test and
+// CudaBackend.Q5kTensorCoresMatchCpuAndReference passed; expert launches 0.56-0.74 of D2D against
+// the F32 kernels' 0.24-0.32, x1.8-2.6; docs/cuda-backend.md, thirtieth pass): on by default.
+constexpr bool kGemvQ5kTensorCoresDefault = true;
 
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.
@@ -134,14 +133,15 @@ void set_gemv_mma_variant(int variant);
 // default's layout fit a block's shared memory (the tiled kernel stages them there).
 bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
 // Q3_K's and Q6_K's tiled launches (twenty-ninth pass: TiledFetch<Q3_K>, TiledFetch<Q6_K>, built
-// in a session without a GPU machine): off by default until gpu_ops_test has run them
-// (tests/gpu/q3k_pass_on_device.sh, q6k_pass_on_device.sh; gpu_ops_test switches them on itself).
-// Off, gemv_tiled_supported(type, ...) is false and the engine holds no matrix of the type tiled
+// in a session without a GPU machine, first run in the thirty-seventh: gpu_ops_test and the engine
+// tests passed; the engine's gate + up and down launches x1.20-1.53 over the rings, Q6_K's and
+// Q3_K's expert FFN x1.24-1.51; docs/cuda-backend.md, thirtieth pass): on by default. Off,
+// gemv_tiled_supported(type, ...) is false and the engine holds no matrix of the type tiled
 // (tiled_expert); their ring launches are not affected. Process-wide. Throws Error for any other
 // type.
 void set_gemv_tiled_layout(GgmlType type, bool on);
-constexpr bool kGemvQ3kTiledDefault = false;
-constexpr bool kGemvQ6kTiledDefault = false;
+constexpr bool kGemvQ3kTiledDefault = true;
+constexpr bool kGemvQ6kTiledDefault = true;
 // Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 0 (default: the
 // type's, two for Q2_K, one for the others), 1 or 2 (two chunks' arithmetic in one basic block;
 // 3 and 4 measured slower and are not compiled; Q5_K, Q6_K and Q3_K, tiled since the twenty-ninth

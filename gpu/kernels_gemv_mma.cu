@@ -1092,8 +1092,8 @@ struct Q4kColPath : Q4kI8Path {
   }
 };
 
-// Q5_K in the column layout (its only tensor-core arithmetic, twenty-eighth pass; off by
-// default until it has run on a GPU: kGemvQ5kTensorCoresDefault). A super-block (ggml
+// Q5_K in the column layout (its only tensor-core arithmetic, twenty-eighth pass; a switch,
+// kGemvQ5kTensorCoresDefault, on since it first ran in the thirty-seventh session). A super-block (ggml
 // block_q5_K, 176 bytes: d, dmin, Q4_K's 12 bytes of 6-bit scales and minimums, qh[32],
 // qs[128]) holds element 64 p + l (l < 32) as the low nibble of qs byte 32 p + l plus 16 times
 // bit 2 p of qh byte l, and element 64 p + 32 + l as the high nibble of the same byte plus 16

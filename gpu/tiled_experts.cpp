@@ -21,10 +21,9 @@ bool tiled_expert(const std::string& mode, GgmlType type, int64_t ne0, int64_t n
   // fragments within a block's shared memory), or a tiled matrix would take the F32 kernels
   // and its sums would differ from the GGUF layout's. (With the tensor cores off, both layouts
   // take the F32 kernels: the same sums.)
-  // Q5_K, Q6_K and Q3_K (twenty-ninth pass) only where their tiled tensor-core launch runs:
-  // switched off by default until it has run on a GPU (gpu/gemv_mma.h, kGemvQ5kTensorCoresDefault,
-  // kGemvQ6kTiledDefault, kGemvQ3kTiledDefault), and on the F32 kernels alone the layout only adds
-  // the gather.
+  // Q5_K, Q6_K and Q3_K (twenty-ninth pass) only where their tiled tensor-core launch runs (its
+  // switches: gpu/gemv_mma.h, kGemvQ5kTensorCoresDefault, kGemvQ6kTiledDefault,
+  // kGemvQ3kTiledDefault): on the F32 kernels alone the layout only adds the gather.
   if (type == GgmlType::Q5_K || type == GgmlType::Q6_K || type == GgmlType::Q3_K) {
     return gemv_tiled_supported(type, ne0, ne1);
   }

@@ -781,8 +781,8 @@ nlohmann::json bench_setting(const std::shared_ptr<const ModelSource>& src, Engi
           {"prefill_tokens_per_s_on", io_bench_median(on_p)}};
 }
 
-// A process-wide engine switch (set: its setter; on is restored afterwards, the default of
-// every switch but Q5_K's tensor cores, kGemvQ5kTensorCoresDefault) as bench_setting.
+// A process-wide engine switch (set: its setter; on, the default of every such switch, is
+// restored afterwards) as bench_setting.
 nlohmann::json bench_switch(const std::shared_ptr<const ModelSource>& src, const EngineSettings& s,
                             int prefill, int decode, void (*set)(bool), const char* key) {
   struct OnAfterwards {
@@ -906,7 +906,7 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
     ~DefaultAfterwards() { gpu::detail::set_gemv_mma_variant(0); }
   } restore;
   const bool q5k = type == GgmlType::Q5_K;
-  f32_kernels(false);  // the variants are the tensor cores' (Q5_K's are off by default)
+  f32_kernels(false);  // the variants are the tensor cores'
   for (const auto& [r, c, e, pairs] : shapes) {
     for (const int v : {0, 6, 7, 20, 26, 27, 28, 0}) {
       if (v == 26 && (type != GgmlType::Q3_K || c % 1024 != 0)) continue;
@@ -986,9 +986,17 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
 
 // `moepack bench-twin DIR --backend cuda --zipf 1.0 --budget-mib 6400 --tokens 80 --warmup 16`
 // (every expert of a 4-layer Kimi-K3 twin cached, as docs/cuda-backend.md's seventeenth pass on)
-// with Q3_K's decode in the F32 kernels and on the tensor cores, alternating off, on, on, off.
+// with Q3_K's decode in the F32 kernels and on the tensor cores, alternating off, on, on, off
+// ("rounds"); then, on the tensor cores, with Q3_K's tiled launch off and on (the twin's Q3_K downs,
+// 7168 x 2048, tiled under tiled_experts "auto" while it is on; Q2_K's gate and up tiled both ways;
+// "tiled_rounds"), alternating likewise.
 nlohmann::json bench_twin_q3k(const std::string& dir) {
   const TensorCoresDefaultAfterwards restore;
+  struct TiledDefaultAfterwards {
+    ~TiledDefaultAfterwards() {
+      gpu::detail::set_gemv_tiled_layout(GgmlType::Q3_K, gpu::detail::kGemvQ3kTiledDefault);
+    }
+  } tiled_back;
   bench::TwinBenchOptions o;
   o.pack_dir = dir;
   o.zipf_s = 1.0;
@@ -1015,9 +1023,29 @@ nlohmann::json bench_twin_q3k(const std::string& dir) {
          {"misses", r.after_warmup.misses},
          {"checksum", r.checksum}});
   }
+  set_q3k_f32_kernels(false);
+  nlohmann::json tiled_rounds = nlohmann::json::array();
+  std::vector<double> tiled_ms[2];
+  for (int round = 0; round < 4; ++round) {
+    const bool tiled = alternating_on(round);
+    gpu::detail::set_gemv_tiled_layout(GgmlType::Q3_K, tiled);
+    bench::TwinBenchSetup setup = bench::prepare_twin_bench(o);
+    const bench::TwinRunResult r = gpu::run_twin_bench_cuda(o, setup);
+    const double per_step =
+        r.after_warmup.compute_s * 1e3 / static_cast<double>(std::max<uint64_t>(1, r.after_warmup.steps));
+    tiled_ms[tiled ? 1 : 0].push_back(per_step);
+    tiled_rounds.push_back({{"q3k_tiled", tiled},
+                            {"compute_ms_per_step", per_step},
+                            {"hits", r.after_warmup.hits},
+                            {"misses", r.after_warmup.misses},
+                            {"checksum", r.checksum}});
+  }
   return {{"rounds", rounds},
           {"compute_ms_per_step_tensor_cores", io_bench_median(ms[0])},
-          {"compute_ms_per_step_f32_kernels", io_bench_median(ms[1])}};
+          {"compute_ms_per_step_f32_kernels", io_bench_median(ms[1])},
+          {"tiled_rounds", tiled_rounds},
+          {"compute_ms_per_step_q3k_tiled_off", io_bench_median(tiled_ms[0])},
+          {"compute_ms_per_step_q3k_tiled_on", io_bench_median(tiled_ms[1])}};
 }
 
 // tiled_experts "off" / "on" and prefetch_experts for bench_setting.

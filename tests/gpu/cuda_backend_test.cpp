@@ -147,8 +147,9 @@ void expect_matches_cpu_and_reference(const Case& c, bool decode_logits = false)
 
 TEST_P(CudaFixture, MatchesCpuBackendAndReference) { expect_matches_cpu_and_reference(GetParam()); }
 
-// Q5_K's decode on the tensor cores (Q5kColPath; off by default until it has run on a GPU,
-// gpu/gemv_mma.h kGemvQ5kTensorCoresDefault), switched on: llama-moe-tiny's Q4_K_M holds its
+// Q5_K's decode on the tensor cores (Q5kColPath; a switch, gpu/gemv_mma.h
+// kGemvQ5kTensorCoresDefault, on by default since the thirty-seventh session), switched on here
+// whatever the default: llama-moe-tiny's Q4_K_M holds its
 // attention output matrices (256 x 256) in Q5_K, so every decode step runs them on the tensor
 // cores (a prompt's prefill takes the F32 kernels): every greedy step's logits within 1e-3 of the
 // CPU backend's, the greedy tokens as above.
@@ -368,18 +369,17 @@ TEST(CudaBackend, SwigluEpilogueChangesNoLogitOfTheDemoModel) {
   test::expect_swiglu_epilogue_changes_no_logit(kDemo, tokens, make_backend);
 }
 
-// The demo model: Q4_K gate and up tiled, Q6_K down as it is (its tiled launch off by default).
+// The demo model under tiled_experts "on": Q4_K gate and up tiled, and the Q6_K downs too.
 TEST(CudaBackend, TiledExpertsChangeNoLogitOfTheDemoModel) {
   const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
   test::expect_tiled_experts_change_no_logit(kDemo, tokens, make_backend, "moepack-demo-tiled");
 }
 
-// Q3_K's or Q6_K's tiled launch switched on (twenty-ninth pass; off by default until it has run,
-// gpu/gemv_mma.h's kGemvQ3kTiledDefault, kGemvQ6kTiledDefault): the model's expert matrices of
-// that type tiled too, the same logits bit for bit as untiled, on the GGUF path and on a pack at
-// top-k slots (test::expect_tiled_experts_change_no_logit). With tiled_experts "on", the same
-// tokens take more tiled launches with the switch on than off, so the type's tiled launch is
-// what ran.
+// Q3_K's or Q6_K's tiled launch switched on (twenty-ninth pass; switches, gpu/gemv_mma.h's
+// kGemvQ3kTiledDefault, kGemvQ6kTiledDefault, on by default since the thirty-seventh session): the model's
+// expert matrices of that type tiled too, the same logits bit for bit as untiled, on the GGUF path and on a
+// pack at top-k slots (test::expect_tiled_experts_change_no_logit). With tiled_experts "on", the same tokens
+// take more tiled launches with the switch on than off, so the type's tiled launch is what ran.
 void expect_tiled_layout_changes_no_logit(const std::string& model, const std::vector<int32_t>& tokens,
                                           GgmlType type, const std::string& tmp_prefix) {
   struct DefaultAfterwards {

@@ -35,14 +35,14 @@
 namespace moepack::gpu {
 namespace {
 
-// Q5_K's tensor-core decode is off by default until it has run on a GPU
-// (detail::kGemvQ5kTensorCoresDefault): this binary tests it, so it is on for every test here
-// (tests that switch it off put it back on).
+// Q5_K's tensor-core decode and Q3_K's and Q6_K's tiled launches are switches
+// (detail::kGemvQ5kTensorCoresDefault, kGemvQ3kTiledDefault, kGemvQ6kTiledDefault; on by default
+// since the thirty-seventh session): this binary tests them, so they are on for every test here
+// whatever the defaults (tests that switch one off put it back on).
 class Q5kTensorCoresOn : public ::testing::Environment {
  public:
   void SetUp() override {
     detail::set_gemv_tensor_cores(GgmlType::Q5_K, true);
-    // off by default too (kGemvQ3kTiledDefault, kGemvQ6kTiledDefault)
     detail::set_gemv_tiled_layout(GgmlType::Q3_K, true);
     detail::set_gemv_tiled_layout(GgmlType::Q6_K, true);
   }
@@ -2020,7 +2020,7 @@ TEST(GpuOps, GemvTiledRefusesWhatItDoesNotCover) {
   EXPECT_FALSE(tiled_expert("on", GgmlType::Q8_0, 256, 256, *ggml_row_bytes(GgmlType::Q8_0, 256), 0));
   EXPECT_THROW(tiled_expert("yes", GgmlType::Q4_K, 256, 256, rb_q4, 0), Error);
   // Q5_K, Q6_K and Q3_K only while their tiled tensor-core launch runs (Q5_K's tensor cores on,
-  // Q6_K's and Q3_K's tiled launches on; all off by default until run, kGemvQ5kTensorCoresDefault,
+  // Q6_K's and Q3_K's tiled launches on: switches, kGemvQ5kTensorCoresDefault,
   // kGemvQ6kTiledDefault, kGemvQ3kTiledDefault): never into the F32 kernels' gather alone.
   {
     const uint64_t rb_q5 = *ggml_row_bytes(GgmlType::Q5_K, 4096),

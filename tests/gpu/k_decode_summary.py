@@ -59,6 +59,15 @@ if t:
             r["f32_kernels"], r["compute_ms_per_step"], r["wall_ms_per_step"], r["hits"], r["misses"], r["checksum"]))
     print("twin median compute ms/step: tensor cores %.3f, f32 kernels %.3f" % (
         t["compute_ms_per_step_tensor_cores"], t["compute_ms_per_step_f32_kernels"]))
+    for r in t.get("tiled_rounds", []):
+        print("twin q3k_tiled=%-5s compute %.3f ms/step hits %d misses %d checksum %r" % (
+            r["q3k_tiled"], r["compute_ms_per_step"], r["hits"], r["misses"], r["checksum"]))
+    if t.get("tiled_rounds"):
+        sums = {r["checksum"] for r in t["tiled_rounds"]}
+        print("twin median compute ms/step: Q3_K tiled off %.3f, on %.3f (x%.3f); checksums %s" % (
+            t["compute_ms_per_step_q3k_tiled_off"], t["compute_ms_per_step_q3k_tiled_on"],
+            t["compute_ms_per_step_q3k_tiled_off"] / t["compute_ms_per_step_q3k_tiled_on"],
+            "equal" if len(sums) == 1 else "DIFFER"))
 for name, e in d.get("engine", {}).get("k_tensor_cores_of", {}).items():
     print("engine %-40s decode tok/s: F32 kernels %.1f, tensor cores %.1f (x%.3f); prefill %.1f -> %.1f" % (
         name, e["decode_tokens_per_s_off"], e["decode_tokens_per_s_on"], e["decode_speedup"],
