@@ -144,8 +144,8 @@ constexpr bool kGemvQ3kTiledDefault = true;
 constexpr bool kGemvQ6kTiledDefault = true;
 // Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 0 (default: the
 // type's, two for Q2_K, one for the others), 1 or 2 (two chunks' arithmetic in one basic block;
-// 3 and 4 measured slower and are not compiled; Q5_K, Q6_K and Q3_K, tiled since the twenty-ninth
-// pass, take 1 for 2); the sums are the same bit for bit.
+// 3 and 4 measured slower and are not compiled; Q5_K and Q6_K, tiled since the twenty-ninth
+// pass, take 1 for 2; Q3_K has both since the thirtieth); the sums are the same bit for bit.
 // Process-wide; the benchmark and tests compare them. Throws Error otherwise.
 void set_gemv_tiled_depth(int depth);
 // Warps a block of the tiled launch: 0 (default: the launch's, gemv_launch_cap.h's

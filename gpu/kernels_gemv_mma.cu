@@ -3436,7 +3436,7 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
     if (tpb > 0) {
       const bool eight = warps == 4 || warps == 8;
       // Depth 2 takes units in pairs (an odd count: depth 1); only depth 2's caller instantiates
-      // its runs kernels (not Q5_K's, Q6_K's nor Q3_K's: kTiledDepthTwo).
+      // its runs kernels (not Q5_K's nor Q6_K's: kTiledDepthTwo).
       if constexpr (DEPTH == 2) {
         if ((b.ne0 / 256) % 2 == 0) {
           return eight ? launch_tiled_runs<T, 2, 8>(b, tpb, s) : launch_tiled_runs<T, 2, 16>(b, tpb, s);
@@ -3463,15 +3463,17 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
 
 // The type's chunks in flight a warp: two for Q2_K (both chunks' arithmetic in one basic block:
 // -0.01 to +0.09 of D2D at 8 and 16 warps a block, a gain on most shapes), one for Q4_K and MXFP4
-// (up to 0.08 slower at two). Measured on the H200, docs/cuda-backend.md, eighteenth pass. Q5_K,
-// Q6_K and Q3_K (twenty-ninth pass) have depth 1 only: Q4_K's depth 2 already sits at the
+// (up to 0.08 slower at two). Measured on the H200, docs/cuda-backend.md, eighteenth pass. Q5_K
+// and Q6_K (twenty-ninth pass) have depth 1 only: Q4_K's depth 2 already sits at the
 // 128-register cap at 8 and 16 warps, and a Q5_K chunk holds 4 more registers a lane (qh; its
-// depth-2 runs kernel spilled 80 bytes there, ptxas -v, sm_90), a Q6_K chunk 9 more (Q3_K's
-// chunks are smaller, kept at depth 1 with them until measured).
-// set_gemv_tiled_depth(2) runs them at depth 1 (the same sums).
+// depth-2 runs kernel spilled 80 bytes there, ptxas -v, sm_90), a Q6_K chunk 9 more:
+// set_gemv_tiled_depth(2) runs them at depth 1 (the same sums). Q3_K's chunks are smaller (99-124
+// registers at depth 1): its depth-2 kernels are compiled (thirtieth pass) for the benchmark to
+// compare (bench_cuda_backend --q3k-only, "tiled_depth"); its default stays depth 1 until measured.
 constexpr int tiled_depth_of(GgmlType t) { return t == GgmlType::Q2_K ? 2 : 1; }
 template <GgmlType T>
-constexpr bool kTiledDepthTwo = T == GgmlType::Q4_K || T == GgmlType::Q2_K || T == GgmlType::MXFP4;
+constexpr bool kTiledDepthTwo =
+    T == GgmlType::Q4_K || T == GgmlType::Q2_K || T == GgmlType::MXFP4 || T == GgmlType::Q3_K;
 
 template <GgmlType T>
 void launch_tiled(const GemvBatch& b, cudaStream_t s) {

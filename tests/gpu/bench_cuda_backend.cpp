@@ -980,6 +980,35 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
         out["tiled_ffn_q4k_gate_up"].push_back(bench_expert_ffn(
             pool, GgmlType::Q4_K, hidden, inter, experts, d2d, true, GgmlType::Q6_K, alternating_on(round)));
     }
+    // Q3_K's tiled launches at depth 1 (its default) and 2 (thirtieth pass), alternating 1, 2, 2, 1
+    // ("tiled_depth", each row's "tiled_depth"): the plain expert launches and gate + up with the
+    // epilogue.
+    if (type == GgmlType::Q3_K) {
+      struct DepthDefault {
+        ~DepthDefault() { gpu::detail::set_gemv_tiled_depth(0); }
+      } depth_back;
+      const auto at_depth = [](nlohmann::json g, int depth) {
+        g["tiled_depth"] = depth;
+        return g;
+      };
+      for (const auto& [r, c, e, pairs] : shapes) {
+        if (e == 1) continue;
+        for (int round = 0; round < 4; ++round) {
+          const int depth = alternating_on(round) ? 2 : 1;
+          gpu::detail::set_gemv_tiled_depth(depth);
+          out["tiled_depth"].push_back(at_depth(bench_gemv(pool, type, r, c, d2d, e, true, pairs), depth));
+        }
+      }
+      for (const auto& [hidden, inter, experts] :
+           {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
+        for (int round = 0; round < 4; ++round) {
+          const int depth = alternating_on(round) ? 2 : 1;
+          gpu::detail::set_gemv_tiled_depth(depth);
+          out["tiled_depth"].push_back(
+              at_depth(bench_gemv_glu(pool, type, inter, hidden, d2d, true, experts), depth));
+        }
+      }
+    }
   }
   return out;
 }

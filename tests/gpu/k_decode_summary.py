@@ -50,6 +50,17 @@ for sec, key, us in (("tiled", "plain", "us_per_launch"), ("tiled_glu", "gate+up
             a, b = med(v[False], us), med(v[True], us)
             print("tiled %-7s %-14s GGUF %7.1f us %.3f | tiled %7.1f us %.3f | x%.2f" % (
                 key, shape, a, med(v[False], "ratio_to_d2d"), b, med(v[True], "ratio_to_d2d"), a / b))
+# Q3_K's tiled launches at depth 1 and 2 (--q3k-only, thirtieth pass): plain and gate + up.
+dep = {}
+for g in q.get("tiled_depth", []):
+    shape = "%s %dx%dx%d" % ("gate+up" if g.get("swiglu_epilogue") else "plain  ", g["experts_per_launch"],
+                             g["rows"], g["cols"])
+    dep.setdefault(shape, {}).setdefault(g["tiled_depth"], []).append(g)
+for shape, v in dep.items():
+    if 1 in v and 2 in v:
+        a, b = med(v[1], "us_per_launch"), med(v[2], "us_per_launch")
+        print("tiled depth %-22s depth 1 %7.1f us %.3f | depth 2 %7.1f us %.3f | x%.2f" % (
+            shape, a, med(v[1], "ratio_to_d2d"), b, med(v[2], "ratio_to_d2d"), a / b))
 for c in q["read_ceiling"]:
     print("read ceiling %-18s %s" % (c["shape"], {k: round(v, 3) for k, v in c.items() if "ratio" in k}))
 t = d.get("twin_" + sect)
