@@ -285,4 +285,21 @@ MOEPACK_GEMV_HD constexpr int64_t tiled_chunk_offset(GgmlType t, int64_t ne0, in
   return (tile * (ne0 / 256) + unit) * tiled_chunk_bytes(t);
 }
 
+// Q3_K's tiled launches of matrices of at most this many rows take depth 2 (tiled_default_depth).
+inline constexpr int64_t kTiledQ3kDepthTwoMaxRows = 2048;
+
+// Chunks in flight a warp of the tiled launch of `type` over matrices of ne1 rows, where
+// set_gemv_tiled_depth leaves it to the launch (0): 2 for Q2_K (eighteenth pass: -0.01 to +0.09
+// of D2D); 2 for Q3_K on matrices of at most kTiledQ3kDepthTwoMaxRows rows, 1 on longer ones
+// (thirtieth pass, H200, side by side: gate + up with the epilogue x1.06-1.20, plain launches of
+// 1536 and 2048 rows x1.01-1.21, of 4096 and 7168 rows x0.98-1.00: the fewer tiles a launch has,
+// the more a warp's second chunk hides its arithmetic's latency); 1 for every other type (Q4_K and
+// MXFP4 up to 0.08 slower at 2; Q5_K and Q6_K have no depth-2 kernels). The sums are the same at
+// either depth, bit for bit.
+MOEPACK_GEMV_HD constexpr int tiled_default_depth(GgmlType type, int64_t ne1) {
+  if (type == GgmlType::Q2_K) return 2;
+  if (type == GgmlType::Q3_K) return ne1 <= kTiledQ3kDepthTwoMaxRows ? 2 : 1;
+  return 1;
+}
+
 }  // namespace moepack::gpu

@@ -3342,7 +3342,7 @@ void launch_q5k_type(const GemvBatch& b, cudaStream_t s) {
 }
 
 // The tiled expert launch's chunks in flight a warp (set_gemv_tiled_depth; bench_cuda_backend
-// compares them): 0 = the type's (tiled_depth_of).
+// compares them): 0 = the launch's (gemv_tiled.h, tiled_default_depth).
 std::atomic<int> g_tiled_depth{0};
 // Warps a tile in the tiled launch without the SwiGLU epilogue: 1 (the default's order) or 2
 // (set_gemv_tiled_split; the benchmark compares both).
@@ -3461,16 +3461,13 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
   }
 }
 
-// The type's chunks in flight a warp: two for Q2_K (both chunks' arithmetic in one basic block:
-// -0.01 to +0.09 of D2D at 8 and 16 warps a block, a gain on most shapes), one for Q4_K and MXFP4
-// (up to 0.08 slower at two). Measured on the H200, docs/cuda-backend.md, eighteenth pass. Q5_K
-// and Q6_K (twenty-ninth pass) have depth 1 only: Q4_K's depth 2 already sits at the
-// 128-register cap at 8 and 16 warps, and a Q5_K chunk holds 4 more registers a lane (qh; its
-// depth-2 runs kernel spilled 80 bytes there, ptxas -v, sm_90), a Q6_K chunk 9 more:
-// set_gemv_tiled_depth(2) runs them at depth 1 (the same sums). Q3_K's chunks are smaller (99-124
-// registers at depth 1): its depth-2 kernels are compiled (thirtieth pass) for the benchmark to
-// compare (bench_cuda_backend --q3k-only, "tiled_depth"); its default stays depth 1 until measured.
-constexpr int tiled_depth_of(GgmlType t) { return t == GgmlType::Q2_K ? 2 : 1; }
+// The launch's chunks in flight a warp: gemv_tiled.h's tiled_default_depth (two for Q2_K, and for
+// Q3_K on matrices of at most 2048 rows; one otherwise). Q5_K and Q6_K (twenty-ninth pass) have
+// depth 1 only: Q4_K's depth 2 already sits at the 128-register cap at 8 and 16 warps, and a Q5_K
+// chunk holds 4 more registers a lane (qh; its depth-2 runs kernel spilled 80 bytes there,
+// ptxas -v, sm_90), a Q6_K chunk 9 more: set_gemv_tiled_depth(2) runs them at depth 1 (the same
+// sums). Q3_K's chunks are smaller (depth 1: 99-124 registers; depth 2, thirtieth pass: 121-168,
+// no spills).
 template <GgmlType T>
 constexpr bool kTiledDepthTwo =
     T == GgmlType::Q4_K || T == GgmlType::Q2_K || T == GgmlType::MXFP4 || T == GgmlType::Q3_K;
@@ -3479,7 +3476,7 @@ template <GgmlType T>
 void launch_tiled(const GemvBatch& b, cudaStream_t s) {
   // (Depths 3 and 4 measured slower on every shape and type, 0.34-0.62 of D2D: not compiled.)
   int depth = g_tiled_depth.load(std::memory_order_relaxed);
-  if (depth == 0) depth = tiled_depth_of(T);
+  if (depth == 0) depth = tiled_default_depth(T, b.ne1);
   if constexpr (kTiledDepthTwo<T>) {
     if (depth == 2) return launch_tiled_depth<T, 2>(b, s);
   }
@@ -3546,10 +3543,11 @@ void launch_tiled_ffn_depth(const GemvBatch& a, const GemvBatch& d, int32_t* syn
 
 template <GgmlType T>
 void launch_tiled_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cudaStream_t s) {
-  // The tiled launch's depths (tiled_depth_of; set_gemv_tiled_depth): down's runs take two
-  // chunks a step only on rows of an even count of units (gemv_tiled_runs_kernel).
+  // The tiled launch's depths (tiled_default_depth, the same for gate + up and down for the
+  // types this launch takes; set_gemv_tiled_depth): down's runs take two chunks a step only on
+  // rows of an even count of units (gemv_tiled_runs_kernel).
   int depth = g_tiled_depth.load(std::memory_order_relaxed);
-  if (depth == 0) depth = tiled_depth_of(T);
+  if (depth == 0) depth = tiled_default_depth(T, a.ne1);
   if (depth == 2) {
     if ((d.ne0 / 256) % 2 == 0) return launch_tiled_ffn_depth<T, 2, 2>(a, d, sync, s);
     return launch_tiled_ffn_depth<T, 2, 1>(a, d, sync, s);

@@ -980,7 +980,8 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
         out["tiled_ffn_q4k_gate_up"].push_back(bench_expert_ffn(
             pool, GgmlType::Q4_K, hidden, inter, experts, d2d, true, GgmlType::Q6_K, alternating_on(round)));
     }
-    // Q3_K's tiled launches at depth 1 (its default) and 2 (thirtieth pass), alternating 1, 2, 2, 1
+    // Q3_K's tiled launches at depth 1 and 2 (thirtieth pass; its default since then: 2 on matrices of
+    // at most 2048 rows, gemv_tiled.h's tiled_default_depth), alternating 1, 2, 2, 1
     // ("tiled_depth", each row's "tiled_depth"): the plain expert launches and gate + up with the
     // epilogue.
     if (type == GgmlType::Q3_K) {
