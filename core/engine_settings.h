@@ -33,11 +33,11 @@ struct EngineSettings {
   // happen changes, never which experts run.
   bool prefetch_experts = false;
   // CUDA backend: which routed expert matrices are held in VRAM in the tiled layout of the
-  // tensor-core decode GEMV (gpu/gemv_tiled.h: Q4_K, Q2_K, MXFP4, and Q5_K, Q6_K and Q3_K where switched on,
-  // gpu/gemv_mma.h; the GGUF path's tensors permuted at load, the pack path's experts as each is copied into
-  // its slot). The same results bit for bit whichever is chosen. "auto": matrices of at least 2048 x 2048
-  // elements (the target models' experts, where the decode GEMV gains; docs/cuda-backend.md, seventeenth
-  // pass); "on": every matrix the layout covers; "off": none.
+  // tensor-core decode GEMV (gpu/gemv_tiled.h: Q4_K, Q2_K, MXFP4, Q5_K, Q6_K and Q3_K; the last three while
+  // their switches in gpu/gemv_mma.h are on, as by default; the GGUF path's tensors permuted at load, the
+  // pack path's experts as each is copied into its slot). The same results bit for bit whichever is chosen.
+  // "auto": matrices of at least 2048 x 2048 elements (the target models' experts, where the decode GEMV
+  // gains; docs/cuda-backend.md, seventeenth pass); "on": every matrix the layout covers; "off": none.
   std::string tiled_experts = "auto";
   // Telemetry (core/telemetry.h).
   std::string stats_path;            // empty: no stats file

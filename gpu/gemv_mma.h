@@ -64,7 +64,8 @@ void set_gemv_tensor_cores(GgmlType type, bool on);
 // Q5_K's tensor-core decode (Q5kColPath), built in the thirty-fifth session, first ran in the
 // thirty-seventh (tests/gpu/tiled_pass_on_device.sh: gpu_ops_test and
 // CudaBackend.Q5kTensorCoresMatchCpuAndReference passed; expert launches 0.56-0.74 of D2D against
-// the F32 kernels' 0.24-0.32, x1.8-2.6; docs/cuda-backend.md, thirtieth pass): on by default.
+// the F32 kernels' 0.24-0.32 on the six large shapes, x1.8-2.4; docs/cuda-backend.md, thirtieth
+// pass): on by default.
 constexpr bool kGemvQ5kTensorCoresDefault = true;
 
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
@@ -143,8 +144,8 @@ void set_gemv_tiled_layout(GgmlType type, bool on);
 constexpr bool kGemvQ3kTiledDefault = true;
 constexpr bool kGemvQ6kTiledDefault = true;
 // Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 0 (default: the
-// launch's, gemv_tiled.h's tiled_default_depth: two for Q2_K and for Q3_K on matrices of at most
-// 2048 rows, one for the others), 1 or 2 (two chunks' arithmetic in one basic block;
+// launch's, gemv_tiled.h's tiled_default_depth: two for Q2_K and for Q3_K on rows of at least 16
+// units, one for the others), 1 or 2 (two chunks' arithmetic in one basic block;
 // 3 and 4 measured slower and are not compiled; Q5_K and Q6_K, tiled since the twenty-ninth
 // pass, take 1 for 2; Q3_K has both since the thirtieth); the sums are the same bit for bit.
 // Process-wide; the benchmark and tests compare them. Throws Error otherwise.

@@ -285,20 +285,21 @@ MOEPACK_GEMV_HD constexpr int64_t tiled_chunk_offset(GgmlType t, int64_t ne0, in
   return (tile * (ne0 / 256) + unit) * tiled_chunk_bytes(t);
 }
 
-// Q3_K's tiled launches of matrices of at most this many rows take depth 2 (tiled_default_depth).
-inline constexpr int64_t kTiledQ3kDepthTwoMaxRows = 2048;
+// Q3_K's tiled launches over rows of at least this many units (256 elements each) take depth 2
+// (tiled_default_depth).
+inline constexpr int64_t kTiledQ3kDepthTwoMinUnits = 16;
 
-// Chunks in flight a warp of the tiled launch of `type` over matrices of ne1 rows, where
+// Chunks in flight a warp of the tiled launch of `type` over rows of ne0 elements, where
 // set_gemv_tiled_depth leaves it to the launch (0): 2 for Q2_K (eighteenth pass: -0.01 to +0.09
-// of D2D); 2 for Q3_K on matrices of at most kTiledQ3kDepthTwoMaxRows rows, 1 on longer ones
-// (thirtieth pass, H200, side by side: gate + up with the epilogue x1.06-1.20, plain launches of
-// 1536 and 2048 rows x1.01-1.21, of 4096 and 7168 rows x0.98-1.00: the fewer tiles a launch has,
-// the more a warp's second chunk hides its arithmetic's latency); 1 for every other type (Q4_K and
-// MXFP4 up to 0.08 slower at 2; Q5_K and Q6_K have no depth-2 kernels). The sums are the same at
-// either depth, bit for bit.
-MOEPACK_GEMV_HD constexpr int tiled_default_depth(GgmlType type, int64_t ne1) {
+// of D2D); for Q3_K 2 on rows of at least kTiledQ3kDepthTwoMinUnits units (4096 elements), 1 on
+// shorter ones (thirtieth pass, H200, side by side: rows of 16 and 28 units x1.06-1.21, gate + up
+// with the epilogue included; rows of 3, 6 and 8 units x0.98-1.01: a warp walks its row's units
+// two at a time, so the longer the row the more of its arithmetic's latency the second chunk
+// hides); 1 for every other type (Q4_K and MXFP4 up to 0.08 slower at 2; Q5_K and Q6_K have no
+// depth-2 kernels). The sums are the same at either depth, bit for bit.
+MOEPACK_GEMV_HD constexpr int tiled_default_depth(GgmlType type, int64_t ne0) {
   if (type == GgmlType::Q2_K) return 2;
-  if (type == GgmlType::Q3_K) return ne1 <= kTiledQ3kDepthTwoMaxRows ? 2 : 1;
+  if (type == GgmlType::Q3_K) return ne0 / 256 >= kTiledQ3kDepthTwoMinUnits ? 2 : 1;
   return 1;
 }
 

@@ -3375,8 +3375,8 @@ size_t tiled_smem(const void* k, size_t frag, dim3 grid) {
 
 // MINB of gemv_tiled_kernel: registers for 12 warps an SM at least (4 warps a block: 3 blocks,
 // at most 168 registers a thread; 8 warps: 2 blocks, 128; 12 warps: 1 block, 168; 16 warps: 1
-// block, 128). ptxas -v on sm_90, no spills: depth 1 94-122 registers; depth 2 149-162 at 4 and
-// 12 warps, 122-128 (the cap) at 8 and 16.
+// block, 128). ptxas -v on sm_90, no spills: depth 1 94-127 registers (Q5_K, Q6_K, Q3_K
+// included); depth 2 149-168 at 4 and 12 warps (Q3_K 160-168), 121-128 (the cap) at 8 and 16.
 template <GgmlType T, int DEPTH, int NW>
 void launch_tiled_nw(const GemvBatch& b, cudaStream_t s) {
   using S = Sel<T, col_arith<T>()>;
@@ -3462,7 +3462,7 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
 }
 
 // The launch's chunks in flight a warp: gemv_tiled.h's tiled_default_depth (two for Q2_K, and for
-// Q3_K on matrices of at most 2048 rows; one otherwise). Q5_K and Q6_K (twenty-ninth pass) have
+// Q3_K on rows of at least 16 units; one otherwise). Q5_K and Q6_K (twenty-ninth pass) have
 // depth 1 only: Q4_K's depth 2 already sits at the 128-register cap at 8 and 16 warps, and a Q5_K
 // chunk holds 4 more registers a lane (qh; its depth-2 runs kernel spilled 80 bytes there,
 // ptxas -v, sm_90), a Q6_K chunk 9 more: set_gemv_tiled_depth(2) runs them at depth 1 (the same
@@ -3471,12 +3471,14 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
 template <GgmlType T>
 constexpr bool kTiledDepthTwo =
     T == GgmlType::Q4_K || T == GgmlType::Q2_K || T == GgmlType::MXFP4 || T == GgmlType::Q3_K;
+static_assert(kTiledDepthTwo<GgmlType::Q2_K> && kTiledDepthTwo<GgmlType::Q3_K>,
+              "the types tiled_default_depth gives depth 2 have depth-2 kernels");
 
 template <GgmlType T>
 void launch_tiled(const GemvBatch& b, cudaStream_t s) {
   // (Depths 3 and 4 measured slower on every shape and type, 0.34-0.62 of D2D: not compiled.)
   int depth = g_tiled_depth.load(std::memory_order_relaxed);
-  if (depth == 0) depth = tiled_default_depth(T, b.ne1);
+  if (depth == 0) depth = tiled_default_depth(T, b.ne0);
   if constexpr (kTiledDepthTwo<T>) {
     if (depth == 2) return launch_tiled_depth<T, 2>(b, s);
   }
@@ -3547,7 +3549,7 @@ void launch_tiled_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cud
   // types this launch takes; set_gemv_tiled_depth): down's runs take two chunks a step only on
   // rows of an even count of units (gemv_tiled_runs_kernel).
   int depth = g_tiled_depth.load(std::memory_order_relaxed);
-  if (depth == 0) depth = tiled_default_depth(T, a.ne1);
+  if (depth == 0) depth = tiled_default_depth(T, a.ne0);
   if (depth == 2) {
     if ((d.ne0 / 256) % 2 == 0) return launch_tiled_ffn_depth<T, 2, 2>(a, d, sync, s);
     return launch_tiled_ffn_depth<T, 2, 1>(a, d, sync, s);

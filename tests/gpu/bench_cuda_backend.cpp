@@ -980,8 +980,8 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
         out["tiled_ffn_q4k_gate_up"].push_back(bench_expert_ffn(
             pool, GgmlType::Q4_K, hidden, inter, experts, d2d, true, GgmlType::Q6_K, alternating_on(round)));
     }
-    // Q3_K's tiled launches at depth 1 and 2 (thirtieth pass; its default since then: 2 on matrices of
-    // at most 2048 rows, gemv_tiled.h's tiled_default_depth), alternating 1, 2, 2, 1
+    // Q3_K's tiled launches at depth 1 and 2 (thirtieth pass; its default since then: 2 on rows of at
+    // least 16 units, gemv_tiled.h's tiled_default_depth), alternating 1, 2, 2, 1
     // ("tiled_depth", each row's "tiled_depth"): the plain expert launches and gate + up with the
     // epilogue.
     if (type == GgmlType::Q3_K) {
@@ -1018,7 +1018,7 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
 // (every expert of a 4-layer Kimi-K3 twin cached, as docs/cuda-backend.md's seventeenth pass on)
 // with Q3_K's decode in the F32 kernels and on the tensor cores, alternating off, on, on, off
 // ("rounds"); then, on the tensor cores, with Q3_K's tiled launch off and on (the twin's Q3_K downs,
-// 7168 x 2048, tiled under tiled_experts "auto" while it is on; Q2_K's gate and up tiled both ways;
+// 7168 x 1536, tiled under tiled_experts "auto" while it is on; Q2_K's gate and up tiled both ways;
 // "tiled_rounds"), alternating likewise.
 nlohmann::json bench_twin_q3k(const std::string& dir) {
   const TensorCoresDefaultAfterwards restore;

@@ -41,16 +41,18 @@ TEST(GemvTiledLayout, SizesAndCoverage) {
 }
 
 // The launch's own depth (docs/cuda-backend.md, eighteenth and thirtieth passes): Q2_K two chunks
-// in flight always; Q3_K two on matrices of 2048 rows or fewer (Kimi-K3-sized gate + up, 2048 and
-// 1536 rows; DeepSeek-V4-Flash-sized 2048), one on its 4096- and 7168-row downs; the rest one.
-TEST(GemvTiledLayout, DefaultDepthByTypeAndRows) {
+// in flight always; Q3_K two on rows of 16 units (4096 elements) or more (gate + up over a hidden
+// size of 4096 or 7168), one on shorter rows (downs over an expert width of 1536 or 2048, 768-
+// element rows); the rest one.
+TEST(GemvTiledLayout, DefaultDepthByTypeAndRowLength) {
   EXPECT_EQ(tiled_default_depth(GgmlType::Q2_K, 2048), 2);
   EXPECT_EQ(tiled_default_depth(GgmlType::Q2_K, 7168), 2);
-  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 1536), 2);
-  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 2048), 2);
-  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 2064), 1);
-  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 4096), 1);
-  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 7168), 1);
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 768), 1);
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 1536), 1);
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 2048), 1);
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 3840), 1);  // 15 units
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 4096), 2);
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 7168), 2);
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::MXFP4, GgmlType::Q5_K, GgmlType::Q6_K}) {
     EXPECT_EQ(tiled_default_depth(t, 1536), 1) << ggml_type_name(t);
     EXPECT_EQ(tiled_default_depth(t, 7168), 1) << ggml_type_name(t);

@@ -1427,7 +1427,8 @@ TEST(GpuOps, GemvTiledWeightsEqualTheDefaultBitForBit) {
         gemv(b, nullptr);
         return to_host(d_got, ny);
       };
-      // (0, 0): the launch's own choice (the type's depth, tiled_block_warps).
+      // (0, 0): the launch's own choice (tiled_default_depth by type and row length,
+      // tiled_block_warps).
       for (const auto& [depth, warps] :
            {std::pair{0, 0}, {1, 4}, {2, 4}, {1, 8}, {2, 8}, {1, 12}, {2, 12}, {1, 16}, {2, 16}}) {
         SCOPED_TRACE("depth " + std::to_string(depth) + ", " + std::to_string(warps) + " warps a block");
