@@ -1034,48 +1034,45 @@ nlohmann::json bench_twin_q3k(const std::string& dir) {
   o.tokens = 80;
   o.warmup = 16;
   o.backend = "cuda";
-  nlohmann::json rounds = nlohmann::json::array();
-  std::vector<double> ms[2];
-  for (int round = 0; round < 4; ++round) {
-    const bool f32 = alternating_on(round);
-    set_q3k_f32_kernels(f32);
-    bench::TwinBenchSetup setup = bench::prepare_twin_bench(o);
-    const bench::TwinRunResult r = gpu::run_twin_bench_cuda(o, setup);
-    const double per_step =
-        r.after_warmup.compute_s * 1e3 / static_cast<double>(std::max<uint64_t>(1, r.after_warmup.steps));
-    ms[f32 ? 1 : 0].push_back(per_step);
-    rounds.push_back(
-        {{"f32_kernels", f32},
-         {"compute_ms_per_step", per_step},
-         {"wall_ms_per_step",
-          r.after_warmup.wall_s * 1e3 / static_cast<double>(std::max<uint64_t>(1, r.after_warmup.steps))},
-         {"hits", r.after_warmup.hits},
-         {"misses", r.after_warmup.misses},
-         {"checksum", r.checksum}});
-  }
-  set_q3k_f32_kernels(false);
-  nlohmann::json tiled_rounds = nlohmann::json::array();
-  std::vector<double> tiled_ms[2];
-  for (int round = 0; round < 4; ++round) {
-    const bool tiled = alternating_on(round);
-    gpu::detail::set_gemv_tiled_layout(GgmlType::Q3_K, tiled);
-    bench::TwinBenchSetup setup = bench::prepare_twin_bench(o);
-    const bench::TwinRunResult r = gpu::run_twin_bench_cuda(o, setup);
-    const double per_step =
-        r.after_warmup.compute_s * 1e3 / static_cast<double>(std::max<uint64_t>(1, r.after_warmup.steps));
-    tiled_ms[tiled ? 1 : 0].push_back(per_step);
-    tiled_rounds.push_back({{"q3k_tiled", tiled},
+  // Four twin runs with `set(on)` alternating off, on, on, off: each round's row (`key`: on, with
+  // "wall_ms_per_step" where `with_wall`) and each side's compute ms per step, off in ms[0].
+  struct Sides {
+    nlohmann::json rounds = nlohmann::json::array();
+    std::vector<double> ms[2];
+  };
+  const auto side_by_side = [&o](const char* key, const auto& set, bool with_wall) {
+    Sides sides;
+    for (int round = 0; round < 4; ++round) {
+      const bool on = alternating_on(round);
+      set(on);
+      bench::TwinBenchSetup setup = bench::prepare_twin_bench(o);
+      const bench::TwinRunResult r = gpu::run_twin_bench_cuda(o, setup);
+      const double per_step =
+          r.after_warmup.compute_s * 1e3 / static_cast<double>(std::max<uint64_t>(1, r.after_warmup.steps));
+      sides.ms[on ? 1 : 0].push_back(per_step);
+      nlohmann::json row = {{key, on},
                             {"compute_ms_per_step", per_step},
                             {"hits", r.after_warmup.hits},
                             {"misses", r.after_warmup.misses},
-                            {"checksum", r.checksum}});
-  }
-  return {{"rounds", rounds},
-          {"compute_ms_per_step_tensor_cores", io_bench_median(ms[0])},
-          {"compute_ms_per_step_f32_kernels", io_bench_median(ms[1])},
-          {"tiled_rounds", tiled_rounds},
-          {"compute_ms_per_step_q3k_tiled_off", io_bench_median(tiled_ms[0])},
-          {"compute_ms_per_step_q3k_tiled_on", io_bench_median(tiled_ms[1])}};
+                            {"checksum", r.checksum}};
+      if (with_wall)
+        row["wall_ms_per_step"] =
+            r.after_warmup.wall_s * 1e3 / static_cast<double>(std::max<uint64_t>(1, r.after_warmup.steps));
+      sides.rounds.push_back(std::move(row));
+    }
+    return sides;
+  };
+  const Sides f32 = side_by_side(
+      "f32_kernels", [](bool on) { set_q3k_f32_kernels(on); }, true);
+  set_q3k_f32_kernels(false);
+  const Sides tiled = side_by_side(
+      "q3k_tiled", [](bool on) { gpu::detail::set_gemv_tiled_layout(GgmlType::Q3_K, on); }, false);
+  return {{"rounds", f32.rounds},
+          {"compute_ms_per_step_tensor_cores", io_bench_median(f32.ms[0])},
+          {"compute_ms_per_step_f32_kernels", io_bench_median(f32.ms[1])},
+          {"tiled_rounds", tiled.rounds},
+          {"compute_ms_per_step_q3k_tiled_off", io_bench_median(tiled.ms[0])},
+          {"compute_ms_per_step_q3k_tiled_on", io_bench_median(tiled.ms[1])}};
 }
 
 // tiled_experts "off" / "on" and prefetch_experts for bench_setting.
