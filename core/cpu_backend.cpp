@@ -183,6 +183,14 @@ class CpuBackend final : public Backend {
     FfnWeights shared;  // shared experts (n_ff = 0: none)
   };
 
+  // The first MoE block after blk.il, or n_layer if none.
+  uint32_t next_moe_block(uint32_t il) const {
+    for (uint32_t j = il + 1; j < cfg_.n_layer; ++j) {
+      if (cfg_.is_moe_layer(j)) return j;
+    }
+    return cfg_.n_layer;
+  }
+
   // out[t] += down(swiglu(gate x[t], up x[t])) for all n tokens.
   void ffn(const FfnWeights& w, const float* x, int64_t n, float* out) {
     const int64_t E = cfg_.n_embd;
@@ -214,6 +222,23 @@ class CpuBackend final : public Backend {
       }
     }
     stats_.expert_selections += static_cast<uint64_t>(n * K);
+    // Next-layer prefetch: the next MoE block's router on this block's input predicts its
+    // experts; their reads start once this block's experts are resident, and land while they
+    // compute (and while the next block's attention runs). Only when reads happen changes.
+    std::vector<uint32_t> predicted;
+    const uint32_t il_next = next_moe_block(il);
+    if (experts_->prefetching() && il_next < cfg_.n_layer) {
+      const Layer& N = layers_[il_next];
+      std::vector<float> nl(static_cast<size_t>(n * NE));
+      matmul(pool_, N.router, xn, E, n, nl.data(), NE);
+      std::vector<int32_t> nid(static_cast<size_t>(n * K));
+      std::vector<float> nw(static_cast<size_t>(K));
+      for (int64_t t = 0; t < n; ++t) {
+        route_token(cfg_, nl.data() + t * NE, N.expert_bias.empty() ? nullptr : N.expert_bias.data(),
+                    nid.data() + t * K, nw.data(), scratch.data());
+      }
+      predicted = experts_by_picks(nid, NE);
+    }
 
     std::vector<uint32_t> unique;
     unique.reserve(by_expert.size());
@@ -225,6 +250,7 @@ class CpuBackend final : public Backend {
       const size_t m = std::min(batch, unique.size() - b);
       const std::vector<ExpertFfn> ffns =
           experts_->acquire(il, std::span<const uint32_t>(unique.data() + b, m), io_wait);
+      if (!predicted.empty() && b + m == unique.size()) experts_->prefetch(il_next, predicted);
       for (size_t i = 0; i < m; ++i) {
         const auto& users = by_expert[unique[b + i]];
         const int64_t nu = static_cast<int64_t>(users.size());

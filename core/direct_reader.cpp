@@ -260,6 +260,19 @@ void DirectReader::complete(Part p, int result) {
   }
 }
 
+void DirectReader::reap(io_uring_cqe* cqe) {
+  while (cqe != nullptr) {
+    const auto id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(io_uring_cqe_get_data(cqe)));
+    const int res = cqe->res;
+    io_uring_cqe_seen(&ring_->ring, cqe);
+    --in_flight_;
+    auto node = slots_.extract(id);
+    if (!node.empty()) complete(*node.mapped(), res);
+    cqe = nullptr;
+    if (io_uring_peek_cqe(&ring_->ring, &cqe) != 0) cqe = nullptr;
+  }
+}
+
 std::vector<uint64_t> DirectReader::wait_some() {
   while (done_.empty()) {
     if (in_flight_ == 0) {
@@ -271,18 +284,19 @@ std::vector<uint64_t> DirectReader::wait_some() {
     int rc = io_uring_wait_cqe(&ring_->ring, &cqe);
     if (rc == -EINTR) continue;
     if (rc < 0) throw Error(path_ + ": io_uring_wait_cqe failed: " + std::strerror(-rc));
-    while (cqe != nullptr) {
-      const auto id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(io_uring_cqe_get_data(cqe)));
-      const int res = cqe->res;
-      io_uring_cqe_seen(&ring_->ring, cqe);
-      --in_flight_;
-      auto node = slots_.extract(id);
-      if (!node.empty()) complete(*node.mapped(), res);
-      cqe = nullptr;
-      if (io_uring_peek_cqe(&ring_->ring, &cqe) != 0) cqe = nullptr;
-    }
+    reap(cqe);
     pump();
   }
+  return std::exchange(done_, {});
+}
+
+std::vector<uint64_t> DirectReader::poll() {
+  if (in_flight_ > 0) {
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_peek_cqe(&ring_->ring, &cqe) != 0) cqe = nullptr;
+    reap(cqe);
+  }
+  pump();
   return std::exchange(done_, {});
 }
 

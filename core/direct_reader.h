@@ -28,6 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
+struct io_uring_cqe;  // liburing.h
+
 namespace moepack {
 
 struct ReaderSettings {
@@ -77,6 +79,10 @@ class DirectReader {
   // Waits until at least one queued request has fully arrived and returns the tags of all
   // that have. Returns empty only when nothing is queued. Throws on an I/O error.
   std::vector<uint64_t> wait_some();
+  // Handles the completions that have already arrived, without waiting, and submits queued
+  // parts there is room for now; returns the tags of the requests that are complete (possibly
+  // none). Throws on an I/O error as wait_some() does.
+  std::vector<uint64_t> poll();
   // Submits all and waits for all.
   void read_all(std::span<const ReadRequest> requests);
   // Parts submitted or queued and not yet complete.
@@ -102,6 +108,7 @@ class DirectReader {
     uint8_t* dst;
   };
   void pump();                // moves queued parts into free SQEs and submits
+  void reap(io_uring_cqe* cqe);  // handles `cqe` and every completion already queued after it
   void complete(Part part, int result);
   // Counts one I/O error and drops every queued part and request (the reader has failed;
   // parts still in flight are ignored when they complete: wait_some() returns nothing for

@@ -132,6 +132,7 @@ class PackExperts final : public ExpertProvider {
     st.policy = s.cache_policy;
     st.verify_pack_sha256 = s.verify_pack_sha256;
     store_ = std::make_unique<ExpertStore>(pack_, st, cfg.n_expert_used);
+    prefetching_ = s.prefetch_experts;
   }
 
   uint32_t max_batch() const override { return store_->slot_count(); }
@@ -150,12 +151,22 @@ class PackExperts final : public ExpertProvider {
     for (const uint8_t* b : blocks) out.push_back({view(L.gate, b), view(L.up, b), view(L.down, b)});
     return out;
   }
+  bool prefetching() const override { return prefetching_; }
+  uint32_t prefetch(uint32_t block, std::span<const uint32_t> experts) override {
+    if (!prefetching_) return 0;
+    const auto it = layers_.find(block);
+    if (it == layers_.end())
+      throw Error("blk." + std::to_string(block) + " has no routed experts in the pack");
+    return store_->prefetch(it->second.index, experts);
+  }
   void end_step() override { store_->end_step(); }
   void fill_stats(BackendStats& s) const override {
     const ExpertStoreCounters c = store_->counters();
     s.cache_hits = c.cache.cache_hits;
     s.cache_misses = c.cache.cache_misses;
     s.cache_evictions = c.cache.cache_evictions;
+    s.prefetch_reads = c.cache.prefetches;
+    s.prefetch_hits = c.cache.prefetch_hits;
     s.pack_read_bytes = c.pack_read_bytes;
     s.fallback_count = c.fallback_count;
     s.io_errors = c.io_errors;
@@ -194,6 +205,7 @@ class PackExperts final : public ExpertProvider {
   const ExpertPack& pack_;
   std::map<uint32_t, Layer> layers_;
   std::unique_ptr<ExpertStore> store_;
+  bool prefetching_ = false;
 };
 
 }  // namespace

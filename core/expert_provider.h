@@ -31,6 +31,14 @@ class ExpertProvider {
   // Makes `experts` (distinct ids) of blk.`block` available; the views stay valid until the
   // next acquire() or end_step(). Adds the time spent waiting for delivery to *io_wait_ms.
   virtual std::vector<ExpertFfn> acquire(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms) = 0;
+  // Next-layer prefetch (EngineSettings::prefetch_experts, pack path): whether prefetch() may
+  // read anything.
+  virtual bool prefetching() const { return false; }
+  // Starts reading `experts` of blk.`block` (predicted, most likely first; distinct ids) that
+  // are not resident, without waiting (core/expert_store.h: at most top-k, as many as there is
+  // room for). The views the last acquire() returned stay valid. Returns the reads started.
+  // Throws what ExpertStore::prefetch throws.
+  virtual uint32_t prefetch(uint32_t /*block*/, std::span<const uint32_t> /*experts*/) { return 0; }
   // Ends a step (one forward() call) for the cache's unique-key hit counting.
   virtual void end_step() = 0;
   // Cache and reader counters into `s` (leaves the others alone).

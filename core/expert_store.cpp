@@ -1,5 +1,7 @@
 #include "core/expert_store.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/sha256.h"
 
@@ -8,6 +10,7 @@ namespace moepack {
 ExpertStore::ExpertStore(const ExpertPack& pack, const ExpertStoreSettings& settings, uint32_t top_k)
     : pack_(pack),
       settings_(settings),
+      top_k_(top_k),
       slot_bytes_(pack.layout().max_stride),
       cache_(cache_slots_for_budget(settings.cache_bytes, settings.available_bytes, settings.reserve_bytes,
                                     pack.layout().max_stride, top_k, pack.layout().expert_count()),
@@ -20,45 +23,111 @@ ExpertStore::ExpertStore(const ExpertPack& pack, const ExpertStoreSettings& sett
   slots_ = AlignedBuffer(static_cast<size_t>(slot_bytes_) * cache_.slot_count(), kPackAlignment);
 }
 
+ExpertStore::~ExpertStore() { reader_.drain(); }
+
+std::vector<uint32_t> ExpertStore::pending_slots_except(uint32_t layer,
+                                                        std::span<const uint32_t> experts) const {
+  std::vector<uint32_t> slots;
+  for (const auto& [tag, p] : pending_) {
+    if (p.key.layer == layer && std::find(experts.begin(), experts.end(), p.key.expert) != experts.end())
+      continue;
+    slots.push_back(p.slot);
+  }
+  return slots;
+}
+
+void ExpertStore::wait_for(std::unordered_set<uint64_t> tags) {
+  while (!tags.empty()) {
+    const std::vector<uint64_t> done = reader_.wait_some();
+    if (done.empty())
+      throw Error("internal: " + pack_.experts_path() + ": a read waited for is not in flight");
+    for (const uint64_t t : done) {
+      pending_.erase(t);
+      tags.erase(t);
+    }
+  }
+}
+
+void ExpertStore::collect_landed() {
+  if (pending_.empty()) return;
+  try {
+    for (const uint64_t t : reader_.poll()) pending_.erase(t);
+  } catch (...) {
+    abandon_reads();
+    throw;
+  }
+}
+
+void ExpertStore::abandon_reads() noexcept {
+  reader_.drain();  // reads still in flight land before their slots are reused
+  for (const auto& [tag, p] : pending_) cache_.invalidate(p.key);
+  pending_.clear();
+}
+
 std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const uint32_t> experts) {
   if (layer >= pack_.layout().layers.size()) {
     throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
   }
   const uint64_t stride = pack_.stride(layer);
-  const auto assignments = cache_.acquire(layer, experts);
-  std::vector<ReadRequest> reads;
-  for (const SlotAssignment& a : assignments) {
-    if (a.hit) continue;
-    reads.push_back({pack_.expert_offset(layer, a.expert), stride, slots_.data() + a.slot * slot_bytes_,
-                     (static_cast<uint64_t>(a.expert) << 32) | a.slot});
+  in_use_.clear();
+  collect_landed();
+  // A prefetch read in flight owns its slot; if this call's experts leave no room beside them,
+  // they are finished first (then they are ordinary residents the policy may evict).
+  std::vector<uint32_t> keep = pending_slots_except(layer, experts);
+  if (!keep.empty() && experts.size() + keep.size() > cache_.slot_count()) {
+    try {
+      std::unordered_set<uint64_t> all;
+      for (const auto& [tag, p] : pending_) all.insert(tag);
+      wait_for(std::move(all));
+    } catch (...) {
+      abandon_reads();
+      throw;
+    }
+    keep.clear();
   }
-  // Until its bytes are in and checked, a miss must not stay in the cache: the next acquire
-  // would take it for a hit and hand out whatever its slot holds.
-  const auto forget_misses = [&] {
+  const auto assignments = cache_.acquire(layer, experts, keep);
+  std::vector<ReadRequest> reads;
+  std::unordered_set<uint64_t> wait;
+  for (const SlotAssignment& a : assignments) {
+    if (a.hit) {
+      // Read ahead and perhaps still in flight: wait for that read, not a new one.
+      if (a.prefetched && pending_.count(kPrefetchTag | a.slot)) wait.insert(kPrefetchTag | a.slot);
+      continue;
+    }
+    const uint64_t tag = (static_cast<uint64_t>(a.expert) << 32) | a.slot;
+    reads.push_back(
+        {pack_.expert_offset(layer, a.expert), stride, slots_.data() + a.slot * slot_bytes_, tag});
+    wait.insert(tag);
+  }
+  // Until its bytes are in and checked, a miss (or an expert read ahead) must not stay in the
+  // cache: the next acquire would take it for a hit and hand out whatever its slot holds.
+  const auto unchecked = [](const SlotAssignment& a) { return !a.hit || a.prefetched; };
+  const auto forget_unchecked = [&] {
     for (const SlotAssignment& a : assignments) {
-      if (a.hit) continue;
+      if (!unchecked(a)) continue;
       cache_.invalidate(ExpertKey{layer, a.expert});
       verified_.erase(ExpertKey{layer, a.expert}.packed());
     }
   };
   try {
-    if (!reads.empty()) reader_.read_all(reads);
+    for (const ReadRequest& r : reads) reader_.submit(r);
+    wait_for(std::move(wait));
   } catch (...) {
-    forget_misses();
-    reader_.drain();  // reads of this call still in flight land before their slots are reused
+    forget_unchecked();
+    abandon_reads();
     throw;
   }
   std::vector<const uint8_t*> out;
   out.reserve(assignments.size());
   for (const SlotAssignment& a : assignments) {
     const uint8_t* p = slots_.data() + a.slot * slot_bytes_;
-    if (settings_.verify_pack_sha256 && !a.hit) {
+    if (settings_.verify_pack_sha256 && unchecked(a)) {
       const uint64_t key = ExpertKey{layer, a.expert}.packed();
       if (verified_.insert(key).second) {
         const std::string got = to_hex(Sha256::of(p, stride));
         const std::string& want = pack_.manifest().expert_sha256.at(layer).at(a.expert);
         if (got != want) {
-          forget_misses();  // this one is never served, nor the misses after it, unchecked
+          forget_unchecked();  // this one is never served, nor the others after it, unchecked
           throw Error(pack_.bad_block_message(layer, a.expert, got));
         }
         ++verified_count_;
@@ -66,7 +135,38 @@ std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const
     }
     out.push_back(p);
   }
+  for (const SlotAssignment& a : assignments) in_use_.push_back(a.slot);
   return out;
+}
+
+uint32_t ExpertStore::prefetch(uint32_t layer, std::span<const uint32_t> experts) {
+  if (layer >= pack_.layout().layers.size()) {
+    throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
+  }
+  collect_landed();
+  // Room: the next acquire needs slots for its experts (at least top-k, as many as the last
+  // one's) beside the reads in flight, or it finishes them first and its misses evict the
+  // unused prefetches.
+  const size_t busy = std::max<size_t>(in_use_.size(), top_k_) + pending_.size();
+  if (busy >= cache_.slot_count()) return 0;
+  const size_t n = std::min({experts.size(), static_cast<size_t>(top_k_), cache_.slot_count() - busy});
+  std::vector<uint32_t> keep = in_use_;  // their views are in use
+  for (const auto& [tag, p] : pending_) keep.push_back(p.slot);
+  const std::vector<SlotAssignment> placed = cache_.prefetch(layer, experts.first(n), keep);
+  const uint64_t stride = pack_.stride(layer);
+  try {
+    for (const SlotAssignment& a : placed) {
+      const uint64_t tag = kPrefetchTag | a.slot;
+      pending_[tag] = {ExpertKey{layer, a.expert}, a.slot};
+      reader_.submit(
+          {pack_.expert_offset(layer, a.expert), stride, slots_.data() + a.slot * slot_bytes_, tag});
+    }
+  } catch (...) {
+    for (const SlotAssignment& a : placed) cache_.invalidate(ExpertKey{layer, a.expert});
+    abandon_reads();
+    throw;
+  }
+  return static_cast<uint32_t>(placed.size());
 }
 
 ExpertStoreCounters ExpertStore::counters() const {

@@ -8,6 +8,19 @@
 // after its read completed (and, with verify_pack_sha256, after the expert's SHA-256 matched the
 // manifest on its first read). Pointers stay valid until the next acquire().
 //
+// Prefetch (the CPU backend's next-layer prefetch, EngineSettings::prefetch_experts):
+// prefetch(layer, experts) places predicted experts in the cache (ExpertCache::prefetch) and
+// submits their reads straight into their slots, returning at once; the reads land while the
+// caller computes. A read in flight owns its slot (no acquire() or prefetch() evicts it), and
+// so do the slots the last acquire() handed out (their views are in use). acquire() reads its
+// misses beside the reads in flight and waits only for those and for the prefetch reads of
+// experts it uses; the others stay in flight. If its experts and the reads in flight need more
+// slots than the cache has, it finishes the reads first. A prefetched expert is checked
+// (verify_pack_sha256) by the acquire() that uses it, as a miss is. After any I/O error every
+// read in flight is drained and its expert forgotten before the error leaves, so the next
+// call starts clean. Only when reads happen changes: every block handed out holds the pack's
+// bytes, with or without prefetch.
+//
 // Settings use the seed system's names (ARCHITECTURE.md): cache budget in bytes
 // (`cache_vram_mib` on GPU builds), `read_splits`, `direct_io`, `verify_pack_sha256`.
 #pragma once
@@ -16,6 +29,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -48,14 +62,31 @@ class ExpertStore {
   // `top_k`: experts one layer needs at once (the model's expert_used_count); initialisation
   // fails if the budget cannot hold that many slots. Throws Error naming the numbers.
   ExpertStore(const ExpertPack& pack, const ExpertStoreSettings& settings, uint32_t top_k);
+  // Lets the reads in flight land before the slots they write to are freed.
+  ~ExpertStore();
+  ExpertStore(const ExpertStore&) = delete;
+  ExpertStore& operator=(const ExpertStore&) = delete;
 
   // Blocks until every expert of `experts` (distinct ids) of pack layer `layer` is resident.
   // Throws Error / IoError / FormatError (and, with verification, Error naming the expert
   // whose hash does not match). After a throw none of this call's misses is resident (a
   // retry reads them again) and no read of it is still in flight.
   std::vector<const uint8_t*> acquire(uint32_t layer, std::span<const uint32_t> experts);
+  // Starts reading the experts of `experts` (distinct ids of pack layer `layer`, most likely
+  // first) that are not resident, without waiting: at most top_k of the list are considered,
+  // and at most slot_count - max(top_k, the last acquire's experts) - (reads in flight) are
+  // placed, so the next acquire() of top_k experts fits beside the reads still in flight.
+  // Returns the number of reads started (counted in counters().cache.prefetches). Throws
+  // Error (bad layer or ids) or what submitting a read throws; then nothing of this call or
+  // earlier calls is left in flight or resident unread.
+  uint32_t prefetch(uint32_t layer, std::span<const uint32_t> experts);
+  // Prefetch reads submitted and not yet landed.
+  size_t reads_in_flight() const { return pending_.size(); }
   // Ends a step (decode token or prefill batch) for the unique-key hit/miss counting.
-  void end_step() { cache_.end_step(); }
+  void end_step() {
+    cache_.end_step();
+    in_use_.clear();
+  }
 
   uint32_t slot_count() const { return cache_.slot_count(); }
   uint64_t slot_bytes() const { return slot_bytes_; }
@@ -63,14 +94,34 @@ class ExpertStore {
   const ExpertCache& cache() const { return cache_; }
 
  private:
+  struct PendingRead {
+    ExpertKey key;
+    uint32_t slot = 0;
+  };
+  // Tags of prefetch reads: kPrefetchTag | slot (an acquire's own reads: expert << 32 | slot).
+  static constexpr uint64_t kPrefetchTag = 1ull << 63;
+  std::vector<uint32_t> pending_slots_except(uint32_t layer, std::span<const uint32_t> experts) const;
+  // Waits until none of `tags` is in flight; prefetch reads that land meanwhile stop being
+  // pending. Throws what the reader throws.
+  void wait_for(std::unordered_set<uint64_t> tags);
+  // Prefetch reads that have landed stop being pending (no waiting). Throws what the reader
+  // throws, after abandon_reads().
+  void collect_landed();
+  // After a failure: lets every read in flight land, forgets the prefetched experts not yet
+  // landed. noexcept: used on the way out of a throw.
+  void abandon_reads() noexcept;
+
   const ExpertPack& pack_;
   ExpertStoreSettings settings_;
+  uint32_t top_k_;
   uint64_t slot_bytes_;
   ExpertCache cache_;
   DirectReader reader_;
   AlignedBuffer slots_;
   std::unordered_set<uint64_t> verified_;
   uint64_t verified_count_ = 0;
+  std::unordered_map<uint64_t, PendingRead> pending_;  // tag -> prefetch read in flight
+  std::vector<uint32_t> in_use_;                       // slots the last acquire() handed out
 };
 
 }  // namespace moepack

@@ -33,6 +33,18 @@ void softmax_gate(float* x, int64_t n) {
 
 float sqrt_softplus_gate(float logit) { return std::sqrt(route_softplusf(logit)); }
 
+std::vector<uint32_t> experts_by_picks(std::span<const int32_t> ids, int64_t n_expert) {
+  std::vector<uint32_t> order;
+  if (n_expert <= 0) return order;
+  std::vector<uint32_t> picks(static_cast<size_t>(n_expert), 0);
+  for (const int32_t e : ids) {
+    if (e < 0 || e >= n_expert) continue;
+    if (picks[static_cast<size_t>(e)]++ == 0) order.push_back(static_cast<uint32_t>(e));
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return picks[a] > picks[b]; });
+  return order;
+}
+
 void route_token(const ModelConfig& cfg, const float* logits, const float* bias, int32_t* ids, float* weights,
                  float* scratch) {
   const int64_t n = cfg.n_expert;

@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "core/model_config.h"
 
@@ -28,5 +30,11 @@ void route_token(const ModelConfig& cfg, const float* logits, const float* bias,
 // DeepSeek-V4's gate of one router logit: sqrt(route_softplusf(logit)) (the probability
 // route_token takes for SqrtSoftplus, and ds4::hash_route for hash-routed blocks).
 float sqrt_softplus_gate(float logit);
+
+// The experts of `ids` (a batch's top-k picks, [n][k], any n and k) ordered by how many picks
+// each got, most first; ties keep the order of first pick. Ids outside [0, n_expert) are
+// skipped. Next-layer prefetch reads them in this order (the most shared first), as many as
+// there is room for (docs/cuda-backend.md, "Next-layer prefetch").
+std::vector<uint32_t> experts_by_picks(std::span<const int32_t> ids, int64_t n_expert);
 
 }  // namespace moepack

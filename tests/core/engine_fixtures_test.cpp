@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -216,6 +217,41 @@ TEST_P(EngineFixture, PackMatchesGgufAtEveryBudget) {
     for (uint8_t x : rm.resident) resident += x;
     EXPECT_EQ(resident, std::min<uint64_t>(r.slots, r.stats.cache_misses - r.stats.cache_evictions));
   }
+}
+
+// With next-layer prefetch (prefetch_experts) the pack still gives the GGUF path's logits bit
+// for bit at every budget: only when reads happen changes. Some experts are read ahead and some
+// of those used; at top-k slots nothing fits beside the next block's top-k, so nothing is read
+// ahead there.
+TEST_P(EngineFixture, PackWithPrefetchMatchesGgufAtEveryBudget) {
+  const Case c = GetParam();
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  test::TempDir dir("moepack-engine-prefetch");
+  EngineSettings pack = test_settings();
+  pack.cache_vram_reserve_mib = 0;
+  pack.prefetch_experts = true;
+  std::vector<test::BudgetRun> runs;
+  test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_cpu_backend, test_settings(), pack,
+                                 &runs);
+  ASSERT_EQ(runs.size(), 3u);
+  uint64_t reads = 0, used = 0;
+  for (const test::BudgetRun& r : runs) {
+    SCOPED_TRACE("cache slots " + std::to_string(r.slots));
+    EXPECT_LE(r.stats.prefetch_hits, r.stats.prefetch_reads);
+    // A prefetch hit is also a miss (the policy did not keep it).
+    EXPECT_LE(r.stats.prefetch_hits, r.stats.cache_misses);
+    reads += r.stats.prefetch_reads;
+    used += r.stats.prefetch_hits;
+    std::printf("[ prefetch ] %s at %llu slots: %llu read ahead, %llu used, %llu misses\n", c.name,
+                static_cast<unsigned long long>(r.slots),
+                static_cast<unsigned long long>(r.stats.prefetch_reads),
+                static_cast<unsigned long long>(r.stats.prefetch_hits),
+                static_cast<unsigned long long>(r.stats.cache_misses));
+  }
+  EXPECT_GT(reads, 0u);
+  EXPECT_GT(used, 0u);
+  EXPECT_EQ(runs[2].stats.prefetch_reads, 0u) << "top-k slots leave no room to read ahead";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineFixture, ::testing::ValuesIn(kCases),

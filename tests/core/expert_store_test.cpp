@@ -1,6 +1,7 @@
 // ExpertStore on a real pack built from a llama.cpp fixture: every block it hands out equals
 // the bytes of the GGUF tensor slices it came from, counts follow the cache contract, and a
-// corrupted block is caught by verify_pack_sha256 naming the expert.
+// corrupted block is caught by verify_pack_sha256 naming the expert; with next-layer prefetch
+// the same, whenever the reads ahead land.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -243,6 +244,169 @@ TEST_F(ExpertStoreTest, EveryMissOfAFailedCheckIsCheckedWhenAskedAgain) {
   fails_naming({7}, "expert 7 of layer 0");
   EXPECT_NO_THROW(store.acquire(0, std::vector<uint32_t>{1, 2}));
   EXPECT_EQ(store.counters().verified_experts, 2u);
+}
+
+// The bytes of every role of `experts` in `blocks` (one acquire()'s result) equal the GGUF's.
+void expect_blocks_are_the_ggufs(const ExpertPack& pack, uint32_t layer, const std::vector<uint32_t>& experts,
+                                 const std::vector<const uint8_t*>& blocks) {
+  const GgufModel model = GgufModel::open(kModel);
+  ASSERT_EQ(blocks.size(), experts.size());
+  for (size_t i = 0; i < experts.size(); ++i) {
+    for (const PackRole& r : pack.layout().layers[layer].roles) {
+      const GgufTensorRef* t = model.find_tensor(r.tensor);
+      ASSERT_NE(t, nullptr) << r.tensor;
+      std::vector<uint8_t> want(r.bytes);
+      model.shards()[t->shard].read_tensor_data(*t->info, experts[i] * r.bytes, want.data(), want.size());
+      EXPECT_EQ(std::memcmp(blocks[i] + r.offset, want.data(), want.size()), 0)
+          << "layer " << layer << " expert " << experts[i] << " role " << r.role;
+    }
+  }
+}
+
+// Prefetch by hand, 8 slots, top-k 4, SHA-256 on. acquire(0, {0, 1}) uses 2 slots; prefetch(1,
+// {3, 4, 5, 6, 7}) considers top-k = 4 of the list and has room for 8 - max(2, 4) - 0 = 4, so
+// it reads 3, 4, 5, 6 into the 6 free slots' first four. acquire(1, {3, 4, 9}): 3 and 4 are
+// prefetch hits (no new read; counted as misses), 9 a miss in a free slot; acquire(1, {5, 6})
+// two more prefetch hits. Totals: 7 misses (2 + 3 + 2), no hits, no evictions, 4 prefetches,
+// all 4 used, 7 experts checked, bytes 2 blocks of layer 0 and 5 of layer 1; every block the
+// GGUF's, whenever its read landed.
+TEST_F(ExpertStoreTest, PrefetchedExpertsArriveIntactAndCountAsPrefetchHits) {
+  const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 8 * pack.layout().max_stride;
+  s.verify_pack_sha256 = true;
+  ExpertStore store(pack, s, 4);
+  ASSERT_EQ(store.slot_count(), 8u);
+  expect_blocks_are_the_ggufs(pack, 0, {0, 1}, store.acquire(0, std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(store.prefetch(1, std::vector<uint32_t>{3, 4, 5, 6, 7}), 4u);
+  EXPECT_LE(store.reads_in_flight(), 4u);
+  for (const uint32_t e : {3u, 4u, 5u, 6u}) EXPECT_TRUE(store.cache().slot_of(ExpertKey{1, e})) << e;
+  EXPECT_FALSE(store.cache().slot_of(ExpertKey{1, 7}));
+  const std::vector<uint32_t> first = {3, 4, 9}, second = {5, 6};
+  expect_blocks_are_the_ggufs(pack, 1, first, store.acquire(1, first));
+  expect_blocks_are_the_ggufs(pack, 1, second, store.acquire(1, second));
+  EXPECT_EQ(store.reads_in_flight(), 0u);
+  const ExpertStoreCounters c = store.counters();
+  EXPECT_EQ(c.cache.cache_misses, 7u);
+  EXPECT_EQ(c.cache.cache_hits, 0u);
+  EXPECT_EQ(c.cache.cache_evictions, 0u);
+  EXPECT_EQ(c.cache.prefetches, 4u);
+  EXPECT_EQ(c.cache.prefetch_hits, 4u);
+  EXPECT_EQ(c.verified_experts, 7u);
+  EXPECT_EQ(c.pack_read_bytes, 2 * pack.stride(0) + 5 * pack.stride(1));
+}
+
+// Room, 6 slots, top-k 4: after an acquire of 4 experts a prefetch may place 6 - 4 = 2 (the
+// first two of the list); with the last acquire's 4 slots in use and top-k kept free, an empty
+// cache of top-k slots reads nothing ahead. An acquire of 6 experts needs every slot: the reads
+// in flight are finished first, then it evicts the 4 of layer 0 and the 2 read ahead.
+TEST_F(ExpertStoreTest, PrefetchLeavesRoomForTheNextAcquire) {
+  const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 6 * pack.layout().max_stride;
+  ExpertStore store(pack, s, 4);
+  ASSERT_EQ(store.slot_count(), 6u);
+  store.acquire(0, std::vector<uint32_t>{0, 1, 2, 3});
+  EXPECT_EQ(store.prefetch(1, std::vector<uint32_t>{8, 9, 10, 11}), 2u);
+  EXPECT_TRUE(store.cache().slot_of(ExpertKey{1, 8}));
+  EXPECT_TRUE(store.cache().slot_of(ExpertKey{1, 9}));
+  EXPECT_FALSE(store.cache().slot_of(ExpertKey{1, 10}));
+  for (const uint32_t e : {0u, 1u, 2u, 3u})
+    EXPECT_TRUE(store.cache().slot_of(ExpertKey{0, e})) << "in use: " << e;
+  const std::vector<uint32_t> six = {0, 1, 2, 3, 4, 5};
+  expect_blocks_are_the_ggufs(pack, 2, six, store.acquire(2, six));
+  EXPECT_EQ(store.reads_in_flight(), 0u);
+  const ExpertStoreCounters c = store.counters();
+  EXPECT_EQ(c.cache.prefetches, 2u);
+  EXPECT_EQ(c.cache.prefetch_hits, 0u);
+  EXPECT_EQ(c.cache.cache_evictions, 6u);
+  EXPECT_EQ(c.pack_read_bytes, 4 * pack.stride(0) + 2 * pack.stride(1) + 6 * pack.stride(2));
+
+  s.cache_bytes = 4 * pack.layout().max_stride;
+  ExpertStore tight(pack, s, 4);
+  tight.acquire(0, std::vector<uint32_t>{0});
+  EXPECT_EQ(tight.prefetch(1, std::vector<uint32_t>{1, 2}), 0u);
+  EXPECT_EQ(tight.counters().cache.prefetches, 0u);
+}
+
+// A corrupted block read ahead is reported by the acquire that uses it (SHA-256 on), and again
+// by the next one (read again, never served from the cache); good blocks still arrive.
+TEST_F(ExpertStoreTest, ACorruptBlockReadAheadIsReportedOnUse) {
+  const fs::path copy = *dir_ / "corrupt-ahead";
+  fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
+  {
+    const ExpertPack clean = ExpertPack::open(copy.string());
+    std::fstream f(clean.experts_path(), std::ios::in | std::ios::out | std::ios::binary);
+    const auto off = static_cast<std::streamoff>(clean.expert_offset(1, 9) + 200);
+    char b = 0;
+    f.seekg(off);
+    f.read(&b, 1);
+    b = static_cast<char>(b ^ 0x44);
+    f.seekp(off);
+    f.write(&b, 1);
+  }
+  const ExpertPack pack = ExpertPack::open(copy.string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 8 * pack.layout().max_stride;
+  s.verify_pack_sha256 = true;
+  ExpertStore store(pack, s, 4);
+  store.acquire(0, std::vector<uint32_t>{0});
+  ASSERT_EQ(store.prefetch(1, std::vector<uint32_t>{9, 2}), 2u);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      store.acquire(1, std::vector<uint32_t>{2, 9});
+      ADD_FAILURE() << "a corrupt block read ahead was served (attempt " << attempt << ")";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("expert 9 of layer 1"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("SHA-256"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(store.cache().slot_of(ExpertKey{1, 9}));
+  }
+  const std::vector<uint32_t> good = {2, 3};
+  EXPECT_NO_THROW(expect_blocks_are_the_ggufs(pack, 1, good, store.acquire(1, good)));
+  EXPECT_EQ(store.reads_in_flight(), 0u);
+}
+
+// A read ahead that fails (the pack cut short under an open store) is reported by an acquire
+// (the one that meets it first: the reads land in any order), leaves nothing in flight and its
+// expert not resident; read again, it fails again; with the file whole, both blocks arrive.
+TEST_F(ExpertStoreTest, AFailedReadAheadLeavesNothingInFlightOrResident) {
+  const fs::path copy = *dir_ / "cut-ahead";
+  fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
+  const ExpertPack pack = ExpertPack::open(copy.string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 8 * pack.layout().max_stride;
+  ExpertStore store(pack, s, 4);
+  const uint32_t layer = 2, last = 15;
+  const uint64_t whole = fs::file_size(pack.experts_path());
+  const uint64_t cut = pack.expert_offset(layer, last);
+  store.acquire(1, std::vector<uint32_t>{0});
+  fs::resize_file(pack.experts_path(), cut);
+  ASSERT_EQ(store.prefetch(layer, std::vector<uint32_t>{3, last}), 2u);
+  int failures = 0;
+  for (const uint32_t e : {3u, last}) {
+    try {
+      store.acquire(layer, std::vector<uint32_t>{e});
+    } catch (const FormatError& err) {
+      ++failures;
+      EXPECT_NE(std::string(err.what()).find("truncated"), std::string::npos) << err.what();
+    }
+    if (failures > 0) {
+      EXPECT_EQ(store.reads_in_flight(), 0u);
+    }
+  }
+  EXPECT_GE(failures, 1);
+  EXPECT_FALSE(store.cache().slot_of(ExpertKey{layer, last}));
+  EXPECT_THROW(store.acquire(layer, std::vector<uint32_t>{last}), FormatError);
+  {
+    std::ifstream src(*dir_ / "pack" / "experts.bin", std::ios::binary);
+    std::ofstream dst(pack.experts_path(), std::ios::binary | std::ios::app);
+    src.seekg(static_cast<std::streamoff>(cut));
+    dst << src.rdbuf();
+  }
+  ASSERT_EQ(fs::file_size(pack.experts_path()), whole);
+  const std::vector<uint32_t> both = {3, last};
+  expect_blocks_are_the_ggufs(pack, layer, both, store.acquire(layer, both));
 }
 
 }  // namespace

@@ -146,5 +146,18 @@ TEST(RouteToken, TiesGoToTheLowerId) {
   for (const float v : w) EXPECT_NEAR(v, 1.0f / 40.0f, 1e-8f);
 }
 
+// Eleven picks over 8 experts, counted by hand: 5 three, 2 and 7 two, 3 and 0 one; among equals
+// the first picked comes first (2 at index 1 before 7 at index 2; 3 at index 3 before 0 at
+// index 8); -1 and 8 lie outside the 8 experts and are skipped.
+TEST(ExpertsByPicks, MostPickedFirstTiesByFirstPick) {
+  const std::vector<int32_t> ids = {5, 2, 7,   //
+                                    3, 5, -1,  //
+                                    7, 5, 0,  2, 8};
+  EXPECT_EQ(experts_by_picks(ids, 8), (std::vector<uint32_t>{5, 2, 7, 3, 0}));
+  EXPECT_EQ(experts_by_picks(std::span<const int32_t>(ids.data(), 3), 8), (std::vector<uint32_t>{5, 2, 7}));
+  EXPECT_TRUE(experts_by_picks({}, 8).empty());
+  EXPECT_TRUE(experts_by_picks(ids, 0).empty());
+}
+
 }  // namespace
 }  // namespace moepack
