@@ -1,6 +1,9 @@
 // bench_engine: prefill and decode tokens/s of the CPU engine on the demo model, GGUF path and
-// Expert Pack path (all experts cached / a quarter cached), side by side in one run. Prints one
-// JSON object (a benchmark, not a test). Usage: bench_engine [MODEL.gguf] [--threads N]
+// Expert Pack path (all experts cached / a quarter cached), side by side in one run; then, at a
+// quarter cached, next-layer prefetch off and on in alternating rounds (off, on, on, off, ...;
+// `--rounds N` pairs, default 3), with each side's median. Prints one JSON object (a benchmark,
+// not a test). Usage: bench_engine [MODEL.gguf] [--threads N] [--rounds N]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -34,10 +37,19 @@ nlohmann::json run(const std::string& path, const EngineSettings& st, const std:
           {"prefill_tokens_per_s", r.prefill_tokens_per_s},
           {"decode_tokens_per_s", r.decode_tokens_per_s},
           {"io_wait_ms", b.io_wait_ms},
+          {"prefetch_reads", b.prefetch_reads},
+          {"prefetch_hits", b.prefetch_hits},
+          {"pack_read_bytes", b.pack_read_bytes},
           {"compute_ms", b.compute_ms},
           {"cache_slots", b.cache_slots},
           {"hit_rate", hits + misses > 0 ? hits / (hits + misses) : 1.0},
           {"pack_read_bytes_per_token", r.tokens.empty() ? 0.0 : static_cast<double>(b.pack_read_bytes) / static_cast<double>(r.tokens.size())}};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -45,9 +57,12 @@ nlohmann::json run(const std::string& path, const EngineSettings& st, const std:
 int main(int argc, char** argv) {
   std::string model = std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
   uint32_t threads = std::max(1u, std::thread::hardware_concurrency());
+  int rounds = 3;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
       threads = static_cast<uint32_t>(std::stoul(argv[++i]));
+    } else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) {
+      rounds = std::max(1, std::stoi(argv[++i]));
     } else {
       model = argv[i];
     }
@@ -90,6 +105,27 @@ int main(int argc, char** argv) {
                                        out["gguf"]["decode_tokens_per_s"].get<double>();
     out["pack_quarter_vs_gguf_decode_ratio"] = out["pack_quarter_cached"]["decode_tokens_per_s"].get<double>() /
                                                out["gguf"]["decode_tokens_per_s"].get<double>();
+    // Prefetch off / on at a quarter cached, alternating so drift in the machine's load or the
+    // disk's rate falls on both sides alike.
+    nlohmann::json pf = nlohmann::json::array();
+    std::vector<double> decode[2], prefill[2], io_wait[2];
+    for (int r = 0; r < 2 * rounds; ++r) {
+      const bool on = (r % 4 == 1 || r % 4 == 2);
+      EngineSettings q = quarter;
+      q.prefetch_experts = on;
+      nlohmann::json row = run(bo.out_dir, q, prompt, 64);
+      row["prefetch_experts"] = on;
+      decode[on].push_back(row["decode_tokens_per_s"].get<double>());
+      prefill[on].push_back(row["prefill_tokens_per_s"].get<double>());
+      io_wait[on].push_back(row["io_wait_ms"].get<double>());
+      pf.push_back(std::move(row));
+    }
+    out["prefetch_quarter_cached"] = {
+        {"rounds", pf},
+        {"decode_tokens_per_s_median", {{"off", median(decode[0])}, {"on", median(decode[1])}}},
+        {"prefill_tokens_per_s_median", {{"off", median(prefill[0])}, {"on", median(prefill[1])}}},
+        {"io_wait_ms_median", {{"off", median(io_wait[0])}, {"on", median(io_wait[1])}}},
+        {"decode_on_vs_off", median(decode[1]) / median(decode[0])}};
     std::printf("%s\n", out.dump(2).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_engine: %s\n", e.what());
