@@ -522,8 +522,35 @@ class Deepseek4Backend final : public Backend {
       }
     }
     stats_.expert_selections += static_cast<uint64_t>(n * K);
+    // Next-layer prefetch (core/cpu_backend.cpp): the next MoE block's router on this input;
+    // a hash-routed next block's picks come from its token table, so they are exact.
+    std::vector<uint32_t> predicted;
+    const uint32_t il_next = next_moe_block(il);
+    if (experts_->prefetching() && il_next < cfg_.n_layer) {
+      const Layer& N = layers_[il_next];
+      predicted = predict_next_experts(
+          pool_, N.router, x, n, E, X, K, [&](int64_t t, const float* sc, int32_t* id, float* w) {
+            if (!N.tid2eid.empty()) {
+              ds4::hash_route(cfg_, sc,
+                              N.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K), id,
+                              w);
+            } else {
+              route_token(cfg_, sc, N.bias.data(), id, w, scratch.data());
+            }
+          });
+    }
+    const auto prefetch = [&] { experts_->prefetch(il_next, predicted); };
     stats_.experts_computed += run_routed_experts(pool_, *experts_, il, x, n, E, K, ids.data(), wts.data(),
-                                                  cfg_.swiglu_clamp_exp.at(il), out, io_wait);
+                                                  cfg_.swiglu_clamp_exp.at(il), out, io_wait,
+                                                  predicted.empty() ? std::function<void()>() : prefetch);
+  }
+
+  // The first MoE block after blk.il, or n_layer if none.
+  uint32_t next_moe_block(uint32_t il) const {
+    for (uint32_t j = il + 1; j < cfg_.n_layer; ++j) {
+      if (cfg_.is_moe_layer(j)) return j;
+    }
+    return cfg_.n_layer;
   }
 
   std::shared_ptr<const ModelSource> model_;

@@ -18,6 +18,7 @@
 #include "core/backend_factory.h"
 #include "core/cpu_arch_backends.h"
 #include "core/cpu_attention.h"
+#include "core/cpu_moe.h"
 #include "core/error.h"
 #include "core/expert_provider.h"
 #include "core/model_source.h"
@@ -229,15 +230,11 @@ class CpuBackend final : public Backend {
     const uint32_t il_next = next_moe_block(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
-      std::vector<float> nl(static_cast<size_t>(n * NE));
-      matmul(pool_, N.router, xn, E, n, nl.data(), NE);
-      std::vector<int32_t> nid(static_cast<size_t>(n * K));
-      std::vector<float> nw(static_cast<size_t>(K));
-      for (int64_t t = 0; t < n; ++t) {
-        route_token(cfg_, nl.data() + t * NE, N.expert_bias.empty() ? nullptr : N.expert_bias.data(),
-                    nid.data() + t * K, nw.data(), scratch.data());
-      }
-      predicted = experts_by_picks(nid, NE);
+      const float* bias = N.expert_bias.empty() ? nullptr : N.expert_bias.data();
+      predicted = predict_next_experts(pool_, N.router, xn, n, E, NE, K,
+                                       [&](int64_t, const float* sc, int32_t* id, float* w) {
+                                         route_token(cfg_, sc, bias, id, w, scratch.data());
+                                       });
     }
 
     std::vector<uint32_t> unique;

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/expert_provider.h"
+#include "core/moe_routing.h"
 #include "core/thread_pool.h"
 
 namespace moepack {
@@ -35,9 +36,9 @@ void dense_swiglu_ffn(ThreadPool& pool, const WeightView& gate, const WeightView
   matmul_add_scaled(pool, down, g.data(), ff, n, ones.data(), out, down.ne1);
 }
 
-uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t block, const float* x, int64_t n,
-                            int64_t E, int64_t k, const int32_t* ids, const float* w, float limit, float* out,
-                            double* io_wait_ms) {
+uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t block, const float* x,
+                            int64_t n, int64_t E, int64_t k, const int32_t* ids, const float* w, float limit,
+                            float* out, double* io_wait_ms, const std::function<void()>& resident) {
   std::map<uint32_t, std::vector<std::pair<int64_t, float>>> by_expert;  // expert -> (token, weight)
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t j = 0; j < k; ++j) by_expert[static_cast<uint32_t>(ids[t * k + j])].push_back({t, w[t * k + j]});
@@ -50,6 +51,7 @@ uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t 
   for (size_t b = 0; b < unique.size(); b += batch) {
     const size_t m = std::min(batch, unique.size() - b);
     const std::vector<ExpertFfn> ffns = experts.acquire(block, std::span<const uint32_t>(unique.data() + b, m), io_wait_ms);
+    if (resident && b + m == unique.size()) resident();
     for (size_t i = 0; i < m; ++i) {
       const auto& users = by_expert[unique[b + i]];
       const int64_t nu = static_cast<int64_t>(users.size());
@@ -81,6 +83,17 @@ uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t 
                 " expert FFNs for " + std::to_string(n * k) + " selections");
   }
   return computed;
+}
+
+std::vector<uint32_t> predict_next_experts(ThreadPool& pool, const WeightView& router, const float* x,
+                                           int64_t n, int64_t E, int64_t X, int64_t k,
+                                           const ChooseExperts& choose) {
+  std::vector<float> scores(static_cast<size_t>(n * X));
+  matmul(pool, router, x, E, n, scores.data(), X);
+  std::vector<int32_t> ids(static_cast<size_t>(n * k));
+  std::vector<float> w(static_cast<size_t>(k));
+  for (int64_t t = 0; t < n; ++t) choose(t, scores.data() + t * X, ids.data() + t * k, w.data());
+  return experts_by_picks(ids, X);
 }
 
 }  // namespace moepack

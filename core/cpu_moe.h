@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "core/cpu_ops.h"
 
@@ -28,8 +30,21 @@ void dense_swiglu_ffn(ThreadPool& pool, const WeightView& gate, const WeightView
 // x, out: [n][E]; ids, w: [n][k]. Returns the expert FFNs evaluated (== n * k: exact routing;
 // Error otherwise). Adds the time spent waiting for expert delivery to *io_wait_ms. Throws
 // what ExpertProvider::acquire throws (IoError, FormatError, Error).
-uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t block, const float* x, int64_t n,
-                            int64_t E, int64_t k, const int32_t* ids, const float* w, float limit, float* out,
-                            double* io_wait_ms);
+// `resident`, if set, is called once, when the last of the block's experts are resident and
+// before they compute (next-layer prefetch starts its reads there).
+uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t block, const float* x,
+                            int64_t n, int64_t E, int64_t k, const int32_t* ids, const float* w, float limit,
+                            float* out, double* io_wait_ms, const std::function<void()>& resident = {});
+
+// One token's routing: its k expert ids and weights from its router scores (route_token, or a
+// hash-routed block's token table). t: the token's index in the batch.
+using ChooseExperts = std::function<void(int64_t t, const float* scores, int32_t* ids, float* weights)>;
+
+// Next-layer prefetch's prediction (docs/cuda-backend.md, "Next-layer prefetch"): the experts
+// the next MoE block would pick if its router (`router`, [X][E]) saw this block's router input x
+// ([n][E]), most picked first (experts_by_picks). X: experts, k: top-k.
+std::vector<uint32_t> predict_next_experts(ThreadPool& pool, const WeightView& router, const float* x,
+                                           int64_t n, int64_t E, int64_t X, int64_t k,
+                                           const ChooseExperts& choose);
 
 }  // namespace moepack

@@ -29,8 +29,8 @@ struct EngineSettings {
   bool direct_io = true;
   bool verify_pack_sha256 = false;  // check each expert on its first read and dense.gguf whole at load
   // Read the next MoE layer's likely experts (its router applied to this layer's input) while
-  // this layer computes (CUDA backend, Expert Pack path). Exact either way: only when reads
-  // happen changes, never which experts run.
+  // this layer computes (Expert Pack path; CUDA and CPU backends). Exact either way: only when
+  // reads happen changes, never which experts run.
   bool prefetch_experts = false;
   // CUDA backend: which routed expert matrices are held in VRAM in the tiled layout of the
   // tensor-core decode GEMV (gpu/gemv_tiled.h: Q4_K, Q2_K, MXFP4, Q5_K, Q6_K and Q3_K; the last three while

@@ -235,23 +235,7 @@ TEST_P(EngineFixture, PackWithPrefetchMatchesGgufAtEveryBudget) {
   test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_cpu_backend, test_settings(), pack,
                                  &runs);
   ASSERT_EQ(runs.size(), 3u);
-  uint64_t reads = 0, used = 0;
-  for (const test::BudgetRun& r : runs) {
-    SCOPED_TRACE("cache slots " + std::to_string(r.slots));
-    EXPECT_LE(r.stats.prefetch_hits, r.stats.prefetch_reads);
-    // A prefetch hit is also a miss (the policy did not keep it).
-    EXPECT_LE(r.stats.prefetch_hits, r.stats.cache_misses);
-    reads += r.stats.prefetch_reads;
-    used += r.stats.prefetch_hits;
-    std::printf("[ prefetch ] %s at %llu slots: %llu read ahead, %llu used, %llu misses\n", c.name,
-                static_cast<unsigned long long>(r.slots),
-                static_cast<unsigned long long>(r.stats.prefetch_reads),
-                static_cast<unsigned long long>(r.stats.prefetch_hits),
-                static_cast<unsigned long long>(r.stats.cache_misses));
-  }
-  EXPECT_GT(reads, 0u);
-  EXPECT_GT(used, 0u);
-  EXPECT_EQ(runs[2].stats.prefetch_reads, 0u) << "top-k slots leave no room to read ahead";
+  test::expect_cpu_prefetch_used(runs, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineFixture, ::testing::ValuesIn(kCases),

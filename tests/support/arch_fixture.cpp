@@ -217,6 +217,13 @@ void ArchFixture::expect_cpu_pack_matches_gguf(const char* tmp_prefix) const {
   EngineSettings pack = reference_settings();
   pack.cache_vram_reserve_mib = 0;
   expect_pack_matches_gguf(model_path(), dir, tokens, make_cpu_backend, reference_settings(), pack);
+  // With next-layer prefetch: the same logits bit for bit; some experts read ahead and used.
+  TempDir dir_ahead(std::string(tmp_prefix) + "-prefetch");
+  pack.prefetch_experts = true;
+  std::vector<BudgetRun> runs;
+  expect_pack_matches_gguf(model_path(), dir_ahead, tokens, make_cpu_backend, reference_settings(), pack,
+                           &runs);
+  expect_cpu_prefetch_used(runs, GetParam().name);
 }
 
 void GpuArchFixture::expect_matches_cpu_and_reference() const {

@@ -94,7 +94,8 @@ class ArchFixture : public ::testing::TestWithParam<ArchCase> {
   NativeCloseness close_to_native_reference(Backend& be, int min_overlap) const;
 
   // expect_pack_matches_gguf (backend_parity.h) on the CPU backend: f32-dequant prompt 0, the
-  // pack built under a TempDir named `tmp_prefix`, reference_settings() (no reserve for the pack).
+  // pack built under a TempDir named `tmp_prefix`, reference_settings() (no reserve for the pack);
+  // then again with prefetch_experts (expect_cpu_prefetch_used).
   void expect_cpu_pack_matches_gguf(const char* tmp_prefix) const;
 
  private:

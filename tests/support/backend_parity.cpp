@@ -118,6 +118,25 @@ void expect_prefetch_delivered_and_used(const std::vector<BudgetRun>& runs) {
   EXPECT_GT(used, 0u);
 }
 
+void expect_cpu_prefetch_used(const std::vector<BudgetRun>& runs, const std::string& label) {
+  uint64_t reads = 0, used = 0;
+  for (const BudgetRun& r : runs) {
+    EXPECT_LE(r.stats.prefetch_hits, r.stats.prefetch_reads) << "cache slots " << r.slots;
+    EXPECT_LE(r.stats.prefetch_hits, r.stats.cache_misses) << "cache slots " << r.slots;
+    reads += r.stats.prefetch_reads;
+    used += r.stats.prefetch_hits;
+    std::printf("[ prefetch ] %s at %llu slots: %llu read ahead, %llu used, %llu misses\n", label.c_str(),
+                static_cast<unsigned long long>(r.slots),
+                static_cast<unsigned long long>(r.stats.prefetch_reads),
+                static_cast<unsigned long long>(r.stats.prefetch_hits),
+                static_cast<unsigned long long>(r.stats.cache_misses));
+  }
+  EXPECT_GT(reads, 0u);
+  EXPECT_GT(used, 0u);
+  ASSERT_FALSE(runs.empty());
+  EXPECT_EQ(runs.back().stats.prefetch_reads, 0u) << "top-k slots leave no room to read ahead";
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -80,6 +80,11 @@ void expect_pack_matches_gguf(const std::string& model_path, const TempDir& dir,
 // read was delivered (h2d == pack reads) and prefetch hits <= prefetch reads; over all of them
 // some experts were read ahead and some of those were used.
 void expect_prefetch_delivered_and_used(const std::vector<BudgetRun>& runs);
+// The same for the CPU backend (no copies to a device): at each budget prefetch hits <= prefetch
+// reads and <= misses (a prefetch hit is also a miss); over all of them some experts were read
+// ahead and some of those used; at the last budget (top-k slots) none (no room beside the next
+// block's top-k). Prints each budget's counts, `label` naming the case.
+void expect_cpu_prefetch_used(const std::vector<BudgetRun>& runs, const std::string& label);
 
 // For every prompt of an f32-dequant reference (prompts[] {token_ids, greedy {ids}}), from an
 // empty cache on both: prompt logits of `gpu` within 1e-3 of `cpu`, greedy continuations equal

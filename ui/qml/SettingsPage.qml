@@ -163,7 +163,7 @@ Item {
                         Layout.preferredWidth: 300
                         spacing: 0
                         Label { text: qsTr("Read the next layer's experts ahead"); font.pixelSize: 13 }
-                        Label { text: "prefetch_experts (CUDA)"; font.pixelSize: 11; color: "#6b7280" }
+                        Label { text: "prefetch_experts (Expert Pack)"; font.pixelSize: 11; color: "#6b7280" }
                     }
                     CheckBox {
                         checked: page.settings.values.prefetch_experts
