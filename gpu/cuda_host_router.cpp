@@ -55,23 +55,17 @@ void HostRouter::route(uint32_t block, const DevMatrix& router, const float* x, 
   }
   predicted_.clear();
   if (!next.router) return;
-  pid_.resize(static_cast<size_t>(K));
+  pid_.resize(static_cast<size_t>(n * K));
   pw_.resize(static_cast<size_t>(K));
-  pick_count_.assign(static_cast<size_t>(X), 0);
   for (int64_t t = 0; t < n; ++t) {
+    int32_t* id = pid_.data() + t * K;
     if (next.choose) {
-      next.choose(t, scores + (n + t) * X, pid_.data(), pw_.data());
+      next.choose(t, scores + (n + t) * X, id, pw_.data());
     } else {
-      route_token(cfg_, scores + (n + t) * X, next.bias, pid_.data(), pw_.data(), scratch_.data());
-    }
-    for (const int32_t e : pid_) {
-      if (e < 0 || e >= X) continue;
-      if (pick_count_[static_cast<size_t>(e)]++ == 0) predicted_.push_back(static_cast<uint32_t>(e));
+      route_token(cfg_, scores + (n + t) * X, next.bias, id, pw_.data(), scratch_.data());
     }
   }
-  // Most picked first; ties keep the order of first pick (predicted_ is in that order).
-  std::stable_sort(predicted_.begin(), predicted_.end(),
-                   [&](uint32_t a, uint32_t b) { return pick_count_[a] > pick_count_[b]; });
+  predicted_ = experts_by_picks(pid_, X);  // most picked first, ties by first pick
 }
 
 }  // namespace moepack::gpu

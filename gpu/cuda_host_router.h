@@ -106,9 +106,8 @@ class HostRouter {
   std::vector<float> weights_;
   std::vector<float> scratch_;  // route_token's, [2 X]
   std::vector<uint32_t> predicted_;
-  std::vector<int32_t> pid_;            // the lookahead's picks of one token [K]
-  std::vector<float> pw_;               // and their weights [K] (unused)
-  std::vector<uint32_t> pick_count_;    // [X]: picks per expert in one route()
+  std::vector<int32_t> pid_;  // the lookahead's picks [n][K]
+  std::vector<float> pw_;     // one token's weights [K] (unused)
 };
 
 }  // namespace moepack::gpu
