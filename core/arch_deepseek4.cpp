@@ -525,32 +525,27 @@ class Deepseek4Backend final : public Backend {
     // Next-layer prefetch (core/cpu_backend.cpp): the next MoE block's router on this input;
     // a hash-routed next block's picks come from its token table, so they are exact.
     std::vector<uint32_t> predicted;
-    const uint32_t il_next = next_moe_block(il);
+    const uint32_t il_next = cfg_.next_moe_layer(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
-      predicted = predict_next_experts(
-          pool_, N.router, x, n, E, X, K, [&](int64_t t, const float* sc, int32_t* id, float* w) {
-            if (!N.tid2eid.empty()) {
-              ds4::hash_route(cfg_, sc,
-                              N.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K), id,
-                              w);
-            } else {
-              route_token(cfg_, sc, N.bias.data(), id, w, scratch.data());
-            }
-          });
+      if (!N.tid2eid.empty()) {  // its picks are its token table's rows: no scores needed
+        std::vector<int32_t> picks(static_cast<size_t>(n * K));
+        for (int64_t t = 0; t < n; ++t) {
+          const int32_t* row = N.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K);
+          std::copy(row, row + K, picks.begin() + t * K);
+        }
+        predicted = experts_by_picks(picks, X);
+      } else {
+        predicted = predict_next_experts(pool_, N.router, x, n, E, X, K,
+                                         [&](int64_t, const float* sc, int32_t* id, float* w) {
+                                           route_token(cfg_, sc, N.bias.data(), id, w, scratch.data());
+                                         });
+      }
     }
     const auto prefetch = [&] { experts_->prefetch(il_next, predicted); };
     stats_.experts_computed += run_routed_experts(pool_, *experts_, il, x, n, E, K, ids.data(), wts.data(),
                                                   cfg_.swiglu_clamp_exp.at(il), out, io_wait,
                                                   predicted.empty() ? std::function<void()>() : prefetch);
-  }
-
-  // The first MoE block after blk.il, or n_layer if none.
-  uint32_t next_moe_block(uint32_t il) const {
-    for (uint32_t j = il + 1; j < cfg_.n_layer; ++j) {
-      if (cfg_.is_moe_layer(j)) return j;
-    }
-    return cfg_.n_layer;
   }
 
   std::shared_ptr<const ModelSource> model_;

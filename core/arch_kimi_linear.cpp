@@ -398,7 +398,7 @@ class KimiLinearBackend final : public Backend {
     stats_.expert_selections += static_cast<uint64_t>(n * K);
     // Next-layer prefetch (core/cpu_backend.cpp): the next MoE block's router on this input.
     std::vector<uint32_t> predicted;
-    const uint32_t il_next = next_moe_block(il);
+    const uint32_t il_next = cfg_.next_moe_layer(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
       const float* bias = N.bias.empty() ? nullptr : N.bias.data();
@@ -411,14 +411,6 @@ class KimiLinearBackend final : public Backend {
     stats_.experts_computed +=
         run_routed_experts(pool_, *experts_, il, x, n, E, K, ids.data(), wts.data(), 0.0f, out, io_wait,
                            predicted.empty() ? std::function<void()>() : prefetch);
-  }
-
-  // The first MoE block after blk.il, or n_layer if none.
-  uint32_t next_moe_block(uint32_t il) const {
-    for (uint32_t j = il + 1; j < cfg_.n_layer; ++j) {
-      if (cfg_.is_moe_layer(j)) return j;
-    }
-    return cfg_.n_layer;
   }
 
   std::shared_ptr<const ModelSource> model_;

@@ -184,14 +184,6 @@ class CpuBackend final : public Backend {
     FfnWeights shared;  // shared experts (n_ff = 0: none)
   };
 
-  // The first MoE block after blk.il, or n_layer if none.
-  uint32_t next_moe_block(uint32_t il) const {
-    for (uint32_t j = il + 1; j < cfg_.n_layer; ++j) {
-      if (cfg_.is_moe_layer(j)) return j;
-    }
-    return cfg_.n_layer;
-  }
-
   // out[t] += down(swiglu(gate x[t], up x[t])) for all n tokens.
   void ffn(const FfnWeights& w, const float* x, int64_t n, float* out) {
     const int64_t E = cfg_.n_embd;
@@ -227,7 +219,7 @@ class CpuBackend final : public Backend {
     // experts; their reads start once this block's experts are resident, and land while they
     // compute (and while the next block's attention runs). Only when reads happen changes.
     std::vector<uint32_t> predicted;
-    const uint32_t il_next = next_moe_block(il);
+    const uint32_t il_next = cfg_.next_moe_layer(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
       const float* bias = N.expert_bias.empty() ? nullptr : N.expert_bias.data();

@@ -87,7 +87,7 @@ class DirectReader {
   void read_all(std::span<const ReadRequest> requests);
   // Parts submitted or queued and not yet complete.
   size_t pending() const { return in_flight_ + queued_.size(); }
-  // After a failure (anything read_all, submit or wait_some threw): drops every queued part and
+  // After a failure (anything read_all, submit, wait_some or poll threw): drops every queued part and
   // request and waits for the parts in flight to land, their results ignored, so the caller may
   // reuse their buffers and tags. pending() is 0 afterwards unless the ring itself failed; then
   // every later submit() throws Error (reads may still land: the buffers must outlive the reader).
@@ -107,12 +107,14 @@ class DirectReader {
     uint64_t length;
     uint8_t* dst;
   };
-  void pump();                // moves queued parts into free SQEs and submits
-  void reap(io_uring_cqe* cqe);  // handles `cqe` and every completion already queued after it
+  // Moves queued parts into free SQEs and submits.
+  void pump();
+  // Handles `cqe` and every completion already queued after it.
+  void reap(io_uring_cqe* cqe);
   void complete(Part part, int result);
   // Counts one I/O error and drops every queued part and request (the reader has failed;
-  // parts still in flight are ignored when they complete: wait_some() returns nothing for
-  // them, and the destructor drains them; reuse a tag of theirs only once pending() is 0).
+  // parts still in flight are ignored when they complete: wait_some() and poll() return
+  // nothing for them, and the destructor drains them; reuse a tag of theirs only once pending() is 0).
   void abandon_all();
   [[noreturn]] void fail_request(const Part& p, int err);
 

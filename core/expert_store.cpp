@@ -1,6 +1,7 @@
 #include "core/expert_store.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "core/error.h"
 #include "core/sha256.h"
@@ -48,13 +49,33 @@ void ExpertStore::wait_for(std::unordered_set<uint64_t> tags) {
   }
 }
 
+namespace {
+
+// A read that failed (IoError: the device; FormatError: the file ended early), as opposed to a
+// broken reader or a bad request.
+bool is_read_failure(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const IoError&) {
+    return true;
+  } catch (const FormatError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
 void ExpertStore::collect_landed() {
   if (pending_.empty()) return;
   try {
     for (const uint64_t t : reader_.poll()) pending_.erase(t);
   } catch (...) {
     abandon_reads();
-    throw;
+    // A read ahead failed: it is forgotten (counted in io_errors); an acquire() that needs the
+    // expert reads it again and reports a failure that persists.
+    if (!is_read_failure(std::current_exception())) throw;
   }
 }
 
@@ -64,13 +85,36 @@ void ExpertStore::abandon_reads() noexcept {
   pending_.clear();
 }
 
-std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const uint32_t> experts) {
+void ExpertStore::check_experts(uint32_t layer, std::span<const uint32_t> experts) const {
   if (layer >= pack_.layout().layers.size()) {
     throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
   }
-  const uint64_t stride = pack_.stride(layer);
+  const uint32_t n = pack_.layout().layers[layer].n_experts;
+  for (const uint32_t e : experts) {
+    if (e >= n) {
+      throw Error(pack_.dir() + ": expert " + std::to_string(e) + " of layer " + std::to_string(layer) +
+                  " does not exist (the layer has " + std::to_string(n) + " experts)");
+    }
+  }
+}
+
+std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const uint32_t> experts) {
+  check_experts(layer, experts);
   in_use_.clear();
   collect_landed();
+  const bool reads_ahead = !pending_.empty();
+  try {
+    return acquire_now(layer, experts);
+  } catch (...) {
+    // With reads ahead in flight the failed read may have been one of theirs, which this call
+    // does not need: once more with nothing else in flight (a failure of its own recurs).
+    if (!reads_ahead || !is_read_failure(std::current_exception())) throw;
+  }
+  return acquire_now(layer, experts);
+}
+
+std::vector<const uint8_t*> ExpertStore::acquire_now(uint32_t layer, std::span<const uint32_t> experts) {
+  const uint64_t stride = pack_.stride(layer);
   // A prefetch read in flight owns its slot; if this call's experts leave no room beside them,
   // they are finished first (then they are ordinary residents the policy may evict).
   std::vector<uint32_t> keep = pending_slots_except(layer, experts);
@@ -80,8 +124,8 @@ std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const
       for (const auto& [tag, p] : pending_) all.insert(tag);
       wait_for(std::move(all));
     } catch (...) {
-      abandon_reads();
-      throw;
+      abandon_reads();  // nothing of this call is in flight yet: a read ahead failed
+      if (!is_read_failure(std::current_exception())) throw;
     }
     keep.clear();
   }
@@ -140,16 +184,20 @@ std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const
 }
 
 uint32_t ExpertStore::prefetch(uint32_t layer, std::span<const uint32_t> experts) {
-  if (layer >= pack_.layout().layers.size()) {
-    throw Error(pack_.dir() + ": layer " + std::to_string(layer) + " is not a layer with routed experts");
-  }
+  check_experts(layer, experts);
   collect_landed();
   // Room: the next acquire needs slots for its experts (at least top-k, as many as the last
   // one's) beside the reads in flight, or it finishes them first and its misses evict the
   // unused prefetches.
   const size_t busy = std::max<size_t>(in_use_.size(), top_k_) + pending_.size();
   if (busy >= cache_.slot_count()) return 0;
-  const size_t n = std::min({experts.size(), static_cast<size_t>(top_k_), cache_.slot_count() - busy});
+  const size_t max_reads = std::min<size_t>(top_k_, cache_.slot_count() - busy);
+  // The list up to its max_reads-th expert not resident: resident ones need no read (and stay
+  // protected from this call's placements), so they do not use up the room.
+  size_t n = 0;
+  for (size_t reads = 0; n < experts.size() && reads < max_reads && n < cache_.slot_count(); ++n) {
+    reads += !cache_.slot_of(ExpertKey{layer, experts[n]}).has_value();
+  }
   std::vector<uint32_t> keep = in_use_;  // their views are in use
   for (const auto& [tag, p] : pending_) keep.push_back(p.slot);
   const std::vector<SlotAssignment> placed = cache_.prefetch(layer, experts.first(n), keep);

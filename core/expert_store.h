@@ -6,7 +6,7 @@
 // one layer are read together, each as one O_DIRECT request (split into `read_splits` parts)
 // straight into its 4096-aligned slot, so they proceed in parallel. A slot is handed out only
 // after its read completed (and, with verify_pack_sha256, after the expert's SHA-256 matched the
-// manifest on its first read). Pointers stay valid until the next acquire().
+// manifest on its first read). Pointers stay valid until the next acquire() or end_step().
 //
 // Prefetch (the CPU backend's next-layer prefetch, EngineSettings::prefetch_experts):
 // prefetch(layer, experts) places predicted experts in the cache (ExpertCache::prefetch) and
@@ -16,10 +16,12 @@
 // misses beside the reads in flight and waits only for those and for the prefetch reads of
 // experts it uses; the others stay in flight. If its experts and the reads in flight need more
 // slots than the cache has, it finishes the reads first. A prefetched expert is checked
-// (verify_pack_sha256) by the acquire() that uses it, as a miss is. After any I/O error every
-// read in flight is drained and its expert forgotten before the error leaves, so the next
-// call starts clean. Only when reads happen changes: every block handed out holds the pack's
-// bytes, with or without prefetch.
+// (verify_pack_sha256) by the acquire() that uses it, as a miss is. After any read error every
+// read in flight is drained and its expert forgotten, so the next call starts clean. A read
+// ahead that fails fails no acquire() by itself: the expert is forgotten (the reader counts the
+// error in io_errors) and an acquire() that needs it reads it again, reporting the error if it
+// persists. Only when reads happen changes: every block handed out holds the pack's bytes, and
+// every call succeeds or fails as it would without prefetch.
 //
 // Settings use the seed system's names (ARCHITECTURE.md): cache budget in bytes
 // (`cache_vram_mib` on GPU builds), `read_splits`, `direct_io`, `verify_pack_sha256`.
@@ -68,20 +70,28 @@ class ExpertStore {
   ExpertStore& operator=(const ExpertStore&) = delete;
 
   // Blocks until every expert of `experts` (distinct ids) of pack layer `layer` is resident.
-  // Throws Error / IoError / FormatError (and, with verification, Error naming the expert
-  // whose hash does not match). After a throw none of this call's misses is resident (a
-  // retry reads them again) and no read of it is still in flight.
+  // Throws Error (a layer or id that does not exist, checked before anything else; with
+  // verification, naming the expert whose hash does not match) / IoError / FormatError (a
+  // read of its own failed; with reads ahead in flight it tries once more with none before it
+  // says so). After a throw none of this call's misses is resident (a retry reads them again)
+  // and no read is still in flight.
   std::vector<const uint8_t*> acquire(uint32_t layer, std::span<const uint32_t> experts);
   // Starts reading the experts of `experts` (distinct ids of pack layer `layer`, most likely
-  // first) that are not resident, without waiting: at most top_k of the list are considered,
-  // and at most slot_count - max(top_k, the last acquire's experts) - (reads in flight) are
-  // placed, so the next acquire() of top_k experts fits beside the reads still in flight.
-  // Returns the number of reads started (counted in counters().cache.prefetches). Throws
-  // Error (bad layer or ids) or what submitting a read throws; then nothing of this call or
+  // first) that are not resident, in that order, without waiting: at most
+  // min(top_k, slot_count - max(top_k, the last acquire's experts) - reads in flight), so the
+  // next acquire() of top_k experts fits beside the reads still in flight. The resident ones of
+  // the list up to the last expert read are protected from this call's evictions. Returns the
+  // number of reads started (counted in counters().cache.prefetches). Throws Error (a layer
+  // or id that does not exist) or what submitting a read throws; then nothing of this call or
   // earlier calls is left in flight or resident unread.
   uint32_t prefetch(uint32_t layer, std::span<const uint32_t> experts);
-  // Prefetch reads submitted and not yet landed.
+  // Prefetch reads submitted and not yet collected (landed ones are collected by the next
+  // acquire() or prefetch(), or by an acquire() waiting for anything).
   size_t reads_in_flight() const { return pending_.size(); }
+  // Test hook: DirectReader::set_fault_injector on the store's reader.
+  void set_fault_injector(DirectReader::FaultInjector injector) {
+    reader_.set_fault_injector(std::move(injector));
+  }
   // Ends a step (decode token or prefill batch) for the unique-key hit/miss counting.
   void end_step() {
     cache_.end_step();
@@ -104,9 +114,14 @@ class ExpertStore {
   // Waits until none of `tags` is in flight; prefetch reads that land meanwhile stop being
   // pending. Throws what the reader throws.
   void wait_for(std::unordered_set<uint64_t> tags);
-  // Prefetch reads that have landed stop being pending (no waiting). Throws what the reader
-  // throws, after abandon_reads().
+  // Prefetch reads that have landed stop being pending (no waiting). A failed read ahead is
+  // forgotten with every other read in flight (abandon_reads; the reader counts it in
+  // io_errors); any other reader error is thrown after abandon_reads().
   void collect_landed();
+  // Throws Error naming the pack if `layer` or an id of `experts` does not exist.
+  void check_experts(uint32_t layer, std::span<const uint32_t> experts) const;
+  // acquire() once, with whatever reads ahead are in flight.
+  std::vector<const uint8_t*> acquire_now(uint32_t layer, std::span<const uint32_t> experts);
   // After a failure: lets every read in flight land, forgets the prefetched experts not yet
   // landed. noexcept: used on the way out of a throw.
   void abandon_reads() noexcept;

@@ -87,6 +87,13 @@ struct ModelConfig {
   uint32_t ssm_conv_kernel = 0;             // ssm.conv_kernel (w)
 
   bool is_moe_layer(uint32_t il) const { return n_expert > 0 && il >= n_layer_dense_lead && il < n_layer - n_layer_nextn; }
+  // The first MoE block after blk.il, or n_layer if none (next-layer prefetch's target).
+  uint32_t next_moe_layer(uint32_t il) const {
+    for (uint32_t j = il + 1; j < n_layer; ++j) {
+      if (is_moe_layer(j)) return j;
+    }
+    return n_layer;
+  }
   // Blocks a forward pass runs (block_count without the trailing MTP blocks).
   uint32_t n_layer_run() const { return n_layer - n_layer_nextn; }
   // kimi-linear: block il is a KDA (linear attention) block.

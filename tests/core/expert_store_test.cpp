@@ -2,16 +2,20 @@
 // the bytes of the GGUF tensor slices it came from, counts follow the cache contract, and a
 // corrupted block is caught by verify_pack_sha256 naming the expert; with next-layer prefetch
 // the same, whenever the reads ahead land.
+#include "core/expert_store.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <vector>
 
 #include "core/error.h"
 #include "core/expert_pack.h"
-#include "core/expert_store.h"
 #include "core/gguf_model.h"
 #include "packbuilder/pack_builder.h"
 
@@ -367,10 +371,12 @@ TEST_F(ExpertStoreTest, ACorruptBlockReadAheadIsReportedOnUse) {
   EXPECT_EQ(store.reads_in_flight(), 0u);
 }
 
-// A read ahead that fails (the pack cut short under an open store) is reported by an acquire
-// (the one that meets it first: the reads land in any order), leaves nothing in flight and its
-// expert not resident; read again, it fails again; with the file whole, both blocks arrive.
-TEST_F(ExpertStoreTest, AFailedReadAheadLeavesNothingInFlightOrResident) {
+// A read ahead that fails (the pack cut short under an open store) fails no acquire that does
+// not need it: layer 0's experts and layer 2's expert 3 (whole on disk) arrive, whenever the
+// failure is met; the reader counts it in io_errors. The acquire that needs expert 15 reads it
+// again and reports it; nothing is left in flight or resident unread; with the file whole
+// again, both blocks arrive.
+TEST_F(ExpertStoreTest, AFailedReadAheadFailsOnlyTheAcquireThatNeedsIt) {
   const fs::path copy = *dir_ / "cut-ahead";
   fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
   const ExpertPack pack = ExpertPack::open(copy.string());
@@ -383,21 +389,18 @@ TEST_F(ExpertStoreTest, AFailedReadAheadLeavesNothingInFlightOrResident) {
   store.acquire(1, std::vector<uint32_t>{0});
   fs::resize_file(pack.experts_path(), cut);
   ASSERT_EQ(store.prefetch(layer, std::vector<uint32_t>{3, last}), 2u);
-  int failures = 0;
-  for (const uint32_t e : {3u, last}) {
-    try {
-      store.acquire(layer, std::vector<uint32_t>{e});
-    } catch (const FormatError& err) {
-      ++failures;
-      EXPECT_NE(std::string(err.what()).find("truncated"), std::string::npos) << err.what();
-    }
-    if (failures > 0) {
-      EXPECT_EQ(store.reads_in_flight(), 0u);
-    }
+  const std::vector<uint32_t> other = {1, 2}, three = {3};
+  expect_blocks_are_the_ggufs(pack, 0, other, store.acquire(0, other));
+  expect_blocks_are_the_ggufs(pack, layer, three, store.acquire(layer, three));
+  try {
+    store.acquire(layer, std::vector<uint32_t>{last});
+    ADD_FAILURE() << "a read past the end of " << pack.experts_path() << " was served";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
   }
-  EXPECT_GE(failures, 1);
+  EXPECT_EQ(store.reads_in_flight(), 0u);
   EXPECT_FALSE(store.cache().slot_of(ExpertKey{layer, last}));
-  EXPECT_THROW(store.acquire(layer, std::vector<uint32_t>{last}), FormatError);
+  EXPECT_GE(store.counters().io_errors, 2u);  // the read ahead's, and the acquire's own
   {
     std::ifstream src(*dir_ / "pack" / "experts.bin", std::ios::binary);
     std::ofstream dst(pack.experts_path(), std::ios::binary | std::ios::app);
@@ -407,6 +410,114 @@ TEST_F(ExpertStoreTest, AFailedReadAheadLeavesNothingInFlightOrResident) {
   ASSERT_EQ(fs::file_size(pack.experts_path()), whole);
   const std::vector<uint32_t> both = {3, last};
   expect_blocks_are_the_ggufs(pack, layer, both, store.acquire(layer, both));
+}
+
+// A read ahead still in flight owns its slot (held there by an injected EAGAIN, which the
+// reader resubmits until released): 5 slots, top-k 4; L0/0 acquired, L1/1 read ahead (room
+// 5 - 4 = 1). An acquire of four layer-2 experts fits beside it (4 + 1 kept = 5): three free
+// slots and L0/0's; the read ahead (uses 0, hybrid's first victim) is neither evicted nor read
+// into. Released (after 100 more refusals), the acquire that uses it waits for it: it lands and
+// is the GGUF's.
+TEST_F(ExpertStoreTest, AReadAheadInFlightKeepsItsSlot) {
+  const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 5 * pack.layout().max_stride;
+  ExpertStore store(pack, s, 4);
+  ASSERT_EQ(store.slot_count(), 5u);
+  std::atomic<bool> hold{true};
+  std::atomic<int> after_release{100};  // resubmissions still refused once released
+  const uint64_t held = pack.expert_offset(1, 1);
+  store.set_fault_injector([&](uint64_t offset, uint64_t, int result) {
+    if (offset != held) return result;
+    return hold.load() || after_release.fetch_sub(1) > 0 ? -EAGAIN : result;
+  });
+  store.acquire(0, std::vector<uint32_t>{0});
+  ASSERT_EQ(store.prefetch(1, std::vector<uint32_t>{1}), 1u);
+  const std::vector<uint32_t> four = {0, 1, 2, 3};
+  expect_blocks_are_the_ggufs(pack, 2, four, store.acquire(2, four));
+  EXPECT_EQ(store.reads_in_flight(), 1u);
+  EXPECT_TRUE(store.cache().slot_of(ExpertKey{1, 1}));
+  EXPECT_FALSE(store.cache().slot_of(ExpertKey{0, 0}));
+  hold = false;
+  const std::vector<uint32_t> one = {1};
+  expect_blocks_are_the_ggufs(pack, 1, one, store.acquire(1, one));
+  EXPECT_EQ(store.counters().cache.prefetch_hits, 1u);
+  EXPECT_EQ(store.reads_in_flight(), 0u);
+}
+
+// The views the last acquire handed out keep their slots while reads ahead land: 6 slots,
+// top-k 2, lfu. L0/2-5 acquired three times (3 uses each), then L0/6, L0/7 (1 use each, the
+// views in use) in the 2 free slots; prefetch(1, {0, 1}) (room 6 - 2 = 4) must evict two of
+// L0/2-5, not the fewer-used experts in use. After the reads land, the views still hold their
+// experts' bytes.
+TEST_F(ExpertStoreTest, ViewsInUseKeepTheirSlotsWhileReadsAheadLand) {
+  const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 6 * pack.layout().max_stride;
+  s.policy = "lfu";
+  ExpertStore store(pack, s, 2);
+  for (int i = 0; i < 3; ++i) store.acquire(0, std::vector<uint32_t>{2, 3, 4, 5});
+  const std::vector<uint32_t> used = {6, 7};
+  const std::vector<const uint8_t*> views = store.acquire(0, used);
+  ASSERT_EQ(store.prefetch(1, std::vector<uint32_t>{0, 1}), 2u);
+  EXPECT_TRUE(store.cache().slot_of(ExpertKey{0, 6}));
+  EXPECT_TRUE(store.cache().slot_of(ExpertKey{0, 7}));
+  EXPECT_EQ(store.counters().cache.cache_evictions, 2u);
+  const std::vector<uint32_t> ahead = {0, 1};
+  expect_blocks_are_the_ggufs(pack, 1, ahead, store.acquire(1, ahead));  // waits for both reads
+  expect_blocks_are_the_ggufs(pack, 0, used, views);                     // hits above: nothing moved since
+}
+
+// Predictions already resident need no read and do not use up the room: 6 slots, top-k 4;
+// L1/0, L1/1 resident, L0/2 in use; room 6 - max(1, 4) = 2 reads. prefetch(1, {0, 1, 5, 6})
+// reads 5 and 6 and keeps 0 and 1.
+TEST_F(ExpertStoreTest, ResidentPredictionsDoNotUseUpTheRoom) {
+  const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 6 * pack.layout().max_stride;
+  ExpertStore store(pack, s, 4);
+  store.acquire(1, std::vector<uint32_t>{0, 1});
+  store.acquire(0, std::vector<uint32_t>{2});
+  EXPECT_EQ(store.prefetch(1, std::vector<uint32_t>{0, 1, 5, 6}), 2u);
+  for (const uint32_t e : {0u, 1u, 5u, 6u}) EXPECT_TRUE(store.cache().slot_of(ExpertKey{1, e})) << e;
+  const std::vector<uint32_t> all = {0, 1, 5, 6};
+  expect_blocks_are_the_ggufs(pack, 1, all, store.acquire(1, all));
+  EXPECT_EQ(store.counters().cache.prefetch_hits, 2u);
+}
+
+// An id or layer that does not exist is an error naming it, raised before anything changes:
+// after acquire(1, {5, 7, 999}) the read ahead of L1/5 is still the cache's, L1/7 was not
+// placed; both then arrive checked (SHA-256 on: 0, 5 and 7 verified).
+TEST_F(ExpertStoreTest, IdsThatDoNotExistAreRejectedBeforeAnythingChanges) {
+  const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
+  ExpertStoreSettings s;
+  s.cache_bytes = 8 * pack.layout().max_stride;
+  s.verify_pack_sha256 = true;
+  ExpertStore store(pack, s, 4);
+  store.acquire(0, std::vector<uint32_t>{0});
+  ASSERT_EQ(store.prefetch(1, std::vector<uint32_t>{5}), 1u);
+  const auto fails_naming = [](const std::function<void()>& f, const std::string& what) {
+    try {
+      f();
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  fails_naming(
+      [&] {
+        store.acquire(1, std::vector<uint32_t>{5, 7, 999});
+      },
+      "expert 999 of layer 1 does not exist (the layer has 16 experts)");
+  fails_naming([&] { store.prefetch(2, std::vector<uint32_t>{16}); }, "expert 16 of layer 2 does not exist");
+  fails_naming([&] { store.acquire(3, std::vector<uint32_t>{0}); },
+               "layer 3 is not a layer with routed experts");
+  EXPECT_TRUE(store.cache().slot_of(ExpertKey{1, 5}));
+  EXPECT_FALSE(store.cache().slot_of(ExpertKey{1, 7}));
+  const std::vector<uint32_t> both = {5, 7};
+  expect_blocks_are_the_ggufs(pack, 1, both, store.acquire(1, both));
+  EXPECT_EQ(store.counters().verified_experts, 3u);
+  EXPECT_EQ(store.counters().cache.prefetch_hits, 1u);
 }
 
 }  // namespace
