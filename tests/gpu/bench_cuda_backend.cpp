@@ -982,8 +982,10 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
     }
     // Q3_K's tiled launches at depth 1 and 2 (thirtieth pass; its default since then: 2 on rows of at
     // least 16 units, gemv_tiled.h's tiled_default_depth), alternating 1, 2, 2, 1
-    // ("tiled_depth", each row's "tiled_depth"): the plain expert launches and gate + up with the
-    // epilogue.
+    // ("tiled_depth", each row's "tiled_depth"): the plain expert launches, two square ones (8 x
+    // 2048 x 2048: 8 units a row, 8 x 4096 x 4096: 16; rows and row length grow together there,
+    // which tells a rule keyed on the row length from one keyed on the rows) and gate + up with
+    // the epilogue.
     if (type == GgmlType::Q3_K) {
       struct DepthDefault {
         ~DepthDefault() { gpu::detail::set_gemv_tiled_depth(0); }
@@ -992,8 +994,13 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
         g["tiled_depth"] = depth;
         return g;
       };
-      for (const auto& [r, c, e, pairs] : shapes) {
-        if (e == 1) continue;
+      std::vector<LaunchShape> depth_shapes;
+      for (const LaunchShape& l : shapes) {
+        if (std::get<2>(l) > 1) depth_shapes.push_back(l);
+      }
+      depth_shapes.push_back({2048, 2048, 8, 1});
+      depth_shapes.push_back({4096, 4096, 8, 1});
+      for (const auto& [r, c, e, pairs] : depth_shapes) {
         for (int round = 0; round < 4; ++round) {
           const int depth = alternating_on(round) ? 2 : 1;
           gpu::detail::set_gemv_tiled_depth(depth);
