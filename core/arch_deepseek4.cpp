@@ -536,10 +536,7 @@ class Deepseek4Backend final : public Backend {
         }
         predicted = experts_by_picks(picks, X);
       } else {
-        predicted = predict_next_experts(pool_, N.router, x, n, E, X, K,
-                                         [&](int64_t, const float* sc, int32_t* id, float* w) {
-                                           route_token(cfg_, sc, N.bias.data(), id, w, scratch.data());
-                                         });
+        predicted = predict_next_experts(pool_, cfg_, N.router, N.bias.data(), x, n);
       }
     }
     const auto prefetch = [&] { experts_->prefetch(il_next, predicted); };

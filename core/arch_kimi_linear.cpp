@@ -401,11 +401,7 @@ class KimiLinearBackend final : public Backend {
     const uint32_t il_next = cfg_.next_moe_layer(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
-      const float* bias = N.bias.empty() ? nullptr : N.bias.data();
-      predicted = predict_next_experts(pool_, N.router, x, n, E, X, K,
-                                       [&](int64_t, const float* sc, int32_t* id, float* w) {
-                                         route_token(cfg_, sc, bias, id, w, scratch.data());
-                                       });
+      predicted = predict_next_experts(pool_, cfg_, N.router, N.bias.empty() ? nullptr : N.bias.data(), x, n);
     }
     const auto prefetch = [&] { experts_->prefetch(il_next, predicted); };
     stats_.experts_computed +=

@@ -222,11 +222,8 @@ class CpuBackend final : public Backend {
     const uint32_t il_next = cfg_.next_moe_layer(il);
     if (experts_->prefetching() && il_next < cfg_.n_layer) {
       const Layer& N = layers_[il_next];
-      const float* bias = N.expert_bias.empty() ? nullptr : N.expert_bias.data();
-      predicted = predict_next_experts(pool_, N.router, xn, n, E, NE, K,
-                                       [&](int64_t, const float* sc, int32_t* id, float* w) {
-                                         route_token(cfg_, sc, bias, id, w, scratch.data());
-                                       });
+      predicted = predict_next_experts(pool_, cfg_, N.router,
+                                       N.expert_bias.empty() ? nullptr : N.expert_bias.data(), xn, n);
     }
 
     std::vector<uint32_t> unique;

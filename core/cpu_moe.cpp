@@ -85,14 +85,16 @@ uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t 
   return computed;
 }
 
-std::vector<uint32_t> predict_next_experts(ThreadPool& pool, const WeightView& router, const float* x,
-                                           int64_t n, int64_t E, int64_t X, int64_t k,
-                                           const ChooseExperts& choose) {
-  std::vector<float> scores(static_cast<size_t>(n * X));
+std::vector<uint32_t> predict_next_experts(ThreadPool& pool, const ModelConfig& cfg, const WeightView& router,
+                                           const float* bias, const float* x, int64_t n) {
+  const int64_t E = cfg.n_embd, X = cfg.n_expert, K = cfg.n_expert_used;
+  std::vector<float> scores(static_cast<size_t>(n * X)), scratch(static_cast<size_t>(2 * X));
   matmul(pool, router, x, E, n, scores.data(), X);
-  std::vector<int32_t> ids(static_cast<size_t>(n * k));
-  std::vector<float> w(static_cast<size_t>(k));
-  for (int64_t t = 0; t < n; ++t) choose(t, scores.data() + t * X, ids.data() + t * k, w.data());
+  std::vector<int32_t> ids(static_cast<size_t>(n * K));
+  std::vector<float> w(static_cast<size_t>(K));
+  for (int64_t t = 0; t < n; ++t) {
+    route_token(cfg, scores.data() + t * X, bias, ids.data() + t * K, w.data(), scratch.data());
+  }
   return experts_by_picks(ids, X);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cpu_ops.h"
+#include "core/model_config.h"
 
 namespace moepack {
 
@@ -36,15 +37,11 @@ uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t 
                             int64_t n, int64_t E, int64_t k, const int32_t* ids, const float* w, float limit,
                             float* out, double* io_wait_ms, const std::function<void()>& resident = {});
 
-// One token's routing: its k expert ids and weights from its router scores (route_token, or a
-// hash-routed block's token table). t: the token's index in the batch.
-using ChooseExperts = std::function<void(int64_t t, const float* scores, int32_t* ids, float* weights)>;
-
 // Next-layer prefetch's prediction (docs/cuda-backend.md, "Next-layer prefetch"): the experts
-// the next MoE block would pick if its router (`router`, [X][E]) saw this block's router input x
-// ([n][E]), most picked first (experts_by_picks). X: experts, k: top-k.
-std::vector<uint32_t> predict_next_experts(ThreadPool& pool, const WeightView& router, const float* x,
-                                           int64_t n, int64_t E, int64_t X, int64_t k,
-                                           const ChooseExperts& choose);
+// the next MoE block would pick (route_token with its `bias`, null if none) if its router
+// (`router`, [n_expert][n_embd]) saw this block's router input x ([n][n_embd]), most picked
+// first (experts_by_picks).
+std::vector<uint32_t> predict_next_experts(ThreadPool& pool, const ModelConfig& cfg, const WeightView& router,
+                                           const float* bias, const float* x, int64_t n);
 
 }  // namespace moepack

@@ -59,6 +59,20 @@ class EngineFixture : public ::testing::TestWithParam<Case> {
   std::unique_ptr<Backend> open(const std::string& path, const EngineSettings& s = test_settings()) {
     return make_cpu_backend(ModelSource::open(path), s);
   }
+  // expect_pack_matches_gguf on the case's file (pack built in `dir`, no reserve), the first
+  // f32-dequant result's tokens; with or without next-layer prefetch. Returns the budgets run.
+  std::vector<test::BudgetRun> pack_against_gguf(const test::TempDir& dir, bool prefetch) {
+    const Case c = GetParam();
+    const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+    const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+    EngineSettings pack = test_settings();
+    pack.cache_vram_reserve_mib = 0;
+    pack.prefetch_experts = prefetch;
+    std::vector<test::BudgetRun> runs;
+    test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_cpu_backend, test_settings(), pack,
+                                   &runs);
+    return runs;
+  }
 };
 
 // Prompt logits and the 24-token greedy continuation vs the f32-dequant reference.
@@ -196,15 +210,8 @@ TEST_P(EngineFixture, CloseToNativeReferenceTeacherForced) {
 // The Expert Pack of the file gives the GGUF path's logits bit for bit, at three cache budgets:
 // everything fits, half fits, and only one layer's top-k (constant eviction).
 TEST_P(EngineFixture, PackMatchesGgufAtEveryBudget) {
-  const Case c = GetParam();
-  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
-  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
   test::TempDir dir("moepack-engine");
-  EngineSettings pack = test_settings();
-  pack.cache_vram_reserve_mib = 0;
-  std::vector<test::BudgetRun> runs;
-  test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_cpu_backend, test_settings(), pack,
-                                 &runs);
+  const std::vector<test::BudgetRun> runs = pack_against_gguf(dir, false);
   ASSERT_EQ(runs.size(), 3u);
   const size_t pack_layers = ModelSource::open(dir.file("pack"))->pack()->layout().layers.size();
   for (const test::BudgetRun& r : runs) {
@@ -224,18 +231,10 @@ TEST_P(EngineFixture, PackMatchesGgufAtEveryBudget) {
 // of those used; at top-k slots nothing fits beside the next block's top-k, so nothing is read
 // ahead there.
 TEST_P(EngineFixture, PackWithPrefetchMatchesGgufAtEveryBudget) {
-  const Case c = GetParam();
-  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
-  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
   test::TempDir dir("moepack-engine-prefetch");
-  EngineSettings pack = test_settings();
-  pack.cache_vram_reserve_mib = 0;
-  pack.prefetch_experts = true;
-  std::vector<test::BudgetRun> runs;
-  test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_cpu_backend, test_settings(), pack,
-                                 &runs);
+  const std::vector<test::BudgetRun> runs = pack_against_gguf(dir, true);
   ASSERT_EQ(runs.size(), 3u);
-  test::expect_cpu_prefetch_used(runs, c.name);
+  test::expect_cpu_prefetch_used(runs, GetParam().name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineFixture, ::testing::ValuesIn(kCases),

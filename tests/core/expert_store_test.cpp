@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -47,6 +49,26 @@ class ExpertStoreTest : public ::testing::Test {
     std::vector<uint8_t> out(r.bytes);
     m.shards()[t->shard].read_tensor_data(*t->info, e * r.bytes, out.data(), out.size());
     return out;
+  }
+  // A copy of the pack, dir_/`name`, with byte `at` of each (layer, expert) block of `blocks`
+  // xor-ed with `mask` (the structure stays valid; only the blocks' SHA-256 no longer match).
+  static fs::path corrupted_copy(const std::string& name,
+                                 std::initializer_list<std::pair<uint32_t, uint32_t>> blocks, uint64_t at,
+                                 uint8_t mask) {
+    const fs::path copy = *dir_ / name;
+    fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
+    const ExpertPack clean = ExpertPack::open(copy.string());
+    std::fstream f(clean.experts_path(), std::ios::in | std::ios::out | std::ios::binary);
+    for (const auto& [layer, expert] : blocks) {
+      const auto off = static_cast<std::streamoff>(clean.expert_offset(layer, expert) + at);
+      char b = 0;
+      f.seekg(off);
+      f.read(&b, 1);
+      b = static_cast<char>(b ^ static_cast<char>(mask));
+      f.seekp(off);
+      f.write(&b, 1);
+    }
+    return copy;
   }
   static fs::path* dir_;
 };
@@ -131,19 +153,7 @@ TEST_F(ExpertStoreTest, BudgetBelowTopKFailsWithNumbers) {
 }
 
 TEST_F(ExpertStoreTest, CorruptBlockIsCaughtOnFirstReadWhenVerifying) {
-  const fs::path copy = *dir_ / "corrupt";
-  fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
-  const ExpertPack clean = ExpertPack::open(copy.string());
-  const uint64_t off = clean.expert_offset(1, 9) + 100;  // inside layer 1, expert 9
-  {
-    std::fstream f(clean.experts_path(), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(off));
-    char b = 0;
-    f.read(&b, 1);
-    b = static_cast<char>(b ^ 0x5a);
-    f.seekp(static_cast<std::streamoff>(off));
-    f.write(&b, 1);
-  }
+  const fs::path copy = corrupted_copy("corrupt", {{1, 9}}, 100, 0x5a);  // inside layer 1, expert 9
   const ExpertPack pack = ExpertPack::open(copy.string());  // structure is still fine
   ExpertStoreSettings s;
   s.cache_bytes = 8 * pack.layout().max_stride;
@@ -216,21 +226,7 @@ TEST_F(ExpertStoreTest, AFailedReadLeavesNothingResident) {
 // Verification stops at the first bad block of a call, and the misses after it, read but not
 // yet checked, are not served unchecked by the next call either.
 TEST_F(ExpertStoreTest, EveryMissOfAFailedCheckIsCheckedWhenAskedAgain) {
-  const fs::path copy = *dir_ / "two-corrupt";
-  fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
-  {
-    const ExpertPack clean = ExpertPack::open(copy.string());
-    std::fstream f(clean.experts_path(), std::ios::in | std::ios::out | std::ios::binary);
-    for (const uint32_t e : {3u, 7u}) {
-      const auto off = static_cast<std::streamoff>(clean.expert_offset(0, e) + 64);
-      char b = 0;
-      f.seekg(off);
-      f.read(&b, 1);
-      b = static_cast<char>(b ^ 0x21);
-      f.seekp(off);
-      f.write(&b, 1);
-    }
-  }
+  const fs::path copy = corrupted_copy("two-corrupt", {{0, 3}, {0, 7}}, 64, 0x21);
   const ExpertPack pack = ExpertPack::open(copy.string());
   ExpertStoreSettings s;
   s.cache_bytes = 8 * pack.layout().max_stride;
@@ -336,19 +332,7 @@ TEST_F(ExpertStoreTest, PrefetchLeavesRoomForTheNextAcquire) {
 // A corrupted block read ahead is reported by the acquire that uses it (SHA-256 on), and again
 // by the next one (read again, never served from the cache); good blocks still arrive.
 TEST_F(ExpertStoreTest, ACorruptBlockReadAheadIsReportedOnUse) {
-  const fs::path copy = *dir_ / "corrupt-ahead";
-  fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
-  {
-    const ExpertPack clean = ExpertPack::open(copy.string());
-    std::fstream f(clean.experts_path(), std::ios::in | std::ios::out | std::ios::binary);
-    const auto off = static_cast<std::streamoff>(clean.expert_offset(1, 9) + 200);
-    char b = 0;
-    f.seekg(off);
-    f.read(&b, 1);
-    b = static_cast<char>(b ^ 0x44);
-    f.seekp(off);
-    f.write(&b, 1);
-  }
+  const fs::path copy = corrupted_copy("corrupt-ahead", {{1, 9}}, 200, 0x44);
   const ExpertPack pack = ExpertPack::open(copy.string());
   ExpertStoreSettings s;
   s.cache_bytes = 8 * pack.layout().max_stride;
