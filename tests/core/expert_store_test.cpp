@@ -55,8 +55,7 @@ class ExpertStoreTest : public ::testing::Test {
   static fs::path corrupted_copy(const std::string& name,
                                  std::initializer_list<std::pair<uint32_t, uint32_t>> blocks, uint64_t at,
                                  uint8_t mask) {
-    const fs::path copy = *dir_ / name;
-    fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
+    const fs::path copy = pack_copy(name);
     const ExpertPack clean = ExpertPack::open(copy.string());
     std::fstream f(clean.experts_path(), std::ios::in | std::ios::out | std::ios::binary);
     for (const auto& [layer, expert] : blocks) {
@@ -69,6 +68,20 @@ class ExpertStoreTest : public ::testing::Test {
       f.write(&b, 1);
     }
     return copy;
+  }
+  // A copy of the pack, dir_/`name` (to cut short and restore under an open store).
+  static fs::path pack_copy(const std::string& name) {
+    const fs::path copy = *dir_ / name;
+    fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
+    return copy;
+  }
+  // Puts the bytes of `pack`'s experts.bin from `cut` on back (from the original pack).
+  static void restore_from(const ExpertPack& pack, uint64_t cut) {
+    fs::resize_file(pack.experts_path(), cut);
+    std::ifstream src(*dir_ / "pack" / "experts.bin", std::ios::binary);
+    std::ofstream dst(pack.experts_path(), std::ios::binary | std::ios::app);
+    src.seekg(static_cast<std::streamoff>(cut));
+    dst << src.rdbuf();
   }
   static fs::path* dir_;
 };
@@ -183,9 +196,7 @@ TEST_F(ExpertStoreTest, CorruptBlockIsCaughtOnFirstReadWhenVerifying) {
 // that was not read: the next acquire reads again and fails again, rather than hand out the
 // slot's zeros as a hit; once the file is whole again, the block is the GGUF's.
 TEST_F(ExpertStoreTest, AFailedReadLeavesNothingResident) {
-  const fs::path copy = *dir_ / "cut";
-  fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
-  const ExpertPack pack = ExpertPack::open(copy.string());
+  const ExpertPack pack = ExpertPack::open(pack_copy("cut").string());
   ExpertStoreSettings s;
   s.cache_bytes = 8 * pack.layout().max_stride;
   ExpertStore store(pack, s, 4);
@@ -204,13 +215,7 @@ TEST_F(ExpertStoreTest, AFailedReadLeavesNothingResident) {
   }
   EXPECT_EQ(store.counters().cache.cache_hits, 0u);
   // The original bytes back: both blocks read now and equal the GGUF's slices.
-  fs::resize_file(pack.experts_path(), cut);
-  {
-    std::ifstream src(*dir_ / "pack" / "experts.bin", std::ios::binary);
-    std::ofstream dst(pack.experts_path(), std::ios::binary | std::ios::app);
-    src.seekg(static_cast<std::streamoff>(cut));
-    dst << src.rdbuf();
-  }
+  restore_from(pack, cut);
   ASSERT_EQ(fs::file_size(pack.experts_path()), whole);
   const std::vector<const uint8_t*> blocks = store.acquire(layer, experts);
   const GgufModel model = GgufModel::open(kModel);
@@ -361,9 +366,7 @@ TEST_F(ExpertStoreTest, ACorruptBlockReadAheadIsReportedOnUse) {
 // again and reports it; nothing is left in flight or resident unread; with the file whole
 // again, both blocks arrive.
 TEST_F(ExpertStoreTest, AFailedReadAheadFailsOnlyTheAcquireThatNeedsIt) {
-  const fs::path copy = *dir_ / "cut-ahead";
-  fs::copy(*dir_ / "pack", copy, fs::copy_options::recursive);
-  const ExpertPack pack = ExpertPack::open(copy.string());
+  const ExpertPack pack = ExpertPack::open(pack_copy("cut-ahead").string());
   ExpertStoreSettings s;
   s.cache_bytes = 8 * pack.layout().max_stride;
   ExpertStore store(pack, s, 4);
@@ -385,12 +388,7 @@ TEST_F(ExpertStoreTest, AFailedReadAheadFailsOnlyTheAcquireThatNeedsIt) {
   EXPECT_EQ(store.reads_in_flight(), 0u);
   EXPECT_FALSE(store.cache().slot_of(ExpertKey{layer, last}));
   EXPECT_GE(store.counters().io_errors, 2u);  // the read ahead's, and the acquire's own
-  {
-    std::ifstream src(*dir_ / "pack" / "experts.bin", std::ios::binary);
-    std::ofstream dst(pack.experts_path(), std::ios::binary | std::ios::app);
-    src.seekg(static_cast<std::streamoff>(cut));
-    dst << src.rdbuf();
-  }
+  restore_from(pack, cut);
   ASSERT_EQ(fs::file_size(pack.experts_path()), whole);
   const std::vector<uint32_t> both = {3, last};
   expect_blocks_are_the_ggufs(pack, layer, both, store.acquire(layer, both));
