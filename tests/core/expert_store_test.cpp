@@ -69,6 +69,12 @@ class ExpertStoreTest : public ::testing::Test {
     }
     return copy;
   }
+  // Store settings for a cache of exactly `slots` slots of `pack`'s largest stride.
+  static ExpertStoreSettings with_slots(const ExpertPack& pack, uint64_t slots) {
+    ExpertStoreSettings s;
+    s.cache_bytes = slots * pack.layout().max_stride;
+    return s;
+  }
   // A copy of the pack, dir_/`name` (to cut short and restore under an open store).
   static fs::path pack_copy(const std::string& name) {
     const fs::path copy = *dir_ / name;
@@ -111,8 +117,7 @@ TEST_F(ExpertStoreTest, SlotsAreCappedAtThePacksExperts) {
 TEST_F(ExpertStoreTest, BlocksEqualGgufSlicesAndCountsFollowTheContract) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
   const GgufModel model = GgufModel::open(kModel);
-  ExpertStoreSettings s;
-  s.cache_bytes = 6 * pack.layout().max_stride;  // exactly 6 slots
+  ExpertStoreSettings s = with_slots(pack, 6);  // exactly 6 slots
   ExpertStore store(pack, s, 4);
   ASSERT_EQ(store.slot_count(), 6u);
   ASSERT_EQ(pack.layout().layers.size(), 3u);  // deepseek2-tiny: blocks 1-3 are MoE
@@ -155,8 +160,7 @@ TEST_F(ExpertStoreTest, BlocksEqualGgufSlicesAndCountsFollowTheContract) {
 
 TEST_F(ExpertStoreTest, BudgetBelowTopKFailsWithNumbers) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 3 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 3);
   try {
     ExpertStore store(pack, s, 4);
     FAIL();
@@ -168,8 +172,7 @@ TEST_F(ExpertStoreTest, BudgetBelowTopKFailsWithNumbers) {
 TEST_F(ExpertStoreTest, CorruptBlockIsCaughtOnFirstReadWhenVerifying) {
   const fs::path copy = corrupted_copy("corrupt", {{1, 9}}, 100, 0x5a);  // inside layer 1, expert 9
   const ExpertPack pack = ExpertPack::open(copy.string());  // structure is still fine
-  ExpertStoreSettings s;
-  s.cache_bytes = 8 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 8);
   s.verify_pack_sha256 = true;
   ExpertStore store(pack, s, 4);
   const std::vector<uint32_t> good = {1, 2};
@@ -197,8 +200,7 @@ TEST_F(ExpertStoreTest, CorruptBlockIsCaughtOnFirstReadWhenVerifying) {
 // slot's zeros as a hit; once the file is whole again, the block is the GGUF's.
 TEST_F(ExpertStoreTest, AFailedReadLeavesNothingResident) {
   const ExpertPack pack = ExpertPack::open(pack_copy("cut").string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 8 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 8);
   ExpertStore store(pack, s, 4);
   const uint32_t layer = 2, last = 15;
   const uint64_t whole = fs::file_size(pack.experts_path());
@@ -233,8 +235,7 @@ TEST_F(ExpertStoreTest, AFailedReadLeavesNothingResident) {
 TEST_F(ExpertStoreTest, EveryMissOfAFailedCheckIsCheckedWhenAskedAgain) {
   const fs::path copy = corrupted_copy("two-corrupt", {{0, 3}, {0, 7}}, 64, 0x21);
   const ExpertPack pack = ExpertPack::open(copy.string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 8 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 8);
   s.verify_pack_sha256 = true;
   ExpertStore store(pack, s, 4);
   const auto fails_naming = [&](std::vector<uint32_t> experts, const std::string& name) {
@@ -277,8 +278,7 @@ void expect_blocks_are_the_ggufs(const ExpertPack& pack, uint32_t layer, const s
 // GGUF's, whenever its read landed.
 TEST_F(ExpertStoreTest, PrefetchedExpertsArriveIntactAndCountAsPrefetchHits) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 8 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 8);
   s.verify_pack_sha256 = true;
   ExpertStore store(pack, s, 4);
   ASSERT_EQ(store.slot_count(), 8u);
@@ -307,8 +307,7 @@ TEST_F(ExpertStoreTest, PrefetchedExpertsArriveIntactAndCountAsPrefetchHits) {
 // in flight are finished first, then it evicts the 4 of layer 0 and the 2 read ahead.
 TEST_F(ExpertStoreTest, PrefetchLeavesRoomForTheNextAcquire) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 6 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 6);
   ExpertStore store(pack, s, 4);
   ASSERT_EQ(store.slot_count(), 6u);
   store.acquire(0, std::vector<uint32_t>{0, 1, 2, 3});
@@ -339,8 +338,7 @@ TEST_F(ExpertStoreTest, PrefetchLeavesRoomForTheNextAcquire) {
 TEST_F(ExpertStoreTest, ACorruptBlockReadAheadIsReportedOnUse) {
   const fs::path copy = corrupted_copy("corrupt-ahead", {{1, 9}}, 200, 0x44);
   const ExpertPack pack = ExpertPack::open(copy.string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 8 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 8);
   s.verify_pack_sha256 = true;
   ExpertStore store(pack, s, 4);
   store.acquire(0, std::vector<uint32_t>{0});
@@ -367,8 +365,7 @@ TEST_F(ExpertStoreTest, ACorruptBlockReadAheadIsReportedOnUse) {
 // again, both blocks arrive.
 TEST_F(ExpertStoreTest, AFailedReadAheadFailsOnlyTheAcquireThatNeedsIt) {
   const ExpertPack pack = ExpertPack::open(pack_copy("cut-ahead").string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 8 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 8);
   ExpertStore store(pack, s, 4);
   const uint32_t layer = 2, last = 15;
   const uint64_t whole = fs::file_size(pack.experts_path());
@@ -402,8 +399,7 @@ TEST_F(ExpertStoreTest, AFailedReadAheadFailsOnlyTheAcquireThatNeedsIt) {
 // is the GGUF's.
 TEST_F(ExpertStoreTest, AReadAheadInFlightKeepsItsSlot) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 5 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 5);
   ExpertStore store(pack, s, 4);
   ASSERT_EQ(store.slot_count(), 5u);
   std::atomic<bool> hold{true};
@@ -434,8 +430,7 @@ TEST_F(ExpertStoreTest, AReadAheadInFlightKeepsItsSlot) {
 // experts' bytes.
 TEST_F(ExpertStoreTest, ViewsInUseKeepTheirSlotsWhileReadsAheadLand) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 6 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 6);
   s.policy = "lfu";
   ExpertStore store(pack, s, 2);
   for (int i = 0; i < 3; ++i) store.acquire(0, std::vector<uint32_t>{2, 3, 4, 5});
@@ -455,8 +450,7 @@ TEST_F(ExpertStoreTest, ViewsInUseKeepTheirSlotsWhileReadsAheadLand) {
 // reads 5 and 6 and keeps 0 and 1.
 TEST_F(ExpertStoreTest, ResidentPredictionsDoNotUseUpTheRoom) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 6 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 6);
   ExpertStore store(pack, s, 4);
   store.acquire(1, std::vector<uint32_t>{0, 1});
   store.acquire(0, std::vector<uint32_t>{2});
@@ -472,8 +466,7 @@ TEST_F(ExpertStoreTest, ResidentPredictionsDoNotUseUpTheRoom) {
 // placed; both then arrive checked (SHA-256 on: 0, 5 and 7 verified).
 TEST_F(ExpertStoreTest, IdsThatDoNotExistAreRejectedBeforeAnythingChanges) {
   const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
-  ExpertStoreSettings s;
-  s.cache_bytes = 8 * pack.layout().max_stride;
+  ExpertStoreSettings s = with_slots(pack, 8);
   s.verify_pack_sha256 = true;
   ExpertStore store(pack, s, 4);
   store.acquire(0, std::vector<uint32_t>{0});
