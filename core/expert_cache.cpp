@@ -233,6 +233,15 @@ std::vector<SlotAssignment> ExpertCache::prefetch(uint32_t layer, std::span<cons
   return out;
 }
 
+size_t ExpertCache::prefetch_prefix(uint32_t layer, std::span<const uint32_t> experts,
+                                    size_t max_reads) const {
+  size_t n = 0;
+  for (size_t reads = 0; n < experts.size() && reads < max_reads && n < slots_.size(); ++n) {
+    reads += !where_.count(ExpertKey{layer, experts[n]}.packed());
+  }
+  return n;
+}
+
 void ExpertCache::end_step() { seen_this_step_.clear(); }
 
 void ExpertCache::invalidate(ExpertKey key) {

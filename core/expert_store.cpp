@@ -192,12 +192,7 @@ uint32_t ExpertStore::prefetch(uint32_t layer, std::span<const uint32_t> experts
   const size_t busy = std::max<size_t>(in_use_.size(), top_k_) + pending_.size();
   if (busy >= cache_.slot_count()) return 0;
   const size_t max_reads = std::min<size_t>(top_k_, cache_.slot_count() - busy);
-  // The list up to its max_reads-th expert not resident: resident ones need no read (and stay
-  // protected from this call's placements), so they do not use up the room.
-  size_t n = 0;
-  for (size_t reads = 0; n < experts.size() && reads < max_reads && n < cache_.slot_count(); ++n) {
-    reads += !cache_.slot_of(ExpertKey{layer, experts[n]}).has_value();
-  }
+  const size_t n = cache_.prefetch_prefix(layer, experts, max_reads);
   std::vector<uint32_t> keep = in_use_;  // their views are in use
   for (const auto& [tag, p] : pending_) keep.push_back(p.slot);
   const std::vector<SlotAssignment> placed = cache_.prefetch(layer, experts.first(n), keep);

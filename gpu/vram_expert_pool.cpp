@@ -100,7 +100,7 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   // prefetches.
   const size_t busy = std::max<size_t>(protect.size(), top_k_) + pending_.size();
   if (busy >= cache_.slot_count()) return 0;
-  const size_t n = std::min({experts.size(), static_cast<size_t>(P), cache_.slot_count() - busy});
+  const size_t n = cache_.prefetch_prefix(layer, experts, std::min<size_t>(P, cache_.slot_count() - busy));
   std::vector<uint32_t> keep = pending_slots();  // a read in flight owns its slot
   for (const ExpertKey& k : protect) {
     if (const auto slot = cache_.slot_of(k)) keep.push_back(*slot);

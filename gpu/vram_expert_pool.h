@@ -87,13 +87,14 @@ class VramExpertPool {
                                       double* io_wait_ms);
   // Call after enqueuing on `compute` the kernels that read the slots acquire() returned.
   void release(cudaStream_t compute);
-  // Starts reading the first n of `experts` (distinct ids of pack layer `layer`, most wanted
-  // first) that are not resident, n = min(prefetch_slots, slot_count - max(|protect|, top_k) -
-  // reads in flight), as far as slots outside `protect` (distinct keys) allow; returns the number of
-  // reads started without waiting for them (0 when prefetch is off or there is no room). Call
-  // when the kernels queued so far are release()d. Adds the waits for the previous round's
-  // reads and buffers to *io_wait_ms. Throws Error (bad layer / ids), IoError from the submission,
-  // and what finishing reads still in flight from an earlier prefetch() throws.
+  // Starts reading, in order, the experts of `experts` (distinct ids of pack layer `layer`, most
+  // wanted first) that are not resident, at most n = min(prefetch_slots, slot_count -
+  // max(|protect|, top_k) - reads in flight) of them (resident ones do not count against n:
+  // ExpertCache::prefetch_prefix), as far as slots outside `protect` (distinct keys) allow; returns the
+  // number of reads started without waiting for them (0 when prefetch is off or there is no room). Call when
+  // the kernels queued so far are release()d. Adds the waits for the previous round's reads and buffers to
+  // *io_wait_ms. Throws Error (bad layer / ids), IoError from the submission, and what finishing reads still
+  // in flight from an earlier prefetch() throws.
   uint32_t prefetch(uint32_t layer, std::span<const uint32_t> experts, std::span<const ExpertKey> protect = {},
                     double* io_wait_ms = nullptr);
   // Waits for every prefetch read in flight and delivers it (what the next acquire() or
