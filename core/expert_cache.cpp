@@ -235,9 +235,11 @@ std::vector<SlotAssignment> ExpertCache::prefetch(uint32_t layer, std::span<cons
 
 size_t ExpertCache::prefetch_prefix(uint32_t layer, std::span<const uint32_t> experts,
                                     size_t max_reads) const {
-  size_t n = 0;
-  for (size_t reads = 0; n < experts.size() && reads < max_reads && n < slots_.size(); ++n) {
-    reads += !where_.count(ExpertKey{layer, experts[n]}.packed());
+  size_t n = 0, reads = 0;
+  for (; n < experts.size() && n < slots_.size(); ++n) {
+    if (where_.count(ExpertKey{layer, experts[n]}.packed())) continue;  // resident: no read
+    if (reads == max_reads) break;
+    ++reads;
   }
   return n;
 }

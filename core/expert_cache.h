@@ -122,9 +122,10 @@ class ExpertCache {
   std::vector<SlotAssignment> prefetch(uint32_t layer, std::span<const uint32_t> experts,
                                        std::span<const uint32_t> keep = {});
   // How many of `experts` (a prediction of one layer, most likely first) a prefetch() that may
-  // start at most `max_reads` reads is given: the list up to its max_reads-th expert that is not
-  // resident (resident ones need no read, so they do not use up the room; they are protected
-  // from that call's evictions), at most slot_count() entries.
+  // start at most `max_reads` reads is given: the list up to, not including, its
+  // (max_reads + 1)-th expert that is not resident, at most slot_count() entries. Resident ones
+  // need no read, so they do not use up the room, and inside the prefix they are protected
+  // from that call's evictions.
   size_t prefetch_prefix(uint32_t layer, std::span<const uint32_t> experts, size_t max_reads) const;
   void end_step();
   // Forgets `key` (e.g. its data failed verification): its slot becomes free. No-op if absent.

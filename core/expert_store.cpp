@@ -124,25 +124,12 @@ std::vector<const uint8_t*> ExpertStore::acquire_now(uint32_t layer, std::span<c
       for (const auto& [tag, p] : pending_) all.insert(tag);
       wait_for(std::move(all));
     } catch (...) {
-      abandon_reads();  // nothing of this call is in flight yet: a read ahead failed
-      if (!is_read_failure(std::current_exception())) throw;
+      abandon_reads();  // acquire() tries once more if a read ahead failed
+      throw;
     }
     keep.clear();
   }
   const auto assignments = cache_.acquire(layer, experts, keep);
-  std::vector<ReadRequest> reads;
-  std::unordered_set<uint64_t> wait;
-  for (const SlotAssignment& a : assignments) {
-    if (a.hit) {
-      // Read ahead and perhaps still in flight: wait for that read, not a new one.
-      if (a.prefetched && pending_.count(kPrefetchTag | a.slot)) wait.insert(kPrefetchTag | a.slot);
-      continue;
-    }
-    const uint64_t tag = (static_cast<uint64_t>(a.expert) << 32) | a.slot;
-    reads.push_back(
-        {pack_.expert_offset(layer, a.expert), stride, slots_.data() + a.slot * slot_bytes_, tag});
-    wait.insert(tag);
-  }
   // Until its bytes are in and checked, a miss (or an expert read ahead) must not stay in the
   // cache: the next acquire would take it for a hit and hand out whatever its slot holds.
   const auto unchecked = [](const SlotAssignment& a) { return !a.hit || a.prefetched; };
@@ -154,7 +141,18 @@ std::vector<const uint8_t*> ExpertStore::acquire_now(uint32_t layer, std::span<c
     }
   };
   try {
-    for (const ReadRequest& r : reads) reader_.submit(r);
+    std::unordered_set<uint64_t> wait;
+    for (const SlotAssignment& a : assignments) {
+      if (a.hit) {
+        // Read ahead and perhaps still in flight: wait for that read, not a new one.
+        if (a.prefetched && pending_.count(kPrefetchTag | a.slot)) wait.insert(kPrefetchTag | a.slot);
+        continue;
+      }
+      const uint64_t tag = (static_cast<uint64_t>(a.expert) << 32) | a.slot;
+      reader_.submit(
+          {pack_.expert_offset(layer, a.expert), stride, slots_.data() + a.slot * slot_bytes_, tag});
+      wait.insert(tag);
+    }
     wait_for(std::move(wait));
   } catch (...) {
     forget_unchecked();
@@ -163,21 +161,23 @@ std::vector<const uint8_t*> ExpertStore::acquire_now(uint32_t layer, std::span<c
   }
   std::vector<const uint8_t*> out;
   out.reserve(assignments.size());
-  for (const SlotAssignment& a : assignments) {
-    const uint8_t* p = slots_.data() + a.slot * slot_bytes_;
-    if (settings_.verify_pack_sha256 && unchecked(a)) {
+  try {
+    for (const SlotAssignment& a : assignments) {
+      const uint8_t* p = slots_.data() + a.slot * slot_bytes_;
       const uint64_t key = ExpertKey{layer, a.expert}.packed();
-      if (verified_.insert(key).second) {
+      if (settings_.verify_pack_sha256 && unchecked(a) && !verified_.count(key)) {
         const std::string got = to_hex(Sha256::of(p, stride));
-        const std::string& want = pack_.manifest().expert_sha256.at(layer).at(a.expert);
-        if (got != want) {
-          forget_unchecked();  // this one is never served, nor the others after it, unchecked
+        if (got != pack_.manifest().expert_sha256.at(layer).at(a.expert)) {
           throw Error(pack_.bad_block_message(layer, a.expert, got));
         }
+        verified_.insert(key);
         ++verified_count_;
       }
+      out.push_back(p);
     }
-    out.push_back(p);
+  } catch (...) {
+    forget_unchecked();  // the failed one is never served, nor the others of this call, unchecked
+    throw;
   }
   for (const SlotAssignment& a : assignments) in_use_.push_back(a.slot);
   return out;

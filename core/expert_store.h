@@ -20,8 +20,12 @@
 // read in flight is drained and its expert forgotten, so the next call starts clean. A read
 // ahead that fails fails no acquire() by itself: the expert is forgotten (the reader counts the
 // error in io_errors) and an acquire() that needs it reads it again, reporting the error if it
-// persists. Only when reads happen changes: every block handed out holds the pack's bytes, and
-// every call succeeds or fails as it would without prefetch.
+// persists. (An acquire() that meets a read failure while reads ahead are in flight cannot tell
+// whose it was, so it tries once more with none in flight: a transient failure of its own read
+// may then pass, where without prefetch it would have been reported; a persistent one is
+// reported either way. Its counts stay as counted, a prefetch hit of an expert forgotten with
+// the failure included.) Only when reads happen changes: every block handed out holds the
+// pack's bytes.
 //
 // Settings use the seed system's names (ARCHITECTURE.md): cache budget in bytes
 // (`cache_vram_mib` on GPU builds), `read_splits`, `direct_io`, `verify_pack_sha256`.
@@ -73,8 +77,8 @@ class ExpertStore {
   // Throws Error (a layer or id that does not exist, checked before anything else; with
   // verification, naming the expert whose hash does not match) / IoError / FormatError (a
   // read of its own failed; with reads ahead in flight it tries once more with none before it
-  // says so). After a throw none of this call's misses is resident (a retry reads them again)
-  // and no read is still in flight.
+  // says so). After a throw none of this call's misses or experts read ahead is resident
+  // unchecked (a retry reads them again); after a read failure no read is still in flight.
   std::vector<const uint8_t*> acquire(uint32_t layer, std::span<const uint32_t> experts);
   // Starts reading the experts of `experts` (distinct ids of pack layer `layer`, most likely
   // first) that are not resident, in that order, without waiting: at most

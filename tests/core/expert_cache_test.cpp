@@ -191,15 +191,18 @@ TEST(ExpertCachePrefetch, PlacesOnlyWhatIsNotResidentAndCountsNoHitOrMiss) {
 }
 
 // The prefix a prefetch of at most max_reads reads is given, by hand: 6 slots, L1 {2, 4}
-// resident. {2, 3, 4, 5, 6} with 2 reads: 2 (resident), 3 (read 1), 4 (resident), 5 (read 2)
-// -> 4 entries; 0 reads -> 0; more reads than the list needs -> all of it; the same ids in
-// another layer are not resident -> 2. Never more than the slots: 8 absent ids, 10 reads -> 6.
+// resident. {2, 3, 4, 5, 6} with 2 reads: 2 (resident), 3 (read 1), 4 (resident), 5 (read 2),
+// 6 would be a third -> 4 entries; 0 reads -> 1 (the resident 2 first); more reads than the
+// list needs -> all of it; the same ids in another layer are not resident -> 2. A resident
+// entry after the last read is kept: {3, 5, 2} -> 3. Never more than the slots: 8 absent ids,
+// 10 reads -> 6.
 TEST(ExpertCachePrefetch, PrefixCountsOnlyTheExpertsThatNeedARead) {
   ExpertCache c(6, make_hybrid_policy());
   acq(c, 1, {2, 4});
   const std::vector<uint32_t> list = {2, 3, 4, 5, 6};
   EXPECT_EQ(c.prefetch_prefix(1, list, 2), 4u);
-  EXPECT_EQ(c.prefetch_prefix(1, list, 0), 0u);
+  EXPECT_EQ(c.prefetch_prefix(1, list, 0), 1u);
+  EXPECT_EQ(c.prefetch_prefix(1, std::vector<uint32_t>{3, 5, 2}, 2), 3u);
   EXPECT_EQ(c.prefetch_prefix(1, list, 9), 5u);
   EXPECT_EQ(c.prefetch_prefix(0, list, 2), 2u);
   const std::vector<uint32_t> eight = {10, 11, 12, 13, 14, 15, 16, 17};
