@@ -84,7 +84,8 @@ class ExpertStore {
   // first) that are not resident, in that order, without waiting: at most
   // min(top_k, slot_count - max(top_k, the last acquire's experts) - reads in flight), so the
   // next acquire() of top_k experts fits beside the reads still in flight. The resident ones of
-  // the list up to the last expert read are protected from this call's evictions. Returns the
+  // the list before the first expert it has no room to read are protected from this call's
+  // evictions (ExpertCache::prefetch_prefix). Returns the
   // number of reads started (counted in counters().cache.prefetches). Throws Error (a layer
   // or id that does not exist) or what submitting a read throws; then nothing of this call or
   // earlier calls is left in flight or resident unread.
