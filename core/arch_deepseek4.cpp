@@ -522,27 +522,20 @@ class Deepseek4Backend final : public Backend {
       }
     }
     stats_.expert_selections += static_cast<uint64_t>(n * K);
-    // Next-layer prefetch (core/cpu_backend.cpp): the next MoE block's router on this input;
-    // a hash-routed next block's picks come from its token table, so they are exact.
-    std::vector<uint32_t> predicted;
-    const uint32_t il_next = cfg_.next_moe_layer(il);
-    if (experts_->prefetching() && il_next < cfg_.n_layer) {
-      const Layer& N = layers_[il_next];
-      if (!N.tid2eid.empty()) {  // its picks are its token table's rows: no scores needed
-        std::vector<int32_t> picks(static_cast<size_t>(n * K));
-        for (int64_t t = 0; t < n; ++t) {
-          const int32_t* row = N.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K);
-          std::copy(row, row + K, picks.begin() + t * K);
-        }
-        predicted = experts_by_picks(picks, X);
-      } else {
-        predicted = predict_next_experts(pool_, cfg_, N.router, N.bias.data(), x, n);
+    // Next-layer prefetch: the next MoE block's router on this input; a hash-routed next block's
+    // picks are its token table's rows (exact, no scores needed).
+    const auto prefetch = prefetch_next_block(*experts_, cfg_, il, [&](uint32_t next) {
+      const Layer& N = layers_[next];
+      if (N.tid2eid.empty()) return predict_next_experts(pool_, cfg_, N.router, N.bias.data(), x, n);
+      std::vector<int32_t> picks(static_cast<size_t>(n * K));
+      for (int64_t t = 0; t < n; ++t) {
+        const int32_t* row = N.tid2eid.data() + static_cast<size_t>(tokens[t]) * static_cast<size_t>(K);
+        std::copy(row, row + K, picks.begin() + t * K);
       }
-    }
-    const auto prefetch = [&] { experts_->prefetch(il_next, predicted); };
+      return experts_by_picks(picks, X);
+    });
     stats_.experts_computed += run_routed_experts(pool_, *experts_, il, x, n, E, K, ids.data(), wts.data(),
-                                                  cfg_.swiglu_clamp_exp.at(il), out, io_wait,
-                                                  predicted.empty() ? std::function<void()>() : prefetch);
+                                                  cfg_.swiglu_clamp_exp.at(il), out, io_wait, prefetch);
   }
 
   std::shared_ptr<const ModelSource> model_;

@@ -396,17 +396,13 @@ class KimiLinearBackend final : public Backend {
       }
     }
     stats_.expert_selections += static_cast<uint64_t>(n * K);
-    // Next-layer prefetch (core/cpu_backend.cpp): the next MoE block's router on this input.
-    std::vector<uint32_t> predicted;
-    const uint32_t il_next = cfg_.next_moe_layer(il);
-    if (experts_->prefetching() && il_next < cfg_.n_layer) {
-      const Layer& N = layers_[il_next];
-      predicted = predict_next_experts(pool_, cfg_, N.router, N.bias.empty() ? nullptr : N.bias.data(), x, n);
-    }
-    const auto prefetch = [&] { experts_->prefetch(il_next, predicted); };
-    stats_.experts_computed +=
-        run_routed_experts(pool_, *experts_, il, x, n, E, K, ids.data(), wts.data(), 0.0f, out, io_wait,
-                           predicted.empty() ? std::function<void()>() : prefetch);
+    // Next-layer prefetch: the next MoE block's router on this input.
+    const auto prefetch = prefetch_next_block(*experts_, cfg_, il, [&](uint32_t next) {
+      const Layer& N = layers_[next];
+      return predict_next_experts(pool_, cfg_, N.router, N.bias.empty() ? nullptr : N.bias.data(), x, n);
+    });
+    stats_.experts_computed += run_routed_experts(pool_, *experts_, il, x, n, E, K, ids.data(), wts.data(),
+                                                  0.0f, out, io_wait, prefetch);
   }
 
   std::shared_ptr<const ModelSource> model_;

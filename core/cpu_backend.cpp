@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -203,12 +202,9 @@ class CpuBackend final : public Backend {
     std::vector<int32_t> ids(static_cast<size_t>(n * K));
     std::vector<float> wts(static_cast<size_t>(n * K));
     std::vector<float> scratch(static_cast<size_t>(2 * NE));
-    // expert -> (token, weight) pairs
-    std::map<uint32_t, std::vector<std::pair<int64_t, float>>> by_expert;
     for (int64_t t = 0; t < n; ++t) {
-      route_token(cfg_, rl.data() + t * NE, L.expert_bias.empty() ? nullptr : L.expert_bias.data(), ids.data() + t * K,
-                  wts.data() + t * K, scratch.data());
-      for (int64_t j = 0; j < K; ++j) by_expert[static_cast<uint32_t>(ids[t * K + j])].push_back({t, wts[t * K + j]});
+      route_token(cfg_, rl.data() + t * NE, L.expert_bias.empty() ? nullptr : L.expert_bias.data(),
+                  ids.data() + t * K, wts.data() + t * K, scratch.data());
       if (observer_) {
         observer_(il, static_cast<uint32_t>(pos0 + t), std::span<const int32_t>(ids.data() + t * K, K),
                   std::span<const float>(wts.data() + t * K, K));
@@ -218,58 +214,15 @@ class CpuBackend final : public Backend {
     // Next-layer prefetch: the next MoE block's router on this block's input predicts its
     // experts; their reads start once this block's experts are resident, and land while they
     // compute (and while the next block's attention runs). Only when reads happen changes.
-    std::vector<uint32_t> predicted;
-    const uint32_t il_next = cfg_.next_moe_layer(il);
-    if (experts_->prefetching() && il_next < cfg_.n_layer) {
-      const Layer& N = layers_[il_next];
-      predicted = predict_next_experts(pool_, cfg_, N.router,
-                                       N.expert_bias.empty() ? nullptr : N.expert_bias.data(), xn, n);
-    }
-
-    std::vector<uint32_t> unique;
-    unique.reserve(by_expert.size());
-    for (const auto& [e, _] : by_expert) unique.push_back(e);
-    const size_t batch = std::max<size_t>(1, std::min<size_t>(experts_->max_batch(), unique.size()));
-    uint64_t computed = 0;
-    std::vector<float> xin, g, u, scale;
-    for (size_t b = 0; b < unique.size(); b += batch) {
-      const size_t m = std::min(batch, unique.size() - b);
-      const std::vector<ExpertFfn> ffns =
-          experts_->acquire(il, std::span<const uint32_t>(unique.data() + b, m), io_wait);
-      if (!predicted.empty() && b + m == unique.size()) experts_->prefetch(il_next, predicted);
-      for (size_t i = 0; i < m; ++i) {
-        const auto& users = by_expert[unique[b + i]];
-        const int64_t nu = static_cast<int64_t>(users.size());
-        xin.resize(static_cast<size_t>(nu * E));
-        scale.resize(static_cast<size_t>(nu));
-        for (int64_t j = 0; j < nu; ++j) {
-          std::copy(xn + users[j].first * E, xn + (users[j].first + 1) * E, xin.begin() + j * E);
-          scale[j] = users[j].second;
-        }
-        const ExpertFfn& f = ffns[i];
-        const int64_t ff = f.gate.ne1;
-        g.resize(static_cast<size_t>(nu * ff));
-        u.resize(g.size());
-        matmul(pool_, f.gate, xin.data(), E, nu, g.data(), ff);
-        matmul(pool_, f.up, xin.data(), E, nu, u.data(), ff);
-        swiglu(g.data(), u.data(), nu * ff, g.data());
-        // Outputs of this expert for its users, scaled, added to their rows.
-        std::vector<float> y(static_cast<size_t>(nu * E), 0.0f);
-        matmul_add_scaled(pool_, f.down, g.data(), ff, nu, scale.data(), y.data(), E);
-        for (int64_t j = 0; j < nu; ++j) {
-          float* dst = out + users[j].first * E;
-          const float* src = y.data() + j * E;
-          for (int64_t k = 0; k < E; ++k) dst[k] += src[k];
-        }
-        computed += static_cast<uint64_t>(nu);
-      }
-    }
-    stats_.experts_computed += computed;
-    // Exact routing: every (token, expert) the router picked was computed, top-k unchanged.
-    if (computed != static_cast<uint64_t>(n * K)) {
-      throw Error("internal: blk." + std::to_string(il) + " computed " + std::to_string(computed) + " expert FFNs for " +
-                  std::to_string(n * K) + " selections");
-    }
+    const auto prefetch = prefetch_next_block(*experts_, cfg_, il, [&](uint32_t next) {
+      const Layer& N = layers_[next];
+      return predict_next_experts(pool_, cfg_, N.router,
+                                  N.expert_bias.empty() ? nullptr : N.expert_bias.data(), xn, n);
+    });
+    // Each distinct expert once for all its tokens; every (token, expert) the router picked is
+    // computed (exact routing, top-k unchanged). SwiGLU without a clamp (limit 0).
+    stats_.experts_computed += run_routed_experts(pool_, *experts_, il, xn, n, E, K, ids.data(), wts.data(),
+                                                  0.0f, out, io_wait, prefetch);
   }
 
   std::shared_ptr<const ModelSource> model_;

@@ -98,4 +98,13 @@ std::vector<uint32_t> predict_next_experts(ThreadPool& pool, const ModelConfig& 
   return experts_by_picks(ids, X);
 }
 
+std::function<void()> prefetch_next_block(ExpertProvider& experts, const ModelConfig& cfg, uint32_t il,
+                                          const std::function<std::vector<uint32_t>(uint32_t)>& predict) {
+  const uint32_t next = cfg.next_moe_layer(il);
+  if (!experts.prefetching() || next >= cfg.n_layer) return {};
+  std::vector<uint32_t> predicted = predict(next);
+  if (predicted.empty()) return {};
+  return [&experts, next, predicted = std::move(predicted)] { experts.prefetch(next, predicted); };
+}
+
 }  // namespace moepack

@@ -44,4 +44,10 @@ uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t 
 std::vector<uint32_t> predict_next_experts(ThreadPool& pool, const ModelConfig& cfg, const WeightView& router,
                                            const float* bias, const float* x, int64_t n);
 
+// Next-layer prefetch for blk.`il`: when `experts` prefetches and a MoE block follows blk.il,
+// a call that starts the reads of that block's experts as `predict(next block)` ranks them
+// (run_routed_experts' `resident`); otherwise (or when nothing is predicted) an empty function.
+std::function<void()> prefetch_next_block(ExpertProvider& experts, const ModelConfig& cfg, uint32_t il,
+                                          const std::function<std::vector<uint32_t>(uint32_t)>& predict);
+
 }  // namespace moepack
