@@ -1,4 +1,7 @@
-// `moepack cache-sim TRACE (--slots N | --budget-mib M) [--policies hybrid,lru,lfu,belady] [--json]`
+// `moepack cache-sim (TRACE | --zipf S --shape NAME [--layers N] [--steps N] [--seed S])
+//                   (--slots N | --budget-mib M) [--ram-slots N | --ram-budget-mib M]
+//                   [--policies hybrid,lru,lfu,belady] [--json]`
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -7,30 +10,86 @@
 
 #include "app/cli_checks.h"
 #include "app/commands.h"
+#include "bench/twin_routing.h"
+#include "bench/twin_shape.h"
 #include "core/cache_sim.h"
 #include "core/error.h"
 
 namespace moepack::cli {
 
+namespace {
+
+// A trace of `steps` decode steps of the Zipf(s) router (bench/twin_routing.h) over `layers`
+// MoE layers of `shape`: what bench-twin --zipf replays, for the cache alone.
+RoutingTrace zipf_trace(const bench::TwinShape& shape, double s, uint32_t layers, uint32_t steps,
+                        uint64_t seed) {
+  RoutingTrace t;
+  t.header.n_layers = layers;
+  t.header.n_experts = shape.n_expert;
+  t.header.top_k = shape.top_k;
+  t.header.expert_bytes = bench::twin_expert_bytes(shape);
+  t.header.model_name = std::string(shape.name) + " zipf(" + std::to_string(s) + ")";
+  if (shape.n_expert > 65536)
+    throw Error("cache-sim: " + std::string(shape.name) + " has too many experts for a trace");
+  const auto router = bench::make_zipf_router(s, layers, shape.n_expert, shape.top_k, seed);
+  bench::StepRouting step;
+  for (uint32_t st = 0; st < steps; ++st) {
+    router->next(step);
+    for (uint32_t l = 0; l < layers; ++l) {
+      TraceRecord r;
+      r.step = st;
+      r.layer = static_cast<uint16_t>(l);
+      for (const uint32_t e : step[l]) r.experts.push_back(static_cast<uint16_t>(e));
+      t.records.push_back(std::move(r));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
 std::function<int()> add_cache_sim(CLI::App& app) {
   struct Options {
     std::string trace;
-    uint32_t slots = 0;
-    double budget_mib = 0;
+    double zipf_s = 1.0;
+    std::string shape;
+    uint32_t layers = 0, steps = 1000;
+    uint64_t seed = 1;
+    uint32_t slots = 0, ram_slots = 0;
+    double budget_mib = 0, ram_budget_mib = 0;
     std::string policies = "hybrid,lru,lfu,belady";
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("cache-sim", "Replay a routing trace through each expert-cache policy");
-  sub->add_option("trace", opt->trace, "Routing trace file (see core/routing_trace.h)")->required();
+  auto* trace = sub->add_option("trace", opt->trace, "Routing trace file (see core/routing_trace.h)");
+  auto* zipf = sub->add_option("--zipf", opt->zipf_s,
+                               "Instead of a trace: a Zipf(S) router (as bench-twin --zipf), S >= 0")
+                   ->check(CLI::NonNegativeNumber);
+  trace->excludes(zipf);
+  auto* shape = sub->add_option("--shape", opt->shape,
+                                "With --zipf: the model shape (deepseek-v4-flash, kimi-k3, deepseek-v3)");
+  auto* layers = sub->add_option("--layers", opt->layers, "With --zipf: MoE layers (default: the shape's)")
+                     ->check(positive_number());
+  auto* steps = sub->add_option("--steps", opt->steps, "With --zipf: decode steps (default 1000)")
+                    ->check(positive_number());
+  auto* seed = sub->add_option("--seed", opt->seed, "With --zipf: the router's seed (default 1)");
+  for (CLI::Option* o : {shape, layers, steps, seed}) o->needs(zipf);
+  zipf->needs(shape);
   auto* slots = sub->add_option("--slots", opt->slots, "Cache slots (experts)")->check(positive_number());
   auto* budget = sub->add_option("--budget-mib", opt->budget_mib,
                                  "Cache budget in MiB (slots = floor(budget / expert_bytes))")
                      ->check(positive_number());
   slots->excludes(budget);
+  auto* ram_slots = sub->add_option("--ram-slots", opt->ram_slots,
+                                    "Host-RAM victim tier behind the cache, in slots (core/victim_tier.h)");
+  auto* ram_budget = sub->add_option("--ram-budget-mib", opt->ram_budget_mib,
+                                     "Host-RAM victim tier in MiB (slots = floor(budget / expert_bytes))")
+                         ->check(positive_number());
+  ram_slots->excludes(ram_budget);
   sub->add_option("--policies", opt->policies, "Comma-separated: hybrid, lru, lfu, belady");
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
-  return [opt, slots, budget]() {
+  return [opt, slots, budget, ram_budget, trace, zipf]() {
     std::vector<std::string> names;
     std::stringstream ss(opt->policies);
     for (std::string p; std::getline(ss, p, ',');) {
@@ -41,7 +100,21 @@ std::function<int()> add_cache_sim(CLI::App& app) {
     if (names.empty()) throw UsageError("--policies: give at least one of hybrid, lru, lfu, belady");
     if (budget->count() == 0 && slots->count() == 0)
       throw UsageError("cache-sim: give --slots or --budget-mib");
-    const RoutingTrace t = read_routing_trace(opt->trace);
+    if (trace->count() == 0 && zipf->count() == 0)
+      throw UsageError("cache-sim: give a trace file or --zipf S --shape NAME");
+    RoutingTrace t;
+    std::string source = opt->trace;
+    if (zipf->count() != 0) {
+      const bench::TwinShape* sh = bench::find_twin_shape(opt->shape);
+      if (!sh)
+        throw UsageError("--shape: unknown shape \"" + opt->shape +
+                         "\" (deepseek-v4-flash, kimi-k3, deepseek-v3)");
+      const uint32_t n_layers = opt->layers ? opt->layers : sh->moe_layers;
+      t = zipf_trace(*sh, opt->zipf_s, n_layers, opt->steps, opt->seed);
+      source = t.header.model_name;
+    } else {
+      t = read_routing_trace(opt->trace);
+    }
     // As the engine does, never more slots than the model has experts (a larger budget would
     // hold every expert and leave the rest unused).
     const uint64_t experts = static_cast<uint64_t>(t.header.n_layers) * t.header.n_experts;
@@ -54,9 +127,17 @@ std::function<int()> add_cache_sim(CLI::App& app) {
       std::fprintf(stderr, "%s: %.0f slots asked for; the model has %llu experts, so %u slots\n",
                    opt->trace.c_str(), want, static_cast<unsigned long long>(experts), n);
     }
-    const auto results = simulate_cache(t, n, names);
+    // The RAM tier never needs more slots than the experts the cache cannot hold.
+    double ram_want = static_cast<double>(opt->ram_slots);
+    if (ram_budget->count() != 0) {
+      ram_want = std::floor(std::floor(opt->ram_budget_mib * 1048576.0) /
+                            static_cast<double>(t.header.expert_bytes));
+    }
+    const auto ram_n = static_cast<uint32_t>(
+        std::min(ram_want, static_cast<double>(experts - std::min<uint64_t>(experts, n))));
+    const auto results = simulate_cache(t, n, names, ram_n);
     nlohmann::json j;
-    j["trace"] = opt->trace;
+    j["trace"] = source;
     j["model"] = t.header.model_name;
     j["n_layers"] = t.header.n_layers;
     j["n_experts"] = t.header.n_experts;
@@ -65,10 +146,14 @@ std::function<int()> add_cache_sim(CLI::App& app) {
     j["records"] = t.records.size();
     j["slots"] = n;
     j["budget_bytes"] = static_cast<uint64_t>(n) * t.header.expert_bytes;
+    j["ram_slots"] = ram_n;
+    j["ram_budget_bytes"] = static_cast<uint64_t>(ram_n) * t.header.expert_bytes;
     j["policies"] = nlohmann::json::array();
     j["split_records"] = results.empty() ? 0 : results.front().split_records;
-    std::fprintf(stderr, "%s: %zu records, %u slots of %llu bytes\n", opt->trace.c_str(), t.records.size(), n,
+    std::fprintf(stderr, "%s: %zu records, %u slots of %llu bytes", source.c_str(), t.records.size(), n,
                  static_cast<unsigned long long>(t.header.expert_bytes));
+    if (ram_n > 0) std::fprintf(stderr, ", RAM tier %u slots", ram_n);
+    std::fprintf(stderr, "\n");
     if (!results.empty() && results.front().split_records > 0) {
       std::fprintf(stderr,
                    "  %llu records (prefill steps) wider than %u slots: replayed %u experts at a time, as "
@@ -81,15 +166,28 @@ std::function<int()> add_cache_sim(CLI::App& app) {
                                {"cache_misses", r.counters.cache_misses},
                                {"cache_evictions", r.counters.cache_evictions},
                                {"hit_rate", r.counters.hit_rate()},
-                               {"read_bytes", r.read_bytes}});
-      std::fprintf(stderr, "  %-7s hit rate %6.2f%%  hits %llu  misses %llu  evictions %llu\n", r.policy.c_str(),
-                   100.0 * r.counters.hit_rate(), static_cast<unsigned long long>(r.counters.cache_hits),
+                               {"read_bytes", r.read_bytes},
+                               {"ram_hits", r.ram.hits},
+                               {"ram_demotions", r.ram.demotions},
+                               {"ram_hit_rate", r.ram.hit_rate()},
+                               {"demoted_bytes", r.demoted_bytes},
+                               {"promoted_bytes", r.promoted_bytes}});
+      std::fprintf(stderr, "  %-7s hit rate %6.2f%%  hits %llu  misses %llu  evictions %llu",
+                   r.policy.c_str(), 100.0 * r.counters.hit_rate(),
+                   static_cast<unsigned long long>(r.counters.cache_hits),
                    static_cast<unsigned long long>(r.counters.cache_misses),
                    static_cast<unsigned long long>(r.counters.cache_evictions));
+      if (r.ram_slots > 0) {
+        std::fprintf(stderr, "  RAM tier: %llu of the misses (%.2f%%), pack reads %llu",
+                     static_cast<unsigned long long>(r.ram.hits), 100.0 * r.ram.hit_rate(),
+                     static_cast<unsigned long long>(r.ram.lookups - r.ram.hits));
+      }
+      std::fprintf(stderr, "\n");
     }
     // A model name or path that is not UTF-8 (a damaged trace, a Latin-1 file name) is written
     // with U+FFFD, not refused.
-    if (opt->json) std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    if (opt->json)
+      std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   };
 }

@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/victim_tier.h"
 
 namespace moepack {
 
 std::vector<CacheSimResult> simulate_cache(const RoutingTrace& trace, uint32_t slots,
-                                           const std::vector<std::string>& policies) {
+                                           const std::vector<std::string>& policies, uint32_t ram_slots) {
   size_t widest = 0;
   for (const TraceRecord& r : trace.records) widest = std::max(widest, r.experts.size());
   // The engine's own minimum: one token's top-k (a decode step's record) must fit at once.
@@ -47,16 +48,24 @@ std::vector<CacheSimResult> simulate_cache(const RoutingTrace& trace, uint32_t s
       policy = make_policy(name);
     }
     ExpertCache cache(slots, std::move(policy));
+    VictimTier ram(ram_slots);
+    uint64_t reads = 0;
     for (size_t k = 0; k < acquires.size(); ++k) {
       if (k > 0 && steps[k] != steps[k - 1]) cache.end_step();
-      cache.acquire(acquires[k].first, acquires[k].second);
+      const std::vector<SlotAssignment> as = cache.acquire(acquires[k].first, acquires[k].second);
+      const TierPlan plan = ram.plan(acquires[k].first, as);
+      for (size_t i = 0; i < as.size(); ++i) reads += !as[i].hit && !plan.ram_slot[i];
     }
     CacheSimResult res;
     res.policy = name;
     res.slots = slots;
     res.counters = cache.counters();
-    res.read_bytes = res.counters.cache_misses * trace.header.expert_bytes;
+    res.read_bytes = reads * trace.header.expert_bytes;
     res.split_records = split;
+    res.ram_slots = ram_slots;
+    res.ram = ram.counters();
+    res.demoted_bytes = res.ram.demotions * trace.header.expert_bytes;
+    res.promoted_bytes = res.ram.hits * trace.header.expert_bytes;
     out.push_back(res);
   }
   return out;

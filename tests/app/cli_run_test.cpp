@@ -275,8 +275,20 @@ TEST(CliRun, BadArgumentsExitTwoNamingTheOptionAndTheValue) {
         Case{{"cache-sim", missing + ".trace", "--budget-mib", "nan"}, "must be a finite number"},
         Case{{"cache-sim", missing + ".trace", "--slots", "8", "--policies", ""},
              "--policies: give at least one"},
+        Case{{"cache-sim", missing + ".trace", "--slots", "8", "--ram-budget-mib", "-1"},
+             "--ram-budget-mib: must be greater than 0"},
+        Case{{"cache-sim", missing + ".trace", "--slots", "8", "--ram-slots", "2", "--ram-budget-mib", "1"},
+             "excludes"},
+        Case{{"cache-sim", "--slots", "8"}, "give a trace file or --zipf S --shape NAME"},
+        Case{{"cache-sim", "--zipf", "1", "--slots", "8"}, "--zipf requires --shape"},
+        Case{{"cache-sim", "--zipf", "1", "--shape", "gpt-5", "--slots", "8"},
+             "--shape: unknown shape \"gpt-5\""},
+        Case{{"cache-sim", missing + ".trace", "--zipf", "1", "--shape", "kimi-k3", "--slots", "8"},
+             "excludes"},
+        Case{{"cache-sim", missing + ".trace", "--slots", "8", "--steps", "9"}, "--steps requires --zipf"},
         Case{{"bench", missing, "--out", missing + ".out", "--formats", "pdf"}, "unknown format \"pdf\""},
-        Case{{"bench", missing, "--out", missing + ".out", "--baseline", "ftp://x"}, "--baseline: baseline URL ftp://x"},
+        Case{{"bench", missing, "--out", missing + ".out", "--baseline", "ftp://x"},
+             "--baseline: baseline URL ftp://x"},
         Case{{"run", missing, "-p", "x", "--system", "s"}, "--system needs --chat"},
         Case{{"run", missing, "-p", "x", "--stop", ""}, "--stop: an empty stop string"},
         Case{{"run", missing, "-p", "x", "--seed", "99999999999"}, "--seed"},
@@ -319,6 +331,47 @@ TEST(CliCacheSim, ReplaysARecordedTraceAtAnyBudget) {
   r = run({"cache-sim", trace.string(), "--slots", "3"});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("3 slots cannot hold one token's top-4 experts"), std::string::npos) << r.err;
+  // A host-RAM tier that holds every expert the 6 slots cannot (capped at 160 - 6 = 154) reads
+  // each expert from the pack once, as the cache of all 160 slots does: the same bytes.
+  r = run({"cache-sim", trace.string(), "--budget-mib", "1e30", "--policies", "lru", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json all = nlohmann::json::parse(r.out);
+  r = run({"cache-sim", trace.string(), "--slots", "6", "--ram-slots", "100000", "--policies", "lru,hybrid",
+           "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ram_slots"], 154);
+  EXPECT_EQ(j["ram_budget_bytes"], 154 * 131072);
+  for (const auto& p : j["policies"]) {
+    EXPECT_EQ(p["read_bytes"], all["policies"][0]["read_bytes"]) << p["policy"];
+    EXPECT_EQ(p["ram_demotions"], p["cache_evictions"]) << p["policy"];  // the tier never has to drop one
+    EXPECT_GT(p["ram_hits"].get<int>(), 0);
+    EXPECT_EQ(p["promoted_bytes"], p["ram_hits"].get<uint64_t>() * 131072);
+  }
+  EXPECT_NE(r.err.find("RAM tier 154 slots"), std::string::npos) << r.err;
+}
+
+// cache-sim --zipf: the Zipf router of bench-twin over a shape's experts, no trace file. 20 steps
+// of 2 deepseek-v4-flash layers (256 experts, top-6): 40 records, 240 accesses; 512 slots hold
+// every expert, so nothing is evicted; a RAM tier is capped at the experts left over (none).
+TEST(CliCacheSim, ZipfRouterOverAShape) {
+  CliRun r = run({"cache-sim", "--zipf", "1.0", "--shape", "deepseek-v4-flash", "--layers", "2", "--steps",
+                  "20", "--slots", "512", "--ram-slots", "8", "--policies", "lru", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["records"], 40);
+  EXPECT_EQ(j["n_layers"], 2);
+  EXPECT_EQ(j["n_experts"], 256);
+  EXPECT_EQ(j["top_k"], 6);
+  EXPECT_EQ(j["ram_slots"], 0);
+  const auto& p = j["policies"][0];
+  EXPECT_EQ(p["cache_hits"].get<int>() + p["cache_misses"].get<int>(), 240);
+  EXPECT_EQ(p["cache_evictions"], 0);
+  EXPECT_EQ(p["read_bytes"].get<uint64_t>(),
+            p["cache_misses"].get<uint64_t>() * j["expert_bytes"].get<uint64_t>());
+  // Zipf(1) over 256 experts: a few experts take most picks, so 20 steps reuse many of them.
+  EXPECT_GT(p["cache_hits"].get<int>(), 0);
+  EXPECT_NE(j["trace"].get<std::string>().find("deepseek-v4-flash zipf"), std::string::npos);
 }
 
 // A pack whose dense.gguf has one byte flipped in its tensor data (its size and header intact)

@@ -308,6 +308,53 @@ TEST(CacheSim, BeladyIsOptimalOnAClassicTrace) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CacheSim, RamTierBehindTheCache) {
+  // The classic sequence again, LRU with 3 slots (10 misses, as above) and a victim tier of 2
+  // RAM slots (core/victim_tier.h: the upper cache's evictions go down, its misses found there
+  // come up and leave the tier; LRU by demotion; a slot being promoted from is not reused by
+  // the same acquire). Upper slots s0..s2, RAM slots r0, r1:
+  //   1 2 3: misses into s0 s1 s2, nothing evicted.
+  //   4: evicts 1 (s0) -> r0.                                  RAM {1@r0}
+  //   1: in RAM (hit 1, r0 busy); evicts 2 (s1) -> r1.          RAM {2@r1}
+  //   2: in RAM (hit 2); evicts 3 (s2) -> r0 (free again).      RAM {3@r0, 2 gone}
+  //   5: not in RAM; evicts 4 (s0) -> r1.                      RAM {3@r0, 4@r1}
+  //   1 2: upper hits.
+  //   3: in RAM (hit 3, r0 busy); evicts 5 (s0) -> r1, dropping 4.  RAM {5@r1}
+  //   4: not in RAM (dropped); evicts 1 (s1) -> r0.             RAM {1@r0, 5@r1}
+  //   5: in RAM (hit 4, r1 busy); evicts 2 (s2) -> r0, dropping 1.  RAM {2@r0}
+  // Lookups 10, hits 4, demotions 7 (1 2 3 4 5 1 2), drops 2: 6 pack reads instead of 10.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("moepack-trace-ram-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "classic.trace").string();
+  {
+    RoutingTraceWriter w(path, TraceHeader{1, 8, 1, 4096, "classic"});
+    const uint32_t seq[] = {1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5};
+    uint32_t step = 0;
+    for (uint32_t e : seq) w.append(step++, 0, {e});
+    w.close();
+  }
+  const RoutingTrace t = read_routing_trace(path);
+  const auto res = simulate_cache(t, 3, {"lru"}, 2);
+  ASSERT_EQ(res.size(), 1u);
+  const CacheSimResult& r = res[0];
+  EXPECT_EQ(r.counters.cache_misses, 10u);  // the upper cache is not changed by the tier
+  EXPECT_EQ(r.ram_slots, 2u);
+  EXPECT_EQ(r.ram.lookups, 10u);
+  EXPECT_EQ(r.ram.hits, 4u);
+  EXPECT_EQ(r.ram.demotions, 7u);
+  EXPECT_EQ(r.ram.drops, 2u);
+  EXPECT_EQ(r.ram.refused, 0u);
+  EXPECT_EQ(r.read_bytes, 6u * 4096);
+  EXPECT_EQ(r.promoted_bytes, 4u * 4096);
+  EXPECT_EQ(r.demoted_bytes, 7u * 4096);
+  // Without a tier every miss is a read.
+  const auto plain = simulate_cache(t, 3, {"lru"});
+  EXPECT_EQ(plain[0].read_bytes, 10u * 4096);
+  EXPECT_EQ(plain[0].ram.lookups, 0u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RoutingTrace, RejectsCorruptFilesWithOffsets) {
   const auto dir = std::filesystem::temp_directory_path() / ("moepack-trace2-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

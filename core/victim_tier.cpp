@@ -1,0 +1,101 @@
+#include "core/victim_tier.h"
+
+#include <algorithm>
+
+namespace moepack {
+
+const TierPlan::Demotion* TierPlan::demotion_of(uint32_t slot) const {
+  for (const Demotion& d : demotions) {
+    if (d.upper_slot == slot) return &d;
+  }
+  return nullptr;
+}
+
+uint32_t TierPlan::promotions() const {
+  return static_cast<uint32_t>(
+      std::count_if(ram_slot.begin(), ram_slot.end(), [](const auto& s) { return s.has_value(); }));
+}
+
+VictimTier::VictimTier(uint32_t slot_count) : slots_(slot_count) {
+  free_.reserve(slot_count);
+  for (uint32_t s = slot_count; s-- > 0;) free_.push_back(s);
+}
+
+std::optional<uint32_t> VictimTier::slot_of(ExpertKey key) const {
+  const auto it = where_.find(key.packed());
+  if (it == where_.end()) return std::nullopt;
+  return it->second;
+}
+
+void VictimTier::remove(uint32_t slot) {
+  where_.erase(slots_[slot].key.packed());
+  slots_[slot] = Entry{};
+  free_.push_back(slot);
+}
+
+void VictimTier::invalidate(ExpertKey key) {
+  if (const auto s = slot_of(key)) remove(*s);
+}
+
+std::optional<uint32_t> VictimTier::slot_for_demotion(std::span<const uint32_t> busy) {
+  if (!free_.empty()) {
+    const auto lowest = std::min_element(free_.begin(), free_.end());
+    const uint32_t s = *lowest;
+    free_.erase(lowest);
+    return s;
+  }
+  std::optional<uint32_t> victim;
+  for (uint32_t s = 0; s < slots_.size(); ++s) {
+    if (std::find(busy.begin(), busy.end(), s) != busy.end()) continue;
+    if (!victim || slots_[s].demoted_at < slots_[*victim].demoted_at) victim = s;
+  }
+  if (!victim) return std::nullopt;
+  where_.erase(slots_[*victim].key.packed());
+  slots_[*victim] = Entry{};
+  ++counters_.drops;
+  return victim;
+}
+
+TierPlan VictimTier::plan(uint32_t layer, std::span<const SlotAssignment> assignments) {
+  TierPlan p;
+  p.ram_slot.resize(assignments.size());
+  if (slots_.empty()) return p;
+  // Promotions first: their slots leave this tier but stay busy for the rest of this plan (the
+  // copies up read them after this plan's demotions are queued).
+  std::vector<uint32_t> busy;
+  for (size_t i = 0; i < assignments.size(); ++i) {
+    const SlotAssignment& a = assignments[i];
+    if (a.hit) continue;
+    ++counters_.lookups;
+    const ExpertKey key{layer, a.expert};
+    const auto s = slot_of(key);
+    if (!s) continue;
+    ++counters_.hits;
+    p.ram_slot[i] = *s;
+    busy.push_back(*s);
+    where_.erase(key.packed());
+    slots_[*s] = Entry{};
+  }
+  for (const SlotAssignment& a : assignments) {
+    if (!a.evicted) continue;
+    const ExpertKey key = *a.evicted;
+    if (const auto s = slot_of(key)) {
+      slots_[*s].demoted_at = ++clock_;  // already here: the same bytes
+      continue;
+    }
+    const auto s = slot_for_demotion(busy);
+    if (!s) {
+      ++counters_.refused;
+      continue;
+    }
+    slots_[*s] = Entry{true, key, ++clock_};
+    where_[key.packed()] = *s;
+    ++counters_.demotions;
+    p.demotions.push_back({key, a.slot, *s});
+  }
+  // The promoted slots are free for later plans.
+  for (const uint32_t s : busy) free_.push_back(s);
+  return p;
+}
+
+}  // namespace moepack

@@ -1,0 +1,100 @@
+// VictimTier: the bounded host-RAM tier behind the VRAM expert cache (ARCHITECTURE.md, "keep a
+// bounded host-RAM tier"). It is a victim cache (N. P. Jouppi, "Improving direct-mapped cache
+// performance by the addition of a small fully-associative cache and prefetch buffers", ISCA
+// 1990), exclusive of the tier above it:
+//   - an expert the upper cache evicts is copied down into this tier (a demotion; the bytes the
+//     upper slot holds, in whatever layout it holds them);
+//   - an upper-cache miss found here is copied up from this tier instead of being read from the
+//     SSD, and leaves this tier (a promotion);
+// so the two tiers hold different experts and their capacities add. Within this tier the least
+// recently demoted expert is dropped first (LRU; a drop writes nothing back: the pack is
+// read-only).
+//
+// This class is the bookkeeping only; the caller moves the bytes. For one upper-tier acquire()
+// or prefetch(), plan() says what to move, and the caller must do it in this order, per
+// assignment, in the assignments' order (on one ordered queue, e.g. one CUDA stream):
+//   1. every demotion of that upper slot: copy upper slot -> RAM slot;
+//   2. then fill the upper slot: from `ram_slot[i]` when set, else from the pack.
+// A RAM slot a promotion reads is never the destination of a demotion of the same plan, so the
+// order above never overwrites bytes before they are copied up. A RAM slot freed by a
+// promotion may be the destination of a demotion in a later plan: the caller's queue orders
+// that copy after the promotion's.
+//
+// Sizes are in slots (the upper cache's slot bytes each); a tier of 0 slots is off: plan()
+// then moves nothing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/expert_cache.h"
+
+namespace moepack {
+
+struct VictimTierCounters {
+  uint64_t lookups = 0;    // upper-cache misses looked up here
+  uint64_t hits = 0;       // of those, found here (promotions: no SSD read)
+  uint64_t demotions = 0;  // experts copied down from the upper cache
+  uint64_t drops = 0;      // experts displaced from this tier by a demotion
+  uint64_t refused = 0;    // evictions not kept: every slot was being read by a promotion
+  double hit_rate() const {
+    return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups);
+  }
+};
+
+struct TierPlan {
+  // Per assignment of the upper cache (same index): the RAM slot to fill its upper slot from,
+  // for a miss this tier holds; empty for hits and for misses to read from the pack.
+  std::vector<std::optional<uint32_t>> ram_slot;
+  struct Demotion {
+    ExpertKey key;            // the expert the upper cache evicted
+    uint32_t upper_slot = 0;  // its upper slot (the assignment's slot)
+    uint32_t ram_slot = 0;    // where to copy it
+  };
+  // At most one per assignment with an eviction, in the assignments' order.
+  std::vector<Demotion> demotions;
+  // The demotion of upper slot `slot`, if this plan has one.
+  const Demotion* demotion_of(uint32_t slot) const;
+  uint32_t promotions() const;
+};
+
+class VictimTier {
+ public:
+  explicit VictimTier(uint32_t slot_count);
+
+  // The moves for one upper-tier acquire()/prefetch() of `layer` that returned `assignments`
+  // (ExpertCache::acquire / prefetch). Updates this tier as if they were done: promoted experts
+  // leave it, demoted ones enter it (dropping the least recently demoted when full; never a
+  // slot this plan promotes from). An evicted expert this tier already holds (it reached the
+  // upper cache without a lookup here) is only refreshed: the bytes are the same.
+  TierPlan plan(uint32_t layer, std::span<const SlotAssignment> assignments);
+  // Forgets `key` (e.g. its promotion failed). No-op if absent.
+  void invalidate(ExpertKey key);
+
+  std::optional<uint32_t> slot_of(ExpertKey key) const;
+  uint32_t slot_count() const { return static_cast<uint32_t>(slots_.size()); }
+  uint32_t resident() const { return static_cast<uint32_t>(where_.size()); }
+  const VictimTierCounters& counters() const { return counters_; }
+
+ private:
+  struct Entry {
+    bool occupied = false;
+    ExpertKey key;
+    uint64_t demoted_at = 0;  // clock of its demotion (LRU order)
+  };
+  // A free slot, else the least recently demoted one not in `busy` (dropping its expert);
+  // nullopt when every slot is busy.
+  std::optional<uint32_t> slot_for_demotion(std::span<const uint32_t> busy);
+  void remove(uint32_t slot);
+
+  std::vector<Entry> slots_;
+  std::unordered_map<uint64_t, uint32_t> where_;  // key -> slot
+  std::vector<uint32_t> free_;                    // free slots (the lowest is used first)
+  uint64_t clock_ = 0;
+  VictimTierCounters counters_;
+};
+
+}  // namespace moepack

@@ -1,0 +1,221 @@
+// The host-RAM victim tier (core/victim_tier.h): plans worked out by hand, and its contract
+// with the caller that moves the bytes: done in the documented order (per assignment, the
+// demotion of its upper slot, then the fill), every upper slot and every RAM slot holds the
+// bytes of the expert the bookkeeping says it holds.
+#include "core/victim_tier.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "core/expert_cache.h"
+
+using namespace moepack;
+
+namespace {
+
+SlotAssignment miss(uint32_t expert, uint32_t slot, std::optional<ExpertKey> evicted = std::nullopt) {
+  SlotAssignment a;
+  a.expert = expert;
+  a.slot = slot;
+  a.evicted = evicted;
+  return a;
+}
+
+SlotAssignment hit(uint32_t expert, uint32_t slot) {
+  SlotAssignment a;
+  a.expert = expert;
+  a.slot = slot;
+  a.hit = true;
+  return a;
+}
+
+TEST(VictimTier, DemotesPromotesAndDropsTheLeastRecentlyDemoted) {
+  VictimTier t(2);
+  // Upper misses with nothing evicted: looked up, nothing moves.
+  std::vector<SlotAssignment> as = {miss(1, 0), miss(2, 1), hit(9, 2)};
+  TierPlan p = t.plan(0, as);
+  ASSERT_EQ(p.ram_slot.size(), 3u);
+  EXPECT_FALSE(p.ram_slot[0] || p.ram_slot[1] || p.ram_slot[2]);
+  EXPECT_TRUE(p.demotions.empty());
+  EXPECT_EQ(t.counters().lookups, 2u);  // hits are not looked up
+  // Two evictions: into the free slots, lowest first, in the assignments' order.
+  as = {miss(3, 0, ExpertKey{0, 1}), miss(4, 1, ExpertKey{0, 2})};
+  p = t.plan(0, as);
+  ASSERT_EQ(p.demotions.size(), 2u);
+  EXPECT_EQ(p.demotions[0].key, (ExpertKey{0, 1}));
+  EXPECT_EQ(p.demotions[0].upper_slot, 0u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 0u);
+  EXPECT_EQ(p.demotions[1].key, (ExpertKey{0, 2}));
+  EXPECT_EQ(p.demotions[1].ram_slot, 1u);
+  EXPECT_EQ(p.demotion_of(1), &p.demotions[1]);
+  EXPECT_EQ(p.demotion_of(2), nullptr);
+  // Full: a third eviction drops (0,1), demoted first.
+  p = t.plan(1, std::vector<SlotAssignment>{miss(7, 2, ExpertKey{0, 9})});
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 0u);
+  EXPECT_FALSE(t.slot_of(ExpertKey{0, 1}));
+  EXPECT_EQ(t.slot_of(ExpertKey{0, 9}), 0u);
+  EXPECT_EQ(t.counters().drops, 1u);
+  // (0,2) is missed again: promoted from r1, which leaves the tier; the eviction in the same
+  // plan may not use r1 (the copy up reads it after the copy down is queued), so it drops
+  // (0,9) from r0 although r1 is about to be free.
+  p = t.plan(0, std::vector<SlotAssignment>{miss(2, 1, ExpertKey{1, 7})});
+  ASSERT_TRUE(p.ram_slot[0]);
+  EXPECT_EQ(*p.ram_slot[0], 1u);
+  EXPECT_EQ(p.promotions(), 1u);
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 0u);
+  EXPECT_FALSE(t.slot_of(ExpertKey{0, 2}));  // exclusive: it is in the upper cache now
+  EXPECT_FALSE(t.slot_of(ExpertKey{0, 9}));
+  EXPECT_EQ(t.slot_of(ExpertKey{1, 7}), 0u);
+  EXPECT_EQ(t.resident(), 1u);
+  // r1 is free for the next plan.
+  p = t.plan(0, std::vector<SlotAssignment>{miss(5, 3, ExpertKey{0, 4})});
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 1u);
+  const VictimTierCounters& c = t.counters();
+  EXPECT_EQ(c.lookups, 7u);
+  EXPECT_EQ(c.hits, 1u);
+  EXPECT_EQ(c.demotions, 5u);
+  EXPECT_EQ(c.drops, 2u);
+  EXPECT_EQ(c.refused, 0u);
+  EXPECT_DOUBLE_EQ(c.hit_rate(), 1.0 / 7.0);
+}
+
+TEST(VictimTier, RefusesWhenEverySlotIsBeingPromotedFrom) {
+  VictimTier t(1);
+  t.plan(0, std::vector<SlotAssignment>{miss(2, 0, ExpertKey{0, 1})});
+  ASSERT_EQ(t.slot_of(ExpertKey{0, 1}), 0u);
+  // (0,1) comes up from r0; the eviction has nowhere to go.
+  const TierPlan p = t.plan(0, std::vector<SlotAssignment>{miss(1, 3, ExpertKey{0, 5})});
+  EXPECT_EQ(p.ram_slot[0], 0u);
+  EXPECT_TRUE(p.demotions.empty());
+  EXPECT_EQ(t.counters().refused, 1u);
+  EXPECT_EQ(t.resident(), 0u);
+  // Next time r0 is free.
+  const TierPlan q = t.plan(0, std::vector<SlotAssignment>{miss(6, 3, ExpertKey{0, 1})});
+  ASSERT_EQ(q.demotions.size(), 1u);
+  EXPECT_EQ(q.demotions[0].ram_slot, 0u);
+}
+
+TEST(VictimTier, AnEvictionItAlreadyHoldsIsRefreshedNotCopied) {
+  VictimTier t(2);
+  t.plan(0, std::vector<SlotAssignment>{miss(8, 0, ExpertKey{0, 1})});
+  t.plan(0, std::vector<SlotAssignment>{miss(9, 1, ExpertKey{0, 2})});
+  // (0,1) reached the upper cache without a lookup (e.g. an expert read elsewhere) and is
+  // evicted again: same bytes, so no copy; it becomes the most recently demoted.
+  TierPlan p = t.plan(0, std::vector<SlotAssignment>{miss(3, 2, ExpertKey{0, 1})});
+  EXPECT_TRUE(p.demotions.empty());
+  p = t.plan(0, std::vector<SlotAssignment>{miss(4, 2, ExpertKey{0, 7})});
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 1u);  // (0,2) dropped, not (0,1)
+  EXPECT_EQ(t.slot_of(ExpertKey{0, 1}), 0u);
+  EXPECT_EQ(t.counters().demotions, 3u);
+}
+
+TEST(VictimTier, InvalidateAndAnEmptyTier) {
+  VictimTier t(2);
+  t.plan(0, std::vector<SlotAssignment>{miss(8, 0, ExpertKey{0, 1})});
+  t.invalidate(ExpertKey{0, 1});
+  t.invalidate(ExpertKey{0, 3});  // absent: no-op
+  EXPECT_EQ(t.resident(), 0u);
+  const TierPlan p = t.plan(0, std::vector<SlotAssignment>{miss(1, 0, ExpertKey{0, 8})});
+  EXPECT_FALSE(p.ram_slot[0]);  // forgotten: read from the pack
+  EXPECT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 0u);  // the invalidated slot is free again
+
+  VictimTier off(0);
+  const TierPlan q = off.plan(0, std::vector<SlotAssignment>{miss(1, 0, ExpertKey{0, 8})});
+  EXPECT_EQ(q.ram_slot.size(), 1u);
+  EXPECT_FALSE(q.ram_slot[0]);
+  EXPECT_TRUE(q.demotions.empty());
+  EXPECT_EQ(off.counters().lookups, 0u);
+}
+
+// Bytes of (layer, expert) in a slot of `n` bytes: a pattern no other expert has.
+void fill_expert(uint8_t* dst, size_t n, ExpertKey k) {
+  for (size_t i = 0; i < n; ++i)
+    dst[i] = static_cast<uint8_t>((k.layer * 131 + k.expert * 7 + i * 13) ^ (i >> 8));
+}
+
+bool holds(const uint8_t* src, size_t n, ExpertKey k) {
+  std::vector<uint8_t> want(n);
+  fill_expert(want.data(), n, k);
+  return std::memcmp(src, want.data(), n) == 0;
+}
+
+// The caller's side, as gpu/vram_expert_pool.cpp does it on its copy stream (here memcpy on
+// host arrays): per assignment in order, the demotion of its slot, then its fill from the RAM
+// slot or "the pack". Random routing with prefetches, small caches so everything is evicted
+// and promoted often; after every plan each upper slot handed out and each RAM slot holds its
+// expert's bytes.
+TEST(VictimTier, BytesMovedInTheDocumentedOrderAreAlwaysRight) {
+  for (const char* policy : {"lru", "hybrid", "lfu"}) {
+    SCOPED_TRACE(policy);
+    constexpr size_t kBytes = 512;
+    constexpr uint32_t kLayers = 3, kExperts = 12, kTopK = 3, kUpper = 7, kRam = 5;
+    ExpertCache cache(kUpper, make_policy(policy));
+    VictimTier tier(kRam);
+    std::vector<uint8_t> upper(kUpper * kBytes), ram(kRam * kBytes);
+    std::mt19937 rng(7);
+    uint64_t promotions = 0, demotions = 0;
+    const auto run = [&](uint32_t layer, const std::vector<SlotAssignment>& as) {
+      const TierPlan p = tier.plan(layer, as);
+      for (size_t i = 0; i < as.size(); ++i) {
+        const SlotAssignment& a = as[i];
+        if (const TierPlan::Demotion* d = p.demotion_of(a.slot)) {
+          ASSERT_TRUE(holds(&upper[a.slot * kBytes], kBytes, d->key))
+              << "demoting what the slot does not hold";
+          std::memcpy(&ram[d->ram_slot * kBytes], &upper[a.slot * kBytes], kBytes);
+          ++demotions;
+        }
+        if (a.hit) continue;
+        if (p.ram_slot[i]) {
+          std::memcpy(&upper[a.slot * kBytes], &ram[*p.ram_slot[i] * kBytes], kBytes);
+          ++promotions;
+        } else {
+          fill_expert(&upper[a.slot * kBytes], kBytes, ExpertKey{layer, a.expert});
+        }
+      }
+      for (const SlotAssignment& a : as) {
+        ASSERT_TRUE(holds(&upper[a.slot * kBytes], kBytes, ExpertKey{layer, a.expert}));
+      }
+      for (uint32_t l = 0; l < kLayers; ++l) {
+        for (uint32_t e = 0; e < kExperts; ++e) {
+          const ExpertKey k{l, e};
+          if (const auto s = tier.slot_of(k)) {
+            ASSERT_TRUE(holds(&ram[*s * kBytes], kBytes, k));
+            ASSERT_FALSE(cache.slot_of(k)) << "in both tiers";
+          }
+        }
+      }
+    };
+    for (int step = 0; step < 400; ++step) {
+      for (uint32_t l = 0; l < kLayers; ++l) {
+        std::vector<uint32_t> ids(kExperts);
+        for (uint32_t e = 0; e < kExperts; ++e) ids[e] = e;
+        std::shuffle(ids.begin(), ids.end(), rng);
+        ids.resize(kTopK);
+        run(l, cache.acquire(l, ids));
+        if (step % 3 == 0) {  // a prediction for the next layer, placed ahead
+          std::vector<uint32_t> pred(kExperts);
+          for (uint32_t e = 0; e < kExperts; ++e) pred[e] = e;
+          std::shuffle(pred.begin(), pred.end(), rng);
+          pred.resize(2);
+          const std::vector<uint32_t> keep;
+          run((l + 1) % kLayers, cache.prefetch((l + 1) % kLayers, pred, keep));
+        }
+        if (HasFatalFailure()) return;
+      }
+      cache.end_step();
+    }
+    EXPECT_GT(promotions, 100u);
+    EXPECT_GT(demotions, 300u);
+    EXPECT_EQ(promotions, tier.counters().hits);
+    EXPECT_EQ(demotions, tier.counters().demotions);
+  }
+}
+
+}  // namespace
