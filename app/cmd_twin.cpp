@@ -114,7 +114,7 @@ std::function<int()> add_twin(CLI::App& app) {
 std::function<int()> add_bench_twin(CLI::App& app) {
   struct Options {
     bench::TwinBenchOptions b;
-    double budget_mib = 0;
+    double budget_mib = 0, ram_budget_mib = 0;
     bool no_lookahead = false, json = false, no_direct = false;
   };
   auto opt = std::make_shared<Options>();
@@ -128,6 +128,10 @@ std::function<int()> add_bench_twin(CLI::App& app) {
   sub->add_option("--budget-mib", opt->budget_mib, "Expert cache budget, MiB")
       ->required()
       ->check(positive_number());
+  auto* ram =
+      sub->add_option("--ram-budget-mib", opt->ram_budget_mib,
+                      "cuda: host-RAM tier behind the VRAM cache, MiB (EngineSettings::cache_ram_mib)")
+          ->check(positive_number());
   sub->add_option("--tokens", opt->b.tokens, "Decode steps (default: the trace's decode steps; 64 with --zipf)");
   sub->add_option("--warmup", opt->b.warmup, "Steps left out of the after_warmup figures (default 0)");
   sub->add_flag("--serial", opt->b.serial, "Published schedule: every miss of a layer read before it computes");
@@ -149,8 +153,11 @@ std::function<int()> add_bench_twin(CLI::App& app) {
                   "on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   sub->add_flag("--json", opt->json, "Print the report as one JSON object on stdout");
-  return [opt, trace, zipf]() {
+  return [opt, trace, zipf, ram]() {
     bench::TwinBenchOptions o = opt->b;
+    if (ram->count() != 0 && o.backend != "cuda")
+      throw UsageError("--ram-budget-mib: the host-RAM tier sits behind the VRAM cache (--backend cuda)");
+    o.ram_tier_bytes = static_cast<uint64_t>(std::floor(opt->ram_budget_mib * 1048576.0));
     if (trace->count() == 0 && zipf->count() == 0) throw Error("bench-twin: give --trace FILE or --zipf S");
     if (zipf->count() == 0) o.zipf_s = -1;
     o.budget_bytes = static_cast<uint64_t>(std::floor(opt->budget_mib * 1048576.0));

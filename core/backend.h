@@ -29,6 +29,11 @@ struct BackendStats {
   // the router then used (each counted as a cache miss that needed no read when it was used).
   uint64_t prefetch_reads = 0, prefetch_hits = 0;
   uint64_t pack_read_bytes = 0, h2d_bytes = 0, fallback_count = 0, io_errors = 0;
+  // Host-RAM tier behind the VRAM cache (EngineSettings::cache_ram_mib, core/victim_tier.h):
+  // misses found there (copied up, no pack read), evicted experts copied down into it, and
+  // those copies' bytes (device to host).
+  uint64_t ram_tier_hits = 0, ram_tier_demotions = 0, d2h_bytes = 0;
+  uint32_t ram_tier_slots = 0;        // its slots (0: off)
   uint32_t cache_slots = 0;           // expert slots (0 without a cache)
   uint64_t cache_slot_bytes = 0;      // bytes per slot
 };

@@ -110,6 +110,7 @@ const std::vector<Key>& keys() {
             s.cache_policy = parse_choice(k, v, {"hybrid", "lru", "lfu"});
           },
           [](const EngineSettings& s) { return nlohmann::json(s.cache_policy); }},
+      MP_UINT(cache_ram_mib, 0, kMaxMib),
       MP_UINT(stage_slots, 1, 4096),
       MP_UINT(read_splits, 1, 64),
       MP_UINT(queue_depth, 1, 65536),

@@ -22,6 +22,12 @@ struct EngineSettings {
   uint64_t cache_vram_reserve_mib = 512; // MiB kept free
   uint64_t cache_bytes = 0;              // exact budget in bytes; overrides cache_vram_mib when > 0
   std::string cache_policy = "hybrid";   // hybrid | lru | lfu
+  // CUDA backend, Expert Pack path: MiB of pinned host RAM for a tier behind the VRAM cache
+  // (core/victim_tier.h): the experts the VRAM cache evicts are copied down into it, and a miss
+  // found there is copied up instead of read from the SSD. 0: off. Sized as
+  // min(this, available RAM - 2 GiB), at most the experts the VRAM cache cannot hold. The CPU
+  // backend's slots are host RAM already: it has no such tier (raise cache_vram_mib there).
+  uint64_t cache_ram_mib = 0;
   // Reader (core/direct_reader.h).
   uint32_t stage_slots = 8;
   uint32_t read_splits = 1;

@@ -10,6 +10,7 @@
 #include "core/expert_store.h"
 #include "core/model_source.h"
 #include "core/tensor_store.h"
+#include "core/victim_tier.h"
 
 namespace moepack {
 
@@ -61,18 +62,6 @@ class ResidentExperts final : public ExpertProvider {
   uint32_t n_expert_;
   std::map<uint32_t, Layer> layers_;
 };
-
-// Bytes of RAM the OS reports available (MemAvailable), or ~0 if unknown.
-uint64_t available_ram_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  std::string unit;
-  while (f >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return ~0ull;
-}
 
 class PackExperts final : public ExpertProvider {
  public:

@@ -1,8 +1,29 @@
 #include "core/victim_tier.h"
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 
 namespace moepack {
+
+uint64_t available_ram_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (f >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return ~0ull;
+}
+
+uint32_t ram_tier_slots(uint64_t requested_bytes, uint64_t available_bytes, uint64_t slot_bytes,
+                        uint64_t max_slots) {
+  if (slot_bytes == 0) return 0;
+  const uint64_t usable =
+      std::min(requested_bytes, available_bytes - std::min(available_bytes, kRamTierKeepFree));
+  return static_cast<uint32_t>(std::min<uint64_t>({usable / slot_bytes, max_slots, UINT32_MAX}));
+}
 
 const TierPlan::Demotion* TierPlan::demotion_of(uint32_t slot) const {
   for (const Demotion& d : demotions) {

@@ -34,6 +34,20 @@
 
 namespace moepack {
 
+// Bytes of RAM the OS reports available (/proc/meminfo MemAvailable), or ~0 if unknown.
+uint64_t available_ram_bytes();
+
+// RAM the tier leaves to the OS and the application (bytes).
+constexpr uint64_t kRamTierKeepFree = 2ull << 30;
+
+// Slots of a RAM tier asked for `requested_bytes` (EngineSettings::cache_ram_mib), as the VRAM
+// cache is sized (ARCHITECTURE.md, "Cache sizing"):
+//   floor(min(requested, available - kRamTierKeepFree) / slot_bytes), at most `max_slots`
+// (the pack's experts the upper cache cannot hold: a tier slot more would never be used).
+// 0 (off) when nothing is left; never throws. Sizes in bytes.
+uint32_t ram_tier_slots(uint64_t requested_bytes, uint64_t available_bytes, uint64_t slot_bytes,
+                        uint64_t max_slots);
+
 struct VictimTierCounters {
   uint64_t lookups = 0;    // upper-cache misses looked up here
   uint64_t hits = 0;       // of those, found here (promotions: no SSD read)

@@ -137,6 +137,7 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     ps.policy = s.cache_policy;
     ps.verify_pack_sha256 = s.verify_pack_sha256;
     ps.prefetch_slots = s.prefetch_experts ? cfg_.n_expert_used : 0;
+    ps.ram_tier_bytes = s.cache_ram_mib << 20;
     pool_ = std::make_unique<VramExpertPool>(pack, ps, cfg_.n_expert_used);
     if (any_tiled) {
       pool_->set_delivery([this](uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes,
@@ -393,6 +394,10 @@ void CudaRoutedExperts::add_stats(BackendStats& s) const {
   s.prefetch_hits = c.cache.prefetch_hits;
   s.pack_read_bytes = c.pack_read_bytes;
   s.h2d_bytes = c.h2d_bytes;
+  s.ram_tier_hits = c.ram.hits;
+  s.ram_tier_demotions = c.ram.demotions;
+  s.ram_tier_slots = c.ram_slots;
+  s.d2h_bytes = c.d2h_bytes;
   s.fallback_count = c.fallback_count;
   s.io_errors = c.io_errors;
   s.cache_slots = pool_->slot_count();

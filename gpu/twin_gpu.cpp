@@ -59,6 +59,7 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
   }
   VramPoolSettings ps;
   ps.cache_bytes = o.budget_bytes;
+  ps.ram_tier_bytes = o.ram_tier_bytes;
   ps.reader = o.reader;
   ps.policy = o.policy;
   ps.stage_slots = std::max<uint32_t>(8, K);
@@ -196,6 +197,10 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
   for (const TiledRole& r : roles) tiled.push_back(r.tiled);
   res.extra = {{"device", prop.name},
                {"h2d_bytes", c.h2d_bytes},
+               {"ram_tier_slots", c.ram_slots},
+               {"ram_tier_hits", c.ram.hits},
+               {"ram_tier_demotions", c.ram.demotions},
+               {"d2h_bytes", c.d2h_bytes},
                {"stage_slots", ps.stage_slots},
                {"tiled_experts", o.tiled_experts},
                {"tiled_roles", tiled}};

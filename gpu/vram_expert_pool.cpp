@@ -59,6 +59,15 @@ VramExpertPool::VramExpertPool(const ExpertPack& pack, const VramPoolSettings& s
     prefetch_stage_free_.resize(2 * settings_.prefetch_slots);
     prefetch_stage_used_.assign(2 * settings_.prefetch_slots, false);
   }
+  if (settings_.ram_tier_bytes > 0) {
+    const uint64_t experts = pack.layout().expert_count();
+    const uint32_t n = moepack::ram_tier_slots(settings_.ram_tier_bytes, available_ram_bytes(), slot_bytes_,
+                                               experts - std::min<uint64_t>(experts, cache_.slot_count()));
+    ram_.allocate(static_cast<size_t>(slot_bytes_) * n, "the host-RAM expert tier (" + std::to_string(n) +
+                                                            " slots of " + std::to_string(slot_bytes_) +
+                                                            " bytes)");
+    ram_tier_ = VictimTier(n);
+  }
 }
 
 VramExpertPool::~VramExpertPool() { drain_reader(); }
@@ -84,6 +93,25 @@ std::string VramExpertPool::check_sha256(uint32_t layer, uint32_t expert, const 
   return {};
 }
 
+void VramExpertPool::demote(const TierPlan& plan) {
+  for (const TierPlan::Demotion& d : plan.demotions) {
+    const uint64_t bytes = pack_.stride(d.key.layer);
+    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(ram_.bytes_ptr() + static_cast<size_t>(d.ram_slot) * slot_bytes_,
+                                       slots_.bytes_ptr() + static_cast<size_t>(d.upper_slot) * slot_bytes_,
+                                       bytes, cudaMemcpyDeviceToHost, copy_.get()));
+    d2h_bytes_ += bytes;
+  }
+}
+
+void VramExpertPool::promote(uint32_t layer, uint32_t ram_slot, uint32_t slot) {
+  const uint64_t bytes = pack_.stride(layer);
+  MOEPACK_CUDA_CHECK(cudaMemcpyAsync(slots_.bytes_ptr() + static_cast<size_t>(slot) * slot_bytes_,
+                                     ram_.bytes_ptr() + static_cast<size_t>(ram_slot) * slot_bytes_, bytes,
+                                     cudaMemcpyHostToDevice, copy_.get()));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(slot_ready_[slot].get(), copy_.get()));
+  h2d_bytes_ += bytes;
+}
+
 uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> experts, std::span<const ExpertKey> protect,
                                   double* io_wait_ms) {
   if (settings_.prefetch_slots == 0) return 0;
@@ -107,9 +135,21 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   }
   const std::vector<SlotAssignment> placed = cache_.prefetch(layer, experts.first(n), keep);
   const uint64_t stride = pack_.stride(layer);
+  uint32_t started = 0;
   try {
+    // The experts these slots held go down to the RAM tier before anything overwrites them;
+    // those the tier holds come up from it at once, after the kernels released so far.
+    const TierPlan plan = ram_tier_.plan(layer, placed);
+    demote(plan);
+    if (plan.promotions() > 0 && released_recorded_) {
+      MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
+    }
     for (uint32_t i = 0; i < placed.size(); ++i) {
-      const uint32_t stage = base + i;
+      if (plan.ram_slot[i]) {
+        promote(layer, *plan.ram_slot[i], placed[i].slot);
+        continue;
+      }
+      const uint32_t stage = base + started++;
       if (prefetch_stage_used_[stage]) {
         const auto t0 = std::chrono::steady_clock::now();
         MOEPACK_CUDA_CHECK(cudaEventSynchronize(prefetch_stage_free_[stage].get()));
@@ -226,15 +266,36 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
   };
   for (const auto& [tag, p] : pending_) needed_prefetch += used_now(p.key);
   const std::vector<SlotAssignment> assignments = cache_.acquire(layer, experts, keep);
-  std::vector<const SlotAssignment*> misses;
-  for (const SlotAssignment& a : assignments) {
-    if (!a.hit) misses.push_back(&a);
+  std::vector<const SlotAssignment*> misses;                         // read from the pack
+  std::vector<std::pair<const SlotAssignment*, uint32_t>> promoted;  // (miss, RAM slot)
+  TierPlan plan;
+  try {
+    // What the misses' slots held goes down to the RAM tier first (copies queued on the copy
+    // stream before any copy into those slots); misses the tier holds come up from it.
+    plan = ram_tier_.plan(layer, assignments);
+    demote(plan);
+  } catch (...) {
+    for (const SlotAssignment& a : assignments) {
+      if (!a.hit || a.prefetched) cache_.invalidate(ExpertKey{layer, a.expert});
+    }
+    forget_undelivered();
+    throw;
   }
-  if (!misses.empty() || needed_prefetch > 0) {
+  for (size_t i = 0; i < assignments.size(); ++i) {
+    const SlotAssignment& a = assignments[i];
+    if (a.hit) continue;
+    if (plan.ram_slot[i]) {
+      promoted.emplace_back(&a, *plan.ram_slot[i]);
+    } else {
+      misses.push_back(&a);
+    }
+  }
+  if (!misses.empty() || needed_prefetch > 0 || !promoted.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       // Slots about to be overwritten may still be read by kernels queued before release().
       if (released_recorded_) MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));
+      for (const auto& [a, ram_slot] : promoted) promote(layer, ram_slot, a->slot);
       std::deque<uint32_t> free_stages;
       for (uint32_t i = 0; i < settings_.stage_slots; ++i) free_stages.push_back(i);
       std::unordered_map<uint64_t, uint32_t> stage_of;  // tag (miss index) -> staging buffer
@@ -278,6 +339,7 @@ std::vector<const uint8_t*> VramExpertPool::acquire(uint32_t layer, std::span<co
     } catch (...) {
       // The cache already counts these experts as resident: forget them, so a retry reads again.
       for (const SlotAssignment* a : misses) cache_.invalidate(ExpertKey{layer, a->expert});
+      for (const auto& [a, ram_slot] : promoted) cache_.invalidate(ExpertKey{layer, a->expert});
       for (const SlotAssignment& a : assignments) {
         if (a.prefetched) cache_.invalidate(ExpertKey{layer, a.expert});
       }
@@ -314,6 +376,9 @@ VramPoolCounters VramExpertPool::counters() const {
   c.io_errors = reader_.counters().io_errors.load(std::memory_order_relaxed);
   c.h2d_bytes = h2d_bytes_;
   c.verified_experts = verified_count_;
+  c.ram = ram_tier_.counters();
+  c.ram_slots = ram_tier_.slot_count();
+  c.d2h_bytes = d2h_bytes_;
   return c;
 }
 

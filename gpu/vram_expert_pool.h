@@ -30,9 +30,18 @@
 // together exceed the slots first finishes them all (finish_prefetch). After any failure the
 // reads in flight are drained and forgotten.
 //
+// Host-RAM tier (settings.ram_tier_bytes > 0; core/victim_tier.h): pinned host slots behind the
+// VRAM slots, exclusive of them. Every expert an acquire() or prefetch() evicts from VRAM is
+// copied down into it (device to host on the copy stream, queued before anything overwrites the
+// slot); a miss found there is copied up from it (host to device, after `released`) instead of
+// being read from the pack, and leaves it. The bytes move in the VRAM slot's layout (tiled or
+// not), so a copy up is one cudaMemcpyAsync. A prefetch() of an expert held there copies it up
+// at once (no read in flight).
+//
 // Sizing (ARCHITECTURE.md "Cache sizing"): slot_bytes = the pack's largest expert stride;
 // slot_count = floor(min(cache_bytes, free VRAM - reserve) / slot_bytes); fewer slots than
-// one layer's top-k is an initialisation error with the numbers.
+// one layer's top-k is an initialisation error with the numbers. RAM tier: ram_tier_slots()
+// (core/victim_tier.h) of ram_tier_bytes against the RAM available.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -50,6 +59,7 @@
 #include "core/direct_reader.h"
 #include "core/expert_cache.h"
 #include "core/expert_pack.h"
+#include "core/victim_tier.h"
 #include "gpu/cuda_resources.h"
 
 namespace moepack::gpu {
@@ -62,11 +72,15 @@ struct VramPoolSettings {
   std::string policy = "hybrid";
   bool verify_pack_sha256 = false;     // checked in the staging buffer before the upload
   uint32_t prefetch_slots = 0;         // experts read ahead at most per prefetch(); 0: off
+  uint64_t ram_tier_bytes = 0;         // pinned host RAM for the tier behind VRAM, bytes; 0: off
 };
 
 struct VramPoolCounters {
   CacheCounters cache;
   uint64_t pack_read_bytes = 0, h2d_bytes = 0, fallback_count = 0, io_errors = 0, verified_experts = 0;
+  VictimTierCounters ram;  // the host-RAM tier (zeros when off)
+  uint32_t ram_slots = 0;
+  uint64_t d2h_bytes = 0;  // copied down into the RAM tier
 };
 
 class VramExpertPool {
@@ -91,7 +105,8 @@ class VramExpertPool {
   // wanted first) that are not resident, at most n = min(prefetch_slots, slot_count -
   // max(|protect|, top_k) - reads in flight) of them (resident ones do not count against n:
   // ExpertCache::prefetch_prefix), as far as slots outside `protect` (distinct keys) allow; returns the
-  // number of reads started without waiting for them (0 when prefetch is off or there is no room). Call when
+  // number of experts placed: reads started without waiting for them, and copies up from the RAM
+  // tier (0 when prefetch is off or there is no room). Call when
   // the kernels queued so far are release()d. Adds the waits for the previous round's reads and buffers to
   // *io_wait_ms. Throws Error (bad layer / ids), IoError from the submission, and what finishing reads still
   // in flight from an earlier prefetch() throws.
@@ -120,6 +135,7 @@ class VramExpertPool {
   uint32_t slot_count() const { return cache_.slot_count(); }
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint32_t prefetch_slots() const { return settings_.prefetch_slots; }
+  uint32_t ram_tier_slots() const { return ram_tier_.slot_count(); }
   VramPoolCounters counters() const;
 
  private:
@@ -147,6 +163,11 @@ class VramExpertPool {
   // "" when SHA-256 checks are off, the block was checked before, or it matches the manifest
   // (then it is remembered); otherwise the error message naming the block.
   std::string check_sha256(uint32_t layer, uint32_t expert, const uint8_t* src, uint64_t bytes);
+  // Queues the plan's copies down (VRAM slot -> RAM slot) on the copy stream.
+  void demote(const TierPlan& plan);
+  // Queues the copy up of an expert of `layer` from RAM slot `ram_slot` into VRAM slot
+  // `slot` and records the slot's ready event (the copy stream already waits for `released`).
+  void promote(uint32_t layer, uint32_t ram_slot, uint32_t slot);
 
   const ExpertPack& pack_;
   VramPoolSettings settings_;
@@ -172,6 +193,9 @@ class VramExpertPool {
   std::unordered_set<uint64_t> verified_;
   uint64_t verified_count_ = 0;
   uint64_t h2d_bytes_ = 0;
+  VictimTier ram_tier_{0};
+  PinnedBuffer ram_;  // ram_tier_.slot_count() slots of slot_bytes_
+  uint64_t d2h_bytes_ = 0;
 };
 
 }  // namespace moepack::gpu

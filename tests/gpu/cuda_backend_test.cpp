@@ -204,6 +204,48 @@ TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) { expect_pack_matches_ggu
 // read is delivered, and some prefetched experts were used.
 TEST_P(CudaFixture, PackWithPrefetchMatchesGgufAtEveryBudget) { expect_pack_matches_gguf_on_gpu(GetParam(), true); }
 
+// The host-RAM tier behind the VRAM cache (cache_ram_mib, core/victim_tier.h) changes where
+// evicted experts come back from, never what is computed: the GGUF path's logits bit for bit at
+// every budget, with and without prefetch. The tier asked for (1 GiB) holds every expert the
+// VRAM slots cannot, so no expert is read from the pack twice (pack reads <= experts.bin), and
+// at the smallest budget experts go down and come back up.
+void expect_pack_with_ram_tier_matches_gguf(const Case& c, bool prefetch) {
+  const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
+  const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
+  test::TempDir dir(prefetch ? "moepack-cuda-ram-prefetch" : "moepack-cuda-ram");
+  EngineSettings pack = parity_settings("cuda");
+  pack.stage_slots = 3;
+  pack.prefetch_experts = prefetch;
+  pack.cache_ram_mib = 1024;
+  std::vector<test::BudgetRun> runs;
+  test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_backend, parity_settings("cuda"),
+                                 pack, &runs);
+  ASSERT_EQ(runs.size(), 3u);
+  const auto experts_bin = std::filesystem::file_size(dir.file("pack") + "/experts.bin");
+  for (const test::BudgetRun& r : runs) {
+    SCOPED_TRACE("cache slots " + std::to_string(r.slots));
+    EXPECT_LE(r.stats.pack_read_bytes, experts_bin);
+    EXPECT_GE(r.stats.h2d_bytes, r.stats.pack_read_bytes);
+    EXPECT_LE(r.stats.ram_tier_hits, r.stats.ram_tier_demotions);  // only what went down comes up
+    EXPECT_EQ(r.stats.d2h_bytes > 0, r.stats.ram_tier_demotions > 0);
+    if (r.stats.cache_evictions == 0) {
+      EXPECT_EQ(r.stats.ram_tier_demotions, 0u);
+    }
+  }
+  const test::BudgetRun& smallest = runs.back();
+  EXPECT_GT(smallest.stats.ram_tier_slots, 0u);
+  EXPECT_GT(smallest.stats.ram_tier_demotions, 0u);
+  EXPECT_GT(smallest.stats.ram_tier_hits, 0u);
+  EXPECT_GT(smallest.stats.h2d_bytes, smallest.stats.pack_read_bytes);  // copies up from RAM
+}
+
+TEST_P(CudaFixture, PackWithRamTierMatchesGgufAtEveryBudget) {
+  expect_pack_with_ram_tier_matches_gguf(GetParam(), false);
+}
+TEST_P(CudaFixture, PackWithRamTierAndPrefetchMatchesGgufAtEveryBudget) {
+  expect_pack_with_ram_tier_matches_gguf(GetParam(), true);
+}
+
 // SwiGLU as the gate + up launch's epilogue at decode changes no logit
 // (tests/gpu/engine_switch_check.h).
 TEST_P(CudaFixture, SwigluEpilogueChangesNoLogit) {
@@ -1043,6 +1085,69 @@ TEST(CudaBackend, PrefetchReadsStayInFlightPastAnAcquireThatDoesNotUseThem) {
   two.release(st.get());
   EXPECT_EQ(two.prefetch(1, predicted, protect, &io_wait), 0u);
   EXPECT_EQ(two.counters().pack_read_bytes, 2 * stride);
+}
+
+// The pool's host-RAM tier on the demo pack, LRU, 3 VRAM slots (top-k 2) and 2 RAM slots (core/
+// victim_tier.h), layer 1. Worked by hand (t = access order; s = VRAM slot, r = RAM slot):
+//   {1,2}: read into s0 s1.  {3}: read into s2.
+//   {4}: evicts 1 (t1) -> r0; 4 read.
+//   {1}: 1 comes up from r0 (RAM hit 1); evicts 2 (t2) -> r1 (r0 is being read up).
+//   {2,5}: 2 comes up from r1 (hit 2); evicts 3 and 4 (t3, t4): 3 -> r0 (free again), 4 drops
+//          3 (r1 is being read up); 5 read.
+//   {3}: read again (dropped); evicts 1 (t5) -> r1.
+//   {1}: comes up from r1 (hit 3); evicts 2 (t6) -> r0, dropping 4.
+//   prefetch {2}: comes up from r0 at once (hit 4, no read); evicts 5 (t7) -> r1.
+// Reads 1 2 3 4 5 3 = 6, RAM hits 4, demotions 1 2 3 4 1 2 5 = 7, drops 2; every block handed
+// out holds the file's bytes.
+TEST(CudaBackend, RamTierMovesExpertsDownAndBackUpIntact) {
+  test::TempDir dir("moepack-cuda-ram-pool");
+  const ExpertPack pack = ExpertPack::open(test::build_test_pack(kDemo, dir));
+  ASSERT_GE(pack.layout().layers.size(), 2u);
+  const uint64_t stride = pack.stride(1);
+  const auto file_bytes = [&](uint32_t e) { return expert_file_bytes(pack, e); };
+  gpu::Stream st;
+  const auto vram = [&](const uint8_t* p) { return vram_bytes(p, stride, st.get()); };
+  gpu::VramPoolSettings ps;
+  ps.cache_bytes = 3 * pack.layout().max_stride;
+  ps.reserve_bytes = 0;
+  ps.policy = "lru";
+  ps.prefetch_slots = 2;
+  ps.ram_tier_bytes = 2 * pack.layout().max_stride;
+  gpu::VramExpertPool pool(pack, ps, 2);
+  ASSERT_EQ(pool.slot_count(), 3u);
+  ASSERT_EQ(pool.ram_tier_slots(), 2u);
+  double io_wait = 0;
+  const auto use = [&](std::vector<uint32_t> ids) {
+    const auto blocks = pool.acquire(1, ids, st.get(), &io_wait);
+    for (size_t i = 0; i < ids.size(); ++i)
+      EXPECT_EQ(vram(blocks[i]), file_bytes(ids[i])) << "expert " << ids[i];
+    pool.release(st.get());
+    pool.end_step();
+  };
+  use({1, 2});
+  use({3});
+  use({4});
+  use({1});
+  use({2, 5});
+  use({3});
+  use({1});
+  EXPECT_EQ(pool.counters().ram.hits, 3u);
+  const std::vector<uint32_t> two = {2};
+  EXPECT_EQ(pool.prefetch(1, two, {}, &io_wait), 1u);
+  use({2});
+  const gpu::VramPoolCounters c = pool.counters();
+  EXPECT_EQ(c.pack_read_bytes, 6 * stride);
+  EXPECT_EQ(c.ram.hits, 4u);
+  EXPECT_EQ(c.ram.lookups, 10u);  // every VRAM miss: 1 2 3 4 1 2 5 3 1 2
+  EXPECT_EQ(c.ram.demotions, 7u);
+  EXPECT_EQ(c.ram.drops, 2u);
+  EXPECT_EQ(c.d2h_bytes, 7 * stride);
+  EXPECT_EQ(c.h2d_bytes, 10 * stride);  // 6 reads + 4 copies up
+  EXPECT_EQ(c.cache.prefetch_hits, 1u);
+  // Off: no tier, no copies down.
+  ps.ram_tier_bytes = 0;
+  gpu::VramExpertPool off(pack, ps, 2);
+  EXPECT_EQ(off.ram_tier_slots(), 0u);
 }
 
 // bench-io --vram's phase on the demo model's pack: every asked block is delivered once (the
