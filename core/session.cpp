@@ -37,6 +37,9 @@ BackendStats stats_delta(const BackendStats& a, const BackendStats& b) {
   d.prefetch_hits -= a.prefetch_hits;
   d.pack_read_bytes -= a.pack_read_bytes;
   d.h2d_bytes -= a.h2d_bytes;
+  d.ram_tier_hits -= a.ram_tier_hits;
+  d.ram_tier_demotions -= a.ram_tier_demotions;
+  d.d2h_bytes -= a.d2h_bytes;
   d.fallback_count -= a.fallback_count;
   d.io_errors -= a.io_errors;
   return d;
@@ -50,6 +53,8 @@ void add_to_counters(TelemetryCounters& c, const BackendStats& d) {
   c.prefetch_hits.fetch_add(d.prefetch_hits, std::memory_order_relaxed);
   c.pack_read_bytes.fetch_add(d.pack_read_bytes, std::memory_order_relaxed);
   c.h2d_bytes.fetch_add(d.h2d_bytes, std::memory_order_relaxed);
+  c.ram_tier_hits.fetch_add(d.ram_tier_hits, std::memory_order_relaxed);
+  c.d2h_bytes.fetch_add(d.d2h_bytes, std::memory_order_relaxed);
   c.fallback_count.fetch_add(d.fallback_count, std::memory_order_relaxed);
   c.io_errors.fetch_add(d.io_errors, std::memory_order_relaxed);
 }

@@ -78,6 +78,8 @@ TelemetrySnapshot Telemetry::snapshot() const {
   s.prefetch_hits = counters_.prefetch_hits.load(r);
   s.pack_read_bytes = counters_.pack_read_bytes.load(r);
   s.h2d_bytes = counters_.h2d_bytes.load(r);
+  s.ram_tier_hits = counters_.ram_tier_hits.load(r);
+  s.d2h_bytes = counters_.d2h_bytes.load(r);
   s.fallback_count = counters_.fallback_count.load(r);
   s.io_errors = counters_.io_errors.load(r);
   s.tokens = counters_.tokens.load(r);
@@ -153,10 +155,18 @@ nlohmann::json Telemetry::to_json(size_t recent_tokens) const {
                       {"reply_start", t.reply_start}});
   }
   return {{"counters",
-           {{"cache_hits", s.cache_hits}, {"cache_misses", s.cache_misses}, {"cache_evictions", s.cache_evictions},
-            {"prefetch_reads", s.prefetch_reads}, {"prefetch_hits", s.prefetch_hits},
-            {"pack_read_bytes", s.pack_read_bytes}, {"h2d_bytes", s.h2d_bytes}, {"fallback_count", s.fallback_count},
-            {"io_errors", s.io_errors}, {"tokens", s.tokens}}},
+           {{"cache_hits", s.cache_hits},
+            {"cache_misses", s.cache_misses},
+            {"cache_evictions", s.cache_evictions},
+            {"prefetch_reads", s.prefetch_reads},
+            {"prefetch_hits", s.prefetch_hits},
+            {"pack_read_bytes", s.pack_read_bytes},
+            {"h2d_bytes", s.h2d_bytes},
+            {"ram_tier_hits", s.ram_tier_hits},
+            {"d2h_bytes", s.d2h_bytes},
+            {"fallback_count", s.fallback_count},
+            {"io_errors", s.io_errors},
+            {"tokens", s.tokens}}},
           {"hit_rate", s.hit_rate()},
           {"read_bytes_per_token", s.read_bytes_per_token()},
           {"recent_tokens", tokens}};

@@ -27,6 +27,8 @@ struct TelemetryCounters {
   std::atomic<uint64_t> prefetch_hits{0};    // of those, picked by the router (also counted as misses)
   std::atomic<uint64_t> pack_read_bytes{0};  // bytes read from experts.bin
   std::atomic<uint64_t> h2d_bytes{0};        // bytes copied host -> device (GPU builds)
+  std::atomic<uint64_t> ram_tier_hits{0};  // misses served by the host-RAM tier (cache_ram_mib): no pack read
+  std::atomic<uint64_t> d2h_bytes{0};      // bytes copied device -> host into that tier
   std::atomic<uint64_t> fallback_count{0};   // buffered reads (direct_io=false)
   std::atomic<uint64_t> io_errors{0};
   std::atomic<uint64_t> tokens{0};           // tokens recorded
@@ -35,7 +37,8 @@ struct TelemetryCounters {
 // Plain copy of the counters at one moment.
 struct TelemetrySnapshot {
   uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0, prefetch_reads = 0, prefetch_hits = 0,
-           pack_read_bytes = 0, h2d_bytes = 0, fallback_count = 0, io_errors = 0, tokens = 0;
+           pack_read_bytes = 0, h2d_bytes = 0, ram_tier_hits = 0, d2h_bytes = 0, fallback_count = 0,
+           io_errors = 0, tokens = 0;
   double hit_rate() const {
     const uint64_t n = cache_hits + cache_misses;
     return n == 0 ? 0.0 : static_cast<double>(cache_hits) / static_cast<double>(n);

@@ -1845,6 +1845,16 @@ What does &quot;salmon&quot; mean?</source>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="145"/>
+        <source>Host-RAM tier (MiB)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
+        <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA; 0: off)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
         <source>Staging buffers</source>
         <translation type="unfinished"></translation>
     </message>

@@ -1929,6 +1929,16 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="145"/>
+        <source>Host-RAM tier (MiB)</source>
+        <translation>内存层 (MiB)</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
+        <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA; 0: off)</source>
+        <translation>cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA；0 表示关闭）</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
         <source>Staging buffers</source>
         <translation>暂存缓冲区</translation>
     </message>

@@ -76,6 +76,8 @@ QVariantMap SettingsViewModel::defaults() {
       {"n_ctx", 4096},
       {"cache_vram_mib", 1024},
       {"cache_vram_reserve_mib", 512},
+      // Off: pinned host RAM is taken from everything else on the machine; the user opts in.
+      {"cache_ram_mib", 0},
       {"stage_slots", 8},
       {"read_splits", 1},
       {"direct_io", true},
@@ -105,6 +107,7 @@ QStringList SettingsViewModel::keys() {
           "n_ctx",
           "cache_vram_mib",
           "cache_vram_reserve_mib",
+          "cache_ram_mib",
           "stage_slots",
           "read_splits",
           "direct_io",
@@ -212,8 +215,8 @@ void SettingsViewModel::apply() {
   const bool languageChanged = draft_.value("language") != saved_.value("language");
   bool engineChanged = false;
   for (const char* k :
-       {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "stage_slots",
-        "read_splits", "direct_io", "prefetch_experts", "verify_pack_sha256"}) {
+       {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "cache_ram_mib",
+        "stage_slots", "read_splits", "direct_io", "prefetch_experts", "verify_pack_sha256"}) {
     // (not models_folder: the loaded model stays; the next conversion goes to the new folder)
     engineChanged = engineChanged || draft_.value(k) != saved_.value(k);
   }
@@ -313,6 +316,7 @@ EngineSettings SettingsViewModel::engineSettings() const {
   s.n_ctx = saved_.value("n_ctx").toUInt();
   s.cache_vram_mib = saved_.value("cache_vram_mib").toULongLong();
   s.cache_vram_reserve_mib = saved_.value("cache_vram_reserve_mib").toULongLong();
+  s.cache_ram_mib = saved_.value("cache_ram_mib").toULongLong();
   s.stage_slots = saved_.value("stage_slots").toUInt();
   s.read_splits = saved_.value("read_splits").toUInt();
   s.direct_io = saved_.value("direct_io").toBool();

@@ -93,7 +93,7 @@ TEST(Telemetry, StatsFileWrittenAtTheIntervalAtomically) {
   EXPECT_EQ(j["counters"]["tokens"].get<uint64_t>(), 3u);
   EXPECT_EQ(j["counters"]["cache_misses"].get<uint64_t>(), 5u);
   for (const char* k : {"cache_hits", "cache_evictions", "prefetch_reads", "prefetch_hits", "pack_read_bytes",
-                        "h2d_bytes", "fallback_count", "io_errors"}) {
+                        "h2d_bytes", "ram_tier_hits", "d2h_bytes", "fallback_count", "io_errors"}) {
     EXPECT_TRUE(j["counters"].contains(k)) << k;
   }
   EXPECT_EQ(j["recent_tokens"].size(), 3u);

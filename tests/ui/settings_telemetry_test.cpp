@@ -105,6 +105,9 @@ QtObject {
       QVERIFY(s.values().contains("prefetch_experts"));
       QCOMPARE(s.values().value("prefetch_experts").toBool(), false);  // off by default
       QCOMPARE(s.setValue("prefetch_experts", true), QString());
+      QCOMPARE(s.values().value("cache_ram_mib").toInt(), 0);  // the host-RAM tier is off by default
+      QCOMPARE(s.setValue("cache_ram_mib", -1), QString("Between 0 and 16777216."));
+      QCOMPARE(s.setValue("cache_ram_mib", 8192), QString());
       QCOMPARE(s.values().value("verify_pack_sha256").toBool(), true);  // on by default
       QCOMPARE(s.setValue("verify_pack_sha256", false), QString());
       QCOMPARE(s.setValue("language", "zh_CN"), QString());
@@ -125,6 +128,7 @@ QtObject {
     QCOMPARE(e.cache_vram_mib, uint64_t(64));
     QCOMPARE(e.direct_io, false);
     QCOMPARE(e.prefetch_experts, true);
+    QCOMPARE(e.cache_ram_mib, uint64_t(8192));
     QCOMPARE(e.verify_pack_sha256, false);
     QCOMPARE(e.threads, 0u);  // cores - 1 in the engine
     QCOMPARE(s.language(), QString("zh_CN"));

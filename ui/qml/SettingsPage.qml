@@ -142,6 +142,11 @@ Item {
                     hint: qsTr("cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend")
                 }
                 Field { key: "cache_vram_reserve_mib"; label: qsTr("Keep free (MiB)"); hint: "cache_vram_reserve_mib" }
+                Field {
+                    key: "cache_ram_mib"
+                    label: qsTr("Host-RAM tier (MiB)")
+                    hint: qsTr("cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA; 0: off)")
+                }
                 Field { key: "stage_slots"; label: qsTr("Staging buffers"); hint: "stage_slots" }
                 Field { key: "read_splits"; label: qsTr("Reads per expert"); hint: "read_splits" }
                 RowLayout {
