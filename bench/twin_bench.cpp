@@ -425,6 +425,7 @@ json twin_report_json(const TwinBenchOptions& o, const TwinBenchSetup& s, const 
   j["settings"] = {{"backend", o.backend},
                    {"schedule", o.serial ? "serial" : (o.lookahead ? "overlapped+lookahead" : "overlapped")},
                    {"budget_bytes", o.budget_bytes},
+                   {"ram_tier_bytes", o.ram_tier_bytes},
                    {"policy", o.policy},
                    {"tokens", s.steps},
                    {"warmup", o.warmup},

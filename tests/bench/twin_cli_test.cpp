@@ -287,6 +287,12 @@ TEST_F(TwinCli, BadInputs) {
   r = run({"bench-twin", v4().string(), "--zipf", "1", "--budget-mib", "50"});  // < 6 slots
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("6"), std::string::npos) << r.err;
+  // The host-RAM tier sits behind VRAM: refused on the CPU path, before anything is read.
+  r = run({"bench-twin", v4().string(), "--zipf", "1", "--budget-mib", "256", "--ram-budget-mib", "64"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--ram-budget-mib: the host-RAM tier sits behind the VRAM cache (--backend cuda)"),
+            std::string::npos)
+      << r.err;
   r = run({"twin", "--shape", "kimi-k3", "--experts", "8", "--layers", "1", "-o", (g_dir / "bad").string()});
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("--experts 8 is outside 16..896"), std::string::npos) << r.err;
