@@ -655,6 +655,16 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <source>Misses served from RAM</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <source>ram_tier_hits (cache_ram_mib); copied down: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../ui/qml/DashboardPage.qml" line="153"/>
         <source>Buffered reads</source>
         <translation type="unfinished"></translation>

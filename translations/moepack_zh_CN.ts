@@ -678,6 +678,16 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>复制到 GPU</translation>
     </message>
     <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <source>Misses served from RAM</source>
+        <translation>从内存取回的未命中</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <source>ram_tier_hits (cache_ram_mib); copied down: %1</source>
+        <translation>ram_tier_hits（cache_ram_mib）；已复制到内存：%1</translation>
+    </message>
+    <message>
         <location filename="../ui/qml/DashboardPage.qml" line="153"/>
         <source>Buffered reads</source>
         <translation>缓冲读取</translation>

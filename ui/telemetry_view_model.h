@@ -42,6 +42,8 @@ class TelemetryViewModel : public QObject {
   Q_PROPERTY(double prefetchHits READ prefetchHits NOTIFY updated)
   Q_PROPERTY(double packReadBytes READ packReadBytes NOTIFY updated)
   Q_PROPERTY(double h2dBytes READ h2dBytes NOTIFY updated)
+  Q_PROPERTY(double ramTierHits READ ramTierHits NOTIFY updated)  // misses served by the host-RAM tier
+  Q_PROPERTY(double d2hBytes READ d2hBytes NOTIFY updated)        // copied down into it
   Q_PROPERTY(double fallbackCount READ fallbackCount NOTIFY updated)
   Q_PROPERTY(double ioErrors READ ioErrors NOTIFY updated)
   Q_PROPERTY(double tokens READ tokens NOTIFY updated)
@@ -92,6 +94,8 @@ class TelemetryViewModel : public QObject {
   double prefetchHits() const { return static_cast<double>(snap_.prefetch_hits); }
   double packReadBytes() const { return static_cast<double>(snap_.pack_read_bytes); }
   double h2dBytes() const { return static_cast<double>(snap_.h2d_bytes); }
+  double ramTierHits() const { return static_cast<double>(snap_.ram_tier_hits); }
+  double d2hBytes() const { return static_cast<double>(snap_.d2h_bytes); }
   double fallbackCount() const { return static_cast<double>(snap_.fallback_count); }
   double ioErrors() const { return static_cast<double>(snap_.io_errors); }
   double tokens() const { return static_cast<double>(snap_.tokens); }

@@ -258,6 +258,13 @@ class StudioGuiTest : public QObject {
     QVERIFY(decodeCard);
     QVERIFY2(decodeCard->property("value").toString().endsWith(QLatin1String(" tok/s")),
              qPrintable(decodeCard->property("value").toString()));
+    // The CPU backend's cache is host RAM: no tier behind it, nothing served from one.
+    auto* ramTierCard = window->findChild<QObject*>(QStringLiteral("ramTierCard"));
+    QVERIFY(ramTierCard);
+    QCOMPARE(telemetry->ramTierHits(), 0.0);
+    QCOMPARE(ramTierCard->property("value").toString(), QStringLiteral("0"));
+    QVERIFY2(ramTierCard->property("counter").toString().endsWith(QLatin1String("copied down: 0 B")),
+             qPrintable(ramTierCard->property("counter").toString()));
     QTest::qWait(600);
     save(window, QStringLiteral("studio-dashboard.png"));
 

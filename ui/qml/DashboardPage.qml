@@ -150,6 +150,12 @@ Item {
                 Card { name: qsTr("Read from SSD"); counter: "pack_read_bytes"; value: page.bytes(page.telemetry.packReadBytes) }
                 Card { name: qsTr("Copied to the GPU"); counter: "h2d_bytes"; value: page.bytes(page.telemetry.h2dBytes) }
                 Card {
+                    objectName: "ramTierCard"
+                    name: qsTr("Misses served from RAM")
+                    counter: qsTr("ram_tier_hits (cache_ram_mib); copied down: %1").arg(page.bytes(page.telemetry.d2hBytes))
+                    value: page.count(page.telemetry.ramTierHits)
+                }
+                Card {
                     name: qsTr("Buffered reads"); counter: qsTr("fallback_count: reads without O_DIRECT")
                     value: page.count(page.telemetry.fallbackCount)
                 }
