@@ -47,35 +47,52 @@ uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t 
   for (const auto& [e, _] : by_expert) unique.push_back(e);
   const size_t batch = std::max<size_t>(1, std::min<size_t>(experts.max_batch(), unique.size()));
   uint64_t computed = 0;
-  std::vector<float> xin, g, u, scale, y;
+  std::vector<float> xin, g, u, scale;
   for (size_t b = 0; b < unique.size(); b += batch) {
     const size_t m = std::min(batch, unique.size() - b);
-    const std::vector<ExpertFfn> ffns = experts.acquire(block, std::span<const uint32_t>(unique.data() + b, m), io_wait_ms);
-    if (resident && b + m == unique.size()) resident();
-    for (size_t i = 0; i < m; ++i) {
-      const auto& users = by_expert[unique[b + i]];
-      const int64_t nu = static_cast<int64_t>(users.size());
-      xin.resize(static_cast<size_t>(nu * E));
-      scale.resize(static_cast<size_t>(nu));
-      for (int64_t j = 0; j < nu; ++j) {
-        std::copy(x + users[j].first * E, x + (users[j].first + 1) * E, xin.begin() + j * E);
-        scale[j] = users[j].second;
-      }
-      const ExpertFfn& f = ffns[i];
-      const int64_t ff = f.gate.ne1;
-      g.resize(static_cast<size_t>(nu * ff));
-      u.resize(g.size());
-      matmul(pool, f.gate, xin.data(), E, nu, g.data(), ff);
-      matmul(pool, f.up, xin.data(), E, nu, u.data(), ff);
-      swiglu_clamped(g.data(), u.data(), nu * ff, limit);
-      y.assign(static_cast<size_t>(nu * E), 0.0f);
-      matmul_add_scaled(pool, f.down, g.data(), ff, nu, scale.data(), y.data(), E);
-      for (int64_t j = 0; j < nu; ++j) {
-        float* dst = out + users[j].first * E;
-        const float* src = y.data() + j * E;
-        for (int64_t c = 0; c < E; ++c) dst[c] += src[c];
-      }
-      computed += static_cast<uint64_t>(nu);
+    // Experts are computed as they arrive (ExpertProvider::acquire_each) into outputs of their
+    // own, and added to `out` in ascending id order, as soon as all lower ids are in: the same
+    // operations in the same order whatever order the reads land in, so the same bits.
+    std::vector<std::vector<float>> y(m);
+    std::vector<bool> done(m, false);
+    size_t added = 0, arrived = 0;
+    const bool last_batch = b + m == unique.size();
+    experts.acquire_each(block, std::span<const uint32_t>(unique.data() + b, m), io_wait_ms,
+                         [&](size_t i, const ExpertFfn& f) {
+                           // Next-layer prefetch starts once this block reads nothing more.
+                           if (++arrived == m && last_batch && resident) resident();
+                           const auto& users = by_expert[unique[b + i]];
+                           const int64_t nu = static_cast<int64_t>(users.size());
+                           xin.resize(static_cast<size_t>(nu * E));
+                           scale.resize(static_cast<size_t>(nu));
+                           for (int64_t j = 0; j < nu; ++j) {
+                             std::copy(x + users[j].first * E, x + (users[j].first + 1) * E,
+                                       xin.begin() + j * E);
+                             scale[j] = users[j].second;
+                           }
+                           const int64_t ff = f.gate.ne1;
+                           g.resize(static_cast<size_t>(nu * ff));
+                           u.resize(g.size());
+                           matmul(pool, f.gate, xin.data(), E, nu, g.data(), ff);
+                           matmul(pool, f.up, xin.data(), E, nu, u.data(), ff);
+                           swiglu_clamped(g.data(), u.data(), nu * ff, limit);
+                           y[i].assign(static_cast<size_t>(nu * E), 0.0f);
+                           matmul_add_scaled(pool, f.down, g.data(), ff, nu, scale.data(), y[i].data(), E);
+                           done[i] = true;
+                           for (; added < m && done[added]; ++added) {
+                             const auto& us = by_expert[unique[b + added]];
+                             for (size_t j = 0; j < us.size(); ++j) {
+                               float* dst = out + us[j].first * E;
+                               const float* src = y[added].data() + j * E;
+                               for (int64_t c = 0; c < E; ++c) dst[c] += src[c];
+                             }
+                             computed += us.size();
+                             std::vector<float>().swap(y[added]);
+                           }
+                         });
+    if (added != m) {
+      throw Error("internal: blk." + std::to_string(block) + ": " + std::to_string(m - added) +
+                  " experts were never handed out");
     }
   }
   if (computed != static_cast<uint64_t>(n * k)) {

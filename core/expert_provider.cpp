@@ -140,6 +140,31 @@ class PackExperts final : public ExpertProvider {
     for (const uint8_t* b : blocks) out.push_back({view(L.gate, b), view(L.up, b), view(L.down, b)});
     return out;
   }
+  void acquire_each(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms,
+                    const ExpertReady& ready) override {
+    const auto it = layers_.find(block);
+    if (it == layers_.end())
+      throw Error("blk." + std::to_string(block) + " has no routed experts in the pack");
+    const Layer& L = it->second;
+    const auto t0 = std::chrono::steady_clock::now();
+    double inside_ms = 0;  // time in `ready`: compute, not waiting
+    store_->acquire_each(L.index, experts, [&](size_t i, const uint8_t* b) {
+      const auto c0 = std::chrono::steady_clock::now();
+      const ExpertFfn f{view(L.gate, b), view(L.up, b), view(L.down, b)};
+      try {
+        ready(i, f);
+      } catch (...) {
+        inside_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
+        throw;
+      }
+      inside_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
+    });
+    if (io_wait_ms) {
+      *io_wait_ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() -
+          inside_ms;
+    }
+  }
   bool prefetching() const override { return prefetching_; }
   uint32_t prefetch(uint32_t block, std::span<const uint32_t> experts) override {
     if (!prefetching_) return 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -31,6 +32,17 @@ class ExpertProvider {
   // Makes `experts` (distinct ids) of blk.`block` available; the views stay valid until the
   // next acquire() or end_step(). Adds the time spent waiting for delivery to *io_wait_ms.
   virtual std::vector<ExpertFfn> acquire(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms) = 0;
+  // acquire() that hands each expert to `ready(i, ffn)` (experts[i]) as soon as it is usable,
+  // so the caller computes it while the others' reads are in flight (ExpertStore::acquire_each);
+  // the views stay valid as acquire()'s do. Adds only the time spent waiting for reads (not the
+  // time inside `ready`) to *io_wait_ms. Throws what acquire() throws and what `ready` throws.
+  // The default: acquire(), then `ready` for each expert in order.
+  using ExpertReady = std::function<void(size_t index, const ExpertFfn& ffn)>;
+  virtual void acquire_each(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms,
+                            const ExpertReady& ready) {
+    const std::vector<ExpertFfn> ffns = acquire(block, experts, io_wait_ms);
+    for (size_t i = 0; i < ffns.size(); ++i) ready(i, ffns[i]);
+  }
   // Next-layer prefetch (EngineSettings::prefetch_experts, pack path): whether prefetch() may
   // read anything.
   virtual bool prefetching() const { return false; }

@@ -99,26 +99,66 @@ void ExpertStore::check_experts(uint32_t layer, std::span<const uint32_t> expert
 }
 
 std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const uint32_t> experts) {
+  std::vector<const uint8_t*> out(experts.size());
+  acquire_each(layer, experts, [&](size_t i, const uint8_t* block) { out[i] = block; });
+  return out;
+}
+
+void ExpertStore::acquire_each(uint32_t layer, std::span<const uint32_t> experts, const Ready& ready) {
   check_experts(layer, experts);
   in_use_.clear();
   collect_landed();
   const bool reads_ahead = !pending_.empty();
+  std::vector<size_t> index(experts.size());
+  for (size_t i = 0; i < index.size(); ++i) index[i] = i;
+  std::vector<bool> handed(experts.size(), false);
+  bool caller_threw = false;
+  const Ready hand = [&](size_t i, const uint8_t* block) {
+    handed[i] = true;
+    try {
+      ready(i, block);
+    } catch (...) {
+      caller_threw = true;
+      throw;
+    }
+  };
   try {
-    return acquire_now(layer, experts);
+    acquire_now(layer, experts, index, {}, hand);
+    return;
   } catch (...) {
     // With reads ahead in flight the failed read may have been one of theirs, which this call
-    // does not need: once more with nothing else in flight (a failure of its own recurs).
-    if (!reads_ahead || !is_read_failure(std::current_exception())) throw;
+    // does not need: once more with nothing else in flight (a failure of its own recurs), for
+    // the experts not handed out yet, beside those that were.
+    if (caller_threw || !reads_ahead || !is_read_failure(std::current_exception())) throw;
   }
-  return acquire_now(layer, experts);
+  std::vector<uint32_t> rest, keep = in_use_;
+  index.clear();
+  for (size_t i = 0; i < experts.size(); ++i) {
+    if (handed[i]) continue;
+    rest.push_back(experts[i]);
+    index.push_back(i);
+  }
+  keep.erase(std::remove_if(keep.begin(), keep.end(),
+                            [&](uint32_t slot) {
+                              for (size_t i = 0; i < experts.size(); ++i) {
+                                if (handed[i] && cache_.slot_of(ExpertKey{layer, experts[i]}) == slot)
+                                  return false;
+                              }
+                              return true;
+                            }),
+             keep.end());
+  in_use_ = keep;
+  acquire_now(layer, rest, index, keep, hand);
 }
 
-std::vector<const uint8_t*> ExpertStore::acquire_now(uint32_t layer, std::span<const uint32_t> experts) {
+void ExpertStore::acquire_now(uint32_t layer, std::span<const uint32_t> experts,
+                              std::span<const size_t> index, std::span<const uint32_t> keep_also,
+                              const Ready& ready) {
   const uint64_t stride = pack_.stride(layer);
   // A prefetch read in flight owns its slot; if this call's experts leave no room beside them,
   // they are finished first (then they are ordinary residents the policy may evict).
   std::vector<uint32_t> keep = pending_slots_except(layer, experts);
-  if (!keep.empty() && experts.size() + keep.size() > cache_.slot_count()) {
+  if (!keep.empty() && experts.size() + keep.size() + keep_also.size() > cache_.slot_count()) {
     try {
       std::unordered_set<uint64_t> all;
       for (const auto& [tag, p] : pending_) all.insert(tag);
@@ -129,62 +169,97 @@ std::vector<const uint8_t*> ExpertStore::acquire_now(uint32_t layer, std::span<c
     }
     keep.clear();
   }
+  keep.insert(keep.end(), keep_also.begin(), keep_also.end());
   const auto assignments = cache_.acquire(layer, experts, keep);
+  // Their views are in use from the first one handed out: a prefetch() never evicts them.
+  for (const SlotAssignment& a : assignments) in_use_.push_back(a.slot);
   // Until its bytes are in and checked, a miss (or an expert read ahead) must not stay in the
   // cache: the next acquire would take it for a hit and hand out whatever its slot holds.
+  std::vector<bool> handed(assignments.size(), false);
   const auto unchecked = [](const SlotAssignment& a) { return !a.hit || a.prefetched; };
   const auto forget_unchecked = [&] {
-    for (const SlotAssignment& a : assignments) {
-      if (!unchecked(a)) continue;
+    for (size_t k = 0; k < assignments.size(); ++k) {
+      const SlotAssignment& a = assignments[k];
+      if (!unchecked(a) || handed[k]) continue;
       cache_.invalidate(ExpertKey{layer, a.expert});
       verified_.erase(ExpertKey{layer, a.expert}.packed());
     }
   };
+  std::unordered_map<uint64_t, size_t> waiting;  // reader tag -> assignment
   try {
-    std::unordered_set<uint64_t> wait;
-    for (const SlotAssignment& a : assignments) {
+    for (size_t k = 0; k < assignments.size(); ++k) {
+      const SlotAssignment& a = assignments[k];
       if (a.hit) {
         // Read ahead and perhaps still in flight: wait for that read, not a new one.
-        if (a.prefetched && pending_.count(kPrefetchTag | a.slot)) wait.insert(kPrefetchTag | a.slot);
+        if (a.prefetched && pending_.count(kPrefetchTag | a.slot)) waiting[kPrefetchTag | a.slot] = k;
         continue;
       }
       const uint64_t tag = (static_cast<uint64_t>(a.expert) << 32) | a.slot;
       reader_.submit(
           {pack_.expert_offset(layer, a.expert), stride, slots_.data() + a.slot * slot_bytes_, tag});
-      wait.insert(tag);
+      waiting[tag] = k;
     }
-    wait_for(std::move(wait));
   } catch (...) {
     forget_unchecked();
     abandon_reads();
     throw;
   }
-  std::vector<const uint8_t*> out;
-  out.reserve(assignments.size());
-  try {
-    for (const SlotAssignment& a : assignments) {
-      const uint8_t* p = slots_.data() + a.slot * slot_bytes_;
-      const uint64_t key = ExpertKey{layer, a.expert}.packed();
-      if (settings_.verify_pack_sha256 && unchecked(a) && !verified_.count(key)) {
-        const std::string got = to_hex(Sha256::of(p, stride));
-        if (got != pack_.manifest().expert_sha256.at(layer).at(a.expert)) {
-          throw Error(pack_.bad_block_message(layer, a.expert, got));
-        }
-        verified_.insert(key);
-        ++verified_count_;
+  const auto hand_out = [&](size_t k) {
+    const SlotAssignment& a = assignments[k];
+    const uint8_t* p = slots_.data() + a.slot * slot_bytes_;
+    const uint64_t key = ExpertKey{layer, a.expert}.packed();
+    if (settings_.verify_pack_sha256 && unchecked(a) && !verified_.count(key)) {
+      const std::string got = to_hex(Sha256::of(p, stride));
+      if (got != pack_.manifest().expert_sha256.at(layer).at(a.expert)) {
+        throw Error(pack_.bad_block_message(layer, a.expert, got));
       }
-      out.push_back(p);
+      verified_.insert(key);
+      ++verified_count_;
+    }
+    handed[k] = true;
+    ready(index[k], p);
+  };
+  struct Waiting {  // reads_waited_for() while this call waits
+    size_t& n;
+    ~Waiting() { n = 0; }
+  } guard{waiting_};
+  waiting_ = waiting.size();
+  try {
+    for (size_t k = 0; k < assignments.size(); ++k) {
+      const SlotAssignment& a = assignments[k];
+      if (!waiting.count(a.hit ? kPrefetchTag | a.slot : (static_cast<uint64_t>(a.expert) << 32) | a.slot)) {
+        hand_out(k);
+      }
+    }
+    while (!waiting.empty()) {
+      const std::vector<uint64_t> done = reader_.wait_some();
+      if (done.empty())
+        throw Error("internal: " + pack_.experts_path() + ": a read waited for is not in flight");
+      std::vector<size_t> landed;
+      for (const uint64_t t : done) {
+        pending_.erase(t);
+        if (const auto it = waiting.find(t); it != waiting.end()) {
+          landed.push_back(it->second);
+          waiting.erase(it);
+        }
+      }
+      waiting_ = waiting.size();
+      for (const size_t k : landed) hand_out(k);
     }
   } catch (...) {
-    forget_unchecked();  // the failed one is never served, nor the others of this call, unchecked
+    forget_unchecked();  // the failed one is never served, nor the others not handed out, unchecked
+    abandon_reads();
     throw;
   }
-  for (const SlotAssignment& a : assignments) in_use_.push_back(a.slot);
-  return out;
 }
 
 uint32_t ExpertStore::prefetch(uint32_t layer, std::span<const uint32_t> experts) {
   check_experts(layer, experts);
+  if (waiting_ > 0) {
+    // collect_landed() would take the landed reads that acquire waits for.
+    throw Error("internal: " + pack_.experts_path() + ": prefetch() while an acquire waits for " +
+                std::to_string(waiting_) + " reads");
+  }
   collect_landed();
   // Room: the next acquire needs slots for its experts (at least top-k, as many as the last
   // one's) beside the reads in flight, or it finishes them first and its misses evict the

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -80,6 +81,18 @@ class ExpertStore {
   // says so). After a throw none of this call's misses or experts read ahead is resident
   // unchecked (a retry reads them again); after a read failure no read is still in flight.
   std::vector<const uint8_t*> acquire(uint32_t layer, std::span<const uint32_t> experts);
+  // acquire() that hands each expert out as soon as it is usable: `ready(i, block)` is called
+  // once for each experts[i], first for the resident ones (in order), then for the misses and
+  // experts read ahead as their reads land (each checked first, as acquire() checks it), so
+  // the caller computes while the other reads are in flight. Returns when every expert was
+  // handed out; the blocks stay valid as acquire()'s do. Throws as acquire() does, and what
+  // `ready` throws (then without the retry); after a throw the experts handed out stay resident
+  // and checked, the others are not resident unchecked. `ready` may call prefetch() only once
+  // this call waits for no read (its last expert: see reads_waited_for()).
+  using Ready = std::function<void(size_t index, const uint8_t* block)>;
+  void acquire_each(uint32_t layer, std::span<const uint32_t> experts, const Ready& ready);
+  // Reads the acquire_each() in progress still waits for (0 outside one).
+  size_t reads_waited_for() const { return waiting_; }
   // Starts reading the experts of `experts` (distinct ids of pack layer `layer`, most likely
   // first) that are not resident, in that order, without waiting: at most
   // min(top_k, slot_count - max(top_k, the last acquire's experts) - reads in flight), so the
@@ -125,8 +138,10 @@ class ExpertStore {
   void collect_landed();
   // Throws Error naming the pack if `layer` or an id of `experts` does not exist.
   void check_experts(uint32_t layer, std::span<const uint32_t> experts) const;
-  // acquire() once, with whatever reads ahead are in flight.
-  std::vector<const uint8_t*> acquire_now(uint32_t layer, std::span<const uint32_t> experts);
+  // acquire_each() once, with whatever reads ahead are in flight: experts[k] is handed out as
+  // index[k]; the slots in `keep_also` (experts handed out by an earlier try) are not evicted.
+  void acquire_now(uint32_t layer, std::span<const uint32_t> experts, std::span<const size_t> index,
+                   std::span<const uint32_t> keep_also, const Ready& ready);
   // After a failure: lets every read in flight land, forgets the prefetched experts not yet
   // landed. noexcept: used on the way out of a throw.
   void abandon_reads() noexcept;
@@ -142,6 +157,7 @@ class ExpertStore {
   uint64_t verified_count_ = 0;
   std::unordered_map<uint64_t, PendingRead> pending_;  // tag -> prefetch read in flight
   std::vector<uint32_t> in_use_;                       // slots the last acquire() handed out
+  size_t waiting_ = 0;                                 // reads the acquire in progress waits for
 };
 
 }  // namespace moepack

@@ -7,18 +7,30 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <random>
+#include <span>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include "core/backend.h"
+#include "core/cpu_moe.h"
+#include "core/engine_settings.h"
 #include "core/error.h"
 #include "core/expert_pack.h"
+#include "core/expert_provider.h"
 #include "core/gguf_model.h"
+#include "core/model_source.h"
+#include "core/thread_pool.h"
 #include "packbuilder/pack_builder.h"
 
 namespace fs = std::filesystem;
@@ -527,6 +539,167 @@ TEST_F(ExpertStoreTest, IdsThatDoNotExistAreRejectedBeforeAnythingChanges) {
   expect_blocks_are_the_ggufs(pack, 1, both, store.acquire(1, both));
   EXPECT_EQ(store.counters().verified_experts, 3u);
   EXPECT_EQ(store.counters().cache.prefetch_hits, 1u);
+}
+
+// acquire_each hands out resident experts before any read lands, then each miss as its read
+// lands: expert 2's read is held in flight (EAGAIN) until expert 1 has been handed out, so the
+// order is forced: 0 (resident; both reads still waited for), 1, 2. prefetch() is refused
+// while reads are waited for (it would take their completions) and works from the last one.
+TEST_F(ExpertStoreTest, AcquireEachHandsOutExpertsAsTheyArrive) {
+  const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
+  ExpertStore store(pack, with_slots(pack, 6), 4);
+  store.acquire(0, std::vector<uint32_t>{0});
+  std::atomic<bool> hold{true};
+  const uint64_t held = pack.expert_offset(0, 2);
+  store.set_fault_injector([&](uint64_t offset, uint64_t, int result) {
+    return offset == held && hold.load() ? -EAGAIN : result;
+  });
+  const std::vector<uint32_t> ids = {0, 1, 2};
+  std::vector<size_t> order, waited;
+  std::vector<const uint8_t*> blocks(ids.size());
+  bool refused = false;
+  uint32_t prefetched = 0;
+  store.acquire_each(0, ids, [&](size_t i, const uint8_t* b) {
+    order.push_back(i);
+    waited.push_back(store.reads_waited_for());
+    blocks[i] = b;
+    if (i == 0) {
+      try {
+        store.prefetch(1, std::vector<uint32_t>{5});
+      } catch (const Error& e) {
+        refused =
+            std::string(e.what()).find("prefetch() while an acquire waits for 2 reads") != std::string::npos;
+      }
+    }
+    if (i == 1) hold = false;
+    if (order.size() == ids.size()) prefetched = store.prefetch(1, std::vector<uint32_t>{5});
+  });
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(waited, (std::vector<size_t>{2, 1, 0}));
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(prefetched, 1u);
+  expect_blocks_are_the_ggufs(pack, 0, ids, blocks);
+  EXPECT_EQ(store.reads_waited_for(), 0u);
+  // The views stay valid after the read ahead lands.
+  const std::vector<uint32_t> five = {5};
+  expect_blocks_are_the_ggufs(pack, 1, five, store.acquire(1, five));
+  expect_blocks_are_the_ggufs(pack, 0, ids, blocks);
+  EXPECT_EQ(store.counters().cache.prefetch_hits, 1u);
+}
+
+// What the caller's `ready` throws comes out of acquire_each as it is, without a retry and with
+// no read left in flight; the experts handed out stay resident, the one never handed out is
+// forgotten and read again by the next acquire.
+TEST_F(ExpertStoreTest, AcquireEachPassesOnWhatReadyThrows) {
+  const ExpertPack pack = ExpertPack::open((*dir_ / "pack").string());
+  ExpertStoreSettings s = with_slots(pack, 6);
+  s.verify_pack_sha256 = true;
+  ExpertStore store(pack, s, 4);
+  const std::vector<uint32_t> ids = {3, 4, 5};
+  std::vector<size_t> order;
+  try {
+    store.acquire_each(0, ids, [&](size_t i, const uint8_t*) {
+      order.push_back(i);
+      if (order.size() == 2) throw std::runtime_error("the caller's own failure");
+    });
+    ADD_FAILURE() << "expected the caller's exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the caller's own failure");
+  }
+  ASSERT_EQ(order.size(), 2u);  // no retry
+  EXPECT_EQ(store.reads_waited_for(), 0u);
+  EXPECT_EQ(store.reads_in_flight(), 0u);
+  size_t never = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (std::find(order.begin(), order.end(), i) == order.end()) never = i;
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(store.cache().slot_of(ExpertKey{0, ids[i]}).has_value(), i != never) << "expert " << ids[i];
+  }
+  EXPECT_EQ(store.counters().verified_experts, 2u);
+  expect_blocks_are_the_ggufs(pack, 0, ids, store.acquire(0, ids));
+  EXPECT_EQ(store.counters().pack_read_bytes, 4 * pack.stride(0));  // the one never handed out, again
+  EXPECT_EQ(store.counters().verified_experts, 3u);
+}
+
+// An ExpertProvider that hands the experts of an acquire out in reverse order (as reads landing
+// in the other order would), or in order through the interface's default acquire_each.
+class ReorderedExperts final : public ExpertProvider {
+ public:
+  ReorderedExperts(ExpertProvider& inner, bool reverse) : inner_(inner), reverse_(reverse) {}
+  uint32_t max_batch() const override { return inner_.max_batch(); }
+  std::vector<ExpertFfn> acquire(uint32_t block, std::span<const uint32_t> experts,
+                                 double* io_wait_ms) override {
+    return inner_.acquire(block, experts, io_wait_ms);
+  }
+  void acquire_each(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms,
+                    const ExpertReady& ready) override {
+    if (!reverse_) return ExpertProvider::acquire_each(block, experts, io_wait_ms, ready);
+    const std::vector<ExpertFfn> ffns = inner_.acquire(block, experts, io_wait_ms);
+    for (size_t i = ffns.size(); i-- > 0;) ready(i, ffns[i]);
+  }
+  void end_step() override { inner_.end_step(); }
+  void fill_stats(BackendStats& s) const override { inner_.fill_stats(s); }
+
+ private:
+  ExpertProvider& inner_;
+  bool reverse_;
+};
+
+// run_routed_experts computes each expert as it is handed out and adds the outputs in ascending
+// id order: the same bits whatever order the experts arrive in (in order, reversed, as the
+// pack's reads land), with every expert cached or in batches of top-k (a cache of top-k slots),
+// and `resident` (next-layer prefetch) called once, when the last expert has arrived.
+TEST_F(ExpertStoreTest, RoutedExpertsGiveTheSameBitsInAnyArrivalOrder) {
+  const auto src = ModelSource::open((*dir_ / "pack").string());
+  const ModelConfig& cfg = src->config();
+  const int64_t E = cfg.n_embd, K = cfg.n_expert_used, n = 6;
+  const uint32_t block = cfg.n_layer_dense_lead;
+  ASSERT_TRUE(cfg.is_moe_layer(block));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(n * E)), w(static_cast<size_t>(n * K));
+  for (float& v : x) v = normal(rng);
+  for (float& v : w) v = std::abs(normal(rng));
+  std::vector<int32_t> ids(static_cast<size_t>(n * K));
+  for (int64_t t = 0; t < n; ++t) {
+    std::vector<int32_t> all(cfg.n_expert);
+    for (uint32_t e = 0; e < cfg.n_expert; ++e) all[e] = static_cast<int32_t>(e);
+    std::shuffle(all.begin(), all.end(), rng);
+    std::copy(all.begin(), all.begin() + K, ids.begin() + t * K);
+  }
+  ThreadPool pool(2);
+  const int64_t n_ff = cfg.n_ff_exp ? cfg.n_ff_exp : cfg.n_ff;
+  const auto run = [&](uint64_t slots, int order, int* resident_calls) {
+    EngineSettings st;
+    st.cache_bytes = slots * src->pack()->layout().max_stride;
+    st.cache_vram_reserve_mib = 0;
+    const auto pack = make_pack_experts(*src, st, n_ff);
+    ReorderedExperts reordered(*pack, order == 2);
+    ExpertProvider& p = order == 0 ? *pack : static_cast<ExpertProvider&>(reordered);
+    std::vector<float> out(x.size(), 0.0f);
+    double io_wait = 0;
+    const auto resident = [&] { ++*resident_calls; };
+    EXPECT_EQ(run_routed_experts(pool, p, block, x.data(), n, E, K, ids.data(), w.data(), 0.0f, out.data(),
+                                 &io_wait, resident),
+              static_cast<uint64_t>(n * K));
+    return out;
+  };
+  int calls = 0;
+  const std::vector<float> want = run(64, 1, &calls);  // every expert cached, handed out in order
+  EXPECT_EQ(calls, 1);
+  bool nonzero = false;
+  for (float v : want) nonzero = nonzero || v != 0.0f;
+  EXPECT_TRUE(nonzero);
+  for (const uint64_t slots : {uint64_t{64}, static_cast<uint64_t>(K)}) {
+    for (const int order : {0, 1, 2}) {
+      calls = 0;
+      const std::vector<float> got = run(slots, order, &calls);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+          << slots << " slots, order " << order;
+      EXPECT_EQ(calls, 1) << slots << " slots, order " << order;
+    }
+  }
 }
 
 }  // namespace
