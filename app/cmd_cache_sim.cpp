@@ -19,6 +19,9 @@ namespace moepack::cli {
 
 namespace {
 
+// Records a --zipf run may hold in memory (about 100 bytes each).
+constexpr uint64_t kMaxZipfRecords = 20'000'000;
+
 // A trace of `steps` decode steps of the Zipf(s) router (bench/twin_routing.h) over `layers`
 // MoE layers of `shape`: what bench-twin --zipf replays, for the cache alone.
 RoutingTrace zipf_trace(const bench::TwinShape& shape, double s, uint32_t layers, uint32_t steps,
@@ -63,17 +66,26 @@ std::function<int()> add_cache_sim(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("cache-sim", "Replay a routing trace through each expert-cache policy");
   auto* trace = sub->add_option("trace", opt->trace, "Routing trace file (see core/routing_trace.h)");
-  auto* zipf = sub->add_option("--zipf", opt->zipf_s,
-                               "Instead of a trace: a Zipf(S) router (as bench-twin --zipf), S >= 0")
-                   ->check(CLI::NonNegativeNumber);
+  auto* zipf =
+      sub->add_option("--zipf", opt->zipf_s,
+                      "Instead of a trace: a Zipf(S) router (as bench-twin --zipf), S >= 0")
+          ->check(number_check(
+              "0..100", [](double v) { return v >= 0.0 && v <= 100.0; }, "must be between 0 and 100"));
   trace->excludes(zipf);
   auto* shape = sub->add_option("--shape", opt->shape,
                                 "With --zipf: the model shape (deepseek-v4-flash, kimi-k3, deepseek-v3)");
-  auto* layers = sub->add_option("--layers", opt->layers, "With --zipf: MoE layers (default: the shape's)")
-                     ->check(positive_number());
+  // A trace's layer ids are 16-bit (core/routing_trace.h); the records are held in memory, so
+  // layers x steps is bounded too (kMaxZipfRecords).
+  auto* layers =
+      sub->add_option("--layers", opt->layers, "With --zipf: MoE layers (default: the shape's)")
+          ->check(number_check(
+              "1..65535", [](double v) { return v >= 1.0 && v <= 65535.0; }, "must be between 1 and 65535"));
   auto* steps = sub->add_option("--steps", opt->steps, "With --zipf: decode steps (default 1000)")
-                    ->check(positive_number());
-  auto* seed = sub->add_option("--seed", opt->seed, "With --zipf: the router's seed (default 1)");
+                    ->check(number_check(
+                        "1..10000000", [](double v) { return v >= 1.0 && v <= 1e7; },
+                        "must be between 1 and 10000000"));
+  auto* seed = sub->add_option("--seed", opt->seed, "With --zipf: the router's seed (default 1)")
+                   ->check(non_negative_number());
   for (CLI::Option* o : {shape, layers, steps, seed}) o->needs(zipf);
   zipf->needs(shape);
   auto* slots = sub->add_option("--slots", opt->slots, "Cache slots (experts)")->check(positive_number());
@@ -110,6 +122,11 @@ std::function<int()> add_cache_sim(CLI::App& app) {
         throw UsageError("--shape: unknown shape \"" + opt->shape +
                          "\" (deepseek-v4-flash, kimi-k3, deepseek-v3)");
       const uint32_t n_layers = opt->layers ? opt->layers : sh->moe_layers;
+      if (static_cast<uint64_t>(n_layers) * opt->steps > kMaxZipfRecords) {
+        throw UsageError("--layers x --steps: " + std::to_string(n_layers) + " x " +
+                         std::to_string(opt->steps) + " records; at most " + std::to_string(kMaxZipfRecords) +
+                         " are simulated in one run");
+      }
       t = zipf_trace(*sh, opt->zipf_s, n_layers, opt->steps, opt->seed);
       source = t.header.model_name;
     } else {
@@ -125,16 +142,16 @@ std::function<int()> add_cache_sim(CLI::App& app) {
     const auto n = static_cast<uint32_t>(std::min(want, static_cast<double>(std::max<uint64_t>(experts, 1))));
     if (want > static_cast<double>(n)) {
       std::fprintf(stderr, "%s: %.0f slots asked for; the model has %llu experts, so %u slots\n",
-                   opt->trace.c_str(), want, static_cast<unsigned long long>(experts), n);
+                   source.c_str(), want, static_cast<unsigned long long>(experts), n);
     }
-    // The RAM tier never needs more slots than the experts the cache cannot hold.
+    // The RAM tier never needs more slots than the model has experts (core/victim_tier.h,
+    // ram_tier_slots: what the engine caps it at).
     double ram_want = static_cast<double>(opt->ram_slots);
     if (ram_budget->count() != 0) {
       ram_want = std::floor(std::floor(opt->ram_budget_mib * 1048576.0) /
                             static_cast<double>(t.header.expert_bytes));
     }
-    const auto ram_n = static_cast<uint32_t>(
-        std::min(ram_want, static_cast<double>(experts - std::min<uint64_t>(experts, n))));
+    const auto ram_n = static_cast<uint32_t>(std::min(ram_want, static_cast<double>(experts)));
     const auto results = simulate_cache(t, n, names, ram_n);
     nlohmann::json j;
     j["trace"] = source;

@@ -127,11 +127,15 @@ std::function<int()> add_bench_twin(CLI::App& app) {
   trace->excludes(zipf);
   sub->add_option("--budget-mib", opt->budget_mib, "Expert cache budget, MiB")
       ->required()
-      ->check(positive_number());
+      ->check(number_check(
+          "MIB", [](double v) { return v > 0.0 && v <= 16777216.0; },
+          "must be greater than 0 and at most 16777216 (16 TiB)"));
   auto* ram =
       sub->add_option("--ram-budget-mib", opt->ram_budget_mib,
                       "cuda: host-RAM tier behind the VRAM cache, MiB (EngineSettings::cache_ram_mib)")
-          ->check(positive_number());
+          ->check(number_check(
+              "MIB", [](double v) { return v > 0.0 && v <= 16777216.0; },
+              "must be greater than 0 and at most 16777216 (16 TiB)"));
   sub->add_option("--tokens", opt->b.tokens, "Decode steps (default: the trace's decode steps; 64 with --zipf)");
   sub->add_option("--warmup", opt->b.warmup, "Steps left out of the after_warmup figures (default 0)");
   sub->add_flag("--serial", opt->b.serial, "Published schedule: every miss of a layer read before it computes");

@@ -25,8 +25,9 @@ struct BackendStats {
   // Expert cache and reader (0 where experts are resident, i.e. the GGUF path). Hits and misses
   // count unique (layer, expert) keys per step; a step is one forward() call.
   uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
-  // Prefetch (EngineSettings::prefetch_experts): experts read ahead, and those a later step of
-  // the router then used (each counted as a cache miss that needed no read when it was used).
+  // Prefetch (EngineSettings::prefetch_experts): experts placed ahead (read from the pack, or
+  // copied up from the host-RAM tier when it held them), and those a later step of the router
+  // then used (each counted as a cache miss that needed no read when it was used).
   uint64_t prefetch_reads = 0, prefetch_hits = 0;
   uint64_t pack_read_bytes = 0, h2d_bytes = 0, fallback_count = 0, io_errors = 0;
   // Host-RAM tier behind the VRAM cache (EngineSettings::cache_ram_mib, core/victim_tier.h):

@@ -38,8 +38,7 @@ uint32_t TierPlan::promotions() const {
 }
 
 VictimTier::VictimTier(uint32_t slot_count) : slots_(slot_count) {
-  free_.reserve(slot_count);
-  for (uint32_t s = slot_count; s-- > 0;) free_.push_back(s);
+  for (uint32_t s = 0; s < slot_count; ++s) free_.insert(free_.end(), s);
 }
 
 std::optional<uint32_t> VictimTier::slot_of(ExpertKey key) const {
@@ -49,30 +48,35 @@ std::optional<uint32_t> VictimTier::slot_of(ExpertKey key) const {
 }
 
 void VictimTier::remove(uint32_t slot) {
-  where_.erase(slots_[slot].key.packed());
-  slots_[slot] = Entry{};
-  free_.push_back(slot);
+  Entry& e = slots_[slot];
+  where_.erase(e.key.packed());
+  lru_.erase({e.demoted_at, slot});
+  e = Entry{};
+}
+
+void VictimTier::occupy(uint32_t slot, ExpertKey key) {
+  slots_[slot] = Entry{true, key, ++clock_};
+  where_[key.packed()] = slot;
+  lru_.insert({clock_, slot});
 }
 
 void VictimTier::invalidate(ExpertKey key) {
-  if (const auto s = slot_of(key)) remove(*s);
+  if (const auto s = slot_of(key)) {
+    remove(*s);
+    free_.insert(*s);
+  }
 }
 
-std::optional<uint32_t> VictimTier::slot_for_demotion(std::span<const uint32_t> busy) {
+std::optional<uint32_t> VictimTier::slot_for_demotion() {
   if (!free_.empty()) {
-    const auto lowest = std::min_element(free_.begin(), free_.end());
-    const uint32_t s = *lowest;
-    free_.erase(lowest);
+    const uint32_t s = *free_.begin();
+    free_.erase(free_.begin());
     return s;
   }
-  std::optional<uint32_t> victim;
-  for (uint32_t s = 0; s < slots_.size(); ++s) {
-    if (std::find(busy.begin(), busy.end(), s) != busy.end()) continue;
-    if (!victim || slots_[s].demoted_at < slots_[*victim].demoted_at) victim = s;
-  }
-  if (!victim) return std::nullopt;
-  where_.erase(slots_[*victim].key.packed());
-  slots_[*victim] = Entry{};
+  // A slot promoted from in this plan is neither free nor in lru_ until the plan ends.
+  if (lru_.empty()) return std::nullopt;
+  const uint32_t victim = lru_.begin()->second;
+  remove(victim);
   ++counters_.drops;
   return victim;
 }
@@ -94,28 +98,28 @@ TierPlan VictimTier::plan(uint32_t layer, std::span<const SlotAssignment> assign
     ++counters_.hits;
     p.ram_slot[i] = *s;
     busy.push_back(*s);
-    where_.erase(key.packed());
-    slots_[*s] = Entry{};
+    remove(*s);
   }
   for (const SlotAssignment& a : assignments) {
     if (!a.evicted) continue;
     const ExpertKey key = *a.evicted;
     if (const auto s = slot_of(key)) {
-      slots_[*s].demoted_at = ++clock_;  // already here: the same bytes
+      // Already here: the same bytes; it becomes the most recently demoted.
+      remove(*s);
+      occupy(*s, key);
       continue;
     }
-    const auto s = slot_for_demotion(busy);
+    const auto s = slot_for_demotion();
     if (!s) {
       ++counters_.refused;
       continue;
     }
-    slots_[*s] = Entry{true, key, ++clock_};
-    where_[key.packed()] = *s;
+    occupy(*s, key);
     ++counters_.demotions;
     p.demotions.push_back({key, a.slot, *s});
   }
   // The promoted slots are free for later plans.
-  for (const uint32_t s : busy) free_.push_back(s);
+  for (const uint32_t s : busy) free_.insert(s);
   return p;
 }
 

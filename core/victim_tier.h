@@ -26,8 +26,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/expert_cache.h"
@@ -43,8 +45,9 @@ constexpr uint64_t kRamTierKeepFree = 2ull << 30;
 // Slots of a RAM tier asked for `requested_bytes` (EngineSettings::cache_ram_mib), as the VRAM
 // cache is sized (ARCHITECTURE.md, "Cache sizing"):
 //   floor(min(requested, available - kRamTierKeepFree) / slot_bytes), at most `max_slots`
-// (the pack's experts the upper cache cannot hold: a tier slot more would never be used).
-// 0 (off) when nothing is left; never throws. Sizes in bytes.
+// (callers pass the pack's experts: a tier of that many holds every expert the upper cache
+// does not, even while a plan's promotions keep their slots busy; one of experts - upper slots
+// would have to drop some then). 0 (off) when nothing is left; never throws. Sizes in bytes.
 uint32_t ram_tier_slots(uint64_t requested_bytes, uint64_t available_bytes, uint64_t slot_bytes,
                         uint64_t max_slots);
 
@@ -99,14 +102,16 @@ class VictimTier {
     ExpertKey key;
     uint64_t demoted_at = 0;  // clock of its demotion (LRU order)
   };
-  // A free slot, else the least recently demoted one not in `busy` (dropping its expert);
-  // nullopt when every slot is busy.
-  std::optional<uint32_t> slot_for_demotion(std::span<const uint32_t> busy);
+  // The lowest free slot, else the least recently demoted occupied one (dropping its expert);
+  // nullopt when there is neither (every slot is being promoted from: neither free nor occupied).
+  std::optional<uint32_t> slot_for_demotion();
   void remove(uint32_t slot);
+  void occupy(uint32_t slot, ExpertKey key);
 
   std::vector<Entry> slots_;
   std::unordered_map<uint64_t, uint32_t> where_;  // key -> slot
-  std::vector<uint32_t> free_;                    // free slots (the lowest is used first)
+  std::set<uint32_t> free_;                       // free slots
+  std::set<std::pair<uint64_t, uint32_t>> lru_;   // (demoted_at, slot) of the occupied slots
   uint64_t clock_ = 0;
   VictimTierCounters counters_;
 };

@@ -61,8 +61,8 @@ VramExpertPool::VramExpertPool(const ExpertPack& pack, const VramPoolSettings& s
   }
   if (settings_.ram_tier_bytes > 0) {
     const uint64_t experts = pack.layout().expert_count();
-    const uint32_t n = moepack::ram_tier_slots(settings_.ram_tier_bytes, available_ram_bytes(), slot_bytes_,
-                                               experts - std::min<uint64_t>(experts, cache_.slot_count()));
+    const uint32_t n =
+        moepack::ram_tier_slots(settings_.ram_tier_bytes, available_ram_bytes(), slot_bytes_, experts);
     ram_.allocate(static_cast<size_t>(slot_bytes_) * n, "the host-RAM expert tier (" + std::to_string(n) +
                                                             " slots of " + std::to_string(slot_bytes_) +
                                                             " bytes)");
@@ -94,12 +94,20 @@ std::string VramExpertPool::check_sha256(uint32_t layer, uint32_t expert, const 
 }
 
 void VramExpertPool::demote(const TierPlan& plan) {
-  for (const TierPlan::Demotion& d : plan.demotions) {
-    const uint64_t bytes = pack_.stride(d.key.layer);
-    MOEPACK_CUDA_CHECK(cudaMemcpyAsync(ram_.bytes_ptr() + static_cast<size_t>(d.ram_slot) * slot_bytes_,
-                                       slots_.bytes_ptr() + static_cast<size_t>(d.upper_slot) * slot_bytes_,
-                                       bytes, cudaMemcpyDeviceToHost, copy_.get()));
-    d2h_bytes_ += bytes;
+  size_t queued = 0;
+  try {
+    for (const TierPlan::Demotion& d : plan.demotions) {
+      const uint64_t bytes = pack_.stride(d.key.layer);
+      MOEPACK_CUDA_CHECK(cudaMemcpyAsync(ram_.bytes_ptr() + static_cast<size_t>(d.ram_slot) * slot_bytes_,
+                                         slots_.bytes_ptr() + static_cast<size_t>(d.upper_slot) * slot_bytes_,
+                                         bytes, cudaMemcpyDeviceToHost, copy_.get()));
+      d2h_bytes_ += bytes;
+      ++queued;
+    }
+  } catch (...) {
+    // The tier counts these as held: the ones never copied down must not be copied up.
+    for (size_t k = queued; k < plan.demotions.size(); ++k) ram_tier_.invalidate(plan.demotions[k].key);
+    throw;
   }
 }
 

@@ -286,6 +286,19 @@ TEST(CliRun, BadArgumentsExitTwoNamingTheOptionAndTheValue) {
         Case{{"cache-sim", missing + ".trace", "--zipf", "1", "--shape", "kimi-k3", "--slots", "8"},
              "excludes"},
         Case{{"cache-sim", missing + ".trace", "--slots", "8", "--steps", "9"}, "--steps requires --zipf"},
+        Case{{"cache-sim", "--zipf", "nan", "--shape", "kimi-k3", "--slots", "8"},
+             "--zipf: must be a finite number"},
+        Case{{"cache-sim", "--zipf", "1e308", "--shape", "kimi-k3", "--slots", "8"},
+             "must be between 0 and 100"},
+        Case{{"cache-sim", "--zipf", "1", "--shape", "kimi-k3", "--slots", "8", "--layers", "70000"},
+             "--layers: must be between 1 and 65535 (got 70000)"},
+        Case{{"cache-sim", "--zipf", "1", "--shape", "kimi-k3", "--slots", "8", "--steps", "0"},
+             "--steps: must be between 1 and 10000000"},
+        Case{{"cache-sim", "--zipf", "1", "--shape", "kimi-k3", "--slots", "8", "--layers", "65535",
+              "--steps", "1000000"},
+             "--layers x --steps: 65535 x 1000000 records; at most 20000000"},
+        Case{{"cache-sim", "--zipf", "1", "--shape", "kimi-k3", "--slots", "8", "--seed", "-5"},
+             "--seed: must be 0 or more"},
         Case{{"bench", missing, "--out", missing + ".out", "--formats", "pdf"}, "unknown format \"pdf\""},
         Case{{"bench", missing, "--out", missing + ".out", "--baseline", "ftp://x"},
              "--baseline: baseline URL ftp://x"},
@@ -331,8 +344,9 @@ TEST(CliCacheSim, ReplaysARecordedTraceAtAnyBudget) {
   r = run({"cache-sim", trace.string(), "--slots", "3"});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("3 slots cannot hold one token's top-4 experts"), std::string::npos) << r.err;
-  // A host-RAM tier that holds every expert the 6 slots cannot (capped at 160 - 6 = 154) reads
-  // each expert from the pack once, as the cache of all 160 slots does: the same bytes.
+  // A host-RAM tier asked for more than the model has is capped at its 160 experts, and then
+  // holds every expert the 6 slots do not: each expert is read from the pack once, as the cache
+  // of all 160 slots reads it: the same bytes.
   r = run({"cache-sim", trace.string(), "--budget-mib", "1e30", "--policies", "lru", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json all = nlohmann::json::parse(r.out);
@@ -340,20 +354,20 @@ TEST(CliCacheSim, ReplaysARecordedTraceAtAnyBudget) {
            "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["ram_slots"], 154);
-  EXPECT_EQ(j["ram_budget_bytes"], 154 * 131072);
+  EXPECT_EQ(j["ram_slots"], 160);
+  EXPECT_EQ(j["ram_budget_bytes"], 160 * 131072);
   for (const auto& p : j["policies"]) {
     EXPECT_EQ(p["read_bytes"], all["policies"][0]["read_bytes"]) << p["policy"];
     EXPECT_EQ(p["ram_demotions"], p["cache_evictions"]) << p["policy"];  // the tier never has to drop one
     EXPECT_GT(p["ram_hits"].get<int>(), 0);
     EXPECT_EQ(p["promoted_bytes"], p["ram_hits"].get<uint64_t>() * 131072);
   }
-  EXPECT_NE(r.err.find("RAM tier 154 slots"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RAM tier 160 slots"), std::string::npos) << r.err;
 }
 
 // cache-sim --zipf: the Zipf router of bench-twin over a shape's experts, no trace file. 20 steps
 // of 2 deepseek-v4-flash layers (256 experts, top-6): 40 records, 240 accesses; 512 slots hold
-// every expert, so nothing is evicted; a RAM tier is capped at the experts left over (none).
+// every expert, so nothing is evicted, and the RAM tier of 8 slots is never used.
 TEST(CliCacheSim, ZipfRouterOverAShape) {
   CliRun r = run({"cache-sim", "--zipf", "1.0", "--shape", "deepseek-v4-flash", "--layers", "2", "--steps",
                   "20", "--slots", "512", "--ram-slots", "8", "--policies", "lru", "--json"});
@@ -363,8 +377,10 @@ TEST(CliCacheSim, ZipfRouterOverAShape) {
   EXPECT_EQ(j["n_layers"], 2);
   EXPECT_EQ(j["n_experts"], 256);
   EXPECT_EQ(j["top_k"], 6);
-  EXPECT_EQ(j["ram_slots"], 0);
+  EXPECT_EQ(j["ram_slots"], 8);
   const auto& p = j["policies"][0];
+  EXPECT_EQ(p["ram_demotions"], 0);
+  EXPECT_EQ(p["ram_hits"], 0);
   EXPECT_EQ(p["cache_hits"].get<int>() + p["cache_misses"].get<int>(), 240);
   EXPECT_EQ(p["cache_evictions"], 0);
   EXPECT_EQ(p["read_bytes"].get<uint64_t>(),

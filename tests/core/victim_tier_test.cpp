@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <string>
 
 #include "core/expert_cache.h"
 
@@ -39,6 +41,7 @@ TEST(VictimTier, DemotesPromotesAndDropsTheLeastRecentlyDemoted) {
   ASSERT_EQ(p.ram_slot.size(), 3u);
   EXPECT_FALSE(p.ram_slot[0] || p.ram_slot[1] || p.ram_slot[2]);
   EXPECT_TRUE(p.demotions.empty());
+  EXPECT_EQ(p.promotions(), 0u);
   EXPECT_EQ(t.counters().lookups, 2u);  // hits are not looked up
   // Two evictions: into the free slots, lowest first, in the assignments' order.
   as = {miss(3, 0, ExpertKey{0, 1}), miss(4, 1, ExpertKey{0, 2})};
@@ -134,6 +137,62 @@ TEST(VictimTier, InvalidateAndAnEmptyTier) {
   EXPECT_EQ(off.counters().lookups, 0u);
 }
 
+// The tier drops the expert demoted longest ago, whatever slot it is in, and a demotion takes the
+// lowest free slot. Tier of 3: A, B, C go to r0, r1, r2; A and C come up (in that order), so r0
+// and r2 are free: D takes r0, the lowest. Full again (B r1, D r0, E r2); F must drop B (demoted
+// first), in r1, not D in the lowest slot.
+TEST(VictimTier, DropsTheLeastRecentlyDemotedAndFillsTheLowestFreeSlot) {
+  VictimTier t(3);
+  const auto one = [](uint32_t expert, uint32_t slot, std::optional<ExpertKey> evicted) {
+    return std::vector<SlotAssignment>{miss(expert, slot, evicted)};
+  };
+  t.plan(0, one(10, 0, ExpertKey{0, 1}));  // A = (0,1) -> r0
+  t.plan(0, one(11, 1, ExpertKey{0, 2}));  // B = (0,2) -> r1
+  t.plan(0, one(12, 2, ExpertKey{0, 3}));  // C = (0,3) -> r2
+  const TierPlan up = t.plan(0, std::vector<SlotAssignment>{miss(1, 4), miss(3, 5)});
+  EXPECT_EQ(up.promotions(), 2u);
+  EXPECT_EQ(up.ram_slot[0], 0u);
+  EXPECT_EQ(up.ram_slot[1], 2u);
+  TierPlan p = t.plan(0, one(13, 0, ExpertKey{0, 4}));  // D
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 0u);
+  p = t.plan(0, one(14, 1, ExpertKey{0, 5}));  // E -> r2, the only free one
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 2u);
+  p = t.plan(0, one(15, 2, ExpertKey{0, 6}));  // F: full, drops B
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 1u);
+  EXPECT_FALSE(t.slot_of(ExpertKey{0, 2}));
+  EXPECT_EQ(t.slot_of(ExpertKey{0, 4}), 0u);
+  EXPECT_EQ(t.counters().drops, 1u);
+}
+
+// ram_tier_slots: floor(min(requested, available - 2 GiB) / slot), at most max_slots; 0 when
+// nothing is left or the slot size is 0.
+TEST(VictimTier, SlotsForARequest) {
+  constexpr uint64_t GiB = 1ull << 30;
+  EXPECT_EQ(ram_tier_slots(10 * GiB, 8 * GiB, GiB, 100), 6u);            // min(10, 8 - 2) = 6
+  EXPECT_EQ(ram_tier_slots(3 * GiB, 100 * GiB, GiB, 100), 3u);           // the request
+  EXPECT_EQ(ram_tier_slots(10 * GiB, 3 * GiB + GiB / 2, GiB, 100), 1u);  // 1.5 GiB left: 1 slot
+  EXPECT_EQ(ram_tier_slots(10 * GiB, 2 * GiB, GiB, 100), 0u);            // nothing beside the 2 GiB
+  EXPECT_EQ(ram_tier_slots(10 * GiB, GiB, GiB, 100), 0u);                // less than the 2 GiB
+  EXPECT_EQ(ram_tier_slots(100 * GiB, 1000 * GiB, GiB, 4), 4u);          // the pack's experts
+  EXPECT_EQ(ram_tier_slots(10 * GiB, 100 * GiB, 0, 100), 0u);
+  EXPECT_EQ(ram_tier_slots(0, 100 * GiB, GiB, 100), 0u);
+  // The machine's MemAvailable (/proc/meminfo, kB): some, and less than MemTotal.
+  const uint64_t avail = available_ram_bytes();
+  std::ifstream f("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kib = 0, total = 0;
+  while (f >> key >> kib >> unit) {
+    if (key == "MemTotal:") total = kib * 1024;
+  }
+  ASSERT_GT(total, 0u);
+  EXPECT_GT(avail, 0u);
+  EXPECT_LE(avail, total);
+  EXPECT_GT(avail, total / 1000);  // bytes, not KiB
+}
+
 // Bytes of (layer, expert) in a slot of `n` bytes: a pattern no other expert has.
 void fill_expert(uint8_t* dst, size_t n, ExpertKey k) {
   for (size_t i = 0; i < n; ++i)
@@ -160,7 +219,7 @@ TEST(VictimTier, BytesMovedInTheDocumentedOrderAreAlwaysRight) {
     VictimTier tier(kRam);
     std::vector<uint8_t> upper(kUpper * kBytes), ram(kRam * kBytes);
     std::mt19937 rng(7);
-    uint64_t promotions = 0, demotions = 0;
+    uint64_t promotions = 0, demotions = 0, lookups = 0;
     const auto run = [&](uint32_t layer, const std::vector<SlotAssignment>& as) {
       const TierPlan p = tier.plan(layer, as);
       for (size_t i = 0; i < as.size(); ++i) {
@@ -172,6 +231,7 @@ TEST(VictimTier, BytesMovedInTheDocumentedOrderAreAlwaysRight) {
           ++demotions;
         }
         if (a.hit) continue;
+        ++lookups;
         if (p.ram_slot[i]) {
           std::memcpy(&upper[a.slot * kBytes], &ram[*p.ram_slot[i] * kBytes], kBytes);
           ++promotions;
@@ -215,6 +275,7 @@ TEST(VictimTier, BytesMovedInTheDocumentedOrderAreAlwaysRight) {
     EXPECT_GT(demotions, 300u);
     EXPECT_EQ(promotions, tier.counters().hits);
     EXPECT_EQ(demotions, tier.counters().demotions);
+    EXPECT_EQ(lookups, tier.counters().lookups);  // every upper miss, acquired or placed ahead
   }
 }
 

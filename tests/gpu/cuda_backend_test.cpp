@@ -206,9 +206,10 @@ TEST_P(CudaFixture, PackWithPrefetchMatchesGgufAtEveryBudget) { expect_pack_matc
 
 // The host-RAM tier behind the VRAM cache (cache_ram_mib, core/victim_tier.h) changes where
 // evicted experts come back from, never what is computed: the GGUF path's logits bit for bit at
-// every budget, with and without prefetch. The tier asked for (1 GiB) holds every expert the
-// VRAM slots cannot, so no expert is read from the pack twice (pack reads <= experts.bin), and
-// at the smallest budget experts go down and come back up.
+// every budget, with and without prefetch. The tier asked for (1 GiB) is capped at the pack's
+// experts (core/victim_tier.h, ram_tier_slots) and then holds every expert the VRAM slots do not,
+// even while a plan's promotions keep their slots, so no expert is read from the pack twice
+// (pack reads <= experts.bin), and at the smallest budget experts go down and come back up.
 void expect_pack_with_ram_tier_matches_gguf(const Case& c, bool prefetch) {
   const nlohmann::json ref = read_json(kFixtures + c.ref + ".f32-dequant.ref.json");
   const auto tokens = ref["results"][0]["tokens"].get<std::vector<int32_t>>();
