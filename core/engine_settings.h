@@ -25,7 +25,7 @@ struct EngineSettings {
   // CUDA backend, Expert Pack path: MiB of pinned host RAM for a tier behind the VRAM cache
   // (core/victim_tier.h): the experts the VRAM cache evicts are copied down into it, and a miss
   // found there is copied up instead of read from the SSD. 0: off. Sized as
-  // min(this, available RAM - 2 GiB), at most the experts the VRAM cache cannot hold. The CPU
+  // min(this, available RAM - 2 GiB), at most one slot per expert of the pack. The CPU
   // backend's slots are host RAM already: it has no such tier (raise cache_vram_mib there).
   uint64_t cache_ram_mib = 0;
   // Reader (core/direct_reader.h).
