@@ -55,41 +55,41 @@ uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t 
     // operations in the same order whatever order the reads land in, so the same bits.
     std::vector<std::vector<float>> y(m);
     std::vector<bool> done(m, false);
-    size_t added = 0, arrived = 0;
-    const bool last_batch = b + m == unique.size();
-    experts.acquire_each(block, std::span<const uint32_t>(unique.data() + b, m), io_wait_ms,
-                         [&](size_t i, const ExpertFfn& f) {
-                           // Next-layer prefetch starts once this block reads nothing more.
-                           if (++arrived == m && last_batch && resident) resident();
-                           const auto& users = by_expert[unique[b + i]];
-                           const int64_t nu = static_cast<int64_t>(users.size());
-                           xin.resize(static_cast<size_t>(nu * E));
-                           scale.resize(static_cast<size_t>(nu));
-                           for (int64_t j = 0; j < nu; ++j) {
-                             std::copy(x + users[j].first * E, x + (users[j].first + 1) * E,
-                                       xin.begin() + j * E);
-                             scale[j] = users[j].second;
-                           }
-                           const int64_t ff = f.gate.ne1;
-                           g.resize(static_cast<size_t>(nu * ff));
-                           u.resize(g.size());
-                           matmul(pool, f.gate, xin.data(), E, nu, g.data(), ff);
-                           matmul(pool, f.up, xin.data(), E, nu, u.data(), ff);
-                           swiglu_clamped(g.data(), u.data(), nu * ff, limit);
-                           y[i].assign(static_cast<size_t>(nu * E), 0.0f);
-                           matmul_add_scaled(pool, f.down, g.data(), ff, nu, scale.data(), y[i].data(), E);
-                           done[i] = true;
-                           for (; added < m && done[added]; ++added) {
-                             const auto& us = by_expert[unique[b + added]];
-                             for (size_t j = 0; j < us.size(); ++j) {
-                               float* dst = out + us[j].first * E;
-                               const float* src = y[added].data() + j * E;
-                               for (int64_t c = 0; c < E; ++c) dst[c] += src[c];
-                             }
-                             computed += us.size();
-                             std::vector<float>().swap(y[added]);
-                           }
-                         });
+    size_t added = 0;
+    // Next-layer prefetch starts as soon as this block's last batch waits for no read.
+    const std::function<void()> landed = b + m == unique.size() ? resident : std::function<void()>();
+    experts.acquire_each(
+        block, std::span<const uint32_t>(unique.data() + b, m), io_wait_ms,
+        [&](size_t i, const ExpertFfn& f) {
+          const auto& users = by_expert[unique[b + i]];
+          const int64_t nu = static_cast<int64_t>(users.size());
+          xin.resize(static_cast<size_t>(nu * E));
+          scale.resize(static_cast<size_t>(nu));
+          for (int64_t j = 0; j < nu; ++j) {
+            std::copy(x + users[j].first * E, x + (users[j].first + 1) * E, xin.begin() + j * E);
+            scale[j] = users[j].second;
+          }
+          const int64_t ff = f.gate.ne1;
+          g.resize(static_cast<size_t>(nu * ff));
+          u.resize(g.size());
+          matmul(pool, f.gate, xin.data(), E, nu, g.data(), ff);
+          matmul(pool, f.up, xin.data(), E, nu, u.data(), ff);
+          swiglu_clamped(g.data(), u.data(), nu * ff, limit);
+          y[i].assign(static_cast<size_t>(nu * E), 0.0f);
+          matmul_add_scaled(pool, f.down, g.data(), ff, nu, scale.data(), y[i].data(), E);
+          done[i] = true;
+          for (; added < m && done[added]; ++added) {
+            const auto& us = by_expert[unique[b + added]];
+            for (size_t j = 0; j < us.size(); ++j) {
+              float* dst = out + us[j].first * E;
+              const float* src = y[added].data() + j * E;
+              for (int64_t c = 0; c < E; ++c) dst[c] += src[c];
+            }
+            computed += us.size();
+            std::vector<float>().swap(y[added]);
+          }
+        },
+        landed);
     if (added != m) {
       throw Error("internal: blk." + std::to_string(block) + ": " + std::to_string(m - added) +
                   " experts were never handed out");

@@ -31,8 +31,10 @@ void dense_swiglu_ffn(ThreadPool& pool, const WeightView& gate, const WeightView
 // x, out: [n][E]; ids, w: [n][k]. Returns the expert FFNs evaluated (== n * k: exact routing;
 // Error otherwise). Adds the time spent waiting for expert delivery to *io_wait_ms. Throws
 // what ExpertProvider::acquire throws (IoError, FormatError, Error).
-// `resident`, if set, is called once, when the last of the block's experts are resident and
-// before they compute (next-layer prefetch starts its reads there).
+// `resident`, if set, is called once, as soon as the block's last batch of experts waits for no
+// read (ExpertProvider::acquire_each's `all_landed`; next-layer prefetch starts its reads there):
+// before any of them computes when they are all resident. Each expert computes as it arrives;
+// the outputs are added in ascending expert id, so the result does not depend on arrival order.
 uint64_t run_routed_experts(ThreadPool& pool, ExpertProvider& experts, uint32_t block, const float* x,
                             int64_t n, int64_t E, int64_t k, const int32_t* ids, const float* w, float limit,
                             float* out, double* io_wait_ms, const std::function<void()>& resident = {});

@@ -141,24 +141,31 @@ class PackExperts final : public ExpertProvider {
     return out;
   }
   void acquire_each(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms,
-                    const ExpertReady& ready) override {
+                    const ExpertReady& ready, const std::function<void()>& all_landed) override {
     const auto it = layers_.find(block);
     if (it == layers_.end())
       throw Error("blk." + std::to_string(block) + " has no routed experts in the pack");
     const Layer& L = it->second;
     const auto t0 = std::chrono::steady_clock::now();
-    double inside_ms = 0;  // time in `ready`: compute, not waiting
-    store_->acquire_each(L.index, experts, [&](size_t i, const uint8_t* b) {
+    double inside_ms = 0;  // time in the caller's callbacks: compute, not waiting
+    const auto timed = [&inside_ms](const auto& f) {
       const auto c0 = std::chrono::steady_clock::now();
-      const ExpertFfn f{view(L.gate, b), view(L.up, b), view(L.down, b)};
       try {
-        ready(i, f);
+        f();
       } catch (...) {
         inside_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
         throw;
       }
       inside_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
-    });
+    };
+    std::function<void()> landed;
+    if (all_landed) landed = [&] { timed(all_landed); };
+    store_->acquire_each(
+        L.index, experts,
+        [&](size_t i, const uint8_t* b) {
+          timed([&] { ready(i, ExpertFfn{view(L.gate, b), view(L.up, b), view(L.down, b)}); });
+        },
+        landed);
     if (io_wait_ms) {
       *io_wait_ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() -

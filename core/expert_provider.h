@@ -36,11 +36,14 @@ class ExpertProvider {
   // so the caller computes it while the others' reads are in flight (ExpertStore::acquire_each);
   // the views stay valid as acquire()'s do. Adds only the time spent waiting for reads (not the
   // time inside `ready`) to *io_wait_ms. Throws what acquire() throws and what `ready` throws.
-  // The default: acquire(), then `ready` for each expert in order.
+  // `all_landed`, if set, is called once, as soon as no read is waited for (ExpertStore::
+  // acquire_each; next-layer prefetch starts there). The default: acquire(), `all_landed`, then
+  // `ready` for each expert in order.
   using ExpertReady = std::function<void(size_t index, const ExpertFfn& ffn)>;
   virtual void acquire_each(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms,
-                            const ExpertReady& ready) {
+                            const ExpertReady& ready, const std::function<void()>& all_landed) {
     const std::vector<ExpertFfn> ffns = acquire(block, experts, io_wait_ms);
+    if (all_landed) all_landed();
     for (size_t i = 0; i < ffns.size(); ++i) ready(i, ffns[i]);
   }
   // Next-layer prefetch (EngineSettings::prefetch_experts, pack path): whether prefetch() may

@@ -104,7 +104,8 @@ std::vector<const uint8_t*> ExpertStore::acquire(uint32_t layer, std::span<const
   return out;
 }
 
-void ExpertStore::acquire_each(uint32_t layer, std::span<const uint32_t> experts, const Ready& ready) {
+void ExpertStore::acquire_each(uint32_t layer, std::span<const uint32_t> experts, const Ready& ready,
+                               const std::function<void()>& all_landed) {
   check_experts(layer, experts);
   in_use_.clear();
   collect_landed();
@@ -122,8 +123,19 @@ void ExpertStore::acquire_each(uint32_t layer, std::span<const uint32_t> experts
       throw;
     }
   };
+  bool landed_called = false;
+  const std::function<void()> landed = [&] {
+    if (landed_called || !all_landed) return;
+    landed_called = true;
+    try {
+      all_landed();
+    } catch (...) {
+      caller_threw = true;
+      throw;
+    }
+  };
   try {
-    acquire_now(layer, experts, index, {}, hand);
+    acquire_now(layer, experts, index, {}, hand, landed);
     return;
   } catch (...) {
     // With reads ahead in flight the failed read may have been one of theirs, which this call
@@ -148,12 +160,12 @@ void ExpertStore::acquire_each(uint32_t layer, std::span<const uint32_t> experts
                             }),
              keep.end());
   in_use_ = keep;
-  acquire_now(layer, rest, index, keep, hand);
+  acquire_now(layer, rest, index, keep, hand, landed);
 }
 
 void ExpertStore::acquire_now(uint32_t layer, std::span<const uint32_t> experts,
                               std::span<const size_t> index, std::span<const uint32_t> keep_also,
-                              const Ready& ready) {
+                              const Ready& ready, const std::function<void()>& all_landed) {
   const uint64_t stride = pack_.stride(layer);
   // A prefetch read in flight owns its slot; if this call's experts leave no room beside them,
   // they are finished first (then they are ordinary residents the policy may evict).
@@ -225,6 +237,7 @@ void ExpertStore::acquire_now(uint32_t layer, std::span<const uint32_t> experts,
   } guard{waiting_};
   waiting_ = waiting.size();
   try {
+    if (waiting.empty()) all_landed();
     for (size_t k = 0; k < assignments.size(); ++k) {
       const SlotAssignment& a = assignments[k];
       if (!waiting.count(a.hit ? kPrefetchTag | a.slot : (static_cast<uint64_t>(a.expert) << 32) | a.slot)) {
@@ -244,6 +257,7 @@ void ExpertStore::acquire_now(uint32_t layer, std::span<const uint32_t> experts,
         }
       }
       waiting_ = waiting.size();
+      if (waiting.empty()) all_landed();
       for (const size_t k : landed) hand_out(k);
     }
   } catch (...) {

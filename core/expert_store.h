@@ -85,12 +85,17 @@ class ExpertStore {
   // once for each experts[i], first for the resident ones (in order), then for the misses and
   // experts read ahead as their reads land (each checked first, as acquire() checks it), so
   // the caller computes while the other reads are in flight. Returns when every expert was
-  // handed out; the blocks stay valid as acquire()'s do. Throws as acquire() does, and what
-  // `ready` throws (then without the retry); after a throw the experts handed out stay resident
-  // and checked, the others are not resident unchecked. `ready` may call prefetch() only once
-  // this call waits for no read (its last expert: see reads_waited_for()).
+  // handed out; the blocks stay valid as acquire()'s do. `all_landed`, if set, is called once,
+  // as soon as this call waits for no read: before the first expert when nothing is read,
+  // otherwise before the experts whose reads landed last are handed out (next-layer prefetch
+  // starts there: prefetch() may be called from it, and from `ready` only once
+  // reads_waited_for() is 0). Throws as acquire() does (with several bad blocks, verification
+  // names the first whose read lands), and what `ready` or `all_landed` throws (then without
+  // the retry); after a throw the experts handed out stay resident and checked, the others are
+  // not resident unchecked.
   using Ready = std::function<void(size_t index, const uint8_t* block)>;
-  void acquire_each(uint32_t layer, std::span<const uint32_t> experts, const Ready& ready);
+  void acquire_each(uint32_t layer, std::span<const uint32_t> experts, const Ready& ready,
+                    const std::function<void()>& all_landed = {});
   // Reads the acquire_each() in progress still waits for (0 outside one).
   size_t reads_waited_for() const { return waiting_; }
   // Starts reading the experts of `experts` (distinct ids of pack layer `layer`, most likely
@@ -141,7 +146,8 @@ class ExpertStore {
   // acquire_each() once, with whatever reads ahead are in flight: experts[k] is handed out as
   // index[k]; the slots in `keep_also` (experts handed out by an earlier try) are not evicted.
   void acquire_now(uint32_t layer, std::span<const uint32_t> experts, std::span<const size_t> index,
-                   std::span<const uint32_t> keep_also, const Ready& ready);
+                   std::span<const uint32_t> keep_also, const Ready& ready,
+                   const std::function<void()>& all_landed);
   // After a failure: lets every read in flight land, forgets the prefetched experts not yet
   // landed. noexcept: used on the way out of a throw.
   void abandon_reads() noexcept;
