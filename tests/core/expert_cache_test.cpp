@@ -274,6 +274,16 @@ TEST(ExpertCachePrefetch, KeptSlotsAreNotEvicted) {
   }
 }
 
+// The textbook sequence 1 2 3 4 1 2 5 1 2 3 4 5, one expert per step of one layer (8 experts,
+// top-1, 4096-byte experts), as a routing trace at `path`.
+void write_classic_trace(const std::string& path) {
+  RoutingTraceWriter w(path, TraceHeader{1, 8, 1, 4096, "classic"});
+  const uint32_t seq[] = {1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5};
+  uint32_t step = 0;
+  for (uint32_t e : seq) w.append(step++, 0, {e});
+  w.close();
+}
+
 TEST(CacheSim, BeladyIsOptimalOnAClassicTrace) {
   // One layer, 3 slots, one expert per step, the textbook sequence
   // 1 2 3 4 1 2 5 1 2 3 4 5: Belady (OPT) has 7 misses; LRU has 10 misses; LFU (ties -> lowest
@@ -287,13 +297,7 @@ TEST(CacheSim, BeladyIsOptimalOnAClassicTrace) {
   const auto dir = std::filesystem::temp_directory_path() / ("moepack-trace-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "classic.trace").string();
-  {
-    RoutingTraceWriter w(path, TraceHeader{1, 8, 1, 4096, "classic"});
-    const uint32_t seq[] = {1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5};
-    uint32_t step = 0;
-    for (uint32_t e : seq) w.append(step++, 0, {e});
-    w.close();
-  }
+  write_classic_trace(path);
   const RoutingTrace t = read_routing_trace(path);
   ASSERT_EQ(t.records.size(), 12u);
   EXPECT_EQ(t.header.model_name, "classic");
@@ -327,13 +331,7 @@ TEST(CacheSim, RamTierBehindTheCache) {
       std::filesystem::temp_directory_path() / ("moepack-trace-ram-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "classic.trace").string();
-  {
-    RoutingTraceWriter w(path, TraceHeader{1, 8, 1, 4096, "classic"});
-    const uint32_t seq[] = {1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5};
-    uint32_t step = 0;
-    for (uint32_t e : seq) w.append(step++, 0, {e});
-    w.close();
-  }
+  write_classic_trace(path);
   const RoutingTrace t = read_routing_trace(path);
   const auto res = simulate_cache(t, 3, {"lru"}, 2);
   ASSERT_EQ(res.size(), 1u);

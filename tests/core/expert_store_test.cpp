@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -623,6 +624,55 @@ TEST_F(ExpertStoreTest, AcquireEachPassesOnWhatReadyThrows) {
   EXPECT_EQ(store.counters().verified_experts, 3u);
 }
 
+// The input of run_routed_experts on the demo pack's first MoE block: n tokens of N(0,1) x,
+// |N(0,1)| weights and top-k distinct random experts each (seeded), and a pack provider of
+// `slots` slots to run it with.
+struct RoutedInput {
+  std::shared_ptr<const ModelSource> src;
+  int64_t E = 0, K = 0, n = 0, n_ff = 0;
+  uint32_t block = 0;
+  std::vector<float> x, w;
+  std::vector<int32_t> ids;
+
+  RoutedInput(const fs::path& pack_dir, int64_t tokens, uint32_t seed)
+      : src(ModelSource::open(pack_dir.string())) {
+    const ModelConfig& cfg = src->config();
+    E = cfg.n_embd;
+    K = cfg.n_expert_used;
+    n = tokens;
+    n_ff = cfg.n_ff_exp ? cfg.n_ff_exp : cfg.n_ff;
+    block = cfg.n_layer_dense_lead;
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal;
+    x.resize(static_cast<size_t>(n * E));
+    w.resize(static_cast<size_t>(n * K));
+    for (float& v : x) v = normal(rng);
+    for (float& v : w) v = std::abs(normal(rng));
+    ids.resize(static_cast<size_t>(n * K));
+    for (int64_t t = 0; t < n; ++t) {
+      std::vector<int32_t> all(cfg.n_expert);
+      for (uint32_t e = 0; e < cfg.n_expert; ++e) all[e] = static_cast<int32_t>(e);
+      std::shuffle(all.begin(), all.end(), rng);
+      std::copy(all.begin(), all.begin() + K, ids.begin() + t * K);
+    }
+  }
+  std::unique_ptr<ExpertProvider> pack(uint64_t slots) const {
+    EngineSettings st;
+    st.cache_bytes = slots * src->pack()->layout().max_stride;
+    st.cache_vram_reserve_mib = 0;
+    return make_pack_experts(*src, st, n_ff);
+  }
+  // run_routed_experts into a fresh output; checks it evaluated n * K expert FFNs.
+  std::vector<float> run(ThreadPool& pool, ExpertProvider& p, const std::function<void()>& resident) const {
+    std::vector<float> out(x.size(), 0.0f);
+    double io_wait = 0;
+    EXPECT_EQ(run_routed_experts(pool, p, block, x.data(), n, E, K, ids.data(), w.data(), 0.0f, out.data(),
+                                 &io_wait, resident),
+              static_cast<uint64_t>(n * K));
+    return out;
+  }
+};
+
 // An ExpertProvider that hands the experts of an acquire out in reverse order (as reads landing
 // in the other order would), or in order through the interface's default acquire_each.
 class ReorderedExperts final : public ExpertProvider {
@@ -651,41 +701,17 @@ class ReorderedExperts final : public ExpertProvider {
 // run_routed_experts computes each expert as it is handed out and adds the outputs in ascending
 // id order: the same bits whatever order the experts arrive in (in order, reversed, as the
 // pack's reads land), with every expert cached or in batches of top-k (a cache of top-k slots),
-// and `resident` (next-layer prefetch) called once, when the last expert has arrived.
+// and `resident` (next-layer prefetch) called once.
 TEST_F(ExpertStoreTest, RoutedExpertsGiveTheSameBitsInAnyArrivalOrder) {
-  const auto src = ModelSource::open((*dir_ / "pack").string());
-  const ModelConfig& cfg = src->config();
-  const int64_t E = cfg.n_embd, K = cfg.n_expert_used, n = 6;
-  const uint32_t block = cfg.n_layer_dense_lead;
-  ASSERT_TRUE(cfg.is_moe_layer(block));
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<size_t>(n * E)), w(static_cast<size_t>(n * K));
-  for (float& v : x) v = normal(rng);
-  for (float& v : w) v = std::abs(normal(rng));
-  std::vector<int32_t> ids(static_cast<size_t>(n * K));
-  for (int64_t t = 0; t < n; ++t) {
-    std::vector<int32_t> all(cfg.n_expert);
-    for (uint32_t e = 0; e < cfg.n_expert; ++e) all[e] = static_cast<int32_t>(e);
-    std::shuffle(all.begin(), all.end(), rng);
-    std::copy(all.begin(), all.begin() + K, ids.begin() + t * K);
-  }
+  const RoutedInput in(*dir_ / "pack", 6, 11);
+  ASSERT_TRUE(in.src->config().is_moe_layer(in.block));
+  const int64_t K = in.K;
   ThreadPool pool(2);
-  const int64_t n_ff = cfg.n_ff_exp ? cfg.n_ff_exp : cfg.n_ff;
   const auto run = [&](uint64_t slots, int order, int* resident_calls) {
-    EngineSettings st;
-    st.cache_bytes = slots * src->pack()->layout().max_stride;
-    st.cache_vram_reserve_mib = 0;
-    const auto pack = make_pack_experts(*src, st, n_ff);
+    const auto pack = in.pack(slots);
     ReorderedExperts reordered(*pack, order == 2);
     ExpertProvider& p = order == 0 ? *pack : static_cast<ExpertProvider&>(reordered);
-    std::vector<float> out(x.size(), 0.0f);
-    double io_wait = 0;
-    const auto resident = [&] { ++*resident_calls; };
-    EXPECT_EQ(run_routed_experts(pool, p, block, x.data(), n, E, K, ids.data(), w.data(), 0.0f, out.data(),
-                                 &io_wait, resident),
-              static_cast<uint64_t>(n * K));
-    return out;
+    return in.run(pool, p, [&] { ++*resident_calls; });
   };
   int calls = 0;
   const std::vector<float> want = run(64, 1, &calls);  // every expert cached, handed out in order
@@ -856,36 +882,18 @@ class CountingExperts final : public ExpertProvider {
 // `resident` (next-layer prefetch) is called once, during the block's last acquire_each (with a
 // cache of top-k slots: several batches), when that batch waits for no read.
 TEST_F(ExpertStoreTest, ResidentIsCalledOnceInTheLastBatch) {
-  const auto src = ModelSource::open((*dir_ / "pack").string());
-  const ModelConfig& cfg = src->config();
-  const int64_t E = cfg.n_embd, K = cfg.n_expert_used, n = 6;
-  const uint32_t block = cfg.n_layer_dense_lead;
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<size_t>(n * E)), w(static_cast<size_t>(n * K));
-  for (float& v : x) v = normal(rng);
-  for (float& v : w) v = std::abs(normal(rng));
-  std::vector<int32_t> ids(static_cast<size_t>(n * K));
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t j = 0; j < K; ++j) ids[t * K + j] = static_cast<int32_t>((t * K + j) % cfg.n_expert);
-  }
+  const RoutedInput in(*dir_ / "pack", 6, 5);
   ThreadPool pool(2);
-  const int64_t n_ff = cfg.n_ff_exp ? cfg.n_ff_exp : cfg.n_ff;
-  EngineSettings st;
-  st.cache_bytes = static_cast<uint64_t>(K) * src->pack()->layout().max_stride;
-  st.cache_vram_reserve_mib = 0;
-  const auto pack = make_pack_experts(*src, st, n_ff);
+  const auto pack = in.pack(static_cast<uint64_t>(in.K));
   CountingExperts counting(*pack);
-  std::vector<float> out(x.size(), 0.0f);
   int resident_calls = 0, at_call = -1;
   size_t handed_then = 0, asked_then = 0;
-  run_routed_experts(pool, counting, block, x.data(), n, E, K, ids.data(), w.data(), 0.0f, out.data(),
-                     nullptr, [&] {
-                       ++resident_calls;
-                       at_call = counting.calls;
-                       handed_then = counting.handed;
-                       asked_then = counting.asked;
-                     });
+  in.run(pool, counting, [&] {
+    ++resident_calls;
+    at_call = counting.calls;
+    handed_then = counting.handed;
+    asked_then = counting.asked;
+  });
   ASSERT_GT(counting.calls, 1);  // several batches
   EXPECT_EQ(resident_calls, 1);
   EXPECT_EQ(at_call, counting.calls);
@@ -896,32 +904,16 @@ TEST_F(ExpertStoreTest, ResidentIsCalledOnceInTheLastBatch) {
 // next-layer prefetch starts before any expert computes (a reviewer's test: a version that
 // started it in the last expert's callback let m - 1 experts compute first).
 TEST_F(ExpertStoreTest, AllResidentBlockPrefetchesBeforeComputing) {
-  const auto src = ModelSource::open((*dir_ / "pack").string());
-  const ModelConfig& cfg = src->config();
-  const int64_t E = cfg.n_embd, K = cfg.n_expert_used, n = 2;
-  const uint32_t block = cfg.n_layer_dense_lead;
-  std::vector<float> x(static_cast<size_t>(n * E), 0.5f), w(static_cast<size_t>(n * K), 0.25f);
-  std::vector<int32_t> ids(static_cast<size_t>(n * K));
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t j = 0; j < K; ++j) ids[t * K + j] = static_cast<int32_t>((t * K + j) % cfg.n_expert);
-  }
+  const RoutedInput in(*dir_ / "pack", 2, 3);
   ThreadPool pool(2);
-  const int64_t n_ff = cfg.n_ff_exp ? cfg.n_ff_exp : cfg.n_ff;
-  EngineSettings st;
-  st.cache_bytes = 64 * src->pack()->layout().max_stride;
-  st.cache_vram_reserve_mib = 0;
-  const auto pack = make_pack_experts(*src, st, n_ff);
+  const auto pack = in.pack(64);
   CountingExperts counting(*pack);
-  std::vector<float> out(x.size(), 0.0f);
-  run_routed_experts(pool, counting, block, x.data(), n, E, K, ids.data(), w.data(), 0.0f, out.data(),
-                     nullptr,
-                     nullptr);  // every expert now resident
+  in.run(pool, counting, {});  // every expert now resident
   size_t handed_then = 99, asked_then = 0;
-  run_routed_experts(pool, counting, block, x.data(), n, E, K, ids.data(), w.data(), 0.0f, out.data(),
-                     nullptr, [&] {
-                       handed_then = counting.handed;
-                       asked_then = counting.asked;
-                     });
+  in.run(pool, counting, [&] {
+    handed_then = counting.handed;
+    asked_then = counting.asked;
+  });
   ASSERT_GT(asked_then, 1u);
   EXPECT_EQ(handed_then, 0u) << "prefetch started after " << handed_then << " of " << asked_then
                              << " resident experts were computed";
