@@ -135,7 +135,7 @@ void ExpertStore::acquire_each(uint32_t layer, std::span<const uint32_t> experts
     }
   };
   try {
-    acquire_now(layer, experts, index, {}, hand, landed);
+    acquire_now(layer, experts, index, hand, landed);
     return;
   } catch (...) {
     // With reads ahead in flight the failed read may have been one of theirs, which this call
@@ -143,34 +143,31 @@ void ExpertStore::acquire_each(uint32_t layer, std::span<const uint32_t> experts
     // the experts not handed out yet, beside those that were.
     if (caller_threw || !reads_ahead || !is_read_failure(std::current_exception())) throw;
   }
-  std::vector<uint32_t> rest, keep = in_use_;
+  // Every expert not handed out was forgotten by the failed try (its slot is free, no read is in
+  // flight), so these misses take free slots and evict none of those handed out; their views
+  // stay in use, kept from a prefetch() made from `ready`.
+  std::vector<uint32_t> rest, kept;
   index.clear();
   for (size_t i = 0; i < experts.size(); ++i) {
-    if (handed[i]) continue;
+    if (handed[i]) {
+      if (const auto slot = cache_.slot_of(ExpertKey{layer, experts[i]})) kept.push_back(*slot);
+      continue;
+    }
     rest.push_back(experts[i]);
     index.push_back(i);
   }
-  keep.erase(std::remove_if(keep.begin(), keep.end(),
-                            [&](uint32_t slot) {
-                              for (size_t i = 0; i < experts.size(); ++i) {
-                                if (handed[i] && cache_.slot_of(ExpertKey{layer, experts[i]}) == slot)
-                                  return false;
-                              }
-                              return true;
-                            }),
-             keep.end());
-  in_use_ = keep;
-  acquire_now(layer, rest, index, keep, hand, landed);
+  in_use_ = kept;
+  acquire_now(layer, rest, index, hand, landed);
 }
 
 void ExpertStore::acquire_now(uint32_t layer, std::span<const uint32_t> experts,
-                              std::span<const size_t> index, std::span<const uint32_t> keep_also,
-                              const Ready& ready, const std::function<void()>& all_landed) {
+                              std::span<const size_t> index, const Ready& ready,
+                              const std::function<void()>& all_landed) {
   const uint64_t stride = pack_.stride(layer);
   // A prefetch read in flight owns its slot; if this call's experts leave no room beside them,
   // they are finished first (then they are ordinary residents the policy may evict).
   std::vector<uint32_t> keep = pending_slots_except(layer, experts);
-  if (!keep.empty() && experts.size() + keep.size() + keep_also.size() > cache_.slot_count()) {
+  if (!keep.empty() && experts.size() + keep.size() > cache_.slot_count()) {
     try {
       std::unordered_set<uint64_t> all;
       for (const auto& [tag, p] : pending_) all.insert(tag);
@@ -181,7 +178,6 @@ void ExpertStore::acquire_now(uint32_t layer, std::span<const uint32_t> experts,
     }
     keep.clear();
   }
-  keep.insert(keep.end(), keep_also.begin(), keep_also.end());
   const auto assignments = cache_.acquire(layer, experts, keep);
   // Their views are in use from the first one handed out: a prefetch() never evicts them.
   for (const SlotAssignment& a : assignments) in_use_.push_back(a.slot);

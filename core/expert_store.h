@@ -144,10 +144,9 @@ class ExpertStore {
   // Throws Error naming the pack if `layer` or an id of `experts` does not exist.
   void check_experts(uint32_t layer, std::span<const uint32_t> experts) const;
   // acquire_each() once, with whatever reads ahead are in flight: experts[k] is handed out as
-  // index[k]; the slots in `keep_also` (experts handed out by an earlier try) are not evicted.
+  // index[k].
   void acquire_now(uint32_t layer, std::span<const uint32_t> experts, std::span<const size_t> index,
-                   std::span<const uint32_t> keep_also, const Ready& ready,
-                   const std::function<void()>& all_landed);
+                   const Ready& ready, const std::function<void()>& all_landed);
   // After a failure: lets every read in flight land, forgets the prefetched experts not yet
   // landed. noexcept: used on the way out of a throw.
   void abandon_reads() noexcept;
