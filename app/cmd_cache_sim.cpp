@@ -1,5 +1,6 @@
 // `moepack cache-sim (TRACE | --zipf S --shape NAME [--layers N] [--steps N] [--seed S])
 //                   (--slots N | --budget-mib M) [--ram-slots N | --ram-budget-mib M]
+//                   [--ram-admission all|frequency] [--ram-window N]
 //                   [--policies hybrid,lru,lfu,belady] [--json]`
 #include <algorithm>
 #include <cmath>
@@ -61,6 +62,8 @@ std::function<int()> add_cache_sim(CLI::App& app) {
     uint32_t slots = 0, ram_slots = 0;
     double budget_mib = 0, ram_budget_mib = 0;
     std::string policies = "hybrid,lru,lfu,belady";
+    std::string ram_admission = "frequency";
+    uint64_t ram_window = 0;
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
@@ -99,6 +102,14 @@ std::function<int()> add_cache_sim(CLI::App& app) {
                                      "Host-RAM victim tier in MiB (slots = floor(budget / expert_bytes))")
                          ->check(positive_number());
   ram_slots->excludes(ram_budget);
+  sub->add_option(
+         "--ram-admission", opt->ram_admission,
+         "Which evictions enter the RAM tier: frequency (TinyLFU's rule, the engine's default) or all")
+      ->check(CLI::IsMember({"all", "frequency"}));
+  sub->add_option("--ram-window", opt->ram_window,
+                  "Accesses between halvings of the frequency counts (default: 10 x the tier's slots)")
+      ->check(number_check(
+          "1..1e12", [](double v) { return v >= 1.0 && v <= 1e12; }, "must be between 1 and 1e12"));
   sub->add_option("--policies", opt->policies, "Comma-separated: hybrid, lru, lfu, belady");
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
   return [opt, slots, budget, ram_budget, trace, zipf]() {
@@ -152,7 +163,8 @@ std::function<int()> add_cache_sim(CLI::App& app) {
                             static_cast<double>(t.header.expert_bytes));
     }
     const auto ram_n = static_cast<uint32_t>(std::min(ram_want, static_cast<double>(experts)));
-    const auto results = simulate_cache(t, n, names, ram_n);
+    const TierAdmission admission = parse_tier_admission(opt->ram_admission, "--ram-admission");
+    const auto results = simulate_cache(t, n, names, ram_n, admission, opt->ram_window);
     nlohmann::json j;
     j["trace"] = source;
     j["model"] = t.header.model_name;
@@ -165,6 +177,7 @@ std::function<int()> add_cache_sim(CLI::App& app) {
     j["budget_bytes"] = static_cast<uint64_t>(n) * t.header.expert_bytes;
     j["ram_slots"] = ram_n;
     j["ram_budget_bytes"] = static_cast<uint64_t>(ram_n) * t.header.expert_bytes;
+    j["ram_admission"] = tier_admission_name(admission);
     j["policies"] = nlohmann::json::array();
     j["split_records"] = results.empty() ? 0 : results.front().split_records;
     std::fprintf(stderr, "%s: %zu records, %u slots of %llu bytes", source.c_str(), t.records.size(), n,
@@ -186,6 +199,7 @@ std::function<int()> add_cache_sim(CLI::App& app) {
                                {"read_bytes", r.read_bytes},
                                {"ram_hits", r.ram.hits},
                                {"ram_demotions", r.ram.demotions},
+                               {"ram_not_admitted", r.ram.not_admitted},
                                {"ram_hit_rate", r.ram.hit_rate()},
                                {"demoted_bytes", r.demoted_bytes},
                                {"promoted_bytes", r.promoted_bytes}});
@@ -195,9 +209,10 @@ std::function<int()> add_cache_sim(CLI::App& app) {
                    static_cast<unsigned long long>(r.counters.cache_misses),
                    static_cast<unsigned long long>(r.counters.cache_evictions));
       if (r.ram_slots > 0) {
-        std::fprintf(stderr, "  RAM tier: %llu of the misses (%.2f%%), pack reads %llu",
+        std::fprintf(stderr, "  RAM tier: %llu of the misses (%.2f%%), pack reads %llu, copied down %llu",
                      static_cast<unsigned long long>(r.ram.hits), 100.0 * r.ram.hit_rate(),
-                     static_cast<unsigned long long>(r.ram.lookups - r.ram.hits));
+                     static_cast<unsigned long long>(r.ram.lookups - r.ram.hits),
+                     static_cast<unsigned long long>(r.ram.demotions));
       }
       std::fprintf(stderr, "\n");
     }

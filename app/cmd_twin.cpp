@@ -136,6 +136,10 @@ std::function<int()> add_bench_twin(CLI::App& app) {
           ->check(number_check(
               "MIB", [](double v) { return v > 0.0 && v <= 16777216.0; },
               "must be greater than 0 and at most 16777216 (16 TiB)"));
+  auto* admission = sub->add_option("--ram-admission", opt->b.ram_tier_admission,
+                                    "cuda: which evictions enter the RAM tier: frequency (default) or all")
+                        ->check(CLI::IsMember({"frequency", "all"}));
+  admission->needs(ram);
   sub->add_option("--tokens", opt->b.tokens, "Decode steps (default: the trace's decode steps; 64 with --zipf)");
   sub->add_option("--warmup", opt->b.warmup, "Steps left out of the after_warmup figures (default 0)");
   sub->add_flag("--serial", opt->b.serial, "Published schedule: every miss of a layer read before it computes");

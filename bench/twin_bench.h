@@ -49,6 +49,7 @@ struct TwinBenchOptions {
   double zipf_s = -1;      // from Zipf(S) when >= 0
   uint64_t budget_bytes = 0;
   uint64_t ram_tier_bytes = 0;  // cuda: host-RAM tier behind the VRAM slots (core/victim_tier.h); 0: off
+  std::string ram_tier_admission = "frequency";  // cuda: its admission (TierAdmission: frequency | all)
   uint32_t tokens = 0;  // 0: the trace's decode steps, 64 for Zipf
   uint32_t warmup = 0;  // steps left out of "after_warmup"
   bool serial = false;

@@ -8,7 +8,8 @@
 namespace moepack {
 
 std::vector<CacheSimResult> simulate_cache(const RoutingTrace& trace, uint32_t slots,
-                                           const std::vector<std::string>& policies, uint32_t ram_slots) {
+                                           const std::vector<std::string>& policies, uint32_t ram_slots,
+                                           TierAdmission ram_admission, uint64_t ram_window) {
   size_t widest = 0;
   for (const TraceRecord& r : trace.records) widest = std::max(widest, r.experts.size());
   // The engine's own minimum: one token's top-k (a decode step's record) must fit at once.
@@ -48,7 +49,7 @@ std::vector<CacheSimResult> simulate_cache(const RoutingTrace& trace, uint32_t s
       policy = make_policy(name);
     }
     ExpertCache cache(slots, std::move(policy));
-    VictimTier ram(ram_slots);
+    VictimTier ram(ram_slots, ram_admission, ram_window);
     uint64_t reads = 0;
     for (size_t k = 0; k < acquires.size(); ++k) {
       if (k > 0 && steps[k] != steps[k - 1]) cache.end_step();

@@ -31,7 +31,10 @@ struct CacheSimResult {
 // header's top_k; the engine's own minimum). With `ram_slots` > 0 a VictimTier of that many
 // slots sits behind the cache (every policy's): the cache's evictions are demoted into it and
 // its misses looked up there first; `read_bytes` then counts only the misses it did not hold.
+// `ram_admission` / `ram_window`: the tier's admission and its window (VictimTier's constructor).
 std::vector<CacheSimResult> simulate_cache(const RoutingTrace& trace, uint32_t slots,
-                                           const std::vector<std::string>& policies, uint32_t ram_slots = 0);
+                                           const std::vector<std::string>& policies, uint32_t ram_slots = 0,
+                                           TierAdmission ram_admission = TierAdmission::kAll,
+                                           uint64_t ram_window = 0);
 
 }  // namespace moepack

@@ -110,7 +110,21 @@ const std::vector<Key>& keys() {
             s.cache_policy = parse_choice(k, v, {"hybrid", "lru", "lfu"});
           },
           [](const EngineSettings& s) { return nlohmann::json(s.cache_policy); }},
-      MP_UINT(cache_ram_mib, 0, kMaxMib),
+      Key{"cache_ram_mib",
+          [](EngineSettings& s, const std::string& k, const std::string& v) {
+            s.cache_ram_mib =
+                trim(v) == "auto" ? EngineSettings::kCacheRamAuto : parse_uint(k, v, 0, kMaxMib);
+          },
+          [](const EngineSettings& s) {
+            return s.cache_ram_mib == EngineSettings::kCacheRamAuto ? nlohmann::json("auto")
+                                                                    : nlohmann::json(s.cache_ram_mib);
+          },
+          SettingRange{0, kMaxMib}},
+      Key{"cache_ram_admission",
+          [](EngineSettings& s, const std::string& k, const std::string& v) {
+            s.cache_ram_admission = parse_choice(k, v, {"frequency", "all"});
+          },
+          [](const EngineSettings& s) { return nlohmann::json(s.cache_ram_admission); }},
       MP_UINT(stage_slots, 1, 4096),
       MP_UINT(read_splits, 1, 64),
       MP_UINT(queue_depth, 1, 65536),

@@ -23,11 +23,19 @@ struct EngineSettings {
   uint64_t cache_bytes = 0;              // exact budget in bytes; overrides cache_vram_mib when > 0
   std::string cache_policy = "hybrid";   // hybrid | lru | lfu
   // CUDA backend, Expert Pack path: MiB of pinned host RAM for a tier behind the VRAM cache
-  // (core/victim_tier.h): the experts the VRAM cache evicts are copied down into it, and a miss
-  // found there is copied up instead of read from the SSD. 0: off. Sized as
-  // min(this, available RAM - 2 GiB), at most one slot per expert of the pack. The CPU
-  // backend's slots are host RAM already: it has no such tier (raise cache_vram_mib there).
-  uint64_t cache_ram_mib = 0;
+  // (core/victim_tier.h): experts the VRAM cache evicts are copied down into it, and a miss
+  // found there is copied up instead of read from the SSD. 0: off. kCacheRamAuto (the text
+  // "auto", the default): half of the RAM available when the model loads
+  // (auto_ram_tier_bytes), falling back to less, and then to none, if the OS refuses to pin it.
+  // Either way sized as min(this, available RAM - 2 GiB), at most one slot per expert of the
+  // pack. The CPU backend's slots are host RAM already: it has no such tier (raise
+  // cache_vram_mib there).
+  static constexpr uint64_t kCacheRamAuto = ~uint64_t{0};
+  uint64_t cache_ram_mib = kCacheRamAuto;
+  // Which evictions enter that tier (core/victim_tier.h, TierAdmission): "frequency" (TinyLFU's
+  // rule: only experts used more often than the one they would displace; fewer copies down and,
+  // on the target models' routing, fewer SSD reads too) or "all".
+  std::string cache_ram_admission = "frequency";
   // Reader (core/direct_reader.h).
   uint32_t stage_slots = 8;
   uint32_t read_splits = 1;
@@ -68,7 +76,8 @@ nlohmann::json settings_to_json(const EngineSettings& s);
 const std::vector<std::string>& setting_keys();
 
 // Inclusive bounds of a numeric key, as apply_setting enforces them (threads [0, 4096], n_ctx
-// [64, 2^24], cache_vram_mib and cache_vram_reserve_mib [0, 2^24], stage_slots [1, 4096],
+// [64, 2^24], cache_vram_mib and cache_vram_reserve_mib [0, 2^24], cache_ram_mib [0, 2^24]
+// (or the text "auto", which is not a number), stage_slots [1, 4096],
 // read_splits [1, 64], ...); nullopt for a key that is not numeric or not known. The studio's
 // Settings page checks its engine values against these, so both front ends accept the same.
 struct SettingRange {

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <string>
 
+#include "core/error.h"
+
 namespace moepack {
 
 uint64_t available_ram_bytes() {
@@ -25,6 +27,21 @@ uint32_t ram_tier_slots(uint64_t requested_bytes, uint64_t available_bytes, uint
   return static_cast<uint32_t>(std::min<uint64_t>({usable / slot_bytes, max_slots, UINT32_MAX}));
 }
 
+uint64_t auto_ram_tier_bytes(uint64_t available_bytes) {
+  return available_bytes == ~0ull ? 0 : available_bytes / 2;
+}
+
+TierAdmission parse_tier_admission(std::string_view name, std::string_view what) {
+  if (name == "all") return TierAdmission::kAll;
+  if (name == "frequency") return TierAdmission::kFrequency;
+  throw Error(std::string(what) + ": unknown RAM tier admission \"" + std::string(name) +
+              "\" (all, frequency)");
+}
+
+std::string_view tier_admission_name(TierAdmission a) {
+  return a == TierAdmission::kFrequency ? "frequency" : "all";
+}
+
 const TierPlan::Demotion* TierPlan::demotion_of(uint32_t slot) const {
   for (const Demotion& d : demotions) {
     if (d.upper_slot == slot) return &d;
@@ -37,8 +54,27 @@ uint32_t TierPlan::promotions() const {
       std::count_if(ram_slot.begin(), ram_slot.end(), [](const auto& s) { return s.has_value(); }));
 }
 
-VictimTier::VictimTier(uint32_t slot_count) : slots_(slot_count) {
+VictimTier::VictimTier(uint32_t slot_count, TierAdmission admission, uint64_t window)
+    : slots_(slot_count),
+      admission_(admission),
+      window_(window != 0 ? window : std::max<uint64_t>(1, slot_count * kTierWindowPerSlot)) {
   for (uint32_t s = 0; s < slot_count; ++s) free_.insert(free_.end(), s);
+}
+
+uint32_t VictimTier::uses(ExpertKey key) const {
+  const auto it = uses_.find(key.packed());
+  return it == uses_.end() ? 0 : it->second;
+}
+
+void VictimTier::count_use(ExpertKey key) {
+  ++uses_[key.packed()];
+  if (++counted_ < window_) return;
+  // TinyLFU's reset: halve every count, so old popularity fades.
+  counted_ = 0;
+  for (auto it = uses_.begin(); it != uses_.end();) {
+    it->second /= 2;
+    it = it->second == 0 ? uses_.erase(it) : std::next(it);
+  }
 }
 
 std::optional<uint32_t> VictimTier::slot_of(ExpertKey key) const {
@@ -67,24 +103,34 @@ void VictimTier::invalidate(ExpertKey key) {
   }
 }
 
-std::optional<uint32_t> VictimTier::slot_for_demotion() {
+std::optional<uint32_t> VictimTier::slot_for_demotion(ExpertKey candidate) {
   if (!free_.empty()) {
     const uint32_t s = *free_.begin();
     free_.erase(free_.begin());
     return s;
   }
   // A slot promoted from in this plan is neither free nor in lru_ until the plan ends.
-  if (lru_.empty()) return std::nullopt;
+  if (lru_.empty()) {
+    ++counters_.refused;
+    return std::nullopt;
+  }
   const uint32_t victim = lru_.begin()->second;
+  if (admission_ == TierAdmission::kFrequency && uses(candidate) <= uses(slots_[victim].key)) {
+    ++counters_.not_admitted;
+    return std::nullopt;
+  }
   remove(victim);
   ++counters_.drops;
   return victim;
 }
 
-TierPlan VictimTier::plan(uint32_t layer, std::span<const SlotAssignment> assignments) {
+TierPlan VictimTier::plan(uint32_t layer, std::span<const SlotAssignment> assignments, bool accesses) {
   TierPlan p;
   p.ram_slot.resize(assignments.size());
   if (slots_.empty()) return p;
+  if (accesses && admission_ == TierAdmission::kFrequency) {
+    for (const SlotAssignment& a : assignments) count_use(ExpertKey{layer, a.expert});
+  }
   // Promotions first: their slots leave this tier but stay busy for the rest of this plan (the
   // copies up read them after this plan's demotions are queued).
   std::vector<uint32_t> busy;
@@ -109,11 +155,8 @@ TierPlan VictimTier::plan(uint32_t layer, std::span<const SlotAssignment> assign
       occupy(*s, key);
       continue;
     }
-    const auto s = slot_for_demotion();
-    if (!s) {
-      ++counters_.refused;
-      continue;
-    }
+    const auto s = slot_for_demotion(key);
+    if (!s) continue;
     occupy(*s, key);
     ++counters_.demotions;
     p.demotions.push_back({key, a.slot, *s});

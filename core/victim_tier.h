@@ -20,6 +20,16 @@
 // promotion may be the destination of a demotion in a later plan: the caller's queue orders
 // that copy after the promotion's.
 //
+// Admission (TierAdmission). With kAll every eviction is copied down. With kFrequency an
+// eviction is copied down only while the tier has a free slot, or when the expert was used more
+// often than the expert it would drop (the tier's least recently demoted): TinyLFU's admission
+// rule (G. Einziger, R. Friedman, B. Manes, "TinyLFU: A Highly Efficient Cache Admission
+// Policy", ACM Transactions on Storage 13(4), 2017), with exact counts per expert instead of a
+// sketch (a pack has at most a few hundred thousand experts) and the same aging: once `window`
+// accesses were counted, every count is halved. Accesses are what plan() is told were acquired
+// (hits and misses; not prefetches). Refused evictions cost no copy down: the filter trades a
+// few promotions for far fewer device-to-host copies (measured in docs/expert-delivery.md).
+//
 // Sizes are in slots (the upper cache's slot bytes each); a tier of 0 slots is off: plan()
 // then moves nothing.
 #pragma once
@@ -28,6 +38,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -51,12 +62,34 @@ constexpr uint64_t kRamTierKeepFree = 2ull << 30;
 uint32_t ram_tier_slots(uint64_t requested_bytes, uint64_t available_bytes, uint64_t slot_bytes,
                         uint64_t max_slots);
 
+// The tier's request when EngineSettings::cache_ram_mib is "auto": half of `available_bytes`
+// (MemAvailable when the model loads), leaving the other half to the OS, the application and
+// whatever else the user runs; ram_tier_slots() then still keeps kRamTierKeepFree. 0 when the
+// available RAM is unknown (~0). On the product's machine (32 GB, ~26 GB available with the
+// desktop and the studio running) that is ~13 GB: DeepSeek-V4-Flash's 16 GiB row in
+// docs/expert-delivery.md reads 22-26 % fewer bytes from the SSD; 8 GiB 12-14 %.
+uint64_t auto_ram_tier_bytes(uint64_t available_bytes);
+
+// Which evictions enter the tier (see above).
+enum class TierAdmission : uint8_t {
+  kAll,        // every eviction (a plain victim cache)
+  kFrequency,  // TinyLFU's rule: more uses than the expert it would drop
+};
+// "all" / "frequency"; throws Error naming `what` for anything else.
+TierAdmission parse_tier_admission(std::string_view name, std::string_view what);
+std::string_view tier_admission_name(TierAdmission a);
+
+// Accesses per slot of the tier before the counts of TinyLFU's admission are halved (the
+// paper's sample size is 10 x the cache's size). Measured in docs/expert-delivery.md.
+constexpr uint64_t kTierWindowPerSlot = 10;
+
 struct VictimTierCounters {
   uint64_t lookups = 0;    // upper-cache misses looked up here
   uint64_t hits = 0;       // of those, found here (promotions: no SSD read)
   uint64_t demotions = 0;  // experts copied down from the upper cache
   uint64_t drops = 0;      // experts displaced from this tier by a demotion
   uint64_t refused = 0;    // evictions not kept: every slot was being read by a promotion
+  uint64_t not_admitted = 0;  // evictions not kept by kFrequency (fewer uses than the one it would drop)
   double hit_rate() const {
     return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups);
   }
@@ -80,14 +113,19 @@ struct TierPlan {
 
 class VictimTier {
  public:
-  explicit VictimTier(uint32_t slot_count);
+  // `window`: accesses counted between two halvings of kFrequency's counts (0: slot_count x
+  // kTierWindowPerSlot); unused with kAll.
+  explicit VictimTier(uint32_t slot_count, TierAdmission admission = TierAdmission::kAll,
+                      uint64_t window = 0);
 
   // The moves for one upper-tier acquire()/prefetch() of `layer` that returned `assignments`
   // (ExpertCache::acquire / prefetch). Updates this tier as if they were done: promoted experts
   // leave it, demoted ones enter it (dropping the least recently demoted when full; never a
-  // slot this plan promotes from). An evicted expert this tier already holds (it reached the
-  // upper cache without a lookup here) is only refreshed: the bytes are the same.
-  TierPlan plan(uint32_t layer, std::span<const SlotAssignment> assignments);
+  // slot this plan promotes from), as the admission allows. An evicted expert this tier already
+  // holds (it reached the upper cache without a lookup here) is only refreshed: the bytes are
+  // the same. `accesses`: the assignments are uses (an acquire: each counts one use for
+  // kFrequency, counted before the evictions are judged), not predictions (a prefetch: false).
+  TierPlan plan(uint32_t layer, std::span<const SlotAssignment> assignments, bool accesses = true);
   // Forgets `key` (e.g. its promotion failed). No-op if absent.
   void invalidate(ExpertKey key);
 
@@ -95,6 +133,9 @@ class VictimTier {
   uint32_t slot_count() const { return static_cast<uint32_t>(slots_.size()); }
   uint32_t resident() const { return static_cast<uint32_t>(where_.size()); }
   const VictimTierCounters& counters() const { return counters_; }
+  TierAdmission admission() const { return admission_; }
+  // kFrequency's count of `key`'s uses (halved every window); 0 with kAll.
+  uint32_t uses(ExpertKey key) const;
 
  private:
   struct Entry {
@@ -104,7 +145,8 @@ class VictimTier {
   };
   // The lowest free slot, else the least recently demoted occupied one (dropping its expert);
   // nullopt when there is neither (every slot is being promoted from: neither free nor occupied).
-  std::optional<uint32_t> slot_for_demotion();
+  std::optional<uint32_t> slot_for_demotion(ExpertKey candidate);
+  void count_use(ExpertKey key);
   void remove(uint32_t slot);
   void occupy(uint32_t slot, ExpertKey key);
 
@@ -114,6 +156,10 @@ class VictimTier {
   std::set<std::pair<uint64_t, uint32_t>> lru_;   // (demoted_at, slot) of the occupied slots
   uint64_t clock_ = 0;
   VictimTierCounters counters_;
+  TierAdmission admission_ = TierAdmission::kAll;
+  uint64_t window_ = 0;
+  uint64_t counted_ = 0;                         // uses counted since the last halving
+  std::unordered_map<uint64_t, uint32_t> uses_;  // key -> uses (kFrequency)
 };
 
 }  // namespace moepack

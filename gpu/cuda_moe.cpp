@@ -137,7 +137,9 @@ void CudaRoutedExperts::bind(const EngineSettings& s) {
     ps.policy = s.cache_policy;
     ps.verify_pack_sha256 = s.verify_pack_sha256;
     ps.prefetch_slots = s.prefetch_experts ? cfg_.n_expert_used : 0;
-    ps.ram_tier_bytes = s.cache_ram_mib << 20;
+    ps.ram_tier_bytes =
+        s.cache_ram_mib == EngineSettings::kCacheRamAuto ? kRamTierAuto : s.cache_ram_mib << 20;
+    ps.ram_tier_admission = parse_tier_admission(s.cache_ram_admission, "setting cache_ram_admission");
     pool_ = std::make_unique<VramExpertPool>(pack, ps, cfg_.n_expert_used);
     if (any_tiled) {
       pool_->set_delivery([this](uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes,

@@ -288,18 +288,29 @@ MOEPACK_GEMV_HD constexpr int64_t tiled_chunk_offset(GgmlType t, int64_t ne0, in
 // Q3_K's tiled launches over rows of at least this many units (256 elements each) take depth 2
 // (tiled_default_depth).
 inline constexpr int64_t kTiledQ3kDepthTwoMinUnits = 16;
+// ... and so do Q3_K's launches of at most this many rows in all (rows x matrices), whatever
+// their row length (tiled_default_depth).
+inline constexpr int64_t kTiledQ3kDepthTwoMaxRows = 8 * 2048;
 
-// Chunks in flight a warp of the tiled launch of `type` over rows of ne0 elements, where
-// set_gemv_tiled_depth leaves it to the launch (0): 2 for Q2_K (eighteenth pass: -0.01 to +0.09
-// of D2D); for Q3_K 2 on rows of at least kTiledQ3kDepthTwoMinUnits units (4096 elements), 1 on
-// shorter ones (thirtieth pass, H200, side by side: rows of 16 and 28 units x1.06-1.21, gate + up
-// with the epilogue included; rows of 3, 6 and 8 units x0.98-1.01: a warp walks its row's units
-// two at a time, so the longer the row the more of its arithmetic's latency the second chunk
-// hides); 1 for every other type (Q4_K and MXFP4 up to 0.08 slower at 2; Q5_K and Q6_K have no
-// depth-2 kernels). The sums are the same at either depth, bit for bit.
-MOEPACK_GEMV_HD constexpr int tiled_default_depth(GgmlType type, int64_t ne0) {
+// Chunks in flight a warp of the tiled launch of `type` over `rows` rows in all (ne1 x the
+// launch's matrices) of ne0 elements, where set_gemv_tiled_depth leaves it to the launch (0):
+// - 2 for Q2_K (eighteenth pass: -0.01 to +0.09 of D2D);
+// - for Q3_K 2 on rows of at least kTiledQ3kDepthTwoMinUnits units (4096 elements) or in
+//   launches of at most kTiledQ3kDepthTwoMaxRows rows, 1 otherwise. Measured on the H200 side by
+//   side (thirtieth pass and thirty-ninth session, docs/cuda-backend.md): rows of 16 and 28 units
+//   x1.05-1.21, gate + up with the epilogue included; 8 experts of 2048 rows x1.10 (8-unit rows)
+//   and x1.13 (3-unit rows); 8 experts of 4096 and 7168 rows of 8 units x0.98-0.99. A warp walks
+//   its row's units two at a time, so the longer the row the more of its arithmetic's latency
+//   the second chunk hides; a launch of few rows has few warps an SM, whose latency the second
+//   chunk hides too;
+// - 1 for every other type (Q4_K and MXFP4 up to 0.08 slower at 2; Q5_K and Q6_K have no
+//   depth-2 kernels).
+// The sums are the same at either depth, bit for bit.
+MOEPACK_GEMV_HD constexpr int tiled_default_depth(GgmlType type, int64_t ne0, int64_t rows) {
   if (type == GgmlType::Q2_K) return 2;
-  if (type == GgmlType::Q3_K) return ne0 / 256 >= kTiledQ3kDepthTwoMinUnits ? 2 : 1;
+  if (type == GgmlType::Q3_K) {
+    return ne0 / 256 >= kTiledQ3kDepthTwoMinUnits || rows <= kTiledQ3kDepthTwoMaxRows ? 2 : 1;
+  }
   return 1;
 }
 

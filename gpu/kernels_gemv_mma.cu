@@ -3462,9 +3462,9 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
 }
 
 // The launch's chunks in flight a warp: gemv_tiled.h's tiled_default_depth (two for Q2_K, and for
-// Q3_K on rows of at least 16 units; one otherwise). Q5_K and Q6_K (twenty-ninth pass) have
-// depth 1 only: Q4_K's depth 2 already sits at the 128-register cap at 8 and 16 warps, and a Q5_K
-// chunk holds 4 more registers a lane (qh; its depth-2 runs kernel spilled 80 bytes there,
+// Q3_K on rows of at least 16 units or in launches of at most 8 x 2048 rows; one otherwise). Q5_K and Q6_K
+// (twenty-ninth pass) have depth 1 only: Q4_K's depth 2 already sits at the 128-register cap at 8 and 16
+// warps, and a Q5_K chunk holds 4 more registers a lane (qh; its depth-2 runs kernel spilled 80 bytes there,
 // ptxas -v, sm_90), a Q6_K chunk 9 more: set_gemv_tiled_depth(2) runs them at depth 1 (the same
 // sums). Q3_K's chunks are smaller (depth 1: 99-124 registers; depth 2, thirtieth pass: 121-168,
 // no spills).
@@ -3478,7 +3478,7 @@ template <GgmlType T>
 void launch_tiled(const GemvBatch& b, cudaStream_t s) {
   // (Depths 3 and 4 measured slower on every shape and type, 0.34-0.62 of D2D: not compiled.)
   int depth = g_tiled_depth.load(std::memory_order_relaxed);
-  if (depth == 0) depth = tiled_default_depth(T, b.ne0);
+  if (depth == 0) depth = tiled_default_depth(T, b.ne0, b.ne1 * b.n_groups);
   if constexpr (kTiledDepthTwo<T>) {
     if (depth == 2) return launch_tiled_depth<T, 2>(b, s);
   }
@@ -3549,7 +3549,7 @@ void launch_tiled_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cud
   // types this launch takes; set_gemv_tiled_depth): down's runs take two chunks a step only on
   // rows of an even count of units (gemv_tiled_runs_kernel).
   int depth = g_tiled_depth.load(std::memory_order_relaxed);
-  if (depth == 0) depth = tiled_default_depth(T, a.ne0);
+  if (depth == 0) depth = tiled_default_depth(T, a.ne0, a.ne1 * a.n_groups);
   if (depth == 2) {
     if ((d.ne0 / 256) % 2 == 0) return launch_tiled_ffn_depth<T, 2, 2>(a, d, sync, s);
     return launch_tiled_ffn_depth<T, 2, 1>(a, d, sync, s);

@@ -60,6 +60,7 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
   VramPoolSettings ps;
   ps.cache_bytes = o.budget_bytes;
   ps.ram_tier_bytes = o.ram_tier_bytes;
+  ps.ram_tier_admission = parse_tier_admission(o.ram_tier_admission, "bench-twin --ram-admission");
   ps.reader = o.reader;
   ps.policy = o.policy;
   ps.stage_slots = std::max<uint32_t>(8, K);
@@ -200,6 +201,8 @@ bench::TwinRunResult run_twin_bench_cuda(const bench::TwinBenchOptions& o, bench
                {"ram_tier_slots", c.ram_slots},
                {"ram_tier_hits", c.ram.hits},
                {"ram_tier_demotions", c.ram.demotions},
+               {"ram_tier_admission", o.ram_tier_admission},
+               {"ram_tier_not_admitted", c.ram.not_admitted},
                {"d2h_bytes", c.d2h_bytes},
                {"stage_slots", ps.stage_slots},
                {"tiled_experts", o.tiled_experts},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <unordered_map>
 
@@ -61,12 +62,25 @@ VramExpertPool::VramExpertPool(const ExpertPack& pack, const VramPoolSettings& s
   }
   if (settings_.ram_tier_bytes > 0) {
     const uint64_t experts = pack.layout().expert_count();
-    const uint32_t n =
-        moepack::ram_tier_slots(settings_.ram_tier_bytes, available_ram_bytes(), slot_bytes_, experts);
-    ram_.allocate(static_cast<size_t>(slot_bytes_) * n, "the host-RAM expert tier (" + std::to_string(n) +
-                                                            " slots of " + std::to_string(slot_bytes_) +
-                                                            " bytes)");
-    ram_tier_ = VictimTier(n);
+    const uint64_t available = available_ram_bytes();
+    const bool automatic = settings_.ram_tier_bytes == kRamTierAuto;
+    const uint64_t asked = automatic ? auto_ram_tier_bytes(available) : settings_.ram_tier_bytes;
+    uint32_t n = moepack::ram_tier_slots(asked, available, slot_bytes_, experts);
+    for (;;) {
+      const std::string what = "the host-RAM expert tier (" + std::to_string(n) + " slots of " +
+                               std::to_string(slot_bytes_) + " bytes)";
+      try {
+        ram_.allocate(static_cast<size_t>(slot_bytes_) * n, what);
+        break;
+      } catch (const DeviceLostError&) {
+        throw;  // sticky: the context is gone
+      } catch (const Error& e) {
+        if (!automatic) throw;
+        std::fprintf(stderr, "moepack: %s; trying %u slots\n", e.what(), n / 2);
+        n /= 2;
+      }
+    }
+    ram_tier_ = VictimTier(n, settings_.ram_tier_admission);
   }
 }
 
@@ -147,7 +161,8 @@ uint32_t VramExpertPool::prefetch(uint32_t layer, std::span<const uint32_t> expe
   try {
     // The experts these slots held go down to the RAM tier before anything overwrites them;
     // those the tier holds come up from it at once, after the kernels released so far.
-    const TierPlan plan = ram_tier_.plan(layer, placed);
+    // A prefetch's placements are predictions, not uses (kFrequency counts acquires only).
+    const TierPlan plan = ram_tier_.plan(layer, placed, /*accesses=*/false);
     demote(plan);
     if (plan.promotions() > 0 && released_recorded_) {
       MOEPACK_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), released_.get(), 0));

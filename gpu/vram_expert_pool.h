@@ -31,17 +31,19 @@
 // reads in flight are drained and forgotten.
 //
 // Host-RAM tier (settings.ram_tier_bytes > 0; core/victim_tier.h): pinned host slots behind the
-// VRAM slots, exclusive of them. Every expert an acquire() or prefetch() evicts from VRAM is
-// copied down into it (device to host on the copy stream, queued before anything overwrites the
-// slot); a miss found there is copied up from it (host to device, after `released`) instead of
-// being read from the pack, and leaves it. The bytes move in the VRAM slot's layout (tiled or
-// not), so a copy up is one cudaMemcpyAsync. A prefetch() of an expert held there copies it up
-// at once (no read in flight).
+// VRAM slots, exclusive of them. Every expert an acquire() or prefetch() evicts from VRAM that
+// the tier admits (settings.ram_tier_admission) is copied down into it (device to host on the copy stream,
+// queued before anything overwrites the slot); a miss found there is copied up from it (host to device, after
+// `released`) instead of being read from the pack, and leaves it. The bytes move in the VRAM slot's layout
+// (tiled or not), so a copy up is one cudaMemcpyAsync. A prefetch() of an expert held there copies it up at
+// once (no read in flight).
 //
 // Sizing (ARCHITECTURE.md "Cache sizing"): slot_bytes = the pack's largest expert stride;
 // slot_count = floor(min(cache_bytes, free VRAM - reserve) / slot_bytes); fewer slots than
 // one layer's top-k is an initialisation error with the numbers. RAM tier: ram_tier_slots()
-// (core/victim_tier.h) of ram_tier_bytes against the RAM available.
+// (core/victim_tier.h) of ram_tier_bytes (kRamTierAuto: auto_ram_tier_bytes()) against the RAM
+// available. An explicit size the OS refuses to pin is an error naming the bytes; an automatic
+// one is halved until it pins (to none at worst), with a line on stderr.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -73,7 +75,11 @@ struct VramPoolSettings {
   bool verify_pack_sha256 = false;     // checked in the staging buffer before the upload
   uint32_t prefetch_slots = 0;         // experts read ahead at most per prefetch(); 0: off
   uint64_t ram_tier_bytes = 0;         // pinned host RAM for the tier behind VRAM, bytes; 0: off
+  TierAdmission ram_tier_admission = TierAdmission::kFrequency;  // which evictions it keeps
 };
+
+// VramPoolSettings::ram_tier_bytes asking for the automatic size (EngineSettings' "auto").
+constexpr uint64_t kRamTierAuto = ~uint64_t{0};
 
 struct VramPoolCounters {
   CacheCounters cache;

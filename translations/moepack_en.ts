@@ -655,82 +655,82 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="154"/>
         <source>Misses served from RAM</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
         <source>ram_tier_hits (cache_ram_mib); copied down: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="159"/>
         <source>Buffered reads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="159"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="157"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="163"/>
         <source>I/O errors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="167"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="173"/>
         <source>Cache occupancy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="179"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="185"/>
         <source>%1 of %2 MiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="181"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="187"/>
         <source>experts resident (no cache)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="199"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="205"/>
         <source>Cache hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="212"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="218"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="217"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="223"/>
         <source>per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="225"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="231"/>
         <source>cumulative</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="237"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="243"/>
         <source>SSD reads per token (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="250"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="256"/>
         <source>Evictions per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="272"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="278"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="308"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="314"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1854,167 +1854,167 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="147"/>
         <source>Host-RAM tier (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
-        <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA; 0: off)</source>
+        <location filename="../ui/qml/SettingsPage.qml" line="148"/>
+        <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, now %1 MiB; 0: off</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="151"/>
         <source>Staging buffers</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="146"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
         <source>Reads per expert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="158"/>
         <source>Direct I/O (O_DIRECT)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="165"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="171"/>
         <source>Read the next layer&apos;s experts ahead</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="178"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="184"/>
         <source>Check each expert&apos;s SHA-256 on its first read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="186"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="192"/>
         <source>A damaged Expert Pack stops the reply with an error naming the expert, instead of answering from wrong weights.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="209"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="211"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="216"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
         <source>Defaults for new conversations</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="217"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
         <source>Temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="217"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
         <source>0 = greedy (reproducible)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="218"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="224"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="219"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="225"/>
         <source>Top-k</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="219"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="225"/>
         <source>0 = off</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="220"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="226"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="221"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="227"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="228"/>
         <source>Max tokens per reply</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
         <source>Seed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
         <source>-1 = random</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="224"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="230"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="228"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="234"/>
         <source>Models and language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="235"/>
         <source>Expert Pack folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="234"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="240"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="245"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
         <source>Language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
         <source>System</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="286"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="292"/>
         <source>Fix the highlighted values first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="294"/>
         <source>The loaded model would not start with these cache values (see the preview); change them to apply.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="289"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="295"/>
         <source>Changes are not applied yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="292"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="298"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="298"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="304"/>
         <source>Revert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="307"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="313"/>
         <source>Apply</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2591,64 +2591,69 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="148"/>
+        <location filename="../ui/settings_view_model.cpp" line="152"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="154"/>
+        <location filename="../ui/settings_view_model.cpp" line="158"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="158"/>
+        <location filename="../ui/settings_view_model.cpp" line="162"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="160"/>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
         <source>Give the whole path (from /).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="162"/>
-        <location filename="../ui/settings_view_model.cpp" line="170"/>
+        <location filename="../ui/settings_view_model.cpp" line="166"/>
+        <location filename="../ui/settings_view_model.cpp" line="174"/>
         <source>%1 is a file, not a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="163"/>
+        <location filename="../ui/settings_view_model.cpp" line="167"/>
         <source>MoePack cannot write in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="172"/>
+        <location filename="../ui/settings_view_model.cpp" line="176"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="184"/>
+        <location filename="../ui/settings_view_model.cpp" line="189"/>
+        <source>Enter auto or a number of MiB.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="195"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="189"/>
+        <location filename="../ui/settings_view_model.cpp" line="200"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="188"/>
+        <location filename="../ui/settings_view_model.cpp" line="199"/>
         <source>Enter a whole number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="192"/>
-        <location filename="../ui/settings_view_model.cpp" line="196"/>
+        <location filename="../ui/settings_view_model.cpp" line="203"/>
+        <location filename="../ui/settings_view_model.cpp" line="207"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="302"/>
+        <location filename="../ui/settings_view_model.cpp" line="313"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

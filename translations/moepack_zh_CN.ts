@@ -678,82 +678,82 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>复制到 GPU</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="154"/>
         <source>Misses served from RAM</source>
         <translation>从内存取回的未命中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="152"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
         <source>ram_tier_hits (cache_ram_mib); copied down: %1</source>
         <translation>ram_tier_hits（cache_ram_mib）；已复制到内存：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="159"/>
         <source>Buffered reads</source>
         <translation>缓冲读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="153"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="159"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation>fallback_count:未使用 O_DIRECT 的读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="157"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="163"/>
         <source>I/O errors</source>
         <translation>I/O 错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="167"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="173"/>
         <source>Cache occupancy</source>
         <translation>缓存占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="179"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="185"/>
         <source>%1 of %2 MiB</source>
         <translation>%1 / %2 MiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="181"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="187"/>
         <source>experts resident (no cache)</source>
         <translation>专家常驻内存（无缓存）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="199"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="205"/>
         <source>Cache hit rate</source>
         <translation>缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="212"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="218"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="217"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="223"/>
         <source>per token</source>
         <translation>每词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="225"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="231"/>
         <source>cumulative</source>
         <translation>累计</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="237"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="243"/>
         <source>SSD reads per token (KiB)</source>
         <translation>每词元 SSD 读取量 (KiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="250"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="256"/>
         <source>Evictions per token</source>
         <translation>每词元驱逐数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="272"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="278"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation>缓存中的专家(行:MoE 层,列:专家)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="308"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="314"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation>所有专家常驻(此路径无专家缓存)</translation>
     </message>
@@ -1938,147 +1938,151 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>保留空闲 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="147"/>
         <source>Host-RAM tier (MiB)</source>
         <translation>内存层 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
         <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA; 0: off)</source>
-        <translation>cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA；0 表示关闭）</translation>
+        <translation type="vanished">cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA；0 表示关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="148"/>
+        <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, now %1 MiB; 0: off</source>
+        <translation>cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA）。auto：空闲内存的一半，当前为 %1 MiB；0 表示关闭</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="151"/>
         <source>Staging buffers</source>
         <translation>暂存缓冲区</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="146"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
         <source>Reads per expert</source>
         <translation>每个专家的读取次数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="158"/>
         <source>Direct I/O (O_DIRECT)</source>
         <translation>直接 I/O (O_DIRECT)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="165"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="171"/>
         <source>Read the next layer&apos;s experts ahead</source>
         <translation>提前读取下一层的专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="178"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="184"/>
         <source>Check each expert&apos;s SHA-256 on its first read</source>
         <translation>首次读取每个专家时校验其 SHA-256</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="186"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="192"/>
         <source>A damaged Expert Pack stops the reply with an error naming the expert, instead of answering from wrong weights.</source>
         <translation>专家包损坏时，回复会停止并给出指明该专家的错误，而不会用错误的权重作答。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="203"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="209"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation>加载模型后可查看这些设置能容纳多少专家。可用内存：%1 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="211"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation>可用 %1 MiB（空闲 %2 MiB）→ %3 个专家槽，每个 %4 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="216"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
         <source>Defaults for new conversations</source>
         <translation>新对话的默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="217"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="217"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
         <source>0 = greedy (reproducible)</source>
         <translation>0 = 贪心（可复现）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="218"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="224"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="219"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="225"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="219"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="225"/>
         <source>0 = off</source>
         <translation>0 = 关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="220"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="226"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="221"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="227"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="228"/>
         <source>Max tokens per reply</source>
         <translation>每次回复的最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
         <source>-1 = random</source>
         <translation>-1 = 随机</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="224"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="230"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="228"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="234"/>
         <source>Models and language</source>
         <translation>模型与语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="235"/>
         <source>Expert Pack folder</source>
         <translation>专家包文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="234"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="240"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation>打开 GGUF 模型时转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="245"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
         <source>Language</source>
         <translation>语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
         <source>System</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="286"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="292"/>
         <source>Fix the highlighted values first.</source>
         <translation>请先修正标出的值。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="294"/>
         <source>The loaded model would not start with these cache values (see the preview); change them to apply.</source>
         <translation>已加载的模型无法以这些缓存值启动（见上方预览）；请修改后再应用。</translation>
     </message>
@@ -2087,22 +2091,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">已加载的模型无法以这些缓存值启动；请提高预算后再应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="289"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="295"/>
         <source>Changes are not applied yet.</source>
         <translation>更改尚未应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="292"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="298"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="298"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="304"/>
         <source>Revert</source>
         <translation>还原</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="307"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="313"/>
         <source>Apply</source>
         <translation>应用</translation>
     </message>
@@ -2710,64 +2714,69 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="148"/>
+        <location filename="../ui/settings_view_model.cpp" line="152"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="154"/>
+        <location filename="../ui/settings_view_model.cpp" line="158"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="158"/>
+        <location filename="../ui/settings_view_model.cpp" line="162"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="160"/>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
         <source>Give the whole path (from /).</source>
         <translation>请填写完整路径（从 / 开始）。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="162"/>
-        <location filename="../ui/settings_view_model.cpp" line="170"/>
+        <location filename="../ui/settings_view_model.cpp" line="166"/>
+        <location filename="../ui/settings_view_model.cpp" line="174"/>
         <source>%1 is a file, not a folder.</source>
         <translation>%1 是文件，不是文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="163"/>
+        <location filename="../ui/settings_view_model.cpp" line="167"/>
         <source>MoePack cannot write in %1.</source>
         <translation>MoePack 无法在 %1 中写入。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="172"/>
+        <location filename="../ui/settings_view_model.cpp" line="176"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation>MoePack 无法在 %1 中创建文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="184"/>
+        <location filename="../ui/settings_view_model.cpp" line="189"/>
+        <source>Enter auto or a number of MiB.</source>
+        <translation>请输入 auto 或以 MiB 为单位的数字。</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="195"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="189"/>
+        <location filename="../ui/settings_view_model.cpp" line="200"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="188"/>
+        <location filename="../ui/settings_view_model.cpp" line="199"/>
         <source>Enter a whole number.</source>
         <translation>请输入整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="192"/>
-        <location filename="../ui/settings_view_model.cpp" line="196"/>
+        <location filename="../ui/settings_view_model.cpp" line="203"/>
+        <location filename="../ui/settings_view_model.cpp" line="207"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="302"/>
+        <location filename="../ui/settings_view_model.cpp" line="313"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

@@ -76,8 +76,9 @@ QVariantMap SettingsViewModel::defaults() {
       {"n_ctx", 4096},
       {"cache_vram_mib", 1024},
       {"cache_vram_reserve_mib", 512},
-      // Off: pinned host RAM is taken from everything else on the machine; the user opts in.
-      {"cache_ram_mib", 0},
+      // "auto": half of the RAM available when the model loads (core/victim_tier.h,
+      // auto_ram_tier_bytes), less if the OS refuses to pin it; a number of MiB; 0: off.
+      {"cache_ram_mib", QStringLiteral("auto")},
       {"stage_slots", 8},
       {"read_splits", 1},
       {"direct_io", true},
@@ -179,6 +180,13 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
       key == QLatin1String("verify_pack_sha256") || key == QLatin1String("convert_gguf") ||
       key == QLatin1String("system_prompt")) {
     return {};
+  }
+  if (key == QLatin1String("cache_ram_mib")) {
+    const QString t = value.toString().trimmed();
+    if (t == QLatin1String("auto")) return {};
+    bool ok = false;
+    t.toDouble(&ok);
+    if (!ok) return tr("Enter auto or a number of MiB.");
   }
   if (const auto r = range_of(key)) {
     const auto [lo, hi, whole] = *r;
@@ -316,7 +324,8 @@ EngineSettings SettingsViewModel::engineSettings() const {
   s.n_ctx = saved_.value("n_ctx").toUInt();
   s.cache_vram_mib = saved_.value("cache_vram_mib").toULongLong();
   s.cache_vram_reserve_mib = saved_.value("cache_vram_reserve_mib").toULongLong();
-  s.cache_ram_mib = saved_.value("cache_ram_mib").toULongLong();
+  const QString ram = saved_.value("cache_ram_mib").toString().trimmed();
+  s.cache_ram_mib = ram == QLatin1String("auto") ? EngineSettings::kCacheRamAuto : ram.toULongLong();
   s.stage_slots = saved_.value("stage_slots").toUInt();
   s.read_splits = saved_.value("read_splits").toUInt();
   s.direct_io = saved_.value("direct_io").toBool();

@@ -150,6 +150,39 @@ TEST(EngineSettings, TiledExpertsTakesAutoOnOff) {
   EXPECT_EQ(s.tiled_experts, "on");  // unchanged by the refused value
 }
 
+// cache_ram_mib: "auto" (the default: sized from the RAM, core/victim_tier.h) or MiB in
+// [0, 2^24]; "auto" round-trips as text, numbers as numbers. cache_ram_admission: frequency
+// (the default) or all.
+TEST(EngineSettings, CacheRamTakesAutoOrMib) {
+  EngineSettings s;
+  EXPECT_EQ(s.cache_ram_mib, EngineSettings::kCacheRamAuto);
+  EXPECT_EQ(settings_to_json(s).at("cache_ram_mib"), "auto");
+  EXPECT_EQ(s.cache_ram_admission, "frequency");
+  apply_setting(s, "cache_ram_mib", "8192");
+  EXPECT_EQ(s.cache_ram_mib, 8192u);
+  EXPECT_EQ(settings_to_json(s).at("cache_ram_mib"), 8192);
+  apply_setting(s, "cache_ram_mib", " auto ");
+  EXPECT_EQ(s.cache_ram_mib, EngineSettings::kCacheRamAuto);
+  apply_settings_json(s, nlohmann::json::parse(R"({"cache_ram_mib": 0, "cache_ram_admission": "all"})"),
+                      "c.json");
+  EXPECT_EQ(s.cache_ram_mib, 0u);
+  EXPECT_EQ(s.cache_ram_admission, "all");
+  apply_settings_json(s, nlohmann::json::parse(R"({"cache_ram_mib": "auto"})"), "c.json");
+  EXPECT_EQ(s.cache_ram_mib, EngineSettings::kCacheRamAuto);
+  const std::string big = error_of([&] { apply_setting(s, "cache_ram_mib", "16777217"); });
+  EXPECT_NE(big.find("cache_ram_mib"), std::string::npos) << big;
+  EXPECT_NE(big.find("[0, 16777216]"), std::string::npos) << big;
+  EXPECT_NE(error_of([&] { apply_setting(s, "cache_ram_mib", "Auto"); }).find("cache_ram_mib"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_setting(s, "cache_ram_admission", "lru"); }).find("frequency | all"),
+            std::string::npos);
+  EXPECT_EQ(s.cache_ram_mib, EngineSettings::kCacheRamAuto);  // unchanged by the refused values
+  EXPECT_EQ(s.cache_ram_admission, "all");
+  const auto r = engine_setting_range("cache_ram_mib");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->hi, 1ull << 24);
+}
+
 TEST(EngineSettings, JsonRoundTripAndKeyList) {
   EngineSettings s;
   s.cache_vram_mib = 777;

@@ -346,6 +346,22 @@ TEST(CacheSim, RamTierBehindTheCache) {
   EXPECT_EQ(r.read_bytes, 6u * 4096);
   EXPECT_EQ(r.promoted_bytes, 4u * 4096);
   EXPECT_EQ(r.demoted_bytes, 7u * 4096);
+  // TinyLFU's admission (window 2 x 10 uses: no halving in 12), worked the same way; uses
+  // counted per access, before its evictions are judged:
+  //   1 2 3, 4 (1 -> r0), 1 (hit 1; 2 -> r1), 2 (hit 2; 3 -> r0), 5 (4 -> r1), 1 2: as above.
+  //   3: in RAM (hit 3, r0 busy); evicts 5 (1 use): the tier is full and would drop 4 (1 use):
+  //      a tie, refused: no copy down.                          RAM {4@r1}
+  //   4: in RAM (hit 4, r1 busy); evicts 1 -> r0.               RAM {1@r0}
+  //   5: not in RAM (refused above): a read; evicts 2 -> r1 (free again).
+  // Lookups 10, hits 4, demotions 6 (1 2 3 4 1 2), 1 not admitted: the same 6 reads.
+  const auto freq = simulate_cache(t, 3, {"lru"}, 2, TierAdmission::kFrequency);
+  EXPECT_EQ(freq[0].ram.lookups, 10u);
+  EXPECT_EQ(freq[0].ram.hits, 4u);
+  EXPECT_EQ(freq[0].ram.demotions, 6u);
+  EXPECT_EQ(freq[0].ram.not_admitted, 1u);
+  EXPECT_EQ(freq[0].ram.drops, 0u);
+  EXPECT_EQ(freq[0].read_bytes, 6u * 4096);
+  EXPECT_EQ(freq[0].demoted_bytes, 6u * 4096);
   // Without a tier every miss is a read.
   const auto plain = simulate_cache(t, 3, {"lru"});
   EXPECT_EQ(plain[0].read_bytes, 10u * 4096);

@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "core/error.h"
 #include "core/expert_cache.h"
 
 using namespace moepack;
@@ -193,6 +194,96 @@ TEST(VictimTier, SlotsForARequest) {
   EXPECT_GT(avail, total / 1000);  // bytes, not KiB
 }
 
+// TinyLFU's admission (TierAdmission::kFrequency), worked by hand. Two RAM slots, layer 0; the
+// uses counted per plan of an acquire (hits and misses), before its evictions are judged.
+TEST(VictimTier, FrequencyAdmissionKeepsOnlyExpertsUsedMoreThanTheOneTheyDisplace) {
+  VictimTier t(2, TierAdmission::kFrequency, 100);
+  EXPECT_EQ(t.admission(), TierAdmission::kFrequency);
+  const auto plan = [&](std::vector<SlotAssignment> as, bool accesses = true) {
+    return t.plan(0, as, accesses);
+  };
+  plan({miss(1, 0), miss(2, 1), miss(3, 2)});  // uses 1 2 3: 1 each
+  plan({hit(1, 0), hit(2, 1)});                // uses 1 2: 2 each
+  EXPECT_EQ(t.uses(ExpertKey{0, 1}), 2u);
+  EXPECT_EQ(t.uses(ExpertKey{0, 3}), 1u);
+  // Free slots admit whatever is evicted: 1 -> r0, 2 -> r1.
+  TierPlan p = plan({miss(4, 0, ExpertKey{0, 1}), miss(5, 1, ExpertKey{0, 2})});
+  ASSERT_EQ(p.demotions.size(), 2u);
+  // Full: 3 (1 use) would displace 1 (the least recently demoted, 2 uses): refused, no copy.
+  p = plan({miss(6, 2, ExpertKey{0, 3})});
+  EXPECT_TRUE(p.demotions.empty());
+  EXPECT_EQ(t.counters().not_admitted, 1u);
+  EXPECT_FALSE(t.slot_of(ExpertKey{0, 3}));
+  // 3 read again (2 uses) and evicting 6 (1 use): refused too. A tie refuses as well: 3 is
+  // used once more (3 uses) ...
+  p = plan({miss(3, 2, ExpertKey{0, 6})});
+  EXPECT_FALSE(p.ram_slot[0]);  // 3 was never copied down: read from the pack
+  EXPECT_TRUE(p.demotions.empty());
+  plan({hit(3, 2)});
+  EXPECT_EQ(t.uses(ExpertKey{0, 3}), 3u);
+  // ... and now displaces 1 (2 uses) from r0.
+  p = plan({miss(7, 2, ExpertKey{0, 3})});
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 0u);
+  EXPECT_EQ(t.slot_of(ExpertKey{0, 3}), 0u);
+  EXPECT_FALSE(t.slot_of(ExpertKey{0, 1}));
+  EXPECT_EQ(t.counters().drops, 1u);
+  // A prefetch's placements are not uses: 1 stays at 2, and 5 (1 use) against 2 (2 uses) is refused.
+  p = plan({miss(1, 1, ExpertKey{0, 5})}, false);
+  EXPECT_TRUE(p.demotions.empty());
+  EXPECT_EQ(t.uses(ExpertKey{0, 1}), 2u);
+  EXPECT_EQ(t.counters().not_admitted, 3u);
+  EXPECT_EQ(t.counters().demotions, 3u);
+  // With kAll the same plan is admitted (the plain victim cache).
+  VictimTier all(1);
+  EXPECT_EQ(all.admission(), TierAdmission::kAll);
+  all.plan(0, std::vector<SlotAssignment>{miss(1, 0, ExpertKey{0, 9})});
+  EXPECT_EQ(all.plan(0, std::vector<SlotAssignment>{miss(2, 0, ExpertKey{0, 8})}).demotions.size(), 1u);
+  EXPECT_EQ(all.uses(ExpertKey{0, 1}), 0u);  // kAll counts nothing
+}
+
+// TinyLFU's aging: once `window` uses were counted, every count is halved (rounding down).
+TEST(VictimTier, FrequencyCountsAreHalvedEveryWindow) {
+  VictimTier t(1, TierAdmission::kFrequency, 4);
+  t.plan(0, std::vector<SlotAssignment>{hit(1, 0), hit(2, 1)});
+  t.plan(0, std::vector<SlotAssignment>{hit(1, 0)});
+  EXPECT_EQ(t.uses(ExpertKey{0, 1}), 2u);
+  t.plan(0, std::vector<SlotAssignment>{hit(3, 2)});  // the 4th use: 1 -> 1, 2 -> 0, 3 -> 0
+  EXPECT_EQ(t.uses(ExpertKey{0, 1}), 1u);
+  EXPECT_EQ(t.uses(ExpertKey{0, 2}), 0u);
+  EXPECT_EQ(t.uses(ExpertKey{0, 3}), 0u);
+  t.plan(1, std::vector<SlotAssignment>{hit(1, 0)});  // layers are counted apart
+  EXPECT_EQ(t.uses(ExpertKey{1, 1}), 1u);
+  EXPECT_EQ(t.uses(ExpertKey{0, 1}), 1u);
+  // The default window: 10 uses a slot.
+  VictimTier d(3, TierAdmission::kFrequency);
+  for (int i = 0; i < 29; ++i) d.plan(0, std::vector<SlotAssignment>{hit(1, 0)});
+  EXPECT_EQ(d.uses(ExpertKey{0, 1}), 29u);
+  d.plan(0, std::vector<SlotAssignment>{hit(1, 0)});
+  EXPECT_EQ(d.uses(ExpertKey{0, 1}), 15u);
+}
+
+TEST(VictimTier, AdmissionNamesAndAutomaticSize) {
+  EXPECT_EQ(parse_tier_admission("all", "x"), TierAdmission::kAll);
+  EXPECT_EQ(parse_tier_admission("frequency", "x"), TierAdmission::kFrequency);
+  EXPECT_EQ(tier_admission_name(TierAdmission::kAll), "all");
+  EXPECT_EQ(tier_admission_name(TierAdmission::kFrequency), "frequency");
+  try {
+    parse_tier_admission("lfu", "setting cache_ram_admission");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("setting cache_ram_admission: unknown RAM tier admission \"lfu\""),
+              std::string::npos)
+        << e.what();
+  }
+  constexpr uint64_t GiB = 1ull << 30;
+  EXPECT_EQ(auto_ram_tier_bytes(26 * GiB), 13 * GiB);  // the product's 32 GB machine, desktop running
+  EXPECT_EQ(auto_ram_tier_bytes(3), 1u);
+  EXPECT_EQ(auto_ram_tier_bytes(~0ull), 0u);  // unknown: off
+  // 13 GiB of 13.4 MB experts (DeepSeek-V4-Flash): min(13, 26 - 2) GiB / slot.
+  EXPECT_EQ(ram_tier_slots(auto_ram_tier_bytes(26 * GiB), 26 * GiB, 13'369'344, 11008), 1044u);
+}
+
 // Bytes of (layer, expert) in a slot of `n` bytes: a pattern no other expert has.
 void fill_expert(uint8_t* dst, size_t n, ExpertKey k) {
   for (size_t i = 0; i < n; ++i)
@@ -211,17 +302,21 @@ bool holds(const uint8_t* src, size_t n, ExpertKey k) {
 // and promoted often; after every plan each upper slot handed out and each RAM slot holds its
 // expert's bytes.
 TEST(VictimTier, BytesMovedInTheDocumentedOrderAreAlwaysRight) {
-  for (const char* policy : {"lru", "hybrid", "lfu"}) {
-    SCOPED_TRACE(policy);
+  for (const auto& [policy, admission] : {std::pair{"lru", TierAdmission::kAll},
+                                          {"hybrid", TierAdmission::kAll},
+                                          {"lfu", TierAdmission::kAll},
+                                          {"lru", TierAdmission::kFrequency},
+                                          {"hybrid", TierAdmission::kFrequency}}) {
+    SCOPED_TRACE(std::string(policy) + " " + std::string(tier_admission_name(admission)));
     constexpr size_t kBytes = 512;
     constexpr uint32_t kLayers = 3, kExperts = 12, kTopK = 3, kUpper = 7, kRam = 5;
     ExpertCache cache(kUpper, make_policy(policy));
-    VictimTier tier(kRam);
+    VictimTier tier(kRam, admission);
     std::vector<uint8_t> upper(kUpper * kBytes), ram(kRam * kBytes);
     std::mt19937 rng(7);
     uint64_t promotions = 0, demotions = 0, lookups = 0;
-    const auto run = [&](uint32_t layer, const std::vector<SlotAssignment>& as) {
-      const TierPlan p = tier.plan(layer, as);
+    const auto run = [&](uint32_t layer, const std::vector<SlotAssignment>& as, bool uses = true) {
+      const TierPlan p = tier.plan(layer, as, uses);
       for (size_t i = 0; i < as.size(); ++i) {
         const SlotAssignment& a = as[i];
         if (const TierPlan::Demotion* d = p.demotion_of(a.slot)) {
@@ -265,14 +360,17 @@ TEST(VictimTier, BytesMovedInTheDocumentedOrderAreAlwaysRight) {
           std::shuffle(pred.begin(), pred.end(), rng);
           pred.resize(2);
           const std::vector<uint32_t> keep;
-          run((l + 1) % kLayers, cache.prefetch((l + 1) % kLayers, pred, keep));
+          run((l + 1) % kLayers, cache.prefetch((l + 1) % kLayers, pred, keep), false);
         }
         if (HasFatalFailure()) return;
       }
       cache.end_step();
     }
-    EXPECT_GT(promotions, 100u);
-    EXPECT_GT(demotions, 300u);
+    EXPECT_GT(promotions, admission == TierAdmission::kAll ? 100u : 50u);
+    EXPECT_GT(demotions, admission == TierAdmission::kAll ? 300u : 100u);
+    if (admission == TierAdmission::kFrequency) {
+      EXPECT_GT(tier.counters().not_admitted, 0u);
+    }
     EXPECT_EQ(promotions, tier.counters().hits);
     EXPECT_EQ(demotions, tier.counters().demotions);
     EXPECT_EQ(lookups, tier.counters().lookups);  // every upper miss, acquired or placed ahead

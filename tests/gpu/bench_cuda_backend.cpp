@@ -801,6 +801,7 @@ nlohmann::json bench_switch_of(const std::vector<std::string>& models, int prefi
   s.backend = "cuda";
   s.n_ctx = 1024;
   s.cache_vram_reserve_mib = 0;
+  s.cache_ram_mib = 0;  // budgets measure the VRAM cache alone (no host-RAM tier)
   nlohmann::json out;
   for (const std::string& m : models)
     out[std::filesystem::path(m).filename().string()] =
@@ -980,8 +981,9 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
         out["tiled_ffn_q4k_gate_up"].push_back(bench_expert_ffn(
             pool, GgmlType::Q4_K, hidden, inter, experts, d2d, true, GgmlType::Q6_K, alternating_on(round)));
     }
-    // Q3_K's tiled launches at depth 1 and 2 (thirtieth pass; its default since then: 2 on rows of at
-    // least 16 units, gemv_tiled.h's tiled_default_depth), alternating 1, 2, 2, 1
+    // Q3_K's tiled launches at depth 1 and 2 (thirtieth pass; its default: 2 on rows of at least 16
+    // units or in launches of at most 8 x 2048 rows, gemv_tiled.h's tiled_default_depth), alternating 1, 2,
+    // 2, 1
     // ("tiled_depth", each row's "tiled_depth"): the plain expert launches, two square ones (8 x
     // 2048 x 2048: 8 units a row, 8 x 4096 x 4096: 16; rows and row length grow together there,
     // which tells a rule keyed on the row length from one keyed on the rows) and gate + up with
@@ -1337,6 +1339,7 @@ int main(int argc, char** argv) {
     s.backend = "cuda";
     s.n_ctx = 1024;
     s.cache_vram_reserve_mib = 0;
+    s.cache_ram_mib = 0;  // budgets measure the VRAM cache alone (no host-RAM tier)
     // Every --graph-model: tiled experts off / on (with_tiled), the decode graph and the router
     // on the GPU, side by side.
     const auto graph_model_sections = [&](bool with_tiled) {

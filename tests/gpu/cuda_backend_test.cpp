@@ -39,6 +39,7 @@
 #include "core/model_source.h"
 #include "core/moe_routing.h"
 #include "core/session.h"
+#include "core/victim_tier.h"
 #include "gpu/cuda_host_router.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/decode_graph.h"
@@ -1114,6 +1115,7 @@ TEST(CudaBackend, RamTierMovesExpertsDownAndBackUpIntact) {
   ps.policy = "lru";
   ps.prefetch_slots = 2;
   ps.ram_tier_bytes = 2 * pack.layout().max_stride;
+  ps.ram_tier_admission = TierAdmission::kAll;  // every eviction goes down (frequency: below)
   gpu::VramExpertPool pool(pack, ps, 2);
   ASSERT_EQ(pool.slot_count(), 3u);
   ASSERT_EQ(pool.ram_tier_slots(), 2u);
@@ -1149,6 +1151,66 @@ TEST(CudaBackend, RamTierMovesExpertsDownAndBackUpIntact) {
   ps.ram_tier_bytes = 0;
   gpu::VramExpertPool off(pack, ps, 2);
   EXPECT_EQ(off.ram_tier_slots(), 0u);
+}
+
+// TinyLFU's admission (the default, core/victim_tier.h) in the pool, on the classic sequence
+// 1 2 3 4 1 2 5 1 2 3 4 5 worked by hand in tests/core/expert_cache_test.cpp (CacheSim,
+// RamTierBehindTheCache): 3 VRAM slots (LRU), 2 RAM slots; 5's eviction (1 use) would displace
+// 4 (1 use) and is not copied down, so 5 is read twice. Reads 6, RAM hits 4, copies down 6.
+// Every block handed out holds the file's bytes.
+TEST(CudaBackend, RamTierFrequencyAdmissionCopiesDownOnlyWhatItKeeps) {
+  test::TempDir dir("moepack-cuda-ram-freq");
+  const ExpertPack pack = ExpertPack::open(test::build_test_pack(kDemo, dir));
+  const uint64_t stride = pack.stride(1);
+  gpu::Stream st;
+  gpu::VramPoolSettings ps;
+  ps.cache_bytes = 3 * pack.layout().max_stride;
+  ps.reserve_bytes = 0;
+  ps.policy = "lru";
+  ps.ram_tier_bytes = 2 * pack.layout().max_stride;
+  gpu::VramExpertPool pool(pack, ps, 1);
+  ASSERT_EQ(pool.ram_tier_slots(), 2u);
+  double io_wait = 0;
+  for (const uint32_t e : {1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5}) {
+    const std::vector<uint32_t> ids = {e};
+    const auto blocks = pool.acquire(1, ids, st.get(), &io_wait);
+    EXPECT_EQ(vram_bytes(blocks[0], stride, st.get()), expert_file_bytes(pack, e)) << "expert " << e;
+    pool.release(st.get());
+    pool.end_step();
+  }
+  const gpu::VramPoolCounters c = pool.counters();
+  EXPECT_EQ(c.pack_read_bytes, 6 * stride);
+  EXPECT_EQ(c.ram.lookups, 10u);
+  EXPECT_EQ(c.ram.hits, 4u);
+  EXPECT_EQ(c.ram.demotions, 6u);
+  EXPECT_EQ(c.ram.not_admitted, 1u);
+  EXPECT_EQ(c.d2h_bytes, 6 * stride);
+  EXPECT_EQ(c.h2d_bytes, 10 * stride);
+}
+
+// cache_ram_mib's default ("auto": half of the RAM available, core/victim_tier.h) on the pack
+// path: this machine's RAM holds the demo pack many times over, so the tier is capped at the
+// pack's experts; at the smallest budget evicted experts come back from RAM, and the logits are
+// the GGUF path's bit for bit.
+TEST(CudaBackend, DefaultSettingsSizeTheRamTierFromTheMachine) {
+  ASSERT_EQ(EngineSettings{}.cache_ram_mib, EngineSettings::kCacheRamAuto);
+  ASSERT_EQ(EngineSettings{}.cache_ram_admission, "frequency");
+  const uint64_t available = available_ram_bytes();
+  test::TempDir dir("moepack-cuda-ram-auto");
+  EngineSettings pack = parity_settings("cuda");
+  pack.cache_ram_mib = EngineSettings{}.cache_ram_mib;
+  pack.cache_ram_admission = EngineSettings{}.cache_ram_admission;
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
+  std::vector<test::BudgetRun> runs;
+  test::expect_pack_matches_gguf(kDemo, dir, tokens, make_backend, parity_settings("cuda"), pack, &runs);
+  ASSERT_FALSE(runs.empty());
+  const ExpertPack opened = ExpertPack::open(dir.file("pack"));
+  const uint64_t experts = opened.layout().expert_count();
+  const uint32_t want =
+      ram_tier_slots(auto_ram_tier_bytes(available), available, opened.layout().max_stride, experts);
+  ASSERT_GT(want, 0u) << "this machine has too little RAM for the check";
+  for (const test::BudgetRun& r : runs) EXPECT_EQ(r.stats.ram_tier_slots, want) << "cache slots " << r.slots;
+  EXPECT_GT(runs.back().stats.ram_tier_hits, 0u);
 }
 
 // bench-io --vram's phase on the demo model's pack: every asked block is delivered once (the

@@ -43,6 +43,7 @@ EngineSettings reference_settings() {
   EngineSettings s;
   s.threads = 2;
   s.n_ctx = 512;  // the references' n_ctx
+  s.cache_ram_mib = 0;  // CUDA: every miss a pack read (no host-RAM tier), as the checks count
   return s;
 }
 

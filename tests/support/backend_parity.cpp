@@ -20,6 +20,9 @@ EngineSettings parity_settings(const char* backend) {
   s.threads = 4;
   s.n_ctx = 512;  // the references' n_ctx
   s.cache_vram_reserve_mib = 0;
+  // No host-RAM tier (its default sizes one from the RAM): every miss is a pack read, as the
+  // parity checks count (h2d_bytes == pack_read_bytes); the tier's own tests ask for one.
+  s.cache_ram_mib = 0;
   return s;
 }
 

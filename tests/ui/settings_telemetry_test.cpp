@@ -105,8 +105,13 @@ QtObject {
       QVERIFY(s.values().contains("prefetch_experts"));
       QCOMPARE(s.values().value("prefetch_experts").toBool(), false);  // off by default
       QCOMPARE(s.setValue("prefetch_experts", true), QString());
-      QCOMPARE(s.values().value("cache_ram_mib").toInt(), 0);  // the host-RAM tier is off by default
+      // The host-RAM tier is sized from the RAM by default (core/victim_tier.h).
+      QCOMPARE(s.values().value("cache_ram_mib").toString(), QString("auto"));
+      QCOMPARE(s.engineSettings().cache_ram_mib, moepack::EngineSettings::kCacheRamAuto);
       QCOMPARE(s.setValue("cache_ram_mib", -1), QString("Between 0 and 16777216."));
+      QCOMPARE(s.setValue("cache_ram_mib", "lots"), QString("Enter auto or a number of MiB."));
+      QCOMPARE(s.setValue("cache_ram_mib", "1.5"), QString("Enter a whole number."));
+      QCOMPARE(s.setValue("cache_ram_mib", " auto "), QString());
       QCOMPARE(s.setValue("cache_ram_mib", 8192), QString());
       QCOMPARE(s.values().value("verify_pack_sha256").toBool(), true);  // on by default
       QCOMPARE(s.setValue("verify_pack_sha256", false), QString());
