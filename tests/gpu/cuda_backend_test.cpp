@@ -223,22 +223,7 @@ void expect_pack_with_ram_tier_matches_gguf(const Case& c, bool prefetch) {
   test::expect_pack_matches_gguf(kFixtures + c.model, dir, tokens, make_backend, parity_settings("cuda"),
                                  pack, &runs);
   ASSERT_EQ(runs.size(), 3u);
-  const auto experts_bin = std::filesystem::file_size(dir.file("pack") + "/experts.bin");
-  for (const test::BudgetRun& r : runs) {
-    SCOPED_TRACE("cache slots " + std::to_string(r.slots));
-    EXPECT_LE(r.stats.pack_read_bytes, experts_bin);
-    EXPECT_GE(r.stats.h2d_bytes, r.stats.pack_read_bytes);
-    EXPECT_LE(r.stats.ram_tier_hits, r.stats.ram_tier_demotions);  // only what went down comes up
-    EXPECT_EQ(r.stats.d2h_bytes > 0, r.stats.ram_tier_demotions > 0);
-    if (r.stats.cache_evictions == 0) {
-      EXPECT_EQ(r.stats.ram_tier_demotions, 0u);
-    }
-  }
-  const test::BudgetRun& smallest = runs.back();
-  EXPECT_GT(smallest.stats.ram_tier_slots, 0u);
-  EXPECT_GT(smallest.stats.ram_tier_demotions, 0u);
-  EXPECT_GT(smallest.stats.ram_tier_hits, 0u);
-  EXPECT_GT(smallest.stats.h2d_bytes, smallest.stats.pack_read_bytes);  // copies up from RAM
+  test::expect_ram_tier_used(runs, std::filesystem::file_size(dir.file("pack") + "/experts.bin"));
 }
 
 TEST_P(CudaFixture, PackWithRamTierMatchesGgufAtEveryBudget) {

@@ -335,6 +335,12 @@ TEST_P(KimiFixture, PackWithPrefetchMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-kimi-cuda-prefetch", true);
 }
 
+// The host-RAM tier behind the VRAM cache (cache_ram_mib; with prefetch) changes no logit, and
+// evicted experts come back from RAM instead of the pack.
+TEST_P(KimiFixture, PackWithRamTierMatchesGgufOnGpuAtEveryBudget) {
+  expect_pack_with_ram_tier_matches_gguf("moepack-kimi-cuda-ram");
+}
+
 // A missing or mis-shaped tensor fails the load with a FormatError naming the file and the
 // tensor (copies of the fixture with one tensor renamed, or one dimension changed, in place).
 TEST_P(KimiFixture, MissingOrMisShapedTensorIsNamed) {

@@ -109,6 +109,25 @@ void expect_pack_matches_gguf(const std::string& model_path, const TempDir& dir,
   }
 }
 
+void expect_ram_tier_used(const std::vector<BudgetRun>& runs, uint64_t experts_bin) {
+  ASSERT_FALSE(runs.empty());
+  for (const BudgetRun& r : runs) {
+    SCOPED_TRACE("cache slots " + std::to_string(r.slots));
+    EXPECT_LE(r.stats.pack_read_bytes, experts_bin);
+    EXPECT_GE(r.stats.h2d_bytes, r.stats.pack_read_bytes);
+    EXPECT_LE(r.stats.ram_tier_hits, r.stats.ram_tier_demotions);  // only what went down comes up
+    EXPECT_EQ(r.stats.d2h_bytes > 0, r.stats.ram_tier_demotions > 0);
+    if (r.stats.cache_evictions == 0) {
+      EXPECT_EQ(r.stats.ram_tier_demotions, 0u);
+    }
+  }
+  const BudgetRun& smallest = runs.back();
+  EXPECT_GT(smallest.stats.ram_tier_slots, 0u);
+  EXPECT_GT(smallest.stats.ram_tier_demotions, 0u);
+  EXPECT_GT(smallest.stats.ram_tier_hits, 0u);
+  EXPECT_GT(smallest.stats.h2d_bytes, smallest.stats.pack_read_bytes);  // copies up from RAM
+}
+
 namespace {
 
 // Each budget's prefetch hits <= its prefetch reads (and, `misses_too`, <= its misses: a

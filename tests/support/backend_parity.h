@@ -80,6 +80,12 @@ void expect_pack_matches_gguf(const std::string& model_path, const TempDir& dir,
 // read was delivered (h2d == pack reads) and prefetch hits <= prefetch reads; over all of them
 // some experts were read ahead and some of those were used.
 void expect_prefetch_delivered_and_used(const std::vector<BudgetRun>& runs);
+// The budgets of an expect_pack_matches_gguf run on the CUDA backend with a host-RAM tier
+// (cache_ram_mib) big enough for every expert (its cap): no expert is read from the pack twice
+// (pack reads <= experts.bin, `experts_bin` bytes), only what went down comes up, copies down
+// only with demotions and none without evictions; at the smallest budget experts went down and
+// came back up (h2d > pack reads).
+void expect_ram_tier_used(const std::vector<BudgetRun>& runs, uint64_t experts_bin);
 // The same for the CPU backend (no copies to a device): at each budget prefetch hits <= prefetch
 // reads and <= misses (a prefetch hit is also a miss); over all of them some experts were read
 // ahead and some of those used; at the last budget (top-k slots) none (no room beside the next
