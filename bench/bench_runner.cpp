@@ -89,7 +89,9 @@ json run_bench(const BenchOptions& o) {
   report["engine"] = {{"backend", std::string(session->backend().name())},
                       {"settings", settings_to_json(o.settings)},
                       {"cache_slots", initial.cache_slots},
-                      {"cache_slot_bytes", initial.cache_slot_bytes}};
+                      {"cache_slot_bytes", initial.cache_slot_bytes},
+                      // The host-RAM tier as sized on this machine (cache_ram_mib "auto" depends on its RAM).
+                      {"ram_tier_slots", initial.ram_tier_slots}};
   report["run"] = {{"max_tokens", o.max_tokens},
                    {"temperature", 0},
                    {"ignore_eos", o.ignore_eos},

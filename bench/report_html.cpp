@@ -281,8 +281,13 @@ std::string report_html(const json& report) {
   dd("Run", "mode " + html_escape(str(run["mode"])) + ", temperature 0, " + number(run["max_tokens"]) +
                 " completion tokens per request, ignore_eos " + str(run["ignore_eos"]) +
                 ", fresh KV per request, expert cache kept between requests");
-  dd("Backend", html_escape(str(report["engine"]["backend"])) + ", " + number(report["engine"]["cache_slots"]) +
-                    " expert cache slots of " + bytes(report["engine"]["cache_slot_bytes"]));
+  const json ram_slots = get(report["engine"], "ram_tier_slots");  // absent in reports before it
+  dd("Backend", html_escape(str(report["engine"]["backend"])) + ", " +
+                    number(report["engine"]["cache_slots"]) + " expert cache slots of " +
+                    bytes(report["engine"]["cache_slot_bytes"]) +
+                    (ram_slots.is_number() && ram_slots.get<uint64_t>() > 0
+                         ? ", " + number(ram_slots) + " host-RAM tier slots"
+                         : std::string()));
   std::string gpus;
   for (const json& g : get(machine, "gpus")) gpus += (gpus.empty() ? "" : "; ") + str(get(g, "name")) + " (" + str(get(g, "driver")) + ")";
   dd("Machine", html_escape(str(get(machine, "cpu_model"))) + ", " + number(get(machine, "logical_cores")) +

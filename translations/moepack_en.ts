@@ -1647,141 +1647,151 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="392"/>
+        <location filename="../ui/pdf_report.cpp" line="388"/>
+        <source>Host-RAM tier</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="388"/>
+        <source>slots (cache_ram_mib)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="394"/>
         <source>Engine settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="393"/>
+        <location filename="../ui/pdf_report.cpp" line="395"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="395"/>
+        <location filename="../ui/pdf_report.cpp" line="397"/>
         <source>requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="398"/>
+        <location filename="../ui/pdf_report.cpp" line="400"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="408"/>
+        <location filename="../ui/pdf_report.cpp" line="410"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="416"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="416"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="416"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="416"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="417"/>
+        <location filename="../ui/pdf_report.cpp" line="419"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="417"/>
+        <location filename="../ui/pdf_report.cpp" line="419"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="417"/>
-        <location filename="../ui/pdf_report.cpp" line="441"/>
+        <location filename="../ui/pdf_report.cpp" line="419"/>
+        <location filename="../ui/pdf_report.cpp" line="443"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="417"/>
-        <location filename="../ui/pdf_report.cpp" line="441"/>
+        <location filename="../ui/pdf_report.cpp" line="419"/>
+        <location filename="../ui/pdf_report.cpp" line="443"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
-        <location filename="../ui/pdf_report.cpp" line="442"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
+        <location filename="../ui/pdf_report.cpp" line="444"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>SSD/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="422"/>
+        <location filename="../ui/pdf_report.cpp" line="424"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="435"/>
-        <location filename="../ui/pdf_report.cpp" line="474"/>
+        <location filename="../ui/pdf_report.cpp" line="437"/>
+        <location filename="../ui/pdf_report.cpp" line="476"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="441"/>
+        <location filename="../ui/pdf_report.cpp" line="443"/>
         <source>group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="441"/>
+        <location filename="../ui/pdf_report.cpp" line="443"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="442"/>
+        <location filename="../ui/pdf_report.cpp" line="444"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="442"/>
+        <location filename="../ui/pdf_report.cpp" line="444"/>
         <source>TTFT mean ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="444"/>
+        <location filename="../ui/pdf_report.cpp" line="446"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="450"/>
+        <location filename="../ui/pdf_report.cpp" line="452"/>
         <source>Charts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="492"/>
+        <location filename="../ui/pdf_report.cpp" line="494"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="492"/>
+        <location filename="../ui/pdf_report.cpp" line="494"/>
         <source>tokens/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="495"/>
+        <location filename="../ui/pdf_report.cpp" line="497"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="495"/>
+        <location filename="../ui/pdf_report.cpp" line="497"/>
         <source>unique (layer, expert) keys per step</source>
         <translation type="unfinished"></translation>
     </message>

@@ -1731,141 +1731,151 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>个专家缓存槽，每个</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="392"/>
+        <location filename="../ui/pdf_report.cpp" line="388"/>
+        <source>Host-RAM tier</source>
+        <translation>内存层</translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="388"/>
+        <source>slots (cache_ram_mib)</source>
+        <translation>个槽位（cache_ram_mib）</translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="394"/>
         <source>Engine settings</source>
         <translation>引擎设置</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="393"/>
+        <location filename="../ui/pdf_report.cpp" line="395"/>
         <source>Prompt set</source>
         <translation>提示词集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="395"/>
+        <location filename="../ui/pdf_report.cpp" line="397"/>
         <source>requests</source>
         <translation>个请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="398"/>
+        <location filename="../ui/pdf_report.cpp" line="400"/>
         <source>Requests</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="408"/>
+        <location filename="../ui/pdf_report.cpp" line="410"/>
         <source>error: %1</source>
         <translation>错误：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="416"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>request</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="416"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>data set</source>
         <translation>数据集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="416"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>system</source>
         <translation>系统</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="416"/>
+        <location filename="../ui/pdf_report.cpp" line="418"/>
         <source>prompt</source>
         <translation>提示词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="417"/>
+        <location filename="../ui/pdf_report.cpp" line="419"/>
         <source>completion</source>
         <translation>生成词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="417"/>
+        <location filename="../ui/pdf_report.cpp" line="419"/>
         <source>TTFT ms</source>
         <translation>TTFT ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="417"/>
-        <location filename="../ui/pdf_report.cpp" line="441"/>
+        <location filename="../ui/pdf_report.cpp" line="419"/>
+        <location filename="../ui/pdf_report.cpp" line="443"/>
         <source>prefill tok/s</source>
         <translation>预填充词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="417"/>
-        <location filename="../ui/pdf_report.cpp" line="441"/>
+        <location filename="../ui/pdf_report.cpp" line="419"/>
+        <location filename="../ui/pdf_report.cpp" line="443"/>
         <source>decode tok/s</source>
         <translation>解码词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
-        <location filename="../ui/pdf_report.cpp" line="442"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
+        <location filename="../ui/pdf_report.cpp" line="444"/>
         <source>hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>SSD/token</source>
         <translation>SSD/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="422"/>
+        <location filename="../ui/pdf_report.cpp" line="424"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="435"/>
-        <location filename="../ui/pdf_report.cpp" line="474"/>
+        <location filename="../ui/pdf_report.cpp" line="437"/>
+        <location filename="../ui/pdf_report.cpp" line="476"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="441"/>
+        <location filename="../ui/pdf_report.cpp" line="443"/>
         <source>group</source>
         <translation>分组</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="441"/>
+        <location filename="../ui/pdf_report.cpp" line="443"/>
         <source>source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="442"/>
+        <location filename="../ui/pdf_report.cpp" line="444"/>
         <source>SSD GB/token</source>
         <translation>SSD GB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="442"/>
+        <location filename="../ui/pdf_report.cpp" line="444"/>
         <source>TTFT mean ms</source>
         <translation>TTFT 平均 ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="444"/>
+        <location filename="../ui/pdf_report.cpp" line="446"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation>汇总值为所有成功请求的各项总和之比。已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="450"/>
+        <location filename="../ui/pdf_report.cpp" line="452"/>
         <source>Charts</source>
         <translation>图表</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="492"/>
+        <location filename="../ui/pdf_report.cpp" line="494"/>
         <source>Decode tokens/s per request</source>
         <translation>每个请求的解码速度</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="492"/>
+        <location filename="../ui/pdf_report.cpp" line="494"/>
         <source>tokens/s</source>
         <translation>词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="495"/>
+        <location filename="../ui/pdf_report.cpp" line="497"/>
         <source>Expert cache hit rate per request</source>
         <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="495"/>
+        <location filename="../ui/pdf_report.cpp" line="497"/>
         <source>unique (layer, expert) keys per step</source>
         <translation>按每步唯一的（层，专家）键统计</translation>
     </message>

@@ -135,6 +135,17 @@ TEST(Report, HtmlIsSelfContainedAndEscaped) {
   EXPECT_EQ(html.find("href="), std::string::npos);
   EXPECT_NE(html.find("published: cfg"), std::string::npos);
   EXPECT_NE(html.find("<rect class=\"bar\""), std::string::npos);
+  // The host-RAM tier's slots (the CUDA backend's cache_ram_mib, sized on the machine): named when
+  // the report has some, absent from older reports and from a run without one.
+  EXPECT_NE(html.find("4 expert cache slots of"), std::string::npos);
+  EXPECT_EQ(html.find("host-RAM tier slots"), std::string::npos);
+  nlohmann::json with_tier = small_report();
+  with_tier["engine"]["ram_tier_slots"] = 1044;
+  EXPECT_NE(report_html(with_tier).find("4 expert cache slots of 4.00 KiB, 1044 host-RAM tier slots"),
+            std::string::npos)
+      << report_html(with_tier);
+  with_tier["engine"]["ram_tier_slots"] = 0;
+  EXPECT_EQ(report_html(with_tier).find("host-RAM tier slots"), std::string::npos);
 }
 
 TEST(Report, TimelineJsonIsColumnar) {
