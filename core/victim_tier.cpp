@@ -2,21 +2,71 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 
 namespace moepack {
 
-uint64_t available_ram_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  std::string unit;
-  while (f >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
+namespace {
+
+// The first unsigned number in file `path`; nullopt if absent or not a number (e.g. "max").
+std::optional<uint64_t> read_number(const std::string& path) {
+  std::ifstream f(path);
+  uint64_t v = 0;
+  if (!(f >> v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+uint64_t cgroup_memory_left(const std::string& dir) {
+  for (const auto& [limit_file, usage_file] : {std::pair{"memory.max", "memory.current"},
+                                               std::pair{"memory.limit_in_bytes", "memory.usage_in_bytes"}}) {
+    const auto limit = read_number(dir + "/" + limit_file);
+    const auto usage = read_number(dir + "/" + usage_file);
+    if (limit && usage) return *limit > *usage ? *limit - *usage : 0;
   }
   return ~0ull;
+}
+
+uint64_t available_ram_bytes() {
+  uint64_t avail = ~0ull;
+  {
+    std::ifstream f("/proc/meminfo");
+    std::string key, unit;
+    uint64_t kib = 0;
+    while (f >> key >> kib >> unit) {
+      if (key == "MemAvailable:") {
+        avail = kib * 1024;
+        break;
+      }
+    }
+  }
+  // "0::/path" (v2) or "N:memory:/path" (v1): the cgroup and its parents up to the root.
+  std::ifstream cg("/proc/self/cgroup");
+  for (std::string line; std::getline(cg, line);) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    std::string root;
+    if (line.compare(0, a, "0") == 0 && controllers.empty()) {
+      root = "/sys/fs/cgroup";
+    } else if (controllers == "memory" || controllers.find("memory,") == 0 ||
+               controllers.find(",memory") != std::string::npos) {
+      root = "/sys/fs/cgroup/memory";
+    } else {
+      continue;
+    }
+    for (std::string path = line.substr(b + 1);;) {
+      avail = std::min(avail, cgroup_memory_left(root + path));
+      if (path.empty() || path == "/") break;
+      path = path.substr(0, path.find_last_of('/'));
+    }
+  }
+  return avail;
 }
 
 uint32_t ram_tier_slots(uint64_t requested_bytes, uint64_t available_bytes, uint64_t slot_bytes,

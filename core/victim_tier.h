@@ -38,6 +38,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -47,8 +48,16 @@
 
 namespace moepack {
 
-// Bytes of RAM the OS reports available (/proc/meminfo MemAvailable), or ~0 if unknown.
+// Bytes of RAM this process may still take: the smaller of what the OS reports available
+// (/proc/meminfo MemAvailable) and what its control groups leave (cgroup_memory_left of its
+// cgroup and each parent, from /proc/self/cgroup: a container's limit, which MemAvailable does
+// not see; pinned memory counts against it, and the OOM killer, not an error, meets a tier
+// past it). ~0 if neither is known.
 uint64_t available_ram_bytes();
+// Bytes the control group in directory `dir` may still use: cgroup v2's memory.max minus
+// memory.current, else v1's memory.limit_in_bytes minus memory.usage_in_bytes; 0 when usage is
+// past the limit; ~0 when the limit is "max" or the files are absent or unreadable.
+uint64_t cgroup_memory_left(const std::string& dir);
 
 // RAM the tier leaves to the OS and the application (bytes).
 constexpr uint64_t kRamTierKeepFree = 2ull << 30;

@@ -3478,7 +3478,8 @@ template <GgmlType T>
 void launch_tiled(const GemvBatch& b, cudaStream_t s) {
   // (Depths 3 and 4 measured slower on every shape and type, 0.34-0.62 of D2D: not compiled.)
   int depth = g_tiled_depth.load(std::memory_order_relaxed);
-  if (depth == 0) depth = tiled_default_depth(T, b.ne0, b.ne1 * b.n_groups);
+  // Rows in all: a launch with the SwiGLU epilogue multiplies 2 n_groups matrices (gate and up).
+  if (depth == 0) depth = tiled_default_depth(T, b.ne0, b.ne1 * b.n_groups * (b.swiglu_epilogue ? 2 : 1));
   if constexpr (kTiledDepthTwo<T>) {
     if (depth == 2) return launch_tiled_depth<T, 2>(b, s);
   }
@@ -3549,7 +3550,7 @@ void launch_tiled_ffn(const GemvBatch& a, const GemvBatch& d, int32_t* sync, cud
   // types this launch takes; set_gemv_tiled_depth): down's runs take two chunks a step only on
   // rows of an even count of units (gemv_tiled_runs_kernel).
   int depth = g_tiled_depth.load(std::memory_order_relaxed);
-  if (depth == 0) depth = tiled_default_depth(T, a.ne0, a.ne1 * a.n_groups);
+  if (depth == 0) depth = tiled_default_depth(T, a.ne0, a.ne1 * a.n_groups * (a.swiglu_epilogue ? 2 : 1));
   if (depth == 2) {
     if ((d.ne0 / 256) % 2 == 0) return launch_tiled_ffn_depth<T, 2, 2>(a, d, sync, s);
     return launch_tiled_ffn_depth<T, 2, 1>(a, d, sync, s);

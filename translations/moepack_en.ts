@@ -2601,69 +2601,69 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="152"/>
+        <location filename="../ui/settings_view_model.cpp" line="163"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="158"/>
+        <location filename="../ui/settings_view_model.cpp" line="169"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="162"/>
+        <location filename="../ui/settings_view_model.cpp" line="173"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <location filename="../ui/settings_view_model.cpp" line="175"/>
         <source>Give the whole path (from /).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="166"/>
-        <location filename="../ui/settings_view_model.cpp" line="174"/>
+        <location filename="../ui/settings_view_model.cpp" line="177"/>
+        <location filename="../ui/settings_view_model.cpp" line="185"/>
         <source>%1 is a file, not a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="167"/>
+        <location filename="../ui/settings_view_model.cpp" line="178"/>
         <source>MoePack cannot write in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="176"/>
+        <location filename="../ui/settings_view_model.cpp" line="187"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="189"/>
-        <source>Enter auto or a number of MiB.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_view_model.cpp" line="195"/>
+        <location filename="../ui/settings_view_model.cpp" line="208"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="200"/>
+        <location filename="../ui/settings_view_model.cpp" line="213"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="199"/>
+        <location filename="../ui/settings_view_model.cpp" line="212"/>
         <source>Enter a whole number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="203"/>
-        <location filename="../ui/settings_view_model.cpp" line="207"/>
+        <location filename="../ui/settings_view_model.cpp" line="202"/>
+        <source>Enter auto or a whole number of MiB.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="216"/>
+        <location filename="../ui/settings_view_model.cpp" line="220"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="313"/>
+        <location filename="../ui/settings_view_model.cpp" line="328"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

@@ -2724,69 +2724,73 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="152"/>
+        <location filename="../ui/settings_view_model.cpp" line="163"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="158"/>
+        <location filename="../ui/settings_view_model.cpp" line="169"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="162"/>
+        <location filename="../ui/settings_view_model.cpp" line="173"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <location filename="../ui/settings_view_model.cpp" line="175"/>
         <source>Give the whole path (from /).</source>
         <translation>请填写完整路径（从 / 开始）。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="166"/>
-        <location filename="../ui/settings_view_model.cpp" line="174"/>
+        <location filename="../ui/settings_view_model.cpp" line="177"/>
+        <location filename="../ui/settings_view_model.cpp" line="185"/>
         <source>%1 is a file, not a folder.</source>
         <translation>%1 是文件，不是文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="167"/>
+        <location filename="../ui/settings_view_model.cpp" line="178"/>
         <source>MoePack cannot write in %1.</source>
         <translation>MoePack 无法在 %1 中写入。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="176"/>
+        <location filename="../ui/settings_view_model.cpp" line="187"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation>MoePack 无法在 %1 中创建文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="189"/>
         <source>Enter auto or a number of MiB.</source>
-        <translation>请输入 auto 或以 MiB 为单位的数字。</translation>
+        <translation type="vanished">请输入 auto 或以 MiB 为单位的数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="195"/>
+        <location filename="../ui/settings_view_model.cpp" line="208"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="200"/>
+        <location filename="../ui/settings_view_model.cpp" line="213"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="199"/>
+        <location filename="../ui/settings_view_model.cpp" line="212"/>
         <source>Enter a whole number.</source>
         <translation>请输入整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="203"/>
-        <location filename="../ui/settings_view_model.cpp" line="207"/>
+        <location filename="../ui/settings_view_model.cpp" line="202"/>
+        <source>Enter auto or a whole number of MiB.</source>
+        <translation>请输入 auto 或以 MiB 为单位的整数。</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="216"/>
+        <location filename="../ui/settings_view_model.cpp" line="220"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="313"/>
+        <location filename="../ui/settings_view_model.cpp" line="328"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

@@ -20,6 +20,10 @@ Q_DECLARE_LOGGING_CATEGORY(lcUi)
 namespace moepack::ui {
 namespace {
 
+// Version of the saved settings (group "settings", key "version"): 1 since cache_ram_mib became
+// "auto" by default (load() reads an older 0 as that default).
+constexpr int kSettingsVersion = 1;
+
 struct Range {
   const char* key;
   double lo, hi;
@@ -132,10 +136,17 @@ void SettingsViewModel::load() {
   s.beginGroup(QStringLiteral("settings"));
   const QVariantMap defs = defaults();
   saved_.clear();
+  // Settings written before version 1 saved every key, the defaults too: their cache_ram_mib of
+  // 0 was the old default (off), not a choice, and becomes the new default ("auto").
+  const int version = s.value(QStringLiteral("version"), 0).toInt();
   for (const QString& k : keys()) {
     QVariant v = s.value(k, defs.value(k));
     if (!validate(k, v).isEmpty()) v = defs.value(k);  // a hand-edited bad value falls back
     v.convert(defs.value(k).metaType());
+    if (k == QLatin1String("cache_ram_mib")) {
+      v = v.toString().trimmed();
+      if (version < kSettingsVersion && v.toString() == QLatin1String("0")) v = defs.value(k);
+    }
     saved_.insert(k, v);
   }
   draft_ = saved_;
@@ -182,11 +193,13 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
     return {};
   }
   if (key == QLatin1String("cache_ram_mib")) {
+    // "auto" or a whole number of MiB as engineSettings() reads it (an integer: not "8192.0",
+    // not "1e3"), within the engine's range below (which names the bounds for "-1").
     const QString t = value.toString().trimmed();
     if (t == QLatin1String("auto")) return {};
     bool ok = false;
-    t.toDouble(&ok);
-    if (!ok) return tr("Enter auto or a number of MiB.");
+    t.toLongLong(&ok);
+    if (!ok) return tr("Enter auto or a whole number of MiB.");
   }
   if (const auto r = range_of(key)) {
     const auto [lo, hi, whole] = *r;
@@ -207,7 +220,8 @@ QString SettingsViewModel::setValue(const QString& key, const QVariant& value) {
   if (!defaults().contains(key)) return tr("Unknown setting %1.").arg(key);
   const QString err = validate(key, value);
   if (err.isEmpty()) {
-    QVariant v = value;
+    // Stored trimmed (" auto " is "auto": no change, no reload).
+    QVariant v = key == QLatin1String("cache_ram_mib") ? QVariant(value.toString().trimmed()) : value;
     v.convert(defaults().value(key).metaType());
     draft_.insert(key, v);
     errors_.remove(key);
@@ -231,6 +245,7 @@ void SettingsViewModel::apply() {
   QSettings s;
   s.beginGroup(QStringLiteral("settings"));
   for (auto it = draft_.cbegin(); it != draft_.cend(); ++it) s.setValue(it.key(), it.value());
+  s.setValue(QStringLiteral("version"), kSettingsVersion);
   s.endGroup();
   s.sync();
   saved_ = draft_;

@@ -462,3 +462,26 @@ TEST(CliRun, ErrorsExitNonZeroWithAMessage) {
 }
 
 }  // namespace
+
+// --ram-admission (default frequency) and --ram-window reach the simulation.
+TEST(CliCacheSim, RamAdmissionAndWindow) {
+  const std::vector<std::string> base = {
+      "cache-sim", "--zipf", "1.0",     "--shape", "deepseek-v4-flash", "--layers", "2",
+      "--steps",   "200",    "--slots", "24",      "--ram-slots",       "24",       "--policies",
+      "lru",       "--json"};
+  const auto sim = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    CliRun r = run(a);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json def = sim({}), all = sim({"--ram-admission", "all"}), w1 = sim({"--ram-window", "1"});
+  EXPECT_EQ(def["ram_admission"], "frequency");
+  EXPECT_EQ(all["ram_admission"], "all");
+  EXPECT_GT(def["policies"][0]["ram_not_admitted"].get<int>(), 0);
+  EXPECT_EQ(all["policies"][0]["ram_not_admitted"], 0);
+  EXPECT_EQ(all["policies"][0]["ram_demotions"], all["policies"][0]["cache_evictions"]);
+  // A window of 1 halves every count to 0 at once: the full tier admits nothing.
+  EXPECT_LT(w1["policies"][0]["ram_demotions"].get<int>(), def["policies"][0]["ram_demotions"].get<int>());
+}

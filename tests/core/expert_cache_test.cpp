@@ -427,3 +427,24 @@ TEST(RoutingTrace, RejectsCorruptFilesWithOffsets) {
 }
 
 }  // namespace
+
+// simulate_cache counts the trace's uses (acquires, hits included) for kFrequency and
+// passes its window. One upper slot, one RAM slot, layer 0: A A A A B B B B C B.
+// Default window (10): B (4 uses) evicted by C ties A (4): refused (C too, by the last B); B is read again.
+// Window 5: the 5th use (B's first) halves A to 2; B reaches 3 > 2 and displaces A; B comes up.
+TEST(CacheSim, FrequencyAdmissionCountsTheTraceAndTakesItsWindow) {
+  RoutingTrace t;
+  t.header = TraceHeader{1, 8, 1, 4096, "review"};
+  const uint16_t seq[] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 1};
+  for (uint32_t i = 0; i < std::size(seq); ++i) t.records.push_back(TraceRecord{i, 0, {seq[i]}});
+  const auto def = simulate_cache(t, 1, {"lru"}, 1, TierAdmission::kFrequency);
+  EXPECT_EQ(def[0].ram.demotions, 1u);     // A into the free slot
+  EXPECT_EQ(def[0].ram.not_admitted, 2u);  // B against A, then C against A
+  EXPECT_EQ(def[0].ram.hits, 0u);
+  const auto w5 = simulate_cache(t, 1, {"lru"}, 1, TierAdmission::kFrequency, 5);
+  EXPECT_EQ(w5[0].ram.demotions, 2u);
+  EXPECT_EQ(w5[0].ram.drops, 1u);
+  EXPECT_EQ(w5[0].ram.not_admitted, 0u);
+  EXPECT_EQ(w5[0].ram.hits, 1u);
+  EXPECT_EQ(w5[0].read_bytes, 3u * 4096);  // A, B, C; B's second miss comes up from RAM
+}

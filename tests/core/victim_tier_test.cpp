@@ -5,8 +5,10 @@
 #include "core/victim_tier.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -194,6 +196,30 @@ TEST(VictimTier, SlotsForARequest) {
   EXPECT_GT(avail, total / 1000);  // bytes, not KiB
 }
 
+// A container's memory limit (the control group's files, written by hand in a temp directory):
+// v2's memory.max - memory.current, v1's limit - usage, 0 past the limit, ~0 when unlimited or
+// unknown.
+TEST(VictimTier, MemoryLeftInAControlGroup) {
+  const std::string dir = ::testing::TempDir() + "moepack-cgroup-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const char* name, const char* text) { std::ofstream(dir + "/" + name) << text; };
+  EXPECT_EQ(cgroup_memory_left(dir), ~0ull);  // no files
+  write("memory.max", "max\n");
+  write("memory.current", "536870912\n");
+  EXPECT_EQ(cgroup_memory_left(dir), ~0ull);  // no limit
+  write("memory.max", "1073741824\n");
+  EXPECT_EQ(cgroup_memory_left(dir), 536870912u);
+  write("memory.current", "2147483648\n");
+  EXPECT_EQ(cgroup_memory_left(dir), 0u);  // past the limit
+  std::filesystem::remove(dir + "/memory.max");
+  std::filesystem::remove(dir + "/memory.current");
+  write("memory.limit_in_bytes", "8589934592\n");  // v1
+  write("memory.usage_in_bytes", "1073741824\n");
+  EXPECT_EQ(cgroup_memory_left(dir), 7516192768u);
+  EXPECT_EQ(cgroup_memory_left(dir + "/missing"), ~0ull);
+  std::filesystem::remove_all(dir);
+}
+
 // TinyLFU's admission (TierAdmission::kFrequency), worked by hand. Two RAM slots, layer 0; the
 // uses counted per plan of an acquire (hits and misses), before its evictions are judged.
 TEST(VictimTier, FrequencyAdmissionKeepsOnlyExpertsUsedMoreThanTheOneTheyDisplace) {
@@ -214,8 +240,8 @@ TEST(VictimTier, FrequencyAdmissionKeepsOnlyExpertsUsedMoreThanTheOneTheyDisplac
   EXPECT_TRUE(p.demotions.empty());
   EXPECT_EQ(t.counters().not_admitted, 1u);
   EXPECT_FALSE(t.slot_of(ExpertKey{0, 3}));
-  // 3 read again (2 uses) and evicting 6 (1 use): refused too. A tie refuses as well: 3 is
-  // used once more (3 uses) ...
+  // 3 read again (2 uses), evicting 6 (1 use against 1's 2): refused too. 3 is used once more
+  // (3 uses) ...
   p = plan({miss(3, 2, ExpertKey{0, 6})});
   EXPECT_FALSE(p.ram_slot[0]);  // 3 was never copied down: read from the pack
   EXPECT_TRUE(p.demotions.empty());
@@ -378,3 +404,37 @@ TEST(VictimTier, BytesMovedInTheDocumentedOrderAreAlwaysRight) {
 }
 
 }  // namespace
+
+// the uses of an acquire are counted, and a window that ends inside it halved, before
+// its evictions are judged. Window 7, one... two RAM slots. Uses: 1:2, 2:3 before the last plan;
+// 1 goes to a free slot; the last plan's own use is the 7th: every count halves (1:1, 2:1)
+// before 2 is judged against 1: a tie, refused. Judged first (3 > 2) it would be admitted.
+TEST(VictimTier, AWindowEndingInAnAcquireHalvesBeforeItsEvictionsAreJudged) {
+  VictimTier t(1, TierAdmission::kFrequency, 7);
+  t.plan(0, std::vector<SlotAssignment>{miss(1, 0), miss(2, 1)});                    // 1:1 2:1 (2 counted)
+  t.plan(0, std::vector<SlotAssignment>{hit(1, 0), hit(2, 1)});                      // 1:2 2:2 (4)
+  t.plan(0, std::vector<SlotAssignment>{hit(2, 1)});                                 // 2:3 (5)
+  TierPlan p = t.plan(0, std::vector<SlotAssignment>{miss(3, 0, ExpertKey{0, 1})});  // (6) 1 -> r0
+  ASSERT_EQ(p.demotions.size(), 1u);
+  p = t.plan(0, std::vector<SlotAssignment>{miss(4, 1, ExpertKey{0, 2})});  // the 7th: halve, then judge
+  EXPECT_TRUE(p.demotions.empty());
+  EXPECT_EQ(t.counters().not_admitted, 1u);
+  EXPECT_EQ(t.slot_of(ExpertKey{0, 1}), 0u);
+}
+
+// the candidate is compared with the least recently demoted entry (the one it would
+// displace), not any other. RAM {1 (1 use, demoted first), 2 (3 uses)}; 3 (2 uses) displaces 1.
+TEST(VictimTier, AdmissionComparesWithTheLeastRecentlyDemoted) {
+  VictimTier t(2, TierAdmission::kFrequency, 1000);
+  t.plan(0, std::vector<SlotAssignment>{miss(1, 0), miss(2, 1), miss(3, 2)});
+  t.plan(0, std::vector<SlotAssignment>{hit(2, 1), hit(3, 2)});
+  t.plan(0, std::vector<SlotAssignment>{hit(2, 1)});                    // 1:1 2:3 3:2
+  t.plan(0, std::vector<SlotAssignment>{miss(4, 0, ExpertKey{0, 1})});  // 1 -> r0
+  t.plan(0, std::vector<SlotAssignment>{miss(5, 1, ExpertKey{0, 2})});  // 2 -> r1
+  const TierPlan p = t.plan(0, std::vector<SlotAssignment>{miss(6, 2, ExpertKey{0, 3})});
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 0u);
+  EXPECT_FALSE(t.slot_of(ExpertKey{0, 1}));
+  EXPECT_EQ(t.slot_of(ExpertKey{0, 2}), 1u);
+  EXPECT_EQ(t.counters().not_admitted, 0u);
+}

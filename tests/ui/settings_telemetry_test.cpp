@@ -86,6 +86,34 @@ QtObject {
     QCOMPARE(tokenStep(9), 2.0);
   }
 
+  // Settings saved before version 1 held cache_ram_mib 0, the old default: it loads as the new
+  // default ("auto"); a 0 saved since (version 1) is the user's choice and stays.
+  void oldSavedRamTierDefaultBecomesAuto() {
+    QSettings q;
+    q.setValue("settings/cache_ram_mib", 0);
+    q.remove("settings/version");
+    q.sync();
+    QCOMPARE(SettingsViewModel().engineSettings().cache_ram_mib, moepack::EngineSettings::kCacheRamAuto);
+    q.setValue("settings/cache_ram_mib", 4096);
+    q.sync();
+    QCOMPARE(SettingsViewModel().engineSettings().cache_ram_mib, uint64_t(4096));
+    q.setValue("settings/cache_ram_mib", 0);
+    q.setValue("settings/version", 1);
+    q.sync();
+    QCOMPARE(SettingsViewModel().engineSettings().cache_ram_mib, uint64_t(0));
+    {
+      SettingsViewModel s;  // an apply writes the version
+      q.remove("settings/version");
+      q.sync();
+      QCOMPARE(s.setValue("temperature", 0.25), QString());
+      s.apply();
+    }
+    q.sync();
+    QCOMPARE(q.value("settings/version").toInt(), 1);
+    q.clear();
+    q.sync();
+  }
+
   void validatesEditsAndPersists() {
     {
       SettingsViewModel s;
@@ -109,9 +137,11 @@ QtObject {
       QCOMPARE(s.values().value("cache_ram_mib").toString(), QString("auto"));
       QCOMPARE(s.engineSettings().cache_ram_mib, moepack::EngineSettings::kCacheRamAuto);
       QCOMPARE(s.setValue("cache_ram_mib", -1), QString("Between 0 and 16777216."));
-      QCOMPARE(s.setValue("cache_ram_mib", "lots"), QString("Enter auto or a number of MiB."));
-      QCOMPARE(s.setValue("cache_ram_mib", "1.5"), QString("Enter a whole number."));
+      // Only what engineSettings() reads as that number: "8192.0" and "1e3" would read as 0 (off).
+      for (const char* bad : {"lots", "1.5", "8192.0", "1e3"})
+        QCOMPARE(s.setValue("cache_ram_mib", bad), QString("Enter auto or a whole number of MiB."));
       QCOMPARE(s.setValue("cache_ram_mib", " auto "), QString());
+      QCOMPARE(s.values().value("cache_ram_mib").toString(), QString("auto"));  // stored trimmed
       QCOMPARE(s.setValue("cache_ram_mib", 8192), QString());
       QCOMPARE(s.values().value("verify_pack_sha256").toBool(), true);  // on by default
       QCOMPARE(s.setValue("verify_pack_sha256", false), QString());
