@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (../shared/device/README.md), from the repository root, with
 # .device-deps and .device-carry carried (any fixture set, e.g. tests/gpu/prepare_carry.sh n):
-# the fortieth session's pass over the host-RAM tier (docs/cuda-backend.md, "Host-RAM tier").
+# the fortieth session's pass over the host-RAM tier (docs/cuda-backend.md, "Host-RAM tier"; it
+# replaces the thirty-ninth session's ram_tier_pass_on_device.sh: its "all" runs are that
+# script's "on" runs).
 #   1. Builds for sm_90 and runs the four gpu test binaries (pass_build_and_test.sh: among them
 #      CudaBackend.RamTierFrequencyAdmissionCopiesDownOnlyWhatItKeeps,
 #      CudaBackend.DefaultSettingsSizeTheRamTierFromTheMachine, the fixtures'

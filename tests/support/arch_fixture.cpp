@@ -248,29 +248,22 @@ void GpuArchFixture::expect_all_logits_and_routing_match_cpu(std::initializer_li
   }
 }
 
-void GpuArchFixture::expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix, bool prefetch) const {
+void GpuArchFixture::expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix, bool prefetch,
+                                                              uint64_t ram_tier_mib) const {
   const nlohmann::json ref = read_json(ref_path());
   const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
   TempDir dir(tmp_prefix);
   EngineSettings pack = parity_settings("cuda");
   pack.stage_slots = 3;
   pack.prefetch_experts = prefetch;
+  pack.cache_ram_mib = ram_tier_mib;
   std::vector<BudgetRun> runs;
   expect_pack_matches_gguf(model_path(), dir, tokens, make_gpu_, parity_settings("cuda"), pack, &runs);
-  if (prefetch) expect_prefetch_delivered_and_used(runs);
-}
-
-void GpuArchFixture::expect_pack_with_ram_tier_matches_gguf(const char* tmp_prefix) const {
-  const nlohmann::json ref = read_json(ref_path());
-  const auto tokens = ref["prompts"][0]["token_ids"].get<std::vector<int32_t>>();
-  TempDir dir(tmp_prefix);
-  EngineSettings pack = parity_settings("cuda");
-  pack.stage_slots = 3;
-  pack.prefetch_experts = true;
-  pack.cache_ram_mib = 1024;
-  std::vector<BudgetRun> runs;
-  expect_pack_matches_gguf(model_path(), dir, tokens, make_gpu_, parity_settings("cuda"), pack, &runs);
-  expect_ram_tier_used(runs, std::filesystem::file_size(dir.file("pack") + "/experts.bin"));
+  if (ram_tier_mib > 0) {
+    expect_ram_tier_used(runs, std::filesystem::file_size(dir.file("pack") + "/experts.bin"));
+  } else if (prefetch) {
+    expect_prefetch_delivered_and_used(runs);  // (h2d == pack reads: no copies up from RAM)
+  }
 }
 
 void GpuArchFixture::expect_broken_tensors_named(const char* tmp_prefix,

@@ -125,10 +125,11 @@ class GpuArchFixture : public ArchFixture {
   // expect_pack_matches_gguf on the GPU backend (the pack with 3 stage slots), prompt 0, the
   // pack built under a TempDir named `tmp_prefix`. With `prefetch` (prefetch_experts), also:
   // every byte read is delivered, and some prefetched experts were used.
-  void expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix, bool prefetch = false) const;
-  // The same with a host-RAM tier (cache_ram_mib 1024: capped at the pack's experts) and
-  // prefetch: the logits bit for bit, and the tier used (expect_ram_tier_used).
-  void expect_pack_with_ram_tier_matches_gguf(const char* tmp_prefix) const;
+  // With `ram_tier_mib` > 0 (cache_ram_mib; 1024 is capped at the pack's experts) a host-RAM
+  // tier sits behind the VRAM cache: the logits bit for bit, and the tier used
+  // (expect_ram_tier_used).
+  void expect_pack_matches_gguf_at_every_budget(const char* tmp_prefix, bool prefetch = false,
+                                                uint64_t ram_tier_mib = 0) const;
   // Copies of the model file (under a TempDir named `tmp_prefix`) with one tensor broken in
   // place: each of `renamed` loses its tensor (".weight" -> "Xweight" in its name), then
   // `halved` gets its ne[0] (which must be `ne0`) halved. Loading each on the GPU throws a
