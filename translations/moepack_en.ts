@@ -661,76 +661,76 @@ What does &quot;salmon&quot; mean?</source>
     </message>
     <message>
         <location filename="../ui/qml/DashboardPage.qml" line="155"/>
-        <source>ram_tier_hits (cache_ram_mib); copied down: %1</source>
+        <source>ram_tier_hits; tier of %1 slots, %2 MiB (cache_ram_mib); copied down: %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="159"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="162"/>
         <source>Buffered reads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="159"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="162"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="163"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="166"/>
         <source>I/O errors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="173"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="176"/>
         <source>Cache occupancy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="185"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="188"/>
         <source>%1 of %2 MiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="187"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="190"/>
         <source>experts resident (no cache)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="205"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="208"/>
         <source>Cache hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="218"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="221"/>
         <source>token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="223"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="226"/>
         <source>per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="231"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="234"/>
         <source>cumulative</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="243"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="246"/>
         <source>SSD reads per token (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="256"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="259"/>
         <source>Evictions per token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="278"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="281"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="314"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="317"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation type="unfinished"></translation>
     </message>

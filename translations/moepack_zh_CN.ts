@@ -683,77 +683,81 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>从内存取回的未命中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
         <source>ram_tier_hits (cache_ram_mib); copied down: %1</source>
-        <translation>ram_tier_hits（cache_ram_mib）；已复制到内存：%1</translation>
+        <translation type="vanished">ram_tier_hits（cache_ram_mib）；已复制到内存：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="159"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="155"/>
+        <source>ram_tier_hits; tier of %1 slots, %2 MiB (cache_ram_mib); copied down: %3</source>
+        <translation>ram_tier_hits；内存层 %1 个槽位，%2 MiB（cache_ram_mib）；已复制到内存：%3</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/DashboardPage.qml" line="162"/>
         <source>Buffered reads</source>
         <translation>缓冲读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="159"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="162"/>
         <source>fallback_count: reads without O_DIRECT</source>
         <translation>fallback_count:未使用 O_DIRECT 的读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="163"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="166"/>
         <source>I/O errors</source>
         <translation>I/O 错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="173"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="176"/>
         <source>Cache occupancy</source>
         <translation>缓存占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="185"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="188"/>
         <source>%1 of %2 MiB</source>
         <translation>%1 / %2 MiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="187"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="190"/>
         <source>experts resident (no cache)</source>
         <translation>专家常驻内存（无缓存）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="205"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="208"/>
         <source>Cache hit rate</source>
         <translation>缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="218"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="221"/>
         <source>token</source>
         <translation>词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="223"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="226"/>
         <source>per token</source>
         <translation>每词元</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="231"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="234"/>
         <source>cumulative</source>
         <translation>累计</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="243"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="246"/>
         <source>SSD reads per token (KiB)</source>
         <translation>每词元 SSD 读取量 (KiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="256"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="259"/>
         <source>Evictions per token</source>
         <translation>每词元驱逐数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="278"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="281"/>
         <source>Experts in the cache (rows: MoE layers, columns: experts)</source>
         <translation>缓存中的专家(行:MoE 层,列:专家)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/DashboardPage.qml" line="314"/>
+        <location filename="../ui/qml/DashboardPage.qml" line="317"/>
         <source>All experts are resident (no expert cache on this path)</source>
         <translation>所有专家常驻(此路径无专家缓存)</translation>
     </message>

@@ -29,6 +29,7 @@ struct EngineInfo {
   uint32_t topK = 0;              // experts selected per token and MoE layer
   uint32_t cacheSlots = 0;        // expert cache slots (0: experts resident, GGUF path)
   uint64_t cacheSlotBytes = 0;    // bytes per slot
+  uint32_t ramTierSlots = 0;      // host-RAM tier slots behind the cache (CUDA pack path, cache_ram_mib)
   QString templateWarning;        // non-empty when the ChatML fallback is used
 };
 

@@ -32,6 +32,7 @@ class SessionEngine final : public ChatEngine {
     const BackendStats st = session_->backend().stats();
     info_.cacheSlots = st.cache_slots;
     info_.cacheSlotBytes = st.cache_slot_bytes;
+    info_.ramTierSlots = st.ram_tier_slots;
     info_.templateWarning = QString::fromStdString(session_->template_warning());
   }
   EngineInfo info() const override { return info_; }

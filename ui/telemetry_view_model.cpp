@@ -75,6 +75,10 @@ int TelemetryViewModel::slotsUsed() const {
   return static_cast<int>(std::min<uint64_t>(filled, static_cast<uint64_t>(slotCount())));
 }
 
+int TelemetryViewModel::ramTierSlots() const {
+  return engine_ ? static_cast<int>(engine_->info().ramTierSlots) : 0;
+}
+
 double TelemetryViewModel::slotMib() const {
   return engine_ ? static_cast<double>(engine_->info().cacheSlotBytes) / (1024.0 * 1024.0) : 0.0;
 }

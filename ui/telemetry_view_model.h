@@ -61,6 +61,7 @@ class TelemetryViewModel : public QObject {
   Q_PROPERTY(int slotsUsed READ slotsUsed NOTIFY updated)
   Q_PROPERTY(int slotCount READ slotCount NOTIFY updated)
   Q_PROPERTY(double slotMib READ slotMib NOTIFY updated)
+  Q_PROPERTY(int ramTierSlots READ ramTierSlots NOTIFY updated)  // the host-RAM tier as sized at load
   Q_PROPERTY(double xMin READ xMin NOTIFY updated)  // token range of the per-token series
   Q_PROPERTY(double xMax READ xMax NOTIFY updated)
   Q_PROPERTY(double readKiBMax READ readKiBMax NOTIFY updated)
@@ -107,6 +108,7 @@ class TelemetryViewModel : public QObject {
   int slotsUsed() const;
   int slotCount() const;
   double slotMib() const;
+  int ramTierSlots() const;
   double xMin() const { return xMin_; }
   double xMax() const { return xMax_; }
   double readKiBMax() const { return readMax_; }

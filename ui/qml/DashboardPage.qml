@@ -152,7 +152,10 @@ Item {
                 Card {
                     objectName: "ramTierCard"
                     name: qsTr("Misses served from RAM")
-                    counter: qsTr("ram_tier_hits (cache_ram_mib); copied down: %1").arg(page.bytes(page.telemetry.d2hBytes))
+                    counter: qsTr("ram_tier_hits; tier of %1 slots, %2 MiB (cache_ram_mib); copied down: %3")
+                             .arg(page.telemetry.ramTierSlots)
+                             .arg((page.telemetry.ramTierSlots * page.telemetry.slotMib).toFixed(0))
+                             .arg(page.bytes(page.telemetry.d2hBytes))
                     value: page.count(page.telemetry.ramTierHits)
                 }
                 Card {
