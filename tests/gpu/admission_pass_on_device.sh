@@ -15,7 +15,9 @@
 #      admitting every eviction (all) or by TinyLFU's rule (frequency), in the order off, all,
 #      frequency, frequency, all, off ($OUT/twin-adm-<i>-<mode>.json); prints tokens/s, SSD and
 #      device-to-host bytes per token of each.
-# MOEPACK_SKIP_TESTS=1 leaves the tests out.
+# MOEPACK_SKIP_TESTS=1 leaves the tests out; GTEST_FILTER (gtest's own variable) narrows them.
+# MOEPACK_TWIN_RUNS (default "off all frequency frequency all off") and MOEPACK_TWIN_TOKENS
+# (default 64, of which 16 warm-up) shorten the benchmark.
 set -u
 out="${OUT:?OUT must be set}"
 source tests/gpu/pass_build_and_test.sh  # build, the gpu tests; sets status
@@ -32,12 +34,12 @@ rm -rf "$work"
 "$bin" twin --shape deepseek-v4-flash --layers 4 --experts 256 --seed 1 -o "$work" --safety-margin-gib 2 \
   > "$out/twin-write.log" 2>&1 || { tail -5 "$out/twin-write.log"; exit 1; }
 i=0
-for mode in off all frequency frequency all off; do
+for mode in ${MOEPACK_TWIN_RUNS:-off all frequency frequency all off}; do
   i=$((i + 1))
   ram=(); [ "$mode" != off ] && ram=(--ram-budget-mib 1490 --ram-admission "$mode")
   sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
   name="twin-adm-$i-$mode"
-  timeout 240 "$bin" bench-twin "$work" --zipf 1.0 --budget-mib 2000 "${ram[@]}" --tokens 64 --warmup 16 \
+  timeout 240 "$bin" bench-twin "$work" --zipf 1.0 --budget-mib 2000 "${ram[@]}" --tokens "${MOEPACK_TWIN_TOKENS:-64}" --warmup 16 \
     --backend cuda --json > "$out/$name.json" 2> "$out/$name.txt" || { echo "$name rc=$?"; status=1; }
   python3 - "$out/$name.json" "$name" <<'PY' || true
 import json, sys
