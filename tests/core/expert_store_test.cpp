@@ -673,16 +673,28 @@ struct RoutedInput {
   }
 };
 
-// An ExpertProvider that hands the experts of an acquire out in reverse order (as reads landing
-// in the other order would), or in order through the interface's default acquire_each.
-class ReorderedExperts final : public ExpertProvider {
+// An ExpertProvider forwarding everything but acquire_each to `inner` (the test decorators'
+// common part).
+class ForwardingExperts : public ExpertProvider {
  public:
-  ReorderedExperts(ExpertProvider& inner, bool reverse) : inner_(inner), reverse_(reverse) {}
+  explicit ForwardingExperts(ExpertProvider& inner) : inner_(inner) {}
   uint32_t max_batch() const override { return inner_.max_batch(); }
   std::vector<ExpertFfn> acquire(uint32_t block, std::span<const uint32_t> experts,
                                  double* io_wait_ms) override {
     return inner_.acquire(block, experts, io_wait_ms);
   }
+  void end_step() override { inner_.end_step(); }
+  void fill_stats(BackendStats& s) const override { inner_.fill_stats(s); }
+
+ protected:
+  ExpertProvider& inner_;
+};
+
+// An ExpertProvider that hands the experts of an acquire out in reverse order (as reads landing
+// in the other order would), or in order through the interface's default acquire_each.
+class ReorderedExperts final : public ForwardingExperts {
+ public:
+  ReorderedExperts(ExpertProvider& inner, bool reverse) : ForwardingExperts(inner), reverse_(reverse) {}
   void acquire_each(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms,
                     const ExpertReady& ready, const std::function<void()>& all_landed) override {
     if (!reverse_) return ExpertProvider::acquire_each(block, experts, io_wait_ms, ready, all_landed);
@@ -690,11 +702,8 @@ class ReorderedExperts final : public ExpertProvider {
     if (all_landed) all_landed();
     for (size_t i = ffns.size(); i-- > 0;) ready(i, ffns[i]);
   }
-  void end_step() override { inner_.end_step(); }
-  void fill_stats(BackendStats& s) const override { inner_.fill_stats(s); }
 
  private:
-  ExpertProvider& inner_;
   bool reverse_;
 };
 
@@ -849,14 +858,9 @@ TEST_F(ExpertStoreTest, AnIoErrorFromReadyIsNotRetried) {
 
 // Forwards to an ExpertProvider, counting acquire_each calls and the experts handed out
 // in the current one.
-class CountingExperts final : public ExpertProvider {
+class CountingExperts final : public ForwardingExperts {
  public:
-  explicit CountingExperts(ExpertProvider& inner) : inner_(inner) {}
-  uint32_t max_batch() const override { return inner_.max_batch(); }
-  std::vector<ExpertFfn> acquire(uint32_t block, std::span<const uint32_t> experts,
-                                 double* io_wait_ms) override {
-    return inner_.acquire(block, experts, io_wait_ms);
-  }
+  explicit CountingExperts(ExpertProvider& inner) : ForwardingExperts(inner) {}
   void acquire_each(uint32_t block, std::span<const uint32_t> experts, double* io_wait_ms,
                     const ExpertReady& ready, const std::function<void()>& all_landed) override {
     ++calls;
@@ -870,13 +874,8 @@ class CountingExperts final : public ExpertProvider {
         },
         all_landed);
   }
-  void end_step() override { inner_.end_step(); }
-  void fill_stats(BackendStats& s) const override { inner_.fill_stats(s); }
   int calls = 0;
   size_t handed = 0, asked = 0;
-
- private:
-  ExpertProvider& inner_;
 };
 
 // `resident` (next-layer prefetch) is called once, during the block's last acquire_each (with a
