@@ -38,6 +38,10 @@
 //             a dense matrix of 128 tokens ("multiply_adds_per_s");
 //             --f32-only: these two sections and, for the model and every --graph-model, the
 //             engine's prefill and decode with x staged and not ("prefill_x_staged_of");
+//   "q3k_depth" (--q3k-depth-only): Q3_K's tiled expert launches at depth 1 and 2, alternating
+//             (bench_q3k_depth), 8 experts of 2048 to 4096 rows (steps of 512) of 1536, 2048 and
+//             3072 elements: launches of 8 x 2048 to 8 x 4096 rows with rows under 16 units,
+//             between the ends of gemv_tiled.h's kTiledQ3kDepthTwoMaxRows rule;
 //   "gemv_q3k" (--q3k-only): Q3_K's decode launches on the tensor cores (Q3kColPath, the
 //             default) and in the F32 kernels ("f32_kernels": set_gemv_tensor_cores(Q3_K, false),
 //             before the twenty-sixth pass) side by side, Q2_K's default beside them, with each
@@ -888,6 +892,39 @@ void set_q3k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType:
 void set_q5k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, !on); }
 void set_q6k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, !on); }
 
+// Q3_K's tiled launches (tiled layout switched on, tensor cores) at depth 1 and 2, alternating 1, 2,
+// 2, 1, each row with its "tiled_depth": the plain expert launches of `shapes` and, with glu,
+// gate + up with the SwiGLU epilogue of 8 experts of 2048 on 4096 and on 7168 and 16 of 1536 on
+// 7168. The launch's own depth (0) is set back afterwards.
+nlohmann::json bench_q3k_depth(const WeightPool& pool, double d2d, const std::vector<LaunchShape>& shapes,
+                               bool glu) {
+  struct DepthDefault {
+    ~DepthDefault() { gpu::detail::set_gemv_tiled_depth(0); }
+  } depth_back;
+  const auto at_depth = [](nlohmann::json g, int depth) {
+    g["tiled_depth"] = depth;
+    return g;
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [r, c, e, pairs] : shapes) {
+    for (int round = 0; round < 4; ++round) {
+      const int depth = alternating_on(round) ? 2 : 1;
+      gpu::detail::set_gemv_tiled_depth(depth);
+      out.push_back(at_depth(bench_gemv(pool, GgmlType::Q3_K, r, c, d2d, e, true, pairs), depth));
+    }
+  }
+  if (!glu) return out;
+  for (const auto& [hidden, inter, experts] :
+       {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
+    for (int round = 0; round < 4; ++round) {
+      const int depth = alternating_on(round) ? 2 : 1;
+      gpu::detail::set_gemv_tiled_depth(depth);
+      out.push_back(at_depth(bench_gemv_glu(pool, GgmlType::Q3_K, inter, hidden, d2d, true, experts), depth));
+    }
+  }
+  return out;
+}
+
 // Q3_K's, Q5_K's or Q6_K's (`type`) decode launches both ways ("f32_kernels", bench_switched: off, on,
 // on, off; `f32_kernels` the switch), `beside`'s default once, and each shape's read ceiling (of
 // `type`'s bytes). The last shape, Qwen3-30B-A3B's down launch (8 x 2048 x 768: 3 super-blocks a
@@ -989,35 +1026,13 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
     // which tells a rule keyed on the row length from one keyed on the rows) and gate + up with
     // the epilogue.
     if (type == GgmlType::Q3_K) {
-      struct DepthDefault {
-        ~DepthDefault() { gpu::detail::set_gemv_tiled_depth(0); }
-      } depth_back;
-      const auto at_depth = [](nlohmann::json g, int depth) {
-        g["tiled_depth"] = depth;
-        return g;
-      };
       std::vector<LaunchShape> depth_shapes;
       for (const LaunchShape& l : shapes) {
         if (std::get<2>(l) > 1) depth_shapes.push_back(l);
       }
       depth_shapes.push_back({2048, 2048, 8, 1});
       depth_shapes.push_back({4096, 4096, 8, 1});
-      for (const auto& [r, c, e, pairs] : depth_shapes) {
-        for (int round = 0; round < 4; ++round) {
-          const int depth = alternating_on(round) ? 2 : 1;
-          gpu::detail::set_gemv_tiled_depth(depth);
-          out["tiled_depth"].push_back(at_depth(bench_gemv(pool, type, r, c, d2d, e, true, pairs), depth));
-        }
-      }
-      for (const auto& [hidden, inter, experts] :
-           {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
-        for (int round = 0; round < 4; ++round) {
-          const int depth = alternating_on(round) ? 2 : 1;
-          gpu::detail::set_gemv_tiled_depth(depth);
-          out["tiled_depth"].push_back(
-              at_depth(bench_gemv_glu(pool, type, inter, hidden, d2d, true, experts), depth));
-        }
-      }
+      out["tiled_depth"] = bench_q3k_depth(pool, d2d, depth_shapes, true);
     }
   }
   return out;
@@ -1101,6 +1116,7 @@ int main(int argc, char** argv) {
   bool graph_only = false;   // --graph-only: the --graph-model sections of "engine" alone
   bool f32_only = false;     // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
   bool q3k_only = false;     // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
+  bool q3k_depth_only = false;  // --q3k-depth-only: "q3k_depth"
   bool q6k_only = false;     // --q6k-only: "gemv_q6k"
   bool q5k_only = false;     // --q5k-only: "gemv_q5k"
   std::string twin_dir;      // --twin DIR
@@ -1139,6 +1155,8 @@ int main(int argc, char** argv) {
       f32_only = true;
     } else if (a == "--q3k-only") {
       q3k_only = true;
+    } else if (a == "--q3k-depth-only") {
+      q3k_depth_only = true;
     } else if (a == "--q6k-only") {
       q6k_only = true;
     } else if (a == "--q5k-only") {
@@ -1179,6 +1197,15 @@ int main(int argc, char** argv) {
       g["mma_variant"] = one.variant;
       out["gemv"].push_back(g);
       out["read_ceiling"].push_back(bench_read_ceiling(pool, g["bytes_per_launch"].get<uint64_t>(), d2d));
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (q3k_depth_only) {  // the rows between the depth rule's two measured ends (8 x 2048, 8 x 4096)
+      std::vector<LaunchShape> shapes;
+      for (const int cols : {1536, 2048, 3072}) {
+        for (const int rows : {2048, 2560, 3072, 3584, 4096}) shapes.push_back({rows, cols, 8, 1});
+      }
+      out["q3k_depth"] = bench_q3k_depth(pool, d2d, shapes, false);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
