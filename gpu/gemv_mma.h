@@ -145,7 +145,7 @@ constexpr bool kGemvQ3kTiledDefault = true;
 constexpr bool kGemvQ6kTiledDefault = true;
 // Chunks (16 rows x 256 elements) each warp of the tiled launch keeps in flight: 0 (default: the
 // launch's, gemv_tiled.h's tiled_default_depth: two for Q2_K and for Q3_K on rows of at least 16
-// units or in launches of at most 8 x 2048 rows, one for the others), 1 or 2 (two chunks' arithmetic in one
+// units or in launches of at most 8 x 3072 rows, one for the others), 1 or 2 (two chunks' arithmetic in one
 // basic block; 3 and 4 measured slower and are not compiled; Q5_K and Q6_K, tiled since the twenty-ninth
 // pass, take 1 for 2; Q3_K has both since the thirtieth); the sums are the same bit for bit.
 // Process-wide; the benchmark and tests compare them. Throws Error otherwise.

@@ -290,7 +290,7 @@ MOEPACK_GEMV_HD constexpr int64_t tiled_chunk_offset(GgmlType t, int64_t ne0, in
 inline constexpr int64_t kTiledQ3kDepthTwoMinUnits = 16;
 // ... and so do Q3_K's launches of at most this many rows in all (rows x matrices), whatever
 // their row length (tiled_default_depth).
-inline constexpr int64_t kTiledQ3kDepthTwoMaxRows = 8 * 2048;
+inline constexpr int64_t kTiledQ3kDepthTwoMaxRows = 8 * 3072;
 
 // Chunks in flight a warp of the tiled launch of `type` over `rows` rows in all (ne1 x the
 // launch's matrices) of ne0 elements, where set_gemv_tiled_depth leaves it to the launch (0):
@@ -299,10 +299,12 @@ inline constexpr int64_t kTiledQ3kDepthTwoMaxRows = 8 * 2048;
 //   launches of at most kTiledQ3kDepthTwoMaxRows rows, 1 otherwise. Measured on the H200 side by
 //   side (thirtieth pass and thirty-ninth session, docs/cuda-backend.md): rows of 16 and 28 units
 //   x1.05-1.21, gate + up with the epilogue included; 8 experts of 2048 rows x1.10 (8-unit rows)
-//   and x1.13 (3-unit rows); 8 experts of 4096 and 7168 rows of 8 units x0.98-0.99. A warp walks
-//   its row's units two at a time, so the longer the row the more of its arithmetic's latency
-//   the second chunk hides; a launch of few rows has few warps an SM, whose latency the second
-//   chunk hides too;
+//   and x1.13 (3-unit rows); 8 experts of 4096 and 7168 rows of 8 units x0.98-0.99. Between
+//   them (forty-first session, H100, two runs): 8 experts of 2560 and 3072 rows of 6, 8 and 12
+//   units +0.03 to +0.07 of D2D, of 3584 rows -0.005 to +0.02, of 4096 rows -0.007 to +0.007.
+//   A warp walks its row's units two at a time, so the longer the row the more of its
+//   arithmetic's latency the second chunk hides; a launch of few rows has few warps an SM, whose latency the
+//   second chunk hides too;
 // - 1 for every other type (Q4_K and MXFP4 up to 0.08 slower at 2; Q5_K and Q6_K have no
 //   depth-2 kernels).
 // The sums are the same at either depth, bit for bit.

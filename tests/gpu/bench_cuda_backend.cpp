@@ -1019,7 +1019,7 @@ nlohmann::json bench_k_decode(const WeightPool& pool, double d2d, GgmlType type,
             pool, GgmlType::Q4_K, hidden, inter, experts, d2d, true, GgmlType::Q6_K, alternating_on(round)));
     }
     // Q3_K's tiled launches at depth 1 and 2 (thirtieth pass; its default: 2 on rows of at least 16
-    // units or in launches of at most 8 x 2048 rows, gemv_tiled.h's tiled_default_depth), alternating 1, 2,
+    // units or in launches of at most 8 x 3072 rows, gemv_tiled.h's tiled_default_depth), alternating 1, 2,
     // 2, 1
     // ("tiled_depth", each row's "tiled_depth"): the plain expert launches, two square ones (8 x
     // 2048 x 2048: 8 units a row, 8 x 4096 x 4096: 16; rows and row length grow together there,

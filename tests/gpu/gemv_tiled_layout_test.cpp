@@ -41,10 +41,11 @@ TEST(GemvTiledLayout, SizesAndCoverage) {
 }
 
 // The launch's own depth (docs/cuda-backend.md, eighteenth and thirtieth passes, thirty-ninth
-// session): Q2_K two chunks in flight always; Q3_K two on rows of 16 units (4096 elements) or
-// more (gate + up over a hidden size of 4096 or 7168) and in launches of at most 8 x 2048 rows
-// (8 downs of 2048 rows: Kimi-K3's twin at 2048 x 2048, 768-element rows), one on shorter rows in
-// larger launches (8 downs of 4096 or 7168 rows); the rest one.
+// and forty-first sessions): Q2_K two chunks in flight always; Q3_K two on rows of 16 units (4096
+// elements) or more (gate + up over a hidden size of 4096 or 7168) and in launches of at most
+// 8 x 3072 rows (8 downs of 2048 rows: Kimi-K3's twin at 2048 x 2048, 768-element rows; 8 of
+// 2560 or 3072), one on shorter rows in larger launches (8 downs of 3584, 4096 or 7168 rows); the
+// rest one.
 TEST(GemvTiledLayout, DefaultDepthByTypeRowLengthAndRows) {
   constexpr int64_t big = 8 * 7168;
   EXPECT_EQ(tiled_default_depth(GgmlType::Q2_K, 2048, big), 2);
@@ -57,7 +58,10 @@ TEST(GemvTiledLayout, DefaultDepthByTypeRowLengthAndRows) {
   EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 7168, big), 2);
   EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 2048, 8 * 2048), 2);  // x1.10 measured
   EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 768, 8 * 2048), 2);   // x1.13 measured
-  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 2048, 8 * 2048 + 1), 1);
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 2048, 8 * 3072), 2);  // +0.05 of D2D measured
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 1536, 8 * 2560), 2);  // +0.03 to +0.05
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 2048, 8 * 3072 + 1), 1);
+  EXPECT_EQ(tiled_default_depth(GgmlType::Q3_K, 1536, 8 * 3584), 1);  // -0.005, -0.003
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::MXFP4, GgmlType::Q5_K, GgmlType::Q6_K}) {
     EXPECT_EQ(tiled_default_depth(t, 1536, 8), 1) << ggml_type_name(t);
     EXPECT_EQ(tiled_default_depth(t, 7168, big), 1) << ggml_type_name(t);
