@@ -102,17 +102,19 @@ std::function<int()> add_cache_sim(CLI::App& app) {
                                      "Host-RAM victim tier in MiB (slots = floor(budget / expert_bytes))")
                          ->check(positive_number());
   ram_slots->excludes(ram_budget);
-  sub->add_option(
-         "--ram-admission", opt->ram_admission,
-         "Which evictions enter the RAM tier: frequency (TinyLFU's rule, the engine's default) or all")
-      ->check(CLI::IsMember({"all", "frequency"}));
-  sub->add_option("--ram-window", opt->ram_window,
-                  "Accesses between halvings of the frequency counts (default: 10 x the tier's slots)")
-      ->check(number_check(
-          "1..1e12", [](double v) { return v >= 1.0 && v <= 1e12; }, "must be between 1 and 1e12"));
+  auto* ram_admission =
+      sub->add_option(
+             "--ram-admission", opt->ram_admission,
+             "Which evictions enter the RAM tier: frequency (TinyLFU's rule, the engine's default) or all")
+          ->check(CLI::IsMember({"all", "frequency"}));
+  auto* ram_window =
+      sub->add_option("--ram-window", opt->ram_window,
+                      "Accesses between halvings of the frequency counts (default: 10 x the tier's slots)")
+          ->check(number_check(
+              "1..1e12", [](double v) { return v >= 1.0 && v <= 1e12; }, "must be between 1 and 1e12"));
   sub->add_option("--policies", opt->policies, "Comma-separated: hybrid, lru, lfu, belady");
   sub->add_flag("--json", opt->json, "Print one JSON object on stdout");
-  return [opt, slots, budget, ram_budget, trace, zipf]() {
+  return [opt, slots, budget, ram_slots, ram_budget, ram_admission, ram_window, trace, zipf]() {
     std::vector<std::string> names;
     std::stringstream ss(opt->policies);
     for (std::string p; std::getline(ss, p, ',');) {
@@ -125,6 +127,13 @@ std::function<int()> add_cache_sim(CLI::App& app) {
       throw UsageError("cache-sim: give --slots or --budget-mib");
     if (trace->count() == 0 && zipf->count() == 0)
       throw UsageError("cache-sim: give a trace file or --zipf S --shape NAME");
+    if (ram_slots->count() == 0 && ram_budget->count() == 0) {
+      for (const auto* o : {ram_admission, ram_window}) {
+        if (o->count() != 0)
+          throw UsageError(o->get_name() +
+                           ": no RAM tier to admit into (give --ram-slots or --ram-budget-mib)");
+      }
+    }
     RoutingTrace t;
     std::string source = opt->trace;
     if (zipf->count() != 0) {

@@ -112,8 +112,17 @@ const std::vector<Key>& keys() {
           [](const EngineSettings& s) { return nlohmann::json(s.cache_policy); }},
       Key{"cache_ram_mib",
           [](EngineSettings& s, const std::string& k, const std::string& v) {
-            s.cache_ram_mib =
-                trim(v) == "auto" ? EngineSettings::kCacheRamAuto : parse_uint(k, v, 0, kMaxMib);
+            const std::string t = trim(v);
+            if (t == "auto") {
+              s.cache_ram_mib = EngineSettings::kCacheRamAuto;
+              return;
+            }
+            uint64_t mib = 0;
+            const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), mib);
+            if (t.empty() || ec == std::errc::invalid_argument || p != t.data() + t.size()) {
+              bad(k, v, "expected auto or a whole number of MiB");
+            }
+            s.cache_ram_mib = parse_uint(k, v, 0, kMaxMib);  // the range's message
           },
           [](const EngineSettings& s) {
             return s.cache_ram_mib == EngineSettings::kCacheRamAuto ? nlohmann::json("auto")

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/error.h"
@@ -20,16 +22,66 @@ std::optional<uint64_t> read_number(const std::string& path) {
   return v;
 }
 
+// The value of `key` in a memory.stat file ("key value" lines); nullopt if absent.
+std::optional<uint64_t> read_stat(const std::string& path, std::string_view key) {
+  std::ifstream f(path);
+  std::string k;
+  uint64_t v = 0;
+  while (f >> k >> v) {
+    if (k == key) return v;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 uint64_t cgroup_memory_left(const std::string& dir) {
-  for (const auto& [limit_file, usage_file] : {std::pair{"memory.max", "memory.current"},
-                                               std::pair{"memory.limit_in_bytes", "memory.usage_in_bytes"}}) {
-    const auto limit = read_number(dir + "/" + limit_file);
-    const auto usage = read_number(dir + "/" + usage_file);
-    if (limit && usage) return *limit > *usage ? *limit - *usage : 0;
+  struct Files {
+    const char* limit;
+    const char* usage;
+    const char* inactive_file;  // memory.stat's key
+  };
+  for (const Files& v : {Files{"memory.max", "memory.current", "inactive_file"},
+                         Files{"memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"}}) {
+    const auto limit = read_number(dir + "/" + v.limit);
+    auto usage = read_number(dir + "/" + v.usage);
+    if (!limit || !usage) continue;
+    // The usage counts the page cache; its inactive part is reclaimed before the limit bites.
+    const uint64_t reclaimable = read_stat(dir + "/memory.stat", v.inactive_file).value_or(0);
+    *usage -= std::min(*usage, reclaimable);
+    return *limit > *usage ? *limit - *usage : 0;
   }
   return ~0ull;
+}
+
+uint64_t cgroup_memory_left_of(std::string_view proc_self_cgroup, const std::string& cgroup_root) {
+  uint64_t left = ~0ull;
+  // "0::/path" (v2) or "N:memory:/path" (v1, the memory controller alone or co-mounted): the
+  // cgroup and its parents up to the root.
+  size_t pos = 0;
+  while (pos < proc_self_cgroup.size()) {
+    size_t end = proc_self_cgroup.find('\n', pos);
+    if (end == std::string_view::npos) end = proc_self_cgroup.size();
+    const std::string line(proc_self_cgroup.substr(pos, end - pos));
+    pos = end + 1;
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    std::string root;
+    if (line.compare(0, a, "0") == 0 && controllers.empty()) {
+      root = cgroup_root;
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      root = cgroup_root + "/memory";
+    } else {
+      continue;
+    }
+    for (std::string path = line.substr(b + 1);;) {
+      left = std::min(left, cgroup_memory_left(root + path));
+      if (path.empty() || path == "/") break;
+      path = path.substr(0, path.find_last_of('/'));
+    }
+  }
+  return left;
 }
 
 uint64_t available_ram_bytes() {
@@ -45,28 +97,9 @@ uint64_t available_ram_bytes() {
       }
     }
   }
-  // "0::/path" (v2) or "N:memory:/path" (v1): the cgroup and its parents up to the root.
   std::ifstream cg("/proc/self/cgroup");
-  for (std::string line; std::getline(cg, line);) {
-    const size_t a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1);
-    std::string root;
-    if (line.compare(0, a, "0") == 0 && controllers.empty()) {
-      root = "/sys/fs/cgroup";
-    } else if (controllers == "memory" || controllers.find("memory,") == 0 ||
-               controllers.find(",memory") != std::string::npos) {
-      root = "/sys/fs/cgroup/memory";
-    } else {
-      continue;
-    }
-    for (std::string path = line.substr(b + 1);;) {
-      avail = std::min(avail, cgroup_memory_left(root + path));
-      if (path.empty() || path == "/") break;
-      path = path.substr(0, path.find_last_of('/'));
-    }
-  }
-  return avail;
+  const std::string text((std::istreambuf_iterator<char>(cg)), std::istreambuf_iterator<char>());
+  return std::min(avail, cgroup_memory_left_of(text, "/sys/fs/cgroup"));
 }
 
 uint32_t ram_tier_slots(uint64_t requested_bytes, uint64_t available_bytes, uint64_t slot_bytes,
@@ -79,6 +112,11 @@ uint32_t ram_tier_slots(uint64_t requested_bytes, uint64_t available_bytes, uint
 
 uint64_t auto_ram_tier_bytes(uint64_t available_bytes) {
   return available_bytes == ~0ull ? 0 : available_bytes / 2;
+}
+
+uint64_t auto_ram_tier_usable_bytes(uint64_t available_bytes) {
+  return std::min(auto_ram_tier_bytes(available_bytes),
+                  available_bytes - std::min(available_bytes, kRamTierKeepFree));
 }
 
 TierAdmission parse_tier_admission(std::string_view name, std::string_view what) {

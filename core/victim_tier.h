@@ -49,15 +49,23 @@
 namespace moepack {
 
 // Bytes of RAM this process may still take: the smaller of what the OS reports available
-// (/proc/meminfo MemAvailable) and what its control groups leave (cgroup_memory_left of its
-// cgroup and each parent, from /proc/self/cgroup: a container's limit, which MemAvailable does
-// not see; pinned memory counts against it, and the OOM killer, not an error, meets a tier
-// past it). ~0 if neither is known.
+// (/proc/meminfo MemAvailable) and what its control groups leave (cgroup_memory_left_of
+// /proc/self/cgroup under /sys/fs/cgroup: a container's limit, which MemAvailable does not see;
+// pinned memory counts against it, and the OOM killer, not an error, meets a tier past it). ~0
+// if neither is known.
 uint64_t available_ram_bytes();
-// Bytes the control group in directory `dir` may still use: cgroup v2's memory.max minus
-// memory.current, else v1's memory.limit_in_bytes minus memory.usage_in_bytes; 0 when usage is
-// past the limit; ~0 when the limit is "max" or the files are absent or unreadable.
+// Bytes the control group in directory `dir` may still use: its limit minus its usage less the
+// inactive page cache the kernel reclaims before the limit bites (as `docker stats` counts it):
+// cgroup v2's memory.max - (memory.current - memory.stat's inactive_file), else v1's
+// memory.limit_in_bytes - (memory.usage_in_bytes - memory.stat's total_inactive_file); 0 when
+// usage is past the limit; ~0 when the limit is "max" or the files are absent or unreadable (a
+// missing memory.stat counts nothing as reclaimable).
 uint64_t cgroup_memory_left(const std::string& dir);
+// The least cgroup_memory_left of the cgroups a process's /proc/self/cgroup text names and of
+// each of their parents, under `cgroup_root` (/sys/fs/cgroup): v2's "0::/path" at the root,
+// v1's "N:CONTROLLERS:/path" with `memory` among the controllers under cgroup_root/memory
+// (other controllers' lines are skipped). ~0 when none limits.
+uint64_t cgroup_memory_left_of(std::string_view proc_self_cgroup, const std::string& cgroup_root);
 
 // RAM the tier leaves to the OS and the application (bytes).
 constexpr uint64_t kRamTierKeepFree = 2ull << 30;
@@ -78,6 +86,10 @@ uint32_t ram_tier_slots(uint64_t requested_bytes, uint64_t available_bytes, uint
 // desktop and the studio running) that is ~13 GB: DeepSeek-V4-Flash's 16 GiB row in
 // docs/expert-delivery.md reads 22-26 % fewer bytes from the SSD; 8 GiB 12-14 %.
 uint64_t auto_ram_tier_bytes(uint64_t available_bytes);
+// What such an automatic tier may take of `available_bytes` before ram_tier_slots rounds it to
+// slots and caps it at the pack's experts: min(auto_ram_tier_bytes(a), a - kRamTierKeepFree),
+// 0 when nothing is left or the RAM is unknown (the studio's Settings page shows it).
+uint64_t auto_ram_tier_usable_bytes(uint64_t available_bytes);
 
 // Which evictions enter the tier (see above).
 enum class TierAdmission : uint8_t {

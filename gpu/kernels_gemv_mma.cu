@@ -3462,7 +3462,7 @@ void launch_tiled_depth(const GemvBatch& b, cudaStream_t s) {
 }
 
 // The launch's chunks in flight a warp: gemv_tiled.h's tiled_default_depth (two for Q2_K, and for
-// Q3_K on rows of at least 16 units or in launches of at most 8 x 2048 rows; one otherwise). Q5_K and Q6_K
+// Q3_K on rows of at least 16 units or in launches of at most 8 x 3072 rows; one otherwise). Q5_K and Q6_K
 // (twenty-ninth pass) have depth 1 only: Q4_K's depth 2 already sits at the 128-register cap at 8 and 16
 // warps, and a Q5_K chunk holds 4 more registers a lane (qh; its depth-2 runs kernel spilled 80 bytes there,
 // ptxas -v, sm_90), a Q6_K chunk 9 more: set_gemv_tiled_depth(2) runs them at depth 1 (the same

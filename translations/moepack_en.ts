@@ -1870,7 +1870,7 @@ What does &quot;salmon&quot; mean?</source>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="148"/>
-        <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, now %1 MiB; 0: off</source>
+        <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, keeping 2 GiB free, now %1 MiB; 0: off</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -2601,69 +2601,69 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="163"/>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="169"/>
+        <location filename="../ui/settings_view_model.cpp" line="170"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="173"/>
+        <location filename="../ui/settings_view_model.cpp" line="174"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="175"/>
+        <location filename="../ui/settings_view_model.cpp" line="176"/>
         <source>Give the whole path (from /).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="177"/>
-        <location filename="../ui/settings_view_model.cpp" line="185"/>
+        <location filename="../ui/settings_view_model.cpp" line="178"/>
+        <location filename="../ui/settings_view_model.cpp" line="186"/>
         <source>%1 is a file, not a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="178"/>
+        <location filename="../ui/settings_view_model.cpp" line="179"/>
         <source>MoePack cannot write in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="187"/>
+        <location filename="../ui/settings_view_model.cpp" line="188"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="208"/>
+        <location filename="../ui/settings_view_model.cpp" line="209"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="213"/>
+        <location filename="../ui/settings_view_model.cpp" line="214"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="212"/>
+        <location filename="../ui/settings_view_model.cpp" line="213"/>
         <source>Enter a whole number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="202"/>
+        <location filename="../ui/settings_view_model.cpp" line="203"/>
         <source>Enter auto or a whole number of MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="216"/>
-        <location filename="../ui/settings_view_model.cpp" line="220"/>
+        <location filename="../ui/settings_view_model.cpp" line="217"/>
+        <location filename="../ui/settings_view_model.cpp" line="221"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="328"/>
+        <location filename="../ui/settings_view_model.cpp" line="333"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

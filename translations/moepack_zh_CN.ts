@@ -1961,9 +1961,13 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA；0 表示关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="148"/>
         <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, now %1 MiB; 0: off</source>
-        <translation>cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA）。auto：空闲内存的一半，当前为 %1 MiB；0 表示关闭</translation>
+        <translation type="vanished">cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA）。auto：空闲内存的一半，当前为 %1 MiB；0 表示关闭</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="148"/>
+        <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, keeping 2 GiB free, now %1 MiB; 0: off</source>
+        <translation>cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA）。auto：空闲内存的一半，并保留 2 GiB 空闲，当前为 %1 MiB；0 表示关闭</translation>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="151"/>
@@ -2728,38 +2732,38 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="163"/>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="169"/>
+        <location filename="../ui/settings_view_model.cpp" line="170"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="173"/>
+        <location filename="../ui/settings_view_model.cpp" line="174"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="175"/>
+        <location filename="../ui/settings_view_model.cpp" line="176"/>
         <source>Give the whole path (from /).</source>
         <translation>请填写完整路径（从 / 开始）。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="177"/>
-        <location filename="../ui/settings_view_model.cpp" line="185"/>
+        <location filename="../ui/settings_view_model.cpp" line="178"/>
+        <location filename="../ui/settings_view_model.cpp" line="186"/>
         <source>%1 is a file, not a folder.</source>
         <translation>%1 是文件，不是文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="178"/>
+        <location filename="../ui/settings_view_model.cpp" line="179"/>
         <source>MoePack cannot write in %1.</source>
         <translation>MoePack 无法在 %1 中写入。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="187"/>
+        <location filename="../ui/settings_view_model.cpp" line="188"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation>MoePack 无法在 %1 中创建文件夹。</translation>
     </message>
@@ -2768,33 +2772,33 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">请输入 auto 或以 MiB 为单位的数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="208"/>
+        <location filename="../ui/settings_view_model.cpp" line="209"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="213"/>
+        <location filename="../ui/settings_view_model.cpp" line="214"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="212"/>
+        <location filename="../ui/settings_view_model.cpp" line="213"/>
         <source>Enter a whole number.</source>
         <translation>请输入整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="202"/>
+        <location filename="../ui/settings_view_model.cpp" line="203"/>
         <source>Enter auto or a whole number of MiB.</source>
         <translation>请输入 auto 或以 MiB 为单位的整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="216"/>
-        <location filename="../ui/settings_view_model.cpp" line="220"/>
+        <location filename="../ui/settings_view_model.cpp" line="217"/>
+        <location filename="../ui/settings_view_model.cpp" line="221"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="328"/>
+        <location filename="../ui/settings_view_model.cpp" line="333"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

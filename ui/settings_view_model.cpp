@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/engine_settings.h"
+#include "core/victim_tier.h"
 #include "ui/engine_worker.h"
 
 Q_DECLARE_LOGGING_CATEGORY(lcUi)
@@ -284,6 +285,10 @@ void SettingsViewModel::setEngine(EngineController* e) {
 }
 
 double SettingsViewModel::freeMemoryMib() const { return mem_available_mib(); }
+
+double SettingsViewModel::ramTierAutoMib() {
+  return static_cast<double>(auto_ram_tier_usable_bytes(available_ram_bytes())) / (1024.0 * 1024.0);
+}
 
 double SettingsViewModel::expertMib() const {
   if (!engine_ || engine_->info().cacheSlotBytes == 0) return 0;

@@ -42,6 +42,9 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   Q_PROPERTY(int previewSlotCount READ previewSlotCount NOTIFY valuesChanged)  // -1 unknown
   Q_PROPERTY(double previewUsableMib READ previewUsableMib NOTIFY valuesChanged)
   Q_PROPERTY(double freeMemoryMib READ freeMemoryMib NOTIFY valuesChanged)
+  // What cache_ram_mib "auto" would take now (core/victim_tier.h, auto_ram_tier_usable_bytes of
+  // available_ram_bytes: a container's limit included), MiB; 0 unknown.
+  Q_PROPERTY(double ramTierAutoMib READ ramTierAutoMib NOTIFY valuesChanged)
   Q_PROPERTY(double expertMib READ expertMib NOTIFY valuesChanged)  // 0 unknown
   Q_PROPERTY(QString previewProblem READ previewProblem NOTIFY valuesChanged)
   // Changed cache values the loaded model would refuse (previewProblem) are not applied; other
@@ -74,6 +77,7 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   int previewSlotCount() const;
   double previewUsableMib() const;
   double freeMemoryMib() const;
+  static double ramTierAutoMib();
   double expertMib() const;
   QString previewProblem() const;
   bool applyBlocked() const;

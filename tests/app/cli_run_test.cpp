@@ -484,4 +484,23 @@ TEST(CliCacheSim, RamAdmissionAndWindow) {
   EXPECT_EQ(all["policies"][0]["ram_demotions"], all["policies"][0]["cache_evictions"]);
   // A window of 1 halves every count to 0 at once: the full tier admits nothing.
   EXPECT_LT(w1["policies"][0]["ram_demotions"].get<int>(), def["policies"][0]["ram_demotions"].get<int>());
+  // Without a tier the two options have nothing to act on: an error naming the option.
+  for (const std::string opt : {"--ram-admission", "--ram-window"}) {
+    std::vector<std::string> a = {"cache-sim",
+                                  "--zipf",
+                                  "1.0",
+                                  "--shape",
+                                  "deepseek-v4-flash",
+                                  "--layers",
+                                  "2",
+                                  "--steps",
+                                  "20",
+                                  "--slots",
+                                  "24",
+                                  opt,
+                                  opt == "--ram-window" ? "5" : "all"};
+    const CliRun r = run(a);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(opt + ": no RAM tier"), std::string::npos) << r.err;
+  }
 }

@@ -172,8 +172,11 @@ TEST(EngineSettings, CacheRamTakesAutoOrMib) {
   const std::string big = error_of([&] { apply_setting(s, "cache_ram_mib", "16777217"); });
   EXPECT_NE(big.find("cache_ram_mib"), std::string::npos) << big;
   EXPECT_NE(big.find("[0, 16777216]"), std::string::npos) << big;
-  EXPECT_NE(error_of([&] { apply_setting(s, "cache_ram_mib", "Auto"); }).find("cache_ram_mib"),
-            std::string::npos);
+  for (const char* bad : {"Auto", "8192.0", "-1", ""}) {
+    const std::string e = error_of([&] { apply_setting(s, "cache_ram_mib", bad); });
+    EXPECT_NE(e.find("cache_ram_mib"), std::string::npos) << e;
+    EXPECT_NE(e.find("expected auto or a whole number of MiB"), std::string::npos) << e;
+  }
   EXPECT_NE(error_of([&] { apply_setting(s, "cache_ram_admission", "lru"); }).find("frequency | all"),
             std::string::npos);
   EXPECT_EQ(s.cache_ram_mib, EngineSettings::kCacheRamAuto);  // unchanged by the refused values

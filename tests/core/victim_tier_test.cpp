@@ -121,6 +121,26 @@ TEST(VictimTier, AnEvictionItAlreadyHoldsIsRefreshedNotCopied) {
   EXPECT_EQ(t.counters().demotions, 3u);
 }
 
+// The same under either admission with a free slot left (the reviewer's case): a held eviction
+// never goes through the admission into a second slot; promoted, it leaves the tier entirely.
+TEST(VictimTier, AHeldEvictionIsRefreshedUnderEitherAdmission) {
+  for (const TierAdmission adm : {TierAdmission::kAll, TierAdmission::kFrequency}) {
+    SCOPED_TRACE(std::string(tier_admission_name(adm)));
+    VictimTier t(3, adm, 1000);
+    t.plan(0, std::vector<SlotAssignment>{miss(8, 0, ExpertKey{0, 1})});
+    t.plan(0, std::vector<SlotAssignment>{miss(9, 1, ExpertKey{0, 2})});
+    const TierPlan p = t.plan(0, std::vector<SlotAssignment>{miss(3, 2, ExpertKey{0, 1})});
+    EXPECT_TRUE(p.demotions.empty());
+    EXPECT_EQ(t.resident(), 2u);
+    EXPECT_EQ(t.slot_of(ExpertKey{0, 1}), 0u);
+    EXPECT_EQ(t.counters().demotions, 2u);
+    const TierPlan q = t.plan(0, std::vector<SlotAssignment>{miss(1, 3)});
+    EXPECT_EQ(q.ram_slot[0], 0u);
+    EXPECT_FALSE(t.slot_of(ExpertKey{0, 1}));
+    EXPECT_EQ(t.resident(), 1u);
+  }
+}
+
 TEST(VictimTier, InvalidateAndAnEmptyTier) {
   VictimTier t(2);
   t.plan(0, std::vector<SlotAssignment>{miss(8, 0, ExpertKey{0, 1})});
@@ -216,8 +236,66 @@ TEST(VictimTier, MemoryLeftInAControlGroup) {
   write("memory.limit_in_bytes", "8589934592\n");  // v1
   write("memory.usage_in_bytes", "1073741824\n");
   EXPECT_EQ(cgroup_memory_left(dir), 7516192768u);
+  // v1's hierarchical inactive page cache is reclaimable: 8 - (1 - 0.25) GiB left.
+  write("memory.stat", "cache 536870912\ninactive_file 1\ntotal_inactive_file 268435456\n");
+  EXPECT_EQ(cgroup_memory_left(dir), 7784628224u);
   EXPECT_EQ(cgroup_memory_left(dir + "/missing"), ~0ull);
   std::filesystem::remove_all(dir);
+}
+
+// A container that read 12 GiB of files (a GGUF converted to a pack) under a 16 GiB limit: v2's
+// memory.current counts that page cache, whose inactive part the kernel reclaims before the
+// limit bites (the reviewer's case; MemAvailable counts it as available too).
+TEST(VictimTier, InactivePageCacheCountsAsLeft) {
+  constexpr uint64_t GiB = 1ull << 30;
+  const std::string dir = ::testing::TempDir() + "moepack-cgroup-cache-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const char* name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+  };
+  write("memory.max", std::to_string(16 * GiB) + "\n");
+  write("memory.current", std::to_string(16 * GiB) + "\n");
+  EXPECT_EQ(cgroup_memory_left(dir), 0u);  // no memory.stat: nothing reclaimable
+  write("memory.stat", "anon " + std::to_string(4 * GiB) + "\nfile " + std::to_string(12 * GiB) +
+                           "\nactive_file " + std::to_string(GiB) + "\ninactive_file " +
+                           std::to_string(11 * GiB) + "\n");
+  EXPECT_EQ(cgroup_memory_left(dir), 11 * GiB);                              // 16 - (16 - 11)
+  write("memory.stat", "inactive_file " + std::to_string(20 * GiB) + "\n");  // more than the usage
+  EXPECT_EQ(cgroup_memory_left(dir), 16 * GiB);
+  std::filesystem::remove_all(dir);
+}
+
+// /proc/self/cgroup's lines walked under a root written by hand: v2's "0::/path" and each
+// parent up to the root; v1's memory controller alone or co-mounted, under root/memory; other
+// controllers skipped; the least of what every level leaves.
+TEST(VictimTier, ControlGroupsOfAProcessAndTheirParents) {
+  constexpr uint64_t MiB = 1ull << 20;
+  const std::string root = ::testing::TempDir() + "moepack-cgroot-" + std::to_string(::getpid());
+  std::filesystem::remove_all(root);
+  const auto limit = [&](const std::string& dir, const char* max, const char* cur, uint64_t max_mib,
+                         uint64_t used_mib) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/" + max) << max_mib * MiB << "\n";
+    std::ofstream(dir + "/" + cur) << used_mib * MiB << "\n";
+  };
+  // v2: /a/b leaves 900 MiB, its parent /a 300 MiB, the root no limit.
+  limit(root + "/a/b", "memory.max", "memory.current", 1000, 100);
+  limit(root + "/a", "memory.max", "memory.current", 400, 100);
+  EXPECT_EQ(cgroup_memory_left_of("0::/a/b\n", root), 300 * MiB);
+  EXPECT_EQ(cgroup_memory_left_of("0::/a/b", root), 300 * MiB);  // no newline at the end
+  EXPECT_EQ(cgroup_memory_left_of("0::/\n", root), ~0ull);       // the root: no files, no limit
+  EXPECT_EQ(cgroup_memory_left_of("", root), ~0ull);
+  EXPECT_EQ(cgroup_memory_left_of("garbage\n0:x\n", root), ~0ull);
+  // v1: the memory controller co-mounted with cpu, under root/memory; cpuset lines skipped.
+  limit(root + "/memory/docker/c1", "memory.limit_in_bytes", "memory.usage_in_bytes", 2048, 48);
+  const std::string v1 = "12:cpuset:/a/b\n4:cpu,memory:/docker/c1\n1:name=systemd:/docker/c1\n";
+  EXPECT_EQ(cgroup_memory_left_of(v1, root), 2000 * MiB);
+  EXPECT_EQ(cgroup_memory_left_of("4:memory:/docker/c1\n", root), 2000 * MiB);
+  EXPECT_EQ(cgroup_memory_left_of("4:memory,cpu:/docker/c1\n", root), 2000 * MiB);
+  EXPECT_EQ(cgroup_memory_left_of("4:memoryx:/docker/c1\n", root), ~0ull);  // not the controller
+  // Hybrid (both kinds of line): the least of the two.
+  EXPECT_EQ(cgroup_memory_left_of("0::/a/b\n4:memory:/docker/c1\n", root), 300 * MiB);
+  std::filesystem::remove_all(root);
 }
 
 // TinyLFU's admission (TierAdmission::kFrequency), worked by hand. Two RAM slots, layer 0; the
@@ -308,6 +386,14 @@ TEST(VictimTier, AdmissionNamesAndAutomaticSize) {
   EXPECT_EQ(auto_ram_tier_bytes(~0ull), 0u);  // unknown: off
   // 13 GiB of 13.4 MB experts (DeepSeek-V4-Flash): min(13, 26 - 2) GiB / slot.
   EXPECT_EQ(ram_tier_slots(auto_ram_tier_bytes(26 * GiB), 26 * GiB, 13'369'344, 11008), 1044u);
+  // What auto may take before slots: half, but never into the 2 GiB kept free.
+  EXPECT_EQ(auto_ram_tier_usable_bytes(26 * GiB), 13 * GiB);
+  EXPECT_EQ(auto_ram_tier_usable_bytes(3 * GiB), GiB);  // min(1.5, 3 - 2)
+  EXPECT_EQ(auto_ram_tier_usable_bytes(4 * GiB), 2 * GiB);
+  EXPECT_EQ(auto_ram_tier_usable_bytes(GiB), 0u);
+  EXPECT_EQ(auto_ram_tier_usable_bytes(~0ull), 0u);
+  EXPECT_EQ(ram_tier_slots(auto_ram_tier_bytes(3 * GiB), 3 * GiB, GiB / 4, 100),
+            auto_ram_tier_usable_bytes(3 * GiB) / (GiB / 4));
 }
 
 // Bytes of (layer, expert) in a slot of `n` bytes: a pattern no other expert has.

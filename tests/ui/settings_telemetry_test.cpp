@@ -10,6 +10,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 
 #include "core/engine_settings.h"
 #include "core/error.h"
@@ -186,6 +187,13 @@ QtObject {
     QTRY_COMPARE(e.state(), EngineController::Ready);
     QCOMPARE(s.expertMib(), 1.0);  // the fake's slot is 1 MiB
     QVERIFY(s.freeMemoryMib() > 64);
+    // The hint's "auto" size: at most half the free RAM and never into the 2 GiB kept free
+    // (MemAvailable read twice: allow it to move by 256 MiB in between).
+    const double ram_auto = SettingsViewModel::ramTierAutoMib();
+    QVERIFY(ram_auto >= 0);
+    QVERIFY2(ram_auto <= s.freeMemoryMib() / 2 + 256, qPrintable(QString::number(ram_auto)));
+    QVERIFY2(ram_auto <= std::max(0.0, s.freeMemoryMib() - 2048 + 256),
+             qPrintable(QString::number(ram_auto)));
     s.setValue("cache_vram_reserve_mib", 0);
     s.setValue("cache_vram_mib", 10);
     QCOMPARE(s.previewSlotCount(), 10);

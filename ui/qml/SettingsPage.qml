@@ -145,8 +145,8 @@ Item {
                 Field {
                     key: "cache_ram_mib"
                     label: qsTr("Host-RAM tier (MiB)")
-                    hint: qsTr("cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, now %1 MiB; 0: off")
-                          .arg((page.settings.freeMemoryMib / 2).toFixed(0))
+                    hint: qsTr("cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, keeping 2 GiB free, now %1 MiB; 0: off")
+                          .arg(page.settings.ramTierAutoMib.toFixed(0))
                 }
                 Field { key: "stage_slots"; label: qsTr("Staging buffers"); hint: "stage_slots" }
                 Field { key: "read_splits"; label: qsTr("Reads per expert"); hint: "read_splits" }
