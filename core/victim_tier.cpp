@@ -178,10 +178,11 @@ void VictimTier::remove(uint32_t slot) {
   e = Entry{};
 }
 
-void VictimTier::occupy(uint32_t slot, ExpertKey key) {
-  slots_[slot] = Entry{true, key, ++clock_};
+void VictimTier::occupy(uint32_t slot, ExpertKey key, bool next_to_drop) {
+  const uint64_t at = next_to_drop ? --low_clock_ : ++clock_;
+  slots_[slot] = Entry{true, key, at};
   where_[key.packed()] = slot;
-  lru_.insert({clock_, slot});
+  lru_.insert({at, slot});
 }
 
 void VictimTier::invalidate(ExpertKey key) {
@@ -191,10 +192,19 @@ void VictimTier::invalidate(ExpertKey key) {
   }
 }
 
-std::optional<uint32_t> VictimTier::slot_for_demotion(ExpertKey candidate) {
+std::optional<uint32_t> VictimTier::slot_for_demotion(ExpertKey candidate, bool* next_to_drop) {
+  *next_to_drop = false;
   if (!free_.empty()) {
     const uint32_t s = *free_.begin();
     free_.erase(free_.begin());
+    // Once the tier was full, a slot a promotion left free takes an eviction used no more often
+    // than the expert the tier would drop next as the next to drop itself: it holds the slot
+    // until a more used eviction needs one, instead of pushing that expert out first.
+    if (admission_ == TierAdmission::kFrequency && filled_ && !lru_.empty() &&
+        uses(candidate) <= uses(slots_[lru_.begin()->second].key)) {
+      *next_to_drop = true;
+    }
+    if (free_.empty()) filled_ = true;
     return s;
   }
   // A slot promoted from in this plan is neither free nor in lru_ until the plan ends.
@@ -243,9 +253,10 @@ TierPlan VictimTier::plan(uint32_t layer, std::span<const SlotAssignment> assign
       occupy(*s, key);
       continue;
     }
-    const auto s = slot_for_demotion(key);
+    bool next_to_drop = false;
+    const auto s = slot_for_demotion(key, &next_to_drop);
     if (!s) continue;
-    occupy(*s, key);
+    occupy(*s, key, next_to_drop);
     ++counters_.demotions;
     p.demotions.push_back({key, a.slot, *s});
   }

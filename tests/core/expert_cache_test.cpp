@@ -347,12 +347,17 @@ TEST(CacheSim, RamTierBehindTheCache) {
   EXPECT_EQ(r.promoted_bytes, 4u * 4096);
   EXPECT_EQ(r.demoted_bytes, 7u * 4096);
   // TinyLFU's admission (window 2 x 10 uses: no halving in 12), worked the same way; uses
-  // counted per access, before its evictions are judged:
-  //   1 2 3, 4 (1 -> r0), 1 (hit 1; 2 -> r1), 2 (hit 2; 3 -> r0), 5 (4 -> r1), 1 2: as above.
+  // counted per access, before its evictions are judged; once every RAM slot was taken, a slot a
+  // promotion frees takes an eviction used no more often than the next drop as the next drop:
+  //   1 2 3, 4 (1 -> r0), 1 (hit 1; 2 -> r1: the tier has now been full), 2 (hit 2; 3 -> r0:
+  //   nothing else in the tier to compare with).                        RAM {3@r0}
+  //   5: not in RAM; evicts 4 (1 use) against 3 (1 use), the next drop: 4 -> r1, next to drop.
+  //   1 2: upper hits.
   //   3: in RAM (hit 3, r0 busy); evicts 5 (1 use): the tier is full and would drop 4 (1 use):
-  //      a tie, refused: no copy down.                          RAM {4@r1}
-  //   4: in RAM (hit 4, r1 busy); evicts 1 -> r0.               RAM {1@r0}
-  //   5: not in RAM (refused above): a read; evicts 2 -> r1 (free again).
+  //      a tie, refused: no copy down.                                  RAM {4@r1}
+  //   4: in RAM (hit 4, r1 busy); evicts 1 -> r0.                       RAM {1@r0}
+  //   5: not in RAM (refused above): a read; evicts 2 (3 uses) against 1 (3 uses): -> r1 (free
+  //      again), next to drop.
   // Lookups 10, hits 4, demotions 6 (1 2 3 4 1 2), 1 not admitted: the same 6 reads.
   const auto freq = simulate_cache(t, 3, {"lru"}, 2, TierAdmission::kFrequency);
   EXPECT_EQ(freq[0].ram.lookups, 10u);

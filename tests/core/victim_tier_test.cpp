@@ -510,6 +510,65 @@ TEST(VictimTier, AWindowEndingInAnAcquireHalvesBeforeItsEvictionsAreJudged) {
 
 // the candidate is compared with the least recently demoted entry (the one it would
 // displace), not any other. RAM {1 (1 use, demoted first), 2 (3 uses)}; 3 (2 uses) displaces 1.
+// Once the tier was full, a slot a promotion leaves free takes an eviction used no more often
+// than the expert the tier would drop next as the next to drop itself (it keeps the slot until a
+// more used eviction needs one, and that expert is not pushed out first); during the first fill
+// every eviction enters as the most recently demoted.
+TEST(VictimTier, AFreedSlotTakesALessUsedEvictionAsTheNextToDrop) {
+  VictimTier t(2, TierAdmission::kFrequency, 1000);
+  t.plan(0, std::vector<SlotAssignment>{miss(1, 0), miss(2, 1), miss(3, 2)});  // uses 1 each
+  t.plan(0, std::vector<SlotAssignment>{hit(1, 0), hit(2, 1), hit(3, 2)});     // 2 each
+  // The first fill: 1 -> r0.
+  TierPlan p = t.plan(0, std::vector<SlotAssignment>{miss(4, 0, ExpertKey{0, 1})});  // 4: 1 use
+  ASSERT_EQ(p.demotions.size(), 1u);
+  // 1 comes up from r0 (3 uses now), evicting 2 (2 uses) -> r1, the last free slot of the
+  // first fill; the tier has now been full (r0 is busy being promoted from).
+  p = t.plan(0, std::vector<SlotAssignment>{miss(1, 1, ExpertKey{0, 2})});
+  EXPECT_EQ(p.ram_slot[0], 0u);
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 1u);
+  // r0 is free again. 4 (1 use) is evicted; the next drop would be 2 (2 uses): 4 takes r0 as
+  // the next to drop, ahead of 2.
+  p = t.plan(0, std::vector<SlotAssignment>{miss(5, 0, ExpertKey{0, 4})});  // 5: 1 use
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 0u);
+  EXPECT_EQ(t.resident(), 2u);
+  // 3 (3 uses) displaces 4 (1 use), the next drop, not 2 (which a most-recent 4 would have
+  // left first in line).
+  t.plan(0, std::vector<SlotAssignment>{hit(3, 2)});
+  p = t.plan(0, std::vector<SlotAssignment>{miss(6, 2, ExpertKey{0, 3})});  // 6: 1 use
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 0u);
+  EXPECT_EQ(t.slot_of(ExpertKey{0, 3}), 0u);
+  EXPECT_EQ(t.slot_of(ExpertKey{0, 2}), 1u);
+  EXPECT_FALSE(t.slot_of(ExpertKey{0, 4}));
+  EXPECT_EQ(t.counters().drops, 1u);
+  // Full again: 6 (1 use) against 2 (2 uses): refused.
+  p = t.plan(0, std::vector<SlotAssignment>{miss(7, 2, ExpertKey{0, 6})});
+  EXPECT_TRUE(p.demotions.empty());
+  EXPECT_EQ(t.counters().not_admitted, 1u);
+  EXPECT_EQ(t.counters().demotions, 4u);
+  // The first fill puts every eviction last in line: 8 (2 uses) -> r0, then 9 (1 use) -> r1
+  // after it, so the next drop is still 8, and 10 (2 uses) ties with it: refused.
+  VictimTier first(2, TierAdmission::kFrequency, 1000);
+  first.plan(0, std::vector<SlotAssignment>{hit(8, 0), hit(9, 1), hit(10, 2)});
+  first.plan(0, std::vector<SlotAssignment>{hit(8, 0), hit(10, 2)});
+  EXPECT_EQ(first.plan(0, std::vector<SlotAssignment>{miss(1, 0, ExpertKey{0, 8})}).demotions.size(), 1u);
+  EXPECT_EQ(first.plan(0, std::vector<SlotAssignment>{miss(2, 1, ExpertKey{0, 9})}).demotions.size(), 1u);
+  EXPECT_TRUE(first.plan(0, std::vector<SlotAssignment>{miss(3, 2, ExpertKey{0, 10})}).demotions.empty());
+  EXPECT_EQ(first.counters().not_admitted, 1u);
+  EXPECT_EQ(first.slot_of(ExpertKey{0, 9}), 1u);
+  // With kAll a freed slot's eviction is the most recently demoted as ever.
+  VictimTier all(2);
+  all.plan(0, std::vector<SlotAssignment>{miss(4, 0, ExpertKey{0, 1})});
+  all.plan(0, std::vector<SlotAssignment>{miss(1, 1, ExpertKey{0, 2})});
+  all.plan(0, std::vector<SlotAssignment>{miss(5, 0, ExpertKey{0, 4})});  // 4 -> r0, after 2
+  p = all.plan(0, std::vector<SlotAssignment>{miss(6, 2, ExpertKey{0, 3})});
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 1u);  // 2 dropped
+  EXPECT_EQ(all.slot_of(ExpertKey{0, 4}), 0u);
+}
+
 TEST(VictimTier, AdmissionComparesWithTheLeastRecentlyDemoted) {
   VictimTier t(2, TierAdmission::kFrequency, 1000);
   t.plan(0, std::vector<SlotAssignment>{miss(1, 0), miss(2, 1), miss(3, 2)});
