@@ -256,6 +256,16 @@ TierPlan VictimTier::plan(uint32_t layer, std::span<const SlotAssignment> assign
     bool next_to_drop = false;
     const auto s = slot_for_demotion(key, &next_to_drop);
     if (!s) continue;
+    // A slot this plan already demoted into (its expert was dropped again just now, e.g. one
+    // placed first in line): that copy down would be overwritten before anything read it, so it
+    // is not queued at all, and counted neither as a demotion nor as a drop.
+    const auto same = std::find_if(p.demotions.begin(), p.demotions.end(),
+                                   [&](const TierPlan::Demotion& d) { return d.ram_slot == *s; });
+    if (same != p.demotions.end()) {
+      p.demotions.erase(same);
+      --counters_.demotions;
+      --counters_.drops;
+    }
     occupy(*s, key, next_to_drop);
     ++counters_.demotions;
     p.demotions.push_back({key, a.slot, *s});

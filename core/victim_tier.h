@@ -27,14 +27,13 @@
 // 13(4), 2017), with exact counts per expert instead of a sketch (a pack has at most a few
 // hundred thousand experts) and the same aging: once `window` accesses were counted, every
 // count is halved. A free slot takes every eviction; but once the tier has been full, a slot a
-// promotion left free takes an eviction used no more often than the next drop as the next drop
-// itself (placed first in line, not last: the adaptive insertion of M. K. Qureshi et al.,
-// "Adaptive Insertion Policies for High Performance Caching", ISCA 2007): it keeps an idle slot
-// busy until a more used eviction needs it, and never pushes a more used expert out first
-// (forty-first session; docs/expert-delivery.md: 3-8 % fewer SSD reads on the target shapes).
-// Accesses are what plan() is told were acquired (hits and misses; not prefetches). Refused
-// evictions cost no copy down: the filter trades a few promotions for far fewer device-to-host
-// copies (measured in docs/expert-delivery.md).
+// promotion (or invalidate()) left free takes an eviction used no more often than the next drop as the next
+// drop itself (placed first in line, not last: the adaptive insertion of M. K. Qureshi et al., "Adaptive
+// Insertion Policies for High Performance Caching", ISCA 2007): it keeps an idle slot busy until a more used
+// eviction needs it, and never pushes a more used expert out first (forty-first session;
+// docs/expert-delivery.md: 2-8 % fewer SSD reads on the target shapes). Accesses are what plan() is told were
+// acquired (hits and misses; not prefetches). Refused evictions cost no copy down: the filter trades a few
+// promotions for far fewer device-to-host copies (measured in docs/expert-delivery.md).
 //
 // Sizes are in slots (the upper cache's slot bytes each); a tier of 0 slots is off: plan()
 // then moves nothing.
@@ -131,7 +130,8 @@ struct TierPlan {
     uint32_t upper_slot = 0;  // its upper slot (the assignment's slot)
     uint32_t ram_slot = 0;    // where to copy it
   };
-  // At most one per assignment with an eviction, in the assignments' order.
+  // At most one per assignment with an eviction, in the assignments' order, and at most one per
+  // RAM slot (a demotion a later one of the same plan would overwrite is left out).
   std::vector<Demotion> demotions;
   // The demotion of upper slot `slot`, if this plan has one.
   const Demotion* demotion_of(uint32_t slot) const;

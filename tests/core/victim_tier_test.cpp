@@ -508,8 +508,6 @@ TEST(VictimTier, AWindowEndingInAnAcquireHalvesBeforeItsEvictionsAreJudged) {
   EXPECT_EQ(t.slot_of(ExpertKey{0, 1}), 0u);
 }
 
-// the candidate is compared with the least recently demoted entry (the one it would
-// displace), not any other. RAM {1 (1 use, demoted first), 2 (3 uses)}; 3 (2 uses) displaces 1.
 // Once the tier was full, a slot a promotion leaves free takes an eviction used no more often
 // than the expert the tier would drop next as the next to drop itself (it keeps the slot until a
 // more used eviction needs one, and that expert is not pushed out first); during the first fill
@@ -569,6 +567,111 @@ TEST(VictimTier, AFreedSlotTakesALessUsedEvictionAsTheNextToDrop) {
   EXPECT_EQ(all.slot_of(ExpertKey{0, 4}), 0u);
 }
 
+// The freed-slot rule's edges, on 3 RAM slots, each placement checked by the next drop of a
+// full tier (an eviction used 9 times drops the first in line). Uses are counted per plan as
+// ever; 90-92 are upper-cache experts whose own uses do not matter here.
+TEST(VictimTier, FreedSlotEdges) {
+  VictimTier t(3, TierAdmission::kFrequency, 100000);
+  const auto use = [&](uint32_t e, int n) {
+    for (int i = 0; i < n; ++i) t.plan(0, std::vector<SlotAssignment>{hit(e, 0)});
+  };
+  const auto evict = [&](uint32_t e) {  // one eviction of e, by an upper miss of 90
+    return t.plan(0, std::vector<SlotAssignment>{miss(90, 0, ExpertKey{0, e})});
+  };
+  const auto promote = [&](uint32_t e) {  // e comes up (one more use), nothing evicted
+    EXPECT_TRUE(t.plan(0, std::vector<SlotAssignment>{miss(e, 1)}).ram_slot[0]) << e;
+  };
+  const auto held = [&](uint32_t e) { return t.slot_of(ExpertKey{0, e}).has_value(); };
+  use(10, 5);  // a
+  use(11, 1);  // b
+  use(12, 3);  // c
+  evict(10);
+  evict(11);
+  evict(12);    // the first fill: line a b c
+  promote(11);  // a c, one slot free
+  // More uses than the first in line (f 6 > a 5): to the back, as ever.
+  use(13, 6);
+  evict(13);  // a c f
+  use(18, 9);
+  evict(18);  // drops a: c f 18
+  EXPECT_FALSE(held(10));
+  EXPECT_TRUE(held(13));
+  promote(13);  // c 18
+  // A tie with the first in line (g 3 = c 3): first in line.
+  use(14, 3);
+  evict(14);  // g c 18
+  use(19, 9);
+  evict(19);  // drops g: c 18 19
+  EXPECT_FALSE(held(14));
+  EXPECT_TRUE(held(12));
+  promote(18);  // c 19
+  // Compared with the first in line (c 3), not the last (19: 9 uses): h (5) goes to the back.
+  use(15, 5);
+  evict(15);  // c 19 h
+  use(20, 9);
+  evict(20);  // drops c: 19 h 20
+  EXPECT_FALSE(held(12));
+  EXPECT_TRUE(held(15));
+  promote(19);  // h 20
+  // Two placed first in line (16, then 17, no uses): the later one is the next drop.
+  evict(16);    // 16 h 20
+  promote(20);  // 16 h
+  evict(17);    // 17 16 h
+  use(21, 9);
+  evict(21);  // drops 17: 16 h 21
+  EXPECT_FALSE(held(17));
+  EXPECT_TRUE(held(16));
+  EXPECT_EQ(t.counters().drops, 4u);  // a g c 17
+  promote(21);                        // 16 h
+  // One plan: 22 (no use) takes the free slot first in line, then 23 (9 uses) drops 22 again
+  // from that slot: only 23's copy down is queued, and 22 counts as neither demoted nor dropped.
+  use(23, 9);
+  const TierPlan p =
+      t.plan(0, std::vector<SlotAssignment>{miss(91, 1, ExpertKey{0, 22}), miss(92, 2, ExpertKey{0, 23})});
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(p.demotions[0].key.expert, 23u);
+  EXPECT_EQ(p.demotions[0].upper_slot, 2u);
+  EXPECT_FALSE(p.demotion_of(1));
+  EXPECT_FALSE(held(22));
+  EXPECT_EQ(t.counters().drops, 4u);
+  EXPECT_EQ(t.counters().demotions, 13u);  // a b c f 18 g 19 h 20 16 17 21 23
+  EXPECT_EQ(t.counters().not_admitted, 0u);
+}
+
+// The same with kAll: a plan with more evictions than the tier has slots queues one copy down
+// per slot, the last one's.
+TEST(VictimTier, APlanNeverQueuesTwoCopiesIntoOneSlot) {
+  VictimTier t(2);
+  const TierPlan p =
+      t.plan(0, std::vector<SlotAssignment>{miss(1, 0, ExpertKey{0, 7}), miss(2, 1, ExpertKey{0, 8}),
+                                            miss(3, 2, ExpertKey{0, 9})});
+  ASSERT_EQ(p.demotions.size(), 2u);
+  EXPECT_EQ(p.demotions[0].key.expert, 8u);
+  EXPECT_EQ(p.demotions[0].ram_slot, 1u);
+  EXPECT_EQ(p.demotions[1].key.expert, 9u);
+  EXPECT_EQ(p.demotions[1].ram_slot, 0u);
+  EXPECT_FALSE(t.slot_of(ExpertKey{0, 7}));
+  EXPECT_EQ(t.counters().demotions, 2u);
+  EXPECT_EQ(t.counters().drops, 0u);
+}
+
+// A full one-slot tier whose only expert is being promoted: the eviction beside it is refused;
+// the next eviction finds a free slot and nothing in line to compare with, and enters.
+TEST(VictimTier, AFreedSlotWithNothingInLineTakesTheEviction) {
+  VictimTier t(1, TierAdmission::kFrequency, 1000);
+  t.plan(0, std::vector<SlotAssignment>{hit(5, 0), hit(5, 0)});
+  EXPECT_EQ(t.plan(0, std::vector<SlotAssignment>{miss(1, 0, ExpertKey{0, 5})}).demotions.size(), 1u);
+  TierPlan p = t.plan(0, std::vector<SlotAssignment>{miss(5, 0, ExpertKey{0, 1})});
+  EXPECT_EQ(p.ram_slot[0], 0u);
+  EXPECT_TRUE(p.demotions.empty());
+  EXPECT_EQ(t.counters().refused, 1u);
+  p = t.plan(0, std::vector<SlotAssignment>{miss(2, 0, ExpertKey{0, 5})});
+  ASSERT_EQ(p.demotions.size(), 1u);
+  EXPECT_EQ(t.slot_of(ExpertKey{0, 5}), 0u);
+}
+
+// The candidate is compared with the least recently demoted entry (the one it would
+// displace), not any other. RAM {1 (1 use, demoted first), 2 (3 uses)}; 3 (2 uses) displaces 1.
 TEST(VictimTier, AdmissionComparesWithTheLeastRecentlyDemoted) {
   VictimTier t(2, TierAdmission::kFrequency, 1000);
   t.plan(0, std::vector<SlotAssignment>{miss(1, 0), miss(2, 1), miss(3, 2)});
