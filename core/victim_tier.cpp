@@ -194,16 +194,18 @@ void VictimTier::invalidate(ExpertKey key) {
 
 std::optional<uint32_t> VictimTier::slot_for_demotion(ExpertKey candidate, bool* next_to_drop) {
   *next_to_drop = false;
+  // TinyLFU's test: the candidate was used no more often than the next drop (the first in line).
+  const auto loses_to_next_drop = [&] {
+    return admission_ == TierAdmission::kFrequency && !lru_.empty() &&
+           uses(candidate) <= uses(slots_[lru_.begin()->second].key);
+  };
   if (!free_.empty()) {
     const uint32_t s = *free_.begin();
     free_.erase(free_.begin());
-    // Once the tier was full, a slot a promotion left free takes an eviction used no more often
-    // than the expert the tier would drop next as the next to drop itself: it holds the slot
-    // until a more used eviction needs one, instead of pushing that expert out first.
-    if (admission_ == TierAdmission::kFrequency && filled_ && !lru_.empty() &&
-        uses(candidate) <= uses(slots_[lru_.begin()->second].key)) {
-      *next_to_drop = true;
-    }
+    // Once the tier was full, a slot a promotion left free takes an eviction that loses the test
+    // as the next to drop itself: it holds the slot until a more used eviction needs one,
+    // instead of pushing that expert out first.
+    *next_to_drop = filled_ && loses_to_next_drop();
     if (free_.empty()) filled_ = true;
     return s;
   }
@@ -212,11 +214,11 @@ std::optional<uint32_t> VictimTier::slot_for_demotion(ExpertKey candidate, bool*
     ++counters_.refused;
     return std::nullopt;
   }
-  const uint32_t victim = lru_.begin()->second;
-  if (admission_ == TierAdmission::kFrequency && uses(candidate) <= uses(slots_[victim].key)) {
+  if (loses_to_next_drop()) {
     ++counters_.not_admitted;
     return std::nullopt;
   }
+  const uint32_t victim = lru_.begin()->second;
   remove(victim);
   ++counters_.drops;
   return victim;
