@@ -30,12 +30,14 @@ std::string trim(const std::string& s) {
   throw Error("setting " + key + ": invalid value \"" + value + "\": " + why);
 }
 
-uint64_t parse_uint(const std::string& key, const std::string& text, uint64_t min, uint64_t max) {
+// `expected`: what the error says a value that is no integer should have been.
+uint64_t parse_uint(const std::string& key, const std::string& text, uint64_t min, uint64_t max,
+                    const char* expected = "a non-negative integer") {
   const std::string v = trim(text);
   uint64_t out = 0;
   const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (v.empty() || ec == std::errc::invalid_argument || p != v.data() + v.size()) {
-    bad(key, text, "expected a non-negative integer");
+    bad(key, text, std::string("expected ") + expected);
   }
   if (ec == std::errc::result_out_of_range || out < min || out > max) {
     bad(key, text, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
@@ -112,17 +114,9 @@ const std::vector<Key>& keys() {
           [](const EngineSettings& s) { return nlohmann::json(s.cache_policy); }},
       Key{"cache_ram_mib",
           [](EngineSettings& s, const std::string& k, const std::string& v) {
-            const std::string t = trim(v);
-            if (t == "auto") {
-              s.cache_ram_mib = EngineSettings::kCacheRamAuto;
-              return;
-            }
-            uint64_t mib = 0;
-            const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), mib);
-            if (t.empty() || ec == std::errc::invalid_argument || p != t.data() + t.size()) {
-              bad(k, v, "expected auto or a whole number of MiB");
-            }
-            s.cache_ram_mib = parse_uint(k, v, 0, kMaxMib);  // the range's message
+            s.cache_ram_mib = trim(v) == "auto"
+                                  ? EngineSettings::kCacheRamAuto
+                                  : parse_uint(k, v, 0, kMaxMib, "auto or a whole number of MiB");
           },
           [](const EngineSettings& s) {
             return s.cache_ram_mib == EngineSettings::kCacheRamAuto ? nlohmann::json("auto")

@@ -22,17 +22,18 @@
 //
 // Admission (TierAdmission). With kAll every eviction is copied down. With kFrequency an
 // eviction enters a full tier only when the expert was used more often than the expert the tier
-// would drop next (the first in line: the least recently demoted): TinyLFU's admission rule (G. Einziger, R.
-// Friedman, B. Manes, "TinyLFU: A Highly Efficient Cache Admission Policy", ACM Transactions on Storage
-// 13(4), 2017), with exact counts per expert instead of a sketch (a pack has at most a few
-// hundred thousand experts) and the same aging: once `window` accesses were counted, every
-// count is halved. A free slot takes every eviction; but once the tier has been full, a slot a
-// promotion (or invalidate()) left free takes an eviction used no more often than the next drop as the next
-// drop itself (placed first in line, not last: the adaptive insertion of M. K. Qureshi et al., "Adaptive
-// Insertion Policies for High Performance Caching", ISCA 2007): it keeps an idle slot busy until a more used
-// eviction needs it, and never pushes a more used expert out first (forty-first session;
-// docs/expert-delivery.md: 2-8 % fewer SSD reads on the target shapes). Accesses are what plan() is told were
-// acquired (hits and misses; not prefetches). Refused evictions cost no copy down: the filter trades a few
+// would drop next (the first in line: the least recently demoted): TinyLFU's admission rule
+// (G. Einziger, R. Friedman, B. Manes, "TinyLFU: A Highly Efficient Cache Admission Policy",
+// ACM Transactions on Storage 13(4), 2017), with exact counts per expert instead of a sketch (a
+// pack has at most a few hundred thousand experts) and the same aging: once `window` accesses
+// were counted, every count is halved. A free slot takes every eviction; but once the tier has
+// been full, a slot a promotion (or invalidate()) left free takes an eviction used no more often
+// than the next drop as the next drop itself (placed first in line, not last: the adaptive
+// insertion of M. K. Qureshi et al., "Adaptive Insertion Policies for High Performance
+// Caching", ISCA 2007): it keeps an idle slot busy until a more used eviction needs it, and
+// never pushes a more used expert out first (forty-first session; docs/expert-delivery.md: 2-8 %
+// fewer SSD reads on the target shapes). Accesses are what plan() is told were acquired (hits
+// and misses; not prefetches). Refused evictions cost no copy down: the filter trades a few
 // promotions for far fewer device-to-host copies (measured in docs/expert-delivery.md).
 //
 // Sizes are in slots (the upper cache's slot bytes each); a tier of 0 slots is off: plan()

@@ -901,26 +901,22 @@ nlohmann::json bench_q3k_depth(const WeightPool& pool, double d2d, const std::ve
   struct DepthDefault {
     ~DepthDefault() { gpu::detail::set_gemv_tiled_depth(0); }
   } depth_back;
-  const auto at_depth = [](nlohmann::json g, int depth) {
-    g["tiled_depth"] = depth;
-    return g;
-  };
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& [r, c, e, pairs] : shapes) {
+  const auto at_each_depth = [&](const auto& launch) {  // depths 1, 2, 2, 1
     for (int round = 0; round < 4; ++round) {
       const int depth = alternating_on(round) ? 2 : 1;
       gpu::detail::set_gemv_tiled_depth(depth);
-      out.push_back(at_depth(bench_gemv(pool, GgmlType::Q3_K, r, c, d2d, e, true, pairs), depth));
+      nlohmann::json g = launch();
+      g["tiled_depth"] = depth;
+      out.push_back(std::move(g));
     }
-  }
+  };
+  for (const auto& [r, c, e, pairs] : shapes)
+    at_each_depth([&] { return bench_gemv(pool, GgmlType::Q3_K, r, c, d2d, e, true, pairs); });
   if (!glu) return out;
   for (const auto& [hidden, inter, experts] :
        {std::tuple{4096, 2048, 8}, {7168, 2048, 8}, {7168, 1536, 16}}) {
-    for (int round = 0; round < 4; ++round) {
-      const int depth = alternating_on(round) ? 2 : 1;
-      gpu::detail::set_gemv_tiled_depth(depth);
-      out.push_back(at_depth(bench_gemv_glu(pool, GgmlType::Q3_K, inter, hidden, d2d, true, experts), depth));
-    }
+    at_each_depth([&] { return bench_gemv_glu(pool, GgmlType::Q3_K, inter, hidden, d2d, true, experts); });
   }
   return out;
 }

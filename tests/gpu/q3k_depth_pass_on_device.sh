@@ -6,12 +6,8 @@
 # ($OUT/bench-q3k-depth.json), then prints each shape's mean ratio to D2D at depth 1 and 2.
 set -u
 out="${OUT:?OUT must be set}"
-source .device-deps/use-deps.sh
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
-  -DMOEPACK_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" --target bench_cuda_backend > "$out/build.log" 2>&1 ||
-  { grep -E "error" "$out/build.log" | head -30; exit 1; }
-echo "== build ok"
+# pass_build_and_test.sh's configure and build, of the benchmark alone, no tests.
+MOEPACK_GPU_TESTS=bench_cuda_backend MOEPACK_SKIP_TESTS=1 source tests/gpu/pass_build_and_test.sh
 timeout 240 ./build-gpu/tests/gpu/bench_cuda_backend --q3k-depth-only > "$out/bench-q3k-depth.json" \
   2> "$out/bench-q3k-depth.txt" || { echo "bench rc=$?"; tail -5 "$out/bench-q3k-depth.txt"; exit 1; }
 python3 - "$out/bench-q3k-depth.json" <<'PY'
