@@ -22,11 +22,13 @@
 #   tests/gpu/prepare_carry.sh o   deepseek2 Q2_K (3 shards) + deepseek4 Q2_K + kimi-linear Q2_K
 #                                  (~31 MiB: every Q3_K engine test and both arch tier tests)
 #   tests/gpu/prepare_carry.sh p   deepseek2 Q4_K_M + deepseek4 MXFP4_MOE     (~30 MiB)
+#   tests/gpu/prepare_carry.sh q   deepseek4 Q4_K_M + kimi-linear Q4_K_M      (~27 MiB: the two
+#                                  arch tier tests on Q4_K_M)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
 set -eu
-set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|none}"
+set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|none}"
 src="${MOEPACK_SHARED_DIR:-../shared}/fixtures"
 dst=.device-carry/shared/fixtures
 rm -rf .device-carry/shared
@@ -116,8 +118,12 @@ case "$set_name" in
     refs deepseek2-tiny/deepseek2-tiny-Q4_K_M
     copy deepseek4-tiny/ref/deepseek4-tiny-MXFP4_MOE.f32-dequant.json
     ;;
+  q)
+    copy deepseek4-tiny/deepseek4-tiny-Q4_K_M.gguf kimi-linear-tiny/kimi-linear-tiny-Q4_K_M.gguf
+    copy deepseek4-tiny/ref/deepseek4-tiny-Q4_K_M.f32-dequant.json kimi-linear-tiny/ref/kimi-linear-tiny-Q4_K_M.f32-dequant.json
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a to p, or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a to q, or none)" >&2; exit 2 ;;
 esac
 # The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
 for fam in deepseek4-tiny kimi-linear-tiny; do
