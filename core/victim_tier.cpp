@@ -192,20 +192,20 @@ void VictimTier::invalidate(ExpertKey key) {
   }
 }
 
+bool VictimTier::loses_to_next_drop(ExpertKey candidate) const {
+  return admission_ == TierAdmission::kFrequency && !lru_.empty() &&
+         uses(candidate) <= uses(slots_[lru_.begin()->second].key);
+}
+
 std::optional<uint32_t> VictimTier::slot_for_demotion(ExpertKey candidate, bool* next_to_drop) {
   *next_to_drop = false;
-  // TinyLFU's test: the candidate was used no more often than the next drop (the first in line).
-  const auto loses_to_next_drop = [&] {
-    return admission_ == TierAdmission::kFrequency && !lru_.empty() &&
-           uses(candidate) <= uses(slots_[lru_.begin()->second].key);
-  };
   if (!free_.empty()) {
     const uint32_t s = *free_.begin();
     free_.erase(free_.begin());
     // Once the tier was full, a slot a promotion left free takes an eviction that loses the test
     // as the next to drop itself: it holds the slot until a more used eviction needs one,
     // instead of pushing that expert out first.
-    *next_to_drop = filled_ && loses_to_next_drop();
+    *next_to_drop = filled_ && loses_to_next_drop(candidate);
     if (free_.empty()) filled_ = true;
     return s;
   }
@@ -214,7 +214,7 @@ std::optional<uint32_t> VictimTier::slot_for_demotion(ExpertKey candidate, bool*
     ++counters_.refused;
     return std::nullopt;
   }
-  if (loses_to_next_drop()) {
+  if (loses_to_next_drop(candidate)) {
     ++counters_.not_admitted;
     return std::nullopt;
   }
@@ -250,9 +250,11 @@ TierPlan VictimTier::plan(uint32_t layer, std::span<const SlotAssignment> assign
     if (!a.evicted) continue;
     const ExpertKey key = *a.evicted;
     if (const auto s = slot_of(key)) {
-      // Already here: the same bytes; it becomes the most recently demoted.
+      // Already here: the same bytes, no copy. It takes its place in line as an eviction into a
+      // freed slot would (its own slot): the most recently demoted, or with kFrequency, once the
+      // tier has been full, the next to drop when used no more often than the first in line.
       remove(*s);
-      occupy(*s, key);
+      occupy(*s, key, filled_ && loses_to_next_drop(key));
       continue;
     }
     bool next_to_drop = false;

@@ -151,8 +151,9 @@ class VictimTier {
   // leave it, demoted ones enter it (dropping the first in line when full; never a slot this
   // plan promotes from), as the admission allows. An evicted expert this tier already
   // holds (it reached the upper cache without a lookup here) is only refreshed: the bytes are
-  // the same. `accesses`: the assignments are uses (an acquire: each counts one use for
-  // kFrequency, counted before the evictions are judged), not predictions (a prefetch: false).
+  // the same, no copy; it is placed in line as an eviction into a freed slot would be. `accesses`: the
+  // assignments are uses (an acquire: each counts one use for kFrequency, counted before the evictions are
+  // judged), not predictions (a prefetch: false).
   TierPlan plan(uint32_t layer, std::span<const SlotAssignment> assignments, bool accesses = true);
   // Forgets `key` (e.g. its promotion failed). No-op if absent.
   void invalidate(ExpertKey key);
@@ -175,6 +176,9 @@ class VictimTier {
   // nullopt when there is neither (every slot is being promoted from: neither free nor occupied).
   // *next_to_drop: occupy it first in line (kFrequency's rule for a freed slot, above).
   std::optional<uint32_t> slot_for_demotion(ExpertKey candidate, bool* next_to_drop);
+  // TinyLFU's test (kFrequency): `candidate` was used no more often than the next drop (the
+  // first in line). False with kAll or an empty line.
+  bool loses_to_next_drop(ExpertKey candidate) const;
   void count_use(ExpertKey key);
   void remove(uint32_t slot);
   void occupy(uint32_t slot, ExpertKey key, bool next_to_drop = false);

@@ -141,6 +141,69 @@ TEST(VictimTier, AHeldEvictionIsRefreshedUnderEitherAdmission) {
   }
 }
 
+// With kFrequency a refreshed eviction takes its place in line as an eviction into a freed slot
+// would (the forty-first session's reviewer's nit: it always went to the back): once the tier
+// has been full, first in line when used no more often than the next drop, else the back;
+// during the first fill the back. Each placement is checked by a full tier's next drop (an
+// eviction used 9 times drops the first in line). 90-92 are upper-cache experts.
+TEST(VictimTier, ARefreshedEvictionTakesItsPlaceInLineAsAFreedSlotWould) {
+  const auto use = [](VictimTier& t, uint32_t e, int n) {
+    for (int i = 0; i < n; ++i) t.plan(0, std::vector<SlotAssignment>{hit(e, 0)});
+  };
+  const auto evict = [](VictimTier& t, uint32_t e) {  // by an upper miss of 90
+    return t.plan(0, std::vector<SlotAssignment>{miss(90, 0, ExpertKey{0, e})});
+  };
+  {
+    VictimTier t(2, TierAdmission::kFrequency, 100000);
+    use(t, 1, 1);
+    use(t, 2, 3);
+    use(t, 3, 5);
+    evict(t, 2);
+    evict(t, 3);                                                                  // the first fill: line 2 3
+    ASSERT_TRUE(t.plan(0, std::vector<SlotAssignment>{miss(3, 1)}).ram_slot[0]);  // 3 up: line 2
+    evict(t, 1);                                 // 1 use <= 2's 3: the freed slot, first in line: line 1 2
+    EXPECT_TRUE(evict(t, 1).demotions.empty());  // refreshed, no copy: still 1 2 (was 2 1)
+    use(t, 4, 9);
+    const TierPlan p = evict(t, 4);
+    ASSERT_EQ(p.demotions.size(), 1u);
+    EXPECT_FALSE(t.slot_of(ExpertKey{0, 1}));  // 1 dropped, not 2
+    EXPECT_TRUE(t.slot_of(ExpertKey{0, 2}));
+    EXPECT_EQ(t.counters().demotions, 4u);
+  }
+  {
+    // Used more than the next drop by the time it is refreshed: to the back.
+    VictimTier t(2, TierAdmission::kFrequency, 100000);
+    use(t, 1, 1);
+    use(t, 2, 3);
+    use(t, 3, 5);
+    evict(t, 2);
+    evict(t, 3);
+    ASSERT_TRUE(t.plan(0, std::vector<SlotAssignment>{miss(3, 1)}).ram_slot[0]);
+    evict(t, 1);                                 // line 1 2
+    use(t, 1, 5);                                // 1: 6 uses > 2's 3
+    EXPECT_TRUE(evict(t, 1).demotions.empty());  // line 2 1
+    use(t, 4, 9);
+    evict(t, 4);
+    EXPECT_FALSE(t.slot_of(ExpertKey{0, 2}));  // 2 dropped
+    EXPECT_TRUE(t.slot_of(ExpertKey{0, 1}));
+  }
+  {
+    // During the first fill: to the back, whatever its uses.
+    VictimTier t(3, TierAdmission::kFrequency, 100000);
+    use(t, 1, 1);
+    use(t, 2, 3);
+    use(t, 3, 5);
+    evict(t, 1);
+    evict(t, 2);                                 // line 1 2, one slot never used
+    EXPECT_TRUE(evict(t, 1).demotions.empty());  // line 2 1
+    evict(t, 3);                                 // line 2 1 3: full
+    use(t, 4, 9);
+    evict(t, 4);
+    EXPECT_FALSE(t.slot_of(ExpertKey{0, 2}));  // 2 dropped
+    EXPECT_TRUE(t.slot_of(ExpertKey{0, 1}));
+  }
+}
+
 TEST(VictimTier, InvalidateAndAnEmptyTier) {
   VictimTier t(2);
   t.plan(0, std::vector<SlotAssignment>{miss(8, 0, ExpertKey{0, 1})});
