@@ -33,10 +33,12 @@ struct EngineSettings {
   static constexpr uint64_t kCacheRamAuto = ~uint64_t{0};
   uint64_t cache_ram_mib = kCacheRamAuto;
   // Which evictions enter that tier (core/victim_tier.h, TierAdmission): "frequency" (TinyLFU's
-  // rule: only experts used more often than the one they would displace; 34-71 % fewer copies
-  // down, and fewer SSD reads with tiers of 8 GiB or more on the target shapes' Zipf routing;
-  // up to 6 % more reads with Kimi-K3 tiers under 6 GiB and 0.4-3 % more on the demo model's
-  // recorded routing: docs/expert-delivery.md, "Admission") or "all".
+  // rule: only experts used more often than the one they would displace, a freed slot's less
+  // used eviction first in line; 35-75 % fewer copies down and 4-15 % fewer SSD reads with tiers
+  // of 8 GiB or more on the target shapes' Zipf routing; up to 6 % more reads with Kimi-K3 tiers
+  // under 5 GiB and up to 3 % more at two of eight sizes of the demo model's recorded routing:
+  // docs/expert-delivery.md, "Admission" and "A freed slot's eviction goes first in line") or
+  // "all". The studio's Settings page offers both.
   std::string cache_ram_admission = "frequency";
   // Reader (core/direct_reader.h).
   uint32_t stage_slots = 8;

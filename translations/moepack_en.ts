@@ -1809,222 +1809,242 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>SettingsPage</name>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="97"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="138"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="103"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
         <source>Engine</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="106"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="147"/>
         <source>Backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="123"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="164"/>
         <source>CPU threads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="124"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="165"/>
         <source>0 = automatic (%1: all cores but one, for the UI)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="129"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="170"/>
         <source>Context length (tokens)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="132"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="173"/>
         <source>The loaded model runs with %1: its trained context.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="138"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="179"/>
         <source>Expert cache and SSD reads</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="141"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="182"/>
         <source>Cache budget (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="142"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="183"/>
         <source>cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="185"/>
         <source>Keep free (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="147"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
+        <source>Which expert the cache evicts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
+        <source>cache_policy: hybrid: the least used, then the least recently used; lru: the least recently used; lfu: the least used</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
         <source>Host-RAM tier (MiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="148"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="195"/>
         <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, keeping 2 GiB free, now %1 MiB; 0: off</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="151"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
+        <source>Which evictions the RAM tier keeps</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
+        <source>cache_ram_admission: frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="204"/>
         <source>Staging buffers</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="152"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
         <source>Reads per expert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="158"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="211"/>
         <source>Direct I/O (O_DIRECT)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="171"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="224"/>
         <source>Read the next layer&apos;s experts ahead</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="184"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="237"/>
         <source>Check each expert&apos;s SHA-256 on its first read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="192"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="245"/>
         <source>A damaged Expert Pack stops the reply with an error naming the expert, instead of answering from wrong weights.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="209"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="262"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="211"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="264"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="275"/>
         <source>Defaults for new conversations</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="276"/>
         <source>Temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="223"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="276"/>
         <source>0 = greedy (reproducible)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="224"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="277"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="225"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="278"/>
         <source>Top-k</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="225"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="278"/>
         <source>0 = off</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="226"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="279"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="227"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="280"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="228"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="281"/>
         <source>Max tokens per reply</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="282"/>
         <source>Seed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="229"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="282"/>
         <source>-1 = random</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="230"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="283"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="234"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="287"/>
         <source>Models and language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="235"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
         <source>Expert Pack folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="240"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="293"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="251"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="304"/>
         <source>Language</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="310"/>
         <source>System</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="292"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="345"/>
         <source>Fix the highlighted values first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="294"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="347"/>
         <source>The loaded model would not start with these cache values (see the preview); change them to apply.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="295"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="348"/>
         <source>Changes are not applied yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="298"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="351"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="304"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="357"/>
         <source>Revert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="313"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="366"/>
         <source>Apply</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2601,69 +2621,79 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <location filename="../ui/settings_view_model.cpp" line="171"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="170"/>
-        <source>Unknown language.</source>
+        <location filename="../ui/settings_view_model.cpp" line="177"/>
+        <source>Choose hybrid, lru or lfu.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="174"/>
-        <source>Choose a folder.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_view_model.cpp" line="176"/>
-        <source>Give the whole path (from /).</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_view_model.cpp" line="178"/>
-        <location filename="../ui/settings_view_model.cpp" line="186"/>
-        <source>%1 is a file, not a folder.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_view_model.cpp" line="179"/>
-        <source>MoePack cannot write in %1.</source>
+        <location filename="../ui/settings_view_model.cpp" line="182"/>
+        <source>Choose frequency or all.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/settings_view_model.cpp" line="188"/>
+        <source>Unknown language.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="192"/>
+        <source>Choose a folder.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="194"/>
+        <source>Give the whole path (from /).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="196"/>
+        <location filename="../ui/settings_view_model.cpp" line="204"/>
+        <source>%1 is a file, not a folder.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="197"/>
+        <source>MoePack cannot write in %1.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_view_model.cpp" line="206"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="209"/>
+        <location filename="../ui/settings_view_model.cpp" line="227"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="214"/>
+        <location filename="../ui/settings_view_model.cpp" line="232"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="213"/>
+        <location filename="../ui/settings_view_model.cpp" line="231"/>
         <source>Enter a whole number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="203"/>
+        <location filename="../ui/settings_view_model.cpp" line="221"/>
         <source>Enter auto or a whole number of MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="217"/>
-        <location filename="../ui/settings_view_model.cpp" line="221"/>
+        <location filename="../ui/settings_view_model.cpp" line="235"/>
+        <location filename="../ui/settings_view_model.cpp" line="239"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="333"/>
+        <location filename="../ui/settings_view_model.cpp" line="352"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

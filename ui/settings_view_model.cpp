@@ -75,6 +75,7 @@ int SettingsViewModel::defaultThreads() {
 
 QVariantMap SettingsViewModel::defaults() {
   const GenerationSettings g;
+  const EngineSettings e;
   return {
       {"backend", "auto"},
       {"threads", 0},  // 0: cores - 1
@@ -84,6 +85,10 @@ QVariantMap SettingsViewModel::defaults() {
       // "auto": half of the RAM available when the model loads (core/victim_tier.h,
       // auto_ram_tier_bytes), less if the OS refuses to pin it; a number of MiB; 0: off.
       {"cache_ram_mib", QStringLiteral("auto")},
+      // The engine's defaults: which expert the cache evicts (core/expert_cache.h) and which
+      // evictions the host-RAM tier keeps (core/victim_tier.h, TierAdmission).
+      {"cache_policy", QString::fromStdString(e.cache_policy)},
+      {"cache_ram_admission", QString::fromStdString(e.cache_ram_admission)},
       {"stage_slots", 8},
       {"read_splits", 1},
       {"direct_io", true},
@@ -113,7 +118,9 @@ QStringList SettingsViewModel::keys() {
           "n_ctx",
           "cache_vram_mib",
           "cache_vram_reserve_mib",
+          "cache_policy",
           "cache_ram_mib",
+          "cache_ram_admission",
           "stage_slots",
           "read_splits",
           "direct_io",
@@ -162,6 +169,17 @@ QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
     return b == QLatin1String("auto") || b == QLatin1String("cpu") || b == QLatin1String("cuda")
                ? QString()
                : tr("Choose auto, cpu or cuda.");
+  }
+  if (key == QLatin1String("cache_policy")) {
+    const QString p = value.toString();
+    return p == QLatin1String("hybrid") || p == QLatin1String("lru") || p == QLatin1String("lfu")
+               ? QString()
+               : tr("Choose hybrid, lru or lfu.");
+  }
+  if (key == QLatin1String("cache_ram_admission")) {
+    const QString a = value.toString();
+    return a == QLatin1String("frequency") || a == QLatin1String("all") ? QString()
+                                                                        : tr("Choose frequency or all.");
   }
   if (key == QLatin1String("language")) {
     const QString l = value.toString();
@@ -237,9 +255,9 @@ void SettingsViewModel::apply() {
   if (!canApply()) return;
   const bool languageChanged = draft_.value("language") != saved_.value("language");
   bool engineChanged = false;
-  for (const char* k :
-       {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib", "cache_ram_mib",
-        "stage_slots", "read_splits", "direct_io", "prefetch_experts", "verify_pack_sha256"}) {
+  for (const char* k : {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib",
+                        "cache_policy", "cache_ram_mib", "cache_ram_admission", "stage_slots", "read_splits",
+                        "direct_io", "prefetch_experts", "verify_pack_sha256"}) {
     // (not models_folder: the loaded model stays; the next conversion goes to the new folder)
     engineChanged = engineChanged || draft_.value(k) != saved_.value(k);
   }
@@ -346,6 +364,8 @@ EngineSettings SettingsViewModel::engineSettings() const {
   s.cache_vram_reserve_mib = saved_.value("cache_vram_reserve_mib").toULongLong();
   const QString ram = saved_.value("cache_ram_mib").toString().trimmed();
   s.cache_ram_mib = ram == QLatin1String("auto") ? EngineSettings::kCacheRamAuto : ram.toULongLong();
+  s.cache_policy = saved_.value("cache_policy").toString().toStdString();
+  s.cache_ram_admission = saved_.value("cache_ram_admission").toString().toStdString();
   s.stage_slots = saved_.value("stage_slots").toUInt();
   s.read_splits = saved_.value("read_splits").toUInt();
   s.direct_io = saved_.value("direct_io").toBool();

@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <utility>
 
 #include "core/engine_settings.h"
 #include "core/error.h"
@@ -144,6 +145,15 @@ QtObject {
       QCOMPARE(s.setValue("cache_ram_mib", " auto "), QString());
       QCOMPARE(s.values().value("cache_ram_mib").toString(), QString("auto"));  // stored trimmed
       QCOMPARE(s.setValue("cache_ram_mib", 8192), QString());
+      // The cache's policy and the tier's admission: the engine's defaults, its words only.
+      QCOMPARE(s.values().value("cache_policy").toString(), QString("hybrid"));
+      QCOMPARE(s.values().value("cache_ram_admission").toString(), QString("frequency"));
+      QCOMPARE(s.setValue("cache_policy", "belady"), QString("Choose hybrid, lru or lfu."));
+      QCOMPARE(s.setValue("cache_policy", "LRU"), QString("Choose hybrid, lru or lfu."));
+      QCOMPARE(s.setValue("cache_ram_admission", "tinylfu"), QString("Choose frequency or all."));
+      QCOMPARE(s.values().value("cache_policy").toString(), QString("hybrid"));  // the draft kept
+      QCOMPARE(s.setValue("cache_policy", "lru"), QString());
+      QCOMPARE(s.setValue("cache_ram_admission", "all"), QString());
       QCOMPARE(s.values().value("verify_pack_sha256").toBool(), true);  // on by default
       QCOMPARE(s.setValue("verify_pack_sha256", false), QString());
       QCOMPARE(s.setValue("language", "zh_CN"), QString());
@@ -165,6 +175,8 @@ QtObject {
     QCOMPARE(e.direct_io, false);
     QCOMPARE(e.prefetch_experts, true);
     QCOMPARE(e.cache_ram_mib, uint64_t(8192));
+    QCOMPARE(e.cache_policy, std::string("lru"));
+    QCOMPARE(e.cache_ram_admission, std::string("all"));
     QCOMPARE(e.verify_pack_sha256, false);
     QCOMPARE(e.threads, 0u);  // cores - 1 in the engine
     QCOMPARE(s.language(), QString("zh_CN"));
@@ -293,6 +305,25 @@ QtObject {
     QCOMPARE(applied.size(), 1);
     QCOMPARE(applied.at(0).at(0).toBool(), false);  // no engine reload (and no second conversion)
     QCOMPARE(s.generationDefaults().sampling.seed, uint64_t{4294967294});
+  }
+
+  // The cache's policy and the tier's admission are engine settings: changing either alone
+  // reloads the model (applied(true)).
+  void cacheChoicesReloadTheEngine() {
+    for (const auto& [key, value] :
+         {std::pair{"cache_policy", "lfu"}, std::pair{"cache_ram_admission", "all"}}) {
+      SettingsViewModel s;
+      s.resetToDefaults();
+      s.apply();
+      QCOMPARE(s.setValue(key, value), QString());
+      QSignalSpy applied(&s, &SettingsViewModel::applied);
+      s.apply();
+      QCOMPARE(applied.size(), 1);
+      QVERIFY2(applied.at(0).at(0).toBool(), key);
+      QCOMPARE(SettingsViewModel().values().value(key).toString(), QString(value));  // saved
+      s.resetToDefaults();
+      s.apply();
+    }
   }
 
   void telemetrySeriesFollowTheEngine() {

@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <tuple>
 
 #include "packbuilder/pack_builder.h"
 #include "ui/chat_view_model.h"
@@ -342,6 +343,22 @@ class StudioGuiTest : public QObject {
     QVERIFY(QMetaObject::invokeMethod(revert, "clicked"));
     QCOMPARE(threads->property("text").toString(), threadsBefore);
     QVERIFY(!revert->property("enabled").toBool());
+    // The cache's policy and the tier's admission: a choice goes to the draft in the key's own
+    // words; Revert puts the box back on the saved value.
+    for (const auto& [key, index, word] :
+         {std::tuple{"cache_policy", 1, "lru"}, std::tuple{"cache_ram_admission", 1, "all"}}) {
+      auto* box = window->findChild<QObject*>(QStringLiteral("choice_") + QLatin1String(key));
+      QVERIFY2(box, key);
+      QCOMPARE(box->property("currentIndex").toInt(), 0);  // hybrid, frequency: the defaults
+      QVERIFY(QQmlProperty::write(box, QStringLiteral("currentIndex"), index));
+      QVERIFY(QMetaObject::invokeMethod(box, "activated", Q_ARG(int, index)));
+      QCOMPARE(settings->property("values").toMap().value(QLatin1String(key)).toString(),
+               QLatin1String(word));
+      QVERIFY(revert->property("enabled").toBool());
+      QVERIFY(QMetaObject::invokeMethod(revert, "clicked"));
+      QCOMPARE(box->property("currentIndex").toInt(), 0);
+      QVERIFY(!revert->property("enabled").toBool());
+    }
     // The language box shows the applied language after each retranslation (a choice, as a
     // user makes it: the index written, which breaks its binding, then activated).
     auto* language = window->findChild<QObject*>(QStringLiteral("language"));

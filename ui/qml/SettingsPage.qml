@@ -58,6 +58,47 @@ Item {
         }
     }
 
+    // One labelled choice among fixed values of a settings key (the values are the key's own
+    // words, as in a config file).
+    component Choice: RowLayout {
+        id: choice
+        required property string key
+        required property string label
+        required property var choices
+        property string hint: ""
+        Layout.fillWidth: true
+        spacing: 12
+        ColumnLayout {
+            Layout.preferredWidth: 300
+            Layout.maximumWidth: 300
+            spacing: 0
+            Label { text: choice.label; font.pixelSize: 13; color: "#111827" }
+            Label {
+                Layout.maximumWidth: 300
+                wrapMode: Text.Wrap
+                visible: choice.hint.length > 0
+                text: choice.hint
+                font.pixelSize: 11
+                color: "#6b7280"
+            }
+        }
+        ComboBox {
+            id: box
+            objectName: "choice_" + choice.key
+            Layout.preferredWidth: 160
+            model: choice.choices
+            currentIndex: Math.max(0, choice.choices.indexOf(page.settings.values[choice.key]))
+            onActivated: function(i) { page.settings.setValue(choice.key, choice.choices[i]) }
+            Connections {  // after Revert / Reset (a choice breaks the binding)
+                target: page.settings
+                function onValuesChanged() {
+                    box.currentIndex = Math.max(0, choice.choices.indexOf(page.settings.values[choice.key]))
+                }
+            }
+        }
+        Item { Layout.fillWidth: true }
+    }
+
     component Section: Rectangle {
         id: section
         default property alias content: inner.data
@@ -142,11 +183,23 @@ Item {
                     hint: qsTr("cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend")
                 }
                 Field { key: "cache_vram_reserve_mib"; label: qsTr("Keep free (MiB)"); hint: "cache_vram_reserve_mib" }
+                Choice {
+                    key: "cache_policy"
+                    label: qsTr("Which expert the cache evicts")
+                    hint: qsTr("cache_policy: hybrid: the least used, then the least recently used; lru: the least recently used; lfu: the least used")
+                    choices: ["hybrid", "lru", "lfu"]
+                }
                 Field {
                     key: "cache_ram_mib"
                     label: qsTr("Host-RAM tier (MiB)")
                     hint: qsTr("cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, keeping 2 GiB free, now %1 MiB; 0: off")
                           .arg(page.settings.ramTierAutoMib.toFixed(0))
+                }
+                Choice {
+                    key: "cache_ram_admission"
+                    label: qsTr("Which evictions the RAM tier keeps")
+                    hint: qsTr("cache_ram_admission: frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one")
+                    choices: ["frequency", "all"]
                 }
                 Field { key: "stage_slots"; label: qsTr("Staging buffers"); hint: "stage_slots" }
                 Field { key: "read_splits"; label: qsTr("Reads per expert"); hint: "read_splits" }
