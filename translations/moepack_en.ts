@@ -1869,11 +1869,6 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
-        <source>cache_policy: hybrid: the least used, then the least recently used; lru: the least recently used; lfu: the least used</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <location filename="../ui/qml/SettingsPage.qml" line="194"/>
         <source>Host-RAM tier (MiB)</source>
         <translation type="unfinished"></translation>
@@ -1889,8 +1884,13 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
+        <source>cache_policy: hybrid: the least used, and of those the least recently used; lru: the least recently used; lfu: the least used</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../ui/qml/SettingsPage.qml" line="201"/>
-        <source>cache_ram_admission: frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one</source>
+        <source>cache_ram_admission (CUDA): frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -2621,79 +2621,79 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="171"/>
+        <location filename="../ui/settings_view_model.cpp" line="158"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="177"/>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
         <source>Choose hybrid, lru or lfu.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="182"/>
+        <location filename="../ui/settings_view_model.cpp" line="169"/>
         <source>Choose frequency or all.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="188"/>
+        <location filename="../ui/settings_view_model.cpp" line="175"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="192"/>
+        <location filename="../ui/settings_view_model.cpp" line="179"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="194"/>
+        <location filename="../ui/settings_view_model.cpp" line="181"/>
         <source>Give the whole path (from /).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="196"/>
-        <location filename="../ui/settings_view_model.cpp" line="204"/>
+        <location filename="../ui/settings_view_model.cpp" line="183"/>
+        <location filename="../ui/settings_view_model.cpp" line="191"/>
         <source>%1 is a file, not a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="197"/>
+        <location filename="../ui/settings_view_model.cpp" line="184"/>
         <source>MoePack cannot write in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="206"/>
+        <location filename="../ui/settings_view_model.cpp" line="193"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="227"/>
+        <location filename="../ui/settings_view_model.cpp" line="214"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="232"/>
+        <location filename="../ui/settings_view_model.cpp" line="219"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="231"/>
+        <location filename="../ui/settings_view_model.cpp" line="218"/>
         <source>Enter a whole number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="221"/>
+        <location filename="../ui/settings_view_model.cpp" line="208"/>
         <source>Enter auto or a whole number of MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="235"/>
-        <location filename="../ui/settings_view_model.cpp" line="239"/>
+        <location filename="../ui/settings_view_model.cpp" line="222"/>
+        <location filename="../ui/settings_view_model.cpp" line="226"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="352"/>
+        <location filename="../ui/settings_view_model.cpp" line="343"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

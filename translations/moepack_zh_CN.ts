@@ -1957,11 +1957,6 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>缓存淘汰哪个专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
-        <source>cache_policy: hybrid: the least used, then the least recently used; lru: the least recently used; lfu: the least used</source>
-        <translation>cache_policy：hybrid：先淘汰使用次数最少的，再淘汰最久未使用的；lru：最久未使用的；lfu：使用次数最少的</translation>
-    </message>
-    <message>
         <location filename="../ui/qml/SettingsPage.qml" line="194"/>
         <source>Host-RAM tier (MiB)</source>
         <translation>内存层 (MiB)</translation>
@@ -1985,9 +1980,14 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>内存层保留哪些被淘汰的专家</translation>
     </message>
     <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
+        <source>cache_policy: hybrid: the least used, and of those the least recently used; lru: the least recently used; lfu: the least used</source>
+        <translation>cache_policy：hybrid：使用次数最少的（次数相同时取最久未使用的）；lru：最久未使用的；lfu：使用次数最少的</translation>
+    </message>
+    <message>
         <location filename="../ui/qml/SettingsPage.qml" line="201"/>
-        <source>cache_ram_admission: frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one</source>
-        <translation>cache_ram_admission：frequency：只保留比将被挤出的专家使用更频繁的专家（向下复制少得多）；all：全部保留</translation>
+        <source>cache_ram_admission (CUDA): frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one</source>
+        <translation>cache_ram_admission（CUDA）：frequency：只保留比将被挤出的专家使用更频繁的专家（向下复制少得多）；all：全部保留</translation>
     </message>
     <message>
         <location filename="../ui/qml/SettingsPage.qml" line="204"/>
@@ -2752,48 +2752,48 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="171"/>
+        <location filename="../ui/settings_view_model.cpp" line="158"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="177"/>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
         <source>Choose hybrid, lru or lfu.</source>
         <translation>请选择 hybrid、lru 或 lfu。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="182"/>
+        <location filename="../ui/settings_view_model.cpp" line="169"/>
         <source>Choose frequency or all.</source>
         <translation>请选择 frequency 或 all。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="188"/>
+        <location filename="../ui/settings_view_model.cpp" line="175"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="192"/>
+        <location filename="../ui/settings_view_model.cpp" line="179"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="194"/>
+        <location filename="../ui/settings_view_model.cpp" line="181"/>
         <source>Give the whole path (from /).</source>
         <translation>请填写完整路径（从 / 开始）。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="196"/>
-        <location filename="../ui/settings_view_model.cpp" line="204"/>
+        <location filename="../ui/settings_view_model.cpp" line="183"/>
+        <location filename="../ui/settings_view_model.cpp" line="191"/>
         <source>%1 is a file, not a folder.</source>
         <translation>%1 是文件，不是文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="197"/>
+        <location filename="../ui/settings_view_model.cpp" line="184"/>
         <source>MoePack cannot write in %1.</source>
         <translation>MoePack 无法在 %1 中写入。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="206"/>
+        <location filename="../ui/settings_view_model.cpp" line="193"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation>MoePack 无法在 %1 中创建文件夹。</translation>
     </message>
@@ -2802,33 +2802,33 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">请输入 auto 或以 MiB 为单位的数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="227"/>
+        <location filename="../ui/settings_view_model.cpp" line="214"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="232"/>
+        <location filename="../ui/settings_view_model.cpp" line="219"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="231"/>
+        <location filename="../ui/settings_view_model.cpp" line="218"/>
         <source>Enter a whole number.</source>
         <translation>请输入整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="221"/>
+        <location filename="../ui/settings_view_model.cpp" line="208"/>
         <source>Enter auto or a whole number of MiB.</source>
         <translation>请输入 auto 或以 MiB 为单位的整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="235"/>
-        <location filename="../ui/settings_view_model.cpp" line="239"/>
+        <location filename="../ui/settings_view_model.cpp" line="222"/>
+        <location filename="../ui/settings_view_model.cpp" line="226"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="352"/>
+        <location filename="../ui/settings_view_model.cpp" line="343"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

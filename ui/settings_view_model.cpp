@@ -1,7 +1,6 @@
 #include "ui/settings_view_model.h"
 
 #include <QCoreApplication>
-#include <QFile>
 #include <QFileInfo>
 #include <QLoggingCategory>
 #include <QQmlEngine>
@@ -51,18 +50,6 @@ std::optional<ValueRange> range_of(const QString& key) {
     return ValueRange{lo, static_cast<double>(r->hi), true};
   }
   return std::nullopt;
-}
-
-double mem_available_mib() {
-  QFile f(QStringLiteral("/proc/meminfo"));
-  if (!f.open(QIODevice::ReadOnly)) return 0;
-  // /proc files report size 0: read everything, do not loop on atEnd().
-  for (const QByteArray& line : f.readAll().split('\n')) {
-    if (line.startsWith("MemAvailable:")) {
-      return line.mid(13).trimmed().split(' ').value(0).toDouble() / 1024.0;  // kB
-    }
-  }
-  return 0;
 }
 
 }  // namespace
@@ -302,7 +289,12 @@ void SettingsViewModel::setEngine(EngineController* e) {
   emit valuesChanged();
 }
 
-double SettingsViewModel::freeMemoryMib() const { return mem_available_mib(); }
+double SettingsViewModel::freeMemoryMib() const {
+  // What the CPU engine's cache sizes itself from (core/expert_provider.cpp: ExpertStore's
+  // available_bytes): MemAvailable, within a container's memory limit.
+  const uint64_t b = available_ram_bytes();
+  return b == ~uint64_t{0} ? 0.0 : static_cast<double>(b) / (1024.0 * 1024.0);
+}
 
 double SettingsViewModel::ramTierAutoMib() {
   return static_cast<double>(auto_ram_tier_usable_bytes(available_ram_bytes())) / (1024.0 * 1024.0);

@@ -9,7 +9,8 @@
 // cache settings give is shown before applying (preview*), with the formula of ARCHITECTURE.md:
 //   usable = min(cache_vram_mib, free - cache_vram_reserve_mib),
 //   slot_count = min(floor(usable / expert_payload_bytes), the model's routed experts)
-// where free is MemAvailable (/proc/meminfo) on the CPU backend and expert_payload_bytes the
+// where free is what the CPU engine's cache sizes itself from, available_ram_bytes() (core/
+// victim_tier.h: MemAvailable within a container's memory limit), and expert_payload_bytes the
 // loaded model's slot size (unknown before a model is loaded).
 //
 // Language: "system" (the locale), "en" or "zh_CN"; applied at start and on apply() by

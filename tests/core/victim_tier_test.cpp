@@ -171,6 +171,36 @@ TEST(VictimTier, ARefreshedEvictionTakesItsPlaceInLineAsAFreedSlotWould) {
     EXPECT_EQ(t.counters().demotions, 4u);
   }
   {
+    // A tie with the next drop (1: 3 uses, 2: 3) loses, as an eviction into a freed slot does:
+    // first in line.
+    VictimTier t(2, TierAdmission::kFrequency, 100000);
+    use(t, 1, 1);
+    use(t, 2, 3);
+    use(t, 3, 5);
+    evict(t, 2);
+    evict(t, 3);
+    ASSERT_TRUE(t.plan(0, std::vector<SlotAssignment>{miss(3, 1)}).ram_slot[0]);
+    evict(t, 1);                                 // line 1 2
+    use(t, 1, 2);                                // 1: 3 uses = 2's
+    EXPECT_TRUE(evict(t, 1).demotions.empty());  // still 1 2
+    use(t, 4, 9);
+    evict(t, 4);
+    EXPECT_FALSE(t.slot_of(ExpertKey{0, 1}));  // 1 dropped
+    EXPECT_TRUE(t.slot_of(ExpertKey{0, 2}));
+  }
+  {
+    // The only entry of a full one-slot tier, refreshed: nothing else in line, so it stays,
+    // with no copy.
+    VictimTier t(1, TierAdmission::kFrequency, 100000);
+    use(t, 1, 1);
+    evict(t, 1);  // full
+    EXPECT_TRUE(evict(t, 1).demotions.empty());
+    EXPECT_EQ(t.slot_of(ExpertKey{0, 1}), 0u);
+    EXPECT_EQ(t.resident(), 1u);
+    EXPECT_EQ(t.counters().demotions, 1u);
+    EXPECT_EQ(t.counters().drops, 0u);
+  }
+  {
     // Used more than the next drop by the time it is refreshed: to the back.
     VictimTier t(2, TierAdmission::kFrequency, 100000);
     use(t, 1, 1);

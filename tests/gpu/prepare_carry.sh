@@ -22,7 +22,7 @@
 #   tests/gpu/prepare_carry.sh o   deepseek2 Q2_K (3 shards) + deepseek4 Q2_K + kimi-linear Q2_K
 #                                  (~31 MiB: every Q3_K engine test and both arch tier tests)
 #   tests/gpu/prepare_carry.sh p   deepseek2 Q4_K_M + deepseek4 MXFP4_MOE     (~30 MiB)
-#   tests/gpu/prepare_carry.sh q   deepseek4 Q4_K_M + kimi-linear Q4_K_M      (~27 MiB: the two
+#   tests/gpu/prepare_carry.sh q   deepseek4 Q4_K_M + kimi-linear Q4_K_M      (~29 MiB: the two
 #                                  arch tier tests on Q4_K_M)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository

@@ -11,10 +11,12 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/engine_settings.h"
 #include "core/error.h"
+#include "core/victim_tier.h"
 #include "fake_chat_engine.h"
 #include "ui/settings_view_model.h"
 #include "ui/telemetry_view_model.h"
@@ -199,6 +201,11 @@ QtObject {
     QTRY_COMPARE(e.state(), EngineController::Ready);
     QCOMPARE(s.expertMib(), 1.0);  // the fake's slot is 1 MiB
     QVERIFY(s.freeMemoryMib() > 64);
+    // The preview's free memory is the engine's: the CPU engine's cache sizes itself from
+    // available_ram_bytes() (a container's limit included), not from MemAvailable alone.
+    // (Read twice: allow it to move by 256 MiB in between.)
+    QVERIFY(std::abs(s.freeMemoryMib() - static_cast<double>(moepack::available_ram_bytes()) / 1048576.0) <
+            256);
     // The hint's "auto" size: at most half the free RAM and never into the 2 GiB kept free
     // (MemAvailable read twice: allow it to move by 256 MiB in between).
     const double ram_auto = SettingsViewModel::ramTierAutoMib();

@@ -186,7 +186,7 @@ Item {
                 Choice {
                     key: "cache_policy"
                     label: qsTr("Which expert the cache evicts")
-                    hint: qsTr("cache_policy: hybrid: the least used, then the least recently used; lru: the least recently used; lfu: the least used")
+                    hint: qsTr("cache_policy: hybrid: the least used, and of those the least recently used; lru: the least recently used; lfu: the least used")
                     choices: ["hybrid", "lru", "lfu"]
                 }
                 Field {
@@ -198,7 +198,7 @@ Item {
                 Choice {
                     key: "cache_ram_admission"
                     label: qsTr("Which evictions the RAM tier keeps")
-                    hint: qsTr("cache_ram_admission: frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one")
+                    hint: qsTr("cache_ram_admission (CUDA): frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one")
                     choices: ["frequency", "all"]
                 }
                 Field { key: "stage_slots"; label: qsTr("Staging buffers"); hint: "stage_slots" }
