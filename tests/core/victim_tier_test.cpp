@@ -153,41 +153,30 @@ TEST(VictimTier, ARefreshedEvictionTakesItsPlaceInLineAsAFreedSlotWould) {
   const auto evict = [](VictimTier& t, uint32_t e) {  // by an upper miss of 90
     return t.plan(0, std::vector<SlotAssignment>{miss(90, 0, ExpertKey{0, e})});
   };
-  {
+  // Two slots; once full, a freed slot takes 1 (1 use + `more`) first in line ahead of 2 (3
+  // uses), then 1 is refreshed after `more` uses and 4 (9 uses) drops the first in line: the
+  // expert dropped (1 or 2).
+  const auto dropped_after_refresh = [&](int more) -> uint32_t {
     VictimTier t(2, TierAdmission::kFrequency, 100000);
     use(t, 1, 1);
     use(t, 2, 3);
     use(t, 3, 5);
     evict(t, 2);
     evict(t, 3);                                                                  // the first fill: line 2 3
-    ASSERT_TRUE(t.plan(0, std::vector<SlotAssignment>{miss(3, 1)}).ram_slot[0]);  // 3 up: line 2
-    evict(t, 1);                                 // 1 use <= 2's 3: the freed slot, first in line: line 1 2
-    EXPECT_TRUE(evict(t, 1).demotions.empty());  // refreshed, no copy: still 1 2 (was 2 1)
+    EXPECT_TRUE(t.plan(0, std::vector<SlotAssignment>{miss(3, 1)}).ram_slot[0]);  // 3 up: line 2
+    evict(t, 1);  // 1 use <= 2's 3: the freed slot, first in line: 1 2
+    use(t, 1, more);
+    EXPECT_TRUE(evict(t, 1).demotions.empty());  // refreshed, no copy
     use(t, 4, 9);
-    const TierPlan p = evict(t, 4);
-    ASSERT_EQ(p.demotions.size(), 1u);
-    EXPECT_FALSE(t.slot_of(ExpertKey{0, 1}));  // 1 dropped, not 2
-    EXPECT_TRUE(t.slot_of(ExpertKey{0, 2}));
+    EXPECT_EQ(evict(t, 4).demotions.size(), 1u);
     EXPECT_EQ(t.counters().demotions, 4u);
-  }
-  {
-    // A tie with the next drop (1: 3 uses, 2: 3) loses, as an eviction into a freed slot does:
-    // first in line.
-    VictimTier t(2, TierAdmission::kFrequency, 100000);
-    use(t, 1, 1);
-    use(t, 2, 3);
-    use(t, 3, 5);
-    evict(t, 2);
-    evict(t, 3);
-    ASSERT_TRUE(t.plan(0, std::vector<SlotAssignment>{miss(3, 1)}).ram_slot[0]);
-    evict(t, 1);                                 // line 1 2
-    use(t, 1, 2);                                // 1: 3 uses = 2's
-    EXPECT_TRUE(evict(t, 1).demotions.empty());  // still 1 2
-    use(t, 4, 9);
-    evict(t, 4);
-    EXPECT_FALSE(t.slot_of(ExpertKey{0, 1}));  // 1 dropped
-    EXPECT_TRUE(t.slot_of(ExpertKey{0, 2}));
-  }
+    EXPECT_EQ(t.resident(), 2u);
+    EXPECT_TRUE(t.slot_of(ExpertKey{0, 4}));
+    return t.slot_of(ExpertKey{0, 1}) ? 2u : 1u;
+  };
+  EXPECT_EQ(dropped_after_refresh(0), 1u);  // 1 use < 3: still first in line (it went last before)
+  EXPECT_EQ(dropped_after_refresh(2), 1u);  // 3 = 3, a tie: first in line, as a freed slot's
+  EXPECT_EQ(dropped_after_refresh(5), 2u);  // 6 > 3: to the back
   {
     // The only entry of a full one-slot tier, refreshed: nothing else in line, so it stays,
     // with no copy.
@@ -199,23 +188,6 @@ TEST(VictimTier, ARefreshedEvictionTakesItsPlaceInLineAsAFreedSlotWould) {
     EXPECT_EQ(t.resident(), 1u);
     EXPECT_EQ(t.counters().demotions, 1u);
     EXPECT_EQ(t.counters().drops, 0u);
-  }
-  {
-    // Used more than the next drop by the time it is refreshed: to the back.
-    VictimTier t(2, TierAdmission::kFrequency, 100000);
-    use(t, 1, 1);
-    use(t, 2, 3);
-    use(t, 3, 5);
-    evict(t, 2);
-    evict(t, 3);
-    ASSERT_TRUE(t.plan(0, std::vector<SlotAssignment>{miss(3, 1)}).ram_slot[0]);
-    evict(t, 1);                                 // line 1 2
-    use(t, 1, 5);                                // 1: 6 uses > 2's 3
-    EXPECT_TRUE(evict(t, 1).demotions.empty());  // line 2 1
-    use(t, 4, 9);
-    evict(t, 4);
-    EXPECT_FALSE(t.slot_of(ExpertKey{0, 2}));  // 2 dropped
-    EXPECT_TRUE(t.slot_of(ExpertKey{0, 1}));
   }
   {
     // During the first fill: to the back, whatever its uses.
