@@ -2621,79 +2621,79 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="158"/>
+        <location filename="../ui/settings_view_model.cpp" line="162"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <location filename="../ui/settings_view_model.cpp" line="163"/>
         <source>Choose hybrid, lru or lfu.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="169"/>
+        <location filename="../ui/settings_view_model.cpp" line="164"/>
         <source>Choose frequency or all.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="175"/>
+        <location filename="../ui/settings_view_model.cpp" line="165"/>
         <source>Unknown language.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="179"/>
+        <location filename="../ui/settings_view_model.cpp" line="168"/>
         <source>Choose a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="181"/>
+        <location filename="../ui/settings_view_model.cpp" line="170"/>
         <source>Give the whole path (from /).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="183"/>
-        <location filename="../ui/settings_view_model.cpp" line="191"/>
+        <location filename="../ui/settings_view_model.cpp" line="172"/>
+        <location filename="../ui/settings_view_model.cpp" line="180"/>
         <source>%1 is a file, not a folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="184"/>
+        <location filename="../ui/settings_view_model.cpp" line="173"/>
         <source>MoePack cannot write in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="193"/>
+        <location filename="../ui/settings_view_model.cpp" line="182"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="214"/>
+        <location filename="../ui/settings_view_model.cpp" line="203"/>
         <source>Enter a number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="219"/>
+        <location filename="../ui/settings_view_model.cpp" line="208"/>
         <source>Between %1 and %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="218"/>
+        <location filename="../ui/settings_view_model.cpp" line="207"/>
         <source>Enter a whole number.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="208"/>
+        <location filename="../ui/settings_view_model.cpp" line="197"/>
         <source>Enter auto or a whole number of MiB.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="222"/>
-        <location filename="../ui/settings_view_model.cpp" line="226"/>
+        <location filename="../ui/settings_view_model.cpp" line="211"/>
+        <location filename="../ui/settings_view_model.cpp" line="215"/>
         <source>Unknown setting %1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="343"/>
+        <location filename="../ui/settings_view_model.cpp" line="332"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n slot cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</numerusform>

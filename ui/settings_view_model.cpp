@@ -8,6 +8,7 @@
 #include <QStandardPaths>
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <thread>
 
@@ -151,29 +152,20 @@ void SettingsViewModel::load() {
 void SettingsViewModel::componentComplete() { applyLanguage(); }
 
 QString SettingsViewModel::validate(const QString& key, const QVariant& value) {
-  if (key == QLatin1String("backend")) {
-    const QString b = value.toString();
-    return b == QLatin1String("auto") || b == QLatin1String("cpu") || b == QLatin1String("cuda")
+  // Keys with fixed choices: the value must be one of them (the key's own words).
+  const auto one_of = [&](std::initializer_list<const char*> choices, const QString& error) {
+    const QString v = value.toString();
+    return std::any_of(choices.begin(), choices.end(), [&](const char* c) { return v == QLatin1String(c); })
                ? QString()
-               : tr("Choose auto, cpu or cuda.");
-  }
-  if (key == QLatin1String("cache_policy")) {
-    const QString p = value.toString();
-    return p == QLatin1String("hybrid") || p == QLatin1String("lru") || p == QLatin1String("lfu")
-               ? QString()
-               : tr("Choose hybrid, lru or lfu.");
-  }
-  if (key == QLatin1String("cache_ram_admission")) {
-    const QString a = value.toString();
-    return a == QLatin1String("frequency") || a == QLatin1String("all") ? QString()
-                                                                        : tr("Choose frequency or all.");
-  }
-  if (key == QLatin1String("language")) {
-    const QString l = value.toString();
-    return l == QLatin1String("system") || l == QLatin1String("en") || l == QLatin1String("zh_CN")
-               ? QString()
-               : tr("Unknown language.");
-  }
+               : error;
+  };
+  if (key == QLatin1String("backend"))
+    return one_of({"auto", "cpu", "cuda"}, tr("Choose auto, cpu or cuda."));
+  if (key == QLatin1String("cache_policy"))
+    return one_of({"hybrid", "lru", "lfu"}, tr("Choose hybrid, lru or lfu."));
+  if (key == QLatin1String("cache_ram_admission"))
+    return one_of({"frequency", "all"}, tr("Choose frequency or all."));
+  if (key == QLatin1String("language")) return one_of({"system", "en", "zh_CN"}, tr("Unknown language."));
   if (key == QLatin1String("models_folder")) {
     const QString path = value.toString().trimmed();
     if (path.isEmpty()) return tr("Choose a folder.");
