@@ -234,10 +234,14 @@ void SettingsViewModel::apply() {
   if (!canApply()) return;
   const bool languageChanged = draft_.value("language") != saved_.value("language");
   bool engineChanged = false;
+  const bool cpuEngine = engine_ && engine_->info().backend == QLatin1String("cpu");
   for (const char* k : {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib",
                         "cache_policy", "cache_ram_mib", "cache_ram_admission", "stage_slots", "read_splits",
                         "direct_io", "prefetch_experts", "verify_pack_sha256"}) {
     // (not models_folder: the loaded model stays; the next conversion goes to the new folder)
+    // The host-RAM tier is the CUDA backend's: a model loaded on the CPU backend has none, so
+    // its settings change nothing there until the next load (which takes them).
+    if (cpuEngine && (qstrcmp(k, "cache_ram_mib") == 0 || qstrcmp(k, "cache_ram_admission") == 0)) continue;
     engineChanged = engineChanged || draft_.value(k) != saved_.value(k);
   }
   QSettings s;

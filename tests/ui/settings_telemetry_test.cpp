@@ -333,6 +333,33 @@ QtObject {
     }
   }
 
+  // A model loaded on the CPU backend has no host-RAM tier: changing the tier's settings alone
+  // reloads nothing there (the next load takes them); the cache's policy still reloads.
+  void ramTierSettingsDoNotReloadACpuEngine() {
+    test::FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    SettingsViewModel s;
+    s.resetToDefaults();
+    s.apply();
+    s.setEngine(&e);
+    e.load("model.gguf", false);
+    QTRY_COMPARE(e.state(), EngineController::Ready);
+    QCOMPARE(e.info().backend, QString("cpu"));
+    QSignalSpy applied(&s, &SettingsViewModel::applied);
+    QCOMPARE(s.setValue("cache_ram_admission", "all"), QString());
+    QCOMPARE(s.setValue("cache_ram_mib", 0), QString());
+    s.apply();
+    QCOMPARE(applied.size(), 1);
+    QCOMPARE(applied.at(0).at(0).toBool(), false);
+    QCOMPARE(s.engineSettings().cache_ram_admission, std::string("all"));  // for the next load
+    QCOMPARE(s.setValue("cache_policy", "lru"), QString());
+    s.apply();
+    QCOMPARE(applied.size(), 2);
+    QCOMPARE(applied.at(1).at(0).toBool(), true);
+    s.resetToDefaults();
+    s.apply();
+  }
+
   void telemetrySeriesFollowTheEngine() {
     test::FakeScript script;
     script.extra_tokens = 8;  // 10 tokens, 2 misses of 5 * 4 keys each
