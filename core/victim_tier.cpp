@@ -197,15 +197,19 @@ bool VictimTier::loses_to_next_drop(ExpertKey candidate) const {
          uses(candidate) <= uses(slots_[lru_.begin()->second].key);
 }
 
+bool VictimTier::goes_first_in_line(ExpertKey candidate) const {
+  // Once the tier was full, an eviction that loses the test takes a slot it did not win (one a
+  // promotion left free, or its own when refreshed) as the next to drop itself: it holds the slot
+  // until a more used eviction needs one, instead of pushing that expert out first.
+  return filled_ && loses_to_next_drop(candidate);
+}
+
 std::optional<uint32_t> VictimTier::slot_for_demotion(ExpertKey candidate, bool* next_to_drop) {
   *next_to_drop = false;
   if (!free_.empty()) {
     const uint32_t s = *free_.begin();
     free_.erase(free_.begin());
-    // Once the tier was full, a slot a promotion left free takes an eviction that loses the test
-    // as the next to drop itself: it holds the slot until a more used eviction needs one,
-    // instead of pushing that expert out first.
-    *next_to_drop = filled_ && loses_to_next_drop(candidate);
+    *next_to_drop = goes_first_in_line(candidate);
     if (free_.empty()) filled_ = true;
     return s;
   }
@@ -251,10 +255,9 @@ TierPlan VictimTier::plan(uint32_t layer, std::span<const SlotAssignment> assign
     const ExpertKey key = *a.evicted;
     if (const auto s = slot_of(key)) {
       // Already here: the same bytes, no copy. It takes its place in line as an eviction into a
-      // freed slot would (its own slot): the most recently demoted, or with kFrequency, once the
-      // tier has been full, the next to drop when used no more often than the first in line.
+      // freed slot would (its own slot).
       remove(*s);
-      occupy(*s, key, filled_ && loses_to_next_drop(key));
+      occupy(*s, key, goes_first_in_line(key));
       continue;
     }
     bool next_to_drop = false;

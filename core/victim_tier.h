@@ -179,6 +179,9 @@ class VictimTier {
   // TinyLFU's test (kFrequency): `candidate` was used no more often than the next drop (the
   // first in line). False with kAll or an empty line.
   bool loses_to_next_drop(ExpertKey candidate) const;
+  // kFrequency's placement of an eviction into a slot it did not win by the test (a freed slot,
+  // or its own on a refresh): first in line when it loses the test once the tier has been full.
+  bool goes_first_in_line(ExpertKey candidate) const;
   void count_use(ExpertKey key);
   void remove(uint32_t slot);
   void occupy(uint32_t slot, ExpertKey key, bool next_to_drop = false);

@@ -1897,67 +1897,67 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>SettingsPage</name>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="138"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="131"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="137"/>
         <source>Engine</source>
         <translation>引擎</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="147"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="138"/>
         <source>Backend</source>
         <translation>后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="164"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="141"/>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="165"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="142"/>
         <source>0 = automatic (%1: all cores but one, for the UI)</source>
         <translation>0 = 自动（%1：保留一个核心给界面）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="170"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="147"/>
         <source>Context length (tokens)</source>
         <translation>上下文长度（词元）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="173"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="150"/>
         <source>The loaded model runs with %1: its trained context.</source>
         <translation>已加载的模型以 %1 运行:即其训练上下文长度。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="179"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="156"/>
         <source>Expert cache and SSD reads</source>
         <translation>专家缓存与 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="182"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="159"/>
         <source>Cache budget (MiB)</source>
         <translation>缓存预算 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="183"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="160"/>
         <source>cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend</source>
         <translation>cache_vram_mib：CUDA 上为显存，CPU 后端为内存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="185"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="162"/>
         <source>Keep free (MiB)</source>
         <translation>保留空闲 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="165"/>
         <source>Which expert the cache evicts</source>
         <translation>缓存淘汰哪个专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="194"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="171"/>
         <source>Host-RAM tier (MiB)</source>
         <translation>内存层 (MiB)</translation>
     </message>
@@ -1970,157 +1970,157 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA）。auto：空闲内存的一半，当前为 %1 MiB；0 表示关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="195"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="172"/>
         <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, keeping 2 GiB free, now %1 MiB; 0: off</source>
         <translation>cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA）。auto：空闲内存的一半，并保留 2 GiB 空闲，当前为 %1 MiB；0 表示关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="200"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="177"/>
         <source>Which evictions the RAM tier keeps</source>
         <translation>内存层保留哪些被淘汰的专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="189"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="166"/>
         <source>cache_policy: hybrid: the least used, and of those the least recently used; lru: the least recently used; lfu: the least used</source>
         <translation>cache_policy：hybrid：使用次数最少的（次数相同时取最久未使用的）；lru：最久未使用的；lfu：使用次数最少的</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="178"/>
         <source>cache_ram_admission (CUDA): frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one</source>
         <translation>cache_ram_admission（CUDA）：frequency：只保留比将被挤出的专家使用更频繁的专家（向下复制少得多）；all：全部保留</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="204"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="181"/>
         <source>Staging buffers</source>
         <translation>暂存缓冲区</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="205"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="182"/>
         <source>Reads per expert</source>
         <translation>每个专家的读取次数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="211"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
         <source>Direct I/O (O_DIRECT)</source>
         <translation>直接 I/O (O_DIRECT)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="224"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
         <source>Read the next layer&apos;s experts ahead</source>
         <translation>提前读取下一层的专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="237"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="214"/>
         <source>Check each expert&apos;s SHA-256 on its first read</source>
         <translation>首次读取每个专家时校验其 SHA-256</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="245"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
         <source>A damaged Expert Pack stops the reply with an error naming the expert, instead of answering from wrong weights.</source>
         <translation>专家包损坏时，回复会停止并给出指明该专家的错误，而不会用错误的权重作答。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="262"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="239"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation>加载模型后可查看这些设置能容纳多少专家。可用内存：%1 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="264"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="241"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation>可用 %1 MiB（空闲 %2 MiB）→ %3 个专家槽，每个 %4 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="275"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="252"/>
         <source>Defaults for new conversations</source>
         <translation>新对话的默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="276"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="253"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="276"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="253"/>
         <source>0 = greedy (reproducible)</source>
         <translation>0 = 贪心（可复现）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="277"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="254"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="278"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="255"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="278"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="255"/>
         <source>0 = off</source>
         <translation>0 = 关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="279"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="256"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="280"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="281"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="258"/>
         <source>Max tokens per reply</source>
         <translation>每次回复的最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="282"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="259"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="282"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="259"/>
         <source>-1 = random</source>
         <translation>-1 = 随机</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="283"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="260"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="287"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="264"/>
         <source>Models and language</source>
         <translation>模型与语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="288"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="265"/>
         <source>Expert Pack folder</source>
         <translation>专家包文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="293"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="270"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation>打开 GGUF 模型时转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="304"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="281"/>
         <source>Language</source>
         <translation>语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="310"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="287"/>
         <source>System</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="345"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="322"/>
         <source>Fix the highlighted values first.</source>
         <translation>请先修正标出的值。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="347"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="324"/>
         <source>The loaded model would not start with these cache values (see the preview); change them to apply.</source>
         <translation>已加载的模型无法以这些缓存值启动（见上方预览）；请修改后再应用。</translation>
     </message>
@@ -2129,22 +2129,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">已加载的模型无法以这些缓存值启动；请提高预算后再应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="348"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="325"/>
         <source>Changes are not applied yet.</source>
         <translation>更改尚未应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="351"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="328"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="357"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="334"/>
         <source>Revert</source>
         <translation>还原</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="366"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="343"/>
         <source>Apply</source>
         <translation>应用</translation>
     </message>
@@ -2752,48 +2752,48 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::SettingsViewModel</name>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="162"/>
+        <location filename="../ui/settings_view_model.cpp" line="163"/>
         <source>Choose auto, cpu or cuda.</source>
         <translation>请选择 auto、cpu 或 cuda。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="163"/>
+        <location filename="../ui/settings_view_model.cpp" line="165"/>
         <source>Choose hybrid, lru or lfu.</source>
         <translation>请选择 hybrid、lru 或 lfu。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="164"/>
+        <location filename="../ui/settings_view_model.cpp" line="167"/>
         <source>Choose frequency or all.</source>
         <translation>请选择 frequency 或 all。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="165"/>
+        <location filename="../ui/settings_view_model.cpp" line="168"/>
         <source>Unknown language.</source>
         <translation>未知语言。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="168"/>
+        <location filename="../ui/settings_view_model.cpp" line="171"/>
         <source>Choose a folder.</source>
         <translation>请选择文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="170"/>
+        <location filename="../ui/settings_view_model.cpp" line="173"/>
         <source>Give the whole path (from /).</source>
         <translation>请填写完整路径（从 / 开始）。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="172"/>
-        <location filename="../ui/settings_view_model.cpp" line="180"/>
+        <location filename="../ui/settings_view_model.cpp" line="175"/>
+        <location filename="../ui/settings_view_model.cpp" line="183"/>
         <source>%1 is a file, not a folder.</source>
         <translation>%1 是文件，不是文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="173"/>
+        <location filename="../ui/settings_view_model.cpp" line="176"/>
         <source>MoePack cannot write in %1.</source>
         <translation>MoePack 无法在 %1 中写入。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="182"/>
+        <location filename="../ui/settings_view_model.cpp" line="185"/>
         <source>MoePack cannot create a folder in %1.</source>
         <translation>MoePack 无法在 %1 中创建文件夹。</translation>
     </message>
@@ -2802,33 +2802,33 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">请输入 auto 或以 MiB 为单位的数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="203"/>
+        <location filename="../ui/settings_view_model.cpp" line="206"/>
         <source>Enter a number.</source>
         <translation>请输入数字。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="208"/>
+        <location filename="../ui/settings_view_model.cpp" line="211"/>
         <source>Between %1 and %2.</source>
         <translation>应介于 %1 和 %2 之间。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="207"/>
+        <location filename="../ui/settings_view_model.cpp" line="210"/>
         <source>Enter a whole number.</source>
         <translation>请输入整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="197"/>
+        <location filename="../ui/settings_view_model.cpp" line="200"/>
         <source>Enter auto or a whole number of MiB.</source>
         <translation>请输入 auto 或以 MiB 为单位的整数。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_view_model.cpp" line="211"/>
-        <location filename="../ui/settings_view_model.cpp" line="215"/>
+        <location filename="../ui/settings_view_model.cpp" line="214"/>
+        <location filename="../ui/settings_view_model.cpp" line="218"/>
         <source>Unknown setting %1.</source>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="332"/>
+        <location filename="../ui/settings_view_model.cpp" line="339"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

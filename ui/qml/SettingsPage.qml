@@ -15,6 +15,25 @@ Item {
 
     Rectangle { anchors.fill: parent; color: "#f6f7fb" }
 
+    // A setting's name and, under it, its hint (the key's own words or a note).
+    component KeyLabel: ColumnLayout {
+        id: keyLabel
+        required property string label
+        property string hint: ""
+        Layout.preferredWidth: 300
+        Layout.maximumWidth: 300
+        spacing: 0
+        Label { text: keyLabel.label; font.pixelSize: 13; color: "#111827" }
+        Label {
+            Layout.maximumWidth: 300
+            wrapMode: Text.Wrap
+            visible: keyLabel.hint.length > 0
+            text: keyLabel.hint
+            font.pixelSize: 11
+            color: "#6b7280"
+        }
+    }
+
     // One labelled field bound to a settings key.
     component Field: RowLayout {
         id: field
@@ -23,20 +42,7 @@ Item {
         property string hint: ""
         Layout.fillWidth: true
         spacing: 12
-        ColumnLayout {
-            Layout.preferredWidth: 300
-            Layout.maximumWidth: 300
-            spacing: 0
-            Label { text: field.label; font.pixelSize: 13; color: "#111827" }
-            Label {
-                Layout.maximumWidth: 300
-                wrapMode: Text.Wrap
-                visible: field.hint.length > 0
-                text: field.hint
-                font.pixelSize: 11
-                color: "#6b7280"
-            }
-        }
+        KeyLabel { label: field.label; hint: field.hint }
         TextField {
             id: input
             Layout.preferredWidth: 160
@@ -68,20 +74,7 @@ Item {
         property string hint: ""
         Layout.fillWidth: true
         spacing: 12
-        ColumnLayout {
-            Layout.preferredWidth: 300
-            Layout.maximumWidth: 300
-            spacing: 0
-            Label { text: choice.label; font.pixelSize: 13; color: "#111827" }
-            Label {
-                Layout.maximumWidth: 300
-                wrapMode: Text.Wrap
-                visible: choice.hint.length > 0
-                text: choice.hint
-                font.pixelSize: 11
-                color: "#6b7280"
-            }
-        }
+        KeyLabel { label: choice.label; hint: choice.hint }
         ComboBox {
             id: box
             objectName: "choice_" + choice.key
@@ -142,23 +135,7 @@ Item {
 
             Section {
                 title: qsTr("Engine")
-                RowLayout {
-                    spacing: 12
-                    Label { Layout.preferredWidth: 300; text: qsTr("Backend"); font.pixelSize: 13 }
-                    ComboBox {
-                        Layout.preferredWidth: 160
-                        model: ["auto", "cpu", "cuda"]
-                        id: backendBox
-                        currentIndex: Math.max(0, model.indexOf(page.settings.values.backend))
-                        onActivated: function(i) { page.settings.setValue("backend", model[i]) }
-                        Connections {  // after Revert / Reset (a choice breaks the binding)
-                            target: page.settings
-                            function onValuesChanged() {
-                                backendBox.currentIndex = Math.max(0, backendBox.model.indexOf(page.settings.values.backend))
-                            }
-                        }
-                    }
-                }
+                Choice { key: "backend"; label: qsTr("Backend"); choices: ["auto", "cpu", "cuda"] }
                 Field {
                     key: "threads"
                     label: qsTr("CPU threads")
