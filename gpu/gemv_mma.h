@@ -128,6 +128,9 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s);
 // runs it, except its expert launches under 6 and 7 and 20 (one super-block a stage for every
 // row), and every launch under 24.
 void set_gemv_mma_variant(int variant);
+// Whether set_gemv_mma_variant(-1) switched the tensor cores off: then the prefill takes the F32
+// kernels too (kernels_gemv.cu, "Prefill on the tensor cores").
+bool gemv_mma_off();
 
 // Whether an expert launch of [ne1][ne0] matrices of `type` in the tiled layout (gpu/gemv_tiled.h,
 // GemvBatch::w_tiled) runs: gemv_mma_supported, tiled_layout_covers, and x's fragments in the

@@ -102,6 +102,17 @@ void set_gemv_bytewise_dequant(bool on);
 // lane its own chunks straight from global memory as before the twenty-fifth pass: the same sums
 // bit for bit; the benchmark compares the two. Process-wide.
 void set_gemv_prefill_x_global(bool on);
+// Prefill (groups of two or more pairs, or n_tok > 1) of the block types (every type but F32,
+// F16 and BF16) on the tensor cores (forty-third session, kernels_gemv.cu "Prefill on the tensor
+// cores": W and x split into f16 halves, 22 significant bits each, f32 sums; docs/cuda-backend.md),
+// when on; in the F32 kernels above when off, and whatever this says while either switch above is
+// on (they compare the F32 kernels' variants) or the tensor cores are off (set_gemv_mma_variant(-1)).
+// Groups of one pair are never affected. Built in a session without a GPU machine, so off by
+// default until it has run (tests/gpu/prefill_mma_pass_on_device.sh: gpu_ops_test's
+// GemvPrefillTensorCoresWithinTheBoundAndPerPair and the benchmark's "gemv_prefill_mma").
+// Process-wide; the benchmark and tests compare both.
+constexpr bool kGemvPrefillMmaDefault = false;
+void set_gemv_prefill_mma(bool on);
 }  // namespace detail
 
 // Whether GemvBatch::w_tiled runs for expert launches of [ne1][ne0] matrices of `type`: Q4_K,

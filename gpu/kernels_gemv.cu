@@ -35,6 +35,7 @@
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/dequant.cuh"
+#include "gpu/gemm_mma_layout.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/gemv_tiled.h"
 #include "gpu/kernels.h"
@@ -44,6 +45,9 @@ namespace {
 
 constexpr int kWarps = 4;  // rows per block
 constexpr int kPrefillPairs = 8;
+// Which groups of an expert launch gemv_kernel computes (grp_off): all, all but those of one pair,
+// or only those.
+constexpr int kSinglesAll = 0, kSinglesSkip = 1, kSinglesOnly = 2;
 
 // A tile is 32 * kLaneChunks chunks of a row, at least ~1 KiB of weights so that a warp keeps
 // enough bytes in flight (Q2_K: 4 chunks per lane, Q4_K: 2, Q8_0: 1); the per-warp staging
@@ -420,7 +424,7 @@ __host__ __device__ constexpr int gemv_block_warps() {
 template <GgmlType T, int P, int R, bool TILED = false, bool BYTEWISE = false, bool X_GLOBAL = false>
 __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() * 32,
                                   P == 1 ? (TILED ? 3 : Tile<T>::kDecodeBlocks) : 1)
-    gemv_kernel(GemvBatch b, bool skip_single) {
+    gemv_kernel(GemvBatch b, int singles) {
   static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
   static_assert(!TILED || tiled_unit_bytes(T) > 0,
                 "the tiled layout covers Q4_K, Q5_K, Q6_K, Q3_K, Q2_K and MXFP4");
@@ -449,7 +453,9 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
   if (b.grp_off) {
     j0 = b.grp_off[g];
     j1 = b.grp_off[g + 1];
-    if (skip_single && j1 - j0 == 1) return;  // computed by the tensor-core path (gemv_mma.h)
+    // kSinglesSkip: groups of one pair are the tensor-core decode path's (gemv_mma.h);
+    // kSinglesOnly: the others are the tensor-core prefill's (gemm_mma_kernel)
+    if ((singles == kSinglesSkip && j1 - j0 == 1) || (singles == kSinglesOnly && j1 - j0 != 1)) return;
   }
   j0 += static_cast<int>(blockIdx.z) * P;
   if (j0 >= j1) return;  // the same for the whole block
@@ -698,6 +704,330 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Prefill on the tensor cores (forty-third session, built without a GPU machine: off by default
+// until it has run, gpu/kernels.h set_gemv_prefill_mma): groups of at least two pairs of the block
+// types (every type but F32, F16 and BF16).
+//
+// A block owns 64 rows (4 warps of 16: the m16 tile of mma.m16n8k16) and kMmaPairs pairs of one
+// group, and walks the rows in units of 256 elements (a K-quant super-block; eight 32-element
+// blocks). Per unit:
+// - the block splits its pairs' x into f16 halves, per (pair, 32-element chunk) with one power
+//   of two 2^s (max |x| 2^s in [2^14, 2^15)): hi = f16(x 2^s), lo = f16(x 2^s - hi), 22
+//   significant bits, stored in shared memory as the mma's B fragments (an mma's columns 2i and
+//   2i + 1 are pair i's hi and lo: four pairs an mma);
+// - each warp stages its 16 rows' bytes of the unit (GGUF or tiled layout: the F32 kernel's
+//   TiledRow gather, so both layouts give the same sums bit for bit), dequantizes each (row,
+//   chunk) with tile_chunk (core's dequantize_row values, bit for bit) and splits it the same
+//   way with 2^e per (row, chunk) into shared memory as the A fragments (ldmatrix);
+// - per chunk and four pairs: 4 mmas (W's hi and lo, the chunk's two 16-element halves) into a
+//   zeroed f32 D, then acc += (D_hi + D_lo) 2^-e 2^-s (powers of two: exact unless the result
+//   leaves float's range).
+// The f16 products are exact and summed in f32. Against the exact dot product a pair loses W
+// and x to 22 bits each (|error| <= 2^-21 |w x| a product) and the f32 sums: inside
+// gpu_ops_test's kDotRel. A pair's sums depend on its own x and the rows alone, never on the
+// other pairs of its group or how groups are batched (each mma column is its own pair's).
+constexpr int kMmaPairs = 32;           // pairs a block: 8 groups of four (one mma's columns)
+constexpr int kMmaWarpsP = 4;           // warps a block, 16 rows each
+constexpr int kAStride = kGemmAStride;  // halves a row of a warp's A staging (gpu/gemm_mma_layout.h)
+
+template <GgmlType T>
+struct PrefillUnit {
+  static constexpr int kGgufBytes = 256 / BlockOf<T>::kElems * BlockOf<T>::kBytes;  // a row's unit
+  // TiledRow<T>::kStagedUnit (MXFP4's blocks padded to 20 bytes), without instantiating it
+  static constexpr int kTiledBytes = T == GgmlType::MXFP4 ? 8 * 20 : tiled_unit_bytes(T);
+  static constexpr int kMaxBytes = kGgufBytes > kTiledBytes ? kGgufBytes : kTiledBytes;
+  // A staged row: the unit, one granule of misalignment and one of slack (tile_chunk reads a word
+  // past what it uses).
+  static constexpr int kRowGranules = (kMaxBytes + 15) / 16 + 2;
+  static constexpr int kRowBytes = 16 * kRowGranules;
+  static constexpr int kTiledWords = tiled_row_words(T);
+  static constexpr int kPreGguf = (16 * kRowGranules + 31) / 32;
+  static constexpr int kPreTiled = (16 * kTiledWords + 31) / 32;
+  static constexpr int kPre = kPreGguf > kPreTiled ? kPreGguf : kPreTiled;
+  static constexpr int kXBytes = 8 * 2 * kMmaPairs * 16 * 4 + 8 * kMmaPairs * 4 + kMmaPairs * 8;
+  static constexpr int kWarpBytes = 16 * kRowBytes + 2 * 16 * kAStride * 2 + 32 * 4;
+  static constexpr int kSmemBytes = kXBytes + kMmaWarpsP * kWarpBytes;
+};
+
+// gemm_mma_layout.h's gemm_split_exponent of a float.
+__device__ __forceinline__ int split_exponent(float mx) { return gemm_split_exponent(__float_as_uint(mx)); }
+// The 32 values of v (times 2^e) as f16 halves: word i of hi and lo holds elements 2i, 2i + 1.
+__device__ __forceinline__ void split_halves(const float (&v)[kChunk], float s, uint32_t (&hi)[16],
+                                             uint32_t (&lo)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const float a = v[2 * i] * s, c = v[2 * i + 1] * s;
+    const __half2 h = __floats2half2_rn(a, c);
+    const float2 hf = __half22float2(h);
+    const __half2 l = __floats2half2_rn(a - hf.x, c - hf.y);  // exact differences
+    hi[i] = *reinterpret_cast<const uint32_t*>(&h);
+    lo[i] = *reinterpret_cast<const uint32_t*>(&l);
+  }
+}
+__device__ __forceinline__ float chunk_max_abs(const float (&v)[kChunk]) {
+  float mx = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) mx = fmaxf(mx, fabsf(v[i]));
+  return mx;
+}
+__device__ __forceinline__ float pow2f(int e) { return __int_as_float((e + 127) << 23); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
+}
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint2 bf) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(bf.x), "r"(bf.y));
+}
+
+// B fragments in shared memory: xs[chunk][2 pair + half][16 words] (gemm_mma_layout.h).
+__device__ __forceinline__ int xs_word(int row, int w, int t) { return gemm_xs_word(row, w, t); }
+
+template <GgmlType T, bool TILED>
+__global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) {
+  using PU = PrefillUnit<T>;
+  using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
+  constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's tiled blocks staged padded (tile_chunk)
+  static_assert(!TILED || TR::kStagedUnit == PU::kTiledBytes, "a staged row holds the tiled unit");
+  extern __shared__ __align__(16) uint4 gemm_smem[];
+  uint32_t* xs = reinterpret_cast<uint32_t*>(gemm_smem);               // [8][2 kMmaPairs][16]
+  float* xsc = reinterpret_cast<float*>(xs + 8 * 2 * kMmaPairs * 16);  // [8][kMmaPairs]: 2^-s
+  const float** xrow = reinterpret_cast<const float**>(xsc + 8 * kMmaPairs);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  uint8_t* raw = reinterpret_cast<uint8_t*>(gemm_smem) + PU::kXBytes + warp * PU::kWarpBytes;
+  __half* ahi = reinterpret_cast<__half*>(raw + 16 * PU::kRowBytes);
+  __half* alo = ahi + 16 * kAStride;
+  float* ea = reinterpret_cast<float*>(alo + 16 * kAStride);  // [16 rows][2 chunks]: 2^-e
+
+  const int grp = static_cast<int>(blockIdx.y);
+  int j0 = 0, j1 = b.n_tok;
+  if (b.grp_off) {
+    j0 = b.grp_off[grp];
+    j1 = b.grp_off[grp + 1];
+    if (j1 - j0 < 2) return;  // single pairs: the decode paths (gemv_mma.h's rule)
+  }
+  j0 += static_cast<int>(blockIdx.z) * kMmaPairs;
+  if (j0 >= j1) return;  // the same for the whole block
+  const int nt = min(kMmaPairs, j1 - j0);
+  if (threadIdx.x < kMmaPairs) {
+    const int j = j0 + min(static_cast<int>(threadIdx.x), nt - 1);
+    const int64_t xi = b.x_row ? b.x_row[j] : j;
+    xrow[threadIdx.x] = b.x + grp * b.x_gstride + xi * b.x_stride;
+  }
+  const uint8_t* wg = b.w_table ? b.w_table[grp] : b.w + static_cast<uint64_t>(grp) * b.w_gstride;
+  const int64_t rbase = (static_cast<int64_t>(blockIdx.x) * kMmaWarpsP + warp) * 16;  // the warp's rows
+  // A warp past the last row stages and computes the last rows again (it writes nothing): every
+  // warp takes part in the block's barriers.
+  const int64_t rclamp = min(rbase, ((b.ne1 - 1) / 16) * 16);
+  const auto row_of = [&](int r16) { return min(rclamp + r16, b.ne1 - 1); };
+  const int64_t n_chunks = (b.ne0 + kChunk - 1) / kChunk;
+  const int64_t n_units = (n_chunks + 7) / 8;
+
+  // The warp's 16 rows' bytes of unit u: into pre[] (global loads), then into raw (staging).
+  uint4 pre[PU::kPre];
+  const auto gguf_src = [&](int r16, int64_t u) {
+    return wg + static_cast<uint64_t>(row_of(r16)) * b.row_bytes + static_cast<uint64_t>(u) * PU::kGgufBytes;
+  };
+  const auto fetch = [&](int64_t u) {
+    if constexpr (TILED) {
+      const uint8_t* chunk = wg + (static_cast<uint64_t>(rclamp / 16) * static_cast<uint64_t>(b.ne0 / 256) +
+                                   static_cast<uint64_t>(u)) *
+                                      tiled_chunk_bytes(T);
+#pragma unroll
+      for (int k = 0; k < PU::kPre; ++k) {
+        const int q = lane + 32 * k;
+        if (q < 16 * PU::kTiledWords) {
+          const TiledRowWord rw = tiled_row_word(T, q / PU::kTiledWords, q % PU::kTiledWords);
+          const uint8_t* src = chunk + rw.src;
+          if (rw.bytes == 16) {
+            pre[k] = __ldg(reinterpret_cast<const uint4*>(src));
+          } else if (rw.bytes == 4) {
+            pre[k].x = __ldg(reinterpret_cast<const unsigned int*>(src));
+          } else {  // Q6_K's and Q3_K's d
+            pre[k].x = __ldg(reinterpret_cast<const unsigned short*>(src));
+          }
+        }
+      }
+    } else {
+      const uint64_t left = b.row_bytes - static_cast<uint64_t>(u) * PU::kGgufBytes;
+      const int len = static_cast<int>(left < static_cast<uint64_t>(PU::kGgufBytes) ? left : PU::kGgufBytes);
+#pragma unroll
+      for (int k = 0; k < PU::kPre; ++k) {
+        const int q = lane + 32 * k;
+        if (q < 16 * PU::kRowGranules) {
+          const int r16 = q / PU::kRowGranules, gi = q % PU::kRowGranules;
+          const uintptr_t p = reinterpret_cast<uintptr_t>(gguf_src(r16, u));
+          if (gi < static_cast<int>(((p & 15) + static_cast<uintptr_t>(len) + 15) / 16)) {
+            pre[k] = __ldg(reinterpret_cast<const uint4*>(p & ~uintptr_t{15}) + gi);
+          }
+        }
+      }
+    }
+  };
+  const auto stage = [&] {
+    if constexpr (TILED) {
+#pragma unroll
+      for (int k = 0; k < PU::kPre; ++k) {
+        const int q = lane + 32 * k;
+        if (q < 16 * PU::kTiledWords) {
+          const int w = q % PU::kTiledWords;
+          uint8_t* unit = raw + q / PU::kTiledWords * PU::kRowBytes;
+          const uint4 v = pre[k];
+          const uint32_t piece[4] = {v.x, v.y, v.z, v.w};
+          const int n = tiled_row_word(T, 0, w).bytes / tiled_piece_bytes(T, w);
+#pragma unroll
+          for (int p = 0; p < 4; ++p) {
+            if (p < n) {
+              uint8_t* d = unit + TR::staged(tiled_piece_dest(T, w, p));
+              if (tiled_piece_bytes(T, w) == 4 && TR::kStagedUnit % 4 == 0) {
+                *reinterpret_cast<uint32_t*>(d) = piece[p];
+              } else if (tiled_piece_bytes(T, w) == 4) {  // Q6_K's and Q3_K's 2-aligned units
+                reinterpret_cast<uint16_t*>(d)[0] = static_cast<uint16_t>(piece[p]);
+                reinterpret_cast<uint16_t*>(d)[1] = static_cast<uint16_t>(piece[p] >> 16);
+              } else if (tiled_piece_bytes(T, w) == 2) {
+                *reinterpret_cast<uint16_t*>(d) = static_cast<uint16_t>(v.x);  // Q6_K's and Q3_K's d
+              } else {
+                d[0] = static_cast<uint8_t>(v.x >> (8 * p));  // one MXFP4 scale byte
+              }
+            }
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < PU::kPre; ++k) {
+        const int q = lane + 32 * k;
+        if (q < 16 * PU::kRowGranules) reinterpret_cast<uint4*>(raw)[q] = pre[k];
+      }
+    }
+  };
+
+  float acc[kMmaPairs / 4][2];
+#pragma unroll
+  for (int q = 0; q < kMmaPairs / 4; ++q) acc[q][0] = acc[q][1] = 0.0f;
+  const int g = lane / 4, t = lane % 4;
+  fetch(0);
+  for (int64_t u = 0; u < n_units; ++u) {
+    const int nch = static_cast<int>(min(int64_t{8}, n_chunks - 8 * u));
+    __syncthreads();  // every warp is done with the previous unit's x (and xrow is written)
+    // x: item (pair, chunk), eight threads a pair's 256 contiguous elements
+    for (int it = static_cast<int>(threadIdx.x); it < kMmaPairs * 8; it += kMmaWarpsP * 32) {
+      const int p = it >> 3, c = it & 7;
+      float v[kChunk];
+      const int64_t e0 = (8 * u + c) * kChunk;
+      const int n = c < nch && p < nt ? chunk_len(b.ne0, 8 * u + c) : 0;
+      const float* xp = xrow[p] + e0;
+      if (n == kChunk && (reinterpret_cast<uintptr_t>(xp) & 15) == 0) {
+#pragma unroll
+        for (int i = 0; i < kChunk / 4; ++i) {
+          const float4 f = __ldg(reinterpret_cast<const float4*>(xp) + i);
+          v[4 * i] = f.x;
+          v[4 * i + 1] = f.y;
+          v[4 * i + 2] = f.z;
+          v[4 * i + 3] = f.w;
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) v[i] = i < n ? __ldg(xp + i) : 0.0f;
+      }
+      const int e = split_exponent(chunk_max_abs(v));
+      uint32_t hi[16], lo[16];
+      split_halves(v, pow2f(e), hi, lo);
+      xsc[c * kMmaPairs + p] = pow2f(-e);
+      uint32_t* rh = xs + c * (2 * kMmaPairs * 16);
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {
+#pragma unroll
+        for (int tt = 0; tt < 4; ++tt) {
+          const int n0 = gemm_b_natural_word(w, tt, 0), n1 = gemm_b_natural_word(w, tt, 1);
+          *reinterpret_cast<uint2*>(rh + xs_word(2 * p, w, tt)) = make_uint2(hi[n0], hi[n1]);
+          *reinterpret_cast<uint2*>(rh + xs_word(2 * p + 1, w, tt)) = make_uint2(lo[n0], lo[n1]);
+        }
+      }
+    }
+    __syncwarp();  // every lane is done with raw (the previous unit)
+    stage();
+    if (u + 1 < n_units) fetch(u + 1);  // in flight while this unit is computed
+    __syncthreads();                    // x and the warp's rows are staged
+    for (int cp = 0; 2 * cp < nch; ++cp) {
+      {  // (row, chunk) = (lane / 2, 2 cp + lane % 2) of the warp's rows: dequantized, split into A
+        const int r16 = lane >> 1, c = 2 * cp + (lane & 1);
+        uint32_t hi[16] = {}, lo[16] = {};
+        float inv = 0.0f;
+        if (c < nch) {
+          float v[kChunk];
+          const int tile = TILED ? 0 : static_cast<int>(reinterpret_cast<uintptr_t>(gguf_src(r16, u)) & 15);
+          const int n = chunk_len(b.ne0, 8 * u + c);
+          tile_chunk<T, kPadded>(raw + r16 * PU::kRowBytes, tile, c, n, v);
+#pragma unroll
+          for (int i = 0; i < kChunk; ++i) v[i] = i < n ? v[i] : 0.0f;
+          const int e = split_exponent(chunk_max_abs(v));
+          split_halves(v, pow2f(e), hi, lo);
+          inv = pow2f(-e);
+        }
+        uint4* dh = reinterpret_cast<uint4*>(ahi + r16 * kAStride + (lane & 1) * 32);
+        uint4* dl = reinterpret_cast<uint4*>(alo + r16 * kAStride + (lane & 1) * 32);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          dh[i] = make_uint4(hi[4 * i], hi[4 * i + 1], hi[4 * i + 2], hi[4 * i + 3]);
+          dl[i] = make_uint4(lo[4 * i], lo[4 * i + 1], lo[4 * i + 2], lo[4 * i + 3]);
+        }
+        ea[r16 * 2 + (lane & 1)] = inv;
+      }
+      __syncwarp();
+#pragma unroll
+      for (int cc = 0; cc < 2; ++cc) {
+        const int c = 2 * cp + cc;
+        if (c < nch) {
+          uint32_t ah[2][4], al[2][4];
+          const int lr = gemm_a_row(lane), lk = cc * 32 + gemm_a_k(lane);
+#pragma unroll
+          for (int w = 0; w < 2; ++w) {
+            ldmatrix_x4(ah[w], ahi + lr * kAStride + lk + 16 * w);
+            ldmatrix_x4(al[w], alo + lr * kAStride + lk + 16 * w);
+          }
+          const float er0 = ea[g * 2 + cc], er1 = ea[(g + 8) * 2 + cc];
+          const uint32_t* rh = xs + c * (2 * kMmaPairs * 16);
+#pragma unroll
+          for (int q = 0; q < kMmaPairs / 4; ++q) {
+            if (4 * q < nt) {
+              const uint2 b0 = *reinterpret_cast<const uint2*>(rh + xs_word(8 * q + g, 0, t));
+              const uint2 b1 = *reinterpret_cast<const uint2*>(rh + xs_word(8 * q + g, 1, t));
+              float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+              mma_f16(d, ah[0], b0);
+              mma_f16(d, al[0], b0);
+              mma_f16(d, ah[1], b1);
+              mma_f16(d, al[1], b1);
+              const float sx = xsc[c * kMmaPairs + 4 * q + t];
+              acc[q][0] = __fmaf_rn((d[0] + d[1]) * er0, sx, acc[q][0]);
+              acc[q][1] = __fmaf_rn((d[2] + d[3]) * er1, sx, acc[q][1]);
+            }
+          }
+        }
+      }
+      __syncwarp();  // every lane is done with this chunk pair's A
+    }
+  }
+  if (rbase >= b.ne1) return;
+#pragma unroll
+  for (int q = 0; q < kMmaPairs / 4; ++q) {
+    const int p = 4 * q + t;
+    if (p < nt) {
+      float* yp = b.y + grp * b.y_gstride + static_cast<int64_t>(j0 + p) * b.y_stride + rbase;
+      if (rbase + g < b.ne1) yp[g] = acc[q][0];
+      if (rbase + g + 8 < b.ne1) yp[g + 8] = acc[q][1];
+    }
+  }
+}
+
 template <GgmlType T>
 __global__ void dequant_rows_kernel(const uint8_t* w, uint64_t row_bytes, int64_t ne0, const int32_t* rows,
                                     float* out) {
@@ -719,6 +1049,7 @@ constexpr bool kBytewiseComparable = T == GgmlType::Q3_K || T == GgmlType::Q5_K 
                                      T == GgmlType::Q4_1 || T == GgmlType::Q5_0 || T == GgmlType::Q5_1;
 std::atomic<bool> g_bytewise{false};
 std::atomic<bool> g_prefill_x_global{false};
+std::atomic<bool> g_prefill_mma{detail::kGemvPrefillMmaDefault};
 
 struct GemvLaunch {
   const GemvBatch& b;
@@ -727,37 +1058,37 @@ struct GemvLaunch {
   // other type).
   // grid.x: blocks of the variant's gemv_block_warps rows (R a warp) over ne1.
   template <GgmlType T, int P, int R, bool TILED, bool BYTEWISE, bool X_GLOBAL>
-  void go(dim3 grid, bool skip_single) const {
+  void go(dim3 grid, int singles) const {
     constexpr int nw = gemv_block_warps<T, P, R, TILED, X_GLOBAL>();
     grid.x = static_cast<unsigned>((b.ne1 + nw * R - 1) / (nw * R));
-    gemv_kernel<T, P, R, TILED, BYTEWISE, X_GLOBAL><<<grid, nw * 32, 0, s>>>(b, skip_single);
+    gemv_kernel<T, P, R, TILED, BYTEWISE, X_GLOBAL><<<grid, nw * 32, 0, s>>>(b, singles);
   }
   // The benchmark's switches: at prefill set_gemv_prefill_x_global wins over
   // set_gemv_bytewise_dequant (never both in one comparison).
   template <GgmlType T, int P, int R>
-  void f32(dim3 grid, bool skip_single) const {
+  void f32(dim3 grid, int singles) const {
     if constexpr (P != 1) {
       if (g_prefill_x_global.load(std::memory_order_relaxed)) {
         if (!b.w_tiled) {
-          go<T, P, R, false, false, true>(grid, skip_single);
+          go<T, P, R, false, false, true>(grid, singles);
           return;
         }
         if constexpr (tiled_unit_bytes(T) > 0) {
-          go<T, P, R, true, false, true>(grid, skip_single);
+          go<T, P, R, true, false, true>(grid, singles);
           return;
         }
       }
     }
     if constexpr (kBytewiseComparable<T>) {
       if (!b.w_tiled && g_bytewise.load(std::memory_order_relaxed)) {
-        go<T, P, R, false, true, false>(grid, skip_single);
+        go<T, P, R, false, true, false>(grid, singles);
         return;
       }
     }
     if (!b.w_tiled) {
-      go<T, P, R, false, false, false>(grid, skip_single);
+      go<T, P, R, false, false, false>(grid, singles);
     } else if constexpr (tiled_unit_bytes(T) > 0) {
-      go<T, P, R, true, false, false>(grid, skip_single);
+      go<T, P, R, true, false, false>(grid, singles);
     } else {
       throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
     }
@@ -780,16 +1111,61 @@ struct GemvLaunch {
       if (b.swiglu_epilogue) throw Error("gemv: the SwiGLU epilogue needs the tensor-core decode GEMV");
       constexpr int R = Tile<T>::kDecodeRows;
       const dim3 grid(0, static_cast<unsigned>(b.n_groups), 1);  // go() sets x
-      f32<T, 1, R>(grid, false);
+      f32<T, 1, R>(grid, kSinglesAll);
     } else {
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
       const dim3 grid(0, static_cast<unsigned>(b.n_groups), tiles);
+      if constexpr (BlockOf<T>::kElems > 1) {
+        if (prefill_mma()) {
+          // Groups of two or more pairs on the tensor cores; those of one pair (expert launches)
+          // where a launch of that group alone would compute them.
+          gemm_mma<T>();
+          if (b.grp_off) {
+            MOEPACK_CUDA_CHECK(cudaGetLastError());
+            if (mma) {
+              detail::gemv_mma(b, s);
+            } else {
+              f32<T, kPrefillPairs, 1>(grid, kSinglesOnly);
+            }
+          }
+          return;
+        }
+      }
       const bool split = mma && b.grp_off != nullptr;
-      f32<T, kPrefillPairs, 1>(grid, split);
+      f32<T, kPrefillPairs, 1>(grid, split ? kSinglesSkip : kSinglesAll);
       if (split) {
         MOEPACK_CUDA_CHECK(cudaGetLastError());
         detail::gemv_mma(b, s);
       }
+    }
+  }
+  // The tensor-core prefill where it is switched on (set_gemv_prefill_mma) and no other switch asks
+  // for the F32 kernels (the benchmark's comparisons of their variants, or the tensor cores off:
+  // variant -1).
+  static bool prefill_mma() {
+    return g_prefill_mma.load(std::memory_order_relaxed) &&
+           !g_prefill_x_global.load(std::memory_order_relaxed) &&
+           !g_bytewise.load(std::memory_order_relaxed) && !detail::gemv_mma_off();
+  }
+  template <GgmlType T>
+  void gemm_mma() const {
+    using PU = PrefillUnit<T>;
+    const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
+    const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP)),
+                    static_cast<unsigned>(b.n_groups),
+                    static_cast<unsigned>((pairs + kMmaPairs - 1) / kMmaPairs));
+    if (b.w_tiled) {
+      if constexpr (tiled_unit_bytes(T) > 0) {
+        MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemm_mma_kernel<T, true>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize, PU::kSmemBytes));
+        gemm_mma_kernel<T, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b);
+      } else {
+        throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
+      }
+    } else {
+      MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemm_mma_kernel<T, false>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, PU::kSmemBytes));
+      gemm_mma_kernel<T, false><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b);
     }
   }
 };
@@ -853,6 +1229,7 @@ bool gpu_type_supported(GgmlType type) { return dispatch_type(type, NoLaunch{});
 namespace detail {
 void set_gemv_bytewise_dequant(bool on) { g_bytewise.store(on, std::memory_order_relaxed); }
 void set_gemv_prefill_x_global(bool on) { g_prefill_x_global.store(on, std::memory_order_relaxed); }
+void set_gemv_prefill_mma(bool on) { g_prefill_mma.store(on, std::memory_order_relaxed); }
 }  // namespace detail
 
 uint64_t gemv_tiled_launches() { return g_tiled_launches.load(std::memory_order_relaxed); }

@@ -3682,6 +3682,8 @@ void set_gemv_mma_variant(int variant) {
   g_variant.store(variant, std::memory_order_relaxed);
 }
 
+bool gemv_mma_off() { return g_variant.load(std::memory_order_relaxed) == -1; }
+
 void set_gemv_pdl(bool on) { g_pdl.store(on, std::memory_order_relaxed); }
 
 void set_swiglu_fragments_pdl(bool on) { g_swiglu_pdl.store(on, std::memory_order_relaxed); }

@@ -38,6 +38,11 @@
 //             a dense matrix of 128 tokens ("multiply_adds_per_s");
 //             --f32-only: these two sections and, for the model and every --graph-model, the
 //             engine's prefill and decode with x staged and not ("prefill_x_staged_of");
+//   "gemv_prefill_mma" (--prefill-mma-only): prefill launches in the F32 kernels (the default)
+//             and on the tensor cores ("prefill_mma", forty-third session) side by side,
+//             8 block types, expert launches of 8 to 64 pairs an expert and a dense matrix of 128
+//             and 512 tokens; "engine"/"prefill_mma_of": the engine's prefill and decode both
+//             ways for the model and every --graph-model;
 //   "q3k_depth" (--q3k-depth-only): Q3_K's tiled expert launches at depth 1 and 2, alternating
 //             (bench_q3k_depth), 8 experts of 2048 to 4096 rows (steps of 512) of 1536, 2048 and
 //             3072 elements: launches of 8 x 2048 to 8 x 4096 rows with rows under 16 units,
@@ -887,6 +892,24 @@ nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
                         gpu::detail::set_gemv_prefill_x_global, "x_global");
 }
 
+// Prefill launches in the F32 kernels (the default) and on the tensor cores (set_gemv_prefill_mma,
+// forty-third session) side by side ("prefill_mma"; the switch is off afterwards): expert launches of 8
+// experts of 2048 x 4096 with 8, 16 and 64 pairs each, of 8 x 4096 x 2048 with 32 pairs, and one dense 4096 x
+// 4096 matrix with 128 and 512 tokens ("multiply_adds_per_s").
+nlohmann::json bench_prefill_mma(const WeightPool& pool, double d2d) {
+  return bench_switched(pool, d2d,
+                        {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K,
+                         GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0},
+                        {},
+                        {{2048, 4096, 8, 8},
+                         {2048, 4096, 8, 16},
+                         {2048, 4096, 8, 64},
+                         {4096, 2048, 8, 32},
+                         {4096, 4096, 1, 128},
+                         {4096, 4096, 1, 512}},
+                        gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+}
+
 // Q3_K's, Q5_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
 void set_q3k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, !on); }
 void set_q5k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, !on); }
@@ -1105,17 +1128,18 @@ int main(int argc, char** argv) {
   std::string model =
       std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
   int prefill = 128, decode = 64;
-  bool engine_only = false;  // --engine-only: the "engine" section alone
-  bool gemv_only = false;    // --gemv-only: every section but "engine"
-  bool tiled_only = false;   // --tiled-only: "gemv_tiled" and "read_ceiling" alone
-  bool ffn_only = false;     // --ffn-only: "expert_ffn" and the read ceilings of its layers alone
-  bool graph_only = false;   // --graph-only: the --graph-model sections of "engine" alone
-  bool f32_only = false;     // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
-  bool q3k_only = false;     // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
-  bool q3k_depth_only = false;  // --q3k-depth-only: "q3k_depth"
-  bool q6k_only = false;     // --q6k-only: "gemv_q6k"
-  bool q5k_only = false;     // --q5k-only: "gemv_q5k"
-  std::string twin_dir;      // --twin DIR
+  bool engine_only = false;       // --engine-only: the "engine" section alone
+  bool gemv_only = false;         // --gemv-only: every section but "engine"
+  bool tiled_only = false;        // --tiled-only: "gemv_tiled" and "read_ceiling" alone
+  bool ffn_only = false;          // --ffn-only: "expert_ffn" and the read ceilings of its layers alone
+  bool graph_only = false;        // --graph-only: the --graph-model sections of "engine" alone
+  bool f32_only = false;          // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
+  bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
+  bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
+  bool q3k_depth_only = false;    // --q3k-depth-only: "q3k_depth"
+  bool q6k_only = false;          // --q6k-only: "gemv_q6k"
+  bool q5k_only = false;          // --q5k-only: "gemv_q5k"
+  std::string twin_dir;           // --twin DIR
   std::vector<std::string> graph_models;  // --graph-model: the decode graph side by side
   struct OneGemv {
     std::string type;
@@ -1149,6 +1173,8 @@ int main(int argc, char** argv) {
       ffn_only = true;
     } else if (a == "--f32-only") {
       f32_only = true;
+    } else if (a == "--prefill-mma-only") {
+      prefill_mma_only = true;
     } else if (a == "--q3k-only") {
       q3k_only = true;
     } else if (a == "--q3k-depth-only") {
@@ -1229,6 +1255,17 @@ int main(int argc, char** argv) {
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
       out["engine"]["k_tensor_cores_of"] = bench_switch_of(models, prefill, decode, both, "k_tensor_cores");
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (prefill_mma_only) {
+      out["gemv_prefill_mma"] = bench_prefill_mma(pool, d2d);
+      // The engine's prefill on the tensor cores (on) and in the F32 kernels (off), alternating.
+      const auto on_is_mma = [](bool on) { gpu::detail::set_gemv_prefill_mma(on); };
+      std::vector<std::string> models = {model};
+      models.insert(models.end(), graph_models.begin(), graph_models.end());
+      out["engine"]["prefill_mma_of"] = bench_switch_of(models, prefill, decode, on_is_mma, "prefill_mma");
+      gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

@@ -369,6 +369,10 @@ struct SwitchOffAfterwards {
   void (*set)(bool);
   ~SwitchOffAfterwards() { set(false); }
 };
+// The prefill's tensor cores back to their default at scope exit.
+struct PrefillMmaDefaultAfterwards {
+  ~PrefillMmaDefaultAfterwards() { detail::set_gemv_prefill_mma(detail::kGemvPrefillMmaDefault); }
+};
 
 // The F32 kernels' dequantization in registers (tile_chunk) gives core's dequantize_row values
 // bit for bit: with x one-hot at column k_t, every other product is a signed zero and the sums
@@ -381,6 +385,9 @@ struct SwitchOffAfterwards {
 // the kernels before the twenty-fifth pass) give the same sums bit for bit.
 TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const SwitchOffAfterwards restore{detail::set_gemv_bytewise_dequant};
+  // The F32 kernels at prefill (the tensor cores' prefill keeps W to 22 bits: tested below)
+  const PrefillMmaDefaultAfterwards restore_mma;
+  detail::set_gemv_prefill_mma(false);
   // Q3_K's, Q5_K's and Q6_K's decode in the F32 kernels here (their tensor cores are tested below)
   struct TensorCoresOnAfterwards {
     ~TensorCoresOnAfterwards() {
@@ -454,6 +461,8 @@ TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
 // GEMV tolerance of the exact dot product.
 TEST_P(TypeParity, GemvPrefillStagedXEqualsGlobalReadsBitForBit) {
   const SwitchOffAfterwards restore{detail::set_gemv_prefill_x_global};
+  const PrefillMmaDefaultAfterwards restore_mma;
+  detail::set_gemv_prefill_mma(false);  // the F32 kernels' two ways (the tensor cores' prefill: below)
   const GgmlType type = GetParam();
   std::mt19937 rng(77);
   const int64_t ne0 = ggml_traits(type).block_size == 1 ? 90 : 768, ne1 = 21, n_tok = 11;
@@ -529,6 +538,93 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // windowed rings), and of 45 and 67 (windowed rings with x's fragments in scratch).
 // Puts the GEMV back on its default variant when a test that switches variants ends (also when
 // an assertion throws).
+// Prefill on the tensor cores (kernels_gemv.cu, "Prefill on the tensor cores": the block types;
+// F32, F16 and BF16 stay in the F32 kernels, so for them both launches below are one kernel).
+// Dense launches of 2, 5, 33 and 70 tokens (pair tiles of 32, partial ones) over 83 rows (a
+// block's last warps past the last row), rows of three units (K-quants: 768 elements) or of 25
+// chunks (the 32-element block types: 800, a partial last unit), x rows off 16-byte alignment
+// (x_stride ne0 + 1): every sum within the exact dot product's bound, as the F32 kernels' (the
+// switch off) are. A pair's sum is its own: tokens 67-69 of the 70-token launch (third
+// pair tile, the last mma columns) equal bit for bit a 3-token launch of the same x rows. Expert
+// launches: groups of 2, 1, 37 and 3 pairs (x rows gathered, max_pairs 37) equal bit for bit
+// each group launched alone, within the bound.
+TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
+  const PrefillMmaDefaultAfterwards restore;
+  detail::set_gemv_prefill_mma(true);
+  const GgmlType type = GetParam();
+  const int64_t bs = ggml_traits(type).block_size;
+  const int64_t ne0 = bs == 256 ? 768 : bs == 32 ? 800 : 90, ne1 = 83, n_max = 70, xs = ne0 + 1;
+  std::mt19937 rng(4242);
+  const auto data = random_rows(type, ne0, ne1, rng);
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  auto d_w = to_device(data);
+  const auto x = random_floats(static_cast<size_t>(n_max * xs), rng);
+  auto d_x = to_device(x);
+  const auto dense = [&](int32_t n_tok, int64_t first) {
+    DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));  // NaN: rows left unwritten show
+    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + first * xs, d_y.as<float>());
+    b.x_stride = xs;
+    b.w = d_w.bytes_ptr();
+    b.n_tok = n_tok;
+    gemv(b, nullptr);
+    return to_host(d_y, static_cast<size_t>(n_tok * ne1));
+  };
+  for (const int32_t n_tok : {2, 5, 33, 70}) {
+    SCOPED_TRACE(std::to_string(n_tok) + " tokens");
+    detail::set_gemv_prefill_mma(true);
+    const auto mma = dense(n_tok, 0);
+    detail::set_gemv_prefill_mma(false);
+    const auto f32 = dense(n_tok, 0);
+    detail::set_gemv_prefill_mma(true);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        expect_close_dot(mma[t * ne1 + r], data.data() + rb * r, type, x.data() + t * xs, ne0,
+                         "tensor cores");
+        expect_close_dot(f32[t * ne1 + r], data.data() + rb * r, type, x.data() + t * xs, ne0, "F32 kernels");
+      }
+    }
+  }
+  const auto all = dense(70, 0), tail = dense(3, 67);
+  for (int64_t t = 0; t < 3; ++t) {
+    for (int64_t r = 0; r < ne1; ++r) {
+      const float a = all[(67 + t) * ne1 + r], o = tail[t * ne1 + r];
+      ASSERT_EQ(0, std::memcmp(&a, &o, sizeof a))
+          << "token " << 67 + t << ", row " << r << ": " << a << " among 70, " << o << " among 3";
+    }
+  }
+  // Expert launches
+  const ExpertMatrices em = expert_matrices(type, ne0, ne1, 4, rng);
+  const std::vector<int32_t> grp_off = {0, 2, 3, 40, 43};
+  std::vector<int32_t> x_row;
+  for (int j = 0; j < 43; ++j) x_row.push_back((j * 13 + 5) % static_cast<int32_t>(n_max));
+  auto d_rows = to_device(x_row);
+  const auto experts = [&](int first, int n_groups, int max_pairs) {
+    std::vector<int32_t> off;
+    for (int g = first; g <= first + n_groups; ++g) off.push_back(grp_off[g] - grp_off[first]);
+    auto d_off = to_device(off);
+    const int pairs = off.back();
+    DeviceBuffer d_y(static_cast<size_t>(pairs * ne1) * sizeof(float), "y");
+    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+    gemv_experts(type, ne0, ne1, rb, em.d_table.as<const uint8_t* const>() + first, d_off.as<int32_t>(),
+                 n_groups, max_pairs, d_rows.as<int32_t>() + grp_off[first], d_x.as<float>(), xs,
+                 d_y.as<float>(), ne1, nullptr);
+    return to_host(d_y, static_cast<size_t>(pairs * ne1));
+  };
+  const auto batched = experts(0, 4, 37);
+  for (int g = 0; g < 4; ++g) {
+    const auto alone = experts(g, 1, grp_off[g + 1] - grp_off[g]);
+    for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        const float a = batched[j * ne1 + r], o = alone[(j - grp_off[g]) * ne1 + r];
+        ASSERT_EQ(0, std::memcmp(&a, &o, sizeof a))
+            << "group " << g << " pair " << j << " row " << r << ": " << a << " batched, " << o << " alone";
+        expect_close_dot(a, em.mats[g].data() + rb * r, type, x.data() + x_row[j] * xs, ne0, "expert");
+      }
+    }
+  }
+}
+
 struct DefaultVariantAfterwards {
   ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
 };

@@ -1,0 +1,51 @@
+// The index arithmetic of the prefill on the tensor cores (gpu/kernels_gemv.cu, "Prefill on the
+// tensor cores"), with no CUDA runtime, so that a CPU test (tests/gpu/gemm_mma_layout_test.cpp)
+// can emulate a warp's ldmatrix and mma.m16n8k16 (PTX ISA, "Warp-level matrix load instruction:
+// ldmatrix" and "Matrix fragments for mma.m16n8k16 with floating point type") over them and check
+// that each lane gets back its own pair's dot products.
+//
+// One mma: A = 16 rows x 16 k of W (f16, row-major), B = 16 k x 8 columns (column 2i: pair i's
+// x hi, column 2i + 1 its x lo, four pairs), D = 16 x 8 in f32. Lane L = 4 g + t holds
+//   A: a0 = (row g, k 2t, 2t + 1), a1 = (row g + 8, same k), a2 = (row g, k 2t + 8, 2t + 9),
+//      a3 = (row g + 8, k 2t + 8, 2t + 9);
+//   B: b0 = (k 2t, 2t + 1; column g), b1 = (k 2t + 8, 2t + 9; column g);
+//   D: d0, d1 = (row g; columns 2t, 2t + 1), d2, d3 = (row g + 8; same columns),
+// so d0 + d1 (d2 + d3) is row g's (g + 8's) sum for pair t of the four, hi and lo of x together.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/gemv_hd.h"
+
+namespace moepack::gpu {
+
+// Halves a row of a warp's A staging (16 rows x 64 k: two chunks of 32): 64 + 8, so that the 8
+// rows an ldmatrix phase reads (144 bytes apart) fall in distinct 16-byte bank groups.
+constexpr int kGemmAStride = 72;
+
+// ldmatrix.x4 over a 16 x 16 window (rows 0-15, k 0-15 of the window): lanes 8 i .. 8 i + 7 give
+// the rows of matrix i, which lands in register i of every lane. Matrices 0-3 are (rows 0-7, k
+// 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15): registers a0 .. a3 above.
+MOEPACK_GEMV_HD constexpr int gemm_a_row(int lane) { return (lane & 7) + ((lane >> 3) & 1) * 8; }
+MOEPACK_GEMV_HD constexpr int gemm_a_k(int lane) { return (lane >> 4) * 8; }
+
+// The B staging of a chunk (32 elements): one row of 16 words per (pair p, half h), row 2 p + h.
+// Word 8 w + 2 t + i of a row holds b_i of lane t's fragment for the chunk's 16-element half w,
+// i.e. elements 16 w + 2 t + 8 i and + 1: the chunk's natural word (elements 2 n, 2 n + 1)
+// n = gemm_b_natural_word(w, t, i). In rows with bit 1 set the two 8-word halves are swapped, so
+// that the lanes of a half-warp (g = 0..3: rows 8 q + g) read 8-byte pairs of 16 distinct banks.
+MOEPACK_GEMV_HD constexpr int gemm_b_natural_word(int w, int t, int i) { return 8 * w + t + 4 * i; }
+MOEPACK_GEMV_HD constexpr int gemm_xs_word(int row, int w, int t) {
+  return row * 16 + ((8 * w + 2 * t) ^ ((row & 2) << 2));
+}
+
+// The power of two of a chunk's split: e with max |v| 2^e in [2^14, 2^15) for a normal max
+// (`bits`: the max's float bits), clamped to float's normal powers of two (a zero or subnormal max
+// takes 126; infinity and NaN take -114 and stay what they are).
+MOEPACK_GEMV_HD constexpr int gemm_split_exponent(uint32_t bits) {
+  const int be = static_cast<int>((bits >> 23) & 255u);
+  const int e = 141 - be;
+  return e < -126 ? -126 : e > 126 ? 126 : e;
+}
+
+}  // namespace moepack::gpu

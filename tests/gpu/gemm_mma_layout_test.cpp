@@ -1,0 +1,185 @@
+// gpu/gemm_mma_layout.h against an emulation of one warp (no GPU): the prefill kernel's stores of
+// W (A staging) and x (B staging), its ldmatrix.x4 addresses and B loads, and mma.m16n8k16 with
+// the fragment layouts of the PTX ISA ("Warp-level matrix load instruction: ldmatrix", "Matrix
+// fragments for mma.m16n8k16 with floating point type"): every lane must get back exactly its
+// own pair's dot products (integer values, so the sums are exact), and the loads must be free of
+// bank conflicts as the header claims.
+#include "gpu/gemm_mma_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+#include <vector>
+
+namespace moepack::gpu {
+namespace {
+
+constexpr int kPairs = 32, kK = 64;  // a block's pairs; a chunk pair (two chunks of 32)
+
+// One warp's chunk pair: W's hi and lo halves (16 rows x 64 k), x's (32 pairs x 64 k), small
+// integers.
+struct Data {
+  std::array<std::array<std::array<int, kK>, 16>, 2> w{};      // [half][row][k]
+  std::array<std::array<std::array<int, kK>, kPairs>, 2> x{};  // [half][pair][k]
+};
+
+Data random_data(unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(-9, 9);
+  Data v;
+  for (auto& h : v.w)
+    for (auto& r : h)
+      for (int& e : r) e = d(rng);
+  for (auto& h : v.x)
+    for (auto& r : h)
+      for (int& e : r) e = d(rng);
+  return v;
+}
+
+TEST(GemmMmaLayout, EachLaneGetsItsOwnPairsDotProducts) {
+  for (const unsigned seed : {1u, 2u, 3u}) {
+    const Data v = random_data(seed);
+    // The A staging as the kernel writes it: lane L dequantizes (row L / 2, chunk L % 2) and stores
+    // its 32 values at k = 32 (L % 2) of that row, in element order; hi and lo apart.
+    std::array<std::vector<int>, 2> a;
+    for (auto& s : a) s.assign(16 * kGemmAStride, 1000000);  // padding: poison
+    for (int lane = 0; lane < 32; ++lane) {
+      const int r16 = lane >> 1, c = lane & 1;
+      for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 32; ++i) a[h][r16 * kGemmAStride + 32 * c + i] = v.w[h][r16][32 * c + i];
+    }
+    // The B staging: per chunk, row 2 p + h, word gemm_xs_word holding the chunk's natural word
+    // gemm_b_natural_word (elements 2 n, 2 n + 1); two ints a word here.
+    std::array<std::vector<int>, 2> xs;
+    for (int c = 0; c < 2; ++c) {
+      xs[c].assign(2 * kPairs * 16 * 2, 1000000);
+      for (int p = 0; p < kPairs; ++p)
+        for (int h = 0; h < 2; ++h)
+          for (int w = 0; w < 2; ++w)
+            for (int t = 0; t < 4; ++t)
+              for (int i = 0; i < 2; ++i) {
+                const int word = gemm_xs_word(2 * p + h, w, t) + i, n = gemm_b_natural_word(w, t, i);
+                xs[c][2 * word] = v.x[h][p][32 * c + 2 * n];
+                xs[c][2 * word + 1] = v.x[h][p][32 * c + 2 * n + 1];
+              }
+    }
+    for (int c = 0; c < 2; ++c) {
+      for (int q = 0; q < kPairs / 4; ++q) {
+        std::array<std::array<long, 4>, 32> d{};  // each lane's D, accumulated over 4 mmas
+        for (int w = 0; w < 2; ++w) {
+          for (int h = 0; h < 2; ++h) {
+            // ldmatrix.x4: register i of lane L = row L / 4, elements 2 (L % 4), + 1 of matrix i,
+            // whose row L / 4 is at the address lane 8 i + L / 4 gives.
+            std::array<std::array<std::array<int, 2>, 4>, 32> areg{};
+            for (int lane = 0; lane < 32; ++lane)
+              for (int i = 0; i < 4; ++i) {
+                const int src = 8 * i + lane / 4;
+                const int at =
+                    gemm_a_row(src) * kGemmAStride + 32 * c + 16 * w + gemm_a_k(src) + 2 * (lane % 4);
+                areg[lane][i] = {a[h][at], a[h][at + 1]};
+              }
+            // The B fragments: lane 4 g + t loads words gemm_xs_word(8 q + g, w, t) and + 1.
+            std::array<std::array<std::array<int, 2>, 2>, 32> breg{};
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane / 4, t = lane % 4, word = gemm_xs_word(8 * q + g, w, t);
+              for (int i = 0; i < 2; ++i) breg[lane][i] = {xs[c][2 * (word + i)], xs[c][2 * (word + i) + 1]};
+            }
+            // mma.m16n8k16 from the fragments (PTX ISA layout), D += A B.
+            std::array<std::array<long, 16>, 16> A{};
+            std::array<std::array<long, 8>, 16> B{};
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane / 4, t = lane % 4;
+              for (int j = 0; j < 2; ++j) {
+                A[g][2 * t + j] = areg[lane][0][j];
+                A[g + 8][2 * t + j] = areg[lane][1][j];
+                A[g][2 * t + 8 + j] = areg[lane][2][j];
+                A[g + 8][2 * t + 8 + j] = areg[lane][3][j];
+                B[2 * t + j][g] = breg[lane][0][j];
+                B[2 * t + 8 + j][g] = breg[lane][1][j];
+              }
+            }
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane / 4, t = lane % 4;
+              const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+              for (int o = 0; o < 4; ++o)
+                for (int k = 0; k < 16; ++k) d[lane][o] += A[rows[o]][k] * B[k][cols[o]];
+            }
+          }
+        }
+        // d0 + d1: row g, pair 4 q + t, hi and lo of both; d2 + d3 the same for row g + 8.
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane / 4, t = lane % 4, p = 4 * q + t;
+          for (int half = 0; half < 2; ++half) {
+            const int r = g + 8 * half;
+            long want = 0;
+            for (int k = 32 * c; k < 32 * c + 32; ++k) {
+              want += static_cast<long>(v.w[0][r][k] + v.w[1][r][k]) * (v.x[0][p][k] + v.x[1][p][k]);
+            }
+            ASSERT_EQ(want, d[lane][2 * half] + d[lane][2 * half + 1])
+                << "seed " << seed << ", chunk " << c << ", pairs " << 4 * q << "-" << 4 * q + 3 << ", lane "
+                << lane << ", row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The B loads (8 bytes a lane: a half-warp's 16 lanes a phase) and the ldmatrix phases (8 rows of
+// 16 bytes) touch distinct banks.
+TEST(GemmMmaLayout, LoadsAreFreeOfBankConflicts) {
+  for (int q = 0; q < kPairs / 4; ++q)
+    for (int w = 0; w < 2; ++w)
+      for (int half = 0; half < 2; ++half) {
+        std::set<int> banks;
+        for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+          const int word = gemm_xs_word(8 * q + lane / 4, w, lane % 4);
+          banks.insert(word % 32);
+          banks.insert((word + 1) % 32);
+        }
+        EXPECT_EQ(banks.size(), 32u) << "B load, pairs " << 4 * q << ", half " << w << ", half-warp " << half;
+      }
+  for (int base_k = 0; base_k < kK; base_k += 16)
+    for (int i = 0; i < 4; ++i) {
+      std::set<int> groups;  // 16-byte groups of the 128-byte bank line
+      for (int lane = 8 * i; lane < 8 * i + 8; ++lane) {
+        groups.insert((gemm_a_row(lane) * kGemmAStride * 2 + (base_k + gemm_a_k(lane)) * 2) / 16 % 8);
+      }
+      EXPECT_EQ(groups.size(), 8u) << "ldmatrix matrix " << i << " at k " << base_k;
+    }
+}
+
+float pow2(int e) { return std::ldexp(1.0f, e); }
+uint32_t bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+// Hand-checked: 1 x 2^14 and 3 x 2^13 = 24,576 lie in [2^14, 2^15); the clamps.
+TEST(GemmMmaLayout, SplitExponent) {
+  EXPECT_EQ(gemm_split_exponent(bits(1.0f)), 14);
+  EXPECT_EQ(gemm_split_exponent(bits(3.0f)), 13);
+  EXPECT_EQ(gemm_split_exponent(bits(0.75f)), 15);
+  EXPECT_EQ(gemm_split_exponent(bits(0.0f)), 126);
+  EXPECT_EQ(gemm_split_exponent(bits(1e-45f)), 126);  // subnormal
+  EXPECT_EQ(gemm_split_exponent(bits(INFINITY)), -114);
+  EXPECT_EQ(gemm_split_exponent(bits(-2.0f)), 13);  // the sign is ignored (a max of |v|)
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> ex(-110, 110);
+  for (int i = 0; i < 10000; ++i) {
+    const float m = mant(rng) * pow2(ex(rng));
+    const int e = gemm_split_exponent(bits(m));
+    const double scaled = static_cast<double>(m) * std::ldexp(1.0, e);
+    ASSERT_GE(scaled, 16384.0) << m;
+    ASSERT_LT(scaled, 32768.0) << m;
+  }
+}
+
+}  // namespace
+}  // namespace moepack::gpu
