@@ -6,7 +6,10 @@
 // Commands: /reset (forget the conversation), /stats (engine counters and telemetry, on
 // stdout), /exit (or end of input). Each turn re-sends the whole conversation; the session
 // re-uses the KV cache of the common prefix, so only the new turn is prefilled.
-// Ctrl-C stops the answer being generated; a second Ctrl-C exits.
+// Ctrl-C stops the answer being generated; a second Ctrl-C (before the next line is read)
+// leaves as /exit does (routing trace and stats file closed complete) with exit status 130; a
+// third ends the process at once.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,10 +31,25 @@ namespace moepack::cli {
 
 namespace {
 
-std::atomic<bool> g_interrupt{false};
+std::atomic<bool> g_interrupt{false};  // the answer's cancel flag: set by the first Ctrl-C
+std::atomic<int> g_sigints{0};         // Ctrl-Cs since the last line was read
+std::atomic<bool> g_leave{false};      // the second one: leave the chat
 
 void on_sigint(int) {
-  if (g_interrupt.exchange(true)) _exit(130);  // second Ctrl-C before the first was handled
+  const int n = g_sigints.fetch_add(1) + 1;
+  g_interrupt.store(true);
+  if (n == 2) {
+    // Leave through the loop's normal end: stdin becomes /dev/null, so the read waiting for the
+    // next line (restarted after this handler, SA_RESTART) or the next one sees end of input.
+    g_leave.store(true);
+    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ::dup2(fd, STDIN_FILENO);
+      ::close(fd);
+    }
+  } else if (n > 2) {
+    _exit(130);  // the normal exit did not come in time
+  }
 }
 
 std::string trim(const std::string& s) {
@@ -99,8 +117,9 @@ std::function<int()> add_chat(CLI::App& app) {
     std::string line;
     while (true) {
       if (tty) std::fprintf(stderr, "> ");
-      if (!std::getline(std::cin, line)) break;
+      if (!std::getline(std::cin, line) || g_leave) break;
       g_interrupt = false;
+      g_sigints = 0;
       const std::string cmd = trim(line);
       if (cmd.empty()) continue;
       if (cmd == "/exit" || cmd == "/quit") break;
@@ -145,8 +164,10 @@ std::function<int()> add_chat(CLI::App& app) {
         std::fprintf(stderr, "[%zu tokens, %.1f tok/s]\n", r.tokens.size(), r.decode_tokens_per_s);
       }
     }
+    session.reset();  // closes the trace and writes the stats file while Ctrl-C is still caught
     sigaction(SIGINT, &old_sa, nullptr);
-    return 0;
+    if (g_leave && tty) std::fputc('\n', stderr);  // after the "> " prompt
+    return g_leave ? 130 : 0;
   };
 }
 

@@ -3,8 +3,14 @@
 //
 // One generation through core/session.h: streams the completion to stdout, or with --json
 // prints one object at the end. Defaults follow llama.cpp's llama-cli (docs/cli.md).
+// Ctrl-C (SIGINT) once the model is loaded stops the generation at the next token (the
+// session's cancel flag): the run ends as usual with stop reason "cancelled" (summary or JSON
+// printed, routing trace and stats file closed complete) and exit status 130. A second Ctrl-C
+// ends the process at once (exit 130, nothing flushed).
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +31,31 @@
 namespace moepack::cli {
 
 namespace {
+
+std::atomic<bool> g_cancel{false};
+
+extern "C" void on_sigint(int) {
+  if (g_cancel.exchange(true)) _exit(130);  // the second Ctrl-C: the generation did not stop in time
+}
+
+// Installs on_sigint for SIGINT while alive; the previous disposition comes back after.
+class SigintCancels {
+ public:
+  SigintCancels() {
+    g_cancel = false;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &sa, &old_);
+  }
+  ~SigintCancels() { ::sigaction(SIGINT, &old_, nullptr); }
+  SigintCancels(const SigintCancels&) = delete;
+  SigintCancels& operator=(const SigintCancels&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
 
 // n floats as little-endian float32 bytes.
 std::string float32_le(const std::vector<float>& v) {
@@ -99,6 +130,8 @@ std::function<int()> add_run(CLI::App& app) {
 
     std::vector<float> prompt_logits;
     GenerateOptions gen = opt->gen;
+    const SigintCancels sigint;
+    gen.cancel = &g_cancel;
     if (!opt->logits_out.empty()) gen.prompt_logits = &prompt_logits;
     TextCallback stream;
     bool line_open = false;  // streamed text not yet ended by a newline
@@ -120,7 +153,8 @@ std::function<int()> add_run(CLI::App& app) {
       } else {
         r = session->generate_text(opt->prompt, gen, stream);
       }
-      if (!opt->logits_out.empty())
+      // Cancelled before the prompt was evaluated: there are no logits to write.
+      if (!opt->logits_out.empty() && !(r.stop_reason == StopReason::Cancelled && prompt_logits.empty()))
         write_file_atomic(logits_file.first, logits_file.second, float32_le(prompt_logits));
     } catch (...) {
       if (line_open) std::printf("\n");  // the error message starts on a line of its own
@@ -157,7 +191,9 @@ std::function<int()> add_run(CLI::App& app) {
                    r.prefill_tokens_per_s, r.decode_ms, r.decode_tokens_per_s,
                    std::string(session->backend().name()).c_str());
     }
-    return 0;
+    std::fflush(stdout);
+    session.reset();  // closes the trace and writes the stats file while Ctrl-C still only cancels
+    return r.stop_reason == StopReason::Cancelled ? 130 : 0;  // the shell's status for Ctrl-C
   };
 }
 

@@ -281,6 +281,49 @@ uint64_t device_of(const std::string& path) {
   return UINT64_MAX;
 }
 
+// Every name the build creates, truncates, renames over or removes in OUTDIR: the pack's files,
+// write_file_atomic()'s temps (NAME.tmp), the state file, and the probes of the pre-flight
+// (probe_direct_io() in core/durable_io.cpp, query_dio_alignment() below).
+constexpr const char* kDioAlignProbeName = ".moepack-dioalign-probe";
+std::vector<std::string> output_names() {
+  return {kPackDenseName,
+          kPackExpertsName,
+          kPackManifestName,
+          std::string(kPackManifestName) + ".tmp",
+          kStateName,
+          std::string(kStateName) + ".tmp",
+          ".moepack-direct-io-probe",
+          kDioAlignProbeName};
+}
+
+// Why the build must not write `path` ("" when it may): a symbolic link (opening it for writing
+// writes into the file it points to, wherever that is), or the same file (st_dev + st_ino, so
+// hard links too) as a source shard still present. A path that does not exist is fine; one
+// lstat cannot read is left to the write that follows (it fails naming the file).
+std::string output_refusal(const std::string& path, const std::vector<SourceId>& sources,
+                           const std::vector<bool>& present) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return "";
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const std::filesystem::path to = std::filesystem::read_symlink(path, ec);
+    return path + " is a symbolic link" + (ec ? std::string() : " (to " + to.string() + ")") +
+           ": the build would write through it into the file it points to";
+  }
+  for (size_t k = 0; k < sources.size(); ++k) {
+    struct stat ss {};
+    if (!present[k] || ::stat(sources[k].path.c_str(), &ss) != 0) continue;
+    if (ss.st_dev == st.st_dev && ss.st_ino == st.st_ino) {
+      return path + " is the source model itself" +
+             (sources.size() > 1 ? " (its shard " + sources[k].path + ")" : std::string()) +
+             (same_path(path, sources[k].path) ? std::string()
+                                               : " (another name of " + sources[k].path + ")") +
+             ": the build would overwrite it";
+    }
+  }
+  return "";
+}
+
 // Why the shard-by-shard mode must not delete source shard `path` ("" when it may; the rules
 // of pack_builder.h). `target_dev`: st_dev of the output directory; `dev_hook` (tests)
 // replaces the shard's st_dev.
@@ -435,6 +478,7 @@ class Builder {
   bool plan_from_state(const json& raw);
   json persisted_plan() const;
   void preflight();
+  void refuse_unsafe_outputs();
   // delete_source_after_verify: a full verify of the finished pack, then every present source
   // file unlinked. The verify stops on o_.cancel (BuildCancelled: nothing deleted).
   void verify_then_delete_source(uint64_t pack_bytes);
@@ -676,6 +720,20 @@ void Builder::verify_then_delete_source(uint64_t pack_bytes) {
   res_.source_deleted = true;
 }
 
+// Before the first write into OUTDIR (resume, --overwrite and the shard mode included): the
+// source is only ever read, so no file the build writes may be a source shard or lead to one.
+void Builder::refuse_unsafe_outputs() {
+  std::string why;
+  for (const std::string& name : output_names()) {
+    const std::string r = output_refusal(dir_ + "/" + name, sources_, present_);
+    if (!r.empty()) why += (why.empty() ? "" : "; ") + r;
+  }
+  if (!why.empty()) {
+    throw Error("refusing to build into " + dir_ + ": " + why +
+                ". Nothing was written; choose another output directory (or move the file away)");
+  }
+}
+
 void Builder::preflight() {
   const uint64_t have =
       allocated_bytes(dir_ + "/" + kPackExpertsName) + allocated_bytes(dir_ + "/" + kPackDenseName);
@@ -761,7 +819,7 @@ void Builder::write_dense() {
   }
   const DenseGgufPlan& dp = *dense_plan_;
   state_.dense_sha256.clear();
-  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw IoError(p, "open", errno);
   struct Closer {
     int fd;
@@ -995,7 +1053,7 @@ void Builder::write_experts() {
   const PackLayout& L = plan_.layout;
   const std::string p = dir_ + "/" + kPackExpertsName;
   const uint64_t n_exp = L.expert_count();
-  int flags = O_RDWR | O_CREAT | O_CLOEXEC;
+  int flags = O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
   if (o_.direct_io) flags |= O_DIRECT;
   const int fd = ::open(p.c_str(), flags, 0644);
   if (fd < 0) throw IoError(p, "open (O_DIRECT)", errno);
@@ -1463,6 +1521,7 @@ BuildResult Builder::run() {
     }
     replaces_pack = true;  // its manifest goes once the pre-flight passes, before the first write
   }
+  refuse_unsafe_outputs();  // before the first write: a state file removed, a pack replaced, ...
   if (auto s = load_state(dir_, plan_id_)) {
     state_ = *s;
     build_id_ = parse_build_id(state_.build_id);
@@ -1591,7 +1650,7 @@ bool is_ollama_blob(const std::string& path) {
 
 DioAlignment query_dio_alignment(const std::string& dir) {
   DioAlignment a;
-  const std::string probe = dir + "/.moepack-dioalign-probe";
+  const std::string probe = dir + "/" + kDioAlignProbeName;
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw IoError(probe, "create (STATX_DIOALIGN probe)", errno);
   struct statx sx {};

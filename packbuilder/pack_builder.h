@@ -75,7 +75,13 @@
 // another finished pack is refused unless `overwrite` (then its manifest is removed once the
 // pre-flight passes, before the first write: a refused build leaves the old pack loadable).
 // The source is only ever opened read-only (delete_source_after_verify and
-// delete_source_shards aside).
+// delete_source_shards aside). To keep it so, before the first write into OUTDIR (also when
+// resuming, overwriting or continuing a shard-mode build) the build refuses (Error naming each
+// path and why; nothing written) when a path it writes, truncates, renames over or removes
+// there (dense.gguf, experts.bin, manifest.json, build-state.json, their .tmp files, the
+// pre-flight's probe files) is a symbolic link, or is the same file (st_dev + st_ino: a hard
+// link too) as a source shard still present. dense.gguf and experts.bin are also opened with
+// O_NOFOLLOW.
 #pragma once
 
 #include <atomic>

@@ -1,13 +1,17 @@
 // `moepack run` and `moepack chat` through the real binary ($MOEPACK_CLI), against llama.cpp's
 // references: greedy continuations and last-prompt-position logits of the fixtures
 // (f32-dequant references, ../shared/fixtures/README.md), the demo model's answers as its
-// README shows them (Q4_K_M column), stop strings, piped chat sessions and error exits.
+// README shows them (Q4_K_M column), stop strings, piped chat sessions, error exits, and
+// Ctrl-C (SIGINT) ending a generation cleanly.
+#include <fcntl.h>
 #include <gtest/gtest.h>
-
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -504,3 +509,181 @@ TEST(CliCacheSim, RamAdmissionAndWindow) {
     EXPECT_NE(r.err.find(opt + ": no RAM tier"), std::string::npos) << r.err;
   }
 }
+
+namespace {
+
+// $MOEPACK_CLI running in the background: stdin and stdout are pipes, stderr a file. Every wait
+// has a generous limit (a loaded 2-core machine); past it the child is killed.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& args) : err_path_(temp_path("child-err")) {
+    const char* cli = std::getenv("MOEPACK_CLI");
+    if (!cli) {
+      ADD_FAILURE() << "MOEPACK_CLI not set";
+      return;
+    }
+    int to_child[2], from_child[2];
+    if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0) {
+      ADD_FAILURE() << "pipe2: " << std::strerror(errno);
+      return;
+    }
+    std::vector<std::string> argv_s = {cli};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int err_fd = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(to_child[0], STDIN_FILENO);
+      ::dup2(from_child[1], STDOUT_FILENO);
+      ::dup2(err_fd, STDERR_FILENO);
+      ::execv(cli, argv.data());
+      _exit(127);
+    }
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    in_ = to_child[1];
+    out_ = from_child[0];
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (in_ >= 0) ::close(in_);
+    if (out_ >= 0) ::close(out_);
+    fs::remove(err_path_);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  void write(const std::string& text) {
+    ASSERT_EQ(::write(in_, text.data(), text.size()), ssize_t(text.size()));
+  }
+  void interrupt() { ::kill(pid_, SIGINT); }
+  // Reads stdout until `done()` holds (true), or the limit or the end of stdout comes first.
+  template <class Pred>
+  bool read_until(Pred done, std::chrono::seconds limit = std::chrono::seconds(300)) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > end || !read_some(200)) return done();
+    }
+    return true;
+  }
+  bool has_output() {
+    return read_until([&] { return !out.empty(); });
+  }
+  // The exit status once stdout is closed and the process ended; -1 when a signal ended it or
+  // past the limit (then it is killed).
+  int wait(std::chrono::seconds limit = std::chrono::seconds(300)) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (read_some(200) && std::chrono::steady_clock::now() < end) {
+    }
+    int st = 0;
+    while (::waitpid(pid_, &st, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &st, 0);
+        pid_ = -1;
+        ADD_FAILURE() << "the child did not end in time; stderr: " << slurp(err_path_);
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    pid_ = -1;
+    err = slurp(err_path_);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  std::string out, err;
+
+ private:
+  // Waits up to `ms` for stdout; false at its end.
+  bool read_some(int ms) {
+    pollfd p{out_, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return true;  // nothing yet
+    char buf[4096];
+    const ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n <= 0) return false;
+    out.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+  fs::path err_path_;
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1;
+};
+
+// The routing trace is whole (no record cut): cache-sim replays it.
+void expect_trace_replays(const fs::path& trace) {
+  const CliRun sim = run({"cache-sim", trace.string(), "--slots", "64", "--json"});
+  ASSERT_EQ(sim.status, 0) << sim.err;
+  EXPECT_TRUE(json::accept(sim.out)) << sim.out;
+}
+
+// Ctrl-C during `moepack run` (docs/cli.md): the generation stops at the next token and the run
+// ends as usual with stop reason "cancelled": the summary on stderr, the routing trace complete
+// (cache-sim replays it), the stats file written at the end of the reply, exit status 130.
+TEST(CliRun, CtrlCCancelsTheGenerationAndEndsCleanly) {
+  const fs::path trace = temp_path("sigint.trace"), stats = temp_path("sigint-stats.json");
+  fs::remove(trace);
+  fs::remove(stats);
+  Child c({"run", kDemo.string(), "--prompt", "The meaning of", "-n", "-1", "--ignore-eos", "--temperature",
+           "0", "--set", "trace_path=" + trace.string(), "--set", "stats_path=" + stats.string()});
+  ASSERT_TRUE(c.has_output()) << "no completion text came";
+  c.interrupt();
+  EXPECT_EQ(c.wait(), 130) << c.err;
+  EXPECT_NE(c.err.find("stop: cancelled"), std::string::npos) << c.err;
+  expect_trace_replays(trace);
+  const json s = json::parse(slurp(stats));
+  EXPECT_GT(s["counters"]["tokens"].get<uint64_t>(), 0u);  // the end-of-reply write (flush interval 0)
+  fs::remove(trace);
+  fs::remove(stats);
+}
+
+// The same with --json: the object is printed, stop_reason "cancelled". The generation has
+// started once the stats file (rewritten every token here) counts a token.
+TEST(CliRun, CtrlCWithJsonPrintsTheCancelledResult) {
+  const fs::path trace = temp_path("sigint-json.trace"), stats = temp_path("sigint-json-stats.json");
+  fs::remove(trace);
+  fs::remove(stats);
+  Child c({"run", kDemo.string(), "--prompt", "The meaning of", "-n", "-1", "--ignore-eos", "--json", "--set",
+           "trace_path=" + trace.string(), "--set", "stats_path=" + stats.string(), "--set",
+           "stats_flush_interval=1"});
+  const auto token_counted = [&] {
+    try {
+      return json::parse(slurp(stats))["counters"]["tokens"].get<uint64_t>() > 0;
+    } catch (const std::exception&) {
+      return false;  // not written yet
+    }
+  };
+  ASSERT_TRUE(c.read_until(token_counted)) << "no token was generated";
+  c.interrupt();
+  ASSERT_EQ(c.wait(), 130) << c.err;
+  const json j = json::parse(c.out);
+  EXPECT_EQ(j["stop_reason"], "cancelled");
+  EXPECT_GT(j["n_tokens"].get<int>(), 0);
+  EXPECT_EQ(j["tokens"].size(), j["n_tokens"].get<size_t>());
+  expect_trace_replays(trace);
+  fs::remove(trace);
+  fs::remove(stats);
+}
+
+// `moepack chat`: the first Ctrl-C stops the answer (unless it ended first: no timing is
+// assumed), the second leaves through the normal end: exit status 130, the trace complete.
+TEST(CliChat, SecondCtrlCLeavesWithTheTraceComplete) {
+  const fs::path trace = temp_path("chat-sigint.trace");
+  fs::remove(trace);
+  Child c(
+      {"chat", kDemo.string(), "-n", "-1", "--temperature", "0", "--set", "trace_path=" + trace.string()});
+  c.write("Tell me about salmon.\n");  // stdin stays open: the chat waits for more
+  ASSERT_TRUE(c.has_output()) << "no answer came";
+  c.interrupt();
+  // The stopped answer ends with a newline; then the chat waits for the next line.
+  ASSERT_TRUE(c.read_until([&] { return c.out.back() == '\n'; })) << c.out;
+  c.interrupt();
+  EXPECT_EQ(c.wait(), 130) << c.err;
+  expect_trace_replays(trace);
+  fs::remove(trace);
+}
+
+}  // namespace

@@ -411,6 +411,79 @@ TEST(PackBuild, CancelThenResumeCopiesOnlyWhatIsMissing) {
   test::expect_pack_matches_source(out, GgufModel::open(shared(kSplit)));
 }
 
+// Resuming an interrupted build, or replacing a finished pack (overwrite), checks OUTDIR's
+// files again before writing: experts.bin made a symbolic link to the source after the cancel,
+// or a hard link to a shard of the split set, is refused with nothing written and the source's
+// bytes unchanged.
+TEST(PackBuild, ResumeAndOverwriteRefuseOutputsThatLeadToTheSource) {
+  namespace fs = std::filesystem;
+  TempDir tmp("moepack-pack");
+  fs::create_directories(tmp.file("src"));
+  std::vector<std::string> shards;
+  for (int k = 1; k <= 3; ++k) {
+    shards.push_back(tmp.file("src/deepseek2-tiny-Q2_K-0000" + std::to_string(k) + "-of-00003.gguf"));
+    fs::copy_file(
+        shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q2_K-0000" + std::to_string(k) + "-of-00003.gguf"),
+        shards.back());
+  }
+  const auto digests = [&] {
+    std::vector<std::string> d;
+    for (const std::string& f : shards)
+      d.push_back(std::to_string(fs::file_size(f)) + to_hex(sha256_file(f)));
+    return d;
+  };
+  const std::vector<std::string> before = digests();
+  const auto refused = [](const BuildOptions& o, const std::string& needle) {
+    try {
+      build_pack(o);
+      ADD_FAILURE() << "the build into " << o.out_dir << " was not refused";
+    } catch (const BuildCancelled&) {
+      ADD_FAILURE() << "cancelled instead of refused";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+
+  // Resume: cancelled after the dense phase, then experts.bin replaced by a link to shard 2.
+  const std::string out = tmp.file("p");
+  std::atomic<bool> cancel{false};
+  BuildOptions o = opts(shards[0], out);
+  o.cancel = &cancel;
+  o.hooks.at = [&](std::string_view point, uint64_t) {
+    if (point == "dense") cancel = true;
+  };
+  EXPECT_THROW(build_pack(o), BuildCancelled);
+  ASSERT_TRUE(fs::exists(out + "/build-state.json"));
+  const std::string state_was =
+      fs::exists(out + "/build-state.json") ? to_hex(sha256_file(out + "/build-state.json")) : "";
+  o.cancel = nullptr;
+  o.hooks = {};
+  fs::remove(out + "/experts.bin");
+  fs::create_symlink(shards[1], out + "/experts.bin");
+  refused(o, out + "/experts.bin is a symbolic link");
+  EXPECT_EQ(to_hex(sha256_file(out + "/build-state.json")), state_was);  // not removed, not rewritten
+  fs::remove(out + "/experts.bin");
+  fs::create_hard_link(shards[1], out + "/experts.bin");
+  refused(o, out + "/experts.bin is the source model itself (its shard " + shards[1] + ")");
+  EXPECT_EQ(digests(), before);
+  fs::remove(out + "/experts.bin");
+  ASSERT_NO_THROW(build_pack(o));  // the interrupted build still finishes
+  EXPECT_TRUE(loadable(out));
+
+  // Overwrite of a finished pack of another source: its manifest stays (the old pack loads).
+  const std::string other = shared("fixtures/deepseek2-tiny/deepseek2-tiny-Q4_K_M.gguf");
+  BuildOptions w = opts(other, out);
+  w.overwrite = true;
+  fs::rename(out + "/dense.gguf", tmp.file("dense.gguf"));
+  fs::create_symlink(shards[0], out + "/dense.gguf");
+  refused(w, out + "/dense.gguf is a symbolic link");
+  EXPECT_TRUE(fs::exists(out + "/manifest.json"));
+  fs::remove(out + "/dense.gguf");
+  fs::rename(tmp.file("dense.gguf"), out + "/dense.gguf");
+  EXPECT_TRUE(loadable(out));
+  EXPECT_EQ(digests(), before);
+}
+
 TEST(PackVerify, FullNamesTheFirstCorruptExpert) {
   TempDir tmp("moepack-pack");
   const std::string out = tmp.file("p");

@@ -1,15 +1,20 @@
 // `moepack build` / `moepack verify` through the binary ($MOEPACK_CLI, set by ctest): exit
 // status, --progress json lines (one object per line with the documented fields), the result
-// line, "already complete" on a re-run, verify --json, and errors on stderr naming the file.
+// line, "already complete" on a re-run, verify --json, errors on stderr naming the file, and
+// the refusal to write over the source (an output path that is the source or a symbolic link).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "core/sha256.h"
 #include "tests/packbuilder/pack_test_util.h"
 #include "tests/support/gguf_writer.h"
 
@@ -72,6 +77,94 @@ TEST(PackCli, BuildWithJsonProgressThenVerify) {
   CliRun nosrc = run("build " + tmp.file("missing.gguf") + " -o " + tmp.file("p2") + " 2>&1");
   EXPECT_EQ(nosrc.status, 1);
   EXPECT_NE(nosrc.out.find("missing.gguf"), std::string::npos) << nosrc.out;
+}
+
+// Size and SHA-256 of a file ("missing" when it does not exist).
+std::string fingerprint(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  if (ec) return "missing";
+  return std::to_string(n) + " " + to_hex(sha256_file(path));
+}
+
+// An output file of the pack that is the source itself (the tester's data loss: the source was
+// truncated to dense.gguf's 272,352 bytes), a hard link to it, or a symbolic link (to the
+// source or to anything else) is refused before anything is written: exit 1, a message naming
+// the path and why, and the source's (or the link target's) bytes unchanged.
+TEST(PackCli, BuildRefusesOutputPathsThatAreTheSourceOrSymlinks) {
+  ASSERT_NE(std::getenv("MOEPACK_CLI"), nullptr) << "MOEPACK_CLI is not set (run through ctest)";
+  namespace fs = std::filesystem;
+  const std::string demo =
+      std::string(MOEPACK_SOURCE_DIR) + "/resources/models/tiny-dsv3-wordnet/tiny-dsv3-wordnet-Q4_K_M.gguf";
+  const std::string want = fingerprint(demo);
+  ASSERT_NE(want, "missing");
+  struct Case {
+    const char* name;
+    const char* source;             // in the case's folder; a copy of the demo model
+    const char* link;               // "" or a name in out/ made a link to `link_to`
+    const char* link_to;            // in the case's folder
+    bool hard = false;              // a hard link instead of a symbolic one
+    const char* args = "";          // more build options
+    std::vector<std::string> says;  // in the error message
+  };
+  const std::vector<Case> cases = {
+      {"source-is-dense", "out/dense.gguf", "", "", false, "", {"out/dense.gguf is the source model itself"}},
+      {"source-is-experts",
+       "out/experts.bin",
+       "",
+       "",
+       false,
+       " --overwrite",
+       {"out/experts.bin is the source model itself"}},
+      {"symlink-to-source",
+       "model.gguf",
+       "dense.gguf",
+       "model.gguf",
+       false,
+       "",
+       {"out/dense.gguf is a symbolic link", "model.gguf", "write through it"}},
+      {"hardlink-to-source",
+       "model.gguf",
+       "experts.bin",
+       "model.gguf",
+       true,
+       "",
+       {"out/experts.bin is the source model itself", "another name of"}},
+      {"symlink-elsewhere",
+       "model.gguf",
+       "build-state.json.tmp",
+       "victim.txt",
+       false,
+       "",
+       {"out/build-state.json.tmp is a symbolic link"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    test::TempDir tmp("moepack-cli-refuse");
+    const std::string out = tmp.file("out"), src = tmp.file(c.source);
+    fs::create_directories(out);
+    fs::copy_file(demo, src);
+    const std::string victim = tmp.file("victim.txt");
+    std::ofstream(victim) << "not a model\n";
+    const std::string victim_was = fingerprint(victim);
+    if (*c.link) {
+      if (c.hard) {
+        fs::create_hard_link(tmp.file(c.link_to), out + "/" + c.link);
+      } else {
+        fs::create_symlink(tmp.file(c.link_to), out + "/" + c.link);
+      }
+    }
+    const CliRun r =
+        run("build " + src + " -o " + out + " --safety-margin-gib 0 --no-direct-io" + c.args + " 2>&1");
+    EXPECT_EQ(r.status, 1) << r.out;
+    for (const std::string& s : c.says)
+      EXPECT_NE(r.out.find(s), std::string::npos) << "no \"" << s << "\" in: " << r.out;
+    EXPECT_NE(r.out.find("Nothing was written"), std::string::npos) << r.out;
+    EXPECT_EQ(fingerprint(src), want);
+    EXPECT_EQ(fingerprint(victim), victim_was);
+    EXPECT_FALSE(fs::exists(out + "/manifest.json"));
+    EXPECT_FALSE(fs::exists(out + "/build-state.json"));
+  }
 }
 
 }  // namespace
