@@ -8,6 +8,7 @@
 #include <QtQml/qqmlextensionplugin.h>
 
 #include <QApplication>
+#include <QClipboard>
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QElapsedTimer>
@@ -99,6 +100,19 @@ bool replyTo(ChatViewModel* chat, const QString& text) {
   QSignalSpy finished(chat, &ChatViewModel::replyFinished);
   return chat->send(text) && finished.wait(120000);
 }
+// Counts the close requests of the window it filters, and refuses them.
+class CloseCounter : public QObject {
+ public:
+  int count = 0;
+
+ protected:
+  bool eventFilter(QObject*, QEvent* event) override {
+    if (event->type() != QEvent::Close) return false;
+    ++count;
+    event->ignore();
+    return true;
+  }
+};
 }  // namespace
 
 class StudioGuiTest : public QObject {
@@ -301,6 +315,51 @@ class StudioGuiTest : public QObject {
     QTest::keyClick(window, Qt::Key_N, Qt::ControlModifier);
     QTRY_COMPARE(chat->currentConversationId(), qint64(0));
     chat->selectConversation(held);
+    // ... and so do Ctrl+N and Ctrl+Q with a reply's text clicked into, as one does to select
+    // and copy (its read-only TextEdit took every key for itself before), which still selects
+    // all and copies; also after going to the Dashboard with the text focused.
+    {
+      QTRY_COMPARE(messageList->property("count").toInt(), 4);
+      const QString lastReply = chat->messages()->at(3).message.content;
+      const auto clickLastReply = [&]() -> QQuickItem* {
+        QQuickItem* found = nullptr;
+        const std::function<void(QQuickItem*)> walk = [&](QQuickItem* item) {
+          if (item->objectName() == QLatin1String("messageText") && item->isVisible() &&
+              item->property("text").toString().contains(lastReply.left(12)))
+            found = item;
+          for (QQuickItem* c : item->childItems()) walk(c);
+        };
+        walk(window->contentItem());
+        if (!found) return nullptr;
+        QTest::mouseClick(window, Qt::LeftButton, {}, found->mapToScene(QPointF(8, 8)).toPoint());
+        return found;
+      };
+      QQuickItem* replyText = nullptr;
+      QTRY_VERIFY((replyText = clickLastReply()) != nullptr);
+      QTRY_VERIFY(replyText->hasActiveFocus());
+      QTest::keyClick(window, Qt::Key_A, Qt::ControlModifier);
+      QCOMPARE(replyText->property("selectedText").toString().size(), replyText->property("length").toInt());
+      QGuiApplication::clipboard()->clear();
+      QTest::keyClick(window, Qt::Key_C, Qt::ControlModifier);
+      QCOMPARE(QGuiApplication::clipboard()->text(), replyText->property("selectedText").toString());
+      QVERIFY(!QGuiApplication::clipboard()->text().isEmpty());
+      window->setProperty("currentPage", 1);
+      QTest::qWait(100);
+      QTest::keyClick(window, Qt::Key_N, Qt::ControlModifier);
+      QTRY_COMPARE(chat->currentConversationId(), qint64(0));
+      QCOMPARE(window->property("currentPage").toInt(), 0);
+      // Ctrl+Q closes the window (a close refused here, so the test goes on with it).
+      chat->selectConversation(held);
+      QTRY_VERIFY((replyText = clickLastReply()) != nullptr);
+      QTRY_VERIFY(replyText->hasActiveFocus());
+      CloseCounter closes;
+      window->installEventFilter(&closes);
+      QTest::keyClick(window, Qt::Key_Q, Qt::ControlModifier);
+      window->removeEventFilter(&closes);
+      QCOMPARE(closes.count, 1);
+      QVERIFY(window->isVisible());
+      QCOMPARE(chat->currentConversationId(), held);
+    }
 
     // Deleting a conversation asks first: Cancel keeps it, OK deletes it.
     auto* menu = window->findChild<QObject*>(QStringLiteral("conversationMenu"));

@@ -3,6 +3,7 @@ import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
 import QtQuick.Controls.Material
+import MoePack.Ui
 
 // One message of the chat pane. User messages: a tinted bubble on the right, editable.
 // Replies: Markdown (TextEdit.MarkdownText, code blocks included) on the left, with the
@@ -79,6 +80,7 @@ Item {
 
             TextEdit {
                 id: body
+                objectName: "messageText"
                 visible: !bubble.editing
                 x: 14; y: 10
                 width: Math.min(implicitWidth, column.width - 28)
@@ -100,6 +102,9 @@ Item {
                 onLinkActivated: function(link) {
                     if (/^https?:\/\//i.test(link)) Qt.openUrlExternally(link)
                 }
+                // Clicked into (to select and copy), the text keeps Copy and Select All only:
+                // Ctrl+N, Ctrl+Q and the window's other shortcuts still work.
+                ShortcutPassThrough { target: body }
             }
 
             ColumnLayout {
