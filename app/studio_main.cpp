@@ -49,11 +49,12 @@ int main(int argc, char** argv) {
   if (modelPath.isEmpty()) modelPath = moepack::ui::EngineController::lastLoadedModel();
   if (modelPath.isEmpty()) modelPath = QStringLiteral(MOEPACK_DEMO_MODEL);
 
-  // One studio at a time (ui/single_instance.h); a quitting one (the restart after a lost GPU)
-  // gets 15 s to go.
+  // One studio at a time (ui/single_instance.h). A second start is refused at once; only the
+  // restart after a lost GPU (--open-conversation) gives the quitting studio time to go.
   QString why;
   const std::unique_ptr<QLockFile> instance = moepack::ui::acquire_instance_lock(
-      QStandardPaths::writableLocation(QStandardPaths::AppDataLocation), 15000, &why);
+      QStandardPaths::writableLocation(QStandardPaths::AppDataLocation),
+      moepack::ui::instance_lock_wait_ms(parser.isSet(conversation)), &why);
   if (!instance) {
     std::fprintf(stderr, "moepack-studio: %s\n", qPrintable(why));
     if (QGuiApplication::platformName() != QLatin1String("offscreen"))

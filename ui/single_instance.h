@@ -18,4 +18,11 @@ namespace moepack::ui {
 // before the settings choose the UI language.
 std::unique_ptr<QLockFile> acquire_instance_lock(const QString& dir, int wait_ms, QString* why);
 
+// How long a start waits for the lock, in ms: 15 s for the restart after a lost GPU (the old
+// process is quitting: it started the new one); none for any other start, which another running
+// studio refuses at once (exit 1, no window).
+constexpr int instance_lock_wait_ms(bool restart_after_lost_gpu) {
+  return restart_after_lost_gpu ? 15000 : 0;
+}
+
 }  // namespace moepack::ui

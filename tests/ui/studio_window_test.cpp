@@ -3,6 +3,7 @@
 #include <QtQml/qqmlextensionplugin.h>
 
 #include <QApplication>
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QQmlApplicationEngine>
 #include <QQuickWindow>
@@ -54,6 +55,59 @@ class StudioWindowTest : public QObject {
     stale.close();
     auto taken = moepack::ui::acquire_instance_lock(dir.path(), 2000, &why);
     QVERIFY2(taken != nullptr, qPrintable(why));
+  }
+
+  // moepack-studio beside a running studio (the lock held here, in the data folder of a profile
+  // of its own): a start is refused at once, exit 1 with the holder's pid and no window; only
+  // the restart after a lost GPU (--open-conversation) waits for the quitting studio's lock.
+  void aSecondStudioIsRefusedAtOnce() {
+    QTemporaryDir home;
+    QVERIFY(home.isValid());
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const char* var : {"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
+      env.insert(QLatin1String(var), home.filePath(QLatin1String(var)));
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    // The studio's AppDataLocation: XDG_DATA_HOME/<organization>/<application>.
+    const QString dataDir = home.filePath(QStringLiteral("XDG_DATA_HOME/MoePack/MoePack Studio"));
+    const QString model = home.filePath(QStringLiteral("none.gguf"));  // never opened: no window
+    QString why;
+    auto running = moepack::ui::acquire_instance_lock(dataDir, 0, &why);
+    QVERIFY2(running != nullptr, qPrintable(why));
+
+    QProcess second;
+    second.setProcessEnvironment(env);
+    QElapsedTimer clock;
+    clock.start();
+    second.start(QStringLiteral(MOEPACK_STUDIO), {model});
+    QVERIFY(second.waitForFinished(30000));
+    const qint64 ms = clock.elapsed();
+    const QString err = QString::fromLocal8Bit(second.readAllStandardError());
+    QCOMPARE(second.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(second.exitCode(), 1);
+    QVERIFY2(
+        err.contains(QStringLiteral("already running (process %1 ").arg(QCoreApplication::applicationPid())),
+        qPrintable(err));
+    // It waited 15 s on the lock before: now only its start-up (well under a second unloaded).
+    QVERIFY2(ms < 5000, qPrintable(QStringLiteral("refused after %1 ms").arg(ms)));
+
+    // The restart after a lost GPU waits while the old studio quits, then takes the lock.
+    QProcess restart;
+    restart.setProcessEnvironment(env);
+    restart.start(QStringLiteral(MOEPACK_STUDIO),
+                  {QStringLiteral("--open-conversation"), QStringLiteral("1"), model});
+    QVERIFY(restart.waitForStarted());
+    QVERIFY2(!restart.waitForFinished(2000),
+             qPrintable(QString::fromLocal8Bit(restart.readAllStandardError())));
+    running.reset();  // the old studio is gone
+    const auto heldByRestart = [&] {
+      auto probe = moepack::ui::acquire_instance_lock(dataDir, 0, &why);
+      if (probe) return false;  // not yet taken (released again at once)
+      return why.contains(QStringLiteral("process %1 ").arg(restart.processId()));
+    };
+    QTRY_VERIFY2_WITH_TIMEOUT(heldByRestart(), qPrintable(why), 10000);
+    QCOMPARE(restart.state(), QProcess::Running);
+    restart.kill();
+    QVERIFY(restart.waitForFinished(10000));
   }
 
   void mainWindowShowsTheDemoModel() {
