@@ -88,7 +88,9 @@ std::function<int()> add_chat(CLI::App& app) {
       ->check(CLI::Range(int32_t{-1}, std::numeric_limits<int32_t>::max()))
       ->capture_default_str();
   add_sampling_options(sub, opt->gen.sampling);
-  sub->add_option("--stop", opt->gen.stop, "Stop an answer when it contains this text (repeatable)");
+  // One value an occurrence, so `--stop X MODEL` does not take MODEL as a second stop string.
+  sub->add_option("--stop", opt->gen.stop, "Stop an answer when it contains this text (repeatable)")
+      ->allow_extra_args(false);
   add_engine_options(sub, opt->engine);
 
   return [opt]() {

@@ -106,7 +106,9 @@ std::function<int()> add_run(CLI::App& app) {
       ->check(CLI::Range(int32_t{-1}, std::numeric_limits<int32_t>::max()))
       ->capture_default_str();
   add_sampling_options(sub, opt->gen.sampling);
-  sub->add_option("--stop", opt->gen.stop, "Stop when the completion contains this text (repeatable; not printed)");
+  // One value an occurrence, so `--stop X MODEL` does not take MODEL as a second stop string.
+  sub->add_option("--stop", opt->gen.stop, "Stop when the completion contains this text (repeatable; not printed)")
+      ->allow_extra_args(false);
   sub->add_flag("--ignore-eos", opt->gen.ignore_eos, "Keep generating past end-of-generation tokens");
   sub->add_flag("--json", opt->json, "Print one JSON object at the end instead of streaming text");
   sub->add_option("--logits-out", opt->logits_out,

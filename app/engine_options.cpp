@@ -12,8 +12,10 @@ namespace moepack::cli {
 
 void add_engine_options(CLI::App* sub, EngineOptions& o) {
   sub->add_option("--config", o.config, "Engine settings from a JSON object file (keys as for --set)");
+  // One key=value an occurrence (`--set k=v MODEL` leaves MODEL the positional argument).
   sub->add_option("--set", o.sets,
-                  "Engine setting key=value (repeatable; e.g. cache_vram_mib=2048, n_ctx=2048, threads=4)");
+                  "Engine setting key=value (repeatable; e.g. cache_vram_mib=2048, n_ctx=2048, threads=4)")
+      ->allow_extra_args(false);
   sub->add_option("--backend", o.backend, "Compute backend: cpu, cuda or auto (default: the settings', auto)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
 }

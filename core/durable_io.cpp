@@ -136,8 +136,12 @@ void write_file_atomic(const std::string& dir, const std::string& name, const st
                        void (*before_rename)(void*), void* ctx) {
   const std::string tmp = dir + "/" + name + ".tmp";
   const std::string dst = dir + "/" + name;
+  struct stat st {};
+  if (::stat(dst.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw Error(dst + ": is a directory; give a file name");  // before any temporary file is made
+  }
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw IoError(tmp, "open", errno);
+  if (fd < 0) throw IoError(dst, "create its temporary file " + tmp, errno);
   try {
     pwrite_all(fd, content.data(), content.size(), 0, tmp);
     fsync_fd(fd, tmp);
@@ -148,7 +152,11 @@ void write_file_atomic(const std::string& dir, const std::string& name, const st
   }
   ::close(fd);
   if (before_rename) before_rename(ctx);
-  if (::rename(tmp.c_str(), dst.c_str()) != 0) throw IoError(dst, "rename", errno);
+  if (::rename(tmp.c_str(), dst.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());  // no stray temporary file left beside it
+    throw IoError(dst, "rename", err);
+  }
   fsync_dir(dir);
 }
 

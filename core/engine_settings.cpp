@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -197,6 +198,10 @@ void apply_settings_json(EngineSettings& s, const nlohmann::json& j, const std::
 }
 
 void apply_settings_file(EngineSettings& s, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(path + ": is a directory; give a settings JSON file");
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) throw IoError(path, "open", errno);
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

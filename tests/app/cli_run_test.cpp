@@ -464,6 +464,28 @@ TEST(CliRun, ErrorsExitNonZeroWithAMessage) {
   r = run({"chat", missing.string()});
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("no-such-model.gguf"), std::string::npos) << r.err;
+
+  // A stats path or a --config that is a directory: refused naming it, no stray temporary file
+  // beside the directory (a QA trial found "/tmp.tmp" left by stats_path=/tmp).
+  const fs::path dir = temp_path("a-directory");
+  fs::create_directories(dir);
+  r = run({"run", kDemo.string(), "--prompt", "x", "-n", "1", "--set", "stats_path=" + dir.string()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(dir.string() + ": is a directory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.string() + ".tmp"));
+  r = run({"run", kDemo.string(), "--prompt", "x", "--config", dir.string()});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find(dir.string() + ": is a directory"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+// llama.cpp's habit of options before the model: --stop and --set take one value an occurrence,
+// so the model stays the positional argument.
+TEST(CliRun, OptionsBeforeTheModelLeaveItTheModel) {
+  CliRun r = run({"run", "--stop", "zzz-never", "--set", "n_ctx=512", kDemo.string(), "-p", "The", "-n", "2",
+                  "--ignore-eos", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["tokens"].size(), 2u) << r.out;
 }
 
 }  // namespace
