@@ -107,7 +107,8 @@ std::function<int()> add_run(CLI::App& app) {
       ->capture_default_str();
   add_sampling_options(sub, opt->gen.sampling);
   // One value an occurrence, so `--stop X MODEL` does not take MODEL as a second stop string.
-  sub->add_option("--stop", opt->gen.stop, "Stop when the completion contains this text (repeatable; not printed)")
+  sub->add_option("--stop", opt->gen.stop,
+                  "Stop when the completion contains this text (repeatable; not printed)")
       ->allow_extra_args(false);
   sub->add_flag("--ignore-eos", opt->gen.ignore_eos, "Keep generating past end-of-generation tokens");
   sub->add_flag("--json", opt->json, "Print one JSON object at the end instead of streaming text");
