@@ -220,208 +220,228 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="142"/>
+        <location filename="../ui/qml/ChatPage.qml" line="118"/>
+        <source>writing a reply…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="146"/>
         <source>Your conversations appear here.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="171"/>
+        <location filename="../ui/qml/ChatPage.qml" line="175"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="181"/>
+        <location filename="../ui/qml/ChatPage.qml" line="185"/>
         <source>%1 · %2 backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="189"/>
+        <location filename="../ui/qml/ChatPage.qml" line="193"/>
         <source>Rename</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="194"/>
+        <location filename="../ui/qml/ChatPage.qml" line="198"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="200"/>
+        <location filename="../ui/qml/ChatPage.qml" line="204"/>
         <source>Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="229"/>
+        <location filename="../ui/qml/ChatPage.qml" line="233"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="230"/>
+        <location filename="../ui/qml/ChatPage.qml" line="234"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="234"/>
+        <location filename="../ui/qml/ChatPage.qml" line="238"/>
         <source>Reload</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="240"/>
+        <location filename="../ui/qml/ChatPage.qml" line="244"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="245"/>
+        <location filename="../ui/qml/ChatPage.qml" line="249"/>
         <source>Library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="274"/>
+        <location filename="../ui/qml/ChatPage.qml" line="278"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="275"/>
+        <location filename="../ui/qml/ChatPage.qml" line="279"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="282"/>
+        <location filename="../ui/qml/ChatPage.qml" line="286"/>
         <source>Load %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="325"/>
+        <location filename="../ui/qml/ChatPage.qml" line="330"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="358"/>
+        <location filename="../ui/qml/ChatPage.qml" line="368"/>
+        <source>A reply is being written in “%1”. You can send here when it has finished, or stop it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <source>Show it</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <source>Stop it</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="403"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="375"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="383"/>
+        <location filename="../ui/qml/ChatPage.qml" line="428"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="419"/>
+        <location filename="../ui/qml/ChatPage.qml" line="464"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="424"/>
+        <location filename="../ui/qml/ChatPage.qml" line="469"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="429"/>
+        <location filename="../ui/qml/ChatPage.qml" line="474"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="432"/>
+        <location filename="../ui/qml/ChatPage.qml" line="477"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="433"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="434"/>
+        <location filename="../ui/qml/ChatPage.qml" line="479"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="435"/>
+        <location filename="../ui/qml/ChatPage.qml" line="480"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="436"/>
+        <location filename="../ui/qml/ChatPage.qml" line="481"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="437"/>
+        <location filename="../ui/qml/ChatPage.qml" line="482"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="438"/>
+        <location filename="../ui/qml/ChatPage.qml" line="483"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="460"/>
+        <location filename="../ui/qml/ChatPage.qml" line="505"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="477"/>
+        <location filename="../ui/qml/ChatPage.qml" line="522"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="478"/>
+        <location filename="../ui/qml/ChatPage.qml" line="523"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="485"/>
+        <location filename="../ui/qml/ChatPage.qml" line="530"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="495"/>
+        <location filename="../ui/qml/ChatPage.qml" line="540"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="489"/>
+        <location filename="../ui/qml/ChatPage.qml" line="534"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="499"/>
+        <location filename="../ui/qml/ChatPage.qml" line="544"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="507"/>
+        <location filename="../ui/qml/ChatPage.qml" line="552"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="529"/>
+        <location filename="../ui/qml/ChatPage.qml" line="574"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="531"/>
+        <location filename="../ui/qml/ChatPage.qml" line="576"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="531"/>
+        <location filename="../ui/qml/ChatPage.qml" line="576"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="538"/>
+        <location filename="../ui/qml/ChatPage.qml" line="583"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="539"/>
+        <location filename="../ui/qml/ChatPage.qml" line="584"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1171,47 +1191,47 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="119"/>
+        <location filename="../ui/qml/Main.qml" line="122"/>
         <source>Chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="120"/>
+        <location filename="../ui/qml/Main.qml" line="123"/>
         <source>Dashboard</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="121"/>
+        <location filename="../ui/qml/Main.qml" line="124"/>
         <source>Models</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="122"/>
+        <location filename="../ui/qml/Main.qml" line="125"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="123"/>
+        <location filename="../ui/qml/Main.qml" line="126"/>
         <source>Library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="124"/>
+        <location filename="../ui/qml/Main.qml" line="127"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="178"/>
+        <location filename="../ui/qml/Main.qml" line="181"/>
         <source>Loading</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="179"/>
+        <location filename="../ui/qml/Main.qml" line="182"/>
         <source>Error</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="179"/>
+        <location filename="../ui/qml/Main.qml" line="182"/>
         <source>No model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1219,32 +1239,32 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>MessageBubble</name>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="64"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="68"/>
         <source>You</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="64"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="68"/>
         <source>Assistant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="95"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="100"/>
         <source>The reply failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="118"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="126"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="123"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="131"/>
         <source>Save and re-run</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="153"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="161"/>
         <source>%n prompt token(s)</source>
         <translation>
             <numerusform>%n prompt token</numerusform>
@@ -1252,7 +1272,7 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="154"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="162"/>
         <source> · %n token(s)</source>
         <translation>
             <numerusform> · %n token</numerusform>
@@ -1260,52 +1280,52 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="155"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="163"/>
         <source> · first token %1 ms · prefill %2 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="157"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
         <source> · decode %1 tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="158"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="166"/>
         <source> · stopped</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="159"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
         <source> · length limit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="180"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="188"/>
         <source>generating…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="199"/>
         <source>Copy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="199"/>
         <source>Copied</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="209"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="217"/>
         <source>Edit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="222"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="232"/>
         <source>Regenerate</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2189,18 +2209,23 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="316"/>
+        <location filename="../ui/chat_view_model.cpp" line="325"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="364"/>
+        <location filename="../ui/chat_view_model.cpp" line="374"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="437"/>
+        <location filename="../ui/chat_view_model.cpp" line="447"/>
         <source>There is no conversation to export.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view_model.cpp" line="525"/>
+        <source>The reply in “%1” failed: %2</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

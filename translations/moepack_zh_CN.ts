@@ -235,189 +235,209 @@
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="142"/>
+        <location filename="../ui/qml/ChatPage.qml" line="118"/>
+        <source>writing a reply…</source>
+        <translation>正在写回复…</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="146"/>
         <source>Your conversations appear here.</source>
         <translation>你的对话会显示在这里。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="171"/>
+        <location filename="../ui/qml/ChatPage.qml" line="175"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="181"/>
+        <location filename="../ui/qml/ChatPage.qml" line="185"/>
         <source>%1 · %2 backend</source>
         <translation>%1 · %2 后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="189"/>
+        <location filename="../ui/qml/ChatPage.qml" line="193"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="194"/>
+        <location filename="../ui/qml/ChatPage.qml" line="198"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="200"/>
+        <location filename="../ui/qml/ChatPage.qml" line="204"/>
         <source>Options</source>
         <translation>选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="229"/>
+        <location filename="../ui/qml/ChatPage.qml" line="233"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation>未加载模型,此对话无法继续:%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="230"/>
+        <location filename="../ui/qml/ChatPage.qml" line="234"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation>未加载模型:请从模型库打开一个模型以继续此对话。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="234"/>
+        <location filename="../ui/qml/ChatPage.qml" line="238"/>
         <source>Reload</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="240"/>
+        <location filename="../ui/qml/ChatPage.qml" line="244"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="245"/>
+        <location filename="../ui/qml/ChatPage.qml" line="249"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="274"/>
+        <location filename="../ui/qml/ChatPage.qml" line="278"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="275"/>
+        <location filename="../ui/qml/ChatPage.qml" line="279"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1，该模型已不在磁盘上；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="282"/>
+        <location filename="../ui/qml/ChatPage.qml" line="286"/>
         <source>Load %1</source>
         <translation>加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="325"/>
+        <location filename="../ui/qml/ChatPage.qml" line="330"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation>问点什么，例如：
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="358"/>
+        <location filename="../ui/qml/ChatPage.qml" line="368"/>
+        <source>A reply is being written in “%1”. You can send here when it has finished, or stop it.</source>
+        <translation>正在“%1”中写回复。写完后即可在此发送，也可以停止它。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <source>Show it</source>
+        <translation>查看</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <source>Stop it</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="403"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="375"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="383"/>
+        <location filename="../ui/qml/ChatPage.qml" line="428"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="419"/>
+        <location filename="../ui/qml/ChatPage.qml" line="464"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="424"/>
+        <location filename="../ui/qml/ChatPage.qml" line="469"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="429"/>
+        <location filename="../ui/qml/ChatPage.qml" line="474"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="432"/>
+        <location filename="../ui/qml/ChatPage.qml" line="477"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="433"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="434"/>
+        <location filename="../ui/qml/ChatPage.qml" line="479"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="435"/>
+        <location filename="../ui/qml/ChatPage.qml" line="480"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="436"/>
+        <location filename="../ui/qml/ChatPage.qml" line="481"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="437"/>
+        <location filename="../ui/qml/ChatPage.qml" line="482"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="438"/>
+        <location filename="../ui/qml/ChatPage.qml" line="483"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="460"/>
+        <location filename="../ui/qml/ChatPage.qml" line="505"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="477"/>
+        <location filename="../ui/qml/ChatPage.qml" line="522"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="478"/>
+        <location filename="../ui/qml/ChatPage.qml" line="523"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="485"/>
+        <location filename="../ui/qml/ChatPage.qml" line="530"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="489"/>
+        <location filename="../ui/qml/ChatPage.qml" line="534"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="495"/>
+        <location filename="../ui/qml/ChatPage.qml" line="540"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="499"/>
+        <location filename="../ui/qml/ChatPage.qml" line="544"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="507"/>
+        <location filename="../ui/qml/ChatPage.qml" line="552"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="529"/>
+        <location filename="../ui/qml/ChatPage.qml" line="574"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -426,22 +446,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="531"/>
+        <location filename="../ui/qml/ChatPage.qml" line="576"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="531"/>
+        <location filename="../ui/qml/ChatPage.qml" line="576"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="538"/>
+        <location filename="../ui/qml/ChatPage.qml" line="583"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="539"/>
+        <location filename="../ui/qml/ChatPage.qml" line="584"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -1240,47 +1260,47 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>MoePack Studio</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="119"/>
+        <location filename="../ui/qml/Main.qml" line="122"/>
         <source>Chat</source>
         <translation>聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="120"/>
+        <location filename="../ui/qml/Main.qml" line="123"/>
         <source>Dashboard</source>
         <translation>仪表盘</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="121"/>
+        <location filename="../ui/qml/Main.qml" line="124"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="122"/>
+        <location filename="../ui/qml/Main.qml" line="125"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="123"/>
+        <location filename="../ui/qml/Main.qml" line="126"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="124"/>
+        <location filename="../ui/qml/Main.qml" line="127"/>
         <source>Benchmarks</source>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="178"/>
+        <location filename="../ui/qml/Main.qml" line="181"/>
         <source>Loading</source>
         <translation>加载中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="179"/>
+        <location filename="../ui/qml/Main.qml" line="182"/>
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="179"/>
+        <location filename="../ui/qml/Main.qml" line="182"/>
         <source>No model</source>
         <translation>无模型</translation>
     </message>
@@ -1288,27 +1308,27 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>MessageBubble</name>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="64"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="68"/>
         <source>You</source>
         <translation>你</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="64"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="68"/>
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="95"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="100"/>
         <source>The reply failed: %1</source>
         <translation>回复失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="118"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="126"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="123"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="131"/>
         <source>Save and re-run</source>
         <translation>保存并重新生成</translation>
     </message>
@@ -1321,66 +1341,66 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">%1 个提示词元 · %2 个词元 · 首词元 %3 ms · 预填充 %4 词元/秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="153"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="161"/>
         <source>%n prompt token(s)</source>
         <translation>
             <numerusform>%n 个提示词元</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/MessageBubble.qml" line="154"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="162"/>
         <source> · %n token(s)</source>
         <translation>
             <numerusform> · %n 个词元</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="155"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="163"/>
         <source> · first token %1 ms · prefill %2 tok/s</source>
         <translation> · 首词元 %1 ms · 预填充 %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="157"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="165"/>
         <source> · decode %1 tok/s</source>
         <translation> · 解码 %1 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="158"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="166"/>
         <source> · stopped</source>
         <translation> · 已停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="159"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="167"/>
         <source> · length limit</source>
         <translation> · 达到长度上限</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="160"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="168"/>
         <source> · context full: start a new chat or raise the context length in Settings</source>
         <translation> · 上下文已满:请新建对话,或在设置中增大上下文长度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="180"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="188"/>
         <source>generating…</source>
         <translation>生成中…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="199"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="191"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="199"/>
         <source>Copied</source>
         <translation>已复制</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="209"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="217"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/qml/MessageBubble.qml" line="222"/>
+        <location filename="../ui/qml/MessageBubble.qml" line="232"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -2304,19 +2324,24 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="316"/>
+        <location filename="../ui/chat_view_model.cpp" line="325"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="364"/>
+        <location filename="../ui/chat_view_model.cpp" line="374"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="437"/>
+        <location filename="../ui/chat_view_model.cpp" line="447"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view_model.cpp" line="525"/>
+        <source>The reply in “%1” failed: %2</source>
+        <translation>“%1”中的回复失败：%2</translation>
     </message>
 </context>
 <context>

@@ -164,6 +164,11 @@ QString ChatViewModel::title() const {
   return row >= 0 ? conversations_.at(row).title : QString();
 }
 
+QString ChatViewModel::replyConversationTitle() const {
+  const int row = conversations_.rowOf(replyConversationId());
+  return row >= 0 ? conversations_.at(row).title : QString();
+}
+
 QVariantMap ChatViewModel::sampling() const { return generation_to_json(generation_).toVariantMap(); }
 
 bool ChatViewModel::canSend() const {
@@ -184,10 +189,11 @@ void ChatViewModel::refreshList() {
   } catch (const std::exception& e) {
     setError(QString::fromUtf8(e.what()));
   }
+  if (pending_.id != 0) emit generatingChanged();  // replyConversationTitle (a rename)
 }
 
 void ChatViewModel::newConversation() {
-  if (pending_.id != 0) stop();
+  // A reply still being written goes on into its own conversation (stored there when it ends).
   current_ = 0;
   conversationModel_.clear();
   systemPrompt_ = defaultSystemPrompt_;
@@ -197,11 +203,13 @@ void ChatViewModel::newConversation() {
   emit currentChanged();
   emit samplingChanged();
   emit modelMatchChanged();
+  emit generatingChanged();  // the reply, if any, is elsewhere now
 }
 
 void ChatViewModel::selectConversation(qint64 id) {
   if (!store_ || id == current_) return;
-  if (pending_.id != 0) stop();
+  // A reply being written goes on (LM Studio's way): it streams into its own conversation,
+  // stored there when it ends, and shows again when that conversation is reopened.
   try {
     const auto c = store_->conversation(id);
     if (!c) return;
@@ -211,8 +219,8 @@ void ChatViewModel::selectConversation(qint64 id) {
     generation_ = generation_from_json(c->sampling, defaultGeneration_);
     messages_.reset(store_->messages(id));
     if (pending_.id != 0 && pending_.conversation == id) {
-      // Back to the conversation whose reply is still ending (stopped when it was left): its
-      // row is not stored yet, so it streams on into one rebuilt from what came so far.
+      // Back to the conversation whose reply is still being written: its row is not stored
+      // yet, so it streams on into one rebuilt from what came so far.
       MessageListModel::Row row;
       row.message.conversationId = id;
       row.message.position = messages_.count();
@@ -228,6 +236,7 @@ void ChatViewModel::selectConversation(qint64 id) {
   emit currentChanged();
   emit samplingChanged();
   emit modelMatchChanged();
+  emit generatingChanged();
 }
 
 void ChatViewModel::deleteConversation(qint64 id) {
@@ -322,12 +331,13 @@ bool ChatViewModel::ensureConversation() {
   }
   refreshList();
   emit currentChanged();
+  emit generatingChanged();
   return true;
 }
 
 bool ChatViewModel::send(const QString& text) {
   const QString t = text.trimmed();
-  if (t.isEmpty() || !canSend()) return false;
+  if (t.isEmpty() || !canSend()) return false;  // replyElsewhere: the chat says why
   if (!ensureConversation()) return false;
   while (messages_.count() > 0 && !messages_.at(messages_.count() - 1).error.isEmpty()) {
     messages_.truncate(messages_.count() - 1);  // a failed reply is replaced by the next one
@@ -507,7 +517,14 @@ void ChatViewModel::onFailed(quint64 id, const QString& message) {
     r.error = message;
     messages_.update(row, r);
   }
-  if (pending_.conversation != 0) setError(message, inReply);  // not for a deleted conversation's reply
+  // Not for a deleted conversation's reply; one that failed in a conversation not open says where.
+  if (pending_.conversation != 0) {
+    if (inReply || pending_.conversation == current_) {
+      setError(message, inReply);
+    } else {
+      setError(tr("The reply in “%1” failed: %2").arg(replyConversationTitle(), message));
+    }
+  }
   clearPending();
   emit replyFinished();
 }

@@ -7,8 +7,9 @@
 // Reply life cycle: send() stores the user message and appends a streaming assistant row;
 // streamed text grows that row; when the engine finishes, the reply and its statistics are
 // stored (also when stopped: stop_reason "cancelled"). A failed reply keeps its error in
-// the row and is not stored. Switching conversations while a reply streams stops it; the
-// partial reply is stored in the conversation it belongs to.
+// the row and is not stored. A reply goes on while the user reads or starts another
+// conversation (one engine: nothing can be sent there until it ends, `replyElsewhere`); it is
+// stored in the conversation it belongs to, and streams on into it when that one is reopened.
 #pragma once
 
 #include <QObject>
@@ -43,7 +44,15 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   Q_PROPERTY(QString title READ title NOTIFY currentChanged)
   Q_PROPERTY(QString systemPrompt READ systemPrompt NOTIFY currentChanged)
   Q_PROPERTY(QVariantMap sampling READ sampling NOTIFY samplingChanged)
+  // A reply is being written into the open conversation (its Stop button).
   Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
+  // A reply is being written anywhere (the engine is busy), and into which conversation.
+  Q_PROPERTY(bool replying READ replying NOTIFY generatingChanged)
+  Q_PROPERTY(qint64 replyConversationId READ replyConversationId NOTIFY generatingChanged)
+  Q_PROPERTY(QString replyConversationTitle READ replyConversationTitle NOTIFY generatingChanged)
+  // A reply is being written into another conversation than the open one: sending, regenerating
+  // and editing here wait for it (one engine); the chat says where it is.
+  Q_PROPERTY(bool replyElsewhere READ replyElsewhere NOTIFY generatingChanged)
   Q_PROPERTY(bool canSend READ canSend NOTIFY canSendChanged)
   Q_PROPERTY(QString lastError READ lastError NOTIFY lastErrorChanged)
   // True when lastError is a failed reply's, shown in that reply's bubble (the page shows it once).
@@ -108,7 +117,11 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   QString systemPrompt() const { return systemPrompt_; }
   QVariantMap sampling() const;
   const GenerationSettings& generation() const { return generation_; }
-  bool generating() const { return pending_.id != 0; }
+  bool generating() const { return pending_.id != 0 && pending_.conversation == current_ && current_ != 0; }
+  bool replying() const { return pending_.id != 0; }
+  qint64 replyConversationId() const { return pending_.id != 0 ? pending_.conversation : 0; }
+  QString replyConversationTitle() const;
+  bool replyElsewhere() const { return replying() && !generating(); }
   bool canSend() const;
   QString lastError() const { return lastError_; }
   bool lastErrorInReply() const { return lastErrorInReply_; }

@@ -346,9 +346,11 @@ class ChatViewModelTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!vm.messages()->at(1).message.content.isEmpty(), 5000);
     const qint64 b = vm.store()->createConversation("B");
     vm.selectConversation(b);
-    vm.selectConversation(a);  // before the stopped reply has ended
+    vm.selectConversation(a);  // the reply goes on meanwhile
     QCOMPARE(vm.messages()->count(), 2);
     QVERIFY(vm.messages()->at(1).streaming);
+    QVERIFY(vm.generating());
+    vm.stop();
     QVERIFY(finished.wait(5000));
     QCOMPARE(vm.messages()->count(), 2);
     QCOMPARE(vm.messages()->at(0).message.role, QString("user"));
@@ -366,6 +368,82 @@ class ChatViewModelTest : public QObject {
     QVERIFY2(vm.lastError().isEmpty(), qPrintable(vm.lastError()));
     QVERIFY(!vm.store()->conversation(a));
     QVERIFY(vm.canSend());
+  }
+
+  // Switching conversations while a reply is written does not stop it (LM Studio's way): it
+  // ends on its own into its conversation (SQLite), whole; the conversation read meanwhile has
+  // no Stop of its own and refuses to send, regenerate or edit (one engine) without storing
+  // anything; going back shows the reply streaming, then finished.
+  void aReplyGoesOnWhileAnotherConversationIsRead() {
+    QTemporaryDir dir;
+    FakeScript script;
+    script.extra_tokens = 40;
+    script.token_delay_ms = 25;  // about a second
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    ChatViewModel vm;
+    QVERIFY(vm.openDatabase(dir.filePath("c.sqlite")));
+    vm.setEngine(&e);
+    const qint64 b = vm.store()->createConversation("B");
+    vm.store()->appendMessage(b, "user", "question B");
+    vm.store()->appendMessage(b, "assistant", "answer B");
+    QSignalSpy finished(&vm, &ChatViewModel::replyFinished);
+    QVERIFY(vm.send("question A"));
+    const qint64 a = vm.currentConversationId();
+    QVERIFY(vm.generating() && vm.replying() && !vm.replyElsewhere());
+    QTRY_VERIFY_WITH_TIMEOUT(!vm.messages()->at(1).message.content.isEmpty(), 5000);
+
+    vm.selectConversation(b);
+    QCOMPARE(vm.currentConversationId(), b);
+    QVERIFY(!vm.generating());  // no Stop here
+    QVERIFY(vm.replying() && vm.replyElsewhere());
+    QCOMPARE(vm.replyConversationId(), a);
+    QCOMPARE(vm.replyConversationTitle(), QString("question A"));
+    QCOMPARE(vm.messages()->count(), 2);
+    QVERIFY(!vm.canSend());
+    QVERIFY(!vm.send("question B2"));  // refused: nothing stored, nothing started
+    QVERIFY(!vm.regenerate());
+    QVERIFY(!vm.editMessage(0, "question B edited"));
+    QCOMPARE(vm.store()->messages(b).size(), size_t(2));
+    QCOMPARE(vm.store()->messages(b).at(1).content, QString("answer B"));
+    QCOMPARE(vm.messages()->count(), 2);
+    QVERIFY(!vm.messages()->at(1).streaming);
+    QCOMPARE(script.replies.load(), 1);
+    // A new chat meanwhile: the reply goes on too.
+    vm.newConversation();
+    QVERIFY(!vm.generating() && vm.replyElsewhere());
+    QCOMPARE(vm.messages()->count(), 0);
+
+    // Back: the reply streams on in its row.
+    vm.selectConversation(a);
+    QVERIFY(vm.generating() && !vm.replyElsewhere());
+    QCOMPARE(vm.messages()->count(), 2);
+    QVERIFY(vm.messages()->at(1).streaming);
+    const qsizetype sofar = vm.messages()->at(1).message.content.size();
+    QTRY_VERIFY_WITH_TIMEOUT(vm.messages()->at(1).message.content.size() > sofar, 5000);
+    // ... and away again until it ends: stored whole in its own conversation, not stopped.
+    vm.selectConversation(b);
+    QVERIFY(finished.wait(10000));
+    QCOMPARE(finished.size(), 1);
+    QVERIFY(!vm.replying() && !vm.replyElsewhere());
+    QVERIFY(vm.canSend());
+    QCOMPARE(vm.messages()->count(), 2);
+    QCOMPARE(vm.messages()->at(1).message.content, QString("answer B"));
+    const auto stored = vm.store()->messages(a);
+    QCOMPARE(stored.size(), size_t(2));
+    QVERIFY(stored.at(1).content.startsWith("echo: question A w1.0"));
+    QVERIFY(stored.at(1).content.endsWith(" w1.39"));
+    QCOMPARE(stored.at(1).stats.generatedTokens, 42);
+    QCOMPARE(stored.at(1).stats.stopReason, QString("eos"));
+    vm.selectConversation(a);
+    QCOMPARE(vm.messages()->count(), 2);
+    QVERIFY(!vm.messages()->at(1).streaming);
+    QCOMPARE(vm.messages()->at(1).message.content, stored.at(1).content);
+    // And B can be answered now.
+    vm.selectConversation(b);
+    QVERIFY(vm.send("question B2"));
+    QVERIFY(finished.wait(10000));
+    QCOMPARE(vm.store()->messages(b).size(), size_t(4));
   }
 
   // A sampling value that is not a finite number leaves the setting as it was.

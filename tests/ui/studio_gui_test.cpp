@@ -21,6 +21,7 @@
 #include <QJsonObject>
 #include <QLineEdit>
 #include <QQmlApplicationEngine>
+#include <QQmlComponent>
 #include <QQmlProperty>
 #include <QQuickItem>
 #include <QQuickWindow>
@@ -35,6 +36,7 @@
 #include <functional>
 #include <tuple>
 
+#include "fake_chat_engine.h"
 #include "packbuilder/pack_builder.h"
 #include "ui/chat_view_model.h"
 #include "ui/conversation_list_model.h"
@@ -100,6 +102,33 @@ bool replyTo(ChatViewModel* chat, const QString& text) {
   QSignalSpy finished(chat, &ChatViewModel::replyFinished);
   return chat->send(text) && finished.wait(120000);
 }
+// A window holding ChatPage.qml over `chat` and `engine` (a scripted engine in the tests that
+// use it), its QML warnings collected into `warnings`; null when it did not load.
+QQuickWindow* chatPageOver(QQmlApplicationEngine& qml, ChatViewModel* chat, EngineController* engine,
+                           QStringList& warnings) {
+  qml.addImportPath(QStringLiteral("qrc:/qt/qml"));
+  QObject::connect(&qml, &QQmlApplicationEngine::warnings, &qml, [&warnings](const QList<QQmlError>& ws) {
+    for (const auto& w : ws) warnings << w.toString();
+  });
+  QQmlComponent component(&qml);
+  component.setData(
+      "import QtQuick\nimport QtQuick.Controls\nimport MoePack.Ui\n"
+      "ApplicationWindow { id: win; width: 1280; height: 820; visible: true\n"
+      "  property ChatViewModel chatVm; property EngineController engineVm\n"
+      "  ChatPage { anchors.fill: parent; chat: win.chatVm; engine: win.engineVm } }",
+      QUrl(QStringLiteral("qrc:/test/ChatPageWindow.qml")));
+  QObject* root =
+      component.createWithInitialProperties({{QStringLiteral("chatVm"), QVariant::fromValue(chat)},
+                                             {QStringLiteral("engineVm"), QVariant::fromValue(engine)}},
+                                            qml.rootContext());
+  if (!root) {
+    for (const auto& e : component.errors()) warnings << e.toString();
+    return nullptr;
+  }
+  root->setParent(&qml);
+  return qobject_cast<QQuickWindow*>(root);
+}
+
 // Counts the close requests of the window it filters, and refuses them.
 class CloseCounter : public QObject {
  public:
@@ -783,6 +812,90 @@ class StudioGuiTest : public QObject {
                              180000);
     QCOMPARE(chat->currentConversationId(), earlier);
     QTRY_VERIFY(!otherBanner->isVisible());
+    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+  }
+
+  // A reply goes on while another conversation is read (a scripted engine): that conversation
+  // shows no Stop of its own, says where the reply is being written (with Show it / Stop it),
+  // keeps its "held with another model" banner and disables Send and Regenerate; the list marks
+  // the conversation written into; going back shows the reply streaming with its Stop.
+  void aReplyGoesOnWhileAnotherConversationIsRead() {
+    QTemporaryDir dir;
+    test::FakeScript script;
+    script.extra_tokens = 200;
+    script.token_delay_ms = 25;
+    EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
+    ChatViewModel chat;
+    QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
+    chat.setEngine(&engine);
+    const qint64 b = chat.store()->createConversation(QStringLiteral("Held with another"), {}, {},
+                                                      dir.filePath(QStringLiteral("other.gguf")));
+    chat.store()->appendMessage(b, QStringLiteral("user"), QStringLiteral("question B"));
+    chat.store()->appendMessage(b, QStringLiteral("assistant"), QStringLiteral("answer B"));
+    QQmlApplicationEngine qml;
+    QStringList warnings;
+    QQuickWindow* window = chatPageOver(qml, &chat, &engine, warnings);
+    QVERIFY2(window, qPrintable(warnings.join(QLatin1Char('\n'))));
+    engine.load(dir.filePath(QStringLiteral("model.gguf")), false);
+    QTRY_COMPARE(engine.state(), EngineController::Ready);
+    chat.newConversation();
+    const auto item = [&](const char* name) { return window->findChild<QQuickItem*>(QLatin1String(name)); };
+    QQuickItem* stop = item("stopButton");
+    QQuickItem* send = item("sendButton");
+    QQuickItem* elsewhere = item("replyElsewhereBanner");
+    QQuickItem* otherModel = item("otherModelBanner");
+    QVERIFY(stop && send && elsewhere && otherModel);
+    QSignalSpy finished(&chat, &ChatViewModel::replyFinished);
+    QVERIFY(chat.send(QStringLiteral("question A")));
+    const qint64 a = chat.currentConversationId();
+    QTRY_VERIFY(stop->isVisible());
+    QVERIFY(!send->isVisible() && !elsewhere->isVisible());
+    QTRY_VERIFY(chat.messages()->count() == 2 && !chat.messages()->at(1).message.content.isEmpty());
+
+    chat.selectConversation(b);
+    QTRY_VERIFY(elsewhere->isVisible());
+    QVERIFY(!stop->isVisible());
+    QVERIFY(send->isVisible());
+    QVERIFY(!send->isEnabled());
+    QVERIFY(otherModel->isVisible());  // missing while the other reply ran, before
+    const QString says = item("replyElsewhereText")->property("text").toString();
+    QVERIFY2(says.contains(QStringLiteral("“question A”")), qPrintable(says));
+    QQuickItem* regenerate = nullptr;
+    // The one shown, among the list's delegates (visual children, not QObject ones).
+    const auto shown = [&](const char* name) -> QQuickItem* {
+      QQuickItem* found = nullptr;
+      const std::function<void(QQuickItem*)> walk = [&](QQuickItem* i) {
+        if (i->objectName() == QLatin1String(name) && i->isVisible()) found = i;
+        for (QQuickItem* c : i->childItems()) walk(c);
+      };
+      walk(window->contentItem());
+      return found;
+    };
+    QTRY_VERIFY((regenerate = shown("regenerateButton")) != nullptr);
+    QVERIFY(!regenerate->isEnabled());
+    QVERIFY(shown("conversationWriting") != nullptr);
+    save(window, QStringLiteral("studio-reply-elsewhere.png"));
+    QVERIFY(finished.isEmpty());
+
+    // "Show it" goes back: the reply streams on, with its Stop.
+    QVERIFY(QMetaObject::invokeMethod(item("showReplyConversation"), "clicked"));
+    QCOMPARE(chat.currentConversationId(), a);
+    QTRY_VERIFY(stop->isVisible());
+    QVERIFY(!elsewhere->isVisible());
+    QVERIFY(chat.messages()->at(1).streaming);
+    // Away again, and "Stop it" there stops it: stored in its own conversation.
+    chat.selectConversation(b);
+    QTRY_VERIFY(elsewhere->isVisible());
+    QVERIFY(QMetaObject::invokeMethod(item("stopReplyElsewhere"), "clicked"));
+    QVERIFY(finished.wait(10000));
+    QTRY_VERIFY(!elsewhere->isVisible());
+    QTRY_VERIFY(send->isVisible());
+    QTRY_VERIFY((regenerate = shown("regenerateButton")) != nullptr && regenerate->isEnabled());
+    const auto stored = chat.store()->messages(a);
+    QCOMPARE(stored.size(), size_t(2));
+    QCOMPARE(stored.at(1).stats.stopReason, QStringLiteral("cancelled"));
+    QVERIFY(stored.at(1).content.startsWith(QStringLiteral("echo: question A")));
+    QCOMPARE(chat.store()->messages(b).size(), size_t(2));
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 };

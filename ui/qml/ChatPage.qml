@@ -112,9 +112,13 @@ Item {
                                 }
                                 Label {
                                     Layout.fillWidth: true
-                                    text: Qt.formatDateTime(convItem.updated, Qt.DefaultLocaleShortDate)
+                                    // The conversation a reply is being written into says so.
+                                    readonly property bool writing: convItem.conversationId === page.chat.replyConversationId
+                                    objectName: writing ? "conversationWriting" : ""
+                                    text: writing ? qsTr("writing a reply…")
+                                                  : Qt.formatDateTime(convItem.updated, Qt.DefaultLocaleShortDate)
                                     font.pixelSize: 11
-                                    color: "#6b7280"
+                                    color: writing ? "#4f6bed" : "#6b7280"
                                 }
                             }
                             // Rename / delete, also on right click.
@@ -311,6 +315,7 @@ Item {
                     delegate: MessageBubble {
                         isLast: index === messageList.count - 1
                         busy: page.chat.generating
+                        canRun: page.chat.canSend
                         onCopyRequested: page.chat.copyMessage(index)
                         onRegenerateRequested: page.chat.regenerate()
                         onEditRequested: function(text) { page.chat.editMessage(index, text) }
@@ -335,6 +340,46 @@ Item {
                     text: page.chat.lastError
                     color: "#b91c1c"
                     wrapMode: Text.Wrap
+                }
+
+                // A reply being written into another conversation (one engine): this one waits
+                // for it; say where it is, with a way there and a way to stop it.
+                Rectangle {
+                    objectName: "replyElsewhereBanner"
+                    Layout.fillWidth: true
+                    Layout.leftMargin: 16
+                    Layout.rightMargin: 16
+                    Layout.topMargin: 8
+                    implicitHeight: elsewhereRow.implicitHeight + 16
+                    radius: 8
+                    color: "#eef2ff"
+                    border.color: "#c7d2fe"
+                    visible: page.chat.replyElsewhere
+                    RowLayout {
+                        id: elsewhereRow
+                        anchors.fill: parent
+                        anchors.margins: 8
+                        Label {
+                            objectName: "replyElsewhereText"
+                            Layout.fillWidth: true
+                            wrapMode: Text.Wrap
+                            textFormat: Text.PlainText
+                            color: "#3730a3"
+                            text: qsTr("A reply is being written in “%1”. You can send here when it has finished, or stop it.")
+                                  .arg(page.chat.replyConversationTitle)
+                        }
+                        Button {
+                            objectName: "showReplyConversation"
+                            visible: page.chat.replyConversationId !== 0
+                            text: qsTr("Show it")
+                            onClicked: page.chat.selectConversation(page.chat.replyConversationId)
+                        }
+                        Button {
+                            objectName: "stopReplyElsewhere"
+                            text: qsTr("Stop it")
+                            onClicked: page.chat.stop()
+                        }
+                    }
                 }
 
                 // Input box: Enter sends, Shift+Enter inserts a newline.

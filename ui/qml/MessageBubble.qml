@@ -23,6 +23,9 @@ Item {
     required property string stopReason
     property bool isLast: false
     property bool busy: false
+    // Whether a reply can be asked for now (a model loaded, no reply being written anywhere):
+    // Regenerate and "Save and re-run" are disabled otherwise (the chat's banners say why).
+    property bool canRun: true
     property int contentWidth: 760
 
     signal copyRequested()
@@ -128,7 +131,7 @@ Item {
                         text: qsTr("Save and re-run")
                         highlighted: true
                         Material.elevation: 0
-                        enabled: !bubble.busy && editor.text.trim().length > 0
+                        enabled: !bubble.busy && bubble.canRun && editor.text.trim().length > 0
                         onClicked: {
                             bubble.editing = false
                             bubble.editRequested(editor.text)
@@ -222,8 +225,10 @@ Item {
             ToolButton {
                 implicitHeight: 28
                 font.capitalization: Font.MixedCase
+                objectName: "regenerateButton"
                 visible: !bubble.isUser && bubble.isLast && !bubble.busy
-                opacity: hover.hovered ? 1 : 0.35
+                enabled: bubble.canRun
+                opacity: !enabled ? 0.25 : (hover.hovered ? 1 : 0.35)
                 text: qsTr("Regenerate")
                 font.pixelSize: 11
                 onClicked: bubble.regenerateRequested()
