@@ -38,6 +38,12 @@ MOEPACK_GEMV_HD constexpr int gemm_b_natural_word(int w, int t, int i) { return 
 MOEPACK_GEMV_HD constexpr int gemm_xs_word(int row, int w, int t) {
   return row * 16 + ((8 * w + 2 * t) ^ ((row & 2) << 2));
 }
+// Words a chunk's B staging takes: 32 pairs' two rows of 16, and 4 more, so that chunk c starts
+// 4 c banks further (mod 32). The block stores x one pair at a time, chunk c in lanes 4 c .. 4 c
+// + 3, lane 4 c + l the natural words 4 l .. 4 l + 3 one per instruction: words 2 j, 2 j + 1,
+// 8 + 2 j, 9 + 2 j of a row (swizzled alike for the whole warp), so an instruction's 32 words
+// fall at most two to a bank. (1028 words: a chunk also starts 16-byte aligned.)
+constexpr int kGemmXsChunkWords = 2 * 32 * 16 + 4;
 
 // The power of two of a chunk's split: e with max |v| 2^e in [2^14, 2^15) for a normal max
 // (`bits`: the max's float bits), clamped to float's normal powers of two (a zero or subnormal max

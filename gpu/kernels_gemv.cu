@@ -724,9 +724,15 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
 //   zeroed f32 D, then acc += (D_hi + D_lo) 2^-e 2^-s (powers of two: exact unless the result
 //   leaves float's range).
 // The f16 products are exact and summed in f32. Against the exact dot product a pair loses W
-// and x to 22 bits each (|error| <= 2^-21 |w x| a product) and the f32 sums: inside
-// gpu_ops_test's kDotRel. A pair's sums depend on its own x and the rows alone, never on the
-// other pairs of its group or how groups are batched (each mma column is its own pair's).
+// and x to 22 bits each (|error| <= 2^-21 |w x| a product) and the f32 sums, inside
+// gpu_ops_test's kDotRel, for elements at least ~2^-17 of their chunk's largest |value|;
+// smaller ones keep an absolute 2^-39 or so of that largest value (lo is then an f16
+// subnormal), as the decode path's f16 halves do per 16-element granule. So a product of an
+// activation outlier (~2^17 times its chunk's others) with a zero weight costs the chunk's other
+// products precision the F32 kernels keep. The scaling (D 2^-e) 2^-s can leave float's range
+// only when the true sum nearly does (|w| above ~2^108, or a sum below ~2^-126 2^s).
+// A pair's sums depend on its own x and the rows alone, never on the other pairs of its group or
+// how groups are batched (each mma column is its own pair's).
 constexpr int kMmaPairs = 32;           // pairs a block: 8 groups of four (one mma's columns)
 constexpr int kMmaWarpsP = 4;           // warps a block, 16 rows each
 constexpr int kAStride = kGemmAStride;  // halves a row of a warp's A staging (gpu/gemm_mma_layout.h)
@@ -745,18 +751,24 @@ struct PrefillUnit {
   static constexpr int kPreGguf = (16 * kRowGranules + 31) / 32;
   static constexpr int kPreTiled = (16 * kTiledWords + 31) / 32;
   static constexpr int kPre = kPreGguf > kPreTiled ? kPreGguf : kPreTiled;
-  static constexpr int kXBytes = 8 * 2 * kMmaPairs * 16 * 4 + 8 * kMmaPairs * 4 + kMmaPairs * 8;
+  static constexpr int kXBytes = 8 * kGemmXsChunkWords * 4 + 8 * kMmaPairs * 4 + kMmaPairs * 8;
+  static_assert(kGemmXsChunkWords >= 2 * kMmaPairs * 16, "a chunk's B staging holds every pair's two rows");
+  static_assert(kXBytes % 16 == 0, "the warps' regions start 16-byte aligned");
   static constexpr int kWarpBytes = 16 * kRowBytes + 2 * 16 * kAStride * 2 + 32 * 4;
   static constexpr int kSmemBytes = kXBytes + kMmaWarpsP * kWarpBytes;
 };
 
 // gemm_mma_layout.h's gemm_split_exponent of a float.
 __device__ __forceinline__ int split_exponent(float mx) { return gemm_split_exponent(__float_as_uint(mx)); }
-// The 32 values of v (times 2^e) as f16 halves: word i of hi and lo holds elements 2i, 2i + 1.
-__device__ __forceinline__ void split_halves(const float (&v)[kChunk], float s, uint32_t (&hi)[16],
-                                             uint32_t (&lo)[16]) {
+// The 2N values of v (times 2^e) as f16 halves: word i of hi and lo holds elements 2i, 2i + 1.
+// A non-finite element makes its chunk's sums NaN (hi - inf, and the cross products' 0 x inf),
+// where the F32 kernels may give +-inf: a pair's sums are non-finite either way, and non-finite
+// logits stop the reply with an error (core/session.cpp).
+template <int N>
+__device__ __forceinline__ void split_halves(const float (&v)[2 * N], float s, uint32_t (&hi)[N],
+                                             uint32_t (&lo)[N]) {
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < N; ++i) {
     const float a = v[2 * i] * s, c = v[2 * i + 1] * s;
     const __half2 h = __floats2half2_rn(a, c);
     const float2 hf = __half22float2(h);
@@ -765,10 +777,11 @@ __device__ __forceinline__ void split_halves(const float (&v)[kChunk], float s, 
     lo[i] = *reinterpret_cast<const uint32_t*>(&l);
   }
 }
-__device__ __forceinline__ float chunk_max_abs(const float (&v)[kChunk]) {
+template <int N>
+__device__ __forceinline__ float max_abs(const float (&v)[N]) {
   float mx = 0.0f;
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) mx = fmaxf(mx, fabsf(v[i]));
+  for (int i = 0; i < N; ++i) mx = fmaxf(mx, fabsf(v[i]));
   return mx;
 }
 __device__ __forceinline__ float pow2f(int e) { return __int_as_float((e + 127) << 23); }
@@ -798,8 +811,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) 
   constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's tiled blocks staged padded (tile_chunk)
   static_assert(!TILED || TR::kStagedUnit == PU::kTiledBytes, "a staged row holds the tiled unit");
   extern __shared__ __align__(16) uint4 gemm_smem[];
-  uint32_t* xs = reinterpret_cast<uint32_t*>(gemm_smem);               // [8][2 kMmaPairs][16]
-  float* xsc = reinterpret_cast<float*>(xs + 8 * 2 * kMmaPairs * 16);  // [8][kMmaPairs]: 2^-s
+  uint32_t* xs = reinterpret_cast<uint32_t*>(gemm_smem);              // [8][kGemmXsChunkWords]
+  float* xsc = reinterpret_cast<float*>(xs + 8 * kGemmXsChunkWords);  // [8][kMmaPairs]: 2^-s
   const float** xrow = reinterpret_cast<const float**>(xsc + 8 * kMmaPairs);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   uint8_t* raw = reinterpret_cast<uint8_t*>(gemm_smem) + PU::kXBytes + warp * PU::kWarpBytes;
@@ -832,7 +845,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) 
   const int64_t n_units = (n_chunks + 7) / 8;
 
   // The warp's 16 rows' bytes of unit u: into pre[] (global loads), then into raw (staging).
-  uint4 pre[PU::kPre];
+  uint4 pre[PU::kPre] = {};
   const auto gguf_src = [&](int r16, int64_t u) {
     return wg + static_cast<uint64_t>(row_of(r16)) * b.row_bytes + static_cast<uint64_t>(u) * PU::kGgufBytes;
   };
@@ -918,39 +931,38 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) 
   for (int64_t u = 0; u < n_units; ++u) {
     const int nch = static_cast<int>(min(int64_t{8}, n_chunks - 8 * u));
     __syncthreads();  // every warp is done with the previous unit's x (and xrow is written)
-    // x: item (pair, chunk), eight threads a pair's 256 contiguous elements
-    for (int it = static_cast<int>(threadIdx.x); it < kMmaPairs * 8; it += kMmaWarpsP * 32) {
-      const int p = it >> 3, c = it & 7;
-      float v[kChunk];
-      const int64_t e0 = (8 * u + c) * kChunk;
+    // x: one pair a warp at a time, its 8 chunks of the unit in 4 lanes each (lane 4 c + l holds
+    // elements 8 l .. 8 l + 7 of chunk c): a warp loads 1 KiB of the pair's row, a chunk's max
+    // takes two shuffles, and each store instruction's 32 words fall at most two to a bank
+    // (kGemmXsChunkWords; one item a thread with its 16 stores a row had them 16 to a bank).
+    for (int p = warp; p < kMmaPairs; p += kMmaWarpsP) {
+      const int c = lane >> 2, l = lane & 3;
       const int n = c < nch && p < nt ? chunk_len(b.ne0, 8 * u + c) : 0;
-      const float* xp = xrow[p] + e0;
+      const float* xp = xrow[p] + (8 * u + c) * kChunk + 8 * l;
+      float v[8];
       if (n == kChunk && (reinterpret_cast<uintptr_t>(xp) & 15) == 0) {
-#pragma unroll
-        for (int i = 0; i < kChunk / 4; ++i) {
-          const float4 f = __ldg(reinterpret_cast<const float4*>(xp) + i);
-          v[4 * i] = f.x;
-          v[4 * i + 1] = f.y;
-          v[4 * i + 2] = f.z;
-          v[4 * i + 3] = f.w;
-        }
+        const float4 f0 = __ldg(reinterpret_cast<const float4*>(xp));
+        const float4 f1 = __ldg(reinterpret_cast<const float4*>(xp) + 1);
+        v[0] = f0.x, v[1] = f0.y, v[2] = f0.z, v[3] = f0.w;
+        v[4] = f1.x, v[5] = f1.y, v[6] = f1.z, v[7] = f1.w;
       } else {
 #pragma unroll
-        for (int i = 0; i < kChunk; ++i) v[i] = i < n ? __ldg(xp + i) : 0.0f;
+        for (int i = 0; i < 8; ++i) v[i] = 8 * l + i < n ? __ldg(xp + i) : 0.0f;
       }
-      const int e = split_exponent(chunk_max_abs(v));
-      uint32_t hi[16], lo[16];
+      float mx = max_abs(v);
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const int e = split_exponent(mx);
+      uint32_t hi[4], lo[4];  // the chunk's natural words 4 l .. 4 l + 3
       split_halves(v, pow2f(e), hi, lo);
-      xsc[c * kMmaPairs + p] = pow2f(-e);
-      uint32_t* rh = xs + c * (2 * kMmaPairs * 16);
+      if (l == 0) xsc[c * kMmaPairs + p] = pow2f(-e);
+      uint32_t* rc = xs + c * kGemmXsChunkWords;
 #pragma unroll
-      for (int w = 0; w < 2; ++w) {
-#pragma unroll
-        for (int tt = 0; tt < 4; ++tt) {
-          const int n0 = gemm_b_natural_word(w, tt, 0), n1 = gemm_b_natural_word(w, tt, 1);
-          *reinterpret_cast<uint2*>(rh + xs_word(2 * p, w, tt)) = make_uint2(hi[n0], hi[n1]);
-          *reinterpret_cast<uint2*>(rh + xs_word(2 * p + 1, w, tt)) = make_uint2(lo[n0], lo[n1]);
-        }
+      for (int j = 0; j < 4; ++j) {
+        // natural word nw at (w, tt, i): gemm_b_natural_word's inverse
+        const int nw = 4 * l + j, w = nw >> 3, i = (nw >> 2) & 1, tt = nw & 3;
+        rc[xs_word(2 * p, w, tt) + i] = hi[j];
+        rc[xs_word(2 * p + 1, w, tt) + i] = lo[j];
       }
     }
     __syncwarp();  // every lane is done with raw (the previous unit)
@@ -969,7 +981,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) 
           tile_chunk<T, kPadded>(raw + r16 * PU::kRowBytes, tile, c, n, v);
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) v[i] = i < n ? v[i] : 0.0f;
-          const int e = split_exponent(chunk_max_abs(v));
+          const int e = split_exponent(max_abs(v));
           split_halves(v, pow2f(e), hi, lo);
           inv = pow2f(-e);
         }
@@ -995,7 +1007,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) 
             ldmatrix_x4(al[w], alo + lr * kAStride + lk + 16 * w);
           }
           const float er0 = ea[g * 2 + cc], er1 = ea[(g + 8) * 2 + cc];
-          const uint32_t* rh = xs + c * (2 * kMmaPairs * 16);
+          const uint32_t* rh = xs + c * kGemmXsChunkWords;
 #pragma unroll
           for (int q = 0; q < kMmaPairs / 4; ++q) {
             if (4 * q < nt) {
@@ -1125,7 +1137,8 @@ struct GemvLaunch {
             if (mma) {
               detail::gemv_mma(b, s);
             } else {
-              f32<T, kPrefillPairs, 1>(grid, kSinglesOnly);
+              // one pair tile: a single pair is tile 0's
+              f32<T, kPrefillPairs, 1>(dim3(0, static_cast<unsigned>(b.n_groups), 1), kSinglesOnly);
             }
           }
           return;
@@ -1138,6 +1151,17 @@ struct GemvLaunch {
         detail::gemv_mma(b, s);
       }
     }
+  }
+  // A kernel's dynamic shared memory above 48 KiB, allowed once per instantiation and device
+  // (cudaFuncSetAttribute applies to the current device).
+  template <class K>
+  static void allow_smem(K* kernel, int bytes) {
+    static thread_local int done_for = -1;  // the device it was done for (one static per K)
+    int dev = 0;
+    MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev == done_for) return;
+    MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    done_for = dev;
   }
   // The tensor-core prefill where it is switched on (set_gemv_prefill_mma) and no other switch asks
   // for the F32 kernels (the benchmark's comparisons of their variants, or the tensor cores off:
@@ -1156,15 +1180,13 @@ struct GemvLaunch {
                     static_cast<unsigned>((pairs + kMmaPairs - 1) / kMmaPairs));
     if (b.w_tiled) {
       if constexpr (tiled_unit_bytes(T) > 0) {
-        MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemm_mma_kernel<T, true>,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize, PU::kSmemBytes));
+        allow_smem(gemm_mma_kernel<T, true>, PU::kSmemBytes);
         gemm_mma_kernel<T, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b);
       } else {
         throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
       }
     } else {
-      MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(gemm_mma_kernel<T, false>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, PU::kSmemBytes));
+      allow_smem(gemm_mma_kernel<T, false>, PU::kSmemBytes);
       gemm_mma_kernel<T, false><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b);
     }
   }

@@ -153,6 +153,34 @@ TEST(GemmMmaLayout, LoadsAreFreeOfBankConflicts) {
     }
 }
 
+// The block's x stores (kernels_gemv.cu): one pair a warp, lane 4 c + l storing natural word
+// 4 l + j of chunk c in instruction j, at kGemmXsChunkWords c + gemm_xs_word(row, w, t) + i where
+// (w, t, i) inverts gemm_b_natural_word: each word stored once, at most two of an instruction's
+// 32 words to a bank, every chunk 16-byte aligned.
+TEST(GemmMmaLayout, XStoresFallAtMostTwoToABank) {
+  static_assert(kGemmXsChunkWords % 4 == 0 && kGemmXsChunkWords >= 2 * kPairs * 16);
+  for (int p = 0; p < kPairs; ++p)
+    for (int h = 0; h < 2; ++h) {
+      std::set<int> stored;
+      for (int j = 0; j < 4; ++j) {
+        std::array<int, 32> per_bank{};
+        for (int lane = 0; lane < 32; ++lane) {
+          const int c = lane >> 2, l = lane & 3, nw = 4 * l + j;
+          const int w = nw >> 3, i = (nw >> 2) & 1, t = nw & 3;
+          ASSERT_EQ(gemm_b_natural_word(w, t, i), nw);
+          const int word = c * kGemmXsChunkWords + gemm_xs_word(2 * p + h, w, t) + i;
+          EXPECT_TRUE(stored.insert(word).second) << "word " << word << " stored twice";
+          ++per_bank[word % 32];
+        }
+        for (int bank = 0; bank < 32; ++bank) {
+          EXPECT_LE(per_bank[bank], 2)
+              << "pair " << p << ", half " << h << ", store " << j << ", bank " << bank;
+        }
+      }
+      EXPECT_EQ(stored.size(), 8u * 16u);
+    }
+}
+
 float pow2(int e) { return std::ldexp(1.0f, e); }
 uint32_t bits(float f) {
   uint32_t b;

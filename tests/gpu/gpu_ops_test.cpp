@@ -625,6 +625,84 @@ TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
   }
 }
 
+// The tensor cores' prefill on tiled weights (the layout the engine holds large routed experts
+// in): expert launches of groups of 2, 1, 37 and 3 pairs on 96 rows of 768 elements equal the
+// same launches on the GGUF bytes bit for bit, within the exact dot product's bound.
+TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
+  const PrefillMmaDefaultAfterwards restore;
+  detail::set_gemv_prefill_mma(true);
+  const int64_t ne0 = 768, ne1 = 96, n_tok = 29;
+  const std::vector<int32_t> off = {0, 2, 3, 40, 43};
+  std::vector<int32_t> rows_of;
+  for (int j = 0; j < 43; ++j) rows_of.push_back((j * 7 + 2) % static_cast<int32_t>(n_tok));
+  auto d_off = to_device(off);
+  auto d_rows = to_device(rows_of);
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    std::mt19937 rng(91);
+    const TiledMatrices tm = tiled_matrices(type, ne0, ne1, 4, rng);
+    const auto& [data, rb, mat, d_w, d_t, d_tab, d_tab_t] = tm;
+    const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng, 2.0f);
+    auto d_x = to_device(x);
+    const size_t ny = rows_of.size() * static_cast<size_t>(ne1);
+    const auto sums = [&](const DeviceBuffer& table, bool tiled) {
+      DeviceBuffer d_y(ny * sizeof(float), "y");
+      MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+      gemv_experts(type, ne0, ne1, rb, table.as<const uint8_t*>(), d_off.as<int32_t>(), 4, 37,
+                   d_rows.as<int32_t>(), d_x.as<float>(), ne0, d_y.as<float>(), ne1, nullptr, nullptr, 0,
+                   false, tiled);
+      return to_host(d_y, ny);
+    };
+    const auto want = sums(d_tab, false), got = sums(d_tab_t, true);
+    for (int g = 0; g < 4; ++g) {
+      for (int32_t j = off[static_cast<size_t>(g)]; j < off[static_cast<size_t>(g) + 1]; ++j) {
+        for (int64_t r = 0; r < ne1; ++r) {
+          const size_t i = static_cast<size_t>(j) * static_cast<size_t>(ne1) + static_cast<size_t>(r);
+          ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
+              << "group " << g << ", pair " << j << ", row " << r << ": GGUF " << want[i] << ", tiled "
+              << got[i];
+          expect_close_dot(got[i],
+                           data.data() + mat * static_cast<uint64_t>(g) + rb * static_cast<uint64_t>(r), type,
+                           x.data() + rows_of[static_cast<size_t>(j)] * ne0, ne0, "tiled prefill");
+        }
+      }
+    }
+  }
+}
+
+// An infinite activation makes its pair's sums non-finite (NaN here, where the exact sum is
+// +inf: 0 x inf in the halves' cross products; kernels_gemv.cu split_halves), never a finite
+// number, and leaves the other pairs alone: Q8_0 rows of ones (d = 1, every q = 1), token 0's x
+// with one +inf among 0.5s, token 1's all 0.5 (sum 128, exact).
+TEST(GpuOps, GemvPrefillTensorCoresInfiniteActivationStaysNonFinite) {
+  const PrefillMmaDefaultAfterwards restore;
+  detail::set_gemv_prefill_mma(true);
+  const int64_t ne0 = 256, ne1 = 16;
+  std::vector<uint8_t> rows;
+  for (int64_t b = 0; b < ne0 / 32 * ne1; ++b) {
+    rows.push_back(0x00);  // f16 1.0 = 0x3C00, little-endian
+    rows.push_back(0x3C);
+    for (int k = 0; k < 32; ++k) rows.push_back(1);
+  }
+  const uint64_t rb = *ggml_row_bytes(GgmlType::Q8_0, ne0);
+  ASSERT_EQ(rows.size(), rb * ne1);
+  auto d_w = to_device(rows);
+  std::vector<float> x(static_cast<size_t>(2 * ne0), 0.5f);
+  x[37] = std::numeric_limits<float>::infinity();
+  auto d_x = to_device(x);
+  DeviceBuffer d_y(static_cast<size_t>(2 * ne1) * sizeof(float), "y");
+  GemvBatch b = rows_batch(GgmlType::Q8_0, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+  b.w = d_w.bytes_ptr();
+  b.n_tok = 2;
+  gemv(b, nullptr);
+  const auto y = to_host(d_y, static_cast<size_t>(2 * ne1));
+  for (int64_t r = 0; r < ne1; ++r) {
+    EXPECT_FALSE(std::isfinite(y[r])) << "row " << r << ": " << y[r];
+    EXPECT_EQ(y[ne1 + r], 128.0f) << "row " << r;
+  }
+}
+
 struct DefaultVariantAfterwards {
   ~DefaultVariantAfterwards() { detail::set_gemv_mma_variant(0); }
 };
