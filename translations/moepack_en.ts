@@ -210,238 +210,253 @@
 <context>
     <name>ChatPage</name>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="71"/>
+        <location filename="../ui/qml/ChatPage.qml" line="75"/>
         <source>+ New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="75"/>
+        <location filename="../ui/qml/ChatPage.qml" line="79"/>
         <source>Conversations</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="118"/>
+        <location filename="../ui/qml/ChatPage.qml" line="122"/>
         <source>writing a reply…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="146"/>
+        <location filename="../ui/qml/ChatPage.qml" line="150"/>
         <source>Your conversations appear here.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="175"/>
+        <location filename="../ui/qml/ChatPage.qml" line="179"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="185"/>
+        <location filename="../ui/qml/ChatPage.qml" line="190"/>
+        <source>Benchmark running on %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="192"/>
         <source>%1 · %2 backend</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="193"/>
+        <location filename="../ui/qml/ChatPage.qml" line="200"/>
         <source>Rename</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="198"/>
+        <location filename="../ui/qml/ChatPage.qml" line="205"/>
         <source>Export</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="204"/>
+        <location filename="../ui/qml/ChatPage.qml" line="211"/>
         <source>Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="233"/>
+        <location filename="../ui/qml/ChatPage.qml" line="240"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="234"/>
+        <location filename="../ui/qml/ChatPage.qml" line="241"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="238"/>
+        <location filename="../ui/qml/ChatPage.qml" line="245"/>
         <source>Reload</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="244"/>
+        <location filename="../ui/qml/ChatPage.qml" line="251"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="249"/>
+        <location filename="../ui/qml/ChatPage.qml" line="256"/>
         <source>Library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="278"/>
+        <location filename="../ui/qml/ChatPage.qml" line="285"/>
+        <source>A benchmark is using the model (%1). This conversation can be read and exported; it goes on when the benchmark has finished.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="290"/>
+        <source>Benchmarks</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="319"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="279"/>
+        <location filename="../ui/qml/ChatPage.qml" line="320"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="286"/>
+        <location filename="../ui/qml/ChatPage.qml" line="327"/>
         <source>Load %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="330"/>
+        <location filename="../ui/qml/ChatPage.qml" line="371"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="368"/>
+        <location filename="../ui/qml/ChatPage.qml" line="409"/>
         <source>A reply is being written in “%1”. You can send here when it has finished, or stop it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <location filename="../ui/qml/ChatPage.qml" line="415"/>
         <source>Show it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>Stop it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="403"/>
+        <location filename="../ui/qml/ChatPage.qml" line="444"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="420"/>
+        <location filename="../ui/qml/ChatPage.qml" line="461"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="428"/>
+        <location filename="../ui/qml/ChatPage.qml" line="469"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="464"/>
+        <location filename="../ui/qml/ChatPage.qml" line="506"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="469"/>
+        <location filename="../ui/qml/ChatPage.qml" line="511"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="474"/>
+        <location filename="../ui/qml/ChatPage.qml" line="516"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="477"/>
+        <location filename="../ui/qml/ChatPage.qml" line="519"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="478"/>
+        <location filename="../ui/qml/ChatPage.qml" line="520"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="479"/>
+        <location filename="../ui/qml/ChatPage.qml" line="521"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="480"/>
+        <location filename="../ui/qml/ChatPage.qml" line="522"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="481"/>
+        <location filename="../ui/qml/ChatPage.qml" line="523"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="482"/>
+        <location filename="../ui/qml/ChatPage.qml" line="524"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="483"/>
+        <location filename="../ui/qml/ChatPage.qml" line="525"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="505"/>
+        <location filename="../ui/qml/ChatPage.qml" line="547"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="522"/>
+        <location filename="../ui/qml/ChatPage.qml" line="564"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="523"/>
+        <location filename="../ui/qml/ChatPage.qml" line="565"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="530"/>
+        <location filename="../ui/qml/ChatPage.qml" line="572"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="540"/>
+        <location filename="../ui/qml/ChatPage.qml" line="582"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="534"/>
+        <location filename="../ui/qml/ChatPage.qml" line="576"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="544"/>
+        <location filename="../ui/qml/ChatPage.qml" line="586"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="552"/>
+        <location filename="../ui/qml/ChatPage.qml" line="594"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="574"/>
+        <location filename="../ui/qml/ChatPage.qml" line="616"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="576"/>
+        <location filename="../ui/qml/ChatPage.qml" line="618"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="576"/>
+        <location filename="../ui/qml/ChatPage.qml" line="618"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="583"/>
+        <location filename="../ui/qml/ChatPage.qml" line="625"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="584"/>
+        <location filename="../ui/qml/ChatPage.qml" line="626"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -758,52 +773,62 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>FirstRunPanel</name>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="30"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="34"/>
+        <source>A benchmark is using the model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="35"/>
         <source>The GPU stopped working</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="31"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="36"/>
         <source>The model could not be loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="32"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="37"/>
         <source>No model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="33"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="38"/>
         <source>Getting the model ready</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="66"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="47"/>
+        <source>%1 is being benchmarked. The chat goes on when the benchmark has finished.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
         <source>Stop converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="98"/>
         <source>Reload</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="98"/>
         <source>Load again</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="88"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="104"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="98"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="114"/>
         <source>The GPU cannot be used again until MoePack restarts. Your conversations are saved; the restarted app opens this one.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="105"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="121"/>
         <source>Restart MoePack</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1221,17 +1246,22 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="181"/>
+        <location filename="../ui/qml/Main.qml" line="184"/>
+        <source>Benchmark</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/Main.qml" line="186"/>
         <source>Loading</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="182"/>
+        <location filename="../ui/qml/Main.qml" line="187"/>
         <source>Error</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="182"/>
+        <location filename="../ui/qml/Main.qml" line="187"/>
         <source>No model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1468,7 +1498,7 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="257"/>
+        <location filename="../ui/bench_view_model.cpp" line="263"/>
         <source>Out of memory while benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2125,78 +2155,78 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="133"/>
+        <location filename="../ui/bench_view_model.cpp" line="138"/>
         <source>Choose a model to benchmark.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="138"/>
+        <location filename="../ui/bench_view_model.cpp" line="143"/>
         <source>Choose a prompt set.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="142"/>
+        <location filename="../ui/bench_view_model.cpp" line="147"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="171"/>
+        <location filename="../ui/bench_view_model.cpp" line="177"/>
         <source>Unloading the chat model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="186"/>
-        <location filename="../ui/bench_view_model.cpp" line="356"/>
+        <location filename="../ui/bench_view_model.cpp" line="192"/>
+        <location filename="../ui/bench_view_model.cpp" line="362"/>
         <source>Cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="189"/>
+        <location filename="../ui/bench_view_model.cpp" line="195"/>
         <source>Loading %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="285"/>
+        <location filename="../ui/bench_view_model.cpp" line="291"/>
         <source>Model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="297"/>
+        <location filename="../ui/bench_view_model.cpp" line="303"/>
         <source>%1: request %2 of %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="318"/>
+        <location filename="../ui/bench_view_model.cpp" line="324"/>
         <source>%1: request %2 of %3 done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="354"/>
+        <location filename="../ui/bench_view_model.cpp" line="360"/>
         <source>Finished in %1 s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="357"/>
+        <location filename="../ui/bench_view_model.cpp" line="363"/>
         <source>Cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="357"/>
+        <location filename="../ui/bench_view_model.cpp" line="363"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="370"/>
+        <location filename="../ui/bench_view_model.cpp" line="377"/>
         <source>Cancelling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="394"/>
+        <location filename="../ui/bench_view_model.cpp" line="401"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="415"/>
+        <location filename="../ui/bench_view_model.cpp" line="422"/>
         <source>Run a benchmark first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2547,7 +2577,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="457"/>
+        <location filename="../ui/engine_worker.cpp" line="461"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>

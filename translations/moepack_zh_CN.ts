@@ -225,219 +225,234 @@
 <context>
     <name>ChatPage</name>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="71"/>
+        <location filename="../ui/qml/ChatPage.qml" line="75"/>
         <source>+ New chat</source>
         <translation>+ 新建聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="75"/>
+        <location filename="../ui/qml/ChatPage.qml" line="79"/>
         <source>Conversations</source>
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="118"/>
+        <location filename="../ui/qml/ChatPage.qml" line="122"/>
         <source>writing a reply…</source>
         <translation>正在写回复…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="146"/>
+        <location filename="../ui/qml/ChatPage.qml" line="150"/>
         <source>Your conversations appear here.</source>
         <translation>你的对话会显示在这里。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="175"/>
+        <location filename="../ui/qml/ChatPage.qml" line="179"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="185"/>
+        <location filename="../ui/qml/ChatPage.qml" line="190"/>
+        <source>Benchmark running on %1</source>
+        <translation>基准测试正在使用 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="192"/>
         <source>%1 · %2 backend</source>
         <translation>%1 · %2 后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="193"/>
+        <location filename="../ui/qml/ChatPage.qml" line="200"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="198"/>
+        <location filename="../ui/qml/ChatPage.qml" line="205"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="204"/>
+        <location filename="../ui/qml/ChatPage.qml" line="211"/>
         <source>Options</source>
         <translation>选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="233"/>
+        <location filename="../ui/qml/ChatPage.qml" line="240"/>
         <source>No model is loaded, so this conversation cannot continue: %1</source>
         <translation>未加载模型,此对话无法继续:%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="234"/>
+        <location filename="../ui/qml/ChatPage.qml" line="241"/>
         <source>No model is loaded: open one from the Library to continue this conversation.</source>
         <translation>未加载模型:请从模型库打开一个模型以继续此对话。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="238"/>
+        <location filename="../ui/qml/ChatPage.qml" line="245"/>
         <source>Reload</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="244"/>
+        <location filename="../ui/qml/ChatPage.qml" line="251"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="249"/>
+        <location filename="../ui/qml/ChatPage.qml" line="256"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="278"/>
+        <location filename="../ui/qml/ChatPage.qml" line="285"/>
+        <source>A benchmark is using the model (%1). This conversation can be read and exported; it goes on when the benchmark has finished.</source>
+        <translation>基准测试正在使用模型（%1）。此对话可以阅读和导出；基准测试结束后即可继续。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="290"/>
+        <source>Benchmarks</source>
+        <translation>基准测试</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="319"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="279"/>
+        <location filename="../ui/qml/ChatPage.qml" line="320"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1，该模型已不在磁盘上；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="286"/>
+        <location filename="../ui/qml/ChatPage.qml" line="327"/>
         <source>Load %1</source>
         <translation>加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="330"/>
+        <location filename="../ui/qml/ChatPage.qml" line="371"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation>问点什么，例如：
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="368"/>
+        <location filename="../ui/qml/ChatPage.qml" line="409"/>
         <source>A reply is being written in “%1”. You can send here when it has finished, or stop it.</source>
         <translation>正在“%1”中写回复。写完后即可在此发送，也可以停止它。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="374"/>
+        <location filename="../ui/qml/ChatPage.qml" line="415"/>
         <source>Show it</source>
         <translation>查看</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="379"/>
+        <location filename="../ui/qml/ChatPage.qml" line="420"/>
         <source>Stop it</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="403"/>
+        <location filename="../ui/qml/ChatPage.qml" line="444"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="420"/>
+        <location filename="../ui/qml/ChatPage.qml" line="461"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="428"/>
+        <location filename="../ui/qml/ChatPage.qml" line="469"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="464"/>
+        <location filename="../ui/qml/ChatPage.qml" line="506"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="469"/>
+        <location filename="../ui/qml/ChatPage.qml" line="511"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="474"/>
+        <location filename="../ui/qml/ChatPage.qml" line="516"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="477"/>
+        <location filename="../ui/qml/ChatPage.qml" line="519"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="478"/>
+        <location filename="../ui/qml/ChatPage.qml" line="520"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="479"/>
+        <location filename="../ui/qml/ChatPage.qml" line="521"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="480"/>
+        <location filename="../ui/qml/ChatPage.qml" line="522"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="481"/>
+        <location filename="../ui/qml/ChatPage.qml" line="523"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="482"/>
+        <location filename="../ui/qml/ChatPage.qml" line="524"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="483"/>
+        <location filename="../ui/qml/ChatPage.qml" line="525"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="505"/>
+        <location filename="../ui/qml/ChatPage.qml" line="547"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="522"/>
+        <location filename="../ui/qml/ChatPage.qml" line="564"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="523"/>
+        <location filename="../ui/qml/ChatPage.qml" line="565"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="530"/>
+        <location filename="../ui/qml/ChatPage.qml" line="572"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="534"/>
+        <location filename="../ui/qml/ChatPage.qml" line="576"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="540"/>
+        <location filename="../ui/qml/ChatPage.qml" line="582"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="544"/>
+        <location filename="../ui/qml/ChatPage.qml" line="586"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="552"/>
+        <location filename="../ui/qml/ChatPage.qml" line="594"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="574"/>
+        <location filename="../ui/qml/ChatPage.qml" line="616"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -446,22 +461,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="576"/>
+        <location filename="../ui/qml/ChatPage.qml" line="618"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="576"/>
+        <location filename="../ui/qml/ChatPage.qml" line="618"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="583"/>
+        <location filename="../ui/qml/ChatPage.qml" line="625"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="584"/>
+        <location filename="../ui/qml/ChatPage.qml" line="626"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -821,52 +836,62 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">正在准备</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="30"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="34"/>
+        <source>A benchmark is using the model</source>
+        <translation>基准测试正在使用模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="35"/>
         <source>The GPU stopped working</source>
         <translation>GPU 已停止工作</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="31"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="36"/>
         <source>The model could not be loaded</source>
         <translation>无法加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="32"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="37"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="33"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="38"/>
         <source>Getting the model ready</source>
         <translation>正在准备模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="66"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="47"/>
+        <source>%1 is being benchmarked. The chat goes on when the benchmark has finished.</source>
+        <translation>正在对 %1 进行基准测试。基准测试结束后即可继续聊天。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
         <source>Stop converting</source>
         <translation>停止转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="98"/>
         <source>Reload</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="82"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="98"/>
         <source>Load again</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="88"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="104"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="98"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="114"/>
         <source>The GPU cannot be used again until MoePack restarts. Your conversations are saved; the restarted app opens this one.</source>
         <translation>在 MoePack 重启之前无法再使用 GPU。你的对话已保存；重启后的应用会打开此对话。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/FirstRunPanel.qml" line="105"/>
+        <location filename="../ui/qml/FirstRunPanel.qml" line="121"/>
         <source>Restart MoePack</source>
         <translation>重启 MoePack</translation>
     </message>
@@ -1290,17 +1315,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="181"/>
+        <location filename="../ui/qml/Main.qml" line="184"/>
+        <source>Benchmark</source>
+        <translation>基准测试</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/Main.qml" line="186"/>
         <source>Loading</source>
         <translation>加载中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="182"/>
+        <location filename="../ui/qml/Main.qml" line="187"/>
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="182"/>
+        <location filename="../ui/qml/Main.qml" line="187"/>
         <source>No model</source>
         <translation>无模型</translation>
     </message>
@@ -1553,7 +1583,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库站点地址 %1 不是 https:// 网址</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="257"/>
+        <location filename="../ui/bench_view_model.cpp" line="263"/>
         <source>Out of memory while benchmarking.</source>
         <translation>基准测试时内存不足。</translation>
     </message>
@@ -2240,78 +2270,78 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="133"/>
+        <location filename="../ui/bench_view_model.cpp" line="138"/>
         <source>Choose a model to benchmark.</source>
         <translation>请选择要进行基准测试的模型。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="138"/>
+        <location filename="../ui/bench_view_model.cpp" line="143"/>
         <source>Choose a prompt set.</source>
         <translation>请选择提示词集。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="142"/>
+        <location filename="../ui/bench_view_model.cpp" line="147"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation>聊天引擎正忙；请等待其完成（或停止回复）后再进行基准测试。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="171"/>
+        <location filename="../ui/bench_view_model.cpp" line="177"/>
         <source>Unloading the chat model</source>
         <translation>正在卸载聊天模型</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="186"/>
-        <location filename="../ui/bench_view_model.cpp" line="356"/>
+        <location filename="../ui/bench_view_model.cpp" line="192"/>
+        <location filename="../ui/bench_view_model.cpp" line="362"/>
         <source>Cancelled.</source>
         <translation>已取消。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="189"/>
+        <location filename="../ui/bench_view_model.cpp" line="195"/>
         <source>Loading %1</source>
         <translation>正在加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="285"/>
+        <location filename="../ui/bench_view_model.cpp" line="291"/>
         <source>Model loaded</source>
         <translation>模型已加载</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="297"/>
+        <location filename="../ui/bench_view_model.cpp" line="303"/>
         <source>%1: request %2 of %3</source>
         <translation>%1：请求 %2 / %3</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="318"/>
+        <location filename="../ui/bench_view_model.cpp" line="324"/>
         <source>%1: request %2 of %3 done</source>
         <translation>%1：请求 %2 / %3 已完成</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="354"/>
+        <location filename="../ui/bench_view_model.cpp" line="360"/>
         <source>Finished in %1 s</source>
         <translation>已完成，用时 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="357"/>
+        <location filename="../ui/bench_view_model.cpp" line="363"/>
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="357"/>
+        <location filename="../ui/bench_view_model.cpp" line="363"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="370"/>
+        <location filename="../ui/bench_view_model.cpp" line="377"/>
         <source>Cancelling</source>
         <translation>正在取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="394"/>
+        <location filename="../ui/bench_view_model.cpp" line="401"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="415"/>
+        <location filename="../ui/bench_view_model.cpp" line="422"/>
         <source>Run a benchmark first.</source>
         <translation>请先运行基准测试。</translation>
     </message>
@@ -2673,7 +2703,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="457"/>
+        <location filename="../ui/engine_worker.cpp" line="461"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>

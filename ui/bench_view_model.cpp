@@ -80,7 +80,13 @@ void BenchViewModel::setEngine(EngineController* e) {
 
 QString BenchViewModel::modelPath() const {
   if (!modelPath_.isEmpty()) return modelPath_;
-  return engine_ ? engine_->modelPath() : QString();
+  // The chat's model is unloaded while it runs: the field keeps showing what runs.
+  if (running_) return runModel_;
+  if (!engine_) return {};
+  // Reloading (after a run, a settings change): the model on its way.
+  if (engine_->modelPath().isEmpty() && engine_->state() == EngineController::Loading)
+    return engine_->requestedPath();
+  return engine_->modelPath();
 }
 
 void BenchViewModel::setModelPath(const QString& p) {
@@ -160,13 +166,14 @@ void BenchViewModel::run() {
   running_ = true;
   cancel_ = std::make_shared<std::atomic<bool>>(false);
   emit runningChanged();
+  emit settingsChanged();  // modelPath: the run's
   emit resultsChanged();
   emit reportChanged();
   emit timelineChanged();
 
   // One model in memory: the chat engine's copy goes first (reloaded when the run ends), and
   // the chat's loads wait for the run's end.
-  if (engine_) engine_->holdForBenchmark();
+  if (engine_) engine_->holdForBenchmark(runModel_);
   if (engine_ && engine_->state() == EngineController::Ready) {
     setStatus(tr("Unloading the chat model"));
     unloadedEngine_ = true;
@@ -359,6 +366,7 @@ void BenchViewModel::onDone(const QString& error, bool cancelled, const std::sha
   if (engine_) engine_->releaseHold(unloadedEngine_);
   unloadedEngine_ = false;
   emit runningChanged();
+  emit settingsChanged();
   emit reportChanged();
   emit timelineChanged();
   emit finished(report_.is_object());

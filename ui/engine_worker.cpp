@@ -413,20 +413,24 @@ void EngineController::dropModel() {
   QMetaObject::invokeMethod(worker_, "unload", Qt::QueuedConnection);
 }
 
-void EngineController::holdForBenchmark() {
+void EngineController::holdForBenchmark(const QString& benchmarkModel) {
   if (held_) return;
   held_ = true;
+  benchmarkModel_ = benchmarkModel;
   loadAfterHold_ = false;
   reloadAfterHold_ = true;
   if (state_ == Loading) {  // still opening (or converting): dropped now, asked again afterwards
     loadAfterHold_ = true;
     dropModel();
   }
+  emit stateChanged();  // held
 }
 
 void EngineController::releaseHold(bool reloadLast) {
   if (!held_) return;
   held_ = false;
+  benchmarkModel_.clear();
+  emit stateChanged();  // held
   const bool again = ((reloadLast && reloadAfterHold_) || loadAfterHold_) && !lastPath_.isEmpty();
   loadAfterHold_ = false;
   if (again) {

@@ -127,6 +127,10 @@ class EngineController : public QObject {
   // no model is loaded).
   Q_PROPERTY(int nCtx READ nCtx NOTIFY stateChanged)
   Q_PROPERTY(QString requestedPath READ requestedPath NOTIFY stateChanged)
+  // A benchmark has the memory (holdForBenchmark .. releaseHold), and the model it runs: the chat
+  // says so rather than "No model loaded".
+  Q_PROPERTY(bool held READ held NOTIFY stateChanged)
+  Q_PROPERTY(QString benchmarkModel READ benchmarkModel NOTIFY stateChanged)
 
  public:
   // DeviceLost: the GPU context is unusable until the process exits (DeviceLostError).
@@ -157,10 +161,11 @@ class EngineController : public QObject {
   // opening is dropped and asked again. releaseHold(true) then loads the last model asked for;
   // releaseHold(false) only when a load was asked for during the hold. An unload() during the
   // hold (the user's) cancels both. The benchmark drops the chat's model with dropModel().
-  void holdForBenchmark();
+  void holdForBenchmark(const QString& benchmarkModel = {});
   void dropModel();  // unload() without its meaning during a hold (the benchmark's own unload)
   void releaseHold(bool reloadLast);
   bool held() const { return held_; }
+  QString benchmarkModel() const { return held_ ? benchmarkModel_ : QString(); }
   // After DeviceLost: starts this program again with its arguments and
   // `--open-conversation <conversationId>` (when >= 0) through the restarter, then quits the
   // application. Returns false (and stays) when the new process could not be started.
@@ -228,6 +233,7 @@ class EngineController : public QObject {
   quint64 generatingId_ = 0;
   quint64 loadSeq_ = 0;  // the newest load() or unload(); older loads' signals are ignored
   bool held_ = false;    // holdForBenchmark() .. releaseHold()
+  QString benchmarkModel_;
   bool loadAfterHold_ = false;
   bool reloadAfterHold_ = true;  // false after the user's unload() during the hold
 };

@@ -354,7 +354,24 @@ class BenchViewModelTest : public QObject {
     QSignalSpy finished(bench, &BenchViewModel::finished);
     QSignalSpy reloaded(engine, &EngineController::modelLoaded);
     QSignalSpy unloaded(engine, &EngineController::unloaded);
+    const QString model = engine->modelPath();
     bench->run();
+    // While it runs the Model field keeps the model (the chat's is unloaded: it went blank), and
+    // the chat says that the benchmark has it, with no "Load again" offer.
+    QVERIFY(bench->running());
+    QVERIFY(engine->held());
+    QCOMPARE(engine->state(), EngineController::Empty);
+    QCOMPARE(bench->modelPath(), model);
+    QCOMPARE(engine->benchmarkModel(), model);
+    auto* field = window->findChild<QObject*>(QStringLiteral("benchModel"));
+    QVERIFY(field);
+    QTRY_COMPARE(field->property("text").toString(), model);
+    auto* status = window->findChild<QObject*>(QStringLiteral("engineStatus"));
+    QVERIFY(status);
+    QCOMPARE(status->property("text").toString(), QStringLiteral("Benchmark"));
+    auto* panelTitle = window->findChild<QObject*>(QStringLiteral("panelTitle"));
+    QVERIFY(panelTitle);
+    QCOMPARE(panelTitle->property("text").toString(), QStringLiteral("A benchmark is using the model"));
     // One model in memory: the chat engine is really released (EngineController::unloaded)
     // before the benchmark's copy loads, and stays unloaded while the run goes on.
     QVERIFY(unloaded.wait(60000) || unloaded.count() > 0);
@@ -366,6 +383,8 @@ class BenchViewModelTest : public QObject {
     // The chat model was unloaded for the run and comes back after it.
     QVERIFY(reloaded.wait(180000) || reloaded.count() > 0);
     QTRY_COMPARE_WITH_TIMEOUT(engine->state(), EngineController::Ready, 60000);
+    QVERIFY(!engine->held());
+    QCOMPARE(bench->modelPath(), engine->modelPath());
     QTest::qWait(300);
     const QImage img = window->grabWindow();
     QVERIFY(!img.isNull());

@@ -898,6 +898,74 @@ class StudioGuiTest : public QObject {
     QCOMPARE(chat.store()->messages(b).size(), size_t(2));
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
+
+  // While a benchmark has the memory (EngineController::holdForBenchmark, the chat's model
+  // dropped), the chat says so at once: the conversation stays on screen under its header,
+  // read-only, with a banner naming the benchmark's model (no bare "No model loaded" panel with
+  // Load again, no "No model" status); an empty chat's panel says the same. Loads asked for
+  // meanwhile wait; the chat answers again after the benchmark.
+  void aBenchmarkHoldingTheModelKeepsTheConversationOnScreen() {
+    QTemporaryDir dir;
+    test::FakeScript script;
+    EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
+    ChatViewModel chat;
+    QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
+    chat.setEngine(&engine);
+    QQmlApplicationEngine qml;
+    QStringList warnings;
+    QQuickWindow* window = chatPageOver(qml, &chat, &engine, warnings);
+    QVERIFY2(window, qPrintable(warnings.join(QLatin1Char('\n'))));
+    const QString model = dir.filePath(QStringLiteral("model.gguf"));
+    engine.load(model, false);
+    QTRY_COMPARE(engine.state(), EngineController::Ready);
+    QVERIFY(replyTo(&chat, QStringLiteral("question")));
+    const auto item = [&](const char* name) { return window->findChild<QQuickItem*>(QLatin1String(name)); };
+    QQuickItem* banner = item("benchmarkBanner");
+    QQuickItem* panel = item("chatPanel");
+    QQuickItem* noModel = item("noModelBanner");
+    QQuickItem* messageList = item("messageList");
+    QQuickItem* modelLine = item("chatModelLine");
+    QQuickItem* send = item("sendButton");
+    QVERIFY(banner && panel && noModel && messageList && modelLine && send);
+    QVERIFY(!banner->isVisible());
+
+    // As BenchViewModel::run does.
+    engine.holdForBenchmark(model);
+    engine.dropModel();
+    QCOMPARE(engine.state(), EngineController::Empty);
+    QTRY_VERIFY(banner->isVisible());
+    QVERIFY(!panel->isVisible());
+    QVERIFY(!noModel->isVisible());
+    QVERIFY(messageList->isVisible());
+    QCOMPARE(messageList->property("count").toInt(), 2);
+    QVERIFY(modelLine->isVisible());
+    QCOMPARE(modelLine->property("text").toString(), QStringLiteral("Benchmark running on model.gguf"));
+    const QString says = item("benchmarkBannerText")->property("text").toString();
+    QVERIFY2(says.contains(QStringLiteral("benchmark")) && says.contains(QStringLiteral("model.gguf")),
+             qPrintable(says));
+    QVERIFY(!send->isEnabled());
+    QVERIFY(!chat.canSend());
+    save(window, QStringLiteral("studio-chat-during-benchmark.png"));
+    // A load asked for meanwhile waits, and the chat still says why.
+    engine.reload();
+    QCOMPARE(engine.state(), EngineController::Loading);
+    QVERIFY(banner->isVisible());
+    QVERIFY(!panel->isVisible());
+    // An empty chat: the panel says the same, without Load again.
+    chat.newConversation();
+    QTRY_VERIFY(panel->isVisible());
+    QCOMPARE(item("panelTitle")->property("text").toString(),
+             QStringLiteral("A benchmark is using the model"));
+    chat.selectConversation(chat.conversations()->at(0).id);
+    QTRY_VERIFY(banner->isVisible());
+
+    engine.releaseHold(true);
+    QTRY_COMPARE(engine.state(), EngineController::Ready);
+    QTRY_VERIFY(!banner->isVisible());
+    QVERIFY(!panel->isVisible());
+    QVERIFY(replyTo(&chat, QStringLiteral("again")));
+    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+  }
 };
 
 QTEST_MAIN(StudioGuiTest)

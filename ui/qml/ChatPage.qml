@@ -13,9 +13,13 @@ Item {
     required property EngineController engine
     signal openSettings()
     signal openLibrary()
+    signal openBenchmarks()
     signal openModel(string path)
 
     property bool showOptions: false
+    // A benchmark has the memory: the chat's model is unloaded (or its load waits) until it ends.
+    readonly property bool benchmarkHolds: engine.held && (engine.state === EngineController.Empty
+                                                            || engine.state === EngineController.Loading)
     // A model's name as the chat shows it: the file or pack folder name.
     function modelName(path) {
         const p = String(path).replace(/\/+$/, "")
@@ -181,7 +185,10 @@ Item {
                             Label {
                                 Layout.fillWidth: true
                                 textFormat: Text.PlainText
-                                text: page.engine.modelName.length > 0
+                                objectName: "chatModelLine"
+                                text: page.benchmarkHolds
+                                      ? qsTr("Benchmark running on %1").arg(page.modelName(page.engine.benchmarkModel))
+                                      : page.engine.modelName.length > 0
                                       ? qsTr("%1 · %2 backend").arg(page.engine.modelName).arg(page.engine.backendName)
                                       : ""
                                 font.pixelSize: 12
@@ -219,8 +226,8 @@ Item {
                     radius: 8
                     color: "#fef2f2"
                     border.color: "#fecaca"
-                    visible: messageList.count > 0 && (page.engine.state === EngineController.Failed
-                                                       || page.engine.state === EngineController.Empty)
+                    visible: messageList.count > 0 && !page.benchmarkHolds
+                             && (page.engine.state === EngineController.Failed || page.engine.state === EngineController.Empty)
                     RowLayout {
                         id: bannerRow
                         anchors.fill: parent
@@ -248,6 +255,40 @@ Item {
                             objectName: "bannerLibrary"
                             text: qsTr("Library")
                             onClicked: page.openLibrary()
+                        }
+                    }
+                }
+
+                // A benchmark has the model: the conversation stays readable (and exportable) and
+                // goes on when the benchmark has finished.
+                Rectangle {
+                    objectName: "benchmarkBanner"
+                    Layout.fillWidth: true
+                    Layout.leftMargin: 16
+                    Layout.rightMargin: 16
+                    Layout.topMargin: 8
+                    implicitHeight: benchmarkRow.implicitHeight + 16
+                    radius: 8
+                    color: "#eef2ff"
+                    border.color: "#c7d2fe"
+                    visible: messageList.count > 0 && page.benchmarkHolds
+                    RowLayout {
+                        id: benchmarkRow
+                        anchors.fill: parent
+                        anchors.margins: 8
+                        Label {
+                            objectName: "benchmarkBannerText"
+                            Layout.fillWidth: true
+                            wrapMode: Text.Wrap
+                            textFormat: Text.PlainText
+                            color: "#3730a3"
+                            text: qsTr("A benchmark is using the model (%1). This conversation can be read and exported; it goes on when the benchmark has finished.")
+                                  .arg(page.modelName(page.engine.benchmarkModel))
+                        }
+                        Button {
+                            objectName: "bannerBenchmarks"
+                            text: qsTr("Benchmarks")
+                            onClicked: page.openBenchmarks()
                         }
                     }
                 }
@@ -437,8 +478,9 @@ Item {
             // it cannot continue.
             FirstRunPanel {
                 anchors.fill: parent
+                objectName: "chatPanel"
                 visible: page.engine.state !== EngineController.Ready
-                         && (page.engine.state === EngineController.Loading
+                         && ((page.engine.state === EngineController.Loading && !page.benchmarkHolds)
                              || page.engine.state === EngineController.DeviceLost || messageList.count === 0)
                 engine: page.engine
                 conversationId: page.chat.currentConversationId

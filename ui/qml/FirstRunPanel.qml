@@ -12,6 +12,9 @@ Rectangle {
     required property EngineController engine
     property double conversationId: -1  // reopened by the restart after a lost GPU
     signal openSettings()
+    // A benchmark has the memory: the chat's model waits for it.
+    readonly property bool benchmarkHolds: engine.held && (engine.state === EngineController.Empty
+                                                            || engine.state === EngineController.Loading)
 
     color: "#f6f7fb"
 
@@ -27,14 +30,26 @@ Rectangle {
             horizontalAlignment: Text.AlignHCenter
             font.pixelSize: 22
             font.bold: true
-            text: panel.engine.state === EngineController.DeviceLost ? qsTr("The GPU stopped working")
+            objectName: "panelTitle"
+            text: panel.benchmarkHolds ? qsTr("A benchmark is using the model")
+                : panel.engine.state === EngineController.DeviceLost ? qsTr("The GPU stopped working")
                 : panel.engine.state === EngineController.Failed ? qsTr("The model could not be loaded")
                 : panel.engine.state === EngineController.Empty ? qsTr("No model loaded")
                 : qsTr("Getting the model ready")
         }
         Label {
             Layout.fillWidth: true
-            visible: panel.engine.state === EngineController.Loading
+            visible: panel.benchmarkHolds
+            wrapMode: Text.Wrap
+            horizontalAlignment: Text.AlignHCenter
+            textFormat: Text.PlainText
+            color: "#4b5563"
+            text: qsTr("%1 is being benchmarked. The chat goes on when the benchmark has finished.")
+                  .arg(String(panel.engine.benchmarkModel).replace(/\/+$/, "").replace(/^.*\//, ""))
+        }
+        Label {
+            Layout.fillWidth: true
+            visible: panel.engine.state === EngineController.Loading && !panel.benchmarkHolds
             horizontalAlignment: Text.AlignHCenter
             color: "#4b5563"
             text: panel.phaseText(panel.engine.progressPhase)
@@ -42,14 +57,15 @@ Rectangle {
         ProgressBar {
             objectName: "loadProgress"
             Layout.fillWidth: true
-            visible: panel.engine.state === EngineController.Loading
+            visible: panel.engine.state === EngineController.Loading && !panel.benchmarkHolds
             from: 0; to: 1
             indeterminate: panel.engine.progress < 0
             value: Math.max(0, panel.engine.progress)
         }
         Label {
             Layout.fillWidth: true
-            visible: panel.engine.state === EngineController.Loading && panel.engine.progressDetail.length > 0
+            visible: panel.engine.state === EngineController.Loading && !panel.benchmarkHolds
+                     && panel.engine.progressDetail.length > 0
             horizontalAlignment: Text.AlignHCenter
             elide: Text.ElideMiddle
             color: "#6b7280"
@@ -76,8 +92,8 @@ Rectangle {
         }
         RowLayout {
             Layout.alignment: Qt.AlignHCenter
-            visible: panel.engine.state === EngineController.Failed
-                     || (panel.engine.state === EngineController.Empty && panel.engine.requestedPath.length > 0)
+            visible: !panel.benchmarkHolds && (panel.engine.state === EngineController.Failed
+                     || (panel.engine.state === EngineController.Empty && panel.engine.requestedPath.length > 0))
             Button {
                 text: panel.engine.state === EngineController.Empty ? qsTr("Load again") : qsTr("Reload")
                 highlighted: true

@@ -165,7 +165,9 @@ ApplicationWindow {
                     Layout.alignment: Qt.AlignHCenter
                     Layout.bottomMargin: 4
                     width: 10; height: 10; radius: 5
-                    color: engine.state === EngineController.Ready ? "#3ecf8e"
+                    readonly property bool benchmark: engine.held && engine.state !== EngineController.Ready
+                    color: benchmark ? "#ffb300"
+                         : engine.state === EngineController.Ready ? "#3ecf8e"
                          : engine.state === EngineController.Failed ? "#ef5350"
                          : engine.state === EngineController.Loading ? "#ffb300" : "#7a8191"
                 }
@@ -177,7 +179,10 @@ ApplicationWindow {
                     elide: Text.ElideRight
                     color: "#c5cad6"
                     font.pixelSize: 11
-                    text: engine.state === EngineController.Ready ? engine.backendName.toUpperCase()
+                    objectName: "engineStatus"
+                    // A benchmark has the memory: the chat's model is unloaded until it ends.
+                    text: engine.held && engine.state !== EngineController.Ready ? qsTr("Benchmark")
+                        : engine.state === EngineController.Ready ? engine.backendName.toUpperCase()
                         : engine.state === EngineController.Loading ? qsTr("Loading")
                         : engine.state === EngineController.Failed ? qsTr("Error") : qsTr("No model")
                 }
@@ -195,6 +200,7 @@ ApplicationWindow {
                 engine: engine
                 onOpenSettings: rail.currentIndex = 3
                 onOpenLibrary: rail.currentIndex = 4
+                onOpenBenchmarks: rail.currentIndex = 5
                 onOpenModel: path => {
                     inspector.load(path)
                     engine.load(path, settings.values.convert_gguf)
