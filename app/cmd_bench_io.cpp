@@ -29,8 +29,11 @@ std::function<int()> add_bench_io(CLI::App& app) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{100000000}));
   sub->add_option("--batch", opt->bench.batch, "Blocks submitted together (one layer's misses)")
       ->check(CLI::Range(uint32_t{1}, uint32_t{4096}));
-  sub->add_option("--read-splits", opt->bench.reader.read_splits, "Parts per expert read");
-  sub->add_option("--queue-depth", opt->bench.reader.queue_depth, "io_uring queue depth");
+  // The reader's own bounds (core/direct_reader.cpp), refused as bad arguments before the pack opens.
+  sub->add_option("--read-splits", opt->bench.reader.read_splits, "Parts per expert read (1..64)")
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--queue-depth", opt->bench.reader.queue_depth, "io_uring queue depth (1..4096)")
+      ->check(CLI::Range(1, 4096));
   sub->add_option("--seed", opt->bench.seed, "Seed of the random blocks' order (default 1)");
   sub->add_option("--raw-max-mib", opt->raw_max_mib, "Raw bytes to read at most (MiB, default 2048)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));

@@ -229,11 +229,13 @@ TEST(CliBenchIo, OptionsOutOfRangeAreRefusedByName) {
        {Case{{"--reads", "0"}, "--reads"}, Case{{"--reads", "-1"}, "--reads"},
         Case{{"--raw-max-mib", "0"}, "--raw-max-mib"}, Case{{"--raw-max-mib", "-1"}, "--raw-max-mib"},
         Case{{"--rounds", "2"}, "--vram"}, Case{{"--vram", "--rounds", "1001"}, "--rounds"},
-        Case{{"--batch", "0"}, "--batch"}, Case{{"--batch", "4097"}, "--batch"}}) {
+        Case{{"--batch", "0"}, "--batch"}, Case{{"--batch", "4097"}, "--batch"},
+        Case{{"--queue-depth", "0"}, "--queue-depth"}, Case{{"--queue-depth", "4097"}, "--queue-depth"},
+        Case{{"--read-splits", "0"}, "--read-splits"}, Case{{"--read-splits", "65"}, "--read-splits"}}) {
     std::vector<std::string> args = {"bench-io", pack};
     args.insert(args.end(), c.args.begin(), c.args.end());
     const CliRun r = run(args);
-    EXPECT_NE(r.status, 0) << c.args[0];
+    EXPECT_EQ(r.status, 2) << c.args[0] << ": " << r.err;
     EXPECT_NE(r.err.find(c.named), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("bad_alloc"), std::string::npos) << r.err;
   }
