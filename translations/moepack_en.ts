@@ -270,193 +270,194 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="245"/>
+        <location filename="../ui/qml/ChatPage.qml" line="254"/>
         <source>Reload</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="251"/>
+        <location filename="../ui/qml/ChatPage.qml" line="260"/>
         <source>Settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="256"/>
+        <location filename="../ui/qml/ChatPage.qml" line="265"/>
         <source>Library</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="285"/>
+        <location filename="../ui/qml/ChatPage.qml" line="294"/>
         <source>A benchmark is using the model (%1). This conversation can be read and exported; it goes on when the benchmark has finished.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="290"/>
+        <location filename="../ui/qml/ChatPage.qml" line="299"/>
         <source>Benchmarks</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="319"/>
+        <location filename="../ui/qml/ChatPage.qml" line="328"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="320"/>
+        <location filename="../ui/qml/ChatPage.qml" line="329"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="327"/>
+        <location filename="../ui/qml/ChatPage.qml" line="248"/>
+        <location filename="../ui/qml/ChatPage.qml" line="336"/>
         <source>Load %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="371"/>
+        <location filename="../ui/qml/ChatPage.qml" line="380"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="409"/>
+        <location filename="../ui/qml/ChatPage.qml" line="418"/>
         <source>A reply is being written in “%1”. You can send here when it has finished, or stop it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="415"/>
+        <location filename="../ui/qml/ChatPage.qml" line="424"/>
         <source>Show it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="420"/>
+        <location filename="../ui/qml/ChatPage.qml" line="429"/>
         <source>Stop it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="444"/>
+        <location filename="../ui/qml/ChatPage.qml" line="453"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="461"/>
+        <location filename="../ui/qml/ChatPage.qml" line="470"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="469"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="506"/>
+        <location filename="../ui/qml/ChatPage.qml" line="515"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="511"/>
+        <location filename="../ui/qml/ChatPage.qml" line="520"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="516"/>
+        <location filename="../ui/qml/ChatPage.qml" line="525"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="519"/>
+        <location filename="../ui/qml/ChatPage.qml" line="528"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="520"/>
+        <location filename="../ui/qml/ChatPage.qml" line="529"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="521"/>
+        <location filename="../ui/qml/ChatPage.qml" line="530"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="522"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="523"/>
+        <location filename="../ui/qml/ChatPage.qml" line="532"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="524"/>
+        <location filename="../ui/qml/ChatPage.qml" line="533"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="525"/>
+        <location filename="../ui/qml/ChatPage.qml" line="534"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="547"/>
+        <location filename="../ui/qml/ChatPage.qml" line="556"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="564"/>
+        <location filename="../ui/qml/ChatPage.qml" line="573"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="565"/>
+        <location filename="../ui/qml/ChatPage.qml" line="574"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="572"/>
+        <location filename="../ui/qml/ChatPage.qml" line="581"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="582"/>
+        <location filename="../ui/qml/ChatPage.qml" line="591"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="576"/>
+        <location filename="../ui/qml/ChatPage.qml" line="585"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="586"/>
+        <location filename="../ui/qml/ChatPage.qml" line="595"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="594"/>
+        <location filename="../ui/qml/ChatPage.qml" line="603"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="616"/>
+        <location filename="../ui/qml/ChatPage.qml" line="625"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="618"/>
+        <location filename="../ui/qml/ChatPage.qml" line="627"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="618"/>
+        <location filename="../ui/qml/ChatPage.qml" line="627"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="625"/>
+        <location filename="../ui/qml/ChatPage.qml" line="634"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="626"/>
+        <location filename="../ui/qml/ChatPage.qml" line="635"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1498,7 +1499,7 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="263"/>
+        <location filename="../ui/bench_view_model.cpp" line="264"/>
         <source>Out of memory while benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2155,78 +2156,78 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="138"/>
+        <location filename="../ui/bench_view_model.cpp" line="139"/>
         <source>Choose a model to benchmark.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="143"/>
+        <location filename="../ui/bench_view_model.cpp" line="144"/>
         <source>Choose a prompt set.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="147"/>
+        <location filename="../ui/bench_view_model.cpp" line="148"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="177"/>
+        <location filename="../ui/bench_view_model.cpp" line="178"/>
         <source>Unloading the chat model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="192"/>
-        <location filename="../ui/bench_view_model.cpp" line="362"/>
+        <location filename="../ui/bench_view_model.cpp" line="193"/>
+        <location filename="../ui/bench_view_model.cpp" line="363"/>
         <source>Cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="195"/>
+        <location filename="../ui/bench_view_model.cpp" line="196"/>
         <source>Loading %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="291"/>
+        <location filename="../ui/bench_view_model.cpp" line="292"/>
         <source>Model loaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="303"/>
+        <location filename="../ui/bench_view_model.cpp" line="304"/>
         <source>%1: request %2 of %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="324"/>
+        <location filename="../ui/bench_view_model.cpp" line="325"/>
         <source>%1: request %2 of %3 done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="360"/>
+        <location filename="../ui/bench_view_model.cpp" line="361"/>
         <source>Finished in %1 s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="363"/>
+        <location filename="../ui/bench_view_model.cpp" line="364"/>
         <source>Cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="363"/>
+        <location filename="../ui/bench_view_model.cpp" line="364"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="377"/>
+        <location filename="../ui/bench_view_model.cpp" line="378"/>
         <source>Cancelling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="401"/>
+        <location filename="../ui/bench_view_model.cpp" line="402"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="422"/>
+        <location filename="../ui/bench_view_model.cpp" line="423"/>
         <source>Run a benchmark first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2239,22 +2240,22 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="325"/>
+        <location filename="../ui/chat_view_model.cpp" line="333"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="374"/>
+        <location filename="../ui/chat_view_model.cpp" line="382"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="447"/>
+        <location filename="../ui/chat_view_model.cpp" line="455"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="525"/>
+        <location filename="../ui/chat_view_model.cpp" line="533"/>
         <source>The reply in “%1” failed: %2</source>
         <translation type="unfinished"></translation>
     </message>

@@ -285,174 +285,175 @@
         <translation>未加载模型:请从模型库打开一个模型以继续此对话。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="245"/>
+        <location filename="../ui/qml/ChatPage.qml" line="254"/>
         <source>Reload</source>
         <translation>重新加载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="251"/>
+        <location filename="../ui/qml/ChatPage.qml" line="260"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="256"/>
+        <location filename="../ui/qml/ChatPage.qml" line="265"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="285"/>
+        <location filename="../ui/qml/ChatPage.qml" line="294"/>
         <source>A benchmark is using the model (%1). This conversation can be read and exported; it goes on when the benchmark has finished.</source>
         <translation>基准测试正在使用模型（%1）。此对话可以阅读和导出；基准测试结束后即可继续。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="290"/>
+        <location filename="../ui/qml/ChatPage.qml" line="299"/>
         <source>Benchmarks</source>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="319"/>
+        <location filename="../ui/qml/ChatPage.qml" line="328"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="320"/>
+        <location filename="../ui/qml/ChatPage.qml" line="329"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1，该模型已不在磁盘上；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="327"/>
+        <location filename="../ui/qml/ChatPage.qml" line="248"/>
+        <location filename="../ui/qml/ChatPage.qml" line="336"/>
         <source>Load %1</source>
         <translation>加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="371"/>
+        <location filename="../ui/qml/ChatPage.qml" line="380"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation>问点什么，例如：
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="409"/>
+        <location filename="../ui/qml/ChatPage.qml" line="418"/>
         <source>A reply is being written in “%1”. You can send here when it has finished, or stop it.</source>
         <translation>正在“%1”中写回复。写完后即可在此发送，也可以停止它。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="415"/>
+        <location filename="../ui/qml/ChatPage.qml" line="424"/>
         <source>Show it</source>
         <translation>查看</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="420"/>
+        <location filename="../ui/qml/ChatPage.qml" line="429"/>
         <source>Stop it</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="444"/>
+        <location filename="../ui/qml/ChatPage.qml" line="453"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="461"/>
+        <location filename="../ui/qml/ChatPage.qml" line="470"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="469"/>
+        <location filename="../ui/qml/ChatPage.qml" line="478"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="506"/>
+        <location filename="../ui/qml/ChatPage.qml" line="515"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="511"/>
+        <location filename="../ui/qml/ChatPage.qml" line="520"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="516"/>
+        <location filename="../ui/qml/ChatPage.qml" line="525"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="519"/>
+        <location filename="../ui/qml/ChatPage.qml" line="528"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="520"/>
+        <location filename="../ui/qml/ChatPage.qml" line="529"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="521"/>
+        <location filename="../ui/qml/ChatPage.qml" line="530"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="522"/>
+        <location filename="../ui/qml/ChatPage.qml" line="531"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="523"/>
+        <location filename="../ui/qml/ChatPage.qml" line="532"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="524"/>
+        <location filename="../ui/qml/ChatPage.qml" line="533"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="525"/>
+        <location filename="../ui/qml/ChatPage.qml" line="534"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="547"/>
+        <location filename="../ui/qml/ChatPage.qml" line="556"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="564"/>
+        <location filename="../ui/qml/ChatPage.qml" line="573"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="565"/>
+        <location filename="../ui/qml/ChatPage.qml" line="574"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="572"/>
+        <location filename="../ui/qml/ChatPage.qml" line="581"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="576"/>
+        <location filename="../ui/qml/ChatPage.qml" line="585"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="582"/>
+        <location filename="../ui/qml/ChatPage.qml" line="591"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="586"/>
+        <location filename="../ui/qml/ChatPage.qml" line="595"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="594"/>
+        <location filename="../ui/qml/ChatPage.qml" line="603"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="616"/>
+        <location filename="../ui/qml/ChatPage.qml" line="625"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -461,22 +462,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="618"/>
+        <location filename="../ui/qml/ChatPage.qml" line="627"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="618"/>
+        <location filename="../ui/qml/ChatPage.qml" line="627"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="625"/>
+        <location filename="../ui/qml/ChatPage.qml" line="634"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="626"/>
+        <location filename="../ui/qml/ChatPage.qml" line="635"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -1583,7 +1584,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库站点地址 %1 不是 https:// 网址</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="263"/>
+        <location filename="../ui/bench_view_model.cpp" line="264"/>
         <source>Out of memory while benchmarking.</source>
         <translation>基准测试时内存不足。</translation>
     </message>
@@ -2270,78 +2271,78 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::BenchViewModel</name>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="138"/>
+        <location filename="../ui/bench_view_model.cpp" line="139"/>
         <source>Choose a model to benchmark.</source>
         <translation>请选择要进行基准测试的模型。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="143"/>
+        <location filename="../ui/bench_view_model.cpp" line="144"/>
         <source>Choose a prompt set.</source>
         <translation>请选择提示词集。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="147"/>
+        <location filename="../ui/bench_view_model.cpp" line="148"/>
         <source>The chat engine is busy; wait for it (or stop the reply) before benchmarking.</source>
         <translation>聊天引擎正忙；请等待其完成（或停止回复）后再进行基准测试。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="177"/>
+        <location filename="../ui/bench_view_model.cpp" line="178"/>
         <source>Unloading the chat model</source>
         <translation>正在卸载聊天模型</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="192"/>
-        <location filename="../ui/bench_view_model.cpp" line="362"/>
+        <location filename="../ui/bench_view_model.cpp" line="193"/>
+        <location filename="../ui/bench_view_model.cpp" line="363"/>
         <source>Cancelled.</source>
         <translation>已取消。</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="195"/>
+        <location filename="../ui/bench_view_model.cpp" line="196"/>
         <source>Loading %1</source>
         <translation>正在加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="291"/>
+        <location filename="../ui/bench_view_model.cpp" line="292"/>
         <source>Model loaded</source>
         <translation>模型已加载</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="303"/>
+        <location filename="../ui/bench_view_model.cpp" line="304"/>
         <source>%1: request %2 of %3</source>
         <translation>%1：请求 %2 / %3</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="324"/>
+        <location filename="../ui/bench_view_model.cpp" line="325"/>
         <source>%1: request %2 of %3 done</source>
         <translation>%1：请求 %2 / %3 已完成</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="360"/>
+        <location filename="../ui/bench_view_model.cpp" line="361"/>
         <source>Finished in %1 s</source>
         <translation>已完成，用时 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="363"/>
+        <location filename="../ui/bench_view_model.cpp" line="364"/>
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="363"/>
+        <location filename="../ui/bench_view_model.cpp" line="364"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="377"/>
+        <location filename="../ui/bench_view_model.cpp" line="378"/>
         <source>Cancelling</source>
         <translation>正在取消</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="401"/>
+        <location filename="../ui/bench_view_model.cpp" line="402"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/bench_view_model.cpp" line="422"/>
+        <location filename="../ui/bench_view_model.cpp" line="423"/>
         <source>Run a benchmark first.</source>
         <translation>请先运行基准测试。</translation>
     </message>
@@ -2354,22 +2355,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="325"/>
+        <location filename="../ui/chat_view_model.cpp" line="333"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="374"/>
+        <location filename="../ui/chat_view_model.cpp" line="382"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="447"/>
+        <location filename="../ui/chat_view_model.cpp" line="455"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="525"/>
+        <location filename="../ui/chat_view_model.cpp" line="533"/>
         <source>The reply in “%1” failed: %2</source>
         <translation>“%1”中的回复失败：%2</translation>
     </message>

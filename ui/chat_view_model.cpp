@@ -112,6 +112,14 @@ bool ChatViewModel::conversationModelAvailable() const {
   return ollama_looks_like_name(conversationModel_.toStdString());  // resolved when loaded
 }
 
+bool ChatViewModel::offerConversationModel() const {
+  if (current_ == 0 || !engine_ || engine_->held()) return false;
+  const auto s = engine_->state();
+  if (s != EngineController::Failed && s != EngineController::Empty) return false;
+  // After a failure, not the model that failed (Reload retries that one).
+  return conversationModelAvailable() && (s == EngineController::Empty || !heldWithLoadedModel());
+}
+
 void ChatViewModel::onModelLoaded() {
   // A conversation stays with the model it was held with: when the loaded model changes from one
   // model to another, the open chat is left for a new one. The first load (a start, a restart

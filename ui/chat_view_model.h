@@ -65,6 +65,9 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   Q_PROPERTY(bool otherModelLoaded READ otherModelLoaded NOTIFY modelMatchChanged)
   // Whether that model can still be loaded (its file or folder exists, or it is an Ollama name).
   Q_PROPERTY(bool conversationModelAvailable READ conversationModelAvailable NOTIFY modelMatchChanged)
+  // No model is loaded (a failed load, none asked for) and the open conversation's own model,
+  // another than the one that failed, can be loaded: the no-model banner offers it.
+  Q_PROPERTY(bool offerConversationModel READ offerConversationModel NOTIFY modelMatchChanged)
   // The conversation to show when the database opens (the studio's --open-conversation, used
   // by the restart after a lost GPU); 0 or an unknown id: the most recent one.
   Q_PROPERTY(qint64 initialConversation READ initialConversation WRITE setInitialConversation)
@@ -128,6 +131,7 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   QString conversationModelPath() const { return conversationModel_; }
   bool otherModelLoaded() const;
   bool conversationModelAvailable() const;
+  bool offerConversationModel() const;
   ConversationStore* store() { return store_.get(); }
 
  signals:

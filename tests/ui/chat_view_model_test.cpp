@@ -4,6 +4,7 @@
 #include "ui/chat_view_model.h"
 
 #include <QAbstractItemModelTester>
+#include <QFile>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -444,6 +445,42 @@ class ChatViewModelTest : public QObject {
     QVERIFY(vm.send("question B2"));
     QVERIFY(finished.wait(10000));
     QCOMPARE(vm.store()->messages(b).size(), size_t(4));
+  }
+
+  // Without a model (none loaded, a failed load), a conversation held with a model that is still
+  // there is offered it; after a failure, not the model that failed (Reload retries that);
+  // regenerating is refused.
+  void aFailedLoadOffersTheConversationsOwnModel() {
+    QTemporaryDir dir;
+    FakeScript script;
+    EngineController e(test::fake_factory(script), QString());
+    const QString own = dir.filePath("own.gguf");
+    QFile(own).open(QIODevice::WriteOnly);
+    ChatViewModel vm;
+    QVERIFY(vm.openDatabase(dir.filePath("c.sqlite")));
+    const qint64 c = vm.store()->createConversation("C", {}, {}, own);
+    vm.store()->appendMessage(c, "user", "question");
+    vm.store()->appendMessage(c, "assistant", "answer");
+    const QString bad = dir.filePath("bad.gguf");
+    QFile(bad).open(QIODevice::WriteOnly);
+    const qint64 d = vm.store()->createConversation("D", {}, {}, bad);
+    vm.setEngine(&e);
+    vm.selectConversation(c);
+    QVERIFY(vm.offerConversationModel());  // no model at all (Empty): its own is offered too
+    QVERIFY(loadAndWait(e, bad));
+    QCOMPARE(e.state(), EngineController::Failed);
+    QVERIFY(vm.offerConversationModel());
+    QVERIFY(!vm.canSend());
+    QVERIFY(!vm.regenerate());
+    QCOMPARE(vm.store()->messages(c).size(), size_t(2));
+    vm.selectConversation(d);
+    QVERIFY(!vm.offerConversationModel());  // its model is the one that failed
+    vm.selectConversation(c);
+    QVERIFY(loadAndWait(e, own));
+    QCOMPARE(e.state(), EngineController::Ready);
+    QCOMPARE(vm.currentConversationId(), c);
+    QVERIFY(!vm.offerConversationModel());
+    QVERIFY(vm.canSend());
   }
 
   // A sampling value that is not a finite number leaves the setting as it was.

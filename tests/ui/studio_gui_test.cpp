@@ -115,7 +115,8 @@ QQuickWindow* chatPageOver(QQmlApplicationEngine& qml, ChatViewModel* chat, Engi
       "import QtQuick\nimport QtQuick.Controls\nimport MoePack.Ui\n"
       "ApplicationWindow { id: win; width: 1280; height: 820; visible: true\n"
       "  property ChatViewModel chatVm; property EngineController engineVm\n"
-      "  ChatPage { anchors.fill: parent; chat: win.chatVm; engine: win.engineVm } }",
+      "  ChatPage { anchors.fill: parent; chat: win.chatVm; engine: win.engineVm\n"
+      "    onOpenModel: path => win.engineVm.load(path, false) } }",
       QUrl(QStringLiteral("qrc:/test/ChatPageWindow.qml")));
   QObject* root =
       component.createWithInitialProperties({{QStringLiteral("chatVm"), QVariant::fromValue(chat)},
@@ -964,6 +965,67 @@ class StudioGuiTest : public QObject {
     QTRY_VERIFY(!banner->isVisible());
     QVERIFY(!panel->isVisible());
     QVERIFY(replyTo(&chat, QStringLiteral("again")));
+    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+  }
+
+  // After a failed load the last conversation stays readable under the error banner, which
+  // offers the model it was held with ("Load <model>") besides Reload; Regenerate is disabled
+  // (it did nothing). The offer loads that model and the conversation goes on.
+  void aFailedLoadOffersTheConversationsOwnModel() {
+    QTemporaryDir dir;
+    test::FakeScript script;
+    EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
+    const QString own = dir.filePath(QStringLiteral("own.gguf"));
+    QFile(own).open(QIODevice::WriteOnly);  // there (the fake engine reads nothing)
+    ChatViewModel chat;
+    QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
+    const qint64 c = chat.store()->createConversation(QStringLiteral("Held with own"), {}, {}, own);
+    chat.store()->appendMessage(c, QStringLiteral("user"), QStringLiteral("question"));
+    chat.store()->appendMessage(c, QStringLiteral("assistant"), QStringLiteral("answer"));
+    chat.renameConversation(c, QStringLiteral("Held with own"));  // the list reads the store again
+    chat.selectConversation(c);
+    chat.setEngine(&engine);
+    QQmlApplicationEngine qml;
+    QStringList warnings;
+    QQuickWindow* window = chatPageOver(qml, &chat, &engine, warnings);
+    QVERIFY2(window, qPrintable(warnings.join(QLatin1Char('\n'))));
+    engine.load(dir.filePath(QStringLiteral("bad-truncated.gguf")), false);
+    QTRY_COMPARE(engine.state(), EngineController::Failed);
+    const auto item = [&](const char* name) { return window->findChild<QQuickItem*>(QLatin1String(name)); };
+    const auto shown = [&](const char* name) -> QQuickItem* {
+      QQuickItem* found = nullptr;
+      const std::function<void(QQuickItem*)> walk = [&](QQuickItem* i) {
+        if (i->objectName() == QLatin1String(name) && i->isVisible()) found = i;
+        for (QQuickItem* ch : i->childItems()) walk(ch);
+      };
+      walk(window->contentItem());
+      return found;
+    };
+    QQuickItem* banner = item("noModelBanner");
+    QQuickItem* loadOwn = item("bannerLoadConversationModel");
+    QVERIFY(banner && loadOwn && item("bannerReload"));
+    QTRY_VERIFY(banner->isVisible());
+    QVERIFY(item("bannerReload")->isVisible());
+    QVERIFY(loadOwn->isVisible());
+    QCOMPARE(loadOwn->property("text").toString(), QStringLiteral("Load own.gguf"));
+    QQuickItem* regenerate = nullptr;
+    QTRY_VERIFY((regenerate = shown("regenerateButton")) != nullptr);
+    QVERIFY(!regenerate->isEnabled());
+    QVERIFY(!chat.regenerate());
+    QCOMPARE(chat.store()->messages(c).size(), size_t(2));
+    save(window, QStringLiteral("studio-failed-load-offers-own-model.png"));
+
+    QVERIFY(QMetaObject::invokeMethod(loadOwn, "clicked"));
+    QTRY_COMPARE(engine.state(), EngineController::Ready);
+    QCOMPARE(engine.modelPath(), own);
+    QCOMPARE(chat.currentConversationId(), c);
+    QTRY_VERIFY(!banner->isVisible());
+    QTRY_VERIFY((regenerate = shown("regenerateButton")) != nullptr && regenerate->isEnabled());
+    QSignalSpy finished(&chat, &ChatViewModel::replyFinished);
+    QVERIFY(chat.regenerate());
+    QVERIFY(finished.wait(10000));
+    QCOMPARE(chat.store()->messages(c).size(), size_t(2));
+    QVERIFY(chat.store()->messages(c).at(1).content.startsWith(QStringLiteral("echo: question")));
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 };

@@ -240,7 +240,16 @@ Item {
                                   ? qsTr("No model is loaded, so this conversation cannot continue: %1").arg(page.engine.error)
                                   : qsTr("No model is loaded: open one from the Library to continue this conversation.")
                         }
+                        // The model this conversation was held with, when it is not the one that
+                        // failed (Reload retries that one) and is still there.
                         Button {
+                            objectName: "bannerLoadConversationModel"
+                            visible: page.chat.offerConversationModel
+                            text: qsTr("Load %1").arg(page.modelName(page.chat.conversationModelPath))
+                            onClicked: page.openModel(page.chat.conversationModelPath)
+                        }
+                        Button {
+                            objectName: "bannerReload"
                             visible: page.engine.state === EngineController.Failed
                             text: qsTr("Reload")
                             onClicked: page.engine.reload()
