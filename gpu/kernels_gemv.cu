@@ -377,6 +377,34 @@ struct TiledRow {
   static_assert(kUnit == 0 || Tile<T>::kBytes % (kUnit ? kUnit : 1) == 0, "a tile is whole units");
 };
 
+// Word w of a row's unit in the tiled layout (`v`, loaded as tiled_row_word says) into the unit's
+// staging in the GGUF order (TiledRow): each piece where tiled_piece_dest says. The F32 kernels'
+// prefill and the tensor cores' prefill (gemm_mma_kernel) stage alike.
+template <GgmlType T>
+__device__ __forceinline__ void stage_tiled_word(uint8_t* unit, int w, const uint4& v) {
+  using TR = TiledRow<T>;
+  const uint32_t piece[4] = {v.x, v.y, v.z, v.w};
+  const int n = tiled_row_word(T, 0, w).bytes / tiled_piece_bytes(T, w);
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    if (p < n) {
+      uint8_t* d = unit + TR::staged(tiled_piece_dest(T, w, p));
+      if (tiled_piece_bytes(T, w) == 4 && TR::kStagedUnit % 4 == 0) {
+        // 4-byte aligned: units of 84 / 144 / 176 bytes, MXFP4's padded blocks' qs at 4
+        *reinterpret_cast<uint32_t*>(d) = piece[p];
+      } else if (tiled_piece_bytes(T, w) == 4) {
+        // Q6_K's and Q3_K's units of 210 and 110 bytes: 2-byte aligned
+        reinterpret_cast<uint16_t*>(d)[0] = static_cast<uint16_t>(piece[p]);
+        reinterpret_cast<uint16_t*>(d)[1] = static_cast<uint16_t>(piece[p] >> 16);
+      } else if (tiled_piece_bytes(T, w) == 2) {
+        *reinterpret_cast<uint16_t*>(d) = static_cast<uint16_t>(v.x);  // Q6_K's and Q3_K's d
+      } else {
+        d[0] = static_cast<uint8_t>(v.x >> (8 * p));  // one MXFP4 scale byte
+      }
+    }
+  }
+}
+
 // R rows per warp (R > 1 only with P = 1: the x chunk is loaded once into registers and used
 // for every row).
 //
@@ -576,27 +604,7 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
           if (q < TR::kWords) {  // (past the row's last unit: bytes nothing reads)
             const int w = q % TR::kWordsPerUnit;
             uint8_t* unit = st + q / TR::kWordsPerUnit * TR::kStagedUnit;
-            const uint4 v = pre[rr][k];
-            const uint32_t piece[4] = {v.x, v.y, v.z, v.w};
-            const int n = tiled_row_word(T, 0, w).bytes / tiled_piece_bytes(T, w);
-#pragma unroll
-            for (int p = 0; p < 4; ++p) {
-              if (p < n) {
-                uint8_t* d = unit + TR::staged(tiled_piece_dest(T, w, p));
-                if (tiled_piece_bytes(T, w) == 4 && TR::kStagedUnit % 4 == 0) {
-                  // 4-byte aligned: units of 84 / 144 / 176 bytes, MXFP4's padded blocks' qs at 4
-                  *reinterpret_cast<uint32_t*>(d) = piece[p];
-                } else if (tiled_piece_bytes(T, w) == 4) {
-                  // Q6_K's and Q3_K's units of 210 and 110 bytes: 2-byte aligned
-                  reinterpret_cast<uint16_t*>(d)[0] = static_cast<uint16_t>(piece[p]);
-                  reinterpret_cast<uint16_t*>(d)[1] = static_cast<uint16_t>(piece[p] >> 16);
-                } else if (tiled_piece_bytes(T, w) == 2) {
-                  *reinterpret_cast<uint16_t*>(d) = static_cast<uint16_t>(v.x);  // Q6_K's and Q3_K's d
-                } else {
-                  d[0] = static_cast<uint8_t>(v.x >> (8 * p));  // one MXFP4 scale byte
-                }
-              }
-            }
+            stage_tiled_word<T>(unit, w, pre[rr][k]);
           }
         }
       } else {
@@ -893,25 +901,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) 
         if (q < 16 * PU::kTiledWords) {
           const int w = q % PU::kTiledWords;
           uint8_t* unit = raw + q / PU::kTiledWords * PU::kRowBytes;
-          const uint4 v = pre[k];
-          const uint32_t piece[4] = {v.x, v.y, v.z, v.w};
-          const int n = tiled_row_word(T, 0, w).bytes / tiled_piece_bytes(T, w);
-#pragma unroll
-          for (int p = 0; p < 4; ++p) {
-            if (p < n) {
-              uint8_t* d = unit + TR::staged(tiled_piece_dest(T, w, p));
-              if (tiled_piece_bytes(T, w) == 4 && TR::kStagedUnit % 4 == 0) {
-                *reinterpret_cast<uint32_t*>(d) = piece[p];
-              } else if (tiled_piece_bytes(T, w) == 4) {  // Q6_K's and Q3_K's 2-aligned units
-                reinterpret_cast<uint16_t*>(d)[0] = static_cast<uint16_t>(piece[p]);
-                reinterpret_cast<uint16_t*>(d)[1] = static_cast<uint16_t>(piece[p] >> 16);
-              } else if (tiled_piece_bytes(T, w) == 2) {
-                *reinterpret_cast<uint16_t*>(d) = static_cast<uint16_t>(v.x);  // Q6_K's and Q3_K's d
-              } else {
-                d[0] = static_cast<uint8_t>(v.x >> (8 * p));  // one MXFP4 scale byte
-              }
-            }
-          }
+          stage_tiled_word<T>(unit, w, pre[k]);
         }
       }
     } else {

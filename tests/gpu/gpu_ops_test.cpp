@@ -321,6 +321,24 @@ TEST_P(TypeParity, GemvGroupedExperts) {
   }
 }
 
+// One expert launch of groups [first, first + n_groups) of grp_off (offsets rebased to the first),
+// pair j's x row d_x + d_rows[j] * x_stride, y poisoned with NaN first so rows left unwritten show.
+std::vector<float> expert_groups(GgmlType type, int64_t ne0, int64_t ne1, uint64_t rb,
+                                 const ExpertMatrices& em, const std::vector<int32_t>& grp_off,
+                                 const DeviceBuffer& d_rows, const DeviceBuffer& d_x, int64_t x_stride,
+                                 int first, int n_groups, int max_pairs) {
+  std::vector<int32_t> off;
+  for (int g = first; g <= first + n_groups; ++g) off.push_back(grp_off[g] - grp_off[first]);
+  auto d_off = to_device(off);
+  const int pairs = off.back();
+  DeviceBuffer d_y(static_cast<size_t>(pairs * ne1) * sizeof(float), "y");
+  MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+  gemv_experts(type, ne0, ne1, rb, em.d_table.as<const uint8_t* const>() + first, d_off.as<int32_t>(),
+               n_groups, max_pairs, d_rows.as<int32_t>() + grp_off[first], d_x.as<float>(), x_stride,
+               d_y.as<float>(), ne1, nullptr);
+  return to_host(d_y, static_cast<size_t>(pairs * ne1));
+}
+
 // How groups are batched into launches never changes a pair's sum (the pack path and the GGUF
 // path batch experts differently and must agree bit for bit): groups of 1, 3, 1 and 2 pairs in
 // one launch (max_pairs 3: single-pair groups go to the tensor-core path where it covers the
@@ -339,15 +357,7 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
   auto d_x = to_device(x);
   auto d_rows = to_device(x_row);
   const auto run = [&](int first, int n_groups, int max_pairs) {
-    std::vector<int32_t> off;
-    for (int g = first; g <= first + n_groups; ++g) off.push_back(grp_off[g] - grp_off[first]);
-    auto d_off = to_device(off);
-    const int pairs = off.back();
-    DeviceBuffer d_y(static_cast<size_t>(pairs * ne1) * sizeof(float), "y");
-    gemv_experts(type, ne0, ne1, rb, em.d_table.as<const uint8_t* const>() + first, d_off.as<int32_t>(),
-                 n_groups, max_pairs, d_rows.as<int32_t>() + grp_off[first], d_x.as<float>(), ne0,
-                 d_y.as<float>(), ne1, nullptr);
-    return to_host(d_y, static_cast<size_t>(pairs * ne1));
+    return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, first, n_groups, max_pairs);
   };
   const auto all = run(0, 4, 3);
   for (int g = 0; g < 4; ++g) {
@@ -600,16 +610,7 @@ TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
   for (int j = 0; j < 43; ++j) x_row.push_back((j * 13 + 5) % static_cast<int32_t>(n_max));
   auto d_rows = to_device(x_row);
   const auto experts = [&](int first, int n_groups, int max_pairs) {
-    std::vector<int32_t> off;
-    for (int g = first; g <= first + n_groups; ++g) off.push_back(grp_off[g] - grp_off[first]);
-    auto d_off = to_device(off);
-    const int pairs = off.back();
-    DeviceBuffer d_y(static_cast<size_t>(pairs * ne1) * sizeof(float), "y");
-    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
-    gemv_experts(type, ne0, ne1, rb, em.d_table.as<const uint8_t* const>() + first, d_off.as<int32_t>(),
-                 n_groups, max_pairs, d_rows.as<int32_t>() + grp_off[first], d_x.as<float>(), xs,
-                 d_y.as<float>(), ne1, nullptr);
-    return to_host(d_y, static_cast<size_t>(pairs * ne1));
+    return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, xs, first, n_groups, max_pairs);
   };
   const auto batched = experts(0, 4, 37);
   for (int g = 0; g < 4; ++g) {
