@@ -30,7 +30,19 @@ QString title_from(const QString& text) {
 ChatViewModel::ChatViewModel(QObject* parent) : QObject(parent) {}
 
 ChatViewModel::~ChatViewModel() {
-  if (pending_.id != 0 && engine_) engine_->stop();
+  if (pending_.id == 0) return;
+  if (engine_) engine_->stop();
+  // Closing the studio mid-reply (its engine's last words will not reach onFinished): what was
+  // written so far is kept as Stop keeps it, a reply that stopped.
+  if (pending_.conversation != 0 && !pending_.text.isEmpty() && store_) {
+    ReplyStats stats;
+    stats.stopReason = QStringLiteral("cancelled");
+    try {
+      store_->appendMessage(pending_.conversation, QStringLiteral("assistant"), pending_.text, stats);
+    } catch (const std::exception& e) {
+      qCWarning(lcUi) << "the reply being written could not be kept:" << e.what();
+    }
+  }
 }
 
 void ChatViewModel::componentComplete() {

@@ -371,6 +371,39 @@ class ChatViewModelTest : public QObject {
     QVERIFY(vm.canSend());
   }
 
+  // Closing the studio while a reply is written (the view model goes before the engine's last
+  // words arrive) keeps what was written, stored as a stopped reply, as Stop does; a reply not
+  // yet begun leaves nothing (a QA trial found the partial reply lost on Ctrl+Q).
+  void closingMidReplyKeepsWhatWasWritten() {
+    QTemporaryDir dir;
+    FakeScript script;
+    script.extra_tokens = 1000;
+    script.token_delay_ms = 20;
+    EngineController e(test::fake_factory(script), QString());
+    QVERIFY(loadAndWait(e, "model.gguf"));
+    qint64 conv = 0;
+    QString shown;
+    {
+      ChatViewModel vm;
+      QVERIFY(vm.openDatabase(dir.filePath("c.sqlite")));
+      vm.setEngine(&e);
+      QVERIFY(vm.send("question"));
+      conv = vm.currentConversationId();
+      QTRY_VERIFY_WITH_TIMEOUT(vm.messages()->at(1).message.content.size() > 20, 5000);
+      QVERIFY(vm.generating());
+      shown = vm.messages()->at(1).message.content;
+    }  // closed mid-reply
+    ChatViewModel again;
+    QVERIFY(again.openDatabase(dir.filePath("c.sqlite")));
+    const auto stored = again.store()->messages(conv);
+    QCOMPARE(stored.size(), 2);
+    QCOMPARE(stored.at(1).role, QString("assistant"));
+    QVERIFY2(stored.at(1).content.startsWith(shown), qPrintable(stored.at(1).content));
+    QCOMPARE(stored.at(1).stats.stopReason, QString("cancelled"));
+    QSignalSpy done(&e, &EngineController::generationFinished);  // the engine stops too
+    QVERIFY(done.wait(5000) || !e.generating());
+  }
+
   // Switching conversations while a reply is written does not stop it (LM Studio's way): it
   // ends on its own into its conversation (SQLite), whole; the conversation read meanwhile has
   // no Stop of its own and refuses to send, regenerate or edit (one engine) without storing
