@@ -1487,6 +1487,10 @@ BuildResult Builder::run() {
       raw_state->value("plan_id", json()) != json(plan_id_)) {
     throw PackDirBuildingOther(dir_);
   }
+  // Before the first write (a state file removed, a pack replaced, ...), and before OUTDIR's
+  // manifest is read: a source named manifest.json in OUTDIR is named as the source, not taken
+  // for a finished pack.
+  refuse_unsafe_outputs();
   if (file_exists(mpath)) {
     std::optional<PackManifest> old;
     try {
@@ -1521,7 +1525,6 @@ BuildResult Builder::run() {
     }
     replaces_pack = true;  // its manifest goes once the pre-flight passes, before the first write
   }
-  refuse_unsafe_outputs();  // before the first write: a state file removed, a pack replaced, ...
   if (auto s = load_state(dir_, plan_id_)) {
     state_ = *s;
     build_id_ = parse_build_id(state_.build_id);

@@ -130,6 +130,13 @@ TEST(PackCli, BuildRefusesOutputPathsThatAreTheSourceOrSymlinks) {
        true,
        "",
        {"out/experts.bin is the source model itself", "another name of"}},
+      {"source-is-manifest",
+       "out/manifest.json",
+       "",
+       "",
+       false,
+       "",
+       {"out/manifest.json is the source model itself"}},
       {"symlink-elsewhere",
        "model.gguf",
        "build-state.json.tmp",
@@ -162,7 +169,9 @@ TEST(PackCli, BuildRefusesOutputPathsThatAreTheSourceOrSymlinks) {
     EXPECT_NE(r.out.find("Nothing was written"), std::string::npos) << r.out;
     EXPECT_EQ(fingerprint(src), want);
     EXPECT_EQ(fingerprint(victim), victim_was);
-    EXPECT_FALSE(fs::exists(out + "/manifest.json"));
+    if (src != out + "/manifest.json") {
+      EXPECT_FALSE(fs::exists(out + "/manifest.json"));
+    }
     EXPECT_FALSE(fs::exists(out + "/build-state.json"));
   }
 }
