@@ -181,6 +181,11 @@ class GgufParser {
   void parse_header() {
     const uint64_t size = out_.source_->size();
     if (size < 24) {
+      // A short file that does not even start as GGUF is not a cut GGUF (a text file, say).
+      char head[4] = {};
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(size, 4));
+      if (n > 0) cur_.read(head, n, "magic");
+      if (std::memcmp(head, "GGUF", n) != 0) fail("magic", 0, "not a GGUF file (magic is not \"GGUF\")");
       fail("header", 0,
            "file is " + std::to_string(size) + " bytes, a GGUF header needs 24" + truncated_hint(0));
     }

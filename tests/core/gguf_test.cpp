@@ -456,6 +456,15 @@ TEST(GgufReject, TruncatedHeader) {
   EXPECT_TRUE(Rejects(test::truncate(h, 23), "header", 0));
   EXPECT_TRUE(Rejects(test::truncate(h, 4), "header", 0));
   EXPECT_TRUE(Rejects({}, "header", 0));
+  EXPECT_TRUE(Rejects(test::truncate(h, 2), "header", 0));  // "GG": a GGUF cut short
+}
+
+// A short file that does not start as GGUF is "not a GGUF file", not a truncated one (a QA trial's
+// 12-byte text file was called an interrupted download).
+TEST(GgufReject, ShortFileThatIsNotGguf) {
+  const std::string text = "hello world\n";
+  EXPECT_TRUE(Rejects(std::vector<uint8_t>(text.begin(), text.end()), "magic", 0));
+  EXPECT_TRUE(Rejects({'G', 'X'}, "magic", 0));
 }
 
 TEST(GgufReject, NKvTooLargeForFile) {
