@@ -200,6 +200,18 @@ void expect_pack_matches_gguf_on_gpu(const Case& c, bool prefetch) {
 
 TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) { expect_pack_matches_gguf_on_gpu(GetParam(), false); }
 
+// Prefill on the tensor cores (gpu/kernels.h set_gemv_prefill_mma: off by default until this
+// and gpu_ops_test's prefill tests have passed on a GPU; docs/cuda-backend.md, thirty-first pass),
+// switched on here: every reference prompt's logits within 1e-3 of the CPU backend's and the
+// greedy tokens equal to the CPU's and llama.cpp's (expect_matches_cpu_and_reference; a prompt's
+// prefill groups take the new kernel), and the pack path at three budgets bit for bit against
+// the GGUF path (the two batch experts differently).
+TEST_P(CudaFixture, PrefillTensorCoresMatchCpuAndReferenceAndPackMatchesGguf) {
+  const test::PrefillMmaOn on;
+  expect_matches_cpu_and_reference(GetParam());
+  expect_pack_matches_gguf_on_gpu(GetParam(), false);
+}
+
 // Next-layer prefetch changes when experts are read, never what is computed: the pack path
 // with prefetch_experts gives the GGUF path's logits bit for bit at every budget, every byte
 // read is delivered, and some prefetched experts were used.

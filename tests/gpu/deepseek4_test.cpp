@@ -640,6 +640,14 @@ TEST_P(Ds4Fixture, AHashTableNamingAnExpertTwiceLeavesTheChoiceToTheHost) {
   }
 }
 
+// Prefill on the tensor cores switched on (test::PrefillMmaOn): the CPU and llama.cpp parity of
+// MatchesCpuBackendAndReference, and the pack path bit for bit against the GGUF path.
+TEST_P(Ds4Fixture, PrefillTensorCoresMatchCpuAndReferenceAndPackMatchesGguf) {
+  const test::PrefillMmaOn on;
+  expect_matches_cpu_and_reference();
+  expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda-prefill-mma");
+}
+
 TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda");
 }

@@ -37,6 +37,15 @@
 
 namespace moepack::test {
 
+// Prefill on the tensor cores switched on for a scope (gpu/kernels.h set_gemv_prefill_mma; off by
+// default until its GPU tests have passed), its default back at scope exit.
+struct PrefillMmaOn {
+  PrefillMmaOn() { gpu::detail::set_gemv_prefill_mma(true); }
+  ~PrefillMmaOn() { gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault); }
+  PrefillMmaOn(const PrefillMmaOn&) = delete;
+  PrefillMmaOn& operator=(const PrefillMmaOn&) = delete;
+};
+
 // set: the switch's setter (on is the default, restored afterwards); what: its name for messages.
 inline void expect_switch_changes_no_logit(const std::string& model, std::span<const int32_t> tokens,
                                            BackendFactory factory, void (*set)(bool), const char* what) {

@@ -326,6 +326,14 @@ TEST_P(KimiFixture, DecodeGraphServesEveryPositionAfterATruncation) {
   test::expect_decode_graph_serves_every_position(model_path(), tokens, make_cuda_backend_kimi_linear, 3);
 }
 
+// Prefill on the tensor cores switched on (test::PrefillMmaOn): the CPU and llama.cpp parity of
+// MatchesCpuBackendAndReference, and the pack path bit for bit against the GGUF path.
+TEST_P(KimiFixture, PrefillTensorCoresMatchCpuAndReferenceAndPackMatchesGguf) {
+  const test::PrefillMmaOn on;
+  expect_matches_cpu_and_reference();
+  expect_pack_matches_gguf_at_every_budget("moepack-kimi-cuda-prefill-mma");
+}
+
 TEST_P(KimiFixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-kimi-cuda");
 }
