@@ -3,17 +3,19 @@
 # .device-deps and .device-carry carried (any fixture set, e.g. tests/gpu/prepare_carry.sh n): the
 # forty-third session's pass over the prefill on the tensor cores (kernels_gemv.cu, "Prefill on
 # the tensor cores"; docs/cuda-backend.md).
-#   1. Builds for sm_90 (pass_build_and_test.sh with the binaries of MOEPACK_GPU_TESTS, default
-#      gpu_ops_test and gpu_cuda_backend_test, and bench_cuda_backend) and runs those tests: among
-#      them TypeParity.GemvPrefillTensorCoresWithinTheBoundAndPerPair for every type,
+#   1. Builds for sm_90 (pass_build_and_test.sh with the binaries of MOEPACK_GPU_TESTS, default the
+#      four gpu test binaries, and bench_cuda_backend) and runs those tests: among them
+#      TypeParity.GemvPrefillTensorCoresWithinTheBoundAndPerPair for every type,
 #      GemvPrefillTensorCoresTiledEqualsGguf, and the carried fixtures'
-#      CudaFixture.PrefillTensorCoresMatchCpuAndReferenceAndPackMatchesGguf (the switch on).
+#      {Cuda,Ds4,Kimi}Fixture.PrefillTensorCoresMatchCpuAndReferenceAndPackMatchesGguf (the switch
+#      on). The whole build and suite take ~6-8 minutes: give the benchmark a second call on the
+#      warm machine (MOEPACK_SKIP_BENCH=1 in the first, MOEPACK_SKIP_TESTS=1 in the second).
 #   2. Unless MOEPACK_SKIP_BENCH=1: `bench_cuda_backend --prefill-mma-only --prefill 900` on the
 #      demo model and every fixture GGUF carried ($OUT/bench-prefill-mma.json): prefill launches
 #      both ways, the engine's prefill and decode both ways; prints the launches' ratio.
 set -u
 out="${OUT:?OUT must be set}"
-tests="${MOEPACK_GPU_TESTS:-gpu_ops_test gpu_cuda_backend_test}"
+tests="${MOEPACK_GPU_TESTS:-gpu_ops_test gpu_cuda_backend_test gpu_deepseek4_test gpu_kimi_linear_test}"
 MOEPACK_GPU_TESTS="$tests" source tests/gpu/pass_build_and_test.sh  # sets status
 cmake --build build-gpu -j "$(nproc)" --target bench_cuda_backend >> "$out/build.log" 2>&1 ||
   { grep -E "error" "$out/build.log" | tail -20; exit 1; }
