@@ -339,6 +339,32 @@ std::vector<float> expert_groups(GgmlType type, int64_t ne0, int64_t ne1, uint64
   return to_host(d_y, static_cast<size_t>(pairs * ne1));
 }
 
+// Every group of grp_off in one launch (max_pairs) against each group in a launch of its own:
+// each pair's sums the same bit for bit, and each within the exact dot product's bound. Pair j's x
+// is x row x_row[j] (x_stride floats apart).
+void expect_batching_changes_no_sum(GgmlType type, int64_t ne0, int64_t ne1, uint64_t rb,
+                                    const ExpertMatrices& em, const std::vector<int32_t>& grp_off,
+                                    const std::vector<int32_t>& x_row, const std::vector<float>& x,
+                                    int64_t x_stride, int max_pairs) {
+  auto d_x = to_device(x);
+  auto d_rows = to_device(x_row);
+  const int n_groups = static_cast<int>(grp_off.size()) - 1;
+  const auto all =
+      expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, x_stride, 0, n_groups, max_pairs);
+  for (int g = 0; g < n_groups; ++g) {
+    const auto alone = expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, x_stride, g, 1,
+                                     grp_off[g + 1] - grp_off[g]);
+    for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        const float a = all[j * ne1 + r], o = alone[(j - grp_off[g]) * ne1 + r];
+        ASSERT_EQ(0, std::memcmp(&a, &o, sizeof a)) << "group " << g << " pair " << j << " row " << r << ": "
+                                                    << a << " in one launch, " << o << " alone";
+        expect_close_dot(a, em.mats[g].data() + rb * r, type, x.data() + x_row[j] * x_stride, ne0, "batched");
+      }
+    }
+  }
+}
+
 // How groups are batched into launches never changes a pair's sum (the pack path and the GGUF
 // path batch experts differently and must agree bit for bit): groups of 1, 3, 1 and 2 pairs in
 // one launch (max_pairs 3: single-pair groups go to the tensor-core path where it covers the
@@ -350,27 +376,10 @@ TEST_P(TypeParity, GemvBatchingNeverChangesAPairsSum) {
   const int64_t ne0 = 512, ne1 = 35, n_tok = 5;
   const uint64_t rb = *ggml_row_bytes(type, ne0);
   const ExpertMatrices em = expert_matrices(type, ne0, ne1, 4, rng);
-  const auto& mats = em.mats;
   const std::vector<int32_t> grp_off = {0, 1, 4, 5, 7};
   const std::vector<int32_t> x_row = {3, 0, 2, 4, 1, 1, 3};
   const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng);
-  auto d_x = to_device(x);
-  auto d_rows = to_device(x_row);
-  const auto run = [&](int first, int n_groups, int max_pairs) {
-    return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, first, n_groups, max_pairs);
-  };
-  const auto all = run(0, 4, 3);
-  for (int g = 0; g < 4; ++g) {
-    const auto alone = run(g, 1, grp_off[g + 1] - grp_off[g]);
-    for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
-      for (int64_t r = 0; r < ne1; ++r) {
-        const float a = all[j * ne1 + r], o = alone[(j - grp_off[g]) * ne1 + r];
-        EXPECT_EQ(0, std::memcmp(&a, &o, sizeof a)) << "group " << g << " pair " << j << " row " << r << ": "
-                                                    << a << " in one launch, " << o << " alone";
-        expect_close_dot(a, mats[g].data() + rb * r, type, x.data() + x_row[j] * ne0, ne0, "batched");
-      }
-    }
-  }
+  expect_batching_changes_no_sum(type, ne0, ne1, rb, em, grp_off, x_row, x, ne0, 3);
 }
 
 // A process-wide switch of the benchmark's (gpu/kernels.h, detail) back off at scope exit (a
@@ -605,25 +614,9 @@ TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
   }
   // Expert launches
   const ExpertMatrices em = expert_matrices(type, ne0, ne1, 4, rng);
-  const std::vector<int32_t> grp_off = {0, 2, 3, 40, 43};
   std::vector<int32_t> x_row;
   for (int j = 0; j < 43; ++j) x_row.push_back((j * 13 + 5) % static_cast<int32_t>(n_max));
-  auto d_rows = to_device(x_row);
-  const auto experts = [&](int first, int n_groups, int max_pairs) {
-    return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, xs, first, n_groups, max_pairs);
-  };
-  const auto batched = experts(0, 4, 37);
-  for (int g = 0; g < 4; ++g) {
-    const auto alone = experts(g, 1, grp_off[g + 1] - grp_off[g]);
-    for (int j = grp_off[g]; j < grp_off[g + 1]; ++j) {
-      for (int64_t r = 0; r < ne1; ++r) {
-        const float a = batched[j * ne1 + r], o = alone[(j - grp_off[g]) * ne1 + r];
-        ASSERT_EQ(0, std::memcmp(&a, &o, sizeof a))
-            << "group " << g << " pair " << j << " row " << r << ": " << a << " batched, " << o << " alone";
-        expect_close_dot(a, em.mats[g].data() + rb * r, type, x.data() + x_row[j] * xs, ne0, "expert");
-      }
-    }
-  }
+  expect_batching_changes_no_sum(type, ne0, ne1, rb, em, {0, 2, 3, 40, 43}, x_row, x, xs, 37);
 }
 
 // The tensor cores' prefill on tiled weights (the layout the engine holds large routed experts
