@@ -619,6 +619,27 @@ TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
   expect_batching_changes_no_sum(type, ne0, ne1, rb, em, {0, 2, 3, 40, 43}, x_row, x, xs, 37);
 }
 
+// The sums of an expert launch on tiled weights (got) equal the same launch's on the GGUF bytes
+// (want) bit for bit, each within the exact dot product's bound: group g's matrix at data + g mat,
+// pair j's x at x row rows_of[j] (groups by off).
+void expect_tiled_equals_gguf(const std::vector<float>& want, const std::vector<float>& got,
+                              const std::vector<int32_t>& off, const std::vector<int32_t>& rows_of,
+                              GgmlType type, int64_t ne0, int64_t ne1, const std::vector<uint8_t>& data,
+                              uint64_t mat, uint64_t rb, const std::vector<float>& x, const char* what) {
+  for (size_t g = 0; g + 1 < off.size(); ++g) {
+    for (int32_t j = off[g]; j < off[g + 1]; ++j) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        const size_t i = static_cast<size_t>(j) * static_cast<size_t>(ne1) + static_cast<size_t>(r);
+        ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
+            << "group " << g << ", pair " << j << ", row " << r << ": GGUF " << want[i] << ", tiled "
+            << got[i];
+        expect_close_dot(got[i], data.data() + mat * g + rb * static_cast<uint64_t>(r), type,
+                         x.data() + rows_of[static_cast<size_t>(j)] * ne0, ne0, what);
+      }
+    }
+  }
+}
+
 // The tensor cores' prefill on tiled weights (the layout the engine holds large routed experts
 // in): expert launches of groups of 2, 1, 37 and 3 pairs on 96 rows of 768 elements equal the
 // same launches on the GGUF bytes bit for bit, within the exact dot product's bound.
@@ -648,20 +669,8 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
                    false, tiled);
       return to_host(d_y, ny);
     };
-    const auto want = sums(d_tab, false), got = sums(d_tab_t, true);
-    for (int g = 0; g < 4; ++g) {
-      for (int32_t j = off[static_cast<size_t>(g)]; j < off[static_cast<size_t>(g) + 1]; ++j) {
-        for (int64_t r = 0; r < ne1; ++r) {
-          const size_t i = static_cast<size_t>(j) * static_cast<size_t>(ne1) + static_cast<size_t>(r);
-          ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
-              << "group " << g << ", pair " << j << ", row " << r << ": GGUF " << want[i] << ", tiled "
-              << got[i];
-          expect_close_dot(got[i],
-                           data.data() + mat * static_cast<uint64_t>(g) + rb * static_cast<uint64_t>(r), type,
-                           x.data() + rows_of[static_cast<size_t>(j)] * ne0, ne0, "tiled prefill");
-        }
-      }
-    }
+    expect_tiled_equals_gguf(sums(d_tab, false), sums(d_tab_t, true), off, rows_of, type, ne0, ne1, data, mat,
+                             rb, x, "tiled prefill");
   }
 }
 
@@ -2066,19 +2075,8 @@ TEST(GpuOps, GemvTiledPrefillAndF32KernelsEqualTheGgufLayout) {
         const auto want = sums(d_tab, false, 9);
         const auto got = sums(d_tab_t, true, 9);
         detail::set_gemv_tiled_runs(0);
-        for (int g = 0; g < n_exp; ++g) {
-          for (int32_t j = off[static_cast<size_t>(g)]; j < off[static_cast<size_t>(g) + 1]; ++j) {
-            for (int64_t r = 0; r < ne1; ++r) {
-              const size_t i = static_cast<size_t>(j) * static_cast<size_t>(ne1) + static_cast<size_t>(r);
-              ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
-                  << "group " << g << ", pair " << j << ", row " << r << ": GGUF " << want[i] << ", tiled "
-                  << got[i];
-              expect_close_dot(got[i],
-                               data.data() + mat * static_cast<uint64_t>(g) + rb * static_cast<uint64_t>(r),
-                               type, x.data() + rows_of[static_cast<size_t>(j)] * ne0, ne0, "tiled");
-            }
-          }
-        }
+        expect_tiled_equals_gguf(want, got, off, rows_of, type, ne0, ne1, data, mat, rb, x, "tiled");
+        if (::testing::Test::HasFatalFailure()) return;
         if (variant == -1) {
           // Decode with the tensor cores off: the F32 decode kernel (two rows a warp) on the
           // tiles, a group of one pair each (the first pairs of the groups above).

@@ -372,8 +372,8 @@ class ChatViewModelTest : public QObject {
   }
 
   // Closing the studio while a reply is written (the view model goes before the engine's last
-  // words arrive) keeps what was written, stored as a stopped reply, as Stop does; a reply not
-  // yet begun leaves nothing (a QA trial found the partial reply lost on Ctrl+Q).
+  // words arrive) keeps what was written, stored as a stopped reply, as Stop does (a break-test
+  // found the partial reply lost on Ctrl+Q).
   void closingMidReplyKeepsWhatWasWritten() {
     QTemporaryDir dir;
     FakeScript script;
