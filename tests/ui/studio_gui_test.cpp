@@ -398,6 +398,31 @@ class StudioGuiTest : public QObject {
     const int conversations = chat->conversations()->count();
     QVERIFY(conversations >= 1);
     menu->setProperty("targetId", chat->currentConversationId());
+    // At the window's minimum width a very long title neither widens the dialog past its bound
+    // nor loses its question mark: the title wraps, the name elided in the middle.
+    {
+      const int width = window->width();
+      window->setWidth(900);
+      menu->setProperty("targetTitle",
+                        QStringLiteral("A conversation about salmon colours, the fish, rivers of "
+                                       "Scotland and the Atlantic Ocean, and much more than that"));
+      QVERIFY(QMetaObject::invokeMethod(deleteDialog, "open"));
+      QTRY_VERIFY(deleteDialog->property("opened").toBool());
+      auto* title = window->findChild<QQuickItem*>(QStringLiteral("deleteConversationTitle"));
+      QVERIFY(title);
+      const qreal dialogWidth = deleteDialog->property("width").toReal();
+      QVERIFY2(dialogWidth <= 480 && dialogWidth <= window->width() * 0.6,
+               qPrintable(QString::number(dialogWidth)));
+      const QString text = title->property("text").toString();
+      QVERIFY2(text.endsWith(QStringLiteral("\u201d?")) && text.contains(QStringLiteral("\u2026")),
+               qPrintable(text));
+      QVERIFY2(!title->property("truncated").toBool(), qPrintable(text));
+      QVERIFY(title->property("lineCount").toInt() <= 3);
+      save(window, QStringLiteral("studio-delete-long-title-narrow.png"));
+      QVERIFY(QMetaObject::invokeMethod(deleteDialog, "reject"));
+      QTRY_VERIFY(!deleteDialog->property("visible").toBool());
+      window->setWidth(width);
+    }
     QVERIFY(QMetaObject::invokeMethod(deleteDialog, "open"));
     QTRY_VERIFY(deleteDialog->property("visible").toBool());
     QVERIFY(QMetaObject::invokeMethod(deleteDialog, "reject"));

@@ -575,14 +575,42 @@ Item {
     }
 
     // Deleting a conversation cannot be undone: ask first.
+    // Its width is its own, bounded, never its content's: sized from a long title it spanned the
+    // window with the title cut (its "?" lost), and its content following it was a binding loop.
+    // The title wraps, a very long name elided in the middle, so the question mark always shows.
     Dialog {
         id: deleteDialog
         objectName: "deleteConversationDialog"
-        title: qsTr("Delete “%1”?").arg(conversationMenu.targetTitle)
+        title: qsTr("Delete “%1”?").arg(deleteTitleMetrics.elidedText)
         anchors.centerIn: parent
+        width: Math.min(480, page.width * 0.6)
         modal: true
         onAccepted: page.chat.deleteConversation(conversationMenu.targetId)
-        Label { text: qsTr("Its messages are deleted for good.") }
+        TextMetrics {
+            id: deleteTitleMetrics
+            font: deleteTitle.font
+            text: conversationMenu.targetTitle
+            elide: Text.ElideMiddle
+            // At most two lines of the name: with "Delete “…”?" the title stays within three.
+            elideWidth: 2 * Math.max(0, deleteTitle.width - deleteTitle.leftPadding - deleteTitle.rightPadding) - 40
+        }
+        header: Label {
+            id: deleteTitle
+            objectName: "deleteConversationTitle"
+            text: deleteDialog.title
+            wrapMode: Text.WrapAtWordBoundaryOrAnywhere
+            padding: 24
+            bottomPadding: 0
+            font.bold: true
+            font.pixelSize: 16
+            // Its own background, as the style's title has (the light theme's dialog colour).
+            background: Rectangle { color: "white"; radius: 2 }
+        }
+        Label {
+            width: deleteDialog.availableWidth
+            wrapMode: Text.Wrap
+            text: qsTr("Its messages are deleted for good.")
+        }
         // Buttons of its own, their texts bound: a standard button's text set once is reset to
         // "OK" when the language changes.
         footer: DialogButtonBox {
