@@ -476,18 +476,37 @@ Page {
             Layout.fillWidth: true
             ColumnLayout {
                 anchors.fill: parent
+                // The URL, the one field to fill, keeps the most room: at the window's minimum
+                // width it shrank to ~80 px while the optional fields kept theirs. The optional
+                // ones give way first (down to their minimums); the URL takes what is left.
                 RowLayout {
+                    Layout.fillWidth: true
                     TextField {
                         id: source
+                        objectName: "downloadSource"
                         Layout.fillWidth: true
+                        Layout.minimumWidth: 220
+                        Layout.preferredWidth: 360
                         placeholderText: qsTr("https:// URL or owner/repo")
                     }
                     TextField {
                         id: file
+                        objectName: "downloadFile"
                         placeholderText: qsTr("file or shard pattern, e.g. *Q2_K*.gguf")
+                        Layout.fillWidth: true
+                        Layout.minimumWidth: 110
                         Layout.preferredWidth: 220
+                        Layout.maximumWidth: 220
                     }
-                    TextField { id: sha; Layout.preferredWidth: 180; placeholderText: qsTr("SHA-256 (optional)") }
+                    TextField {
+                        id: sha
+                        objectName: "downloadSha"
+                        Layout.fillWidth: true
+                        Layout.minimumWidth: 90
+                        Layout.preferredWidth: 180
+                        Layout.maximumWidth: 180
+                        placeholderText: qsTr("SHA-256 (optional)")
+                    }
                     CheckBox {
                         id: convertBox
                         text: qsTr("Convert when done")

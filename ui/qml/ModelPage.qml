@@ -46,6 +46,9 @@ Item {
                 title: qsTr("Model")
                 Layout.fillWidth: true
                 GridLayout {
+                    // The box's width, not its own: at the window's minimum width the File line
+                    // ran past the border; held to the box, it is elided in the middle.
+                    width: parent.width
                     columns: 2
                     columnSpacing: 16
                     Label { text: qsTr("Architecture") } Label { text: page.inspector.architecture; font.bold: true }
