@@ -412,52 +412,52 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="581"/>
+        <location filename="../ui/qml/ChatPage.qml" line="584"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="591"/>
+        <location filename="../ui/qml/ChatPage.qml" line="619"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="585"/>
+        <location filename="../ui/qml/ChatPage.qml" line="612"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="595"/>
+        <location filename="../ui/qml/ChatPage.qml" line="623"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="603"/>
+        <location filename="../ui/qml/ChatPage.qml" line="631"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="625"/>
+        <location filename="../ui/qml/ChatPage.qml" line="653"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="627"/>
+        <location filename="../ui/qml/ChatPage.qml" line="655"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="627"/>
+        <location filename="../ui/qml/ChatPage.qml" line="655"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="634"/>
+        <location filename="../ui/qml/ChatPage.qml" line="662"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="635"/>
+        <location filename="../ui/qml/ChatPage.qml" line="663"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -465,127 +465,127 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="35"/>
         <source>Folder for the Expert Pack</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>1. Source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>2. Space</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>3. Options</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>4. Converting</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>5. Verifying</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>Done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>Failed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
-        <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
-        <source>%1 is free in %2.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="57"/>
-        <source>Choose a folder for it.</source>
+        <source>The pack&apos;s files take %1. The build needs %2 free, a safety margin of %3 included.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
-        <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
+        <source>%1 is free in %2.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="62"/>
+        <source>Choose a folder for it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
-        <source>Convert shard by shard, deleting the source as it goes</source>
+        <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="71"/>
-        <source>Choose the output folder…</source>
+        <source>Convert shard by shard, deleting the source as it goes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="76"/>
+        <source>Choose the output folder…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="81"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="84"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="89"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="85"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="90"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="94"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="99"/>
         <source>An Ollama model&apos;s file stays where it is: Ollama&apos;s models may share it (`ollama rm` removes it).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="98"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="103"/>
         <source>Convert</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="113"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="118"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="115"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
         <source>%1 · %2/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="125"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="128"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="133"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="135"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="140"/>
         <source>Delete source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="141"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="146"/>
         <source>Chat now</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1075,42 +1075,42 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="483"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
         <source>https:// URL or owner/repo</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="487"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="495"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="508"/>
         <source>SHA-256 (optional)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="512"/>
         <source>Convert when done</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="495"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="514"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="518"/>
         <source>Download</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="524"/>
         <source>Hub</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/LibraryPage.qml" line="516"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="535"/>
         <source>%n download(s)</source>
         <translation type="unfinished">
             <numerusform></numerusform>
@@ -1118,88 +1118,88 @@ What does &quot;salmon&quot; mean?</source>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="521"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="540"/>
         <source>Clear finished</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="554"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="573"/>
         <source>%1 (file %2 of %3)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="576"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="595"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="578"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="597"/>
         <source>queued</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="579"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
         <source>cancelled</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="580"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
         <source>done · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="582"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="601"/>
         <source>paused · %1 of %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="584"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="603"/>
         <source>paused · %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="585"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="604"/>
         <source>asking the server</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="586"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="605"/>
         <source>retrying soon: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="587"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="606"/>
         <source>retrying soon</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="588"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="607"/>
         <source>verifying</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="590"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="609"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="593"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="612"/>
         <source>%1 s left</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="618"/>
         <source>Resume</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="618"/>
         <source>Pause</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="94"/>
-        <location filename="../ui/qml/LibraryPage.qml" line="605"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="624"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1375,77 +1375,77 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="51"/>
+        <location filename="../ui/qml/ModelPage.qml" line="54"/>
         <source>Architecture</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <location filename="../ui/qml/ModelPage.qml" line="55"/>
         <source>File</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="58"/>
+        <location filename="../ui/qml/ModelPage.qml" line="61"/>
         <source>Expert Pack: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="58"/>
+        <location filename="../ui/qml/ModelPage.qml" line="61"/>
         <source>GGUF: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="63"/>
+        <location filename="../ui/qml/ModelPage.qml" line="66"/>
         <source>Size on disk</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="64"/>
+        <location filename="../ui/qml/ModelPage.qml" line="67"/>
         <source>Tensors</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="65"/>
+        <location filename="../ui/qml/ModelPage.qml" line="68"/>
         <source>Tokenizer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="66"/>
+        <location filename="../ui/qml/ModelPage.qml" line="69"/>
         <source>Routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="68"/>
+        <location filename="../ui/qml/ModelPage.qml" line="71"/>
         <source>%1 per layer, top-%2, %3 shared</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="71"/>
+        <location filename="../ui/qml/ModelPage.qml" line="74"/>
         <source>All routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="76"/>
+        <location filename="../ui/qml/ModelPage.qml" line="79"/>
         <source>Hyperparameters</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="102"/>
+        <location filename="../ui/qml/ModelPage.qml" line="105"/>
         <source>One routed expert per block (KiB)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="130"/>
+        <location filename="../ui/qml/ModelPage.qml" line="133"/>
         <source>expert KiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="136"/>
+        <location filename="../ui/qml/ModelPage.qml" line="139"/>
         <source>Layers with routed experts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="152"/>
+        <location filename="../ui/qml/ModelPage.qml" line="155"/>
         <source>blk.%1 — %2 experts × %3 KiB</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2235,27 +2235,27 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="47"/>
+        <location filename="../ui/chat_view_model.cpp" line="59"/>
         <source>Cannot open the conversation database: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="333"/>
+        <location filename="../ui/chat_view_model.cpp" line="345"/>
         <source>New chat</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="382"/>
+        <location filename="../ui/chat_view_model.cpp" line="394"/>
         <source>The model is not ready.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="455"/>
+        <location filename="../ui/chat_view_model.cpp" line="467"/>
         <source>There is no conversation to export.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="533"/>
+        <location filename="../ui/chat_view_model.cpp" line="545"/>
         <source>The reply in “%1” failed: %2</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2263,57 +2263,57 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="144"/>
+        <location filename="../ui/convert_wizard.cpp" line="146"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="149"/>
+        <location filename="../ui/convert_wizard.cpp" line="151"/>
         <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="153"/>
+        <location filename="../ui/convert_wizard.cpp" line="155"/>
         <source>; even the shard-by-shard mode needs %1 bytes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="167"/>
+        <location filename="../ui/convert_wizard.cpp" line="169"/>
         <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="251"/>
+        <location filename="../ui/convert_wizard.cpp" line="253"/>
         <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="256"/>
+        <location filename="../ui/convert_wizard.cpp" line="258"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="268"/>
+        <location filename="../ui/convert_wizard.cpp" line="270"/>
         <source>The folder already held this model&apos;s finished pack: nothing was rebuilt.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="270"/>
+        <location filename="../ui/convert_wizard.cpp" line="272"/>
         <source>Resumed from the last checkpoint of the interrupted conversion.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="327"/>
+        <location filename="../ui/convert_wizard.cpp" line="329"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="334"/>
+        <location filename="../ui/convert_wizard.cpp" line="336"/>
         <source>cannot delete %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="339"/>
+        <location filename="../ui/convert_wizard.cpp" line="341"/>
         <source>Source deleted.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2619,12 +2619,12 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_hub.cpp" line="164"/>
+        <location filename="../ui/library_hub.cpp" line="170"/>
         <source>listing %1 failed: HTTP %2 %3</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/library_hub.cpp" line="193"/>
+        <location filename="../ui/library_hub.cpp" line="199"/>
         <source>hub listing of %1: %2</source>
         <translation type="unfinished"></translation>
     </message>

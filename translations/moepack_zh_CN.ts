@@ -428,32 +428,32 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="581"/>
+        <location filename="../ui/qml/ChatPage.qml" line="584"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="585"/>
+        <location filename="../ui/qml/ChatPage.qml" line="612"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="591"/>
+        <location filename="../ui/qml/ChatPage.qml" line="619"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="595"/>
+        <location filename="../ui/qml/ChatPage.qml" line="623"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="603"/>
+        <location filename="../ui/qml/ChatPage.qml" line="631"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="625"/>
+        <location filename="../ui/qml/ChatPage.qml" line="653"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -462,22 +462,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="627"/>
+        <location filename="../ui/qml/ChatPage.qml" line="655"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="627"/>
+        <location filename="../ui/qml/ChatPage.qml" line="655"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="634"/>
+        <location filename="../ui/qml/ChatPage.qml" line="662"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="635"/>
+        <location filename="../ui/qml/ChatPage.qml" line="663"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -485,127 +485,131 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>ConvertWizardPage</name>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="34"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="35"/>
         <source>Folder for the Expert Pack</source>
         <translation>专家包的存放文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>1. Source</source>
         <translation>1. 源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>2. Space</source>
         <translation>2. 空间</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>3. Options</source>
         <translation>3. 选项</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="43"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
         <source>4. Converting</source>
         <translation>4. 正在转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>5. Verifying</source>
         <translation>5. 正在校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>Done</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="44"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="45"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="51"/>
         <source>The pack needs %1 (its files, %2, and a safety margin of %3).</source>
-        <translation>专家包需要 %1(其文件 %2,加上 %3 的安全余量)。</translation>
+        <translation type="vanished">专家包需要 %1(其文件 %2,加上 %3 的安全余量)。</translation>
     </message>
     <message>
         <location filename="../ui/qml/ConvertWizardPage.qml" line="56"/>
+        <source>The pack&apos;s files take %1. The build needs %2 free, a safety margin of %3 included.</source>
+        <translation>专家包的文件占 %1。构建需要 %2 的可用空间，含 %3 的安全余量。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
         <source>%1 is free in %2.</source>
         <translation>%2 中可用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="57"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="62"/>
         <source>Choose a folder for it.</source>
         <translation>请为它选择一个文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="61"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
         <source>Shard-by-shard mode (deletes each source shard once it is in the pack and verified) needs %1</source>
         <translation>逐分片模式（每个源分片写入专家包并通过校验后即删除）需要 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="66"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="71"/>
         <source>Convert shard by shard, deleting the source as it goes</source>
         <translation>逐分片转换，边转换边删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="71"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="76"/>
         <source>Choose the output folder…</source>
         <translation>选择输出文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="76"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="81"/>
         <source>Verify every expert&apos;s SHA-256 after building</source>
         <translation>构建完成后校验每个专家的 SHA-256</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="84"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="89"/>
         <source>Delete the source: each shard as soon as its bytes are in the pack and verified</source>
         <translation>删除源文件：每个分片的数据写入专家包并通过校验后立即删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="85"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="90"/>
         <source>Delete the source after the pack passes a full verify</source>
         <translation>专家包通过完整校验后删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="94"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="99"/>
         <source>An Ollama model&apos;s file stays where it is: Ollama&apos;s models may share it (`ollama rm` removes it).</source>
         <translation>Ollama 模型的文件保留在原处：Ollama 的多个模型可能共用它（用 `ollama rm` 删除）。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="98"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="103"/>
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="113"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="118"/>
         <source>%1 · %2/s · %3 s left</source>
         <translation>%1 · %2/s · 剩余 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="115"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
         <source>%1 · %2/s</source>
         <translation>%1 · %2/s</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="120"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="125"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="128"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="133"/>
         <source>Delete the source (%1 freed); the pack passed its full verify</source>
         <translation>删除源文件（释放 %1）；专家包已通过完整校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="135"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="140"/>
         <source>Delete source</source>
         <translation>删除源文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ConvertWizardPage.qml" line="141"/>
+        <location filename="../ui/qml/ConvertWizardPage.qml" line="146"/>
         <source>Chat now</source>
         <translation>开始聊天</translation>
     </message>
@@ -1145,130 +1149,130 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="483"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
         <source>https:// URL or owner/repo</source>
         <translation>https:// 网址或 owner/repo</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="487"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="495"/>
         <source>file or shard pattern, e.g. *Q2_K*.gguf</source>
         <translation>文件或分片模式，例如 *Q2_K*.gguf</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="490"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="508"/>
         <source>SHA-256 (optional)</source>
         <translation>SHA-256（可选）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="493"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="512"/>
         <source>Convert when done</source>
         <translation>完成后转换</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="495"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="514"/>
         <source>Build an Expert Pack once verified; the space check counts the pack too</source>
         <translation>校验通过后构建专家包；空间检查也会计入专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="499"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="518"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="505"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="524"/>
         <source>Hub</source>
         <translation>模型仓库站点</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/qml/LibraryPage.qml" line="516"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="535"/>
         <source>%n download(s)</source>
         <translation>
             <numerusform>%n 个下载</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="521"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="540"/>
         <source>Clear finished</source>
         <translation>清除已结束的</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="554"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="573"/>
         <source>%1 (file %2 of %3)</source>
         <translation>%1（第 %2 个文件，共 %3 个）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="576"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="595"/>
         <source>checking %1 of %2 already downloaded</source>
         <translation>正在校验已下载的 %2 中的 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="578"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="597"/>
         <source>queued</source>
         <translation>排队中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="579"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="598"/>
         <source>cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="580"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
         <source>done · %1</source>
         <translation>完成 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="582"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="601"/>
         <source>paused · %1 of %2</source>
         <translation>已暂停 · %1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="584"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="603"/>
         <source>paused · %1</source>
         <translation>已暂停 · %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="585"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="604"/>
         <source>asking the server</source>
         <translation>正在询问服务器</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="586"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="605"/>
         <source>retrying soon: %1</source>
         <translation>即将重试：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="587"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="606"/>
         <source>retrying soon</source>
         <translation>即将重试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="588"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="607"/>
         <source>verifying</source>
         <translation>正在校验</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="590"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="609"/>
         <source>%1 of %2 · %3/s · %4</source>
         <translation>%1 / %2 · %3/s · %4</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="593"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="612"/>
         <source>%1 s left</source>
         <translation>剩余 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="618"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/qml/LibraryPage.qml" line="599"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="618"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
         <location filename="../ui/qml/LibraryPage.qml" line="94"/>
-        <location filename="../ui/qml/LibraryPage.qml" line="605"/>
+        <location filename="../ui/qml/LibraryPage.qml" line="624"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -1460,77 +1464,77 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="51"/>
+        <location filename="../ui/qml/ModelPage.qml" line="54"/>
         <source>Architecture</source>
         <translation>架构</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="52"/>
+        <location filename="../ui/qml/ModelPage.qml" line="55"/>
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="58"/>
+        <location filename="../ui/qml/ModelPage.qml" line="61"/>
         <source>Expert Pack: %1</source>
         <translation>专家包：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="58"/>
+        <location filename="../ui/qml/ModelPage.qml" line="61"/>
         <source>GGUF: %1</source>
         <translation>GGUF：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="63"/>
+        <location filename="../ui/qml/ModelPage.qml" line="66"/>
         <source>Size on disk</source>
         <translation>磁盘占用</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="64"/>
+        <location filename="../ui/qml/ModelPage.qml" line="67"/>
         <source>Tensors</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="65"/>
+        <location filename="../ui/qml/ModelPage.qml" line="68"/>
         <source>Tokenizer</source>
         <translation>分词器</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="66"/>
+        <location filename="../ui/qml/ModelPage.qml" line="69"/>
         <source>Routed experts</source>
         <translation>路由专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="68"/>
+        <location filename="../ui/qml/ModelPage.qml" line="71"/>
         <source>%1 per layer, top-%2, %3 shared</source>
         <translation>每层 %1 个，top-%2，%3 个共享</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="71"/>
+        <location filename="../ui/qml/ModelPage.qml" line="74"/>
         <source>All routed experts</source>
         <translation>全部路由专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="76"/>
+        <location filename="../ui/qml/ModelPage.qml" line="79"/>
         <source>Hyperparameters</source>
         <translation>超参数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="102"/>
+        <location filename="../ui/qml/ModelPage.qml" line="105"/>
         <source>One routed expert per block (KiB)</source>
         <translation>每个块中单个路由专家的大小（KiB）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="130"/>
+        <location filename="../ui/qml/ModelPage.qml" line="133"/>
         <source>expert KiB</source>
         <translation>专家 KiB</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="136"/>
+        <location filename="../ui/qml/ModelPage.qml" line="139"/>
         <source>Layers with routed experts</source>
         <translation>含路由专家的层</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ModelPage.qml" line="152"/>
+        <location filename="../ui/qml/ModelPage.qml" line="155"/>
         <source>blk.%1 — %2 experts × %3 KiB</source>
         <translation>blk.%1 — %2 个专家 × %3 KiB</translation>
     </message>
@@ -2350,27 +2354,27 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ChatViewModel</name>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="47"/>
+        <location filename="../ui/chat_view_model.cpp" line="59"/>
         <source>Cannot open the conversation database: %1</source>
         <translation>无法打开对话数据库：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="333"/>
+        <location filename="../ui/chat_view_model.cpp" line="345"/>
         <source>New chat</source>
         <translation>新聊天</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="382"/>
+        <location filename="../ui/chat_view_model.cpp" line="394"/>
         <source>The model is not ready.</source>
         <translation>模型尚未就绪。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="455"/>
+        <location filename="../ui/chat_view_model.cpp" line="467"/>
         <source>There is no conversation to export.</source>
         <translation>没有可导出的对话。</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view_model.cpp" line="533"/>
+        <location filename="../ui/chat_view_model.cpp" line="545"/>
         <source>The reply in “%1” failed: %2</source>
         <translation>“%1”中的回复失败：%2</translation>
     </message>
@@ -2378,57 +2382,57 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::ConvertWizard</name>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="144"/>
+        <location filename="../ui/convert_wizard.cpp" line="146"/>
         <source>Not enough space in %1: the pack needs %2 bytes, %3 bytes are free</source>
         <translation>%1 空间不足：专家包需要 %2 字节，可用 %3 字节</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="149"/>
+        <location filename="../ui/convert_wizard.cpp" line="151"/>
         <source>. The shard-by-shard mode fits: it needs %1 bytes, because it deletes each source shard as soon as its bytes are in the pack and verified (the source is gone afterwards).</source>
         <translation>。逐分片模式空间足够：它只需要 %1 字节，因为每个源分片的数据写入专家包并通过校验后会立即删除（转换完成后源文件将不复存在）。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="153"/>
+        <location filename="../ui/convert_wizard.cpp" line="155"/>
         <source>; even the shard-by-shard mode needs %1 bytes</source>
         <translation>；即使使用逐分片模式也需要 %1 字节</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="167"/>
+        <location filename="../ui/convert_wizard.cpp" line="169"/>
         <source>Shard-by-shard mode: needs %1 bytes of the %2 free; each source shard is deleted once its bytes are in the pack and verified.</source>
         <translation>逐分片模式：需要 %1 字节（可用 %2 字节）；每个源分片的数据写入专家包并通过校验后即被删除。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="251"/>
+        <location filename="../ui/convert_wizard.cpp" line="253"/>
         <source>Verification cancelled. The pack is built but not verified; convert again to verify it (nothing is rebuilt).</source>
         <translation>校验已取消。专家包已构建但尚未校验；再次转换即可校验（不会重新构建）。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="256"/>
+        <location filename="../ui/convert_wizard.cpp" line="258"/>
         <source>Cancelled. Nothing was finalised; start again to resume.</source>
         <translation>已取消。专家包尚未完成；重新开始即可从中断处继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="268"/>
+        <location filename="../ui/convert_wizard.cpp" line="270"/>
         <source>The folder already held this model&apos;s finished pack: nothing was rebuilt.</source>
         <translation>该文件夹中已有此模型完成的专家包：未重新构建任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="270"/>
+        <location filename="../ui/convert_wizard.cpp" line="272"/>
         <source>Resumed from the last checkpoint of the interrupted conversion.</source>
         <translation>已从中断转换的上一个检查点继续。</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="327"/>
+        <location filename="../ui/convert_wizard.cpp" line="329"/>
         <source>%1 is a blob of Ollama&apos;s store, which its models may share: remove the model with `ollama rm`</source>
         <translation>%1 是 Ollama 存储中的数据块，可能被其多个模型共用：请用 `ollama rm` 删除该模型</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="334"/>
+        <location filename="../ui/convert_wizard.cpp" line="336"/>
         <source>cannot delete %1</source>
         <translation>无法删除 %1</translation>
     </message>
     <message>
-        <location filename="../ui/convert_wizard.cpp" line="339"/>
+        <location filename="../ui/convert_wizard.cpp" line="341"/>
         <source>Source deleted.</source>
         <translation>源文件已删除。</translation>
     </message>
@@ -2745,12 +2749,12 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库站点上没有公开仓库 %1（%3 返回 HTTP %2）</translation>
     </message>
     <message>
-        <location filename="../ui/library_hub.cpp" line="164"/>
+        <location filename="../ui/library_hub.cpp" line="170"/>
         <source>listing %1 failed: HTTP %2 %3</source>
         <translation>列出 %1 失败：HTTP %2 %3</translation>
     </message>
     <message>
-        <location filename="../ui/library_hub.cpp" line="193"/>
+        <location filename="../ui/library_hub.cpp" line="199"/>
         <source>hub listing of %1: %2</source>
         <translation>%1 的仓库列表：%2</translation>
     </message>

@@ -88,6 +88,7 @@ void ConvertWizard::chooseSource(const QString& pathOrUrl) {
     sourceDeletable_ = !o.ollama;
     if (o.ollama) deleteSource_ = false;
     needed_ = o.needed;
+    packBytes_ = o.packBytes;
     denseBytes_ = o.denseBytes;
     expertsBytes_ = o.expertsBytes;
     message_ = o.message;
@@ -107,7 +108,8 @@ void ConvertWizard::chooseSource(const QString& pathOrUrl) {
       }
       o.denseBytes = s.value("dense_bytes", qint64{0});
       o.expertsBytes = s.value("experts_bytes", qint64{0});
-      o.needed = s.value("total_bytes", qint64{0}) + margin;
+      o.packBytes = s.value("total_bytes", qint64{0});
+      o.needed = o.packBytes + margin;
       o.message = QString::fromStdString(pack_plan_summary_text(s));
     } catch (const std::exception& e) {
       o.error = QString::fromUtf8(e.what());

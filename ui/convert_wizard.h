@@ -39,7 +39,11 @@ class ConvertWizard : public QObject {
   Q_PROPERTY(QString source READ source NOTIFY changed)
   Q_PROPERTY(QString outputDir READ outputDir NOTIFY changed)
   Q_PROPERTY(double sourceBytes READ sourceBytes NOTIFY changed)
-  Q_PROPERTY(double neededBytes READ neededBytes NOTIFY changed)  // the pack's files plus the safety margin
+  // The free space the build needs, the safety margin included.
+  Q_PROPERTY(double neededBytes READ neededBytes NOTIFY changed)
+  // The plan's size of the pack's files (pack_plan_summary's total_bytes, as its text says it):
+  // the same number in every step (the Space and Options steps once showed two different ones).
+  Q_PROPERTY(double packBytes READ packBytes NOTIFY changed)
   Q_PROPERTY(double safetyMarginBytes READ safetyMarginBytes NOTIFY changed)
   Q_PROPERTY(double freeBytes READ freeBytes NOTIFY changed)
   Q_PROPERTY(bool fits READ fits NOTIFY changed)
@@ -92,6 +96,7 @@ class ConvertWizard : public QObject {
   QString source() const { return source_; }
   QString outputDir() const { return outputDir_; }
   double sourceBytes() const { return static_cast<double>(sourceBytes_); }
+  double packBytes() const { return static_cast<double>(packBytes_); }
   double neededBytes() const { return static_cast<double>(needed_); }
   double safetyMarginBytes() const { return static_cast<double>(margin_); }
   double freeBytes() const { return static_cast<double>(free_); }
@@ -132,7 +137,7 @@ class ConvertWizard : public QObject {
     bool resumed = false;
     QString message;
     QString error;
-    qint64 sourceBytes = 0, needed = 0, denseBytes = 0, expertsBytes = 0;
+    qint64 sourceBytes = 0, needed = 0, packBytes = 0, denseBytes = 0, expertsBytes = 0;
     QStringList files;
   };
   void onProgress(const QString& phase, qint64 done, qint64 total, double rate, double eta);
@@ -141,7 +146,7 @@ class ConvertWizard : public QObject {
   Step step_ = Source;
   QString source_, outputDir_, phase_, message_, error_;
   QStringList sourceFiles_;
-  qint64 sourceBytes_ = 0, needed_ = 0, free_ = -1, denseBytes_ = 0, expertsBytes_ = 0;
+  qint64 sourceBytes_ = 0, packBytes_ = 0, needed_ = 0, free_ = -1, denseBytes_ = 0, expertsBytes_ = 0;
   qint64 shardNeeded_ = -1;
   bool shardMode_ = false;
   bool deleteSource_ = false;

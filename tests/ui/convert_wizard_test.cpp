@@ -56,6 +56,9 @@ class ConvertWizardTest : public QObject {
     QVERIFY(waitFor(w, ConvertWizard::Space));
     QCOMPARE(w.sourceBytes(), kQwenBytes);
     QVERIFY(w.neededBytes() > 0);
+    // The pack's size is one number in every step (Space and Options once showed two).
+    const double packBytes = w.packBytes();
+    QVERIFY(packBytes > 0 && packBytes <= w.neededBytes());
     // A chosen folder (a file dialog's URL, a trailing slash) gets the pack's own folder.
     QCOMPARE(w.packFolderIn(QUrl::fromLocalFile(tmp_.path()).toString() + QStringLiteral("/")),
              tmp_.filePath(QStringLiteral("qwen-pack")));
@@ -63,6 +66,7 @@ class ConvertWizardTest : public QObject {
     QCOMPARE(w.step(), ConvertWizard::Options);
     QVERIFY(w.fits());
     QVERIFY(w.freeBytes() >= w.neededBytes());
+    QCOMPARE(w.packBytes(), packBytes);
 
     // The conversion's bar, then the verify's own: each monotonic, each ending at its total.
     struct Seen {
@@ -97,6 +101,10 @@ class ConvertWizardTest : public QObject {
     // Independently of the wizard: the pack opens and passes the full verify.
     const moepack::VerifyResult v = moepack::verify_pack(w.packDir().toStdString(), {.full = true, .progress = {}});
     QVERIFY2(v.ok, v.message.c_str());
+    // ... and the size said before is the size of its files.
+    QCOMPARE(w.packBytes(),
+             static_cast<double>(QFileInfo(w.packDir() + QStringLiteral("/experts.bin")).size() +
+                                 QFileInfo(w.packDir() + QStringLiteral("/dense.gguf")).size()));
 
     // Deleting the source needs the explicit confirmation.
     QCOMPARE(w.bytesFreedBySource(), kQwenBytes);

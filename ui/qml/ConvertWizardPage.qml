@@ -11,11 +11,12 @@ Pane {
     property string initialSource: ""
     property ConvertWizard wizard: ConvertWizard {}
     signal chatNow(string packDir)
+    // Two decimals, as the plan below writes sizes ("21.59 MiB"): the same number reads the same.
     function bytes(b) {
         const units = ["B", "KiB", "MiB", "GiB", "TiB"]
         let i = 0
         while (b >= 1024 && i < units.length - 1) { b /= 1024; ++i }
-        return b.toFixed(i > 0 ? 1 : 0) + " " + units[i]
+        return b.toFixed(i > 0 ? 2 : 0) + " " + units[i]
     }
     onInitialSourceChanged: if (initialSource.length > 0) wizard.chooseSource(initialSource)
 
@@ -48,9 +49,13 @@ Pane {
             visible: page.wizard.step >= ConvertWizard.Space
             Layout.fillWidth: true
             wrapMode: Text.Wrap
-            text: qsTr("The pack needs %1 (its files, %2, and a safety margin of %3).")
+            // The pack's size is the plan's, the same in every step; the free space the build
+            // needs is the builder's count for the chosen folder (its manifest, what is already
+            // there), so the two are not added up here.
+            objectName: "convertSpaceText"
+            text: qsTr("The pack's files take %1. The build needs %2 free, a safety margin of %3 included.")
+                  .arg(page.bytes(page.wizard.packBytes))
                   .arg(page.bytes(page.wizard.neededBytes))
-                  .arg(page.bytes(Math.max(page.wizard.neededBytes - page.wizard.safetyMarginBytes, 0)))
                   .arg(page.bytes(page.wizard.safetyMarginBytes)) + " "
                   + (page.wizard.outputDir.length > 0 && page.wizard.freeBytes >= 0
                      ? qsTr("%1 is free in %2.").arg(page.bytes(page.wizard.freeBytes)).arg(page.wizard.outputDir)
