@@ -2619,6 +2619,11 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../ui/library_hub.cpp" line="166"/>
+        <source>could not reach %1: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../ui/library_hub.cpp" line="170"/>
         <source>listing %1 failed: HTTP %2 %3</source>
         <translation type="unfinished"></translation>

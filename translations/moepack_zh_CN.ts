@@ -2749,6 +2749,11 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>仓库站点上没有公开仓库 %1（%3 返回 HTTP %2）</translation>
     </message>
     <message>
+        <location filename="../ui/library_hub.cpp" line="166"/>
+        <source>could not reach %1: %2</source>
+        <translation>无法连接 %1：%2</translation>
+    </message>
+    <message>
         <location filename="../ui/library_hub.cpp" line="170"/>
         <source>listing %1 failed: HTTP %2 %3</source>
         <translation>列出 %1 失败：HTTP %2 %3</translation>

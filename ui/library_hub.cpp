@@ -160,6 +160,12 @@ void HubLister::fetch(const QUrl& url, const std::function<void(const QByteArray
                       .arg(url.toDisplayString()));
       return;
     }
+    // No HTTP status: the hub was not reached (name lookup, refused, timed out); "HTTP 0" said
+    // nothing to a user.
+    if (status == 0 && reply->error() != QNetworkReply::NoError) {
+      emit failed(tr("could not reach %1: %2").arg(url.host(), reply->errorString()));
+      return;
+    }
     if (reply->error() != QNetworkReply::NoError || status != 200) {
       emit failed(tr("listing %1 failed: HTTP %2 %3").arg(url.toDisplayString()).arg(status).arg(reply->errorString()));
       return;

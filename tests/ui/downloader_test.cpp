@@ -3,21 +3,23 @@
 // Downloader only as its extra CA; without it the download must fail verification. Each case
 // drives one fault of the server (see the script's modes) and checks the file on disk against
 // the content the test wrote and its SHA-256 computed here.
+#include "ui/downloader.h"
+
 #include <QAbstractItemModelTester>
 #include <QCryptographicHash>
-#include <QJsonDocument>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QJsonObject>
 #include <QNetworkAccessManager>
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QSignalSpy>
+#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "ui/app_database.h"
 #include "ui/convert_wizard.h"
-#include "ui/downloader.h"
 #include "ui/downloads_view_model.h"
 #include "ui/library_download_store.h"
 #include "ui/library_hub.h"
@@ -488,6 +490,29 @@ class DownloaderTest : public QObject {
     QCOMPARE(
         vm.downloads()->data(vm.downloads()->index(0), moepack::ui::DownloadListModel::StateRole).toString(),
         QStringLiteral("failed"));
+  }
+
+  // A hub that cannot be reached (nothing listens on its port) is said so, by name, without a
+  // meaningless "HTTP 0".
+  void anUnreachableHubIsSaidSo() {
+    quint16 port = 0;
+    {
+      QTcpServer probe;
+      QVERIFY(probe.listen(QHostAddress::LocalHost));
+      port = probe.serverPort();
+    }  // closed: connections to the port are refused
+    moepack::ui::DownloadsViewModel vm;
+    vm.setModelsFolder(dest());
+    vm.setCaBundlePath(certs_ + QStringLiteral("/ca.pem"));
+    vm.setHubBaseUrl(QStringLiteral("https://127.0.0.1:%1/hub").arg(port));
+    QSignalSpy errors(&vm, &moepack::ui::DownloadsViewModel::errorOccurred);
+    vm.add(QStringLiteral("owner/repo"), QStringLiteral("a.bin"), QString(), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(errors.size(), 1, 10000);
+    const QString error = errors.front().front().toString();
+    QVERIFY2(error.contains(QStringLiteral("could not reach 127.0.0.1: ")) &&
+                 !error.contains(QStringLiteral("HTTP 0")),
+             qPrintable(error));
+    QCOMPARE(vm.downloads()->rowCount(), 0);
   }
 
   void namesCannotEscapeTheModelsFolder() {
