@@ -728,10 +728,7 @@ void Builder::refuse_unsafe_outputs() {
     const std::string r = output_refusal(dir_ + "/" + name, sources_, present_);
     if (!r.empty()) why += (why.empty() ? "" : "; ") + r;
   }
-  if (!why.empty()) {
-    throw Error("refusing to build into " + dir_ + ": " + why +
-                ". Nothing was written; choose another output directory (or move the file away)");
-  }
+  if (!why.empty()) throw PackOutputUnsafe(dir_, why);
 }
 
 void Builder::preflight() {

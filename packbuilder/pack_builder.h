@@ -223,6 +223,26 @@ class PackDirBuildingOther : public Error {
       : Error(dir + " holds an interrupted build of another source") {}
 };
 
+// An output path of the build (dense.gguf, experts.bin, the manifest, the state file, their
+// temporary files, the probes) is the source itself or one of its shards (the same file), or a
+// symbolic link: the build would overwrite the source or write through the link. Found by the
+// pre-flight before the first write; nothing was written. reasons(): each such path and why,
+// without the CLI's advice (the studio gives its own).
+class PackOutputUnsafe : public Error {
+ public:
+  PackOutputUnsafe(std::string dir, std::string reasons)
+      : Error("refusing to build into " + dir + ": " + reasons +
+              ". Nothing was written; choose another output directory (or move the file away)"),
+        dir_(std::move(dir)),
+        reasons_(std::move(reasons)) {}
+  const std::string& dir() const { return dir_; }
+  const std::string& reasons() const { return reasons_; }
+
+ private:
+  std::string dir_;
+  std::string reasons_;
+};
+
 // Another build is writing the output directory right now (it holds the directory's flock).
 // Nothing was written.
 class PackDirBusy : public Error {
@@ -233,7 +253,8 @@ class PackDirBusy : public Error {
 };
 
 // Throws Error (with the file and the reason) on any failure; BuildCancelled when cancelled;
-// PackDirOccupied (above) for a directory holding another finished pack; PackDirBusy while
+// PackDirOccupied (above) for a directory holding another finished pack; PackOutputUnsafe when
+// an output path is the source or a symbolic link; PackDirBusy while
 // another build writes the directory. A finished pack of the same source whose data files are
 // missing or of another size is built again. The build holds an exclusive flock() on the
 // output directory from before its first write to its end.

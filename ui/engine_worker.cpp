@@ -152,6 +152,11 @@ QString EngineWorker::convertToPack(quint64 seq, const QString& gguf, const Engi
       // Another source's interrupted build keeps its folder (its progress may be hours).
       if (k == 99)
         throw Error(std::string(e.what()) + "; so do the names before it: choose another packs folder");
+    } catch (const PackOutputUnsafe& e) {
+      // The CLI's advice (another output directory) is the packs folder here.
+      throw Error(
+          "refusing to build into " + e.dir() + ": " + e.reasons() +
+          ". Nothing was written; choose another Expert Pack folder in the Settings (or move the file away)");
     } catch (const PackDirOccupied& e) {
       // The CLI's advice (--overwrite) is no choice here.
       const std::string remove =

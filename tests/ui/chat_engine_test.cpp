@@ -264,6 +264,22 @@ class ChatEngineTest : public QObject {
              qPrintable(e.error()));
     QVERIFY(QFileInfo::exists(dir_.filePath(QStringLiteral("packs3/tiny-q4/manifest.json"))));
 
+    // A model kept where its own pack would go (the packs folder's <name>/dense.gguf) is refused
+    // before anything is written, in the studio's words (no CLI output directory to choose).
+    QVERIFY(QDir().mkpath(dir_.filePath(QStringLiteral("packs5/dense"))));
+    const QString inPlace = dir_.filePath(QStringLiteral("packs5/dense/dense.gguf"));
+    QVERIFY(QFile::copy(kDemo, inPlace));
+    const qint64 size = QFileInfo(inPlace).size();
+    EngineController g(&open_session_engine, dir_.filePath(QStringLiteral("packs5")));
+    g.load(inPlace, true);
+    QTRY_VERIFY_WITH_TIMEOUT(g.state() != EngineController::Loading, 60000);
+    QCOMPARE(g.state(), EngineController::Failed);
+    QVERIFY2(g.error().contains(QStringLiteral("dense.gguf is the source model itself")) &&
+                 g.error().contains(QStringLiteral("Expert Pack folder in the Settings")) &&
+                 !g.error().contains(QStringLiteral("output directory")),
+             qPrintable(g.error()));
+    QCOMPARE(QFileInfo(inPlace).size(), size);
+
     QFile fake(dir_.filePath(QStringLiteral("fake.gguf")));
     QVERIFY(fake.open(QIODevice::WriteOnly));
     fake.write("PK\x03\x04 not a model");
