@@ -60,7 +60,7 @@ std::string fs_type_name(const std::string& dir) {
 }
 
 int probe_direct_io(const std::string& dir) {
-  const std::string p = dir + "/.moepack-direct-io-probe";
+  const std::string p = dir + "/" + kDirectIoProbeName;
   const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int e = errno;
@@ -134,7 +134,7 @@ void pread_all(int fd, void* buf, size_t n, uint64_t offset, const std::string& 
 
 void write_file_atomic(const std::string& dir, const std::string& name, const std::string& content,
                        void (*before_rename)(void*), void* ctx) {
-  const std::string tmp = dir + "/" + name + ".tmp";
+  const std::string tmp = dir + "/" + atomic_temp_name(name);
   const std::string dst = dir + "/" + name;
   struct stat st {};
   if (::stat(dst.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {

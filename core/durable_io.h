@@ -23,6 +23,8 @@ std::string fs_type_name(const std::string& dir);
 // Creates a probe file in `dir`, writes 4096 aligned bytes through O_DIRECT, removes it.
 // Returns 0 on success or the errno of the failing step (EINVAL: no O_DIRECT support).
 int probe_direct_io(const std::string& dir);
+// The file probe_direct_io() creates (and removes) in `dir`.
+inline constexpr const char* kDirectIoProbeName = ".moepack-direct-io-probe";
 
 // Creates `dir` and its parents (mode 0755). Throws IoError.
 void make_dirs(const std::string& dir);
@@ -31,6 +33,8 @@ void fsync_fd(int fd, const std::string& path);
 // Writes all n bytes at `offset`, retrying short writes and EINTR. Throws IoError.
 void pwrite_all(int fd, const void* buf, size_t n, uint64_t offset, const std::string& path);
 void pread_all(int fd, void* buf, size_t n, uint64_t offset, const std::string& path);
+// The temporary file write_file_atomic() writes beside dir/name: name + ".tmp".
+inline std::string atomic_temp_name(const std::string& name) { return name + ".tmp"; }
 // Writes `content` to dir/name durably and atomically: dir/name.tmp, fsync, rename, fsync(dir).
 // `before_rename` (may be empty) runs after the temp file is durable (fault injection).
 void write_file_atomic(const std::string& dir, const std::string& name, const std::string& content,

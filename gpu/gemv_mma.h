@@ -68,6 +68,10 @@ void set_gemv_tensor_cores(GgmlType type, bool on);
 // pass): on by default.
 constexpr bool kGemvQ5kTensorCoresDefault = true;
 
+// A kernel's dynamic shared memory above 48 KiB, opted in once per device and kernel (raised
+// when a launch needs more than before); the tensor cores' prefill (kernels_gemv.cu) takes it too.
+void allow_dynamic_smem(const void* kernel, size_t bytes);
+
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.
 void gemv_mma(const GemvBatch& b, cudaStream_t s);

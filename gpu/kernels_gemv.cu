@@ -809,9 +809,6 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(bf.x), "r"(bf.y));
 }
 
-// B fragments in shared memory: xs[chunk][2 pair + half][16 words] (gemm_mma_layout.h).
-__device__ __forceinline__ int xs_word(int row, int w, int t) { return gemm_xs_word(row, w, t); }
-
 template <GgmlType T, bool TILED>
 __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) {
   using PU = PrefillUnit<T>;
@@ -951,8 +948,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) 
       for (int j = 0; j < 4; ++j) {
         // natural word nw at (w, tt, i): gemm_b_natural_word's inverse
         const int nw = 4 * l + j, w = nw >> 3, i = (nw >> 2) & 1, tt = nw & 3;
-        rc[xs_word(2 * p, w, tt) + i] = hi[j];
-        rc[xs_word(2 * p + 1, w, tt) + i] = lo[j];
+        rc[gemm_xs_word(2 * p, w, tt) + i] = hi[j];
+        rc[gemm_xs_word(2 * p + 1, w, tt) + i] = lo[j];
       }
     }
     __syncwarp();  // every lane is done with raw (the previous unit)
@@ -1001,8 +998,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) 
 #pragma unroll
           for (int q = 0; q < kMmaPairs / 4; ++q) {
             if (4 * q < nt) {
-              const uint2 b0 = *reinterpret_cast<const uint2*>(rh + xs_word(8 * q + g, 0, t));
-              const uint2 b1 = *reinterpret_cast<const uint2*>(rh + xs_word(8 * q + g, 1, t));
+              const uint2 b0 = *reinterpret_cast<const uint2*>(rh + gemm_xs_word(8 * q + g, 0, t));
+              const uint2 b1 = *reinterpret_cast<const uint2*>(rh + gemm_xs_word(8 * q + g, 1, t));
               float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
               mma_f16(d, ah[0], b0);
               mma_f16(d, al[0], b0);
@@ -1142,17 +1139,6 @@ struct GemvLaunch {
       }
     }
   }
-  // A kernel's dynamic shared memory above 48 KiB, allowed once per instantiation and device
-  // (cudaFuncSetAttribute applies to the current device).
-  template <class K>
-  static void allow_smem(K* kernel, int bytes) {
-    static thread_local int done_for = -1;  // the device it was done for (one static per K)
-    int dev = 0;
-    MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev == done_for) return;
-    MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    done_for = dev;
-  }
   // The tensor-core prefill where it is switched on (set_gemv_prefill_mma) and no other switch asks
   // for the F32 kernels (the benchmark's comparisons of their variants, or the tensor cores off:
   // variant -1).
@@ -1170,13 +1156,13 @@ struct GemvLaunch {
                     static_cast<unsigned>((pairs + kMmaPairs - 1) / kMmaPairs));
     if (b.w_tiled) {
       if constexpr (tiled_unit_bytes(T) > 0) {
-        allow_smem(gemm_mma_kernel<T, true>, PU::kSmemBytes);
+        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true>), PU::kSmemBytes);
         gemm_mma_kernel<T, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b);
       } else {
         throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
       }
     } else {
-      allow_smem(gemm_mma_kernel<T, false>, PU::kSmemBytes);
+      detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false>), PU::kSmemBytes);
       gemm_mma_kernel<T, false><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b);
     }
   }

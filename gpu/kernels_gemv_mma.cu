@@ -3568,6 +3568,8 @@ void launch_repack(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1, u
 
 }  // namespace
 
+void allow_dynamic_smem(const void* kernel, size_t bytes) { allow_smem(kernel, bytes); }
+
 // Q3_K's and Q6_K's tiled launches (set_gemv_tiled_layout).
 std::atomic<bool> g_q3k_tiled{kGemvQ3kTiledDefault}, g_q6k_tiled{kGemvQ6kTiledDefault};
 

@@ -286,14 +286,10 @@ uint64_t device_of(const std::string& path) {
 // (probe_direct_io() in core/durable_io.cpp, query_dio_alignment() below).
 constexpr const char* kDioAlignProbeName = ".moepack-dioalign-probe";
 std::vector<std::string> output_names() {
-  return {kPackDenseName,
-          kPackExpertsName,
-          kPackManifestName,
-          std::string(kPackManifestName) + ".tmp",
-          kStateName,
-          std::string(kStateName) + ".tmp",
-          ".moepack-direct-io-probe",
-          kDioAlignProbeName};
+  return {kPackDenseName,     kPackExpertsName,
+          kPackManifestName,  atomic_temp_name(kPackManifestName),
+          kStateName,         atomic_temp_name(kStateName),
+          kDirectIoProbeName, kDioAlignProbeName};
 }
 
 // Why the build must not write `path` ("" when it may): a symbolic link (opening it for writing
