@@ -90,7 +90,9 @@ std::function<int()> add_chat(CLI::App& app) {
   add_sampling_options(sub, opt->gen.sampling);
   // One value an occurrence, so `--stop X MODEL` does not take MODEL as a second stop string.
   sub->add_option("--stop", opt->gen.stop, "Stop an answer when it contains this text (repeatable)")
-      ->allow_extra_args(false);
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);  // help shows `TEXT`, not `TEXT ...`
   add_engine_options(sub, opt->engine);
 
   return [opt]() {

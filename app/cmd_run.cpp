@@ -109,7 +109,9 @@ std::function<int()> add_run(CLI::App& app) {
   // One value an occurrence, so `--stop X MODEL` does not take MODEL as a second stop string.
   sub->add_option("--stop", opt->gen.stop,
                   "Stop when the completion contains this text (repeatable; not printed)")
-      ->allow_extra_args(false);
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);  // help shows `TEXT`, not `TEXT ...`
   sub->add_flag("--ignore-eos", opt->gen.ignore_eos, "Keep generating past end-of-generation tokens");
   sub->add_flag("--json", opt->json, "Print one JSON object at the end instead of streaming text");
   sub->add_option("--logits-out", opt->logits_out,

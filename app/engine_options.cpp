@@ -15,7 +15,9 @@ void add_engine_options(CLI::App* sub, EngineOptions& o) {
   // One key=value an occurrence (`--set k=v MODEL` leaves MODEL the positional argument).
   sub->add_option("--set", o.sets,
                   "Engine setting key=value (repeatable; e.g. cache_vram_mib=2048, n_ctx=2048, threads=4)")
-      ->allow_extra_args(false);
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);  // help shows `TEXT`, not `TEXT ...`
   sub->add_option("--backend", o.backend, "Compute backend: cpu, cuda or auto (default: the settings', auto)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
 }

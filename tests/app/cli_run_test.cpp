@@ -488,6 +488,19 @@ TEST(CliRun, OptionsBeforeTheModelLeaveItTheModel) {
                   "--ignore-eos", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["tokens"].size(), 2u) << r.out;
+  // Repeated occurrences all count: the second stop string ends the run at once.
+  r = run({"run", "--stop", "zzz-never", "--stop", "e", kDemo.string(), "-p", "The", "-n", "40",
+           "--temperature", "0", "--ignore-eos", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["stop_reason"], "stop") << r.out;
+  // The help names one value an occurrence (CLI11 writes `TEXT ...` for options that take many).
+  for (const char* cmd : {"run", "chat"}) {
+    r = run({cmd, "--help"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("--stop TEXT "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--set TEXT "), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("TEXT ..."), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace
