@@ -111,6 +111,8 @@ bool engine_supports_arch(const std::string& arch) {
   return arch == "deepseek2" || arch == "qwen3moe" || arch == "llama" || arch == "deepseek4" || arch == "kimi-linear";
 }
 
+const char* engine_supported_archs() { return "deepseek2, qwen3moe, llama, deepseek4, kimi-linear"; }
+
 ModelConfig read_model_config(const GgufFile& g) {
   ModelConfig c;
   const auto arch = g.get_string("general.architecture");
@@ -122,7 +124,7 @@ ModelConfig read_model_config(const GgufFile& g) {
   }
   if (!engine_supports_arch(c.arch)) {
     throw Error(g.path() + ": architecture '" + c.arch +
-                "' is not supported by the engine (supported: deepseek2, qwen3moe, llama, deepseek4, kimi-linear)");
+                "' is not supported by the engine (supported: " + engine_supported_archs() + ")");
   }
   c.name = g.get_string("general.name").value_or("");
   Reader r{g, c.arch};

@@ -109,5 +109,7 @@ ModelConfig read_model_config(const GgufFile& gguf);
 
 // Architectures the engine runs.
 bool engine_supports_arch(const std::string& arch);
+// Their names for messages: "deepseek2, qwen3moe, llama, deepseek4, kimi-linear".
+const char* engine_supported_archs();
 
 }  // namespace moepack

@@ -22,11 +22,12 @@
 #include <thread>
 
 #include "core/build_stamp.h"
+#include "core/durable_io.h"
 #include "core/expert_pack.h"
 #include "core/gguf_model.h"
+#include "core/model_config.h"
 #include "core/pack_manifest.h"
 #include "core/pack_verify.h"
-#include "core/durable_io.h"
 #include "core/sha256.h"
 #include "packbuilder/dense_gguf.h"
 #include "packbuilder/pack_plan.h"
@@ -531,6 +532,17 @@ class Builder {
 
 void Builder::plan_from_model() {
   model_ = GgufModel::open(o_.source);
+  // A pack of a model the engine cannot run would cost the whole copy and then be refused by
+  // every run: refused here, before the first byte is written.
+  const GgufFile& first = model_->shards().front();
+  const std::optional<std::string> arch = first.get_string("general.architecture");
+  if (arch && !engine_supports_arch(*arch)) {
+    const GgufKv* kv = first.find("general.architecture");
+    throw FormatError(first.path(), "general.architecture", kv ? kv->value_offset : 0,
+                      "architecture '" + *arch +
+                          "' is not supported by the engine (supported: " + engine_supported_archs() +
+                          "), so a pack of it could not be run; nothing was written");
+  }
   plan_ = plan_pack(*model_);
   for (const GgufFile& f : model_->shards()) {
     // Absolute paths (a relative one prefixed with the working directory, an absolute one kept

@@ -562,10 +562,11 @@ struct TinyMoe {
   bool duplicate_tensor = false;
   bool legacy = false;            // per-expert tensors blk.N.ffn_<role>.<E>.weight
   uint64_t legacy_bad_width = 0;  // expert 2 of block 0's gate gets this width
+  std::string arch = "qwen3moe";  // general.architecture (the keys stay qwen3moe's)
 
   std::vector<uint8_t> bytes() const {
     GgufWriter w;
-    w.kv("general.architecture", tv::str("qwen3moe"));
+    w.kv("general.architecture", tv::str(arch));
     w.kv("general.name", tv::str("not UTF-8: \xff\xfe"));  // must not break the JSON manifest
     w.kv("qwen3moe.block_count", tv::u32(2));
     w.kv("qwen3moe.embedding_length", tv::u32(64));
@@ -625,6 +626,21 @@ TEST(PackBuildBadInput, ValidSyntheticAndLegacyLayoutsBuild) {
       EXPECT_EQ(blk[16384], 35);
     }
   }
+}
+
+// A MoE of an architecture the engine does not run (gpt-oss's expert tensors have the same
+// names) is refused before anything is written: its pack could never be run.
+TEST(PackBuildBadInput, ArchitectureTheEngineDoesNotRun) {
+  TempDir tmp("moepack-pack");
+  TinyMoe m;
+  m.arch = "gpt-oss";
+  test::write_file(tmp.file("m.gguf"), m.bytes());
+  // The value's byte: magic 4 + version 4 + tensor count 8 + kv count 8, the key's length 8 and
+  // its 20 bytes, the value's type 4 (GGUF v3, docs/ggml/gguf.md).
+  expect_error(opts(tmp.file("m.gguf"), tmp.file("p")),
+               {"m.gguf", "general.architecture at byte 56",
+                "architecture 'gpt-oss' is not supported by the engine", "nothing was written"});
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("p") + "/" + kPackExpertsName));
 }
 
 TEST(PackBuildBadInput, MissingRole) {
