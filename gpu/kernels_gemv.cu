@@ -30,6 +30,7 @@
 // as well.
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <string>
 
 #include "core/error.h"
@@ -45,9 +46,12 @@ namespace {
 
 constexpr int kWarps = 4;  // rows per block
 constexpr int kPrefillPairs = 8;
-// Which groups of an expert launch gemv_kernel computes (grp_off): all, all but those of one pair,
-// or only those.
-constexpr int kSinglesAll = 0, kSinglesSkip = 1, kSinglesOnly = 2;
+// Which groups of an expert launch gemv_kernel computes (grp_off): those of lo to hi pairs (all,
+// all but those of one pair, only those, or those below the tensor-core prefill's minimum).
+struct GroupSizes {
+  int lo, hi;
+};
+constexpr GroupSizes kSinglesAll{1, INT_MAX}, kSinglesSkip{2, INT_MAX}, kSinglesOnly{1, 1};
 
 // A tile is 32 * kLaneChunks chunks of a row, at least ~1 KiB of weights so that a warp keeps
 // enough bytes in flight (Q2_K: 4 chunks per lane, Q4_K: 2, Q8_0: 1); the per-warp staging
@@ -452,7 +456,7 @@ __host__ __device__ constexpr int gemv_block_warps() {
 template <GgmlType T, int P, int R, bool TILED = false, bool BYTEWISE = false, bool X_GLOBAL = false>
 __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() * 32,
                                   P == 1 ? (TILED ? 3 : Tile<T>::kDecodeBlocks) : 1)
-    gemv_kernel(GemvBatch b, int singles) {
+    gemv_kernel(GemvBatch b, GroupSizes sizes) {
   static_assert(R == 1 || P == 1, "several rows per warp only for one pair per group");
   static_assert(!TILED || tiled_unit_bytes(T) > 0,
                 "the tiled layout covers Q4_K, Q5_K, Q6_K, Q3_K, Q2_K and MXFP4");
@@ -481,9 +485,9 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
   if (b.grp_off) {
     j0 = b.grp_off[g];
     j1 = b.grp_off[g + 1];
-    // kSinglesSkip: groups of one pair are the tensor-core decode path's (gemv_mma.h);
-    // kSinglesOnly: the others are the tensor-core prefill's (gemm_mma_kernel)
-    if ((singles == kSinglesSkip && j1 - j0 == 1) || (singles == kSinglesOnly && j1 - j0 != 1)) return;
+    // Groups of one pair may be the tensor-core decode path's (gemv_mma.h), groups of at least
+    // the minimum the tensor-core prefill's (gemm_mma_kernel).
+    if (j1 - j0 < sizes.lo || j1 - j0 > sizes.hi) return;
   }
   j0 += static_cast<int>(blockIdx.z) * P;
   if (j0 >= j1) return;  // the same for the whole block
@@ -713,9 +717,10 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
 }
 
 // ---------------------------------------------------------------------------------------------
-// Prefill on the tensor cores (forty-third session, built without a GPU machine: off by default
-// until it has run, gpu/kernels.h set_gemv_prefill_mma): groups of at least two pairs of the block
-// types (every type but F32, F16 and BF16).
+// Prefill on the tensor cores (forty-third session, built without a GPU machine; first run and on
+// by default since the forty-fourth, gpu/kernels.h set_gemv_prefill_mma): groups of at least
+// gemv_prefill_mma_min_pairs() pairs (2 by default) of the block types (every type but F32, F16
+// and BF16).
 //
 // A block owns 64 rows (4 warps of 16: the m16 tile of mma.m16n8k16) and kMmaPairs pairs of one
 // group, and walks the rows in units of 256 elements (a K-quant super-block; eight 32-element
@@ -810,7 +815,7 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
 }
 
 template <GgmlType T, bool TILED>
-__global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) {
+__global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b, int min_pairs) {
   using PU = PrefillUnit<T>;
   using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
   constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's tiled blocks staged padded (tile_chunk)
@@ -830,7 +835,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b) 
   if (b.grp_off) {
     j0 = b.grp_off[grp];
     j1 = b.grp_off[grp + 1];
-    if (j1 - j0 < 2) return;  // single pairs: the decode paths (gemv_mma.h's rule)
+    // Smaller groups: the decode paths (single pairs, gemv_mma.h's rule) or the F32 kernels.
+    if (j1 - j0 < min_pairs) return;
   }
   j0 += static_cast<int>(blockIdx.z) * kMmaPairs;
   if (j0 >= j1) return;  // the same for the whole block
@@ -1049,6 +1055,7 @@ constexpr bool kBytewiseComparable = T == GgmlType::Q3_K || T == GgmlType::Q5_K 
 std::atomic<bool> g_bytewise{false};
 std::atomic<bool> g_prefill_x_global{false};
 std::atomic<bool> g_prefill_mma{detail::kGemvPrefillMmaDefault};
+std::atomic<int> g_prefill_mma_min_pairs{0};  // 0: kGemvPrefillMmaMinPairsDefault
 
 struct GemvLaunch {
   const GemvBatch& b;
@@ -1057,37 +1064,37 @@ struct GemvLaunch {
   // other type).
   // grid.x: blocks of the variant's gemv_block_warps rows (R a warp) over ne1.
   template <GgmlType T, int P, int R, bool TILED, bool BYTEWISE, bool X_GLOBAL>
-  void go(dim3 grid, int singles) const {
+  void go(dim3 grid, GroupSizes sizes) const {
     constexpr int nw = gemv_block_warps<T, P, R, TILED, X_GLOBAL>();
     grid.x = static_cast<unsigned>((b.ne1 + nw * R - 1) / (nw * R));
-    gemv_kernel<T, P, R, TILED, BYTEWISE, X_GLOBAL><<<grid, nw * 32, 0, s>>>(b, singles);
+    gemv_kernel<T, P, R, TILED, BYTEWISE, X_GLOBAL><<<grid, nw * 32, 0, s>>>(b, sizes);
   }
   // The benchmark's switches: at prefill set_gemv_prefill_x_global wins over
   // set_gemv_bytewise_dequant (never both in one comparison).
   template <GgmlType T, int P, int R>
-  void f32(dim3 grid, int singles) const {
+  void f32(dim3 grid, GroupSizes sizes) const {
     if constexpr (P != 1) {
       if (g_prefill_x_global.load(std::memory_order_relaxed)) {
         if (!b.w_tiled) {
-          go<T, P, R, false, false, true>(grid, singles);
+          go<T, P, R, false, false, true>(grid, sizes);
           return;
         }
         if constexpr (tiled_unit_bytes(T) > 0) {
-          go<T, P, R, true, false, true>(grid, singles);
+          go<T, P, R, true, false, true>(grid, sizes);
           return;
         }
       }
     }
     if constexpr (kBytewiseComparable<T>) {
       if (!b.w_tiled && g_bytewise.load(std::memory_order_relaxed)) {
-        go<T, P, R, false, true, false>(grid, singles);
+        go<T, P, R, false, true, false>(grid, sizes);
         return;
       }
     }
     if (!b.w_tiled) {
-      go<T, P, R, false, false, false>(grid, singles);
+      go<T, P, R, false, false, false>(grid, sizes);
     } else if constexpr (tiled_unit_bytes(T) > 0) {
-      go<T, P, R, true, false, false>(grid, singles);
+      go<T, P, R, true, false, false>(grid, sizes);
     } else {
       throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
     }
@@ -1115,12 +1122,20 @@ struct GemvLaunch {
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
       const dim3 grid(0, static_cast<unsigned>(b.n_groups), tiles);
       if constexpr (BlockOf<T>::kElems > 1) {
-        if (prefill_mma()) {
-          // Groups of two or more pairs on the tensor cores; those of one pair (expert launches)
-          // where a launch of that group alone would compute them.
-          gemm_mma<T>();
+        // Groups of at least m pairs on the tensor cores (the rule depends on the group alone);
+        // those of 2 .. m - 1 pairs in the F32 kernels, and those of one pair (expert launches)
+        // where a launch of that group alone would compute them.
+        const int m = detail::gemv_prefill_mma_min_pairs();
+        if (prefill_mma() && pairs >= m) {
+          gemm_mma<T>(m);
           if (b.grp_off) {
             MOEPACK_CUDA_CHECK(cudaGetLastError());
+            if (m > 2) {  // pair tiles enough for m - 1 pairs
+              f32<T, kPrefillPairs, 1>(dim3(0, static_cast<unsigned>(b.n_groups),
+                                            static_cast<unsigned>((m - 2) / kPrefillPairs + 1)),
+                                       GroupSizes{2, m - 1});
+              MOEPACK_CUDA_CHECK(cudaGetLastError());
+            }
             if (mma) {
               detail::gemv_mma(b, s);
             } else {
@@ -1148,7 +1163,7 @@ struct GemvLaunch {
            !g_bytewise.load(std::memory_order_relaxed) && !detail::gemv_mma_off();
   }
   template <GgmlType T>
-  void gemm_mma() const {
+  void gemm_mma(int min_pairs) const {
     using PU = PrefillUnit<T>;
     const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
     const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP)),
@@ -1157,13 +1172,13 @@ struct GemvLaunch {
     if (b.w_tiled) {
       if constexpr (tiled_unit_bytes(T) > 0) {
         detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true>), PU::kSmemBytes);
-        gemm_mma_kernel<T, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b);
+        gemm_mma_kernel<T, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
       } else {
         throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
       }
     } else {
       detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false>), PU::kSmemBytes);
-      gemm_mma_kernel<T, false><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b);
+      gemm_mma_kernel<T, false><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
     }
   }
 };
@@ -1228,6 +1243,11 @@ namespace detail {
 void set_gemv_bytewise_dequant(bool on) { g_bytewise.store(on, std::memory_order_relaxed); }
 void set_gemv_prefill_x_global(bool on) { g_prefill_x_global.store(on, std::memory_order_relaxed); }
 void set_gemv_prefill_mma(bool on) { g_prefill_mma.store(on, std::memory_order_relaxed); }
+void set_gemv_prefill_mma_min_pairs(int m) { g_prefill_mma_min_pairs.store(m, std::memory_order_relaxed); }
+int gemv_prefill_mma_min_pairs() {
+  const int m = g_prefill_mma_min_pairs.load(std::memory_order_relaxed);
+  return m >= 2 ? m : kGemvPrefillMmaMinPairsDefault;
+}
 }  // namespace detail
 
 uint64_t gemv_tiled_launches() { return g_tiled_launches.load(std::memory_order_relaxed); }

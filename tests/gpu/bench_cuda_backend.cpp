@@ -38,11 +38,14 @@
 //             a dense matrix of 128 tokens ("multiply_adds_per_s");
 //             --f32-only: these two sections and, for the model and every --graph-model, the
 //             engine's prefill and decode with x staged and not ("prefill_x_staged_of");
-//   "gemv_prefill_mma" (--prefill-mma-only): prefill launches in the F32 kernels (the default)
-//             and on the tensor cores ("prefill_mma", forty-third session) side by side,
-//             8 block types, expert launches of 8 to 64 pairs an expert and a dense matrix of 128
-//             and 512 tokens; "engine"/"prefill_mma_of": the engine's prefill and decode both
-//             ways for the model and every --graph-model;
+//   "gemv_prefill_mma" (--prefill-mma-only): prefill launches in the F32 kernels and on the
+//             tensor cores ("prefill_mma", forty-third session; every group of two or more pairs)
+//             side by side, 8 block types, expert launches of 2 to 64 pairs an expert and a dense
+//             matrix of 128 and 512 tokens; "engine"/"prefill_mma_of" (and "_short_of", 32
+//             tokens): the engine's prefill and decode both ways for the model and every
+//             --graph-model; "prefill_mma_min8_of" (and "_short_of"): groups of 2 to 7 pairs
+//             in the F32 kernels (on, set_gemv_prefill_mma_min_pairs(8)) or on the tensor cores
+//             (off, the default minimum of 2);
 //   "q3k_depth" (--q3k-depth-only): Q3_K's tiled expert launches at depth 1 and 2, alternating
 //             (bench_q3k_depth), 8 experts of 2048 to 4096 rows (steps of 512) of 1536, 2048 and
 //             3072 elements: launches of 8 x 2048 to 8 x 4096 rows with rows under 16 units,
@@ -897,11 +900,16 @@ nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
 // experts of 2048 x 4096 with 8, 16 and 64 pairs each, of 8 x 4096 x 2048 with 32 pairs, and one dense 4096 x
 // 4096 matrix with 128 and 512 tokens ("multiply_adds_per_s").
 nlohmann::json bench_prefill_mma(const WeightPool& pool, double d2d) {
+  // The kernel itself on every group of two or more pairs (the default minimum, set again).
+  gpu::detail::set_gemv_prefill_mma_min_pairs(0);
   return bench_switched(pool, d2d,
                         {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K,
                          GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0},
                         {},
-                        {{2048, 4096, 8, 8},
+                        {{2048, 4096, 8, 2},
+                         {2048, 4096, 8, 4},
+                         {2048, 4096, 8, 8},
+                         {2048, 4096, 8, 12},
                          {2048, 4096, 8, 16},
                          {2048, 4096, 8, 64},
                          {4096, 2048, 8, 32},
@@ -1265,6 +1273,16 @@ int main(int argc, char** argv) {
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
       out["engine"]["prefill_mma_of"] = bench_switch_of(models, prefill, decode, on_is_mma, "prefill_mma");
+      // A short prompt (32 tokens: small groups); and groups of 2 to 7 pairs in the F32 kernels
+      // (minimum 8, on) against every group of two or more on the tensor cores (the default, off).
+      out["engine"]["prefill_mma_short_of"] = bench_switch_of(models, 32, decode, on_is_mma, "prefill_mma");
+      const auto on_is_min8 = [](bool on) {
+        gpu::detail::set_gemv_prefill_mma(true);
+        gpu::detail::set_gemv_prefill_mma_min_pairs(on ? 8 : 0);
+      };
+      out["engine"]["prefill_mma_min8_of"] = bench_switch_of(models, prefill, decode, on_is_min8, "min8");
+      out["engine"]["prefill_mma_min8_short_of"] = bench_switch_of(models, 32, decode, on_is_min8, "min8");
+      gpu::detail::set_gemv_prefill_mma_min_pairs(0);
       gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;

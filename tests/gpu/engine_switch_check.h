@@ -37,11 +37,18 @@
 
 namespace moepack::test {
 
-// Prefill on the tensor cores switched on for a scope (gpu/kernels.h set_gemv_prefill_mma; off by
-// default until its GPU tests have passed), its default back at scope exit.
+// Prefill on the tensor cores switched on for a scope for every group of two or more pairs
+// (gpu/kernels.h set_gemv_prefill_mma, set_gemv_prefill_mma_min_pairs: the fixtures' short
+// prompts make small groups), the defaults back at scope exit.
 struct PrefillMmaOn {
-  PrefillMmaOn() { gpu::detail::set_gemv_prefill_mma(true); }
-  ~PrefillMmaOn() { gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault); }
+  PrefillMmaOn() {
+    gpu::detail::set_gemv_prefill_mma(true);
+    gpu::detail::set_gemv_prefill_mma_min_pairs(2);
+  }
+  ~PrefillMmaOn() {
+    gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault);
+    gpu::detail::set_gemv_prefill_mma_min_pairs(0);
+  }
   PrefillMmaOn(const PrefillMmaOn&) = delete;
   PrefillMmaOn& operator=(const PrefillMmaOn&) = delete;
 };

@@ -388,9 +388,16 @@ struct SwitchOffAfterwards {
   void (*set)(bool);
   ~SwitchOffAfterwards() { set(false); }
 };
-// The prefill's tensor cores back to their default at scope exit.
+// For a scope, the prefill's tensor cores take every group of two or more pairs (tests of the
+// kernel itself); their switch and minimum back to the defaults at scope exit.
 struct PrefillMmaDefaultAfterwards {
-  ~PrefillMmaDefaultAfterwards() { detail::set_gemv_prefill_mma(detail::kGemvPrefillMmaDefault); }
+  PrefillMmaDefaultAfterwards() { detail::set_gemv_prefill_mma_min_pairs(2); }
+  ~PrefillMmaDefaultAfterwards() {
+    detail::set_gemv_prefill_mma(detail::kGemvPrefillMmaDefault);
+    detail::set_gemv_prefill_mma_min_pairs(0);
+  }
+  PrefillMmaDefaultAfterwards(const PrefillMmaDefaultAfterwards&) = delete;
+  PrefillMmaDefaultAfterwards& operator=(const PrefillMmaDefaultAfterwards&) = delete;
 };
 
 // The F32 kernels' dequantization in registers (tile_chunk) gives core's dequantize_row values
@@ -617,6 +624,64 @@ TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
   std::vector<int32_t> x_row;
   for (int j = 0; j < 43; ++j) x_row.push_back((j * 13 + 5) % static_cast<int32_t>(n_max));
   expect_batching_changes_no_sum(type, ne0, ne1, rb, em, {0, 2, 3, 40, 43}, x_row, x, xs, 37);
+}
+
+// With a minimum of 8 pairs (gpu/kernels.h set_gemv_prefill_mma_min_pairs; the default is 2) one
+// expert launch of groups of 1, 2, 7, 8, 15, 16 and 20 pairs gives each group the sums its size
+// chooses, bit for bit: below the minimum the F32 kernels' (the tensor cores' prefill off), from
+// it on the tensor cores' (every group of two or more pairs on them). F32, F16 and BF16 stay in
+// the F32 kernels. The two ways differ somewhere, so the test tells them apart.
+TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
+  const PrefillMmaDefaultAfterwards restore;
+  const GgmlType type = GetParam();
+  std::mt19937 rng(77);
+  const int64_t ne0 = 512, ne1 = 35;
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  const std::vector<int32_t> sizes = {1, 2, 7, 8, 15, 16, 20};
+  std::vector<int32_t> grp_off = {0};
+  for (const int32_t n : sizes) grp_off.push_back(grp_off.back() + n);
+  const int32_t n_pairs = grp_off.back(), n_x = 23;
+  const ExpertMatrices em = expert_matrices(type, ne0, ne1, static_cast<int>(sizes.size()), rng);
+  std::vector<int32_t> x_row;
+  for (int32_t j = 0; j < n_pairs; ++j) x_row.push_back((j * 7 + 3) % n_x);
+  const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
+  auto d_x = to_device(x);
+  auto d_rows = to_device(x_row);
+  const int n_groups = static_cast<int>(sizes.size());
+  const auto launch = [&] {
+    return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, 0, n_groups, 20);
+  };
+  detail::set_gemv_prefill_mma(false);
+  const auto f32 = launch();
+  detail::set_gemv_prefill_mma(true);
+  const auto every = launch();  // min 2 (restore's)
+  const int m = 8;
+  detail::set_gemv_prefill_mma_min_pairs(m);
+  const auto own = launch();
+  const bool block_type = ggml_traits(type).block_size > 1;
+  ASSERT_EQ(detail::gemv_prefill_mma_min_pairs(), m);
+  detail::set_gemv_prefill_mma_min_pairs(0);
+  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(), detail::kGemvPrefillMmaMinPairsDefault);
+  bool differ = false;
+  for (int g = 0; g < n_groups; ++g) {
+    const bool on_tensor_cores = block_type && sizes[static_cast<size_t>(g)] >= m;
+    const std::vector<float>& want = on_tensor_cores ? every : f32;
+    for (int32_t j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        const size_t i = static_cast<size_t>(j * ne1 + r);
+        ASSERT_EQ(0, std::memcmp(&own[i], &want[i], sizeof(float)))
+            << "group " << g << " of " << sizes[static_cast<size_t>(g)] << " pairs, pair " << j << ", row "
+            << r << ": " << own[i] << ", want the " << (on_tensor_cores ? "tensor cores' " : "F32 kernels' ")
+            << want[i];
+        expect_close_dot(own[i], em.mats[static_cast<size_t>(g)].data() + rb * static_cast<uint64_t>(r), type,
+                         x.data() + x_row[static_cast<size_t>(j)] * ne0, ne0, "minimum 8");
+        differ = differ || std::memcmp(&f32[i], &every[i], sizeof(float)) != 0;
+      }
+    }
+  }
+  if (block_type) {
+    EXPECT_TRUE(differ) << "the F32 kernels and the tensor cores gave the same sums throughout";
+  }
 }
 
 // The sums of an expert launch on tiled weights (got) equal the same launch's on the GGUF bytes
