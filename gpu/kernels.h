@@ -115,12 +115,12 @@ void set_gemv_prefill_x_global(bool on);
 constexpr bool kGemvPrefillMmaDefault = true;
 void set_gemv_prefill_mma(bool on);
 // The smallest group (pairs) the tensor cores' prefill takes: m >= 2, or 0 for the default, 2 (the
-// configuration that ran). Measured on the H100 (forty-fourth session): at 8 pairs an expert the
-// tensor cores were x1.11-1.28 of the F32 kernels for Q8_0, Q4_0, Q3_K, Q4_K, Q5_K and MXFP4 but
-// x0.86 for Q2_K and x0.79 for Q6_K, at 16 pairs x1.35-1.95 for every type; groups of 2 to 7
-// pairs are not measured yet. A minimum above 2 sends groups below it to the F32 kernels in a
-// launch of their own (compiled and CPU-reviewed, not yet run on a GPU: the benchmark's
-// "prefill_mma_min8_of" and gpu_ops_test's GemvPrefillTensorCoresTakeGroupsFromTheMinimum).
+// configuration that ran); throws Error for any other m. Measured on the H100 (forty-fourth session): at 8
+// pairs an expert the tensor cores were x1.11-1.28 of the F32 kernels for Q8_0, Q4_0, Q3_K, Q4_K, Q5_K and
+// MXFP4 but x0.86 for Q2_K and x0.79 for Q6_K, at 16 pairs x1.35-1.95 for every type; groups of 2 to 7 pairs
+// are not measured yet. A minimum above 2 sends groups below it to the F32 kernels in a launch of their own
+// (compiled and CPU-reviewed, not yet run on a GPU: the benchmark's "prefill_mma_min8_of" and gpu_ops_test's
+// GemvPrefillTensorCoresTakeGroupsFromTheMinimum).
 constexpr int kGemvPrefillMmaMinPairsDefault = 2;
 void set_gemv_prefill_mma_min_pairs(int m);
 int gemv_prefill_mma_min_pairs();

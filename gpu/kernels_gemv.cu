@@ -1243,7 +1243,14 @@ namespace detail {
 void set_gemv_bytewise_dequant(bool on) { g_bytewise.store(on, std::memory_order_relaxed); }
 void set_gemv_prefill_x_global(bool on) { g_prefill_x_global.store(on, std::memory_order_relaxed); }
 void set_gemv_prefill_mma(bool on) { g_prefill_mma.store(on, std::memory_order_relaxed); }
-void set_gemv_prefill_mma_min_pairs(int m) { g_prefill_mma_min_pairs.store(m, std::memory_order_relaxed); }
+void set_gemv_prefill_mma_min_pairs(int m) {
+  if (m != 0 && m < 2) {
+    throw Error(
+        "set_gemv_prefill_mma_min_pairs: " + std::to_string(m) +
+        " pairs: the minimum is at least 2 (groups of one pair are the decode paths'), or 0 for the default");
+  }
+  g_prefill_mma_min_pairs.store(m, std::memory_order_relaxed);
+}
 int gemv_prefill_mma_min_pairs() {
   const int m = g_prefill_mma_min_pairs.load(std::memory_order_relaxed);
   return m >= 2 ? m : kGemvPrefillMmaMinPairsDefault;

@@ -200,12 +200,12 @@ void expect_pack_matches_gguf_on_gpu(const Case& c, bool prefetch) {
 
 TEST_P(CudaFixture, PackMatchesGgufOnGpuAtEveryBudget) { expect_pack_matches_gguf_on_gpu(GetParam(), false); }
 
-// Prefill on the tensor cores (gpu/kernels.h set_gemv_prefill_mma: off by default until this
-// and gpu_ops_test's prefill tests have passed on a GPU; docs/cuda-backend.md, thirty-first pass),
-// switched on here: every reference prompt's logits within 1e-3 of the CPU backend's and the
-// greedy tokens equal to the CPU's and llama.cpp's (expect_matches_cpu_and_reference; a prompt's
-// prefill groups take the new kernel), and the pack path at three budgets bit for bit against
-// the GGUF path (the two batch experts differently).
+// Prefill on the tensor cores (gpu/kernels.h set_gemv_prefill_mma: on by default since these
+// tests passed on an H100; docs/cuda-backend.md, thirty-first and thirty-second passes), here
+// for every group of two or more pairs: every reference prompt's logits within 1e-3 of the CPU backend's and
+// the greedy tokens equal to the CPU's and llama.cpp's (expect_matches_cpu_and_reference; a prompt's prefill
+// groups take the new kernel), and the pack path at three budgets bit for bit against the GGUF path (the two
+// batch experts differently).
 TEST_P(CudaFixture, PrefillTensorCoresMatchCpuAndReferenceAndPackMatchesGguf) {
   const test::PrefillMmaOn on;
   expect_matches_cpu_and_reference(GetParam());

@@ -626,62 +626,105 @@ TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
   expect_batching_changes_no_sum(type, ne0, ne1, rb, em, {0, 2, 3, 40, 43}, x_row, x, xs, 37);
 }
 
-// With a minimum of 8 pairs (gpu/kernels.h set_gemv_prefill_mma_min_pairs; the default is 2) one
-// expert launch of groups of 1, 2, 7, 8, 15, 16 and 20 pairs gives each group the sums its size
-// chooses, bit for bit: below the minimum the F32 kernels' (the tensor cores' prefill off), from
-// it on the tensor cores' (every group of two or more pairs on them). F32, F16 and BF16 stay in
-// the F32 kernels. The two ways differ somewhere, so the test tells them apart.
+// A minimum group size m (gpu/kernels.h set_gemv_prefill_mma_min_pairs; the default is 2) of 3, 8,
+// 10 and 17: an expert launch of groups of 1, 2, m - 1, m, m + 1 and 20 pairs gives each group the
+// sums its size chooses, bit for bit: below m the F32 kernels' (the tensor cores' prefill off),
+// from m on the tensor cores' (every group of two or more pairs on them; m - 1 of 9 and 16 needs
+// the F32 launch's second pair tile). A launch whose groups all stay below m (max_pairs m - 1),
+// and dense launches of m - 1 and m tokens, the same. F32, F16 and BF16 stay in the F32 kernels.
+// The two ways differ somewhere both below and from m, so the test tells them apart. Minimums of
+// 1 or below (but 0, the default) are refused.
 TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
   const PrefillMmaDefaultAfterwards restore;
   const GgmlType type = GetParam();
   std::mt19937 rng(77);
   const int64_t ne0 = 512, ne1 = 35;
+  const int32_t n_x = 23;
   const uint64_t rb = *ggml_row_bytes(type, ne0);
-  const std::vector<int32_t> sizes = {1, 2, 7, 8, 15, 16, 20};
-  std::vector<int32_t> grp_off = {0};
-  for (const int32_t n : sizes) grp_off.push_back(grp_off.back() + n);
-  const int32_t n_pairs = grp_off.back(), n_x = 23;
-  const ExpertMatrices em = expert_matrices(type, ne0, ne1, static_cast<int>(sizes.size()), rng);
-  std::vector<int32_t> x_row;
-  for (int32_t j = 0; j < n_pairs; ++j) x_row.push_back((j * 7 + 3) % n_x);
+  const ExpertMatrices em = expert_matrices(type, ne0, ne1, 6, rng);
   const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
   auto d_x = to_device(x);
-  auto d_rows = to_device(x_row);
-  const int n_groups = static_cast<int>(sizes.size());
-  const auto launch = [&] {
-    return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, 0, n_groups, 20);
-  };
-  detail::set_gemv_prefill_mma(false);
-  const auto f32 = launch();
-  detail::set_gemv_prefill_mma(true);
-  const auto every = launch();  // min 2 (restore's)
-  const int m = 8;
-  detail::set_gemv_prefill_mma_min_pairs(m);
-  const auto own = launch();
   const bool block_type = ggml_traits(type).block_size > 1;
-  ASSERT_EQ(detail::gemv_prefill_mma_min_pairs(), m);
-  detail::set_gemv_prefill_mma_min_pairs(0);
-  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(), detail::kGemvPrefillMmaMinPairsDefault);
-  bool differ = false;
-  for (int g = 0; g < n_groups; ++g) {
-    const bool on_tensor_cores = block_type && sizes[static_cast<size_t>(g)] >= m;
-    const std::vector<float>& want = on_tensor_cores ? every : f32;
-    for (int32_t j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+  // Off, every group of two or more, minimum m: the three launches' sums.
+  struct Three {
+    std::vector<float> f32, every, own;
+  };
+  const auto three = [&](int m, const auto& launch) {
+    Three t;
+    detail::set_gemv_prefill_mma(false);
+    t.f32 = launch();
+    detail::set_gemv_prefill_mma(true);
+    detail::set_gemv_prefill_mma_min_pairs(2);
+    t.every = launch();
+    detail::set_gemv_prefill_mma_min_pairs(m);
+    t.own = launch();
+    detail::set_gemv_prefill_mma_min_pairs(2);
+    return t;
+  };
+  bool differ_below = false, differ_from = false;
+  // Pair j of a launch of `sizes` (n pairs by ne1 rows), on the tensor cores or not.
+  const auto expect_pairs = [&](const Three& t, int32_t first, int32_t n, bool on_tensor_cores,
+                                const uint8_t* w, const std::vector<int32_t>& x_row,
+                                const std::string& what) {
+    const std::vector<float>& want = on_tensor_cores ? t.every : t.f32;
+    for (int32_t j = first; j < first + n; ++j) {
       for (int64_t r = 0; r < ne1; ++r) {
         const size_t i = static_cast<size_t>(j * ne1 + r);
-        ASSERT_EQ(0, std::memcmp(&own[i], &want[i], sizeof(float)))
-            << "group " << g << " of " << sizes[static_cast<size_t>(g)] << " pairs, pair " << j << ", row "
-            << r << ": " << own[i] << ", want the " << (on_tensor_cores ? "tensor cores' " : "F32 kernels' ")
-            << want[i];
-        expect_close_dot(own[i], em.mats[static_cast<size_t>(g)].data() + rb * static_cast<uint64_t>(r), type,
-                         x.data() + x_row[static_cast<size_t>(j)] * ne0, ne0, "minimum 8");
-        differ = differ || std::memcmp(&f32[i], &every[i], sizeof(float)) != 0;
+        ASSERT_EQ(0, std::memcmp(&t.own[i], &want[i], sizeof(float)))
+            << what << ", pair " << j << ", row " << r << ": " << t.own[i] << ", want the "
+            << (on_tensor_cores ? "tensor cores' " : "F32 kernels' ") << want[i];
+        expect_close_dot(t.own[i], w + rb * static_cast<uint64_t>(r), type,
+                         x.data() + x_row[static_cast<size_t>(j)] * ne0, ne0, what.c_str());
+        const bool d = std::memcmp(&t.f32[i], &t.every[i], sizeof(float)) != 0;
+        (on_tensor_cores ? differ_from : differ_below) |= d && n > 1;
       }
+    }
+  };
+  for (const int m : {3, 8, 10, 17}) {
+    SCOPED_TRACE("minimum " + std::to_string(m));
+    for (const bool below_only : {false, true}) {
+      const std::vector<int32_t> sizes =
+          below_only ? std::vector<int32_t>{1, 2, m - 1} : std::vector<int32_t>{1, 2, m - 1, m, m + 1, 20};
+      std::vector<int32_t> grp_off = {0};
+      for (const int32_t n : sizes) grp_off.push_back(grp_off.back() + n);
+      std::vector<int32_t> x_row;
+      for (int32_t j = 0; j < grp_off.back(); ++j) x_row.push_back((j * 7 + 3) % n_x);
+      auto d_rows = to_device(x_row);
+      const int n_groups = static_cast<int>(sizes.size());
+      const int max_pairs = *std::max_element(sizes.begin(), sizes.end());
+      const Three t = three(m, [&] {
+        return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, 0, n_groups, max_pairs);
+      });
+      for (int g = 0; g < n_groups; ++g) {
+        const int32_t n = sizes[static_cast<size_t>(g)];
+        expect_pairs(t, grp_off[g], n, block_type && n >= m, em.mats[static_cast<size_t>(g)].data(), x_row,
+                     "group " + std::to_string(g) + " of " + std::to_string(n) + " pairs");
+      }
+    }
+    std::vector<int32_t> rows(static_cast<size_t>(n_x));
+    for (int32_t k = 0; k < n_x; ++k) rows[static_cast<size_t>(k)] = k;
+    for (const int32_t n_tok : {m - 1, m}) {
+      const Three t = three(m, [&] {
+        DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+        MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+        b.w = em.d_mats[0].bytes_ptr();
+        b.n_tok = n_tok;
+        gemv(b, nullptr);
+        return to_host(d_y, static_cast<size_t>(n_tok * ne1));
+      });
+      expect_pairs(t, 0, n_tok, block_type && n_tok >= m, em.mats[0].data(), rows,
+                   "a dense launch of " + std::to_string(n_tok) + " tokens");
     }
   }
   if (block_type) {
-    EXPECT_TRUE(differ) << "the F32 kernels and the tensor cores gave the same sums throughout";
+    EXPECT_TRUE(differ_below) << "below the minimum the F32 kernels and the tensor cores gave the same sums";
+    EXPECT_TRUE(differ_from) << "from the minimum the F32 kernels and the tensor cores gave the same sums";
   }
+  EXPECT_THROW(detail::set_gemv_prefill_mma_min_pairs(1), Error);
+  EXPECT_THROW(detail::set_gemv_prefill_mma_min_pairs(-3), Error);
+  detail::set_gemv_prefill_mma_min_pairs(0);
+  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(), detail::kGemvPrefillMmaMinPairsDefault);
 }
 
 // The sums of an expert launch on tiled weights (got) equal the same launch's on the GGUF bytes

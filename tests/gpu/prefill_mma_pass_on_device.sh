@@ -37,7 +37,10 @@ for k in sorted({k[:5] for k in by}):
     f, m = by[k + (False,)], by[k + (True,)]
     mf, mm = sum(f) / len(f), sum(m) / len(m)
     print("%-6s %d x %4d x %4d, %3d pairs: F32 %8.1f us  tensor cores %8.1f us  x%.2f" % (k + (mf, mm, mf / mm)))
-for e in j.get("engine", {}).get("prefill_mma_of", []):
-    print(json.dumps(e)[:300])
+for key, per_model in j.get("engine", {}).items():
+    for m, r in per_model.items():
+        print("%-34s %-36s prefill %s -> %s tokens/s, decode x%.3f" % (key, m,
+              *["%.0f" % r.get(k, 0) for k in ("prefill_tokens_per_s_off", "prefill_tokens_per_s_on")],
+              r.get("decode_speedup", 0)))
 PY
 exit "$status"
