@@ -34,9 +34,9 @@ ChatViewModel::~ChatViewModel() {
   if (engine_) engine_->stop();
   // Closing the studio mid-reply (its engine's last words will not reach onFinished): what was
   // written so far is kept as Stop keeps it, a reply that stopped.
-  if (pending_.conversation != 0 && !pending_.text.isEmpty() && store_) {
-    ReplyStats stats;
-    stats.stopReason = QStringLiteral("cancelled");
+  ReplyStats stats;
+  stats.stopReason = QStringLiteral("cancelled");
+  if (store_ && keepsReply(pending_.conversation, pending_.text, stats.stopReason)) {
     try {
       store_->appendMessage(pending_.conversation, QStringLiteral("assistant"), pending_.text, stats);
     } catch (const std::exception& e) {
@@ -496,17 +496,17 @@ void ChatViewModel::clearPending() {
   emit canSendChanged();
 }
 
+bool ChatViewModel::keepsReply(qint64 conversation, const QString& text, const QString& stopReason) {
+  return conversation != 0 && !(text.isEmpty() && stopReason == QLatin1String("cancelled"));
+}
+
 void ChatViewModel::onFinished(const GenerationReply& reply) {
   if (reply.id != pending_.id) return;
   const qint64 conv = pending_.conversation;
   const int row = streamingRow();
   const bool visible = row >= 0;
-  // Nothing is kept of a reply cancelled before its first word, nor of one whose conversation
-  // was deleted while it ended.
-  const bool keep =
-      conv != 0 && !(reply.text.isEmpty() && reply.stats.stopReason == QLatin1String("cancelled"));
   try {
-    if (keep) {
+    if (keepsReply(conv, reply.text, reply.stats.stopReason)) {
       const qint64 mid = store_->appendMessage(conv, QStringLiteral("assistant"), reply.text, reply.stats);
       if (visible) {
         MessageListModel::Row r = messages_.at(row);

@@ -158,6 +158,9 @@ class ChatViewModel : public QObject, public QQmlParserStatus {
   void onFinished(const GenerationReply& reply);
   void onFailed(quint64 id, const QString& message);
   void clearPending();
+  // Whether a reply that ended is stored: not one cancelled before its first word, nor one whose
+  // conversation was deleted (0) while it ran.
+  static bool keepsReply(qint64 conversation, const QString& text, const QString& stopReason);
 
   QPointer<EngineController> engine_;
   QPointer<SettingsViewModel> settings_;

@@ -127,6 +127,7 @@
 #include "gpu/kernels.h"
 #include "gpu/twin_gpu.h"
 #include "packbuilder/pack_builder.h"
+#include "tests/gpu/prefill_mma_scope.h"
 #include "tests/gpu/read_probe.h"
 
 namespace {
@@ -867,21 +868,12 @@ nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializ
 // default) and byte by byte (set_gemv_bytewise_dequant, before the twenty-fifth pass) side by
 // side ("bytewise"); Q6_K (its tensor cores off too) and Q8_0 (in registers since the second
 // pass) once, for comparison.
-// The tensor cores' prefill (on by default since the forty-fourth session) off for a scope, so
-// that comparisons of the F32 kernels' own variants measure them on both sides; back on after.
-struct PrefillMmaOffForAScope {
-  PrefillMmaOffForAScope() { gpu::detail::set_gemv_prefill_mma(false); }
-  ~PrefillMmaOffForAScope() { gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault); }
-  PrefillMmaOffForAScope(const PrefillMmaOffForAScope&) = delete;
-  PrefillMmaOffForAScope& operator=(const PrefillMmaOffForAScope&) = delete;
-};
-
 // Decode launches of 8 experts of 2048 x 4096 and 4096 x 2048, Kimi-K3's down launch (16 experts
 // of 7168 x 1536), and a prefill launch (8 experts of 2048 x 4096, 16 pairs each; in the F32
 // kernels, the tensor cores' prefill off).
 nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
   const TensorCoresDefaultAfterwards restore;
-  const PrefillMmaOffForAScope f32_prefill;
+  const test::PrefillMmaScope f32_prefill(false, 0);
   gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, false);
   gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, false);
   gpu::detail::set_gemv_tensor_cores(GgmlType::Q6_K, false);
@@ -898,7 +890,7 @@ nlohmann::json bench_f32_types(const WeightPool& pool, double d2d) {
 // twenty-fifth pass) side by side ("x_global"): expert launches of 8 experts of 2048 x 4096 with
 // 8, 16 and 64 pairs each, and one dense 4096 x 4096 matrix with 128 tokens.
 nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
-  const PrefillMmaOffForAScope f32_prefill;
+  const test::PrefillMmaScope f32_prefill(false, 0);
   return bench_switched(pool, d2d,
                         {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K,
                          GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::F16},
@@ -1307,7 +1299,7 @@ int main(int argc, char** argv) {
       const auto on_is_staged = [](bool on) { gpu::detail::set_gemv_prefill_x_global(!on); };
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
-      const PrefillMmaOffForAScope f32_prefill;  // both sides in the F32 kernels
+      const test::PrefillMmaScope f32_prefill(false, 0);  // both sides in the F32 kernels
       out["engine"]["prefill_x_staged_of"] =
           bench_switch_of(models, prefill, decode, on_is_staged, "prefill_x_staged");
       gpu::detail::set_gemv_prefill_x_global(false);

@@ -32,25 +32,16 @@
 #include "gpu/device_routing.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
+#include "tests/gpu/prefill_mma_scope.h"
 #include "tests/support/backend_parity.h"
 #include "tests/support/gguf_writer.h"
 
 namespace moepack::test {
 
-// Prefill on the tensor cores switched on for a scope for every group of two or more pairs
-// (gpu/kernels.h set_gemv_prefill_mma, set_gemv_prefill_mma_min_pairs: the fixtures' short
-// prompts make small groups), the defaults back at scope exit.
-struct PrefillMmaOn {
-  PrefillMmaOn() {
-    gpu::detail::set_gemv_prefill_mma(true);
-    gpu::detail::set_gemv_prefill_mma_min_pairs(2);
-  }
-  ~PrefillMmaOn() {
-    gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault);
-    gpu::detail::set_gemv_prefill_mma_min_pairs(0);
-  }
-  PrefillMmaOn(const PrefillMmaOn&) = delete;
-  PrefillMmaOn& operator=(const PrefillMmaOn&) = delete;
+// Prefill on the tensor cores for every group of two or more pairs for a scope (the fixtures'
+// short prompts make small groups), the defaults back at scope exit.
+struct PrefillMmaOn : PrefillMmaScope {
+  PrefillMmaOn() : PrefillMmaScope(true, 2) {}
 };
 
 // set: the switch's setter (on is the default, restored afterwards); what: its name for messages.

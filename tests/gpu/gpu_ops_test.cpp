@@ -31,6 +31,7 @@
 #include "gpu/kernels.h"
 #include "gpu/tiled_experts.h"
 #include "tests/gpu/gpu_test_main.h"
+#include "tests/gpu/prefill_mma_scope.h"
 
 namespace moepack::gpu {
 namespace {
@@ -388,17 +389,6 @@ struct SwitchOffAfterwards {
   void (*set)(bool);
   ~SwitchOffAfterwards() { set(false); }
 };
-// For a scope, the prefill's tensor cores take every group of two or more pairs (tests of the
-// kernel itself); their switch and minimum back to the defaults at scope exit.
-struct PrefillMmaDefaultAfterwards {
-  PrefillMmaDefaultAfterwards() { detail::set_gemv_prefill_mma_min_pairs(2); }
-  ~PrefillMmaDefaultAfterwards() {
-    detail::set_gemv_prefill_mma(detail::kGemvPrefillMmaDefault);
-    detail::set_gemv_prefill_mma_min_pairs(0);
-  }
-  PrefillMmaDefaultAfterwards(const PrefillMmaDefaultAfterwards&) = delete;
-  PrefillMmaDefaultAfterwards& operator=(const PrefillMmaDefaultAfterwards&) = delete;
-};
 
 // The F32 kernels' dequantization in registers (tile_chunk) gives core's dequantize_row values
 // bit for bit: with x one-hot at column k_t, every other product is a signed zero and the sums
@@ -412,8 +402,7 @@ struct PrefillMmaDefaultAfterwards {
 TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
   const SwitchOffAfterwards restore{detail::set_gemv_bytewise_dequant};
   // The F32 kernels at prefill (the tensor cores' prefill keeps W to 22 bits: tested below)
-  const PrefillMmaDefaultAfterwards restore_mma;
-  detail::set_gemv_prefill_mma(false);
+  const test::PrefillMmaScope restore_mma(false, 2);
   // Q3_K's, Q5_K's and Q6_K's decode in the F32 kernels here (their tensor cores are tested below)
   struct TensorCoresOnAfterwards {
     ~TensorCoresOnAfterwards() {
@@ -487,8 +476,8 @@ TEST_P(TypeParity, GemvOneHotColumnsAreTheDequantizedWeightsBitForBit) {
 // GEMV tolerance of the exact dot product.
 TEST_P(TypeParity, GemvPrefillStagedXEqualsGlobalReadsBitForBit) {
   const SwitchOffAfterwards restore{detail::set_gemv_prefill_x_global};
-  const PrefillMmaDefaultAfterwards restore_mma;
-  detail::set_gemv_prefill_mma(false);  // the F32 kernels' two ways (the tensor cores' prefill: below)
+  const test::PrefillMmaScope restore_mma(false,
+                                          2);  // the F32 kernels' two ways (the tensor cores' prefill: below)
   const GgmlType type = GetParam();
   std::mt19937 rng(77);
   const int64_t ne0 = ggml_traits(type).block_size == 1 ? 90 : 768, ne1 = 21, n_tok = 11;
@@ -575,8 +564,7 @@ INSTANTIATE_TEST_SUITE_P(Types, TypeParity, ::testing::ValuesIn(kTypes),
 // launches: groups of 2, 1, 37 and 3 pairs (x rows gathered, max_pairs 37) equal bit for bit
 // each group launched alone, within the bound.
 TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
-  const PrefillMmaDefaultAfterwards restore;
-  detail::set_gemv_prefill_mma(true);
+  const test::PrefillMmaScope restore(true, 2);
   const GgmlType type = GetParam();
   const int64_t bs = ggml_traits(type).block_size;
   const int64_t ne0 = bs == 256 ? 768 : bs == 32 ? 800 : 90, ne1 = 83, n_max = 70, xs = ne0 + 1;
@@ -635,7 +623,7 @@ TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
 // The two ways differ somewhere both below and from m, so the test tells them apart. Minimums of
 // 1 or below (but 0, the default) are refused.
 TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
-  const PrefillMmaDefaultAfterwards restore;
+  const test::PrefillMmaScope restore(true, 2);
   const GgmlType type = GetParam();
   std::mt19937 rng(77);
   const int64_t ne0 = 512, ne1 = 35;
@@ -752,8 +740,7 @@ void expect_tiled_equals_gguf(const std::vector<float>& want, const std::vector<
 // in): expert launches of groups of 2, 1, 37 and 3 pairs on 96 rows of 768 elements equal the
 // same launches on the GGUF bytes bit for bit, within the exact dot product's bound.
 TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
-  const PrefillMmaDefaultAfterwards restore;
-  detail::set_gemv_prefill_mma(true);
+  const test::PrefillMmaScope restore(true, 2);
   const int64_t ne0 = 768, ne1 = 96, n_tok = 29;
   const std::vector<int32_t> off = {0, 2, 3, 40, 43};
   std::vector<int32_t> rows_of;
@@ -787,8 +774,7 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
 // number, and leaves the other pairs alone: Q8_0 rows of ones (d = 1, every q = 1), token 0's x
 // with one +inf among 0.5s, token 1's all 0.5 (sum 128, exact).
 TEST(GpuOps, GemvPrefillTensorCoresInfiniteActivationStaysNonFinite) {
-  const PrefillMmaDefaultAfterwards restore;
-  detail::set_gemv_prefill_mma(true);
+  const test::PrefillMmaScope restore(true, 2);
   const int64_t ne0 = 256, ne1 = 16;
   std::vector<uint8_t> rows;
   for (int64_t b = 0; b < ne0 / 32 * ne1; ++b) {
