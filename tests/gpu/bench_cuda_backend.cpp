@@ -1272,21 +1272,31 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (prefill_mma_only) {
+      // Each part is also written to stderr as it completes, so a call's time limit that stops
+      // the run before the final JSON still leaves the parts measured so far.
+      const auto partial = [](const char* key, const nlohmann::json& part) {
+        std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
+      };
       out["gemv_prefill_mma"] = bench_prefill_mma(pool, d2d);
+      partial("gemv_prefill_mma", out["gemv_prefill_mma"]);
       // The engine's prefill on the tensor cores (on) and in the F32 kernels (off), alternating.
       const auto on_is_mma = [](bool on) { gpu::detail::set_gemv_prefill_mma(on); };
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
       out["engine"]["prefill_mma_of"] = bench_switch_of(models, prefill, decode, on_is_mma, "prefill_mma");
+      partial("prefill_mma_of", out["engine"]["prefill_mma_of"]);
       // A short prompt (32 tokens: small groups); and groups of 2 to 7 pairs in the F32 kernels
       // (minimum 8, on) against every group of two or more on the tensor cores (the default, off).
       out["engine"]["prefill_mma_short_of"] = bench_switch_of(models, 32, decode, on_is_mma, "prefill_mma");
+      partial("prefill_mma_short_of", out["engine"]["prefill_mma_short_of"]);
       const auto on_is_min8 = [](bool on) {
         gpu::detail::set_gemv_prefill_mma(true);
         gpu::detail::set_gemv_prefill_mma_min_pairs(on ? 8 : 0);
       };
       out["engine"]["prefill_mma_min8_of"] = bench_switch_of(models, prefill, decode, on_is_min8, "min8");
+      partial("prefill_mma_min8_of", out["engine"]["prefill_mma_min8_of"]);
       out["engine"]["prefill_mma_min8_short_of"] = bench_switch_of(models, 32, decode, on_is_min8, "min8");
+      partial("prefill_mma_min8_short_of", out["engine"]["prefill_mma_min8_short_of"]);
       gpu::detail::set_gemv_prefill_mma_min_pairs(0);
       gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault);
       std::printf("%s\n", out.dump(2).c_str());

@@ -19,7 +19,7 @@ left=$((budget - SECONDS - 10))
 echo "== benchmark with ${left} s left"
 timeout "$left" ./build-gpu/tests/gpu/bench_cuda_backend --prefill-mma-only --prefill 900 --decode 32 \
   > "$out/bench-prefill-mma.json" 2> "$out/bench-prefill-mma.txt" ||
-  { echo "bench rc=$?"; tail -5 "$out/bench-prefill-mma.txt"; exit "$status"; }
+  { echo "bench rc=$?"; grep -o "^== partial [a-z0-9_]*" "$out/bench-prefill-mma.txt"; tail -5 "$out/bench-prefill-mma.txt"; exit "$status"; }
 sed -n '/^python3 - "\$out\/bench-prefill-mma.json"/,/^PY$/p' tests/gpu/prefill_mma_pass_on_device.sh |
   sed '1d;$d' > "$out/summary.py"
 python3 "$out/summary.py" "$out/bench-prefill-mma.json"
