@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "core/ggml_type.h"
 #include "gpu/gemv_hd.h"
 
 namespace moepack::gpu {
@@ -52,6 +53,35 @@ MOEPACK_GEMV_HD constexpr int gemm_split_exponent(uint32_t bits) {
   const int be = static_cast<int>((bits >> 23) & 255u);
   const int e = 141 - be;
   return e < -126 ? -126 : e > 126 ? 126 : e;
+}
+
+// The default rule for which prefill groups go to the tensor cores (gpu/kernels.h
+// set_gemv_prefill_mma_min_pairs(0)): the smallest group (pairs an expert of an expert launch,
+// tokens of a dense launch) of a launch over [ne1][ne0] matrices of `type` that they take; smaller
+// groups stay in the F32 kernels. The rule depends on the matrices alone, never on the other groups
+// of a launch, so a pair's sums do not depend on how pairs are batched.
+// - Matrices of fewer than kPrefillMmaLargeElems elements: kPrefillMmaMinPairsSmall (2, every group
+//   of two or more pairs). The demo model (256 x 256 experts, Q4_K_M) prefilled 32 tokens x0.90 and
+//   x0.91, 900 tokens x0.98 and x0.99 with a minimum of 8 against 2 (H200, two runs): on small
+//   matrices the F32 kernels' second launch costs more than the groups gain there.
+// - Larger ones: kPrefillMmaMinPairsLarge (8), kPrefillMmaMinPairsLargeHeavy (12) for Q2_K and
+//   Q6_K, the heaviest dequantizations next to their bytes. Launches of 8 experts of 2048 x 4096
+//   (H200, two runs; docs/cuda-backend.md, thirty-third pass), tensor cores against the F32
+//   kernels at 2 / 4 / 8 / 12 pairs an expert: Q8_0, Q4_0, Q3_K, Q4_K, Q5_K and MXFP4 x0.64-0.70 /
+//   x0.82-0.89 / x1.10-1.27 / x1.63-1.81, Q2_K x0.51 / x0.64 / x0.85 / x1.31, Q6_K x0.45 / x0.57 /
+//   x0.78 / x1.20 (the tensor cores' time nearly flat up to 8 pairs, one tile of pairs; the F32
+//   kernels' growing with every pair). Each minimum is the smallest measured group size at which the
+//   tensor cores were faster on both runs; sizes between the measured ones are not measured yet.
+// The threshold is the tiled layout's `auto` one (gpu/tiled_experts.h kTiledAutoMin^2: 2048 x 2048),
+// which separates the fixtures' and the demo's small matrices from the target models' experts.
+inline constexpr int64_t kPrefillMmaLargeElems = int64_t{2048} * 2048;
+inline constexpr int kPrefillMmaMinPairsSmall = 2;
+inline constexpr int kPrefillMmaMinPairsLarge = 8;
+inline constexpr int kPrefillMmaMinPairsLargeHeavy = 12;
+constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1) {
+  if (ne0 * ne1 < kPrefillMmaLargeElems) return kPrefillMmaMinPairsSmall;
+  return type == GgmlType::Q2_K || type == GgmlType::Q6_K ? kPrefillMmaMinPairsLargeHeavy
+                                                          : kPrefillMmaMinPairsLarge;
 }
 
 }  // namespace moepack::gpu

@@ -102,28 +102,28 @@ void set_gemv_bytewise_dequant(bool on);
 // lane its own chunks straight from global memory as before the twenty-fifth pass: the same sums
 // bit for bit; the benchmark compares the two. Process-wide.
 void set_gemv_prefill_x_global(bool on);
-// Prefill (groups of at least gemv_prefill_mma_min_pairs() pairs, or n_tok at least that) of the
-// block types (every type but F32, F16 and BF16) on the tensor cores (forty-third session,
+// Prefill (groups of at least gemv_prefill_mma_min_pairs(type, ne0, ne1) pairs, or n_tok at least that) of
+// the block types (every type but F32, F16 and BF16) on the tensor cores (forty-third session,
 // kernels_gemv.cu "Prefill on the tensor cores": W and x split into f16 halves, 22 significant
 // bits each, f32 sums; docs/cuda-backend.md), when on; in the F32 kernels above when off, and
 // whatever this says while either switch above is on (they compare the F32 kernels' variants) or
 // the tensor cores are off (set_gemv_mma_variant(-1)). Smaller groups stay in the F32 kernels and
-// groups of one pair are never affected; the rule depends on a group's own size, so a pair's sums
-// do not depend on the other groups of its launch. On by default since its first GPU run (forty-
-// fourth session, H100: every gpu test passed with it on, for every group of two or more pairs;
-// the demo's prefill of 900 tokens x1.67). Process-wide; the benchmark and tests compare both.
+// groups of one pair are never affected; the rule depends on a group's own size and the launch's
+// matrices, so a pair's sums do not depend on the other groups of its launch. On by default since its first
+// GPU run (forty-fourth session, H100: every gpu test passed with it on, for every group of two or more
+// pairs; the demo's prefill of 900 tokens x1.67). Process-wide; the benchmark and tests compare both.
 constexpr bool kGemvPrefillMmaDefault = true;
 void set_gemv_prefill_mma(bool on);
-// The smallest group (pairs) the tensor cores' prefill takes: m >= 2, or 0 for the default, 2 (the
-// configuration that ran); throws Error for any other m. Measured on the H100 (forty-fourth session): at 8
-// pairs an expert the tensor cores were x1.11-1.28 of the F32 kernels for Q8_0, Q4_0, Q3_K, Q4_K, Q5_K and
-// MXFP4 but x0.86 for Q2_K and x0.79 for Q6_K, at 16 pairs x1.35-1.95 for every type; groups of 2 to 7 pairs
-// are not measured yet. A minimum above 2 sends groups below it to the F32 kernels in a launch of their own
-// (compiled and CPU-reviewed, not yet run on a GPU: the benchmark's "prefill_mma_min8_of" and gpu_ops_test's
-// GemvPrefillTensorCoresTakeGroupsFromTheMinimum).
-constexpr int kGemvPrefillMmaMinPairsDefault = 2;
+// The smallest group (pairs an expert, or tokens of a dense launch) the tensor cores' prefill takes:
+// m >= 2 for every launch, or 0 for each launch's default, gpu/gemm_mma_layout.h
+// prefill_mma_default_min_pairs (2 on matrices under 2048 x 2048 elements, 8 on larger ones, 12 for
+// Q2_K and Q6_K there; measured on the H200, forty-fifth session: docs/cuda-backend.md, thirty-third
+// pass); throws Error for any other m. Groups below the minimum go to the F32 kernels in a launch of
+// their own (run on an H200 in the forty-fifth session: gpu_ops_test's
+// GemvPrefillTensorCoresTakeGroupsFromTheMinimum, minimums 3, 8, 10 and 17, bit for bit). Process-wide.
 void set_gemv_prefill_mma_min_pairs(int m);
-int gemv_prefill_mma_min_pairs();
+// The minimum a launch over [ne1][ne0] matrices of `type` uses: the one set, else the default rule.
+int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1);
 }  // namespace detail
 
 // Whether GemvBatch::w_tiled runs for expert launches of [ne1][ne0] matrices of `type`: Q4_K,

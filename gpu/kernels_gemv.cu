@@ -719,8 +719,8 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
 // ---------------------------------------------------------------------------------------------
 // Prefill on the tensor cores (forty-third session, built without a GPU machine; first run and on
 // by default since the forty-fourth, gpu/kernels.h set_gemv_prefill_mma): groups of at least
-// gemv_prefill_mma_min_pairs() pairs (2 by default) of the block types (every type but F32, F16
-// and BF16).
+// gemv_prefill_mma_min_pairs(type, ne0, ne1) pairs (by default gemm_mma_layout.h's
+// prefill_mma_default_min_pairs) of the block types (every type but F32, F16 and BF16).
 //
 // A block owns 64 rows (4 warps of 16: the m16 tile of mma.m16n8k16) and kMmaPairs pairs of one
 // group, and walks the rows in units of 256 elements (a K-quant super-block; eight 32-element
@@ -1055,7 +1055,7 @@ constexpr bool kBytewiseComparable = T == GgmlType::Q3_K || T == GgmlType::Q5_K 
 std::atomic<bool> g_bytewise{false};
 std::atomic<bool> g_prefill_x_global{false};
 std::atomic<bool> g_prefill_mma{detail::kGemvPrefillMmaDefault};
-std::atomic<int> g_prefill_mma_min_pairs{0};  // 0: kGemvPrefillMmaMinPairsDefault
+std::atomic<int> g_prefill_mma_min_pairs{0};  // 0: each launch's prefill_mma_default_min_pairs
 
 struct GemvLaunch {
   const GemvBatch& b;
@@ -1122,10 +1122,11 @@ struct GemvLaunch {
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
       const dim3 grid(0, static_cast<unsigned>(b.n_groups), tiles);
       if constexpr (BlockOf<T>::kElems > 1) {
-        // Groups of at least m pairs on the tensor cores (the rule depends on the group alone);
+        // Groups of at least m pairs on the tensor cores (the rule depends on the group's size and
+        // the launch's matrices alone);
         // those of 2 .. m - 1 pairs in the F32 kernels, and those of one pair (expert launches)
         // where a launch of that group alone would compute them.
-        const int m = detail::gemv_prefill_mma_min_pairs();
+        const int m = detail::gemv_prefill_mma_min_pairs(T, b.ne0, b.ne1);
         if (prefill_mma() && pairs >= m) {
           gemm_mma<T>(m);
           if (b.grp_off) {
@@ -1251,9 +1252,9 @@ void set_gemv_prefill_mma_min_pairs(int m) {
   }
   g_prefill_mma_min_pairs.store(m, std::memory_order_relaxed);
 }
-int gemv_prefill_mma_min_pairs() {
+int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1) {
   const int m = g_prefill_mma_min_pairs.load(std::memory_order_relaxed);
-  return m >= 2 ? m : kGemvPrefillMmaMinPairsDefault;
+  return m >= 2 ? m : prefill_mma_default_min_pairs(type, ne0, ne1);
 }
 }  // namespace detail
 

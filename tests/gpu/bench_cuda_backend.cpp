@@ -45,7 +45,9 @@
 //             tokens): the engine's prefill and decode both ways for the model and every
 //             --graph-model; "prefill_mma_min8_of" (and "_short_of"): groups of 2 to 7 pairs
 //             in the F32 kernels (on, set_gemv_prefill_mma_min_pairs(8)) or on the tensor cores
-//             (off, the default minimum of 2);
+//             (off, the default rule: 2 on the demo's small matrices); "gemv_prefill_mma_rule":
+//             expert launches of 2048 x 4096 and 4096 x 2048 under the default rule
+//             (gpu/gemm_mma_layout.h prefill_mma_default_min_pairs, on) and a minimum of 2 (off);
 //   "q3k_depth" (--q3k-depth-only): Q3_K's tiled expert launches at depth 1 and 2, alternating
 //             (bench_q3k_depth), 8 experts of 2048 to 4096 rows (steps of 512) of 1536, 2048 and
 //             3072 elements: launches of 8 x 2048 to 8 x 4096 rows with rows under 16 units,
@@ -900,20 +902,24 @@ nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
 }
 
 // Prefill launches in the F32 kernels and on the tensor cores (set_gemv_prefill_mma, forty-third
-// session; every group of two or more pairs) side by side ("prefill_mma"; the caller sets the
-// switch back to its default): expert launches of 8 experts of 2048 x 4096 with 2, 4, 8, 12, 16
-// and 64 pairs each, of 8 x 4096 x 2048 with 32 pairs, and one dense 4096 x 4096 matrix with 128
-// and 512 tokens ("multiply_adds_per_s").
+// session; every group of two or more pairs: a minimum of 2) side by side ("prefill_mma"; the
+// switch and the minimum back to their defaults afterwards): expert launches of 8 experts of 2048 x
+// 4096 with 2, 4, 6, 7, 8, 9, 10, 12, 16 and 64 pairs each, of 8 x 4096 x 2048 with 32 pairs, and
+// one dense 4096 x 4096 matrix with 128 and 512 tokens ("multiply_adds_per_s").
 nlohmann::json bench_prefill_mma(const WeightPool& pool, double d2d) {
-  // The kernel itself on every group of two or more pairs (the default minimum, set again).
-  gpu::detail::set_gemv_prefill_mma_min_pairs(0);
+  // The kernel itself on every group of two or more pairs.
+  const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
   return bench_switched(pool, d2d,
                         {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K,
                          GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0},
                         {},
                         {{2048, 4096, 8, 2},
                          {2048, 4096, 8, 4},
+                         {2048, 4096, 8, 6},
+                         {2048, 4096, 8, 7},
                          {2048, 4096, 8, 8},
+                         {2048, 4096, 8, 9},
+                         {2048, 4096, 8, 10},
                          {2048, 4096, 8, 12},
                          {2048, 4096, 8, 16},
                          {2048, 4096, 8, 64},
@@ -921,6 +927,29 @@ nlohmann::json bench_prefill_mma(const WeightPool& pool, double d2d) {
                          {4096, 4096, 1, 128},
                          {4096, 4096, 1, 512}},
                         gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+}
+
+// The default minimum group (on: each launch's gpu/gemm_mma_layout.h prefill_mma_default_min_pairs)
+// against every group of two or more pairs on the tensor cores (off: a minimum of 2).
+void set_prefill_mma_default_rule(bool on) {
+  gpu::detail::set_gemv_prefill_mma(true);
+  gpu::detail::set_gemv_prefill_mma_min_pairs(on ? 0 : 2);
+}
+
+// The default rule's launches against a minimum of 2 side by side ("prefill_mma_rule"; both back to
+// their defaults afterwards): 8 experts of 2048 x 4096 and 4096 x 2048 with 2 to 16 pairs each,
+// where the rule sends groups below 8 (12 for Q2_K and Q6_K) to the F32 kernels.
+nlohmann::json bench_prefill_mma_rule(const WeightPool& pool, double d2d) {
+  const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0);
+  return bench_switched(pool, d2d, {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K}, {},
+                        {{2048, 4096, 8, 2},
+                         {2048, 4096, 8, 6},
+                         {2048, 4096, 8, 7},
+                         {2048, 4096, 8, 10},
+                         {2048, 4096, 8, 11},
+                         {4096, 2048, 8, 4},
+                         {4096, 2048, 8, 16}},
+                        set_prefill_mma_default_rule, "prefill_mma_rule");
 }
 
 // Q3_K's, Q5_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
@@ -1279,6 +1308,8 @@ int main(int argc, char** argv) {
       };
       out["gemv_prefill_mma"] = bench_prefill_mma(pool, d2d);
       partial("gemv_prefill_mma", out["gemv_prefill_mma"]);
+      out["gemv_prefill_mma_rule"] = bench_prefill_mma_rule(pool, d2d);
+      partial("gemv_prefill_mma_rule", out["gemv_prefill_mma_rule"]);
       // The engine's prefill on the tensor cores (on) and in the F32 kernels (off), alternating.
       const auto on_is_mma = [](bool on) { gpu::detail::set_gemv_prefill_mma(on); };
       std::vector<std::string> models = {model};

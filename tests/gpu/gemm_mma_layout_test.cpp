@@ -209,5 +209,23 @@ TEST(GemmMmaLayout, SplitExponent) {
   }
 }
 
+// The default minimum group of the prefill on the tensor cores (gpu/gemm_mma_layout.h), worked by
+// hand from the rule: 2048 x 2048 = 4,194,304 elements is the first large matrix.
+TEST(GemmMmaLayout, DefaultMinimumGroup) {
+  // The demo model's experts (256 x 256) and the fixtures' small matrices: every group of two.
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 256, 256), 2);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 256, 256), 2);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 2048, 2047), 2);  // 4,192,256
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 2048, 2048), 8);
+  // DeepSeek-V4-Flash's experts (4096 x 2048 and 2048 x 4096), Kimi-K3's (7168 x 1536 = 11,010,048).
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 4096, 2048), 8);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 2048, 4096), 8);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q3_K, 7168, 1536), 8);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 4096, 2048), 12);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 1536, 7168), 12);
+  // A dense 4096 x 4096 matrix: its launch's tokens take the same rule.
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q5_K, 4096, 4096), 8);
+}
+
 }  // namespace
 }  // namespace moepack::gpu

@@ -614,14 +614,15 @@ TEST_P(TypeParity, GemvPrefillTensorCoresWithinTheBoundAndPerPair) {
   expect_batching_changes_no_sum(type, ne0, ne1, rb, em, {0, 2, 3, 40, 43}, x_row, x, xs, 37);
 }
 
-// A minimum group size m (gpu/kernels.h set_gemv_prefill_mma_min_pairs; the default is 2) of 3, 8,
-// 10 and 17: an expert launch of groups of 1, 2, m - 1, m, m + 1 and 20 pairs gives each group the
-// sums its size chooses, bit for bit: below m the F32 kernels' (the tensor cores' prefill off),
+// A minimum group size m (gpu/kernels.h set_gemv_prefill_mma_min_pairs; 2 by default on these
+// small matrices) of 3, 8, 10 and 17: an expert launch of groups of 1, 2, m - 1, m, m + 1 and 20
+// pairs gives each group the sums its size chooses, bit for bit: below m the F32 kernels' (the
+// tensor cores' prefill off),
 // from m on the tensor cores' (every group of two or more pairs on them; m - 1 of 9 and 16 needs
 // the F32 launch's second pair tile). A launch whose groups all stay below m (max_pairs m - 1),
 // and dense launches of m - 1 and m tokens, the same. F32, F16 and BF16 stay in the F32 kernels.
 // The two ways differ somewhere both below and from m, so the test tells them apart. Minimums of
-// 1 or below (but 0, the default) are refused.
+// 1 or below (but 0, each launch's default) are refused; a minimum set holds for every launch.
 TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
   const test::PrefillMmaScope restore(true, 2);
   const GgmlType type = GetParam();
@@ -711,8 +712,12 @@ TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
   }
   EXPECT_THROW(detail::set_gemv_prefill_mma_min_pairs(1), Error);
   EXPECT_THROW(detail::set_gemv_prefill_mma_min_pairs(-3), Error);
+  // 0: each launch's own default (gpu/gemm_mma_layout.h, CPU-tested in gemm_mma_layout_test).
   detail::set_gemv_prefill_mma_min_pairs(0);
-  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(), detail::kGemvPrefillMmaMinPairsDefault);
+  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(type, ne0, ne1), 2);
+  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(GgmlType::Q6_K, 4096, 2048), 12);
+  detail::set_gemv_prefill_mma_min_pairs(5);
+  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(GgmlType::Q6_K, 4096, 2048), 5);
 }
 
 // The sums of an expert launch on tiled weights (got) equal the same launch's on the GGUF bytes
