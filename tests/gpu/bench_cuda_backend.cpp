@@ -45,8 +45,8 @@
 //             tokens): the engine's prefill and decode both ways for the model and every
 //             --graph-model; "prefill_mma_min8_of" (and "_short_of"): groups of 2 to 7 pairs
 //             in the F32 kernels (on, set_gemv_prefill_mma_min_pairs(8)) or on the tensor cores
-//             (off, the default rule: 2 on the demo's small matrices); "gemv_prefill_mma_rule":
-//             expert launches of 2048 x 4096 and 4096 x 2048 under the default rule
+//             (off, a minimum of 2); "gemv_prefill_mma_rule": expert launches of 2048 x 4096 and
+//             4096 x 2048 with groups of mixed and of uniform sizes under the default rule
 //             (gpu/gemm_mma_layout.h prefill_mma_default_min_pairs, on) and a minimum of 2 (off);
 //   "q3k_depth" (--q3k-depth-only): Q3_K's tiled expert launches at depth 1 and 2, alternating
 //             (bench_q3k_depth), 8 experts of 2048 to 4096 rows (steps of 512) of 1536, 2048 and
@@ -904,8 +904,10 @@ nlohmann::json bench_prefill_x(const WeightPool& pool, double d2d) {
 // Prefill launches in the F32 kernels and on the tensor cores (set_gemv_prefill_mma, forty-third
 // session; every group of two or more pairs: a minimum of 2) side by side ("prefill_mma"; the
 // switch and the minimum back to their defaults afterwards): expert launches of 8 experts of 2048 x
-// 4096 with 2, 4, 6, 7, 8, 9, 10, 12, 16 and 64 pairs each, of 8 x 4096 x 2048 with 32 pairs, and
-// one dense 4096 x 4096 matrix with 128 and 512 tokens ("multiply_adds_per_s").
+// 4096 with 2, 4, 6, 7, 8, 9, 10, 12, 16 and 64 pairs each, of 8 x 4096 x 2048 with 32 pairs, of
+// 8 x 768 x 2048 and 8 x 2048 x 768 (Qwen3-30B-A3B's experts, under the rule's 2048 x 2048) with 2,
+// 4 and 8, and one dense 4096 x 4096 matrix with 2, 4, 8, 12, 128 and 512 tokens
+// ("multiply_adds_per_s").
 nlohmann::json bench_prefill_mma(const WeightPool& pool, double d2d) {
   // The kernel itself on every group of two or more pairs.
   const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
@@ -913,19 +915,12 @@ nlohmann::json bench_prefill_mma(const WeightPool& pool, double d2d) {
                         {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q3_K, GgmlType::Q5_K,
                          GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0},
                         {},
-                        {{2048, 4096, 8, 2},
-                         {2048, 4096, 8, 4},
-                         {2048, 4096, 8, 6},
-                         {2048, 4096, 8, 7},
-                         {2048, 4096, 8, 8},
-                         {2048, 4096, 8, 9},
-                         {2048, 4096, 8, 10},
-                         {2048, 4096, 8, 12},
-                         {2048, 4096, 8, 16},
-                         {2048, 4096, 8, 64},
-                         {4096, 2048, 8, 32},
-                         {4096, 4096, 1, 128},
-                         {4096, 4096, 1, 512}},
+                        {{2048, 4096, 8, 2},  {2048, 4096, 8, 4},   {2048, 4096, 8, 6},  {2048, 4096, 8, 7},
+                         {2048, 4096, 8, 8},  {2048, 4096, 8, 9},   {2048, 4096, 8, 10}, {2048, 4096, 8, 12},
+                         {2048, 4096, 8, 16}, {2048, 4096, 8, 64},  {4096, 2048, 8, 32}, {768, 2048, 8, 2},
+                         {768, 2048, 8, 4},   {768, 2048, 8, 8},    {2048, 768, 8, 2},   {2048, 768, 8, 4},
+                         {2048, 768, 8, 8},   {4096, 4096, 1, 2},   {4096, 4096, 1, 4},  {4096, 4096, 1, 8},
+                         {4096, 4096, 1, 12}, {4096, 4096, 1, 128}, {4096, 4096, 1, 512}},
                         gpu::detail::set_gemv_prefill_mma, "prefill_mma");
 }
 
@@ -936,20 +931,70 @@ void set_prefill_mma_default_rule(bool on) {
   gpu::detail::set_gemv_prefill_mma_min_pairs(on ? 0 : 2);
 }
 
-// The default rule's launches against a minimum of 2 side by side ("prefill_mma_rule"; both back to
-// their defaults afterwards): 8 experts of 2048 x 4096 and 4096 x 2048 with 2 to 16 pairs each,
-// where the rule sends groups below 8 (12 for Q2_K and Q6_K) to the F32 kernels.
+// A prefill launch of one group an expert, group g `sizes[g]` pairs (pair j reading x row j), over
+// sizes.size() matrices of [rows][cols] back to back, the weights rotated as in bench_gemv.
+nlohmann::json bench_gemv_groups(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols,
+                                 double d2d, const std::vector<int32_t>& sizes) {
+  const int experts = static_cast<int>(sizes.size());
+  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
+  const uint64_t mat = rb * static_cast<uint64_t>(rows);
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
+  if (copies < 4) throw Error("bench_gemv_groups: weight pool too small");
+  std::vector<int32_t> off = {0};
+  for (const int32_t n : sizes) off.push_back(off.back() + n);
+  const int32_t pairs = off.back();
+  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * pairs), 2);
+  gpu::DeviceBuffer y(static_cast<size_t>(rows * pairs) * sizeof(float), "y");
+  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
+  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
+  b.max_pairs = *std::max_element(sizes.begin(), sizes.end());
+  const Timing t = time_launches([&](int i) {
+    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
+    gpu::gemv(b, nullptr);
+  });
+  return {{"type", std::string(ggml_type_name(type))},
+          {"rows", rows},
+          {"cols", cols},
+          {"experts_per_launch", experts},
+          {"group_pairs", sizes},
+          {"pairs_per_launch", pairs},
+          {"bytes_per_launch", mat * experts},
+          {"us_per_launch", t.gpu_us},
+          {"host_us_per_launch", t.host_us},
+          {"ratio_to_d2d", static_cast<double>(mat * experts) / (t.gpu_us / 1e6) / d2d}};
+}
+
+// The default rule's launches against a minimum of 2 side by side, alternating ("prefill_mma_rule":
+// on, the rule; off, a minimum of 2; both back to their defaults afterwards), on launches with groups
+// of mixed sizes as a prompt's routing gives them, where the rule splits a launch into the tensor
+// cores' launch, an F32 launch for the groups of 2 to m - 1 pairs and the single pairs' launch:
+// 16 experts of 2048 x 4096 and of 4096 x 2048 with a short prompt's groups (mostly 1-7 pairs) and
+// a longer one's (2-20 pairs), and 8 of 2048 x 4096 with uniform groups of 6, 7, 10 and 11 pairs.
 nlohmann::json bench_prefill_mma_rule(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0);
-  return bench_switched(pool, d2d, {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K}, {},
-                        {{2048, 4096, 8, 2},
-                         {2048, 4096, 8, 6},
-                         {2048, 4096, 8, 7},
-                         {2048, 4096, 8, 10},
-                         {2048, 4096, 8, 11},
-                         {4096, 2048, 8, 4},
-                         {4096, 2048, 8, 16}},
-                        set_prefill_mma_default_rule, "prefill_mma_rule");
+  const std::vector<int32_t> short_prompt = {1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 1, 2, 3};
+  const std::vector<int32_t> longer_prompt = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 3, 6};
+  const std::vector<std::pair<int64_t, int64_t>> mixed_shapes = {{2048, 4096}, {4096, 2048}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K}) {
+    std::vector<std::tuple<int64_t, int64_t, std::vector<int32_t>>> launches;
+    for (const auto& [r, c] : mixed_shapes) {
+      launches.emplace_back(r, c, short_prompt);
+      launches.emplace_back(r, c, longer_prompt);
+    }
+    for (const int32_t n : {6, 7, 10, 11}) launches.emplace_back(2048, 4096, std::vector<int32_t>(8, n));
+    for (const auto& [r, c, sizes] : launches) {
+      for (int round = 0; round < 4; ++round) {
+        const bool on = alternating_on(round);
+        set_prefill_mma_default_rule(on);
+        auto g = bench_gemv_groups(pool, t, r, c, d2d, sizes);
+        g["prefill_mma_rule"] = on;
+        rows.push_back(std::move(g));
+      }
+    }
+  }
+  return rows;
 }
 
 // Q3_K's, Q5_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
@@ -1317,12 +1362,12 @@ int main(int argc, char** argv) {
       out["engine"]["prefill_mma_of"] = bench_switch_of(models, prefill, decode, on_is_mma, "prefill_mma");
       partial("prefill_mma_of", out["engine"]["prefill_mma_of"]);
       // A short prompt (32 tokens: small groups); and groups of 2 to 7 pairs in the F32 kernels
-      // (minimum 8, on) against every group of two or more on the tensor cores (the default, off).
+      // (minimum 8, on) against every group of two or more on the tensor cores (minimum 2, off).
       out["engine"]["prefill_mma_short_of"] = bench_switch_of(models, 32, decode, on_is_mma, "prefill_mma");
       partial("prefill_mma_short_of", out["engine"]["prefill_mma_short_of"]);
       const auto on_is_min8 = [](bool on) {
         gpu::detail::set_gemv_prefill_mma(true);
-        gpu::detail::set_gemv_prefill_mma_min_pairs(on ? 8 : 0);
+        gpu::detail::set_gemv_prefill_mma_min_pairs(on ? 8 : 2);
       };
       out["engine"]["prefill_mma_min8_of"] = bench_switch_of(models, prefill, decode, on_is_min8, "min8");
       partial("prefill_mma_min8_of", out["engine"]["prefill_mma_min8_of"]);

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "core/quants.h"
 #include "core/thread_pool.h"
 #include "gpu/cuda_resources.h"
+#include "gpu/gemm_mma_layout.h"
 #include "gpu/gemv_launch_cap.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/gemv_tiled.h"
@@ -718,6 +720,86 @@ TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
   EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(GgmlType::Q6_K, 4096, 2048), 12);
   detail::set_gemv_prefill_mma_min_pairs(5);
   EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(GgmlType::Q6_K, 4096, 2048), 5);
+}
+
+// The default minimum group (set_gemv_prefill_mma_min_pairs(0): gpu/gemm_mma_layout.h
+// prefill_mma_default_min_pairs) through real launches on matrices of 4096 x 1024 elements, the
+// first size the rule calls large (minimum 8; 12 for Q2_K and Q6_K): a dense launch of m - 1
+// tokens gives the F32 kernels' sums bit for bit (the tensor cores' prefill off), one of m tokens
+// the tensor cores' (a minimum of 2); an expert launch of groups of 1, m - 1 and m pairs each
+// group the same; and on a small matrix (512 x 35, minimum 2) a dense launch of 2 tokens the
+// tensor cores'.
+TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
+  const test::PrefillMmaScope restore(true, 0);
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const auto& shape : {std::pair<int64_t, int64_t>{4096, 1024}, {512, 35}}) {
+      const int64_t ne0 = shape.first, ne1 = shape.second;
+      const int m = prefill_mma_default_min_pairs(type, ne0, ne1);
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne0) + " x " +
+                   std::to_string(ne1) + ", minimum " + std::to_string(m));
+      ASSERT_EQ(m, ne0 == 512 ? 2 : (type == GgmlType::Q2_K || type == GgmlType::Q6_K ? 12 : 8));
+      std::mt19937 rng(123);
+      const uint64_t rb = *ggml_row_bytes(type, ne0);
+      const ExpertMatrices em = expert_matrices(type, ne0, ne1, 3, rng);
+      const int32_t n_x = 2 * m + 1;
+      const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
+      auto d_x = to_device(x);
+      // Each launch three ways: the default rule, the F32 kernels, every group of two or more on the
+      // tensor cores.
+      const auto three_ways = [&](const auto& launch) {
+        std::array<std::vector<float>, 3> y;
+        y[0] = launch();
+        detail::set_gemv_prefill_mma(false);
+        y[1] = launch();
+        detail::set_gemv_prefill_mma(true);
+        detail::set_gemv_prefill_mma_min_pairs(2);
+        y[2] = launch();
+        detail::set_gemv_prefill_mma_min_pairs(0);
+        return y;
+      };
+      const auto expect_same = [&](const std::vector<float>& got, const std::vector<float>& want, size_t from,
+                                   size_t n, const std::string& what) {
+        ASSERT_EQ(0, std::memcmp(got.data() + from, want.data() + from, n * sizeof(float))) << what;
+      };
+      bool differ = false;  // the F32 kernels and the tensor cores tell apart somewhere
+      for (const int32_t n_tok : {m - 1, m}) {
+        if (n_tok < 2) continue;
+        const auto y = three_ways([&] {
+          DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+          MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+          GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+          b.w = em.d_mats[0].bytes_ptr();
+          b.n_tok = n_tok;
+          gemv(b, nullptr);
+          return to_host(d_y, static_cast<size_t>(n_tok * ne1));
+        });
+        const size_t n = static_cast<size_t>(n_tok * ne1);
+        expect_same(y[0], n_tok >= m ? y[2] : y[1], 0, n,
+                    "a dense launch of " + std::to_string(n_tok) + " tokens");
+        differ |= std::memcmp(y[1].data(), y[2].data(), n * sizeof(float)) != 0;
+        for (int64_t r = 0; r < ne1; r += 97) {
+          expect_close_dot(y[0][static_cast<size_t>(r)], em.mats[0].data() + rb * static_cast<uint64_t>(r),
+                           type, x.data(), ne0, "dense, token 0");
+        }
+      }
+      EXPECT_TRUE(differ) << "the F32 kernels and the tensor cores gave the same sums";
+      if (ne0 == 512) continue;  // the small matrix: dense launches only
+      const std::vector<int32_t> sizes = {1, m - 1, m};
+      const std::vector<int32_t> grp_off = {0, 1, m, 2 * m};
+      std::vector<int32_t> x_row;
+      for (int32_t j = 0; j < grp_off.back(); ++j) x_row.push_back(j % n_x);
+      auto d_rows = to_device(x_row);
+      const auto y = three_ways(
+          [&] { return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, 0, 3, m); });
+      for (int g = 1; g < 3; ++g) {
+        const size_t from = static_cast<size_t>(grp_off[g] * ne1), n = static_cast<size_t>(sizes[g] * ne1);
+        expect_same(y[0], sizes[g] >= m ? y[2] : y[1], from, n,
+                    "group " + std::to_string(g) + " of " + std::to_string(sizes[g]) + " pairs");
+      }
+      // The single pair: whatever a launch of it alone gives, the same under every minimum.
+      expect_same(y[0], y[2], 0, static_cast<size_t>(ne1), "the group of one pair");
+    }
+  }
 }
 
 // The sums of an expert launch on tiled weights (got) equal the same launch's on the GGUF bytes

@@ -39,11 +39,11 @@ for k in sorted({k[:5] for k in by}):
     print("%-6s %d x %4d x %4d, %3d pairs: F32 %8.1f us  tensor cores %8.1f us  x%.2f" % (k + (mf, mm, mf / mm)))
 rule = collections.defaultdict(list)
 for g in j.get("gemv_prefill_mma_rule", []):
-    rule[(g["type"], g["experts_per_launch"], g["rows"], g["cols"], g["pairs_per_expert"], g["prefill_mma_rule"])].append(g["us_per_launch"])
+    rule[(g["type"], g["experts_per_launch"], g["rows"], g["cols"], " ".join(map(str, g["group_pairs"])), g["prefill_mma_rule"])].append(g["us_per_launch"])
 for k in sorted({k[:5] for k in rule}):
     f, m = rule[k + (False,)], rule[k + (True,)]
     mf, mm = sum(f) / len(f), sum(m) / len(m)
-    print("%-6s %d x %4d x %4d, %3d pairs: minimum 2 %8.1f us  default rule %8.1f us  x%.2f" % (k + (mf, mm, mf / mm)))
+    print("%-6s %2d x %4d x %4d, groups [%s]: minimum 2 %8.1f us  default rule %8.1f us  x%.2f" % (k + (mf, mm, mf / mm)))
 for key, per_model in j.get("engine", {}).items():
     for m, r in per_model.items():
         print("%-34s %-36s prefill %s -> %s tokens/s, decode x%.3f" % (key, m,
