@@ -342,6 +342,19 @@ std::vector<float> expert_groups(GgmlType type, int64_t ne0, int64_t ne1, uint64
   return to_host(d_y, static_cast<size_t>(pairs * ne1));
 }
 
+// One dense launch of matrix d_w ([ne1][ne0] of `type`) over the first n_tok rows of d_x (ne0
+// floats each), y poisoned with NaN first so rows left unwritten show.
+std::vector<float> dense_launch(GgmlType type, int64_t ne0, int64_t ne1, uint64_t rb, const DeviceBuffer& d_w,
+                                const DeviceBuffer& d_x, int32_t n_tok) {
+  DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+  MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+  GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+  b.w = d_w.bytes_ptr();
+  b.n_tok = n_tok;
+  gemv(b, nullptr);
+  return to_host(d_y, static_cast<size_t>(n_tok * ne1));
+}
+
 // Every group of grp_off in one launch (max_pairs) against each group in a launch of its own:
 // each pair's sums the same bit for bit, and each within the exact dot product's bound. Pair j's x
 // is x row x_row[j] (x_stride floats apart).
@@ -695,15 +708,7 @@ TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
     std::vector<int32_t> rows(static_cast<size_t>(n_x));
     for (int32_t k = 0; k < n_x; ++k) rows[static_cast<size_t>(k)] = k;
     for (const int32_t n_tok : {m - 1, m}) {
-      const Three t = three(m, [&] {
-        DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
-        MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
-        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-        b.w = em.d_mats[0].bytes_ptr();
-        b.n_tok = n_tok;
-        gemv(b, nullptr);
-        return to_host(d_y, static_cast<size_t>(n_tok * ne1));
-      });
+      const Three t = three(m, [&] { return dense_launch(type, ne0, ne1, rb, em.d_mats[0], d_x, n_tok); });
       expect_pairs(t, 0, n_tok, block_type && n_tok >= m, em.mats[0].data(), rows,
                    "a dense launch of " + std::to_string(n_tok) + " tokens");
     }
@@ -764,15 +769,7 @@ TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
       bool differ = false;  // the F32 kernels and the tensor cores tell apart somewhere
       for (const int32_t n_tok : {m - 1, m}) {
         if (n_tok < 2) continue;
-        const auto y = three_ways([&] {
-          DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
-          MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
-          GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-          b.w = em.d_mats[0].bytes_ptr();
-          b.n_tok = n_tok;
-          gemv(b, nullptr);
-          return to_host(d_y, static_cast<size_t>(n_tok * ne1));
-        });
+        const auto y = three_ways([&] { return dense_launch(type, ne0, ne1, rb, em.d_mats[0], d_x, n_tok); });
         const size_t n = static_cast<size_t>(n_tok * ne1);
         expect_same(y[0], n_tok >= m ? y[2] : y[1], 0, n,
                     "a dense launch of " + std::to_string(n_tok) + " tokens");
