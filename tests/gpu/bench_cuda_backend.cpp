@@ -109,6 +109,7 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -247,6 +248,42 @@ gpu::GemvBatch expert_batch(GgmlType type, int64_t rows, int64_t cols, const flo
   return b;
 }
 
+// One launch timed over sizes.size() matrices of [rows][cols] back to back, the weights rotated
+// over up to 32 copies (so that the 50 MB L2 does not serve them): with several matrices one group a matrix
+// of sizes[g] pairs (pair j reading x row j), with one a dense launch of sizes[0] tokens. Its bytes: the
+// matrices'.
+struct LaunchTime {
+  Timing t;
+  uint64_t bytes = 0;
+};
+LaunchTime time_gemv(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols,
+                     const std::vector<int32_t>& sizes, bool tiled) {
+  const int experts = static_cast<int>(sizes.size());
+  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
+  const uint64_t mat = rb * static_cast<uint64_t>(rows);
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
+  if (copies < 4) throw Error("bench_gemv: weight pool too small");
+  std::vector<int32_t> off = {0};
+  for (const int32_t n : sizes) off.push_back(off.back() + n);
+  const int32_t pairs = off.back();
+  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * pairs), 2);
+  gpu::DeviceBuffer y(static_cast<size_t>(rows * pairs) * sizeof(float), "y");
+  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
+  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
+  if (experts > 1) {
+    b.max_pairs = *std::max_element(sizes.begin(), sizes.end());
+  } else {
+    b.n_tok = sizes[0];
+  }
+  b.w_tiled = tiled;  // the pool's random bytes stand for either layout
+  const Timing t = time_launches([&](int i) {
+    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
+    gpu::gemv(b, nullptr);
+  });
+  return {t, mat * experts};
+}
+
 // One token through `experts` matrices of [rows][cols] per launch. With experts > 1 the launch
 // is what the engine issues for a layer's selected experts: one group a matrix with one pair
 // each (grp_off), every group its own x row. Up to 32 copies of the matrices rotate so that the
@@ -256,32 +293,16 @@ gpu::GemvBatch expert_batch(GgmlType type, int64_t rows, int64_t cols, const flo
 // from the tiles when tiled.
 nlohmann::json bench_gemv(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols, double d2d,
                           int experts = 8, bool tiled = false, int pairs = 1) {
-  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
-  const uint64_t mat = rb * static_cast<uint64_t>(rows);
-  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
-  if (copies < 4) throw Error("bench_gemv: weight pool too small");
-  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * experts * pairs), 2);
-  gpu::DeviceBuffer y(static_cast<size_t>(rows * experts * pairs) * sizeof(float), "y");
-  const gpu::DeviceBuffer d_off = pairs_each(experts, pairs);
-  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
-  if (experts > 1) {
-    b.max_pairs = pairs;
-  } else {
-    b.n_tok = pairs;
-  }
-  b.w_tiled = tiled;  // the pool's random bytes stand for either layout
-  const Timing t = time_launches([&](int i) {
-    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
-    gpu::gemv(b, nullptr);
-  });
-  const double bps = static_cast<double>(mat * experts) / (t.gpu_us / 1e6);
+  const auto [t, bytes] =
+      time_gemv(pool, type, rows, cols, std::vector<int32_t>(static_cast<size_t>(experts), pairs), tiled);
+  const double bps = static_cast<double>(bytes) / (t.gpu_us / 1e6);
   return {{"type", std::string(ggml_type_name(type))},
           {"rows", rows},
           {"cols", cols},
           {"tiled", tiled},
           {"experts_per_launch", experts},
           {"pairs_per_expert", pairs},
-          {"bytes_per_launch", mat * experts},
+          {"bytes_per_launch", bytes},
           {"us_per_launch", t.gpu_us},
           {"host_us_per_launch", t.host_us},
           {"bytes_per_s", bps},
@@ -931,38 +952,22 @@ void set_prefill_mma_default_rule(bool on) {
   gpu::detail::set_gemv_prefill_mma_min_pairs(on ? 0 : 2);
 }
 
-// A prefill launch of one group an expert, group g `sizes[g]` pairs (pair j reading x row j), over
-// sizes.size() matrices of [rows][cols] back to back, the weights rotated as in bench_gemv.
+// A prefill launch of one group an expert, group g `sizes[g]` pairs (time_gemv).
 nlohmann::json bench_gemv_groups(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols,
                                  double d2d, const std::vector<int32_t>& sizes) {
   const int experts = static_cast<int>(sizes.size());
-  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
-  const uint64_t mat = rb * static_cast<uint64_t>(rows);
-  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
-  if (copies < 4) throw Error("bench_gemv_groups: weight pool too small");
-  std::vector<int32_t> off = {0};
-  for (const int32_t n : sizes) off.push_back(off.back() + n);
-  const int32_t pairs = off.back();
-  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * pairs), 2);
-  gpu::DeviceBuffer y(static_cast<size_t>(rows * pairs) * sizeof(float), "y");
-  gpu::DeviceBuffer d_off(off.size() * sizeof(int32_t), "grp_off");
-  MOEPACK_CUDA_CHECK(cudaMemcpy(d_off.as<void>(), off.data(), d_off.size(), cudaMemcpyHostToDevice));
-  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
-  b.max_pairs = *std::max_element(sizes.begin(), sizes.end());
-  const Timing t = time_launches([&](int i) {
-    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
-    gpu::gemv(b, nullptr);
-  });
+  const int32_t pairs = std::accumulate(sizes.begin(), sizes.end(), int32_t{0});
+  const auto [t, bytes] = time_gemv(pool, type, rows, cols, sizes, false);
   return {{"type", std::string(ggml_type_name(type))},
           {"rows", rows},
           {"cols", cols},
           {"experts_per_launch", experts},
           {"group_pairs", sizes},
           {"pairs_per_launch", pairs},
-          {"bytes_per_launch", mat * experts},
+          {"bytes_per_launch", bytes},
           {"us_per_launch", t.gpu_us},
           {"host_us_per_launch", t.host_us},
-          {"ratio_to_d2d", static_cast<double>(mat * experts) / (t.gpu_us / 1e6) / d2d}};
+          {"ratio_to_d2d", static_cast<double>(bytes) / (t.gpu_us / 1e6) / d2d}};
 }
 
 // The default rule's launches against a minimum of 2 side by side, alternating ("prefill_mma_rule":
