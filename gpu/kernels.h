@@ -122,8 +122,30 @@ void set_gemv_prefill_mma(bool on);
 // their own (run on an H200 in the forty-fifth session: gpu_ops_test's
 // GemvPrefillTensorCoresTakeGroupsFromTheMinimum, minimums 3, 8, 10 and 17, bit for bit). Process-wide.
 void set_gemv_prefill_mma_min_pairs(int m);
-// The minimum a launch over [ne1][ne0] matrices of `type` uses: the one set, else the default rule.
-int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1);
+// The minimum a launch over [ne1][ne0] matrices of `type` uses (dense: a launch without grp_off):
+// the one set, else the default rule.
+int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false);
+// Decode columns at prefill (gpu/prefill_columns.h, forty-sixth session): the groups of 1..c pairs of
+// an expert launch (grp_off), and every token of a dense launch of 2..c tokens, run as single pairs
+// of the tensor-core decode GEMV (gpu/gemv_mma.h), each pair bit for bit the sums of a launch of
+// that pair alone; larger groups and tokens as before (the tensor cores' prefill from
+// max(gemv_prefill_mma_min_pairs, c + 1), the F32 kernels between). c: 0 for each launch's default
+// (gpu/prefill_columns.h prefill_columns_default: 12 pairs on expert matrices of at least 1024 x 1024
+// elements, 16 in the tiled layout, 4 tokens on dense ones, none on smaller matrices; measured on an
+// H100, the default since), 1 for none (groups of one pair are decode launches anyway), 2..
+// kGemvPrefillColumnsMax for that c on every launch. Only where the tensor-core decode covers the
+// launch (gemv_mma_supported, and gemv_tiled_supported for tiled weights), for expert launches with
+// x_gstride and y_gstride 0, no SwiGLU epilogue and n_groups * c within the grid's 65,535, dense
+// launches without x_row; elsewhere, and while set_gemv_prefill_x_global or set_gemv_bytewise_dequant
+// is on (the F32 kernels' comparisons), the launch is unchanged. Throws Error for c below 0 or above
+// kGemvPrefillColumnsMax. Process-wide; the benchmark and tests compare them.
+constexpr int kGemvPrefillColumnsDefault = 0;
+constexpr int kGemvPrefillColumnsOff = 1;
+constexpr int kGemvPrefillColumnsMax = 64;
+void set_gemv_prefill_columns(int c);
+// The largest group a launch over [ne1][ne0] matrices (tiled: in the tiled layout; dense: without
+// grp_off) takes as decode columns under the setting: 1 for none.
+int gemv_prefill_columns(int64_t ne0, int64_t ne1, bool tiled, bool dense);
 }  // namespace detail
 
 // Whether GemvBatch::w_tiled runs for expert launches of [ne1][ne0] matrices of `type`: Q4_K,

@@ -40,6 +40,7 @@
 #include "gpu/gemv_mma.h"
 #include "gpu/gemv_tiled.h"
 #include "gpu/kernels.h"
+#include "gpu/prefill_columns.h"
 
 namespace moepack::gpu {
 namespace {
@@ -1056,6 +1057,35 @@ std::atomic<bool> g_bytewise{false};
 std::atomic<bool> g_prefill_x_global{false};
 std::atomic<bool> g_prefill_mma{detail::kGemvPrefillMmaDefault};
 std::atomic<int> g_prefill_mma_min_pairs{0};  // 0: each launch's prefill_mma_default_min_pairs
+std::atomic<int> g_prefill_columns{detail::kGemvPrefillColumnsDefault};
+
+// The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
+// slots, their offsets (column_slot_offset) and their matrix (the group's); the last group's thread
+// also the closing offset. One thread a group: n_groups * C entries of a few bytes.
+__global__ void column_slots_kernel(GemvBatch b, int C, int32_t* off, const uint8_t** table) {
+  const int g = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (g >= b.n_groups) return;
+  const int32_t j0 = b.grp_off[g], n = b.grp_off[g + 1] - j0;
+  const uint8_t* w = b.w_table ? b.w_table[g] : b.w + static_cast<uint64_t>(g) * b.w_gstride;
+  for (int c = 0; c < C; ++c) {
+    off[g * C + c] = column_slot_offset(j0, n, c, C);
+    table[g * C + c] = w;
+  }
+  if (g == b.n_groups - 1) off[b.n_groups * C] = b.grp_off[b.n_groups];
+}
+
+// Device memory of one launch, released on the launch's stream (stream order: after the kernels
+// queued before the release), exceptions included.
+struct StreamScratch {
+  void* p = nullptr;
+  cudaStream_t s;
+  StreamScratch(size_t bytes, cudaStream_t st) : s(st) { MOEPACK_CUDA_CHECK(cudaMallocAsync(&p, bytes, s)); }
+  ~StreamScratch() {
+    if (p) cudaFreeAsync(p, s);
+  }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+};
 
 struct GemvLaunch {
   const GemvBatch& b;
@@ -1119,25 +1149,40 @@ struct GemvLaunch {
       const dim3 grid(0, static_cast<unsigned>(b.n_groups), 1);  // go() sets x
       f32<T, 1, R>(grid, kSinglesAll);
     } else {
+      // Groups of 1 .. C pairs (C >= 2), or every token of a dense launch of at most C, as the
+      // decode GEMV's columns (set_gemv_prefill_columns); the larger ones below, from C + 1.
+      const int C = mma ? columns(pairs) : 0;
+      if (C > 0) {
+        if (!b.grp_off) {
+          dense_columns();
+          return;
+        }
+        expert_columns(C);
+        if (pairs <= C) return;  // max_pairs bounds every group
+        MOEPACK_CUDA_CHECK(cudaGetLastError());
+      }
+      const int lo = C > 0 ? C + 1 : 2;  // the smallest group left (single pairs apart)
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
       const dim3 grid(0, static_cast<unsigned>(b.n_groups), tiles);
       if constexpr (BlockOf<T>::kElems > 1) {
         // Groups of at least m pairs on the tensor cores (the rule depends on the group's size and
         // the launch's matrices alone);
-        // those of 2 .. m - 1 pairs in the F32 kernels, and those of one pair (expert launches)
-        // where a launch of that group alone would compute them.
-        const int m = detail::gemv_prefill_mma_min_pairs(T, b.ne0, b.ne1);
+        // those of lo .. m - 1 pairs in the F32 kernels, and those of one pair (expert launches
+        // without columns) where a launch of that group alone would compute them.
+        const int m = std::max(detail::gemv_prefill_mma_min_pairs(T, b.ne0, b.ne1, b.grp_off == nullptr), lo);
         if (prefill_mma() && pairs >= m) {
           gemm_mma<T>(m);
           if (b.grp_off) {
             MOEPACK_CUDA_CHECK(cudaGetLastError());
-            if (m > 2) {  // pair tiles enough for m - 1 pairs
+            if (m > lo) {  // pair tiles enough for m - 1 pairs
               f32<T, kPrefillPairs, 1>(dim3(0, static_cast<unsigned>(b.n_groups),
                                             static_cast<unsigned>((m - 2) / kPrefillPairs + 1)),
-                                       GroupSizes{2, m - 1});
+                                       GroupSizes{lo, m - 1});
               MOEPACK_CUDA_CHECK(cudaGetLastError());
             }
-            if (mma) {
+            if (C > 0) {
+              // the single pairs were columns
+            } else if (mma) {
               detail::gemv_mma(b, s);
             } else {
               // one pair tile: a single pair is tile 0's
@@ -1147,12 +1192,65 @@ struct GemvLaunch {
           return;
         }
       }
+      if (C > 0) {
+        f32<T, kPrefillPairs, 1>(grid, GroupSizes{lo, INT_MAX});
+        return;
+      }
       const bool split = mma && b.grp_off != nullptr;
       f32<T, kPrefillPairs, 1>(grid, split ? kSinglesSkip : kSinglesAll);
       if (split) {
         MOEPACK_CUDA_CHECK(cudaGetLastError());
         detail::gemv_mma(b, s);
       }
+    }
+  }
+  // The largest group this launch takes as decode columns (set_gemv_prefill_columns), at most its
+  // max_pairs; 0 for none (off, or a launch they do not cover: kernels.h). The caller checked that
+  // the tensor-core decode covers the launch.
+  int columns(int pairs) const {
+    const int c = detail::gemv_prefill_columns(b.ne0, b.ne1, b.w_tiled, b.grp_off == nullptr);
+    if (c < 2 || g_prefill_x_global.load(std::memory_order_relaxed) ||
+        g_bytewise.load(std::memory_order_relaxed))
+      return 0;
+    if (!b.grp_off) return pairs <= c && !b.x_row ? c : 0;
+    const int C = std::min(c, pairs);
+    if (b.x_gstride != 0 || b.y_gstride != 0 || b.swiglu_epilogue ||
+        static_cast<int64_t>(b.n_groups) * C > 65535)
+      return 0;
+    return C;
+  }
+  // Every group of 1 .. C pairs of an expert launch as single-pair groups of the tensor-core decode
+  // GEMV: n_groups * C slots (gpu/prefill_columns.h), their offsets and matrices written on the GPU
+  // (grp_off may be a kernel's output), each pair keeping its index j, hence its x row and y row.
+  void expert_columns(int C) const {
+    const int64_t slots = static_cast<int64_t>(b.n_groups) * C;
+    const size_t off_bytes = (static_cast<size_t>(slots + 1) * sizeof(int32_t) + 15) / 16 * 16;
+    const StreamScratch mem(off_bytes + static_cast<size_t>(slots) * sizeof(const uint8_t*), s);
+    auto* off = static_cast<int32_t*>(mem.p);
+    auto* table = reinterpret_cast<const uint8_t**>(static_cast<char*>(mem.p) + off_bytes);
+    column_slots_kernel<<<static_cast<unsigned>((b.n_groups + 127) / 128), 128, 0, s>>>(b, C, off, table);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+    GemvBatch c = b;
+    c.grp_off = off;
+    c.w_table = table;
+    c.w = nullptr;
+    c.w_gstride = 0;
+    c.n_groups = static_cast<int32_t>(slots);
+    c.max_pairs = 1;
+    c.tables_from_kernel = true;  // no programmatic dependent launch: the tables are this stream's
+    detail::gemv_mma(c, s);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+  }
+  // Every token of a dense launch as a decode launch of its own (n_tok of them).
+  void dense_columns() const {
+    for (int32_t t = 0; t < b.n_tok; ++t) {
+      GemvBatch c = b;
+      c.n_tok = 1;
+      c.x = b.x + static_cast<int64_t>(t) * b.x_stride;
+      c.y = b.y + static_cast<int64_t>(t) * b.y_stride;
+      if (b.x_frag) c.x_frag = b.x_frag + static_cast<int64_t>(t) * b.x_frag_stride;
+      detail::gemv_mma(c, s);
+      MOEPACK_CUDA_CHECK(cudaGetLastError());
     }
   }
   // The tensor-core prefill where it is switched on (set_gemv_prefill_mma) and no other switch asks
@@ -1252,9 +1350,22 @@ void set_gemv_prefill_mma_min_pairs(int m) {
   }
   g_prefill_mma_min_pairs.store(m, std::memory_order_relaxed);
 }
-int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1) {
+void set_gemv_prefill_columns(int c) {
+  if (c < 0 || c > kGemvPrefillColumnsMax) {
+    throw Error(
+        "set_gemv_prefill_columns: " + std::to_string(c) +
+        " pairs: the largest group taken as decode columns is 0 (each launch's default), 1 (none) or 2.." +
+        std::to_string(kGemvPrefillColumnsMax));
+  }
+  g_prefill_columns.store(c, std::memory_order_relaxed);
+}
+int gemv_prefill_columns(int64_t ne0, int64_t ne1, bool tiled, bool dense) {
+  const int c = g_prefill_columns.load(std::memory_order_relaxed);
+  return c >= 1 ? c : prefill_columns_default(ne0, ne1, tiled, dense);
+}
+int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense) {
   const int m = g_prefill_mma_min_pairs.load(std::memory_order_relaxed);
-  return m >= 2 ? m : prefill_mma_default_min_pairs(type, ne0, ne1);
+  return m >= 2 ? m : prefill_mma_default_min_pairs(type, ne0, ne1, dense);
 }
 }  // namespace detail
 

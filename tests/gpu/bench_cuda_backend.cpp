@@ -48,6 +48,14 @@
 //             (off, a minimum of 2); "gemv_prefill_mma_rule": expert launches of 2048 x 4096 and
 //             4096 x 2048 with groups of mixed and of uniform sizes under the default rule
 //             (gpu/gemm_mma_layout.h prefill_mma_default_min_pairs, on) and a minimum of 2 (off);
+//             "gemv_prefill_columns" (first): decode columns at prefill (set_gemv_prefill_columns,
+//             up to 16 pairs, on) against none (off), launches of 2 to 16 pairs an expert, mixed groups
+//             and dense few-token launches (bench_prefill_columns); "engine"/"prefill_columns_of" (and
+//             "_short_of", 32 tokens) the engine's prefill and decode both ways;
+//   "gemv_prefill_columns_rule" (--prefill-columns-only): the columns' default rule (gpu/prefill_columns.h,
+//             on) against none (off) around its edges (bench_prefill_columns_rule); "gemv_prefill_mma_dense":
+//             a dense 4096 x 4096 matrix of 16 to 48 tokens in the F32 kernels and on the tensor cores;
+//             "engine"/"prefill_columns_rule_of" (and "_short_of", 32 tokens): the engine both ways;
 //   "q3k_depth" (--q3k-depth-only): Q3_K's tiled expert launches at depth 1 and 2, alternating
 //             (bench_q3k_depth), 8 experts of 2048 to 4096 rows (steps of 512) of 1536, 2048 and
 //             3072 elements: launches of 8 x 2048 to 8 x 4096 rows with rows under 16 units,
@@ -1002,6 +1010,102 @@ nlohmann::json bench_prefill_mma_rule(const WeightPool& pool, double d2d) {
   return rows;
 }
 
+// Decode columns at prefill (gpu/kernels.h set_gemv_prefill_columns) side by side, alternating off,
+// on, on, off ("prefill_columns": on as `set` makes it, off none; every setting back to its default
+// afterwards): for each type, expert launches of `shapes` ({rows, cols, experts, pairs an expert,
+// tiled}), then launches of 16 experts of 2048 x 4096 with a short and a longer prompt's mixed group
+// sizes ("group_pairs"; GGUF layout).
+struct ColumnsShape {
+  int64_t rows, cols;
+  int experts;
+  std::vector<int> pairs;
+  bool tiled;
+};
+nlohmann::json bench_columns_switched(const WeightPool& pool, double d2d, void (*set)(bool),
+                                      std::initializer_list<GgmlType> types,
+                                      const std::vector<ColumnsShape>& shapes) {
+  const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
+                                                  gpu::detail::kGemvPrefillColumnsDefault);
+  const std::vector<int32_t> short_prompt = {1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 1, 2, 3};
+  const std::vector<int32_t> longer_prompt = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 3, 6};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GgmlType t : types) {
+    for (const ColumnsShape& sh : shapes) {
+      for (const int pairs : sh.pairs) {
+        for (int round = 0; round < 4; ++round) {
+          const bool on = alternating_on(round);
+          set(on);
+          auto g = bench_gemv(pool, t, sh.rows, sh.cols, d2d, sh.experts, sh.tiled, pairs);
+          g["prefill_columns"] = on;
+          rows.push_back(std::move(g));
+        }
+      }
+    }
+    for (const auto* sizes : {&short_prompt, &longer_prompt}) {
+      for (int round = 0; round < 4; ++round) {
+        const bool on = alternating_on(round);
+        set(on);
+        auto g = bench_gemv_groups(pool, t, 2048, 4096, d2d, *sizes);
+        g["prefill_columns"] = on;
+        rows.push_back(std::move(g));
+      }
+    }
+  }
+  return rows;
+}
+
+// Columns of up to 16 pairs on every launch (on) against none (off), each under the minimum rule
+// (forty-sixth session's first measurement, H100: gpu/prefill_columns.h): expert launches of 8 experts
+// of 2048 x 4096 with 2 to 16 pairs each (GGUF layout, and the tiled one the engine holds such
+// experts in), of 8 x 4096 x 2048 with 2, 4 and 8, of 8 x 768 x 2048 with 2 and 4, of 64 x 256 x 256
+// (the demo's experts) with 2 and 4, and one dense 4096 x 4096 matrix with 2, 4 and 8 tokens.
+void set_prefill_columns16(bool on) {
+  gpu::detail::set_gemv_prefill_columns(on ? 16 : gpu::detail::kGemvPrefillColumnsOff);
+}
+nlohmann::json bench_prefill_columns(const WeightPool& pool, double d2d) {
+  return bench_columns_switched(
+      pool, d2d, set_prefill_columns16,
+      {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q5_K},
+      {{2048, 4096, 8, {2, 3, 4, 6, 8, 10, 12, 16}, false},
+       {2048, 4096, 8, {2, 4, 8, 12, 16}, true},
+       {4096, 2048, 8, {2, 4, 8}, false},
+       {768, 2048, 8, {2, 4}, false},
+       {256, 256, 64, {2, 4}, false},
+       {4096, 4096, 1, {2, 4, 8}, false}});
+}
+
+// The default rule (on: gpu/prefill_columns.h prefill_columns_default per launch) against none (off):
+// around each of its edges (12 and 13 pairs in the GGUF layout, 16 and 17 tiled, 4 and 5 dense tokens,
+// 1024 x 1024 elements) and beyond the tiled edge (20 and 24 pairs, not measured before).
+void set_prefill_columns_rule(bool on) {
+  gpu::detail::set_gemv_prefill_columns(on ? 0 : gpu::detail::kGemvPrefillColumnsOff);
+}
+nlohmann::json bench_prefill_columns_rule(const WeightPool& pool, double d2d) {
+  return bench_columns_switched(pool, d2d, set_prefill_columns_rule,
+                                {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K},
+                                {{2048, 4096, 8, {2, 8, 12, 13}, false},
+                                 {2048, 4096, 8, {2, 8, 16, 17, 20, 24}, true},
+                                 {4096, 2048, 8, {4, 12}, false},
+                                 {1024, 1024, 8, {2, 4}, false},
+                                 {1024, 512, 8, {2, 4}, false},
+                                 {4096, 4096, 1, {2, 4, 5}, false}});
+}
+
+// Dense launches of one 4096 x 4096 matrix with 16 to 48 tokens in the F32 kernels (off) and on the
+// tensor cores (on; every group of two or more, columns off), between the thirty-third pass's 12 and
+// 128 tokens, where gpu/gemm_mma_layout.h's dense minimum (32, 40 for Q2_K and Q6_K) was interpolated.
+nlohmann::json bench_prefill_mma_dense(const WeightPool& pool, double d2d) {
+  const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
+  return bench_switched(pool, d2d,
+                        {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0}, {},
+                        {{4096, 4096, 1, 16},
+                         {4096, 4096, 1, 24},
+                         {4096, 4096, 1, 32},
+                         {4096, 4096, 1, 40},
+                         {4096, 4096, 1, 48}},
+                        gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+}
+
 // Q3_K's, Q5_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
 void set_q3k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, !on); }
 void set_q5k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, !on); }
@@ -1226,6 +1330,7 @@ int main(int argc, char** argv) {
   bool ffn_only = false;          // --ffn-only: "expert_ffn" and the read ceilings of its layers alone
   bool graph_only = false;        // --graph-only: the --graph-model sections of "engine" alone
   bool f32_only = false;          // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
+  bool prefill_columns_only = false;  // --prefill-columns-only: the columns' default rule, dense minimum
   bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
   bool q3k_depth_only = false;    // --q3k-depth-only: "q3k_depth"
@@ -1265,6 +1370,8 @@ int main(int argc, char** argv) {
       ffn_only = true;
     } else if (a == "--f32-only") {
       f32_only = true;
+    } else if (a == "--prefill-columns-only") {
+      prefill_columns_only = true;
     } else if (a == "--prefill-mma-only") {
       prefill_mma_only = true;
     } else if (a == "--q3k-only") {
@@ -1350,12 +1457,48 @@ int main(int argc, char** argv) {
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
+    if (prefill_columns_only) {
+      const auto partial = [](const char* key, const nlohmann::json& part) {
+        std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
+      };
+      out["gemv_prefill_columns_rule"] = bench_prefill_columns_rule(pool, d2d);
+      partial("gemv_prefill_columns_rule", out["gemv_prefill_columns_rule"]);
+      out["gemv_prefill_mma_dense"] = bench_prefill_mma_dense(pool, d2d);
+      partial("gemv_prefill_mma_dense", out["gemv_prefill_mma_dense"]);
+      std::vector<std::string> models = {model};
+      models.insert(models.end(), graph_models.begin(), graph_models.end());
+      const auto on_is_rule = [](bool on) { set_prefill_columns_rule(on); };
+      out["engine"]["prefill_columns_rule_of"] =
+          bench_switch_of(models, prefill, decode, on_is_rule, "columns_rule");
+      partial("prefill_columns_rule_of", out["engine"]["prefill_columns_rule_of"]);
+      out["engine"]["prefill_columns_rule_short_of"] =
+          bench_switch_of(models, 32, decode, on_is_rule, "columns_rule");
+      partial("prefill_columns_rule_short_of", out["engine"]["prefill_columns_rule_short_of"]);
+      gpu::detail::set_gemv_prefill_columns(gpu::detail::kGemvPrefillColumnsDefault);
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
     if (prefill_mma_only) {
       // Each part is also written to stderr as it completes, so a call's time limit that stops
       // the run before the final JSON still leaves the parts measured so far.
       const auto partial = [](const char* key, const nlohmann::json& part) {
         std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
       };
+      out["gemv_prefill_columns"] = bench_prefill_columns(pool, d2d);
+      partial("gemv_prefill_columns", out["gemv_prefill_columns"]);
+      // The engine's prefill with decode columns (on, up to 16 pairs) and without (off).
+      const auto on_is_columns = [](bool on) { set_prefill_columns16(on); };
+      {
+        std::vector<std::string> models = {model};
+        models.insert(models.end(), graph_models.begin(), graph_models.end());
+        out["engine"]["prefill_columns_of"] =
+            bench_switch_of(models, prefill, decode, on_is_columns, "columns");
+        partial("prefill_columns_of", out["engine"]["prefill_columns_of"]);
+        out["engine"]["prefill_columns_short_of"] =
+            bench_switch_of(models, 32, decode, on_is_columns, "columns");
+        partial("prefill_columns_short_of", out["engine"]["prefill_columns_short_of"]);
+        gpu::detail::set_gemv_prefill_columns(gpu::detail::kGemvPrefillColumnsDefault);
+      }
       out["gemv_prefill_mma"] = bench_prefill_mma(pool, d2d);
       partial("gemv_prefill_mma", out["gemv_prefill_mma"]);
       out["gemv_prefill_mma_rule"] = bench_prefill_mma_rule(pool, d2d);

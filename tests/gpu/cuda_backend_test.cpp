@@ -212,6 +212,16 @@ TEST_P(CudaFixture, PrefillTensorCoresMatchCpuAndReferenceAndPackMatchesGguf) {
   expect_pack_matches_gguf_on_gpu(GetParam(), false);
 }
 
+// Decode columns at prefill (gpu/kernels.h set_gemv_prefill_columns) on every launch of up to 16
+// pairs a group or tokens (test::PrefillColumnsOn; the default rule takes large matrices only): every
+// reference prompt's logits within 1e-3 of the CPU backend's and the greedy tokens the CPU's and
+// llama.cpp's, and the pack path bit for bit against the GGUF path (which batch experts differently).
+TEST_P(CudaFixture, PrefillColumnsMatchCpuAndReferenceAndPackMatchesGguf) {
+  const test::PrefillColumnsOn on;
+  expect_matches_cpu_and_reference(GetParam());
+  expect_pack_matches_gguf_on_gpu(GetParam(), false);
+}
+
 // Next-layer prefetch changes when experts are read, never what is computed: the pack path
 // with prefetch_experts gives the GGUF path's logits bit for bit at every budget, every byte
 // read is delivered, and some prefetched experts were used.

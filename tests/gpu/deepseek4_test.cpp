@@ -648,6 +648,14 @@ TEST_P(Ds4Fixture, PrefillTensorCoresMatchCpuAndReferenceAndPackMatchesGguf) {
   expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda-prefill-mma");
 }
 
+// Decode columns at prefill on every launch of up to 16 pairs a group or tokens
+// (test::PrefillColumnsOn): the same parity, and the pack path bit for bit against the GGUF path.
+TEST_P(Ds4Fixture, PrefillColumnsMatchCpuAndReferenceAndPackMatchesGguf) {
+  const test::PrefillColumnsOn on;
+  expect_matches_cpu_and_reference();
+  expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda-prefill-columns");
+}
+
 TEST_P(Ds4Fixture, PackMatchesGgufOnGpuAtEveryBudget) {
   expect_pack_matches_gguf_at_every_budget("moepack-ds4-cuda");
 }

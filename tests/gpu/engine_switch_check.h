@@ -43,6 +43,12 @@ namespace moepack::test {
 struct PrefillMmaOn : PrefillMmaScope {
   PrefillMmaOn() : PrefillMmaScope(true, 2) {}
 };
+// Decode columns at prefill (gpu/kernels.h set_gemv_prefill_columns) for every group of up to 16
+// pairs and every dense launch of up to 16 tokens, whatever the matrices' size (the default rule
+// leaves the fixtures' small matrices out), for a scope; larger groups on the tensor cores.
+struct PrefillColumnsOn : PrefillMmaScope {
+  PrefillColumnsOn() : PrefillMmaScope(true, 2, 16) {}
+};
 
 // set: the switch's setter (on is the default, restored afterwards); what: its name for messages.
 inline void expect_switch_changes_no_logit(const std::string& model, std::span<const int32_t> tokens,

@@ -729,24 +729,28 @@ TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
 
 // The default minimum group (set_gemv_prefill_mma_min_pairs(0): gpu/gemm_mma_layout.h
 // prefill_mma_default_min_pairs) through real launches on matrices of 4096 x 1024 elements, the
-// first size the rule calls large (minimum 8; 12 for Q2_K and Q6_K): a dense launch of m - 1
-// tokens gives the F32 kernels' sums bit for bit (the tensor cores' prefill off), one of m tokens
-// the tensor cores' (a minimum of 2); an expert launch of groups of 1, m - 1 and m pairs each
-// group the same; and on a small matrix (512 x 35, minimum 2) a dense launch of 2 tokens the
-// tensor cores'.
+// first size the rule calls large (minimum 8, 12 for Q2_K and Q6_K; dense launches 32 and 40): a
+// dense launch of md - 1 tokens gives the F32 kernels' sums bit for bit (the tensor cores' prefill
+// off), one of md tokens the tensor cores' (a minimum of 2); an expert launch of groups of 1, m - 1
+// and m pairs each group the same; and on a small matrix (512 x 35, minimum 2) a dense launch of 2
+// tokens the tensor cores'. Decode columns off (PrefillMmaScope's default), so every group reaches
+// the prefill kernels.
 TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
   const test::PrefillMmaScope restore(true, 0);
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const auto& shape : {std::pair<int64_t, int64_t>{4096, 1024}, {512, 35}}) {
       const int64_t ne0 = shape.first, ne1 = shape.second;
       const int m = prefill_mma_default_min_pairs(type, ne0, ne1);
+      const int md = prefill_mma_default_min_pairs(type, ne0, ne1, true);  // dense launches
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne0) + " x " +
-                   std::to_string(ne1) + ", minimum " + std::to_string(m));
-      ASSERT_EQ(m, ne0 == 512 ? 2 : (type == GgmlType::Q2_K || type == GgmlType::Q6_K ? 12 : 8));
+                   std::to_string(ne1) + ", minimum " + std::to_string(m) + ", dense " + std::to_string(md));
+      const bool heavy = type == GgmlType::Q2_K || type == GgmlType::Q6_K;
+      ASSERT_EQ(m, ne0 == 512 ? 2 : (heavy ? 12 : 8));
+      ASSERT_EQ(md, ne0 == 512 ? 2 : (heavy ? 40 : 32));
       std::mt19937 rng(123);
       const uint64_t rb = *ggml_row_bytes(type, ne0);
       const ExpertMatrices em = expert_matrices(type, ne0, ne1, 3, rng);
-      const int32_t n_x = 2 * m + 1;
+      const int32_t n_x = 2 * std::max(m, md) + 1;
       const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
       auto d_x = to_device(x);
       // Each launch three ways: the default rule, the F32 kernels, every group of two or more on the
@@ -767,11 +771,11 @@ TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
         ASSERT_EQ(0, std::memcmp(got.data() + from, want.data() + from, n * sizeof(float))) << what;
       };
       bool differ = false;  // the F32 kernels and the tensor cores tell apart somewhere
-      for (const int32_t n_tok : {m - 1, m}) {
+      for (const int32_t n_tok : {md - 1, md}) {
         if (n_tok < 2) continue;
         const auto y = three_ways([&] { return dense_launch(type, ne0, ne1, rb, em.d_mats[0], d_x, n_tok); });
         const size_t n = static_cast<size_t>(n_tok * ne1);
-        expect_same(y[0], n_tok >= m ? y[2] : y[1], 0, n,
+        expect_same(y[0], n_tok >= md ? y[2] : y[1], 0, n,
                     "a dense launch of " + std::to_string(n_tok) + " tokens");
         differ |= std::memcmp(y[1].data(), y[2].data(), n * sizeof(float)) != 0;
         for (int64_t r = 0; r < ne1; r += 97) {
@@ -850,6 +854,159 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
     };
     expect_tiled_equals_gguf(sums(d_tab, false), sums(d_tab_t, true), off, rows_of, type, ne0, ne1, data, mat,
                              rb, x, "tiled prefill");
+  }
+}
+
+// Decode columns at prefill (set_gemv_prefill_columns, gpu/prefill_columns.h), C = 4: an expert
+// launch of groups of 2, 1, 4, 0, 3, 5 and 9 pairs gives every pair of the groups of 1..4 pairs
+// the sums of a launch of that pair alone (a decode launch) bit for bit, and the groups of 5 and 9
+// those of the same launch without columns (the tensor cores' prefill here, a minimum of 2); a
+// launch whose groups all fit (max_pairs 4) the same; a dense launch of 3 tokens each token's
+// decode launch, one of 6 tokens the launch without columns. Types the tensor-core decode does not
+// cover are unchanged throughout. Every sum within the exact dot product's bound, and the columns
+// differ from the prefill kernels somewhere, so the test tells the two apart.
+TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
+  const test::PrefillMmaScope restore(true, 2);  // columns back to their default too
+  const GgmlType type = GetParam();
+  std::mt19937 rng(2026);
+  const int64_t ne0 = 512, ne1 = 35;
+  const int32_t n_x = 11;
+  const int C = 4;
+  const uint64_t rb = *ggml_row_bytes(type, ne0);
+  const bool columns = detail::gemv_mma_supported(type, ne0);
+  const std::vector<int32_t> sizes = {2, 1, 4, 0, 3, 5, 9};
+  const int n_groups = static_cast<int>(sizes.size());
+  const ExpertMatrices em = expert_matrices(type, ne0, ne1, n_groups, rng);
+  const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
+  auto d_x = to_device(x);
+  std::vector<int32_t> grp_off = {0};
+  for (const int32_t n : sizes) grp_off.push_back(grp_off.back() + n);
+  std::vector<int32_t> x_row;
+  for (int32_t j = 0; j < grp_off.back(); ++j) x_row.push_back((j * 5 + 2) % n_x);
+  auto d_rows = to_device(x_row);
+  const auto experts = [&](int c, int groups, int max_pairs) {
+    detail::set_gemv_prefill_columns(c);
+    auto y = expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, 0, groups, max_pairs);
+    detail::set_gemv_prefill_columns(detail::kGemvPrefillColumnsOff);
+    return y;
+  };
+  // Pair j of group g in a launch of its own.
+  const auto single_pair = [&](int g, int32_t j) {
+    auto d_off1 = to_device(std::vector<int32_t>{0, 1});
+    auto d_row1 = to_device(std::vector<int32_t>{x_row[static_cast<size_t>(j)]});
+    DeviceBuffer d_y(static_cast<size_t>(ne1) * sizeof(float), "y");
+    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+    gemv_experts(type, ne0, ne1, rb, em.d_table.as<const uint8_t* const>() + g, d_off1.as<int32_t>(), 1, 1,
+                 d_row1.as<int32_t>(), d_x.as<float>(), ne0, d_y.as<float>(), ne1, nullptr);
+    return to_host(d_y, static_cast<size_t>(ne1));
+  };
+  const auto with = experts(C, n_groups, 9), without = experts(detail::kGemvPrefillColumnsOff, n_groups, 9),
+             fit = experts(C, 3, 4);
+  bool differ = false;
+  for (int g = 0; g < n_groups; ++g) {
+    const int32_t n = sizes[static_cast<size_t>(g)];
+    for (int32_t j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+      const std::string what =
+          "group " + std::to_string(g) + " of " + std::to_string(n) + " pairs, pair " + std::to_string(j);
+      const size_t at = static_cast<size_t>(j * ne1);
+      const bool as_columns = columns && n <= C;
+      const std::vector<float> alone = as_columns ? single_pair(g, j) : std::vector<float>{};
+      for (int64_t r = 0; r < ne1; ++r) {
+        const float got = with[at + static_cast<size_t>(r)];
+        const float want = as_columns ? alone[static_cast<size_t>(r)] : without[at + static_cast<size_t>(r)];
+        ASSERT_EQ(0, std::memcmp(&got, &want, sizeof got))
+            << what << ", row " << r << ": " << got << ", want " << want
+            << (as_columns ? " (alone)" : " (no columns)");
+        if (g < 3) {
+          ASSERT_EQ(0, std::memcmp(&got, &fit[at + static_cast<size_t>(r)], sizeof got))
+              << what << ", row " << r << " in the launch whose groups all fit";
+        }
+        differ |= n > 1 && std::memcmp(&got, &without[at + static_cast<size_t>(r)], sizeof got) != 0;
+        expect_close_dot(got, em.mats[static_cast<size_t>(g)].data() + rb * static_cast<uint64_t>(r), type,
+                         x.data() + x_row[static_cast<size_t>(j)] * ne0, ne0, what.c_str());
+      }
+    }
+  }
+  // Dense launches of matrix 0: token t alone is a decode launch over x row t.
+  const auto dense = [&](int c, int32_t n_tok) {
+    detail::set_gemv_prefill_columns(c);
+    auto y = dense_launch(type, ne0, ne1, rb, em.d_mats[0], d_x, n_tok);
+    detail::set_gemv_prefill_columns(detail::kGemvPrefillColumnsOff);
+    return y;
+  };
+  for (const int32_t n_tok : {3, 6}) {
+    const auto y = dense(C, n_tok), y0 = dense(detail::kGemvPrefillColumnsOff, n_tok);
+    for (int32_t t = 0; t < n_tok; ++t) {
+      const bool as_columns = columns && n_tok <= C;
+      std::vector<float> want(y0.begin() + t * ne1, y0.begin() + (t + 1) * ne1);
+      if (as_columns) {
+        DeviceBuffer d_y(static_cast<size_t>(ne1) * sizeof(float), "y");
+        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>() + t * ne0, d_y.as<float>());
+        b.w = em.d_mats[0].bytes_ptr();
+        b.n_tok = 1;
+        gemv(b, nullptr);
+        want = to_host(d_y, static_cast<size_t>(ne1));
+      }
+      ASSERT_EQ(0, std::memcmp(y.data() + t * ne1, want.data(), static_cast<size_t>(ne1) * sizeof(float)))
+          << "a dense launch of " << n_tok << " tokens, token " << t
+          << (as_columns ? " (alone)" : " (no columns)");
+      differ |=
+          std::memcmp(y.data() + t * ne1, y0.data() + t * ne1, static_cast<size_t>(ne1) * sizeof(float)) != 0;
+      for (int64_t r = 0; r < ne1; r += 7) {
+        expect_close_dot(y[static_cast<size_t>(t * ne1 + r)],
+                         em.mats[0].data() + rb * static_cast<uint64_t>(r), type, x.data() + t * ne0, ne0,
+                         "dense");
+      }
+    }
+  }
+  if (columns) {
+    EXPECT_TRUE(differ) << "the columns gave the prefill kernels' sums everywhere";
+  }
+  EXPECT_THROW(detail::set_gemv_prefill_columns(-1), Error);
+  EXPECT_THROW(detail::set_gemv_prefill_columns(detail::kGemvPrefillColumnsMax + 1), Error);
+  // 0: each launch's default (gpu/prefill_columns.h, CPU-tested in prefill_columns_test); c >= 1 for all.
+  detail::set_gemv_prefill_columns(0);
+  EXPECT_EQ(detail::gemv_prefill_columns(ne0, ne1, false, false), 1);  // small matrices: none
+  EXPECT_EQ(detail::gemv_prefill_columns(4096, 2048, false, false), 12);
+  EXPECT_EQ(detail::gemv_prefill_columns(4096, 2048, true, false), 16);
+  EXPECT_EQ(detail::gemv_prefill_columns(4096, 4096, false, true), 4);
+  detail::set_gemv_prefill_columns(7);
+  EXPECT_EQ(detail::gemv_prefill_columns(ne0, ne1, false, false), 7);
+}
+
+// Decode columns on tiled weights (the layout the engine holds large routed experts in): an expert
+// launch of groups of 2, 1, 4, 3 and 6 pairs on 48 rows of 512 elements with C = 4 gives the same
+// sums as the launch on the GGUF bytes bit for bit (the columns' pairs each a single pair of the
+// tensor cores' tiled launch, the group of 6 on the tensor cores' prefill), within the exact dot
+// product's bound.
+TEST(GpuOps, GemvPrefillColumnsTiledEqualsGguf) {
+  const test::PrefillMmaScope restore(true, 2, 4);
+  const int64_t ne0 = 512, ne1 = 48, n_tok = 9;
+  const std::vector<int32_t> off = {0, 2, 3, 7, 10, 16};
+  std::vector<int32_t> rows_of;
+  for (int j = 0; j < off.back(); ++j) rows_of.push_back((j * 4 + 1) % static_cast<int32_t>(n_tok));
+  auto d_off = to_device(off);
+  auto d_rows = to_device(rows_of);
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    ASSERT_TRUE(gemv_tiled_supported(type, ne0, ne1));
+    std::mt19937 rng(93);
+    const TiledMatrices tm = tiled_matrices(type, ne0, ne1, 5, rng);
+    const auto& [data, rb, mat, d_w, d_t, d_tab, d_tab_t] = tm;
+    const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng, 2.0f);
+    auto d_x = to_device(x);
+    const size_t ny = rows_of.size() * static_cast<size_t>(ne1);
+    const auto sums = [&](const DeviceBuffer& table, bool tiled) {
+      DeviceBuffer d_y(ny * sizeof(float), "y");
+      MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+      gemv_experts(type, ne0, ne1, rb, table.as<const uint8_t*>(), d_off.as<int32_t>(), 5, 6,
+                   d_rows.as<int32_t>(), d_x.as<float>(), ne0, d_y.as<float>(), ne1, nullptr, nullptr, 0,
+                   false, tiled);
+      return to_host(d_y, ny);
+    };
+    expect_tiled_equals_gguf(sums(d_tab, false), sums(d_tab_t, true), off, rows_of, type, ne0, ne1, data, mat,
+                             rb, x, "tiled columns");
   }
 }
 

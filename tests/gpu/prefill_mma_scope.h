@@ -1,6 +1,6 @@
 // The tensor cores' prefill (gpu/kernels.h set_gemv_prefill_mma, set_gemv_prefill_mma_min_pairs)
-// set for a scope, for the gpu tests and the benchmark; both back to their defaults at scope exit
-// (a failed ASSERT included).
+// and the decode columns (set_gemv_prefill_columns) set for a scope, for the gpu tests and the
+// benchmark; all three back to their defaults at scope exit (a failed ASSERT included).
 #pragma once
 
 #include "gpu/kernels.h"
@@ -9,14 +9,18 @@ namespace moepack::test {
 
 struct PrefillMmaScope {
   // on: the switch; min_pairs: the smallest group it takes (2: every group of two or more pairs,
-  // the kernel's own tests; 0: the default).
-  PrefillMmaScope(bool on, int min_pairs) {
+  // the kernel's own tests; 0: the default); columns: the largest group taken as decode columns (0:
+  // each launch's default; 1, the default here: none, so that the prefill kernels' own tests see
+  // every group; 2..: that many on every launch).
+  PrefillMmaScope(bool on, int min_pairs, int columns = gpu::detail::kGemvPrefillColumnsOff) {
     gpu::detail::set_gemv_prefill_mma(on);
     gpu::detail::set_gemv_prefill_mma_min_pairs(min_pairs);
+    gpu::detail::set_gemv_prefill_columns(columns);
   }
   ~PrefillMmaScope() {
     gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault);
     gpu::detail::set_gemv_prefill_mma_min_pairs(0);
+    gpu::detail::set_gemv_prefill_columns(gpu::detail::kGemvPrefillColumnsDefault);
   }
   PrefillMmaScope(const PrefillMmaScope&) = delete;
   PrefillMmaScope& operator=(const PrefillMmaScope&) = delete;

@@ -1,0 +1,67 @@
+// Decode columns at prefill (forty-sixth session): small groups of an expert launch run as
+// single-pair groups of the tensor-core decode GEMV (gpu/gemv_mma.h), each pair one column, instead
+// of in the F32 kernels or the tensor cores' prefill.
+//
+// Why: the decode GEMV streams a launch's weights at 0.5-0.8 of D2D (docs/cuda-backend.md, Q4_K's
+// 8 x 2048 x 4096 at ~0.71: ~12.5 us a column on the H200), while the prefill kernels of a group of
+// two pairs took 89 us (F32) and 130 us (tensor cores) on that launch (thirty-third pass). A group
+// of k pairs as k columns reads its matrix k times, so the columns win up to some k the benchmark
+// measures (bench_cuda_backend --prefill-mma-only, "gemv_prefill_columns").
+//
+// How: the launch's groups are laid out as n_groups * C slots (C: the largest group taken as
+// columns), slot g * C + c holding pair grp_off[g] + c of group g where that group has 1..C pairs,
+// and no pair or more than one (which the decode GEMV skips: it takes groups of exactly one pair)
+// otherwise. A pair keeps its index j, so its x row (x_row[j]) and its y row (y + j y_stride) stay
+// where they were; only the slot's weights (the group's matrix) and offsets are new tables, written
+// on the GPU by a small kernel since grp_off may itself be a kernel's output.
+//
+// Sums: a pair of a group of 2..C pairs gets the decode GEMV's arithmetic, bit for bit the result of
+// a launch of that pair alone. Which path a pair takes depends on its group's size and the launch's
+// matrices only, so batching still changes no sum (pack and GGUF paths alike).
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/gemv_hd.h"
+
+namespace moepack::gpu {
+
+// Slot (g, c)'s offset, the slots' grp_off' entry g * C + c for group g of n pairs starting at pair
+// j0 (grp_off'[n_groups * C] is grp_off[n_groups]):
+//   n <= C: j0 + min(c, n)  (slots 0..n-1 hold one pair each, slots n..C-1 none);
+//   n >  C: j0              (slots 0..C-2 none, slot C-1 all n pairs: not a single pair, skipped).
+// Slot g * C + c then spans [off'[g C + c], off'[g C + c + 1]), the next slot's entry being group
+// g + 1's first (j0 + n) after slot C - 1. C >= 1, 0 <= c < C, n >= 0.
+MOEPACK_GEMV_HD constexpr int32_t column_slot_offset(int32_t j0, int32_t n, int c, int C) {
+  return n <= C ? j0 + (c < n ? c : n) : j0;
+}
+
+// The default rule (gpu/kernels.h set_gemv_prefill_columns(0)): the largest group (pairs an expert
+// of an expert launch, tokens of a dense launch) a launch over [ne1][ne0] matrices takes as decode
+// columns; 1 means none (single pairs are decode launches anyway). It depends on the matrices, the
+// layout and the launch's kind alone, never on the other groups, so batching changes no sum.
+// Measured on an H100 (forty-sixth session, bench_cuda_backend --prefill-mma-only
+// "gemv_prefill_columns", two runs each way alternating; docs/cuda-backend.md, thirty-fourth pass),
+// columns of up to 16 against the prefill kernels under the minimum rule, Q4_K, Q2_K, MXFP4, Q6_K,
+// Q3_K and Q5_K:
+// - 8 experts of 2048 x 4096, GGUF layout: x2.1-3.3 at 2 pairs, x1.3-2.1 at 8, x1.07-1.36 at 12,
+//   x0.89-1.15 at 16 (MXFP4, Q3_K, Q5_K and Q6_K lose there): kPrefillColumnsExperts, 12;
+// - the same in the tiled layout (the engine's for such experts): x3.7-8.1 at 2, x1.44-2.22 at 16:
+//   kPrefillColumnsTiled, 16 (larger groups not measured);
+// - 8 x 4096 x 2048 x1.1-1.8 at 8, 8 x 768 x 2048 (1.6 M elements) x2.9-5.1 at 2 and 4;
+// - 64 experts of 256 x 256 (the demo's) x0.82-1.03 at 4, and the demo's 32-token prefill x0.69:
+//   matrices under kPrefillColumnsMinElems (1024 x 1024; between 65,536 and 1.6 M not measured) none;
+// - a dense 4096 x 4096 matrix: x1.55-1.88 at 2 tokens, x0.97-1.20 at 4, x0.74-0.85 at 8 against the
+//   F32 kernels (Q2_K, Q6_K): kPrefillColumnsDense, 4.
+inline constexpr int64_t kPrefillColumnsMinElems = int64_t{1024} * 1024;
+inline constexpr int kPrefillColumnsExperts = 12;
+inline constexpr int kPrefillColumnsTiled = 16;
+inline constexpr int kPrefillColumnsDense = 4;
+// Every type the tensor-core decode covers takes the same rule (the measurements above agree).
+constexpr int prefill_columns_default(int64_t ne0, int64_t ne1, bool tiled, bool dense) {
+  if (ne0 * ne1 < kPrefillColumnsMinElems) return 1;
+  if (dense) return kPrefillColumnsDense;
+  return tiled ? kPrefillColumnsTiled : kPrefillColumnsExperts;
+}
+
+}  // namespace moepack::gpu

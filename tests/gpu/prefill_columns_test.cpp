@@ -1,0 +1,78 @@
+// gpu/prefill_columns.h's slot offsets (no GPU): the slots of a launch must give every pair of a
+// group of 1..C pairs a slot of its own holding exactly that pair, and every other slot no pair or
+// more than one (the decode GEMV takes groups of exactly one pair), the way the decode GEMV reads
+// them: slot s spans [off[s], off[s + 1]).
+#include "gpu/prefill_columns.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace moepack::gpu {
+namespace {
+
+// The slots' offsets of groups of `sizes` pairs (grp_off their running sums), C slots a group.
+std::vector<int32_t> slot_offsets(const std::vector<int32_t>& sizes, int C) {
+  std::vector<int32_t> off;
+  int32_t j0 = 0;
+  for (const int32_t n : sizes) {
+    for (int c = 0; c < C; ++c) off.push_back(column_slot_offset(j0, n, c, C));
+    j0 += n;
+  }
+  off.push_back(j0);
+  return off;
+}
+
+TEST(PrefillColumns, SlotOffsetsByHand) {
+  // Groups of 2, 0, 1, 5 and 3 pairs (pairs 0-1, none, 2, 3-7, 8-10), C = 3.
+  const std::vector<int32_t> want = {
+      0, 1, 2,   // group 0 (2 pairs): slots [0,1) [1,2) [2,2)
+      2, 2, 2,   // group 1 (none): [2,2) x 3
+      2, 3, 3,   // group 2 (1 pair): [2,3) [3,3) [3,3)
+      3, 3, 3,   // group 3 (5 pairs > C): [3,3) [3,3) [3,8): five pairs, skipped
+      8, 9, 10,  // group 4 (3 pairs): [8,9) [9,10) [10,11)
+      11};
+  EXPECT_EQ(slot_offsets({2, 0, 1, 5, 3}, 3), want);
+}
+
+TEST(PrefillColumns, EverySmallGroupsPairInASlotOfItsOwn) {
+  const std::vector<int32_t> sizes = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 0, 0, 3, 1, 12, 2};
+  for (const int C : {1, 2, 4, 6, 8, 12}) {
+    const std::vector<int32_t> off = slot_offsets(sizes, C);
+    ASSERT_EQ(off.size(), sizes.size() * C + 1);
+    int32_t j0 = 0;
+    for (size_t g = 0; g < sizes.size(); ++g) {
+      const int32_t n = sizes[g];
+      for (int c = 0; c < C; ++c) {
+        const size_t s = g * C + c;
+        ASSERT_LE(off[s], off[s + 1]) << "C " << C << " group " << g << " slot " << c;
+        const int32_t span = off[s + 1] - off[s];
+        if (n <= C && c < n) {
+          EXPECT_EQ(span, 1) << "C " << C << " group " << g << " slot " << c;
+          EXPECT_EQ(off[s], j0 + c) << "C " << C << " group " << g << " slot " << c;
+        } else {
+          EXPECT_NE(span, 1) << "C " << C << " group " << g << " (" << n << " pairs) slot " << c;
+        }
+      }
+      j0 += n;
+    }
+  }
+}
+
+// The default rule: none under 1024 x 1024 elements (the demo's 256 x 256 experts), 12 pairs on
+// larger expert matrices in the GGUF layout, 16 in the tiled one, 4 tokens on dense ones.
+TEST(PrefillColumns, DefaultRule) {
+  EXPECT_EQ(prefill_columns_default(256, 256, false, false), 1);
+  EXPECT_EQ(prefill_columns_default(1024, 1023, false, false), 1);  // 1,047,552 elements
+  EXPECT_EQ(prefill_columns_default(1023, 1025, true, true), 1);
+  EXPECT_EQ(prefill_columns_default(1024, 1024, false, false), 12);
+  EXPECT_EQ(prefill_columns_default(2048, 768, false, false), 12);   // Qwen3-30B-A3B's experts
+  EXPECT_EQ(prefill_columns_default(4096, 2048, false, false), 12);  // DeepSeek-V4-Flash's
+  EXPECT_EQ(prefill_columns_default(4096, 2048, true, false), 16);
+  EXPECT_EQ(prefill_columns_default(7168, 1536, true, false), 16);  // Kimi-K3's
+  EXPECT_EQ(prefill_columns_default(4096, 4096, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(256, 32000, false, true), 4);  // a fixture's output head
+}
+
+}  // namespace
+}  // namespace moepack::gpu
