@@ -75,19 +75,20 @@ MOEPACK_GEMV_HD constexpr int gemm_split_exponent(uint32_t bits) {
 // The threshold is the tiled layout's `auto` one (gpu/tiled_experts.h kTiledAutoMin^2: 2048 x 2048),
 // which separates the fixtures' and the demo's small matrices from the target models' experts.
 // Dense launches (dense = true: no grp_off; attention projections, shared experts, output heads) of
-// large matrices take kPrefillMmaMinTokensDense (32), kPrefillMmaMinTokensDenseHeavy (40) for Q2_K
+// large matrices take kPrefillMmaMinTokensDense (40), kPrefillMmaMinTokensDenseHeavy (48) for Q2_K
 // and Q6_K: one dense 4096 x 4096 matrix (H100, forty-sixth session; docs/cuda-backend.md,
-// thirty-fourth pass), tensor cores against the F32 kernels at 2 / 4 / 8 / 12 / 128 tokens x0.18-0.26 /
-// x0.22-0.30 / x0.28-0.40 / x0.41-0.57 / x2.0-2.9 (a single matrix fills few of the tensor cores'
-// blocks: 96-164 us from 2 to 12 tokens against the F32 kernels' 23-69 us). Linear interpolation
-// between 12 and 128 tokens puts the crossover at about 28 tokens for Q4_K and 37-40 for Q2_K and
-// Q6_K; 16 to 48 tokens are not measured yet.
+// thirty-fourth pass), tensor cores against the F32 kernels at 2 / 8 / 16 / 32 / 40 / 48 / 128
+// tokens: Q4_K, MXFP4, Q8_0 x0.24-0.26 / x0.37 / x0.56-0.58 / x0.81-0.82 / x1.01 / x1.20-1.22 /
+// x2.6-2.7; Q2_K x0.19 / x0.30 / x0.48 / x0.70 / x0.88 / x1.05 / x2.18; Q6_K x0.18 / x0.28 / x0.46 /
+// x0.69 / x0.84 / x1.01 / x2.03 (a single matrix fills few of the tensor cores' blocks: their time
+// is nearly flat, 96-225 us from 2 to 48 tokens, while the F32 kernels' grows ~4.5 us a token).
+// Each minimum is the smallest measured token count at which the tensor cores were not slower.
 inline constexpr int64_t kPrefillMmaLargeElems = int64_t{2048} * 2048;
 inline constexpr int kPrefillMmaMinPairsSmall = 2;
 inline constexpr int kPrefillMmaMinPairsLarge = 8;
 inline constexpr int kPrefillMmaMinPairsLargeHeavy = 12;
-inline constexpr int kPrefillMmaMinTokensDense = 32;
-inline constexpr int kPrefillMmaMinTokensDenseHeavy = 40;
+inline constexpr int kPrefillMmaMinTokensDense = 40;
+inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false) {
   if (ne0 * ne1 < kPrefillMmaLargeElems) return kPrefillMmaMinPairsSmall;
   const bool heavy = type == GgmlType::Q2_K || type == GgmlType::Q6_K;

@@ -52,7 +52,9 @@
 //             up to 16 pairs, on) against none (off), launches of 2 to 16 pairs an expert, mixed groups
 //             and dense few-token launches (bench_prefill_columns); "engine"/"prefill_columns_of" (and
 //             "_short_of", 32 tokens) the engine's prefill and decode both ways;
-//   "gemv_prefill_columns_rule" (--prefill-columns-only): the columns' default rule (gpu/prefill_columns.h,
+//   "gemv_prefill_columns_tiled" (--prefill-columns-only, first): columns of up to 32 pairs against none on
+//             tiled expert launches of 16 to 32 pairs an expert (bench_prefill_columns_tiled);
+//   "gemv_prefill_columns_rule": the columns' default rule (gpu/prefill_columns.h,
 //             on) against none (off) around its edges (bench_prefill_columns_rule); "gemv_prefill_mma_dense":
 //             a dense 4096 x 4096 matrix of 16 to 48 tokens in the F32 kernels and on the tensor cores;
 //             "engine"/"prefill_columns_rule_of" (and "_short_of", 32 tokens): the engine both ways;
@@ -1014,7 +1016,7 @@ nlohmann::json bench_prefill_mma_rule(const WeightPool& pool, double d2d) {
 // on, on, off ("prefill_columns": on as `set` makes it, off none; every setting back to its default
 // afterwards): for each type, expert launches of `shapes` ({rows, cols, experts, pairs an expert,
 // tiled}), then launches of 16 experts of 2048 x 4096 with a short and a longer prompt's mixed group
-// sizes ("group_pairs"; GGUF layout).
+// sizes ("group_pairs"; GGUF layout) unless !mixed.
 struct ColumnsShape {
   int64_t rows, cols;
   int experts;
@@ -1023,7 +1025,7 @@ struct ColumnsShape {
 };
 nlohmann::json bench_columns_switched(const WeightPool& pool, double d2d, void (*set)(bool),
                                       std::initializer_list<GgmlType> types,
-                                      const std::vector<ColumnsShape>& shapes) {
+                                      const std::vector<ColumnsShape>& shapes, bool mixed = true) {
   const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
                                                   gpu::detail::kGemvPrefillColumnsDefault);
   const std::vector<int32_t> short_prompt = {1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 1, 2, 3};
@@ -1042,6 +1044,7 @@ nlohmann::json bench_columns_switched(const WeightPool& pool, double d2d, void (
       }
     }
     for (const auto* sizes : {&short_prompt, &longer_prompt}) {
+      if (!mixed) break;
       for (int round = 0; round < 4; ++round) {
         const bool on = alternating_on(round);
         set(on);
@@ -1089,6 +1092,22 @@ nlohmann::json bench_prefill_columns_rule(const WeightPool& pool, double d2d) {
                                  {1024, 1024, 8, {2, 4}, false},
                                  {1024, 512, 8, {2, 4}, false},
                                  {4096, 4096, 1, {2, 4, 5}, false}});
+}
+
+// Columns of up to 32 pairs (on) against none (off) on tiled expert launches (the engine's layout
+// for large experts) of 16 to 32 pairs an expert, beyond the default rule's 16: 8 experts of 2048 x
+// 4096, 4096 x 2048 and 7168 x 1536 (Kimi-K3's down).
+void set_prefill_columns32(bool on) {
+  gpu::detail::set_gemv_prefill_columns(on ? 32 : gpu::detail::kGemvPrefillColumnsOff);
+}
+nlohmann::json bench_prefill_columns_tiled(const WeightPool& pool, double d2d) {
+  return bench_columns_switched(
+      pool, d2d, set_prefill_columns32,
+      {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q5_K},
+      {{2048, 4096, 8, {16, 20, 24, 28, 32}, true},
+       {4096, 2048, 8, {16, 24, 32}, true},
+       {7168, 1536, 8, {16, 24, 32}, true}},
+      false);
 }
 
 // Dense launches of one 4096 x 4096 matrix with 16 to 48 tokens in the F32 kernels (off) and on the
@@ -1461,6 +1480,8 @@ int main(int argc, char** argv) {
       const auto partial = [](const char* key, const nlohmann::json& part) {
         std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
       };
+      out["gemv_prefill_columns_tiled"] = bench_prefill_columns_tiled(pool, d2d);
+      partial("gemv_prefill_columns_tiled", out["gemv_prefill_columns_tiled"]);
       out["gemv_prefill_columns_rule"] = bench_prefill_columns_rule(pool, d2d);
       partial("gemv_prefill_columns_rule", out["gemv_prefill_columns_rule"]);
       out["gemv_prefill_mma_dense"] = bench_prefill_mma_dense(pool, d2d);

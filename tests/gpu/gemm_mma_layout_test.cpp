@@ -223,13 +223,13 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q3_K, 7168, 1536), 8);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 4096, 2048), 12);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 1536, 7168), 12);
-  // Dense launches (no expert groups): 32 tokens on large matrices, 40 for Q2_K and Q6_K; small
+  // Dense launches (no expert groups): 40 tokens on large matrices, 48 for Q2_K and Q6_K; small
   // matrices keep 2.
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q5_K, 4096, 4096), 8);
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q5_K, 4096, 4096, true), 32);
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 2048, 2048, true), 32);
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 256, 32000, true), 40);  // an output head
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 7168, 1536, true), 40);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q5_K, 4096, 4096, true), 40);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 2048, 2048, true), 40);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 256, 32000, true), 48);  // an output head
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 7168, 1536, true), 48);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 256, 256, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 2048, 2047, true), 2);
 }

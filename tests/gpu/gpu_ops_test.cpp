@@ -729,7 +729,7 @@ TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
 
 // The default minimum group (set_gemv_prefill_mma_min_pairs(0): gpu/gemm_mma_layout.h
 // prefill_mma_default_min_pairs) through real launches on matrices of 4096 x 1024 elements, the
-// first size the rule calls large (minimum 8, 12 for Q2_K and Q6_K; dense launches 32 and 40): a
+// first size the rule calls large (minimum 8, 12 for Q2_K and Q6_K; dense launches 40 and 48): a
 // dense launch of md - 1 tokens gives the F32 kernels' sums bit for bit (the tensor cores' prefill
 // off), one of md tokens the tensor cores' (a minimum of 2); an expert launch of groups of 1, m - 1
 // and m pairs each group the same; and on a small matrix (512 x 35, minimum 2) a dense launch of 2
@@ -746,7 +746,7 @@ TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
                    std::to_string(ne1) + ", minimum " + std::to_string(m) + ", dense " + std::to_string(md));
       const bool heavy = type == GgmlType::Q2_K || type == GgmlType::Q6_K;
       ASSERT_EQ(m, ne0 == 512 ? 2 : (heavy ? 12 : 8));
-      ASSERT_EQ(md, ne0 == 512 ? 2 : (heavy ? 40 : 32));
+      ASSERT_EQ(md, ne0 == 512 ? 2 : (heavy ? 48 : 40));
       std::mt19937 rng(123);
       const uint64_t rb = *ggml_row_bytes(type, ne0);
       const ExpertMatrices em = expert_matrices(type, ne0, ne1, 3, rng);
