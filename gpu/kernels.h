@@ -118,7 +118,9 @@ void set_gemv_prefill_mma(bool on);
 // m >= 2 for every launch, or 0 for each launch's default, gpu/gemm_mma_layout.h
 // prefill_mma_default_min_pairs (2 on matrices under 2048 x 2048 elements, 8 on larger ones, 12 for
 // Q2_K and Q6_K there; measured on the H200, forty-fifth session: docs/cuda-backend.md, thirty-third
-// pass); throws Error for any other m. Groups below the minimum go to the F32 kernels in a launch of
+// pass; dense launches of large matrices 40 tokens, 48 for Q2_K and Q6_K, measured on an H100 in the
+// forty-sixth, thirty-fourth pass; decode columns, below, take smaller groups first); throws Error
+// for any other m. Groups below the minimum go to the F32 kernels in a launch of
 // their own (run on an H200 in the forty-fifth session: gpu_ops_test's
 // GemvPrefillTensorCoresTakeGroupsFromTheMinimum, minimums 3, 8, 10 and 17, bit for bit). Process-wide.
 void set_gemv_prefill_mma_min_pairs(int m);

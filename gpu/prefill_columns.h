@@ -44,8 +44,8 @@ MOEPACK_GEMV_HD constexpr int32_t column_slot_offset(int32_t j0, int32_t n, int 
 // "gemv_prefill_columns", two runs each way alternating; docs/cuda-backend.md, thirty-fourth pass),
 // columns of up to 16 against the prefill kernels under the minimum rule, Q4_K, Q2_K, MXFP4, Q6_K,
 // Q3_K and Q5_K:
-// - 8 experts of 2048 x 4096, GGUF layout: x2.1-3.3 at 2 pairs, x1.3-2.1 at 8, x1.07-1.36 at 12,
-//   x0.89-1.15 at 16 (MXFP4, Q3_K, Q5_K and Q6_K lose there): kPrefillColumnsExperts, 12;
+// - 8 experts of 2048 x 4096, GGUF layout: x2.1-3.3 at 2 pairs, x1.3-2.1 at 8, x1.07-1.88 at 12,
+//   x0.89-1.54 at 16 (MXFP4, Q3_K, Q5_K and Q6_K lose there): kPrefillColumnsExperts, 12;
 // - the same in the tiled layout (the engine's for such experts): x3.7-8.1 at 2, x1.44-2.22 at 16:
 //   kPrefillColumnsTiled, 16 (larger groups not measured);
 // - 8 x 4096 x 2048 x1.1-1.8 at 8, 8 x 768 x 2048 (1.6 M elements) x2.9-5.1 at 2 and 4;
