@@ -72,6 +72,10 @@ constexpr bool kGemvQ5kTensorCoresDefault = true;
 // when a launch needs more than before); the tensor cores' prefill (kernels_gemv.cu) takes it too.
 void allow_dynamic_smem(const void* kernel, size_t bytes);
 
+// Stream-ordered scratch (cudaMallocAsync) comes from the device's default pool, set here once per
+// device to keep up to 64 MiB of freed memory for reuse (no driver allocation per launch).
+void keep_pool_memory();
+
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.
 void gemv_mma(const GemvBatch& b, cudaStream_t s);

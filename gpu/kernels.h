@@ -77,15 +77,16 @@ struct GemvBatch {
   bool tables_from_kernel = false;
   // The matrices are in the tiled layout (gpu/gemv_tiled.h, written by repack_tiled), not the GGUF
   // layout: every group's sums are bit for bit those of the same launch on the GGUF bytes (groups
-  // of one pair on the tensor cores' tiled launch where gemv_tiled_supported(type, ne0, ne1), the
-  // others, and all where it does not, in the F32 kernels, which gather each row's units from
-  // the tiles). Only for expert launches (grp_off) of matrices the layout covers
-  // (tiled_layout_covers: Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, MXFP4, ne0 a multiple of 256, ne1 of 16), row_bytes
-  // the type's, without x_frag; with swiglu_epilogue only where gemv_tiled_supported; gemv() throws Error
-  // otherwise. Every matrix must start 16-byte aligned (w_table entries, or w and w_gstride; a misaligned
-  // table entry is a sticky device error). The launch loads weights before it waits for the kernel before it
-  // (programmatic dependent launch), so that kernel must not be the repack_tiled that wrote them: put any
-  // other launch or an event wait between them, or repack on another stream and synchronise.
+  // of one pair, and those the decode columns take, on the tensor cores' tiled launch where
+  // gemv_tiled_supported(type, ne0, ne1), larger ones on the tensor cores' prefill or, and all where
+  // it does not, in the F32 kernels, which gather each row's units from the tiles). Only for expert launches
+  // (grp_off) of matrices the layout covers (tiled_layout_covers: Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, MXFP4, ne0 a
+  // multiple of 256, ne1 of 16), row_bytes the type's, without x_frag; with swiglu_epilogue only where
+  // gemv_tiled_supported; gemv() throws Error otherwise. Every matrix must start 16-byte aligned (w_table
+  // entries, or w and w_gstride; a misaligned table entry is a sticky device error). The launch loads weights
+  // before it waits for the kernel before it (programmatic dependent launch), so that kernel must not be the
+  // repack_tiled that wrote them: put any other launch or an event wait between them, or repack on another
+  // stream and synchronise.
   bool w_tiled = false;
 };
 // F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
@@ -108,7 +109,8 @@ void set_gemv_prefill_x_global(bool on);
 // bits each, f32 sums; docs/cuda-backend.md), when on; in the F32 kernels above when off, and
 // whatever this says while either switch above is on (they compare the F32 kernels' variants) or
 // the tensor cores are off (set_gemv_mma_variant(-1)). Smaller groups stay in the F32 kernels and
-// groups of one pair are never affected; the rule depends on a group's own size and the launch's
+// groups of one pair are never affected; the decode columns (set_gemv_prefill_columns, below) take
+// the smallest groups first, whatever this says; the rule depends on a group's own size and the launch's
 // matrices, so a pair's sums do not depend on the other groups of its launch. On by default since its first
 // GPU run (forty-fourth session, H100: every gpu test passed with it on, for every group of two or more
 // pairs; the demo's prefill of 900 tokens x1.67). Process-wide; the benchmark and tests compare both.
@@ -124,29 +126,30 @@ void set_gemv_prefill_mma(bool on);
 // their own (run on an H200 in the forty-fifth session: gpu_ops_test's
 // GemvPrefillTensorCoresTakeGroupsFromTheMinimum, minimums 3, 8, 10 and 17, bit for bit). Process-wide.
 void set_gemv_prefill_mma_min_pairs(int m);
-// The minimum a launch over [ne1][ne0] matrices of `type` uses (dense: a launch without grp_off):
-// the one set, else the default rule.
+// The minimum a launch over [ne1][ne0] matrices of `type` uses (dense: a launch of one matrix without
+// grp_off; a grouped dense launch takes the expert launches' rule): the one set, else the default rule.
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false);
 // Decode columns at prefill (gpu/prefill_columns.h, forty-sixth session): the groups of 1..c pairs of
-// an expert launch (grp_off), and every token of a dense launch of 2..c tokens, run as single pairs
-// of the tensor-core decode GEMV (gpu/gemv_mma.h), each pair bit for bit the sums of a launch of
-// that pair alone; larger groups and tokens as before (the tensor cores' prefill from
+// an expert launch (grp_off), and every token of a dense launch of one matrix of 2..c tokens, run as single
+// pairs of the tensor-core decode GEMV (gpu/gemv_mma.h), each pair bit for bit the sums of a launch of that
+// pair alone; larger groups and tokens as before (the tensor cores' prefill from
 // max(gemv_prefill_mma_min_pairs, c + 1), the F32 kernels between). c: 0 for each launch's default
 // (gpu/prefill_columns.h prefill_columns_default: 12 pairs on expert matrices of at least 1024 x 1024
 // elements, 16 in the tiled layout, 4 tokens on dense ones, none on smaller matrices; measured on an
 // H100, the default since), 1 for none (groups of one pair are decode launches anyway), 2..
 // kGemvPrefillColumnsMax for that c on every launch. Only where the tensor-core decode covers the
 // launch (gemv_mma_supported, and gemv_tiled_supported for tiled weights), for expert launches with
-// x_gstride and y_gstride 0, no SwiGLU epilogue and n_groups * c within the grid's 65,535, dense
-// launches without x_row; elsewhere, and while set_gemv_prefill_x_global or set_gemv_bytewise_dequant
-// is on (the F32 kernels' comparisons), the launch is unchanged. Throws Error for c below 0 or above
-// kGemvPrefillColumnsMax. Process-wide; the benchmark and tests compare them.
+// x_gstride and y_gstride 0 and no SwiGLU epilogue (n_groups * min(c, max_pairs) slots, in launches of
+// at most 65,535), dense launches of one matrix (n_groups 1) without x_row; elsewhere, and while
+// set_gemv_prefill_x_global or set_gemv_bytewise_dequant is on (the F32 kernels' comparisons), the launch is
+// unchanged. Throws Error for c below 0 or above kGemvPrefillColumnsMax. Process-wide; the benchmark and
+// tests compare them.
 constexpr int kGemvPrefillColumnsDefault = 0;
 constexpr int kGemvPrefillColumnsOff = 1;
 constexpr int kGemvPrefillColumnsMax = 64;
 void set_gemv_prefill_columns(int c);
 // The largest group a launch over [ne1][ne0] matrices (tiled: in the tiled layout; dense: without
-// grp_off) takes as decode columns under the setting: 1 for none.
+// grp_off) takes as decode columns under the setting: 1 for none (before the launch's own limits above).
 int gemv_prefill_columns(int64_t ne0, int64_t ne1, bool tiled, bool dense);
 }  // namespace detail
 

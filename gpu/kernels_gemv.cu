@@ -1081,7 +1081,7 @@ struct StreamScratch {
   cudaStream_t s;
   StreamScratch(size_t bytes, cudaStream_t st) : s(st) { MOEPACK_CUDA_CHECK(cudaMallocAsync(&p, bytes, s)); }
   ~StreamScratch() {
-    if (p) cudaFreeAsync(p, s);
+    if (p) cudaFreeAsync(p, s);  // an error here is sticky: the stream's next check reports it
   }
   StreamScratch(const StreamScratch&) = delete;
   StreamScratch& operator=(const StreamScratch&) = delete;
@@ -1159,7 +1159,6 @@ struct GemvLaunch {
         }
         expert_columns(C);
         if (pairs <= C) return;  // max_pairs bounds every group
-        MOEPACK_CUDA_CHECK(cudaGetLastError());
       }
       const int lo = C > 0 ? C + 1 : 2;  // the smallest group left (single pairs apart)
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
@@ -1169,7 +1168,9 @@ struct GemvLaunch {
         // the launch's matrices alone);
         // those of lo .. m - 1 pairs in the F32 kernels, and those of one pair (expert launches
         // without columns) where a launch of that group alone would compute them.
-        const int m = std::max(detail::gemv_prefill_mma_min_pairs(T, b.ne0, b.ne1, b.grp_off == nullptr), lo);
+        // (dense: a launch of one matrix; grouped dense launches keep the expert launches' rule)
+        const bool dense = !b.grp_off && b.n_groups == 1;
+        const int m = std::max(detail::gemv_prefill_mma_min_pairs(T, b.ne0, b.ne1, dense), lo);
         if (prefill_mma() && pairs >= m) {
           gemm_mma<T>(m);
           if (b.grp_off) {
@@ -1212,34 +1213,64 @@ struct GemvLaunch {
     if (c < 2 || g_prefill_x_global.load(std::memory_order_relaxed) ||
         g_bytewise.load(std::memory_order_relaxed))
       return 0;
-    if (!b.grp_off) return pairs <= c && !b.x_row ? c : 0;
-    const int C = std::min(c, pairs);
-    if (b.x_gstride != 0 || b.y_gstride != 0 || b.swiglu_epilogue ||
-        static_cast<int64_t>(b.n_groups) * C > 65535)
-      return 0;
-    return C;
+    // Dense launches of one matrix only (a grouped dense launch, e.g. attention heads, is not measured).
+    if (!b.grp_off) return pairs <= c && !b.x_row && b.n_groups == 1 ? c : 0;
+    if (b.x_gstride != 0 || b.y_gstride != 0 || b.swiglu_epilogue) return 0;
+    return std::min(c, pairs);
   }
   // Every group of 1 .. C pairs of an expert launch as single-pair groups of the tensor-core decode
   // GEMV: n_groups * C slots (gpu/prefill_columns.h), their offsets and matrices written on the GPU
-  // (grp_off may be a kernel's output), each pair keeping its index j, hence its x row and y row.
+  // (grp_off may be a kernel's output), each pair keeping its index j, hence its x row and y row;
+  // launches of at most 65,535 slots (the grid's y), a range of whole groups each.
   void expert_columns(int C) const {
-    const int64_t slots = static_cast<int64_t>(b.n_groups) * C;
-    const size_t off_bytes = (static_cast<size_t>(slots + 1) * sizeof(int32_t) + 15) / 16 * 16;
-    const StreamScratch mem(off_bytes + static_cast<size_t>(slots) * sizeof(const uint8_t*), s);
+    if (!b.w_table) check_weights_aligned();  // the slots' table hides w from gemv_mma's own check
+    detail::keep_pool_memory();
+    const int per_launch = 65535 / C;
+    for (int g0 = 0; g0 < b.n_groups; g0 += per_launch) {
+      GemvBatch part = b;
+      part.n_groups = std::min(per_launch, b.n_groups - g0);
+      part.grp_off = b.grp_off + g0;
+      if (b.w_table) {
+        part.w_table = b.w_table + g0;
+      } else {
+        part.w = b.w + static_cast<uint64_t>(g0) * b.w_gstride;
+      }
+      slot_launch(part, C);
+    }
+  }
+  void slot_launch(const GemvBatch& part, int C) const {
+    const int64_t n_slots = static_cast<int64_t>(part.n_groups) * C;
+    const size_t off_bytes = (static_cast<size_t>(n_slots + 1) * sizeof(int32_t) + 15) / 16 * 16;
+    const StreamScratch mem(off_bytes + static_cast<size_t>(n_slots) * sizeof(const uint8_t*), s);
     auto* off = static_cast<int32_t*>(mem.p);
     auto* table = reinterpret_cast<const uint8_t**>(static_cast<char*>(mem.p) + off_bytes);
-    column_slots_kernel<<<static_cast<unsigned>((b.n_groups + 127) / 128), 128, 0, s>>>(b, C, off, table);
+    column_slots_kernel<<<static_cast<unsigned>((part.n_groups + 127) / 128), 128, 0, s>>>(part, C, off,
+                                                                                           table);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
-    GemvBatch c = b;
-    c.grp_off = off;
-    c.w_table = table;
-    c.w = nullptr;
-    c.w_gstride = 0;
-    c.n_groups = static_cast<int32_t>(slots);
-    c.max_pairs = 1;
-    c.tables_from_kernel = true;  // no programmatic dependent launch: the tables are this stream's
-    detail::gemv_mma(c, s);
+    GemvBatch slots = part;
+    slots.grp_off = off;
+    slots.w_table = table;
+    slots.w = nullptr;
+    slots.w_gstride = 0;
+    slots.n_groups = static_cast<int32_t>(n_slots);
+    slots.max_pairs = 1;
+    slots.tables_from_kernel = true;  // no programmatic dependent launch: the tables are this stream's
+    detail::gemv_mma(slots, s);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
+  }
+  // gemv_mma's alignment rule for weights without a table (w, w_gstride), checked here since the
+  // slots pass them as a table: 4 bytes, 2 for Q3_K's and Q6_K's rows of an odd number of
+  // super-blocks.
+  void check_weights_aligned() const {
+    const bool windowed = (b.type == GgmlType::Q3_K || b.type == GgmlType::Q6_K) && (b.ne0 / 256) % 2 != 0;
+    const uint64_t align = windowed ? 2 : 4;
+    if (((reinterpret_cast<uintptr_t>(b.w) | b.w_gstride) & (align - 1)) != 0) {
+      throw Error("gemv: " + std::string(ggml_type_name(b.type)) + " weights of rows of " +
+                  std::to_string(b.ne0) + " elements must be " + std::to_string(align) +
+                  "-byte aligned, and so must their group stride (w at " +
+                  std::to_string(reinterpret_cast<uintptr_t>(b.w)) + ", w_gstride " +
+                  std::to_string(b.w_gstride) + ")");
+    }
   }
   // Every token of a dense launch as a decode launch of its own (n_tok of them).
   void dense_columns() const {

@@ -2775,6 +2775,7 @@ __global__ void repack_tiled_kernel(const uint8_t* src, uint8_t* dst, int64_t ne
 // -1: tensor cores off (every type takes kernels_gemv.cu's F32 kernels); 0: the default.
 std::atomic<int> g_variant{0};
 
+}  // namespace
 // Stream-ordered scratch from the device's default pool, which keeps up to 64 MiB of freed
 // memory for reuse: no device-wide sync, no driver allocation per launch.
 void keep_pool_memory() {
@@ -2790,6 +2791,7 @@ void keep_pool_memory() {
     MOEPACK_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   }
 }
+namespace {
 template <GgmlType T, int P>
 uint8_t* fragments_in_scratch(const GemvBatch& b, cudaStream_t s) {
   keep_pool_memory();

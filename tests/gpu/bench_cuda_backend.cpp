@@ -1079,7 +1079,8 @@ nlohmann::json bench_prefill_columns(const WeightPool& pool, double d2d) {
 
 // The default rule (on: gpu/prefill_columns.h prefill_columns_default per launch) against none (off):
 // around each of its edges (12 and 13 pairs in the GGUF layout, 16 and 17 tiled, 4 and 5 dense tokens,
-// 1024 x 1024 elements) and beyond the tiled edge (20 and 24 pairs, not measured before).
+// 1024 x 1024 elements), and on launches of 64 and 128 experts, where a launch whose groups are all
+// larger than C still pays the slots' kernel and a decode launch of n_groups x C empty slots.
 void set_prefill_columns_rule(bool on) {
   gpu::detail::set_gemv_prefill_columns(on ? 0 : gpu::detail::kGemvPrefillColumnsOff);
 }
@@ -1087,7 +1088,10 @@ nlohmann::json bench_prefill_columns_rule(const WeightPool& pool, double d2d) {
   return bench_columns_switched(pool, d2d, set_prefill_columns_rule,
                                 {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K},
                                 {{2048, 4096, 8, {2, 8, 12, 13}, false},
-                                 {2048, 4096, 8, {2, 8, 16, 17, 20, 24}, true},
+                                 {2048, 4096, 8, {2, 8, 16, 17}, true},
+                                 {2048, 4096, 64, {2, 13}, false},
+                                 {2048, 4096, 64, {17}, true},
+                                 {768, 2048, 128, {2, 13}, false},
                                  {4096, 2048, 8, {4, 12}, false},
                                  {1024, 1024, 8, {2, 4}, false},
                                  {1024, 512, 8, {2, 4}, false},
@@ -1112,7 +1116,7 @@ nlohmann::json bench_prefill_columns_tiled(const WeightPool& pool, double d2d) {
 
 // Dense launches of one 4096 x 4096 matrix with 16 to 48 tokens in the F32 kernels (off) and on the
 // tensor cores (on; every group of two or more, columns off), between the thirty-third pass's 12 and
-// 128 tokens, where gpu/gemm_mma_layout.h's dense minimum (32, 40 for Q2_K and Q6_K) was interpolated.
+// 128 tokens (gpu/gemm_mma_layout.h's dense minimum, 40 and 48 for Q2_K and Q6_K, comes from these).
 nlohmann::json bench_prefill_mma_dense(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
   return bench_switched(pool, d2d,
@@ -1524,7 +1528,9 @@ int main(int argc, char** argv) {
       partial("gemv_prefill_mma", out["gemv_prefill_mma"]);
       out["gemv_prefill_mma_rule"] = bench_prefill_mma_rule(pool, d2d);
       partial("gemv_prefill_mma_rule", out["gemv_prefill_mma_rule"]);
-      // The engine's prefill on the tensor cores (on) and in the F32 kernels (off), alternating.
+      // The engine's prefill on the tensor cores (on) and in the F32 kernels (off), alternating; the
+      // decode columns off for these comparisons (they would take the small groups either way).
+      gpu::detail::set_gemv_prefill_columns(gpu::detail::kGemvPrefillColumnsOff);
       const auto on_is_mma = [](bool on) { gpu::detail::set_gemv_prefill_mma(on); };
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
@@ -1544,6 +1550,7 @@ int main(int argc, char** argv) {
       partial("prefill_mma_min8_short_of", out["engine"]["prefill_mma_min8_short_of"]);
       gpu::detail::set_gemv_prefill_mma_min_pairs(0);
       gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault);
+      gpu::detail::set_gemv_prefill_columns(gpu::detail::kGemvPrefillColumnsDefault);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

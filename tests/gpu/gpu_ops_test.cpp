@@ -927,6 +927,22 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
       }
     }
   }
+  // With a minimum of 8 for the tensor cores' prefill, the group of 5 pairs (between C + 1 and the
+  // minimum) takes the F32 kernels and the group of 9 the tensor cores, each as without columns;
+  // the columns' groups as before.
+  {
+    detail::set_gemv_prefill_mma_min_pairs(8);
+    const auto with8 = experts(C, n_groups, 9),
+               without8 = experts(detail::kGemvPrefillColumnsOff, n_groups, 9);
+    detail::set_gemv_prefill_mma_min_pairs(2);
+    for (int g = 0; g < n_groups; ++g) {
+      const int32_t n = sizes[static_cast<size_t>(g)];
+      const size_t from = static_cast<size_t>(grp_off[g] * ne1), count = static_cast<size_t>(n * ne1);
+      const std::vector<float>& want = columns && n <= C ? with : without8;
+      ASSERT_EQ(0, std::memcmp(with8.data() + from, want.data() + from, count * sizeof(float)))
+          << "minimum 8: group " << g << " of " << n << " pairs";
+    }
+  }
   // Dense launches of matrix 0: token t alone is a decode launch over x row t.
   const auto dense = [&](int c, int32_t n_tok) {
     detail::set_gemv_prefill_columns(c);
@@ -978,7 +994,8 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
 // launch of groups of 2, 1, 4, 3 and 6 pairs on 48 rows of 512 elements with C = 4 gives the same
 // sums as the launch on the GGUF bytes bit for bit (the columns' pairs each a single pair of the
 // tensor cores' tiled launch, the group of 6 on the tensor cores' prefill), within the exact dot
-// product's bound.
+// product's bound; so does the GGUF launch with its matrices as w + g w_gstride (no table), and the
+// columns' groups differ from the launch without columns somewhere (so they ran).
 TEST(GpuOps, GemvPrefillColumnsTiledEqualsGguf) {
   const test::PrefillMmaScope restore(true, 2, 4);
   const int64_t ne0 = 512, ne1 = 48, n_tok = 9;
@@ -1005,8 +1022,28 @@ TEST(GpuOps, GemvPrefillColumnsTiledEqualsGguf) {
                    false, tiled);
       return to_host(d_y, ny);
     };
-    expect_tiled_equals_gguf(sums(d_tab, false), sums(d_tab_t, true), off, rows_of, type, ne0, ne1, data, mat,
-                             rb, x, "tiled columns");
+    const auto gguf = sums(d_tab, false);
+    expect_tiled_equals_gguf(gguf, sums(d_tab_t, true), off, rows_of, type, ne0, ne1, data, mat, rb, x,
+                             "tiled columns");
+    // The same launch without a table: group g's matrix at d_w + g mat.
+    DeviceBuffer d_y(ny * sizeof(float), "y");
+    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+    b.w = d_w.bytes_ptr();
+    b.w_gstride = mat;
+    b.grp_off = d_off.as<int32_t>();
+    b.x_row = d_rows.as<int32_t>();
+    b.n_groups = 5;
+    b.max_pairs = 6;
+    gemv(b, nullptr);
+    const auto strided = to_host(d_y, ny);
+    ASSERT_EQ(0, std::memcmp(strided.data(), gguf.data(), ny * sizeof(float)))
+        << "w + g w_gstride against the table";
+    detail::set_gemv_prefill_columns(detail::kGemvPrefillColumnsOff);
+    const auto none = sums(d_tab, false);
+    detail::set_gemv_prefill_columns(4);
+    const size_t small = static_cast<size_t>(off[4]) * static_cast<size_t>(ne1);  // groups of 2, 1, 4, 3
+    EXPECT_NE(0, std::memcmp(gguf.data(), none.data(), small * sizeof(float))) << "the columns did not run";
   }
 }
 
