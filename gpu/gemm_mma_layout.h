@@ -82,7 +82,9 @@ MOEPACK_GEMV_HD constexpr int gemm_split_exponent(uint32_t bits) {
 // x2.6-2.7; Q2_K x0.19 / x0.30 / x0.48 / x0.70 / x0.88 / x1.05 / x2.18; Q6_K x0.18 / x0.28 / x0.46 /
 // x0.69 / x0.84 / x1.01 / x2.03 (a single matrix fills few of the tensor cores' blocks: their time
 // is nearly flat, 96-225 us from 2 to 48 tokens, while the F32 kernels' grows ~4.5 us a token).
-// Each minimum is the smallest measured token count at which the tensor cores were not slower.
+// Each minimum is the smallest measured token count at which the tensor cores were not slower;
+// Q3_K, Q5_K, Q4_0 and the other light types take 40 without a dense sweep of their own. Grouped
+// dense launches (several matrices, no grp_off) take the expert launches' rule (kernels_gemv.cu).
 inline constexpr int64_t kPrefillMmaLargeElems = int64_t{2048} * 2048;
 inline constexpr int kPrefillMmaMinPairsSmall = 2;
 inline constexpr int kPrefillMmaMinPairsLarge = 8;

@@ -49,10 +49,13 @@ MOEPACK_GEMV_HD constexpr int32_t column_slot_offset(int32_t j0, int32_t n, int 
 // - the same in the tiled layout (the engine's for such experts): x3.7-8.1 at 2, x1.44-2.22 at 16:
 //   kPrefillColumnsTiled, 16 (larger groups not measured);
 // - 8 x 4096 x 2048 x1.1-1.8 at 8, 8 x 768 x 2048 (1.6 M elements) x2.9-5.1 at 2 and 4;
-// - 64 experts of 256 x 256 (the demo's) x0.82-1.03 at 4, and the demo's 32-token prefill x0.69:
-//   matrices under kPrefillColumnsMinElems (1024 x 1024; between 65,536 and 1.6 M not measured) none;
+// - 64 experts of 256 x 256 (the demo's) x0.82-1.03 at 4, and the demo's 32-token prefill x0.69,
+//   while 8 x 1024 x 1024 won x1.8-3.3 at 2 and 4 pairs (a second call): matrices under
+//   kPrefillColumnsMinElems (1024 x 1024; between 65,536 and 1 M elements not measured) none;
 // - a dense 4096 x 4096 matrix: x1.55-1.88 at 2 tokens, x0.97-1.20 at 4, x0.74-0.85 at 8 against the
-//   F32 kernels (Q2_K, Q6_K): kPrefillColumnsDense, 4.
+//   F32 kernels (Q2_K, Q6_K): kPrefillColumnsDense, 4 (dense launches of one matrix only; kernels.h).
+// The columns' launch has n_groups x C slots whatever the group sizes: where no group is that small it
+// still costs its slots' kernel and an empty decode launch (1-4 us on 8-expert launches).
 inline constexpr int64_t kPrefillColumnsMinElems = int64_t{1024} * 1024;
 inline constexpr int kPrefillColumnsExperts = 12;
 inline constexpr int kPrefillColumnsTiled = 16;
