@@ -824,36 +824,61 @@ void expect_tiled_equals_gguf(const std::vector<float>& want, const std::vector<
   }
 }
 
+// An expert launch of groups `off` (offsets from 0) over n random matrices of [ne1][ne0] `type`
+// (tiled_matrices, drawn from a generator seeded with `seed`, then n_tok x rows of values up to 2),
+// pair j's x row rows_of[j]: its sums on the GGUF bytes (through the table) or on the tiled layout,
+// y poisoned with NaN first so rows left unwritten show.
+struct TiledExpertLaunch {
+  GgmlType type;
+  int64_t ne0, ne1;
+  std::vector<int32_t> off, rows_of;
+  TiledMatrices tm;
+  std::vector<float> x;
+  DeviceBuffer d_x, d_off, d_rows;
+  TiledExpertLaunch(GgmlType t, int64_t cols, int64_t rows, int n, std::vector<int32_t> offsets,
+                    std::vector<int32_t> x_rows, int64_t n_tok, unsigned seed)
+      : type(t), ne0(cols), ne1(rows), off(std::move(offsets)), rows_of(std::move(x_rows)) {
+    std::mt19937 rng(seed);
+    tm = tiled_matrices(type, ne0, ne1, n, rng);
+    x = random_floats(static_cast<size_t>(n_tok * ne0), rng, 2.0f);
+    d_x = to_device(x);
+    d_off = to_device(off);
+    d_rows = to_device(rows_of);
+  }
+  int n_groups() const { return static_cast<int>(off.size()) - 1; }
+  int max_pairs() const {
+    int m = 0;
+    for (size_t g = 0; g + 1 < off.size(); ++g) m = std::max(m, off[g + 1] - off[g]);
+    return m;
+  }
+  size_t ny() const { return rows_of.size() * static_cast<size_t>(ne1); }
+  std::vector<float> sums(bool tiled) const {
+    DeviceBuffer d_y(ny() * sizeof(float), "y");
+    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+    gemv_experts(type, ne0, ne1, tm.rb, (tiled ? tm.d_tab_t : tm.d_tab).as<const uint8_t*>(),
+                 d_off.as<int32_t>(), n_groups(), max_pairs(), d_rows.as<int32_t>(), d_x.as<float>(), ne0,
+                 d_y.as<float>(), ne1, nullptr, nullptr, 0, false, tiled);
+    return to_host(d_y, ny());
+  }
+  // sums(true) against sums(false) (expect_tiled_equals_gguf), given the GGUF side.
+  void expect_tiled_equals(const std::vector<float>& gguf, const char* what) const {
+    expect_tiled_equals_gguf(gguf, sums(true), off, rows_of, type, ne0, ne1, tm.data, tm.mat, tm.rb, x, what);
+  }
+};
+
 // The tensor cores' prefill on tiled weights (the layout the engine holds large routed experts
 // in): expert launches of groups of 2, 1, 37 and 3 pairs on 96 rows of 768 elements equal the
 // same launches on the GGUF bytes bit for bit, within the exact dot product's bound.
 TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
   const test::PrefillMmaScope restore(true, 2);
-  const int64_t ne0 = 768, ne1 = 96, n_tok = 29;
-  const std::vector<int32_t> off = {0, 2, 3, 40, 43};
+  const int64_t n_tok = 29;
   std::vector<int32_t> rows_of;
   for (int j = 0; j < 43; ++j) rows_of.push_back((j * 7 + 2) % static_cast<int32_t>(n_tok));
-  auto d_off = to_device(off);
-  auto d_rows = to_device(rows_of);
   for (const GgmlType type :
        {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     SCOPED_TRACE(ggml_type_name(type));
-    std::mt19937 rng(91);
-    const TiledMatrices tm = tiled_matrices(type, ne0, ne1, 4, rng);
-    const auto& [data, rb, mat, d_w, d_t, d_tab, d_tab_t] = tm;
-    const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng, 2.0f);
-    auto d_x = to_device(x);
-    const size_t ny = rows_of.size() * static_cast<size_t>(ne1);
-    const auto sums = [&](const DeviceBuffer& table, bool tiled) {
-      DeviceBuffer d_y(ny * sizeof(float), "y");
-      MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
-      gemv_experts(type, ne0, ne1, rb, table.as<const uint8_t*>(), d_off.as<int32_t>(), 4, 37,
-                   d_rows.as<int32_t>(), d_x.as<float>(), ne0, d_y.as<float>(), ne1, nullptr, nullptr, 0,
-                   false, tiled);
-      return to_host(d_y, ny);
-    };
-    expect_tiled_equals_gguf(sums(d_tab, false), sums(d_tab_t, true), off, rows_of, type, ne0, ne1, data, mat,
-                             rb, x, "tiled prefill");
+    const TiledExpertLaunch l(type, 768, 96, 4, {0, 2, 3, 40, 43}, rows_of, n_tok, 91);
+    l.expect_tiled_equals(l.sums(false), "tiled prefill");
   }
 }
 
@@ -1002,45 +1027,30 @@ TEST(GpuOps, GemvPrefillColumnsTiledEqualsGguf) {
   const std::vector<int32_t> off = {0, 2, 3, 7, 10, 16};
   std::vector<int32_t> rows_of;
   for (int j = 0; j < off.back(); ++j) rows_of.push_back((j * 4 + 1) % static_cast<int32_t>(n_tok));
-  auto d_off = to_device(off);
-  auto d_rows = to_device(rows_of);
   for (const GgmlType type :
        {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     SCOPED_TRACE(ggml_type_name(type));
     ASSERT_TRUE(gemv_tiled_supported(type, ne0, ne1));
-    std::mt19937 rng(93);
-    const TiledMatrices tm = tiled_matrices(type, ne0, ne1, 5, rng);
-    const auto& [data, rb, mat, d_w, d_t, d_tab, d_tab_t] = tm;
-    const auto x = random_floats(static_cast<size_t>(n_tok * ne0), rng, 2.0f);
-    auto d_x = to_device(x);
-    const size_t ny = rows_of.size() * static_cast<size_t>(ne1);
-    const auto sums = [&](const DeviceBuffer& table, bool tiled) {
-      DeviceBuffer d_y(ny * sizeof(float), "y");
-      MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
-      gemv_experts(type, ne0, ne1, rb, table.as<const uint8_t*>(), d_off.as<int32_t>(), 5, 6,
-                   d_rows.as<int32_t>(), d_x.as<float>(), ne0, d_y.as<float>(), ne1, nullptr, nullptr, 0,
-                   false, tiled);
-      return to_host(d_y, ny);
-    };
-    const auto gguf = sums(d_tab, false);
-    expect_tiled_equals_gguf(gguf, sums(d_tab_t, true), off, rows_of, type, ne0, ne1, data, mat, rb, x,
-                             "tiled columns");
+    const TiledExpertLaunch l(type, ne0, ne1, 5, off, rows_of, n_tok, 93);
+    const size_t ny = l.ny();
+    const auto gguf = l.sums(false);
+    l.expect_tiled_equals(gguf, "tiled columns");
     // The same launch without a table: group g's matrix at d_w + g mat.
     DeviceBuffer d_y(ny * sizeof(float), "y");
     MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
-    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-    b.w = d_w.bytes_ptr();
-    b.w_gstride = mat;
-    b.grp_off = d_off.as<int32_t>();
-    b.x_row = d_rows.as<int32_t>();
-    b.n_groups = 5;
-    b.max_pairs = 6;
+    GemvBatch b = rows_batch(type, ne0, ne1, l.tm.rb, l.d_x.as<float>(), d_y.as<float>());
+    b.w = l.tm.d_w.bytes_ptr();
+    b.w_gstride = l.tm.mat;
+    b.grp_off = l.d_off.as<int32_t>();
+    b.x_row = l.d_rows.as<int32_t>();
+    b.n_groups = l.n_groups();
+    b.max_pairs = l.max_pairs();
     gemv(b, nullptr);
     const auto strided = to_host(d_y, ny);
     ASSERT_EQ(0, std::memcmp(strided.data(), gguf.data(), ny * sizeof(float)))
         << "w + g w_gstride against the table";
     detail::set_gemv_prefill_columns(detail::kGemvPrefillColumnsOff);
-    const auto none = sums(d_tab, false);
+    const auto none = l.sums(false);
     detail::set_gemv_prefill_columns(4);
     const size_t small = static_cast<size_t>(off[4]) * static_cast<size_t>(ne1);  // groups of 2, 1, 4, 3
     EXPECT_NE(0, std::memcmp(gguf.data(), none.data(), small * sizeof(float))) << "the columns did not run";
