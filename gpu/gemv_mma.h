@@ -76,6 +76,12 @@ void allow_dynamic_smem(const void* kernel, size_t bytes);
 // device to keep up to 64 MiB of freed memory for reuse (no driver allocation per launch).
 void keep_pool_memory();
 
+// Throws Error unless b's weights without a table (w, w_gstride) are aligned as gemv_mma needs: 4
+// bytes, 2 for Q3_K's and Q6_K's rows of an odd number of super-blocks (a table's pointers are the
+// caller's to align). gemv_mma checks it; the decode columns at prefill (kernels_gemv.cu), which pass
+// the weights as a table, check it first.
+void check_mma_weights_aligned(const GemvBatch& b);
+
 // Runs every group of b whose pair count is exactly one (with grp_off), or the single pair
 // (without grp_off, n_tok == 1). Groups with another pair count are left to the caller.
 void gemv_mma(const GemvBatch& b, cudaStream_t s);

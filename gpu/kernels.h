@@ -78,8 +78,9 @@ struct GemvBatch {
   // The matrices are in the tiled layout (gpu/gemv_tiled.h, written by repack_tiled), not the GGUF
   // layout: every group's sums are bit for bit those of the same launch on the GGUF bytes (groups
   // of one pair, and those the decode columns take, on the tensor cores' tiled launch where
-  // gemv_tiled_supported(type, ne0, ne1), larger ones on the tensor cores' prefill or, and all where
-  // it does not, in the F32 kernels, which gather each row's units from the tiles). Only for expert launches
+  // gemv_tiled_supported(type, ne0, ne1), larger ones on the tensor cores' prefill or in the F32
+  // kernels; all of them in the F32 kernels, which gather each row's units from the tiles, where it
+  // does not). Only for expert launches
   // (grp_off) of matrices the layout covers (tiled_layout_covers: Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, MXFP4, ne0 a
   // multiple of 256, ne1 of 16), row_bytes the type's, without x_frag; with swiglu_epilogue only where
   // gemv_tiled_supported; gemv() throws Error otherwise. Every matrix must start 16-byte aligned (w_table

@@ -1223,7 +1223,7 @@ struct GemvLaunch {
   // (grp_off may be a kernel's output), each pair keeping its index j, hence its x row and y row;
   // launches of at most 65,535 slots (the grid's y), a range of whole groups each.
   void expert_columns(int C) const {
-    if (!b.w_table) check_weights_aligned();  // the slots' table hides w from gemv_mma's own check
+    detail::check_mma_weights_aligned(b);  // before the slots' table hides w from gemv_mma's own check
     detail::keep_pool_memory();
     const int per_launch = 65535 / C;
     for (int g0 = 0; g0 < b.n_groups; g0 += per_launch) {
@@ -1257,20 +1257,6 @@ struct GemvLaunch {
     slots.tables_from_kernel = true;  // no programmatic dependent launch: the tables are this stream's
     detail::gemv_mma(slots, s);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
-  }
-  // gemv_mma's alignment rule for weights without a table (w, w_gstride), checked here since the
-  // slots pass them as a table: 4 bytes, 2 for Q3_K's and Q6_K's rows of an odd number of
-  // super-blocks.
-  void check_weights_aligned() const {
-    const bool windowed = (b.type == GgmlType::Q3_K || b.type == GgmlType::Q6_K) && (b.ne0 / 256) % 2 != 0;
-    const uint64_t align = windowed ? 2 : 4;
-    if (((reinterpret_cast<uintptr_t>(b.w) | b.w_gstride) & (align - 1)) != 0) {
-      throw Error("gemv: " + std::string(ggml_type_name(b.type)) + " weights of rows of " +
-                  std::to_string(b.ne0) + " elements must be " + std::to_string(align) +
-                  "-byte aligned, and so must their group stride (w at " +
-                  std::to_string(reinterpret_cast<uintptr_t>(b.w)) + ", w_gstride " +
-                  std::to_string(b.w_gstride) + ")");
-    }
   }
   // Every token of a dense launch as a decode launch of its own (n_tok of them).
   void dense_columns() const {

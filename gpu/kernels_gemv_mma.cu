@@ -3699,12 +3699,7 @@ bool gemv_mma_swiglu_fusable(GgmlType type, int64_t ne0) {
          gemv_mma_supported(type, ne0);
 }
 
-void gemv_mma(const GemvBatch& b, cudaStream_t s) {
-  if (!gemv_mma_supported(b.type, b.ne0)) {
-    throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
-                " elements are not covered (Q4_K, Q2_K, MXFP4, Q3_K, Q5_K and Q6_K with a multiple of 256)");
-  }
-  if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
+void check_mma_weights_aligned(const GemvBatch& b) {
   // Weights 4-byte aligned; Q3_K's and Q6_K's rows of an odd number of super-blocks (windowed
   // rings whatever the variant) 2-aligned, as their groups then lie (w_gstride 2 mod 4 for an odd
   // row count). A table's device pointers are the caller's to align: expert slots and GGUF tensors are.
@@ -3717,6 +3712,15 @@ void gemv_mma(const GemvBatch& b, cudaStream_t s) {
                 std::to_string(reinterpret_cast<uintptr_t>(b.w)) + ", w_gstride " +
                 std::to_string(b.w_gstride) + ")");
   }
+}
+
+void gemv_mma(const GemvBatch& b, cudaStream_t s) {
+  if (!gemv_mma_supported(b.type, b.ne0)) {
+    throw Error("gemv_mma: " + std::string(ggml_type_name(b.type)) + " rows of " + std::to_string(b.ne0) +
+                " elements are not covered (Q4_K, Q2_K, MXFP4, Q3_K, Q5_K and Q6_K with a multiple of 256)");
+  }
+  if (!b.grp_off && b.n_tok != 1) throw Error("gemv_mma: without groups it takes exactly one token");
+  check_mma_weights_aligned(b);
   if (b.x_frag) {
     const int64_t need = gemv_x_fragments_bytes(b.type, b.ne0);
     if ((reinterpret_cast<uintptr_t>(b.x_frag) & 15) != 0 || b.x_frag_stride % 16 != 0 || b.x_frag_stride < need ||

@@ -953,19 +953,20 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
     }
   }
   // With a minimum of 8 for the tensor cores' prefill, the group of 5 pairs (between C + 1 and the
-  // minimum) takes the F32 kernels and the group of 9 the tensor cores, each as without columns;
+  // minimum) takes the F32 kernels and the group of 9 the tensor cores; with 10 (above every group:
+  // the launch's F32 kernels for all from C + 1) both take the F32 kernels; each as without columns,
   // the columns' groups as before.
-  {
-    detail::set_gemv_prefill_mma_min_pairs(8);
-    const auto with8 = experts(C, n_groups, 9),
-               without8 = experts(detail::kGemvPrefillColumnsOff, n_groups, 9);
+  for (const int m : {8, 10}) {
+    detail::set_gemv_prefill_mma_min_pairs(m);
+    const auto with_m = experts(C, n_groups, 9),
+               without_m = experts(detail::kGemvPrefillColumnsOff, n_groups, 9);
     detail::set_gemv_prefill_mma_min_pairs(2);
     for (int g = 0; g < n_groups; ++g) {
       const int32_t n = sizes[static_cast<size_t>(g)];
       const size_t from = static_cast<size_t>(grp_off[g] * ne1), count = static_cast<size_t>(n * ne1);
-      const std::vector<float>& want = columns && n <= C ? with : without8;
-      ASSERT_EQ(0, std::memcmp(with8.data() + from, want.data() + from, count * sizeof(float)))
-          << "minimum 8: group " << g << " of " << n << " pairs";
+      const std::vector<float>& want = columns && n <= C ? with : without_m;
+      ASSERT_EQ(0, std::memcmp(with_m.data() + from, want.data() + from, count * sizeof(float)))
+          << "minimum " << m << ": group " << g << " of " << n << " pairs";
     }
   }
   // Dense launches of matrix 0: token t alone is a decode launch over x row t.
@@ -1013,6 +1014,83 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
   EXPECT_EQ(detail::gemv_prefill_columns(4096, 4096, false, true), 4);
   detail::set_gemv_prefill_columns(7);
   EXPECT_EQ(detail::gemv_prefill_columns(ne0, ne1, false, false), 7);
+}
+
+// Decode columns on launches of more slots than one grid holds (65,535): 1,100 groups of 0-3 pairs
+// (Q4_K, 512 x 35, each matrix its own) with columns of 64 take two slot launches (1,023 groups
+// each at most), with columns of 4 one; both give every pair its decode sums, so the two launches
+// agree bit for bit, through a table and as w + g w_gstride, every row written (y poisoned with NaN),
+// a sample within the exact dot product's bound. Weights without a table off the 4-byte alignment
+// the decode GEMV needs are refused before any slot is launched.
+TEST(GpuOps, GemvPrefillColumnsSplitIntoSlotLaunches) {
+  const test::PrefillMmaScope restore(true, 0);
+  const GgmlType type = GgmlType::Q4_K;
+  const int64_t ne0 = 512, ne1 = 35;
+  const int n_groups = 1100, n_x = 13;
+  const uint64_t rb = *ggml_row_bytes(type, ne0), mat = rb * static_cast<uint64_t>(ne1);
+  std::mt19937 rng(4242);
+  const auto data = random_rows(type, ne0, ne1 * n_groups, rng);
+  auto d_w = to_device(data);
+  std::vector<const uint8_t*> table;
+  for (int g = 0; g < n_groups; ++g) table.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(g));
+  auto d_table = to_device(table);
+  std::vector<int32_t> grp_off = {0};
+  for (int g = 0; g < n_groups; ++g) grp_off.push_back(grp_off.back() + (g * 7 + 1) % 4);
+  const int32_t pairs = grp_off.back();
+  std::vector<int32_t> x_row;
+  for (int32_t j = 0; j < pairs; ++j) x_row.push_back((j * 5 + 3) % n_x);
+  const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
+  auto d_x = to_device(x), d_off = to_device(grp_off), d_rows = to_device(x_row);
+  const size_t ny = static_cast<size_t>(pairs) * static_cast<size_t>(ne1);
+  const auto launch = [&](int c, bool with_table) {
+    detail::set_gemv_prefill_columns(c);
+    DeviceBuffer d_y(ny * sizeof(float), "y");
+    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+    if (with_table) {
+      b.w_table = d_table.as<const uint8_t* const>();
+    } else {
+      b.w = d_w.bytes_ptr();
+      b.w_gstride = mat;
+    }
+    b.grp_off = d_off.as<int32_t>();
+    b.x_row = d_rows.as<int32_t>();
+    b.n_groups = n_groups;
+    b.max_pairs = detail::kGemvPrefillColumnsMax;  // an upper bound (the groups hold 0-3)
+    gemv(b, nullptr);
+    return to_host(d_y, ny);
+  };
+  const auto one = launch(4, true);
+  for (const bool with_table : {true, false}) {
+    const auto two = launch(detail::kGemvPrefillColumnsMax, with_table);
+    for (size_t i = 0; i < ny; ++i) {
+      ASSERT_EQ(0, std::memcmp(&one[i], &two[i], sizeof(float)))
+          << (with_table ? "table" : "w + g w_gstride") << ": pair " << i / static_cast<size_t>(ne1)
+          << ", row " << i % static_cast<size_t>(ne1) << ": " << two[i] << " in two slot launches, " << one[i]
+          << " in one";
+    }
+  }
+  for (int g = 0; g < n_groups; g += 97) {
+    for (int32_t j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+      for (int64_t r = 0; r < ne1; r += 11) {
+        expect_close_dot(one[static_cast<size_t>(j * ne1 + r)],
+                         data.data() + mat * g + rb * static_cast<uint64_t>(r), type,
+                         x.data() + x_row[static_cast<size_t>(j)] * ne0, ne0, "split slots");
+      }
+    }
+  }
+  // Misaligned weights (w two bytes in) are refused, not launched.
+  detail::set_gemv_prefill_columns(4);
+  DeviceBuffer d_y(ny * sizeof(float), "y");
+  GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+  b.w = d_w.bytes_ptr() + 2;
+  b.w_gstride = mat;
+  b.grp_off = d_off.as<int32_t>();
+  b.x_row = d_rows.as<int32_t>();
+  b.n_groups = 8;
+  b.max_pairs = 4;
+  EXPECT_THROW(gemv(b, nullptr), Error);
+  MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());  // nothing was launched on the misaligned weights
 }
 
 // Decode columns on tiled weights (the layout the engine holds large routed experts in): an expert
