@@ -1079,7 +1079,10 @@ __global__ void column_slots_kernel(GemvBatch b, int C, int32_t* off, const uint
 struct StreamScratch {
   void* p = nullptr;
   cudaStream_t s;
-  StreamScratch(size_t bytes, cudaStream_t st) : s(st) { MOEPACK_CUDA_CHECK(cudaMallocAsync(&p, bytes, s)); }
+  StreamScratch(size_t bytes, cudaStream_t st) : s(st) {
+    detail::keep_pool_memory();  // the device's pool keeps freed scratch for the next launch
+    MOEPACK_CUDA_CHECK(cudaMallocAsync(&p, bytes, s));
+  }
   ~StreamScratch() {
     if (p) cudaFreeAsync(p, s);  // an error here is sticky: the stream's next check reports it
   }
@@ -1168,9 +1171,7 @@ struct GemvLaunch {
         // the launch's matrices alone);
         // those of lo .. m - 1 pairs in the F32 kernels, and those of one pair (expert launches
         // without columns) where a launch of that group alone would compute them.
-        // (dense: a launch of one matrix; grouped dense launches keep the expert launches' rule)
-        const bool dense = !b.grp_off && b.n_groups == 1;
-        const int m = std::max(detail::gemv_prefill_mma_min_pairs(T, b.ne0, b.ne1, dense), lo);
+        const int m = std::max(detail::gemv_prefill_mma_min_pairs(T, b.ne0, b.ne1, dense()), lo);
         if (prefill_mma() && pairs >= m) {
           gemm_mma<T>(m);
           if (b.grp_off) {
@@ -1181,13 +1182,13 @@ struct GemvLaunch {
                                        GroupSizes{lo, m - 1});
               MOEPACK_CUDA_CHECK(cudaGetLastError());
             }
-            if (C > 0) {
-              // the single pairs were columns
-            } else if (mma) {
-              detail::gemv_mma(b, s);
-            } else {
-              // one pair tile: a single pair is tile 0's
-              f32<T, kPrefillPairs, 1>(dim3(0, static_cast<unsigned>(b.n_groups), 1), kSinglesOnly);
+            if (C == 0) {  // (with columns the single pairs were columns)
+              if (mma) {
+                detail::gemv_mma(b, s);
+              } else {
+                // one pair tile: a single pair is tile 0's
+                f32<T, kPrefillPairs, 1>(dim3(0, static_cast<unsigned>(b.n_groups), 1), kSinglesOnly);
+              }
             }
           }
           return;
@@ -1208,13 +1209,17 @@ struct GemvLaunch {
   // The largest group this launch takes as decode columns (set_gemv_prefill_columns), at most its
   // max_pairs; 0 for none (off, or a launch they do not cover: kernels.h). The caller checked that
   // the tensor-core decode covers the launch.
+  // A dense launch of one matrix, which takes the dense rules (minimum and columns); a grouped dense
+  // launch (several matrices without grp_off, e.g. attention heads; not measured) takes no columns and
+  // the expert launches' minimum.
+  bool dense() const { return !b.grp_off && b.n_groups == 1; }
   int columns(int pairs) const {
-    const int c = detail::gemv_prefill_columns(b.ne0, b.ne1, b.w_tiled, b.grp_off == nullptr);
+    if (!b.grp_off && !dense()) return 0;
+    const int c = detail::gemv_prefill_columns(b.ne0, b.ne1, b.w_tiled, dense());
     if (c < 2 || g_prefill_x_global.load(std::memory_order_relaxed) ||
         g_bytewise.load(std::memory_order_relaxed))
       return 0;
-    // Dense launches of one matrix only (a grouped dense launch, e.g. attention heads, is not measured).
-    if (!b.grp_off) return pairs <= c && !b.x_row && b.n_groups == 1 ? c : 0;
+    if (dense()) return pairs <= c && !b.x_row ? c : 0;
     if (b.x_gstride != 0 || b.y_gstride != 0 || b.swiglu_epilogue) return 0;
     return std::min(c, pairs);
   }
@@ -1224,7 +1229,6 @@ struct GemvLaunch {
   // launches of at most 65,535 slots (the grid's y), a range of whole groups each.
   void expert_columns(int C) const {
     detail::check_mma_weights_aligned(b);  // before the slots' table hides w from gemv_mma's own check
-    detail::keep_pool_memory();
     const int per_launch = 65535 / C;
     for (int g0 = 0; g0 < b.n_groups; g0 += per_launch) {
       GemvBatch part = b;

@@ -858,6 +858,24 @@ nlohmann::json bench_switch_of(const std::vector<std::string>& models, int prefi
 // Round `round` of four side-by-side rounds is the switched one: off, on, on, off.
 constexpr bool alternating_on(int round) { return (round & 1) != (round >> 1); }
 
+// Four side-by-side rounds of launch() with a process-wide switch (`set`) off, on, on, off, each
+// row marked with `key`: whether the switch was on.
+template <class Launch>
+void four_rounds(nlohmann::json& rows, void (*set)(bool), const char* key, const Launch& launch) {
+  for (int round = 0; round < 4; ++round) {
+    const bool on = alternating_on(round);
+    set(on);
+    nlohmann::json g = launch();
+    g[key] = on;
+    rows.push_back(std::move(g));
+  }
+}
+
+// Group sizes (pairs an expert) of a 16-expert launch as a short prompt's routing gives them
+// (mostly 1-7 pairs) and a longer one's (2-20).
+const std::vector<int32_t> kShortPromptGroups = {1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 1, 2, 3};
+const std::vector<int32_t> kLongerPromptGroups = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 3, 6};
+
 // Q3_K's, Q5_K's and Q6_K's decode back to their defaults (Q3_K and Q6_K on the tensor cores,
 // Q5_K kGemvQ5kTensorCoresDefault) at scope exit, exceptions included.
 struct TensorCoresDefaultAfterwards {
@@ -988,25 +1006,18 @@ nlohmann::json bench_gemv_groups(const WeightPool& pool, GgmlType type, int64_t 
 // a longer one's (2-20 pairs), and 8 of 2048 x 4096 with uniform groups of 6, 7, 10 and 11 pairs.
 nlohmann::json bench_prefill_mma_rule(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0);
-  const std::vector<int32_t> short_prompt = {1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 1, 2, 3};
-  const std::vector<int32_t> longer_prompt = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 3, 6};
   const std::vector<std::pair<int64_t, int64_t>> mixed_shapes = {{2048, 4096}, {4096, 2048}};
   nlohmann::json rows = nlohmann::json::array();
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K}) {
     std::vector<std::tuple<int64_t, int64_t, std::vector<int32_t>>> launches;
     for (const auto& [r, c] : mixed_shapes) {
-      launches.emplace_back(r, c, short_prompt);
-      launches.emplace_back(r, c, longer_prompt);
+      launches.emplace_back(r, c, kShortPromptGroups);
+      launches.emplace_back(r, c, kLongerPromptGroups);
     }
     for (const int32_t n : {6, 7, 10, 11}) launches.emplace_back(2048, 4096, std::vector<int32_t>(8, n));
     for (const auto& [r, c, sizes] : launches) {
-      for (int round = 0; round < 4; ++round) {
-        const bool on = alternating_on(round);
-        set_prefill_mma_default_rule(on);
-        auto g = bench_gemv_groups(pool, t, r, c, d2d, sizes);
-        g["prefill_mma_rule"] = on;
-        rows.push_back(std::move(g));
-      }
+      four_rounds(rows, set_prefill_mma_default_rule, "prefill_mma_rule",
+                  [&] { return bench_gemv_groups(pool, t, r, c, d2d, sizes); });
     }
   }
   return rows;
@@ -1028,30 +1039,18 @@ nlohmann::json bench_columns_switched(const WeightPool& pool, double d2d, void (
                                       const std::vector<ColumnsShape>& shapes, bool mixed = true) {
   const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
                                                   gpu::detail::kGemvPrefillColumnsDefault);
-  const std::vector<int32_t> short_prompt = {1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 1, 2, 3};
-  const std::vector<int32_t> longer_prompt = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 3, 6};
   nlohmann::json rows = nlohmann::json::array();
   for (const GgmlType t : types) {
     for (const ColumnsShape& sh : shapes) {
       for (const int pairs : sh.pairs) {
-        for (int round = 0; round < 4; ++round) {
-          const bool on = alternating_on(round);
-          set(on);
-          auto g = bench_gemv(pool, t, sh.rows, sh.cols, d2d, sh.experts, sh.tiled, pairs);
-          g["prefill_columns"] = on;
-          rows.push_back(std::move(g));
-        }
+        four_rounds(rows, set, "prefill_columns",
+                    [&] { return bench_gemv(pool, t, sh.rows, sh.cols, d2d, sh.experts, sh.tiled, pairs); });
       }
     }
-    for (const auto* sizes : {&short_prompt, &longer_prompt}) {
-      if (!mixed) break;
-      for (int round = 0; round < 4; ++round) {
-        const bool on = alternating_on(round);
-        set(on);
-        auto g = bench_gemv_groups(pool, t, 2048, 4096, d2d, *sizes);
-        g["prefill_columns"] = on;
-        rows.push_back(std::move(g));
-      }
+    if (!mixed) continue;
+    for (const auto* sizes : {&kShortPromptGroups, &kLongerPromptGroups}) {
+      four_rounds(rows, set, "prefill_columns",
+                  [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, *sizes); });
     }
   }
   return rows;
