@@ -474,9 +474,10 @@ void CudaRoutedExperts::ffn_in_one_launch(const Block& b, const uint8_t* const* 
 
 void CudaRoutedExperts::gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off,
                                   int32_t n_groups, int32_t max_pairs, const int32_t* x_row, const float* x,
-                                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t st) {
+                                  int64_t x_stride, float* y, int64_t y_stride, cudaStream_t st,
+                                  const int32_t* grp_off_host) {
   gemv_experts(r.type, r.ne0, r.ne1, r.row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y,
-               y_stride, st, nullptr, 0, false, r.tiled);
+               y_stride, st, nullptr, 0, false, r.tiled, grp_off_host);
 }
 
 uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const int32_t* ids, const float* w,
@@ -575,14 +576,15 @@ uint64_t CudaRoutedExperts::run(uint32_t il, const float* x, int64_t n, const in
     } else {
       if (fused) {
         const int32_t* d_off2 = d_off + m + 1;
-        gemv_role(b.rg, d_table, d_off2, 2 * gm, max_pairs, d_off2 + 2 * m + 1, x, E, eg + p0 * FF, FF, st);
+        gemv_role(b.rg, d_table, d_off2, 2 * gm, max_pairs, d_off2 + 2 * m + 1, x, E, eg + p0 * FF, FF, st,
+                  grp_off + m + 1);
       } else {
-        gemv_role(b.rg, d_table, d_off, gm, max_pairs, d_tok_of, x, E, eg, FF, st);
-        gemv_role(b.ru, d_table + m, d_off, gm, max_pairs, d_tok_of, x, E, eu, FF, st);
+        gemv_role(b.rg, d_table, d_off, gm, max_pairs, d_tok_of, x, E, eg, FF, st, grp_off);
+        gemv_role(b.ru, d_table + m, d_off, gm, max_pairs, d_tok_of, x, E, eu, FF, st, grp_off);
       }
       swiglu_clamped(eg + p0 * FF, eu + p0 * FF, np * FF, limit, eg + p0 * FF, st);
     }
-    gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st);
+    gemv_role(b.rd, d_table + 2 * m, d_off, gm, max_pairs, nullptr, eg, FF, ey_.as<float>(), E, st, grp_off);
     if (pool_) pool_->release(st);
     computed += static_cast<uint64_t>(np);
   }

@@ -152,9 +152,10 @@ class CudaRoutedExperts {
   bool scratch_or_untiled(DeviceBuffer& buf, uint64_t bytes, const char* what);
   // The pool's delivery (VramExpertPool::set_delivery) with tiled roles.
   void deliver(uint32_t layer, uint8_t* slot, const uint8_t* pinned, uint64_t bytes, cudaStream_t copy);
+  // grp_off_host: grp_off's values on the host (GemvBatch::grp_off_host), or null.
   void gemv_role(const Role& r, const uint8_t* const* table, const int32_t* grp_off, int32_t n_groups,
                  int32_t max_pairs, const int32_t* x_row, const float* x, int64_t x_stride, float* y,
-                 int64_t y_stride, cudaStream_t st);
+                 int64_t y_stride, cudaStream_t st, const int32_t* grp_off_host = nullptr);
   // Whether a block's expert FFN at one pair an expert runs in one launch (gemv_experts_ffn):
   // gate, up and down of one type, all three tiled, and gemv_experts_ffn_fusable.
   bool one_launch_ffn(const Block& b) const;

@@ -89,6 +89,14 @@ struct GemvBatch {
   // repack_tiled that wrote them: put any other launch or an event wait between them, or repack on another
   // stream and synchronise.
   bool w_tiled = false;
+  // Optional: a host copy of grp_off (n_groups + 1 entries, the same values; forty-seventh session),
+  // read by gemv() before it returns. Where set, a prefill launch starts no kernel for a range of group
+  // sizes no group has (the decode columns, the F32 kernels below the tensor cores' minimum, single
+  // pairs), and the decode columns' slots cover only the groups of 1..C pairs (gpu/prefill_columns.h,
+  // the compact layout); the sums are the same bit for bit. Values other than the device array's leave
+  // pairs uncomputed or computed twice (never a write outside y's rows of the pairs [grp_off[0],
+  // grp_off[n_groups]) the device array spans). Null: every kernel covers all n_groups, as before.
+  const int32_t* grp_off_host = nullptr;
 };
 // F32 accumulation per lane, warp tree reduction. Throws Error for an unsupported type.
 void gemv(const GemvBatch& b, cudaStream_t s);
@@ -149,6 +157,11 @@ constexpr int kGemvPrefillColumnsDefault = 0;
 constexpr int kGemvPrefillColumnsOff = 1;
 constexpr int kGemvPrefillColumnsMax = 64;
 void set_gemv_prefill_columns(int c);
+// Whether launches read GemvBatch::grp_off_host where it is set (on, the default) or ignore it (off: every
+// kernel over all n_groups, the columns n_groups C slots, as before the forty-seventh session); the same
+// sums either way. Process-wide; the benchmark compares both.
+constexpr bool kGemvPrefillHostSizesDefault = true;
+void set_gemv_prefill_host_sizes(bool on);
 // The largest group a launch over [ne1][ne0] matrices (tiled: in the tiled layout; dense: without
 // grp_off) takes as decode columns under the setting: 1 for none (before the launch's own limits above).
 int gemv_prefill_columns(int64_t ne0, int64_t ne1, bool tiled, bool dense);
@@ -164,6 +177,10 @@ bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
 // gemv() calls with GemvBatch::w_tiled so far in this process (all threads): lets tests see that
 // the engine's experts took the tiled layout.
 uint64_t gemv_tiled_launches();
+// Slots of decode columns at prefill launched so far in this process (all threads; gpu/prefill_columns.h):
+// lets tests and the benchmark see which layout a launch took (n_groups C slots, n_small (C + 1) in the
+// compact one, none).
+uint64_t gemv_prefill_column_slots();
 // n_matrices matrices [ne1][ne0] of `type` (rows of row_bytes, matrices back to back at src) into
 // the tiled layout at dst (the same bytes permuted, matrix m at m ne1 row_bytes), on stream s.
 // src and dst must not overlap, dst 16-byte aligned. Throws Error for either, where the layout does
@@ -175,12 +192,12 @@ void repack_tiled(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, c
 // row), group i the matrix at table[i] with pairs [grp_off[i], grp_off[i + 1]) (at most
 // max_pairs); pair j reads x row x_row[j] (x_row null: row j) of x_stride floats and writes y
 // row j of y_stride floats. Used by the engine (gpu/cuda_moe.h), bench-twin and gpu_ops_test.
-// x_frag, x_frag_stride, tables_from_kernel, w_tiled: GemvBatch's (optional).
+// x_frag, x_frag_stride, tables_from_kernel, w_tiled, grp_off_host: GemvBatch's (optional).
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                   const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
                   const float* x, int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s,
                   const uint8_t* x_frag = nullptr, int64_t x_frag_stride = 0, bool tables_from_kernel = false,
-                  bool w_tiled = false);
+                  bool w_tiled = false, const int32_t* grp_off_host = nullptr);
 // gemv_experts' launch with the SwiGLU epilogue (GemvBatch::swiglu_epilogue; tables_from_kernel
 // and w_tiled as GemvBatch's): table holds the n_groups gate matrices, then the n_groups up
 // matrices; pair j writes the SwiGLU of its gate and up rows, y row j. Throws Error where

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cub/block/block_scan.cuh>
 #include <string>
 
 #include "core/error.h"
@@ -1058,6 +1059,9 @@ std::atomic<bool> g_prefill_x_global{false};
 std::atomic<bool> g_prefill_mma{detail::kGemvPrefillMmaDefault};
 std::atomic<int> g_prefill_mma_min_pairs{0};  // 0: each launch's prefill_mma_default_min_pairs
 std::atomic<int> g_prefill_columns{detail::kGemvPrefillColumnsDefault};
+std::atomic<uint64_t> g_column_slots{0};
+std::atomic<bool> g_host_sizes{
+    detail::kGemvPrefillHostSizesDefault};  // decode columns' slots launched (gemv_prefill_column_slots)
 
 // The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
 // slots, their offsets (column_slot_offset) and their matrix (the group's); the last group's thread
@@ -1072,6 +1076,55 @@ __global__ void column_slots_kernel(GemvBatch b, int C, int32_t* off, const uint
     table[g * C + c] = w;
   }
   if (g == b.n_groups - 1) off[b.n_groups * C] = b.grp_off[b.n_groups];
+}
+
+// The compact layout's tables (gpu/prefill_columns.h, column_slot_offset_compact): the k-th group of
+// 1..C pairs (in group order, a block-wide scan) gets slots k (C + 1) .. k (C + 1) + C, its pairs in
+// the first ones, and its last slot spans from its last pair's end to the next such group's first
+// pair (the pairs of the groups between: none, or at least C + 1 >= 3, which the decode GEMV skips);
+// the closing entry is the last such group's end. One block; n_small: the host's count of such
+// groups (GemvBatch::grp_off_host), which bounds every write: slots the device finds no group for
+// stay empty.
+constexpr int kCompactThreads = 256;
+__global__ void __launch_bounds__(kCompactThreads)
+    column_slots_compact_kernel(GemvBatch b, int C, int n_small, int32_t* off, const uint8_t** table) {
+  using Scan = cub::BlockScan<int, kCompactThreads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ int32_t end;  // the last written group's end
+  if (threadIdx.x == 0) end = b.grp_off[0];
+  __syncthreads();
+  const int stride = C + 1;
+  int base = 0;  // small groups before this chunk (the same in every thread)
+  for (int g0 = 0; g0 < b.n_groups; g0 += kCompactThreads) {
+    const int g = g0 + static_cast<int>(threadIdx.x);
+    int32_t j0 = 0, n = 0;
+    if (g < b.n_groups) {
+      j0 = b.grp_off[g];
+      n = b.grp_off[g + 1] - j0;
+    }
+    const int small = g < b.n_groups && n >= 1 && n <= C ? 1 : 0;
+    int pos = 0, total = 0;
+    Scan(scan).ExclusiveSum(small, pos, total);  // (its last step synchronises the block)
+    const int k = base + pos;
+    if (small && k < n_small) {
+      const uint8_t* w = b.w_table ? b.w_table[g] : b.w + static_cast<uint64_t>(g) * b.w_gstride;
+      for (int c = 0; c < stride; ++c) {
+        off[k * stride + c] = column_slot_offset_compact(j0, n, c);
+        table[k * stride + c] = w;
+      }
+      if (pos == total - 1 || k == n_small - 1) end = j0 + n;  // one thread a chunk
+    }
+    base += total;
+    __syncthreads();  // the scan's storage and end, before the next chunk
+  }
+  // The closing entry, and any slots the device found no group for (a host copy unlike grp_off):
+  // empty, on the last group's matrix.
+  const int first = (base < n_small ? base : n_small) * stride;
+  const uint8_t* w0 = b.w_table ? b.w_table[0] : b.w;
+  for (int e = first + static_cast<int>(threadIdx.x); e <= n_small * stride; e += kCompactThreads) {
+    off[e] = end;
+    if (e < n_small * stride) table[e] = w0;
+  }
 }
 
 // Device memory of one launch, released on the launch's stream (stream order: after the kernels
@@ -1093,6 +1146,7 @@ struct StreamScratch {
 struct GemvLaunch {
   const GemvBatch& b;
   cudaStream_t s;
+  const int32_t* host;  // b.grp_off_host where the launch reads it (set_gemv_prefill_host_sizes), else null
   // The F32 kernel on the GGUF layout, or on the tiled one (w_tiled; check_tiled refused every
   // other type).
   // grid.x: blocks of the variant's gemv_block_warps rows (R a warp) over ne1.
@@ -1161,7 +1215,7 @@ struct GemvLaunch {
           return;
         }
         expert_columns(C);
-        if (pairs <= C) return;  // max_pairs bounds every group
+        if (pairs <= C || !has_group(C + 1, INT_MAX)) return;  // max_pairs bounds every group
       }
       const int lo = C > 0 ? C + 1 : 2;  // the smallest group left (single pairs apart)
       const unsigned tiles = static_cast<unsigned>((pairs + kPrefillPairs - 1) / kPrefillPairs);
@@ -1173,16 +1227,16 @@ struct GemvLaunch {
         // without columns) where a launch of that group alone would compute them.
         const int m = std::max(detail::gemv_prefill_mma_min_pairs(T, b.ne0, b.ne1, dense()), lo);
         if (prefill_mma() && pairs >= m) {
-          gemm_mma<T>(m);
+          if (has_group(m, INT_MAX)) gemm_mma<T>(m);
           if (b.grp_off) {
             MOEPACK_CUDA_CHECK(cudaGetLastError());
-            if (m > lo) {  // pair tiles enough for m - 1 pairs
+            if (m > lo && has_group(lo, m - 1)) {  // pair tiles enough for m - 1 pairs
               f32<T, kPrefillPairs, 1>(dim3(0, static_cast<unsigned>(b.n_groups),
                                             static_cast<unsigned>((m - 2) / kPrefillPairs + 1)),
                                        GroupSizes{lo, m - 1});
               MOEPACK_CUDA_CHECK(cudaGetLastError());
             }
-            if (C == 0) {  // (with columns the single pairs were columns)
+            if (C == 0 && has_group(1, 1)) {  // (with columns the single pairs were columns)
               if (mma) {
                 detail::gemv_mma(b, s);
               } else {
@@ -1199,8 +1253,8 @@ struct GemvLaunch {
         return;
       }
       const bool split = mma && b.grp_off != nullptr;
-      f32<T, kPrefillPairs, 1>(grid, split ? kSinglesSkip : kSinglesAll);
-      if (split) {
+      if (!split || has_group(2, INT_MAX)) f32<T, kPrefillPairs, 1>(grid, split ? kSinglesSkip : kSinglesAll);
+      if (split && has_group(1, 1)) {
         MOEPACK_CUDA_CHECK(cudaGetLastError());
         detail::gemv_mma(b, s);
       }
@@ -1213,6 +1267,16 @@ struct GemvLaunch {
   // launch (several matrices without grp_off, e.g. attention heads; not measured) takes no columns and
   // the expert launches' minimum.
   bool dense() const { return !b.grp_off && b.n_groups == 1; }
+  // Whether a group of lo..hi pairs may be in the launch: where the host copy of grp_off says
+  // (GemvBatch::grp_off_host), else true.
+  bool has_group(int lo, int hi) const {
+    if (!b.grp_off || !host) return true;
+    for (int32_t g = 0; g < b.n_groups; ++g) {
+      const int32_t n = host[g + 1] - host[g];
+      if (n >= lo && n <= hi) return true;
+    }
+    return false;
+  }
   int columns(int pairs) const {
     if (!b.grp_off && !dense()) return 0;
     const int c = detail::gemv_prefill_columns(b.ne0, b.ne1, b.w_tiled, dense());
@@ -1226,30 +1290,48 @@ struct GemvLaunch {
   // Every group of 1 .. C pairs of an expert launch as single-pair groups of the tensor-core decode
   // GEMV: n_groups * C slots (gpu/prefill_columns.h), their offsets and matrices written on the GPU
   // (grp_off may be a kernel's output), each pair keeping its index j, hence its x row and y row;
-  // launches of at most 65,535 slots (the grid's y), a range of whole groups each.
+  // launches of at most 65,535 slots (the grid's y), a range of whole groups each. With the host copy
+  // of grp_off, only the groups of 1 .. C pairs get slots, C + 1 each (the compact layout) where the
+  // range has other groups too, and a range without such groups no launch.
   void expert_columns(int C) const {
     detail::check_mma_weights_aligned(b);  // before the slots' table hides w from gemv_mma's own check
-    const int per_launch = 65535 / C;
-    for (int g0 = 0; g0 < b.n_groups; g0 += per_launch) {
+    const int32_t* h = host;
+    const int per_launch = 65535 / (h ? C + 1 : C);
+    for (int g0 = 0; g0 < b.n_groups;) {
+      int g1 = g0, n_small = 0;  // groups [g0, g1), n_small of them of 1 .. C pairs
+      while (g1 < b.n_groups && (h ? n_small : g1 - g0) < per_launch) {
+        const int32_t n = h ? h[g1 + 1] - h[g1] : 1;
+        n_small += n >= 1 && n <= C;
+        ++g1;
+      }
       GemvBatch part = b;
-      part.n_groups = std::min(per_launch, b.n_groups - g0);
+      part.n_groups = g1 - g0;
       part.grp_off = b.grp_off + g0;
       if (b.w_table) {
         part.w_table = b.w_table + g0;
       } else {
         part.w = b.w + static_cast<uint64_t>(g0) * b.w_gstride;
       }
-      slot_launch(part, C);
+      if (n_small > 0) slot_launch(part, C, n_small);
+      g0 = g1;
     }
   }
-  void slot_launch(const GemvBatch& part, int C) const {
-    const int64_t n_slots = static_cast<int64_t>(part.n_groups) * C;
+  // One launch of the columns over part's groups: n_small of them with 1 .. C pairs (all of them
+  // without the host copy: every group C slots; else the compact layout, C + 1 slots a small group).
+  void slot_launch(const GemvBatch& part, int C, int n_small) const {
+    const bool compact = n_small < part.n_groups;
+    const int stride = compact ? C + 1 : C;
+    const int64_t n_slots = static_cast<int64_t>(n_small) * stride;
     const size_t off_bytes = (static_cast<size_t>(n_slots + 1) * sizeof(int32_t) + 15) / 16 * 16;
     const StreamScratch mem(off_bytes + static_cast<size_t>(n_slots) * sizeof(const uint8_t*), s);
     auto* off = static_cast<int32_t*>(mem.p);
     auto* table = reinterpret_cast<const uint8_t**>(static_cast<char*>(mem.p) + off_bytes);
-    column_slots_kernel<<<static_cast<unsigned>((part.n_groups + 127) / 128), 128, 0, s>>>(part, C, off,
-                                                                                           table);
+    if (compact) {
+      column_slots_compact_kernel<<<1, kCompactThreads, 0, s>>>(part, C, n_small, off, table);
+    } else {
+      column_slots_kernel<<<static_cast<unsigned>((part.n_groups + 127) / 128), 128, 0, s>>>(part, C, off,
+                                                                                             table);
+    }
     MOEPACK_CUDA_CHECK(cudaGetLastError());
     GemvBatch slots = part;
     slots.grp_off = off;
@@ -1261,6 +1343,7 @@ struct GemvLaunch {
     slots.tables_from_kernel = true;  // no programmatic dependent launch: the tables are this stream's
     detail::gemv_mma(slots, s);
     MOEPACK_CUDA_CHECK(cudaGetLastError());
+    g_column_slots.fetch_add(static_cast<uint64_t>(n_slots), std::memory_order_relaxed);
   }
   // Every token of a dense launch as a decode launch of its own (n_tok of them).
   void dense_columns() const {
@@ -1371,6 +1454,8 @@ void set_gemv_prefill_mma_min_pairs(int m) {
   }
   g_prefill_mma_min_pairs.store(m, std::memory_order_relaxed);
 }
+void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }
+
 void set_gemv_prefill_columns(int c) {
   if (c < 0 || c > kGemvPrefillColumnsMax) {
     throw Error(
@@ -1391,6 +1476,7 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
 }  // namespace detail
 
 uint64_t gemv_tiled_launches() { return g_tiled_launches.load(std::memory_order_relaxed); }
+uint64_t gemv_prefill_column_slots() { return g_column_slots.load(std::memory_order_relaxed); }
 
 namespace {
 // The batch of gemv_experts and gemv_experts_swiglu.
@@ -1418,13 +1504,15 @@ GemvBatch experts_batch(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_by
 void gemv_experts(GgmlType type, int64_t ne0, int64_t ne1, uint64_t row_bytes, const uint8_t* const* table,
                   const int32_t* grp_off, int32_t n_groups, int32_t max_pairs, const int32_t* x_row,
                   const float* x, int64_t x_stride, float* y, int64_t y_stride, cudaStream_t s,
-                  const uint8_t* x_frag, int64_t x_frag_stride, bool tables_from_kernel, bool w_tiled) {
+                  const uint8_t* x_frag, int64_t x_frag_stride, bool tables_from_kernel, bool w_tiled,
+                  const int32_t* grp_off_host) {
   GemvBatch b =
       experts_batch(type, ne0, ne1, row_bytes, table, grp_off, n_groups, max_pairs, x_row, x, x_stride, y, y_stride);
   b.x_frag = x_frag;
   b.x_frag_stride = x_frag_stride;
   b.tables_from_kernel = tables_from_kernel;
   b.w_tiled = w_tiled;
+  b.grp_off_host = grp_off_host;
   gemv(b, s);
 }
 
@@ -1513,7 +1601,8 @@ void gemv(const GemvBatch& b, cudaStream_t s) {
     throw Error("gemv: " + std::to_string(b.n_groups) + " groups x " + std::to_string(pairs) +
                 " pairs exceeds the launch grid");
   }
-  dispatch_type(b.type, GemvLaunch{b, s});
+  dispatch_type(b.type,
+                GemvLaunch{b, s, g_host_sizes.load(std::memory_order_relaxed) ? b.grp_off_host : nullptr});
   MOEPACK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -35,6 +35,18 @@ namespace moepack::gpu {
 MOEPACK_GEMV_HD constexpr int32_t column_slot_offset(int32_t j0, int32_t n, int c, int C) {
   return n <= C ? j0 + (c < n ? c : n) : j0;
 }
+// The compact layout (forty-seventh session), where the host knows the group sizes
+// (GemvBatch::grp_off_host) and some groups of a launch have no pair or more than C: only the groups
+// of 1..C pairs get slots, C + 1 each, the k-th such group (in group order) slots k (C + 1) + c for
+// c = 0..C at offsets
+//   j0 + min(c, n)   (slots 0..n-1 one pair each, n..C-1 none; 1 <= n <= C)
+// so its last slot, k (C + 1) + C, spans [j0 + n, the next such group's j0): the pairs of the groups
+// between, none or at least C + 1 >= 3 (each has none or more than C), never one, which the decode
+// GEMV skips. The closing entry is the last such group's end. Launch size: n_small (C + 1) slots
+// against n_groups C, so it pays where fewer than n_groups C / (C + 1) groups are that small.
+MOEPACK_GEMV_HD constexpr int32_t column_slot_offset_compact(int32_t j0, int32_t n, int c) {
+  return j0 + (c < n ? c : n);
+}
 
 // The default rule (gpu/kernels.h set_gemv_prefill_columns(0)): the largest group (pairs an expert
 // of an expert launch, tokens of a dense launch) a launch over [ne1][ne0] matrices takes as decode
@@ -54,8 +66,11 @@ MOEPACK_GEMV_HD constexpr int32_t column_slot_offset(int32_t j0, int32_t n, int 
 //   kPrefillColumnsMinElems (1024 x 1024; between 65,536 and 1 M elements not measured) none;
 // - a dense 4096 x 4096 matrix: x1.55-1.88 at 2 tokens, x0.97-1.20 at 4, x0.74-0.85 at 8 against the
 //   F32 kernels (Q2_K, Q6_K): kPrefillColumnsDense, 4 (dense launches of one matrix only; kernels.h).
-// The columns' launch has n_groups x C slots whatever the group sizes: where no group is that small it
-// still costs its slots' kernel and an empty decode launch (1-4 us on 8-expert launches).
+// Without the host's copy of the group sizes the columns' launch has n_groups x C slots whatever the
+// sizes: where no group is that small it still costs its slots' kernel and an empty decode launch (1-4
+// us on 8-expert launches, 24-30 us on 128 experts of 768 x 2048 with 13 pairs each, x0.94-0.95: an
+// H100, forty-seventh session); with it (the engine's launches) such a launch starts none, and a launch
+// where some groups are larger takes the compact layout above.
 inline constexpr int64_t kPrefillColumnsMinElems = int64_t{1024} * 1024;
 inline constexpr int kPrefillColumnsExperts = 12;
 inline constexpr int kPrefillColumnsTiled = 16;

@@ -52,6 +52,10 @@
 //             up to 16 pairs, on) against none (off), launches of 2 to 16 pairs an expert, mixed groups
 //             and dense few-token launches (bench_prefill_columns); "engine"/"prefill_columns_of" (and
 //             "_short_of", 32 tokens) the engine's prefill and decode both ways;
+//   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
+//             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
+//             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
+//             "engine"/"prefill_host_sizes_of" (and "_short_of", 32 tokens): the engine both ways;
 //   "gemv_prefill_columns_tiled" (--prefill-columns-only, first): columns of up to 32 pairs against none on
 //             tiled expert launches of 16 to 32 pairs an expert (bench_prefill_columns_tiled);
 //   "gemv_prefill_columns_rule": the columns' default rule (gpu/prefill_columns.h,
@@ -261,7 +265,8 @@ gpu::GemvBatch expert_batch(GgmlType type, int64_t rows, int64_t cols, const flo
 // One launch timed over sizes.size() matrices of [rows][cols] back to back, the weights rotated
 // over up to 32 copies (so that the 50 MB L2 does not serve them): with several matrices one group a matrix
 // of sizes[g] pairs (pair j reading x row j), with one a dense launch of sizes[0] tokens. Its bytes: the
-// matrices'.
+// matrices'. The launch carries the host's copy of the group sizes (GemvBatch::grp_off_host), as the
+// engine's do; set_gemv_prefill_host_sizes decides whether it is read.
 struct LaunchTime {
   Timing t;
   uint64_t bytes = 0;
@@ -283,6 +288,7 @@ LaunchTime time_gemv(const WeightPool& pool, GgmlType type, int64_t rows, int64_
   gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
   if (experts > 1) {
     b.max_pairs = *std::max_element(sizes.begin(), sizes.end());
+    b.grp_off_host = off.data();
   } else {
     b.n_tok = sizes[0];
   }
@@ -982,13 +988,14 @@ void set_prefill_mma_default_rule(bool on) {
 
 // A prefill launch of one group an expert, group g `sizes[g]` pairs (time_gemv).
 nlohmann::json bench_gemv_groups(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols,
-                                 double d2d, const std::vector<int32_t>& sizes) {
+                                 double d2d, const std::vector<int32_t>& sizes, bool tiled = false) {
   const int experts = static_cast<int>(sizes.size());
   const int32_t pairs = std::accumulate(sizes.begin(), sizes.end(), int32_t{0});
-  const auto [t, bytes] = time_gemv(pool, type, rows, cols, sizes, false);
+  const auto [t, bytes] = time_gemv(pool, type, rows, cols, sizes, tiled);
   return {{"type", std::string(ggml_type_name(type))},
           {"rows", rows},
           {"cols", cols},
+          {"tiled", tiled},
           {"experts_per_launch", experts},
           {"group_pairs", sizes},
           {"pairs_per_launch", pairs},
@@ -1111,6 +1118,51 @@ nlohmann::json bench_prefill_columns_tiled(const WeightPool& pool, double d2d) {
        {4096, 2048, 8, {16, 24, 32}, true},
        {7168, 1536, 8, {16, 24, 32}, true}},
       false);
+}
+
+// The host's copy of the group sizes read (on: set_gemv_prefill_host_sizes, the default) and ignored
+// (off) side by side ("host_sizes"), under the default rules (columns and minimum), on launches where
+// it changes what runs: 128 experts of 768 x 2048 and 64 of 2048 x 4096 with every group larger than
+// the columns' C (13 pairs; 17 tiled), the same with a long prompt's mixed groups (0-40 pairs, a third
+// of them up to 12; tiled as the engine holds such experts, and the engine's fused gate + up launch
+// of those groups twice), and 8 of 2048 x 4096 with 2 pairs each (every group a column: the same
+// layout, the host's loop alone) ("group_pairs" each launch's sizes).
+void set_prefill_host_sizes(bool on) { gpu::detail::set_gemv_prefill_host_sizes(on); }
+nlohmann::json bench_prefill_host_sizes(const WeightPool& pool, double d2d) {
+  const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
+                                                  gpu::detail::kGemvPrefillColumnsDefault);
+  struct HostSet {
+    ~HostSet() { gpu::detail::set_gemv_prefill_host_sizes(gpu::detail::kGemvPrefillHostSizesDefault); }
+  } host_default_afterwards;
+  const auto long_prompt = [](int experts) {
+    std::vector<int32_t> v;
+    for (int e = 0; e < experts; ++e) v.push_back((e * 37 + 11) % 41);
+    return v;
+  };
+  std::vector<int32_t> fused = long_prompt(64);
+  fused.insert(fused.end(), fused.begin(), fused.end());
+  const std::vector<std::tuple<int64_t, int64_t, std::vector<int32_t>, bool>> launches = {
+      {768, 2048, std::vector<int32_t>(128, 13), false},
+      {2048, 4096, std::vector<int32_t>(64, 13), false},
+      {2048, 4096, std::vector<int32_t>(64, 17), true},
+      {768, 2048, long_prompt(128), false},
+      {2048, 4096, long_prompt(64), false},
+      {2048, 4096, long_prompt(64), true},
+      {2048, 4096, fused, true},
+      {2048, 4096, std::vector<int32_t>(8, 2), false},
+  };
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K}) {
+    for (const auto& [r, c, sizes, tiled] : launches) {
+      four_rounds(rows, set_prefill_host_sizes, "host_sizes", [&] {
+        const uint64_t before = gpu::gemv_prefill_column_slots();
+        nlohmann::json g = bench_gemv_groups(pool, t, r, c, d2d, sizes, tiled);
+        g["column_slots_total"] = gpu::gemv_prefill_column_slots() - before;
+        return g;
+      });
+    }
+  }
+  return rows;
 }
 
 // Dense launches of one 4096 x 4096 matrix with 16 to 48 tokens in the F32 kernels (off) and on the
@@ -1353,6 +1405,8 @@ int main(int argc, char** argv) {
   bool graph_only = false;        // --graph-only: the --graph-model sections of "engine" alone
   bool f32_only = false;          // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
   bool prefill_columns_only = false;  // --prefill-columns-only: the columns' default rule, dense minimum
+  bool host_sizes_only =
+      false;  // --prefill-host-sizes-only: "gemv_prefill_host_sizes", "prefill_host_sizes_of"
   bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
   bool q3k_depth_only = false;    // --q3k-depth-only: "q3k_depth"
@@ -1394,6 +1448,8 @@ int main(int argc, char** argv) {
       f32_only = true;
     } else if (a == "--prefill-columns-only") {
       prefill_columns_only = true;
+    } else if (a == "--prefill-host-sizes-only") {
+      host_sizes_only = true;
     } else if (a == "--prefill-mma-only") {
       prefill_mma_only = true;
     } else if (a == "--q3k-only") {
@@ -1476,6 +1532,23 @@ int main(int argc, char** argv) {
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
       out["engine"]["k_tensor_cores_of"] = bench_switch_of(models, prefill, decode, both, "k_tensor_cores");
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (host_sizes_only) {
+      const auto partial = [](const char* key, const nlohmann::json& part) {
+        std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
+      };
+      out["gemv_prefill_host_sizes"] = bench_prefill_host_sizes(pool, d2d);
+      partial("gemv_prefill_host_sizes", out["gemv_prefill_host_sizes"]);
+      std::vector<std::string> models = {model};
+      models.insert(models.end(), graph_models.begin(), graph_models.end());
+      out["engine"]["prefill_host_sizes_of"] =
+          bench_switch_of(models, prefill, decode, set_prefill_host_sizes, "host_sizes");
+      partial("prefill_host_sizes_of", out["engine"]["prefill_host_sizes_of"]);
+      out["engine"]["prefill_host_sizes_short_of"] =
+          bench_switch_of(models, 32, decode, set_prefill_host_sizes, "host_sizes");
+      partial("prefill_host_sizes_short_of", out["engine"]["prefill_host_sizes_short_of"]);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

@@ -1093,6 +1093,94 @@ TEST(GpuOps, GemvPrefillColumnsSplitIntoSlotLaunches) {
   MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());  // nothing was launched on the misaligned weights
 }
 
+// The host's copy of the group sizes (GemvBatch::grp_off_host, forty-seventh session): the same sums
+// bit for bit as the launch without it, for groups of 0, 1, 2..C and C + 1 pairs and beyond the tensor
+// cores' minimum (8: the F32 kernels take 5..7), with the matrices in a table and as w + g w_gstride;
+// the columns' slots (gemv_prefill_column_slots) are the compact layout's, C + 1 a group of 1..C pairs,
+// where other groups share the launch, n_groups C where every group is that small, none where none is;
+// 1,300 groups with C = 64 (1,170 small ones) take two compact launches. Without the copy every launch
+// has n_groups C slots.
+TEST(GpuOps, GemvPrefillColumnsHostSizes) {
+  const test::PrefillMmaScope restore(true, 8);
+  const GgmlType type = GgmlType::Q4_K;
+  const int64_t ne0 = 512, ne1 = 35;
+  const int n_x = 13;
+  const uint64_t rb = *ggml_row_bytes(type, ne0), mat = rb * static_cast<uint64_t>(ne1);
+  std::vector<int32_t> many;
+  for (int g = 0; g < 1300; ++g) many.push_back(g % 10 == 0 ? 70 : 1 + g % 3);
+  struct Case {
+    const char* what;
+    int C;
+    std::vector<int32_t> sizes;
+    uint64_t host_slots;
+  };
+  const std::vector<Case> cases = {
+      {"mixed", 4, {0, 1, 4, 5, 7, 9, 2, 0, 12, 3, 6, 20, 4, 1}, 6 * 5},
+      {"all small", 4, {1, 2, 3, 4, 2, 1}, 6 * 4},
+      {"none small", 4, {5, 9, 0, 6, 20}, 0},
+      {"many", 64, many, 1170 * 65},
+  };
+  std::mt19937 rng(4747);
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    const int n_groups = static_cast<int>(k.sizes.size());
+    const auto data = random_rows(type, ne0, ne1 * n_groups, rng);
+    auto d_w = to_device(data);
+    std::vector<const uint8_t*> table;
+    for (int g = 0; g < n_groups; ++g) table.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(g));
+    auto d_table = to_device(table);
+    std::vector<int32_t> grp_off = {0};
+    for (const int32_t n : k.sizes) grp_off.push_back(grp_off.back() + n);
+    const int32_t pairs = grp_off.back();
+    std::vector<int32_t> x_row;
+    for (int32_t j = 0; j < pairs; ++j) x_row.push_back((j * 5 + 3) % n_x);
+    const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
+    auto d_x = to_device(x), d_off = to_device(grp_off), d_rows = to_device(x_row);
+    const size_t ny = static_cast<size_t>(pairs) * static_cast<size_t>(ne1);
+    detail::set_gemv_prefill_columns(k.C);
+    const auto launch = [&](bool host, bool with_table, uint64_t slots) {
+      DeviceBuffer d_y(ny * sizeof(float), "y");
+      MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+      GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+      if (with_table) {
+        b.w_table = d_table.as<const uint8_t* const>();
+      } else {
+        b.w = d_w.bytes_ptr();
+        b.w_gstride = mat;
+      }
+      b.grp_off = d_off.as<int32_t>();
+      if (host) b.grp_off_host = grp_off.data();
+      b.x_row = d_rows.as<int32_t>();
+      b.n_groups = n_groups;
+      b.max_pairs = *std::max_element(k.sizes.begin(), k.sizes.end());
+      const uint64_t before = gemv_prefill_column_slots();
+      gemv(b, nullptr);
+      EXPECT_EQ(slots, gemv_prefill_column_slots() - before)
+          << (host ? "with" : "without") << " the host copy";
+      return to_host(d_y, ny);
+    };
+    const auto plain = launch(false, true, static_cast<uint64_t>(n_groups) * static_cast<uint64_t>(k.C));
+    for (const bool with_table : {true, false}) {
+      const auto host = launch(true, with_table, k.host_slots);
+      for (size_t i = 0; i < ny; ++i) {
+        ASSERT_EQ(0, std::memcmp(&plain[i], &host[i], sizeof(float)))
+            << (with_table ? "table" : "w + g w_gstride") << ": pair " << i / static_cast<size_t>(ne1)
+            << ", row " << i % static_cast<size_t>(ne1) << ": " << host[i] << " with the host copy, "
+            << plain[i] << " without";
+      }
+    }
+    for (int g = 0; g < n_groups; g += 1 + n_groups / 16) {
+      for (int32_t j = grp_off[g]; j < grp_off[g + 1]; j += 3) {
+        for (int64_t r = 0; r < ne1; r += 11) {
+          expect_close_dot(plain[static_cast<size_t>(j * ne1 + r)],
+                           data.data() + mat * g + rb * static_cast<uint64_t>(r), type,
+                           x.data() + x_row[static_cast<size_t>(j)] * ne0, ne0, "host sizes");
+        }
+      }
+    }
+  }
+}
+
 // Decode columns on tiled weights (the layout the engine holds large routed experts in): an expert
 // launch of groups of 2, 1, 4, 3 and 6 pairs on 48 rows of 512 elements with C = 4 gives the same
 // sums as the launch on the GGUF bytes bit for bit (the columns' pairs each a single pair of the

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <vector>
 
 namespace moepack::gpu {
@@ -55,6 +56,62 @@ TEST(PrefillColumns, EverySmallGroupsPairInASlotOfItsOwn) {
         }
       }
       j0 += n;
+    }
+  }
+}
+
+// The compact layout's offsets (column_slot_offset_compact, C + 1 slots for each group of 1..C pairs
+// only, the closing entry the last such group's end), laid out the way column_slots_compact_kernel
+// does; the number of such groups in *n_small.
+std::vector<int32_t> compact_offsets(const std::vector<int32_t>& sizes, int C, int* n_small) {
+  std::vector<int32_t> off;
+  int32_t j0 = 0, end = 0;
+  *n_small = 0;
+  for (const int32_t n : sizes) {
+    if (n >= 1 && n <= C) {
+      for (int c = 0; c <= C; ++c) off.push_back(column_slot_offset_compact(j0, n, c));
+      end = j0 + n;
+      ++*n_small;
+    }
+    j0 += n;
+  }
+  off.push_back(end);
+  return off;
+}
+
+TEST(PrefillColumns, CompactOffsetsByHand) {
+  // Groups of 2, 0, 1, 5 and 3 pairs (pairs 0-1, none, 2, 3-7, 8-10), C = 3: groups 0, 2, 4 get slots.
+  const std::vector<int32_t> want = {
+      0, 1, 2,  2,   // group 0 (2 pairs): [0,1) [1,2) [2,2), then [2,2) (group 1 has none)
+      2, 3, 3,  3,   // group 2 (1 pair): [2,3) [3,3) [3,3), then [3,8): group 3's five pairs, skipped
+      8, 9, 10, 11,  // group 4 (3 pairs): [8,9) [9,10) [10,11) [11,11)
+      11};
+  int n_small = 0;
+  EXPECT_EQ(compact_offsets({2, 0, 1, 5, 3}, 3, &n_small), want);
+  EXPECT_EQ(n_small, 3);
+}
+
+// Every pair of a group of 1..C pairs in a slot of its own, and every other slot (the padding ones over
+// skipped groups included) no pair or more than one, for C from 2 (the smallest the launch takes) up.
+TEST(PrefillColumns, CompactLayoutGivesEverySmallPairASlotOfItsOwn) {
+  const std::vector<int32_t> sizes = {0, 1, 2, 3,  4, 5,  6, 7, 8,  9,  16, 0,
+                                      0, 3, 1, 12, 2, 13, 0, 1, 40, 40, 2};
+  for (const int C : {2, 3, 4, 6, 8, 12, 16}) {
+    int n_small = 0;
+    const std::vector<int32_t> off = compact_offsets(sizes, C, &n_small);
+    ASSERT_EQ(off.size(), static_cast<size_t>(n_small) * (C + 1) + 1);
+    std::vector<int> seen(static_cast<size_t>(std::accumulate(sizes.begin(), sizes.end(), 0)), 0);
+    for (size_t s = 0; s + 1 < off.size(); ++s) {
+      ASSERT_LE(off[s], off[s + 1]) << "C " << C << " slot " << s;
+      if (off[s + 1] - off[s] == 1) ++seen[static_cast<size_t>(off[s])];
+    }
+    int32_t j0 = 0;
+    for (size_t g = 0; g < sizes.size(); ++g) {
+      for (int32_t j = j0; j < j0 + sizes[g]; ++j) {
+        EXPECT_EQ(seen[static_cast<size_t>(j)], sizes[g] <= C ? 1 : 0)
+            << "C " << C << " group " << g << " (" << sizes[g] << " pairs), pair " << j;
+      }
+      j0 += sizes[g];
     }
   }
 }
