@@ -752,7 +752,10 @@ constexpr int kMmaPairs = 32;           // pairs a block: 8 groups of four (one 
 constexpr int kMmaWarpsP = 4;           // warps a block, 16 rows each
 constexpr int kAStride = kGemmAStride;  // halves a row of a warp's A staging (gpu/gemm_mma_layout.h)
 
-template <GgmlType T>
+// XC: chunks of x a block stages at a time, the unit's 8 (as the forty-third session built it) or
+// half of them (forty-seventh: 16 KiB less shared memory a block, so a multiprocessor holds 4 blocks
+// where it held 3; the same sums bit for bit; set_gemv_prefill_mma_half_x).
+template <GgmlType T, int XC = 8>
 struct PrefillUnit {
   static constexpr int kGgufBytes = 256 / BlockOf<T>::kElems * BlockOf<T>::kBytes;  // a row's unit
   // TiledRow<T>::kStagedUnit (MXFP4's blocks padded to 20 bytes), without instantiating it
@@ -766,7 +769,8 @@ struct PrefillUnit {
   static constexpr int kPreGguf = (16 * kRowGranules + 31) / 32;
   static constexpr int kPreTiled = (16 * kTiledWords + 31) / 32;
   static constexpr int kPre = kPreGguf > kPreTiled ? kPreGguf : kPreTiled;
-  static constexpr int kXBytes = 8 * kGemmXsChunkWords * 4 + 8 * kMmaPairs * 4 + kMmaPairs * 8;
+  static constexpr int kXBytes = XC * kGemmXsChunkWords * 4 + 8 * kMmaPairs * 4 + kMmaPairs * 8;
+  static_assert(XC == 8 || XC == 4, "x staged a whole unit or half of it at a time");
   static_assert(kGemmXsChunkWords >= 2 * kMmaPairs * 16, "a chunk's B staging holds every pair's two rows");
   static_assert(kXBytes % 16 == 0, "the warps' regions start 16-byte aligned");
   static constexpr int kWarpBytes = 16 * kRowBytes + 2 * 16 * kAStride * 2 + 32 * 4;
@@ -816,15 +820,18 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(bf.x), "r"(bf.y));
 }
 
-template <GgmlType T, bool TILED>
-__global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b, int min_pairs) {
-  using PU = PrefillUnit<T>;
+// XC == 4 asks for 4 blocks a multiprocessor (at most 128 registers a thread), which its shared
+// memory allows; XC == 8 (3 blocks by its shared memory) leaves the registers to the compiler.
+template <GgmlType T, bool TILED, int XC>
+__global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 ? 4 : 1)
+    gemm_mma_kernel(GemvBatch b, int min_pairs) {
+  using PU = PrefillUnit<T, XC>;
   using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
   constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's tiled blocks staged padded (tile_chunk)
   static_assert(!TILED || TR::kStagedUnit == PU::kTiledBytes, "a staged row holds the tiled unit");
   extern __shared__ __align__(16) uint4 gemm_smem[];
-  uint32_t* xs = reinterpret_cast<uint32_t*>(gemm_smem);              // [8][kGemmXsChunkWords]
-  float* xsc = reinterpret_cast<float*>(xs + 8 * kGemmXsChunkWords);  // [8][kMmaPairs]: 2^-s
+  uint32_t* xs = reinterpret_cast<uint32_t*>(gemm_smem);               // [XC][kGemmXsChunkWords]
+  float* xsc = reinterpret_cast<float*>(xs + XC * kGemmXsChunkWords);  // [8][kMmaPairs]: 2^-s
   const float** xrow = reinterpret_cast<const float**>(xsc + 8 * kMmaPairs);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   uint8_t* raw = reinterpret_cast<uint8_t*>(gemm_smem) + PU::kXBytes + warp * PU::kWarpBytes;
@@ -843,6 +850,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b, 
   j0 += static_cast<int>(blockIdx.z) * kMmaPairs;
   if (j0 >= j1) return;  // the same for the whole block
   const int nt = min(kMmaPairs, j1 - j0);
+  const int np4 = (nt + 3) & ~3;  // pairs staged: whole mmas' columns (those from nt on zero)
   if (threadIdx.x < kMmaPairs) {
     const int j = j0 + min(static_cast<int>(threadIdx.x), nt - 1);
     const int64_t xi = b.x_row ? b.x_row[j] : j;
@@ -925,102 +933,109 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32) gemm_mma_kernel(GemvBatch b, 
   fetch(0);
   for (int64_t u = 0; u < n_units; ++u) {
     const int nch = static_cast<int>(min(int64_t{8}, n_chunks - 8 * u));
-    __syncthreads();  // every warp is done with the previous unit's x (and xrow is written)
-    // x: one pair a warp at a time, its 8 chunks of the unit in 4 lanes each (lane 4 c + l holds
-    // elements 8 l .. 8 l + 7 of chunk c): a warp loads 1 KiB of the pair's row, a chunk's max
-    // takes two shuffles, and each store instruction's 32 words fall at most two to a bank
-    // (kGemmXsChunkWords; one item a thread with its 16 stores a row had them 16 to a bank).
-    for (int p = warp; p < kMmaPairs; p += kMmaWarpsP) {
-      const int c = lane >> 2, l = lane & 3;
-      const int n = c < nch && p < nt ? chunk_len(b.ne0, 8 * u + c) : 0;
-      const float* xp = xrow[p] + (8 * u + c) * kChunk + 8 * l;
-      float v[8];
-      if (n == kChunk && (reinterpret_cast<uintptr_t>(xp) & 15) == 0) {
-        const float4 f0 = __ldg(reinterpret_cast<const float4*>(xp));
-        const float4 f1 = __ldg(reinterpret_cast<const float4*>(xp) + 1);
-        v[0] = f0.x, v[1] = f0.y, v[2] = f0.z, v[3] = f0.w;
-        v[4] = f1.x, v[5] = f1.y, v[6] = f1.z, v[7] = f1.w;
-      } else {
+    for (int h = 0; h < 8 / XC && XC * h < nch; ++h) {  // the unit's chunks XC at a time
+      __syncthreads();  // every warp is done with the previous chunks' x (and xrow is written)
+      // x: XC == 8: one pair a warp at a time, its 8 chunks of the unit in 4 lanes each (lane 4 c +
+      // l holds elements 8 l .. 8 l + 7 of chunk c): a warp loads 1 KiB of the pair's row, a chunk's
+      // max takes two shuffles, and each store instruction's 32 words fall at most two to a bank
+      // (kGemmXsChunkWords; one item a thread with its 16 stores a row had them 16 to a bank).
+      // XC == 4: two pairs a warp at a time, lanes 0-15 the first, 16-31 the second, 4 chunks each.
+      constexpr int kPairsAtOnce = 8 / XC;
+      for (int p0 = kPairsAtOnce * warp; p0 < np4; p0 += kPairsAtOnce * kMmaWarpsP) {
+        const int p = p0 + (XC == 8 ? 0 : lane >> 4);  // (np4 is even: both pairs exist)
+        const int cl = (lane >> 2) & (XC - 1), c = XC * h + cl, l = lane & 3;
+        const int n = c < nch && p < nt ? chunk_len(b.ne0, 8 * u + c) : 0;
+        const float* xp = xrow[p] + (8 * u + c) * kChunk + 8 * l;
+        float v[8];
+        if (n == kChunk && (reinterpret_cast<uintptr_t>(xp) & 15) == 0) {
+          const float4 f0 = __ldg(reinterpret_cast<const float4*>(xp));
+          const float4 f1 = __ldg(reinterpret_cast<const float4*>(xp) + 1);
+          v[0] = f0.x, v[1] = f0.y, v[2] = f0.z, v[3] = f0.w;
+          v[4] = f1.x, v[5] = f1.y, v[6] = f1.z, v[7] = f1.w;
+        } else {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = 8 * l + i < n ? __ldg(xp + i) : 0.0f;
-      }
-      float mx = max_abs(v);
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const int e = split_exponent(mx);
-      uint32_t hi[4], lo[4];  // the chunk's natural words 4 l .. 4 l + 3
-      split_halves(v, pow2f(e), hi, lo);
-      if (l == 0) xsc[c * kMmaPairs + p] = pow2f(-e);
-      uint32_t* rc = xs + c * kGemmXsChunkWords;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        // natural word nw at (w, tt, i): gemm_b_natural_word's inverse
-        const int nw = 4 * l + j, w = nw >> 3, i = (nw >> 2) & 1, tt = nw & 3;
-        rc[gemm_xs_word(2 * p, w, tt) + i] = hi[j];
-        rc[gemm_xs_word(2 * p + 1, w, tt) + i] = lo[j];
-      }
-    }
-    __syncwarp();  // every lane is done with raw (the previous unit)
-    stage();
-    if (u + 1 < n_units) fetch(u + 1);  // in flight while this unit is computed
-    __syncthreads();                    // x and the warp's rows are staged
-    for (int cp = 0; 2 * cp < nch; ++cp) {
-      {  // (row, chunk) = (lane / 2, 2 cp + lane % 2) of the warp's rows: dequantized, split into A
-        const int r16 = lane >> 1, c = 2 * cp + (lane & 1);
-        uint32_t hi[16] = {}, lo[16] = {};
-        float inv = 0.0f;
-        if (c < nch) {
-          float v[kChunk];
-          const int tile = TILED ? 0 : static_cast<int>(reinterpret_cast<uintptr_t>(gguf_src(r16, u)) & 15);
-          const int n = chunk_len(b.ne0, 8 * u + c);
-          tile_chunk<T, kPadded>(raw + r16 * PU::kRowBytes, tile, c, n, v);
-#pragma unroll
-          for (int i = 0; i < kChunk; ++i) v[i] = i < n ? v[i] : 0.0f;
-          const int e = split_exponent(max_abs(v));
-          split_halves(v, pow2f(e), hi, lo);
-          inv = pow2f(-e);
+          for (int i = 0; i < 8; ++i) v[i] = 8 * l + i < n ? __ldg(xp + i) : 0.0f;
         }
-        uint4* dh = reinterpret_cast<uint4*>(ahi + r16 * kAStride + (lane & 1) * 32);
-        uint4* dl = reinterpret_cast<uint4*>(alo + r16 * kAStride + (lane & 1) * 32);
+        float mx = max_abs(v);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const int e = split_exponent(mx);
+        uint32_t hi[4], lo[4];  // the chunk's natural words 4 l .. 4 l + 3
+        split_halves(v, pow2f(e), hi, lo);
+        if (l == 0) xsc[c * kMmaPairs + p] = pow2f(-e);
+        uint32_t* rc = xs + cl * kGemmXsChunkWords;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          dh[i] = make_uint4(hi[4 * i], hi[4 * i + 1], hi[4 * i + 2], hi[4 * i + 3]);
-          dl[i] = make_uint4(lo[4 * i], lo[4 * i + 1], lo[4 * i + 2], lo[4 * i + 3]);
+        for (int j = 0; j < 4; ++j) {
+          // natural word nw at (w, tt, i): gemm_b_natural_word's inverse
+          const int nw = 4 * l + j, w = nw >> 3, i = (nw >> 2) & 1, tt = nw & 3;
+          rc[gemm_xs_word(2 * p, w, tt) + i] = hi[j];
+          rc[gemm_xs_word(2 * p + 1, w, tt) + i] = lo[j];
         }
-        ea[r16 * 2 + (lane & 1)] = inv;
       }
-      __syncwarp();
+      if (h == 0) {
+        __syncwarp();  // every lane is done with raw (the previous unit)
+        stage();
+        if (u + 1 < n_units) fetch(u + 1);  // in flight while this unit is computed
+      }
+      __syncthreads();  // x and the warp's rows are staged
+      for (int cp = XC / 2 * h; cp < XC / 2 * (h + 1) && 2 * cp < nch; ++cp) {
+        {  // (row, chunk) = (lane / 2, 2 cp + lane % 2) of the warp's rows: dequantized, split into A
+          const int r16 = lane >> 1, c = 2 * cp + (lane & 1);
+          uint32_t hi[16] = {}, lo[16] = {};
+          float inv = 0.0f;
+          if (c < nch) {
+            float v[kChunk];
+            const int tile = TILED ? 0 : static_cast<int>(reinterpret_cast<uintptr_t>(gguf_src(r16, u)) & 15);
+            const int n = chunk_len(b.ne0, 8 * u + c);
+            tile_chunk<T, kPadded>(raw + r16 * PU::kRowBytes, tile, c, n, v);
 #pragma unroll
-      for (int cc = 0; cc < 2; ++cc) {
-        const int c = 2 * cp + cc;
-        if (c < nch) {
-          uint32_t ah[2][4], al[2][4];
-          const int lr = gemm_a_row(lane), lk = cc * 32 + gemm_a_k(lane);
-#pragma unroll
-          for (int w = 0; w < 2; ++w) {
-            ldmatrix_x4(ah[w], ahi + lr * kAStride + lk + 16 * w);
-            ldmatrix_x4(al[w], alo + lr * kAStride + lk + 16 * w);
+            for (int i = 0; i < kChunk; ++i) v[i] = i < n ? v[i] : 0.0f;
+            const int e = split_exponent(max_abs(v));
+            split_halves(v, pow2f(e), hi, lo);
+            inv = pow2f(-e);
           }
-          const float er0 = ea[g * 2 + cc], er1 = ea[(g + 8) * 2 + cc];
-          const uint32_t* rh = xs + c * kGemmXsChunkWords;
+          uint4* dh = reinterpret_cast<uint4*>(ahi + r16 * kAStride + (lane & 1) * 32);
+          uint4* dl = reinterpret_cast<uint4*>(alo + r16 * kAStride + (lane & 1) * 32);
 #pragma unroll
-          for (int q = 0; q < kMmaPairs / 4; ++q) {
-            if (4 * q < nt) {
-              const uint2 b0 = *reinterpret_cast<const uint2*>(rh + gemm_xs_word(8 * q + g, 0, t));
-              const uint2 b1 = *reinterpret_cast<const uint2*>(rh + gemm_xs_word(8 * q + g, 1, t));
-              float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-              mma_f16(d, ah[0], b0);
-              mma_f16(d, al[0], b0);
-              mma_f16(d, ah[1], b1);
-              mma_f16(d, al[1], b1);
-              const float sx = xsc[c * kMmaPairs + 4 * q + t];
-              acc[q][0] = __fmaf_rn((d[0] + d[1]) * er0, sx, acc[q][0]);
-              acc[q][1] = __fmaf_rn((d[2] + d[3]) * er1, sx, acc[q][1]);
+          for (int i = 0; i < 4; ++i) {
+            dh[i] = make_uint4(hi[4 * i], hi[4 * i + 1], hi[4 * i + 2], hi[4 * i + 3]);
+            dl[i] = make_uint4(lo[4 * i], lo[4 * i + 1], lo[4 * i + 2], lo[4 * i + 3]);
+          }
+          ea[r16 * 2 + (lane & 1)] = inv;
+        }
+        __syncwarp();
+#pragma unroll
+        for (int cc = 0; cc < 2; ++cc) {
+          const int c = 2 * cp + cc;
+          if (c < nch) {
+            uint32_t ah[2][4], al[2][4];
+            const int lr = gemm_a_row(lane), lk = cc * 32 + gemm_a_k(lane);
+#pragma unroll
+            for (int w = 0; w < 2; ++w) {
+              ldmatrix_x4(ah[w], ahi + lr * kAStride + lk + 16 * w);
+              ldmatrix_x4(al[w], alo + lr * kAStride + lk + 16 * w);
+            }
+            const float er0 = ea[g * 2 + cc], er1 = ea[(g + 8) * 2 + cc];
+            const uint32_t* rh = xs + (c - XC * h) * kGemmXsChunkWords;
+#pragma unroll
+            for (int q = 0; q < kMmaPairs / 4; ++q) {
+              if (4 * q < nt) {
+                const uint2 b0 = *reinterpret_cast<const uint2*>(rh + gemm_xs_word(8 * q + g, 0, t));
+                const uint2 b1 = *reinterpret_cast<const uint2*>(rh + gemm_xs_word(8 * q + g, 1, t));
+                float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                mma_f16(d, ah[0], b0);
+                mma_f16(d, al[0], b0);
+                mma_f16(d, ah[1], b1);
+                mma_f16(d, al[1], b1);
+                const float sx = xsc[c * kMmaPairs + 4 * q + t];
+                acc[q][0] = __fmaf_rn((d[0] + d[1]) * er0, sx, acc[q][0]);
+                acc[q][1] = __fmaf_rn((d[2] + d[3]) * er1, sx, acc[q][1]);
+              }
             }
           }
         }
+        __syncwarp();  // every lane is done with this chunk pair's A
       }
-      __syncwarp();  // every lane is done with this chunk pair's A
     }
   }
   if (rbase >= b.ne1) return;
@@ -1058,6 +1073,7 @@ std::atomic<bool> g_bytewise{false};
 std::atomic<bool> g_prefill_x_global{false};
 std::atomic<bool> g_prefill_mma{detail::kGemvPrefillMmaDefault};
 std::atomic<int> g_prefill_mma_min_pairs{0};  // 0: each launch's prefill_mma_default_min_pairs
+std::atomic<bool> g_prefill_mma_half_x{detail::kGemvPrefillMmaHalfXDefault};
 std::atomic<int> g_prefill_columns{detail::kGemvPrefillColumnsDefault};
 std::atomic<uint64_t> g_column_slots{0};
 std::atomic<bool> g_host_sizes{
@@ -1367,21 +1383,31 @@ struct GemvLaunch {
   }
   template <GgmlType T>
   void gemm_mma(int min_pairs) const {
-    using PU = PrefillUnit<T>;
+    if (g_prefill_mma_half_x.load(std::memory_order_relaxed)) {
+      gemm_mma_launch<T, 4>(min_pairs);
+    } else {
+      gemm_mma_launch<T, 8>(min_pairs);
+    }
+  }
+  template <GgmlType T, int XC>
+  void gemm_mma_launch(int min_pairs) const {
+    using PU = PrefillUnit<T, XC>;
     const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
     const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP)),
                     static_cast<unsigned>(b.n_groups),
                     static_cast<unsigned>((pairs + kMmaPairs - 1) / kMmaPairs));
     if (b.w_tiled) {
       if constexpr (tiled_unit_bytes(T) > 0) {
-        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true>), PU::kSmemBytes);
-        gemm_mma_kernel<T, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
+        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC>),
+                                   PU::kSmemBytes);
+        gemm_mma_kernel<T, true, XC><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
       } else {
         throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
       }
     } else {
-      detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false>), PU::kSmemBytes);
-      gemm_mma_kernel<T, false><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
+      detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false, XC>),
+                                 PU::kSmemBytes);
+      gemm_mma_kernel<T, false, XC><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
     }
   }
 };
@@ -1454,6 +1480,8 @@ void set_gemv_prefill_mma_min_pairs(int m) {
   }
   g_prefill_mma_min_pairs.store(m, std::memory_order_relaxed);
 }
+void set_gemv_prefill_mma_half_x(bool on) { g_prefill_mma_half_x.store(on, std::memory_order_relaxed); }
+
 void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }
 
 void set_gemv_prefill_columns(int c) {

@@ -52,6 +52,9 @@
 //             up to 16 pairs, on) against none (off), launches of 2 to 16 pairs an expert, mixed groups
 //             and dense few-token launches (bench_prefill_columns); "engine"/"prefill_columns_of" (and
 //             "_short_of", 32 tokens) the engine's prefill and decode both ways;
+//   "gemv_prefill_half_x" (--prefill-host-sizes-only, first): the tensor cores' prefill staging x half a
+//             unit and the whole unit at a time side by side (bench_prefill_half_x); "engine"/
+//             "prefill_half_x_of" (last): the engine both ways;
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1120,6 +1123,34 @@ nlohmann::json bench_prefill_columns_tiled(const WeightPool& pool, double d2d) {
       false);
 }
 
+// The tensor cores' prefill staging x half a unit at a time (on: set_gemv_prefill_mma_half_x, the
+// default; 4 blocks a multiprocessor) and the whole unit (off; 3) side by side ("half_x"), every group
+// of two or more pairs on the tensor cores (columns off): 8 experts of 2048 x 4096 with 16, 32 and 64
+// pairs (a grid of 256 blocks: fewer than either fits at once), 64 with 16 and 32 (a prompt's launch:
+// more blocks than fit), tiled with 32, 128 of 768 x 2048 with 16, and a dense 4096 x 4096 matrix with
+// 128 tokens.
+void set_prefill_half_x(bool on) { gpu::detail::set_gemv_prefill_mma_half_x(on); }
+nlohmann::json bench_prefill_half_x(const WeightPool& pool, double d2d) {
+  const test::PrefillMmaScope every_group(true, 2);
+  struct HalfXAfterwards {
+    ~HalfXAfterwards() { gpu::detail::set_gemv_prefill_mma_half_x(gpu::detail::kGemvPrefillMmaHalfXDefault); }
+  } half_x_default_afterwards;
+  const std::vector<std::tuple<int64_t, int64_t, int, int, bool>> shapes = {
+      {2048, 4096, 8, 16, false},  {2048, 4096, 8, 32, false},  {2048, 4096, 8, 64, false},
+      {2048, 4096, 64, 16, false}, {2048, 4096, 64, 32, false}, {2048, 4096, 64, 32, true},
+      {768, 2048, 128, 16, false}, {4096, 4096, 1, 128, false}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q3_K,
+                           GgmlType::Q5_K, GgmlType::Q8_0}) {
+    for (const auto& [r, c, e, pairs, tiled] : shapes) {
+      if (tiled && !gpu::gemv_tiled_supported(t, c, r)) continue;
+      four_rounds(rows, set_prefill_half_x, "half_x",
+                  [&] { return bench_gemv(pool, t, r, c, d2d, e, tiled, pairs); });
+    }
+  }
+  return rows;
+}
+
 // The host's copy of the group sizes read (on: set_gemv_prefill_host_sizes, the default) and ignored
 // (off) side by side ("host_sizes"), under the default rules (columns and minimum), on launches where
 // it changes what runs: 128 experts of 768 x 2048 and 64 of 2048 x 4096 with every group larger than
@@ -1539,6 +1570,8 @@ int main(int argc, char** argv) {
       const auto partial = [](const char* key, const nlohmann::json& part) {
         std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
       };
+      out["gemv_prefill_half_x"] = bench_prefill_half_x(pool, d2d);
+      partial("gemv_prefill_half_x", out["gemv_prefill_half_x"]);
       out["gemv_prefill_host_sizes"] = bench_prefill_host_sizes(pool, d2d);
       partial("gemv_prefill_host_sizes", out["gemv_prefill_host_sizes"]);
       std::vector<std::string> models = {model};
@@ -1549,6 +1582,9 @@ int main(int argc, char** argv) {
       out["engine"]["prefill_host_sizes_short_of"] =
           bench_switch_of(models, 32, decode, set_prefill_host_sizes, "host_sizes");
       partial("prefill_host_sizes_short_of", out["engine"]["prefill_host_sizes_short_of"]);
+      out["engine"]["prefill_half_x_of"] =
+          bench_switch_of(models, prefill, decode, set_prefill_half_x, "half_x");
+      partial("prefill_half_x_of", out["engine"]["prefill_half_x_of"]);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

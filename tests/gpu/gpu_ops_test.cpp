@@ -882,6 +882,69 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
   }
 }
 
+// The tensor cores' prefill staging x half a unit at a time (set_gemv_prefill_mma_half_x, the default)
+// gives the sums of the whole unit's staging bit for bit: expert launches of groups of 0 to 40 pairs
+// (one and two pair tiles, counts short of a whole mma) on rows of 768 elements (three units; block
+// types of 32 elements also 288: a last unit of one chunk, where the second half has no chunk), and
+// dense launches of 13 and 45 tokens; the tiled layout too, for the types it covers.
+TEST_P(TypeParity, GemvPrefillTensorCoresHalfXEqualsWholeUnit) {
+  const test::PrefillMmaScope restore(true, 2);
+  struct HalfXAfterwards {
+    ~HalfXAfterwards() { detail::set_gemv_prefill_mma_half_x(detail::kGemvPrefillMmaHalfXDefault); }
+  } half_x_default_afterwards;
+  const GgmlType type = GetParam();
+  std::mt19937 rng(4711);
+  const int64_t ne1 = 35;
+  const int32_t n_x = 47;
+  const std::vector<int32_t> sizes = {1, 2, 3, 5, 0, 33, 40, 17, 6};
+  std::vector<int32_t> grp_off = {0};
+  for (const int32_t n : sizes) grp_off.push_back(grp_off.back() + n);
+  std::vector<int32_t> x_row;
+  for (int32_t j = 0; j < grp_off.back(); ++j) x_row.push_back((j * 11 + 5) % n_x);
+  auto d_rows = to_device(x_row);
+  const int n_groups = static_cast<int>(sizes.size());
+  const int max_pairs = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<int64_t> widths = {768};
+  if (ggml_traits(type).block_size == 32) widths.push_back(288);
+  const auto expect_same = [](const std::vector<float>& half, const std::vector<float>& whole,
+                              const std::string& what) {
+    ASSERT_EQ(half.size(), whole.size());
+    for (size_t i = 0; i < half.size(); ++i) {
+      ASSERT_EQ(0, std::memcmp(&half[i], &whole[i], sizeof(float)))
+          << what << ", value " << i << ": " << half[i] << " staging half a unit, " << whole[i]
+          << " the whole unit";
+    }
+  };
+  // launch() with the half-unit staging and with the whole unit.
+  const auto both = [&](const auto& launch, const std::string& what) {
+    detail::set_gemv_prefill_mma_half_x(true);
+    const std::vector<float> half = launch();
+    detail::set_gemv_prefill_mma_half_x(false);
+    const std::vector<float> whole = launch();
+    expect_same(half, whole, what);
+  };
+  for (const int64_t ne0 : widths) {
+    SCOPED_TRACE(std::to_string(ne0) + " elements a row");
+    const uint64_t rb = *ggml_row_bytes(type, ne0);
+    const ExpertMatrices em = expert_matrices(type, ne0, ne1, n_groups, rng);
+    const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
+    auto d_x = to_device(x);
+    both(
+        [&] {
+          return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, 0, n_groups, max_pairs);
+        },
+        "expert launch");
+    for (const int32_t n_tok : {13, 45}) {
+      both([&] { return dense_launch(type, ne0, ne1, rb, em.d_mats[0], d_x, n_tok); },
+           "dense launch of " + std::to_string(n_tok) + " tokens");
+    }
+  }
+  if (tiled_layout_covers(type, 768, 48) && gemv_tiled_supported(type, 768, 48)) {
+    const TiledExpertLaunch l(type, 768, 48, n_groups, grp_off, x_row, n_x, 4712);
+    both([&] { return l.sums(true); }, "tiled expert launch");
+  }
+}
+
 // Decode columns at prefill (set_gemv_prefill_columns, gpu/prefill_columns.h), C = 4: an expert
 // launch of groups of 2, 1, 4, 0, 3, 5 and 9 pairs gives every pair of the groups of 1..4 pairs
 // the sums of a launch of that pair alone (a decode launch) bit for bit, and the groups of 5 and 9
