@@ -135,13 +135,17 @@ void set_gemv_prefill_mma(bool on);
 // their own (run on an H200 in the forty-fifth session: gpu_ops_test's
 // GemvPrefillTensorCoresTakeGroupsFromTheMinimum, minimums 3, 8, 10 and 17, bit for bit). Process-wide.
 void set_gemv_prefill_mma_min_pairs(int m);
-// The tensor cores' prefill stages x half a unit (4 chunks of 32 elements) at a time (on: 16 KiB less
-// shared memory a block, 4 blocks a multiprocessor where 3 fit; forty-seventh session) or the whole
-// unit (off, as built in the forty-third): the same sums bit for bit (each pair's x split the same
-// way; gpu_ops_test compares them). Both skip the x of pairs a block does not have beyond the last
-// mma's four. Process-wide; the benchmark compares both.
-constexpr bool kGemvPrefillMmaHalfXDefault = true;
-void set_gemv_prefill_mma_half_x(bool on);
+// The tensor cores' prefill stages x half a unit (4 chunks of 32 elements) at a time (1: 16 KiB less
+// shared memory a block and at most 128 registers a thread, 4 blocks a multiprocessor where 3 fit;
+// forty-seventh session) or the whole unit (0, as built in the forty-third), or as each launch's type
+// and layout say (kGemvPrefillMmaHalfXRule, the default: gemv_prefill_mma_half_x): the same sums bit for
+// bit (each pair's x split the same way; gpu_ops_test compares them). Both skip the x of pairs a block
+// does not have beyond the last mma's four. Throws Error for another mode. Process-wide; the benchmark
+// compares both.
+constexpr int kGemvPrefillMmaHalfXRule = -1;
+void set_gemv_prefill_mma_half_x(int mode);
+// Whether a launch of `type` (tiled: in the tiled layout) stages half a unit under the setting.
+bool gemv_prefill_mma_half_x(GgmlType type, bool tiled);
 // The minimum a launch over [ne1][ne0] matrices of `type` uses (dense: a launch of one matrix without
 // grp_off; a grouped dense launch takes the expert launches' rule): the one set, else the default rule.
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false);

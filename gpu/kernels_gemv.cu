@@ -1073,7 +1073,7 @@ std::atomic<bool> g_bytewise{false};
 std::atomic<bool> g_prefill_x_global{false};
 std::atomic<bool> g_prefill_mma{detail::kGemvPrefillMmaDefault};
 std::atomic<int> g_prefill_mma_min_pairs{0};  // 0: each launch's prefill_mma_default_min_pairs
-std::atomic<bool> g_prefill_mma_half_x{detail::kGemvPrefillMmaHalfXDefault};
+std::atomic<int> g_prefill_mma_half_x{detail::kGemvPrefillMmaHalfXRule};
 std::atomic<int> g_prefill_columns{detail::kGemvPrefillColumnsDefault};
 std::atomic<uint64_t> g_column_slots{0};
 std::atomic<bool> g_host_sizes{
@@ -1383,7 +1383,7 @@ struct GemvLaunch {
   }
   template <GgmlType T>
   void gemm_mma(int min_pairs) const {
-    if (g_prefill_mma_half_x.load(std::memory_order_relaxed)) {
+    if (detail::gemv_prefill_mma_half_x(T, b.w_tiled)) {
       gemm_mma_launch<T, 4>(min_pairs);
     } else {
       gemm_mma_launch<T, 8>(min_pairs);
@@ -1480,7 +1480,19 @@ void set_gemv_prefill_mma_min_pairs(int m) {
   }
   g_prefill_mma_min_pairs.store(m, std::memory_order_relaxed);
 }
-void set_gemv_prefill_mma_half_x(bool on) { g_prefill_mma_half_x.store(on, std::memory_order_relaxed); }
+void set_gemv_prefill_mma_half_x(int mode) {
+  if (mode < kGemvPrefillMmaHalfXRule || mode > 1) {
+    throw Error("set_gemv_prefill_mma_half_x: mode " + std::to_string(mode) +
+                ": -1 (each launch's rule), 0 (the whole unit) or 1 (half a unit)");
+  }
+  g_prefill_mma_half_x.store(mode, std::memory_order_relaxed);
+}
+
+// The rule: half a unit for every type and layout (forty-seventh session; to be measured).
+bool gemv_prefill_mma_half_x(GgmlType /*type*/, bool /*tiled*/) {
+  const int mode = g_prefill_mma_half_x.load(std::memory_order_relaxed);
+  return mode == kGemvPrefillMmaHalfXRule ? true : mode == 1;
+}
 
 void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }
 

@@ -1133,7 +1133,7 @@ void set_prefill_half_x(bool on) { gpu::detail::set_gemv_prefill_mma_half_x(on);
 nlohmann::json bench_prefill_half_x(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope every_group(true, 2);
   struct HalfXAfterwards {
-    ~HalfXAfterwards() { gpu::detail::set_gemv_prefill_mma_half_x(gpu::detail::kGemvPrefillMmaHalfXDefault); }
+    ~HalfXAfterwards() { gpu::detail::set_gemv_prefill_mma_half_x(gpu::detail::kGemvPrefillMmaHalfXRule); }
   } half_x_default_afterwards;
   const std::vector<std::tuple<int64_t, int64_t, int, int, bool>> shapes = {
       {2048, 4096, 8, 16, false},  {2048, 4096, 8, 32, false},  {2048, 4096, 8, 64, false},

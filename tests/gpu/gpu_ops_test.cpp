@@ -890,7 +890,7 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
 TEST_P(TypeParity, GemvPrefillTensorCoresHalfXEqualsWholeUnit) {
   const test::PrefillMmaScope restore(true, 2);
   struct HalfXAfterwards {
-    ~HalfXAfterwards() { detail::set_gemv_prefill_mma_half_x(detail::kGemvPrefillMmaHalfXDefault); }
+    ~HalfXAfterwards() { detail::set_gemv_prefill_mma_half_x(detail::kGemvPrefillMmaHalfXRule); }
   } half_x_default_afterwards;
   const GgmlType type = GetParam();
   std::mt19937 rng(4711);
@@ -943,6 +943,8 @@ TEST_P(TypeParity, GemvPrefillTensorCoresHalfXEqualsWholeUnit) {
     const TiledExpertLaunch l(type, 768, 48, n_groups, grp_off, x_row, n_x, 4712);
     both([&] { return l.sums(true); }, "tiled expert launch");
   }
+  EXPECT_THROW(detail::set_gemv_prefill_mma_half_x(2), Error);
+  EXPECT_THROW(detail::set_gemv_prefill_mma_half_x(-2), Error);
 }
 
 // Decode columns at prefill (set_gemv_prefill_columns, gpu/prefill_columns.h), C = 4: an expert
