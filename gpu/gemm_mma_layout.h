@@ -98,4 +98,24 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
   return heavy ? kPrefillMmaMinPairsLargeHeavy : kPrefillMmaMinPairsLarge;
 }
 
+// Whether a tensor-core prefill launch of `blocks` blocks (64 rows by 32 pairs of one group each) on a
+// device of `sms` multiprocessors stages x half a unit at a time (gpu/kernels.h
+// set_gemv_prefill_mma_half_x's rule; either way the same sums bit for bit, so the launch's size may
+// decide). Half a unit holds 4 blocks a multiprocessor where the whole unit holds 3, at the cost of a
+// second barrier a unit and, for some types, registers spilled (at most 128 a thread). Measured on an
+// H100 (forty-seventh session; docs/cuda-backend.md, thirty-fifth pass), half against whole:
+// - launches of more blocks than 3 a multiprocessor hold at once win: 64 experts of 2048 x 4096 with
+//   16 and 32 pairs (2,048 blocks) x1.03-1.18 GGUF (Q8_0 x1.26-1.35), x1.11-1.37 tiled; 128 of 768 x
+//   2048 with 16 (1,536) x1.02-1.25; 8 of 2048 x 4096 with 64 (512 blocks: one wave where the whole
+//   unit needs a second) x1.25-1.47;
+// - launches that fit at once lose: 8 experts with 16 and 32 pairs (256 blocks) x0.82-0.97, a dense
+//   4096 x 4096 matrix with 128 tokens (256) x0.83-0.96;
+// - Q6_K in the GGUF layout (its half-unit kernel spills 144 bytes) x0.96-1.01 on the large launches:
+//   the whole unit (its tiled layout x1.11 keeps the rule).
+inline constexpr int kPrefillMmaWholeUnitBlocksPerSm = 3;
+constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blocks, int sms) {
+  if (type == GgmlType::Q6_K && !tiled) return false;
+  return blocks > static_cast<int64_t>(kPrefillMmaWholeUnitBlocksPerSm) * sms;
+}
+
 }  // namespace moepack::gpu

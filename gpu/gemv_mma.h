@@ -76,6 +76,9 @@ void allow_dynamic_smem(const void* kernel, size_t bytes);
 // device to keep up to 64 MiB of freed memory for reuse (no driver allocation per launch).
 void keep_pool_memory();
 
+// The current device's multiprocessors (cached per device).
+int device_multiprocessors();
+
 // Throws Error unless b's weights without a table (w, w_gstride) are aligned as gemv_mma needs: 4
 // bytes, 2 for Q3_K's and Q6_K's rows of an odd number of super-blocks (a table's pointers are the
 // caller's to align). gemv_mma checks it; the decode columns at prefill (kernels_gemv.cu), which pass

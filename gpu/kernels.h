@@ -144,8 +144,10 @@ void set_gemv_prefill_mma_min_pairs(int m);
 // compares both.
 constexpr int kGemvPrefillMmaHalfXRule = -1;
 void set_gemv_prefill_mma_half_x(int mode);
-// Whether a launch of `type` (tiled: in the tiled layout) stages half a unit under the setting.
-bool gemv_prefill_mma_half_x(GgmlType type, bool tiled);
+// Whether a launch of `type` (tiled: in the tiled layout) of `blocks` blocks on a device of `sms`
+// multiprocessors stages half a unit under the setting; the rule (gpu/gemm_mma_layout.h
+// prefill_mma_half_x_default) takes the launch's size, which changes no sum.
+bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms);
 // The minimum a launch over [ne1][ne0] matrices of `type` uses (dense: a launch of one matrix without
 // grp_off; a grouped dense launch takes the expert launches' rule): the one set, else the default rule.
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false);

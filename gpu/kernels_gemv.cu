@@ -1383,19 +1383,20 @@ struct GemvLaunch {
   }
   template <GgmlType T>
   void gemm_mma(int min_pairs) const {
-    if (detail::gemv_prefill_mma_half_x(T, b.w_tiled)) {
-      gemm_mma_launch<T, 4>(min_pairs);
-    } else {
-      gemm_mma_launch<T, 8>(min_pairs);
-    }
-  }
-  template <GgmlType T, int XC>
-  void gemm_mma_launch(int min_pairs) const {
-    using PU = PrefillUnit<T, XC>;
     const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
     const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP)),
                     static_cast<unsigned>(b.n_groups),
                     static_cast<unsigned>((pairs + kMmaPairs - 1) / kMmaPairs));
+    const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y * grid.z;
+    if (detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, detail::device_multiprocessors())) {
+      gemm_mma_launch<T, 4>(min_pairs, grid);
+    } else {
+      gemm_mma_launch<T, 8>(min_pairs, grid);
+    }
+  }
+  template <GgmlType T, int XC>
+  void gemm_mma_launch(int min_pairs, dim3 grid) const {
+    using PU = PrefillUnit<T, XC>;
     if (b.w_tiled) {
       if constexpr (tiled_unit_bytes(T) > 0) {
         detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC>),
@@ -1488,10 +1489,9 @@ void set_gemv_prefill_mma_half_x(int mode) {
   g_prefill_mma_half_x.store(mode, std::memory_order_relaxed);
 }
 
-// The rule: half a unit for every type and layout (forty-seventh session; to be measured).
-bool gemv_prefill_mma_half_x(GgmlType /*type*/, bool /*tiled*/) {
+bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms) {
   const int mode = g_prefill_mma_half_x.load(std::memory_order_relaxed);
-  return mode == kGemvPrefillMmaHalfXRule ? true : mode == 1;
+  return mode == kGemvPrefillMmaHalfXRule ? prefill_mma_half_x_default(type, tiled, blocks, sms) : mode == 1;
 }
 
 void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }

@@ -3570,6 +3570,8 @@ void launch_repack(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1, u
 
 }  // namespace
 
+int device_multiprocessors() { return device_sm_shape().sms; }
+
 void allow_dynamic_smem(const void* kernel, size_t bytes) { allow_smem(kernel, bytes); }
 
 // Q3_K's and Q6_K's tiled launches (set_gemv_tiled_layout).

@@ -181,6 +181,48 @@ TEST(GemmMmaLayout, XStoresFallAtMostTwoToABank) {
     }
 }
 
+// The half-unit staging's x stores (kernels_gemv.cu, set_gemv_prefill_mma_half_x): two pairs a warp,
+// lanes 0-15 pair p and 16-31 pair p + 1, lane 16 k + 4 c + l storing natural word 4 l + j of chunk c
+// (of the half's 4): each word of both pairs stored once; an instruction's 32 words fall at most four
+// to a bank (the two pairs' rows are 32 words apart, their swizzles 8).
+TEST(GemmMmaLayout, HalfUnitXStoresEachWordOnce) {
+  for (int p = 0; p < kPairs; p += 2)
+    for (int h = 0; h < 2; ++h) {
+      std::set<int> stored;
+      for (int j = 0; j < 4; ++j) {
+        std::array<int, 32> per_bank{};
+        for (int lane = 0; lane < 32; ++lane) {
+          const int pp = p + (lane >> 4), c = (lane >> 2) & 3, l = lane & 3, nw = 4 * l + j;
+          const int w = nw >> 3, i = (nw >> 2) & 1, t = nw & 3;
+          const int word = c * kGemmXsChunkWords + gemm_xs_word(2 * pp + h, w, t) + i;
+          EXPECT_TRUE(stored.insert(word).second) << "word " << word << " stored twice";
+          EXPECT_LT(word, 4 * kGemmXsChunkWords);
+          ++per_bank[word % 32];
+        }
+        for (int bank = 0; bank < 32; ++bank) {
+          EXPECT_LE(per_bank[bank], 4) << "pairs " << p << "-" << p + 1 << ", half " << h << ", store " << j;
+        }
+      }
+      EXPECT_EQ(stored.size(), 2u * 4u * 16u);
+    }
+}
+
+// The half-unit rule (prefill_mma_half_x_default): on 132 multiprocessors (an H100 SXM) the whole unit
+// up to 396 blocks, half from 397; Q6_K in the GGUF layout always the whole unit, tiled by the rule.
+// The benchmark's launches: 8 experts of 2048 x 4096 with 16 pairs, 256 blocks; with 64 pairs, 512; 64
+// experts, 2,048.
+TEST(GemmMmaLayout, HalfUnitRule) {
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, false, 396, 132));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q4_K, false, 397, 132));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, true, 256, 132));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::MXFP4, true, 512, 132));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q8_0, false, 2048, 132));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 2048, 132));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q6_K, true, 2048, 132));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q2_K, false, 510, 170));  // an RTX 5090's 170
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q2_K, false, 511, 170));
+}
+
 float pow2(int e) { return std::ldexp(1.0f, e); }
 uint32_t bits(float f) {
   uint32_t b;
