@@ -157,8 +157,8 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
 // pair alone; larger groups and tokens as before (the tensor cores' prefill from
 // max(gemv_prefill_mma_min_pairs, c + 1), the F32 kernels between). c: 0 for each launch's default
 // (gpu/prefill_columns.h prefill_columns_default: 12 pairs on expert matrices of at least 1024 x 1024
-// elements, 16 in the tiled layout, 4 tokens on dense ones, none on smaller matrices; measured on an
-// H100, the default since), 1 for none (groups of one pair are decode launches anyway), 2..
+// elements, 16 in the tiled layout (32 for Q6_K), 4 tokens on dense ones, none on smaller matrices;
+// measured on an H100, the default since), 1 for none (groups of one pair are decode launches anyway), 2..
 // kGemvPrefillColumnsMax for that c on every launch. Only where the tensor-core decode covers the
 // launch (gemv_mma_supported, and gemv_tiled_supported for tiled weights), for expert launches with
 // x_gstride and y_gstride 0 and no SwiGLU epilogue (n_groups * min(c, max_pairs) slots, in launches of
@@ -175,9 +175,10 @@ void set_gemv_prefill_columns(int c);
 // sums either way. Process-wide; the benchmark compares both.
 constexpr bool kGemvPrefillHostSizesDefault = true;
 void set_gemv_prefill_host_sizes(bool on);
-// The largest group a launch over [ne1][ne0] matrices (tiled: in the tiled layout; dense: without
-// grp_off) takes as decode columns under the setting: 1 for none (before the launch's own limits above).
-int gemv_prefill_columns(int64_t ne0, int64_t ne1, bool tiled, bool dense);
+// The largest group a launch over [ne1][ne0] matrices of `type` (tiled: in the tiled layout; dense:
+// without grp_off) takes as decode columns under the setting: 1 for none (before the launch's own limits
+// above).
+int gemv_prefill_columns(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense);
 }  // namespace detail
 
 // Whether GemvBatch::w_tiled runs for expert launches of [ne1][ne0] matrices of `type`: Q4_K,

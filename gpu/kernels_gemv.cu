@@ -1295,7 +1295,7 @@ struct GemvLaunch {
   }
   int columns(int pairs) const {
     if (!b.grp_off && !dense()) return 0;
-    const int c = detail::gemv_prefill_columns(b.ne0, b.ne1, b.w_tiled, dense());
+    const int c = detail::gemv_prefill_columns(b.type, b.ne0, b.ne1, b.w_tiled, dense());
     if (c < 2 || g_prefill_x_global.load(std::memory_order_relaxed) ||
         g_bytewise.load(std::memory_order_relaxed))
       return 0;
@@ -1505,9 +1505,9 @@ void set_gemv_prefill_columns(int c) {
   }
   g_prefill_columns.store(c, std::memory_order_relaxed);
 }
-int gemv_prefill_columns(int64_t ne0, int64_t ne1, bool tiled, bool dense) {
+int gemv_prefill_columns(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense) {
   const int c = g_prefill_columns.load(std::memory_order_relaxed);
-  return c >= 1 ? c : prefill_columns_default(ne0, ne1, tiled, dense);
+  return c >= 1 ? c : prefill_columns_default(type, ne0, ne1, tiled, dense);
 }
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense) {
   const int m = g_prefill_mma_min_pairs.load(std::memory_order_relaxed);

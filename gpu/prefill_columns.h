@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "core/ggml_type.h"
 #include "gpu/gemv_hd.h"
 
 namespace moepack::gpu {
@@ -59,7 +60,11 @@ MOEPACK_GEMV_HD constexpr int32_t column_slot_offset_compact(int32_t j0, int32_t
 // - 8 experts of 2048 x 4096, GGUF layout: x2.1-3.3 at 2 pairs, x1.3-2.1 at 8, x1.07-1.88 at 12,
 //   x0.89-1.54 at 16 (MXFP4, Q3_K, Q5_K and Q6_K lose there): kPrefillColumnsExperts, 12;
 // - the same in the tiled layout (the engine's for such experts): x3.7-8.1 at 2, x1.44-2.22 at 16:
-//   kPrefillColumnsTiled, 16 (larger groups not measured);
+//   kPrefillColumnsTiled, 16; beyond 16 (forty-seventh session, columns of up to 32 against none, 8
+//   experts of 2048 x 4096, 4096 x 2048 and 7168 x 1536 (Kimi-K3's down) with 16 to 32 pairs) mixed:
+//   Q4_K, Q2_K and Q3_K still win at 24-32 on the first two shapes (x1.02-1.39) but lose on 7168 x 1536
+//   (x0.75-0.93 at 32), MXFP4 and Q5_K lose from 24 or 28 (x0.67-0.97), while Q6_K wins everywhere
+//   (x1.84 at 20, x1.36-1.61 at 24, x1.12-1.46 at 32): kPrefillColumnsTiledQ6K, 32 for Q6_K;
 // - 8 x 4096 x 2048 x1.1-1.8 at 8, 8 x 768 x 2048 (1.6 M elements) x2.9-5.1 at 2 and 4;
 // - 64 experts of 256 x 256 (the demo's) x0.82-1.03 at 4, and the demo's 32-token prefill x0.69,
 //   while 8 x 1024 x 1024 won x1.8-3.3 at 2 and 4 pairs (a second call): matrices under
@@ -74,12 +79,15 @@ MOEPACK_GEMV_HD constexpr int32_t column_slot_offset_compact(int32_t j0, int32_t
 inline constexpr int64_t kPrefillColumnsMinElems = int64_t{1024} * 1024;
 inline constexpr int kPrefillColumnsExperts = 12;
 inline constexpr int kPrefillColumnsTiled = 16;
+inline constexpr int kPrefillColumnsTiledQ6K = 32;
 inline constexpr int kPrefillColumnsDense = 4;
-// Every type the tensor-core decode covers takes the same rule (the measurements above agree).
-constexpr int prefill_columns_default(int64_t ne0, int64_t ne1, bool tiled, bool dense) {
+// Every type the tensor-core decode covers takes the same rule (the measurements above agree), but for
+// Q6_K's tiled experts.
+constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense) {
   if (ne0 * ne1 < kPrefillColumnsMinElems) return 1;
   if (dense) return kPrefillColumnsDense;
-  return tiled ? kPrefillColumnsTiled : kPrefillColumnsExperts;
+  if (!tiled) return kPrefillColumnsExperts;
+  return type == GgmlType::Q6_K ? kPrefillColumnsTiledQ6K : kPrefillColumnsTiled;
 }
 
 }  // namespace moepack::gpu

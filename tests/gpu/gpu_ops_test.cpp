@@ -1073,12 +1073,13 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
   EXPECT_THROW(detail::set_gemv_prefill_columns(detail::kGemvPrefillColumnsMax + 1), Error);
   // 0: each launch's default (gpu/prefill_columns.h, CPU-tested in prefill_columns_test); c >= 1 for all.
   detail::set_gemv_prefill_columns(0);
-  EXPECT_EQ(detail::gemv_prefill_columns(ne0, ne1, false, false), 1);  // small matrices: none
-  EXPECT_EQ(detail::gemv_prefill_columns(4096, 2048, false, false), 12);
-  EXPECT_EQ(detail::gemv_prefill_columns(4096, 2048, true, false), 16);
-  EXPECT_EQ(detail::gemv_prefill_columns(4096, 4096, false, true), 4);
+  EXPECT_EQ(detail::gemv_prefill_columns(type, ne0, ne1, false, false), 1);  // small matrices: none
+  EXPECT_EQ(detail::gemv_prefill_columns(type, 4096, 2048, false, false), 12);
+  EXPECT_EQ(detail::gemv_prefill_columns(GgmlType::Q4_K, 4096, 2048, true, false), 16);
+  EXPECT_EQ(detail::gemv_prefill_columns(GgmlType::Q6_K, 4096, 2048, true, false), 32);
+  EXPECT_EQ(detail::gemv_prefill_columns(type, 4096, 4096, false, true), 4);
   detail::set_gemv_prefill_columns(7);
-  EXPECT_EQ(detail::gemv_prefill_columns(ne0, ne1, false, false), 7);
+  EXPECT_EQ(detail::gemv_prefill_columns(type, ne0, ne1, false, false), 7);
 }
 
 // Decode columns on launches of more slots than one grid holds (65,535): 1,100 groups of 0-3 pairs

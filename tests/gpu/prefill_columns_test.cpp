@@ -117,18 +117,22 @@ TEST(PrefillColumns, CompactLayoutGivesEverySmallPairASlotOfItsOwn) {
 }
 
 // The default rule: none under 1024 x 1024 elements (the demo's 256 x 256 experts), 12 pairs on
-// larger expert matrices in the GGUF layout, 16 in the tiled one, 4 tokens on dense ones.
+// larger expert matrices in the GGUF layout, 16 in the tiled one (32 for Q6_K), 4 tokens on dense ones.
 TEST(PrefillColumns, DefaultRule) {
-  EXPECT_EQ(prefill_columns_default(256, 256, false, false), 1);
-  EXPECT_EQ(prefill_columns_default(1024, 1023, false, false), 1);  // 1,047,552 elements
-  EXPECT_EQ(prefill_columns_default(1023, 1025, true, true), 1);
-  EXPECT_EQ(prefill_columns_default(1024, 1024, false, false), 12);
-  EXPECT_EQ(prefill_columns_default(2048, 768, false, false), 12);   // Qwen3-30B-A3B's experts
-  EXPECT_EQ(prefill_columns_default(4096, 2048, false, false), 12);  // DeepSeek-V4-Flash's
-  EXPECT_EQ(prefill_columns_default(4096, 2048, true, false), 16);
-  EXPECT_EQ(prefill_columns_default(7168, 1536, true, false), 16);  // Kimi-K3's
-  EXPECT_EQ(prefill_columns_default(4096, 4096, false, true), 4);
-  EXPECT_EQ(prefill_columns_default(256, 32000, false, true), 4);  // a fixture's output head
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, false), 1);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 1024, 1023, false, false), 1);  // 1,047,552 elements
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 1023, 1025, true, true), 1);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 1024, 1024, false, false), 12);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 2048, 768, false, false), 12);  // Qwen3-30B-A3B's experts
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4096, 2048, false, false), 12);  // DeepSeek-V4-Flash's
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4096, 2048, true, false), 16);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 7168, 1536, true, false), 16);  // Kimi-K3's
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 7168, 1536, true, false), 32);  // Q6_K tiled
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 7168, 1536, false, false), 12);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 4096, 4096, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 256, 256, true, false), 1);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4096, 4096, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 32000, false, true), 4);  // a fixture's output head
 }
 
 }  // namespace
