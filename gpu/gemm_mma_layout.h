@@ -98,7 +98,8 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
   return heavy ? kPrefillMmaMinPairsLargeHeavy : kPrefillMmaMinPairsLarge;
 }
 
-// Whether a tensor-core prefill launch of `blocks` blocks (64 rows by 32 pairs of one group each) on a
+// Whether a tensor-core prefill launch of `blocks` busy blocks (64 rows by 32 pairs of one group each;
+// kernels_gemv.cu counts them from the host's group sizes where it has them, else the whole grid) on a
 // device of `sms` multiprocessors stages x half a unit at a time (gpu/kernels.h
 // set_gemv_prefill_mma_half_x's rule; either way the same sums bit for bit, so the launch's size may
 // decide). Half a unit holds 4 blocks a multiprocessor where the whole unit holds 3, at the cost of a

@@ -93,8 +93,10 @@ struct GemvBatch {
   // read by gemv() before it returns. Where set, a prefill launch starts no kernel for a range of group
   // sizes no group has (the decode columns, the F32 kernels below the tensor cores' minimum, single
   // pairs), and the decode columns' slots cover only the groups of 1..C pairs (gpu/prefill_columns.h,
-  // the compact layout); the sums are the same bit for bit. Values other than the device array's leave
-  // pairs uncomputed or computed twice (never a write outside y's rows of the pairs [grp_off[0],
+  // the compact layout); the tensor cores' prefill counts its busy blocks from it
+  // (set_gemv_prefill_mma_half_x's rule). The sums are the same bit for bit. Values other than the
+  // device array's may leave pairs uncomputed (every kernel still takes each group by its device size,
+  // so none is computed twice, and no write leaves y's rows of the pairs [grp_off[0],
   // grp_off[n_groups]) the device array spans). Null: every kernel covers all n_groups, as before.
   const int32_t* grp_off_host = nullptr;
 };
@@ -144,7 +146,7 @@ void set_gemv_prefill_mma_min_pairs(int m);
 // compares both.
 constexpr int kGemvPrefillMmaHalfXRule = -1;
 void set_gemv_prefill_mma_half_x(int mode);
-// Whether a launch of `type` (tiled: in the tiled layout) of `blocks` blocks on a device of `sms`
+// Whether a launch of `type` (tiled: in the tiled layout) of `blocks` busy blocks on a device of `sms`
 // multiprocessors stages half a unit under the setting; the rule (gpu/gemm_mma_layout.h
 // prefill_mma_half_x_default) takes the launch's size, which changes no sum.
 bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms);
@@ -161,7 +163,8 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
 // measured on an H100, the default since), 1 for none (groups of one pair are decode launches anyway), 2..
 // kGemvPrefillColumnsMax for that c on every launch. Only where the tensor-core decode covers the
 // launch (gemv_mma_supported, and gemv_tiled_supported for tiled weights), for expert launches with
-// x_gstride and y_gstride 0 and no SwiGLU epilogue (n_groups * min(c, max_pairs) slots, in launches of
+// x_gstride and y_gstride 0 and no SwiGLU epilogue (n_groups * min(c, max_pairs) slots, or the compact
+// layout's (min(c, max_pairs) + 1) a group of 1..c pairs with GemvBatch::grp_off_host, in launches of
 // at most 65,535), dense launches of one matrix (n_groups 1) without x_row; elsewhere, and while
 // set_gemv_prefill_x_global or set_gemv_bytewise_dequant is on (the F32 kernels' comparisons), the launch is
 // unchanged. Throws Error for c below 0 or above kGemvPrefillColumnsMax. Process-wide; the benchmark and

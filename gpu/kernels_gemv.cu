@@ -1075,9 +1075,9 @@ std::atomic<bool> g_prefill_mma{detail::kGemvPrefillMmaDefault};
 std::atomic<int> g_prefill_mma_min_pairs{0};  // 0: each launch's prefill_mma_default_min_pairs
 std::atomic<int> g_prefill_mma_half_x{detail::kGemvPrefillMmaHalfXRule};
 std::atomic<int> g_prefill_columns{detail::kGemvPrefillColumnsDefault};
+// Decode columns' slots launched (gemv_prefill_column_slots); set_gemv_prefill_host_sizes.
 std::atomic<uint64_t> g_column_slots{0};
-std::atomic<bool> g_host_sizes{
-    detail::kGemvPrefillHostSizesDefault};  // decode columns' slots launched (gemv_prefill_column_slots)
+std::atomic<bool> g_host_sizes{detail::kGemvPrefillHostSizesDefault};
 
 // The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
 // slots, their offsets (column_slot_offset) and their matrix (the group's); the last group's thread
@@ -1120,7 +1120,7 @@ __global__ void __launch_bounds__(kCompactThreads)
     }
     const int small = g < b.n_groups && n >= 1 && n <= C ? 1 : 0;
     int pos = 0, total = 0;
-    Scan(scan).ExclusiveSum(small, pos, total);  // (its last step synchronises the block)
+    Scan(scan).ExclusiveSum(small, pos, total);
     const int k = base + pos;
     if (small && k < n_small) {
       const uint8_t* w = b.w_table ? b.w_table[g] : b.w + static_cast<uint64_t>(g) * b.w_gstride;
@@ -1134,7 +1134,7 @@ __global__ void __launch_bounds__(kCompactThreads)
     __syncthreads();  // the scan's storage and end, before the next chunk
   }
   // The closing entry, and any slots the device found no group for (a host copy unlike grp_off):
-  // empty, on the last group's matrix.
+  // empty, on the part's first matrix.
   const int first = (base < n_small ? base : n_small) * stride;
   const uint8_t* w0 = b.w_table ? b.w_table[0] : b.w;
   for (int e = first + static_cast<int>(threadIdx.x); e <= n_small * stride; e += kCompactThreads) {
@@ -1387,7 +1387,17 @@ struct GemvLaunch {
     const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP)),
                     static_cast<unsigned>(b.n_groups),
                     static_cast<unsigned>((pairs + kMmaPairs - 1) / kMmaPairs));
-    const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y * grid.z;
+    // The blocks with pairs to compute (blocks of smaller groups, or past a group's last pair, return
+    // at once): from the host's copy where there is one, else the whole grid.
+    int64_t blocks = static_cast<int64_t>(grid.x) * grid.y * grid.z;
+    if (b.grp_off && host) {
+      int64_t tiles = 0;
+      for (int32_t g = 0; g < b.n_groups; ++g) {
+        const int32_t n = host[g + 1] - host[g];
+        if (n >= min_pairs) tiles += (n + kMmaPairs - 1) / kMmaPairs;
+      }
+      blocks = static_cast<int64_t>(grid.x) * tiles;
+    }
     if (detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, detail::device_multiprocessors())) {
       gemm_mma_launch<T, 4>(min_pairs, grid);
     } else {

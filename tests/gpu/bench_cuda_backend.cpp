@@ -1125,10 +1125,11 @@ nlohmann::json bench_prefill_columns_tiled(const WeightPool& pool, double d2d) {
 
 // The tensor cores' prefill staging x half a unit at a time (on: set_gemv_prefill_mma_half_x, the
 // default; 4 blocks a multiprocessor) and the whole unit (off; 3) side by side ("half_x"), every group
-// of two or more pairs on the tensor cores (columns off): 8 experts of 2048 x 4096 with 16, 32 and 64
-// pairs (a grid of 256 blocks: fewer than either fits at once), 64 with 16 and 32 (a prompt's launch:
-// more blocks than fit), tiled with 32, 128 of 768 x 2048 with 16, and a dense 4096 x 4096 matrix with
-// 128 tokens.
+// of two or more pairs on the tensor cores (columns off): 8 experts of 2048 x 4096 with 16 and 32 pairs
+// (a grid of 256 blocks: fewer than either staging fits at once on an H100's 132 multiprocessors) and 64
+// (512: one wave of the half unit's 4 a multiprocessor, two of the whole unit's 3), 64 experts with 16
+// and 32 (2,048: a prompt's launch, more blocks than fit), tiled with 32, 128 of 768 x 2048 with 16, and a
+// dense 4096 x 4096 matrix with 128 tokens.
 void set_prefill_half_x(bool on) { gpu::detail::set_gemv_prefill_mma_half_x(on); }
 nlohmann::json bench_prefill_half_x(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope every_group(true, 2);

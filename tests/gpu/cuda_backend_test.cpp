@@ -277,6 +277,12 @@ TEST_P(CudaFixture, ResidualNormFusionChangesNoLogit) {
   test::expect_residual_norm_fusion_changes_no_logit(kFixtures + GetParam().model, first_prompt(GetParam()), make_backend);
 }
 
+// The host's copy of the group sizes (the compact columns, the skipped ranges) changes no logit.
+TEST_P(CudaFixture, HostSizesChangeNoLogit) {
+  test::expect_host_sizes_change_no_logit(kFixtures + GetParam().model, first_prompt(GetParam()),
+                                          make_backend);
+}
+
 // Decode steps as CUDA graph launches change no logit and no routing report.
 TEST_P(CudaFixture, DecodeGraphChangesNoLogitNorRouting) {
   test::expect_decode_graph_changes_no_logit(kFixtures + GetParam().model, first_prompt(GetParam()), make_backend);
@@ -906,6 +912,11 @@ TEST(CudaBackend, DecodeGraphServesEveryPositionAfterATruncation) {
 TEST(CudaBackend, ResidualNormFusionChangesNoLogitOfTheDemoModel) {
   const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12};
   test::expect_residual_norm_fusion_changes_no_logit(kDemo, tokens, make_backend);
+}
+
+TEST(CudaBackend, HostSizesChangeNoLogitOfTheDemoModel) {
+  const std::vector<int32_t> tokens = {0, 17, 345, 1024, 77, 5, 4000, 12, 9, 230, 7, 1500, 3, 64, 88, 2};
+  test::expect_host_sizes_change_no_logit(kDemo, tokens, make_backend);
 }
 
 TEST(CudaBackend, SharedExpertOverlapChangesNoLogitOfTheDemoModel) {

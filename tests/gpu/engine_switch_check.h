@@ -96,6 +96,16 @@ inline void expect_shared_expert_overlap_changes_no_logit(const std::string& mod
                                  "the shared expert beside the routing");
 }
 
+// The host's copy of the group sizes (GemvBatch::grp_off_host) read and ignored changes no logit, with
+// columns of up to 16 pairs forced on every launch (so the compact layout runs on the fixtures' small
+// experts) and the tensor cores' prefill from 2 pairs.
+inline void expect_host_sizes_change_no_logit(const std::string& model, std::span<const int32_t> tokens,
+                                              BackendFactory factory) {
+  const PrefillColumnsOn columns;
+  expect_switch_changes_no_logit(model, tokens, factory, gpu::detail::set_gemv_prefill_host_sizes,
+                                 "the host's group sizes");
+}
+
 // Both the logits and every routing report of the prompt and 8 greedy decodes, with the switch
 // off and on (set: its setter; on, the default, is restored); `proof` counts in this process
 // what the switch turns on, so the on-run must raise it and the off-run must not.

@@ -1165,7 +1165,9 @@ TEST(GpuOps, GemvPrefillColumnsSplitIntoSlotLaunches) {
 // the columns' slots (gemv_prefill_column_slots) are the compact layout's, C + 1 a group of 1..C pairs,
 // where other groups share the launch, n_groups C where every group is that small, none where none is;
 // 1,300 groups with C = 64 (1,170 small ones) take two compact launches. Without the copy every launch
-// has n_groups C slots.
+// has n_groups C slots. Launches whose copy rules a range out: no group of 5..7 (the F32 kernels' range
+// between C + 1 and the minimum), columns off with and without single pairs, and max_pairs far above
+// every group (the tensor cores' range and, where all groups are small, everything after the columns).
 TEST(GpuOps, GemvPrefillColumnsHostSizes) {
   const test::PrefillMmaScope restore(true, 8);
   const GgmlType type = GgmlType::Q4_K;
@@ -1176,15 +1178,21 @@ TEST(GpuOps, GemvPrefillColumnsHostSizes) {
   for (int g = 0; g < 1300; ++g) many.push_back(g % 10 == 0 ? 70 : 1 + g % 3);
   struct Case {
     const char* what;
-    int C;
+    int C;  // 1: columns off
     std::vector<int32_t> sizes;
     uint64_t host_slots;
+    int32_t max_pairs = 0;  // 0: the largest group
   };
   const std::vector<Case> cases = {
       {"mixed", 4, {0, 1, 4, 5, 7, 9, 2, 0, 12, 3, 6, 20, 4, 1}, 6 * 5},
       {"all small", 4, {1, 2, 3, 4, 2, 1}, 6 * 4},
       {"none small", 4, {5, 9, 0, 6, 20}, 0},
       {"many", 64, many, 1170 * 65},
+      {"no F32 range", 4, {1, 2, 9, 0}, 2 * 5},
+      {"columns off, singles", 1, {1, 1, 3, 0, 9}, 0},
+      {"columns off, no singles", 1, {3, 9, 0, 2}, 0},
+      {"loose max_pairs", 4, {1, 3, 6, 2}, 3 * 5, 64},
+      {"loose max_pairs, all small", 4, {1, 3, 2, 4}, 4 * 4, 64},
   };
   std::mt19937 rng(4747);
   for (const Case& k : cases) {
@@ -1204,6 +1212,8 @@ TEST(GpuOps, GemvPrefillColumnsHostSizes) {
     auto d_x = to_device(x), d_off = to_device(grp_off), d_rows = to_device(x_row);
     const size_t ny = static_cast<size_t>(pairs) * static_cast<size_t>(ne1);
     detail::set_gemv_prefill_columns(k.C);
+    const int32_t max_pairs =
+        k.max_pairs > 0 ? k.max_pairs : *std::max_element(k.sizes.begin(), k.sizes.end());
     const auto launch = [&](bool host, bool with_table, uint64_t slots) {
       DeviceBuffer d_y(ny * sizeof(float), "y");
       MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
@@ -1218,14 +1228,16 @@ TEST(GpuOps, GemvPrefillColumnsHostSizes) {
       if (host) b.grp_off_host = grp_off.data();
       b.x_row = d_rows.as<int32_t>();
       b.n_groups = n_groups;
-      b.max_pairs = *std::max_element(k.sizes.begin(), k.sizes.end());
+      b.max_pairs = max_pairs;
       const uint64_t before = gemv_prefill_column_slots();
       gemv(b, nullptr);
       EXPECT_EQ(slots, gemv_prefill_column_slots() - before)
           << (host ? "with" : "without") << " the host copy";
       return to_host(d_y, ny);
     };
-    const auto plain = launch(false, true, static_cast<uint64_t>(n_groups) * static_cast<uint64_t>(k.C));
+    const uint64_t plain_slots =
+        k.C >= 2 ? static_cast<uint64_t>(n_groups) * static_cast<uint64_t>(std::min(k.C, max_pairs)) : 0;
+    const auto plain = launch(false, true, plain_slots);
     for (const bool with_table : {true, false}) {
       const auto host = launch(true, with_table, k.host_slots);
       for (size_t i = 0; i < ny; ++i) {
