@@ -864,6 +864,13 @@ nlohmann::json bench_switch_of(const std::vector<std::string>& models, int prefi
   return out;
 }
 
+// A part of a --*-only mode's JSON, also written to stderr as it completes ("== partial KEY: JSON"),
+// so a call's time limit that stops the run before the final JSON still leaves the parts measured so
+// far (tests/gpu/summarize_partials.py reads them).
+void partial(const char* key, const nlohmann::json& part) {
+  std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
+}
+
 // Round `round` of four side-by-side rounds is the switched one: off, on, on, off.
 constexpr bool alternating_on(int round) { return (round & 1) != (round >> 1); }
 
@@ -1568,9 +1575,6 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (host_sizes_only) {
-      const auto partial = [](const char* key, const nlohmann::json& part) {
-        std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
-      };
       out["gemv_prefill_half_x"] = bench_prefill_half_x(pool, d2d);
       partial("gemv_prefill_half_x", out["gemv_prefill_half_x"]);
       out["gemv_prefill_host_sizes"] = bench_prefill_host_sizes(pool, d2d);
@@ -1590,9 +1594,6 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (prefill_columns_only) {
-      const auto partial = [](const char* key, const nlohmann::json& part) {
-        std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
-      };
       out["gemv_prefill_columns_tiled"] = bench_prefill_columns_tiled(pool, d2d);
       partial("gemv_prefill_columns_tiled", out["gemv_prefill_columns_tiled"]);
       out["gemv_prefill_columns_rule"] = bench_prefill_columns_rule(pool, d2d);
@@ -1613,11 +1614,6 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (prefill_mma_only) {
-      // Each part is also written to stderr as it completes, so a call's time limit that stops
-      // the run before the final JSON still leaves the parts measured so far.
-      const auto partial = [](const char* key, const nlohmann::json& part) {
-        std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
-      };
       out["gemv_prefill_columns"] = bench_prefill_columns(pool, d2d);
       partial("gemv_prefill_columns", out["gemv_prefill_columns"]);
       // The engine's prefill with decode columns (on, up to 16 pairs) and without (off).

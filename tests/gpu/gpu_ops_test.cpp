@@ -1082,37 +1082,35 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
   EXPECT_EQ(detail::gemv_prefill_columns(type, ne0, ne1, false, false), 7);
 }
 
-// Decode columns on launches of more slots than one grid holds (65,535): 1,100 groups of 0-3 pairs
-// (Q4_K, 512 x 35, each matrix its own) with columns of 64 take two slot launches (1,023 groups
-// each at most), with columns of 4 one; both give every pair its decode sums, so the two launches
-// agree bit for bit, through a table and as w + g w_gstride, every row written (y poisoned with NaN),
-// a sample within the exact dot product's bound. Weights without a table off the 4-byte alignment
-// the decode GEMV needs are refused before any slot is launched.
-TEST(GpuOps, GemvPrefillColumnsSplitIntoSlotLaunches) {
-  const test::PrefillMmaScope restore(true, 0);
-  const GgmlType type = GgmlType::Q4_K;
-  const int64_t ne0 = 512, ne1 = 35;
-  const int n_groups = 1100, n_x = 13;
-  const uint64_t rb = *ggml_row_bytes(type, ne0), mat = rb * static_cast<uint64_t>(ne1);
-  std::mt19937 rng(4242);
-  const auto data = random_rows(type, ne0, ne1 * n_groups, rng);
-  auto d_w = to_device(data);
-  std::vector<const uint8_t*> table;
-  for (int g = 0; g < n_groups; ++g) table.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(g));
-  auto d_table = to_device(table);
-  std::vector<int32_t> grp_off = {0};
-  for (int g = 0; g < n_groups; ++g) grp_off.push_back(grp_off.back() + (g * 7 + 1) % 4);
-  const int32_t pairs = grp_off.back();
-  std::vector<int32_t> x_row;
-  for (int32_t j = 0; j < pairs; ++j) x_row.push_back((j * 5 + 3) % n_x);
-  const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
-  auto d_x = to_device(x), d_off = to_device(grp_off), d_rows = to_device(x_row);
-  const size_t ny = static_cast<size_t>(pairs) * static_cast<size_t>(ne1);
-  const auto launch = [&](int c, bool with_table) {
-    detail::set_gemv_prefill_columns(c);
-    DeviceBuffer d_y(ny * sizeof(float), "y");
-    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
-    GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+// The decode columns' GPU tests' expert launch: Q4_K matrices of 512 x 35, each group its own (one
+// buffer, also as a table of pointers), groups of `sizes` pairs, pair j reading x row (5 j + 3) mod 13.
+struct ColumnsLaunch {
+  static constexpr GgmlType kType = GgmlType::Q4_K;
+  static constexpr int64_t kNe0 = 512, kNe1 = 35;
+  static constexpr int kNx = 13;
+  uint64_t rb = *ggml_row_bytes(kType, kNe0), mat = rb * static_cast<uint64_t>(kNe1);
+  int n_groups;
+  std::vector<uint8_t> data;
+  std::vector<int32_t> grp_off = {0}, x_row;
+  std::vector<float> x;
+  DeviceBuffer d_w, d_table, d_x, d_off, d_rows;
+  ColumnsLaunch(const std::vector<int32_t>& sizes, std::mt19937& rng)
+      : n_groups(static_cast<int>(sizes.size())), data(random_rows(kType, kNe0, kNe1 * n_groups, rng)) {
+    d_w = to_device(data);
+    std::vector<const uint8_t*> table;
+    for (int g = 0; g < n_groups; ++g) table.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(g));
+    d_table = to_device(table);
+    for (const int32_t n : sizes) grp_off.push_back(grp_off.back() + n);
+    for (int32_t j = 0; j < grp_off.back(); ++j) x_row.push_back((j * 5 + 3) % kNx);
+    x = random_floats(static_cast<size_t>(kNx * kNe0), rng);
+    d_x = to_device(x);
+    d_off = to_device(grp_off);
+    d_rows = to_device(x_row);
+  }
+  size_t ny() const { return static_cast<size_t>(grp_off.back()) * static_cast<size_t>(kNe1); }
+  // The launch's batch writing y: the matrices through the table or as w + g w_gstride.
+  GemvBatch batch(float* y, bool with_table, int32_t max_pairs) const {
+    GemvBatch b = rows_batch(kType, kNe0, kNe1, rb, d_x.as<float>(), y);
     if (with_table) {
       b.w_table = d_table.as<const uint8_t* const>();
     } else {
@@ -1122,39 +1120,77 @@ TEST(GpuOps, GemvPrefillColumnsSplitIntoSlotLaunches) {
     b.grp_off = d_off.as<int32_t>();
     b.x_row = d_rows.as<int32_t>();
     b.n_groups = n_groups;
-    b.max_pairs = detail::kGemvPrefillColumnsMax;  // an upper bound (the groups hold 0-3)
+    b.max_pairs = max_pairs;
+    return b;
+  }
+  // The launch's sums (y poisoned with NaN first); host: with the host's copy of grp_off. `slots`: the
+  // decode columns' slots it must launch (gemv_prefill_column_slots), unless negative.
+  std::vector<float> sums(bool with_table, int32_t max_pairs, bool host = false, int64_t slots = -1) const {
+    DeviceBuffer d_y(ny() * sizeof(float), "y");
+    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+    GemvBatch b = batch(d_y.as<float>(), with_table, max_pairs);
+    if (host) b.grp_off_host = grp_off.data();
+    const uint64_t before = gemv_prefill_column_slots();
     gemv(b, nullptr);
-    return to_host(d_y, ny);
-  };
-  const auto one = launch(4, true);
-  for (const bool with_table : {true, false}) {
-    const auto two = launch(detail::kGemvPrefillColumnsMax, with_table);
-    for (size_t i = 0; i < ny; ++i) {
-      ASSERT_EQ(0, std::memcmp(&one[i], &two[i], sizeof(float)))
-          << (with_table ? "table" : "w + g w_gstride") << ": pair " << i / static_cast<size_t>(ne1)
-          << ", row " << i % static_cast<size_t>(ne1) << ": " << two[i] << " in two slot launches, " << one[i]
-          << " in one";
+    if (slots >= 0) {
+      EXPECT_EQ(static_cast<uint64_t>(slots), gemv_prefill_column_slots() - before)
+          << (host ? "with" : "without") << " the host copy";
+    }
+    return to_host(d_y, ny());
+  }
+  // got against want bit for bit (what: how each was launched).
+  static void expect_same(const std::vector<float>& want, const std::vector<float>& got,
+                          const std::string& what) {
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(0, std::memcmp(&want[i], &got[i], sizeof(float)))
+          << what << ": pair " << i / static_cast<size_t>(kNe1) << ", row " << i % static_cast<size_t>(kNe1)
+          << ": " << got[i] << " against " << want[i];
     }
   }
-  for (int g = 0; g < n_groups; g += 97) {
-    for (int32_t j = grp_off[g]; j < grp_off[g + 1]; ++j) {
-      for (int64_t r = 0; r < ne1; r += 11) {
-        expect_close_dot(one[static_cast<size_t>(j * ne1 + r)],
-                         data.data() + mat * g + rb * static_cast<uint64_t>(r), type,
-                         x.data() + x_row[static_cast<size_t>(j)] * ne0, ne0, "split slots");
+  // A sample of y (every g_step-th group, every j_step-th pair, every 11th row) within the exact dot
+  // product's bound.
+  void expect_close(const std::vector<float>& y, int g_step, int j_step, const char* what) const {
+    for (int g = 0; g < n_groups; g += g_step) {
+      for (int32_t j = grp_off[g]; j < grp_off[g + 1]; j += j_step) {
+        for (int64_t r = 0; r < kNe1; r += 11) {
+          expect_close_dot(y[static_cast<size_t>(j * kNe1 + r)],
+                           data.data() + mat * g + rb * static_cast<uint64_t>(r), kType,
+                           x.data() + x_row[static_cast<size_t>(j)] * kNe0, kNe0, what);
+        }
       }
     }
   }
+};
+
+// Decode columns on launches of more slots than one grid holds (65,535): 1,100 groups of 0-3 pairs
+// (Q4_K, 512 x 35, each matrix its own) with columns of 64 take two slot launches (1,023 groups
+// each at most), with columns of 4 one; both give every pair its decode sums, so the two launches
+// agree bit for bit, through a table and as w + g w_gstride, every row written (y poisoned with NaN),
+// a sample within the exact dot product's bound. Weights without a table off the 4-byte alignment
+// the decode GEMV needs are refused before any slot is launched.
+TEST(GpuOps, GemvPrefillColumnsSplitIntoSlotLaunches) {
+  const test::PrefillMmaScope restore(true, 0);
+  std::vector<int32_t> sizes;
+  for (int g = 0; g < 1100; ++g) sizes.push_back((g * 7 + 1) % 4);
+  std::mt19937 rng(4242);
+  const ColumnsLaunch l(sizes, rng);
+  const int32_t max_pairs = detail::kGemvPrefillColumnsMax;  // an upper bound (the groups hold 0-3)
+  detail::set_gemv_prefill_columns(4);
+  const auto one = l.sums(true, max_pairs);
+  detail::set_gemv_prefill_columns(detail::kGemvPrefillColumnsMax);
+  for (const bool with_table : {true, false}) {
+    ColumnsLaunch::expect_same(
+        one, l.sums(with_table, max_pairs),
+        std::string(with_table ? "table" : "w + g w_gstride") + ", two slot launches against one");
+  }
+  l.expect_close(one, 97, 1, "split slots");
   // Misaligned weights (w two bytes in) are refused, not launched.
   detail::set_gemv_prefill_columns(4);
-  DeviceBuffer d_y(ny * sizeof(float), "y");
-  GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-  b.w = d_w.bytes_ptr() + 2;
-  b.w_gstride = mat;
-  b.grp_off = d_off.as<int32_t>();
-  b.x_row = d_rows.as<int32_t>();
+  DeviceBuffer d_y(l.ny() * sizeof(float), "y");
+  GemvBatch b = l.batch(d_y.as<float>(), false, 4);
+  b.w = l.d_w.bytes_ptr() + 2;
   b.n_groups = 8;
-  b.max_pairs = 4;
   EXPECT_THROW(gemv(b, nullptr), Error);
   MOEPACK_CUDA_CHECK(cudaDeviceSynchronize());  // nothing was launched on the misaligned weights
 }
@@ -1170,10 +1206,6 @@ TEST(GpuOps, GemvPrefillColumnsSplitIntoSlotLaunches) {
 // every group (the tensor cores' range and, where all groups are small, everything after the columns).
 TEST(GpuOps, GemvPrefillColumnsHostSizes) {
   const test::PrefillMmaScope restore(true, 8);
-  const GgmlType type = GgmlType::Q4_K;
-  const int64_t ne0 = 512, ne1 = 35;
-  const int n_x = 13;
-  const uint64_t rb = *ggml_row_bytes(type, ne0), mat = rb * static_cast<uint64_t>(ne1);
   std::vector<int32_t> many;
   for (int g = 0; g < 1300; ++g) many.push_back(g % 10 == 0 ? 70 : 1 + g % 3);
   struct Case {
@@ -1197,65 +1229,18 @@ TEST(GpuOps, GemvPrefillColumnsHostSizes) {
   std::mt19937 rng(4747);
   for (const Case& k : cases) {
     SCOPED_TRACE(k.what);
-    const int n_groups = static_cast<int>(k.sizes.size());
-    const auto data = random_rows(type, ne0, ne1 * n_groups, rng);
-    auto d_w = to_device(data);
-    std::vector<const uint8_t*> table;
-    for (int g = 0; g < n_groups; ++g) table.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(g));
-    auto d_table = to_device(table);
-    std::vector<int32_t> grp_off = {0};
-    for (const int32_t n : k.sizes) grp_off.push_back(grp_off.back() + n);
-    const int32_t pairs = grp_off.back();
-    std::vector<int32_t> x_row;
-    for (int32_t j = 0; j < pairs; ++j) x_row.push_back((j * 5 + 3) % n_x);
-    const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng);
-    auto d_x = to_device(x), d_off = to_device(grp_off), d_rows = to_device(x_row);
-    const size_t ny = static_cast<size_t>(pairs) * static_cast<size_t>(ne1);
+    const ColumnsLaunch l(k.sizes, rng);
     detail::set_gemv_prefill_columns(k.C);
     const int32_t max_pairs =
         k.max_pairs > 0 ? k.max_pairs : *std::max_element(k.sizes.begin(), k.sizes.end());
-    const auto launch = [&](bool host, bool with_table, uint64_t slots) {
-      DeviceBuffer d_y(ny * sizeof(float), "y");
-      MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
-      GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-      if (with_table) {
-        b.w_table = d_table.as<const uint8_t* const>();
-      } else {
-        b.w = d_w.bytes_ptr();
-        b.w_gstride = mat;
-      }
-      b.grp_off = d_off.as<int32_t>();
-      if (host) b.grp_off_host = grp_off.data();
-      b.x_row = d_rows.as<int32_t>();
-      b.n_groups = n_groups;
-      b.max_pairs = max_pairs;
-      const uint64_t before = gemv_prefill_column_slots();
-      gemv(b, nullptr);
-      EXPECT_EQ(slots, gemv_prefill_column_slots() - before)
-          << (host ? "with" : "without") << " the host copy";
-      return to_host(d_y, ny);
-    };
-    const uint64_t plain_slots =
-        k.C >= 2 ? static_cast<uint64_t>(n_groups) * static_cast<uint64_t>(std::min(k.C, max_pairs)) : 0;
-    const auto plain = launch(false, true, plain_slots);
+    const int64_t plain_slots = k.C >= 2 ? int64_t{l.n_groups} * std::min(k.C, max_pairs) : 0;
+    const auto plain = l.sums(true, max_pairs, false, plain_slots);
     for (const bool with_table : {true, false}) {
-      const auto host = launch(true, with_table, k.host_slots);
-      for (size_t i = 0; i < ny; ++i) {
-        ASSERT_EQ(0, std::memcmp(&plain[i], &host[i], sizeof(float)))
-            << (with_table ? "table" : "w + g w_gstride") << ": pair " << i / static_cast<size_t>(ne1)
-            << ", row " << i % static_cast<size_t>(ne1) << ": " << host[i] << " with the host copy, "
-            << plain[i] << " without";
-      }
+      ColumnsLaunch::expect_same(
+          plain, l.sums(with_table, max_pairs, true, static_cast<int64_t>(k.host_slots)),
+          std::string(with_table ? "table" : "w + g w_gstride") + ", with the host copy against without");
     }
-    for (int g = 0; g < n_groups; g += 1 + n_groups / 16) {
-      for (int32_t j = grp_off[g]; j < grp_off[g + 1]; j += 3) {
-        for (int64_t r = 0; r < ne1; r += 11) {
-          expect_close_dot(plain[static_cast<size_t>(j * ne1 + r)],
-                           data.data() + mat * g + rb * static_cast<uint64_t>(r), type,
-                           x.data() + x_row[static_cast<size_t>(j)] * ne0, ne0, "host sizes");
-        }
-      }
-    }
+    l.expect_close(plain, 1 + l.n_groups / 16, 3, "host sizes");
   }
 }
 

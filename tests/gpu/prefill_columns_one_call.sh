@@ -8,7 +8,9 @@
 #      engine tests *PrefillColumns* / *PrefillTensorCores* of the three fixture binaries;
 #   3. bench_cuda_backend --prefill-columns-only on the demo model ($OUT/bench-columns.json; each part
 #      also to stderr as it completes), summarised (columns rule / tensor cores against off);
-#   4. with the time left, the whole of gpu_ops_test and gpu_cuda_backend_test ($OUT/full.log).
+#   4. with the time left, the whole of gpu_ops_test and gpu_cuda_backend_test ($OUT/ctest.log).
+# MOEPACK_OPS_FILTER, MOEPACK_BENCH_MODE and MOEPACK_BENCH_NAME replace step 2's gpu_ops_test filter,
+# step 3's mode and its files' name (tests/gpu/host_sizes_one_call.sh).
 set -u
 out="${OUT:?OUT must be set}"
 budget="${MOEPACK_CALL_BUDGET_S:-520}"
@@ -18,47 +20,18 @@ cmake --build build-gpu -j "$(nproc)" --target bench_cuda_backend >> "$out/build
   { grep -E "error" "$out/build.log" | tail -20; exit 1; }
 echo "== built at ${SECONDS} s"
 status=0
-run_filtered() {  # BINARY FILTER
-  ./build-gpu/tests/gpu/"$1" --gtest_filter="$2" >> "$out/first.log" 2>&1 || { status=1; echo "== $1 FAILED"; }
-}
-run_filtered gpu_ops_test '*PrefillColumns*:*DefaultMinimumPerLaunch*:*PrefillTensorCores*:*Batching*'
+source tests/gpu/one_call_lib.sh
+run_filtered gpu_ops_test "${MOEPACK_OPS_FILTER:-*PrefillColumns*:*DefaultMinimumPerLaunch*:*PrefillTensorCores*:*Batching*}"
 for b in gpu_cuda_backend_test gpu_deepseek4_test gpu_kimi_linear_test; do
   run_filtered "$b" '*PrefillColumns*:*PrefillTensorCores*'
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]" "$out/first.log" | head -30
 echo "== first tests done at ${SECONDS} s (status $status)"
 left=$((budget - SECONDS - 120))
-if [ "$left" -gt 30 ]; then
-  timeout "$left" ./build-gpu/tests/gpu/bench_cuda_backend --prefill-columns-only --prefill 900 --decode 32 \
-    > "$out/bench-columns.json" 2> "$out/bench-columns.txt" || echo "== bench rc=$?"
-  python3 - "$out/bench-columns.txt" <<'PY'
-import collections, json, sys
-for line in open(sys.argv[1]):
-    if not line.startswith("== partial "):
-        continue
-    key, _, body = line[len("== partial "):].partition(": ")
-    part = json.loads(body)
-    if isinstance(part, dict):  # engine: model -> rounds
-        print(key, json.dumps(part)[:600])
-        continue
-    sw = "prefill_columns" if "prefill_columns" in part[0] else "prefill_mma"
-    acc = collections.defaultdict(lambda: {True: [], False: []})
-    for r in part:
-        k = (r["type"], r["experts_per_launch"], r["rows"], r["cols"], r.get("tiled", False),
-             str(r.get("pairs_per_expert", r.get("group_pairs"))))
-        acc[k][r[sw]].append(r["us_per_launch"])
-    for k, v in acc.items():
-        off, on = sum(v[False]) / len(v[False]), sum(v[True]) / len(v[True])
-        print(key, *k, f"off {off:7.1f} on {on:7.1f} x{off / on:.2f}")
-PY
-fi
+[ "$left" -gt 30 ] && run_bench "$left" "${MOEPACK_BENCH_NAME:-bench-columns}" "${MOEPACK_BENCH_MODE:---prefill-columns-only}" \
+  --prefill 900 --decode 32
+gpu_tests="gpu_ops_test gpu_cuda_backend_test"
 left=$((budget - SECONDS))
-if [ "$left" -gt 60 ]; then
-  for b in gpu_ops_test gpu_cuda_backend_test; do
-    timeout $((left / 2)) ./build-gpu/tests/gpu/"$b" >> "$out/full.log" 2>&1 || { status=1; echo "== $b FAILED or timed out"; }
-    left=$((budget - SECONDS))
-  done
-  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]" "$out/full.log" | head -30
-fi
+[ "$left" -gt 60 ] && run_ctest "$left"
 echo "== done at ${SECONDS} s (status $status)"
 exit "$status"

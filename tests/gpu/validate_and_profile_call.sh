@@ -33,12 +33,7 @@ else
   echo "no ncu on this machine"
 fi
 echo "== profiles done at ${SECONDS} s"
-left=$((budget - SECONDS))
-timeout "$left" ctest --test-dir build-gpu --output-on-failure -R "^(${gpu_tests// /|})$" \
-  --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1 || status=1
-tail -8 "$out/ctest.log"
-grep -hE "^\[  (PASSED|FAILED|SKIPPED) " build-gpu/Testing/Temporary/LastTest.log | sort | uniq -c | head -20
-grep -E "^\[  FAILED  \]" "$out/ctest.log" | head -20
-cp build-gpu/Testing/Temporary/LastTest.log "$out/LastTest.log"
+source tests/gpu/one_call_lib.sh
+run_ctest $((budget - SECONDS))
 echo "== done at ${SECONDS} s (status $status)"
 exit "$status"
