@@ -1180,9 +1180,9 @@ TEST(GpuOps, GemvPrefillColumnsSplitIntoSlotLaunches) {
   const auto one = l.sums(true, max_pairs);
   detail::set_gemv_prefill_columns(detail::kGemvPrefillColumnsMax);
   for (const bool with_table : {true, false}) {
-    ColumnsLaunch::expect_same(
+    ASSERT_NO_FATAL_FAILURE(ColumnsLaunch::expect_same(
         one, l.sums(with_table, max_pairs),
-        std::string(with_table ? "table" : "w + g w_gstride") + ", two slot launches against one");
+        std::string(with_table ? "table" : "w + g w_gstride") + ", two slot launches against one"));
   }
   l.expect_close(one, 97, 1, "split slots");
   // Misaligned weights (w two bytes in) are refused, not launched.
@@ -1236,9 +1236,9 @@ TEST(GpuOps, GemvPrefillColumnsHostSizes) {
     const int64_t plain_slots = k.C >= 2 ? int64_t{l.n_groups} * std::min(k.C, max_pairs) : 0;
     const auto plain = l.sums(true, max_pairs, false, plain_slots);
     for (const bool with_table : {true, false}) {
-      ColumnsLaunch::expect_same(
+      ASSERT_NO_FATAL_FAILURE(ColumnsLaunch::expect_same(
           plain, l.sums(with_table, max_pairs, true, static_cast<int64_t>(k.host_slots)),
-          std::string(with_table ? "table" : "w + g w_gstride") + ", with the host copy against without");
+          std::string(with_table ? "table" : "w + g w_gstride") + ", with the host copy against without"));
     }
     l.expect_close(plain, 1 + l.n_groups / 16, 3, "host sizes");
   }

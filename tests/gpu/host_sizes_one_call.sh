@@ -11,5 +11,6 @@
 #      also to stderr as it completes), summarised (host copy read against ignored);
 #   4. with the time left, the whole of gpu_ops_test and gpu_cuda_backend_test ($OUT/ctest.log).
 # (tests/gpu/prefill_columns_one_call.sh with this call's filter and benchmark mode.)
-MOEPACK_OPS_FILTER='*HostSizes*:*PrefillColumns*:*Batching*' MOEPACK_BENCH_MODE=--prefill-host-sizes-only \
+MOEPACK_OPS_FILTER='*HostSizes*:*PrefillColumns*:*Batching*' \
+  MOEPACK_ENGINE_FILTER='*HostSizes*:*PrefillColumns*:*PrefillTensorCores*' MOEPACK_BENCH_MODE=--prefill-host-sizes-only \
   MOEPACK_BENCH_NAME=bench-host exec bash tests/gpu/prefill_columns_one_call.sh

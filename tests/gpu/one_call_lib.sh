@@ -7,6 +7,7 @@ run_filtered() {
 # run_ctest LIMIT_S: ctest of $gpu_tests within LIMIT_S seconds ($out/ctest.log, ctest.xml, LastTest.log),
 # summarised; status 1 on a failure or the limit.
 run_ctest() {
+  [ "$1" -gt 0 ] || { echo "== no time left for ctest"; status=1; return; }  # (timeout 0: no limit)
   timeout "$1" ctest --test-dir build-gpu --output-on-failure -R "^(${gpu_tests// /|})$" \
     --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1 || status=1
   tail -8 "$out/ctest.log"
@@ -19,6 +20,7 @@ run_ctest() {
 run_bench() {
   local limit=$1 name=$2
   shift 2
+  [ "$limit" -gt 0 ] || { echo "== no time left for the benchmark"; return; }
   timeout "$limit" ./build-gpu/tests/gpu/bench_cuda_backend "$@" > "$out/$name.json" 2> "$out/$name.txt" ||
     echo "== bench rc=$?"
   python3 tests/gpu/summarize_partials.py "$out/$name.txt"

@@ -9,8 +9,8 @@
 #   3. bench_cuda_backend --prefill-columns-only on the demo model ($OUT/bench-columns.json; each part
 #      also to stderr as it completes), summarised (columns rule / tensor cores against off);
 #   4. with the time left, the whole of gpu_ops_test and gpu_cuda_backend_test ($OUT/ctest.log).
-# MOEPACK_OPS_FILTER, MOEPACK_BENCH_MODE and MOEPACK_BENCH_NAME replace step 2's gpu_ops_test filter,
-# step 3's mode and its files' name (tests/gpu/host_sizes_one_call.sh).
+# MOEPACK_OPS_FILTER, MOEPACK_ENGINE_FILTER, MOEPACK_BENCH_MODE and MOEPACK_BENCH_NAME replace step 2's
+# gpu_ops_test and engine filters, step 3's mode and its files' name (tests/gpu/host_sizes_one_call.sh).
 set -u
 out="${OUT:?OUT must be set}"
 budget="${MOEPACK_CALL_BUDGET_S:-520}"
@@ -23,7 +23,7 @@ status=0
 source tests/gpu/one_call_lib.sh
 run_filtered gpu_ops_test "${MOEPACK_OPS_FILTER:-*PrefillColumns*:*DefaultMinimumPerLaunch*:*PrefillTensorCores*:*Batching*}"
 for b in gpu_cuda_backend_test gpu_deepseek4_test gpu_kimi_linear_test; do
-  run_filtered "$b" '*PrefillColumns*:*PrefillTensorCores*'
+  run_filtered "$b" "${MOEPACK_ENGINE_FILTER:-*PrefillColumns*:*PrefillTensorCores*}"
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]" "$out/first.log" | head -30
 echo "== first tests done at ${SECONDS} s (status $status)"

@@ -30,6 +30,9 @@ def main():
             for model, v in part.items():
                 print(key, model, {k: round(x, 3) for k, x in v.items() if k != "rounds"})
             continue
+        if not part:
+            print(key, "(empty)")
+            continue
         sw = next((s for s in switches if s in part[0]), None)
         if sw is None:
             print(key, "(no switch among", switches, ")")
