@@ -1140,9 +1140,6 @@ nlohmann::json bench_prefill_columns_tiled(const WeightPool& pool, double d2d) {
 void set_prefill_half_x(bool on) { gpu::detail::set_gemv_prefill_mma_half_x(on); }
 nlohmann::json bench_prefill_half_x(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope every_group(true, 2);
-  struct HalfXAfterwards {
-    ~HalfXAfterwards() { gpu::detail::set_gemv_prefill_mma_half_x(gpu::detail::kGemvPrefillMmaHalfXRule); }
-  } half_x_default_afterwards;
   const std::vector<std::tuple<int64_t, int64_t, int, int, bool>> shapes = {
       {2048, 4096, 8, 16, false},  {2048, 4096, 8, 32, false},  {2048, 4096, 8, 64, false},
       {2048, 4096, 64, 16, false}, {2048, 4096, 64, 32, false}, {2048, 4096, 64, 32, true},
@@ -1170,9 +1167,6 @@ void set_prefill_host_sizes(bool on) { gpu::detail::set_gemv_prefill_host_sizes(
 nlohmann::json bench_prefill_host_sizes(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
                                                   gpu::detail::kGemvPrefillColumnsDefault);
-  struct HostSet {
-    ~HostSet() { gpu::detail::set_gemv_prefill_host_sizes(gpu::detail::kGemvPrefillHostSizesDefault); }
-  } host_default_afterwards;
   const auto long_prompt = [](int experts) {
     std::vector<int32_t> v;
     for (int e = 0; e < experts; ++e) v.push_back((e * 37 + 11) % 41);

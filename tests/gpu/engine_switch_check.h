@@ -105,9 +105,6 @@ inline void expect_shared_expert_overlap_changes_no_logit(const std::string& mod
 inline void expect_host_sizes_change_no_logit(const std::string& model, std::span<const int32_t> tokens,
                                               BackendFactory factory) {
   const PrefillMmaScope small_columns(true, 6, 2);
-  struct OnAfterwards {
-    ~OnAfterwards() { gpu::detail::set_gemv_prefill_host_sizes(gpu::detail::kGemvPrefillHostSizesDefault); }
-  } restore;
   const auto src = ModelSource::open(model);
   std::vector<float> logits[2];
   uint64_t slots[2] = {0, 0};

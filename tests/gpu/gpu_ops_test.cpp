@@ -889,9 +889,6 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
 // dense launches of 13 and 45 tokens; the tiled layout too, for the types it covers.
 TEST_P(TypeParity, GemvPrefillTensorCoresHalfXEqualsWholeUnit) {
   const test::PrefillMmaScope restore(true, 2);
-  struct HalfXAfterwards {
-    ~HalfXAfterwards() { detail::set_gemv_prefill_mma_half_x(detail::kGemvPrefillMmaHalfXRule); }
-  } half_x_default_afterwards;
   const GgmlType type = GetParam();
   std::mt19937 rng(4711);
   const int64_t ne1 = 35;

@@ -1,6 +1,8 @@
 // The tensor cores' prefill (gpu/kernels.h set_gemv_prefill_mma, set_gemv_prefill_mma_min_pairs)
 // and the decode columns (set_gemv_prefill_columns) set for a scope, for the gpu tests and the
-// benchmark; all three back to their defaults at scope exit (a failed ASSERT included).
+// benchmark; all three back to their defaults at scope exit (a failed ASSERT included), and with them
+// the prefill's other process-wide switches a scope may change (set_gemv_prefill_mma_half_x,
+// set_gemv_prefill_host_sizes).
 #pragma once
 
 #include "gpu/kernels.h"
@@ -21,6 +23,8 @@ struct PrefillMmaScope {
     gpu::detail::set_gemv_prefill_mma(gpu::detail::kGemvPrefillMmaDefault);
     gpu::detail::set_gemv_prefill_mma_min_pairs(0);
     gpu::detail::set_gemv_prefill_columns(gpu::detail::kGemvPrefillColumnsDefault);
+    gpu::detail::set_gemv_prefill_mma_half_x(gpu::detail::kGemvPrefillMmaHalfXRule);
+    gpu::detail::set_gemv_prefill_host_sizes(gpu::detail::kGemvPrefillHostSizesDefault);
   }
   PrefillMmaScope(const PrefillMmaScope&) = delete;
   PrefillMmaScope& operator=(const PrefillMmaScope&) = delete;
