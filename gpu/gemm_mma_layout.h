@@ -113,10 +113,70 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
 //   4096 x 4096 matrix with 128 tokens (256) x0.83-0.96;
 // - Q6_K in the GGUF layout (its half-unit kernel spills 144 bytes) x0.96-1.01 on the large launches:
 //   the whole unit (its tiled layout x1.11 keeps the rule).
+//   Forty-eighth session (H100, the same launches again): Q6_K in the GGUF layout wins only where the
+//   half unit's 4 a multiprocessor take in one wave what the whole unit's 3 need two for (8 x 2048 x
+//   4096 with 64 pairs, 512 blocks: x1.25), and loses or ties on the larger ones (x0.96-1.01) and the
+//   smaller ones (x0.85): half a unit only between 3 and 4 blocks a multiprocessor.
+// - Launches of Q4_K's A fragments made from its quants (prefill_quant_a below) keep the whole unit:
+//   its kernel, without W's staging, fits 4 blocks a multiprocessor either way.
 inline constexpr int kPrefillMmaWholeUnitBlocksPerSm = 3;
-constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blocks, int sms) {
-  if (type == GgmlType::Q6_K && !tiled) return false;
-  return blocks > static_cast<int64_t>(kPrefillMmaWholeUnitBlocksPerSm) * sms;
+inline constexpr int kPrefillMmaHalfUnitBlocksPerSm = 4;
+constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blocks, int sms,
+                                          bool quant_a = false) {
+  if (quant_a) return false;
+  const bool more = blocks > static_cast<int64_t>(kPrefillMmaWholeUnitBlocksPerSm) * sms;
+  if (type == GgmlType::Q6_K && !tiled) {
+    return more && blocks <= static_cast<int64_t>(kPrefillMmaHalfUnitBlocksPerSm) * sms;
+  }
+  return more;
+}
+
+// ---- Q4_K's A fragments from its quants (forty-eighth session) -------------------------------------
+// W = d sc q - dmin m per 32-element sub-block (ggml's dequantize_row_q4_K), so a row's sum over a
+// sub-block is d (sum q sc x) - dmin m (sum x). The prefill takes A = q sc straight from the quant
+// bytes (an integer up to 15 x 63 = 945, exact in f16: no lo half of W, no staging of A, one mma a
+// 16 k where W's halves took two) and adds - dmin m X per (row, sub-block) from x's sums X per (pair,
+// sub-block), staged with x. Q4_K's sub-blocks are the prefill's chunks: group p's 32 qs bytes hold
+// chunk 2 p in their low nibbles and chunk 2 p + 1 in their high ones.
+// The k order within a 16-element half w of a chunk: lane 4 g + t's A registers a0 / a2 (row g; a1 /
+// a3 row g + 8) hold elements 16 w + 4 t + {0, 1} / + {2, 3}, the four quants of one 32-bit word of the
+// group's qs (bytes 16 w + 4 t .. + 3, gemm_qa_quant_byte), so the B fragments b0 / b1 of lane t hold
+// x's natural words 8 w + 2 t and 8 w + 2 t + 1 (the same loads as the W-halves path, gemm_xs_word):
+// in the B staging, natural word n lies at gemm_qa_xs_word(row, n), four of a lane's consecutive.
+MOEPACK_GEMV_HD constexpr int gemm_qa_xs_word(int row, int n) { return row * 16 + (n ^ ((row & 2) << 2)); }
+// The byte of a group's 32 qs bytes where lane t's word of half w starts.
+MOEPACK_GEMV_HD constexpr int gemm_qa_quant_byte(int w, int t) { return 16 * w + 4 * t; }
+// The chunk element (0..31) that half j (0: low, 1: high 16 bits) of A register i (0..3) of lane t holds
+// in the chunk's half w.
+MOEPACK_GEMV_HD constexpr int gemm_qa_a_element(int w, int t, int i, int j) {
+  return 16 * w + 4 * t + 2 * (i >> 1) + j;
+}
+// PTX prmt / CUDA __byte_perm: byte i of the result is byte (s >> 4 i) & 7 of y:x (x bytes 0-3).
+MOEPACK_GEMV_HD inline uint32_t byte_perm_hd(uint32_t x, uint32_t y, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, s);
+#else
+  const uint64_t v = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i)
+    r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * i)) & 7))) & 0xFFu) << (8 * i);
+  return r;
+#endif
+}
+// Two f16 values (low half from byte 2 k, high from byte 2 k + 1 of `nibbles`) fill + the byte: the
+// low nibbles (q & 0x0F0F0F0F) with kQaLowFill give 1024 + q (f16's ulp is 1 in [1024, 2048)), the high
+// ones in place (q & 0xF0F0F0F0, 16 q) with kQaHighFill give 64 + q (ulp 1/16 in [64, 128)); the kernel
+// then takes fma(v, sc, -fill sc) = q sc, exact (an integer below 2048, and the product unrounded).
+inline constexpr uint32_t kQaLowFill = 0x64646464u;   // f16 0x6400 = 1024
+inline constexpr uint32_t kQaHighFill = 0x54545454u;  // f16 0x5400 = 64
+inline constexpr float kQaLowBase = 1024.0f, kQaHighBase = 64.0f;
+MOEPACK_GEMV_HD inline uint32_t q4k_qa_halves(uint32_t nibbles, uint32_t fill, int k) {
+  return byte_perm_hd(nibbles, fill, k ? 0x4342u : 0x4140u);
+}
+// The f16 pair sc, sc (exact: sc < 64) as 1024 + sc from byte k of a scale word, less 1024.
+MOEPACK_GEMV_HD inline uint32_t qa_scale_pair_biased(uint32_t scales, int k) {
+  return byte_perm_hd(scales, kQaLowFill,
+                      0x4040u | (static_cast<uint32_t>(k) << 8) | static_cast<uint32_t>(k));
 }
 
 }  // namespace moepack::gpu

@@ -149,7 +149,21 @@ void set_gemv_prefill_mma_half_x(int mode);
 // Whether a launch of `type` (tiled: in the tiled layout) of `blocks` busy blocks on a device of `sms`
 // multiprocessors stages half a unit under the setting; the rule (gpu/gemm_mma_layout.h
 // prefill_mma_half_x_default) takes the launch's size, which changes no sum.
-bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms);
+// quant_a: the launch takes Q4_K's A fragments from its quants (below), whose rule is the whole unit.
+bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms, bool quant_a = false);
+// Q4_K's tensor-core prefill with the A fragments made from its quants (forty-eighth session;
+// gpu/gemm_mma_layout.h "Q4_K's A fragments from its quants"): A = q sc exact in f16, one mma a 16 k
+// where W's f16 halves take two, no staging of A, the minimums taken apart (- dmin m X per sub-block,
+// X = the sum of x over it in F32), x split as before but with one power of two per 64 elements; when
+// off, W is dequantized and split into f16 halves as for every other type. Different rounding (not bit
+// for bit the other's sums), within the same bound of the exact dot product (gpu_ops_test's kDotRel);
+// a pair's sums stay its own, and the GGUF and tiled layouts, and the whole and half unit's staging, give
+// the same sums bit for bit. On by default (written and first run in the forty-eighth session;
+// docs/cuda-backend.md, thirty-sixth pass). Process-wide; the benchmark and tests compare both.
+constexpr bool kGemvPrefillQuantADefault = true;
+void set_gemv_prefill_quant_a(bool on);
+// Whether the tensor cores' prefill launches of `type` take it now (Q4_K while on).
+bool gemv_prefill_quant_a(GgmlType type);
 // The minimum a launch over [ne1][ne0] matrices of `type` uses (dense: a launch of one matrix without
 // grp_off; a grouped dense launch takes the expert launches' rule): the one set, else the default rule.
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false);

@@ -39,6 +39,7 @@
 #include "gpu/dequant.cuh"
 #include "gpu/gemm_mma_layout.h"
 #include "gpu/gemv_mma.h"
+#include "gpu/gemv_quant_words.h"
 #include "gpu/gemv_tiled.h"
 #include "gpu/kernels.h"
 #include "gpu/prefill_columns.h"
@@ -755,7 +756,12 @@ constexpr int kAStride = kGemmAStride;  // halves a row of a warp's A staging (g
 // XC: chunks of x a block stages at a time, the unit's 8 (as the forty-third session built it) or
 // half of them (forty-seventh: 16 KiB less shared memory a block, so a multiprocessor holds 4 blocks
 // where it held 3; the same sums bit for bit; set_gemv_prefill_mma_half_x).
-template <GgmlType T, int XC = 8>
+// QA: Q4_K's A fragments made from its quants (forty-eighth session; gpu/gemm_mma_layout.h "Q4_K's A
+// fragments from its quants", set_gemv_prefill_quant_a): x's sums per (pair, chunk) staged beside x, no
+// A staging.
+template <GgmlType T>
+constexpr bool kPrefillQuantA = T == GgmlType::Q4_K;
+template <GgmlType T, int XC = 8, bool QA = false>
 struct PrefillUnit {
   static constexpr int kGgufBytes = 256 / BlockOf<T>::kElems * BlockOf<T>::kBytes;  // a row's unit
   // TiledRow<T>::kStagedUnit (MXFP4's blocks padded to 20 bytes), without instantiating it
@@ -769,11 +775,13 @@ struct PrefillUnit {
   static constexpr int kPreGguf = (16 * kRowGranules + 31) / 32;
   static constexpr int kPreTiled = (16 * kTiledWords + 31) / 32;
   static constexpr int kPre = kPreGguf > kPreTiled ? kPreGguf : kPreTiled;
-  static constexpr int kXBytes = XC * kGemmXsChunkWords * 4 + 8 * kMmaPairs * 4 + kMmaPairs * 8;
+  static constexpr int kXBytes = XC * kGemmXsChunkWords * 4 + 8 * kMmaPairs * 4 + kMmaPairs * 8 +
+                                 (QA ? 8 * kMmaPairs * 4 : 0);  // QA: x's chunk sums [pair][8]
   static_assert(XC == 8 || XC == 4, "x staged a whole unit or half of it at a time");
+  static_assert(!QA || kPrefillQuantA<T>, "A from the quants: Q4_K only");
   static_assert(kGemmXsChunkWords >= 2 * kMmaPairs * 16, "a chunk's B staging holds every pair's two rows");
   static_assert(kXBytes % 16 == 0, "the warps' regions start 16-byte aligned");
-  static constexpr int kWarpBytes = 16 * kRowBytes + 2 * 16 * kAStride * 2 + 32 * 4;
+  static constexpr int kWarpBytes = QA ? 16 * kRowBytes : 16 * kRowBytes + 2 * 16 * kAStride * 2 + 32 * 4;
   static constexpr int kSmemBytes = kXBytes + kMmaWarpsP * kWarpBytes;
 };
 
@@ -820,12 +828,38 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(bf.x), "r"(bf.y));
 }
 
-// XC == 4 asks for 4 blocks a multiprocessor (at most 128 registers a thread), which its shared
-// memory allows; XC == 8 (3 blocks by its shared memory) leaves the registers to the compiler.
-template <GgmlType T, bool TILED, int XC>
-__global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 ? 4 : 1)
+// The 32-bit word at p (shared memory; any byte alignment: two aligned words funnel-shifted, the
+// second read past p + 3 only where p is not 4-aligned).
+__device__ __forceinline__ uint32_t smem_word(const uint8_t* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
+  if ((a & 3) == 0) return w[0];
+  return __funnelshift_r(w[0], w[1], 8u * static_cast<unsigned>(a & 3));
+}
+__device__ __forceinline__ uint32_t h2_fma(uint32_t a, uint32_t b, uint32_t c) {
+  const __half2 r = __hfma2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b),
+                            *reinterpret_cast<const __half2*>(&c));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+__device__ __forceinline__ uint32_t h2_sub(uint32_t a, uint32_t b) {
+  const __half2 r = __hsub2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+__device__ __forceinline__ uint32_t h2_mul(uint32_t a, uint32_t b) {
+  const __half2 r = __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+constexpr uint32_t kH2Base1024 = 0x64006400u;   // f16 pair 1024, 1024
+constexpr uint32_t kH2Minus1024 = 0xE400E400u;  // -1024, -1024
+constexpr uint32_t kH2Minus64 = 0xD400D400u;    // -64, -64
+
+// XC == 4, and QA (no A staging: 46 KiB at XC == 8), ask for 4 blocks a multiprocessor (at most 128
+// registers a thread), which their shared memory allows; XC == 8 without QA (3 blocks by its shared
+// memory) leaves the registers to the compiler.
+template <GgmlType T, bool TILED, int XC, bool QA = false>
+__global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 || QA ? 4 : 1)
     gemm_mma_kernel(GemvBatch b, int min_pairs) {
-  using PU = PrefillUnit<T, XC>;
+  using PU = PrefillUnit<T, XC, QA>;
   using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
   constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's tiled blocks staged padded (tile_chunk)
   static_assert(!TILED || TR::kStagedUnit == PU::kTiledBytes, "a staged row holds the tiled unit");
@@ -833,6 +867,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 ? 4 : 1)
   uint32_t* xs = reinterpret_cast<uint32_t*>(gemm_smem);               // [XC][kGemmXsChunkWords]
   float* xsc = reinterpret_cast<float*>(xs + XC * kGemmXsChunkWords);  // [8][kMmaPairs]: 2^-s
   const float** xrow = reinterpret_cast<const float**>(xsc + 8 * kMmaPairs);
+  float* xsum = reinterpret_cast<float*>(xrow + kMmaPairs);  // QA: [kMmaPairs][8] chunk sums of x
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   uint8_t* raw = reinterpret_cast<uint8_t*>(gemm_smem) + PU::kXBytes + warp * PU::kWarpBytes;
   __half* ahi = reinterpret_cast<__half*>(raw + 16 * PU::kRowBytes);
@@ -930,6 +965,9 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 ? 4 : 1)
 #pragma unroll
   for (int q = 0; q < kMmaPairs / 4; ++q) acc[q][0] = acc[q][1] = 0.0f;
   const int g = lane / 4, t = lane % 4;
+  // QA: the unit's d, dmin, 6-bit scales (sub-blocks 0-3, 4-7) and minimums of the lane's rows g and g + 8.
+  float qd[2] = {0.0f, 0.0f}, qdmin[2] = {0.0f, 0.0f};
+  uint32_t qsc[2][2] = {{0u, 0u}, {0u, 0u}}, qmin[2][2] = {{0u, 0u}, {0u, 0u}};
   fetch(0);
   for (int64_t u = 0; u < n_units; ++u) {
     const int nch = static_cast<int>(min(int64_t{8}, n_chunks - 8 * u));
@@ -959,17 +997,33 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 ? 4 : 1)
         float mx = max_abs(v);
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        // QA: one power of two for both chunks of a Q4_K group (their sums share one mma accumulator)
+        if constexpr (QA) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
         const int e = split_exponent(mx);
         uint32_t hi[4], lo[4];  // the chunk's natural words 4 l .. 4 l + 3
         split_halves(v, pow2f(e), hi, lo);
         if (l == 0) xsc[c * kMmaPairs + p] = pow2f(-e);
         uint32_t* rc = xs + cl * kGemmXsChunkWords;
+        if constexpr (QA) {
+          float sum = 0.0f;  // the chunk's sum of x (F32, the lane's 8 then the quad's)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          // natural word nw at (w, tt, i): gemm_b_natural_word's inverse
-          const int nw = 4 * l + j, w = nw >> 3, i = (nw >> 2) & 1, tt = nw & 3;
-          rc[gemm_xs_word(2 * p, w, tt) + i] = hi[j];
-          rc[gemm_xs_word(2 * p + 1, w, tt) + i] = lo[j];
+          for (int i = 0; i < 8; ++i) sum += v[i];
+          sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+          sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+          if (l == 0) xsum[p * 8 + c] = sum;
+          // natural words 4 l .. 4 l + 3 at gemm_qa_xs_word: four consecutive words
+          *reinterpret_cast<uint4*>(rc + gemm_qa_xs_word(2 * p, 4 * l)) =
+              make_uint4(hi[0], hi[1], hi[2], hi[3]);
+          *reinterpret_cast<uint4*>(rc + gemm_qa_xs_word(2 * p + 1, 4 * l)) =
+              make_uint4(lo[0], lo[1], lo[2], lo[3]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            // natural word nw at (w, tt, i): gemm_b_natural_word's inverse
+            const int nw = 4 * l + j, w = nw >> 3, i = (nw >> 2) & 1, tt = nw & 3;
+            rc[gemm_xs_word(2 * p, w, tt) + i] = hi[j];
+            rc[gemm_xs_word(2 * p + 1, w, tt) + i] = lo[j];
+          }
         }
       }
       if (h == 0) {
@@ -978,16 +1032,89 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 ? 4 : 1)
         if (u + 1 < n_units) fetch(u + 1);  // in flight while this unit is computed
       }
       __syncthreads();  // x and the warp's rows are staged
-      for (int cp = XC / 2 * h; cp < XC / 2 * (h + 1) && 2 * cp < nch; ++cp) {
-        {  // (row, chunk) = (lane / 2, 2 cp + lane % 2) of the warp's rows: dequantized, split into A
-          const int r16 = lane >> 1, c = 2 * cp + (lane & 1);
-          uint32_t hi[16] = {}, lo[16] = {};
-          float inv = 0.0f;
-          if (c < nch) {
-            float v[kChunk];
-            const int tile = TILED ? 0 : static_cast<int>(reinterpret_cast<uintptr_t>(gguf_src(r16, u)) & 15);
-            const int n = chunk_len(b.ne0, 8 * u + c);
-            tile_chunk<T, kPadded>(raw + r16 * PU::kRowBytes, tile, c, n, v);
+      if constexpr (QA) {
+        const uint8_t* qrow[2];  // the unit's bytes of rows g and g + 8 in the warp's staging
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int r16 = g + 8 * r;
+          const int tile = TILED ? 0 : static_cast<int>(reinterpret_cast<uintptr_t>(gguf_src(r16, u)) & 15);
+          qrow[r] = raw + r16 * PU::kRowBytes + tile;
+        }
+        if (h == 0) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {  // ggml block_q4_K: d, dmin, scales[12], qs[128]
+            const uint32_t dd = smem_word(qrow[r]);
+            const uint32_t s0 = smem_word(qrow[r] + 4), s1 = smem_word(qrow[r] + 8),
+                           s2 = smem_word(qrow[r] + 12);
+            qd[r] = __half2float(__ushort_as_half(static_cast<unsigned short>(dd & 0xFFFFu)));
+            qdmin[r] = __half2float(__ushort_as_half(static_cast<unsigned short>(dd >> 16)));
+            qsc[r][0] = detail::k4_scales_lo(s0), qsc[r][1] = detail::k4_scales_hi(s0, s2);
+            qmin[r][0] = detail::k4_mins_lo(s1), qmin[r][1] = detail::k4_mins_hi(s1, s2);
+          }
+        }
+#pragma unroll
+        for (int ci = 0; ci < XC / 2; ++ci) {
+          const int cp = XC / 2 * h + ci;  // Q4_K group cp: chunks 2 cp, 2 cp + 1
+          const int k0 = (2 * ci) & 3;     // their sub-blocks' bytes k0, k0 + 1 (XC / 2 is even)
+          // A of both chunks and halves w: al (low nibbles, chunk 2 cp), ah (high, 2 cp + 1); registers
+          // a0 / a2 row g, a1 / a3 row g + 8 (gemm_qa_a_element).
+          uint32_t al[2][4], ah[2][4];
+          float dml[2], dmh[2];  // dmin m of each row's two sub-blocks
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const bool upper = cp >= 2;  // sub-blocks 4-7 (a select: no local memory)
+            const uint32_t scw = upper ? qsc[r][1] : qsc[r][0], mw = upper ? qmin[r][1] : qmin[r][0];
+            const uint32_t scl = h2_sub(qa_scale_pair_biased(scw, k0), kH2Base1024);
+            const uint32_t sch = h2_sub(qa_scale_pair_biased(scw, k0 + 1), kH2Base1024);
+            const uint32_t nscl = h2_mul(scl, kH2Minus1024);
+            const uint32_t nsch = h2_mul(sch, kH2Minus64);
+            dml[r] = qdmin[r] * static_cast<float>((mw >> (8 * k0)) & 0xFFu);
+            dmh[r] = qdmin[r] * static_cast<float>((mw >> (8 * (k0 + 1))) & 0xFFu);
+#pragma unroll
+            for (int w = 0; w < 2; ++w) {
+              const uint32_t q = smem_word(qrow[r] + 16 + 32 * cp + gemm_qa_quant_byte(w, t));
+              const uint32_t lo = q & 0x0F0F0F0Fu, hi = q & 0xF0F0F0F0u;
+#pragma unroll
+              for (int k = 0; k < 2; ++k) {
+                al[w][r + 2 * k] = h2_fma(q4k_qa_halves(lo, kQaLowFill, k), scl, nscl);
+                ah[w][r + 2 * k] = h2_fma(q4k_qa_halves(hi, kQaHighFill, k), sch, nsch);
+              }
+            }
+          }
+          const int cx = 2 * cp - XC * h;  // chunk 2 cp's place in the staged x
+          const uint32_t* rl = xs + cx * kGemmXsChunkWords;
+          const uint32_t* rh = rl + kGemmXsChunkWords;
+#pragma unroll
+          for (int q = 0; q < kMmaPairs / 4; ++q) {
+            if (4 * q < nt) {
+              float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+              for (int w = 0; w < 2; ++w) {
+                mma_f16(d, al[w], *reinterpret_cast<const uint2*>(rl + gemm_xs_word(8 * q + g, w, t)));
+                mma_f16(d, ah[w], *reinterpret_cast<const uint2*>(rh + gemm_xs_word(8 * q + g, w, t)));
+              }
+              const int p = 4 * q + t;
+              const float sx = xsc[2 * cp * kMmaPairs + p];
+              const float2 xsm = *reinterpret_cast<const float2*>(xsum + p * 8 + 2 * cp);
+              acc[q][0] = __fmaf_rn((d[0] + d[1]) * qd[0], sx, acc[q][0]);
+              acc[q][1] = __fmaf_rn((d[2] + d[3]) * qd[1], sx, acc[q][1]);
+              acc[q][0] = __fmaf_rn(-dml[0], xsm.x, __fmaf_rn(-dmh[0], xsm.y, acc[q][0]));
+              acc[q][1] = __fmaf_rn(-dml[1], xsm.x, __fmaf_rn(-dmh[1], xsm.y, acc[q][1]));
+            }
+          }
+        }
+      } else {
+        for (int cp = XC / 2 * h; cp < XC / 2 * (h + 1) && 2 * cp < nch; ++cp) {
+          {  // (row, chunk) = (lane / 2, 2 cp + lane % 2) of the warp's rows: dequantized, split into A
+            const int r16 = lane >> 1, c = 2 * cp + (lane & 1);
+            uint32_t hi[16] = {}, lo[16] = {};
+            float inv = 0.0f;
+            if (c < nch) {
+              float v[kChunk];
+              const int tile =
+                  TILED ? 0 : static_cast<int>(reinterpret_cast<uintptr_t>(gguf_src(r16, u)) & 15);
+              const int n = chunk_len(b.ne0, 8 * u + c);
+              tile_chunk<T, kPadded>(raw + r16 * PU::kRowBytes, tile, c, n, v);
 #pragma unroll
             for (int i = 0; i < kChunk; ++i) v[i] = i < n ? v[i] : 0.0f;
             const int e = split_exponent(max_abs(v));
@@ -1036,6 +1163,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 ? 4 : 1)
         }
         __syncwarp();  // every lane is done with this chunk pair's A
       }
+      }
     }
   }
   if (rbase >= b.ne1) return;
@@ -1074,6 +1202,7 @@ std::atomic<bool> g_prefill_x_global{false};
 std::atomic<bool> g_prefill_mma{detail::kGemvPrefillMmaDefault};
 std::atomic<int> g_prefill_mma_min_pairs{0};  // 0: each launch's prefill_mma_default_min_pairs
 std::atomic<int> g_prefill_mma_half_x{detail::kGemvPrefillMmaHalfXRule};
+std::atomic<bool> g_prefill_quant_a{detail::kGemvPrefillQuantADefault};
 std::atomic<int> g_prefill_columns{detail::kGemvPrefillColumnsDefault};
 // Decode columns' slots launched (gemv_prefill_column_slots); set_gemv_prefill_host_sizes.
 std::atomic<uint64_t> g_column_slots{0};
@@ -1398,27 +1527,40 @@ struct GemvLaunch {
       }
       blocks = static_cast<int64_t>(grid.x) * tiles;
     }
-    if (detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, detail::device_multiprocessors())) {
+    const bool qa = detail::gemv_prefill_quant_a(T);
+    const bool half =
+        detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, detail::device_multiprocessors(), qa);
+    if constexpr (kPrefillQuantA<T>) {
+      if (qa) {
+        if (half) {
+          gemm_mma_launch<T, 4, true>(min_pairs, grid);
+        } else {
+          gemm_mma_launch<T, 8, true>(min_pairs, grid);
+        }
+        return;
+      }
+    }
+    if (half) {
       gemm_mma_launch<T, 4>(min_pairs, grid);
     } else {
       gemm_mma_launch<T, 8>(min_pairs, grid);
     }
   }
-  template <GgmlType T, int XC>
+  template <GgmlType T, int XC, bool QA = false>
   void gemm_mma_launch(int min_pairs, dim3 grid) const {
-    using PU = PrefillUnit<T, XC>;
+    using PU = PrefillUnit<T, XC, QA>;
     if (b.w_tiled) {
       if constexpr (tiled_unit_bytes(T) > 0) {
-        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC>),
+        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC, QA>),
                                    PU::kSmemBytes);
-        gemm_mma_kernel<T, true, XC><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
+        gemm_mma_kernel<T, true, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
       } else {
         throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
       }
     } else {
-      detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false, XC>),
+      detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false, XC, QA>),
                                  PU::kSmemBytes);
-      gemm_mma_kernel<T, false, XC><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
+      gemm_mma_kernel<T, false, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
     }
   }
 };
@@ -1499,9 +1641,15 @@ void set_gemv_prefill_mma_half_x(int mode) {
   g_prefill_mma_half_x.store(mode, std::memory_order_relaxed);
 }
 
-bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms) {
+bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms, bool quant_a) {
   const int mode = g_prefill_mma_half_x.load(std::memory_order_relaxed);
-  return mode == kGemvPrefillMmaHalfXRule ? prefill_mma_half_x_default(type, tiled, blocks, sms) : mode == 1;
+  return mode == kGemvPrefillMmaHalfXRule ? prefill_mma_half_x_default(type, tiled, blocks, sms, quant_a)
+                                          : mode == 1;
+}
+
+void set_gemv_prefill_quant_a(bool on) { g_prefill_quant_a.store(on, std::memory_order_relaxed); }
+bool gemv_prefill_quant_a(GgmlType type) {
+  return type == GgmlType::Q4_K && g_prefill_quant_a.load(std::memory_order_relaxed);
 }
 
 void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }

@@ -55,6 +55,10 @@
 //   "gemv_prefill_half_x" (--prefill-host-sizes-only, first): the tensor cores' prefill staging x half a
 //             unit and the whole unit at a time side by side (bench_prefill_half_x); "engine"/
 //             "prefill_half_x_of" (last): the engine both ways;
+//   "gemv_prefill_quant_a" (--prefill-quant-a-only, first): Q4_K's prefill with A made from its quants
+//             (set_gemv_prefill_quant_a, on) against W's f16 halves (off), and "gemv_prefill_quant_a_half_x"
+//             with it on, half a unit against the whole (bench_prefill_quant_a);
+//             "engine"/"prefill_quant_a_of" (and "_short_of", 32 tokens): the engine both ways;
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1156,6 +1160,28 @@ nlohmann::json bench_prefill_half_x(const WeightPool& pool, double d2d) {
   return rows;
 }
 
+// Q4_K's prefill with A made from its quants (on: set_gemv_prefill_quant_a, the default) against W
+// dequantized into f16 halves (off), every group of two or more pairs on the tensor cores (columns off),
+// each under the half-unit rule ("quant_a"): 8 experts of 2048 x 4096 with 8, 16, 32 and 64 pairs, 64
+// experts with 16 and 32 (GGUF and tiled), 128 of 768 x 2048 with 16 and a dense 4096 x 4096 matrix with
+// 128 tokens; then, with it on, half a unit (on) against the whole unit (off) on the same launches
+// ("half_x").
+void set_prefill_quant_a(bool on) { gpu::detail::set_gemv_prefill_quant_a(on); }
+const std::vector<std::tuple<int64_t, int64_t, int, int, bool>> kQuantAShapes = {
+    {2048, 4096, 8, 8, false},  {2048, 4096, 8, 16, false},  {2048, 4096, 8, 32, false},
+    {2048, 4096, 8, 64, false}, {2048, 4096, 64, 16, false}, {2048, 4096, 64, 32, false},
+    {2048, 4096, 64, 32, true}, {2048, 4096, 8, 32, true},   {768, 2048, 128, 16, false},
+    {4096, 4096, 1, 128, false}};
+nlohmann::json bench_prefill_quant_a(const WeightPool& pool, double d2d, void (*set)(bool), const char* key) {
+  const test::PrefillMmaScope every_group(true, 2);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [r, c, e, pairs, tiled] : kQuantAShapes) {
+    if (tiled && !gpu::gemv_tiled_supported(GgmlType::Q4_K, c, r)) continue;
+    four_rounds(rows, set, key, [&] { return bench_gemv(pool, GgmlType::Q4_K, r, c, d2d, e, tiled, pairs); });
+  }
+  return rows;
+}
+
 // The host's copy of the group sizes read (on: set_gemv_prefill_host_sizes, the default) and ignored
 // (off) side by side ("host_sizes"), under the default rules (columns and minimum), on launches where
 // it changes what runs: 128 experts of 768 x 2048 and 64 of 2048 x 4096 with every group larger than
@@ -1440,6 +1466,7 @@ int main(int argc, char** argv) {
   bool prefill_columns_only = false;  // --prefill-columns-only: the columns' default rule, dense minimum
   bool host_sizes_only =
       false;  // --prefill-host-sizes-only: "gemv_prefill_host_sizes", "prefill_host_sizes_of"
+  bool quant_a_only = false;      // --prefill-quant-a-only: "gemv_prefill_quant_a", "prefill_quant_a_of"
   bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
   bool q3k_depth_only = false;    // --q3k-depth-only: "q3k_depth"
@@ -1483,6 +1510,8 @@ int main(int argc, char** argv) {
       prefill_columns_only = true;
     } else if (a == "--prefill-host-sizes-only") {
       host_sizes_only = true;
+    } else if (a == "--prefill-quant-a-only") {
+      quant_a_only = true;
     } else if (a == "--prefill-mma-only") {
       prefill_mma_only = true;
     } else if (a == "--q3k-only") {
@@ -1565,6 +1594,27 @@ int main(int argc, char** argv) {
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
       out["engine"]["k_tensor_cores_of"] = bench_switch_of(models, prefill, decode, both, "k_tensor_cores");
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (quant_a_only) {
+      out["gemv_prefill_quant_a"] = bench_prefill_quant_a(pool, d2d, set_prefill_quant_a, "quant_a");
+      partial("gemv_prefill_quant_a", out["gemv_prefill_quant_a"]);
+      {
+        const test::PrefillMmaScope quant_a_on(true, 2);  // (restores the half-unit rule at exit)
+        gpu::detail::set_gemv_prefill_quant_a(true);
+        out["gemv_prefill_quant_a_half_x"] = bench_prefill_quant_a(pool, d2d, set_prefill_half_x, "half_x");
+      }
+      partial("gemv_prefill_quant_a_half_x", out["gemv_prefill_quant_a_half_x"]);
+      std::vector<std::string> models = {model};
+      models.insert(models.end(), graph_models.begin(), graph_models.end());
+      out["engine"]["prefill_quant_a_of"] =
+          bench_switch_of(models, prefill, decode, set_prefill_quant_a, "quant_a");
+      partial("prefill_quant_a_of", out["engine"]["prefill_quant_a_of"]);
+      out["engine"]["prefill_quant_a_short_of"] =
+          bench_switch_of(models, 32, decode, set_prefill_quant_a, "quant_a");
+      partial("prefill_quant_a_short_of", out["engine"]["prefill_quant_a_short_of"]);
+      set_prefill_quant_a(gpu::detail::kGemvPrefillQuantADefault);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

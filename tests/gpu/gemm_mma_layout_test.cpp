@@ -208,7 +208,8 @@ TEST(GemmMmaLayout, HalfUnitXStoresEachWordOnce) {
 }
 
 // The half-unit rule (prefill_mma_half_x_default): on 132 multiprocessors (an H100 SXM) the whole unit
-// up to 396 blocks, half from 397; Q6_K in the GGUF layout always the whole unit, tiled by the rule.
+// up to 396 blocks, half from 397; Q6_K in the GGUF layout half only from 397 to 528 (4 a
+// multiprocessor), tiled by the rule; launches of Q4_K's A from its quants always the whole unit.
 // The benchmark's launches: 8 experts of 2048 x 4096 with 16 pairs, 256 blocks; with 64 pairs, 512; 64
 // experts, 2,048.
 TEST(GemmMmaLayout, HalfUnitRule) {
@@ -218,6 +219,13 @@ TEST(GemmMmaLayout, HalfUnitRule) {
   EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::MXFP4, true, 512, 132));
   EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q8_0, false, 2048, 132));
   EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 2048, 132));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 396, 132));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 397, 132));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 512, 132));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 528, 132));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 529, 132));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, false, 2048, 132, true));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, true, 512, 132, true));
   EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q6_K, true, 2048, 132));
   EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q2_K, false, 510, 170));  // an RTX 5090's 170
   EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q2_K, false, 511, 170));

@@ -2,7 +2,7 @@
 // and the decode columns (set_gemv_prefill_columns) set for a scope, for the gpu tests and the
 // benchmark; all three back to their defaults at scope exit (a failed ASSERT included), and with them
 // the prefill's other process-wide switches a scope may change (set_gemv_prefill_mma_half_x,
-// set_gemv_prefill_host_sizes).
+// set_gemv_prefill_host_sizes, set_gemv_prefill_quant_a).
 #pragma once
 
 #include "gpu/kernels.h"
@@ -25,6 +25,7 @@ struct PrefillMmaScope {
     gpu::detail::set_gemv_prefill_columns(gpu::detail::kGemvPrefillColumnsDefault);
     gpu::detail::set_gemv_prefill_mma_half_x(gpu::detail::kGemvPrefillMmaHalfXRule);
     gpu::detail::set_gemv_prefill_host_sizes(gpu::detail::kGemvPrefillHostSizesDefault);
+    gpu::detail::set_gemv_prefill_quant_a(gpu::detail::kGemvPrefillQuantADefault);
   }
   PrefillMmaScope(const PrefillMmaScope&) = delete;
   PrefillMmaScope& operator=(const PrefillMmaScope&) = delete;

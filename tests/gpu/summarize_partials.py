@@ -11,7 +11,7 @@ import collections
 import json
 import sys
 
-KNOWN = ["half_x", "host_sizes", "prefill_columns", "prefill_mma", "prefill_mma_rule", "columns_rule"]
+KNOWN = ["quant_a", "half_x", "host_sizes", "prefill_columns", "prefill_mma", "prefill_mma_rule", "columns_rule"]
 
 
 def launch_key(r):
