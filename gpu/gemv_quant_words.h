@@ -67,12 +67,17 @@ MOEPACK_GEMV_HD constexpr uint32_t q3k_a_word(uint32_t src, uint32_t h, int j) {
 }
 // Q3_K's scale words (ggml's aux: byte i of word k the 6-bit scale of sub-block 4 k + i) as
 // 4 (sc - 32) in s8, from the 12 scale bytes as words s[0..2].
-MOEPACK_GEMV_HD constexpr void q3k_scale_words(const uint32_t (&s)[3], uint32_t (&o)[4]) {
+// The raw 6-bit scales (ggml's aux words before its - 32; bits 6, 7 of each byte zero): byte i of word
+// k is sub-block 4 k + i's sc (the prefill's A from the quants, kernels_gemv.cu Qa<Q3_K>, takes sc - 32).
+MOEPACK_GEMV_HD constexpr void q3k_scale_words_raw(const uint32_t (&s)[3], uint32_t (&o)[4]) {
   const uint32_t hi = s[2];
   o[0] = (s[0] & 0x0F0F0F0Fu) | ((hi << 4) & 0x30303030u);
   o[1] = (s[1] & 0x0F0F0F0Fu) | ((hi << 2) & 0x30303030u);
   o[2] = ((s[0] >> 4) & 0x0F0F0F0Fu) | (hi & 0x30303030u);
   o[3] = ((s[1] >> 4) & 0x0F0F0F0Fu) | ((hi >> 2) & 0x30303030u);
+}
+MOEPACK_GEMV_HD constexpr void q3k_scale_words(const uint32_t (&s)[3], uint32_t (&o)[4]) {
+  q3k_scale_words_raw(s, o);
   for (int i = 0; i < 4; ++i) o[i] = (o[i] ^ 0x20202020u) << 2;  // bits 6, 7 were 0: no carry
 }
 

@@ -151,18 +151,21 @@ void set_gemv_prefill_mma_half_x(int mode);
 // prefill_mma_half_x_default) takes the launch's size, which changes no sum.
 // quant_a: the launch takes Q4_K's A fragments from its quants (below), whose rule is the whole unit.
 bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms, bool quant_a = false);
-// Q4_K's tensor-core prefill with the A fragments made from its quants (forty-eighth session;
-// gpu/gemm_mma_layout.h "Q4_K's A fragments from its quants"): A = q sc exact in f16, one mma a 16 k
-// where W's f16 halves take two, no staging of A, the minimums taken apart (- dmin m X per sub-block,
-// X = the sum of x over it in F32), x split as before but with one power of two per 64 elements; when
-// off, W is dequantized and split into f16 halves as for every other type. Different rounding (not bit
-// for bit the other's sums), within the same bound of the exact dot product (gpu_ops_test's kDotRel);
-// a pair's sums stay its own, and the GGUF and tiled layouts, and the whole and half unit's staging, give
-// the same sums bit for bit. On by default (written and first run in the forty-eighth session;
-// docs/cuda-backend.md, thirty-sixth pass). Process-wide; the benchmark and tests compare both.
+// The tensor cores' prefill with the A fragments made from the quants (forty-eighth session; Q4_K,
+// Q5_K, Q2_K, Q3_K, Q6_K, MXFP4; gpu/gemm_mma_layout.h "Q4_K's A fragments from its quants",
+// kernels_gemv.cu Qa<T>): A = the integer quant (times the sub-block's scale where the product stays an
+// f16 integer: the K-quants but Q6_K), exact in f16, one mma a 16 k where W's f16 halves take two, no
+// staging of A; the minimums taken apart (- dmin m X per sub-block, X = the sum of x over it in F32);
+// Q6_K's scales and MXFP4's block scales applied to each mma's or chunk's sums; x split as before but
+// with one power of two per 64 elements. When off, W is dequantized and split into f16 halves as for
+// every other type. Different rounding (not bit for bit the other's sums), within the same bound of the
+// exact dot product (gpu_ops_test's kDotRel); a pair's sums stay its own, and the GGUF and tiled layouts,
+// and the whole and half unit's staging, give the same sums bit for bit. On by default (Q4_K ran first
+// in the forty-eighth session, docs/cuda-backend.md, thirty-sixth pass). Process-wide; the benchmark and
+// tests compare both.
 constexpr bool kGemvPrefillQuantADefault = true;
 void set_gemv_prefill_quant_a(bool on);
-// Whether the tensor cores' prefill launches of `type` take it now (Q4_K while on).
+// Whether the tensor cores' prefill launches of `type` take it now (the six types above, while on).
 bool gemv_prefill_quant_a(GgmlType type);
 // The minimum a launch over [ne1][ne0] matrices of `type` uses (dense: a launch of one matrix without
 // grp_off; a grouped dense launch takes the expert launches' rule): the one set, else the default rule.

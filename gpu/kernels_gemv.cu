@@ -33,6 +33,7 @@
 #include <climits>
 #include <cub/block/block_scan.cuh>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -760,7 +761,14 @@ constexpr int kAStride = kGemmAStride;  // halves a row of a warp's A staging (g
 // fragments from its quants", set_gemv_prefill_quant_a): x's sums per (pair, chunk) staged beside x, no
 // A staging.
 template <GgmlType T>
-constexpr bool kPrefillQuantA = T == GgmlType::Q4_K;
+constexpr bool kPrefillQuantA = T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q2_K ||
+                                T == GgmlType::Q3_K || T == GgmlType::Q6_K || T == GgmlType::MXFP4;
+// x's sums staged per pair and unit for the minimums: 8 (one a chunk: Q4_K, Q5_K), 16 (one per 16
+// elements: Q2_K) or none.
+template <GgmlType T>
+constexpr int kQaSums = T == GgmlType::Q4_K || T == GgmlType::Q5_K ? 8
+                        : T == GgmlType::Q2_K                      ? 16
+                                                                   : 0;
 template <GgmlType T, int XC = 8, bool QA = false>
 struct PrefillUnit {
   static constexpr int kGgufBytes = 256 / BlockOf<T>::kElems * BlockOf<T>::kBytes;  // a row's unit
@@ -776,9 +784,9 @@ struct PrefillUnit {
   static constexpr int kPreTiled = (16 * kTiledWords + 31) / 32;
   static constexpr int kPre = kPreGguf > kPreTiled ? kPreGguf : kPreTiled;
   static constexpr int kXBytes = XC * kGemmXsChunkWords * 4 + 8 * kMmaPairs * 4 + kMmaPairs * 8 +
-                                 (QA ? 8 * kMmaPairs * 4 : 0);  // QA: x's chunk sums [pair][8]
+                                 (QA ? kQaSums<T> * kMmaPairs * 4 : 0);  // QA: x's sums [pair][kQaSums]
   static_assert(XC == 8 || XC == 4, "x staged a whole unit or half of it at a time");
-  static_assert(!QA || kPrefillQuantA<T>, "A from the quants: Q4_K only");
+  static_assert(!QA || kPrefillQuantA<T>, "A from the quants: the K-quants and MXFP4");
   static_assert(kGemmXsChunkWords >= 2 * kMmaPairs * 16, "a chunk's B staging holds every pair's two rows");
   static_assert(kXBytes % 16 == 0, "the warps' regions start 16-byte aligned");
   static constexpr int kWarpBytes = QA ? 16 * kRowBytes : 16 * kRowBytes + 2 * 16 * kAStride * 2 + 32 * 4;
@@ -853,11 +861,297 @@ constexpr uint32_t kH2Base1024 = 0x64006400u;   // f16 pair 1024, 1024
 constexpr uint32_t kH2Minus1024 = 0xE400E400u;  // -1024, -1024
 constexpr uint32_t kH2Minus64 = 0xD400D400u;    // -64, -64
 
+constexpr uint32_t kH2Base1028 = 0x64046404u;  // 1028, 1028 (Q3_K: 1024 + 4, its quants' offset)
+constexpr uint32_t kH2Base1056 = 0x64206420u;  // 1056, 1056 (Q3_K's scales, Q6_K's quants: 1024 + 32)
+__device__ __forceinline__ float f16_lo(uint32_t w) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(w & 0xFFFFu)));
+}
+__device__ __forceinline__ float f16_hi(uint32_t w) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16)));
+}
+__device__ __forceinline__ float byte_f(uint32_t w, int k) {
+  return static_cast<float>((w >> (8 * k)) & 0xFFu);
+}
+
+// The types' A fragments made from their quants (QA; gpu/gemm_mma_layout.h "Q4_K's A fragments from its
+// quants" for the layout, which every type shares: lane t's A of a chunk's half w holds elements 16 w +
+// 4 t .. + 3). Per super-block of a row (p: its bytes in GGUF order in the warp's staging, any
+// alignment) Qa<T>::head reads what the unit shares; Qa<T>::group gives, for group cp (chunks 2 cp + hb,
+// hb = 0, 1), the row's A words a[hb][w][k] (k = 0: elements 4 t, 4 t + 1 of the half; 1: 4 t + 2, + 3),
+// the factor f of the sums (kScaleOnD 0: f[0][0] = d for the whole group, the sub-block scales folded
+// into A; 16: f[hb][w] per mma, d times its 16 elements' scale; 32: f[hb][0] per chunk) and the
+// minimums' factors m (kQaSums 8: m[hb][0] = dmin m per chunk; 16: m[hb][w]). Every A value is an
+// integer (or MXFP4's doubled e2m1 value) exact in f16, so the products are exact (ggml's
+// dequantize_row_* formulas, cited per type).
+template <GgmlType T>
+struct Qa;
+
+// Q4_K (block_q4_K: d, dmin, scales[12], qs[128]): w = d sc q - dmin m per 32 elements; group cp's qs
+// bytes 32 cp .. + 31 hold chunk 2 cp in their low nibbles, 2 cp + 1 in their high ones. A = q sc <= 945.
+template <>
+struct Qa<GgmlType::Q4_K> {
+  static constexpr int kScaleOnD = 0;
+  struct Head {
+    float d, dmin;
+    uint32_t sc[2], mn[2];  // get_scale_min_k4's scales and minimums, sub-blocks 0-3 and 4-7
+  };
+  __device__ static Head head(const uint8_t* p) {
+    const uint32_t dd = smem_word(p), s0 = smem_word(p + 4), s1 = smem_word(p + 8), s2 = smem_word(p + 12);
+    return {f16_lo(dd),
+            f16_hi(dd),
+            {detail::k4_scales_lo(s0), detail::k4_scales_hi(s0, s2)},
+            {detail::k4_mins_lo(s1), detail::k4_mins_hi(s1, s2)}};
+  }
+  // The quants' bytes of group cp for half w (the low nibbles chunk 2 cp, the high ones 2 cp + 1).
+  __device__ static void quants(const uint8_t* p, int cp, int w, int t, uint32_t& lo, uint32_t& hi) {
+    const uint32_t q = smem_word(p + 16 + 32 * cp + gemm_qa_quant_byte(w, t));
+    lo = q & 0x0F0F0F0Fu, hi = q & 0xF0F0F0F0u;  // hi: 16 q in place (kQaHighFill)
+  }
+  __device__ static void group(const Head& h, const uint8_t* p, int cp, int t, uint32_t (&a)[2][2][2],
+                               float (&f)[2][2], float (&m)[2][2]) {
+    const bool upper = cp >= 2;  // sub-blocks 4-7 (a select: no local memory)
+    const int k0 = (2 * cp) & 3;
+    const uint32_t scw = upper ? h.sc[1] : h.sc[0], mw = upper ? h.mn[1] : h.mn[0];
+    const uint32_t scl = h2_sub(qa_scale_pair_biased(scw, k0), kH2Base1024);
+    const uint32_t sch = h2_sub(qa_scale_pair_biased(scw, k0 + 1), kH2Base1024);
+    const uint32_t nscl = h2_mul(scl, kH2Minus1024), nsch = h2_mul(sch, kH2Minus64);
+    f[0][0] = h.d;
+    m[0][0] = h.dmin * byte_f(mw, k0);
+    m[1][0] = h.dmin * byte_f(mw, k0 + 1);
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      uint32_t lo, hi;
+      quants(p, cp, w, t, lo, hi);
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        a[0][w][k] = h2_fma(q4k_qa_halves(lo, kQaLowFill, k), scl, nscl);
+        a[1][w][k] = h2_fma(q4k_qa_halves(hi, kQaHighFill, k), sch, nsch);
+      }
+    }
+  }
+};
+
+// Q5_K (block_q5_K: d, dmin, scales[12], qh[32], qs[128]): Q4_K's layout and scales with a fifth bit,
+// qh byte l bit 2 cp (low nibbles) or 2 cp + 1 (high) for element l of the group's chunks
+// (dequantize_row_q5_K); A = q sc <= 31 x 63 = 1953.
+template <>
+struct Qa<GgmlType::Q5_K> {
+  static constexpr int kScaleOnD = 0;
+  using Head = Qa<GgmlType::Q4_K>::Head;
+  __device__ static Head head(const uint8_t* p) { return Qa<GgmlType::Q4_K>::head(p); }
+  __device__ static void group(const Head& h, const uint8_t* p, int cp, int t, uint32_t (&a)[2][2][2],
+                               float (&f)[2][2], float (&m)[2][2]) {
+    const bool upper = cp >= 2;
+    const int k0 = (2 * cp) & 3;
+    const uint32_t scw = upper ? h.sc[1] : h.sc[0], mw = upper ? h.mn[1] : h.mn[0];
+    const uint32_t scl = h2_sub(qa_scale_pair_biased(scw, k0), kH2Base1024);
+    const uint32_t sch = h2_sub(qa_scale_pair_biased(scw, k0 + 1), kH2Base1024);
+    const uint32_t nscl = h2_mul(scl, kH2Minus1024), nsch = h2_mul(sch, kH2Minus1024);
+    f[0][0] = h.d;
+    m[0][0] = h.dmin * byte_f(mw, k0);
+    m[1][0] = h.dmin * byte_f(mw, k0 + 1);
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      const uint32_t q = smem_word(p + 48 + 32 * cp + gemm_qa_quant_byte(w, t));
+      const uint32_t qh = smem_word(p + 16 + gemm_qa_quant_byte(w, t));
+      const uint32_t lo = (q & 0x0F0F0F0Fu) | (((qh >> (2 * cp)) & 0x01010101u) << 4);
+      const uint32_t hi = ((q >> 4) & 0x0F0F0F0Fu) | (((qh >> (2 * cp + 1)) & 0x01010101u) << 4);
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        a[0][w][k] = h2_fma(q4k_qa_halves(lo, kQaLowFill, k), scl, nscl);
+        a[1][w][k] = h2_fma(q4k_qa_halves(hi, kQaLowFill, k), sch, nsch);
+      }
+    }
+  }
+};
+
+// Q2_K (block_q2_K: scales[16], qs[64], d, dmin): element 128 n + 32 j + l (chunk 4 n + j) is bits 2 j of
+// qs byte 32 n + l, its 16-element sub-block 8 n + 2 j + (l >= 16) with scale byte sc | m << 4: w = d sc q
+// - dmin m (dequantize_row_q2_K). Group cp: n = cp / 2, j = 2 (cp % 2) + hb; the scale bytes of chunk hb's
+// half w are byte 2 hb + w of the word at 4 cp. A = q sc <= 45.
+template <>
+struct Qa<GgmlType::Q2_K> {
+  static constexpr int kScaleOnD = 0;
+  struct Head {
+    float d, dmin;
+  };
+  __device__ static Head head(const uint8_t* p) {
+    const uint32_t dd = smem_word(p + 80);
+    return {f16_lo(dd), f16_hi(dd)};
+  }
+  __device__ static void group(const Head& h, const uint8_t* p, int cp, int t, uint32_t (&a)[2][2][2],
+                               float (&f)[2][2], float (&m)[2][2]) {
+    const uint32_t sw = smem_word(p + 4 * cp);
+    uint32_t sc[2][2], nsc[2][2];
+#pragma unroll
+    for (int hb = 0; hb < 2; ++hb) {
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {
+        sc[hb][w] = h2_sub(qa_scale_pair_biased(sw & 0x0F0F0F0Fu, 2 * hb + w), kH2Base1024);
+        nsc[hb][w] = h2_mul(sc[hb][w], kH2Minus1024);
+        m[hb][w] = h.dmin * byte_f(sw >> 4 & 0x0F0F0F0Fu, 2 * hb + w);
+      }
+    }
+    f[0][0] = h.d;
+    const int n = cp >> 1;
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      const uint32_t q = smem_word(p + 16 + 32 * n + gemm_qa_quant_byte(w, t));
+#pragma unroll
+      for (int hb = 0; hb < 2; ++hb) {
+        const uint32_t u = (q >> (2 * (2 * (cp & 1) + hb))) & 0x03030303u;
+#pragma unroll
+        for (int k = 0; k < 2; ++k)
+          a[hb][w][k] = h2_fma(q4k_qa_halves(u, kQaLowFill, k), sc[hb][w], nsc[hb][w]);
+      }
+    }
+  }
+};
+
+// Q3_K (block_q3_K: hmask[32], qs[64], scales[12], d): element 128 n + 32 j + l is bits 2 j of qs byte 32 n
+// + l, less 4 where bit 4 n + j of hmask byte l is clear; its 16-element sub-block 8 n + 2 j + (l >= 16),
+// whose 6-bit scale (ggml's aux: gemv_quant_words.h q3k_scale_words_raw) enters as sc - 32: w = d (sc - 32)
+// q (dequantize_row_q3_K). Group cp: n = cp / 2, j = 2 (cp % 2) + hb; chunk hb's half w takes byte 2 hb + w
+// of aux word cp. A = q (sc - 32), |A| <= 128 (from u = q + 4 in [0, 7]: (u - 4) (sc - 32), two exact ops).
+template <>
+struct Qa<GgmlType::Q3_K> {
+  static constexpr int kScaleOnD = 0;
+  struct Head {
+    float d;
+    uint32_t aux[4];
+  };
+  __device__ static Head head(const uint8_t* p) {
+    const uint32_t s[3] = {smem_word(p + 96), smem_word(p + 100), smem_word(p + 104)};
+    Head h;
+    detail::q3k_scale_words_raw(s, h.aux);
+    h.d = f16_lo(smem_word(p + 108));
+    return h;
+  }
+  __device__ static void group(const Head& h, const uint8_t* p, int cp, int t, uint32_t (&a)[2][2][2],
+                               float (&f)[2][2], float (&m)[2][2]) {
+    (void)m;
+    const uint32_t aw = cp == 0 ? h.aux[0] : cp == 1 ? h.aux[1] : cp == 2 ? h.aux[2] : h.aux[3];
+    uint32_t sc[2][2];
+#pragma unroll
+    for (int hb = 0; hb < 2; ++hb) {
+#pragma unroll
+      for (int w = 0; w < 2; ++w) sc[hb][w] = h2_sub(qa_scale_pair_biased(aw, 2 * hb + w), kH2Base1056);
+    }
+    f[0][0] = h.d;
+    const int n = cp >> 1;
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      const uint32_t q = smem_word(p + 32 + 32 * n + gemm_qa_quant_byte(w, t));
+      const uint32_t hm = smem_word(p + gemm_qa_quant_byte(w, t));
+#pragma unroll
+      for (int hb = 0; hb < 2; ++hb) {
+        const int j = 2 * (cp & 1) + hb;
+        const uint32_t u = ((q >> (2 * j)) & 0x03030303u) | (((hm >> (4 * n + j)) & 0x01010101u) << 2);
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          a[hb][w][k] = h2_mul(h2_sub(q4k_qa_halves(u, kQaLowFill, k), kH2Base1028), sc[hb][w]);
+        }
+      }
+    }
+  }
+};
+
+// Q6_K (block_q6_K: ql[128], qh[64], scales[16] (s8), d): element 128 n + 32 j + l is the low (j < 2) or
+// high nibble of ql byte 64 n + 32 (j % 2) + l with bits 2 j of qh byte 32 n + l above it, less 32; w = d
+// sc q (dequantize_row_q6_K), sc of the 16-element sub-block 8 n + 2 j + (l >= 16). (q - 32) sc reaches
+// 4096, not exact in f16, so A = q - 32 and each mma's sums take d sc (kScaleOnD 16): chunk hb's half w
+// byte 2 hb + w of the word at 192 + 4 cp.
+template <>
+struct Qa<GgmlType::Q6_K> {
+  static constexpr int kScaleOnD = 16;
+  struct Head {
+    float d;
+  };
+  __device__ static Head head(const uint8_t* p) { return {f16_lo(smem_word(p + 208))}; }
+  __device__ static void group(const Head& h, const uint8_t* p, int cp, int t, uint32_t (&a)[2][2][2],
+                               float (&f)[2][2], float (&m)[2][2]) {
+    (void)m;
+    const uint32_t sw = smem_word(p + 192 + 4 * cp);
+#pragma unroll
+    for (int hb = 0; hb < 2; ++hb) {
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {
+        f[hb][w] = h.d * static_cast<float>(static_cast<int8_t>((sw >> (8 * (2 * hb + w))) & 0xFFu));
+      }
+    }
+    const int n = cp >> 1;
+    const bool high = (cp & 1) != 0;  // j >= 2: the high nibbles
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      const uint32_t qh = smem_word(p + 128 + 32 * n + gemm_qa_quant_byte(w, t));
+#pragma unroll
+      for (int hb = 0; hb < 2; ++hb) {
+        const int j = 2 * (cp & 1) + hb;
+        const uint32_t l = smem_word(p + 64 * n + 32 * hb + gemm_qa_quant_byte(w, t));
+        const uint32_t u = ((high ? l >> 4 : l) & 0x0F0F0F0Fu) | (((qh >> (2 * j)) & 0x03030303u) << 4);
+#pragma unroll
+        for (int k = 0; k < 2; ++k) a[hb][w][k] = h2_sub(q4k_qa_halves(u, kQaLowFill, k), kH2Base1056);
+      }
+    }
+  }
+};
+
+// MXFP4 (block_mxfp4: e (E8M0), qs[16]; 17 bytes, staged padded to 20 in the tiled layout: PAD): element i
+// < 16 of a block is the low nibble of qs byte i, 16 + i the high one; w = kvalues_mxfp4[code] 2^(e - 128)
+// (ggml's doubled e2m1 value and halved scale). Chunk c is block c: its half w is nibble w of qs bytes
+// 4 t .. + 3 for lane t. A = the doubled e2m1 value (|A| <= 12); each chunk's sums take 2^(e - 128)
+// (kScaleOnD 32: f[hb][0]).
+template <bool PAD>
+struct QaMxfp4 {
+  static constexpr int kScaleOnD = 32;
+  struct Head {};
+  __device__ static Head head(const uint8_t*) { return {}; }
+  __device__ static void group(const Head&, const uint8_t* p, int cp, int t, uint32_t (&a)[2][2][2],
+                               float (&f)[2][2], float (&m)[2][2]) {
+    (void)m;
+#pragma unroll
+    for (int hb = 0; hb < 2; ++hb) {
+      const uint8_t* blk = p + (2 * cp + hb) * (PAD ? 20 : 17);
+      f[hb][0] = e8m0_half(blk[0]);
+      const uint32_t q = smem_word(blk + (PAD ? 4 : 1) + 4 * t);
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {
+        const uint32_t codes = (w ? q >> 4 : q) & 0x0F0F0F0Fu;
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          const uint32_t v = byte_perm_hd(codes, 0u, k ? 0x4342u : 0x4140u);  // codes in bits 0-3, 16-19
+          const uint32_t e2 = ((v & 0x00070007u) << 9) | ((v & 0x00080008u) << 12);  // e2m1 * 2^-14
+          a[hb][w][k] = h2_mul(e2, 0x78007800u);                                     // * 2^15
+        }
+      }
+    }
+  }
+};
+template <>
+struct Qa<GgmlType::MXFP4> : QaMxfp4<false> {};
+// Qa<T> where the kernel takes A from the quants, else nothing it uses.
+struct QaNone {
+  struct Head {};
+};
+template <GgmlType T, bool QA>
+struct QaSelT {
+  using type = QaNone;
+};
+template <GgmlType T>
+struct QaSelT<T, true> {
+  using type = Qa<T>;
+};
+template <GgmlType T, bool QA>
+using QaSel = typename QaSelT<T, QA>::type;
+
 // XC == 4, and QA (no A staging: 46 KiB at XC == 8), ask for 4 blocks a multiprocessor (at most 128
 // registers a thread), which their shared memory allows; XC == 8 without QA (3 blocks by its shared
-// memory) leaves the registers to the compiler.
+// memory) leaves the registers to the compiler. Q6_K with QA asks for 3 (168 registers: at 128 its
+// 210-byte rows' loads in flight and its factors per mma spilled 264 bytes).
 template <GgmlType T, bool TILED, int XC, bool QA = false>
-__global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 || QA ? 4 : 1)
+__global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
+                                                   : XC == 4 || QA          ? 4
+                                                                            : 1)
     gemm_mma_kernel(GemvBatch b, int min_pairs) {
   using PU = PrefillUnit<T, XC, QA>;
   using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
@@ -965,9 +1259,9 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 || QA ? 4 : 1)
 #pragma unroll
   for (int q = 0; q < kMmaPairs / 4; ++q) acc[q][0] = acc[q][1] = 0.0f;
   const int g = lane / 4, t = lane % 4;
-  // QA: the unit's d, dmin, 6-bit scales (sub-blocks 0-3, 4-7) and minimums of the lane's rows g and g + 8.
-  float qd[2] = {0.0f, 0.0f}, qdmin[2] = {0.0f, 0.0f};
-  uint32_t qsc[2][2] = {{0u, 0u}, {0u, 0u}}, qmin[2][2] = {{0u, 0u}, {0u, 0u}};
+  // QA: what the unit's super-block of the lane's rows g and g + 8 shares (Qa<T>::head).
+  using QAT = std::conditional_t<T == GgmlType::MXFP4 && kPadded, QaMxfp4<true>, QaSel<T, QA>>;
+  typename QAT::Head qhead[2] = {};
   fetch(0);
   for (int64_t u = 0; u < n_units; ++u) {
     const int nch = static_cast<int>(min(int64_t{8}, n_chunks - 8 * u));
@@ -1009,8 +1303,14 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 || QA ? 4 : 1)
 #pragma unroll
           for (int i = 0; i < 8; ++i) sum += v[i];
           sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+          if constexpr (kQaSums<T> == 16) {
+            if ((l & 1) == 0)
+              xsum[p * 16 + 2 * c + (l >> 1)] = sum;  // lanes 0, 1: elements 0-15; 2, 3: 16-31
+          }
           sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-          if (l == 0) xsum[p * 8 + c] = sum;
+          if constexpr (kQaSums<T> == 8) {
+            if (l == 0) xsum[p * 8 + c] = sum;
+          }
           // natural words 4 l .. 4 l + 3 at gemm_qa_xs_word: four consecutive words
           *reinterpret_cast<uint4*>(rc + gemm_qa_xs_word(2 * p, 4 * l)) =
               make_uint4(hi[0], hi[1], hi[2], hi[3]);
@@ -1042,64 +1342,78 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, XC == 4 || QA ? 4 : 1)
         }
         if (h == 0) {
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {  // ggml block_q4_K: d, dmin, scales[12], qs[128]
-            const uint32_t dd = smem_word(qrow[r]);
-            const uint32_t s0 = smem_word(qrow[r] + 4), s1 = smem_word(qrow[r] + 8),
-                           s2 = smem_word(qrow[r] + 12);
-            qd[r] = __half2float(__ushort_as_half(static_cast<unsigned short>(dd & 0xFFFFu)));
-            qdmin[r] = __half2float(__ushort_as_half(static_cast<unsigned short>(dd >> 16)));
-            qsc[r][0] = detail::k4_scales_lo(s0), qsc[r][1] = detail::k4_scales_hi(s0, s2);
-            qmin[r][0] = detail::k4_mins_lo(s1), qmin[r][1] = detail::k4_mins_hi(s1, s2);
-          }
+          for (int r = 0; r < 2; ++r) qhead[r] = QAT::head(qrow[r]);
         }
+        constexpr int kS = QAT::kScaleOnD;
 #pragma unroll
         for (int ci = 0; ci < XC / 2; ++ci) {
-          const int cp = XC / 2 * h + ci;  // Q4_K group cp: chunks 2 cp, 2 cp + 1
-          const int k0 = (2 * ci) & 3;     // their sub-blocks' bytes k0, k0 + 1 (XC / 2 is even)
-          // A of both chunks and halves w: al (low nibbles, chunk 2 cp), ah (high, 2 cp + 1); registers
-          // a0 / a2 row g, a1 / a3 row g + 8 (gemm_qa_a_element).
-          uint32_t al[2][4], ah[2][4];
-          float dml[2], dmh[2];  // dmin m of each row's two sub-blocks
+          const int cp = XC / 2 * h + ci;  // group cp: chunks 2 cp, 2 cp + 1
+          // A of both chunks hb and halves w: registers a0 / a2 row g, a1 / a3 row g + 8
+          // (gemm_qa_a_element); the rows' factors of the sums (f) and the minimums' (mf).
+          uint32_t a[2][2][4];
+          float f[2][2][2], mf[2][2][2];
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
-            const bool upper = cp >= 2;  // sub-blocks 4-7 (a select: no local memory)
-            const uint32_t scw = upper ? qsc[r][1] : qsc[r][0], mw = upper ? qmin[r][1] : qmin[r][0];
-            const uint32_t scl = h2_sub(qa_scale_pair_biased(scw, k0), kH2Base1024);
-            const uint32_t sch = h2_sub(qa_scale_pair_biased(scw, k0 + 1), kH2Base1024);
-            const uint32_t nscl = h2_mul(scl, kH2Minus1024);
-            const uint32_t nsch = h2_mul(sch, kH2Minus64);
-            dml[r] = qdmin[r] * static_cast<float>((mw >> (8 * k0)) & 0xFFu);
-            dmh[r] = qdmin[r] * static_cast<float>((mw >> (8 * (k0 + 1))) & 0xFFu);
+            uint32_t ar[2][2][2];
+            QAT::group(qhead[r], qrow[r], cp, t, ar, f[r], mf[r]);
 #pragma unroll
-            for (int w = 0; w < 2; ++w) {
-              const uint32_t q = smem_word(qrow[r] + 16 + 32 * cp + gemm_qa_quant_byte(w, t));
-              const uint32_t lo = q & 0x0F0F0F0Fu, hi = q & 0xF0F0F0F0u;
+            for (int hb = 0; hb < 2; ++hb) {
 #pragma unroll
-              for (int k = 0; k < 2; ++k) {
-                al[w][r + 2 * k] = h2_fma(q4k_qa_halves(lo, kQaLowFill, k), scl, nscl);
-                ah[w][r + 2 * k] = h2_fma(q4k_qa_halves(hi, kQaHighFill, k), sch, nsch);
-              }
+              for (int w = 0; w < 2; ++w) a[hb][w][r] = ar[hb][w][0], a[hb][w][r + 2] = ar[hb][w][1];
             }
           }
           const int cx = 2 * cp - XC * h;  // chunk 2 cp's place in the staged x
-          const uint32_t* rl = xs + cx * kGemmXsChunkWords;
-          const uint32_t* rh = rl + kGemmXsChunkWords;
+          const uint32_t* rx[2] = {xs + cx * kGemmXsChunkWords, xs + (cx + 1) * kGemmXsChunkWords};
 #pragma unroll
           for (int q = 0; q < kMmaPairs / 4; ++q) {
             if (4 * q < nt) {
-              float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-              for (int w = 0; w < 2; ++w) {
-                mma_f16(d, al[w], *reinterpret_cast<const uint2*>(rl + gemm_xs_word(8 * q + g, w, t)));
-                mma_f16(d, ah[w], *reinterpret_cast<const uint2*>(rh + gemm_xs_word(8 * q + g, w, t)));
-              }
               const int p = 4 * q + t;
               const float sx = xsc[2 * cp * kMmaPairs + p];
-              const float2 xsm = *reinterpret_cast<const float2*>(xsum + p * 8 + 2 * cp);
-              acc[q][0] = __fmaf_rn((d[0] + d[1]) * qd[0], sx, acc[q][0]);
-              acc[q][1] = __fmaf_rn((d[2] + d[3]) * qd[1], sx, acc[q][1]);
-              acc[q][0] = __fmaf_rn(-dml[0], xsm.x, __fmaf_rn(-dmh[0], xsm.y, acc[q][0]));
-              acc[q][1] = __fmaf_rn(-dml[1], xsm.x, __fmaf_rn(-dmh[1], xsm.y, acc[q][1]));
+              if constexpr (kS == 0) {  // the scales in A: one accumulator for the group
+                float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                for (int hb = 0; hb < 2; ++hb) {
+#pragma unroll
+                  for (int w = 0; w < 2; ++w) {
+                    mma_f16(d, a[hb][w],
+                            *reinterpret_cast<const uint2*>(rx[hb] + gemm_xs_word(8 * q + g, w, t)));
+                  }
+                }
+                acc[q][0] = __fmaf_rn((d[0] + d[1]) * f[0][0][0], sx, acc[q][0]);
+                acc[q][1] = __fmaf_rn((d[2] + d[3]) * f[1][0][0], sx, acc[q][1]);
+              } else {  // a factor per mma (16) or per chunk (32)
+#pragma unroll
+                for (int hb = 0; hb < 2; ++hb) {
+                  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                  for (int w = 0; w < 2; ++w) {
+                    mma_f16(d, a[hb][w],
+                            *reinterpret_cast<const uint2*>(rx[hb] + gemm_xs_word(8 * q + g, w, t)));
+                    if (kS == 16 || w == 1) {
+                      const int fw = kS == 16 ? w : 0;
+                      acc[q][0] = __fmaf_rn((d[0] + d[1]) * f[0][hb][fw], sx, acc[q][0]);
+                      acc[q][1] = __fmaf_rn((d[2] + d[3]) * f[1][hb][fw], sx, acc[q][1]);
+                      d[0] = d[1] = d[2] = d[3] = 0.0f;
+                    }
+                  }
+                }
+              }
+              if constexpr (kQaSums<T> == 8) {  // - dmin m X per chunk
+                const float2 xm = *reinterpret_cast<const float2*>(xsum + p * 8 + 2 * cp);
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                  acc[q][r] = __fmaf_rn(-mf[r][0][0], xm.x, __fmaf_rn(-mf[r][1][0], xm.y, acc[q][r]));
+                }
+              } else if constexpr (kQaSums<T> == 16) {  // per 16 elements
+                const float4 xm = *reinterpret_cast<const float4*>(xsum + p * 16 + 4 * cp);
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                  acc[q][r] = __fmaf_rn(
+                      -mf[r][0][0], xm.x,
+                      __fmaf_rn(-mf[r][0][1], xm.y,
+                                __fmaf_rn(-mf[r][1][0], xm.z, __fmaf_rn(-mf[r][1][1], xm.w, acc[q][r]))));
+                }
+              }
             }
           }
         }
@@ -1649,7 +1963,9 @@ bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms,
 
 void set_gemv_prefill_quant_a(bool on) { g_prefill_quant_a.store(on, std::memory_order_relaxed); }
 bool gemv_prefill_quant_a(GgmlType type) {
-  return type == GgmlType::Q4_K && g_prefill_quant_a.load(std::memory_order_relaxed);
+  const bool covered = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q2_K ||
+                       type == GgmlType::Q3_K || type == GgmlType::Q6_K || type == GgmlType::MXFP4;
+  return covered && g_prefill_quant_a.load(std::memory_order_relaxed);
 }
 
 void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }

@@ -55,7 +55,7 @@
 //   "gemv_prefill_half_x" (--prefill-host-sizes-only, first): the tensor cores' prefill staging x half a
 //             unit and the whole unit at a time side by side (bench_prefill_half_x); "engine"/
 //             "prefill_half_x_of" (last): the engine both ways;
-//   "gemv_prefill_quant_a" (--prefill-quant-a-only, first): Q4_K's prefill with A made from its quants
+//   "gemv_prefill_quant_a" (--prefill-quant-a-only, first): the prefill with A made from the quants
 //             (set_gemv_prefill_quant_a, on) against W's f16 halves (off), and "gemv_prefill_quant_a_half_x"
 //             with it on, half a unit against the whole (bench_prefill_quant_a);
 //             "engine"/"prefill_quant_a_of" (and "_short_of", 32 tokens): the engine both ways;
@@ -1160,8 +1160,9 @@ nlohmann::json bench_prefill_half_x(const WeightPool& pool, double d2d) {
   return rows;
 }
 
-// Q4_K's prefill with A made from its quants (on: set_gemv_prefill_quant_a, the default) against W
-// dequantized into f16 halves (off), every group of two or more pairs on the tensor cores (columns off),
+// The prefill with A made from the quants (on: set_gemv_prefill_quant_a, the default; Q4_K, Q6_K, Q2_K,
+// Q3_K, Q5_K, MXFP4) against W dequantized into f16 halves (off), every group of two or more pairs on the
+// tensor cores (columns off),
 // each under the half-unit rule ("quant_a"): 8 experts of 2048 x 4096 with 8, 16, 32 and 64 pairs, 64
 // experts with 16 and 32 (GGUF and tiled), 128 of 768 x 2048 with 16 and a dense 4096 x 4096 matrix with
 // 128 tokens; then, with it on, half a unit (on) against the whole unit (off) on the same launches
@@ -1175,9 +1176,12 @@ const std::vector<std::tuple<int64_t, int64_t, int, int, bool>> kQuantAShapes = 
 nlohmann::json bench_prefill_quant_a(const WeightPool& pool, double d2d, void (*set)(bool), const char* key) {
   const test::PrefillMmaScope every_group(true, 2);
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& [r, c, e, pairs, tiled] : kQuantAShapes) {
-    if (tiled && !gpu::gemv_tiled_supported(GgmlType::Q4_K, c, r)) continue;
-    four_rounds(rows, set, key, [&] { return bench_gemv(pool, GgmlType::Q4_K, r, c, d2d, e, tiled, pairs); });
+  for (const GgmlType t :
+       {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::MXFP4}) {
+    for (const auto& [r, c, e, pairs, tiled] : kQuantAShapes) {
+      if (tiled && !gpu::gemv_tiled_supported(t, c, r)) continue;
+      four_rounds(rows, set, key, [&] { return bench_gemv(pool, t, r, c, d2d, e, tiled, pairs); });
+    }
   }
   return rows;
 }

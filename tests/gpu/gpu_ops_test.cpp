@@ -882,61 +882,88 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
   }
 }
 
-// Q4_K's prefill with its A fragments made from the quants (set_gemv_prefill_quant_a, on by default;
-// gpu/gemm_mma_layout.h): dense launches of 2, 7, 33 and 70 tokens on 83 rows of 1024 elements (four
-// units; pair tiles of 32, 32 and 6), x rows off 16-byte alignment, the weights 0, 4, 8 and 12 bytes past
-// a 16-byte boundary (the staged words loaded aligned or funnel-shifted), with the switch on and off:
-// every sum within the exact dot product's bound both ways, and the two ways differ somewhere (their
-// rounding does: on takes its own path). Rows 0-3 at the quants' extremes (every quant, scale and
-// minimum bit set: q 15, sc and m 63); x with every 97th element 4096 times the rest and every 89th
-// 2^-20 of them.
+// The prefill with A made from the quants (set_gemv_prefill_quant_a, on by default; kernels_gemv.cu Qa<T>)
+// for each type it covers (Q4_K, Q5_K, Q2_K, Q3_K, Q6_K, MXFP4): dense launches of 2, 7, 33 and 70
+// tokens on 83 rows of 1024 elements (four super-blocks; pair tiles of 32, 32 and 6), x rows off 16-byte
+// alignment, the weights 0, 4, 8 and 12 bytes past a 16-byte boundary (the staged words loaded aligned or
+// funnel-shifted), with the switch on and off: every sum within the exact dot product's bound both ways,
+// and the two ways differ somewhere (their rounding does: on takes its own path). Rows 0-3 at the quants'
+// extremes: every quant, scale and minimum bit set (Q4_K and Q5_K: q 15 / 31, sc and m 63; Q2_K: q 3, sc
+// and m 15; Q3_K: q 3, sc 63; MXFP4: code 15, -12), Q6_K's quants at 31 with scales -128 ((q - 32) sc =
+// -3968, not an f16 integer: its scales stay out of A). x with every 97th element 4096 times the rest and
+// every 89th 2^-20 of them.
 TEST(GpuOps, GemvPrefillQuantAWithinTheBound) {
   const test::PrefillMmaScope restore(true, 2);
-  const GgmlType type = GgmlType::Q4_K;
   const int64_t ne0 = 1024, ne1 = 83, n_max = 70, xs = ne0 + 1;
-  std::mt19937 rng(4848);
-  auto data = random_rows(type, ne0, ne1, rng);
-  const uint64_t rb = *ggml_row_bytes(type, ne0);
-  for (uint64_t r = 0; r < 4; ++r) {
-    for (uint64_t u = 0; u < 4; ++u) std::memset(data.data() + r * rb + u * 144 + 4, 0xFF, 140);
-  }
-  auto x = random_floats(static_cast<size_t>(n_max * xs), rng);
-  for (size_t i = 0; i < x.size(); i += 97) x[i] *= 4096.0f;
-  for (size_t i = 5; i < x.size(); i += 89) x[i] *= 0x1p-20f;
-  auto d_x = to_device(x);
-  bool differ = false;
-  for (const size_t off : {0, 4, 8, 12}) {
-    SCOPED_TRACE("weights " + std::to_string(off) + " bytes past 16-byte alignment");
-    std::vector<uint8_t> shifted(off + data.size(), 0);
-    std::memcpy(shifted.data() + off, data.data(), data.size());
-    auto d_w = to_device(shifted);
-    for (const int32_t n_tok : {2, 7, 33, 70}) {
-      SCOPED_TRACE(std::to_string(n_tok) + " tokens");
-      const auto launch = [&](bool quant_a) {
-        detail::set_gemv_prefill_quant_a(quant_a);
-        EXPECT_EQ(quant_a, detail::gemv_prefill_quant_a(type));
-        DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
-        MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
-        GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
-        b.x_stride = xs;
-        b.w = d_w.bytes_ptr() + off;
-        b.n_tok = n_tok;
-        gemv(b, nullptr);
-        return to_host(d_y, static_cast<size_t>(n_tok * ne1));
-      };
-      const auto on = launch(true), off_sums = launch(false);
-      for (int64_t t = 0; t < n_tok; ++t) {
-        for (int64_t r = 0; r < ne1; ++r) {
-          const float a = on[t * ne1 + r], o = off_sums[t * ne1 + r];
-          expect_close_dot(a, data.data() + rb * r, type, x.data() + t * xs, ne0, "A from the quants");
-          expect_close_dot(o, data.data() + rb * r, type, x.data() + t * xs, ne0, "W's f16 halves");
-          differ = differ || std::memcmp(&a, &o, sizeof a) != 0;
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q6_K, GgmlType::MXFP4}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    std::mt19937 rng(4848);
+    auto data = random_rows(type, ne0, ne1, rng);
+    const uint64_t rb = *ggml_row_bytes(type, ne0);
+    const uint64_t bs = ggml_traits(type).type_size;
+    for (uint64_t r = 0; r < 4; ++r) {
+      for (uint64_t o = 0; o < rb; o += bs) {
+        uint8_t* blk = data.data() + r * rb + o;
+        switch (type) {
+          case GgmlType::Q4_K:
+          case GgmlType::Q5_K:
+            std::memset(blk + 4, 0xFF, bs - 4);  // after d, dmin
+            break;
+          case GgmlType::Q2_K:
+            std::memset(blk, 0xFF, 80);  // before d, dmin
+            break;
+          case GgmlType::Q3_K:
+            std::memset(blk, 0xFF, 108);  // before d
+            break;
+          case GgmlType::Q6_K:
+            std::memset(blk, 0xFF, 192);       // ql, qh
+            std::memset(blk + 192, 0x80, 16);  // scales -128
+            break;
+          default:
+            std::memset(blk + 1, 0xFF, bs - 1);  // MXFP4: after e
+            break;
         }
       }
     }
+    auto x = random_floats(static_cast<size_t>(n_max * xs), rng);
+    for (size_t i = 0; i < x.size(); i += 97) x[i] *= 4096.0f;
+    for (size_t i = 5; i < x.size(); i += 89) x[i] *= 0x1p-20f;
+    auto d_x = to_device(x);
+    bool differ = false;
+    for (const size_t off : {0, 4, 8, 12}) {
+      SCOPED_TRACE("weights " + std::to_string(off) + " bytes past 16-byte alignment");
+      std::vector<uint8_t> shifted(off + data.size(), 0);
+      std::memcpy(shifted.data() + off, data.data(), data.size());
+      auto d_w = to_device(shifted);
+      for (const int32_t n_tok : {2, 7, 33, 70}) {
+        SCOPED_TRACE(std::to_string(n_tok) + " tokens");
+        const auto launch = [&](bool quant_a) {
+          detail::set_gemv_prefill_quant_a(quant_a);
+          EXPECT_EQ(quant_a, detail::gemv_prefill_quant_a(type));
+          DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+          MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+          GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+          b.x_stride = xs;
+          b.w = d_w.bytes_ptr() + off;
+          b.n_tok = n_tok;
+          gemv(b, nullptr);
+          return to_host(d_y, static_cast<size_t>(n_tok * ne1));
+        };
+        const auto on = launch(true), off_sums = launch(false);
+        for (int64_t t = 0; t < n_tok; ++t) {
+          for (int64_t r = 0; r < ne1; ++r) {
+            const float a = on[t * ne1 + r], o = off_sums[t * ne1 + r];
+            expect_close_dot(a, data.data() + rb * r, type, x.data() + t * xs, ne0, "A from the quants");
+            expect_close_dot(o, data.data() + rb * r, type, x.data() + t * xs, ne0, "W's f16 halves");
+            differ = differ || std::memcmp(&a, &o, sizeof a) != 0;
+          }
+        }
+      }
+    }
+    EXPECT_TRUE(differ) << "the switch changed no sum: the launches took one path both ways";
   }
-  EXPECT_TRUE(differ) << "the switch changed no sum: the launches took one path both ways";
-  EXPECT_FALSE(detail::gemv_prefill_quant_a(GgmlType::Q6_K));
+  EXPECT_FALSE(detail::gemv_prefill_quant_a(GgmlType::Q8_0));
 }
 
 // The tensor cores' prefill staging x half a unit at a time (set_gemv_prefill_mma_half_x, the default)
