@@ -137,7 +137,8 @@ constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blo
 // bytes (an integer up to 15 x 63 = 945, exact in f16: no lo half of W, no staging of A, one mma a
 // 16 k where W's halves took two) and adds - dmin m X per (row, sub-block) from x's sums X per (pair,
 // sub-block), staged with x. Q4_K's sub-blocks are the prefill's chunks: group p's 32 qs bytes hold
-// chunk 2 p in their low nibbles and chunk 2 p + 1 in their high ones.
+// chunk 2 p in their low nibbles and chunk 2 p + 1 in their high ones. The other K-quants and MXFP4
+// (kernels_gemv.cu Qa<T>) take the same k order and B staging, each with its own A values.
 // The k order within a 16-element half w of a chunk: lane 4 g + t's A registers a0 / a2 (row g; a1 /
 // a3 row g + 8) hold elements 16 w + 4 t + {0, 1} / + {2, 3}, the four quants of one 32-bit word of the
 // group's qs (bytes 16 w + 4 t .. + 3, gemm_qa_quant_byte), so the B fragments b0 / b1 of lane t hold

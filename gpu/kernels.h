@@ -158,7 +158,8 @@ bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms,
 // staging of A; the minimums taken apart (- dmin m X per sub-block, X = the sum of x over it in F32);
 // Q6_K's scales and MXFP4's block scales applied to each mma's or chunk's sums; x split as before but
 // with one power of two per 64 elements. When off, W is dequantized and split into f16 halves as for
-// every other type. Different rounding (not bit for bit the other's sums), within the same bound of the
+// every other type. Different rounding (not bit for bit the other's sums, but for MXFP4, whose weights are
+// exact in f16 either way: the same sums), within the same bound of the
 // exact dot product (gpu_ops_test's kDotRel); a pair's sums stay its own, and the GGUF and tiled layouts,
 // and the whole and half unit's staging, give the same sums bit for bit. On by default (Q4_K ran first
 // in the forty-eighth session, docs/cuda-backend.md, thirty-sixth pass). Process-wide; the benchmark and

@@ -757,9 +757,9 @@ constexpr int kAStride = kGemmAStride;  // halves a row of a warp's A staging (g
 // XC: chunks of x a block stages at a time, the unit's 8 (as the forty-third session built it) or
 // half of them (forty-seventh: 16 KiB less shared memory a block, so a multiprocessor holds 4 blocks
 // where it held 3; the same sums bit for bit; set_gemv_prefill_mma_half_x).
-// QA: Q4_K's A fragments made from its quants (forty-eighth session; gpu/gemm_mma_layout.h "Q4_K's A
-// fragments from its quants", set_gemv_prefill_quant_a): x's sums per (pair, chunk) staged beside x, no
-// A staging.
+// QA: the A fragments made from the quants (forty-eighth session; Qa<T> below, gpu/gemm_mma_layout.h
+// "Q4_K's A fragments from its quants", set_gemv_prefill_quant_a): x's sums for the minimums staged
+// beside x (kQaSums), no A staging.
 template <GgmlType T>
 constexpr bool kPrefillQuantA = T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q2_K ||
                                 T == GgmlType::Q3_K || T == GgmlType::Q6_K || T == GgmlType::MXFP4;
