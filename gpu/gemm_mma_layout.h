@@ -117,8 +117,9 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
 //   half unit's 4 a multiprocessor take in one wave what the whole unit's 3 need two for (8 x 2048 x
 //   4096 with 64 pairs, 512 blocks: x1.25), and loses or ties on the larger ones (x0.96-1.01) and the
 //   smaller ones (x0.85): half a unit only between 3 and 4 blocks a multiprocessor.
-// - Launches of Q4_K's A fragments made from its quants (prefill_quant_a below) keep the whole unit:
-//   its kernel, without W's staging, fits 4 blocks a multiprocessor either way.
+// - Launches that take A from the quants (gpu/kernels.h set_gemv_prefill_quant_a; the K-quants and
+//   MXFP4) keep the whole unit: without W's staging their kernels fit 4 blocks a multiprocessor (Q6_K's
+//   3, for its registers) either way, and half a unit measured x0.79-0.99 on every launch and type.
 inline constexpr int kPrefillMmaWholeUnitBlocksPerSm = 3;
 inline constexpr int kPrefillMmaHalfUnitBlocksPerSm = 4;
 constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blocks, int sms,

@@ -159,8 +159,14 @@ bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms,
 // Q6_K's scales and MXFP4's block scales applied to each mma's or chunk's sums; x split as before but
 // with one power of two per 64 elements. When off, W is dequantized and split into f16 halves as for
 // every other type. Different rounding (not bit for bit the other's sums, but for MXFP4, whose weights are
-// exact in f16 either way: the same sums), within the same bound of the
-// exact dot product (gpu_ops_test's kDotRel); a pair's sums stay its own, and the GGUF and tiled layouts,
+// exact in f16 either way: the same sums but where the 64-element x scale leaves an element ~2^-30 of its
+// group's largest subnormal), within gpu_ops_test's bound of the exact dot product (kDotRel) on its data.
+// Like the decode path's integer sums, Q4_K's, Q5_K's and Q2_K's d S and dmin m X are rounded apart, so
+// where d sc q nearly cancels dmin m next to an activation outlier the error follows
+// sum (|d sc q| + |dmin m|) |x| rather than sum |w x|: a reviewer's emulation (exact mmas, normal x with
+// every 97th element x4096) found 1-14 of 19,200 sums a type past 1e-6 sum |w x| (at most 3.0e-6), mostly
+// from X's F32 sum (X as the exact sum of x's f16 halves: 1.2e-7); the GPU run's largest was 5.96e-7.
+// A pair's sums stay its own, and the GGUF and tiled layouts,
 // and the whole and half unit's staging, give the same sums bit for bit. On by default (Q4_K ran first
 // in the forty-eighth session, docs/cuda-backend.md, thirty-sixth pass). Process-wide; the benchmark and
 // tests compare both.
@@ -212,6 +218,9 @@ bool gemv_tiled_supported(GgmlType type, int64_t ne0, int64_t ne1);
 // gemv() calls with GemvBatch::w_tiled so far in this process (all threads): lets tests see that
 // the engine's experts took the tiled layout.
 uint64_t gemv_tiled_launches();
+// Tensor-core prefill launches that took A from the quants (detail::set_gemv_prefill_quant_a) so far in
+// this process (all threads): lets tests see which path a launch took.
+uint64_t gemv_prefill_quant_a_launches();
 // Slots of decode columns at prefill launched so far in this process (all threads; gpu/prefill_columns.h):
 // lets tests and the benchmark see which layout a launch took (n_groups C slots, n_small (C + 1) in the
 // compact one, none).

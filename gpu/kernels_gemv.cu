@@ -760,9 +760,12 @@ constexpr int kAStride = kGemmAStride;  // halves a row of a warp's A staging (g
 // QA: the A fragments made from the quants (forty-eighth session; Qa<T> below, gpu/gemm_mma_layout.h
 // "Q4_K's A fragments from its quants", set_gemv_prefill_quant_a): x's sums for the minimums staged
 // beside x (kQaSums), no A staging.
+constexpr bool prefill_quant_a_covers(GgmlType t) {
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q2_K || t == GgmlType::Q3_K ||
+         t == GgmlType::Q6_K || t == GgmlType::MXFP4;
+}
 template <GgmlType T>
-constexpr bool kPrefillQuantA = T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q2_K ||
-                                T == GgmlType::Q3_K || T == GgmlType::Q6_K || T == GgmlType::MXFP4;
+constexpr bool kPrefillQuantA = prefill_quant_a_covers(T);
 // x's sums staged per pair and unit for the minimums: 8 (one a chunk: Q4_K, Q5_K), 16 (one per 16
 // elements: Q2_K) or none.
 template <GgmlType T>
@@ -907,17 +910,24 @@ struct Qa<GgmlType::Q4_K> {
     const uint32_t q = smem_word(p + 16 + 32 * cp + gemm_qa_quant_byte(w, t));
     lo = q & 0x0F0F0F0Fu, hi = q & 0xF0F0F0F0u;  // hi: 16 q in place (kQaHighFill)
   }
-  __device__ static void group(const Head& h, const uint8_t* p, int cp, int t, uint32_t (&a)[2][2][2],
-                               float (&f)[2][2], float (&m)[2][2]) {
+  // Group cp's scale pairs (sc, sc) of its sub-blocks 2 cp (scl) and 2 cp + 1 (sch), f = d and m = dmin m
+  // (Q4_K and Q5_K alike).
+  __device__ static void scales(const Head& h, int cp, uint32_t& scl, uint32_t& sch, float (&f)[2][2],
+                                float (&m)[2][2]) {
     const bool upper = cp >= 2;  // sub-blocks 4-7 (a select: no local memory)
     const int k0 = (2 * cp) & 3;
     const uint32_t scw = upper ? h.sc[1] : h.sc[0], mw = upper ? h.mn[1] : h.mn[0];
-    const uint32_t scl = h2_sub(qa_scale_pair_biased(scw, k0), kH2Base1024);
-    const uint32_t sch = h2_sub(qa_scale_pair_biased(scw, k0 + 1), kH2Base1024);
-    const uint32_t nscl = h2_mul(scl, kH2Minus1024), nsch = h2_mul(sch, kH2Minus64);
+    scl = h2_sub(qa_scale_pair_biased(scw, k0), kH2Base1024);
+    sch = h2_sub(qa_scale_pair_biased(scw, k0 + 1), kH2Base1024);
     f[0][0] = h.d;
     m[0][0] = h.dmin * byte_f(mw, k0);
     m[1][0] = h.dmin * byte_f(mw, k0 + 1);
+  }
+  __device__ static void group(const Head& h, const uint8_t* p, int cp, int t, uint32_t (&a)[2][2][2],
+                               float (&f)[2][2], float (&m)[2][2]) {
+    uint32_t scl, sch;
+    scales(h, cp, scl, sch, f, m);
+    const uint32_t nscl = h2_mul(scl, kH2Minus1024), nsch = h2_mul(sch, kH2Minus64);
 #pragma unroll
     for (int w = 0; w < 2; ++w) {
       uint32_t lo, hi;
@@ -941,15 +951,9 @@ struct Qa<GgmlType::Q5_K> {
   __device__ static Head head(const uint8_t* p) { return Qa<GgmlType::Q4_K>::head(p); }
   __device__ static void group(const Head& h, const uint8_t* p, int cp, int t, uint32_t (&a)[2][2][2],
                                float (&f)[2][2], float (&m)[2][2]) {
-    const bool upper = cp >= 2;
-    const int k0 = (2 * cp) & 3;
-    const uint32_t scw = upper ? h.sc[1] : h.sc[0], mw = upper ? h.mn[1] : h.mn[0];
-    const uint32_t scl = h2_sub(qa_scale_pair_biased(scw, k0), kH2Base1024);
-    const uint32_t sch = h2_sub(qa_scale_pair_biased(scw, k0 + 1), kH2Base1024);
+    uint32_t scl, sch;
+    Qa<GgmlType::Q4_K>::scales(h, cp, scl, sch, f, m);
     const uint32_t nscl = h2_mul(scl, kH2Minus1024), nsch = h2_mul(sch, kH2Minus1024);
-    f[0][0] = h.d;
-    m[0][0] = h.dmin * byte_f(mw, k0);
-    m[1][0] = h.dmin * byte_f(mw, k0 + 1);
 #pragma unroll
     for (int w = 0; w < 2; ++w) {
       const uint32_t q = smem_word(p + 48 + 32 * cp + gemm_qa_quant_byte(w, t));
@@ -1161,7 +1165,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
   uint32_t* xs = reinterpret_cast<uint32_t*>(gemm_smem);               // [XC][kGemmXsChunkWords]
   float* xsc = reinterpret_cast<float*>(xs + XC * kGemmXsChunkWords);  // [8][kMmaPairs]: 2^-s
   const float** xrow = reinterpret_cast<const float**>(xsc + 8 * kMmaPairs);
-  float* xsum = reinterpret_cast<float*>(xrow + kMmaPairs);  // QA: [kMmaPairs][8] chunk sums of x
+  float* xsum = reinterpret_cast<float*>(xrow + kMmaPairs);  // QA: [kMmaPairs][kQaSums<T>] sums of x
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   uint8_t* raw = reinterpret_cast<uint8_t*>(gemm_smem) + PU::kXBytes + warp * PU::kWarpBytes;
   __half* ahi = reinterpret_cast<__half*>(raw + 16 * PU::kRowBytes);
@@ -1291,7 +1295,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
         float mx = max_abs(v);
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // QA: one power of two for both chunks of a Q4_K group (their sums share one mma accumulator)
+        // QA: one power of two for both chunks of a group (their sums share an mma accumulator)
         if constexpr (QA) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
         const int e = split_exponent(mx);
         uint32_t hi[4], lo[4];  // the chunk's natural words 4 l .. 4 l + 3
@@ -1347,7 +1351,10 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
         constexpr int kS = QAT::kScaleOnD;
 #pragma unroll
         for (int ci = 0; ci < XC / 2; ++ci) {
-          const int cp = XC / 2 * h + ci;  // group cp: chunks 2 cp, 2 cp + 1
+          // Group cp: chunks 2 cp, 2 cp + 1. (No 2 cp < nch test: only MXFP4 has partial units, where a
+          // chunk past the row's end stages x as zeros and its A and scale from finite staged bytes, so
+          // it adds zeros.)
+          const int cp = XC / 2 * h + ci;
           // A of both chunks hb and halves w: registers a0 / a2 row g, a1 / a3 row g + 8
           // (gemm_qa_a_element); the rows' factors of the sums (f) and the minimums' (mf).
           uint32_t a[2][2][4];
@@ -1520,6 +1527,7 @@ std::atomic<bool> g_prefill_quant_a{detail::kGemvPrefillQuantADefault};
 std::atomic<int> g_prefill_columns{detail::kGemvPrefillColumnsDefault};
 // Decode columns' slots launched (gemv_prefill_column_slots); set_gemv_prefill_host_sizes.
 std::atomic<uint64_t> g_column_slots{0};
+std::atomic<uint64_t> g_quant_a_launches{0};  // for gemv_prefill_quant_a_launches
 std::atomic<bool> g_host_sizes{detail::kGemvPrefillHostSizesDefault};
 
 // The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
@@ -1846,6 +1854,7 @@ struct GemvLaunch {
         detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, detail::device_multiprocessors(), qa);
     if constexpr (kPrefillQuantA<T>) {
       if (qa) {
+        g_quant_a_launches.fetch_add(1, std::memory_order_relaxed);
         if (half) {
           gemm_mma_launch<T, 4, true>(min_pairs, grid);
         } else {
@@ -1963,9 +1972,7 @@ bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms,
 
 void set_gemv_prefill_quant_a(bool on) { g_prefill_quant_a.store(on, std::memory_order_relaxed); }
 bool gemv_prefill_quant_a(GgmlType type) {
-  const bool covered = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q2_K ||
-                       type == GgmlType::Q3_K || type == GgmlType::Q6_K || type == GgmlType::MXFP4;
-  return covered && g_prefill_quant_a.load(std::memory_order_relaxed);
+  return prefill_quant_a_covers(type) && g_prefill_quant_a.load(std::memory_order_relaxed);
 }
 
 void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }
@@ -1990,6 +1997,7 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
 }  // namespace detail
 
 uint64_t gemv_tiled_launches() { return g_tiled_launches.load(std::memory_order_relaxed); }
+uint64_t gemv_prefill_quant_a_launches() { return g_quant_a_launches.load(std::memory_order_relaxed); }
 uint64_t gemv_prefill_column_slots() { return g_column_slots.load(std::memory_order_relaxed); }
 
 namespace {

@@ -942,6 +942,7 @@ TEST(GpuOps, GemvPrefillQuantAWithinTheBound) {
         const auto launch = [&](bool quant_a) {
           detail::set_gemv_prefill_quant_a(quant_a);
           EXPECT_EQ(quant_a, detail::gemv_prefill_quant_a(type));
+          const uint64_t before = gemv_prefill_quant_a_launches();
           DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
           MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
           GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
@@ -949,6 +950,8 @@ TEST(GpuOps, GemvPrefillQuantAWithinTheBound) {
           b.w = d_w.bytes_ptr() + off;
           b.n_tok = n_tok;
           gemv(b, nullptr);
+          // the launch took the path asked for (one tensor-core prefill launch; none with the switch off)
+          EXPECT_EQ(quant_a ? before + 1 : before, gemv_prefill_quant_a_launches());
           return to_host(d_y, static_cast<size_t>(n_tok * ne1));
         };
         const auto on = launch(true), off_sums = launch(false);
@@ -968,7 +971,8 @@ TEST(GpuOps, GemvPrefillQuantAWithinTheBound) {
       // bit (the forty-eighth session's run of this test: every sum equal) but where the 64-element x
       // scale leaves an element's halves subnormal where the chunk's kept them normal (an element below
       // ~2^-30 of its group's largest, far under a sum's last bit here).
-      EXPECT_FALSE(differ) << "MXFP4: A from the quants changed a sum W's exact halves give";
+      EXPECT_FALSE(differ) << "MXFP4: A from the quants changed a sum W's exact halves give";  // (it ran:
+      // gemv_prefill_quant_a_launches above)
     } else {
       EXPECT_TRUE(differ) << "the switch changed no sum: the launches took one path both ways";
     }
