@@ -24,6 +24,7 @@
 #include "core/ggml_type.h"
 #include "core/quants.h"
 #include "gpu/gemm_mma_layout.h"
+#include "gpu/gemm_quant_a.h"
 
 namespace moepack::gpu::detail {
 namespace {
@@ -317,6 +318,160 @@ TEST(GemvQuantWords, Q4kPrefillQuantAFragmentsGiveTheDotProduct) {
     }
   }
   EXPECT_EQ(checked, 12 * 16 * 4);
+}
+
+// The kernel's own Qa<T> (gpu/gemm_quant_a.h: what gemm_mma_kernel's lanes build with A from the quants)
+// for all six types, run on the host (its f16 operations in double, each required to land on an f16
+// value exactly): one warp's super-block of 16 rows against a quad of 4 pairs, every lane's Qa<T>::group
+// words placed by the PTX ISA's m16n8k16 fragment layout (as above), x staged as the kernel stages it
+// (gemm_qa_xs_word; hi = x, lo zero), each mma emulated in double and the sums finished as the kernel
+// does per the type's kScaleOnD (one factor a group, a chunk or a 16 k) and minimums (qa_sums: x's sums
+// per 32 or 16 elements): the dot products of core's dequantize_row within 1e-6 of sum |w x|. Random
+// units (normal d, dmin; MXFP4 scales 2^-128 .. 2^21, 0 and 1 among them), the all-zero and all-set
+// units, rows of 16 units each read at an unaligned address (smem_word's byte loads); MXFP4 also in
+// the tiled layout's staging (blocks padded to 20 bytes).
+template <class QA>
+void expect_quant_a_dot_products(GgmlType type, bool padded, unsigned seed) {
+  SCOPED_TRACE(std::string(ggml_type_name(type)) + (padded ? " padded" : ""));
+  std::mt19937 rng(seed);
+  const bool mx = type == GgmlType::MXFP4;
+  const size_t unit = mx ? 8 * 17 : ggml_traits(type).type_size;  // 256 elements
+  const auto normal_f16 = [&] {
+    const auto e = static_cast<uint32_t>(8 + rng() % 14), m = static_cast<uint32_t>(rng() & 0x3FFu),
+               sign = static_cast<uint32_t>(rng() & 1u);
+    return static_cast<uint16_t>((sign << 15) | (e << 10) | m);
+  };
+  std::uniform_int_distribution<int> xd(-1000, 1000);
+  int checked = 0;
+  for (int set = 0; set < 8; ++set) {
+    std::vector<std::vector<uint8_t>> rows(16, std::vector<uint8_t>(unit));
+    for (int r = 0; r < 16; ++r) {
+      auto& b = rows[r];
+      const int kind = set == 0 ? r % 3 : 2;  // 0: all clear, 1: all set, 2: random
+      for (uint8_t& v : b) v = kind == 0 ? 0x00 : kind == 1 ? 0xFF : static_cast<uint8_t>(rng() & 0xFF);
+      switch (type) {
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+          put_f16(b, 0, normal_f16());
+          put_f16(b, 2, normal_f16());
+          break;
+        case GgmlType::Q2_K:
+          put_f16(b, 80, normal_f16());
+          put_f16(b, 82, normal_f16());
+          break;
+        case GgmlType::Q3_K:
+          put_f16(b, 108, normal_f16());
+          break;
+        case GgmlType::Q6_K:
+          put_f16(b, 208, normal_f16());
+          break;
+        default:  // MXFP4: E8M0 scales
+          for (int c = 0; c < 8; ++c)
+            b[17 * c] = static_cast<uint8_t>(r == 1 && c < 3 ? c : 100 + rng() % 50);
+          break;
+      }
+    }
+    // The rows as the kernel's staging holds them: at an odd address, MXFP4's blocks padded if asked.
+    std::vector<std::vector<uint8_t>> staged(16);
+    for (int r = 0; r < 16; ++r) {
+      std::vector<uint8_t> st(3 + (padded ? 160 : unit) + 16, 0xA5);
+      for (size_t i = 0; i < unit; ++i) {
+        const size_t dst = padded ? i / 17 * 20 + (i % 17 ? i % 17 + 3 : 0) : i;
+        st[3 + dst] = rows[r][i];
+      }
+      staged[r] = std::move(st);
+    }
+    std::array<std::array<double, 256>, 4> x{};
+    for (auto& xp : x)
+      for (double& v : xp) v = xd(rng) / 8.0;
+    std::array<std::vector<std::array<double, 2>>, 8> stage;  // x hi per chunk, as the kernel stores it
+    for (int c = 0; c < 8; ++c) {
+      stage[c].assign(2 * 32 * 16, {0.0, 0.0});
+      for (int p = 0; p < 4; ++p)
+        for (int l = 0; l < 4; ++l)
+          for (int j = 0; j < 4; ++j) {
+            const int n = 4 * l + j;
+            stage[c][gemm_qa_xs_word(2 * p, 4 * l) + j] = {x[p][32 * c + 2 * n], x[p][32 * c + 2 * n + 1]};
+          }
+    }
+    std::array<std::array<double, 4>, 16> y{};
+    typename QA::Head head[16];
+    for (int r = 0; r < 16; ++r) head[r] = QA::head(staged[r].data() + 3);
+    for (int cp = 0; cp < 4; ++cp) {
+      double A[2][2][16][16] = {}, f[16][2][2] = {}, m[16][2][2] = {};
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        for (int r = 0; r < 2; ++r) {
+          const int row = g + 8 * r;
+          uint32_t ar[2][2][2];
+          float fr[2][2] = {}, mr[2][2] = {};
+          QA::group(head[row], staged[row].data() + 3, cp, t, ar, fr, mr);
+          for (int hb = 0; hb < 2; ++hb)
+            for (int w = 0; w < 2; ++w) {
+              f[row][hb][w] = fr[hb][w], m[row][hb][w] = mr[hb][w];
+              for (int k = 0; k < 2; ++k)
+                for (int j = 0; j < 2; ++j) {
+                  const double v = qa_host::f16_value(static_cast<uint16_t>(ar[hb][w][k] >> (16 * j)));
+                  ASSERT_FALSE(std::isnan(v))
+                      << "an f16 operation was not exact: group " << cp << ", row " << row;
+                  A[hb][w][row][2 * t + 8 * k + j] = v;  // register r + 2 k: row g + 8 r, k 2 t + 8 k + j
+                }
+            }
+        }
+      }
+      for (int row = 0; row < 16; ++row) {
+        for (int p = 0; p < 4; ++p) {
+          double D[2][2] = {};  // per chunk hb and half w: row's sum for pair p (B column 2 p: x hi)
+          for (int hb = 0; hb < 2; ++hb)
+            for (int w = 0; w < 2; ++w) {
+              const auto& st = stage[2 * cp + hb];
+              for (int t = 0; t < 4; ++t) {
+                const int o = gemm_xs_word(2 * p, w, t);  // the B lane of column 2 p (g = 2 p)
+                for (int j = 0; j < 2; ++j) {
+                  D[hb][w] +=
+                      A[hb][w][row][2 * t + j] * st[o][j] + A[hb][w][row][2 * t + 8 + j] * st[o + 1][j];
+                }
+              }
+            }
+          double sum = 0;
+          for (int hb = 0; hb < 2; ++hb)
+            for (int w = 0; w < 2; ++w) {
+              const double fac = QA::kScaleOnD == 0    ? f[row][0][0]
+                                 : QA::kScaleOnD == 16 ? f[row][hb][w]
+                                                       : f[row][hb][0];
+              sum += fac * D[hb][w];
+              double xs16 = 0;
+              for (int e = 0; e < 16; ++e) xs16 += x[p][64 * cp + 32 * hb + 16 * w + e];
+              if (qa_sums(type) == 16) sum -= m[row][hb][w] * xs16;
+              if (qa_sums(type) == 8) sum -= m[row][hb][0] * xs16;  // both halves: the chunk's sum
+            }
+          y[row][p] += sum;
+        }
+      }
+    }
+    for (int r = 0; r < 16; ++r) {
+      std::vector<float> w(256);
+      dequantize_row(type, rows[r].data(), w.data(), 256);
+      for (int p = 0; p < 4; ++p) {
+        double exact = 0, mag = 0;
+        for (int e = 0; e < 256; ++e) exact += w[e] * x[p][e], mag += std::fabs(w[e] * x[p][e]);
+        EXPECT_LE(std::fabs(y[r][p] - exact), 1e-6 * mag + 1e-30)
+            << "set " << set << ", row " << r << ", pair " << p << ": " << y[r][p] << " against " << exact;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 8 * 16 * 4);
+}
+
+TEST(GemvQuantWords, PrefillQuantAOfEveryTypeGivesTheDotProduct) {
+  expect_quant_a_dot_products<Qa<GgmlType::Q4_K>>(GgmlType::Q4_K, false, 1);
+  expect_quant_a_dot_products<Qa<GgmlType::Q5_K>>(GgmlType::Q5_K, false, 2);
+  expect_quant_a_dot_products<Qa<GgmlType::Q2_K>>(GgmlType::Q2_K, false, 3);
+  expect_quant_a_dot_products<Qa<GgmlType::Q3_K>>(GgmlType::Q3_K, false, 4);
+  expect_quant_a_dot_products<Qa<GgmlType::Q6_K>>(GgmlType::Q6_K, false, 5);
+  expect_quant_a_dot_products<QaMxfp4<false>>(GgmlType::MXFP4, false, 6);
+  expect_quant_a_dot_products<QaMxfp4<true>>(GgmlType::MXFP4, true, 7);
 }
 
 }  // namespace
