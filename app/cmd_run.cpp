@@ -6,7 +6,8 @@
 // Ctrl-C (SIGINT) once the model is loaded stops the generation at the next token (the
 // session's cancel flag): the run ends as usual with stop reason "cancelled" (summary or JSON
 // printed, routing trace and stats file closed complete) and exit status 130. A second Ctrl-C
-// ends the process at once (exit 130, nothing flushed).
+// ends the process at once (exit 130, nothing flushed; the routing trace's path keeps what it had,
+// its records left in PATH.tmp: core/routing_trace.h).
 #include <signal.h>
 #include <unistd.h>
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/byte_source.h"
+#include "core/durable_io.h"
 #include "core/error.h"
 
 namespace moepack {
@@ -90,15 +91,15 @@ RoutingTrace read_routing_trace(const std::string& path) {
 }
 
 RoutingTraceWriter::RoutingTraceWriter(const std::string& path, const TraceHeader& header)
-    : path_(path), header_(header) {
+    : path_(path), temp_(atomic_temp_name(path)), header_(header) {
   if (header.n_layers == 0 || header.n_layers > 65536 || header.n_experts == 0 || header.n_experts > 65536 ||
       header.top_k == 0 || header.top_k > header.n_experts || header.expert_bytes == 0 ||
       header.expert_bytes > kMaxExpertBytes ||
       header.model_name.size() > kMaxName) {
     throw Error(path + ": invalid routing trace header");
   }
-  f_ = std::fopen(path.c_str(), "wb");
-  if (f_ == nullptr) throw IoError(path, "create", errno);
+  f_ = std::fopen(temp_.c_str(), "wb");
+  if (f_ == nullptr) throw IoError(temp_, "create", errno);
   put(f_, kMagic, 8, path_);
   const uint32_t name_len = static_cast<uint32_t>(header.model_name.size());
   put(f_, &kVersion, 4, path_);
@@ -111,7 +112,12 @@ RoutingTraceWriter::RoutingTraceWriter(const std::string& path, const TraceHeade
 }
 
 RoutingTraceWriter::~RoutingTraceWriter() {
-  if (f_ != nullptr) std::fclose(f_);
+  if (f_ == nullptr) return;
+  try {
+    close();  // (unwinding or not: every record written is whole)
+  } catch (const std::exception&) {
+    // the records stay in the temporary file; the path keeps what it had
+  }
 }
 
 void RoutingTraceWriter::append(uint32_t step, uint32_t layer, const std::vector<uint32_t>& experts) {
@@ -138,11 +144,26 @@ void RoutingTraceWriter::append(uint32_t step, uint32_t layer, const std::vector
 
 void RoutingTraceWriter::close() {
   if (f_ == nullptr) return;
-  const bool ok = std::fflush(f_) == 0;
-  const int e = errno;
-  std::fclose(f_);
+  std::FILE* f = f_;
   f_ = nullptr;
-  if (!ok) throw IoError(path_, "flush", e);
+  const bool ok = std::fflush(f) == 0;
+  const int e = errno;
+  if (!ok) {
+    std::fclose(f);
+    throw IoError(temp_, "flush", e);
+  }
+  try {
+    fsync_fd(fileno(f), temp_);
+  } catch (...) {
+    std::fclose(f);
+    throw;
+  }
+  if (std::fclose(f) != 0) throw IoError(temp_, "close", errno);
+  if (std::rename(temp_.c_str(), path_.c_str()) != 0) throw IoError(path_, "rename", errno);
+  const auto slash = path_.find_last_of('/');
+  fsync_dir(slash == std::string::npos ? std::string(".")
+            : slash == 0               ? std::string("/")
+                                       : path_.substr(0, slash));
 }
 
 }  // namespace moepack

@@ -47,7 +47,9 @@ struct RoutingTrace {
 // Reads and validates a whole trace. Throws IoError / FormatError (file, field, offset).
 RoutingTrace read_routing_trace(const std::string& path);
 
-// Appends records to a new trace file (buffered; close() or the destructor flushes).
+// Appends records to a new trace file (buffered). The records go to PATH.tmp (atomic_temp_name); close(),
+// or the destructor, flushes, fsyncs and renames it to PATH, so PATH holds either what it held before or
+// a whole trace, never one cut by a process killed mid-run (a second Ctrl-C; the temporary file is left).
 class RoutingTraceWriter {
  public:
   // Throws IoError if the file cannot be created, Error on an invalid header.
@@ -57,10 +59,12 @@ class RoutingTraceWriter {
   RoutingTraceWriter& operator=(const RoutingTraceWriter&) = delete;
   // Throws Error on an out-of-range layer/expert or a decreasing step.
   void append(uint32_t step, uint32_t layer, const std::vector<uint32_t>& experts);
+  // Publishes the trace at its path. Throws IoError (flush, fsync, close or rename failed: the records
+  // stay in the temporary file).
   void close();
 
  private:
-  std::string path_;
+  std::string path_, temp_;
   TraceHeader header_;
   std::FILE* f_ = nullptr;
   uint32_t last_step_ = 0;

@@ -386,7 +386,24 @@ TEST(RoutingTrace, RejectsCorruptFilesWithOffsets) {
     EXPECT_THROW(w.append(1, 0, {1, 1}), Error);  // an expert twice
     w.append(1, 0, {2});
     EXPECT_THROW(w.append(0, 0, {1}), Error);   // step decreases
+    // Until closed the records are in PATH.tmp, and PATH is not there: a run killed now (a second
+    // Ctrl-C) leaves no cut trace at PATH.
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_TRUE(std::filesystem::exists(path + ".tmp"));
     w.close();
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  }
+  {  // a new trace over an old one: the old stays whole until the new one is closed (here by its
+     // destructor), then the new one replaces it
+    RoutingTraceWriter w(path, TraceHeader{2, 4, 2, 8192, "m"});
+    w.append(0, 0, {1});
+    EXPECT_EQ(read_routing_trace(path).records.size(), 2u);
+  }
+  EXPECT_EQ(read_routing_trace(path).records.size(), 1u);
+  {
+    RoutingTraceWriter w(path, TraceHeader{2, 4, 2, 8192, "m"});
+    w.append(0, 1, {0, 3});
+    w.append(1, 0, {2});
   }
   // Header: 36 + 1 (name) = 37 bytes; record 1 at 37 (12 bytes), record 2 at 49 (10 bytes).
   EXPECT_EQ(std::filesystem::file_size(path), 59u);
