@@ -148,11 +148,6 @@ constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blo
 MOEPACK_GEMV_HD constexpr int gemm_qa_xs_word(int row, int n) { return row * 16 + (n ^ ((row & 2) << 2)); }
 // The byte of a group's 32 qs bytes where lane t's word of half w starts.
 MOEPACK_GEMV_HD constexpr int gemm_qa_quant_byte(int w, int t) { return 16 * w + 4 * t; }
-// The chunk element (0..31) that half j (0: low, 1: high 16 bits) of A register i (0..3) of lane t holds
-// in the chunk's half w.
-MOEPACK_GEMV_HD constexpr int gemm_qa_a_element(int w, int t, int i, int j) {
-  return 16 * w + 4 * t + 2 * (i >> 1) + j;
-}
 // PTX prmt / CUDA __byte_perm: byte i of the result is byte (s >> 4 i) & 7 of y:x (x bytes 0-3).
 MOEPACK_GEMV_HD inline uint32_t byte_perm_hd(uint32_t x, uint32_t y, uint32_t s) {
 #if defined(__CUDA_ARCH__)
@@ -171,7 +166,6 @@ MOEPACK_GEMV_HD inline uint32_t byte_perm_hd(uint32_t x, uint32_t y, uint32_t s)
 // then takes fma(v, sc, -fill sc) = q sc, exact (an integer below 2048, and the product unrounded).
 inline constexpr uint32_t kQaLowFill = 0x64646464u;   // f16 0x6400 = 1024
 inline constexpr uint32_t kQaHighFill = 0x54545454u;  // f16 0x5400 = 64
-inline constexpr float kQaLowBase = 1024.0f, kQaHighBase = 64.0f;
 MOEPACK_GEMV_HD inline uint32_t q4k_qa_halves(uint32_t nibbles, uint32_t fill, int k) {
   return byte_perm_hd(nibbles, fill, k ? 0x4342u : 0x4140u);
 }

@@ -1055,7 +1055,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
           // it adds zeros.)
           const int cp = XC / 2 * h + ci;
           // A of both chunks hb and halves w: registers a0 / a2 row g, a1 / a3 row g + 8
-          // (gemm_qa_a_element); the rows' factors of the sums (f) and the minimums' (mf).
+          // (A register r + 2 k of lane t: elements 16 w + 4 t + 2 k, + 1 of the half); the rows' factors of
+          // the sums (f) and the minimums' (mf).
           uint32_t a[2][2][4];
           float f[2][2][2], mf[2][2][2];
 #pragma unroll

@@ -202,124 +202,6 @@ TEST(GemvQuantWords, Q6kQuantsAreTheWeightsOfTheirElements) {
   EXPECT_EQ(checked, 202 * 256);
 }
 
-// The prefill's Q4_K A fragments made from the quants (gpu/gemm_mma_layout.h, "Q4_K's A fragments from
-// its quants"; kernels_gemv.cu gemm_mma_kernel with QA): one warp's super-block of 16 rows against a
-// quad of 4 pairs, every lane's A registers built as the kernel builds them (q4k_qa_halves, the scale
-// pairs, fma(v, sc, -base sc)) and its B loads (gemm_xs_word) from x staged as the kernel stores it
-// (gemm_qa_xs_word), placed by the PTX ISA's m16n8k16 fragment layout ("Matrix fragments for
-// mma.m16n8k16 with floating point type": a0 (row g, k 2t, 2t + 1), a1 (row g + 8), a2 (row g, k 2t + 8,
-// 2t + 9), a3; b0 (k 2t, 2t + 1, column g), b1 (k 2t + 8, 2t + 9)), the four mmas of each group
-// emulated in double and finished as the kernel does (d (D_hi + D_lo) - dmin (m X) per group): the dot
-// products of core's dequantize_row within 1e-6 of sum |w x| (dequantize_row rounds w to float; a
-// misplaced element or scale is off by far more). x: integers / 8 (x's hi half is x, lo zero), random
-// normal d and dmin, random quants and scales, and the all-zero and all-set blocks.
-TEST(GemvQuantWords, Q4kPrefillQuantAFragmentsGiveTheDotProduct) {
-  std::mt19937 rng(48);
-  const auto bl = blocks(GgmlType::Q4_K, rng);  // 200 random, then all 0x00, all 0xFF
-  std::uniform_int_distribution<int> xd(-1000, 1000);
-  const auto normal_f16 = [&] {
-    const auto e = static_cast<uint32_t>(8 + rng() % 14), m = static_cast<uint32_t>(rng() & 0x3FFu),
-               sign = static_cast<uint32_t>(rng() & 1u);
-    return static_cast<uint16_t>((sign << 15) | (e << 10) | m);
-  };
-  const auto halves = [](uint32_t h) {
-    return std::array<double, 2>{fp16_to_fp32(static_cast<uint16_t>(h & 0xFFFFu)),
-                                 fp16_to_fp32(static_cast<uint16_t>(h >> 16))};
-  };
-  int checked = 0;
-  for (int set = 0; set < 12; ++set) {
-    std::vector<std::vector<uint8_t>> rows;
-    for (int i = 0; i < 16; ++i) {
-      rows.push_back(bl[(set * 16 + i + 200) % bl.size()]);
-      put_f16(rows.back(), 0, normal_f16());
-      put_f16(rows.back(), 2, normal_f16());
-    }
-    std::array<std::array<double, 256>, 4> x{};
-    for (auto& xp : x)
-      for (double& v : xp) v = xd(rng) / 8.0;
-    // x staged per chunk: rows 2 p (hi: x) and 2 p + 1 (lo: zero) of 16 words, two elements a word
-    std::array<std::vector<std::array<double, 2>>, 8> stage;
-    for (int c = 0; c < 8; ++c) {
-      stage[c].assign(2 * 32 * 16, {0.0, 0.0});
-      for (int p = 0; p < 4; ++p)
-        for (int l = 0; l < 4; ++l)
-          for (int j = 0; j < 4; ++j) {
-            const int n = 4 * l + j;  // natural word: elements 2 n, 2 n + 1
-            stage[c][gemm_qa_xs_word(2 * p, 4 * l) + j] = {x[p][32 * c + 2 * n], x[p][32 * c + 2 * n + 1]};
-          }
-    }
-    std::array<std::array<double, 4>, 16> y{};
-    for (int cp = 0; cp < 4; ++cp) {
-      std::array<std::array<double, 8>, 16> D{};
-      for (int hb = 0; hb < 2; ++hb) {  // chunk 2 cp + hb: the low nibbles, then the high ones
-        for (int w = 0; w < 2; ++w) {
-          std::array<std::array<double, 16>, 16> A{};
-          std::array<std::array<double, 8>, 16> B{};
-          for (int lane = 0; lane < 32; ++lane) {
-            const int g = lane / 4, t = lane % 4;
-            for (int r = 0; r < 2; ++r) {
-              const auto& blk = rows[g + 8 * r];
-              const uint32_t s0 = word_at(blk, 4), s2 = word_at(blk, 12);
-              const uint32_t scw = cp < 2 ? k4_scales_lo(s0) : k4_scales_hi(s0, s2);
-              const int k = (2 * cp + hb) & 3;
-              const auto scp = halves(qa_scale_pair_biased(scw, k));
-              ASSERT_EQ(scp[0], scp[1]);
-              const double sc = scp[0] - kQaLowBase;
-              ASSERT_EQ(sc, u8_byte(scw, k));
-              const uint32_t q = word_at(blk, 16 + 32 * cp + gemm_qa_quant_byte(w, t));
-              const uint32_t nib = hb ? q & 0xF0F0F0F0u : q & 0x0F0F0F0Fu;
-              for (int kk = 0; kk < 2; ++kk) {
-                const auto v = halves(q4k_qa_halves(nib, hb ? kQaHighFill : kQaLowFill, kk));
-                const double base = hb ? kQaHighBase : kQaLowBase;
-                const int reg = r + 2 * kk;  // a0 .. a3
-                const int row = g + 8 * (reg & 1), k0 = 2 * t + 8 * (reg >> 1);
-                for (int j = 0; j < 2; ++j) {
-                  ASSERT_EQ(row, g + 8 * r);
-                  ASSERT_EQ(gemm_qa_a_element(w, t, reg, j), 16 * w + 4 * t + 2 * kk + j);
-                  A[row][k0 + j] = (v[j] - base) * sc;
-                }
-              }
-            }
-            const auto& st = stage[2 * cp + hb];
-            const int o = gemm_xs_word(g, w, t);  // quad 0: B row 8 q + g = g
-            for (int j = 0; j < 2; ++j) {
-              B[2 * t + j][g] = st[o][j];
-              B[2 * t + 8 + j][g] = st[o + 1][j];
-            }
-          }
-          for (int r = 0; r < 16; ++r)
-            for (int c = 0; c < 8; ++c)
-              for (int k = 0; k < 16; ++k) D[r][c] += A[r][k] * B[k][c];
-        }
-      }
-      for (int r = 0; r < 16; ++r) {
-        const auto& blk = rows[r];
-        const double d = fp16_to_fp32(static_cast<uint16_t>(word_at(blk, 0) & 0xFFFFu));
-        const double dmin = fp16_to_fp32(static_cast<uint16_t>(word_at(blk, 0) >> 16));
-        const uint32_t s1 = word_at(blk, 8), s2 = word_at(blk, 12);
-        const uint32_t mw = cp < 2 ? k4_mins_lo(s1) : k4_mins_hi(s1, s2);
-        for (int p = 0; p < 4; ++p) {
-          double xl = 0, xh = 0;  // x's sums over the group's two chunks
-          for (int e = 0; e < 32; ++e) xl += x[p][64 * cp + e], xh += x[p][64 * cp + 32 + e];
-          y[r][p] += d * (D[r][2 * p] + D[r][2 * p + 1]) -
-                     dmin * (u8_byte(mw, (2 * cp) & 3) * xl + u8_byte(mw, (2 * cp + 1) & 3) * xh);
-        }
-      }
-    }
-    for (int r = 0; r < 16; ++r) {
-      const auto w = dequantized(GgmlType::Q4_K, rows[r]);
-      for (int p = 0; p < 4; ++p) {
-        double exact = 0, mag = 0;
-        for (int e = 0; e < 256; ++e) exact += w[e] * x[p][e], mag += std::fabs(w[e] * x[p][e]);
-        EXPECT_LE(std::fabs(y[r][p] - exact), 1e-6 * mag + 1e-30)
-            << "set " << set << ", row " << r << ", pair " << p << ": " << y[r][p] << " against " << exact;
-        ++checked;
-      }
-    }
-  }
-  EXPECT_EQ(checked, 12 * 16 * 4);
-}
-
 // The kernel's own Qa<T> (gpu/gemm_quant_a.h: what gemm_mma_kernel's lanes build with A from the quants)
 // for all six types, run on the host (its f16 operations in double, each required to land on an f16
 // value exactly): one warp's super-block of 16 rows against a quad of 4 pairs, every lane's Qa<T>::group
@@ -329,7 +211,9 @@ TEST(GemvQuantWords, Q4kPrefillQuantAFragmentsGiveTheDotProduct) {
 // per 32 or 16 elements): the dot products of core's dequantize_row within 1e-6 of sum |w x|. Random
 // units (normal d, dmin; MXFP4 scales 2^-128 .. 2^21, 0 and 1 among them), the all-zero and all-set
 // units, rows of 16 units each read at an unaligned address (smem_word's byte loads); MXFP4 also in
-// the tiled layout's staging (blocks padded to 20 bytes).
+// the tiled layout's staging (blocks padded to 20 bytes). Planted mistakes each failed it hundreds of
+// times: a wrong prmt selector in q4k_qa_halves, a wrong swizzle in gemm_qa_xs_word, Q2_K's minimums
+// indexed by (w, hb), Q6_K's high nibbles shifted by 3.
 template <class QA>
 void expect_quant_a_dot_products(GgmlType type, bool padded, unsigned seed) {
   SCOPED_TRACE(std::string(ggml_type_name(type)) + (padded ? " padded" : ""));
