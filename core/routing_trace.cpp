@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "core/byte_source.h"
@@ -160,10 +161,8 @@ void RoutingTraceWriter::close() {
   }
   if (std::fclose(f) != 0) throw IoError(temp_, "close", errno);
   if (std::rename(temp_.c_str(), path_.c_str()) != 0) throw IoError(path_, "rename", errno);
-  const auto slash = path_.find_last_of('/');
-  fsync_dir(slash == std::string::npos ? std::string(".")
-            : slash == 0               ? std::string("/")
-                                       : path_.substr(0, slash));
+  const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
+  fsync_dir(dir.empty() ? std::string(".") : dir.string());
 }
 
 }  // namespace moepack

@@ -1002,17 +1002,19 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
         if (l == 0) xsc[c * kMmaPairs + p] = pow2f(-e);
         uint32_t* rc = xs + cl * kGemmXsChunkWords;
         if constexpr (QA) {
-          float sum = 0.0f;  // the chunk's sum of x (F32, the lane's 8 then the quad's)
+          if constexpr (kQaSums<T> != 0) {  // the minimums' sums (types without minimums take none)
+            float sum = 0.0f;               // the chunk's sum of x (F32, the lane's 8 then the quad's)
 #pragma unroll
-          for (int i = 0; i < 8; ++i) sum += v[i];
-          sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-          if constexpr (kQaSums<T> == 16) {
-            if ((l & 1) == 0)
-              xsum[p * 16 + 2 * c + (l >> 1)] = sum;  // lanes 0, 1: elements 0-15; 2, 3: 16-31
-          }
-          sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-          if constexpr (kQaSums<T> == 8) {
-            if (l == 0) xsum[p * 8 + c] = sum;
+            for (int i = 0; i < 8; ++i) sum += v[i];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            if constexpr (kQaSums<T> == 16) {
+              if ((l & 1) == 0)
+                xsum[p * 16 + 2 * c + (l >> 1)] = sum;  // lanes 0, 1: elements 0-15; 2, 3: 16-31
+            }
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            if constexpr (kQaSums<T> == 8) {
+              if (l == 0) xsum[p * 8 + c] = sum;
+            }
           }
           // natural words 4 l .. 4 l + 3 at gemm_qa_xs_word: four consecutive words
           *reinterpret_cast<uint4*>(rc + gemm_qa_xs_word(2 * p, 4 * l)) =

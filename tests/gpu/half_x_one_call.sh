@@ -22,9 +22,4 @@ grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]" "$out/first.log" | head -20
 echo "== first tests done at ${SECONDS} s (status $status)"
 # The tests first: ctest may take what is left but 60 s (the forty-seventh session's call gave it
 # budget - 150 s after a 320 s build and stopped it after gpu_ops_test).
-run_ctest $((budget - SECONDS - 60))
-echo "== ctest done at ${SECONDS} s (status $status)"
-left=$((budget - SECONDS - 10))
-[ "$left" -gt 45 ] && run_bench "$left" bench-half-x --prefill-host-sizes-only --prefill 900 --decode 32
-echo "== done at ${SECONDS} s (status $status)"
-exit "$status"
+finish_call bench-half-x --prefill-host-sizes-only --prefill 900 --decode 32

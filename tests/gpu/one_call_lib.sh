@@ -25,3 +25,16 @@ run_bench() {
     echo "== bench rc=$?"
   python3 tests/gpu/summarize_partials.py "$out/$name.txt"
 }
+# finish_call NAME ARGS...: the end of a one-call script: ctest of $gpu_tests with all of
+# $budget - $SECONDS but the last 60 s, then bench_cuda_backend ARGS into $out/NAME.json with what is left
+# (if more than 45 s), and exit with $status.
+finish_call() {
+  local name=$1
+  shift
+  run_ctest $((budget - SECONDS - 60))
+  echo "== ctest done at ${SECONDS} s (status $status)"
+  local left=$((budget - SECONDS - 10))
+  [ "$left" -gt 45 ] && run_bench "$left" "$name" "$@"
+  echo "== done at ${SECONDS} s (status $status)"
+  exit "$status"
+}

@@ -18,9 +18,4 @@ source tests/gpu/one_call_lib.sh
 run_filtered gpu_ops_test '*QuantA*:*PrefillTensorCores*:*HalfX*:*Batching*:Types/TypeParity.*/q4_K:Types/TypeParity.*/q5_K:Types/TypeParity.*/q2_K:Types/TypeParity.*/q3_K:Types/TypeParity.*/q6_K:Types/TypeParity.*/mxfp4'
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure|largest" "$out/first.log" | head -30
 echo "== first tests done at ${SECONDS} s (status $status)"
-run_ctest $((budget - SECONDS - 60))
-echo "== ctest done at ${SECONDS} s (status $status)"
-left=$((budget - SECONDS - 10))
-[ "$left" -gt 45 ] && run_bench "$left" bench-quant-a --prefill-quant-a-only --prefill 900 --decode 32
-echo "== done at ${SECONDS} s (status $status)"
-exit "$status"
+finish_call bench-quant-a --prefill-quant-a-only --prefill 900 --decode 32
