@@ -59,6 +59,9 @@
 //             (set_gemv_prefill_quant_a, on) against W's f16 halves (off), and "gemv_prefill_quant_a_half_x"
 //             with it on, half a unit against the whole (bench_prefill_quant_a);
 //             "engine"/"prefill_quant_a_of" (and "_short_of", 32 tokens): the engine both ways;
+//   "gemv_prefill_columns_quant_a", "gemv_prefill_mma_quant_a" (--prefill-rules-only): the columns and
+//             the F32 kernels each against the tensor cores' prefill with A from the quants
+//             (bench_prefill_columns_quant_a, bench_prefill_mma_quant_a);
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1048,7 +1051,8 @@ nlohmann::json bench_prefill_mma_rule(const WeightPool& pool, double d2d) {
 // on, on, off ("prefill_columns": on as `set` makes it, off none; every setting back to its default
 // afterwards): for each type, expert launches of `shapes` ({rows, cols, experts, pairs an expert,
 // tiled}), then launches of 16 experts of 2048 x 4096 with a short and a longer prompt's mixed group
-// sizes ("group_pairs"; GGUF layout) unless !mixed.
+// sizes ("group_pairs"; GGUF layout) unless !mixed. min_pairs: the prefill's minimum group for the
+// tensor cores meanwhile (0: the default rule; 2: every group of two or more pairs).
 struct ColumnsShape {
   int64_t rows, cols;
   int experts;
@@ -1057,8 +1061,9 @@ struct ColumnsShape {
 };
 nlohmann::json bench_columns_switched(const WeightPool& pool, double d2d, void (*set)(bool),
                                       std::initializer_list<GgmlType> types,
-                                      const std::vector<ColumnsShape>& shapes, bool mixed = true) {
-  const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
+                                      const std::vector<ColumnsShape>& shapes, bool mixed = true,
+                                      int min_pairs = 0) {
+  const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, min_pairs,
                                                   gpu::detail::kGemvPrefillColumnsDefault);
   nlohmann::json rows = nlohmann::json::array();
   for (const GgmlType t : types) {
@@ -1241,6 +1246,48 @@ nlohmann::json bench_prefill_mma_dense(const WeightPool& pool, double d2d) {
                          {4096, 4096, 1, 40},
                          {4096, 4096, 1, 48}},
                         gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+}
+
+// The prefill rules against the prefill with A from the quants (forty-ninth session; it made the tensor
+// cores' prefill x1.14-2.41 faster, so the rules measured before it may move):
+// - "gemv_prefill_columns_quant_a": decode columns of up to 32 pairs (on) against none (off), with every
+//   group of two or more pairs on the tensor cores meanwhile (minimum 2), so each launch compares the
+//   columns with the tensor cores directly: 8 experts of 2048 x 4096 (GGUF and tiled), of 4096 x 2048 and
+//   of 7168 x 1536 (tiled: the engine's layout for such experts), 2 to 32 pairs an expert, and 8 of 768 x
+//   2048 with 2 and 4 (gpu/prefill_columns.h's rule: 12 GGUF, 16 tiled, 32 Q6_K tiled, 4 dense tokens);
+// - "gemv_prefill_mma_quant_a": the F32 kernels (off) against the tensor cores (on) with a minimum of 2
+//   and no columns, expert launches of 8 x 2048 x 4096 with 2 to 12 pairs (the minimum rule's 8 and 12,
+//   gpu/gemm_mma_layout.h; what the columns do not take: types without the tensor-core decode, SwiGLU
+//   epilogue launches) and dense 4096 x 4096 with 5 to 40 tokens (the dense minimum's 40 and 48).
+nlohmann::json bench_prefill_columns_quant_a(const WeightPool& pool, double d2d) {
+  return bench_columns_switched(
+      pool, d2d, set_prefill_columns32,
+      {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q5_K},
+      {{2048, 4096, 8, {2, 4, 8, 12, 16}, false},
+       {2048, 4096, 8, {2, 4, 8, 12, 16, 24, 32}, true},
+       {4096, 2048, 8, {2, 4, 8, 12, 16, 24}, true},
+       {7168, 1536, 8, {4, 8, 16, 24}, true},
+       {768, 2048, 8, {2, 4}, false}},
+      false, 2);
+}
+nlohmann::json bench_prefill_mma_quant_a(const WeightPool& pool, double d2d) {
+  const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
+  return bench_switched(
+      pool, d2d,
+      {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q5_K}, {},
+      {{2048, 4096, 8, 2},
+       {2048, 4096, 8, 4},
+       {2048, 4096, 8, 6},
+       {2048, 4096, 8, 8},
+       {2048, 4096, 8, 12},
+       {4096, 4096, 1, 5},
+       {4096, 4096, 1, 8},
+       {4096, 4096, 1, 12},
+       {4096, 4096, 1, 16},
+       {4096, 4096, 1, 24},
+       {4096, 4096, 1, 32},
+       {4096, 4096, 1, 40}},
+      gpu::detail::set_gemv_prefill_mma, "prefill_mma");
 }
 
 // Q3_K's, Q5_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
@@ -1472,6 +1519,7 @@ int main(int argc, char** argv) {
       false;  // --prefill-host-sizes-only: "gemv_prefill_host_sizes", "prefill_host_sizes_of"
   bool quant_a_only = false;      // --prefill-quant-a-only: "gemv_prefill_quant_a", "prefill_quant_a_of"
   bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
+  bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
   bool q3k_depth_only = false;    // --q3k-depth-only: "q3k_depth"
   bool q6k_only = false;          // --q6k-only: "gemv_q6k"
@@ -1518,6 +1566,8 @@ int main(int argc, char** argv) {
       quant_a_only = true;
     } else if (a == "--prefill-mma-only") {
       prefill_mma_only = true;
+    } else if (a == "--prefill-rules-only") {
+      prefill_rules_only = true;
     } else if (a == "--q3k-only") {
       q3k_only = true;
     } else if (a == "--q3k-depth-only") {
@@ -1598,6 +1648,14 @@ int main(int argc, char** argv) {
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
       out["engine"]["k_tensor_cores_of"] = bench_switch_of(models, prefill, decode, both, "k_tensor_cores");
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (prefill_rules_only) {
+      out["gemv_prefill_columns_quant_a"] = bench_prefill_columns_quant_a(pool, d2d);
+      partial("gemv_prefill_columns_quant_a", out["gemv_prefill_columns_quant_a"]);
+      out["gemv_prefill_mma_quant_a"] = bench_prefill_mma_quant_a(pool, d2d);
+      partial("gemv_prefill_mma_quant_a", out["gemv_prefill_mma_quant_a"]);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
