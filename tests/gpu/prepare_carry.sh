@@ -24,11 +24,12 @@
 #   tests/gpu/prepare_carry.sh p   deepseek2 Q4_K_M + deepseek4 MXFP4_MOE     (~30 MiB)
 #   tests/gpu/prepare_carry.sh q   deepseek4 Q4_K_M + kimi-linear Q4_K_M      (~29 MiB: the two
 #                                  arch tier tests on Q4_K_M)
+#   tests/gpu/prepare_carry.sh r   qwen3moe MXFP4 + deepseek4 Q2_K            (~28 MiB)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
 set -eu
-set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|none}"
+set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|none}"
 src="${MOEPACK_SHARED_DIR:-../shared}/fixtures"
 dst=.device-carry/shared/fixtures
 rm -rf .device-carry/shared
@@ -122,8 +123,13 @@ case "$set_name" in
     copy deepseek4-tiny/deepseek4-tiny-Q4_K_M.gguf kimi-linear-tiny/kimi-linear-tiny-Q4_K_M.gguf
     copy deepseek4-tiny/ref/deepseek4-tiny-Q4_K_M.f32-dequant.json kimi-linear-tiny/ref/kimi-linear-tiny-Q4_K_M.f32-dequant.json
     ;;
+  r)
+    copy qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf deepseek4-tiny/deepseek4-tiny-Q2_K.gguf
+    refs qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE
+    copy deepseek4-tiny/ref/deepseek4-tiny-Q2_K.f32-dequant.json
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a to q, or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a to r, or none)" >&2; exit 2 ;;
 esac
 # The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
 for fam in deepseek4-tiny kimi-linear-tiny; do
