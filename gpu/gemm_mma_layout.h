@@ -132,6 +132,21 @@ constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blo
   return more;
 }
 
+// The default K split of a dense tensor-core prefill launch (gpu/kernels.h set_gemv_prefill_k_split(0)):
+// a launch of `blocks` blocks on a device of `sms` multiprocessors holding blocks_per_sm each fills
+// it once at blocks_per_sm * sms / blocks splits; at most kPrefillKSplitRuleMax and at most n_units / 2
+// (two super-blocks a split at least: the next one's loads in flight while one is computed); 1 (none)
+// where that is below 2. A dense 4096 x 4096 matrix (64 blocks a pair tile) with up to 32 tokens on an
+// H100 (132 multiprocessors, 4 blocks each): 8 splits of 2 super-blocks. Not yet measured.
+inline constexpr int64_t kPrefillKSplitRuleMax = 8;
+constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm) {
+  if (blocks <= 0) return 1;
+  int64_t k = static_cast<int64_t>(blocks_per_sm) * sms / blocks;
+  if (k > kPrefillKSplitRuleMax) k = kPrefillKSplitRuleMax;
+  if (k > n_units / 2) k = n_units / 2;
+  return k < 2 ? 1 : static_cast<int>(k);
+}
+
 // ---- Q4_K's A fragments from its quants (forty-eighth session) -------------------------------------
 // W = d sc q - dmin m per 32-element sub-block (ggml's dequantize_row_q4_K), so a row's sum over a
 // sub-block is d (sum q sc x) - dmin m (sum x). The prefill takes A = q sc straight from the quant

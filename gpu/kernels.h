@@ -202,6 +202,22 @@ void set_gemv_prefill_columns(int c);
 // sums either way. Process-wide; the benchmark compares both.
 constexpr bool kGemvPrefillHostSizesDefault = true;
 void set_gemv_prefill_host_sizes(bool on);
+// K split of dense prefill launches on the tensor cores (forty-ninth session; gpu/gemm_mma_layout.h
+// prefill_k_splits_default): a dense launch (one matrix, no grp_off) of fewer blocks (64 rows by 32 tokens
+// each) than the device holds at once splits every row's super-blocks over `splits` blocks, each writing
+// partial sums to stream-ordered scratch (splits x n_tok x ne1 floats, cudaMallocAsync), which a second
+// kernel adds in split order into y: the sums of a launch do not depend on timing, but they do on the
+// split count (another association of the same F32 additions; the GEMV tolerance either way). splits: 0
+// for each launch's rule, 1 for none (the default until measured: kGemvPrefillKSplitDefault), 2..
+// kGemvPrefillKSplitMax for that many on every dense tensor-core launch (splits past a row's units add
+// nothing). Throws Error outside 0..kGemvPrefillKSplitMax. Process-wide; the benchmark and tests
+// compare them.
+constexpr int kGemvPrefillKSplitDefault = 1;
+constexpr int kGemvPrefillKSplitMax = 64;
+void set_gemv_prefill_k_split(int splits);
+// The splits a dense launch of `blocks` blocks over rows of n_units super-blocks (256 elements) takes
+// under the setting, on a device of `sms` multiprocessors holding blocks_per_sm of its blocks each.
+int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm);
 // The largest group a launch over [ne1][ne0] matrices of `type` (tiled: in the tiled layout; dense:
 // without grp_off) takes as decode columns under the setting: 1 for none (before the launch's own limits
 // above).
@@ -221,6 +237,9 @@ uint64_t gemv_tiled_launches();
 // Tensor-core prefill launches that took A from the quants (detail::set_gemv_prefill_quant_a) so far in
 // this process (all threads): lets tests see which path a launch took.
 uint64_t gemv_prefill_quant_a_launches();
+// Dense tensor-core prefill launches split along their rows (detail::set_gemv_prefill_k_split) so far in
+// this process (all threads).
+uint64_t gemv_prefill_k_split_launches();
 // Slots of decode columns at prefill launched so far in this process (all threads; gpu/prefill_columns.h):
 // lets tests and the benchmark see which layout a launch took (n_groups C slots, n_small (C + 1) in the
 // compact one, none).

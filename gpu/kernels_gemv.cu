@@ -32,6 +32,7 @@
 #include <atomic>
 #include <climits>
 #include <cub/block/block_scan.cuh>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -847,6 +848,24 @@ struct QaSelT<T, true> {
 template <GgmlType T, bool QA>
 using QaSel = typename QaSelT<T, QA>::type;
 
+// A dense prefill launch split along its rows' units (forty-ninth session; gpu/kernels.h
+// set_gemv_prefill_k_split): `splits` blocks share each (rows, pair tile), each summing its own range of
+// units into part[split][n_tok][ne1]; k_split_sum_kernel then adds the splits in order (split 0 first),
+// so the sums do not depend on the blocks' timing. splits 1: no split (part unused).
+struct KSplit {
+  int splits = 1;
+  float* part = nullptr;
+};
+__global__ void k_split_sum_kernel(const float* part, int splits, int64_t n_tok, int64_t ne1, float* y,
+                                   int64_t y_stride) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t n = n_tok * ne1;
+  if (i >= n) return;
+  float sum = part[i];
+  for (int k = 1; k < splits; ++k) sum += part[k * n + i];
+  y[i / ne1 * y_stride + i % ne1] = sum;
+}
+
 // XC == 4, and QA (no A staging: 46 KiB at XC == 8), ask for 4 blocks a multiprocessor (at most 128
 // registers a thread), which their shared memory allows; XC == 8 without QA (3 blocks by its shared
 // memory) leaves the registers to the compiler. Q6_K with QA asks for 3 (168 registers: at 128 its
@@ -855,7 +874,7 @@ template <GgmlType T, bool TILED, int XC, bool QA = false>
 __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
                                                    : XC == 4 || QA          ? 4
                                                                             : 1)
-    gemm_mma_kernel(GemvBatch b, int min_pairs) {
+    gemm_mma_kernel(GemvBatch b, int min_pairs, KSplit ks) {
   using PU = PrefillUnit<T, XC, QA>;
   using TR = TiledRow<TILED ? T : GgmlType::Q4_K>;
   constexpr bool kPadded = TILED && TR::kPad;  // MXFP4's tiled blocks staged padded (tile_chunk)
@@ -879,7 +898,10 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
     // Smaller groups: the decode paths (single pairs, gemv_mma.h's rule) or the F32 kernels.
     if (j1 - j0 < min_pairs) return;
   }
-  j0 += static_cast<int>(blockIdx.z) * kMmaPairs;
+  // K split (dense launches, KSplit): blockIdx.z = pair tile * splits + the split, which takes units
+  // [u_begin, u_end) of every row and writes its partial sums to ks.part.
+  const int split = static_cast<int>(blockIdx.z) % ks.splits;
+  j0 += static_cast<int>(blockIdx.z) / ks.splits * kMmaPairs;
   if (j0 >= j1) return;  // the same for the whole block
   const int nt = min(kMmaPairs, j1 - j0);
   const int np4 = (nt + 3) & ~3;  // pairs staged: whole mmas' columns (those from nt on zero)
@@ -896,6 +918,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
   const auto row_of = [&](int r16) { return min(rclamp + r16, b.ne1 - 1); };
   const int64_t n_chunks = (b.ne0 + kChunk - 1) / kChunk;
   const int64_t n_units = (n_chunks + 7) / 8;
+  const int64_t split_units = (n_units + ks.splits - 1) / ks.splits;
+  const int64_t u_begin = min(n_units, split * split_units), u_end = min(n_units, u_begin + split_units);
 
   // The warp's 16 rows' bytes of unit u: into pre[] (global loads), then into raw (staging).
   uint4 pre[PU::kPre] = {};
@@ -965,8 +989,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
   // QA: what the unit's super-block of the lane's rows g and g + 8 shares (Qa<T>::head).
   using QAT = std::conditional_t<T == GgmlType::MXFP4 && kPadded, QaMxfp4<true>, QaSel<T, QA>>;
   typename QAT::Head qhead[2] = {};
-  fetch(0);
-  for (int64_t u = 0; u < n_units; ++u) {
+  if (u_begin < u_end) fetch(u_begin);  // (a split past the last unit adds nothing: its sums are 0)
+  for (int64_t u = u_begin; u < u_end; ++u) {
     const int nch = static_cast<int>(min(int64_t{8}, n_chunks - 8 * u));
     for (int h = 0; h < 8 / XC && XC * h < nch; ++h) {  // the unit's chunks XC at a time
       __syncthreads();  // every warp is done with the previous chunks' x (and xrow is written)
@@ -1034,7 +1058,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
       if (h == 0) {
         __syncwarp();  // every lane is done with raw (the previous unit)
         stage();
-        if (u + 1 < n_units) fetch(u + 1);  // in flight while this unit is computed
+        if (u + 1 < u_end) fetch(u + 1);  // in flight while this unit is computed
       }
       __syncthreads();  // x and the warp's rows are staged
       if constexpr (QA) {
@@ -1190,11 +1214,15 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
     }
   }
   if (rbase >= b.ne1) return;
+  // Split: partial sums [split][n_tok][ne1] (a dense launch: one group).
+  float* const y =
+      ks.splits > 1 ? ks.part + static_cast<int64_t>(split) * b.n_tok * b.ne1 : b.y + grp * b.y_gstride;
+  const int64_t y_stride = ks.splits > 1 ? b.ne1 : b.y_stride;
 #pragma unroll
   for (int q = 0; q < kMmaPairs / 4; ++q) {
     const int p = 4 * q + t;
     if (p < nt) {
-      float* yp = b.y + grp * b.y_gstride + static_cast<int64_t>(j0 + p) * b.y_stride + rbase;
+      float* yp = y + static_cast<int64_t>(j0 + p) * y_stride + rbase;
       if (rbase + g < b.ne1) yp[g] = acc[q][0];
       if (rbase + g + 8 < b.ne1) yp[g + 8] = acc[q][1];
     }
@@ -1230,6 +1258,8 @@ std::atomic<int> g_prefill_columns{detail::kGemvPrefillColumnsDefault};
 // Decode columns' slots launched (gemv_prefill_column_slots); set_gemv_prefill_host_sizes.
 std::atomic<uint64_t> g_column_slots{0};
 std::atomic<uint64_t> g_quant_a_launches{0};  // for gemv_prefill_quant_a_launches
+std::atomic<uint64_t> g_k_split_launches{0};  // for gemv_prefill_k_split_launches
+std::atomic<int> g_prefill_k_split{detail::kGemvPrefillKSplitDefault};
 std::atomic<bool> g_host_sizes{detail::kGemvPrefillHostSizesDefault};
 
 // The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
@@ -1537,9 +1567,8 @@ struct GemvLaunch {
   template <GgmlType T>
   void gemm_mma(int min_pairs) const {
     const int pairs = b.grp_off ? b.max_pairs : b.n_tok;
-    const dim3 grid(static_cast<unsigned>((b.ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP)),
-                    static_cast<unsigned>(b.n_groups),
-                    static_cast<unsigned>((pairs + kMmaPairs - 1) / kMmaPairs));
+    dim3 grid(static_cast<unsigned>((b.ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP)),
+              static_cast<unsigned>(b.n_groups), static_cast<unsigned>((pairs + kMmaPairs - 1) / kMmaPairs));
     // The blocks with pairs to compute (blocks of smaller groups, or past a group's last pair, return
     // at once): from the host's copy where there is one, else the whole grid.
     int64_t blocks = static_cast<int64_t>(grid.x) * grid.y * grid.z;
@@ -1552,40 +1581,67 @@ struct GemvLaunch {
       blocks = static_cast<int64_t>(grid.x) * tiles;
     }
     const bool qa = detail::gemv_prefill_quant_a(T);
-    const bool half =
-        detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, detail::device_multiprocessors(), qa);
+    const int sms = detail::device_multiprocessors();
+    // A dense launch of fewer blocks than the device holds at once: split along the rows' units
+    // (set_gemv_prefill_k_split), its partial sums in stream-ordered scratch, added in order after.
+    KSplit ks;
+    if (dense()) {
+      const int64_t n_units = ((b.ne0 + kChunk - 1) / kChunk + 7) / 8;
+      const int per_sm = qa ? (T == GgmlType::Q6_K ? 3 : 4) : kPrefillMmaWholeUnitBlocksPerSm;
+      ks.splits = detail::gemv_prefill_k_splits(blocks, n_units, sms, per_sm);
+    }
+    std::optional<StreamScratch> part;
+    if (ks.splits > 1) {
+      part.emplace(static_cast<size_t>(ks.splits) * static_cast<size_t>(b.n_tok) *
+                       static_cast<size_t>(b.ne1) * sizeof(float),
+                   s);
+      ks.part = static_cast<float*>(part->p);
+      grid.z *= static_cast<unsigned>(ks.splits);
+      blocks *= ks.splits;
+      g_k_split_launches.fetch_add(1, std::memory_order_relaxed);
+    }
+    const bool half = detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, sms, qa);
+    bool launched = false;
     if constexpr (kPrefillQuantA<T>) {
       if (qa) {
         g_quant_a_launches.fetch_add(1, std::memory_order_relaxed);
         if (half) {
-          gemm_mma_launch<T, 4, true>(min_pairs, grid);
+          gemm_mma_launch<T, 4, true>(min_pairs, grid, ks);
         } else {
-          gemm_mma_launch<T, 8, true>(min_pairs, grid);
+          gemm_mma_launch<T, 8, true>(min_pairs, grid, ks);
         }
-        return;
+        launched = true;
       }
     }
-    if (half) {
-      gemm_mma_launch<T, 4>(min_pairs, grid);
-    } else {
-      gemm_mma_launch<T, 8>(min_pairs, grid);
+    if (!launched) {
+      if (half) {
+        gemm_mma_launch<T, 4>(min_pairs, grid, ks);
+      } else {
+        gemm_mma_launch<T, 8>(min_pairs, grid, ks);
+      }
+    }
+    if (ks.splits > 1) {
+      MOEPACK_CUDA_CHECK(cudaGetLastError());
+      const int64_t n = static_cast<int64_t>(b.n_tok) * b.ne1;
+      k_split_sum_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(ks.part, ks.splits, b.n_tok,
+                                                                                b.ne1, b.y, b.y_stride);
     }
   }
   template <GgmlType T, int XC, bool QA = false>
-  void gemm_mma_launch(int min_pairs, dim3 grid) const {
+  void gemm_mma_launch(int min_pairs, dim3 grid, KSplit ks) const {
     using PU = PrefillUnit<T, XC, QA>;
     if (b.w_tiled) {
       if constexpr (tiled_unit_bytes(T) > 0) {
         detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC, QA>),
                                    PU::kSmemBytes);
-        gemm_mma_kernel<T, true, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
+        gemm_mma_kernel<T, true, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
       } else {
         throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
       }
     } else {
       detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false, XC, QA>),
                                  PU::kSmemBytes);
-      gemm_mma_kernel<T, false, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs);
+      gemm_mma_kernel<T, false, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
     }
   }
 };
@@ -1679,6 +1735,18 @@ bool gemv_prefill_quant_a(GgmlType type) {
 
 void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }
 
+void set_gemv_prefill_k_split(int splits) {
+  if (splits < 0 || splits > kGemvPrefillKSplitMax) {
+    throw Error("set_gemv_prefill_k_split: " + std::to_string(splits) +
+                " splits: 0 (each launch's rule), 1 (none) or 2.." + std::to_string(kGemvPrefillKSplitMax));
+  }
+  g_prefill_k_split.store(splits, std::memory_order_relaxed);
+}
+int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm) {
+  const int k = g_prefill_k_split.load(std::memory_order_relaxed);
+  return k >= 1 ? k : prefill_k_splits_default(blocks, n_units, sms, blocks_per_sm);
+}
+
 void set_gemv_prefill_columns(int c) {
   if (c < 0 || c > kGemvPrefillColumnsMax) {
     throw Error(
@@ -1700,6 +1768,7 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
 
 uint64_t gemv_tiled_launches() { return g_tiled_launches.load(std::memory_order_relaxed); }
 uint64_t gemv_prefill_quant_a_launches() { return g_quant_a_launches.load(std::memory_order_relaxed); }
+uint64_t gemv_prefill_k_split_launches() { return g_k_split_launches.load(std::memory_order_relaxed); }
 uint64_t gemv_prefill_column_slots() { return g_column_slots.load(std::memory_order_relaxed); }
 
 namespace {

@@ -59,9 +59,11 @@
 //             (set_gemv_prefill_quant_a, on) against W's f16 halves (off), and "gemv_prefill_quant_a_half_x"
 //             with it on, half a unit against the whole (bench_prefill_quant_a);
 //             "engine"/"prefill_quant_a_of" (and "_short_of", 32 tokens): the engine both ways;
-//   "gemv_prefill_columns_quant_a", "gemv_prefill_mma_quant_a" (--prefill-rules-only): the columns and
-//             the F32 kernels each against the tensor cores' prefill with A from the quants
-//             (bench_prefill_columns_quant_a, bench_prefill_mma_quant_a);
+//   "gemv_prefill_k_split", "gemv_prefill_k_split_f32", "gemv_prefill_columns_quant_a",
+//             "gemv_prefill_mma_quant_a" (--prefill-rules-only): the K split of dense launches against
+//             none and against the F32 kernels (bench_prefill_k_split); the columns and the F32 kernels
+//             each against the tensor cores' prefill with A from the quants (bench_prefill_columns_quant_a,
+//             bench_prefill_mma_quant_a);
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1290,6 +1292,46 @@ nlohmann::json bench_prefill_mma_quant_a(const WeightPool& pool, double d2d) {
       gpu::detail::set_gemv_prefill_mma, "prefill_mma");
 }
 
+// The K split of dense tensor-core prefill launches (forty-ninth session; gpu/kernels.h
+// set_gemv_prefill_k_split), every group of two or more tokens on the tensor cores, no columns:
+// "gemv_prefill_k_split": the launch's rule (on) against none (off) on dense 4096 x 4096 with 2 to 128
+// tokens and 2048 x 7168 and 7168 x 2048 with 8 and 32; "gemv_prefill_k_split_f32": the F32 kernels (off)
+// against the tensor cores with the rule (on) on dense 4096 x 4096 with 5 to 40 tokens (the dense
+// minimum's range, gpu/gemm_mma_layout.h).
+void set_prefill_k_split_rule(bool on) { gpu::detail::set_gemv_prefill_k_split(on ? 0 : 1); }
+void set_prefill_mma_k_split(bool on) {
+  gpu::detail::set_gemv_prefill_mma(on);
+  gpu::detail::set_gemv_prefill_k_split(on ? 0 : 1);
+}
+nlohmann::json bench_prefill_k_split(const WeightPool& pool, double d2d, bool against_f32) {
+  const test::PrefillMmaScope every_group(true, 2);
+  const std::initializer_list<GgmlType> types = {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4,
+                                                 GgmlType::Q6_K, GgmlType::Q8_0};
+  if (against_f32) {
+    return bench_switched(pool, d2d, types, {},
+                          {{4096, 4096, 1, 5},
+                           {4096, 4096, 1, 8},
+                           {4096, 4096, 1, 12},
+                           {4096, 4096, 1, 16},
+                           {4096, 4096, 1, 24},
+                           {4096, 4096, 1, 32},
+                           {4096, 4096, 1, 40}},
+                          set_prefill_mma_k_split, "prefill_mma");
+  }
+  return bench_switched(pool, d2d, types, {},
+                        {{4096, 4096, 1, 2},
+                         {4096, 4096, 1, 8},
+                         {4096, 4096, 1, 16},
+                         {4096, 4096, 1, 32},
+                         {4096, 4096, 1, 64},
+                         {4096, 4096, 1, 128},
+                         {2048, 7168, 1, 8},
+                         {2048, 7168, 1, 32},
+                         {7168, 2048, 1, 8},
+                         {7168, 2048, 1, 32}},
+                        set_prefill_k_split_rule, "k_split");
+}
+
 // Q3_K's, Q5_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
 void set_q3k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, !on); }
 void set_q5k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, !on); }
@@ -1652,6 +1694,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (prefill_rules_only) {
+      out["gemv_prefill_k_split"] = bench_prefill_k_split(pool, d2d, false);
+      partial("gemv_prefill_k_split", out["gemv_prefill_k_split"]);
+      out["gemv_prefill_k_split_f32"] = bench_prefill_k_split(pool, d2d, true);
+      partial("gemv_prefill_k_split_f32", out["gemv_prefill_k_split_f32"]);
       out["gemv_prefill_columns_quant_a"] = bench_prefill_columns_quant_a(pool, d2d);
       partial("gemv_prefill_columns_quant_a", out["gemv_prefill_columns_quant_a"]);
       out["gemv_prefill_mma_quant_a"] = bench_prefill_mma_quant_a(pool, d2d);

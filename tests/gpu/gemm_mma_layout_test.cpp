@@ -284,5 +284,27 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 2048, 2047, true), 2);
 }
 
+// The default K split of dense prefill launches (gpu/gemm_mma_layout.h prefill_k_splits_default), worked
+// by hand: an H100's 132 multiprocessors holding 4 blocks each (528 at once).
+TEST(GemmMmaLayout, DefaultKSplit) {
+  // 4096 x 4096, up to 32 tokens: 64 blocks, 528 / 64 = 8, 16 super-blocks a row (8 at most): 8.
+  EXPECT_EQ(prefill_k_splits_default(64, 16, 132, 4), 8);
+  // 33 to 64 tokens: 128 blocks, 528 / 128 = 4.
+  EXPECT_EQ(prefill_k_splits_default(128, 16, 132, 4), 4);
+  // 3 a multiprocessor (Q6_K with A from the quants, or the whole unit): 396 / 128 = 3.
+  EXPECT_EQ(prefill_k_splits_default(128, 16, 132, 3), 3);
+  // 97 to 128 tokens: 256 blocks, 528 / 256 = 2; 129 to 160: 320 blocks, 1 (none).
+  EXPECT_EQ(prefill_k_splits_default(256, 16, 132, 4), 2);
+  EXPECT_EQ(prefill_k_splits_default(320, 16, 132, 4), 1);
+  // Short rows: two super-blocks a split at least (7168 x 1536: 6 super-blocks, 112 blocks: 3, not 4).
+  EXPECT_EQ(prefill_k_splits_default(112, 6, 132, 4), 3);
+  EXPECT_EQ(prefill_k_splits_default(16, 3, 132, 4), 1);  // a 1024-row matrix of 768 elements
+  // A large matrix already fills the device (an output head of 129,280 rows: 2,020 blocks).
+  EXPECT_EQ(prefill_k_splits_default(2020, 28, 132, 4), 1);
+  // Tiny launches stop at 8 (kPrefillKSplitRuleMax); an empty one takes none.
+  EXPECT_EQ(prefill_k_splits_default(1, 1000, 132, 4), 8);
+  EXPECT_EQ(prefill_k_splits_default(0, 16, 132, 4), 1);
+}
+
 }  // namespace
 }  // namespace moepack::gpu

@@ -1008,6 +1008,63 @@ TEST(GpuOps, GemvPrefillQuantAWithinTheBound) {
   EXPECT_FALSE(detail::gemv_prefill_quant_a(GgmlType::Q8_0));
 }
 
+// The K split of dense tensor-core prefill launches (set_gemv_prefill_k_split): the block types (the
+// tensor cores' prefill covers every one), rows of 2,304 elements (9 super-blocks: uneven splits; 288 for the
+// block types of 32, a partial last unit), 83 rows (a last block of 19), 2 to 70 tokens (three pair tiles),
+// 2, 3, 8 and 16 splits (16: splits past the last unit, which add nothing) and the launch's own rule: every
+// sum within the GEMV tolerance of the exact one, the split path taken (its counter), and each launch's sums
+// the same when run again (the splits added in order, not as the blocks finish).
+TEST(GpuOps, GemvPrefillKSplitWithinTheBound) {
+  const test::PrefillMmaScope restore(true, 2);
+  const int64_t ne1 = 83, n_max = 70;
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q6_K,
+                              GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    std::mt19937 rng(4949);
+    for (const int64_t ne0 : {int64_t{2304}, int64_t{288}}) {
+      if (ne0 % ggml_traits(type).block_size != 0) continue;
+      SCOPED_TRACE(std::to_string(ne0) + " elements a row");
+      const int64_t xs = ne0 + 3;
+      const auto data = random_rows(type, ne0, ne1, rng);
+      const uint64_t rb = *ggml_row_bytes(type, ne0);
+      const auto x = random_floats(static_cast<size_t>(n_max * xs), rng);
+      auto d_x = to_device(x);
+      auto d_w = to_device(data);
+      for (const int splits : {2, 3, 8, 16, 0}) {
+        SCOPED_TRACE(std::to_string(splits) + " splits (0: the rule)");
+        detail::set_gemv_prefill_k_split(splits);
+        for (const int32_t n_tok : {2, 7, 33, 70}) {
+          SCOPED_TRACE(std::to_string(n_tok) + " tokens");
+          const auto launch = [&] {
+            DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+            MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+            GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
+            b.x_stride = xs;
+            b.w = d_w.bytes_ptr();
+            b.n_tok = n_tok;
+            gemv(b, nullptr);
+            return to_host(d_y, static_cast<size_t>(n_tok * ne1));
+          };
+          const uint64_t before = gemv_prefill_k_split_launches();
+          const auto first = launch();
+          if (splits != 0) EXPECT_EQ(before + 1, gemv_prefill_k_split_launches()) << "no split launch";
+          const auto again = launch();
+          ASSERT_EQ(0, std::memcmp(first.data(), again.data(), first.size() * sizeof(float)))
+              << "a launch's sums changed when run again";
+          for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t r = 0; r < ne1; ++r) {
+              expect_close_dot(first[t * ne1 + r], data.data() + rb * r, type, x.data() + t * xs, ne0,
+                               "K split");
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_THROW(detail::set_gemv_prefill_k_split(-1), Error);
+  EXPECT_THROW(detail::set_gemv_prefill_k_split(detail::kGemvPrefillKSplitMax + 1), Error);
+}
+
 // The tensor cores' prefill staging x half a unit at a time (set_gemv_prefill_mma_half_x, the default)
 // gives the sums of the whole unit's staging bit for bit: expert launches of groups of 0 to 40 pairs
 // (one and two pair tiles, counts short of a whole mma) on rows of 768 elements (three units; block

@@ -26,6 +26,7 @@ struct PrefillMmaScope {
     gpu::detail::set_gemv_prefill_mma_half_x(gpu::detail::kGemvPrefillMmaHalfXRule);
     gpu::detail::set_gemv_prefill_host_sizes(gpu::detail::kGemvPrefillHostSizesDefault);
     gpu::detail::set_gemv_prefill_quant_a(gpu::detail::kGemvPrefillQuantADefault);
+    gpu::detail::set_gemv_prefill_k_split(gpu::detail::kGemvPrefillKSplitDefault);
   }
   PrefillMmaScope(const PrefillMmaScope&) = delete;
   PrefillMmaScope& operator=(const PrefillMmaScope&) = delete;

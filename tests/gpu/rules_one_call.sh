@@ -4,7 +4,7 @@
 # prefill rules measured against that prefill. Within ~MOEPACK_CALL_BUDGET_S (default 540 s):
 #   1. builds the four gpu test binaries, bench_cuda_backend and moepack (nothing to do on a machine still
 #      warm from such a call);
-#   2. unless MOEPACK_FIRST=0, gpu_ops_test's *QuantA*, *PrefillTensorCores*, *PrefillColumns* and the six
+#   2. unless MOEPACK_FIRST=0, gpu_ops_test's *KSplit*, *QuantA*, *PrefillTensorCores*, *PrefillColumns* and the six
 #      prefill types' parity tests first ($OUT/first.log);
 #   3. ctest of MOEPACK_CTEST_BINARIES (default the three engine binaries) within MOEPACK_CTEST_S (default
 #      240 s; $OUT/ctest.log);
@@ -17,7 +17,7 @@ MOEPACK_SKIP_TESTS=1 source tests/gpu/pass_build_and_test.sh
 echo "== built at ${SECONDS} s"
 source tests/gpu/one_call_lib.sh
 if [ "${MOEPACK_FIRST:-1}" != 0 ]; then
-  run_filtered gpu_ops_test '*QuantA*:*PrefillTensorCores*:*PrefillColumns*:Types/TypeParity.*/q4_K:Types/TypeParity.*/q5_K:Types/TypeParity.*/q2_K:Types/TypeParity.*/q3_K:Types/TypeParity.*/q6_K:Types/TypeParity.*/mxfp4'
+  run_filtered gpu_ops_test '*KSplit*:*QuantA*:*PrefillTensorCores*:*PrefillColumns*:Types/TypeParity.*/q4_K:Types/TypeParity.*/q5_K:Types/TypeParity.*/q2_K:Types/TypeParity.*/q3_K:Types/TypeParity.*/q6_K:Types/TypeParity.*/mxfp4'
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure|largest" "$out/first.log" | head -30
   echo "== first tests done at ${SECONDS} s (status $status)"
 fi

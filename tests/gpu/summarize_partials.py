@@ -11,7 +11,7 @@ import collections
 import json
 import sys
 
-KNOWN = ["quant_a", "half_x", "host_sizes", "prefill_columns", "prefill_mma", "prefill_mma_rule", "columns_rule"]
+KNOWN = ["k_split", "quant_a", "half_x", "host_sizes", "prefill_columns", "prefill_mma", "prefill_mma_rule", "columns_rule"]
 
 
 def launch_key(r):
