@@ -63,7 +63,7 @@
 //             "gemv_prefill_mma_quant_a" (--prefill-rules-only): the K split of dense launches against
 //             none and against the F32 kernels (bench_prefill_k_split); the columns and the F32 kernels
 //             each against the tensor cores' prefill with A from the quants (bench_prefill_columns_quant_a,
-//             bench_prefill_mma_quant_a);
+//             bench_prefill_mma_quant_a); --rules-skip-k-split leaves the K split parts out;
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1561,6 +1561,7 @@ int main(int argc, char** argv) {
       false;  // --prefill-host-sizes-only: "gemv_prefill_host_sizes", "prefill_host_sizes_of"
   bool quant_a_only = false;      // --prefill-quant-a-only: "gemv_prefill_quant_a", "prefill_quant_a_of"
   bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
+  bool rules_skip_k_split = false;  // --rules-skip-k-split: --prefill-rules-only without the K split parts
   bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
   bool q3k_depth_only = false;    // --q3k-depth-only: "q3k_depth"
@@ -1610,6 +1611,8 @@ int main(int argc, char** argv) {
       prefill_mma_only = true;
     } else if (a == "--prefill-rules-only") {
       prefill_rules_only = true;
+    } else if (a == "--rules-skip-k-split") {
+      rules_skip_k_split = true;
     } else if (a == "--q3k-only") {
       q3k_only = true;
     } else if (a == "--q3k-depth-only") {
@@ -1694,10 +1697,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (prefill_rules_only) {
-      out["gemv_prefill_k_split"] = bench_prefill_k_split(pool, d2d, false);
-      partial("gemv_prefill_k_split", out["gemv_prefill_k_split"]);
-      out["gemv_prefill_k_split_f32"] = bench_prefill_k_split(pool, d2d, true);
-      partial("gemv_prefill_k_split_f32", out["gemv_prefill_k_split_f32"]);
+      if (!rules_skip_k_split) {
+        out["gemv_prefill_k_split"] = bench_prefill_k_split(pool, d2d, false);
+        partial("gemv_prefill_k_split", out["gemv_prefill_k_split"]);
+        out["gemv_prefill_k_split_f32"] = bench_prefill_k_split(pool, d2d, true);
+        partial("gemv_prefill_k_split_f32", out["gemv_prefill_k_split_f32"]);
+      }
       out["gemv_prefill_columns_quant_a"] = bench_prefill_columns_quant_a(pool, d2d);
       partial("gemv_prefill_columns_quant_a", out["gemv_prefill_columns_quant_a"]);
       out["gemv_prefill_mma_quant_a"] = bench_prefill_mma_quant_a(pool, d2d);
