@@ -870,7 +870,9 @@ __global__ void k_split_sum_kernel(const float* part, int splits, int64_t n_tok,
 // registers a thread), which their shared memory allows; XC == 8 without QA (3 blocks by its shared
 // memory) leaves the registers to the compiler. Q6_K with QA asks for 3 (168 registers: at 128 its
 // 210-byte rows' loads in flight and its factors per mma spilled 264 bytes).
-template <GgmlType T, bool TILED, int XC, bool QA = false>
+// KS: the K split's instantiation (dense launches: GGUF layout, the whole unit); without it the split
+// folds away (splits 1), so the other launches run the code they ran before it.
+template <GgmlType T, bool TILED, int XC, bool QA = false, bool KS = false>
 __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
                                                    : XC == 4 || QA          ? 4
                                                                             : 1)
@@ -900,8 +902,9 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
   }
   // K split (dense launches, KSplit): blockIdx.z = pair tile * splits + the split, which takes units
   // [u_begin, u_end) of every row and writes its partial sums to ks.part.
-  const int split = static_cast<int>(blockIdx.z) % ks.splits;
-  j0 += static_cast<int>(blockIdx.z) / ks.splits * kMmaPairs;
+  static_assert(!KS || (!TILED && XC == 8), "the K split: dense launches, the whole unit");
+  const int splits = KS ? ks.splits : 1;
+  j0 += static_cast<int>(blockIdx.z) / splits * kMmaPairs;
   if (j0 >= j1) return;  // the same for the whole block
   const int nt = min(kMmaPairs, j1 - j0);
   const int np4 = (nt + 3) & ~3;  // pairs staged: whole mmas' columns (those from nt on zero)
@@ -918,8 +921,9 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
   const auto row_of = [&](int r16) { return min(rclamp + r16, b.ne1 - 1); };
   const int64_t n_chunks = (b.ne0 + kChunk - 1) / kChunk;
   const int64_t n_units = (n_chunks + 7) / 8;
-  const int64_t split_units = (n_units + ks.splits - 1) / ks.splits;
-  const int64_t u_begin = min(n_units, split * split_units), u_end = min(n_units, u_begin + split_units);
+  const int64_t split_units = (n_units + splits - 1) / splits;
+  const int64_t u_begin = KS ? min(n_units, static_cast<int64_t>(blockIdx.z % splits) * split_units) : 0;
+  const int64_t u_end = KS ? min(n_units, u_begin + split_units) : n_units;
 
   // The warp's 16 rows' bytes of unit u: into pre[] (global loads), then into raw (staging).
   uint4 pre[PU::kPre] = {};
@@ -1216,8 +1220,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
   if (rbase >= b.ne1) return;
   // Split: partial sums [split][n_tok][ne1] (a dense launch: one group).
   float* const y =
-      ks.splits > 1 ? ks.part + static_cast<int64_t>(split) * b.n_tok * b.ne1 : b.y + grp * b.y_gstride;
-  const int64_t y_stride = ks.splits > 1 ? b.ne1 : b.y_stride;
+      KS ? ks.part + static_cast<int64_t>(blockIdx.z % splits) * b.n_tok * b.ne1 : b.y + grp * b.y_gstride;
+  const int64_t y_stride = KS ? b.ne1 : b.y_stride;
 #pragma unroll
   for (int q = 0; q < kMmaPairs / 4; ++q) {
     const int p = 4 * q + t;
@@ -1600,24 +1604,29 @@ struct GemvLaunch {
       blocks *= ks.splits;
       g_k_split_launches.fetch_add(1, std::memory_order_relaxed);
     }
-    const bool half = detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, sms, qa);
+    // (a split launch fills the device at most once: the whole unit)
+    const bool half = ks.splits == 1 && detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, sms, qa);
     bool launched = false;
     if constexpr (kPrefillQuantA<T>) {
       if (qa) {
         g_quant_a_launches.fetch_add(1, std::memory_order_relaxed);
-        if (half) {
-          gemm_mma_launch<T, 4, true>(min_pairs, grid, ks);
+        if (ks.splits > 1) {
+          gemm_mma_split_launch<T, true>(min_pairs, grid, ks);
+        } else if (half) {
+          gemm_mma_launch<T, 4, true>(min_pairs, grid);
         } else {
-          gemm_mma_launch<T, 8, true>(min_pairs, grid, ks);
+          gemm_mma_launch<T, 8, true>(min_pairs, grid);
         }
         launched = true;
       }
     }
     if (!launched) {
-      if (half) {
-        gemm_mma_launch<T, 4>(min_pairs, grid, ks);
+      if (ks.splits > 1) {
+        gemm_mma_split_launch<T, false>(min_pairs, grid, ks);
+      } else if (half) {
+        gemm_mma_launch<T, 4>(min_pairs, grid);
       } else {
-        gemm_mma_launch<T, 8>(min_pairs, grid, ks);
+        gemm_mma_launch<T, 8>(min_pairs, grid);
       }
     }
     if (ks.splits > 1) {
@@ -1627,21 +1636,30 @@ struct GemvLaunch {
                                                                                 b.ne1, b.y, b.y_stride);
     }
   }
+  // The K split's launch (a dense launch: GGUF layout; gemm_mma_kernel's KS instantiation).
+  template <GgmlType T, bool QA>
+  void gemm_mma_split_launch(int min_pairs, dim3 grid, KSplit ks) const {
+    using PU = PrefillUnit<T, 8, QA>;
+    detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false, 8, QA, true>),
+                               PU::kSmemBytes);
+    gemm_mma_kernel<T, false, 8, QA, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
+  }
   template <GgmlType T, int XC, bool QA = false>
-  void gemm_mma_launch(int min_pairs, dim3 grid, KSplit ks) const {
+  void gemm_mma_launch(int min_pairs, dim3 grid) const {
     using PU = PrefillUnit<T, XC, QA>;
     if (b.w_tiled) {
       if constexpr (tiled_unit_bytes(T) > 0) {
         detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC, QA>),
                                    PU::kSmemBytes);
-        gemm_mma_kernel<T, true, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
+        gemm_mma_kernel<T, true, XC, QA>
+            <<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, KSplit{});
       } else {
         throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
       }
     } else {
       detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false, XC, QA>),
                                  PU::kSmemBytes);
-      gemm_mma_kernel<T, false, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
+      gemm_mma_kernel<T, false, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, KSplit{});
     }
   }
 };
