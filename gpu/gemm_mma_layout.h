@@ -91,10 +91,26 @@ inline constexpr int kPrefillMmaMinPairsLarge = 8;
 inline constexpr int kPrefillMmaMinPairsLargeHeavy = 12;
 inline constexpr int kPrefillMmaMinTokensDense = 40;
 inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
-constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false) {
+// Forty-ninth session (H100, bench_cuda_backend --prefill-rules-only, docs/cuda-backend.md thirty-seventh
+// pass): with A from the quants (quant_a) the tensor cores beat the F32 kernels on 8 experts of 2048 x
+// 4096 from 2 pairs (x1.42-1.77; Q6_K x1.00 at 2, x1.29 at 4): kPrefillMmaMinPairsQuantA 2,
+// kPrefillMmaMinPairsQuantAQ6K 4; and with the K split (k_split: set_gemv_prefill_k_split not 1) a dense
+// 4096 x 4096 matrix from 5 tokens with A from the quants (x1.11-1.65 at 5, x1.42-2.12 at 8, x2.45-4.95 at
+// 32-40) and from 12 without (Q8_0 x0.66 / x0.87 / x1.22 at 5 / 8 / 12): kPrefillMmaMinTokensDenseKSplit 5,
+// kPrefillMmaMinTokensDenseKSplitPlain 12.
+inline constexpr int kPrefillMmaMinPairsQuantA = 2;
+inline constexpr int kPrefillMmaMinPairsQuantAQ6K = 4;
+inline constexpr int kPrefillMmaMinTokensDenseKSplit = 5;
+inline constexpr int kPrefillMmaMinTokensDenseKSplitPlain = 12;
+constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false,
+                                            bool quant_a = false, bool k_split = false) {
   if (ne0 * ne1 < kPrefillMmaLargeElems) return kPrefillMmaMinPairsSmall;
   const bool heavy = type == GgmlType::Q2_K || type == GgmlType::Q6_K;
-  if (dense) return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
+  if (dense) {
+    if (k_split) return quant_a ? kPrefillMmaMinTokensDenseKSplit : kPrefillMmaMinTokensDenseKSplitPlain;
+    return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
+  }
+  if (quant_a) return type == GgmlType::Q6_K ? kPrefillMmaMinPairsQuantAQ6K : kPrefillMmaMinPairsQuantA;
   return heavy ? kPrefillMmaMinPairsLargeHeavy : kPrefillMmaMinPairsLarge;
 }
 
@@ -137,10 +153,16 @@ constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blo
 // it once at blocks_per_sm * sms / blocks splits; at most kPrefillKSplitRuleMax and at most n_units / 2
 // (two super-blocks a split at least: the next one's loads in flight while one is computed); 1 (none)
 // where that is below 2. A dense 4096 x 4096 matrix (64 blocks a pair tile) with up to 32 tokens on an
-// H100 (132 multiprocessors, 4 blocks each): 8 splits of 2 super-blocks. Not yet measured.
+// H100 (132 multiprocessors, 4 blocks each): 8 splits of 2 super-blocks. Only on matrices of at least
+// kPrefillMmaLargeElems elements (elems), where a dense launch's sums already depend on its token count
+// (the dense minimum above), so the fixtures' and the demo's smaller matrices keep their sums whatever
+// the prompt's chunks. Measured on an H100 (forty-ninth session, bench_cuda_backend --prefill-rules-only
+// "gemv_prefill_k_split", the rule against none, Q4_K, Q2_K, MXFP4, Q6_K, Q8_0): dense 4096 x 4096 with 2
+// to 32 tokens x1.91-3.76, 64 x1.27-2.27, 128 x1.00-1.36; 2048 x 7168 x3.96-5.15; 7168 x 2048 x1.18-1.96.
 inline constexpr int64_t kPrefillKSplitRuleMax = 8;
-constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm) {
-  if (blocks <= 0) return 1;
+constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm,
+                                       int64_t elems = kPrefillMmaLargeElems) {
+  if (blocks <= 0 || elems < kPrefillMmaLargeElems) return 1;
   int64_t k = static_cast<int64_t>(blocks_per_sm) * sms / blocks;
   if (k > kPrefillKSplitRuleMax) k = kPrefillKSplitRuleMax;
   if (k > n_units / 2) k = n_units / 2;

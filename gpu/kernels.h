@@ -208,16 +208,19 @@ void set_gemv_prefill_host_sizes(bool on);
 // partial sums to stream-ordered scratch (splits x n_tok x ne1 floats, cudaMallocAsync), which a second
 // kernel adds in split order into y: the sums of a launch do not depend on timing, but they do on the
 // split count (another association of the same F32 additions; the GEMV tolerance either way). splits: 0
-// for each launch's rule, 1 for none (the default until measured: kGemvPrefillKSplitDefault), 2..
+// for each launch's rule (the default, kGemvPrefillKSplitDefault; measured there), 1 for none, 2..
 // kGemvPrefillKSplitMax for that many on every dense tensor-core launch (splits past a row's units add
 // nothing). Throws Error outside 0..kGemvPrefillKSplitMax. Process-wide; the benchmark and tests
 // compare them.
-constexpr int kGemvPrefillKSplitDefault = 1;
+constexpr int kGemvPrefillKSplitDefault = 0;
 constexpr int kGemvPrefillKSplitMax = 64;
 void set_gemv_prefill_k_split(int splits);
-// The splits a dense launch of `blocks` blocks over rows of n_units super-blocks (256 elements) takes
-// under the setting, on a device of `sms` multiprocessors holding blocks_per_sm of its blocks each.
-int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm);
+// The splits a dense launch of `blocks` blocks over rows of n_units super-blocks (256 elements) of a
+// matrix of `elems` elements takes under the setting, on a device of `sms` multiprocessors holding
+// blocks_per_sm of its blocks each.
+int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm, int64_t elems);
+// Whether dense launches may split (the setting is not 1): the dense minimum's rule depends on it.
+bool gemv_prefill_k_split_on();
 // The largest group a launch over [ne1][ne0] matrices of `type` (tiled: in the tiled layout; dense:
 // without grp_off) takes as decode columns under the setting: 1 for none (before the launch's own limits
 // above).

@@ -1592,7 +1592,7 @@ struct GemvLaunch {
     if (dense()) {
       const int64_t n_units = ((b.ne0 + kChunk - 1) / kChunk + 7) / 8;
       const int per_sm = qa ? (T == GgmlType::Q6_K ? 3 : 4) : kPrefillMmaWholeUnitBlocksPerSm;
-      ks.splits = detail::gemv_prefill_k_splits(blocks, n_units, sms, per_sm);
+      ks.splits = detail::gemv_prefill_k_splits(blocks, n_units, sms, per_sm, b.ne0 * b.ne1);
     }
     std::optional<StreamScratch> part;
     if (ks.splits > 1) {
@@ -1760,10 +1760,11 @@ void set_gemv_prefill_k_split(int splits) {
   }
   g_prefill_k_split.store(splits, std::memory_order_relaxed);
 }
-int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm) {
+int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm, int64_t elems) {
   const int k = g_prefill_k_split.load(std::memory_order_relaxed);
-  return k >= 1 ? k : prefill_k_splits_default(blocks, n_units, sms, blocks_per_sm);
+  return k >= 1 ? k : prefill_k_splits_default(blocks, n_units, sms, blocks_per_sm, elems);
 }
+bool gemv_prefill_k_split_on() { return g_prefill_k_split.load(std::memory_order_relaxed) != 1; }
 
 void set_gemv_prefill_columns(int c) {
   if (c < 0 || c > kGemvPrefillColumnsMax) {
@@ -1776,11 +1777,13 @@ void set_gemv_prefill_columns(int c) {
 }
 int gemv_prefill_columns(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense) {
   const int c = g_prefill_columns.load(std::memory_order_relaxed);
-  return c >= 1 ? c : prefill_columns_default(type, ne0, ne1, tiled, dense);
+  return c >= 1 ? c : prefill_columns_default(type, ne0, ne1, tiled, dense, gemv_prefill_quant_a(type));
 }
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense) {
   const int m = g_prefill_mma_min_pairs.load(std::memory_order_relaxed);
-  return m >= 2 ? m : prefill_mma_default_min_pairs(type, ne0, ne1, dense);
+  return m >= 2 ? m
+                : prefill_mma_default_min_pairs(type, ne0, ne1, dense, gemv_prefill_quant_a(type),
+                                                gemv_prefill_k_split_on());
 }
 }  // namespace detail
 

@@ -81,11 +81,40 @@ inline constexpr int kPrefillColumnsExperts = 12;
 inline constexpr int kPrefillColumnsTiled = 16;
 inline constexpr int kPrefillColumnsTiledQ6K = 32;
 inline constexpr int kPrefillColumnsDense = 4;
+// With the tensor cores' prefill taking A from the quants (quant_a: gpu/kernels.h
+// set_gemv_prefill_quant_a, on by default for Q4_K, Q5_K, Q2_K, Q3_K, Q6_K and MXFP4; x1.14-2.41 on its
+// launches) the columns lose from fewer pairs. Measured on an H100 (forty-ninth session, bench_cuda_backend
+// --prefill-rules-only "gemv_prefill_columns_quant_a": columns of up to 32 against the tensor cores at every
+// group of two or more, two runs each way alternating, docs/cuda-backend.md thirty-seventh pass):
+// - 8 x 2048 x 4096, GGUF: at 2 pairs x1.49-2.24, at 4 Q4_K, Q2_K, Q5_K, Q6_K x1.11-1.38 but MXFP4 x0.90
+//   and Q3_K x0.95, at 8 every type x0.59-0.93: kPrefillColumnsExpertsQuantA, 4 (MXFP4 and Q3_K 2);
+//   8 x 768 x 2048 x1.41-2.46 at 2 and 4;
+// - tiled, 8 x 2048 x 4096 / 4096 x 2048 / 7168 x 1536: at 4 x1.03-2.10 but MXFP4 x0.97 on 4096 x 2048,
+//   at 8 Q4_K, Q3_K, Q5_K, MXFP4 x1.02-1.23 / x0.72-0.84 / x0.78-0.94 (lost on the more rows), Q2_K x1.34
+//   / x1.00 / x1.07 and x1.05 / x0.61 / x0.76 at 16; Q6_K x1.12 / x1.16 at 32 / 24 and x1.48 / x0.96 at 16 /
+//   24 on 7168 x 1536: kPrefillColumnsTiledQuantA 4, kPrefillColumnsTiledQuantAQ2K 8,
+//   kPrefillColumnsTiledQuantAQ6K 16.
+// Dense launches keep 4 (the columns against the K split not measured).
+inline constexpr int kPrefillColumnsExpertsQuantA = 4;
+inline constexpr int kPrefillColumnsExpertsQuantALight = 2;  // MXFP4, Q3_K
+inline constexpr int kPrefillColumnsTiledQuantA = 4;
+inline constexpr int kPrefillColumnsTiledQuantAQ2K = 8;
+inline constexpr int kPrefillColumnsTiledQuantAQ6K = 16;
 // Every type the tensor-core decode covers takes the same rule (the measurements above agree), but for
-// Q6_K's tiled experts.
-constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense) {
+// Q6_K's tiled experts; with quant_a (the launch's prefill takes A from the quants) the rule above.
+constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense,
+                                      bool quant_a = false) {
   if (ne0 * ne1 < kPrefillColumnsMinElems) return 1;
   if (dense) return kPrefillColumnsDense;
+  if (quant_a) {
+    if (!tiled) {
+      return type == GgmlType::MXFP4 || type == GgmlType::Q3_K ? kPrefillColumnsExpertsQuantALight
+                                                               : kPrefillColumnsExpertsQuantA;
+    }
+    return type == GgmlType::Q6_K   ? kPrefillColumnsTiledQuantAQ6K
+           : type == GgmlType::Q2_K ? kPrefillColumnsTiledQuantAQ2K
+                                    : kPrefillColumnsTiledQuantA;
+  }
   if (!tiled) return kPrefillColumnsExperts;
   return type == GgmlType::Q6_K ? kPrefillColumnsTiledQ6K : kPrefillColumnsTiled;
 }

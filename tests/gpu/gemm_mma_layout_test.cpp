@@ -282,6 +282,18 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 7168, 1536, true), 48);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 256, 256, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 2048, 2047, true), 2);
+  // With A from the quants (forty-ninth session): 2 pairs on large experts, 4 for Q6_K; with the K split
+  // dense launches from 5 tokens (12 for the types without A from the quants); small matrices keep 2.
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 2048, false, true), 2);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 4096, 2048, false, true, true), 2);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 1536, 7168, false, true), 4);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 4096, 4096, true, true, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 4096, true, false, true), 12);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, false), 40);  // no split
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 4096, 4096, true, true, false), 48);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 256, 256, true, true, true), 2);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 256, 256, false, true, true), 2);
 }
 
 // The default K split of dense prefill launches (gpu/gemm_mma_layout.h prefill_k_splits_default), worked
@@ -304,6 +316,11 @@ TEST(GemmMmaLayout, DefaultKSplit) {
   // Tiny launches stop at 8 (kPrefillKSplitRuleMax); an empty one takes none.
   EXPECT_EQ(prefill_k_splits_default(1, 1000, 132, 4), 8);
   EXPECT_EQ(prefill_k_splits_default(0, 16, 132, 4), 1);
+  // Only on matrices of at least 2048 x 2048 elements: 4096 x 1024 splits, 4096 x 1023 and the
+  // fixtures' matrices do not.
+  EXPECT_EQ(prefill_k_splits_default(16, 16, 132, 4, int64_t{4096} * 1024), 8);
+  EXPECT_EQ(prefill_k_splits_default(16, 16, 132, 4, int64_t{4096} * 1023), 1);
+  EXPECT_EQ(prefill_k_splits_default(1, 4, 132, 4, int64_t{1024} * 83), 1);
 }
 
 }  // namespace

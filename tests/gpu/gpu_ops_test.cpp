@@ -750,31 +750,31 @@ TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
   // 0: each launch's own default (gpu/gemm_mma_layout.h, CPU-tested in gemm_mma_layout_test).
   detail::set_gemv_prefill_mma_min_pairs(0);
   EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(type, ne0, ne1), 2);
-  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(GgmlType::Q6_K, 4096, 2048), 12);
+  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(GgmlType::Q6_K, 4096, 2048), 4);  // A from the quants
+  EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(GgmlType::Q8_0, 4096, 2048), 8);
   detail::set_gemv_prefill_mma_min_pairs(5);
   EXPECT_EQ(detail::gemv_prefill_mma_min_pairs(GgmlType::Q6_K, 4096, 2048), 5);
 }
 
 // The default minimum group (set_gemv_prefill_mma_min_pairs(0): gpu/gemm_mma_layout.h
-// prefill_mma_default_min_pairs) through real launches on matrices of 4096 x 1024 elements, the
-// first size the rule calls large (minimum 8, 12 for Q2_K and Q6_K; dense launches 40 and 48): a
-// dense launch of md - 1 tokens gives the F32 kernels' sums bit for bit (the tensor cores' prefill
-// off), one of md tokens the tensor cores' (a minimum of 2); an expert launch of groups of 1, m - 1
-// and m pairs each group the same; and on a small matrix (512 x 35, minimum 2) a dense launch of 2
-// tokens the tensor cores'. Decode columns off (PrefillMmaScope's default), so every group reaches
-// the prefill kernels.
+// prefill_mma_default_min_pairs with the type's A from the quants and the K split on, both defaults)
+// through real launches on matrices of 4096 x 1024 elements, the first size the rule calls large
+// (minimum 2, 4 for Q6_K; dense launches 5, split): a dense launch of md - 1 tokens gives the F32
+// kernels' sums bit for bit (the tensor cores' prefill off), one of md tokens the tensor cores' (a
+// minimum of 2); an expert launch of groups of 1, m - 1 and m pairs (1, 2 and 3 where m is 2) each
+// group the same; and on a small matrix (512 x 35, minimum 2) a dense launch of 2 tokens the tensor
+// cores'. Decode columns off (PrefillMmaScope's default), so every group reaches the prefill kernels.
 TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
   const test::PrefillMmaScope restore(true, 0);
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
     for (const auto& shape : {std::pair<int64_t, int64_t>{4096, 1024}, {512, 35}}) {
       const int64_t ne0 = shape.first, ne1 = shape.second;
-      const int m = prefill_mma_default_min_pairs(type, ne0, ne1);
-      const int md = prefill_mma_default_min_pairs(type, ne0, ne1, true);  // dense launches
+      const int m = detail::gemv_prefill_mma_min_pairs(type, ne0, ne1);
+      const int md = detail::gemv_prefill_mma_min_pairs(type, ne0, ne1, true);  // dense launches
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne0) + " x " +
                    std::to_string(ne1) + ", minimum " + std::to_string(m) + ", dense " + std::to_string(md));
-      const bool heavy = type == GgmlType::Q2_K || type == GgmlType::Q6_K;
-      ASSERT_EQ(m, ne0 == 512 ? 2 : (heavy ? 12 : 8));
-      ASSERT_EQ(md, ne0 == 512 ? 2 : (heavy ? 48 : 40));
+      ASSERT_EQ(m, ne0 == 512 ? 2 : (type == GgmlType::Q6_K ? 4 : 2));
+      ASSERT_EQ(md, ne0 == 512 ? 2 : 5);
       std::mt19937 rng(123);
       const uint64_t rb = *ggml_row_bytes(type, ne0);
       const ExpertMatrices em = expert_matrices(type, ne0, ne1, 3, rng);
@@ -813,13 +813,13 @@ TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
       }
       EXPECT_TRUE(differ) << "the F32 kernels and the tensor cores gave the same sums";
       if (ne0 == 512) continue;  // the small matrix: dense launches only
-      const std::vector<int32_t> sizes = {1, m - 1, m};
-      const std::vector<int32_t> grp_off = {0, 1, m, 2 * m};
+      const std::vector<int32_t> sizes = {1, std::max(m - 1, 2), std::max(m, 3)};
+      const std::vector<int32_t> grp_off = {0, 1, 1 + sizes[1], 1 + sizes[1] + sizes[2]};
       std::vector<int32_t> x_row;
       for (int32_t j = 0; j < grp_off.back(); ++j) x_row.push_back(j % n_x);
       auto d_rows = to_device(x_row);
       const auto y = three_ways(
-          [&] { return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, 0, 3, m); });
+          [&] { return expert_groups(type, ne0, ne1, rb, em, grp_off, d_rows, d_x, ne0, 0, 3, sizes[2]); });
       for (int g = 1; g < 3; ++g) {
         const size_t from = static_cast<size_t>(grp_off[g] * ne1), n = static_cast<size_t>(sizes[g] * ne1);
         expect_same(y[0], sizes[g] >= m ? y[2] : y[1], from, n,
@@ -1254,9 +1254,19 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
   // 0: each launch's default (gpu/prefill_columns.h, CPU-tested in prefill_columns_test); c >= 1 for all.
   detail::set_gemv_prefill_columns(0);
   EXPECT_EQ(detail::gemv_prefill_columns(type, ne0, ne1, false, false), 1);  // small matrices: none
-  EXPECT_EQ(detail::gemv_prefill_columns(type, 4096, 2048, false, false), 12);
+  // (the types whose prefill takes A from the quants, on by default, have the forty-ninth session's rule)
+  const bool light = type == GgmlType::MXFP4 || type == GgmlType::Q3_K;
+  EXPECT_EQ(detail::gemv_prefill_columns(type, 4096, 2048, false, false), !detail::gemv_prefill_quant_a(type)
+                                                                              ? 12
+                                                                          : light ? 2
+                                                                                  : 4);
+  EXPECT_EQ(detail::gemv_prefill_columns(GgmlType::Q4_K, 4096, 2048, true, false), 4);
+  EXPECT_EQ(detail::gemv_prefill_columns(GgmlType::Q6_K, 4096, 2048, true, false), 16);
+  EXPECT_EQ(detail::gemv_prefill_columns(GgmlType::Q2_K, 4096, 2048, true, false), 8);
+  detail::set_gemv_prefill_quant_a(false);  // the rule before it
   EXPECT_EQ(detail::gemv_prefill_columns(GgmlType::Q4_K, 4096, 2048, true, false), 16);
   EXPECT_EQ(detail::gemv_prefill_columns(GgmlType::Q6_K, 4096, 2048, true, false), 32);
+  detail::set_gemv_prefill_quant_a(detail::kGemvPrefillQuantADefault);
   EXPECT_EQ(detail::gemv_prefill_columns(type, 4096, 4096, false, true), 4);
   detail::set_gemv_prefill_columns(7);
   EXPECT_EQ(detail::gemv_prefill_columns(type, ne0, ne1, false, false), 7);

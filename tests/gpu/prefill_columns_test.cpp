@@ -135,5 +135,23 @@ TEST(PrefillColumns, DefaultRule) {
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 32000, false, true), 4);  // a fixture's output head
 }
 
+// With the prefill taking A from the quants (quant_a, forty-ninth session): 4 pairs in the GGUF layout (2
+// for MXFP4 and Q3_K), 4 tiled (8 for Q2_K, 16 for Q6_K); dense launches and small matrices as before.
+TEST(PrefillColumns, DefaultRuleWithAFromTheQuants) {
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4096, 2048, false, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q2_K, 4096, 2048, false, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q5_K, 2048, 768, false, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 4096, 2048, false, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::MXFP4, 4096, 2048, false, false, true), 2);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q3_K, 7168, 1536, false, false, true), 2);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4096, 2048, true, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::MXFP4, 4096, 2048, true, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q3_K, 7168, 1536, true, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q2_K, 7168, 1536, true, false, true), 8);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 7168, 1536, true, false, true), 16);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4096, 4096, false, true, true), 4);  // dense
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, false, true), 1);   // the demo's
+}
+
 }  // namespace
 }  // namespace moepack::gpu

@@ -3,7 +3,8 @@
 # carry set (tests/gpu/prepare_carry.sh; all take the prefill with A from the quants by default) and the
 # prefill rules measured against that prefill. Within ~MOEPACK_CALL_BUDGET_S (default 540 s):
 #   1. builds the four gpu test binaries, bench_cuda_backend and moepack (nothing to do on a machine still
-#      warm from such a call; MOEPACK_BUILD_MIN=1: gpu_ops_test and bench_cuda_backend only);
+#      warm from such a call; MOEPACK_BUILD_MIN=1: gpu_ops_test and bench_cuda_backend only, or
+#      MOEPACK_BUILD_TARGETS);
 #   2. unless MOEPACK_FIRST=0, gpu_ops_test's *KSplit*, *QuantA*, *PrefillTensorCores*, *PrefillColumns* and the six
 #      prefill types' parity tests first ($OUT/first.log);
 #   3. ctest of MOEPACK_CTEST_BINARIES (default the three engine binaries) within MOEPACK_CTEST_S (default
@@ -18,7 +19,9 @@ if [ "${MOEPACK_BUILD_MIN:-0}" = 1 ]; then  # gpu_ops_test and the benchmark onl
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
     -DMOEPACK_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
     > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-  cmake --build build-gpu -j "$(nproc)" --target gpu_ops_test bench_cuda_backend > "$out/build.log" 2>&1 ||
+  # shellcheck disable=SC2086 # the list splits into targets
+  cmake --build build-gpu -j "$(nproc)" --target ${MOEPACK_BUILD_TARGETS:-gpu_ops_test bench_cuda_backend} \
+    > "$out/build.log" 2>&1 ||
     { grep -E "error" "$out/build.log" | head -30; exit 1; }
   status=0
 else
@@ -27,7 +30,7 @@ fi
 echo "== built at ${SECONDS} s"
 source tests/gpu/one_call_lib.sh
 if [ "${MOEPACK_FIRST:-1}" != 0 ]; then
-  run_filtered gpu_ops_test '*KSplit*:*QuantA*:*PrefillTensorCores*:*PrefillColumns*:Types/TypeParity.*/q4_K:Types/TypeParity.*/q5_K:Types/TypeParity.*/q2_K:Types/TypeParity.*/q3_K:Types/TypeParity.*/q6_K:Types/TypeParity.*/mxfp4'
+  run_filtered gpu_ops_test "${MOEPACK_FIRST_FILTER:-*KSplit*:*QuantA*:*PrefillTensorCores*:*PrefillColumns*:Types/TypeParity.*/q4_K:Types/TypeParity.*/q5_K:Types/TypeParity.*/q2_K:Types/TypeParity.*/q3_K:Types/TypeParity.*/q6_K:Types/TypeParity.*/mxfp4}"
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure|largest" "$out/first.log" | head -30
   echo "== first tests done at ${SECONDS} s (status $status)"
 fi
