@@ -175,7 +175,8 @@ void set_gemv_prefill_quant_a(bool on);
 // Whether the tensor cores' prefill launches of `type` take it now (the six types above, while on).
 bool gemv_prefill_quant_a(GgmlType type);
 // The minimum a launch over [ne1][ne0] matrices of `type` uses (dense: a launch of one matrix without
-// grp_off; a grouped dense launch takes the expert launches' rule): the one set, else the default rule.
+// grp_off; a grouped dense launch takes the expert launches' rule): the one set, else the default rule
+// (with the type's set_gemv_prefill_quant_a and whether the K split is on, gpu/gemm_mma_layout.h).
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false);
 // Decode columns at prefill (gpu/prefill_columns.h, forty-sixth session): the groups of 1..c pairs of
 // an expert launch (grp_off), and every token of a dense launch of one matrix of 2..c tokens, run as single
@@ -184,12 +185,13 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
 // max(gemv_prefill_mma_min_pairs, c + 1), the F32 kernels between). c: 0 for each launch's default
 // (gpu/prefill_columns.h prefill_columns_default: 12 pairs on expert matrices of at least 1024 x 1024
 // elements, 16 in the tiled layout (32 for Q6_K), 4 tokens on dense ones, none on smaller matrices;
-// measured on an H100, the default since), 1 for none (groups of one pair are decode launches anyway), 2..
-// kGemvPrefillColumnsMax for that c on every launch. Only where the tensor-core decode covers the
-// launch (gemv_mma_supported, and gemv_tiled_supported for tiled weights), for expert launches with
-// x_gstride and y_gstride 0 and no SwiGLU epilogue (n_groups * min(c, max_pairs) slots, or the compact
-// layout's (min(c, max_pairs) + 1) a group of 1..c pairs with GemvBatch::grp_off_host, in launches of
-// at most 65,535), dense launches of one matrix (n_groups 1) without x_row; elsewhere, and while
+// measured on an H100, the default since; for the types whose prefill takes A from the quants 4 pairs, 2
+// for MXFP4 and Q3_K, tiled 4, 8 for Q2_K, 16 for Q6_K: the forty-ninth session's), 1 for none (groups of one
+// pair are decode launches anyway), 2.. kGemvPrefillColumnsMax for that c on every launch. Only where the
+// tensor-core decode covers the launch (gemv_mma_supported, and gemv_tiled_supported for tiled weights), for
+// expert launches with x_gstride and y_gstride 0 and no SwiGLU epilogue (n_groups * min(c, max_pairs) slots,
+// or the compact layout's (min(c, max_pairs) + 1) a group of 1..c pairs with GemvBatch::grp_off_host, in
+// launches of at most 65,535), dense launches of one matrix (n_groups 1) without x_row; elsewhere, and while
 // set_gemv_prefill_x_global or set_gemv_bytewise_dequant is on (the F32 kernels' comparisons), the launch is
 // unchanged. Throws Error for c below 0 or above kGemvPrefillColumnsMax. Process-wide; the benchmark and
 // tests compare them.
