@@ -916,7 +916,7 @@ struct TensorCoresDefaultAfterwards {
 // types of `once` only off, once. The switch is off again afterwards (exceptions included).
 using LaunchShape = std::tuple<int, int, int, int>;
 nlohmann::json bench_switched(const WeightPool& pool, double d2d, std::initializer_list<GgmlType> types,
-                              std::initializer_list<GgmlType> once, std::initializer_list<LaunchShape> shapes,
+                              std::initializer_list<GgmlType> once, const std::vector<LaunchShape>& shapes,
                               void (*set)(bool), const char* key) {
   struct Off {
     void (*set)(bool);
@@ -1272,24 +1272,22 @@ nlohmann::json bench_prefill_columns_quant_a(const WeightPool& pool, double d2d)
        {768, 2048, 8, {2, 4}, false}},
       false, 2);
 }
+// Launches of `experts` matrices of rows x cols with each of `pairs` pairs an expert (one matrix: a dense
+// launch of that many tokens), appended to `to`.
+std::vector<LaunchShape> launch_shapes(int rows, int cols, int experts, std::initializer_list<int> pairs,
+                                       std::vector<LaunchShape> to = {}) {
+  for (const int p : pairs) to.emplace_back(rows, cols, experts, p);
+  return to;
+}
+// The dense minimum's range (gpu/gemm_mma_layout.h): one 4096 x 4096 matrix with 5 to 40 tokens.
+const std::vector<LaunchShape> kDenseMinimumShapes = launch_shapes(4096, 4096, 1, {5, 8, 12, 16, 24, 32, 40});
 nlohmann::json bench_prefill_mma_quant_a(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
   return bench_switched(
       pool, d2d,
       {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q5_K}, {},
-      {{2048, 4096, 8, 2},
-       {2048, 4096, 8, 4},
-       {2048, 4096, 8, 6},
-       {2048, 4096, 8, 8},
-       {2048, 4096, 8, 12},
-       {4096, 4096, 1, 5},
-       {4096, 4096, 1, 8},
-       {4096, 4096, 1, 12},
-       {4096, 4096, 1, 16},
-       {4096, 4096, 1, 24},
-       {4096, 4096, 1, 32},
-       {4096, 4096, 1, 40}},
-      gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+      launch_shapes(2048, 4096, 8, {2, 4, 6, 8, 12}, kDenseMinimumShapes), gpu::detail::set_gemv_prefill_mma,
+      "prefill_mma");
 }
 
 // The K split of dense tensor-core prefill launches (forty-ninth session; gpu/kernels.h
@@ -1307,28 +1305,12 @@ nlohmann::json bench_prefill_k_split(const WeightPool& pool, double d2d, bool ag
   const test::PrefillMmaScope every_group(true, 2);
   const std::initializer_list<GgmlType> types = {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4,
                                                  GgmlType::Q6_K, GgmlType::Q8_0};
-  if (against_f32) {
-    return bench_switched(pool, d2d, types, {},
-                          {{4096, 4096, 1, 5},
-                           {4096, 4096, 1, 8},
-                           {4096, 4096, 1, 12},
-                           {4096, 4096, 1, 16},
-                           {4096, 4096, 1, 24},
-                           {4096, 4096, 1, 32},
-                           {4096, 4096, 1, 40}},
-                          set_prefill_mma_k_split, "prefill_mma");
-  }
+  if (against_f32)
+    return bench_switched(pool, d2d, types, {}, kDenseMinimumShapes, set_prefill_mma_k_split, "prefill_mma");
   return bench_switched(pool, d2d, types, {},
-                        {{4096, 4096, 1, 2},
-                         {4096, 4096, 1, 8},
-                         {4096, 4096, 1, 16},
-                         {4096, 4096, 1, 32},
-                         {4096, 4096, 1, 64},
-                         {4096, 4096, 1, 128},
-                         {2048, 7168, 1, 8},
-                         {2048, 7168, 1, 32},
-                         {7168, 2048, 1, 8},
-                         {7168, 2048, 1, 32}},
+                        launch_shapes(7168, 2048, 1, {8, 32},
+                                      launch_shapes(2048, 7168, 1, {8, 32},
+                                                    launch_shapes(4096, 4096, 1, {2, 8, 16, 32, 64, 128}))),
                         set_prefill_k_split_rule, "k_split");
 }
 
