@@ -168,6 +168,14 @@ constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms,
   if (k > n_units / 2) k = n_units / 2;
   return k < 2 ? 1 : static_cast<int>(k);
 }
+// Whether the rule splits a dense launch of one pair tile (up to 32 tokens) of a [ne1][ne0] matrix: its
+// blocks are ceil(ne1 / 64) (gpu/kernels_gemv.cu, 4 warps of 16 rows). The dense minimum takes the split's
+// lower value only where this holds (rows of fewer than 1024 elements, or more rows than the device holds
+// blocks of at once, keep 40 / 48: unsplit launches there are unmeasured).
+constexpr bool prefill_dense_one_tile_splits(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
+  const int64_t n_units = ((ne0 + 31) / 32 + 7) / 8;
+  return prefill_k_splits_default((ne1 + 63) / 64, n_units, sms, blocks_per_sm, ne0 * ne1) > 1;
+}
 
 // ---- Q4_K's A fragments from its quants (forty-eighth session) -------------------------------------
 // W = d sc q - dmin m per 32-element sub-block (ggml's dequantize_row_q4_K), so a row's sum over a

@@ -132,7 +132,9 @@ void set_gemv_prefill_mma(bool on);
 // prefill_mma_default_min_pairs (2 on matrices under 2048 x 2048 elements, 8 on larger ones, 12 for
 // Q2_K and Q6_K there; measured on the H200, forty-fifth session: docs/cuda-backend.md, thirty-third
 // pass; dense launches of large matrices 40 tokens, 48 for Q2_K and Q6_K, measured on an H100 in the
-// forty-sixth, thirty-fourth pass; decode columns, below, take smaller groups first); throws Error
+// forty-sixth, thirty-fourth pass; since the forty-ninth (thirty-seventh pass) for the types with A from
+// the quants 2 on the larger ones, 4 for Q6_K, and dense launches that the K split splits 5 tokens, 12
+// for the other types; decode columns, below, take smaller groups first); throws Error
 // for any other m. Groups below the minimum go to the F32 kernels in a launch of
 // their own (run on an H200 in the forty-fifth session: gpu_ops_test's
 // GemvPrefillTensorCoresTakeGroupsFromTheMinimum, minimums 3, 8, 10 and 17, bit for bit). Process-wide.
@@ -221,8 +223,6 @@ void set_gemv_prefill_k_split(int splits);
 // matrix of `elems` elements takes under the setting, on a device of `sms` multiprocessors holding
 // blocks_per_sm of its blocks each.
 int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm, int64_t elems);
-// Whether dense launches may split (the setting is not 1): the dense minimum's rule depends on it.
-bool gemv_prefill_k_split_on();
 // The largest group a launch over [ne1][ne0] matrices of `type` (tiled: in the tiled layout; dense:
 // without grp_off) takes as decode columns under the setting: 1 for none (before the launch's own limits
 // above).

@@ -1593,6 +1593,7 @@ struct GemvLaunch {
       const int64_t n_units = ((b.ne0 + kChunk - 1) / kChunk + 7) / 8;
       const int per_sm = qa ? (T == GgmlType::Q6_K ? 3 : 4) : kPrefillMmaWholeUnitBlocksPerSm;
       ks.splits = detail::gemv_prefill_k_splits(blocks, n_units, sms, per_sm, b.ne0 * b.ne1);
+      ks.splits = std::min(ks.splits, static_cast<int>(65535 / grid.z));  // (forced: the grid's z limit)
     }
     std::optional<StreamScratch> part;
     if (ks.splits > 1) {
@@ -1764,7 +1765,6 @@ int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_p
   const int k = g_prefill_k_split.load(std::memory_order_relaxed);
   return k >= 1 ? k : prefill_k_splits_default(blocks, n_units, sms, blocks_per_sm, elems);
 }
-bool gemv_prefill_k_split_on() { return g_prefill_k_split.load(std::memory_order_relaxed) != 1; }
 
 void set_gemv_prefill_columns(int c) {
   if (c < 0 || c > kGemvPrefillColumnsMax) {
@@ -1781,9 +1781,15 @@ int gemv_prefill_columns(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bo
 }
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense) {
   const int m = g_prefill_mma_min_pairs.load(std::memory_order_relaxed);
-  return m >= 2 ? m
-                : prefill_mma_default_min_pairs(type, ne0, ne1, dense, gemv_prefill_quant_a(type),
-                                                gemv_prefill_k_split_on());
+  if (m >= 2) return m;
+  const bool qa = gemv_prefill_quant_a(type);
+  // The dense minimum's split value only where the launch splits: forced splits, or the rule's for one
+  // pair tile (the blocks a multiprocessor as gemm_mma chooses them).
+  const int k = g_prefill_k_split.load(std::memory_order_relaxed);
+  const int per_sm = qa ? (type == GgmlType::Q6_K ? 3 : 4) : kPrefillMmaWholeUnitBlocksPerSm;
+  const bool splits = k >= 2 || (k == 0 && dense &&
+                                 prefill_dense_one_tile_splits(ne0, ne1, device_multiprocessors(), per_sm));
+  return prefill_mma_default_min_pairs(type, ne0, ne1, dense, qa, splits);
 }
 }  // namespace detail
 

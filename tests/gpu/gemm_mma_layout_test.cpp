@@ -321,6 +321,16 @@ TEST(GemmMmaLayout, DefaultKSplit) {
   EXPECT_EQ(prefill_k_splits_default(16, 16, 132, 4, int64_t{4096} * 1024), 8);
   EXPECT_EQ(prefill_k_splits_default(16, 16, 132, 4, int64_t{4096} * 1023), 1);
   EXPECT_EQ(prefill_k_splits_default(1, 4, 132, 4, int64_t{1024} * 83), 1);
+  // A dense launch of one pair tile splits (the dense minimum's 5 / 12 tokens) on 4096 x 4096 and 2048 x
+  // 7168, not on rows under 1024 elements nor where its ceil(ne1 / 64) blocks fill the device: DeepSeek's
+  // 7168 x 18432 (288 blocks, 528 / 288 = 1), an output head of 129,280 rows.
+  EXPECT_TRUE(prefill_dense_one_tile_splits(4096, 4096, 132, 4));
+  EXPECT_TRUE(prefill_dense_one_tile_splits(7168, 2048, 132, 4));
+  EXPECT_TRUE(prefill_dense_one_tile_splits(4096, 1024, 132, 3));
+  EXPECT_FALSE(prefill_dense_one_tile_splits(768, 8192, 132, 4));  // 3 super-blocks a row: 1 split
+  EXPECT_FALSE(prefill_dense_one_tile_splits(7168, 18432, 132, 4));
+  EXPECT_FALSE(prefill_dense_one_tile_splits(7168, 129280, 132, 4));
+  EXPECT_FALSE(prefill_dense_one_tile_splits(2048, 2047, 132, 4));  // under 2048 x 2048 elements
 }
 
 }  // namespace

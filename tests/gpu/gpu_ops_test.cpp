@@ -1011,9 +1011,10 @@ TEST(GpuOps, GemvPrefillQuantAWithinTheBound) {
 // The K split of dense tensor-core prefill launches (set_gemv_prefill_k_split): the block types (the
 // tensor cores' prefill covers every one), rows of 2,304 elements (9 super-blocks: uneven splits; 288 for the
 // block types of 32, a partial last unit), 83 rows (a last block of 19), 2 to 70 tokens (three pair tiles),
-// 2, 3, 8 and 16 splits (16: splits past the last unit, which add nothing) and the launch's own rule: every
-// sum within the GEMV tolerance of the exact one, the split path taken (its counter), and each launch's sums
-// the same when run again (the splits added in order, not as the blocks finish).
+// 2, 3, 8 and 16 splits (16: splits past the last unit, which add nothing) and the launch's own rule, y rows
+// wider than ne1: every sum within the GEMV tolerance of the exact one, nothing written between y's rows, the
+// split path taken (its counter), and each launch's sums the same when run again (the splits added in order,
+// not as the blocks finish); then the rule on a matrix it splits (4096 x 1024).
 TEST(GpuOps, GemvPrefillKSplitWithinTheBound) {
   const test::PrefillMmaScope restore(true, 2);
   const int64_t ne1 = 83, n_max = 70;
@@ -1035,28 +1036,66 @@ TEST(GpuOps, GemvPrefillKSplitWithinTheBound) {
         detail::set_gemv_prefill_k_split(splits);
         for (const int32_t n_tok : {2, 7, 33, 70}) {
           SCOPED_TRACE(std::to_string(n_tok) + " tokens");
+          const int64_t ys = ne1 + 5;  // y rows wider than ne1 (the sums' kernel writes with y_stride)
           const auto launch = [&] {
-            DeviceBuffer d_y(static_cast<size_t>(n_tok * ne1) * sizeof(float), "y");
+            DeviceBuffer d_y(static_cast<size_t>(n_tok * ys) * sizeof(float), "y");
             MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
             GemvBatch b = rows_batch(type, ne0, ne1, rb, d_x.as<float>(), d_y.as<float>());
             b.x_stride = xs;
+            b.y_stride = ys;
             b.w = d_w.bytes_ptr();
             b.n_tok = n_tok;
             gemv(b, nullptr);
-            return to_host(d_y, static_cast<size_t>(n_tok * ne1));
+            return to_host(d_y, static_cast<size_t>(n_tok * ys));
           };
           const uint64_t before = gemv_prefill_k_split_launches();
           const auto first = launch();
-          if (splits != 0) EXPECT_EQ(before + 1, gemv_prefill_k_split_launches()) << "no split launch";
+          if (splits != 0) {
+            EXPECT_EQ(before + 1, gemv_prefill_k_split_launches()) << "no split launch";
+          }
           const auto again = launch();
           ASSERT_EQ(0, std::memcmp(first.data(), again.data(), first.size() * sizeof(float)))
               << "a launch's sums changed when run again";
           for (int64_t t = 0; t < n_tok; ++t) {
             for (int64_t r = 0; r < ne1; ++r) {
-              expect_close_dot(first[t * ne1 + r], data.data() + rb * r, type, x.data() + t * xs, ne0,
+              expect_close_dot(first[t * ys + r], data.data() + rb * r, type, x.data() + t * xs, ne0,
                                "K split");
             }
+            for (int64_t r = ne1; r < ys; ++r) {  // between rows: untouched (the 0xFF bytes)
+              uint32_t bits = 0;
+              std::memcpy(&bits, &first[t * ys + r], sizeof bits);
+              ASSERT_EQ(bits, 0xFFFFFFFFu) << "token " << t << " wrote past its row, at " << r;
+            }
           }
+        }
+      }
+    }
+  }
+  // The rule (0) on a matrix it splits (4096 x 1024: 16 blocks a pair tile, 8 splits of 2 super-blocks),
+  // 8 and 40 tokens: the split path taken, every 61st row's sums within the tolerance.
+  detail::set_gemv_prefill_k_split(0);
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)) + ", 4096 x 1024, the rule");
+    std::mt19937 rng(4950);
+    const int64_t ne0 = 4096, big = 1024;
+    const auto data = random_rows(type, ne0, big, rng);
+    const uint64_t rb = *ggml_row_bytes(type, ne0);
+    const auto x = random_floats(static_cast<size_t>(40 * ne0), rng);
+    auto d_x = to_device(x);
+    auto d_w = to_device(data);
+    for (const int32_t n_tok : {8, 40}) {
+      DeviceBuffer d_y(static_cast<size_t>(n_tok * big) * sizeof(float), "y");
+      GemvBatch b = rows_batch(type, ne0, big, rb, d_x.as<float>(), d_y.as<float>());
+      b.w = d_w.bytes_ptr();
+      b.n_tok = n_tok;
+      const uint64_t before = gemv_prefill_k_split_launches();
+      gemv(b, nullptr);
+      EXPECT_EQ(before + 1, gemv_prefill_k_split_launches()) << n_tok << " tokens: the rule did not split";
+      const auto y = to_host(d_y, static_cast<size_t>(n_tok * big));
+      for (int64_t t = 0; t < n_tok; t += 7) {
+        for (int64_t r = 0; r < big; r += 61) {
+          expect_close_dot(y[t * big + r], data.data() + rb * r, type, x.data() + t * ne0, ne0,
+                           "K split, the rule");
         }
       }
     }
