@@ -138,6 +138,12 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
 //   3, for its registers) either way, and half a unit measured x0.79-0.99 on every launch and type.
 inline constexpr int kPrefillMmaWholeUnitBlocksPerSm = 3;
 inline constexpr int kPrefillMmaHalfUnitBlocksPerSm = 4;
+// The blocks a multiprocessor holds of the whole unit's kernel (gpu/kernels_gemv.cu gemm_mma_kernel's
+// __launch_bounds__): with A from the quants 4, 3 for Q6_K (its registers); with W's halves 3 (its shared
+// memory). The K split's rule counts with it.
+constexpr int prefill_mma_whole_unit_blocks_per_sm(GgmlType type, bool quant_a) {
+  return quant_a ? (type == GgmlType::Q6_K ? 3 : 4) : kPrefillMmaWholeUnitBlocksPerSm;
+}
 constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blocks, int sms,
                                           bool quant_a = false) {
   if (quant_a) return false;

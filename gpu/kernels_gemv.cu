@@ -1591,7 +1591,7 @@ struct GemvLaunch {
     KSplit ks;
     if (dense()) {
       const int64_t n_units = ((b.ne0 + kChunk - 1) / kChunk + 7) / 8;
-      const int per_sm = qa ? (T == GgmlType::Q6_K ? 3 : 4) : kPrefillMmaWholeUnitBlocksPerSm;
+      const int per_sm = prefill_mma_whole_unit_blocks_per_sm(T, qa);
       ks.splits = detail::gemv_prefill_k_splits(blocks, n_units, sms, per_sm, b.ne0 * b.ne1);
       ks.splits = std::min(ks.splits, static_cast<int>(65535 / grid.z));  // (forced: the grid's z limit)
     }
@@ -1786,7 +1786,7 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
   // The dense minimum's split value only where the launch splits: forced splits, or the rule's for one
   // pair tile (the blocks a multiprocessor as gemm_mma chooses them).
   const int k = g_prefill_k_split.load(std::memory_order_relaxed);
-  const int per_sm = qa ? (type == GgmlType::Q6_K ? 3 : 4) : kPrefillMmaWholeUnitBlocksPerSm;
+  const int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);
   const bool splits = k >= 2 || (k == 0 && dense &&
                                  prefill_dense_one_tile_splits(ne0, ne1, device_multiprocessors(), per_sm));
   return prefill_mma_default_min_pairs(type, ne0, ne1, dense, qa, splits);
