@@ -154,6 +154,10 @@ constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blo
   return more;
 }
 
+// The units (8 chunks of 32 elements: a K-quant's super-block) of a row of ne0 elements, the tensor cores'
+// prefill's steps along a row (the last one partial where ne0 is not a multiple of 256).
+MOEPACK_GEMV_HD constexpr int64_t prefill_mma_units(int64_t ne0) { return ((ne0 + 31) / 32 + 7) / 8; }
+
 // The default K split of a dense tensor-core prefill launch (gpu/kernels.h set_gemv_prefill_k_split(0)):
 // a launch of `blocks` blocks on a device of `sms` multiprocessors holding blocks_per_sm each fills
 // it once at blocks_per_sm * sms / blocks splits; at most kPrefillKSplitRuleMax and at most n_units / 2
@@ -179,8 +183,7 @@ constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms,
 // lower value only where this holds (rows of fewer than 1024 elements, or more rows than the device holds
 // blocks of at once, keep 40 / 48: unsplit launches there are unmeasured).
 constexpr bool prefill_dense_one_tile_splits(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
-  const int64_t n_units = ((ne0 + 31) / 32 + 7) / 8;
-  return prefill_k_splits_default((ne1 + 63) / 64, n_units, sms, blocks_per_sm, ne0 * ne1) > 1;
+  return prefill_k_splits_default((ne1 + 63) / 64, prefill_mma_units(ne0), sms, blocks_per_sm, ne0 * ne1) > 1;
 }
 
 // ---- Q4_K's A fragments from its quants (forty-eighth session) -------------------------------------

@@ -159,6 +159,19 @@ constexpr uint32_t kH2Base1056 = 0x64206420u;   // 1056, 1056 (Q3_K's scales, Q6
 template <GgmlType T>
 struct Qa;
 
+// Q4_K's and Q5_K's A words of half w (a[0][w]: chunk 2 cp, a[1][w]: 2 cp + 1) from the group's quant words
+// lo (quants in the low bits of their bytes: kQaLowFill) and hi (filled with hi_fill), each times its
+// sub-block's scale pair less the fill's share (nscl = -fill sc): q sc exactly.
+MOEPACK_GEMV_HD inline void qa_sub_block_pair(uint32_t lo, uint32_t hi, uint32_t hi_fill, uint32_t scl,
+                                              uint32_t nscl, uint32_t sch, uint32_t nsch, int w,
+                                              uint32_t (&a)[2][2][2]) {
+  MOEPACK_QA_UNROLL
+  for (int k = 0; k < 2; ++k) {
+    a[0][w][k] = h2_fma(q4k_qa_halves(lo, kQaLowFill, k), scl, nscl);
+    a[1][w][k] = h2_fma(q4k_qa_halves(hi, hi_fill, k), sch, nsch);
+  }
+}
+
 // Q4_K (block_q4_K: d, dmin, scales[12], qs[128]): w = d sc q - dmin m per 32 elements; group cp's qs
 // bytes 32 cp .. + 31 hold chunk 2 cp in their low nibbles, 2 cp + 1 in their high ones. A = q sc <= 945.
 template <>
@@ -202,11 +215,7 @@ struct Qa<GgmlType::Q4_K> {
     for (int w = 0; w < 2; ++w) {
       uint32_t lo, hi;
       quants(p, cp, w, t, lo, hi);
-      MOEPACK_QA_UNROLL
-      for (int k = 0; k < 2; ++k) {
-        a[0][w][k] = h2_fma(q4k_qa_halves(lo, kQaLowFill, k), scl, nscl);
-        a[1][w][k] = h2_fma(q4k_qa_halves(hi, kQaHighFill, k), sch, nsch);
-      }
+      qa_sub_block_pair(lo, hi, kQaHighFill, scl, nscl, sch, nsch, w, a);
     }
   }
 };
@@ -230,11 +239,7 @@ struct Qa<GgmlType::Q5_K> {
       const uint32_t qh = smem_word(p + 16 + gemm_qa_quant_byte(w, t));
       const uint32_t lo = (q & 0x0F0F0F0Fu) | (((qh >> (2 * cp)) & 0x01010101u) << 4);
       const uint32_t hi = ((q >> 4) & 0x0F0F0F0Fu) | (((qh >> (2 * cp + 1)) & 0x01010101u) << 4);
-      MOEPACK_QA_UNROLL
-      for (int k = 0; k < 2; ++k) {
-        a[0][w][k] = h2_fma(q4k_qa_halves(lo, kQaLowFill, k), scl, nscl);
-        a[1][w][k] = h2_fma(q4k_qa_halves(hi, kQaLowFill, k), sch, nsch);
-      }
+      qa_sub_block_pair(lo, hi, kQaLowFill, scl, nscl, sch, nsch, w, a);
     }
   }
 };

@@ -920,7 +920,7 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
   const int64_t rclamp = min(rbase, ((b.ne1 - 1) / 16) * 16);
   const auto row_of = [&](int r16) { return min(rclamp + r16, b.ne1 - 1); };
   const int64_t n_chunks = (b.ne0 + kChunk - 1) / kChunk;
-  const int64_t n_units = (n_chunks + 7) / 8;
+  const int64_t n_units = prefill_mma_units(b.ne0);
   const int64_t split_units = (n_units + splits - 1) / splits;
   const int64_t u_begin = KS ? min(n_units, static_cast<int64_t>(blockIdx.z % splits) * split_units) : 0;
   const int64_t u_end = KS ? min(n_units, u_begin + split_units) : n_units;
@@ -1590,9 +1590,8 @@ struct GemvLaunch {
     // (set_gemv_prefill_k_split), its partial sums in stream-ordered scratch, added in order after.
     KSplit ks;
     if (dense()) {
-      const int64_t n_units = ((b.ne0 + kChunk - 1) / kChunk + 7) / 8;
       const int per_sm = prefill_mma_whole_unit_blocks_per_sm(T, qa);
-      ks.splits = detail::gemv_prefill_k_splits(blocks, n_units, sms, per_sm, b.ne0 * b.ne1);
+      ks.splits = detail::gemv_prefill_k_splits(blocks, prefill_mma_units(b.ne0), sms, per_sm, b.ne0 * b.ne1);
       ks.splits = std::min(ks.splits, static_cast<int>(65535 / grid.z));  // (forced: the grid's z limit)
     }
     std::optional<StreamScratch> part;

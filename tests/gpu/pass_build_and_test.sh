@@ -4,7 +4,8 @@
 # gpu tests, bench_cuda_backend, moepack) and, unless MOEPACK_SKIP_TESTS=1, runs the four gpu test
 # binaries (ctest.log, ctest.xml and LastTest.log into $out). Sets status: 0, or 1 when a test
 # failed. Exits on a configure or build error. MOEPACK_GPU_TESTS (e.g. "gpu_cuda_backend_test
-# gpu_deepseek4_test") builds and runs only those of the four, and neither benchmark nor moepack.
+# gpu_deepseek4_test") builds and runs only those of the four, and neither benchmark nor moepack;
+# MOEPACK_BUILD_TARGETS (e.g. "gpu_ops_test bench_cuda_backend") builds exactly those targets instead.
 source .device-deps/use-deps.sh
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
   -DMOEPACK_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
@@ -12,8 +13,9 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUD
 gpu_tests="${MOEPACK_GPU_TESTS:-gpu_ops_test gpu_cuda_backend_test gpu_deepseek4_test gpu_kimi_linear_test}"
 extra=(bench_cuda_backend moepack)
 [ -n "${MOEPACK_GPU_TESTS:-}" ] && extra=()
+targets="${MOEPACK_BUILD_TARGETS:-$gpu_tests ${extra[*]}}"
 # shellcheck disable=SC2086 # the list splits into targets
-cmake --build build-gpu -j "$(nproc)" --target $gpu_tests "${extra[@]}" > "$out/build.log" 2>&1 ||
+cmake --build build-gpu -j "$(nproc)" --target $targets > "$out/build.log" 2>&1 ||
   { grep -E "error" "$out/build.log" | head -30; exit 1; }
 echo "== build ok"
 status=0
