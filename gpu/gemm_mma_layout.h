@@ -178,6 +178,19 @@ constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms,
   if (k > n_units / 2) k = n_units / 2;
   return k < 2 ? 1 : static_cast<int>(k);
 }
+// The default K split of an expert launch's groups (gpu/kernels.h set_gemv_prefill_expert_k_split(0);
+// fiftieth session): kPrefillExpertKSplitRule splits for every group of at most kPrefillExpertKSplitMaxPairs
+// pairs (one pair tile, whose blocks' loop over the units is the longest work a block has there) of matrices
+// of at least kPrefillMmaLargeElems elements whose rows hold two units a split; 1 (none) elsewhere. It
+// depends on the group and its matrices alone, never on the launch's other groups (which decide how many
+// blocks are busy), so a pair's sums do not depend on how groups are batched (the pack path and the GGUF
+// path batch experts differently and agree bit for bit). Measured: docs/cuda-backend.md, thirty-eighth pass.
+inline constexpr int kPrefillExpertKSplitMaxPairs = 32;
+inline constexpr int kPrefillExpertKSplitRule = 2;
+constexpr int prefill_expert_k_splits_default(int64_t ne0, int64_t ne1) {
+  if (ne0 * ne1 < kPrefillMmaLargeElems) return 1;
+  return prefill_mma_units(ne0) >= 2 * kPrefillExpertKSplitRule ? kPrefillExpertKSplitRule : 1;
+}
 // Whether the rule splits a dense launch of one pair tile (up to 32 tokens) of a [ne1][ne0] matrix: its
 // blocks are ceil(ne1 / 64) (gpu/kernels_gemv.cu, 4 warps of 16 rows). The dense minimum takes the split's
 // lower value only where this holds (rows of fewer than 1024 elements, or more rows than the device holds

@@ -223,6 +223,25 @@ void set_gemv_prefill_k_split(int splits);
 // matrix of `elems` elements takes under the setting, on a device of `sms` multiprocessors holding
 // blocks_per_sm of its blocks each.
 int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm, int64_t elems);
+// K split of expert launches on the tensor cores (fiftieth session; the dense launches' split above, on an
+// expert launch: grp_off with GemvBatch::grp_off_host read, y_gstride 0, the GGUF layout or the tiled one
+// with A from the quants): a split group's partial sums in stream-ordered scratch (splits x pairs x ne1
+// floats, the pairs of the whole launch), added in split order into y by a second kernel. splits: 0 for
+// the rule (gpu/gemm_mma_layout.h prefill_expert_k_splits_default: 2 splits for groups of at most 32 pairs
+// of large matrices, the group and its matrices alone deciding), 1 for none (the default,
+// kGemvPrefillExpertKSplitDefault), 2..kGemvPrefillKSplitMax for that many on every group of every expert
+// tensor-core launch. Either way a pair's sums do not depend on the launch's other groups; a split group's
+// do on the split count (another association of the same F32 additions; the GEMV tolerance either way).
+// Throws Error outside 0..kGemvPrefillKSplitMax. Process-wide; the benchmark and tests compare them.
+constexpr int kGemvPrefillExpertKSplitDefault = 1;
+void set_gemv_prefill_expert_k_split(int splits);
+// The splits an expert launch over [ne1][ne0] matrices takes under that setting: `splits` for every group
+// of at most `max_pairs` pairs (the larger ones unsplit).
+struct ExpertKSplit {
+  int splits = 1;
+  int max_pairs = 0;
+};
+ExpertKSplit gemv_prefill_expert_k_splits(int64_t ne0, int64_t ne1);
 // The largest group a launch over [ne1][ne0] matrices of `type` (tiled: in the tiled layout; dense:
 // without grp_off) takes as decode columns under the setting: 1 for none (before the launch's own limits
 // above).
@@ -242,9 +261,11 @@ uint64_t gemv_tiled_launches();
 // Tensor-core prefill launches that took A from the quants (detail::set_gemv_prefill_quant_a) so far in
 // this process (all threads): lets tests see which path a launch took.
 uint64_t gemv_prefill_quant_a_launches();
-// Dense tensor-core prefill launches split along their rows (detail::set_gemv_prefill_k_split) so far in
-// this process (all threads).
+// Tensor-core prefill launches split along their rows (detail::set_gemv_prefill_k_split, dense, and
+// detail::set_gemv_prefill_expert_k_split, expert launches) so far in this process (all threads).
 uint64_t gemv_prefill_k_split_launches();
+// Of those, the expert launches (detail::set_gemv_prefill_expert_k_split) so far in this process.
+uint64_t gemv_prefill_expert_k_split_launches();
 // Slots of decode columns at prefill launched so far in this process (all threads; gpu/prefill_columns.h):
 // lets tests and the benchmark see which layout a launch took (n_groups C slots, n_small (C + 1) in the
 // compact one, none).

@@ -753,6 +753,7 @@ __global__ void __launch_bounds__(gemv_block_warps<T, P, R, TILED, X_GLOBAL>() *
 // A pair's sums depend on its own x and the rows alone, never on the other pairs of its group or
 // how groups are batched (each mma column is its own pair's).
 constexpr int kMmaPairs = 32;           // pairs a block: 8 groups of four (one mma's columns)
+static_assert(kPrefillExpertKSplitMaxPairs == kMmaPairs, "the expert split rule's groups: one pair tile");
 constexpr int kMmaWarpsP = 4;           // warps a block, 16 rows each
 constexpr int kAStride = kGemmAStride;  // halves a row of a warp's A staging (gpu/gemm_mma_layout.h)
 
@@ -848,30 +849,59 @@ struct QaSelT<T, true> {
 template <GgmlType T, bool QA>
 using QaSel = typename QaSelT<T, QA>::type;
 
-// A dense prefill launch split along its rows' units (forty-ninth session; gpu/kernels.h
-// set_gemv_prefill_k_split): `splits` blocks share each (rows, pair tile), each summing its own range of
-// units into part[split][n_tok][ne1]; k_split_sum_kernel then adds the splits in order (split 0 first),
-// so the sums do not depend on the blocks' timing. splits 1: no split (part unused).
+// A prefill launch split along its rows' units (forty-ninth session: dense launches; fiftieth: expert
+// launches; gpu/kernels.h set_gemv_prefill_k_split, set_gemv_prefill_expert_k_split): `splits` blocks share
+// each (rows, pair tile), each summing its own range of units into part[split][c][ne1], c the pair's row of
+// the split groups' pairs (a dense launch: its token; an expert launch: the pairs of the split groups before
+// its group, k_split_pairs_before, then its place in the group); k_split_sum_kernel then adds the splits in
+// order (split 0 first), so the sums do not depend on the blocks' timing. An expert launch's group of more
+// than max_pairs pairs is not split: its split 0 computes every unit into y, the other splits return.
+// splits 1: no split (part unused).
 struct KSplit {
   int splits = 1;
+  int max_pairs = INT_MAX;
   float* part = nullptr;
+  int64_t part_stride = 0;  // floats from one split's partial sums to the next's (split pairs x ne1)
 };
-__global__ void k_split_sum_kernel(const float* part, int splits, int64_t n_tok, int64_t ne1, float* y,
-                                   int64_t y_stride) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t n = n_tok * ne1;
-  if (i >= n) return;
-  float sum = part[i];
-  for (int k = 1; k < splits; ++k) sum += part[k * n + i];
-  y[i / ne1 * y_stride + i % ne1] = sum;
+// The pairs of the groups before `grp` that the launch splits (min_pairs .. max_pairs pairs): each lane
+// some of the groups, then the warp's sum (every lane of the warp calls it).
+__device__ int64_t k_split_pairs_before(const int32_t* grp_off, int grp, int min_pairs, int max_pairs) {
+  int64_t n = 0;
+  for (int g = static_cast<int>(threadIdx.x) % 32; g < grp; g += 32) {
+    const int32_t k = grp_off[g + 1] - grp_off[g];
+    if (k >= min_pairs && k <= max_pairs) n += k;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) n += __shfl_xor_sync(0xFFFFFFFFu, n, o);
+  return n;
+}
+// grid: (x over the largest split group's pairs x ne1, n_groups), blocks of whole warps; grp_off null: one
+// group of n_tok pairs.
+__global__ void k_split_sum_kernel(KSplit ks, const int32_t* grp_off, int32_t n_tok, int min_pairs,
+                                   int64_t ne1, float* y, int64_t y_stride, int64_t y_gstride) {
+  int64_t j0 = 0, j1 = n_tok, c0 = 0;
+  if (grp_off) {
+    j0 = grp_off[blockIdx.y];
+    j1 = grp_off[blockIdx.y + 1];
+    if (j1 - j0 < min_pairs || j1 - j0 > ks.max_pairs) return;  // not this launch's, or not split
+    c0 = k_split_pairs_before(grp_off, static_cast<int>(blockIdx.y), min_pairs, ks.max_pairs);
+  }
+  const int64_t n = (j1 - j0) * ne1;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t at = c0 * ne1 + i;
+    float sum = ks.part[at];
+    for (int k = 1; k < ks.splits; ++k) sum += ks.part[k * ks.part_stride + at];
+    y[blockIdx.y * y_gstride + (j0 + i / ne1) * y_stride + i % ne1] = sum;
+  }
 }
 
 // XC == 4, and QA (no A staging: 46 KiB at XC == 8), ask for 4 blocks a multiprocessor (at most 128
 // registers a thread), which their shared memory allows; XC == 8 without QA (3 blocks by its shared
 // memory) leaves the registers to the compiler. Q6_K with QA asks for 3 (168 registers: at 128 its
 // 210-byte rows' loads in flight and its factors per mma spilled 264 bytes).
-// KS: the K split's instantiation (dense launches: GGUF layout, the whole unit); without it the split
-// folds away (splits 1), so the other launches run the code they ran before it.
+// KS: the K split's instantiation (the whole unit; dense launches in the GGUF layout, expert launches in
+// either); without it the split folds away (splits 1), so the other launches run the code they ran before it.
 template <GgmlType T, bool TILED, int XC, bool QA = false, bool KS = false>
 __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
                                                    : XC == 4 || QA          ? 4
@@ -900,10 +930,15 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
     // Smaller groups: the decode paths (single pairs, gemv_mma.h's rule) or the F32 kernels.
     if (j1 - j0 < min_pairs) return;
   }
-  // K split (dense launches, KSplit): blockIdx.z = pair tile * splits + the split, which takes units
-  // [u_begin, u_end) of every row and writes its partial sums to ks.part.
-  static_assert(!KS || (!TILED && XC == 8), "the K split: dense launches, the whole unit");
+  const int g_first = j0;  // the group's first pair
+  // K split (KSplit): blockIdx.z = pair tile * splits + the split, which takes units [u_begin, u_end) of
+  // every row and writes its partial sums to ks.part; a group of more than ks.max_pairs pairs: split 0
+  // alone, every unit, into y.
+  static_assert(!KS || XC == 8, "the K split: the whole unit");
   const int splits = KS ? ks.splits : 1;
+  const int own = KS && j1 - j0 > ks.max_pairs ? 1 : splits;  // this group's splits
+  const int split = KS ? static_cast<int>(blockIdx.z) % splits : 0;
+  if (split >= own) return;
   j0 += static_cast<int>(blockIdx.z) / splits * kMmaPairs;
   if (j0 >= j1) return;  // the same for the whole block
   const int nt = min(kMmaPairs, j1 - j0);
@@ -921,8 +956,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
   const auto row_of = [&](int r16) { return min(rclamp + r16, b.ne1 - 1); };
   const int64_t n_chunks = (b.ne0 + kChunk - 1) / kChunk;
   const int64_t n_units = prefill_mma_units(b.ne0);
-  const int64_t split_units = (n_units + splits - 1) / splits;
-  const int64_t u_begin = KS ? min(n_units, static_cast<int64_t>(blockIdx.z % splits) * split_units) : 0;
+  const int64_t split_units = (n_units + own - 1) / own;
+  const int64_t u_begin = KS ? min(n_units, static_cast<int64_t>(split) * split_units) : 0;
   const int64_t u_end = KS ? min(n_units, u_begin + split_units) : n_units;
 
   // The warp's 16 rows' bytes of unit u: into pre[] (global loads), then into raw (staging).
@@ -1218,10 +1253,15 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
     }
   }
   if (rbase >= b.ne1) return;
-  // Split: partial sums [split][n_tok][ne1] (a dense launch: one group).
-  float* const y =
-      KS ? ks.part + static_cast<int64_t>(blockIdx.z % splits) * b.n_tok * b.ne1 : b.y + grp * b.y_gstride;
-  const int64_t y_stride = KS ? b.ne1 : b.y_stride;
+  // Split: partial sums [split][c][ne1] (KSplit; the whole warp is here: rbase is the warp's).
+  const bool to_part = KS && own > 1;
+  float* y = b.y + grp * b.y_gstride;
+  int64_t y_stride = b.y_stride;
+  if (to_part) {
+    const int64_t c0 = b.grp_off ? k_split_pairs_before(b.grp_off, grp, min_pairs, ks.max_pairs) : 0;
+    y = ks.part + split * ks.part_stride + (c0 - g_first) * b.ne1;  // (pair j0 + p: row c0 + j0 + p - g_first)
+    y_stride = b.ne1;
+  }
 #pragma unroll
   for (int q = 0; q < kMmaPairs / 4; ++q) {
     const int p = 4 * q + t;
@@ -1263,7 +1303,9 @@ std::atomic<int> g_prefill_columns{detail::kGemvPrefillColumnsDefault};
 std::atomic<uint64_t> g_column_slots{0};
 std::atomic<uint64_t> g_quant_a_launches{0};  // for gemv_prefill_quant_a_launches
 std::atomic<uint64_t> g_k_split_launches{0};  // for gemv_prefill_k_split_launches
+std::atomic<uint64_t> g_expert_k_split_launches{0};  // for gemv_prefill_expert_k_split_launches
 std::atomic<int> g_prefill_k_split{detail::kGemvPrefillKSplitDefault};
+std::atomic<int> g_prefill_expert_k_split{detail::kGemvPrefillExpertKSplitDefault};
 std::atomic<bool> g_host_sizes{detail::kGemvPrefillHostSizesDefault};
 
 // The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
@@ -1586,23 +1628,36 @@ struct GemvLaunch {
     }
     const bool qa = detail::gemv_prefill_quant_a(T);
     const int sms = detail::device_multiprocessors();
-    // A dense launch of fewer blocks than the device holds at once: split along the rows' units
-    // (set_gemv_prefill_k_split), its partial sums in stream-ordered scratch, added in order after.
+    // A launch of fewer blocks than the device holds at once: split along the rows' units
+    // (set_gemv_prefill_k_split for dense launches, set_gemv_prefill_expert_k_split for expert launches
+    // with the host's group sizes), its partial sums in stream-ordered scratch, added in order after.
     KSplit ks;
+    const int per_sm = prefill_mma_whole_unit_blocks_per_sm(T, qa);
+    int64_t split_pairs = 0;  // the partial sums' pairs
     if (dense()) {
-      const int per_sm = prefill_mma_whole_unit_blocks_per_sm(T, qa);
       ks.splits = detail::gemv_prefill_k_splits(blocks, prefill_mma_units(b.ne0), sms, per_sm, b.ne0 * b.ne1);
-      ks.splits = std::min(ks.splits, static_cast<int>(65535 / grid.z));  // (forced: the grid's z limit)
+      split_pairs = b.n_tok;
+    } else if (b.grp_off && host && (qa || !b.w_tiled)) {
+      // (the tiled layout's split instantiation is compiled with A from the quants only)
+      const detail::ExpertKSplit e = detail::gemv_prefill_expert_k_splits(b.ne0, b.ne1);
+      for (int32_t g = 0; g < b.n_groups; ++g) {
+        const int32_t n = host[g + 1] - host[g];
+        if (n >= min_pairs && n <= e.max_pairs) split_pairs += n;
+      }
+      if (e.splits > 1 && split_pairs > 0) {
+        ks.splits = e.splits;
+        ks.max_pairs = e.max_pairs;
+      }
     }
+    ks.splits = std::min(ks.splits, static_cast<int>(65535 / grid.z));  // (forced: the grid's z limit)
     std::optional<StreamScratch> part;
     if (ks.splits > 1) {
-      part.emplace(static_cast<size_t>(ks.splits) * static_cast<size_t>(b.n_tok) *
-                       static_cast<size_t>(b.ne1) * sizeof(float),
-                   s);
+      ks.part_stride = split_pairs * b.ne1;
+      part.emplace(static_cast<size_t>(ks.splits) * static_cast<size_t>(ks.part_stride) * sizeof(float), s);
       ks.part = static_cast<float*>(part->p);
       grid.z *= static_cast<unsigned>(ks.splits);
-      blocks *= ks.splits;
       g_k_split_launches.fetch_add(1, std::memory_order_relaxed);
+      if (b.grp_off) g_expert_k_split_launches.fetch_add(1, std::memory_order_relaxed);
     }
     // (a split launch fills the device at most once: the whole unit)
     const bool half = ks.splits == 1 && detail::gemv_prefill_mma_half_x(T, b.w_tiled, blocks, sms, qa);
@@ -1631,15 +1686,36 @@ struct GemvLaunch {
     }
     if (ks.splits > 1) {
       MOEPACK_CUDA_CHECK(cudaGetLastError());
-      const int64_t n = static_cast<int64_t>(b.n_tok) * b.ne1;
-      k_split_sum_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(ks.part, ks.splits, b.n_tok,
-                                                                                b.ne1, b.y, b.y_stride);
+      // x: the largest split group's sums (a dense launch: all of them), at most 4 blocks a multiprocessor
+      int64_t most = b.n_tok;
+      if (b.grp_off) {
+        most = 0;
+        for (int32_t g = 0; g < b.n_groups; ++g) {
+          const int32_t n = host[g + 1] - host[g];
+          if (n >= min_pairs && n <= ks.max_pairs) most = std::max<int64_t>(most, n);
+        }
+      }
+      const int64_t cap = std::max<int64_t>(1, 4 * static_cast<int64_t>(sms) / b.n_groups);
+      const dim3 sum_grid(static_cast<unsigned>(std::min(cap, (most * b.ne1 + 255) / 256)),
+                          static_cast<unsigned>(b.grp_off ? b.n_groups : 1));
+      k_split_sum_kernel<<<sum_grid, 256, 0, s>>>(ks, b.grp_off, b.n_tok, min_pairs, b.ne1, b.y, b.y_stride,
+                                                  b.y_gstride);
     }
   }
-  // The K split's launch (a dense launch: GGUF layout; gemm_mma_kernel's KS instantiation).
+  // The K split's launch (gemm_mma_kernel's KS instantiation: the GGUF layout, and the tiled one with A
+  // from the quants).
   template <GgmlType T, bool QA>
   void gemm_mma_split_launch(int min_pairs, dim3 grid, KSplit ks) const {
     using PU = PrefillUnit<T, 8, QA>;
+    if constexpr (QA && tiled_unit_bytes(T) > 0) {
+      if (b.w_tiled) {
+        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, 8, QA, true>),
+                                   PU::kSmemBytes);
+        gemm_mma_kernel<T, true, 8, QA, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
+        return;
+      }
+    }
+    if (b.w_tiled) throw Error("gemv: no K split of tiled " + std::string(ggml_type_name(T)) + " weights");
     detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false, 8, QA, true>),
                                PU::kSmemBytes);
     gemm_mma_kernel<T, false, 8, QA, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
@@ -1765,6 +1841,19 @@ int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_p
   return k >= 1 ? k : prefill_k_splits_default(blocks, n_units, sms, blocks_per_sm, elems);
 }
 
+void set_gemv_prefill_expert_k_split(int splits) {
+  if (splits < 0 || splits > kGemvPrefillKSplitMax) {
+    throw Error("set_gemv_prefill_expert_k_split: " + std::to_string(splits) +
+                " splits: 0 (each launch's rule), 1 (none) or 2.." + std::to_string(kGemvPrefillKSplitMax));
+  }
+  g_prefill_expert_k_split.store(splits, std::memory_order_relaxed);
+}
+ExpertKSplit gemv_prefill_expert_k_splits(int64_t ne0, int64_t ne1) {
+  const int k = g_prefill_expert_k_split.load(std::memory_order_relaxed);
+  if (k >= 1) return {k, INT_MAX};
+  return {prefill_expert_k_splits_default(ne0, ne1), kPrefillExpertKSplitMaxPairs};
+}
+
 void set_gemv_prefill_columns(int c) {
   if (c < 0 || c > kGemvPrefillColumnsMax) {
     throw Error(
@@ -1795,6 +1884,9 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
 uint64_t gemv_tiled_launches() { return g_tiled_launches.load(std::memory_order_relaxed); }
 uint64_t gemv_prefill_quant_a_launches() { return g_quant_a_launches.load(std::memory_order_relaxed); }
 uint64_t gemv_prefill_k_split_launches() { return g_k_split_launches.load(std::memory_order_relaxed); }
+uint64_t gemv_prefill_expert_k_split_launches() {
+  return g_expert_k_split_launches.load(std::memory_order_relaxed);
+}
 uint64_t gemv_prefill_column_slots() { return g_column_slots.load(std::memory_order_relaxed); }
 
 namespace {

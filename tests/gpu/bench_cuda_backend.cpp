@@ -64,6 +64,11 @@
 //             none and against the F32 kernels (bench_prefill_k_split); the columns and the F32 kernels
 //             each against the tensor cores' prefill with A from the quants (bench_prefill_columns_quant_a,
 //             bench_prefill_mma_quant_a); --rules-skip-k-split leaves the K split parts out;
+//   "gemv_prefill_expert_k_split" (and "_rule", "_4"), "gemv_prefill_dense_huge", "gemv_prefill_dense_columns"
+//             (--expert-k-split-only): the K split of expert launches against none, dense launches too large
+//             to split in the F32 kernels and on the tensor cores, and dense launches of 2-4 tokens as
+//             columns and on the tensor cores (bench_prefill_expert_k_split, bench_prefill_dense_huge,
+//             bench_prefill_dense_columns);
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1314,6 +1319,70 @@ nlohmann::json bench_prefill_k_split(const WeightPool& pool, double d2d, bool ag
                         set_prefill_k_split_rule, "k_split");
 }
 
+// The K split of expert launches (fiftieth session; gpu/kernels.h set_gemv_prefill_expert_k_split) under
+// the default rules otherwise (minimum, columns), each launch side by side with none (off):
+// - "gemv_prefill_expert_k_split": 2 splits on every group (on), then 4 ("_4"), then the launch's rule
+//   ("_rule"; gpu/gemm_mma_layout.h prefill_expert_k_splits_default), on 8 experts of 2048 x 4096 (GGUF and
+//   tiled) and of 4096 x 2048 (tiled) with 8 to 32 pairs each, 16 and 64 experts of 2048 x 4096 (tiled)
+//   with 16 and 32 (launches that fill the device: what a split costs there), a long prompt's mixed groups
+//   over 64 experts (0-40 pairs, tiled) and a longer prompt's over 16 (GGUF);
+// - "gemv_prefill_dense_huge": dense launches of matrices of more rows than the device holds blocks of at
+//   once (no K split: 65,536 x 4096, an output head's size, and 36,864 x 7168) with 5 to 40 tokens in the
+//   F32 kernels (off) and on the tensor cores (on, every group of two or more): the dense minimum where
+//   the launch does not split (gpu/gemm_mma_layout.h: 40 / 48, measured only on 4096 x 4096 without A
+//   from the quants);
+// - "gemv_prefill_dense_columns": dense 4096 x 4096, 2048 x 7168 and 7168 x 2048 with 2, 3 and 4 tokens as
+//   decode columns (on, gpu/prefill_columns.h's 4 dense tokens) or on the tensor cores with the K split's
+//   rule (off, every group of two or more).
+void set_prefill_expert_k_split2(bool on) { gpu::detail::set_gemv_prefill_expert_k_split(on ? 2 : 1); }
+void set_prefill_expert_k_split4(bool on) { gpu::detail::set_gemv_prefill_expert_k_split(on ? 4 : 1); }
+void set_prefill_expert_k_split_rule(bool on) { gpu::detail::set_gemv_prefill_expert_k_split(on ? 0 : 1); }
+std::vector<int32_t> long_prompt_groups(int experts) {  // 0-40 pairs, a third of them up to 12
+  std::vector<int32_t> v;
+  for (int e = 0; e < experts; ++e) v.push_back((e * 37 + 11) % 41);
+  return v;
+}
+nlohmann::json bench_prefill_expert_k_split(const WeightPool& pool, double d2d, void (*set)(bool)) {
+  const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
+                                                  gpu::detail::kGemvPrefillColumnsDefault);
+  const std::vector<std::tuple<int64_t, int64_t, int, std::vector<int>, bool>> shapes = {
+      {2048, 4096, 8, {8, 12, 16, 24, 32}, false}, {2048, 4096, 8, {8, 16, 32}, true},
+      {4096, 2048, 8, {8, 16, 32}, true},          {2048, 4096, 16, {16, 32}, true},
+      {2048, 4096, 64, {16, 32}, true}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    for (const auto& [r, c, e, pairs, tiled] : shapes) {
+      if (tiled && !gpu::gemv_tiled_supported(t, c, r)) continue;
+      for (const int p : pairs) {
+        four_rounds(rows, set, "expert_k_split", [&] { return bench_gemv(pool, t, r, c, d2d, e, tiled, p); });
+      }
+    }
+    if (gpu::gemv_tiled_supported(t, 4096, 2048)) {
+      four_rounds(rows, set, "expert_k_split",
+                  [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, long_prompt_groups(64), true); });
+    }
+    four_rounds(rows, set, "expert_k_split",
+                [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, kLongerPromptGroups); });
+  }
+  return rows;
+}
+nlohmann::json bench_prefill_dense_huge(const WeightPool& pool, double d2d) {
+  const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
+  return bench_switched(pool, d2d, {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0},
+                        {},
+                        launch_shapes(36864, 7168, 1, {5, 8, 12, 16, 24, 32, 40},
+                                      launch_shapes(65536, 4096, 1, {5, 8, 12, 16, 24, 32, 40})),
+                        gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+}
+nlohmann::json bench_prefill_dense_columns(const WeightPool& pool, double d2d) {
+  return bench_columns_switched(pool, d2d, set_prefill_columns32,
+                                {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0},
+                                {{4096, 4096, 1, {2, 3, 4}, false},
+                                 {2048, 7168, 1, {2, 3, 4}, false},
+                                 {7168, 2048, 1, {2, 3, 4}, false}},
+                                false, 2);
+}
+
 // Q3_K's, Q5_K's or Q6_K's decode in the F32 kernels (on) or on the tensor cores (off, the default).
 void set_q3k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q3_K, !on); }
 void set_q5k_f32_kernels(bool on) { gpu::detail::set_gemv_tensor_cores(GgmlType::Q5_K, !on); }
@@ -1544,6 +1613,7 @@ int main(int argc, char** argv) {
   bool quant_a_only = false;      // --prefill-quant-a-only: "gemv_prefill_quant_a", "prefill_quant_a_of"
   bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
   bool rules_skip_k_split = false;  // --rules-skip-k-split: --prefill-rules-only without the K split parts
+  bool expert_k_split_only = false;  // --expert-k-split-only: the expert K split, dense huge and few-token
   bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
   bool q3k_depth_only = false;    // --q3k-depth-only: "q3k_depth"
@@ -1593,6 +1663,8 @@ int main(int argc, char** argv) {
       prefill_mma_only = true;
     } else if (a == "--prefill-rules-only") {
       prefill_rules_only = true;
+    } else if (a == "--expert-k-split-only") {
+      expert_k_split_only = true;
     } else if (a == "--rules-skip-k-split") {
       rules_skip_k_split = true;
     } else if (a == "--q3k-only") {
@@ -1675,6 +1747,21 @@ int main(int argc, char** argv) {
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
       out["engine"]["k_tensor_cores_of"] = bench_switch_of(models, prefill, decode, both, "k_tensor_cores");
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (expert_k_split_only) {
+      out["gemv_prefill_expert_k_split"] = bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split2);
+      partial("gemv_prefill_expert_k_split", out["gemv_prefill_expert_k_split"]);
+      out["gemv_prefill_dense_huge"] = bench_prefill_dense_huge(pool, d2d);
+      partial("gemv_prefill_dense_huge", out["gemv_prefill_dense_huge"]);
+      out["gemv_prefill_dense_columns"] = bench_prefill_dense_columns(pool, d2d);
+      partial("gemv_prefill_dense_columns", out["gemv_prefill_dense_columns"]);
+      out["gemv_prefill_expert_k_split_rule"] =
+          bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split_rule);
+      partial("gemv_prefill_expert_k_split_rule", out["gemv_prefill_expert_k_split_rule"]);
+      out["gemv_prefill_expert_k_split_4"] = bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split4);
+      partial("gemv_prefill_expert_k_split_4", out["gemv_prefill_expert_k_split_4"]);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

@@ -333,5 +333,18 @@ TEST(GemmMmaLayout, DefaultKSplit) {
   EXPECT_FALSE(prefill_dense_one_tile_splits(2048, 2047, 132, 4));  // under 2048 x 2048 elements
 }
 
+// The default K split of an expert launch's groups (prefill_expert_k_splits_default), by hand: 2 on
+// matrices of at least 2048 x 2048 elements with rows of 4 units or more (two a split), else none.
+TEST(GemmMmaLayout, DefaultExpertKSplit) {
+  EXPECT_EQ(prefill_expert_k_splits_default(4096, 2048), 2);  // 16 units a row
+  EXPECT_EQ(prefill_expert_k_splits_default(2048, 4096), 2);  // 8
+  EXPECT_EQ(prefill_expert_k_splits_default(1536, 7168), 2);  // 6
+  EXPECT_EQ(prefill_expert_k_splits_default(1024, 4096), 2);  // 4: exactly two a split
+  EXPECT_EQ(prefill_expert_k_splits_default(768, 8192), 1);   // 3 units: one split would hold one
+  EXPECT_EQ(prefill_expert_k_splits_default(2048, 2047), 1);  // under 2048 x 2048 elements
+  EXPECT_EQ(prefill_expert_k_splits_default(256, 256), 1);    // the demo's experts
+  EXPECT_EQ(kPrefillExpertKSplitMaxPairs, 32);
+}
+
 }  // namespace
 }  // namespace moepack::gpu

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -1102,6 +1103,109 @@ TEST(GpuOps, GemvPrefillKSplitWithinTheBound) {
   }
   EXPECT_THROW(detail::set_gemv_prefill_k_split(-1), Error);
   EXPECT_THROW(detail::set_gemv_prefill_k_split(detail::kGemvPrefillKSplitMax + 1), Error);
+}
+
+// The K split of expert launches (set_gemv_prefill_expert_k_split; fiftieth session). An expert launch of
+// `sizes`' groups over matrices of [ne1][ne0] `type` (GGUF, and tiled where the layout covers the type),
+// every group of two or more pairs on the tensor cores, y rows 3 floats wider than ne1: split `splits` ways
+// (0: the rule), a launch of all groups takes the split path (expert_split_launches more: 1, or 0), each
+// pair's sums are within the exact dot product's bound, the bytes between y rows stay untouched, and each
+// group launched alone gives its pairs' sums bit for bit (the split depends on the group alone).
+void expect_expert_k_split(GgmlType type, int64_t ne0, int64_t ne1, const std::vector<int32_t>& sizes,
+                           int splits, int expert_split_launches, int row_step, unsigned seed) {
+  SCOPED_TRACE(std::string(ggml_type_name(type)) + " [" + std::to_string(ne1) + "][" + std::to_string(ne0) +
+               "], " + std::to_string(splits) + " splits (0: the rule)");
+  detail::set_gemv_prefill_expert_k_split(splits);
+  std::mt19937 rng(seed);
+  const int n_groups = static_cast<int>(sizes.size());
+  std::vector<int32_t> grp_off = {0};
+  for (const int32_t n : sizes) grp_off.push_back(grp_off.back() + n);
+  const int32_t n_x = 29;
+  std::vector<int32_t> x_row;
+  for (int32_t j = 0; j < grp_off.back(); ++j) x_row.push_back((j * 7 + 2) % n_x);
+  const uint64_t rb = *ggml_row_bytes(type, ne0), mat = rb * static_cast<uint64_t>(ne1);
+  const bool tiled_too = tiled_layout_covers(type, ne0, ne1) && gemv_tiled_supported(type, ne0, ne1);
+  std::vector<uint8_t> data;
+  DeviceBuffer d_w, d_tab, d_tab_t;
+  std::optional<TiledMatrices> tm;
+  if (tiled_too) {
+    tm.emplace(tiled_matrices(type, ne0, ne1, n_groups, rng));
+    data = tm->data;
+  } else {
+    data = random_rows(type, ne0, ne1 * n_groups, rng);
+    d_w = to_device(data);
+    std::vector<const uint8_t*> tab;
+    for (int g = 0; g < n_groups; ++g) tab.push_back(d_w.bytes_ptr() + mat * static_cast<uint64_t>(g));
+    d_tab = to_device(tab);
+  }
+  const auto x = random_floats(static_cast<size_t>(n_x * ne0), rng, 2.0f);
+  auto d_x = to_device(x);
+  auto d_rows = to_device(x_row);
+  const int64_t ys = ne1 + 3;
+  // Groups [first, first + n) in one launch: their pairs' y rows.
+  const auto launch = [&](const DeviceBuffer& table, bool tiled, int first, int n) {
+    std::vector<int32_t> off;
+    for (int g = first; g <= first + n; ++g) off.push_back(grp_off[g] - grp_off[first]);
+    int32_t most = 0;
+    for (int g = 0; g < n; ++g) most = std::max(most, off[g + 1] - off[g]);
+    auto d_off = to_device(off);
+    DeviceBuffer d_y(static_cast<size_t>(std::max<int32_t>(1, off.back()) * ys) * sizeof(float), "y");
+    MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
+    gemv_experts(type, ne0, ne1, rb, table.as<const uint8_t*>() + first, d_off.as<int32_t>(), n, most,
+                 d_rows.as<int32_t>() + grp_off[first], d_x.as<float>(), ne0, d_y.as<float>(), ys, nullptr, nullptr,
+                 0, false, tiled, off.data());
+    return to_host(d_y, static_cast<size_t>(off.back() * ys));
+  };
+  for (const bool tiled : {false, true}) {
+    if (tiled && !tiled_too) continue;
+    SCOPED_TRACE(tiled ? "tiled" : "GGUF layout");
+    const DeviceBuffer& table = tm ? (tiled ? tm->d_tab_t : tm->d_tab) : d_tab;
+    const uint64_t before = gemv_prefill_expert_k_split_launches();
+    const auto all = launch(table, tiled, 0, n_groups);
+    EXPECT_EQ(before + static_cast<uint64_t>(expert_split_launches), gemv_prefill_expert_k_split_launches())
+        << "split launches";
+    for (int g = 0; g < n_groups; ++g) {
+      if (sizes[g] == 0) continue;
+      const auto alone = launch(table, tiled, g, 1);
+      for (int32_t j = grp_off[g]; j < grp_off[g + 1]; ++j) {
+        for (int64_t r = 0; r < ys; ++r) {
+          const float a = all[j * ys + r], o = alone[(j - grp_off[g]) * ys + r];
+          ASSERT_EQ(0, std::memcmp(&a, &o, sizeof a))
+              << "group " << g << " pair " << j << " row " << r << ": " << a << " in one launch, " << o << " alone";
+          if (r >= ne1) {
+            uint32_t bits = 0;
+            std::memcpy(&bits, &a, sizeof bits);
+            ASSERT_EQ(bits, 0xFFFFFFFFu) << "pair " << j << " wrote past its row, at " << r;
+          } else if (r % row_step == 0 || j == grp_off[g]) {
+            expect_close_dot(a, data.data() + mat * static_cast<uint64_t>(g) + rb * static_cast<uint64_t>(r), type,
+                             x.data() + x_row[j] * ne0, ne0, "expert K split");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuOps, GemvPrefillExpertKSplitWithinTheBoundWhateverTheBatching) {
+  const test::PrefillMmaScope restore(true, 2);  // (the expert split back to its default too)
+  // Forced splits on every group (2, 3 and 8 over 9 units; a group of 40 pairs: two pair tiles), rows of 9
+  // units (2304 elements; the tiled layout's rows a multiple of 16).
+  const std::vector<int32_t> sizes = {2, 0, 5, 33, 1, 40, 3, 17, 32};
+  unsigned seed = 5050;
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q6_K,
+                              GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    for (const int splits : {2, 3, 8}) expect_expert_k_split(type, 2304, 48, sizes, splits, 1, 1, ++seed);
+    // The rule leaves matrices under 2048 x 2048 elements unsplit.
+    expect_expert_k_split(type, 2304, 48, sizes, 0, 0, 1, ++seed);
+  }
+  // The rule on 2048 x 2048 (kPrefillExpertKSplitRule splits for groups of at most 32 pairs; the group of 40
+  // unsplit), every 7th row checked against the bound.
+  ASSERT_EQ(2, prefill_expert_k_splits_default(2048, 2048));
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::MXFP4, GgmlType::Q8_0}) {
+    expect_expert_k_split(type, 2048, 2048, {8, 40, 1, 32, 2}, 0, 1, 7, ++seed);
+  }
+  EXPECT_THROW(detail::set_gemv_prefill_expert_k_split(-1), Error);
+  EXPECT_THROW(detail::set_gemv_prefill_expert_k_split(detail::kGemvPrefillKSplitMax + 1), Error);
 }
 
 // The tensor cores' prefill staging x half a unit at a time (set_gemv_prefill_mma_half_x, the default)

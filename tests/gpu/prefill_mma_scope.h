@@ -27,6 +27,7 @@ struct PrefillMmaScope {
     gpu::detail::set_gemv_prefill_host_sizes(gpu::detail::kGemvPrefillHostSizesDefault);
     gpu::detail::set_gemv_prefill_quant_a(gpu::detail::kGemvPrefillQuantADefault);
     gpu::detail::set_gemv_prefill_k_split(gpu::detail::kGemvPrefillKSplitDefault);
+    gpu::detail::set_gemv_prefill_expert_k_split(gpu::detail::kGemvPrefillExpertKSplitDefault);
   }
   PrefillMmaScope(const PrefillMmaScope&) = delete;
   PrefillMmaScope& operator=(const PrefillMmaScope&) = delete;
