@@ -1256,17 +1256,18 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
   // Split: partial sums [split][c][ne1] (KSplit; the whole warp is here: rbase is the warp's).
   const bool to_part = KS && own > 1;
   float* y = b.y + grp * b.y_gstride;
-  int64_t y_stride = b.y_stride;
+  int64_t y_stride = b.y_stride, row0 = j0;  // pair j0 + p's row: row0 + p
   if (to_part) {
     const int64_t c0 = b.grp_off ? k_split_pairs_before(b.grp_off, grp, min_pairs, ks.max_pairs) : 0;
-    y = ks.part + split * ks.part_stride + (c0 - g_first) * b.ne1;  // (pair j0 + p: row c0 + j0 + p - g_first)
+    y = ks.part + split * ks.part_stride;
     y_stride = b.ne1;
+    row0 = c0 + (j0 - g_first);
   }
 #pragma unroll
   for (int q = 0; q < kMmaPairs / 4; ++q) {
     const int p = 4 * q + t;
     if (p < nt) {
-      float* yp = y + static_cast<int64_t>(j0 + p) * y_stride + rbase;
+      float* yp = y + (row0 + p) * y_stride + rbase;
       if (rbase + g < b.ne1) yp[g] = acc[q][0];
       if (rbase + g + 8 < b.ne1) yp[g + 8] = acc[q][1];
     }
