@@ -98,16 +98,34 @@ inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 // 4096 x 4096 matrix from 5 tokens with A from the quants (x1.11-1.65 at 5, x1.42-2.12 at 8, x2.45-4.95 at
 // 32-40) and from 12 without (Q8_0 x0.66 / x0.87 / x1.22 at 5 / 8 / 12): kPrefillMmaMinTokensDenseKSplit 5,
 // kPrefillMmaMinTokensDenseKSplitPlain 12.
+// Fiftieth session (H100, bench_cuda_backend --expert-k-split-only, docs/cuda-backend.md thirty-eighth
+// pass): a split dense launch of 2-4 tokens against the decode columns ("gemv_prefill_dense_columns", 4096 x
+// 4096, 2048 x 7168, 7168 x 2048): the columns win at 2 tokens (x1.02-1.80), tie or lose at 3 (Q4_K, Q2_K
+// x1.03-1.09 on the first two, x0.69-0.82 on 7168 x 2048 and MXFP4; Q6_K x1.10-1.27) and lose at 4 (x0.51-0.84;
+// Q6_K x0.83-0.97), where the columns were within x0.97-1.20 of the F32 kernels (thirty-fourth pass): with A
+// from the quants a split dense launch takes the tensor cores from 3 tokens (Q6_K 4) and the columns keep 2
+// (Q6_K 3; gpu/prefill_columns.h). Dense matrices whose one pair tile already fills the device (fills_device:
+// no split; 65,536 x 4096 and 36,864 x 7168, "gemv_prefill_dense_huge", F32 kernels against the tensor cores
+// at 5-40 tokens): with A from the quants x1.32-2.66 at 5, x1.69-3.65 at 8, x3.26-7.20 at 24-40; Q8_0 x1.16 /
+// x0.81 at 5, x1.54 / x1.06 at 8, x2.24 / x1.52 at 12: kPrefillMmaMinTokensDenseFills 5, and 12 without (the
+// split launches' kPrefillMmaMinTokensDenseKSplitPlain). Dense launches of neither kind (rows under 1024
+// elements, or between half and all of the device's blocks) keep 40 / 48: not measured.
 inline constexpr int kPrefillMmaMinPairsQuantA = 2;
 inline constexpr int kPrefillMmaMinPairsQuantAQ6K = 4;
-inline constexpr int kPrefillMmaMinTokensDenseKSplit = 5;
+inline constexpr int kPrefillMmaMinTokensDenseKSplit = 3;
+inline constexpr int kPrefillMmaMinTokensDenseKSplitQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitPlain = 12;
+inline constexpr int kPrefillMmaMinTokensDenseFills = 5;
 constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false,
-                                            bool quant_a = false, bool k_split = false) {
+                                            bool quant_a = false, bool k_split = false, bool fills_device = false) {
   if (ne0 * ne1 < kPrefillMmaLargeElems) return kPrefillMmaMinPairsSmall;
   const bool heavy = type == GgmlType::Q2_K || type == GgmlType::Q6_K;
   if (dense) {
-    if (k_split) return quant_a ? kPrefillMmaMinTokensDenseKSplit : kPrefillMmaMinTokensDenseKSplitPlain;
+    if (k_split && quant_a) {
+      return type == GgmlType::Q6_K ? kPrefillMmaMinTokensDenseKSplitQ6K : kPrefillMmaMinTokensDenseKSplit;
+    }
+    if (fills_device && quant_a) return kPrefillMmaMinTokensDenseFills;
+    if (k_split || fills_device) return kPrefillMmaMinTokensDenseKSplitPlain;
     return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
   }
   if (quant_a) return type == GgmlType::Q6_K ? kPrefillMmaMinPairsQuantAQ6K : kPrefillMmaMinPairsQuantA;
@@ -197,6 +215,11 @@ constexpr int prefill_expert_k_splits_default(int64_t ne0, int64_t ne1) {
 // blocks of at once, keep 40 / 48: unsplit launches there are unmeasured).
 constexpr bool prefill_dense_one_tile_splits(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
   return prefill_k_splits_default((ne1 + 63) / 64, prefill_mma_units(ne0), sms, blocks_per_sm, ne0 * ne1) > 1;
+}
+// Whether a dense launch's one pair tile of a [ne1][ne0] matrix (ceil(ne1 / 64) blocks) fills the device once
+// (blocks_per_sm on each of `sms` multiprocessors): the dense minimum's kPrefillMmaMinTokensDenseFills.
+constexpr bool prefill_dense_fills_device(int64_t ne1, int sms, int blocks_per_sm) {
+  return (ne1 + 63) / 64 >= static_cast<int64_t>(blocks_per_sm) * sms;
 }
 
 // ---- Q4_K's A fragments from its quants (forty-eighth session) -------------------------------------

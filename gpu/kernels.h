@@ -134,7 +134,9 @@ void set_gemv_prefill_mma(bool on);
 // pass; dense launches of large matrices 40 tokens, 48 for Q2_K and Q6_K, measured on an H100 in the
 // forty-sixth, thirty-fourth pass; since the forty-ninth (thirty-seventh pass) for the types with A from
 // the quants 2 on the larger ones, 4 for Q6_K, and dense launches that the K split splits 5 tokens, 12
-// for the other types; decode columns, below, take smaller groups first); throws Error
+// for the other types; since the fiftieth (thirty-eighth pass) those split ones 3 tokens (Q6_K 4) and dense
+// launches whose one pair tile fills the device 5 (12 without A from the quants); decode columns, below,
+// take smaller groups first); throws Error
 // for any other m. Groups below the minimum go to the F32 kernels in a launch of
 // their own (run on an H200 in the forty-fifth session: gpu_ops_test's
 // GemvPrefillTensorCoresTakeGroupsFromTheMinimum, minimums 3, 8, 10 and 17, bit for bit). Process-wide.
@@ -186,7 +188,8 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
 // pair alone; larger groups and tokens as before (the tensor cores' prefill from
 // max(gemv_prefill_mma_min_pairs, c + 1), the F32 kernels between). c: 0 for each launch's default
 // (gpu/prefill_columns.h prefill_columns_default: 12 pairs on expert matrices of at least 1024 x 1024
-// elements, 16 in the tiled layout (32 for Q6_K), 4 tokens on dense ones, none on smaller matrices;
+// elements, 16 in the tiled layout (32 for Q6_K), 4 tokens on dense ones (2, 3 for Q6_K, where the K split
+// splits them and the prefill takes A from the quants: the fiftieth session's), none on smaller matrices;
 // measured on an H100, the default since; for the types whose prefill takes A from the quants 4 pairs, 2
 // for MXFP4 and Q3_K, tiled 4, 8 for Q2_K, 16 for Q6_K: the forty-ninth session's), 1 for none (groups of one
 // pair are decode launches anyway), 2.. kGemvPrefillColumnsMax for that c on every launch. Only where the

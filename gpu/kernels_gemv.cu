@@ -1864,21 +1864,34 @@ void set_gemv_prefill_columns(int c) {
   }
   g_prefill_columns.store(c, std::memory_order_relaxed);
 }
+namespace {
+// What decides a dense launch's minimum and columns: whether it splits (forced splits, or the rule's for
+// one pair tile) and whether one pair tile fills the device (the blocks a multiprocessor as gemm_mma
+// chooses them).
+struct DenseKind {
+  bool splits = false, fills = false;
+};
+DenseKind dense_kind(GgmlType type, int64_t ne0, int64_t ne1, bool dense, bool qa) {
+  if (!dense) return {};
+  const int k = g_prefill_k_split.load(std::memory_order_relaxed);
+  const int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);
+  const int sms = device_multiprocessors();
+  return {k >= 2 || (k == 0 && prefill_dense_one_tile_splits(ne0, ne1, sms, per_sm)),
+          prefill_dense_fills_device(ne1, sms, per_sm)};
+}
+}  // namespace
 int gemv_prefill_columns(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense) {
   const int c = g_prefill_columns.load(std::memory_order_relaxed);
-  return c >= 1 ? c : prefill_columns_default(type, ne0, ne1, tiled, dense, gemv_prefill_quant_a(type));
+  if (c >= 1) return c;
+  const bool qa = gemv_prefill_quant_a(type);
+  return prefill_columns_default(type, ne0, ne1, tiled, dense, qa, dense_kind(type, ne0, ne1, dense, qa).splits);
 }
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense) {
   const int m = g_prefill_mma_min_pairs.load(std::memory_order_relaxed);
   if (m >= 2) return m;
   const bool qa = gemv_prefill_quant_a(type);
-  // The dense minimum's split value only where the launch splits: forced splits, or the rule's for one
-  // pair tile (the blocks a multiprocessor as gemm_mma chooses them).
-  const int k = g_prefill_k_split.load(std::memory_order_relaxed);
-  const int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);
-  const bool splits = k >= 2 || (k == 0 && dense &&
-                                 prefill_dense_one_tile_splits(ne0, ne1, device_multiprocessors(), per_sm));
-  return prefill_mma_default_min_pairs(type, ne0, ne1, dense, qa, splits);
+  const DenseKind d = dense_kind(type, ne0, ne1, dense, qa);
+  return prefill_mma_default_min_pairs(type, ne0, ne1, dense, qa, d.splits, d.fills);
 }
 }  // namespace detail
 

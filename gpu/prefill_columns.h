@@ -94,7 +94,11 @@ inline constexpr int kPrefillColumnsDense = 4;
 //   / x1.00 / x1.07 and x1.05 / x0.61 / x0.76 at 16; Q6_K x1.12 / x1.16 at 32 / 24 and x1.48 / x0.96 at 16 /
 //   24 on 7168 x 1536: kPrefillColumnsTiledQuantA 4, kPrefillColumnsTiledQuantAQ2K 8,
 //   kPrefillColumnsTiledQuantAQ6K 16.
-// Dense launches keep 4 (the columns against the K split not measured).
+// Dense launches: 4, and with A from the quants where the K split splits the launch's one pair tile (k_split;
+// fiftieth session, gpu/gemm_mma_layout.h's dense minimum of 3 / 4 tokens there, the measurements beside it)
+// kPrefillColumnsDenseKSplit 2, kPrefillColumnsDenseKSplitQ6K 3.
+inline constexpr int kPrefillColumnsDenseKSplit = 2;
+inline constexpr int kPrefillColumnsDenseKSplitQ6K = 3;
 inline constexpr int kPrefillColumnsExpertsQuantA = 4;
 inline constexpr int kPrefillColumnsExpertsQuantALight = 2;  // MXFP4, Q3_K
 inline constexpr int kPrefillColumnsTiledQuantA = 4;
@@ -103,9 +107,12 @@ inline constexpr int kPrefillColumnsTiledQuantAQ6K = 16;
 // Every type the tensor-core decode covers takes the same rule (the measurements above agree), but for
 // Q6_K's tiled experts; with quant_a (the launch's prefill takes A from the quants) the rule above.
 constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense,
-                                      bool quant_a = false) {
+                                      bool quant_a = false, bool k_split = false) {
   if (ne0 * ne1 < kPrefillColumnsMinElems) return 1;
-  if (dense) return kPrefillColumnsDense;
+  if (dense) {
+    if (!quant_a || !k_split) return kPrefillColumnsDense;
+    return type == GgmlType::Q6_K ? kPrefillColumnsDenseKSplitQ6K : kPrefillColumnsDenseKSplit;
+  }
   if (quant_a) {
     if (!tiled) {
       return type == GgmlType::MXFP4 || type == GgmlType::Q3_K ? kPrefillColumnsExpertsQuantALight

@@ -287,8 +287,17 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 2048, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 4096, 2048, false, true, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 1536, 7168, false, true), 4);
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 4096, 4096, true, true, true), 5);
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 4096, 4096, true, true, true), 4);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, true), 3);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 7168, 2048, true, true, true), 3);
+  // A dense matrix whose one pair tile fills the device (an output head): 5 with A from the quants, 12
+  // without; a split launch's values where both hold.
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, true, true, false, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 129280, true, true, false, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 65536, true, false, false, true), 12);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, true, true, true, true), 3);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, false, true, false, true), 2);  // experts'
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 256, 256, true, true, false, true), 2);    // small
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 4096, true, false, true), 12);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, false), 40);  // no split
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 4096, 4096, true, true, false), 48);
@@ -331,6 +340,19 @@ TEST(GemmMmaLayout, DefaultKSplit) {
   EXPECT_FALSE(prefill_dense_one_tile_splits(7168, 18432, 132, 4));
   EXPECT_FALSE(prefill_dense_one_tile_splits(7168, 129280, 132, 4));
   EXPECT_FALSE(prefill_dense_one_tile_splits(2048, 2047, 132, 4));  // under 2048 x 2048 elements
+}
+
+// Whether a dense launch's one pair tile fills the device (prefill_dense_fills_device), by hand: ceil(ne1 /
+// 64) blocks against 132 x 4 = 528 (132 x 3 = 396).
+TEST(GemmMmaLayout, DenseFillsDevice) {
+  EXPECT_TRUE(prefill_dense_fills_device(65536, 132, 4));    // 1,024 blocks
+  EXPECT_TRUE(prefill_dense_fills_device(36864, 132, 4));    // 576
+  EXPECT_TRUE(prefill_dense_fills_device(33792, 132, 4));    // 528: exactly once
+  EXPECT_TRUE(prefill_dense_fills_device(33729, 132, 4));    // 528, the last one of a single row
+  EXPECT_FALSE(prefill_dense_fills_device(33728, 132, 4));   // 527
+  EXPECT_FALSE(prefill_dense_fills_device(18432, 132, 4));   // 288: neither splits nor fills
+  EXPECT_TRUE(prefill_dense_fills_device(25344, 132, 3));    // 396
+  EXPECT_TRUE(prefill_dense_fills_device(129280, 132, 4));   // an output head: 2,020
 }
 
 // The default K split of an expert launch's groups (prefill_expert_k_splits_default), by hand: 2 on

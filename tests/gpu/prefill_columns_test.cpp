@@ -150,6 +150,12 @@ TEST(PrefillColumns, DefaultRuleWithAFromTheQuants) {
   EXPECT_EQ(prefill_columns_default(GgmlType::Q2_K, 7168, 1536, true, false, true), 8);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 7168, 1536, true, false, true), 16);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4096, 4096, false, true, true), 4);  // dense
+  // Dense launches the K split splits (fiftieth session): 2 tokens, Q6_K 3; without A from the quants 4.
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4096, 4096, false, true, true, true), 2);
+  EXPECT_EQ(prefill_columns_default(GgmlType::MXFP4, 2048, 7168, false, true, true, true), 2);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 4096, 4096, false, true, true, true), 3);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q8_0, 4096, 4096, false, true, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, true, true, true), 1);  // small
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, false, true), 1);   // the demo's
 }
 
