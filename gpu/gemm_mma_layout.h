@@ -217,9 +217,11 @@ constexpr bool prefill_dense_one_tile_splits(int64_t ne0, int64_t ne1, int sms, 
   return prefill_k_splits_default((ne1 + 63) / 64, prefill_mma_units(ne0), sms, blocks_per_sm, ne0 * ne1) > 1;
 }
 // Whether a dense launch's one pair tile of a [ne1][ne0] matrix (ceil(ne1 / 64) blocks) fills the device once
-// (blocks_per_sm on each of `sms` multiprocessors): the dense minimum's kPrefillMmaMinTokensDenseFills.
-constexpr bool prefill_dense_fills_device(int64_t ne1, int sms, int blocks_per_sm) {
-  return (ne1 + 63) / 64 >= static_cast<int64_t>(blocks_per_sm) * sms;
+// (blocks_per_sm on each of `sms` multiprocessors) with rows of at least 1024 elements (4 units; the measured
+// rows had 4096 and 7168, the fixtures' output heads have 256): the dense minimum's
+// kPrefillMmaMinTokensDenseFills.
+constexpr bool prefill_dense_fills_device(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
+  return prefill_mma_units(ne0) >= 4 && (ne1 + 63) / 64 >= static_cast<int64_t>(blocks_per_sm) * sms;
 }
 
 // ---- Q4_K's A fragments from its quants (forty-eighth session) -------------------------------------

@@ -1877,7 +1877,7 @@ DenseKind dense_kind(GgmlType type, int64_t ne0, int64_t ne1, bool dense, bool q
   const int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);
   const int sms = device_multiprocessors();
   return {k >= 2 || (k == 0 && prefill_dense_one_tile_splits(ne0, ne1, sms, per_sm)),
-          prefill_dense_fills_device(ne1, sms, per_sm)};
+          prefill_dense_fills_device(ne0, ne1, sms, per_sm)};
 }
 }  // namespace
 int gemv_prefill_columns(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense) {

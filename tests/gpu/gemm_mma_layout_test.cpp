@@ -342,17 +342,20 @@ TEST(GemmMmaLayout, DefaultKSplit) {
   EXPECT_FALSE(prefill_dense_one_tile_splits(2048, 2047, 132, 4));  // under 2048 x 2048 elements
 }
 
-// Whether a dense launch's one pair tile fills the device (prefill_dense_fills_device), by hand: ceil(ne1 /
-// 64) blocks against 132 x 4 = 528 (132 x 3 = 396).
+// Whether a dense launch's one pair tile fills the device (prefill_dense_fills_device), by hand: rows of 4
+// units or more, ceil(ne1 / 64) blocks against 132 x 4 = 528 (132 x 3 = 396).
 TEST(GemmMmaLayout, DenseFillsDevice) {
-  EXPECT_TRUE(prefill_dense_fills_device(65536, 132, 4));    // 1,024 blocks
-  EXPECT_TRUE(prefill_dense_fills_device(36864, 132, 4));    // 576
-  EXPECT_TRUE(prefill_dense_fills_device(33792, 132, 4));    // 528: exactly once
-  EXPECT_TRUE(prefill_dense_fills_device(33729, 132, 4));    // 528, the last one of a single row
-  EXPECT_FALSE(prefill_dense_fills_device(33728, 132, 4));   // 527
-  EXPECT_FALSE(prefill_dense_fills_device(18432, 132, 4));   // 288: neither splits nor fills
-  EXPECT_TRUE(prefill_dense_fills_device(25344, 132, 3));    // 396
-  EXPECT_TRUE(prefill_dense_fills_device(129280, 132, 4));   // an output head: 2,020
+  EXPECT_TRUE(prefill_dense_fills_device(4096, 65536, 132, 4));    // 1,024 blocks
+  EXPECT_TRUE(prefill_dense_fills_device(7168, 36864, 132, 4));    // 576
+  EXPECT_TRUE(prefill_dense_fills_device(4096, 33792, 132, 4));    // 528: exactly once
+  EXPECT_TRUE(prefill_dense_fills_device(4096, 33729, 132, 4));    // 528, the last one of a single row
+  EXPECT_FALSE(prefill_dense_fills_device(4096, 33728, 132, 4));   // 527
+  EXPECT_FALSE(prefill_dense_fills_device(7168, 18432, 132, 4));   // 288: neither splits nor fills
+  EXPECT_TRUE(prefill_dense_fills_device(4096, 25344, 132, 3));    // 396
+  EXPECT_TRUE(prefill_dense_fills_device(7168, 129280, 132, 4));   // an output head: 2,020
+  EXPECT_TRUE(prefill_dense_fills_device(1024, 65536, 132, 4));    // rows of 4 units
+  EXPECT_FALSE(prefill_dense_fills_device(768, 65536, 132, 4));    // 3 units: not measured
+  EXPECT_FALSE(prefill_dense_fills_device(256, 50257, 132, 3));    // qwen3moe's output head (786 blocks)
 }
 
 // The default K split of an expert launch's groups (prefill_expert_k_splits_default), by hand: 2 on
