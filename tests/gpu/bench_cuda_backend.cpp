@@ -145,6 +145,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "bench/twin_bench.h"
@@ -883,6 +884,11 @@ nlohmann::json bench_switch_of(const std::vector<std::string>& models, int prefi
 // far (tests/gpu/summarize_partials.py reads them).
 void partial(const char* key, const nlohmann::json& part) {
   std::fprintf(stderr, "== partial %s: %s\n", key, part.dump().c_str());
+}
+// out[key] = part, written as a partial too.
+void put_partial(nlohmann::json& out, const char* key, nlohmann::json part) {
+  partial(key, part);
+  out[key] = std::move(part);
 }
 
 // Round `round` of four side-by-side rounds is the switched one: off, on, on, off.
@@ -1751,31 +1757,24 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (expert_k_split_only) {
-      out["gemv_prefill_expert_k_split"] = bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split2);
-      partial("gemv_prefill_expert_k_split", out["gemv_prefill_expert_k_split"]);
-      out["gemv_prefill_dense_huge"] = bench_prefill_dense_huge(pool, d2d);
-      partial("gemv_prefill_dense_huge", out["gemv_prefill_dense_huge"]);
-      out["gemv_prefill_dense_columns"] = bench_prefill_dense_columns(pool, d2d);
-      partial("gemv_prefill_dense_columns", out["gemv_prefill_dense_columns"]);
-      out["gemv_prefill_expert_k_split_rule"] =
-          bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split_rule);
-      partial("gemv_prefill_expert_k_split_rule", out["gemv_prefill_expert_k_split_rule"]);
-      out["gemv_prefill_expert_k_split_4"] = bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split4);
-      partial("gemv_prefill_expert_k_split_4", out["gemv_prefill_expert_k_split_4"]);
+      put_partial(out, "gemv_prefill_expert_k_split",
+                  bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split2));
+      put_partial(out, "gemv_prefill_dense_huge", bench_prefill_dense_huge(pool, d2d));
+      put_partial(out, "gemv_prefill_dense_columns", bench_prefill_dense_columns(pool, d2d));
+      put_partial(out, "gemv_prefill_expert_k_split_rule",
+                  bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split_rule));
+      put_partial(out, "gemv_prefill_expert_k_split_4",
+                  bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split4));
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
     if (prefill_rules_only) {
       if (!rules_skip_k_split) {
-        out["gemv_prefill_k_split"] = bench_prefill_k_split(pool, d2d, false);
-        partial("gemv_prefill_k_split", out["gemv_prefill_k_split"]);
-        out["gemv_prefill_k_split_f32"] = bench_prefill_k_split(pool, d2d, true);
-        partial("gemv_prefill_k_split_f32", out["gemv_prefill_k_split_f32"]);
+        put_partial(out, "gemv_prefill_k_split", bench_prefill_k_split(pool, d2d, false));
+        put_partial(out, "gemv_prefill_k_split_f32", bench_prefill_k_split(pool, d2d, true));
       }
-      out["gemv_prefill_columns_quant_a"] = bench_prefill_columns_quant_a(pool, d2d);
-      partial("gemv_prefill_columns_quant_a", out["gemv_prefill_columns_quant_a"]);
-      out["gemv_prefill_mma_quant_a"] = bench_prefill_mma_quant_a(pool, d2d);
-      partial("gemv_prefill_mma_quant_a", out["gemv_prefill_mma_quant_a"]);
+      put_partial(out, "gemv_prefill_columns_quant_a", bench_prefill_columns_quant_a(pool, d2d));
+      put_partial(out, "gemv_prefill_mma_quant_a", bench_prefill_mma_quant_a(pool, d2d));
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
