@@ -1633,21 +1633,26 @@ struct GemvLaunch {
     // (set_gemv_prefill_k_split for dense launches, set_gemv_prefill_expert_k_split for expert launches
     // with the host's group sizes), its partial sums in stream-ordered scratch, added in order after.
     KSplit ks;
-    const int per_sm = prefill_mma_whole_unit_blocks_per_sm(T, qa);
-    int64_t split_pairs = 0;  // the partial sums' pairs
+    int64_t split_pairs = 0, split_most = 0;  // the partial sums' pairs, the most of one group
     if (dense()) {
+      const int per_sm = prefill_mma_whole_unit_blocks_per_sm(T, qa);
       ks.splits = detail::gemv_prefill_k_splits(blocks, prefill_mma_units(b.ne0), sms, per_sm, b.ne0 * b.ne1);
-      split_pairs = b.n_tok;
+      split_pairs = split_most = b.n_tok;
     } else if (b.grp_off && host && (qa || !b.w_tiled)) {
       // (the tiled layout's split instantiation is compiled with A from the quants only)
       const detail::ExpertKSplit e = detail::gemv_prefill_expert_k_splits(b.ne0, b.ne1);
-      for (int32_t g = 0; g < b.n_groups; ++g) {
-        const int32_t n = host[g + 1] - host[g];
-        if (n >= min_pairs && n <= e.max_pairs) split_pairs += n;
-      }
-      if (e.splits > 1 && split_pairs > 0) {
-        ks.splits = e.splits;
-        ks.max_pairs = e.max_pairs;
+      if (e.splits > 1) {
+        for (int32_t g = 0; g < b.n_groups; ++g) {
+          const int32_t n = host[g + 1] - host[g];
+          if (n >= min_pairs && n <= e.max_pairs) {
+            split_pairs += n;
+            split_most = std::max<int64_t>(split_most, n);
+          }
+        }
+        if (split_pairs > 0) {
+          ks.splits = e.splits;
+          ks.max_pairs = e.max_pairs;
+        }
       }
     }
     ks.splits = std::min(ks.splits, static_cast<int>(65535 / grid.z));  // (forced: the grid's z limit)
@@ -1688,16 +1693,8 @@ struct GemvLaunch {
     if (ks.splits > 1) {
       MOEPACK_CUDA_CHECK(cudaGetLastError());
       // x: the largest split group's sums (a dense launch: all of them), at most 4 blocks a multiprocessor
-      int64_t most = b.n_tok;
-      if (b.grp_off) {
-        most = 0;
-        for (int32_t g = 0; g < b.n_groups; ++g) {
-          const int32_t n = host[g + 1] - host[g];
-          if (n >= min_pairs && n <= ks.max_pairs) most = std::max<int64_t>(most, n);
-        }
-      }
       const int64_t cap = std::max<int64_t>(1, 4 * static_cast<int64_t>(sms) / b.n_groups);
-      const dim3 sum_grid(static_cast<unsigned>(std::min(cap, (most * b.ne1 + 255) / 256)),
+      const dim3 sum_grid(static_cast<unsigned>(std::min(cap, (split_most * b.ne1 + 255) / 256)),
                           static_cast<unsigned>(b.grp_off ? b.n_groups : 1));
       k_split_sum_kernel<<<sum_grid, 256, 0, s>>>(ks, b.grp_off, b.n_tok, min_pairs, b.ne1, b.y, b.y_stride,
                                                   b.y_gstride);
