@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "core/ggml_type.h"
+#include "gpu/gemm_mma_layout.h"
 #include "gpu/gemv_hd.h"
 
 namespace moepack::gpu {
@@ -96,9 +97,10 @@ inline constexpr int kPrefillColumnsDense = 4;
 //   kPrefillColumnsTiledQuantAQ6K 16.
 // Dense launches: 4, and with A from the quants where the K split splits the launch's one pair tile (k_split;
 // fiftieth session, gpu/gemm_mma_layout.h's dense minimum of 3 / 4 tokens there, the measurements beside it)
-// kPrefillColumnsDenseKSplit 2, kPrefillColumnsDenseKSplitQ6K 3.
-inline constexpr int kPrefillColumnsDenseKSplit = 2;
-inline constexpr int kPrefillColumnsDenseKSplitQ6K = 3;
+// kPrefillColumnsDenseKSplit 2, kPrefillColumnsDenseKSplitQ6K 3: the tokens below that minimum, which the
+// same measurement chose.
+inline constexpr int kPrefillColumnsDenseKSplit = kPrefillMmaMinTokensDenseKSplit - 1;
+inline constexpr int kPrefillColumnsDenseKSplitQ6K = kPrefillMmaMinTokensDenseKSplitQ6K - 1;
 inline constexpr int kPrefillColumnsExpertsQuantA = 4;
 inline constexpr int kPrefillColumnsExpertsQuantALight = 2;  // MXFP4, Q3_K
 inline constexpr int kPrefillColumnsTiledQuantA = 4;
