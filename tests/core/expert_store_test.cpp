@@ -619,8 +619,14 @@ TEST_F(ExpertStoreTest, AcquireEachPassesOnWhatReadyThrows) {
     EXPECT_EQ(store.cache().slot_of(ExpertKey{0, ids[i]}).has_value(), i != never) << "expert " << ids[i];
   }
   EXPECT_EQ(store.counters().verified_experts, 2u);
+  // All three reads were submitted; the third may still have been in flight when `ready` threw
+  // (then it was drained, and bytes are counted only for reads that land while waited for).
+  const uint64_t read_before = store.counters().pack_read_bytes;
+  EXPECT_GE(read_before, 2 * pack.stride(0));
+  EXPECT_LE(read_before, 3 * pack.stride(0));
   expect_blocks_are_the_ggufs(pack, 0, ids, store.acquire(0, ids));
-  EXPECT_EQ(store.counters().pack_read_bytes, 4 * pack.stride(0));  // the one never handed out, again
+  // The one never handed out is read again, and only it.
+  EXPECT_EQ(store.counters().pack_read_bytes - read_before, pack.stride(0));
   EXPECT_EQ(store.counters().verified_experts, 3u);
 }
 
