@@ -69,6 +69,8 @@
 //             to split in the F32 kernels and on the tensor cores, and dense launches of 2-4 tokens as
 //             columns and on the tensor cores (bench_prefill_expert_k_split, bench_prefill_dense_huge,
 //             bench_prefill_dense_columns);
+//   "gemv_prefill_dense_neither" (--dense-neither-only): dense launches that neither split nor fill the
+//             device, in the F32 kernels and on the tensor cores (bench_prefill_dense_neither);
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1380,6 +1382,21 @@ nlohmann::json bench_prefill_dense_huge(const WeightPool& pool, double d2d) {
                                       launch_shapes(65536, 4096, 1, {5, 8, 12, 16, 24, 32, 40})),
                         gpu::detail::set_gemv_prefill_mma, "prefill_mma");
 }
+// "gemv_prefill_dense_neither" (--dense-neither-only, fifty-first session): dense launches whose one pair tile
+// neither splits (gpu/gemm_mma_layout.h prefill_dense_one_tile_splits) nor fills the device
+// (prefill_dense_fills_device) on an H100: DeepSeek's dense FFN up (18,432 rows of 7168), MLA's q_b
+// (24,576 of 1536) and kv_b (32,768 of 512: rows of two units, never split), with 5 to 40 tokens in the
+// F32 kernels (off) and on the tensor cores (on, every group of two or more): where the dense minimum
+// still keeps 40 / 48.
+nlohmann::json bench_prefill_dense_neither(const WeightPool& pool, double d2d) {
+  const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
+  return bench_switched(pool, d2d, {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0},
+                        {},
+                        launch_shapes(32768, 512, 1, {5, 8, 12, 16, 24, 32, 40},
+                                      launch_shapes(24576, 1536, 1, {5, 8, 12, 16, 24, 32, 40},
+                                                    launch_shapes(18432, 7168, 1, {5, 8, 12, 16, 24, 32, 40}))),
+                        gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+}
 nlohmann::json bench_prefill_dense_columns(const WeightPool& pool, double d2d) {
   return bench_columns_switched(pool, d2d, set_prefill_columns32,
                                 {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0},
@@ -1619,6 +1636,7 @@ int main(int argc, char** argv) {
   bool quant_a_only = false;      // --prefill-quant-a-only: "gemv_prefill_quant_a", "prefill_quant_a_of"
   bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
   bool rules_skip_k_split = false;  // --rules-skip-k-split: --prefill-rules-only without the K split parts
+  bool dense_neither_only = false;  // --dense-neither-only: "gemv_prefill_dense_neither"
   bool expert_k_split_only = false;  // --expert-k-split-only: the expert K split, dense huge and few-token
   bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
@@ -1669,6 +1687,8 @@ int main(int argc, char** argv) {
       prefill_mma_only = true;
     } else if (a == "--prefill-rules-only") {
       prefill_rules_only = true;
+    } else if (a == "--dense-neither-only") {
+      dense_neither_only = true;
     } else if (a == "--expert-k-split-only") {
       expert_k_split_only = true;
     } else if (a == "--rules-skip-k-split") {
@@ -1753,6 +1773,11 @@ int main(int argc, char** argv) {
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
       out["engine"]["k_tensor_cores_of"] = bench_switch_of(models, prefill, decode, both, "k_tensor_cores");
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (dense_neither_only) {
+      put_partial(out, "gemv_prefill_dense_neither", bench_prefill_dense_neither(pool, d2d));
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
