@@ -433,27 +433,27 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="612"/>
+        <location filename="../ui/qml/ChatPage.qml" line="614"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="619"/>
+        <location filename="../ui/qml/ChatPage.qml" line="621"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="623"/>
+        <location filename="../ui/qml/ChatPage.qml" line="625"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="631"/>
+        <location filename="../ui/qml/ChatPage.qml" line="633"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="653"/>
+        <location filename="../ui/qml/ChatPage.qml" line="655"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -462,22 +462,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="655"/>
+        <location filename="../ui/qml/ChatPage.qml" line="657"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="655"/>
+        <location filename="../ui/qml/ChatPage.qml" line="657"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="662"/>
+        <location filename="../ui/qml/ChatPage.qml" line="664"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="663"/>
+        <location filename="../ui/qml/ChatPage.qml" line="665"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -1290,52 +1290,62 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>MoePack Studio</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="122"/>
+        <location filename="../ui/qml/Main.qml" line="97"/>
+        <source>Loading “%1” unloads the model writing it.</source>
+        <translation>加载“%1”会卸载正在生成回复的模型。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/Main.qml" line="97"/>
+        <source>Load</source>
+        <translation>加载</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/Main.qml" line="139"/>
         <source>Chat</source>
         <translation>聊天</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="123"/>
+        <location filename="../ui/qml/Main.qml" line="140"/>
         <source>Dashboard</source>
         <translation>仪表盘</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="124"/>
+        <location filename="../ui/qml/Main.qml" line="141"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="125"/>
+        <location filename="../ui/qml/Main.qml" line="142"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="126"/>
+        <location filename="../ui/qml/Main.qml" line="143"/>
         <source>Library</source>
         <translation>模型库</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="127"/>
+        <location filename="../ui/qml/Main.qml" line="144"/>
         <source>Benchmarks</source>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="184"/>
+        <location filename="../ui/qml/Main.qml" line="201"/>
         <source>Benchmark</source>
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="186"/>
+        <location filename="../ui/qml/Main.qml" line="203"/>
         <source>Loading</source>
         <translation>加载中</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="187"/>
+        <location filename="../ui/qml/Main.qml" line="204"/>
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../ui/qml/Main.qml" line="187"/>
+        <location filename="../ui/qml/Main.qml" line="204"/>
         <source>No model</source>
         <translation>无模型</translation>
     </message>
@@ -1950,69 +1960,97 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
 </context>
 <context>
+    <name>ReplyStopGuard</name>
+    <message>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="35"/>
+        <source>Quitting closes the studio.</source>
+        <translation>退出会关闭 Studio。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="35"/>
+        <source>Quit</source>
+        <translation>退出</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="45"/>
+        <source>Stop the reply being written?</source>
+        <translation>停止正在生成的回复？</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="60"/>
+        <source>The reply being written in “%1” stops there; what it has written so far is kept.</source>
+        <translation>“%1”中正在生成的回复将就此停止；已生成的内容会保留。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="74"/>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+</context>
+<context>
     <name>SettingsPage</name>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="131"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="134"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="137"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="140"/>
         <source>Engine</source>
         <translation>引擎</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="138"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="141"/>
         <source>Backend</source>
         <translation>后端</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="141"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="144"/>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="142"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="145"/>
         <source>0 = automatic (%1: all cores but one, for the UI)</source>
         <translation>0 = 自动（%1：保留一个核心给界面）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="147"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="150"/>
         <source>Context length (tokens)</source>
         <translation>上下文长度（词元）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="150"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="153"/>
         <source>The loaded model runs with %1: its trained context.</source>
         <translation>已加载的模型以 %1 运行:即其训练上下文长度。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="156"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="159"/>
         <source>Expert cache and SSD reads</source>
         <translation>专家缓存与 SSD 读取</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="159"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="162"/>
         <source>Cache budget (MiB)</source>
         <translation>缓存预算 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="160"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="163"/>
         <source>cache_vram_mib: VRAM on CUDA, host RAM on the CPU backend</source>
         <translation>cache_vram_mib：CUDA 上为显存，CPU 后端为内存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="162"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="165"/>
         <source>Keep free (MiB)</source>
         <translation>保留空闲 (MiB)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="165"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="168"/>
         <source>Which expert the cache evicts</source>
         <translation>缓存淘汰哪个专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="171"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="174"/>
         <source>Host-RAM tier (MiB)</source>
         <translation>内存层 (MiB)</translation>
     </message>
@@ -2025,181 +2063,187 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA）。auto：空闲内存的一半，当前为 %1 MiB；0 表示关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="172"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="175"/>
         <source>cache_ram_mib: experts the VRAM cache evicts wait here instead of on the SSD (CUDA). auto: half the free RAM, keeping 2 GiB free, now %1 MiB; 0: off</source>
         <translation>cache_ram_mib：显存缓存淘汰的专家暂存在内存中，而不必再从 SSD 读取（CUDA）。auto：空闲内存的一半，并保留 2 GiB 空闲，当前为 %1 MiB；0 表示关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="177"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="180"/>
         <source>Which evictions the RAM tier keeps</source>
         <translation>内存层保留哪些被淘汰的专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="166"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="169"/>
         <source>cache_policy: hybrid: the least used, and of those the least recently used; lru: the least recently used; lfu: the least used</source>
         <translation>cache_policy：hybrid：使用次数最少的（次数相同时取最久未使用的）；lru：最久未使用的；lfu：使用次数最少的</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="178"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="181"/>
         <source>cache_ram_admission (CUDA): frequency: only experts used more often than the one they would push out (far fewer copies down); all: every one</source>
         <translation>cache_ram_admission（CUDA）：frequency：只保留比将被挤出的专家使用更频繁的专家（向下复制少得多）；all：全部保留</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="181"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="184"/>
         <source>Staging buffers</source>
         <translation>暂存缓冲区</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="182"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="185"/>
         <source>Reads per expert</source>
         <translation>每个专家的读取次数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="188"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="191"/>
         <source>Direct I/O (O_DIRECT)</source>
         <translation>直接 I/O (O_DIRECT)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="201"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="204"/>
         <source>Read the next layer&apos;s experts ahead</source>
         <translation>提前读取下一层的专家</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="214"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="217"/>
         <source>Check each expert&apos;s SHA-256 on its first read</source>
         <translation>首次读取每个专家时校验其 SHA-256</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="222"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="225"/>
         <source>A damaged Expert Pack stops the reply with an error naming the expert, instead of answering from wrong weights.</source>
         <translation>专家包损坏时，回复会停止并给出指明该专家的错误，而不会用错误的权重作答。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="239"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="242"/>
         <source>Load a model to see how many experts these values hold. Free memory: %1 MiB.</source>
         <translation>加载模型后可查看这些设置能容纳多少专家。可用内存：%1 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="241"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="244"/>
         <source>%1 MiB usable of %2 MiB free → %3 expert slots of %4 MiB.</source>
         <translation>可用 %1 MiB（空闲 %2 MiB）→ %3 个专家槽，每个 %4 MiB。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="252"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="255"/>
         <source>Defaults for new conversations</source>
         <translation>新对话的默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="253"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="256"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="253"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="256"/>
         <source>0 = greedy (reproducible)</source>
         <translation>0 = 贪心（可复现）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="254"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="255"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="258"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="255"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="258"/>
         <source>0 = off</source>
         <translation>0 = 关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="256"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="259"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="257"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="260"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="258"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="261"/>
         <source>Max tokens per reply</source>
         <translation>每次回复的最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="259"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="262"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="259"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="262"/>
         <source>-1 = random</source>
         <translation>-1 = 随机</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="260"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="263"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="264"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="267"/>
         <source>Models and language</source>
         <translation>模型与语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="265"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="268"/>
         <source>Expert Pack folder</source>
         <translation>专家包文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="270"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="273"/>
         <source>Convert GGUF models to Expert Packs when opened</source>
         <translation>打开 GGUF 模型时转换为专家包</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="281"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="284"/>
         <source>Language</source>
         <translation>语言</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="287"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="290"/>
         <source>System</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="322"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="325"/>
         <source>Fix the highlighted values first.</source>
         <translation>请先修正标出的值。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="324"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="327"/>
         <source>The loaded model would not start with these cache values (see the preview); change them to apply.</source>
         <translation>已加载的模型无法以这些缓存值启动（见上方预览）；请修改后再应用。</translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/SettingsPage.qml" line="356"/>
+        <source>Applying these settings reloads the model.</source>
+        <translation>应用这些设置会重新加载模型。</translation>
     </message>
     <message>
         <source>The loaded model would not start with these cache values; raise the budget to apply.</source>
         <translation type="vanished">已加载的模型无法以这些缓存值启动；请提高预算后再应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="325"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="328"/>
         <source>Changes are not applied yet.</source>
         <translation>更改尚未应用。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="328"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="331"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="334"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="337"/>
         <source>Revert</source>
         <translation>还原</translation>
     </message>
     <message>
-        <location filename="../ui/qml/SettingsPage.qml" line="343"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="346"/>
+        <location filename="../ui/qml/SettingsPage.qml" line="356"/>
         <source>Apply</source>
         <translation>应用</translation>
     </message>
@@ -2708,7 +2752,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="461"/>
+        <location filename="../ui/engine_worker.cpp" line="466"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>
@@ -2716,22 +2760,22 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineWorker</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="211"/>
+        <location filename="../ui/engine_worker.cpp" line="216"/>
         <source>Out of memory while loading %1.</source>
         <translation>加载 %1 时内存不足。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="214"/>
+        <location filename="../ui/engine_worker.cpp" line="219"/>
         <source>The conversion of %1 was cancelled.</source>
         <translation>%1 的转换已取消。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="228"/>
+        <location filename="../ui/engine_worker.cpp" line="233"/>
         <source>No model is loaded.</source>
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="266"/>
+        <location filename="../ui/engine_worker.cpp" line="271"/>
         <source>Out of memory during generation.</source>
         <translation>生成时内存不足。</translation>
     </message>
@@ -2893,7 +2937,7 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>未知设置 %1。</translation>
     </message>
     <message numerus="yes">
-        <location filename="../ui/settings_view_model.cpp" line="339"/>
+        <location filename="../ui/settings_view_model.cpp" line="344"/>
         <source>%n slot(s) cannot hold one layer&apos;s %1 selected experts; the engine would refuse to start.</source>
         <translation>
             <numerusform>%n 个槽放不下一层选中的 %1 个专家；引擎将无法启动。</numerusform>

@@ -230,10 +230,8 @@ QString SettingsViewModel::setValue(const QString& key, const QVariant& value) {
   return err;
 }
 
-void SettingsViewModel::apply() {
-  if (!canApply()) return;
-  const bool languageChanged = draft_.value("language") != saved_.value("language");
-  bool engineChanged = false;
+bool SettingsViewModel::applyReloads() const {
+  if (!canApply()) return false;
   const bool cpuEngine = engine_ && engine_->info().backend == QLatin1String("cpu");
   for (const char* k : {"backend", "threads", "n_ctx", "cache_vram_mib", "cache_vram_reserve_mib",
                         "cache_policy", "cache_ram_mib", "cache_ram_admission", "stage_slots", "read_splits",
@@ -242,8 +240,15 @@ void SettingsViewModel::apply() {
     // The host-RAM tier is the CUDA backend's: a model loaded on the CPU backend has none, so
     // its settings change nothing there until the next load (which takes them).
     if (cpuEngine && (qstrcmp(k, "cache_ram_mib") == 0 || qstrcmp(k, "cache_ram_admission") == 0)) continue;
-    engineChanged = engineChanged || draft_.value(k) != saved_.value(k);
+    if (draft_.value(k) != saved_.value(k)) return true;
   }
+  return false;
+}
+
+void SettingsViewModel::apply() {
+  if (!canApply()) return;
+  const bool languageChanged = draft_.value("language") != saved_.value("language");
+  const bool engineChanged = applyReloads();
   QSettings s;
   s.beginGroup(QStringLiteral("settings"));
   for (auto it = draft_.cbegin(); it != draft_.cend(); ++it) s.setValue(it.key(), it.value());

@@ -52,6 +52,9 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   // changes apply whatever the preview says.
   Q_PROPERTY(bool applyBlocked READ applyBlocked NOTIFY valuesChanged)
   Q_PROPERTY(bool canApply READ canApply NOTIFY valuesChanged)  // dirty, valid, not applyBlocked
+  // apply() now would reload the loaded model (an engine setting of the draft differs from the
+  // applied one), which stops a reply being written: the studio asks first.
+  Q_PROPERTY(bool applyReloads READ applyReloads NOTIFY valuesChanged)
   Q_PROPERTY(int defaultThreads READ defaultThreads CONSTANT)
 
  public:
@@ -83,6 +86,7 @@ class SettingsViewModel : public QObject, public QQmlParserStatus {
   QString previewProblem() const;
   bool applyBlocked() const;
   bool canApply() const { return dirty() && valid() && !applyBlocked(); }
+  bool applyReloads() const;
   static int defaultThreads();  // hardware_concurrency() - 1, at least 1
 
   // The applied values, as the engine and the chat want them.

@@ -162,10 +162,12 @@ QtObject {
       QCOMPARE(s.setValue("temperature", 0.7), QString());
       QVERIFY(s.valid());
       QVERIFY(s.dirty());
+      QVERIFY(s.applyReloads());  // what the studio asks about before a reply is stopped
       QSignalSpy applied(&s, &SettingsViewModel::applied);
       s.apply();
       QCOMPARE(applied.size(), 1);
       QCOMPARE(applied.at(0).at(0).toBool(), true);  // engine settings changed
+      QVERIFY(!s.applyReloads());  // nothing left to apply
       QVERIFY(!s.dirty());
     }
     SettingsViewModel s;  // reloaded from QSettings
@@ -307,6 +309,8 @@ QtObject {
     if (::geteuid() != 0)  // root writes anywhere
       QVERIFY(s.setValue("models_folder", "/proc/packs").contains(QStringLiteral("cannot create")));
     QCOMPARE(s.setValue("models_folder", dir.filePath("new/packs")), QString());
+    QVERIFY(s.canApply());
+    QVERIFY(!s.applyReloads());
     QSignalSpy applied(&s, &SettingsViewModel::applied);
     s.apply();
     QCOMPARE(applied.size(), 1);
@@ -323,6 +327,7 @@ QtObject {
       s.resetToDefaults();
       s.apply();
       QCOMPARE(s.setValue(key, value), QString());
+      QVERIFY2(s.applyReloads(), key);
       QSignalSpy applied(&s, &SettingsViewModel::applied);
       s.apply();
       QCOMPARE(applied.size(), 1);
@@ -348,11 +353,14 @@ QtObject {
     QSignalSpy applied(&s, &SettingsViewModel::applied);
     QCOMPARE(s.setValue("cache_ram_admission", "all"), QString());
     QCOMPARE(s.setValue("cache_ram_mib", 0), QString());
+    QVERIFY(s.canApply());
+    QVERIFY(!s.applyReloads());
     s.apply();
     QCOMPARE(applied.size(), 1);
     QCOMPARE(applied.at(0).at(0).toBool(), false);
     QCOMPARE(s.engineSettings().cache_ram_admission, std::string("all"));  // for the next load
     QCOMPARE(s.setValue("cache_policy", "lru"), QString());
+    QVERIFY(s.applyReloads());
     s.apply();
     QCOMPARE(applied.size(), 2);
     QCOMPARE(applied.at(1).at(0).toBool(), true);

@@ -949,6 +949,135 @@ class StudioGuiTest : public QObject {
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 
+  // Quitting, loading another model or applying settings that reload it while a reply is being
+  // written asks first (ReplyStopGuard.qml, as Main.qml wires it): Cancel leaves the reply
+  // streaming and the window open; the accepting button goes on (the load, the quit), and the
+  // reply's text so far is kept as Stop keeps it. With no reply the action runs at once.
+  void stoppingAReplyAsksFirst() {
+    QTemporaryDir dir;
+    test::FakeScript script;
+    script.extra_tokens = 400;
+    script.token_delay_ms = 25;
+    EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
+    ChatViewModel chat;
+    QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
+    chat.setEngine(&engine);
+    QQmlApplicationEngine qml;
+    qml.addImportPath(QStringLiteral("qrc:/qt/qml"));
+    QStringList warnings;
+    QObject::connect(&qml, &QQmlApplicationEngine::warnings, &qml, [&warnings](const QList<QQmlError>& ws) {
+      for (const auto& w : ws) warnings << w.toString();
+    });
+    // The window as Main.qml wires the guard: its close, and a load through whenReplyStops.
+    QQmlComponent component(&qml);
+    component.setData(
+        "import QtQuick\nimport QtQuick.Controls\nimport MoePack.Ui\n"
+        "ApplicationWindow { id: win; width: 1280; height: 820; visible: true\n"
+        "  property ChatViewModel chatVm; property EngineController engineVm; property int loads: 0\n"
+        "  property alias guard: guard\n"
+        "  function openModel(path) { guard.whenReplyStops('Loading ' + path + '.', 'Load', () => {\n"
+        "      win.loads += 1; win.engineVm.load(path, false) }) }\n"
+        "  onClosing: close => guard.closeRequested(close, () => win.close())\n"
+        "  ChatPage { anchors.fill: parent; chat: win.chatVm; engine: win.engineVm }\n"
+        "  ReplyStopGuard { id: guard; chat: win.chatVm } }",
+        QUrl(QStringLiteral("qrc:/test/GuardWindow.qml")));
+    QObject* root =
+        component.createWithInitialProperties({{QStringLiteral("chatVm"), QVariant::fromValue(&chat)},
+                                               {QStringLiteral("engineVm"), QVariant::fromValue(&engine)}},
+                                              qml.rootContext());
+    for (const auto& e : component.errors()) warnings << e.toString();
+    QVERIFY2(root, qPrintable(warnings.join(QLatin1Char('\n'))));
+    root->setParent(&qml);
+    auto* window = qobject_cast<QQuickWindow*>(root);
+    QVERIFY(window);
+    auto* dialog = window->findChild<QObject*>(QStringLiteral("stopReplyDialog"));
+    QVERIFY(dialog);
+    const QString model = dir.filePath(QStringLiteral("model.gguf"));
+    const QString other = dir.filePath(QStringLiteral("other.gguf"));
+    engine.load(model, false);
+    QTRY_COMPARE(engine.state(), EngineController::Ready);
+
+    // No reply: the load runs at once, nothing asked.
+    QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(model))));
+    QCOMPARE(window->property("loads").toInt(), 1);
+    QVERIFY(!dialog->property("visible").toBool());
+    QTRY_COMPARE(engine.state(), EngineController::Ready);
+
+    chat.newConversation();
+    QSignalSpy finished(&chat, &ChatViewModel::replyFinished);
+    QVERIFY(chat.send(QStringLiteral("question A")));
+    const qint64 a = chat.currentConversationId();
+    QTRY_VERIFY(chat.messages()->count() == 2 && !chat.messages()->at(1).message.content.isEmpty());
+    const auto click = [&](const char* name) {
+      auto* b = window->findChild<QObject*>(QLatin1String(name));
+      return b != nullptr && QMetaObject::invokeMethod(b, "clicked");
+    };
+
+    // Closing asks; Cancel keeps the window and the reply.
+    QVERIFY(!window->close());
+    QTRY_VERIFY(dialog->property("opened").toBool());
+    QVERIFY(window->isVisible());
+    const QString says = window->findChild<QObject*>(QStringLiteral("stopReplyText"))->property("text").toString();
+    QVERIFY2(says.startsWith(QStringLiteral("Quitting closes the studio.")) &&
+                 says.contains(QStringLiteral("“question A”")),
+             qPrintable(says));
+    QCOMPARE(window->findChild<QObject*>(QStringLiteral("stopReplyAcceptButton"))->property("text").toString(),
+             QStringLiteral("Quit"));
+    save(window, QStringLiteral("studio-stop-reply.png"));
+    QVERIFY(click("stopReplyCancelButton"));
+    QTRY_VERIFY(!dialog->property("visible").toBool());
+    QVERIFY(window->isVisible());
+    QVERIFY(chat.replying());
+    const qsizetype written = chat.messages()->at(1).message.content.size();
+    QTRY_VERIFY(chat.messages()->at(1).message.content.size() > written);  // it streams on
+    QVERIFY(finished.isEmpty());
+
+    // Loading asks too; Cancel loads nothing.
+    QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(other))));
+    QTRY_VERIFY(dialog->property("opened").toBool());
+    QCOMPARE(window->property("loads").toInt(), 1);
+    QCOMPARE(window->findChild<QObject*>(QStringLiteral("stopReplyAcceptButton"))->property("text").toString(),
+             QStringLiteral("Load"));
+    QVERIFY(click("stopReplyCancelButton"));
+    QTRY_VERIFY(!dialog->property("visible").toBool());
+    QCOMPARE(window->property("loads").toInt(), 1);
+    QVERIFY(chat.replying());
+    QCOMPARE(engine.modelPath(), model);
+
+    // Load: the other model loads, the reply stops there and is kept.
+    QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(other))));
+    QTRY_VERIFY(dialog->property("opened").toBool());
+    QVERIFY(click("stopReplyAcceptButton"));
+    QCOMPARE(window->property("loads").toInt(), 2);
+    QVERIFY(finished.wait(10000));
+    QTRY_COMPARE(engine.state(), EngineController::Ready);
+    QCOMPARE(engine.modelPath(), other);
+    const auto stored = chat.store()->messages(a);
+    QCOMPARE(stored.size(), size_t(2));
+    QCOMPARE(stored.at(1).stats.stopReason, QStringLiteral("cancelled"));
+    QVERIFY(stored.at(1).content.startsWith(QStringLiteral("echo: question A")));
+
+    // With the reply over, closing closes at once.
+    QVERIFY(!chat.replying());
+    QVERIFY(window->close());
+    QVERIFY(!window->isVisible());
+    window->show();
+    QTRY_VERIFY(window->isVisible());
+
+    // Quit while a reply is written: the window closes (the studio's ChatViewModel then keeps
+    // the text so far as it is destroyed; here the test stops it).
+    chat.newConversation();
+    QVERIFY(chat.send(QStringLiteral("question B")));
+    QTRY_VERIFY(chat.messages()->count() == 2 && !chat.messages()->at(1).message.content.isEmpty());
+    QVERIFY(!window->close());
+    QTRY_VERIFY(dialog->property("opened").toBool());
+    QVERIFY(click("stopReplyAcceptButton"));
+    QTRY_VERIFY(!window->isVisible());
+    chat.stop();
+    QVERIFY(finished.wait(10000));
+    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+  }
+
   // While a benchmark has the memory (EngineController::holdForBenchmark, the chat's model
   // dropped), the chat says so at once: the conversation stays on screen under its header,
   // read-only, with a banner naming the benchmark's model (no bare "No model loaded" panel with

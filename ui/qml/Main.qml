@@ -84,6 +84,23 @@ ApplicationWindow {
         }
     }
 
+    // Loading another model, applying settings that reload this one, or quitting stops a reply
+    // being written: the studio asks first (ReplyStopGuard.qml).
+    ReplyStopGuard {
+        id: replyStopGuard
+        chat: chat
+    }
+    onClosing: close => replyStopGuard.closeRequested(close, () => window.close())
+    // Loads `path` (the Library's or the chat's choice), asking first while a reply is written.
+    function openModel(path, then) {
+        const name = path.split("/").filter(p => p.length > 0).pop() || path
+        replyStopGuard.whenReplyStops(qsTr("Loading “%1” unloads the model writing it.").arg(name), qsTr("Load"), () => {
+            inspector.load(path)
+            engine.load(path, settings.values.convert_gguf)
+            if (then) then()
+        })
+    }
+
     Component.onCompleted: {
         if (window.initialModel.length > 0) {
             inspector.load(window.initialModel)
@@ -201,10 +218,7 @@ ApplicationWindow {
                 onOpenSettings: rail.currentIndex = 3
                 onOpenLibrary: rail.currentIndex = 4
                 onOpenBenchmarks: rail.currentIndex = 5
-                onOpenModel: path => {
-                    inspector.load(path)
-                    engine.load(path, settings.values.convert_gguf)
-                }
+                onOpenModel: path => window.openModel(path)
             }
             DashboardPage {
                 telemetry: telemetry
@@ -220,16 +234,13 @@ ApplicationWindow {
             SettingsPage {
                 settings: settings
                 engine: engine
+                beforeReload: replyStopGuard.whenReplyStops
             }
             LibraryPage {
                 id: libraryPage
                 objectName: "libraryPage"
                 settings: settings
-                onOpenModel: path => {
-                    inspector.load(path)
-                    engine.load(path, settings.values.convert_gguf)
-                    rail.currentIndex = 0
-                }
+                onOpenModel: path => window.openModel(path, () => { rail.currentIndex = 0 })
             }
             BenchmarksPage { bench: bench }
         }

@@ -12,6 +12,9 @@ Item {
     id: page
     required property SettingsViewModel settings
     required property EngineController engine
+    // Called as beforeReload(action, button, proceed) when Apply would reload the model: the
+    // studio's ReplyStopGuard.whenReplyStops asks first while a reply is being written.
+    property var beforeReload: (action, button, proceed) => proceed()
 
     Rectangle { anchors.fill: parent; color: "#f6f7fb" }
 
@@ -345,7 +348,14 @@ Item {
                 highlighted: true
                 Material.elevation: 0
                 enabled: page.settings.canApply
-                onClicked: page.settings.apply()
+                onClicked: {
+                    if (!page.settings.applyReloads) {
+                        page.settings.apply()
+                        return
+                    }
+                    page.beforeReload(qsTr("Applying these settings reloads the model."), qsTr("Apply"),
+                                      () => page.settings.apply())
+                }
             }
         }
     }
