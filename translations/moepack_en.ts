@@ -1870,27 +1870,27 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>ReplyStopGuard</name>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="35"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="43"/>
         <source>Quitting closes the studio.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="35"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="43"/>
         <source>Quit</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="45"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="60"/>
         <source>Stop the reply being written?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="60"/>
-        <source>The reply being written in “%1” stops there; what it has written so far is kept.</source>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="84"/>
+        <source>%1 The reply being written in “%2” stops there; what it has written so far is kept.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="74"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="98"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>

@@ -1962,27 +1962,27 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>ReplyStopGuard</name>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="35"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="43"/>
         <source>Quitting closes the studio.</source>
         <translation>退出会关闭 Studio。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="35"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="43"/>
         <source>Quit</source>
         <translation>退出</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="45"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="60"/>
         <source>Stop the reply being written?</source>
         <translation>停止正在生成的回复？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="60"/>
-        <source>The reply being written in “%1” stops there; what it has written so far is kept.</source>
-        <translation>“%1”中正在生成的回复将就此停止；已生成的内容会保留。</translation>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="84"/>
+        <source>%1 The reply being written in “%2” stops there; what it has written so far is kept.</source>
+        <translation>%1“%2”中正在生成的回复将就此停止；已生成的内容会保留。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="74"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="98"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>

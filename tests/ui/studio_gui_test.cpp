@@ -655,6 +655,55 @@ class StudioGuiTest : public QObject {
     QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
   }
 
+  // Main.qml's own wiring of ReplyStopGuard on the demo model (stoppingAReplyAsksFirst tests the
+  // guard itself): with a reply just started (send() makes it pending at once; nothing of it runs
+  // before the event loop does), closing the window, loading a model (the Library's and the
+  // chat's way in: window.openModel) and Apply with an engine setting changed each ask, and
+  // Cancel runs none of them.
+  void mainAsksBeforeStoppingAReply() {
+    QQmlApplicationEngine qml;
+    QStringList warnings;
+    QQuickWindow* window = loadStudio(qml, warnings);
+    QVERIFY(window);
+    auto* engine = window->property("engine").value<EngineController*>();
+    auto* chat = window->property("chat").value<ChatViewModel*>();
+    auto* settings = window->property("settings").value<SettingsViewModel*>();
+    QVERIFY(engine && chat && settings);
+    QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
+    auto* dialog = window->findChild<QObject*>(QStringLiteral("stopReplyDialog"));
+    auto* acceptButton = window->findChild<QObject*>(QStringLiteral("stopReplyAcceptButton"));
+    auto* applyButton = window->findChild<QObject*>(QStringLiteral("applyButton"));
+    QVERIFY(dialog && acceptButton && applyButton);
+    const int threads = settings->appliedValues().value(QStringLiteral("threads")).toInt();
+    chat->newConversation();
+    QSignalSpy finished(chat, &ChatViewModel::replyFinished);
+    // From here to the Stop, one turn of the event loop.
+    QVERIFY(chat->send(QStringLiteral("What does \"salmon\" mean?")));
+    QVERIFY(chat->replying());
+    QVERIFY(!window->close());
+    QVERIFY(dialog->property("asking").toBool());
+    QCOMPARE(acceptButton->property("text").toString(), QStringLiteral("Quit"));
+    QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
+    QVERIFY(!dialog->property("asking").toBool());
+    QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(kDemo)), Q_ARG(QVariant, QVariant())));
+    QVERIFY(dialog->property("asking").toBool());
+    QCOMPARE(acceptButton->property("text").toString(), QStringLiteral("Load"));
+    QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
+    QCOMPARE(engine->state(), EngineController::Ready);  // no load asked for
+    QCOMPARE(settings->setValue(QStringLiteral("threads"), threads % 3 + 1), QString());
+    QVERIFY(QMetaObject::invokeMethod(applyButton, "clicked"));
+    QVERIFY(dialog->property("asking").toBool());
+    QCOMPARE(acceptButton->property("text").toString(), QStringLiteral("Apply"));
+    QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
+    QVERIFY(settings->dirty());
+    chat->stop();
+    QVERIFY(finished.wait(60000));
+    QVERIFY(window->isVisible());
+    QCOMPARE(engine->state(), EngineController::Ready);
+    settings->revert();
+    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+  }
+
   // The chat's export dialog accepted as a user does: it opens on the suggested file (the
   // conversation's title in the documents folder); a full path typed into it is written there,
   // in the format its suffix names, and the toast shows that path.
@@ -950,48 +999,66 @@ class StudioGuiTest : public QObject {
   }
 
   // Quitting, loading another model or applying settings that reload it while a reply is being
-  // written asks first (ReplyStopGuard.qml, as Main.qml wires it): Cancel leaves the reply
-  // streaming and the window open; the accepting button goes on (the load, the quit), and the
-  // reply's text so far is kept as Stop keeps it. With no reply the action runs at once.
+  // written asks first (ReplyStopGuard.qml, wired as Main.qml wires it, on the scripted engine):
+  // Cancel leaves the reply streaming and the window open; the accepting button goes on (the
+  // load, the apply, the quit), the reply's text so far kept as Stop keeps it. With no reply the
+  // action runs at once; a request while it asks is ignored; a reply that ends while it asks lets
+  // the action go on.
   void stoppingAReplyAsksFirst() {
     QTemporaryDir dir;
     test::FakeScript script;
-    script.extra_tokens = 400;
+    script.extra_tokens = 4000;  // 100 s: every reply here is stopped long before its end
     script.token_delay_ms = 25;
     EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
     ChatViewModel chat;
     QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
     chat.setEngine(&engine);
+    SettingsViewModel settings;
+    settings.setEngine(&engine);
     QQmlApplicationEngine qml;
     qml.addImportPath(QStringLiteral("qrc:/qt/qml"));
     QStringList warnings;
     QObject::connect(&qml, &QQmlApplicationEngine::warnings, &qml, [&warnings](const QList<QQmlError>& ws) {
       for (const auto& w : ws) warnings << w.toString();
     });
-    // The window as Main.qml wires the guard: its close, and a load through whenReplyStops.
     QQmlComponent component(&qml);
     component.setData(
         "import QtQuick\nimport QtQuick.Controls\nimport MoePack.Ui\n"
         "ApplicationWindow { id: win; width: 1280; height: 820; visible: true\n"
-        "  property ChatViewModel chatVm; property EngineController engineVm; property int loads: 0\n"
-        "  property alias guard: guard\n"
+        "  property ChatViewModel chatVm; property EngineController engineVm\n"
+        "  property SettingsViewModel settingsVm; property int loads: 0\n"
         "  function openModel(path) { guard.whenReplyStops('Loading ' + path + '.', 'Load', () => {\n"
         "      win.loads += 1; win.engineVm.load(path, false) }) }\n"
         "  onClosing: close => guard.closeRequested(close, () => win.close())\n"
         "  ChatPage { anchors.fill: parent; chat: win.chatVm; engine: win.engineVm }\n"
+        "  SettingsPage { visible: false; settings: win.settingsVm; engine: win.engineVm\n"
+        "    beforeReload: guard.whenReplyStops }\n"
         "  ReplyStopGuard { id: guard; chat: win.chatVm } }",
         QUrl(QStringLiteral("qrc:/test/GuardWindow.qml")));
-    QObject* root =
-        component.createWithInitialProperties({{QStringLiteral("chatVm"), QVariant::fromValue(&chat)},
-                                               {QStringLiteral("engineVm"), QVariant::fromValue(&engine)}},
-                                              qml.rootContext());
+    QObject* root = component.createWithInitialProperties(
+        {{QStringLiteral("chatVm"), QVariant::fromValue(&chat)},
+         {QStringLiteral("engineVm"), QVariant::fromValue(&engine)},
+         {QStringLiteral("settingsVm"), QVariant::fromValue(&settings)}},
+        qml.rootContext());
     for (const auto& e : component.errors()) warnings << e.toString();
     QVERIFY2(root, qPrintable(warnings.join(QLatin1Char('\n'))));
     root->setParent(&qml);
     auto* window = qobject_cast<QQuickWindow*>(root);
     QVERIFY(window);
     auto* dialog = window->findChild<QObject*>(QStringLiteral("stopReplyDialog"));
-    QVERIFY(dialog);
+    auto* text = window->findChild<QObject*>(QStringLiteral("stopReplyText"));
+    auto* acceptButton = window->findChild<QObject*>(QStringLiteral("stopReplyAcceptButton"));
+    QVERIFY(dialog && text && acceptButton);
+    const auto click = [&](const char* name) {
+      auto* b = window->findChild<QObject*>(QLatin1String(name));
+      return b != nullptr && QMetaObject::invokeMethod(b, "clicked");
+    };
+    const auto asks = [&](const QString& button) {
+      return dialog->property("opened").toBool() && acceptButton->property("text").toString() == button;
+    };
+    const auto cancelled = [&] {
+      return click("stopReplyCancelButton") && QTest::qWaitFor([&] { return !dialog->property("visible").toBool(); });
+    };
     const QString model = dir.filePath(QStringLiteral("model.gguf"));
     const QString other = dir.filePath(QStringLiteral("other.gguf"));
     engine.load(model, false);
@@ -1008,45 +1075,62 @@ class StudioGuiTest : public QObject {
     QVERIFY(chat.send(QStringLiteral("question A")));
     const qint64 a = chat.currentConversationId();
     QTRY_VERIFY(chat.messages()->count() == 2 && !chat.messages()->at(1).message.content.isEmpty());
-    const auto click = [&](const char* name) {
-      auto* b = window->findChild<QObject*>(QLatin1String(name));
-      return b != nullptr && QMetaObject::invokeMethod(b, "clicked");
-    };
 
     // Closing asks; Cancel keeps the window and the reply.
     QVERIFY(!window->close());
-    QTRY_VERIFY(dialog->property("opened").toBool());
+    QTRY_VERIFY(asks(QStringLiteral("Quit")));
     QVERIFY(window->isVisible());
-    const QString says = window->findChild<QObject*>(QStringLiteral("stopReplyText"))->property("text").toString();
-    QVERIFY2(says.startsWith(QStringLiteral("Quitting closes the studio.")) &&
-                 says.contains(QStringLiteral("“question A”")),
-             qPrintable(says));
-    QCOMPARE(window->findChild<QObject*>(QStringLiteral("stopReplyAcceptButton"))->property("text").toString(),
-             QStringLiteral("Quit"));
+    const QString says = text->property("text").toString();
+    QCOMPARE(says, QStringLiteral("Quitting closes the studio. The reply being written in “question A” stops there; "
+                                  "what it has written so far is kept."));
     save(window, QStringLiteral("studio-stop-reply.png"));
-    QVERIFY(click("stopReplyCancelButton"));
-    QTRY_VERIFY(!dialog->property("visible").toBool());
+    QVERIFY(cancelled());
     QVERIFY(window->isVisible());
     QVERIFY(chat.replying());
     const qsizetype written = chat.messages()->at(1).message.content.size();
     QTRY_VERIFY(chat.messages()->at(1).message.content.size() > written);  // it streams on
-    QVERIFY(finished.isEmpty());
 
-    // Loading asks too; Cancel loads nothing.
+    // Loading asks too. A close meanwhile is refused and changes nothing of the question; Cancel
+    // loads nothing.
     QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(other))));
-    QTRY_VERIFY(dialog->property("opened").toBool());
+    QTRY_VERIFY(asks(QStringLiteral("Load")));
+    QVERIFY(!window->close());
+    QVERIFY(asks(QStringLiteral("Load")));
+    QVERIFY(text->property("text").toString().startsWith(QStringLiteral("Loading ") + other));
+    QVERIFY(cancelled());
     QCOMPARE(window->property("loads").toInt(), 1);
-    QCOMPARE(window->findChild<QObject*>(QStringLiteral("stopReplyAcceptButton"))->property("text").toString(),
-             QStringLiteral("Load"));
-    QVERIFY(click("stopReplyCancelButton"));
-    QTRY_VERIFY(!dialog->property("visible").toBool());
-    QCOMPARE(window->property("loads").toInt(), 1);
+    QVERIFY(window->isVisible());
     QVERIFY(chat.replying());
     QCOMPARE(engine.modelPath(), model);
 
+    // Apply with an engine setting changed asks (Cancel: nothing applied, the draft kept); Apply
+    // applies. Settings that reload nothing apply at once.
+    QSignalSpy applied(&settings, &SettingsViewModel::applied);
+    const int threads = settings.appliedValues().value(QStringLiteral("threads")).toInt();
+    QCOMPARE(settings.setValue(QStringLiteral("threads"), threads % 3 + 1), QString());
+    QVERIFY(settings.applyReloads());
+    QVERIFY(click("applyButton"));
+    QTRY_VERIFY(asks(QStringLiteral("Apply")));
+    QVERIFY(cancelled());
+    QCOMPARE(applied.size(), 0);
+    QVERIFY(settings.dirty());
+    QVERIFY(click("applyButton"));
+    QTRY_VERIFY(asks(QStringLiteral("Apply")));
+    QVERIFY(click("stopReplyAcceptButton"));
+    QCOMPARE(applied.size(), 1);
+    QVERIFY(applied.at(0).at(0).toBool());
+    QVERIFY(!settings.dirty());
+    QTRY_VERIFY(!dialog->property("visible").toBool());
+    QCOMPARE(settings.setValue(QStringLiteral("temperature"), 0.5), QString());
+    QVERIFY(!settings.applyReloads());
+    QVERIFY(click("applyButton"));
+    QCOMPARE(applied.size(), 2);
+    QVERIFY(!dialog->property("visible").toBool());
+    QVERIFY(chat.replying());  // (here nothing reloads on applied; Main.qml reloads)
+
     // Load: the other model loads, the reply stops there and is kept.
     QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(other))));
-    QTRY_VERIFY(dialog->property("opened").toBool());
+    QTRY_VERIFY(asks(QStringLiteral("Load")));
     QVERIFY(click("stopReplyAcceptButton"));
     QCOMPARE(window->property("loads").toInt(), 2);
     QVERIFY(finished.wait(10000));
@@ -1064,17 +1148,35 @@ class StudioGuiTest : public QObject {
     window->show();
     QTRY_VERIFY(window->isVisible());
 
-    // Quit while a reply is written: the window closes (the studio's ChatViewModel then keeps
-    // the text so far as it is destroyed; here the test stops it).
+    // A reply that ends while it asks: the load goes on (nothing is left to stop).
     chat.newConversation();
     QVERIFY(chat.send(QStringLiteral("question B")));
     QTRY_VERIFY(chat.messages()->count() == 2 && !chat.messages()->at(1).message.content.isEmpty());
+    QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(model))));
+    QTRY_VERIFY(asks(QStringLiteral("Load")));
+    chat.stop();
+    QVERIFY(finished.wait(10000));
+    QTRY_COMPARE(window->property("loads").toInt(), 3);
+    QTRY_VERIFY(!dialog->property("visible").toBool());
+    QTRY_COMPARE(engine.state(), EngineController::Ready);
+    QCOMPARE(engine.modelPath(), model);
+
+    // Quit while a reply is written: the window closes (the studio's ChatViewModel then keeps
+    // the text so far as it is destroyed; here the test stops it).
+    chat.newConversation();
+    QVERIFY(chat.send(QStringLiteral("question C")));
+    QTRY_VERIFY(chat.messages()->count() == 2 && !chat.messages()->at(1).message.content.isEmpty());
     QVERIFY(!window->close());
-    QTRY_VERIFY(dialog->property("opened").toBool());
+    QTRY_VERIFY(asks(QStringLiteral("Quit")));
     QVERIFY(click("stopReplyAcceptButton"));
     QTRY_VERIFY(!window->isVisible());
     chat.stop();
     QVERIFY(finished.wait(10000));
+    QTRY_VERIFY(!dialog->property("visible").toBool());
+    // The test's threads back as they were.
+    QCOMPARE(settings.setValue(QStringLiteral("threads"), threads), QString());
+    QCOMPARE(settings.setValue(QStringLiteral("temperature"), SettingsViewModel::defaults().value(QStringLiteral("temperature"))), QString());
+    settings.apply();
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 

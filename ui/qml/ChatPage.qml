@@ -586,7 +586,7 @@ Item {
         width: Math.min(480, page.width * 0.6)
         modal: true
         // A plain white card (ReplyStopGuard.qml says why).
-        background: Rectangle { color: "white"; radius: 2; border.color: "#d1d5db" }
+        background: Rectangle { color: "white"; radius: 2 }
         onAccepted: page.chat.deleteConversation(conversationMenu.targetId)
         TextMetrics {
             id: deleteTitleMetrics

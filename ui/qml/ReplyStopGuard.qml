@@ -7,35 +7,50 @@ import MoePack.Ui
 // (ChatViewModel). Declared inside the window, it opens over the window's overlay.
 //   whenReplyStops(action, button, proceed): runs proceed() at once when no reply is being
 //     written; otherwise opens, saying `action` (one sentence) with `button` as the accepting
-//     button's text, and runs proceed() when that is chosen (Cancel: nothing happens).
+//     button's text, and runs proceed() when that is chosen (Cancel, Escape or a click outside:
+//     nothing happens). If the reply ends while it is open, proceed() runs then (nothing is left
+//     to stop). A request while it is open is ignored: the open question stays as asked.
 //   closeRequested(close, quit): for the window's onClosing; refuses the close while a reply is
-//     being written and asks, then calls quit() (which closes the window again) if so chosen.
+//     being written (or while it is open) and asks, then calls quit() (which closes the window
+//     again) if so chosen.
 Dialog {
     id: guard
     objectName: "stopReplyDialog"
     required property ChatViewModel chat
     property string action
     property string button
+    property string replyTitle  // the conversation written into, when it opened
     property var proceed: null
+    property bool asking: false  // from open to the answer (visible also through the closing transition)
     property bool quitConfirmed: false
 
     function whenReplyStops(action, button, proceed) {
+        if (guard.asking) return
         if (!guard.chat.replying) {
             proceed()
             return
         }
         guard.action = action
         guard.button = button
+        guard.replyTitle = guard.chat.replyConversationTitle
         guard.proceed = proceed
+        guard.asking = true
         guard.open()
     }
     function closeRequested(close, quit) {
-        if (!guard.chat.replying || guard.quitConfirmed) return
+        if (guard.quitConfirmed || (!guard.chat.replying && !guard.asking)) return
         close.accepted = false
         guard.whenReplyStops(qsTr("Quitting closes the studio."), qsTr("Quit"), () => {
             guard.quitConfirmed = true
             quit()
+            guard.quitConfirmed = false  // (the window closed; were it refused, the next close asks again)
         })
+    }
+    Connections {
+        target: guard.chat
+        function onGeneratingChanged() {
+            if (guard.asking && !guard.chat.replying) guard.accept()
+        }
     }
 
     parent: Overlay.overlay
@@ -45,20 +60,29 @@ Dialog {
     title: qsTr("Stop the reply being written?")
     // A plain white card: the style's own background (an elevation effect) is not drawn by the
     // software renderer (offscreen, virtual machines), leaving the text on the dimmed window.
-    background: Rectangle { color: "white"; radius: 2; border.color: "#d1d5db" }
+    background: Rectangle { color: "white"; radius: 2 }
     onAccepted: {
         const f = guard.proceed
         guard.proceed = null
+        guard.asking = false
         if (f) f()
     }
-    onRejected: guard.proceed = null
+    onRejected: {
+        guard.proceed = null
+        guard.asking = false
+    }
+    onClosed: {  // however it closed
+        guard.proceed = null
+        guard.asking = false
+    }
     Label {
         objectName: "stopReplyText"
         width: guard.availableWidth
         wrapMode: Text.Wrap
-        text: guard.action + " " +
-              qsTr("The reply being written in “%1” stops there; what it has written so far is kept.")
-                  .arg(guard.chat.replyConversationTitle)
+        // One sentence of the caller's, then this one (one string: languages join them their way),
+        // filled in one pass (a "%2" in a model's or a conversation's name stays as it is).
+        text: qsTr("%1 The reply being written in “%2” stops there; what it has written so far is kept.")
+                  .replace(/%([12])/g, (m, n) => n === "1" ? guard.action : guard.replyTitle)
     }
     // Buttons of its own, their texts bound (a standard button's text is reset when the language
     // changes).
