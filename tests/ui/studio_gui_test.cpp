@@ -628,6 +628,44 @@ class StudioGuiTest : public QObject {
     QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
     chat->newConversation();
     const int threads = settings->appliedValues().value(QStringLiteral("threads")).toInt();
+    {
+      // First Main.qml's own wiring of ReplyStopGuard (stoppingAReplyAsksFirst tests the guard
+      // itself): with a reply just started (send() makes it pending at once; nothing of it runs
+      // before the event loop does), closing the window, loading a model (the Library's and the
+      // chat's way in: window.openModel) and Apply with an engine setting changed each ask, and
+      // Cancel runs none of them.
+      auto* dialog = window->findChild<QObject*>(QStringLiteral("stopReplyDialog"));
+      auto* acceptButton = window->findChild<QObject*>(QStringLiteral("stopReplyAcceptButton"));
+      auto* applyButton = window->findChild<QObject*>(QStringLiteral("applyButton"));
+      QVERIFY(dialog && acceptButton && applyButton);
+      QSignalSpy finished(chat, &ChatViewModel::replyFinished);
+      // From here to the Stop, one turn of the event loop.
+      QVERIFY(chat->send(QStringLiteral("What does \"salmon\" mean?")));
+      QVERIFY(chat->replying());
+      QVERIFY(!window->close());
+      QVERIFY(dialog->property("asking").toBool());
+      QCOMPARE(acceptButton->property("text").toString(), QStringLiteral("Quit"));
+      QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
+      QVERIFY(!dialog->property("asking").toBool());
+      QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(kDemo)),
+                                        Q_ARG(QVariant, QVariant())));
+      QVERIFY(dialog->property("asking").toBool());
+      QCOMPARE(acceptButton->property("text").toString(), QStringLiteral("Load"));
+      QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
+      QCOMPARE(engine->state(), EngineController::Ready);  // no load asked for
+      QCOMPARE(settings->setValue(QStringLiteral("threads"), threads % 3 + 1), QString());
+      QVERIFY(QMetaObject::invokeMethod(applyButton, "clicked"));
+      QVERIFY(dialog->property("asking").toBool());
+      QCOMPARE(acceptButton->property("text").toString(), QStringLiteral("Apply"));
+      QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
+      QVERIFY(settings->dirty());
+      chat->stop();
+      QVERIFY(finished.wait(60000));
+      QVERIFY(window->isVisible());
+      QCOMPARE(engine->state(), EngineController::Ready);
+      settings->revert();
+      chat->newConversation();
+    }
     for (int round = 0; round < 6; ++round) {
       QCOMPARE(settings->setValue(QStringLiteral("threads"), (threads + round + 1) % 3 + 1), QString());
       if (round % 3 == 0) {  // while a reply streams
@@ -653,55 +691,6 @@ class StudioGuiTest : public QObject {
     QCOMPARE(settings->setValue(QStringLiteral("threads"), threads), QString());
     QVERIFY(QMetaObject::invokeMethod(settings, "apply"));
     QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
-  }
-
-  // Main.qml's own wiring of ReplyStopGuard on the demo model (stoppingAReplyAsksFirst tests the
-  // guard itself): with a reply just started (send() makes it pending at once; nothing of it runs
-  // before the event loop does), closing the window, loading a model (the Library's and the
-  // chat's way in: window.openModel) and Apply with an engine setting changed each ask, and
-  // Cancel runs none of them.
-  void mainAsksBeforeStoppingAReply() {
-    QQmlApplicationEngine qml;
-    QStringList warnings;
-    QQuickWindow* window = loadStudio(qml, warnings);
-    QVERIFY(window);
-    auto* engine = window->property("engine").value<EngineController*>();
-    auto* chat = window->property("chat").value<ChatViewModel*>();
-    auto* settings = window->property("settings").value<SettingsViewModel*>();
-    QVERIFY(engine && chat && settings);
-    QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
-    auto* dialog = window->findChild<QObject*>(QStringLiteral("stopReplyDialog"));
-    auto* acceptButton = window->findChild<QObject*>(QStringLiteral("stopReplyAcceptButton"));
-    auto* applyButton = window->findChild<QObject*>(QStringLiteral("applyButton"));
-    QVERIFY(dialog && acceptButton && applyButton);
-    const int threads = settings->appliedValues().value(QStringLiteral("threads")).toInt();
-    chat->newConversation();
-    QSignalSpy finished(chat, &ChatViewModel::replyFinished);
-    // From here to the Stop, one turn of the event loop.
-    QVERIFY(chat->send(QStringLiteral("What does \"salmon\" mean?")));
-    QVERIFY(chat->replying());
-    QVERIFY(!window->close());
-    QVERIFY(dialog->property("asking").toBool());
-    QCOMPARE(acceptButton->property("text").toString(), QStringLiteral("Quit"));
-    QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
-    QVERIFY(!dialog->property("asking").toBool());
-    QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(kDemo)), Q_ARG(QVariant, QVariant())));
-    QVERIFY(dialog->property("asking").toBool());
-    QCOMPARE(acceptButton->property("text").toString(), QStringLiteral("Load"));
-    QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
-    QCOMPARE(engine->state(), EngineController::Ready);  // no load asked for
-    QCOMPARE(settings->setValue(QStringLiteral("threads"), threads % 3 + 1), QString());
-    QVERIFY(QMetaObject::invokeMethod(applyButton, "clicked"));
-    QVERIFY(dialog->property("asking").toBool());
-    QCOMPARE(acceptButton->property("text").toString(), QStringLiteral("Apply"));
-    QVERIFY(QMetaObject::invokeMethod(dialog, "reject"));
-    QVERIFY(settings->dirty());
-    chat->stop();
-    QVERIFY(finished.wait(60000));
-    QVERIFY(window->isVisible());
-    QCOMPARE(engine->state(), EngineController::Ready);
-    settings->revert();
-    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 
   // The chat's export dialog accepted as a user does: it opens on the suggested file (the
