@@ -102,32 +102,37 @@ bool replyTo(ChatViewModel* chat, const QString& text) {
   QSignalSpy finished(chat, &ChatViewModel::replyFinished);
   return chat->send(text) && finished.wait(120000);
 }
-// A window holding ChatPage.qml over `chat` and `engine` (a scripted engine in the tests that
-// use it), its QML warnings collected into `warnings`; null when it did not load.
-QQuickWindow* chatPageOver(QQmlApplicationEngine& qml, ChatViewModel* chat, EngineController* engine,
-                           QStringList& warnings) {
+// A window made of the QML `source` (importing QtQuick, QtQuick.Controls and MoePack.Ui) with
+// `properties` set, its QML warnings collected into `warnings`; null when it did not load.
+QQuickWindow* windowOf(QQmlApplicationEngine& qml, const QByteArray& source, const QVariantMap& properties,
+                       QStringList& warnings) {
   qml.addImportPath(QStringLiteral("qrc:/qt/qml"));
   QObject::connect(&qml, &QQmlApplicationEngine::warnings, &qml, [&warnings](const QList<QQmlError>& ws) {
     for (const auto& w : ws) warnings << w.toString();
   });
   QQmlComponent component(&qml);
-  component.setData(
-      "import QtQuick\nimport QtQuick.Controls\nimport MoePack.Ui\n"
-      "ApplicationWindow { id: win; width: 1280; height: 820; visible: true\n"
-      "  property ChatViewModel chatVm; property EngineController engineVm\n"
-      "  ChatPage { anchors.fill: parent; chat: win.chatVm; engine: win.engineVm\n"
-      "    onOpenModel: path => win.engineVm.load(path, false) } }",
-      QUrl(QStringLiteral("qrc:/test/ChatPageWindow.qml")));
-  QObject* root =
-      component.createWithInitialProperties({{QStringLiteral("chatVm"), QVariant::fromValue(chat)},
-                                             {QStringLiteral("engineVm"), QVariant::fromValue(engine)}},
-                                            qml.rootContext());
+  component.setData("import QtQuick\nimport QtQuick.Controls\nimport MoePack.Ui\n" + source,
+                    QUrl(QStringLiteral("qrc:/test/TestWindow.qml")));
+  QObject* root = component.createWithInitialProperties(properties, qml.rootContext());
   if (!root) {
     for (const auto& e : component.errors()) warnings << e.toString();
     return nullptr;
   }
   root->setParent(&qml);
   return qobject_cast<QQuickWindow*>(root);
+}
+// A window holding ChatPage.qml over `chat` and `engine` (a scripted engine in the tests that
+// use it), its QML warnings collected into `warnings`; null when it did not load.
+QQuickWindow* chatPageOver(QQmlApplicationEngine& qml, ChatViewModel* chat, EngineController* engine,
+                           QStringList& warnings) {
+  return windowOf(qml,
+                  "ApplicationWindow { id: win; width: 1280; height: 820; visible: true\n"
+                  "  property ChatViewModel chatVm; property EngineController engineVm\n"
+                  "  ChatPage { anchors.fill: parent; chat: win.chatVm; engine: win.engineVm\n"
+                  "    onOpenModel: path => win.engineVm.load(path, false) } }",
+                  {{QStringLiteral("chatVm"), QVariant::fromValue(chat)},
+                   {QStringLiteral("engineVm"), QVariant::fromValue(engine)}},
+                  warnings);
 }
 
 // Counts the close requests of the window it filters, and refuses them.
@@ -1005,14 +1010,9 @@ class StudioGuiTest : public QObject {
     SettingsViewModel settings;
     settings.setEngine(&engine);
     QQmlApplicationEngine qml;
-    qml.addImportPath(QStringLiteral("qrc:/qt/qml"));
     QStringList warnings;
-    QObject::connect(&qml, &QQmlApplicationEngine::warnings, &qml, [&warnings](const QList<QQmlError>& ws) {
-      for (const auto& w : ws) warnings << w.toString();
-    });
-    QQmlComponent component(&qml);
-    component.setData(
-        "import QtQuick\nimport QtQuick.Controls\nimport MoePack.Ui\n"
+    QQuickWindow* window = windowOf(
+        qml,
         "ApplicationWindow { id: win; width: 1280; height: 820; visible: true\n"
         "  property ChatViewModel chatVm; property EngineController engineVm\n"
         "  property SettingsViewModel settingsVm; property int loads: 0\n"
@@ -1023,17 +1023,11 @@ class StudioGuiTest : public QObject {
         "  SettingsPage { visible: false; settings: win.settingsVm; engine: win.engineVm\n"
         "    beforeReload: guard.whenReplyStops }\n"
         "  ReplyStopGuard { id: guard; chat: win.chatVm } }",
-        QUrl(QStringLiteral("qrc:/test/GuardWindow.qml")));
-    QObject* root = component.createWithInitialProperties(
         {{QStringLiteral("chatVm"), QVariant::fromValue(&chat)},
          {QStringLiteral("engineVm"), QVariant::fromValue(&engine)},
          {QStringLiteral("settingsVm"), QVariant::fromValue(&settings)}},
-        qml.rootContext());
-    for (const auto& e : component.errors()) warnings << e.toString();
-    QVERIFY2(root, qPrintable(warnings.join(QLatin1Char('\n'))));
-    root->setParent(&qml);
-    auto* window = qobject_cast<QQuickWindow*>(root);
-    QVERIFY(window);
+        warnings);
+    QVERIFY2(window, qPrintable(warnings.join(QLatin1Char('\n'))));
     auto* dialog = window->findChild<QObject*>(QStringLiteral("stopReplyDialog"));
     auto* text = window->findChild<QObject*>(QStringLiteral("stopReplyText"));
     auto* acceptButton = window->findChild<QObject*>(QStringLiteral("stopReplyAcceptButton"));
