@@ -1385,16 +1385,16 @@ nlohmann::json bench_prefill_dense_huge(const WeightPool& pool, double d2d) {
 // "gemv_prefill_dense_neither" (--dense-neither-only, fifty-first session): dense launches whose one pair tile
 // neither splits (gpu/gemm_mma_layout.h prefill_dense_one_tile_splits) nor fills the device
 // (prefill_dense_fills_device) on an H100: DeepSeek's dense FFN up (18,432 rows of 7168), MLA's q_b
-// (24,576 of 1536) and kv_b (32,768 of 512: rows of two units, never split), with 5 to 40 tokens in the
+// (24,576 of 1536) and kv_b (32,768 of 512: rows of two units, never split), with 5, 8, 12, 24 and 40 tokens in the
 // F32 kernels (off) and on the tensor cores (on, every group of two or more): where the dense minimum
 // still keeps 40 / 48.
 nlohmann::json bench_prefill_dense_neither(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
   return bench_switched(pool, d2d, {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0},
                         {},
-                        launch_shapes(32768, 512, 1, {5, 8, 12, 16, 24, 32, 40},
-                                      launch_shapes(24576, 1536, 1, {5, 8, 12, 16, 24, 32, 40},
-                                                    launch_shapes(18432, 7168, 1, {5, 8, 12, 16, 24, 32, 40}))),
+                        launch_shapes(32768, 512, 1, {5, 8, 12, 24, 40},
+                                      launch_shapes(24576, 1536, 1, {5, 8, 12, 24, 40},
+                                                    launch_shapes(18432, 7168, 1, {5, 8, 12, 24, 40}))),
                         gpu::detail::set_gemv_prefill_mma, "prefill_mma");
 }
 nlohmann::json bench_prefill_dense_columns(const WeightPool& pool, double d2d) {
