@@ -69,7 +69,7 @@
 //             to split in the F32 kernels and on the tensor cores, and dense launches of 2-4 tokens as
 //             columns and on the tensor cores (bench_prefill_expert_k_split, bench_prefill_dense_huge,
 //             bench_prefill_dense_columns);
-//   "gemv_prefill_dense_neither" (--dense-neither-only): dense launches that neither split nor fill the
+//   "gemv_prefill_dense_neither_<type>" (--dense-neither-only): dense launches that neither split nor fill the
 //             device, in the F32 kernels and on the tensor cores (bench_prefill_dense_neither);
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
@@ -1388,10 +1388,10 @@ nlohmann::json bench_prefill_dense_huge(const WeightPool& pool, double d2d) {
 // (24,576 of 1536) and kv_b (32,768 of 512: rows of two units, never split), with 5, 8, 12, 24 and 40 tokens in the
 // F32 kernels (off) and on the tensor cores (on, every group of two or more): where the dense minimum
 // still keeps 40 / 48.
-nlohmann::json bench_prefill_dense_neither(const WeightPool& pool, double d2d) {
+// One type a part ("gemv_prefill_dense_neither_<type>"), each written as it completes.
+nlohmann::json bench_prefill_dense_neither(const WeightPool& pool, double d2d, GgmlType type) {
   const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
-  return bench_switched(pool, d2d, {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0},
-                        {},
+  return bench_switched(pool, d2d, {type}, {},
                         launch_shapes(32768, 512, 1, {5, 8, 12, 24, 40},
                                       launch_shapes(24576, 1536, 1, {5, 8, 12, 24, 40},
                                                     launch_shapes(18432, 7168, 1, {5, 8, 12, 24, 40}))),
@@ -1636,7 +1636,7 @@ int main(int argc, char** argv) {
   bool quant_a_only = false;      // --prefill-quant-a-only: "gemv_prefill_quant_a", "prefill_quant_a_of"
   bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
   bool rules_skip_k_split = false;  // --rules-skip-k-split: --prefill-rules-only without the K split parts
-  bool dense_neither_only = false;  // --dense-neither-only: "gemv_prefill_dense_neither"
+  bool dense_neither_only = false;  // --dense-neither-only: "gemv_prefill_dense_neither_<type>"
   bool expert_k_split_only = false;  // --expert-k-split-only: the expert K split, dense huge and few-token
   bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
@@ -1777,7 +1777,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (dense_neither_only) {
-      put_partial(out, "gemv_prefill_dense_neither", bench_prefill_dense_neither(pool, d2d));
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0}) {
+        const std::string key = "gemv_prefill_dense_neither_" + std::string(ggml_type_name(t));
+        put_partial(out, key.c_str(), bench_prefill_dense_neither(pool, d2d, t));
+      }
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
