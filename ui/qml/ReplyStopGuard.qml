@@ -71,7 +71,8 @@ Dialog {
         guard.proceed = null
         guard.asking = false
     }
-    onClosed: {  // however it closed
+    onClosed: {  // however it closed (unless opened again, by a new question, before its exit transition ended)
+        if (guard.visible) return
         guard.proceed = null
         guard.asking = false
     }
