@@ -1885,12 +1885,12 @@ What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="85"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="84"/>
         <source>%1 The reply being written in “%2” stops there; what it has written so far is kept.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="99"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="98"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>

@@ -1977,12 +1977,12 @@ What does &quot;salmon&quot; mean?</translation>
         <translation>停止正在生成的回复？</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="85"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="84"/>
         <source>%1 The reply being written in “%2” stops there; what it has written so far is kept.</source>
         <translation>%1“%2”中正在生成的回复将就此停止；已生成的内容会保留。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ReplyStopGuard.qml" line="99"/>
+        <location filename="../ui/qml/ReplyStopGuard.qml" line="98"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>

@@ -1374,13 +1374,19 @@ nlohmann::json bench_prefill_expert_k_split(const WeightPool& pool, double d2d, 
   }
   return rows;
 }
-nlohmann::json bench_prefill_dense_huge(const WeightPool& pool, double d2d) {
+// Dense launches of `shapes` of each type in the F32 kernels (off) and on the tensor cores (on, every group of
+// two or more: the minimum's own rule out of the way).
+nlohmann::json bench_dense_f32_against_tensor_cores(const WeightPool& pool, double d2d,
+                                                    std::initializer_list<GgmlType> types,
+                                                    const std::vector<LaunchShape>& shapes) {
   const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
-  return bench_switched(pool, d2d, {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0},
-                        {},
-                        launch_shapes(36864, 7168, 1, {5, 8, 12, 16, 24, 32, 40},
-                                      launch_shapes(65536, 4096, 1, {5, 8, 12, 16, 24, 32, 40})),
-                        gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+  return bench_switched(pool, d2d, types, {}, shapes, gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+}
+nlohmann::json bench_prefill_dense_huge(const WeightPool& pool, double d2d) {
+  return bench_dense_f32_against_tensor_cores(
+      pool, d2d, {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0},
+      launch_shapes(36864, 7168, 1, {5, 8, 12, 16, 24, 32, 40},
+                    launch_shapes(65536, 4096, 1, {5, 8, 12, 16, 24, 32, 40})));
 }
 // "gemv_prefill_dense_neither" (--dense-neither-only, fifty-first session): dense launches whose one pair tile
 // neither splits (gpu/gemm_mma_layout.h prefill_dense_one_tile_splits) nor fills the device
@@ -1390,12 +1396,11 @@ nlohmann::json bench_prefill_dense_huge(const WeightPool& pool, double d2d) {
 // still keeps 40 / 48.
 // One type a part ("gemv_prefill_dense_neither_<type>"), each written as it completes.
 nlohmann::json bench_prefill_dense_neither(const WeightPool& pool, double d2d, GgmlType type) {
-  const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
-  return bench_switched(pool, d2d, {type}, {},
-                        launch_shapes(32768, 512, 1, {5, 8, 12, 24, 40},
-                                      launch_shapes(24576, 1536, 1, {5, 8, 12, 24, 40},
-                                                    launch_shapes(18432, 7168, 1, {5, 8, 12, 24, 40}))),
-                        gpu::detail::set_gemv_prefill_mma, "prefill_mma");
+  return bench_dense_f32_against_tensor_cores(
+      pool, d2d, {type},
+      launch_shapes(32768, 512, 1, {5, 8, 12, 24, 40},
+                    launch_shapes(24576, 1536, 1, {5, 8, 12, 24, 40},
+                                  launch_shapes(18432, 7168, 1, {5, 8, 12, 24, 40}))));
 }
 nlohmann::json bench_prefill_dense_columns(const WeightPool& pool, double d2d) {
   return bench_columns_switched(pool, d2d, set_prefill_columns32,

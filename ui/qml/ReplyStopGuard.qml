@@ -61,21 +61,20 @@ Dialog {
     // A plain white card: the style's own background (an elevation effect) is not drawn by the
     // software renderer (offscreen, virtual machines), leaving the text on the dimmed window.
     background: Rectangle { color: "white"; radius: 2 }
-    onAccepted: {
+    // The question answered, however: what to run, if anything, and nothing asked any more.
+    function answered() {
         const f = guard.proceed
         guard.proceed = null
         guard.asking = false
+        return f
+    }
+    onAccepted: {
+        const f = guard.answered()
         if (f) f()
     }
-    onRejected: {
-        guard.proceed = null
-        guard.asking = false
-    }
-    onClosed: {  // however it closed (unless opened again, by a new question, before its exit transition ended)
-        if (guard.visible) return
-        guard.proceed = null
-        guard.asking = false
-    }
+    onRejected: guard.answered()
+    // However it closed (unless opened again, by a new question, before its exit transition ended).
+    onClosed: if (!guard.visible) guard.answered()
     Label {
         objectName: "stopReplyText"
         width: guard.availableWidth
