@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "ui/engine_worker.h"
+#include "ui/quit_cleanly.h"
 #include "ui/single_instance.h"
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
@@ -69,5 +70,10 @@ int main(int argc, char** argv) {
        {QStringLiteral("initialConversation"), parser.value(conversation).toLongLong()}});
   engine.load(QUrl(QStringLiteral("qrc:/qt/qml/MoePack/Ui/qml/Main.qml")));
   if (engine.rootObjects().isEmpty()) return 1;
-  return QApplication::exec();
+  // SIGINT (Ctrl+C in the terminal), SIGTERM (logout) and SIGHUP quit as the window's close does,
+  // so the reply being written is kept (ui/quit_cleanly.h).
+  moepack::ui::quit_on_termination_signals(app);
+  const int status = QApplication::exec();
+  for (QObject* root : engine.rootObjects()) moepack::ui::close_popups_at_once(root);
+  return status;
 }

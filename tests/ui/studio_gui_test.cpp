@@ -34,6 +34,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <tuple>
 
 #include "fake_chat_engine.h"
@@ -46,6 +47,7 @@
 #include "ui/library_list_model.h"
 #include "ui/library_view_model.h"
 #include "ui/model_inspector.h"
+#include "ui/quit_cleanly.h"
 #include "ui/settings_view_model.h"
 #include "ui/telemetry_view_model.h"
 
@@ -1161,6 +1163,67 @@ class StudioGuiTest : public QObject {
     QCOMPARE(settings.setValue(QStringLiteral("temperature"), SettingsViewModel::defaults().value(QStringLiteral("temperature"))), QString());
     settings.apply();
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+  }
+
+  // The studio quit from outside (the desktop's logout, Ctrl+C in its terminal: exec() returns)
+  // while the question is open or opening: the popups are closed at once, then the window and
+  // its overlay are destroyed; nothing crashes, the question's action does not run, and the
+  // reply is kept as a stopped one.
+  void quittingFromOutsideWhileItAsksLeavesNothingBroken() {
+    for (const bool fullyOpen : {true, false}) {
+      QTemporaryDir dir;
+      test::FakeScript script;
+      script.extra_tokens = 4000;
+      script.token_delay_ms = 25;
+      EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
+      ChatViewModel chat;
+      QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
+      chat.setEngine(&engine);
+      int ran = 0;
+      {
+        auto qml = std::make_unique<QQmlApplicationEngine>();
+        QStringList warnings;
+        QQuickWindow* window = windowOf(
+            *qml,
+            "ApplicationWindow { id: win; width: 1280; height: 820; visible: true\n"
+            "  property ChatViewModel chatVm; property EngineController engineVm; property int ran: 0\n"
+            "  function openModel(path) { guard.whenReplyStops('Loading ' + path + '.', 'Load', () => {\n"
+            "      win.ran += 1 }) }\n"
+            "  onClosing: close => guard.closeRequested(close, () => win.close())\n"
+            "  ChatPage { anchors.fill: parent; chat: win.chatVm; engine: win.engineVm }\n"
+            "  ReplyStopGuard { id: guard; chat: win.chatVm } }",
+            {{QStringLiteral("chatVm"), QVariant::fromValue(&chat)},
+             {QStringLiteral("engineVm"), QVariant::fromValue(&engine)}},
+            warnings);
+        QVERIFY2(window, qPrintable(warnings.join(QLatin1Char('\n'))));
+        auto* dialog = window->findChild<QObject*>(QStringLiteral("stopReplyDialog"));
+        QVERIFY(dialog);
+        engine.load(dir.filePath(QStringLiteral("model.gguf")), false);
+        QTRY_COMPARE(engine.state(), EngineController::Ready);
+        chat.newConversation();
+        QVERIFY(chat.send(QStringLiteral("question")));
+        QTRY_VERIFY(chat.messages()->count() == 2 && !chat.messages()->at(1).message.content.isEmpty());
+        QVERIFY(QMetaObject::invokeMethod(window, "openModel", Q_ARG(QVariant, QVariant(QStringLiteral("x")))));
+        QVERIFY(dialog->property("visible").toBool());
+        if (fullyOpen) QTRY_VERIFY(dialog->property("opened").toBool());
+        // As moepack-studio's main() does once exec() returns (ui/quit_cleanly.h); without it
+        // Qt 6.4 crashes in ~QQuickPopup while the question is open.
+        QCOMPARE(close_popups_at_once(window), 1);
+        QVERIFY(!dialog->property("visible").toBool());
+        QCOMPARE(dialog->property("asking").toBool(), false);
+        QCOMPARE(close_popups_at_once(window), 0);
+        ran = window->property("ran").toInt();
+        qml.reset();  // as main()'s engine is destroyed when main() returns
+        QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+      }
+      QCOMPARE(ran, 0);
+      QCoreApplication::processEvents();
+      QVERIFY(chat.replying());
+      QSignalSpy finished(&chat, &ChatViewModel::replyFinished);
+      chat.stop();
+      QVERIFY(finished.wait(10000));
+      QCOMPARE(chat.store()->messages(chat.currentConversationId()).at(1).stats.stopReason, QStringLiteral("cancelled"));
+    }
   }
 
   // While a benchmark has the memory (EngineController::holdForBenchmark, the chat's model

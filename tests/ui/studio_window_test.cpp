@@ -11,6 +11,8 @@
 #include <QSysInfo>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <csignal>
+#include <cstring>
 
 #include "ui/model_inspector.h"
 #include "ui/single_instance.h"
@@ -108,6 +110,42 @@ class StudioWindowTest : public QObject {
     QCOMPARE(restart.state(), QProcess::Running);
     restart.kill();
     QVERIFY(restart.waitForFinished(10000));
+  }
+
+  // Ctrl+C in the terminal (SIGINT), the desktop's logout (SIGTERM) and the terminal closed
+  // (SIGHUP) quit the studio as its window's close does (ui/quit_cleanly.h): exec() returns,
+  // main()'s objects are destroyed in order (a reply being written is kept), exit status 0, the
+  // instance lock released. Before, each signal ended the process where it stood.
+  void terminationSignalsQuitAsTheWindowsCloseDoes() {
+    for (const int signo : {SIGINT, SIGTERM, SIGHUP}) {
+      QTemporaryDir home;
+      QVERIFY(home.isValid());
+      QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+      for (const char* var : {"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
+        env.insert(QLatin1String(var), home.filePath(QLatin1String(var)));
+      env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+      env.insert(QStringLiteral("QT_QUICK_BACKEND"), QStringLiteral("software"));
+      const QString dataDir = home.filePath(QStringLiteral("XDG_DATA_HOME/MoePack/MoePack Studio"));
+      QProcess studio;
+      studio.setProcessEnvironment(env);
+      // A model that is not there: the window opens and says so (no model to load meanwhile).
+      studio.start(QStringLiteral(MOEPACK_STUDIO), {home.filePath(QStringLiteral("none.gguf"))});
+      QVERIFY(studio.waitForStarted());
+      QString why;
+      const auto heldByStudio = [&] {
+        auto probe = moepack::ui::acquire_instance_lock(dataDir, 0, &why);
+        return !probe && why.contains(QStringLiteral("process %1 ").arg(studio.processId()));
+      };
+      QTRY_VERIFY2_WITH_TIMEOUT(heldByStudio(), qPrintable(why), 20000);
+      QTest::qWait(500);  // its window up and the event loop running
+      QCOMPARE(::kill(static_cast<pid_t>(studio.processId()), signo), 0);
+      QVERIFY2(studio.waitForFinished(20000), ::strsignal(signo));
+      const QString err = QString::fromLocal8Bit(studio.readAllStandardError());
+      QVERIFY2(studio.exitStatus() == QProcess::NormalExit, qPrintable(QString::fromLatin1(::strsignal(signo)) + err));
+      QCOMPARE(studio.exitCode(), 0);
+      auto after = moepack::ui::acquire_instance_lock(dataDir, 0, &why);
+      QVERIFY2(after != nullptr, qPrintable(why));
+    }
   }
 
   void mainWindowShowsTheDemoModel() {
