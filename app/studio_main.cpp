@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
   // so the reply being written is kept (ui/quit_cleanly.h).
   moepack::ui::quit_on_termination_signals(app);
   const int status = QApplication::exec();
+  // Popups still open (a question, a menu, a tool tip: the attached ToolTip is the engine's
+  // child) close before the window is destroyed.
+  moepack::ui::close_popups_at_once(&engine);
   for (QObject* root : engine.rootObjects()) moepack::ui::close_popups_at_once(root);
   return status;
 }

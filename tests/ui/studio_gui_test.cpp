@@ -1187,17 +1187,23 @@ class StudioGuiTest : public QObject {
             *qml,
             "ApplicationWindow { id: win; width: 1280; height: 820; visible: true\n"
             "  property ChatViewModel chatVm; property EngineController engineVm; property int ran: 0\n"
+            "  property bool tipShown: false\n"
             "  function openModel(path) { guard.whenReplyStops('Loading ' + path + '.', 'Load', () => {\n"
             "      win.ran += 1 }) }\n"
             "  onClosing: close => guard.closeRequested(close, () => win.close())\n"
             "  ChatPage { anchors.fill: parent; chat: win.chatVm; engine: win.engineVm }\n"
+            "  Button { text: 'Tip'; ToolTip.visible: win.tipShown; ToolTip.text: 'a tip' }\n"
+            "  Menu { objectName: 'menu'; MenuItem { text: 'One' } }\n"
             "  ReplyStopGuard { id: guard; chat: win.chatVm } }",
             {{QStringLiteral("chatVm"), QVariant::fromValue(&chat)},
              {QStringLiteral("engineVm"), QVariant::fromValue(&engine)}},
             warnings);
         QVERIFY2(window, qPrintable(warnings.join(QLatin1Char('\n'))));
         auto* dialog = window->findChild<QObject*>(QStringLiteral("stopReplyDialog"));
-        QVERIFY(dialog);
+        auto* menu = window->findChild<QObject*>(QStringLiteral("menu"));
+        QVERIFY(dialog && menu);
+        QVERIFY(QMetaObject::invokeMethod(menu, "open"));
+        QVERIFY(window->setProperty("tipShown", true));
         engine.load(dir.filePath(QStringLiteral("model.gguf")), false);
         QTRY_COMPARE(engine.state(), EngineController::Ready);
         chat.newConversation();
@@ -1208,10 +1214,13 @@ class StudioGuiTest : public QObject {
         if (fullyOpen) QTRY_VERIFY(dialog->property("opened").toBool());
         // As moepack-studio's main() does once exec() returns (ui/quit_cleanly.h); without it
         // Qt 6.4 crashes in ~QQuickPopup while the question is open.
-        QCOMPARE(close_popups_at_once(window), 1);
+        // The window's popups (the question, the menu) and the engine's (the attached ToolTip
+        // is one instance per QML engine, the engine its parent).
+        QCOMPARE(close_popups_at_once(qml.get()), 3);
         QVERIFY(!dialog->property("visible").toBool());
+        QVERIFY(!menu->property("visible").toBool());
         QCOMPARE(dialog->property("asking").toBool(), false);
-        QCOMPARE(close_popups_at_once(window), 0);
+        QCOMPARE(close_popups_at_once(qml.get()), 0);
         ran = window->property("ran").toInt();
         qml.reset();  // as main()'s engine is destroyed when main() returns
         QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
