@@ -618,6 +618,13 @@ class StudioGuiTest : public QObject {
     auto* engine = window->property("engine").value<EngineController*>();
     QVERIFY(engine);
     QVERIFY2(loadEnds(engine), qPrintable(engine->error()));
+    // The studio quit (Ctrl+C in its terminal) with a file dialog open: main()'s way out, then
+    // the window destroyed with it (the end of this scope).
+    auto* open = window->findChild<QObject*>(QStringLiteral("chatExportDialog"));
+    QVERIFY(QMetaObject::invokeMethod(open, "open"));
+    QTRY_VERIFY_WITH_TIMEOUT(open->property("visible").toBool(), 5000);
+    close_popups_at_once(&qml);
+    close_popups_at_once(window);
   }
 
   // Apply with an engine change (a reload) at every moment a user might press it: while the
