@@ -108,24 +108,32 @@ inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 // no split; 65,536 x 4096 and 36,864 x 7168, "gemv_prefill_dense_huge", F32 kernels against the tensor cores
 // at 5-40 tokens): with A from the quants x1.32-2.66 at 5, x1.69-3.65 at 8, x3.26-7.20 at 24-40; Q8_0 x1.16 /
 // x0.81 at 5, x1.54 / x1.06 at 8, x2.24 / x1.52 at 12: kPrefillMmaMinTokensDenseFills 5, and 12 without (the
-// split launches' kPrefillMmaMinTokensDenseKSplitPlain). Dense launches of neither kind (rows under 1024
-// elements, or between half and all of the device's blocks) keep 40 / 48: not measured.
+// split launches' kPrefillMmaMinTokensDenseKSplitPlain). Fifty-second session (H100, bench_cuda_backend
+// --dense-neither-only, docs/cuda-backend.md fortieth pass): dense launches the rule leaves whole without
+// filling the device (between half and all of its blocks: 18,432 x 7168 and 24,576 x 1536; rows under 1024
+// elements: 32,768 x 512) with A from the quants x1.65-5.19 at 5 tokens (Q6_K x1.19-2.50), x2.18-5.98 at 8;
+// Q8_0 x0.62 / x1.06 / x2.21 at 5, x0.81 / x1.33 / x2.64 at 8, x1.18 / x1.97 / x4.05 at 12: every launch the
+// default K split leaves whole (whole_tile: it fills at least half the device, or its rows are too short to
+// split; fills_device among them) takes kPrefillMmaMinTokensDenseFills (5) with A from the quants, 12
+// without. 40 / 48 stay only for launches of few blocks whose split is switched off (set_gemv_prefill_k_split(1)).
 inline constexpr int kPrefillMmaMinPairsQuantA = 2;
 inline constexpr int kPrefillMmaMinPairsQuantAQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplit = 3;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitPlain = 12;
 inline constexpr int kPrefillMmaMinTokensDenseFills = 5;
+// For dense launches: k_split, whether the launch splits (the K split's rule or its switch); whole_tile,
+// whether the default rule leaves its one pair tile whole (!prefill_dense_one_tile_splits below).
 constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false,
-                                            bool quant_a = false, bool k_split = false, bool fills_device = false) {
+                                            bool quant_a = false, bool k_split = false, bool whole_tile = false) {
   if (ne0 * ne1 < kPrefillMmaLargeElems) return kPrefillMmaMinPairsSmall;
   const bool heavy = type == GgmlType::Q2_K || type == GgmlType::Q6_K;
   if (dense) {
     if (k_split && quant_a) {
       return type == GgmlType::Q6_K ? kPrefillMmaMinTokensDenseKSplitQ6K : kPrefillMmaMinTokensDenseKSplit;
     }
-    if (fills_device && quant_a) return kPrefillMmaMinTokensDenseFills;
-    if (k_split || fills_device) return kPrefillMmaMinTokensDenseKSplitPlain;
+    if (whole_tile && quant_a) return kPrefillMmaMinTokensDenseFills;
+    if (k_split || whole_tile) return kPrefillMmaMinTokensDenseKSplitPlain;
     return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
   }
   if (quant_a) return type == GgmlType::Q6_K ? kPrefillMmaMinPairsQuantAQ6K : kPrefillMmaMinPairsQuantA;
@@ -211,17 +219,9 @@ constexpr int prefill_expert_k_splits_default(int64_t ne0, int64_t ne1) {
 }
 // Whether the rule splits a dense launch of one pair tile (up to 32 tokens) of a [ne1][ne0] matrix: its
 // blocks are ceil(ne1 / 64) (gpu/kernels_gemv.cu, 4 warps of 16 rows). The dense minimum takes the split's
-// lower value only where this holds (rows of fewer than 1024 elements, or more rows than the device holds
-// blocks of at once, keep 40 / 48: unsplit launches there are unmeasured).
+// value where this holds and the split is on, the whole tile's (5 / 12) where it does not hold.
 constexpr bool prefill_dense_one_tile_splits(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
   return prefill_k_splits_default((ne1 + 63) / 64, prefill_mma_units(ne0), sms, blocks_per_sm, ne0 * ne1) > 1;
-}
-// Whether a dense launch's one pair tile of a [ne1][ne0] matrix (ceil(ne1 / 64) blocks) fills the device once
-// (blocks_per_sm on each of `sms` multiprocessors) with rows of at least 1024 elements (4 units; the measured
-// rows had 4096 and 7168, the fixtures' output heads have 256): the dense minimum's
-// kPrefillMmaMinTokensDenseFills.
-constexpr bool prefill_dense_fills_device(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
-  return prefill_mma_units(ne0) >= 4 && (ne1 + 63) / 64 >= static_cast<int64_t>(blocks_per_sm) * sms;
 }
 
 // ---- Q4_K's A fragments from its quants (forty-eighth session) -------------------------------------

@@ -1863,18 +1863,19 @@ void set_gemv_prefill_columns(int c) {
 }
 namespace {
 // What decides a dense launch's minimum and columns: whether it splits (forced splits, or the rule's for
-// one pair tile) and whether one pair tile fills the device (the blocks a multiprocessor as gemm_mma
-// chooses them).
+// one pair tile) and whether the rule leaves its one pair tile whole (the blocks a multiprocessor as
+// gemm_mma chooses them).
 struct DenseKind {
-  bool splits = false, fills = false;
+  bool splits = false;      // the launch splits (the rule's choice, or the switch's)
+  bool whole_tile = false;  // the default rule leaves its one pair tile whole
 };
 DenseKind dense_kind(GgmlType type, int64_t ne0, int64_t ne1, bool dense, bool qa) {
   if (!dense) return {};
   const int k = g_prefill_k_split.load(std::memory_order_relaxed);
   const int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);
   const int sms = device_multiprocessors();
-  return {k >= 2 || (k == 0 && prefill_dense_one_tile_splits(ne0, ne1, sms, per_sm)),
-          prefill_dense_fills_device(ne0, ne1, sms, per_sm)};
+  const bool rule_splits = prefill_dense_one_tile_splits(ne0, ne1, sms, per_sm);
+  return {k >= 2 || (k == 0 && rule_splits), !rule_splits};
 }
 }  // namespace
 int gemv_prefill_columns(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense) {
@@ -1888,7 +1889,7 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
   if (m >= 2) return m;
   const bool qa = gemv_prefill_quant_a(type);
   const DenseKind d = dense_kind(type, ne0, ne1, dense, qa);
-  return prefill_mma_default_min_pairs(type, ne0, ne1, dense, qa, d.splits, d.fills);
+  return prefill_mma_default_min_pairs(type, ne0, ne1, dense, qa, d.splits, d.whole_tile);
 }
 }  // namespace detail
 

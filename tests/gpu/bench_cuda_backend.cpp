@@ -71,6 +71,8 @@
 //             bench_prefill_dense_columns);
 //   "gemv_prefill_dense_neither_<type>" (--dense-neither-only): dense launches that neither split nor fill the
 //             device, in the F32 kernels and on the tensor cores (bench_prefill_dense_neither);
+//   "gemv_prefill_dense_whole_columns_<type>" (--dense-whole-columns-only): those launches at 2-5 tokens as
+//             decode columns and on the tensor cores, and Q3_K's and Q5_K's "gemv_prefill_dense_neither_<type>";
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1389,11 +1391,10 @@ nlohmann::json bench_prefill_dense_huge(const WeightPool& pool, double d2d) {
                     launch_shapes(65536, 4096, 1, {5, 8, 12, 16, 24, 32, 40})));
 }
 // "gemv_prefill_dense_neither" (--dense-neither-only, fifty-first session): dense launches whose one pair tile
-// neither splits (gpu/gemm_mma_layout.h prefill_dense_one_tile_splits) nor fills the device
-// (prefill_dense_fills_device) on an H100: DeepSeek's dense FFN up (18,432 rows of 7168), MLA's q_b
-// (24,576 of 1536) and kv_b (32,768 of 512: rows of two units, never split), with 5, 8, 12, 24 and 40 tokens in the
-// F32 kernels (off) and on the tensor cores (on, every group of two or more): where the dense minimum
-// still keeps 40 / 48.
+// neither splits (gpu/gemm_mma_layout.h prefill_dense_one_tile_splits) nor fills the device on an H100:
+// DeepSeek's dense FFN up (18,432 rows of 7168), MLA's q_b (24,576 of 1536) and kv_b (32,768 of 512: rows of
+// two units, never split), with 5, 8, 12, 24 and 40 tokens in the F32 kernels (off) and on the tensor cores
+// (on, every group of two or more): where the dense minimum kept 40 / 48 until the fifty-second session.
 // One type a part ("gemv_prefill_dense_neither_<type>"), each written as it completes.
 nlohmann::json bench_prefill_dense_neither(const WeightPool& pool, double d2d, GgmlType type) {
   return bench_dense_f32_against_tensor_cores(
@@ -1401,6 +1402,17 @@ nlohmann::json bench_prefill_dense_neither(const WeightPool& pool, double d2d, G
       launch_shapes(32768, 512, 1, {5, 8, 12, 24, 40},
                     launch_shapes(24576, 1536, 1, {5, 8, 12, 24, 40},
                                   launch_shapes(18432, 7168, 1, {5, 8, 12, 24, 40}))));
+}
+// "gemv_prefill_dense_whole_columns" (--dense-whole-columns-only, fifty-second session): the same three
+// launches (the K split leaves them whole) with 2 to 5 tokens as decode columns (on) or on the tensor cores
+// (off, every group of two or more): below the whole tile's minimum of 5, which side wins. Q3_K's and Q5_K's
+// F32 kernels against the tensor cores there as "gemv_prefill_dense_neither_<type>" (not measured before).
+nlohmann::json bench_prefill_dense_whole_columns(const WeightPool& pool, double d2d, GgmlType type) {
+  return bench_columns_switched(pool, d2d, set_prefill_columns32, {type},
+                                {{18432, 7168, 1, {2, 3, 4, 5}, false},
+                                 {24576, 1536, 1, {2, 3, 4, 5}, false},
+                                 {32768, 512, 1, {2, 3, 4, 5}, false}},
+                                false, 2);
 }
 nlohmann::json bench_prefill_dense_columns(const WeightPool& pool, double d2d) {
   return bench_columns_switched(pool, d2d, set_prefill_columns32,
@@ -1642,6 +1654,7 @@ int main(int argc, char** argv) {
   bool prefill_mma_only = false;  // --prefill-mma-only: "gemv_prefill_mma" and "prefill_mma_of"
   bool rules_skip_k_split = false;  // --rules-skip-k-split: --prefill-rules-only without the K split parts
   bool dense_neither_only = false;  // --dense-neither-only: "gemv_prefill_dense_neither_<type>"
+  bool dense_whole_columns_only = false;  // --dense-whole-columns-only
   bool expert_k_split_only = false;  // --expert-k-split-only: the expert K split, dense huge and few-token
   bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
@@ -1694,6 +1707,8 @@ int main(int argc, char** argv) {
       prefill_rules_only = true;
     } else if (a == "--dense-neither-only") {
       dense_neither_only = true;
+    } else if (a == "--dense-whole-columns-only") {
+      dense_whole_columns_only = true;
     } else if (a == "--expert-k-split-only") {
       expert_k_split_only = true;
     } else if (a == "--rules-skip-k-split") {
@@ -1778,6 +1793,19 @@ int main(int argc, char** argv) {
       std::vector<std::string> models = {model};
       models.insert(models.end(), graph_models.begin(), graph_models.end());
       out["engine"]["k_tensor_cores_of"] = bench_switch_of(models, prefill, decode, both, "k_tensor_cores");
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (dense_whole_columns_only) {
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0,
+                               GgmlType::Q3_K, GgmlType::Q5_K}) {
+        const std::string key = "gemv_prefill_dense_whole_columns_" + std::string(ggml_type_name(t));
+        put_partial(out, key.c_str(), bench_prefill_dense_whole_columns(pool, d2d, t));
+      }
+      for (const GgmlType t : {GgmlType::Q3_K, GgmlType::Q5_K}) {
+        const std::string key = "gemv_prefill_dense_neither_" + std::string(ggml_type_name(t));
+        put_partial(out, key.c_str(), bench_prefill_dense_neither(pool, d2d, t));
+      }
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

@@ -290,8 +290,13 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 4096, 4096, true, true, true), 4);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 7168, 2048, true, true, true), 3);
-  // A dense matrix whose one pair tile fills the device (an output head): 5 with A from the quants, 12
-  // without; a split launch's values where both hold.
+  // A dense matrix whose one pair tile the default leaves whole (it fills half the device or more, or its
+  // rows are too short to split; an output head, DeepSeek's dense FFN up, MLA's q_b and kv_b): 5 with A
+  // from the quants, 12 without; a split launch's values where the split is switched on for it.
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 18432, true, true, false, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 1536, 24576, true, true, false, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 512, 32768, true, true, false, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 18432, true, false, false, true), 12);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, true, true, false, true), 5);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 129280, true, true, false, true), 5);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 65536, true, false, false, true), 12);
@@ -299,6 +304,7 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, false, true, false, true), 2);  // experts'
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 256, 256, true, true, false, true), 2);    // small
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 4096, true, false, true), 12);
+  // Few blocks with the split switched off (set_gemv_prefill_k_split(1)): the forty-sixth session's values.
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, false), 40);  // no split
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 4096, 4096, true, true, false), 48);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 256, 256, true, true, true), 2);
@@ -340,22 +346,11 @@ TEST(GemmMmaLayout, DefaultKSplit) {
   EXPECT_FALSE(prefill_dense_one_tile_splits(7168, 18432, 132, 4));
   EXPECT_FALSE(prefill_dense_one_tile_splits(7168, 129280, 132, 4));
   EXPECT_FALSE(prefill_dense_one_tile_splits(2048, 2047, 132, 4));  // under 2048 x 2048 elements
-}
-
-// Whether a dense launch's one pair tile fills the device (prefill_dense_fills_device), by hand: rows of 4
-// units or more, ceil(ne1 / 64) blocks against 132 x 4 = 528 (132 x 3 = 396).
-TEST(GemmMmaLayout, DenseFillsDevice) {
-  EXPECT_TRUE(prefill_dense_fills_device(4096, 65536, 132, 4));    // 1,024 blocks
-  EXPECT_TRUE(prefill_dense_fills_device(7168, 36864, 132, 4));    // 576
-  EXPECT_TRUE(prefill_dense_fills_device(4096, 33792, 132, 4));    // 528: exactly once
-  EXPECT_TRUE(prefill_dense_fills_device(4096, 33729, 132, 4));    // 528, the last one of a single row
-  EXPECT_FALSE(prefill_dense_fills_device(4096, 33728, 132, 4));   // 527
-  EXPECT_FALSE(prefill_dense_fills_device(7168, 18432, 132, 4));   // 288: neither splits nor fills
-  EXPECT_TRUE(prefill_dense_fills_device(4096, 25344, 132, 3));    // 396
-  EXPECT_TRUE(prefill_dense_fills_device(7168, 129280, 132, 4));   // an output head: 2,020
-  EXPECT_TRUE(prefill_dense_fills_device(1024, 65536, 132, 4));    // rows of 4 units
-  EXPECT_FALSE(prefill_dense_fills_device(768, 65536, 132, 4));    // 3 units: not measured
-  EXPECT_FALSE(prefill_dense_fills_device(256, 50257, 132, 3));    // qwen3moe's output head (786 blocks)
+  // The fifty-second session's whole tiles: between half and all of the device's blocks, rows of 2 units.
+  EXPECT_FALSE(prefill_dense_one_tile_splits(1536, 24576, 132, 4));  // 384 blocks
+  EXPECT_FALSE(prefill_dense_one_tile_splits(512, 32768, 132, 4));   // 2 units a row
+  EXPECT_FALSE(prefill_dense_one_tile_splits(4096, 16960, 132, 4));  // 265 blocks: 528 / 265 = 1
+  EXPECT_TRUE(prefill_dense_one_tile_splits(4096, 16896, 132, 4));   // 264: 2 splits
 }
 
 // The default K split of an expert launch's groups (prefill_expert_k_splits_default), by hand: 2 on

@@ -763,19 +763,23 @@ TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
 // (minimum 2, 4 for Q6_K; dense launches 3, 4 for Q6_K, split): a dense launch of md - 1 tokens gives the F32
 // kernels' sums bit for bit (the tensor cores' prefill off), one of md tokens the tensor cores' (a
 // minimum of 2); an expert launch of groups of 1, m - 1 and m pairs (1, 2 and 3 where m is 2) each
-// group the same; and on a small matrix (512 x 35, minimum 2) a dense launch of 2 tokens the tensor
-// cores'. Decode columns off (PrefillMmaScope's default), so every group reaches the prefill kernels.
+// group the same; on a small matrix (512 x 35, minimum 2) a dense launch of 2 tokens the tensor
+// cores'; on one the K split leaves whole (512 x 32,768: dense minimum 5) 4 tokens the F32 kernels', 5 the
+// tensor cores'. Decode columns off (PrefillMmaScope's default), so every group reaches the prefill kernels.
 TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
   const test::PrefillMmaScope restore(true, 0);
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    for (const auto& shape : {std::pair<int64_t, int64_t>{4096, 1024}, {512, 35}}) {
+    // A split dense launch (1024 rows of 4096: 16 blocks), a small matrix, and one the K split leaves whole
+    // (32,768 rows of 512, MLA's kv_b: rows of two units; fifty-second session).
+    for (const auto& shape : {std::pair<int64_t, int64_t>{4096, 1024}, {512, 35}, {512, 32768}}) {
       const int64_t ne0 = shape.first, ne1 = shape.second;
+      const bool small = ne1 == 35, whole = ne1 == 32768;
       const int m = detail::gemv_prefill_mma_min_pairs(type, ne0, ne1);
       const int md = detail::gemv_prefill_mma_min_pairs(type, ne0, ne1, true);  // dense launches
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne0) + " x " +
                    std::to_string(ne1) + ", minimum " + std::to_string(m) + ", dense " + std::to_string(md));
-      ASSERT_EQ(m, ne0 == 512 ? 2 : (type == GgmlType::Q6_K ? 4 : 2));
-      ASSERT_EQ(md, ne0 == 512 ? 2 : (type == GgmlType::Q6_K ? 4 : 3));
+      ASSERT_EQ(m, small ? 2 : (type == GgmlType::Q6_K ? 4 : 2));
+      ASSERT_EQ(md, small ? 2 : whole ? 5 : (type == GgmlType::Q6_K ? 4 : 3));
       std::mt19937 rng(123);
       const uint64_t rb = *ggml_row_bytes(type, ne0);
       const ExpertMatrices em = expert_matrices(type, ne0, ne1, 3, rng);
@@ -813,7 +817,7 @@ TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
         }
       }
       EXPECT_TRUE(differ) << "the F32 kernels and the tensor cores gave the same sums";
-      if (ne0 == 512) continue;  // the small matrix: dense launches only
+      if (small || whole) continue;  // dense launches only
       const std::vector<int32_t> sizes = {1, std::max(m - 1, 2), std::max(m, 3)};
       const std::vector<int32_t> grp_off = {0, 1, 1 + sizes[1], 1 + sizes[1] + sizes[2]};
       std::vector<int32_t> x_row;
@@ -1410,7 +1414,11 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
   EXPECT_EQ(detail::gemv_prefill_columns(GgmlType::Q4_K, 4096, 2048, true, false), 16);
   EXPECT_EQ(detail::gemv_prefill_columns(GgmlType::Q6_K, 4096, 2048, true, false), 32);
   detail::set_gemv_prefill_quant_a(detail::kGemvPrefillQuantADefault);
-  EXPECT_EQ(detail::gemv_prefill_columns(type, 4096, 4096, false, true), 4);
+  // A dense 4096 x 4096 launch is split along its rows (K split) on the H100 and H200: with A from
+  // the quants its columns stop below the tensor cores' dense minimum of 3 tokens (Q6_K 4; fiftieth
+  // session, GemvPrefillTensorCoresDefaultMinimumPerLaunch); the F32-prefill types keep 4.
+  EXPECT_EQ(detail::gemv_prefill_columns(type, 4096, 4096, false, true),
+            !detail::gemv_prefill_quant_a(type) ? 4 : type == GgmlType::Q6_K ? 3 : 2);
   detail::set_gemv_prefill_columns(7);
   EXPECT_EQ(detail::gemv_prefill_columns(type, ne0, ne1, false, false), 7);
 }
