@@ -18,6 +18,11 @@ Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);  // QApplication, not QGuiApplication: QtCharts draws with Graphics View
+  // SIGINT (Ctrl+C in the terminal), SIGTERM (logout) and SIGHUP end the event loop as the window's
+  // close does, so the reply being written is kept (ui/quit_cleanly.h); from the start, so one
+  // during start-up ends it as soon as it runs.
+  if (QString why; !moepack::ui::quit_on_termination_signals(app, &why))
+    std::fprintf(stderr, "moepack-studio: Ctrl+C and logout will end the studio at once (%s)\n", qPrintable(why));
   QApplication::setApplicationName(QStringLiteral("MoePack Studio"));
   QApplication::setOrganizationName(QStringLiteral("MoePack"));
   QApplication::setApplicationVersion(QStringLiteral(MOEPACK_VERSION));
@@ -70,13 +75,5 @@ int main(int argc, char** argv) {
        {QStringLiteral("initialConversation"), parser.value(conversation).toLongLong()}});
   engine.load(QUrl(QStringLiteral("qrc:/qt/qml/MoePack/Ui/qml/Main.qml")));
   if (engine.rootObjects().isEmpty()) return 1;
-  // SIGINT (Ctrl+C in the terminal), SIGTERM (logout) and SIGHUP quit as the window's close does,
-  // so the reply being written is kept (ui/quit_cleanly.h).
-  moepack::ui::quit_on_termination_signals(app);
-  const int status = QApplication::exec();
-  // Popups still open (a question, a menu, a tool tip: the attached ToolTip is the engine's
-  // child) close before the window is destroyed.
-  moepack::ui::close_popups_at_once(&engine);
-  for (QObject* root : engine.rootObjects()) moepack::ui::close_popups_at_once(root);
-  return status;
+  return QApplication::exec();
 }
