@@ -107,21 +107,29 @@ inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 // (Q6_K 3; gpu/prefill_columns.h). Dense matrices whose one pair tile already fills the device (fills_device:
 // no split; 65,536 x 4096 and 36,864 x 7168, "gemv_prefill_dense_huge", F32 kernels against the tensor cores
 // at 5-40 tokens): with A from the quants x1.32-2.66 at 5, x1.69-3.65 at 8, x3.26-7.20 at 24-40; Q8_0 x1.16 /
-// x0.81 at 5, x1.54 / x1.06 at 8, x2.24 / x1.52 at 12: kPrefillMmaMinTokensDenseFills 5, and 12 without (the
+// x0.81 at 5, x1.54 / x1.06 at 8, x2.24 / x1.52 at 12: 5 tokens (fifty-second session: 3, below), and 12 without (the
 // split launches' kPrefillMmaMinTokensDenseKSplitPlain). Fifty-second session (H100, bench_cuda_backend
 // --dense-neither-only, docs/cuda-backend.md fortieth pass): dense launches the rule leaves whole without
 // filling the device (between half and all of its blocks: 18,432 x 7168 and 24,576 x 1536; rows under 1024
 // elements: 32,768 x 512) with A from the quants x1.65-5.19 at 5 tokens (Q6_K x1.19-2.50), x2.18-5.98 at 8;
 // Q8_0 x0.62 / x1.06 / x2.21 at 5, x0.81 / x1.33 / x2.64 at 8, x1.18 / x1.97 / x4.05 at 12: every launch the
 // default K split leaves whole (whole_tile: it fills at least half the device, or its rows are too short to
-// split; fills_device among them) takes kPrefillMmaMinTokensDenseFills (5) with A from the quants, 12
-// without. 40 / 48 stay only for launches of few blocks whose split is switched off (set_gemv_prefill_k_split(1)).
+// split; fills_device among them) takes the tensor cores with A from the quants, 12 tokens without. Below 5
+// tokens (--dense-whole-columns-only, the same launches as decode columns against the tensor cores): the
+// tensor cores' time is flat (104 us for 18,432 x 7168 Q4_K at 2-4 tokens, 126 at 5) and they win at 3 and 4
+// tokens on all three (columns x0.19-0.99, Q2_K x0.99 at 3 on 7168-element rows), at 2 on rows of 1536 and
+// 512 (columns x0.38-0.86), while the columns win at 2 on rows of 7168 (x1.06-1.47; Q3_K and Q5_K measured
+// the same way; Q3_K's and Q5_K's F32 kernels against the tensor cores at 5 tokens x1.61-4.96): rows of at
+// least kPrefillDenseWholeLongRow (4096, between the measured 1536 and 7168) take the tensor cores from
+// kPrefillMmaMinTokensDenseWhole (3), with the columns at 2; shorter rows from 2 (no columns).
+// 40 / 48 stay only for launches of few blocks whose split is switched off (set_gemv_prefill_k_split(1)).
 inline constexpr int kPrefillMmaMinPairsQuantA = 2;
 inline constexpr int kPrefillMmaMinPairsQuantAQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplit = 3;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitPlain = 12;
-inline constexpr int kPrefillMmaMinTokensDenseFills = 5;
+inline constexpr int kPrefillMmaMinTokensDenseWhole = 3;
+inline constexpr int64_t kPrefillDenseWholeLongRow = 4096;
 // For dense launches: k_split, whether the launch splits (the K split's rule or its switch); whole_tile,
 // whether the default rule leaves its one pair tile whole (!prefill_dense_one_tile_splits below).
 constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false,
@@ -132,7 +140,7 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
     if (k_split && quant_a) {
       return type == GgmlType::Q6_K ? kPrefillMmaMinTokensDenseKSplitQ6K : kPrefillMmaMinTokensDenseKSplit;
     }
-    if (whole_tile && quant_a) return kPrefillMmaMinTokensDenseFills;
+    if (whole_tile && quant_a) return ne0 >= kPrefillDenseWholeLongRow ? kPrefillMmaMinTokensDenseWhole : 2;
     if (k_split || whole_tile) return kPrefillMmaMinTokensDenseKSplitPlain;
     return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
   }

@@ -136,8 +136,9 @@ void set_gemv_prefill_mma(bool on);
 // the quants 2 on the larger ones, 4 for Q6_K, and dense launches that the K split splits 5 tokens, 12
 // for the other types; since the fiftieth (thirty-eighth pass) those split ones 3 tokens (Q6_K 4) and dense
 // launches whose one pair tile fills the device 5 (12 without A from the quants); since the fifty-second
-// (fortieth pass) every dense launch the rule leaves whole 5 / 12 (40 / 48 only for few blocks with the
-// split switched off); decode columns, below,
+// (fortieth pass) every dense launch the rule leaves whole 3 tokens on rows of 4096 elements or more, 2 on
+// shorter ones (12 without A from the quants; 40 / 48 only for few blocks with the split switched off);
+// decode columns, below,
 // take smaller groups first); throws Error
 // for any other m. Groups below the minimum go to the F32 kernels in a launch of
 // their own (run on an H200 in the forty-fifth session: gpu_ops_test's

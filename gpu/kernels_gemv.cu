@@ -1882,7 +1882,8 @@ int gemv_prefill_columns(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bo
   const int c = g_prefill_columns.load(std::memory_order_relaxed);
   if (c >= 1) return c;
   const bool qa = gemv_prefill_quant_a(type);
-  return prefill_columns_default(type, ne0, ne1, tiled, dense, qa, dense_kind(type, ne0, ne1, dense, qa).splits);
+  const DenseKind d = dense_kind(type, ne0, ne1, dense, qa);
+  return prefill_columns_default(type, ne0, ne1, tiled, dense, qa, d.splits, d.whole_tile);
 }
 int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense) {
   const int m = g_prefill_mma_min_pairs.load(std::memory_order_relaxed);

@@ -99,6 +99,10 @@ inline constexpr int kPrefillColumnsDense = 4;
 // fiftieth session, gpu/gemm_mma_layout.h's dense minimum of 3 / 4 tokens there, the measurements beside it)
 // kPrefillColumnsDenseKSplit 2, kPrefillColumnsDenseKSplitQ6K 3: the tokens below that minimum, which the
 // same measurement chose.
+// Dense launches the K split leaves whole (fifty-second session, gpu/gemm_mma_layout.h's whole-tile minimum,
+// the measurements beside it): 2 tokens on rows of at least kPrefillDenseWholeLongRow elements, none on
+// shorter ones (the tensor cores from 2 there).
+inline constexpr int kPrefillColumnsDenseWhole = kPrefillMmaMinTokensDenseWhole - 1;
 inline constexpr int kPrefillColumnsDenseKSplit = kPrefillMmaMinTokensDenseKSplit - 1;
 inline constexpr int kPrefillColumnsDenseKSplitQ6K = kPrefillMmaMinTokensDenseKSplitQ6K - 1;
 inline constexpr int kPrefillColumnsExpertsQuantA = 4;
@@ -108,12 +112,16 @@ inline constexpr int kPrefillColumnsTiledQuantAQ2K = 8;
 inline constexpr int kPrefillColumnsTiledQuantAQ6K = 16;
 // Every type the tensor-core decode covers takes the same rule (the measurements above agree), but for
 // Q6_K's tiled experts; with quant_a (the launch's prefill takes A from the quants) the rule above.
+// For dense launches: k_split, whether the launch splits; whole_tile, whether the default K split leaves its
+// one pair tile whole (gpu/gemm_mma_layout.h prefill_mma_default_min_pairs).
 constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense,
-                                      bool quant_a = false, bool k_split = false) {
+                                      bool quant_a = false, bool k_split = false, bool whole_tile = false) {
   if (ne0 * ne1 < kPrefillColumnsMinElems) return 1;
   if (dense) {
-    if (!quant_a || !k_split) return kPrefillColumnsDense;
-    return type == GgmlType::Q6_K ? kPrefillColumnsDenseKSplitQ6K : kPrefillColumnsDenseKSplit;
+    if (!quant_a) return kPrefillColumnsDense;
+    if (k_split) return type == GgmlType::Q6_K ? kPrefillColumnsDenseKSplitQ6K : kPrefillColumnsDenseKSplit;
+    if (whole_tile) return ne0 >= kPrefillDenseWholeLongRow ? kPrefillColumnsDenseWhole : 1;
+    return kPrefillColumnsDense;
   }
   if (quant_a) {
     if (!tiled) {

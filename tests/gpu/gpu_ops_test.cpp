@@ -764,7 +764,7 @@ TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
 // kernels' sums bit for bit (the tensor cores' prefill off), one of md tokens the tensor cores' (a
 // minimum of 2); an expert launch of groups of 1, m - 1 and m pairs (1, 2 and 3 where m is 2) each
 // group the same; on a small matrix (512 x 35, minimum 2) a dense launch of 2 tokens the tensor
-// cores'; on one the K split leaves whole (512 x 32,768: dense minimum 5) 4 tokens the F32 kernels', 5 the
+// cores'; on one the K split leaves whole with rows of 512 (32,768 of them: dense minimum 2) 2 tokens the
 // tensor cores'. Decode columns off (PrefillMmaScope's default), so every group reaches the prefill kernels.
 TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
   const test::PrefillMmaScope restore(true, 0);
@@ -779,7 +779,7 @@ TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne0) + " x " +
                    std::to_string(ne1) + ", minimum " + std::to_string(m) + ", dense " + std::to_string(md));
       ASSERT_EQ(m, small ? 2 : (type == GgmlType::Q6_K ? 4 : 2));
-      ASSERT_EQ(md, small ? 2 : whole ? 5 : (type == GgmlType::Q6_K ? 4 : 3));
+      ASSERT_EQ(md, small || whole ? 2 : (type == GgmlType::Q6_K ? 4 : 3));
       std::mt19937 rng(123);
       const uint64_t rb = *ggml_row_bytes(type, ne0);
       const ExpertMatrices em = expert_matrices(type, ne0, ne1, 3, rng);
@@ -1419,6 +1419,10 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
   // session, GemvPrefillTensorCoresDefaultMinimumPerLaunch); the F32-prefill types keep 4.
   EXPECT_EQ(detail::gemv_prefill_columns(type, 4096, 4096, false, true),
             !detail::gemv_prefill_quant_a(type) ? 4 : type == GgmlType::Q6_K ? 3 : 2);
+  // Dense launches the K split leaves whole (fifty-second session): 2 tokens on rows of 7168, none on rows
+  // of 512.
+  EXPECT_EQ(detail::gemv_prefill_columns(type, 7168, 18432, false, true), !detail::gemv_prefill_quant_a(type) ? 4 : 2);
+  EXPECT_EQ(detail::gemv_prefill_columns(type, 512, 32768, false, true), !detail::gemv_prefill_quant_a(type) ? 4 : 1);
   detail::set_gemv_prefill_columns(7);
   EXPECT_EQ(detail::gemv_prefill_columns(type, ne0, ne1, false, false), 7);
 }

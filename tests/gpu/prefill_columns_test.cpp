@@ -155,6 +155,14 @@ TEST(PrefillColumns, DefaultRuleWithAFromTheQuants) {
   EXPECT_EQ(prefill_columns_default(GgmlType::MXFP4, 2048, 7168, false, true, true, true), 2);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 4096, 4096, false, true, true, true), 3);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q8_0, 4096, 4096, false, true, false, true), 4);
+  // Dense launches the K split leaves whole (fifty-second session): 2 tokens on rows of 4096 elements or
+  // more, none on shorter rows; a split launch's values where the split is switched on for it.
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 7168, 18432, false, true, true, false, true), 2);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 4096, 65536, false, true, true, false, true), 2);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q2_K, 1536, 24576, false, true, true, false, true), 1);
+  EXPECT_EQ(prefill_columns_default(GgmlType::MXFP4, 512, 32768, false, true, true, false, true), 1);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q8_0, 7168, 18432, false, true, false, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 7168, 18432, false, true, true, true, true), 3);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, true, true, true), 1);  // small
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, false, true), 1);   // the demo's
 }
