@@ -19,6 +19,21 @@
 
 Q_IMPORT_QML_PLUGIN(MoePack_UiPlugin)
 
+namespace {
+// moepack-studio's environment in a profile of its own under `home` (offscreen), and that profile's
+// AppDataLocation (XDG_DATA_HOME/<organization>/<application>), where its instance lock lives.
+QProcessEnvironment isolatedStudioEnvironment(const QTemporaryDir& home) {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const char* var : {"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
+    env.insert(QLatin1String(var), home.filePath(QLatin1String(var)));
+  env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+  return env;
+}
+QString isolatedStudioDataDir(const QTemporaryDir& home) {
+  return home.filePath(QStringLiteral("XDG_DATA_HOME/MoePack/MoePack Studio"));
+}
+}  // namespace
+
 class StudioWindowTest : public QObject {
   Q_OBJECT
  private slots:
@@ -65,12 +80,8 @@ class StudioWindowTest : public QObject {
   void aSecondStudioIsRefusedAtOnce() {
     QTemporaryDir home;
     QVERIFY(home.isValid());
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    for (const char* var : {"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
-      env.insert(QLatin1String(var), home.filePath(QLatin1String(var)));
-    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
-    // The studio's AppDataLocation: XDG_DATA_HOME/<organization>/<application>.
-    const QString dataDir = home.filePath(QStringLiteral("XDG_DATA_HOME/MoePack/MoePack Studio"));
+    const QProcessEnvironment env = isolatedStudioEnvironment(home);
+    const QString dataDir = isolatedStudioDataDir(home);
     const QString model = home.filePath(QStringLiteral("none.gguf"));  // never opened: no window
     QString why;
     auto running = moepack::ui::acquire_instance_lock(dataDir, 0, &why);
@@ -121,12 +132,9 @@ class StudioWindowTest : public QObject {
     for (const int signo : {SIGINT, SIGTERM, SIGHUP}) {
       QTemporaryDir home;
       QVERIFY(home.isValid());
-      QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-      for (const char* var : {"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
-        env.insert(QLatin1String(var), home.filePath(QLatin1String(var)));
-      env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+      QProcessEnvironment env = isolatedStudioEnvironment(home);
       env.insert(QStringLiteral("QT_QUICK_BACKEND"), QStringLiteral("software"));
-      const QString dataDir = home.filePath(QStringLiteral("XDG_DATA_HOME/MoePack/MoePack Studio"));
+      const QString dataDir = isolatedStudioDataDir(home);
       QProcess studio;
       studio.setProcessEnvironment(env);
       // A model that is not there: the window opens and says so (no model to load meanwhile).
