@@ -112,8 +112,9 @@ inline constexpr int kPrefillColumnsTiledQuantAQ2K = 8;
 inline constexpr int kPrefillColumnsTiledQuantAQ6K = 16;
 // Every type the tensor-core decode covers takes the same rule (the measurements above agree), but for
 // Q6_K's tiled experts; with quant_a (the launch's prefill takes A from the quants) the rule above.
-// For dense launches: k_split, whether the launch splits; whole_tile, whether the default K split leaves its
-// one pair tile whole (gpu/gemm_mma_layout.h prefill_mma_default_min_pairs).
+// For dense launches: k_split, whether the launch splits; whole_tile, whether the default K split leaves the
+// one pair tile of a matrix of at least kPrefillMmaLargeElems elements whole (gpu/gemm_mma_layout.h
+// prefill_mma_default_min_pairs; smaller dense matrices keep kPrefillColumnsDense).
 constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense,
                                       bool quant_a = false, bool k_split = false, bool whole_tile = false) {
   if (ne0 * ne1 < kPrefillColumnsMinElems) return 1;

@@ -1423,6 +1423,7 @@ TEST_P(TypeParity, GemvPrefillColumnsAreSinglePairLaunches) {
   // of 512.
   EXPECT_EQ(detail::gemv_prefill_columns(type, 7168, 18432, false, true), !detail::gemv_prefill_quant_a(type) ? 4 : 2);
   EXPECT_EQ(detail::gemv_prefill_columns(type, 512, 32768, false, true), !detail::gemv_prefill_quant_a(type) ? 4 : 1);
+  EXPECT_EQ(detail::gemv_prefill_columns(type, 2048, 1024, false, true), 4);  // under 2048 x 2048: as before
   detail::set_gemv_prefill_columns(7);
   EXPECT_EQ(detail::gemv_prefill_columns(type, ne0, ne1, false, false), 7);
 }
