@@ -121,7 +121,9 @@ inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 // 512 (columns x0.38-0.86), while the columns win at 2 on rows of 7168 (x1.06-1.47; Q3_K and Q5_K measured
 // the same way; Q3_K's and Q5_K's F32 kernels against the tensor cores at 5 tokens x1.61-4.96): rows of at
 // least kPrefillDenseWholeLongRow (4096, between the measured 1536 and 7168) take the tensor cores from
-// kPrefillMmaMinTokensDenseWhole (3), with the columns at 2; shorter rows from 2 (no columns).
+// kPrefillMmaMinTokensDenseWhole (3), with the columns at 2; shorter rows from 2 (no columns). Without A from
+// the quants (Q8_0) rows of 4096 or more from 12, shorter ones from 5 (x1.06 and x2.21 at 5 on rows of 1536 and
+// 512; 2-4 tokens not measured against the F32 kernels).
 // 40 / 48 stay only for launches of few blocks whose split is switched off (set_gemv_prefill_k_split(1)).
 inline constexpr int kPrefillMmaMinPairsQuantA = 2;
 inline constexpr int kPrefillMmaMinPairsQuantAQ6K = 4;
@@ -129,6 +131,7 @@ inline constexpr int kPrefillMmaMinTokensDenseKSplit = 3;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitPlain = 12;
 inline constexpr int kPrefillMmaMinTokensDenseWhole = 3;
+inline constexpr int kPrefillMmaMinTokensDenseWholePlainShortRows = 5;
 inline constexpr int64_t kPrefillDenseWholeLongRow = 4096;
 // For dense launches: k_split, whether the launch splits (the K split's rule or its switch); whole_tile,
 // whether the default rule leaves its one pair tile whole (!prefill_dense_one_tile_splits below).
@@ -141,6 +144,7 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
       return type == GgmlType::Q6_K ? kPrefillMmaMinTokensDenseKSplitQ6K : kPrefillMmaMinTokensDenseKSplit;
     }
     if (whole_tile && quant_a) return ne0 >= kPrefillDenseWholeLongRow ? kPrefillMmaMinTokensDenseWhole : 2;
+    if (whole_tile && ne0 < kPrefillDenseWholeLongRow) return kPrefillMmaMinTokensDenseWholePlainShortRows;
     if (k_split || whole_tile) return kPrefillMmaMinTokensDenseKSplitPlain;
     return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
   }
@@ -227,7 +231,8 @@ constexpr int prefill_expert_k_splits_default(int64_t ne0, int64_t ne1) {
 }
 // Whether the rule splits a dense launch of one pair tile (up to 32 tokens) of a [ne1][ne0] matrix: its
 // blocks are ceil(ne1 / 64) (gpu/kernels_gemv.cu, 4 warps of 16 rows). The dense minimum takes the split's
-// value where this holds and the split is on, the whole tile's (5 / 12) where it does not hold.
+// value where this holds and the split is on, the whole tile's (3 / 2, 12 / 5 without A from the quants) where
+// it does not hold (on matrices of at least kPrefillMmaLargeElems elements).
 constexpr bool prefill_dense_one_tile_splits(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
   return prefill_k_splits_default((ne1 + 63) / 64, prefill_mma_units(ne0), sms, blocks_per_sm, ne0 * ne1) > 1;
 }

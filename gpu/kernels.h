@@ -192,7 +192,9 @@ int gemv_prefill_mma_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool den
 // max(gemv_prefill_mma_min_pairs, c + 1), the F32 kernels between). c: 0 for each launch's default
 // (gpu/prefill_columns.h prefill_columns_default: 12 pairs on expert matrices of at least 1024 x 1024
 // elements, 16 in the tiled layout (32 for Q6_K), 4 tokens on dense ones (2, 3 for Q6_K, where the K split
-// splits them and the prefill takes A from the quants: the fiftieth session's), none on smaller matrices;
+// splits them and the prefill takes A from the quants: the fiftieth session's; with A from the quants, on
+// large matrices the split leaves whole, 2 on rows of 4096 elements or more and none on shorter ones: the
+// fifty-second's), none on smaller matrices;
 // measured on an H100, the default since; for the types whose prefill takes A from the quants 4 pairs, 2
 // for MXFP4 and Q3_K, tiled 4, 8 for Q2_K, 16 for Q6_K: the forty-ninth session's), 1 for none (groups of one
 // pair are decode launches anyway), 2.. kGemvPrefillColumnsMax for that c on every launch. Only where the

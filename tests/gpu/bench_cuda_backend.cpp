@@ -1405,7 +1405,7 @@ nlohmann::json bench_prefill_dense_neither(const WeightPool& pool, double d2d, G
 }
 // "gemv_prefill_dense_whole_columns" (--dense-whole-columns-only, fifty-second session): the same three
 // launches (the K split leaves them whole) with 2 to 5 tokens as decode columns (on) or on the tensor cores
-// (off, every group of two or more): below the whole tile's minimum of 5, which side wins. Q3_K's and Q5_K's
+// (off, every group of two or more): below the first whole-tile minimum of 5, which side wins. Q3_K's and Q5_K's
 // F32 kernels against the tensor cores there as "gemv_prefill_dense_neither_<type>" (not measured before).
 nlohmann::json bench_prefill_dense_whole_columns(const WeightPool& pool, double d2d, GgmlType type) {
   return bench_columns_switched(pool, d2d, set_prefill_columns32, {type},

@@ -292,7 +292,7 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 7168, 2048, true, true, true), 3);
   // A dense matrix whose one pair tile the default leaves whole (it fills half the device or more, or its
   // rows are too short to split; an output head, DeepSeek's dense FFN up, MLA's q_b and kv_b): with A from
-  // the quants 3 on rows of 4096 elements or more, 2 on shorter ones; 12 without; a split launch's values
+  // the quants 3 on rows of 4096 elements or more, 2 on shorter ones; 12 / 5 without; a split launch's values
   // where the split is switched on for it.
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 18432, true, true, false, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 18432, true, true, false, true), 3);
@@ -300,6 +300,8 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 512, 32768, true, true, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q3_K, 4095, 32768, true, true, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 18432, true, false, false, true), 12);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 1536, 24576, true, false, false, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 512, 32768, true, false, false, true), 5);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, true, true, false, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 129280, true, true, false, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 65536, true, false, false, true), 12);

@@ -164,6 +164,7 @@ TEST(PrefillColumns, DefaultRuleWithAFromTheQuants) {
   EXPECT_EQ(prefill_columns_default(GgmlType::Q8_0, 7168, 18432, false, true, false, false, true), 4);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 7168, 18432, false, true, true, true, true), 3);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 2048, 1024, false, true, true, false, false), 4);  // medium
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 2048, 1024, false, true, true, false, true), 4);  // (as such)
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, true, true, true), 1);  // small
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, false, true), 1);   // the demo's
 }
