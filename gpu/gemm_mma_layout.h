@@ -131,10 +131,12 @@ inline constexpr int kPrefillMmaMinTokensDenseKSplit = 3;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitPlain = 12;
 inline constexpr int kPrefillMmaMinTokensDenseWhole = 3;
+inline constexpr int kPrefillMmaMinTokensDenseWholeShortRows = 2;
 inline constexpr int kPrefillMmaMinTokensDenseWholePlainShortRows = 5;
 inline constexpr int64_t kPrefillDenseWholeLongRow = 4096;
 // For dense launches: k_split, whether the launch splits (the K split's rule or its switch); whole_tile,
-// whether the default rule leaves its one pair tile whole (!prefill_dense_one_tile_splits below).
+// whether the default rule leaves its one pair tile whole (!prefill_dense_one_tile_splits below; it splits
+// no matrix under kPrefillMmaLargeElems elements, which return before it counts).
 constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false,
                                             bool quant_a = false, bool k_split = false, bool whole_tile = false) {
   if (ne0 * ne1 < kPrefillMmaLargeElems) return kPrefillMmaMinPairsSmall;
@@ -143,7 +145,9 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
     if (k_split && quant_a) {
       return type == GgmlType::Q6_K ? kPrefillMmaMinTokensDenseKSplitQ6K : kPrefillMmaMinTokensDenseKSplit;
     }
-    if (whole_tile && quant_a) return ne0 >= kPrefillDenseWholeLongRow ? kPrefillMmaMinTokensDenseWhole : 2;
+    if (whole_tile && quant_a) {
+      return ne0 >= kPrefillDenseWholeLongRow ? kPrefillMmaMinTokensDenseWhole : kPrefillMmaMinTokensDenseWholeShortRows;
+    }
     if (whole_tile && ne0 < kPrefillDenseWholeLongRow) return kPrefillMmaMinTokensDenseWholePlainShortRows;
     if (k_split || whole_tile) return kPrefillMmaMinTokensDenseKSplitPlain;
     return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;

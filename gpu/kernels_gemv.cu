@@ -1875,9 +1875,7 @@ DenseKind dense_kind(GgmlType type, int64_t ne0, int64_t ne1, bool dense, bool q
   const int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);
   const int sms = device_multiprocessors();
   const bool rule_splits = prefill_dense_one_tile_splits(ne0, ne1, sms, per_sm);
-  // (whole tiles of large matrices only: the rule splits none under kPrefillMmaLargeElems, whose columns
-  // and minimum stay the small matrices')
-  return {k >= 2 || (k == 0 && rule_splits), !rule_splits && ne0 * ne1 >= kPrefillMmaLargeElems};
+  return {k >= 2 || (k == 0 && rule_splits), !rule_splits};
 }
 }  // namespace
 int gemv_prefill_columns(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense) {
