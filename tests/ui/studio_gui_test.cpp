@@ -122,6 +122,22 @@ QQuickWindow* windowOf(QQmlApplicationEngine& qml, const QByteArray& source, con
   root->setParent(&qml);
   return qobject_cast<QQuickWindow*>(root);
 }
+// A chat over the scripted engine (fake_chat_engine.h: `script` read at every reply), its packs and
+// SQLite database in a temporary folder. `opened` is false when the database did not open.
+struct ScriptedChat {
+  explicit ScriptedChat(int extra_tokens = 3, int token_delay_ms = 0) {
+    script.extra_tokens = extra_tokens;
+    script.token_delay_ms = token_delay_ms;
+    opened = chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite")));
+    chat.setEngine(&engine);
+  }
+  QTemporaryDir dir;
+  test::FakeScript script;
+  EngineController engine{test::fake_factory(script), dir.filePath(QStringLiteral("packs"))};
+  ChatViewModel chat;
+  bool opened = false;
+};
+
 // A window holding ChatPage.qml over `chat` and `engine` (a scripted engine in the tests that
 // use it), its QML warnings collected into `warnings`; null when it did not load.
 QQuickWindow* chatPageOver(QQmlApplicationEngine& qml, ChatViewModel* chat, EngineController* engine,
@@ -919,14 +935,9 @@ class StudioGuiTest : public QObject {
   // keeps its "held with another model" banner and disables Send and Regenerate; the list marks
   // the conversation written into; going back shows the reply streaming with its Stop.
   void aReplyGoesOnWhileAnotherConversationIsRead() {
-    QTemporaryDir dir;
-    test::FakeScript script;
-    script.extra_tokens = 200;
-    script.token_delay_ms = 25;
-    EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
-    ChatViewModel chat;
-    QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
-    chat.setEngine(&engine);
+    ScriptedChat scripted(200, 25);
+    QVERIFY(scripted.opened);
+    auto& [dir, script, engine, chat, opened] = scripted;
     const qint64 b = chat.store()->createConversation(QStringLiteral("Held with another"), {}, {},
                                                       dir.filePath(QStringLiteral("other.gguf")));
     chat.store()->appendMessage(b, QStringLiteral("user"), QStringLiteral("question B"));
@@ -1005,14 +1016,9 @@ class StudioGuiTest : public QObject {
   // action runs at once; a request while it asks is ignored; a reply that ends while it asks lets
   // the action go on.
   void stoppingAReplyAsksFirst() {
-    QTemporaryDir dir;
-    test::FakeScript script;
-    script.extra_tokens = 4000;  // 100 s: every reply here is stopped long before its end
-    script.token_delay_ms = 25;
-    EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
-    ChatViewModel chat;
-    QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
-    chat.setEngine(&engine);
+    ScriptedChat scripted(4000, 25);  // 100 s: every reply here is stopped long before its end
+    QVERIFY(scripted.opened);
+    auto& [dir, script, engine, chat, opened] = scripted;
     SettingsViewModel settings;
     settings.setEngine(&engine);
     QQmlApplicationEngine qml;
@@ -1175,14 +1181,9 @@ class StudioGuiTest : public QObject {
   // the reply is kept as a stopped one.
   void quittingFromOutsideWhileItAsksLeavesNothingBroken() {
     for (const bool fullyOpen : {true, false}) {
-      QTemporaryDir dir;
-      test::FakeScript script;
-      script.extra_tokens = 4000;
-      script.token_delay_ms = 25;
-      EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
-      ChatViewModel chat;
-      QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
-      chat.setEngine(&engine);
+      ScriptedChat scripted(4000, 25);
+      QVERIFY(scripted.opened);
+      auto& [dir, script, engine, chat, opened] = scripted;
       int ran = 0;
       {
         auto qml = std::make_unique<QQmlApplicationEngine>();
@@ -1241,12 +1242,9 @@ class StudioGuiTest : public QObject {
   // Load again, no "No model" status); an empty chat's panel says the same. Loads asked for
   // meanwhile wait; the chat answers again after the benchmark.
   void aBenchmarkHoldingTheModelKeepsTheConversationOnScreen() {
-    QTemporaryDir dir;
-    test::FakeScript script;
-    EngineController engine(test::fake_factory(script), dir.filePath(QStringLiteral("packs")));
-    ChatViewModel chat;
-    QVERIFY(chat.openDatabase(dir.filePath(QStringLiteral("c.sqlite"))));
-    chat.setEngine(&engine);
+    ScriptedChat scripted;
+    QVERIFY(scripted.opened);
+    auto& [dir, script, engine, chat, opened] = scripted;
     QQmlApplicationEngine qml;
     QStringList warnings;
     QQuickWindow* window = chatPageOver(qml, &chat, &engine, warnings);
