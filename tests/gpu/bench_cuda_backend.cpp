@@ -139,10 +139,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -1635,6 +1637,257 @@ nlohmann::json bench_twin_q3k(const std::string& dir) {
 void set_tiled_experts(EngineSettings& s, bool on) { s.tiled_experts = on ? "on" : "off"; }
 void set_prefetch_experts(EngineSettings& s, bool on) { s.prefetch_experts = on; }
 
+// "model_prefill_*" (--model-prefill-only, fifty-third session): the prefill rules on the launches a
+// large-expert model's prefill issues, each launch in four configurations side by side (order rule,
+// f32, tensor_cores, columns, then back: two runs each, the mean reported):
+//   rule          the defaults (gpu/gemm_mma_layout.h, gpu/prefill_columns.h: what the engine runs);
+//   f32           every group in the F32 kernels (tensor cores' prefill off, no columns);
+//   tensor_cores  every group of two or more pairs on the tensor cores (no columns);
+//   columns       groups of up to 16 pairs as decode columns, larger ones on the tensor cores.
+// "rule_over_best": the rule's time over the fastest of the four (1.00: the rule chose the best).
+// Experts: DeepSeek-V4-Flash, Kimi-K3 and DeepSeek-V3 (bench/twin_shape.cpp: 4096 / 2048 MXFP4, 256 experts
+// top-6; 7168 / 1536 Q2_K with Q3_K downs, 896 top-16; 7168 / 2048 Q4_K, 256 top-8), a prompt of T tokens
+// routed by a Zipf(1.0) router over a random ranking of the experts (the twins' router, docs/twins.md; k
+// distinct experts a token), the experts held tiled (the engine's auto rule); the gate + up launch (2m groups,
+// gpu/cuda_moe.cpp) and the down launch, in batches of as many experts as the weight pool holds (a slot
+// pool's batches). Dense: the attention and dense-FFN matrices of those models and DeepSeek-V3's output head,
+// 2 to 16 tokens, Q4_K, Q6_K and Q8_0.
+struct PrefillConfig {
+  const char* name;
+  bool mma;
+  int min_pairs, columns;
+};
+constexpr PrefillConfig kPrefillConfigs[] = {
+    {"rule", gpu::detail::kGemvPrefillMmaDefault, 0, gpu::detail::kGemvPrefillColumnsDefault},
+    {"f32", false, 0, gpu::detail::kGemvPrefillColumnsOff},
+    {"tensor_cores", true, 2, gpu::detail::kGemvPrefillColumnsOff},
+    {"columns", true, 2, 16}};
+
+// Group sizes of `tokens` tokens routed to `top_k` distinct experts of `experts` by Zipf(s) weights over a
+// random ranking (std::mt19937 seeded with `seed`): one entry an expert that got a pair, in expert order.
+std::vector<int32_t> zipf_prompt_groups(int experts, int top_k, int tokens, double s, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int> rank(static_cast<size_t>(experts));
+  std::iota(rank.begin(), rank.end(), 0);
+  std::shuffle(rank.begin(), rank.end(), rng);
+  std::vector<double> w(static_cast<size_t>(experts));
+  for (int e = 0; e < experts; ++e) w[static_cast<size_t>(e)] = 1.0 / std::pow(rank[static_cast<size_t>(e)] + 1.0, s);
+  std::discrete_distribution<int> pick(w.begin(), w.end());
+  std::vector<int32_t> count(static_cast<size_t>(experts), 0);
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<int> chosen;
+    while (static_cast<int>(chosen.size()) < top_k) {
+      const int e = pick(rng);
+      if (std::find(chosen.begin(), chosen.end(), e) == chosen.end()) chosen.push_back(e);
+    }
+    for (const int e : chosen) ++count[static_cast<size_t>(e)];
+  }
+  std::vector<int32_t> sizes;
+  for (const int32_t c : count) {
+    if (c > 0) sizes.push_back(c);
+  }
+  return sizes;
+}
+
+// The GPU time of body() a round: one untimed round, then as many rounds as take ~40 ms (4 to 64).
+template <class Body>
+double time_rounds_us(Body&& body) {
+  cudaEvent_t t0, t1;
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
+  const auto timed = [&](int n) {
+    MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
+    for (int i = 0; i < n; ++i) body(i);
+    MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
+    MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
+    float ms = 0;
+    MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+    return static_cast<double>(ms) * 1e3 / n;
+  };
+  const double first = timed(1);
+  const int n = static_cast<int>(std::clamp(40e3 / std::max(first, 1.0), 4.0, 64.0));
+  const double us = timed(n);
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  return us;
+}
+
+// One prefill launch (or a slot pool's batches of it) of matrices [rows][cols] of `type`, one group a matrix
+// with sizes[g] pairs (one group and sizes[0] tokens: dense), its x and y from `x` and `y` (pair j reading x
+// row j), the weights from `pool` (rotated over copies where the pool holds two or more of the launch).
+struct PrefillLaunch {
+  GgmlType type;
+  int64_t rows, cols;
+  std::vector<int32_t> sizes;
+  bool tiled = false, dense = false;
+};
+double time_prefill_launch(const WeightPool& pool, const PrefillLaunch& l, const gpu::DeviceBuffer& x,
+                           gpu::DeviceBuffer& y) {
+  const uint64_t rb = *ggml_row_bytes(l.type, static_cast<uint64_t>(l.cols));
+  const uint64_t mat = rb * static_cast<uint64_t>(l.rows);
+  const size_t per_batch = std::max<size_t>(1, std::min<size_t>(l.sizes.size(), pool.buf.size() / mat));
+  struct Batch {
+    gpu::GemvBatch b;
+    std::vector<int32_t> off;
+    gpu::DeviceBuffer d_off;
+    int copies = 1;
+  };
+  std::vector<Batch> batches;
+  for (size_t first = 0; first < l.sizes.size(); first += per_batch) {
+    const size_t m = std::min(per_batch, l.sizes.size() - first);
+    Batch bt{{}, {0}, gpu::DeviceBuffer((m + 1) * sizeof(int32_t), "grp_off")};
+    for (size_t i = 0; i < m; ++i) bt.off.push_back(bt.off.back() + l.sizes[first + i]);
+    MOEPACK_CUDA_CHECK(
+        cudaMemcpy(bt.d_off.as<void>(), bt.off.data(), bt.d_off.size(), cudaMemcpyHostToDevice));
+    if (static_cast<size_t>(bt.off.back()) * static_cast<size_t>(l.cols) * sizeof(float) > x.size() ||
+        static_cast<size_t>(bt.off.back()) * static_cast<size_t>(l.rows) * sizeof(float) > y.size()) {
+      throw Error("model prefill bench: x or y too small");
+    }
+    gpu::GemvBatch& b = bt.b;
+    b.type = l.type;
+    b.ne0 = l.cols;
+    b.ne1 = l.rows;
+    b.row_bytes = rb;
+    b.w_gstride = mat;
+    b.x = x.as<float>();
+    b.x_stride = l.cols;
+    b.y = y.as<float>();
+    b.y_stride = l.rows;
+    b.w_tiled = l.tiled;
+    if (l.dense) {
+      b.n_groups = 1;
+      b.n_tok = l.sizes[0];
+    } else {
+      b.n_groups = static_cast<int32_t>(m);
+      b.grp_off = bt.d_off.as<int32_t>();
+      b.max_pairs = *std::max_element(l.sizes.begin() + static_cast<std::ptrdiff_t>(first),
+                                      l.sizes.begin() + static_cast<std::ptrdiff_t>(first + m));
+    }
+    bt.copies = static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(32, pool.buf.size() / (mat * m))));
+    batches.push_back(std::move(bt));
+  }
+  for (Batch& bt : batches) {
+    if (!l.dense) bt.b.grp_off_host = bt.off.data();  // (the vector's storage no longer moves)
+  }
+  return time_rounds_us([&](int i) {
+    for (Batch& bt : batches) {
+      const uint64_t span = mat * static_cast<uint64_t>(bt.b.n_groups);
+      bt.b.w = pool.buf.bytes_ptr() + static_cast<uint64_t>(i % bt.copies) * span;
+      gpu::gemv(bt.b, nullptr);
+    }
+  });
+}
+
+// The launch in the four configurations (two runs each, alternating); its row.
+nlohmann::json prefill_configs_row(const WeightPool& pool, const PrefillLaunch& l, const gpu::DeviceBuffer& x,
+                                   gpu::DeviceBuffer& y) {
+  constexpr int kConfigs = static_cast<int>(std::size(kPrefillConfigs));
+  double us[kConfigs] = {};
+  for (int round = 0; round < 2 * kConfigs; ++round) {
+    const int c = round < kConfigs ? round : 2 * kConfigs - 1 - round;
+    const PrefillConfig& cfg = kPrefillConfigs[c];
+    const test::PrefillMmaScope scope(cfg.mma, cfg.min_pairs, cfg.columns);
+    us[c] += time_prefill_launch(pool, l, x, y) / 2;
+  }
+  int best = 0;
+  for (int c = 1; c < kConfigs; ++c) {
+    if (us[c] < us[best]) best = c;
+  }
+  const int32_t pairs = std::accumulate(l.sizes.begin(), l.sizes.end(), int32_t{0});
+  nlohmann::json row = {{"type", std::string(ggml_type_name(l.type))},
+                        {"rows", l.rows},
+                        {"cols", l.cols},
+                        {"tiled", l.tiled},
+                        {"pairs", pairs},
+                        {"best", kPrefillConfigs[best].name},
+                        {"rule_over_best", us[0] / us[best]}};
+  if (l.dense) {
+    row["tokens"] = l.sizes[0];
+  } else {
+    row["experts_per_launch"] = l.sizes.size();
+    row["largest_group"] = *std::max_element(l.sizes.begin(), l.sizes.end());
+    row["groups_up_to_4"] = std::count_if(l.sizes.begin(), l.sizes.end(), [](int32_t n) { return n <= 4; });
+  }
+  for (int c = 0; c < kConfigs; ++c) row["us"][kPrefillConfigs[c].name] = us[c];
+  return row;
+}
+
+// The expert launches of one model shape's prefill of each of `prompt_tokens` (see above).
+nlohmann::json bench_model_prefill_experts(const WeightPool& pool, const std::string& shape_name,
+                                           const std::vector<int>& prompt_tokens) {
+  const bench::TwinShape* s = bench::find_twin_shape(shape_name);
+  if (s == nullptr) throw Error("model prefill bench: no twin shape " + shape_name);
+  const int max_t = *std::max_element(prompt_tokens.begin(), prompt_tokens.end());
+  const size_t max_pairs = static_cast<size_t>(2 * max_t * static_cast<int>(s->top_k));
+  const auto E = static_cast<int64_t>(s->n_embd), FF = static_cast<int64_t>(s->n_ff);
+  const gpu::DeviceBuffer x = normal_floats(max_pairs * static_cast<size_t>(std::max(E, FF)), 3);
+  gpu::DeviceBuffer y(max_pairs * static_cast<size_t>(std::max(E, FF)) * sizeof(float), "y");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const int t : prompt_tokens) {
+    const std::vector<int32_t> groups =
+        zipf_prompt_groups(static_cast<int>(s->n_expert), static_cast<int>(s->top_k), t, 1.0, 7 + t);
+    std::vector<int32_t> gate_up = groups;
+    gate_up.insert(gate_up.end(), groups.begin(), groups.end());
+    const bool tiled_up = gpu::gemv_tiled_supported(s->gate, E, FF) && FF * E >= 2048 * 2048;
+    const bool tiled_down = gpu::gemv_tiled_supported(s->down, FF, E) && FF * E >= 2048 * 2048;
+    for (const auto& [role, l] :
+         {std::pair<const char*, PrefillLaunch>{"gate_up", {s->gate, FF, E, gate_up, tiled_up}},
+          std::pair<const char*, PrefillLaunch>{"down", {s->down, E, FF, groups, tiled_down}}}) {
+      nlohmann::json row = prefill_configs_row(pool, l, x, y);
+      row["model"] = shape_name;
+      row["role"] = role;
+      row["prompt_tokens"] = t;
+      std::fprintf(stderr, "model_prefill %s %s T=%d: rule %.1f us, best %s x%.2f\n", shape_name.c_str(), role, t,
+                   row["us"]["rule"].get<double>(), row["best"].get<std::string>().c_str(),
+                   row["rule_over_best"].get<double>());
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+// The dense launches (see above) of `type` with 2, 3, 4, 6, 8 and 16 tokens.
+nlohmann::json bench_model_prefill_dense(const WeightPool& pool, GgmlType type) {
+  struct Dense {
+    const char* name;
+    int64_t rows, cols;
+  };
+  const Dense shapes[] = {{"mla_q_a", 1536, 7168},        {"mla_kv_a", 576, 7168},   {"mla_q_b", 24576, 1536},
+                          {"mla_kv_b", 32768, 512},        {"v3_attn_out", 7168, 16384},
+                          {"v3_dense_up", 18432, 7168},    {"v3_dense_down", 7168, 18432},
+                          {"shared_expert_up", 2048, 7168}, {"shared_expert_down", 7168, 2048},
+                          {"v4_attn_out", 4096, 8192},     {"short_rows_8192x768", 8192, 768},
+                          {"v3_output_head", 129280, 7168}};
+  const gpu::DeviceBuffer x = normal_floats(size_t{16} * 18432, 4);
+  gpu::DeviceBuffer y(size_t{16} * 129280 * sizeof(float), "y");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Dense& d : shapes) {
+    if (!ggml_row_bytes(type, static_cast<uint64_t>(d.cols))) continue;
+    for (const int t : {2, 3, 4, 6, 8, 16}) {
+      nlohmann::json row = prefill_configs_row(pool, {type, d.rows, d.cols, {t}, false, true}, x, y);
+      row["matrix"] = d.name;
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+// How often the rule was within 5 % of the best, and its five worst launches.
+nlohmann::json rule_summary(const nlohmann::json& rows) {
+  int within = 0;
+  std::vector<const nlohmann::json*> all;
+  for (const auto& r : rows) {
+    all.push_back(&r);
+    if (r["rule_over_best"].get<double>() <= 1.05) ++within;
+  }
+  std::sort(all.begin(), all.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
+    return (*a)["rule_over_best"].get<double>() > (*b)["rule_over_best"].get<double>();
+  });
+  nlohmann::json worst = nlohmann::json::array();
+  for (size_t i = 0; i < std::min<size_t>(5, all.size()); ++i) worst.push_back(*all[i]);
+  return {{"launches", rows.size()}, {"rule_within_5_percent", within}, {"worst", worst}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1657,6 +1910,7 @@ int main(int argc, char** argv) {
   bool dense_whole_columns_only = false;  // --dense-whole-columns-only
   bool expert_k_split_only = false;  // --expert-k-split-only: the expert K split, dense huge and few-token
   bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
+  bool model_prefill_only = false;  // --model-prefill-only: "model_prefill_*"
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
   bool q3k_depth_only = false;    // --q3k-depth-only: "q3k_depth"
   bool q6k_only = false;          // --q6k-only: "gemv_q6k"
@@ -1703,6 +1957,8 @@ int main(int argc, char** argv) {
       quant_a_only = true;
     } else if (a == "--prefill-mma-only") {
       prefill_mma_only = true;
+    } else if (a == "--model-prefill-only") {
+      model_prefill_only = true;
     } else if (a == "--prefill-rules-only") {
       prefill_rules_only = true;
     } else if (a == "--dense-neither-only") {
@@ -1826,6 +2082,22 @@ int main(int argc, char** argv) {
                   bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split_rule));
       put_partial(out, "gemv_prefill_expert_k_split_4",
                   bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split4));
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (model_prefill_only) {
+      const std::vector<int> prompts = {4, 16, 64, 512};
+      for (const char* m : {"deepseek-v4-flash", "kimi-k3", "deepseek-v3"}) {
+        const nlohmann::json rows = bench_model_prefill_experts(pool, m, prompts);
+        put_partial(out, (std::string("model_prefill_experts_") + m).c_str(), rows);
+        put_partial(out, (std::string("model_prefill_experts_summary_") + m).c_str(), rule_summary(rows));
+      }
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+        const nlohmann::json rows = bench_model_prefill_dense(pool, t);
+        const std::string name(ggml_type_name(t));
+        put_partial(out, ("model_prefill_dense_" + name).c_str(), rows);
+        put_partial(out, ("model_prefill_dense_summary_" + name).c_str(), rule_summary(rows));
+      }
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
