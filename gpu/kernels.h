@@ -214,6 +214,12 @@ void set_gemv_prefill_columns(int c);
 // sums either way. Process-wide; the benchmark compares both.
 constexpr bool kGemvPrefillHostSizesDefault = true;
 void set_gemv_prefill_host_sizes(bool on);
+// The tensor cores' prefill of tiled weights with A from the quants computes its staging's word addresses
+// anew each unit (on) or keeps them in registers across the loop (off, as before the fifty-third session,
+// where ptxas spills up to 424 bytes a thread: kernels_gemv.cu gemm_mma_kernel's RC). The same sums bit for
+// bit. Off by default until measured on a GPU. Process-wide; the benchmark and tests compare both.
+constexpr bool kGemvPrefillTiledRecomputeDefault = false;
+void set_gemv_prefill_tiled_recompute(bool on);
 // K split of dense prefill launches on the tensor cores (forty-ninth session; gpu/gemm_mma_layout.h
 // prefill_k_splits_default): a dense launch (one matrix, no grp_off) of fewer blocks (64 rows by 32 tokens
 // each) than the device holds at once splits every row's super-blocks over `splits` blocks, each writing

@@ -902,7 +902,12 @@ __global__ void k_split_sum_kernel(KSplit ks, const int32_t* grp_off, int32_t n_
 // 210-byte rows' loads in flight and its factors per mma spilled 264 bytes).
 // KS: the K split's instantiation (the whole unit; dense launches in the GGUF layout, expert launches in
 // either); without it the split folds away (splits 1), so the other launches run the code they ran before it.
-template <GgmlType T, bool TILED, int XC, bool QA = false, bool KS = false>
+// RC (tiled, with QA; set_gemv_prefill_tiled_recompute): each unit's fetch and staging compute their words'
+// addresses anew (an empty asm hides the lane's word index from the compiler), where without it ptxas keeps
+// every word's source and destination offsets in registers across the loop (they depend on the lane alone)
+// and spills: Q6_K tiled 132 bytes at the whole unit, 424 at half; Q5_K 128 / 240, Q3_K 0 / 180 (sm_90,
+// -Xptxas -v; RC: Q6_K 36 / 8, Q5_K 0 / 56, Q3_K 0 / 0). The same addresses, the same sums bit for bit.
+template <GgmlType T, bool TILED, int XC, bool QA = false, bool KS = false, bool RC = false>
 __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
                                                    : XC == 4 || QA          ? 4
                                                                             : 1)
@@ -972,7 +977,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
                                       tiled_chunk_bytes(T);
 #pragma unroll
       for (int k = 0; k < PU::kPre; ++k) {
-        const int q = lane + 32 * k;
+        int q = lane + 32 * k;
+        if constexpr (RC) asm volatile("" : "+r"(q));  // (recomputed each unit: see RC above)
         if (q < 16 * PU::kTiledWords) {
           const TiledRowWord rw = tiled_row_word(T, q / PU::kTiledWords, q % PU::kTiledWords);
           const uint8_t* src = chunk + rw.src;
@@ -1005,7 +1011,8 @@ __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
     if constexpr (TILED) {
 #pragma unroll
       for (int k = 0; k < PU::kPre; ++k) {
-        const int q = lane + 32 * k;
+        int q = lane + 32 * k;
+        if constexpr (RC) asm volatile("" : "+r"(q));
         if (q < 16 * PU::kTiledWords) {
           const int w = q % PU::kTiledWords;
           uint8_t* unit = raw + q / PU::kTiledWords * PU::kRowBytes;
@@ -1308,6 +1315,7 @@ std::atomic<uint64_t> g_expert_k_split_launches{0};  // for gemv_prefill_expert_
 std::atomic<int> g_prefill_k_split{detail::kGemvPrefillKSplitDefault};
 std::atomic<int> g_prefill_expert_k_split{detail::kGemvPrefillExpertKSplitDefault};
 std::atomic<bool> g_host_sizes{detail::kGemvPrefillHostSizesDefault};
+std::atomic<bool> g_tiled_recompute{detail::kGemvPrefillTiledRecomputeDefault};
 
 // The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
 // slots, their offsets (column_slot_offset) and their matrix (the group's); the last group's thread
@@ -1706,6 +1714,13 @@ struct GemvLaunch {
   void gemm_mma_split_launch(int min_pairs, dim3 grid, KSplit ks) const {
     using PU = PrefillUnit<T, 8, QA>;
     if constexpr (QA && tiled_unit_bytes(T) > 0) {
+      if (b.w_tiled && g_tiled_recompute.load(std::memory_order_relaxed)) {
+        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, 8, QA, true, true>),
+                                   PU::kSmemBytes);
+        gemm_mma_kernel<T, true, 8, QA, true, true>
+            <<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
+        return;
+      }
       if (b.w_tiled) {
         detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, 8, QA, true>),
                                    PU::kSmemBytes);
@@ -1723,6 +1738,15 @@ struct GemvLaunch {
     using PU = PrefillUnit<T, XC, QA>;
     if (b.w_tiled) {
       if constexpr (tiled_unit_bytes(T) > 0) {
+        if constexpr (QA) {
+          if (g_tiled_recompute.load(std::memory_order_relaxed)) {
+            detail::allow_dynamic_smem(
+                reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC, QA, false, true>), PU::kSmemBytes);
+            gemm_mma_kernel<T, true, XC, QA, false, true>
+                <<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, KSplit{});
+            return;
+          }
+        }
         detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC, QA>),
                                    PU::kSmemBytes);
         gemm_mma_kernel<T, true, XC, QA>
@@ -1826,6 +1850,7 @@ bool gemv_prefill_quant_a(GgmlType type) {
 }
 
 void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }
+void set_gemv_prefill_tiled_recompute(bool on) { g_tiled_recompute.store(on, std::memory_order_relaxed); }
 
 void set_gemv_prefill_k_split(int splits) {
   if (splits < 0 || splits > kGemvPrefillKSplitMax) {

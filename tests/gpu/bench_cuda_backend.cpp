@@ -1648,10 +1648,10 @@ void set_prefetch_experts(EngineSettings& s, bool on) { s.prefetch_experts = on;
 // Experts: DeepSeek-V4-Flash, Kimi-K3 and DeepSeek-V3 (bench/twin_shape.cpp: 4096 / 2048 MXFP4, 256 experts
 // top-6; 7168 / 1536 Q2_K with Q3_K downs, 896 top-16; 7168 / 2048 Q4_K, 256 top-8), a prompt of T tokens
 // routed by a Zipf(1.0) router over a random ranking of the experts (the twins' router, docs/twins.md; k
-// distinct experts a token), the experts held tiled (the engine's auto rule); the gate + up launch (2m groups,
-// gpu/cuda_moe.cpp) and the down launch, in batches of as many experts as the weight pool holds (a slot
-// pool's batches). Dense: the attention and dense-FFN matrices of those models and DeepSeek-V3's output head,
-// 2 to 16 tokens, Q4_K, Q6_K and Q8_0.
+// distinct experts a token), the experts held tiled (the engine's auto rule); the gate + up launch (2m
+// groups, gpu/cuda_moe.cpp) and the down launch, in batches of as many experts as the weight pool holds (a
+// slot pool's batches). Dense: the attention and dense-FFN matrices of those models and DeepSeek-V3's output
+// head, 2 to 16 tokens, Q4_K, Q6_K and Q8_0.
 struct PrefillConfig {
   const char* name;
   bool mma;
@@ -1671,7 +1671,8 @@ std::vector<int32_t> zipf_prompt_groups(int experts, int top_k, int tokens, doub
   std::iota(rank.begin(), rank.end(), 0);
   std::shuffle(rank.begin(), rank.end(), rng);
   std::vector<double> w(static_cast<size_t>(experts));
-  for (int e = 0; e < experts; ++e) w[static_cast<size_t>(e)] = 1.0 / std::pow(rank[static_cast<size_t>(e)] + 1.0, s);
+  for (int e = 0; e < experts; ++e)
+    w[static_cast<size_t>(e)] = 1.0 / std::pow(rank[static_cast<size_t>(e)] + 1.0, s);
   std::discrete_distribution<int> pick(w.begin(), w.end());
   std::vector<int32_t> count(static_cast<size_t>(experts), 0);
   for (int t = 0; t < tokens; ++t) {
@@ -1837,8 +1838,8 @@ nlohmann::json bench_model_prefill_experts(const WeightPool& pool, const std::st
       row["model"] = shape_name;
       row["role"] = role;
       row["prompt_tokens"] = t;
-      std::fprintf(stderr, "model_prefill %s %s T=%d: rule %.1f us, best %s x%.2f\n", shape_name.c_str(), role, t,
-                   row["us"]["rule"].get<double>(), row["best"].get<std::string>().c_str(),
+      std::fprintf(stderr, "model_prefill %s %s T=%d: rule %.1f us, best %s x%.2f\n", shape_name.c_str(),
+                   role, t, row["us"]["rule"].get<double>(), row["best"].get<std::string>().c_str(),
                    row["rule_over_best"].get<double>());
       rows.push_back(std::move(row));
     }
@@ -1852,11 +1853,17 @@ nlohmann::json bench_model_prefill_dense(const WeightPool& pool, GgmlType type) 
     const char* name;
     int64_t rows, cols;
   };
-  const Dense shapes[] = {{"mla_q_a", 1536, 7168},        {"mla_kv_a", 576, 7168},   {"mla_q_b", 24576, 1536},
-                          {"mla_kv_b", 32768, 512},        {"v3_attn_out", 7168, 16384},
-                          {"v3_dense_up", 18432, 7168},    {"v3_dense_down", 7168, 18432},
-                          {"shared_expert_up", 2048, 7168}, {"shared_expert_down", 7168, 2048},
-                          {"v4_attn_out", 4096, 8192},     {"short_rows_8192x768", 8192, 768},
+  const Dense shapes[] = {{"mla_q_a", 1536, 7168},
+                          {"mla_kv_a", 576, 7168},
+                          {"mla_q_b", 24576, 1536},
+                          {"mla_kv_b", 32768, 512},
+                          {"v3_attn_out", 7168, 16384},
+                          {"v3_dense_up", 18432, 7168},
+                          {"v3_dense_down", 7168, 18432},
+                          {"shared_expert_up", 2048, 7168},
+                          {"shared_expert_down", 7168, 2048},
+                          {"v4_attn_out", 4096, 8192},
+                          {"short_rows_8192x768", 8192, 768},
                           {"v3_output_head", 129280, 7168}};
   const gpu::DeviceBuffer x = normal_floats(size_t{16} * 18432, 4);
   gpu::DeviceBuffer y(size_t{16} * 129280 * sizeof(float), "y");
@@ -1888,6 +1895,37 @@ nlohmann::json rule_summary(const nlohmann::json& rows) {
   return {{"launches", rows.size()}, {"rule_within_5_percent", within}, {"worst", worst}};
 }
 
+// "gemv_prefill_tiled_recompute" (--tiled-recompute-only, fifty-third session): the tensor cores' prefill of
+// tiled experts with its staging addresses computed anew each unit (on) or kept in registers (off, the
+// spilling build), alternating off, on, on, off under the default rules: 8 experts of 2048 x 4096 with 16
+// and 64 pairs each, 8 of 4096 x 2048 with 32, 64 of 2048 x 4096 with a long prompt's groups (more blocks
+// than fit at once: x staged half a unit), and the K split's instantiation (2 splits on every group) on 8 x
+// 2048 x 4096 with 16 pairs.
+void set_prefill_tiled_recompute(bool on) { gpu::detail::set_gemv_prefill_tiled_recompute(on); }
+nlohmann::json bench_prefill_tiled_recompute(const WeightPool& pool, double d2d) {
+  const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
+                                                  gpu::detail::kGemvPrefillColumnsDefault);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GgmlType t :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute",
+                [&] { return bench_gemv(pool, t, 2048, 4096, d2d, 8, true, 16); });
+    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute",
+                [&] { return bench_gemv(pool, t, 2048, 4096, d2d, 8, true, 64); });
+    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute",
+                [&] { return bench_gemv(pool, t, 4096, 2048, d2d, 8, true, 32); });
+    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute",
+                [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, long_prompt_groups(64), true); });
+    gpu::detail::set_gemv_prefill_expert_k_split(2);
+    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute", [&] {
+      nlohmann::json g = bench_gemv_groups(pool, t, 2048, 4096, d2d, std::vector<int32_t>(8, 16), true);
+      g["expert_k_split"] = 2;
+      return g;
+    });
+    gpu::detail::set_gemv_prefill_expert_k_split(gpu::detail::kGemvPrefillExpertKSplitDefault);
+  }
+  return rows;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1911,6 +1949,8 @@ int main(int argc, char** argv) {
   bool expert_k_split_only = false;  // --expert-k-split-only: the expert K split, dense huge and few-token
   bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
   bool model_prefill_only = false;  // --model-prefill-only: "model_prefill_*"
+  bool tiled_recompute = false;     // --tiled-recompute: "gemv_prefill_tiled_recompute" (first; alone
+                                    // unless with --model-prefill-only)
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
   bool q3k_depth_only = false;    // --q3k-depth-only: "q3k_depth"
   bool q6k_only = false;          // --q6k-only: "gemv_q6k"
@@ -1957,6 +1997,8 @@ int main(int argc, char** argv) {
       quant_a_only = true;
     } else if (a == "--prefill-mma-only") {
       prefill_mma_only = true;
+    } else if (a == "--tiled-recompute") {
+      tiled_recompute = true;
     } else if (a == "--model-prefill-only") {
       model_prefill_only = true;
     } else if (a == "--prefill-rules-only") {
@@ -2084,6 +2126,13 @@ int main(int argc, char** argv) {
                   bench_prefill_expert_k_split(pool, d2d, set_prefill_expert_k_split4));
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
+    }
+    if (tiled_recompute) {
+      put_partial(out, "gemv_prefill_tiled_recompute", bench_prefill_tiled_recompute(pool, d2d));
+      if (!model_prefill_only) {
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+      }
     }
     if (model_prefill_only) {
       const std::vector<int> prompts = {4, 16, 64, 512};

@@ -887,17 +887,20 @@ struct TiledExpertLaunch {
     return m;
   }
   size_t ny() const { return rows_of.size() * static_cast<size_t>(ne1); }
-  std::vector<float> sums(bool tiled) const {
+  // host_sizes: the launch carries the host's copy of the group offsets (GemvBatch::grp_off_host), as the
+  // engine's do (the expert K split needs it).
+  std::vector<float> sums(bool tiled, bool host_sizes = false) const {
     DeviceBuffer d_y(ny() * sizeof(float), "y");
     MOEPACK_CUDA_CHECK(cudaMemset(d_y.as<void>(), 0xFF, d_y.size()));
     gemv_experts(type, ne0, ne1, tm.rb, (tiled ? tm.d_tab_t : tm.d_tab).as<const uint8_t*>(),
                  d_off.as<int32_t>(), n_groups(), max_pairs(), d_rows.as<int32_t>(), d_x.as<float>(), ne0,
-                 d_y.as<float>(), ne1, nullptr, nullptr, 0, false, tiled);
+                 d_y.as<float>(), ne1, nullptr, nullptr, 0, false, tiled, host_sizes ? off.data() : nullptr);
     return to_host(d_y, ny());
   }
   // sums(true) against sums(false) (expect_tiled_equals_gguf), given the GGUF side.
-  void expect_tiled_equals(const std::vector<float>& gguf, const char* what) const {
-    expect_tiled_equals_gguf(gguf, sums(true), off, rows_of, type, ne0, ne1, tm.data, tm.mat, tm.rb, x, what);
+  void expect_tiled_equals(const std::vector<float>& gguf, const char* what, bool host_sizes = false) const {
+    expect_tiled_equals_gguf(gguf, sums(true, host_sizes), off, rows_of, type, ne0, ne1, tm.data, tm.mat,
+                             tm.rb, x, what);
   }
 };
 
@@ -914,6 +917,45 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
     SCOPED_TRACE(ggml_type_name(type));
     const TiledExpertLaunch l(type, 768, 96, 4, {0, 2, 3, 40, 43}, rows_of, n_tok, 91);
     l.expect_tiled_equals(l.sums(false), "tiled prefill");
+  }
+}
+
+// The tiled prefill's staging addresses computed anew each unit (set_gemv_prefill_tiled_recompute, the
+// kernel's RC) or kept across its loop: for each type with a tiled layout, rows of 768 and 2048 elements (3
+// and 8 units), x staged half a unit and the whole unit, and with the expert launches' K split (2 splits
+// on every group: the KS instantiation), the tiled launch equals the GGUF layout's bit for bit (within the
+// exact dot product's bound) both ways, and the K split was taken.
+TEST(GpuOps, GemvPrefillTiledRecomputeEqualsGguf) {
+  const test::PrefillMmaScope restore(true, 2);
+  const int64_t n_tok = 29;
+  std::vector<int32_t> rows_of;
+  for (int j = 0; j < 43; ++j) rows_of.push_back((j * 7 + 2) % static_cast<int32_t>(n_tok));
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const int64_t ne0 : {768, 2048}) {
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + ", rows of " + std::to_string(ne0));
+      const TiledExpertLaunch l(type, ne0, 96, 4, {0, 2, 3, 40, 43}, rows_of, n_tok, 93);
+      for (const int splits : {1, 2}) {
+        detail::set_gemv_prefill_expert_k_split(splits);
+        detail::set_gemv_prefill_tiled_recompute(false);
+        const std::vector<float> gguf = l.sums(false, true);
+        for (const bool recompute : {false, true}) {
+          detail::set_gemv_prefill_tiled_recompute(recompute);
+          for (const int half : {0, 1}) {
+            detail::set_gemv_prefill_mma_half_x(half);
+            if (splits > 1 && half == 1) continue;  // (the K split stages the whole unit)
+            const uint64_t before = gemv_prefill_expert_k_split_launches();
+            const std::string what = std::string("tiled prefill, ") + (recompute ? "recomputed" : "kept") +
+                                     " addresses, " + (half ? "half" : "whole") + " unit, " +
+                                     std::to_string(splits) + " splits";
+            l.expect_tiled_equals(gguf, what.c_str(), true);
+            if (splits > 1) {
+              EXPECT_GT(gemv_prefill_expert_k_split_launches(), before) << what << ": no K split";
+            }
+          }
+        }
+      }
+    }
   }
 }
 

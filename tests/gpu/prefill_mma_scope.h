@@ -28,6 +28,7 @@ struct PrefillMmaScope {
     gpu::detail::set_gemv_prefill_quant_a(gpu::detail::kGemvPrefillQuantADefault);
     gpu::detail::set_gemv_prefill_k_split(gpu::detail::kGemvPrefillKSplitDefault);
     gpu::detail::set_gemv_prefill_expert_k_split(gpu::detail::kGemvPrefillExpertKSplitDefault);
+    gpu::detail::set_gemv_prefill_tiled_recompute(gpu::detail::kGemvPrefillTiledRecomputeDefault);
   }
   PrefillMmaScope(const PrefillMmaScope&) = delete;
   PrefillMmaScope& operator=(const PrefillMmaScope&) = delete;
