@@ -216,8 +216,9 @@ constexpr bool kGemvPrefillHostSizesDefault = true;
 void set_gemv_prefill_host_sizes(bool on);
 // The tensor cores' prefill of tiled weights with A from the quants computes its staging's word addresses
 // anew each unit (on) or keeps them in registers across the loop (off, as before the fifty-third session,
-// where ptxas spills up to 424 bytes a thread: kernels_gemv.cu gemm_mma_kernel's RC). The same sums bit for
-// bit. Off by default until measured on a GPU. Process-wide; the benchmark and tests compare both.
+// where ptxas spills up to 424 bytes a thread: kernels_gemv.cu gemm_mma_kernel's RC, which lists where it
+// spills less and where more). The same sums bit for bit. Off by default until measured on a GPU.
+// Process-wide; the benchmark and tests compare both.
 constexpr bool kGemvPrefillTiledRecomputeDefault = false;
 void set_gemv_prefill_tiled_recompute(bool on);
 // K split of dense prefill launches on the tensor cores (forty-ninth session; gpu/gemm_mma_layout.h

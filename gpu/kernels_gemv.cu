@@ -906,7 +906,8 @@ __global__ void k_split_sum_kernel(KSplit ks, const int32_t* grp_off, int32_t n_
 // addresses anew (an empty asm hides the lane's word index from the compiler), where without it ptxas keeps
 // every word's source and destination offsets in registers across the loop (they depend on the lane alone)
 // and spills: Q6_K tiled 132 bytes at the whole unit, 424 at half; Q5_K 128 / 240, Q3_K 0 / 180 (sm_90,
-// -Xptxas -v; RC: Q6_K 36 / 8, Q5_K 0 / 56, Q3_K 0 / 0). The same addresses, the same sums bit for bit.
+// -Xptxas -v; RC: Q6_K 36 / 8, Q5_K 0 / 56, Q3_K 0 / 0, MXFP4 68 -> 0 at half; but Q4_K's whole unit 0 -> 12,
+// and the K split's Q2_K 0 -> 24, Q4_K 32 -> 24 / 44 loads). The same addresses, the same sums bit for bit.
 template <GgmlType T, bool TILED, int XC, bool QA = false, bool KS = false, bool RC = false>
 __global__ void __launch_bounds__(kMmaWarpsP * 32, QA&& T == GgmlType::Q6_K ? 3
                                                    : XC == 4 || QA          ? 4

@@ -1895,33 +1895,49 @@ nlohmann::json rule_summary(const nlohmann::json& rows) {
   return {{"launches", rows.size()}, {"rule_within_5_percent", within}, {"worst", worst}};
 }
 
-// "gemv_prefill_tiled_recompute" (--tiled-recompute-only, fifty-third session): the tensor cores' prefill of
-// tiled experts with its staging addresses computed anew each unit (on) or kept in registers (off, the
-// spilling build), alternating off, on, on, off under the default rules: 8 experts of 2048 x 4096 with 16
-// and 64 pairs each, 8 of 4096 x 2048 with 32, 64 of 2048 x 4096 with a long prompt's groups (more blocks
-// than fit at once: x staged half a unit), and the K split's instantiation (2 splits on every group) on 8 x
-// 2048 x 4096 with 16 pairs.
+// "gemv_prefill_tiled_recompute" (--tiled-recompute, fifty-third session): the tensor cores' prefill of tiled
+// experts with its staging addresses computed anew each unit (on) or kept in registers (off, the spilling
+// build), alternating off, on, on, off, each row with the decode columns' slots and K-split launches it took
+// (none of the first: every group on the tensor cores): 8 experts of 2048 x 4096 with 24 and 64 pairs each
+// (24: above every type's tiled columns, Q6_K's 16), 8 of 4096 x 2048 with 32, 64 of 2048 x 4096 with a
+// long prompt's groups whose small groups take the columns, the same with x staged half a unit
+// (set_gemv_prefill_mma_half_x(1): the XC = 4 kernels; the rule stages the whole unit where A comes from the
+// quants), and the K split's instantiation (2 splits on every group) on 8 x 2048 x 4096 with 24 pairs.
 void set_prefill_tiled_recompute(bool on) { gpu::detail::set_gemv_prefill_tiled_recompute(on); }
 nlohmann::json bench_prefill_tiled_recompute(const WeightPool& pool, double d2d) {
   const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
                                                   gpu::detail::kGemvPrefillColumnsDefault);
   nlohmann::json rows = nlohmann::json::array();
+  const auto counted = [](const char* what, const auto& launch) {
+    const uint64_t slots = gpu::gemv_prefill_column_slots(),
+                   splits = gpu::gemv_prefill_expert_k_split_launches();
+    nlohmann::json g = launch();
+    g["launch"] = what;
+    g["column_slots"] = gpu::gemv_prefill_column_slots() - slots;
+    g["expert_k_split_launches"] = gpu::gemv_prefill_expert_k_split_launches() - splits;
+    return g;
+  };
   for (const GgmlType t :
        {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
-    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute",
-                [&] { return bench_gemv(pool, t, 2048, 4096, d2d, 8, true, 16); });
-    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute",
-                [&] { return bench_gemv(pool, t, 2048, 4096, d2d, 8, true, 64); });
-    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute",
-                [&] { return bench_gemv(pool, t, 4096, 2048, d2d, 8, true, 32); });
-    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute",
-                [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, long_prompt_groups(64), true); });
+    const auto four = [&](const char* what, const auto& launch) {
+      four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute",
+                  [&] { return counted(what, launch); });
+    };
+    four("8 x 2048 x 4096, 24 pairs each",
+         [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, std::vector<int32_t>(8, 24), true); });
+    four("8 x 2048 x 4096, 64 pairs each",
+         [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, std::vector<int32_t>(8, 64), true); });
+    four("8 x 4096 x 2048, 32 pairs each",
+         [&] { return bench_gemv_groups(pool, t, 4096, 2048, d2d, std::vector<int32_t>(8, 32), true); });
+    four("64 x 2048 x 4096, a long prompt's groups",
+         [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, long_prompt_groups(64), true); });
+    gpu::detail::set_gemv_prefill_mma_half_x(1);
+    four("64 x 2048 x 4096, a long prompt's groups, x half a unit",
+         [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, long_prompt_groups(64), true); });
+    gpu::detail::set_gemv_prefill_mma_half_x(gpu::detail::kGemvPrefillMmaHalfXRule);
     gpu::detail::set_gemv_prefill_expert_k_split(2);
-    four_rounds(rows, set_prefill_tiled_recompute, "tiled_recompute", [&] {
-      nlohmann::json g = bench_gemv_groups(pool, t, 2048, 4096, d2d, std::vector<int32_t>(8, 16), true);
-      g["expert_k_split"] = 2;
-      return g;
-    });
+    four("8 x 2048 x 4096, 24 pairs each, 2 K splits",
+         [&] { return bench_gemv_groups(pool, t, 2048, 4096, d2d, std::vector<int32_t>(8, 24), true); });
     gpu::detail::set_gemv_prefill_expert_k_split(gpu::detail::kGemvPrefillExpertKSplitDefault);
   }
   return rows;
