@@ -907,15 +907,22 @@ struct TiledExpertLaunch {
 // The tensor cores' prefill on tiled weights (the layout the engine holds large routed experts
 // in): expert launches of groups of 2, 1, 37 and 3 pairs on 96 rows of 768 elements equal the
 // same launches on the GGUF bytes bit for bit, within the exact dot product's bound.
-TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
-  const test::PrefillMmaScope restore(true, 2);
+// The tiled prefill tests' launch: pairs of groups of 2, 1, 37 and 3 over 4 matrices of 96 rows of ne0
+// elements, the 43 pairs reading x rows of 29 tokens out of order.
+TiledExpertLaunch tiled_prefill_launch(GgmlType type, int64_t ne0, unsigned seed) {
   const int64_t n_tok = 29;
   std::vector<int32_t> rows_of;
   for (int j = 0; j < 43; ++j) rows_of.push_back((j * 7 + 2) % static_cast<int32_t>(n_tok));
-  for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  return TiledExpertLaunch(type, ne0, 96, 4, {0, 2, 3, 40, 43}, std::move(rows_of), n_tok, seed);
+}
+constexpr GgmlType kTiledPrefillTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                           GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4};
+
+TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
+  const test::PrefillMmaScope restore(true, 2);
+  for (const GgmlType type : kTiledPrefillTypes) {
     SCOPED_TRACE(ggml_type_name(type));
-    const TiledExpertLaunch l(type, 768, 96, 4, {0, 2, 3, 40, 43}, rows_of, n_tok, 91);
+    const TiledExpertLaunch l = tiled_prefill_launch(type, 768, 91);
     l.expect_tiled_equals(l.sums(false), "tiled prefill");
   }
 }
@@ -927,14 +934,10 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
 // exact dot product's bound) both ways, and the K split was taken.
 TEST(GpuOps, GemvPrefillTiledRecomputeEqualsGguf) {
   const test::PrefillMmaScope restore(true, 2);
-  const int64_t n_tok = 29;
-  std::vector<int32_t> rows_of;
-  for (int j = 0; j < 43; ++j) rows_of.push_back((j * 7 + 2) % static_cast<int32_t>(n_tok));
-  for (const GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type : kTiledPrefillTypes) {
     for (const int64_t ne0 : {768, 2048}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + ", rows of " + std::to_string(ne0));
-      const TiledExpertLaunch l(type, ne0, 96, 4, {0, 2, 3, 40, 43}, rows_of, n_tok, 93);
+      const TiledExpertLaunch l = tiled_prefill_launch(type, ne0, 93);
       for (const int splits : {1, 2}) {
         detail::set_gemv_prefill_expert_k_split(splits);
         detail::set_gemv_prefill_tiled_recompute(false);
