@@ -214,15 +214,14 @@ struct WeightPool {
   }
 };
 
-// 64 rounds of body(i) on the default stream after one untimed round body(0): the GPU's time a
-// round (events) and the host's time to issue one (when that nears the GPU's, the launches wait
-// for the host rather than the GPU).
+// `iters` (default 64) rounds of body(i) on the default stream after one untimed round body(0): the GPU's
+// time a round (events) and the host's time to issue one (when that nears the GPU's, the launches wait for
+// the host rather than the GPU).
 struct Timing {
   double gpu_us = 0, host_us = 0;
 };
 template <class Body>
-Timing time_launches(Body&& body) {
-  const int iters = 64;
+Timing time_launches(Body&& body, int iters = 64) {
   body(0);
   cudaEvent_t t0, t1;
   MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
@@ -1690,27 +1689,12 @@ std::vector<int32_t> zipf_prompt_groups(int experts, int top_k, int tokens, doub
   return sizes;
 }
 
-// The GPU time of body() a round: one untimed round, then as many rounds as take ~40 ms (4 to 64).
+// The GPU time of body() a round: time_launches with as many rounds as take ~40 ms (4 to 64), counted
+// from one round's time.
 template <class Body>
 double time_rounds_us(Body&& body) {
-  cudaEvent_t t0, t1;
-  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
-  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
-  const auto timed = [&](int n) {
-    MOEPACK_CUDA_CHECK(cudaEventRecord(t0));
-    for (int i = 0; i < n; ++i) body(i);
-    MOEPACK_CUDA_CHECK(cudaEventRecord(t1));
-    MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
-    float ms = 0;
-    MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
-    return static_cast<double>(ms) * 1e3 / n;
-  };
-  const double first = timed(1);
-  const int n = static_cast<int>(std::clamp(40e3 / std::max(first, 1.0), 4.0, 64.0));
-  const double us = timed(n);
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
-  return us;
+  const double first = time_launches(body, 1).gpu_us;
+  return time_launches(body, static_cast<int>(std::clamp(40e3 / std::max(first, 1.0), 4.0, 64.0))).gpu_us;
 }
 
 // One prefill launch (or a slot pool's batches of it) of matrices [rows][cols] of `type`, one group a matrix
