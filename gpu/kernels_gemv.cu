@@ -1709,56 +1709,39 @@ struct GemvLaunch {
                                                   b.y_gstride);
     }
   }
+  // One launch of that instantiation of gemm_mma_kernel, its shared memory allowed first.
+  template <GgmlType T, bool TILED, int XC, bool QA, bool KS = false, bool RC = false>
+  void mma_kernel(int min_pairs, dim3 grid, KSplit ks) const {
+    using PU = PrefillUnit<T, XC, QA>;
+    const auto kernel = gemm_mma_kernel<T, TILED, XC, QA, KS, RC>;
+    detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), PU::kSmemBytes);
+    kernel<<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
+  }
+  // Whether a tiled launch with A from the quants computes its staging addresses each unit (RC).
+  static bool tiled_recompute() { return g_tiled_recompute.load(std::memory_order_relaxed); }
   // The K split's launch (gemm_mma_kernel's KS instantiation: the GGUF layout, and the tiled one with A
   // from the quants).
   template <GgmlType T, bool QA>
   void gemm_mma_split_launch(int min_pairs, dim3 grid, KSplit ks) const {
-    using PU = PrefillUnit<T, 8, QA>;
     if constexpr (QA && tiled_unit_bytes(T) > 0) {
-      if (b.w_tiled && g_tiled_recompute.load(std::memory_order_relaxed)) {
-        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, 8, QA, true, true>),
-                                   PU::kSmemBytes);
-        gemm_mma_kernel<T, true, 8, QA, true, true>
-            <<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
-        return;
-      }
       if (b.w_tiled) {
-        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, 8, QA, true>),
-                                   PU::kSmemBytes);
-        gemm_mma_kernel<T, true, 8, QA, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
-        return;
+        return tiled_recompute() ? mma_kernel<T, true, 8, QA, true, true>(min_pairs, grid, ks)
+                                 : mma_kernel<T, true, 8, QA, true>(min_pairs, grid, ks);
       }
     }
     if (b.w_tiled) throw Error("gemv: no K split of tiled " + std::string(ggml_type_name(T)) + " weights");
-    detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false, 8, QA, true>),
-                               PU::kSmemBytes);
-    gemm_mma_kernel<T, false, 8, QA, true><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
+    mma_kernel<T, false, 8, QA, true>(min_pairs, grid, ks);
   }
   template <GgmlType T, int XC, bool QA = false>
   void gemm_mma_launch(int min_pairs, dim3 grid) const {
-    using PU = PrefillUnit<T, XC, QA>;
-    if (b.w_tiled) {
-      if constexpr (tiled_unit_bytes(T) > 0) {
-        if constexpr (QA) {
-          if (g_tiled_recompute.load(std::memory_order_relaxed)) {
-            detail::allow_dynamic_smem(
-                reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC, QA, false, true>), PU::kSmemBytes);
-            gemm_mma_kernel<T, true, XC, QA, false, true>
-                <<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, KSplit{});
-            return;
-          }
-        }
-        detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, true, XC, QA>),
-                                   PU::kSmemBytes);
-        gemm_mma_kernel<T, true, XC, QA>
-            <<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, KSplit{});
-      } else {
-        throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
+    if (!b.w_tiled) return mma_kernel<T, false, XC, QA>(min_pairs, grid, KSplit{});
+    if constexpr (tiled_unit_bytes(T) > 0) {
+      if constexpr (QA) {
+        if (tiled_recompute()) return mma_kernel<T, true, XC, QA, false, true>(min_pairs, grid, KSplit{});
       }
+      mma_kernel<T, true, XC, QA>(min_pairs, grid, KSplit{});
     } else {
-      detail::allow_dynamic_smem(reinterpret_cast<const void*>(gemm_mma_kernel<T, false, XC, QA>),
-                                 PU::kSmemBytes);
-      gemm_mma_kernel<T, false, XC, QA><<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, KSplit{});
+      throw Error("gemv: no tiled layout for " + std::string(ggml_type_name(T)));
     }
   }
 };

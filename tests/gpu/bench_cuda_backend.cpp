@@ -166,6 +166,7 @@
 #include "gpu/device_routing.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
+#include "gpu/tiled_experts.h"
 #include "gpu/twin_gpu.h"
 #include "packbuilder/pack_builder.h"
 #include "tests/gpu/prefill_mma_scope.h"
@@ -1729,22 +1730,12 @@ double time_prefill_launch(const WeightPool& pool, const PrefillLaunch& l, const
       throw Error("model prefill bench: x or y too small");
     }
     gpu::GemvBatch& b = bt.b;
-    b.type = l.type;
-    b.ne0 = l.cols;
-    b.ne1 = l.rows;
-    b.row_bytes = rb;
-    b.w_gstride = mat;
-    b.x = x.as<float>();
-    b.x_stride = l.cols;
-    b.y = y.as<float>();
-    b.y_stride = l.rows;
+    b = expert_batch(l.type, l.rows, l.cols, x.as<float>(), y.as<float>(), bt.d_off, l.dense ? 1 : 2);
     b.w_tiled = l.tiled;
     if (l.dense) {
-      b.n_groups = 1;
       b.n_tok = l.sizes[0];
-    } else {
+    } else {  // (expert_batch's groups, also for a batch of one expert)
       b.n_groups = static_cast<int32_t>(m);
-      b.grp_off = bt.d_off.as<int32_t>();
       b.max_pairs = *std::max_element(l.sizes.begin() + static_cast<std::ptrdiff_t>(first),
                                       l.sizes.begin() + static_cast<std::ptrdiff_t>(first + m));
     }
@@ -1813,8 +1804,9 @@ nlohmann::json bench_model_prefill_experts(const WeightPool& pool, const std::st
         zipf_prompt_groups(static_cast<int>(s->n_expert), static_cast<int>(s->top_k), t, 1.0, 7 + t);
     std::vector<int32_t> gate_up = groups;
     gate_up.insert(gate_up.end(), groups.begin(), groups.end());
-    const bool tiled_up = gpu::gemv_tiled_supported(s->gate, E, FF) && FF * E >= 2048 * 2048;
-    const bool tiled_down = gpu::gemv_tiled_supported(s->down, FF, E) && FF * E >= 2048 * 2048;
+    // (the engine's "auto" choice; the pool's matrices start 16-byte aligned)
+    const bool tiled_up = gpu::tiled_expert("auto", s->gate, E, FF, *ggml_row_bytes(s->gate, s->n_embd), 0);
+    const bool tiled_down = gpu::tiled_expert("auto", s->down, FF, E, *ggml_row_bytes(s->down, s->n_ff), 0);
     for (const auto& [role, l] :
          {std::pair<const char*, PrefillLaunch>{"gate_up", {s->gate, FF, E, gate_up, tiled_up}},
           std::pair<const char*, PrefillLaunch>{"down", {s->down, E, FF, groups, tiled_down}}}) {
