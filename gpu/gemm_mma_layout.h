@@ -101,14 +101,15 @@ inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 // Fiftieth session (H100, bench_cuda_backend --expert-k-split-only, docs/cuda-backend.md thirty-eighth
 // pass): a split dense launch of 2-4 tokens against the decode columns ("gemv_prefill_dense_columns", 4096 x
 // 4096, 2048 x 7168, 7168 x 2048): the columns win at 2 tokens (x1.02-1.80), tie or lose at 3 (Q4_K, Q2_K
-// x1.03-1.09 on the first two, x0.69-0.82 on 7168 x 2048 and MXFP4; Q6_K x1.10-1.27) and lose at 4 (x0.51-0.84;
-// Q6_K x0.83-0.97), where the columns were within x0.97-1.20 of the F32 kernels (thirty-fourth pass): with A
-// from the quants a split dense launch takes the tensor cores from 3 tokens (Q6_K 4) and the columns keep 2
-// (Q6_K 3; gpu/prefill_columns.h). Dense matrices whose one pair tile already fills the device (fills_device:
-// no split; 65,536 x 4096 and 36,864 x 7168, "gemv_prefill_dense_huge", F32 kernels against the tensor cores
-// at 5-40 tokens): with A from the quants x1.32-2.66 at 5, x1.69-3.65 at 8, x3.26-7.20 at 24-40; Q8_0 x1.16 /
-// x0.81 at 5, x1.54 / x1.06 at 8, x2.24 / x1.52 at 12: 5 tokens (fifty-second session: 3, below), and 12 without (the
-// split launches' kPrefillMmaMinTokensDenseKSplitPlain). Fifty-second session (H100, bench_cuda_backend
+// x1.03-1.09 on the first two, x0.69-0.82 on 7168 x 2048 and MXFP4; Q6_K x1.10-1.27) and lose at 4
+// (x0.51-0.84; Q6_K x0.83-0.97), where the columns were within x0.97-1.20 of the F32 kernels (thirty-fourth
+// pass): with A from the quants a split dense launch takes the tensor cores from 3 tokens (Q6_K 4) and the
+// columns keep 2 (Q6_K 3; gpu/prefill_columns.h). Dense matrices whose one pair tile already fills the device
+// (fills_device: no split; 65,536 x 4096 and 36,864 x 7168, "gemv_prefill_dense_huge", F32 kernels against
+// the tensor cores at 5-40 tokens): with A from the quants x1.32-2.66 at 5, x1.69-3.65 at 8, x3.26-7.20 at
+// 24-40; Q8_0 x1.16 / x0.81 at 5, x1.54 / x1.06 at 8, x2.24 / x1.52 at 12: 5 tokens (fifty-second session: 3,
+// below), and 12 without (the split launches' kPrefillMmaMinTokensDenseKSplitPlain). Fifty-second session
+// (H100, bench_cuda_backend
 // --dense-neither-only, docs/cuda-backend.md fortieth pass): dense launches the rule leaves whole without
 // filling the device (between half and all of its blocks: 18,432 x 7168 and 24,576 x 1536; rows under 1024
 // elements: 32,768 x 512) with A from the quants x1.65-5.19 at 5 tokens (Q6_K x1.19-2.50), x2.18-5.98 at 8;
@@ -122,9 +123,9 @@ inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 // the same way; Q3_K's and Q5_K's F32 kernels against the tensor cores at 5 tokens x1.61-4.96): rows of at
 // least kPrefillDenseWholeLongRow (4096, between the measured 1536 and 7168) take the tensor cores from
 // kPrefillMmaMinTokensDenseWhole (3), with the columns at 2; shorter rows from 2 (no columns). Without A from
-// the quants (Q8_0) rows of 4096 or more from 12, shorter ones from 5 (x1.06 and x2.21 at 5 on rows of 1536 and
-// 512; 2-4 tokens not measured against the F32 kernels).
-// 40 / 48 stay only for launches of few blocks whose split is switched off (set_gemv_prefill_k_split(1)).
+// the quants (Q8_0) rows of 4096 or more from 12, shorter ones from 5 (x1.06 and x2.21 at 5 on rows of 1536
+// and 512; 2-4 tokens not measured against the F32 kernels). 40 / 48 stay only for launches of few blocks
+// whose split is switched off (set_gemv_prefill_k_split(1)).
 inline constexpr int kPrefillMmaMinPairsQuantA = 2;
 inline constexpr int kPrefillMmaMinPairsQuantAQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplit = 3;
@@ -146,7 +147,8 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
       return type == GgmlType::Q6_K ? kPrefillMmaMinTokensDenseKSplitQ6K : kPrefillMmaMinTokensDenseKSplit;
     }
     if (whole_tile && quant_a) {
-      return ne0 >= kPrefillDenseWholeLongRow ? kPrefillMmaMinTokensDenseWhole : kPrefillMmaMinTokensDenseWholeShortRows;
+      return ne0 >= kPrefillDenseWholeLongRow ? kPrefillMmaMinTokensDenseWhole
+                                              : kPrefillMmaMinTokensDenseWholeShortRows;
     }
     if (whole_tile && ne0 < kPrefillDenseWholeLongRow) return kPrefillMmaMinTokensDenseWholePlainShortRows;
     if (k_split || whole_tile) return kPrefillMmaMinTokensDenseKSplitPlain;
@@ -235,8 +237,8 @@ constexpr int prefill_expert_k_splits_default(int64_t ne0, int64_t ne1) {
 }
 // Whether the rule splits a dense launch of one pair tile (up to 32 tokens) of a [ne1][ne0] matrix: its
 // blocks are ceil(ne1 / 64) (gpu/kernels_gemv.cu, 4 warps of 16 rows). The dense minimum takes the split's
-// value where this holds and the split is on, the whole tile's (3 / 2, 12 / 5 without A from the quants) where
-// it does not hold (on matrices of at least kPrefillMmaLargeElems elements).
+// value where this holds and the split is on, the whole tile's (3 / 2, 12 / 5 without A from the quants)
+// where it does not hold (on matrices of at least kPrefillMmaLargeElems elements).
 constexpr bool prefill_dense_one_tile_splits(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
   return prefill_k_splits_default((ne1 + 63) / 64, prefill_mma_units(ne0), sms, blocks_per_sm, ne0 * ne1) > 1;
 }

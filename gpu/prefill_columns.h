@@ -121,7 +121,8 @@ constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, b
   if (dense) {
     if (!quant_a) return kPrefillColumnsDense;
     if (k_split) return type == GgmlType::Q6_K ? kPrefillColumnsDenseKSplitQ6K : kPrefillColumnsDenseKSplit;
-    if (whole_tile && ne0 * ne1 >= kPrefillMmaLargeElems) return ne0 >= kPrefillDenseWholeLongRow ? kPrefillColumnsDenseWhole : 1;
+    if (whole_tile && ne0 * ne1 >= kPrefillMmaLargeElems)
+      return ne0 >= kPrefillDenseWholeLongRow ? kPrefillColumnsDenseWhole : 1;
     return kPrefillColumnsDense;
   }
   if (quant_a) {
