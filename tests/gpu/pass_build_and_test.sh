@@ -6,7 +6,23 @@
 # failed. Exits on a configure or build error. MOEPACK_GPU_TESTS (e.g. "gpu_cuda_backend_test
 # gpu_deepseek4_test") builds and runs only those of the four, and neither benchmark nor moepack;
 # MOEPACK_BUILD_TARGETS (e.g. "gpu_ops_test bench_cuda_backend") builds exactly those targets instead.
+# MOEPACK_PREBUILT=1: gpu_ops_test and bench_cuda_backend from .device-carry/prebuilt.tar.xz
+# (tests/gpu/prebuild_for_device.sh) instead of the build, where they start here; otherwise the build.
 source .device-deps/use-deps.sh
+if [ "${MOEPACK_PREBUILT:-0}" = 1 ] && [ -f .device-carry/prebuilt.tar.xz ]; then
+  cuda_lib=$(dirname "$(readlink -f "$(command -v nvcc)")")/../lib64
+  export LD_LIBRARY_PATH="$cuda_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  mkdir -p build-gpu/tests/gpu
+  tar -C build-gpu/tests/gpu -xJf .device-carry/prebuilt.tar.xz
+  if ./build-gpu/tests/gpu/gpu_ops_test --gtest_list_tests > /dev/null 2> "$out/prebuilt.log" &&
+    [ "$(cat build-gpu/tests/gpu/COMMIT)" = "$(git rev-parse HEAD 2> /dev/null || cat build-gpu/tests/gpu/COMMIT)" ]; then
+    echo "== prebuilt binaries of $(cat build-gpu/tests/gpu/COMMIT) (no build)"
+    status=0
+    return 0 2> /dev/null || exit 0
+  fi
+  echo "== prebuilt binaries do not start here (prebuilt.log): building"
+  rm -f build-gpu/tests/gpu/gpu_ops_test build-gpu/tests/gpu/bench_cuda_backend
+fi
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
   -DMOEPACK_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
   > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }

@@ -4,7 +4,7 @@
 # prefill rules measured against that prefill. Within ~MOEPACK_CALL_BUDGET_S (default 540 s):
 #   1. builds the four gpu test binaries, bench_cuda_backend and moepack (nothing to do on a machine still
 #      warm from such a call; MOEPACK_BUILD_MIN=1: gpu_ops_test and bench_cuda_backend only, or
-#      MOEPACK_BUILD_TARGETS);
+#      MOEPACK_BUILD_TARGETS; MOEPACK_PREBUILT=1: those two from tests/gpu/prebuild_for_device.sh, no build);
 #   2. unless MOEPACK_FIRST=0, gpu_ops_test's *KSplit*, *QuantA*, *PrefillTensorCores*, *PrefillColumns* and the six
 #      prefill types' parity tests first ($OUT/first.log);
 #   3. ctest of MOEPACK_CTEST_BINARIES (default the three engine binaries) within MOEPACK_CTEST_S (default

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds gpu_ops_test and bench_cuda_backend here (a CUDA build of this checkout for sm_90,
+# RelWithDebInfo, as tests/gpu/pass_build_and_test.sh builds them on the GPU machine) and packs them,
+# without their debug sections, into .device-carry/prebuilt.tar.xz (~17 MiB) with the commit they
+# were built from. A device call given MOEPACK_PREBUILT=1 (pass_build_and_test.sh) runs them instead of
+# spending 200-270 s of its device time on the build; it builds as before when they do not start there.
+#   tests/gpu/prebuild_for_device.sh [BUILD_DIR]   (default /tmp/bcuda; configured if it is not)
+# Run from the repository root with nvcc on PATH. The working tree must be clean (the stamp names the
+# commit, and the device's tree is this one).
+set -eu
+build="${1:-/tmp/bcuda}"
+[ -z "$(git status --porcelain --untracked-files=no)" ] || { echo "prebuild: commit first" >&2; exit 1; }
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=90
+fi
+arch=$(grep -o 'generate-code=arch=compute_[0-9]*' "$build/build.ninja" | sort -u | tr '\n' ' ')
+[ "$arch" = "generate-code=arch=compute_90 " ] || { echo "prebuild: $build is built for $arch, not sm_90 alone" >&2; exit 1; }
+cmake --build "$build" --target gpu_ops_test bench_cuda_backend
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+for b in gpu_ops_test bench_cuda_backend; do
+  strip --strip-debug -o "$stage/$b" "$build/tests/gpu/$b"
+done
+git rev-parse HEAD > "$stage/COMMIT"
+mkdir -p .device-carry
+tar -C "$stage" -cf - . | xz -T0 -9 > .device-carry/prebuilt.tar.xz.tmp
+mv .device-carry/prebuilt.tar.xz.tmp .device-carry/prebuilt.tar.xz
+echo "prebuilt $(cat "$stage/COMMIT"): .device-carry/prebuilt.tar.xz $(($(stat -c %s .device-carry/prebuilt.tar.xz) >> 20)) MiB"
