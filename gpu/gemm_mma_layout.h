@@ -124,8 +124,23 @@ inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 // least kPrefillDenseWholeLongRow (4096, between the measured 1536 and 7168) take the tensor cores from
 // kPrefillMmaMinTokensDenseWhole (3), with the columns at 2; shorter rows from 2 (no columns). Without A from
 // the quants (Q8_0) rows of 4096 or more from 12, shorter ones from 5 (x1.06 and x2.21 at 5 on rows of 1536
-// and 512; 2-4 tokens not measured against the F32 kernels). 40 / 48 stay only for launches of few blocks
-// whose split is switched off (set_gemv_prefill_k_split(1)).
+// and 512; 2-4 tokens not measured against the F32 kernels; fifty-fourth session: from 2, below). 40 / 48
+// stay for launches of few blocks whose split is switched off (set_gemv_prefill_k_split(1)) and for the small
+// matrices with long rows below.
+// Fifty-fourth session (H200, bench_cuda_backend --model-prefill-only, the launches a large model's prefill
+// issues in four configurations side by side; docs/cuda-backend.md forty-second pass):
+// - Dense matrices under kPrefillMmaLargeElems elements whose rows hold at least kPrefillDenseWholeLongRow
+//   elements (prefill_dense_small_long_rows; MLA's kv_a, 576 x 7168 in DeepSeek-V3, 576 x 4096 in
+//   DeepSeek-V4-Flash: 9 blocks a pair tile, each looping over all of a row's units, and no K split under
+//   kPrefillMmaLargeElems) took the small matrices' minimum of 2 and ran on the tensor cores in 78-219 us
+//   from 2 to 16 tokens where the F32 kernels took 17-35 (x3.1-4.5 slower for Q4_K and Q6_K from 6 tokens,
+//   x5.8-7.9 for Q8_0 from 2): they take the unsplit minimum (kPrefillMmaMinTokensDense 40, 48 for Q2_K and
+//   Q6_K; the tensor cores' time grows with every tile of 32 tokens there) and the decode columns at 2 tokens
+//   alone (gpu/prefill_columns.h: Q4_K x1.42 over the F32 kernels at 2, x1.06 at 3 but x0.89 at 4; Q6_K x0.98
+//   at 2, x0.75 at 3). No fixture's or demo's matrix has such rows (their rows hold at most 2304 elements).
+// - Without A from the quants (Q8_0) the whole tile on short rows wins from 2 tokens: 24,576 x 1536 x1.06 /
+//   x1.14 / x1.24 at 2 / 3 / 4, 32,768 x 512 x2.07 / x2.19 / x2.34, 8192 x 768 x0.94 / x1.06 / x1.09:
+//   kPrefillMmaMinTokensDenseWholePlainShortRows 2.
 inline constexpr int kPrefillMmaMinPairsQuantA = 2;
 inline constexpr int kPrefillMmaMinPairsQuantAQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplit = 3;
@@ -133,15 +148,22 @@ inline constexpr int kPrefillMmaMinTokensDenseKSplitQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitPlain = 12;
 inline constexpr int kPrefillMmaMinTokensDenseWhole = 3;
 inline constexpr int kPrefillMmaMinTokensDenseWholeShortRows = 2;
-inline constexpr int kPrefillMmaMinTokensDenseWholePlainShortRows = 5;
+inline constexpr int kPrefillMmaMinTokensDenseWholePlainShortRows = 2;
 inline constexpr int64_t kPrefillDenseWholeLongRow = 4096;
+constexpr bool prefill_dense_small_long_rows(int64_t ne0, int64_t ne1) {
+  return ne0 * ne1 < kPrefillMmaLargeElems && ne0 >= kPrefillDenseWholeLongRow;
+}
 // For dense launches: k_split, whether the launch splits (the K split's rule or its switch); whole_tile,
 // whether the default rule leaves its one pair tile whole (!prefill_dense_one_tile_splits below; it splits
 // no matrix under kPrefillMmaLargeElems elements, which return before it counts).
 constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false,
-                                            bool quant_a = false, bool k_split = false, bool whole_tile = false) {
-  if (ne0 * ne1 < kPrefillMmaLargeElems) return kPrefillMmaMinPairsSmall;
+                                            bool quant_a = false, bool k_split = false,
+                                            bool whole_tile = false) {
   const bool heavy = type == GgmlType::Q2_K || type == GgmlType::Q6_K;
+  if (dense && !k_split && prefill_dense_small_long_rows(ne0, ne1)) {
+    return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
+  }
+  if (ne0 * ne1 < kPrefillMmaLargeElems) return kPrefillMmaMinPairsSmall;
   if (dense) {
     if (k_split && quant_a) {
       return type == GgmlType::Q6_K ? kPrefillMmaMinTokensDenseKSplitQ6K : kPrefillMmaMinTokensDenseKSplit;

@@ -217,10 +217,18 @@ void set_gemv_prefill_host_sizes(bool on);
 // The tensor cores' prefill of tiled weights with A from the quants computes its staging's word addresses
 // anew each unit (on) or keeps them in registers across the loop (off, as before the fifty-third session,
 // where ptxas spills up to 424 bytes a thread: kernels_gemv.cu gemm_mma_kernel's RC, which lists where it
-// spills less and where more). The same sums bit for bit. Off by default until measured on a GPU.
-// Process-wide; the benchmark and tests compare both.
-constexpr bool kGemvPrefillTiledRecomputeDefault = false;
-void set_gemv_prefill_tiled_recompute(bool on);
+// spills less and where more). The same sums bit for bit. mode: kGemvPrefillTiledRecomputeRule (-1, the
+// default: on for Q6_K alone, gemv_prefill_tiled_recompute_default), 0 off, 1 on for every type; throws Error
+// for anything else. Measured on an H200 (fifty-fourth session, bench_cuda_backend --tiled-recompute, on
+// against off, two runs each way alternating; docs/cuda-backend.md forty-second pass): Q6_K x1.10-1.29 on all
+// six launches (8 x 2048 x 4096 with 24 and 64 pairs, 8 x 4096 x 2048 with 32, 64 experts of a long prompt,
+// the same staging x half a unit, the K split), Q5_K x0.92-1.03, Q4_K x0.81-0.94, Q3_K x0.79-0.95 (x1.05 at
+// half a unit, which the rule does not stage with A from the quants), Q2_K x0.97-1.00, MXFP4 x0.81-0.89
+// (x1.03 at half). Process-wide; the benchmark and tests compare both.
+constexpr int kGemvPrefillTiledRecomputeRule = -1;
+constexpr int kGemvPrefillTiledRecomputeDefault = kGemvPrefillTiledRecomputeRule;
+constexpr bool gemv_prefill_tiled_recompute_default(GgmlType type) { return type == GgmlType::Q6_K; }
+void set_gemv_prefill_tiled_recompute(int mode);
 // K split of dense prefill launches on the tensor cores (forty-ninth session; gpu/gemm_mma_layout.h
 // prefill_k_splits_default): a dense launch (one matrix, no grp_off) of fewer blocks (64 rows by 32 tokens
 // each) than the device holds at once splits every row's super-blocks over `splits` blocks, each writing

@@ -1316,7 +1316,7 @@ std::atomic<uint64_t> g_expert_k_split_launches{0};  // for gemv_prefill_expert_
 std::atomic<int> g_prefill_k_split{detail::kGemvPrefillKSplitDefault};
 std::atomic<int> g_prefill_expert_k_split{detail::kGemvPrefillExpertKSplitDefault};
 std::atomic<bool> g_host_sizes{detail::kGemvPrefillHostSizesDefault};
-std::atomic<bool> g_tiled_recompute{detail::kGemvPrefillTiledRecomputeDefault};
+std::atomic<int> g_tiled_recompute{detail::kGemvPrefillTiledRecomputeDefault};
 
 // The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
 // slots, their offsets (column_slot_offset) and their matrix (the group's); the last group's thread
@@ -1717,16 +1717,21 @@ struct GemvLaunch {
     detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), PU::kSmemBytes);
     kernel<<<grid, kMmaWarpsP * 32, PU::kSmemBytes, s>>>(b, min_pairs, ks);
   }
-  // Whether a tiled launch with A from the quants computes its staging addresses each unit (RC).
-  static bool tiled_recompute() { return g_tiled_recompute.load(std::memory_order_relaxed); }
+  // Whether a tiled launch of T with A from the quants computes its staging addresses each unit (RC).
+  template <GgmlType T>
+  static bool tiled_recompute() {
+    const int mode = g_tiled_recompute.load(std::memory_order_relaxed);
+    return mode == detail::kGemvPrefillTiledRecomputeRule ? detail::gemv_prefill_tiled_recompute_default(T)
+                                                          : mode == 1;
+  }
   // The K split's launch (gemm_mma_kernel's KS instantiation: the GGUF layout, and the tiled one with A
   // from the quants).
   template <GgmlType T, bool QA>
   void gemm_mma_split_launch(int min_pairs, dim3 grid, KSplit ks) const {
     if constexpr (QA && tiled_unit_bytes(T) > 0) {
       if (b.w_tiled) {
-        return tiled_recompute() ? mma_kernel<T, true, 8, QA, true, true>(min_pairs, grid, ks)
-                                 : mma_kernel<T, true, 8, QA, true>(min_pairs, grid, ks);
+        return tiled_recompute<T>() ? mma_kernel<T, true, 8, QA, true, true>(min_pairs, grid, ks)
+                                    : mma_kernel<T, true, 8, QA, true>(min_pairs, grid, ks);
       }
     }
     if (b.w_tiled) throw Error("gemv: no K split of tiled " + std::string(ggml_type_name(T)) + " weights");
@@ -1737,7 +1742,7 @@ struct GemvLaunch {
     if (!b.w_tiled) return mma_kernel<T, false, XC, QA>(min_pairs, grid, KSplit{});
     if constexpr (tiled_unit_bytes(T) > 0) {
       if constexpr (QA) {
-        if (tiled_recompute()) return mma_kernel<T, true, XC, QA, false, true>(min_pairs, grid, KSplit{});
+        if (tiled_recompute<T>()) return mma_kernel<T, true, XC, QA, false, true>(min_pairs, grid, KSplit{});
       }
       mma_kernel<T, true, XC, QA>(min_pairs, grid, KSplit{});
     } else {
@@ -1834,7 +1839,13 @@ bool gemv_prefill_quant_a(GgmlType type) {
 }
 
 void set_gemv_prefill_host_sizes(bool on) { g_host_sizes.store(on, std::memory_order_relaxed); }
-void set_gemv_prefill_tiled_recompute(bool on) { g_tiled_recompute.store(on, std::memory_order_relaxed); }
+void set_gemv_prefill_tiled_recompute(int mode) {
+  if (mode < kGemvPrefillTiledRecomputeRule || mode > 1) {
+    throw Error("set_gemv_prefill_tiled_recompute: " + std::to_string(mode) +
+                ": -1 (each type's rule), 0 (off) or 1 (on)");
+  }
+  g_tiled_recompute.store(mode, std::memory_order_relaxed);
+}
 
 void set_gemv_prefill_k_split(int splits) {
   if (splits < 0 || splits > kGemvPrefillKSplitMax) {

@@ -101,7 +101,9 @@ inline constexpr int kPrefillColumnsDense = 4;
 // same measurement chose.
 // Dense launches the K split leaves whole (fifty-second session, gpu/gemm_mma_layout.h's whole-tile minimum,
 // the measurements beside it): 2 tokens on rows of at least kPrefillDenseWholeLongRow elements, none on
-// shorter ones (the tensor cores from 2 there).
+// shorter ones (the tensor cores from 2 there). Dense matrices under kPrefillMmaLargeElems elements with such
+// rows (fifty-fourth session, gpu/gemm_mma_layout.h prefill_dense_small_long_rows): 2 tokens, the F32 kernels
+// above.
 inline constexpr int kPrefillColumnsDenseWhole = kPrefillMmaMinTokensDenseWhole - 1;
 inline constexpr int kPrefillColumnsDenseKSplit = kPrefillMmaMinTokensDenseKSplit - 1;
 inline constexpr int kPrefillColumnsDenseKSplitQ6K = kPrefillMmaMinTokensDenseKSplitQ6K - 1;
@@ -121,6 +123,7 @@ constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, b
   if (dense) {
     if (!quant_a) return kPrefillColumnsDense;
     if (k_split) return type == GgmlType::Q6_K ? kPrefillColumnsDenseKSplitQ6K : kPrefillColumnsDenseKSplit;
+    if (prefill_dense_small_long_rows(ne0, ne1)) return kPrefillColumnsDenseWhole;
     if (whole_tile && ne0 * ne1 >= kPrefillMmaLargeElems)
       return ne0 >= kPrefillDenseWholeLongRow ? kPrefillColumnsDenseWhole : 1;
     return kPrefillColumnsDense;

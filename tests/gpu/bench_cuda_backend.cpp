@@ -1643,25 +1643,32 @@ void set_prefetch_experts(EngineSettings& s, bool on) { s.prefetch_experts = on;
 //   rule          the defaults (gpu/gemm_mma_layout.h, gpu/prefill_columns.h: what the engine runs);
 //   f32           every group in the F32 kernels (tensor cores' prefill off, no columns);
 //   tensor_cores  every group of two or more pairs on the tensor cores (no columns);
-//   columns       groups of up to 16 pairs as decode columns, larger ones on the tensor cores.
-// "rule_over_best": the rule's time over the fastest of the four (1.00: the rule chose the best).
+//   columns       groups of up to 16 pairs as decode columns, larger ones on the tensor cores;
+//   columns_8     the same up to 8 pairs (fifty-fourth session);
+//   k_split_8     dense launches of rows of 4096 elements or more only: every token on the tensor cores, the
+//                 launch split 8 ways along its rows (set_gemv_prefill_k_split(8); fifty-fourth session).
+// "rule_over_best": the rule's time over the fastest configuration run (1.00: the rule chose the best).
 // Experts: DeepSeek-V4-Flash, Kimi-K3 and DeepSeek-V3 (bench/twin_shape.cpp: 4096 / 2048 MXFP4, 256 experts
 // top-6; 7168 / 1536 Q2_K with Q3_K downs, 896 top-16; 7168 / 2048 Q4_K, 256 top-8), a prompt of T tokens
 // routed by a Zipf(1.0) router over a random ranking of the experts (the twins' router, docs/twins.md; k
 // distinct experts a token), the experts held tiled (the engine's auto rule); the gate + up launch (2m
 // groups, gpu/cuda_moe.cpp) and the down launch, in batches of as many experts as the weight pool holds (a
 // slot pool's batches). Dense: the attention and dense-FFN matrices of those models and DeepSeek-V3's output
-// head, 2 to 16 tokens, Q4_K, Q6_K and Q8_0.
+// head, 2 to 64 tokens, Q4_K, Q6_K and Q8_0.
 struct PrefillConfig {
   const char* name;
   bool mma;
   int min_pairs, columns;
+  int k_split = gpu::detail::kGemvPrefillKSplitDefault;
+  bool dense_long_rows_only = false;
 };
 constexpr PrefillConfig kPrefillConfigs[] = {
     {"rule", gpu::detail::kGemvPrefillMmaDefault, 0, gpu::detail::kGemvPrefillColumnsDefault},
     {"f32", false, 0, gpu::detail::kGemvPrefillColumnsOff},
     {"tensor_cores", true, 2, gpu::detail::kGemvPrefillColumnsOff},
-    {"columns", true, 2, 16}};
+    {"columns", true, 2, 16},
+    {"columns_8", true, 2, 8},
+    {"k_split_8", true, 2, gpu::detail::kGemvPrefillColumnsOff, 8, true}};
 
 // Group sizes of `tokens` tokens routed to `top_k` distinct experts of `experts` by Zipf(s) weights over a
 // random ranking (std::mt19937 seeded with `seed`): one entry an expert that got a pair, in expert order.
@@ -1754,20 +1761,25 @@ double time_prefill_launch(const WeightPool& pool, const PrefillLaunch& l, const
   });
 }
 
-// The launch in the four configurations (two runs each, alternating); its row.
+// The launch in the configurations that apply to it (two runs each, alternating); its row.
 nlohmann::json prefill_configs_row(const WeightPool& pool, const PrefillLaunch& l, const gpu::DeviceBuffer& x,
                                    gpu::DeviceBuffer& y) {
-  constexpr int kConfigs = static_cast<int>(std::size(kPrefillConfigs));
-  double us[kConfigs] = {};
-  for (int round = 0; round < 2 * kConfigs; ++round) {
-    const int c = round < kConfigs ? round : 2 * kConfigs - 1 - round;
+  std::vector<int> run;
+  for (int c = 0; c < static_cast<int>(std::size(kPrefillConfigs)); ++c) {
+    if (!kPrefillConfigs[c].dense_long_rows_only || (l.dense && l.cols >= 4096)) run.push_back(c);
+  }
+  const int n = static_cast<int>(run.size());
+  std::vector<double> us(std::size(kPrefillConfigs), 0.0);
+  for (int round = 0; round < 2 * n; ++round) {
+    const int c = run[static_cast<size_t>(round < n ? round : 2 * n - 1 - round)];
     const PrefillConfig& cfg = kPrefillConfigs[c];
     const test::PrefillMmaScope scope(cfg.mma, cfg.min_pairs, cfg.columns);
-    us[c] += time_prefill_launch(pool, l, x, y) / 2;
+    gpu::detail::set_gemv_prefill_k_split(cfg.k_split);
+    us[static_cast<size_t>(c)] += time_prefill_launch(pool, l, x, y) / 2;
   }
   int best = 0;
-  for (int c = 1; c < kConfigs; ++c) {
-    if (us[c] < us[best]) best = c;
+  for (const int c : run) {
+    if (us[static_cast<size_t>(c)] < us[static_cast<size_t>(best)]) best = c;
   }
   const int32_t pairs = std::accumulate(l.sizes.begin(), l.sizes.end(), int32_t{0});
   nlohmann::json row = {{"type", std::string(ggml_type_name(l.type))},
@@ -1784,7 +1796,7 @@ nlohmann::json prefill_configs_row(const WeightPool& pool, const PrefillLaunch& 
     row["largest_group"] = *std::max_element(l.sizes.begin(), l.sizes.end());
     row["groups_up_to_4"] = std::count_if(l.sizes.begin(), l.sizes.end(), [](int32_t n) { return n <= 4; });
   }
-  for (int c = 0; c < kConfigs; ++c) row["us"][kPrefillConfigs[c].name] = us[c];
+  for (const int c : run) row["us"][kPrefillConfigs[c].name] = us[static_cast<size_t>(c)];
   return row;
 }
 
@@ -1823,7 +1835,7 @@ nlohmann::json bench_model_prefill_experts(const WeightPool& pool, const std::st
   return rows;
 }
 
-// The dense launches (see above) of `type` with 2, 3, 4, 6, 8 and 16 tokens.
+// The dense launches (see above) of `type` with 2, 3, 4, 6, 8, 16, 32 and 64 tokens.
 nlohmann::json bench_model_prefill_dense(const WeightPool& pool, GgmlType type) {
   struct Dense {
     const char* name;
@@ -1841,12 +1853,13 @@ nlohmann::json bench_model_prefill_dense(const WeightPool& pool, GgmlType type) 
                           {"v4_attn_out", 4096, 8192},
                           {"short_rows_8192x768", 8192, 768},
                           {"v3_output_head", 129280, 7168}};
-  const gpu::DeviceBuffer x = normal_floats(size_t{16} * 18432, 4);
-  gpu::DeviceBuffer y(size_t{16} * 129280 * sizeof(float), "y");
+  constexpr int kMaxTokens = 64;
+  const gpu::DeviceBuffer x = normal_floats(size_t{kMaxTokens} * 18432, 4);
+  gpu::DeviceBuffer y(size_t{kMaxTokens} * 129280 * sizeof(float), "y");
   nlohmann::json rows = nlohmann::json::array();
   for (const Dense& d : shapes) {
     if (!ggml_row_bytes(type, static_cast<uint64_t>(d.cols))) continue;
-    for (const int t : {2, 3, 4, 6, 8, 16}) {
+    for (const int t : {2, 3, 4, 6, 8, 16, 32, kMaxTokens}) {
       nlohmann::json row = prefill_configs_row(pool, {type, d.rows, d.cols, {t}, false, true}, x, y);
       row["matrix"] = d.name;
       rows.push_back(std::move(row));
@@ -1941,6 +1954,7 @@ int main(int argc, char** argv) {
   bool expert_k_split_only = false;  // --expert-k-split-only: the expert K split, dense huge and few-token
   bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
   bool model_prefill_only = false;  // --model-prefill-only: "model_prefill_*"
+  bool model_prefill_dense_only = false;  // --model-prefill-dense-only: "model_prefill_dense_*" alone
   bool tiled_recompute = false;     // --tiled-recompute: "gemv_prefill_tiled_recompute" (first; alone
                                     // unless with --model-prefill-only)
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
@@ -1993,6 +2007,8 @@ int main(int argc, char** argv) {
       tiled_recompute = true;
     } else if (a == "--model-prefill-only") {
       model_prefill_only = true;
+    } else if (a == "--model-prefill-dense-only") {
+      model_prefill_only = model_prefill_dense_only = true;
     } else if (a == "--prefill-rules-only") {
       prefill_rules_only = true;
     } else if (a == "--dense-neither-only") {
@@ -2129,6 +2145,7 @@ int main(int argc, char** argv) {
     if (model_prefill_only) {
       const std::vector<int> prompts = {4, 16, 64, 512};
       for (const char* m : {"deepseek-v4-flash", "kimi-k3", "deepseek-v3"}) {
+        if (model_prefill_dense_only) break;
         const nlohmann::json rows = bench_model_prefill_experts(pool, m, prompts);
         put_partial(out, (std::string("model_prefill_experts_") + m).c_str(), rows);
         put_partial(out, (std::string("model_prefill_experts_summary_") + m).c_str(), rule_summary(rows));

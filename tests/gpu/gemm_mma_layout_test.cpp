@@ -292,7 +292,7 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 7168, 2048, true, true, true), 3);
   // A dense matrix whose one pair tile the default leaves whole (it fills half the device or more, or its
   // rows are too short to split; an output head, DeepSeek's dense FFN up, MLA's q_b and kv_b): with A from
-  // the quants 3 on rows of 4096 elements or more, 2 on shorter ones; 12 / 5 without; a split launch's values
+  // the quants 3 on rows of 4096 elements or more, 2 on shorter ones; 12 / 2 without; a split launch's values
   // where the split is switched on for it.
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 18432, true, true, false, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 18432, true, true, false, true), 3);
@@ -300,8 +300,8 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 512, 32768, true, true, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q3_K, 4095, 32768, true, true, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 18432, true, false, false, true), 12);
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 1536, 24576, true, false, false, true), 5);
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 512, 32768, true, false, false, true), 5);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 1536, 24576, true, false, false, true), 2);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 512, 32768, true, false, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, true, true, false, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 129280, true, true, false, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 65536, true, false, false, true), 12);
@@ -309,6 +309,17 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, false, true, false, true), 2);  // experts'
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 256, 256, true, true, false, true), 2);    // small
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 4096, true, false, true), 12);
+  // Dense matrices under 2048 x 2048 elements with rows of 4096 or more (fifty-fourth session; MLA's kv_a,
+  // 576 rows of 7168 in DeepSeek-V3, of 4096 in DeepSeek-V4-Flash): the unsplit minimum, 40 / 48; shorter
+  // rows, expert launches and a forced split keep the small matrices' 2.
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 576, true, true, false, true), 40);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 576, true, true, false, true), 48);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 576, true, false, false, true), 40);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 4096, 576, true, true, false, true), 40);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4095, 576, true, true, false, true), 2);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 576, false, true), 2);       // experts
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 576, true, true, true), 2);  // split forced
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 586, true, true, false, true), 3);  // large
   // Few blocks with the split switched off (set_gemv_prefill_k_split(1)): the forty-sixth session's values.
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, false), 40);  // no split
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 4096, 4096, true, true, false), 48);

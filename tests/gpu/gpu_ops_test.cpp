@@ -928,10 +928,10 @@ TEST(GpuOps, GemvPrefillTensorCoresTiledEqualsGguf) {
 }
 
 // The tiled prefill's staging addresses computed anew each unit (set_gemv_prefill_tiled_recompute, the
-// kernel's RC) or kept across its loop: for each type with a tiled layout, rows of 768 and 2048 elements (3
-// and 8 units), x staged half a unit and the whole unit, and with the expert launches' K split (2 splits
-// on every group: the KS instantiation), the tiled launch equals the GGUF layout's bit for bit (within the
-// exact dot product's bound) both ways, and the K split was taken.
+// kernel's RC), kept across its loop, or as the per-type rule chooses (Q6_K recomputed): for each type with a
+// tiled layout, rows of 768 and 2048 elements (3 and 8 units), x staged half a unit and the whole unit, and
+// with the expert launches' K split (2 splits on every group: the KS instantiation), the tiled launch equals
+// the GGUF layout's bit for bit (within the exact dot product's bound) every way, and the K split was taken.
 TEST(GpuOps, GemvPrefillTiledRecomputeEqualsGguf) {
   const test::PrefillMmaScope restore(true, 2);
   for (const GgmlType type : kTiledPrefillTypes) {
@@ -942,13 +942,16 @@ TEST(GpuOps, GemvPrefillTiledRecomputeEqualsGguf) {
         detail::set_gemv_prefill_expert_k_split(splits);
         detail::set_gemv_prefill_tiled_recompute(false);
         const std::vector<float> gguf = l.sums(false, true);
-        for (const bool recompute : {false, true}) {
+        for (const int recompute : {0, 1, detail::kGemvPrefillTiledRecomputeRule}) {
           detail::set_gemv_prefill_tiled_recompute(recompute);
           for (const int half : {0, 1}) {
             detail::set_gemv_prefill_mma_half_x(half);
             if (splits > 1 && half == 1) continue;  // (the K split stages the whole unit)
             const uint64_t before = gemv_prefill_expert_k_split_launches();
-            const std::string what = std::string("tiled prefill, ") + (recompute ? "recomputed" : "kept") +
+            const std::string what = std::string("tiled prefill, ") +
+                                     (recompute < 0 ? "the rule's"
+                                      : recompute   ? "recomputed"
+                                                    : "kept") +
                                      " addresses, " + (half ? "half" : "whole") + " unit, " +
                                      std::to_string(splits) + " splits";
             l.expect_tiled_equals(gguf, what.c_str(), true);

@@ -14,8 +14,11 @@ if [ "${MOEPACK_PREBUILT:-0}" = 1 ] && [ -f .device-carry/prebuilt.tar.xz ]; the
   export LD_LIBRARY_PATH="$cuda_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   mkdir -p build-gpu/tests/gpu
   tar -C build-gpu/tests/gpu -xJf .device-carry/prebuilt.tar.xz
-  if ./build-gpu/tests/gpu/gpu_ops_test --gtest_list_tests > /dev/null 2> "$out/prebuilt.log" &&
-    [ "$(cat build-gpu/tests/gpu/COMMIT)" = "$(git rev-parse HEAD 2> /dev/null || cat build-gpu/tests/gpu/COMMIT)" ]; then
+  source tests/gpu/source_stamp.sh
+  stamp=$(source_stamp)
+  echo "sources here: $stamp; prebuilt: $(cat build-gpu/tests/gpu/COMMIT)" > "$out/prebuilt.log"
+  if [ "$(cut -d' ' -f2 build-gpu/tests/gpu/COMMIT)" = "$stamp" ] &&
+    ./build-gpu/tests/gpu/gpu_ops_test --gtest_list_tests > /dev/null 2>> "$out/prebuilt.log"; then
     echo "== prebuilt binaries of $(cat build-gpu/tests/gpu/COMMIT) (no build)"
     status=0
     return 0 2> /dev/null || exit 0

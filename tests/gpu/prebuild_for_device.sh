@@ -2,11 +2,11 @@
 # Builds gpu_ops_test and bench_cuda_backend here (a CUDA build of this checkout for sm_90,
 # RelWithDebInfo, as tests/gpu/pass_build_and_test.sh builds them on the GPU machine) and packs them,
 # without their debug sections, into .device-carry/prebuilt.tar.xz (~17 MiB) with the commit they
-# were built from. A device call given MOEPACK_PREBUILT=1 (pass_build_and_test.sh) runs them instead of
+# were built from and a hash of their sources (tests/gpu/source_stamp.sh). A device call given MOEPACK_PREBUILT=1 (pass_build_and_test.sh) runs them instead of
 # spending 200-270 s of its device time on the build; it builds as before when they do not start there.
 #   tests/gpu/prebuild_for_device.sh [BUILD_DIR]   (default /tmp/bcuda; configured if it is not)
 # Run from the repository root with nvcc on PATH. The working tree must be clean (the stamp names the
-# commit, and the device's tree is this one).
+# commit); the device call checks the sources' hash against its own copy of the tree.
 set -eu
 build="${1:-/tmp/bcuda}"
 [ -z "$(git status --porcelain --untracked-files=no)" ] || { echo "prebuild: commit first" >&2; exit 1; }
@@ -22,7 +22,8 @@ trap 'rm -rf "$stage"' EXIT
 for b in gpu_ops_test bench_cuda_backend; do
   strip --strip-debug -o "$stage/$b" "$build/tests/gpu/$b"
 done
-git rev-parse HEAD > "$stage/COMMIT"
+source tests/gpu/source_stamp.sh
+echo "$(git rev-parse --short HEAD) $(source_stamp)" > "$stage/COMMIT"
 mkdir -p .device-carry
 tar -C "$stage" -cf - . | xz -T0 -9 > .device-carry/prebuilt.tar.xz.tmp
 mv .device-carry/prebuilt.tar.xz.tmp .device-carry/prebuilt.tar.xz

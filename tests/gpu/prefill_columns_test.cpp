@@ -165,6 +165,13 @@ TEST(PrefillColumns, DefaultRuleWithAFromTheQuants) {
   EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 7168, 18432, false, true, true, true, true), 3);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 2048, 1024, false, true, true, false, false), 4);  // medium
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 2048, 1024, false, true, true, false, true), 4);  // (as such)
+  // Dense matrices under 2048 x 2048 elements with rows of 4096 or more (fifty-fourth session, MLA's kv_a): 2
+  // tokens; without A from the quants, on shorter rows and on expert launches as before.
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 7168, 576, false, true, true, false, true), 2);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 4096, 576, false, true, true, false, true), 2);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q8_0, 7168, 576, false, true, false, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4095, 576, false, true, true, false, true), 4);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 7168, 576, false, false, true), 4);      // experts
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, true, true, true), 1);  // small
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 256, 256, false, false, true), 1);   // the demo's
 }
