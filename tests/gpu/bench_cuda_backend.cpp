@@ -1768,10 +1768,10 @@ nlohmann::json prefill_configs_row(const WeightPool& pool, const PrefillLaunch& 
   for (int c = 0; c < static_cast<int>(std::size(kPrefillConfigs)); ++c) {
     if (!kPrefillConfigs[c].dense_long_rows_only || (l.dense && l.cols >= 4096)) run.push_back(c);
   }
-  const int n = static_cast<int>(run.size());
+  const int n_run = static_cast<int>(run.size());
   std::vector<double> us(std::size(kPrefillConfigs), 0.0);
-  for (int round = 0; round < 2 * n; ++round) {
-    const int c = run[static_cast<size_t>(round < n ? round : 2 * n - 1 - round)];
+  for (int round = 0; round < 2 * n_run; ++round) {
+    const int c = run[static_cast<size_t>(round < n_run ? round : 2 * n_run - 1 - round)];
     const PrefillConfig& cfg = kPrefillConfigs[c];
     const test::PrefillMmaScope scope(cfg.mma, cfg.min_pairs, cfg.columns);
     gpu::detail::set_gemv_prefill_k_split(cfg.k_split);
