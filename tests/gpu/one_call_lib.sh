@@ -8,6 +8,7 @@ run_filtered() {
 # summarised; status 1 on a failure or the limit.
 run_ctest() {
   [ "$1" -gt 0 ] || { echo "== no time left for ctest"; status=1; return; }  # (timeout 0: no limit)
+  [ "${prebuilt:-0}" = 0 ] || { echo "== prebuilt binaries: no ctest"; status=1; return; }
   timeout "$1" ctest --test-dir build-gpu --output-on-failure -R "^(${gpu_tests// /|})$" \
     --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1 || status=1
   tail -8 "$out/ctest.log"

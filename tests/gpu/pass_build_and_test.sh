@@ -7,9 +7,22 @@
 # gpu_deepseek4_test") builds and runs only those of the four, and neither benchmark nor moepack;
 # MOEPACK_BUILD_TARGETS (e.g. "gpu_ops_test bench_cuda_backend") builds exactly those targets instead.
 # MOEPACK_PREBUILT=1: gpu_ops_test and bench_cuda_backend from .device-carry/prebuilt.tar.xz
-# (tests/gpu/prebuild_for_device.sh) instead of the build, where they start here; otherwise the build.
+# (tests/gpu/prebuild_for_device.sh) instead of the build, where they start here and are this tree's (the
+# sources' hash), only for a call that builds those two alone (MOEPACK_BUILD_TARGETS) and runs no tests here
+# (MOEPACK_SKIP_TESTS=1); otherwise the build. Sets prebuilt=1 when it took them: build-gpu then has no CTest
+# configuration, and one_call_lib.sh's run_ctest runs nothing.
 source .device-deps/use-deps.sh
-if [ "${MOEPACK_PREBUILT:-0}" = 1 ] && [ -f .device-carry/prebuilt.tar.xz ]; then
+gpu_tests="${MOEPACK_GPU_TESTS:-gpu_ops_test gpu_cuda_backend_test gpu_deepseek4_test gpu_kimi_linear_test}"
+prebuilt=0
+prebuilt_fits=0
+case " ${MOEPACK_BUILD_TARGETS:-none} " in
+  " gpu_ops_test bench_cuda_backend " | " bench_cuda_backend gpu_ops_test " | " gpu_ops_test " | " bench_cuda_backend ")
+    [ "${MOEPACK_SKIP_TESTS:-0}" = 1 ] && prebuilt_fits=1 ;;
+esac
+if [ "${MOEPACK_PREBUILT:-0}" = 1 ] && [ "$prebuilt_fits" = 0 ]; then
+  echo "== MOEPACK_PREBUILT=1 ignored: it needs MOEPACK_BUILD_TARGETS of gpu_ops_test / bench_cuda_backend and MOEPACK_SKIP_TESTS=1"
+fi
+if [ "${MOEPACK_PREBUILT:-0}" = 1 ] && [ "$prebuilt_fits" = 1 ] && [ -f .device-carry/prebuilt.tar.xz ]; then
   cuda_lib=$(dirname "$(readlink -f "$(command -v nvcc)")")/../lib64
   export LD_LIBRARY_PATH="$cuda_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   mkdir -p build-gpu/tests/gpu
@@ -21,6 +34,7 @@ if [ "${MOEPACK_PREBUILT:-0}" = 1 ] && [ -f .device-carry/prebuilt.tar.xz ]; the
     ./build-gpu/tests/gpu/gpu_ops_test --gtest_list_tests > /dev/null 2>> "$out/prebuilt.log"; then
     echo "== prebuilt binaries of $(cat build-gpu/tests/gpu/COMMIT) (no build)"
     status=0
+    prebuilt=1
     return 0 2> /dev/null || exit 0
   fi
   echo "== prebuilt binaries do not start here (prebuilt.log): building"
@@ -29,7 +43,6 @@ fi
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
   -DMOEPACK_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" \
   > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-gpu_tests="${MOEPACK_GPU_TESTS:-gpu_ops_test gpu_cuda_backend_test gpu_deepseek4_test gpu_kimi_linear_test}"
 extra=(bench_cuda_backend moepack)
 [ -n "${MOEPACK_GPU_TESTS:-}" ] && extra=()
 targets="${MOEPACK_BUILD_TARGETS:-$gpu_tests ${extra[*]}}"

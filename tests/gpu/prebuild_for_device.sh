@@ -14,6 +14,10 @@ if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
     -DCMAKE_CUDA_ARCHITECTURES=90
 fi
+home=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+[ "$(readlink -f "$home")" = "$(readlink -f .)" ] || { echo "prebuild: $build is configured from $home" >&2; exit 1; }
+grep -q '^CMAKE_BUILD_TYPE:STRING=RelWithDebInfo$' "$build/CMakeCache.txt" ||
+  { echo "prebuild: $build is not a RelWithDebInfo build" >&2; exit 1; }
 arch=$(grep -o 'generate-code=arch=compute_[0-9]*' "$build/build.ninja" | sort -u | tr '\n' ' ')
 [ "$arch" = "generate-code=arch=compute_90 " ] || { echo "prebuild: $build is built for $arch, not sm_90 alone" >&2; exit 1; }
 cmake --build "$build" --target gpu_ops_test bench_cuda_backend
