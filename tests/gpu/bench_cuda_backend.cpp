@@ -164,6 +164,7 @@
 #include "gpu/cuda_resources.h"
 #include "gpu/device_info.h"
 #include "gpu/device_routing.h"
+#include "gpu/gemm_mma_layout.h"
 #include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
 #include "gpu/tiled_experts.h"
@@ -1766,7 +1767,9 @@ nlohmann::json prefill_configs_row(const WeightPool& pool, const PrefillLaunch& 
                                    gpu::DeviceBuffer& y) {
   std::vector<int> run;
   for (int c = 0; c < static_cast<int>(std::size(kPrefillConfigs)); ++c) {
-    if (!kPrefillConfigs[c].dense_long_rows_only || (l.dense && l.cols >= 4096)) run.push_back(c);
+    if (!kPrefillConfigs[c].dense_long_rows_only || (l.dense && l.cols >= gpu::kPrefillDenseWholeLongRow)) {
+      run.push_back(c);
+    }
   }
   const int n_run = static_cast<int>(run.size());
   std::vector<double> us(std::size(kPrefillConfigs), 0.0);
@@ -2144,8 +2147,10 @@ int main(int argc, char** argv) {
     }
     if (model_prefill_only) {
       const std::vector<int> prompts = {4, 16, 64, 512};
-      for (const char* m : {"deepseek-v4-flash", "kimi-k3", "deepseek-v3"}) {
-        if (model_prefill_dense_only) break;
+      const std::vector<const char*> models =
+          model_prefill_dense_only ? std::vector<const char*>{}
+                                   : std::vector<const char*>{"deepseek-v4-flash", "kimi-k3", "deepseek-v3"};
+      for (const char* m : models) {
         const nlohmann::json rows = bench_model_prefill_experts(pool, m, prompts);
         put_partial(out, (std::string("model_prefill_experts_") + m).c_str(), rows);
         put_partial(out, (std::string("model_prefill_experts_summary_") + m).c_str(), rule_summary(rows));

@@ -15,10 +15,10 @@ source .device-deps/use-deps.sh
 gpu_tests="${MOEPACK_GPU_TESTS:-gpu_ops_test gpu_cuda_backend_test gpu_deepseek4_test gpu_kimi_linear_test}"
 prebuilt=0
 prebuilt_fits=0
-case " ${MOEPACK_BUILD_TARGETS:-none} " in
-  " gpu_ops_test bench_cuda_backend " | " bench_cuda_backend gpu_ops_test " | " gpu_ops_test " | " bench_cuda_backend ")
-    [ "${MOEPACK_SKIP_TESTS:-0}" = 1 ] && prebuilt_fits=1 ;;
-esac
+[ "${MOEPACK_SKIP_TESTS:-0}" = 1 ] && [ -n "${MOEPACK_BUILD_TARGETS:-}" ] && prebuilt_fits=1
+for t in ${MOEPACK_BUILD_TARGETS:-}; do
+  case "$t" in gpu_ops_test | bench_cuda_backend) ;; *) prebuilt_fits=0 ;; esac
+done
 if [ "${MOEPACK_PREBUILT:-0}" = 1 ] && [ "$prebuilt_fits" = 0 ]; then
   echo "== MOEPACK_PREBUILT=1 ignored: it needs MOEPACK_BUILD_TARGETS of gpu_ops_test / bench_cuda_backend and MOEPACK_SKIP_TESTS=1"
 fi

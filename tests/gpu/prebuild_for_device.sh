@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds gpu_ops_test and bench_cuda_backend here (a CUDA build of this checkout for sm_90,
 # RelWithDebInfo, as tests/gpu/pass_build_and_test.sh builds them on the GPU machine) and packs them,
-# without their debug sections, into .device-carry/prebuilt.tar.xz (~17 MiB) with the commit they
-# were built from and a hash of their sources (tests/gpu/source_stamp.sh). A device call given MOEPACK_PREBUILT=1 (pass_build_and_test.sh) runs them instead of
-# spending 200-270 s of its device time on the build; it builds as before when they do not start there.
+# without their debug sections, into .device-carry/prebuilt.tar.xz (~16 MiB) with the commit they were
+# built from and a hash of their sources (tests/gpu/source_stamp.sh). A device call given
+# MOEPACK_PREBUILT=1 (pass_build_and_test.sh) runs them instead of spending 200-270 s of its device time on
+# the build; it builds as before when they are not that tree's or do not start there.
 #   tests/gpu/prebuild_for_device.sh [BUILD_DIR]   (default /tmp/bcuda; configured if it is not)
 # Run from the repository root with nvcc on PATH. The working tree must be clean (the stamp names the
 # commit); the device call checks the sources' hash against its own copy of the tree.
