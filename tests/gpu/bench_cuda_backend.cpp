@@ -1871,6 +1871,67 @@ nlohmann::json bench_model_prefill_dense(const WeightPool& pool, GgmlType type) 
   return rows;
 }
 
+// "model_prefill_k_sweep_<type>" (--model-prefill-k-sweep, fifty-fifth session): the dense launches of rows
+// of kPrefillDenseWholeLongRow elements or more above, every token on the tensor cores (no columns), at each
+// K split count of kKSweep (1: none; set_gemv_prefill_k_split) and at the rule's (us "rule": its own
+// minimum, columns and split), forward then back, the mean of the two reported; "blocks": the launch's
+// blocks before the split (64 rows by 32 tokens each), which the split rule divides the device's by.
+nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type) {
+  struct Dense {
+    const char* name;
+    int64_t rows, cols;
+  };
+  const Dense shapes[] = {{"mla_q_a", 1536, 7168},        {"mla_kv_a", 576, 7168},
+                          {"v3_attn_out", 7168, 16384},   {"v3_dense_up", 18432, 7168},
+                          {"v3_dense_down", 7168, 18432}, {"shared_expert_up", 2048, 7168},
+                          {"v4_attn_out", 4096, 8192},    {"v3_output_head", 129280, 7168}};
+  constexpr int kKSweep[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
+  constexpr int kN = static_cast<int>(std::size(kKSweep)) + 1;  // the last: the rule
+  constexpr int kMaxTokens = 64;
+  const gpu::DeviceBuffer x = normal_floats(size_t{kMaxTokens} * 18432, 5);
+  gpu::DeviceBuffer y(size_t{kMaxTokens} * 129280 * sizeof(float), "y");
+  nlohmann::json rows = nlohmann::json::array();
+  const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
+                                                  gpu::detail::kGemvPrefillColumnsDefault);
+  for (const Dense& d : shapes) {
+    if (!ggml_row_bytes(type, static_cast<uint64_t>(d.cols))) continue;
+    for (const int t : {4, 16, kMaxTokens}) {
+      const PrefillLaunch l{type, d.rows, d.cols, {t}, false, true};
+      std::vector<double> us(kN, 0.0);
+      for (int round = 0; round < 2 * kN; ++round) {
+        const int c = round < kN ? round : 2 * kN - 1 - round;
+        if (c == kN - 1) {
+          const test::PrefillMmaScope scope(gpu::detail::kGemvPrefillMmaDefault, 0,
+                                            gpu::detail::kGemvPrefillColumnsDefault);
+          gpu::detail::set_gemv_prefill_k_split(gpu::detail::kGemvPrefillKSplitDefault);
+          us[static_cast<size_t>(c)] += time_prefill_launch(pool, l, x, y) / 2;
+        } else {
+          const test::PrefillMmaScope scope(true, 2, gpu::detail::kGemvPrefillColumnsOff);
+          gpu::detail::set_gemv_prefill_k_split(kKSweep[c]);
+          us[static_cast<size_t>(c)] += time_prefill_launch(pool, l, x, y) / 2;
+        }
+      }
+      gpu::detail::set_gemv_prefill_k_split(gpu::detail::kGemvPrefillKSplitDefault);
+      int best = 0;
+      for (int c = 0; c < kN - 1; ++c) {
+        if (us[static_cast<size_t>(c)] < us[static_cast<size_t>(best)]) best = c;
+      }
+      nlohmann::json row = {{"type", std::string(ggml_type_name(type))},
+                            {"matrix", d.name},
+                            {"rows", d.rows},
+                            {"cols", d.cols},
+                            {"tokens", t},
+                            {"blocks", (d.rows + 63) / 64 * ((t + 31) / 32)},
+                            {"best_k", kKSweep[best]},
+                            {"rule_over_best", us[kN - 1] / us[static_cast<size_t>(best)]}};
+      for (int c = 0; c < kN - 1; ++c) row["us"][std::to_string(kKSweep[c])] = us[static_cast<size_t>(c)];
+      row["us"]["rule"] = us[kN - 1];
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
 // How often the rule was within 5 % of the best, and its five worst launches.
 nlohmann::json rule_summary(const nlohmann::json& rows) {
   int within = 0;
@@ -1958,6 +2019,7 @@ int main(int argc, char** argv) {
   bool prefill_rules_only = false;  // --prefill-rules-only: "gemv_prefill_columns_quant_a", "..._mma_quant_a"
   bool model_prefill_only = false;  // --model-prefill-only: "model_prefill_*"
   bool model_prefill_dense_only = false;  // --model-prefill-dense-only: "model_prefill_dense_*" alone
+  bool model_prefill_k_sweep = false;     // --model-prefill-k-sweep: "model_prefill_k_sweep_*" (first)
   bool tiled_recompute = false;     // --tiled-recompute: "gemv_prefill_tiled_recompute" (first; alone
                                     // unless with --model-prefill-only)
   bool q3k_only = false;          // --q3k-only: "gemv_q3k" (and "twin_q3k" with --twin DIR)
@@ -2010,6 +2072,8 @@ int main(int argc, char** argv) {
       tiled_recompute = true;
     } else if (a == "--model-prefill-only") {
       model_prefill_only = true;
+    } else if (a == "--model-prefill-k-sweep") {
+      model_prefill_k_sweep = true;
     } else if (a == "--model-prefill-dense-only") {
       model_prefill_only = model_prefill_dense_only = true;
     } else if (a == "--prefill-rules-only") {
@@ -2140,6 +2204,16 @@ int main(int argc, char** argv) {
     }
     if (tiled_recompute) {
       put_partial(out, "gemv_prefill_tiled_recompute", bench_prefill_tiled_recompute(pool, d2d));
+      if (!model_prefill_only) {
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+      }
+    }
+    if (model_prefill_k_sweep) {
+      for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_K}) {
+        put_partial(out, ("model_prefill_k_sweep_" + std::string(ggml_type_name(t))).c_str(),
+                    bench_model_prefill_k_sweep(pool, t));
+      }
       if (!model_prefill_only) {
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
