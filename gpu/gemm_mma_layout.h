@@ -141,6 +141,12 @@ inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 // - Without A from the quants (Q8_0) the whole tile on short rows wins from 2 tokens: 24,576 x 1536 x1.06 /
 //   x1.14 / x1.24 at 2 / 3 / 4, 32,768 x 512 x2.07 / x2.19 / x2.34, 8192 x 768 x0.94 / x1.06 / x1.09:
 //   kPrefillMmaMinTokensDenseWholePlainShortRows 2.
+// Fifty-fifth session (H100, bench_cuda_backend --model-prefill-k-sweep and --model-prefill-only,
+// docs/cuda-backend.md forty-third pass): the matrices with long rows under kPrefillMmaLargeElems elements
+// split (prefill_dense_k_split_eligible below; 576 x 7168 best at 14-16 splits, x1.2-1.5 over 8 and x5-8 over
+// none), and so take the split's minimum (3, Q6_K 4, 12 without A from the quants: at 4 tokens the tensor
+// cores split 16 ways x1.35 / x1.16 / x0.95 over the F32 kernels for Q4_K / Q6_K / Q8_0, at 16 x1.75 / x1.53
+// / x1.32); their columns stay at 2 tokens (gpu/prefill_columns.h). 40 / 48 where the split is switched off.
 inline constexpr int kPrefillMmaMinPairsQuantA = 2;
 inline constexpr int kPrefillMmaMinPairsQuantAQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplit = 3;
@@ -153,17 +159,19 @@ inline constexpr int64_t kPrefillDenseWholeLongRow = 4096;
 constexpr bool prefill_dense_small_long_rows(int64_t ne0, int64_t ne1) {
   return ne0 * ne1 < kPrefillMmaLargeElems && ne0 >= kPrefillDenseWholeLongRow;
 }
-// For dense launches: k_split, whether the launch splits (the K split's rule or its switch); whole_tile,
-// whether the default rule leaves its one pair tile whole (!prefill_dense_one_tile_splits below; it splits
-// no matrix under kPrefillMmaLargeElems elements, which return before it counts).
+// For dense launches: k_split, whether the launch splits (prefill_dense_one_tile_few_blocks below, or the
+// split's switch); whole_tile, whether its one pair tile holds at least half the device's blocks
+// (!prefill_dense_one_tile_few_blocks; on matrices under kPrefillMmaLargeElems elements it does not count).
 constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false,
                                             bool quant_a = false, bool k_split = false,
                                             bool whole_tile = false) {
   const bool heavy = type == GgmlType::Q2_K || type == GgmlType::Q6_K;
-  if (dense && !k_split && prefill_dense_small_long_rows(ne0, ne1)) {
-    return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
+  if (dense && prefill_dense_small_long_rows(ne0, ne1)) {
+    // (split: the split's minimum below)
+    if (!k_split) return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
+  } else if (ne0 * ne1 < kPrefillMmaLargeElems) {
+    return kPrefillMmaMinPairsSmall;
   }
-  if (ne0 * ne1 < kPrefillMmaLargeElems) return kPrefillMmaMinPairsSmall;
   if (dense) {
     if (k_split && quant_a) {
       return type == GgmlType::Q6_K ? kPrefillMmaMinTokensDenseKSplitQ6K : kPrefillMmaMinTokensDenseKSplit;
@@ -224,25 +232,58 @@ constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blo
 // prefill's steps along a row (the last one partial where ne0 is not a multiple of 256).
 MOEPACK_GEMV_HD constexpr int64_t prefill_mma_units(int64_t ne0) { return ((ne0 + 31) / 32 + 7) / 8; }
 
-// The default K split of a dense tensor-core prefill launch (gpu/kernels.h set_gemv_prefill_k_split(0)):
-// a launch of `blocks` blocks on a device of `sms` multiprocessors holding blocks_per_sm each fills
-// it once at blocks_per_sm * sms / blocks splits; at most kPrefillKSplitRuleMax and at most n_units / 2
-// (two super-blocks a split at least: the next one's loads in flight while one is computed); 1 (none)
-// where that is below 2. A dense 4096 x 4096 matrix (64 blocks a pair tile) with up to 32 tokens on an
-// H100 (132 multiprocessors, 4 blocks each): 8 splits of 2 super-blocks. Only on matrices of at least
-// kPrefillMmaLargeElems elements (elems), where a dense launch's sums already depend on its token count
-// (the dense minimum above), so the fixtures' and the demo's smaller matrices keep their sums whatever
-// the prompt's chunks. Measured on an H100 (forty-ninth session, bench_cuda_backend --prefill-rules-only
-// "gemv_prefill_k_split", the rule against none, Q4_K, Q2_K, MXFP4, Q6_K, Q8_0): dense 4096 x 4096 with 2
-// to 32 tokens x1.91-3.76, 64 x1.27-2.27, 128 x1.00-1.36; 2048 x 7168 x3.96-5.15; 7168 x 2048 x1.18-1.96.
-inline constexpr int64_t kPrefillKSplitRuleMax = 8;
+// The default K split of a dense tensor-core prefill launch (gpu/kernels.h set_gemv_prefill_k_split(0)) of
+// `blocks` blocks (64 rows by 32 tokens each) over rows of n_units units, on a device of `sms`
+// multiprocessors holding blocks_per_sm of the split launch's blocks each; only on matrices the split may
+// take (`eligible`, prefill_dense_k_split_eligible below), 1 (none) elsewhere or where it would be below 2.
+// - Rows of fewer than kPrefillDenseWholeLongRow elements (the forty-ninth session): the launch fills the
+//   device once at blocks_per_sm * sms / blocks splits; at most kPrefillKSplitRuleMax and n_units / 2 (two
+//   units a split at least: the next one's loads in flight while one is computed). Measured on an H100
+//   (bench_cuda_backend --prefill-rules-only "gemv_prefill_k_split", the rule against none, Q4_K, Q2_K,
+//   MXFP4, Q6_K, Q8_0): dense 4096 x 4096 with 2 to 32 tokens x1.91-3.76, 64 x1.27-2.27, 128 x1.00-1.36;
+//   2048 x 7168 x3.96-5.15; 7168 x 2048 x1.18-1.96.
+// - Longer rows (fifty-fifth session): the units a split u (at least 2; splits k = ceil(n_units / u), at
+//   most kPrefillKSplitRuleMax) with the least waves(k) * (u + kPrefillKSplitBlockCostUnits), waves(k) =
+//   ceil(blocks * k / (blocks_per_sm * sms)) the rounds of blocks the device runs and u + c a block's time
+//   in units (c its start: x's staging, the pipeline's first load, its partial sums' store); on a tie the
+//   more splits. Fitted to an H100's sweep of 1-16 splits (bench_cuda_backend --model-prefill-k-sweep,
+//   docs/cuda-backend.md forty-third pass: Q4_K, Q5_K, Q6_K, Q8_0 on the attention, dense-FFN, shared-expert
+//   and output-head matrices of DeepSeek-V3 / V4-Flash, 4 to 64 tokens, blocks_per_sm from the CUDA
+//   occupancy calculator): within 5 % of the fastest split on 90 of 96 launches (the first rule 41; it left
+//   18,432 x 7168 whole at x1.16-1.42 and split 576 x 7168 never, x1.2-8.4), c = 1 best of 0-8.
+inline constexpr int64_t kPrefillKSplitRuleMax = 16;
+inline constexpr int64_t kPrefillKSplitRuleMaxShortRows = 8;
+inline constexpr int64_t kPrefillKSplitBlockCostUnits = 1;
 constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm,
-                                       int64_t elems = kPrefillMmaLargeElems) {
-  if (blocks <= 0 || elems < kPrefillMmaLargeElems) return 1;
-  int64_t k = static_cast<int64_t>(blocks_per_sm) * sms / blocks;
-  if (k > kPrefillKSplitRuleMax) k = kPrefillKSplitRuleMax;
-  if (k > n_units / 2) k = n_units / 2;
-  return k < 2 ? 1 : static_cast<int>(k);
+                                       bool eligible = true) {
+  if (blocks <= 0 || !eligible || sms <= 0 || blocks_per_sm <= 0) return 1;
+  const int64_t slots = static_cast<int64_t>(blocks_per_sm) * sms;
+  if (n_units * 256 < kPrefillDenseWholeLongRow) {
+    int64_t k = slots / blocks;
+    if (k > kPrefillKSplitRuleMaxShortRows) k = kPrefillKSplitRuleMaxShortRows;
+    if (k > n_units / 2) k = n_units / 2;
+    return k < 2 ? 1 : static_cast<int>(k);
+  }
+  int64_t best_k = 1, best_cost = (blocks + slots - 1) / slots * (n_units + kPrefillKSplitBlockCostUnits);
+  for (int64_t k = 2; k <= kPrefillKSplitRuleMax; ++k) {
+    const int64_t u = (n_units + k - 1) / k;
+    if (u < 2) break;
+    const int64_t splits = (n_units + u - 1) / u;  // the splits with units (k's others add nothing)
+    const int64_t cost = (blocks * splits + slots - 1) / slots * (u + kPrefillKSplitBlockCostUnits);
+    if (cost <= best_cost) {
+      best_cost = cost;
+      best_k = splits;
+    }
+  }
+  return static_cast<int>(best_k);
+}
+// The dense matrices the K split may take: at least kPrefillMmaLargeElems elements, where a dense launch's
+// sums already depend on its token count (the dense minimum above), so the fixtures' and the demo's smaller
+// matrices keep their sums whatever the prompt's chunks; and (fifty-fifth session) the smaller ones whose
+// rows hold kPrefillDenseWholeLongRow elements or more (prefill_dense_small_long_rows: MLA's kv_a; no
+// fixture's or demo's matrix), where one pair tile is a few blocks each looping over a long row.
+constexpr bool prefill_dense_k_split_eligible(int64_t ne0, int64_t ne1) {
+  return ne0 * ne1 >= kPrefillMmaLargeElems || prefill_dense_small_long_rows(ne0, ne1);
 }
 // The default K split of an expert launch's groups (gpu/kernels.h set_gemv_prefill_expert_k_split(0);
 // fiftieth session): kPrefillExpertKSplitRule splits for every group of at most kPrefillExpertKSplitMaxPairs
@@ -257,12 +298,20 @@ constexpr int prefill_expert_k_splits_default(int64_t ne0, int64_t ne1) {
   if (ne0 * ne1 < kPrefillMmaLargeElems) return 1;
   return prefill_mma_units(ne0) >= 2 * kPrefillExpertKSplitRule ? kPrefillExpertKSplitRule : 1;
 }
-// Whether the rule splits a dense launch of one pair tile (up to 32 tokens) of a [ne1][ne0] matrix: its
-// blocks are ceil(ne1 / 64) (gpu/kernels_gemv.cu, 4 warps of 16 rows). The dense minimum takes the split's
-// value where this holds and the split is on, the whole tile's (3 / 2, 12 / 5 without A from the quants)
-// where it does not hold (on matrices of at least kPrefillMmaLargeElems elements).
-constexpr bool prefill_dense_one_tile_splits(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
-  return prefill_k_splits_default((ne1 + 63) / 64, prefill_mma_units(ne0), sms, blocks_per_sm, ne0 * ne1) > 1;
+// Whether a dense launch of one pair tile (up to 32 tokens) of a [ne1][ne0] matrix the K split may take
+// fills less than half the device (its ceil(ne1 / 64) blocks, gpu/kernels_gemv.cu's 4 warps of 16 rows, at
+// most blocks_per_sm * sms / 2) over rows of 2 units a split at least: the launches the forty-ninth
+// session's split rule split (and the shorter rule above still does), whose minimum and columns were
+// measured so. The dense minimum takes the split's value where this holds and the split is on, the whole
+// tile's (3 / 2, 12 / 2 without A from the quants) where it does not (on matrices of at least
+// kPrefillMmaLargeElems elements); a launch of long rows the longer rule above splits where this does not
+// hold (18,432 x 7168) keeps the whole tile's minimum (measured there: docs/cuda-backend.md forty-third
+// pass).
+constexpr bool prefill_dense_one_tile_few_blocks(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
+  if (!prefill_dense_k_split_eligible(ne0, ne1)) return false;
+  int64_t k = static_cast<int64_t>(blocks_per_sm) * sms / ((ne1 + 63) / 64);
+  if (k > prefill_mma_units(ne0) / 2) k = prefill_mma_units(ne0) / 2;
+  return k >= 2;
 }
 
 // ---- Q4_K's A fragments from its quants (forty-eighth session) -------------------------------------

@@ -242,10 +242,20 @@ void set_gemv_prefill_tiled_recompute(int mode);
 constexpr int kGemvPrefillKSplitDefault = 0;
 constexpr int kGemvPrefillKSplitMax = 64;
 void set_gemv_prefill_k_split(int splits);
-// The splits a dense launch of `blocks` blocks over rows of n_units super-blocks (256 elements) of a
-// matrix of `elems` elements takes under the setting, on a device of `sms` multiprocessors holding
-// blocks_per_sm of its blocks each.
-int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm, int64_t elems);
+// The splits a dense launch of `blocks` blocks over rows of n_units super-blocks (256 elements) takes under
+// the setting, on a device of `sms` multiprocessors holding blocks_per_sm of its blocks each; `eligible`:
+// whether the rule may split its matrix (gpu/gemm_mma_layout.h prefill_dense_k_split_eligible).
+int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm, bool eligible);
+// What a dense tensor-core prefill launch of n_tok tokens over a [ne1][ne0] matrix of `type` takes on this
+// device under the settings: its K splits (1: none) and the blocks a multiprocessor holds that the rule
+// counted with (the split kernel's occupancy on rows of 4096 elements or more). The benchmark and tests
+// report it. Throws Error for a type without CUDA kernels; 1 / 0 for F32, F16 and BF16 (no tensor-core
+// prefill).
+struct DenseKSplit {
+  int splits = 1;
+  int blocks_per_sm = 0;
+};
+DenseKSplit gemv_prefill_dense_k_split(GgmlType type, int64_t ne0, int64_t ne1, int64_t n_tok);
 // K split of expert launches on the tensor cores (fiftieth session; the dense launches' split above, on an
 // expert launch: grp_off with GemvBatch::grp_off_host read, y_gstride 0, the GGUF layout or the tiled one
 // with A from the quants): a split group's partial sums in stream-ordered scratch (splits x pairs x ne1

@@ -1318,6 +1318,40 @@ std::atomic<int> g_prefill_expert_k_split{detail::kGemvPrefillExpertKSplitDefaul
 std::atomic<bool> g_host_sizes{detail::kGemvPrefillHostSizesDefault};
 std::atomic<int> g_tiled_recompute{detail::kGemvPrefillTiledRecomputeDefault};
 
+// The blocks a multiprocessor holds of the K split's dense instantiation of T (gemm_mma_kernel, the GGUF
+// layout, the whole unit; with A from the quants where qa), from the CUDA occupancy calculator with its
+// shared memory allowed; asked once per type and A's source (a process drives one device). Q8_0's (W's
+// halves staged: 2 on an H100 where its __launch_bounds__ asks 1) differs from the constant its minimum
+// counts with (gpu/gemm_mma_layout.h prefill_mma_whole_unit_blocks_per_sm).
+template <GgmlType T, bool QA>
+int split_blocks_per_sm_of() {
+  static const int n = [] {
+    using PU = PrefillUnit<T, 8, QA>;
+    const auto kernel = gemm_mma_kernel<T, false, 8, QA, true>;
+    detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), PU::kSmemBytes);
+    int blocks = 0;
+    MOEPACK_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kMmaWarpsP * 32, PU::kSmemBytes));
+    return std::max(blocks, 1);
+  }();
+  return n;
+}
+template <GgmlType T>
+int split_blocks_per_sm(bool qa) {
+  if constexpr (kPrefillQuantA<T>) {
+    if (qa) return split_blocks_per_sm_of<T, true>();
+  }
+  return split_blocks_per_sm_of<T, false>();
+}
+// The blocks a multiprocessor holds that a dense launch's K split rule counts with (gemm_mma_layout.h
+// prefill_k_splits_default): the split instantiation's occupancy on rows of kPrefillDenseWholeLongRow
+// elements or more (the rule fitted with it), the constant on shorter rows (as their rule was measured).
+template <GgmlType T>
+int dense_split_blocks_per_sm(int64_t ne0, bool qa) {
+  if (prefill_mma_units(ne0) * 256 >= kPrefillDenseWholeLongRow) return split_blocks_per_sm<T>(qa);
+  return prefill_mma_whole_unit_blocks_per_sm(T, qa);
+}
+
 // The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
 // slots, their offsets (column_slot_offset) and their matrix (the group's); the last group's thread
 // also the closing offset. One thread a group: n_groups * C entries of a few bytes.
@@ -1644,8 +1678,9 @@ struct GemvLaunch {
     KSplit ks;
     int64_t split_pairs = 0, split_most = 0;  // the partial sums' pairs, the most of one group
     if (dense()) {
-      const int per_sm = prefill_mma_whole_unit_blocks_per_sm(T, qa);
-      ks.splits = detail::gemv_prefill_k_splits(blocks, prefill_mma_units(b.ne0), sms, per_sm, b.ne0 * b.ne1);
+      ks.splits = detail::gemv_prefill_k_splits(blocks, prefill_mma_units(b.ne0), sms,
+                                                dense_split_blocks_per_sm<T>(b.ne0, qa),
+                                                prefill_dense_k_split_eligible(b.ne0, b.ne1));
       split_pairs = split_most = b.n_tok;
     } else if (b.grp_off && host && (qa || !b.w_tiled)) {
       // (the tiled layout's split instantiation is compiled with A from the quants only)
@@ -1854,9 +1889,36 @@ void set_gemv_prefill_k_split(int splits) {
   }
   g_prefill_k_split.store(splits, std::memory_order_relaxed);
 }
-int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm, int64_t elems) {
+int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm, bool eligible) {
   const int k = g_prefill_k_split.load(std::memory_order_relaxed);
-  return k >= 1 ? k : prefill_k_splits_default(blocks, n_units, sms, blocks_per_sm, elems);
+  return k >= 1 ? k : prefill_k_splits_default(blocks, n_units, sms, blocks_per_sm, eligible);
+}
+namespace {
+struct DenseSplitOf {
+  int64_t ne0, ne1, n_tok;
+  bool qa;
+  int* splits;
+  int* per_sm;
+  template <GgmlType T>
+  void operator()() const {
+    if constexpr (BlockOf<T>::kElems > 1) {
+      *per_sm = dense_split_blocks_per_sm<T>(ne0, qa);
+      const int64_t blocks =
+          (ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP) * ((n_tok + kMmaPairs - 1) / kMmaPairs);
+      *splits = gemv_prefill_k_splits(blocks, prefill_mma_units(ne0), device_multiprocessors(), *per_sm,
+                                      prefill_dense_k_split_eligible(ne0, ne1));
+    }
+  }
+};
+}  // namespace
+DenseKSplit gemv_prefill_dense_k_split(GgmlType type, int64_t ne0, int64_t ne1, int64_t n_tok) {
+  DenseKSplit r;
+  if (!dispatch_type(
+          type, DenseSplitOf{ne0, ne1, n_tok, gemv_prefill_quant_a(type), &r.splits, &r.blocks_per_sm})) {
+    throw Error("gemv_prefill_dense_k_split: type " + std::string(ggml_type_name(type)) +
+                " has no CUDA kernel");
+  }
+  return r;
 }
 
 void set_gemv_prefill_expert_k_split(int splits) {
@@ -1894,7 +1956,7 @@ DenseKind dense_kind(GgmlType type, int64_t ne0, int64_t ne1, bool dense, bool q
   const int k = g_prefill_k_split.load(std::memory_order_relaxed);
   const int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);
   const int sms = device_multiprocessors();
-  const bool rule_splits = prefill_dense_one_tile_splits(ne0, ne1, sms, per_sm);
+  const bool rule_splits = prefill_dense_one_tile_few_blocks(ne0, ne1, sms, per_sm);
   return {k >= 2 || (k == 0 && rule_splits), !rule_splits};
 }
 }  // namespace

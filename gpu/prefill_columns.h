@@ -122,8 +122,8 @@ constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, b
   if (ne0 * ne1 < kPrefillColumnsMinElems) return 1;
   if (dense) {
     if (!quant_a) return kPrefillColumnsDense;
-    if (k_split) return type == GgmlType::Q6_K ? kPrefillColumnsDenseKSplitQ6K : kPrefillColumnsDenseKSplit;
     if (prefill_dense_small_long_rows(ne0, ne1)) return kPrefillColumnsDenseWhole;
+    if (k_split) return type == GgmlType::Q6_K ? kPrefillColumnsDenseKSplitQ6K : kPrefillColumnsDenseKSplit;
     if (whole_tile && ne0 * ne1 >= kPrefillMmaLargeElems)
       return ne0 >= kPrefillDenseWholeLongRow ? kPrefillColumnsDenseWhole : 1;
     return kPrefillColumnsDense;

@@ -1872,10 +1872,12 @@ nlohmann::json bench_model_prefill_dense(const WeightPool& pool, GgmlType type) 
 }
 
 // "model_prefill_k_sweep_<type>" (--model-prefill-k-sweep, fifty-fifth session): the dense launches of rows
-// of kPrefillDenseWholeLongRow elements or more above, every token on the tensor cores (no columns), at each
-// K split count of kKSweep (1: none; set_gemv_prefill_k_split) and at the rule's (us "rule": its own
-// minimum, columns and split), forward then back, the mean of the two reported; "blocks": the launch's
-// blocks before the split (64 rows by 32 tokens each), which the split rule divides the device's by.
+// of kPrefillDenseWholeLongRow elements or more above (4, 8, 16 and 64 tokens), every token on the tensor
+// cores (no columns), at each K split count of kKSweep (1: none; set_gemv_prefill_k_split) and at the rule's
+// (us "rule": its own minimum, columns and split), forward then back, the mean of the two reported; "blocks":
+// the launch's blocks before the split (64 rows by 32 tokens each); "rule_k" and "blocks_per_sm": the splits
+// the rule takes on the tensor cores and the blocks a multiprocessor it counted with
+// (gemv_prefill_dense_k_split).
 nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type) {
   struct Dense {
     const char* name;
@@ -1895,7 +1897,7 @@ nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type
                                                   gpu::detail::kGemvPrefillColumnsDefault);
   for (const Dense& d : shapes) {
     if (!ggml_row_bytes(type, static_cast<uint64_t>(d.cols))) continue;
-    for (const int t : {4, 16, kMaxTokens}) {
+    for (const int t : {4, 8, 16, kMaxTokens}) {
       const PrefillLaunch l{type, d.rows, d.cols, {t}, false, true};
       std::vector<double> us(kN, 0.0);
       for (int round = 0; round < 2 * kN; ++round) {
@@ -1912,6 +1914,7 @@ nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type
         }
       }
       gpu::detail::set_gemv_prefill_k_split(gpu::detail::kGemvPrefillKSplitDefault);
+      const gpu::detail::DenseKSplit rule = gpu::detail::gemv_prefill_dense_k_split(type, d.cols, d.rows, t);
       int best = 0;
       for (int c = 0; c < kN - 1; ++c) {
         if (us[static_cast<size_t>(c)] < us[static_cast<size_t>(best)]) best = c;
@@ -1923,6 +1926,8 @@ nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type
                             {"tokens", t},
                             {"blocks", (d.rows + 63) / 64 * ((t + 31) / 32)},
                             {"best_k", kKSweep[best]},
+                            {"rule_k", rule.splits},
+                            {"blocks_per_sm", rule.blocks_per_sm},
                             {"rule_over_best", us[kN - 1] / us[static_cast<size_t>(best)]}};
       for (int c = 0; c < kN - 1; ++c) row["us"][std::to_string(kKSweep[c])] = us[static_cast<size_t>(c)];
       row["us"]["rule"] = us[kN - 1];

@@ -310,15 +310,19 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 256, 256, true, true, false, true), 2);    // small
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 4096, true, false, true), 12);
   // Dense matrices under 2048 x 2048 elements with rows of 4096 or more (fifty-fourth session; MLA's kv_a,
-  // 576 rows of 7168 in DeepSeek-V3, of 4096 in DeepSeek-V4-Flash): the unsplit minimum, 40 / 48; shorter
-  // rows, expert launches and a forced split keep the small matrices' 2.
+  // 576 rows of 7168 in DeepSeek-V3, of 4096 in DeepSeek-V4-Flash): unsplit (the split switched off) 40 / 48;
+  // split (the rule's, fifty-fifth session) the split's 3, Q6_K 4, 12 without A from the quants; shorter
+  // rows and expert launches keep the small matrices' 2.
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 576, true, true, false, true), 40);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 576, true, true, false, true), 48);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 576, true, false, false, true), 40);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 4096, 576, true, true, false, true), 40);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4095, 576, true, true, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 576, false, true), 2);       // experts
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 576, true, true, true), 2);  // split forced
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 576, true, true, true), 3);  // split
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 576, true, true, true), 4);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 576, true, false, true), 12);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4095, 576, true, true, true), 2);  // short rows
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 586, true, true, false, true), 3);  // large
   // Few blocks with the split switched off (set_gemv_prefill_k_split(1)): the forty-sixth session's values.
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, false), 40);  // no split
@@ -328,45 +332,70 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
 }
 
 // The default K split of dense prefill launches (gpu/gemm_mma_layout.h prefill_k_splits_default), worked
-// by hand: an H100's 132 multiprocessors holding 4 blocks each (528 at once).
+// by hand: an H100's 132 multiprocessors holding 4 blocks each (528 at once) unless said.
 TEST(GemmMmaLayout, DefaultKSplit) {
-  // 4096 x 4096, up to 32 tokens: 64 blocks, 528 / 64 = 8, 16 super-blocks a row (8 at most): 8.
+  // Rows of 4096 elements or more: the least waves x (units a split + 1).
+  // 4096 x 4096, up to 32 tokens: 64 blocks, 16 units a row: 1 split 1 wave x 17, 2: 1 x 9, 3 (6 units):
+  // 1 x 7, 4: 1 x 5, 6 (3 units): 1 x 4, 8 (2): 512 blocks, 1 x 3 -> 8.
   EXPECT_EQ(prefill_k_splits_default(64, 16, 132, 4), 8);
-  // 33 to 64 tokens: 128 blocks, 528 / 128 = 4.
+  // 33 to 64 tokens, 128 blocks: 4 splits 512 blocks, 1 x 5; 6: 768, 2 x 4; 8: 1024, 2 x 3 = 6 -> 4.
   EXPECT_EQ(prefill_k_splits_default(128, 16, 132, 4), 4);
-  // 3 a multiprocessor (Q6_K with A from the quants, or the whole unit): 396 / 128 = 3.
+  // 3 a multiprocessor (396): 3 splits 384 blocks, 1 x 7; 4: 512, 2 x 5; 8: 1024, 3 x 3 = 9 -> 3.
   EXPECT_EQ(prefill_k_splits_default(128, 16, 132, 3), 3);
-  // 97 to 128 tokens: 256 blocks, 528 / 256 = 2; 129 to 160: 320 blocks, 1 (none).
+  // 256 blocks: 2 splits 512, 1 x 9; 3: 768, 2 x 7; 4: 2 x 5 = 10 -> 2. 320 blocks: 1: 1 x 17; 2: 640, 2 x 9;
+  // 3: 960, 2 x 7 = 14; 4: 1280, 3 x 5 = 15; 8: 2560, 5 x 3 = 15 -> 3 (the first rule: 1).
   EXPECT_EQ(prefill_k_splits_default(256, 16, 132, 4), 2);
-  EXPECT_EQ(prefill_k_splits_default(320, 16, 132, 4), 1);
-  // Short rows: two super-blocks a split at least (7168 x 1536: 6 super-blocks, 112 blocks: 3, not 4).
+  EXPECT_EQ(prefill_k_splits_default(320, 16, 132, 4), 3);
+  // DeepSeek-V3's 18,432 x 7168 (288 blocks, 28 units): 1: 1 x 29; 2 (14): 576, 2 x 15; 3 (10): 2 x 11;
+  // 5 (6): 1440, 3 x 7 = 21; 7 (4): 2016, 4 x 5 = 20 (8 splits: the same 4 units, 7 with units); 10 (3):
+  // 2880, 6 x 4; 14 (2): 4032, 8 x 3 -> 7 (the first rule: 1).
+  EXPECT_EQ(prefill_k_splits_default(288, 28, 132, 4), 7);
+  // MLA's kv_a, 576 x 7168 (9 blocks): 14 splits of 2 units (126 blocks, 1 x 3).
+  EXPECT_EQ(prefill_k_splits_default(9, 28, 132, 4), 14);
+  // Q8_0's 2 a multiprocessor (264) on 7168 x 16384 (112 blocks, 64 units): 2 (32): 224, 1 x 33; 4 (16):
+  // 448, 2 x 17; 7 (10): 784, 3 x 11 = 33; 8: 896, 4 x 9; 16 (4): 1792, 7 x 5 -> the tie 2 / 7: 7.
+  EXPECT_EQ(prefill_k_splits_default(112, 64, 132, 2), 7);
+  // A large matrix already fills the device (an output head of 129,280 rows: 2,020 blocks): 1: 4 x 29 = 116;
+  // 2: 8 x 15 = 120.
+  EXPECT_EQ(prefill_k_splits_default(2020, 28, 132, 4), 1);
+  // Tiny launches stop at 16 (kPrefillKSplitRuleMax); an empty one, or a device of none, takes none.
+  EXPECT_EQ(prefill_k_splits_default(1, 1000, 132, 4), 16);
+  EXPECT_EQ(prefill_k_splits_default(0, 16, 132, 4), 1);
+  EXPECT_EQ(prefill_k_splits_default(64, 16, 0, 4), 1);
+  // Shorter rows: the first rule, blocks_per_sm * sms / blocks, two super-blocks a split at least (7168 x
+  // 1536: 6 super-blocks, 112 blocks: 3, not 4), at most 8.
   EXPECT_EQ(prefill_k_splits_default(112, 6, 132, 4), 3);
   EXPECT_EQ(prefill_k_splits_default(16, 3, 132, 4), 1);  // a 1024-row matrix of 768 elements
-  // A large matrix already fills the device (an output head of 129,280 rows: 2,020 blocks).
-  EXPECT_EQ(prefill_k_splits_default(2020, 28, 132, 4), 1);
-  // Tiny launches stop at 8 (kPrefillKSplitRuleMax); an empty one takes none.
-  EXPECT_EQ(prefill_k_splits_default(1, 1000, 132, 4), 8);
-  EXPECT_EQ(prefill_k_splits_default(0, 16, 132, 4), 1);
-  // Only on matrices of at least 2048 x 2048 elements: 4096 x 1024 splits, 4096 x 1023 and the
-  // fixtures' matrices do not.
-  EXPECT_EQ(prefill_k_splits_default(16, 16, 132, 4, int64_t{4096} * 1024), 8);
-  EXPECT_EQ(prefill_k_splits_default(16, 16, 132, 4, int64_t{4096} * 1023), 1);
-  EXPECT_EQ(prefill_k_splits_default(1, 4, 132, 4, int64_t{1024} * 83), 1);
-  // A dense launch of one pair tile splits (the dense minimum's 5 / 12 tokens) on 4096 x 4096 and 2048 x
-  // 7168, not on rows under 1024 elements nor where its ceil(ne1 / 64) blocks fill the device: DeepSeek's
-  // 7168 x 18432 (288 blocks, 528 / 288 = 1), an output head of 129,280 rows.
-  EXPECT_TRUE(prefill_dense_one_tile_splits(4096, 4096, 132, 4));
-  EXPECT_TRUE(prefill_dense_one_tile_splits(7168, 2048, 132, 4));
-  EXPECT_TRUE(prefill_dense_one_tile_splits(4096, 1024, 132, 3));
-  EXPECT_FALSE(prefill_dense_one_tile_splits(768, 8192, 132, 4));  // 3 super-blocks a row: 1 split
-  EXPECT_FALSE(prefill_dense_one_tile_splits(7168, 18432, 132, 4));
-  EXPECT_FALSE(prefill_dense_one_tile_splits(7168, 129280, 132, 4));
-  EXPECT_FALSE(prefill_dense_one_tile_splits(2048, 2047, 132, 4));  // under 2048 x 2048 elements
+  EXPECT_EQ(prefill_k_splits_default(1, 15, 132, 4), 7);  // 3840 elements: 7 of 2 units
+  // (40 units, the longer rows' rule: 14 to 16 splits take 3 units, 14 of them with units)
+  EXPECT_EQ(prefill_k_splits_default(1, 40, 132, 4), 14);
+  // Only on the matrices the split may take (prefill_dense_k_split_eligible): at least 2048 x 2048
+  // elements, or smaller with rows of 4096 elements or more; not 4095 rows of 1024 nor the fixtures' sizes.
+  EXPECT_EQ(prefill_k_splits_default(16, 16, 132, 4, prefill_dense_k_split_eligible(4096, 1024)), 8);
+  EXPECT_EQ(prefill_k_splits_default(16, 16, 132, 4, prefill_dense_k_split_eligible(1024, 4095)), 1);
+  EXPECT_EQ(prefill_k_splits_default(9, 28, 132, 4, prefill_dense_k_split_eligible(7168, 576)), 14);
+  EXPECT_TRUE(prefill_dense_k_split_eligible(4096, 1024));
+  EXPECT_TRUE(prefill_dense_k_split_eligible(4096, 576));   // kv_a of DeepSeek-V4-Flash
+  EXPECT_FALSE(prefill_dense_k_split_eligible(4095, 576));  // rows under 4096 elements
+  EXPECT_FALSE(prefill_dense_k_split_eligible(1024, 83));   // the fixtures' sizes
+  EXPECT_FALSE(prefill_dense_k_split_eligible(2304, 1024));
+  // A dense launch of one pair tile fills less than half the device (the dense minimum's and columns' split
+  // values) on 4096 x 4096 and 2048 x 7168, not on rows under 1024 elements nor where its ceil(ne1 / 64)
+  // blocks hold half of it: DeepSeek's 7168 x 18432 (288 blocks, 528 / 288 = 1; the longer rule splits it,
+  // its minimum stays the whole tile's), an output head of 129,280 rows.
+  EXPECT_TRUE(prefill_dense_one_tile_few_blocks(4096, 4096, 132, 4));
+  EXPECT_TRUE(prefill_dense_one_tile_few_blocks(7168, 2048, 132, 4));
+  EXPECT_TRUE(prefill_dense_one_tile_few_blocks(4096, 1024, 132, 3));
+  EXPECT_TRUE(prefill_dense_one_tile_few_blocks(7168, 576, 132, 4));   // kv_a (fifty-fifth session)
+  EXPECT_FALSE(prefill_dense_one_tile_few_blocks(768, 8192, 132, 4));  // 3 super-blocks a row: 1 split
+  EXPECT_FALSE(prefill_dense_one_tile_few_blocks(7168, 18432, 132, 4));
+  EXPECT_FALSE(prefill_dense_one_tile_few_blocks(7168, 129280, 132, 4));
+  EXPECT_FALSE(prefill_dense_one_tile_few_blocks(2048, 2047, 132, 4));  // under 2048 x 2048 elements
   // The fifty-second session's whole tiles: between half and all of the device's blocks, rows of 2 units.
-  EXPECT_FALSE(prefill_dense_one_tile_splits(1536, 24576, 132, 4));  // 384 blocks
-  EXPECT_FALSE(prefill_dense_one_tile_splits(512, 32768, 132, 4));   // 2 units a row
-  EXPECT_FALSE(prefill_dense_one_tile_splits(4096, 16960, 132, 4));  // 265 blocks: 528 / 265 = 1
-  EXPECT_TRUE(prefill_dense_one_tile_splits(4096, 16896, 132, 4));   // 264: 2 splits
+  EXPECT_FALSE(prefill_dense_one_tile_few_blocks(1536, 24576, 132, 4));  // 384 blocks
+  EXPECT_FALSE(prefill_dense_one_tile_few_blocks(512, 32768, 132, 4));   // 2 units a row
+  EXPECT_FALSE(prefill_dense_one_tile_few_blocks(4096, 16960, 132, 4));  // 265 blocks: 528 / 265 = 1
+  EXPECT_TRUE(prefill_dense_one_tile_few_blocks(4096, 16896, 132, 4));   // 264: 2
 }
 
 // The default K split of an expert launch's groups (prefill_expert_k_splits_default), by hand: 2 on

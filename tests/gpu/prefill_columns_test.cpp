@@ -166,9 +166,12 @@ TEST(PrefillColumns, DefaultRuleWithAFromTheQuants) {
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 2048, 1024, false, true, true, false, false), 4);  // medium
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 2048, 1024, false, true, true, false, true), 4);  // (as such)
   // Dense matrices under 2048 x 2048 elements with rows of 4096 or more (fifty-fourth session, MLA's kv_a): 2
-  // tokens; without A from the quants, on shorter rows and on expert launches as before.
+  // tokens, split or not; without A from the quants, on shorter rows and on expert launches as before.
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 7168, 576, false, true, true, false, true), 2);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 4096, 576, false, true, true, false, true), 2);
+  // (split by the rule since the fifty-fifth session: still 2, Q6_K's too, not the split's 3)
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q6_K, 7168, 576, false, true, true, true, false), 2);
+  EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 7168, 576, false, true, true, true, false), 2);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q8_0, 7168, 576, false, true, false, false, true), 4);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 4095, 576, false, true, true, false, true), 4);
   EXPECT_EQ(prefill_columns_default(GgmlType::Q4_K, 7168, 576, false, false, true), 4);      // experts
