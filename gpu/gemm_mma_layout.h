@@ -147,11 +147,19 @@ inline constexpr int kPrefillMmaMinTokensDenseHeavy = 48;
 // none), and so take the split's minimum (3, Q6_K 4, 12 without A from the quants: at 4 tokens the tensor
 // cores split 16 ways x1.35 / x1.16 / x0.95 over the F32 kernels for Q4_K / Q6_K / Q8_0, at 16 x1.75 / x1.53
 // / x1.32); their columns stay at 2 tokens (gpu/prefill_columns.h). 40 / 48 where the split is switched off.
+// Without A from the quants (Q8_0), with the longer rows' split, the tensor cores beat the F32 kernels at 8
+// tokens on every matrix of rows of 4096 or more and at least 2^25 elements (kPrefillMmaPlainLargeElems:
+// 4096 x 8192 x1.17, 18,432 x 7168 x1.17, 7168 x 16,384 x1.63, 7168 x 18,432 x1.72, 129,280 x 7168 x1.53;
+// at 6 x1.00 / x1.01 / x1.34 / x1.42 / x1.27), where smaller ones were mixed (1536 x 7168 x1.14, 2048 x
+// 7168 x0.95, 576 x 7168 x1.29; 4096 x 4096 x0.87 in the forty-ninth session): such launches, split or
+// whole, take the tensor cores from kPrefillMmaMinTokensDensePlainLarge (8), smaller ones from 12.
 inline constexpr int kPrefillMmaMinPairsQuantA = 2;
 inline constexpr int kPrefillMmaMinPairsQuantAQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplit = 3;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitQ6K = 4;
 inline constexpr int kPrefillMmaMinTokensDenseKSplitPlain = 12;
+inline constexpr int kPrefillMmaMinTokensDensePlainLarge = 8;
+inline constexpr int64_t kPrefillMmaPlainLargeElems = int64_t{1} << 25;
 inline constexpr int kPrefillMmaMinTokensDenseWhole = 3;
 inline constexpr int kPrefillMmaMinTokensDenseWholeShortRows = 2;
 inline constexpr int kPrefillMmaMinTokensDenseWholePlainShortRows = 2;
@@ -181,7 +189,11 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
                                               : kPrefillMmaMinTokensDenseWholeShortRows;
     }
     if (whole_tile && ne0 < kPrefillDenseWholeLongRow) return kPrefillMmaMinTokensDenseWholePlainShortRows;
-    if (k_split || whole_tile) return kPrefillMmaMinTokensDenseKSplitPlain;
+    if (k_split || whole_tile) {
+      return ne0 >= kPrefillDenseWholeLongRow && ne0 * ne1 >= kPrefillMmaPlainLargeElems
+                 ? kPrefillMmaMinTokensDensePlainLarge
+                 : kPrefillMmaMinTokensDenseKSplitPlain;
+    }
     return heavy ? kPrefillMmaMinTokensDenseHeavy : kPrefillMmaMinTokensDense;
   }
   if (quant_a) return type == GgmlType::Q6_K ? kPrefillMmaMinPairsQuantAQ6K : kPrefillMmaMinPairsQuantA;
@@ -250,10 +262,15 @@ MOEPACK_GEMV_HD constexpr int64_t prefill_mma_units(int64_t ne0) { return ((ne0 
 //   docs/cuda-backend.md forty-third pass: Q4_K, Q5_K, Q6_K, Q8_0 on the attention, dense-FFN, shared-expert
 //   and output-head matrices of DeepSeek-V3 / V4-Flash, 4 to 64 tokens, blocks_per_sm from the CUDA
 //   occupancy calculator): within 5 % of the fastest split on 90 of 96 launches (the first rule 41; it left
-//   18,432 x 7168 whole at x1.16-1.42 and split 576 x 7168 never, x1.2-8.4), c = 1 best of 0-8.
+//   18,432 x 7168 whole at x1.16-1.42 and split 576 x 7168 never, x1.2-8.4), c = 1 best of 0-8. A split
+//   must gain kPrefillKSplitMinGainPercent (10 %) by that count over none: the count leaves out the partial
+//   sums' traffic, which cost an output head of 129,280 rows that fills the device 5-11 times over x1.05-1.06
+//   at 2 splits (Q6_K, 16 and 64 tokens; the rule run again, fifty-fifth session: 112 of 117 launches
+//   within 5 % of their fastest split).
 inline constexpr int64_t kPrefillKSplitRuleMax = 16;
 inline constexpr int64_t kPrefillKSplitRuleMaxShortRows = 8;
 inline constexpr int64_t kPrefillKSplitBlockCostUnits = 1;
+inline constexpr int64_t kPrefillKSplitMinGainPercent = 10;
 constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm,
                                        bool eligible = true) {
   if (blocks <= 0 || !eligible || sms <= 0 || blocks_per_sm <= 0) return 1;
@@ -264,7 +281,8 @@ constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms,
     if (k > n_units / 2) k = n_units / 2;
     return k < 2 ? 1 : static_cast<int>(k);
   }
-  int64_t best_k = 1, best_cost = (blocks + slots - 1) / slots * (n_units + kPrefillKSplitBlockCostUnits);
+  const int64_t whole = (blocks + slots - 1) / slots * (n_units + kPrefillKSplitBlockCostUnits);
+  int64_t best_k = 1, best_cost = whole;
   for (int64_t k = 2; k <= kPrefillKSplitRuleMax; ++k) {
     const int64_t u = (n_units + k - 1) / k;
     if (u < 2) break;
@@ -275,6 +293,7 @@ constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms,
       best_k = splits;
     }
   }
+  if (best_cost * 100 > whole * (100 - kPrefillKSplitMinGainPercent)) return 1;
   return static_cast<int>(best_k);
 }
 // The dense matrices the K split may take: at least kPrefillMmaLargeElems elements, where a dense launch's

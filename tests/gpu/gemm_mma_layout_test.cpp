@@ -292,19 +292,21 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 7168, 2048, true, true, true), 3);
   // A dense matrix whose one pair tile the default leaves whole (it fills half the device or more, or its
   // rows are too short to split; an output head, DeepSeek's dense FFN up, MLA's q_b and kv_b): with A from
-  // the quants 3 on rows of 4096 elements or more, 2 on shorter ones; 12 / 2 without; a split launch's values
-  // where the split is switched on for it.
+  // the quants 3 on rows of 4096 elements or more, 2 on shorter ones; 12 / 2 without (8 on rows of 4096 or
+  // more of 2^25 elements or more, fifty-fifth session); a split launch's values where the split is switched
+  // on for it.
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 18432, true, true, false, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 18432, true, true, false, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q2_K, 1536, 24576, true, true, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 512, 32768, true, true, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q3_K, 4095, 32768, true, true, false, true), 2);
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 18432, true, false, false, true), 12);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 18432, true, false, false, true), 8);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 4096, true, false, false, true), 12);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 1536, 24576, true, false, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 512, 32768, true, false, false, true), 2);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, true, true, false, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 129280, true, true, false, true), 3);
-  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 65536, true, false, false, true), 12);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 65536, true, false, false, true), 8);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, true, true, true, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 65536, false, true, false, true), 2);  // experts'
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 256, 256, true, true, false, true), 2);    // small
@@ -323,6 +325,15 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 7168, 576, true, true, true), 4);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 576, true, false, true), 12);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4095, 576, true, true, true), 2);  // short rows
+  // Without A from the quants, split or whole, rows of 4096 or more and 2^25 elements or more (fifty-fifth
+  // session): 8; smaller ones 12; the whole tiles' short rows 2.
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 8192, 4096, true, false, true), 8);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 7168, 129280, true, false, false, true), 8);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 8192, 4095, true, false, true), 12);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 4096, 4096, true, false, true), 12);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 2048, 32768, true, false, false, true), 2);
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q8_0, 8192, 4096, true, false, false, false), 40);  // off
+  EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 8192, 4096, true, true, true), 3);  // A from quants
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 7168, 586, true, true, false, true), 3);  // large
   // Few blocks with the split switched off (set_gemv_prefill_k_split(1)): the forty-sixth session's values.
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, false), 40);  // no split
@@ -356,8 +367,11 @@ TEST(GemmMmaLayout, DefaultKSplit) {
   // 448, 2 x 17; 7 (10): 784, 3 x 11 = 33; 8: 896, 4 x 9; 16 (4): 1792, 7 x 5 -> the tie 2 / 7: 7.
   EXPECT_EQ(prefill_k_splits_default(112, 64, 132, 2), 7);
   // A large matrix already fills the device (an output head of 129,280 rows: 2,020 blocks): 1: 4 x 29 = 116;
-  // 2: 8 x 15 = 120.
+  // 2: 8 x 15 = 120. At 3 a multiprocessor (396): 1: 6 x 29 = 174; 2: 11 x 15 = 165, under 10 % less: 1.
   EXPECT_EQ(prefill_k_splits_default(2020, 28, 132, 4), 1);
+  EXPECT_EQ(prefill_k_splits_default(2020, 28, 132, 3), 1);
+  // 10 % less at least: 265 blocks of 16 units (1: 17; 3: 795 blocks, 2 x 7 = 14, 82 %) split 3 ways.
+  EXPECT_EQ(prefill_k_splits_default(265, 16, 132, 4), 3);
   // Tiny launches stop at 16 (kPrefillKSplitRuleMax); an empty one, or a device of none, takes none.
   EXPECT_EQ(prefill_k_splits_default(1, 1000, 132, 4), 16);
   EXPECT_EQ(prefill_k_splits_default(0, 16, 132, 4), 1);

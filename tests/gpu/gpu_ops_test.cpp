@@ -767,26 +767,28 @@ TEST_P(TypeParity, GemvPrefillTensorCoresTakeGroupsFromTheMinimum) {
 // cores'; on ones the K split leaves whole, with rows of 512 (32,768 of them: dense minimum 2) 2 tokens the
 // tensor cores', with rows of 4096 (16,960: 265 blocks, more than half of 132 x 4 or x 3; minimum 3) 2 tokens
 // the F32 kernels' and 3 the tensor cores'; on a matrix under 2048 x 2048 elements with long rows (576 rows
-// of 7168, MLA's kv_a; fifty-fourth session: dense minimum 40, 48 for Q6_K and Q2_K) 39 / 47 tokens the F32
-// kernels' and 40 / 48 the tensor cores'. Decode columns off (PrefillMmaScope's default), so every group
-// reaches the prefill kernels.
+// of 7168, MLA's kv_a; fifty-fifth session: split 14 ways, the split's dense minimum, 3 / 4 for Q6_K) 2 / 3
+// tokens the F32 kernels' and 3 / 4 the tensor cores'; Q8_0 (no A from the quants: minimum 8, dense 12, 2 on
+// the small matrix and the short rows, 8 on 4096 x 16,960, over 2^25 elements) the same way. Decode columns
+// off (PrefillMmaScope's default), so every group reaches the prefill kernels.
 TEST(GpuOps, GemvPrefillTensorCoresDefaultMinimumPerLaunch) {
   const test::PrefillMmaScope restore(true, 0);
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+  for (const GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q8_0}) {
     // A split dense launch (1024 rows of 4096: 16 blocks), a small matrix, and one the K split leaves whole
     // (32,768 rows of 512, MLA's kv_b: rows of two units; fifty-second session).
     for (const auto& shape :
          {std::pair<int64_t, int64_t>{4096, 1024}, {512, 35}, {512, 32768}, {4096, 16960}, {7168, 576}}) {
       const int64_t ne0 = shape.first, ne1 = shape.second;
       const bool small = ne1 == 35, whole = ne1 == 32768, whole_long = ne1 == 16960, small_long = ne1 == 576;
-      const bool heavy = type == GgmlType::Q6_K || type == GgmlType::Q2_K;
       const int m = detail::gemv_prefill_mma_min_pairs(type, ne0, ne1);
       const int md = detail::gemv_prefill_mma_min_pairs(type, ne0, ne1, true);  // dense launches
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + std::to_string(ne0) + " x " +
                    std::to_string(ne1) + ", minimum " + std::to_string(m) + ", dense " + std::to_string(md));
-      ASSERT_EQ(m, small || small_long ? 2 : (type == GgmlType::Q6_K ? 4 : 2));
-      ASSERT_EQ(md, small_long               ? (heavy ? 48 : 40)
-                    : small || whole         ? 2
+      const bool plain = type == GgmlType::Q8_0;  // no A from the quants
+      ASSERT_EQ(m, small || small_long ? 2 : plain ? 8 : (type == GgmlType::Q6_K ? 4 : 2));
+      ASSERT_EQ(md, small || whole           ? 2
+                    : plain                  ? (whole_long ? 8 : 12)
                     : whole_long             ? 3
                     : type == GgmlType::Q6_K ? 4
                                              : 3);
