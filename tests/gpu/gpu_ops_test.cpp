@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <random>
@@ -1136,59 +1137,19 @@ TEST(GpuOps, GemvPrefillKSplitWithinTheBound) {
       }
     }
   }
-  // The rule (0) on a matrix it splits (4096 x 1024: 16 blocks a pair tile, 8 splits of 2 super-blocks),
-  // 8 and 40 tokens: the split path taken, every 61st row's sums within the tolerance.
+  // The rule (0) on a [rows][ne0] matrix it splits, at each of `tokens`: the split path taken, the sums of
+  // every tok_step-th token and row_step-th row within the tolerance.
   detail::set_gemv_prefill_k_split(0);
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0}) {
-    SCOPED_TRACE(std::string(ggml_type_name(type)) + ", 4096 x 1024, the rule");
-    std::mt19937 rng(4950);
-    const int64_t ne0 = 4096, big = 1024;
-    const auto data = random_rows(type, ne0, big, rng);
-    const uint64_t rb = *ggml_row_bytes(type, ne0);
-    const auto x = random_floats(static_cast<size_t>(40 * ne0), rng);
-    auto d_x = to_device(x);
-    auto d_w = to_device(data);
-    for (const int32_t n_tok : {8, 40}) {
-      DeviceBuffer d_y(static_cast<size_t>(n_tok * big) * sizeof(float), "y");
-      GemvBatch b = rows_batch(type, ne0, big, rb, d_x.as<float>(), d_y.as<float>());
-      b.w = d_w.bytes_ptr();
-      b.n_tok = n_tok;
-      const uint64_t before = gemv_prefill_k_split_launches();
-      gemv(b, nullptr);
-      EXPECT_EQ(before + 1, gemv_prefill_k_split_launches()) << n_tok << " tokens: the rule did not split";
-      const auto y = to_host(d_y, static_cast<size_t>(n_tok * big));
-      for (int64_t t = 0; t < n_tok; t += 7) {
-        for (int64_t r = 0; r < big; r += 61) {
-          expect_close_dot(y[t * big + r], data.data() + rb * r, type, x.data() + t * ne0, ne0,
-                           "K split, the rule");
-        }
-      }
-    }
-  }
-  // Fifty-fifth session: the rule on rows of 4096 elements or more counts with the split kernel's occupancy
-  // and splits MLA's kv_a (576 x 7168, under 2048 x 2048 elements: 9 blocks a pair tile) 14 ways (2 units a
-  // split; any device holding 126 blocks at once), above its split minimum (Q4_K 3, Q6_K 4, Q8_0 12 tokens):
-  // the split path taken, every 37th row's sums within the tolerance; DeepSeek-V3's 18,432 x 7168 (288
-  // blocks), which the first rule left whole, splits too.
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
-    SCOPED_TRACE(std::string(ggml_type_name(type)) + ", 576 x 7168, the rule");
-    const int64_t ne0 = 7168, rows = 576;
-    const detail::DenseKSplit k = detail::gemv_prefill_dense_k_split(type, ne0, rows, 16);
-    std::printf(
-        "%s: the split kernel holds %d blocks a multiprocessor; 576 x 7168 splits %d ways, 18432 x "
-        "7168 %d\n",
-        std::string(ggml_type_name(type)).c_str(), k.blocks_per_sm, k.splits,
-        detail::gemv_prefill_dense_k_split(type, ne0, 18432, 16).splits);
-    EXPECT_GE(k.blocks_per_sm, 1);
-    EXPECT_EQ(k.splits, 14);
-    EXPECT_GT(detail::gemv_prefill_dense_k_split(type, ne0, 18432, 16).splits, 1);
-    std::mt19937 rng(5555);
+  const auto rule_splits = [](GgmlType type, int64_t ne0, int64_t rows, unsigned seed,
+                              std::initializer_list<int32_t> tokens, int64_t tok_step, int64_t row_step) {
+    std::mt19937 rng(seed);
     const auto data = random_rows(type, ne0, rows, rng);
     const uint64_t rb = *ggml_row_bytes(type, ne0);
-    const auto x = random_floats(static_cast<size_t>(40 * ne0), rng);
+    const int32_t most = *std::max_element(tokens.begin(), tokens.end());
+    const auto x = random_floats(static_cast<size_t>(most * ne0), rng);
     auto d_x = to_device(x);
     auto d_w = to_device(data);
-    for (const int32_t n_tok : {16, 40}) {
+    for (const int32_t n_tok : tokens) {
       DeviceBuffer d_y(static_cast<size_t>(n_tok * rows) * sizeof(float), "y");
       GemvBatch b = rows_batch(type, ne0, rows, rb, d_x.as<float>(), d_y.as<float>());
       b.w = d_w.bytes_ptr();
@@ -1197,13 +1158,35 @@ TEST(GpuOps, GemvPrefillKSplitWithinTheBound) {
       gemv(b, nullptr);
       EXPECT_EQ(before + 1, gemv_prefill_k_split_launches()) << n_tok << " tokens: the rule did not split";
       const auto y = to_host(d_y, static_cast<size_t>(n_tok * rows));
-      for (int64_t t = 0; t < n_tok; t += 5) {
-        for (int64_t r = 0; r < rows; r += 37) {
+      for (int64_t t = 0; t < n_tok; t += tok_step) {
+        for (int64_t r = 0; r < rows; r += row_step) {
           expect_close_dot(y[t * rows + r], data.data() + rb * r, type, x.data() + t * ne0, ne0,
-                           "K split, the rule, kv_a");
+                           "K split, the rule");
         }
       }
     }
+  };
+  // 4096 x 1024 (16 blocks a pair tile, 8 splits of 2 super-blocks), 8 and 40 tokens.
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)) + ", 4096 x 1024, the rule");
+    rule_splits(type, 4096, 1024, 4950, {8, 40}, 7, 61);
+  }
+  // Fifty-fifth session: the rule on rows of 4096 elements or more counts with the split kernel's occupancy
+  // and splits MLA's kv_a (576 x 7168, under 2048 x 2048 elements: 9 blocks a pair tile) 14 ways (2 units a
+  // split; any device holding 126 blocks at once), above its split minimum (Q4_K 3, Q6_K 4, Q8_0 12 tokens);
+  // DeepSeek-V3's 18,432 x 7168 (288 blocks), which the first rule left whole, splits too.
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)) + ", 576 x 7168, the rule");
+    const detail::DenseKSplit k = detail::gemv_prefill_dense_k_split(type, 7168, 576, 16);
+    const int up = detail::gemv_prefill_dense_k_split(type, 7168, 18432, 16).splits;
+    std::printf(
+        "%s: the split kernel holds %d blocks a multiprocessor; 576 x 7168 splits %d ways, 18432 x "
+        "7168 %d\n",
+        std::string(ggml_type_name(type)).c_str(), k.blocks_per_sm, k.splits, up);
+    EXPECT_GE(k.blocks_per_sm, 1);
+    EXPECT_EQ(k.splits, 14);
+    EXPECT_GT(up, 1);
+    rule_splits(type, 7168, 576, 5555, {16, 40}, 5, 37);
   }
   EXPECT_THROW(detail::set_gemv_prefill_k_split(-1), Error);
   EXPECT_THROW(detail::set_gemv_prefill_k_split(detail::kGemvPrefillKSplitMax + 1), Error);
