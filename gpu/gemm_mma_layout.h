@@ -165,11 +165,13 @@ inline constexpr int kPrefillMmaMinTokensDenseWholeShortRows = 2;
 inline constexpr int kPrefillMmaMinTokensDenseWholePlainShortRows = 2;
 inline constexpr int64_t kPrefillDenseWholeLongRow = 4096;
 constexpr bool prefill_dense_small_long_rows(int64_t ne0, int64_t ne1) {
-  return ne0 * ne1 < kPrefillMmaLargeElems && ne0 >= kPrefillDenseWholeLongRow;
+  return ne1 > 0 && ne0 * ne1 < kPrefillMmaLargeElems && ne0 >= kPrefillDenseWholeLongRow;
 }
-// For dense launches: k_split, whether the launch splits (prefill_dense_one_tile_few_blocks below, or the
-// split's switch); whole_tile, whether its one pair tile holds at least half the device's blocks
-// (!prefill_dense_one_tile_few_blocks; on matrices under kPrefillMmaLargeElems elements it does not count).
+// For dense launches: k_split, whether the launch counts as split (its one pair tile fills less than half the
+// device, prefill_dense_one_tile_few_blocks below, with the split on; or the split forced); whole_tile,
+// whether its one pair tile holds at least half the device's blocks (!prefill_dense_one_tile_few_blocks; on
+// matrices under kPrefillMmaLargeElems elements it does not count). A launch of long rows the split rule
+// splits with whole_tile set (18,432 x 7168) keeps the whole tile's values.
 constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t ne1, bool dense = false,
                                             bool quant_a = false, bool k_split = false,
                                             bool whole_tile = false) {
@@ -224,9 +226,13 @@ constexpr int prefill_mma_default_min_pairs(GgmlType type, int64_t ne0, int64_t 
 //   3, for its registers) either way, and half a unit measured x0.79-0.99 on every launch and type.
 inline constexpr int kPrefillMmaWholeUnitBlocksPerSm = 3;
 inline constexpr int kPrefillMmaHalfUnitBlocksPerSm = 4;
-// The blocks a multiprocessor holds of the whole unit's kernel (gpu/kernels_gemv.cu gemm_mma_kernel's
-// __launch_bounds__): with A from the quants 4, 3 for Q6_K (its registers); with W's halves 3 (its shared
-// memory). The K split's rule counts with it.
+// The blocks a multiprocessor was taken to hold of the whole unit's kernel (gpu/kernels_gemv.cu
+// gemm_mma_kernel's __launch_bounds__): with A from the quants 4, 3 for Q6_K (its registers); with W's
+// halves 3 (as its shared memory allows: Q8_0's 72.6 KB a block). The dense launches' K split counts with it
+// on rows of fewer than 16 units, and the half unit's rule. On longer rows the split rule and the dense
+// minimum's classification (prefill_dense_one_tile_few_blocks) count with the CUDA occupancy calculator's
+// value instead (gpu/kernels_gemv.cu dense_split_blocks_per_sm): on an H100 4 / 3 as here, but Q8_0's
+// kernel holds 2 (fifty-fifth session; its __launch_bounds__ asks for 1 block, so its registers decide).
 constexpr int prefill_mma_whole_unit_blocks_per_sm(GgmlType type, bool quant_a) {
   return quant_a ? (type == GgmlType::Q6_K ? 3 : 4) : kPrefillMmaWholeUnitBlocksPerSm;
 }
@@ -248,31 +254,32 @@ MOEPACK_GEMV_HD constexpr int64_t prefill_mma_units(int64_t ne0) { return ((ne0 
 // `blocks` blocks (64 rows by 32 tokens each) over rows of n_units units, on a device of `sms`
 // multiprocessors holding blocks_per_sm of the split launch's blocks each; only on matrices the split may
 // take (`eligible`, prefill_dense_k_split_eligible below), 1 (none) elsewhere or where it would be below 2.
-// - Rows of fewer than kPrefillDenseWholeLongRow elements (the forty-ninth session): the launch fills the
-//   device once at blocks_per_sm * sms / blocks splits; at most kPrefillKSplitRuleMax and n_units / 2 (two
-//   units a split at least: the next one's loads in flight while one is computed). Measured on an H100
-//   (bench_cuda_backend --prefill-rules-only "gemv_prefill_k_split", the rule against none, Q4_K, Q2_K,
-//   MXFP4, Q6_K, Q8_0): dense 4096 x 4096 with 2 to 32 tokens x1.91-3.76, 64 x1.27-2.27, 128 x1.00-1.36;
-//   2048 x 7168 x3.96-5.15; 7168 x 2048 x1.18-1.96.
-// - Longer rows (fifty-fifth session): the units a split u (at least 2; splits k = ceil(n_units / u), at
-//   most kPrefillKSplitRuleMax) with the least waves(k) * (u + kPrefillKSplitBlockCostUnits), waves(k) =
-//   ceil(blocks * k / (blocks_per_sm * sms)) the rounds of blocks the device runs and u + c a block's time
-//   in units (c its start: x's staging, the pipeline's first load, its partial sums' store); on a tie the
-//   more splits. Fitted to an H100's sweep of 1-16 splits (bench_cuda_backend --model-prefill-k-sweep,
-//   docs/cuda-backend.md forty-third pass: Q4_K, Q5_K, Q6_K, Q8_0 on the attention, dense-FFN, shared-expert
-//   and output-head matrices of DeepSeek-V3 / V4-Flash, 4 to 64 tokens, blocks_per_sm from the CUDA
-//   occupancy calculator): within 5 % of the fastest split on 90 of 96 launches (the first rule 41; it left
-//   18,432 x 7168 whole at x1.16-1.42 and split 576 x 7168 never, x1.2-8.4), c = 1 best of 0-8. A split
-//   must gain kPrefillKSplitMinGainPercent (10 %) by that count over none: the count leaves out the partial
-//   sums' traffic, which cost an output head of 129,280 rows that fills the device 5-11 times over x1.05-1.06
-//   at 2 splits (Q6_K, 16 and 64 tokens; the rule run again, fifty-fifth session: 112 of 117 launches
-//   within 5 % of their fastest split).
+// - Rows of fewer than 16 units (kPrefillDenseWholeLongRow elements in whole units: 3840 elements at most;
+//   the forty-ninth session): the launch fills the device once at blocks_per_sm * sms / blocks splits; at
+//   most kPrefillKSplitRuleMaxShortRows (8) and n_units / 2 (two units a split at least: the next one's
+//   loads in flight while one is computed). Measured on an H100 (bench_cuda_backend --prefill-rules-only
+//   "gemv_prefill_k_split", the rule against none, Q4_K, Q2_K, MXFP4, Q6_K, Q8_0): dense 4096 x 4096 with 2
+//   to 32 tokens x1.91-3.76, 64 x1.27-2.27, 128 x1.00-1.36; 2048 x 7168 x3.96-5.15; 7168 x 2048 x1.18-1.96.
+// - Rows of 16 units or more (fifty-fifth session): the units a split u (at least 2; splits k = ceil(n_units
+//   / u), at most kPrefillKSplitRuleMax) with the least waves(k) * (u + kPrefillKSplitBlockCostUnits),
+//   waves(k) = ceil(blocks * k / (blocks_per_sm * sms)) the rounds of blocks the device runs and u + c a
+//   block's time in units (c its start: x's staging, the pipeline's first load, its partial sums' store); on
+//   a tie the more splits; and none unless that count is at least kPrefillKSplitMinGainPercent (10 %) below
+//   no split's (the count leaves out the partial sums' traffic, and counts no split with the split kernel's
+//   blocks a multiprocessor, where the unsplit kernel may hold more: both favour splitting). Fitted to an
+//   H100's sweep of 1-16 splits (bench_cuda_backend --model-prefill-k-sweep, docs/cuda-backend.md
+//   forty-third pass: Q4_K, Q5_K, Q6_K, Q8_0 on the attention, dense-FFN, shared-expert and output-head
+//   matrices of DeepSeek-V3 / V4-Flash, 4 to 64 tokens, blocks_per_sm from the CUDA occupancy calculator; c
+//   = 1 best of 0-8, the 10 % for the output head of 129,280 rows, which 2 splits cost x1.05-1.06 in Q6_K):
+//   the split it takes within 5 % of the fastest on 113 of 117 launches (x1.007 on the geometric mean),
+//   where the first rule's was on 44 of 128 (x1.40; it left 18,432 x 7168 whole at x1.16-1.42 and never
+//   split 576 x 7168, x1.2-8.4).
 inline constexpr int64_t kPrefillKSplitRuleMax = 16;
 inline constexpr int64_t kPrefillKSplitRuleMaxShortRows = 8;
 inline constexpr int64_t kPrefillKSplitBlockCostUnits = 1;
 inline constexpr int64_t kPrefillKSplitMinGainPercent = 10;
 constexpr int prefill_k_splits_default(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm,
-                                       bool eligible = true) {
+                                       bool eligible) {
   if (blocks <= 0 || !eligible || sms <= 0 || blocks_per_sm <= 0) return 1;
   const int64_t slots = static_cast<int64_t>(blocks_per_sm) * sms;
   if (n_units * 256 < kPrefillDenseWholeLongRow) {
@@ -320,14 +327,16 @@ constexpr int prefill_expert_k_splits_default(int64_t ne0, int64_t ne1) {
 // Whether a dense launch of one pair tile (up to 32 tokens) of a [ne1][ne0] matrix the K split may take
 // fills less than half the device (its ceil(ne1 / 64) blocks, gpu/kernels_gemv.cu's 4 warps of 16 rows, at
 // most blocks_per_sm * sms / 2) over rows of 2 units a split at least: the launches the forty-ninth
-// session's split rule split (and the shorter rule above still does), whose minimum and columns were
-// measured so. The dense minimum takes the split's value where this holds and the split is on, the whole
-// tile's (3 / 2, 12 / 2 without A from the quants) where it does not (on matrices of at least
-// kPrefillMmaLargeElems elements); a launch of long rows the longer rule above splits where this does not
-// hold (18,432 x 7168) keeps the whole tile's minimum (measured there: docs/cuda-backend.md forty-third
-// pass).
+// session's split rule split (the rule above splits every one of them too, given the same blocks_per_sm:
+// one round of blocks at 2 splits is over 10 % below none's), whose minimum and columns were measured so.
+// The dense minimum takes the split's value where this holds and the split is on, the whole tile's (3 / 2;
+// without A from the quants 12, 8 from 2^25 elements, 2 on short rows) where it does not (on matrices of at
+// least kPrefillMmaLargeElems elements). A launch of long rows the rule splits where this does not hold
+// (18,432 x 7168) keeps the whole tile's minimum: measured there split (docs/cuda-backend.md forty-third
+// pass, H100) the tensor cores took 79 us at 3 tokens (Q4_K) against the columns' 124 and the F32 kernels'
+// 169, and at 2 the columns 83 against 79.
 constexpr bool prefill_dense_one_tile_few_blocks(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
-  if (!prefill_dense_k_split_eligible(ne0, ne1)) return false;
+  if (ne1 <= 0 || !prefill_dense_k_split_eligible(ne0, ne1)) return false;
   int64_t k = static_cast<int64_t>(blocks_per_sm) * sms / ((ne1 + 63) / 64);
   if (k > prefill_mma_units(ne0) / 2) k = prefill_mma_units(ne0) / 2;
   return k >= 2;

@@ -138,7 +138,10 @@ void set_gemv_prefill_mma(bool on);
 // launches whose one pair tile fills the device 5 (12 without A from the quants); since the fifty-second
 // (fortieth pass) every dense launch the rule leaves whole 3 tokens on rows of 4096 elements or more, 2 on
 // shorter ones (12 without A from the quants; 40 / 48 only for few blocks with the split switched off);
-// decode columns, below,
+// since the fifty-fifth (forty-third pass) the matrices under 2048 x 2048 elements with rows of 4096 or more
+// (MLA's kv_a) split and take the split's 3 tokens (Q6_K 4, 12 without A from the quants), and dense
+// launches without A from the quants on rows of 4096 or more of 2^25 elements or more 8; decode columns,
+// below,
 // take smaller groups first); throws Error
 // for any other m. Groups below the minimum go to the F32 kernels in a launch of
 // their own (run on an H200 in the forty-fifth session: gpu_ops_test's
@@ -230,8 +233,11 @@ constexpr int kGemvPrefillTiledRecomputeDefault = kGemvPrefillTiledRecomputeRule
 constexpr bool gemv_prefill_tiled_recompute_default(GgmlType type) { return type == GgmlType::Q6_K; }
 void set_gemv_prefill_tiled_recompute(int mode);
 // K split of dense prefill launches on the tensor cores (forty-ninth session; gpu/gemm_mma_layout.h
-// prefill_k_splits_default): a dense launch (one matrix, no grp_off) of fewer blocks (64 rows by 32 tokens
-// each) than the device holds at once splits every row's super-blocks over `splits` blocks, each writing
+// prefill_k_splits_default, refitted in the fifty-fifth on rows of 16 units or more, where it counts the
+// device's rounds of blocks with the split kernel's occupancy and may split launches that fill the device):
+// a dense launch (one matrix, no grp_off; blocks of 64 rows by 32 tokens) of a matrix the rule may split
+// (prefill_dense_k_split_eligible: 2048 x 2048 elements or more, or rows of 4096 or more) splits every row's
+// super-blocks over `splits` blocks, each writing
 // partial sums to stream-ordered scratch (splits x n_tok x ne1 floats, cudaMallocAsync), which a second
 // kernel adds in split order into y: the sums of a launch do not depend on timing, but they do on the
 // split count (another association of the same F32 additions; the GEMV tolerance either way). splits: 0
@@ -248,9 +254,10 @@ void set_gemv_prefill_k_split(int splits);
 int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_per_sm, bool eligible);
 // What a dense tensor-core prefill launch of n_tok tokens over a [ne1][ne0] matrix of `type` takes on this
 // device under the settings: its K splits (1: none) and the blocks a multiprocessor holds that the rule
-// counted with (the split kernel's occupancy on rows of 4096 elements or more). The benchmark and tests
-// report it. Throws Error for a type without CUDA kernels; 1 / 0 for F32, F16 and BF16 (no tensor-core
-// prefill).
+// counted with (the split kernel's occupancy on rows of 16 units or more, asked of CUDA once per device,
+// type and A's source). The benchmark and tests report it. Throws Error for a type without CUDA kernels, on a
+// CUDA error, or where no block of the split kernel fits a multiprocessor; 1 / 0 for F32, F16 and BF16 (no
+// tensor-core prefill).
 struct DenseKSplit {
   int splits = 1;
   int blocks_per_sm = 0;

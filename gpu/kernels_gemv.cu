@@ -32,6 +32,8 @@
 #include <atomic>
 #include <climits>
 #include <cub/block/block_scan.cuh>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -1320,21 +1322,32 @@ std::atomic<int> g_tiled_recompute{detail::kGemvPrefillTiledRecomputeDefault};
 
 // The blocks a multiprocessor holds of the K split's dense instantiation of T (gemm_mma_kernel, the GGUF
 // layout, the whole unit; with A from the quants where qa), from the CUDA occupancy calculator with its
-// shared memory allowed; asked once per type and A's source (a process drives one device). Q8_0's (W's
-// halves staged: 2 on an H100 where its __launch_bounds__ asks 1) differs from the constant its minimum
-// counts with (gpu/gemm_mma_layout.h prefill_mma_whole_unit_blocks_per_sm).
+// shared memory allowed; asked once per device (the current one), type and A's source. On an H100 Q4_K's 4,
+// Q6_K's 3 and Q8_0's 2 (W's halves staged: its __launch_bounds__ asks for 1 block, and its registers keep
+// it to 2 where its 72.6 KB of shared memory would allow 3), against the 3 the constant its minimum counted
+// with said (gpu/gemm_mma_layout.h prefill_mma_whole_unit_blocks_per_sm). Throws Error where no block fits
+// a multiprocessor, and on a CUDA error.
 template <GgmlType T, bool QA>
 int split_blocks_per_sm_of() {
-  static const int n = [] {
-    using PU = PrefillUnit<T, 8, QA>;
-    const auto kernel = gemm_mma_kernel<T, false, 8, QA, true>;
-    detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), PU::kSmemBytes);
-    int blocks = 0;
-    MOEPACK_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kMmaWarpsP * 32, PU::kSmemBytes));
-    return std::max(blocks, 1);
-  }();
-  return n;
+  static std::mutex mu;
+  static std::map<int, int> per_device;
+  int dev = 0;
+  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  const auto found = per_device.find(dev);
+  if (found != per_device.end()) return found->second;
+  using PU = PrefillUnit<T, 8, QA>;
+  const auto kernel = gemm_mma_kernel<T, false, 8, QA, true>;
+  detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), PU::kSmemBytes);
+  int blocks = 0;
+  MOEPACK_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kMmaWarpsP * 32, PU::kSmemBytes));
+  if (blocks < 1) {
+    throw Error("gemv: no block of the " + std::string(ggml_type_name(T)) + " prefill's K split (" +
+                std::to_string(PU::kSmemBytes) + " bytes of shared memory) fits a multiprocessor");
+  }
+  per_device.emplace(dev, blocks);
+  return blocks;
 }
 template <GgmlType T>
 int split_blocks_per_sm(bool qa) {
@@ -1944,17 +1957,28 @@ void set_gemv_prefill_columns(int c) {
   g_prefill_columns.store(c, std::memory_order_relaxed);
 }
 namespace {
-// What decides a dense launch's minimum and columns: whether it splits (forced splits, or the rule's for
-// one pair tile) and whether the rule leaves its one pair tile whole (the blocks a multiprocessor as
-// gemm_mma chooses them).
+// What decides a dense launch's minimum and columns: whether it counts as split (forced splits, or one pair
+// tile filling less than half the device with the split on: prefill_dense_one_tile_few_blocks, with the
+// blocks a multiprocessor the split rule counts with, so that every such launch the rule splits) and whether
+// its one pair tile holds half the device's blocks or more.
 struct DenseKind {
-  bool splits = false;      // the launch splits (the rule's choice, or the switch's)
-  bool whole_tile = false;  // the default rule leaves its one pair tile whole
+  bool splits = false;      // the launch counts as split (few blocks and the rule on, or the switch's)
+  bool whole_tile = false;  // its one pair tile holds half the device's blocks or more
+};
+struct DenseBlocksPerSm {
+  int64_t ne0;
+  bool qa;
+  int* per_sm;
+  template <GgmlType T>
+  void operator()() const {
+    if constexpr (BlockOf<T>::kElems > 1) *per_sm = dense_split_blocks_per_sm<T>(ne0, qa);
+  }
 };
 DenseKind dense_kind(GgmlType type, int64_t ne0, int64_t ne1, bool dense, bool qa) {
   if (!dense) return {};
   const int k = g_prefill_k_split.load(std::memory_order_relaxed);
-  const int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);
+  int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);  // (F32, F16, BF16: no tensor-core prefill)
+  dispatch_type(type, DenseBlocksPerSm{ne0, qa, &per_sm});
   const int sms = device_multiprocessors();
   const bool rule_splits = prefill_dense_one_tile_few_blocks(ne0, ne1, sms, per_sm);
   return {k >= 2 || (k == 0 && rule_splits), !rule_splits};

@@ -95,15 +95,18 @@ inline constexpr int kPrefillColumnsDense = 4;
 //   / x1.00 / x1.07 and x1.05 / x0.61 / x0.76 at 16; Q6_K x1.12 / x1.16 at 32 / 24 and x1.48 / x0.96 at 16 /
 //   24 on 7168 x 1536: kPrefillColumnsTiledQuantA 4, kPrefillColumnsTiledQuantAQ2K 8,
 //   kPrefillColumnsTiledQuantAQ6K 16.
-// Dense launches: 4, and with A from the quants where the K split splits the launch's one pair tile (k_split;
+// Dense launches: 4, and with A from the quants where the launch counts as split (k_split: its one pair tile
+// fills less than half the device, gpu/gemm_mma_layout.h prefill_dense_one_tile_few_blocks;
 // fiftieth session, gpu/gemm_mma_layout.h's dense minimum of 3 / 4 tokens there, the measurements beside it)
 // kPrefillColumnsDenseKSplit 2, kPrefillColumnsDenseKSplitQ6K 3: the tokens below that minimum, which the
 // same measurement chose.
-// Dense launches the K split leaves whole (fifty-second session, gpu/gemm_mma_layout.h's whole-tile minimum,
-// the measurements beside it): 2 tokens on rows of at least kPrefillDenseWholeLongRow elements, none on
+// Dense launches whose one pair tile holds half the device's blocks or more (whole_tile; fifty-second
+// session, gpu/gemm_mma_layout.h's whole-tile minimum, the measurements beside it; the K split may split
+// them since the fifty-fifth): 2 tokens on rows of at least kPrefillDenseWholeLongRow elements, none on
 // shorter ones (the tensor cores from 2 there). Dense matrices under kPrefillMmaLargeElems elements with such
-// rows (fifty-fourth session, gpu/gemm_mma_layout.h prefill_dense_small_long_rows): 2 tokens, the F32 kernels
-// above.
+// rows (fifty-fourth session, gpu/gemm_mma_layout.h prefill_dense_small_long_rows): 2 tokens, split or not;
+// above them the F32 kernels where the split is off, the split tensor cores from 3 tokens (Q6_K 4) where it
+// is on (fifty-fifth session; at 3 tokens Q6_K's F32 kernels x1.34 over the columns on the H200).
 inline constexpr int kPrefillColumnsDenseWhole = kPrefillMmaMinTokensDenseWhole - 1;
 inline constexpr int kPrefillColumnsDenseKSplit = kPrefillMmaMinTokensDenseKSplit - 1;
 inline constexpr int kPrefillColumnsDenseKSplitQ6K = kPrefillMmaMinTokensDenseKSplitQ6K - 1;
@@ -114,9 +117,10 @@ inline constexpr int kPrefillColumnsTiledQuantAQ2K = 8;
 inline constexpr int kPrefillColumnsTiledQuantAQ6K = 16;
 // Every type the tensor-core decode covers takes the same rule (the measurements above agree), but for
 // Q6_K's tiled experts; with quant_a (the launch's prefill takes A from the quants) the rule above.
-// For dense launches: k_split, whether the launch splits; whole_tile, whether the default K split leaves the
-// one pair tile of a matrix of at least kPrefillMmaLargeElems elements whole (gpu/gemm_mma_layout.h
-// prefill_mma_default_min_pairs; smaller dense matrices keep kPrefillColumnsDense).
+// For dense launches: k_split, whether the launch counts as split; whole_tile, whether the one pair tile of a
+// matrix of at least kPrefillMmaLargeElems elements holds half the device's blocks or more (both as
+// gpu/gemm_mma_layout.h prefill_mma_default_min_pairs takes them; smaller dense matrices keep
+// kPrefillColumnsDense, but for prefill_dense_small_long_rows).
 constexpr int prefill_columns_default(GgmlType type, int64_t ne0, int64_t ne1, bool tiled, bool dense,
                                       bool quant_a = false, bool k_split = false, bool whole_tile = false) {
   if (ne0 * ne1 < kPrefillColumnsMinElems) return 1;

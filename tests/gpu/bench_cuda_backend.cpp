@@ -64,15 +64,18 @@
 //             none and against the F32 kernels (bench_prefill_k_split); the columns and the F32 kernels
 //             each against the tensor cores' prefill with A from the quants (bench_prefill_columns_quant_a,
 //             bench_prefill_mma_quant_a); --rules-skip-k-split leaves the K split parts out;
-//   "gemv_prefill_expert_k_split" (and "_rule", "_4"), "gemv_prefill_dense_huge", "gemv_prefill_dense_columns"
-//             (--expert-k-split-only): the K split of expert launches against none, dense launches too large
-//             to split in the F32 kernels and on the tensor cores, and dense launches of 2-4 tokens as
+//   "gemv_prefill_expert_k_split" (and "_rule", "_4"), "gemv_prefill_dense_huge",
+//   "gemv_prefill_dense_columns"
+//             (--expert-k-split-only): the K split of expert launches against none, dense launches that fill
+//             the device in the F32 kernels and on the tensor cores, and dense launches of 2-4 tokens as
 //             columns and on the tensor cores (bench_prefill_expert_k_split, bench_prefill_dense_huge,
 //             bench_prefill_dense_columns);
-//   "gemv_prefill_dense_neither_<type>" (--dense-neither-only): dense launches that neither split nor fill the
+//   "gemv_prefill_dense_neither_<type>" (--dense-neither-only): dense launches that neither split nor fill
+//   the
 //             device, in the F32 kernels and on the tensor cores (bench_prefill_dense_neither);
 //   "gemv_prefill_dense_whole_columns_<type>" (--dense-whole-columns-only): those launches at 2-5 tokens as
-//             decode columns and on the tensor cores, and Q3_K's and Q5_K's "gemv_prefill_dense_neither_<type>";
+//             decode columns and on the tensor cores, and Q3_K's and Q5_K's
+//             "gemv_prefill_dense_neither_<type>";
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1387,17 +1390,20 @@ nlohmann::json bench_dense_f32_against_tensor_cores(const WeightPool& pool, doub
   const test::PrefillMmaScope every_group(gpu::detail::kGemvPrefillMmaDefault, 2);
   return bench_switched(pool, d2d, types, {}, shapes, gpu::detail::set_gemv_prefill_mma, "prefill_mma");
 }
+// "gemv_prefill_dense_huge": matrices whose one pair tile fills the device (65,536 x 4096, 36,864 x 7168;
+// the K split's rule, which splits the second 7 ways since the fifty-fifth session, on the tensor cores).
 nlohmann::json bench_prefill_dense_huge(const WeightPool& pool, double d2d) {
   return bench_dense_f32_against_tensor_cores(
       pool, d2d, {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4, GgmlType::Q6_K, GgmlType::Q8_0},
       launch_shapes(36864, 7168, 1, {5, 8, 12, 16, 24, 32, 40},
                     launch_shapes(65536, 4096, 1, {5, 8, 12, 16, 24, 32, 40})));
 }
-// "gemv_prefill_dense_neither" (--dense-neither-only, fifty-first session): dense launches whose one pair tile
-// neither splits (gpu/gemm_mma_layout.h prefill_dense_one_tile_splits) nor fills the device on an H100:
-// DeepSeek's dense FFN up (18,432 rows of 7168), MLA's q_b (24,576 of 1536) and kv_b (32,768 of 512: rows of
-// two units, never split), with 5, 8, 12, 24 and 40 tokens in the F32 kernels (off) and on the tensor cores
-// (on, every group of two or more): where the dense minimum kept 40 / 48 until the fifty-second session.
+// "gemv_prefill_dense_neither" (--dense-neither-only, fifty-first session): dense launches whose one pair
+// tile neither fills less than half the device (gpu/gemm_mma_layout.h prefill_dense_one_tile_few_blocks) nor
+// all of it on an H100: DeepSeek's dense FFN up (18,432 rows of 7168, which the K split splits since the
+// fifty-fifth session), MLA's q_b (24,576 of 1536) and kv_b (32,768 of 512: rows of two units, never split),
+// with 5, 8, 12, 24 and 40 tokens in the F32 kernels (off) and on the tensor cores (on, every group of two or
+// more, the K split's rule): where the dense minimum kept 40 / 48 until the fifty-second session.
 // One type a part ("gemv_prefill_dense_neither_<type>"), each written as it completes.
 nlohmann::json bench_prefill_dense_neither(const WeightPool& pool, double d2d, GgmlType type) {
   return bench_dense_f32_against_tensor_cores(
@@ -1873,11 +1879,13 @@ nlohmann::json bench_model_prefill_dense(const WeightPool& pool, GgmlType type) 
 
 // "model_prefill_k_sweep_<type>" (--model-prefill-k-sweep, fifty-fifth session): the dense launches of rows
 // of kPrefillDenseWholeLongRow elements or more above (4, 8, 16 and 64 tokens), every token on the tensor
-// cores (no columns), at each K split count of kKSweep (1: none; set_gemv_prefill_k_split) and at the rule's
-// (us "rule": its own minimum, columns and split), forward then back, the mean of the two reported; "blocks":
-// the launch's blocks before the split (64 rows by 32 tokens each); "rule_k" and "blocks_per_sm": the splits
-// the rule takes on the tensor cores and the blocks a multiprocessor it counted with
-// (gemv_prefill_dense_k_split).
+// cores (no columns), at each K split count of kKSweep (1: none; set_gemv_prefill_k_split), as the rule runs
+// it (us "rule": its own minimum, columns and split; "rule_on_tensor_cores": whether that is the tensor
+// cores, not the F32 kernels or the columns) and the rule's split on the tensor cores ("rule_split"),
+// forward then back, the mean of the two reported; "blocks": the launch's blocks before the split (64 rows by
+// 32 tokens each); "rule_k" and "blocks_per_sm": the splits the rule takes on the tensor cores and the blocks
+// a multiprocessor it counted with (gemv_prefill_dense_k_split); "rule_over_best" and
+// "rule_split_over_best": over the fastest swept split.
 nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type) {
   struct Dense {
     const char* name;
@@ -1888,7 +1896,8 @@ nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type
                           {"v3_dense_down", 7168, 18432}, {"shared_expert_up", 2048, 7168},
                           {"v4_attn_out", 4096, 8192},    {"v3_output_head", 129280, 7168}};
   constexpr int kKSweep[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
-  constexpr int kN = static_cast<int>(std::size(kKSweep)) + 1;  // the last: the rule
+  constexpr int kS = static_cast<int>(std::size(kKSweep));
+  constexpr int kN = kS + 2;  // then the rule, and the rule's split on the tensor cores
   constexpr int kMaxTokens = 64;
   const gpu::DeviceBuffer x = normal_floats(size_t{kMaxTokens} * 18432, 5);
   gpu::DeviceBuffer y(size_t{kMaxTokens} * 129280 * sizeof(float), "y");
@@ -1902,21 +1911,23 @@ nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type
       std::vector<double> us(kN, 0.0);
       for (int round = 0; round < 2 * kN; ++round) {
         const int c = round < kN ? round : 2 * kN - 1 - round;
-        if (c == kN - 1) {
+        if (c == kS) {
           const test::PrefillMmaScope scope(gpu::detail::kGemvPrefillMmaDefault, 0,
                                             gpu::detail::kGemvPrefillColumnsDefault);
           gpu::detail::set_gemv_prefill_k_split(gpu::detail::kGemvPrefillKSplitDefault);
           us[static_cast<size_t>(c)] += time_prefill_launch(pool, l, x, y) / 2;
         } else {
           const test::PrefillMmaScope scope(true, 2, gpu::detail::kGemvPrefillColumnsOff);
-          gpu::detail::set_gemv_prefill_k_split(kKSweep[c]);
+          gpu::detail::set_gemv_prefill_k_split(c < kS ? kKSweep[c] : gpu::detail::kGemvPrefillKSplitDefault);
           us[static_cast<size_t>(c)] += time_prefill_launch(pool, l, x, y) / 2;
         }
       }
       gpu::detail::set_gemv_prefill_k_split(gpu::detail::kGemvPrefillKSplitDefault);
       const gpu::detail::DenseKSplit rule = gpu::detail::gemv_prefill_dense_k_split(type, d.cols, d.rows, t);
+      const int min_tokens = gpu::detail::gemv_prefill_mma_min_pairs(type, d.cols, d.rows, true);
+      const int columns = gpu::detail::gemv_prefill_columns(type, d.cols, d.rows, false, true);
       int best = 0;
-      for (int c = 0; c < kN - 1; ++c) {
+      for (int c = 0; c < kS; ++c) {
         if (us[static_cast<size_t>(c)] < us[static_cast<size_t>(best)]) best = c;
       }
       nlohmann::json row = {{"type", std::string(ggml_type_name(type))},
@@ -1928,9 +1939,12 @@ nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type
                             {"best_k", kKSweep[best]},
                             {"rule_k", rule.splits},
                             {"blocks_per_sm", rule.blocks_per_sm},
-                            {"rule_over_best", us[kN - 1] / us[static_cast<size_t>(best)]}};
-      for (int c = 0; c < kN - 1; ++c) row["us"][std::to_string(kKSweep[c])] = us[static_cast<size_t>(c)];
-      row["us"]["rule"] = us[kN - 1];
+                            {"rule_on_tensor_cores", t >= min_tokens && t > columns},
+                            {"rule_over_best", us[kS] / us[static_cast<size_t>(best)]},
+                            {"rule_split_over_best", us[kS + 1] / us[static_cast<size_t>(best)]}};
+      for (int c = 0; c < kS; ++c) row["us"][std::to_string(kKSweep[c])] = us[static_cast<size_t>(c)];
+      row["us"]["rule"] = us[kS];
+      row["us"]["rule_split"] = us[kS + 1];
       rows.push_back(std::move(row));
     }
   }

@@ -290,8 +290,9 @@ TEST(GemmMmaLayout, DefaultMinimumGroup) {
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q6_K, 4096, 4096, true, true, true), 4);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::Q4_K, 4096, 4096, true, true, true), 3);
   EXPECT_EQ(prefill_mma_default_min_pairs(GgmlType::MXFP4, 7168, 2048, true, true, true), 3);
-  // A dense matrix whose one pair tile the default leaves whole (it fills half the device or more, or its
-  // rows are too short to split; an output head, DeepSeek's dense FFN up, MLA's q_b and kv_b): with A from
+  // A dense matrix whose one pair tile holds half the device's blocks or more, or whose rows are too short to
+  // split (an output head, DeepSeek's dense FFN up, which the rule splits since the fifty-fifth session all
+  // the same, MLA's q_b and kv_b): with A from
   // the quants 3 on rows of 4096 elements or more, 2 on shorter ones; 12 / 2 without (8 on rows of 4096 or
   // more of 2^25 elements or more, fifty-fifth session); a split launch's values where the split is switched
   // on for it.
@@ -348,41 +349,41 @@ TEST(GemmMmaLayout, DefaultKSplit) {
   // Rows of 4096 elements or more: the least waves x (units a split + 1).
   // 4096 x 4096, up to 32 tokens: 64 blocks, 16 units a row: 1 split 1 wave x 17, 2: 1 x 9, 3 (6 units):
   // 1 x 7, 4: 1 x 5, 6 (3 units): 1 x 4, 8 (2): 512 blocks, 1 x 3 -> 8.
-  EXPECT_EQ(prefill_k_splits_default(64, 16, 132, 4), 8);
+  EXPECT_EQ(prefill_k_splits_default(64, 16, 132, 4, true), 8);
   // 33 to 64 tokens, 128 blocks: 4 splits 512 blocks, 1 x 5; 6: 768, 2 x 4; 8: 1024, 2 x 3 = 6 -> 4.
-  EXPECT_EQ(prefill_k_splits_default(128, 16, 132, 4), 4);
+  EXPECT_EQ(prefill_k_splits_default(128, 16, 132, 4, true), 4);
   // 3 a multiprocessor (396): 3 splits 384 blocks, 1 x 7; 4: 512, 2 x 5; 8: 1024, 3 x 3 = 9 -> 3.
-  EXPECT_EQ(prefill_k_splits_default(128, 16, 132, 3), 3);
+  EXPECT_EQ(prefill_k_splits_default(128, 16, 132, 3, true), 3);
   // 256 blocks: 2 splits 512, 1 x 9; 3: 768, 2 x 7; 4: 2 x 5 = 10 -> 2. 320 blocks: 1: 1 x 17; 2: 640, 2 x 9;
   // 3: 960, 2 x 7 = 14; 4: 1280, 3 x 5 = 15; 8: 2560, 5 x 3 = 15 -> 3 (the first rule: 1).
-  EXPECT_EQ(prefill_k_splits_default(256, 16, 132, 4), 2);
-  EXPECT_EQ(prefill_k_splits_default(320, 16, 132, 4), 3);
+  EXPECT_EQ(prefill_k_splits_default(256, 16, 132, 4, true), 2);
+  EXPECT_EQ(prefill_k_splits_default(320, 16, 132, 4, true), 3);
   // DeepSeek-V3's 18,432 x 7168 (288 blocks, 28 units): 1: 1 x 29; 2 (14): 576, 2 x 15; 3 (10): 2 x 11;
   // 5 (6): 1440, 3 x 7 = 21; 7 (4): 2016, 4 x 5 = 20 (8 splits: the same 4 units, 7 with units); 10 (3):
   // 2880, 6 x 4; 14 (2): 4032, 8 x 3 -> 7 (the first rule: 1).
-  EXPECT_EQ(prefill_k_splits_default(288, 28, 132, 4), 7);
+  EXPECT_EQ(prefill_k_splits_default(288, 28, 132, 4, true), 7);
   // MLA's kv_a, 576 x 7168 (9 blocks): 14 splits of 2 units (126 blocks, 1 x 3).
-  EXPECT_EQ(prefill_k_splits_default(9, 28, 132, 4), 14);
+  EXPECT_EQ(prefill_k_splits_default(9, 28, 132, 4, true), 14);
   // Q8_0's 2 a multiprocessor (264) on 7168 x 16384 (112 blocks, 64 units): 2 (32): 224, 1 x 33; 4 (16):
   // 448, 2 x 17; 7 (10): 784, 3 x 11 = 33; 8: 896, 4 x 9; 16 (4): 1792, 7 x 5 -> the tie 2 / 7: 7.
-  EXPECT_EQ(prefill_k_splits_default(112, 64, 132, 2), 7);
+  EXPECT_EQ(prefill_k_splits_default(112, 64, 132, 2, true), 7);
   // A large matrix already fills the device (an output head of 129,280 rows: 2,020 blocks): 1: 4 x 29 = 116;
   // 2: 8 x 15 = 120. At 3 a multiprocessor (396): 1: 6 x 29 = 174; 2: 11 x 15 = 165, under 10 % less: 1.
-  EXPECT_EQ(prefill_k_splits_default(2020, 28, 132, 4), 1);
-  EXPECT_EQ(prefill_k_splits_default(2020, 28, 132, 3), 1);
+  EXPECT_EQ(prefill_k_splits_default(2020, 28, 132, 4, true), 1);
+  EXPECT_EQ(prefill_k_splits_default(2020, 28, 132, 3, true), 1);
   // 10 % less at least: 265 blocks of 16 units (1: 17; 3: 795 blocks, 2 x 7 = 14, 82 %) split 3 ways.
-  EXPECT_EQ(prefill_k_splits_default(265, 16, 132, 4), 3);
+  EXPECT_EQ(prefill_k_splits_default(265, 16, 132, 4, true), 3);
   // Tiny launches stop at 16 (kPrefillKSplitRuleMax); an empty one, or a device of none, takes none.
-  EXPECT_EQ(prefill_k_splits_default(1, 1000, 132, 4), 16);
-  EXPECT_EQ(prefill_k_splits_default(0, 16, 132, 4), 1);
-  EXPECT_EQ(prefill_k_splits_default(64, 16, 0, 4), 1);
+  EXPECT_EQ(prefill_k_splits_default(1, 1000, 132, 4, true), 16);
+  EXPECT_EQ(prefill_k_splits_default(0, 16, 132, 4, true), 1);
+  EXPECT_EQ(prefill_k_splits_default(64, 16, 0, 4, true), 1);
   // Shorter rows: the first rule, blocks_per_sm * sms / blocks, two super-blocks a split at least (7168 x
   // 1536: 6 super-blocks, 112 blocks: 3, not 4), at most 8.
-  EXPECT_EQ(prefill_k_splits_default(112, 6, 132, 4), 3);
-  EXPECT_EQ(prefill_k_splits_default(16, 3, 132, 4), 1);  // a 1024-row matrix of 768 elements
-  EXPECT_EQ(prefill_k_splits_default(1, 15, 132, 4), 7);  // 3840 elements: 7 of 2 units
+  EXPECT_EQ(prefill_k_splits_default(112, 6, 132, 4, true), 3);
+  EXPECT_EQ(prefill_k_splits_default(16, 3, 132, 4, true), 1);  // a 1024-row matrix of 768 elements
+  EXPECT_EQ(prefill_k_splits_default(1, 15, 132, 4, true), 7);  // 3840 elements: 7 of 2 units
   // (40 units, the longer rows' rule: 14 to 16 splits take 3 units, 14 of them with units)
-  EXPECT_EQ(prefill_k_splits_default(1, 40, 132, 4), 14);
+  EXPECT_EQ(prefill_k_splits_default(1, 40, 132, 4, true), 14);
   // Only on the matrices the split may take (prefill_dense_k_split_eligible): at least 2048 x 2048
   // elements, or smaller with rows of 4096 elements or more; not 4095 rows of 1024 nor the fixtures' sizes.
   EXPECT_EQ(prefill_k_splits_default(16, 16, 132, 4, prefill_dense_k_split_eligible(4096, 1024)), 8);
