@@ -1907,30 +1907,32 @@ int gemv_prefill_k_splits(int64_t blocks, int64_t n_units, int sms, int blocks_p
   return k >= 1 ? k : prefill_k_splits_default(blocks, n_units, sms, blocks_per_sm, eligible);
 }
 namespace {
-struct DenseSplitOf {
-  int64_t ne0, ne1, n_tok;
+// The blocks a multiprocessor a dense launch of `type` counts with (dense_split_blocks_per_sm; the constant
+// for F32, F16 and BF16, which have no tensor-core prefill).
+struct DenseBlocksPerSm {
+  int64_t ne0;
   bool qa;
-  int* splits;
   int* per_sm;
   template <GgmlType T>
   void operator()() const {
-    if constexpr (BlockOf<T>::kElems > 1) {
-      *per_sm = dense_split_blocks_per_sm<T>(ne0, qa);
-      const int64_t blocks =
-          (ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP) * ((n_tok + kMmaPairs - 1) / kMmaPairs);
-      *splits = gemv_prefill_k_splits(blocks, prefill_mma_units(ne0), device_multiprocessors(), *per_sm,
-                                      prefill_dense_k_split_eligible(ne0, ne1));
-    }
+    if constexpr (BlockOf<T>::kElems > 1) *per_sm = dense_split_blocks_per_sm<T>(ne0, qa);
   }
 };
+int dense_blocks_per_sm(GgmlType type, int64_t ne0, bool qa) {
+  int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);
+  dispatch_type(type, DenseBlocksPerSm{ne0, qa, &per_sm});  // (a type without kernels keeps the constant)
+  return per_sm;
+}
 }  // namespace
 DenseKSplit gemv_prefill_dense_k_split(GgmlType type, int64_t ne0, int64_t ne1, int64_t n_tok) {
+  check_type(type, "gemv_prefill_dense_k_split");
   DenseKSplit r;
-  if (!dispatch_type(
-          type, DenseSplitOf{ne0, ne1, n_tok, gemv_prefill_quant_a(type), &r.splits, &r.blocks_per_sm})) {
-    throw Error("gemv_prefill_dense_k_split: type " + std::string(ggml_type_name(type)) +
-                " has no CUDA kernel");
-  }
+  if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return r;  // no tensor cores
+  r.blocks_per_sm = dense_blocks_per_sm(type, ne0, gemv_prefill_quant_a(type));
+  const int64_t blocks =
+      (ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP) * ((n_tok + kMmaPairs - 1) / kMmaPairs);
+  r.splits = gemv_prefill_k_splits(blocks, prefill_mma_units(ne0), device_multiprocessors(), r.blocks_per_sm,
+                                   prefill_dense_k_split_eligible(ne0, ne1));
   return r;
 }
 
@@ -1965,20 +1967,10 @@ struct DenseKind {
   bool splits = false;      // the launch counts as split (few blocks and the rule on, or the switch's)
   bool whole_tile = false;  // its one pair tile holds half the device's blocks or more
 };
-struct DenseBlocksPerSm {
-  int64_t ne0;
-  bool qa;
-  int* per_sm;
-  template <GgmlType T>
-  void operator()() const {
-    if constexpr (BlockOf<T>::kElems > 1) *per_sm = dense_split_blocks_per_sm<T>(ne0, qa);
-  }
-};
 DenseKind dense_kind(GgmlType type, int64_t ne0, int64_t ne1, bool dense, bool qa) {
   if (!dense) return {};
   const int k = g_prefill_k_split.load(std::memory_order_relaxed);
-  int per_sm = prefill_mma_whole_unit_blocks_per_sm(type, qa);  // (F32, F16, BF16: no tensor-core prefill)
-  dispatch_type(type, DenseBlocksPerSm{ne0, qa, &per_sm});
+  const int per_sm = dense_blocks_per_sm(type, ne0, qa);
   const int sms = device_multiprocessors();
   const bool rule_splits = prefill_dense_one_tile_few_blocks(ne0, ne1, sms, per_sm);
   return {k >= 2 || (k == 0 && rule_splits), !rule_splits};

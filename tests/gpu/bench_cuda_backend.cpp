@@ -65,17 +65,15 @@
 //             each against the tensor cores' prefill with A from the quants (bench_prefill_columns_quant_a,
 //             bench_prefill_mma_quant_a); --rules-skip-k-split leaves the K split parts out;
 //   "gemv_prefill_expert_k_split" (and "_rule", "_4"), "gemv_prefill_dense_huge",
-//   "gemv_prefill_dense_columns"
-//             (--expert-k-split-only): the K split of expert launches against none, dense launches that fill
-//             the device in the F32 kernels and on the tensor cores, and dense launches of 2-4 tokens as
-//             columns and on the tensor cores (bench_prefill_expert_k_split, bench_prefill_dense_huge,
-//             bench_prefill_dense_columns);
-//   "gemv_prefill_dense_neither_<type>" (--dense-neither-only): dense launches that neither split nor fill
-//   the
-//             device, in the F32 kernels and on the tensor cores (bench_prefill_dense_neither);
+//             "gemv_prefill_dense_columns" (--expert-k-split-only): the K split of expert launches against
+//             none, dense launches that fill the device in the F32 kernels and on the tensor cores, and dense
+//             launches of 2-4 tokens as columns and on the tensor cores (bench_prefill_expert_k_split,
+//             bench_prefill_dense_huge, bench_prefill_dense_columns);
+//   "gemv_prefill_dense_neither_<type>" (--dense-neither-only): dense launches whose one pair tile holds
+//             between half and all of the device's blocks, in the F32 kernels and on the tensor cores
+//             (bench_prefill_dense_neither);
 //   "gemv_prefill_dense_whole_columns_<type>" (--dense-whole-columns-only): those launches at 2-5 tokens as
-//             decode columns and on the tensor cores, and Q3_K's and Q5_K's
-//             "gemv_prefill_dense_neither_<type>";
+//             decode columns and on the tensor cores, and Q3_K's and Q5_K's "..._dense_neither_<type>";
 //   "gemv_prefill_host_sizes" (--prefill-host-sizes-only): the host's copy of the group sizes read
 //             and ignored (set_gemv_prefill_host_sizes) side by side on expert launches whose groups are
 //             all above the columns' C, mixed, or all columns (bench_prefill_host_sizes);
@@ -1845,28 +1843,29 @@ nlohmann::json bench_model_prefill_experts(const WeightPool& pool, const std::st
 }
 
 // The dense launches (see above) of `type` with 2, 3, 4, 6, 8, 16, 32 and 64 tokens.
+// The dense matrices [rows][cols] of the models above ("model_prefill_dense_*", "model_prefill_k_sweep_*").
+struct ModelDense {
+  const char* name;
+  int64_t rows, cols;
+};
+constexpr ModelDense kModelDenseShapes[] = {{"mla_q_a", 1536, 7168},
+                                            {"mla_kv_a", 576, 7168},
+                                            {"mla_q_b", 24576, 1536},
+                                            {"mla_kv_b", 32768, 512},
+                                            {"v3_attn_out", 7168, 16384},
+                                            {"v3_dense_up", 18432, 7168},
+                                            {"v3_dense_down", 7168, 18432},
+                                            {"shared_expert_up", 2048, 7168},
+                                            {"shared_expert_down", 7168, 2048},
+                                            {"v4_attn_out", 4096, 8192},
+                                            {"short_rows_8192x768", 8192, 768},
+                                            {"v3_output_head", 129280, 7168}};
 nlohmann::json bench_model_prefill_dense(const WeightPool& pool, GgmlType type) {
-  struct Dense {
-    const char* name;
-    int64_t rows, cols;
-  };
-  const Dense shapes[] = {{"mla_q_a", 1536, 7168},
-                          {"mla_kv_a", 576, 7168},
-                          {"mla_q_b", 24576, 1536},
-                          {"mla_kv_b", 32768, 512},
-                          {"v3_attn_out", 7168, 16384},
-                          {"v3_dense_up", 18432, 7168},
-                          {"v3_dense_down", 7168, 18432},
-                          {"shared_expert_up", 2048, 7168},
-                          {"shared_expert_down", 7168, 2048},
-                          {"v4_attn_out", 4096, 8192},
-                          {"short_rows_8192x768", 8192, 768},
-                          {"v3_output_head", 129280, 7168}};
   constexpr int kMaxTokens = 64;
   const gpu::DeviceBuffer x = normal_floats(size_t{kMaxTokens} * 18432, 4);
   gpu::DeviceBuffer y(size_t{kMaxTokens} * 129280 * sizeof(float), "y");
   nlohmann::json rows = nlohmann::json::array();
-  for (const Dense& d : shapes) {
+  for (const ModelDense& d : kModelDenseShapes) {
     if (!ggml_row_bytes(type, static_cast<uint64_t>(d.cols))) continue;
     for (const int t : {2, 3, 4, 6, 8, 16, 32, kMaxTokens}) {
       nlohmann::json row = prefill_configs_row(pool, {type, d.rows, d.cols, {t}, false, true}, x, y);
@@ -1887,14 +1886,6 @@ nlohmann::json bench_model_prefill_dense(const WeightPool& pool, GgmlType type) 
 // a multiprocessor it counted with (gemv_prefill_dense_k_split); "rule_over_best" and
 // "rule_split_over_best": over the fastest swept split.
 nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type) {
-  struct Dense {
-    const char* name;
-    int64_t rows, cols;
-  };
-  const Dense shapes[] = {{"mla_q_a", 1536, 7168},        {"mla_kv_a", 576, 7168},
-                          {"v3_attn_out", 7168, 16384},   {"v3_dense_up", 18432, 7168},
-                          {"v3_dense_down", 7168, 18432}, {"shared_expert_up", 2048, 7168},
-                          {"v4_attn_out", 4096, 8192},    {"v3_output_head", 129280, 7168}};
   constexpr int kKSweep[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
   constexpr int kS = static_cast<int>(std::size(kKSweep));
   constexpr int kN = kS + 2;  // then the rule, and the rule's split on the tensor cores
@@ -1904,8 +1895,10 @@ nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type
   nlohmann::json rows = nlohmann::json::array();
   const test::PrefillMmaScope defaults_afterwards(gpu::detail::kGemvPrefillMmaDefault, 0,
                                                   gpu::detail::kGemvPrefillColumnsDefault);
-  for (const Dense& d : shapes) {
-    if (!ggml_row_bytes(type, static_cast<uint64_t>(d.cols))) continue;
+  for (const ModelDense& d : kModelDenseShapes) {
+    if (d.cols < gpu::kPrefillDenseWholeLongRow || !ggml_row_bytes(type, static_cast<uint64_t>(d.cols))) {
+      continue;  // (rows of 4096 elements or more alone)
+    }
     for (const int t : {4, 8, 16, kMaxTokens}) {
       const PrefillLaunch l{type, d.rows, d.cols, {t}, false, true};
       std::vector<double> us(kN, 0.0);
