@@ -249,6 +249,11 @@ constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blo
 // The units (8 chunks of 32 elements: a K-quant's super-block) of a row of ne0 elements, the tensor cores'
 // prefill's steps along a row (the last one partial where ne0 is not a multiple of 256).
 MOEPACK_GEMV_HD constexpr int64_t prefill_mma_units(int64_t ne0) { return ((ne0 + 31) / 32 + 7) / 8; }
+// The blocks of a dense tensor-core prefill launch of n_tok tokens over ne1 rows before any K split: 64 rows
+// (gpu/kernels_gemv.cu, 4 warps of 16) by one pair tile of 32 tokens each, as gemm_mma's grid has them.
+constexpr int64_t prefill_dense_blocks(int64_t ne1, int64_t n_tok) {
+  return (ne1 + 63) / 64 * ((n_tok + 31) / 32);
+}
 
 // The default K split of a dense tensor-core prefill launch (gpu/kernels.h set_gemv_prefill_k_split(0)) of
 // `blocks` blocks (64 rows by 32 tokens each) over rows of n_units units, on a device of `sms`
@@ -325,19 +330,18 @@ constexpr int prefill_expert_k_splits_default(int64_t ne0, int64_t ne1) {
   return prefill_mma_units(ne0) >= 2 * kPrefillExpertKSplitRule ? kPrefillExpertKSplitRule : 1;
 }
 // Whether a dense launch of one pair tile (up to 32 tokens) of a [ne1][ne0] matrix the K split may take
-// fills less than half the device (its ceil(ne1 / 64) blocks, gpu/kernels_gemv.cu's 4 warps of 16 rows, at
-// most blocks_per_sm * sms / 2) over rows of 2 units a split at least: the launches the forty-ninth
-// session's split rule split (the rule above splits every one of them too, given the same blocks_per_sm:
-// one round of blocks at 2 splits is over 10 % below none's), whose minimum and columns were measured so.
-// The dense minimum takes the split's value where this holds and the split is on, the whole tile's (3 / 2;
-// without A from the quants 12, 8 from 2^25 elements, 2 on short rows) where it does not (on matrices of at
-// least kPrefillMmaLargeElems elements). A launch of long rows the rule splits where this does not hold
-// (18,432 x 7168) keeps the whole tile's minimum: measured there split (docs/cuda-backend.md forty-third
-// pass, H100) the tensor cores took 79 us at 3 tokens (Q4_K) against the columns' 124 and the F32 kernels'
-// 169, and at 2 the columns 83 against 79.
+// fills less than half the device (its prefill_dense_blocks, at most blocks_per_sm * sms / 2) over rows of 2
+// units a split at least: the launches the forty-ninth session's split rule split (the rule above splits
+// every one of them too, given the same blocks_per_sm: one round of blocks at 2 splits is over 10 % below
+// none's), whose minimum and columns were measured so. The dense minimum takes the split's value where this
+// holds and the split is on, the whole tile's (3 / 2; without A from the quants 12, 8 from 2^25 elements, 2
+// on short rows) where it does not (on matrices of at least kPrefillMmaLargeElems elements). A launch of long
+// rows the rule splits where this does not hold (18,432 x 7168) keeps the whole tile's minimum: measured
+// there split (docs/cuda-backend.md forty-third pass, H100) the tensor cores took 79 us at 3 tokens (Q4_K)
+// against the columns' 124 and the F32 kernels' 169, and at 2 the columns 83 against 79.
 constexpr bool prefill_dense_one_tile_few_blocks(int64_t ne0, int64_t ne1, int sms, int blocks_per_sm) {
   if (ne1 <= 0 || !prefill_dense_k_split_eligible(ne0, ne1)) return false;
-  int64_t k = static_cast<int64_t>(blocks_per_sm) * sms / ((ne1 + 63) / 64);
+  int64_t k = static_cast<int64_t>(blocks_per_sm) * sms / prefill_dense_blocks(ne1, 1);
   if (k > prefill_mma_units(ne0) / 2) k = prefill_mma_units(ne0) / 2;
   return k >= 2;
 }

@@ -1929,9 +1929,9 @@ DenseKSplit gemv_prefill_dense_k_split(GgmlType type, int64_t ne0, int64_t ne1, 
   DenseKSplit r;
   if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return r;  // no tensor cores
   r.blocks_per_sm = dense_blocks_per_sm(type, ne0, gemv_prefill_quant_a(type));
-  const int64_t blocks =
-      (ne1 + 16 * kMmaWarpsP - 1) / (16 * kMmaWarpsP) * ((n_tok + kMmaPairs - 1) / kMmaPairs);
-  r.splits = gemv_prefill_k_splits(blocks, prefill_mma_units(ne0), device_multiprocessors(), r.blocks_per_sm,
+  static_assert(16 * kMmaWarpsP == 64 && kMmaPairs == 32, "prefill_dense_blocks: 64 rows by 32 tokens");
+  r.splits = gemv_prefill_k_splits(prefill_dense_blocks(ne1, n_tok), prefill_mma_units(ne0),
+                                   device_multiprocessors(), r.blocks_per_sm,
                                    prefill_dense_k_split_eligible(ne0, ne1));
   return r;
 }

@@ -1928,7 +1928,7 @@ nlohmann::json bench_model_prefill_k_sweep(const WeightPool& pool, GgmlType type
                             {"rows", d.rows},
                             {"cols", d.cols},
                             {"tokens", t},
-                            {"blocks", (d.rows + 63) / 64 * ((t + 31) / 32)},
+                            {"blocks", gpu::prefill_dense_blocks(d.rows, t)},
                             {"best_k", kKSweep[best]},
                             {"rule_k", rule.splits},
                             {"blocks_per_sm", rule.blocks_per_sm},
