@@ -38,6 +38,7 @@
 #include <cstdint>
 
 #include "gpu/kernels.h"
+#include "gpu/sm_limits.h"
 
 namespace moepack::gpu::detail {
 
@@ -78,6 +79,20 @@ void keep_pool_memory();
 
 // The current device's multiprocessors (cached per device).
 int device_multiprocessors();
+
+// The per-SM limits of another compute capability emulated on every device of this process
+// (gpu/sm_limits.h), from the environment's MOEPACK_GPU_LIMITS: unset or empty: none (nullptr);
+// "sm_120": kSm120Limits. Read once. Throws Error naming the variable for any other value. Under them
+// the device's shared memory an SM, its reserved bytes and a block's opt-in maximum are the emulated
+// ones (where smaller), occupancy_blocks_per_sm counts with them, and allow_dynamic_smem refuses a
+// kernel whose shared memory would pass a block's maximum there.
+const SmLimits* emulated_sm_limits();
+
+// Blocks of `kernel` (launched with `threads` threads a block and `dynamic_smem` bytes of dynamic
+// shared memory) an SM of the current device holds: cudaOccupancyMaxActiveBlocksPerMultiprocessor, and
+// under emulated limits the least of that and emulated_blocks_per_sm (gpu/sm_limits.h). 0 where
+// none fits. Throws Error on a CUDA error.
+int occupancy_blocks_per_sm(const void* kernel, int threads, size_t dynamic_smem);
 
 // Throws Error unless b's weights without a table (w, w_gstride) are aligned as gemv_mma needs: 4
 // bytes, 2 for Q3_K's and Q6_K's rows of an odd number of super-blocks (a table's pointers are the

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/gemv_mma.h"
 #include "gpu/kernels.h"
 
 namespace moepack::gpu {
@@ -278,6 +279,9 @@ size_t optin_shared_bytes() {
   MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
   int optin = 0;
   MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (const detail::SmLimits* lim = detail::emulated_sm_limits()) {
+    optin = std::min(optin, static_cast<int>(lim->optin_per_block));  // (MOEPACK_GPU_LIMITS)
+  }
   return static_cast<size_t>(optin) - 1024;  // room for the kernels' static reduction scratch
 }
 

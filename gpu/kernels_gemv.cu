@@ -1322,11 +1322,12 @@ std::atomic<int> g_tiled_recompute{detail::kGemvPrefillTiledRecomputeDefault};
 
 // The blocks a multiprocessor holds of the K split's dense instantiation of T (gemm_mma_kernel, the GGUF
 // layout, the whole unit; with A from the quants where qa), from the CUDA occupancy calculator with its
-// shared memory allowed; asked once per device (the current one), type and A's source. On an H100 Q4_K's 4,
-// Q6_K's 3 and Q8_0's 2 (W's halves staged: its __launch_bounds__ asks for 1 block, and its registers keep
-// it to 2 where its 72.6 KB of shared memory would allow 3), against the 3 the constant its minimum counted
-// with said (gpu/gemm_mma_layout.h prefill_mma_whole_unit_blocks_per_sm). Throws Error where no block fits
-// a multiprocessor, and on a CUDA error.
+// shared memory allowed (under emulated limits, theirs: detail::occupancy_blocks_per_sm); asked once per
+// device (the current one), type and A's source. On an H100 Q4_K's 4, Q6_K's 3 and Q8_0's 2 (W's halves
+// staged: its __launch_bounds__ asks for 1 block, and its registers keep it to 2 where its 72.6 KB of shared
+// memory would allow 3), against the 3 the constant its minimum counted with said (gpu/gemm_mma_layout.h
+// prefill_mma_whole_unit_blocks_per_sm). Throws Error where no block fits a multiprocessor, and on a CUDA
+// error.
 template <GgmlType T, bool QA>
 int split_blocks_per_sm_of() {
   static std::mutex mu;
@@ -1339,9 +1340,8 @@ int split_blocks_per_sm_of() {
   using PU = PrefillUnit<T, 8, QA>;
   const auto kernel = gemm_mma_kernel<T, false, 8, QA, true>;
   detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), PU::kSmemBytes);
-  int blocks = 0;
-  MOEPACK_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kMmaWarpsP * 32, PU::kSmemBytes));
+  const int blocks =
+      detail::occupancy_blocks_per_sm(reinterpret_cast<const void*>(kernel), kMmaWarpsP * 32, PU::kSmemBytes);
   if (blocks < 1) {
     throw Error("gemv: no block of the " + std::string(ggml_type_name(T)) + " prefill's K split (" +
                 std::to_string(PU::kSmemBytes) + " bytes of shared memory) fits a multiprocessor");

@@ -42,6 +42,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -2910,7 +2911,17 @@ uint8_t* stale_scratch(int64_t bytes) {
 
 // The opt-in above 48 KiB of dynamic shared memory, per device and kernel (an attribute of the
 // kernel), raised when a launch needs more than before.
+// Under emulated limits (emulated_sm_limits) a kernel whose static and dynamic shared memory pass the
+// emulated card's block maximum throws Error: there the launch would fail.
 void allow_smem(const void* kernel, size_t bytes) {
+  if (const SmLimits* lim = emulated_sm_limits()) {
+    const size_t total = bytes + kernel_state(kernel).static_smem;
+    if (total > static_cast<size_t>(lim->optin_per_block)) {
+      throw Error("gemv: a kernel's " + std::to_string(total) + " bytes of shared memory a block (" +
+                  std::to_string(bytes) + " dynamic) pass " + lim->name + "'s " +
+                  std::to_string(lim->optin_per_block) + " (MOEPACK_GPU_LIMITS)");
+    }
+  }
   if (bytes <= 48 * 1024) return;
   KernelState& st = kernel_state(kernel);
   static std::mutex mu;
@@ -2934,7 +2945,9 @@ void prefer_max_shared(const void* kernel) {
 }
 
 // The current device's shared memory per SM, the part of it the system keeps per block, a
-// block's limit with opt-in (227 KiB on sm_90, 99 KiB on sm_120), and its SM count.
+// block's limit with opt-in (227 KiB on sm_90, 99 KiB on sm_120), and its SM count; under emulated
+// limits (emulated_sm_limits) the emulated card's where they are smaller (the SM count stays the
+// device's).
 struct SmShape {
   size_t smem = 0, reserved = 0, optin = 0;
   int sms = 0;
@@ -2951,6 +2964,11 @@ SmShape device_sm_shape() {
     MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
     MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (const SmLimits* lim = emulated_sm_limits()) {
+      smem = std::min(smem, static_cast<int>(lim->smem_per_sm));
+      reserved = std::max(reserved, static_cast<int>(lim->reserved_per_block));
+      optin = std::min(optin, static_cast<int>(lim->optin_per_block));
+    }
     it = shapes
              .emplace(dev, SmShape{static_cast<size_t>(smem), static_cast<size_t>(reserved),
                                    static_cast<size_t>(optin), sms})
@@ -3512,9 +3530,7 @@ void launch_tiled_ffn_nw(const GemvBatch& a, const GemvBatch& d, int32_t* sync, 
   {
     std::lock_guard<std::mutex> lock(mu);
     auto [it, fresh] = occupancy.try_emplace({current_device(), smem}, 0);
-    if (fresh) {
-      MOEPACK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&it->second, k, NW * 32, smem));
-    }
+    if (fresh) it->second = occupancy_blocks_per_sm(reinterpret_cast<const void*>(k), NW * 32, smem);
     per_sm = it->second;
   }
   if (per_sm < 1) {
@@ -3571,6 +3587,27 @@ void launch_repack(const uint8_t* src, uint8_t* dst, int64_t ne0, int64_t ne1, u
 }  // namespace
 
 int device_multiprocessors() { return device_sm_shape().sms; }
+
+const SmLimits* emulated_sm_limits() {
+  static const SmLimits* const limits = []() -> const SmLimits* {
+    const char* v = std::getenv("MOEPACK_GPU_LIMITS");
+    if (v == nullptr || *v == '\0') return nullptr;
+    if (std::string(v) == kSm120Limits.name) return &kSm120Limits;
+    throw Error(std::string("MOEPACK_GPU_LIMITS: unknown limits '") + v + "' (known: " + kSm120Limits.name +
+                ", or unset for the device's own)");
+  }();
+  return limits;
+}
+
+int occupancy_blocks_per_sm(const void* kernel, int threads, size_t dynamic_smem) {
+  int blocks = 0;
+  MOEPACK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_smem));
+  if (const SmLimits* lim = emulated_sm_limits()) {
+    blocks = static_cast<int>(emulated_blocks_per_sm(
+        *lim, blocks, threads, static_cast<int64_t>(dynamic_smem + kernel_state(kernel).static_smem)));
+  }
+  return blocks;
+}
 
 void allow_dynamic_smem(const void* kernel, size_t bytes) { allow_smem(kernel, bytes); }
 

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gpu/sm_limits.h"
+
 namespace moepack::gpu::detail {
 namespace {
 
@@ -214,6 +216,50 @@ TEST(GemvLaunchCap, FfnScheduleItemsAndGrid) {
   EXPECT_EQ(ffn_schedule(0, 4096, 8, 16, 132).grid, 0);
   EXPECT_EQ(ffn_schedule(2048, 4096, 8, 16, 0).grid, 0);
   EXPECT_EQ(ffn_schedule(2048, 4096, 0, 16, 132).grid, 0);
+}
+
+// sm_120's limits (gpu/sm_limits.h): 102,400 bytes of shared memory an SM, 1,024 reserved a block,
+// 101,376 a block at most, 1,536 threads and 24 blocks an SM; shared memory in 128-byte units.
+TEST(SmLimits, EmulatedBlocksPerSmTakeTheLeastLimit) {
+  const SmLimits& l = kSm120Limits;
+  EXPECT_EQ(l.smem_per_sm, 102400);
+  EXPECT_EQ(l.optin_per_block, 101376);
+  // 512 threads, no shared memory, 4 by the device's registers: 1536 / 512 = 3 (an H100 holds 4).
+  EXPECT_EQ(emulated_blocks_per_sm(l, 4, 512, 0), 3);
+  // The device's count is the bound where it is the least: 2 blocks of 512 threads.
+  EXPECT_EQ(emulated_blocks_per_sm(l, 2, 512, 0), 2);
+  // 128 threads, 74,000 bytes: 74,000 + 1,024 = 75,024 -> 75,136 (587 units of 128); 102,400 / 75,136 = 1
+  // (an H100's 233,472 would hold 3).
+  EXPECT_EQ(emulated_blocks_per_sm(l, 3, 128, 74000), 1);
+  // 256 threads, 40,000 bytes: 41,024 -> 41,088 (321 units); 102,400 / 41,088 = 2 (threads allow 6).
+  EXPECT_EQ(emulated_blocks_per_sm(l, 8, 256, 40000), 2);
+  // Exactly a unit: 50,176 + 1,024 = 51,200 = 400 units; two fit exactly in 102,400.
+  EXPECT_EQ(emulated_blocks_per_sm(l, 8, 256, 50176), 2);
+  EXPECT_EQ(emulated_blocks_per_sm(l, 8, 256, 50177), 1);
+  // 128 threads, no shared memory: 1536 / 128 = 12; 32 threads: the 24 blocks an SM bound.
+  EXPECT_EQ(emulated_blocks_per_sm(l, 16, 128, 0), 12);
+  EXPECT_EQ(emulated_blocks_per_sm(l, 32, 32, 0), 24);
+  // A block's maximum: 101,376 bytes fit (one block: 102,400 = 101,376 + 1,024); one byte more would
+  // not launch.
+  EXPECT_EQ(emulated_blocks_per_sm(l, 1, 128, 101376), 1);
+  EXPECT_EQ(emulated_blocks_per_sm(l, 1, 128, 101377), 0);
+  // Nothing fits on the device, or no threads.
+  EXPECT_EQ(emulated_blocks_per_sm(l, 0, 128, 0), 0);
+  EXPECT_EQ(emulated_blocks_per_sm(l, 4, 0, 0), 0);
+}
+
+// The blocks-per-SM cap's padding on sm_120 (102,400 bytes an SM): a grid of one block an SM is
+// capped there (half an SM fits a block's maximum), where on the H200 it runs uncapped (above).
+TEST(SmLimits, PaddingOnSm120CapsOneBlockAnSm) {
+  constexpr size_t kSmem120 = 102400, kLimit120 = 101376 - 1024;
+  // n = 1: 102400 / 2 + 16 = 51216, less the 1280 fixed = 49936: two blocks of 49936 + 1280 = 51216
+  // would need 102,432 bytes.
+  EXPECT_EQ(gemv_capped_smem(kSmem120, kFixed, 30000, kLimit120, 1), 49936u);
+  EXPECT_GT(2 * (49936 + kFixed), kSmem120);
+  // n = 2: 102400 / 3 + 16 = 34149, less 1280 = 32869.
+  EXPECT_EQ(gemv_capped_smem(kSmem120, kFixed, 30000, kLimit120, 2), 32869u);
+  EXPECT_LE(2 * (32869 + kFixed), kSmem120);
+  EXPECT_GT(3 * (32869 + kFixed), kSmem120);
 }
 
 }  // namespace

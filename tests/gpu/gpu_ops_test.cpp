@@ -1192,6 +1192,31 @@ TEST(GpuOps, GemvPrefillKSplitWithinTheBound) {
   EXPECT_THROW(detail::set_gemv_prefill_k_split(detail::kGemvPrefillKSplitMax + 1), Error);
 }
 
+// Fifty-sixth session: sm_120's per-SM limits emulated (MOEPACK_GPU_LIMITS=sm_120, gpu/sm_limits.h; skipped
+// without it). The whole suite is then run under them: every launch choice an RTX 50xx's 100 KiB of shared
+// memory an SM makes. Here: the limits are in force where the rules read them. Q8_0's K split block (72.6 KB
+// of shared memory, docs/cuda-backend.md, forty-third pass) fits once in 100 KiB (twice, with 1 KiB
+// reserved each, would need 147 KiB; an H100 holds 2), so the rule counts 1 block a multiprocessor, and
+// MLA's kv_a (9 blocks a pair tile) still splits 14 ways on a device of 126 or more SMs.
+TEST(SmLimits, EmulatedSm120LimitsAreInForce) {
+  const detail::SmLimits* lim = detail::emulated_sm_limits();
+  if (lim == nullptr) GTEST_SKIP() << "MOEPACK_GPU_LIMITS is not set";
+  ASSERT_STREQ(lim->name, "sm_120");
+  const detail::DenseKSplit q8 = detail::gemv_prefill_dense_k_split(GgmlType::Q8_0, 7168, 576, 16);
+  EXPECT_EQ(q8.blocks_per_sm, 1);
+  if (detail::device_multiprocessors() >= 126) {
+    EXPECT_EQ(q8.splits, 14);
+  }
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    const detail::DenseKSplit k = detail::gemv_prefill_dense_k_split(type, 7168, 18432, 16);
+    std::printf(
+        "%s under %s: the split kernel holds %d blocks a multiprocessor; 18432 x 7168 at 16 tokens "
+        "splits %d ways\n",
+        std::string(ggml_type_name(type)).c_str(), lim->name, k.blocks_per_sm, k.splits);
+    EXPECT_GE(k.blocks_per_sm, 1);
+  }
+}
+
 // The K split of expert launches (set_gemv_prefill_expert_k_split; fiftieth session). An expert launch of
 // `sizes`' groups over matrices of [ne1][ne0] `type` (GGUF, and tiled where the layout covers the type),
 // every group of two or more pairs on the tensor cores, y rows 3 floats wider than ne1: split `splits` ways

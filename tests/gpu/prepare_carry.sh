@@ -25,11 +25,13 @@
 #   tests/gpu/prepare_carry.sh q   deepseek4 Q4_K_M + kimi-linear Q4_K_M      (~29 MiB: the two
 #                                  arch tier tests on Q4_K_M)
 #   tests/gpu/prepare_carry.sh r   qwen3moe MXFP4 + deepseek4 Q2_K            (~28 MiB)
+#   tests/gpu/prepare_carry.sh s   deepseek2 Q2_K (3 shards) alone          (~12.5 MiB: beside the
+#                                  prebuilt binaries, tests/gpu/sm120_limits_one_call.sh)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
 set -eu
-set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|none}"
+set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|s|none}"
 src="${MOEPACK_SHARED_DIR:-../shared}/fixtures"
 dst=.device-carry/shared/fixtures
 rm -rf .device-carry/shared
@@ -128,8 +130,12 @@ case "$set_name" in
     refs qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE
     copy deepseek4-tiny/ref/deepseek4-tiny-Q2_K.f32-dequant.json
     ;;
+  s)
+    copy deepseek2-tiny/deepseek2-tiny-Q2_K-0000{1,2,3}-of-00003.gguf
+    refs deepseek2-tiny/deepseek2-tiny-Q2_K
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a to r, or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a to s, or none)" >&2; exit 2 ;;
 esac
 # The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
 for fam in deepseek4-tiny kimi-linear-tiny; do

@@ -1,0 +1,54 @@
+// A multiprocessor's limits of another compute capability, emulated on the device at hand
+// (fifty-sixth session): the product's target card, an RTX 50xx (sm_120), has 100 KiB of shared
+// memory an SM where an H100 / H200 (sm_90) has 228 KiB, a block's opt-in maximum of 99 KiB
+// (227 KiB), 1536 threads an SM (2048) and 24 blocks an SM (32). Every launch choice the CUDA backend
+// derives from those numbers (ring depths and x's fragments staged or not, the blocks-per-SM cap's
+// padding, the K split's and the one-launch FFN's occupancy) can then be run and checked against the
+// CPU reference on an sm_90 card, with `MOEPACK_GPU_LIMITS=sm_120` in the environment
+// (kernels_gemv_mma.cu, emulated_sm_limits). What it cannot emulate: the SM count (it stays the
+// device's own: the one-launch FFN's grid must be resident at once, and an RTX 5090's 170 SMs are
+// more than an H100's 132), the sm_120 code itself (its registers, its speed).
+//
+// Arithmetic only, no CUDA runtime, so the CPU tests cover it (tests/gpu/gemv_launch_cap_test.cpp).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace moepack::gpu::detail {
+
+// A compute capability's per-SM limits. Source: NVIDIA's CUDA C++ Programming Guide, "Technical
+// Specifications per Compute Capability" (12.0: 100 KB of shared memory an SM, 99 KB a block, 1 KB
+// reserved a block, 1536 threads and 24 blocks an SM; the same values in CCCL's
+// cuda/__device/arch_traits.h). Registers (64 K 32-bit an SM, 255 a thread) are the same on sm_90 and
+// sm_120, so the device's own occupancy calculator already counts them.
+struct SmLimits {
+  const char* name;
+  int64_t smem_per_sm;         // bytes of shared memory an SM gives its blocks
+  int64_t reserved_per_block;  // bytes the system keeps per block
+  int64_t optin_per_block;     // a block's largest static + dynamic shared memory, opted in
+  int64_t max_threads_per_sm;
+  int64_t max_blocks_per_sm;
+};
+inline constexpr SmLimits kSm120Limits{"sm_120", 100 * 1024, 1024, 99 * 1024, 1536, 24};
+
+// Shared memory is given to blocks in units of 128 bytes (the CUDA Occupancy Calculator's
+// "shared memory allocation unit size" for compute capabilities 8.0 and later).
+inline constexpr int64_t kSmemAllocationUnit = 128;
+
+// Blocks of `threads` threads and `smem` bytes of shared memory (the kernel's static plus the
+// launch's dynamic bytes) an SM holds under `lim`, given `device_blocks` (what the device's own
+// occupancy calculator says for the kernel: its registers): the least of device_blocks,
+// max_threads_per_sm / threads, max_blocks_per_sm and smem_per_sm / (smem + reserved_per_block
+// rounded up to kSmemAllocationUnit). 0 for threads <= 0 or smem < 0; 0 where smem passes
+// optin_per_block (the launch would fail on such a card).
+constexpr int64_t emulated_blocks_per_sm(const SmLimits& lim, int64_t device_blocks, int64_t threads,
+                                         int64_t smem) {
+  if (threads <= 0 || smem < 0 || smem > lim.optin_per_block || device_blocks <= 0) return 0;
+  const int64_t per_block =
+      (smem + lim.reserved_per_block + kSmemAllocationUnit - 1) / kSmemAllocationUnit * kSmemAllocationUnit;
+  return std::min(
+      {device_blocks, lim.max_threads_per_sm / threads, lim.max_blocks_per_sm, lim.smem_per_sm / per_block});
+}
+
+}  // namespace moepack::gpu::detail
