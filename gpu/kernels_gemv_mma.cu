@@ -2917,7 +2917,7 @@ void allow_smem(const void* kernel, size_t bytes) {
   if (const SmLimits* lim = emulated_sm_limits()) {
     const size_t total = bytes + kernel_state(kernel).static_smem;
     if (total > static_cast<size_t>(lim->optin_per_block)) {
-      throw Error("gemv: a kernel's " + std::to_string(total) + " bytes of shared memory a block (" +
+      throw Error("CUDA backend: a kernel's " + std::to_string(total) + " bytes of shared memory a block (" +
                   std::to_string(bytes) + " dynamic) pass " + lim->name + "'s " +
                   std::to_string(lim->optin_per_block) + " (MOEPACK_GPU_LIMITS)");
     }
@@ -2946,8 +2946,8 @@ void prefer_max_shared(const void* kernel) {
 
 // The current device's shared memory per SM, the part of it the system keeps per block, a
 // block's limit with opt-in (227 KiB on sm_90, 99 KiB on sm_120), and its SM count; under emulated
-// limits (emulated_sm_limits) the emulated card's where they are smaller (the SM count stays the
-// device's).
+// limits (emulated_sm_limits) the emulated card's shared memory and opt-in where smaller, its reserved
+// bytes where larger (the SM count stays the device's).
 struct SmShape {
   size_t smem = 0, reserved = 0, optin = 0;
   int sms = 0;

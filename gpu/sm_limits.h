@@ -1,13 +1,16 @@
 // A multiprocessor's limits of another compute capability, emulated on the device at hand
 // (fifty-sixth session): the product's target card, an RTX 50xx (sm_120), has 100 KiB of shared
 // memory an SM where an H100 / H200 (sm_90) has 228 KiB, a block's opt-in maximum of 99 KiB
-// (227 KiB), 1536 threads an SM (2048) and 24 blocks an SM (32). Every launch choice the CUDA backend
-// derives from those numbers (ring depths and x's fragments staged or not, the blocks-per-SM cap's
-// padding, the K split's and the one-launch FFN's occupancy) can then be run and checked against the
-// CPU reference on an sm_90 card, with `MOEPACK_GPU_LIMITS=sm_120` in the environment
-// (kernels_gemv_mma.cu, emulated_sm_limits). What it cannot emulate: the SM count (it stays the
-// device's own: the one-launch FFN's grid must be resident at once, and an RTX 5090's 170 SMs are
-// more than an H100's 132), the sm_120 code itself (its registers, its speed).
+// (227 KiB), 1536 threads an SM (2048) and 24 blocks an SM (32). The launch choices the CUDA backend
+// reads from the device (ring depths and x's fragments staged or not, the blocks-per-SM cap's
+// padding, the dense K split's occupancy on rows of 4096 elements or more, the one-launch FFN's
+// grid) can then be run and checked against the CPU reference on an sm_90 card, with
+// `MOEPACK_GPU_LIMITS=sm_120` in the environment (kernels_gemv_mma.cu, emulated_sm_limits). Not
+// emulated: the SM count (it stays the device's own: the one-launch FFN's grid must be resident at
+// once, and an RTX 5090's 170 SMs are more than an H100's 132); the sm_120 code itself (its
+// registers, its speed); and the blocks an SM that gpu/gemm_mma_layout.h's prefill rules take as
+// constants (measured on an H100: the half-unit x rule, the K split of rows under 4096 elements),
+// which a real sm_120 card reads the same way.
 //
 // Arithmetic only, no CUDA runtime, so the CPU tests cover it (tests/gpu/gemv_launch_cap_test.cpp).
 #pragma once
@@ -38,17 +41,18 @@ inline constexpr int64_t kSmemAllocationUnit = 128;
 
 // Blocks of `threads` threads and `smem` bytes of shared memory (the kernel's static plus the
 // launch's dynamic bytes) an SM holds under `lim`, given `device_blocks` (what the device's own
-// occupancy calculator says for the kernel: its registers): the least of device_blocks,
-// max_threads_per_sm / threads, max_blocks_per_sm and smem_per_sm / (smem + reserved_per_block
-// rounded up to kSmemAllocationUnit). 0 for threads <= 0 or smem < 0; 0 where smem passes
-// optin_per_block (the launch would fail on such a card).
+// occupancy calculator says for the kernel: its registers): the least of device_blocks, the SM's
+// warps over a block's (max_threads_per_sm / 32 over ceil(threads / 32): warps are allocated
+// whole), max_blocks_per_sm and smem_per_sm / (smem + reserved_per_block rounded up to
+// kSmemAllocationUnit). 0 for threads <= 0 or smem < 0; 0 where smem passes optin_per_block (the
+// launch would fail on such a card).
 constexpr int64_t emulated_blocks_per_sm(const SmLimits& lim, int64_t device_blocks, int64_t threads,
                                          int64_t smem) {
   if (threads <= 0 || smem < 0 || smem > lim.optin_per_block || device_blocks <= 0) return 0;
   const int64_t per_block =
       (smem + lim.reserved_per_block + kSmemAllocationUnit - 1) / kSmemAllocationUnit * kSmemAllocationUnit;
-  return std::min(
-      {device_blocks, lim.max_threads_per_sm / threads, lim.max_blocks_per_sm, lim.smem_per_sm / per_block});
+  return std::min({device_blocks, lim.max_threads_per_sm / 32 / ((threads + 31) / 32), lim.max_blocks_per_sm,
+                   lim.smem_per_sm / per_block});
 }
 
 }  // namespace moepack::gpu::detail

@@ -239,6 +239,11 @@ TEST(SmLimits, EmulatedBlocksPerSmTakeTheLeastLimit) {
   // 128 threads, no shared memory: 1536 / 128 = 12; 32 threads: the 24 blocks an SM bound.
   EXPECT_EQ(emulated_blocks_per_sm(l, 16, 128, 0), 12);
   EXPECT_EQ(emulated_blocks_per_sm(l, 32, 32, 0), 24);
+  // Warps are allocated whole: 100 threads are 4 warps, 48 / 4 = 12 (1536 / 100 would say 15); 400
+  // threads 13 warps, 48 / 13 = 3; 769 threads 25 warps, 1.
+  EXPECT_EQ(emulated_blocks_per_sm(l, 32, 100, 0), 12);
+  EXPECT_EQ(emulated_blocks_per_sm(l, 8, 400, 0), 3);
+  EXPECT_EQ(emulated_blocks_per_sm(l, 8, 769, 0), 1);
   // A block's maximum: 101,376 bytes fit (one block: 102,400 = 101,376 + 1,024); one byte more would
   // not launch.
   EXPECT_EQ(emulated_blocks_per_sm(l, 1, 128, 101376), 1);

@@ -1196,7 +1196,7 @@ TEST(GpuOps, GemvPrefillKSplitWithinTheBound) {
 // without it). The whole suite is then run under them: every launch choice an RTX 50xx's 100 KiB of shared
 // memory an SM makes. Here: the limits are in force where the rules read them. Q8_0's K split block (72.6 KB
 // of shared memory, docs/cuda-backend.md, forty-third pass) fits once in 100 KiB (twice, with 1 KiB
-// reserved each, would need 147 KiB; an H100 holds 2), so the rule counts 1 block a multiprocessor, and
+// reserved each, would need 147,200 bytes; an H100 holds 2), so the rule counts 1 block a multiprocessor, and
 // MLA's kv_a (9 blocks a pair tile) still splits 14 ways on a device of 126 or more SMs.
 TEST(SmLimits, EmulatedSm120LimitsAreInForce) {
   const detail::SmLimits* lim = detail::emulated_sm_limits();
