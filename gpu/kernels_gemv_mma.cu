@@ -2817,10 +2817,11 @@ int current_device() {
 
 // Per (device, kernel): whether the kernel's code has griddepcontrol (built from sm_90+ PTX
 // for an sm_90+ device; code JIT-compiled from older PTX lacks the wait, so it must not be
-// launched as a dependent), and the dynamic shared memory opted in so far.
+// launched as a dependent), and the dynamic shared memory a launch may ask for so far (CUDA's
+// maxDynamicSharedSizeBytes: 48 KiB less the kernel's static shared memory until opted in higher).
 struct KernelState {
   bool pdl = false;
-  size_t smem = 48 * 1024;
+  size_t smem = 0;
   size_t static_smem = 0;   // the kernel's own __shared__ bytes
   bool max_shared = false;  // prefer_max_shared done
 };
@@ -2837,6 +2838,7 @@ KernelState& kernel_state(const void* kernel) {
     KernelState st;
     st.pdl = fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
     st.static_smem = fa.sharedSizeBytes;
+    st.smem = static_cast<size_t>(fa.maxDynamicSharedSizeBytes);
     it = states.emplace(key, st).first;
   }
   return it->second;
@@ -2859,7 +2861,23 @@ void launch_maybe_dependent(void (*kernel)(Params...), dim3 grid, int threads, s
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
-  MOEPACK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
+  if (e != cudaSuccess) {
+    // The launch's shape in the message (a launch refused for its configuration says which), and its
+    // error taken off cudaGetLastError's state so that the next launch does not report it again.
+    (void)cudaGetLastError();
+    cudaFuncAttributes fa{};
+    const bool attrs = cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(kernel)) == cudaSuccess;
+    const std::string what = "cudaLaunchKernelEx (grid " + std::to_string(grid.x) + " x " +
+                             std::to_string(grid.y) + ", " + std::to_string(threads) + " threads, " +
+                             std::to_string(smem) + " bytes of dynamic shared memory" +
+                             (attrs ? ", the kernel's " + std::to_string(fa.sharedSizeBytes) +
+                                          " static and " + std::to_string(fa.maxDynamicSharedSizeBytes) +
+                                          " dynamic allowed, " + std::to_string(fa.numRegs) + " registers"
+                                    : std::string()) +
+                             (cfg.numAttrs > 0 ? ", a programmatic dependent" : "") + ")";
+    throw_cuda_error(e, what.c_str(), __FILE__, __LINE__);
+  }
 }
 
 // A GEMV kernel (or x_fragments_wide_kernel) on b and scratch, as a programmatic dependent
@@ -2909,8 +2927,12 @@ uint8_t* stale_scratch(int64_t bytes) {
   return buf.first;
 }
 
-// The opt-in above 48 KiB of dynamic shared memory, per device and kernel (an attribute of the
-// kernel), raised when a launch needs more than before.
+// The opt-in of dynamic shared memory, per device and kernel (an attribute of the kernel), raised
+// when a launch needs more than the kernel allows so far: above 48 KiB less the kernel's static
+// shared memory, not above 48 KiB. (Fifty-sixth session: under sm_120's limits gpu_ops_test's tiled
+// test was refused "invalid argument" at launch while the opt-in started at 48 KiB of dynamic bytes; by
+// the arithmetic, MXFP4's 16-warp tiled kernels, 1,040 static bytes, padded for one block an SM to
+// 102,400 / 2 + 16 - 1,024 - 1,040 = 49,152 dynamic bytes: 48 KiB exactly, over the kernel's 48,112.)
 // Under emulated limits (emulated_sm_limits) a kernel whose static and dynamic shared memory pass the
 // emulated card's block maximum throws Error: there the launch would fail.
 void allow_smem(const void* kernel, size_t bytes) {
@@ -2922,7 +2944,6 @@ void allow_smem(const void* kernel, size_t bytes) {
                   std::to_string(lim->optin_per_block) + " (MOEPACK_GPU_LIMITS)");
     }
   }
-  if (bytes <= 48 * 1024) return;
   KernelState& st = kernel_state(kernel);
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);

@@ -263,6 +263,10 @@ TEST(SmLimits, PaddingOnSm120CapsOneBlockAnSm) {
   EXPECT_GT(2 * (49936 + kFixed), kSmem120);
   // n = 2: 102400 / 3 + 16 = 34149, less 1280 = 32869.
   EXPECT_EQ(gemv_capped_smem(kSmem120, kFixed, 30000, kLimit120, 2), 32869u);
+  // MXFP4's 16-warp tiled kernels (part[16][16] and 16 bytes of table words: 1,040 static bytes):
+  // 51216 - 1024 - 1040 = 49152, 48 KiB of dynamic shared memory exactly, over the 48 KiB less the
+  // static bytes a kernel may ask for without opting in (kernels_gemv_mma.cu allow_smem).
+  EXPECT_EQ(gemv_capped_smem(kSmem120, 1024 + 1040, 30000, kLimit120, 1), 49152u);
   EXPECT_LE(2 * (32869 + kFixed), kSmem120);
   EXPECT_GT(3 * (32869 + kFixed), kSmem120);
 }
