@@ -2936,15 +2936,15 @@ uint8_t* stale_scratch(int64_t bytes) {
 // Under emulated limits (emulated_sm_limits) a kernel whose static and dynamic shared memory pass the
 // emulated card's block maximum throws Error: there the launch would fail.
 void allow_smem(const void* kernel, size_t bytes) {
+  KernelState& st = kernel_state(kernel);
   if (const SmLimits* lim = emulated_sm_limits()) {
-    const size_t total = bytes + kernel_state(kernel).static_smem;
+    const size_t total = bytes + st.static_smem;
     if (total > static_cast<size_t>(lim->optin_per_block)) {
       throw Error("CUDA backend: a kernel's " + std::to_string(total) + " bytes of shared memory a block (" +
                   std::to_string(bytes) + " dynamic) pass " + lim->name + "'s " +
                   std::to_string(lim->optin_per_block) + " (MOEPACK_GPU_LIMITS)");
     }
   }
-  KernelState& st = kernel_state(kernel);
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
   if (st.smem >= bytes) return;
