@@ -229,20 +229,27 @@ inline constexpr int kPrefillMmaHalfUnitBlocksPerSm = 4;
 // The blocks a multiprocessor was taken to hold of the whole unit's kernel (gpu/kernels_gemv.cu
 // gemm_mma_kernel's __launch_bounds__): with A from the quants 4, 3 for Q6_K (its registers); with W's
 // halves 3 (as its shared memory allows: Q8_0's 72.6 KB a block). The dense launches' K split counts with it
-// on rows of fewer than 16 units, and the half unit's rule. On longer rows the split rule and the dense
+// on rows of fewer than 16 units, and the half unit's rule; both with fewer where the device's shared memory
+// an SM holds fewer (kernels_gemv.cu prefill_rule_blocks_per_sm: on an RTX 50xx's 100 KiB 1 of the whole unit
+// with W's halves, 2 with A from the quants but Q6_K's 1). On longer rows the split rule and the dense
 // minimum's classification (prefill_dense_one_tile_few_blocks) count with the CUDA occupancy calculator's
 // value instead (gpu/kernels_gemv.cu dense_split_blocks_per_sm): on an H100 4 / 3 as here, but Q8_0's
 // kernel holds 2 (fifty-fifth session; its __launch_bounds__ asks for 1 block, so its registers decide).
 constexpr int prefill_mma_whole_unit_blocks_per_sm(GgmlType type, bool quant_a) {
   return quant_a ? (type == GgmlType::Q6_K ? 3 : 4) : kPrefillMmaWholeUnitBlocksPerSm;
 }
+// whole_per_sm, half_per_sm: the blocks a multiprocessor of the device at hand holds of the two
+// stagings (kernels_gemv.cu prefill_rule_blocks_per_sm: these constants, or fewer where its shared memory
+// holds fewer, as an RTX 50xx's 100 KiB an SM does). The half unit only where it holds more blocks at once
+// than the whole unit (every measured win above came from that; where both hold as many, the half unit's
+// second barrier a unit is all it adds: the x0.82-0.97 of launches that fit at once).
 constexpr bool prefill_mma_half_x_default(GgmlType type, bool tiled, int64_t blocks, int sms,
-                                          bool quant_a = false) {
-  if (quant_a) return false;
-  const bool more = blocks > static_cast<int64_t>(kPrefillMmaWholeUnitBlocksPerSm) * sms;
-  if (type == GgmlType::Q6_K && !tiled) {
-    return more && blocks <= static_cast<int64_t>(kPrefillMmaHalfUnitBlocksPerSm) * sms;
-  }
+                                          bool quant_a = false,
+                                          int whole_per_sm = kPrefillMmaWholeUnitBlocksPerSm,
+                                          int half_per_sm = kPrefillMmaHalfUnitBlocksPerSm) {
+  if (quant_a || half_per_sm <= whole_per_sm) return false;
+  const bool more = blocks > static_cast<int64_t>(whole_per_sm) * sms;
+  if (type == GgmlType::Q6_K && !tiled) return more && blocks <= static_cast<int64_t>(half_per_sm) * sms;
   return more;
 }
 

@@ -94,6 +94,12 @@ const SmLimits* emulated_sm_limits();
 // none fits. Throws Error on a CUDA error.
 int occupancy_blocks_per_sm(const void* kernel, int threads, size_t dynamic_smem);
 
+// Blocks of `kernel` with `dynamic_smem` bytes of dynamic shared memory the current device's shared
+// memory an SM holds, registers and threads not counted: smem_blocks_per_sm (gpu/sm_limits.h) of the
+// kernel's static plus dynamic bytes, with the device's shared memory an SM and reserved bytes a block
+// (under emulated limits the emulated card's). Throws Error on a CUDA error.
+int shared_memory_blocks_per_sm(const void* kernel, size_t dynamic_smem);
+
 // Throws Error unless b's weights without a table (w, w_gstride) are aligned as gemv_mma needs: 4
 // bytes, 2 for Q3_K's and Q6_K's rows of an odd number of super-blocks (a table's pointers are the
 // caller's to align). gemv_mma checks it; the decode columns at prefill (kernels_gemv.cu), which pass

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "core/ggml_type.h"
+#include "gpu/gemm_mma_layout.h"
 
 namespace moepack::gpu {
 
@@ -161,6 +162,17 @@ void set_gemv_prefill_mma_half_x(int mode);
 // prefill_mma_half_x_default) takes the launch's size, which changes no sum.
 // quant_a: the launch takes Q4_K's A fragments from its quants (below), whose rule is the whole unit.
 bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms, bool quant_a = false);
+// The blocks a multiprocessor of the current device holds of `type`'s tensor-core prefill staging the
+// whole unit and half of it (W's halves, the GGUF layout), as the half-unit rule above counts them: the
+// constants it was measured with on an H100 (gpu/gemm_mma_layout.h kPrefillMmaWholeUnitBlocksPerSm 3,
+// kPrefillMmaHalfUnitBlocksPerSm 4), or fewer where the device's shared memory an SM holds fewer (under
+// MOEPACK_GPU_LIMITS=sm_120 the emulated card's 100 KiB). The constants for F32, F16 and BF16 (no tensor
+// cores). Throws Error for a type without kernels, and on a CUDA error.
+struct PrefillStagingBlocks {
+  int whole = kPrefillMmaWholeUnitBlocksPerSm;
+  int half = kPrefillMmaHalfUnitBlocksPerSm;
+};
+PrefillStagingBlocks gemv_prefill_staging_blocks_per_sm(GgmlType type);
 // The tensor cores' prefill with the A fragments made from the quants (forty-eighth session; Q4_K,
 // Q5_K, Q2_K, Q3_K, Q6_K, MXFP4; gpu/gemm_mma_layout.h "Q4_K's A fragments from its quants",
 // kernels_gemv.cu Qa<T>): A = the integer quant (times the sub-block's scale where the product stays an

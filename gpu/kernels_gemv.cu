@@ -1356,13 +1356,29 @@ int split_blocks_per_sm(bool qa) {
   }
   return split_blocks_per_sm_of<T, false>();
 }
+// The blocks a multiprocessor holds of the tensor-core prefill's XC / QA staging of T that
+// gpu/gemm_mma_layout.h's constant-counting rules count with: `constant` (what they were measured with on
+// an H100, whose 228 KiB of shared memory an SM allow it), or fewer where the current device's shared memory
+// an SM holds fewer blocks of the staging's kSmemBytes (detail::shared_memory_blocks_per_sm; an RTX 50xx's
+// 100 KiB, or MOEPACK_GPU_LIMITS=sm_120's: 1 of Q8_0's whole unit of 72.6 KB). Registers are not counted:
+// an sm_120 SM has an sm_90 SM's, so they hold there what they held where the constant was measured.
+template <GgmlType T, int XC, bool QA>
+int prefill_rule_blocks_per_sm(int constant) {
+  const auto kernel = gemm_mma_kernel<T, false, XC, QA>;
+  return std::min(constant, detail::shared_memory_blocks_per_sm(reinterpret_cast<const void*>(kernel),
+                                                                PrefillUnit<T, XC, QA>::kSmemBytes));
+}
 // The blocks a multiprocessor holds that a dense launch's K split rule counts with (gemm_mma_layout.h
 // prefill_k_splits_default): the split instantiation's occupancy on rows of kPrefillDenseWholeLongRow
-// elements or more (the rule fitted with it), the constant on shorter rows (as their rule was measured).
+// elements or more (the rule fitted with it), the constant on shorter rows (as their rule was measured;
+// fewer where the device's shared memory holds fewer: prefill_rule_blocks_per_sm).
 template <GgmlType T>
 int dense_split_blocks_per_sm(int64_t ne0, bool qa) {
   if (prefill_mma_units(ne0) * 256 >= kPrefillDenseWholeLongRow) return split_blocks_per_sm<T>(qa);
-  return prefill_mma_whole_unit_blocks_per_sm(T, qa);
+  if constexpr (kPrefillQuantA<T>) {
+    if (qa) return prefill_rule_blocks_per_sm<T, 8, true>(prefill_mma_whole_unit_blocks_per_sm(T, true));
+  }
+  return prefill_rule_blocks_per_sm<T, 8, false>(prefill_mma_whole_unit_blocks_per_sm(T, qa));
 }
 
 // The slot tables of a launch's decode columns (gpu/prefill_columns.h): thread g writes group g's C
@@ -1875,10 +1891,33 @@ void set_gemv_prefill_mma_half_x(int mode) {
   g_prefill_mma_half_x.store(mode, std::memory_order_relaxed);
 }
 
+namespace {
+// The blocks a multiprocessor holds of the whole unit's and the half unit's staging (W's halves: the rule's
+// launches), as the half-unit rule counts them (prefill_rule_blocks_per_sm).
+struct HalfXBlocksPerSm {
+  int* whole;
+  int* half;
+  template <GgmlType T>
+  void operator()() const {
+    if constexpr (BlockOf<T>::kElems > 1) {
+      *whole = prefill_rule_blocks_per_sm<T, 8, false>(kPrefillMmaWholeUnitBlocksPerSm);
+      *half = prefill_rule_blocks_per_sm<T, 4, false>(kPrefillMmaHalfUnitBlocksPerSm);
+    }
+  }
+};
+}  // namespace
+PrefillStagingBlocks gemv_prefill_staging_blocks_per_sm(GgmlType type) {
+  check_type(type, "gemv_prefill_staging_blocks_per_sm");
+  PrefillStagingBlocks r;
+  dispatch_type(type, HalfXBlocksPerSm{&r.whole, &r.half});  // (F32, F16, BF16 keep the constants)
+  return r;
+}
 bool gemv_prefill_mma_half_x(GgmlType type, bool tiled, int64_t blocks, int sms, bool quant_a) {
   const int mode = g_prefill_mma_half_x.load(std::memory_order_relaxed);
-  return mode == kGemvPrefillMmaHalfXRule ? prefill_mma_half_x_default(type, tiled, blocks, sms, quant_a)
-                                          : mode == 1;
+  if (mode != kGemvPrefillMmaHalfXRule) return mode == 1;
+  if (quant_a) return false;
+  const PrefillStagingBlocks per_sm = gemv_prefill_staging_blocks_per_sm(type);
+  return prefill_mma_half_x_default(type, tiled, blocks, sms, false, per_sm.whole, per_sm.half);
 }
 
 void set_gemv_prefill_quant_a(bool on) { g_prefill_quant_a.store(on, std::memory_order_relaxed); }

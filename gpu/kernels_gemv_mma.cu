@@ -3630,6 +3630,13 @@ int occupancy_blocks_per_sm(const void* kernel, int threads, size_t dynamic_smem
   return blocks;
 }
 
+int shared_memory_blocks_per_sm(const void* kernel, size_t dynamic_smem) {
+  const SmShape sh = device_sm_shape();
+  const size_t bytes = dynamic_smem + kernel_state(kernel).static_smem;
+  return static_cast<int>(smem_blocks_per_sm(static_cast<int64_t>(sh.smem), static_cast<int64_t>(sh.reserved),
+                                             static_cast<int64_t>(bytes)));
+}
+
 void allow_dynamic_smem(const void* kernel, size_t bytes) { allow_smem(kernel, bytes); }
 
 // Q3_K's and Q6_K's tiled launches (set_gemv_tiled_layout).

@@ -8,9 +8,10 @@
 // `MOEPACK_GPU_LIMITS=sm_120` in the environment (kernels_gemv_mma.cu, emulated_sm_limits). Not
 // emulated: the SM count (it stays the device's own: the one-launch FFN's grid must be resident at
 // once, and an RTX 5090's 170 SMs are more than an H100's 132); the sm_120 code itself (its
-// registers, its speed); and the blocks an SM that gpu/gemm_mma_layout.h's prefill rules take as
-// constants (measured on an H100: the half-unit x rule, the K split of rows under 4096 elements),
-// which a real sm_120 card reads the same way.
+// registers, its speed). The blocks an SM that gpu/gemm_mma_layout.h's prefill rules take as constants
+// (measured on an H100: the half-unit x rule, the K split of rows under 4096 elements) are capped by the
+// device's shared memory an SM (fifty-seventh session: kernels_gemv.cu prefill_rule_blocks_per_sm, with
+// smem_blocks_per_sm below), which the emulation and a real sm_120 card give alike.
 //
 // Arithmetic only, no CUDA runtime, so the CPU tests cover it (tests/gpu/gemv_launch_cap_test.cpp).
 #pragma once
@@ -39,6 +40,17 @@ inline constexpr SmLimits kSm120Limits{"sm_120", 100 * 1024, 1024, 99 * 1024, 15
 // "shared memory allocation unit size" for compute capabilities 8.0 and later).
 inline constexpr int64_t kSmemAllocationUnit = 128;
 
+// Blocks of `smem` bytes of shared memory (a kernel's static plus a launch's dynamic bytes) an SM of
+// smem_per_sm bytes holds, each taking reserved_per_block more, rounded up to kSmemAllocationUnit:
+// smem_per_sm / ceil((smem + reserved_per_block) / 128) / 128 (the CUDA Occupancy Calculator's shared
+// memory limit). 0 for smem < 0.
+constexpr int64_t smem_blocks_per_sm(int64_t smem_per_sm, int64_t reserved_per_block, int64_t smem) {
+  if (smem < 0) return 0;
+  const int64_t per_block =
+      (smem + reserved_per_block + kSmemAllocationUnit - 1) / kSmemAllocationUnit * kSmemAllocationUnit;
+  return smem_per_sm / per_block;
+}
+
 // Blocks of `threads` threads and `smem` bytes of shared memory (the kernel's static plus the
 // launch's dynamic bytes) an SM holds under `lim`, given `device_blocks` (what the device's own
 // occupancy calculator says for the kernel: its registers): the least of device_blocks, the SM's
@@ -49,10 +61,8 @@ inline constexpr int64_t kSmemAllocationUnit = 128;
 constexpr int64_t emulated_blocks_per_sm(const SmLimits& lim, int64_t device_blocks, int64_t threads,
                                          int64_t smem) {
   if (threads <= 0 || smem < 0 || smem > lim.optin_per_block || device_blocks <= 0) return 0;
-  const int64_t per_block =
-      (smem + lim.reserved_per_block + kSmemAllocationUnit - 1) / kSmemAllocationUnit * kSmemAllocationUnit;
   return std::min({device_blocks, lim.max_threads_per_sm / 32 / ((threads + 31) / 32), lim.max_blocks_per_sm,
-                   lim.smem_per_sm / per_block});
+                   smem_blocks_per_sm(lim.smem_per_sm, lim.reserved_per_block, smem)});
 }
 
 }  // namespace moepack::gpu::detail

@@ -231,6 +231,27 @@ TEST(GemmMmaLayout, HalfUnitRule) {
   EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q2_K, false, 511, 170));
 }
 
+// The rule given the blocks a multiprocessor the device holds of each staging (kernels_gemv.cu
+// prefill_rule_blocks_per_sm; an RTX 5090: 170 multiprocessors of 100 KiB, say the whole unit 1 and half of
+// it 2): the whole unit up to 170 blocks, half from 171; Q6_K in the GGUF layout half from 171 to 340. Where
+// half a unit holds no more blocks than the whole unit (both 1, or both 3), the whole unit always.
+TEST(GemmMmaLayout, HalfUnitRuleCountsTheDevicesBlocks) {
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, false, 170, 170, false, 1, 2));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q4_K, false, 171, 170, false, 1, 2));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q8_0, false, 2048, 170, false, 1, 2));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 170, 170, false, 1, 2));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 171, 170, false, 1, 2));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 340, 170, false, 1, 2));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q6_K, false, 341, 170, false, 1, 2));
+  EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q6_K, true, 341, 170, false, 1, 2));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, false, 2048, 170, false, 1, 1));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, false, 2048, 132, false, 3, 3));
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, false, 2048, 170, true, 1, 2));
+  // The defaults are the constants: 3 and 4, as in HalfUnitRule.
+  EXPECT_EQ(prefill_mma_half_x_default(GgmlType::Q4_K, false, 397, 132),
+            prefill_mma_half_x_default(GgmlType::Q4_K, false, 397, 132, false, 3, 4));
+}
+
 float pow2(int e) { return std::ldexp(1.0f, e); }
 uint32_t bits(float f) {
   uint32_t b;

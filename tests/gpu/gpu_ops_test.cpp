@@ -1217,6 +1217,54 @@ TEST(SmLimits, EmulatedSm120LimitsAreInForce) {
   }
 }
 
+// The blocks a multiprocessor the half-unit rule and the short rows' K split count with
+// (detail::gemv_prefill_staging_blocks_per_sm; fifty-seventh session), against the shared memory a block of
+// each staging takes (kernels_gemv.cu PrefillUnit::kSmemBytes, worked by hand: x 34,176 bytes whole / 17,728
+// half, each of 4 warps 16 staged rows plus 4,736 of A: Q4_K's rows of 176 bytes 64,384 / 47,936; Q8_0's of
+// 304, 72,576 / 56,128; Q6_K's of 256, 69,504 / 53,056; MXFP4's of 192 (its tiled unit's 160), 65,408 /
+// 48,960; each with 1,024 reserved, rounded to 128). An sm_90 device's 233,472 bytes an SM hold 3 / 4 of
+// every one: the constants the rule was measured with. Under sm_120's 102,400 (MOEPACK_GPU_LIMITS=sm_120):
+// the whole unit 1 of each; half a unit 2 of Q4_K (49,024) and MXFP4 (50,048), 1 of Q8_0 (57,216) and Q6_K
+// (54,144), whose rule is then the whole unit at any size.
+TEST(SmLimits, PrefillStagingBlocksCountTheDevicesSharedMemory) {
+  const detail::SmLimits* lim = detail::emulated_sm_limits();
+  int major = 0, smem = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0), cudaSuccess);
+  struct Want {
+    GgmlType type;
+    int whole, half;
+  };
+  std::vector<Want> want;
+  if (lim != nullptr) {
+    ASSERT_STREQ(lim->name, "sm_120");
+    want = {{GgmlType::Q4_K, 1, 2}, {GgmlType::MXFP4, 1, 2}, {GgmlType::Q8_0, 1, 1}, {GgmlType::Q6_K, 1, 1}};
+  } else if (major == 9 && smem == 233472) {
+    for (const GgmlType t : {GgmlType::Q4_K, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::Q2_K,
+                             GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q4_0}) {
+      want.push_back({t, 3, 4});
+    }
+  } else {
+    GTEST_SKIP() << "neither an sm_90 device of 228 KiB an SM nor MOEPACK_GPU_LIMITS=sm_120";
+  }
+  const int sms = detail::device_multiprocessors();
+  for (const Want& w : want) {
+    SCOPED_TRACE(ggml_type_name(w.type));
+    const detail::PrefillStagingBlocks got = detail::gemv_prefill_staging_blocks_per_sm(w.type);
+    EXPECT_EQ(got.whole, w.whole);
+    EXPECT_EQ(got.half, w.half);
+    // The rule in force: half a unit just past one round of the whole unit's blocks where it holds more.
+    const int64_t past = static_cast<int64_t>(w.whole) * sms + 1;
+    EXPECT_FALSE(detail::gemv_prefill_mma_half_x(w.type, false, past - 1, sms));
+    EXPECT_EQ(detail::gemv_prefill_mma_half_x(w.type, true, past, sms), w.half > w.whole);
+  }
+  // The short rows' K split (rows under 4,096 elements) counts the whole unit's: Q8_0 under sm_120 1.
+  if (lim != nullptr) {
+    EXPECT_EQ(detail::gemv_prefill_dense_k_split(GgmlType::Q8_0, 2048, 576, 16).blocks_per_sm, 1);
+  }
+  EXPECT_THROW(detail::gemv_prefill_staging_blocks_per_sm(static_cast<GgmlType>(250)), Error);
+}
+
 // The K split of expert launches (set_gemv_prefill_expert_k_split; fiftieth session). An expert launch of
 // `sizes`' groups over matrices of [ne1][ne0] `type` (GGUF, and tiled where the layout covers the type),
 // every group of two or more pairs on the tensor cores, y rows 3 floats wider than ne1: split `splits` ways

@@ -3,7 +3,7 @@
 # gpu/sm_limits.h) on the sm_90 card at hand, and without them. Within ~MOEPACK_CALL_BUDGET_S (default 560 s):
 #   1. gpu_ops_test prebuilt (MOEPACK_PREBUILT=1, tests/gpu/prebuild_for_device.sh) or built as
 #      pass_build_and_test.sh builds it;
-#   2. in the background, the engine test binaries (MOEPACK_ENGINE_TESTS, set and empty: none; default gpu_cuda_backend_test
+#   2. in the background (with prebuilt binaries; without them in step 1's build), the engine test binaries (MOEPACK_ENGINE_TESTS, set and empty: none; default gpu_cuda_backend_test
 #      gpu_deepseek4_test gpu_kimi_linear_test) in build-eng, fixtures from .device-carry/shared
 #      (tests/gpu/prepare_carry.sh; a fixture test whose files did not travel skips) and the demo model (in
 #      the tree), within the budget less 150 s;
@@ -13,13 +13,20 @@
 set -u
 out="${OUT:?OUT must be set}"
 budget="${MOEPACK_CALL_BUDGET_S:-560}"
+engine="${MOEPACK_ENGINE_TESTS-gpu_cuda_backend_test gpu_deepseek4_test gpu_kimi_linear_test}"
+# Without prebuilt binaries, one build (build-gpu) of gpu_ops_test and the engine binaries together, each
+# source compiled once; with them, the engine binaries in build-eng beside the runs.
+engine_dir=build-eng
 export MOEPACK_BUILD_TARGETS="gpu_ops_test"
+if [ "${MOEPACK_PREBUILT:-0}" != 1 ]; then
+  engine_dir=build-gpu
+  export MOEPACK_BUILD_TARGETS="gpu_ops_test $engine"
+fi
 MOEPACK_SKIP_TESTS=1 source tests/gpu/pass_build_and_test.sh
 echo "== gpu_ops_test ready at ${SECONDS} s (prebuilt $prebuilt)"
-engine="${MOEPACK_ENGINE_TESTS-gpu_cuda_backend_test gpu_deepseek4_test gpu_kimi_linear_test}"
 build_limit=$((budget - SECONDS - 150))
 [ "$build_limit" -gt 0 ] || build_limit=1
-if [ -n "$engine" ]; then
+if [ -n "$engine" ] && [ "$engine_dir" = build-eng ]; then
   (
     cmake -S . -B build-eng -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUDA=ON -DMOEPACK_GUI=OFF \
       -DMOEPACK_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DMOEPACK_SHARED_DIR="$PWD/.device-carry/shared" &&
@@ -46,12 +53,12 @@ if [ "${MOEPACK_OPS:-1}" != 0 ]; then
 fi
 if [ -z "$engine" ]; then
   echo "== no engine tests (MOEPACK_ENGINE_TESTS empty)"
-elif wait "$build_pid"; then
+elif [ "$engine_dir" = build-gpu ] || wait "$build_pid"; then
   echo "== engine tests built at ${SECONDS} s"
   for t in $engine; do
     left=$((budget - SECONDS - 10))
     [ "$left" -gt 20 ] || { echo "== no time left for $t"; status=1; break; }
-    MOEPACK_GPU_LIMITS=sm_120 timeout -k 10 "$left" ./build-eng/tests/gpu/"$t" > "$out/$t-sm120.log" 2>&1 ||
+    MOEPACK_GPU_LIMITS=sm_120 timeout -k 10 "$left" ./"$engine_dir"/tests/gpu/"$t" > "$out/$t-sm120.log" 2>&1 ||
       { status=1; echo "== $t under sm_120's limits FAILED (or timed out)"; }
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$out/$t-sm120.log" | head -20
     echo "== $t done at ${SECONDS} s"
