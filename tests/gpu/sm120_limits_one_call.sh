@@ -21,6 +21,7 @@ export MOEPACK_BUILD_TARGETS="gpu_ops_test"
 if [ "${MOEPACK_PREBUILT:-0}" != 1 ]; then
   engine_dir=build-gpu
   export MOEPACK_BUILD_TARGETS="gpu_ops_test $engine"
+  [ "${MOEPACK_OPS:-1}" != 0 ] || export MOEPACK_BUILD_TARGETS="$engine"  # (no gpu_ops_test runs: not built)
 fi
 MOEPACK_SKIP_TESTS=1 source tests/gpu/pass_build_and_test.sh
 echo "== gpu_ops_test ready at ${SECONDS} s (prebuilt $prebuilt)"
