@@ -1248,7 +1248,8 @@ TEST(SmLimits, PrefillStagingBlocksCountTheDevicesSharedMemory) {
       want.push_back({t, 3, 4});
     }
   } else {
-    GTEST_SKIP() << "no hand-worked counts for " << smem << " bytes of shared memory an SM (worked: 233,472 on "
+    GTEST_SKIP() << "no hand-worked counts for " << smem
+                 << " bytes of shared memory an SM (worked: 233,472 on "
                  << "sm_90, 102,400 on sm_120 or under MOEPACK_GPU_LIMITS=sm_120)";
   }
   const int sms = detail::device_multiprocessors();
