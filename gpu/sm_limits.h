@@ -43,11 +43,13 @@ inline constexpr int64_t kSmemAllocationUnit = 128;
 // Blocks of `smem` bytes of shared memory (a kernel's static plus a launch's dynamic bytes) an SM of
 // smem_per_sm bytes holds, each taking reserved_per_block more, rounded up to kSmemAllocationUnit:
 // smem_per_sm / ceil((smem + reserved_per_block) / 128) / 128 (the CUDA Occupancy Calculator's shared
-// memory limit). 0 for smem < 0.
+// memory limit). 0 for smem < 0; a block of no bytes at all (no reserved bytes: devices before sm_80)
+// counts as one unit.
 constexpr int64_t smem_blocks_per_sm(int64_t smem_per_sm, int64_t reserved_per_block, int64_t smem) {
   if (smem < 0) return 0;
   const int64_t per_block =
-      (smem + reserved_per_block + kSmemAllocationUnit - 1) / kSmemAllocationUnit * kSmemAllocationUnit;
+      std::max(kSmemAllocationUnit, (smem + reserved_per_block + kSmemAllocationUnit - 1) /
+                                        kSmemAllocationUnit * kSmemAllocationUnit);
   return smem_per_sm / per_block;
 }
 

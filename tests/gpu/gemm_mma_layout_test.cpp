@@ -227,7 +227,7 @@ TEST(GemmMmaLayout, HalfUnitRule) {
   EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, false, 2048, 132, true));
   EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q4_K, true, 512, 132, true));
   EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q6_K, true, 2048, 132));
-  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q2_K, false, 510, 170));  // an RTX 5090's 170
+  EXPECT_FALSE(prefill_mma_half_x_default(GgmlType::Q2_K, false, 510, 170));  // 170 SMs at the H100's counts
   EXPECT_TRUE(prefill_mma_half_x_default(GgmlType::Q2_K, false, 511, 170));
 }
 

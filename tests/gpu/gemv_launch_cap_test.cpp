@@ -253,11 +253,10 @@ TEST(SmLimits, EmulatedBlocksPerSmTakeTheLeastLimit) {
   EXPECT_EQ(emulated_blocks_per_sm(l, 4, 0, 0), 0);
 }
 
-// The blocks-per-SM cap's padding on sm_120 (102,400 bytes an SM): a grid of one block an SM is
-// capped there (half an SM fits a block's maximum), where on the H200 it runs uncapped (above).
 // Shared memory's limit alone (smem_blocks_per_sm), on sm_120's 102,400 bytes with 1,024 reserved a block:
 // 49,152 + 1,024 = 50,176 (392 units of 128): 2; 50,100 + 1,024 = 51,124 -> 51,200 (400 units): 2, the SM
-// exactly full; 50,177 + 1,024 = 51,201 -> 51,328: 1. An H100's 233,472 with 74,000 bytes (75,136): 3.
+// exactly full; 50,177 + 1,024 = 51,201 -> 51,328: 1. An H100's 233,472 with 74,000 bytes (75,136): 3. A
+// block of no bytes on a device with none reserved (before sm_80) counts as one 128-byte unit: 800.
 TEST(SmLimits, SharedMemoryBlocksPerSm) {
   EXPECT_EQ(smem_blocks_per_sm(102400, 1024, 49152), 2);
   EXPECT_EQ(smem_blocks_per_sm(102400, 1024, 50100), 2);
@@ -266,8 +265,11 @@ TEST(SmLimits, SharedMemoryBlocksPerSm) {
             100);  // the reserved 1,024 alone (blocks an SM: not counted)
   EXPECT_EQ(smem_blocks_per_sm(233472, 1024, 74000), 3);
   EXPECT_EQ(smem_blocks_per_sm(102400, 1024, -1), 0);
+  EXPECT_EQ(smem_blocks_per_sm(102400, 0, 0), 800);
 }
 
+// The blocks-per-SM cap's padding on sm_120 (102,400 bytes an SM): a grid of one block an SM is
+// capped there (half an SM fits a block's maximum), where on the H200 it runs uncapped (above).
 TEST(SmLimits, PaddingOnSm120CapsOneBlockAnSm) {
   constexpr size_t kSmem120 = 102400, kLimit120 = 101376 - 1024;
   // n = 1: 102400 / 2 + 16 = 51216, less the 1280 fixed = 49936: two blocks of 49936 + 1280 = 51216

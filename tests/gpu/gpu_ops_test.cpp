@@ -1253,6 +1253,7 @@ TEST(SmLimits, PrefillStagingBlocksCountTheDevicesSharedMemory) {
                  << "sm_90, 102,400 on sm_120 or under MOEPACK_GPU_LIMITS=sm_120)";
   }
   const int sms = detail::device_multiprocessors();
+  detail::set_gemv_prefill_mma_half_x(detail::kGemvPrefillMmaHalfXRule);  // (the default: the rule)
   for (const Want& w : want) {
     SCOPED_TRACE(ggml_type_name(w.type));
     const detail::PrefillStagingBlocks got = detail::gemv_prefill_staging_blocks_per_sm(w.type);

@@ -5,7 +5,8 @@
 # binaries (ctest.log, ctest.xml and LastTest.log into $out). Sets status: 0, or 1 when a test
 # failed. Exits on a configure or build error. MOEPACK_GPU_TESTS (e.g. "gpu_cuda_backend_test
 # gpu_deepseek4_test") builds and runs only those of the four, and neither benchmark nor moepack;
-# MOEPACK_BUILD_TARGETS (e.g. "gpu_ops_test bench_cuda_backend") builds exactly those targets instead.
+# MOEPACK_BUILD_TARGETS (e.g. "gpu_ops_test bench_cuda_backend") builds exactly those targets instead;
+# MOEPACK_BUILD_TIMEOUT_S bounds the build (ninja under timeout).
 # MOEPACK_PREBUILT=1: gpu_ops_test and bench_cuda_backend from .device-carry/prebuilt.tar.xz
 # (tests/gpu/prebuild_for_device.sh) instead of the build, where they start here and are this tree's (the
 # sources' hash), only for a call that builds those two alone (MOEPACK_BUILD_TARGETS) and runs no tests here
@@ -46,9 +47,16 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEPACK_CUD
 extra=(bench_cuda_backend moepack)
 [ -n "${MOEPACK_GPU_TESTS:-}" ] && extra=()
 targets="${MOEPACK_BUILD_TARGETS:-$gpu_tests ${extra[*]}}"
-# shellcheck disable=SC2086 # the list splits into targets
-cmake --build build-gpu -j "$(nproc)" --target $targets > "$out/build.log" 2>&1 ||
-  { grep -E "error" "$out/build.log" | head -30; exit 1; }
+# MOEPACK_BUILD_TIMEOUT_S: ninja itself under that timeout (a `cmake --build` killed leaves its ninja building).
+if [ -n "${MOEPACK_BUILD_TIMEOUT_S:-}" ]; then
+  # shellcheck disable=SC2086 # the list splits into targets
+  timeout "$MOEPACK_BUILD_TIMEOUT_S" ninja -C build-gpu -j "$(nproc)" $targets > "$out/build.log" 2>&1 ||
+    { grep -E "error" "$out/build.log" | head -30; echo "== build failed or passed ${MOEPACK_BUILD_TIMEOUT_S} s"; exit 1; }
+else
+  # shellcheck disable=SC2086 # the list splits into targets
+  cmake --build build-gpu -j "$(nproc)" --target $targets > "$out/build.log" 2>&1 ||
+    { grep -E "error" "$out/build.log" | head -30; exit 1; }
+fi
 echo "== build ok"
 status=0
 if [ "${MOEPACK_SKIP_TESTS:-0}" != 1 ]; then
