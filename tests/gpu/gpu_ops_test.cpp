@@ -20,6 +20,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -1226,7 +1227,7 @@ TEST(SmLimits, EmulatedSm120LimitsAreInForce) {
 // every one: the constants the rule was measured with. Under sm_120's 102,400 (MOEPACK_GPU_LIMITS=sm_120):
 // the whole unit 1 of each; half a unit 2 of Q4_K (49,024) and MXFP4 (50,048), 1 of Q8_0 (57,216) and Q6_K
 // (54,144), whose rule is then the whole unit at any size; a real card of 102,400 bytes an SM (an RTX 50xx or
-// 40xx) is checked the same way. Other cards skip (no hand-worked counts).
+// 40xx) is checked the same way. Another card: those bytes against its own shared memory an SM.
 TEST(SmLimits, PrefillStagingBlocksCountTheDevicesSharedMemory) {
   const detail::SmLimits* lim = detail::emulated_sm_limits();
   int major = 0, smem = 0;
@@ -1248,9 +1249,18 @@ TEST(SmLimits, PrefillStagingBlocksCountTheDevicesSharedMemory) {
       want.push_back({t, 3, 4});
     }
   } else {
-    GTEST_SKIP() << "no hand-worked counts for " << smem
-                 << " bytes of shared memory an SM (worked: 233,472 on "
-                 << "sm_90, 102,400 on sm_120 or under MOEPACK_GPU_LIMITS=sm_120)";
+    // Another card: the hand-worked bytes above against its own shared memory an SM and reserved bytes a
+    // block (smem_blocks_per_sm, the CPU tests' formula), at most the constants 3 / 4.
+    int reserved = 0;
+    ASSERT_EQ(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, 0), cudaSuccess);
+    const auto count = [&](int64_t bytes, int constant) {
+      return static_cast<int>(std::min<int64_t>(constant, detail::smem_blocks_per_sm(smem, reserved, bytes)));
+    };
+    for (const auto& [t, whole, half] :
+         {std::tuple{GgmlType::Q4_K, 64384, 47936}, std::tuple{GgmlType::MXFP4, 65408, 48960},
+          std::tuple{GgmlType::Q8_0, 72576, 56128}, std::tuple{GgmlType::Q6_K, 69504, 53056}}) {
+      want.push_back({t, count(whole, 3), count(half, 4)});
+    }
   }
   const int sms = detail::device_multiprocessors();
   detail::set_gemv_prefill_mma_half_x(detail::kGemvPrefillMmaHalfXRule);  // (the default: the rule)
