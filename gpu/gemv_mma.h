@@ -73,6 +73,12 @@ constexpr bool kGemvQ5kTensorCoresDefault = true;
 // when a launch needs more than before); the tensor cores' prefill (kernels_gemv.cu) takes it too.
 void allow_dynamic_smem(const void* kernel, size_t bytes);
 
+// The dynamic shared memory a block of `kernel` may opt in to on the current device: a block's maximum with
+// opt-in (cudaDevAttrMaxSharedMemoryPerBlockOptin; under emulated limits the emulated card's where smaller)
+// less the kernel's own static __shared__ bytes (cudaFuncGetAttributes), 0 where those pass it. Asked once
+// per device and kernel. Throws Error on a CUDA error.
+size_t max_dynamic_smem(const void* kernel);
+
 // Stream-ordered scratch (cudaMallocAsync) comes from the device's default pool, set here once per
 // device to keep up to 64 MiB of freed memory for reuse (no driver allocation per launch).
 void keep_pool_memory();

@@ -274,30 +274,22 @@ void attend_split(int64_t n_tok, int64_t max_kv, int64_t heads, int64_t width, f
   MOEPACK_CUDA_CHECK(cudaFreeAsync(mem, s));
 }
 
-size_t optin_shared_bytes() {
-  int dev = 0;
-  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
-  int optin = 0;
-  MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (const detail::SmLimits* lim = detail::emulated_sm_limits()) {
-    optin = std::min(optin, static_cast<int>(lim->optin_per_block));  // (MOEPACK_GPU_LIMITS)
-  }
-  return static_cast<size_t>(optin) - 1024;  // room for the kernels' static reduction scratch
-}
-
+// The dynamic shared memory of one launch of k over n_kv positions (a float each), opted in through
+// detail::allow_dynamic_smem (once per device and kernel, counting the kernel's static bytes against a
+// block's maximum, under MOEPACK_GPU_LIMITS the emulated card's). Throws Error where the device's maximum
+// less k's static bytes (detail::max_dynamic_smem) is smaller.
 template <typename Kernel>
 size_t prepare_shared(Kernel k, int64_t n_kv) {
+  const void* kernel = reinterpret_cast<const void*>(k);
   const size_t bytes = static_cast<size_t>(n_kv) * sizeof(float);
-  const size_t limit = optin_shared_bytes();
+  const size_t limit = detail::max_dynamic_smem(kernel);
   if (bytes > limit) {
     // (Unreachable on devices this backend supports: one range is kSplitLen floats, 16 KiB.)
     throw Error("attention over " + std::to_string(n_kv) + " positions in one range needs " +
                 std::to_string(bytes) + " bytes of shared memory; this device allows " +
                 std::to_string(limit));
   }
-  if (bytes > 48 * 1024) {
-    MOEPACK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  }
+  detail::allow_dynamic_smem(kernel, bytes);
   return bytes;
 }
 

@@ -3639,6 +3639,11 @@ int shared_memory_blocks_per_sm(const void* kernel, size_t dynamic_smem) {
 
 void allow_dynamic_smem(const void* kernel, size_t bytes) { allow_smem(kernel, bytes); }
 
+size_t max_dynamic_smem(const void* kernel) {
+  const size_t optin = device_sm_shape().optin, own = kernel_state(kernel).static_smem;
+  return optin > own ? optin - own : 0;
+}
+
 // Q3_K's and Q6_K's tiled launches (set_gemv_tiled_layout).
 std::atomic<bool> g_q3k_tiled{kGemvQ3kTiledDefault}, g_q6k_tiled{kGemvQ6kTiledDefault};
 

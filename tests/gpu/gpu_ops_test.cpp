@@ -39,6 +39,9 @@
 #include "tests/gpu/gpu_test_main.h"
 #include "tests/gpu/prefill_mma_scope.h"
 
+// tests/gpu/static_smem_kernel.cu: a kernel of exactly 1,024 bytes of static shared memory.
+const void* moepack_test_static_smem_kernel();
+
 namespace moepack::gpu {
 namespace {
 
@@ -1279,6 +1282,42 @@ TEST(SmLimits, PrefillStagingBlocksCountTheDevicesSharedMemory) {
     EXPECT_EQ(detail::gemv_prefill_dense_k_split(GgmlType::Q8_0, 2048, 576, 16).blocks_per_sm, 1);
   }
   EXPECT_THROW(detail::gemv_prefill_staging_blocks_per_sm(static_cast<GgmlType>(250)), Error);
+}
+
+// detail::max_dynamic_smem (fifty-eighth session; the attention kernels opt in through it): a block's opt-in
+// maximum less the kernel's static bytes, here a kernel of 256 floats (1,024 bytes) against the device's
+// cudaDevAttrMaxSharedMemoryPerBlockOptin (232,448 on sm_90), under MOEPACK_GPU_LIMITS=sm_120 101,376 (an RTX
+// 50xx's 99 KiB): 100,352. Under the limits a request of one byte more is refused; without them the largest
+// is opted in and a launch with it runs.
+TEST(SmLimits, MaxDynamicSmemIsTheOptInLessStaticBytes) {
+  const void* kernel = moepack_test_static_smem_kernel();
+  int optin = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), cudaSuccess);
+  cudaFuncAttributes fa{};
+  ASSERT_EQ(cudaFuncGetAttributes(&fa, kernel), cudaSuccess);
+  ASSERT_EQ(fa.sharedSizeBytes, 1024u);
+  const detail::SmLimits* lim = detail::emulated_sm_limits();
+  if (lim != nullptr) {
+    ASSERT_STREQ(lim->name, "sm_120");
+    EXPECT_EQ(detail::max_dynamic_smem(kernel), size_t{101376 - 1024});
+    EXPECT_THROW(detail::allow_dynamic_smem(kernel, detail::max_dynamic_smem(kernel) + 1), Error);
+  } else {
+    EXPECT_EQ(detail::max_dynamic_smem(kernel), static_cast<size_t>(optin) - 1024);
+  }
+  if (optin == 232448) {
+    EXPECT_EQ(detail::max_dynamic_smem(kernel), lim != nullptr ? size_t{100352} : size_t{231424});
+  }
+  const size_t bytes = detail::max_dynamic_smem(kernel);
+  EXPECT_NO_THROW(detail::allow_dynamic_smem(kernel, bytes));
+  float* out = nullptr;
+  ASSERT_EQ(cudaMalloc(&out, 256 * sizeof(float)), cudaSuccess);
+  void* args[] = {&out};
+  EXPECT_EQ(cudaLaunchKernel(kernel, dim3(1), dim3(256), args, bytes, nullptr), cudaSuccess);
+  std::vector<float> host(256);
+  ASSERT_EQ(cudaMemcpy(host.data(), out, 256 * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[0], 255.0f);
+  EXPECT_EQ(host[255], 0.0f);
+  ASSERT_EQ(cudaFree(out), cudaSuccess);
 }
 
 // The K split of expert launches (set_gemv_prefill_expert_k_split; fiftieth session). An expert launch of

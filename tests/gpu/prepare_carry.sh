@@ -27,11 +27,13 @@
 #   tests/gpu/prepare_carry.sh r   qwen3moe MXFP4 + deepseek4 Q2_K            (~28 MiB)
 #   tests/gpu/prepare_carry.sh s   deepseek2 Q2_K (3 shards) alone          (~12.5 MiB: beside the
 #                                  prebuilt binaries, tests/gpu/sm120_limits_one_call.sh)
+#   tests/gpu/prepare_carry.sh t   deepseek4 MXFP4_MOE alone                  (~14.4 MiB: beside the
+#                                  prebuilt binaries with the demo model moved aside, fifty-eighth session)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
 set -eu
-set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|s|none}"
+set_name="${1:?usage: prepare_carry.sh a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|s|t|none}"
 src="${MOEPACK_SHARED_DIR:-../shared}/fixtures"
 dst=.device-carry/shared/fixtures
 rm -rf .device-carry/shared
@@ -134,8 +136,11 @@ case "$set_name" in
     copy deepseek2-tiny/deepseek2-tiny-Q2_K-0000{1,2,3}-of-00003.gguf
     refs deepseek2-tiny/deepseek2-tiny-Q2_K
     ;;
+  t)
+    copy deepseek4-tiny/deepseek4-tiny-MXFP4_MOE.gguf deepseek4-tiny/ref/deepseek4-tiny-MXFP4_MOE.f32-dequant.json
+    ;;
   none) ;;
-  *) echo "unknown set $set_name (a to s, or none)" >&2; exit 2 ;;
+  *) echo "unknown set $set_name (a to t, or none)" >&2; exit 2 ;;
 esac
 # The prompt texts of every carried deepseek4 / kimi-linear model (the Session tests read them).
 for fam in deepseek4-tiny kimi-linear-tiny; do
