@@ -27,8 +27,9 @@
 #   tests/gpu/prepare_carry.sh r   qwen3moe MXFP4 + deepseek4 Q2_K            (~28 MiB)
 #   tests/gpu/prepare_carry.sh s   deepseek2 Q2_K (3 shards) alone          (~12.5 MiB: beside the
 #                                  prebuilt binaries, tests/gpu/sm120_limits_one_call.sh)
-#   tests/gpu/prepare_carry.sh t   deepseek4 MXFP4_MOE alone                  (~14.4 MiB: beside the
-#                                  prebuilt binaries with the demo model moved aside, fifty-eighth session)
+#   tests/gpu/prepare_carry.sh t   qwen3moe MXFP4 + deepseek4 MXFP4_MOE       (~34 MiB: every MXFP4 engine
+#                                  fixture beside a prebuilt gpu_ops_test alone, the demo model moved out
+#                                  of the tree for the call; fifty-eighth session)
 #   tests/gpu/prepare_carry.sh none                                            (0 MiB)
 # Only the GGUF files and their f32-dequant/native references travel. Run from the repository
 # root; ../shared is read in place. Prints the size of what will travel.
@@ -137,7 +138,9 @@ case "$set_name" in
     refs deepseek2-tiny/deepseek2-tiny-Q2_K
     ;;
   t)
-    copy deepseek4-tiny/deepseek4-tiny-MXFP4_MOE.gguf deepseek4-tiny/ref/deepseek4-tiny-MXFP4_MOE.f32-dequant.json
+    copy qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE.gguf deepseek4-tiny/deepseek4-tiny-MXFP4_MOE.gguf
+    refs qwen3moe-tiny/qwen3moe-tiny-MXFP4_MOE
+    copy deepseek4-tiny/ref/deepseek4-tiny-MXFP4_MOE.f32-dequant.json
     ;;
   none) ;;
   *) echo "unknown set $set_name (a to t, or none)" >&2; exit 2 ;;
