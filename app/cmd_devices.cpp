@@ -27,6 +27,7 @@ std::function<int()> add_devices(CLI::App& app) {
     j["runtime_version"] = q.runtime_version;
     j["driver_version"] = q.driver_version;
     j["error"] = q.error;
+    j["cuda_architectures"] = gpu::built_cuda_architectures();
     j["devices"] = nlohmann::json::array();
     bool ok = true;
     for (const gpu::DeviceInfo& d : q.devices) {
@@ -36,8 +37,15 @@ std::function<int()> add_devices(CLI::App& app) {
                         {"total_bytes", d.total_bytes},
                         {"free_bytes", d.free_bytes},
                         {"multiprocessors", d.multiprocessors}};
+      // Whether the CUDA backend runs there with this build ("" where it does; gpu/cuda_arch.h).
+      const std::string unsupported = gpu::device_unsupported(d);
+      dj["supported"] = unsupported.empty();
+      if (!unsupported.empty()) {
+        dj["unsupported"] = unsupported;
+        std::fprintf(stderr, "%s\n", unsupported.c_str());
+      }
       if (opt->self_test) {
-        const bool pass = gpu::self_test(d.index);
+        const bool pass = unsupported.empty() && gpu::self_test(d.index);
         dj["self_test"] = pass;
         ok = ok && pass;
       }
@@ -47,6 +55,7 @@ std::function<int()> add_devices(CLI::App& app) {
                    static_cast<double>(d.free_bytes) / (1ull << 30));
     }
     if (q.devices.empty()) std::fprintf(stderr, "no usable CUDA device: %s\n", q.error.c_str());
+    std::fprintf(stderr, "CUDA code built for: %s\n", j["cuda_architectures"].get<std::string>().c_str());
 #else
     j["cuda_built"] = false;
     j["devices"] = nlohmann::json::array();

@@ -60,9 +60,7 @@ class CudaBackend final : public Backend {
  public:
   CudaBackend(std::shared_ptr<const ModelSource> model, const EngineSettings& s)
       : model_(std::move(model)), cfg_(model_->config()), tensors_(model_->gguf()), weights_(tensors_) {
-    const auto q = query_devices();
-    if (q.devices.empty()) throw Error("backend \"cuda\": no usable CUDA device (" + q.error + ")");
-    MOEPACK_CUDA_CHECK(cudaSetDevice(0));
+    open_cuda_device();  // (throws where there is no device this build runs on)
     const int64_t E = cfg_.n_embd;
     if (cfg_.n_vocab == 0)
       throw FormatError(model_->metadata().path(), cfg_.arch + ".vocab_size", 0, "vocabulary size unknown");
@@ -397,7 +395,9 @@ bool cuda_backend_supports(const ModelConfig& cfg) {
 }
 
 bool cuda_backend_usable(const ModelSource& model) {
-  return cuda_backend_supports(model.config()) && !query_devices().devices.empty();
+  if (!cuda_backend_supports(model.config())) return false;
+  const DeviceQuery q = query_devices();
+  return !q.devices.empty() && device_unsupported(q.devices.front()).empty();
 }
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const ModelSource> model,

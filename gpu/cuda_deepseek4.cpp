@@ -103,9 +103,7 @@ class CudaDeepseek4 final : public Backend {
  public:
   CudaDeepseek4(std::shared_ptr<const ModelSource> model, const EngineSettings& s)
       : model_(std::move(model)), cfg_(model_->config()), tensors_(model_->gguf()), weights_(tensors_) {
-    const auto q = query_devices();
-    if (q.devices.empty()) throw Error("backend \"cuda\": no usable CUDA device (" + q.error + ")");
-    MOEPACK_CUDA_CHECK(cudaSetDevice(0));
+    open_cuda_device();  // (throws where there is no device this build runs on)
     const int64_t E = cfg_.n_embd, Hh = cfg_.n_head, D = cfg_.n_embd_head_k, R = cfg_.n_rot,
                   Q = cfg_.q_lora_rank;
     const int64_t HC = cfg_.hc_count, NHC = (2 + HC) * HC, X = cfg_.n_expert, G = cfg_.out_groups;

@@ -93,9 +93,7 @@ class CudaKimiLinear final : public Backend {
  public:
   CudaKimiLinear(std::shared_ptr<const ModelSource> model, const EngineSettings& s)
       : model_(std::move(model)), cfg_(model_->config()), tensors_(model_->gguf()), weights_(tensors_) {
-    const auto qd = query_devices();
-    if (qd.devices.empty()) throw Error("backend \"cuda\": no usable CUDA device (" + qd.error + ")");
-    MOEPACK_CUDA_CHECK(cudaSetDevice(0));
+    open_cuda_device();  // (throws where there is no device this build runs on)
     const int64_t E = cfg_.n_embd, H = cfg_.n_head, d = cfg_.kda_head_dim, DIN = H * d,
                   w = cfg_.ssm_conv_kernel;
     const int64_t r = cfg_.kv_lora_rank, np = cfg_.n_rot, dk = cfg_.n_embd_head_k_mla, nn = dk - np;

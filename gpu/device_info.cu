@@ -1,7 +1,15 @@
+#include <atomic>
+#include <cstdio>
 #include <vector>
 
+#include "core/error.h"
+#include "gpu/cuda_arch.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_info.h"
+
+#ifndef MOEPACK_CUDA_ARCHITECTURES
+#error "gpu/CMakeLists.txt defines MOEPACK_CUDA_ARCHITECTURES (CMAKE_CUDA_ARCHITECTURES, ',' between entries)"
+#endif
 
 namespace moepack::gpu {
 namespace {
@@ -50,6 +58,41 @@ DeviceQuery query_devices() {
   cudaGetLastError();  // leave no non-sticky error of the queries behind
   if (q.devices.empty()) q.error = "no CUDA device found";
   return q;
+}
+
+std::string built_cuda_architectures() {
+  std::string s = MOEPACK_CUDA_ARCHITECTURES;
+  for (char& c : s) {
+    if (c == ',') c = ';';
+  }
+  return s;
+}
+
+std::string device_unsupported(const DeviceInfo& d) {
+  return cuda_device_unsupported(d.index, d.name, d.compute_major * 10 + d.compute_minor,
+                                 built_cuda_architectures());
+}
+
+void open_cuda_device() {
+  const DeviceQuery q = query_devices();
+  if (q.devices.empty()) throw Error("backend \"cuda\": no usable CUDA device (" + q.error + ")");
+  const DeviceInfo& d = q.devices.front();
+  if (const std::string why = device_unsupported(d); !why.empty()) throw Error("backend \"cuda\": " + why);
+  const std::string built = built_cuda_architectures();
+  const int cc = d.compute_major * 10 + d.compute_minor;
+  if (cuda_architectures_resolved(built) &&
+      cuda_code_fit(cc, parse_cuda_architectures(built)) == CudaCodeFit::kPtx) {
+    static std::atomic<bool> noted{false};
+    if (!noted.exchange(true)) {
+      std::fprintf(
+          stderr,
+          "moepack: GPU %d (%s, compute capability %d.%d) runs this build's PTX (built for %s), which "
+          "the driver compiles at first use: the first start takes minutes; a build for this machine's "
+          "GPU (packaging/setup.sh, CMAKE_CUDA_ARCHITECTURES unset) has real code\n",
+          d.index, d.name.c_str(), d.compute_major, d.compute_minor, built.c_str());
+    }
+  }
+  MOEPACK_CUDA_CHECK(cudaSetDevice(d.index));
 }
 
 bool self_test(int device) {

@@ -30,6 +30,19 @@ struct DeviceQuery {
 // Never throws: a machine without a GPU or driver yields no devices and a reason in `error`.
 DeviceQuery query_devices();
 
+// The CUDA architectures this build was compiled for: CMAKE_CUDA_ARCHITECTURES as configured, entries
+// separated by ';' (e.g. "90;120"; gpu/cuda_arch.h reads it).
+std::string built_cuda_architectures();
+
+// Why the CUDA backend cannot run on `d` with this build (gpu/cuda_arch.h cuda_device_unsupported: compute
+// capability below 9.0, or no code of the build runs there), or "" where it can.
+std::string device_unsupported(const DeviceInfo& d);
+
+// Makes device 0 current for a CUDA backend. Throws Error (prefixed 'backend "cuda": ') where there is no
+// device or the build cannot run on it (device_unsupported's message). Where only PTX of the build runs
+// there (gpu/cuda_arch.h CudaCodeFit::kPtx), notes once on stderr that the driver compiles it at first use.
+void open_cuda_device();
+
 // Runs a small kernel on `device` (fills a buffer with a * i + b and copies it back) and
 // returns true if every value is right: proof that the toolkit, driver and device work.
 // Throws moepack::Error with file and line on any CUDA error.

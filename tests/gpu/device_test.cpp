@@ -27,6 +27,18 @@ TEST(GpuDevice, KernelComputesAffineFill) {
   EXPECT_TRUE(moepack::gpu::self_test(0));
 }
 
+// This build runs on the device at hand (gpu/cuda_arch.h): the suite's own GPU (compute capability 9.0 or
+// later, built for it); open_cuda_device makes device 0 current without throwing.
+TEST(GpuDevice, BuildRunsOnThisDevice) {
+  const auto q = moepack::gpu::query_devices();
+  ASSERT_FALSE(q.devices.empty()) << q.error;
+  std::printf("built for %s; device 0 compute capability %d.%d\n",
+              moepack::gpu::built_cuda_architectures().c_str(), q.devices[0].compute_major,
+              q.devices[0].compute_minor);
+  EXPECT_EQ(moepack::gpu::device_unsupported(q.devices[0]), "");
+  EXPECT_NO_THROW(moepack::gpu::open_cuda_device());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -1,0 +1,114 @@
+# The CUDA architectures MoePack's CUDA backend is built for when CMAKE_CUDA_ARCHITECTURES is not given:
+# the GPUs of the building machine (nvidia-smi's compute capabilities), so a user's build holds real code for
+# the card it will run on (an RTX 50xx: sm_120) instead of PTX the driver compiles at first use.
+#
+# MOEPACK_CUDA_TESTED_ARCHITECTURES: the architectures this code is compiled and run for (sm_90: H100 / H200;
+# sm_120: RTX 50xx, compiled with every release build). The backend needs compute capability 9.0 or later
+# (gpu/cuda_arch.h kMinComputeCapability).
+set(MOEPACK_CUDA_TESTED_ARCHITECTURES 90 120)
+set(MOEPACK_CUDA_DEFAULT_ARCHITECTURE 90)
+
+# moepack_choose_cuda_architectures(OUT_ARCHS OUT_NOTES CAPS NVCC_ARCHS)
+#   CAPS: the GPUs' compute capabilities as nvidia-smi prints them ("12.0;9.0"; empty: no GPU seen);
+#   NVCC_ARCHS: what `nvcc --list-gpu-arch` prints ("compute_90;compute_120").
+# For each GPU of compute capability cc >= 9.0: the highest tested architecture t <= cc whose major version is
+# cc's (its real code runs there: sm_120 on 12.0 and 12.1) if nvcc builds it, else the highest tested t <= cc
+# nvcc builds, whose PTX the driver compiles for the card at first use (noted). GPUs below 9.0 are noted and
+# skipped. No architecture left: MOEPACK_CUDA_DEFAULT_ARCHITECTURE (90; a machine without a GPU, as CI).
+# OUT_ARCHS: a sorted list for CMAKE_CUDA_ARCHITECTURES (each entry real code plus its PTX); OUT_NOTES: one
+# line per note.
+function(moepack_choose_cuda_architectures out_archs out_notes caps nvcc_archs)
+  set(archs "")
+  set(notes "")
+  foreach(cap IN LISTS caps)
+    string(STRIP "${cap}" cap)
+    if(cap STREQUAL "")
+      continue()
+    endif()
+    if(NOT cap MATCHES "^([0-9]+)\\.([0-9])$")
+      list(APPEND notes "nvidia-smi printed '${cap}', not a compute capability: ignored")
+      continue()
+    endif()
+    set(major ${CMAKE_MATCH_1})
+    math(EXPR cc "${CMAKE_MATCH_1} * 10 + ${CMAKE_MATCH_2}")
+    if(cc LESS 90)
+      list(APPEND notes "a GPU of compute capability ${cap}: the CUDA backend needs 9.0 or later (not built for it)")
+      continue()
+    endif()
+    set(native "")
+    set(ptx "")
+    set(tested_major "")  # a tested architecture of cc's major version at or below cc, built or not
+    foreach(t IN LISTS MOEPACK_CUDA_TESTED_ARCHITECTURES)
+      if(t GREATER cc)
+        continue()
+      endif()
+      math(EXPR t_major "${t} / 10")
+      if(t_major EQUAL major)
+        set(tested_major ${t})
+      endif()
+      if(NOT "compute_${t}" IN_LIST nvcc_archs)
+        continue()
+      endif()
+      set(ptx ${t})
+      if(t_major EQUAL major)
+        set(native ${t})
+      endif()
+    endforeach()
+    if(NOT native STREQUAL "")
+      list(APPEND archs ${native})
+    elseif(NOT ptx STREQUAL "")
+      list(APPEND archs ${ptx})
+      if(tested_major STREQUAL "")
+        set(why "MoePack's kernels are not built for sm_${major}x")
+      else()
+        set(why "this nvcc does not build sm_${tested_major} (a newer CUDA toolkit gives real code)")
+      endif()
+      string(CONCAT note "a GPU of compute capability ${cap}: ${why}, so it runs sm_${ptx}'s PTX, which the driver "
+                         "compiles for the card at its first use (minutes, then cached)")
+      list(APPEND notes "${note}")
+    else()
+      string(REPLACE ";" ", " tested "${MOEPACK_CUDA_TESTED_ARCHITECTURES}")
+      list(APPEND notes "a GPU of compute capability ${cap}: this nvcc builds none of sm ${tested}")
+    endif()
+  endforeach()
+  if(archs STREQUAL "")
+    set(archs ${MOEPACK_CUDA_DEFAULT_ARCHITECTURE})
+  endif()
+  list(REMOVE_DUPLICATES archs)
+  list(SORT archs COMPARE NATURAL)
+  set(${out_archs} "${archs}" PARENT_SCOPE)
+  set(${out_notes} "${notes}" PARENT_SCOPE)
+endfunction()
+
+# Sets CMAKE_CUDA_ARCHITECTURES (cached) from this machine's GPUs and NVCC's architectures, printing what it
+# chose and why. Call before enable_language(CUDA), only where CMAKE_CUDA_ARCHITECTURES is not defined.
+function(moepack_detect_cuda_architectures nvcc)
+  set(caps "")
+  find_program(MOEPACK_NVIDIA_SMI nvidia-smi)
+  if(MOEPACK_NVIDIA_SMI)
+    execute_process(COMMAND "${MOEPACK_NVIDIA_SMI}" --query-gpu=compute_cap --format=csv,noheader
+                    OUTPUT_VARIABLE out RESULT_VARIABLE rc ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(rc EQUAL 0)
+      string(REPLACE "\n" ";" caps "${out}")
+    endif()
+  endif()
+  set(nvcc_archs "")
+  if(NOT nvcc STREQUAL "")
+    execute_process(COMMAND "${nvcc}" --list-gpu-arch OUTPUT_VARIABLE out RESULT_VARIABLE rc ERROR_QUIET
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(rc EQUAL 0)
+      string(REGEX REPLACE "[ \t\r\n]+" ";" nvcc_archs "${out}")
+    endif()
+  endif()
+  moepack_choose_cuda_architectures(archs notes "${caps}" "${nvcc_archs}")
+  foreach(note IN LISTS notes)
+    message(STATUS "MoePack CUDA: ${note}")
+  endforeach()
+  if(caps STREQUAL "")
+    message(STATUS "MoePack CUDA: no GPU seen (nvidia-smi); built for sm_${archs}")
+  else()
+    string(REPLACE ";" ", " seen "${caps}")
+    message(STATUS "MoePack CUDA: this machine's GPUs (compute capability ${seen}): built for ${archs}")
+  endif()
+  set(CMAKE_CUDA_ARCHITECTURES "${archs}" CACHE STRING "CUDA architectures (MoePack: this machine's GPUs)")
+endfunction()

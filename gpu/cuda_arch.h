@@ -1,0 +1,54 @@
+// Which GPUs a build of the CUDA backend can run on: the architectures it was compiled for
+// (CMAKE_CUDA_ARCHITECTURES, e.g. "90;120"; cmake/MoepackCudaArchitectures.cmake chooses them from the
+// building machine's GPUs) against a device's compute capability. Plain C++, host arithmetic only (CPU
+// tests: tests/gpu/cuda_arch_test.cpp).
+//
+// Compatibility (CUDA C++ Programming Guide, "Binary Compatibility" and "PTX Compatibility"): real code
+// for sm_XY runs on devices of compute capability X.Z with Z >= Y (same major version); PTX for compute_XY
+// is compiled by the driver for any device of compute capability X.Y or later, at the first use of each
+// kernel (then kept in the driver's cache). CMake's entry "90" is both (sm_90 and compute_90), "90-real"
+// real code only, "90-virtual" PTX only.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moepack::gpu {
+
+// The CUDA backend's kernels need compute capability 9.0 or later (major * 10 + minor), as
+// cmake/MoepackCudaArchitectures.cmake builds them: sm_90 (H100, H200) and sm_120 (RTX 50xx) are compiled
+// and run; their tensor-core mma, cp.async rings and programmatic dependent launches are sm_90's.
+inline constexpr int kMinComputeCapability = 90;
+
+struct CudaArchEntry {
+  int arch = 0;      // e.g. 120
+  bool real = true;  // sm_<arch> real code
+  bool ptx = true;   // compute_<arch> PTX
+};
+
+// The entries of `list` ("90;120", "90-real,120-virtual": ';' or ',' between entries). Throws Error
+// naming the entry and its position for anything else (an empty list, "sm_90", "90a").
+std::vector<CudaArchEntry> parse_cuda_architectures(std::string_view list);
+
+// False for CMake's keywords "all", "all-major" and "native" (CMake resolves them to numbers at build time:
+// the build is taken to run on the device), true for a list of numbers.
+bool cuda_architectures_resolved(std::string_view built);
+
+enum class CudaCodeFit {
+  kReal,  // real code for the device's architecture (or a lower minor of its major version)
+  kPtx,   // only PTX of a lower architecture: the driver compiles it at first use (slow first start)
+  kNone,  // nothing that runs there
+};
+
+// How a build of `built` (parse_cuda_architectures) runs on a device of compute capability `cc`
+// (major * 10 + minor, e.g. 120).
+CudaCodeFit cuda_code_fit(int cc, const std::vector<CudaArchEntry>& built);
+
+// Why the CUDA backend cannot run on device `index` (`name`, compute capability `cc`) with a build of
+// `built` (CMAKE_CUDA_ARCHITECTURES' text), or "" where it can: below kMinComputeCapability, or no code of
+// the build runs there (CudaCodeFit::kNone; not checked for CMake's keywords, cuda_architectures_resolved).
+// The message names the device, both numbers and what to do. Throws Error where `built` does not parse.
+std::string cuda_device_unsupported(int index, std::string_view name, int cc, std::string_view built);
+
+}  // namespace moepack::gpu

@@ -1,0 +1,86 @@
+// gpu/cuda_arch.h: which devices a build's CUDA architectures run on, against the CUDA C++ Programming
+// Guide's compatibility rules (real code within a major version at an equal or higher minor; PTX on any
+// equal or higher compute capability), worked by hand per case. Host arithmetic: runs everywhere.
+#include "gpu/cuda_arch.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace moepack::gpu {
+namespace {
+
+TEST(CudaArch, ParsesCMakeEntries) {
+  const auto e = parse_cuda_architectures("90;120-real,100-virtual");
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0].arch, 90);
+  EXPECT_TRUE(e[0].real);
+  EXPECT_TRUE(e[0].ptx);
+  EXPECT_EQ(e[1].arch, 120);
+  EXPECT_TRUE(e[1].real);
+  EXPECT_FALSE(e[1].ptx);
+  EXPECT_EQ(e[2].arch, 100);
+  EXPECT_FALSE(e[2].real);
+  EXPECT_TRUE(e[2].ptx);
+}
+
+TEST(CudaArch, BadEntriesNameThemselvesAndTheirPosition) {
+  for (const auto& [list, entry, at] :
+       {std::tuple{"", "\"\"", "character 0"}, std::tuple{"90;sm_120", "\"sm_120\"", "character 3"},
+        std::tuple{"90a", "\"90a\"", "character 0"}, std::tuple{"90;", "\"\"", "character 3"},
+        std::tuple{"90-fake", "\"90-fake\"", "character 0"}}) {
+    SCOPED_TRACE(list);
+    try {
+      parse_cuda_architectures(list);
+      ADD_FAILURE() << "no Error";
+    } catch (const Error& err) {
+      const std::string what = err.what();
+      EXPECT_NE(what.find(std::string("entry ") + entry), std::string::npos) << what;
+      EXPECT_NE(what.find(at), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(CudaArch, CodeFitFollowsTheCompatibilityRules) {
+  const auto b90 = parse_cuda_architectures("90");
+  const auto b90_120 = parse_cuda_architectures("90;120");
+  const auto b120_real = parse_cuda_architectures("120-real");
+  const auto b90_real = parse_cuda_architectures("90-real");
+  // H100 / H200 (9.0).
+  EXPECT_EQ(cuda_code_fit(90, b90), CudaCodeFit::kReal);
+  EXPECT_EQ(cuda_code_fit(90, b90_120), CudaCodeFit::kReal);
+  EXPECT_EQ(cuda_code_fit(90, b120_real), CudaCodeFit::kNone);  // newer code does not run on older cards
+  // RTX 50xx (12.0): sm_90's real code does not run across majors, its PTX does.
+  EXPECT_EQ(cuda_code_fit(120, b90), CudaCodeFit::kPtx);
+  EXPECT_EQ(cuda_code_fit(120, b90_120), CudaCodeFit::kReal);
+  EXPECT_EQ(cuda_code_fit(120, b90_real), CudaCodeFit::kNone);
+  // 12.1 runs sm_120's real code (same major, higher minor).
+  EXPECT_EQ(cuda_code_fit(121, b120_real), CudaCodeFit::kReal);
+  // B200 (10.0) with the default build: PTX.
+  EXPECT_EQ(cuda_code_fit(100, b90), CudaCodeFit::kPtx);
+  // RTX 4090 (8.9): nothing of sm_90 runs there.
+  EXPECT_EQ(cuda_code_fit(89, b90), CudaCodeFit::kNone);
+}
+
+TEST(CudaArch, UnsupportedDevicesAreNamedWithTheirNumbers) {
+  EXPECT_EQ(cuda_device_unsupported(0, "NVIDIA H100", 90, "90"), "");
+  EXPECT_EQ(cuda_device_unsupported(0, "RTX 5090", 120, "90"), "");  // (PTX: runs, slowly at first)
+  EXPECT_EQ(cuda_device_unsupported(0, "RTX 5090", 120, "native"), "");
+  const std::string old = cuda_device_unsupported(1, "RTX 4090", 89, "90;120");
+  EXPECT_NE(old.find("GPU 1 (RTX 4090, compute capability 8.9)"), std::string::npos) << old;
+  EXPECT_NE(old.find("needs compute capability 9.0 or later"), std::string::npos) << old;
+  EXPECT_NE(old.find("--backend cpu"), std::string::npos) << old;
+  // Below 9.0 even where CMake chose the architectures.
+  EXPECT_NE(cuda_device_unsupported(0, "RTX 4090", 89, "all-major"), "");
+  const std::string none = cuda_device_unsupported(0, "NVIDIA H200", 90, "120-real");
+  EXPECT_NE(none.find("GPU 0 (NVIDIA H200, compute capability 9.0)"), std::string::npos) << none;
+  EXPECT_NE(none.find("\"120-real\""), std::string::npos) << none;
+  EXPECT_NE(none.find("-DCMAKE_CUDA_ARCHITECTURES=90"), std::string::npos) << none;
+  EXPECT_THROW(cuda_device_unsupported(0, "NVIDIA H200", 90, "sm_90"), Error);
+}
+
+}  // namespace
+}  // namespace moepack::gpu
