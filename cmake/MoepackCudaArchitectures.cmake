@@ -66,6 +66,12 @@ function(moepack_choose_cuda_architectures out_archs out_notes caps nvcc_archs)
       string(CONCAT note "a GPU of compute capability ${cap}: ${why}, so it runs sm_${ptx}'s PTX, which the driver "
                          "compiles for the card at its first use (minutes, then cached)")
       list(APPEND notes "${note}")
+    elseif(nvcc_archs STREQUAL "")
+      # (nvcc could not be asked: the tested architecture of cc's major version, else the default)
+      if(NOT tested_major STREQUAL "")
+        list(APPEND archs ${tested_major})
+      endif()
+      list(APPEND notes "a GPU of compute capability ${cap}: nvcc's architectures unknown (nvcc --list-gpu-arch failed)")
     else()
       string(REPLACE ";" ", " tested "${MOEPACK_CUDA_TESTED_ARCHITECTURES}")
       list(APPEND notes "a GPU of compute capability ${cap}: this nvcc builds none of sm ${tested}")
@@ -80,22 +86,48 @@ function(moepack_choose_cuda_architectures out_archs out_notes caps nvcc_archs)
   set(${out_notes} "${notes}" PARENT_SCOPE)
 endfunction()
 
-# Sets CMAKE_CUDA_ARCHITECTURES (cached) from this machine's GPUs and NVCC's architectures, printing what it
-# chose and why. Call before enable_language(CUDA), only where CMAKE_CUDA_ARCHITECTURES is not defined.
+# moepack_parse_compute_caps(OUT TEXT): the compute capabilities in nvidia-smi's
+# `--query-gpu=compute_cap --format=csv,noheader` output TEXT, one a line ("12.0", CR and blanks around it
+# dropped); lines that are not one ("[N/A]", an error) are left out.
+function(moepack_parse_compute_caps out text)
+  string(REPLACE "\r" "" text "${text}")
+  string(REPLACE "\n" ";" lines "${text}")
+  set(caps "")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" line)
+    if(line MATCHES "^[0-9]+\\.[0-9]$")
+      list(APPEND caps "${line}")
+    endif()
+  endforeach()
+  set(${out} "${caps}" PARENT_SCOPE)
+endfunction()
+
+# Chooses CMAKE_CUDA_ARCHITECTURES from this machine's GPUs and NVCC's architectures where neither it nor
+# the CUDAARCHS environment variable was given, printing what it chose and why. A value it chose (kept in
+# MOEPACK_CUDA_ARCHITECTURES_DETECTED) is chosen again at every configure, so a build directory follows a
+# change of GPU; a value given on the command line or in the cache by hand is kept. Call before
+# enable_language(CUDA).
 function(moepack_detect_cuda_architectures nvcc)
+  if(NOT "$ENV{CUDAARCHS}" STREQUAL "")
+    return()
+  endif()
+  if(DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT (DEFINED MOEPACK_CUDA_ARCHITECTURES_DETECTED AND
+                                               CMAKE_CUDA_ARCHITECTURES STREQUAL MOEPACK_CUDA_ARCHITECTURES_DETECTED))
+    return()
+  endif()
   set(caps "")
   find_program(MOEPACK_NVIDIA_SMI nvidia-smi)
   if(MOEPACK_NVIDIA_SMI)
     execute_process(COMMAND "${MOEPACK_NVIDIA_SMI}" --query-gpu=compute_cap --format=csv,noheader
-                    OUTPUT_VARIABLE out RESULT_VARIABLE rc ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+                    OUTPUT_VARIABLE out RESULT_VARIABLE rc ERROR_QUIET TIMEOUT 20)
     if(rc EQUAL 0)
-      string(REPLACE "\n" ";" caps "${out}")
+      moepack_parse_compute_caps(caps "${out}")
     endif()
   endif()
   set(nvcc_archs "")
   if(NOT nvcc STREQUAL "")
     execute_process(COMMAND "${nvcc}" --list-gpu-arch OUTPUT_VARIABLE out RESULT_VARIABLE rc ERROR_QUIET
-                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+                    OUTPUT_STRIP_TRAILING_WHITESPACE TIMEOUT 20)
     if(rc EQUAL 0)
       string(REGEX REPLACE "[ \t\r\n]+" ";" nvcc_archs "${out}")
     endif()
@@ -104,11 +136,13 @@ function(moepack_detect_cuda_architectures nvcc)
   foreach(note IN LISTS notes)
     message(STATUS "MoePack CUDA: ${note}")
   endforeach()
+  string(REPLACE ";" ", " built "${archs}")
   if(caps STREQUAL "")
-    message(STATUS "MoePack CUDA: no GPU seen (nvidia-smi); built for sm_${archs}")
+    message(STATUS "MoePack CUDA: no GPU seen (nvidia-smi); built for sm ${built}")
   else()
     string(REPLACE ";" ", " seen "${caps}")
-    message(STATUS "MoePack CUDA: this machine's GPUs (compute capability ${seen}): built for ${archs}")
+    message(STATUS "MoePack CUDA: this machine's GPUs (compute capability ${seen}): built for sm ${built}")
   endif()
-  set(CMAKE_CUDA_ARCHITECTURES "${archs}" CACHE STRING "CUDA architectures (MoePack: this machine's GPUs)")
+  set(CMAKE_CUDA_ARCHITECTURES "${archs}" CACHE STRING "CUDA architectures (MoePack: this machine's GPUs)" FORCE)
+  set(MOEPACK_CUDA_ARCHITECTURES_DETECTED "${archs}" CACHE INTERNAL "CMAKE_CUDA_ARCHITECTURES as MoePack chose it")
 endfunction()

@@ -3,6 +3,7 @@
 // else in the engine knows which backends exist.
 #include "core/backend_factory.h"
 
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,14 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model, 
   if (which == "cpu") return make_cpu_backend(std::move(model), settings);
   if (which == "auto") {
     for (const Registered& r : registry()) {
-      if (model && r.usable && r.usable(*model)) return r.make(std::move(model), settings);
+      if (!model || !r.usable) continue;
+      bool usable = false;
+      try {
+        usable = r.usable(*model);
+      } catch (const Error& e) {  // (the backend says why it cannot run here)
+        std::fprintf(stderr, "moepack: backend \"%s\" not taken: %s\n", r.name.c_str(), e.what());
+      }
+      if (usable) return r.make(std::move(model), settings);
     }
     return make_cpu_backend(std::move(model), settings);
   }

@@ -22,7 +22,8 @@ using BackendMaker =
     std::function<std::unique_ptr<Backend>(std::shared_ptr<const ModelSource>, const EngineSettings&)>;
 
 // Whether a backend can run `model` on this machine (a device is present, the architecture is
-// one it implements).
+// one it implements). May throw Error saying why not (a device it cannot run on): an explicit request
+// for the backend then fails with that message, `auto` notes it on stderr and takes the next backend.
 using BackendUsable = std::function<bool(const ModelSource& model)>;
 
 // Registers (or replaces) the backend `name` ("cuda"). `auto` picks the first registered

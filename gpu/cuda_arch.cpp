@@ -1,6 +1,9 @@
 #include "gpu/cuda_arch.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <string>
 
 #include "core/error.h"
 
@@ -12,9 +15,12 @@ std::vector<CudaArchEntry> parse_cuda_architectures(std::string_view list) {
   while (pos <= list.size()) {
     const size_t end = std::min(list.find_first_of(";,", pos), list.size());
     const std::string_view item = list.substr(pos, end - pos);
+    const size_t at = pos;
+    pos = end + 1;
+    if (item.empty()) continue;
     const auto bad = [&](const std::string& why) {
       return Error("CUDA architectures \"" + std::string(list) + "\": entry \"" + std::string(item) +
-                   "\" at character " + std::to_string(pos) + ": " + why);
+                   "\" at character " + std::to_string(at) + ": " + why);
     };
     CudaArchEntry e;
     const char* first = item.data();
@@ -22,29 +28,50 @@ std::vector<CudaArchEntry> parse_cuda_architectures(std::string_view list) {
     const auto [p, ec] = std::from_chars(first, last, e.arch);
     if (ec != std::errc() || p == first || e.arch <= 0)
       throw bad("not an architecture number such as 90 or 120");
-    const std::string_view suffix(p, static_cast<size_t>(last - p));
+    std::string_view suffix(p, static_cast<size_t>(last - p));
+    if (!suffix.empty() && (suffix.front() == 'a' || suffix.front() == 'f')) {
+      e.variant = suffix.front();
+      suffix.remove_prefix(1);
+    }
     if (suffix == "-real") {
       e.ptx = false;
     } else if (suffix == "-virtual") {
       e.real = false;
     } else if (!suffix.empty()) {
-      throw bad("\"" + std::string(suffix) + "\" after the number: only -real or -virtual");
+      throw bad("\"" + std::string(suffix) + "\" after the number: only a or f, then -real or -virtual");
     }
     out.push_back(e);
-    pos = end + 1;
   }
+  if (out.empty()) throw Error("CUDA architectures \"" + std::string(list) + "\": no entry");
   return out;
 }
 
 bool cuda_architectures_resolved(std::string_view built) {
-  return built != "all" && built != "all-major" && built != "native";
+  std::string b(built);
+  std::transform(b.begin(), b.end(), b.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  for (const char* word :
+       {"ALL", "ALL-MAJOR", "NATIVE", "OFF", "FALSE", "NO", "N", "0", "IGNORE", "NOTFOUND"}) {
+    if (b == word) return false;
+  }
+  return !(b.size() >= 9 && b.compare(b.size() - 9, 9, "-NOTFOUND") == 0);
 }
 
 CudaCodeFit cuda_code_fit(int cc, const std::vector<CudaArchEntry>& built) {
   CudaCodeFit fit = CudaCodeFit::kNone;
   for (const CudaArchEntry& e : built) {
-    if (e.real && e.arch / 10 == cc / 10 && e.arch <= cc) return CudaCodeFit::kReal;
-    if (e.ptx && e.arch <= cc) fit = CudaCodeFit::kPtx;
+    const bool same_major = e.arch / 10 == cc / 10;
+    bool real_runs = false, ptx_runs = false;
+    if (e.variant == 'a') {
+      real_runs = ptx_runs = e.arch == cc;
+    } else if (e.variant == 'f') {
+      real_runs = ptx_runs = same_major && e.arch <= cc;
+    } else {
+      real_runs = same_major && e.arch <= cc;
+      ptx_runs = e.arch <= cc;
+    }
+    if (e.real && real_runs) return CudaCodeFit::kReal;
+    if (e.ptx && ptx_runs) fit = CudaCodeFit::kPtx;
   }
   return fit;
 }
@@ -58,11 +85,17 @@ std::string cuda_device_unsupported(int index, std::string_view name, int cc, st
            std::to_string(kMinComputeCapability / 10) + "." + std::to_string(kMinComputeCapability % 10) +
            " or later (H100, H200, RTX 50xx); use the CPU backend (--backend cpu)";
   }
-  if (!cuda_architectures_resolved(built)) return "";  // ("all", "all-major", "native": CMake chose)
-  if (cuda_code_fit(cc, parse_cuda_architectures(built)) == CudaCodeFit::kNone) {
+  if (!cuda_architectures_resolved(built)) return "";
+  std::vector<CudaArchEntry> entries;
+  try {
+    entries = parse_cuda_architectures(built);
+  } catch (const Error&) {
+    return "";  // (CMake accepted it and built something: not checked)
+  }
+  if (cuda_code_fit(cc, entries) == CudaCodeFit::kNone) {
     return device + ": this build holds CUDA code for \"" + std::string(built) +
            "\" only, none of which runs there; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" +
-           std::to_string(cc) + " (or leave it unset: packaging/setup.sh builds for this machine's GPUs)";
+           std::to_string(cc) + " (or leave it unset: the build then takes this machine's GPUs)";
   }
   return "";
 }

@@ -25,14 +25,20 @@ struct CudaArchEntry {
   int arch = 0;      // e.g. 120
   bool real = true;  // sm_<arch> real code
   bool ptx = true;   // compute_<arch> PTX
+  // 'a' ("90a"): architecture-specific code, runs on compute capability `arch` alone (real and PTX); 'f'
+  // ("100f"): family code, runs within `arch`'s major version at an equal or higher minor (real and PTX);
+  // '\0': the plain rules above.
+  char variant = '\0';
 };
 
-// The entries of `list` ("90;120", "90-real,120-virtual": ';' or ',' between entries). Throws Error
-// naming the entry and its position for anything else (an empty list, "sm_90", "90a").
+// The entries of `list` ("90;120", "90-real,120-virtual", "90a", "100f-real": ';' or ',' between entries,
+// empty entries skipped as CMake's lists allow). Throws Error naming the entry and its position for
+// anything else (no entry at all, "sm_90", "90x").
 std::vector<CudaArchEntry> parse_cuda_architectures(std::string_view list);
 
-// False for CMake's keywords "all", "all-major" and "native" (CMake resolves them to numbers at build time:
-// the build is taken to run on the device), true for a list of numbers.
+// False for CMake's keywords "all", "all-major" and "native" (resolved by gpu/CMakeLists.txt where it can)
+// and for CMake's false values ("OFF": nvcc's own default architecture): the build is taken to run on the
+// device; true for anything else.
 bool cuda_architectures_resolved(std::string_view built);
 
 enum class CudaCodeFit {
@@ -47,8 +53,9 @@ CudaCodeFit cuda_code_fit(int cc, const std::vector<CudaArchEntry>& built);
 
 // Why the CUDA backend cannot run on device `index` (`name`, compute capability `cc`) with a build of
 // `built` (CMAKE_CUDA_ARCHITECTURES' text), or "" where it can: below kMinComputeCapability, or no code of
-// the build runs there (CudaCodeFit::kNone; not checked for CMake's keywords, cuda_architectures_resolved).
-// The message names the device, both numbers and what to do. Throws Error where `built` does not parse.
+// the build runs there (CudaCodeFit::kNone; not checked for CMake's keywords, cuda_architectures_resolved,
+// nor for a list that does not parse: CMake built something from it). The message names the device, both
+// numbers and what to do. Never throws.
 std::string cuda_device_unsupported(int index, std::string_view name, int cc, std::string_view built);
 
 }  // namespace moepack::gpu

@@ -397,7 +397,11 @@ bool cuda_backend_supports(const ModelConfig& cfg) {
 bool cuda_backend_usable(const ModelSource& model) {
   if (!cuda_backend_supports(model.config())) return false;
   const DeviceQuery q = query_devices();
-  return !q.devices.empty() && device_unsupported(q.devices.front()).empty();
+  if (q.devices.empty()) return false;
+  if (const std::string why = device_unsupported(q.devices.front()); !why.empty()) {
+    throw Error("backend \"cuda\": " + why);
+  }
+  return true;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const ModelSource> model,

@@ -49,9 +49,9 @@ std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const ModelSource> mo
 // True when the backend implements the model's architecture (deepseek2, qwen3moe, llama;
 // deepseek4 and kimi-linear through gpu/cuda_arch_backends.h).
 bool cuda_backend_supports(const ModelConfig& cfg);
-// True when a CUDA device is present (query_devices()) that this build runs on (device_unsupported: compute
-// capability 9.0 or later with code for it; gpu/device_info.h) and cuda_backend_supports(model). Throws Error
-// only where the build's architecture list does not parse.
+// True when a CUDA device is present (query_devices()) and cuda_backend_supports(model); throws Error (the
+// registry's BackendUsable contract, core/backend_factory.h) where the first device is one this build cannot
+// run on (device_unsupported, gpu/device_info.h: compute capability below 9.0, or no code for it).
 bool cuda_backend_usable(const ModelSource& model);
 
 // Process-wide switch (for the benchmark's side by side and the tests that it changes no

@@ -7,10 +7,6 @@
 #include "gpu/cuda_check.h"
 #include "gpu/device_info.h"
 
-#ifndef MOEPACK_CUDA_ARCHITECTURES
-#error "gpu/CMakeLists.txt defines MOEPACK_CUDA_ARCHITECTURES (CMAKE_CUDA_ARCHITECTURES, ',' between entries)"
-#endif
-
 namespace moepack::gpu {
 namespace {
 
@@ -58,14 +54,6 @@ DeviceQuery query_devices() {
   cudaGetLastError();  // leave no non-sticky error of the queries behind
   if (q.devices.empty()) q.error = "no CUDA device found";
   return q;
-}
-
-std::string built_cuda_architectures() {
-  std::string s = MOEPACK_CUDA_ARCHITECTURES;
-  for (char& c : s) {
-    if (c == ',') c = ';';
-  }
-  return s;
 }
 
 std::string device_unsupported(const DeviceInfo& d) {

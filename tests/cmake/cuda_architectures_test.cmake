@@ -1,9 +1,9 @@
-# cmake -P tests/cmake/cuda_architectures_test.cmake: moepack_choose_cuda_architectures
-# (cmake/MoepackCudaArchitectures.cmake) against hand-worked cases. Exits non-zero on the first mismatch.
+# cmake -P tests/cmake/cuda_architectures_test.cmake: moepack_choose_cuda_architectures and
+# moepack_parse_compute_caps (cmake/MoepackCudaArchitectures.cmake) against hand-worked cases. Reports every
+# mismatch, then exits non-zero if there was one.
 cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/MoepackCudaArchitectures.cmake)
 
-set(failures 0)
 # expect(CAPS NVCC_ARCHS WANT_ARCHS WANT_NOTE_COUNT [NOTE_SUBSTRING])
 function(expect caps nvcc want notes_want)
   moepack_choose_cuda_architectures(archs notes "${caps}" "${nvcc}")
@@ -44,3 +44,18 @@ expect("12.0;9.0;12.0" "${cuda13}" "90;120" 0)
 expect("N/A;12.0" "${cuda13}" "120" 1 "not a compute capability")
 # An nvcc that builds none of the tested architectures.
 expect("9.0" "compute_75;compute_80" "90" 1 "builds none")
+# nvcc could not be asked: the tested architecture of the card's major version, noted.
+expect("12.0" "" "120" 1 "nvcc's architectures unknown")
+expect("8.9" "" "90" 1 "needs 9.0")
+
+# nvidia-smi's output as it comes: CR LF line ends, blanks, an unavailable value, an error line.
+function(expect_caps text want)
+  moepack_parse_compute_caps(caps "${text}")
+  if(NOT "${caps}" STREQUAL "${want}")
+    message(SEND_ERROR "nvidia-smi output '${text}': got '${caps}', want '${want}'")
+  endif()
+endfunction()
+expect_caps("12.0\r\n 9.0 \r\n" "12.0;9.0")
+expect_caps("[N/A]\n12.0\n\n" "12.0")
+expect_caps("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n" "")
+expect_caps("" "")

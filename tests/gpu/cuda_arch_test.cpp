@@ -14,24 +14,32 @@ namespace moepack::gpu {
 namespace {
 
 TEST(CudaArch, ParsesCMakeEntries) {
-  const auto e = parse_cuda_architectures("90;120-real,100-virtual");
-  ASSERT_EQ(e.size(), 3u);
+  const auto e = parse_cuda_architectures("90;120-real,100-virtual;;90a;100f-real;");
+  ASSERT_EQ(e.size(), 5u);  // (the empty entries skipped)
   EXPECT_EQ(e[0].arch, 90);
   EXPECT_TRUE(e[0].real);
   EXPECT_TRUE(e[0].ptx);
+  EXPECT_EQ(e[0].variant, '\0');
   EXPECT_EQ(e[1].arch, 120);
   EXPECT_TRUE(e[1].real);
   EXPECT_FALSE(e[1].ptx);
   EXPECT_EQ(e[2].arch, 100);
   EXPECT_FALSE(e[2].real);
   EXPECT_TRUE(e[2].ptx);
+  EXPECT_EQ(e[3].arch, 90);
+  EXPECT_EQ(e[3].variant, 'a');
+  EXPECT_TRUE(e[3].real && e[3].ptx);
+  EXPECT_EQ(e[4].arch, 100);
+  EXPECT_EQ(e[4].variant, 'f');
+  EXPECT_TRUE(e[4].real);
+  EXPECT_FALSE(e[4].ptx);
 }
 
 TEST(CudaArch, BadEntriesNameThemselvesAndTheirPosition) {
   for (const auto& [list, entry, at] :
-       {std::tuple{"", "\"\"", "character 0"}, std::tuple{"90;sm_120", "\"sm_120\"", "character 3"},
-        std::tuple{"90a", "\"90a\"", "character 0"}, std::tuple{"90;", "\"\"", "character 3"},
-        std::tuple{"90-fake", "\"90-fake\"", "character 0"}}) {
+       {std::tuple{"90;sm_120", "\"sm_120\"", "character 3"}, std::tuple{"90x", "\"90x\"", "character 0"},
+        std::tuple{"90-fake", "\"90-fake\"", "character 0"},
+        std::tuple{"120,90af", "\"90af\"", "character 4"}}) {
     SCOPED_TRACE(list);
     try {
       parse_cuda_architectures(list);
@@ -42,6 +50,8 @@ TEST(CudaArch, BadEntriesNameThemselvesAndTheirPosition) {
       EXPECT_NE(what.find(at), std::string::npos) << what;
     }
   }
+  EXPECT_THROW(parse_cuda_architectures(""), Error);
+  EXPECT_THROW(parse_cuda_architectures(";,"), Error);
 }
 
 TEST(CudaArch, CodeFitFollowsTheCompatibilityRules) {
@@ -63,6 +73,16 @@ TEST(CudaArch, CodeFitFollowsTheCompatibilityRules) {
   EXPECT_EQ(cuda_code_fit(100, b90), CudaCodeFit::kPtx);
   // RTX 4090 (8.9): nothing of sm_90 runs there.
   EXPECT_EQ(cuda_code_fit(89, b90), CudaCodeFit::kNone);
+  // Architecture-specific code runs on its own compute capability alone, PTX included.
+  const auto b90a = parse_cuda_architectures("90a");
+  EXPECT_EQ(cuda_code_fit(90, b90a), CudaCodeFit::kReal);
+  EXPECT_EQ(cuda_code_fit(120, b90a), CudaCodeFit::kNone);
+  EXPECT_EQ(cuda_code_fit(120, parse_cuda_architectures("120a-virtual")), CudaCodeFit::kPtx);
+  EXPECT_EQ(cuda_code_fit(121, parse_cuda_architectures("120a")), CudaCodeFit::kNone);
+  // Family code: its major version, equal or higher minor.
+  EXPECT_EQ(cuda_code_fit(103, parse_cuda_architectures("100f")), CudaCodeFit::kReal);
+  EXPECT_EQ(cuda_code_fit(120, parse_cuda_architectures("100f")), CudaCodeFit::kNone);
+  EXPECT_EQ(cuda_code_fit(121, parse_cuda_architectures("120f-virtual")), CudaCodeFit::kPtx);
 }
 
 TEST(CudaArch, UnsupportedDevicesAreNamedWithTheirNumbers) {
@@ -79,7 +99,10 @@ TEST(CudaArch, UnsupportedDevicesAreNamedWithTheirNumbers) {
   EXPECT_NE(none.find("GPU 0 (NVIDIA H200, compute capability 9.0)"), std::string::npos) << none;
   EXPECT_NE(none.find("\"120-real\""), std::string::npos) << none;
   EXPECT_NE(none.find("-DCMAKE_CUDA_ARCHITECTURES=90"), std::string::npos) << none;
-  EXPECT_THROW(cuda_device_unsupported(0, "NVIDIA H200", 90, "sm_90"), Error);
+  // CMake's keywords and false values, and a list that does not parse: not checked, never thrown.
+  EXPECT_EQ(cuda_device_unsupported(0, "NVIDIA H200", 90, "OFF"), "");
+  EXPECT_EQ(cuda_device_unsupported(0, "NVIDIA H200", 90, "sm_90"), "");
+  EXPECT_NE(cuda_device_unsupported(0, "RTX 5090", 120, "90a"), "");
 }
 
 }  // namespace
