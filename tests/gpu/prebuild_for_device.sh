@@ -6,6 +6,10 @@
 # MOEPACK_PREBUILT=1 (pass_build_and_test.sh) runs them instead of spending 200-270 s of its device time on
 # the build; it builds as before when they are not that tree's or do not start there.
 #   tests/gpu/prebuild_for_device.sh [BUILD_DIR]   (default /tmp/bcuda; configured if it is not)
+# MOEPACK_PREBUILD_BINARIES (fifty-eighth session): the binaries to pack instead of the two, e.g.
+# "gpu_ops_test gpu_cuda_backend_test gpu_deepseek4_test gpu_device_test" (~18 MiB: xz finds their common
+# code), with SHARED_DIR, the fixtures' directory the engine tests were compiled with (MOEPACK_SHARED_DIR),
+# for tests/gpu/prebuilt_engine_one_call.sh to link the carried fixtures there.
 # Run from the repository root with nvcc on PATH. The working tree must be clean (the stamp names the
 # commit); the device call checks the sources' hash against its own copy of the tree.
 set -eu
@@ -21,12 +25,15 @@ grep -q '^CMAKE_BUILD_TYPE:STRING=RelWithDebInfo$' "$build/CMakeCache.txt" ||
   { echo "prebuild: $build is not a RelWithDebInfo build" >&2; exit 1; }
 arch=$(grep -o 'generate-code=arch=compute_[0-9]*' "$build/build.ninja" | sort -u | tr '\n' ' ')
 [ "$arch" = "generate-code=arch=compute_90 " ] || { echo "prebuild: $build is built for $arch, not sm_90 alone" >&2; exit 1; }
-cmake --build "$build" --target gpu_ops_test bench_cuda_backend
+binaries="${MOEPACK_PREBUILD_BINARIES:-gpu_ops_test bench_cuda_backend}"
+# shellcheck disable=SC2086 # the list splits into targets
+cmake --build "$build" --target $binaries
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-for b in gpu_ops_test bench_cuda_backend; do
+for b in $binaries; do
   strip --strip-debug -o "$stage/$b" "$build/tests/gpu/$b"
 done
+sed -n 's/^MOEPACK_SHARED_DIR:[A-Z]*=//p' "$build/CMakeCache.txt" > "$stage/SHARED_DIR"
 source tests/gpu/source_stamp.sh
 echo "$(git rev-parse --short HEAD) $(source_stamp)" > "$stage/COMMIT"
 mkdir -p .device-carry
