@@ -76,6 +76,15 @@ CudaCodeFit cuda_code_fit(int cc, const std::vector<CudaArchEntry>& built) {
   return fit;
 }
 
+CudaCodeFit cuda_build_fit(int cc, std::string_view built) {
+  if (!cuda_architectures_resolved(built)) return CudaCodeFit::kReal;
+  try {
+    return cuda_code_fit(cc, parse_cuda_architectures(built));
+  } catch (const Error&) {
+    return CudaCodeFit::kReal;  // (CMake accepted it and built something: not checked)
+  }
+}
+
 std::string cuda_device_unsupported(int index, std::string_view name, int cc, std::string_view built) {
   const std::string device = "GPU " + std::to_string(index) + " (" + std::string(name) +
                              ", compute capability " + std::to_string(cc / 10) + "." +
@@ -85,14 +94,7 @@ std::string cuda_device_unsupported(int index, std::string_view name, int cc, st
            std::to_string(kMinComputeCapability / 10) + "." + std::to_string(kMinComputeCapability % 10) +
            " or later (H100, H200, RTX 50xx); use the CPU backend (--backend cpu)";
   }
-  if (!cuda_architectures_resolved(built)) return "";
-  std::vector<CudaArchEntry> entries;
-  try {
-    entries = parse_cuda_architectures(built);
-  } catch (const Error&) {
-    return "";  // (CMake accepted it and built something: not checked)
-  }
-  if (cuda_code_fit(cc, entries) == CudaCodeFit::kNone) {
+  if (cuda_build_fit(cc, built) == CudaCodeFit::kNone) {
     return device + ": this build holds CUDA code for \"" + std::string(built) +
            "\" only, none of which runs there; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" +
            std::to_string(cc) + " (or leave it unset: the build then takes this machine's GPUs)";

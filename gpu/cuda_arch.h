@@ -51,6 +51,11 @@ enum class CudaCodeFit {
 // (major * 10 + minor, e.g. 120).
 CudaCodeFit cuda_code_fit(int cc, const std::vector<CudaArchEntry>& built);
 
+// cuda_code_fit of the list `built` (CMAKE_CUDA_ARCHITECTURES' text), where it can be checked; kReal (taken
+// to run) for CMake's keywords (cuda_architectures_resolved) and for a list that does not parse (CMake built
+// something from it). Never throws.
+CudaCodeFit cuda_build_fit(int cc, std::string_view built);
+
 // Why the CUDA backend cannot run on device `index` (`name`, compute capability `cc`) with a build of
 // `built` (CMAKE_CUDA_ARCHITECTURES' text), or "" where it can: below kMinComputeCapability, or no code of
 // the build runs there (CudaCodeFit::kNone; not checked for CMake's keywords, cuda_architectures_resolved,

@@ -67,9 +67,7 @@ void open_cuda_device() {
   const DeviceInfo& d = q.devices.front();
   if (const std::string why = device_unsupported(d); !why.empty()) throw Error("backend \"cuda\": " + why);
   const std::string built = built_cuda_architectures();
-  const int cc = d.compute_major * 10 + d.compute_minor;
-  if (cuda_architectures_resolved(built) &&
-      cuda_code_fit(cc, parse_cuda_architectures(built)) == CudaCodeFit::kPtx) {
+  if (cuda_build_fit(d.compute_major * 10 + d.compute_minor, built) == CudaCodeFit::kPtx) {
     static std::atomic<bool> noted{false};
     if (!noted.exchange(true)) {
       std::fprintf(
