@@ -31,12 +31,14 @@ std::function<int()> add_devices(CLI::App& app) {
     j["devices"] = nlohmann::json::array();
     bool ok = true;
     for (const gpu::DeviceInfo& d : q.devices) {
-      nlohmann::json dj{{"index", d.index},
-                        {"name", d.name},
-                        {"compute_capability", std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor)},
-                        {"total_bytes", d.total_bytes},
-                        {"free_bytes", d.free_bytes},
-                        {"multiprocessors", d.multiprocessors}};
+      nlohmann::json dj{
+          {"index", d.index},
+          {"name", d.name},
+          {"compute_capability", std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor)},
+          {"total_bytes", d.total_bytes},
+          {"free_bytes", d.free_bytes},
+          {"multiprocessors", d.multiprocessors},
+          {"uuid", d.uuid}};
       // Whether the CUDA backend runs there with this build ("" where it does; gpu/cuda_arch.h).
       const std::string unsupported = gpu::device_unsupported(d);
       dj["supported"] = unsupported.empty();
@@ -55,6 +57,12 @@ std::function<int()> add_devices(CLI::App& app) {
                    static_cast<double>(d.free_bytes) / (1ull << 30));
     }
     if (q.devices.empty()) std::fprintf(stderr, "no usable CUDA device: %s\n", q.error.c_str());
+    // The CUDA backend opens the first device (gpu/device_info.h open_cuda_device): why it cannot, with the
+    // later device it would run on.
+    if (const std::string why = gpu::first_device_unsupported(q); !why.empty()) {
+      j["backend_unsupported"] = why;
+      std::fprintf(stderr, "the CUDA backend cannot run here: %s\n", why.c_str());
+    }
     std::fprintf(stderr, "CUDA code built for: %s\n", j["cuda_architectures"].get<std::string>().c_str());
 #else
     j["cuda_built"] = false;

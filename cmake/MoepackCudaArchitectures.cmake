@@ -102,27 +102,66 @@ function(moepack_parse_compute_caps out text)
   set(${out} "${caps}" PARENT_SCOPE)
 endfunction()
 
-# Chooses CMAKE_CUDA_ARCHITECTURES from this machine's GPUs and NVCC's architectures where neither it nor
-# the CUDAARCHS environment variable was given, printing what it chose and why. A value it chose (kept in
-# MOEPACK_CUDA_ARCHITECTURES_DETECTED) is chosen again at every configure, so a build directory follows a
-# change of GPU; a value given on the command line or in the cache by hand is kept. Call before
-# enable_language(CUDA).
+# Sets CMAKE_CUDA_ARCHITECTURES, as a normal variable of the caller's scope, from this machine's GPUs and NVCC's
+# architectures where it was not given, printing what it chose and why. Call before enable_language(CUDA).
+#   - Given (-DCMAKE_CUDA_ARCHITECTURES=..., or CMake's own cache entry from CUDAARCHS at the build directory's
+#     first configure): kept. To hand the choice back: `cmake -U CMAKE_CUDA_ARCHITECTURES`, or a new build
+#     directory.
+#   - CUDAARCHS set (and nothing cached): taken, at every configure it is set.
+#   - Otherwise chosen again at every configure (a build directory follows a change of GPU), never written to
+#     the cache, so a value in the cache is always one given by hand. Where nvidia-smi is found but fails or
+#     times out (a driver updated without a reboot), the last choice made from GPUs it saw
+#     (MOEPACK_CUDA_ARCHITECTURES_CHOSEN) is kept, with a warning, instead of falling back to sm_90.
+# NVIDIA_SMI (optional second argument): the program to ask, for tests; default: nvidia-smi on PATH.
 function(moepack_detect_cuda_architectures nvcc)
-  if(NOT "$ENV{CUDAARCHS}" STREQUAL "")
+  # A build directory configured before this rule (fifty-eighth session) cached its own choice; drop it.
+  if(DEFINED CACHE{MOEPACK_CUDA_ARCHITECTURES_DETECTED})
+    if("$CACHE{CMAKE_CUDA_ARCHITECTURES}" STREQUAL "$CACHE{MOEPACK_CUDA_ARCHITECTURES_DETECTED}")
+      unset(CMAKE_CUDA_ARCHITECTURES CACHE)
+    endif()
+    unset(MOEPACK_CUDA_ARCHITECTURES_DETECTED CACHE)
+  endif()
+  if(DEFINED CACHE{CMAKE_CUDA_ARCHITECTURES})
+    message(STATUS "MoePack CUDA: built for CMAKE_CUDA_ARCHITECTURES=$CACHE{CMAKE_CUDA_ARCHITECTURES} as given "
+                   "(cmake -U CMAKE_CUDA_ARCHITECTURES to choose from this machine's GPUs)")
     return()
   endif()
-  if(DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT (DEFINED MOEPACK_CUDA_ARCHITECTURES_DETECTED AND
-                                               CMAKE_CUDA_ARCHITECTURES STREQUAL MOEPACK_CUDA_ARCHITECTURES_DETECTED))
+  if(NOT "$ENV{CUDAARCHS}" STREQUAL "")
+    message(STATUS "MoePack CUDA: built for CUDAARCHS=$ENV{CUDAARCHS}")
+    set(CMAKE_CUDA_ARCHITECTURES "$ENV{CUDAARCHS}" PARENT_SCOPE)
     return()
   endif()
   set(caps "")
-  find_program(MOEPACK_NVIDIA_SMI nvidia-smi)
-  if(MOEPACK_NVIDIA_SMI)
-    execute_process(COMMAND "${MOEPACK_NVIDIA_SMI}" --query-gpu=compute_cap --format=csv,noheader
-                    OUTPUT_VARIABLE out RESULT_VARIABLE rc ERROR_QUIET TIMEOUT 20)
+  set(smi_failed "")
+  if(ARGC GREATER 1)
+    set(smi "${ARGV1}")
+  else()
+    find_program(MOEPACK_NVIDIA_SMI nvidia-smi)
+    set(smi "${MOEPACK_NVIDIA_SMI}")
+  endif()
+  if(smi)
+    execute_process(COMMAND "${smi}" --query-gpu=compute_cap --format=csv,noheader OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 20)
     if(rc EQUAL 0)
       moepack_parse_compute_caps(caps "${out}")
+    else()
+      # rc: the exit status, or a message ("Process terminated due to timeout").
+      string(REGEX REPLACE "[\r\n].*" "" said "${err}${out}")
+      string(STRIP "${said}" said)
+      set(smi_failed "${smi} failed (${rc}")
+      if(NOT said STREQUAL "")
+        string(APPEND smi_failed ": ${said}")
+      endif()
+      string(APPEND smi_failed ")")
     endif()
+  endif()
+  if(NOT smi_failed STREQUAL "" AND DEFINED CACHE{MOEPACK_CUDA_ARCHITECTURES_CHOSEN})
+    set(archs "$CACHE{MOEPACK_CUDA_ARCHITECTURES_CHOSEN}")
+    string(REPLACE ";" ", " built "${archs}")
+    message(WARNING "MoePack CUDA: ${smi_failed}; built for sm ${built} as at the last configure that saw "
+                    "this machine's GPUs")
+    set(CMAKE_CUDA_ARCHITECTURES "${archs}" PARENT_SCOPE)
+    return()
   endif()
   set(nvcc_archs "")
   if(NOT nvcc STREQUAL "")
@@ -137,12 +176,14 @@ function(moepack_detect_cuda_architectures nvcc)
     message(STATUS "MoePack CUDA: ${note}")
   endforeach()
   string(REPLACE ";" ", " built "${archs}")
-  if(caps STREQUAL "")
+  if(NOT smi_failed STREQUAL "")
+    message(WARNING "MoePack CUDA: ${smi_failed}; built for sm ${built} (-DCMAKE_CUDA_ARCHITECTURES=... to choose)")
+  elseif(caps STREQUAL "")
     message(STATUS "MoePack CUDA: no GPU seen (nvidia-smi); built for sm ${built}")
   else()
     string(REPLACE ";" ", " seen "${caps}")
     message(STATUS "MoePack CUDA: this machine's GPUs (compute capability ${seen}): built for sm ${built}")
+    set(MOEPACK_CUDA_ARCHITECTURES_CHOSEN "${archs}" CACHE INTERNAL "CUDA architectures MoePack last chose from GPUs it saw")
   endif()
-  set(CMAKE_CUDA_ARCHITECTURES "${archs}" CACHE STRING "CUDA architectures (MoePack: this machine's GPUs)" FORCE)
-  set(MOEPACK_CUDA_ARCHITECTURES_DETECTED "${archs}" CACHE INTERNAL "CMAKE_CUDA_ARCHITECTURES as MoePack chose it")
+  set(CMAKE_CUDA_ARCHITECTURES "${archs}" PARENT_SCOPE)
 endfunction()

@@ -52,20 +52,31 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model, 
   const std::string& which = settings.backend;
   if (which == "cpu") return make_cpu_backend(std::move(model), settings);
   if (which == "auto") {
+    std::string passed_over;  // why backends that said so cannot run here
     for (const Registered& r : registry()) {
       if (!model || !r.usable) continue;
       bool usable = false;
       try {
         usable = r.usable(*model);
-      } catch (const Error& e) {  // (the backend says why it cannot run here)
-        std::fprintf(stderr, "moepack: backend \"%s\" not taken: %s\n", r.name.c_str(), e.what());
+      } catch (const Error& e) {  // (the backend says why it cannot run here, naming itself)
+        passed_over += std::string(passed_over.empty() ? "" : "; ") + e.what();
       }
       if (usable) return r.make(std::move(model), settings);
     }
+    if (!passed_over.empty())
+      std::fprintf(stderr, "moepack: --backend auto runs on the CPU: %s\n", passed_over.c_str());
     return make_cpu_backend(std::move(model), settings);
   }
   if (const Registered* r = find(which)) {
-    if (model && r->usable && !r->usable(*model)) {
+    bool usable = true;
+    if (model && r->usable) {
+      try {
+        usable = r->usable(*model);
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) + "; use --backend cpu or auto");
+      }
+    }
+    if (!usable) {
       const std::string device = which == "cuda" ? "CUDA GPU" : which + " device";
       throw Error("backend \"" + which + "\" cannot run " + model->path() + " here: no usable " + device +
                   " was found, or the backend does not implement architecture " + model->config().arch +

@@ -92,14 +92,44 @@ std::string cuda_device_unsupported(int index, std::string_view name, int cc, st
   if (cc < kMinComputeCapability) {
     return device + ": MoePack's CUDA backend needs compute capability " +
            std::to_string(kMinComputeCapability / 10) + "." + std::to_string(kMinComputeCapability % 10) +
-           " or later (H100, H200, RTX 50xx); use the CPU backend (--backend cpu)";
+           " or later (H100, H200, RTX 50xx)";
   }
   if (cuda_build_fit(cc, built) == CudaCodeFit::kNone) {
     return device + ": this build holds CUDA code for \"" + std::string(built) +
            "\" only, none of which runs there; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" +
-           std::to_string(cc) + " (or leave it unset: the build then takes this machine's GPUs)";
+           std::to_string(cc) +
+           " (or in a new build directory without it, or after cmake -U "
+           "CMAKE_CUDA_ARCHITECTURES: the build then takes this machine's GPUs)";
   }
   return "";
+}
+
+std::string format_gpu_uuid(const unsigned char (&bytes)[16]) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
+std::string cuda_first_device_unsupported(const std::vector<CudaDeviceSeen>& devices,
+                                          std::string_view built) {
+  if (devices.empty()) return "";
+  const CudaDeviceSeen& first = devices.front();
+  std::string why = cuda_device_unsupported(first.index, first.name, first.cc, built);
+  if (why.empty()) return why;
+  for (size_t i = 1; i < devices.size(); ++i) {
+    const CudaDeviceSeen& d = devices[i];
+    if (cuda_device_unsupported(d.index, d.name, d.cc, built).empty()) {
+      why += "; GPU " + std::to_string(d.index) + " (" + d.name + ") is one it runs on: start MoePack with " +
+             "CUDA_VISIBLE_DEVICES=" + (d.uuid.empty() ? std::to_string(d.index) : d.uuid) + " to use it";
+      break;
+    }
+  }
+  return why;
 }
 
 }  // namespace moepack::gpu

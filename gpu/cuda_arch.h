@@ -60,7 +60,26 @@ CudaCodeFit cuda_build_fit(int cc, std::string_view built);
 // `built` (CMAKE_CUDA_ARCHITECTURES' text), or "" where it can: below kMinComputeCapability, or no code of
 // the build runs there (CudaCodeFit::kNone; not checked for CMake's keywords, cuda_architectures_resolved,
 // nor for a list that does not parse: CMake built something from it). The message names the device, both
-// numbers and what to do. Never throws.
+// numbers and, for a build without code for it, the rebuild. Never throws.
 std::string cuda_device_unsupported(int index, std::string_view name, int cc, std::string_view built);
+
+// A GPU's UUID (cudaDeviceProp::uuid, 16 bytes) as nvidia-smi -L prints it and CUDA_VISIBLE_DEVICES takes it:
+// "GPU-" and the bytes in lower-case hex, grouped 8-4-4-4-12.
+std::string format_gpu_uuid(const unsigned char (&bytes)[16]);
+
+// A CUDA device as the runtime lists it (CUDA's order; CUDA_VISIBLE_DEVICES selects and orders them).
+struct CudaDeviceSeen {
+  int index = 0;
+  std::string name;
+  int cc = 0;        // compute capability, major * 10 + minor
+  std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (as nvidia-smi -L prints it), or ""
+};
+
+// Why the CUDA backend cannot run on the device it opens, the first of `devices` (the engine's CUDA calls
+// run on the current device of several threads, all CUDA's default device 0), with a build of `built`:
+// cuda_device_unsupported of the first, followed, where a later device is one the build runs on, by how to
+// run there ("CUDA_VISIBLE_DEVICES=<uuid>", the index where the uuid is unknown). "" where the first device
+// is supported or there is none. Never throws.
+std::string cuda_first_device_unsupported(const std::vector<CudaDeviceSeen>& devices, std::string_view built);
 
 }  // namespace moepack::gpu

@@ -398,7 +398,7 @@ bool cuda_backend_usable(const ModelSource& model) {
   if (!cuda_backend_supports(model.config())) return false;
   const DeviceQuery q = query_devices();
   if (q.devices.empty()) return false;
-  if (const std::string why = device_unsupported(q.devices.front()); !why.empty()) {
+  if (const std::string why = first_device_unsupported(q); !why.empty()) {
     throw Error("backend \"cuda\": " + why);
   }
   return true;

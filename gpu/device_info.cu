@@ -43,6 +43,9 @@ DeviceQuery query_devices() {
     info.compute_minor = p.minor;
     info.total_bytes = p.totalGlobalMem;
     info.multiprocessors = p.multiProcessorCount;
+    unsigned char uuid[16];
+    for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(p.uuid.bytes[i]);
+    info.uuid = format_gpu_uuid(uuid);
     size_t free_b = 0;
     size_t total_b = 0;
     if (cudaSetDevice(d) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
@@ -61,11 +64,20 @@ std::string device_unsupported(const DeviceInfo& d) {
                                  built_cuda_architectures());
 }
 
+std::string first_device_unsupported(const DeviceQuery& q) {
+  std::vector<CudaDeviceSeen> seen;
+  for (const DeviceInfo& d : q.devices) {
+    seen.push_back({d.index, d.name, d.compute_major * 10 + d.compute_minor, d.uuid});
+  }
+  return cuda_first_device_unsupported(seen, built_cuda_architectures());
+}
+
 void open_cuda_device() {
   const DeviceQuery q = query_devices();
   if (q.devices.empty()) throw Error("backend \"cuda\": no usable CUDA device (" + q.error + ")");
+  if (const std::string why = first_device_unsupported(q); !why.empty())
+    throw Error("backend \"cuda\": " + why);
   const DeviceInfo& d = q.devices.front();
-  if (const std::string why = device_unsupported(d); !why.empty()) throw Error("backend \"cuda\": " + why);
   const std::string built = built_cuda_architectures();
   if (cuda_build_fit(d.compute_major * 10 + d.compute_minor, built) == CudaCodeFit::kPtx) {
     static std::atomic<bool> noted{false};
@@ -73,8 +85,9 @@ void open_cuda_device() {
       std::fprintf(
           stderr,
           "moepack: GPU %d (%s, compute capability %d.%d) runs this build's PTX (built for %s), which "
-          "the driver compiles at first use: the first start takes minutes; a build for this machine's "
-          "GPU (packaging/setup.sh, CMAKE_CUDA_ARCHITECTURES unset) has real code\n",
+          "the driver compiles at first use: the first start takes minutes; a build configured on this "
+          "machine without CMAKE_CUDA_ARCHITECTURES (packaging/setup.sh) has real code where MoePack "
+          "builds any for this GPU (sm_90, sm_120)\n",
           d.index, d.name.c_str(), d.compute_major, d.compute_minor, built.c_str());
     }
   }

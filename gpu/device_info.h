@@ -18,6 +18,8 @@ struct DeviceInfo {
   uint64_t total_bytes = 0;  // device memory, bytes
   uint64_t free_bytes = 0;   // free device memory at query time, bytes (cudaMemGetInfo)
   int multiprocessors = 0;
+  std::string
+      uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (cudaDeviceProp::uuid as nvidia-smi -L prints it)
 };
 
 struct DeviceQuery {
@@ -38,8 +40,13 @@ std::string built_cuda_architectures();
 // capability below 9.0, or no code of the build runs there), or "" where it can.
 std::string device_unsupported(const DeviceInfo& d);
 
+// Why the CUDA backend cannot run on the device it opens (the first of q.devices) with this build
+// (gpu/cuda_arch.h cuda_first_device_unsupported: device_unsupported's message, and which later device it
+// would run on), or "" where it can or there is no device.
+std::string first_device_unsupported(const DeviceQuery& q);
+
 // Makes device 0 current for a CUDA backend. Throws Error (prefixed 'backend "cuda": ') where there is no
-// device or the build cannot run on it (device_unsupported's message). Where only PTX of the build runs
+// device or the build cannot run on it (first_device_unsupported's message). Where only PTX of the build runs
 // there (gpu/cuda_arch.h CudaCodeFit::kPtx), notes once on stderr that the driver compiles it at first use.
 void open_cuda_device();
 

@@ -30,16 +30,24 @@ TEST(BackendFactory, AutoSkipsABackendThatSaysWhyItCannotRun) {
   EngineSettings s;
   s.n_ctx = 64;
   s.backend = "auto";
+  testing::internal::CaptureStderr();
   auto b = make_backend(model, s);
+  const std::string said = testing::internal::GetCapturedStderr();
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->name(), "cpu");
   EXPECT_EQ(made, 0);
+  // Said once, with the backend's own reason, and no advice to pick the CPU it already runs on.
+  EXPECT_EQ(
+      said,
+      "moepack: --backend auto runs on the CPU: backend \"gpu-test\": GPU 0 (RTX 4090, compute capability "
+      "8.9) is too old\n");
   s.backend = "gpu-test";
   try {
     make_backend(model, s);
     ADD_FAILURE() << "no Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("compute capability 8.9"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("; use --backend cpu or auto"), std::string::npos) << e.what();
   }
   EXPECT_EQ(made, 0);
   // Usable: `auto` takes it.

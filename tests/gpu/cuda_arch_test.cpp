@@ -92,17 +92,55 @@ TEST(CudaArch, UnsupportedDevicesAreNamedWithTheirNumbers) {
   const std::string old = cuda_device_unsupported(1, "RTX 4090", 89, "90;120");
   EXPECT_NE(old.find("GPU 1 (RTX 4090, compute capability 8.9)"), std::string::npos) << old;
   EXPECT_NE(old.find("needs compute capability 9.0 or later"), std::string::npos) << old;
-  EXPECT_NE(old.find("--backend cpu"), std::string::npos) << old;
+  EXPECT_EQ(old.find("--backend"), std::string::npos) << old;  // (the caller's advice: auto takes the CPU)
   // Below 9.0 even where CMake chose the architectures.
   EXPECT_NE(cuda_device_unsupported(0, "RTX 4090", 89, "all-major"), "");
   const std::string none = cuda_device_unsupported(0, "NVIDIA H200", 90, "120-real");
   EXPECT_NE(none.find("GPU 0 (NVIDIA H200, compute capability 9.0)"), std::string::npos) << none;
   EXPECT_NE(none.find("\"120-real\""), std::string::npos) << none;
   EXPECT_NE(none.find("-DCMAKE_CUDA_ARCHITECTURES=90"), std::string::npos) << none;
+  EXPECT_NE(none.find("cmake -U CMAKE_CUDA_ARCHITECTURES"), std::string::npos) << none;
   // CMake's keywords and false values, and a list that does not parse: not checked, never thrown.
   EXPECT_EQ(cuda_device_unsupported(0, "NVIDIA H200", 90, "OFF"), "");
   EXPECT_EQ(cuda_device_unsupported(0, "NVIDIA H200", 90, "sm_90"), "");
   EXPECT_NE(cuda_device_unsupported(0, "RTX 5090", 120, "90a"), "");
+}
+
+TEST(CudaArch, GpuUuidAsNvidiaSmiPrintsIt) {
+  // Hand-written: the bytes 00 11 22 ... ff in order.
+  unsigned char bytes[16];
+  for (int i = 0; i < 16; ++i) bytes[i] = static_cast<unsigned char>(i * 0x11);
+  EXPECT_EQ(format_gpu_uuid(bytes), "GPU-00112233-4455-6677-8899-aabbccddeeff");
+}
+
+TEST(CudaArch, TheFirstDeviceDecidesAndALaterSupportedOneIsNamed) {
+  const std::vector<CudaDeviceSeen> none;
+  EXPECT_EQ(cuda_first_device_unsupported(none, "120"), "");
+  const CudaDeviceSeen ada{0, "RTX 4090", 89, "GPU-00112233-4455-6677-8899-aabbccddeeff"};
+  const CudaDeviceSeen blackwell{1, "RTX 5090", 120, "GPU-ffeeddcc-bbaa-9988-7766-554433221100"};
+  const CudaDeviceSeen hopper{2, "NVIDIA H100", 90, ""};
+  // The first is supported: nothing to say, whatever follows.
+  EXPECT_EQ(cuda_first_device_unsupported({blackwell, ada}, "120"), "");
+  // The first is not, the second is: its UUID for CUDA_VISIBLE_DEVICES.
+  const std::string two = cuda_first_device_unsupported({ada, blackwell, hopper}, "120");
+  EXPECT_NE(two.find("GPU 0 (RTX 4090, compute capability 8.9)"), std::string::npos) << two;
+  EXPECT_NE(two.find("GPU 1 (RTX 5090) is one it runs on: start MoePack with "
+                     "CUDA_VISIBLE_DEVICES=GPU-ffeeddcc-bbaa-9988-7766-554433221100"),
+            std::string::npos)
+      << two;
+  // Built for sm_90 alone: the RTX 5090 runs its PTX (supported), so it is named, not the H100 after it.
+  EXPECT_NE(cuda_first_device_unsupported({ada, blackwell, hopper}, "90").find("GPU 1 (RTX 5090)"),
+            std::string::npos);
+  // Built for sm_120 real code only: the H100 cannot run it, the RTX 5090 after it is named.
+  const std::string real = cuda_first_device_unsupported({ada, hopper, blackwell}, "120-real");
+  EXPECT_NE(real.find("GPU 1 (RTX 5090) is one it runs on"), std::string::npos) << real;
+  EXPECT_EQ(real.find("NVIDIA H100"), std::string::npos) << real;
+  // No UUID known: the index.
+  const std::string idx = cuda_first_device_unsupported({ada, hopper}, "90");
+  EXPECT_NE(idx.find("CUDA_VISIBLE_DEVICES=2 to use it"), std::string::npos) << idx;
+  // None of the others runs it either: the first's reason alone.
+  EXPECT_EQ(cuda_first_device_unsupported({ada, hopper}, "120-real"),
+            cuda_device_unsupported(0, "RTX 4090", 89, "120-real"));
 }
 
 }  // namespace

@@ -53,6 +53,6 @@ unset MOEPACK_GPU_LIMITS
 run ops-smlimits.log 60 "$bin/gpu_ops_test" --gtest_filter='SmLimits.*'
 nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader
 timeout 60 cmake -S . -B /tmp/moepack-cfg -G Ninja -DMOEPACK_GUI=OFF -DMOEPACK_CUDA=ON 2>&1 | grep "MoePack CUDA"
-grep "^CMAKE_CUDA_ARCHITECTURES:" /tmp/moepack-cfg/CMakeCache.txt
+grep -o 'generate-code=arch=compute_[0-9]*,code=[^ ]*' /tmp/moepack-cfg/build.ninja | sort | uniq -c
 echo "== done at ${SECONDS} s (status $status)"
 exit "$status"
