@@ -105,13 +105,17 @@ endfunction()
 # Sets CMAKE_CUDA_ARCHITECTURES, as a normal variable of the caller's scope, from this machine's GPUs and NVCC's
 # architectures where it was not given, printing what it chose and why. Call before enable_language(CUDA).
 #   - Given (-DCMAKE_CUDA_ARCHITECTURES=..., or CMake's own cache entry from CUDAARCHS at the build directory's
-#     first configure): kept. To hand the choice back: `cmake -U CMAKE_CUDA_ARCHITECTURES`, or a new build
-#     directory.
-#   - CUDAARCHS set (and nothing cached): taken, at every configure it is set.
+#     first configure, unless moepack_cuda_architectures_after_enable drops it): kept. To hand the choice
+#     back: `cmake -U CMAKE_CUDA_ARCHITECTURES`, an empty `-DCMAKE_CUDA_ARCHITECTURES=`, or a new build
+#     directory. Also kept: a normal variable set before the call (a toolchain file, a parent project).
+#   - CUDAARCHS set (and nothing cached): taken, at every configure it is set (call
+#     moepack_cuda_architectures_after_enable after enable_language(CUDA): CMake's compiler detection caches
+#     CUDAARCHS at a build directory's first configure, which would then count as given).
 #   - Otherwise chosen again at every configure (a build directory follows a change of GPU), never written to
 #     the cache, so a value in the cache is always one given by hand. Where nvidia-smi is found but fails or
-#     times out (a driver updated without a reboot), the last choice made from GPUs it saw
-#     (MOEPACK_CUDA_ARCHITECTURES_CHOSEN) is kept, with a warning, instead of falling back to sm_90.
+#     times out (a driver updated without a reboot: exit 18), the last choice made from GPUs it saw
+#     (MOEPACK_CUDA_ARCHITECTURES_CHOSEN) is kept, with a warning, instead of falling back to sm_90; where it
+#     says there is no GPU ("No devices were found", exit 6), none is seen.
 # NVIDIA_SMI (optional second argument): the program to ask, for tests; default: nvidia-smi on PATH.
 function(moepack_detect_cuda_architectures nvcc)
   # A build directory configured before this rule (fifty-eighth session) cached its own choice; drop it.
@@ -121,14 +125,23 @@ function(moepack_detect_cuda_architectures nvcc)
     endif()
     unset(MOEPACK_CUDA_ARCHITECTURES_DETECTED CACHE)
   endif()
+  if(DEFINED CACHE{CMAKE_CUDA_ARCHITECTURES} AND "$CACHE{CMAKE_CUDA_ARCHITECTURES}" STREQUAL "")
+    unset(CMAKE_CUDA_ARCHITECTURES CACHE)  # (an empty -DCMAKE_CUDA_ARCHITECTURES=: the choice handed back)
+  endif()
   if(DEFINED CACHE{CMAKE_CUDA_ARCHITECTURES})
     message(STATUS "MoePack CUDA: built for CMAKE_CUDA_ARCHITECTURES=$CACHE{CMAKE_CUDA_ARCHITECTURES} as given "
                    "(cmake -U CMAKE_CUDA_ARCHITECTURES to choose from this machine's GPUs)")
     return()
   endif()
+  if(DEFINED CMAKE_CUDA_ARCHITECTURES)
+    message(STATUS "MoePack CUDA: built for CMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES} as set "
+                   "(a toolchain file or a parent project)")
+    return()
+  endif()
   if(NOT "$ENV{CUDAARCHS}" STREQUAL "")
     message(STATUS "MoePack CUDA: built for CUDAARCHS=$ENV{CUDAARCHS}")
     set(CMAKE_CUDA_ARCHITECTURES "$ENV{CUDAARCHS}" PARENT_SCOPE)
+    set(MOEPACK_CUDA_ARCHITECTURES_FROM_ENV "$ENV{CUDAARCHS}" PARENT_SCOPE)
     return()
   endif()
   set(caps "")
@@ -144,6 +157,8 @@ function(moepack_detect_cuda_architectures nvcc)
                     ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 20)
     if(rc EQUAL 0)
       moepack_parse_compute_caps(caps "${out}")
+    elseif(rc EQUAL 6 OR "${out}${err}" MATCHES "No devices were found|No supported GPUs")
+      # (no GPU: caps stays empty)
     else()
       # rc: the exit status, or a message ("Process terminated due to timeout").
       string(REGEX REPLACE "[\r\n].*" "" said "${err}${out}")
@@ -186,4 +201,14 @@ function(moepack_detect_cuda_architectures nvcc)
     set(MOEPACK_CUDA_ARCHITECTURES_CHOSEN "${archs}" CACHE INTERNAL "CUDA architectures MoePack last chose from GPUs it saw")
   endif()
   set(CMAKE_CUDA_ARCHITECTURES "${archs}" PARENT_SCOPE)
+endfunction()
+
+# Call right after enable_language(CUDA). Where moepack_detect_cuda_architectures took CUDAARCHS, CMake's
+# compiler detection (at a build directory's first configure) has also cached it; dropped again, so that a
+# later configure without CUDAARCHS chooses from this machine's GPUs instead of keeping it as given.
+function(moepack_cuda_architectures_after_enable)
+  if(DEFINED MOEPACK_CUDA_ARCHITECTURES_FROM_ENV AND DEFINED CACHE{CMAKE_CUDA_ARCHITECTURES} AND
+     "$CACHE{CMAKE_CUDA_ARCHITECTURES}" STREQUAL "${MOEPACK_CUDA_ARCHITECTURES_FROM_ENV}")
+    unset(CMAKE_CUDA_ARCHITECTURES CACHE)
+  endif()
 endfunction()

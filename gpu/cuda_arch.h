@@ -65,6 +65,8 @@ std::string cuda_device_unsupported(int index, std::string_view name, int cc, st
 
 // A GPU's UUID (cudaDeviceProp::uuid, 16 bytes) as nvidia-smi -L prints it and CUDA_VISIBLE_DEVICES takes it:
 // "GPU-" and the bytes in lower-case hex, grouped 8-4-4-4-12.
+// (For a MIG instance the runtime's bytes are the instance's, which nvidia-smi -L prints as "MIG-…": not
+// told apart here; MoePack's product cards have no MIG.)
 std::string format_gpu_uuid(const unsigned char (&bytes)[16]);
 
 // A CUDA device as the runtime lists it (CUDA's order; CUDA_VISIBLE_DEVICES selects and orders them).
