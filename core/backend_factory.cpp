@@ -48,7 +48,9 @@ void register_backend(std::string name, BackendMaker make, BackendUsable usable)
 
 bool backend_registered(const std::string& name) { return name == "cpu" || find(name) != nullptr; }
 
-std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model, const EngineSettings& settings) {
+std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model,
+                                      const EngineSettings& settings, std::string* passed_over_out) {
+  if (passed_over_out) passed_over_out->clear();
   const std::string& which = settings.backend;
   if (which == "cpu") return make_cpu_backend(std::move(model), settings);
   if (which == "auto") {
@@ -63,8 +65,10 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model, 
       }
       if (usable) return r.make(std::move(model), settings);
     }
-    if (!passed_over.empty())
+    if (!passed_over.empty()) {
       std::fprintf(stderr, "moepack: --backend auto runs on the CPU: %s\n", passed_over.c_str());
+    }
+    if (passed_over_out) *passed_over_out = passed_over;
     return make_cpu_backend(std::move(model), settings);
   }
   if (const Registered* r = find(which)) {

@@ -33,8 +33,11 @@ void register_backend(std::string name, BackendMaker make, BackendUsable usable)
 // True when a backend of this name was registered (the CPU backend always exists).
 bool backend_registered(const std::string& name);
 
-// Throws Error when `cuda` is asked for and not available (saying why).
-std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model, const EngineSettings& settings);
+// Throws Error when `cuda` is asked for and not available (saying why). Where `auto` passed over a backend
+// that said why it cannot run here (BackendUsable threw), the reasons ("; " between them) are noted on stderr
+// and, if `passed_over` is given, stored there (else it is cleared): the studio shows why the CPU runs.
+std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model,
+                                      const EngineSettings& settings, std::string* passed_over = nullptr);
 
 // The CPU reference backend (core/cpu_backend.cpp).
 std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const ModelSource> model, const EngineSettings& settings);

@@ -111,6 +111,10 @@ class Session {
   const std::string& chat_template() const { return chat_template_; }
   // Why the ChatML fallback is used ("" when the model's own template is).
   const std::string& template_warning() const { return template_warning_; }
+  // Why `--backend auto` did not take a backend it passed over (load(): make_backend's `passed_over`, e.g.
+  // 'backend "cuda": GPU 0 (RTX 4090, compute capability 8.9): … needs compute capability 9.0 or later'), or
+  // "" (the backend asked for runs, or none said why).
+  const std::string& backend_note() const { return backend_note_; }
   // Tokens whose KV entries the backend holds (the prompt and output of the last calls).
   const std::vector<int32_t>& kv_tokens() const { return kv_tokens_; }
 
@@ -140,6 +144,7 @@ class Session {
   std::string chat_template_;
   std::shared_ptr<const ChatTemplate> template_;
   std::string template_warning_;
+  std::string backend_note_;
   std::unique_ptr<Telemetry> telemetry_;
   std::vector<int32_t> kv_tokens_;  // tokens whose KV entries the backend holds
   std::vector<float> logits_;

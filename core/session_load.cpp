@@ -54,12 +54,15 @@ std::unique_ptr<Session> Session::load(const std::string& path_or_name, const En
   if (settings.verify_pack_sha256 && model->is_pack()) verify_dense_weights(*model->pack());
   Tokenizer tokenizer = Tokenizer::from_gguf(model->metadata());
   std::string tpl = model->metadata().get_string("tokenizer.chat_template").value_or(std::string());
-  std::unique_ptr<Backend> backend = make_backend(model, settings);
+  std::string backend_note;
+  std::unique_ptr<Backend> backend = make_backend(model, settings, &backend_note);
   // The backend's routing observer owns the recorder; the trace is complete when the backend
   // (the session) is destroyed.
   if (!settings.trace_path.empty()) RoutingRecorder::attach(*backend, settings.trace_path, *model);
-  return std::make_unique<Session>(std::move(model), std::move(backend), std::move(tokenizer), std::move(tpl),
-                                   settings);
+  auto session = std::make_unique<Session>(std::move(model), std::move(backend), std::move(tokenizer),
+                                           std::move(tpl), settings);
+  session->backend_note_ = std::move(backend_note);
+  return session;
 }
 
 }  // namespace moepack

@@ -295,169 +295,179 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="328"/>
+        <location filename="../ui/qml/ChatPage.qml" line="365"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="329"/>
+        <location filename="../ui/qml/ChatPage.qml" line="366"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/ChatPage.qml" line="248"/>
-        <location filename="../ui/qml/ChatPage.qml" line="336"/>
+        <location filename="../ui/qml/ChatPage.qml" line="373"/>
         <source>Load %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="380"/>
+        <location filename="../ui/qml/ChatPage.qml" line="332"/>
+        <source>Running on the CPU, not the GPU: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="336"/>
+        <source>Dismiss</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/qml/ChatPage.qml" line="417"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="418"/>
+        <location filename="../ui/qml/ChatPage.qml" line="455"/>
         <source>A reply is being written in “%1”. You can send here when it has finished, or stop it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="424"/>
+        <location filename="../ui/qml/ChatPage.qml" line="461"/>
         <source>Show it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="429"/>
+        <location filename="../ui/qml/ChatPage.qml" line="466"/>
         <source>Stop it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="453"/>
+        <location filename="../ui/qml/ChatPage.qml" line="490"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="470"/>
+        <location filename="../ui/qml/ChatPage.qml" line="507"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="478"/>
+        <location filename="../ui/qml/ChatPage.qml" line="515"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="515"/>
+        <location filename="../ui/qml/ChatPage.qml" line="552"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="520"/>
+        <location filename="../ui/qml/ChatPage.qml" line="557"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="525"/>
+        <location filename="../ui/qml/ChatPage.qml" line="562"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="528"/>
+        <location filename="../ui/qml/ChatPage.qml" line="565"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="529"/>
+        <location filename="../ui/qml/ChatPage.qml" line="566"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="530"/>
+        <location filename="../ui/qml/ChatPage.qml" line="567"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="531"/>
+        <location filename="../ui/qml/ChatPage.qml" line="568"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="532"/>
+        <location filename="../ui/qml/ChatPage.qml" line="569"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="533"/>
+        <location filename="../ui/qml/ChatPage.qml" line="570"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="534"/>
+        <location filename="../ui/qml/ChatPage.qml" line="571"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="556"/>
+        <location filename="../ui/qml/ChatPage.qml" line="593"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="573"/>
+        <location filename="../ui/qml/ChatPage.qml" line="610"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="574"/>
+        <location filename="../ui/qml/ChatPage.qml" line="611"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="584"/>
+        <location filename="../ui/qml/ChatPage.qml" line="621"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="621"/>
+        <location filename="../ui/qml/ChatPage.qml" line="658"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="614"/>
+        <location filename="../ui/qml/ChatPage.qml" line="651"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="625"/>
+        <location filename="../ui/qml/ChatPage.qml" line="662"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="633"/>
+        <location filename="../ui/qml/ChatPage.qml" line="670"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="655"/>
+        <location filename="../ui/qml/ChatPage.qml" line="692"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="657"/>
+        <location filename="../ui/qml/ChatPage.qml" line="694"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="657"/>
+        <location filename="../ui/qml/ChatPage.qml" line="694"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="664"/>
+        <location filename="../ui/qml/ChatPage.qml" line="701"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="665"/>
+        <location filename="../ui/qml/ChatPage.qml" line="702"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>

@@ -21,6 +21,7 @@ struct EngineInfo {
   QString modelName;     // general.name, else the file name
   QString architecture;  // general.architecture
   QString backend;       // "cpu", "cuda"
+  QString backendNote;   // why `auto` did not take a backend (Session::backend_note), or empty
   bool isPack = false;
   uint32_t nCtx = 0;              // KV cache length, tokens
   uint32_t threads = 0;           // engine threads

@@ -118,6 +118,9 @@ class EngineController : public QObject {
   Q_PROPERTY(QString modelPath READ modelPath NOTIFY stateChanged)
   Q_PROPERTY(QString modelName READ modelName NOTIFY stateChanged)
   Q_PROPERTY(QString backendName READ backendName NOTIFY stateChanged)
+  // Why the loaded model runs on the CPU under backend "auto" though a GPU backend exists (its reason), or
+  // "".
+  Q_PROPERTY(QString backendNote READ backendNote NOTIFY stateChanged)
   Q_PROPERTY(QString progressPhase READ progressPhase NOTIFY progressChanged)
   Q_PROPERTY(double progress READ progress NOTIFY progressChanged)  // 0..1, -1 unknown
   Q_PROPERTY(QString progressDetail READ progressDetail NOTIFY progressChanged)
@@ -192,6 +195,7 @@ class EngineController : public QObject {
   QString requestedPath() const { return lastPath_; }
   QString modelName() const { return info_.modelName; }
   QString backendName() const { return info_.backend; }
+  QString backendNote() const { return info_.backendNote; }
   QString progressPhase() const { return phase_; }
   double progress() const { return progress_; }
   QString progressDetail() const { return detail_; }

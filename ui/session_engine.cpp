@@ -34,6 +34,7 @@ class SessionEngine final : public ChatEngine {
     info_.cacheSlotBytes = st.cache_slot_bytes;
     info_.ramTierSlots = st.ram_tier_slots;
     info_.templateWarning = QString::fromStdString(session_->template_warning());
+    info_.backendNote = QString::fromStdString(session_->backend_note());
   }
   EngineInfo info() const override { return info_; }
   GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateOptions& options,

@@ -1,6 +1,7 @@
 // core/backend_factory.h: `auto` takes the first registered backend usable for the model, else the CPU; a
 // backend whose usability check throws (it says why it cannot run here, as the CUDA backend does for a GPU
-// below compute capability 9.0) is skipped by `auto` and fails an explicit request with its own message.
+// below compute capability 9.0) is skipped by `auto`, which says why (stderr, the caller,
+// Session::backend_note), and fails an explicit request with its own message.
 #include "core/backend_factory.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/model_source.h"
+#include "core/session.h"
 
 namespace moepack {
 namespace {
@@ -30,17 +32,24 @@ TEST(BackendFactory, AutoSkipsABackendThatSaysWhyItCannotRun) {
   EngineSettings s;
   s.n_ctx = 64;
   s.backend = "auto";
+  const std::string why = "backend \"gpu-test\": GPU 0 (RTX 4090, compute capability 8.9) is too old";
   testing::internal::CaptureStderr();
-  auto b = make_backend(model, s);
+  std::string passed_over = "stale";
+  auto b = make_backend(model, s, &passed_over);
   const std::string said = testing::internal::GetCapturedStderr();
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->name(), "cpu");
   EXPECT_EQ(made, 0);
-  // Said once, with the backend's own reason, and no advice to pick the CPU it already runs on.
-  EXPECT_EQ(
-      said,
-      "moepack: --backend auto runs on the CPU: backend \"gpu-test\": GPU 0 (RTX 4090, compute capability "
-      "8.9) is too old\n");
+  // Said once, with the backend's own reason, and no advice to pick the CPU it already runs on; the caller
+  // gets the reason too.
+  EXPECT_EQ(said, "moepack: --backend auto runs on the CPU: " + why + "\n");
+  EXPECT_EQ(passed_over, why);
+  // A session loaded so keeps it for the studio.
+  testing::internal::CaptureStderr();
+  const auto session = Session::load(kDemo, s);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(session->backend().name(), "cpu");
+  EXPECT_EQ(session->backend_note(), why);
   s.backend = "gpu-test";
   try {
     make_backend(model, s);
@@ -50,11 +59,15 @@ TEST(BackendFactory, AutoSkipsABackendThatSaysWhyItCannotRun) {
     EXPECT_NE(std::string(e.what()).find("; use --backend cpu or auto"), std::string::npos) << e.what();
   }
   EXPECT_EQ(made, 0);
-  // Usable: `auto` takes it.
+  // Usable: `auto` takes it, and nothing is passed over.
   register_backend("gpu-test", make, [](const ModelSource&) { return true; });
   s.backend = "auto";
-  b = make_backend(model, s);
+  b = make_backend(model, s, &passed_over);
   EXPECT_EQ(made, 1);
+  EXPECT_EQ(passed_over, "");
+  // The CPU asked for: no note.
+  s.backend = "cpu";
+  EXPECT_EQ(Session::load(kDemo, s)->backend_note(), "");
   // Not usable without a reason: an explicit request names the backend and the model.
   register_backend("gpu-test", make, [](const ModelSource&) { return false; });
   s.backend = "gpu-test";

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
 
 #include "gpu/device_info.h"
 
@@ -19,6 +20,12 @@ TEST(GpuDevice, ReportsMemoryAndComputeCapability) {
     EXPECT_LE(d.free_bytes, d.total_bytes);
     EXPECT_GT(d.free_bytes, 0u);
     EXPECT_GT(d.multiprocessors, 0);
+    // As nvidia-smi -L prints it (the device call prints both to compare).
+    EXPECT_TRUE(std::regex_match(
+        d.uuid, std::regex("GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")))
+        << d.uuid;
+    EXPECT_NE(d.uuid, "GPU-00000000-0000-0000-0000-000000000000");
+    std::printf("GPU %d: %s (UUID: %s)\n", d.index, d.name.c_str(), d.uuid.c_str());
   }
   EXPECT_GE(q.runtime_version, 12000);
 }
@@ -36,6 +43,7 @@ TEST(GpuDevice, BuildRunsOnThisDevice) {
               moepack::gpu::built_cuda_architectures().c_str(), q.devices[0].compute_major,
               q.devices[0].compute_minor);
   EXPECT_EQ(moepack::gpu::device_unsupported(q.devices[0]), "");
+  EXPECT_EQ(moepack::gpu::first_device_unsupported(q), "");
   EXPECT_NO_THROW(moepack::gpu::open_cuda_device());
 }
 

@@ -52,6 +52,8 @@ unset MOEPACK_GPU_LIMITS
 [ ! -x "$bin/gpu_device_test" ] || run device.log 60 "$bin/gpu_device_test"
 run ops-smlimits.log 60 "$bin/gpu_ops_test" --gtest_filter='SmLimits.*'
 nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader
+nvidia-smi -L  # (the UUIDs gpu_device_test printed in device.log)
+grep "UUID" "$out/device.log"
 timeout 60 cmake -S . -B /tmp/moepack-cfg -G Ninja -DMOEPACK_GUI=OFF -DMOEPACK_CUDA=ON 2>&1 | grep "MoePack CUDA"
 grep -o 'generate-code=arch=compute_[0-9]*,code=[^ ]*' /tmp/moepack-cfg/build.ninja | sort | uniq -c
 echo "== done at ${SECONDS} s (status $status)"

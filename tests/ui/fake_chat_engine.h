@@ -1,7 +1,8 @@
 // A scripted ChatEngine for view-model tests: replies "echo: <last user message>" followed by
 // `extra_tokens` numbered words, one token per word, `token_delay_ms` apart; records one
 // telemetry sample per token (2 misses and 4096 bytes each). A user message "fail" throws;
-// "gpu-lost" throws DeviceLostError (a CUDA sticky error).
+// "gpu-lost" throws DeviceLostError (a CUDA sticky error). A model path containing "no-gpu" loads with the
+// note `auto` leaves when it passes over the CUDA backend (kNoGpuNote).
 #pragma once
 
 #include <QThread>
@@ -22,6 +23,10 @@ struct FakeScript {
   bool convert = false;         // "x.gguf" opens as "x-pack", as a converted model does
 };
 
+inline const QString kNoGpuNote = QStringLiteral(
+    "backend \"cuda\": GPU 0 (NVIDIA GeForce RTX 4090, compute capability 8.9): MoePack's CUDA backend needs "
+    "compute capability 9.0 or later (H100, H200, RTX 50xx)");
+
 class FakeChatEngine final : public ChatEngine {
  public:
   FakeChatEngine(QString path, FakeScript& script) : path_(std::move(path)), script_(script) {
@@ -35,6 +40,7 @@ class FakeChatEngine final : public ChatEngine {
     i.path = path_;
     i.modelName = QStringLiteral("fake");
     i.backend = QStringLiteral("cpu");
+    if (path_.contains(QLatin1String("no-gpu"))) i.backendNote = kNoGpuNote;
     i.nCtx = 512;
     i.moeLayers = 5;
     i.topK = 4;

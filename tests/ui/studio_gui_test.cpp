@@ -1301,6 +1301,51 @@ class StudioGuiTest : public QObject {
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 
+  // `auto` passed over the GPU backend: the chat says why the model runs on the CPU, until dismissed for that
+  // model; a model loaded without such a note shows nothing.
+  void aModelOnTheCpuForAReasonSaysWhy() {
+    ScriptedChat scripted;
+    QVERIFY(scripted.opened);
+    auto& [dir, script, engine, chat, opened] = scripted;
+    QQmlApplicationEngine qml;
+    QStringList warnings;
+    QQuickWindow* window = chatPageOver(qml, &chat, &engine, warnings);
+    QVERIFY2(window, qPrintable(warnings.join(QLatin1Char('\n'))));
+    const auto item = [&](const char* name) { return window->findChild<QQuickItem*>(QLatin1String(name)); };
+    QQuickItem* banner = item("backendNoteBanner");
+    QQuickItem* text = item("backendNoteText");
+    QQuickItem* dismiss = item("backendNoteDismiss");
+    QVERIFY(banner && text && dismiss);
+    const auto loaded = [&](const QString& path) {
+      engine.load(path, false);
+      return QTest::qWaitFor(
+          [&] { return engine.state() == EngineController::Ready && engine.modelPath() == path; });
+    };
+    const QString plain = dir.filePath(QStringLiteral("model.gguf"));
+    const QString noGpu = dir.filePath(QStringLiteral("no-gpu.gguf"));
+    QVERIFY(loaded(plain));
+    QVERIFY(engine.backendNote().isEmpty());
+    QVERIFY(!banner->isVisible());
+
+    QVERIFY(loaded(noGpu));
+    QCOMPARE(engine.backendNote(), test::kNoGpuNote);
+    QTRY_VERIFY(banner->isVisible());
+    QCOMPARE(text->property("text").toString(),
+             QStringLiteral("Running on the CPU, not the GPU: ") + test::kNoGpuNote);
+    QVERIFY(replyTo(&chat, QStringLiteral("question")));  // (the chat goes on beside it)
+    QVERIFY(banner->isVisible());
+    save(window, QStringLiteral("studio-chat-backend-note.png"));
+    QVERIFY(QMetaObject::invokeMethod(dismiss, "clicked"));
+    QTRY_VERIFY(!banner->isVisible());
+    // Another model: nothing; the dismissed one again: still dismissed.
+    QVERIFY(loaded(plain));
+    QVERIFY(!banner->isVisible());
+    QVERIFY(loaded(noGpu));
+    QCOMPARE(engine.backendNote(), test::kNoGpuNote);
+    QVERIFY(!banner->isVisible());
+    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+  }
+
   // After a failed load the last conversation stays readable under the error banner, which
   // offers the model it was held with ("Load <model>") besides Reload; Regenerate is disabled
   // (it did nothing). The offer loads that model and the conversation goes on.

@@ -302,6 +302,43 @@ Item {
                     }
                 }
 
+                // `auto` passed over the GPU backend (a GPU it cannot run on, a build without code for it):
+                // say why the model runs on the CPU, until dismissed for this model.
+                Rectangle {
+                    id: backendNoteBanner
+                    objectName: "backendNoteBanner"
+                    property string dismissedNote: ""
+                    Layout.fillWidth: true
+                    Layout.leftMargin: 16
+                    Layout.rightMargin: 16
+                    Layout.topMargin: 8
+                    implicitHeight: backendNoteRow.implicitHeight + 16
+                    radius: 8
+                    color: "#fffbeb"
+                    border.color: "#fcd34d"
+                    visible: page.engine.state === EngineController.Ready && !page.benchmarkHolds
+                             && page.engine.backendNote.length > 0
+                             && dismissedNote !== page.engine.modelPath + "\n" + page.engine.backendNote
+                    RowLayout {
+                        id: backendNoteRow
+                        anchors.fill: parent
+                        anchors.margins: 8
+                        Label {
+                            objectName: "backendNoteText"
+                            Layout.fillWidth: true
+                            wrapMode: Text.Wrap
+                            textFormat: Text.PlainText
+                            color: "#92400e"
+                            text: qsTr("Running on the CPU, not the GPU: %1").arg(page.engine.backendNote)
+                        }
+                        Button {
+                            objectName: "backendNoteDismiss"
+                            text: qsTr("Dismiss")
+                            onClicked: backendNoteBanner.dismissedNote = page.engine.modelPath + "\n" + page.engine.backendNote
+                        }
+                    }
+                }
+
                 // An old conversation opened while another model is loaded: its next reply would
                 // come from that model. Say so, and offer the conversation's own model.
                 Rectangle {
