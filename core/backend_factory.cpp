@@ -49,6 +49,11 @@ void register_backend(std::string name, BackendMaker make, BackendUsable usable)
 bool backend_registered(const std::string& name) { return name == "cpu" || find(name) != nullptr; }
 
 std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model,
+                                      const EngineSettings& settings) {
+  return make_backend(std::move(model), settings, nullptr);
+}
+
+std::unique_ptr<Backend> make_backend(std::shared_ptr<const ModelSource> model,
                                       const EngineSettings& settings, std::string* passed_over_out) {
   if (passed_over_out) passed_over_out->clear();
   const std::string& which = settings.backend;
