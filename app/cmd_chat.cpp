@@ -64,6 +64,7 @@ void print_stats(Session& session) {
                       {"n_past", session.backend().n_past()},
                       {"stats", backend_stats_json(session.backend().stats())},
                       {"telemetry", session.telemetry().to_json(8)}};
+  if (!session.backend_note().empty()) j["backend_note"] = session.backend_note();
   std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   std::fflush(stdout);
 }

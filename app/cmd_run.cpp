@@ -169,7 +169,7 @@ std::function<int()> add_run(CLI::App& app) {
     }
 
     if (opt->json) {
-      const nlohmann::json out = {
+      nlohmann::json out = {
           {"model", path},
           {"backend", std::string(session->backend().name())},
           {"prompt_tokens", r.prompt_tokens},
@@ -187,6 +187,8 @@ std::function<int()> add_run(CLI::App& app) {
           {"stats", backend_stats_json(r.stats)},
           {"settings", settings_to_json(settings)},
           {"n_ctx", session->backend().n_ctx()}};  // what ran: settings' n_ctx capped at the trained context
+      // Why `auto` passed over a GPU backend (core/session.h backend_note).
+      if (!session->backend_note().empty()) out["backend_note"] = session->backend_note();
       std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
       std::printf("\n");

@@ -77,6 +77,7 @@ json run_bench(const BenchOptions& o) {
   ev.system = kOursId;
   emit_event(o, ev);
   if (o.chat && !session->template_warning().empty()) say(o, "warning: " + session->template_warning());
+  if (!session->backend_note().empty()) say(o, "note: running on the CPU: " + session->backend_note());
 
   json report;
   report["schema"] = kReportSchema;
@@ -92,6 +93,8 @@ json run_bench(const BenchOptions& o) {
                       {"cache_slot_bytes", initial.cache_slot_bytes},
                       // The host-RAM tier as sized on this machine (cache_ram_mib "auto" depends on its RAM).
                       {"ram_tier_slots", initial.ram_tier_slots}};
+  // Why `auto` passed over a GPU backend: a report of CPU numbers says so.
+  if (!session->backend_note().empty()) report["engine"]["backend_note"] = session->backend_note();
   report["run"] = {{"max_tokens", o.max_tokens},
                    {"temperature", 0},
                    {"ignore_eos", o.ignore_eos},

@@ -288,6 +288,9 @@ std::string report_html(const json& report) {
                     (ram_slots.is_number() && ram_slots.get<uint64_t>() > 0
                          ? ", " + number(ram_slots) + " host-RAM tier slots"
                          : std::string()));
+  if (const json& note = get(report["engine"], "backend_note"); note.is_string()) {
+    dd("Not on the GPU", html_escape(note.get<std::string>()));
+  }
   std::string gpus;
   for (const json& g : get(machine, "gpus")) gpus += (gpus.empty() ? "" : "; ") + str(get(g, "name")) + " (" + str(get(g, "driver")) + ")";
   dd("Machine", html_escape(str(get(machine, "cpu_model"))) + ", " + number(get(machine, "logical_cores")) +

@@ -295,179 +295,179 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="365"/>
+        <location filename="../ui/qml/ChatPage.qml" line="362"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="366"/>
+        <location filename="../ui/qml/ChatPage.qml" line="363"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../ui/qml/ChatPage.qml" line="248"/>
-        <location filename="../ui/qml/ChatPage.qml" line="373"/>
+        <location filename="../ui/qml/ChatPage.qml" line="370"/>
         <source>Load %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="332"/>
+        <location filename="../ui/qml/ChatPage.qml" line="329"/>
         <source>Running on the CPU, not the GPU: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="336"/>
+        <location filename="../ui/qml/ChatPage.qml" line="333"/>
         <source>Dismiss</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="417"/>
+        <location filename="../ui/qml/ChatPage.qml" line="414"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="455"/>
+        <location filename="../ui/qml/ChatPage.qml" line="452"/>
         <source>A reply is being written in “%1”. You can send here when it has finished, or stop it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="461"/>
+        <location filename="../ui/qml/ChatPage.qml" line="458"/>
         <source>Show it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="466"/>
+        <location filename="../ui/qml/ChatPage.qml" line="463"/>
         <source>Stop it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="490"/>
+        <location filename="../ui/qml/ChatPage.qml" line="487"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="507"/>
+        <location filename="../ui/qml/ChatPage.qml" line="504"/>
         <source>Send</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="515"/>
+        <location filename="../ui/qml/ChatPage.qml" line="512"/>
         <source>Stop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="552"/>
+        <location filename="../ui/qml/ChatPage.qml" line="549"/>
         <source>System prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="557"/>
+        <location filename="../ui/qml/ChatPage.qml" line="554"/>
         <source>Optional instructions for the model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="562"/>
+        <location filename="../ui/qml/ChatPage.qml" line="559"/>
         <source>Sampling</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="565"/>
+        <location filename="../ui/qml/ChatPage.qml" line="562"/>
         <source>Temperature (0 = greedy)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="566"/>
+        <location filename="../ui/qml/ChatPage.qml" line="563"/>
         <source>Top-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="567"/>
+        <location filename="../ui/qml/ChatPage.qml" line="564"/>
         <source>Top-k (0 = off)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="568"/>
+        <location filename="../ui/qml/ChatPage.qml" line="565"/>
         <source>Min-p</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="569"/>
+        <location filename="../ui/qml/ChatPage.qml" line="566"/>
         <source>Repetition penalty</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="570"/>
+        <location filename="../ui/qml/ChatPage.qml" line="567"/>
         <source>Max tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="571"/>
+        <location filename="../ui/qml/ChatPage.qml" line="568"/>
         <source>Seed (-1 = random)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="593"/>
+        <location filename="../ui/qml/ChatPage.qml" line="590"/>
         <source>Reset to defaults</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="610"/>
+        <location filename="../ui/qml/ChatPage.qml" line="607"/>
         <source>Rename…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="611"/>
+        <location filename="../ui/qml/ChatPage.qml" line="608"/>
         <source>Delete…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="621"/>
+        <location filename="../ui/qml/ChatPage.qml" line="618"/>
         <source>Delete “%1”?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="658"/>
+        <location filename="../ui/qml/ChatPage.qml" line="655"/>
         <source>Delete</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="651"/>
+        <location filename="../ui/qml/ChatPage.qml" line="648"/>
         <source>Its messages are deleted for good.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="662"/>
+        <location filename="../ui/qml/ChatPage.qml" line="659"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="670"/>
+        <location filename="../ui/qml/ChatPage.qml" line="667"/>
         <source>Rename conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="692"/>
+        <location filename="../ui/qml/ChatPage.qml" line="689"/>
         <source>Export conversation</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="694"/>
+        <location filename="../ui/qml/ChatPage.qml" line="691"/>
         <source>Markdown (*.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="694"/>
+        <location filename="../ui/qml/ChatPage.qml" line="691"/>
         <source>JSON (*.json)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="701"/>
+        <location filename="../ui/qml/ChatPage.qml" line="698"/>
         <source>Export failed: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="702"/>
+        <location filename="../ui/qml/ChatPage.qml" line="699"/>
         <source>Exported to %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1719,150 +1719,155 @@ What does &quot;salmon&quot; mean?</source>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="388"/>
+        <source>Not on the GPU</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="390"/>
         <source>Host-RAM tier</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="388"/>
+        <location filename="../ui/pdf_report.cpp" line="390"/>
         <source>slots (cache_ram_mib)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="394"/>
+        <location filename="../ui/pdf_report.cpp" line="396"/>
         <source>Engine settings</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="395"/>
+        <location filename="../ui/pdf_report.cpp" line="397"/>
         <source>Prompt set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="399"/>
         <source>requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="400"/>
+        <location filename="../ui/pdf_report.cpp" line="402"/>
         <source>Requests</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="410"/>
+        <location filename="../ui/pdf_report.cpp" line="412"/>
         <source>error: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>data set</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>system</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>prompt</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="419"/>
+        <location filename="../ui/pdf_report.cpp" line="421"/>
         <source>completion</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="419"/>
+        <location filename="../ui/pdf_report.cpp" line="421"/>
         <source>TTFT ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="419"/>
-        <location filename="../ui/pdf_report.cpp" line="443"/>
+        <location filename="../ui/pdf_report.cpp" line="421"/>
+        <location filename="../ui/pdf_report.cpp" line="445"/>
         <source>prefill tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="419"/>
-        <location filename="../ui/pdf_report.cpp" line="443"/>
+        <location filename="../ui/pdf_report.cpp" line="421"/>
+        <location filename="../ui/pdf_report.cpp" line="445"/>
         <source>decode tok/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="420"/>
-        <location filename="../ui/pdf_report.cpp" line="444"/>
+        <location filename="../ui/pdf_report.cpp" line="422"/>
+        <location filename="../ui/pdf_report.cpp" line="446"/>
         <source>hit rate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="420"/>
+        <location filename="../ui/pdf_report.cpp" line="422"/>
         <source>SSD/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="424"/>
+        <location filename="../ui/pdf_report.cpp" line="426"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="437"/>
-        <location filename="../ui/pdf_report.cpp" line="476"/>
+        <location filename="../ui/pdf_report.cpp" line="439"/>
+        <location filename="../ui/pdf_report.cpp" line="478"/>
         <source>published: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="443"/>
+        <location filename="../ui/pdf_report.cpp" line="445"/>
         <source>group</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="443"/>
+        <location filename="../ui/pdf_report.cpp" line="445"/>
         <source>source</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="444"/>
+        <location filename="../ui/pdf_report.cpp" line="446"/>
         <source>SSD GB/token</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="444"/>
+        <location filename="../ui/pdf_report.cpp" line="446"/>
         <source>TTFT mean ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="446"/>
+        <location filename="../ui/pdf_report.cpp" line="448"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="452"/>
+        <location filename="../ui/pdf_report.cpp" line="454"/>
         <source>Charts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="494"/>
+        <location filename="../ui/pdf_report.cpp" line="496"/>
         <source>Decode tokens/s per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="494"/>
+        <location filename="../ui/pdf_report.cpp" line="496"/>
         <source>tokens/s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="497"/>
+        <location filename="../ui/pdf_report.cpp" line="499"/>
         <source>Expert cache hit rate per request</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="497"/>
+        <location filename="../ui/pdf_report.cpp" line="499"/>
         <source>unique (layer, expert) keys per step</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2632,7 +2637,7 @@ What does &quot;salmon&quot; mean?</source>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="466"/>
+        <location filename="../ui/engine_worker.cpp" line="481"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -310,160 +310,160 @@
         <translation>基准测试</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="365"/>
+        <location filename="../ui/qml/ChatPage.qml" line="362"/>
         <source>This conversation was held with %1; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="366"/>
+        <location filename="../ui/qml/ChatPage.qml" line="363"/>
         <source>This conversation was held with %1, which is no longer on disk; its next reply will come from %2.</source>
         <translation>此对话使用的是 %1，该模型已不在磁盘上；它的下一条回复将来自 %2。</translation>
     </message>
     <message>
         <location filename="../ui/qml/ChatPage.qml" line="248"/>
-        <location filename="../ui/qml/ChatPage.qml" line="373"/>
+        <location filename="../ui/qml/ChatPage.qml" line="370"/>
         <source>Load %1</source>
         <translation>加载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="332"/>
+        <location filename="../ui/qml/ChatPage.qml" line="329"/>
         <source>Running on the CPU, not the GPU: %1</source>
         <translation>正在 CPU 而非 GPU 上运行：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="336"/>
+        <location filename="../ui/qml/ChatPage.qml" line="333"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="417"/>
+        <location filename="../ui/qml/ChatPage.qml" line="414"/>
         <source>Ask something, for example:
 What does &quot;salmon&quot; mean?</source>
         <translation>问点什么，例如：
 What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="455"/>
+        <location filename="../ui/qml/ChatPage.qml" line="452"/>
         <source>A reply is being written in “%1”. You can send here when it has finished, or stop it.</source>
         <translation>正在“%1”中写回复。写完后即可在此发送，也可以停止它。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="461"/>
+        <location filename="../ui/qml/ChatPage.qml" line="458"/>
         <source>Show it</source>
         <translation>查看</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="466"/>
+        <location filename="../ui/qml/ChatPage.qml" line="463"/>
         <source>Stop it</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="490"/>
+        <location filename="../ui/qml/ChatPage.qml" line="487"/>
         <source>Message the model (Enter to send, Shift+Enter for a new line)</source>
         <translation>给模型发消息（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="507"/>
+        <location filename="../ui/qml/ChatPage.qml" line="504"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="515"/>
+        <location filename="../ui/qml/ChatPage.qml" line="512"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="552"/>
+        <location filename="../ui/qml/ChatPage.qml" line="549"/>
         <source>System prompt</source>
         <translation>系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="557"/>
+        <location filename="../ui/qml/ChatPage.qml" line="554"/>
         <source>Optional instructions for the model</source>
         <translation>给模型的可选指令</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="562"/>
+        <location filename="../ui/qml/ChatPage.qml" line="559"/>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="565"/>
+        <location filename="../ui/qml/ChatPage.qml" line="562"/>
         <source>Temperature (0 = greedy)</source>
         <translation>温度（0 = 贪心）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="566"/>
+        <location filename="../ui/qml/ChatPage.qml" line="563"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="567"/>
+        <location filename="../ui/qml/ChatPage.qml" line="564"/>
         <source>Top-k (0 = off)</source>
         <translation>Top-k（0 = 关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="568"/>
+        <location filename="../ui/qml/ChatPage.qml" line="565"/>
         <source>Min-p</source>
         <translation>Min-p</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="569"/>
+        <location filename="../ui/qml/ChatPage.qml" line="566"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="570"/>
+        <location filename="../ui/qml/ChatPage.qml" line="567"/>
         <source>Max tokens</source>
         <translation>最大词元数</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="571"/>
+        <location filename="../ui/qml/ChatPage.qml" line="568"/>
         <source>Seed (-1 = random)</source>
         <translation>随机种子（-1 = 随机）</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="593"/>
+        <location filename="../ui/qml/ChatPage.qml" line="590"/>
         <source>Reset to defaults</source>
         <translation>恢复默认值</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="610"/>
+        <location filename="../ui/qml/ChatPage.qml" line="607"/>
         <source>Rename…</source>
         <translation>重命名…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="611"/>
+        <location filename="../ui/qml/ChatPage.qml" line="608"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="621"/>
+        <location filename="../ui/qml/ChatPage.qml" line="618"/>
         <source>Delete “%1”?</source>
         <translation>删除“%1”?</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="651"/>
+        <location filename="../ui/qml/ChatPage.qml" line="648"/>
         <source>Its messages are deleted for good.</source>
         <translation>其消息将被永久删除。</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="658"/>
+        <location filename="../ui/qml/ChatPage.qml" line="655"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="662"/>
+        <location filename="../ui/qml/ChatPage.qml" line="659"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="670"/>
+        <location filename="../ui/qml/ChatPage.qml" line="667"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="692"/>
+        <location filename="../ui/qml/ChatPage.qml" line="689"/>
         <source>Export conversation</source>
         <translation>导出对话</translation>
     </message>
@@ -472,22 +472,22 @@ What does &quot;salmon&quot; mean?</translation>
         <translation type="vanished">保存</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="694"/>
+        <location filename="../ui/qml/ChatPage.qml" line="691"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="694"/>
+        <location filename="../ui/qml/ChatPage.qml" line="691"/>
         <source>JSON (*.json)</source>
         <translation>JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="701"/>
+        <location filename="../ui/qml/ChatPage.qml" line="698"/>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/qml/ChatPage.qml" line="702"/>
+        <location filename="../ui/qml/ChatPage.qml" line="699"/>
         <source>Exported to %1</source>
         <translation>已导出到 %1</translation>
     </message>
@@ -1811,150 +1811,155 @@ What does &quot;salmon&quot; mean?</translation>
     </message>
     <message>
         <location filename="../ui/pdf_report.cpp" line="388"/>
+        <source>Not on the GPU</source>
+        <translation>未在 GPU 上运行</translation>
+    </message>
+    <message>
+        <location filename="../ui/pdf_report.cpp" line="390"/>
         <source>Host-RAM tier</source>
         <translation>内存层</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="388"/>
+        <location filename="../ui/pdf_report.cpp" line="390"/>
         <source>slots (cache_ram_mib)</source>
         <translation>个槽位（cache_ram_mib）</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="394"/>
+        <location filename="../ui/pdf_report.cpp" line="396"/>
         <source>Engine settings</source>
         <translation>引擎设置</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="395"/>
+        <location filename="../ui/pdf_report.cpp" line="397"/>
         <source>Prompt set</source>
         <translation>提示词集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="397"/>
+        <location filename="../ui/pdf_report.cpp" line="399"/>
         <source>requests</source>
         <translation>个请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="400"/>
+        <location filename="../ui/pdf_report.cpp" line="402"/>
         <source>Requests</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="410"/>
+        <location filename="../ui/pdf_report.cpp" line="412"/>
         <source>error: %1</source>
         <translation>错误：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>request</source>
         <translation>请求</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>data set</source>
         <translation>数据集</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>system</source>
         <translation>系统</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="418"/>
+        <location filename="../ui/pdf_report.cpp" line="420"/>
         <source>prompt</source>
         <translation>提示词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="419"/>
+        <location filename="../ui/pdf_report.cpp" line="421"/>
         <source>completion</source>
         <translation>生成词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="419"/>
+        <location filename="../ui/pdf_report.cpp" line="421"/>
         <source>TTFT ms</source>
         <translation>TTFT ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="419"/>
-        <location filename="../ui/pdf_report.cpp" line="443"/>
+        <location filename="../ui/pdf_report.cpp" line="421"/>
+        <location filename="../ui/pdf_report.cpp" line="445"/>
         <source>prefill tok/s</source>
         <translation>预填充词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="419"/>
-        <location filename="../ui/pdf_report.cpp" line="443"/>
+        <location filename="../ui/pdf_report.cpp" line="421"/>
+        <location filename="../ui/pdf_report.cpp" line="445"/>
         <source>decode tok/s</source>
         <translation>解码词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="420"/>
-        <location filename="../ui/pdf_report.cpp" line="444"/>
+        <location filename="../ui/pdf_report.cpp" line="422"/>
+        <location filename="../ui/pdf_report.cpp" line="446"/>
         <source>hit rate</source>
         <translation>命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="420"/>
+        <location filename="../ui/pdf_report.cpp" line="422"/>
         <source>SSD/token</source>
         <translation>SSD/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="424"/>
+        <location filename="../ui/pdf_report.cpp" line="426"/>
         <source>Aggregates per data set, published figures beside ours</source>
         <translation>按数据集汇总：已发布数据与本次结果对照</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="437"/>
-        <location filename="../ui/pdf_report.cpp" line="476"/>
+        <location filename="../ui/pdf_report.cpp" line="439"/>
+        <location filename="../ui/pdf_report.cpp" line="478"/>
         <source>published: %1</source>
         <translation>已发布：%1</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="443"/>
+        <location filename="../ui/pdf_report.cpp" line="445"/>
         <source>group</source>
         <translation>分组</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="443"/>
+        <location filename="../ui/pdf_report.cpp" line="445"/>
         <source>source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="444"/>
+        <location filename="../ui/pdf_report.cpp" line="446"/>
         <source>SSD GB/token</source>
         <translation>SSD GB/词元</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="444"/>
+        <location filename="../ui/pdf_report.cpp" line="446"/>
         <source>TTFT mean ms</source>
         <translation>TTFT 平均 ms</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="446"/>
+        <location filename="../ui/pdf_report.cpp" line="448"/>
         <source>Aggregates are ratios of sums over successful requests. Published figures come from the prompt set (other models and machines): context, not a like-for-like comparison.</source>
         <translation>汇总值为所有成功请求的各项总和之比。已发布数据来自提示词集（其他模型和机器）：仅供参考，并非同等条件下的对比。</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="452"/>
+        <location filename="../ui/pdf_report.cpp" line="454"/>
         <source>Charts</source>
         <translation>图表</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="494"/>
+        <location filename="../ui/pdf_report.cpp" line="496"/>
         <source>Decode tokens/s per request</source>
         <translation>每个请求的解码速度</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="494"/>
+        <location filename="../ui/pdf_report.cpp" line="496"/>
         <source>tokens/s</source>
         <translation>词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="497"/>
+        <location filename="../ui/pdf_report.cpp" line="499"/>
         <source>Expert cache hit rate per request</source>
         <translation>每个请求的专家缓存命中率</translation>
     </message>
     <message>
-        <location filename="../ui/pdf_report.cpp" line="497"/>
+        <location filename="../ui/pdf_report.cpp" line="499"/>
         <source>unique (layer, expert) keys per step</source>
         <translation>按每步唯一的（层，专家）键统计</translation>
     </message>
@@ -2762,7 +2767,7 @@ What does &quot;salmon&quot; mean?</translation>
 <context>
     <name>moepack::ui::EngineController</name>
     <message>
-        <location filename="../ui/engine_worker.cpp" line="466"/>
+        <location filename="../ui/engine_worker.cpp" line="481"/>
         <source>MoePack could not be restarted (%1). Close it and start it again.</source>
         <translation>无法重启 MoePack（%1）。请将其关闭后重新启动。</translation>
     </message>

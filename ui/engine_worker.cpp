@@ -278,6 +278,21 @@ void EngineWorker::generate(const GenerationRequest& request) {
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+const QString kDismissedBackendNote = QStringLiteral("ui/dismissed_backend_note");
+}  // namespace
+
+bool EngineController::backendNoteShown() const {
+  return !info_.backendNote.isEmpty() &&
+         QSettings().value(kDismissedBackendNote).toString() != info_.backendNote;
+}
+
+void EngineController::dismissBackendNote() {
+  if (info_.backendNote.isEmpty()) return;
+  QSettings().setValue(kDismissedBackendNote, info_.backendNote);
+  emit backendNoteShownChanged();
+}
+
 EngineController::EngineController(ChatEngineFactory factory, QString packsFolder, QObject* parent)
     : QObject(parent) {
   register_metatypes();
@@ -289,6 +304,7 @@ EngineController::EngineController(ChatEngineFactory factory, QString packsFolde
   thread_.setObjectName(QStringLiteral("moepack-engine"));
   connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
   connect(&thread_, &QThread::started, worker_, [] { lowerThisThreadPriority(); });
+  connect(this, &EngineController::stateChanged, this, &EngineController::backendNoteShownChanged);
 
   connect(worker_, &EngineWorker::loadProgress, this,
           [this](quint64 seq, const QString& phase, double f, const QString& d) {

@@ -121,6 +121,9 @@ class EngineController : public QObject {
   // Why the loaded model runs on the CPU under backend "auto" though a GPU backend exists (its reason), or
   // "".
   Q_PROPERTY(QString backendNote READ backendNote NOTIFY stateChanged)
+  // backendNote is non-empty and was not dismissed (dismissBackendNote; kept across starts: the reason is the
+  // machine's and the build's, the same for every model).
+  Q_PROPERTY(bool backendNoteShown READ backendNoteShown NOTIFY backendNoteShownChanged)
   Q_PROPERTY(QString progressPhase READ progressPhase NOTIFY progressChanged)
   Q_PROPERTY(double progress READ progress NOTIFY progressChanged)  // 0..1, -1 unknown
   Q_PROPERTY(QString progressDetail READ progressDetail NOTIFY progressChanged)
@@ -196,6 +199,10 @@ class EngineController : public QObject {
   QString modelName() const { return info_.modelName; }
   QString backendName() const { return info_.backend; }
   QString backendNote() const { return info_.backendNote; }
+  bool backendNoteShown() const;
+  // Hides this backendNote from now on, also after a restart (QSettings "ui/dismissed_backend_note"); a
+  // different note shows again.
+  Q_INVOKABLE void dismissBackendNote();
   QString progressPhase() const { return phase_; }
   double progress() const { return progress_; }
   QString progressDetail() const { return detail_; }
@@ -216,6 +223,7 @@ class EngineController : public QObject {
   void modelLoaded();
   void unloaded();  // the worker released the engine (after unload())
   void deviceLost(const QString& message);
+  void backendNoteShownChanged();
 
  private:
   void setState(State s, const QString& error = {});

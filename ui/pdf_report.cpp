@@ -384,6 +384,8 @@ QByteArray render_pdf_report(const json& report) {
                                     .arg(str(get(run, "mode")), num(get(run, "max_tokens")), str(get(run, "ignore_eos"))));
     d.field(QObject::tr("Backend"), str(get(engine, "backend")) + ", " + num(get(engine, "cache_slots")) + " " +
                                         QObject::tr("expert cache slots of") + " " + bytes(get(engine, "cache_slot_bytes")));
+    if (const json& note = get(engine, "backend_note"); note.is_string())
+      d.field(QObject::tr("Not on the GPU"), str(note));
     if (const json& ram = get(engine, "ram_tier_slots"); ram.is_number() && ram.get<uint64_t>() > 0)
       d.field(QObject::tr("Host-RAM tier"), num(ram) + " " + QObject::tr("slots (cache_ram_mib)"));
     QStringList settings;

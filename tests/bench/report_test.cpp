@@ -146,6 +146,14 @@ TEST(Report, HtmlIsSelfContainedAndEscaped) {
       << report_html(with_tier);
   with_tier["engine"]["ram_tier_slots"] = 0;
   EXPECT_EQ(report_html(with_tier).find("host-RAM tier slots"), std::string::npos);
+  // Why `auto` ran on the CPU: named, escaped, where the report has it.
+  EXPECT_EQ(html.find("Not on the GPU"), std::string::npos);
+  nlohmann::json on_cpu = small_report();
+  on_cpu["engine"]["backend_note"] = "backend \"cuda\": GPU 0 (<RTX 4090>, compute capability 8.9)";
+  EXPECT_NE(report_html(on_cpu).find("<dt>Not on the GPU</dt><dd>backend &quot;cuda&quot;: GPU 0 (&lt;RTX "
+                                     "4090&gt;, compute capability 8.9)"),
+            std::string::npos)
+      << report_html(on_cpu);
 }
 
 TEST(Report, TimelineJsonIsColumnar) {

@@ -2,7 +2,8 @@
 // `extra_tokens` numbered words, one token per word, `token_delay_ms` apart; records one
 // telemetry sample per token (2 misses and 4096 bytes each). A user message "fail" throws;
 // "gpu-lost" throws DeviceLostError (a CUDA sticky error). A model path containing "no-gpu" loads with the
-// note `auto` leaves when it passes over the CUDA backend (kNoGpuNote).
+// note `auto` leaves when it passes over the CUDA backend (kNoGpuNote), one containing "no-code" with another
+// (kNoCodeNote).
 #pragma once
 
 #include <QThread>
@@ -27,6 +28,11 @@ inline const QString kNoGpuNote = QStringLiteral(
     "backend \"cuda\": GPU 0 (NVIDIA GeForce RTX 4090, compute capability 8.9): MoePack's CUDA backend needs "
     "compute capability 9.0 or later (H100, H200, RTX 50xx)");
 
+inline const QString kNoCodeNote = QStringLiteral(
+    "backend \"cuda\": GPU 0 (NVIDIA H100, compute capability 9.0): this build holds CUDA code for "
+    "\"120-real\" "
+    "only, none of which runs there");
+
 class FakeChatEngine final : public ChatEngine {
  public:
   FakeChatEngine(QString path, FakeScript& script) : path_(std::move(path)), script_(script) {
@@ -41,6 +47,7 @@ class FakeChatEngine final : public ChatEngine {
     i.modelName = QStringLiteral("fake");
     i.backend = QStringLiteral("cpu");
     if (path_.contains(QLatin1String("no-gpu"))) i.backendNote = kNoGpuNote;
+    if (path_.contains(QLatin1String("no-code"))) i.backendNote = kNoCodeNote;
     i.nCtx = 512;
     i.moeLayers = 5;
     i.topK = 4;

@@ -1301,8 +1301,9 @@ class StudioGuiTest : public QObject {
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
   }
 
-  // `auto` passed over the GPU backend: the chat says why the model runs on the CPU, until dismissed for that
-  // model; a model loaded without such a note shows nothing.
+  // `auto` passed over the GPU backend: the chat says why the model runs on the CPU until dismissed, for
+  // every model and after a restart (the reason is the machine's), while a different reason shows again; a
+  // model loaded without a note, or none loaded, shows nothing.
   void aModelOnTheCpuForAReasonSaysWhy() {
     ScriptedChat scripted;
     QVERIFY(scripted.opened);
@@ -1323,8 +1324,11 @@ class StudioGuiTest : public QObject {
     };
     const QString plain = dir.filePath(QStringLiteral("model.gguf"));
     const QString noGpu = dir.filePath(QStringLiteral("no-gpu.gguf"));
+    const QString noGpu2 = dir.filePath(QStringLiteral("no-gpu-2.gguf"));
+    const QString noCode = dir.filePath(QStringLiteral("no-code.gguf"));
     QVERIFY(loaded(plain));
     QVERIFY(engine.backendNote().isEmpty());
+    QVERIFY(!engine.backendNoteShown());
     QVERIFY(!banner->isVisible());
 
     QVERIFY(loaded(noGpu));
@@ -1335,15 +1339,36 @@ class StudioGuiTest : public QObject {
     QVERIFY(replyTo(&chat, QStringLiteral("question")));  // (the chat goes on beside it)
     QVERIFY(banner->isVisible());
     save(window, QStringLiteral("studio-chat-backend-note.png"));
+    // Unloaded: gone; loaded again: back.
+    engine.unload();
+    QTRY_VERIFY(!banner->isVisible());
+    QVERIFY(loaded(noGpu));
+    QTRY_VERIFY(banner->isVisible());
+
     QVERIFY(QMetaObject::invokeMethod(dismiss, "clicked"));
     QTRY_VERIFY(!banner->isVisible());
-    // Another model: nothing; the dismissed one again: still dismissed.
+    QVERIFY(!engine.backendNoteShown());
+    QCOMPARE(QSettings().value(QStringLiteral("ui/dismissed_backend_note")).toString(), test::kNoGpuNote);
+    // Another model with the same reason: still dismissed; a different reason: shown.
+    QVERIFY(loaded(noGpu2));
+    QVERIFY(!banner->isVisible());
+    QVERIFY(loaded(noCode));
+    QTRY_VERIFY(banner->isVisible());
+    QCOMPARE(text->property("text").toString(),
+             QStringLiteral("Running on the CPU, not the GPU: ") + test::kNoCodeNote);
     QVERIFY(loaded(plain));
-    QVERIFY(!banner->isVisible());
-    QVERIFY(loaded(noGpu));
-    QCOMPARE(engine.backendNote(), test::kNoGpuNote);
-    QVERIFY(!banner->isVisible());
+    QTRY_VERIFY(!banner->isVisible());
+    // A later start (a new controller, the same settings): the dismissed reason stays hidden.
+    {
+      test::FakeScript script2;
+      EngineController restarted{test::fake_factory(script2), dir.filePath(QStringLiteral("packs2"))};
+      restarted.load(noGpu, false);
+      QVERIFY(QTest::qWaitFor([&] { return restarted.state() == EngineController::Ready; }));
+      QCOMPARE(restarted.backendNote(), test::kNoGpuNote);
+      QVERIFY(!restarted.backendNoteShown());
+    }
     QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+    QSettings().remove(QStringLiteral("ui/dismissed_backend_note"));
   }
 
   // After a failed load the last conversation stays readable under the error banner, which

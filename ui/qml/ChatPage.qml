@@ -303,11 +303,10 @@ Item {
                 }
 
                 // `auto` passed over the GPU backend (a GPU it cannot run on, a build without code for it):
-                // say why the model runs on the CPU, until dismissed for this model.
+                // say why the model runs on the CPU, until dismissed (kept across starts; a different
+                // reason shows again).
                 Rectangle {
-                    id: backendNoteBanner
                     objectName: "backendNoteBanner"
-                    property string dismissedNote: ""
                     Layout.fillWidth: true
                     Layout.leftMargin: 16
                     Layout.rightMargin: 16
@@ -316,9 +315,7 @@ Item {
                     radius: 8
                     color: "#fffbeb"
                     border.color: "#fcd34d"
-                    visible: page.engine.state === EngineController.Ready && !page.benchmarkHolds
-                             && page.engine.backendNote.length > 0
-                             && dismissedNote !== page.engine.modelPath + "\n" + page.engine.backendNote
+                    visible: page.engine.state === EngineController.Ready && page.engine.backendNoteShown
                     RowLayout {
                         id: backendNoteRow
                         anchors.fill: parent
@@ -334,7 +331,7 @@ Item {
                         Button {
                             objectName: "backendNoteDismiss"
                             text: qsTr("Dismiss")
-                            onClicked: backendNoteBanner.dismissedNote = page.engine.modelPath + "\n" + page.engine.backendNote
+                            onClicked: page.engine.dismissBackendNote()
                         }
                     }
                 }

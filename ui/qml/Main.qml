@@ -202,6 +202,11 @@ ApplicationWindow {
                         : engine.state === EngineController.Ready ? engine.backendName.toUpperCase()
                         : engine.state === EngineController.Loading ? qsTr("Loading")
                         : engine.state === EngineController.Failed ? qsTr("Error") : qsTr("No model")
+                    // Why a model runs on the CPU under backend "auto" (the chat's banner says it too).
+                    HoverHandler { id: engineStatusHover }
+                    ToolTip.visible: engineStatusHover.hovered && engine.state === EngineController.Ready
+                                     && engine.backendNote.length > 0
+                    ToolTip.text: engine.backendNote
                 }
             }
         }
