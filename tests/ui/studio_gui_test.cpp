@@ -152,6 +152,16 @@ QQuickWindow* chatPageOver(QQmlApplicationEngine& qml, ChatViewModel* chat, Engi
                   warnings);
 }
 
+// ChatPage.qml (chatPageOver) over a scripted chat and engine, with its QML warnings; `window` is null when
+// it did not load.
+struct ScriptedChatPage {
+  ScriptedChat scripted;
+  QQmlApplicationEngine qml;
+  QStringList warnings;
+  QQuickWindow* window = chatPageOver(qml, &scripted.chat, &scripted.engine, warnings);
+  QQuickItem* item(const char* name) const { return window->findChild<QQuickItem*>(QLatin1String(name)); }
+};
+
 // Counts the close requests of the window it filters, and refuses them.
 class CloseCounter : public QObject {
  public:
@@ -1242,13 +1252,12 @@ class StudioGuiTest : public QObject {
   // Load again, no "No model" status); an empty chat's panel says the same. Loads asked for
   // meanwhile wait; the chat answers again after the benchmark.
   void aBenchmarkHoldingTheModelKeepsTheConversationOnScreen() {
-    ScriptedChat scripted;
-    QVERIFY(scripted.opened);
-    auto& [dir, script, engine, chat, opened] = scripted;
-    QQmlApplicationEngine qml;
-    QStringList warnings;
-    QQuickWindow* window = chatPageOver(qml, &chat, &engine, warnings);
-    QVERIFY2(window, qPrintable(warnings.join(QLatin1Char('\n'))));
+    ScriptedChatPage page;
+    QVERIFY(page.scripted.opened);
+    QVERIFY2(page.window, qPrintable(page.warnings.join(QLatin1Char('\n'))));
+    auto& [dir, script, engine, chat, opened] = page.scripted;
+    QQuickWindow* window = page.window;
+    const QStringList& warnings = page.warnings;
     const QString model = dir.filePath(QStringLiteral("model.gguf"));
     engine.load(model, false);
     QTRY_COMPARE(engine.state(), EngineController::Ready);
@@ -1305,17 +1314,13 @@ class StudioGuiTest : public QObject {
   // every model and after a restart (the reason is the machine's), while a different reason shows again; a
   // model loaded without a note, or none loaded, shows nothing.
   void aModelOnTheCpuForAReasonSaysWhy() {
-    ScriptedChat scripted;
-    QVERIFY(scripted.opened);
-    auto& [dir, script, engine, chat, opened] = scripted;
-    QQmlApplicationEngine qml;
-    QStringList warnings;
-    QQuickWindow* window = chatPageOver(qml, &chat, &engine, warnings);
-    QVERIFY2(window, qPrintable(warnings.join(QLatin1Char('\n'))));
-    const auto item = [&](const char* name) { return window->findChild<QQuickItem*>(QLatin1String(name)); };
-    QQuickItem* banner = item("backendNoteBanner");
-    QQuickItem* text = item("backendNoteText");
-    QQuickItem* dismiss = item("backendNoteDismiss");
+    ScriptedChatPage page;
+    QVERIFY(page.scripted.opened);
+    QVERIFY2(page.window, qPrintable(page.warnings.join(QLatin1Char('\n'))));
+    auto& [dir, script, engine, chat, opened] = page.scripted;
+    QQuickItem* banner = page.item("backendNoteBanner");
+    QQuickItem* text = page.item("backendNoteText");
+    QQuickItem* dismiss = page.item("backendNoteDismiss");
     QVERIFY(banner && text && dismiss);
     const auto loaded = [&](const QString& path) {
       engine.load(path, false);
@@ -1338,7 +1343,7 @@ class StudioGuiTest : public QObject {
              QStringLiteral("Running on the CPU, not the GPU: ") + test::kNoGpuNote);
     QVERIFY(replyTo(&chat, QStringLiteral("question")));  // (the chat goes on beside it)
     QVERIFY(banner->isVisible());
-    save(window, QStringLiteral("studio-chat-backend-note.png"));
+    save(page.window, QStringLiteral("studio-chat-backend-note.png"));
     // Unloaded: gone; loaded again: back.
     engine.unload();
     QTRY_VERIFY(!banner->isVisible());
@@ -1367,7 +1372,7 @@ class StudioGuiTest : public QObject {
       QCOMPARE(restarted.backendNote(), test::kNoGpuNote);
       QVERIFY(!restarted.backendNoteShown());
     }
-    QVERIFY2(warnings.isEmpty(), qPrintable(warnings.join(QLatin1Char('\n'))));
+    QVERIFY2(page.warnings.isEmpty(), qPrintable(page.warnings.join(QLatin1Char('\n'))));
     QSettings().remove(QStringLiteral("ui/dismissed_backend_note"));
   }
 
