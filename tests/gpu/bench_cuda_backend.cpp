@@ -17,6 +17,9 @@
 //             and SwiGLU + GEMV both ways; the gate + up launch and the whole expert FFN (gate
 //             + up, SwiGLU, down) with and without SwiGLU as the gate + up launch's epilogue
 //             (what the engine runs at decode);
+//   "gemv_graph" (--gemv-graph-only): the issue's decode launches, a plain read of their bytes and a
+//             layer's expert FFN, each on the legacy default stream, on a stream of its own and as a
+//             captured CUDA graph (the engine's decode), side by side;
 //   "read_ceiling": a plain streaming read kernel and a D2D copy of the same byte counts as the
 //             launches above (what any kernel reading those bytes in one launch can reach);
 //   "gemv_tiled": the default expert launches beside the same launches on weights in the tiled
@@ -130,7 +133,7 @@
 //             (--graph-only: the decode graph's and the router's alone, no other section; it
 //             needs at least one --graph-model).
 // Usage: bench_cuda_backend [MODEL.gguf] [--prefill N] [--decode N] [--engine-only | --gemv-only |
-//                           --tiled-only | --graph-only | --ffn-only | --f32-only | --q3k-only [--twin DIR] |
+//                           --tiled-only | --gemv-graph-only | --graph-only | --ffn-only | --f32-only | --q3k-only [--twin DIR] |
 //                           --q6k-only]
 //                           [--graph-model GGUF]...
 //        bench_cuda_backend --gemv TYPE ROWS COLS EXPERTS VARIANT [--pairs N]   (one launch shape
@@ -816,6 +819,275 @@ nlohmann::json bench_gemv_tiled(const WeightPool& pool, double d2d) {
         out.push_back(tag(bench_gemv_glu(pool, t, 2048, cols, d2d, c.tiled, experts), c));
       }
     }
+  }
+  return out;
+}
+
+// ---- "gemv_graph" (--gemv-graph-only, sixtieth session): the decode launches as the engine's decode
+// graph issues them ---------------------------------------------------------------------------------
+//
+// Every other section times launches issued one by one on the legacy default stream. The engine's
+// decode runs as one CUDA graph on a stream of its own (gpu/decode_graph.cpp, captured with the launches'
+// programmatic dependencies), where the GPU's front end sees the whole step at once. This times the same
+// `iters` launches three ways, in alternating order over two rounds (legacy, own, graph, graph, own,
+// legacy), each a mean over the round: "legacy" as time_launches; "stream" on a non-blocking stream of its
+// own; "graph" captured once from that stream into a graph of the iters launches, launched `reps` times.
+// The reported value of each way is the smaller of its two rounds (the launches' own cost; the rounds
+// differ by the clocks' drift). body(i, s) issues round i's launches on s.
+void partial(const char* key, const nlohmann::json& part);  // below
+
+struct ThreeWays {
+  double legacy_us = 0, stream_us = 0, graph_us = 0;
+  std::string graph_error;  // non-empty: the capture failed (graph_us 0)
+};
+
+template <class Body>
+double time_on(Body& body, cudaStream_t s, int iters) {
+  cudaEvent_t t0, t1;
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
+  body(0, s);  // untimed: the kernels' one-time state (attributes, scratch pools)
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t0, s));
+  for (int i = 0; i < iters; ++i) body(i, s);
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t1, s));
+  MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
+  float ms = 0;
+  MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  return static_cast<double>(ms) * 1e3 / iters;
+}
+
+// The iters launches of body captured from s as one graph, launched reps times after one untimed launch:
+// µs a launch; throws Error naming the capture's failure.
+template <class Body>
+double time_graph(Body& body, cudaStream_t s, int iters, int reps) {
+  body(0, s);
+  MOEPACK_CUDA_CHECK(cudaStreamSynchronize(s));
+  MOEPACK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  std::string failed;
+  try {
+    for (int i = 0; i < iters; ++i) body(i, s);
+  } catch (const std::exception& e) {
+    failed = e.what();
+  }
+  cudaGraph_t g = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(s, &g);
+  if (!failed.empty() || end != cudaSuccess || g == nullptr) {
+    if (g) cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    throw Error("capture: " + (failed.empty() ? std::string(cudaGetErrorString(end)) : failed));
+  }
+  cudaGraphExec_t ge = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&ge, g, 0);
+  cudaGraphDestroy(g);
+  if (inst != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw Error(std::string("cudaGraphInstantiate: ") + cudaGetErrorString(inst));
+  }
+  cudaEvent_t t0, t1;
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
+  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
+  MOEPACK_CUDA_CHECK(cudaGraphLaunch(ge, s));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t0, s));
+  for (int r = 0; r < reps; ++r) MOEPACK_CUDA_CHECK(cudaGraphLaunch(ge, s));
+  MOEPACK_CUDA_CHECK(cudaEventRecord(t1, s));
+  MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
+  float ms = 0;
+  MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  cudaGraphExecDestroy(ge);
+  return static_cast<double>(ms) * 1e3 / (static_cast<double>(iters) * reps);
+}
+
+template <class Body>
+ThreeWays time_three_ways(Body&& body, int iters = 64, int reps = 8) {
+  cudaStream_t own = nullptr;
+  MOEPACK_CUDA_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+  ThreeWays t;
+  t.legacy_us = t.stream_us = t.graph_us = 1e30;
+  const auto graph_once = [&] {
+    if (!t.graph_error.empty()) return;
+    try {
+      t.graph_us = std::min(t.graph_us, time_graph(body, own, iters, reps));
+    } catch (const std::exception& e) {
+      t.graph_error = e.what();
+    }
+  };
+  for (int round = 0; round < 2; ++round) {
+    if (round == 0) {
+      t.legacy_us = std::min(t.legacy_us, time_on(body, nullptr, iters));
+      t.stream_us = std::min(t.stream_us, time_on(body, own, iters));
+      graph_once();
+    } else {
+      graph_once();
+      t.stream_us = std::min(t.stream_us, time_on(body, own, iters));
+      t.legacy_us = std::min(t.legacy_us, time_on(body, nullptr, iters));
+    }
+  }
+  if (!t.graph_error.empty()) t.graph_us = 0;
+  MOEPACK_CUDA_CHECK(cudaStreamSynchronize(own));
+  MOEPACK_CUDA_CHECK(cudaStreamDestroy(own));
+  return t;
+}
+
+// The three ways' µs and shares of D2D of `bytes` a launch into j.
+void put_three_ways(nlohmann::json& j, const ThreeWays& t, uint64_t bytes, double d2d) {
+  const auto ratio = [&](double us) { return us > 0 ? static_cast<double>(bytes) / (us / 1e6) / d2d : 0.0; };
+  j["legacy_us"] = t.legacy_us;
+  j["stream_us"] = t.stream_us;
+  j["graph_us"] = t.graph_us;
+  j["legacy_ratio_to_d2d"] = ratio(t.legacy_us);
+  j["stream_ratio_to_d2d"] = ratio(t.stream_us);
+  j["graph_ratio_to_d2d"] = ratio(t.graph_us);
+  if (!t.graph_error.empty()) j["graph_error"] = t.graph_error;
+}
+
+// One decode launch of `experts` matrices of [rows][cols] (one pair each, GGUF or tiled layout, the
+// launch's own choices) timed three ways, the weights rotating over copies as bench_gemv's.
+nlohmann::json bench_gemv_three_ways(const WeightPool& pool, GgmlType type, int64_t rows, int64_t cols,
+                                     int experts, bool tiled, double d2d) {
+  const uint64_t rb = *ggml_row_bytes(type, static_cast<uint64_t>(cols));
+  const uint64_t mat = rb * static_cast<uint64_t>(rows);
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / (mat * experts)));
+  if (copies < 4) throw Error("bench_gemv_three_ways: weight pool too small");
+  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(cols * experts), 2);
+  gpu::DeviceBuffer y(static_cast<size_t>(rows * experts) * sizeof(float), "y");
+  const gpu::DeviceBuffer d_off = pairs_each(experts, 1);
+  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
+  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
+  gpu::GemvBatch b = expert_batch(type, rows, cols, x.as<float>(), y.as<float>(), d_off, experts);
+  b.grp_off_host = off.data();
+  b.w_tiled = tiled;
+  const ThreeWays t = time_three_ways([&](int i, cudaStream_t s) {
+    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
+    gpu::gemv(b, s);
+  });
+  nlohmann::json j = {{"type", std::string(ggml_type_name(type))},
+                      {"rows", rows},
+                      {"cols", cols},
+                      {"experts_per_launch", experts},
+                      {"tiled", tiled},
+                      {"bytes_per_launch", mat * experts}};
+  put_three_ways(j, t, mat * experts, d2d);
+  // The graph again with every launch an ordinary one (gpu::detail::set_gemv_pdl(false)): what the
+  // launches' programmatic dependencies give inside a graph.
+  struct Restore {
+    ~Restore() { gpu::detail::set_gemv_pdl(true); }
+  } restore;
+  gpu::detail::set_gemv_pdl(false);
+  const ThreeWays np = time_three_ways([&](int i, cudaStream_t s) {
+    b.w = pool.buf.bytes_ptr() + (i % copies) * mat * experts;
+    gpu::gemv(b, s);
+  });
+  j["graph_no_pdl_us"] = np.graph_us;
+  j["stream_no_pdl_us"] = np.stream_us;
+  return j;
+}
+
+// A plain streaming read of `bytes` (tests/gpu/read_probe.h) timed three ways: the same launch overheads
+// without a GEMV's work.
+nlohmann::json bench_read_three_ways(const WeightPool& pool, uint64_t bytes, double d2d) {
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / bytes));
+  if (copies < 4) throw Error("bench_read_three_ways: weight pool too small");
+  int sm = 0, dev = 0;
+  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev));
+  gpu::DeviceBuffer sink(sizeof(uint32_t), "sink");
+  const uint64_t n = bytes / 64 * 64;
+  const ThreeWays t = time_three_ways([&](int i, cudaStream_t s) {
+    gpu::bench::read_probe(pool.buf.bytes_ptr() + (i % copies) * n, n, sink.as<uint32_t>(), sm, s);
+    MOEPACK_CUDA_CHECK(cudaGetLastError());
+  });
+  nlohmann::json j = {{"bytes", n}};
+  put_three_ways(j, t, n, d2d);
+  return j;
+}
+
+// The engine's expert FFN of one layer at decode (as bench_expert_ffn: gate + up with the SwiGLU
+// epilogue, then down as its programmatic dependent; layers rotating) timed three ways.
+nlohmann::json bench_expert_ffn_three_ways(const WeightPool& pool, GgmlType type, int64_t hidden, int64_t inter,
+                                           int experts, bool tiled, double d2d) {
+  const uint64_t mat_gu = *ggml_row_bytes(type, static_cast<uint64_t>(hidden)) * static_cast<uint64_t>(inter);
+  const uint64_t mat_d = *ggml_row_bytes(type, static_cast<uint64_t>(inter)) * static_cast<uint64_t>(hidden);
+  const uint64_t layer = 2 * mat_gu * experts + mat_d * experts;
+  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / layer));
+  if (copies < 4) throw Error("bench_expert_ffn_three_ways: weight pool too small");
+  if (!gpu::gemv_swiglu_fusable(type, hidden, inter, tiled))
+    throw Error("bench_expert_ffn_three_ways: no SwiGLU epilogue for this launch");
+  std::vector<const uint8_t*> tab(static_cast<size_t>(copies * 2 * experts));
+  for (int c = 0; c < copies; ++c) {
+    for (int m = 0; m < 2 * experts; ++m)
+      tab[static_cast<size_t>(c * 2 * experts + m)] = pool.buf.bytes_ptr() + c * layer + m * mat_gu;
+  }
+  gpu::DeviceBuffer d_tab(tab.size() * sizeof(const uint8_t*), "tables"),
+      act(static_cast<size_t>(inter * experts) * sizeof(float), "SwiGLU rows"),
+      y(static_cast<size_t>(hidden * experts) * sizeof(float), "y");
+  MOEPACK_CUDA_CHECK(cudaMemcpy(d_tab.as<void>(), tab.data(), d_tab.size(), cudaMemcpyHostToDevice));
+  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(hidden * experts), 5);
+  const gpu::DeviceBuffer d_off = pairs_each(experts, 1);
+  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
+  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
+  gpu::GemvBatch gu = expert_batch(type, inter, hidden, x.as<float>(), act.as<float>(), d_off, experts);
+  gu.swiglu_epilogue = true;
+  gu.w_tiled = tiled;
+  gu.grp_off_host = off.data();
+  gpu::GemvBatch dn = expert_batch(type, hidden, inter, act.as<float>(), y.as<float>(), d_off, experts);
+  dn.w_tiled = tiled;
+  dn.grp_off_host = off.data();
+  const ThreeWays t = time_three_ways([&](int i, cudaStream_t s) {
+    gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
+    gpu::gemv(gu, s);
+    dn.w = pool.buf.bytes_ptr() + (i % copies) * layer + 2 * mat_gu * experts;
+    gpu::gemv(dn, s);
+  });
+  nlohmann::json j = {{"type", std::string(ggml_type_name(type))},
+                      {"hidden", hidden},
+                      {"inter", inter},
+                      {"experts", experts},
+                      {"tiled", tiled},
+                      {"bytes_per_layer", layer}};
+  put_three_ways(j, t, layer, d2d);
+  return j;
+}
+
+// The section: the issue's decode shapes (8 experts of 2048 x 4096, 4096 x 2048, 2048 x 7168, 7168 x
+// 2048; DeepSeek-V4-Flash's top-6 down, 6 x 4096 x 2048) in Q4_K, Q2_K and MXFP4 on both layouts, the
+// plain read of each launch's bytes, and the expert FFN of a layer (8 x 2048 on 4096 and 7168, 6 on 4096).
+nlohmann::json bench_gemv_graph(const WeightPool& pool, double d2d) {
+  nlohmann::json out;
+  std::vector<uint64_t> sizes;
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::MXFP4}) {
+    for (const auto& [rows, cols, experts] :
+         {std::tuple{2048, 4096, 8}, {4096, 2048, 8}, {2048, 7168, 8}, {7168, 2048, 8}, {4096, 2048, 6}}) {
+      for (const bool tiled : {false, true}) {
+        nlohmann::json j = bench_gemv_three_ways(pool, t, rows, cols, experts, tiled, d2d);
+        sizes.push_back(j["bytes_per_launch"].get<uint64_t>());
+        partial("gemv_graph_launch", j);
+        out["launches"].push_back(std::move(j));
+      }
+    }
+    for (const auto& [hidden, experts] : {std::pair{4096, 8}, {7168, 8}, {4096, 6}}) {
+      for (const bool tiled : {false, true}) {
+        nlohmann::json j;
+        try {
+          j = bench_expert_ffn_three_ways(pool, t, hidden, 2048, experts, tiled, d2d);
+        } catch (const Error& e) {
+          j = {{"type", std::string(ggml_type_name(t))}, {"hidden", hidden}, {"experts", experts},
+               {"tiled", tiled}, {"error", e.what()}};
+        }
+        partial("gemv_graph_ffn", j);
+        out["expert_ffn"].push_back(std::move(j));
+      }
+    }
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  for (const uint64_t bytes : sizes) {
+    nlohmann::json j = bench_read_three_ways(pool, bytes, d2d);
+    partial("gemv_graph_read", j);
+    out["read"].push_back(std::move(j));
   }
   return out;
 }
@@ -2016,6 +2288,7 @@ int main(int argc, char** argv) {
   bool engine_only = false;       // --engine-only: the "engine" section alone
   bool gemv_only = false;         // --gemv-only: every section but "engine"
   bool tiled_only = false;        // --tiled-only: "gemv_tiled" and "read_ceiling" alone
+  bool gemv_graph_only = false;   // --gemv-graph-only: "gemv_graph" alone
   bool ffn_only = false;          // --ffn-only: "expert_ffn" and the read ceilings of its layers alone
   bool graph_only = false;        // --graph-only: the --graph-model sections of "engine" alone
   bool f32_only = false;          // --f32-only: "gemv_f32_types", "gemv_prefill_x" and "prefill_x_staged_of"
@@ -2066,6 +2339,8 @@ int main(int argc, char** argv) {
       engine_only = true;
     } else if (a == "--gemv-only") {
       gemv_only = true;
+    } else if (a == "--gemv-graph-only") {
+      gemv_graph_only = true;
     } else if (a == "--tiled-only") {
       tiled_only = true;
     } else if (a == "--ffn-only") {
@@ -2377,6 +2652,11 @@ int main(int argc, char** argv) {
       out["engine"]["prefill_x_staged_of"] =
           bench_switch_of(models, prefill, decode, on_is_staged, "prefill_x_staged");
       gpu::detail::set_gemv_prefill_x_global(false);
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    if (gemv_graph_only) {
+      out["gemv_graph"] = bench_gemv_graph(pool, d2d);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

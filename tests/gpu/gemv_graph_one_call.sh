@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One GPU-machine call (sixtieth session) that builds nothing: bench_cuda_backend --gemv-graph-only from
+# the prebuilt binaries of MOEPACK_PREBUILD_BINARIES=bench_cuda_backend tests/gpu/prebuild_for_device.sh
+# (.device-carry/prebuilt.tar.xz; refused if not this tree's, tests/gpu/source_stamp.sh). No fixtures
+# (tests/gpu/prepare_carry.sh none). Writes into $OUT: gemv-graph.json (the bench's JSON), gemv-graph.log
+# (its partials on stderr), smi.txt (nvidia-smi -L and the clocks).
+set -u
+out="${OUT:?OUT must be set}"
+source .device-deps/use-deps.sh > /dev/null
+cuda_lib=$(dirname "$(readlink -f "$(command -v nvcc)")")/../lib64
+export LD_LIBRARY_PATH="$cuda_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+bin=/tmp/moepack-prebuilt
+rm -rf "$bin" && mkdir -p "$bin" && tar -C "$bin" -xJf .device-carry/prebuilt.tar.xz || exit 1
+source tests/gpu/source_stamp.sh
+if [ "$(cut -d' ' -f2 "$bin/COMMIT")" != "$(source_stamp)" ]; then
+  echo "== prebuilt binaries of $(cat "$bin/COMMIT"): not this tree's"
+  exit 1
+fi
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv; } > "$out/smi.txt" 2>&1
+echo "== prebuilt $(cat "$bin/COMMIT")"
+timeout -k 10 "${MOEPACK_GRAPH_LIMIT:-240}" "$bin/bench_cuda_backend" --gemv-graph-only \
+  > "$out/gemv-graph.json" 2> "$out/gemv-graph.log"
+rc=$?
+echo "== bench rc $rc at ${SECONDS} s"
+grep -v '^== partial' "$out/gemv-graph.log" | tail -5
+exit $rc
