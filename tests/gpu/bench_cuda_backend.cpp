@@ -627,60 +627,91 @@ nlohmann::json bench_gemv_glu(const WeightPool& pool, GgmlType type, int64_t row
 // up + down weights rotate over copies as bench_gemv's. "ffn_us" a layer, "gate_up_us" / "down_us" each
 // launch alone (the same rotation), and "ratio_to_d2d": the layer's weight bytes ("bytes_per_layer") per
 // ffn_us over D2D.
+// The weights and buffers of bench_expert_ffn's layers (and bench_expert_ffn_three_ways'): `copies` layers
+// of gate + up + down in the pool, gate_up(i, s) and down(i, s) issuing layer i % copies' launches on s.
+struct FfnLayers {
+  GgmlType type, dtype;
+  bool tiled, dtiled, epilogue;
+  int64_t hidden, inter;
+  int experts, copies;
+  uint64_t mat_gu, mat_d, layer;
+  const WeightPool& pool;
+  gpu::DeviceBuffer d_tab, act, y, x, d_off, gu_rows, d_off2, gu_x_rows;
+  std::vector<int32_t> off;  // the host's copy of d_off (GemvBatch::grp_off_host)
+  gpu::GemvBatch gu, dn;
+
+  FfnLayers(const WeightPool& p, GgmlType t, int64_t hid, int64_t in, int e, bool tl,
+            std::optional<GgmlType> down_type = {}, std::optional<bool> down_tiled = {})
+      : type(t), dtype(down_type.value_or(t)), tiled(tl), dtiled(down_tiled.value_or(tl)),
+        epilogue(gpu::gemv_swiglu_fusable(t, hid, in, tl)), hidden(hid), inter(in), experts(e), pool(p) {
+    mat_gu = *ggml_row_bytes(type, static_cast<uint64_t>(hidden)) * static_cast<uint64_t>(inter);
+    mat_d = *ggml_row_bytes(dtype, static_cast<uint64_t>(inter)) * static_cast<uint64_t>(hidden);
+    layer = 2 * mat_gu * experts + mat_d * experts;
+    copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / layer));
+    if (copies < 4) throw Error("bench_expert_ffn: weight pool too small");
+    std::vector<const uint8_t*> tab(static_cast<size_t>(copies * 2 * experts));
+    for (int c = 0; c < copies; ++c) {
+      for (int m = 0; m < 2 * experts; ++m)
+        tab[static_cast<size_t>(c * 2 * experts + m)] = pool.buf.bytes_ptr() + c * layer + m * mat_gu;
+    }
+    d_tab = gpu::DeviceBuffer(tab.size() * sizeof(const uint8_t*), "tables");
+    act = gpu::DeviceBuffer(static_cast<size_t>(inter * experts) * sizeof(float), "SwiGLU rows");
+    y = gpu::DeviceBuffer(static_cast<size_t>(hidden * experts) * sizeof(float), "y");
+    MOEPACK_CUDA_CHECK(cudaMemcpy(d_tab.as<void>(), tab.data(), d_tab.size(), cudaMemcpyHostToDevice));
+    x = normal_floats(static_cast<size_t>(hidden * experts), 5);
+    d_off = pairs_each(experts, 1);
+    for (int g = 0; g <= experts; ++g) off.push_back(g);
+    if (epilogue) {
+      gu = expert_batch(type, inter, hidden, x.as<float>(), act.as<float>(), d_off, experts);
+    } else {
+      gu_rows = gpu::DeviceBuffer(static_cast<size_t>(2 * inter * experts) * sizeof(float), "gate, up");
+      d_off2 = pairs_each(2 * experts, 1);
+      gu = expert_batch(type, inter, hidden, x.as<float>(), gu_rows.as<float>(), d_off2, 2 * experts);
+      // pair j of the 2 x experts groups reads x row j mod experts (gate and up of expert j)
+      std::vector<int32_t> rows(static_cast<size_t>(2 * experts));
+      for (int j = 0; j < 2 * experts; ++j) rows[static_cast<size_t>(j)] = j % experts;
+      gu_x_rows = gpu::DeviceBuffer(rows.size() * sizeof(int32_t), "x rows");
+      MOEPACK_CUDA_CHECK(
+          cudaMemcpy(gu_x_rows.as<void>(), rows.data(), gu_x_rows.size(), cudaMemcpyHostToDevice));
+      gu.x_row = gu_x_rows.as<int32_t>();
+    }
+    gu.swiglu_epilogue = epilogue;
+    gu.w_tiled = tiled;
+    dn = expert_batch(dtype, hidden, inter, act.as<float>(), y.as<float>(), d_off, experts);
+    dn.w_tiled = dtiled;
+  }
+  // The host's copy of the group sizes on both launches, as the engine's decode launches carry it.
+  void with_host_sizes() {
+    dn.grp_off_host = off.data();
+    if (epilogue) gu.grp_off_host = off.data();
+  }
+  void gate_up(int i, cudaStream_t s) {
+    gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
+    gpu::gemv(gu, s);
+    if (!epilogue) {
+      gpu::swiglu_clamped(gu_rows.as<float>(), gu_rows.as<float>() + inter * experts, inter * experts, 0.0f,
+                          act.as<float>(), s);
+    }
+  }
+  void down(int i, cudaStream_t s) {
+    dn.w = pool.buf.bytes_ptr() + (i % copies) * layer + 2 * mat_gu * experts;
+    gpu::gemv(dn, s);
+  }
+};
+
 nlohmann::json bench_expert_ffn(const WeightPool& pool, GgmlType type, int64_t hidden, int64_t inter,
                                 int experts, double d2d, bool tiled, std::optional<GgmlType> down_type = {},
                                 std::optional<bool> down_tiled = {}) {
-  const GgmlType dtype = down_type.value_or(type);
-  const bool dtiled = down_tiled.value_or(tiled);
-  const uint64_t mat_gu = *ggml_row_bytes(type, static_cast<uint64_t>(hidden)) * static_cast<uint64_t>(inter);
-  const uint64_t mat_d = *ggml_row_bytes(dtype, static_cast<uint64_t>(inter)) * static_cast<uint64_t>(hidden);
-  const uint64_t layer = 2 * mat_gu * experts + mat_d * experts;
-  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / layer));
-  if (copies < 4) throw Error("bench_expert_ffn: weight pool too small");
-  std::vector<const uint8_t*> tab(static_cast<size_t>(copies * 2 * experts));
-  for (int c = 0; c < copies; ++c) {
-    for (int m = 0; m < 2 * experts; ++m)
-      tab[static_cast<size_t>(c * 2 * experts + m)] = pool.buf.bytes_ptr() + c * layer + m * mat_gu;
-  }
-  gpu::DeviceBuffer d_tab(tab.size() * sizeof(const uint8_t*), "tables"),
-      act(static_cast<size_t>(inter * experts) * sizeof(float), "SwiGLU rows"),
-      y(static_cast<size_t>(hidden * experts) * sizeof(float), "y");
-  MOEPACK_CUDA_CHECK(cudaMemcpy(d_tab.as<void>(), tab.data(), d_tab.size(), cudaMemcpyHostToDevice));
-  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(hidden * experts), 5);
-  const gpu::DeviceBuffer d_off = pairs_each(experts, 1);
-  const bool epilogue = gpu::gemv_swiglu_fusable(type, hidden, inter, tiled);
-  gpu::DeviceBuffer gu_rows(epilogue ? 0 : static_cast<size_t>(2 * inter * experts) * sizeof(float),
-                            "gate, up");
-  const gpu::DeviceBuffer d_off2 = epilogue ? gpu::DeviceBuffer() : pairs_each(2 * experts, 1);
-  gpu::GemvBatch gu =
-      epilogue ? expert_batch(type, inter, hidden, x.as<float>(), act.as<float>(), d_off, experts)
-               : expert_batch(type, inter, hidden, x.as<float>(), gu_rows.as<float>(), d_off2, 2 * experts);
-  gpu::DeviceBuffer gu_x_rows;
-  if (!epilogue) {
-    // pair j of the 2 x experts groups reads x row j mod experts (gate and up of expert j)
-    std::vector<int32_t> rows(static_cast<size_t>(2 * experts));
-    for (int j = 0; j < 2 * experts; ++j) rows[static_cast<size_t>(j)] = j % experts;
-    gu_x_rows = gpu::DeviceBuffer(rows.size() * sizeof(int32_t), "x rows");
-    MOEPACK_CUDA_CHECK(
-        cudaMemcpy(gu_x_rows.as<void>(), rows.data(), gu_x_rows.size(), cudaMemcpyHostToDevice));
-    gu.x_row = gu_x_rows.as<int32_t>();
-  }
-  gu.swiglu_epilogue = epilogue;
-  gu.w_tiled = tiled;
-  gpu::GemvBatch dn = expert_batch(dtype, hidden, inter, act.as<float>(), y.as<float>(), d_off, experts);
-  dn.w_tiled = dtiled;
-  const auto gate_up = [&](int i) {
-    gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
-    gpu::gemv(gu, nullptr);
-    if (!epilogue) {
-      gpu::swiglu_clamped(gu_rows.as<float>(), gu_rows.as<float>() + inter * experts, inter * experts, 0.0f,
-                          act.as<float>(), nullptr);
-    }
-  };
-  const auto down = [&](int i) {
-    dn.w = pool.buf.bytes_ptr() + (i % copies) * layer + 2 * mat_gu * experts;
-    gpu::gemv(dn, nullptr);
-  };
+  FfnLayers L(pool, type, hidden, inter, experts, tiled, down_type, down_tiled);
+  const GgmlType dtype = L.dtype;
+  const bool dtiled = L.dtiled, epilogue = L.epilogue;
+  const uint64_t layer = L.layer, mat_gu = L.mat_gu;
+  const int copies = L.copies;
+  gpu::GemvBatch& gu = L.gu;
+  gpu::GemvBatch& dn = L.dn;
+  const gpu::DeviceBuffer& d_tab = L.d_tab;
+  const auto gate_up = [&](int i) { L.gate_up(i, nullptr); };
+  const auto down = [&](int i) { L.down(i, nullptr); };
   const double gu_us = time_launches(gate_up).gpu_us, dn_us = time_launches(down).gpu_us;
   const double ffn_us = time_launches([&](int i) {
                           gate_up(i);
@@ -1009,38 +1040,14 @@ nlohmann::json bench_read_three_ways(const WeightPool& pool, uint64_t bytes, dou
 // epilogue, then down as its programmatic dependent; layers rotating) timed three ways.
 nlohmann::json bench_expert_ffn_three_ways(const WeightPool& pool, GgmlType type, int64_t hidden, int64_t inter,
                                            int experts, bool tiled, double d2d) {
-  const uint64_t mat_gu = *ggml_row_bytes(type, static_cast<uint64_t>(hidden)) * static_cast<uint64_t>(inter);
-  const uint64_t mat_d = *ggml_row_bytes(type, static_cast<uint64_t>(inter)) * static_cast<uint64_t>(hidden);
-  const uint64_t layer = 2 * mat_gu * experts + mat_d * experts;
-  const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / layer));
-  if (copies < 4) throw Error("bench_expert_ffn_three_ways: weight pool too small");
   if (!gpu::gemv_swiglu_fusable(type, hidden, inter, tiled))
     throw Error("bench_expert_ffn_three_ways: no SwiGLU epilogue for this launch");
-  std::vector<const uint8_t*> tab(static_cast<size_t>(copies * 2 * experts));
-  for (int c = 0; c < copies; ++c) {
-    for (int m = 0; m < 2 * experts; ++m)
-      tab[static_cast<size_t>(c * 2 * experts + m)] = pool.buf.bytes_ptr() + c * layer + m * mat_gu;
-  }
-  gpu::DeviceBuffer d_tab(tab.size() * sizeof(const uint8_t*), "tables"),
-      act(static_cast<size_t>(inter * experts) * sizeof(float), "SwiGLU rows"),
-      y(static_cast<size_t>(hidden * experts) * sizeof(float), "y");
-  MOEPACK_CUDA_CHECK(cudaMemcpy(d_tab.as<void>(), tab.data(), d_tab.size(), cudaMemcpyHostToDevice));
-  const gpu::DeviceBuffer x = normal_floats(static_cast<size_t>(hidden * experts), 5);
-  const gpu::DeviceBuffer d_off = pairs_each(experts, 1);
-  std::vector<int32_t> off(static_cast<size_t>(experts) + 1);
-  for (int e = 0; e <= experts; ++e) off[static_cast<size_t>(e)] = e;
-  gpu::GemvBatch gu = expert_batch(type, inter, hidden, x.as<float>(), act.as<float>(), d_off, experts);
-  gu.swiglu_epilogue = true;
-  gu.w_tiled = tiled;
-  gu.grp_off_host = off.data();
-  gpu::GemvBatch dn = expert_batch(type, hidden, inter, act.as<float>(), y.as<float>(), d_off, experts);
-  dn.w_tiled = tiled;
-  dn.grp_off_host = off.data();
+  FfnLayers L(pool, type, hidden, inter, experts, tiled);
+  L.with_host_sizes();
+  const uint64_t layer = L.layer;
   const ThreeWays t = time_three_ways([&](int i, cudaStream_t s) {
-    gu.w_table = d_tab.as<const uint8_t* const>() + (i % copies) * 2 * experts;
-    gpu::gemv(gu, s);
-    dn.w = pool.buf.bytes_ptr() + (i % copies) * layer + 2 * mat_gu * experts;
-    gpu::gemv(dn, s);
+    L.gate_up(i, s);
+    L.down(i, s);
   });
   nlohmann::json j = {{"type", std::string(ggml_type_name(type))},
                       {"hidden", hidden},

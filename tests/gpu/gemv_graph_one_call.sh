@@ -8,16 +8,9 @@
 # configurations, for fitting the prefill rules' leftovers).
 set -u
 out="${OUT:?OUT must be set}"
-source .device-deps/use-deps.sh > /dev/null
-cuda_lib=$(dirname "$(readlink -f "$(command -v nvcc)")")/../lib64
-export LD_LIBRARY_PATH="$cuda_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source tests/gpu/one_call_lib.sh
 bin=/tmp/moepack-prebuilt
-rm -rf "$bin" && mkdir -p "$bin" && tar -C "$bin" -xJf .device-carry/prebuilt.tar.xz || exit 1
-source tests/gpu/source_stamp.sh
-if [ "$(cut -d' ' -f2 "$bin/COMMIT")" != "$(source_stamp)" ]; then
-  echo "== prebuilt binaries of $(cat "$bin/COMMIT"): not this tree's"
-  exit 1
-fi
+unpack_prebuilt "$bin" || exit 1
 { nvidia-smi -L; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv; } > "$out/smi.txt" 2>&1
 echo "== prebuilt $(cat "$bin/COMMIT")"
 timeout -k 10 "${MOEPACK_GRAPH_LIMIT:-240}" "$bin/bench_cuda_backend" --gemv-graph-only \

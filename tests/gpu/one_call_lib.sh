@@ -39,3 +39,20 @@ finish_call() {
   echo "== done at ${SECONDS} s (status $status)"
   exit "$status"
 }
+# unpack_prebuilt DIR: the device dependencies on the paths (.device-deps/use-deps.sh, CUDA's libraries), then
+# .device-carry/prebuilt.tar.xz (tests/gpu/prebuild_for_device.sh) unpacked into DIR; returns 1, saying so,
+# where those binaries are not this tree's (tests/gpu/source_stamp.sh). The prebuilt-only scripts
+# (prebuilt_engine_one_call.sh, gemv_graph_one_call.sh) start with it.
+unpack_prebuilt() {
+  local bin=$1
+  source .device-deps/use-deps.sh > /dev/null
+  local cuda_lib
+  cuda_lib=$(dirname "$(readlink -f "$(command -v nvcc)")")/../lib64
+  export LD_LIBRARY_PATH="$cuda_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  rm -rf "$bin" && mkdir -p "$bin" && tar -C "$bin" -xJf .device-carry/prebuilt.tar.xz || return 1
+  source tests/gpu/source_stamp.sh
+  if [ "$(cut -d' ' -f2 "$bin/COMMIT")" != "$(source_stamp)" ]; then
+    echo "== prebuilt binaries of $(cat "$bin/COMMIT"), sources here $(source_stamp): not this tree's"
+    return 1
+  fi
+}

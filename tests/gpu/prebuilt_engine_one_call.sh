@@ -14,17 +14,9 @@
 #   4. a configure without CMAKE_CUDA_ARCHITECTURES (cmake/MoepackCudaArchitectures.cmake's choice here).
 set -u
 out="${OUT:?OUT must be set}"
-source .device-deps/use-deps.sh > /dev/null
-cuda_lib=$(dirname "$(readlink -f "$(command -v nvcc)")")/../lib64
-export LD_LIBRARY_PATH="$cuda_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source tests/gpu/one_call_lib.sh
 bin=/tmp/moepack-prebuilt
-rm -rf "$bin" && mkdir -p "$bin" && tar -C "$bin" -xJf .device-carry/prebuilt.tar.xz || exit 1
-source tests/gpu/source_stamp.sh
-stamp=$(source_stamp)
-if [ "$(cut -d' ' -f2 "$bin/COMMIT")" != "$stamp" ]; then
-  echo "== prebuilt binaries of $(cat "$bin/COMMIT"), sources here $stamp: not this tree's"
-  exit 1
-fi
+unpack_prebuilt "$bin" || exit 1
 shared=$(cat "$bin/SHARED_DIR")
 if [ ! -e "$shared" ]; then
   mkdir -p "$(dirname "$shared")" && ln -s "$PWD/.device-carry/shared" "$shared"
