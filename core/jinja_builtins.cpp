@@ -68,6 +68,48 @@ Value select_like(const Value& input, CallArgs& a, bool by_attr, bool keep) {
 }
 
 
+// Integer results that do not fit in 64 bits (Python's integers would grow) are a template error, never
+// a wrapped value or a trap (INT64_MIN // -1 raised SIGFPE before the sixtieth session).
+// (A function of its own, not an argument beside the result: the order arguments are evaluated in is
+// unspecified.)
+void check_overflow(bool overflowed, const std::string& op) {
+  if (overflowed) fail("integer overflow in " + op + " (the result does not fit in 64 bits)");
+}
+int64_t checked_add(int64_t a, int64_t b, const std::string& op) {
+  int64_t r = 0;
+  check_overflow(__builtin_add_overflow(a, b, &r), op);
+  return r;
+}
+int64_t checked_sub(int64_t a, int64_t b, const std::string& op) {
+  int64_t r = 0;
+  check_overflow(__builtin_sub_overflow(a, b, &r), op);
+  return r;
+}
+int64_t checked_mul(int64_t a, int64_t b, const std::string& op) {
+  int64_t r = 0;
+  check_overflow(__builtin_mul_overflow(a, b, &r), op);
+  return r;
+}
+
+// a ** b for b >= 0 by squaring, overflow a template error.
+int64_t int_power(int64_t a, int64_t b) {
+  if (a == 0) return b == 0 ? 1 : 0;
+  if (a == 1) return 1;
+  if (a == -1) return b % 2 == 0 ? 1 : -1;
+  int64_t r = 1;
+  while (true) {
+    if (b & 1) r = checked_mul(r, a, "**");
+    b >>= 1;
+    if (b == 0) return r;
+    a = checked_mul(a, a, "**");
+  }
+}
+
+// What `seq * n` may hold: a chat template repeats a separator or an indent, never megabytes (an
+// unbounded repetition let a model's template take all of the machine's memory).
+constexpr size_t kMaxRepeatedBytes = size_t{64} << 20;
+constexpr size_t kMaxRepeatedItems = 10000000;  // as range()'s
+
 }  // namespace
 
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
@@ -76,7 +118,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   const bool ints = nums && a.kind != K::Float && b.kind != K::Float;
   auto bad = [&]() -> Value { fail("unsupported operand types for " + op + ": " + a.repr() + " and " + b.repr()); };
   if (op == "+") {
-    if (ints) return Value::integer(to_int(a) + to_int(b));
+    if (ints) return Value::integer(checked_add(to_int(a), to_int(b), op));
     if (nums) return Value::number(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) return Value::string(a.s + b.s);
     if (a.is_list() && b.is_list()) {
@@ -87,23 +129,32 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return bad();
   }
   if (op == "-") {
-    if (ints) return Value::integer(to_int(a) - to_int(b));
+    if (ints) return Value::integer(checked_sub(to_int(a), to_int(b), op));
     if (nums) return Value::number(a.as_double() - b.as_double());
     return bad();
   }
   if (op == "*") {
-    if (ints) return Value::integer(to_int(a) * to_int(b));
+    if (ints) return Value::integer(checked_mul(to_int(a), to_int(b), op));
     if (nums) return Value::number(a.as_double() * b.as_double());
     const Value& seq = a.is_number() ? b : a;
     const Value& cnt = a.is_number() ? a : b;
     if (cnt.kind == K::Int || cnt.kind == K::Bool) {
       const int64_t n = std::max<int64_t>(0, to_int(cnt));
+      const size_t unit = seq.is_string() ? seq.s.size() : seq.is_list() ? seq.list->size() : 0;
+      const size_t limit = seq.is_string() ? kMaxRepeatedBytes : kMaxRepeatedItems;
+      if (unit > 0 && static_cast<uint64_t>(n) > limit / unit) {
+        fail("repetition too large: " + std::to_string(unit) + (seq.is_string() ? " bytes" : " items") + " * " +
+             std::to_string(n) + " exceeds " + std::to_string(limit) + (seq.is_string() ? " bytes" : " items"));
+      }
       if (seq.is_string()) {
+        if (unit == 0) return Value::string("");
         std::string r;
+        r.reserve(unit * static_cast<size_t>(n));
         for (int64_t k = 0; k < n; ++k) r += seq.s;
         return Value::string(r);
       }
       if (seq.is_list()) {
+        if (unit == 0) return Value::make_list(List{});
         List r;
         for (int64_t k = 0; k < n; ++k) r.insert(r.end(), seq.list->begin(), seq.list->end());
         return Value::make_list(r);
@@ -121,6 +172,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (b.as_double() == 0) fail("integer division or modulo by zero");
     if (ints) {
       const int64_t x = to_int(a), y = to_int(b);
+      if (y == -1) return Value::integer(checked_sub(0, x, op));  // x / -1 traps for INT64_MIN
       int64_t q = x / y;
       if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
       return Value::integer(q);
@@ -133,6 +185,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (b.as_double() == 0) fail("integer division or modulo by zero");
     if (ints) {
       const int64_t x = to_int(a), y = to_int(b);
+      if (y == -1) return Value::integer(0);  // x % -1 traps for INT64_MIN
       int64_t r = x % y;
       if (r != 0 && ((r < 0) != (y < 0))) r += y;
       return Value::integer(r);
@@ -142,11 +195,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return Value::number(r);
   }
   if (op == "**") {
-    if (ints && to_int(b) >= 0) {
-      int64_t r = 1;
-      for (int64_t k = 0; k < to_int(b); ++k) r *= to_int(a);
-      return Value::integer(r);
-    }
+    if (ints && to_int(b) >= 0) return Value::integer(int_power(to_int(a), to_int(b)));
     if (nums) return Value::number(std::pow(a.as_double(), b.as_double()));
     return bad();
   }
@@ -401,9 +450,10 @@ void add_builtin_globals(Dict& g) {
     }
     if (step == 0) fail("range() arg 3 must not be zero");
     List out;
-    for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
+    for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
       out.push_back(Value::integer(k));
       if (out.size() > 10000000) fail("range too large");
+      if (__builtin_add_overflow(k, step, &k)) break;  // past INT64_MAX / MIN: past stop too
     }
     return Value::make_list(out);
   }));

@@ -2,6 +2,7 @@
 //
 // Scoping as in jinja2: a for loop and a macro call open a new scope (assignments inside do not
 // leak out); if-blocks do not. Macros resolve free names in the template's top-level scope.
+#include <algorithm>
 #include <unordered_map>
 
 #include "core/jinja.h"
@@ -29,6 +30,17 @@ class Evaluator {
  public:
   explicit Evaluator(Frame& root) : root_(root) {}
 
+  // Everything a template writes goes through here: a text (or a block's text: {% set %} blocks,
+  // filter and call blocks) of more than kMaxRenderedBytes is an error, not all of the machine's memory.
+  static constexpr size_t kMaxRenderedBytes = size_t{256} << 20;
+  static void emit(const Node& n, std::string& out, const std::string& s) {
+    if (s.size() > kMaxRenderedBytes - std::min(out.size(), kMaxRenderedBytes)) {
+      throw TemplateError("line " + std::to_string(n.line) + ": the rendered text exceeds " +
+                          std::to_string(kMaxRenderedBytes >> 20) + " MiB");
+    }
+    out += s;
+  }
+
   Flow exec(const Node& n, Frame& f, std::string& out) {
     switch (n.kind) {
       case Node::Kind::Body:
@@ -37,8 +49,8 @@ class Evaluator {
           if (fl != Flow::Normal) return fl;
         }
         return Flow::Normal;
-      case Node::Kind::Text: out += n.name; return Flow::Normal;
-      case Node::Kind::Print: out += eval(*n.x, f).str(); return Flow::Normal;
+      case Node::Kind::Text: emit(n, out, n.name); return Flow::Normal;
+      case Node::Kind::Print: emit(n, out, eval(*n.x, f).str()); return Flow::Normal;
       case Node::Kind::If:
         for (size_t k = 0; k < n.a.size(); ++k) {
           if (eval(*n.a[k], f).truthy()) return exec(*n.b[k], f, out);
@@ -66,7 +78,7 @@ class Evaluator {
         std::string body;
         const Flow fl = exec(*n.x, f, body);
         ff.vars["\x01filter-body"] = Value::string(body);
-        out += eval(*n.y, ff).str();
+        emit(n, out, eval(*n.y, ff).str());
         return fl;
       }
       case Node::Kind::Break: return Flow::Break;
@@ -83,7 +95,7 @@ class Evaluator {
         const Value fn = eval(*call.x, f);
         CallArgs args = eval_args(call, f);
         args.kw.emplace_back("caller", caller);
-        out += invoke(fn, args).str();
+        emit(n, out, invoke(fn, args).str());
         return Flow::Normal;
       }
       default: throw TemplateError("line " + std::to_string(n.line) + ": expression used as a statement");

@@ -244,6 +244,8 @@ TEST(Jinja, FeatureCorpusMatchesJinja2) {
       "{% raw %}{{ not rendered }} {% if %}{% endraw %} after",
       "  {% if true %}\n    indented\n  {% endif %}\n{%- if true -%}  tight  {%- endif -%}  \n {{- ' x ' -}} \n{# comment #}\nend\n",
       "{%+ if true %} keep {% endif +%}\n{% for i in items -%}\n  {{ i }}\n{%- endfor %}\n\n",
+      "{{ (-9223372036854775807 - 1) // 2 }} {{ (-9223372036854775807 - 1) % -1 }} {{ -7 // -1 }} {{ 7 % -1 }} {{ (-2) ** 63 }} {{ 3 ** 39 }} {{ 1 ** 1000000000000 }} {{ (-1) ** 1000000000001 }} {{ 0 ** 0 }} {{ 9223372036854775807 - 1 + 1 }}",
+      "[{{ 'ab' * 0 }}][{{ '' * 1000000000000000000 }}][{{ [] * 1000000000000000000 }}][{{ 'ab' * -2 }}][{{ 2 * 'xy' }}][{{ [1, 2] * 2 }}]",
       "{{ text | wordcount }} {{ text | replace('l', 'L') }} {{ text | lower }} {{ items | string }} {{ 42 | string | length }} {{ 'a' * 3 }} {{ [0] * 2 }} {{ items + [9] }}",
   };
   const json ctx = json::parse(R"({"items": [1, 2, 3, 4, 5], "obj": {"a": 1, "b": [true, null]},
@@ -284,6 +286,22 @@ TEST(Jinja, HostileTemplatesFailCleanly) {
   }
   EXPECT_THROW(ChatTemplate::from_source("{{ undefined_thing.attr }}").render(json::array(), {}), moepack::jinja::TemplateError);
   EXPECT_THROW(ChatTemplate::from_source("{{ 1 / 0 }}").render(json::array(), {}), moepack::jinja::TemplateError);
+  // Integers past 64 bits (Python's would grow; INT64_MIN // -1 and % -1 trapped with SIGFPE before the
+  // sixtieth session), repetitions and renderings too large for memory (they took all of it), and an
+  // exponent a loop would take years over: each a TemplateError naming the line, at once.
+  for (const char* huge :
+       {"{{ (-9223372036854775807 - 1) // -1 }}", "{{ 9223372036854775807 * 2 }}", "{{ 9223372036854775807 + 1 }}",
+        "{{ -9223372036854775807 - 2 }}", "{{ 2 ** 64 }}", "{{ 2 ** 9223372036854775807 }}", "{{ 'a' * 100000000000 }}",
+        "{{ [1] * 1000000000 }}", "{{ ('a' * 1000000) * 1000 }}",
+        "{% for i in range(300) %}{{ 'a' * 1000000 }}{% endfor %}",
+        "{% set s %}{% for i in range(300) %}{{ 'b' * 1000000 }}{% endfor %}{% endset %}{{ s | length }}"}) {
+    try {
+      ChatTemplate::from_source(huge).render(json::array(), {});
+      ADD_FAILURE() << huge << " rendered";
+    } catch (const moepack::jinja::TemplateError& e) {
+      EXPECT_NE(std::string(e.what()).find("line 1"), std::string::npos) << huge << ": " << e.what();
+    }
+  }
 }
 
 // Random token soup from template syntax: every result is a rendering or a TemplateError.
