@@ -146,7 +146,8 @@ std::function<int()> add_bench_twin(CLI::App& app) {
   sub->add_flag("--no-lookahead", opt->no_lookahead, "Overlapped schedule without next-layer reads");
   sub->add_option("--policy", opt->b.policy, "Cache policy: hybrid (default), lru, lfu")
       ->check(CLI::IsMember({"hybrid", "lru", "lfu"}));
-  sub->add_option("--threads", opt->b.threads, "CPU compute threads (default: all cores)");
+  sub->add_option("--threads", opt->b.threads, "CPU compute threads, at most 4096 as the engine's (default 0: all cores)")
+      ->check(CLI::Range(0u, 4096u));
   sub->add_option("--seed", opt->b.seed, "Seed of the Zipf router and the hidden vector (default 1)");
   sub->add_option("--read-splits", opt->b.reader.read_splits, "Parts per expert read (default 1)")
       ->check(CLI::Range(1, 64));

@@ -75,8 +75,8 @@ class MemorySource final : public ByteSource {
 
 }  // namespace
 
-std::shared_ptr<ByteSource> open_file_source(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+int open_regular_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw IoError(path, "open", errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -86,7 +86,34 @@ std::shared_ptr<ByteSource> open_file_source(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(path + ": not a regular file");
+    const char* kind = S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                       : S_ISDIR(st.st_mode)                      ? "a directory"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode)                     ? "a socket"
+                                                                  : "not a file";
+    throw Error(path + ": not a regular file (" + kind + ")");
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw IoError(path, "fcntl", e);
+  }
+  return fd;
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::shared_ptr<ByteSource> open_file_source(const std::string& path) {
+  const int fd = open_regular_file(path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw IoError(path, "fstat", e);
   }
   return std::make_shared<FileSource>(path, fd, static_cast<uint64_t>(st.st_size));
 }

@@ -8,6 +8,7 @@
 #include <regex>
 #include <unordered_map>
 
+#include "core/byte_source.h"
 #include "core/error.h"
 #include "core/ollama_store.h"
 
@@ -40,6 +41,7 @@ bool exists(const std::string& p) {
 // named "manifests" is still opened as a GGUF, not as an Ollama manifest).
 bool has_gguf_magic(const std::string& p) {
   char magic[4] = {};
+  if (!is_regular_file(p)) return false;  // (a FIFO would block the fopen; open_file_source names it)
   FILE* f = std::fopen(p.c_str(), "rbe");
   if (f == nullptr) return false;
   const size_t n = std::fread(magic, 1, 4, f);

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "core/byte_source.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/sha256.h"
@@ -256,12 +257,12 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
 }
 
 PackManifest read_manifest(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(path, "open", errno);
+  const int fd = open_regular_file(path);
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
     ::close(fd);
-    throw Error(path + ": not a regular file");
+    throw IoError(path, "fstat", e);
   }
   if (st.st_size > (256ll << 20)) {
     ::close(fd);

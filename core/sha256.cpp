@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "core/byte_source.h"
 #include "core/error.h"
 
 namespace moepack {
@@ -84,8 +85,7 @@ bool from_hex(std::string_view hex, Sha256Digest& out) {
 }
 
 Sha256Digest sha256_file_range(const std::string& path, uint64_t offset, uint64_t length) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(path, "open", errno);
+  const int fd = open_regular_file(path);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   std::vector<uint8_t> buf(8u << 20);
   Sha256 h;

@@ -245,6 +245,20 @@ TEST(CliBenchIo, OptionsOutOfRangeAreRefusedByName) {
   EXPECT_NE(r.err.find("no-such-pack"), std::string::npos) << r.err;
 }
 
+// `moepack bench-twin --threads` past the engine's 4096 is refused by name (a reviewer's 100,000 made 32,448
+// threads, the machine's whole process table, before the sixtieth session).
+TEST(CliBenchTwin, ThreadsOutOfRangeAreRefusedByName) {
+  const std::string twin = temp_path("no-such-twin").string();
+  for (const char* threads : {"4097", "100000", "-1"}) {
+    const CliRun r = run({"bench-twin", twin, "--zipf", "1", "--threads", threads});
+    EXPECT_EQ(r.status, 2) << threads << ": " << r.err;
+    EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
+  }
+  const CliRun r = run({"bench-twin", twin, "--zipf", "1", "--threads", "4096"});  // in range: the twin named
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("no-such-twin"), std::string::npos) << r.err;
+}
+
 // Bad arguments exit 2 (docs/cli.md) before the model is opened, naming the option, what it
 // needs and what was given; CLI11's own codes (104-110) and its "0.000000 to 1797693..." range
 // text do not reach the user.

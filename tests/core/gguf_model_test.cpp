@@ -7,21 +7,28 @@
 // 102; the first tensor info at 106 (shard 1 adds "general.architecture" after these).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/byte_source.h"
 #include "core/error.h"
 #include "core/gguf_model.h"
 #include "core/model_summary.h"
 #include "core/ollama_store.h"
+#include "core/pack_manifest.h"
+#include "core/sha256.h"
 #include "tests/support/gguf_writer.h"
 
 namespace moepack {
@@ -591,6 +598,50 @@ TEST_F(OllamaStore, BlobThatIsNotGguf) {
   test::write_file(blob(hex), std::vector<uint8_t>(100, 'x'));
   manifest("registry.ollama.ai/library/notgguf/latest", layers_with(kModelMedia, "sha256:" + hex, 100));
   EXPECT_TRUE(ThrowsFormatError([&] { GgufModel::open("notgguf"); }, blob(hex), "magic", 0));
+}
+
+// A FIFO named as a model, a manifest or a file to hash is refused at once with "a FIFO": before the
+// sixtieth session `moepack inspect f.gguf` on one blocked for ever in open(2), waiting for a writer. A
+// watchdog opens the FIFO for writing after 5 s, which would release a reader that blocked; the test then
+// fails on the time taken instead of hanging.
+TEST(ModelPath, AFifoIsRefusedAtOnce) {
+  TempDir dir;
+  const std::string fifo = dir.path() + "/model.gguf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 50 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!done) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);  // releases a blocked reader
+      if (fd >= 0) ::close(fd);
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto refused = [&](const char* what, const auto& call) {
+    try {
+      call();
+      ADD_FAILURE() << what << " opened a FIFO";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fifo), std::string::npos) << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("a FIFO"), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  EXPECT_FALSE(is_gguf_source(fifo));
+  refused("GgufModel::open", [&] { (void)GgufModel::open(fifo); });
+  refused("open_file_source", [&] { (void)open_file_source(fifo); });
+  refused("read_manifest", [&] { (void)read_manifest(fifo); });
+  refused("sha256_file_range", [&] { (void)sha256_file_range(fifo, 0, 1); });
+  refused("open_file_source of a directory", [&] {
+    try {
+      (void)open_file_source(dir.path());
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("a directory"), std::string::npos) << e.what();
+      throw Error(fifo + ": a FIFO (the directory's case passed)");
+    }
+  });
+  done = true;
+  watchdog.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4)) << "a call blocked on the FIFO";
 }
 
 }  // namespace
