@@ -15,13 +15,7 @@
 namespace moepack {
 namespace {
 
-int role_rank(const std::string& r) {
-  if (r == "gate") return 0;
-  if (r == "up") return 1;
-  if (r == "down") return 2;
-  if (r == "gate_up") return 3;
-  return 4;
-}
+int role_rank(const std::string& r) { return expert_role_rank(r); }
 
 // A float32 as the shortest decimal that reads back to the same float (1e-06, not
 // 9.99999997e-07), so printed hyperparameters match what model cards state.

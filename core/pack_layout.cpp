@@ -1,5 +1,7 @@
 #include "core/pack_layout.h"
 
+#include <regex>
+
 #include "core/checked.h"
 #include "core/error.h"
 
@@ -60,6 +62,29 @@ void compute_pack_layout(PackLayout& layout) {
     if (L.stride > layout.max_stride) layout.max_stride = L.stride;
   }
   layout.data_end = base;
+}
+
+int expert_role_rank(const std::string& role) {
+  if (role == "gate") return 0;
+  if (role == "up") return 1;
+  if (role == "down") return 2;
+  if (role == "gate_up") return 3;
+  return 4;
+}
+
+bool expert_role_of_tensor(const std::string& tensor, std::string& role, uint32_t& block) {
+  static const std::regex stacked(R"(^blk\.([0-9]{1,9})\.ffn_([a-z0-9_]+)_exps\.(weight|bias)$)");
+  static const std::regex legacy(R"(^blk\.([0-9]{1,9})\.ffn_(gate|up|down)\.[0-9]+\.weight$)");
+  std::smatch m;
+  if (std::regex_match(tensor, m, stacked)) {
+    role = m[2].str() + (m[3].str() == "bias" ? ".bias" : "");
+  } else if (std::regex_match(tensor, m, legacy)) {
+    role = m[2].str();
+  } else {
+    return false;
+  }
+  block = static_cast<uint32_t>(std::stoul(m[1].str()));
+  return true;
 }
 
 }  // namespace moepack

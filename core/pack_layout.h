@@ -26,6 +26,15 @@ struct PackRole {
   uint64_t offset = 0;                     // inside the block, multiple of kPackRoleAlignment
 };
 
+// The order of a layer's roles, in a model summary and in a pack (core/model_summary.cpp sorts by it, a
+// manifest must follow it): gate 0, up 1, down 2, gate_up 3, any other 4 (others then by name).
+int expert_role_rank(const std::string& role);
+
+// The role and block a routed-expert tensor's name gives: "blk.N.ffn_ROLE_exps.weight" (stacked; ".bias"
+// makes the role "ROLE.bias") or "blk.N.ffn_{gate,up,down}.E.weight" (one tensor an expert, the legacy
+// layout). False for any other name.
+bool expert_role_of_tensor(const std::string& tensor, std::string& role, uint32_t& block);
+
 struct PackLayer {
   uint32_t block = 0;      // N of blk.N
   uint32_t n_experts = 0;  // routed experts of this layer

@@ -212,6 +212,27 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
                                   std::string(ggml_type_name(ro.type)) + " and ne (" +
                                   (want ? std::to_string(*want) : std::string("invalid shape")) + ")");
       }
+      // The role follows from the tensor's name and the layers' canonical order (expert_role_rank): a
+      // manifest whose role names or order were changed would otherwise make the engine read one role's
+      // bytes as another's (the offsets are derived from the order), a wrong answer no SHA-256 catches.
+      std::string named_role;
+      uint32_t named_block = 0;
+      if (!expert_role_of_tensor(ro.tensor, named_role, named_block)) {
+        r.fail(rp + "/tensor", "\"" + ro.tensor + "\" is not a routed-expert tensor name (blk.N.ffn_ROLE_exps.weight)");
+      }
+      if (named_role != ro.role || named_block != L.block) {
+        r.fail(rp + "/role", "is \"" + ro.role + "\" of blk." + std::to_string(L.block) + ", but its tensor \"" +
+                                  ro.tensor + "\" is role \"" + named_role + "\" of blk." + std::to_string(named_block));
+      }
+      if (!L.roles.empty()) {
+        const PackRole& prev = L.roles.back();
+        const int a = expert_role_rank(prev.role), b = expert_role_rank(ro.role);
+        if (a > b || (a == b && prev.role >= ro.role)) {
+          r.fail(rp + "/role", "\"" + ro.role + "\" after \"" + prev.role +
+                                   "\": a layer's roles must be distinct, in the order gate, up, down, gate_up, then "
+                                   "the others by name");
+        }
+      }
       L.roles.push_back(ro);
     }
     const json& hs = r.at(lj, p, "expert_sha256");

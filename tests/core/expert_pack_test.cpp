@@ -15,10 +15,10 @@
 namespace moepack {
 namespace {
 
-PackRole role(const char* name, GgmlType t, uint64_t ne0, uint64_t ne1, uint64_t bytes) {
+PackRole role(const char* name, GgmlType t, uint64_t ne0, uint64_t ne1, uint64_t bytes, uint32_t block = 1) {
   PackRole r;
   r.role = name;
-  r.tensor = std::string("blk.1.ffn_") + name + "_exps.weight";
+  r.tensor = "blk." + std::to_string(block) + ".ffn_" + name + "_exps.weight";
   r.type = t;
   r.n_dims = 2;
   r.ne = {ne0, ne1, 1, 1};
@@ -34,9 +34,9 @@ PackLayout ds2_q4km_layout() {
     PackLayer ly;
     ly.block = b;
     ly.n_experts = 16;
-    ly.roles = {role("gate", GgmlType::Q4_K, 256, 256, 36864), role("up", GgmlType::Q4_K, 256, 256, 36864),
-                b == 1 ? role("down", GgmlType::Q4_K, 256, 256, 36864)
-                       : role("down", GgmlType::Q6_K, 256, 256, 53760)};
+    ly.roles = {role("gate", GgmlType::Q4_K, 256, 256, 36864, b), role("up", GgmlType::Q4_K, 256, 256, 36864, b),
+                b == 1 ? role("down", GgmlType::Q4_K, 256, 256, 36864, b)
+                       : role("down", GgmlType::Q6_K, 256, 256, 53760, b)};
     L.layers.push_back(ly);
   }
   compute_pack_layout(L);
@@ -230,6 +230,27 @@ TEST(PackManifest, RejectsWhatALoaderCouldNotTrust) {
   j = good;
   j.erase("sources");
   expect_manifest_error(j, "/sources");
+  // Roles (sixtieth session): the offsets follow from the roles' order, and no SHA-256 covers the names, so
+  // a manifest with gate and up swapped (names and tensors together) passed `verify --full` and made `run`
+  // answer wrongly. The order is canonical and each role must be its tensor's.
+  j = good;
+  std::swap(j["layout"]["layers"][1]["roles"][0], j["layout"]["layers"][1]["roles"][1]);
+  expect_manifest_error(j, "/layout/layers/1/roles/1/role");
+  j = good;
+  j["layout"]["layers"][0]["roles"][0]["role"] = "up";  // a tensor of role gate
+  expect_manifest_error(j, "/layout/layers/0/roles/0/role");
+  j = good;
+  j["layout"]["layers"][0]["roles"][2]["role"] = "dowl";  // one bit flipped
+  expect_manifest_error(j, "/layout/layers/0/roles/2/role");
+  j = good;
+  j["layout"]["layers"][2]["roles"][2]["tensor"] = "blk.1.ffn_down_exps.weight";  // another block's
+  expect_manifest_error(j, "/layout/layers/2/roles/2/role");
+  j = good;
+  j["layout"]["layers"][0]["roles"][1]["tensor"] = "blk.1.ffn_up_exps.weigh";
+  expect_manifest_error(j, "/layout/layers/0/roles/1/tensor");
+  j = good;  // two roles of one name
+  j["layout"]["layers"][0]["roles"][1] = j["layout"]["layers"][0]["roles"][0];
+  expect_manifest_error(j, "/layout/layers/0/roles/1/role");
 }
 
 TEST(ExpertPack, ADirectoryWithoutManifestIsNotAPack) {
