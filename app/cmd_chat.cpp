@@ -169,7 +169,8 @@ std::function<int()> add_chat(CLI::App& app) {
         std::fprintf(stderr, "[%zu tokens, %.1f tok/s]\n", r.tokens.size(), r.decode_tokens_per_s);
       }
     }
-    session.reset();  // closes the trace and writes the stats file while Ctrl-C is still caught
+    session->close_trace();  // a trace that cannot be written fails the command (the destructor drops errors)
+    session.reset();  // writes the stats file while Ctrl-C is still caught
     sigaction(SIGINT, &old_sa, nullptr);
     if (g_leave && tty) std::fputc('\n', stderr);  // after the "> " prompt
     return g_leave ? 130 : 0;

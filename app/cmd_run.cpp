@@ -200,7 +200,8 @@ std::function<int()> add_run(CLI::App& app) {
                    std::string(session->backend().name()).c_str());
     }
     std::fflush(stdout);
-    session.reset();  // closes the trace and writes the stats file while Ctrl-C still only cancels
+    session->close_trace();  // a trace that cannot be written fails the command (the destructor drops errors)
+    session.reset();  // writes the stats file while Ctrl-C still only cancels
     return r.stop_reason == StopReason::Cancelled ? 130 : 0;  // the shell's status for Ctrl-C
   };
 }

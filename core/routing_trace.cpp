@@ -1,5 +1,7 @@
 #include "core/routing_trace.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -98,6 +100,12 @@ RoutingTraceWriter::RoutingTraceWriter(const std::string& path, const TraceHeade
       header.expert_bytes > kMaxExpertBytes ||
       header.model_name.size() > kMaxName) {
     throw Error(path + ": invalid routing trace header");
+  }
+  // A directory (or a FIFO, a device) of that name would only fail the rename at the end, after the run.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw Error(path + ": exists and is not a regular file (" + (S_ISDIR(st.st_mode) ? "a directory" : "not a file") +
+                "); a routing trace is written as a file of that name");
   }
   f_ = std::fopen(temp_.c_str(), "wb");
   if (f_ == nullptr) throw IoError(temp_, "create", errno);

@@ -4,6 +4,8 @@
 // backends and the model loader; this file needs neither).
 #include "core/session.h"
 
+#include "core/routing_recorder.h"
+
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -149,6 +151,10 @@ std::string Session::format_chat(const std::vector<ChatMessage>& messages, bool 
 
 std::vector<int32_t> Session::tokenize(std::string_view text) const {
   return tokenizer_.encode(text, /*add_special=*/true, /*parse_special=*/true);
+}
+
+void Session::close_trace() {
+  if (recorder_) recorder_->close();
 }
 
 void Session::reset() {

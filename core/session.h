@@ -43,6 +43,8 @@
 
 namespace moepack {
 
+class RoutingRecorder;  // core/routing_recorder.h
+
 class ModelSource;
 class ChatTemplate;
 
@@ -136,6 +138,11 @@ class Session {
                       const TextCallback& on_text = {});
   // Clears the KV cache.
   void reset();
+  // Writes the routing trace's last step and moves it into place (EngineSettings::trace_path; nothing
+  // without one). Throws IoError where it cannot be written or renamed (a full disk, a directory of that
+  // name), so that a command can fail instead of losing the trace: the destructor closes it too but can
+  // only drop such errors (the records then stay in PATH.tmp).
+  void close_trace();
 
  private:
   std::shared_ptr<const ModelSource> model_;
@@ -145,6 +152,7 @@ class Session {
   std::shared_ptr<const ChatTemplate> template_;
   std::string template_warning_;
   std::string backend_note_;
+  std::shared_ptr<RoutingRecorder> recorder_;  // trace_path's (also held by the backend's observer)
   std::unique_ptr<Telemetry> telemetry_;
   std::vector<int32_t> kv_tokens_;  // tokens whose KV entries the backend holds
   std::vector<float> logits_;

@@ -58,10 +58,12 @@ std::unique_ptr<Session> Session::load(const std::string& path_or_name, const En
   std::unique_ptr<Backend> backend = make_backend(model, settings, &backend_note);
   // The backend's routing observer owns the recorder; the trace is complete when the backend
   // (the session) is destroyed.
-  if (!settings.trace_path.empty()) RoutingRecorder::attach(*backend, settings.trace_path, *model);
+  std::shared_ptr<RoutingRecorder> recorder;
+  if (!settings.trace_path.empty()) recorder = RoutingRecorder::attach(*backend, settings.trace_path, *model);
   auto session = std::make_unique<Session>(std::move(model), std::move(backend), std::move(tokenizer),
                                            std::move(tpl), settings);
   session->backend_note_ = std::move(backend_note);
+  session->recorder_ = std::move(recorder);
   return session;
 }
 

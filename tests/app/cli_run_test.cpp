@@ -250,11 +250,11 @@ TEST(CliBenchIo, OptionsOutOfRangeAreRefusedByName) {
 TEST(CliBenchTwin, ThreadsOutOfRangeAreRefusedByName) {
   const std::string twin = temp_path("no-such-twin").string();
   for (const char* threads : {"4097", "100000", "-1"}) {
-    const CliRun r = run({"bench-twin", twin, "--zipf", "1", "--threads", threads});
+    const CliRun r = run({"bench-twin", twin, "--zipf", "1", "--budget-mib", "100", "--threads", threads});
     EXPECT_EQ(r.status, 2) << threads << ": " << r.err;
     EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
   }
-  const CliRun r = run({"bench-twin", twin, "--zipf", "1", "--threads", "4096"});  // in range: the twin named
+  const CliRun r = run({"bench-twin", twin, "--zipf", "1", "--budget-mib", "100", "--threads", "4096"});  // in range
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("no-such-twin"), std::string::npos) << r.err;
 }
@@ -340,6 +340,21 @@ TEST(CliRun, BadArgumentsExitTwoNamingTheOptionAndTheValue) {
   const CliRun r = run({"run", missing, "-p", "x", "--top-p", "1", "--min-p", "0", "-n", "-1"});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("never-opened.gguf"), std::string::npos) << r.err;
+}
+
+// A routing trace that cannot be written fails the run, naming the path: before the sixtieth session a
+// trace_path naming a directory ran to the end, exited 0 and left the records in PATH.tmp (the rename's
+// error was dropped in a destructor).
+TEST(CliRun, ATracePathThatIsADirectoryFailsTheRun) {
+  const fs::path dir = temp_path("trace-dir");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const CliRun r = run({"run", kDemo.string(), "-p", "hello", "-n", "3", "--set", "trace_path=" + dir.string()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(dir.string() + ": exists and is not a regular file (a directory)"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir.string() + ".tmp"));
+  fs::remove_all(dir);
 }
 
 // cache-sim on a trace the CLI recorded: a budget far above the model holds every expert once
