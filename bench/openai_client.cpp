@@ -154,7 +154,9 @@ StreamResult OpenAiClient::complete(const CompletionRequest& request) {
       if (error_body.size() < 4096) error_body.append(data, std::min<size_t>(n, 4096 - error_body.size()));
       return true;
     }
-    return parser.feed(std::string_view(data, n));
+    if (parser.feed(std::string_view(data, n))) return true;
+    if (r.error.empty()) r.error = "the stream was stopped: " + parser.error();
+    return false;
   };
 
   const Clock::time_point t0 = Clock::now();

@@ -20,6 +20,12 @@ bool SseParser::feed(std::string_view bytes) {
         return false;
       }
     } else {
+      if (pending_.size() >= max_line_) {
+        error_ = "a line longer than " + std::to_string(max_line_) + " bytes (at byte " + std::to_string(offset_) +
+                 " of the stream)";
+        stopped_ = true;
+        return false;
+      }
       pending_ += c;
     }
   }
@@ -45,6 +51,11 @@ bool SseParser::line(std::string_view l) {
   std::string_view value = colon == std::string_view::npos ? std::string_view{} : l.substr(colon + 1);
   if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   if (field == "data") {
+    if (data_.size() + value.size() + 1 > max_line_) {
+      error_ = "an event's data longer than " + std::to_string(max_line_) + " bytes (at byte " +
+               std::to_string(offset_) + " of the stream)";
+      return false;
+    }
     if (has_data_) data_ += '\n';
     data_.append(value);
     has_data_ = true;

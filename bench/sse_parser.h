@@ -20,10 +20,18 @@ class SseParser {
   // then returns false too).
   using OnEvent = std::function<bool(std::string_view data)>;
 
-  explicit SseParser(OnEvent on_event) : on_event_(std::move(on_event)) {}
+  // A line, or an event's data, longer than this stops the parser (a server that never ends a line
+  // would otherwise make the client buffer without limit): 16 MiB, far above any completion chunk.
+  static constexpr size_t kMaxLineBytes = size_t{16} << 20;
 
-  // Parses `bytes`. Returns false if the callback asked to stop.
+  explicit SseParser(OnEvent on_event, size_t max_line_bytes = kMaxLineBytes)
+      : on_event_(std::move(on_event)), max_line_(max_line_bytes) {}
+
+  // Parses `bytes`. Returns false if the callback asked to stop, or a line or an event's data grew past
+  // max_line_bytes (error() then says so).
   bool feed(std::string_view bytes);
+  // Why the parser stopped on its own ("" if it did not, or the callback stopped it).
+  const std::string& error() const { return error_; }
   // End of stream: a final line without its terminator is processed and a pending event with
   // data is dispatched (the specification drops it; servers that close without a blank line
   // exist, and the caller decides whether the stream was complete). Returns false if the
@@ -37,6 +45,8 @@ class SseParser {
   bool dispatch();
 
   OnEvent on_event_;
+  size_t max_line_;
+  std::string error_;
   std::string pending_;  // an incomplete line
   std::string data_;     // the current event's data
   bool has_data_ = false;

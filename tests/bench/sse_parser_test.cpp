@@ -62,5 +62,31 @@ TEST(SseParser, OffsetCountsBytes) {
   EXPECT_EQ(p.offset(), 12u);
 }
 
+// A server that never ends a line (or an event) stops the parser at the limit instead of filling the
+// memory (a reviewer's endless "data: " line took the bench client to 4 GB before the sixtieth session).
+TEST(SseParser, LinesAndEventsPastTheLimitStopIt) {
+  std::vector<std::string> events;
+  const auto collect = [&](std::string_view d) {
+    events.emplace_back(d);
+    return true;
+  };
+  SseParser ok(collect, 16);
+  EXPECT_TRUE(ok.feed("data: 0123456789\n\n"));  // a line of exactly 16 bytes
+  EXPECT_EQ(events, std::vector<std::string>{"0123456789"});
+  EXPECT_TRUE(ok.error().empty());
+
+  SseParser endless(collect, 16);
+  EXPECT_TRUE(endless.feed("data: 0123456789"));
+  EXPECT_FALSE(endless.feed("x"));  // the 17th byte of one line
+  EXPECT_EQ(endless.error(), "a line longer than 16 bytes (at byte 17 of the stream)");
+  EXPECT_FALSE(endless.feed("\n\n"));  // stopped for good
+
+  events.clear();
+  SseParser long_event(collect, 16);
+  EXPECT_FALSE(long_event.feed("data: 01234567\ndata: 89abcdef\n\n"));  // 8 + 1 + 8 bytes of data
+  EXPECT_EQ(long_event.error(), "an event's data longer than 16 bytes (at byte 30 of the stream)");
+  EXPECT_TRUE(events.empty());
+}
+
 }  // namespace
 }  // namespace moepack::bench
