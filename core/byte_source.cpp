@@ -75,7 +75,7 @@ class MemorySource final : public ByteSource {
 
 }  // namespace
 
-int open_regular_file(const std::string& path) {
+int open_regular_file(const std::string& path, uint64_t* size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw IoError(path, "open", errno);
   struct stat st {};
@@ -99,6 +99,7 @@ int open_regular_file(const std::string& path) {
     ::close(fd);
     throw IoError(path, "fcntl", e);
   }
+  if (size) *size = static_cast<uint64_t>(st.st_size);
   return fd;
 }
 
@@ -108,14 +109,9 @@ bool is_regular_file(const std::string& path) {
 }
 
 std::shared_ptr<ByteSource> open_file_source(const std::string& path) {
-  const int fd = open_regular_file(path);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw IoError(path, "fstat", e);
-  }
-  return std::make_shared<FileSource>(path, fd, static_cast<uint64_t>(st.st_size));
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size);
+  return std::make_shared<FileSource>(path, fd, size);
 }
 
 std::shared_ptr<ByteSource> make_memory_source(std::string name, std::vector<uint8_t> bytes) {

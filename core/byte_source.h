@@ -34,8 +34,9 @@ std::shared_ptr<ByteSource> open_file_source(const std::string& path);
 // A descriptor of `path` opened read-only (O_CLOEXEC) if it is a regular file. The open itself does not
 // wait (O_NONBLOCK, cleared after the check): a FIFO named as a model or a trace would otherwise block for
 // ever waiting for a writer. Throws IoError if it cannot be opened, Error "PATH: not a regular file (a
-// FIFO | a directory | a device | a socket)" otherwise. The caller closes it.
-int open_regular_file(const std::string& path);
+// FIFO | a directory | a device | a socket)" otherwise. The caller closes it. `size`, if given, receives
+// the file's size in bytes.
+int open_regular_file(const std::string& path, uint64_t* size = nullptr);
 
 // Whether `path` names a regular file (following links), without opening it.
 bool is_regular_file(const std::string& path);

@@ -278,18 +278,13 @@ PackManifest manifest_from_json(const json& j, const std::string& file) {
 }
 
 PackManifest read_manifest(const std::string& path) {
-  const int fd = open_regular_file(path);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw IoError(path, "fstat", e);
-  }
-  if (st.st_size > (256ll << 20)) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size);
+  if (size > (uint64_t{256} << 20)) {
     ::close(fd);
     throw FormatError(path, "file size", 0, "a manifest larger than 256 MiB is not accepted");
   }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
+  std::string text(static_cast<size_t>(size), '\0');
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));

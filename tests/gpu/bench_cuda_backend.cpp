@@ -872,21 +872,30 @@ struct ThreeWays {
   std::string graph_error;  // non-empty: the capture failed (graph_us 0)
 };
 
-template <class Body>
-double time_on(Body& body, cudaStream_t s, int iters) {
+// The GPU's time of what issue() queues on s (events around it), in µs.
+template <class Issue>
+double gpu_us_of(cudaStream_t s, Issue&& issue) {
   cudaEvent_t t0, t1;
   MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
   MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
-  body(0, s);  // untimed: the kernels' one-time state (attributes, scratch pools)
   MOEPACK_CUDA_CHECK(cudaEventRecord(t0, s));
-  for (int i = 0; i < iters; ++i) body(i, s);
+  issue();
   MOEPACK_CUDA_CHECK(cudaEventRecord(t1, s));
   MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
   float ms = 0;
   MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);
-  return static_cast<double>(ms) * 1e3 / iters;
+  return static_cast<double>(ms) * 1e3;
+}
+
+template <class Body>
+double time_on(Body& body, cudaStream_t s, int iters) {
+  body(0, s);  // untimed: the kernels' one-time state (attributes, scratch pools)
+  return gpu_us_of(s, [&] {
+           for (int i = 0; i < iters; ++i) body(i, s);
+         }) /
+         iters;
 }
 
 // The iters launches of body captured from s as one graph, launched reps times after one untimed launch:
@@ -916,20 +925,12 @@ double time_graph(Body& body, cudaStream_t s, int iters, int reps) {
     (void)cudaGetLastError();
     throw Error(std::string("cudaGraphInstantiate: ") + cudaGetErrorString(inst));
   }
-  cudaEvent_t t0, t1;
-  MOEPACK_CUDA_CHECK(cudaEventCreate(&t0));
-  MOEPACK_CUDA_CHECK(cudaEventCreate(&t1));
   MOEPACK_CUDA_CHECK(cudaGraphLaunch(ge, s));
-  MOEPACK_CUDA_CHECK(cudaEventRecord(t0, s));
-  for (int r = 0; r < reps; ++r) MOEPACK_CUDA_CHECK(cudaGraphLaunch(ge, s));
-  MOEPACK_CUDA_CHECK(cudaEventRecord(t1, s));
-  MOEPACK_CUDA_CHECK(cudaEventSynchronize(t1));
-  float ms = 0;
-  MOEPACK_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
+  const double us = gpu_us_of(s, [&] {
+    for (int r = 0; r < reps; ++r) MOEPACK_CUDA_CHECK(cudaGraphLaunch(ge, s));
+  });
   cudaGraphExecDestroy(ge);
-  return static_cast<double>(ms) * 1e3 / (static_cast<double>(iters) * reps);
+  return us / (static_cast<double>(iters) * reps);
 }
 
 template <class Body>
