@@ -497,15 +497,21 @@ nlohmann::json bench_gemv_ready(const WeightPool& pool, GgmlType type, int64_t r
   return r;
 }
 
+// The current device's multiprocessors (the plain read's grid: tests/gpu/read_probe.h).
+int multiprocessors() {
+  int sm = 0, dev = 0;
+  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
+  MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev));
+  return sm;
+}
+
 // The ceilings beside a GEMV launch of `bytes`: a plain streaming read of the same bytes
 // (tests/gpu/read_probe.h) and a cudaMemcpy device-to-device of them (read + write counted),
 // back to back over the same rotating copies as bench_gemv.
 nlohmann::json bench_read_ceiling(const WeightPool& pool, uint64_t bytes, double d2d) {
   const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / 2 / bytes));
   if (copies < 4) throw Error("bench_read_ceiling: weight pool too small");
-  int sm = 0, dev = 0;
-  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
-  MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev));
+  const int sm = multiprocessors();
   gpu::DeviceBuffer sink(sizeof(uint32_t), "sink");
   const uint64_t n = bytes / 64 * 64;
   cudaEvent_t t0, t1;
@@ -1023,9 +1029,7 @@ nlohmann::json bench_gemv_three_ways(const WeightPool& pool, GgmlType type, int6
 nlohmann::json bench_read_three_ways(const WeightPool& pool, uint64_t bytes, double d2d) {
   const int copies = static_cast<int>(std::min<uint64_t>(32, pool.buf.size() / bytes));
   if (copies < 4) throw Error("bench_read_three_ways: weight pool too small");
-  int sm = 0, dev = 0;
-  MOEPACK_CUDA_CHECK(cudaGetDevice(&dev));
-  MOEPACK_CUDA_CHECK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev));
+  const int sm = multiprocessors();
   gpu::DeviceBuffer sink(sizeof(uint32_t), "sink");
   const uint64_t n = bytes / 64 * 64;
   const ThreeWays t = time_three_ways([&](int i, cudaStream_t s) {
