@@ -86,12 +86,7 @@ int open_regular_file(const std::string& path, uint64_t* size) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    const char* kind = S_ISFIFO(st.st_mode)                       ? "a FIFO"
-                       : S_ISDIR(st.st_mode)                      ? "a directory"
-                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                       : S_ISSOCK(st.st_mode)                     ? "a socket"
-                                                                  : "not a file";
-    throw Error(path + ": not a regular file (" + kind + ")");
+    throw Error(path + ": not a regular file (" + file_kind(st.st_mode) + ")");
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
@@ -101,6 +96,15 @@ int open_regular_file(const std::string& path, uint64_t* size) {
   }
   if (size) *size = static_cast<uint64_t>(st.st_size);
   return fd;
+}
+
+const char* file_kind(unsigned mode) {
+  return S_ISREG(mode)                    ? "a regular file"
+         : S_ISFIFO(mode)                 ? "a FIFO"
+         : S_ISDIR(mode)                  ? "a directory"
+         : S_ISCHR(mode) || S_ISBLK(mode) ? "a device"
+         : S_ISSOCK(mode)                 ? "a socket"
+                                          : "not a file";
 }
 
 bool is_regular_file(const std::string& path) {

@@ -41,6 +41,10 @@ int open_regular_file(const std::string& path, uint64_t* size = nullptr);
 // Whether `path` names a regular file (following links), without opening it.
 bool is_regular_file(const std::string& path);
 
+// What a file of stat(2) mode `mode` is, for messages: "a regular file", "a FIFO", "a directory", "a device",
+// "a socket" or "not a file".
+const char* file_kind(unsigned mode);
+
 // Owns a copy of `bytes`; `name` appears in error messages.
 std::shared_ptr<ByteSource> make_memory_source(std::string name, std::vector<uint8_t> bytes);
 

@@ -15,8 +15,6 @@
 namespace moepack {
 namespace {
 
-int role_rank(const std::string& r) { return expert_role_rank(r); }
-
 // A float32 as the shortest decimal that reads back to the same float (1e-06, not
 // 9.99999997e-07), so printed hyperparameters match what model cards state.
 double float32_to_json(double v) {
@@ -177,7 +175,8 @@ ModelSummary summarize(const GgufModel& model) {
   }
   for (auto& [block, L] : layers) {
     std::sort(L.roles.begin(), L.roles.end(), [](const ExpertRole& a, const ExpertRole& b) {
-      return role_rank(a.role) != role_rank(b.role) ? role_rank(a.role) < role_rank(b.role) : a.role < b.role;
+      const int ra = expert_role_rank(a.role), rb = expert_role_rank(b.role);
+      return ra != rb ? ra < rb : a.role < b.role;
     });
     for (const ExpertRole& r : L.roles) L.expert_bytes += r.bytes_per_expert;
     s.routed_expert_bytes += L.expert_bytes * L.n_experts;

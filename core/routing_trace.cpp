@@ -104,7 +104,7 @@ RoutingTraceWriter::RoutingTraceWriter(const std::string& path, const TraceHeade
   // A directory (or a FIFO, a device) of that name would only fail the rename at the end, after the run.
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    throw Error(path + ": exists and is not a regular file (" + (S_ISDIR(st.st_mode) ? "a directory" : "not a file") +
+    throw Error(path + ": exists and is not a regular file (" + file_kind(st.st_mode) +
                 "); a routing trace is written as a file of that name");
   }
   f_ = std::fopen(temp_.c_str(), "wb");

@@ -43,10 +43,9 @@
 
 namespace moepack {
 
-class RoutingRecorder;  // core/routing_recorder.h
-
 class ModelSource;
 class ChatTemplate;
+class RoutingRecorder;  // core/routing_recorder.h
 
 struct ChatMessage {
   std::string role;  // system | user | assistant

@@ -56,8 +56,8 @@ std::unique_ptr<Session> Session::load(const std::string& path_or_name, const En
   std::string tpl = model->metadata().get_string("tokenizer.chat_template").value_or(std::string());
   std::string backend_note;
   std::unique_ptr<Backend> backend = make_backend(model, settings, &backend_note);
-  // The backend's routing observer owns the recorder; the trace is complete when the backend
-  // (the session) is destroyed.
+  // The backend's routing observer and the session share the recorder: Session::close_trace completes
+  // the trace (reporting a failure), the session's destruction otherwise.
   std::shared_ptr<RoutingRecorder> recorder;
   if (!settings.trace_path.empty()) recorder = RoutingRecorder::attach(*backend, settings.trace_path, *model);
   auto session = std::make_unique<Session>(std::move(model), std::move(backend), std::move(tokenizer),
